@@ -18,8 +18,7 @@ def mlp(x, w1, b1, w2, b2):
 
 
 MLP_ARGS = tuple(
-    jax.ShapeDtypeStruct(shape, jnp.float32)
-    for shape in [(8, 16), (16, 32), (32,), (32, 4), (4,)]
+    jax.ShapeDtypeStruct(shape, jnp.float32) for shape in [(8, 16), (16, 32), (32,), (32, 4), (4,)]
 )
 
 
@@ -62,7 +61,8 @@ def test_dump_options_never_touch_xla_flags(tmp_path: Path) -> None:
     captured = capture(lambda x: x * 2.0 + 1.0, jnp.ones(4), dump_dir=tmp_path)
     assert os.environ.get("XLA_FLAGS") == before
     assert captured.dump_files()
-    assert not any(".after_" in path.name and ".before_" in path.name for path in tmp_path.iterdir())
+    names = [path.name for path in tmp_path.iterdir()]
+    assert not any(".after_" in name and ".before_" in name for name in names)
     assert dump_options(tmp_path) == {"xla_dump_to": str(tmp_path), "xla_dump_hlo_as_text": True}
     assert dump_options(tmp_path, passes=True)["xla_dump_hlo_pass_re"] == ".*"
 

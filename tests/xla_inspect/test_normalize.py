@@ -1,0 +1,237 @@
+"""normalize_hlo: same computation -> same text; a different computation -> different text."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from xla_inspect.capture import Capture, capture
+from xla_inspect.normalize import RULES, Rule, normalize_hlo
+
+CORPUS = Path(__file__).parent / "corpus"
+
+SOURCE = """
+import jax
+import jax.numpy as jnp
+{padding}
+
+def {name}({x}, {w}):
+    h = jnp.tanh({x} @ {w} + 0.5)
+    return jax.lax.cond(h.sum() > 0, lambda a: a * 2.0, lambda a: a - 1.0, h)
+"""
+
+ARGS = (jax.ShapeDtypeStruct((4, 8), jnp.float32), jax.ShapeDtypeStruct((8, 8), jnp.float32))
+
+
+def _load(path: Path, name: str, x: str, w: str, padding: int):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(SOURCE.format(padding="\n" * padding, name=name, x=x, w=w))
+    spec = importlib.util.spec_from_file_location(f"xi_norm_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+@pytest.fixture(scope="module")
+def xi_twins(tmp_path_factory: pytest.TempPathFactory) -> tuple[Capture, Capture]:
+    root = tmp_path_factory.mktemp("twins")
+    first = _load(root / "a" / "model.py", "forward", "x", "w", padding=0)
+    second = _load(root / "deep" / "er" / "other.py", "predict", "inputs", "weights", padding=40)
+    return capture(first, *ARGS), capture(second, *ARGS)
+
+
+def _opcodes(text: str) -> Counter[str]:
+    return Counter(re.findall(r"= .*? ([a-z][\w\-]*)\(", text))
+
+
+def test_same_function_elsewhere_normalizes_identically(xi_twins) -> None:
+    first, second = xi_twins
+    assert first.optimized_hlo_text != second.optimized_hlo_text
+    assert first.hlo_text != second.hlo_text
+    assert normalize_hlo(first.optimized_hlo_text) == normalize_hlo(second.optimized_hlo_text)
+    assert normalize_hlo(first.hlo_text) == normalize_hlo(second.hlo_text)
+
+
+def test_normalized_text_has_no_names_paths_or_metadata(xi_twins) -> None:
+    text = normalize_hlo(xi_twins[1].optimized_hlo_text)
+    for leftover in ("predict", "inputs", "weights", "other.py", "metadata=", "FileNames"):
+        assert leftover not in text
+    assert text.startswith("HloModule module,")
+    assert "ENTRY %main (param.0: f32[4,8], param.1: f32[8,8])" in text
+
+
+def test_normalizing_keeps_every_opcode(xi_twins) -> None:
+    raw = xi_twins[0].optimized_hlo_text
+    assert _opcodes(normalize_hlo(raw)) == _opcodes(raw)
+    assert _opcodes(normalize_hlo(raw))["conditional"] == 1
+
+
+def test_hash_seed_does_not_change_the_output(xi_twins, tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import importlib.util, sys
+        import jax, jax.numpy as jnp
+        from xla_inspect.capture import capture
+        from xla_inspect.normalize import normalize_hlo
+        spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in [(4, 8), (8, 8)]]
+        sys.stdout.write(normalize_hlo(capture(module.forward, *args).optimized_hlo_text))
+        """
+    )
+    source = tmp_path / "seeded.py"
+    source.write_text(SOURCE.format(padding="", name="forward", x="a", w="b"))
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(source)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        check=True,
+        timeout=120,
+    )
+    assert result.stdout == normalize_hlo(xi_twins[0].optimized_hlo_text)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("f32[8,16]{1,0} parameter(0)", "f32[8,16]{0,1} parameter(0)"),
+        ("f32[8,16]{1,0} parameter(0)", "f32[8,17]{1,0} parameter(0)"),
+        ("constant(0.5)", "constant(0.25)"),
+        ("kind=kLoop", "kind=kCustom"),
+        ("dimensions={1}", "dimensions={0}"),
+        ("lhs_contracting_dims={1}", "lhs_contracting_dims={0}"),
+    ],
+)
+def test_meaningful_changes_survive(before: str, after: str) -> None:
+    text = SMALL_HLO
+    assert before in text
+    assert normalize_hlo(text) != normalize_hlo(text.replace(before, after, 1))
+    assert after.split("(")[0].split("=")[-1] in normalize_hlo(text.replace(before, after, 1))
+
+
+SMALL_HLO = """\
+HloModule jit_f, entry_computation_layout={(f32[8,16]{1,0})->f32[8,8]{1,0}}
+
+FileNames
+1 "/home/someone/f.py"
+
+FunctionNames
+1 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+
+%fused_computation (param_0: f32[8,16]) -> f32[8,16] {
+  %param_0 = f32[8,16]{1,0} parameter(0)
+  %c = f32[] constant(0.5), metadata={op_name="jit(f)/mul" stack_frame_id=1}
+  %b = f32[8,16]{1,0} broadcast(%c), dimensions={}
+  ROOT %m = f32[8,16]{1,0} multiply(%param_0, %b), metadata={op_name="jit(f)/mul"}
+}
+
+ENTRY %main.3 (x.1: f32[8,16]) -> f32[8,8] {
+  %x.1 = f32[8,16]{1,0} parameter(0), metadata={op_name="x"}
+  %f = f32[8,16]{1,0} fusion(%x.1), kind=kLoop, calls=%fused_computation
+  %r = f32[16]{0} reduce(%f, %f), dimensions={1}, to_apply=%fused_computation
+  ROOT %d = f32[8,8]{1,0} dot(%f, %x.1), lhs_contracting_dims={1}, rhs_contracting_dims={1}, \
+backend_config={"outer_dimension_partitions":["2"]}
+}
+"""
+
+
+def test_core_count_dependent_backend_config_is_dropped() -> None:
+    two = 'backend_config={"fusion_config":{"kind":"__ynn_fusion"},"outer_dimension_partitions":[]}'
+    eight = two.replace("[]", '["8"]')
+    line = "  ROOT %f = f32[2]{0} fusion(%p), kind=kCustom, calls=%c, "
+    head = "HloModule m\n\nENTRY %e (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n"
+    first = normalize_hlo(head + line + two + "\n}\n")
+    assert first == normalize_hlo(head + line + eight + "\n}\n")
+    assert 'backend_config={"fusion_config":{"kind":"__ynn_fusion"}}' in first
+    only = normalize_hlo(SMALL_HLO)
+    assert "backend_config" not in only
+    assert "outer_dimension_partitions" not in only
+
+
+def test_small_module_normal_form() -> None:
+    assert normalize_hlo(SMALL_HLO) == textwrap.dedent(
+        """\
+        HloModule module, entry_computation_layout={(f32[8,16]{1,0})->f32[8,8]{1,0}}
+
+        %comp.0 (param.0: f32[8,16]) -> f32[8,16] {
+          %param.0 = f32[8,16]{1,0} parameter(0)
+          %constant.0 = f32[] constant(0.5)
+          %broadcast.0 = f32[8,16]{1,0} broadcast(%constant.0), dimensions={}
+          ROOT %multiply.0 = f32[8,16]{1,0} multiply(%param.0, %broadcast.0)
+        }
+
+        ENTRY %main (param.0: f32[8,16]) -> f32[8,8] {
+          %param.0 = f32[8,16]{1,0} parameter(0)
+          %fusion.0 = f32[8,16]{1,0} fusion(%param.0), kind=kLoop, calls=%comp.0
+          %reduce.0 = f32[16]{0} reduce(%fusion.0, %fusion.0), dimensions={1}, to_apply=%comp.0
+          ROOT %dot.0 = f32[8,8]{1,0} dot(%fusion.0, %param.0), lhs_contracting_dims={1}, \
+rhs_contracting_dims={1}
+        }
+        """
+    )
+
+
+def test_short_form_without_sigils() -> None:
+    text = (
+        "HloModule jit_g\n\nENTRY main.4 {\n  x.1 = f32[3]{0} parameter(0)\n"
+        "  add = f32[3]{0} add(x.1, x.1)\n  ROOT neg.2 = f32[3]{0} negate(add)\n}\n"
+    )
+    assert normalize_hlo(text) == (
+        "HloModule module\n\nENTRY main {\n  param.0 = f32[3]{0} parameter(0)\n"
+        "  add.0 = f32[3]{0} add(param.0, param.0)\n  ROOT negate.0 = f32[3]{0} negate(add.0)\n}\n"
+    )
+
+
+def test_computation_and_instruction_sharing_a_name() -> None:
+    text = (
+        "HloModule m\n\nrelu.1 {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\n\n"
+        "ENTRY main {\n  x = f32[] parameter(0)\n  relu.1 = f32[] call(x), to_apply=relu.1\n"
+        "  ROOT out = f32[] add(relu.1, x)\n}\n"
+    )
+    normal = normalize_hlo(text)
+    assert "call.0 = f32[] call(param.0), to_apply=comp.0" in normal
+    assert "ROOT add.0 = f32[] add(call.0, param.0)" in normal
+
+
+@pytest.mark.parametrize("path", sorted(CORPUS.glob("*.hlo")), ids=lambda p: p.name)
+def test_corpus_is_idempotent_and_keeps_opcodes(path: Path) -> None:
+    raw = path.read_text()
+    normal = normalize_hlo(raw)
+    assert normalize_hlo(normal) == normal
+    assert _opcodes(normal) == _opcodes(raw)
+
+
+def test_xla_parser_accepts_normalized_text() -> None:
+    hlo = pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
+    for path in sorted(CORPUS.glob("*.opt.hlo")):
+        hlo.hlo_module_from_text(normalize_hlo(path.read_text()))
+
+
+def test_rules_are_named_documented_and_ordered() -> None:
+    names = [rule.name for rule in RULES]
+    assert len(set(names)) == len(names)
+    assert names[-1] == "normalize_whitespace"
+    assert all(isinstance(rule, Rule) and len(rule.doc) > 40 for rule in RULES)
+    only_tables = normalize_hlo(SMALL_HLO, rules=[RULES[0]])
+    assert "FileNames" not in only_tables
+    assert "metadata=" in only_tables
