@@ -1,0 +1,115 @@
+"""The curriculum: phases and their tasks, read from each phase folder's ``tasks.toml``.
+
+A task is one function of a phase's kata file. Its identity is ``phaseN.taskM``; its pytest mark
+is ``phaseN_taskM``. Hints are tiered: level 1 asks questions, later levels point further, none
+gives the answer.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KATAS_DIR = ROOT / "katas"
+REFERENCE_DIR = ROOT / "reference"
+DECOYS_DIR = ROOT / "decoys"
+KATA_FILE = "kata.py"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    phase: int
+    number: int
+    function: str
+    title: str
+    hints: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"phase{self.phase}.task{self.number}"
+
+    @property
+    def mark(self) -> str:
+        return f"phase{self.phase}_task{self.number}"
+
+    @property
+    def hint_command(self) -> str:
+        return f"uv run katas hint phase{self.phase}.{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    number: int
+    title: str
+    tasks: tuple[Task, ...]
+
+    @property
+    def name(self) -> str:
+        return f"phase{self.number}"
+
+    @property
+    def kata_path(self) -> Path:
+        return KATAS_DIR / self.name / KATA_FILE
+
+    @property
+    def reference_path(self) -> Path:
+        return REFERENCE_DIR / self.name / KATA_FILE
+
+    @property
+    def decoys_path(self) -> Path:
+        return DECOYS_DIR / f"{self.name}.py"
+
+    def task(self, function: str) -> Task:
+        for task in self.tasks:
+            if task.function == function:
+                return task
+        raise KeyError(f"{self.name} has no task for function {function!r}")
+
+
+def _read_phase(folder: Path) -> Phase:
+    number = int(folder.name.removeprefix("phase"))
+    data = tomllib.loads((folder / "tasks.toml").read_text(encoding="utf-8"))
+    tasks = tuple(
+        Task(
+            phase=number,
+            number=index,
+            function=entry["function"],
+            title=entry["title"],
+            hints=tuple(entry.get("hints", ())),
+        )
+        for index, entry in enumerate(data["task"], start=1)
+    )
+    return Phase(number=number, title=data["title"], tasks=tasks)
+
+
+@cache
+def phases() -> tuple[Phase, ...]:
+    """Every phase with a ``tasks.toml``, in order."""
+    folders = [p for p in KATAS_DIR.glob("phase*") if (p / "tasks.toml").is_file()]
+    found = sorted((_read_phase(p) for p in folders), key=lambda ph: ph.number)
+    return tuple(found)
+
+
+def phase(number: int) -> Phase:
+    for candidate in phases():
+        if candidate.number == number:
+            return candidate
+    raise KeyError(f"there is no phase{number}")
+
+
+def phase_of_path(path: Path) -> Phase | None:
+    """The phase whose folder (under katas/) holds ``path``, if any."""
+    try:
+        relative = path.resolve().relative_to(KATAS_DIR)
+    except ValueError:
+        return None
+    head = relative.parts[0] if relative.parts else ""
+    if not head.startswith("phase") or not head.removeprefix("phase").isdigit():
+        return None
+    try:
+        return phase(int(head.removeprefix("phase")))
+    except KeyError:
+        return None

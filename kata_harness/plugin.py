@@ -1,0 +1,271 @@
+"""The pytest plugin behind every kata test.
+
+- ``--impl {katas,reference}`` (or ``KATAS_IMPL``) picks the module the ``kata`` fixture hands to
+  a test, resolved from the test file's phase folder.
+- In reference mode each kata test also runs against the shipped stub and against the decoys that
+  name it (the honest-kata checks): there a failing test is the expected outcome and a passing one
+  is reported as a violation naming phase, task and test.
+- An unfinished task, a kata that does not import, or one that runs past the timeout is reported
+  as one short line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from . import curriculum, loading, snapshots
+from .decoys import Decoy
+
+TODO_PATTERN = re.compile(r"\bphase(\d+) task (\d+)\b")
+CPU_DEVICES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """What a kata test runs against: the learner's file, the reference, the stub or a decoy."""
+
+    kind: str
+    decoy: Decoy | None = None
+
+    @property
+    def id(self) -> str:
+        return f"decoy-{self.decoy.name}" if self.decoy else self.kind
+
+    @property
+    def expects_failure(self) -> bool:
+        return self.kind in ("stub", "decoy")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("katas")
+    group.addoption(
+        "--impl",
+        choices=loading.IMPLS,
+        default=os.environ.get("KATAS_IMPL", "katas"),
+        help="run kata tests against the learner's files (katas, default) or the reference "
+        "solutions; the KATAS_IMPL environment variable sets the default",
+    )
+    group.addoption(
+        "--no-honesty",
+        action="store_true",
+        help="in reference mode, skip the honest-kata checks against stubs and decoys "
+        "(needed when katas/ holds solved work instead of the shipped stubs)",
+    )
+
+
+def _filter_xla_flags() -> str | None:
+    """Keep only dump flags in XLA_FLAGS so a user's tuning flags cannot change the facts."""
+    flags = os.environ.get("XLA_FLAGS")
+    if not flags:
+        return None
+    kept = [f for f in flags.split() if f.startswith("--xla_dump")]
+    dropped = [f for f in flags.split() if not f.startswith("--xla_dump")]
+    os.environ["XLA_FLAGS"] = " ".join(kept)
+    return " ".join(dropped) or None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    impl = config.getoption("--impl")
+    if impl not in loading.IMPLS:
+        raise pytest.UsageError(f"KATAS_IMPL={impl!r} is not one of {', '.join(loading.IMPLS)}")
+    if getattr(config.option, "update_snapshots", False) and impl != "reference":
+        raise pytest.UsageError(
+            "--snapshot-update is refused unless --impl=reference: snapshots are pinned from "
+            f"the reference only; run: {snapshots.REPIN_COMMAND}"
+        )
+    config.stash[_dropped_flags] = _filter_xla_flags()
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+    config.addinivalue_line("markers", "task(function): the kata task a test checks")
+    for phase in curriculum.phases():
+        config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
+        for task in phase.tasks:
+            config.addinivalue_line("markers", f"{task.mark}: {task.id} {task.function}")
+
+
+_dropped_flags = pytest.StashKey[str | None]()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    import jax
+
+    lines = [f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
+             f"snapshots for {snapshots.platform_key()}"]
+    dropped = config.stash.get(_dropped_flags, None)
+    if dropped:
+        lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")
+    return lines
+
+
+def _task_of(node: pytest.Item | pytest.Function) -> tuple[curriculum.Phase, curriculum.Task]:
+    phase = curriculum.phase_of_path(Path(node.path))
+    mark = node.get_closest_marker("task")
+    if phase is None or mark is None or not mark.args:
+        raise pytest.UsageError(
+            f"{node.nodeid}: a kata test needs @pytest.mark.task('<function>')")
+    try:
+        return phase, phase.task(mark.args[0])
+    except KeyError as error:
+        raise pytest.UsageError(f"{node.nodeid}: {error.args[0]}") from None
+
+
+def _variants(config: pytest.Config, phase: curriculum.Phase, test_name: str) -> list[Variant]:
+    if config.getoption("--impl") == "katas":
+        return [Variant("katas")]
+    variants = [Variant("reference")]
+    if config.getoption("--no-honesty"):
+        return variants
+    variants.append(Variant("stub"))
+    variants += [Variant("decoy", d) for d in loading.phase_decoys(phase) if test_name in d.caught_by]
+    return variants
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kata" not in metafunc.fixturenames:
+        return
+    phase, _ = _task_of(metafunc.definition)
+    variants = _variants(metafunc.config, phase, metafunc.definition.originalname)
+    if len(variants) == 1 and variants[0].kind == "katas":
+        return
+    metafunc.parametrize("kata", variants, indirect=True, ids=[v.id for v in variants])
+
+
+@pytest.fixture
+def kata(request: pytest.FixtureRequest) -> ModuleType:
+    """The module under test: learner's kata, reference, shipped stub or a decoy."""
+    variant: Variant = getattr(request, "param", Variant("katas"))
+    phase, _ = _task_of(request.node)
+    try:
+        if variant.kind == "decoy":
+            assert variant.decoy is not None
+            return loading.load_decoy(phase, variant.decoy)
+        if variant.kind == "stub":
+            return loading.load_file(phase.kata_path, f"_stub_{phase.name}", label=phase.name)
+        return loading.load_impl(phase, variant.kind)
+    except loading.KataLoadError as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_jax_caches():
+    """Clear JAX's trace and compile caches so trace counting never leaks between tests."""
+    import jax
+
+    jax.clear_caches()
+    yield
+
+
+@pytest.fixture
+def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
+    """Assert text (already normalized) against the pinned snapshot of this test."""
+    callspec = getattr(request.node, "callspec", None)
+    variant: Variant = callspec.params["kata"] if callspec else Variant("katas")
+    key = snapshots.platform_key()
+    status = snapshots.pin_status(key)
+    updating = bool(request.config.option.update_snapshots)
+
+    def check(text: str) -> None:
+        __tracebackhide__ = True
+        if variant.kind == "reference" and updating:
+            snapshots.record_versions(key)
+            assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
+            return
+        if not status.usable:
+            if variant.kind == "reference":
+                pytest.fail(status.message, pytrace=False)
+            pytest.skip(status.message)
+        if variant.kind in ("reference", "katas"):
+            assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
+            return
+        directory = snapshots.snapshot_dir(key, Path(request.node.path))
+        pinned = directory / f"{request.node.originalname}.txt"
+        if not pinned.is_file():
+            pytest.skip(f"no snapshot pinned at {pinned.relative_to(curriculum.ROOT)}")
+        snapshots.compare_with_pinned(pinned, text)
+
+    return check
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if curriculum.phase_of_path(Path(item.path)) is None:
+            continue
+        phase, task = _task_of(item)
+        item.add_marker(getattr(pytest.mark, phase.name))
+        item.add_marker(getattr(pytest.mark, task.mark))
+
+
+def _todo_message(text: str) -> str | None:
+    match = TODO_PATTERN.search(text)
+    if not match:
+        return None
+    try:
+        phase = curriculum.phase(int(match.group(1)))
+        task = phase.tasks[int(match.group(2)) - 1]
+    except (KeyError, IndexError):
+        return None
+    kata_file = phase.kata_path.relative_to(curriculum.ROOT)
+    return (f"{task.id} ({task.function}: {task.title}) is not done yet: edit {kata_file}; "
+            f"hint: {task.hint_command}")
+
+
+def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
+    """One line for an unfinished task or a timeout; None to keep pytest's own report."""
+    if call.excinfo is None:
+        return None
+    error = call.excinfo.value
+    if isinstance(error, NotImplementedError):
+        return _todo_message(str(error))
+    if type(error).__name__ == "Failed" and str(error).startswith("Timeout"):
+        phase, task = _task_of(item)
+        timeout = item.config.getini("timeout")
+        return (f"{task.id} ({task.function}) did not finish within {timeout} s: look for a "
+                f"loop that never ends in {phase.kata_path.relative_to(curriculum.ROOT)}")
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    params = getattr(item, "callspec", None)
+    if params is not None:
+        variant = params.params.get("kata")
+    else:
+        variant = Variant("katas") if "kata" in getattr(item, "fixturenames", ()) else None
+    if not isinstance(variant, Variant) or report.when != "call":
+        return
+    if variant.expects_failure:
+        _invert(item, report, variant)
+        return
+    if report.failed:
+        short = _short_failure(item, call)
+        if short:
+            report.longrepr = short
+
+
+def _invert(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> None:
+    """Stub and decoy runs must fail; a pass is an honest-kata violation."""
+    if report.skipped:
+        return
+    if report.failed:
+        report.outcome = "passed"
+        report.longrepr = None
+        return
+    phase, task = _task_of(item)
+    test = getattr(item, "originalname", item.name)
+    if variant.kind == "stub":
+        why = f"passes on the shipped stub {phase.kata_path.relative_to(curriculum.ROOT)}"
+    else:
+        assert variant.decoy is not None
+        why = f"passes on decoy {variant.decoy.name!r} ({variant.decoy.why})"
+    report.outcome = "failed"
+    report.longrepr = f"honest-kata violation: {task.id} ({task.function}) {test} {why}"

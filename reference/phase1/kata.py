@@ -1,0 +1,65 @@
+"""Phase 1 reference: JAX basics (pure functions, jit, grad, tracing)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
+    # A params pytree is a plain dict of arrays; shapes follow x @ w (inputs on the left).
+    k1, k2 = jax.random.split(key)
+    return {
+        "w1": jax.random.normal(k1, (in_dim, hidden)) / jnp.sqrt(in_dim),
+        "b1": jnp.zeros((hidden,)),
+        "w2": jax.random.normal(k2, (hidden, out_dim)) / jnp.sqrt(hidden),
+        "b2": jnp.zeros((out_dim,)),
+    }
+
+
+def mlp_forward(params: dict, x):
+    # relu between the layers, none after the last one.
+    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
+    return hidden @ params["w2"] + params["b2"]
+
+
+def mse_loss(params: dict, x, y):
+    # Mean over every element, not the sum: the scale of the loss must not grow with the batch.
+    return jnp.mean((mlp_forward(params, x) - y) ** 2)
+
+
+def loss_and_grad(params: dict, x, y):
+    # value_and_grad differentiates with respect to the first argument only: the params.
+    return jax.value_and_grad(mse_loss)(params, x, y)
+
+
+def make_power_jit(f):
+    # n drives a Python loop, so it must be a compile-time constant: one trace per value of n.
+    return jax.jit(f, static_argnums=1)
+
+
+def predict_traces() -> dict[str, int]:
+    # jit traces once per new (shape, dtype, static values) signature; values alone never retrace.
+    return {
+        "same_shape_twice": 1,
+        "new_shape": 2,
+        "new_dtype": 2,
+        "static_values_1_1_2": 2,
+        "python_floats_1_and_2": 1,
+    }
+
+
+def python_if_error() -> type[Exception]:
+    # `if tracer:` asks a tracer for a bool; JAX refuses with this ConcretizationTypeError subclass.
+    return jax.errors.TracerBoolConversionError
+
+
+def abs_where(x):
+    # Both branches are computed; select_n picks per element. Fine for cheap branches.
+    return jnp.where(x > 0, x, -x)
+
+
+def abs_cond(x):
+    # Only one branch runs; the predicate must be a scalar.
+    return lax.cond(x > 0, lambda v: v, lambda v: -v, x)

@@ -1,0 +1,84 @@
+"""Phase 2 reference: reading jaxprs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax
+import numpy as np
+
+
+def mlp(params: dict, x):
+    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+
+def mlp_jaxpr(params: dict, x):
+    # make_jaxpr traces with abstract values and returns the closed jaxpr.
+    return jax.make_jaxpr(mlp)(params, x)
+
+
+def _sub_jaxprs(value):
+    # Parameters hold nested jaxprs directly (jit, custom_jvp_call, scan, while) or in tuples
+    # (cond's branches); closed ones carry an inner .jaxpr with the equations.
+    if hasattr(value, "eqns"):
+        yield value
+    elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
+        yield value.jaxpr
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _sub_jaxprs(item)
+
+
+def primitive_census(jaxpr) -> Counter:
+    inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
+    census: Counter = Counter()
+    for eqn in inner.eqns:
+        census[eqn.primitive.name] += 1
+        for param in eqn.params.values():
+            for sub in _sub_jaxprs(param):
+                census += primitive_census(sub)
+    return census
+
+
+def io_avals(jaxpr) -> tuple[list, list]:
+    # Abstract values: shape and dtype, no data.
+    def describe(avals):
+        return [(tuple(a.shape), str(a.dtype)) for a in avals]
+
+    return describe(jaxpr.in_avals), describe(jaxpr.out_avals)
+
+
+def literal_operands(jaxpr, primitive: str) -> list[float]:
+    # Literals are constants written inline in an equation (e.g. `mul a 6.0:f32[]`).
+    inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
+    return [
+        float(np.asarray(v.val))
+        for eqn in inner.eqns
+        if eqn.primitive.name == primitive
+        for v in eqn.invars
+        if hasattr(v, "val")
+    ]
+
+
+def unused_equations(jaxpr) -> list[str]:
+    # An equation is dead when no later equation and no output reads what it wrote;
+    # the printer shows its result as `_`.
+    inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
+    used = {id(v) for v in inner.outvars}
+    dead = []
+    for eqn in reversed(inner.eqns):
+        if not any(id(v) in used for v in eqn.outvars):
+            dead.append(eqn.primitive.name)
+            continue
+        used.update(id(v) for v in eqn.invars if not hasattr(v, "val"))
+    return list(reversed(dead))
+
+
+def stablehlo_of(f, *args) -> str:
+    # Lowering turns the jaxpr into StableHLO; dead equations are dropped on the way.
+    return jax.jit(f).lower(*args).as_text()
+
+
+def closure_consts(jaxpr) -> list:
+    # Arrays closed over by the traced function become constvars, their values are in .consts.
+    return [np.asarray(c) for c in jaxpr.consts]

@@ -1,0 +1,99 @@
+"""The curriculum checks itself: stubs and references match, every task has a TODO, hints,
+tests and a decoy, and every decoy names tests that exist."""
+
+import ast
+import inspect
+
+import pytest
+
+from kata_harness import curriculum, loading
+
+PHASES = curriculum.phases()
+
+
+def _functions(path) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def _test_names(phase) -> set[str]:
+    names = set()
+    for test_file in (curriculum.KATAS_DIR / phase.name).glob("test_*.py"):
+        names |= {n for n in _functions(test_file) if n.startswith("test_")}
+    return names
+
+
+def _task_tests(phase) -> dict[str, set[str]]:
+    by_task: dict[str, set[str]] = {}
+    for test_file in (curriculum.KATAS_DIR / phase.name).glob("test_*.py"):
+        for name, node in _functions(test_file).items():
+            for deco in node.decorator_list:
+                if (isinstance(deco, ast.Call) and ast.unparse(deco.func) == "pytest.mark.task"
+                        and deco.args and isinstance(deco.args[0], ast.Constant)):
+                    by_task.setdefault(deco.args[0].value, set()).add(name)
+    return by_task
+
+
+def test_there_are_phases():
+    assert [p.number for p in PHASES][:2] == [1, 2]
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_stub_and_reference_expose_the_same_api(phase):
+    stub = loading.load_file(phase.kata_path, f"_api_stub_{phase.name}", label=phase.name)
+    ref = loading.load_impl(phase, "reference")
+    for task in phase.tasks:
+        assert hasattr(stub, task.function), f"{task.id}: stub lacks {task.function}"
+        assert hasattr(ref, task.function), f"{task.id}: reference lacks {task.function}"
+        stub_sig = inspect.signature(getattr(stub, task.function))
+        ref_sig = inspect.signature(getattr(ref, task.function))
+        assert stub_sig == ref_sig, f"{task.id}: stub {stub_sig} != reference {ref_sig}"
+    public = {n for n, v in vars(stub).items() if inspect.isfunction(v) and not n.startswith("_")
+              and v.__module__ == stub.__name__}
+    ref_public = {n for n, v in vars(ref).items() if inspect.isfunction(v)
+                  and not n.startswith("_") and v.__module__ == ref.__name__}
+    assert public <= ref_public, f"stub functions missing from the reference: {public - ref_public}"
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_every_stub_task_has_a_todo_and_raises(phase):
+    source = phase.kata_path.read_text(encoding="utf-8")
+    functions = _functions(phase.kata_path)
+    for task in phase.tasks:
+        node = functions.get(task.function)
+        assert node is not None, f"{task.id}: {task.function} missing from {phase.kata_path.name}"
+        body = ast.get_source_segment(source, node) or ""
+        assert "# TODO" in body, f"{task.id} ({task.function}): the stub has no # TODO"
+        marker = f'raise NotImplementedError("phase{phase.number} task {task.number}: '
+        assert marker in body, f"{task.id}: the stub must {marker}{task.function}\")"
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_every_task_has_hints_tests_and_decoys(phase):
+    by_task = _task_tests(phase)
+    decoys = loading.phase_decoys(phase)
+    for task in phase.tasks:
+        assert len(task.hints) >= 2, f"{task.id}: at least two hint levels"
+        assert all(h.strip() for h in task.hints), f"{task.id}: an empty hint"
+        assert by_task.get(task.function), f"{task.id}: no test carries task('{task.function}')"
+        assert any(d.replaces == task.function for d in decoys), f"{task.id}: no decoy"
+    assert sum(len(v) for v in by_task.values()) >= 8, f"{phase.name}: at least 8 tests"
+    unknown = set(by_task) - {t.function for t in phase.tasks}
+    assert not unknown, f"{phase.name}: tests name unknown tasks {unknown}"
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_decoys_name_tests_of_their_task(phase):
+    by_task = _task_tests(phase)
+    for d in loading.phase_decoys(phase):
+        assert d.caught_by, f"{phase.name} decoy {d.name}: names no test"
+        stray = set(d.caught_by) - by_task.get(d.replaces, set())
+        assert not stray, f"{phase.name} decoy {d.name}: {stray} are not tests of {d.replaces}"
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_phase_has_a_readme(phase):
+    readme = curriculum.KATAS_DIR / phase.name / "README.md"
+    assert readme.is_file(), f"{phase.name} needs a README.md"
+    text = readme.read_text(encoding="utf-8")
+    assert "kata.py" in text and "http" in text, "say what to edit and link the docs"
