@@ -123,7 +123,8 @@ def _variants(config: pytest.Config, phase: curriculum.Phase, test_name: str) ->
     if config.getoption("--no-honesty"):
         return variants
     variants.append(Variant("stub"))
-    variants += [Variant("decoy", d) for d in loading.phase_decoys(phase) if test_name in d.caught_by]
+    decoys = loading.phase_decoys(phase)
+    variants += [Variant("decoy", d) for d in decoys if test_name in d.caught_by]
     return variants
 
 
