@@ -1,0 +1,133 @@
+"""Lexical helpers for the HLO reader: brackets, quoted strings, top-level splitting, shapes.
+
+Everything here works on one logical line (an instruction, possibly joined from several source
+lines). Quoted strings never span source lines; brackets inside them do not count.
+"""
+
+from __future__ import annotations
+
+import re
+
+# token ::= string | '"' (unterminated) | bracket
+_BRACKET_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|"|[()\[\]{}]')
+# split_token ::= string | bracket | ','
+_SPLIT_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')
+_OPEN_OF = {")": "(", "]": "[", "}": "{"}
+_CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
+COMMENT = re.compile(r"/\*.*?\*/")
+
+# array_shape ::= dtype '[' dims ']' layout?     dims may hold '<=N' and '?'
+# layout      ::= '{' minor_to_major (':' tiling and memory-space parts)? '}'
+ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[0-9,<=?]*\](?:\{[^{}\s]*\})?")
+
+
+class BracketError(Exception):
+    """A closing bracket or quote that does not match; `expected` says what would have."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+def scan_brackets(line: str, stack: list[str]) -> None:
+    """Push and pop `line`'s brackets (outside quoted strings) on `stack`, in place.
+
+    Raises BracketError on a mismatched closer or a string left open at the end of the line.
+    """
+    for match in _BRACKET_TOKEN.finditer(line):
+        token = match.group()
+        if token in _CLOSE_OF:
+            stack.append(token)
+        elif token in _OPEN_OF:
+            if not stack:
+                raise BracketError(f"no '{token}' without a matching '{_OPEN_OF[token]}'")
+            opener = stack.pop()
+            if _OPEN_OF[token] != opener:
+                raise BracketError(f"'{_CLOSE_OF[opener]}' to close '{opener}' before '{token}'")
+        elif token == '"':
+            raise BracketError("'\"' to close the string on the same line")
+
+
+def match_close(text: str, start: int) -> int:
+    """Index of the bracket closing the one at `text[start]`, or -1 when it is never closed."""
+    depth = 0
+    for match in _BRACKET_TOKEN.finditer(text, start):
+        token = match.group()
+        if token in _CLOSE_OF:
+            depth += 1
+        elif token in _OPEN_OF:
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return -1
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split on commas outside brackets and quoted strings. Lenient: never raises."""
+    if '"' not in text and "{" not in text and "(" not in text and "[" not in text:
+        return text.split(",")
+    pieces: list[str] = []
+    depth = 0
+    begin = 0
+    for match in _SPLIT_TOKEN.finditer(text):
+        token = match.group()
+        if token == ",":
+            if depth == 0:
+                pieces.append(text[begin : match.start()])
+                begin = match.end()
+        elif token in _CLOSE_OF:
+            depth += 1
+        elif token in _OPEN_OF:
+            depth = max(depth - 1, 0)
+    pieces.append(text[begin:])
+    return pieces
+
+
+def split_attributes(text: str) -> tuple[tuple[str, str], ...]:
+    """`k1=v1, k2={...}` -> ((k1, v1), (k2, '{...}')). A piece without '=' maps to ''."""
+    if not text.strip():
+        return ()
+    pairs = []
+    for piece in split_top_level(text):
+        key, _, value = piece.partition("=")
+        pairs.append((key.strip(), value.strip()))
+    return tuple(pairs)
+
+
+def is_shape(text: str) -> bool:
+    """Whether `text` is an array shape or a (nested) tuple of shapes, comments allowed."""
+    if ARRAY_SHAPE.fullmatch(text):
+        return True
+    if not text.startswith("("):
+        return False
+    # tuple_shape ::= '(' (shape (',' shape)*)? ')'  -- checked with a flat state machine
+    flat = ARRAY_SHAPE.sub("a", COMMENT.sub("", text)).replace(" ", "")
+    depth = 0
+    previous = ","
+    for char in flat:
+        if char == "(":
+            if previous not in ",(":
+                return False
+            depth += 1
+        elif char == ")":
+            if previous == "," or depth == 0:
+                return False
+            depth -= 1
+        elif char == ",":
+            if previous not in "a)":
+                return False
+        elif char != "a" or previous not in ",(":
+            return False
+        previous = char
+    return depth == 0 and previous in "a)"
+
+
+def operand_names(text: str) -> list[str] | None:
+    """Operand names from an operand list that may carry shapes and comments; None if empty."""
+    names = []
+    for piece in split_top_level(COMMENT.sub("", text)):
+        words = piece.split()
+        if not words:
+            return None
+        names.append(words[-1].removeprefix("%"))
+    return names

@@ -1,0 +1,29 @@
+"""Errors raised by xla_inspect: one base class, and a parse error that says where and what."""
+
+from __future__ import annotations
+
+_MAX_SHOWN = 120
+
+
+class InspectError(Exception):
+    """Base class of every error xla_inspect raises on purpose."""
+
+
+class HloParseError(InspectError):
+    """HLO text that does not follow the grammar.
+
+    `line_no` is 1-based, `line` is the offending source line (or the joined logical line of a
+    wrapped instruction) and `expected` says what the grammar allowed at that point.
+    """
+
+    def __init__(self, line_no: int, line: str, expected: str) -> None:
+        self.line_no = line_no
+        self.line = line
+        self.expected = expected
+        shown = line.strip()
+        if len(shown) > _MAX_SHOWN:
+            shown = shown[: _MAX_SHOWN - 3] + "..."
+        super().__init__(f"line {line_no}: expected {expected}, got: {shown}")
+
+    def __reduce__(self) -> tuple[type[HloParseError], tuple[int, str, str]]:
+        return (type(self), (self.line_no, self.line, self.expected))

@@ -1,0 +1,232 @@
+"""The HLO data model: frozen dataclasses named with XLA's own words.
+
+Parsing keeps raw text (shapes, attribute lists) and these classes interpret it on demand, so
+reading a large module costs little more than splitting its lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
+
+from xla_inspect._lexing import COMMENT, split_attributes, split_top_level
+
+#: Attributes whose value names called computations (`%c` or `{%a, %b}`).
+CALL_ATTRIBUTES = frozenset({
+    "calls", "to_apply", "condition", "body", "branch_computations", "true_computation",
+    "false_computation", "called_computations", "select", "scatter",
+})
+_CALL_KEY = re.compile(
+    r"(?:^|, )(?:calls|to_apply|condition|body|branch_computations|true_computation"
+    r"|false_computation|called_computations|select|scatter)="
+)
+_NAME_IN_LIST = re.compile(r"%?([^\s,{}%]+)")
+_ARRAY_PARTS = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](\{[^{}]*\})?")
+
+
+@lru_cache(maxsize=4096)
+def _array_parts(text: str) -> tuple[str, str, str | None] | None:
+    match = _ARRAY_PARTS.fullmatch(text)
+    return (match.group(1), match.group(2), match.group(3)) if match else None
+
+
+@lru_cache(maxsize=1024)
+def _tuple_elements(text: str) -> tuple[str, ...]:
+    inner = COMMENT.sub("", text).strip()[1:-1]
+    return tuple(piece.strip() for piece in split_top_level(inner) if piece.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """An HLO shape, kept as its text (`f32[8,16]{1,0}`, `(f32[2]{0}, s32[])`, `f32[<=4]`)."""
+
+    text: str
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.text.startswith("(")
+
+    @property
+    def elements(self) -> tuple[Shape, ...]:
+        """Tuple element shapes; () for an array shape."""
+        return tuple(Shape(t) for t in _tuple_elements(self.text)) if self.is_tuple else ()
+
+    @property
+    def dtype(self) -> str | None:
+        """Element type such as `f32`, `bf16`, `pred`, `token`; None for a tuple."""
+        parts = _array_parts(self.text)
+        return parts[0] if parts else None
+
+    @property
+    def dims(self) -> tuple[int | None, ...]:
+        """Dimension sizes; a bounded dynamic dim `<=N` gives N, an unbounded `?` gives None."""
+        parts = _array_parts(self.text)
+        if not parts or not parts[1]:
+            return ()
+        return tuple(None if d == "?" else int(d.removeprefix("<=")) for d in parts[1].split(","))
+
+    @property
+    def dynamic_dims(self) -> tuple[bool, ...]:
+        parts = _array_parts(self.text)
+        if not parts or not parts[1]:
+            return ()
+        return tuple(d == "?" or d.startswith("<=") for d in parts[1].split(","))
+
+    @property
+    def layout(self) -> str | None:
+        """Layout text with braces (`{1,0}`, `{1,0:T(8,128)}`); None when absent or a tuple."""
+        parts = _array_parts(self.text)
+        return parts[2] if parts else None
+
+    @property
+    def minor_to_major(self) -> tuple[int, ...] | None:
+        layout = self.layout
+        if layout is None:
+            return None
+        order = layout[1:-1].partition(":")[0]
+        return tuple(int(d) for d in order.split(",")) if order else ()
+
+
+@dataclass(frozen=True, slots=True)
+class HloInstruction:
+    """One `ROOT? name = shape opcode(operands), attributes` line.
+
+    `operands` are names without `%`; `payload` holds what `parameter(N)` and `constant(...)`
+    carry instead of operands; `attributes_text` is the raw text after the operand list.
+    """
+
+    name: str
+    opcode: str
+    shape: str
+    operands: tuple[str, ...]
+    attributes_text: str
+    is_root: bool
+    payload: str | None
+    line_no: int
+
+    @property
+    def attributes(self) -> Mapping[str, str]:
+        """Attribute name -> raw value text (`kind` -> `kLoop`), split on each access."""
+        return MappingProxyType(dict(split_attributes(self.attributes_text)))
+
+    def attribute(self, key: str, default: str | None = None) -> str | None:
+        if key + "=" not in self.attributes_text:
+            return default
+        return self.attributes.get(key, default)
+
+    @property
+    def shape_info(self) -> Shape:
+        return Shape(self.shape)
+
+    @property
+    def called_computations(self) -> tuple[str, ...]:
+        """Names in calls=, to_apply=, condition=, body=, branch_computations={...} and kin."""
+        if not _CALL_KEY.search(self.attributes_text):
+            return ()
+        names: list[str] = []
+        for key, value in split_attributes(self.attributes_text):
+            if key in CALL_ATTRIBUTES:
+                names.extend(_NAME_IN_LIST.findall(value))
+        return tuple(names)
+
+
+@dataclass(frozen=True, slots=True)
+class HloComputation:
+    """`ENTRY? name (params) -> shape { instructions }`."""
+
+    name: str
+    instructions: tuple[HloInstruction, ...]
+    is_entry: bool
+    line_no: int
+    _by_name: Mapping[str, HloInstruction] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name = MappingProxyType({i.name: i for i in self.instructions})
+        object.__setattr__(self, "_by_name", by_name)
+
+    @property
+    def root(self) -> HloInstruction:
+        """The ROOT instruction, else the last one."""
+        for instruction in reversed(self.instructions):
+            if instruction.is_root:
+                return instruction
+        return self.instructions[-1]
+
+    @property
+    def calls(self) -> tuple[str, ...]:
+        """Names of computations its instructions call, in order of first mention."""
+        seen: dict[str, None] = {}
+        for instruction in self.instructions:
+            for name in instruction.called_computations:
+                seen.setdefault(name)
+        return tuple(seen)
+
+    def instruction(self, name: str) -> HloInstruction | None:
+        return self._by_name.get(name.removeprefix("%"))
+
+    def __iter__(self) -> Iterator[HloInstruction]:
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@dataclass(frozen=True, slots=True)
+class HloModule:
+    """`HloModule name, attributes` followed by computations, one of them the entry."""
+
+    name: str
+    attributes: Mapping[str, str]
+    computations: tuple[HloComputation, ...]
+    entry: HloComputation
+    _by_name: Mapping[str, HloComputation] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name = MappingProxyType({c.name: c for c in self.computations})
+        object.__setattr__(self, "_by_name", by_name)
+
+    def computation(self, name: str) -> HloComputation | None:
+        return self._by_name.get(name.removeprefix("%"))
+
+    def __getitem__(self, name: str) -> HloComputation:
+        computation = self.computation(name)
+        if computation is None:
+            raise KeyError(name)
+        return computation
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.computation(name) is not None
+
+    def __iter__(self) -> Iterator[HloComputation]:
+        return iter(self.computations)
+
+
+
+_INSTRUCTION_SLOTS = tuple(HloInstruction.__dict__[f].__set__ for f in (
+    "name", "opcode", "shape", "operands", "attributes_text", "is_root", "payload", "line_no"))
+
+
+def new_instruction(
+    name: str, opcode: str, shape: str, operands: tuple[str, ...], attributes_text: str,
+    is_root: bool, payload: str | None, line_no: int,
+) -> HloInstruction:
+    """HloInstruction(...) for the parser's hot loop: fills the slots directly.
+
+    A frozen dataclass's __init__ goes through object.__setattr__ once per field, about twice
+    the cost of writing the slots; with one call per instruction that is a tenth of parsing.
+    """
+    instruction = object.__new__(HloInstruction)
+    s_name, s_opcode, s_shape, s_operands, s_attributes, s_root, s_payload, s_line = (
+        _INSTRUCTION_SLOTS)
+    s_name(instruction, name)
+    s_opcode(instruction, opcode)
+    s_shape(instruction, shape)
+    s_operands(instruction, operands)
+    s_attributes(instruction, attributes_text)
+    s_root(instruction, is_root)
+    s_payload(instruction, payload)
+    s_line(instruction, line_no)
+    return instruction

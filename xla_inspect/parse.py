@@ -1,0 +1,270 @@
+"""parse_hlo: read HLO text (optimized, unoptimized short form, or hand-written) into a model.
+
+The reader is line-oriented: one precompiled regular expression recognises the common
+instruction line; anything else (wrapped lines, tuple shapes, operand shapes, comments,
+literals with parentheses) takes a slower exact path. Attribute text is kept raw.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from types import MappingProxyType
+
+from xla_inspect._lexing import (
+    ARRAY_SHAPE,
+    BracketError,
+    is_shape,
+    match_close,
+    operand_names,
+    scan_brackets,
+    split_attributes,
+)
+from xla_inspect.errors import HloParseError
+from xla_inspect.model import HloComputation, HloInstruction, HloModule, new_instruction
+
+# instruction ::= 'ROOT '? '%'? name ' = ' array_shape ' ' opcode '(' operands ')' (', ' attr)*
+# (the common case, with no parentheses inside the operand list)
+_FAST = re.compile(
+    r"\s*(ROOT )?%?([\w.\-]+) = ([a-z][a-z0-9]*\[[0-9,<=?]*\](?:\{[^{}\s]*\})?)"
+    r" ([a-z][a-z0-9\-]*)\(([^()]*)\)(.*)"
+)
+# instruction_head ::= 'ROOT'? '%'? name '=' (any spacing)
+_HEAD = re.compile(r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*")
+# opcode ::= [a-z][a-z0-9-]* followed by '('
+_OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
+# module_header ::= 'HloModule' name (',' attr)*
+_MODULE = re.compile(r"HloModule\s+([^\s,]+)\s*(,.*)?")
+# computation_header ::= 'ENTRY'? '%'? name signature? '{'
+# signature ::= '(' (name ':' shape (',' name ':' shape)*)? ')' '->' shape
+_COMPUTATION = re.compile(r"(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\)\s*->\s*\S.*?)?\s*\{")
+# computation_end ::= '}' (',' 'execution_thread=' string)?
+_COMPUTATION_END = re.compile(r'\}\s*(?:,\s*execution_thread\s*=\s*"[^"]*")?')
+# frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
+# row ::= integer (string | '{' ... '}')
+_TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+
+
+def parse_hlo(text: str) -> HloModule:
+    """Parse HLO module text. Raises HloParseError (line, line text, what was expected)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _Reader(text.split("\n")).module()
+
+
+class _Reader:
+    """Walks the lines once; `self.i` is the index of the next line to read."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.i = 0
+        self.opcodes: dict[str, str] = {}
+        self.shapes: dict[str, str] = {}
+
+    def error(self, index: int, expected: str, line: str | None = None) -> HloParseError:
+        shown = self.lines[index] if line is None and index < len(self.lines) else line or ""
+        return HloParseError(index + 1, shown, expected)
+
+    # module ::= comment* module_header? (frame_tables | computation)+
+    def module(self) -> HloModule:
+        lines = self.lines
+        name = ""
+        attributes: dict[str, str] = {}
+        computations: list[HloComputation] = []
+        names: set[str] = set()
+        entry: HloComputation | None = None
+        while self.i < len(lines):
+            index = self.i
+            stripped = lines[index].strip()
+            if not stripped or stripped.startswith("//"):
+                self.i += 1
+            elif stripped.startswith("HloModule"):
+                if name or computations:
+                    raise self.error(index, "one 'HloModule' header, before any computation")
+                name, attributes = self.module_header(stripped)
+            elif stripped in _TABLES:
+                self.skip_table()
+            else:
+                computation = self.computation()
+                if computation.name in names:
+                    raise self.error(index, f"a new computation name, not '{computation.name}'")
+                names.add(computation.name)
+                if computation.is_entry:
+                    if entry is not None:
+                        raise self.error(index, f"one ENTRY (already '{entry.name}')")
+                    entry = computation
+                computations.append(computation)
+        if not computations:
+            raise self.error(len(lines) - 1, "at least one computation")
+        if entry is None:
+            entry = computations[-1]
+        return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
+
+    def module_header(self, stripped: str) -> tuple[str, dict[str, str]]:
+        index = self.i
+        text = self.logical_line()
+        match = _MODULE.fullmatch(text.strip())
+        if match is None:
+            raise self.error(index, "'HloModule <name>' followed by ', key=value' attributes")
+        attributes: dict[str, str] = {}
+        for key, value in split_attributes((match.group(2) or ",")[1:]):
+            if not key or not value:
+                raise self.error(index, "module attributes as 'key=value'")
+            attributes[key] = value
+        return match.group(1), attributes
+
+    # frame_tables: skip the keyword line and its numbered rows
+    def skip_table(self) -> None:
+        self.i += 1
+        lines = self.lines
+        while self.i < len(lines) and lines[self.i][:1].isdigit():
+            self.i += 1
+
+    def logical_line(self, left_open: int = 0) -> str:
+        """Join source lines from `self.i` until brackets balance and no ',' ends the text.
+
+        `left_open` brackets may stay open (a computation header ends inside its '{').
+        """
+        lines = self.lines
+        start = self.i
+        stack: list[str] = []
+        parts: list[str] = []
+        while True:
+            line = lines[self.i]
+            try:
+                scan_brackets(line, stack)
+            except BracketError as exc:
+                raise self.error(self.i, exc.expected) from None
+            parts.append(line.strip())
+            self.i += 1
+            if len(stack) <= left_open and not line.rstrip().endswith(","):
+                return " ".join(parts)
+            if self.i == len(lines) or lines[self.i].strip() == "}":
+                closer = f"'{stack[-1]}'" if stack else "more attributes after ','"
+                raise self.error(start, f"{closer} before the end of the instruction",
+                                 " ".join(parts))
+
+    # computation ::= computation_header instruction+ computation_end
+    def computation(self) -> HloComputation:
+        index = self.i
+        header = self.lines[index].strip()
+        if header.endswith("{") and '"' not in header and header.count("(") == header.count(")"):
+            self.i += 1
+        else:
+            header = self.logical_line(left_open=1).strip()
+        match = _COMPUTATION.fullmatch(header)
+        if match is None:
+            raise self.error(index, "a computation header 'name (params) -> shape {'", header)
+        instructions = self.body(match.group(2))
+        return HloComputation(match.group(2), instructions, match.group(1) is not None, index + 1)
+
+    def body(self, computation: str) -> tuple[HloInstruction, ...]:
+        lines = self.lines
+        count = len(lines)
+        fast = _FAST.match
+        opcodes = self.opcodes
+        shapes = self.shapes
+        defined: dict[str, str] = {}
+        instructions: list[HloInstruction] = []
+        append = instructions.append
+        root = -1
+        i = self.i
+        while i < count:
+            line = lines[i]
+            match = fast(line)
+            if match is not None:
+                is_root, name, shape, opcode, operand_text, tail = match.groups()
+                # the attribute text is complete when its brackets balance (quotes aside)
+                if tail and (
+                    tail[:2] != ", "
+                    or tail[-1] == ","
+                    or tail.count("{") != tail.count("}")
+                    or tail.count("(") != tail.count(")")
+                    or tail.count("[") != tail.count("]")
+                    or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
+                ):
+                    match = None
+            if match is None:
+                stripped = line.strip()
+                if not stripped or stripped.startswith("//"):
+                    i += 1
+                    continue
+                if stripped[0] == "}":
+                    if _COMPUTATION_END.fullmatch(stripped) is None:
+                        raise self.error(i, "'}' or '}, execution_thread=\"name\"'")
+                    i += 1
+                    break
+                self.i = i
+                is_root, name, shape, opcode, operand_text, tail = self.slow_instruction()
+                index, i = i, self.i
+            else:
+                index = i
+                i += 1
+            if name in defined:
+                raise self.error(index, f"a new instruction name, not '{name}'")
+            defined[name] = name
+            opcode = opcodes.setdefault(opcode, opcode)
+            shape = shapes.setdefault(shape, shape)
+            payload = None
+            operands: tuple[str, ...] = ()
+            if opcode == "parameter" or opcode == "constant":
+                payload = operand_text
+                if opcode == "parameter" and not payload.strip().isdigit():
+                    raise self.error(index, "a parameter number in 'parameter(N)'")
+            elif operand_text:
+                if "[" in operand_text or "/" in operand_text or "{" in operand_text:
+                    found = operand_names(operand_text)
+                else:
+                    found = operand_text.replace("%", "").replace(" ", "").split(",")
+                if found is None:
+                    raise self.error(index, "operand names separated by ','")
+                try:
+                    operands = tuple(map(defined.__getitem__, found))
+                except KeyError as exc:
+                    raise self.error(index, f"operand '{exc.args[0]}' defined earlier in "
+                                     f"computation '{computation}'") from None
+            if is_root:
+                if root >= 0:
+                    raise self.error(index, f"one ROOT in computation '{computation}'")
+                root = len(instructions)
+            append(new_instruction(name, opcode, shape, operands, tail[2:], bool(is_root),
+                                   payload, index + 1))
+        else:
+            raise self.error(count - 1, f"'}}' to close computation '{computation}'")
+        self.i = i
+        if not instructions:
+            raise self.error(i - 1, f"at least one instruction in '{computation}'")
+        if root < 0:
+            instructions[-1] = replace(instructions[-1], is_root=True)
+        return tuple(instructions)
+
+    # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attr)*
+    # shape ::= array_shape | '(' (shape (',' shape)*)? ')'
+    def slow_instruction(self) -> tuple[str | None, str, str, str, str, str]:
+        index = self.i
+        text = self.logical_line()
+        head = _HEAD.match(text)
+        if head is None:
+            raise self.error(index, "an instruction 'name = shape opcode(operands)'", text)
+        pos = head.end()
+        if text.startswith("(", pos):
+            end = match_close(text, pos) + 1
+            shape = text[pos:end]
+            if not is_shape(shape):
+                raise self.error(index, "a tuple shape like '(f32[2]{0}, s32[])'", text)
+        else:
+            array = ARRAY_SHAPE.match(text, pos)
+            if array is None:
+                raise self.error(index, "a shape like 'f32[2,3]{1,0}' after '='", text)
+            shape, end = array.group(), array.end()
+        opcode = _OPCODE.match(text, end)
+        if opcode is None or (end < len(text) and not text[end].isspace()):
+            raise self.error(index, "an opcode followed by '(' after the shape", text)
+        close = match_close(text, opcode.end() - 1)
+        tail = text[close + 1 :].strip()
+        if tail and not tail.startswith(","):
+            raise self.error(index, "',' before attributes after the operand list", text)
+        tail = ", " + tail[1:].strip() if tail else ""
+        name = head.group(2)
+        return head.group(1), name, shape, opcode.group(1), text[opcode.end() : close], tail
+
