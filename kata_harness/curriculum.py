@@ -3,16 +3,20 @@
 A task is one function of a phase's kata file. Its identity is ``phaseN.taskM``; its pytest mark
 is ``phaseN_taskM``. Hints are tiered: level 1 asks questions, later levels point further, none
 gives the answer.
+
+``KATAS_ROOT`` points the harness at another checkout of the course (the hostile-code tests run a
+broken copy this way).
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(os.environ.get("KATAS_ROOT") or Path(__file__).resolve().parent.parent).resolve()
 KATAS_DIR = ROOT / "katas"
 REFERENCE_DIR = ROOT / "reference"
 DECOYS_DIR = ROOT / "decoys"

@@ -82,7 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_dropped_flags] = _filter_xla_flags()
     import jax
 
-    jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+    if jax.config.jax_num_cpu_devices != CPU_DEVICES:  # a nested pytester run has set it
+        jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
     config.addinivalue_line("markers", "task(function): the kata task a test checks")
     for phase in curriculum.phases():
         config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
@@ -225,12 +226,46 @@ def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
     error = call.excinfo.value
     if isinstance(error, NotImplementedError):
         return _todo_message(str(error))
+    phase, task = _task_of(item)
+    kata_file = phase.kata_path.relative_to(curriculum.ROOT)
     if type(error).__name__ == "Failed" and str(error).startswith("Timeout"):
-        phase, task = _task_of(item)
         timeout = item.config.getini("timeout")
         return (f"{task.id} ({task.function}) did not finish within {timeout} s: look for a "
-                f"loop that never ends in {phase.kata_path.relative_to(curriculum.ROOT)}")
-    return None
+                f"loop that never ends in {kata_file}")
+    if isinstance(error, AssertionError) or not isinstance(error, Exception):
+        return None
+    if type(error).__module__.startswith(("_pytest", "pytest_check")):
+        return None
+    where = _kata_frame(call.excinfo.tb, item)
+    message = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+    return (f"{task.id} ({task.function}) raised {type(error).__name__}: {message} "
+            f"[{where}]; check what {kata_file} returns for this task")
+
+
+def _kata_frame(tb, item: pytest.Item) -> str:
+    """The innermost traceback line in a kata file, else in the test file."""
+    in_kata, in_test = None, None
+    while tb is not None:
+        filename = Path(tb.tb_frame.f_code.co_filename)
+        if filename.name == curriculum.KATA_FILE:
+            in_kata = f"{filename.parent.name}/{filename.name}:{tb.tb_lineno}"
+        elif filename == Path(item.path):
+            in_test = f"{filename.name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return in_kata or in_test or "?"
+
+
+MAX_CAPTURED = 2000
+
+
+def _truncate_sections(report: pytest.TestReport) -> None:
+    """A kata that prints megabytes must not bury its failure: cut captured output short."""
+    cut = []
+    for title, text in report.sections:
+        if len(text) > MAX_CAPTURED:
+            text = f"{text[:MAX_CAPTURED]}\n... ({len(text) - MAX_CAPTURED} more characters cut)"
+        cut.append((title, text))
+    report.sections = cut
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -247,7 +282,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if variant.expects_failure:
         _invert(item, report, variant)
         return
-    if report.failed:
+    _truncate_sections(report)
+    if report.failed and variant.kind == "katas":
         short = _short_failure(item, call)
         if short:
             report.longrepr = short
