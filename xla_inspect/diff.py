@@ -25,7 +25,15 @@ from typing import Any
 
 from xla_inspect.model import HloModule
 
-__all__ = ["FusionSummary", "ModuleDiff", "OpcodeChange", "diff_hlo", "format_diff"]
+__all__ = [
+    "FusionSummary",
+    "ModuleDiff",
+    "OpcodeChange",
+    "diff_hlo",
+    "format_diff",
+    "fused_computation_names",
+    "fusion_summaries",
+]
 
 _CUSTOM_FUSION_KIND = re.compile(r'"fusion_config":\{[^{}]*"kind":"([^"]+)"')
 # Plumbing, not work: parameters are not counted in opcode changes.
@@ -157,7 +165,8 @@ def _absorbed(module: HloModule, name: str) -> Counter[str]:
     return counts
 
 
-def _fusions(module: HloModule) -> tuple[FusionSummary, ...]:
+def fusion_summaries(module: HloModule) -> tuple[FusionSummary, ...]:
+    """Every fusion instruction with its kind, custom fusion kind and absorbed opcode counts."""
     summaries = []
     for computation in module.computations:
         for instruction in computation.instructions:
@@ -200,7 +209,7 @@ def diff_hlo(before: HloModule, after: HloModule) -> ModuleDiff:
         before_instructions=_instruction_count(before),
         after_instructions=_instruction_count(after),
         changes=changes,
-        fusions=_fusions(after),
+        fusions=fusion_summaries(after),
     )
 
 

@@ -1,0 +1,176 @@
+"""xla-inspect CLI: verbs in-process through main([...]), one console-script smoke test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xla_inspect.cli import main
+
+CORPUS = Path(__file__).parent / "corpus"
+MODEL = """\
+import jax
+import jax.numpy as jnp
+
+
+def mlp(x, w1, b1, w2, b2):
+    return jnp.dot(jax.nn.relu(jnp.dot(x, w1) + b1), w2) + b2
+"""
+MLP_ARGS = ["--arg", "f32[8,16]", "--arg", "f32[16,32]", "--arg", "f32[32]"]
+MLP_ARGS += ["--arg", "f32[32,4]", "--arg", "f32[4]"]
+
+
+@pytest.fixture(scope="module")
+def xi_cli_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    (root / "model.py").write_text(MODEL)
+    out = root / "out"
+    assert (
+        main(["capture", f"{root / 'model.py'}:mlp", *MLP_ARGS, "--out", str(out), "--passes"]) == 0
+    )
+    return out
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_capture_writes_every_stage(xi_cli_out: Path) -> None:
+    for name in ("jaxpr.txt", "stablehlo.mlir", "hlo.txt", "optimized_hlo.txt"):
+        assert (xi_cli_out / name).stat().st_size > 0
+    assert json.loads((xi_cli_out / "cost.json").read_text())["flops"] == 10784
+    assert json.loads((xi_cli_out / "memory.json").read_text())["output_size_in_bytes"] == 128
+    assert list(xi_cli_out.glob("*after_optimizations.txt"))
+
+
+def test_summary_of_a_dump_directory(xi_cli_out: Path, capsys) -> None:
+    code, out, err = _run(capsys, "summary", str(xi_cli_out))
+    assert (code, err) == (0, "")
+    assert "after_optimizations.txt" in out
+    assert "module        jit_mlp" in out
+    assert "fusions       4: kCustom(__ynn_fusion) 2, kLoop 2" in out
+    assert "dots          2" in out
+    assert "\x1b[" not in out
+
+
+def test_summary_json_counts_every_instruction(xi_cli_out: Path, capsys) -> None:
+    code, out, _ = _run(capsys, "summary", str(xi_cli_out), "--json")
+    (module,) = json.loads(out)["modules"]
+    assert code == 0
+    assert module["module"] == "jit_mlp"
+    assert sum(module["opcode_counts"].values()) == module["instructions"]
+    assert module["opcode_counts"]["fusion"] == 4
+    assert module["opcode_counts"]["dot"] == 2
+    assert module["fusions_by_kind"] == {"kCustom(__ynn_fusion)": 2, "kLoop": 2}
+
+
+def test_summary_falls_back_to_every_hlo_file(tmp_path: Path, capsys) -> None:
+    for name in ("shard_map_collectives.opt.hlo", "dtypes.unopt.hlo"):
+        shutil.copy(CORPUS / name, tmp_path / name)
+    (tmp_path / "notes.txt").write_text("not HLO\n")
+    code, out, _ = _run(capsys, "summary", str(tmp_path), "--json")
+    modules = json.loads(out)["modules"]
+    assert code == 0
+    assert [Path(m["file"]).name for m in modules] == [
+        "dtypes.unopt.hlo",
+        "shard_map_collectives.opt.hlo",
+    ]
+    assert modules[1]["collectives"]["all-reduce"] >= 1
+
+
+def test_diff(xi_cli_out: Path, capsys) -> None:
+    before, after = str(xi_cli_out / "hlo.txt"), str(xi_cli_out / "optimized_hlo.txt")
+    code, out, _ = _run(capsys, "diff", before, after)
+    assert code == 0
+    assert "added:   fusion x4" in out
+    code, out, _ = _run(capsys, "diff", before, after, "--json")
+    assert json.loads(out)["fusions_by_kind"] == {"kCustom(__ynn_fusion)": 2, "kLoop": 2}
+
+
+def test_normalize(xi_cli_out: Path, capsys) -> None:
+    code, out, _ = _run(capsys, "normalize", str(xi_cli_out / "optimized_hlo.txt"))
+    assert code == 0
+    assert out.startswith("HloModule module,")
+    assert "metadata" not in out
+
+
+def test_passes(xi_cli_out: Path, capsys) -> None:
+    code, out, _ = _run(capsys, "passes", str(xi_cli_out))
+    assert code == 0
+    assert "simplification/algsimp" in out
+    code, out, _ = _run(capsys, "passes", str(xi_cli_out), "--removed", "reshape")
+    assert code == 0
+    assert "removed" in out and "reshape" in out
+    code, out, _ = _run(capsys, "passes", str(xi_cli_out), "--removed", "transpose", "--json")
+    assert code == 1
+    assert json.loads(out) == {"opcode": "transpose", "removed": None}
+    code, out, _ = _run(capsys, "passes", str(xi_cli_out), "--json", "--added", "fusion")
+    assert code == 0
+    assert json.loads(out)["added"]["opcode_deltas"]["fusion"] > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["summary", "missing.txt"], "missing.txt: no such file or directory — check the path"),
+        (["diff", "missing.txt", "x"], "missing.txt: no such file — check the path"),
+        (["normalize", "{model}"], "line 1: expected"),
+        (["capture", "{model}:mlp", "--arg", "f33[2]", "--out", "{tmp}"], "bad --arg 'f33[2]'"),
+        (["capture", "no_such_module_xi:f", "--out", "{tmp}"], "cannot import no_such_module_xi"),
+        (["capture", "{model}:nope", "--out", "{tmp}"], "has no attribute 'nope'"),
+        (["capture", "{model}:mlp", "--arg", "f32[2]", "--out", "{tmp}"], "capturing"),
+        (["capture", "nocolon", "--out", "{tmp}"], "write MODULE:FUNCTION"),
+        (["passes", "{tmp}"], "no per-pass dump files"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        ([], "required: verb"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys
+) -> None:
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    argv = [a.format(model=model, tmp=tmp_path) for a in argv]
+    code, out, err = _run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("xla-inspect: error: ")
+    assert err.count("\n") == 1
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_parse_errors_name_file_line_and_fix(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("HloModule m\n\nENTRY %e {\n  %p = f32[2]{0} parameter(0)\n  garbage here\n}\n")
+    code, _, err = _run(capsys, "summary", str(bad))
+    assert code == 2
+    assert err.startswith(f"xla-inspect: error: {bad} line 5: expected ")
+    assert err.rstrip().endswith("— is this an HLO text file?")
+
+
+def test_help_exits_0(capsys) -> None:
+    code, out, _ = _run(capsys, "--help")
+    assert code == 0
+    assert "summary" in out and "capture" in out
+
+
+def test_console_script_smoke() -> None:
+    script = Path(sys.executable).with_name("xla-inspect")
+    hlo = CORPUS / "conv_net.opt.hlo"
+    result = subprocess.run(
+        [str(script), "summary", str(hlo), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["modules"][0]["instructions"] > 0

@@ -1,0 +1,280 @@
+"""`xla-inspect`: the toolkit's verbs from the command line.
+
+Exit codes: 0 ok, 1 a check failed (`passes --removed/--added` found no such pass), 2 bad usage
+or bad input. Errors are one line on stderr saying what is wrong and what to do.
+JAX is imported only by the `capture` verb, so the text verbs start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from xla_inspect.diff import diff_hlo, format_diff
+from xla_inspect.errors import HloParseError, InspectError
+from xla_inspect.model import HloModule
+from xla_inspect.normalize import normalize_hlo
+from xla_inspect.parse import parse_hlo
+from xla_inspect.passes import DumpError, first_pass_adding, first_pass_removing, pass_timeline
+from xla_inspect.summary import format_summary, summarize
+
+__all__ = ["main"]
+
+PROG = "xla-inspect"
+_DTYPES = {
+    "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
+    "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
+    "c128": "complex128",
+}  # fmt: skip
+_ARG_SPEC = re.compile(r"([a-z0-9]+)\[((?:\d+(?:,\d+)*)?)\]")
+
+
+class UsageError(InspectError):
+    """Bad command-line usage or input; `hint` says what to do."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(f"{message} — {hint}")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, f"see '{self.prog} --help'")
+
+
+def _read(path: str | Path) -> str:
+    file = Path(path)
+    if not file.exists():
+        raise UsageError(f"{file}: no such file", "check the path")
+    if file.is_dir():
+        raise UsageError(f"{file}: is a directory", "pass one HLO text file")
+    try:
+        return file.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{file}: cannot read ({exc})", "pass an HLO text file") from exc
+
+
+def _load(path: str | Path) -> HloModule:
+    text = _read(path)
+    try:
+        return parse_hlo(text)
+    except HloParseError as exc:
+        raise UsageError(
+            f"{path} line {exc.line_no}: expected {exc.expected}", "is this an HLO text file?"
+        ) from exc
+
+
+def _looks_like_hlo(path: Path) -> bool:
+    try:
+        with path.open() as handle:
+            for line in handle:
+                stripped = line.strip()
+                if stripped and not stripped.startswith("//"):
+                    return stripped.startswith("HloModule")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def _summary_files(path: Path) -> list[Path]:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory", "check the path")
+    if path.is_file():
+        return [path]
+    optimized = sorted(path.glob("*after_optimizations.txt"))
+    if optimized:
+        return optimized
+    files = sorted(p for p in path.iterdir() if p.suffix in (".txt", ".hlo") and p.is_file())
+    found = [p for p in files if _looks_like_hlo(p)]
+    if not found:
+        raise UsageError(f"{path}: no HLO text files", "pass an HLO file or an XLA dump directory")
+    return found
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _summary(args: argparse.Namespace) -> int:
+    files = _summary_files(Path(args.path))
+    summaries = [(file, summarize(_load(file))) for file in files]
+    if args.json:
+        _emit_json({"modules": [{"file": str(f), **s.to_dict()} for f, s in summaries]})
+    else:
+        sys.stdout.write("\n".join(format_summary(s, title=str(f)) for f, s in summaries))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    diff = diff_hlo(_load(args.before), _load(args.after))
+    if args.json:
+        _emit_json(diff.to_dict())
+    else:
+        sys.stdout.write(format_diff(diff))
+    return 0
+
+
+def _normalize(args: argparse.Namespace) -> int:
+    _load(args.file)  # refuse text that is not HLO rather than echo it back
+    sys.stdout.write(normalize_hlo(_read(args.file)))
+    return 0
+
+
+def _passes(args: argparse.Namespace) -> int:
+    timeline = pass_timeline(args.dump_dir, args.module)
+    if args.removed or args.added:
+        opcode = args.removed or args.added
+        finder = first_pass_removing if args.removed else first_pass_adding
+        step = finder(timeline, opcode)
+        verb = "removed" if args.removed else "added"
+        if args.json:
+            _emit_json({"opcode": opcode, verb: step.to_dict() if step else None})
+        elif step is None:
+            sys.stdout.write(f"no pass {verb} {opcode}\n")
+        else:
+            delta = abs(step.opcode_deltas[opcode])
+            sys.stdout.write(
+                f"{step.pipeline}/{step.pass_name} (#{step.seq}) {verb} {delta} {opcode}\n"
+            )
+        return 0 if step else 1
+    if args.json:
+        _emit_json({"passes": [step.to_dict() for step in timeline]})
+        return 0
+    for step in timeline:
+        deltas = ", ".join(f"{op} {n:+d}" for op, n in step.opcode_deltas.items()) or "no count"
+        sys.stdout.write(
+            f"#{step.seq:<5} {step.pipeline}/{step.pass_name}: "
+            f"{step.instructions_before} -> {step.instructions_after} ({deltas})\n"
+        )
+    return 0
+
+
+def _shape_struct(spec: str) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    match = _ARG_SPEC.fullmatch(spec.replace(" ", ""))
+    if not match or match.group(1) not in _DTYPES:
+        raise UsageError(
+            f"bad --arg {spec!r}",
+            f"write DTYPE[DIMS] like f32[8,16] or s32[]; DTYPE is one of {', '.join(_DTYPES)}",
+        )
+    dims = tuple(int(d) for d in match.group(2).split(",")) if match.group(2) else ()
+    return jax.ShapeDtypeStruct(dims, jnp.dtype(_DTYPES[match.group(1)]))
+
+
+def _import_function(target: str) -> Any:
+    module_name, sep, attribute = target.rpartition(":")
+    if not sep or not module_name or not attribute:
+        raise UsageError(f"bad target {target!r}", "write MODULE:FUNCTION, e.g. pkg.mod:f")
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            spec = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+            if spec is None or spec.loader is None or not Path(module_name).is_file():
+                raise FileNotFoundError(module_name)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+        function: Any = module
+        for part in attribute.split("."):
+            function = getattr(function, part)
+    except Exception as exc:  # anything the imported code raises is bad input here
+        raise UsageError(
+            f"cannot import {target}: {type(exc).__name__}: {exc}",
+            "check the module path and function name",
+        ) from exc
+    return function
+
+
+def _capture(args: argparse.Namespace) -> int:
+    structs = [_shape_struct(spec) for spec in args.arg]
+    function = _import_function(args.target)
+    from xla_inspect.capture import capture
+
+    out = Path(args.out)
+    try:
+        captured = capture(function, *structs, dump_dir=out, dump_passes=args.passes)
+    except InspectError as exc:
+        raise UsageError(f"capturing {args.target} failed: {exc}", "check the --arg specs") from exc
+    written = {
+        "jaxpr.txt": str(captured.jaxpr) + "\n",
+        "stablehlo.mlir": captured.stablehlo_text,
+        "hlo.txt": captured.hlo_text,
+        "optimized_hlo.txt": captured.optimized_hlo_text,
+        "cost.json": json.dumps(dict(captured.cost_analysis), indent=2, sort_keys=True) + "\n",
+        "memory.json": json.dumps(dict(captured.memory_analysis), indent=2) + "\n",
+    }
+    for name, text in written.items():
+        (out / name).write_text(text)
+    sys.stdout.write(
+        f"captured {args.target} into {out}: {', '.join(written)} "
+        f"and XLA dumps ({captured.dump_module})\n"
+    )
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Inspect what JAX and XLA did to a program.")
+    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    summary = verbs.add_parser("summary", help="summarize an HLO file or a dump directory")
+    summary.add_argument("path", help="HLO text file, or a directory of XLA dumps")
+    summary.add_argument("--json", action="store_true", help="print JSON")
+    summary.set_defaults(run=_summary)
+
+    diff = verbs.add_parser("diff", help="opcode changes from BEFORE to AFTER")
+    diff.add_argument("before", help="HLO before optimization (e.g. hlo.txt)")
+    diff.add_argument("after", help="HLO after optimization (e.g. optimized_hlo.txt)")
+    diff.add_argument("--json", action="store_true", help="print JSON")
+    diff.set_defaults(run=_diff)
+
+    normalize = verbs.add_parser("normalize", help="print deterministic HLO text")
+    normalize.add_argument("file", help="HLO text file")
+    normalize.set_defaults(run=_normalize)
+
+    passes = verbs.add_parser("passes", help="passes that changed the module, from a dump")
+    passes.add_argument("dump_dir", help="directory written with per-pass dumps")
+    passes.add_argument("--module", help="module name, module_<id>.<name> prefix, or id")
+    which = passes.add_mutually_exclusive_group()
+    which.add_argument("--removed", metavar="OPCODE", help="first pass removing OPCODE")
+    which.add_argument("--added", metavar="OPCODE", help="first pass adding OPCODE")
+    passes.add_argument("--json", action="store_true", help="print JSON")
+    passes.set_defaults(run=_passes)
+
+    capture = verbs.add_parser("capture", help="capture every stage of MODULE:FUNCTION")
+    capture.add_argument("target", help="MODULE:FUNCTION (dotted module or path/to/file.py)")
+    capture.add_argument(
+        "--arg", action="append", default=[], metavar="SPEC", help="argument like f32[8,16]"
+    )
+    capture.add_argument("--out", required=True, help="directory to write into")
+    capture.add_argument("--passes", action="store_true", help="also dump one file per pass")
+    capture.set_defaults(run=_capture)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; return the exit code (see the module docstring)."""
+    try:
+        args = _parser().parse_args(argv)
+        return args.run(args)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except (UsageError, DumpError) as exc:  # their messages say what to do
+        sys.stderr.write(f"{PROG}: error: {_one_line(exc)}\n")
+    except InspectError as exc:
+        sys.stderr.write(f"{PROG}: error: {_one_line(exc)} — check the input\n")
+    except OSError as exc:
+        sys.stderr.write(f"{PROG}: error: {_one_line(exc)} — check the path and permissions\n")
+    return 2
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
