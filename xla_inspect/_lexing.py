@@ -16,9 +16,15 @@ _OPEN_OF = {")": "(", "]": "[", "}": "{"}
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 COMMENT = re.compile(r"/\*.*?\*/")
 
+# dtype       ::= XLA's primitive type names: pred s4 s32 u8 f16 bf16 f8e4m3fn c64 token ...
 # array_shape ::= dtype '[' dims ']' layout?     dims may hold '<=N' and '?'
 # layout      ::= '{' minor_to_major (':' tiling and memory-space parts)? '}'
-ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[0-9,<=?]*\](?:\{[^{}\s]*\})?")
+DTYPE = (r"(?:pred|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)|bf16|c(?:64|128)"
+         r"|f8e[0-9a-z]+|f[46]e[0-9a-z]+|token|opaque)")
+_DIM = r"(?:(?:<=)?[0-9]+|\?)"
+ARRAY_SHAPE_PATTERN = (DTYPE + r"\[(?:" + _DIM + r"(?:," + _DIM + r")*)?\]"
+                       r"(?:\{[0-9,]*(?::[^{}\s]*)?\})?")
+ARRAY_SHAPE = re.compile(ARRAY_SHAPE_PATTERN)
 
 
 class BracketError(Exception):
@@ -30,20 +36,21 @@ class BracketError(Exception):
 
 
 def scan_brackets(line: str, stack: list[str]) -> None:
-    """Push and pop `line`'s brackets (outside quoted strings) on `stack`, in place.
+    """Push the closers that `line`'s open brackets (outside quoted strings) await on `stack`,
+    and pop them as they come, in place.
 
     Raises BracketError on a mismatched closer or a string left open at the end of the line.
     """
     for match in _BRACKET_TOKEN.finditer(line):
         token = match.group()
         if token in _CLOSE_OF:
-            stack.append(token)
+            stack.append(_CLOSE_OF[token])
         elif token in _OPEN_OF:
             if not stack:
                 raise BracketError(f"no '{token}' without a matching '{_OPEN_OF[token]}'")
-            opener = stack.pop()
-            if _OPEN_OF[token] != opener:
-                raise BracketError(f"'{_CLOSE_OF[opener]}' to close '{opener}' before '{token}'")
+            closer = stack.pop()
+            if token != closer:
+                raise BracketError(f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'")
         elif token == '"':
             raise BracketError("'\"' to close the string on the same line")
 

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from xla_inspect._lexing import (
     ARRAY_SHAPE,
+    ARRAY_SHAPE_PATTERN,
     BracketError,
     is_shape,
     match_close,
@@ -26,8 +27,7 @@ from xla_inspect.model import HloComputation, HloInstruction, HloModule, new_ins
 # instruction ::= 'ROOT '? '%'? name ' = ' array_shape ' ' opcode '(' operands ')' (', ' attr)*
 # (the common case, with no parentheses inside the operand list)
 _FAST = re.compile(
-    r"\s*(ROOT )?%?([\w.\-]+) = ([a-z][a-z0-9]*\[[0-9,<=?]*\](?:\{[^{}\s]*\})?)"
-    r" ([a-z][a-z0-9\-]*)\(([^()]*)\)(.*)"
+    r"\s*(ROOT )?%?([\w.\-]+) = (" + ARRAY_SHAPE_PATTERN + r") ([a-z][a-z0-9\-]*)\(([^()]*)\)(.*)"
 )
 # instruction_head ::= 'ROOT'? '%'? name '=' (any spacing)
 _HEAD = re.compile(r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*")
@@ -209,7 +209,7 @@ class _Reader:
             operands: tuple[str, ...] = ()
             if opcode == "parameter" or opcode == "constant":
                 payload = operand_text
-                if opcode == "parameter" and not payload.strip().isdigit():
+                if opcode == "parameter" and not payload.strip().isdecimal():
                     raise self.error(index, "a parameter number in 'parameter(N)'")
             elif operand_text:
                 if "[" in operand_text or "/" in operand_text or "{" in operand_text:
@@ -221,8 +221,10 @@ class _Reader:
                 try:
                     operands = tuple(map(defined.__getitem__, found))
                 except KeyError as exc:
-                    raise self.error(index, f"operand '{exc.args[0]}' defined earlier in "
-                                     f"computation '{computation}'") from None
+                    missing = exc.args[0]
+                    expected = (f"operand '{missing}' defined earlier in computation "
+                                f"'{computation}'" if missing else "operand names separated by ','")
+                    raise self.error(index, expected) from None
             if is_root:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'")

@@ -1,0 +1,93 @@
+"""Mutated and truncated real modules either parse or raise HloParseError, nothing else.
+
+Queries run on whatever parses, and must not raise either.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.xla_inspect.conftest import read_corpus, read_fixture
+from xla_inspect.errors import HloParseError
+from xla_inspect.model import HloModule, Shape
+from xla_inspect.parse import parse_hlo
+from xla_inspect.query import (
+    call_graph,
+    collectives,
+    custom_call_targets,
+    dots,
+    fusions,
+    opcode_counts,
+    parameter_layouts,
+    root_layout,
+)
+
+SOURCES = [read_corpus(n) for n in (
+    "donated_state.opt.hlo", "shard_map_collectives.opt.hlo", "conv_net.unopt.hlo",
+    "sharded_auto.opt.hlo")] + [read_fixture("features.hlo"), read_fixture("minimal_short.hlo")]
+INSERTS = ["(", ")", "{", "}", "[", "]", '"', "\\", ",", "=", "%", "\n", " ", "/*", "*/",
+           "ROOT ", "ENTRY ", "<=", "?", "0", "-"]
+FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+def _exercise(module: HloModule) -> None:
+    opcode_counts(module)
+    opcode_counts(module, entry_only=True)
+    call_graph(module)
+    fusions(module)
+    collectives(module)
+    custom_call_targets(module)
+    dots(module)
+    parameter_layouts(module)
+    root_layout(module)
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            dict(instruction.attributes)
+            shape = Shape(instruction.shape)
+            shape.dims, shape.dynamic_dims, shape.minor_to_major, shape.elements  # noqa: B018
+
+
+def _parse_or_parse_error(text: str) -> None:
+    try:
+        module = parse_hlo(text)
+    except HloParseError as exc:
+        assert exc.line_no >= 1 and exc.expected
+        return
+    _exercise(module)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(SOURCES))
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(text) - 1))
+        action = draw(st.sampled_from(["delete", "duplicate", "swap", "insert"]))
+        if action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 8)):]
+        elif action == "duplicate":
+            text = text[:at] + text[at: at + draw(st.integers(1, 40))] + text[at:]
+        elif action == "swap" and at + 1 < len(text):
+            text = text[:at] + text[at + 1] + text[at] + text[at + 2:]
+        else:
+            text = text[:at] + draw(st.sampled_from(INSERTS)) + text[at:]
+    return text
+
+
+@FUZZ
+@given(mutated())
+def test_mutated_modules_raise_only_parse_errors(text: str) -> None:
+    _parse_or_parse_error(text)
+
+
+@FUZZ
+@given(st.sampled_from(SOURCES), st.floats(0.0, 1.0))
+def test_truncated_modules_raise_only_parse_errors(text: str, fraction: float) -> None:
+    _parse_or_parse_error(text[: int(len(text) * fraction)])
+
+
+@FUZZ
+@given(st.text(alphabet="%(){}[]\",=/* \nROTENabcfsu0123456789.-<>:?", max_size=300))
+def test_arbitrary_text_raises_only_parse_errors(text: str) -> None:
+    _parse_or_parse_error(text)

@@ -1,0 +1,159 @@
+"""parse_hlo on hand-written fixtures, real XLA output and malformed text."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.xla_inspect.conftest import CORPUS_FILES, read_corpus
+from xla_inspect.errors import HloParseError, InspectError
+from xla_inspect.model import HloInstruction, Shape
+from xla_inspect.parse import parse_hlo
+
+
+def test_short_form_structure(hlo_short_text: str) -> None:
+    module = parse_hlo(hlo_short_text)
+    assert module.name == "jit_f"
+    assert module.attributes["entry_computation_layout"].startswith("{(f32[8,16]{1,0}")
+    assert [c.name for c in module.computations] == ["region_0.1", "main.2"]
+    assert module.entry is module["main.2"] and module.entry.is_entry
+    dot = module.entry.instruction("dot.1")
+    assert dot == HloInstruction("dot.1", "dot", "f32[8,4]{1,0}", ("x.1", "w.1"),
+                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                                 False, None, 13)
+    assert dot.attributes == {"lhs_contracting_dims": "{1}", "rhs_contracting_dims": "{0}"}
+    assert module.entry.root.name == "tanh.1" and module.entry.root.is_root
+    assert module.entry.instruction("x.1").payload == "0"
+    assert module.entry.calls == ("region_0.1",)
+
+
+def test_optimized_module_skips_frame_tables_and_keeps_metadata() -> None:
+    module = parse_hlo(read_corpus("transformer_grad.opt.hlo"))
+    assert module.attributes["is_scheduled"] == "true"
+    names = {c.name for c in module.computations}
+    assert not names & {"FileNames", "FunctionNames", "FileLocations", "StackFrames"}
+    fusion = next(i for i in module.entry if i.opcode == "fusion")
+    assert fusion.attribute("metadata", "").startswith('{op_name="jit(')
+    assert fusion.attribute("kind") in {"kLoop", "kCustom"}
+    assert all(i.name[0] != "%" and all(o[0] != "%" for o in i.operands) for i in module.entry)
+
+
+def test_wrapped_instruction_is_joined(hlo_features_text: str) -> None:
+    entry = parse_hlo(hlo_features_text).entry
+    fusion = entry.instruction("fusion")
+    assert fusion.operands == ("arg",)
+    assert fusion.line_no == 43
+    assert fusion.attributes["calls"] == "%fused_exp"
+    assert fusion.attributes["backend_config"] == '{"outer":{"inner":[1,2,{"deep":"]"}]}}'
+    assert entry.instruction("c").payload == "{ { 1, 2 }, { 3, 4 } }"
+
+
+def test_grammar_corners(hlo_features_text: str) -> None:
+    module = parse_hlo(hlo_features_text)
+    entry = module.entry
+    assert module.attributes["frontend_attributes"] == '{note="a, b {c}"}'
+    assert entry.instruction("arg").shape == "f32[8,128]{1,0:T(8,128)}"
+    assert entry.instruction("arg").attributes["metadata"] == (
+        '{op_name="x \\"quoted\\" (y" source_file="a.py"}')
+    assert entry.root.shape == "(f32[8,128]{1,0}, /*index=1*/s32[])"
+    assert entry.root.operands == ("pad", "idx")
+    assert module["add"].root.operands == ("x", "y")
+    assert entry.instruction("cond").called_computations == ("true_branch", "false_branch")
+    assert entry.instruction("sas").called_computations == ("ge", "add")
+    assert entry.instruction("win").attributes["window"] == "{size=2x2 stride=2x2}"
+    assert entry.instruction("ars").attributes["replica_groups"] == "{{0}}"
+    assert [i.opcode for i in entry][-10:-4] == [
+        "all-reduce-start", "all-reduce-done", "collective-permute-start",
+        "collective-permute-done", "async-start", "async-done"]
+    assert module["async_body"].root.name == "abs"
+
+
+def test_root_defaults_to_last_instruction(hlo_features_text: str) -> None:
+    fused = parse_hlo(hlo_features_text)["fused_exp"]
+    assert fused.root.name == "sum2" and fused.root.is_root
+    assert sum(i.is_root for i in fused) == 1
+
+
+def test_entry_defaults_to_last_computation() -> None:
+    module = parse_hlo("HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n"
+                       "d {\n  ROOT q = f32[] parameter(0)\n}\n")
+    assert module.entry.name == "d" and not module.entry.is_entry
+
+
+def test_header_is_optional_and_windows_line_endings_work() -> None:
+    module = parse_hlo("ENTRY e {\r\n  ROOT p = f32[2] parameter(0)\r\n}\r\n")
+    assert module.name == "" and module.entry.root.shape == "f32[2]"
+
+
+@pytest.mark.parametrize(("text", "dtype", "dims", "dynamic", "layout", "order"), [
+    ("f32[8,16]{1,0}", "f32", (8, 16), (False, False), "{1,0}", (1, 0)),
+    ("bf16[2]{0:T(128)(2,1)S(1)}", "bf16", (2,), (False,), "{0:T(128)(2,1)S(1)}", (0,)),
+    ("s32[<=4,?]", "s32", (4, None), (True, True), None, None),
+    ("pred[]", "pred", (), (), None, None),
+])
+def test_array_shapes(text: str, dtype: str, dims: tuple, dynamic: tuple, layout: str | None,
+                      order: tuple | None) -> None:
+    shape = Shape(text)
+    assert (shape.dtype, shape.dims, shape.dynamic_dims) == (dtype, dims, dynamic)
+    assert (shape.layout, shape.minor_to_major, shape.is_tuple) == (layout, order, False)
+
+
+def test_tuple_shape() -> None:
+    shape = Shape("((f32[2]{0}, /*index=1*/s32[]), c64[3,3]{0,1})")
+    assert shape.is_tuple and shape.dtype is None and shape.dims == ()
+    assert [e.text for e in shape.elements] == ["(f32[2]{0}, s32[])", "c64[3,3]{0,1}"]
+    assert shape.elements[0].elements[1].dtype == "s32"
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_every_corpus_module_parses(path) -> None:
+    module = parse_hlo(path.read_text())
+    assert module.entry in module.computations
+    assert all(len(c.instructions) > 0 for c in module.computations)
+
+
+GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add(p, p)\n}\n"
+
+
+@pytest.mark.parametrize(("text", "line_no", "expected"), [
+    ("", 1, "at least one computation"),
+    ("HloModule m\n", 2, "at least one computation"),
+    ("HloModule m\nENTRY e {\n", 3, "'}' to close computation 'e'"),
+    (GOOD.replace("add(p, p)", "add(p, p"), 4, "')' before the end"),
+    (GOOD.replace("add(p, p)", "add(p, p))"), 4, "no ')' without a matching '('"),
+    (GOOD.replace("add(p, p)", "add(p, p), m={a=(1}"), 4, "')' to close '(' before '}'"),
+    (GOOD.replace("add(p, p)", 'add(p, p), m="x'), 4, "'\"' to close the string"),
+    (GOOD.replace("ROOT a", "p"), 4, "a new instruction name, not 'p'"),
+    (GOOD.replace("  p = f32[2] parameter(0)\n", "  ROOT p = f32[2] parameter(0)\n"), 4,
+     "one ROOT in computation 'e'"),
+    (GOOD.replace("add(p, p)", "add(p, q)"), 4, "operand 'q' defined earlier"),
+    (GOOD.replace("add(p, p)", "add(p, , p)"), 4, "operand names separated by ','"),
+    (GOOD.replace("f32[2] parameter", "f32[2 parameter"), 3, "']' before the end"),
+    (GOOD.replace("f32[2] parameter", "float[2] parameter"), 3, "a shape like"),
+    (GOOD.replace("parameter(0)", "parameter(x)"), 3, "a parameter number"),
+    (GOOD.replace("a = f32[2] add", "a f32[2] add"), 4, "an instruction 'name = shape"),
+    (GOOD.replace("f32[2] add(p, p)", "(f32[2], ) add(p, p)"), 4, "a tuple shape"),
+    (GOOD.replace("add(p, p)", "add(p, p) kind=kLoop"), 4, "',' before attributes"),
+    (GOOD.replace("}\n", "} x\n"), 5, "'}' or '}, execution_thread="),
+    (GOOD + GOOD.replace("HloModule m\n", "").replace("e {", "f {"), 6,
+     "one ENTRY (already 'e')"),
+    (GOOD + "e {\n  ROOT z = f32[] parameter(0)\n}\n", 6, "a new computation name, not 'e'"),
+    (GOOD + "HloModule n\n", 6, "one 'HloModule' header"),
+    ("HloModule m, x\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}", 1, "module attributes"),
+    ("HloModule m\nENTRY e (p: f32[]) -> f32[]\n  ROOT p = f32[] parameter(0)\n}", 2,
+     "a computation header"),
+    ("HloModule m\nENTRY e {\n}\n", 3, "at least one instruction in 'e'"),
+])
+def test_malformed_text_raises_parse_error(text: str, line_no: int, expected: str) -> None:
+    with pytest.raises(HloParseError) as info:
+        parse_hlo(text)
+    assert (info.value.line_no, expected in info.value.expected) == (line_no, True), info.value
+
+
+def test_parse_error_message_is_one_line_with_truncated_text() -> None:
+    line = "  ROOT a = f32[2] add(p, p" + ", x" * 100
+    with pytest.raises(HloParseError) as info:
+        parse_hlo(GOOD.replace("  ROOT a = f32[2] add(p, p)", line))
+    message = str(info.value)
+    assert isinstance(info.value, InspectError)
+    assert message.startswith("line 4: expected ")
+    assert "\n" not in message and message.endswith("...") and len(message) < 250
