@@ -97,3 +97,27 @@ def test_phase_has_a_readme(phase):
     assert readme.is_file(), f"{phase.name} needs a README.md"
     text = readme.read_text(encoding="utf-8")
     assert "kata.py" in text and "http" in text, "say what to edit and link the docs"
+
+
+def _kata_calls_inside_check(test_file) -> list[str]:
+    """Calls of kata.<function> inside `with check:` blocks (pytest-check would swallow the
+    one-line TODO message and a timeout)."""
+    tree = ast.parse(test_file.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.With):
+            continue
+        if not any(ast.unparse(item.context_expr) == "check" for item in node.items):
+            continue
+        for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                    and isinstance(inner.func.value, ast.Name) and inner.func.value.id == "kata"):
+                found.append(f"{test_file.name}:{inner.lineno} kata.{inner.func.attr}")
+    return found
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_kata_functions_are_called_outside_check_blocks(phase):
+    for test_file in (curriculum.KATAS_DIR / phase.name).glob("test_*.py"):
+        calls = _kata_calls_inside_check(test_file)
+        assert not calls, f"call these before the `with check:` block: {calls}"

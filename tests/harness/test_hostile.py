@@ -1,0 +1,81 @@
+"""Hostile learner code: each kind of breakage gives one clear message naming phase and task,
+and the other phases still run."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kata_harness import curriculum, loading
+
+pytestmark = pytest.mark.skipif(len(curriculum.phases()) < 2, reason="needs two phases")
+
+
+def test_syntax_error_names_phase_file_and_line(tmp_path):
+    broken = tmp_path / "kata.py"
+    broken.write_text("def f(:\n    pass\n")
+    with pytest.raises(loading.KataLoadError) as raised:
+        loading.load_file(broken, "_hostile_syntax", label="phase7")
+    message = str(raised.value)
+    assert message.startswith("phase7: ") and "SyntaxError at line 1" in message
+    assert "\n" not in message and "other phases are unaffected" in message
+
+
+def test_import_of_a_missing_name_is_one_line(tmp_path):
+    broken = tmp_path / "kata.py"
+    broken.write_text("from jax import does_not_exist\n")
+    with pytest.raises(loading.KataLoadError) as raised:
+        loading.load_file(broken, "_hostile_import", label="phase3")
+    assert "ImportError at line 1" in str(raised.value)
+    assert "does_not_exist" in str(raised.value)
+
+
+def _course_copy(tmp_path: Path) -> Path:
+    root = curriculum.ROOT
+    for name in ("katas", "reference", "decoys"):
+        shutil.copytree(root / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("conftest.py", "pyproject.toml"):
+        shutil.copy(root / name, tmp_path / name)
+    return tmp_path
+
+
+PHASE2_BREAKAGE = textwrap.dedent('''
+
+    def mlp_jaxpr(params, x):
+        return jax.jit(mlp).lower(params, x)  # a Lowered where a jaxpr was asked for
+
+
+    def unused_equations(jaxpr):
+        while True:
+            pass
+
+
+    def closure_consts(jaxpr):
+        print("x" * 3_000_000)
+        return []
+''')
+
+
+def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
+    copy = _course_copy(tmp_path)
+    (copy / "katas/phase1/kata.py").write_text("def init_params(:\n")
+    solved = (curriculum.ROOT / "reference/phase2/kata.py").read_text()
+    (copy / "katas/phase2/kata.py").write_text(solved + PHASE2_BREAKAGE)
+    env = {**os.environ, "KATAS_ROOT": str(copy), "KATAS_IMPL": "katas"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "katas/phase1", "katas/phase2", "-o", "timeout=3",
+         "-p", "no:cacheprovider", "-q", "--tb=short"],
+        cwd=copy, env=env, capture_output=True, text=True, timeout=240)
+    out = run.stdout
+    assert len(out) < 200_000, "three megabytes of print must be cut short"
+    assert "phase1: katas/phase1/kata.py does not import (SyntaxError at line 1" in out
+    assert "phase2.task1 (mlp_jaxpr) raised TypeError" in out
+    assert "phase2.task5 (unused_equations) did not finish within 3 s" in out
+    assert "more characters cut" in out
+    passed = [line for line in out.splitlines() if " passed" in line]
+    assert passed, f"the unbroken tasks of phase2 must still pass:\n{out[-2000:]}"
