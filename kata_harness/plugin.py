@@ -175,15 +175,14 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
 
     def check(text: str) -> None:
         __tracebackhide__ = True
-        if variant.kind == "reference" and updating:
+        action, message = snapshots.decide(variant.kind, updating, status)
+        if action == "fail":
+            pytest.fail(message, pytrace=False)
+        if action == "skip":
+            pytest.skip(message)
+        if action == "update":
             snapshots.record_versions(key)
-            assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
-            return
-        if not status.usable:
-            if variant.kind == "reference":
-                pytest.fail(status.message, pytrace=False)
-            pytest.skip(status.message)
-        if variant.kind in ("reference", "katas"):
+        if action in ("update", "syrupy"):
             assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
             return
         directory = snapshots.snapshot_dir(key, Path(request.node.path))

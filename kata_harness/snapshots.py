@@ -72,6 +72,20 @@ def pin_status(key: str) -> PinStatus:
     return PinStatus(True, "")
 
 
+def decide(kind: str, updating: bool, status: PinStatus) -> tuple[str, str]:
+    """What one snapshot assertion does, and why.
+
+    ``kind`` is the variant (katas, reference, stub, decoy). Returns ``("update" | "syrupy" |
+    "compare" | "skip" | "fail", message)``: only the reference ever writes; a missing or stale
+    pin skips in kata mode and fails in reference mode; stubs and decoys compare read-only.
+    """
+    if updating:
+        return ("update", "") if kind == "reference" else ("compare", "")
+    if not status.usable:
+        return ("fail", status.message) if kind == "reference" else ("skip", status.message)
+    return ("syrupy", "") if kind in ("reference", "katas") else ("compare", "")
+
+
 def snapshot_dir(key: str, test_file: Path) -> Path:
     relative = Path(test_file).resolve().relative_to(ROOT).with_suffix("")
     return SNAPSHOTS_DIR / key / relative
