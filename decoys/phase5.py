@@ -1,0 +1,196 @@
+"""Plausible wrong answers to phase 5; each must be caught by the tests it names."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from kata_harness.decoys import decoy
+
+
+def _mlp(p, x):
+    return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+def _example_loss(p, x, y):
+    return jnp.mean((_mlp(p, x) - y) ** 2)
+
+
+# ---- mlp_grad ----
+
+@decoy("mlp_grad", caught_by=["test_grad_jaxpr_has_two_transposes"],
+       why="backprop written by hand with .T: right values, three transposes instead of two")
+def backprop_by_hand(params, x, y):
+    pre = x @ params["w1"] + params["b1"]
+    hidden = jnp.maximum(pre, 0.0)
+    out = hidden @ params["w2"] + params["b2"]
+    g_out = 2.0 * (out - y) / out.size
+    g_hidden = (g_out @ params["w2"].T) * (pre > 0)
+    return {"w1": x.T @ g_hidden, "b1": g_hidden.sum(0), "w2": hidden.T @ g_out,
+            "b2": g_out.sum(0)}
+
+
+@decoy("mlp_grad", caught_by=["test_mlp_grad_matches_numpy_backprop"],
+       why="differentiates the summed squared error, not the mean")
+def grad_of_sum(params, x, y):
+    return jax.grad(lambda p: jnp.sum((_mlp(p, x) - y) ** 2))(params)
+
+
+# ---- jvp_tangent ----
+
+@decoy("jvp_tangent", caught_by=["test_jvp_gives_value_and_jacobian_times_tangent",
+                                 "test_jvp_jaxpr_adds_tangents_and_never_builds_j"],
+       why="finite differences: approximate, and no tangent arithmetic in the jaxpr")
+def jvp_by_finite_difference(f, x, v):
+    eps = 1e-3
+    y = f(x)
+    return y, (f(x + eps * v) - y) / eps
+
+
+@decoy("jvp_tangent", caught_by=["test_jvp_jaxpr_adds_tangents_and_never_builds_j"],
+       why="builds the whole Jacobian with jacfwd, then multiplies by v")
+def jvp_through_full_jacobian(f, x, v):
+    return f(x), jax.jacfwd(f)(x) @ v
+
+
+# ---- vjp_cotangent ----
+
+@decoy("vjp_cotangent", caught_by=["test_vjp_jaxpr_transposes_the_dot_not_the_matrix"],
+       why="builds the whole Jacobian with jacrev, then transposes it")
+def vjp_through_full_jacobian(f, x, ct):
+    return jax.jacrev(f)(x).T @ ct
+
+
+@decoy("vjp_cotangent", caught_by=["test_vjp_gives_cotangent_times_jacobian"],
+       why="returns the pullback's tuple instead of its one entry")
+def vjp_keeps_tuple(f, x, ct):
+    _, pullback = jax.vjp(f, x)
+    return jnp.stack(pullback(ct))
+
+
+# ---- jacobian ----
+
+@decoy("jacobian", caught_by=["test_jacobian_modes_push_different_bases"],
+       why="modes swapped: the same matrix, built the other way")
+def jacobian_modes_swapped(f, x, mode):
+    return (jax.jacrev if mode == "fwd" else jax.jacfwd)(f)(x)
+
+
+@decoy("jacobian", caught_by=["test_jacobian_modes_push_different_bases"],
+       why="jax.jacobian for both modes (it is jacrev)")
+def jacobian_always_reverse(f, x, mode):
+    return jax.jacobian(f)(x)
+
+
+@decoy("jacobian", caught_by=["test_jacobian_both_modes_match_numpy"],
+       why="returns (in, out) instead of (out, in)")
+def jacobian_transposed(f, x, mode):
+    return (jax.jacfwd if mode == "fwd" else jax.jacrev)(f)(x).T
+
+
+# ---- dot_flops ----
+
+def _dot_eqns(jaxpr, recursive=True):
+    inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
+    for eqn in inner.eqns:
+        if eqn.primitive.name == "dot_general":
+            yield eqn
+        if recursive:
+            for value in eqn.params.values():
+                if hasattr(value, "eqns") or hasattr(getattr(value, "jaxpr", None), "eqns"):
+                    yield from _dot_eqns(value)
+
+
+def _flops(eqn, factor=2):
+    (lc, _), _ = eqn.params["dimension_numbers"]
+    k = int(np.prod([eqn.invars[0].aval.shape[d] for d in lc]))
+    return factor * k * int(np.prod(eqn.outvars[0].aval.shape))
+
+
+@decoy("dot_flops", caught_by=["test_dot_flops_counts_nested_jaxprs"],
+       why="counts only top-level equations, missing the dot inside a nested jit")
+def dot_flops_top_level_only(jaxpr):
+    return sum(_flops(e) for e in _dot_eqns(jaxpr, recursive=False))
+
+
+@decoy("dot_flops", caught_by=["test_dot_flops_from_dimension_numbers",
+                               "test_dot_flops_counts_nested_jaxprs"],
+       why="counts multiply-adds, not flops")
+def dot_macs(jaxpr):
+    return sum(_flops(e, factor=1) for e in _dot_eqns(jaxpr))
+
+
+@decoy("dot_flops", caught_by=["test_dot_flops_from_dimension_numbers"],
+       why="assumes every dot is a 2-D matmul: 2 * lhs size * rhs's last dim")
+def dot_flops_as_matmul(jaxpr):
+    return sum(2 * int(np.prod(e.invars[0].aval.shape)) * int(e.invars[1].aval.shape[-1])
+               for e in _dot_eqns(jaxpr))
+
+
+# ---- cheaper_jacobian_mode ----
+
+@decoy("cheaper_jacobian_mode", caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
+       why="reverse mode is always cheaper (true only for scalar outputs)")
+def always_jacrev(f, x):
+    return "jacrev"
+
+
+@decoy("cheaper_jacobian_mode", caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
+       why="rule of thumb inverted: forward mode for many inputs")
+def cheaper_mode_inverted(f, x):
+    out = jax.eval_shape(f, x)
+    return "jacfwd" if np.size(x) > int(np.prod(out.shape)) else "jacrev"
+
+
+# ---- batched_matvec ----
+
+def _matvec(W, v):
+    return W @ v
+
+
+@decoy("batched_matvec", caught_by=["test_vmap_rewrites_dot_dimension_numbers",
+                                    "test_vmapped_matvec_compiles_to_one_matmul"],
+       why="a Python loop over the batch: one dot per example")
+def matvec_python_loop(W, vs, in_axes):
+    return jnp.stack([_matvec(W if in_axes[0] is None else W[i], vs[i])
+                      for i in range(vs.shape[0])])
+
+
+@decoy("batched_matvec", caught_by=["test_vmap_rewrites_dot_dimension_numbers",
+                                    "test_vmapped_matvec_compiles_to_one_matmul"],
+       why="lax.map: a loop in the jaxpr and a while in the HLO")
+def matvec_lax_map(W, vs, in_axes):
+    if in_axes[0] is None:
+        return lax.map(lambda v: _matvec(W, v), vs)
+    return lax.map(lambda wv: _matvec(*wv), (W, vs))
+
+
+@decoy("batched_matvec", caught_by=["test_vmap_rewrites_dot_dimension_numbers"],
+       why="hand-batched vs @ W.T and einsum: right values, not what vmap emits")
+def matvec_by_hand(W, vs, in_axes):
+    if in_axes[0] is None:
+        return vs @ W.T
+    return jnp.einsum("bmn,bn->bm", W, vs)
+
+
+# ---- per_example_grads ----
+
+@decoy("per_example_grads", caught_by=["test_per_example_jaxpr_does_not_grow_with_batch"],
+       why="a Python loop of grads: the program grows with the batch")
+def per_example_python_loop(params, xs, ys):
+    grads = [jax.grad(_example_loss)(params, xs[i], ys[i]) for i in range(xs.shape[0])]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *grads)
+
+
+@decoy("per_example_grads", caught_by=["test_per_example_jaxpr_does_not_grow_with_batch",
+                                       "test_per_example_grads_compile_to_few_batched_dots"],
+       why="lax.map over examples: a scan in the jaxpr, a while loop in the HLO")
+def per_example_lax_map(params, xs, ys):
+    return lax.map(lambda xy: jax.grad(_example_loss)(params, *xy), (xs, ys))
+
+
+@decoy("per_example_grads", caught_by=["test_per_example_grads_match_a_loop_of_grads"],
+       why="the batch gradient copied to every example")
+def batch_grad_broadcast(params, xs, ys):
+    g = jax.grad(lambda p: jnp.mean(jax.vmap(_example_loss, (None, 0, 0))(p, xs, ys)))(params)
+    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (xs.shape[0], *leaf.shape)), g)

@@ -1,0 +1,87 @@
+"""Phase 5: grad and vmap in the IR. Edit this file only; run `uv run pytest katas/phase5 -x`.
+
+Every transformation is a program rewrite you can read: `grad` adds a backward pass (with
+`transpose`s that XLA later folds into its dots), `jvp` and `vjp` add tangent arithmetic
+(`add_any`), `vmap` rewrites dimension numbers instead of looping. Print the jaxpr
+(`print(jax.make_jaxpr(fn)(*args))`) of whatever you build before and after you change it.
+"""
+
+from __future__ import annotations
+
+import jax  # noqa: F401  (you will need these)
+import jax.numpy as jnp
+import numpy as np  # noqa: F401
+
+
+# Given: a two-layer MLP and its losses (nothing to do here).
+def mlp(params: dict, x):
+    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+
+def mse_loss(params: dict, x, y):
+    """Mean squared error over a batch: x is (batch, in), y is (batch, out)."""
+    return jnp.mean((mlp(params, x) - y) ** 2)
+
+
+def example_loss(params: dict, x, y):
+    """The same loss for ONE example: x is (in,), y is (out,)."""
+    return jnp.mean((mlp(params, x) - y) ** 2)
+
+
+def matvec(W, v):
+    """One matrix-vector product: W is (m, n), v is (n,)."""
+    return W @ v
+
+
+def mlp_grad(params: dict, x, y) -> dict:
+    """The gradient of `mse_loss` with respect to params (same structure as params)."""
+    # TODO: one transformation of mse_loss; then print its jaxpr and look for `transpose`
+    raise NotImplementedError("phase5 task 1: mlp_grad")
+
+
+def jvp_tangent(f, x, v) -> tuple:
+    """Forward mode: return (f(x), J @ v), where J is the Jacobian of f at x."""
+    # TODO: push the tangent v through f without ever building J
+    raise NotImplementedError("phase5 task 2: jvp_tangent")
+
+
+def vjp_cotangent(f, x, ct):
+    """Reverse mode: return ct @ J (that is J.T @ ct), an array shaped like x."""
+    # TODO: pull the cotangent ct back through f without ever building J
+    raise NotImplementedError("phase5 task 3: vjp_cotangent")
+
+
+def jacobian(f, x, mode: str):
+    """The full Jacobian of f at x, shape (out, in): mode "fwd" builds it column by column
+    (forward mode), mode "rev" row by row (reverse mode)."""
+    # TODO: JAX has one function per mode
+    raise NotImplementedError("phase5 task 4: jacobian")
+
+
+def dot_flops(jaxpr) -> int:
+    """Floating-point operations of every `dot_general` in `jaxpr`, nested jaxprs included.
+
+    Count 2 per multiply-add (as XLA's cost analysis does): 2 * (elements of the output) *
+    (product of the contracted dimension sizes). Batch dimensions are part of the output.
+    """
+    # TODO: read each dot_general's dimension_numbers and its operands' shapes
+    raise NotImplementedError("phase5 task 5: dot_flops")
+
+
+def cheaper_jacobian_mode(f, x) -> str:
+    """"jacfwd" or "jacrev": whichever Jacobian of f at x costs fewer dot flops."""
+    # TODO: trace both, measure, compare
+    raise NotImplementedError("phase5 task 6: cheaper_jacobian_mode")
+
+
+def batched_matvec(W, vs, in_axes: tuple):
+    """`matvec` mapped over a batch with jax.vmap: `in_axes` says which argument carries the
+    batch on its axis 0 (None: shared by every example). vs is always (batch, n)."""
+    # TODO: vmap matvec; do not loop
+    raise NotImplementedError("phase5 task 7: batched_matvec")
+
+
+def per_example_grads(params: dict, xs, ys) -> dict:
+    """The gradient of `example_loss` for each example: every leaf gets a leading batch axis."""
+    # TODO: compose two transformations; params are shared by every example
+    raise NotImplementedError("phase5 task 8: per_example_grads")

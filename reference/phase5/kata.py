@@ -1,0 +1,91 @@
+"""Phase 5 reference: grad and vmap in the IR."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def mlp(params: dict, x):
+    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+
+def mse_loss(params: dict, x, y):
+    return jnp.mean((mlp(params, x) - y) ** 2)
+
+
+def example_loss(params: dict, x, y):
+    return jnp.mean((mlp(params, x) - y) ** 2)
+
+
+def matvec(W, v):
+    return W @ v
+
+
+def mlp_grad(params: dict, x, y) -> dict:
+    # grad appends the transposed (backward) program; its `transpose`s fold into dots in XLA.
+    return jax.grad(mse_loss)(params, x, y)
+
+
+def jvp_tangent(f, x, v) -> tuple:
+    # jvp evaluates f and J @ v in one forward pass; product rules sum tangents with add_any.
+    y, tangent = jax.jvp(f, (x,), (v,))
+    return y, tangent
+
+
+def vjp_cotangent(f, x, ct):
+    # vjp records the forward pass, then runs its transpose on ct: dots with swapped dims.
+    _, pullback = jax.vjp(f, x)
+    (x_bar,) = pullback(ct)
+    return x_bar
+
+
+def jacobian(f, x, mode: str):
+    # jacfwd = vmap(jvp) over the input basis; jacrev = vmap(vjp) over the output basis.
+    if mode == "fwd":
+        return jax.jacfwd(f)(x)
+    if mode == "rev":
+        return jax.jacrev(f)(x)
+    raise ValueError(f"mode must be 'fwd' or 'rev', got {mode!r}")
+
+
+def _all_eqns(jaxpr):
+    inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
+    for eqn in inner.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            subs = value if isinstance(value, (tuple, list)) else (value,)
+            for sub in subs:
+                if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
+                    yield from _all_eqns(sub)
+
+
+def dot_flops(jaxpr) -> int:
+    # Output elements already include batch and free dims; each needs K multiply-adds.
+    total = 0
+    for eqn in _all_eqns(jaxpr):
+        if eqn.primitive.name != "dot_general":
+            continue
+        (lhs_contracting, _), _ = eqn.params["dimension_numbers"]
+        lhs_shape = eqn.invars[0].aval.shape
+        contracted = int(np.prod([lhs_shape[d] for d in lhs_contracting], dtype=np.int64))
+        total += 2 * contracted * int(np.prod(eqn.outvars[0].aval.shape, dtype=np.int64))
+    return total
+
+
+def cheaper_jacobian_mode(f, x) -> str:
+    # Forward mode pushes one tangent per input, reverse pulls one cotangent per output.
+    fwd = dot_flops(jax.make_jaxpr(jax.jacfwd(f))(x))
+    rev = dot_flops(jax.make_jaxpr(jax.jacrev(f))(x))
+    return "jacfwd" if fwd < rev else "jacrev"
+
+
+def batched_matvec(W, vs, in_axes: tuple):
+    # vmap adds a batch dimension to dot_general's dimension numbers: one matmul, no loop.
+    return jax.vmap(matvec, in_axes=in_axes)(W, vs)
+
+
+def per_example_grads(params: dict, xs, ys) -> dict:
+    # vmap(grad): params shared (None), one gradient per example, computed as batched dots.
+    return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, xs, ys)
