@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -40,9 +39,18 @@ class Rule:
         return self.apply(text)
 
 
+def unify_line_endings(text: str) -> str:
+    """Turn `\r\n` and lone `\r` into `\n`, so that every later rule sees one kind of line.
+
+    Line endings depend on the editor or platform that last saved a file, not on the program.
+    """
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 _TABLE = re.compile(
-    r"^(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*\n(?:[ \t]*\d+[ \t].*\n?)*",
-    re.MULTILINE,
+    r"\n(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*\n(?:[ \t]*\d+[ \t].*\n?)*"
 )
 
 
@@ -52,10 +60,13 @@ def strip_stack_frame_tables(text: str) -> str:
     They hold absolute source paths, Python function names and line/column numbers: they change
     when the code moves, never when the computation does.
     """
-    return _TABLE.sub("", text)
+    return _TABLE.sub("\n", "\n" + text)[1:]
 
 
-_METADATA = re.compile(r',[ \t]*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
+# `, metadata={...}` with quoted strings (which may hold braces) skipped as a whole. The literal
+# start lets the regex engine jump between occurrences.
+_METADATA = re.compile(r', metadata=\{[^{}"]*(?:"(?:[^"\\]|\\.)*"[^{}"]*)*\}')
+_METADATA_UNSPACED = re.compile(r',metadata=\{[^{}"]*(?:"(?:[^"\\]|\\.)*"[^{}"]*)*\}')
 
 
 def strip_metadata(text: str) -> str:
@@ -64,14 +75,14 @@ def strip_metadata(text: str) -> str:
     Metadata records where an op came from in Python (names, files, lines, stack frames); it does
     not affect what XLA computes.
     """
-    return _METADATA.sub("", text)
+    text = _METADATA.sub("", text)
+    return _METADATA_UNSPACED.sub("", text) if ",metadata={" in text else text
 
 
-# Leftmost match wins: a field after another one takes its leading comma, a first one its trailing.
-_PARTITIONS = re.compile(
-    r',"outer_dimension_partitions":\[[^\]]*\]|"outer_dimension_partitions":\[[^\]]*\],?'
-)
-_EMPTY_CONFIG = re.compile(r',[ \t]*backend_config=(?:\{\}|"")')
+# A field after another one goes with its leading comma; a first field with its trailing one.
+_LATER_PARTITIONS = re.compile(r',"outer_dimension_partitions":\[[^\]]*\]')
+_FIRST_PARTITIONS = re.compile(r'"outer_dimension_partitions":\[[^\]]*\],?')
+_EMPTY_CONFIG = re.compile(r', ?backend_config=(?:\{\}|"")')
 
 
 def strip_volatile_backend_config(text: str) -> str:
@@ -84,7 +95,8 @@ def strip_volatile_backend_config(text: str) -> str:
     """
     if "outer_dimension_partitions" not in text:
         return text
-    return _EMPTY_CONFIG.sub("", _PARTITIONS.sub("", text))
+    text = _FIRST_PARTITIONS.sub("", _LATER_PARTITIONS.sub("", text))
+    return _EMPTY_CONFIG.sub("", text) if "backend_config={}" in text else text
 
 
 _MODULE_NAME = re.compile(r"^HloModule[ \t]+[^\s,]+", re.MULTILINE)
@@ -96,15 +108,15 @@ def canonical_module_name(text: str) -> str:
 
 
 _NAME = r"[A-Za-z_][\w.\-]*"
+# Line starts are matched as a literal "\n" rather than `^` with re.MULTILINE: the regex engine
+# then jumps from newline to newline instead of trying every character.
 _HEADER = re.compile(
-    rf"^(?P<entry>ENTRY[ \t]+)?(?P<sigil>%?)(?P<name>{_NAME})"
+    rf"\n(?P<entry>ENTRY[ \t]+)?(?P<sigil>%?)(?P<name>{_NAME})"
     r"(?=[ \t]*(?:\(.*\)[ \t]*->.*)?\{[ \t]*$)",
     re.MULTILINE,
 )
 _DEFINITION = re.compile(
-    rf"^[ \t]*(?:ROOT[ \t]+)?%?(?P<name>{_NAME})[ \t]*=[ \t]*"
-    r".*? (?P<op>[a-z][\w\-]*)\((?P<arg>[^)]*)",
-    re.MULTILINE,
+    rf"\n[ \t]*(?:ROOT[ \t]+)?%?({_NAME})[ \t]*=[ \t]*.*? ([a-z][\w\-]*)\(([^)]*)"
 )
 _COMPUTATION_KEYS = (
     r"(?:calls|to_apply|condition|body|select|scatter|true_computation|false_computation)="
@@ -139,9 +151,10 @@ def renumber_names(text: str) -> str:
     parameter becomes `param.<number>` and any other instruction `<opcode>.<n>`, counting each
     opcode from 0 in order of appearance. The `%` sigil is kept where the input had it.
     """
+    text = "\n" + text
     headers = list(_HEADER.finditer(text))
     if not headers:
-        return text
+        return text[1:]
     computations: dict[str, str] = {}
     others = 0
     for match in headers:
@@ -152,22 +165,24 @@ def renumber_names(text: str) -> str:
             others += 1
     sigil = "%" if any(match["sigil"] for match in headers) else ""
     global_names = {sigil + old: sigil + new for old, new in computations.items()}
-    pieces = [text[: headers[0].start()]]
+    pieces = [text[1 : headers[0].start()]]
     for i, match in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-        signature, newline, body = text[match.end() : end].partition("\n")
-        local = _local_names(body)
+        block = text[match.end() : end]
+        local = _local_names(block)
+        split = block.find("\n") if "\n" in block else len(block)
+        signature, body = block[:split], block[split:]
         pieces.append(
-            f"{match['entry'] or ''}{match['sigil']}{computations[match['name']]}"
+            f"\n{match['entry'] or ''}{match['sigil']}{computations[match['name']]}"
             + _SIGNATURE_PARAM.sub(lambda m, names=local: names.get(m[0], m[0]), signature)
-            + newline
         )
-        if local.keys().isdisjoint(computations):
+        if local.keys().isdisjoint(computations.keys()):  # a dict argument would be O(len)
             pieces.append(_rename_tokens(body, local, global_names, sigil))
         else:
             careful = _careful_replacer(local, computations)
             pieces.append((_CAREFUL_SIGIL if sigil else _CAREFUL_BARE).sub(careful, body))
-    return "".join(pieces)
+    joined = "".join(pieces)
+    return joined[1:] if headers[0].start() == 0 else joined  # drop the "\n" added above
 
 
 def _rename_tokens(
@@ -180,15 +195,15 @@ def _rename_tokens(
 
 
 def _local_names(body: str) -> dict[str, str]:
-    counts: Counter[str] = Counter()
+    counts: dict[str, int] = {}
     names: dict[str, str] = {}
-    for match in _DEFINITION.finditer(body):
-        op = match["op"]
+    for name, op, arg in _DEFINITION.findall(body):
         if op == "parameter":
-            names[match["name"]] = f"param.{match['arg'].strip()}"
+            names[name] = f"param.{arg.strip()}"
         else:
-            names[match["name"]] = f"{op}.{counts[op]}"
-            counts[op] += 1
+            count = counts.get(op, 0)
+            names[name] = f"{op}.{count}"
+            counts[op] = count + 1
     return names
 
 
@@ -218,7 +233,9 @@ def _careful_replacer(
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 # Indentation other than exactly two spaces (most lines already have two: leave them alone).
 _ODD_INDENT = re.compile(r"^(?!  \S)[ \t]+(?=\S)", re.MULTILINE)
-_BLANK_RUNS = re.compile(r"\n{3,}")
+# Cheap test for the above: a newline then a tab, one space, or three or more blanks.
+_ODD_INDENT_HINT = re.compile(r"\n(?:\t| \t| (?=\S)|  [ \t])")
+_BLANK_RUNS = re.compile(r"\n\n\n+")  # a literal start: the engine skips ahead fast
 
 
 def normalize_whitespace(text: str) -> str:
@@ -227,15 +244,17 @@ def normalize_whitespace(text: str) -> str:
     Removing tables and attributes leaves uneven blank lines and spacing behind; layout carries
     no meaning in HLO text.
     """
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
     if " \n" in text or "\t\n" in text or text.endswith((" ", "\t")):
         text = _TRAILING_SPACE.sub("", text)
-    text = _BLANK_RUNS.sub("\n\n", _ODD_INDENT.sub("  ", text))
+    if text.startswith((" ", "\t")) or _ODD_INDENT_HINT.search(text):
+        text = _ODD_INDENT.sub("  ", text)
+    if "\n\n\n" in text:
+        text = _BLANK_RUNS.sub("\n\n", text)
     return text.strip("\n") + "\n"
 
 
 RULES: tuple[Rule, ...] = (
+    Rule("unify_line_endings", unify_line_endings),
     Rule("strip_stack_frame_tables", strip_stack_frame_tables),
     Rule("strip_metadata", strip_metadata),
     Rule("strip_volatile_backend_config", strip_volatile_backend_config),

@@ -232,6 +232,20 @@ def test_rules_are_named_documented_and_ordered() -> None:
     assert len(set(names)) == len(names)
     assert names[-1] == "normalize_whitespace"
     assert all(isinstance(rule, Rule) and len(rule.doc) > 40 for rule in RULES)
-    only_tables = normalize_hlo(SMALL_HLO, rules=[RULES[0]])
+    only_tables = normalize_hlo(
+        SMALL_HLO, [r for r in RULES if r.name == "strip_stack_frame_tables"]
+    )
     assert "FileNames" not in only_tables
     assert "metadata=" in only_tables
+
+
+def test_whitespace_is_canonical() -> None:
+    messy = (
+        "\n\nHloModule m  \r\n\r\n\r\n\r\nENTRY %e (p: f32[2]) -> f32[2] {\r\n"
+        "\t%p = f32[2]{0} parameter(0)   \r\n"
+        " ROOT %n = f32[2]{0} negate(%p)\r\n}"
+    )
+    assert normalize_hlo(messy) == (
+        "HloModule module\n\nENTRY %main (param.0: f32[2]) -> f32[2] {\n"
+        "  %param.0 = f32[2]{0} parameter(0)\n  ROOT %negate.0 = f32[2]{0} negate(%param.0)\n}\n"
+    )
