@@ -22,8 +22,9 @@ COMMENT = re.compile(r"/\*.*?\*/")
 DTYPE = (r"(?:pred|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)|bf16|c(?:64|128)"
          r"|f8e[0-9a-z]+|f[46]e[0-9a-z]+|token|opaque)")
 _DIM = r"(?:(?:<=)?[0-9]+|\?)"
-ARRAY_SHAPE_PATTERN = (DTYPE + r"\[(?:" + _DIM + r"(?:," + _DIM + r")*)?\]"
-                       r"(?:\{[0-9,]*(?::[^{}\s]*)?\})?")
+DIMS = r"(?:" + _DIM + r"(?:," + _DIM + r")*)?"
+LAYOUT = r"\{[0-9,]*(?::[^{}\s]*)?\}"
+ARRAY_SHAPE_PATTERN = DTYPE + r"\[" + DIMS + r"\](?:" + LAYOUT + r")?"
 ARRAY_SHAPE = re.compile(ARRAY_SHAPE_PATTERN)
 
 

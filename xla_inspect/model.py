@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
-from xla_inspect._lexing import COMMENT, split_attributes, split_top_level
+from xla_inspect._lexing import COMMENT, DIMS, DTYPE, LAYOUT, split_attributes, split_top_level
 
 #: Attributes whose value names called computations (`%c` or `{%a, %b}`).
 CALL_ATTRIBUTES = frozenset({
@@ -20,11 +20,11 @@ CALL_ATTRIBUTES = frozenset({
     "false_computation", "called_computations", "select", "scatter",
 })
 _CALL_KEY = re.compile(
-    r"(?:^|, )(?:calls|to_apply|condition|body|branch_computations|true_computation"
+    r"(?:^|,)\s*(?:calls|to_apply|condition|body|branch_computations|true_computation"
     r"|false_computation|called_computations|select|scatter)="
 )
 _NAME_IN_LIST = re.compile(r"%?([^\s,{}%]+)")
-_ARRAY_PARTS = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](\{[^{}]*\})?")
+_ARRAY_PARTS = re.compile(r"(" + DTYPE + r")\[(" + DIMS + r")\](" + LAYOUT + r")?")
 
 
 @lru_cache(maxsize=4096)
@@ -205,28 +205,37 @@ class HloModule:
 
 
 
-_INSTRUCTION_SLOTS = tuple(HloInstruction.__dict__[f].__set__ for f in (
-    "name", "opcode", "shape", "operands", "attributes_text", "is_root", "payload", "line_no"))
+
+class _InstructionBuilder:
+    """A mutable twin of HloInstruction with the same slots, for the parser's hot loop.
+
+    A frozen dataclass's __init__ goes through object.__setattr__ once per field, which makes
+    it a tenth of parsing time; this class assigns its slots plainly and then becomes an
+    HloInstruction (`__class__` assignment between classes with identical slot layouts).
+    """
+
+    __slots__ = HloInstruction.__slots__
+
+    def __init__(
+        self, name: str, opcode: str, shape: str, operands: tuple[str, ...],
+        attributes_text: str, is_root: bool, payload: str | None, line_no: int,
+    ) -> None:
+        self.name = name
+        self.opcode = opcode
+        self.shape = shape
+        self.operands = operands
+        self.attributes_text = attributes_text
+        self.is_root = is_root
+        self.payload = payload
+        self.line_no = line_no
 
 
 def new_instruction(
     name: str, opcode: str, shape: str, operands: tuple[str, ...], attributes_text: str,
     is_root: bool, payload: str | None, line_no: int,
 ) -> HloInstruction:
-    """HloInstruction(...) for the parser's hot loop: fills the slots directly.
-
-    A frozen dataclass's __init__ goes through object.__setattr__ once per field, about twice
-    the cost of writing the slots; with one call per instruction that is a tenth of parsing.
-    """
-    instruction = object.__new__(HloInstruction)
-    s_name, s_opcode, s_shape, s_operands, s_attributes, s_root, s_payload, s_line = (
-        _INSTRUCTION_SLOTS)
-    s_name(instruction, name)
-    s_opcode(instruction, opcode)
-    s_shape(instruction, shape)
-    s_operands(instruction, operands)
-    s_attributes(instruction, attributes_text)
-    s_root(instruction, is_root)
-    s_payload(instruction, payload)
-    s_line(instruction, line_no)
-    return instruction
+    """Same as HloInstruction(...), about twice as fast."""
+    instruction = _InstructionBuilder(
+        name, opcode, shape, operands, attributes_text, is_root, payload, line_no)
+    instruction.__class__ = HloInstruction  # type: ignore[assignment]
+    return instruction  # type: ignore[return-value]

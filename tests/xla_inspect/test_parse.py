@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from tests.xla_inspect.conftest import CORPUS_FILES, read_corpus
@@ -73,6 +75,27 @@ def test_root_defaults_to_last_instruction(hlo_features_text: str) -> None:
     assert sum(i.is_root for i in fused) == 1
 
 
+def test_compact_hand_written_spacing() -> None:
+    module = parse_hlo("HloModule m\nf {\n  ROOT q = f32[] parameter(0)\n}\n"
+                       "ENTRY e {\n  p = f32[]   parameter(0)\n"
+                       "  ROOT a = f32[] call(p),to_apply=%f,\n    metadata={op_name=\"(\"}\n}\n")
+    root = module.entry.root
+    assert root.operands == ("p",) and root.called_computations == ("f",)
+    assert root.attributes == {"to_apply": "%f", "metadata": '{op_name="("}'}
+    assert module.entry.instruction("p").payload == "0"
+
+
+def test_garbage_collector_state_is_restored() -> None:
+    gc.disable()
+    try:
+        parse_hlo(GOOD)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    parse_hlo(GOOD)
+    assert gc.isenabled()
+
+
 def test_entry_defaults_to_last_computation() -> None:
     module = parse_hlo("HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n"
                        "d {\n  ROOT q = f32[] parameter(0)\n}\n")
@@ -127,6 +150,7 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
      "one ROOT in computation 'e'"),
     (GOOD.replace("add(p, p)", "add(p, q)"), 4, "operand 'q' defined earlier"),
     (GOOD.replace("add(p, p)", "add(p, , p)"), 4, "operand names separated by ','"),
+    (GOOD.replace("add(p, p)", "add(a, p)"), 4, "operand 'a' defined earlier"),
     (GOOD.replace("f32[2] parameter", "f32[2 parameter"), 3, "']' before the end"),
     (GOOD.replace("f32[2] parameter", "float[2] parameter"), 3, "a shape like"),
     (GOOD.replace("parameter(0)", "parameter(x)"), 3, "a parameter number"),
