@@ -1,0 +1,68 @@
+"""Phase 3: dump and read HLO. Edit this file only; run `uv run pytest katas/phase3 -x` until green.
+
+The programs the tests compile (an MLP, a small attention block, ...) are at the top of
+katas/phase3/test_phase3.py: print their texts while you work, e.g.
+`print(jax.jit(mlp).lower(params, x).compile().as_text())`.
+`xla_inspect.parse.parse_hlo(text)` reads HLO text into a module: iterate it for computations,
+`.entry` for the ENTRY computation, iterate a computation for instructions (`.opcode`, `.shape`,
+`.payload`, `.attribute("kind")`, `.called_computations`, `.shape_info.layout`, `.is_root`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import jax  # noqa: F401  (you will need it)
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+
+def three_texts(f, *args) -> dict[str, str]:
+    """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)
+    and "optimized" (the HLO XLA compiled)."""
+    # TODO: lower once; two texts come from the lowered stage, one from the compiled stage
+    raise NotImplementedError("phase3 task 1: three_texts")
+
+
+def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
+    """Compile jax.jit(f)(*args) with XLA dumping HLO text into `directory`; return the paths of
+    this compile's (before-optimizations, after-optimizations) HLO files.
+
+    The directory may already hold other compiles' dumps. Leave the XLA_FLAGS variable alone.
+    """
+    # TODO: compile with dump compiler options, then find the two files this compile wrote
+    raise NotImplementedError("phase3 task 2: dump_files")
+
+
+def entry_parameter_layouts(hlo_text: str) -> list[str]:
+    """The layouts (with braces, e.g. "{1,0}") of the ENTRY computation's parameters, in
+    parameter-number order."""
+    # TODO: find ENTRY's parameter instructions and read the layout from each shape
+    raise NotImplementedError("phase3 task 3: entry_parameter_layouts")
+
+
+def entry_root(hlo_text: str) -> tuple[str, str]:
+    """(opcode, shape with layout) of the ENTRY computation's ROOT instruction."""
+    # TODO: the program's result is ENTRY's ROOT
+    raise NotImplementedError("phase3 task 4: entry_root")
+
+
+def fusion_contents(hlo_text: str) -> dict[str, Counter]:
+    """For each fusion kind ("kLoop", "kCustom", ...): a Counter of the opcodes in the fused
+    computations called by fusions of that kind, summed over those fusions. Count parameters
+    nowhere; count the computations a fused computation calls in turn (a reduce's reducer)."""
+    # TODO: for every fusion instruction, follow calls= to its fused computation
+    raise NotImplementedError("phase3 task 5: fusion_contents")
+
+
+def constants(hlo_text: str) -> list[tuple[str, str]]:
+    """(shape, literal text) of every constant instruction in the module, e.g. ("f32[]", "0.5")."""
+    # TODO: constants live in ENTRY and inside fused computations
+    raise NotImplementedError("phase3 task 6: constants")
+
+
+def flops(f, *args) -> float:
+    """The flops XLA's cost analysis reports for jax.jit(f) compiled for `args`."""
+    # TODO: compile, then ask the compiled stage for its cost analysis
+    raise NotImplementedError("phase3 task 7: flops")

@@ -1,0 +1,82 @@
+"""Phase 3 reference: dump and read HLO."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import jax
+
+from xla_inspect.parse import parse_hlo
+
+
+def three_texts(f, *args) -> dict[str, str]:
+    # One lowering gives StableHLO and unoptimized HLO; compiling it gives the optimized HLO.
+    lowered = jax.jit(f).lower(*args)
+    return {
+        "stablehlo": lowered.as_text(),
+        "hlo": lowered.as_text(dialect="hlo"),
+        "optimized": lowered.compile().as_text(),
+    }
+
+
+def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
+    # Compiler options scope the dump to this compile; the new files are the ones it wrote.
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    before = set(folder.iterdir())
+    options = {"xla_dump_to": str(folder), "xla_dump_hlo_as_text": True}
+    jax.jit(f).lower(*args).compile(compiler_options=options)
+    new = sorted(set(folder.iterdir()) - before)
+    first = next(p for p in new if p.name.endswith(".before_optimizations.txt"))
+    last = next(p for p in new if p.name.endswith("after_optimizations.txt"))
+    return first, last
+
+
+def entry_parameter_layouts(hlo_text: str) -> list[str]:
+    # Only ENTRY's parameters are the program's inputs; order them by parameter number.
+    entry = parse_hlo(hlo_text).entry
+    params = [i for i in entry if i.opcode == "parameter"]
+    params.sort(key=lambda i: int(i.payload))
+    return [i.shape_info.layout for i in params]
+
+
+def entry_root(hlo_text: str) -> tuple[str, str]:
+    # The program's result is ENTRY's ROOT; its shape line carries the layout.
+    root = parse_hlo(hlo_text).entry.root
+    return root.opcode, root.shape
+
+
+def _called_opcodes(module, name: str) -> Counter:
+    # A fused computation may call others (a reduce's reducer): count those too.
+    counts: Counter = Counter()
+    for instruction in module[name]:
+        if instruction.opcode != "parameter":
+            counts[instruction.opcode] += 1
+        for called in instruction.called_computations:
+            counts += _called_opcodes(module, called)
+    return counts
+
+
+def fusion_contents(hlo_text: str) -> dict[str, Counter]:
+    # Follow each fusion's calls= to its fused computation; the kind is on the fusion itself.
+    module = parse_hlo(hlo_text)
+    contents: dict[str, Counter] = {}
+    for computation in module:
+        for instruction in computation:
+            if instruction.opcode == "fusion":
+                counts = contents.setdefault(instruction.attribute("kind"), Counter())
+                for name in instruction.called_computations:
+                    counts += _called_opcodes(module, name)
+    return contents
+
+
+def constants(hlo_text: str) -> list[tuple[str, str]]:
+    # Fusion moves small constants into fused computations: look in every computation.
+    return [(i.shape, i.payload) for computation in parse_hlo(hlo_text) for i in computation
+            if i.opcode == "constant"]
+
+
+def flops(f, *args) -> float:
+    # cost_analysis() is a dict now; XLA omits keys whose value is zero.
+    return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0))
