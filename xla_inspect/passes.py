@@ -23,7 +23,6 @@ from types import MappingProxyType
 
 from xla_inspect.errors import InspectError
 from xla_inspect.normalize import normalize_hlo
-from xla_inspect.parse import parse_hlo
 
 __all__ = [
     "DumpError",
@@ -40,6 +39,11 @@ _PASS_FILE = re.compile(
     r"module_(?P<id>\d+)\.(?P<module>.+?)\.(?P<seq>\d{4,})\.(?P<pipeline>[^.]+)"
     r"\.after_(?P<pass>.+?)(?:\.before_(?P<next>.+))?\.txt"
 )
+
+
+# instruction ::= 'ROOT'? '%'? name '=' shape opcode '(' ...: one line-level match per instruction.
+# Deliberately lenient (no full parse): intermediate dumps use syntax a strict reader may refuse.
+_OPCODE = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]*=[ \t]*.*? ([a-z][\w\-]*)\(")
 
 
 class DumpError(InspectError):
@@ -130,9 +134,7 @@ def _matches(key: str, module: str | int) -> bool:
 
 
 def _state(text: str) -> tuple[str, Counter[str]]:
-    parsed = parse_hlo(text)
-    opcodes = Counter(i.opcode for c in parsed.computations for i in c.instructions)
-    return normalize_hlo(text), opcodes
+    return normalize_hlo(text), Counter(_OPCODE.findall("\n" + text))
 
 
 def pass_timeline(dump_dir: str | Path, module: str | int | None = None) -> list[PassStep]:

@@ -127,3 +127,12 @@ def test_missing_or_empty_directories(tmp_path: Path) -> None:
         pass_files(tmp_path / "nope")
     with pytest.raises(DumpError, match="dump_passes=True"):
         pass_files(tmp_path)
+
+
+def test_intermediate_syntax_is_counted_leniently(tmp_path: Path) -> None:
+    # XLA's before_optimizations dump of a while body can use `%tuple#0` operands.
+    body = "  %t = (f32[4]{0}) tuple(%p)\n  ROOT %n = f32[4]{0} negate(%t#0)"
+    _write(tmp_path, "module_0001.jit_w.before_optimizations.txt", body)
+    _write(tmp_path, "module_0001.jit_w.0000.p.after_tuple-simplifier.before_y.txt", NEG)
+    (step,) = pass_timeline(tmp_path)
+    assert dict(step.opcode_deltas) == {"tuple": -1}
