@@ -1,0 +1,88 @@
+"""Phase 6: cost and memory. Edit this file only; run `uv run pytest katas/phase6 -x` until green.
+
+XLA does not only optimize your program, it also accounts for it: `compiled.cost_analysis()`
+estimates flops and bytes moved, `compiled.memory_analysis()` reports the buffers it planned.
+Reading both tells you whether a program is bound by arithmetic or by memory traffic, and what
+fusion and donation saved.
+"""
+
+from __future__ import annotations
+
+import math  # noqa: F401  (you may need it)
+import time  # noqa: F401  (you will need it)
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import jax  # noqa: F401  (you will need it)
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+
+@dataclass(frozen=True)
+class Timing:
+    eager_s: float  # mean seconds per timed eager call
+    jit_s: float  # mean seconds per timed call of the compiled function
+    repeats: int  # timed calls of each kind
+    ratio: float  # eager_s / jit_s
+
+
+def cost_of(f, *args) -> dict[str, float]:
+    """XLA's cost estimate of jax.jit(f) compiled for `args`.
+
+    Return {"flops": ..., "transcendentals": ..., "bytes_accessed": ...} as floats, read from
+    the *compiled* program (after fusion). A key XLA leaves out counts as 0.0.
+    """
+    # TODO: jit, lower, compile, cost_analysis() (a dict); mind the key spelled with a space
+    raise NotImplementedError("phase6 task 1: cost_of")
+
+
+def fusion_traffic(steps: Sequence[Callable], x) -> dict[str, float]:
+    """Bytes accessed by running `steps` one after another on `x`, op by op and fused.
+
+    "op_by_op": the sum of bytes accessed over the steps, each compiled as its own program and
+    fed the previous step's output (as an eager runtime would run them).
+    "fused": bytes accessed by one compiled program that applies all the steps in order.
+    """
+    # TODO: cost each step separately (mind that shapes change), then the composition
+    raise NotImplementedError("phase6 task 2: fusion_traffic")
+
+
+def memory_report(f, *args, donate_argnums: tuple[int, ...] = ()) -> dict[str, int]:
+    """Buffer sizes XLA planned for jax.jit(f, donate_argnums=...) compiled for `args`.
+
+    Return {"argument": ..., "output": ..., "temp": ..., "alias": ...} in bytes.
+    """
+    # TODO: compiled.memory_analysis() has one *_size_in_bytes field per entry
+    raise NotImplementedError("phase6 task 3: memory_report")
+
+
+def aliased_parameters(hlo_text: str) -> dict[int, tuple[int, ...]]:
+    """Read donation from optimized HLO: {parameter number: output shape index}.
+
+    The module header carries `input_output_alias={ {1}: (3, {}, may-alias), ... }`: output
+    index {1} reuses parameter 3's buffer. An array output's index is {} (give ()). No header
+    entry means no aliasing: return {}.
+    """
+    # TODO: parse_hlo(text).attributes holds the header's attributes as raw text
+    raise NotImplementedError("phase6 task 4: aliased_parameters")
+
+
+def naive_temp_bytes(hlo_text: str) -> int:
+    """Bytes the ENTRY computation's intermediates would need if none shared a buffer.
+
+    Sum the result sizes of the ENTRY instructions, except parameters (arguments), the ROOT
+    (the output) and instructions that only re-view a buffer (bitcast, tuple,
+    get-tuple-element). Compare with memory_analysis' temp size to see buffer reuse.
+    """
+    # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype and .dims
+    raise NotImplementedError("phase6 task 5: naive_temp_bytes")
+
+
+def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
+    """Time f(*args) run eagerly against jax.jit(f)(*args).
+
+    One warm-up call of each (not timed), then `repeats` timed calls of each. Block on every
+    result with `.block_until_ready()`: JAX dispatches asynchronously. Return a Timing.
+    """
+    # TODO: time.perf_counter around each timed loop; the jit warm-up is the compile
+    raise NotImplementedError("phase6 task 6: eager_vs_jit")

@@ -1,0 +1,124 @@
+"""Phase 6 reference: cost and memory, read from what XLA compiled."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import jax
+
+from xla_inspect.parse import parse_hlo
+
+
+@dataclass(frozen=True)
+class Timing:
+    eager_s: float
+    jit_s: float
+    repeats: int
+    ratio: float
+
+
+def cost_of(f, *args) -> dict[str, float]:
+    # The compiled (optimized, fused) program's cost; XLA omits zero-valued keys.
+    cost = jax.jit(f).lower(*args).compile().cost_analysis() or {}
+    return {
+        "flops": float(cost.get("flops", 0.0)),
+        "transcendentals": float(cost.get("transcendentals", 0.0)),
+        "bytes_accessed": float(cost.get("bytes accessed", 0.0)),
+    }
+
+
+def fusion_traffic(steps: Sequence[Callable], x) -> dict[str, float]:
+    # Op by op, every step reads its input from memory and writes its output back; fused, the
+    # intermediates stay in registers.
+    total = 0.0
+    value = x
+    for step in steps:
+        total += cost_of(step, value)["bytes_accessed"]
+        value = jax.eval_shape(step, value)
+
+    def fused(v):
+        for step in steps:
+            v = step(v)
+        return v
+
+    return {"op_by_op": total, "fused": cost_of(fused, x)["bytes_accessed"]}
+
+
+def memory_report(f, *args, donate_argnums: tuple[int, ...] = ()) -> dict[str, int]:
+    # Buffer assignment's totals for the compiled executable.
+    compiled = jax.jit(f, donate_argnums=donate_argnums).lower(*args).compile()
+    stats = compiled.memory_analysis()
+    return {
+        "argument": int(stats.argument_size_in_bytes),
+        "output": int(stats.output_size_in_bytes),
+        "temp": int(stats.temp_size_in_bytes),
+        "alias": int(stats.alias_size_in_bytes),
+    }
+
+
+def _shape_index(text: str) -> tuple[int, ...]:
+    inner = text.strip()[1:-1].strip()
+    return tuple(int(p) for p in inner.split(",")) if inner else ()
+
+
+def aliased_parameters(hlo_text: str) -> dict[int, tuple[int, ...]]:
+    # Donation shows up in the module header: {output index}: (parameter, {index}, may-alias).
+    header = parse_hlo(hlo_text).attributes.get("input_output_alias")
+    if not header:
+        return {}
+    aliases: dict[int, tuple[int, ...]] = {}
+    body = header.strip()[1:-1]
+    depth, start, pieces = 0, 0, []
+    for i, ch in enumerate(body):
+        depth += ch in "({"
+        depth -= ch in ")}"
+        if ch == "," and depth == 0:
+            pieces.append(body[start:i])
+            start = i + 1
+    pieces.append(body[start:])
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        output, _, target = piece.partition(":")
+        parameter = int(target.strip().lstrip("(").split(",")[0])
+        aliases[parameter] = _shape_index(output)
+    return aliases
+
+
+_BYTES = {"f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "f16": 2, "bf16": 2, "pred": 1,
+          "s8": 1, "u8": 1}
+
+
+_NO_NEW_BUFFER = {"parameter", "bitcast", "get-tuple-element", "tuple"}
+
+
+def naive_temp_bytes(hlo_text: str) -> int:
+    # What temp memory would be if no two intermediates of the entry ever shared a buffer.
+    entry = parse_hlo(hlo_text).entry
+    total = 0
+    for instruction in entry:
+        if instruction.is_root or instruction.opcode in _NO_NEW_BUFFER:
+            continue
+        shape = instruction.shape_info
+        total += math.prod(shape.dims) * _BYTES[shape.dtype]
+    return total
+
+
+def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
+    # One warm-up each (the jit one compiles), then block on every result so the clock measures
+    # the work and not just the dispatch.
+    jitted = jax.jit(f)
+    f(*args).block_until_ready()
+    jitted(*args).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        f(*args).block_until_ready()
+    eager = (time.perf_counter() - start) / repeats
+    start = time.perf_counter()
+    for _ in range(repeats):
+        jitted(*args).block_until_ready()
+    compiled = (time.perf_counter() - start) / repeats
+    return Timing(eager_s=eager, jit_s=compiled, repeats=repeats, ratio=eager / compiled)
