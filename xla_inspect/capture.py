@@ -130,8 +130,8 @@ def capture(
     try:
         traced = jitted.trace(*args)
         lowered = traced.lower()
-    except (TypeError, ValueError) as exc:
-        raise CaptureError(f"tracing or lowering failed: {exc}") from exc
+    except Exception as exc:  # whatever the traced Python code raises; the cause stays chained
+        raise CaptureError(f"tracing or lowering failed: {type(exc).__name__}: {exc}") from exc
     return capture_lowered(
         lowered,
         jaxpr=traced.jaxpr,

@@ -112,3 +112,12 @@ def test_bad_usage_raises_capture_errors(tmp_path: Path) -> None:
         capture(jnp.sin, jnp.ones(2), compiler_options={"xla_no_such_option": True})
     with pytest.raises(InspectError, match="tracing or lowering failed"):
         capture(lambda x, y: x @ y, jnp.ones((2, 3)), jnp.ones((2, 3)))
+
+
+def test_tracer_errors_are_wrapped_with_their_cause() -> None:
+    def branchy(x):
+        return x if x.sum() > 0 else -x
+
+    with pytest.raises(CaptureError, match="TracerBoolConversionError") as info:
+        capture(branchy, jnp.ones(2))
+    assert isinstance(info.value.__cause__, jax.errors.TracerBoolConversionError)
