@@ -132,11 +132,12 @@ _CAREFUL_SIGIL = re.compile(
 _CAREFUL_BARE = re.compile(
     rf"(?P<ckey>{_COMPUTATION_KEYS})(?P<cname>%?{_NAME})"
     rf"|(?P<lkey>{_LIST_KEYS})(?P<list>[^}}]*)\}}"
-    rf"|(?<![\w.\-%\"])(?P<tok>{_NAME})(?![\w.\-(\"])"
+    rf"|(?<![\w.\-%\"'])(?P<tok>{_NAME})(?![\w.\-(\"'])"
 )
 # Fast forms: every name token, renamed through one mapping.
 _SIGIL_TOKEN = re.compile(rf"%{_NAME}")
-_BARE_TOKEN = re.compile(rf"(?<![\w.\-%\"]){_NAME}(?![\w.\-(\"])")
+# Without sigils a name is a whole token that is not quoted and not an opcode (followed by "(").
+_BARE_TOKEN = re.compile(rf"(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])")
 _LIST_ITEM = re.compile(rf"%?{_NAME}")
 # A parameter name in a computation signature: `(param_0.1: f32[8], /*index=5*/x.1: f32[])`.
 _SIGNATURE_PARAM = re.compile(rf"(?<=[(,/ ]){_NAME}(?=:[ \t])")
@@ -170,8 +171,8 @@ def renumber_names(text: str) -> str:
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         block = text[match.end() : end]
         local = _local_names(block)
-        split = block.find("\n") if "\n" in block else len(block)
-        signature, body = block[:split], block[split:]
+        split = block.find("\n")
+        signature, body = (block, "") if split < 0 else (block[:split], block[split:])
         pieces.append(
             f"\n{match['entry'] or ''}{match['sigil']}{computations[match['name']]}"
             + _SIGNATURE_PARAM.sub(lambda m, names=local: names.get(m[0], m[0]), signature)

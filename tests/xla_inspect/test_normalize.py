@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import re
 import subprocess
 import sys
@@ -249,3 +250,19 @@ def test_whitespace_is_canonical() -> None:
         "HloModule module\n\nENTRY %main (param.0: f32[2]) -> f32[2] {\n"
         "  %param.0 = f32[2]{0} parameter(0)\n  ROOT %negate.0 = f32[2]{0} negate(%param.0)\n}\n"
     )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_any_consistent_renaming_normalizes_identically(seed: int) -> None:
+    raw = (CORPUS / "transformer_grad.opt.hlo").read_text()
+    names = sorted(set(re.findall(r"%([\w.\-]+)", raw)))
+    rng = random.Random(seed)
+    fresh = [f"{rng.choice(['v', 'tmp_', 'Z'])}{i}.{rng.randrange(99)}" for i in range(len(names))]
+    rng.shuffle(fresh)
+    mapping = dict(zip(names, fresh, strict=True))
+    renamed = re.sub(r"%([\w.\-]+)", lambda m: "%" + mapping[m.group(1)], raw)
+    signature_names = re.sub(
+        r"(?<=[(, /])([\w.\-]+)(?=: )", lambda m: mapping.get(m.group(1), m.group(1)), renamed
+    )
+    assert signature_names != raw
+    assert normalize_hlo(signature_names) == normalize_hlo(raw)
