@@ -252,7 +252,11 @@ def _parser() -> argparse.ArgumentParser:
     capture = verbs.add_parser("capture", help="capture every stage of MODULE:FUNCTION")
     capture.add_argument("target", help="MODULE:FUNCTION (dotted module or path/to/file.py)")
     capture.add_argument(
-        "--arg", action="append", default=[], metavar="SPEC", help="argument like f32[8,16]"
+        "--arg",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="argument like f32[8,16] (f64/s64/c128 need JAX_ENABLE_X64=1)",
     )
     capture.add_argument("--out", required=True, help="directory to write into")
     capture.add_argument("--passes", action="store_true", help="also dump one file per pass")
