@@ -1,0 +1,79 @@
+"""Phase 10 (capstone): a training step, and what XLA made of it. Edit this file only.
+
+Run `uv run pytest katas/phase10 -x`. The first two tasks build a pure-functional training step
+(vmap, value_and_grad, optax, jit with donation); the rest read the optimized HLO of such a step
+the way you would when a real training loop is slower or bigger than it should be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import optax  # noqa: F401  (you will need it)
+
+
+def forward(params: dict, x):
+    """The MLP on one example (x of shape (features,)) or a batch: relu(x@w1+b1)@w2+b2."""
+    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+
+def example_loss(params: dict, x, y):
+    """Mean squared error of one example."""
+    return jnp.mean((forward(params, x) - y) ** 2)
+
+
+def per_example_losses(params: dict, x, y) -> jax.Array:
+    """`example_loss` for every row of x and y, shape (batch,), without a Python loop."""
+    # TODO: one transformation maps example_loss over the batch; params are shared
+    raise NotImplementedError("phase10 task 1: per_example_losses")
+
+
+def make_train_step(optimizer) -> Callable:
+    """A jitted `step(params, opt_state, x, y) -> (params, opt_state, loss)`.
+
+    loss is the mean of `per_example_losses` *before* the update; the update comes from
+    `optimizer` (an optax GradientTransformation). params and opt_state are donated: the caller
+    never reads the old ones again, so XLA may write the new ones into the same buffers.
+    """
+    # TODO: value_and_grad, optimizer.update, optax.apply_updates; jit with donate_argnums
+    raise NotImplementedError("phase10 task 2: make_train_step")
+
+
+def fusion_count(compiled) -> int:
+    """How many fusion instructions the optimized HLO of `compiled` has (any kind)."""
+    # TODO: parse compiled.as_text(); count by opcode in every computation
+    raise NotImplementedError("phase10 task 3: fusion_count")
+
+
+def aliased_parameters(compiled) -> list[int]:
+    """Sorted numbers of the ENTRY parameters whose buffers an output may reuse.
+
+    The module header says it: `input_output_alias={ {output index}: (parameter, ...), ... }`.
+    """
+    # TODO: read the module attribute, collect the parameter numbers
+    raise NotImplementedError("phase10 task 4: aliased_parameters")
+
+
+def flops_per_step(compiled) -> float:
+    """Floating-point operations per call, as XLA's cost model counts them."""
+    # TODO: one method of the compiled object; it returns a dict
+    raise NotImplementedError("phase10 task 5: flops_per_step")
+
+
+def transpose_counts(step, *args) -> tuple[int, int]:
+    """(transpose equations in the jaxpr of `step`, nested jaxprs included,
+    transpose instructions in the optimized HLO of `jax.jit(step)`) for these args."""
+    # TODO: a primitive census of the jaxpr, an opcode count of the compiled module
+    raise NotImplementedError("phase10 task 6: transpose_counts")
+
+
+def absorbed_transposes(compiled) -> int:
+    """How many 2-D dots read an operand transposed through their dimension numbers.
+
+    A plain `a @ b` contracts a's last dimension with b's first: lhs_contracting_dims={1},
+    rhs_contracting_dims={0}. Count dots (in every computation) that contract anything else.
+    """
+    # TODO: dot instructions' attributes tell which dimensions they contract
+    raise NotImplementedError("phase10 task 7: absorbed_transposes")

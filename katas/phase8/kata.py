@@ -1,0 +1,54 @@
+"""Phase 8: StableHLO and jax.export. Edit this file only; run `uv run pytest katas/phase8 -x`.
+
+StableHLO is the versioned, portable form of your program: what `jax.jit(f).lower(...)` produces
+and what `jax.export` serializes. XLA converts it to HLO before optimizing. Print
+`lowered.as_text()` and `lowered.as_text(dialect="hlo")` side by side while you work.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax  # noqa: F401  (you will need it)
+
+
+def op_census(lowered) -> Counter:
+    """Count operations by name (`stablehlo.add`, `func.func`, ...) in the StableHLO module.
+
+    Walk `lowered.compiler_ir("stablehlo")` with the MLIR bindings: an operation has `.regions`,
+    a region has `.blocks`, a block has `.operations`. Count every operation nested anywhere
+    (reduce bodies, while loops, cond branches, functions); do not count the outer module.
+    """
+    # TODO: recurse operation -> regions -> blocks -> operations, counting op.operation.name
+    raise NotImplementedError("phase8 task 1: op_census")
+
+
+def hlo_opcode(stablehlo_op: str) -> str:
+    """The HLO opcode that the StableHLO op `stablehlo_op` (e.g. "stablehlo.add") becomes.
+
+    It must work for any op of the dialect, not a fixed list: find the naming rules by lowering
+    small programs and reading both `lowered.as_text()` and `lowered.as_text(dialect="hlo")`.
+    """
+    # TODO: a few renamed ops, then one spelling rule for the rest
+    raise NotImplementedError("phase8 task 2: hlo_opcode")
+
+
+def export_bytes(f, *specs) -> bytes:
+    """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`) and serialize it."""
+    # TODO: jax.export.export, then serialize
+    raise NotImplementedError("phase8 task 3: export_bytes")
+
+
+def call_exported(blob: bytes, *args):
+    """Rebuild the exported function from `blob` and call it on `args`."""
+    # TODO: the inverse of serialize, then call
+    raise NotImplementedError("phase8 task 4: call_exported")
+
+
+def export_any_batch(f, features: int, *rest) -> bytes:
+    """Export `f(x, *rest)` serialized, for x float32 of shape (b, features) with any batch b.
+
+    `rest` are `jax.ShapeDtypeStruct`s for the other arguments (fixed shapes).
+    """
+    # TODO: a symbolic dimension for the batch, a concrete one for the features
+    raise NotImplementedError("phase8 task 5: export_any_batch")

@@ -1,0 +1,77 @@
+"""Phase 9 reference: sharding and collectives on 8 CPU devices."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from xla_inspect.parse import parse_hlo
+
+COLLECTIVES = frozenset(
+    {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"})
+
+
+def auto_mesh() -> Mesh:
+    # Auto axes let XLA's sharding propagation decide intermediate shardings (Explicit is default).
+    return jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
+
+
+def shard_rows(x, mesh: Mesh) -> jax.Array:
+    # P("x", None): dimension 0 split over mesh axis "x", dimension 1 whole on every device.
+    return jax.device_put(x, NamedSharding(mesh, P("x", None)))
+
+
+def collective_census(f, *args) -> Counter:
+    # Collectives exist only after SPMD partitioning, i.e. in the compiled module.
+    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+    return Counter(i.opcode for c in module for i in c if i.opcode in COLLECTIVES)
+
+
+def device_param_shapes(f, *args) -> list[tuple[int, ...]]:
+    # The partitioned ENTRY takes one device's shard: global shape divided by the mesh axis.
+    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+    return [tuple(i.shape_info.dims) for i in module.entry if i.opcode == "parameter"]
+
+
+def param_shardings(f, *args) -> list[str]:
+    # Before partitioning, each parameter carries its sharding; afterwards shapes say it.
+    module = parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
+    return [i.attribute("sharding") for i in module.entry if i.opcode == "parameter"]
+
+
+def psum_total(x, mesh: Mesh) -> jax.Array:
+    # Local sum per device, then one all-reduce; the jaxpr shows psum as psum_invariant.
+    def local(block):
+        return jax.lax.psum(block.sum(), "x")
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P())(x)
+
+
+def ring_shift(x, mesh: Mesh) -> jax.Array:
+    # ppermute sends whole blocks point to point: a collective-permute.
+    n = mesh.shape["x"]
+    pairs = [(i, (i + 1) % n) for i in range(n)]
+
+    def local(block):
+        return jax.lax.ppermute(block, "x", pairs)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+
+
+def gather_rows(x, mesh: Mesh) -> jax.Array:
+    # all_gather's result is the same everywhere, but check_vma cannot prove it: turn it off.
+    def local(block):
+        return jax.lax.all_gather(block, "x", tiled=True)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+
+
+def scatter_sum(x, mesh: Mesh) -> jax.Array:
+    # psum_scatter = reduce-scatter: the sum is computed once, in pieces, one per device.
+    def local(block):
+        return jax.lax.psum_scatter(block, "x", tiled=True)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
