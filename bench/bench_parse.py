@@ -2,13 +2,15 @@
 
 Run from the repository root: `uv run python bench/bench_parse.py [--sizes 0.3 3 30]`.
 
-Each module is built from the real optimized HLO of a transformer-block gradient
-(tests/xla_inspect/corpus/transformer_grad.opt.hlo): copies of its computations, every name
-suffixed `.cN` so that the C++ parser accepts the result, all but the last copy's ENTRY demoted
-to an ordinary computation. Times are the best of several interleaved runs, in CPU time of
-the calling thread (robust on a shared machine); ours is `parse_hlo` plus
-`opcode_counts`, theirs is jaxlib's private `hlo_module_from_text`. Peak memory is measured
-with tracemalloc in a separate run and reported as a multiple of the text size. Prints only.
+Each module is made of real optimized HLO from the corpus (tests/xla_inspect/corpus/*.opt.hlo:
+transformer block and gradient, conv net, control flow, linear algebra custom calls, sort and
+scatter, dtypes, donated state, sharded programs with collectives): copies of every module's
+computations, names suffixed so that the C++ parser accepts the result, ENTRY kept only for the
+last copy of the transformer gradient, whose header and stack-frame tables lead the module (the
+other modules' stack_frame_ids fall within its table). Times are the best of several
+interleaved runs; ours is `parse_hlo` plus `opcode_counts`, theirs is jaxlib's private
+`hlo_module_from_text`. Peak memory is measured with tracemalloc in a separate run and
+reported as a multiple of the text size. Prints only.
 """
 
 from __future__ import annotations
@@ -27,20 +29,33 @@ from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "xla_inspect" / "corpus"
-SOURCE = CORPUS / "transformer_grad.opt.hlo"
+BASE = "transformer_grad.opt.hlo"
 _NAME = re.compile(r"%([\w.\-]+)")
+
+
+def _computations(text: str) -> str:
+    """The text from the first computation on (after the header and frame tables)."""
+    return text[text.index("\n%"):]
+
+
+def _renamed(body: str, suffix: str) -> str:
+    return _NAME.sub(lambda m: f"%{m.group(1)}{suffix}", body)
 
 
 def build_module(target_mb: float) -> str:
     """A valid optimized module of about `target_mb` MB made of renamed real computations."""
-    text = SOURCE.read_text()
-    start = text.index("\n%")
-    head, body = text[:start], text[start:]
-    copies = max(1, round(target_mb * 1e6 / len(body)))
+    base = (CORPUS / BASE).read_text()
+    bodies = [_computations(p.read_text()) for p in sorted(CORPUS.glob("*.opt.hlo"))]
+    head, last = base[: base.index("\n%")], _computations(base)
     parts = [head]
-    for n in range(copies):
-        renamed = _NAME.sub(lambda m, n=n: f"%{m.group(1)}.c{n}", body)
-        parts.append(renamed if n == copies - 1 else renamed.replace("\nENTRY ", "\n"))
+    size, copy = len(head) + len(last), 0
+    while size < target_mb * 1e6 - len(last) / 2:
+        for k, body in enumerate(bodies):
+            renamed = _renamed(body, f".c{copy}m{k}").replace("\nENTRY ", "\n")
+            parts.append(renamed)
+            size += len(renamed)
+        copy += 1
+    parts.append(_renamed(last, ".last"))
     return "".join(parts)
 
 

@@ -25,6 +25,9 @@ _DIM = r"(?:(?:<=)?[0-9]+|\?)"
 DIMS = r"(?:" + _DIM + r"(?:," + _DIM + r")*)?"
 LAYOUT = r"\{[0-9,]*(?::[^{}\s]*)?\}"
 ARRAY_SHAPE_PATTERN = DTYPE + r"\[" + DIMS + r"\](?:" + LAYOUT + r")?"
+# flat_tuple_shape ::= '(' (array_shape (', ' ('/*index=N*/')? array_shape)*)? ')'
+FLAT_TUPLE_SHAPE_PATTERN = (r"\((?:" + ARRAY_SHAPE_PATTERN + r"(?:, (?:/\*index=[0-9]+\*/)?"
+                            + ARRAY_SHAPE_PATTERN + r")*)?\)")
 ARRAY_SHAPE = re.compile(ARRAY_SHAPE_PATTERN)
 
 

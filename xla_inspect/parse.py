@@ -15,6 +15,7 @@ from types import MappingProxyType
 from xla_inspect._lexing import (
     ARRAY_SHAPE,
     ARRAY_SHAPE_PATTERN,
+    FLAT_TUPLE_SHAPE_PATTERN,
     BracketError,
     is_shape,
     match_close,
@@ -25,10 +26,11 @@ from xla_inspect._lexing import (
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import HloComputation, HloInstruction, HloModule, new_instruction
 
-# instruction ::= 'ROOT '? '%'? name ' = ' array_shape ' ' opcode '(' operands ')' (', ' attr)*
-# (the common case, with no parentheses inside the operand list)
+# instruction ::= 'ROOT '? '%'? name ' = ' shape ' ' opcode '(' operands ')' (', ' attr)*
+# (the common case: an array or flat tuple shape, no parentheses inside the operand list)
 _FAST = re.compile(
-    r"\s*(ROOT )?%?([\w.\-]+) = (" + ARRAY_SHAPE_PATTERN + r") ([a-z][a-z0-9\-]*)\(([^()]*)\)(.*)"
+    r"\s*(ROOT )?%?([\w.\-]+) = (" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
+    + r") ([a-z][a-z0-9\-]*)\(([^()]*)\)(?:, (.*))?$"
 )
 # instruction_head ::= 'ROOT'? '%'? name '=' (any spacing)
 _HEAD = re.compile(r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*")
@@ -187,8 +189,10 @@ class _Reader:
             if match is not None:
                 is_root, name, shape, opcode, operand_text, tail = match.groups()
                 # complete when brackets and quotes balance by count; in doubt, the exact path
-                if tail and (
-                    tail[:2] != ", "
+                if tail is None:
+                    tail = ""
+                elif (
+                    not tail
                     or tail[-1] == ","
                     or tail.count("{") != tail.count("}")
                     or tail.count("(") != tail.count(")")
@@ -234,7 +238,7 @@ class _Reader:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'")
                 root = len(instructions)
-            append(new_instruction(name, opcode, shape, operands, tail[2:], bool(is_root),
+            append(new_instruction(name, opcode, shape, operands, tail, bool(is_root),
                                    payload, index + 1))
         else:
             raise self.error(count - 1, f"'}}' to close computation '{computation}'")
@@ -283,7 +287,7 @@ class _Reader:
         tail = text[close + 1 :].strip()
         if tail and not tail.startswith(","):
             raise self.error(index, "',' before attributes after the operand list", text)
-        tail = ", " + tail[1:].strip() if tail else ""
+        tail = tail[1:].strip()
         operand_text = text[opcode.end() : close]
         return head.group(1), head.group(2), shape, opcode.group(1), operand_text, tail
 

@@ -26,6 +26,8 @@ def test_short_form_structure(hlo_short_text: str) -> None:
     assert module.entry.root.name == "tanh.1" and module.entry.root.is_root
     assert module.entry.instruction("x.1").payload == "0"
     assert module.entry.calls == ("region_0.1",)
+    assert "region_0.1" in module and "%main.2" in module and "nope" not in module
+    assert dot.shape_info.dims == (8, 4) and len(module.entry) == 6
 
 
 def test_optimized_module_skips_frame_tables_and_keeps_metadata() -> None:
