@@ -1,0 +1,39 @@
+"""Tiered hints: each `katas hint` shows one more level of a task, persisted in the state file."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from kata_harness import curriculum
+from kata_harness.curriculum import Task
+
+from .state import State
+
+
+def next_hint(task: Task, state: State) -> int:
+    """Advance the task's hint level (up to the last one) and return the level now shown."""
+    shown = min(state.hints.get(task.id, 0) + 1, len(task.hints))
+    state.hints[task.id] = shown
+    state.save()
+    return shown
+
+
+def render_hints(console: Console, task: Task, before: int, shown: int) -> None:
+    """Every level shown so far; the newest one last. `before` is the level shown earlier."""
+    total = len(task.hints)
+    console.print(f"[bold]{task.id}[/] [cyan]{task.function}[/]: {escape(task.title)}")
+    if total == 0:
+        console.print("this task has no hints")
+        return
+    for level in range(1, shown + 1):
+        style = "bold" if level == shown and level > before else "dim"
+        console.print(f"[{style}]hint {level}/{total}:[/] {escape(task.hints[level - 1])}")
+    if before >= total:
+        phase = curriculum.phase(task.phase)
+        readme = (phase.kata_path.parent / "README.md").relative_to(curriculum.ROOT)
+        reference = phase.reference_path.relative_to(curriculum.ROOT)
+        console.print(f"There are no more hints for {task.id}. Read {readme}; after solving, "
+                      f"compare with {reference}.")
+    elif shown < total:
+        console.print(f"[dim]more: {task.hint_command}[/]")

@@ -1,0 +1,250 @@
+"""`katas`: the learner's and reviewer's command line. `katas --help` lists the commands.
+
+Exit status: 0 ok; 1 a check failed (a phase still has failing tasks, code that does not
+compile for `show`/`graph`); 2 bad usage or input (one line on stderr saying what to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .targets import UsageError
+
+STAGE_NAMES = ("jaxpr", "stablehlo", "hlo", "optimized")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line on stderr, exit 2
+        self.exit(2, f"katas: error: {message} (see: uv run katas --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="katas", description="Work through the XLA katas: progress, hints, "
+                     "watch mode, and the IR your code produces.")
+    parser.add_argument("--json", action="store_true", help="status as JSON (no command)")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    status = sub.add_parser("status", help="every phase's progress and the current task (default)")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    listing = sub.add_parser("list", help="every task with its outcome and hints used")
+    listing.add_argument("--filter", metavar="TEXT", help="only tasks whose id/name/title has TEXT")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    hint = sub.add_parser("hint", help="the next hint level of a task (default: current task)")
+    hint.add_argument("target", nargs="?", help="phaseN or phaseN.M (task number or function)")
+    run = sub.add_parser("run", help="run one phase's tests against your kata file")
+    run.add_argument("phase", help="phaseN")
+    run.add_argument("-v", "--verbose", action="store_true", help="also show pytest's output")
+    watch = sub.add_parser("watch", help="rerun the tests each time you save a kata file")
+    watch.add_argument("phase", nargs="?", help="start on this phase (default: current task)")
+    watch.add_argument("--manual", action="store_true", help="no file watching: Enter reruns")
+    watch.add_argument("--poll", action="store_true", help="poll files (when saves are missed)")
+    show = sub.add_parser("show", help="the IR your code (or the reference) produces")
+    show.add_argument("phase", help="phaseN or phaseN.M")
+    show.add_argument("task", nargs="?", help="task number or function name")
+    show.add_argument("--stage", choices=STAGE_NAMES, default="optimized")
+    show.add_argument("--reference", action="store_true", help="show the reference's IR")
+    compare = sub.add_parser("compare", help="reviewers: your code and IR beside the reference")
+    compare.add_argument("phase", help="phaseN or phaseN.M")
+    compare.add_argument("task", nargs="?", help="task number or function name (default: all)")
+    compare.add_argument("--unified", action="store_true", help="unified diffs, not side by side")
+    compare.add_argument("--no-ir", action="store_true", help="compare source only (no compiling)")
+    reset = sub.add_parser("reset", help="restore a phase's stub (backs up your file first)")
+    reset.add_argument("phase", nargs="?", help="phaseN")
+    reset.add_argument("--all", action="store_true", help="reset every phase")
+    reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    graph = sub.add_parser("graph", help="the fusion graph of the optimized HLO as SVG")
+    graph.add_argument("phase", help="phaseN or phaseN.M")
+    graph.add_argument("task", nargs="?", help="task number or function name")
+    graph.add_argument("-o", "--output", type=Path, help="SVG path (default .katas/graphs/...)")
+    graph.add_argument("--reference", action="store_true", help="graph the reference's HLO")
+    return parser
+
+
+def _status(args: argparse.Namespace, console) -> int:
+    from .report import render_status, to_json
+    from .state import State
+    from .status import refresh
+
+    outcomes = refresh()
+    if args.json:
+        print(json.dumps(to_json(outcomes, State.load()), indent=1))
+    else:
+        render_status(console, outcomes)
+    return 0
+
+
+def _list(args: argparse.Namespace, console) -> int:
+    from .report import render_list, to_json
+    from .state import State
+    from .status import refresh
+
+    outcomes = refresh()
+    state = State.load()
+    if args.json:
+        print(json.dumps(to_json(outcomes, state, args.filter), indent=1))
+    else:
+        render_list(console, outcomes, state, args.filter)
+    return 0
+
+
+def _hint(args: argparse.Namespace, console) -> int:
+    from .hints import next_hint, render_hints
+    from .state import State
+    from .status import current_task, refresh
+    from .targets import parse_target
+
+    if args.target is None:
+        task = current_task(refresh())
+        if task is None:
+            console.print("every task is done: no hint needed")
+            return 0
+    else:
+        phase, task = parse_target(args.target)
+        if task is None:
+            outcome = refresh([phase])[phase.name]
+            task = next((t for t in phase.tasks if not outcome.task(t.number).done),
+                        phase.tasks[0])
+    state = State.load()
+    before = state.hints.get(task.id, 0)
+    render_hints(console, task, before, next_hint(task, state))
+    return 0
+
+
+def _run(args: argparse.Namespace, console) -> int:
+    from .report import render_phase
+    from .runner import run_phases
+    from .state import State, phase_keys
+    from .status import run_with_progress
+    from .targets import parse_phase, require_file
+
+    phase = parse_phase(args.phase)
+    require_file(phase)
+    keys = phase_keys([phase])
+    if args.verbose:
+        outcome = run_phases([phase], keys=keys, verbose=True)[phase.name]
+    else:
+        outcome = run_with_progress([phase], keys)[phase.name]
+    state = State.load()
+    state.phases[phase.name] = outcome
+    state.save()
+    render_phase(console, phase, outcome)
+    return 0 if all(outcome.task(t.number).done for t in phase.tasks) else 1
+
+
+def _one_task(phase_text: str, task_text: str | None):
+    from .examples import recipe_for
+    from .targets import parse_target
+
+    phase, task = parse_target(phase_text, task_text)
+    if task is None:
+        task = next((t for t in phase.tasks if recipe_for(t) is not None), None)
+        if task is None:
+            raise UsageError(f"nothing to show for {phase.name}: no task of it has a recipe in "
+                             "katas_cli/examples.py")
+    return phase, task
+
+
+def _show(args: argparse.Namespace, console) -> int:
+    from rich.markup import escape
+
+    from .show import capture_task, fusion_summary, highlight, stage_text
+
+    _, task = _one_task(args.phase, args.task)
+    shown = capture_task(task, "reference" if args.reference else "katas")
+    text = stage_text(shown.capture, args.stage)
+    who = "reference" if args.reference else "your code"
+    console.print(f"[bold]{task.id}[/] {task.function} ({who}): {args.stage}, "
+                  f"program: {escape(shown.recipe.about)}")
+    if console.is_terminal:
+        console.print(highlight(text, args.stage), end="")
+    else:
+        console.print(text, end="", markup=False)
+    if args.stage == "optimized":
+        console.print(fusion_summary(shown.capture.optimized_hlo_text), markup=False)
+    return 0
+
+
+def _compare(args: argparse.Namespace, console) -> int:
+    from .compare import compare
+    from .targets import parse_target
+
+    phase, task = parse_target(args.phase, args.task)
+    compare(console, phase, [task] if task else list(phase.tasks), unified=args.unified,
+            ir=not args.no_ir)
+    return 0
+
+
+def _reset(args: argparse.Namespace, console) -> int:
+    from .reset import reset
+    from .targets import all_phases, parse_phase
+
+    if args.all == (args.phase is not None):
+        raise UsageError("reset takes one phase (katas reset phaseN) or --all")
+    phases = list(all_phases()) if args.all else [parse_phase(args.phase)]
+    names = ", ".join(p.name for p in phases)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"reset of {names} needs confirmation: rerun with --yes")
+        answer = input(f"Reset {names} to the shipped stub? Your file is backed up first. [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            console.print("nothing was reset")
+            return 0
+    for phase in phases:
+        saved, commit = reset(phase)
+        where = f"your version is in {saved}" if saved else "there was no file to back up"
+        console.print(f"{phase.name}: reset to the stub of commit {commit[:10]}; {where}")
+    return 0
+
+
+def _graph(args: argparse.Namespace, console) -> int:
+    from .graph import INSTALL_HINT, fusion_graph_dot, render_svg
+    from .show import capture_task
+    from .state import state_dir
+
+    _, task = _one_task(args.phase, args.task)
+    impl = "reference" if args.reference else "katas"
+    shown = capture_task(task, impl)
+    svg = args.output or state_dir() / "graphs" / f"{task.id}-{impl}.svg"
+    dot = fusion_graph_dot(shown.capture.optimized_hlo_text, title=f"{task.id} {task.function}")
+    path, is_svg = render_svg(dot, svg)
+    if is_svg:
+        console.print(f"fusion graph of {task.id} ({impl}): {path}")
+    else:
+        console.print(f"graphviz's `dot` is not installed, so wrote the graph source: {path}; "
+                      f"for the SVG: {INSTALL_HINT}, then: dot -Tsvg {path} -o {svg}")
+    return 0
+
+
+COMMANDS = {"status": _status, "list": _list, "hint": _hint, "run": _run, "show": _show,
+            "compare": _compare, "reset": _reset, "graph": _graph}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .runner import RunError
+    from .show import NothingToShow, ShowError
+    from .status import make_console
+
+    console = make_console()
+    try:
+        if args.command == "watch":
+            from .targets import parse_phase
+            from .watch import watch
+
+            start = parse_phase(args.phase) if args.phase else None
+            return watch(console, manual=args.manual, poll=args.poll, start=start)
+        return COMMANDS[args.command or "status"](args, console)
+    except (UsageError, RunError) as error:
+        print(f"katas: error: {error}", file=sys.stderr)
+        return 2
+    except NothingToShow as error:
+        print(error)
+        return 0
+    except ShowError as error:
+        print(f"katas: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

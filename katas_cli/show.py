@@ -1,0 +1,149 @@
+"""The IR a task's code produces: capture it through a recipe, make it readable, highlight it.
+
+Stages: `jaxpr` (what tracing recorded), `stablehlo` (what JAX hands XLA), `hlo` (unoptimized
+HLO), `optimized` (what XLA compiled; stack-frame tables and metadata stripped). On a terminal,
+opcodes are coloured and fusions stand out (the `fusion` op, `kind=`, and the header of every
+fused computation); elsewhere the text is printed plain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from kata_harness import loading
+from kata_harness.curriculum import Task
+from xla_inspect.capture import Capture, capture
+from xla_inspect.diff import fused_computation_names, fusion_summaries
+from xla_inspect.errors import InspectError
+from xla_inspect.normalize import RULES, normalize_hlo
+from xla_inspect.parse import parse_hlo
+
+from .examples import Recipe, recipe_for
+
+STAGES = ("jaxpr", "stablehlo", "hlo", "optimized")
+_BLANK_RUN = re.compile(r"\n{3,}")
+_READABLE = [r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata")]
+
+
+class NothingToShow(Exception):
+    """The task has no recipe: a fact, not an error (exit 0)."""
+
+
+class ShowError(Exception):
+    """The code could not be traced or compiled (an unfinished task, an error): exit 1."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    task: Task
+    recipe: Recipe
+    capture: Capture
+
+
+def _configure_jax() -> None:
+    """Same device count as the test harness, so the compiled programs match the tests'."""
+    import jax
+
+    from kata_harness.plugin import CPU_DEVICES
+
+    jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+
+
+def capture_task(task: Task, impl: str) -> Shown:
+    """Trace and compile the task's recipe with the learner's (`katas`) or reference module."""
+    recipe = recipe_for(task)
+    if recipe is None:
+        raise NothingToShow(f"nothing to show for {task.id} ({task.function}): it computes no "
+                            "array program of its own (no recipe in katas_cli/examples.py)")
+    _configure_jax()
+    from kata_harness import curriculum
+
+    phase = curriculum.phase(task.phase)
+    try:
+        module = loading.load_impl(phase, impl)
+    except loading.KataLoadError as error:
+        raise ShowError(str(error)) from None
+    try:
+        fn, args = recipe.build(module)
+        return Shown(task, recipe, capture(fn, *args))
+    except NotImplementedError:
+        raise ShowError(f"{task.id} ({task.function}) is not done yet: nothing to compile; "
+                        f"hint: {task.hint_command}") from None
+    except InspectError as error:
+        raise ShowError(f"{task.id} ({task.function}): {error}") from None
+    except Exception as error:  # the learner's code may raise anything while tracing
+        raise ShowError(f"{task.id} ({task.function}) raised {type(error).__name__} while "
+                        f"tracing: {str(error).splitlines()[0] if str(error) else ''}") from None
+
+
+def stage_text(captured: Capture, stage: str) -> str:
+    """The stage's text, ending in one newline; optimized HLO without frame tables or metadata."""
+    texts = {"jaxpr": lambda: str(captured.jaxpr), "stablehlo": lambda: captured.stablehlo_text,
+             "hlo": lambda: captured.hlo_text,
+             "optimized": lambda: normalize_hlo(captured.optimized_hlo_text, _READABLE)}
+    return _BLANK_RUN.sub("\n\n", texts[stage]()).rstrip("\n") + "\n"
+
+
+def fusion_summary(hlo_text: str) -> str:
+    """`fusions: 2 (kLoop x2) ...` with what each absorbed; empty if the text does not parse."""
+    try:
+        fusions = fusion_summaries(parse_hlo(hlo_text))
+    except InspectError:
+        return ""
+    if not fusions:
+        return "fusions: none"
+    lines = [f"fusions: {len(fusions)}"]
+    for fusion in fusions:
+        absorbed = ", ".join(f"{op} x{n}" for op, n in sorted(fusion.absorbed.items()))
+        lines.append(f"  {fusion.name} ({fusion.label}) absorbs {absorbed or 'nothing'}")
+    return "\n".join(lines)
+
+
+_HLO_OP = re.compile(r"=\s+(?:\([^=]*?\)|[^\s(]+)\s+([a-z][a-z0-9\-]*)\(")
+_HLO_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+_KIND = re.compile(r"kind=k\w+|\"kind\":\"\w+\"")
+_JAXPR_OP = re.compile(r"^\s+[^=\n]*?\s=\s([a-z_][a-z0-9_]*)")
+_MLIR_OP = re.compile(r"\b(?:stablehlo|chlo|func|sdy|mhlo|tensor|arith)\.[a-z_]+")
+_HEAVY = frozenset({"dot", "dot_general", "convolution", "conv_general_dilated", "custom-call",
+                    "while", "conditional", "cond", "scan", "call", "all-reduce", "reduce"})
+
+
+def _op_style(op: str) -> str:
+    if op == "fusion":
+        return "bold magenta"
+    return "bold yellow" if op in _HEAVY or op.split(".")[-1] in _HEAVY else "cyan"
+
+
+def highlight(text: str, stage: str) -> Text:
+    """Rich text with opcodes, fusion kinds and fused-computation headers styled."""
+    fused: frozenset[str] = frozenset()
+    if stage in ("hlo", "optimized"):
+        try:
+            fused = fused_computation_names(parse_hlo(text))
+        except InspectError:
+            pass
+    out = Text()
+    for line in text.splitlines():
+        piece = Text(line)
+        if stage in ("hlo", "optimized"):
+            header = _HLO_HEADER.match(line)
+            if header:
+                in_fusion = header.group(2) in fused
+                piece.stylize("bold magenta" if in_fusion else "bold")
+                if in_fusion:
+                    piece.append("   # fused computation", style="magenta")
+            elif match := _HLO_OP.search(line):
+                piece.stylize(_op_style(match.group(1)), match.start(1), match.end(1))
+            for kind in _KIND.finditer(line):
+                piece.stylize("bold magenta", kind.start(), kind.end())
+        elif stage == "jaxpr" and (match := _JAXPR_OP.match(line)):
+            piece.stylize(_op_style(match.group(1)), match.start(1), match.end(1))
+        elif stage == "stablehlo":
+            for match in _MLIR_OP.finditer(line):
+                piece.stylize(_op_style(match.group(0)), match.start(), match.end())
+        out.append_text(piece)
+        out.append("\n")
+    return out

@@ -1,0 +1,131 @@
+"""The learner's progress, kept in `.katas/state.json` so it survives restarts.
+
+Layout (version 1)::
+
+    {"version": 1,
+     "phases": {"phase1": {"key": "<sha256>", "tasks": {"1": {"outcome": ..., "message": ...}}}},
+     "hints": {"phase1.task2": 1}}
+
+A phase's cached outcomes are reused only while its key matches: the key hashes the phase's
+kata file, its test files and `tasks.toml`, plus the harness, `xla_inspect` and the jax version
+(anything that can change a test's outcome). `KATAS_STATE_DIR` moves the folder (tests use it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from kata_harness import curriculum
+from kata_harness.curriculum import Phase
+
+VERSION = 1
+OUTCOMES = ("passed", "failed", "skipped", "not run")
+
+
+def state_dir() -> Path:
+    override = os.environ.get("KATAS_STATE_DIR")
+    return Path(override) if override else curriculum.ROOT / ".katas"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """`outcome` is one of OUTCOMES; `message` is one line (empty when passed)."""
+
+    outcome: str
+    message: str = ""
+    details: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.outcome in ("passed", "skipped")
+
+
+@dataclass(slots=True)
+class PhaseOutcome:
+    key: str
+    tasks: dict[int, TaskOutcome] = field(default_factory=dict)
+
+    def task(self, number: int) -> TaskOutcome:
+        return self.tasks.get(number, TaskOutcome("not run", "no test of this task ran"))
+
+
+def _hash_files(digest, paths: list[Path]) -> None:
+    for path in sorted(paths):
+        digest.update(str(path.relative_to(curriculum.ROOT)).encode())
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+
+
+def _salt() -> bytes:
+    digest = hashlib.sha256()
+    root = curriculum.ROOT
+    shared = [root / "conftest.py", *root.glob("kata_harness/*.py"), *root.glob("xla_inspect/*.py")]
+    _hash_files(digest, [p for p in shared if p.is_file()])
+    try:
+        digest.update(metadata.version("jax").encode())
+    except metadata.PackageNotFoundError:
+        pass
+    return digest.digest()
+
+
+def phase_key(phase: Phase, salt: bytes | None = None) -> str:
+    """Hash of everything a phase's outcome depends on (see the module docstring)."""
+    digest = hashlib.sha256(salt if salt is not None else _salt())
+    folder = phase.kata_path.parent
+    _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *folder.glob("test_*.py")])
+    return digest.hexdigest()
+
+
+def phase_keys(phases: tuple[Phase, ...] | list[Phase]) -> dict[str, str]:
+    salt = _salt()
+    return {p.name: phase_key(p, salt) for p in phases}
+
+
+class State:
+    """Load with :meth:`load`, change, then :meth:`save` (written atomically)."""
+
+    def __init__(self, phases: dict[str, PhaseOutcome], hints: dict[str, int]) -> None:
+        self.phases = phases
+        self.hints = hints
+
+    @classmethod
+    def path(cls) -> Path:
+        return state_dir() / "state.json"
+
+    @classmethod
+    def load(cls) -> State:
+        try:
+            data = json.loads(cls.path().read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return cls({}, {})
+        if data.get("version") != VERSION:
+            return cls({}, dict(data.get("hints", {})))
+        phases = {
+            name: PhaseOutcome(entry["key"], {int(k): TaskOutcome(**v)
+                                              for k, v in entry["tasks"].items()})
+            for name, entry in data.get("phases", {}).items()
+        }
+        return cls(phases, {k: int(v) for k, v in data.get("hints", {}).items()})
+
+    def save(self) -> None:
+        path = self.path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            "version": VERSION,
+            "phases": {
+                name: {"key": p.key, "tasks": {str(n): asdict(t) for n, t in p.tasks.items()}}
+                for name, p in sorted(self.phases.items())
+            },
+            "hints": dict(sorted(self.hints.items())),
+        }
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        temporary.replace(path)
+
+    def fresh(self, name: str, key: str) -> PhaseOutcome | None:
+        cached = self.phases.get(name)
+        return cached if cached is not None and cached.key == key else None

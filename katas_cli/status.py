@@ -1,0 +1,74 @@
+"""Where the learner stands: refresh stale phases (with progress), find the current task.
+
+A phase is rerun only when its key (see `state.phase_key`) changed since its outcomes were
+cached; everything stale runs in one pytest session.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kata_harness.curriculum import Phase, Task
+
+from .runner import run_phases
+from .state import PhaseOutcome, State, phase_keys
+from .targets import all_phases
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """Colours and live displays only on a terminal; rich honours NO_COLOR by itself."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=stream, highlight=False, no_color="NO_COLOR" in os.environ,
+                   soft_wrap=not stream.isatty())
+
+
+def run_with_progress(phases: list[Phase], keys: dict[str, str], *,
+                      impl: str = "katas") -> dict[str, PhaseOutcome]:
+    """Run `phases`, showing a progress bar on a terminal or one line on stderr otherwise."""
+    err = make_console(stderr=True)
+    names = ", ".join(p.name for p in phases)
+    if not err.is_terminal:
+        err.print(f"katas: running the tests of {names} ...")
+        return run_phases(phases, impl=impl, keys=keys)
+    columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        bar = progress.add_task(names, total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        return run_phases(phases, impl=impl, keys=keys, on_progress=advance)
+
+
+def refresh(phases: Sequence[Phase] | None = None, *, force: bool = False,
+            state: State | None = None) -> dict[str, PhaseOutcome]:
+    """Outcomes of `phases` (default: all), rerunning only the stale ones; saves the state."""
+    chosen = list(phases if phases is not None else all_phases())
+    state = state or State.load()
+    keys = phase_keys(chosen)
+    stale = [p for p in chosen if force or state.fresh(p.name, keys[p.name]) is None]
+    if stale:
+        state.phases.update(run_with_progress(stale, keys))
+        state.save()
+    return {p.name: state.phases[p.name] for p in chosen}
+
+
+def current_task(outcomes: dict[str, PhaseOutcome]) -> Task | None:
+    """The first task, in curriculum order, that is not done."""
+    for phase in all_phases():
+        outcome = outcomes.get(phase.name)
+        for task in phase.tasks:
+            if outcome is None or not outcome.task(task.number).done:
+                return task
+    return None
+
+
+def phase_summary(phase: Phase, outcome: PhaseOutcome) -> tuple[int, int]:
+    done = sum(outcome.task(t.number).done for t in phase.tasks)
+    return done, len(phase.tasks)

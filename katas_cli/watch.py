@@ -1,0 +1,216 @@
+"""`katas watch`: rerun a phase's tests each time its kata file is saved, in one warm process.
+
+JAX and pytest are imported once; every run is an in-process `pytest.main` (the harness reloads
+the kata module whose file changed and clears JAX's caches per test), so a phase with small
+compiles is back on screen well within a second or two of the save. File events come from
+watchfiles (a thread that watches `katas/` for `kata.py` saves, atomic renames included; use
+`--poll` where native events do not arrive). On a terminal, single keys steer it like rustlings:
+n next task, h hint, l list, r rerun, c check all phases, q quit. `--manual` turns file watching
+off: press Enter to rerun (or type a key letter and Enter).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from kata_harness import curriculum
+from kata_harness.curriculum import Phase, Task
+
+from .hints import next_hint, render_hints
+from .report import render_list, render_phase, render_status
+from .runner import run_phases
+from .state import PhaseOutcome, State, phase_keys
+from .status import current_task, refresh
+from .targets import all_phases
+
+KEYS = "n next · h hint · l list · r run · c check all · q quit"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str  # "changed" (value: phase name), "key" (value: the key) or "quit"
+    value: str = ""
+
+
+ResultFn = Callable[[Phase, PhaseOutcome], None]
+
+
+class Watcher:
+    def __init__(self, console: Console, *, manual: bool = False, poll: bool = False,
+                 keys: bool = True, on_result: ResultFn | None = None) -> None:
+        self.console = console
+        self.manual = manual
+        self.poll = poll
+        self.keys = keys and (manual or sys.stdin.isatty())
+        self.on_result = on_result
+        self.events: queue.Queue[Event] = queue.Queue()
+        self.stop = threading.Event()
+        self.state = State.load()
+        self.focus: Task | None = None
+
+    # --- inputs -----------------------------------------------------------------------------
+    def _watch_files(self) -> None:
+        import watchfiles
+
+        def is_kata(_change: object, path: str) -> bool:
+            return Path(path).name == curriculum.KATA_FILE
+
+        for changes in watchfiles.watch(curriculum.KATAS_DIR, watch_filter=is_kata,
+                                        stop_event=self.stop, force_polling=self.poll or None,
+                                        debounce=400, step=30):
+            for _, path in changes:
+                phase = curriculum.phase_of_path(Path(path))
+                if phase is not None:
+                    self.events.put(Event("changed", phase.name))
+
+    def _read_lines(self) -> None:
+        for line in sys.stdin:
+            self.events.put(Event("key", line.strip()[:1].lower() or "r"))
+        self.events.put(Event("quit"))
+
+    def _read_keys(self) -> None:
+        fd = sys.stdin.fileno()
+        while not self.stop.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                key = os.read(fd, 1).decode(errors="ignore").lower()
+                if key:
+                    self.events.put(Event("key", key))
+
+    def start_inputs(self) -> None:
+        if not self.manual:
+            threading.Thread(target=self._watch_files, name="katas-files", daemon=True).start()
+        if self.keys:
+            reader = self._read_lines if self.manual else self._read_keys
+            threading.Thread(target=reader, name="katas-keys", daemon=True).start()
+
+    # --- actions ----------------------------------------------------------------------------
+    def _footer(self) -> None:
+        if self.manual:
+            self.console.print("[dim]manual mode: Enter reruns; n, h, l, c, q + Enter[/]")
+        elif self.keys:
+            self.console.print(f"[dim]watching katas/*/kata.py · {KEYS}[/]")
+        else:
+            self.console.print("[dim]watching katas/*/kata.py · Ctrl-C quits[/]")
+
+    def _show(self, phase: Phase, outcome: PhaseOutcome) -> None:
+        if self.console.is_terminal:
+            self.console.clear()
+        render_phase(self.console, phase, outcome, self.focus)
+        self._footer()
+        if self.on_result:
+            self.on_result(phase, outcome)
+
+    def run(self, phase: Phase) -> None:
+        keys = phase_keys([phase])
+        outcome = run_phases([phase], keys=keys)[phase.name]
+        self.state.phases[phase.name] = outcome
+        self.state.save()
+        if self.focus is None or self.focus.phase != phase.number or outcome.task(
+                self.focus.number).done:
+            self.focus = next((t for t in phase.tasks if not outcome.task(t.number).done), None)
+        self._show(phase, outcome)
+
+    def _next(self) -> None:
+        order = [t for p in all_phases() for t in p.tasks]
+        start = order.index(self.focus) + 1 if self.focus in order else 0
+        for task in order[start:] + order[:start]:
+            outcome = self.state.phases.get(f"phase{task.phase}")
+            if outcome is None or not outcome.task(task.number).done:
+                self.focus = task
+                phase = curriculum.phase(task.phase)
+                self._show(phase, refresh([phase], state=self.state)[phase.name])
+                return
+        self.console.print("every task is done")
+
+    def handle(self, event: Event) -> bool:
+        """Act on one event; False means quit."""
+        if event.kind == "quit" or (event.kind == "key" and event.value == "q"):
+            return False
+        focus_phase = curriculum.phase(self.focus.phase) if self.focus else all_phases()[0]
+        if event.kind == "changed":
+            changed = curriculum.phase(int(event.value.removeprefix("phase")))
+            if self.focus is not None and self.focus.phase != changed.number:
+                self.focus = None
+            self.run(changed)
+        elif event.value == "r":
+            self.run(focus_phase)
+        elif event.value == "n":
+            self._next()
+        elif event.value == "h" and self.focus is not None:
+            before = self.state.hints.get(self.focus.id, 0)
+            render_hints(self.console, self.focus, before, next_hint(self.focus, self.state))
+        elif event.value == "l":
+            render_list(self.console, refresh(state=self.state), self.state, None)
+        elif event.value == "c":
+            outcomes = refresh(force=True, state=self.state)
+            render_status(self.console, outcomes)
+            self.focus = current_task(outcomes)
+        return True
+
+    def _drain(self, first: Event) -> list[Event]:
+        """The event plus everything queued behind it, with repeated saves merged."""
+        events = [first]
+        while True:
+            try:
+                events.append(self.events.get_nowait())
+            except queue.Empty:
+                break
+        merged: list[Event] = []
+        for event in events:
+            if event not in merged or event.kind != "changed":
+                merged.append(event)
+        return merged
+
+    def loop(self, start: Phase | None = None) -> None:
+        """Show `start` (run now) or the current task's phase, then react until quit."""
+        self.start_inputs()
+        try:
+            if start is not None:
+                self.run(start)
+            else:
+                outcomes = refresh(state=self.state)
+                self.focus = current_task(outcomes)
+                phase = curriculum.phase(self.focus.phase) if self.focus else all_phases()[-1]
+                self._show(phase, outcomes[phase.name])
+            while True:
+                try:
+                    first = self.events.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if not all(self.handle(event) for event in self._drain(first)):
+                    return
+        finally:
+            self.stop.set()
+
+
+def watch(console: Console, *, manual: bool, poll: bool, start: Phase | None = None) -> int:
+    watcher = Watcher(console, manual=manual, poll=poll)
+    if watcher.keys and not manual:
+        import termios
+        import tty
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+        try:
+            watcher.loop(start)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        return 0
+    try:
+        watcher.loop(start)
+    except KeyboardInterrupt:
+        pass
+    return 0

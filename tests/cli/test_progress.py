@@ -1,0 +1,79 @@
+"""Status, list and hints: cached per phase key, JSON for tools, hint levels persisted."""
+
+from __future__ import annotations
+
+import json
+
+from kata_harness import curriculum
+from katas_cli import state as state_module
+from katas_cli.main import main
+from katas_cli.state import State
+
+
+def test_status_shows_phases_and_current_task(fake_runner, capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for phase in curriculum.phases():
+        assert phase.name in out
+    assert "current: phase1.task2 mlp_forward" in out
+    assert "phase1.task2 fails: expected 2, got 3" in out
+    assert "uv run katas hint phase1.2" in out
+    assert "\x1b[" not in out, "no colour codes when stdout is not a terminal"
+
+
+def test_status_json(fake_runner, capsys):
+    assert main(["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["current"] == "phase1.task2"
+    assert data["done"] == 1
+    first = data["phases"][0]
+    assert first["phase"] == "phase1" and first["done"] == 1
+    assert first["tasks"][0]["outcome"] == "passed"
+    assert first["tasks"][1]["message"] == "phase1.task2 fails: expected 2, got 3"
+
+
+def test_unchanged_phases_are_not_rerun(fake_runner, monkeypatch, capsys):
+    main(["status"])
+    main(["status", "--json"])
+    assert len(fake_runner.calls) == 1, "the second status must come from the state file"
+    changed = {p.name: "new-key" if p.number == 2 else k
+               for p, k in zip(curriculum.phases(),
+                               state_module.phase_keys(curriculum.phases()).values(),
+                               strict=True)}
+    monkeypatch.setattr("katas_cli.status.phase_keys", lambda phases: changed)
+    main(["status"])
+    assert fake_runner.calls[-1] == ["phase2"]
+
+
+def test_state_survives_reload(fake_runner, state_dir):
+    main(["status", "--json"])
+    assert (state_dir / "state.json").is_file()
+    assert State.load().phases["phase1"].task(1).done
+
+
+def test_list_filter_and_json(fake_runner, capsys):
+    assert main(["list", "--filter", "abs_"]) == 0
+    out = capsys.readouterr().out
+    assert "abs_where" in out and "abs_cond" in out and "mlp_forward" not in out
+    assert main(["list", "--json", "--filter", "mse"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    tasks = [t["id"] for p in data["phases"] for t in p["tasks"]]
+    assert tasks == ["phase1.task3"]
+
+
+def test_hints_advance_and_run_out(fake_runner, capsys):
+    task = curriculum.phase(1).tasks[1]
+    for level in range(1, len(task.hints) + 1):
+        assert main(["hint", "phase1.2"]) == 0
+        out = capsys.readouterr().out
+        assert f"hint {level}/{len(task.hints)}" in out
+        assert f"hint {level + 1}/" not in out
+    assert main(["hint", "phase1.2"]) == 0
+    out = capsys.readouterr().out
+    assert "no more hints" in out and "katas/phase1/README.md" in out
+    assert State.load().hints["phase1.task2"] == len(task.hints)
+
+
+def test_hint_defaults_to_current_task(fake_runner, capsys):
+    assert main(["hint"]) == 0
+    assert capsys.readouterr().out.startswith("phase1.task2 mlp_forward")
