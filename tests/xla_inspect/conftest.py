@@ -7,23 +7,17 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).parent
-CORPUS_FILES = sorted((HERE / "corpus").glob("*.hlo"))
-FIXTURE_FILES = sorted((HERE / "fixtures").glob("*.hlo"))
 
 
-def read_corpus(name: str) -> str:
-    return (HERE / "corpus" / name).read_text()
-
-
-def read_fixture(name: str) -> str:
+def _fixture(name: str) -> str:
     return (HERE / "fixtures" / name).read_text()
 
 
 @pytest.fixture(scope="session")
 def hlo_features_text() -> str:
-    return read_fixture("features.hlo")
+    return _fixture("features.hlo")
 
 
 @pytest.fixture(scope="session")
 def hlo_short_text() -> str:
-    return read_fixture("minimal_short.hlo")
+    return _fixture("minimal_short.hlo")

@@ -5,10 +5,11 @@ Queries run on whatever parses, and must not raise either.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.xla_inspect.conftest import read_corpus, read_fixture
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import HloModule, Shape
 from xla_inspect.parse import parse_hlo
@@ -23,9 +24,11 @@ from xla_inspect.query import (
     root_layout,
 )
 
-SOURCES = [read_corpus(n) for n in (
-    "donated_state.opt.hlo", "shard_map_collectives.opt.hlo", "conv_net.unopt.hlo",
-    "sharded_auto.opt.hlo")] + [read_fixture("features.hlo"), read_fixture("minimal_short.hlo")]
+HERE = Path(__file__).parent
+SOURCES = [(HERE / p).read_text() for p in (
+    "corpus/donated_state.opt.hlo", "corpus/shard_map_collectives.opt.hlo",
+    "corpus/conv_net.unopt.hlo", "corpus/sharded_auto.opt.hlo", "fixtures/features.hlo",
+    "fixtures/minimal_short.hlo")]
 INSERTS = ["(", ")", "{", "}", "[", "]", '"', "\\", ",", "=", "%", "\n", " ", "/*", "*/",
            "ROOT ", "ENTRY ", "<=", "?", "0", "-"]
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True,

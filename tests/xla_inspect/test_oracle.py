@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from tests.xla_inspect.conftest import CORPUS_FILES, FIXTURE_FILES
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
 
@@ -23,6 +23,8 @@ if not hasattr(_hlo, "hlo_module_from_text"):
     pytest.skip("jaxlib._hlo.hlo_module_from_text is absent in this jaxlib",
                 allow_module_level=True)
 
+HERE = Path(__file__).parent
+TEXT_FILES = sorted(HERE.glob("corpus/*.hlo")) + sorted(HERE.glob("fixtures/*.hlo"))
 _PRINTED_OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")
 _ASYNC = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update", "kAsyncDone": "async-done"}
 
@@ -39,7 +41,7 @@ def _oracle(text: str) -> tuple[int, Counter[str]]:
     return len(module.computations()), counts
 
 
-@pytest.mark.parametrize("path", CORPUS_FILES + FIXTURE_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", TEXT_FILES, ids=lambda p: p.name)
 def test_reader_matches_xla_parser(path) -> None:
     text = path.read_text()
     module = parse_hlo(text)

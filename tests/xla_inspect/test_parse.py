@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 
-from tests.xla_inspect.conftest import CORPUS_FILES, read_corpus
 from xla_inspect.errors import HloParseError, InspectError
 from xla_inspect.model import HloInstruction, Shape
 from xla_inspect.parse import parse_hlo
+
+HERE = Path(__file__).parent
+CORPUS_FILES = sorted(HERE.glob("corpus/*.hlo"))
+
+
+def read_corpus(name: str) -> str:
+    return (HERE / "corpus" / name).read_text()
 
 
 def test_short_form_structure(hlo_short_text: str) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from tests.xla_inspect.conftest import read_corpus
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import (
     DotInfo,
@@ -30,6 +30,10 @@ def hlo_features(hlo_features_text: str):
 
 def corpus(name: str):
     return parse_hlo(read_corpus(name))
+
+
+def read_corpus(name: str) -> str:
+    return (Path(__file__).parent / "corpus" / name).read_text()
 
 
 def test_opcode_counts_cover_every_computation(hlo_short_text: str) -> None:
