@@ -256,10 +256,12 @@ class _Reader:
         if found is None:
             raise self.error(index, "operand names separated by ','")
         for name in found:
-            if name not in defined:
+            # 'name#N' is element N of a tuple-shaped instruction (newer XLA prints loop-carried
+            # tuple parameters this way); the operand keeps the suffix, the check uses the base.
+            if name.partition("#")[0] not in defined:
                 raise self.error(index, f"operand '{name}' defined earlier in computation "
                                         f"'{computation}'")
-        return tuple([defined[name] for name in found])
+        return tuple(found)
 
     # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attr)*
     # shape ::= array_shape | '(' (shape (',' shape)*)? ')'

@@ -190,3 +190,22 @@ def test_parse_error_message_is_one_line_with_truncated_text() -> None:
     assert isinstance(info.value, InspectError)
     assert message.startswith("line 4: expected ")
     assert "\n" not in message and message.endswith("...") and len(message) < 250
+
+
+def test_tuple_element_operands_of_loop_bodies():
+    # XLA 0.12 dumps print loop-carried tuple elements as '%arg_tuple.1#1' (seen in
+    # cpu_after_optimizations.txt of a fori_loop).
+    text = """HloModule m
+%body (arg_tuple.1: (s32[], f32[3])) -> f32[3] {
+  %arg_tuple.1 = (s32[], f32[3]{0}) parameter(0)
+  ROOT %neg = f32[3]{0} negate(%arg_tuple.1#1)
+}
+ENTRY %main (p: (s32[], f32[3])) -> f32[3] {
+  %p = (s32[], f32[3]{0}) parameter(0)
+  ROOT %c = f32[3]{0} call(%p), to_apply=%body
+}
+"""
+    module = parse_hlo(text)
+    assert module.computation("body").root.operands == ("arg_tuple.1#1",)
+    with pytest.raises(HloParseError, match="operand 'missing#1'"):
+        parse_hlo(text.replace("negate(%arg_tuple.1#1)", "negate(%missing#1)"))
