@@ -1,0 +1,188 @@
+"""Plausible wrong answers to phase 4; each must be caught by the tests it names."""
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kata_harness.decoys import decoy
+from xla_inspect.parse import parse_hlo
+
+_PINNED = ["test_pinned_algebraic_identity", "test_pinned_constant_folding", "test_pinned_cse",
+           "test_pinned_dead_code", "test_pinned_loop_fusion", "test_pinned_transpose_folding",
+           "test_pinned_refused_rewrites"]
+
+
+def _counts(path: Path) -> Counter:
+    return Counter(i.opcode for c in parse_hlo(path.read_text()) for i in c)
+
+
+@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED],
+       why="'after' is the unoptimized HLO, before any pass ran")
+def stages_unoptimized(f, *args):
+    lowered = jax.jit(f).lower(*args)
+    return lowered.as_text(), lowered.as_text(dialect="hlo")
+
+
+@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized"],
+       why="'before' is unoptimized HLO, already simplified by the conversion")
+def stages_hlo_before(f, *args):
+    lowered = jax.jit(f).lower(*args)
+    return lowered.as_text(dialect="hlo"), lowered.compile().as_text()
+
+
+@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
+       why="x - x + x: x - x is not an identity XLA may remove (inf - inf is NaN)")
+def identity_via_x_minus_x(x):
+    return x - x + x
+
+
+@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
+       why="no arithmetic at all: nothing for the simplifier to do")
+def identity_without_ops(x):
+    return jnp.asarray(x)
+
+
+@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
+       why="NumPy computes the constant: no sqrt ever reaches XLA")
+def scale_folded_by_python(x):
+    return x * (1 / np.sqrt(2))
+
+
+@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
+       why="the sqrt depends on x (x*0 is not folded for floats), so nothing is constant")
+def scale_depends_on_x(x):
+    return x / jnp.sqrt(x * 0.0 + 2.0)
+
+
+@decoy("shared_subexpression", caught_by=["test_cse_removes_the_repeated_add"],
+       why="shares a+b by hand: 2 adds in the jaxpr, nothing left for CSE")
+def cse_done_by_hand(a, b, c, d):
+    s = a + b
+    return s * c + s * d
+
+
+@decoy("shared_subexpression", caught_by=["test_cse_removes_the_repeated_add"],
+       why="factored algebraically: a different program, not CSE")
+def cse_factored(a, b, c, d):
+    return (a + b) * (c + d)
+
+
+@decoy("dead_branch", caught_by=["test_dead_exp_survives_lowering_then_dies"],
+       why="an unused exp is dropped by JAX before XLA sees it")
+def dead_in_jaxpr(x):
+    y = jnp.exp(x)  # noqa: F841
+    return x + 1.0
+
+
+@decoy("dead_branch", caught_by=["test_dead_exp_survives_lowering_then_dies"],
+       why="a data-dependent select: XLA cannot prove the exp unused")
+def live_exp(x):
+    return jnp.where(x > 100.0, jnp.exp(x), x + 1.0)
+
+
+@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
+       why="a single op is no chain")
+def chain_single_op(x):
+    return jnp.sin(x)
+
+
+@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
+       why="a sort in the middle needs the whole array and cuts the fusion in two")
+def chain_cut_by_sort(x):
+    return jnp.tanh(jnp.sort(jnp.sin(x)) * 2.0 + 1.0)
+
+
+@decoy("attention_scores", caught_by=["test_transpose_folds_into_the_dot"],
+       why="einsum contracts in place: there is no transpose for XLA to fold")
+def scores_einsum(q, k):
+    return jnp.einsum("qd,kd->qk", q, k)
+
+
+@decoy("refused_rewrites", caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
+       why="2.0 * 3.0 * x: Python folds 6.0 before tracing, proving nothing about XLA")
+def refused_python_folded(x):
+    return 2.0 * 3.0 * x, x - x
+
+
+@decoy("refused_rewrites", caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
+       why="rewritten by hand: nothing left that XLA could refuse")
+def refused_prefolded(x):
+    return x * 6.0, jnp.zeros_like(x)
+
+
+_FILE = re.compile(r"module_\d+\..+?\.(\d{4})\.[^.]+\.after_(.+?)(?:\.before_(.+))?\.txt")
+
+
+def _pass_files(dump_dir):
+    return [(m, p) for p in Path(dump_dir).iterdir() if (m := _FILE.fullmatch(p.name))]
+
+
+@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
+       why="sorted by pass name instead of sequence number")
+def timeline_by_name(dump_dir):
+    return sorted((m.group(2), _counts(p)) for m, p in _pass_files(dump_dir))
+
+
+@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
+       why="names each file by its before_ part: the pass that has not run yet")
+def timeline_before_names(dump_dir):
+    files = sorted(_pass_files(dump_dir), key=lambda mp: int(mp[0].group(1)))
+    return [(m.group(3) or m.group(2), _counts(p)) for m, p in files]
+
+
+@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
+       why="also takes before_optimizations and after_optimizations for passes")
+def timeline_with_snapshots(dump_dir):
+    files = sorted(p for p in Path(dump_dir).iterdir()
+                   if _FILE.fullmatch(p.name) or p.name.endswith("_optimizations.txt"))
+    timeline = []
+    for p in files:
+        m = _FILE.fullmatch(p.name)
+        timeline.append((m.group(2) if m else p.name.split(".")[-2], _counts(p)))
+    return timeline
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_names_the_culprit"],
+       why="names the entry before the change: the file of the pass that ran before it")
+def changed_previous_name(timeline, opcode):
+    for (name, before), (_, after) in zip(timeline, timeline[1:], strict=False):
+        if before[opcode] != after[opcode]:
+            return name
+    return None
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_is_none_for_untouched_ops"],
+       why="the first pass that changed anything, whatever the opcode")
+def changed_anything(timeline, opcode):
+    for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
+        if before != after:
+            return name
+    return None
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_names_the_culprit"],
+       why="the last change instead of the first")
+def changed_last(timeline, opcode):
+    found = None
+    for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
+        if before[opcode] != after[opcode]:
+            found = name
+    return found
+
+
+@decoy("named_passes", caught_by=["test_named_passes_match_the_dump"],
+       why="guesses: the simplifier for the transpose, the wrapper for the fusion")
+def names_guessed(*args):
+    return {"transpose": "algsimp", "fusion": "fusion-wrapper", "add": "cse", "divide": "algsimp"}
+
+
+@decoy("named_passes", caught_by=["test_named_passes_match_the_dump"],
+       why="pipeline names instead of pass names")
+def names_pipelines(*args):
+    return {"transpose": "HLO_passes_through_layout_assignment",
+            "fusion": "HLO_passes_after_layout_assignment",
+            "add": "HLO_passes_through_layout_assignment", "divide": "simplification"}

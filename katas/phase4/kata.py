@@ -1,0 +1,101 @@
+"""Phase 4: what XLA's passes did. Edit this file only; run `uv run pytest katas/phase4 -x`.
+
+Tasks 2-8 ask for a *demonstration*: a small program that makes one optimization visible. The
+tests compile your program and check the before (StableHLO) and after (optimized HLO) counts, so
+a program that merely computes the right numbers is not enough: the optimization must happen.
+Tasks 9-11 read a per-pass dump, one HLO file per pass that changed the module.
+"""
+
+from __future__ import annotations
+
+import re  # noqa: F401  (you will need it)
+from collections import Counter
+from pathlib import Path  # noqa: F401  (you will need it)
+
+import jax  # noqa: F401  (you will need it)
+import jax.numpy as jnp  # noqa: F401  (you will need it)
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+
+def stages(f, *args) -> tuple[str, str]:
+    """(before, after) for jax.jit(f) at these args: StableHLO text and optimized HLO text."""
+    # TODO: lower once; the lowered stage gives StableHLO and compiles to the optimized module
+    raise NotImplementedError("phase4 task 1: stages")
+
+
+def algebraic_identity(x):
+    """Return x itself, through at least two arithmetic ops (+ - * /) that XLA removes entirely."""
+    # TODO: identities such as multiplying by one; avoid any that XLA refuses to simplify
+    raise NotImplementedError("phase4 task 2: algebraic_identity")
+
+
+def folded_scale(x):
+    """Return x / sqrt(2), with the square root computed by jnp inside the function, so that
+    StableHLO holds a sqrt and the optimized HLO holds neither sqrt nor divide."""
+    # TODO: the sqrt must depend on constants only
+    raise NotImplementedError("phase4 task 3: folded_scale")
+
+
+def shared_subexpression(a, b, c, d):
+    """Return (a+b)*c + (a+b)*d, written so the jaxpr has 3 adds; XLA must leave 2."""
+    # TODO: repeat yourself on purpose
+    raise NotImplementedError("phase4 task 4: shared_subexpression")
+
+
+def dead_branch(x):
+    """Return x + 1, but compute jnp.exp(x) in a way that survives into StableHLO and that XLA
+    then proves useless and deletes (no `exponential` left in the optimized HLO)."""
+    # TODO: JAX already drops an unused result; make the exp *used*, by something XLA can decide
+    raise NotImplementedError("phase4 task 5: dead_branch")
+
+
+def elementwise_chain(x):
+    """At least four elementwise ops on x (same shape out) that XLA turns into ONE loop fusion."""
+    # TODO: which kinds of op keep a chain fusible, and which would cut it?
+    raise NotImplementedError("phase4 task 6: elementwise_chain")
+
+
+def attention_scores(q, k):
+    """Scores q @ k^T for q, k of shape (seq, dim), written with an explicit transpose of k."""
+    # TODO: the transpose must be in the jaxpr; XLA decides whether it survives
+    raise NotImplementedError("phase4 task 7: attention_scores")
+
+
+def refused_rewrites(x):
+    """Return (x*6, 0*x) written as x*2*3 and x-x: two rewrites XLA will NOT do for floats."""
+    # TODO: mind the order of the factors: Python evaluates left to right
+    raise NotImplementedError("phase4 task 8: refused_rewrites")
+
+
+def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
+    """Read a per-pass dump of one module: [(pass name, opcode counts after it), ...] in order.
+
+    Per-pass files are named `module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
+    (some have no `.before_<next>` part); the pass name is the text after `after_`. Order by seq.
+    Counts: Counter of opcodes over every instruction of every computation (parameters too).
+    Other files in the directory (before_optimizations, cpu_after_optimizations...) are not passes.
+    """
+    # TODO: match the file names, sort by seq, parse each file and count opcodes
+    raise NotImplementedError("phase4 task 9: pass_timeline")
+
+
+def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str | None:
+    """The first pass after which the count of `opcode` differs from the entry before it.
+    None when the count never changes."""
+    # TODO: each entry is the module *after* its pass; compare neighbours
+    raise NotImplementedError("phase4 task 10: pass_that_changed")
+
+
+def named_passes() -> dict[str, str]:
+    """Which pass did it? Keys and the program to dump with per-pass files:
+
+    - "transpose": removed the transpose of `q @ k.T`, q and k f32[8,16]
+    - "fusion": created the fusion of `jnp.tanh(jnp.sin(x) * 2.0 + 1.0)`, x f32[8]
+    - "add": removed the duplicated add of `(a + b) * c + (a + b) * d`, all f32[8]
+    - "divide": removed the divide of `x / jnp.sqrt(2.0)`, x f32[8]
+    Values: pass names exactly as they appear in the dump file names.
+    """
+    # TODO: dump each program (xla_inspect.capture.capture(f, *args, dump_dir=d, dump_passes=True)
+    # or compiler_options), read the file names, write the answers here as literal strings
+    raise NotImplementedError("phase4 task 11: named_passes")

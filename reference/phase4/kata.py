@@ -1,0 +1,88 @@
+"""Phase 4 reference: what XLA's passes did."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from xla_inspect.parse import parse_hlo
+
+_PASS_FILE = re.compile(r"module_\d+\..+?\.(\d{4})\.[^.]+\.after_(.+?)(?:\.before_.+)?\.txt")
+
+
+def stages(f, *args) -> tuple[str, str]:
+    # Before: StableHLO, what JAX hands over. After: the HLO XLA compiled. (Unoptimized HLO is
+    # already simplified by the StableHLO -> HLO conversion, so it is a poor "before".)
+    lowered = jax.jit(f).lower(*args)
+    return lowered.as_text(), lowered.compile().as_text()
+
+
+def algebraic_identity(x):
+    # Three ops in StableHLO, none in optimized HLO: x*1, +0 and /1 are identities.
+    return (x * 1.0 + 0.0) / 1.0
+
+
+def folded_scale(x):
+    # jnp.sqrt(2.0) is staged into the graph; XLA folds it and turns the divide into a multiply.
+    return x / jnp.sqrt(2.0)
+
+
+def shared_subexpression(a, b, c, d):
+    # a+b written twice: 3 adds in the jaxpr, CSE leaves 2.
+    return (a + b) * c + (a + b) * d
+
+
+def dead_branch(x):
+    # The predicate is a constant: simplification picks x+1, the exp has no user left.
+    return jnp.where(True, x + 1.0, jnp.exp(x))
+
+
+def elementwise_chain(x):
+    # Four elementwise ops, no reduction or data movement between them: one loop fusion.
+    return jnp.tanh(jnp.sin(x) * 2.0 + 1.0)
+
+
+def attention_scores(q, k):
+    # The explicit transpose becomes rhs_contracting_dims={1} of the dot.
+    return q @ k.T
+
+
+def refused_rewrites(x):
+    # Float math is not associative and x-x is NaN for inf: XLA keeps both forms.
+    return x * 2.0 * 3.0, x - x
+
+
+def _opcode_counts(path: Path) -> Counter:
+    return Counter(i.opcode for c in parse_hlo(path.read_text()) for i in c)
+
+
+def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
+    # One file per pass that changed the module (plus pipeline starts), ordered by sequence number.
+    found = []
+    for path in Path(dump_dir).iterdir():
+        match = _PASS_FILE.fullmatch(path.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2), path))
+    return [(name, _opcode_counts(path)) for _, name, path in sorted(found)]
+
+
+def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str | None:
+    # A file is the module *after* its pass: compare each entry with the one before it.
+    for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
+        if before[opcode] != after[opcode]:
+            return name
+    return None
+
+
+def named_passes() -> dict[str, str]:
+    # Read off per-pass dumps of the four programs (file names: after_<pass>).
+    return {
+        "transpose": "transpose-folding",
+        "fusion": "fusion",
+        "add": "cse",
+        "divide": "algsimp",
+    }
