@@ -23,7 +23,7 @@ DTYPE = (r"(?:pred|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)|bf16|c(?:64|128)"
          r"|f8e[0-9a-z]+|f[46]e[0-9a-z]+|token|opaque)")
 _DIM = r"(?:(?:<=)?[0-9]+|\?)"
 DIMS = r"(?:" + _DIM + r"(?:," + _DIM + r")*)?"
-LAYOUT = r"\{[0-9,]*(?::[^{}\s]*)?\}"
+LAYOUT = r"\{(?:[0-9]+(?:,[0-9]+)*)?(?::[^{}\s]*)?\}"
 ARRAY_SHAPE_PATTERN = DTYPE + r"\[" + DIMS + r"\](?:" + LAYOUT + r")?"
 # flat_tuple_shape ::= '(' (array_shape (', ' ('/*index=N*/')? array_shape)*)? ')'
 FLAT_TUPLE_SHAPE_PATTERN = (r"\((?:" + ARRAY_SHAPE_PATTERN + r"(?:, (?:/\*index=[0-9]+\*/)?"

@@ -209,3 +209,10 @@ ENTRY %main (p: (s32[], f32[3])) -> f32[3] {
     assert module.computation("body").root.operands == ("arg_tuple.1#1",)
     with pytest.raises(HloParseError, match="operand 'missing#1'"):
         parse_hlo(text.replace("negate(%arg_tuple.1#1)", "negate(%missing#1)"))
+
+
+def test_malformed_layout_is_a_parse_error():
+    # found by test_fuzz: '{,32,1,0}' used to parse and then break Shape.minor_to_major
+    with pytest.raises(HloParseError) as raised:
+        parse_hlo("HloModule m\nENTRY e {\n  ROOT p = f32[2,3]{,1,0} parameter(0)\n}\n")
+    assert raised.value.line_no == 3
