@@ -172,6 +172,7 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
     key = snapshots.platform_key()
     status = snapshots.pin_status(key)
     updating = bool(request.config.option.update_snapshots)
+    calls = [0]  # syrupy names the n-th snapshot of a test "<test>.n" (the first has no suffix)
 
     def check(text: str) -> None:
         __tracebackhide__ = True
@@ -185,8 +186,10 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
         if action in ("update", "syrupy"):
             assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
             return
+        index, calls[0] = calls[0], calls[0] + 1
         directory = snapshots.snapshot_dir(key, Path(request.node.path))
-        pinned = directory / f"{request.node.originalname}.txt"
+        suffix = f".{index}" if index else ""
+        pinned = directory / f"{request.node.originalname}{suffix}.txt"
         if not pinned.is_file():
             pytest.skip(f"no snapshot pinned at {pinned.relative_to(curriculum.ROOT)}")
         snapshots.compare_with_pinned(pinned, text)
