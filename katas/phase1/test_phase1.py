@@ -33,18 +33,22 @@ def _np_loss(p, x, y):
     return float(np.mean((_np_forward(p, x) - y) ** 2))
 
 
+def _init(kata, seed: int):
+    # jit compiles the learner's init once; run eagerly, every op would compile on its own
+    init = jax.jit(kata.init_params, static_argnums=(1, 2, 3))
+    return init(jax.random.key(seed), IN, HIDDEN, OUT)
+
+
 @pytest.mark.task("init_params")
 def test_init_params_shapes(kata):
-    params = kata.init_params(jax.random.key(0), IN, HIDDEN, OUT)
+    params = _init(kata, 0)
     shapes = {name: tuple(np.shape(value)) for name, value in params.items()}
     assert shapes == {"w1": (IN, HIDDEN), "b1": (HIDDEN,), "w2": (HIDDEN, OUT), "b2": (OUT,)}
 
 
 @pytest.mark.task("init_params")
 def test_init_params_scale_and_determinism(kata):
-    a = kata.init_params(jax.random.key(0), IN, HIDDEN, OUT)
-    b = kata.init_params(jax.random.key(0), IN, HIDDEN, OUT)
-    c = kata.init_params(jax.random.key(1), IN, HIDDEN, OUT)
+    a, b, c = _init(kata, 0), _init(kata, 0), _init(kata, 1)
     with check:
         assert np.array_equal(a["w1"], b["w1"]), "the same key must give the same params"
     with check:
@@ -81,7 +85,7 @@ def test_mlp_forward_jaxpr_has_two_dots_and_a_max(kata):
 @pytest.mark.task("mse_loss")
 def test_mse_loss_matches_numpy(kata):
     params, x, y = _data()
-    loss = kata.mse_loss(params, x, y)
+    loss = jax.jit(kata.mse_loss)(params, x, y)
     assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
     np.testing.assert_allclose(float(loss), _np_loss(params, x, y), rtol=1e-4)
 
@@ -89,7 +93,7 @@ def test_mse_loss_matches_numpy(kata):
 @pytest.mark.task("loss_and_grad")
 def test_loss_and_grad_structure(kata):
     params, x, y = _data()
-    loss, grads = kata.loss_and_grad(params, x, y)
+    loss, grads = jax.jit(kata.loss_and_grad)(params, x, y)
     with check:
         np.testing.assert_allclose(float(loss), _np_loss(params, x, y), rtol=1e-4)
     with check:
@@ -100,7 +104,7 @@ def test_loss_and_grad_structure(kata):
 @pytest.mark.task("loss_and_grad")
 def test_grad_matches_finite_differences(kata):
     params, x, y = _data(1)
-    _, grads = kata.loss_and_grad(params, x, y)
+    _, grads = jax.jit(kata.loss_and_grad)(params, x, y)
     p64 = {k: v.astype(np.float64) for k, v in params.items()}
     eps = 1e-6
     for name, index in (("w1", (3, 5)), ("b1", (7,)), ("w2", (11, 2)), ("b2", (1,))):
