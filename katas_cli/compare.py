@@ -1,8 +1,9 @@
 """For reviewers: the learner's code beside the reference, and the IR each one compiles to.
 
 Per task: the function's source from both files (read with `ast`, so a learner file that does
-not import still shows), then, for tasks with a show recipe, the normalized optimized HLO
-(`xla_inspect.normalize.normalize_hlo`) of both. Side by side by default, changed rows marked
+not import still shows), then, for tasks whose show recipe builds the learner's program (not a
+`given` one of the tests), the normalized optimized HLO (`xla_inspect.normalize.normalize_hlo`)
+of both. Side by side by default, changed rows marked
 `|`, rows only on the left `<`, only on the right `>`; `--unified` prints unified diffs instead.
 """
 
@@ -20,7 +21,7 @@ from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
 from xla_inspect.normalize import normalize_hlo
 
-from .examples import recipe_for
+from .recipes import recipe_for
 from .show import ShowError, capture_task, fusion_summary
 
 _ROW_STYLE = {" ": "", "|": "yellow", "<": "red", ">": "green"}
@@ -99,7 +100,8 @@ def compare(console: Console, phase: Phase, tasks: list[Task], *, unified: bool,
         console.rule(f"{task.id} {task.function}")
         render_pair(console, "source", function_source(phase.kata_path, task.function),
                     function_source(phase.reference_path, task.function), unified=unified)
-        if not ir or recipe_for(task) is None:
+        recipe = recipe_for(task)
+        if not ir or recipe is None or recipe.given:  # a given program's IR is the same for both
             continue
         mine, theirs = _ir(task, "katas"), _ir(task, "reference")
         render_pair(console, "normalized optimized HLO", mine, theirs, unified=unified)

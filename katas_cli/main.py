@@ -1,7 +1,8 @@
 """`katas`: the learner's and reviewer's command line. `katas --help` lists the commands.
 
-Exit status: 0 ok; 1 a check failed (a phase still has failing tasks, code that does not
-compile for `show`/`graph`); 2 bad usage or input (one line on stderr saying what to do).
+Exit status: 0 ok (also "nothing to show" for a task without a program); 1 a check failed (a
+phase still has failing tasks; for `show`/`graph`, a task not done yet or code that does not
+compile: one line on stderr); 2 bad usage or input (one line on stderr saying what to do).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def _run(args: argparse.Namespace, console) -> int:
 
 
 def _one_task(phase_text: str, task_text: str | None):
-    from .examples import recipe_for
+    from .recipes import recipe_for
     from .targets import parse_target
 
     phase, task = parse_target(phase_text, task_text)
@@ -143,7 +144,7 @@ def _one_task(phase_text: str, task_text: str | None):
         task = next((t for t in phase.tasks if recipe_for(t) is not None), None)
         if task is None:
             raise UsageError(f"nothing to show for {phase.name}: no task of it has a recipe in "
-                             "katas_cli/examples.py")
+                             "katas_cli/recipes/")
     return phase, task
 
 
@@ -156,6 +157,8 @@ def _show(args: argparse.Namespace, console) -> int:
     shown = capture_task(task, "reference" if args.reference else "katas")
     text = stage_text(shown.capture, args.stage)
     who = "reference" if args.reference else "your code"
+    if shown.recipe.given:
+        who = "the tests' program"
     console.print(f"[bold]{task.id}[/] {task.function} ({who}): {args.stage}, "
                   f"program: {escape(shown.recipe.about)}")
     if console.is_terminal:
@@ -200,21 +203,11 @@ def _reset(args: argparse.Namespace, console) -> int:
 
 
 def _graph(args: argparse.Namespace, console) -> int:
-    from .graph import INSTALL_HINT, fusion_graph_dot, render_svg
-    from .show import capture_task
-    from .state import state_dir
+    from .graph import graph_task
 
     _, task = _one_task(args.phase, args.task)
     impl = "reference" if args.reference else "katas"
-    shown = capture_task(task, impl)
-    svg = args.output or state_dir() / "graphs" / f"{task.id}-{impl}.svg"
-    dot = fusion_graph_dot(shown.capture.optimized_hlo_text, title=f"{task.id} {task.function}")
-    path, is_svg = render_svg(dot, svg)
-    if is_svg:
-        console.print(f"fusion graph of {task.id} ({impl}): {path}")
-    else:
-        console.print(f"graphviz's `dot` is not installed, so wrote the graph source: {path}; "
-                      f"for the SVG: {INSTALL_HINT}, then: dot -Tsvg {path} -o {svg}")
+    console.print(graph_task(task, impl, args.output), markup=False)
     return 0
 
 

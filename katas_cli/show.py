@@ -21,7 +21,7 @@ from xla_inspect.errors import InspectError
 from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
 
-from .examples import Recipe, recipe_for
+from .recipes import Recipe, recipe_for
 
 STAGES = ("jaxpr", "stablehlo", "hlo", "optimized")
 _BLANK_RUN = re.compile(r"\n{3,}")
@@ -57,7 +57,7 @@ def capture_task(task: Task, impl: str) -> Shown:
     recipe = recipe_for(task)
     if recipe is None:
         raise NothingToShow(f"nothing to show for {task.id} ({task.function}): it computes no "
-                            "array program of its own (no recipe in katas_cli/examples.py)")
+                            "array program of its own (no recipe in katas_cli/recipes/)")
     _configure_jax()
     from kata_harness import curriculum
 
@@ -70,13 +70,24 @@ def capture_task(task: Task, impl: str) -> Shown:
         fn, args = recipe.build(module)
         return Shown(task, recipe, capture(fn, *args))
     except NotImplementedError:
-        raise ShowError(f"{task.id} ({task.function}) is not done yet: nothing to compile; "
-                        f"hint: {task.hint_command}") from None
-    except InspectError as error:
-        raise ShowError(f"{task.id} ({task.function}): {error}") from None
+        raise ShowError(_not_done(task)) from None
+    except InspectError as error:  # capture wraps what tracing raised, a stub's raise included
+        if isinstance(error.__cause__, NotImplementedError):
+            raise ShowError(_not_done(task)) from None
+        raise ShowError(f"{task.id} ({task.function}): {_first_line(error)}") from None
     except Exception as error:  # the learner's code may raise anything while tracing
         raise ShowError(f"{task.id} ({task.function}) raised {type(error).__name__} while "
-                        f"tracing: {str(error).splitlines()[0] if str(error) else ''}") from None
+                        f"tracing: {_first_line(error)}") from None
+
+
+def _not_done(task: Task) -> str:
+    return (f"{task.id} ({task.function}) is not done yet: nothing to compile; "
+            f"hint: {task.hint_command}")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error)
+    return text.splitlines()[0] if text else ""
 
 
 def stage_text(captured: Capture, stage: str) -> str:

@@ -22,6 +22,7 @@ _EXPORTS = {
     "passes": ("pass_timeline", "pass_files", "first_pass_removing", "first_pass_adding",
                "PassStep", "PassFile", "DumpError"),
     "summary": ("summarize", "format_summary", "ModuleSummary"),
+    "graph": ("fusion_graph_dot", "render_svg", "save_graph", "GraphvizMissing"),
     "capture": ("capture", "capture_lowered", "Capture", "CaptureError", "dump_options"),
     "jaxpr": ("primitive_census", "iter_eqns", "in_avals", "out_avals", "AvalSummary"),
     "stablehlo": ("stablehlo_op_census", "iter_operations", "StableHloError"),

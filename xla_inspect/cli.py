@@ -1,6 +1,7 @@
 """`xla-inspect`: the toolkit's verbs from the command line.
 
-Exit codes: 0 ok, 1 a check failed (`passes --removed/--added` found no such pass), 2 bad usage
+Exit codes: 0 ok (also `graph` without graphviz: it writes the .dot source and says how to
+install graphviz), 1 a check failed (`passes --removed/--added` found no such pass), 2 bad usage
 or bad input. Errors are one line on stderr saying what is wrong and what to do.
 JAX is imported only by the `capture` verb, so the text verbs start fast.
 """
@@ -19,6 +20,7 @@ from typing import Any, NoReturn
 
 from xla_inspect.diff import diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
+from xla_inspect.graph import INSTALL_HINT, fusion_graph_dot, save_graph
 from xla_inspect.model import HloModule
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
@@ -156,6 +158,19 @@ def _passes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph(args: argparse.Namespace) -> int:
+    source = Path(args.file)
+    svg = Path(args.out) if args.out else source.with_suffix(".svg")
+    path, is_svg = save_graph(fusion_graph_dot(_load(source)), svg)
+    if not is_svg:
+        sys.stderr.write(
+            f"{PROG}: graphviz's `dot` is not installed, so wrote the graph source instead; "
+            f"{INSTALL_HINT}, then: dot -Tsvg {path} -o {svg}\n"
+        )
+    sys.stdout.write(f"{path}\n")
+    return 0
+
+
 def _shape_struct(spec: str) -> Any:
     import jax
     import jax.numpy as jnp
@@ -248,6 +263,11 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--added", metavar="OPCODE", help="first pass adding OPCODE")
     passes.add_argument("--json", action="store_true", help="print JSON")
     passes.set_defaults(run=_passes)
+
+    graph = verbs.add_parser("graph", help="draw the ENTRY fusion graph of an HLO file as SVG")
+    graph.add_argument("file", help="HLO text file (optimized HLO shows the fusions)")
+    graph.add_argument("--out", metavar="PATH.svg", help="SVG to write (default: FILE.svg)")
+    graph.set_defaults(run=_graph)
 
     capture = verbs.add_parser("capture", help="capture every stage of MODULE:FUNCTION")
     capture.add_argument("target", help="MODULE:FUNCTION (dotted module or path/to/file.py)")

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import stat
-
 from rich.console import Console
 
 from kata_harness import curriculum
-from katas_cli import graph
 from katas_cli.compare import function_source, side_by_side
 from katas_cli.main import main
 from katas_cli.show import capture_task, highlight, stage_text
@@ -77,25 +73,11 @@ def test_function_source_of_unparsable_file(tmp_path):
     assert "does not parse" in function_source(bad, "broken")
 
 
-def test_fusion_graph_dot():
-    dot = graph.fusion_graph_dot(SMALL_HLO, title="t")
-    assert dot.startswith('digraph "jit_f" {')
-    assert '"relu_fusion" [label="fusion kLoop\\nbroadcast, constant, maximum' in dot
-    assert '"sine" -> "relu_fusion";' in dot and '"x" -> "sine";' in dot
-
-
-def test_render_without_dot_writes_dot_file(tmp_path, monkeypatch):
+def test_graph_without_dot_writes_the_source(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    path, is_svg = graph.render_svg("digraph g {}\n", tmp_path / "out" / "g.svg")
-    assert not is_svg and path == tmp_path / "out" / "g.dot" and path.is_file()
-
-
-def test_render_with_dot_writes_svg(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "dot"
-    fake.write_text('#!/bin/sh\n# fake dot: -Tsvg -o OUT IN\necho "<svg/>" > "$3"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    path, is_svg = graph.render_svg("digraph g {}\n", tmp_path / "g.svg")
-    assert is_svg and path.read_text() == "<svg/>\n"
+    svg = tmp_path / "g.svg"
+    assert main(["graph", "phase1", "abs_where", "--reference", "-o", str(svg)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"wrote the graph source: {svg.with_suffix('.dot')}" in out
+    assert "apt-get install graphviz" in out
+    assert svg.with_suffix(".dot").read_text().startswith("digraph ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -128,6 +129,8 @@ def test_passes(xi_cli_out: Path, capsys) -> None:
         (["capture", "{model}:mlp", "--arg", "f32[2]", "--out", "{tmp}"], "capturing"),
         (["capture", "nocolon", "--out", "{tmp}"], "write MODULE:FUNCTION"),
         (["passes", "{tmp}"], "no per-pass dump files"),
+        (["graph", "{model}"], "line 1: expected"),
+        (["graph", "missing.hlo"], "missing.hlo: no such file — check the path"),
         (["bogus"], "invalid choice: 'bogus'"),
         ([], "required: verb"),
     ],
@@ -156,10 +159,38 @@ def test_parse_errors_name_file_line_and_fix(tmp_path: Path, capsys) -> None:
     assert err.rstrip().endswith("— is this an HLO text file?")
 
 
+def test_graph_without_graphviz_writes_dot_and_says_how_to_install(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    svg = tmp_path / "graphs" / "net.svg"
+    code, out, err = _run(capsys, "graph", str(CORPUS / "conv_net.opt.hlo"), "--out", str(svg))
+    dot = svg.with_suffix(".dot")
+    assert (code, out) == (0, f"{dot}\n")
+    assert dot.read_text().startswith("digraph ") and not svg.exists()
+    assert "apt-get install graphviz" in err and "brew install graphviz" in err
+    assert err.count("\n") == 1
+
+
+def test_graph_writes_the_svg_beside_the_file_by_default(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    fake = tmp_path / "bin" / "dot"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\ncat > "$3"\n')  # fake dot -Tsvg -o OUT: echo the input
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    hlo = tmp_path / "net.opt.hlo"
+    hlo.write_text((CORPUS / "conv_net.opt.hlo").read_text())
+    code, out, err = _run(capsys, "graph", str(hlo))
+    assert (code, out, err) == (0, f"{tmp_path / 'net.opt.svg'}\n", "")
+    assert (tmp_path / "net.opt.svg").read_text().startswith("digraph ")
+
+
 def test_help_exits_0(capsys) -> None:
     code, out, _ = _run(capsys, "--help")
     assert code == 0
-    assert "summary" in out and "capture" in out
+    assert "summary" in out and "capture" in out and "graph" in out
 
 
 def test_console_script_smoke() -> None:
