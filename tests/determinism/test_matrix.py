@@ -1,0 +1,91 @@
+"""The pinned snapshots and a handful of order- and core-sensitive facts under a perturbed run.
+
+One subprocess combines every perturbation (each one alone costs the same start-up, so they share
+it): a copy of the course at another path (``KATAS_ROOT``), another ``PYTHONHASHSEED``, a user's
+``XLA_FLAGS`` dump setting, random test order with a fixed seed, ``pytest -n 2`` (xdist), all
+pinned to one core with ``taskset -c 0`` while the suite itself runs on every core it has.
+Passing means every snapshot test compared byte for byte with the pinned file and every fact test
+found the same facts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kata_harness import curriculum, snapshots
+
+HASH_SEED = "987"
+ORDER_SEED = "4242"
+PHASES = ("phase1", "phase3", "phase4", "phase6", "phase7", "phase9")
+# Facts that depend on trace or compile caches (so on test order), on the dump flags, on core
+# count (backend_config) or on the 8 virtual CPU devices.
+FACTS = (
+    "test_power_jit_traces_once_per_static_value",
+    "test_predict_traces_matches_measurement",
+    "test_dump_finds_this_compiles_files",
+    "test_timeline_matches_the_dump",
+    "test_cost_of_mlp_counts_every_flop",
+    "test_buffer_assignment_reuses_buffers",
+    "test_compile_counter_counts_backend_compiles",
+    "test_bucketing_bounds_compiles",
+    "test_sharded_sums_need_all_reduce",
+    "test_psum_is_an_all_reduce",
+)
+NOT_PASSED = {"failed", "skipped", "error", "errors", "xfailed", "xpassed"}
+SELECTION = " or ".join(("snapshot", "pinned", *FACTS))
+
+
+def _course_copy(destination: Path) -> Path:
+    root = curriculum.ROOT
+    for name in ("katas", "reference", "decoys", "snapshots"):
+        shutil.copytree(root / name, destination / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("conftest.py", "pyproject.toml"):
+        shutil.copy(root / name, destination / name)
+    return destination
+
+
+def _pinned_count() -> int:
+    key = snapshots.platform_key()
+    status = snapshots.pin_status(key)
+    if not status.usable:
+        pytest.skip(status.message)
+    return sum(1 for _ in (snapshots.SNAPSHOTS_DIR / key).rglob("*.txt"))
+
+
+def test_snapshots_and_facts_survive_every_perturbation_at_once(tmp_path):
+    """Covers: another repo path (KATAS_ROOT), PYTHONHASHSEED=987, XLA_FLAGS with --xla_dump_to
+    and --xla_dump_hlo_as_text, random order (global bucket, seed 4242), pytest -n 2, one core
+    (taskset -c 0): all snapshot tests plus the FACTS, reference only."""
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        pytest.skip("taskset is not installed: cannot pin the run to one core")
+    pinned = _pinned_count()
+    copy = _course_copy(tmp_path / "elsewhere" / "course")
+    dump = tmp_path / "xla_dump"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KATAS_"))}
+    env.update(KATAS_ROOT=str(copy), PYTHONHASHSEED=HASH_SEED,
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    command = [taskset, "-c", "0", sys.executable, "-m", "pytest", *(f"katas/{p}" for p in PHASES),
+               "-k", SELECTION, "--impl=reference", "--no-honesty", "-p", "no:cacheprovider",
+               "-p", "random_order", "--random-order-bucket=global",
+               f"--random-order-seed={ORDER_SEED}", "-n", "2", "-rfEs"]
+    run = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=240)
+    out = run.stdout + run.stderr
+    tail = out[-3000:]
+    assert run.returncode == 0, f"the perturbed run failed:\n{tail}"
+    assert f"Using --random-order-seed={ORDER_SEED}" in out, f"order was not shuffled:\n{tail}"
+    assert "2 workers [" in out, f"xdist did not start two workers:\n{tail}"
+    assert f"{pinned} snapshots passed" in out, f"want all {pinned} pinned snapshots:\n{tail}"
+    summary = run.stdout.strip().splitlines()[-1]
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary)}
+    assert counts.get("passed") == pinned + len(FACTS), f"want {pinned + len(FACTS)}:\n{tail}"
+    assert not NOT_PASSED & counts.keys(), f"nothing may fail or skip:\n{tail}"
+    assert any(dump.glob("*after_optimizations.txt")), "XLA_FLAGS dump was not honoured"

@@ -1,0 +1,135 @@
+"""Renamed functions and arguments, defined in another file, give the pinned normalized HLO.
+
+A learner names things as they like. Every program whose optimized HLO is pinned under
+``snapshots/`` is rebuilt here from its source by ``ast`` with every parameter renamed and the
+function itself renamed, compiled from a file name in another folder (so source paths, line
+tables, function and argument names in the metadata all differ), run through the reference
+``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared byte for byte with the
+pinned file. Phase 4's pins are also reproduced from the reference kata functions (renamed the
+same way) that compute the same programs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kata_harness import curriculum, loading, snapshots
+from xla_inspect.normalize import normalize_hlo
+
+PREFIX = "renamed_"
+
+# pinned test name -> (program in the test file, its argument factory, reference kata function)
+PINS = {
+    "phase3": {
+        "test_optimized_mlp_snapshot": ("mlp", "_mlp_args", None),
+        "test_optimized_attention_snapshot": ("attention", "_attention_args", None),
+    },
+    "phase4": {
+        "test_pinned_algebraic_identity": ("_canon_identity", "_x", "algebraic_identity"),
+        "test_pinned_constant_folding": ("_canon_folded", "_x", "folded_scale"),
+        "test_pinned_cse": ("_canon_cse", "_cse_args", "shared_subexpression"),
+        "test_pinned_dead_code": ("_canon_dead", "_x", "dead_branch"),
+        "test_pinned_loop_fusion": ("_canon_chain", "_x", "elementwise_chain"),
+        "test_pinned_transpose_folding": ("_canon_attention", "_qk", "attention_scores"),
+        "test_pinned_refused_rewrites": ("_canon_refused", "_x", "refused_rewrites"),
+    },
+}
+
+
+class _Rename(ast.NodeTransformer):
+    """Rename chosen top-level functions and their parameters; keep the old name as an alias."""
+
+    def __init__(self, functions: set[str]) -> None:
+        self.functions = functions
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        body: list[ast.stmt] = []
+        for statement in node.body:
+            body.append(statement)
+            if isinstance(statement, ast.FunctionDef) and statement.name in self.functions:
+                original = statement.name
+                _rename_parameters(statement)
+                statement.name = f"{PREFIX}{original.lstrip('_')}"
+                body.append(ast.parse(f"{original} = {statement.name}").body[0])
+        node.body = body
+        return ast.fix_missing_locations(node)
+
+
+def _rename_parameters(function: ast.FunctionDef) -> None:
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    mapping = {a.arg: f"learner_input_{n}" for n, a in enumerate(every)}
+    for argument in every:
+        argument.arg = mapping[argument.arg]
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id in mapping:
+            node.id = mapping[node.id]
+
+
+def _renamed_module(source: Path, functions: set[str], elsewhere: Path) -> SimpleNamespace:
+    """Execute ``source`` with ``functions`` renamed, as if it lived at ``elsewhere``."""
+    tree = _Rename(functions).visit(ast.parse(source.read_text(encoding="utf-8")))
+    namespace: dict = {"__name__": f"{PREFIX}{source.stem}"}
+    exec(compile(tree, str(elsewhere / f"{PREFIX}{source.name}"), "exec"), namespace)
+    return SimpleNamespace(**namespace)
+
+
+def _pinned_file(phase: str, test: str) -> Path:
+    key = snapshots.platform_key()
+    status = snapshots.pin_status(key)
+    if not status.usable:
+        pytest.skip(status.message)
+    test_file = curriculum.KATAS_DIR / phase / f"test_{phase}.py"
+    return snapshots.snapshot_dir(key, test_file) / f"{test}.txt"
+
+
+def _optimized(phase: str, program, args) -> str:
+    reference = loading.load_impl(curriculum.phase(int(phase.removeprefix("phase"))), "reference")
+    if phase == "phase3":
+        return reference.three_texts(program, *args)["optimized"]
+    return reference.stages(program, *args)[1]
+
+
+CASES = [(phase, test, source) for phase, tests in PINS.items() for test, entry in tests.items()
+         for source in ("test-program", "kata-function") if source == "test-program" or entry[2]]
+
+
+@pytest.mark.parametrize(("phase", "test", "source"), CASES,
+                         ids=[f"{p}-{t}-{s}" for p, t, s in CASES])
+def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
+    """Covers: renamed function and argument names, another source path, another line layout."""
+    pinned = _pinned_file(phase, test)
+    program_name, args_name, kata_name = PINS[phase][test]
+    test_file = curriculum.KATAS_DIR / phase / f"test_{phase}.py"
+    owner = _renamed_module(test_file, {program_name}, tmp_path / "elsewhere")
+    args = getattr(owner, args_name)()
+    args = args if isinstance(args, tuple) else (args,)
+    if source == "kata-function":
+        kata_file = curriculum.REFERENCE_DIR / phase / curriculum.KATA_FILE
+        program = getattr(_renamed_module(kata_file, {kata_name}, tmp_path / "other"), kata_name)
+    else:
+        program = getattr(owner, program_name)
+    optimized = _optimized(phase, program, args)
+    assert f"jit_{program.__name__}" in optimized and "learner_input_0" in optimized, (
+        "the renamed function and arguments did not reach the compiler")
+    actual = normalize_hlo(optimized)
+    assert actual.encode("utf-8") == pinned.read_bytes(), (
+        f"{source} {program.__name__} with renamed arguments does not reproduce "
+        f"{pinned.relative_to(curriculum.ROOT)}")
+
+
+def test_every_pinned_module_is_in_the_matrix():
+    """Covers: completeness. A new pin must join PINS so renamed arguments are checked on it."""
+    key = snapshots.platform_key()
+    root = snapshots.SNAPSHOTS_DIR / key / "katas"
+    if not root.is_dir():
+        pytest.skip(f"no snapshots are pinned for {key}")
+    pinned = {(p.parent.parent.name, p.stem) for p in root.rglob("*.txt")}
+    listed = {(phase, test) for phase, tests in PINS.items() for test in tests}
+    assert pinned == listed, f"pinned but not listed: {sorted(pinned - listed)}; " \
+                             f"listed but not pinned: {sorted(listed - pinned)}"
