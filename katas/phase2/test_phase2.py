@@ -12,13 +12,15 @@ from xla_inspect.stablehlo import stablehlo_op_census
 
 
 def _mlp_args():
-    params = {"w1": jnp.ones((16, 32)), "b1": jnp.ones(32), "w2": jnp.ones((32, 4)),
-              "b2": jnp.ones(4)}
-    return params, jnp.ones((8, 16))
+    def ones(*shape):
+        return np.ones(shape, np.float32)
+
+    params = {"w1": ones(16, 32), "b1": ones(32), "w2": ones(32, 4), "b2": ones(4)}
+    return params, ones(8, 16)
 
 
 def _nested_programs():
-    xs = jnp.arange(4.0)
+    xs = np.arange(4.0, dtype=np.float32)
     return {
         "cond": jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0),
         "scan": jax.make_jaxpr(
@@ -129,7 +131,7 @@ def test_lowering_drops_dead_code(kata):
 @pytest.mark.task("closure_consts")
 def test_closed_over_array_is_a_const(kata):
     table = np.arange(3.0, dtype=np.float32)
-    consts = kata.closure_consts(jax.make_jaxpr(lambda x: x + table)(jnp.ones(3)))
+    consts = kata.closure_consts(jax.make_jaxpr(lambda x: x + table)(np.ones(3, np.float32)))
     assert len(consts) == 1, f"{len(consts)} consts, expected the one closed-over array"
     np.testing.assert_array_equal(np.asarray(consts[0]), table)
 
@@ -137,9 +139,9 @@ def test_closed_over_array_is_a_const(kata):
 @pytest.mark.task("closure_consts")
 def test_closed_over_scalar_is_a_literal(kata):
     scale = 2.5
-    scalar_consts = kata.closure_consts(jax.make_jaxpr(lambda x: x * scale)(jnp.ones(3)))
+    scalar_consts = kata.closure_consts(jax.make_jaxpr(lambda x: x * scale)(np.ones(3, np.float32)))
     table = np.ones((2, 2), dtype=np.float32)
-    consts = kata.closure_consts(jax.make_jaxpr(lambda x: x @ table)(jnp.ones((2, 2))))
+    consts = kata.closure_consts(jax.make_jaxpr(lambda x: x @ table)(np.ones((2, 2), np.float32)))
     with check:
         assert scalar_consts == [], "a Python scalar is inlined as a literal"
     with check:
