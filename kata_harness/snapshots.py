@@ -63,8 +63,11 @@ def pin_status(key: str) -> PinStatus:
     pinned = pinned_versions(key)
     now = f"jax {running['jax']} / jaxlib {running['jaxlib']} on {key}"
     if pinned is None:
-        return PinStatus(False, f"no snapshots are pinned for {key} (running {now}); "
-                                f"pin them from the reference: {REPIN_COMMAND}")
+        elsewhere = ", ".join(
+            f"{path.parent.name} with jax {pinned_versions(path.parent.name).get('jax')}"
+            for path in sorted(SNAPSHOTS_DIR.glob("*/versions.json"))) or "no platform"
+        return PinStatus(False, f"no snapshots are pinned for {key} (running {now}; pinned: "
+                                f"{elsewhere}); pin them from the reference: {REPIN_COMMAND}")
     if pinned != running:
         return PinStatus(False, f"snapshots were pinned with jax {pinned.get('jax')} / jaxlib "
                                 f"{pinned.get('jaxlib')}, running {now}; "

@@ -35,9 +35,11 @@ def test_version_mismatch_names_both_versions_and_the_repin_command(pinned_dir):
     assert snapshots.REPIN_COMMAND in status.message
 
 
-def test_unknown_platform_says_none_are_pinned(pinned_dir):
+def test_unknown_platform_says_none_are_pinned_and_what_is(pinned_dir):
+    _pin(pinned_dir, "cpu-x86_64", "0.12.0.1")
     status = snapshots.pin_status("gpu-aarch64")
     assert not status.usable and "no snapshots are pinned for gpu-aarch64" in status.message
+    assert "cpu-x86_64 with jax 0.12.0.1" in status.message and "0.99.0" in status.message
 
 
 def test_mismatch_skips_learners_and_fails_the_reference(pinned_dir):
@@ -69,3 +71,4 @@ def test_snapshot_update_is_refused_outside_reference_mode(pytester):
                                            "--impl=katas")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--snapshot-update is refused unless --impl=reference*"])
+

@@ -1,0 +1,40 @@
+"""Isolation: trace counts never leak between tests, and a user's XLA_FLAGS cannot change the
+facts (only dump settings are kept)."""
+
+import os
+
+import jax
+import numpy as np
+
+from kata_harness import plugin
+
+TRACES: list[int] = []
+
+
+def _traced(x):
+    TRACES.append(1)
+    return x + 1
+
+
+JITTED = jax.jit(_traced)
+
+
+def test_first_user_of_a_shared_jitted_function():
+    TRACES.clear()
+    JITTED(np.ones(3, np.float32))
+    assert len(TRACES) == 1
+
+
+def test_second_user_sees_a_fresh_trace_cache():
+    # Without the harness clearing JAX's caches between tests, whichever of these two tests runs
+    # second would see 0 traces.
+    TRACES.clear()
+    JITTED(np.ones(3, np.float32))
+    assert len(TRACES) == 1
+
+
+def test_user_xla_flags_keep_only_dump_settings(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=xla_dump --xla_cpu_enable_fast_math=true "
+                                    "--xla_dump_hlo_as_text")
+    assert plugin._filter_xla_flags() == "--xla_cpu_enable_fast_math=true"
+    assert os.environ["XLA_FLAGS"] == "--xla_dump_to=xla_dump --xla_dump_hlo_as_text"
