@@ -115,3 +115,22 @@ def cond_as_where(x):
 @decoy("abs_cond", caught_by=["test_abs_cond_branches"], why="branches swapped")
 def cond_swapped(x):
     return lax.cond(x > 0, lambda v: -v, lambda v: v, x)
+
+
+@decoy("init_params", caught_by=["test_init_params_layers_use_different_keys"],
+       why="draws both layers from the same key: w2 repeats the start of w1")
+def init_params_one_key(key, in_dim, hidden, out_dim):
+    return {"w1": jax.random.normal(key, (in_dim, hidden)) / jnp.sqrt(in_dim),
+            "b1": jnp.zeros(hidden),
+            "w2": jax.random.normal(key, (hidden, out_dim)) / jnp.sqrt(hidden),
+            "b2": jnp.zeros(out_dim)}
+
+
+@decoy("init_params", caught_by=["test_init_params_scale_and_determinism"],
+       why="copy-pasted 1/sqrt(in_dim) into the second layer too")
+def init_params_same_fan_in(key, in_dim, hidden, out_dim):
+    k1, k2 = jax.random.split(key)
+    return {"w1": jax.random.normal(k1, (in_dim, hidden)) / jnp.sqrt(in_dim),
+            "b1": jnp.zeros(hidden),
+            "w2": jax.random.normal(k2, (hidden, out_dim)) / jnp.sqrt(in_dim),
+            "b2": jnp.zeros(out_dim)}

@@ -169,3 +169,41 @@ def flops_key_required(f, *args):
        why="reports multiply-adds (flops / 2)")
 def flops_as_macs(f, *args):
     return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0)) / 2
+
+
+@decoy("entry_parameter_layouts", caught_by=["test_parameter_layouts_are_read_not_assumed"],
+       why="writes the row-major layout for each parameter's rank instead of reading it")
+def layouts_assumed_row_major(hlo_text):
+    params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
+    params.sort(key=lambda i: int(i.payload))
+    return ["{" + ",".join(str(d) for d in reversed(range(len(i.shape_info.dims)))) + "}"
+            for i in params]
+
+
+@decoy("fusion_contents", caught_by=["test_fusions_inside_a_loop_body"],
+       why="looks for fusions in ENTRY only; a loop body has its own")
+def fusions_in_entry_only(hlo_text):
+    module = parse_hlo(hlo_text)
+
+    def called(name):
+        counts = Counter()
+        for instruction in module[name]:
+            if instruction.opcode != "parameter":
+                counts[instruction.opcode] += 1
+            for inner in instruction.called_computations:
+                counts += called(inner)
+        return counts
+
+    contents = {}
+    for instruction in module.entry:
+        if instruction.opcode == "fusion":
+            counts = contents.setdefault(instruction.attribute("kind"), Counter())
+            for name in instruction.called_computations:
+                counts += called(name)
+    return contents
+
+
+@decoy("flops", caught_by=["test_flops_are_those_of_the_compiled_module"],
+       why="asks the lowered (unoptimized) module for its cost: CSE has not run yet")
+def flops_before_compiling(f, *args):
+    return float(jax.jit(f).lower(*args).cost_analysis().get("flops", 0.0))

@@ -186,3 +186,15 @@ def names_pipelines(*args):
     return {"transpose": "HLO_passes_through_layout_assignment",
             "fusion": "HLO_passes_after_layout_assignment",
             "add": "HLO_passes_through_layout_assignment", "divide": "simplification"}
+
+
+@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
+       why="multiplies by the reciprocal by hand: XLA had no divide to rewrite")
+def scale_reciprocal_by_hand(x):
+    return x * (1.0 / jnp.sqrt(2.0))
+
+
+@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
+       why="multiplies by sqrt(0.5): the sqrt is folded, but there never was a divide")
+def scale_sqrt_half(x):
+    return x * jnp.sqrt(0.5)

@@ -6,8 +6,10 @@ import pytest
 from pytest_check import check
 
 from xla_inspect.jaxpr import primitive_census
+from xla_inspect.stablehlo import stablehlo_op_census
 
 IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
+WIDE = (64, 128, 32)  # (in, hidden, out) with enough weights that a sample std is within 3%
 
 
 def _data(seed: int = 0):
@@ -32,10 +34,10 @@ def _np_loss(p, x, y):
     return float(np.mean((_np_forward(p, x) - y) ** 2))
 
 
-def _init(kata, seed: int):
+def _init(kata, seed: int, dims: tuple[int, int, int] = (IN, HIDDEN, OUT)):
     # jit compiles the learner's init once; run eagerly, every op would compile on its own
     init = jax.jit(kata.init_params, static_argnums=(1, 2, 3))
-    return init(jax.random.key(seed), IN, HIDDEN, OUT)
+    return init(jax.random.key(seed), *dims)
 
 
 @pytest.mark.task("init_params")
@@ -47,18 +49,29 @@ def test_init_params_shapes(kata):
 
 @pytest.mark.task("init_params")
 def test_init_params_scale_and_determinism(kata):
-    a, b, c = _init(kata, 0), _init(kata, 0), _init(kata, 1)
+    a, b, c = _init(kata, 0, WIDE), _init(kata, 0, WIDE), _init(kata, 1, WIDE)
+    n_in, hidden, _ = WIDE
     with check:
         assert np.array_equal(a["w1"], b["w1"]), "the same key must give the same params"
     with check:
         assert not np.array_equal(a["w1"], c["w1"]), "another key must give other params"
     with check:
         assert not np.any(a["b1"]) and not np.any(a["b2"]), "biases start at zero"
-    for name, fan_in in (("w1", IN), ("w2", HIDDEN)):
-        std = float(np.std(a[name]))
+    for name, fan_in in (("w1", n_in), ("w2", hidden)):
+        ratio = float(np.std(a[name])) * np.sqrt(fan_in)
         with check:
-            assert 0.5 / np.sqrt(fan_in) < std < 2 / np.sqrt(fan_in), (
-                f"{name}: std {std:.3f}, expected about 1/sqrt({fan_in})")
+            assert 0.8 < ratio < 1.25, (
+                f"{name}: std {ratio:.2f}/sqrt({fan_in}), expected 1/sqrt({fan_in}) (its fan-in)")
+
+
+@pytest.mark.task("init_params")
+def test_init_params_layers_use_different_keys(kata):
+    params = _init(kata, 0, WIDE)
+    w1, w2 = np.ravel(params["w1"]), np.ravel(params["w2"])
+    size = min(w1.size, w2.size)
+    corr = float(np.corrcoef(w1[:size], w2[:size])[0, 1])
+    assert abs(corr) < 0.5, (
+        f"w1 and w2 share their random numbers (correlation {corr:.2f}, expected about 0)")
 
 
 @pytest.mark.task("mlp_forward")
@@ -145,8 +158,9 @@ def test_power_jit_traces_once_per_static_value(kata):
 def test_power_jit_is_compiled(kata):
     power = kata.make_power_jit(_power([]))
     assert hasattr(power, "lower"), "expected a jax.jit-wrapped function (it has .lower)"
-    text = power.lower(np.ones(3, np.float32), 3).as_text()
-    assert text.count("stablehlo.multiply") == 2, "n=3 unrolls into two multiplies"
+    census = stablehlo_op_census(power.lower(np.ones(3, np.float32), 3).as_text())
+    got = census["stablehlo.multiply"]
+    assert got == 2, f"stablehlo.multiply x{got}, expected 2 (n=3 unrolls into two multiplies)"
 
 
 def _count(fn_calls: list, scenario: str) -> int:

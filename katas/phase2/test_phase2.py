@@ -42,8 +42,12 @@ def test_mlp_jaxpr_primitives(kata):
 @pytest.mark.task("mlp_jaxpr")
 def test_mlp_jaxpr_is_closed_over_all_inputs(kata):
     jaxpr = kata.mlp_jaxpr(*_mlp_args())
-    assert len(jaxpr.in_avals) == 5, "four params leaves and x"
-    assert [tuple(a.shape) for a in jaxpr.out_avals] == [(8, 4)]
+    n_in = len(jaxpr.in_avals)
+    out_shapes = [tuple(a.shape) for a in jaxpr.out_avals]
+    with check:
+        assert n_in == 5, f"{n_in} inputs, expected 5 (four params leaves and x)"
+    with check:
+        assert out_shapes == [(8, 4)], f"outputs {out_shapes}, expected [(8, 4)]"
 
 
 @pytest.mark.task("primitive_census")
@@ -70,9 +74,26 @@ def test_census_counts_match_library(kata):
 def test_io_avals_of_mlp(kata):
     params, x = _mlp_args()
     inputs, outputs = kata.io_avals(jax.make_jaxpr(kata.mlp)(params, x))
-    leaves = jax.tree.leaves((params, x))
-    assert inputs == [(tuple(leaf.shape), "float32") for leaf in leaves]
-    assert outputs == [((8, 4), "float32")]
+    expected = [(tuple(leaf.shape), str(leaf.dtype)) for leaf in jax.tree.leaves((params, x))]
+    with check:
+        assert inputs == expected, f"inputs: got {inputs}, expected {expected}"
+    with check:
+        assert outputs == [((8, 4), "float32")], f"outputs: got {outputs}, expected f32[8,4]"
+
+
+def _lookup(table, index):
+    return table[index] > 0, index + 1
+
+
+@pytest.mark.task("io_avals")
+def test_io_avals_read_dtypes(kata):
+    table, index = np.arange(6.0, dtype=np.float32).reshape(2, 3), np.int32(1)
+    inputs, outputs = kata.io_avals(jax.make_jaxpr(_lookup)(table, index))
+    expected_out = [(tuple(np.shape(v)), str(np.asarray(v).dtype)) for v in _lookup(table, index)]
+    with check:
+        assert inputs == [((2, 3), "float32"), ((), "int32")], f"inputs: got {inputs}"
+    with check:
+        assert outputs == expected_out, f"outputs: got {outputs}, expected {expected_out}"
 
 
 @pytest.mark.task("literal_operands")
@@ -88,8 +109,11 @@ def test_python_folds_leading_constants(kata):
 @pytest.mark.task("literal_operands")
 def test_literals_are_per_primitive(kata):
     jaxpr = jax.make_jaxpr(lambda x: x * 2.0 + 1.0)(1.0)
-    assert kata.literal_operands(jaxpr, "mul") == [2.0]
-    assert kata.literal_operands(jaxpr, "add") == [1.0]
+    mul, add = kata.literal_operands(jaxpr, "mul"), kata.literal_operands(jaxpr, "add")
+    with check:
+        assert mul == [2.0], f"mul literals: got {mul}, expected [2.0]"
+    with check:
+        assert add == [1.0], f"add literals: got {add}, expected [1.0]"
 
 
 def _dead(x):

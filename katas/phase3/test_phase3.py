@@ -10,8 +10,11 @@ from collections import Counter
 from functools import cache
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
+from jax.experimental.layout import Format, Layout
 from pytest_check import check
 
 from xla_inspect.normalize import normalize_hlo
@@ -38,6 +41,22 @@ def value_and_total(x):
     return x + 1, x.sum()
 
 
+def matmul(a, b):
+    return a @ b
+
+
+# major-to-minor order asked for each input of `matmul`: a column-major, b row-major
+MATMUL_ORDERS = ((1, 0), (0, 1))
+
+
+def looped(x):
+    return lax.fori_loop(0, 3, lambda i, c: jnp.tanh(jnp.sin(c) * 2.0 + 1.0), x)
+
+
+def shared_sum(a, b, c, d):
+    return (a + b) * c + (a + b) * d
+
+
 def _ones(shape):
     # NumPy, not jnp: after the per-test cache clear every jnp.ones would compile an eager op.
     return np.ones(shape, dtype=np.float32)
@@ -56,11 +75,17 @@ def _attention_args():
 @cache
 def _texts(name: str) -> tuple[str, str]:
     """(unoptimized, optimized) HLO of a test-owned program, compiled once per session."""
-    programs = {"mlp": (mlp, _mlp_args()), "attention": (attention, _attention_args()),
-                "scale_and_shift": (scale_and_shift, (_ones(3),)),
-                "value_and_total": (value_and_total, (_ones((2, 3)),))}
-    f, args = programs[name]
-    lowered = jax.jit(f).lower(*args)
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    formats = tuple(Format(Layout(order), device) for order in MATMUL_ORDERS)
+    programs = {"mlp": (jax.jit(mlp), _mlp_args()),
+                "attention": (jax.jit(attention), _attention_args()),
+                "scale_and_shift": (jax.jit(scale_and_shift), (_ones(3),)),
+                "value_and_total": (jax.jit(value_and_total), (_ones((2, 3)),)),
+                "matmul": (jax.jit(matmul, in_shardings=formats), (_ones((8, 16)), _ones((16, 4)))),
+                "looped": (jax.jit(looped), (_ones(8),)),
+                "shared_sum": (jax.jit(shared_sum), tuple(_ones(8) for _ in range(4)))}
+    jitted, args = programs[name]
+    lowered = jitted.lower(*args)
     return lowered.as_text(dialect="hlo"), lowered.compile().as_text()
 
 
@@ -182,6 +207,13 @@ def test_parameter_layouts_by_number(kata):
     assert got == expected, f"got {got}, expected {expected}: order by parameter(N)"
 
 
+@pytest.mark.task("entry_parameter_layouts")
+def test_parameter_layouts_are_read_not_assumed(kata):
+    expected = ["{" + ",".join(str(d) for d in reversed(order)) + "}" for order in MATMUL_ORDERS]
+    got = kata.entry_parameter_layouts(_texts("matmul")[1])
+    assert got == expected, f"got {got}, expected {expected}: `a` was asked to be column-major"
+
+
 # --- task 4: entry_root ----------------------------------------------------------------------
 
 @pytest.mark.task("entry_root")
@@ -244,6 +276,22 @@ def test_attention_fusion_contents(kata):
             assert got == dict(expected), f"{kind}: got {got}, expected {dict(expected)}"
 
 
+@pytest.mark.task("fusion_contents")
+def test_fusions_inside_a_loop_body(kata):
+    _cpu_only("XLA:CPU keeps every fusion of this loop inside the while body")
+    module = parse_hlo(_texts("looped")[1])
+    entry_fusions = opcode_counts(module, entry_only=True)["fusion"]
+    assert entry_fusions == 0, f"test program changed: {entry_fusions} fusions in ENTRY"
+    contents = kata.fusion_contents(_texts("looped")[1])
+    with check:
+        assert sum(c["sine"] for c in contents.values()) == 1, (
+            f"the loop body's sin is missing: {contents}; fusions live in every computation")
+    for kind, expected in _library_contents(module).items():
+        got = dict(contents.get(kind, Counter()))
+        with check:
+            assert got == dict(expected), f"{kind}: got {got}, expected {dict(expected)}"
+
+
 # --- task 6: constants -----------------------------------------------------------------------
 
 @pytest.mark.task("constants")
@@ -284,6 +332,17 @@ def test_mlp_flops(kata):
     elementwise = m * h * 2 + m * n  # bias add and relu's max on the hidden layer, bias add
     got = kata.flops(mlp, params, x)
     assert got == matmuls + elementwise, f"{got} flops, expected {matmuls} + {elementwise}"
+
+
+@pytest.mark.task("flops")
+def test_flops_are_those_of_the_compiled_module(kata):
+    unoptimized, optimized = (opcode_counts(parse_hlo(text)) for text in _texts("shared_sum"))
+    size = 8
+    before = size * (unoptimized["add"] + unoptimized["multiply"])
+    after = size * (optimized["add"] + optimized["multiply"])
+    assert after < before, f"test program changed: {after} flops after CSE, {before} before"
+    got = kata.flops(shared_sum, *(_ones(size) for _ in range(4)))
+    assert got == after, f"{got} flops, expected {after} (the compiled module; {before} before CSE)"
 
 
 @pytest.mark.task("flops")

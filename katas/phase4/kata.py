@@ -31,8 +31,9 @@ def algebraic_identity(x):
 
 
 def folded_scale(x):
-    """Return x / sqrt(2), with the square root computed by jnp inside the function, so that
-    StableHLO holds a sqrt and the optimized HLO holds neither sqrt nor divide."""
+    """Return x / sqrt(2), dividing x by a square root computed by jnp inside the function, so
+    that StableHLO holds a sqrt and a divide (no multiply) and the optimized HLO holds neither sqrt
+    nor divide: the multiply must be XLA's rewrite, not yours."""
     # TODO: the sqrt must depend on constants only
     raise NotImplementedError("phase4 task 3: folded_scale")
 
