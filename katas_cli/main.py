@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .targets import UsageError
+from .errors import NothingToShow, RunError, ShowError, UsageError
 
 STAGE_NAMES = ("jaxpr", "stablehlo", "hlo", "optimized")
 
@@ -217,8 +217,6 @@ COMMANDS = {"status": _status, "list": _list, "hint": _hint, "run": _run, "show"
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .runner import RunError
-    from .show import NothingToShow, ShowError
     from .status import make_console
 
     console = make_console()

@@ -11,7 +11,7 @@ from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
 
 from .state import PhaseOutcome, State
-from .status import current_task, phase_summary
+from .status import current_task, phase_summary, shared_failure
 from .targets import all_phases
 
 MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "skipped": "[yellow]~[/]",
@@ -49,7 +49,10 @@ def render_status(console: Console, outcomes: dict[str, PhaseOutcome]) -> None:
     width = max(len(p.title) for p in phases)
     for phase, (d, t) in zip(phases, totals, strict=True):
         title = escape(phase.title)
-        console.print(f"  {phase.name:<8} {title:<{width}}  {d:>2}/{t:<2} {_bar(d, t)}")
+        row = f"  {phase.name:<8} {title:<{width}}  {d:>2}/{t:<2} {_bar(d, t)}"
+        if shared_failure(phase, outcomes[phase.name]) is not None:
+            row += f"  [red]broken: uv run katas run {phase.name}[/]"
+        console.print(row)
     console.print()
     render_current(console, current_task(outcomes), outcomes)
 
@@ -64,6 +67,7 @@ def _matches(task: Task, text: str | None) -> bool:
 def render_list(console: Console, outcomes: dict[str, PhaseOutcome], state: State,
                 text: str | None) -> None:
     current = current_task(outcomes)
+    width = max(len(t.function) for p in all_phases() for t in p.tasks)
     shown = 0
     for phase in all_phases():
         tasks = [t for t in phase.tasks if _matches(t, text)]
@@ -75,8 +79,8 @@ def render_list(console: Console, outcomes: dict[str, PhaseOutcome], state: Stat
             outcome = outcomes[phase.name].task(task.number)
             arrow = "[bold]→[/]" if task == current else " "
             hints = f"hints {state.hints.get(task.id, 0)}/{len(task.hints)}"
-            console.print(f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} "
-                          f"[cyan]{task.function:<20}[/] {escape(task.title)}  [dim]{hints}[/]")
+            console.print(f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} [cyan]"
+                          f"{task.function:<{width}}[/] {escape(task.title)}  [dim]{hints}[/]")
             shown += 1
     if not shown:
         console.print(f"no task matches {text!r}")
@@ -111,11 +115,12 @@ def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
     console.print(f"[bold]{phase.name}[/] {escape(phase.title)}: {d}/{t} tasks done {_bar(d, t)}")
     if focus is None:
         focus = next((task for task in phase.tasks if not outcome.task(task.number).done), None)
+    shared = shared_failure(phase, outcome)  # said once, below, instead of on every line
     for task in phase.tasks:
         result = outcome.task(task.number)
         arrow = "[bold]→[/]" if task == focus else " "
         line = f" {arrow}{MARKS[result.outcome]} {task.number:>2} [cyan]{task.function}[/]"
-        if result.message and not result.done:
+        if result.message and not result.done and result.message != shared:
             todo = "is not done yet" in result.message
             line += f"  [dim]{'not done yet' if todo else escape(result.message)}[/]"
         console.print(line)

@@ -3,30 +3,34 @@
 Running in-process keeps JAX imported between runs (watch mode reruns in well under a second);
 the harness reloads a kata module when its file changes and clears JAX's caches before each test.
 Tests are attributed to tasks by the harness's marks (`phaseN_taskM`), read from each report.
-Pytest's own terminal output is switched off; `verbose=True` keeps it (`katas run -v`).
+Pytest's terminal output goes to a buffer (the terminal plugin stays loaded: pytest-timeout writes
+its stack dump through it); `verbose=True` lets it through (`katas run -v`). pytest is imported on
+the first run, so commands that only read the cached state start fast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pytest
+from typing import TYPE_CHECKING
 
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase
 
+from .errors import RunError
 from .state import PhaseOutcome, TaskOutcome
 
+if TYPE_CHECKING:
+    import pytest
+
 _TASK_MARK = re.compile(r"phase(\d+)_task(\d+)")
+_HARNESS_LINE = re.compile(r"phase\d+[.:]")  # the harness's one-liners name the task or phase
 _DETAIL_LINES = 40
 ProgressFn = Callable[[int, int], None]
-
-
-class RunError(Exception):
-    """Pytest stopped before reporting results (usage error, internal error, interrupted)."""
 
 
 @dataclass(slots=True)
@@ -55,6 +59,20 @@ def _one_line(report: pytest.TestReport | pytest.CollectReport) -> str:
         return _first_line(crash.message)
     errors = [line for line in report.longreprtext.splitlines() if line.startswith("E ")]
     return _first_line(errors[0] if errors else report.longreprtext)
+
+
+def _one_line_failure(report: pytest.TestReport) -> str | None:
+    """The message of a failure the harness reports as one line (`pytest.fail(pytrace=False)`).
+
+    Its chained exceptions (the harness fails while handling the import error) are dropped.
+    """
+    chain = getattr(report.longrepr, "chain", None)
+    if not chain:
+        return None
+    traceback, crash, _ = chain[-1]
+    if getattr(traceback, "style", None) != "value" or crash is None:
+        return None
+    return _first_line(crash.message.removeprefix("Failed: "))
 
 
 def _trim(text: str) -> str:
@@ -92,9 +110,13 @@ class _Recorder:
                 result.outcome = "failed"
                 name = report.nodeid.split("::")[-1]
                 line = _one_line(report)
-                result.message = line if "is not done yet" in line else f"{name}: {line}"
-                details = _trim(report.longreprtext)
-                result.details = details if "\n" in details else ""
+                harness_line = _one_line_failure(report)
+                if harness_line is not None:
+                    result.message, result.details = harness_line, ""
+                else:
+                    result.message = line if _HARNESS_LINE.match(line) else f"{name}: {line}"
+                    details = _trim(report.longreprtext)
+                    result.details = details if "\n" in details else ""
             elif report.skipped and result.outcome == "passed":
                 result.outcome, result.message = "skipped", _one_line(report)
         if report.when == "teardown":
@@ -128,23 +150,25 @@ def _aggregate(phase: Phase, recorder: _Recorder) -> PhaseOutcome:
     return outcome
 
 
-def pytest_args(phases: Iterable[Phase], impl: str, *, verbose: bool = False) -> list[str]:
+def pytest_args(phases: Iterable[Phase], impl: str) -> list[str]:
     root = curriculum.ROOT
     args = [str(p.kata_path.parent) for p in phases]
     args += [f"--impl={impl}", "--rootdir", str(root), "-c", str(root / "pyproject.toml"),
              "-p", "no:randomly", "-p", "no:cacheprovider"]
     if impl == "reference":
         args.append("--no-honesty")
-    args += ["-q"] if verbose else ["-p", "no:terminal"]
-    return args
+    return [*args, "-q"]
 
 
 def run_phases(phases: list[Phase], *, impl: str = "katas", keys: dict[str, str] | None = None,
                on_progress: ProgressFn | None = None,
                verbose: bool = False) -> dict[str, PhaseOutcome]:
     """Run the tests of `phases` in one pytest session; outcomes by phase name."""
+    import pytest
+
     recorder = _Recorder(on_progress)
-    code = pytest.main(pytest_args(phases, impl, verbose=verbose), plugins=[recorder])
+    with contextlib.nullcontext() if verbose else contextlib.redirect_stdout(io.StringIO()):
+        code = pytest.main(pytest_args(phases, impl), plugins=[recorder])
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):

@@ -21,19 +21,12 @@ from xla_inspect.errors import InspectError
 from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
 
+from .errors import NothingToShow, ShowError
 from .recipes import Recipe, recipe_for
 
 STAGES = ("jaxpr", "stablehlo", "hlo", "optimized")
 _BLANK_RUN = re.compile(r"\n{3,}")
 _READABLE = [r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata")]
-
-
-class NothingToShow(Exception):
-    """The task has no recipe: a fact, not an error (exit 0)."""
-
-
-class ShowError(Exception):
-    """The code could not be traced or compiled (an unfinished task, an error): exit 1."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ Layout (version 1)::
      "hints": {"phase1.task2": 1}}
 
 A phase's cached outcomes are reused only while its key matches: the key hashes the phase's
-kata file, its test files and `tasks.toml`, plus the harness, `xla_inspect` and the jax version
+kata file, its test files and `tasks.toml`, plus the harness, `xla_inspect`, the CLI's runner
+(which turns reports into outcomes) and the jax version
 (anything that can change a test's outcome). `KATAS_STATE_DIR` moves the folder (tests use it).
 """
 
@@ -63,7 +64,8 @@ def _hash_files(digest, paths: list[Path]) -> None:
 def _salt() -> bytes:
     digest = hashlib.sha256()
     root = curriculum.ROOT
-    shared = [root / "conftest.py", *root.glob("kata_harness/*.py"), *root.glob("xla_inspect/*.py")]
+    shared = [root / "conftest.py", root / "katas_cli" / "runner.py",
+              *root.glob("kata_harness/*.py"), *root.glob("xla_inspect/*.py")]
     _hash_files(digest, [p for p in shared if p.is_file()])
     try:
         digest.update(metadata.version("jax").encode())

@@ -27,10 +27,11 @@ def make_console(*, stderr: bool = False) -> Console:
                    soft_wrap=not stream.isatty())
 
 
-def run_with_progress(phases: list[Phase], keys: dict[str, str], *,
-                      impl: str = "katas") -> dict[str, PhaseOutcome]:
-    """Run `phases`, showing a progress bar on a terminal or one line on stderr otherwise."""
-    err = make_console(stderr=True)
+def run_with_progress(phases: list[Phase], keys: dict[str, str], *, impl: str = "katas",
+                      console: Console | None = None) -> dict[str, PhaseOutcome]:
+    """Run `phases`, showing a progress bar on a terminal or one line otherwise (on `console`,
+    by default stderr)."""
+    err = console or make_console(stderr=True)
     names = ", ".join(p.name for p in phases)
     if not err.is_terminal:
         err.print(f"katas: running the tests of {names} ...")
@@ -67,6 +68,16 @@ def current_task(outcomes: dict[str, PhaseOutcome]) -> Task | None:
             if outcome is None or not outcome.task(task.number).done:
                 return task
     return None
+
+
+def shared_failure(phase: Phase, outcome: PhaseOutcome) -> str | None:
+    """The message when every task of the phase failed alike (its kata file does not import,
+    is missing, or its tests do not import); None otherwise."""
+    results = [outcome.task(t.number) for t in phase.tasks]
+    messages = {r.message for r in results}
+    if len(results) < 2 or len(messages) != 1 or any(r.outcome != "failed" for r in results):
+        return None
+    return messages.pop() or None
 
 
 def phase_summary(phase: Phase, outcome: PhaseOutcome) -> tuple[int, int]:

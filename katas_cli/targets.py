@@ -11,12 +11,10 @@ import re
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
 
+from .errors import UsageError
+
 _PHASE = re.compile(r"(?:phase)?(\d+)")
 _PHASE_TASK = re.compile(r"(?:phase)?(\d+)[.:/](?:task)?(.+)")
-
-
-class UsageError(Exception):
-    """A bad argument: unknown phase or task, missing file, refused action (exit status 2)."""
 
 
 def all_phases() -> tuple[Phase, ...]:

@@ -27,9 +27,8 @@ from kata_harness.curriculum import Phase, Task
 
 from .hints import next_hint, render_hints
 from .report import render_list, render_phase, render_status
-from .runner import run_phases
 from .state import PhaseOutcome, State, phase_keys
-from .status import current_task, refresh
+from .status import current_task, refresh, run_with_progress
 from .targets import all_phases
 
 KEYS = "n next · h hint · l list · r run · c check all · q quit"
@@ -112,7 +111,7 @@ class Watcher:
 
     def run(self, phase: Phase) -> None:
         keys = phase_keys([phase])
-        outcome = run_phases([phase], keys=keys)[phase.name]
+        outcome = run_with_progress([phase], keys, console=self.console)[phase.name]
         self.state.phases[phase.name] = outcome
         self.state.save()
         if self.focus is None or self.focus.phase != phase.number or outcome.task(
@@ -146,15 +145,21 @@ class Watcher:
             self.run(focus_phase)
         elif event.value == "n":
             self._next()
-        elif event.value == "h" and self.focus is not None:
-            before = self.state.hints.get(self.focus.id, 0)
-            render_hints(self.console, self.focus, before, next_hint(self.focus, self.state))
+        elif event.value == "h":
+            if self.focus is None:
+                self.console.print("no task to hint: this phase is done (n: the next task)")
+            else:
+                before = self.state.hints.get(self.focus.id, 0)
+                render_hints(self.console, self.focus, before, next_hint(self.focus, self.state))
+            self._footer()
         elif event.value == "l":
             render_list(self.console, refresh(state=self.state), self.state, None)
+            self._footer()
         elif event.value == "c":
             outcomes = refresh(force=True, state=self.state)
             render_status(self.console, outcomes)
             self.focus = current_task(outcomes)
+            self._footer()
         return True
 
     def _drain(self, first: Event) -> list[Event]:

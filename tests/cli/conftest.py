@@ -49,5 +49,4 @@ def fake_runner(monkeypatch):
     fake = Fake()
     fake.calls = []
     monkeypatch.setattr("katas_cli.status.run_phases", fake)
-    monkeypatch.setattr("katas_cli.watch.run_phases", fake)
     return fake

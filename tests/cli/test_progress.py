@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
+
+from rich.console import Console
 
 from kata_harness import curriculum
 from katas_cli import state as state_module
 from katas_cli.main import main
-from katas_cli.state import State
+from katas_cli.report import render_phase, render_status
+from katas_cli.state import PhaseOutcome, State, TaskOutcome
+
+from .conftest import outcomes_with
 
 
 def test_status_shows_phases_and_current_task(fake_runner, capsys):
@@ -77,3 +83,19 @@ def test_hints_advance_and_run_out(fake_runner, capsys):
 def test_hint_defaults_to_current_task(fake_runner, capsys):
     assert main(["hint"]) == 0
     assert capsys.readouterr().out.startswith("phase1.task2 mlp_forward")
+
+
+def test_a_phase_that_does_not_import_is_said_once():
+    broken = "phase2: katas/phase2/kata.py does not import (SyntaxError at line 9: invalid syntax)"
+    outcomes = outcomes_with(set())
+    phase = curriculum.phase(2)
+    outcomes["phase2"] = PhaseOutcome("", {t.number: TaskOutcome("failed", broken)
+                                           for t in phase.tasks})
+    console = Console(file=io.StringIO(), width=200)
+    render_phase(console, phase, outcomes["phase2"])
+    assert console.file.getvalue().count(broken) == 1
+    console = Console(file=io.StringIO(), width=200)
+    render_status(console, outcomes)
+    broken_rows = [r.split() for r in console.file.getvalue().splitlines() if "broken" in r]
+    assert len(broken_rows) == 1 and broken_rows[0][0] == "phase2"
+    assert " ".join(broken_rows[0][-5:]) == "uv run katas run phase2"

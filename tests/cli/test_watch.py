@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from kata_harness import curriculum
 from katas_cli.state import State
 from katas_cli.watch import Event, Watcher
 
@@ -38,3 +39,18 @@ def test_quit_event_stops(fake_runner):
     watcher.events.put(Event("quit"))
     watcher.loop()
     assert results == ["phase1"] and watcher.stop.is_set()
+
+
+def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
+    results: list[str] = []
+    watcher, console = _watcher(results)
+    for event in (Event("changed", "phase2"), Event("key", "h"), Event("key", "l"),
+                  Event("key", "q")):
+        watcher.events.put(event)
+    watcher.loop()
+    out = console.file.getvalue()
+    assert "running the tests of phase2" in out, "a run shows it started (a loop takes 60 s)"
+    after_hint = out.split("hint 1/")[1]
+    last_task = curriculum.phases()[-1].tasks[-1].function
+    assert "Enter reruns" in after_hint.split(last_task)[0], "the footer follows the hint"
+    assert "Enter reruns" in after_hint.split(last_task)[1], "and the list"
