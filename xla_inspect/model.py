@@ -204,8 +204,6 @@ class HloModule:
         return iter(self.computations)
 
 
-
-
 class _InstructionBuilder:
     """A mutable twin of HloInstruction with the same slots, for the parser's hot loop.
 

@@ -24,7 +24,13 @@ from xla_inspect._lexing import (
     split_attributes,
 )
 from xla_inspect.errors import HloParseError
-from xla_inspect.model import HloComputation, HloInstruction, HloModule, new_instruction
+from xla_inspect.model import (
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    Shape,
+    new_instruction,
+)
 
 # instruction ::= 'ROOT '? '%'? name ' = ' shape ' ' opcode '(' operands ')' (', ' attr)*
 # (the common case: an array or flat tuple shape, no parentheses inside the operand list)
@@ -46,6 +52,18 @@ _COMPUTATION_END = re.compile(r'\}\s*(?:,\s*execution_thread\s*=\s*"[^"]*")?')
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+# Opcodes whose attributes may name computations (`calls=`, `to_apply=`, `body=`, ...): only
+# these are checked for references to computations the module does not define.
+_CALLERS = frozenset({
+    "fusion", "call", "while", "conditional", "reduce", "reduce-window", "map", "sort", "scatter",
+    "select-and-scatter", "all-reduce", "all-reduce-start", "reduce-scatter", "custom-call",
+    "async-start", "async-update", "async-done",
+})
+# `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
+_CALLED_NAME = re.compile(
+    r"(?:calls|to_apply|condition|body|branch_computations|true_computation|false_computation"
+    r"|called_computations|select|scatter)=(?:\{([^{}]*)\}|%?([\w.\-]+))"
+)
 
 
 def parse_hlo(text: str) -> HloModule:
@@ -74,6 +92,7 @@ class _Reader:
         self.i = 0
         self.opcodes: dict[str, str] = {}
         self.shapes: dict[str, str] = {}
+        self.callers: list[HloInstruction] = []
 
     def error(self, index: int, expected: str, line: str | None = None) -> HloParseError:
         shown = self.lines[index] if line is None and index < len(self.lines) else line or ""
@@ -112,7 +131,20 @@ class _Reader:
             raise self.error(len(lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
+        self.check_calls(names)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
+
+    def check_calls(self, names: set[str]) -> None:
+        """Every computation an instruction calls is defined in the module (XLA refuses a
+        module that calls a missing one; it also wants callees first, which is not checked)."""
+        for instruction in self.callers:
+            found = _CALLED_NAME.findall(instruction.attributes_text)
+            if found and all(not listed and single in names for listed, single in found):
+                continue
+            for name in instruction.called_computations:
+                if name not in names:
+                    raise self.error(instruction.line_no - 1,
+                                     f"a computation named '{name}' defined in the module")
 
     def module_header(self) -> tuple[str, dict[str, str]]:
         index = self.i
@@ -178,6 +210,7 @@ class _Reader:
         fast = _FAST.match
         opcodes = self.opcodes
         shapes = self.shapes
+        callers = _CALLERS
         defined: dict[str, str] = {}
         instructions: list[HloInstruction] = []
         append = instructions.append
@@ -230,7 +263,8 @@ class _Reader:
                     operands = tuple(map(defined.__getitem__,
                                          operand_text.replace("%", "").split(", ")))
                 except KeyError:
-                    operands = self.operands(operand_text, defined, index, computation)
+                    operands = self.operands(operand_text, defined, index, instructions,
+                                             computation)
             if name in defined:
                 raise self.error(index, f"a new instruction name, not '{name}'")
             defined[name] = name
@@ -238,8 +272,11 @@ class _Reader:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'")
                 root = len(instructions)
-            append(new_instruction(name, opcode, shape, operands, tail, bool(is_root),
-                                   payload, index + 1))
+            instruction = new_instruction(name, opcode, shape, operands, tail, bool(is_root),
+                                          payload, index + 1)
+            append(instruction)
+            if opcode in callers:
+                self.callers.append(instruction)
         else:
             raise self.error(count - 1, f"'}}' to close computation '{computation}'")
         self.i = i
@@ -249,19 +286,39 @@ class _Reader:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions)
 
-    # operands ::= (shape? '%'? name (',' shape? '%'? name)*)?     comments allowed
+    # operands ::= (shape? '%'? name ('#' index)? (',' shape? '%'? name ('#' index)?)*)?
+    # (comments allowed)
     def operands(self, text: str, defined: dict[str, str], index: int,
-                 computation: str) -> tuple[str, ...]:
+                 instructions: list[HloInstruction], computation: str) -> tuple[str, ...]:
         found = operand_names(text)
         if found is None:
             raise self.error(index, "operand names separated by ','")
         for name in found:
-            # 'name#N' is element N of a tuple-shaped instruction (newer XLA prints loop-carried
-            # tuple parameters this way); the operand keeps the suffix, the check uses the base.
-            if name.partition("#")[0] not in defined:
-                raise self.error(index, f"operand '{name}' defined earlier in computation "
-                                        f"'{computation}'")
+            if name not in defined:
+                self.tuple_element(name, defined, index, instructions, computation)
         return tuple(found)
+
+    def tuple_element(self, name: str, defined: dict[str, str], index: int,
+                      instructions: list[HloInstruction], computation: str) -> None:
+        """Add the get-tuple-element that operand `name#N` stands for, as XLA's parser does.
+
+        Newer XLA prints element N of a tuple-shaped instruction as `name#N` (loop-carried
+        tuples, multi-output collectives) and its parser turns each distinct one into a
+        `get-tuple-element`. Here it is named `name#N` (a name XLA cannot print, so it never
+        clashes) and placed just before its first user.
+        """
+        base, sep, element = name.partition("#")
+        if not sep or base not in defined:
+            raise self.error(index, f"operand '{name}' defined earlier in computation "
+                                    f"'{computation}'")
+        tuple_shape = next(i.shape for i in reversed(instructions) if i.name == base)
+        elements = Shape(tuple_shape).elements
+        if not element.isdecimal() or int(element) >= len(elements):
+            raise self.error(index, f"'{base}#N' with N an element of its shape {tuple_shape}")
+        shape = self.shapes.setdefault(elements[int(element)].text, elements[int(element)].text)
+        instructions.append(new_instruction(name, "get-tuple-element", shape, (base,),
+                                            f"index={element}", False, None, index + 1))
+        defined[name] = name
 
     # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attr)*
     # shape ::= array_shape | '(' (shape (',' shape)*)? ')'

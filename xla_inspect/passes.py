@@ -9,7 +9,8 @@ and keeps the passes that changed the module, with opcode count deltas, so that 
 Not guaranteed: XLA decides which passes run and how they are named; pipelines and pass names
 change between versions and platforms. A pass "changed" the module when the normalized text
 (see `normalize_hlo`) differs from the previous file; opcode deltas count instructions in every
-computation, so an op moved into a fusion is not a removal.
+computation, so an op moved into a fusion is not a removal. Every file is read with `parse_hlo`;
+one it cannot read raises DumpError naming the file.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from xla_inspect.errors import InspectError
+from xla_inspect.errors import HloParseError, InspectError
 from xla_inspect.normalize import normalize_hlo
+from xla_inspect.parse import parse_hlo
+from xla_inspect.query import opcode_counts
 
 __all__ = [
     "DumpError",
@@ -41,13 +44,9 @@ _PASS_FILE = re.compile(
 )
 
 
-# instruction ::= 'ROOT'? '%'? name '=' shape opcode '(' ...: one line-level match per instruction.
-# Deliberately lenient (no full parse): intermediate dumps use syntax a strict reader may refuse.
-_OPCODE = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]*=[ \t]*.*? ([a-z][\w\-]*)\(")
-
-
 class DumpError(InspectError):
-    """A dump directory that is missing, empty of per-pass files, or ambiguous."""
+    """A dump directory that is missing, empty of per-pass files, ambiguous, or holding a
+    per-pass file that `parse_hlo` cannot read."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +132,12 @@ def _matches(key: str, module: str | int) -> bool:
     return wanted in (key, name) or (wanted.isdigit() and int(wanted) == int(module_id))
 
 
-def _state(text: str) -> tuple[str, Counter[str]]:
-    return normalize_hlo(text), Counter(_OPCODE.findall("\n" + text))
+def _state(path: Path, text: str) -> tuple[str, Counter[str]]:
+    try:
+        counts = opcode_counts(parse_hlo(text))
+    except HloParseError as exc:
+        raise DumpError(f"{path.name}: not readable HLO ({exc}); is the dump complete?") from exc
+    return normalize_hlo(text), counts
 
 
 def pass_timeline(dump_dir: str | Path, module: str | int | None = None) -> list[PassStep]:
@@ -145,17 +148,16 @@ def pass_timeline(dump_dir: str | Path, module: str | int | None = None) -> list
     """
     files = pass_files(dump_dir, module)
     start = files[0].path.with_name(f"{files[0].module_key}.before_optimizations.txt")
-    if start.is_file():
-        previous_text = start.read_text()
-    else:
-        previous_text, files = files[0].path.read_text(), files[1:]
-    previous, previous_counts = _state(previous_text)
+    if not start.is_file():
+        start, files = files[0].path, files[1:]
+    previous_text = start.read_text()
+    previous, previous_counts = _state(start, previous_text)
     steps: list[PassStep] = []
     for file in files:
         text = file.path.read_text()
         if text == previous_text:
             continue
-        normal, counts = _state(text)
+        normal, counts = _state(file.path, text)
         if normal != previous:
             deltas = Counter(counts)
             deltas.subtract(previous_counts)

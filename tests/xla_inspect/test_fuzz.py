@@ -27,6 +27,7 @@ from xla_inspect.query import (
 HERE = Path(__file__).parent
 SOURCES = [(HERE / p).read_text() for p in (
     "corpus/donated_state.opt.hlo", "corpus/shard_map_collectives.opt.hlo",
+    "corpus/control_flow.before.hlo",
     "corpus/conv_net.unopt.hlo", "corpus/sharded_auto.opt.hlo", "fixtures/features.hlo",
     "fixtures/minimal_short.hlo")]
 INSERTS = ["(", ")", "{", "}", "[", "]", '"', "\\", ",", "=", "%", "\n", " ", "/*", "*/",

@@ -175,6 +175,9 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
     ("HloModule m\nENTRY e (p: f32[]) -> f32[]\n  ROOT p = f32[] parameter(0)\n}", 2,
      "a computation header"),
     ("HloModule m\nENTRY e {\n}\n", 3, "at least one instruction in 'e'"),
+    (GOOD.replace("add(p, p)", "call(p), to_apply=nope"), 4, "a computation named 'nope'"),
+    (GOOD.replace("add(p, p)", "custom-call(p), called_computations={e, gone}"), 4,
+     "a computation named 'gone'"),
 ])
 def test_malformed_text_raises_parse_error(text: str, line_no: int, expected: str) -> None:
     with pytest.raises(HloParseError) as info:
@@ -205,8 +208,15 @@ ENTRY %main (p: (s32[], f32[3])) -> f32[3] {
   ROOT %c = f32[3]{0} call(%p), to_apply=%body
 }
 """
-    module = parse_hlo(text)
-    assert module.computation("body").root.operands == ("arg_tuple.1#1",)
+    body = parse_hlo(text).computation("body")
+    assert body.root.operands == ("arg_tuple.1#1",)
+    # XLA's parser turns 'name#N' into a get-tuple-element; so does this reader
+    element = body.instruction("arg_tuple.1#1")
+    assert (element.opcode, element.shape, element.operands, element.attribute("index")) == (
+        "get-tuple-element", "f32[3]{0}", ("arg_tuple.1",), "1")
+    assert [i.name for i in body] == ["arg_tuple.1", "arg_tuple.1#1", "neg"]
+    with pytest.raises(HloParseError, match="'arg_tuple.1#N' with N an element of its shape"):
+        parse_hlo(text.replace("negate(%arg_tuple.1#1)", "negate(%arg_tuple.1#2)"))
     with pytest.raises(HloParseError, match="operand 'missing#1'"):
         parse_hlo(text.replace("negate(%arg_tuple.1#1)", "negate(%missing#1)"))
 

@@ -129,10 +129,18 @@ def test_missing_or_empty_directories(tmp_path: Path) -> None:
         pass_files(tmp_path)
 
 
-def test_intermediate_syntax_is_counted_leniently(tmp_path: Path) -> None:
+def test_tuple_element_operands_in_dumps_are_read(tmp_path: Path) -> None:
     # XLA's before_optimizations dump of a while body can use `%tuple#0` operands.
     body = "  %t = (f32[4]{0}) tuple(%p)\n  ROOT %n = f32[4]{0} negate(%t#0)"
     _write(tmp_path, "module_0001.jit_w.before_optimizations.txt", body)
     _write(tmp_path, "module_0001.jit_w.0000.p.after_tuple-simplifier.before_y.txt", NEG)
     (step,) = pass_timeline(tmp_path)
-    assert dict(step.opcode_deltas) == {"tuple": -1}
+    # '%t#0' is an implicit get-tuple-element, counted as XLA's parser counts it
+    assert dict(step.opcode_deltas) == {"get-tuple-element": -1, "tuple": -1}
+
+
+def test_unreadable_pass_file_names_the_file(tmp_path: Path) -> None:
+    _write(tmp_path, "module_0001.jit_w.0000.p.after_x.before_y.txt", NEG)
+    _write(tmp_path, "module_0001.jit_w.0001.p.after_y.before_z.txt", NEG.replace("(%p)", "(%q)"))
+    with pytest.raises(DumpError, match=r"0001\.p\.after_y\.before_z\.txt: not readable HLO"):
+        pass_timeline(tmp_path)

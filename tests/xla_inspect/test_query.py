@@ -101,6 +101,17 @@ def test_dots_with_operand_shapes(hlo_short_text: str) -> None:
         "dot.1", "main.2", "f32[8,16]{1,0}", "f32[16,4]{1,0}", (1,), (0,), (), ())]
 
 
+def test_dot_operand_that_is_a_tuple_element() -> None:
+    text = """HloModule m
+ENTRY %e (p: (s32[], f32[2,3])) -> f32[2,2] {
+  %p = (s32[], f32[2,3]{1,0}) parameter(0)
+  ROOT %d = f32[2,2]{1,0} dot(%p#1, %p#1), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+}
+"""
+    (dot,) = dots(parse_hlo(text))
+    assert (dot.lhs_shape, dot.rhs_shape) == ("f32[2,3]{1,0}", "f32[2,3]{1,0}")
+
+
 def test_batched_dot_in_attention() -> None:
     batched = [d for d in dots(corpus("transformer_block.opt.hlo")) if d.lhs_batch_dims]
     assert batched and all(len(d.lhs_batch_dims) == len(d.rhs_batch_dims) for d in batched)
