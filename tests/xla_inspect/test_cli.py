@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,22 @@ def test_summary_json_counts_every_instruction(xi_cli_out: Path, capsys) -> None
     assert module["opcode_counts"]["fusion"] == 4
     assert module["opcode_counts"]["dot"] == 2
     assert module["fusions_by_kind"] == {"kCustom(__ynn_fusion)": 2, "kLoop": 2}
+
+
+def test_summary_json_of_a_dump_directory_with_many_modules(tmp_path: Path, capsys) -> None:
+    names = ("control_flow", "sharded_auto", "transformer_grad")
+    for number, name in enumerate(names):
+        text = (CORPUS / f"{name}.opt.hlo").read_text()
+        (tmp_path / f"module_{number:04d}.jit_{name}.cpu_after_optimizations.txt").write_text(text)
+        (tmp_path / f"module_{number:04d}.jit_{name}.before_optimizations.txt").write_text(text)
+    code, out, _ = _run(capsys, "summary", str(tmp_path), "--json")
+    modules = json.loads(out)["modules"]
+    assert code == 0
+    assert [Path(m["file"]).name.split(".")[1] for m in modules] == [f"jit_{n}" for n in names]
+    for name, module in zip(names, modules, strict=True):
+        printed = re.findall(r"^\s*(?:ROOT )?%\S+ = .*? ([a-z][a-z0-9-]*)\(",
+                             (CORPUS / f"{name}.opt.hlo").read_text(), re.MULTILINE)
+        assert module["opcode_counts"] == dict(Counter(printed)), name
 
 
 def test_summary_falls_back_to_every_hlo_file(tmp_path: Path, capsys) -> None:
@@ -193,15 +211,14 @@ def test_help_exits_0(capsys) -> None:
     assert "summary" in out and "capture" in out and "graph" in out
 
 
-def test_console_script_smoke() -> None:
+def test_console_script_smoke(xi_cli_out: Path) -> None:
     script = Path(sys.executable).with_name("xla-inspect")
-    hlo = CORPUS / "conv_net.opt.hlo"
     result = subprocess.run(
-        [str(script), "summary", str(hlo), "--json"],
+        [str(script), "summary", str(xi_cli_out), "--json"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["modules"][0]["instructions"] > 0
+    assert json.loads(result.stdout)["modules"][0]["module"] == "jit_mlp"

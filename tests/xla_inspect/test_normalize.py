@@ -6,6 +6,7 @@ import importlib.util
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -103,6 +104,30 @@ def test_hash_seed_does_not_change_the_output(xi_twins, tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.stdout == normalize_hlo(xi_twins[0].optimized_hlo_text)
+
+
+CORE_SCRIPT = """
+import jax, jax.numpy as jnp, sys
+from xla_inspect.capture import capture
+from xla_inspect.normalize import normalize_hlo
+text = capture(lambda x: jnp.tanh(x) * 2 + jnp.exp(x),
+               jax.ShapeDtypeStruct((1024, 1024), jnp.float32)).optimized_hlo_text
+sys.stdout.write(normalize_hlo(text))
+"""
+
+
+def test_core_count_does_not_change_the_output() -> None:
+    # XLA:CPU splits a large elementwise loop by the usable cores: on 2+ cores the fusion's
+    # backend_config gets "outer_dimension_partitions", on one core it does not.
+    taskset = shutil.which("taskset")
+    if taskset is None or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs taskset and at least 2 usable cores")
+    raw = capture(lambda x: jnp.tanh(x) * 2 + jnp.exp(x),
+                  jax.ShapeDtypeStruct((1024, 1024), jnp.float32)).optimized_hlo_text
+    assert "outer_dimension_partitions" in raw  # else this test no longer tests anything
+    one_core = subprocess.run([taskset, "-c", "0", sys.executable, "-c", CORE_SCRIPT],
+                              capture_output=True, text=True, check=True, timeout=120)
+    assert one_core.stdout == normalize_hlo(raw)
 
 
 @pytest.mark.parametrize(
