@@ -1,6 +1,8 @@
 """Plausible wrong answers to phase 10; each must be caught by the tests it names."""
 
 
+import re
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -136,3 +138,44 @@ def absorbed_as_transposes(compiled):
 def absorbed_lhs_only(compiled):
     return sum(i.attribute("lhs_contracting_dims") != "{1}"
                for c in parse_hlo(compiled.as_text()) for i in c if i.opcode == "dot")
+
+
+def _vmapped_step(optimizer, donate_argnums):
+    def step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(_loss)(params, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return jax.jit(step, donate_argnums=donate_argnums)
+
+
+@decoy("make_train_step", caught_by=["test_step_donates_params_and_state"],
+       why="donates the batch too: no output can reuse it, JAX warns")
+def step_donates_everything(optimizer):
+    return _vmapped_step(optimizer, (0, 1, 2, 3))
+
+
+@decoy("fusion_count", caught_by=["test_fusion_count_matches_module"],
+       why="counts only ENTRY: a loop body's fusions live in other computations")
+def fusions_entry_only(compiled):
+    return sum(i.opcode == "fusion" for i in parse_hlo(compiled.as_text()).entry)
+
+
+@decoy("aliased_parameters", caught_by=["test_parameters_not_output_indices"],
+       why="collects the output indices `{n}:` instead of the parameter numbers")
+def aliased_output_indices(compiled):
+    alias = parse_hlo(compiled.as_text()).attributes.get("input_output_alias", "")
+    return sorted(int(n) for n in re.findall(r"\{(\d+)\}:", alias))
+
+
+@decoy("flops_per_step", caught_by=["test_flops_match_cost_model"],
+       why="adds transcendentals to flops")
+def flops_with_transcendentals(compiled):
+    cost = compiled.cost_analysis()
+    return float(cost.get("flops", 0.0) + cost.get("transcendentals", 0.0))
+
+
+@decoy("transpose_counts", caught_by=["test_a_transpose_that_survives"],
+       why="hard-codes 0 for the optimized HLO: XLA 'always' folds transposes")
+def transposes_hlo_assumed_zero(step, *args):
+    return primitive_census(jax.make_jaxpr(step)(*args))["transpose"], 0

@@ -179,3 +179,44 @@ def timing_fixed_repeats(f, args, repeats):
         jitted(*args).block_until_ready()
     compiled = (time.perf_counter() - start) / 10
     return Timing(eager, compiled, 10, compiled / eager)
+
+
+@decoy("fusion_traffic", caught_by=["test_op_by_op_follows_each_steps_shape"],
+       why="'fused' from the rule of thumb 2 * x.nbytes instead of costing the composition")
+def traffic_fused_by_formula(steps, x):
+    total, value = 0.0, x
+    for step in steps:
+        total += _bytes(step, value)
+        value = jax.eval_shape(step, value)
+    return {"op_by_op": total, "fused": 2.0 * x.nbytes}
+
+
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies"],
+       why="counts a bitcast (a view of a buffer) as a new intermediate")
+def naive_with_bitcasts(hlo_text):
+    return sum(_size(i) for i in parse_hlo(hlo_text).entry
+               if not i.is_root and i.opcode != "parameter")
+
+
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies"],
+       why="walks every computation: ops inside a fusion never get a buffer of their own")
+def naive_all_computations(hlo_text):
+    skip = {"parameter", "bitcast", "tuple", "get-tuple-element"}
+    return sum(_size(i) for c in parse_hlo(hlo_text) for i in c
+               if not i.is_root and i.opcode not in skip)
+
+
+@decoy("eager_vs_jit", caught_by=["test_timing_leaves_warm_ups_off_the_clock"],
+       why="no jit warm-up: the first timed jitted call traces and compiles")
+def timing_compile_on_the_clock(f, args, repeats):
+    jitted = jax.jit(f)
+    f(*args).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        f(*args).block_until_ready()
+    eager = (time.perf_counter() - start) / repeats
+    start = time.perf_counter()
+    for _ in range(repeats + 1):
+        jitted(*args).block_until_ready()
+    compiled = (time.perf_counter() - start) / (repeats + 1)
+    return Timing(eager, compiled, repeats, eager / compiled)

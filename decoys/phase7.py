@@ -209,3 +209,46 @@ def explain_not_enabled(f, first_args, second_args):
     finally:
         logging.getLogger("jax").removeHandler(handler)
     return handler.messages
+
+
+@decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
+       why="listens for the tracing event: a compile of an already-lowered program is missed")
+@contextlib.contextmanager
+def counter_traces():
+    counted = CompileCount()
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_trace_duration":
+            counted.count += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counted
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@decoy("bucketed_mean", caught_by=["test_bucketing_bounds_compiles"],
+       why="pads every input to the largest bucket: one compile, wasted work on short inputs")
+def mean_largest_bucket(x, buckets):
+    if len(x) > max(buckets):
+        raise ValueError("too long")
+    padded = np.zeros(max(buckets), np.float32)
+    padded[: len(x)] = x
+    return float(_masked(padded, len(x)))
+
+
+@decoy("explain_miss", caught_by=["test_no_miss_no_explanation"],
+       why="switches explanations off afterwards instead of restoring the previous setting")
+def explain_resets_to_false(f, first_args, second_args):
+    jax.config.update("jax_explain_cache_misses", True)
+    jitted = jax.jit(f)
+    jitted(*first_args)
+    handler = _Collect()
+    logging.getLogger("jax").addHandler(handler)
+    try:
+        jitted(*second_args)
+    finally:
+        logging.getLogger("jax").removeHandler(handler)
+        jax.config.update("jax_explain_cache_misses", False)
+    return [m for m in handler.messages if "CACHE MISS" in m]

@@ -51,8 +51,8 @@ def opcode_spelling_only(stablehlo_op):
        why="knows the renamed ops but keeps underscores")
 def opcode_renames_only(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
-    return {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional"}.get(
-        name, name)
+    return {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional",
+            "optimization_barrier": "opt-barrier"}.get(name, name)
 
 
 @decoy("export_bytes", caught_by=["test_exported_bytes_deserialize",
@@ -89,4 +89,19 @@ def export_fixed_batch(f, features, *rest):
        why="makes the feature dimension symbolic too")
 def export_all_symbolic(f, features, *rest):
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, f"), jnp.float32)
+    return jax.export.export(jax.jit(f))(x, *rest).serialize()
+
+
+@decoy("hlo_opcode", caught_by=["test_renamed_ops"],
+       why="knows only the three renames the README names, not the barrier that remat leaves")
+def opcode_three_renames(stablehlo_op):
+    name = stablehlo_op.removeprefix("stablehlo.")
+    return {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional"}.get(
+        name, name).replace("_", "-")
+
+
+@decoy("export_any_batch", caught_by=["test_any_batch_for_another_feature_size"],
+       why="copies symbolic_shape('b, 16') from an example: the feature size is hard-coded")
+def export_features_hard_coded(f, features, *rest):
+    x = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 16"), jnp.float32)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()

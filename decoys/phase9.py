@@ -107,3 +107,35 @@ def scatter_by_psum(x, mesh):
         return jax.lax.dynamic_slice_in_dim(total, jax.lax.axis_index("x") * rows, rows)
 
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+
+
+@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
+       why="counts only ENTRY: a collective in a loop body lives in another computation")
+def census_entry_only(f, *args):
+    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+    return Counter(i.opcode for i in module.entry if i.opcode in _COLLECTIVES)
+
+
+@decoy("device_param_shapes", caught_by=["test_unused_argument_is_not_a_parameter"],
+       why="derives the shapes from the arguments' shardings instead of reading the HLO")
+def shapes_from_arguments(f, *args):
+    return [tuple(a.sharding.shard_shape(a.shape)) for a in args]
+
+
+@decoy("param_shardings", caught_by=["test_sharding_annotations"],
+       why="prints each argument's sharding as XLA would, without reading the HLO")
+def shardings_from_arguments(f, *args):
+    return [str(a.sharding._to_xla_hlo_sharding(a.ndim)) for a in args]
+
+
+@decoy("psum_total", caught_by=["test_psum_is_an_all_reduce"],
+       why="psums the whole block, then sums: right value, 16 floats per device on the wire")
+def psum_whole_block(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.psum(b, "x").sum(), mesh=mesh, in_specs=P("x"),
+                         out_specs=P())(x)
+
+
+@decoy("gather_rows", caught_by=["test_gather_rows_replicates"],
+       why="asks jit for a replicated output: the partitioner gathers, no shard_map")
+def gather_by_partitioner(x, mesh):
+    return jax.jit(lambda a: a, out_shardings=NamedSharding(mesh, P()))(x)

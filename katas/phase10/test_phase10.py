@@ -1,5 +1,6 @@
 """Phase 10 tests: training values against NumPy and jax.grad, HLO facts from parsed modules."""
 
+import warnings
 from collections import Counter
 from functools import cache
 
@@ -82,6 +83,38 @@ def _compiled_forward():
     return jax.jit(_forward).lower(params, x).compile()
 
 
+def _step_loss_first(p, state, x, y):
+    new_p, state, loss = _step(p, state, x, y)
+    return loss, new_p, state  # the outputs shift by one; the donated parameters do not
+
+
+@cache
+def _compiled_loss_first():
+    return jax.jit(_step_loss_first, donate_argnums=(0, 1)).lower(*_step_args()).compile()
+
+
+def _two_steps(p, state, x, y):  # a training loop inside one program: the body is a while
+    def body(_, carry):
+        return _step(*carry, x, y)[:2]
+
+    return jax.lax.fori_loop(0, 2, body, (p, state))
+
+
+@cache
+def _compiled_two_steps():
+    return jax.jit(_two_steps).lower(*_step_args()).compile()
+
+
+def _tanh_forward(p, x):
+    return jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+@cache
+def _compiled_tanh_forward():
+    params, x, _ = _data()
+    return jax.jit(_tanh_forward).lower(params, x).compile()
+
+
 def _opcodes(compiled) -> Counter:
     return Counter(i.opcode for c in parse_hlo(compiled.as_text()) for i in c)
 
@@ -149,13 +182,21 @@ def test_step_donates_params_and_state(kata):
     params = _device_params(params)
     state = optimizer.init(params)
     old = jax.tree.leaves((params, state))
-    module = parse_hlo(step.lower(params, state, x, y).compile().as_text())
-    step(params, state, x, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = parse_hlo(step.lower(params, state, x, y).compile().as_text())
+        step(params, state, x, y)
     deleted = sum(leaf.is_deleted() for leaf in old)
     with check:
         assert deleted == len(old), f"{deleted} of {len(old)} params/state buffers were donated"
     with check:
         assert "input_output_alias" in module.attributes, "the compiled module aliases no buffer"
+    unusable = [str(w.message).splitlines()[0] for w in caught
+                if "donated buffers were not usable" in str(w.message)]
+    with check:
+        assert not unusable, (
+            f"JAX warned: {unusable}: donate only what an output can reuse (params and "
+            "optimizer state), not the batch")
 
 
 # ---- task 3: fusion_count ---------------------------------------------------------------------
@@ -163,7 +204,8 @@ def test_step_donates_params_and_state(kata):
 
 @pytest.mark.task("fusion_count")
 def test_fusion_count_matches_module(kata):
-    for name, compiled in (("step", _compiled_step()), ("forward", _compiled_forward())):
+    for name, compiled in (("step", _compiled_step()), ("forward", _compiled_forward()),
+                           ("two steps in a fori_loop", _compiled_two_steps())):
         got, want = kata.fusion_count(compiled), _opcodes(compiled)["fusion"]
         with check:
             assert got == want, f"{name}: got {got}, the module has {want} fusions"
@@ -194,6 +236,16 @@ def test_donated_buffers_are_aliased(kata):
 
 
 @pytest.mark.task("aliased_parameters")
+def test_parameters_not_output_indices(kata):
+    params, state, _, _ = _step_args()
+    donated = len(jax.tree.leaves((params, state)))
+    got = kata.aliased_parameters(_compiled_loss_first())
+    assert list(got) == list(range(donated)), (
+        f"got {got}: this step returns (loss, params, state), so output {{1}} reuses "
+        f"parameter 0; answer with the parameter numbers 0..{donated - 1}, not output indices")
+
+
+@pytest.mark.task("aliased_parameters")
 def test_no_donation_no_alias(kata):
     got = kata.aliased_parameters(_compiled_step(donate=False))
     with check:
@@ -207,7 +259,7 @@ def test_no_donation_no_alias(kata):
 
 @pytest.mark.task("flops_per_step")
 def test_flops_match_cost_model(kata):
-    for compiled in (_compiled_step(), _compiled_forward()):
+    for compiled in (_compiled_step(), _compiled_forward(), _compiled_tanh_forward()):
         got, want = kata.flops_per_step(compiled), compiled.cost_analysis()["flops"]
         with check:
             assert got == pytest.approx(want), f"got {got}, the cost model says {want}"
@@ -236,6 +288,21 @@ def test_transposes_vanish_in_hlo(kata):
         assert in_jaxpr == want_jaxpr > 0, f"jaxpr: got {in_jaxpr}, it has {want_jaxpr}"
     with check:
         assert in_hlo == want_hlo == 0, f"optimized HLO: got {in_hlo}, it has {want_hlo}"
+
+
+def _transposed_output(a):
+    return a.T * 2.0  # nothing to fold this transpose into: it survives optimization
+
+
+@pytest.mark.task("transpose_counts")
+def test_a_transpose_that_survives(kata):
+    a = np.ones((16, 8), np.float32)
+    got = kata.transpose_counts(_transposed_output, a)
+    want_jaxpr = primitive_census(jax.make_jaxpr(_transposed_output)(a))["transpose"]
+    want_hlo = _opcodes(jax.jit(_transposed_output).lower(a).compile())["transpose"]
+    assert tuple(got) == (want_jaxpr, want_hlo) and want_hlo > 0, (
+        f"got {got}, expected {(want_jaxpr, want_hlo)}: count the compiled module, "
+        "not what you expect XLA to do")
 
 
 # ---- task 7: absorbed_transposes --------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 import functools
 import math
+import time
 
 import jax
 import jax.numpy as jnp
@@ -60,6 +61,17 @@ def _shaped_steps_bytes():
     return expected
 
 
+def _shaped_chain(v):
+    for step in SHAPED_STEPS:
+        v = step(v)
+    return v
+
+
+@functools.cache
+def _shaped_chain_bytes():
+    return capture(_shaped_chain, _ones(64, 32)).cost_analysis.get("bytes accessed", 0.0)
+
+
 @pytest.mark.task("cost_of")
 def test_cost_of_mlp_counts_every_flop(kata):
     cost = kata.cost_of(_mlp, *_mlp_args())
@@ -115,8 +127,11 @@ def test_op_by_op_follows_each_steps_shape(kata):
         assert traffic["op_by_op"] == expected, (
             f"op by op {traffic['op_by_op']}, expected {expected}: "
             "step k runs on step k-1's output")
+    fused = _shaped_chain_bytes()
     with check:
-        assert traffic["fused"] < expected
+        assert traffic["fused"] == fused < expected, (
+            f"fused {traffic['fused']}, the compiled chain accesses {fused} bytes: measure the "
+            "composed program (here the output is a row sum, not an array like x)")
 
 
 @functools.cache
@@ -223,6 +238,28 @@ def test_naive_temp_counts_entry_intermediates(kata):
                 "of f32[128,128]; not the parameters, not the ROOT)")
 
 
+def _activation_chain(x, w, v):
+    h = jnp.tanh(x @ w) * 2.0
+    return (h @ w).reshape(64, 256) @ v
+
+
+@functools.cache
+def _activation_capture():
+    square = _ones(128, 128)
+    return capture(_activation_chain, square, square, _ones(256, 32))
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_skips_views_and_fused_bodies(kata):
+    naive = kata.naive_temp_bytes(_activation_capture().optimized_hlo_text)
+    _cpu_fact("ENTRY holds two matmul fusions, one tanh fusion and a bitcast for the reshape")
+    expected = 3 * 128 * 128 * 4
+    assert naive == expected, (
+        f"{naive}, expected {expected}: three f32[128,128] results in ENTRY (two matmuls, "
+        "the fused tanh*2); the reshape is a bitcast (a view, no new buffer) and the "
+        "instructions inside fused computations never get buffers of their own")
+
+
 @pytest.mark.task("naive_temp_bytes")
 def test_buffer_assignment_reuses_buffers(kata):
     temps, naives = [], []
@@ -274,6 +311,41 @@ def test_timing_runs_eager_and_jit(kata):
         assert eager == 4 + 1, f"{eager} eager calls, expected 1 warm-up + 4 timed"
     with check:
         assert traced == 1, f"traced {traced} times, expected once (jit caches the trace)"
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_leaves_warm_ups_off_the_clock(kata, monkeypatch):
+    events = []  # "clock" for each perf_counter reading, then the calls of f in order
+    real = time.perf_counter
+
+    def clock():
+        events.append("clock")
+        return real()
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    if getattr(kata, "perf_counter", None) is real:  # `from time import perf_counter`
+        monkeypatch.setattr(kata, "perf_counter", clock)
+
+    def f(x):
+        events.append("trace" if isinstance(x, jax.core.Tracer) else "eager")
+        return jnp.sin(x) * 2.0
+
+    kata.eager_vs_jit(f, (_device_ones(512),), 3)
+    monkeypatch.undo()
+    readings = events.count("clock")
+    with check:
+        assert readings >= 2, (
+            f"{readings} time.perf_counter() readings: time each loop with time.perf_counter()")
+    first = {}
+    for position, event in enumerate(events):
+        first.setdefault(event, position)
+    for call, what in (("eager", "the first eager call (it compiles each op)"),
+                       ("trace", "the first jitted call (it traces and compiles)")):
+        running = events[:first.get(call, 0)].count("clock") % 2 == 1
+        with check:
+            assert not running, (
+                f"{what} ran between a start and a stop reading of the clock: warm up before "
+                "you start timing, or the compile is part of the measurement")
 
 
 @pytest.mark.task("eager_vs_jit")

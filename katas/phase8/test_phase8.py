@@ -31,6 +31,8 @@ PROGRAMS = {
     "stablehlo.broadcast_in_dim": (lambda b: lax.broadcast_in_dim(b, (8, 4), (1,)),
                                    (jax.ShapeDtypeStruct((4,), jnp.float32),)),
     "stablehlo.case": (lambda x, i: lax.cond(i > 0, jnp.sin, jnp.cos, x), (X, INDEX)),
+    "stablehlo.optimization_barrier": (  # what jax.checkpoint (remat) leaves in a gradient
+        jax.grad(lambda x: jax.checkpoint(lambda y: jnp.sin(jnp.sin(y)))(x).sum()), (X,)),
     "stablehlo.dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i, 0), (2, 4)), (X, INDEX)),
     "stablehlo.dynamic_update_slice": (
         lambda x, i: lax.dynamic_update_slice(x, jnp.zeros((2, 4)), (i, 0)), (X, INDEX)),
@@ -42,7 +44,8 @@ PROGRAMS = {
         lambda x: lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2, x), (X,)),
     "stablehlo.reduce": (lambda x: x.sum(0), (X,)),
 }
-RENAMED = ("stablehlo.dot_general", "stablehlo.broadcast_in_dim", "stablehlo.case")
+RENAMED = ("stablehlo.dot_general", "stablehlo.broadcast_in_dim", "stablehlo.case",
+           "stablehlo.optimization_barrier")
 RESPELLED = ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
              "stablehlo.exponential_minus_one", "stablehlo.count_leading_zeros")
 KEPT = ("stablehlo.exponential", "stablehlo.transpose", "stablehlo.while", "stablehlo.reduce")
@@ -220,6 +223,26 @@ def test_any_batch_is_symbolic_only_in_the_batch(kata):
         assert features == FEATURES, f"the feature dimension is {features!r}, expected {FEATURES}"
     with check:
         assert [a.shape for a in exported.in_avals[1:]] == [s.shape for s in _rest()]
+
+
+def _linear(x, w):
+    return x @ w
+
+
+@pytest.mark.task("export_any_batch")
+def test_any_batch_for_another_feature_size(kata):
+    features = 6
+    w = jax.ShapeDtypeStruct((features, 3), jnp.float32)
+    exported = jax.export.deserialize(kata.export_any_batch(_linear, features, w))
+    with check:
+        assert exported.in_avals[0].shape[1] == features, (
+            f"x spec {exported.in_avals[0].shape}: the feature size is the `features` argument")
+    rng = np.random.default_rng(5)
+    x, weights = (rng.normal(size=(5, features)).astype(np.float32),
+                  rng.normal(size=(features, 3)).astype(np.float32))
+    with check:
+        np.testing.assert_allclose(np.asarray(exported.call(x, weights)), x @ weights,
+                                   rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.task("export_any_batch")

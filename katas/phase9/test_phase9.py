@@ -119,6 +119,24 @@ def test_replicated_output_needs_all_gather(kata):
 
 
 @pytest.mark.task("collective_census")
+def test_census_looks_inside_loop_bodies(kata):
+    x = _put(_x(), "x", None)
+
+    def loop(a):  # each step sums over the sharded rows: one all-reduce per iteration
+        return jax.lax.fori_loop(0, 3, lambda i, c: c + (a * c).sum(0), jnp.ones(COLS))
+
+    got = kata.collective_census(loop, x)
+    want = _collectives(loop, x)
+    entry = parse_hlo(jax.jit(loop).lower(x).compile().as_text()).entry
+    with check:
+        assert dict(got) == dict(want) == {"all-reduce": 1}, (
+            f"got {dict(got)}, the compiled module has {dict(want)}")
+    with check:
+        assert not any(i.opcode in COLLECTIVES for i in entry), (
+            "the all-reduce runs in the while body, a computation of its own, not in ENTRY")
+
+
+@pytest.mark.task("collective_census")
 def test_census_matches_parsed_module(kata):
     x = _put(_x(), "x", None)
 
@@ -133,16 +151,30 @@ def test_census_matches_parsed_module(kata):
 # ---- task 4: device_param_shapes --------------------------------------------------------------
 
 
+def _three_args():
+    return (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
+            _put(np.ones((4, ROWS), np.float32), None, "x"))
+
+
 @pytest.mark.task("device_param_shapes")
 def test_entry_shapes_are_per_device(kata):
-    args = (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
-            _put(np.ones((4, ROWS), np.float32), None, "x"))
+    args = _three_args()
     got = kata.device_param_shapes(lambda a, w, z: (a @ w, z * 2), *args)
     want = [tuple(a.sharding.shard_shape(a.shape)) for a in args]
     with check:
         assert [tuple(s) for s in got] == want, f"got {got}, one device holds {want}"
     with check:
         assert want[0] == (ROWS // DEVICES, COLS), "rows split 8 ways"
+
+
+@pytest.mark.task("device_param_shapes")
+def test_unused_argument_is_not_a_parameter(kata):
+    args = _three_args()
+    got = kata.device_param_shapes(lambda a, w, z: a @ w, *args)  # z is never used
+    want = [tuple(a.sharding.shard_shape(a.shape)) for a in args[:2]]
+    assert [tuple(s) for s in got] == want, (
+        f"got {got}, expected {want}: jit drops an unused argument from the compiled module "
+        "(keep_unused=False); read the ENTRY parameters, do not derive them from the inputs")
 
 
 # ---- task 5: param_shardings ------------------------------------------------------------------
@@ -158,6 +190,11 @@ def test_sharding_annotations(kata):
         assert got == want, f"got {got}, expected {want}"
     with check:
         assert want[:2] == ["{devices=[8,1]<=[8]}", "{replicated}"], want
+    unused = kata.param_shardings(lambda a, w, z: a @ w, *args)  # z is never used
+    with check:
+        assert unused == want[:2], (
+            f"got {unused} for a function that never reads z: jit drops the unused parameter, "
+            f"expected {want[:2]}")
 
 
 # ---- task 6: psum_total -----------------------------------------------------------------------
@@ -183,9 +220,15 @@ def test_psum_is_an_all_reduce(kata):
     with check:
         assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] == 1, (
             f"expected shard_map with one psum (printed psum_invariant), got {dict(jaxpr)}")
-    ops = _collectives(lambda a: kata.psum_total(a, mesh), _sharded_x())
+    module = parse_hlo(jax.jit(lambda a: kata.psum_total(a, mesh)).lower(_sharded_x())
+                       .compile().as_text())
+    ops = [i for c in module for i in c if i.opcode in COLLECTIVES]
     with check:
-        assert dict(ops) == {"all-reduce": 1}, dict(ops)
+        assert [i.opcode for i in ops] == ["all-reduce"], [i.opcode for i in ops]
+    with check:
+        assert all(i.shape_info.dims == () for i in ops), (
+            f"the all-reduce moves {[i.shape_info.dims for i in ops]}: sum your own rows "
+            "first, then psum one number per device")
 
 
 # ---- task 7: ring_shift -----------------------------------------------------------------------
@@ -222,6 +265,11 @@ def test_gather_rows_replicates(kata):
     ops = _collectives(lambda a: kata.gather_rows(a, _mesh()), _sharded_x())
     with check:
         assert dict(ops) == {"all-gather": 1}, dict(ops)
+    jaxpr = primitive_census(jax.make_jaxpr(lambda a: kata.gather_rows(a, _mesh()))(_sharded_x()))
+    with check:
+        assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
+            f"expected shard_map with one all_gather, got {dict(jaxpr)}: write the collective "
+            "yourself instead of asking the partitioner for a replicated output")
 
 
 # ---- task 9: scatter_sum ----------------------------------------------------------------------
@@ -241,5 +289,12 @@ def test_scatter_sum_values(kata):
 @pytest.mark.task("scatter_sum")
 def test_scatter_sum_is_one_reduce_scatter(kata):
     ops = _collectives(lambda a: kata.scatter_sum(a, _mesh()), _put(_blocks(), "x", None))
-    assert dict(ops) == {"reduce-scatter": 1}, (
-        f"got {dict(ops)}: an all-reduce moves every sum to every device")
+    with check:
+        assert dict(ops) == {"reduce-scatter": 1}, (
+            f"got {dict(ops)}: an all-reduce moves every sum to every device")
+    jaxpr = primitive_census(
+        jax.make_jaxpr(lambda a: kata.scatter_sum(a, _mesh()))(_put(_blocks(), "x", None)))
+    with check:
+        assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
+            f"expected shard_map with one psum_scatter (printed reduce_scatter), got "
+            f"{dict(jaxpr)}")

@@ -12,6 +12,7 @@ _RENAMED = {
     "dot_general": "dot",
     "broadcast_in_dim": "broadcast",
     "case": "conditional",
+    "optimization_barrier": "opt-barrier",
 }
 
 
