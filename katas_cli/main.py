@@ -196,7 +196,10 @@ def _reset(args: argparse.Namespace, console) -> int:
             console.print("nothing was reset")
             return 0
     for phase in phases:
-        saved, commit = reset(phase)
+        saved, commit, changed = reset(phase)
+        if not changed:
+            console.print(f"{phase.name}: already the stub of commit {commit[:10]}; left as is")
+            continue
         where = f"your version is in {saved}" if saved else "there was no file to back up"
         console.print(f"{phase.name}: reset to the stub of commit {commit[:10]}; {where}")
     return 0

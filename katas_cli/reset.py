@@ -78,10 +78,13 @@ def backup(phase: Phase) -> Path | None:
     return target
 
 
-def reset(phase: Phase) -> tuple[Path | None, str]:
-    """Back up, then write the stub. Returns (backup path, commit the stub came from)."""
+def reset(phase: Phase) -> tuple[Path | None, str, bool]:
+    """Back up, then write the stub. Returns (backup path, commit the stub came from, whether
+    the file changed: a file that already is the stub is neither backed up nor rewritten)."""
     text, commit = pristine_stub(phase)
+    if phase.kata_path.is_file() and phase.kata_path.read_text(encoding="utf-8") == text:
+        return None, commit, False
     saved = backup(phase)
     phase.kata_path.parent.mkdir(parents=True, exist_ok=True)
     phase.kata_path.write_text(text, encoding="utf-8")
-    return saved, commit
+    return saved, commit, True

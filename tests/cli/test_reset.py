@@ -55,6 +55,13 @@ def test_reset_restores_newest_stub_and_backs_up(repo, state_dir, capsys):
     assert str(backups[0]) in capsys.readouterr().out
 
 
+def test_reset_of_an_untouched_stub_makes_no_backup(repo, state_dir, capsys):
+    repo.write_text(FIXED_STUB)
+    assert main(["reset", "phase1", "--yes"]) == 0
+    assert "already the stub" in capsys.readouterr().out
+    assert not (state_dir / "backups").exists()
+
+
 def test_reset_all_and_missing_file(repo, state_dir):
     repo.unlink()
     assert main(["reset", "--all", "--yes"]) == 0
