@@ -82,8 +82,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_dropped_flags] = _filter_xla_flags()
     import jax
 
+    config.stash[_device_note] = None
     if jax.config.jax_num_cpu_devices != CPU_DEVICES:  # a nested pytester run has set it
-        jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+        try:
+            jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+        except RuntimeError:  # JAX already ran in this process (pytest.main from a program)
+            config.stash[_device_note] = (
+                f"JAX was initialized before the tests with {jax.device_count()} device(s); "
+                f"tests that need {CPU_DEVICES} CPU devices will skip")
     config.addinivalue_line("markers", "task(function): the kata task a test checks")
     for phase in curriculum.phases():
         config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
@@ -92,6 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _dropped_flags = pytest.StashKey[str | None]()
+_device_note = pytest.StashKey[str | None]()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -102,6 +109,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     dropped = config.stash.get(_dropped_flags, None)
     if dropped:
         lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")
+    note = config.stash.get(_device_note, None)
+    if note:
+        lines.append(f"katas: {note}")
     return lines
 
 
