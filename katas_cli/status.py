@@ -6,9 +6,11 @@ cached; everything stale runs in one pytest session.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -38,13 +40,28 @@ def run_with_progress(phases: list[Phase], keys: dict[str, str], *, impl: str = 
         return run_phases(phases, impl=impl, keys=keys)
     columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        bar = progress.add_task(names, total=None)
+    with _uncaptured(err) as live, Progress(*columns, console=live, transient=True,
+                                            redirect_stdout=False, redirect_stderr=False) as bar:
+        task = bar.add_task(names, total=None)
 
         def advance(done: int, total: int) -> None:
-            progress.update(bar, completed=done, total=total)
+            bar.update(task, completed=done, total=total)
 
         return run_phases(phases, impl=impl, keys=keys, on_progress=advance)
+
+
+@contextlib.contextmanager
+def _uncaptured(console: Console) -> Iterator[Console]:
+    """A console on a duplicate of `console`'s file descriptor: pytest captures descriptors 1
+    and 2 while tests run, which would freeze a progress bar drawn on them."""
+    try:
+        fd = os.dup(console.file.fileno())
+    except (AttributeError, OSError, io.UnsupportedOperation):  # not a real file: draw as is
+        yield console
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as terminal:
+        yield Console(file=terminal, highlight=False, no_color=console.no_color,
+                      force_terminal=True)
 
 
 def refresh(phases: Sequence[Phase] | None = None, *, force: bool = False,

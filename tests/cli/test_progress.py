@@ -99,3 +99,17 @@ def test_a_phase_that_does_not_import_is_said_once():
     broken_rows = [r.split() for r in console.file.getvalue().splitlines() if "broken" in r]
     assert len(broken_rows) == 1 and broken_rows[0][0] == "phase2"
     assert " ".join(broken_rows[0][-5:]) == "uv run katas run phase2"
+
+
+def test_progress_draws_on_a_copy_of_the_descriptor_pytest_captures(tmp_path):
+    from katas_cli.status import _uncaptured
+
+    with (tmp_path / "terminal").open("w") as file:
+        console = Console(file=file)
+        with _uncaptured(console) as live:
+            assert live.file.fileno() != file.fileno() and live.is_terminal
+            live.print("drawn")
+    assert (tmp_path / "terminal").read_text() == "drawn\n"
+    buffered = Console(file=io.StringIO())
+    with _uncaptured(buffered) as live:
+        assert live is buffered
