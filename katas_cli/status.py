@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kata_harness.curriculum import Phase, Task
 
-from .runner import run_phases
+from .runner import ProgressFn, run_phases
 from .state import PhaseOutcome, State, phase_keys
 from .targets import all_phases
 
@@ -30,14 +30,15 @@ def make_console(*, stderr: bool = False) -> Console:
 
 
 def run_with_progress(phases: list[Phase], keys: dict[str, str], *, impl: str = "katas",
-                      console: Console | None = None) -> dict[str, PhaseOutcome]:
+                      console: Console | None = None,
+                      on_progress: ProgressFn | None = None) -> dict[str, PhaseOutcome]:
     """Run `phases`, showing a progress bar on a terminal or one line otherwise (on `console`,
-    by default stderr)."""
+    by default stderr); `on_progress` also hears of every finished test."""
     err = console or make_console(stderr=True)
     names = ", ".join(p.name for p in phases)
     if not err.is_terminal:
         err.print(f"katas: running the tests of {names} ...")
-        return run_phases(phases, impl=impl, keys=keys)
+        return run_phases(phases, impl=impl, keys=keys, on_progress=on_progress)
     columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with _uncaptured(err) as live, Progress(*columns, console=live, transient=True,
@@ -46,6 +47,8 @@ def run_with_progress(phases: list[Phase], keys: dict[str, str], *, impl: str = 
 
         def advance(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
+            if on_progress:
+                on_progress(done, total)
 
         return run_phases(phases, impl=impl, keys=keys, on_progress=advance)
 

@@ -6,11 +6,14 @@ compiles is back on screen well within a second or two of the save. File events 
 watchfiles (a thread that watches `katas/` for `kata.py` saves, atomic renames included; use
 `--poll` where native events do not arrive). On a terminal, single keys steer it like rustlings:
 n next task, h hint, l list, r rerun, c check all phases, q quit. `--manual` turns file watching
-off: press Enter to rerun (or type a key letter and Enter).
+off: press Enter to rerun (or type a key letter and Enter). A save of the phase that is running
+cuts the run short (`_thread.interrupt_main`) and starts it again, so a loop that never ends
+costs one save, not the harness's timeout per test.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import queue
 import select
@@ -55,6 +58,10 @@ class Watcher:
         self.stop = threading.Event()
         self.state = State.load()
         self.focus: Task | None = None
+        self.running: str | None = None  # the phase whose tests are running now
+        self.restart = threading.Event()  # set when a save interrupted that run
+        self.lock = threading.Lock()
+        self.pending: list[Event] = []
 
     # --- inputs -----------------------------------------------------------------------------
     def _watch_files(self) -> None:
@@ -70,6 +77,21 @@ class Watcher:
                 phase = curriculum.phase_of_path(Path(path))
                 if phase is not None:
                     self.events.put(Event("changed", phase.name))
+                    self._interrupt_run_of(phase.name)
+
+    def _progress_of(self, name: str) -> Callable[[int, int], None]:
+        """Marks the run interruptible from the first test to the last: inside pytest's test
+        loop, which handles an interrupt like Ctrl-C (no half-finished teardown)."""
+        def progress(done: int, total: int) -> None:
+            with self.lock:
+                self.running = name if done < total else None
+        return progress
+
+    def _interrupt_run_of(self, name: str) -> None:
+        with self.lock:
+            if self.running == name and not self.restart.is_set():
+                self.restart.set()
+                _thread.interrupt_main()
 
     def _read_lines(self) -> None:
         for line in sys.stdin:
@@ -111,7 +133,12 @@ class Watcher:
 
     def run(self, phase: Phase) -> None:
         keys = phase_keys([phase])
-        outcome = run_with_progress([phase], keys, console=self.console)[phase.name]
+        try:
+            outcome = run_with_progress([phase], keys, console=self.console,
+                                        on_progress=self._progress_of(phase.name))[phase.name]
+        finally:
+            with self.lock:
+                self.running = None
         self.state.phases[phase.name] = outcome
         self.state.save()
         if self.focus is None or self.focus.phase != phase.number or outcome.task(
@@ -146,11 +173,12 @@ class Watcher:
         elif event.value == "n":
             self._next()
         elif event.value == "h":
-            if self.focus is None:
-                self.console.print("no task to hint: this phase is done (n: the next task)")
+            task = self.focus or current_task(self.state.phases)
+            if task is None:
+                self.console.print("every task is done: no hint needed")
             else:
-                before = self.state.hints.get(self.focus.id, 0)
-                render_hints(self.console, self.focus, before, next_hint(self.focus, self.state))
+                before = self.state.hints.get(task.id, 0)
+                render_hints(self.console, task, before, next_hint(task, self.state))
             self._footer()
         elif event.value == "l":
             render_list(self.console, refresh(state=self.state), self.state, None)
@@ -176,12 +204,25 @@ class Watcher:
                 merged.append(event)
         return merged
 
+    def _step(self) -> bool:
+        """Handle the next events (if any within 0.2 s); False means quit. Events not handled
+        yet stay in `pending` when a save interrupts the run of one of them."""
+        if not self.pending:
+            try:
+                self.pending = self._drain(self.events.get(timeout=0.2))
+            except queue.Empty:
+                return True
+        while self.pending:
+            if not self.handle(self.pending.pop(0)):
+                return False
+        return True
+
     def loop(self, start: Phase | None = None) -> None:
         """Show `start` (run now) or the current task's phase, then react until quit."""
         self.start_inputs()
         try:
             if start is not None:
-                self.run(start)
+                self.events.put(Event("changed", start.name))
             else:
                 outcomes = refresh(state=self.state)
                 self.focus = current_task(outcomes)
@@ -189,11 +230,13 @@ class Watcher:
                 self._show(phase, outcomes[phase.name])
             while True:
                 try:
-                    first = self.events.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if not all(self.handle(event) for event in self._drain(first)):
-                    return
+                    if not self._step():
+                        return
+                except KeyboardInterrupt:
+                    if not self.restart.is_set():
+                        raise  # Ctrl-C
+                    self.restart.clear()  # the save that interrupted the run is queued
+                    self.console.print("[dim]saved during the run: running again[/]")
         finally:
             self.stop.set()
 

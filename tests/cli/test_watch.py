@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 from rich.console import Console
 
@@ -54,3 +55,33 @@ def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
     last_task = curriculum.phases()[-1].tasks[-1].function
     assert "Enter reruns" in after_hint.split(last_task)[0], "the footer follows the hint"
     assert "Enter reruns" in after_hint.split(last_task)[1], "and the list"
+
+
+def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch):
+    results: list[str] = []
+    watcher, console = _watcher(results)
+    runs: list[str] = []
+
+    def looping_then_fixed(phases, *, impl="katas", keys=None, on_progress=None, verbose=False):
+        if on_progress is None:  # the status shown when watch starts
+            return fake_runner(phases, impl=impl, keys=keys)
+        runs.append("started")
+        on_progress(0, 1)
+        if len(runs) == 1:  # the learner saves a fix while a test loops
+            watcher.events.put(Event("changed", "phase2"))
+            watcher._interrupt_run_of("phase2")
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise AssertionError("the save did not interrupt the run")
+        on_progress(1, 1)
+        watcher.events.put(Event("key", "q"))
+        return fake_runner(phases, impl=impl, keys=keys)
+
+    monkeypatch.setattr("katas_cli.status.run_phases", looping_then_fixed)
+    watcher.events.put(Event("changed", "phase2"))
+    watcher.events.put(Event("key", "h"))  # drained with the save: must survive the interrupt
+    watcher.loop()
+    assert runs == ["started", "started"] and results == ["phase1", "phase2"]
+    assert "running again" in console.file.getvalue() and "hint 1/" in console.file.getvalue()
+    assert watcher.running is None and not watcher.restart.is_set()
