@@ -62,6 +62,7 @@ class Watcher:
         self.restart = threading.Event()  # set when a save interrupted that run
         self.lock = threading.Lock()
         self.pending: list[Event] = []
+        self.shown: Phase = all_phases()[0]  # the phase on screen: r reruns it
 
     # --- inputs -----------------------------------------------------------------------------
     def _watch_files(self) -> None:
@@ -124,6 +125,7 @@ class Watcher:
             self.console.print("[dim]watching katas/*/kata.py · Ctrl-C quits[/]")
 
     def _show(self, phase: Phase, outcome: PhaseOutcome) -> None:
+        self.shown = phase
         if self.console.is_terminal:
             self.console.clear()
         render_phase(self.console, phase, outcome, self.focus)
@@ -162,7 +164,7 @@ class Watcher:
         """Act on one event; False means quit."""
         if event.kind == "quit" or (event.kind == "key" and event.value == "q"):
             return False
-        focus_phase = curriculum.phase(self.focus.phase) if self.focus else all_phases()[0]
+        focus_phase = curriculum.phase(self.focus.phase) if self.focus else self.shown
         if event.kind == "changed":
             changed = curriculum.phase(int(event.value.removeprefix("phase")))
             if self.focus is not None and self.focus.phase != changed.number:

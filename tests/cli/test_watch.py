@@ -85,3 +85,14 @@ def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypat
     assert runs == ["started", "started"] and results == ["phase1", "phase2"]
     assert "running again" in console.file.getvalue() and "hint 1/" in console.file.getvalue()
     assert watcher.running is None and not watcher.restart.is_set()
+
+
+def test_r_reruns_the_phase_on_screen_once_it_is_done(fake_runner):
+    fake_runner.passed = {t.id for t in curriculum.phase(2).tasks}
+    results: list[str] = []
+    watcher, _ = _watcher(results)
+    for event in (Event("changed", "phase2"), Event("key", "r"), Event("key", "q")):
+        watcher.events.put(event)
+    watcher.loop()
+    assert watcher.focus is None, "phase2 is done: no task in focus"
+    assert fake_runner.calls[-2:] == [["phase2"], ["phase2"]]
