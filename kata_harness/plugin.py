@@ -162,7 +162,8 @@ def kata(request: pytest.FixtureRequest) -> ModuleType:
             return loading.load_file(phase.kata_path, f"_stub_{phase.name}", label=phase.name)
         return loading.load_impl(phase, variant.kind)
     except loading.KataLoadError as error:
-        pytest.fail(str(error), pytrace=False)
+        message = str(error)
+    pytest.fail(message, pytrace=False)  # outside the except: no chained traceback
 
 
 @pytest.fixture(autouse=True)
