@@ -167,6 +167,19 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def _second_call_messages(f, first_args, second_args):
+    """jit f, call it twice, return what jax logged during the second call."""
+    jitted = jax.jit(f)
+    jitted(*first_args)
+    handler = _Collect()
+    logging.getLogger("jax").addHandler(handler)
+    try:
+        jitted(*second_args)
+    finally:
+        logging.getLogger("jax").removeHandler(handler)
+    return handler.messages
+
+
 @decoy("explain_miss", caught_by=["test_no_miss_no_explanation"],
        why="collects the first call's 'never seen function' too")
 def explain_both_calls(f, first_args, second_args):
@@ -186,29 +199,13 @@ def explain_both_calls(f, first_args, second_args):
        why="turns explanations on and leaves them on")
 def explain_leaves_flag_on(f, first_args, second_args):
     jax.config.update("jax_explain_cache_misses", True)
-    jitted = jax.jit(f)
-    jitted(*first_args)
-    handler = _Collect()
-    logging.getLogger("jax").addHandler(handler)
-    try:
-        jitted(*second_args)
-    finally:
-        logging.getLogger("jax").removeHandler(handler)
-    return handler.messages
+    return _second_call_messages(f, first_args, second_args)
 
 
 @decoy("explain_miss", caught_by=["test_explains_a_shape_miss"],
        why="never turns explanations on")
 def explain_not_enabled(f, first_args, second_args):
-    jitted = jax.jit(f)
-    jitted(*first_args)
-    handler = _Collect()
-    logging.getLogger("jax").addHandler(handler)
-    try:
-        jitted(*second_args)
-    finally:
-        logging.getLogger("jax").removeHandler(handler)
-    return handler.messages
+    return _second_call_messages(f, first_args, second_args)
 
 
 @decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
@@ -242,13 +239,8 @@ def mean_largest_bucket(x, buckets):
        why="switches explanations off afterwards instead of restoring the previous setting")
 def explain_resets_to_false(f, first_args, second_args):
     jax.config.update("jax_explain_cache_misses", True)
-    jitted = jax.jit(f)
-    jitted(*first_args)
-    handler = _Collect()
-    logging.getLogger("jax").addHandler(handler)
     try:
-        jitted(*second_args)
+        messages = _second_call_messages(f, first_args, second_args)
     finally:
-        logging.getLogger("jax").removeHandler(handler)
         jax.config.update("jax_explain_cache_misses", False)
-    return [m for m in handler.messages if "CACHE MISS" in m]
+    return [m for m in messages if "CACHE MISS" in m]
