@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from xla_inspect.model import HloModule
+from xla_inspect.query import instructions, reachable
 
 __all__ = [
     "FusionSummary",
@@ -123,22 +124,13 @@ class ModuleDiff:
 
 def fused_computation_names(module: HloModule) -> frozenset[str]:
     """Computations reachable from a fusion's `calls=` (nested fusions and reducers included)."""
-    pending = [
+    roots = tuple(
         name
-        for computation in module.computations
-        for instruction in computation.instructions
+        for _, instruction in instructions(module)
         if instruction.opcode == "fusion"
         for name in instruction.called_computations
-    ]
-    fused: set[str] = set()
-    while pending:
-        name = pending.pop()
-        computation = module.computation(name)
-        if name in fused or computation is None:
-            continue
-        fused.add(name)
-        pending.extend(computation.calls)
-    return frozenset(fused)
+    )
+    return frozenset(computation.name for computation in reachable(module, roots))
 
 
 def _split_counts(module: HloModule) -> tuple[Counter[str], Counter[str]]:
@@ -154,14 +146,8 @@ def _split_counts(module: HloModule) -> tuple[Counter[str], Counter[str]]:
 def _absorbed(module: HloModule, name: str) -> Counter[str]:
     """Opcode counts inside fused computation `name` and everything it calls."""
     counts: Counter[str] = Counter()
-    pending, seen = [name], set()
-    while pending:
-        computation = module.computation(pending.pop())
-        if computation is None or computation.name in seen:
-            continue
-        seen.add(computation.name)
+    for computation in reachable(module, (name,)):
         counts.update(i.opcode for i in computation.instructions if i.opcode not in _PLUMBING)
-        pending.extend(computation.calls)
     return counts
 
 

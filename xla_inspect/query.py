@@ -90,17 +90,18 @@ def call_graph(module: HloModule) -> dict[str, tuple[str, ...]]:
 
 
 def reachable(module: HloModule, roots: tuple[str, ...]) -> list[HloComputation]:
-    """Computations named in `roots` and all they call, each once (known names only)."""
-    graph = call_graph(module)
-    seen: dict[str, None] = {}
+    """Computations named in `roots` and all they call, each once (known names only), depth
+    first. Only the computations reached are visited, so a walk per fusion stays cheap."""
+    found: dict[str, HloComputation] = {}
     pending = list(reversed(roots))
     while pending:
         name = pending.pop()
-        if name in seen or name not in graph:
+        computation = None if name in found else module.computation(name)
+        if computation is None or computation.name != name:  # unknown, or `%name`
             continue
-        seen[name] = None
-        pending.extend(reversed(graph[name]))
-    return [module[name] for name in seen]
+        found[name] = computation
+        pending.extend(reversed(computation.calls))
+    return list(found.values())
 
 
 def fusions(module: HloModule) -> list[FusionInfo]:
