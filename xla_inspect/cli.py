@@ -63,8 +63,10 @@ def _read(path: str | Path) -> str:
         raise UsageError(f"{file}: cannot read ({exc})", "pass an HLO text file") from exc
 
 
-def _load(path: str | Path) -> HloModule:
-    text = _read(path)
+def _load(path: str | Path, text: str | None = None) -> HloModule:
+    """Parse the HLO file at `path` (its `text`, when already read)."""
+    if text is None:
+        text = _read(path)
     try:
         return parse_hlo(text)
     except HloParseError as exc:
@@ -124,8 +126,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    _load(args.file)  # refuse text that is not HLO rather than echo it back
-    sys.stdout.write(normalize_hlo(_read(args.file)))
+    text = _read(args.file)
+    _load(args.file, text)  # refuse text that is not HLO rather than echo it back
+    sys.stdout.write(normalize_hlo(text))
     return 0
 
 
