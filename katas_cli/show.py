@@ -24,7 +24,6 @@ from xla_inspect.parse import parse_hlo
 from .errors import NothingToShow, ShowError
 from .recipes import Recipe, recipe_for
 
-STAGES = ("jaxpr", "stablehlo", "hlo", "optimized")
 _BLANK_RUN = re.compile(r"\n{3,}")
 _READABLE = [r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata")]
 
