@@ -21,6 +21,8 @@ KATAS_DIR = ROOT / "katas"
 REFERENCE_DIR = ROOT / "reference"
 DECOYS_DIR = ROOT / "decoys"
 KATA_FILE = "kata.py"
+# JAX CPU devices for the tests and `katas show` (phase 9 shards over 8 of them).
+CPU_DEVICES = 8
 
 
 @dataclass(frozen=True, slots=True)

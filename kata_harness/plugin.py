@@ -23,7 +23,7 @@ from . import curriculum, loading, snapshots
 from .decoys import Decoy
 
 TODO_PATTERN = re.compile(r"\bphase(\d+) task (\d+)\b")
-CPU_DEVICES = 8
+CPU_DEVICES = curriculum.CPU_DEVICES
 
 
 @dataclass(frozen=True, slots=True)

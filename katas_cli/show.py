@@ -39,7 +39,7 @@ def _configure_jax() -> None:
     """Same device count as the test harness, so the compiled programs match the tests'."""
     import jax
 
-    from kata_harness.plugin import CPU_DEVICES
+    from kata_harness.curriculum import CPU_DEVICES  # not from the plugin: it imports pytest
 
     jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
 
