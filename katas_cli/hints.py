@@ -37,3 +37,12 @@ def render_hints(console: Console, task: Task, before: int, shown: int) -> None:
                       f"compare with {reference}.")
     elif shown < total:
         console.print(f"[dim]more: {task.hint_command}[/]")
+
+
+def show_next_hint(console: Console, task: Task | None, state: State) -> None:
+    """Advance `task`'s hint level and show every level so far; None means every task is done."""
+    if task is None:
+        console.print("every task is done: no hint needed")
+        return
+    before = state.hints.get(task.id, 0)
+    render_hints(console, task, before, next_hint(task, state))

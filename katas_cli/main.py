@@ -92,25 +92,20 @@ def _list(args: argparse.Namespace, console) -> int:
 
 
 def _hint(args: argparse.Namespace, console) -> int:
-    from .hints import next_hint, render_hints
+    from .hints import show_next_hint
     from .state import State
     from .status import current_task, refresh
     from .targets import parse_target
 
     if args.target is None:
         task = current_task(refresh())
-        if task is None:
-            console.print("every task is done: no hint needed")
-            return 0
     else:
         phase, task = parse_target(args.target)
         if task is None:
             outcome = refresh([phase])[phase.name]
             task = next((t for t in phase.tasks if not outcome.task(t.number).done),
                         phase.tasks[0])
-    state = State.load()
-    before = state.hints.get(task.id, 0)
-    render_hints(console, task, before, next_hint(task, state))
+    show_next_hint(console, task, State.load())  # loaded after refresh, which saves the state
     return 0
 
 

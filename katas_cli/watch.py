@@ -28,7 +28,7 @@ from rich.console import Console
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
 
-from .hints import next_hint, render_hints
+from .hints import show_next_hint
 from .report import render_list, render_phase, render_status
 from .state import PhaseOutcome, State, phase_keys
 from .status import current_task, refresh, run_with_progress
@@ -175,12 +175,8 @@ class Watcher:
         elif event.value == "n":
             self._next()
         elif event.value == "h":
-            task = self.focus or current_task(self.state.phases)
-            if task is None:
-                self.console.print("every task is done: no hint needed")
-            else:
-                before = self.state.hints.get(task.id, 0)
-                render_hints(self.console, task, before, next_hint(task, self.state))
+            show_next_hint(self.console, self.focus or current_task(self.state.phases),
+                           self.state)
             self._footer()
         elif event.value == "l":
             render_list(self.console, refresh(state=self.state), self.state, None)
