@@ -94,7 +94,7 @@ def _list(args: argparse.Namespace, console) -> int:
 def _hint(args: argparse.Namespace, console) -> int:
     from .hints import show_next_hint
     from .state import State
-    from .status import current_task, refresh
+    from .status import current_task, first_unfinished, refresh
     from .targets import parse_target
 
     if args.target is None:
@@ -102,9 +102,7 @@ def _hint(args: argparse.Namespace, console) -> int:
     else:
         phase, task = parse_target(args.target)
         if task is None:
-            outcome = refresh([phase])[phase.name]
-            task = next((t for t in phase.tasks if not outcome.task(t.number).done),
-                        phase.tasks[0])
+            task = first_unfinished(phase, refresh([phase])[phase.name]) or phase.tasks[0]
     show_next_hint(console, task, State.load())  # loaded after refresh, which saves the state
     return 0
 

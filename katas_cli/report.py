@@ -11,7 +11,7 @@ from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
 
 from .state import PhaseOutcome, State
-from .status import current_task, phase_summary, shared_failure
+from .status import current_task, first_unfinished, phase_summary, shared_failure
 from .targets import all_phases
 
 MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "skipped": "[yellow]~[/]",
@@ -114,7 +114,7 @@ def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
     d, t = phase_summary(phase, outcome)
     console.print(f"[bold]{phase.name}[/] {escape(phase.title)}: {d}/{t} tasks done {_bar(d, t)}")
     if focus is None:
-        focus = next((task for task in phase.tasks if not outcome.task(task.number).done), None)
+        focus = first_unfinished(phase, outcome)
     shared = shared_failure(phase, outcome)  # said once, below, instead of on every line
     for task in phase.tasks:
         result = outcome.task(task.number)

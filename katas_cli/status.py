@@ -90,6 +90,11 @@ def current_task(outcomes: dict[str, PhaseOutcome]) -> Task | None:
     return None
 
 
+def first_unfinished(phase: Phase, outcome: PhaseOutcome) -> Task | None:
+    """The phase's first task that is not done, or None."""
+    return next((t for t in phase.tasks if not outcome.task(t.number).done), None)
+
+
 def shared_failure(phase: Phase, outcome: PhaseOutcome) -> str | None:
     """The message when every task of the phase failed alike (its kata file does not import,
     is missing, or its tests do not import); None otherwise."""

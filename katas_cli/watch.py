@@ -31,7 +31,7 @@ from kata_harness.curriculum import Phase, Task
 from .hints import show_next_hint
 from .report import render_list, render_phase, render_status
 from .state import PhaseOutcome, State, phase_keys
-from .status import current_task, refresh, run_with_progress
+from .status import current_task, first_unfinished, refresh, run_with_progress
 from .targets import all_phases
 
 KEYS = "n next · h hint · l list · r run · c check all · q quit"
@@ -145,7 +145,7 @@ class Watcher:
         self.state.save()
         if self.focus is None or self.focus.phase != phase.number or outcome.task(
                 self.focus.number).done:
-            self.focus = next((t for t in phase.tasks if not outcome.task(t.number).done), None)
+            self.focus = first_unfinished(phase, outcome)
         self._show(phase, outcome)
 
     def _next(self) -> None:
