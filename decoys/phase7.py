@@ -80,20 +80,26 @@ class CompileCount:
     count: int = 0
 
 
-@decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
-       why="counts every monitoring event (tracing and lowering too)")
 @contextlib.contextmanager
-def counter_all_events():
+def _counting(counts_event):
+    """Count the monitoring events for which counts_event(name) is true, inside the block."""
     counted = CompileCount()
 
     def listener(event, duration, **kwargs):
-        counted.count += 1
+        if counts_event(event):
+            counted.count += 1
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield counted
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
+       why="counts every monitoring event (tracing and lowering too)")
+def counter_all_events():
+    return _counting(lambda event: True)
 
 
 @decoy("compile_counter", caught_by=["test_compile_counter_stops_at_exit"],
@@ -210,19 +216,8 @@ def explain_not_enabled(f, first_args, second_args):
 
 @decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
        why="listens for the tracing event: a compile of an already-lowered program is missed")
-@contextlib.contextmanager
 def counter_traces():
-    counted = CompileCount()
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/jaxpr_trace_duration":
-            counted.count += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield counted
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+    return _counting(lambda event: event == "/jax/core/compile/jaxpr_trace_duration")
 
 
 @decoy("bucketed_mean", caught_by=["test_bucketing_bounds_compiles"],
