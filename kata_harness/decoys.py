@@ -1,8 +1,13 @@
-"""Decoys: plausible wrong answers that a kata's tests must reject.
+"""Decoys and accepted variants: other answers to a task, run by the very tests of that task.
 
-A decoy module (``decoys/phaseN.py``) holds functions decorated with :func:`decoy`. In reference
-mode each decoy is swapped into a fresh copy of the reference module, and every test it names in
-``caught_by`` must fail against that copy.
+A decoy module (``decoys/phaseN.py``) holds two kinds of functions:
+
+- :func:`decoy`: a plausible *wrong* answer. In reference mode it is swapped into a fresh copy of
+  the reference module, and every test it names in ``caught_by`` must fail on that copy through
+  an assertion of the test (see :mod:`kata_harness.verdict`).
+- :func:`accepted`: a *correct* answer spelled differently from the reference (relu through
+  ``jnp.where`` instead of ``jnp.maximum``, say). Swapped in the same way, every test of its task
+  must pass, so the tests stay about the contract and not about the reference's spelling.
 """
 
 from __future__ import annotations
@@ -23,6 +28,14 @@ class Decoy:
     function: Callable[..., Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    name: str
+    replaces: str
+    why: str
+    function: Callable[..., Any]
+
+
 def decoy(replaces: str, *, caught_by: list[str] | tuple[str, ...], why: str):
     """Mark a function as a wrong implementation of the task function ``replaces``."""
 
@@ -34,6 +47,24 @@ def decoy(replaces: str, *, caught_by: list[str] | tuple[str, ...], why: str):
     return register
 
 
-def decoys_in(module: object) -> list[Decoy]:
+def accepted(replaces: str, *, why: str):
+    """Mark a function as a correct implementation of ``replaces`` that every test must accept."""
+
+    def register(function: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(function, ATTRIBUTE, Accepted(function.__name__, replaces, why, function))
+        return function
+
+    return register
+
+
+def _registered(module: object) -> list[Decoy | Accepted]:
     found = [getattr(v, ATTRIBUTE) for v in vars(module).values() if hasattr(v, ATTRIBUTE)]
     return sorted(found, key=lambda d: d.name)
+
+
+def decoys_in(module: object) -> list[Decoy]:
+    return [d for d in _registered(module) if isinstance(d, Decoy)]
+
+
+def accepted_in(module: object) -> list[Accepted]:
+    return [d for d in _registered(module) if isinstance(d, Accepted)]

@@ -3,6 +3,10 @@
 Modules are loaded from their file path under a private name, so a learner's file and the
 reference can live in one process without clashing. A file that fails to import becomes one
 :class:`KataLoadError` whose message names the phase, the file and what to do.
+
+A learner's file (and the shipped stub) is scanned before it is imported (:mod:`.guard`), and the
+task functions of every module a test runs against are wrapped in the return-type contract
+(:mod:`.contract`).
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from _pytest.outcomes import OutcomeException
+
+from . import contract, guard
 from .curriculum import ROOT, Phase
-from .decoys import Decoy, decoys_in
+from .decoys import Accepted, Decoy, accepted_in, decoys_in
 
 IMPLS = ("katas", "reference")
 
@@ -34,8 +41,11 @@ def _describe(error: BaseException, path: Path) -> str:
     return f"{type(error).__name__}{where}: {error}"
 
 
-def load_file(path: Path, module_name: str, *, label: str) -> ModuleType:
-    """Import ``path`` as ``module_name``; re-import only when the file changed."""
+def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -> ModuleType:
+    """Import ``path`` as ``module_name``; re-import only when the file changed.
+
+    ``scan``: refuse a file that reaches into the test machinery (a learner's file).
+    """
     path = path.resolve()
     try:
         stamp = path.stat().st_mtime_ns
@@ -44,13 +54,17 @@ def load_file(path: Path, module_name: str, *, label: str) -> ModuleType:
     cached = _cache.get((module_name, path))
     if cached and cached[0] == stamp:
         return cached[1]
+    if scan:
+        found = guard.scan(path.read_text(encoding="utf-8"), str(path))
+        if found:
+            raise KataLoadError(f"{label}: {_relative(path)} {found}: {guard.WHY}")
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:  # a learner's file may raise anything at import time
+    except (Exception, OutcomeException) as error:  # a learner's file may raise anything
         sys.modules.pop(module_name, None)
         raise KataLoadError(
             f"{label}: {_relative(path)} does not import ({_describe(error, path)}); "
@@ -67,25 +81,51 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
+def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
+    reference = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
+    functions = [task.function for task in phase.tasks]
+    labels = {task.function: f"{task.id} ({task.function})" for task in phase.tasks}
+    contract.wrap(module, labels, contract.return_hints(reference, functions), reference.__name__)
+    return module
+
+
 def load_impl(phase: Phase, impl: str) -> ModuleType:
     """The learner's kata module (``katas``) or the reference module of a phase."""
     if impl == "katas":
-        return load_file(phase.kata_path, f"_kata_{phase.name}", label=phase.name)
-    if impl == "reference":
-        return load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
-    raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
+        module = load_file(phase.kata_path, f"_kata_{phase.name}", label=phase.name, scan=True)
+    elif impl == "reference":
+        module = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
+    else:
+        raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
+    return _with_contract(module, phase)
+
+
+def load_stub(phase: Phase) -> ModuleType:
+    """The shipped stub (``katas/phaseN/kata.py`` in reference mode)."""
+    module = load_file(phase.kata_path, f"_stub_{phase.name}", label=phase.name, scan=True)
+    return _with_contract(module, phase)
+
+
+def _phase_variants(phase: Phase) -> ModuleType | None:
+    if not phase.decoys_path.is_file():
+        return None
+    return load_file(phase.decoys_path, f"_decoys_{phase.name}", label=f"{phase.name} decoys")
 
 
 def phase_decoys(phase: Phase) -> list[Decoy]:
-    if not phase.decoys_path.is_file():
-        return []
-    module = load_file(phase.decoys_path, f"_decoys_{phase.name}", label=f"{phase.name} decoys")
-    return decoys_in(module)
+    module = _phase_variants(phase)
+    return decoys_in(module) if module else []
 
 
-def load_decoy(phase: Phase, decoy: Decoy) -> ModuleType:
-    """A fresh copy of the reference module with one task function replaced by the decoy."""
-    name = f"_decoy_{phase.name}_{decoy.name}"
-    module = load_file(phase.reference_path, name, label=f"{phase.name} decoy {decoy.name}")
-    setattr(module, decoy.replaces, decoy.function)
-    return module
+def phase_accepted(phase: Phase) -> list[Accepted]:
+    module = _phase_variants(phase)
+    return accepted_in(module) if module else []
+
+
+def load_variant(phase: Phase, variant: Decoy | Accepted) -> ModuleType:
+    """A fresh copy of the reference module with one task function replaced by ``variant``."""
+    kind = "decoy" if isinstance(variant, Decoy) else "accepted"
+    name = f"_{kind}_{phase.name}_{variant.name}"
+    module = load_file(phase.reference_path, name, label=f"{phase.name} {kind} {variant.name}")
+    setattr(module, variant.replaces, variant.function)
+    return _with_contract(module, phase)

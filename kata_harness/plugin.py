@@ -2,9 +2,13 @@
 
 - ``--impl {katas,reference}`` (or ``KATAS_IMPL``) picks the module the ``kata`` fixture hands to
   a test, resolved from the test file's phase folder.
-- In reference mode each kata test also runs against the shipped stub and against the decoys that
-  name it (the honest-kata checks): there a failing test is the expected outcome and a passing one
-  is reported as a violation naming phase, task and test.
+- In reference mode each kata test also runs against the shipped stub, against the decoys that
+  name it and against the accepted variants of its task (the honest-kata checks). The stub and
+  decoys must fail, for the right reason (:mod:`.verdict`): a pass is an honest-kata violation and
+  a failure for another reason a broken decoy, both naming phase, task and test. Accepted
+  variants must pass.
+- Kata code may not reach into the test machinery (:mod:`.guard`), and every task function
+  returns the type its task asks for (:mod:`.contract`).
 - An unfinished task, a kata that does not import, or one that runs past the timeout is reported
   as one short line instead of a traceback.
 """
@@ -12,30 +16,30 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from . import curriculum, loading, snapshots
-from .decoys import Decoy
+from . import curriculum, guard, loading, snapshots, verdict
+from .contract import ContractViolation
+from .decoys import Accepted, Decoy
 
-TODO_PATTERN = re.compile(r"\bphase(\d+) task (\d+)\b")
 CPU_DEVICES = curriculum.CPU_DEVICES
 
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """What a kata test runs against: the learner's file, the reference, the stub or a decoy."""
+    """What a kata test runs against: the learner's file, the reference, the stub, a decoy or an
+    accepted variant."""
 
     kind: str
-    decoy: Decoy | None = None
+    spec: Decoy | Accepted | None = None
 
     @property
     def id(self) -> str:
-        return f"decoy-{self.decoy.name}" if self.decoy else self.kind
+        return f"{self.kind}-{self.spec.name}" if self.spec else self.kind
 
     @property
     def expects_failure(self) -> bool:
@@ -80,6 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
             f"the reference only; run: {snapshots.REPIN_COMMAND}"
         )
     config.stash[_dropped_flags] = _filter_xla_flags()
+    guard.install()
+    verdict.record_checks()
     import jax
 
     config.stash[_device_note] = None
@@ -127,23 +133,26 @@ def _task_of(node: pytest.Item | pytest.Function) -> tuple[curriculum.Phase, cur
         raise pytest.UsageError(f"{node.nodeid}: {error.args[0]}") from None
 
 
-def _variants(config: pytest.Config, phase: curriculum.Phase, test_name: str) -> list[Variant]:
+def _variants(config: pytest.Config, phase: curriculum.Phase, task: curriculum.Task,
+              test_name: str) -> list[Variant]:
     if config.getoption("--impl") == "katas":
         return [Variant("katas")]
     variants = [Variant("reference")]
     if config.getoption("--no-honesty"):
         return variants
     variants.append(Variant("stub"))
-    decoys = loading.phase_decoys(phase)
-    variants += [Variant("decoy", d) for d in decoys if test_name in d.caught_by]
+    variants += [Variant("decoy", d) for d in loading.phase_decoys(phase)
+                 if test_name in d.caught_by]
+    variants += [Variant("accepted", a) for a in loading.phase_accepted(phase)
+                 if a.replaces == task.function]
     return variants
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kata" not in metafunc.fixturenames:
         return
-    phase, _ = _task_of(metafunc.definition)
-    variants = _variants(metafunc.config, phase, metafunc.definition.originalname)
+    phase, task = _task_of(metafunc.definition)
+    variants = _variants(metafunc.config, phase, task, metafunc.definition.originalname)
     if len(variants) == 1 and variants[0].kind == "katas":
         return
     metafunc.parametrize("kata", variants, indirect=True, ids=[v.id for v in variants])
@@ -155,11 +164,10 @@ def kata(request: pytest.FixtureRequest) -> ModuleType:
     variant: Variant = getattr(request, "param", Variant("katas"))
     phase, _ = _task_of(request.node)
     try:
-        if variant.kind == "decoy":
-            assert variant.decoy is not None
-            return loading.load_decoy(phase, variant.decoy)
+        if variant.spec is not None:
+            return loading.load_variant(phase, variant.spec)
         if variant.kind == "stub":
-            return loading.load_file(phase.kata_path, f"_stub_{phase.name}", label=phase.name)
+            return loading.load_stub(phase)
         return loading.load_impl(phase, variant.kind)
     except loading.KataLoadError as error:
         message = str(error)
@@ -219,7 +227,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _todo_message(text: str) -> str | None:
-    match = TODO_PATTERN.search(text)
+    match = verdict.TODO_PATTERN.search(text)
     if not match:
         return None
     try:
@@ -237,10 +245,13 @@ def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
     if call.excinfo is None:
         return None
     error = call.excinfo.value
-    if isinstance(error, NotImplementedError):
-        return _todo_message(str(error))
+    todo = verdict.todo_of(error)
+    if todo is not None:
+        return _todo_message(str(todo))
     phase, task = _task_of(item)
     kata_file = phase.kata_path.relative_to(curriculum.ROOT)
+    if isinstance(error, ContractViolation):
+        return f"{error}; read the task's docstring in {kata_file}"
     if type(error).__name__ == "Failed" and str(error).startswith("Timeout"):
         timeout = item.config.getini("timeout")
         return (f"{task.id} ({task.function}) did not finish within {timeout} s: look for a "
@@ -281,6 +292,24 @@ def _truncate_sections(report: pytest.TestReport) -> None:
     report.sections = cut
 
 
+_call_error = pytest.StashKey[BaseException | None]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Keep the test's own exception: pytest_check replaces it in the report."""
+    verdict.start()
+    outcome = yield
+    item.stash[_call_error] = outcome.excinfo[1] if outcome.excinfo else None
+
+
+def _errors(item: pytest.Item) -> list[BaseException]:
+    """Every failure of the test's call: swallowed by check blocks, then the one that ended it."""
+    errors = verdict.swallowed()
+    last = item.stash.get(_call_error, None)
+    return errors + ([last] if last is not None else [])
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
@@ -296,26 +325,44 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         _invert(item, report, variant)
         return
     _truncate_sections(report)
+    phase, task = _task_of(item)
+    if report.skipped and call.excinfo and verdict.from_kata_code(call.excinfo.value):
+        report.outcome = "failed"
+        report.longrepr = (f"{task.id} ({task.function}) is not done: your code called "
+                           f"pytest.skip or pytest.xfail [{verdict.where(call.excinfo.value)}]")
+        return
     if report.failed and variant.kind == "katas":
         short = _short_failure(item, call)
         if short:
             report.longrepr = short
+    elif report.failed and variant.kind == "accepted":
+        assert isinstance(variant.spec, Accepted)
+        report.longrepr = (f"honest-kata violation: {task.id} ({task.function}) "
+                           f"{item.originalname} rejects accepted variant {variant.spec.name!r} "
+                           f"({variant.spec.why})\n{report.longreprtext}")
 
 
 def _invert(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> None:
-    """Stub and decoy runs must fail; a pass is an honest-kata violation."""
-    if report.skipped:
-        return
-    if report.failed:
+    """Stub and decoy runs must fail through the test doing its job (see :mod:`.verdict`)."""
+    phase, task = _task_of(item)
+    errors = _errors(item)
+    if report.skipped and not any(verdict.from_kata_code(e) for e in errors):
+        return  # the test skipped for its own reason (a platform gate): nothing was judged
+    judged = verdict.judge(variant.kind, phase, errors)
+    if judged.caught:
         report.outcome = "passed"
         report.longrepr = None
         return
-    phase, task = _task_of(item)
     test = getattr(item, "originalname", item.name)
     if variant.kind == "stub":
-        why = f"passes on the shipped stub {phase.kata_path.relative_to(curriculum.ROOT)}"
+        what = f"the shipped stub {phase.kata_path.relative_to(curriculum.ROOT)}"
     else:
-        assert variant.decoy is not None
-        why = f"passes on decoy {variant.decoy.name!r} ({variant.decoy.why})"
+        assert isinstance(variant.spec, Decoy)
+        what = f"decoy {variant.spec.name!r} ({variant.spec.why})"
     report.outcome = "failed"
-    report.longrepr = f"honest-kata violation: {task.id} ({task.function}) {test} {why}"
+    if judged.reason == "the test passed":
+        report.longrepr = (f"honest-kata violation: {task.id} ({task.function}) {test} "
+                           f"passes on {what}")
+    else:
+        report.longrepr = (f"broken {variant.kind}: {task.id} ({task.function}) {test} on {what}: "
+                           f"{judged.reason}")

@@ -1,0 +1,175 @@
+"""The return-type contract: each task function returns what the reference's annotation says.
+
+Tests compare results with ``==``; an object whose ``__eq__`` always answers True, an ``int``
+subclass, or a class the kata file defines for itself would pass such comparisons without being
+an answer. So every task function of the module under test is wrapped: its return value must be of
+the annotated type, checked strictly (``type(x) is int``, not ``isinstance``; containers element
+by element). A mismatch raises :class:`ContractViolation`, an assertion the honest-kata checks
+count as the task's tests catching a wrong answer.
+
+Annotations are read from the reference module, never from the learner's file (deleting an
+annotation there must not switch the check off). A class defined in the kata module itself (a
+result dataclass the task asks for) is matched by name in the module under test.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import types
+import typing
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+WRAPPED = "__kata_contract__"
+
+# A builtin annotation and the concrete types that satisfy it. NumPy scalars count as numbers
+# (``np.sum`` returns them); subclasses do not (they can redefine ``__eq__``).
+_EXACT: dict[type, tuple[type, ...]] = {
+    int: (int, np.integer),
+    float: (float, int, np.floating, np.integer),
+    bool: (bool, np.bool_),
+    str: (str,),
+    bytes: (bytes,),
+    list: (list,),
+    tuple: (tuple,),
+    dict: (dict,),
+    set: (set, frozenset),
+}
+_UNCHECKED = (collections.abc.Callable, collections.abc.Iterator, collections.abc.Iterable,
+              collections.abc.Generator, collections.abc.Sequence)
+
+
+class ContractViolation(AssertionError):
+    """A task function returned something of another type than the task asks for."""
+
+
+def _name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _exact(value: Any, allowed: tuple[type, ...]) -> bool:
+    kind = type(value)
+    if kind in allowed:
+        return True
+    # NumPy scalar types are abstract here (np.integer): any NumPy-defined subclass is fine.
+    return any(isinstance(value, a) and kind.__module__ == "numpy" for a in allowed
+               if a.__module__ == "numpy")
+
+
+def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str | None:
+    """Why ``value`` does not satisfy ``hint`` (None when it does); ``module`` is under test."""
+    if hint is Any or isinstance(hint, typing.TypeVar):
+        return None
+    if hint is None or hint is type(None):
+        return None if value is None else f"{where}expected None, got {type(value).__name__}"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        reasons = [mismatch(value, option, module, where) for option in args]
+        return None if any(r is None for r in reasons) else (
+            f"{where}expected {_name(hint)}, got {type(value).__name__}")
+    if origin in _UNCHECKED or hint in _UNCHECKED:
+        return None
+    if origin is type:
+        ok = isinstance(value, type) and (not args or issubclass(value, args[0]))
+        if ok and value.__module__ == module.__name__:
+            return f"{where}expected a library class, got {value.__name__} defined in the kata"
+        return None if ok else f"{where}expected a class {_name(hint)}, got {value!r:.60}"
+    base = origin or hint
+    if not isinstance(base, type):
+        return None
+    if base is collections.Counter:
+        if type(value) is not collections.Counter:
+            return f"{where}expected Counter, got {type(value).__name__}"
+        return _items(value.items(), (args[0] if args else Any, int), module, where)
+    if base in _EXACT:
+        if not _exact(value, _EXACT[base]):
+            return f"{where}expected {_name(base)}, got {type(value).__name__}"
+        if base in (list, set) and args:
+            return _each(value, args[0], module, where)
+        if base is tuple and args:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return _each(value, args[0], module, where)
+            if len(value) != len(args):
+                return f"{where}expected a tuple of {len(args)}, got {len(value)} items"
+            for index, (item, item_hint) in enumerate(zip(value, args, strict=True)):
+                reason = mismatch(item, item_hint, module, f"{where}item {index}: ")
+                if reason:
+                    return reason
+            return None
+        if base is dict and args:
+            return _items(value.items(), args, module, where)
+        return None
+    if base.__module__ == getattr(module, "__kata_reference__", None):
+        # A class the kata file defines (the task asks for it): the same name in the module.
+        own = getattr(module, base.__name__, None)
+        if own is None or type(value) is not own:
+            return f"{where}expected the kata's {base.__name__}, got {type(value).__name__}"
+        return None
+    if not isinstance(value, base):
+        return f"{where}expected {_name(base)}, got {type(value).__name__}"
+    if type(value).__module__ == module.__name__:
+        return f"{where}expected {_name(base)}, got {type(value).__name__} defined in the kata"
+    return None
+
+
+def _each(values: Any, hint: Any, module: ModuleType, where: str) -> str | None:
+    for index, item in enumerate(values):
+        reason = mismatch(item, hint, module, f"{where}item {index}: ")
+        if reason:
+            return reason
+    return None
+
+
+def _items(items: Any, hints: tuple[Any, ...], module: ModuleType, where: str) -> str | None:
+    for key, item in items:
+        reason = (mismatch(key, hints[0], module, f"{where}key {key!r:.40}: ")
+                  or mismatch(item, hints[1], module, f"{where}[{key!r:.40}]: "))
+        if reason:
+            return reason
+    return None
+
+
+def return_hints(reference: ModuleType, functions: list[str]) -> dict[str, Any]:
+    """The reference's return annotation of each task function that has one."""
+    hints = {}
+    for name in functions:
+        function = getattr(reference, name, None)
+        if function is None:
+            continue
+        annotations = typing.get_type_hints(getattr(function, "__wrapped__", function))
+        if "return" in annotations:
+            hints[name] = annotations["return"]
+    return hints
+
+
+def wrap(module: ModuleType, label: dict[str, str], hints: dict[str, Any],
+         reference_name: str) -> None:
+    """Wrap each task function of ``module`` in the check of its annotated return type.
+
+    ``label`` maps a function name to the task it is ("phase3.task2 (entry_root)").
+    """
+    module.__kata_reference__ = reference_name  # type: ignore[attr-defined]
+    for name, hint in hints.items():
+        function = getattr(module, name, None)
+        if function is None or not callable(function) or hasattr(function, WRAPPED):
+            continue
+        setattr(module, name, _checked(function, hint, module, label[name]))
+
+
+def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        value = function(*args, **kwargs)
+        reason = mismatch(value, hint, module)
+        if reason:
+            raise ContractViolation(f"{task} returned the wrong type: {reason} "
+                                    f"(the task returns {_name(hint)})")
+        return value
+
+    setattr(checked, WRAPPED, True)
+    return checked
+

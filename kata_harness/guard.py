@@ -1,0 +1,106 @@
+"""What kata code may not do: use the test machinery, or read the answers.
+
+A learner's file is graded by the tests in its phase folder. Two checks keep the grade about the
+code rather than about the grader:
+
+- Before the file is imported its source is scanned (:func:`scan`). Importing pytest, the
+  harness, the reference or anything that loads code by path, and the builtins that run or
+  import code from a string, are refused with one line naming the line. Kata code never needs
+  them; they are how a file would skip its own tests, patch pytest's reports or load the
+  reference.
+- While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
+  ``reference/`` or ``decoys/``, however the path was spelled.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+from .curriculum import DECOYS_DIR, KATA_FILE, KATAS_DIR, REFERENCE_DIR
+
+FORBIDDEN_MODULES = frozenset({
+    "pytest", "_pytest", "pytest_check", "pluggy", "syrupy", "pytest_timeout", "conftest",
+    "kata_harness", "katas_cli", "reference", "decoys", "importlib", "runpy", "builtins", "gc",
+    "ctypes",
+})
+FORBIDDEN_NAMES = frozenset({"__import__", "exec", "eval", "compile", "breakpoint"})
+FORBIDDEN_ATTRIBUTES = frozenset({
+    "modules", "_getframe", "f_back", "f_globals", "f_locals", "tb_frame", "gi_frame",
+    "__globals__", "__subclasses__", "__builtins__", "__loader__", "__spec__",
+})
+WHY = ("kata code may not use the test machinery or read the answers "
+       "(pytest, kata_harness, reference/, decoys/, dynamic imports); remove it")
+
+
+class KataGuardError(RuntimeError):
+    """Kata code tried to open the reference or the decoys."""
+
+
+def scan(source: str, filename: str) -> str | None:
+    """The first forbidden construct in a kata file's source, as 'line N: what' (None if clean).
+
+    A file that does not parse is left to the import, which reports the syntax error.
+    """
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        found = _forbidden(node)
+        if found:
+            return f"line {node.lineno} {found}"
+    return None
+
+
+def _forbidden(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.split(".")[0] in FORBIDDEN_MODULES:
+                return f"imports {alias.name}"
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            return "uses a relative import"
+        if node.module and node.module.split(".")[0] in FORBIDDEN_MODULES:
+            return f"imports from {node.module}"
+    elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        return f"uses {node.id}"
+    elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
+        return f"uses .{node.attr}"
+    return None
+
+
+def is_kata_file(filename: str) -> bool:
+    """A learner's file: katas/phaseN/kata.py."""
+    path = Path(filename)
+    return path.name == KATA_FILE and path.parent.parent == KATAS_DIR
+
+
+_PROTECTED = tuple(str(d) + os.sep for d in (REFERENCE_DIR, DECOYS_DIR))
+_installed = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event != "open" or not args or isinstance(args[0], int) or args[0] is None:
+        return
+    path = os.path.realpath(os.fsdecode(args[0]))
+    if not path.startswith(_PROTECTED):
+        return
+    frame = sys._getframe(1)
+    while frame is not None:
+        if is_kata_file(frame.f_code.co_filename):
+            where = Path(frame.f_code.co_filename)
+            raise KataGuardError(
+                f"{where.parent.name}/{where.name} line {frame.f_lineno} opens "
+                f"{Path(path).relative_to(REFERENCE_DIR.parent)}: {WHY}")
+        frame = frame.f_back
+
+
+def install() -> None:
+    """Add the audit hook once per process (audit hooks cannot be removed)."""
+    global _installed
+    if not _installed:
+        sys.addaudithook(_audit)
+        _installed = True

@@ -1,0 +1,277 @@
+"""The honest-kata checks themselves, on a tiny course built here.
+
+Reference mode: a stub fails only through its NotImplementedError, a decoy is caught only by an
+assertion of the test (a decoy that dies of NameError, skips, or is caught by nothing is reported),
+accepted variants must pass. Kata mode: each way a learner's file could pass without doing the
+task (skip, patch pytest, load the reference, an object equal to everything) is refused with one
+line. Each mode is one pytest run in a subprocess with ``KATAS_ROOT`` pointing at the course.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TASKS = '''
+title = "Tiny"
+
+[[task]]
+function = "double"
+title = "twice the input"
+hints = ["what is 2x?", "multiply"]
+
+[[task]]
+function = "count"
+title = "how many items"
+hints = ["len?", "len"]
+'''
+
+STUB = '''
+def double(x):
+    # TODO
+    raise NotImplementedError("phase{n} task 1: double")
+
+
+def count(items: list) -> int:
+    # TODO
+    raise NotImplementedError("phase{n} task 2: count")
+'''
+
+REFERENCE = '''
+def double(x):
+    return 2 * x
+
+
+def count(items: list) -> int:
+    return len(items)
+'''
+
+TESTS = '''
+import numpy as np
+import pytest
+from pytest_check import check
+
+
+@pytest.mark.task("double")
+def test_double(kata):
+    got = kata.double(np.arange(4))
+    assert np.array_equal(np.asarray(got), [0, 2, 4, 6])
+
+
+@pytest.mark.task("double")
+def test_double_raises_on_text(kata):
+    with pytest.raises(TypeError, match="can't multiply|unsupported"):
+        kata.double({})
+
+
+@pytest.mark.task("count")
+def test_count(kata):
+    got = kata.count([1, 2, 3])
+    with check:
+        assert got == 3
+'''
+
+DECOYS = '''
+import pytest
+
+from kata_harness.decoys import accepted, decoy
+
+
+@decoy("double", caught_by=["test_double"], why="adds one too")
+def off_by_one(x):
+    return 2 * x + 1
+
+
+@decoy("double", caught_by=["test_double_raises_on_text"], why="returns instead of raising")
+def never_raises(x):
+    return x if isinstance(x, dict) else 2 * x
+
+
+@decoy("double", caught_by=["test_double"], why="dies of a NameError")
+def misspelled(x):
+    return 2 * y  # noqa: F821
+
+
+@decoy("double", caught_by=["test_double"], why="skips the test")
+def skipper(x):
+    pytest.skip("not today")
+
+
+@decoy("double", caught_by=["test_double"], why="is in fact correct")
+def correct_after_all(x):
+    return x * 2
+
+
+class AlwaysEqual(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+@decoy("count", caught_by=["test_count"], why="an int that equals everything")
+def equal_to_everything(items):
+    return AlwaysEqual(0)
+
+
+@accepted("double", why="x + x")
+def plus_itself(x):
+    return x + x
+
+
+@accepted("count", why="wrongly accepted: counts one too many")
+def count_plus_one(items):
+    return len(items) + 1
+'''
+
+PROBES = {
+    "skip_inside": "import pytest\n\ndef double(x):\n    pytest.skip('done')\n",
+    "skip_module": "import pytest\npytest.skip('all done', allow_module_level=True)\n",
+    "patch_reports": "import _pytest.reports\n_pytest.reports.TestReport.passed = True\n",
+    "patch_check": "import pytest_check\n",
+    "harness": "from kata_harness import loading\n",
+    "importlib": "import importlib.util\n",
+    "dunder_import": "pytest = __import__('pytest')\n",
+    "exec_reference": "exec(open('reference/phase1/kata.py').read())\n",
+    "runpy": "import runpy\n",
+    "sys_modules": "import sys\nplugin = sys.modules['kata_harness.plugin']\n",
+    "open_reference": (
+        "from pathlib import Path\n\n"
+        "def double(x):\n"
+        "    text = (Path(__file__).resolve().parents[2] / 'reference' / 'phase1' / 'kata.py')"
+        ".read_text()\n    return 2 * x\n"),
+    "equal_to_everything": (
+        "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
+        "def count(items):\n    return Yes(0)\n"),
+}
+
+
+def _course(root: Path, phases: dict[int, str]) -> Path:
+    """A course with one phase per entry; the entry is that phase's kata.py (None: the stub)."""
+    (root / "conftest.py").write_text('pytest_plugins = ["kata_harness.plugin"]\n')
+    (root / "pytest.ini").write_text("[pytest]\naddopts = --import-mode=importlib\n")
+    (root / "decoys").mkdir()
+    for number, kata in phases.items():
+        folder = root / "katas" / f"phase{number}"
+        folder.mkdir(parents=True)
+        (folder / "tasks.toml").write_text(TASKS)
+        (folder / f"test_phase{number}.py").write_text(TESTS)
+        (folder / "kata.py").write_text(kata or STUB.format(n=number))
+        (root / "reference" / f"phase{number}").mkdir(parents=True)
+        (root / "reference" / f"phase{number}" / "kata.py").write_text(REFERENCE)
+        (root / "decoys" / f"phase{number}.py").write_text(DECOYS)
+    return root
+
+
+def _run(root: Path, impl: str) -> str:
+    env = {**os.environ, "KATAS_ROOT": str(root), "KATAS_IMPL": impl, "PYTHONPATH": os.getcwd(),
+           "COLUMNS": "1000"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "katas", "-p", "no:cacheprovider",
+                          "-p", "no:randomly", "-q", "--tb=line", "-rA"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=240)
+    return run.stdout + run.stderr
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory) -> str:
+    return _run(_course(tmp_path_factory.mktemp("course"), {1: None}), "reference")
+
+
+def _line(out: str, test: str) -> str:
+    found = [line for line in out.splitlines()
+             if test in line and line.startswith(("PASSED", "FAILED", "ERROR", "SKIPPED"))]
+    assert found, f"no line for {test} in:\n{out[-3000:]}"
+    return found[0]
+
+
+def test_reference_passes(reference_run):
+    assert _line(reference_run, "test_double[reference]").startswith("PASSED")
+    assert _line(reference_run, "test_count[reference]").startswith("PASSED")
+
+
+def test_stub_counts_as_failing_through_its_todo(reference_run):
+    for test in ("test_double[stub]", "test_double_raises_on_text[stub]", "test_count[stub]"):
+        assert _line(reference_run, test).startswith("PASSED"), test
+
+
+@pytest.mark.parametrize("decoy", ["off_by_one", "equal_to_everything"])
+def test_decoy_caught_by_an_assertion(reference_run, decoy):
+    test = "test_count" if decoy == "equal_to_everything" else "test_double"
+    assert _line(reference_run, f"{test}[decoy-{decoy}]").startswith("PASSED")
+
+
+def test_decoy_caught_by_pytest_raises_that_does_not_raise(reference_run):
+    assert _line(reference_run, "test_double_raises_on_text[decoy-never_raises]").startswith(
+        "PASSED")
+
+
+@pytest.mark.parametrize(("decoy", "reason"), [
+    ("misspelled", "NameError"),
+    ("skipper", "Skipped"),
+])
+def test_decoy_that_dies_or_skips_is_broken_not_caught(reference_run, decoy, reason):
+    line = _line(reference_run, f"test_double[decoy-{decoy}]")
+    assert line.startswith("FAILED"), line
+    assert "broken decoy: phase1.task1 (double) test_double" in line and reason in line, line
+
+
+def test_decoy_that_passes_is_a_violation(reference_run):
+    line = _line(reference_run, "test_double[decoy-correct_after_all]")
+    assert line.startswith("FAILED") and "honest-kata violation" in line, line
+    assert "passes on decoy 'correct_after_all'" in line, line
+
+
+def test_accepted_variants_must_pass(reference_run):
+    assert _line(reference_run, "test_double[accepted-plus_itself]").startswith("PASSED")
+    assert _line(reference_run, "test_double_raises_on_text[accepted-plus_itself]").startswith(
+        "PASSED")
+    line = _line(reference_run, "test_count[accepted-count_plus_one]")
+    assert line.startswith("FAILED") and "rejects accepted variant 'count_plus_one'" in line
+
+
+def test_stub_that_fails_for_another_reason_is_broken(tmp_path):
+    broken_stub = STUB.format(n=1).replace(
+        'raise NotImplementedError("phase1 task 2: count")', "return undefined_name  # noqa")
+    out = _run(_course(tmp_path, {1: broken_stub}), "reference")
+    line = _line(out, "test_count[stub]")
+    assert "broken stub: phase1.task2 (count)" in line and "NameError" in line, line
+
+
+@pytest.fixture(scope="module")
+def probe_run(tmp_path_factory) -> tuple[dict[str, int], str]:
+    root = tmp_path_factory.mktemp("probes")
+    numbers = {name: index for index, name in enumerate(PROBES, start=1)}
+    kata = {n: textwrap.dedent(REFERENCE) + "\n" + PROBES[name] for name, n in numbers.items()}
+    return numbers, _run(_course(root, kata), "katas")
+
+
+@pytest.mark.parametrize("probe", sorted(set(PROBES) - {"open_reference", "equal_to_everything"}))
+def test_learner_file_reaching_into_the_harness_is_refused(probe_run, probe):
+    numbers, out = probe_run
+    n = numbers[probe]
+    lines = out.splitlines()
+    outcomes = [line.split()[0] for line in lines
+                if f" katas/phase{n}/test_" in line
+                and line.startswith(("PASSED", "FAILED", "ERROR"))]
+    assert outcomes and set(outcomes) <= {"FAILED", "ERROR"}, outcomes
+    refusal = [line for line in lines if f"phase{n}: katas/phase{n}/kata.py line" in line]
+    assert refusal and "kata code may not use the test machinery" in refusal[0], out[-3000:]
+
+
+def test_learner_file_opening_the_reference_is_refused(probe_run):
+    numbers, out = probe_run
+    n = numbers["open_reference"]
+    line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_double ")
+    assert line.startswith("FAILED") and "KataGuardError" in line, line
+    assert "opens reference/phase1/kata.py" in line, line
+
+
+def test_result_equal_to_everything_is_refused(probe_run):
+    numbers, out = probe_run
+    n = numbers["equal_to_everything"]
+    line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_count ")
+    assert line.startswith("FAILED"), line
+    assert f"phase{n}.task2 (count) returned the wrong type: expected int, got Yes" in line, line
