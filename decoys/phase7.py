@@ -9,10 +9,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from kata_harness.decoys import decoy
+from xla_inspect.jaxpr import iter_eqns
 from xla_inspect.parse import parse_hlo
 
+try:
+    from kata_harness.decoys import accepted
+except ImportError:  # the harness has not landed accepted variants yet: keep them as plain code
+    def accepted(replaces, *, why):
+        return lambda function: function
 
-@decoy("conditionals", caught_by=["test_conditional_inside_a_loop_body"],
+
+@decoy("conditionals", caught_by=["test_conditionals_match_xla", "test_conditionals_in_module_order"],
        why="looks only in ENTRY")
 def conditionals_entry_only(hlo_text):
     entry = parse_hlo(hlo_text).entry
@@ -20,32 +27,36 @@ def conditionals_entry_only(hlo_text):
             for i in entry if i.opcode == "conditional"]
 
 
-@decoy("conditionals", caught_by=["test_cond_and_switch_become_conditional"],
+@decoy("conditionals", caught_by=["test_conditionals_match_xla",
+                                  "test_cond_and_switch_become_s32_conditionals"],
        why="counts the operands instead of the branches")
 def conditionals_operand_count(hlo_text):
     return [(c.instruction(i.operands[0]).shape_info.dtype, len(i.operands))
             for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
 
 
-@decoy("while_loops", caught_by=["test_every_loop_becomes_one_while",
+@decoy("while_loops", caught_by=["test_while_loops_match_xla",
+                                 "test_loops_nested_unrolled_and_hidden",
                                  "test_cpu_wraps_while_in_a_call"],
        why="looks only in ENTRY")
 def whiles_in_entry(hlo_text):
     return sum(i.opcode == "while" for i in parse_hlo(hlo_text).entry)
 
 
-@decoy("while_loops", caught_by=["test_every_loop_becomes_one_while"],
-       why="counts computations that contain a while, not the whiles")
+@decoy("while_loops", caught_by=["test_while_loops_match_xla",
+                                 "test_loops_nested_unrolled_and_hidden"],
+       why="answers 1 when any while exists, not how many")
 def whiles_as_flag(hlo_text):
     return int(any(i.opcode == "while" for c in parse_hlo(hlo_text) for i in c))
 
 
-@decoy("loop_primitives", caught_by=["test_loops_nested_in_bodies"], why="top level only")
+@decoy("loop_primitives", caught_by=["test_loop_primitives_bank"], why="top level only")
 def loops_top_level(jaxpr):
     return [e.primitive.name for e in jaxpr.eqns if e.primitive.name in ("scan", "while")]
 
 
-@decoy("loop_primitives", caught_by=["test_static_bounds_scan_dynamic_bounds_while"],
+@decoy("loop_primitives", caught_by=["test_static_bounds_scan_dynamic_bounds_while",
+                                    "test_loop_primitives_bank"],
        why="names every loop 'while'")
 def loops_all_while(jaxpr):
     found = []
@@ -208,7 +219,8 @@ def explain_leaves_flag_on(f, first_args, second_args):
     return _second_call_messages(f, first_args, second_args)
 
 
-@decoy("explain_miss", caught_by=["test_explains_a_shape_miss"],
+@decoy("explain_miss", caught_by=["test_explains_a_shape_miss", "test_explains_a_dtype_miss",
+                                 "test_explains_a_weak_type_miss", "test_explains_a_pytree_miss"],
        why="never turns explanations on")
 def explain_not_enabled(f, first_args, second_args):
     return _second_call_messages(f, first_args, second_args)

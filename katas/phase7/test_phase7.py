@@ -1,35 +1,52 @@
-"""Phase 7 tests: control flow read from real jaxprs and HLO; traces and compiles measured here."""
+"""Phase 7 tests: control flow read from real jaxprs and HLO; traces and compiles measured here.
+
+IR-reading tasks run on a bank of programs (nested loops, a loop inside a cond branch, switches
+with 3 and 5 branches, unrolled and partly unrolled fori_loops, whiles hidden behind CPU calls,
+a pred-indexed conditional that XLA's own StableHLO->HLO conversion produces). The expected
+counts come from XLA's C++ HloModule of the same compile (opcodes and operands), not from text.
+"""
 
 import contextlib
 import functools
+import logging
+from collections import Counter
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from jax._src.lib import _jax
 from pytest_check import check
 
-from xla_inspect.capture import capture
+from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 
-def _vec(n=8):
-    return np.ones(n, np.float32)  # NumPy: creating jnp arrays would compile eager ops
+def _vec(n=8, dtype=np.float32):
+    return np.ones(n, dtype)  # NumPy: creating jnp arrays would compile eager ops
 
 
 def _body(i, c):
     return c * 2.0 + i
 
 
+def _fori(x, n):
+    return lax.fori_loop(0, n, _body, x)
+
+
+def _while(x):
+    return lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, x)
+
+
+def _switch(x, branches):
+    return lax.switch(jnp.int32(x.sum()) % len(branches), branches, x)
+
+
 def _cond(x):
     return lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x)
-
-
-def _switch(x):
-    return lax.switch(jnp.int32(x.sum()) % 3, [jnp.sin, jnp.cos, jnp.tanh], x)
 
 
 def _cond_in_scan(x):
@@ -39,46 +56,219 @@ def _cond_in_scan(x):
     return lax.scan(step, jnp.zeros(4), x.reshape(-1, 4))[0]
 
 
-LOOPS = {
-    "fori_loop": lambda x: lax.fori_loop(0, 5, _body, x),
-    "while_loop": lambda x: lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, x),
+def _switch_in_cond(x):  # the 3-way switch lives in a branch of the 2-way cond
+    return lax.cond(x[0] > 0, lambda v: _switch(v, [jnp.sin, jnp.cos, jnp.tanh]), jnp.exp, x)
+
+
+def _cond_in_while(x):  # traced bound: a real while whose body holds a conditional
+    n = jnp.int32(x[0]) + 3
+    return lax.fori_loop(0, n, lambda i, c: lax.cond(i % 2 == 0, jnp.sin, jnp.cos, c), x)
+
+
+def _two_conds_and_switch(x):
+    y = _cond(x) + _cond(x * 3.0)
+    return _switch(y, [jnp.sin, jnp.cos, jnp.tanh, jnp.exp])
+
+
+def _nested_while(x):
+    def outer(c):
+        return lax.while_loop(lambda d: d.sum() < 50, lambda d: d + 1, c) * 2
+
+    return lax.while_loop(lambda c: c.sum() < 1000, outer, x)
+
+
+def _three_deep(x):
+    def middle(c):
+        return _nested_while(c) + 1.0
+
+    return lax.while_loop(lambda c: c.sum() < 1e6, middle, x)
+
+
+def _while_in_cond(x):
+    return lax.cond(x.sum() > 0, _while, jnp.sin, x)
+
+
+def _two_loops(x):
+    return _while(x) + lax.scan(lambda c, r: (c + r, None), jnp.zeros(4), x.reshape(-1, 4))[0].sum()
+
+
+PROGRAMS = {
+    "cond": _cond,
+    "switch3": lambda x: _switch(x, [jnp.sin, jnp.cos, jnp.tanh]),
+    "switch5": lambda x: _switch(x, [jnp.sin, jnp.cos, jnp.tanh, jnp.exp, jnp.negative]),
+    "cond_in_scan": _cond_in_scan,
+    "switch_in_cond": _switch_in_cond,
+    "cond_in_while": _cond_in_while,
+    "two_conds_and_switch": _two_conds_and_switch,
+    "fori_loop": lambda x: _fori(x, 5),
+    "fori_unrolled": lambda x: lax.fori_loop(0, 4, _body, x, unroll=True),
+    "fori_unroll_2": lambda x: lax.fori_loop(0, 4, _body, x, unroll=2),
+    "while_loop": _while,
     "scan": lambda x: lax.scan(lambda c, r: (c + r, None), jnp.zeros(4), x.reshape(-1, 4))[0],
+    "nested_while": _nested_while,
+    "three_deep": _three_deep,
+    "while_in_cond": _while_in_cond,
+    "two_loops": _two_loops,
+    "no_control_flow": lambda x: jnp.where(x > 0, jnp.sin(x), jnp.cos(x)),
 }
+
+# A pred-indexed conditional, as XLA's own StableHLO -> HLO conversion writes stablehlo.if
+# (JAX's lowering always emits stablehlo.case with an i32 index instead).
+IF_STABLEHLO = """
+func.func @main(%p: tensor<i1>, %q: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "stablehlo.if"(%p) ({
+    %a = "stablehlo.if"(%q) ({
+      %s = stablehlo.sine %x : tensor<4xf32>
+      stablehlo.return %s : tensor<4xf32>
+    }, {
+      %c = stablehlo.cosine %x : tensor<4xf32>
+      stablehlo.return %c : tensor<4xf32>
+    }) : (tensor<i1>) -> tensor<4xf32>
+    stablehlo.return %a : tensor<4xf32>
+  }, {
+    %b = stablehlo.exponential %x : tensor<4xf32>
+    stablehlo.return %b : tensor<4xf32>
+  }) : (tensor<i1>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
 
 
 @functools.cache
+def _compiled(name: str):
+    """(optimized HLO text, XLA's C++ HloModule) of a test-owned program."""
+    if name == "pred_if":
+        computation = _jax.mlir.mlir_module_to_xla_computation(
+            IF_STABLEHLO, use_tuple_args=False, return_tuple=False)
+        return computation.as_hlo_text(), computation.get_hlo_module()
+    if name == "nested_while_unoptimized":  # no CPU call wrappers: whiles sit in loop bodies
+        lowered = jax.jit(_nested_while).lower(_vec())
+        computation = _jax.mlir.mlir_module_to_xla_computation(
+            lowered.as_text(), use_tuple_args=False, return_tuple=False)
+        return computation.as_hlo_text(), computation.get_hlo_module()
+    compiled = jax.jit(PROGRAMS[name]).lower(_vec()).compile()
+    return compiled.as_text(), compiled.runtime_executable().hlo_modules()[0]
+
+
 def _hlo(name: str) -> str:
-    programs = {"cond": _cond, "switch": _switch, "cond_in_scan": _cond_in_scan, **LOOPS,
-                "nested": lambda x: lax.fori_loop(0, 3, lambda i, c: LOOPS["scan"](c).sum() + c,
-                                                  x)}
-    return capture(programs[name], _vec()).optimized_hlo_text
+    return _compiled(name)[0]
+
+
+def _xla_instructions(name: str, opcode: str):
+    """(computation name, instruction) for every instruction of `opcode`, from XLA's C++ module."""
+    module = _compiled(name)[1]
+    return [(c.name, i) for c in module.computations() for i in c.instructions()
+            if i.opcode.name == opcode]
+
+
+def _xla_conditionals(name: str) -> Counter:
+    """XLA's own view: (index element type, branch count) per conditional. A conditional's
+    operands are the index and one operand per branch."""
+    found = Counter()
+    for _, i in _xla_instructions(name, "kConditional"):
+        operands = i.operands()
+        found[(str(operands[0].shape).split("[")[0], len(operands) - 1)] += 1
+    return found
+
+
+def _xla_conditionals_in_text_order(name: str) -> list[tuple[str, int]]:
+    """XLA's conditionals, put in the order the text lists their computations and instructions."""
+    module = parse_hlo(_hlo(name))
+    computations = [c.name for c in module]
+    positions = {(c.name, i.name): n for c in module for n, i in enumerate(c)}
+    found = []
+    for computation, i in _xla_instructions(name, "kConditional"):
+        operands = i.operands()
+        key = (computations.index(computation), positions[(computation, i.name)])
+        found.append((key, (str(operands[0].shape).split("[")[0], len(operands) - 1)))
+    return [signature for _, signature in sorted(found)]
+
+
+def _is_conditional_list(got) -> bool:
+    return isinstance(got, list) and all(
+        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], int)
+        for t in got)
+
+
+CONDITIONAL_PROGRAMS = ("cond", "switch3", "switch5", "cond_in_scan", "switch_in_cond",
+                        "cond_in_while", "two_conds_and_switch", "while_in_cond",
+                        "no_control_flow", "pred_if")
 
 
 @pytest.mark.task("conditionals")
-def test_cond_and_switch_become_conditional(kata):
-    found = {name: kata.conditionals(_hlo(name)) for name in ("cond", "switch")}
+def test_conditionals_match_xla(kata):
+    found = {program: kata.conditionals(_hlo(program)) for program in CONDITIONAL_PROGRAMS}
+    for program, got in found.items():
+        assert _is_conditional_list(got), f"{program}: expected a list of (str, int), got {got!r}"
+    for program, got in found.items():
+        want = _xla_conditionals(program)
+        with check:
+            assert Counter(got) == want, (
+                f"{program}: got {got}, XLA's module holds {dict(want)} as (index type, "
+                "branches); look in every computation, read the index operand's type")
+
+
+@pytest.mark.task("conditionals")
+def test_cond_and_switch_become_s32_conditionals(kata):
+    found = {name: kata.conditionals(_hlo(name)) for name in ("cond", "switch3", "switch5")}
+    for name, got in found.items():
+        assert _is_conditional_list(got), f"{name}: expected a list of (str, int), got {got!r}"
     with check:
         assert found["cond"] == [("s32", 2)], f"cond: {found['cond']}; the bool predicate is "
         "converted to an s32 branch index"
     with check:
-        assert found["switch"] == [("s32", 3)], f"switch over 3 functions: {found['switch']}"
+        assert found["switch3"] == [("s32", 3)], f"switch over 3 functions: {found['switch3']}"
+    with check:
+        assert found["switch5"] == [("s32", 5)], f"switch over 5 functions: {found['switch5']}"
 
 
 @pytest.mark.task("conditionals")
-def test_conditional_inside_a_loop_body(kata):
-    found = kata.conditionals(_hlo("cond_in_scan"))
-    assert found == [("s32", 2)], f"got {found}: the cond lives in the loop body computation"
+def test_conditionals_in_module_order(kata):
+    for program in ("switch_in_cond", "pred_if", "two_conds_and_switch"):
+        got = kata.conditionals(_hlo(program))
+        assert _is_conditional_list(got), f"expected a list of (str, int), got {got!r}"
+        want = _xla_conditionals_in_text_order(program)
+        with check:
+            assert got == want, f"{program}: got {got}, in module order {want}"
+    nested = kata.conditionals(_hlo("pred_if"))
+    with check:
+        assert nested == [("pred", 2), ("pred", 2)], (
+            f"stablehlo.if becomes a conditional indexed by a pred: got {nested}")
+
+
+WHILE_PROGRAMS = ("fori_loop", "fori_unrolled", "fori_unroll_2", "while_loop", "scan",
+                  "nested_while", "three_deep", "while_in_cond", "two_loops", "cond_in_while",
+                  "no_control_flow", "nested_while_unoptimized")
 
 
 @pytest.mark.task("while_loops")
-def test_every_loop_becomes_one_while(kata):
-    for name in LOOPS:
-        got = kata.while_loops(_hlo(name))
+def test_while_loops_match_xla(kata):
+    found = {program: kata.while_loops(_hlo(program)) for program in WHILE_PROGRAMS}
+    for program, got in found.items():
+        assert type(got) is int, f"{program}: expected an int, got {got!r}"
+    for program, got in found.items():
+        want = len(_xla_instructions(program, "kWhile"))
         with check:
-            assert got == 1, f"{name}: {got} while loops, expected 1"
-    got = kata.while_loops(_hlo("nested"))
-    with check:
-        assert got == 2, f"a scan inside a fori_loop: {got}, expected 2"
+            assert got == want, f"{program}: {got} while loops, XLA's module holds {want}"
+
+
+@pytest.mark.task("while_loops")
+def test_loops_nested_unrolled_and_hidden(kata):
+    got = {name: kata.while_loops(_hlo(name)) for name in (
+        "fori_loop", "fori_unrolled", "fori_unroll_2", "nested_while", "three_deep",
+        "while_in_cond", "two_loops")}
+    for name, count in got.items():
+        assert type(count) is int, f"{name}: expected an int, got {count!r}"
+    expected = {"fori_loop": (1, "one loop"),
+                "fori_unrolled": (0, "unroll=True leaves no loop at all"),
+                "fori_unroll_2": (1, "unroll=2 keeps one loop with a two-step body"),
+                "nested_while": (2, "a while in the body of a while"),
+                "three_deep": (3, "three whiles, each in the body of the one outside"),
+                "while_in_cond": (1, "the while sits in a conditional branch"),
+                "two_loops": (2, "a while and a scan one after the other")}
+    for name, (want, why) in expected.items():
+        with check:
+            assert got[name] == want, f"{name}: {got[name]}, expected {want} ({why})"
 
 
 @pytest.mark.task("while_loops")
@@ -94,14 +284,86 @@ def test_cpu_wraps_while_in_a_call(kata):
         assert counted == 1, f"{counted}: the while is one call away from ENTRY"
 
 
-def _fori(x, n):
-    return lax.fori_loop(0, n, _body, x)
+# ---- loop_primitives: a bank of jaxprs, expected lists read off each program ------------------
+
+
+@jax.jit
+def _inner_jit(x):
+    return lax.fori_loop(0, 3, lambda i, c: c + 1.0, x)
+
+
+@jax.custom_jvp
+def _custom(x):
+    return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+
+
+_custom.defjvp(lambda primals, tangents: (_custom(primals[0]), tangents[0]))
+
+
+def _add_one_n_times(c, n):
+    return lax.fori_loop(0, n, lambda i, d: d + 1.0, c)
+
+
+JAXPR_PROGRAMS = {
+    # name: (function of (x: float, n: int), expected loops depth first)
+    "static_bounds": (lambda x, n: _fori(x, 5), ["scan"]),
+    "traced_bounds": (lambda x, n: _fori(x, n), ["while"]),
+    "while_holds_scan": (lambda x, n: lax.fori_loop(0, n, lambda i, c: _fori(c, 3), x),
+                         ["while", "scan"]),
+    "while_in_cond": (lambda x, n: lax.cond(x > 0, lambda v: lax.while_loop(
+        lambda c: c < 9.0, jnp.exp, v), lambda v: v, x), ["while"]),
+    # a while holding a scan, then a second while: depth first is not breadth first
+    "nested_then_sequential": (lambda x, n: _add_one_n_times(
+        lax.fori_loop(0, n, lambda i, c: _fori(c, 2), x), n), ["while", "scan", "while"]),
+    "scan_holds_while": (lambda x, n: lax.scan(
+        lambda c, _: (_add_one_n_times(c, n), None), _fori(x, n), None, length=2)[0],
+        ["while", "scan", "while"]),
+    "inside_jit": (lambda x, n: _inner_jit(x) + _fori(x, n), ["scan", "while"]),
+    "inside_checkpoint": (lambda x, n: jax.checkpoint(lambda v: _fori(v, 3))(x), ["scan"]),
+    "inside_custom_jvp": (lambda x, n: _custom(x), ["while"]),
+    "loop_in_while_cond": (lambda x, n: lax.while_loop(
+        lambda c: _fori(c, 2) < 50.0, lambda c: _add_one_n_times(c, n), x),
+        ["while", "scan", "while"]),
+    "grad_of_scan": (lambda x, n: jax.grad(lambda v: _fori(v, 3))(x), ["scan", "scan"]),
+    "lax_map": (lambda x, n: lax.map(lambda r: r * 2, jnp.ones((3,)) * x).sum(), ["scan"]),
+    "no_loops": (lambda x, n: jnp.sin(x) * n, []),
+}
+
+
+@functools.cache
+def _jaxpr(name: str):
+    return jax.make_jaxpr(JAXPR_PROGRAMS[name][0])(1.0, 4)
+
+
+@pytest.mark.task("loop_primitives")
+def test_loop_primitives_bank(kata):
+    found = {program: kata.loop_primitives(_jaxpr(program)) for program in JAXPR_PROGRAMS}
+    for program, got in found.items():
+        assert isinstance(got, list) and all(isinstance(n, str) for n in got), (
+            f"{program}: expected a list of str, got {got!r}")
+    for program, got in found.items():
+        want = JAXPR_PROGRAMS[program][1]
+        with check:
+            assert got == want, f"{program}: got {got}, expected {want} (depth first: each " \
+                "loop, then the loops in its body, then the next equation)"
+
+
+@pytest.mark.task("loop_primitives")
+def test_loop_counts_match_the_primitive_census(kata):
+    for program in JAXPR_PROGRAMS:
+        got = kata.loop_primitives(_jaxpr(program))
+        assert isinstance(got, list), f"{program}: expected a list, got {got!r}"
+        census = primitive_census(_jaxpr(program))
+        want = {name: census[name] for name in ("scan", "while") if census[name]}
+        with check:
+            assert dict(Counter(got)) == want, (
+                f"{program}: {dict(Counter(got))}, the jaxpr holds {want} (nested ones too)")
 
 
 @pytest.mark.task("loop_primitives")
 def test_static_bounds_scan_dynamic_bounds_while(kata):
-    static = kata.loop_primitives(jax.make_jaxpr(lambda x: _fori(x, 5))(1.0))
-    dynamic = kata.loop_primitives(jax.make_jaxpr(_fori)(1.0, 5))
+    static = kata.loop_primitives(_jaxpr("static_bounds"))
+    dynamic = kata.loop_primitives(_jaxpr("traced_bounds"))
     with check:
         assert static == ["scan"], f"fori_loop(0, 5): {static}; a known trip count is a scan"
     with check:
@@ -109,49 +371,114 @@ def test_static_bounds_scan_dynamic_bounds_while(kata):
 
 
 @pytest.mark.task("loop_primitives")
-def test_loops_nested_in_bodies(kata):
-    def nested(x, n):
-        return lax.fori_loop(0, n, lambda i, c: _fori(c, 3), x)
+def test_open_and_closed_jaxprs_alike(kata):
+    for program in ("nested_then_sequential", "inside_custom_jvp", "while_in_cond"):
+        closed = _jaxpr(program)
+        from_closed = kata.loop_primitives(closed)
+        from_open = kata.loop_primitives(closed.jaxpr)
+        with check:
+            assert from_open == from_closed == JAXPR_PROGRAMS[program][1], (
+                f"{program}: closed jaxpr {from_closed}, its .jaxpr {from_open}")
 
-    def in_cond(x):
-        return lax.cond(x > 0, lambda v: lax.while_loop(lambda c: c < 9.0, jnp.exp, v),
-                        lambda v: v, x)
 
-    outer_while = kata.loop_primitives(jax.make_jaxpr(nested)(1.0, 4))
-    under_cond = kata.loop_primitives(jax.make_jaxpr(in_cond)(1.0))
-    with check:
-        assert outer_while == ["while", "scan"], f"got {outer_while}: outer while, inner scan"
-    with check:
-        assert under_cond == ["while"], f"got {under_cond}: the while hides in a cond branch"
+# ---- count_traces -----------------------------------------------------------------------------
 
 
 def _powers(traces):
     def power(x, n):
         traces.append(n)
-        for _ in range(n):  # Python control flow: n must be static
+        for _ in range(int(n)):  # Python control flow: n must be static
             x = x * 2.0
         return x
 
     return power
 
 
+def _scaler(traces):
+    def scale(x, s):
+        traces.append(1)
+        return x * s
+
+    return scale
+
+
+def _count(kata, make, static_argnums, calls) -> tuple[int, int]:
+    """(the kata's count, how many times the function's body ran while the kata counted)."""
+    traces = []
+    got = kata.count_traces(make(traces), static_argnums, calls)
+    assert type(got) is int, f"expected an int, got {got!r}"
+    return got, len(traces)
+
+
 @pytest.mark.task("count_traces")
 def test_one_trace_per_static_value(kata):
-    traces = []
     ns = [2, 3, 2, 3, 4, 2]
-    got = kata.count_traces(_powers(traces), (1,), [(_vec(), n) for n in ns])
+    got, ran = _count(kata, _powers, (1,), [(_vec(), n) for n in ns])
     with check:
         assert got == len(set(ns)), f"{got} traces for static values {ns}: one per new value"
     with check:
-        assert got == len(traces), f"you counted {got}, the function body ran {len(traces)} times"
+        assert got == ran, f"you counted {got}, the function body ran {ran} times"
 
 
 @pytest.mark.task("count_traces")
 def test_new_shapes_trace_again(kata):
     calls = [(_vec(3), 2), (_vec(4), 2), (_vec(3), 2), (_vec(4), 3)]
-    got = kata.count_traces(_powers([]), (1,), calls)
+    got, ran = _count(kata, _powers, (1,), calls)
     keys = {(x.shape, n) for x, n in calls}
-    assert got == len(keys), f"{got} traces, expected {len(keys)}: (shape, static value) pairs"
+    with check:
+        assert got == len(keys), f"{got} traces, expected {len(keys)}: (shape, static value) pairs"
+    with check:
+        assert got == ran, f"you counted {got}, the function body ran {ran} times"
+
+
+@pytest.mark.task("count_traces")
+def test_static_values_that_hash_alike(kata):
+    # -1 and -2 have the same hash in CPython but are different values: two traces.
+    # 2, 2.0 and True compare equal to 2 or 1 and hash alike, yet their types differ: the jit
+    # cache keeps them apart, so each traces.
+    collide, ran_collide = _count(kata, _powers, (1,), [(_vec(), -1), (_vec(), -2),
+                                                        (_vec(), -1)])
+    typed, ran_typed = _count(kata, _powers, (1,), [(_vec(), 2), (_vec(), 2.0), (_vec(), 2),
+                                                    (_vec(), 1), (_vec(), True)])
+    with check:
+        assert collide == ran_collide == 2, (
+            f"static -1, -2, -1: counted {collide}, the body ran {ran_collide} times, expected 2 "
+            "(equal hashes are not equal values)")
+    with check:
+        assert typed == ran_typed == 4, (
+            f"static 2, 2.0, 2, 1, True: counted {typed}, the body ran {ran_typed} times, "
+            "expected 4 (an int, a float and a bool are different cache keys)")
+
+
+@pytest.mark.task("count_traces")
+def test_dynamic_arguments_trace_per_type(kata):
+    # Not static: the value never matters, its abstract type does (shape, dtype, weak type).
+    calls = [(_vec(), 2), (_vec(), 3), (_vec(), 2.0), (_vec(), np.float32(2.0)),
+             (_vec(), np.int32(2)), (_vec(), 5.0), (_vec(4, np.float16), 2.0)]
+    got, ran = _count(kata, _scaler, (), calls)
+    with check:
+        assert got == ran == 5, (
+            f"counted {got}, the body ran {ran} times, expected 5: weak int, weak float, "
+            "f32, i32 and a new x; the values 2, 3 and 5.0 never retrace")
+
+
+@pytest.mark.task("count_traces")
+def test_traces_are_not_compiles(kata):
+    # One trace, three compiles: the same abstract types committed to three devices.
+    if jax.device_count() < 3:
+        pytest.skip("needs 3 CPU devices")
+    calls = [(jax.device_put(_vec(), d), 2.0) for d in jax.devices()[:3]]
+    with _measured_compiles() as measured:
+        got, ran = _count(kata, _scaler, (), calls)
+    with check:
+        assert len(measured) >= 3, f"XLA compiled {len(measured)} times, expected 3"
+    with check:
+        assert got == ran == 1, (
+            f"counted {got}, the body ran {ran} times, expected 1 trace: XLA compiled "
+            f"{len(measured)} times (once per device), but JAX traced once")
+
+
+# ---- compile_counter --------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -174,6 +501,12 @@ def _doubler():
     return jax.jit(lambda v: v * 2.0)
 
 
+def _count_of(counter) -> int:
+    count = getattr(counter, "count", None)
+    assert type(count) is int, f"the counter's .count should be an int, got {count!r}"
+    return count
+
+
 @pytest.mark.task("compile_counter")
 def test_compile_counter_counts_backend_compiles(kata):
     f = _doubler()
@@ -182,13 +515,45 @@ def test_compile_counter_counts_backend_compiles(kata):
         for n in (3, 4, 3, 5, 4):
             f(_vec(n))
         lowered.compile()
+    count = _count_of(counter)
     with check:
-        assert counter.count == len(measured), (
-            f"counted {counter.count}, XLA compiled {len(measured)} times (three shapes traced "
+        assert count == len(measured), (
+            f"counted {count}, XLA compiled {len(measured)} times (three shapes traced "
             "and compiled, plus one program lowered earlier and compiled in the block: tracing "
             "and lowering are events of their own)")
     with check:
         assert len(measured) == 4, f"three shapes and one pre-lowered program, {len(measured)}"
+
+
+@pytest.mark.task("compile_counter")
+def test_tracing_and_lowering_are_not_compiles(kata):
+    f = _doubler()
+    with kata.compile_counter() as counter, _measured_compiles() as measured:
+        jax.make_jaxpr(lambda v: jnp.sin(v) + 1.0)(_vec(3))
+        jax.eval_shape(lambda v: v @ v, _vec(5))
+        f.lower(_vec(7))  # traced and lowered, never compiled
+    count = _count_of(counter)
+    with check:
+        assert len(measured) == 0, f"nothing should compile here, XLA compiled {len(measured)}"
+    with check:
+        assert count == 0, (f"counted {count}: make_jaxpr, eval_shape and lower() trace and "
+                            "lower but never compile")
+
+
+@pytest.mark.task("compile_counter")
+def test_eager_ops_compile_without_tracing(kata):
+    x = _vec(9)
+    with kata.compile_counter() as counter, _measured_compiles() as measured:
+        jnp.sin(x)
+        jnp.cos(x)
+        jnp.sin(x)  # cached
+    count = _count_of(counter)
+    with check:
+        assert len(measured) == 2, f"two eager ops, XLA compiled {len(measured)} programs"
+    with check:
+        assert count == len(measured), (
+            f"counted {count}, XLA compiled {len(measured)}: eager ops compile small programs "
+            "without a jit trace")
 
 
 @pytest.mark.task("compile_counter")
@@ -201,29 +566,87 @@ def test_compile_counter_stops_at_exit(kata):
         f(_vec(3))
     f(_vec(5))
     with check:
-        assert first.count == 1, f"first counter: {first.count}, expected 1 (compiles after "
-        "its block must not count)"
+        assert _count_of(first) == 1, f"first counter: {first.count}, expected 1 (compiles "
+        "after its block must not count)"
     with check:
-        assert second.count == 1, f"second counter: {second.count}, expected 1 (a cache hit "
-        "does not compile)"
+        assert _count_of(second) == 1, f"second counter: {second.count}, expected 1 (a cache "
+        "hit does not compile)"
 
+
+@pytest.mark.task("compile_counter")
+def test_nested_counters_and_live_counts(kata):
+    f = _doubler()
+    with _measured_compiles() as everything:
+        with kata.compile_counter() as outer:
+            f(_vec(3))
+            seen_inside = _count_of(outer)
+            with kata.compile_counter() as inner:
+                f(_vec(4))
+                f(_vec(10))
+            f(_vec(11))
+        after_counters = len(everything)
+        f(_vec(12))  # the test's own listener must still hear this one
+    with check:
+        assert seen_inside == 1, f".count inside the block read {seen_inside} after one compile"
+    with check:
+        assert _count_of(inner) == 2, f"inner counter {inner.count}, expected 2"
+    with check:
+        assert _count_of(outer) == 4, f"outer counter {outer.count}, expected 4 (it keeps "
+        "counting while and after an inner counter runs)"
+    with check:
+        assert len(everything) == after_counters + 1, (
+            "a listener registered by someone else stopped hearing compiles after your counter "
+            "exited: remove only your own listener")
+
+
+@pytest.mark.task("compile_counter")
+def test_counter_stops_when_the_block_raises(kata):
+    f = _doubler()
+    counter = None
+    with pytest.raises(KeyError, match="leaving the block"):
+        with kata.compile_counter() as counter:
+            f(_vec(3))
+            raise KeyError("leaving the block")
+    assert counter is not None
+    f(_vec(4))
+    f(_vec(5))
+    with check:
+        assert _count_of(counter) == 1, (
+            f"counted {counter.count}: compiles after a block that raised still counted "
+            "(unregister in a finally)")
+
+
+# ---- bucketed_mean ----------------------------------------------------------------------------
 
 BUCKETS = (8, 16, 32)
+ODD_BUCKETS = (40, 5, 12)  # unsorted, not powers of two
 
 
-def _compiles_for(kata, lengths) -> int:
-    with _measured_compiles() as measured:
-        for n in lengths:
-            kata.bucketed_mean(np.arange(n, dtype=np.float32), BUCKETS)
-    return len(measured)
+def _mean(kata, x, buckets) -> float:
+    try:
+        got = kata.bucketed_mean(x, buckets)
+    except ValueError as error:
+        pytest.fail(f"length {len(x)} fits a bucket of {buckets}, yet: ValueError {error}")
+    assert type(got) is float, f"expected a Python float, got {type(got).__name__}"
+    return got
+
+
+def _new_compiles(kata, lengths, buckets) -> list[int]:
+    """Backend compiles caused by each call, in order."""
+    counts = []
+    for n in lengths:
+        with _measured_compiles() as measured:
+            _mean(kata, np.arange(n, dtype=np.float32), buckets)
+        counts.append(len(measured))
+    return counts
 
 
 @pytest.mark.task("bucketed_mean")
 def test_bucketing_bounds_compiles(kata):
-    first = _compiles_for(kata, (1,))  # bucket 8: whatever a first call compiles
-    same_bucket = _compiles_for(kata, (5, 8, 3, 7))
-    new_bucket = _compiles_for(kata, (9,))
-    again = _compiles_for(kata, (12, 16, 10))
+    first = _new_compiles(kata, (1,), BUCKETS)[0]  # bucket 8: whatever a first call compiles
+    same_bucket = sum(_new_compiles(kata, (5, 8, 3, 7), BUCKETS))
+    new_bucket = _new_compiles(kata, (9,), BUCKETS)[0]
+    again = sum(_new_compiles(kata, (12, 16, 10), BUCKETS))
     with check:
         assert first >= 1, f"the first call compiled {first} programs: is anything jitted?"
     with check:
@@ -241,16 +664,75 @@ def test_bucketing_bounds_compiles(kata):
 
 
 @pytest.mark.task("bucketed_mean")
+def test_smallest_bucket_of_an_unsorted_tuple(kata):
+    # buckets (40, 5, 12): 3 -> 5, 5 -> 5, 6 -> 12, 12 -> 12, 13 -> 40, 40 -> 40, 2 -> 5
+    lengths = (3, 5, 4, 6, 12, 13, 40, 2)
+    fits = {3: 5, 5: 5, 4: 5, 6: 12, 12: 12, 13: 40, 40: 40, 2: 5}
+    counts = _new_compiles(kata, lengths, ODD_BUCKETS)
+    seen = set()
+    for n, compiles in zip(lengths, counts, strict=True):
+        bucket = fits[n]
+        with check:
+            if bucket in seen:
+                assert compiles == 0, (
+                    f"length {n} fits bucket {bucket} (smallest bucket >= length, buckets "
+                    f"{ODD_BUCKETS}), already compiled, yet {compiles} compiles")
+            else:
+                assert compiles >= 1, (
+                    f"length {n} is the first to need bucket {bucket} of {ODD_BUCKETS}, yet "
+                    "nothing compiled: which bucket did you pad to?")
+        seen.add(bucket)
+
+
+@pytest.mark.task("bucketed_mean")
 def test_bucketed_mean_is_correct(kata):
     rng = np.random.default_rng(0)
-    for n in (1, 7, 8, 9, 31):
-        x = rng.normal(size=n).astype(np.float32) + 1.0
-        got = kata.bucketed_mean(x, BUCKETS)
-        with check:
-            assert got == pytest.approx(float(np.mean(x)), rel=1e-5), (
-                f"length {n}: {got}, expected {np.mean(x)} (padding must not count)")
-    with pytest.raises(ValueError):
-        kata.bucketed_mean(np.ones(40, np.float32), BUCKETS)
+    for buckets in (BUCKETS, ODD_BUCKETS):
+        for n in (1, 5, 7, 8, 9, 12, 31, 32, 40):
+            if n > max(buckets):
+                continue
+            x = rng.normal(size=n).astype(np.float32) * 10.0 + 100.0
+            got = _mean(kata, x, buckets)
+            with check:
+                assert got == pytest.approx(float(np.mean(x)), rel=1e-5), (
+                    f"length {n}, buckets {buckets}: {got}, expected {np.mean(x)} (padding "
+                    "must not count)")
+
+
+@pytest.mark.task("bucketed_mean")
+def test_bucketed_mean_other_dtypes(kata):
+    rng = np.random.default_rng(3)
+    for dtype in (np.float16, np.float32, np.float64):
+        for n in (2, 11, 16):
+            x = (rng.normal(size=n) + 4.0).astype(dtype)
+            got = _mean(kata, x, BUCKETS)
+            with check:
+                assert got == pytest.approx(float(np.mean(x.astype(np.float64))), rel=2e-3), (
+                    f"{np.dtype(dtype).name} length {n}: {got}, expected {np.mean(x)}")
+
+
+@pytest.mark.task("bucketed_mean")
+def test_too_long_raises(kata):
+    for buckets, n in ((BUCKETS, 33), (ODD_BUCKETS, 41), ((3,), 4)):
+        with pytest.raises(ValueError):
+            kata.bucketed_mean(np.ones(n, np.float32), buckets)
+
+
+# ---- explain_miss -----------------------------------------------------------------------------
+
+
+def _explain(kata, f, first, second) -> list[str]:
+    got = kata.explain_miss(f, first, second)
+    assert isinstance(got, list) and all(isinstance(m, str) for m in got), (
+        f"expected a list of str, got {got!r}")
+    return got
+
+
+def _one_explanation(kata, f, first, second) -> str:
+    messages = _explain(kata, f, first, second)
+    assert len(messages) == 1, (
+        f"{len(messages)} explanations, expected one for the second call: {messages}")
+    return messages[0]
 
 
 def _mul(x, y):
@@ -259,14 +741,57 @@ def _mul(x, y):
 
 @pytest.mark.task("explain_miss")
 def test_explains_a_shape_miss(kata):
-    messages = kata.explain_miss(_mul, (_vec(3), 2.0), (_vec(4), 2.0))
-    assert len(messages) == 1, f"{len(messages)} explanations, expected one for the second call"
-    text = messages[0]
-    old, new = "f32[3]", "f32[4]"
+    text = _one_explanation(kata, _mul, (_vec(3), 2.0), (_vec(4), 2.0))
     with check:
         assert "at x" in text, f"the explanation should name argument x:\n{text}"
     with check:
-        assert new in text and old in text, f"expected {new} and {old} in:\n{text}"
+        assert "f32[4]" in text and "f32[3]" in text, f"expected f32[4] and f32[3] in:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_dtype_miss(kata):
+    def scale(x, y):
+        return x * y
+
+    text = _one_explanation(kata, scale, (_vec(3), 2.0), (_vec(3, np.float16), 2.0))
+    with check:
+        assert "at x" in text, f"the explanation should name argument x:\n{text}"
+    with check:
+        assert "f16[3]" in text and "f32[3]" in text, f"expected f16[3] and f32[3] in:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_weak_type_miss(kata):
+    def shift(x, y):
+        return x + y
+
+    text = _one_explanation(kata, shift, (_vec(3), 2.0), (_vec(3), np.float32(2.0)))
+    with check:
+        assert "at y" in text, f"the explanation should name argument y:\n{text}"
+    with check:
+        assert "weak_type" in text, f"a Python float is weakly typed, np.float32 is not:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_pytree_miss(kata):
+    def pair(t):
+        return t[0] * t[1]
+
+    text = _one_explanation(kata, pair, ((_vec(3), _vec(3)),), ([_vec(3), _vec(3)],))
+    with check:
+        assert "list" in text and "tuple" in text, f"a tuple became a list:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_only_explanations_are_returned(kata):
+    def noisy(x):
+        logging.getLogger("jax").warning("noisy traced again")  # a log record, not a miss
+        return x + 1.0
+
+    messages = _explain(kata, noisy, (_vec(3),), (_vec(5),))
+    with check:
+        assert len(messages) == 1 and "noisy traced again" not in messages[0], (
+            f"expected only the cache-miss explanation, got {messages}")
 
 
 @pytest.mark.task("explain_miss")
@@ -276,7 +801,7 @@ def test_no_miss_no_explanation(kata):
     try:
         for before in (False, True):
             jax.config.update("jax_explain_cache_misses", before)
-            messages = kata.explain_miss(_mul, (_vec(3), 2.0), (_vec(3), 3.0))
+            messages = _explain(kata, _mul, (_vec(3), 2.0), (_vec(3), 3.0))
             found[before] = (messages, jax.config.jax_explain_cache_misses)
     finally:
         jax.config.update("jax_explain_cache_misses", original)  # keep other tests quiet
