@@ -32,7 +32,7 @@ _EXACT: dict[type, tuple[type, ...]] = {
     float: (float, int, np.floating, np.integer),
     bool: (bool, np.bool_),
     str: (str,),
-    bytes: (bytes,),
+    bytes: (bytes, bytearray),
     list: (list,),
     tuple: (tuple,),
     dict: (dict,),

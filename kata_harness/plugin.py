@@ -319,8 +319,37 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         variant = params.params.get("kata")
     else:
         variant = Variant("katas") if "kata" in getattr(item, "fixturenames", ()) else None
-    if not isinstance(variant, Variant) or report.when != "call":
+    if not isinstance(variant, Variant):
         return
+    if report.when == "call":
+        _judge(item, call, report, variant)
+    if report.when == "call" or report.failed:
+        _record(item, report, variant)
+
+
+RECORD = "kata"
+
+
+def _record(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> None:
+    """The structured outcome of a kata test, for the CLI and `katas dev check`.
+
+    Added to ``report.user_properties`` as ``("kata", {...})``: phase, task id and function,
+    test, variant id and kind, outcome after the honest-kata verdict, one-line message.
+    """
+    phase, task = _task_of(item)
+    text = report.longreprtext.strip() if report.failed or report.skipped else ""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        text = str(report.longrepr[2])
+    report.user_properties.append((RECORD, {
+        "phase": phase.name, "task": task.id, "function": task.function,
+        "test": getattr(item, "originalname", item.name), "variant": variant.id,
+        "kind": variant.kind, "when": report.when, "outcome": report.outcome,
+        "message": text.splitlines()[0][:300] if text else "",
+    }))
+
+
+def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
+           variant: Variant) -> None:
     if variant.expects_failure:
         _invert(item, report, variant)
         return

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("task", nargs="?", help="task number or function name")
     graph.add_argument("-o", "--output", type=Path, help="SVG path (default .katas/graphs/...)")
     graph.add_argument("--reference", action="store_true", help="graph the reference's HLO")
+    dev = sub.add_parser("dev", help="for contributors: checks of the course itself")
+    dev_sub = dev.add_subparsers(dest="dev_command", parser_class=_Parser, metavar="DEV_COMMAND",
+                                 required=True)
+    dev_check = dev_sub.add_parser("check", help="honesty census: tests, cases, decoys caught, "
+                                   "accepted variants per task; fails on any gap")
+    dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
     return parser
 
 
@@ -207,7 +213,15 @@ def _graph(args: argparse.Namespace, console) -> int:
     return 0
 
 
-COMMANDS = {"status": _status, "list": _list, "hint": _hint, "run": _run, "show": _show,
+def _dev(args: argparse.Namespace, console) -> int:
+    from .devcheck import check
+    from .targets import all_phases, parse_phase
+
+    phases = [parse_phase(p) for p in args.phase] if args.phase else list(all_phases())
+    return check(console, phases)
+
+
+COMMANDS = {"dev": _dev, "status": _status, "list": _list, "hint": _hint, "run": _run, "show": _show,
             "compare": _compare, "reset": _reset, "graph": _graph}
 
 

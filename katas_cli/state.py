@@ -43,7 +43,8 @@ class TaskOutcome:
 
     @property
     def done(self) -> bool:
-        return self.outcome in ("passed", "skipped")
+        """Only a pass: a task whose every test skipped was never checked."""
+        return self.outcome == "passed"
 
 
 @dataclass(slots=True)

@@ -1,0 +1,131 @@
+"""`katas dev check`: the honesty census of the course, for contributors and CI.
+
+Runs every phase's tests in reference mode (reference, stub, decoys, accepted variants) in this
+process and reads the harness's structured record of each test (``report.user_properties``,
+see ``kata_harness.plugin._record``). Per task it prints the tests, the cases they run on the
+reference (parametrized cases), the decoys and how many were caught, the accepted variants and
+how many passed. It fails when a task has fewer than two decoys or no test, a decoy is not caught
+by every test it names (passes, or breaks instead of failing an assertion), an accepted variant
+is rejected, or the stub passes a test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.table import Table
+
+from kata_harness import curriculum, loading
+from kata_harness.curriculum import Phase, Task
+
+from .errors import RunError
+
+MIN_DECOYS = 2
+
+
+@dataclass(slots=True)
+class _Census:
+    """A pytest plugin object collecting the harness's records."""
+
+    records: list[dict] = field(default_factory=list)
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.records += [value for key, value in report.user_properties if key == "kata"]
+
+
+@dataclass(slots=True)
+class TaskCensus:
+    task: Task
+    tests: set[str] = field(default_factory=set)
+    cases: int = 0
+    decoys: dict[str, bool] = field(default_factory=dict)  # name -> caught by every test it names
+    accepted: dict[str, bool] = field(default_factory=dict)  # name -> passed every test
+    problems: list[str] = field(default_factory=list)
+
+
+def census(phases: list[Phase], records: list[dict]) -> list[TaskCensus]:
+    """What the records say about each task of ``phases``."""
+    rows = {(t.phase, t.function): TaskCensus(t) for p in phases for t in p.tasks}
+    for phase in phases:
+        for d in loading.phase_decoys(phase):
+            rows[(phase.number, d.replaces)].decoys[d.name] = True
+        for a in loading.phase_accepted(phase):
+            rows[(phase.number, a.replaces)].accepted[a.name] = True
+    failures: dict[tuple, list[str]] = defaultdict(list)
+    for record in records:
+        row = rows.get((int(record["phase"].removeprefix("phase")), record["function"]))
+        if row is None:
+            continue
+        kind, ok = record["kind"], record["outcome"] == "passed"
+        name = record["variant"].removeprefix(f"{kind}-")
+        if kind == "reference" and record["when"] == "call":
+            row.tests.add(record["test"])
+            row.cases += 1
+        if not ok and record["outcome"] != "skipped":
+            failures[(row.task.id, kind, name)].append(f"{record['test']}: {record['message']}")
+            if kind == "decoy":
+                row.decoys[name] = False
+            elif kind == "accepted":
+                row.accepted[name] = False
+    for row in rows.values():
+        if not row.tests:
+            row.problems.append("no test ran on the reference")
+        if len(row.decoys) < MIN_DECOYS:
+            row.problems.append(f"{len(row.decoys)} decoy(s), at least {MIN_DECOYS} needed")
+        for (task_id, kind, name), messages in failures.items():
+            if task_id == row.task.id:
+                who = kind if kind in ("reference", "stub") else f"{kind} {name}"
+                row.problems.append(f"{who}: {messages[0]}")
+    return list(rows.values())
+
+
+def run(phases: list[Phase]) -> list[dict]:
+    import pytest
+
+    collector = _Census()
+    args = [str(p.kata_path.parent) for p in phases]
+    args += ["--impl=reference", "--rootdir", str(curriculum.ROOT),
+             "-c", str(curriculum.ROOT / "pyproject.toml"),
+             "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = pytest.main(args, plugins=[collector])
+    if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR,
+                pytest.ExitCode.INTERRUPTED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise RunError(f"pytest stopped with {code.name.lower().replace('_', ' ')}; see why "
+                       "with: uv run pytest katas --impl=reference")
+    return collector.records
+
+
+def render(console: Console, rows: list[TaskCensus]) -> int:
+    """Print the census, then each problem on a line; the number of tasks with problems."""
+    table = Table(title="honesty census (reference mode)")
+    table.add_column("task")
+    table.add_column("function")
+    for column in ("tests", "cases", "decoys", "caught", "accepted"):
+        table.add_column(column, justify="right")
+    table.add_column("")
+    for row in rows:
+        table.add_row(row.task.id, row.task.function, str(len(row.tests)), str(row.cases),
+                      str(len(row.decoys)), str(sum(row.decoys.values())),
+                      f"{sum(row.accepted.values())}/{len(row.accepted)}",
+                      "[red]gaps[/]" if row.problems else "ok")
+    console.print(table)
+    for row in rows:
+        for problem in row.problems:
+            console.print(f"{row.task.id} ({row.task.function}): {problem}", markup=False)
+    bad = sum(bool(row.problems) for row in rows)
+    totals = (f"{len(rows)} tasks, {sum(len(r.tests) for r in rows)} tests, "
+              f"{sum(r.cases for r in rows)} cases, {sum(len(r.decoys) for r in rows)} decoys "
+              f"({sum(sum(r.decoys.values()) for r in rows)} caught), "
+              f"{sum(len(r.accepted) for r in rows)} accepted variants")
+    console.print(f"{totals}; {bad} task(s) with problems" if bad else f"{totals}; all honest")
+    return bad
+
+
+def check(console: Console, phases: list[Phase]) -> int:
+    rows = census(phases, run(phases))
+    return 1 if render(console, rows) else 0
