@@ -8,18 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kata_harness.decoys import decoy
+from kata_harness.decoys import accepted, decoy
 from xla_inspect.jaxpr import iter_eqns
 from xla_inspect.parse import parse_hlo
 
-try:
-    from kata_harness.decoys import accepted
-except ImportError:  # the harness has not landed accepted variants yet: keep them as plain code
-    def accepted(replaces, *, why):
-        return lambda function: function
 
-
-@decoy("conditionals", caught_by=["test_conditionals_match_xla", "test_conditionals_in_module_order"],
+@decoy("conditionals", caught_by=["test_conditionals_match_xla",
+                                  "test_conditionals_in_module_order"],
        why="looks only in ENTRY")
 def conditionals_entry_only(hlo_text):
     entry = parse_hlo(hlo_text).entry
@@ -251,3 +246,445 @@ def explain_resets_to_false(f, first_args, second_args):
     finally:
         jax.config.update("jax_explain_cache_misses", False)
     return [m for m in messages if "CACHE MISS" in m]
+
+
+# ---- decoys by category: names instead of opcodes, order and structure, related quantities ----
+
+
+@decoy("conditionals", caught_by=["test_conditionals_match_xla",
+                                  "test_conditionals_in_module_order"],
+       why="hard-codes the index type 's32' (stablehlo.if gives a pred index)")
+def conditionals_always_s32(hlo_text):
+    return [("s32", len(i.called_computations))
+            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
+
+
+@decoy("conditionals", caught_by=["test_conditionals_in_module_order"],
+       why="sorts the results instead of keeping module order")
+def conditionals_sorted(hlo_text):
+    return sorted((c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+                  for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional")
+
+
+@decoy("conditionals", caught_by=["test_conditionals_match_xla",
+                                  "test_conditionals_in_module_order"],
+       why="deduplicates: two conds of the same kind are reported once")
+def conditionals_unique(hlo_text):
+    found = []
+    for c in parse_hlo(hlo_text):
+        for i in c:
+            if i.opcode != "conditional":
+                continue
+            item = (c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+            if item not in found:
+                found.append(item)
+    return found
+
+
+@decoy("conditionals", caught_by=["test_conditionals_match_xla",
+                                  "test_conditionals_in_module_order"],
+       why="walks ENTRY and the computations it calls through to_apply, not branch bodies")
+def conditionals_through_calls_only(hlo_text):
+    module = parse_hlo(hlo_text)
+    found, todo, seen = [], [module.entry.name], set()
+    while todo:
+        c = module[todo.pop(0)]
+        if c.name in seen:
+            continue
+        seen.add(c.name)
+        for i in c:
+            if i.opcode == "conditional":
+                found.append((c.instruction(i.operands[0]).shape_info.dtype,
+                              len(i.called_computations)))
+            if i.opcode in ("call", "while"):
+                todo.extend(i.called_computations)
+    return found
+
+
+@decoy("while_loops", caught_by=["test_while_loops_match_xla",
+                                 "test_loops_nested_unrolled_and_hidden"],
+       why="counts instructions whose NAME mentions while (parameters are named while.N)")
+def whiles_by_name(hlo_text):
+    return sum("while" in i.name for c in parse_hlo(hlo_text) for i in c)
+
+
+@decoy("while_loops", caught_by=["test_while_loops_match_xla"],
+       why="counts computations named like the CPU backend's while wrappers")
+def whiles_by_wrapper_name(hlo_text):
+    return sum(c.name.endswith("_computation") and c.name.startswith("while")
+               for c in parse_hlo(hlo_text))
+
+
+@decoy("while_loops", caught_by=["test_while_loops_match_xla",
+                                 "test_loops_nested_unrolled_and_hidden"],
+       why="looks in ENTRY and the computations ENTRY calls, one level deep")
+def whiles_one_call_deep(hlo_text):
+    module = parse_hlo(hlo_text)
+    computations = [module.entry] + [module[n] for i in module.entry
+                                     for n in i.called_computations]
+    return sum(i.opcode == "while" for c in computations for i in c)
+
+
+@decoy("loop_primitives", caught_by=["test_loop_primitives_bank"],
+       why="breadth first: the loops of a level before those nested in them")
+def loops_breadth_first(jaxpr):
+    found, level = [], [jaxpr]
+    while level:
+        following = []
+        for j in level:
+            for eqn in j.eqns:
+                if eqn.primitive.name in ("scan", "while"):
+                    found.append(eqn.primitive.name)
+                for param in eqn.params.values():
+                    for sub in param if isinstance(param, (tuple, list)) else (param,):
+                        if hasattr(sub, "eqns"):
+                            following.append(sub)
+        level = following
+    return found
+
+
+@decoy("loop_primitives", caught_by=["test_loop_primitives_bank"],
+       why="inner loops before the loop that holds them (post-order)")
+def loops_post_order(jaxpr):
+    found = []
+    for eqn in jaxpr.eqns:
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                if hasattr(sub, "eqns"):
+                    found += loops_post_order(sub)
+        if eqn.primitive.name in ("scan", "while"):
+            found.append(eqn.primitive.name)
+    return found
+
+
+@decoy("loop_primitives", caught_by=["test_loop_primitives_bank",
+                                    "test_loop_counts_match_the_primitive_census"],
+       why="recurses only into the params it knows (jaxpr, body_jaxpr, branches)")
+def loops_known_params(jaxpr):
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("scan", "while"):
+            found.append(eqn.primitive.name)
+        for key in ("jaxpr", "body_jaxpr", "branches"):
+            param = eqn.params.get(key)
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                if hasattr(sub, "eqns"):
+                    found += loops_known_params(sub)
+    return found
+
+
+@decoy("loop_primitives", caught_by=["test_loop_primitives_bank",
+                                    "test_loop_counts_match_the_primitive_census"],
+       why="reports each kind of loop once")
+def loops_unique(jaxpr):
+    found = []
+    for name in (e.primitive.name for e in iter_eqns(jaxpr)):
+        if name in ("scan", "while") and name not in found:
+            found.append(name)
+    return found
+
+
+@decoy("count_traces", caught_by=["test_traces_are_not_compiles"],
+       why="counts backend compiles, not traces")
+def traces_as_compiles(f, static_argnums, calls):
+    jitted = jax.jit(f, static_argnums=static_argnums)
+    with _counting(lambda event: event == "/jax/core/compile/backend_compile_duration") as c:
+        for args in calls:
+            jitted(*args)
+    return c.count
+
+
+@decoy("count_traces", caught_by=["test_traces_are_not_compiles"],
+       why="reads the jit cache size, which also keys on devices")
+def traces_cache_size(f, static_argnums, calls):
+    jitted = jax.jit(f, static_argnums=static_argnums)
+    for args in calls:
+        jitted(*args)
+    return jitted._cache_size()
+
+
+@decoy("count_traces", caught_by=["test_static_values_that_hash_alike"],
+       why="predicts traces from the hashes of the static values and the shapes")
+def traces_by_hash(f, static_argnums, calls):
+    jitted = jax.jit(f, static_argnums=static_argnums)
+    for args in calls:
+        jitted(*args)
+    return len({tuple(hash(a) if i in static_argnums else np.shape(a)
+                      for i, a in enumerate(args)) for args in calls})
+
+
+@decoy("count_traces", caught_by=["test_static_values_that_hash_alike",
+                                  "test_dynamic_arguments_trace_per_type"],
+       why="predicts traces from static values and shapes, ignoring types and weak types")
+def traces_by_value_and_shape(f, static_argnums, calls):
+    jitted = jax.jit(f, static_argnums=static_argnums)
+    for args in calls:
+        jitted(*args)
+    return len({tuple(a if i in static_argnums else np.shape(a) for i, a in enumerate(args))
+                for args in calls})
+
+
+@decoy("compile_counter", caught_by=["test_tracing_and_lowering_are_not_compiles",
+                                     "test_eager_ops_compile_without_tracing"],
+       why="matches every event whose name mentions compile (/jax/core/compile/...)")
+def counter_compile_substring():
+    return _counting(lambda event: "compile" in event)
+
+
+@decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles",
+                                     "test_tracing_and_lowering_are_not_compiles"],
+       why="counts lowerings to MLIR: lower() without compile counts, a pre-lowered compile not")
+def counter_lowerings():
+    return _counting(lambda event: event == "/jax/core/compile/jaxpr_to_mlir_module_duration")
+
+
+class _SharedCount:
+    count = 0  # one count for every counter
+
+
+@decoy("compile_counter", caught_by=["test_nested_counters_and_live_counts"],
+       why="every counter shares one class-level count")
+@contextlib.contextmanager
+def counter_shared():
+    counted = _SharedCount()
+    _SharedCount.count = 0
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            _SharedCount.count += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counted
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@decoy("compile_counter", caught_by=["test_nested_counters_and_live_counts"],
+       why="clears every event listener on exit, other people's too")
+@contextlib.contextmanager
+def counter_clears_all():
+    counted = CompileCount()
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            counted.count += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counted
+    finally:
+        jax.monitoring.clear_event_listeners()
+
+
+@decoy("compile_counter", caught_by=["test_counter_stops_when_the_block_raises"],
+       why="unregisters after the yield without a finally: an exception leaves it listening")
+@contextlib.contextmanager
+def counter_no_finally():
+    counted = CompileCount()
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            counted.count += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    yield counted
+    jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@decoy("compile_counter", caught_by=["test_nested_counters_and_live_counts"],
+       why="fills in the count only when the block exits")
+@contextlib.contextmanager
+def counter_at_exit():
+    counted = CompileCount()
+    events = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counted
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+        counted.count = len(events)
+
+
+@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+       why="takes the first bucket that fits in the order given, not the smallest")
+def mean_first_fit(x, buckets):
+    size = next((b for b in buckets if b >= len(x)), None)
+    if size is None:
+        raise ValueError("too long")
+    padded = np.zeros(size, np.float32)
+    padded[: len(x)] = x
+    return float(_masked(padded, len(x)))
+
+
+@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+       why="needs a bucket strictly larger than the length")
+def mean_strictly_larger(x, buckets):
+    size = min((b for b in buckets if b > len(x)), default=max(buckets))
+    if len(x) > max(buckets):
+        raise ValueError("too long")
+    padded = np.zeros(size, np.float32)
+    padded[: len(x)] = x
+    return float(_masked(padded, len(x)))
+
+
+@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+       why="pads to the next power of two whatever the buckets say")
+def mean_power_of_two(x, buckets):
+    if len(x) > max(buckets):
+        raise ValueError("too long")
+    size = 1 << max(len(x) - 1, 0).bit_length()
+    padded = np.zeros(size, np.float32)
+    padded[: len(x)] = x
+    return float(_masked(padded, len(x)))
+
+
+@decoy("bucketed_mean", caught_by=["test_bucketed_mean_is_correct",
+                                   "test_smallest_bucket_of_an_unsorted_tuple"],
+       why="treats the last bucket as the largest")
+def mean_last_is_largest(x, buckets):
+    if len(x) > buckets[-1]:
+        raise ValueError("too long")
+    return float(_masked(_pad(x, buckets), len(x)))
+
+
+@decoy("explain_miss", caught_by=["test_only_explanations_are_returned"],
+       why="returns every jax log record of the second call, not only the explanations")
+def explain_unfiltered(f, first_args, second_args):
+    with jax.explain_cache_misses(True):
+        return _second_call_messages(f, first_args, second_args)
+
+
+@decoy("explain_miss", caught_by=["test_explains_a_shape_miss", "test_explains_a_dtype_miss",
+                                 "test_explains_a_weak_type_miss", "test_explains_a_pytree_miss"],
+       why="keeps only the first line of each explanation (the argument is further down)")
+def explain_first_lines(f, first_args, second_args):
+    with jax.explain_cache_misses(True):
+        messages = _second_call_messages(f, first_args, second_args)
+    return [m.splitlines()[0] for m in messages if "CACHE MISS" in m]
+
+
+# ---- accepted variants: correct answers spelled differently -----------------------------------
+
+
+@accepted("conditionals", why="branch count as operands minus the index operand")
+def conditionals_operands_minus_one(hlo_text):
+    return [(c.instruction(i.operands[0]).shape_info.dtype, len(i.operands) - 1)
+            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
+
+
+@accepted("while_loops", why="a Counter of opcodes over every computation")
+def whiles_by_census(hlo_text):
+    from collections import Counter
+
+    return Counter(i.opcode for c in parse_hlo(hlo_text) for i in c)["while"]
+
+
+@accepted("loop_primitives", why="filters xla_inspect's depth-first iter_eqns")
+def loops_via_iter_eqns(jaxpr):
+    return [e.primitive.name for e in iter_eqns(jaxpr) if e.primitive.name in ("scan", "while")]
+
+
+@accepted("loop_primitives", why="an explicit stack instead of recursion")
+def loops_with_a_stack(jaxpr):
+    found, stack = [], [iter(jaxpr.eqns)]
+    while stack:
+        eqn = next(stack[-1], None)
+        if eqn is None:
+            stack.pop()
+            continue
+        if eqn.primitive.name in ("scan", "while"):
+            found.append(eqn.primitive.name)
+        subs = [s for p in eqn.params.values()
+                for s in (p if isinstance(p, (tuple, list)) else (p,)) if hasattr(s, "eqns")]
+        for sub in reversed(subs):
+            stack.append(iter(sub.eqns))
+    return found
+
+
+@accepted("count_traces", why="counts with a list the wrapper appends to")
+def traces_with_a_list(f, static_argnums, calls):
+    seen = []
+
+    def wrapper(*args):
+        seen.append(args)
+        return f(*args)
+
+    jitted = jax.jit(wrapper, static_argnums=static_argnums)
+    for args in calls:
+        jitted(*args)
+    return len(seen)
+
+
+class _CounterCM:
+    def __enter__(self):
+        self.counted = CompileCount()
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self.counted
+
+    def _listen(self, event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            self.counted.count += 1
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+        return False
+
+
+@accepted("compile_counter", why="a class-based context manager instead of a generator")
+def counter_class_based():
+    return _CounterCM()
+
+
+@jax.jit
+def _sum_over(padded, length):
+    return jnp.sum(padded) / length
+
+
+@accepted("bucketed_mean", why="zero padding needs no mask: sum / true length")
+def mean_zero_padding(x, buckets):
+    return float(_sum_over(_pad(x, buckets), len(x)))
+
+
+@jax.jit
+def _mean_of_mask(padded, mask):
+    return jnp.sum(jnp.where(mask, padded, 0.0)) / jnp.sum(mask)
+
+
+@accepted("bucketed_mean", why="the mask is built on the host and passed as an array")
+def mean_host_mask(x, buckets):
+    padded = _pad(x, buckets)
+    return float(_mean_of_mask(padded, np.arange(padded.shape[0]) < len(x)))
+
+
+class _CollectMisses(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        if record.getMessage().startswith("TRACING CACHE MISS"):
+            self.messages.append(record.getMessage())
+
+
+@accepted("explain_miss", why="sets and restores the config flag by hand; handler on the root")
+def explain_root_handler(f, first_args, second_args):
+    before = jax.config.jax_explain_cache_misses
+    jax.config.update("jax_explain_cache_misses", True)
+    try:
+        jitted = jax.jit(f)
+        jitted(*first_args)
+        handler = _CollectMisses()
+        logging.getLogger().addHandler(handler)
+        try:
+            jitted(*second_args)
+        finally:
+            logging.getLogger().removeHandler(handler)
+    finally:
+        jax.config.update("jax_explain_cache_misses", before)
+    return handler.messages
