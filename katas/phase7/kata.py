@@ -28,28 +28,44 @@ class CompileCount:
 
 
 def conditionals(hlo_text: str) -> list[tuple[str, int]]:
-    """For every `conditional` in optimized HLO (any computation, in module order):
-    (element type of its branch-index operand, number of branches), e.g. ("s32", 3)."""
+    """For every `conditional` instruction of an HLO module (optimized or not): the element type
+    of its branch-index operand and its number of branches, e.g. ("s32", 3) or ("pred", 2).
+
+    Look in every computation (branches, loop bodies, called computations), find conditionals by
+    opcode, and list them in module order: computation by computation as the text lists them,
+    instruction by instruction inside each. One entry per instruction, duplicates included.
+    """
     # TODO: the first operand is the index; look it up in the same computation
     raise NotImplementedError("phase7 task 1: conditionals")
 
 
 def while_loops(hlo_text: str) -> int:
-    """How many `while` instructions the optimized HLO holds, in all computations."""
+    """How many instructions with opcode `while` an HLO module (optimized or not) holds, in
+    all its computations (loop bodies, branches, computations reached through calls).
+
+    Count by opcode: instruction and computation names are not opcodes (a parameter may be
+    called `while.2`)."""
     # TODO: print the HLO of a fori_loop: is the while in ENTRY?
     raise NotImplementedError("phase7 task 2: while_loops")
 
 
 def loop_primitives(jaxpr) -> list[str]:
-    """Names of the loop primitives (`scan`, `while`) in a jaxpr and every jaxpr nested in
-    equation params, outer loops before the loops in their bodies."""
+    """Names of the loop primitives (`scan`, `while`) in a jaxpr (closed or open) and in every
+    jaxpr nested in equation params (alone or in a tuple/list: loop bodies and conditions, cond
+    branches, nested jit, checkpoint, custom_jvp, ...), one entry per equation.
+
+    Order: depth first. Walk the equations in order; for each, first the equation itself if it
+    is a loop, then the loops inside the jaxprs of its params (in the order the params list
+    them), then the next equation.
+    """
     # TODO: walk eqns; recurse into params holding jaxprs (alone or in tuples)
     raise NotImplementedError("phase7 task 3: loop_primitives")
 
 
 def count_traces(f: Callable, static_argnums: tuple[int, ...], calls: Sequence[tuple]) -> int:
     """Run jax.jit(f, static_argnums=...) on each argument tuple in `calls`; return how many
-    times JAX traced f."""
+    times JAX traced f (ran its Python body), not how many times XLA compiled or f was called.
+    """
     # TODO: tracing runs the Python body; running a cached program does not
     raise NotImplementedError("phase7 task 4: count_traces")
 
@@ -58,8 +74,10 @@ def count_traces(f: Callable, static_argnums: tuple[int, ...], calls: Sequence[t
 def compile_counter() -> Iterator[CompileCount]:
     """`with compile_counter() as c:` counts XLA backend compiles inside the block in c.count.
 
-    Count only the BACKEND_COMPILE event, only while the block runs; compiles after the block
-    must not change c.count, and two counters must not disturb each other.
+    Count only the BACKEND_COMPILE event, only while the block runs: c.count is up to date at
+    any point inside the block; compiles after the block (also after a block that raised) must
+    not change it; counters may nest and must not disturb each other or anyone else's
+    jax.monitoring listeners.
     """
     # TODO: jax.monitoring has register_event_duration_secs_listener and its unregister
     raise NotImplementedError("phase7 task 5: compile_counter")
@@ -67,9 +85,10 @@ def compile_counter() -> Iterator[CompileCount]:
 
 
 def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
-    """mean(x) for a 1-D float array, computed by a jitted program that compiles once per
-    bucket, not once per length: pad to the smallest bucket >= len(x), mask the padding.
-    Raise ValueError when x is longer than every bucket."""
+    """mean(x) as a Python float, for a 1-D float array (any float dtype), computed by a jitted
+    program that compiles once per bucket, not once per length: pad to the smallest bucket
+    >= len(x) (buckets come in any order), mask the padding. Raise ValueError when x is longer
+    than every bucket."""
     # TODO: pad on the host (NumPy), pass the true length as an array, not a static value
     raise NotImplementedError("phase7 task 6: bucketed_mean")
 
@@ -77,8 +96,9 @@ def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
 def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str]:
     """Call jax.jit(f) on first_args, then on second_args, with cache-miss explanations on.
 
-    Return the messages of the tracing-cache-miss explanations logged by the *second* call
-    ([] when it hit the cache). Leave the jax_explain_cache_misses setting as you found it.
+    Return the messages (whole, as logged) of the tracing-cache-miss explanations logged by the
+    *second* call, one per miss ([] when it hit the cache); other log records, f's own
+    included, are not explanations. Leave the jax_explain_cache_misses setting as you found it.
     """
     # TODO: the explanations are log records (logger "jax"); collect them with a handler
     raise NotImplementedError("phase7 task 7: explain_miss")
