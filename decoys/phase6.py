@@ -1,12 +1,15 @@
 """Plausible wrong answers to phase 6; each must be caught by the tests it names."""
 
 import math
+import re
+import sys
 import time
 from dataclasses import dataclass
 
 import jax
+import numpy as np
 
-from kata_harness.decoys import decoy
+from kata_harness.decoys import accepted, decoy
 from xla_inspect.parse import parse_hlo
 
 
@@ -24,19 +27,45 @@ def _read(cost):
             "bytes_accessed": float(cost.get("bytes accessed", 0.0))}
 
 
-@decoy("cost_of", caught_by=["test_cost_of_reads_the_optimized_program"],
+@decoy("cost_of", caught_by=["test_cost_of_reads_the_optimized_program",
+                             "test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
        why="reads the Lowered (unoptimized) estimate, which counts unfused intermediates")
 def cost_before_fusion(f, *args):
     return _read(jax.jit(f).lower(*args).cost_analysis())
 
 
-@decoy("cost_of", caught_by=["test_cost_of_mlp_counts_every_flop",
-                             "test_cost_of_reads_the_optimized_program"],
-       why="indexes the keys directly: a zero-valued key is absent")
-def cost_indexed(f, *args):
+@decoy("cost_of", caught_by=["test_cost_of_reads_the_optimized_program",
+                             "test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
+       why="reads the key as spelled in the returned dict ('bytes_accessed'): always 0")
+def cost_key_with_underscore(f, *args):
     cost = jax.jit(f).lower(*args).compile().cost_analysis()
-    return {"flops": cost["flops"], "transcendentals": cost["transcendentals"],
-            "bytes_accessed": cost["bytes accessed"]}
+    return {"flops": float(cost.get("flops", 0.0)),
+            "transcendentals": float(cost.get("transcendentals", 0.0)),
+            "bytes_accessed": float(cost.get("bytes_accessed", 0.0))}
+
+
+@decoy("cost_of", caught_by=["test_cost_of_reads_the_optimized_program",
+                             "test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
+       why="flops counts the transcendentals too")
+def cost_flops_with_transcendentals(f, *args):
+    cost = _read(jax.jit(f).lower(*args).compile().cost_analysis())
+    cost["flops"] += cost["transcendentals"]
+    return cost
+
+
+@decoy("cost_of", caught_by=["test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
+       why="converts every argument to float32 first: bf16, f16 and int8 traffic doubles")
+def cost_of_float32_args(f, *args):
+    args = jax.tree.map(lambda a: np.asarray(a, np.float32), args)
+    return _read(jax.jit(f).lower(*args).compile().cost_analysis())
+
+
+@accepted("cost_of", why="trace, lower and compile as separate stages; keys filled by a loop")
+def cost_through_trace(f, *args):
+    cost = jax.jit(f).trace(*args).lower().compile().cost_analysis()
+    names = {"flops": "flops", "transcendentals": "transcendentals",
+             "bytes_accessed": "bytes accessed"}
+    return {mine: float(cost[xla]) if xla in cost else 0.0 for mine, xla in names.items()}
 
 
 def _bytes(f, *args):
@@ -53,7 +82,8 @@ def traffic_fused_is_sum(steps, x):
     return {"op_by_op": total, "fused": total}
 
 
-@decoy("fusion_traffic", caught_by=["test_op_by_op_follows_each_steps_shape"],
+@decoy("fusion_traffic", caught_by=["test_op_by_op_follows_each_steps_shape",
+                                    "test_fusion_traffic_on_a_bank_of_step_lists"],
        why="costs every step on the original input")
 def traffic_no_chaining(steps, x):
     def fused(v):
@@ -69,14 +99,16 @@ def _report(stats):
             "temp": stats.temp_size_in_bytes, "alias": stats.alias_size_in_bytes}
 
 
-@decoy("memory_report", caught_by=["test_donation_shows_as_alias_bytes"],
+@decoy("memory_report", caught_by=["test_donation_shows_as_alias_bytes",
+                                   "test_memory_report_matches_memory_analysis_on_a_bank"],
        why="forgets to pass donate_argnums to jax.jit")
 def report_without_donation(f, *args, donate_argnums=()):
     return _report(jax.jit(f).lower(*args).compile().memory_analysis())
 
 
 @decoy("memory_report",
-       caught_by=["test_memory_report_sizes", "test_donation_shows_as_alias_bytes"],
+       caught_by=["test_memory_report_sizes", "test_donation_shows_as_alias_bytes",
+                  "test_memory_report_matches_memory_analysis_on_a_bank"],
        why="argument and output swapped")
 def report_swapped(f, *args, donate_argnums=()):
     stats = _report(jax.jit(f, donate_argnums=donate_argnums).lower(*args).compile()
@@ -85,7 +117,9 @@ def report_swapped(f, *args, donate_argnums=()):
     return stats
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs"],
+@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
+                                        "test_aliases_read_parameter_numbers_and_output_indices",
+                                        "test_aliases_of_a_handwritten_header"],
        why="keys by output index instead of parameter number")
 def aliases_by_output(hlo_text):
     header = parse_hlo(hlo_text).attributes.get("input_output_alias")
@@ -100,7 +134,9 @@ def aliases_by_output(hlo_text):
     return found
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs"],
+@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
+                                        "test_aliases_read_parameter_numbers_and_output_indices",
+                                        "test_aliases_of_a_handwritten_header"],
        why="reads only the first alias")
 def aliases_first_only(hlo_text):
     header = parse_hlo(hlo_text).attributes.get("input_output_alias")
@@ -164,7 +200,8 @@ def timing_unblocked(f, args, repeats):
 
 
 @decoy("eager_vs_jit", caught_by=["test_timing_is_a_sane_measurement",
-                                  "test_timing_runs_eager_and_jit"],
+                                  "test_timing_runs_eager_and_jit",
+                                  "test_timing_reports_mean_seconds_per_call"],
        why="a fixed number of repeats, and the ratio upside down")
 def timing_fixed_repeats(f, args, repeats):
     jitted = jax.jit(f)
@@ -191,14 +228,16 @@ def traffic_fused_by_formula(steps, x):
     return {"op_by_op": total, "fused": 2.0 * x.nbytes}
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies"],
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies",
+                                      "test_naive_temp_of_handwritten_modules"],
        why="counts a bitcast (a view of a buffer) as a new intermediate")
 def naive_with_bitcasts(hlo_text):
     return sum(_size(i) for i in parse_hlo(hlo_text).entry
                if not i.is_root and i.opcode != "parameter")
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies"],
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies",
+                                      "test_naive_temp_of_handwritten_modules"],
        why="walks every computation: ops inside a fusion never get a buffer of their own")
 def naive_all_computations(hlo_text):
     skip = {"parameter", "bitcast", "tuple", "get-tuple-element"}
@@ -220,3 +259,242 @@ def timing_compile_on_the_clock(f, args, repeats):
         jitted(*args).block_until_ready()
     compiled = (time.perf_counter() - start) / (repeats + 1)
     return Timing(eager, compiled, repeats, eager / compiled)
+
+
+@decoy("fusion_traffic", caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
+       why="advances the shape but keeps x's dtype: a step that casts is costed in the wrong dtype")
+def traffic_keeps_dtype(steps, x):
+    total, value = 0.0, jax.ShapeDtypeStruct(x.shape, x.dtype)
+    for step in steps:
+        total += _bytes(step, value)
+        value = jax.ShapeDtypeStruct(jax.eval_shape(step, value).shape, x.dtype)
+
+    def fused(v):
+        for step in steps:
+            v = step(v)
+        return v
+
+    return {"op_by_op": total, "fused": _bytes(fused, x)}
+
+
+@decoy("fusion_traffic", caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
+       why="op by op from the Lowered (unfused) estimate of the whole chain")
+def traffic_op_by_op_from_lowered(steps, x):
+    def fused(v):
+        for step in steps:
+            v = step(v)
+        return v
+
+    lowered = jax.jit(fused).lower(x)
+    return {"op_by_op": float(lowered.cost_analysis().get("bytes accessed", 0.0)),
+            "fused": float(lowered.compile().cost_analysis().get("bytes accessed", 0.0))}
+
+
+@accepted("fusion_traffic", why="advances by running each step for real instead of eval_shape")
+def traffic_by_running_steps(steps, x):
+    total, value = 0.0, x
+    for step in steps:
+        total += _bytes(step, value)
+        value = jax.jit(step)(value)
+
+    def fused(v):
+        for step in steps:
+            v = step(v)
+        return v
+
+    return {"op_by_op": total, "fused": _bytes(fused, x)}
+
+
+@decoy("memory_report", caught_by=["test_memory_report_matches_memory_analysis_on_a_bank"],
+       why="argument, output and alias sizes by formula from the arrays (nbytes), temp from XLA")
+def report_by_formula(f, *args, donate_argnums=()):
+    jitted = jax.jit(f, donate_argnums=donate_argnums)
+    stats = jitted.lower(*args).compile().memory_analysis()
+
+    def nbytes(tree):
+        return sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(tree))
+
+    out = jax.eval_shape(f, *args)
+    return {"argument": nbytes(args),
+            "output": sum(math.prod(o.shape) * o.dtype.itemsize for o in jax.tree.leaves(out)),
+            "temp": int(stats.temp_size_in_bytes),
+            "alias": sum(nbytes(args[i]) for i in donate_argnums)}
+
+
+@accepted("memory_report", why="fields read by name in a loop, through jit(...).trace")
+def report_through_trace(f, *args, donate_argnums=()):
+    stats = jax.jit(f, donate_argnums=donate_argnums).trace(*args).lower().compile() \
+        .memory_analysis()
+    return {key: int(getattr(stats, f"{key}_size_in_bytes"))
+            for key in ("argument", "output", "temp", "alias")}
+
+
+def _alias_entries(hlo_text):
+    """(output index text, parameter, parameter index text) per header entry, in text order."""
+    header = parse_hlo(hlo_text).attributes.get("input_output_alias") or ""
+    return re.findall(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}", header)
+
+
+def _index(text):
+    return tuple(int(p) for p in text.split(",") if p.strip())
+
+
+@decoy("aliased_parameters", caught_by=["test_aliases_read_parameter_numbers_and_output_indices",
+                                        "test_aliases_of_a_handwritten_header"],
+       why="output index from the entry's position in the header, not from the {...} it states")
+def aliases_by_position(hlo_text):
+    entries = _alias_entries(hlo_text)
+    if len(entries) == 1 and not _index(entries[0][0]):
+        return {int(entries[0][1]): ()}
+    return {int(param): (i,) for i, (_, param, _) in enumerate(entries)}
+
+
+@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
+                                        "test_aliases_read_parameter_numbers_and_output_indices",
+                                        "test_aliases_of_a_handwritten_header"],
+       why="range(count): parameters numbered 0.. in header order instead of as stated")
+def aliases_range_of_count(hlo_text):
+    entries = _alias_entries(hlo_text)
+    return {i: _index(out) for i, (out, _, _) in enumerate(entries)}
+
+
+@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
+                                        "test_aliases_read_parameter_numbers_and_output_indices",
+                                        "test_aliases_of_a_handwritten_header"],
+       why="gives the parameter index (the {} inside the parentheses) as the output index")
+def aliases_parameter_index(hlo_text):
+    return {int(param): _index(param_index) for _, param, param_index in _alias_entries(hlo_text)}
+
+
+@accepted("aliased_parameters", why="a regular expression over the header instead of a split")
+def aliases_by_regex(hlo_text):
+    return {int(param): _index(out) for out, param, _ in _alias_entries(hlo_text)}
+
+
+def _entry(hlo_text):
+    return parse_hlo(hlo_text).entry
+
+
+def _outputs(entry):
+    root = entry.root
+    return {root.name, *(root.operands if root.opcode == "tuple" else ())}
+
+
+_VIEWS = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element"}
+
+
+def _sum_sizes(hlo_text, size, skip=_VIEWS, outputs=_outputs):
+    entry = _entry(hlo_text)
+    excluded = outputs(entry)
+    return sum(size(i.shape_info) for i in entry if i.name not in excluded and i.opcode not in skip)
+
+
+def _table_size(table):
+    def size(shape):
+        if shape.is_tuple:
+            return sum(size(e) for e in shape.elements)
+        return math.prod(shape.dims) * table.get(shape.dtype, 4)
+    return size
+
+
+_COMMON = {"f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "f16": 2, "bf16": 2, "s8": 1,
+           "u8": 1, "pred": 1}
+
+
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules",
+                                      "test_naive_temp_of_compiled_tuple_and_bf16_programs"],
+       why="4 bytes per element whatever the dtype")
+def naive_f32_only(hlo_text):
+    return _sum_sizes(hlo_text, _table_size({}))
+
+
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules"],
+       why="a table of the common dtypes (4 bytes for anything else): u16, c64, f8 are wrong")
+def naive_dtype_table(hlo_text):
+    return _sum_sizes(hlo_text, _table_size(_COMMON))
+
+
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules",
+                                      "test_naive_temp_of_compiled_tuple_and_bf16_programs"],
+       why="skips only the ROOT: the arrays a tuple ROOT gathers are outputs, not temps")
+def naive_counts_root_tuple_operands(hlo_text):
+    return _sum_sizes(hlo_text, _table_size(_COMMON | {"u16": 2, "c64": 8, "f8e4m3fn": 1}),
+                      outputs=lambda entry: {entry.root.name})
+
+
+@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules"],
+       why="a tuple-shaped result (multi-output fusion) counted as 0 bytes, and constants counted")
+def naive_arrays_only(hlo_text):
+    table = _COMMON | {"u16": 2, "c64": 8, "f8e4m3fn": 1}
+
+    def size(shape):
+        return 0 if shape.is_tuple else math.prod(shape.dims) * table[shape.dtype]
+
+    return _sum_sizes(hlo_text, size, skip=_VIEWS - {"constant"})
+
+
+_NUMPY_NAMES = {"pred": "bool", "bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn",
+                "f8e5m2": "float8_e5m2"}
+_KINDS = {"s": "int", "u": "uint", "f": "float", "c": "complex"}
+
+
+@accepted("naive_temp_bytes", why="bytes per element from NumPy/ml_dtypes itemsize")
+def naive_by_itemsize(hlo_text):
+    import ml_dtypes
+
+    def itemsize(dtype):
+        name = _NUMPY_NAMES.get(dtype) or _KINDS[dtype[0]] + dtype[1:]
+        return np.dtype(getattr(ml_dtypes, name, None) or name).itemsize
+
+    def size(shape):
+        if shape.is_tuple:
+            return sum(size(e) for e in shape.elements)
+        return math.prod(shape.dims) * itemsize(shape.dtype)
+
+    return _sum_sizes(hlo_text, size)
+
+
+@decoy("eager_vs_jit", caught_by=["test_timing_reports_mean_seconds_per_call"],
+       why="total seconds of the timed loop, not the mean per call")
+def timing_totals(f, args, repeats):
+    jitted = jax.jit(f)
+    f(*args).block_until_ready()
+    jitted(*args).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        f(*args).block_until_ready()
+    eager = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(repeats):
+        jitted(*args).block_until_ready()
+    compiled = time.perf_counter() - start
+    return Timing(eager, compiled, repeats, eager / compiled)
+
+
+def _kata_timing(function):
+    """The Timing class of the module this accepted variant was swapped into (the harness
+    accepts only the kata's own result class)."""
+    for module in list(sys.modules.values()):
+        task = getattr(module, "eager_vs_jit", None)
+        while task is not None and task is not function:
+            task = getattr(task, "__wrapped__", None)
+        if task is function:
+            return module.Timing
+    raise LookupError("no module holds this eager_vs_jit")
+
+
+@accepted("eager_vs_jit", why="jax.block_until_ready, each call timed on its own and summed")
+def timing_per_call(f, args, repeats):
+    kata_timing = _kata_timing(timing_per_call)
+    jitted = jax.jit(f)
+    jax.block_until_ready(f(*args))
+    jax.block_until_ready(jitted(*args))
+    totals = {}
+    for name, fn in (("eager", f), ("jit", jitted)):
+        total = 0.0
+        for _ in range(repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            total += time.perf_counter() - start
+        totals[name] = total / repeats
+    return kata_timing(totals["eager"], totals["jit"], repeats, totals["eager"] / totals["jit"])

@@ -30,7 +30,9 @@ def cost_of(f, *args) -> dict[str, float]:
     """XLA's cost estimate of jax.jit(f) compiled for `args`.
 
     Return {"flops": ..., "transcendentals": ..., "bytes_accessed": ...} as floats, read from
-    the *compiled* program (after fusion). A key XLA leaves out counts as 0.0.
+    the *compiled* program (after fusion and common-subexpression elimination: `exp(v) +
+    exp(v)` costs one exp), for the arguments exactly as given (bf16 stays 2 bytes). A key XLA
+    leaves out counts as 0.0.
     """
     # TODO: jit, lower, compile, cost_analysis() (a dict); mind the key spelled with a space
     raise NotImplementedError("phase6 task 1: cost_of")
@@ -42,6 +44,8 @@ def fusion_traffic(steps: Sequence[Callable], x) -> dict[str, float]:
     "op_by_op": the sum of bytes accessed over the steps, each compiled as its own program and
     fed the previous step's output (as an eager runtime would run them).
     "fused": bytes accessed by one compiled program that applies all the steps in order.
+    A step may hold several ops, change the shape or change the dtype; each step's program is
+    compiled for the previous step's output, shape and dtype both.
     """
     # TODO: cost each step separately (mind that shapes change), then the composition
     raise NotImplementedError("phase6 task 2: fusion_traffic")
@@ -50,7 +54,9 @@ def fusion_traffic(steps: Sequence[Callable], x) -> dict[str, float]:
 def memory_report(f, *args, donate_argnums: tuple[int, ...] = ()) -> dict[str, int]:
     """Buffer sizes XLA planned for jax.jit(f, donate_argnums=...) compiled for `args`.
 
-    Return {"argument": ..., "output": ..., "temp": ..., "alias": ...} in bytes.
+    Return {"argument": ..., "output": ..., "temp": ..., "alias": ...} in bytes, exactly as
+    XLA planned them (not from the arrays' nbytes: a tuple output also holds a small table of
+    pointers, and a donated buffer that no output can use is not aliased).
     """
     # TODO: compiled.memory_analysis() has one *_size_in_bytes field per entry
     raise NotImplementedError("phase6 task 3: memory_report")
@@ -60,8 +66,11 @@ def aliased_parameters(hlo_text: str) -> dict[int, tuple[int, ...]]:
     """Read donation from optimized HLO: {parameter number: output shape index}.
 
     The module header carries `input_output_alias={ {1}: (3, {}, may-alias), ... }`: output
-    index {1} reuses parameter 3's buffer. An array output's index is {} (give ()). No header
-    entry means no aliasing: return {}.
+    index {1} reuses parameter 3's buffer (the second braces are an index *inside* parameter 3,
+    not the output's; the kind may be may-alias or must-alias). Use the numbers the header
+    states, never an entry's position: parameters need not be 0, 1, ... and outputs need not be
+    in order. An array output's index is {} (give ()). No header entry means no aliasing:
+    return {}.
     """
     # TODO: parse_hlo(text).attributes holds the header's attributes as raw text
     raise NotImplementedError("phase6 task 4: aliased_parameters")
@@ -70,19 +79,27 @@ def aliased_parameters(hlo_text: str) -> dict[int, tuple[int, ...]]:
 def naive_temp_bytes(hlo_text: str) -> int:
     """Bytes the ENTRY computation's intermediates would need if none shared a buffer.
 
-    Sum the result sizes of the ENTRY instructions, except parameters (arguments), the ROOT
-    (the output) and instructions that only re-view a buffer (bitcast, tuple,
-    get-tuple-element). Compare with memory_analysis' temp size to see buffer reuse.
+    Sum the result sizes of the ENTRY instructions, except: parameters (the arguments), the
+    ROOT and, when the ROOT is a `tuple`, the instructions it gathers (those are the outputs),
+    constants (literals, not intermediates) and instructions that only re-view a buffer
+    (bitcast, tuple, get-tuple-element). Instructions inside called computations (fusion
+    bodies, reducers) get no buffers: do not count them. A result's size is its element count
+    times the bytes per element of its dtype, read from the dtype's bit width (f32: 32 bits,
+    bf16: 16, s8: 8, c64: 64, f8e4m3fn: 8; pred: 1 byte); a tuple-shaped result (a multi-output
+    fusion) counts the sizes of its elements. Compare with memory_analysis' temp size to see
+    buffer reuse.
     """
-    # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype and .dims
+    # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype, .dims, .is_tuple
     raise NotImplementedError("phase6 task 5: naive_temp_bytes")
 
 
 def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
     """Time f(*args) run eagerly against jax.jit(f)(*args).
 
-    One warm-up call of each (not timed), then `repeats` timed calls of each. Block on every
-    result with `.block_until_ready()`: JAX dispatches asynchronously. Return a Timing.
+    One warm-up call of each (not timed), then `repeats` timed calls of each, read with
+    time.perf_counter(). Block on every result with `.block_until_ready()`: JAX dispatches
+    asynchronously. Return a Timing whose eager_s and jit_s are MEAN seconds per timed call and
+    ratio = eager_s / jit_s.
     """
     # TODO: time.perf_counter around each timed loop; the jit warm-up is the compile
     raise NotImplementedError("phase6 task 6: eager_vs_jit")

@@ -3,6 +3,7 @@
 import functools
 import math
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -105,6 +106,56 @@ def test_cost_of_reads_the_optimized_program(kata):
         assert cost["flops"] == expected.get("flops", 0.0)
 
 
+def _rng_array(shape, dtype, seed=0):
+    values = np.random.default_rng(seed).normal(size=shape)
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        values = values * 20
+    return values.astype(dtype)
+
+
+def _bf16(*shape):
+    return _rng_array(shape, jnp.bfloat16)
+
+
+# A bank of programs for cost_of and memory_report: dtypes of 1, 2 and 4 bytes, a Python scalar,
+# tuple outputs, and duplicated work that only the compiled (CSE'd) program does once.
+COST_BANK = {
+    "bf16 exp chain": (_chain, lambda: (_bf16(48, 40),)),
+    "f16 matmul, tanh": (lambda a, b: jnp.tanh(a @ b),
+                         lambda: (_rng_array((24, 40), np.float16), _rng_array((40, 8), np.float16))),
+    "int8 widened products": (lambda a, b: (a.astype(jnp.int32) * b).sum(axis=0),
+                              lambda: (_rng_array((36, 20), np.int8),
+                                       _rng_array((36, 20), np.int8, seed=1))),
+    "exp twice (CSE)": (lambda v: jnp.exp(v) + jnp.exp(v), lambda: (_ones(64, 48),)),
+    "matmul twice (CSE), tuple out": (lambda a, b: ((a @ b) + (a @ b), jnp.sin(a)),
+                                      lambda: (_ones(32, 24), _ones(24, 16))),
+    "python scalar": (lambda s, v: jnp.exp(s * v), lambda: (2.0, _ones(17, 3))),
+}
+
+COST_KEYS = {"flops": "flops", "transcendentals": "transcendentals",
+             "bytes_accessed": "bytes accessed"}
+
+
+@functools.cache
+def _bank_cost(name):
+    fn, args = COST_BANK[name]
+    return capture(fn, *args()).cost_analysis
+
+
+@pytest.mark.task("cost_of")
+def test_cost_of_matches_compiled_cost_analysis_on_a_bank(kata):
+    for name, (fn, args) in COST_BANK.items():
+        got = kata.cost_of(fn, *args())
+        assert isinstance(got, dict) and set(got) == set(COST_KEYS), (
+            f"{name}: expected a dict with keys {sorted(COST_KEYS)}, got {got!r:.120}")
+        expected = _bank_cost(name)
+        for key, xla_key in COST_KEYS.items():
+            with check:
+                assert got[key] == expected.get(xla_key, 0.0), (
+                    f"{name}: {key} {got[key]}, the compiled program's cost_analysis() says "
+                    f"{expected.get(xla_key, 0.0)}")
+
+
 @pytest.mark.task("fusion_traffic")
 def test_fusion_cuts_memory_traffic(kata):
     x = _ones(256, 256)
@@ -132,6 +183,53 @@ def test_op_by_op_follows_each_steps_shape(kata):
         assert traffic["fused"] == fused < expected, (
             f"fused {traffic['fused']}, the compiled chain accesses {fused} bytes: measure the "
             "composed program (here the output is a row sum, not an array like x)")
+
+
+# Step lists whose steps hold several ops, change the dtype, or reduce: op by op each step is
+# its own program fed the previous step's output (shape AND dtype).
+STEP_BANK = {
+    "two ops per step, bf16": ([lambda v: v * 2.0 + 1.0, lambda v: jnp.tanh(v) - v],
+                               lambda: _bf16(40, 24)),
+    "dtype changes": ([lambda v: v.astype(jnp.bfloat16), jnp.exp,
+                       lambda v: v.astype(jnp.float32) * 3.0], lambda: _ones(33, 20)),
+    "reduce then broadcast": ([lambda v: jnp.sum(v * v, axis=0), jnp.sqrt,
+                               lambda v: jnp.broadcast_to(v, (8, v.shape[0]))],
+                              lambda: _rng_array((16, 12), np.float16)),
+}
+
+
+@functools.cache
+def _step_bank_bytes(name):
+    """(op by op, fused) bytes accessed, each program's cost read from what XLA compiled."""
+    steps, make = STEP_BANK[name]
+    value = make()
+    op_by_op = 0.0
+    for step in steps:
+        op_by_op += capture(step, value).cost_analysis.get("bytes accessed", 0.0)
+        value = np.asarray(jax.jit(step)(value))  # the real output, dtype and all
+
+    def composed(v):
+        for step in steps:
+            v = step(v)
+        return v
+
+    return op_by_op, capture(composed, make()).cost_analysis.get("bytes accessed", 0.0)
+
+
+@pytest.mark.task("fusion_traffic")
+def test_fusion_traffic_on_a_bank_of_step_lists(kata):
+    for name, (steps, make) in STEP_BANK.items():
+        got = kata.fusion_traffic(steps, make())
+        assert isinstance(got, dict) and set(got) == {"op_by_op", "fused"}, (
+            f"{name}: expected a dict with keys fused and op_by_op, got {got!r:.120}")
+        op_by_op, fused = _step_bank_bytes(name)
+        with check:
+            assert got["op_by_op"] == op_by_op, (
+                f"{name}: op by op {got['op_by_op']}, the {len(steps)} compiled steps access "
+                f"{op_by_op} bytes (each step runs on the previous step's output)")
+        with check:
+            assert got["fused"] == fused, (
+                f"{name}: fused {got['fused']}, the compiled composition accesses {fused}")
 
 
 @functools.cache
@@ -186,6 +284,51 @@ def test_donation_shows_as_alias_bytes(kata):
         assert report["argument"] == state.nbytes + grad.nbytes
 
 
+# (function, argument maker, donate_argnums): dtypes, a Python scalar (4 bytes, weakly typed),
+# a tuple output (its buffer table counts), donation of a non-first argument and a donated
+# buffer no output can use (not aliased).
+MEMORY_BANK = {
+    "bf16 layer": (lambda a, b: jnp.tanh(a @ b), lambda: (_bf16(24, 40), _bf16(40, 8)), ()),
+    "int8 and a python scalar": (lambda s, a: (a.astype(jnp.int32) * s).sum(axis=1),
+                                 lambda: (3, _rng_array((10, 7), np.int8)), ()),
+    "tuple output": (lambda v: (v * 2.0, v.sum(), jnp.exp(v)[:3]), lambda: (_ones(20, 12),), ()),
+    "second argument donated": (lambda g, s: (s - 0.1 * g, jnp.sum(g)),
+                                lambda: (_ones(16, 8), _ones(16, 8)), (1,)),
+    "donated buffer fits no output": (lambda s, g: (s * g).sum(axis=0),
+                                      lambda: (_ones(16, 8), _ones(16, 8)), (0,)),
+    "f16 pytree, first leaf donated": (lambda p, x: {"w": p["w"] - x, "b": p["b"] * 2.0},
+                                       lambda: ({"b": _rng_array((5,), np.float16),
+                                                 "w": _rng_array((6, 5), np.float16)},
+                                                _rng_array((6, 5), np.float16)), (0,)),
+}
+MEMORY_KEYS = {"argument": "argument_size_in_bytes", "output": "output_size_in_bytes",
+               "temp": "temp_size_in_bytes", "alias": "alias_size_in_bytes"}
+
+
+@functools.cache
+def _bank_memory(name):
+    fn, args, donate = MEMORY_BANK[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Some donated buffers were not usable"
+        return capture(fn, *args(), donate_argnums=donate).memory_analysis
+
+
+@pytest.mark.task("memory_report")
+def test_memory_report_matches_memory_analysis_on_a_bank(kata):
+    for name, (fn, args, donate) in MEMORY_BANK.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = kata.memory_report(fn, *args(), donate_argnums=donate)
+        assert isinstance(got, dict) and set(got) == set(MEMORY_KEYS), (
+            f"{name}: expected a dict with keys {sorted(MEMORY_KEYS)}, got {got!r:.120}")
+        expected = _bank_memory(name)
+        for key, field in MEMORY_KEYS.items():
+            with check:
+                assert got[key] == expected[field], (
+                    f"{name} (donate_argnums={donate}): {key} {got[key]}, the compiled "
+                    f"program's memory_analysis() says {field}={expected[field]}")
+
+
 def _train_step(grads, state):
     return {k: state[k] - 0.1 * grads[k] for k in state}, jnp.sum(grads["w"])
 
@@ -218,6 +361,87 @@ def test_no_donation_no_alias(kata):
     with check:
         header = parse_hlo(_step_compiled(False).optimized_hlo_text).attributes
         assert "input_output_alias" not in header, "without donation the header has no aliases"
+
+
+def _loss_first(state, batch):
+    new = {k: state[k] - 0.01 * batch[: state[k].shape[0]].sum() for k in state}
+    return jnp.sum(batch), new
+
+
+def _rotate(a, b, c):
+    return c + 1.0, a * 2.0, b - 1.0  # a -> output 1, b -> output 2, c -> output 0
+
+
+def _shared_first(scale, state):
+    return state * scale
+
+
+# name: (function, argument maker, donate_argnums, {parameter number: output index}). Expected
+# aliases follow from how each program is built: parameters are the flattened argument leaves
+# (dict keys sorted), outputs the flattened result leaves; each donated leaf is taken by the
+# output of its shape and dtype.
+ALIAS_BANK = {
+    "state after the loss": (_loss_first,
+                             lambda: ({"a": _ones(3), "b": _ones(4, 2), "c": _ones(5, 3)},
+                                      _ones(9)),
+                             (0,), {0: (1,), 1: (2,), 2: (3,)}),
+    "outputs rotated": (_rotate, lambda: (_ones(2), _ones(3, 2), _ones(4, 3)), (0, 1, 2),
+                        {0: (1,), 1: (2,), 2: (0,)}),
+    "second argument, array output": (_shared_first, lambda: (_ones(6, 4), _ones(6, 4)), (1,),
+                                      {1: ()}),
+}
+
+
+@functools.cache
+def _alias_hlo(name) -> str:
+    fn, args, donate, _ = ALIAS_BANK[name]
+    return capture(fn, *args(), donate_argnums=donate).optimized_hlo_text
+
+
+# Hand-written, checked against XLA's own parser below: a must-alias entry, a parameter index
+# inside a tuple parameter, output indices out of order.
+HANDWRITTEN_ALIAS = """\
+HloModule handwritten, input_output_alias={ {0}: (1, {}, may-alias), {2}: (0, {1}, must-alias) }, entry_computation_layout={((f32[2]{0}, f32[3]{0}), f32[4]{0})->(f32[4]{0}, s32[], f32[3]{0})}
+
+ENTRY %main (pair: (f32[2], f32[3]), v: f32[4]) -> (f32[4], s32[], f32[3]) {
+  %pair = (f32[2]{0}, f32[3]{0}) parameter(0)
+  %v = f32[4]{0} parameter(1)
+  %second = f32[3]{0} get-tuple-element(%pair), index=1
+  %twice = f32[3]{0} add(%second, %second)
+  %neg = f32[4]{0} negate(%v)
+  %n = s32[] constant(7)
+  ROOT %out = (f32[4]{0}, s32[], f32[3]{0}) tuple(%neg, %n, %twice)
+}
+"""
+
+
+def _xla_parses(text: str) -> None:
+    """XLA's own C++ parser accepts the text (where jaxlib has the private binding)."""
+    try:
+        from jaxlib import _hlo
+    except ImportError:
+        return
+    if hasattr(_hlo, "hlo_module_from_text"):
+        _hlo.hlo_module_from_text(text)
+
+
+@pytest.mark.task("aliased_parameters")
+def test_aliases_read_parameter_numbers_and_output_indices(kata):
+    for name, (*_, expected) in ALIAS_BANK.items():
+        got = kata.aliased_parameters(_alias_hlo(name))
+        with check:
+            assert got == expected, (
+                f"{name}: got {got}, expected {expected} (parameter number -> output index, "
+                "both as the header states them)")
+
+
+@pytest.mark.task("aliased_parameters")
+def test_aliases_of_a_handwritten_header(kata):
+    _xla_parses(HANDWRITTEN_ALIAS)
+    got = kata.aliased_parameters(HANDWRITTEN_ALIAS)
+    assert got == {1: (0,), 0: (2,)}, (
+        f"got {got}: {{0}}: (1, {{}}, may-alias) is output 0 taking parameter 1; {{2}}: (0, {{1}}, "
+        "must-alias) is output 2 taking parameter 0 (its element {1})")
 
 
 @functools.cache
@@ -258,6 +482,119 @@ def test_naive_temp_skips_views_and_fused_bodies(kata):
         f"{naive}, expected {expected}: three f32[128,128] results in ENTRY (two matmuls, "
         "the fused tanh*2); the reshape is a bitcast (a view, no new buffer) and the "
         "instructions inside fused computations never get buffers of their own")
+
+
+# Hand-written modules, checked against XLA's own parser, with the expected total worked out
+# by hand in the comments.
+NAIVE_TUPLE_ROOT = """\
+HloModule tuple_root, entry_computation_layout={(bf16[8,6]{1,0}, s8[6]{0})->(bf16[8,6]{1,0}, f32[8]{0})}
+
+%add_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%widen (p: bf16[8,6]) -> f32[8,6] {
+  %p = bf16[8,6]{1,0} parameter(0)
+  ROOT %c = f32[8,6]{1,0} convert(%p)
+}
+
+%row_sum (q: bf16[8,6]) -> f32[8] {
+  %q = bf16[8,6]{1,0} parameter(0)
+  %wide = f32[8,6]{1,0} fusion(%q), kind=kLoop, calls=%widen
+  %zero = f32[] constant(0)
+  ROOT %r = f32[8]{0} reduce(%wide, %zero), dimensions={1}, to_apply=%add_f32
+}
+
+ENTRY %main (x: bf16[8,6], y: s8[6]) -> (bf16[8,6], f32[8]) {
+  %x = bf16[8,6]{1,0} parameter(0)
+  %y = s8[6]{0} parameter(1)
+  %yb = bf16[6]{0} convert(%y)
+  %bc = bf16[8,6]{1,0} broadcast(%yb), dimensions={1}
+  %m = bf16[8,6]{1,0} multiply(%x, %bc)
+  %flat = bf16[48]{0} bitcast(%m)
+  %n = bf16[48]{0} negate(%flat)
+  %back = bf16[8,6]{1,0} bitcast(%n)
+  %s = f32[8]{0} fusion(%back), kind=kLoop, calls=%row_sum
+  ROOT %t = (bf16[8,6]{1,0}, f32[8]{0}) tuple(%m, %s)
+}
+"""
+# yb 6*2 + bc 48*2 + n 48*2. Not: x, y (parameters), m and s (the outputs the ROOT tuple
+# gathers), flat and back (bitcasts), t (the ROOT), nor anything inside the nested fusions.
+NAIVE_TUPLE_ROOT_BYTES = 6 * 2 + 48 * 2 + 48 * 2
+
+NAIVE_ODD_TYPES = """\
+HloModule odd_types, entry_computation_layout={(f64[5]{0}, u16[3,7]{1,0})->f64[5]{0}}
+
+%split (p0: f64[5], p1: u16[3,7]) -> (f64[5], c64[5], u16[3,7]) {
+  %p0 = f64[5]{0} parameter(0)
+  %p1 = u16[3,7]{1,0} parameter(1)
+  %neg = f64[5]{0} negate(%p0)
+  %cx = c64[5]{0} convert(%p0)
+  %twice = u16[3,7]{1,0} add(%p1, %p1)
+  ROOT %out = (f64[5]{0}, c64[5]{0}, u16[3,7]{1,0}) tuple(%neg, %cx, %twice)
+}
+
+ENTRY %main (a: f64[5], b: u16[3,7]) -> f64[5] {
+  %a = f64[5]{0} parameter(0)
+  %b = u16[3,7]{1,0} parameter(1)
+  %k = f64[5]{0} constant({1, 2, 3, 4, 5})
+  %parts = (f64[5]{0}, c64[5]{0}, u16[3,7]{1,0}) fusion(%a, %b), kind=kLoop, calls=%split
+  %g0 = f64[5]{0} get-tuple-element(%parts), index=0
+  %g1 = c64[5]{0} get-tuple-element(%parts), index=1
+  %lt = pred[5]{0} compare(%g0, %k), direction=LT
+  %wide = s64[5]{0} convert(%lt)
+  %small = f8e4m3fn[5]{0} convert(%g0)
+  %back = f64[5]{0} convert(%small)
+  %re = f32[5]{0} real(%g1)
+  %re64 = f64[5]{0} convert(%re)
+  %w64 = f64[5]{0} convert(%wide)
+  %sum = f64[5]{0} add(%back, %re64)
+  ROOT %total = f64[5]{0} add(%sum, %w64)
+}
+"""
+# parts (a multi-output fusion: f64[5] 40 + c64[5] 40 + u16[3,7] 42), lt pred 5, wide s64 40,
+# small f8e4m3fn 5, back f64 40, re f32 20, re64 40, w64 40, sum 40. Not the constant k (a
+# literal, not an intermediate) nor the get-tuple-elements (views of parts).
+NAIVE_ODD_TYPES_BYTES = (40 + 40 + 42) + 5 + 40 + 5 + 40 + 20 + 40 + 40 + 40
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_of_handwritten_modules(kata):
+    for text in (NAIVE_TUPLE_ROOT, NAIVE_ODD_TYPES):
+        _xla_parses(text)
+    cases = {"tuple root, bf16/s8, bitcasts, nested fusion": (NAIVE_TUPLE_ROOT,
+                                                               NAIVE_TUPLE_ROOT_BYTES),
+             "f64/c64/u16/s64/f8/pred, multi-output fusion, constant": (NAIVE_ODD_TYPES,
+                                                                         NAIVE_ODD_TYPES_BYTES)}
+    for name, (text, expected) in cases.items():
+        got = kata.naive_temp_bytes(text)
+        with check:
+            assert got == expected, f"{name}: {got} bytes, expected {expected}"
+
+
+def _tuple_chain(x, w):
+    a = x @ w
+    b = a @ w
+    return a, b @ w  # outputs a and the third product; only b is an intermediate
+
+
+@functools.cache
+def _compiled_naive_cases():
+    square, half = _ones(96, 96), _bf16(64, 64)
+    return {"tuple-output f32 chain": (capture(_tuple_chain, square, square), 96 * 96 * 4),
+            "bf16 chain of 4": (capture(_matmul_chain(4), half, half), 3 * 64 * 64 * 2)}
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_of_compiled_tuple_and_bf16_programs(kata):
+    cases = _compiled_naive_cases()
+    got = {name: kata.naive_temp_bytes(c.optimized_hlo_text) for name, (c, _) in cases.items()}
+    _cpu_fact("each matmul of the chain is its own ENTRY instruction, kept in its dtype")
+    for name, (_, expected) in cases.items():
+        with check:
+            assert got[name] == expected, f"{name}: {got[name]} bytes, expected {expected}"
 
 
 @pytest.mark.task("naive_temp_bytes")
@@ -362,3 +699,42 @@ def test_timing_blocks_on_every_result(kata, monkeypatch):
     assert len(blocked) >= 2 * 5, (
         f"blocked {len(blocked)} times; each of the 2x5 timed calls must block_until_ready, or "
         "the clock stops before the work is done (dispatch is asynchronous)")
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
+    """A fake clock: time passes only while results are awaited (1 s per block_until_ready) and
+    while f's Python body runs eagerly (2 s per call). The honest means are then known exactly:
+    eager 3 s per call, jit 1 s per call (its Python body ran once, when it was traced)."""
+    now = [100.0]
+    original = jax_array.ArrayImpl.block_until_ready
+
+    def clock():
+        return now[0]
+
+    def blocking(self):
+        now[0] += 1.0
+        return original(self)
+
+    def f(x):
+        if not isinstance(x, jax.core.Tracer):
+            now[0] += 2.0
+        return jnp.sin(x) * 2.0
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    if getattr(kata, "perf_counter", None) is not None:  # `from time import perf_counter`
+        monkeypatch.setattr(kata, "perf_counter", clock)
+    monkeypatch.setattr(jax_array.ArrayImpl, "block_until_ready", blocking)
+    timing = kata.eager_vs_jit(f, (_device_ones(64),), 4)
+    monkeypatch.undo()
+    assert isinstance(timing, kata.Timing), f"expected a Timing, got {type(timing).__name__}"
+    with check:
+        assert timing.eager_s == pytest.approx(3.0), (
+            f"eager_s {timing.eager_s}, expected 3.0 (the clock said 3 s per timed eager call: "
+            "mean seconds per call, warm-up excluded)")
+    with check:
+        assert timing.jit_s == pytest.approx(1.0), (
+            f"jit_s {timing.jit_s}, expected 1.0 (1 s per timed jitted call)")
+    with check:
+        assert timing.repeats == 4 and timing.ratio == pytest.approx(3.0), (
+            f"repeats {timing.repeats}, ratio {timing.ratio}: expected 4 and eager/jit = 3.0")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -88,23 +89,29 @@ def aliased_parameters(hlo_text: str) -> dict[int, tuple[int, ...]]:
     return aliases
 
 
-_BYTES = {"f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "f16": 2, "bf16": 2, "pred": 1,
-          "s8": 1, "u8": 1}
+_NO_NEW_BUFFER = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
 
-_NO_NEW_BUFFER = {"parameter", "bitcast", "get-tuple-element", "tuple"}
+def _byte_size(shape) -> int:
+    # Bytes per element from the dtype's bit width (c64: 64 bits, f8e4m3fn: 8); pred is a byte.
+    # A tuple-shaped result (a multi-output fusion) owns one buffer per element.
+    if shape.is_tuple:
+        return sum(_byte_size(element) for element in shape.elements)
+    dtype = shape.dtype
+    bits = 8 if dtype == "pred" else int(re.match(r"[a-z]+?(\d+)", dtype).group(1))
+    return math.prod(shape.dims) * -(-bits // 8)
 
 
 def naive_temp_bytes(hlo_text: str) -> int:
-    # What temp memory would be if no two intermediates of the entry ever shared a buffer.
+    # What temp memory would be if no two intermediates of the entry ever shared a buffer: not
+    # the arguments, not the outputs (the ROOT, or what a tuple ROOT gathers), not views.
     entry = parse_hlo(hlo_text).entry
-    total = 0
-    for instruction in entry:
-        if instruction.is_root or instruction.opcode in _NO_NEW_BUFFER:
-            continue
-        shape = instruction.shape_info
-        total += math.prod(shape.dims) * _BYTES[shape.dtype]
-    return total
+    root = entry.root
+    outputs = {root.name}
+    if root.opcode == "tuple":
+        outputs.update(root.operands)
+    return sum(_byte_size(i.shape_info) for i in entry
+               if i.name not in outputs and i.opcode not in _NO_NEW_BUFFER)
 
 
 def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
