@@ -1,17 +1,27 @@
-"""Plausible wrong answers to phase 3; each must be caught by the tests it names."""
+"""Plausible wrong answers to phase 3; each must be caught by the tests it names.
+
+Accepted variants are correct answers spelled differently; every test of their task must pass.
+"""
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
 import jax
 
-from kata_harness.decoys import decoy
+from kata_harness.decoys import accepted, decoy
+from xla_inspect.model import Shape
 from xla_inspect.parse import parse_hlo
+from xla_inspect.query import fusions, instructions
+
+_STAGES = "test_three_texts_are_the_stages_of_this_program"
+
+# --- three_texts ------------------------------------------------------------------------------
 
 
 @decoy("three_texts", caught_by=["test_optimized_hlo_is_fused", "test_optimized_mlp_snapshot",
-                                 "test_optimized_attention_snapshot"],
+                                 "test_optimized_attention_snapshot", _STAGES],
        why="takes the unoptimized HLO for the optimized one")
 def texts_never_compiled(f, *args):
     lowered = jax.jit(f).lower(*args)
@@ -20,12 +30,47 @@ def texts_never_compiled(f, *args):
 
 
 @decoy("three_texts", caught_by=["test_stablehlo_is_the_lowered_program",
-                                 "test_unoptimized_hlo_is_not_fused"],
+                                 "test_unoptimized_hlo_is_not_fused", _STAGES],
        why="returns HLO as 'stablehlo' and the optimized text as 'hlo'")
 def texts_shifted(f, *args):
     lowered = jax.jit(f).lower(*args)
     optimized = lowered.compile().as_text()
     return {"stablehlo": lowered.as_text(dialect="hlo"), "hlo": optimized, "optimized": optimized}
+
+
+@decoy("three_texts", caught_by=["test_unoptimized_hlo_is_not_fused", "test_optimized_hlo_is_fused",
+                                 _STAGES],
+       why="swaps 'hlo' and 'optimized'")
+def texts_swapped(f, *args):
+    lowered = jax.jit(f).lower(*args)
+    return {"stablehlo": lowered.as_text(), "hlo": lowered.compile().as_text(),
+            "optimized": lowered.as_text(dialect="hlo")}
+
+
+_SEEN: dict = {}
+
+
+@decoy("three_texts", caught_by=[_STAGES],
+       why="remembers the texts per function: a second call at other shapes gets the first's")
+def texts_per_function(f, *args):
+    if f not in _SEEN:
+        lowered = jax.jit(f).lower(*args)
+        _SEEN[f] = {"stablehlo": lowered.as_text(), "hlo": lowered.as_text(dialect="hlo"),
+                    "optimized": lowered.compile().as_text()}
+    return dict(_SEEN[f])
+
+
+@accepted("three_texts", why="compiler_ir objects printed, traced stage first")
+def texts_from_compiler_ir(f, *args):
+    lowered = jax.jit(f).trace(*args).lower()
+    return {"stablehlo": str(lowered.compiler_ir("stablehlo")),
+            "hlo": lowered.compiler_ir("hlo").as_hlo_text(),
+            "optimized": lowered.compile().as_text()}
+
+
+# --- dump_files -------------------------------------------------------------------------------
+
+_SAME_AGAIN = "test_dump_of_the_same_function_again"
 
 
 @decoy("dump_files", caught_by=["test_dump_holds_before_and_after"],
@@ -46,7 +91,7 @@ def dump_through_env(f, args, directory):
             found[-1] if found else folder / "after_optimizations.txt")
 
 
-@decoy("dump_files", caught_by=["test_dump_finds_this_compiles_files"],
+@decoy("dump_files", caught_by=["test_dump_finds_this_compiles_files", _SAME_AGAIN],
        why="takes the first matching file in the directory, possibly from an earlier compile")
 def dump_first_match(f, args, directory):
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
@@ -56,39 +101,153 @@ def dump_first_match(f, args, directory):
             sorted(folder.glob("*after_optimizations.txt"))[0])
 
 
-@decoy("dump_files", caught_by=["test_dump_holds_before_and_after"],
-       why="globs *after_optimizations* and gets the buffer-assignment report")
-def dump_loose_glob(f, args, directory):
+@decoy("dump_files", caught_by=[_SAME_AGAIN],
+       why="takes the highest module number: another process's dump can be higher")
+def dump_last_sorted(f, args, directory):
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
     jax.jit(f).lower(*args).compile(compiler_options=options)
     folder = Path(directory)
-    return (next(folder.glob("*before_optimizations*")),
-            sorted(folder.glob("*after_optimizations*"))[0])
+    return (sorted(folder.glob("*.before_optimizations.txt"))[-1],
+            sorted(folder.glob("*_after_optimizations.txt"))[-1])
 
 
-@decoy("entry_parameter_layouts", caught_by=["test_parameter_layouts_of_optimized_mlp"],
+@decoy("dump_files", caught_by=[_SAME_AGAIN],
+       why="finds the files by the function's name: an earlier compile of it has the same name")
+def dump_by_function_name(f, args, directory):
+    options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
+    jax.jit(f).lower(*args).compile(compiler_options=options)
+    folder = Path(directory)
+    name = f"jit_{f.__name__}"
+    return (next(p for p in sorted(folder.iterdir())
+                 if p.name.endswith(f"{name}.before_optimizations.txt")),
+            next(p for p in sorted(folder.iterdir())
+                 if p.name.endswith(f"{name}.cpu_after_optimizations.txt")))
+
+
+@decoy("dump_files", caught_by=["test_dump_holds_before_and_after"],
+       why="globs *after_optimizations* and gets the buffer-assignment report")
+def dump_loose_glob(f, args, directory):
+    folder = Path(directory)
+    existing = set(folder.iterdir()) if folder.is_dir() else set()
+    options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
+    jax.jit(f).lower(*args).compile(compiler_options=options)
+    new = sorted(set(folder.iterdir()) - existing)
+    return (next(p for p in new if "before_optimizations" in p.name),
+            next(p for p in new if "after_optimizations-" in p.name))
+
+
+_DUMPED = re.compile(r"(module_\d+\..+)\.before_optimizations\.txt")
+
+
+@accepted("dump_files", why="the new before file names the module; its after file shares the prefix")
+def dump_by_prefix(f, args, directory):
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    existing = {p.name for p in folder.iterdir()}
+    jax.jit(f).lower(*args).compile(
+        compiler_options={"xla_dump_to": str(folder), "xla_dump_hlo_as_text": True})
+    prefix = next(m.group(1) for p in folder.iterdir()
+                  if p.name not in existing and (m := _DUMPED.fullmatch(p.name)))
+    after = next(p for p in folder.iterdir()
+                 if re.fullmatch(re.escape(prefix) + r"\.\w*after_optimizations\.txt", p.name))
+    return folder / f"{prefix}.before_optimizations.txt", after
+
+
+# --- entry_parameter_layouts ------------------------------------------------------------------
+
+_LAYOUTS_XLA = "test_parameter_layouts_as_xla_reads_them"
+_SCALAR_TUPLE = "test_parameter_layouts_of_scalar_and_tuple_parameters"
+
+
+@decoy("entry_parameter_layouts",
+       caught_by=["test_parameter_layouts_of_optimized_mlp", _LAYOUTS_XLA, _SCALAR_TUPLE],
        why="collects parameters of every computation, fused ones included")
 def layouts_everywhere(hlo_text):
     module = parse_hlo(hlo_text)
-    return [i.shape_info.layout for c in module for i in c if i.opcode == "parameter"]
+    return [i.shape_info.layout or "{}" for c in module for i in c if i.opcode == "parameter"]
 
 
-@decoy("entry_parameter_layouts", caught_by=["test_parameter_layouts_by_number"],
+@decoy("entry_parameter_layouts",
+       caught_by=["test_parameter_layouts_by_number", _LAYOUTS_XLA, _SCALAR_TUPLE],
        why="keeps the order of appearance instead of parameter(N)")
 def layouts_in_text_order(hlo_text):
     entry = parse_hlo(hlo_text).entry
-    return [i.shape_info.layout for i in entry if i.opcode == "parameter"]
+    return [i.shape_info.layout or "{}" for i in entry if i.opcode == "parameter"]
 
 
-@decoy("entry_root", caught_by=["test_root_of_unoptimized_mlp", "test_root_of_optimized_mlp"],
+@decoy("entry_parameter_layouts",
+       caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
+       why="writes the row-major layout for each parameter's rank instead of reading it")
+def layouts_assumed_row_major(hlo_text):
+    params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
+    params.sort(key=lambda i: int(i.payload))
+    return ["{" + ",".join(str(d) for d in reversed(range(len(i.shape_info.dims)))) + "}"
+            for i in params]
+
+
+@decoy("entry_parameter_layouts",
+       caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
+       why="a scalar prints no braces, so it gets an empty string instead of {}")
+def layouts_blank_for_scalars(hlo_text):
+    params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
+    params.sort(key=lambda i: int(i.payload))
+    return [i.shape_info.layout or "" for i in params]
+
+
+_HEADER_LAYOUT = re.compile(r"\{[0-9,]*\}")
+
+
+@decoy("entry_parameter_layouts",
+       caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
+       why="reads the braces of entry_computation_layout: scalars have none, tuples flatten")
+def layouts_from_header(hlo_text):
+    header = parse_hlo(hlo_text).attributes["entry_computation_layout"]
+    inputs = header[header.index("(") + 1:header.index(")->")]
+    return _HEADER_LAYOUT.findall(inputs)
+
+
+def _layout_text(shape: Shape) -> str:
+    if shape.is_tuple:
+        return "(" + ", ".join(_layout_text(e) for e in shape.elements) + ")"
+    return "{" + ",".join(map(str, shape.minor_to_major or ())) + "}"
+
+
+@accepted("entry_parameter_layouts", why="by parameter number through a dict, minor_to_major")
+def layouts_by_number(hlo_text):
+    by_number = {int(i.payload): i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"}
+    return [_layout_text(by_number[n].shape_info) for n in sorted(by_number)]
+
+
+# --- entry_root -------------------------------------------------------------------------------
+
+_ROOT_XLA = "test_root_as_xla_reads_it"
+
+
+@decoy("entry_root", caught_by=["test_root_of_unoptimized_mlp", "test_root_of_optimized_mlp",
+                                _ROOT_XLA],
        why="the ROOT of the first computation in the text")
 def root_of_first_computation(hlo_text):
     root = next(iter(parse_hlo(hlo_text))).root
     return root.opcode, root.shape
 
 
+@decoy("entry_root", caught_by=[_ROOT_XLA],
+       why="the ROOT of the last computation: JAX prints ENTRY last, a module need not")
+def root_of_last_computation(hlo_text):
+    root = list(parse_hlo(hlo_text))[-1].root
+    return root.opcode, root.shape
+
+
+@decoy("entry_root", caught_by=[_ROOT_XLA],
+       why="ENTRY's last instruction line, which need not be the ROOT")
+def root_last_line(hlo_text):
+    last = list(parse_hlo(hlo_text).entry)[-1]
+    return last.opcode, last.shape
+
+
 @decoy("entry_root", caught_by=["test_root_of_unoptimized_mlp", "test_root_of_optimized_mlp",
-                                "test_two_results_make_a_tuple_root"],
+                                "test_two_results_make_a_tuple_root", _ROOT_XLA,
+                                "test_root_shape_is_the_programs_result"],
        why="shape without its layout")
 def root_without_layout(hlo_text):
     root = parse_hlo(hlo_text).entry.root
@@ -98,7 +257,30 @@ def root_without_layout(hlo_text):
     return root.opcode, f"({', '.join(texts)})" if shape.is_tuple else texts[0]
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", "test_attention_fusion_contents"],
+@accepted("entry_root", why="the instruction marked ROOT among ENTRY's instructions")
+def root_marked(hlo_text):
+    root = next(i for i in parse_hlo(hlo_text).entry if i.is_root)
+    return root.opcode, root.shape_info.text
+
+
+# --- fusion_contents --------------------------------------------------------------------------
+
+_LIBRARY = "test_fusion_contents_match_the_library"
+_NESTED = "test_nested_fusion_counts_for_both_kinds"
+
+
+def _reached(module, name: str) -> Counter:
+    counts = Counter()
+    for instruction in module[name]:
+        if instruction.opcode != "parameter":
+            counts[instruction.opcode] += 1
+        for inner in instruction.called_computations:
+            counts += _reached(module, inner)
+    return counts
+
+
+@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", "test_attention_fusion_contents",
+                                     _LIBRARY],
        why="counts the fusion instructions in ENTRY, not what they call")
 def fusions_by_kind(hlo_text):
     contents = {}
@@ -108,20 +290,20 @@ def fusions_by_kind(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents"],
+@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", _LIBRARY],
        why="pairs fusions with fused computations by order in the text")
 def fusions_zipped_in_order(hlo_text):
     module = parse_hlo(hlo_text)
-    fusions = [i for c in module for i in c if i.opcode == "fusion"]
+    fusion_list = [i for c in module for i in c if i.opcode == "fusion"]
     called = [c for c in module if c.name.startswith("fused_computation")]
     contents = {}
-    for fusion, computation in zip(fusions, called, strict=False):
+    for fusion, computation in zip(fusion_list, called, strict=False):
         counts = contents.setdefault(fusion.attribute("kind"), Counter())
         counts.update(i.opcode for i in computation if i.opcode != "parameter")
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents"],
+@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", _LIBRARY, _NESTED],
        why="counts the fused computations' parameters too")
 def fusions_with_parameters(hlo_text):
     module = parse_hlo(hlo_text)
@@ -133,7 +315,7 @@ def fusions_with_parameters(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_attention_fusion_contents"],
+@decoy("fusion_contents", caught_by=[_LIBRARY, _NESTED],
        why="stops at the fused computation and misses the reducer a reduce calls")
 def fusions_shallow(hlo_text):
     module = parse_hlo(hlo_text)
@@ -145,65 +327,152 @@ def fusions_shallow(hlo_text):
     return contents
 
 
-@decoy("constants", caught_by=["test_constants_inside_and_outside_fusions",
-                               "test_attention_scale_is_folded"],
-       why="looks only in ENTRY")
-def constants_in_entry(hlo_text):
-    return [(i.shape, i.payload) for i in parse_hlo(hlo_text).entry if i.opcode == "constant"]
-
-
-@decoy("flops", caught_by=["test_matmul_flops_are_2mnk", "test_mlp_flops",
-                           "test_transpose_costs_no_flops"],
-       why="indexes cost_analysis()[0] as old docs do")
-def flops_old_api(f, *args):
-    return float(jax.jit(f).lower(*args).compile().cost_analysis()[0]["flops"])
-
-
-@decoy("flops", caught_by=["test_transpose_costs_no_flops"],
-       why="expects a 'flops' key even when XLA omits it for zero")
-def flops_key_required(f, *args):
-    return float(jax.jit(f).lower(*args).compile().cost_analysis()["flops"])
-
-
-@decoy("flops", caught_by=["test_matmul_flops_are_2mnk", "test_mlp_flops"],
-       why="reports multiply-adds (flops / 2)")
-def flops_as_macs(f, *args):
-    return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0)) / 2
-
-
-@decoy("entry_parameter_layouts", caught_by=["test_parameter_layouts_are_read_not_assumed"],
-       why="writes the row-major layout for each parameter's rank instead of reading it")
-def layouts_assumed_row_major(hlo_text):
-    params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
-    params.sort(key=lambda i: int(i.payload))
-    return ["{" + ",".join(str(d) for d in reversed(range(len(i.shape_info.dims)))) + "}"
-            for i in params]
-
-
-@decoy("fusion_contents", caught_by=["test_fusions_inside_a_loop_body"],
-       why="looks for fusions in ENTRY only; a loop body has its own")
+@decoy("fusion_contents", caught_by=["test_fusions_inside_loop_and_branch_bodies", _LIBRARY,
+                                     _NESTED],
+       why="looks for fusions in ENTRY only; loop and branch bodies have their own")
 def fusions_in_entry_only(hlo_text):
     module = parse_hlo(hlo_text)
-
-    def called(name):
-        counts = Counter()
-        for instruction in module[name]:
-            if instruction.opcode != "parameter":
-                counts[instruction.opcode] += 1
-            for inner in instruction.called_computations:
-                counts += called(inner)
-        return counts
-
     contents = {}
     for instruction in module.entry:
         if instruction.opcode == "fusion":
             counts = contents.setdefault(instruction.attribute("kind"), Counter())
             for name in instruction.called_computations:
-                counts += called(name)
+                counts += _reached(module, name)
     return contents
 
 
-@decoy("flops", caught_by=["test_flops_are_those_of_the_compiled_module"],
+@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", _LIBRARY],
+       why="keeps the last fusion of each kind instead of summing over them")
+def fusions_last_wins(hlo_text):
+    module = parse_hlo(hlo_text)
+    contents = {}
+    for instruction in (i for c in module for i in c if i.opcode == "fusion"):
+        contents[instruction.attribute("kind")] = sum(
+            (_reached(module, name) for name in instruction.called_computations), Counter())
+    return contents
+
+
+@decoy("fusion_contents", caught_by=[_LIBRARY, _NESTED],
+       why="skips fused computations when looking for fusions: a nested fusion loses its kind")
+def fusions_not_nested(hlo_text):
+    module = parse_hlo(hlo_text)
+    fused = {name for c in module for i in c if i.opcode == "fusion"
+             for name in i.called_computations}
+    contents = {}
+    for computation in module:
+        if computation.name in fused:
+            continue
+        for instruction in computation:
+            if instruction.opcode == "fusion":
+                counts = contents.setdefault(instruction.attribute("kind"), Counter())
+                for name in instruction.called_computations:
+                    counts += _reached(module, name)
+    return contents
+
+
+@accepted("fusion_contents", why="xla_inspect.query.fusions, parameters dropped")
+def fusions_from_library(hlo_text):
+    contents = {}
+    for fusion in fusions(parse_hlo(hlo_text)):
+        counts = contents.setdefault(fusion.kind, Counter())
+        counts.update({op: n for op, n in fusion.opcodes.items() if op != "parameter"})
+    return contents
+
+
+# --- constants --------------------------------------------------------------------------------
+
+_CONSTANTS_XLA = "test_constants_as_xla_counts_them"
+_DTYPES = "test_constants_of_every_dtype_and_computation"
+
+
+@decoy("constants", caught_by=["test_constants_inside_and_outside_fusions",
+                               "test_attention_scale_is_folded", _CONSTANTS_XLA, _DTYPES],
+       why="looks only in ENTRY")
+def constants_in_entry(hlo_text):
+    return [(i.shape, i.payload) for i in parse_hlo(hlo_text).entry if i.opcode == "constant"]
+
+
+@decoy("constants", caught_by=[_CONSTANTS_XLA, _DTYPES],
+       why="a set of distinct constants: two instructions with the same value count once")
+def constants_distinct(hlo_text):
+    return sorted({(i.shape, i.payload) for c in parse_hlo(hlo_text) for i in c
+                   if i.opcode == "constant"})
+
+
+@decoy("constants", caught_by=["test_constants_inside_and_outside_fusions", _CONSTANTS_XLA,
+                               _DTYPES],
+       why="shape without its layout")
+def constants_without_layout(hlo_text):
+    found = []
+    for i in (i for c in parse_hlo(hlo_text) for i in c if i.opcode == "constant"):
+        shape = i.shape_info
+        found.append((f"{shape.dtype}[{','.join(map(str, shape.dims))}]", i.payload))
+    return found
+
+
+@decoy("constants", caught_by=[_CONSTANTS_XLA, _DTYPES],
+       why="only floating-point constants")
+def constants_float_only(hlo_text):
+    return [(i.shape, i.payload) for c in parse_hlo(hlo_text) for i in c
+            if i.opcode == "constant" and i.shape.startswith(("f", "bf"))]
+
+
+@decoy("constants", caught_by=[_CONSTANTS_XLA],
+       why="ENTRY and fused computations only: loop conditions and other computations missed")
+def constants_entry_and_fusions(hlo_text):
+    module = parse_hlo(hlo_text)
+    fused = {name for c in module for i in c if i.opcode == "fusion"
+             for name in i.called_computations}
+    return [(i.shape, i.payload) for c in module if c.is_entry or c.name in fused for i in c
+            if i.opcode == "constant"]
+
+
+@accepted("constants", why="xla_inspect.query.instructions over the module")
+def constants_from_library(hlo_text):
+    return [(i.shape, i.payload) for _, i in instructions(parse_hlo(hlo_text))
+            if i.opcode == "constant"]
+
+
+# --- flops ------------------------------------------------------------------------------------
+
+_COMPILED = "test_flops_are_those_of_the_compiled_module"
+
+
+@decoy("flops", caught_by=["test_matmul_flops_are_2mnk", "test_mlp_flops", _COMPILED,
+                           "test_transcendentals_are_not_flops"],
+       why="reports multiply-adds (flops / 2)")
+def flops_as_macs(f, *args):
+    return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0)) / 2
+
+
+@decoy("flops", caught_by=[_COMPILED],
        why="asks the lowered (unoptimized) module for its cost: CSE has not run yet")
 def flops_before_compiling(f, *args):
     return float(jax.jit(f).lower(*args).cost_analysis().get("flops", 0.0))
+
+
+@decoy("flops", caught_by=["test_transcendentals_are_not_flops"],
+       why="adds the transcendentals to the flops")
+def flops_with_transcendentals(f, *args):
+    cost = jax.jit(f).lower(*args).compile().cost_analysis()
+    return float(cost.get("flops", 0.0) + cost.get("transcendentals", 0.0))
+
+
+_FLOPS_SEEN: dict = {}
+
+
+@decoy("flops", caught_by=["test_matmul_flops_are_2mnk"],
+       why="remembers the cost per function: the same matmul at other shapes costs the same")
+def flops_per_function(f, *args):
+    if f not in _FLOPS_SEEN:
+        cost = jax.jit(f).lower(*args).compile().cost_analysis()
+        _FLOPS_SEEN[f] = float(cost.get("flops", 0.0))
+    return _FLOPS_SEEN[f]
+
+
+@accepted("flops", why="the traced stage, and a cost_analysis() that may be a one-item list")
+def flops_traced(f, *args):
+    cost = jax.jit(f).trace(*args).lower().compile().cost_analysis()
+    if isinstance(cost, list):
+        cost = cost[0]
+    return float(cost["flops"]) if "flops" in cost else 0.0

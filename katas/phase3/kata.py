@@ -20,7 +20,8 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 def three_texts(f, *args) -> dict[str, str]:
     """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)
-    and "optimized" (the HLO XLA compiled)."""
+    and "optimized" (the HLO XLA compiled). Every call compiles for the args it is given: the
+    same f at other shapes is another program."""
     # TODO: lower once; two texts come from the lowered stage, one from the compiled stage
     raise NotImplementedError("phase3 task 1: three_texts")
 
@@ -29,7 +30,10 @@ def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
     """Compile jax.jit(f)(*args) with XLA dumping HLO text into `directory`; return the paths of
     this compile's (before-optimizations, after-optimizations) HLO files.
 
-    The directory may already hold other compiles' dumps. Leave the XLA_FLAGS variable alone.
+    The directory may already hold other compiles' dumps: of other functions, of this same
+    function at other shapes, even of another process with higher module numbers. Return the
+    files this compile wrote (both with one module_NNNN prefix), not the first or last match.
+    Leave the XLA_FLAGS variable alone.
     """
     # TODO: compile with dump compiler options, then find the two files this compile wrote
     raise NotImplementedError("phase3 task 2: dump_files")
@@ -37,13 +41,21 @@ def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
 
 def entry_parameter_layouts(hlo_text: str) -> list[str]:
     """The layouts (with braces, e.g. "{1,0}") of the ENTRY computation's parameters, in
-    parameter-number order."""
+    parameter-number order (the N of parameter(N), not the order of the lines).
+
+    Read each layout from the text, never from the rank: a 2-D input can be "{0,1}". A scalar's
+    layout is "{}" (the text prints f32[] without braces). A tuple-shaped parameter's layout is
+    its elements' layouts in parentheses: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]).
+    """
     # TODO: find ENTRY's parameter instructions and read the layout from each shape
     raise NotImplementedError("phase3 task 3: entry_parameter_layouts")
 
 
 def entry_root(hlo_text: str) -> tuple[str, str]:
-    """(opcode, shape with layout) of the ENTRY computation's ROOT instruction."""
+    """(opcode, shape with layout) of the ENTRY computation's ROOT instruction, e.g.
+    ("fusion", "f32[8,4]{1,0}") or ("tuple", "(f32[2,3]{1,0}, f32[])"): the shape exactly as the
+    instruction line prints it. ENTRY need not be the last computation, nor its ROOT the last line.
+    """
     # TODO: the program's result is ENTRY's ROOT
     raise NotImplementedError("phase3 task 4: entry_root")
 
@@ -51,18 +63,29 @@ def entry_root(hlo_text: str) -> tuple[str, str]:
 def fusion_contents(hlo_text: str) -> dict[str, Counter]:
     """For each fusion kind ("kLoop", "kCustom", ...): a Counter of the opcodes in the fused
     computations called by fusions of that kind, summed over those fusions. Count parameters
-    nowhere; count the computations a fused computation calls in turn (a reduce's reducer)."""
+    nowhere; count the computations a fused computation calls in turn (a reduce's reducer).
+
+    Fusions can sit in any computation (ENTRY, a while body, a conditional's branch, even a fused
+    computation). A fusion inside a fused computation is one more `fusion` of the outer kind, the
+    computations it calls count for the outer kind as well, and it counts under its own kind too.
+    """
     # TODO: for every fusion instruction, follow calls= to its fused computation
     raise NotImplementedError("phase3 task 5: fusion_contents")
 
 
 def constants(hlo_text: str) -> list[tuple[str, str]]:
-    """(shape, literal text) of every constant instruction in the module, e.g. ("f32[]", "0.5")."""
+    """(shape, literal text) of every constant instruction in the module, e.g. ("f32[]", "0.5")
+    or ("f32[3]{0}", "{3, 1, 2}"): the shape as the instruction line prints it (with its layout),
+    the literal as written between the parentheses. Every computation counts (ENTRY, fused
+    computations, loop conditions and bodies, branches, ...), every dtype, and each instruction
+    once: two constants with the same value are two entries. Any order."""
     # TODO: constants live in ENTRY and inside fused computations
     raise NotImplementedError("phase3 task 6: constants")
 
 
 def flops(f, *args) -> float:
-    """The flops XLA's cost analysis reports for jax.jit(f) compiled for `args`."""
+    """The flops XLA's cost analysis reports for jax.jit(f) compiled for `args` (the compiled
+    module, after its passes). Transcendentals (exp, tanh, ...) are a separate count, not flops;
+    a program without arithmetic has no "flops" entry at all: that is 0.0 flops."""
     # TODO: compile, then ask the compiled stage for its cost analysis
     raise NotImplementedError("phase3 task 7: flops")

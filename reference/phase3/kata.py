@@ -33,12 +33,20 @@ def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
     return first, last
 
 
+def _layout(shape) -> str:
+    # A scalar's layout is empty ("{}"; the text prints f32[] without braces); a tuple's is its
+    # elements' layouts in parentheses.
+    if shape.is_tuple:
+        return "(" + ", ".join(_layout(element) for element in shape.elements) + ")"
+    return shape.layout or "{}"
+
+
 def entry_parameter_layouts(hlo_text: str) -> list[str]:
     # Only ENTRY's parameters are the program's inputs; order them by parameter number.
     entry = parse_hlo(hlo_text).entry
     params = [i for i in entry if i.opcode == "parameter"]
     params.sort(key=lambda i: int(i.payload))
-    return [i.shape_info.layout for i in params]
+    return [_layout(i.shape_info) for i in params]
 
 
 def entry_root(hlo_text: str) -> tuple[str, str]:
