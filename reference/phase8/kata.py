@@ -12,7 +12,10 @@ _RENAMED = {
     "dot_general": "dot",
     "broadcast_in_dim": "broadcast",
     "case": "conditional",
+    "if": "conditional",  # JAX never emits it; XLA converts it like case, with a pred index
     "optimization_barrier": "opt-barrier",
+    "create_token": "after-all",  # HLO makes a token with an after-all of no operands
+    "composite": "call",  # a call of the decomposition, marked as a composite
 }
 
 
