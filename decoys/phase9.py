@@ -1,20 +1,63 @@
-"""Plausible wrong answers to phase 9; each must be caught by the tests it names."""
+"""Plausible wrong answers to phase 9; each must be caught by the tests it names.
 
+Accepted variants are correct answers spelled differently; every test of their task must pass.
+"""
+
+import re
 from collections import Counter
 
 import jax
-from jax.sharding import NamedSharding
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from kata_harness.decoys import decoy
+from kata_harness.decoys import accepted, decoy
+from xla_inspect.model import Shape
 from xla_inspect.parse import parse_hlo
 
 _COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
 
 
+def _compiled_module(f, *args):
+    return parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+
+
+def _lowered_module(f, *args):
+    return parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
+
+
+def _by_number(module):
+    params = [i for i in module.entry if i.opcode == "parameter"]
+    return sorted(params, key=lambda i: int(i.payload))
+
+
+# ---- task 1: auto_mesh ------------------------------------------------------------------------
+
+
 @decoy("auto_mesh", caught_by=["test_auto_mesh_axes"], why="keeps make_mesh's Explicit default")
 def mesh_explicit():
     return jax.make_mesh((8,), ("x",))
+
+
+@decoy("auto_mesh", caught_by=["test_auto_mesh_axes"],
+       why="Manual axes: the type shard_map uses inside, not one XLA propagates through")
+def mesh_manual():
+    return jax.make_mesh((8,), ("x",), axis_types=(AxisType.Manual,))
+
+
+@decoy("auto_mesh", caught_by=["test_auto_mesh_axes"],
+       why="a 2-D (8, 1) mesh: 'x' has 8 devices, but the mesh is not 1-D")
+def mesh_two_axes():
+    return jax.make_mesh((8, 1), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+
+
+@accepted("auto_mesh", why="the Mesh constructor over jax.devices(), Auto spelled out")
+def mesh_constructor():
+    return Mesh(np.array(jax.devices()), ("x",), axis_types=(AxisType.Auto,))
+
+
+# ---- task 2: shard_rows -----------------------------------------------------------------------
 
 
 @decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
@@ -29,36 +72,130 @@ def shard_replicated(x, mesh):
     return jax.device_put(x, NamedSharding(mesh, P()))
 
 
-@decoy("collective_census", caught_by=["test_sharded_sums_need_all_reduce",
-                                       "test_replicated_output_needs_all_gather",
-                                       "test_census_matches_parsed_module"],
+@decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
+       why="splits rows over the mesh's first axis, which is 'x' only on some meshes")
+def shard_first_axis(x, mesh):
+    return jax.device_put(x, NamedSharding(mesh, P(mesh.axis_names[0], None)))
+
+
+@decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
+       why="splits rows over every axis of the mesh, not only 'x'")
+def shard_all_axes(x, mesh):
+    return jax.device_put(x, NamedSharding(mesh, P(tuple(mesh.axis_names), None)))
+
+
+@decoy("shard_rows", caught_by=["test_row_sharding_is_named"],
+       why="casts to float32 on the way: right rows, wrong dtype")
+def shard_as_float32(x, mesh):
+    return jax.device_put(np.asarray(x, np.float32), NamedSharding(mesh, P("x", None)))
+
+
+@accepted("shard_rows", why="P('x') leaves the trailing dimension whole")
+def shard_short_spec(x, mesh):
+    return jax.device_put(x, NamedSharding(mesh, P("x")))
+
+
+@accepted("shard_rows", why="make_array_from_callback with the same sharding")
+def shard_from_callback(x, mesh):
+    sharding = NamedSharding(mesh, P("x", None))
+    return jax.make_array_from_callback(np.shape(x), sharding, lambda index: np.asarray(x)[index])
+
+
+# ---- task 3: collective_census ----------------------------------------------------------------
+
+
+@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
        why="reads the unoptimized HLO, before the partitioner inserted anything")
 def census_unoptimized(f, *args):
-    module = parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
+    module = _lowered_module(f, *args)
     return Counter(i.opcode for c in module for i in c if i.opcode in _COLLECTIVES)
 
 
-@decoy("collective_census", caught_by=["test_sharded_sums_need_all_reduce",
-                                       "test_replicated_output_needs_all_gather",
-                                       "test_census_matches_parsed_module"],
+@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
        why="counts substrings of the text: instruction names repeat the opcode")
 def census_substrings(f, *args):
     text = jax.jit(f).lower(*args).compile().as_text()
     return Counter({op: text.count(op) for op in _COLLECTIVES if op in text})
 
 
+@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
+       why="counts only ENTRY: a collective in a loop body lives in another computation")
+def census_entry_only(f, *args):
+    module = _compiled_module(f, *args)
+    return Counter(i.opcode for i in module.entry if i.opcode in _COLLECTIVES)
+
+
+@decoy("collective_census", caught_by=["test_census_counts_opcodes_not_names"],
+       why="counts instruction names: shard_map's ppermute.N and psum_invariant.N are missed")
+def census_by_name(f, *args):
+    module = _compiled_module(f, *args)
+    return Counter(n for c in module for i in c if (n := i.name.split(".")[0]) in _COLLECTIVES)
+
+
+@decoy("collective_census", caught_by=["test_census_counts_opcodes_not_names"],
+       why="a table of three collectives: all-to-all and collective-permute are left out")
+def census_short_table(f, *args):
+    module = _compiled_module(f, *args)
+    return Counter(i.opcode for c in module for i in c
+                   if i.opcode in ("all-reduce", "all-gather", "reduce-scatter"))
+
+
+@decoy("collective_census", caught_by=["test_census_counts_opcodes_not_names"],
+       why="which collectives occur, each counted once")
+def census_kinds_once(f, *args):
+    module = _compiled_module(f, *args)
+    return Counter({i.opcode for c in module for i in c if i.opcode in _COLLECTIVES})
+
+
+@accepted("collective_census", why="a regex for the opcode after the shape, on the compiled text")
+def census_regex(f, *args):
+    text = jax.jit(f).lower(*args).compile().as_text()
+    pattern = r"\s(" + "|".join(_COLLECTIVES) + r")\("
+    return Counter(re.findall(pattern, text))
+
+
+# ---- task 4: device_param_shapes --------------------------------------------------------------
+
+
 @decoy("device_param_shapes", caught_by=["test_entry_shapes_are_per_device"],
        why="reads the unoptimized HLO: global shapes")
 def shapes_global(f, *args):
-    module = parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
+    return [tuple(i.shape_info.dims) for i in _by_number(_lowered_module(f, *args))]
+
+
+@decoy("device_param_shapes", caught_by=["test_unused_argument_is_not_a_parameter"],
+       why="derives the shapes from the arguments' shardings instead of reading the HLO")
+def shapes_from_arguments(f, *args):
+    return [tuple(a.sharding.shard_shape(a.shape)) for a in args]
+
+
+@decoy("device_param_shapes", caught_by=["test_shapes_in_parameter_order"],
+       why="ENTRY parameters in the order the text prints them, not by parameter number")
+def shapes_text_order(f, *args):
+    module = _compiled_module(f, *args)
     return [tuple(i.shape_info.dims) for i in module.entry if i.opcode == "parameter"]
+
+
+@decoy("device_param_shapes", caught_by=["test_shapes_in_parameter_order"],
+       why="a shape rule: dimension 0 divided by the 8 devices, the rest whole")
+def shapes_rows_over_eight(f, *args):
+    return [tuple([a.shape[0] // 8, *a.shape[1:]]) if a.ndim else () for a in args]
+
+
+@accepted("device_param_shapes", why="reads entry_computation_layout from the module header")
+def shapes_from_layout(f, *args):
+    layout = _compiled_module(f, *args).attributes["entry_computation_layout"]
+    params = layout.strip()[1:-1].rsplit(")->", 1)[0] + ")"
+    return [tuple(s.dims) for s in Shape(params).elements]
+
+
+# ---- task 5: param_shardings ------------------------------------------------------------------
 
 
 @decoy("param_shardings", caught_by=["test_sharding_annotations"],
        why="reads the compiled HLO, where partitioning has consumed the annotations")
 def shardings_after_partitioning(f, *args):
-    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
-    return [i.attribute("sharding") for i in module.entry if i.opcode == "parameter"]
+    return [str(i.attribute("sharding")) for i in _by_number(_compiled_module(f, *args))]
 
 
 @decoy("param_shardings", caught_by=["test_sharding_annotations"],
@@ -67,20 +204,84 @@ def shardings_from_specs(f, *args):
     return [str(a.sharding.spec) for a in args]
 
 
-@decoy("psum_total", caught_by=["test_psum_total_value"],
+@decoy("param_shardings", caught_by=["test_annotations_in_parameter_order"],
+       why="prints each argument's sharding as XLA would, without reading the HLO")
+def shardings_from_arguments(f, *args):
+    return [str(a.sharding._to_xla_hlo_sharding(a.ndim)) for a in args]
+
+
+@decoy("param_shardings", caught_by=["test_annotations_in_parameter_order"],
+       why="ENTRY parameters in the order the text prints them, not by parameter number")
+def shardings_text_order(f, *args):
+    module = _lowered_module(f, *args)
+    return [i.attribute("sharding") for i in module.entry if i.opcode == "parameter"]
+
+
+@decoy("param_shardings", caught_by=["test_annotations_in_parameter_order"],
+       why="reads Shardy's frontend attribute (#sdy.sharding<...>) instead of sharding=")
+def shardings_sdy_attribute(f, *args):
+    found = []
+    for i in _by_number(_lowered_module(f, *args)):
+        text = i.attribute("frontend_attributes") or ""
+        match = re.search(r'xla\.sdy\.sharding="(.*)"', text)
+        found.append(match.group(1) if match else text)
+    return found
+
+
+@accepted("param_shardings", why="a dict from parameter number to annotation, read in key order")
+def shardings_by_dict(f, *args):
+    found = {int(i.payload): i.attribute("sharding")
+             for c in [_lowered_module(f, *args).entry] for i in c if i.opcode == "parameter"}
+    return [found[n] for n in range(len(found))]
+
+
+# ---- task 6: psum_total -----------------------------------------------------------------------
+
+
+@decoy("psum_total", caught_by=["test_psum_total"],
        why="sums each block but never combines them")
 def psum_missing(x, mesh):
     return jax.shard_map(lambda b: b.sum(keepdims=True)[0], mesh=mesh, in_specs=P("x"),
                          out_specs=P("x"))(x)
 
 
-@decoy("psum_total", caught_by=["test_psum_is_an_all_reduce"],
+@decoy("psum_total", caught_by=["test_psum_total"],
        why="lets the partitioner sum instead of writing the psum in shard_map")
 def psum_by_partitioner(x, mesh):
     return jax.jit(lambda a: a.sum())(x)
 
 
-@decoy("ring_shift", caught_by=["test_ring_shift_moves_blocks_forward"],
+@decoy("psum_total", caught_by=["test_psum_total"],
+       why="psums the whole block, then sums: right value, a block per device on the wire")
+def psum_whole_block(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.psum(b, "x").sum(), mesh=mesh, in_specs=P("x"),
+                         out_specs=P())(x)
+
+
+@decoy("psum_total", caught_by=["test_psum_total"],
+       why="psums the column sums: right value, a row of numbers per device on the wire")
+def psum_column_sums(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.psum(b.sum(0), "x").sum(), mesh=mesh,
+                         in_specs=P("x"), out_specs=P())(x)
+
+
+@decoy("psum_total", caught_by=["test_psum_total"],
+       why="psums over every mesh axis: on a 2-D mesh the copies along 'y' are added too")
+def psum_all_axes(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.psum(b.sum(), tuple(mesh.axis_names)), mesh=mesh,
+                         in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+
+
+@accepted("psum_total", why="check_vma=False, jnp.sum and a named axis_name")
+def psum_unchecked(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.psum(jnp.sum(b), axis_name="x"), mesh=mesh,
+                         in_specs=P("x", None), out_specs=P(), check_vma=False)(x)
+
+
+# ---- task 7: ring_shift -----------------------------------------------------------------------
+
+
+@decoy("ring_shift", caught_by=["test_ring_shift"],
        why="sends blocks backwards (i -> i-1)")
 def ring_backwards(x, mesh):
     n = mesh.shape["x"]
@@ -89,14 +290,91 @@ def ring_backwards(x, mesh):
                          in_specs=P("x"), out_specs=P("x"))(x)
 
 
-@decoy("gather_rows", caught_by=["test_gather_rows_replicates"],
-       why="keeps out_specs P('x'): the gathered copies are stacked, 8x the rows")
+@decoy("ring_shift", caught_by=["test_ring_shift"],
+       why="jnp.roll on the sharded array: right values, the partitioner's permute, no ppermute")
+def ring_by_roll(x, mesh):
+    n = mesh.shape["x"]
+    return jax.jit(lambda a: jnp.roll(a, a.shape[0] // n, axis=0))(x)
+
+
+@decoy("ring_shift", caught_by=["test_ring_shift"],
+       why="forgets the wrap-around pair: the first block receives nothing (zeros)")
+def ring_no_wrap(x, mesh):
+    n = mesh.shape["x"]
+    pairs = [(i, i + 1) for i in range(n - 1)]
+    return jax.shard_map(lambda b: jax.lax.ppermute(b, "x", pairs), mesh=mesh,
+                         in_specs=P("x"), out_specs=P("x"))(x)
+
+
+@decoy("ring_shift", caught_by=["test_ring_shift"],
+       why="gathers everything and keeps the previous block: right values, an all-gather")
+def ring_by_gather(x, mesh):
+    n = mesh.shape["x"]
+
+    def local(block):
+        everything = jax.lax.all_gather(block, "x", tiled=True)
+        previous = (jax.lax.axis_index("x") - 1) % n
+        return jax.lax.dynamic_slice_in_dim(everything, previous * block.shape[0],
+                                            block.shape[0])
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                         check_vma=False)(x)
+
+
+@accepted("ring_shift", why="the same pairs written from the receiver's side")
+def ring_from_receivers(x, mesh):
+    n = mesh.shape["x"]
+    pairs = [((j - 1) % n, j) for j in range(n)]
+    return jax.shard_map(lambda b: jax.lax.ppermute(b, axis_name="x", perm=pairs), mesh=mesh,
+                         in_specs=P("x", None), out_specs=P("x", None))(x)
+
+
+# ---- task 8: gather_rows ----------------------------------------------------------------------
+
+
+@decoy("gather_rows", caught_by=["test_gather_rows"],
+       why="keeps out_specs P('x'): the gathered copies are stacked, n times the rows")
 def gather_stacked(x, mesh):
     return jax.shard_map(lambda b: jax.lax.all_gather(b, "x", tiled=True), mesh=mesh,
                          in_specs=P("x"), out_specs=P("x"))(x)
 
 
-@decoy("scatter_sum", caught_by=["test_scatter_sum_is_one_reduce_scatter"],
+@decoy("gather_rows", caught_by=["test_gather_rows"],
+       why="asks jit for a replicated output: the partitioner gathers, no shard_map")
+def gather_by_partitioner(x, mesh):
+    return jax.jit(lambda a: a, out_shardings=NamedSharding(mesh, P()))(x)
+
+
+@decoy("gather_rows", caught_by=["test_gather_rows"],
+       why="gathers along the columns and reshapes: every row is there, in the wrong order")
+def gather_wrong_order(x, mesh):
+    def local(block):
+        side = jax.lax.all_gather(block, "x", axis=1, tiled=True)
+        return side.reshape(-1, block.shape[1])
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+
+
+@decoy("gather_rows", caught_by=["test_gather_rows"],
+       why="gathers over every mesh axis: on a 2-D mesh each block arrives once per 'y'")
+def gather_all_axes(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.all_gather(b, tuple(mesh.axis_names), tiled=True),
+                         mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+
+
+@accepted("gather_rows", why="untiled all_gather, then merge the stacking axis with reshape")
+def gather_untiled(x, mesh):
+    def local(block):
+        return jax.lax.all_gather(block, "x").reshape(-1, *block.shape[1:])
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x", None), out_specs=P(None, None),
+                         check_vma=False)(x)
+
+
+# ---- task 9: scatter_sum ----------------------------------------------------------------------
+
+
+@decoy("scatter_sum", caught_by=["test_scatter_sum"],
        why="psum everything, then keep one slice: right values, an all-reduce")
 def scatter_by_psum(x, mesh):
     n = mesh.shape["x"]
@@ -109,33 +387,29 @@ def scatter_by_psum(x, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
-@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
-       why="counts only ENTRY: a collective in a loop body lives in another computation")
-def census_entry_only(f, *args):
-    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
-    return Counter(i.opcode for i in module.entry if i.opcode in _COLLECTIVES)
+@decoy("scatter_sum", caught_by=["test_scatter_sum"],
+       why="out_specs P(): claims every device holds the same slice, so one slice is the answer")
+def scatter_replicated_out(x, mesh):
+    return jax.shard_map(lambda b: jax.lax.psum_scatter(b, "x", tiled=True), mesh=mesh,
+                         in_specs=P("x"), out_specs=P(), check_vma=False)(x)
 
 
-@decoy("device_param_shapes", caught_by=["test_unused_argument_is_not_a_parameter"],
-       why="derives the shapes from the arguments' shardings instead of reading the HLO")
-def shapes_from_arguments(f, *args):
-    return [tuple(a.sharding.shard_shape(a.shape)) for a in args]
+@decoy("scatter_sum", caught_by=["test_scatter_sum"],
+       why="pmax instead of a sum, then keep one slice")
+def scatter_max(x, mesh):
+    n = mesh.shape["x"]
+
+    def local(block):
+        top = jax.lax.pmax(block, "x")
+        rows = block.shape[0] // n
+        return jax.lax.dynamic_slice_in_dim(top, jax.lax.axis_index("x") * rows, rows)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
-@decoy("param_shardings", caught_by=["test_sharding_annotations"],
-       why="prints each argument's sharding as XLA would, without reading the HLO")
-def shardings_from_arguments(f, *args):
-    return [str(a.sharding._to_xla_hlo_sharding(a.ndim)) for a in args]
+@accepted("scatter_sum", why="psum_scatter with scatter_dimension spelled out, full specs")
+def scatter_spelled_out(x, mesh):
+    def local(block):
+        return jax.lax.psum_scatter(block, axis_name="x", scatter_dimension=0, tiled=True)
 
-
-@decoy("psum_total", caught_by=["test_psum_is_an_all_reduce"],
-       why="psums the whole block, then sums: right value, 16 floats per device on the wire")
-def psum_whole_block(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum(b, "x").sum(), mesh=mesh, in_specs=P("x"),
-                         out_specs=P())(x)
-
-
-@decoy("gather_rows", caught_by=["test_gather_rows_replicates"],
-       why="asks jit for a replicated output: the partitioner gathers, no shard_map")
-def gather_by_partitioner(x, mesh):
-    return jax.jit(lambda a: a, out_shardings=NamedSharding(mesh, P()))(x)
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x", None), out_specs=P("x", None))(x)

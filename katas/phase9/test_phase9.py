@@ -1,5 +1,12 @@
-"""Phase 9 tests: shardings read from arrays and from HLO, collectives counted in compiled HLO."""
+"""Phase 9 tests: shardings read from arrays and from HLO, collectives counted in compiled HLO.
 
+Every task runs on several meshes (1-D (8,), 2-D (2, 4) and (4, 2), and a (2, 4) mesh whose axis
+"x" is the minor one), several array shapes (odd column counts, a single column) and dtypes.
+Oracles: NumPy for values, ``compiled.input_shardings`` for what each parameter holds, the
+Mesh's own device grid for which devices a collective groups or pairs.
+"""
+
+import re
 from collections import Counter
 from functools import cache
 
@@ -24,28 +31,93 @@ pytestmark = pytest.mark.skipif(
     reason=f"needs {DEVICES} devices (the harness sets jax_num_cpu_devices={DEVICES} on CPU; "
     f"this backend has {len(jax.devices())})")
 
+# Meshes the tasks run on: (shape, axis names). "x" is 8, 2, 4 and 4 (minor) devices long.
+MESHES = {"8": ((8,), ("x",)), "2x4": ((2, 4), ("x", "y")), "4x2": ((4, 2), ("x", "y")),
+          "y2x4": ((2, 4), ("y", "x"))}
+
 
 @cache
-def _mesh():
-    return jax.make_mesh((DEVICES,), ("x",), axis_types=(AxisType.Auto,))
+def _mesh(name: str = "8"):
+    shape, names = MESHES[name]
+    return jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(shape))
 
 
-def _put(value, *spec):
-    return jax.device_put(value, NamedSharding(_mesh(), P(*spec)))
+def _put(value, *spec, mesh: str = "8"):
+    return jax.device_put(value, NamedSharding(_mesh(mesh), P(*spec)))
 
 
 def _x() -> np.ndarray:
     return np.arange(ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS)
 
 
-def _collectives(f, *args) -> Counter:
-    """Collective opcodes across every computation of the compiled (partitioned) module."""
+def _array(shape, dtype, seed=0) -> np.ndarray:
+    """Small integers (exact in every dtype, so sums do not depend on their order)."""
+    return np.random.default_rng(seed).integers(-8, 9, size=shape).astype(dtype)
+
+
+def _collective_ops(f, *args):
+    """Collective instructions in every computation of the compiled (partitioned) module."""
     module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
-    return Counter(i.opcode for c in module for i in c if i.opcode in COLLECTIVES)
+    return [i for c in module for i in c if i.opcode in COLLECTIVES]
 
 
-def _replicated(a):
-    return jax.lax.with_sharding_constraint(a * 2, NamedSharding(_mesh(), P()))
+def _collectives(f, *args) -> Counter:
+    return Counter(i.opcode for i in _collective_ops(f, *args))
+
+
+# ---- independent oracles: the Mesh's device grid -----------------------------------------------
+
+
+def _positions(mesh) -> np.ndarray:
+    """Logical device numbers (the ones HLO prints) laid out like mesh.devices."""
+    return np.arange(mesh.devices.size).reshape(mesh.devices.shape)
+
+
+def _x_groups(mesh) -> set[tuple[int, ...]]:
+    """Devices that share every coordinate but "x", in order along "x"."""
+    grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
+    return {tuple(int(d) for d in g) for g in grid.reshape(-1, mesh.shape["x"])}
+
+
+def _x_ring(mesh) -> set[tuple[int, int]]:
+    """(source, target) pairs that move every block one step forward along "x"."""
+    grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
+    return {(int(g[i]), int(g[(i + 1) % len(g)]))
+            for g in grid.reshape(-1, mesh.shape["x"]) for i in range(len(g))}
+
+
+def _x_position(mesh, device) -> int:
+    """Where `device` sits along mesh axis "x"."""
+    where = np.argwhere(np.vectorize(lambda d: d.id)(mesh.devices) == device.id)[0]
+    return int(where[mesh.axis_names.index("x")])
+
+
+def _groups(text: str | None) -> set[tuple[int, ...]]:
+    """replica_groups in any of XLA's spellings: {{0,1},{2,3}}, [2,2]<=[4], mesh['x'=2,..] {'x'}."""
+    assert text, "the collective has no replica_groups"
+    mesh = re.fullmatch(r"mesh\[(.*)\]\s*\{(.*)\}", text.strip())
+    if mesh:
+        axes = re.findall(r"'(\w+)'=(\d+)", mesh.group(1))
+        names, sizes = [a for a, _ in axes], [int(s) for _, s in axes]
+        kept = re.findall(r"'(\w+)'", mesh.group(2))
+        grid = np.arange(int(np.prod(sizes))).reshape(sizes)
+        grid = np.moveaxis(grid, [names.index(k) for k in kept],
+                           range(len(names) - len(kept), len(names)))
+        size = int(np.prod([sizes[names.index(k)] for k in kept]))
+        return {tuple(int(d) for d in g) for g in grid.reshape(-1, size)}
+    iota = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
+    if iota:
+        dims = [int(d) for d in iota.group(3).split(",")]
+        grid = np.arange(int(np.prod(dims))).reshape(dims)
+        if iota.group(4):
+            grid = grid.transpose([int(d) for d in iota.group(4).split(",")])
+        return {tuple(int(d) for d in g) for g in grid.reshape(int(iota.group(1)), -1)}
+    return {tuple(int(d) for d in g.split(",")) for g in re.findall(r"\{([\d,]+)\}", text)}
+
+
+def _pairs(text: str | None) -> set[tuple[int, int]]:
+    assert text, "the collective-permute has no source_target_pairs"
+    return {(int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", text)}
 
 
 # ---- task 1: auto_mesh ------------------------------------------------------------------------
@@ -54,8 +126,12 @@ def _replicated(a):
 @pytest.mark.task("auto_mesh")
 def test_auto_mesh_axes(kata):
     mesh = kata.auto_mesh()
+    assert isinstance(mesh, jax.sharding.Mesh), f"got a {type(mesh).__name__}, expected a Mesh"
     with check:
         assert dict(mesh.shape) == {"x": DEVICES}, f"mesh shape {dict(mesh.shape)}"
+    with check:
+        assert tuple(mesh.axis_names) == ("x",) and mesh.devices.shape == (DEVICES,), (
+            f"axes {mesh.axis_names}, device grid {mesh.devices.shape}: one axis of 8")
     with check:
         assert tuple(mesh.axis_types) == (AxisType.Auto,), (
             f"axis types {mesh.axis_types}: jax.make_mesh defaults to Explicit")
@@ -65,236 +141,431 @@ def test_auto_mesh_axes(kata):
 
 # ---- task 2: shard_rows -----------------------------------------------------------------------
 
+# (mesh, shape, dtype): "x" of 8, 2, 4 and 4 (the minor axis); odd and single columns.
+ROW_CASES = [("8", (16, 8), np.float32), ("y2x4", (8, 1), np.float16),
+             ("2x4", (6, 5), np.int32), ("4x2", (4, 3), jnp.bfloat16)]
+
 
 @pytest.mark.task("shard_rows")
 def test_each_device_holds_its_rows(kata):
-    x = _x()
-    sharded = kata.shard_rows(x, _mesh())
-    per_device = ROWS // DEVICES
-    shards = sorted(sharded.addressable_shards, key=lambda s: s.index[0].start or 0)
-    with check:
-        assert len(shards) == DEVICES, f"{len(shards)} shards, expected {DEVICES}"
-    for number, shard in enumerate(shards):
+    for number, (mesh_name, shape, dtype) in enumerate(ROW_CASES):
+        mesh, x = _mesh(mesh_name), _array(shape, dtype, number)
+        sharded = kata.shard_rows(x, mesh)
+        assert isinstance(sharded, jax.Array), f"got a {type(sharded).__name__}"
+        per_block = shape[0] // mesh.shape["x"]
+        shards = sharded.addressable_shards
         with check:
-            np.testing.assert_array_equal(
-                np.asarray(shard.data), x[number * per_device:(number + 1) * per_device],
-                err_msg=f"shard {number} should hold rows {number * per_device}..")
+            assert len(shards) == DEVICES, f"mesh {mesh_name}: {len(shards)} shards"
+        for shard in shards:
+            block = _x_position(mesh, shard.device)
+            want = x[block * per_block:(block + 1) * per_block]
+            with check:
+                assert np.asarray(shard.data).shape == want.shape, (
+                    f"mesh {mesh_name}, device {shard.device.id} (block {block} along 'x'): "
+                    f"holds {np.asarray(shard.data).shape}, expected rows {want.shape}")
+            with check:
+                np.testing.assert_array_equal(
+                    np.asarray(shard.data, np.float32), want.astype(np.float32),
+                    err_msg=f"mesh {mesh_name}: device {shard.device.id} sits at position "
+                    f"{block} of 'x' and holds rows {block * per_block}..")
 
 
 @pytest.mark.task("shard_rows")
 def test_row_sharding_is_named(kata):
-    sharded = kata.shard_rows(_x(), _mesh())
-    want = NamedSharding(_mesh(), P("x", None))
-    with check:
-        assert sharded.sharding.is_equivalent_to(want, 2), f"sharding {sharded.sharding}"
-    with check:
-        np.testing.assert_array_equal(np.asarray(sharded), _x())
+    for number, (mesh_name, shape, dtype) in enumerate(ROW_CASES):
+        mesh, x = _mesh(mesh_name), _array(shape, dtype, number)
+        sharded = kata.shard_rows(x, mesh)
+        assert isinstance(sharded, jax.Array), f"got a {type(sharded).__name__}"
+        want = NamedSharding(mesh, P("x", None))
+        with check:
+            assert sharded.sharding.is_equivalent_to(want, 2), (
+                f"mesh {mesh_name}: sharding {sharded.sharding}, expected rows over 'x' of "
+                "the mesh you were given, columns whole")
+        with check:
+            assert sharded.dtype == x.dtype and sharded.shape == x.shape, (
+                f"{sharded.dtype}{sharded.shape}, expected {x.dtype}{x.shape}")
+        with check:
+            np.testing.assert_array_equal(np.asarray(sharded, np.float32),
+                                          x.astype(np.float32))
 
 
 # ---- task 3: collective_census ----------------------------------------------------------------
 
 
-@pytest.mark.task("collective_census")
-def test_sharded_sums_need_all_reduce(kata):
+def _replicated(a):
+    return jax.lax.with_sharding_constraint(a * 2, NamedSharding(_mesh(), P()))
+
+
+def _loop(a):  # each step sums over the sharded rows: one all-reduce in the while body
+    return jax.lax.fori_loop(0, 3, lambda i, c: c + (a * c).sum(0), jnp.ones(COLS))
+
+
+def _to_columns(a):  # rows split -> columns split: the partitioner answers with all-to-all
+    return jax.lax.with_sharding_constraint(a * 2, NamedSharding(_mesh(), P(None, "x")))
+
+
+def _two_hops_and_sum(a):  # shard_map collectives are named after JAX's primitives
+    mesh = _mesh("4x2")
+    ring = [(i, (i + 1) % mesh.shape["x"]) for i in range(mesh.shape["x"])]
+
+    def local(block):
+        moved = jax.lax.ppermute(jax.lax.ppermute(block, "x", ring) * 2, "x", ring)
+        return moved + jax.lax.psum(block.sum(), "x")
+
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(a)
+
+
+def _mixed(a, b):  # a contraction over a sharded dimension on a 2-D mesh, then a gather
+    product = a @ b
+    return jax.lax.with_sharding_constraint(product, NamedSharding(_mesh("2x4"), P()))
+
+
+def _census_bank():
+    """(name, function, args, collectives the compiled module has, as a fact)."""
     x = _put(_x(), "x", None)
-    row_sum = kata.collective_census(lambda a: a.sum(0), x)
-    with check:
-        assert dict(row_sum) == {"all-reduce": 1}, f"sum over the sharded rows: {dict(row_sum)}"
-    lhs, rhs = _put(np.ones((4, COLS * 2), np.float32), None, "x"), _put(
-        np.ones((COLS * 2, 4), np.float32), "x", None)
-    matmul = kata.collective_census(lambda a, b: a @ b, lhs, rhs)
-    with check:
-        assert dict(matmul) == {"all-reduce": 1}, f"contracted sharded dim: {dict(matmul)}"
+    return [
+        ("replicated output", _replicated, (x,), {"all-gather": 1}),
+        ("reshard rows to columns", _to_columns, (x,), {"all-to-all": 1}),
+        ("all-reduce in a while body", _loop, (x,), {"all-reduce": 1}),
+        ("two ppermutes and a psum in shard_map", _two_hops_and_sum,
+         (_put(_array((8, 3), np.float32), "x", None, mesh="4x2"),),
+         {"collective-permute": 2, "all-reduce": 1}),
+        ("2-D mesh contraction and gather", _mixed,
+         (_put(_array((4, 8), np.float32), None, "y", mesh="2x4"),
+          _put(_array((8, 6), np.float32), "y", None, mesh="2x4")), None),
+    ]
+
+
+@cache
+def _census_oracle(index: int) -> Counter:
+    _, f, args, _ = _census_bank()[index]
+    return _collectives(f, *args)
 
 
 @pytest.mark.task("collective_census")
-def test_replicated_output_needs_all_gather(kata):
-    x = _put(_x(), "x", None)
-    gathered = kata.collective_census(_replicated, x)
-    local = kata.collective_census(jnp.sin, x)
-    with check:
-        assert dict(gathered) == {"all-gather": 1}, f"replicated result: {dict(gathered)}"
-    with check:
-        assert dict(local) == {}, f"element-wise work stays local: {dict(local)}"
+def test_census_counts_collectives_by_opcode(kata):
+    for index, (name, f, args, fact) in enumerate(_census_bank()):
+        got = kata.collective_census(f, *args)
+        assert isinstance(got, Counter), f"{name}: got a {type(got).__name__}, not a Counter"
+        want = _census_oracle(index)
+        with check:
+            assert got == want, f"{name}: got {dict(got)}, the compiled module has {dict(want)}"
+        if fact is not None:
+            with check:
+                assert dict(want) == fact, f"{name}: the module changed: {dict(want)}"
 
 
 @pytest.mark.task("collective_census")
 def test_census_looks_inside_loop_bodies(kata):
     x = _put(_x(), "x", None)
-
-    def loop(a):  # each step sums over the sharded rows: one all-reduce per iteration
-        return jax.lax.fori_loop(0, 3, lambda i, c: c + (a * c).sum(0), jnp.ones(COLS))
-
-    got = kata.collective_census(loop, x)
-    want = _collectives(loop, x)
-    entry = parse_hlo(jax.jit(loop).lower(x).compile().as_text()).entry
+    local = kata.collective_census(jnp.sin, x)
     with check:
-        assert dict(got) == dict(want) == {"all-reduce": 1}, (
-            f"got {dict(got)}, the compiled module has {dict(want)}")
+        assert local == Counter(), f"element-wise work stays local: got {dict(local)}"
+    got = kata.collective_census(_loop, x)
+    entry = parse_hlo(jax.jit(_loop).lower(x).compile().as_text()).entry
+    with check:
+        assert got == Counter({"all-reduce": 1}), (
+            f"got {dict(got)}, the while body has one all-reduce")
     with check:
         assert not any(i.opcode in COLLECTIVES for i in entry), (
             "the all-reduce runs in the while body, a computation of its own, not in ENTRY")
 
 
 @pytest.mark.task("collective_census")
-def test_census_matches_parsed_module(kata):
-    x = _put(_x(), "x", None)
+def test_census_counts_opcodes_not_names(kata):
+    x = _put(_array((8, 3), np.float32), "x", None, mesh="4x2")
+    got = kata.collective_census(_two_hops_and_sum, x)
+    ops = _collective_ops(_two_hops_and_sum, x)
+    with check:
+        assert any(i.name.split(".")[0] != i.opcode for i in ops), (
+            "this program was chosen for names (ppermute.N, psum_invariant.N) that differ from "
+            "opcodes")
+    with check:
+        assert got == Counter({"collective-permute": 2, "all-reduce": 1}), (
+            f"got {dict(got)}: two ppermutes and one psum; count opcodes, every instruction")
 
-    def mixed(a):
-        return _replicated(a).sum() + a.sum(0).max()
 
-    got = kata.collective_census(mixed, x)
-    want = _collectives(mixed, x)
-    assert dict(got) == dict(want), f"got {dict(got)}, the compiled module has {dict(want)}"
+# ---- task 4: device_param_shapes and task 5: param_shardings ----------------------------------
 
 
-# ---- task 4: device_param_shapes --------------------------------------------------------------
+def _four_dtypes(a, b, c, d):  # uses d first, so the HLO prints parameter(3) first
+    return d.astype(jnp.float32).sum() * c, a @ b.astype(jnp.float32)
 
 
-def _three_args():
-    return (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
-            _put(np.ones((4, ROWS), np.float32), None, "x"))
+def _skips_one(a, unused, c, s):  # `unused` is dropped: parameter(1) is c
+    return c.sum(0) * s, a.T
+
+
+def _three(a, w, z):
+    return a @ w, z * 2
+
+
+def _three_unused(a, w, z):
+    return a @ w
+
+
+def _param_bank():
+    """(name, function, args, which args jit keeps): out-of-order, unused, 2-D meshes, dtypes."""
+    return [
+        ("1-D mesh, three arguments", _three,
+         (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
+          _put(np.ones((4, ROWS), np.float32), None, "x")), (0, 1, 2)),
+        ("1-D mesh, z never read", _three_unused,
+         (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
+          _put(np.ones((4, ROWS), np.float32), None, "x")), (0, 1)),
+        ("2x4 mesh, four dtypes, printed out of order", _four_dtypes,
+         (_put(np.ones((16, 6), np.float32), "x", None, mesh="2x4"),
+          _put(np.ones((6, 8), np.int32), None, "y", mesh="2x4"),
+          _put(np.float32(2), mesh="2x4"),
+          _put(np.ones((4, 8), jnp.bfloat16), "y", "x", mesh="2x4")), (0, 1, 2, 3)),
+        ("4x2 mesh, an unused argument, printed out of order", _skips_one,
+         (_put(np.ones((8, 5), np.float32), "x", None, mesh="4x2"),
+          _put(np.ones((3, 4), np.float16), None, "y", mesh="4x2"),
+          _put(np.ones((6, 16), np.int32), None, ("y", "x"), mesh="4x2"),
+          _put(np.float32(2), mesh="4x2")), (0, 2, 3)),
+    ]
+
+
+@cache
+def _compiled_bank(index: int):
+    _, f, args, _ = _param_bank()[index]
+    return jax.jit(f).lower(*args).compile()
+
+
+def _kept_shardings(index: int):
+    """compiled.input_shardings: None for an argument jit dropped; the rest, in argument order."""
+    _, _, args, kept = _param_bank()[index]
+    shardings = _compiled_bank(index).input_shardings[0]
+    assert [k for k, s in enumerate(shardings) if s is not None] == list(kept)
+    return [(args[k], shardings[k]) for k in kept]
 
 
 @pytest.mark.task("device_param_shapes")
 def test_entry_shapes_are_per_device(kata):
-    args = _three_args()
-    got = kata.device_param_shapes(lambda a, w, z: (a @ w, z * 2), *args)
-    want = [tuple(a.sharding.shard_shape(a.shape)) for a in args]
+    for index, (name, f, args, _) in enumerate(_param_bank()):
+        got = kata.device_param_shapes(f, *args)
+        assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
+        want = [tuple(s.shard_shape(a.shape)) for a, s in _kept_shardings(index)]
+        with check:
+            assert [tuple(s) for s in got] == want, (
+                f"{name}: got {got}, parameter 0, 1, .. of the partitioned module hold {want}")
+
+
+@pytest.mark.task("device_param_shapes")
+def test_shapes_in_parameter_order(kata):
+    name, f, args, _ = _param_bank()[3]
+    got = kata.device_param_shapes(f, *args)
+    printed = [int(i.payload) for i in parse_hlo(_compiled_bank(3).as_text()).entry
+               if i.opcode == "parameter"]
     with check:
-        assert [tuple(s) for s in got] == want, f"got {got}, one device holds {want}"
+        assert printed != sorted(printed), f"{name}: the module prints {printed} in order now"
     with check:
-        assert want[0] == (ROWS // DEVICES, COLS), "rows split 8 ways"
+        assert got == [(2, 5), (6, 2), ()], (
+            f"{name}: got {got}: list parameter(0), parameter(1), parameter(2) by number (the "
+            "text prints them in schedule order); z is dropped, the scalar is ()")
 
 
 @pytest.mark.task("device_param_shapes")
 def test_unused_argument_is_not_a_parameter(kata):
-    args = _three_args()
-    got = kata.device_param_shapes(lambda a, w, z: a @ w, *args)  # z is never used
-    want = [tuple(a.sharding.shard_shape(a.shape)) for a in args[:2]]
-    assert [tuple(s) for s in got] == want, (
+    name, f, args, kept = _param_bank()[1]
+    got = kata.device_param_shapes(f, *args)
+    want = [tuple(a.sharding.shard_shape(a.shape)) for a in (args[k] for k in kept)]
+    assert got == want, (
         f"got {got}, expected {want}: jit drops an unused argument from the compiled module "
         "(keep_unused=False); read the ENTRY parameters, do not derive them from the inputs")
 
 
-# ---- task 5: param_shardings ------------------------------------------------------------------
+@pytest.mark.task("param_shardings")
+def test_sharding_annotations(kata):
+    for index, (name, f, args, _) in enumerate(_param_bank()):
+        got = kata.param_shardings(f, *args)
+        assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
+        # XLA's own printer of each kept argument's input sharding.
+        want = [str(s._to_xla_hlo_sharding(a.ndim)) for a, s in _kept_shardings(index)]
+        with check:
+            assert got == want, f"{name}: got {got}, expected {want}"
 
 
 @pytest.mark.task("param_shardings")
-def test_sharding_annotations(kata):
-    args = (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
-            _put(np.ones((4, ROWS), np.float32), None, "x"))
-    got = kata.param_shardings(lambda a, w, z: (a @ w, z * 2), *args)
-    want = [str(a.sharding._to_xla_hlo_sharding(a.ndim)) for a in args]  # XLA's own printer
+def test_annotations_in_parameter_order(kata):
+    _, f, args, _ = _param_bank()[0]
+    got_1d = kata.param_shardings(f, *args)
     with check:
-        assert got == want, f"got {got}, expected {want}"
+        assert got_1d == ["{devices=[8,1]<=[8]}", "{replicated}", "{devices=[1,8]<=[8]}"], (
+            f"1-D mesh: got {got_1d}")
+    name, f, args, _ = _param_bank()[3]
+    got = kata.param_shardings(f, *args)
+    printed = [int(i.payload) for i in parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
+               .entry if i.opcode == "parameter"]
     with check:
-        assert want[:2] == ["{devices=[8,1]<=[8]}", "{replicated}"], want
-    unused = kata.param_shardings(lambda a, w, z: a @ w, *args)  # z is never used
+        assert printed != sorted(printed), f"{name}: the module prints {printed} in order now"
     with check:
-        assert unused == want[:2], (
-            f"got {unused} for a function that never reads z: jit drops the unused parameter, "
-            f"expected {want[:2]}")
+        assert got == ["{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+                       "{devices=[1,8]<=[4,2]T(1,0)}", "{replicated}"], (
+            f"{name}: got {got}: by parameter number, not in the order the text prints them; "
+            "the unused argument is not a parameter")
+
+
+# ---- tasks 6-9: shard_map collectives ---------------------------------------------------------
+
+# (mesh, rows per position along "x", columns, dtype)
+MAP_CASES = [("8", 2, 8, np.float32), ("2x4", 3, 5, np.int32), ("y2x4", 1, 1, np.float32)]
+
+
+def _map_cases(rows_per_block=None):
+    """(mesh name, mesh, NumPy x, x put row-sharded on the mesh)."""
+    for number, (mesh_name, per, cols, dtype) in enumerate(MAP_CASES):
+        mesh = _mesh(mesh_name)
+        per = rows_per_block(mesh) if rows_per_block else per
+        x = _array((per * mesh.shape["x"], cols), dtype, number)
+        yield mesh_name, mesh, x, _put(x, "x", None, mesh=mesh_name)
+
+
+def _only(ops, opcode, label):
+    """The single collective of the program, which must be `opcode`."""
+    assert [i.opcode for i in ops] == [opcode], (
+        f"{label}: collectives {[i.opcode for i in ops]}, expected exactly one {opcode}")
+    return ops[0]
+
+
+def _run(task, mesh, sharded):
+    """One compile of `jax.jit(task(., mesh))`: (result, compiled module, jaxpr census)."""
+    jitted = jax.jit(lambda a: task(a, mesh))
+    compiled = jitted.lower(sharded).compile()
+    census = primitive_census(jax.make_jaxpr(lambda a: task(a, mesh))(sharded))
+    return compiled(sharded), parse_hlo(compiled.as_text()), census
+
+
+def _collectives_of(module):
+    return [i for c in module for i in c if i.opcode in COLLECTIVES]
 
 
 # ---- task 6: psum_total -----------------------------------------------------------------------
 
 
-def _sharded_x():
-    return _put(_x(), "x", None)
-
-
 @pytest.mark.task("psum_total")
-def test_psum_total_value(kata):
-    total = kata.psum_total(_sharded_x(), _mesh())
-    with check:
-        assert np.shape(total) == (), f"shape {np.shape(total)}, expected a scalar"
-    with check:
-        np.testing.assert_allclose(np.asarray(total), _x().sum())
-
-
-@pytest.mark.task("psum_total")
-def test_psum_is_an_all_reduce(kata):
-    mesh = _mesh()
-    jaxpr = primitive_census(jax.make_jaxpr(lambda a: kata.psum_total(a, mesh))(_sharded_x()))
-    with check:
-        assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] == 1, (
-            f"expected shard_map with one psum (printed psum_invariant), got {dict(jaxpr)}")
-    module = parse_hlo(jax.jit(lambda a: kata.psum_total(a, mesh)).lower(_sharded_x())
-                       .compile().as_text())
-    ops = [i for c in module for i in c if i.opcode in COLLECTIVES]
-    with check:
-        assert [i.opcode for i in ops] == ["all-reduce"], [i.opcode for i in ops]
-    with check:
-        assert all(i.shape_info.dims == () for i in ops), (
-            f"the all-reduce moves {[i.shape_info.dims for i in ops]}: sum your own rows "
-            "first, then psum one number per device")
+def test_psum_total(kata):
+    for mesh_name, mesh, x, sharded in _map_cases():
+        total, module, jaxpr = _run(kata.psum_total, mesh, sharded)
+        with check:
+            assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
+        with check:
+            np.testing.assert_allclose(np.asarray(total, np.float64), x.sum(dtype=np.float64),
+                                       err_msg=f"mesh {mesh_name}: the sum of every element")
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one psum (printed psum_invariant "
+                f"with check_vma), got {dict(jaxpr)}")
+        op = _only(_collectives_of(module), "all-reduce", f"mesh {mesh_name}")
+        with check:
+            assert op.shape_info.dims == (), (
+                f"mesh {mesh_name}: the all-reduce moves {op.shape}: sum your own rows first, "
+                "then psum one number per device")
+        with check:
+            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: reduce "
+                "over mesh axis 'x' only")
 
 
 # ---- task 7: ring_shift -----------------------------------------------------------------------
 
 
 @pytest.mark.task("ring_shift")
-def test_ring_shift_moves_blocks_forward(kata):
-    shifted = np.asarray(kata.ring_shift(_sharded_x(), _mesh()))
-    np.testing.assert_array_equal(shifted, np.roll(_x(), ROWS // DEVICES, axis=0),
-                                  err_msg="device i's rows must arrive on device i+1")
-
-
-@pytest.mark.task("ring_shift")
-def test_ring_shift_is_a_collective_permute(kata):
-    mesh = _mesh()
-    jaxpr = primitive_census(jax.make_jaxpr(lambda a: kata.ring_shift(a, mesh))(_sharded_x()))
-    with check:
-        assert jaxpr["ppermute"] == 1, f"expected one ppermute, got {dict(jaxpr)}"
-    ops = _collectives(lambda a: kata.ring_shift(a, mesh), _sharded_x())
-    with check:
-        assert dict(ops) == {"collective-permute": 1}, dict(ops)
+def test_ring_shift(kata):
+    for mesh_name, mesh, x, sharded in _map_cases():
+        shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded)
+        per_block = x.shape[0] // mesh.shape["x"]
+        with check:
+            np.testing.assert_array_equal(
+                np.asarray(shifted), np.roll(x, per_block, axis=0),
+                err_msg=f"mesh {mesh_name}: block i along 'x' must arrive at position i+1, "
+                "the last one at position 0")
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["ppermute"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one ppermute, got {dict(jaxpr)}")
+        op = _only(_collectives_of(module), "collective-permute", f"mesh {mesh_name}")
+        block = (per_block, x.shape[1])
+        with check:
+            assert op.shape_info.dims == block, (
+                f"mesh {mesh_name}: moves {op.shape}, expected one block {block} per device")
+        with check:
+            assert _pairs(op.attribute("source_target_pairs")) == _x_ring(mesh), (
+                f"mesh {mesh_name}: source_target_pairs {op.attribute('source_target_pairs')}, "
+                f"expected {sorted(_x_ring(mesh))}")
 
 
 # ---- task 8: gather_rows ----------------------------------------------------------------------
 
 
 @pytest.mark.task("gather_rows")
-def test_gather_rows_replicates(kata):
-    gathered = kata.gather_rows(_sharded_x(), _mesh())
-    with check:
-        np.testing.assert_array_equal(np.asarray(gathered), _x())
-    with check:
-        assert gathered.sharding.is_fully_replicated, f"sharding {gathered.sharding}"
-    ops = _collectives(lambda a: kata.gather_rows(a, _mesh()), _sharded_x())
-    with check:
-        assert dict(ops) == {"all-gather": 1}, dict(ops)
-    jaxpr = primitive_census(jax.make_jaxpr(lambda a: kata.gather_rows(a, _mesh()))(_sharded_x()))
-    with check:
-        assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
-            f"expected shard_map with one all_gather, got {dict(jaxpr)}: write the collective "
-            "yourself instead of asking the partitioner for a replicated output")
+def test_gather_rows(kata):
+    for mesh_name, mesh, x, sharded in _map_cases():
+        gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded)
+        with check:
+            np.testing.assert_array_equal(np.asarray(gathered), x,
+                                          err_msg=f"mesh {mesh_name}: every row, in order")
+        with check:
+            assert gathered.sharding.is_fully_replicated, (
+                f"mesh {mesh_name}: sharding {gathered.sharding}")
+        with check:
+            for shard in gathered.addressable_shards:
+                np.testing.assert_array_equal(np.asarray(shard.data), x, err_msg=(
+                    f"mesh {mesh_name}: device {shard.device.id} must hold the whole array"))
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one all_gather, got {dict(jaxpr)}: "
+                "write the collective yourself instead of asking the partitioner")
+        op = _only(_collectives_of(module), "all-gather", f"mesh {mesh_name}")
+        with check:  # tiled: (rows, cols); untiled: (blocks, rows per block, cols)
+            assert (np.prod(op.shape_info.dims) == x.size and op.shape_info.dims[-1] == x.shape[1]
+                    and op.attribute("dimensions") == "{0}"), (
+                f"mesh {mesh_name}: all-gather {op.shape} along {op.attribute('dimensions')}, "
+                f"expected all {x.shape} gathered once, along the leading dimension")
+        with check:
+            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: gather "
+                "over mesh axis 'x' only")
 
 
 # ---- task 9: scatter_sum ----------------------------------------------------------------------
 
 
-def _blocks() -> np.ndarray:
-    return np.arange(DEVICES * DEVICES * 4, dtype=np.float32).reshape(DEVICES * DEVICES, 4)
+def _scatter_cases():
+    # every block of rows must split again into one piece per position along "x"
+    return _map_cases(lambda mesh: mesh.shape["x"] * (2 if mesh.shape["x"] < 8 else 1))
 
 
 @pytest.mark.task("scatter_sum")
-def test_scatter_sum_values(kata):
-    got = np.asarray(kata.scatter_sum(_put(_blocks(), "x", None), _mesh()))
-    want = _blocks().reshape(DEVICES, DEVICES, 4).sum(0)
-    np.testing.assert_allclose(got, want, err_msg="the element-wise sum of the 8 row blocks")
-
-
-@pytest.mark.task("scatter_sum")
-def test_scatter_sum_is_one_reduce_scatter(kata):
-    ops = _collectives(lambda a: kata.scatter_sum(a, _mesh()), _put(_blocks(), "x", None))
-    with check:
-        assert dict(ops) == {"reduce-scatter": 1}, (
-            f"got {dict(ops)}: an all-reduce moves every sum to every device")
-    jaxpr = primitive_census(
-        jax.make_jaxpr(lambda a: kata.scatter_sum(a, _mesh()))(_put(_blocks(), "x", None)))
-    with check:
-        assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
-            f"expected shard_map with one psum_scatter (printed reduce_scatter), got "
-            f"{dict(jaxpr)}")
+def test_scatter_sum(kata):
+    for mesh_name, mesh, x, sharded in _scatter_cases():
+        n = mesh.shape["x"]
+        got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded)
+        want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0).astype(x.dtype)
+        with check:
+            np.testing.assert_allclose(np.asarray(got), want, err_msg=(
+                f"mesh {mesh_name}: the element-wise sum of the {n} row blocks"))
+        piece = want.shape[0] // n
+        for shard in got.addressable_shards:
+            i = _x_position(mesh, shard.device)
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(shard.data), want[i * piece:(i + 1) * piece],
+                    err_msg=f"mesh {mesh_name}: position {i} along 'x' keeps slice {i}")
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one psum_scatter (printed "
+                f"reduce_scatter), got {dict(jaxpr)}")
+        op = _only(_collectives_of(module), "reduce-scatter",
+                   f"mesh {mesh_name}: an all-reduce moves every sum to every device")
+        with check:
+            assert op.shape_info.dims == (piece, x.shape[1]) and (
+                op.attribute("dimensions") == "{0}"), (
+                f"mesh {mesh_name}: reduce-scatter {op.shape} along "
+                f"{op.attribute('dimensions')}, expected {(piece, x.shape[1])} along rows")
+        with check:
+            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}")
+        reducer = module[op.attribute("to_apply").removeprefix("%")]
+        with check:
+            assert reducer.root.opcode == "add", (
+                f"mesh {mesh_name}: the reduce-scatter combines with {reducer.root.opcode}")

@@ -14,6 +14,12 @@ COLLECTIVES = frozenset(
     {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"})
 
 
+def _parameters(module):
+    # ENTRY parameters by their number `parameter(N)`: the text prints them in schedule order.
+    params = [i for i in module.entry if i.opcode == "parameter"]
+    return sorted(params, key=lambda i: int(i.payload))
+
+
 def auto_mesh() -> Mesh:
     # Auto axes let XLA's sharding propagation decide intermediate shardings (Explicit is default).
     return jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
@@ -33,13 +39,13 @@ def collective_census(f, *args) -> Counter:
 def device_param_shapes(f, *args) -> list[tuple[int, ...]]:
     # The partitioned ENTRY takes one device's shard: global shape divided by the mesh axis.
     module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
-    return [tuple(i.shape_info.dims) for i in module.entry if i.opcode == "parameter"]
+    return [tuple(i.shape_info.dims) for i in _parameters(module)]
 
 
 def param_shardings(f, *args) -> list[str]:
     # Before partitioning, each parameter carries its sharding; afterwards shapes say it.
     module = parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
-    return [i.attribute("sharding") for i in module.entry if i.opcode == "parameter"]
+    return [i.attribute("sharding") for i in _parameters(module)]
 
 
 def psum_total(x, mesh: Mesh) -> jax.Array:
