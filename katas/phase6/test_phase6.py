@@ -45,32 +45,11 @@ def _chain(v):
 
 
 UNARY_STEPS = [lambda v: v * 2.0, jnp.exp, jnp.tanh]
-SHAPED_STEPS = [lambda v: v * 2.0, lambda v: jnp.sum(v, axis=1), jnp.exp]
 
 
 @functools.cache
 def _chain_cost():
     return capture(_chain, _ones(256, 256)).cost_analysis
-
-
-@functools.cache
-def _shaped_steps_bytes():
-    expected, value = 0.0, _ones(64, 32)
-    for step in SHAPED_STEPS:
-        expected += capture(step, value).cost_analysis.get("bytes accessed", 0.0)
-        value = jax.eval_shape(step, value)
-    return expected
-
-
-def _shaped_chain(v):
-    for step in SHAPED_STEPS:
-        v = step(v)
-    return v
-
-
-@functools.cache
-def _shaped_chain_bytes():
-    return capture(_shaped_chain, _ones(64, 32)).cost_analysis.get("bytes accessed", 0.0)
 
 
 @pytest.mark.task("cost_of")
@@ -126,9 +105,9 @@ COST_BANK = {
     "int8 widened products": (lambda a, b: (a.astype(jnp.int32) * b).sum(axis=0),
                               lambda: (_rng_array((36, 20), np.int8),
                                        _rng_array((36, 20), np.int8, seed=1))),
-    "exp twice (CSE)": (lambda v: jnp.exp(v) + jnp.exp(v), lambda: (_ones(64, 48),)),
-    "matmul twice (CSE), tuple out": (lambda a, b: ((a @ b) + (a @ b), jnp.sin(a)),
-                                      lambda: (_ones(32, 24), _ones(24, 16))),
+    "exp and matmul twice (CSE), tuple out": (
+        lambda a, b: ((a @ b) + (a @ b), jnp.exp(a) + jnp.exp(a)),
+        lambda: (_ones(32, 24), _ones(24, 16))),
     "python scalar": (lambda s, v: jnp.exp(s * v), lambda: (2.0, _ones(17, 3))),
 }
 
@@ -170,31 +149,14 @@ def test_fusion_cuts_memory_traffic(kata):
             f"fused {traffic['fused']}, expected one read and one write ({2 * x.nbytes})")
 
 
-@pytest.mark.task("fusion_traffic")
-def test_op_by_op_follows_each_steps_shape(kata):
-    traffic = kata.fusion_traffic(SHAPED_STEPS, _ones(64, 32))
-    expected = _shaped_steps_bytes()
-    with check:
-        assert traffic["op_by_op"] == expected, (
-            f"op by op {traffic['op_by_op']}, expected {expected}: "
-            "step k runs on step k-1's output")
-    fused = _shaped_chain_bytes()
-    with check:
-        assert traffic["fused"] == fused < expected, (
-            f"fused {traffic['fused']}, the compiled chain accesses {fused} bytes: measure the "
-            "composed program (here the output is a row sum, not an array like x)")
-
-
 # Step lists whose steps hold several ops, change the dtype, or reduce: op by op each step is
 # its own program fed the previous step's output (shape AND dtype).
 STEP_BANK = {
-    "two ops per step, bf16": ([lambda v: v * 2.0 + 1.0, lambda v: jnp.tanh(v) - v],
-                               lambda: _bf16(40, 24)),
     "dtype changes": ([lambda v: v.astype(jnp.bfloat16), jnp.exp,
                        lambda v: v.astype(jnp.float32) * 3.0], lambda: _ones(33, 20)),
-    "reduce then broadcast": ([lambda v: jnp.sum(v * v, axis=0), jnp.sqrt,
-                               lambda v: jnp.broadcast_to(v, (8, v.shape[0]))],
-                              lambda: _rng_array((16, 12), np.float16)),
+    "bf16, two ops per step, a row sum": ([lambda v: v * 2.0 + 1.0,
+                                           lambda v: jnp.sum(v, axis=1), jnp.exp],
+                                          lambda: _bf16(40, 24)),
 }
 
 
@@ -229,7 +191,8 @@ def test_fusion_traffic_on_a_bank_of_step_lists(kata):
                 f"{op_by_op} bytes (each step runs on the previous step's output)")
         with check:
             assert got["fused"] == fused, (
-                f"{name}: fused {got['fused']}, the compiled composition accesses {fused}")
+                f"{name}: fused {got['fused']}, the compiled composition accesses {fused} "
+                "(measure it: a row sum's output is not shaped like x)")
 
 
 @functools.cache
@@ -288,14 +251,12 @@ def test_donation_shows_as_alias_bytes(kata):
 # a tuple output (its buffer table counts), donation of a non-first argument and a donated
 # buffer no output can use (not aliased).
 MEMORY_BANK = {
-    "bf16 layer": (lambda a, b: jnp.tanh(a @ b), lambda: (_bf16(24, 40), _bf16(40, 8)), ()),
+    "bf16, second argument donated, tuple out": (
+        lambda g, s: (s - 0.1 * g, jnp.tanh(g @ s.T)), lambda: (_bf16(24, 8), _bf16(24, 8)), (1,)),
     "int8 and a python scalar": (lambda s, a: (a.astype(jnp.int32) * s).sum(axis=1),
                                  lambda: (3, _rng_array((10, 7), np.int8)), ()),
-    "tuple output": (lambda v: (v * 2.0, v.sum(), jnp.exp(v)[:3]), lambda: (_ones(20, 12),), ()),
-    "second argument donated": (lambda g, s: (s - 0.1 * g, jnp.sum(g)),
-                                lambda: (_ones(16, 8), _ones(16, 8)), (1,)),
-    "donated buffer fits no output": (lambda s, g: (s * g).sum(axis=0),
-                                      lambda: (_ones(16, 8), _ones(16, 8)), (0,)),
+    "tuple output, donated buffer fits no output": (
+        lambda v: (v.sum(axis=0), v[:3] * 2.0, jnp.exp(v).max()), lambda: (_ones(20, 12),), (0,)),
     "f16 pytree, first leaf donated": (lambda p, x: {"w": p["w"] - x, "b": p["b"] * 2.0},
                                        lambda: ({"b": _rng_array((5,), np.float16),
                                                  "w": _rng_array((6, 5), np.float16)},
