@@ -17,7 +17,9 @@ def op_census(lowered) -> Counter:
 
     Walk `lowered.compiler_ir("stablehlo")` with the MLIR bindings: an operation has `.regions`,
     a region has `.blocks`, a block has `.operations`. Count every operation nested anywhere
-    (reduce bodies, while loops, cond branches, functions); do not count the outer module.
+    (reduce and sort bodies, while loops, every branch of a case, every function including the
+    private ones nested jit calls become), of every dialect (`func`, `stablehlo`, `chlo`, ...);
+    do not count the outer module. Return a `collections.Counter`.
     """
     # TODO: recurse operation -> regions -> blocks -> operations, counting op.operation.name
     raise NotImplementedError("phase8 task 1: op_census")
@@ -26,21 +28,25 @@ def op_census(lowered) -> Counter:
 def hlo_opcode(stablehlo_op: str) -> str:
     """The HLO opcode that the StableHLO op `stablehlo_op` (e.g. "stablehlo.add") becomes.
 
-    It must work for any op of the dialect, not a fixed list: find the naming rules by lowering
-    small programs and reading both `lowered.as_text()` and `lowered.as_text(dialect="hlo")`.
+    It must work for any op of the dialect, not a fixed list, including ops JAX never emits
+    (the README names the renamed ones): find the naming rules by lowering small programs and
+    reading both `lowered.as_text()` and `lowered.as_text(dialect="hlo")`.
     """
     # TODO: a few renamed ops, then one spelling rule for the rest
     raise NotImplementedError("phase8 task 2: hlo_opcode")
 
 
 def export_bytes(f, *specs) -> bytes:
-    """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`) and serialize it."""
+    """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`, any shapes and dtypes)
+    and serialize it: the bytes deserialize to an Exported whose in_avals are the specs and whose
+    out_avals are what f returns (any pytree of arrays)."""
     # TODO: jax.export.export, then serialize
     raise NotImplementedError("phase8 task 3: export_bytes")
 
 
 def call_exported(blob: bytes, *args):
-    """Rebuild the exported function from `blob` and call it on `args`."""
+    """Rebuild the exported function from `blob` and call it on `args`; return what the
+    function returns: the same pytree (array, tuple, dict) of jax.Arrays, dtypes unchanged."""
     # TODO: the inverse of serialize, then call
     raise NotImplementedError("phase8 task 4: call_exported")
 
@@ -48,7 +54,8 @@ def call_exported(blob: bytes, *args):
 def export_any_batch(f, features: int, *rest) -> bytes:
     """Export `f(x, *rest)` serialized, for x float32 of shape (b, features) with any batch b.
 
-    `rest` are `jax.ShapeDtypeStruct`s for the other arguments (fixed shapes).
+    `rest` are `jax.ShapeDtypeStruct`s for the other arguments (fixed shapes and dtypes, kept as
+    given; there may be none). The exported in_avals show x as (symbolic batch, features).
     """
     # TODO: a symbolic dimension for the batch, a concrete one for the features
     raise NotImplementedError("phase8 task 5: export_any_batch")
