@@ -21,7 +21,11 @@ def auto_mesh() -> Mesh:
 
 
 def shard_rows(x, mesh: Mesh) -> jax.Array:
-    """Put the 2-D array `x` on `mesh`, its rows split across axis "x", its columns whole."""
+    """Put the 2-D array `x` on `mesh`, its rows split across mesh axis "x", its columns whole.
+
+    `mesh` may have other axes besides "x" (a (2, 4) mesh with axes ("x", "y"), or ("y", "x"));
+    along those the array is not split (each row block is copied). Values and dtype unchanged.
+    """
     # TODO: a NamedSharding with a PartitionSpec, then device_put
     raise NotImplementedError("phase9 task 2: shard_rows")
 
@@ -30,14 +34,21 @@ def collective_census(f, *args) -> Counter:
     """Collective ops XLA inserted when it compiled `jax.jit(f)(*args)`, counted by opcode.
 
     Count only collectives (all-reduce, all-gather, reduce-scatter, collective-permute,
-    all-to-all), in every computation of the optimized (partitioned) HLO.
+    all-to-all), in every computation of the optimized (partitioned) HLO (loop bodies too), by
+    opcode: instructions from shard_map are named after JAX's primitives (`%ppermute.3` is a
+    collective-permute). A program with none gives an empty Counter.
     """
     # TODO: compile, parse (xla_inspect.parse.parse_hlo), count opcodes
     raise NotImplementedError("phase9 task 3: collective_census")
 
 
 def device_param_shapes(f, *args) -> list[tuple[int, ...]]:
-    """Shapes of the ENTRY parameters of the partitioned program: what one device receives."""
+    """Shapes of the ENTRY parameters of the partitioned program: what one device receives.
+
+    One tuple per parameter, in parameter-number order (`parameter(0)`, `parameter(1)`, ...),
+    which is not always the order the text prints them in; a scalar is `()`. An argument the
+    function never reads is not a parameter (jit drops it), so read the module, not the inputs.
+    """
     # TODO: which HLO has run the SPMD partitioner: the lowered or the compiled one?
     raise NotImplementedError("phase9 task 4: device_param_shapes")
 
@@ -45,31 +56,50 @@ def device_param_shapes(f, *args) -> list[tuple[int, ...]]:
 def param_shardings(f, *args) -> list[str]:
     """The `sharding={...}` annotation text of each ENTRY parameter, e.g. "{devices=[8,1]<=[8]}".
 
-    Read it where it is still written on the parameters: before the partitioner runs.
+    Read it where it is still written on the parameters: before the partitioner runs. One string
+    per parameter, in parameter-number order (`parameter(0)`, `parameter(1)`, ...), which is not
+    always the printed order; an argument jit dropped (never read) has none. Every argument
+    the tests pass is placed with a NamedSharding, so every parameter has an annotation.
     """
     # TODO: unoptimized HLO, ENTRY parameters, their sharding attribute
     raise NotImplementedError("phase9 task 5: param_shardings")
 
 
 def psum_total(x, mesh: Mesh) -> jax.Array:
-    """The sum of all elements of the row-sharded `x`: each device sums its rows, then psum."""
+    """The sum of all elements of `x` (rows split over mesh axis "x"), a replicated scalar.
+
+    Each device sums its own rows, then one psum of that single number over "x" only (on a
+    2-D mesh the copies along the other axis hold the same rows and must not be added again).
+    """
     # TODO: jax.shard_map with in_specs P("x") and a replicated output
     raise NotImplementedError("phase9 task 6: psum_total")
 
 
 def ring_shift(x, mesh: Mesh) -> jax.Array:
-    """Move each device's block of rows to the next device (the last one's to device 0)."""
+    """Move the block of rows at position i along mesh axis "x" to position i + 1 (the last
+    block to position 0), with one ppermute inside shard_map; the result is row-sharded again.
+    """
     # TODO: jax.lax.ppermute with a list of (source, destination) pairs
     raise NotImplementedError("phase9 task 7: ring_shift")
 
 
 def gather_rows(x, mesh: Mesh) -> jax.Array:
-    """Every device ends up with all rows of the row-sharded `x` (a replicated result)."""
+    """Every device ends up with all rows of the row-sharded `x`, in order (a replicated result).
+
+    One all_gather over mesh axis "x" inside shard_map (not a replicated out_sharding: that
+    makes the partitioner do the gather).
+    """
     # TODO: jax.lax.all_gather(tiled=True) inside shard_map
     raise NotImplementedError("phase9 task 8: gather_rows")
 
 
 def scatter_sum(x, mesh: Mesh) -> jax.Array:
-    """Sum the 8 row blocks of `x` element-wise; device i keeps the i-th slice of the sum."""
+    """Sum the n = mesh.shape["x"] row blocks of `x` element-wise; position i keeps slice i.
+
+    `x` is row-sharded over "x": the block at position i along "x" is rows i*r..(i+1)*r. Their
+    element-wise sum has r rows; cut it into n slices of rows: position i along "x" keeps slice
+    i, so the result (r rows) is row-sharded over "x". One collective does the reducing and the
+    scattering. The tests' row counts are divisible by n * n.
+    """
     # TODO: one collective both reduces and scatters
     raise NotImplementedError("phase9 task 9: scatter_sum")
