@@ -152,7 +152,8 @@ PROBES = {
 def _course(root: Path, phases: dict[int, str]) -> Path:
     """A course with one phase per entry; the entry is that phase's kata.py (None: the stub)."""
     (root / "conftest.py").write_text('pytest_plugins = ["kata_harness.plugin"]\n')
-    (root / "pytest.ini").write_text("[pytest]\naddopts = --import-mode=importlib\n")
+    (root / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = ["--import-mode=importlib"]\n')
     (root / "decoys").mkdir()
     for number, kata in phases.items():
         folder = root / "katas" / f"phase{number}"
@@ -176,8 +177,13 @@ def _run(root: Path, impl: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def reference_run(tmp_path_factory) -> str:
-    return _run(_course(tmp_path_factory.mktemp("course"), {1: None}), "reference")
+def tiny_course(tmp_path_factory) -> Path:
+    return _course(tmp_path_factory.mktemp("course"), {1: None})
+
+
+@pytest.fixture(scope="module")
+def reference_run(tiny_course) -> str:
+    return _run(tiny_course, "reference")
 
 
 def _line(out: str, test: str) -> str:
@@ -230,6 +236,24 @@ def test_accepted_variants_must_pass(reference_run):
         "PASSED")
     line = _line(reference_run, "test_count[accepted-count_plus_one]")
     assert line.startswith("FAILED") and "rejects accepted variant 'count_plus_one'" in line
+
+
+def test_dev_check_lists_every_gap_and_fails(tiny_course):
+    env = {**os.environ, "KATAS_ROOT": str(tiny_course), "PYTHONPATH": os.getcwd(),
+           "COLUMNS": "200"}
+    code = "import sys; from katas_cli.main import main; sys.exit(main(['dev', 'check']))"
+    run = subprocess.run([sys.executable, "-c", code],
+                         cwd=tiny_course, env=env, capture_output=True, text=True, timeout=240)
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "phase1.task1 (double): decoy misspelled: test_double: broken decoy" in out
+    assert "phase1.task1 (double): decoy skipper: test_double: broken decoy" in out
+    assert ("phase1.task1 (double): decoy correct_after_all: test_double: honest-kata violation"
+            in out)
+    assert "phase1.task2 (count): 1 decoy(s), at least 2 needed" in out
+    assert "phase1.task2 (count): accepted count_plus_one: test_count" in out
+    assert "2 tasks, 3 tests, 3 cases, 6 decoys (3 caught), 2 accepted variants" in out
+    assert "off_by_one" not in out  # caught decoys are not problems
 
 
 def test_stub_that_fails_for_another_reason_is_broken(tmp_path):
