@@ -103,6 +103,17 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{task.mark}: {task.id} {task.function}")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Reference mode runs every variant of every test: spread it over the cores (pytest-xdist,
+    ``-n auto``) unless ``-n`` is given, snapshots are being pinned, or this is a worker."""
+    if (config.getoption("--impl") == "reference" and config.pluginmanager.hasplugin("xdist")
+            and config.getoption("numprocesses", None) is None
+            and not getattr(config.option, "update_snapshots", False)
+            and "PYTEST_XDIST_WORKER" not in os.environ):
+        config.option.numprocesses = "auto"
+
+
 _dropped_flags = pytest.StashKey[str | None]()
 _device_note = pytest.StashKey[str | None]()
 

@@ -64,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev = sub.add_parser("dev", help="for contributors: checks of the course itself")
     dev_sub = dev.add_subparsers(dest="dev_command", parser_class=_Parser, metavar="DEV_COMMAND",
                                  required=True)
-    dev_check = dev_sub.add_parser("check", help="honesty census: tests, cases, decoys caught, "
-                                   "accepted variants per task; fails on any gap")
+    dev_check = dev_sub.add_parser(
+        "check", help="honesty census: tests, cases, decoys caught, accepted variants per task; "
+        "fails on any gap")
     dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
     return parser
 

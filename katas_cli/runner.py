@@ -154,7 +154,7 @@ def pytest_args(phases: Iterable[Phase], impl: str) -> list[str]:
     root = curriculum.ROOT
     args = [str(p.kata_path.parent) for p in phases]
     args += [f"--impl={impl}", "--rootdir", str(root), "-c", str(root / "pyproject.toml"),
-             "-p", "no:randomly", "-p", "no:cacheprovider"]
+             "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist"]
     if impl == "reference":
         args.append("--no-honesty")
     return [*args, "-q"]

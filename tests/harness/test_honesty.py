@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timeout(240)  # each module-scoped run starts Python, JAX and pytest
+
 TASKS = '''
 title = "Tiny"
 
@@ -170,7 +172,7 @@ def _course(root: Path, phases: dict[int, str]) -> Path:
 def _run(root: Path, impl: str) -> str:
     env = {**os.environ, "KATAS_ROOT": str(root), "KATAS_IMPL": impl, "PYTHONPATH": os.getcwd(),
            "COLUMNS": "1000"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "katas", "-p", "no:cacheprovider",
+    run = subprocess.run([sys.executable, "-m", "pytest", "katas", "-p", "no:cacheprovider", "-n0",
                           "-p", "no:randomly", "-q", "--tb=line", "-rA"],
                          cwd=root, env=env, capture_output=True, text=True, timeout=240)
     return run.stdout + run.stderr
