@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from kata_harness import curriculum, loading
+from kata_harness import curriculum, guard, loading
 
 PHASES = curriculum.phases()
 
@@ -89,6 +89,22 @@ def test_decoys_name_tests_of_their_task(phase):
         assert d.caught_by, f"{phase.name} decoy {d.name}: names no test"
         stray = set(d.caught_by) - by_task.get(d.replaces, set())
         assert not stray, f"{phase.name} decoy {d.name}: {stray} are not tests of {d.replaces}"
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_accepted_variants_name_tasks(phase):
+    functions = {t.function for t in phase.tasks}
+    for a in loading.phase_accepted(phase):
+        assert a.replaces in functions, f"{phase.name} accepted {a.name}: no task {a.replaces}"
+        assert a.why.strip(), f"{phase.name} accepted {a.name}: say why it is correct"
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_stub_and_reference_pass_the_guard(phase):
+    """The guard refuses nothing a correct answer needs: the reference is one."""
+    for path in (phase.kata_path, phase.reference_path):
+        found = guard.scan(path.read_text(encoding="utf-8"), str(path))
+        assert found is None, f"{path.relative_to(curriculum.ROOT)} {found}: {guard.WHY}"
 
 
 @pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
