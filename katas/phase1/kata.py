@@ -13,33 +13,54 @@ from jax import lax  # noqa: F401
 def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
     """Return a params pytree {"w1", "b1", "w2", "b2"} for a 2-layer MLP used as x @ w + b.
 
-    Weights: normal random values scaled by 1/sqrt(fan_in), drawn from `key` (split it);
-    biases: zeros. The same key must give the same params.
+    Shapes: w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); all float32.
+    Weights: standard normal values times 1/sqrt(fan_in), fan_in being the weight's number of
+    rows. Randomness: split `key` and give each layer its own subkey; never draw from `key`
+    itself (a key is used once: drawing from it and also splitting it reuses it). Biases: zeros.
+    The same key must give the same params, another key other params.
     """
     # TODO: build the dict with jax.random.split, jax.random.normal and jnp.zeros
     raise NotImplementedError("phase1 task 1: init_params")
 
 
 def mlp_forward(params: dict, x):
-    """relu(x @ w1 + b1) @ w2 + b2, as a pure function of params and x."""
+    """relu(x @ w1 + b1) @ w2 + b2 for x of shape (batch, in_dim).
+
+    A pure function of params and x: it reads the arrays only through its arguments (no
+    closed-over arrays) and jax.grad differentiates it (the relu's gradient is 1 where its input
+    is positive, 0 elsewhere). No activation after the last layer. The result keeps the inputs'
+    dtype (bf16 params and x give a bf16 result). Any relu spelling works.
+    """
     # TODO: two affine layers with a relu between them
     raise NotImplementedError("phase1 task 2: mlp_forward")
 
 
 def mse_loss(params: dict, x, y):
-    """Mean squared error between mlp_forward(params, x) and y (a scalar)."""
+    """Mean squared error between mlp_forward(params, x) and y: a scalar.
+
+    The mean runs over every element (batch and outputs alike), so repeating the batch does not
+    change the loss.
+    """
     # TODO: mean of the squared difference
     raise NotImplementedError("phase1 task 3: mse_loss")
 
 
 def loss_and_grad(params: dict, x, y):
-    """Return (loss, grads) where grads has the same structure as params."""
+    """Return (loss, grads): mse_loss and its gradient with respect to params (not x).
+
+    grads has the same structure as params (a dict with the same keys and shapes).
+    """
     # TODO: one JAX transformation gives both at once
     raise NotImplementedError("phase1 task 4: loss_and_grad")
 
 
 def make_power_jit(f):
-    """Return a jitted version of f(x, n) where n is a Python int that drives a Python loop."""
+    """Return jax.jit of f(x, n) where n is a Python int that drives a Python loop.
+
+    Return what jax.jit returns (it has .lower and .trace). n must be static: one trace per
+    distinct n, none for new values of x, and n is baked into the program (not one of its
+    inputs).
+    """
     # TODO: tell jit which argument is static
     raise NotImplementedError("phase1 task 5: make_power_jit")
 
@@ -65,12 +86,20 @@ def python_if_error() -> type[Exception]:
 
 
 def abs_where(x):
-    """|x| for a traced x, without Python `if`, using jnp.where."""
+    """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
+
+    The result has x's shape and dtype (int32 in, int32 out). The jaxpr selects (select_n);
+    jnp.abs or jnp.maximum are not the point here.
+    """
     # TODO: a jit-safe select
     raise NotImplementedError("phase1 task 8: abs_where")
 
 
 def abs_cond(x):
-    """|x| for a traced scalar x, without Python `if`, using lax.cond."""
+    """|x| for a traced scalar x, without Python `if`, using lax.cond.
+
+    The result keeps x's dtype (f32, int32, bf16). The negation happens inside a branch, so only
+    the branch taken runs; nothing is computed outside the cond but the predicate.
+    """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")
