@@ -8,13 +8,15 @@ by element). A mismatch raises :class:`ContractViolation`, an assertion the hone
 count as the task's tests catching a wrong answer.
 
 Annotations are read from the reference module, never from the learner's file (deleting an
-annotation there must not switch the check off). A class defined in the kata module itself (a
-result dataclass the task asks for) is matched by name in the module under test.
+annotation there must not switch the check off). A result class the kata file itself defines (the
+stub ships it, e.g. a timing dataclass) is matched by name and dataclass fields, since each module
+under test holds its own copy.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 import functools
 import types
 import typing
@@ -103,16 +105,23 @@ def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str 
             return _items(value.items(), args, module, where)
         return None
     if base.__module__ == getattr(module, "__kata_reference__", None):
-        # A class the kata file defines (the task asks for it): the same name in the module.
-        own = getattr(module, base.__name__, None)
-        if own is None or type(value) is not own:
-            return f"{where}expected the kata's {base.__name__}, got {type(value).__name__}"
+        # A result class the kata file defines (the stub ships it): each module under test has
+        # its own copy, so match by name and fields.
+        kind = type(value)
+        if kind.__name__ != base.__name__ or _fields(kind) != _fields(base):
+            return f"{where}expected the kata's {base.__name__}, got {kind.__name__}"
         return None
     if not isinstance(value, base):
         return f"{where}expected {_name(base)}, got {type(value).__name__}"
     if type(value).__module__ == module.__name__:
         return f"{where}expected {_name(base)}, got {type(value).__name__} defined in the kata"
     return None
+
+
+def _fields(kind: type) -> tuple[str, ...] | None:
+    if not dataclasses.is_dataclass(kind):
+        return None
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 def _each(values: Any, hint: Any, module: ModuleType, where: str) -> str | None:

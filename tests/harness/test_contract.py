@@ -1,0 +1,107 @@
+"""The return-type contract: strict where a wrong answer could hide behind ``==``."""
+
+from __future__ import annotations
+
+import types
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from kata_harness.contract import ContractViolation, mismatch, wrap
+
+KATA = types.ModuleType("_kata_under_test")
+KATA.__kata_reference__ = __name__
+
+
+@dataclass(frozen=True)
+class Timing:
+    eager_s: float
+    jit_s: float
+
+
+class Sneaky(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+class KataError(Exception):
+    pass
+
+
+KataError.__module__ = KATA.__name__
+
+
+@pytest.mark.parametrize(("value", "hint"), [
+    (3, int), (np.int64(3), int), (2.5, float), (3, float), (np.float32(1), float),
+    ("x", str), (b"x", bytes), (bytearray(b"x"), bytes), (True, bool), (None, None),
+    ([1, 2], list[int]), ((1, "a"), tuple[int, str]), ((1, 2, 3), tuple[int, ...]),
+    ({"a": 1}, dict[str, int]), (Counter(a=2), Counter), (None, str | None), ("x", str | None),
+    ([("add", 2)], list[tuple[str, int]]), (ValueError, type[Exception]),
+    (np.ones(2), np.ndarray), (Path("a"), Path), (Timing(1.0, 2.0), Timing),
+])
+def test_right_types_pass(value, hint):
+    assert mismatch(value, hint, KATA) is None
+
+
+def test_jax_arrays_and_tracers_pass():
+    assert mismatch(jax.numpy.ones(2), jax.Array, KATA) is None
+    jax.jit(lambda x: x if mismatch(x, jax.Array, KATA) is None else None)(np.ones(2))
+
+
+@pytest.mark.parametrize(("value", "hint", "said"), [
+    (Sneaky(0), int, "expected int, got Sneaky"),
+    (True, int, "expected int, got bool"),
+    ("3", int, "expected int, got str"),
+    (3.0, int, "expected int, got float"),
+    ([1, "2"], list[int], "item 1: expected int, got str"),
+    ((1, 2), tuple[int, int, int], "a tuple of 3, got 2"),
+    ([1, 2], tuple[int, int], "expected tuple, got list"),
+    ({"a": 1.5}, dict[str, int], "['a']: expected int, got float"),
+    ({"a": 1}, Counter, "expected Counter, got dict"),
+    (Counter({1: 2}), Counter[str], "expected str, got int"),
+    (KataError, type[Exception], "defined in the kata"),
+    (3, str | None, "expected str | None, got int"),
+    ((Timing, 1), tuple[int, int], "item 0: expected int"),
+])
+def test_wrong_types_are_named(value, hint, said):
+    reason = mismatch(value, hint, KATA)
+    assert reason is not None and said in reason, reason
+
+
+def test_a_kata_class_is_matched_by_name_and_fields():
+    @dataclass(frozen=True)
+    class Timing:  # another module's copy of the kata's class
+        eager_s: float
+        jit_s: float
+
+    @dataclass(frozen=True)
+    class Other:
+        eager_s: float
+
+    assert mismatch(Timing(1.0, 2.0), globals()["Timing"], KATA) is None
+    assert "expected the kata's Timing, got Other" in mismatch(Other(1.0), globals()["Timing"], KATA)
+
+
+def test_an_object_defined_in_the_kata_is_refused():
+    own = type("Array", (np.ndarray,), {"__module__": KATA.__name__})
+    value = np.ones(2).view(own)
+    assert "defined in the kata" in mismatch(value, np.ndarray, KATA)
+
+
+def test_wrapped_functions_raise_a_named_violation():
+    module = types.ModuleType("_kata_wrap")
+    module.count = lambda items: Sneaky(len(items))
+    module.free = lambda: Sneaky(1)
+    wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
+    with pytest.raises(ContractViolation, match=r"phase9.task9 \(count\) returned the wrong type: "
+                                                r"expected int, got Sneaky"):
+        module.count([1])
+    assert module.free() == 1  # only task functions with a hint are wrapped
+    wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
+    assert not hasattr(module.count.__wrapped__, "__wrapped__")  # wrapping twice is a no-op
