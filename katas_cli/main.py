@@ -222,7 +222,8 @@ def _dev(args: argparse.Namespace, console) -> int:
     return check(console, phases)
 
 
-COMMANDS = {"dev": _dev, "status": _status, "list": _list, "hint": _hint, "run": _run, "show": _show,
+COMMANDS = {"dev": _dev, "status": _status, "list": _list, "hint": _hint, "run": _run,
+            "show": _show,
             "compare": _compare, "reset": _reset, "graph": _graph}
 
 
