@@ -11,12 +11,18 @@ from kata_harness.curriculum import Task
 from .state import State
 
 
-def next_hint(task: Task, state: State) -> int:
-    """Advance the task's hint level (up to the last one) and return the level now shown."""
-    shown = min(state.hints.get(task.id, 0) + 1, len(task.hints))
-    state.hints[task.id] = shown
-    state.save()
-    return shown
+def next_hint(task: Task, state: State) -> tuple[int, int]:
+    """Advance the task's hint level (up to the last one): the levels shown before and now.
+
+    Read from the file under its lock, so a level taken in another terminal counts."""
+    levels: list[int] = []
+
+    def advance(current: State) -> None:
+        levels.append(current.hints.get(task.id, 0))
+        current.hints[task.id] = min(levels[0] + 1, len(task.hints))
+
+    state.update(advance)
+    return levels[0], state.hints[task.id]
 
 
 def render_hints(console: Console, task: Task, before: int, shown: int) -> None:
@@ -44,5 +50,4 @@ def show_next_hint(console: Console, task: Task | None, state: State) -> None:
     if task is None:
         console.print("every task is done: no hint needed")
         return
-    before = state.hints.get(task.id, 0)
-    render_hints(console, task, before, next_hint(task, state))
+    render_hints(console, task, *next_hint(task, state))

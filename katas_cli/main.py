@@ -128,9 +128,7 @@ def _run(args: argparse.Namespace, console) -> int:
         outcome = run_phases([phase], keys=keys, verbose=True)[phase.name]
     else:
         outcome = run_with_progress([phase], keys)[phase.name]
-    state = State.load()
-    state.phases[phase.name] = outcome
-    state.save()
+    State.load().update(lambda current: current.phases.update({phase.name: outcome}))
     render_phase(console, phase, outcome)
     return 0 if all(outcome.task(t.number).done for t in phase.tasks) else 1
 

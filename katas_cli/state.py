@@ -14,9 +14,11 @@ kata file, its test files and `tasks.toml`, plus the harness, `xla_inspect`, the
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -89,7 +91,9 @@ def phase_keys(phases: tuple[Phase, ...] | list[Phase]) -> dict[str, str]:
 
 
 class State:
-    """Load with :meth:`load`, change, then :meth:`save` (written atomically)."""
+    """Load with :meth:`load`; change it with :meth:`update`, which reads the file again under a
+    lock, applies the change and writes it atomically, so several `katas` processes (watch in one
+    terminal, hint in another) never overwrite each other's progress with a stale copy."""
 
     def __init__(self, phases: dict[str, PhaseOutcome], hints: dict[str, int]) -> None:
         self.phases = phases
@@ -114,7 +118,19 @@ class State:
         }
         return cls(phases, {k: int(v) for k, v in data.get("hints", {}).items()})
 
+    def update(self, change: Callable[[State], None]) -> None:
+        """Apply ``change`` to the state as it is on disk now, save it, and adopt the result."""
+        lock_path = self.path().with_suffix(".lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = State.load()
+            change(current)
+            current.save()
+        self.phases, self.hints = current.phases, current.hints
+
     def save(self) -> None:
+        """Overwrite the file with this copy (atomically); changes go through :meth:`update`."""
         path = self.path()
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {

@@ -75,8 +75,8 @@ def refresh(phases: Sequence[Phase] | None = None, *, force: bool = False,
     keys = phase_keys(chosen)
     stale = [p for p in chosen if force or state.fresh(p.name, keys[p.name]) is None]
     if stale:
-        state.phases.update(run_with_progress(stale, keys))
-        state.save()
+        outcomes = run_with_progress(stale, keys)
+        state.update(lambda current: current.phases.update(outcomes))
     return {p.name: state.phases[p.name] for p in chosen}
 
 

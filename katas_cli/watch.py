@@ -141,8 +141,7 @@ class Watcher:
         finally:
             with self.lock:
                 self.running = None
-        self.state.phases[phase.name] = outcome
-        self.state.save()
+        self.state.update(lambda current: current.phases.update({phase.name: outcome}))
         if self.focus is None or self.focus.phase != phase.number or outcome.task(
                 self.focus.number).done:
             self.focus = first_unfinished(phase, outcome)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 from rich.console import Console
 
 from kata_harness import curriculum
 from katas_cli import state as state_module
+from katas_cli.hints import next_hint
 from katas_cli.main import main
 from katas_cli.report import render_phase, render_status
 from katas_cli.state import PhaseOutcome, State, TaskOutcome
@@ -113,3 +115,31 @@ def test_progress_draws_on_a_copy_of_the_descriptor_pytest_captures(tmp_path):
     buffered = Console(file=io.StringIO())
     with _uncaptured(buffered) as live:
         assert live is buffered
+
+
+def test_hint_levels_taken_elsewhere_survive_a_stale_copy(state_dir):
+    """watch holds the state it loaded at start; a hint taken in another terminal meanwhile
+    must survive watch saving a phase's outcome."""
+    watch_copy = State.load()  # what a long-running `katas watch` holds
+    task = curriculum.phases()[1].tasks[0]
+    assert next_hint(task, State.load()) == (0, 1)  # `katas hint` in a second terminal
+    assert next_hint(task, State.load()) == (1, 2)
+    watch_copy.update(lambda current: current.phases.update({"phase2": PhaseOutcome("k")}))
+    on_disk = State.load()
+    assert on_disk.hints == {task.id: 2} and "phase2" in on_disk.phases
+    assert watch_copy.hints == {task.id: 2}, "the stale copy adopts what is on disk"
+
+
+def test_concurrent_updates_lose_nothing(state_dir):
+    tasks = [t for p in curriculum.phases() for t in p.tasks][:4]
+
+    def take(task):
+        for _ in range(len(task.hints)):
+            next_hint(task, State.load())
+
+    threads = [threading.Thread(target=take, args=(t,)) for t in tasks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert State.load().hints == {t.id: len(t.hints) for t in tasks}
