@@ -62,26 +62,39 @@ def dot_flops(jaxpr) -> int:
     """Floating-point operations of every `dot_general` in `jaxpr`, nested jaxprs included.
 
     Count 2 per multiply-add (as XLA's cost analysis does): 2 * (elements of the output) *
-    (product of the contracted dimension sizes). Batch dimensions are part of the output.
+    (product of the contracted dimension sizes, read from dimension_numbers: any axes, not
+    only the last). Batch dimensions are part of the output. Nested jaxprs sit in equation
+    params (a nested jit, both branches of a cond, a scan or while body, custom_jvp, checkpoint):
+    count every dot_general equation once, wherever it sits (a loop body once, not once per
+    iteration).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")
 
 
 def cheaper_jacobian_mode(f, x) -> str:
-    """"jacfwd" or "jacrev": whichever Jacobian of f at x costs fewer dot flops."""
+    """"jacfwd" or "jacrev": whichever Jacobian of f at x costs fewer dot flops. x may be any
+    shape (every element is an input)."""
     # TODO: trace both, measure, compare
     raise NotImplementedError("phase5 task 6: cheaper_jacobian_mode")
 
 
 def batched_matvec(W, vs, in_axes: tuple):
-    """`matvec` mapped over a batch with jax.vmap: `in_axes` says which argument carries the
-    batch on its axis 0 (None: shared by every example). vs is always (batch, n)."""
+    """`matvec` mapped over a batch with jax.vmap: `in_axes` has one entry per argument (W, vs),
+    the axis of that argument that carries the batch, or None when the argument is shared by
+    every example; e.g. (None, 0): one W, vs is (batch, n); (1, 0): W is (m, batch, n);
+    (2, None): W is (m, n, batch) and one shared v. Return (batch, m).
+
+    Map `matvec` itself (the tests watch it being called once, with one example's shapes); do
+    not loop, and do not rewrite it by hand as an einsum."""
     # TODO: vmap matvec; do not loop
     raise NotImplementedError("phase5 task 7: batched_matvec")
 
 
 def per_example_grads(params: dict, xs, ys) -> dict:
-    """The gradient of `example_loss` for each example: every leaf gets a leading batch axis."""
+    """The gradient of `example_loss` for each example: every leaf gets a leading batch axis.
+
+    Its cost must grow linearly with the batch, like a loop of single-example gradients (a
+    Jacobian of the vector of losses gives the same numbers at batch-squared cost)."""
     # TODO: compose two transformations; params are shared by every example
     raise NotImplementedError("phase5 task 8: per_example_grads")

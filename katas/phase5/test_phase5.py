@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 from pytest_check import check
 
 from xla_inspect.capture import capture
@@ -19,17 +20,22 @@ IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
 RTOL, ATOL = 1e-5, 1e-5
 
 
-def _mlp_data(batch: int = BATCH, seed: int = 0):
+def _mlp_data(batch: int = BATCH, seed: int = 0, sizes: tuple = (IN, HIDDEN, OUT)):
+    n_in, hidden, n_out = sizes
     rng = np.random.default_rng(seed)
     params = {
-        "w1": rng.normal(size=(IN, HIDDEN)).astype(np.float32) / 4,
-        "b1": rng.normal(size=(HIDDEN,)).astype(np.float32),
-        "w2": rng.normal(size=(HIDDEN, OUT)).astype(np.float32) / 6,
-        "b2": rng.normal(size=(OUT,)).astype(np.float32),
+        "w1": rng.normal(size=(n_in, hidden)).astype(np.float32) / 4,
+        "b1": rng.normal(size=(hidden,)).astype(np.float32),
+        "w2": rng.normal(size=(hidden, n_out)).astype(np.float32) / 6,
+        "b2": rng.normal(size=(n_out,)).astype(np.float32),
     }
-    x = rng.normal(size=(batch, IN)).astype(np.float32)
-    y = rng.normal(size=(batch, OUT)).astype(np.float32)
+    x = rng.normal(size=(batch, n_in)).astype(np.float32)
+    y = rng.normal(size=(batch, n_out)).astype(np.float32)
     return params, x, y
+
+
+# (batch, (inputs, hidden, outputs)): a batch of one, odd sizes, more outputs than inputs.
+GRAD_CASES = [(BATCH, (IN, HIDDEN, OUT)), (1, (5, 7, 3)), (3, (6, 9, 11))]
 
 
 def _np_mlp_grad(p, x, y):
@@ -58,26 +64,29 @@ def _optimized(fn, *args):
 
 @pytest.mark.task("mlp_grad")
 def test_mlp_grad_matches_numpy_backprop(kata):
-    params, x, y = _mlp_data()
-    grads = jax.jit(kata.mlp_grad)(params, x, y)
-    expected = _np_mlp_grad(params, x, y)
-    assert isinstance(grads, dict) and set(grads) == set(expected), (
-        f"expected a dict with keys {sorted(expected)}, got {type(grads).__name__}")
-    for name, value in expected.items():
-        with check:
-            np.testing.assert_allclose(np.asarray(grads[name]), value, rtol=1e-4, atol=1e-5,
-                                       err_msg=f"d loss / d {name}")
+    fn = jax.jit(kata.mlp_grad)
+    for seed, (batch, sizes) in enumerate(GRAD_CASES):
+        params, x, y = _mlp_data(batch, seed, sizes)
+        grads = fn(params, x, y)
+        expected = _np_mlp_grad(params, x, y)
+        assert isinstance(grads, dict) and set(grads) == set(expected), (
+            f"expected a dict with keys {sorted(expected)}, got {type(grads).__name__}")
+        for name, value in expected.items():
+            with check:
+                np.testing.assert_allclose(np.asarray(grads[name]), value, rtol=1e-4, atol=1e-5,
+                                           err_msg=f"d loss / d {name}, batch {batch}, {sizes}")
 
 
 @pytest.mark.task("mlp_grad")
 def test_grad_jaxpr_has_two_transposes(kata):
-    census = primitive_census(jax.make_jaxpr(kata.mlp_grad)(*_mlp_data()))
-    with check:
-        assert census["transpose"] == 2, (
-            f"transpose x{census['transpose']}, expected 2 (one per weight gradient)")
-    with check:
-        assert census["dot_general"] == 5, (
-            f"dot_general x{census['dot_general']}, expected 5: 2 forward, 3 backward")
+    for seed, (batch, sizes) in enumerate(GRAD_CASES[:2]):
+        census = primitive_census(jax.make_jaxpr(kata.mlp_grad)(*_mlp_data(batch, seed, sizes)))
+        with check:
+            assert census["transpose"] == 2, (
+                f"{sizes}: transpose x{census['transpose']}, expected 2 (one per weight gradient)")
+        with check:
+            assert census["dot_general"] == 5, (
+                f"{sizes}: dot_general x{census['dot_general']}, expected 5: 2 forward, 3 backward")
 
 
 @pytest.mark.task("mlp_grad")
@@ -97,7 +106,9 @@ def test_optimized_grad_folds_transposes_into_dots(kata):
 
 # ---- tasks 2-3: jvp and vjp ---------------------------------------------------------------------
 
-M, N = 3, 5
+# (outputs, inputs) of f: square first (a transposed answer has the right shape there), wide,
+# tall. A square J is not symmetric, so J @ v and J.T @ v differ.
+F_SHAPES = [(4, 4), (3, 5), (6, 2)]
 
 
 def _f(A, x):
@@ -111,17 +122,17 @@ def _np_jacobian(A, x):
     return (np.cos(z) * s)[:, None] * A + np.sin(z)[:, None] * (2 * x)[None, :]
 
 
-def _fvec_data():
-    rng = np.random.default_rng(1)
-    A = rng.normal(size=(M, N)).astype(np.float32)
-    x = rng.normal(size=(N,)).astype(np.float32)
-    v = rng.normal(size=(N,)).astype(np.float32)
-    ct = rng.normal(size=(M,)).astype(np.float32)
+def _fvec_data(m: int, n: int):
+    rng = np.random.default_rng(10 * m + n)
+    A = rng.normal(size=(m, n)).astype(np.float32)
+    x = rng.normal(size=(n,)).astype(np.float32) / 2
+    v = rng.normal(size=(n,)).astype(np.float32)
+    ct = rng.normal(size=(m,)).astype(np.float32)
     return A, x, v, ct
 
 
-def _a_axes_contracted(jaxpr) -> list:
-    """For each dot_general operand shaped like A (M, N): the axes of it that are contracted.
+def _a_axes_contracted(jaxpr, shape) -> list:
+    """For each dot_general operand shaped like A: the axes of it that are contracted.
 
     Matched by shape, not identity, so a jit nested inside the learner's code changes nothing.
     """
@@ -131,61 +142,73 @@ def _a_axes_contracted(jaxpr) -> list:
             continue
         (lc, rc), _ = eqn.params["dimension_numbers"]
         for operand, contracting in zip(eqn.invars, (lc, rc), strict=True):
-            if tuple(operand.aval.shape) == (M, N):
+            if tuple(operand.aval.shape) == shape:
                 found.append(tuple(int(d) for d in contracting))
     return found
 
 
 @pytest.mark.task("jvp_tangent")
 def test_jvp_gives_value_and_jacobian_times_tangent(kata):
-    A, x, v, _ = _fvec_data()
-    result = jax.jit(lambda p, t: kata.jvp_tangent(partial(_f, A), p, t))(x, v)
-    assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
-    with check:
-        np.testing.assert_allclose(np.asarray(result[0]), np.sin(A @ x) * (x @ x), rtol=RTOL,
-                                   atol=ATOL, err_msg="primal f(x)")
-    with check:
-        np.testing.assert_allclose(np.asarray(result[1]), _np_jacobian(A, x) @ v, rtol=RTOL,
-                                   atol=ATOL, err_msg="tangent J @ v")
+    fn = jax.jit(lambda a, p, t: kata.jvp_tangent(partial(_f, a), p, t))
+    for m, n in F_SHAPES:
+        A, x, v, _ = _fvec_data(m, n)
+        result = fn(A, x, v)
+        assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
+        with check:
+            np.testing.assert_allclose(np.asarray(result[0]), np.sin(A @ x) * (x @ x),
+                                       rtol=RTOL, atol=ATOL, err_msg=f"primal f(x), A {m}x{n}")
+        with check:
+            np.testing.assert_allclose(np.asarray(result[1]), _np_jacobian(A, x) @ v, rtol=RTOL,
+                                       atol=ATOL, err_msg=f"tangent J @ v, A {m}x{n}")
 
 
 @pytest.mark.task("jvp_tangent")
 def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
-    A, x, v, _ = _fvec_data()
-    jaxpr = jax.make_jaxpr(lambda a, p, t: kata.jvp_tangent(partial(_f, a), p, t))(A, x, v)
-    census = primitive_census(jaxpr)
-    axes = _a_axes_contracted(jaxpr)
-    with check:
-        assert census["add_any"] >= 1, "expected add_any: the product rule sums two tangents"
-    with check:
-        assert census["iota"] == 0 and census["transpose"] == 0, (
-            f"iota x{census['iota']}, transpose x{census['transpose']}: a jvp builds no basis")
-    with check:
-        assert axes == [(1,), (1,)], f"A's contracted axes {axes}: A @ x and A @ v, both axis 1"
+    for m, n in F_SHAPES[1:]:
+        A, x, v, _ = _fvec_data(m, n)
+        jaxpr = jax.make_jaxpr(lambda a, p, t: kata.jvp_tangent(partial(_f, a), p, t))(A, x, v)
+        census = primitive_census(jaxpr)
+        axes = _a_axes_contracted(jaxpr, (m, n))
+        with check:
+            assert census["add_any"] >= 1, "expected add_any: the product rule sums two tangents"
+        with check:
+            assert census["iota"] == 0 and census["transpose"] == 0, (
+                f"iota x{census['iota']}, transpose x{census['transpose']}: a jvp builds no basis")
+        with check:
+            assert axes == [(1,), (1,)], (
+                f"A {m}x{n}: contracted axes {axes}; A @ x and A @ v, both axis 1")
 
 
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_gives_cotangent_times_jacobian(kata):
-    A, x, _, ct = _fvec_data()
-    x_bar = np.asarray(jax.jit(lambda p, c: kata.vjp_cotangent(partial(_f, A), p, c))(x, ct))
-    np.testing.assert_allclose(x_bar, _np_jacobian(A, x).T @ ct, rtol=RTOL, atol=ATOL,
-                               err_msg="J.T @ ct")
+    fn = jax.jit(lambda a, p, c: kata.vjp_cotangent(partial(_f, a), p, c))
+    for m, n in F_SHAPES:
+        A, x, _, ct = _fvec_data(m, n)
+        x_bar = fn(A, x, ct)
+        with check:
+            assert tuple(x_bar.shape) == (n,), f"A {m}x{n}: shape {x_bar.shape}, expected x's"
+        with check:
+            np.testing.assert_allclose(np.asarray(x_bar).reshape(-1)[:n],
+                                       _np_jacobian(A, x).T @ ct, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"J.T @ ct, A {m}x{n}")
 
 
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
-    A, x, _, ct = _fvec_data()
-    jaxpr = jax.make_jaxpr(lambda a, p, c: kata.vjp_cotangent(partial(_f, a), p, c))(A, x, ct)
-    census = primitive_census(jaxpr)
-    axes = sorted(_a_axes_contracted(jaxpr))
-    with check:
-        assert axes == [(0,), (1,)], (
-            f"A's contracted axes {axes}, expected axis 1 (forward A @ x) and axis 0 (ct @ A)")
-    with check:
-        assert census["transpose"] == 0 and census["iota"] == 0, (
-            f"transpose x{census['transpose']}, iota x{census['iota']}: expected neither")
-    with check:
-        assert census["add_any"] >= 1, "expected add_any: x reaches the output along two paths"
+    for m, n in F_SHAPES[1:]:
+        A, x, _, ct = _fvec_data(m, n)
+        jaxpr = jax.make_jaxpr(lambda a, p, c: kata.vjp_cotangent(partial(_f, a), p, c))(A, x, ct)
+        census = primitive_census(jaxpr)
+        axes = sorted(_a_axes_contracted(jaxpr, (m, n)))
+        with check:
+            assert axes == [(0,), (1,)], (
+                f"A {m}x{n}: contracted axes {axes}, expected axis 1 (forward A @ x) and axis 0 "
+                "(ct @ A)")
+        with check:
+            assert census["transpose"] == 0 and census["iota"] == 0, (
+                f"transpose x{census['transpose']}, iota x{census['iota']}: expected neither")
+        with check:
+            assert census["add_any"] >= 1, "expected add_any: x reaches the output along two paths"
 
 
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
@@ -199,58 +222,106 @@ def _two_layer(n: int, h: int, m: int):
 
 
 SHAPES = {"tall": (4, 32, 64), "wide": (64, 32, 4)}  # (inputs, hidden, outputs)
+# More Jacobians for the cost question: one input, one output, odd sizes, nearly square.
+COST_SHAPES = SHAPES | {"one input": (1, 8, 24), "one output": (24, 8, 1),
+                       "tall, odd": (5, 9, 13), "wide, odd": (13, 9, 5)}
 
 
 @pytest.mark.task("jacobian")
 def test_jacobian_both_modes_match_numpy(kata):
-    f, x, w1, w2 = _two_layer(*SHAPES["tall"])
-    expected = w2 @ ((1 - np.tanh(w1 @ x) ** 2)[:, None] * w1)
-    both = jax.jit(lambda v: (kata.jacobian(f, v, "fwd"), kata.jacobian(f, v, "rev")))(x)
-    for mode, got in zip(("fwd", "rev"), both, strict=True):
-        with check:
-            np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-4, atol=1e-5,
-                                       err_msg=mode)
+    for shape in ("tall", "wide", "one output"):
+        f, x, w1, w2 = _two_layer(*COST_SHAPES[shape])
+        expected = w2 @ ((1 - np.tanh(w1 @ x) ** 2)[:, None] * w1)
+        both = jax.jit(lambda v, f=f: (kata.jacobian(f, v, "fwd"), kata.jacobian(f, v, "rev")))(x)
+        for mode, got in zip(("fwd", "rev"), both, strict=True):
+            with check:
+                assert tuple(got.shape) == expected.shape, (
+                    f"{shape} {mode}: shape {got.shape}, expected (outputs, inputs) "
+                    f"{expected.shape}")
+            with check:
+                np.testing.assert_allclose(np.asarray(got).reshape(expected.shape), expected,
+                                           rtol=1e-4, atol=1e-5, err_msg=f"{shape} {mode}")
 
 
 @pytest.mark.task("jacobian")
 def test_jacobian_modes_push_different_bases(kata):
-    n, _, m = SHAPES["tall"]
-    f, x, _, _ = _two_layer(*SHAPES["tall"])
-    for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
-        jaxpr = jax.make_jaxpr(lambda v, mode=mode: kata.jacobian(f, v, mode))(x)
-        census = primitive_census(jaxpr)
-        shapes = {tuple(v.aval.shape) for e in iter_eqns(jaxpr) if e.primitive.name == "dot_general"
-                  for v in e.invars}
-        with check:
-            assert census["iota"] >= 1 and census["eq"] >= 1, (
-                f"{mode}: the identity basis is built in the program from iota and eq")
-        with check:
-            assert basis in shapes, (
-                f"{mode}: no dot_general reads a {basis} basis (one row per {other}); got {shapes}")
-        if mode == "fwd":
+    for shape in ("tall", "wide"):
+        n, _, m = SHAPES[shape]
+        f, x, _, _ = _two_layer(*SHAPES[shape])
+        for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
+            jaxpr = jax.make_jaxpr(lambda v, mode=mode: kata.jacobian(f, v, mode))(x)
+            census = primitive_census(jaxpr)
+            shapes = {tuple(v.aval.shape) for e in iter_eqns(jaxpr)
+                      if e.primitive.name == "dot_general" for v in e.invars}
+            wrong = (m, m) if mode == "fwd" else (n, n)
             with check:
-                assert census["transpose"] >= 1, "fwd: the batch of columns is moved last"
-        else:
+                assert census["iota"] >= 1 and census["eq"] >= 1, (
+                    f"{shape} {mode}: the identity basis is built in the program from iota, eq")
             with check:
-                assert census["transpose"] == 0, f"rev: transpose x{census['transpose']}"
+                assert basis in shapes and wrong not in shapes, (
+                    f"{shape} {mode}: expected a dot_general reading a {basis} basis (one row per "
+                    f"{other}) and none reading {wrong}; got {sorted(shapes)}")
+            if mode == "fwd":
+                with check:
+                    assert census["transpose"] >= 1, "fwd: the batch of columns is moved last"
+            else:
+                with check:
+                    assert census["transpose"] == 0, f"rev: transpose x{census['transpose']}"
 
 
 def _matmul(a, b):
     return jnp.matmul(a, b)
 
 
-@pytest.mark.task("dot_flops")
-def test_dot_flops_from_dimension_numbers(kata):
-    f32 = np.float32
-    cases = {
-        "matmul": (jnp.matmul, (np.ones((8, 16), f32), np.ones((16, 32), f32)), 2 * 8 * 32 * 16),
-        "batched": (jax.vmap(jnp.matmul), (np.ones((8, 4, 3), f32), np.ones((8, 3), f32)),
+def _general(a, b):
+    """lhs (K=3, B=2, M=5), rhs (N=7, B=2, K=3): contract lhs axis 0 with rhs axis 2, batch on
+    lhs axis 1 / rhs axis 1. Output (B, M, N) = (2, 5, 7)."""
+    return lax.dot_general(a, b, (((0,), (2,)), ((1,), (1,))))
+
+
+def _in_cond(p, a, b):
+    return lax.cond(p > 0, lambda: a @ b, lambda: (a * 2.0) @ b)
+
+
+def _in_scan(a, b):
+    def body(carry, _):
+        return carry @ b, None
+
+    return lax.scan(body, a, None, length=3)[0]
+
+
+def _in_custom_jvp_and_remat(a, b):
+    @jax.custom_jvp
+    def inner(u):
+        return u @ b
+
+    inner.defjvp(lambda primals, tangents: (inner(*primals), tangents[0] @ b))
+    return jax.checkpoint(lambda u: inner(u) @ b.T)(a)
+
+
+@cache
+def _flops_cases():
+    f32, i8 = np.float32, np.int8
+    ones = np.ones
+    return {
+        # name: (function, arguments, flops worked out by hand: 2 * output elements * K)
+        "matmul": (jnp.matmul, (ones((8, 16), f32), ones((16, 32), f32)), 2 * (8 * 32) * 16),
+        "batched": (jax.vmap(jnp.matmul), (ones((8, 4, 3), f32), ones((8, 3), f32)),
                     2 * (8 * 4) * 3),
         "two contracted": (partial(jnp.einsum, "ijk,jkl->il"),
-                           (np.ones((2, 3, 4), f32), np.ones((3, 4, 5), f32)), 2 * (2 * 5) * 12),
-        "no dots": (jnp.add, (np.ones(3, f32), np.ones(3, f32)), 0),
+                           (ones((2, 3, 4), f32), ones((3, 4, 5), f32)), 2 * (2 * 5) * 12),
+        "contract axis 0, batch in the middle": (_general, (ones((3, 2, 5), f32),
+                                                            ones((7, 2, 3), f32)),
+                                                 2 * (2 * 5 * 7) * 3),
+        "int8 matrix-vector, odd sizes": (jnp.matmul, (ones((7, 9), i8), ones((9,), i8)),
+                                          2 * 7 * 9),
+        "no dots": (jnp.add, (ones(3, f32), ones(3, f32)), 0),
     }
-    for name, (fn, args, expected) in cases.items():
+
+
+@pytest.mark.task("dot_flops")
+def test_dot_flops_from_dimension_numbers(kata):
+    for name, (fn, args, expected) in _flops_cases().items():
         jaxpr = jax.make_jaxpr(fn)(*args)
         got = kata.dot_flops(jaxpr)
         with check:
@@ -260,9 +331,26 @@ def test_dot_flops_from_dimension_numbers(kata):
 @pytest.mark.task("dot_flops")
 def test_dot_flops_counts_nested_jaxprs(kata):
     a, b = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
-    jaxpr = jax.make_jaxpr(lambda p, q: jax.jit(_matmul)(p, q) + p @ q)(a, b)
-    got = kata.dot_flops(jaxpr)
-    assert got == 2 * (2 * 8 * 8 * 16), f"{got} flops: one dot sits inside the nested jit"
+    one = 2 * 8 * 8 * 16  # one (8, 16) @ (16, 8) product
+    cases = {
+        "a nested jit": (jax.make_jaxpr(lambda p, q: jax.jit(_matmul)(p, q) + p @ q)(a, b),
+                         2 * one),
+        "both branches of a cond": (jax.make_jaxpr(_in_cond)(np.float32(1.0), a, b), 2 * one),
+        "a scan body (counted once, not per iteration)": (
+            jax.make_jaxpr(_in_scan)(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)),
+            2 * 8 * 8 * 8),
+        "custom_jvp inside checkpoint": (
+            jax.make_jaxpr(_in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
+            2 * (8 * 16) * 16 + 2 * (8 * 16) * 16),
+    }
+    for name, (jaxpr, expected) in cases.items():
+        got = kata.dot_flops(jaxpr)
+        with check:
+            assert got == expected, f"{name}: {got} flops, expected {expected}"
+
+
+def _out_size(f, x) -> int:
+    return int(np.prod(jax.eval_shape(f, x).shape))
 
 
 @cache
@@ -272,70 +360,133 @@ def _measured_cheaper(shape: str) -> str:
     The lowered module's cost analysis gives the same flops as the compiled one here, at a
     fifth of the time.
     """
-    f, x, _, _ = _two_layer(*SHAPES[shape])
+    f, x, _, _ = _two_layer(*COST_SHAPES[shape])
     flops = {name: jax.jit(transform(f)).lower(x).cost_analysis()["flops"]
              for name, transform in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))}
     return min(flops, key=flops.get)
 
 
+def _matrix_input():
+    """f: R^(6x5) -> R^8: 30 inputs, 8 outputs, but x.shape[0] = 6 < 8."""
+    rng = np.random.default_rng(7)
+    w1 = (rng.normal(size=(16, 30)) / 6).astype(np.float32)
+    w2 = (rng.normal(size=(8, 16)) / 4).astype(np.float32)
+    return (lambda X: w2 @ jnp.tanh(w1 @ X.reshape(-1))), rng.normal(size=(6, 5)).astype(
+        np.float32)
+
+
 @pytest.mark.task("cheaper_jacobian_mode")
 def test_cheaper_jacobian_mode_matches_measured_flops(kata):
-    for shape in SHAPES:
-        f, x, _, _ = _two_layer(*SHAPES[shape])
+    for shape in COST_SHAPES:
+        f, x, _, _ = _two_layer(*COST_SHAPES[shape])
         got = kata.cheaper_jacobian_mode(f, x)
         expected = _measured_cheaper(shape)
         with check:
             assert got == expected, (
-                f"{shape} Jacobian {SHAPES[shape]}: {got!r}, XLA's cost analysis says {expected!r}")
+                f"{shape} Jacobian {COST_SHAPES[shape]}: {got!r}, XLA's cost analysis says "
+                f"{expected!r}")
+
+
+@pytest.mark.task("cheaper_jacobian_mode")
+def test_cheaper_jacobian_mode_counts_every_input(kata):
+    f, X = _matrix_input()
+    got = kata.cheaper_jacobian_mode(f, X)
+    assert got == "jacrev", (
+        f"{got!r}: x is 6x5, 30 inputs against 8 outputs; reverse mode pulls 8 cotangents, "
+        "forward mode would push 30 tangents")
 
 
 # ---- task 7: vmap and dimension numbers ---------------------------------------------------------
 
 MV_M, MV_N = 4, 3
 
+# in_axes -> (W's shape, vs's shape, W @ v for every example b as an einsum). The batch (BATCH)
+# sits wherever in_axes says; None: the argument is shared by every example.
+IN_AXES_CASES = {
+    (None, 0): ((MV_M, MV_N), (BATCH, MV_N), "mn,bn->bm"),
+    (0, 0): ((BATCH, MV_M, MV_N), (BATCH, MV_N), "bmn,bn->bm"),
+    (1, 0): ((MV_M, BATCH, MV_N), (BATCH, MV_N), "mbn,bn->bm"),
+    (None, 1): ((MV_M, MV_N), (MV_N, BATCH), "mn,nb->bm"),
+    (2, None): ((MV_M, MV_N, BATCH), (MV_N,), "mnb,n->bm"),
+}
+
+
+def _matvec_case(in_axes):
+    w_shape, v_shape, spec = IN_AXES_CASES[in_axes]
+    rng = np.random.default_rng(len(w_shape) * 10 + len(v_shape))
+    W = rng.normal(size=w_shape).astype(np.float32)
+    vs = rng.normal(size=v_shape).astype(np.float32)
+    return W, vs, np.einsum(spec, W, vs)
+
 
 def _matvec_data():
-    rng = np.random.default_rng(2)
-    W = rng.normal(size=(MV_M, MV_N)).astype(np.float32)
-    Ws = rng.normal(size=(BATCH, MV_M, MV_N)).astype(np.float32)
-    vs = rng.normal(size=(BATCH, MV_N)).astype(np.float32)
+    W, vs, _ = _matvec_case((None, 0))
+    Ws, _, _ = _matvec_case((0, 0))
     return W, Ws, vs
 
 
 @pytest.mark.task("batched_matvec")
 def test_batched_matvec_values(kata):
-    W, Ws, vs = _matvec_data()
-    shared = np.asarray(jax.jit(lambda w, v: kata.batched_matvec(w, v, (None, 0)))(W, vs))
-    per_example = np.asarray(jax.jit(lambda w, v: kata.batched_matvec(w, v, (0, 0)))(Ws, vs))
-    with check:
-        np.testing.assert_allclose(shared, np.einsum("mn,bn->bm", W, vs), rtol=RTOL, atol=ATOL,
-                                   err_msg="in_axes=(None, 0)")
-    with check:
-        np.testing.assert_allclose(per_example, np.einsum("bmn,bn->bm", Ws, vs), rtol=RTOL,
-                                   atol=ATOL, err_msg="in_axes=(0, 0)")
+    for in_axes in IN_AXES_CASES:
+        W, vs, expected = _matvec_case(in_axes)
+        got = jax.jit(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        with check:
+            assert tuple(got.shape) == expected.shape, (
+                f"in_axes={in_axes}: shape {got.shape}, expected (batch, m) {expected.shape}")
+        with check:
+            np.testing.assert_allclose(np.asarray(got).reshape(-1)[:expected.size],
+                                       expected.reshape(-1), rtol=RTOL, atol=ATOL,
+                                       err_msg=f"in_axes={in_axes}")
+
+
+@pytest.mark.task("batched_matvec")
+def test_batched_matvec_maps_matvec_itself(kata, monkeypatch):
+    """vmap calls the function it maps once, with ONE example's shapes (a loop calls it per
+    example; einsum or `vs @ W.T` never calls it)."""
+    seen = []
+    given = kata.matvec
+
+    def spy(W, v):
+        seen.append((tuple(W.shape), tuple(v.shape)))
+        return given(W, v)
+
+    monkeypatch.setattr(kata, "matvec", spy)
+    for in_axes in IN_AXES_CASES:
+        W, vs, _ = _matvec_case(in_axes)
+        seen.clear()
+        jax.make_jaxpr(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        with check:
+            assert seen == [((MV_M, MV_N), (MV_N,))], (
+                f"in_axes={in_axes}: matvec saw {seen}; expected one call with one example's "
+                f"shapes ({MV_M}, {MV_N}) and ({MV_N},): map `matvec` with jax.vmap")
 
 
 @pytest.mark.task("batched_matvec")
 def test_vmap_rewrites_dot_dimension_numbers(kata):
-    W, Ws, vs = _matvec_data()
-    shared = jax.make_jaxpr(lambda w, v: kata.batched_matvec(w, v, (None, 0)))(W, vs)
-    per_example = jax.make_jaxpr(lambda w, v: kata.batched_matvec(w, v, (0, 0)))(Ws, vs)
-    with check:
-        got = _dot_dims(shared)
-        assert got == [(((1,), (1,)), ((), ()))], (
-            f"(None, 0): {got}, expected one dot contracting W's axis 1 with vs's axis 1")
-    with check:
-        assert primitive_census(shared)["transpose"] == 1, (
-            "(None, 0): the (m, batch) result is transposed to (batch, m)")
-    with check:
-        got = _dot_dims(per_example)
-        assert got == [(((2,), (1,)), ((0,), (0,)))], (
-            f"(0, 0): {got}, expected batch dims ((0,), (0,)) and contracting ((2,), (1,))")
+    expected = {  # what vmap writes: the batch axis stays where in_axes put it
+        (None, 0): ([(((1,), (1,)), ((), ()))], 1),
+        (0, 0): ([(((2,), (1,)), ((0,), (0,)))], 0),
+        (1, 0): ([(((2,), (1,)), ((1,), (0,)))], 0),
+        (None, 1): ([(((1,), (0,)), ((), ()))], 1),
+    }
+    for in_axes, (dims, transposes) in expected.items():
+        W, vs, _ = _matvec_case(in_axes)
+        jaxpr = jax.make_jaxpr(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        got = _dot_dims(jaxpr)
+        with check:
+            assert got == dims, (
+                f"in_axes={in_axes}: dot_general dimension numbers {got}, expected {dims} "
+                "(contracting, then batch)")
+        with check:
+            count = primitive_census(jaxpr)["transpose"]
+            assert count == transposes, (
+                f"in_axes={in_axes}: transpose x{count}, expected {transposes}"
+                + (" (the (m, batch) result is moved to (batch, m))" if transposes else ""))
 
 
 @pytest.mark.task("batched_matvec")
 def test_vmapped_matvec_compiles_to_one_matmul(kata):
-    W, _, vs = _matvec_data()
+    W, vs, _ = _matvec_case((None, 0))
     module = _optimized(lambda w, v: kata.batched_matvec(w, v, (None, 0)), W, vs)
     found = dots(module)
     counts = opcode_counts(module)
@@ -358,14 +509,48 @@ def _loop_of_grads(params, xs, ys):
 
 @pytest.mark.task("per_example_grads")
 def test_per_example_grads_match_a_loop_of_grads(kata):
-    params, xs, ys = _mlp_data(batch=4, seed=3)
-    got = jax.jit(kata.per_example_grads)(params, xs, ys)
-    expected = _loop_of_grads(params, xs, ys)
-    assert isinstance(got, dict) and set(got) == set(expected), "expected a dict like params"
-    for name, value in expected.items():
-        with check:
-            np.testing.assert_allclose(np.asarray(got[name]), value, rtol=1e-4, atol=1e-5,
-                                       err_msg=f"per-example d loss / d {name}")
+    fn = jax.jit(kata.per_example_grads)
+    for batch, sizes in ((4, (IN, HIDDEN, OUT)), (1, (5, 7, 3)), (3, (6, 9, 2))):
+        params, xs, ys = _mlp_data(batch, 3, sizes)
+        got = fn(params, xs, ys)
+        expected = _loop_of_grads(params, xs, ys)
+        assert isinstance(got, dict) and set(got) == set(expected), "expected a dict like params"
+        for name, value in expected.items():
+            with check:
+                assert tuple(got[name].shape) == value.shape, (
+                    f"batch {batch}: {name} shape {got[name].shape}, expected {value.shape}")
+            with check:
+                np.testing.assert_allclose(np.asarray(got[name]).reshape(value.shape), value,
+                                           rtol=1e-4, atol=1e-5,
+                                           err_msg=f"per-example d loss / d {name}, batch {batch}")
+
+
+@cache
+def _loop_flops(batch: int) -> float:
+    """Compiled flops of B separate single-example gradients: the cost per-example gradients
+    should have, B times one example's (test-owned program)."""
+    params, xs, ys = _mlp_data(1)
+    one = capture(jax.grad(lambda p, x, y: jnp.mean((_np_free_mlp(p, x) - y) ** 2)),
+                  params, xs[0], ys[0]).cost_analysis["flops"]
+    return batch * one
+
+
+def _np_free_mlp(p, x):
+    return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_cost_grows_linearly_with_batch(kata):
+    flops = {b: capture(kata.per_example_grads, *_mlp_data(b)).cost_analysis["flops"]
+             for b in (4, 8)}
+    with check:
+        assert flops[8] <= 2.1 * flops[4], (
+            f"compiled flops {flops[4]} at batch 4, {flops[8]} at 8: per-example gradients cost "
+            "linear in the batch (a Jacobian of all the losses costs batch squared)")
+    with check:
+        assert flops[8] <= 1.1 * _loop_flops(8), (
+            f"{flops[8]} flops at batch 8, a loop of 8 single-example gradients costs "
+            f"{_loop_flops(8)}")
 
 
 @pytest.mark.task("per_example_grads")
