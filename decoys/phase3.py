@@ -139,7 +139,7 @@ def dump_loose_glob(f, args, directory):
 _DUMPED = re.compile(r"(module_\d+\..+)\.before_optimizations\.txt")
 
 
-@accepted("dump_files", why="the new before file names the module; its after file shares the prefix")
+@accepted("dump_files", why="the new before file names the module; the after file shares it")
 def dump_by_prefix(f, args, directory):
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)

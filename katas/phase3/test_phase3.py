@@ -83,9 +83,9 @@ def branches(p, x, n):
 # its parameters are declared out of number order, parameter 1 is a tuple, parameter 0 a scalar,
 # parameter 2 is used only by dead code, the ROOT is not ENTRY's last line, a kLoop fusion's
 # computation holds a kInput fusion whose reduce calls a reducer, and `four` appears twice.
-HAND_WRITTEN = """\
-HloModule hand_written, entry_computation_layout={(f32[], (f32[2,3]{0,1}, s32[]), f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}
-
+HAND_WRITTEN = (
+    "HloModule hand_written, entry_computation_layout={(f32[], (f32[2,3]{0,1}, s32[]), "
+    "f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}\n" + """
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
@@ -135,7 +135,7 @@ ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) ->
   %cut = s32[] constant(4)
   ROOT %fewer = s32[] subtract(%z, %cut)
 }
-"""
+""")
 
 
 def _ones(shape, dtype=np.float32):
@@ -387,7 +387,8 @@ def _dumped(kata, f, args, directory: Path) -> tuple[Path, Path]:
 
 
 def _modules(before: Path, after: Path):
-    return (_hlo_module(before.read_text(), before.name), _hlo_module(after.read_text(), after.name))
+    return (_hlo_module(before.read_text(), before.name),
+            _hlo_module(after.read_text(), after.name))
 
 
 @pytest.mark.task("dump_files")
@@ -574,7 +575,7 @@ def test_fusion_contents_match_the_library(kata):
         expected = {kind: dict(counts) for kind, counts in _library_contents(module).items()}
         got = {kind: dict(+counts) for kind, counts in _contents(kata, key).items()}
         with check:
-            assert sorted(got) == sorted(expected), f"{key}: kinds {sorted(got)}, {sorted(expected)}"
+            assert sorted(got) == sorted(expected), f"{key}: kinds {sorted(got)}"
         for kind, want in expected.items():
             with check:
                 assert got.get(kind) == want, f"{key} {kind}: got {got.get(kind)}, expected {want}"
