@@ -7,27 +7,29 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from kata_harness.decoys import decoy
+from kata_harness.decoys import accepted, decoy
+from xla_inspect import passes
 from xla_inspect.parse import parse_hlo
 
-_PINNED = ["test_pinned_algebraic_identity", "test_pinned_constant_folding", "test_pinned_cse",
-           "test_pinned_dead_code", "test_pinned_loop_fusion", "test_pinned_transpose_folding",
-           "test_pinned_refused_rewrites"]
+_PINNED = ["test_pinned_optimized_programs"]
 
 
 def _counts(path: Path) -> Counter:
     return Counter(i.opcode for c in parse_hlo(path.read_text()) for i in c)
 
 
-@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED],
+@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED,
+                            "test_stages_of_several_programs"],
        why="'after' is the unoptimized HLO, before any pass ran")
 def stages_unoptimized(f, *args):
     lowered = jax.jit(f).lower(*args)
     return lowered.as_text(), lowered.as_text(dialect="hlo")
 
 
-@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized"],
+@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized",
+                            "test_stages_of_several_programs"],
        why="'before' is unoptimized HLO, already simplified by the conversion")
 def stages_hlo_before(f, *args):
     lowered = jax.jit(f).lower(*args)
@@ -146,7 +148,8 @@ def timeline_with_snapshots(dump_dir):
     return timeline
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_names_the_culprit"],
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_names_the_culprit",
+                                       "test_pass_that_changed_on_constructed_timelines"],
        why="names the entry before the change: the file of the pass that ran before it")
 def changed_previous_name(timeline, opcode):
     for (name, before), (_, after) in zip(timeline, timeline[1:], strict=False):
@@ -155,7 +158,8 @@ def changed_previous_name(timeline, opcode):
     return None
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_is_none_for_untouched_ops"],
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_is_none_for_untouched_ops",
+                                       "test_pass_that_changed_on_constructed_timelines"],
        why="the first pass that changed anything, whatever the opcode")
 def changed_anything(timeline, opcode):
     for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
@@ -164,7 +168,7 @@ def changed_anything(timeline, opcode):
     return None
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_names_the_culprit"],
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
        why="the last change instead of the first")
 def changed_last(timeline, opcode):
     found = None
@@ -198,3 +202,186 @@ def scale_reciprocal_by_hand(x):
        why="multiplies by sqrt(0.5): the sqrt is folded, but there never was a divide")
 def scale_sqrt_half(x):
     return x * jnp.sqrt(0.5)
+
+
+# --- more wrong answers by category: dtype, shape, one example, related quantities -------------
+
+_SEEN: dict = {}
+
+
+@decoy("stages", caught_by=["test_stages_of_several_programs"],
+       why="remembers the texts per function: the same function at other shapes gets the first's")
+def stages_per_function(f, *args):
+    if f not in _SEEN:
+        lowered = jax.jit(f).lower(*args)
+        _SEEN[f] = (lowered.as_text(), lowered.compile().as_text())
+    return _SEEN[f]
+
+
+@accepted("stages", why="the traced stage lowered, StableHLO printed from compiler_ir")
+def stages_traced(f, *args):
+    lowered = jax.jit(f).trace(*args).lower()
+    return str(lowered.compiler_ir("stablehlo")), lowered.compile().as_text()
+
+
+@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
+       why="NumPy float32 constants are not weak: a bfloat16 input comes back float32")
+def identity_promotes(x):
+    return (x * np.float32(1.0) + np.float32(0.0)) / np.float32(1.0)
+
+
+@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
+       why="x * 2 / 2: exact for most floats, but not an identity XLA removes (and 3e38*2 is inf)")
+def identity_scaled_back(x):
+    return x * 2.0 / 2.0
+
+
+@accepted("algebraic_identity", why="subtract zero, then multiply by one")
+def identity_minus_zero(x):
+    return (x - 0.0) * 1.0
+
+
+@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
+       why="sqrt of a NumPy float32: the float32 result promotes a bfloat16 input")
+def scale_strong_constant(x):
+    return x / jnp.sqrt(np.float32(2.0))
+
+
+@accepted("folded_scale", why="jnp.divide by lax.sqrt of a jnp constant")
+def scale_lax_sqrt(x):
+    return jnp.divide(x, lax.sqrt(jnp.asarray(2.0, dtype=x.dtype)))
+
+
+@accepted("shared_subexpression", why="the second a+b written b+a: CSE still finds it")
+def cse_commuted(a, b, c, d):
+    return jnp.add(a, b) * c + (b + a) * d
+
+
+@decoy("dead_branch", caught_by=["test_dead_exp_survives_lowering_then_dies"],
+       why="multiplies the exp by zero: x*0 is not 0 for floats, the exp stays")
+def dead_times_zero(x):
+    return x + 1.0 + jnp.exp(x) * 0.0
+
+
+@accepted("dead_branch", why="lax.cond on a constant predicate: XLA drops the conditional")
+def dead_cond(x):
+    return lax.cond(True, lambda v: v + 1.0, jnp.exp, x)
+
+
+@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
+       why="subtracts the mean: a reduction in the chain, two fusions")
+def chain_through_mean(x):
+    return jnp.tanh(x - x.mean()) * 2.0 + 1.0
+
+
+@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
+       why="casts to float32 on the way: a bfloat16 input comes back float32")
+def chain_in_float32(x):
+    return jnp.tanh(jnp.sin(x.astype(jnp.float32)) * 2.0 + 1.0)
+
+
+@accepted("elementwise_chain", why="another chain: exp, abs, negate, multiply, subtract")
+def chain_exp_abs(x):
+    return jnp.exp(-jnp.abs(x)) * 3.0 - 1.0
+
+
+@decoy("attention_scores", caught_by=["test_transpose_folds_into_the_dot"],
+       why="reshapes k to (dim, seq) instead of transposing it")
+def scores_reshaped(q, k):
+    return q @ k.reshape(k.shape[1], k.shape[0])
+
+
+@accepted("attention_scores", why="jnp.matmul with swapaxes")
+def scores_swapaxes(q, k):
+    return jnp.matmul(q, jnp.swapaxes(k, 0, 1))
+
+
+@decoy("refused_rewrites", caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
+       why="x * 0 for the zero: one more multiply, no subtract")
+def refused_times_zero(x):
+    return x * 2.0 * 3.0, x * 0.0
+
+
+@accepted("refused_rewrites", why="parenthesized and spelled with jnp functions")
+def refused_spelled_out(x):
+    return jnp.multiply(jnp.multiply(x, 2.0), 3.0), jnp.subtract(x, x)
+
+
+@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump",
+                                   "test_timeline_runs_from_unoptimized_to_optimized"],
+       why="counts opcodes in ENTRY only")
+def timeline_entry_only(dump_dir):
+    files = sorted(_pass_files(dump_dir), key=lambda mp: int(mp[0].group(1)))
+    return [(m.group(2), Counter(i.opcode for i in parse_hlo(p.read_text()).entry))
+            for m, p in files]
+
+
+@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
+       why="only files with a before_ part: copy-insertion's files have none")
+def timeline_needs_before(dump_dir):
+    files = sorted(((m, p) for m, p in _pass_files(dump_dir) if m.group(3)),
+                   key=lambda mp: int(mp[0].group(1)))
+    return [(m.group(2), _counts(p)) for m, p in files]
+
+
+@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
+       why="drops a file whose counts equal the previous one's: one entry per file is asked")
+def timeline_changes_only(dump_dir):
+    files = sorted(_pass_files(dump_dir), key=lambda mp: int(mp[0].group(1)))
+    timeline = []
+    for m, p in files:
+        counts = _counts(p)
+        if not timeline or timeline[-1][1] != counts:
+            timeline.append((m.group(2), counts))
+    return timeline
+
+
+@accepted("pass_timeline", why="xla_inspect.passes lists the files in order; Counter per file")
+def timeline_from_library(dump_dir):
+    return [(f.pass_name, Counter(i.opcode for c in parse_hlo(f.path.read_text()) for i in c))
+            for f in passes.pass_files(dump_dir)]
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
+       why="starts comparing at the second pair and misses a change made by the first pass")
+def changed_skips_first(timeline, opcode):
+    for (_, before), (name, after) in zip(timeline[1:], timeline[2:], strict=False):
+        if before[opcode] != after[opcode]:
+            return name
+    return None
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
+       why="only removals count: an opcode that appears (a fusion) is missed")
+def changed_only_removals(timeline, opcode):
+    for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
+        if after[opcode] < before[opcode]:
+            return name
+    return None
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines",
+                                       "test_pass_that_changed_is_none_for_untouched_ops"],
+       why="an empty string instead of None when nothing changed")
+def changed_blank(timeline, opcode):
+    for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
+        if before[opcode] != after[opcode]:
+            return name
+    return ""
+
+
+@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
+       why="compares presence (opcode in counts), not the count")
+def changed_presence(timeline, opcode):
+    for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
+        if (before[opcode] > 0) != (after[opcode] > 0):
+            return name
+    return None
+
+
+@accepted("pass_that_changed", why="index loop with .get(opcode, 0)")
+def changed_by_index(timeline, opcode):
+    for index in range(1, len(timeline)):
+        if timeline[index][1].get(opcode, 0) != timeline[index - 1][1].get(opcode, 0):
+            return timeline[index][0]
+    return None

@@ -3,6 +3,9 @@
 Tasks 2-8 ask for a *demonstration*: a small program that makes one optimization visible. The
 tests compile your program and check the before (StableHLO) and after (optimized HLO) counts, so
 a program that merely computes the right numbers is not enough: the optimization must happen.
+They run it at several shapes and dtypes (float32 matrices, bfloat16 vectors): the result has
+the shape and dtype of the input (Python float constants keep bfloat16; NumPy float32 ones
+do not), and the optimization must show at every one of them.
 Tasks 9-11 read a per-pass dump, one HLO file per pass that changed the module.
 """
 
@@ -25,7 +28,8 @@ def stages(f, *args) -> tuple[str, str]:
 
 
 def algebraic_identity(x):
-    """Return x itself, through at least two arithmetic ops (+ - * /) that XLA removes entirely."""
+    """Return x itself (for every float: inf, nan, 3e38 too; same dtype), through at least two
+    arithmetic ops (+ - * /) that XLA removes entirely."""
     # TODO: identities such as multiplying by one; avoid any that XLA refuses to simplify
     raise NotImplementedError("phase4 task 2: algebraic_identity")
 
@@ -46,7 +50,8 @@ def shared_subexpression(a, b, c, d):
 
 def dead_branch(x):
     """Return x + 1, but compute jnp.exp(x) in a way that survives into StableHLO and that XLA
-    then proves useless and deletes (no `exponential` left in the optimized HLO)."""
+    then proves useless and deletes (no `exponential` left in the optimized HLO): the exp is one
+    side of a choice (a select or a cond in the jaxpr) whose predicate XLA knows when compiling."""
     # TODO: JAX already drops an unused result; make the exp *used*, by something XLA can decide
     raise NotImplementedError("phase4 task 5: dead_branch")
 
@@ -58,13 +63,15 @@ def elementwise_chain(x):
 
 
 def attention_scores(q, k):
-    """Scores q @ k^T for q, k of shape (seq, dim), written with an explicit transpose of k."""
+    """Scores q @ k^T for q of shape (seq_q, dim) and k of shape (seq_k, dim) (any sizes;
+    seq_q and seq_k may differ), written with an explicit transpose of k."""
     # TODO: the transpose must be in the jaxpr; XLA decides whether it survives
     raise NotImplementedError("phase4 task 7: attention_scores")
 
 
 def refused_rewrites(x):
-    """Return (x*6, 0*x) written as x*2*3 and x-x: two rewrites XLA will NOT do for floats."""
+    """Return the tuple (x*6, 0*x) written as x*2*3 and x-x: two rewrites XLA will NOT do for
+    floats. Both results have x's shape and dtype."""
     # TODO: mind the order of the factors: Python evaluates left to right
     raise NotImplementedError("phase4 task 8: refused_rewrites")
 
@@ -75,6 +82,7 @@ def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
     Per-pass files are named `module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
     (some have no `.before_<next>` part); the pass name is the text after `after_`. Order by seq.
     Counts: Counter of opcodes over every instruction of every computation (parameters too).
+    One entry per per-pass file, even when its counts equal the previous entry's.
     Other files in the directory (before_optimizations, cpu_after_optimizations...) are not passes.
     """
     # TODO: match the file names, sort by seq, parse each file and count opcodes
@@ -82,8 +90,9 @@ def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
 
 
 def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str | None:
-    """The first pass after which the count of `opcode` differs from the entry before it.
-    None when the count never changes."""
+    """The name of the first entry whose count of `opcode` differs from the entry before it
+    (more or fewer; an opcode missing from a Counter counts 0). The first entry has nothing
+    before it. None when the count never changes, including for a timeline of 0 or 1 entries."""
     # TODO: each entry is the module *after* its pass; compare neighbours
     raise NotImplementedError("phase4 task 10: pass_that_changed")
 

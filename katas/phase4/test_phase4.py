@@ -2,20 +2,25 @@
 
 "Before" is StableHLO (what JAX hands to XLA), "after" the optimized HLO. Counts are by opcode
 over every computation (fusion moves ops into fused computations; it does not delete them).
-Pass names are never written here: the true answer is read from a per-pass dump made in this run.
+Each demonstration runs at several shapes and dtypes (a float32 vector, a matrix, bfloat16):
+values are checked against NumPy, the IR at each input.
+Pass names are never written here: the true answer is read from a per-pass dump made in this run
+(xla_inspect.passes reads it), or built into a timeline the test constructs.
 """
 
-import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from pytest_check import check
 
 from xla_inspect import passes
+from xla_inspect.errors import HloParseError
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
@@ -25,19 +30,25 @@ from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
 ARITHMETIC = ("add", "subtract", "multiply", "divide")
 # StableHLO ops that are plumbing or constants, not work on data.
 SHLO_PLUMBING = {"func.func", "func.return", "func.call", "stablehlo.constant",
-                 "stablehlo.broadcast_in_dim"}
-PASS_FILE = re.compile(r"module_\d+\..+?\.(?P<seq>\d{4})\.[^.]+\.after_(?P<name>.+?)"
-                       r"(?:\.before_.+)?\.txt")
+                 "stablehlo.broadcast_in_dim", "stablehlo.convert"}
+BF16 = ml_dtypes.bfloat16
 
 
-def _x(n=8, seed=0):
-    return np.random.default_rng(seed).uniform(0.1, 1.0, size=n).astype(np.float32)
+def _x(n=8, seed=0, dtype=np.float32):
+    shape = n if isinstance(n, tuple) else (n,)
+    return np.random.default_rng(seed).uniform(0.1, 1.0, size=shape).astype(dtype)
 
 
-def _qk():
-    rng = np.random.default_rng(1)
-    return (rng.normal(size=(8, 16)).astype(np.float32),
-            rng.normal(size=(8, 16)).astype(np.float32))
+# An odd-shaped float32 matrix and a bfloat16 vector (the canonical f32[8] is in the pins): an
+# elementwise demonstration keeps the shape and dtype of its input, and the optimization must show
+# at each of them.
+ELEMENTWISE_INPUTS = {"f32[3,5]": _x((3, 5), seed=3), "bf16[6]": _x(6, 4, BF16)}
+
+
+def _qk(q_shape=(8, 16), k_shape=(8, 16), seed=1):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=q_shape).astype(np.float32),
+            rng.normal(size=k_shape).astype(np.float32))
 
 
 def _counts(hlo_text: str) -> Counter:
@@ -46,9 +57,24 @@ def _counts(hlo_text: str) -> Counter:
 
 
 def _compile(f, *args):
-    """(StableHLO census, optimized HLO text) of one kata program; never cached."""
+    """(StableHLO census, optimized HLO text, outputs as NumPy) of one kata program, never cached.
+
+    The outputs come from the compiled executable: no eager op-by-op compiles."""
     lowered = jax.jit(f).lower(*args)
-    return stablehlo_op_census(lowered.as_text()), lowered.compile().as_text()
+    compiled = lowered.compile()
+    out = jax.tree.map(np.asarray, compiled(*args))
+    return stablehlo_op_census(lowered.as_text()), compiled.as_text(), out
+
+
+def _tolerance(x):
+    return 1e-2 if x.dtype == BF16 else 1e-6
+
+
+def _same_kind(what, out, x):
+    """The output is one array of x's shape and dtype (asserted, so a wrong kind fails here)."""
+    assert isinstance(out, np.ndarray), f"{what}: expected one array, got {type(out).__name__}"
+    assert out.shape == x.shape and out.dtype == x.dtype, (
+        f"{what}: got {out.dtype}{list(out.shape)}, expected {x.dtype}{list(x.shape)}")
 
 
 def _require_cpu(fact: str) -> None:
@@ -86,8 +112,8 @@ def _canon_refused(x):
     return x * 2.0 * 3.0, x - x
 
 
-def _cse_args():
-    return tuple(_x(seed=s) for s in range(4))
+def _cse_args(shape=8):
+    return tuple(_x(shape, seed=s) for s in range(4))
 
 
 DUMPED = {  # program, args, the opcode the optimization removes or adds
@@ -99,31 +125,34 @@ DUMPED = {  # program, args, the opcode the optimization removes or adds
 }
 
 
-def _true_timeline(dump_dir: Path) -> list[tuple[str, Counter]]:
-    found = sorted((int(m["seq"]), m["name"], p) for p in dump_dir.iterdir()
-                   if (m := PASS_FILE.fullmatch(p.name)))
-    return [(name, _counts(p.read_text())) for _, name, p in found]
-
-
 def _culprit(dump, opcode, finder) -> str | None:
     """The pass that changed `opcode`, as xla_inspect.passes reads it off the dump."""
     step = finder(dump["steps"], opcode)
     return step.pass_name if step else None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dumps(tmp_path_factory):
-    """Per-pass dumps of the test-owned programs, made once per test module run."""
+    """Per-pass dumps of the test-owned programs, made once per session."""
+    return _make_dumps(tmp_path_factory.mktemp("passes"))
+
+
+@cache
+def _make_dumps(base: Path) -> dict:
+    """"files" is the dump read file by file: xla_inspect.passes lists the per-pass files in
+    sequence order, parse_hlo reads each one; nothing here parses a file name."""
     made = {}
     for key, (program, args, _, _) in DUMPED.items():
-        directory = tmp_path_factory.mktemp(f"passes_{key}")
+        directory = base / key
+        directory.mkdir()
         lowered = jax.jit(program).lower(*args)
         compiled = lowered.compile(compiler_options={
             "xla_dump_to": str(directory), "xla_dump_hlo_as_text": True,
             "xla_dump_hlo_pass_re": ".*"})
-        timeline = _true_timeline(directory)
-        assert timeline, f"XLA wrote no per-pass files for {key} into {directory}"
-        made[key] = {"dir": directory, "timeline": timeline,
+        files = [(f.pass_name, _counts(f.path.read_text()))
+                 for f in passes.pass_files(directory)]
+        assert files, f"XLA wrote no per-pass files for {key} into {directory}"
+        made[key] = {"dir": directory, "files": files,
                      "steps": passes.pass_timeline(directory),
                      "before": _counts(lowered.as_text(dialect="hlo")),
                      "after": _counts(compiled.as_text())}
@@ -132,15 +161,32 @@ def dumps(tmp_path_factory):
 
 # --- task 1: stages ----------------------------------------------------------------------
 
+def _stages(kata, f, *args) -> tuple:
+    got = kata.stages(f, *args)
+    assert isinstance(got, tuple) and len(got) == 2, f"expected (before, after), got {got!r:.80}"
+    return got
+
+
+def _shlo(text: str, what: str) -> Counter:
+    try:
+        return stablehlo_op_census(text)
+    except StableHloError as error:
+        pytest.fail(f"{what}: expected StableHLO (an MLIR module), got text that is not: {error}",
+                    pytrace=False)
+
+
+def _hlo(text: str, what: str) -> Counter:
+    try:
+        return _counts(text)
+    except HloParseError as error:
+        pytest.fail(f"{what}: expected HLO text, got text that is not: {error}", pytrace=False)
+
+
 @pytest.mark.task("stages")
 def test_stages_before_is_stablehlo_after_is_optimized(kata):
-    before, after = kata.stages(_canon_cse, *_cse_args())
-    try:
-        shlo = stablehlo_op_census(before)
-    except StableHloError as error:
-        pytest.fail(f"before: expected StableHLO (an MLIR module), got text that is not: {error}",
-                    pytrace=False)
-    hlo = _counts(after)
+    before, after = _stages(kata, _canon_cse, *_cse_args())
+    shlo = _shlo(before, "before")
+    hlo = _hlo(after, "after")
     with check:
         assert shlo["stablehlo.add"] == 3, f"before: stablehlo.add x{shlo['stablehlo.add']}, want 3"
     with check:
@@ -149,197 +195,225 @@ def test_stages_before_is_stablehlo_after_is_optimized(kata):
         assert hlo["fusion"] >= 1, "after: no fusion, so this is not the optimized module"
 
 
-def _pin(kata, hlo_snapshot, program, *args):
-    _, after = kata.stages(program, *args)
-    hlo_snapshot(normalize_hlo(after))
+STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, and one function at two shapes
+    "cse f32[3,4]": (_canon_cse, _cse_args((3, 4))),
+    "refused bf16[6]": (_canon_refused, (_x(6, 4, BF16),)),
+    "attention 5x3 @ (7x3).T": (_canon_attention, _qk((5, 3), (7, 3))),
+    "attention 8x16 @ (8x16).T": (_canon_attention, _qk()),
+}
+
+
+@cache
+def _stages_oracle(key: str) -> tuple[Counter, Counter]:
+    """jax.stages' own before and after of a STAGE_PROGRAMS entry, as counts."""
+    f, args = STAGE_PROGRAMS[key]
+    lowered = jax.jit(f).lower(*args)
+    return stablehlo_op_census(lowered.as_text()), _counts(lowered.compile().as_text())
 
 
 @pytest.mark.task("stages")
-def test_pinned_algebraic_identity(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_identity, _x())
+def test_stages_of_several_programs(kata):
+    for key, (f, args) in STAGE_PROGRAMS.items():
+        before, after = _stages(kata, f, *args)
+        shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
+        want_shlo, want_hlo = _stages_oracle(key)
+        with check:
+            assert shlo == want_shlo, f"{key} before: {dict(shlo)}, expected {dict(want_shlo)}"
+        with check:
+            assert hlo == want_hlo, f"{key} after: {dict(hlo)}, expected {dict(want_hlo)}"
+
+
+PINNED = (  # one pinned optimized module per optimization, in this order
+    (_canon_identity, (_x(),)), (_canon_folded, (_x(),)), (_canon_cse, _cse_args()),
+    (_canon_dead, (_x(),)), (_canon_chain, (_x(),)), (_canon_attention, _qk()),
+    (_canon_refused, (_x(),)),
+)
 
 
 @pytest.mark.task("stages")
-def test_pinned_constant_folding(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_folded, _x())
-
-
-@pytest.mark.task("stages")
-def test_pinned_cse(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_cse, *_cse_args())
-
-
-@pytest.mark.task("stages")
-def test_pinned_dead_code(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_dead, _x())
-
-
-@pytest.mark.task("stages")
-def test_pinned_loop_fusion(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_chain, _x())
-
-
-@pytest.mark.task("stages")
-def test_pinned_transpose_folding(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_attention, *_qk())
-
-
-@pytest.mark.task("stages")
-def test_pinned_refused_rewrites(kata, hlo_snapshot):
-    _pin(kata, hlo_snapshot, _canon_refused, _x())
+def test_pinned_optimized_programs(kata, hlo_snapshot):
+    for program, args in PINNED:
+        _, after = _stages(kata, program, *args)
+        hlo_snapshot(normalize_hlo(after))
 
 
 # --- tasks 2-8: demonstrations -------------------------------------------------------------
 
 @pytest.mark.task("algebraic_identity")
 def test_algebraic_identity_disappears(kata):
-    x = _x()
-    out = np.asarray(kata.algebraic_identity(x))
-    shlo, optimized = _compile(kata.algebraic_identity, x)
-    hlo = _counts(optimized)
-    before = sum(shlo[f"stablehlo.{op}"] for op in ARITHMETIC)
-    after = {op: hlo[op] for op in ARITHMETIC if hlo[op]}
-    with check:
-        np.testing.assert_allclose(out, x, rtol=0, atol=0)
-    with check:
-        assert before >= 2, f"StableHLO has {before} arithmetic ops, want at least 2"
-    with check:
-        assert not after, f"optimized HLO still computes {after}: not an identity XLA removes"
+    special = np.array([[0.5, -0.0, np.inf, -np.inf, np.nan], [3e38, -3e38, 1e-30, -7.25, 1.0],
+                        [2.0, 0.1, -0.1, 65504.0, 1e-45]], dtype=np.float32)
+    for what, x in {"f32[3,5] with inf, nan, -0, 3e38": special, "bf16[6]": _x(6, 4, BF16)}.items():
+        shlo, optimized, out = _compile(kata.algebraic_identity, x)
+        _same_kind(what, out, x)
+        hlo = _counts(optimized)
+        before = sum(shlo[f"stablehlo.{op}"] for op in ARITHMETIC)
+        after = {op: hlo[op] for op in ARITHMETIC if hlo[op]}
+        with check:
+            np.testing.assert_array_equal(out, x, err_msg=f"{what}: not x itself")
+        with check:
+            assert before >= 2, f"{what}: StableHLO has {before} arithmetic ops, want at least 2"
+        with check:
+            assert not after, f"{what}: optimized HLO still computes {after}: not an identity"
 
 
 @pytest.mark.task("folded_scale")
 def test_folded_scale_becomes_a_multiply(kata):
-    x = _x()
-    out = np.asarray(kata.folded_scale(x))
-    shlo, optimized = _compile(kata.folded_scale, x)
-    hlo = _counts(optimized)
-    with check:
-        np.testing.assert_allclose(out, x / np.sqrt(np.float32(2)), rtol=1e-6)
-    with check:
-        assert shlo["stablehlo.sqrt"] >= 1, "no stablehlo.sqrt: Python folded it, not XLA"
-    with check:
-        assert shlo["stablehlo.divide"] >= 1 and shlo["stablehlo.multiply"] == 0, (
-            f"before: divide x{shlo['stablehlo.divide']}, multiply x{shlo['stablehlo.multiply']};"
-            " want a divide and no multiply (XLA must write the multiply, not you)")
-    with check:
-        assert hlo["sqrt"] == 0 and hlo["divide"] == 0, (
-            f"optimized: sqrt x{hlo['sqrt']}, divide x{hlo['divide']}; want none")
-    with check:
-        assert hlo["multiply"] == 1, f"optimized: multiply x{hlo['multiply']}, want 1"
+    for what, x in ELEMENTWISE_INPUTS.items():
+        shlo, optimized, out = _compile(kata.folded_scale, x)
+        _same_kind(what, out, x)
+        hlo = _counts(optimized)
+        want = (x.astype(np.float64) / np.sqrt(2.0)).astype(np.float32)
+        with check:
+            np.testing.assert_allclose(out.astype(np.float32), want, rtol=_tolerance(x),
+                                       err_msg=what)
+        with check:
+            assert shlo["stablehlo.sqrt"] >= 1, f"{what}: no stablehlo.sqrt: Python folded it"
+        with check:
+            assert shlo["stablehlo.divide"] >= 1 and shlo["stablehlo.multiply"] == 0, (
+                f"{what} before: divide x{shlo['stablehlo.divide']}, multiply "
+                f"x{shlo['stablehlo.multiply']}; want a divide and no multiply")
+        with check:
+            assert hlo["sqrt"] == 0 and hlo["divide"] == 0, (
+                f"{what} optimized: sqrt x{hlo['sqrt']}, divide x{hlo['divide']}; want none")
+        with check:
+            assert hlo["multiply"] == 1, f"{what} optimized: multiply x{hlo['multiply']}, want 1"
 
 
 @pytest.mark.task("shared_subexpression")
 def test_cse_removes_the_repeated_add(kata):
-    a, b, c, d = _cse_args()
-    out = np.asarray(kata.shared_subexpression(a, b, c, d))
-    jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
-    _, optimized = _compile(kata.shared_subexpression, a, b, c, d)
-    hlo_adds = _counts(optimized)["add"]
-    with check:
-        np.testing.assert_allclose(out, (a + b) * c + (a + b) * d, rtol=1e-6)
-    with check:
-        assert jaxpr_adds == 3, f"jaxpr: add x{jaxpr_adds}, want 3 (a+b written twice)"
-    with check:
-        assert hlo_adds == 2, f"optimized: add x{hlo_adds}, want 2"
+    for shape in (8, (3, 4)):
+        a, b, c, d = _cse_args(shape)
+        jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
+        _, optimized, out = _compile(kata.shared_subexpression, a, b, c, d)
+        _same_kind(f"shape {shape}", out, a)
+        hlo_adds = _counts(optimized)["add"]
+        with check:
+            np.testing.assert_allclose(out, (a + b) * c + (a + b) * d, rtol=1e-6)
+        with check:
+            assert jaxpr_adds == 3, f"{shape}: jaxpr add x{jaxpr_adds}, want 3 (a+b written twice)"
+        with check:
+            assert hlo_adds == 2, f"{shape}: optimized add x{hlo_adds}, want 2"
 
 
 @pytest.mark.task("dead_branch")
 def test_dead_exp_survives_lowering_then_dies(kata):
-    x = _x()
-    out = np.asarray(kata.dead_branch(x))
-    shlo, optimized = _compile(kata.dead_branch, x)
-    hlo = _counts(optimized)
-    with check:
-        np.testing.assert_allclose(out, x + 1, rtol=1e-6)
-    with check:
-        assert shlo["stablehlo.exponential"] >= 1, (
-            "no stablehlo.exponential: JAX dropped the exp before XLA saw it")
-    with check:
-        assert hlo["exponential"] == 0, f"optimized: exponential x{hlo['exponential']}, want 0"
+    for what, x in ELEMENTWISE_INPUTS.items():
+        jaxpr = primitive_census(jax.make_jaxpr(kata.dead_branch)(x))
+        shlo, optimized, out = _compile(kata.dead_branch, x)
+        _same_kind(what, out, x)
+        hlo = _counts(optimized)
+        with check:
+            np.testing.assert_allclose(out.astype(np.float32), x.astype(np.float32) + 1,
+                                       rtol=_tolerance(x), err_msg=what)
+        with check:
+            assert shlo["stablehlo.exponential"] >= 1, (
+                f"{what}: no stablehlo.exponential: JAX dropped the exp before XLA saw it")
+        with check:
+            assert jaxpr["select_n"] + jaxpr["cond"] >= 1, (
+                f"{what}: no select or cond in the jaxpr: the exp must be one side of a choice")
+        with check:
+            assert hlo["exponential"] == 0, f"{what}: optimized exponential x{hlo['exponential']}"
 
 
 @pytest.mark.task("elementwise_chain")
 def test_chain_is_one_loop_fusion(kata):
     _require_cpu("fusion decisions and kinds are the CPU backend's")
-    x = _x()
-    out = np.asarray(kata.elementwise_chain(x))
-    shlo, optimized = _compile(kata.elementwise_chain, x)
-    work = sum(n for op, n in shlo.items() if op not in SHLO_PLUMBING)
-    module = parse_hlo(optimized)
-    entry_ops = opcode_counts(module, entry_only=True)
-    del entry_ops["parameter"]
-    found = fusions(module)
-    fused = sum((f.opcodes for f in found), Counter())
-    for plumbing in ("parameter", "constant", "broadcast"):
-        del fused[plumbing]
-    with check:
-        assert out.shape == x.shape, f"shape {out.shape}, want {x.shape}"
-    with check:
-        assert work >= 4, f"StableHLO has {work} ops doing work, want at least 4"
-    with check:
-        assert entry_ops == Counter(fusion=1), f"ENTRY computes {dict(entry_ops)}, want one fusion"
-    with check:
-        assert [f.kind for f in found] == ["kLoop"], "want one kind=kLoop fusion"
-    with check:
-        assert sum(fused.values()) >= 4, f"the fusion holds {dict(fused)}, want 4+ ops"
+    for what, x in ELEMENTWISE_INPUTS.items():
+        shlo, optimized, out = _compile(kata.elementwise_chain, x)
+        _same_kind(what, out, x)
+        work = sum(n for op, n in shlo.items() if op not in SHLO_PLUMBING)
+        module = parse_hlo(optimized)
+        entry_ops = opcode_counts(module, entry_only=True)
+        del entry_ops["parameter"]
+        found = fusions(module)
+        fused = sum((f.opcodes for f in found), Counter())
+        for plumbing in ("parameter", "constant", "broadcast", "convert"):
+            del fused[plumbing]
+        with check:
+            assert work >= 4, f"{what}: StableHLO has {work} ops doing work, want at least 4"
+        with check:
+            assert entry_ops == Counter(fusion=1), (
+                f"{what}: ENTRY computes {dict(entry_ops)}, want one fusion")
+        with check:
+            assert [f.kind for f in found] == ["kLoop"], f"{what}: want one kind=kLoop fusion"
+        with check:
+            assert sum(fused.values()) >= 4, f"{what}: the fusion holds {dict(fused)}, want 4+"
 
 
 @pytest.mark.task("attention_scores")
 def test_transpose_folds_into_the_dot(kata):
-    q, k = _qk()
-    out = np.asarray(kata.attention_scores(q, k))
-    jaxpr_transposes = primitive_census(jax.make_jaxpr(kata.attention_scores)(q, k))["transpose"]
-    _, optimized = _compile(kata.attention_scores, q, k)
-    module = parse_hlo(optimized)
-    transposes = opcode_counts(module)["transpose"]
-    contracting = [d.rhs_contracting_dims for d in dots(module)]
-    with check:
-        np.testing.assert_allclose(out, q @ k.T, rtol=1e-5, atol=1e-5)
-    with check:
-        assert jaxpr_transposes >= 1, "jaxpr has no transpose: nothing for XLA to fold"
-    with check:
-        assert transposes == 0, f"optimized: transpose x{transposes}, want 0"
-    if jax.default_backend() == "cpu":  # GPU and TPU lower dots to library calls
+    for q_shape, k_shape in (((8, 16), (8, 16)), ((5, 3), (7, 3)), ((2, 6), (9, 6))):
+        what = f"q{list(q_shape)} k{list(k_shape)}"
+        q, k = _qk(q_shape, k_shape)
+        jaxpr_transposes = primitive_census(
+            jax.make_jaxpr(kata.attention_scores)(q, k))["transpose"]
+        _, optimized, out = _compile(kata.attention_scores, q, k)
+        assert isinstance(out, np.ndarray) and out.shape == (q.shape[0], k.shape[0]), (
+            f"{what}: got shape {getattr(out, 'shape', out)}, expected {(q.shape[0], k.shape[0])}")
+        module = parse_hlo(optimized)
+        transposes = opcode_counts(module)["transpose"]
+        contracting = [d.rhs_contracting_dims for d in dots(module)]
         with check:
-            assert contracting == [(1,)], (
-                f"rhs_contracting_dims {contracting}: want one dot contracting k's dim 1 in place")
+            np.testing.assert_allclose(out, q @ k.T, rtol=1e-5, atol=1e-5, err_msg=what)
+        with check:
+            assert jaxpr_transposes >= 1, f"{what}: jaxpr has no transpose: nothing to fold"
+        with check:
+            assert transposes == 0, f"{what}: optimized transpose x{transposes}, want 0"
+        if jax.default_backend() == "cpu":  # GPU and TPU lower dots to library calls
+            with check:
+                assert contracting == [(1,)], (
+                    f"{what}: rhs_contracting_dims {contracting}: want one dot contracting "
+                    "k's dim 1 in place")
 
 
 @pytest.mark.task("refused_rewrites")
 def test_xla_keeps_float_rewrites_it_may_not_do(kata):
-    x = _x()
-    scaled, zero = (np.asarray(v) for v in kata.refused_rewrites(x))
-    _, optimized = _compile(kata.refused_rewrites, x)
-    hlo = _counts(optimized)
-    with check:
-        np.testing.assert_allclose(scaled, x * 6, rtol=1e-6)
-    with check:
-        np.testing.assert_array_equal(zero, np.zeros_like(x))
-    with check:
-        assert hlo["multiply"] == 2, (
-            f"optimized: multiply x{hlo['multiply']}, want 2 (no reassociation)")
-    with check:
-        assert hlo["subtract"] == 1, f"optimized: subtract x{hlo['subtract']}, want 1 (x-x kept)"
+    for what, x in ELEMENTWISE_INPUTS.items():
+        _, optimized, out = _compile(kata.refused_rewrites, x)
+        assert isinstance(out, tuple) and len(out) == 2, f"{what}: expected two results"
+        scaled, zero = out
+        _same_kind(f"{what} x*6", scaled, x)
+        _same_kind(f"{what} x-x", zero, x)
+        hlo = _counts(optimized)
+        with check:
+            np.testing.assert_allclose(scaled.astype(np.float32), x.astype(np.float32) * 6,
+                                       rtol=_tolerance(x), err_msg=what)
+        with check:
+            np.testing.assert_array_equal(zero, np.zeros_like(x), err_msg=what)
+        with check:
+            assert hlo["multiply"] == 2, (
+                f"{what}: optimized multiply x{hlo['multiply']}, want 2 (no reassociation)")
+        with check:
+            assert hlo["subtract"] == 1, f"{what}: optimized subtract x{hlo['subtract']}, want 1"
 
 
 # --- tasks 9-11: the per-pass dump -----------------------------------------------------------
 
+def _timeline(kata, dump_dir) -> list:
+    timeline = kata.pass_timeline(str(dump_dir))
+    assert isinstance(timeline, list), f"expected a list, got {type(timeline).__name__}"
+    for entry in timeline:
+        assert isinstance(entry, tuple) and len(entry) == 2, f"not (name, counts): {entry!r:.60}"
+    return timeline
+
+
 @pytest.mark.task("pass_timeline")
 def test_timeline_matches_the_dump(kata, dumps):
     for key, dump in dumps.items():
-        timeline = kata.pass_timeline(str(dump["dir"]))
+        timeline = _timeline(kata, dump["dir"])
         names = [name for name, _ in timeline]
         with check:
-            assert names == [name for name, _ in dump["timeline"]], f"{key}: pass names {names}"
+            assert names == [name for name, _ in dump["files"]], f"{key}: pass names {names}"
         with check:
-            assert [dict(c) for _, c in timeline] == [dict(c) for _, c in dump["timeline"]], (
+            assert [dict(c) for _, c in timeline] == [dict(c) for _, c in dump["files"]], (
                 f"{key}: opcode counts differ from the files'")
 
 
 @pytest.mark.task("pass_timeline")
 def test_timeline_runs_from_unoptimized_to_optimized(kata, dumps):
     for key, dump in dumps.items():
-        timeline = kata.pass_timeline(str(dump["dir"]))
+        timeline = _timeline(kata, dump["dir"])
         with check:
             assert timeline and timeline[0][1] == dump["before"], (
                 f"{key}: first entry is not the module XLA started from")
@@ -348,15 +422,85 @@ def test_timeline_runs_from_unoptimized_to_optimized(kata, dumps):
                 f"{key}: last entry is not the optimized module")
 
 
+@pytest.mark.task("pass_timeline")
+def test_timeline_shows_each_change_where_the_dump_does(kata, dumps):
+    """Every change xla_inspect's timeline reports (it skips files that changed nothing) is
+    between the same two neighbours of the kata's timeline."""
+    for key, dump in dumps.items():
+        timeline = _timeline(kata, dump["dir"])
+        changes = [name for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False)
+                   if Counter(before) != Counter(after)]
+        expected = [step.pass_name for step in dump["steps"] if step.opcode_deltas]
+        with check:
+            assert changes == expected, f"{key}: opcode counts change after {changes}, {expected}"
+
+
+# A constructed timeline, its opcode, and the answer by construction.
+def _entry(name, **counts):
+    return name, Counter(counts)
+
+
+CONSTRUCTED = {
+    "first pair, a removal": ([_entry("start", add=3, multiply=1), _entry("cse", add=2, multiply=1),
+                               _entry("algsimp", add=2)], "add", "cse"),
+    "appears from nothing": ([_entry("start", sine=1), _entry("algsimp", sine=1, constant=2),
+                              _entry("dce", sine=1, constant=1),
+                              _entry("fusion", sine=1, constant=1, fusion=1),
+                              _entry("fusion-wrapper", fusion=2)], "fusion", "fusion"),
+    "changes and changes back": ([_entry("start", copy=0, add=1), _entry("layout", add=1, copy=2),
+                                  _entry("copy-insertion", add=1, copy=1),
+                                  _entry("simplify", add=1)], "copy", "layout"),
+    "others change, it never does": ([_entry("start", dot=1, transpose=1),
+                                      _entry("transpose-folding", dot=1),
+                                      _entry("fusion", dot=1, fusion=1)], "dot", None),
+    "absent everywhere": ([_entry("start", add=1), _entry("cse", add=1, fusion=1)], "while", None),
+    "one entry": ([_entry("start", add=2)], "add", None),
+    "empty": ([], "add", None),
+    "a repeated pass name": ([_entry("pipeline-start", tanh=1, add=2),
+                              _entry("algsimp", tanh=1, add=1),
+                              _entry("pipeline-start", tanh=1, add=1),
+                              _entry("simplify", tanh=0, add=1)], "tanh", "simplify"),
+}
+
+
+def _random_cases(count=6):
+    """Seeded random timelines: the answer is the index where the opcode's count is set to move."""
+    rng = np.random.default_rng(11)
+    pool = ["pipeline-start", "algsimp", "cse", "dce", "fusion", "layout-assignment", "simplify"]
+    cases = {}
+    for case in range(count):
+        length = int(rng.integers(3, 10))
+        change = int(rng.integers(1, length))
+        names = [str(n) for n in rng.choice(pool, size=length)]
+        level = int(rng.integers(0, 4))
+        timeline = []
+        for index, name in enumerate(names):
+            others = Counter({op: int(rng.integers(0, 4)) for op in ("add", "multiply", "fusion")})
+            if index == change:
+                level += int(rng.choice([-1, 1])) if level else 1
+            elif index > change:
+                level = int(rng.integers(0, 4))
+            timeline.append((name, others + Counter(tanh=level)))
+        cases[f"random {case}"] = (timeline, "tanh", names[change])
+    return cases
+
+
+@pytest.mark.task("pass_that_changed")
+def test_pass_that_changed_on_constructed_timelines(kata):
+    for what, (timeline, opcode, expected) in {**CONSTRUCTED, **_random_cases()}.items():
+        got = kata.pass_that_changed(timeline, opcode)
+        with check:
+            assert got == expected and type(got) is type(expected), (
+                f"{what}: {opcode} first changes after {expected!r}, got {got!r}")
+
+
 @pytest.mark.task("pass_that_changed")
 def test_pass_that_changed_names_the_culprit(kata, dumps):
     for key, dump in dumps.items():
         _, _, opcode, finder = DUMPED[key]
         truth = _culprit(dump, opcode, finder)
-        dumped_names = {m["name"] for p in dump["dir"].iterdir()
-                        if (m := PASS_FILE.fullmatch(p.name))}
-        assert truth in dumped_names, f"{key}: the dump shows no pass changing {opcode}"
-        got = kata.pass_that_changed(dump["timeline"], opcode)
+        assert truth in {name for name, _ in dump["files"]}, f"{key}: no pass changes {opcode}"
+        got = kata.pass_that_changed(dump["files"], opcode)
         with check:
             assert got == truth, f"{key}: {opcode} changed by {truth!r} (per the dump), got {got!r}"
 
@@ -366,7 +510,7 @@ def test_pass_that_changed_is_none_for_untouched_ops(kata, dumps):
     for key, opcode in (("transpose", "dot"), ("refused", "subtract"), ("add", "multiply")):
         deltas = [s.pass_name for s in dumps[key]["steps"] if s.opcode_deltas.get(opcode)]
         assert not deltas, f"{key}: the dump shows {deltas} changing {opcode}"
-        got = kata.pass_that_changed(dumps[key]["timeline"], opcode)
+        got = kata.pass_that_changed(dumps[key]["files"], opcode)
         with check:
             assert got is None, f"{key}: no pass changes {opcode}, got {got!r}"
 
@@ -375,6 +519,7 @@ def test_pass_that_changed_is_none_for_untouched_ops(kata, dumps):
 def test_named_passes_match_the_dump(kata, dumps):
     _require_cpu("the pass pipeline and pass names are the CPU compiler's")
     answers = kata.named_passes()
+    assert isinstance(answers, dict), f"expected a dict, got {type(answers).__name__}"
     for key in ("transpose", "fusion", "add", "divide"):
         _, _, opcode, finder = DUMPED[key]
         truth = _culprit(dumps[key], opcode, finder)
