@@ -1,120 +1,292 @@
-"""Phase 2 tests: facts about jaxprs, checked against xla_inspect's census and real lowering."""
+"""Phase 2 tests: facts about jaxprs, each task tried on a small bank of varied programs.
+
+Oracles are independent of the reference: xla_inspect's census, `jax.eval_shape`, evaluating a
+jaxpr with `jax.extend.core.jaxpr_as_fun` / `eval_jaxpr`, NumPy, MLIR's own parser for StableHLO,
+and facts written out by hand for programs small enough to read.
+"""
+
+import functools
 
 import jax
+import jax.extend
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from jax import lax
+from jax.extend.core.primitives import closed_call_p
 from pytest_check import check
 
 from xla_inspect.jaxpr import primitive_census as library_census
 from xla_inspect.stablehlo import stablehlo_op_census
 
-
-def _mlp_args():
-    def ones(*shape):
-        return np.ones(shape, np.float32)
-
-    params = {"w1": ones(16, 32), "b1": ones(32), "w2": ones(32, 4), "b2": ones(4)}
-    return params, ones(8, 16)
+F32 = np.float32
 
 
-def _nested_programs():
-    xs = np.arange(4.0, dtype=np.float32)
-    return {
-        "cond": jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0),
-        "scan": jax.make_jaxpr(
-            lambda v: lax.scan(lambda c, x: (c + jnp.sin(x), None), 0.0, v))(xs),
-        "while": jax.make_jaxpr(lambda x: lax.while_loop(lambda c: c < 10.0, lambda c: c * 2, x))(
-            1.0),
-        "relu": jax.make_jaxpr(jax.nn.relu)(xs),
-    }
+def _np_mlp(params, x):
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    hidden = np.maximum(np.asarray(x, np.float64) @ p["w1"] + p["b1"], 0.0)
+    return hidden @ p["w2"] + p["b2"]
+
+
+def _mlp_args(shape=(8, 16, 32, 4), dtype=F32, seed=0):
+    batch, n_in, hidden, out = shape
+    rng = np.random.default_rng(seed)
+    params = {"w1": rng.normal(size=(n_in, hidden)), "b1": rng.normal(size=(hidden,)),
+              "w2": rng.normal(size=(hidden, out)), "b2": rng.normal(size=(out,))}
+    params = {k: v.astype(dtype) for k, v in params.items()}
+    return params, rng.normal(size=(batch, n_in)).astype(dtype)
+
+
+def _is_jaxpr(jaxpr, what: str) -> None:
+    assert hasattr(jaxpr, "in_avals") and hasattr(jaxpr, "eqns") and hasattr(jaxpr, "consts"), (
+        f"{what}: expected a closed jaxpr (what jax.make_jaxpr(f)(*args) returns), "
+        f"got {type(jaxpr).__name__}")
+
+
+# ------------------------------------------------------------------------------------ mlp_jaxpr
+
+MLP_CASES = {  # (batch, in, hidden, out), dtype
+    "f32 8x16->32->4": ((8, 16, 32, 4), F32),
+    "f32 size-1": ((1, 1, 3, 1), F32),
+    "bf16 odd": ((7, 5, 9, 3), ml_dtypes.bfloat16),
+}
 
 
 @pytest.mark.task("mlp_jaxpr")
-def test_mlp_jaxpr_primitives(kata):
-    census = library_census(kata.mlp_jaxpr(*_mlp_args()))
-    for primitive, count in (("dot_general", 2), ("add", 2), ("max", 1)):
+def test_mlp_jaxpr_avals_follow_the_arguments(kata):
+    for name, (shape, dtype) in MLP_CASES.items():
+        params, x = _mlp_args(shape, dtype)
+        jaxpr = kata.mlp_jaxpr(params, x)
+        _is_jaxpr(jaxpr, name)
+        got_in = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.in_avals]
+        got_out = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.out_avals]
+        leaves = jax.tree.leaves((params, x))
         with check:
-            assert census[primitive] == count, f"{primitive} x{census[primitive]}, expected {count}"
+            assert got_in == [(v.shape, str(v.dtype)) for v in leaves], (
+                f"{name}: inputs {got_in}; expected the four params leaves, then x")
+        with check:
+            assert got_out == [((shape[0], shape[3]), str(np.dtype(dtype)))], (
+                f"{name}: outputs {got_out}")
+        with check:
+            assert not jaxpr.consts, f"{name}: params were closed over; trace them as inputs"
 
 
 @pytest.mark.task("mlp_jaxpr")
-def test_mlp_jaxpr_is_closed_over_all_inputs(kata):
-    jaxpr = kata.mlp_jaxpr(*_mlp_args())
-    n_in = len(jaxpr.in_avals)
-    out_shapes = [tuple(a.shape) for a in jaxpr.out_avals]
-    with check:
-        assert n_in == 5, f"{n_in} inputs, expected 5 (four params leaves and x)"
-    with check:
-        assert out_shapes == [(8, 4)], f"outputs {out_shapes}, expected [(8, 4)]"
+def test_mlp_jaxpr_computes_the_mlp(kata):
+    for seed, (name, (shape, dtype)) in enumerate(MLP_CASES.items()):
+        if dtype is not F32:
+            continue
+        params, x = _mlp_args(shape, dtype, seed)
+        jaxpr = kata.mlp_jaxpr(params, x)
+        _is_jaxpr(jaxpr, name)
+        census = library_census(jaxpr)
+        for primitive, count in (("dot_general", 2), ("max", 1)):
+            with check:
+                assert census[primitive] == count, (
+                    f"{name}: {primitive} x{census[primitive]}, expected {count}")
+        if len(jaxpr.in_avals) == 5:
+            outs = jax.extend.core.jaxpr_as_fun(jaxpr)(*jax.tree.leaves((params, x)))
+            with check:
+                np.testing.assert_allclose(np.asarray(outs[0]), _np_mlp(params, x), rtol=1e-4,
+                                           atol=1e-4, err_msg=f"{name}: running the jaxpr")
+
+
+# ------------------------------------------------------------------------------ primitive_census
+
+def _relu_sum(v):
+    return jax.nn.relu(v).sum()
+
+
+@jax.custom_vjp
+def _sin_vjp(x):
+    return jnp.sin(x)
+
+
+_sin_vjp.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda cos, g: (g * cos,))
+
+_TABLE = np.arange(6.0, dtype=F32).reshape(2, 3)
+
+
+@functools.cache
+def _census_programs():
+    """Programs and facts written out by hand: (jaxpr, {primitive: count})."""
+    xs, one = np.arange(4.0, dtype=F32), F32(1.0)
+    shared = jax.jit(lambda v: jnp.sin(v) * 3.0)
+    inner = jax.make_jaxpr(lambda v: jnp.tanh(v) - 1.0)(one)
+
+    def nested_jit(x):
+        return jax.jit(lambda a: jax.jit(lambda b: jnp.exp(b) * 2.0)(a) + 1.0)(x)
+
+    def cond_in_scan(v):
+        def step(c, x):
+            return c + lax.cond(x > 1.0, jnp.sin, jnp.cos, x), None
+        return lax.scan(step, F32(0.0), v)[0]
+
+    def switch_and_while(x):
+        y = lax.switch(np.int32(2), [jnp.exp, jnp.log1p, lambda v: v * _TABLE[0, 1]], x)
+        return lax.while_loop(lambda c: c < _TABLE.sum(), lambda c: jnp.sqrt(c) + c * 2.0, y)
+
+    def calls(x):
+        a = _sin_vjp(x) + _relu_sum(x)
+        b = jax.checkpoint(lambda v: jnp.tanh(v) * 2.0)(x).sum()
+        c = closed_call_p.bind(x.sum(), call_jaxpr=inner)[0]
+        return a + b + c
+
+    return {
+        "cond (2 branches)": (jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(one),
+                              {"cond": 1, "sin": 1, "cos": 1}),
+        "jit in jit in jit": (jax.make_jaxpr(lambda x: jax.jit(nested_jit)(x))(one),
+                              {"jit": 3, "exp": 1, "mul": 1, "add": 1}),
+        "one jit called twice": (jax.make_jaxpr(lambda x: shared(x) + shared(x + 1.0))(one),
+                                 {"jit": 2, "sin": 2, "mul": 2, "add": 2}),
+        "cond in scan body": (jax.make_jaxpr(cond_in_scan)(xs),
+                              {"scan": 1, "cond": 1, "sin": 1, "cos": 1, "gt": 1}),
+        "switch (3) then while": (jax.make_jaxpr(switch_and_while)(one),
+                                  {"cond": 1, "exp": 1, "log1p": 1, "while": 1, "lt": 1,
+                                   "sqrt": 1}),
+        "custom_vjp, custom_jvp, remat, closed call": (
+            jax.make_jaxpr(calls)(xs),
+            {"custom_vjp_call": 1, "sin": 1, "custom_jvp_call": 1, "max": 1, "remat2": 1,
+             "tanh": 2, "eval_jaxpr": 1, "sub": 1}),
+    }
 
 
 @pytest.mark.task("primitive_census")
 def test_census_walks_nested_jaxprs(kata):
-    facts = {"cond": ("cond", "sin", "cos"), "scan": ("scan", "sin"),
-             "while": ("while", "lt", "mul"), "relu": ("custom_jvp_call", "max")}
-    for name, jaxpr in _nested_programs().items():
+    for name, (jaxpr, facts) in _census_programs().items():
         census = kata.primitive_census(jaxpr)
-        for primitive in facts[name]:
-            with check:
-                assert census[primitive] >= 1, f"{name}: {primitive} missing from {dict(census)}"
+        assert isinstance(census, dict), f"{name}: expected a Counter, got {type(census).__name__}"
+        wrong = {p: census.get(p, 0) for p, n in facts.items() if census.get(p, 0) != n}
+        with check:
+            assert not wrong, f"{name}: got {wrong}, expected {facts}"
 
 
 @pytest.mark.task("primitive_census")
 def test_census_counts_match_library(kata):
-    programs = {**_nested_programs(), "mlp": jax.make_jaxpr(kata.mlp)(*_mlp_args())}
+    programs = {name: jaxpr for name, (jaxpr, _) in _census_programs().items()}
+    params, x = _mlp_args()
+    programs["mlp"] = jax.make_jaxpr(kata.mlp)(params, x)
     for name, jaxpr in programs.items():
-        got = dict(kata.primitive_census(jaxpr))
+        got = kata.primitive_census(jaxpr)
+        assert isinstance(got, dict), f"{name}: expected a Counter, got {type(got).__name__}"
+        expected = dict(library_census(jaxpr))
         with check:
-            assert got == dict(library_census(jaxpr)), name
+            assert dict(got) == expected, f"{name}: got {dict(got)}, expected {expected}"
+
+
+# ------------------------------------------------------------------------------------- io_avals
+
+def _passthrough(x, y, flag):
+    return {"b": (x * 2).astype(jnp.int32), "a": flag}, x, 1.0
+
+
+def _closes_over(x):
+    return x + _TABLE[0], x.astype(jnp.float16) * np.float16(2)
+
+
+IO_PROGRAMS = {  # name: (function, args)
+    "mlp": (lambda p, x: jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"], _mlp_args()),
+    "lookup (f32 table, i32 index)": (lambda t, i: (t[i] > 0, i + 1),
+                                      (np.arange(6.0, dtype=F32).reshape(2, 3), np.int32(1))),
+    "bf16, bool, uint8, zero-size, a dict out, an input out, a literal out": (
+        _passthrough, (np.ones((1, 5), ml_dtypes.bfloat16), np.zeros((0, 3), np.uint8),
+                       np.array([True, False]))),
+    "same avals twice, a closed-over array": (
+        lambda a, b: _closes_over(a) + (a - b,), (np.ones(3, F32), np.zeros(3, F32))),
+}
+
+
+def _expected_avals(fn, args):
+    def describe(leaves):
+        return [(tuple(v.shape), str(v.dtype)) for v in leaves]
+
+    return describe(jax.tree.leaves(args)), describe(jax.tree.leaves(jax.eval_shape(fn, *args)))
 
 
 @pytest.mark.task("io_avals")
-def test_io_avals_of_mlp(kata):
-    params, x = _mlp_args()
-    inputs, outputs = kata.io_avals(jax.make_jaxpr(kata.mlp)(params, x))
-    expected = [(tuple(leaf.shape), str(leaf.dtype)) for leaf in jax.tree.leaves((params, x))]
-    with check:
-        assert inputs == expected, f"inputs: got {inputs}, expected {expected}"
-    with check:
-        assert outputs == [((8, 4), "float32")], f"outputs: got {outputs}, expected f32[8,4]"
-
-
-def _lookup(table, index):
-    return table[index] > 0, index + 1
+def test_io_avals_on_varied_programs(kata):
+    for name, (fn, args) in IO_PROGRAMS.items():
+        got = kata.io_avals(jax.make_jaxpr(fn)(*args))
+        assert isinstance(got, tuple) and len(got) == 2, f"{name}: expected (inputs, outputs)"
+        inputs, outputs = got
+        expected_in, expected_out = _expected_avals(fn, args)
+        with check:
+            assert inputs == expected_in, f"{name}: inputs {inputs}, expected {expected_in}"
+        with check:
+            assert outputs == expected_out, f"{name}: outputs {outputs}, expected {expected_out}"
 
 
 @pytest.mark.task("io_avals")
 def test_io_avals_read_dtypes(kata):
-    table, index = np.arange(6.0, dtype=np.float32).reshape(2, 3), np.int32(1)
-    inputs, outputs = kata.io_avals(jax.make_jaxpr(_lookup)(table, index))
-    expected_out = [(tuple(np.shape(v)), str(np.asarray(v).dtype)) for v in _lookup(table, index)]
+    table, index = np.arange(6.0, dtype=F32).reshape(2, 3), np.int32(1)
+    inputs, outputs = kata.io_avals(jax.make_jaxpr(lambda t, i: (t[i] > 0, i + 1))(table, index))
     with check:
         assert inputs == [((2, 3), "float32"), ((), "int32")], f"inputs: got {inputs}"
     with check:
-        assert outputs == expected_out, f"outputs: got {outputs}, expected {expected_out}"
+        assert outputs == [((3,), "bool"), ((), "int32")], f"outputs: got {outputs}"
+
+
+# ------------------------------------------------------------------------------ literal_operands
+
+def _literals(kata, fn, primitive, *args):
+    got = kata.literal_operands(jax.make_jaxpr(fn)(*(args or (F32(1.0),))), primitive)
+    assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+    return [float(v) for v in got]
 
 
 @pytest.mark.task("literal_operands")
 def test_python_folds_leading_constants(kata):
-    folded = kata.literal_operands(jax.make_jaxpr(lambda x: 2 * 3 * x)(1.0), "mul")
-    kept = kata.literal_operands(jax.make_jaxpr(lambda x: x * 2 * 3)(1.0), "mul")
+    folded = _literals(kata, lambda x: 2 * 3 * x, "mul")
+    kept = _literals(kata, lambda x: x * 3 * 2, "mul")
+    twice = _literals(kata, lambda x: x * 2 * 2, "mul")
     with check:
         assert folded == [6.0], f"2*3*x: mul literals {folded}; Python computes 2*3 first"
     with check:
-        assert kept == [2.0, 3.0], f"x*2*3: mul literals {kept}; each * sees a tracer"
+        assert kept == [3.0, 2.0], f"x*3*2: mul literals {kept}; each * sees a tracer, in order"
+    with check:
+        assert twice == [2.0, 2.0], f"x*2*2: mul literals {twice}; one per operand, repeats kept"
 
 
 @pytest.mark.task("literal_operands")
 def test_literals_are_per_primitive(kata):
-    jaxpr = jax.make_jaxpr(lambda x: x * 2.0 + 1.0)(1.0)
-    mul, add = kata.literal_operands(jaxpr, "mul"), kata.literal_operands(jaxpr, "add")
+    fn = lambda x: (2.0 - x) * -2.5 + 1.0 - x ** 2  # noqa: E731
+    got = {p: _literals(kata, fn, p) for p in ("mul", "add", "sub", "integer_pow")}
+    expected = {"mul": [-2.5], "add": [1.0], "sub": [2.0], "integer_pow": []}
     with check:
-        assert mul == [2.0], f"mul literals: got {mul}, expected [2.0]"
-    with check:
-        assert add == [1.0], f"add literals: got {add}, expected [1.0]"
+        assert got == expected, (
+            f"got {got}, expected {expected} (2.0 - x puts the literal first; x ** 2 keeps 2 in "
+            "a param, not an operand)")
 
+
+@pytest.mark.task("literal_operands")
+def test_literals_of_other_dtypes(kata):
+    ints = _literals(kata, lambda i: (i + 3) * np.int8(-2), "mul", np.int8(1))
+    int_add = _literals(kata, lambda i: (i + 3) * np.int8(-2), "add", np.int8(1))
+    halves = _literals(kata, lambda h: h * 0.5 - 1.0, "mul", np.float16(1))
+    bools = _literals(kata, lambda b: jnp.logical_and(b, True), "and", np.array([True, False]))
+    with check:
+        assert (ints, int_add) == ([-2.0], [3.0]), f"int8: mul {ints}, add {int_add}"
+    with check:
+        assert halves == [0.5], f"f16: mul literals {halves}, expected [0.5]"
+    with check:
+        assert bools == [1.0], f"bool: and literals {bools}, expected [1.0] (True)"
+
+
+@pytest.mark.task("literal_operands")
+def test_literals_only_at_top_level(kata):
+    def fn(x):
+        inner = jax.jit(lambda v: v * 5.0)(x)
+        looped = lax.while_loop(lambda c: c < 9.0, lambda c: c * 4.0, inner)
+        return looped * 7.0 + x * _TABLE[1]
+
+    got = _literals(kata, fn, "mul", F32(1.0))
+    assert got == [7.0], (
+        f"mul literals {got}: only top-level equations count (not the jit's 5.0 or the loop's "
+        "4.0), and a closed-over array is a constvar, not a literal")
+
+
+# ------------------------------------------------------------------------------ unused_equations
 
 def _dead(x):
     y = x * 2  # noqa: F841  (dead on purpose)
@@ -122,15 +294,36 @@ def _dead(x):
 
 
 def _dead_chain(x):
-    y = jnp.sin(x)
-    z = y * 2  # noqa: F841  (dead on purpose)
+    a = jnp.sin(x)
+    b = a * 2.0
+    c = jnp.cos(b)  # noqa: F841  (sin feeds mul feeds cos: all three dead)
     return x + 1
+
+
+def _dead_twice_and_read_by_output(x):
+    y = jnp.sin(x)
+    z = y * 2.0  # noqa: F841
+    w = x * 3.0  # noqa: F841
+    return y - 1.0
+
+
+def _dead_inside_only(x):
+    pair = jax.jit(lambda v: (jnp.exp(v), jnp.log(v)))(x)  # one output used: the jit is live
+    looped = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, jnp.sin(c[1])),
+                            (0, x, x))
+    return pair[0] + looped[1]
+
+
+def _unused(kata, fn, arg=F32(1.0)):
+    got = kata.unused_equations(jax.make_jaxpr(fn)(arg))
+    assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+    return got
 
 
 @pytest.mark.task("unused_equations")
 def test_dead_code_stays_in_jaxpr(kata):
-    dead = kata.unused_equations(jax.make_jaxpr(_dead)(1.0))
-    live = kata.unused_equations(jax.make_jaxpr(lambda x: x * 2 + 1)(1.0))
+    dead = _unused(kata, _dead)
+    live = _unused(kata, lambda x: x * 2 + 1)
     with check:
         assert dead == ["mul"], f"got {dead}: the unused x * 2 is still in the jaxpr"
     with check:
@@ -139,34 +332,135 @@ def test_dead_code_stays_in_jaxpr(kata):
 
 @pytest.mark.task("unused_equations")
 def test_dead_code_propagates_backwards(kata):
-    dead = kata.unused_equations(jax.make_jaxpr(_dead_chain)(1.0))
-    assert dead == ["sin", "mul"], f"got {dead}: sin only feeds a dead mul, so it is dead too"
+    dead = _unused(kata, _dead_chain)
+    assert dead == ["sin", "mul", "cos"], (
+        f"got {dead}: sin only feeds mul, which only feeds an unused cos: all three are dead "
+        "(in equation order)")
+
+
+@pytest.mark.task("unused_equations")
+def test_dead_code_on_varied_programs(kata):
+    repeated = _unused(kata, _dead_twice_and_read_by_output)
+    inside = _unused(kata, _dead_inside_only)
+    with check:
+        assert repeated == ["mul", "mul"], (
+            f"got {repeated}: both muls are dead (one entry each); sin is read by the output")
+    with check:
+        assert inside == [], (
+            f"got {inside}: a jit or while with one output read is live; what is dead inside "
+            "their bodies is not a top-level equation")
+
+
+# ---------------------------------------------------------------------------------- stablehlo_of
+
+def _mlir_module(text):
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    assert isinstance(text, str), f"expected StableHLO text (a str), got {type(text).__name__}"
+    with mlir.make_ir_context():
+        try:
+            module = ir.Module.parse(text)
+        except Exception as error:  # MLIRError lives in a private module
+            pytest.fail(f"not StableHLO (MLIR's parser refused it: {str(error)[:120]})")
+        mains = [op for op in module.body.operations
+                 if op.operation.name == "func.func"
+                 and ir.StringAttr(op.attributes["sym_name"]).value == "main"]
+        assert len(mains) == 1, "expected one func.func @main"
+        inputs = [str(t) for t in ir.FunctionType(ir.TypeAttr(
+            mains[0].attributes["function_type"]).value).inputs]
+    return module, inputs
 
 
 @pytest.mark.task("stablehlo_of")
 def test_lowering_drops_dead_code(kata):
-    census = stablehlo_op_census(kata.stablehlo_of(_dead, 1.0))
+    text = kata.stablehlo_of(_dead, F32(1.0))
+    _mlir_module(text)
+    census = stablehlo_op_census(text)
     with check:
         assert census["stablehlo.add"] == 1, dict(census)
     with check:
         assert census["stablehlo.multiply"] == 0, "the dead multiply is gone after lowering"
 
 
+def _mixed(w, i, h):
+    return jnp.sin(w) @ w.T + i, h * 2
+
+
+@pytest.mark.task("stablehlo_of")
+def test_lowering_keeps_argument_types(kata):
+    args = (np.ones((2, 3), ml_dtypes.bfloat16), np.int32(4), np.ones(5, np.float16))
+    text = kata.stablehlo_of(_mixed, *args)
+    _, inputs = _mlir_module(text)
+    census = stablehlo_op_census(text)
+    expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
+    with check:
+        assert inputs == expected, f"@main takes {inputs}, expected {expected}"
+    for op, count in (("stablehlo.sine", 1), ("stablehlo.dot_general", 1),
+                      ("stablehlo.transpose", 1)):
+        with check:
+            assert census[op] == count, f"{op} x{census[op]}, expected {count} (not optimized)"
+
+
+# -------------------------------------------------------------------------------- closure_consts
+
+_INTS = np.arange(-3, 3, dtype=np.int32).reshape(2, 3)
+_HALVES = np.full((2, 3), 0.5, ml_dtypes.bfloat16)
+
+
+def _two_consts(x):
+    return x * _HALVES + _INTS
+
+
+def _scan_consts(xs):
+    return lax.scan(lambda c, v: (c + v * _TABLE[1], c), np.zeros(3, F32), xs)[0]
+
+
+def _consts(kata, jaxpr):
+    consts = kata.closure_consts(jaxpr)
+    assert isinstance(consts, list), f"expected a list, got {type(consts).__name__}"
+    assert all(type(c) is np.ndarray for c in consts), (
+        f"expected NumPy arrays, got {[type(c).__name__ for c in consts]}")
+    return consts
+
+
 @pytest.mark.task("closure_consts")
 def test_closed_over_array_is_a_const(kata):
-    table = np.arange(3.0, dtype=np.float32)
-    consts = kata.closure_consts(jax.make_jaxpr(lambda x: x + table)(np.ones(3, np.float32)))
+    table = np.arange(3.0, dtype=F32)
+    consts = _consts(kata, jax.make_jaxpr(lambda x: x + table)(np.ones(3, F32)))
     assert len(consts) == 1, f"{len(consts)} consts, expected the one closed-over array"
-    np.testing.assert_array_equal(np.asarray(consts[0]), table)
+    np.testing.assert_array_equal(consts[0], table)
+
+
+@pytest.mark.task("closure_consts")
+def test_consts_in_constvar_order(kata):
+    # running the jaxpr with your consts in your order must reproduce the function
+    for name, fn, arg in (("bf16 and int32", _two_consts, np.ones((2, 3), F32)),
+                          ("scan's init and table", _scan_consts, np.ones((4, 3), F32))):
+        jaxpr = jax.make_jaxpr(fn)(arg)
+        consts = _consts(kata, jaxpr)
+        with check:
+            assert len(consts) == 2, f"{name}: {len(consts)} consts, expected 2"
+        if len(consts) == 2:
+            got = jax.core.eval_jaxpr(jaxpr, consts, arg)[0]
+            with check:
+                np.testing.assert_allclose(np.asarray(got), np.asarray(jax.jit(fn)(arg)),
+                                           err_msg=f"{name}: the jaxpr run with your consts")
+    consts = _consts(kata, jax.make_jaxpr(_two_consts)(np.ones((2, 3), F32)))
+    dtypes = sorted(str(c.dtype) for c in consts)
+    with check:
+        assert dtypes == ["bfloat16", "int32"], f"const dtypes {dtypes}: keep each one's dtype"
 
 
 @pytest.mark.task("closure_consts")
 def test_closed_over_scalar_is_a_literal(kata):
-    scale = 2.5
-    scalar_consts = kata.closure_consts(jax.make_jaxpr(lambda x: x * scale)(np.ones(3, np.float32)))
-    table = np.ones((2, 2), dtype=np.float32)
-    consts = kata.closure_consts(jax.make_jaxpr(lambda x: x @ table)(np.ones((2, 2), np.float32)))
+    scale, zero_d = 2.5, np.array(3.0, F32)
+    scalar = _consts(kata, jax.make_jaxpr(lambda x: x * scale + zero_d)(np.ones(3, F32)))
+    table = np.ones((2, 2), dtype=F32)
+    nested = _consts(kata, jax.make_jaxpr(
+        lambda x: jax.jit(lambda v: v @ table)(x) * 2.0)(np.ones((2, 2), F32)))
     with check:
-        assert scalar_consts == [], "a Python scalar is inlined as a literal"
+        assert scalar == [], "a Python scalar or a 0-d array is inlined as a literal, not a const"
     with check:
-        assert [np.shape(c) for c in consts] == [(2, 2)]
+        assert nested == [], (
+            "the jit's own jaxpr keeps the array it closed over; the top level has no consts")

@@ -7,6 +7,8 @@ from collections import Counter
 import jax
 import numpy as np
 
+Avals = list[tuple[tuple[int, ...], str]]  # (shape, dtype name) per input or output
+
 
 def mlp(params: dict, x):
     return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
@@ -40,7 +42,7 @@ def primitive_census(jaxpr) -> Counter:
     return census
 
 
-def io_avals(jaxpr) -> tuple[list, list]:
+def io_avals(jaxpr) -> tuple[Avals, Avals]:
     # Abstract values: shape and dtype, no data.
     def describe(avals):
         return [(tuple(a.shape), str(a.dtype)) for a in avals]
@@ -79,6 +81,6 @@ def stablehlo_of(f, *args) -> str:
     return jax.jit(f).lower(*args).as_text()
 
 
-def closure_consts(jaxpr) -> list:
+def closure_consts(jaxpr) -> list[np.ndarray]:
     # Arrays closed over by the traced function become constvars, their values are in .consts.
     return [np.asarray(c) for c in jaxpr.consts]
