@@ -271,6 +271,9 @@ def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
         return None
     if type(error).__module__.startswith(("_pytest", "pytest_check")):
         return None
+    if item.config.option.tbstyle in ("long", "native"):
+        return None  # asked for the whole traceback
+    item.stash[_traceback] = verdict.kata_traceback(error, Path(item.path))
     where = _kata_frame(call.excinfo.tb, item)
     message = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
     return (f"{task.id} ({task.function}) raised {type(error).__name__}: {message} "
@@ -304,6 +307,7 @@ def _truncate_sections(report: pytest.TestReport) -> None:
 
 
 _call_error = pytest.StashKey[BaseException | None]()
+_traceback = pytest.StashKey[str]()  # kata and test frames of an exception cut to one line
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -345,7 +349,8 @@ def _record(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> N
     """The structured outcome of a kata test, for the CLI and `katas dev check`.
 
     Added to ``report.user_properties`` as ``("kata", {...})``: phase, task id and function,
-    test, variant id and kind, outcome after the honest-kata verdict, one-line message.
+    test, variant id and kind, outcome after the honest-kata verdict, one-line message, and the
+    kata's traceback when an exception from kata code was cut to that line.
     """
     phase, task = _task_of(item)
     text = report.longreprtext.strip() if report.failed or report.skipped else ""
@@ -356,6 +361,7 @@ def _record(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> N
         "test": getattr(item, "originalname", item.name), "variant": variant.id,
         "kind": variant.kind, "when": report.when, "outcome": report.outcome,
         "message": text.splitlines()[0][:300] if text else "",
+        "traceback": item.stash.get(_traceback, ""),
     }))
 
 

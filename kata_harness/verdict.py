@@ -19,6 +19,7 @@ them for the verdict.
 from __future__ import annotations
 
 import re
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -151,6 +152,14 @@ def is_assertion(error: BaseException, phase: Phase) -> bool:
         return False
     found = origin(error)
     return found is not None and _test_side(found[0], phase)
+
+
+def kata_traceback(error: BaseException, test_file: Path) -> str:
+    """The error's traceback through kata and test code only (no harness, no library frames)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if is_kata_file(f.filename) or Path(f.filename) == test_file]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(error)
+    return "Traceback (kata and test frames):\n" + "".join(lines).rstrip()
 
 
 def describe(error: BaseException) -> str:

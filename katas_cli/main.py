@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one phase's tests against your kata file")
     run.add_argument("phase", help="phaseN")
     run.add_argument("-v", "--verbose", action="store_true", help="also show pytest's output")
+    run.add_argument("--full", action="store_true",
+                     help="the whole traceback (kata and test frames) when your code raised")
     watch = sub.add_parser("watch", help="rerun the tests each time you save a kata file")
     watch.add_argument("phase", nargs="?", help="start on this phase (default: current task)")
     watch.add_argument("--manual", action="store_true", help="no file watching: Enter reruns")
@@ -129,7 +131,7 @@ def _run(args: argparse.Namespace, console) -> int:
     else:
         outcome = run_with_progress([phase], keys)[phase.name]
     State.load().update(lambda current: current.phases.update({phase.name: outcome}))
-    render_phase(console, phase, outcome)
+    render_phase(console, phase, outcome, full=args.full)
     return 0 if all(outcome.task(t.number).done for t in phase.tasks) else 1
 
 

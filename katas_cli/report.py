@@ -109,8 +109,9 @@ def to_json(outcomes: dict[str, PhaseOutcome], state: State, text: str | None = 
 
 
 def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
-                 focus: Task | None = None) -> None:
-    """One phase after a run: a line per task, then the failure of the focused task in full."""
+                 focus: Task | None = None, *, full: bool = False) -> None:
+    """One phase after a run: a line per task, then the failure of the focused task in full
+    (``full``: with the kata's traceback when it raised)."""
     d, t = phase_summary(phase, outcome)
     console.print(f"[bold]{phase.name}[/] {escape(phase.title)}: {d}/{t} tasks done {_bar(d, t)}")
     if focus is None:
@@ -134,5 +135,9 @@ def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
         console.print(escape(result.details))
     else:
         console.print(f"{MARKS[result.outcome]} {escape(result.message or result.outcome)}")
+    if result.traceback:
+        console.print(escape(result.traceback) if full else
+                      "[dim]the whole traceback: uv run katas run "
+                      f"{phase.name} --full (t in watch)[/]")
     if focus.hint_command not in result.message:
         console.print(f"hint: {focus.hint_command}")

@@ -38,6 +38,7 @@ class _TestResult:
     outcome: str = "passed"
     message: str = ""
     details: str = ""
+    traceback: str = ""
 
 
 def _first_line(text: str) -> str:
@@ -117,6 +118,8 @@ class _Recorder:
                     result.message = line if _HARNESS_LINE.match(line) else f"{name}: {line}"
                     details = _trim(report.longreprtext)
                     result.details = details if "\n" in details else ""
+                result.traceback = next((record.get("traceback", "") for key, record
+                                         in report.user_properties if key == "kata"), "")
             elif report.skipped and result.outcome == "passed":
                 result.outcome, result.message = "skipped", _one_line(report)
         if report.when == "teardown":
@@ -140,7 +143,9 @@ def _aggregate(phase: Phase, recorder: _Recorder) -> PhaseOutcome:
         results = by_task.get(task.number, [])
         failed = [r for r in results if r.outcome == "failed"]
         if failed:
-            outcome.tasks[task.number] = TaskOutcome("failed", failed[0].message, failed[0].details)
+            first = failed[0]
+            outcome.tasks[task.number] = TaskOutcome("failed", first.message, first.details,
+                                                     first.traceback)
         elif any(r.outcome == "passed" for r in results):
             outcome.tasks[task.number] = TaskOutcome("passed")
         elif results:

@@ -37,11 +37,14 @@ def state_dir() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class TaskOutcome:
-    """`outcome` is one of OUTCOMES; `message` is one line (empty when passed)."""
+    """`outcome` is one of OUTCOMES; `message` is one line (empty when passed); `details` the
+    failure in full when it is an assertion; `traceback` the kata's traceback when the kata
+    raised (shown on request: `katas run --full`, `t` in watch)."""
 
     outcome: str
     message: str = ""
     details: str = ""
+    traceback: str = ""
 
     @property
     def done(self) -> bool:

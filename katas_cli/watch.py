@@ -5,7 +5,8 @@ the kata module whose file changed and clears JAX's caches per test), so a phase
 compiles is back on screen well within a second or two of the save. File events come from
 watchfiles (a thread that watches `katas/` for `kata.py` saves, atomic renames included; use
 `--poll` where native events do not arrive). On a terminal, single keys steer it like rustlings:
-n next task, h hint, l list, r rerun, c check all phases, q quit. `--manual` turns file watching
+n next task, h hint, t the whole traceback of the task on screen, l list, r rerun, c check all
+phases, q quit. `--manual` turns file watching
 off: press Enter to rerun (or type a key letter and Enter). A save of the phase that is running
 cuts the run short (`_thread.interrupt_main`) and starts it again, so a loop that never ends
 costs one save, not the harness's timeout per test.
@@ -34,7 +35,7 @@ from .state import PhaseOutcome, State, phase_keys
 from .status import current_task, first_unfinished, refresh, run_with_progress
 from .targets import all_phases
 
-KEYS = "n next · h hint · l list · r run · c check all · q quit"
+KEYS = "n next · h hint · t traceback · l list · r run · c check all · q quit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,7 @@ class Watcher:
     # --- actions ----------------------------------------------------------------------------
     def _footer(self) -> None:
         if self.manual:
-            self.console.print("[dim]manual mode: Enter reruns; n, h, l, c, q + Enter[/]")
+            self.console.print("[dim]manual mode: Enter reruns; n, h, t, l, c, q + Enter[/]")
         elif self.keys:
             self.console.print(f"[dim]watching katas/*/kata.py · {KEYS}[/]")
         else:
@@ -176,6 +177,11 @@ class Watcher:
         elif event.value == "h":
             show_next_hint(self.console, self.focus or current_task(self.state.phases),
                            self.state)
+            self._footer()
+        elif event.value == "t":
+            outcome = self.state.phases.get(self.shown.name)
+            if outcome is not None:
+                render_phase(self.console, self.shown, outcome, self.focus, full=True)
             self._footer()
         elif event.value == "l":
             render_list(self.console, refresh(state=self.state), self.state, None)

@@ -143,3 +143,15 @@ def test_concurrent_updates_lose_nothing(state_dir):
     for thread in threads:
         thread.join()
     assert State.load().hints == {t.id: len(t.hints) for t in tasks}
+
+
+def test_the_whole_traceback_is_one_flag_away():
+    phase = curriculum.phases()[0]
+    trace = "Traceback (kata and test frames):\n  File \"kata.py\", line 3\nZeroDivisionError: x"
+    outcome = PhaseOutcome("", {1: TaskOutcome("failed", "phase1.task1 raised ...", "", trace)})
+    short, full = io.StringIO(), io.StringIO()
+    render_phase(Console(file=short, width=200), phase, outcome)
+    render_phase(Console(file=full, width=200), phase, outcome, full=True)
+    assert "ZeroDivisionError: x" not in short.getvalue()
+    assert f"uv run katas run {phase.name} --full" in short.getvalue()
+    assert trace in full.getvalue()

@@ -145,6 +145,9 @@ PROBES = {
         "def double(x):\n"
         "    text = (Path(__file__).resolve().parents[2] / 'reference' / 'phase1' / 'kata.py')"
         ".read_text()\n    return 2 * x\n"),
+    "raises": (
+        "def _halve(items):\n    return len(items) // 0\n\n"
+        "def count(items):\n    return _halve(items)\n"),
     "equal_to_everything": (
         "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
         "def count(items):\n    return Yes(0)\n"),
@@ -169,11 +172,11 @@ def _course(root: Path, phases: dict[int, str]) -> Path:
     return root
 
 
-def _run(root: Path, impl: str) -> str:
+def _run(root: Path, impl: str, *args: str) -> str:
     env = {**os.environ, "KATAS_ROOT": str(root), "KATAS_IMPL": impl, "PYTHONPATH": os.getcwd(),
            "COLUMNS": "1000"}
     run = subprocess.run([sys.executable, "-m", "pytest", "katas", "-p", "no:cacheprovider", "-n0",
-                          "-p", "no:randomly", "-q", "--tb=line", "-rA"],
+                          "-p", "no:randomly", "-q", "--tb=line", "-rA", *args],
                          cwd=root, env=env, capture_output=True, text=True, timeout=240)
     return run.stdout + run.stderr
 
@@ -274,7 +277,8 @@ def probe_run(tmp_path_factory) -> tuple[dict[str, int], str]:
     return numbers, _run(_course(root, kata), "katas")
 
 
-@pytest.mark.parametrize("probe", sorted(set(PROBES) - {"open_reference", "equal_to_everything"}))
+@pytest.mark.parametrize("probe", sorted(set(PROBES) - {"open_reference", "equal_to_everything",
+                                                          "raises"}))
 def test_learner_file_reaching_into_the_harness_is_refused(probe_run, probe):
     numbers, out = probe_run
     n = numbers[probe]
@@ -301,3 +305,15 @@ def test_result_equal_to_everything_is_refused(probe_run):
     line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_count ")
     assert line.startswith("FAILED"), line
     assert f"phase{n}.task2 (count) returned the wrong type: expected int, got Yes" in line, line
+
+
+def test_an_exception_from_kata_code_is_one_line_unless_asked(probe_run, tmp_path):
+    numbers, out = probe_run
+    n = numbers["raises"]
+    line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_count ")
+    assert (f"phase{n}.task2 (count) raised ZeroDivisionError: integer division or modulo by "
+            f"zero [phase{n}/kata.py:") in line, line
+    assert "Traceback" not in out.split(f"test_phase{n}.py::test_count")[0][-2000:]
+    kata = textwrap.dedent(REFERENCE) + "\n" + PROBES["raises"]
+    long = _run(_course(tmp_path, {1: kata}), "katas", "--tb=long", "-k", "test_count")
+    assert "def _halve(items):" in long and "ZeroDivisionError" in long, long[-2000:]
