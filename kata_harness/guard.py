@@ -4,10 +4,11 @@ A learner's file is graded by the tests in its phase folder. Two checks keep the
 code rather than about the grader:
 
 - Before the file is imported its source is scanned (:func:`scan`). Importing pytest, the
-  harness, the reference or anything that loads code by path, and the builtins that run or
-  import code from a string, are refused with one line naming the line. Kata code never needs
-  them; they are how a file would skip its own tests, patch pytest's reports or load the
-  reference.
+  harness, the reference or anything that loads code by path, the builtins that run or import
+  code from a string, and assigning to (or deleting, or ``setattr`` on) an attribute of an
+  imported module (``np.allclose = ...``) are refused with one line naming the line. Kata code
+  never needs them; they are how a file would skip its own tests, patch pytest's reports or the
+  functions the tests compare with, or load the reference.
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
   ``reference/`` or ``decoys/``, however the path was spelled.
 """
@@ -48,10 +49,44 @@ def scan(source: str, filename: str) -> str | None:
         tree = ast.parse(source, filename)
     except SyntaxError:
         return None
+    modules = _imported_names(tree)
     for node in ast.walk(tree):
-        found = _forbidden(node)
+        found = _forbidden(node) or _patches(node, modules)
         if found:
             return f"line {node.lineno} {found}"
+    return None
+
+
+def _imported_names(tree: ast.AST) -> set[str]:
+    """Names that import statements bind (``np`` in ``import numpy as np``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _patches(node: ast.AST, modules: set[str]) -> str | None:
+    """An assignment to, or deletion of, something inside an imported module or library."""
+    targets: list[ast.AST] = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+          and node.func.id in ("setattr", "delattr") and node.args):
+        if _root(node.args[0]) in modules:
+            return f"uses {node.func.id} on {ast.unparse(node.args[0])}"
+    for target in targets:
+        for part in ast.walk(target):
+            if isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part) in modules:
+                return f"changes {ast.unparse(part)}"
     return None
 
 

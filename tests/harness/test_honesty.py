@@ -134,6 +134,8 @@ PROBES = {
     "skip_module": "import pytest\npytest.skip('all done', allow_module_level=True)\n",
     "patch_reports": "import _pytest.reports\n_pytest.reports.TestReport.passed = True\n",
     "patch_check": "import pytest_check\n",
+    "patch_numpy": "import numpy as np\nnp.array_equal = lambda *args: True\n",
+    "patch_numpy_setattr": "import numpy\nsetattr(numpy, 'array_equal', lambda *args: True)\n",
     "harness": "from kata_harness import loading\n",
     "importlib": "import importlib.util\n",
     "dunder_import": "pytest = __import__('pytest')\n",
