@@ -1,4 +1,12 @@
-"""Phase 10 tests: training values against NumPy and jax.grad, HLO facts from parsed modules."""
+"""Phase 10 tests: training values against NumPy, HLO facts from parsed modules.
+
+Every task sees several model sizes (odd widths, a batch of one), several optimizers (plain sgd,
+sgd with momentum, adam) and several programs (a step, a forward pass, two steps in a fori_loop,
+steps whose signature puts the batch first or returns things in another order). Oracles: NumPy
+(losses, gradients by hand, the optimizers' update rules), ``cost_analysis()``,
+``memory_analysis()``, JAX's flattening of the donated arguments, and programs built so the
+answer is known by construction.
+"""
 
 import warnings
 from collections import Counter
@@ -14,20 +22,23 @@ from pytest_check import check
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
-IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
+# (features in, hidden, out, batch)
+SIZES = {"wide": (16, 32, 4, 8), "odd": (3, 6, 2, 5), "one": (5, 7, 3, 1)}
+IN, HIDDEN, OUT, BATCH = SIZES["wide"]
 LEARNING_RATE = 0.05
 
 
-def _data(seed: int = 0):
+def _data(size: str = "wide", seed: int = 0):
+    features, hidden, out, batch = SIZES[size]
     rng = np.random.default_rng(seed)
     params = {
-        "w1": rng.normal(size=(IN, HIDDEN)).astype(np.float32) / 4,
-        "b1": np.zeros(HIDDEN, np.float32),
-        "w2": rng.normal(size=(HIDDEN, OUT)).astype(np.float32) / 6,
-        "b2": np.zeros(OUT, np.float32),
+        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
+        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
+        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
+        "b2": rng.normal(size=out).astype(np.float32) / 4,
     }
-    x = rng.normal(size=(BATCH, IN)).astype(np.float32)
-    y = rng.normal(size=(BATCH, OUT)).astype(np.float32)
+    x = rng.normal(size=(batch, features)).astype(np.float32)
+    y = rng.normal(size=(batch, out)).astype(np.float32)
     return params, x, y
 
 
@@ -40,6 +51,49 @@ def _np_example_losses(p, x, y):
     return ((out - y) ** 2).mean(axis=1)
 
 
+def _np_grads(p, x, y):
+    """Gradients of the mean per-example loss, by hand."""
+    pre = x @ p["w1"] + p["b1"]
+    hidden = np.maximum(pre, 0.0)
+    out = hidden @ p["w2"] + p["b2"]
+    d_out = 2.0 * (out - y) / out.size
+    d_hidden = (d_out @ p["w2"].T) * (pre > 0)
+    return {"w2": hidden.T @ d_out, "b2": d_out.sum(0), "w1": x.T @ d_hidden,
+            "b1": d_hidden.sum(0)}
+
+
+# NumPy versions of the update rules: (name, optax optimizer, init state, update).
+def _np_sgd_momentum(lr, momentum):
+    def update(grads, trace, _):
+        trace = {k: grads[k] + momentum * trace[k] for k in grads}
+        return {k: -lr * trace[k] for k in grads}, trace
+    return lambda p: {k: np.zeros_like(v) for k, v in p.items()}, update
+
+
+def _np_adam(lr, b1=0.9, b2=0.999, eps=1e-8):
+    def update(grads, state, count):
+        mu = {k: b1 * state[0][k] + (1 - b1) * g for k, g in grads.items()}
+        nu = {k: b2 * state[1][k] + (1 - b2) * g * g for k, g in grads.items()}
+        step = {k: -lr * (mu[k] / (1 - b1 ** count))
+                / (np.sqrt(nu[k] / (1 - b2 ** count)) + eps) for k in grads}
+        return step, (mu, nu)
+    zeros = lambda p: {k: np.zeros_like(v) for k, v in p.items()}  # noqa: E731
+    return lambda p: (zeros(p), zeros(p)), update
+
+
+TRAINING_CASES = [  # (optimizer, its NumPy rule, model size)
+    ("adam", optax.adam(0.02), _np_adam(0.02), "odd"),
+    ("sgd with momentum", optax.sgd(0.1, momentum=0.9), _np_sgd_momentum(0.1, 0.9), "wide"),
+]
+
+
+@cache
+def _initial_state(index: int):
+    """optimizer.init of a training case, kept as NumPy (each test gets fresh device buffers)."""
+    _, optimizer, _, size = TRAINING_CASES[index]
+    return jax.tree.map(np.asarray, optimizer.init(_data(size, seed=2)[0]))
+
+
 # A training step owned by the tests: the reading tasks get its compiled form.
 def _forward(p, x):
     return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
@@ -50,25 +104,28 @@ def _loss(p, x, y):
 
 
 _MOMENTUM = optax.sgd(LEARNING_RATE, momentum=0.9)  # has optimizer state, compiles fast
+_ADAM = optax.adam(0.01)
 
 
-def _step(p, state, x, y):
+def _update(optimizer, p, state, x, y):
     loss, grads = jax.value_and_grad(_loss)(p, x, y)
-    updates, state = _MOMENTUM.update(grads, state, p)
+    updates, state = optimizer.update(grads, state, p)
     return optax.apply_updates(p, updates), state, loss
 
 
+def _step(p, state, x, y):
+    return _update(_MOMENTUM, p, state, x, y)
+
+
+def _adam_step(p, state, x, y):
+    return _update(_ADAM, p, state, x, y)
+
+
 @cache
-def _step_args():
-    params, x, y = _data()
+def _step_args(size: str = "wide", optimizer: str = "momentum"):
+    params, x, y = _data(size)
     params = _device_params(params)
-    return params, _MOMENTUM.init(params), x, y
-
-
-@cache
-def _grads():
-    params, x, y = _data()
-    return jax.grad(_loss)(_device_params(params), x, y)
+    return params, {"momentum": _MOMENTUM, "adam": _ADAM}[optimizer].init(params), x, y
 
 
 @cache
@@ -78,19 +135,14 @@ def _compiled_step(donate: bool = True):
 
 
 @cache
-def _compiled_forward():
-    params, x, _ = _data()
-    return jax.jit(_forward).lower(params, x).compile()
-
-
-def _step_loss_first(p, state, x, y):
-    new_p, state, loss = _step(p, state, x, y)
-    return loss, new_p, state  # the outputs shift by one; the donated parameters do not
+def _compiled_adam_step():
+    return jax.jit(_adam_step, donate_argnums=(0, 1)).lower(*_step_args("odd", "adam")).compile()
 
 
 @cache
-def _compiled_loss_first():
-    return jax.jit(_step_loss_first, donate_argnums=(0, 1)).lower(*_step_args()).compile()
+def _compiled_forward():
+    params, x, _ = _data()
+    return jax.jit(_forward).lower(params, x).compile()
 
 
 def _two_steps(p, state, x, y):  # a training loop inside one program: the body is a while
@@ -115,6 +167,11 @@ def _compiled_tanh_forward():
     return jax.jit(_tanh_forward).lower(params, x).compile()
 
 
+@cache
+def _compiled_transpose_only():  # no arithmetic at all: cost_analysis has no "flops" key
+    return jax.jit(lambda a: a.T).lower(np.ones((3, 5), np.float32)).compile()
+
+
 def _opcodes(compiled) -> Counter:
     return Counter(i.opcode for c in parse_hlo(compiled.as_text()) for i in c)
 
@@ -124,73 +181,103 @@ def _opcodes(compiled) -> Counter:
 
 @pytest.mark.task("per_example_losses")
 def test_per_example_values(kata):
-    params, x, y = _data()
-    got = np.asarray(kata.per_example_losses(_device_params(params), x, y))
-    with check:
-        assert got.shape == (BATCH,), f"shape {got.shape}, expected one loss per example"
-    with check:
-        np.testing.assert_allclose(got, _np_example_losses(params, x, y), rtol=1e-4, atol=1e-6)
+    for size in ("odd", "one"):  # a batch of one, and odd widths
+        params, x, y = _data(size, seed=1)
+        got = jax.jit(kata.per_example_losses)(params, x, y)
+        assert hasattr(got, "shape"), f"got a {type(got).__name__}, expected an array"
+        got = np.asarray(got)
+        with check:
+            assert got.shape == (x.shape[0],), (
+                f"{size} model: shape {got.shape}, expected one loss per example")
+        with check:
+            np.testing.assert_allclose(got, _np_example_losses(params, x, y), rtol=1e-4,
+                                       atol=1e-6, err_msg=f"{size} model")
 
 
 @pytest.mark.task("per_example_losses")
 def test_per_example_is_one_batched_program(kata):
-    params, x, y = _data()
+    params, x, y = _data("odd")
     census = primitive_census(jax.make_jaxpr(kata.per_example_losses)(params, x, y))
-    assert census["dot_general"] == 2, (
-        f"{census['dot_general']} dot_generals: vmap batches the two matmuls, a loop repeats them")
+    with check:
+        assert census["dot_general"] == 2, (
+            f"{census['dot_general']} dot_generals: vmap batches the two matmuls, a loop "
+            "repeats them")
+    with check:
+        loops = {p: n for p, n in census.items() if p in ("scan", "while", "fori_loop")}
+        assert not loops, f"{loops}: lax.map and scan run the examples one after another"
+    compiled = jax.jit(kata.per_example_losses).lower(params, x, y).compile()
+    module = parse_hlo(compiled.as_text())
+    dots = sorted(i.shape_info.dims for c in module for i in c if i.opcode == "dot")
+    features, hidden, out, batch = SIZES["odd"]
+    with check:
+        assert dots == sorted([(batch, hidden), (batch, out)]), (
+            f"optimized HLO dots {dots}: expected two matmuls over the whole batch of {batch}")
+    with check:
+        assert not any(i.opcode == "while" for c in module for i in c), (
+            "the optimized HLO has a while loop: the examples run one at a time")
 
 
 # ---- task 2: make_train_step ------------------------------------------------------------------
 
 
-@pytest.mark.task("make_train_step")
-def test_loss_decreases(kata):
-    params, x, y = _data()
-    optimizer = optax.sgd(LEARNING_RATE)
+def _check_two_steps(kata, index: int):
+    name, optimizer, (np_init, np_update), size = TRAINING_CASES[index]
+    params, x, y = _data(size, seed=2)
     step = kata.make_train_step(optimizer)
-    state = optimizer.init(_device_params(params))
-    current, losses = _device_params(params), []
-    for _ in range(5):
+    current = _device_params(params)
+    state = jax.device_put(_initial_state(index))
+    want, want_state = {k: v.astype(np.float64) for k, v in params.items()}, np_init(params)
+    for number in (1, 2):
         current, state, loss = step(current, state, x, y)
-        losses.append(float(loss))
-    with check:
-        assert losses[0] == pytest.approx(_np_example_losses(params, x, y).mean(), rel=1e-4), (
-            f"first loss {losses[0]}: the loss of the params passed in, before the update")
-    with check:
-        assert all(b < a for a, b in zip(losses, losses[1:], strict=False)), f"losses {losses}"
+        with check:
+            assert np.shape(loss) == (), f"{name}: loss shape {np.shape(loss)}, a scalar"
+        with check:
+            assert float(loss) == pytest.approx(_np_example_losses(want, x, y).mean(),
+                                                rel=1e-4), (
+                f"{name}, step {number}: loss {float(loss)}: the mean per-example loss of "
+                "the params passed in, before the update")
+        updates, want_state = np_update(_np_grads(want, x, y), want_state, number)
+        want = {k: want[k] + updates[k] for k in want}
+        for key in want:
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(current[key]), want[key], rtol=2e-4, atol=2e-5,
+                    err_msg=f"{name}, {key} after step {number}: the optimizer's update "
+                    "of the mean loss's gradient (and its state carried to the next step)")
 
 
 @pytest.mark.task("make_train_step")
-def test_sgd_step_is_a_gradient_step(kata):
-    params, x, y = _data()
-    grads = _grads()
-    optimizer = optax.sgd(LEARNING_RATE)
-    new, _, _ = kata.make_train_step(optimizer)(
-        _device_params(params), optimizer.init(_device_params(params)), x, y)
-    for name in params:
-        want = params[name] - LEARNING_RATE * np.asarray(grads[name])
-        with check:
-            np.testing.assert_allclose(np.asarray(new[name]), want, rtol=1e-4, atol=1e-6,
-                                       err_msg=name)
+def test_adam_steps_match_numpy(kata):
+    _check_two_steps(kata, 0)
+
+
+@pytest.mark.task("make_train_step")
+def test_momentum_steps_match_numpy(kata):
+    _check_two_steps(kata, 1)
 
 
 @pytest.mark.task("make_train_step")
 def test_step_donates_params_and_state(kata):
-    params, x, y = _data()
-    optimizer = optax.sgd(LEARNING_RATE, momentum=0.9)
+    optimizer = TRAINING_CASES[0][1]  # adam: a scalar count and two moments per parameter
     step = kata.make_train_step(optimizer)
+    assert hasattr(step, "lower"), "make_train_step must return a jitted function"
+    params, x, y = _data(TRAINING_CASES[0][3])
     params = _device_params(params)
-    state = optimizer.init(params)
+    state = jax.device_put(_initial_state(0))
     old = jax.tree.leaves((params, state))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        module = parse_hlo(step.lower(params, state, x, y).compile().as_text())
-        step(params, state, x, y)
+        compiled = step.lower(params, state, x, y).compile()
+        compiled(params, state, x, y)
     deleted = sum(leaf.is_deleted() for leaf in old)
     with check:
-        assert deleted == len(old), f"{deleted} of {len(old)} params/state buffers were donated"
+        assert deleted == len(old), (
+            f"{deleted} of {len(old)} params and adam state buffers were donated")
     with check:
-        assert "input_output_alias" in module.attributes, "the compiled module aliases no buffer"
+        aliased = compiled.memory_analysis().alias_size_in_bytes
+        want = sum(leaf.nbytes for leaf in old)
+        assert aliased == want, (
+            f"memory_analysis: {aliased} bytes aliased, params and state hold {want}")
     unusable = [str(w.message).splitlines()[0] for w in caught
                 if "donated buffers were not usable" in str(w.message)]
     with check:
@@ -202,10 +289,15 @@ def test_step_donates_params_and_state(kata):
 # ---- task 3: fusion_count ---------------------------------------------------------------------
 
 
+def _fusion_bank():
+    return (("momentum step", _compiled_step()), ("forward", _compiled_forward()),
+            ("two steps in a fori_loop", _compiled_two_steps()),
+            ("adam step, odd sizes", _compiled_adam_step()))
+
+
 @pytest.mark.task("fusion_count")
 def test_fusion_count_matches_module(kata):
-    for name, compiled in (("step", _compiled_step()), ("forward", _compiled_forward()),
-                           ("two steps in a fori_loop", _compiled_two_steps())):
+    for name, compiled in _fusion_bank():
         got, want = kata.fusion_count(compiled), _opcodes(compiled)["fusion"]
         with check:
             assert got == want, f"{name}: got {got}, the module has {want} fusions"
@@ -214,42 +306,118 @@ def test_fusion_count_matches_module(kata):
 @pytest.mark.task("fusion_count")
 def test_step_has_more_kernels_than_forward(kata):
     step, forward = kata.fusion_count(_compiled_step()), kata.fusion_count(_compiled_forward())
-    assert step > 2 * forward > 0, (
-        f"step {step}, forward {forward}: backward and the optimizer add element-wise kernels")
+    adam = kata.fusion_count(_compiled_adam_step())
+    with check:
+        assert step > 2 * forward > 0, (
+            f"step {step}, forward {forward}: backward and the optimizer add element-wise kernels")
+    with check:
+        assert adam > step, f"adam {adam}, momentum {step}: adam's two moments add kernels"
 
 
 # ---- task 4: aliased_parameters ---------------------------------------------------------------
 
 
+_BYTES = {"f32": 4, "s32": 4, "u32": 4, "f16": 2, "bf16": 2, "f64": 8, "s64": 8, "pred": 1}
+
+
+def _leaf_numbers(args, donated):
+    """HLO parameter numbers of the leaves of the donated arguments (every leaf is used)."""
+    numbers, start = [], 0
+    for position, arg in enumerate(args):
+        count = len(jax.tree.leaves(arg))
+        if position in donated:
+            numbers += range(start, start + count)
+        start += count
+    return numbers
+
+
+def _batch_first(x, y, p, state):
+    new_p, state, loss = _adam_step(p, state, x, y)
+    return new_p, state, loss
+
+
+def _returns_state_first(p, state, x, y):  # adam's count (parameter 4) is output {1}
+    new_p, state, loss = _adam_step(p, state, x, y)
+    return loss, state, new_p
+
+
+def _step_loss_first(p, state, x, y):
+    new_p, state, loss = _step(p, state, x, y)
+    return loss, new_p, state  # the outputs shift by one; the donated parameters do not
+
+
+def _alias_bank():
+    """(name, function, args, donate_argnums): each compiled with donation."""
+    p, state, x, y = _step_args()
+    ap, astate, ax, ay = _step_args("odd", "adam")
+    return [
+        ("momentum step", _step, (p, state, x, y), (0, 1)),
+        ("returns (loss, params, state)", _step_loss_first, (p, state, x, y), (0, 1)),
+        ("batch first: step(x, y, params, state)", _batch_first, (ax, ay, ap, astate), (2, 3)),
+        ("only the state donated", _step, (p, state, x, y), (1,)),
+        ("returns (loss, state, params)", _returns_state_first, (ap, astate, ax, ay), (0, 1)),
+    ]
+
+
+@cache
+def _compiled_alias(index: int):
+    _, f, args, donate = _alias_bank()[index]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every donated buffer must be usable
+        return jax.jit(f, donate_argnums=donate).lower(*args).compile()
+
+
+@cache
+def _parameter_bytes(index: int, numbers: tuple[int, ...]) -> int:
+    module = parse_hlo(_compiled_alias(index).as_text())
+    sizes = {int(i.payload): int(np.prod(i.shape_info.dims)) * _BYTES[i.shape_info.dtype]
+             for i in module.entry if i.opcode == "parameter"}
+    return sum(sizes[n] for n in numbers)
+
+
 @pytest.mark.task("aliased_parameters")
 def test_donated_buffers_are_aliased(kata):
-    params, state, _, _ = _step_args()
-    donated = jax.tree.leaves((params, state))
-    got = kata.aliased_parameters(_compiled_step())
-    with check:
-        assert list(got) == list(range(len(donated))), (
-            f"got {got}: the {len(donated)} params and state leaves come first and are donated")
-    alias_bytes = _compiled_step().memory_analysis().alias_size_in_bytes
-    with check:
-        assert alias_bytes == sum(leaf.nbytes for leaf in donated), (
-            f"memory_analysis says {alias_bytes} bytes are aliased")
+    for index, (name, _, args, donate) in enumerate(_alias_bank()):
+        compiled = _compiled_alias(index)
+        got = kata.aliased_parameters(compiled)
+        assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
+        want = _leaf_numbers(args, donate)
+        with check:
+            assert got == want, (
+                f"{name}: got {got}, expected {want}: the HLO parameter numbers of the donated "
+                "leaves, sorted")
+        with check:  # memory_analysis agrees: those parameters hold exactly the aliased bytes
+            assert _parameter_bytes(index, tuple(want)) == (
+                compiled.memory_analysis().alias_size_in_bytes)
 
 
 @pytest.mark.task("aliased_parameters")
 def test_parameters_not_output_indices(kata):
-    params, state, _, _ = _step_args()
-    donated = len(jax.tree.leaves((params, state)))
-    got = kata.aliased_parameters(_compiled_loss_first())
-    assert list(got) == list(range(donated)), (
+    got = kata.aliased_parameters(_compiled_alias(1))
+    donated = len(jax.tree.leaves(_step_args()[:2]))
+    assert got == list(range(donated)), (
         f"got {got}: this step returns (loss, params, state), so output {{1}} reuses "
         f"parameter 0; answer with the parameter numbers 0..{donated - 1}, not output indices")
+
+
+@pytest.mark.task("aliased_parameters")
+def test_parameter_numbers_not_a_count(kata):
+    batch_first = kata.aliased_parameters(_compiled_alias(2))
+    state_only = kata.aliased_parameters(_compiled_alias(3))
+    params = len(jax.tree.leaves(_step_args()[0]))
+    with check:
+        assert batch_first and batch_first[0] == 2, (
+            f"got {batch_first}: x and y are parameters 0 and 1; the donated params start at 2")
+    with check:
+        assert state_only and state_only[0] == params, (
+            f"got {state_only}: only the momentum state is donated; params are 0..{params - 1}")
 
 
 @pytest.mark.task("aliased_parameters")
 def test_no_donation_no_alias(kata):
     got = kata.aliased_parameters(_compiled_step(donate=False))
     with check:
-        assert list(got) == [], f"got {got} without donate_argnums"
+        assert got == [], f"got {got} without donate_argnums"
     with check:
         assert _compiled_step(donate=False).memory_analysis().alias_size_in_bytes == 0
 
@@ -259,20 +427,32 @@ def test_no_donation_no_alias(kata):
 
 @pytest.mark.task("flops_per_step")
 def test_flops_match_cost_model(kata):
-    for compiled in (_compiled_step(), _compiled_forward(), _compiled_tanh_forward()):
-        got, want = kata.flops_per_step(compiled), compiled.cost_analysis()["flops"]
+    for name, compiled in (("momentum step", _compiled_step()), ("forward", _compiled_forward()),
+                           ("tanh forward", _compiled_tanh_forward()),
+                           ("adam step", _compiled_adam_step()),
+                           ("a transpose, no arithmetic", _compiled_transpose_only())):
+        got = kata.flops_per_step(compiled)
+        cost = compiled.cost_analysis()
+        want = cost.get("flops", 0.0)
         with check:
-            assert got == pytest.approx(want), f"got {got}, the cost model says {want}"
+            assert got == pytest.approx(want), (
+                f"{name}: got {got}, the cost model says {want} flops "
+                f"({cost.get('transcendentals', 0.0)} transcendentals are counted apart)")
 
 
 @pytest.mark.task("flops_per_step")
 def test_step_costs_forward_plus_backward_matmuls(kata):
-    forward = 2 * BATCH * (IN * HIDDEN + HIDDEN * OUT)  # multiply-adds of the two forward dots
-    weight_grads = forward  # x^T @ g1 and h^T @ g2 have the same sizes
-    hidden_grad = 2 * BATCH * HIDDEN * OUT  # g2 @ w2^T; no gradient flows into the data x
-    step = kata.flops_per_step(_compiled_step())
-    assert step >= forward + weight_grads + hidden_grad, (
-        f"{step} flops: the dots alone are {forward} + {weight_grads} + {hidden_grad}")
+    for name, compiled, size in (("momentum step", _compiled_step(), "wide"),
+                                 ("adam step", _compiled_adam_step(), "odd")):
+        features, hidden, out, batch = SIZES[size]
+        forward = 2 * batch * (features * hidden + hidden * out)  # the two forward dots
+        weight_grads = forward  # x^T @ g1 and h^T @ g2 have the same sizes
+        hidden_grad = 2 * batch * hidden * out  # g2 @ w2^T; no gradient flows into the data x
+        got = kata.flops_per_step(compiled)
+        with check:
+            assert forward + weight_grads + hidden_grad <= got, (
+                f"{name}: {got} flops; the dots alone are {forward} + {weight_grads} + "
+                f"{hidden_grad}")
 
 
 # ---- task 6: transpose_counts -----------------------------------------------------------------
@@ -281,9 +461,11 @@ def test_step_costs_forward_plus_backward_matmuls(kata):
 @pytest.mark.task("transpose_counts")
 def test_transposes_vanish_in_hlo(kata):
     step = jax.jit(_step)
-    in_jaxpr, in_hlo = kata.transpose_counts(step, *_step_args())
+    got = kata.transpose_counts(step, *_step_args())
+    assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
+    in_jaxpr, in_hlo = got
     want_jaxpr = primitive_census(jax.make_jaxpr(step)(*_step_args()))["transpose"]
-    want_hlo = _opcodes(_compiled_step(donate=False))["transpose"]  # the same program, no donation
+    want_hlo = _opcodes(_compiled_step(donate=False))["transpose"]  # the same program
     with check:
         assert in_jaxpr == want_jaxpr > 0, f"jaxpr: got {in_jaxpr}, it has {want_jaxpr}"
     with check:
@@ -294,15 +476,54 @@ def _transposed_output(a):
     return a.T * 2.0  # nothing to fold this transpose into: it survives optimization
 
 
+def _nested_transposes(a, b):
+    """Three transposes by construction: in a nested jit, a scan body and a cond branch."""
+    inner = jax.jit(lambda m: m.T @ m)(a)
+
+    def body(carry, _):
+        return carry + b.T, None
+
+    carry, _ = jax.lax.scan(body, inner, None, length=2)
+    return jax.lax.cond(carry.sum() > 0, lambda m: m.T * 3.0, lambda m: m * 1.0, carry)
+
+
+@cache
+def _hlo_transposes(name: str) -> int:
+    f, args = _TRANSPOSE_PROGRAMS[name]
+    return _opcodes(jax.jit(f).lower(*args).compile())["transpose"]
+
+
+_TRANSPOSE_PROGRAMS = {
+    "a.T * 2": (_transposed_output, (np.ones((16, 8), np.float32),)),
+    "nested": (_nested_transposes, (np.arange(12, dtype=np.float32).reshape(4, 3),
+                                    np.ones((3, 3), np.float32))),
+}
+
+
 @pytest.mark.task("transpose_counts")
 def test_a_transpose_that_survives(kata):
-    a = np.ones((16, 8), np.float32)
-    got = kata.transpose_counts(_transposed_output, a)
-    want_jaxpr = primitive_census(jax.make_jaxpr(_transposed_output)(a))["transpose"]
-    want_hlo = _opcodes(jax.jit(_transposed_output).lower(a).compile())["transpose"]
-    assert tuple(got) == (want_jaxpr, want_hlo) and want_hlo > 0, (
-        f"got {got}, expected {(want_jaxpr, want_hlo)}: count the compiled module, "
-        "not what you expect XLA to do")
+    f, args = _TRANSPOSE_PROGRAMS["a.T * 2"]
+    got = kata.transpose_counts(f, *args)
+    want = (1, _hlo_transposes("a.T * 2"))
+    assert tuple(got) == want and want[1] > 0, (
+        f"got {got}, expected {want}: count the compiled module (inside fused computations "
+        "too), not what you expect XLA to do")
+
+
+@pytest.mark.task("transpose_counts")
+def test_nested_transposes(kata):
+    f, args = _TRANSPOSE_PROGRAMS["nested"]
+    got = kata.transpose_counts(f, *args)
+    assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
+    with check:
+        assert got[0] == 3, (
+            f"jaxpr: got {got[0]}: one transpose in a nested jit, one in a scan body, one in a "
+            "cond branch")
+    with check:
+        assert got[1] == _hlo_transposes("nested"), (
+            f"optimized HLO: got {got[1]}, it has {_hlo_transposes('nested')} transpose "
+            "instructions (count opcodes, not names: a fusion can be called "
+            "multiply_transpose_fusion)")
 
 
 # ---- task 7: absorbed_transposes --------------------------------------------------------------
@@ -315,7 +536,9 @@ def _dot_dims(compiled):
 
 @pytest.mark.task("absorbed_transposes")
 def test_absorbed_transposes_match_module(kata):
-    for name, compiled in (("step", _compiled_step()), ("forward", _compiled_forward())):
+    for name, compiled in (("momentum step", _compiled_step()), ("forward", _compiled_forward()),
+                           ("two steps in a fori_loop", _compiled_two_steps()),
+                           ("adam step, odd sizes", _compiled_adam_step())):
         got = kata.absorbed_transposes(compiled)
         want = sum(dims != ("{1}", "{0}") for dims in _dot_dims(compiled))
         with check:
@@ -328,6 +551,8 @@ def test_weight_gradients_contract_the_batch(kata):
         _compiled_forward())
     weights = 2
     with check:
-        assert step >= weights, f"got {step}: each weight gradient x^T @ g contracts the batch"
+        assert step >= weights + 1, (
+            f"got {step}: each weight gradient x^T @ g contracts the batch (lhs dims {{0}}), "
+            "and g @ w2^T contracts w2's second dimension (rhs dims {1})")
     with check:
         assert forward == 0, f"got {forward}: the forward pass has no transposed operand"
