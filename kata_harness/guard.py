@@ -10,7 +10,8 @@ code rather than about the grader:
   never needs them; they are how a file would skip its own tests, patch pytest's reports or the
   functions the tests compare with, or load the reference.
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
-  ``reference/`` or ``decoys/``, however the path was spelled.
+  ``reference/`` or ``decoys/``, and to write to the tests, the harness or the snapshots,
+  however the path was spelled.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from .curriculum import DECOYS_DIR, KATA_FILE, KATAS_DIR, REFERENCE_DIR
+from .curriculum import DECOYS_DIR, KATA_FILE, KATAS_DIR, REFERENCE_DIR, ROOT
 
 FORBIDDEN_MODULES = frozenset({
     "pytest", "_pytest", "pytest_check", "pluggy", "syrupy", "pytest_timeout", "conftest",
@@ -113,15 +114,31 @@ def is_kata_file(filename: str) -> bool:
     return path.name == KATA_FILE and path.parent.parent == KATAS_DIR
 
 
-_PROTECTED = tuple(str(d) + os.sep for d in (REFERENCE_DIR, DECOYS_DIR))
+_UNREADABLE = tuple(str(d) + os.sep for d in (REFERENCE_DIR, DECOYS_DIR))
+_UNWRITABLE = (*(str(ROOT / d) + os.sep for d in ("kata_harness", "snapshots")),
+               str(ROOT / "conftest.py"), str(ROOT / "pyproject.toml"))
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _installed = False
+
+
+def _protected(path: str, mode: object, flags: object) -> bool:
+    if path.startswith(_UNREADABLE):
+        return True
+    writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+        isinstance(flags, int) and flags & _WRITE_FLAGS)
+    if not writes:
+        return False
+    name = os.path.basename(path)
+    in_tests = path.startswith(str(KATAS_DIR) + os.sep) and name != KATA_FILE
+    return in_tests or path.startswith(_UNWRITABLE)
 
 
 def _audit(event: str, args: tuple) -> None:
     if event != "open" or not args or isinstance(args[0], int) or args[0] is None:
         return
     path = os.path.realpath(os.fsdecode(args[0]))
-    if not path.startswith(_PROTECTED):
+    if not _protected(path, args[1] if len(args) > 1 else None,
+                      args[2] if len(args) > 2 else None):
         return
     frame = sys._getframe(1)
     while frame is not None:
@@ -129,7 +146,7 @@ def _audit(event: str, args: tuple) -> None:
             where = Path(frame.f_code.co_filename)
             raise KataGuardError(
                 f"{where.parent.name}/{where.name} line {frame.f_lineno} opens "
-                f"{Path(path).relative_to(REFERENCE_DIR.parent)}: {WHY}")
+                f"{Path(path).relative_to(ROOT)}: {WHY}")
         frame = frame.f_back
 
 

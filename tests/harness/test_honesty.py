@@ -150,6 +150,10 @@ PROBES = {
     "raises": (
         "def _halve(items):\n    return len(items) // 0\n\n"
         "def count(items):\n    return _halve(items)\n"),
+    "rewrite_tests": (
+        "from pathlib import Path\n\n"
+        "def double(x):\n"
+        "    (Path(__file__).parent / 'test_phase1.py').write_text('')\n    return 2 * x\n"),
     "equal_to_everything": (
         "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
         "def count(items):\n    return Yes(0)\n"),
@@ -280,7 +284,7 @@ def probe_run(tmp_path_factory) -> tuple[dict[str, int], str]:
 
 
 @pytest.mark.parametrize("probe", sorted(set(PROBES) - {"open_reference", "equal_to_everything",
-                                                          "raises"}))
+                                                          "raises", "rewrite_tests"}))
 def test_learner_file_reaching_into_the_harness_is_refused(probe_run, probe):
     numbers, out = probe_run
     n = numbers[probe]
@@ -299,6 +303,14 @@ def test_learner_file_opening_the_reference_is_refused(probe_run):
     line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_double ")
     assert line.startswith("FAILED") and "KataGuardError" in line, line
     assert "opens reference/phase1/kata.py" in line, line
+
+
+def test_learner_file_writing_the_tests_is_refused(probe_run):
+    numbers, out = probe_run
+    n = numbers["rewrite_tests"]
+    line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_double ")
+    assert line.startswith("FAILED") and "KataGuardError" in line, line
+    assert f"opens katas/phase{n}/test_phase1.py" in line, line
 
 
 def test_result_equal_to_everything_is_refused(probe_run):
