@@ -25,7 +25,11 @@ def example_loss(params: dict, x, y):
 
 
 def per_example_losses(params: dict, x, y) -> jax.Array:
-    """`example_loss` for every row of x and y, shape (batch,), without a Python loop."""
+    """`example_loss` for every row of x and y, shape (batch,), for any batch size (also 1).
+
+    One batched program: no Python loop and no lax.map/scan over the examples, so the optimized
+    HLO has just the two matmuls, each over the whole batch, and no while loop.
+    """
     # TODO: one transformation maps example_loss over the batch; params are shared
     raise NotImplementedError("phase10 task 1: per_example_losses")
 
@@ -33,16 +37,20 @@ def per_example_losses(params: dict, x, y) -> jax.Array:
 def make_train_step(optimizer) -> Callable:
     """A jitted `step(params, opt_state, x, y) -> (params, opt_state, loss)`.
 
-    loss is the mean of `per_example_losses` *before* the update; the update comes from
-    `optimizer` (an optax GradientTransformation). params and opt_state are donated: the caller
-    never reads the old ones again, so XLA may write the new ones into the same buffers.
+    loss is the mean of `per_example_losses` *before* the update, a scalar; the update comes
+    from `optimizer` (any optax GradientTransformation: sgd, sgd with momentum, adam, ...)
+    applied to the gradient of that mean loss, and the returned opt_state is the optimizer's new
+    state, which the next call continues from. params and opt_state (every leaf) are donated:
+    the caller never reads the old ones again, so XLA may write the new ones into the same
+    buffers. The batch is not donated (no output could reuse it).
     """
     # TODO: value_and_grad, optimizer.update, optax.apply_updates; jit with donate_argnums
     raise NotImplementedError("phase10 task 2: make_train_step")
 
 
 def fusion_count(compiled) -> int:
-    """How many fusion instructions the optimized HLO of `compiled` has (any kind)."""
+    """How many fusion instructions the optimized HLO of `compiled` has (any kind, kLoop or
+    kCustom, in every computation: ENTRY, while bodies, ...), counted by opcode."""
     # TODO: parse compiled.as_text(); count by opcode in every computation
     raise NotImplementedError("phase10 task 3: fusion_count")
 
@@ -51,20 +59,31 @@ def aliased_parameters(compiled) -> list[int]:
     """Sorted numbers of the ENTRY parameters whose buffers an output may reuse.
 
     The module header says it: `input_output_alias={ {output index}: (parameter, ...), ... }`.
+    Parameter numbers count the flattened leaves of every argument jit kept, so donated params
+    are not always parameters 0..n-1 (a `step(x, y, params, state)` donates 2, 3, ...; donating
+    only the state skips the params). Each number once, ascending; `[]` without donation.
     """
     # TODO: read the module attribute, collect the parameter numbers
     raise NotImplementedError("phase10 task 4: aliased_parameters")
 
 
 def flops_per_step(compiled) -> float:
-    """Floating-point operations per call, as XLA's cost model counts them."""
+    """Floating-point operations per call, as XLA's cost model counts them.
+
+    Only "flops": transcendentals (tanh, exp, sqrt) are a separate count, not added. A program
+    with no arithmetic (a bare transpose) costs 0.0 flops.
+    """
     # TODO: one method of the compiled object; it returns a dict
     raise NotImplementedError("phase10 task 5: flops_per_step")
 
 
 def transpose_counts(step, *args) -> tuple[int, int]:
     """(transpose equations in the jaxpr of `step`, nested jaxprs included,
-    transpose instructions in the optimized HLO of `jax.jit(step)`) for these args."""
+    transpose instructions in the optimized HLO of `jax.jit(step)`) for these args.
+
+    Nested means every inner jaxpr: a jit inside, scan and while bodies, cond branches. In the
+    HLO count the opcode in every computation, fused computations included.
+    """
     # TODO: a primitive census of the jaxpr, an opcode count of the compiled module
     raise NotImplementedError("phase10 task 6: transpose_counts")
 
@@ -73,7 +92,9 @@ def absorbed_transposes(compiled) -> int:
     """How many 2-D dots read an operand transposed through their dimension numbers.
 
     A plain `a @ b` contracts a's last dimension with b's first: lhs_contracting_dims={1},
-    rhs_contracting_dims={0}. Count dots (in every computation) that contract anything else.
+    rhs_contracting_dims={0}. Count dots (in every computation: fused computations and loop
+    bodies too) that contract anything else, on either side. Every dot in the programs the
+    tests pass is a matrix times a matrix.
     """
     # TODO: dot instructions' attributes tell which dimensions they contract
     raise NotImplementedError("phase10 task 7: absorbed_transposes")
