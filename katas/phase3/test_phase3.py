@@ -82,7 +82,8 @@ def branches(p, x, n):
 # A hand-written module (checked against XLA's parser below): ENTRY is not the last computation,
 # its parameters are declared out of number order, parameter 1 is a tuple, parameter 0 a scalar,
 # parameter 2 is used only by dead code, the ROOT is not ENTRY's last line, a kLoop fusion's
-# computation holds a kInput fusion whose reduce calls a reducer, and `four` appears twice.
+# computation holds a kInput fusion whose reduce calls a reducer, the constant 4 appears twice,
+# and an uncalled computation holds pred, f16 and 2-D constants.
 HAND_WRITTEN = (
     "HloModule hand_written, entry_computation_layout={(f32[], (f32[2,3]{0,1}, s32[]), "
     "f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}\n" + """
@@ -133,6 +134,9 @@ ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) ->
 %spare (z: s32[]) -> s32[] {
   %z = s32[] parameter(0)
   %cut = s32[] constant(4)
+  %flag = pred[] constant(true)
+  %grid = s32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })
+  %quarter = f16[] constant(0.25)
   ROOT %fewer = s32[] subtract(%z, %cut)
 }
 """)
@@ -690,7 +694,8 @@ def test_constants_of_every_dtype_and_computation(kata):
             assert found[constant] == 1, f"{constant} (branch, int or bf16 code) x{found[constant]}"
     hand = Counter(_constants(kata, "hand"))
     expected = Counter({("f32[]", "0"): 1, ("f32[]", "0.5"): 1, ("f32[2]{0}", "{1, -2}"): 1,
-                        ("s32[]", "4"): 2})
+                        ("s32[]", "4"): 2, ("pred[]", "true"): 1, ("f16[]", "0.25"): 1,
+                        ("s32[2,2]{1,0}", "{ { 1, 2 }, { 3, 4 } }"): 1})
     with check:
         assert hand == expected, f"hand-written module: got {dict(hand)}, expected {dict(expected)}"
 
