@@ -130,8 +130,9 @@ def _step_args(size: str = "wide", optimizer: str = "momentum"):
 
 @cache
 def _compiled_step(donate: bool = True):
-    jitted = jax.jit(_step, donate_argnums=(0, 1) if donate else ())
-    return jitted.lower(*_step_args()).compile()
+    if donate:
+        return _compiled_alias(0)  # the same program
+    return jax.jit(_step).lower(*_step_args()).compile()
 
 
 @cache
@@ -341,18 +342,12 @@ def _returns_state_first(p, state, x, y):  # adam's count (parameter 4) is outpu
     return loss, state, new_p
 
 
-def _step_loss_first(p, state, x, y):
-    new_p, state, loss = _step(p, state, x, y)
-    return loss, new_p, state  # the outputs shift by one; the donated parameters do not
-
-
 def _alias_bank():
     """(name, function, args, donate_argnums): each compiled with donation."""
     p, state, x, y = _step_args()
     ap, astate, ax, ay = _step_args("odd", "adam")
     return [
         ("momentum step", _step, (p, state, x, y), (0, 1)),
-        ("returns (loss, params, state)", _step_loss_first, (p, state, x, y), (0, 1)),
         ("batch first: step(x, y, params, state)", _batch_first, (ax, ay, ap, astate), (2, 3)),
         ("only the state donated", _step, (p, state, x, y), (1,)),
         ("returns (loss, state, params)", _returns_state_first, (ap, astate, ax, ay), (0, 1)),
@@ -393,17 +388,17 @@ def test_donated_buffers_are_aliased(kata):
 
 @pytest.mark.task("aliased_parameters")
 def test_parameters_not_output_indices(kata):
-    got = kata.aliased_parameters(_compiled_alias(1))
-    donated = len(jax.tree.leaves(_step_args()[:2]))
+    got = kata.aliased_parameters(_compiled_alias(3))
+    donated = len(jax.tree.leaves(_step_args("odd", "adam")[:2]))
     assert got == list(range(donated)), (
-        f"got {got}: this step returns (loss, params, state), so output {{1}} reuses "
-        f"parameter 0; answer with the parameter numbers 0..{donated - 1}, not output indices")
+        f"got {got}: this step returns (loss, state, params), so output {{1}} reuses "
+        f"a parameter; answer with the parameter numbers 0..{donated - 1}, not output indices")
 
 
 @pytest.mark.task("aliased_parameters")
 def test_parameter_numbers_not_a_count(kata):
-    batch_first = kata.aliased_parameters(_compiled_alias(2))
-    state_only = kata.aliased_parameters(_compiled_alias(3))
+    batch_first = kata.aliased_parameters(_compiled_alias(1))
+    state_only = kata.aliased_parameters(_compiled_alias(2))
     params = len(jax.tree.leaves(_step_args()[0]))
     with check:
         assert batch_first and batch_first[0] == 2, (
