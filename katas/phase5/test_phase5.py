@@ -155,6 +155,7 @@ def test_jvp_gives_value_and_jacobian_times_tangent(kata):
                                          for a, p, t in all_cases])(cases)
     for (m, n), (A, x, v), result in zip(F_SHAPES, cases, results, strict=True):
         assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
+        assert all(isinstance(r, jax.Array) for r in result), "expected two arrays"
         with check:
             np.testing.assert_allclose(np.asarray(result[0]), np.sin(A @ x) * (x @ x),
                                        rtol=RTOL, atol=ATOL, err_msg=f"primal f(x), A {m}x{n}")
@@ -186,6 +187,8 @@ def test_vjp_gives_cotangent_times_jacobian(kata):
     results = jax.jit(lambda all_cases: [kata.vjp_cotangent(partial(_f, a), p, c)
                                          for a, p, c in all_cases])(cases)
     for (m, n), (A, x, ct), x_bar in zip(F_SHAPES, cases, results, strict=True):
+        assert isinstance(x_bar, jax.Array), (
+            f"expected one array shaped like x, got {type(x_bar).__name__}")
         with check:
             assert tuple(x_bar.shape) == (n,), f"A {m}x{n}: shape {x_bar.shape}, expected x's"
         with check:
@@ -235,6 +238,7 @@ def test_jacobian_both_modes_match_numpy(kata):
         expected = w2 @ ((1 - np.tanh(w1 @ x) ** 2)[:, None] * w1)
         both = jax.jit(lambda v, f=f: (kata.jacobian(f, v, "fwd"), kata.jacobian(f, v, "rev")))(x)
         for mode, got in zip(("fwd", "rev"), both, strict=True):
+            assert isinstance(got, jax.Array), f"{mode}: expected an array, got {type(got)}"
             with check:
                 assert tuple(got.shape) == expected.shape, (
                     f"{shape} {mode}: shape {got.shape}, expected (outputs, inputs) "
@@ -431,6 +435,7 @@ def test_batched_matvec_values(kata):
     for in_axes in IN_AXES_CASES:
         W, vs, expected = _matvec_case(in_axes)
         got = jax.jit(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        assert isinstance(got, jax.Array), f"expected an array, got {type(got).__name__}"
         with check:
             assert tuple(got.shape) == expected.shape, (
                 f"in_axes={in_axes}: shape {got.shape}, expected (batch, m) {expected.shape}")
@@ -516,6 +521,7 @@ def test_per_example_grads_match_a_loop_of_grads(kata):
     for (batch, _), case, got in zip(shapes, cases, results, strict=True):
         expected = _loop_of_grads(*case)
         assert isinstance(got, dict) and set(got) == set(expected), "expected a dict like params"
+        assert all(isinstance(leaf, jax.Array) for leaf in got.values()), "expected array leaves"
         for name, value in expected.items():
             with check:
                 assert tuple(got[name].shape) == value.shape, (
