@@ -385,3 +385,15 @@ def changed_by_index(timeline, opcode):
         if timeline[index][1].get(opcode, 0) != timeline[index - 1][1].get(opcode, 0):
             return timeline[index][0]
     return None
+
+
+@decoy("shared_subexpression", caught_by=["test_cse_removes_the_repeated_add"],
+       why="distributes the second product: 3 adds, but none repeated for CSE to merge")
+def cse_distributed(a, b, c, d):
+    return (a + b) * c + (a * d + b * d)
+
+
+@decoy("attention_scores", caught_by=["test_transpose_folds_into_the_dot"],
+       why="dot_general contracting k's dim 1 by hand: no transpose for XLA to fold")
+def scores_dot_general(q, k):
+    return lax.dot_general(q, k, (((1,), (1,)), ((), ())))
