@@ -254,7 +254,7 @@ def test_jacobian_modes_push_different_bases(kata):
         n, _, m = SHAPES[shape]
         f, x, _, _ = _two_layer(*SHAPES[shape])
         for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
-            jaxpr = jax.make_jaxpr(lambda v, mode=mode: kata.jacobian(f, v, mode))(x)
+            jaxpr = jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode))(x)
             census = primitive_census(jaxpr)
             shapes = {tuple(v.aval.shape) for e in iter_eqns(jaxpr)
                       if e.primitive.name == "dot_general" for v in e.invars}
@@ -432,9 +432,12 @@ def _matvec_data():
 
 @pytest.mark.task("batched_matvec")
 def test_batched_matvec_values(kata):
-    for in_axes in IN_AXES_CASES:
-        W, vs, expected = _matvec_case(in_axes)
-        got = jax.jit(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+    axes = list(IN_AXES_CASES)
+    cases = [_matvec_case(in_axes) for in_axes in axes]
+    results = jax.jit(lambda arrays: [kata.batched_matvec(w, v, a)
+                                      for a, (w, v) in zip(axes, arrays, strict=True)])(
+        [(W, vs) for W, vs, _ in cases])
+    for in_axes, (_, _, expected), got in zip(axes, cases, results, strict=True):
         assert isinstance(got, jax.Array), f"expected an array, got {type(got).__name__}"
         with check:
             assert tuple(got.shape) == expected.shape, (

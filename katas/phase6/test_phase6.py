@@ -101,7 +101,8 @@ def _bf16(*shape):
 COST_BANK = {
     "bf16 exp chain": (_chain, lambda: (_bf16(48, 40),)),
     "f16 matmul, tanh": (lambda a, b: jnp.tanh(a @ b),
-                         lambda: (_rng_array((24, 40), np.float16), _rng_array((40, 8), np.float16))),
+                         lambda: (_rng_array((24, 40), np.float16),
+                                  _rng_array((40, 8), np.float16))),
     "int8 widened products": (lambda a, b: (a.astype(jnp.int32) * b).sum(axis=0),
                               lambda: (_rng_array((36, 20), np.int8),
                                        _rng_array((36, 20), np.int8, seed=1))),
@@ -361,8 +362,11 @@ def _alias_hlo(name) -> str:
 
 # Hand-written, checked against XLA's own parser below: a must-alias entry, a parameter index
 # inside a tuple parameter, output indices out of order.
-HANDWRITTEN_ALIAS = """\
-HloModule handwritten, input_output_alias={ {0}: (1, {}, may-alias), {2}: (0, {1}, must-alias) }, entry_computation_layout={((f32[2]{0}, f32[3]{0}), f32[4]{0})->(f32[4]{0}, s32[], f32[3]{0})}
+HANDWRITTEN_ALIAS = (
+    "HloModule handwritten, "
+    "input_output_alias={ {0}: (1, {}, may-alias), {2}: (0, {1}, must-alias) }, "
+    "entry_computation_layout={((f32[2]{0}, f32[3]{0}), f32[4]{0})->(f32[4]{0}, s32[], f32[3]{0})}"
+) + """
 
 ENTRY %main (pair: (f32[2], f32[3]), v: f32[4]) -> (f32[4], s32[], f32[3]) {
   %pair = (f32[2]{0}, f32[3]{0}) parameter(0)
@@ -447,8 +451,10 @@ def test_naive_temp_skips_views_and_fused_bodies(kata):
 
 # Hand-written modules, checked against XLA's own parser, with the expected total worked out
 # by hand in the comments.
-NAIVE_TUPLE_ROOT = """\
-HloModule tuple_root, entry_computation_layout={(bf16[8,6]{1,0}, s8[6]{0})->(bf16[8,6]{1,0}, f32[8]{0})}
+NAIVE_TUPLE_ROOT = (
+    "HloModule tuple_root, "
+    "entry_computation_layout={(bf16[8,6]{1,0}, s8[6]{0})->(bf16[8,6]{1,0}, f32[8]{0})}"
+) + """
 
 %add_f32 (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
