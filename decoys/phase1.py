@@ -68,16 +68,6 @@ def init_params_uniform(key, in_dim, hidden, out_dim):
 
 
 @decoy("init_params", caught_by=["test_init_params_values"],
-       why="makes its own key, so every key gives the same params")
-def init_params_fixed_key(key, in_dim, hidden, out_dim):
-    k1, k2 = jax.random.split(jax.random.key(0))
-    return {"w1": jax.random.normal(k1, (in_dim, hidden)) / jnp.sqrt(in_dim),
-            "b1": jnp.zeros(hidden),
-            "w2": jax.random.normal(k2, (hidden, out_dim)) / jnp.sqrt(hidden),
-            "b2": jnp.zeros(out_dim)}
-
-
-@decoy("init_params", caught_by=["test_init_params_values"],
        why="draws w1 from the parent key and splits only for w2 (the key is used twice)")
 def init_params_reuses_parent(key, in_dim, hidden, out_dim):
     _, k2 = jax.random.split(key)
@@ -100,9 +90,11 @@ def init_params_one_subkey(key, in_dim, hidden, out_dim):
 @accepted("init_params", why="four subkeys, the layers take the last two, lax.rsqrt for the scale")
 def init_params_four_keys(key, in_dim, hidden, out_dim):
     keys = jax.random.split(key, 4)
-    return {"w1": jax.random.normal(keys[2], (in_dim, hidden), jnp.float32) * lax.rsqrt(in_dim * 1.0),
+    return {"w1": jax.random.normal(keys[2], (in_dim, hidden), jnp.float32)
+            * lax.rsqrt(in_dim * 1.0),
             "b1": jnp.zeros((hidden,), jnp.float32),
-            "w2": jax.random.normal(keys[3], (hidden, out_dim), jnp.float32) * lax.rsqrt(hidden * 1.0),
+            "w2": jax.random.normal(keys[3], (hidden, out_dim), jnp.float32)
+            * lax.rsqrt(hidden * 1.0),
             "b2": jnp.zeros((out_dim,), jnp.float32)}
 
 
@@ -130,20 +122,6 @@ def forward_leaky(params, x):
     return hidden @ params["w2"] + params["b2"]
 
 
-@decoy("mlp_forward", caught_by=["test_mlp_forward_matches_numpy"],
-       why="relu6 (clips at 6) instead of relu")
-def forward_relu6(params, x):
-    hidden = jnp.clip(x @ params["w1"] + params["b1"], 0.0, 6.0)
-    return hidden @ params["w2"] + params["b2"]
-
-
-@decoy("mlp_forward", caught_by=["test_mlp_forward_matches_numpy"],
-       why="adds the first bias after the relu")
-def forward_bias_after_relu(params, x):
-    hidden = jax.nn.relu(x @ params["w1"]) + params["b1"]
-    return hidden @ params["w2"] + params["b2"]
-
-
 @decoy("mlp_forward", caught_by=["test_mlp_forward_keeps_the_dtype"],
        why="computes in float32 whatever the inputs' dtype")
 def forward_float32(params, x):
@@ -165,21 +143,16 @@ def forward_where(params, x):
     return jnp.where(h > 0, h, 0.) @ params["w2"] + params["b2"]
 
 
-@accepted("mlp_forward", why="relu via jnp.maximum(h, 0)")
+@accepted("mlp_forward", why="relu via jnp.maximum(h, 0), jnp.dot for the matmuls")
 def forward_maximum(params, x):
-    return _forward(params, x)
+    h = jnp.maximum(jnp.dot(x, params["w1"]) + params["b1"], 0)
+    return jnp.dot(h, params["w2"]) + params["b2"]
 
 
 @accepted("mlp_forward", why="relu as h * (h > 0), matmuls as einsum")
 def forward_mask_einsum(params, x):
     h = jnp.einsum("bi,ih->bh", x, params["w1"]) + params["b1"]
     return jnp.einsum("bh,ho->bo", h * (h > 0), params["w2"]) + params["b2"]
-
-
-@accepted("mlp_forward", why="relu via jnp.clip(h, 0), jnp.dot for the matmuls")
-def forward_clip(params, x):
-    h = jnp.clip(jnp.dot(x, params["w1"]) + params["b1"], 0)
-    return jnp.dot(h, params["w2"]) + params["b2"]
 
 
 # ------------------------------------------------------------------------------------- mse_loss
@@ -233,16 +206,14 @@ def grad_of_sum(params, x, y):
     return _mse(params, x, y), jax.grad(loss)(params)
 
 
-@decoy("loss_and_grad", caught_by=["test_loss_and_grad_matches_numpy",
-                                   "test_grad_matches_finite_differences"],
+@decoy("loss_and_grad", caught_by=["test_grad_matches_finite_differences"],
        why="returns the descent direction (minus the gradient)")
 def grad_negated(params, x, y):
     loss, grads = jax.value_and_grad(_mse)(params, x, y)
     return loss, jax.tree.map(lambda g: -g, grads)
 
 
-@decoy("loss_and_grad", caught_by=["test_loss_and_grad_matches_numpy",
-                                   "test_grad_matches_finite_differences"],
+@decoy("loss_and_grad", caught_by=["test_loss_and_grad_matches_numpy"],
        why="(grads, loss) instead of (loss, grads)")
 def grad_swapped(params, x, y):
     loss, grads = jax.value_and_grad(_mse)(params, x, y)

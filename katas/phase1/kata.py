@@ -88,8 +88,8 @@ def python_if_error() -> type[Exception]:
 def abs_where(x):
     """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
 
-    The result has x's shape and dtype (int32 in, int32 out). The jaxpr selects (select_n);
-    jnp.abs or jnp.maximum are not the point here.
+    The result has x's shape and dtype (int32 in, int32 out). The jaxpr selects (select_n):
+    do not call jnp.abs, jnp.sign or jnp.maximum.
     """
     # TODO: a jit-safe select
     raise NotImplementedError("phase1 task 8: abs_where")

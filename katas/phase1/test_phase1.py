@@ -95,7 +95,8 @@ def _parent_draws(seed: int) -> dict[str, np.ndarray]:
 def test_init_params_shapes_and_dtypes(kata):
     for _, n_in, hidden, out in SHAPES:
         # eval_shape traces without compiling: shapes and dtypes, no values
-        params = jax.eval_shape(lambda k: kata.init_params(k, n_in, hidden, out), jax.random.key(0))
+        init = functools.partial(kata.init_params, in_dim=n_in, hidden=hidden, out_dim=out)
+        params = jax.eval_shape(init, jax.random.key(0))
         _check_keys(params)
         shapes = {name: tuple(value.shape) for name, value in params.items()}
         expected = {"w1": (n_in, hidden), "b1": (hidden,), "w2": (hidden, out), "b2": (out,)}
@@ -156,13 +157,14 @@ def test_init_params_values(kata):
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_matches_numpy(kata):
     forward = jax.jit(kata.mlp_forward)
-    for seed, shape in enumerate(SHAPES):
-        order = KEYS if seed % 2 == 0 else ("b2", "w2", "b1", "w1")
+    for seed, shape in enumerate(SHAPES[1:]):  # size 1 everywhere it can be; odd, non-square
+        order = KEYS if seed % 2 else ("b2", "w2", "b1", "w1")  # dicts in any key order
         params, x, _ = _data(seed, shape, order=order)
         out = np.asarray(forward(params, x))
         expected = _np_forward(params, x)
         with check:
-            assert out.shape == expected.shape, f"{shape}: output {out.shape}, expected {expected.shape}"
+            assert out.shape == expected.shape, (
+                f"{shape}: output {out.shape}, expected {expected.shape}")
         if out.shape == expected.shape:
             with check:
                 np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3,
@@ -204,7 +206,7 @@ def test_mlp_forward_is_a_pure_differentiable_function(kata):
 # ------------------------------------------------------------------------------------- mse_loss
 
 @pytest.mark.task("mse_loss")
-@VALUES
+@settings(VALUES, max_examples=4)
 @given(batch=st.integers(1, 9), out=st.integers(2, 5), seed=st.integers(0, 2**16))
 def test_mse_loss_matches_numpy(kata, batch, out, seed):
     params, x, y = _data(seed, (batch, 3, 5, out))
@@ -232,13 +234,14 @@ def _loss_and_grad(kata, params, x, y):
     assert isinstance(result, tuple) and len(result) == 2, "expected a pair (loss, grads)"
     loss, grads = result
     assert np.shape(loss) == (), f"the first item has shape {np.shape(loss)}: the loss is a scalar"
-    assert isinstance(grads, dict), f"grads is a {type(grads).__name__}, expected a dict like params"
+    assert isinstance(grads, dict), (
+        f"grads is a {type(grads).__name__}, expected a dict like params")
     return float(loss), grads
 
 
 @pytest.mark.task("loss_and_grad")
 def test_loss_and_grad_matches_numpy(kata):
-    for seed, shape in enumerate(SHAPES):
+    for seed, shape in enumerate(SHAPES[1:]):  # size 1 and odd; finite differences use SHAPES[0]
         params, x, y = _data(seed, shape)
         loss, grads = _loss_and_grad(kata, params, x, y)
         expected = _np_grads(params, x, y)
@@ -330,7 +333,9 @@ def test_power_jit_is_compiled_with_n_baked_in(kata):
 
 # ------------------------------------------------------------------------------- predict_traces
 
+@functools.cache  # a measurement of test-owned programs: the same for every variant
 def _count(scenario: str) -> int:
+    jax.clear_caches()
     calls: list = []
 
     def g(x):
@@ -371,7 +376,6 @@ def test_predict_traces_matches_measurement(kata):
     predicted = kata.predict_traces()
     assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
     for scenario in SCENARIOS:
-        jax.clear_caches()
         measured = _count(scenario)
         with check:
             assert predicted.get(scenario) == measured, (
@@ -430,7 +434,8 @@ def test_abs_where_values_under_jit(kata):
 
 @pytest.mark.task("abs_where")
 @VALUES
-@given(values=st.lists(st.floats(-1e6, 1e6, width=32, allow_subnormal=False), min_size=1, max_size=6))
+@given(values=st.lists(st.floats(-1e6, 1e6, width=32, allow_subnormal=False), min_size=6,
+                       max_size=6))  # one shape: one compile
 def test_abs_where_any_floats(kata, values):
     x = np.array(values, np.float32)
     np.testing.assert_array_equal(np.asarray(jax.jit(kata.abs_where)(x)), np.abs(x))

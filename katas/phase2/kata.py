@@ -33,7 +33,8 @@ def primitive_census(jaxpr) -> Counter:
 
     Nested jaxprs hide in params such as `jaxpr` (jit, scan, remat), `call_jaxpr`
     (custom_jvp_call, custom_vjp_call, closed calls), `branches` (cond and switch: a tuple),
-    `cond_jaxpr` and `body_jaxpr` (while), at any depth. The nesting equation itself counts too
+    `cond_jaxpr` and `body_jaxpr` (while), `jaxprs` (custom_linear_solve: a named tuple of
+    four), at any depth. The nesting equation itself counts too
     (one `cond` plus what each of its branches contains). Count per equation: a jitted function
     called twice shares one jaxpr object between two `jit` equations, and its contents count
     twice. Functions kept in params (a custom_vjp's fwd/bwd) are not jaxprs: skip them.

@@ -79,8 +79,8 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
             continue
         params, x = _mlp_args(shape, dtype, seed)
         jaxpr = kata.mlp_jaxpr(params, x)
+        census = library_census(jaxpr)  # a TypeError for what is not a jaxpr
         _is_jaxpr(jaxpr, name)
-        census = library_census(jaxpr)
         for primitive, count in (("dot_general", 2), ("max", 1)):
             with check:
                 assert census[primitive] == count, (
@@ -133,7 +133,13 @@ def _census_programs():
         c = closed_call_p.bind(x.sum(), call_jaxpr=inner)[0]
         return a + b + c
 
+    def linear_solve(b):
+        return lax.custom_linear_solve(lambda v: v * 2.0, b, solve=lambda m, r: r / 2.0,
+                                       symmetric=True)
+
     return {
+        "custom_linear_solve (jaxprs in a named tuple)": (
+            jax.make_jaxpr(linear_solve)(xs), {"custom_linear_solve": 1, "mul": 2, "div": 2}),
         "cond (2 branches)": (jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(one),
                               {"cond": 1, "sin": 1, "cos": 1}),
         "jit in jit in jit": (jax.make_jaxpr(lambda x: jax.jit(nested_jit)(x))(one),
@@ -314,7 +320,10 @@ def _dead_inside_only(x):
     return pair[0] + looped[1]
 
 
-def _unused(kata, fn, arg=F32(1.0)):
+ONE = F32(1.0)
+
+
+def _unused(kata, fn, arg=ONE):
     got = kata.unused_equations(jax.make_jaxpr(fn)(arg))
     assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
     return got
