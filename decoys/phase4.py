@@ -20,16 +20,14 @@ def _counts(path: Path) -> Counter:
     return Counter(i.opcode for c in parse_hlo(path.read_text()) for i in c)
 
 
-@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED,
-                            "test_stages_of_several_programs"],
+@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED],
        why="'after' is the unoptimized HLO, before any pass ran")
 def stages_unoptimized(f, *args):
     lowered = jax.jit(f).lower(*args)
     return lowered.as_text(), lowered.as_text(dialect="hlo")
 
 
-@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized",
-                            "test_stages_of_several_programs"],
+@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized"],
        why="'before' is unoptimized HLO, already simplified by the conversion")
 def stages_hlo_before(f, *args):
     lowered = jax.jit(f).lower(*args)
