@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ATTRIBUTE = "__kata_decoy__"
+MIN_DECOYS = 2  # per task: one wrong answer is one example of being wrong
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,9 @@ from rich.table import Table
 
 from kata_harness import curriculum, loading
 from kata_harness.curriculum import Phase, Task
+from kata_harness.decoys import MIN_DECOYS
 
 from .errors import RunError
-
-MIN_DECOYS = 2
 
 
 @dataclass(slots=True)

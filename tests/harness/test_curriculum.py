@@ -1,5 +1,5 @@
 """The curriculum checks itself: stubs and references match, every task has a TODO, hints,
-tests and a decoy, and every decoy names tests that exist."""
+tests and at least two decoys, and every decoy names tests that exist."""
 
 import ast
 import inspect
@@ -7,6 +7,7 @@ import inspect
 import pytest
 
 from kata_harness import curriculum, guard, loading
+from kata_harness.decoys import MIN_DECOYS
 
 PHASES = curriculum.phases()
 
@@ -76,7 +77,8 @@ def test_every_task_has_hints_tests_and_decoys(phase):
         assert len(task.hints) >= 2, f"{task.id}: at least two hint levels"
         assert all(h.strip() for h in task.hints), f"{task.id}: an empty hint"
         assert by_task.get(task.function), f"{task.id}: no test carries task('{task.function}')"
-        assert any(d.replaces == task.function for d in decoys), f"{task.id}: no decoy"
+        count = sum(d.replaces == task.function for d in decoys)
+        assert count >= MIN_DECOYS, f"{task.id}: {count} decoy(s), at least {MIN_DECOYS}"
     assert sum(len(v) for v in by_task.values()) >= 8, f"{phase.name}: at least 8 tests"
     unknown = set(by_task) - {t.function for t in phase.tasks}
     assert not unknown, f"{phase.name}: tests name unknown tasks {unknown}"
