@@ -143,8 +143,8 @@ def _one_task(phase_text: str, task_text: str | None):
     if task is None:
         task = next((t for t in phase.tasks if recipe_for(t) is not None), None)
         if task is None:
-            raise UsageError(f"nothing to show for {phase.name}: no task of it has a recipe in "
-                             "katas_cli/recipes/")
+            raise UsageError(f"nothing to show for {phase.name}: none of its tasks builds an "
+                             "array program")
     return phase, task
 
 

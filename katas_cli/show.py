@@ -49,7 +49,8 @@ def capture_task(task: Task, impl: str) -> Shown:
     recipe = recipe_for(task)
     if recipe is None:
         raise NothingToShow(f"nothing to show for {task.id} ({task.function}): it computes no "
-                            "array program of its own (no recipe in katas_cli/recipes/)")
+                            "array program of its own; read its tests in "
+                            f"katas/phase{task.phase}/ for what it is checked on")
     _configure_jax()
     from kata_harness import curriculum
 
