@@ -100,16 +100,12 @@ def _bf16(*shape):
 # tuple outputs, and duplicated work that only the compiled (CSE'd) program does once.
 COST_BANK = {
     "bf16 exp chain": (_chain, lambda: (_bf16(48, 40),)),
-    "f16 matmul, tanh": (lambda a, b: jnp.tanh(a @ b),
-                         lambda: (_rng_array((24, 40), np.float16),
-                                  _rng_array((40, 8), np.float16))),
-    "int8 widened products": (lambda a, b: (a.astype(jnp.int32) * b).sum(axis=0),
-                              lambda: (_rng_array((36, 20), np.int8),
-                                       _rng_array((36, 20), np.int8, seed=1))),
-    "exp and matmul twice (CSE), tuple out": (
+    "f16 matmul and exp, each twice (CSE), tuple out": (
         lambda a, b: ((a @ b) + (a @ b), jnp.exp(a) + jnp.exp(a)),
-        lambda: (_ones(32, 24), _ones(24, 16))),
-    "python scalar": (lambda s, v: jnp.exp(s * v), lambda: (2.0, _ones(17, 3))),
+        lambda: (_rng_array((24, 40), np.float16), _rng_array((40, 8), np.float16))),
+    "int8 widened products, python scalar": (
+        lambda s, a, b: (a.astype(jnp.int32) * b).sum(axis=0) * s,
+        lambda: (3.0, _rng_array((36, 20), np.int8), _rng_array((36, 20), np.int8, seed=1))),
 }
 
 COST_KEYS = {"flops": "flops", "transcendentals": "transcendentals",
@@ -153,11 +149,9 @@ def test_fusion_cuts_memory_traffic(kata):
 # Step lists whose steps hold several ops, change the dtype, or reduce: op by op each step is
 # its own program fed the previous step's output (shape AND dtype).
 STEP_BANK = {
-    "dtype changes": ([lambda v: v.astype(jnp.bfloat16), jnp.exp,
-                       lambda v: v.astype(jnp.float32) * 3.0], lambda: _ones(33, 20)),
-    "bf16, two ops per step, a row sum": ([lambda v: v * 2.0 + 1.0,
-                                           lambda v: jnp.sum(v, axis=1), jnp.exp],
-                                          lambda: _bf16(40, 24)),
+    "dtype changes": ([lambda v: v.astype(jnp.bfloat16), jnp.exp], lambda: _ones(33, 20)),
+    "bf16, several ops and a row sum in one step": (
+        [lambda v: jnp.sum(v * 2.0 + 1.0, axis=1), jnp.exp], lambda: _bf16(40, 24)),
 }
 
 

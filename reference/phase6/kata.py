@@ -97,9 +97,10 @@ def _byte_size(shape) -> int:
     # A tuple-shaped result (a multi-output fusion) owns one buffer per element.
     if shape.is_tuple:
         return sum(_byte_size(element) for element in shape.elements)
-    dtype = shape.dtype
-    bits = 8 if dtype == "pred" else int(re.match(r"[a-z]+?(\d+)", dtype).group(1))
-    return math.prod(shape.dims) * -(-bits // 8)
+    width = re.match(r"[a-z]+?(\d+)", shape.dtype)
+    if width is None:  # pred is one byte; a token holds no data
+        return math.prod(shape.dims) if shape.dtype == "pred" else 0
+    return math.prod(shape.dims) * -(-int(width.group(1)) // 8)
 
 
 def naive_temp_bytes(hlo_text: str) -> int:
