@@ -397,3 +397,22 @@ def cond_closure(x):
 @accepted("abs_cond", why="lax.switch on the sign (also a cond in the jaxpr)")
 def cond_switch(x):
     return lax.switch((x > 0).astype(jnp.int32), [lambda v: -v, lambda v: v], x)
+
+
+@decoy("init_params", caught_by=["test_init_params_values"],
+       why="draws w1 from a subkey, then splits that same subkey for w2 (the subkey is reused)")
+def init_params_reuses_subkey(key, in_dim, hidden, out_dim):
+    k1, _ = jax.random.split(key)
+    return {"w1": jax.random.normal(k1, (in_dim, hidden)) / jnp.sqrt(in_dim),
+            "b1": jnp.zeros(hidden),
+            "w2": jax.random.normal(jax.random.split(k1)[0], (hidden, out_dim)) / jnp.sqrt(hidden),
+            "b2": jnp.zeros(out_dim)}
+
+
+@accepted("init_params", why="the `key, sub = split(key)` pattern, once per layer")
+def init_params_rolling_key(key, in_dim, hidden, out_dim):
+    key, sub = jax.random.split(key)
+    w1 = jax.random.normal(sub, (in_dim, hidden)) / jnp.sqrt(in_dim)
+    key, sub = jax.random.split(key)
+    w2 = jax.random.normal(sub, (hidden, out_dim)) / jnp.sqrt(hidden)
+    return {"w1": w1, "b1": jnp.zeros(hidden), "w2": w2, "b2": jnp.zeros(out_dim)}

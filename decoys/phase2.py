@@ -174,6 +174,18 @@ def census_with_stack(jaxpr):
     return census
 
 
+@accepted("primitive_census", why="jax.extend.core.jaxprs_in_params finds the nested jaxprs")
+def census_jaxprs_in_params(jaxpr):
+    import jax.extend
+
+    census = Counter()
+    for eqn in jaxpr.eqns:
+        census[eqn.primitive.name] += 1
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            census += census_jaxprs_in_params(sub)
+    return census
+
+
 # ------------------------------------------------------------------------------------- io_avals
 
 @decoy("io_avals", caught_by=["test_io_avals_on_varied_programs", "test_io_avals_read_dtypes"],

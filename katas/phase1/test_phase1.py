@@ -82,13 +82,50 @@ def _check_keys(params):
     assert sorted(params) == sorted(KEYS), f"keys {sorted(params)}, expected {sorted(KEYS)}"
 
 
+def _key_tree() -> list[tuple[str, int | None]]:
+    """Keys a learner may draw from: the given key, split(key, n)[i], split(split(key, n)[i])[j].
+    Each node is (label, index of the key it was split from)."""
+    nodes: list[tuple[str, int | None]] = [("the key you were given", None)]
+    for n in (2, 3, 4):
+        for i in range(n):
+            nodes.append((f"split(key, {n})[{i}]", 0))
+            child = len(nodes) - 1
+            nodes += [(f"split(split(key, {n})[{i}])[{j}]", child) for j in range(2)]
+    return nodes
+
+
 @functools.cache
-def _parent_draws(seed: int) -> dict[str, np.ndarray]:
-    """What drawing w1 and w2 straight from the parent key would give (a test-owned program)."""
+def _key_tree_draws(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """normal(k, w1's shape) and normal(k, w2's shape) for every key of _key_tree (one program)."""
     n_in, hidden, out = WIDE
-    parent = jax.random.key(seed)
-    return {"w1": np.asarray(jax.random.normal(parent, (n_in, hidden))) / np.sqrt(n_in),
-            "w2": np.asarray(jax.random.normal(parent, (hidden, out))) / np.sqrt(hidden)}
+
+    def draws(parent):
+        keys = [parent]
+        for n in (2, 3, 4):
+            for k in jax.random.split(parent, n):
+                keys += [k, *jax.random.split(k)]
+        stacked = jax.random.wrap_key_data(jax.numpy.stack([jax.random.key_data(k) for k in keys]))
+        return jax.vmap(lambda k: (jax.random.normal(k, (n_in, hidden)),
+                                   jax.random.normal(k, (hidden, out))))(stacked)
+
+    first, second = jax.jit(draws)(jax.random.key(seed))
+    return np.asarray(first), np.asarray(second)
+
+
+def _drawn_from(values: np.ndarray, candidates: np.ndarray) -> int | None:
+    """Which key of _key_tree gave these (unscaled) values, if any."""
+    for index, candidate in enumerate(candidates):
+        if np.allclose(values, candidate, rtol=1e-3, atol=1e-4):
+            return index
+    return None
+
+
+def _lineage(index: int) -> set[int]:
+    nodes, found = _key_tree(), set()
+    while index is not None:
+        found.add(index)
+        index = nodes[index][1]
+    return found
 
 
 @pytest.mark.task("init_params")
@@ -138,10 +175,23 @@ def test_init_params_values(kata):
         with check:
             assert not np.array_equal(params[name], other[name]), (
                 f"{name}: another key must give other params")
+    # a key is used once: not drawn from and also split, not drawn from twice
+    tree, draws = _key_tree(), _key_tree_draws(3)
+    source = {name: _drawn_from(params[name] * np.sqrt(fan_in), candidates)
+              for (name, fan_in), candidates in zip((("w1", n_in), ("w2", hidden)), draws,
+                                                    strict=True)}
+    for name, index in source.items():
         with check:
-            assert not np.allclose(params[name], _parent_draws(3)[name], rtol=1e-3, atol=1e-6), (
+            assert index != 0, (
                 f"{name} is drawn from the key you were given; split it and draw from the "
-                "subkeys (a key is used once)")
+                "subkeys (a key is used once: drawing from it and splitting it reuses it)")
+    if source["w1"] is not None and source["w2"] is not None:
+        first, second = source["w1"], source["w2"]
+        related = first in _lineage(second) or second in _lineage(first)
+        with check:
+            assert not related, (
+                f"w1 comes from {tree[first][0]} and w2 from {tree[second][0]}: one key drawn "
+                "from and split (or drawn from twice); give each layer its own subkey")
     # in == out: w1 and w2 hold as many values; drawn from one key they are the same numbers
     z1 = params["w1"].ravel() * np.sqrt(n_in)
     z2 = params["w2"].ravel() * np.sqrt(hidden)
