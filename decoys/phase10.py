@@ -86,19 +86,19 @@ def _train_step(optimizer, donate_argnums):
     return jax.jit(step, donate_argnums=donate_argnums)
 
 
-@decoy("make_train_step", caught_by=["test_adam_steps_match_numpy_and_donate"],
+@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
        why="jits without donation: every step allocates new params and state")
 def step_without_donation(optimizer):
     return _train_step(optimizer, ())
 
 
-@decoy("make_train_step", caught_by=["test_adam_steps_match_numpy_and_donate"],
+@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
        why="donates the batch too: no output can reuse it, JAX warns")
 def step_donates_everything(optimizer):
     return _train_step(optimizer, (0, 1, 2, 3))
 
 
-@decoy("make_train_step", caught_by=["test_adam_steps_match_numpy_and_donate"],
+@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
        why="donates the params only: adam's moments are copied every step")
 def step_donates_params_only(optimizer):
     return _train_step(optimizer, (0,))
@@ -128,7 +128,7 @@ def step_loss_after(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_adam_steps_match_numpy_and_donate"],
+@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
        why="plain SGD written by hand at the README's learning rate, the optimizer ignored")
 def step_hand_sgd(optimizer):
     def step(params, opt_state, x, y):
@@ -138,13 +138,28 @@ def step_hand_sgd(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_adam_steps_match_numpy_and_donate"],
+@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
        why="returns the optimizer state it was given: momentum and adam's moments never move")
 def step_stale_state(optimizer):
     def step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(_loss)(params, x, y)
         updates, new_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), jax.tree.map(jnp.copy, opt_state), loss
+
+    return jax.jit(step, donate_argnums=(0, 1))
+
+
+@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
+       why="calls optimizer.update without params: fine for sgd and adam, wrong for adamw")
+def step_update_without_params(optimizer):
+    def step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(_loss)(params, x, y)
+        try:
+            updates, opt_state = optimizer.update(grads, opt_state)
+        except ValueError:  # adamw refuses; a learner falls back to zeros for params
+            zeros = jax.tree.map(jnp.zeros_like, params)
+            updates, opt_state = optimizer.update(grads, opt_state, zeros)
+        return optax.apply_updates(params, updates), opt_state, loss
 
     return jax.jit(step, donate_argnums=(0, 1))
 

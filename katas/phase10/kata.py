@@ -38,11 +38,12 @@ def make_train_step(optimizer) -> Callable:
     """A jitted `step(params, opt_state, x, y) -> (params, opt_state, loss)`.
 
     loss is the mean of `per_example_losses` *before* the update, a scalar; the update comes
-    from `optimizer` (any optax GradientTransformation: sgd, sgd with momentum, adam, ...)
-    applied to the gradient of that mean loss, and the returned opt_state is the optimizer's new
-    state, which the next call continues from. params and opt_state (every leaf) are donated:
-    the caller never reads the old ones again, so XLA may write the new ones into the same
-    buffers. The batch is not donated (no output could reuse it).
+    from `optimizer` (any optax GradientTransformation: sgd, sgd with momentum, adam, adamw,
+    whose weight decay reads the params) applied to the gradient of that mean loss, and the
+    returned opt_state is the optimizer's new state, which the next call continues from.
+    params and opt_state (every leaf) are donated: the caller never reads the old ones again,
+    so XLA may write the new ones into the same buffers. The batch is not donated (no output
+    could reuse it).
     """
     # TODO: value_and_grad, optimizer.update, optax.apply_updates; jit with donate_argnums
     raise NotImplementedError("phase10 task 2: make_train_step")

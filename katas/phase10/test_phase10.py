@@ -1,7 +1,7 @@
 """Phase 10 tests: training values against NumPy, HLO facts from parsed modules.
 
-Every task sees several model sizes (odd widths, a batch of one), several optimizers (plain sgd,
-sgd with momentum, adam) and several programs (a step, a forward pass, two steps in a fori_loop,
+Every task sees several model sizes (odd widths, a batch of one), several optimizers (sgd with
+momentum, adam, adamw) and several programs (a step, a forward pass, two steps in a fori_loop,
 steps whose signature puts the batch first or returns things in another order). Oracles: NumPy
 (losses, gradients by hand, the optimizers' update rules), ``cost_analysis()``,
 ``memory_analysis()``, JAX's flattening of the donated arguments, and programs built so the
@@ -62,27 +62,28 @@ def _np_grads(p, x, y):
             "b1": d_hidden.sum(0)}
 
 
-# NumPy versions of the update rules: (name, optax optimizer, init state, update).
+# NumPy versions of the update rules: (init state, update(grads, state, step number, params)).
 def _np_sgd_momentum(lr, momentum):
-    def update(grads, trace, _):
+    def update(grads, trace, _count, _params):
         trace = {k: grads[k] + momentum * trace[k] for k in grads}
         return {k: -lr * trace[k] for k in grads}, trace
     return lambda p: {k: np.zeros_like(v) for k, v in p.items()}, update
 
 
-def _np_adam(lr, b1=0.9, b2=0.999, eps=1e-8):
-    def update(grads, state, count):
+def _np_adamw(lr, weight_decay, b1=0.9, b2=0.999, eps=1e-8):
+    def update(grads, state, count, params):
         mu = {k: b1 * state[0][k] + (1 - b1) * g for k, g in grads.items()}
         nu = {k: b2 * state[1][k] + (1 - b2) * g * g for k, g in grads.items()}
-        step = {k: -lr * (mu[k] / (1 - b1 ** count))
-                / (np.sqrt(nu[k] / (1 - b2 ** count)) + eps) for k in grads}
+        step = {k: -lr * ((mu[k] / (1 - b1 ** count))
+                          / (np.sqrt(nu[k] / (1 - b2 ** count)) + eps)
+                          + weight_decay * params[k]) for k in grads}
         return step, (mu, nu)
     zeros = lambda p: {k: np.zeros_like(v) for k, v in p.items()}  # noqa: E731
     return lambda p: (zeros(p), zeros(p)), update
 
 
 TRAINING_CASES = [  # (optimizer, its NumPy rule, model size)
-    ("adam", optax.adam(0.02), _np_adam(0.02), "odd"),
+    ("adamw", optax.adamw(0.02, weight_decay=0.5), _np_adamw(0.02, 0.5), "odd"),
     ("sgd with momentum", optax.sgd(0.1, momentum=0.9), _np_sgd_momentum(0.1, 0.9), "wide"),
 ]
 
@@ -242,7 +243,7 @@ def _check_two_steps(kata, index: int) -> list:
                                                     rel=1e-4), (
                     f"{name}, step {number}: loss {float(loss)}: the mean per-example loss of "
                     "the params passed in, before the update")
-            updates, want_state = np_update(_np_grads(want, x, y), want_state, number)
+            updates, want_state = np_update(_np_grads(want, x, y), want_state, number, want)
             want = {k: want[k] + updates[k] for k in want}
             for key in want:
                 with check:
@@ -259,8 +260,9 @@ def test_momentum_steps_match_numpy(kata):
 
 
 @pytest.mark.task("make_train_step")
-def test_adam_steps_match_numpy_and_donate(kata):
-    """Adam's state (an int32 count and two moments per parameter) is donated too."""
+def test_adamw_steps_match_numpy_and_donate(kata):
+    """AdamW's state (an int32 count and two moments per parameter) is donated too; its
+    weight decay needs the params passed to optimizer.update."""
     warned, old = _check_two_steps(kata, 0)
     deleted = sum(leaf.is_deleted() for leaf in old)
     with check:
