@@ -16,7 +16,8 @@ def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
     Shapes: w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); all float32.
     Weights: standard normal values times 1/sqrt(fan_in), fan_in being the weight's number of
     rows. Randomness: split `key` and give each layer its own subkey; never draw from `key`
-    itself (a key is used once: drawing from it and also splitting it reuses it). Biases: zeros.
+    itself. A key is used once: drawing from it and also splitting it reuses it, and so does
+    drawing twice from one key (this holds for subkeys too). Biases: zeros.
     The same key must give the same params, another key other params.
     """
     # TODO: build the dict with jax.random.split, jax.random.normal and jnp.zeros
