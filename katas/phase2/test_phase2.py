@@ -86,7 +86,7 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
                 assert census[primitive] == count, (
                     f"{name}: {primitive} x{census[primitive]}, expected {count}")
         if len(jaxpr.in_avals) == 5:
-            outs = jax.extend.core.jaxpr_as_fun(jaxpr)(*jax.tree.leaves((params, x)))
+            outs = jax.jit(jax.extend.core.jaxpr_as_fun(jaxpr))(*jax.tree.leaves((params, x)))
             with check:
                 np.testing.assert_allclose(np.asarray(outs[0]), _np_mlp(params, x), rtol=1e-4,
                                            atol=1e-4, err_msg=f"{name}: running the jaxpr")
@@ -444,16 +444,18 @@ def test_closed_over_array_is_a_const(kata):
 @pytest.mark.task("closure_consts")
 def test_consts_in_constvar_order(kata):
     # running the jaxpr with your consts in your order must reproduce the function
-    for name, fn, arg in (("bf16 and int32", _two_consts, np.ones((2, 3), F32)),
-                          ("scan's init and table", _scan_consts, np.ones((4, 3), F32))):
+    x, xs = np.arange(6.0, dtype=F32).reshape(2, 3), np.arange(12.0, dtype=F32).reshape(4, 3)
+    for name, fn, arg, expected in (
+            ("bf16 and int32", _two_consts, x, x * 0.5 + _INTS),
+            ("scan's init and table", _scan_consts, xs, (xs * _TABLE[1]).sum(0))):
         jaxpr = jax.make_jaxpr(fn)(arg)
         consts = _consts(kata, jaxpr)
         with check:
             assert len(consts) == 2, f"{name}: {len(consts)} consts, expected 2"
         if len(consts) == 2:
-            got = jax.core.eval_jaxpr(jaxpr, consts, arg)[0]
+            run = jax.jit(lambda c, a, j=jaxpr: jax.core.eval_jaxpr(j, c, a)[0])
             with check:
-                np.testing.assert_allclose(np.asarray(got), np.asarray(jax.jit(fn)(arg)),
+                np.testing.assert_allclose(np.asarray(run(consts, arg)), expected,
                                            err_msg=f"{name}: the jaxpr run with your consts")
     consts = _consts(kata, jax.make_jaxpr(_two_consts)(np.ones((2, 3), F32)))
     dtypes = sorted(str(c.dtype) for c in consts)
