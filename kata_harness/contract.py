@@ -28,7 +28,8 @@ import numpy as np
 WRAPPED = "__kata_contract__"
 
 # A builtin annotation and the concrete types that satisfy it. NumPy scalars count as numbers
-# (``np.sum`` returns them); subclasses do not (they can redefine ``__eq__``).
+# (``np.sum`` returns them), the standard library's dicts as dicts (a ``defaultdict(Counter)`` is
+# a fine answer); other subclasses do not (they can redefine ``__eq__``).
 _EXACT: dict[type, tuple[type, ...]] = {
     int: (int, np.integer),
     float: (float, int, np.floating, np.integer),
@@ -37,7 +38,7 @@ _EXACT: dict[type, tuple[type, ...]] = {
     bytes: (bytes, bytearray),
     list: (list,),
     tuple: (tuple,),
-    dict: (dict,),
+    dict: (dict, collections.defaultdict, collections.OrderedDict, collections.Counter),
     set: (set, frozenset),
 }
 _UNCHECKED = (collections.abc.Callable, collections.abc.Iterator, collections.abc.Iterable,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +41,8 @@ KataError.__module__ = KATA.__name__
     (3, int), (np.int64(3), int), (2.5, float), (3, float), (np.float32(1), float),
     ("x", str), (b"x", bytes), (bytearray(b"x"), bytes), (True, bool), (None, None),
     ([1, 2], list[int]), ((1, "a"), tuple[int, str]), ((1, 2, 3), tuple[int, ...]),
-    ({"a": 1}, dict[str, int]), (Counter(a=2), Counter), (None, str | None), ("x", str | None),
+    ({"a": 1}, dict[str, int]), (Counter(a=2), Counter), (Counter(a=2), dict[str, int]),
+    (defaultdict(Counter, a=Counter(b=1)), dict[str, Counter]), (None, str | None), ("x", str | None),
     ([("add", 2)], list[tuple[str, int]]), (ValueError, type[Exception]),
     (np.ones(2), np.ndarray), (Path("a"), Path), (Timing(1.0, 2.0), Timing),
 ])
