@@ -43,7 +43,8 @@ KataError.__module__ = KATA.__name__
     ([1, 2], list[int]), ((1, "a"), tuple[int, str]), ((1, 2, 3), tuple[int, ...]),
     ({"a": 1}, dict[str, int]), (Counter(a=2), Counter),
     (Counter(a=2), dict[str, int]),
-    (defaultdict(Counter, a=Counter(b=1)), dict[str, Counter]), (None, str | None), ("x", str | None),
+    (defaultdict(Counter, a=Counter(b=1)), dict[str, Counter]),
+    (None, str | None), ("x", str | None),
     ([("add", 2)], list[tuple[str, int]]), (ValueError, type[Exception]),
     (np.ones(2), np.ndarray), (Path("a"), Path), (Timing(1.0, 2.0), Timing),
 ])
