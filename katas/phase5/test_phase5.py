@@ -150,10 +150,11 @@ def _a_axes_contracted(jaxpr, shape) -> list:
 
 @pytest.mark.task("jvp_tangent")
 def test_jvp_gives_value_and_jacobian_times_tangent(kata):
-    cases = [_fvec_data(m, n)[:3] for m, n in F_SHAPES]
+    shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
+    cases = [_fvec_data(m, n)[:3] for m, n in shapes]
     results = jax.jit(lambda all_cases: [kata.jvp_tangent(partial(_f, a), p, t)
                                          for a, p, t in all_cases])(cases)
-    for (m, n), (A, x, v), result in zip(F_SHAPES, cases, results, strict=True):
+    for (m, n), (A, x, v), result in zip(shapes, cases, results, strict=True):
         assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
         assert all(isinstance(r, jax.Array) for r in result), "expected two arrays"
         with check:
@@ -183,10 +184,11 @@ def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
 
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_gives_cotangent_times_jacobian(kata):
-    cases = [(a, x, ct) for a, x, _, ct in (_fvec_data(m, n) for m, n in F_SHAPES)]
+    shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
+    cases = [(a, x, ct) for a, x, _, ct in (_fvec_data(m, n) for m, n in shapes)]
     results = jax.jit(lambda all_cases: [kata.vjp_cotangent(partial(_f, a), p, c)
                                          for a, p, c in all_cases])(cases)
-    for (m, n), (A, x, ct), x_bar in zip(F_SHAPES, cases, results, strict=True):
+    for (m, n), (A, x, ct), x_bar in zip(shapes, cases, results, strict=True):
         assert isinstance(x_bar, jax.Array), (
             f"expected one array shaped like x, got {type(x_bar).__name__}")
         with check:
