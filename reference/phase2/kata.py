@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import jax
+import jax.extend.core
 import numpy as np
 
 Avals = list[tuple[tuple[int, ...], str]]  # (shape, dtype name) per input or output
@@ -14,7 +15,7 @@ def mlp(params: dict, x):
     return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
 
-def mlp_jaxpr(params: dict, x):
+def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:
     # make_jaxpr traces with abstract values and returns the closed jaxpr.
     return jax.make_jaxpr(mlp)(params, x)
 
