@@ -1,6 +1,5 @@
 """Plausible wrong answers to phase 5; each must be caught by the tests it names."""
 
-import sys
 from functools import partial
 
 import jax
@@ -326,22 +325,10 @@ def matvec_batch_last(W, vs, in_axes):
     return jax.vmap(_matvec, in_axes=in_axes, out_axes=1)(W, vs)
 
 
-def _kata_matvec(function):
-    """The `matvec` of the module this accepted variant was swapped into, looked up at call
-    time (the tests watch that module's matvec being mapped)."""
-    for module in list(sys.modules.values()):
-        task = getattr(module, "batched_matvec", None)
-        while task is not None and task is not function:
-            task = getattr(task, "__wrapped__", None)
-        if task is function:
-            return module.matvec
-    raise LookupError("no module holds this batched_matvec")
-
-
 @accepted("batched_matvec", why="in_axes as a list, matvec wrapped in a lambda")
 def matvec_vmap_list(W, vs, in_axes):
-    matvec = _kata_matvec(matvec_vmap_list)
-    return jax.vmap(lambda w, v: matvec(w, v), in_axes=list(in_axes))(W, vs)
+    # `matvec` is the kata module's (a variant runs as if written in the kata file)
+    return jax.vmap(lambda w, v: matvec(w, v), in_axes=list(in_axes))(W, vs)  # noqa: F821
 
 
 @decoy("per_example_grads", caught_by=["test_per_example_cost_grows_linearly_with_batch"],

@@ -11,9 +11,11 @@ task functions of every module a test runs against are wrapped in the return-typ
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import traceback
+import types
 from pathlib import Path
 from types import ModuleType
 
@@ -123,9 +125,22 @@ def phase_accepted(phase: Phase) -> list[Accepted]:
 
 
 def load_variant(phase: Phase, variant: Decoy | Accepted) -> ModuleType:
-    """A fresh copy of the reference module with one task function replaced by ``variant``."""
+    """A fresh copy of the reference module with one task function replaced by ``variant``.
+
+    The variant runs as if it were written in the kata file: its global names resolve in that
+    module first (its ``matvec``, its ``Timing``, what a test patched there), then in the decoys
+    file (its imports and helpers).
+    """
     kind = "decoy" if isinstance(variant, Decoy) else "accepted"
     name = f"_{kind}_{phase.name}_{variant.name}"
     module = load_file(phase.reference_path, name, label=f"{phase.name} {kind} {variant.name}")
-    setattr(module, variant.replaces, variant.function)
+    function = variant.function
+    if isinstance(function, types.FunctionType):
+        for key, value in function.__globals__.items():
+            module.__dict__.setdefault(key, value)
+        rebound = types.FunctionType(function.__code__, module.__dict__, function.__name__,
+                                     function.__defaults__, function.__closure__)
+        rebound.__kwdefaults__ = function.__kwdefaults__
+        function = functools.update_wrapper(rebound, function)
+    setattr(module, variant.replaces, function)
     return _with_contract(module, phase)

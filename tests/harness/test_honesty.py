@@ -47,8 +47,12 @@ def double(x):
     return 2 * x
 
 
-def count(items: list) -> int:
+def _size(items):
     return len(items)
+
+
+def count(items: list) -> int:
+    return _size(items)
 '''
 
 TESTS = '''
@@ -122,6 +126,11 @@ def equal_to_everything(items):
 @accepted("double", why="x + x")
 def plus_itself(x):
     return x + x
+
+
+@accepted("count", why="calls the kata module's own helper, as code in the kata file would")
+def count_with_module_helper(items):
+    return _size(items)  # noqa: F821
 
 
 @accepted("count", why="wrongly accepted: counts one too many")
@@ -245,6 +254,8 @@ def test_accepted_variants_must_pass(reference_run):
     assert _line(reference_run, "test_double[accepted-plus_itself]").startswith("PASSED")
     assert _line(reference_run, "test_double_raises_on_text[accepted-plus_itself]").startswith(
         "PASSED")
+    assert _line(reference_run, "test_count[accepted-count_with_module_helper]").startswith(
+        "PASSED")
     line = _line(reference_run, "test_count[accepted-count_plus_one]")
     assert line.startswith("FAILED") and "rejects accepted variant 'count_plus_one'" in line
 
@@ -263,7 +274,7 @@ def test_dev_check_lists_every_gap_and_fails(tiny_course):
             in out)
     assert "phase1.task2 (count): 1 decoy(s), at least 2 needed" in out
     assert "phase1.task2 (count): accepted count_plus_one: test_count" in out
-    assert "2 tasks, 3 tests, 3 cases, 6 decoys (3 caught), 2 accepted variants" in out
+    assert "2 tasks, 3 tests, 3 cases, 6 decoys (3 caught), 3 accepted variants" in out
     assert "off_by_one" not in out  # caught decoys are not problems
 
 
