@@ -666,3 +666,10 @@ def explain_root_handler(f, first_args, second_args):
     finally:
         jax.config.update("jax_explain_cache_misses", before)
     return handler.messages
+
+
+@decoy("conditionals", caught_by=["test_conditionals_match_xla"],
+       why="counts distinct branch computations: a switch whose cases share one undercounts")
+def conditionals_distinct_branches(hlo_text):
+    return [(c.instruction(i.operands[0]).shape_info.dtype, len(set(i.called_computations)))
+            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]

@@ -29,7 +29,8 @@ class CompileCount:
 
 def conditionals(hlo_text: str) -> list[tuple[str, int]]:
     """For every `conditional` instruction of an HLO module (optimized or not): the element type
-    of its branch-index operand and its number of branches, e.g. ("s32", 3) or ("pred", 2).
+    of its branch-index operand and its number of branches, e.g. ("s32", 3) or ("pred", 2). A
+    branch is an entry of branch_computations: one computation may serve several branches.
 
     Look in every computation (branches, loop bodies, called computations), find conditionals by
     opcode, and list them in module order: computation by computation as the text lists them,

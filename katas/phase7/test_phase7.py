@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from jax import lax
 from jax._src.lib import _jax
+from jaxlib import _hlo as xla_hlo
 from pytest_check import check
 
 from xla_inspect.jaxpr import primitive_census
@@ -134,9 +135,33 @@ func.func @main(%p: tensor<i1>, %q: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf
 """
 
 
+# A switch whose cases share one branch computation (valid HLO: XLA's parser reads it; a
+# conditional has as many branches as branch_computations entries, repeats included).
+SHARED_BRANCHES = """HloModule shared_branches, entry_computation_layout={(s32[], f32[4]{0})->f32[4]{0}}
+
+double {
+  a = f32[4]{0} parameter(0)
+  ROOT d = f32[4]{0} add(a, a)
+}
+
+negate {
+  b = f32[4]{0} parameter(0)
+  ROOT n = f32[4]{0} negate(b)
+}
+
+ENTRY main {
+  i = s32[] parameter(0)
+  x = f32[4]{0} parameter(1)
+  ROOT c = f32[4]{0} conditional(i, x, x, x), branch_computations={double, double, negate}
+}
+"""
+
+
 @functools.cache
 def _compiled(name: str):
     """(optimized HLO text, XLA's C++ HloModule) of a test-owned program."""
+    if name == "shared_branches":
+        return SHARED_BRANCHES, xla_hlo.hlo_module_from_text(SHARED_BRANCHES)
     if name == "pred_if":
         computation = _jax.mlir.mlir_module_to_xla_computation(
             IF_STABLEHLO, use_tuple_args=False, return_tuple=False)
@@ -195,7 +220,7 @@ def _is_conditional_list(got) -> bool:
 
 CONDITIONAL_PROGRAMS = ("cond", "switch3", "switch5", "cond_in_scan", "switch_in_cond",
                         "cond_in_while", "two_conds_and_switch", "while_in_cond",
-                        "no_control_flow", "pred_if")
+                        "no_control_flow", "pred_if", "shared_branches")
 
 
 @pytest.mark.task("conditionals")
@@ -213,7 +238,8 @@ def test_conditionals_match_xla(kata):
              "switch3": ([("s32", 3)], "a switch over 3 functions"),
              "switch5": ([("s32", 5)], "a switch over 5 functions"),
              "cond_in_scan": ([("s32", 2)], "the cond lives in the loop body"),
-             "no_control_flow": ([], "jnp.where is a select, not a conditional")}
+             "no_control_flow": ([], "jnp.where is a select, not a conditional"),
+             "shared_branches": ([("s32", 3)], "three branches, two of them one computation")}
     for program, (want, why) in facts.items():
         with check:
             assert found[program] == want, f"{program}: {found[program]}, expected {want} ({why})"
