@@ -137,7 +137,7 @@ func.func @main(%p: tensor<i1>, %q: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf
 
 # A switch whose cases share one branch computation (valid HLO: XLA's parser reads it; a
 # conditional has as many branches as branch_computations entries, repeats included).
-SHARED_BRANCHES = """HloModule shared_branches, entry_computation_layout={(s32[], f32[4]{0})->f32[4]{0}}
+SHARED_BRANCHES = """HloModule shared_branches
 
 double {
   a = f32[4]{0} parameter(0)
