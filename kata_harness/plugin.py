@@ -2,8 +2,9 @@
 
 - ``--impl {katas,reference}`` (or ``KATAS_IMPL``) picks the module the ``kata`` fixture hands to
   a test, resolved from the test file's phase folder.
-- In reference mode each kata test also runs against the shipped stub, against the decoys that
-  name it and against the accepted variants of its task (the honest-kata checks). The stub and
+- In reference mode each kata test also runs against the shipped stub, against the accepted
+  variants of its task and, with ``--decoys``, against the decoys that name it (the honest-kata
+  checks). The stub and
   decoys must fail, for the right reason (:mod:`.verdict`): a pass is an honest-kata violation and
   a failure for another reason a broken decoy, both naming phase, task and test. Accepted
   variants must pass.
@@ -54,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("KATAS_IMPL", "katas"),
         help="run kata tests against the learner's files (katas, default) or the reference "
         "solutions; the KATAS_IMPL environment variable sets the default",
+    )
+    group.addoption(
+        "--decoys",
+        action="store_true",
+        default=os.environ.get("KATAS_DECOYS") == "1",
+        help="in reference mode, also run every decoy against the tests it names (the full "
+        "sweep; `katas dev check` runs it and prints the census); KATAS_DECOYS=1 sets it",
     )
     group.addoption(
         "--no-honesty",
@@ -152,8 +160,9 @@ def _variants(config: pytest.Config, phase: curriculum.Phase, task: curriculum.T
     if config.getoption("--no-honesty"):
         return variants
     variants.append(Variant("stub"))
-    variants += [Variant("decoy", d) for d in loading.phase_decoys(phase)
-                 if test_name in d.caught_by]
+    if config.getoption("--decoys"):
+        variants += [Variant("decoy", d) for d in loading.phase_decoys(phase)
+                     if test_name in d.caught_by]
     variants += [Variant("accepted", a) for a in loading.phase_accepted(phase)
                  if a.replaces == task.function]
     return variants

@@ -87,7 +87,7 @@ def run(phases: list[Phase]) -> list[dict]:
 
     collector = _Census()
     args = [str(p.kata_path.parent) for p in phases]
-    args += ["--impl=reference", "--rootdir", str(curriculum.ROOT),
+    args += ["--impl=reference", "--decoys", "--rootdir", str(curriculum.ROOT),
              "-c", str(curriculum.ROOT / "pyproject.toml"),
              "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
     with contextlib.redirect_stdout(io.StringIO()):

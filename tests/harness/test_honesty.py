@@ -191,7 +191,7 @@ def _run(root: Path, impl: str, *args: str) -> str:
     env = {**os.environ, "KATAS_ROOT": str(root), "KATAS_IMPL": impl, "PYTHONPATH": os.getcwd(),
            "COLUMNS": "1000"}
     run = subprocess.run([sys.executable, "-m", "pytest", "katas", "-p", "no:cacheprovider", "-n0",
-                          "-p", "no:randomly", "-q", "--tb=line", "-rA", *args],
+                          "--decoys", "-p", "no:randomly", "-q", "--tb=line", "-rA", *args],
                          cwd=root, env=env, capture_output=True, text=True, timeout=240)
     return run.stdout + run.stderr
 
@@ -262,7 +262,7 @@ def test_accepted_variants_must_pass(reference_run):
 
 def test_dev_check_lists_every_gap_and_fails(tiny_course):
     env = {**os.environ, "KATAS_ROOT": str(tiny_course), "PYTHONPATH": os.getcwd(),
-           "COLUMNS": "200"}
+           "COLUMNS": "200", "PYTEST_XDIST_AUTO_NUM_WORKERS": "0"}
     code = "import sys; from katas_cli.main import main; sys.exit(main(['dev', 'check']))"
     run = subprocess.run([sys.executable, "-c", code],
                          cwd=tiny_course, env=env, capture_output=True, text=True, timeout=240)
