@@ -56,15 +56,23 @@ _WORD = re.compile(r"[^\s,=(){}\[\]\"'/]+")
 _GROUP_TOKEN = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]')
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
+_LAYOUT_START = frozenset("0123456789}:")
+# a shape as XLA prints it, not followed by a layout after a space (then the token path)
+_PRINTED_SHAPE = re.compile("(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
+                            + r")(?=[ \t\r\n,)])(?![ \t\r\n]*\{)")
+# computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
+_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{")
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
 _DIMS_AND_ORDER = re.compile(r"\[([^\]]*)\]\{([^}:]*)")
-# literal ::= (number | true | false | inf | nan | '{' | '}' | '(' | ')' | ',' | '...')*
-_LITERAL = re.compile(
-    r"(?:\s+|[{}(),]|\.\.\.|true|false|[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)"
-    r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)*"
+# literal ::= (element | '{' | '}' | '(' | ')' | ',' | '...')*, two elements never adjacent
+# element ::= number | true | false | inf | nan   (anything else, `\S`, is an error)
+_LITERAL_TOKEN = re.compile(
+    r"[{}(),]|\.\.\.|(true|false|[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)"
+    r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
+_SCALAR = re.compile(r"true|false|[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
@@ -102,9 +110,6 @@ def parse_hlo(text: str) -> HloModule:
             gc.enable()
 
 
-_ASYNC_ENDS = frozenset({"start", "-done", "pdate"})
-
-
 def _layout_problem(shape: str) -> str | None:
     """Why an array shape's layout does not fit its rank (XLA checks), or None."""
     if "{" not in shape:
@@ -126,9 +131,10 @@ class _Reader:
     def __init__(self, text: str) -> None:
         self.text = text
         self.lines = text.split("\n")
-        self.opcodes: dict[str, str] = {}
+        self.opcodes: dict[str, tuple[str, int | None]] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
+        self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
 
     # -- positions ---------------------------------------------------------------------------
@@ -196,7 +202,7 @@ class _Reader:
                 if not stack:
                     return match.end()
             elif token in "\"'/":
-                raise self.stray(match.start(), "")
+                raise self.stray(match.start(), "a comment ('/*' or '//'), not a lone '/'")
         raise self.error_at(len(self.text), f"'{stack[-1]}' before the end of the instruction")
 
     def starts_instruction(self, pos: int) -> bool:
@@ -231,10 +237,18 @@ class _Reader:
             if char in "\"'":
                 match = _STRING.match(text, start)
                 if match is None:
-                    raise self.stray(start, "")
+                    raise self.stray(start, "a closed string")
                 parts.append(sep + match.group())
                 pos = match.end()
             elif char in "({[":
+                if not stack:
+                    # a whole group at once when it is on one line without comments
+                    end = self.group_end(start)
+                    raw = text[start:end]
+                    if "\n" not in raw and "//" not in raw and "/*" not in raw and "\r" not in raw:
+                        parts.append(sep + raw)
+                        pos = end
+                        continue
                 stack.append(_CLOSE_OF[char])
                 parts.append(sep + char)
                 pos = start + 1
@@ -258,8 +272,12 @@ class _Reader:
             elif char == "/":
                 raise self.stray(start, "a value, not '/'")
             else:
-                if not stack and parts and self.starts_instruction(start):
-                    break
+                if not stack and parts:
+                    if self.starts_instruction(start):
+                        break
+                    key = _ATTRIBUTE_NAME.match(text, start)
+                    if key is not None:
+                        raise self.error_at(start, f"',' before the attribute '{key.group()}'")
                 match = _WORD.match(text, start)
                 parts.append(sep + match.group())
                 pos = match.end()
@@ -274,6 +292,12 @@ class _Reader:
         """A shape at `pos` (whitespace and comments allowed between its tokens): its text
         (as printed when it is, else canonical) and the offset after it."""
         text = self.text
+        printed = _PRINTED_SHAPE.match(text, pos)
+        if printed is not None:
+            shape = printed.group()
+            if (problem := _layout_problem(shape)) is not None:
+                raise self.error_at(pos, problem)
+            return shape, printed.end()
         if text.startswith("(", pos):
             elements = []
             at = self.skip(pos + 1)
@@ -326,7 +350,7 @@ class _Reader:
         at += 1
         shape = f"{dtype}[{','.join(dims)}]"
         brace = self.skip(at)
-        if text.startswith("{", brace) and text[self.skip(brace + 1) :][:1] in set("0123456789}:"):
+        if text.startswith("{", brace) and text[(q := self.skip(brace + 1)) : q + 1] in _LAYOUT_START:
             close = text.find("}", brace)
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
@@ -354,25 +378,58 @@ class _Reader:
         computations: list[HloComputation] = []
         order: dict[str, int] = {}
         entry: HloComputation | None = None
-        pos = 0
+        lines = self.lines
+        count = len(lines)
+        # line mode (i: the next line) while lines start with a token; else token mode (pos)
+        line_mode, i, pos = True, 0, 0
         while True:
-            pos = self.skip(pos)
-            if pos >= len(text):
-                break
-            word = _IDENT.match(text, pos)
-            keyword = word.group() if word is not None else ""
-            if keyword == "HloModule":
-                if name or computations:
-                    raise self.error_at(pos, "one 'HloModule' header, before any computation")
-                name, attributes, pos = self.module_header(word.end())
-            elif keyword in _TABLES:
-                line = self.line_of(pos) + 1
-                while line < len(self.lines) and self.lines[line][:1].isdigit():
-                    line += 1
-                pos = self.offset_of(line) if line < len(self.lines) else len(text)
+            if line_mode:
+                if i >= count:
+                    break
+                stripped = lines[i].strip()
+                if not stripped or stripped.startswith("//"):
+                    i += 1
+                    continue
+                if stripped in _TABLES:
+                    i += 1
+                    while i < count and lines[i][:1].isdigit():
+                        i += 1
+                    continue
+                match = None
+                if (stripped[-1] == "{" and "/" not in stripped and '"' not in stripped
+                        and "'" not in stripped and stripped.count("(") == stripped.count(")")):
+                    match = _HEADER_LINE.fullmatch(stripped)
+                if match is None:
+                    line_mode, pos = False, self.offset_of(i)
+                    continue
+                index = i
+                instructions, pos, i = self.body(match.group(2), len(computations), line=i + 1)
+                computation = HloComputation(match.group(2), instructions,
+                                             match.group(1) is not None, index + 1)
+                if i < 0:
+                    computation, pos = self.computation_end(computation, pos)
+                    line_mode, i, pos = self.resume(pos)
+                else:
+                    line_mode = True
             else:
+                pos = self.skip(pos)
+                if pos >= len(text):
+                    break
+                word = _IDENT.match(text, pos)
+                keyword = word.group() if word is not None else ""
+                if keyword == "HloModule":
+                    if name or computations:
+                        raise self.error_at(pos, "one 'HloModule' header, before any computation")
+                    name, attributes, pos = self.module_header(word.end())
+                    line_mode, i, pos = self.resume(pos)
+                    continue
+                if keyword in _TABLES:
+                    line_mode, i = True, self.line_of(pos)
+                    continue
                 index = self.line_of(pos)
                 computation, pos = self.computation(pos, len(computations))
+                line_mode, i, pos = self.resume(pos)
+            if True:
                 if computation.name in order:
                     raise self.error(index, f"a new computation name, not '{computation.name}'")
                 order[computation.name] = len(computations)
@@ -429,6 +486,19 @@ class _Reader:
     def computation(self, pos: int, number: int) -> tuple[HloComputation, int]:
         text = self.text
         index = self.line_of(pos)
+        # the common one-line header as XLA prints it, without comments or strings
+        end = text.find("\n", pos)
+        line = text[pos : end if end >= 0 else len(text)].rstrip()
+        if line[-1:] == "{" and "/" not in line and '"' not in line and "'" not in line:
+            match = _HEADER_LINE.fullmatch(line)
+            if match is not None and line.count("(") == line.count(")"):
+                instructions, pos, line_after = self.body(match.group(2), number,
+                                                          pos + len(line))
+                if line_after >= 0:
+                    pos = self.offset_of(line_after)
+                return self.computation_end(
+                    HloComputation(match.group(2), instructions, match.group(1) is not None,
+                                   index + 1), pos)
         header = "a computation header 'name (params) -> shape {'"
         match = _IDENT.match(text, pos)
         is_entry = match is not None and match.group() == "ENTRY"
@@ -445,14 +515,22 @@ class _Reader:
                 at = self.skip(at)
         if not text.startswith("{", at):
             raise self.stray(at, header) if at < len(text) else self.error_at(pos, header)
-        instructions, pos = self.body(name, at + 1, number)
+        instructions, pos, line_after = self.body(name, number, at + 1)
+        if line_after >= 0:
+            pos = self.offset_of(line_after)
+        return self.computation_end(HloComputation(name, instructions, is_entry, index + 1), pos)
+
+    def computation_end(self, computation: HloComputation, pos: int
+                        ) -> tuple[HloComputation, int]:
+        """After the closing '}': an optional `, execution_thread="name"`."""
+        text = self.text
         at = self.skip(pos)
         if text.startswith(",", at):
             at = self.skip(at + 1)
             if not text.startswith("execution_thread=", at):
                 raise self.stray(at, "'}' or '}, execution_thread=\"name\"'")
             _, pos = self.value(at + len("execution_thread="), single=True)
-        return HloComputation(name, instructions, is_entry, index + 1), pos
+        return computation, pos
 
     def resume(self, pos: int) -> tuple[bool, int, int]:
         """After an instruction ending at `pos`: (line mode?, line index, offset of the next
@@ -464,23 +542,29 @@ class _Reader:
             return True, self.line_of(after), after
         return False, 0, after
 
-    def body(self, computation: str, pos: int, number: int
-             ) -> tuple[tuple[HloInstruction, ...], int]:
+    def body(self, computation: str, number: int, pos: int = -1, line: int = -1
+             ) -> tuple[tuple[HloInstruction, ...], int, int]:
+        """Instructions up to the computation's closing '}', from offset `pos` or, in line
+        mode, from line `line`. Returns them, the offset after the '}' and -1, or (when the
+        '}' stood alone on its line) -1 and the index of the next line."""
         lines = self.lines
         count = len(lines)
         fast = _FAST.match
         opcodes = self.opcodes
         shapes = self.shapes
-        callers = _CALLERS
-        arity = OPCODE_ARITY.get
+        callers = self.calling
+        scalar = _SCALAR.fullmatch
         defined: dict[str, str] = {}
         parameters: set[str] = set()
         instructions: list[HloInstruction] = []
         append = instructions.append
         root = -1
-        # the last instruction read by the fast path: (line, instructions, root, callers, parameter)
-        last_fast: tuple[int, int, int, int, str | None] | None = None
-        line_mode, i, pos = self.resume(pos)
+        # line index of the last instruction, when the fast path read it (else -1)
+        last_fast = -1
+        if line >= 0:
+            line_mode, i = True, line
+        else:
+            line_mode, i, pos = self.resume(pos)
         while True:
             if line_mode:
                 if i >= count:
@@ -494,13 +578,12 @@ class _Reader:
                         tail = ""
                     elif (
                         not tail
-                        or tail[-1] == ","
+                        or tail[-1] in ",="
                         or tail.count("{") != tail.count("}")
                         or tail.count("(") != tail.count(")")
                         or (("[" in tail or "]" in tail) and tail.count("[") != tail.count("]"))
                         or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
-                        or ("/" in tail and ("//" in tail or "/*" in tail))
-                        or "'" in tail
+                        or "//" in tail or "/*" in tail
                     ):
                         match = None
                 if match is None:
@@ -508,38 +591,43 @@ class _Reader:
                     if not stripped or stripped.startswith("//"):
                         i += 1
                         continue
-                    if stripped[0] == "," and last_fast is not None:
+                    if stripped == "}":
+                        i += 1
+                        pos = -1
+                        break
+                    if stripped[0] == "," and last_fast >= 0:
                         # the attributes of the instruction read last go on: read it again
-                        i, mark, root, called, parameter = last_fast
-                        for dropped in instructions[mark:]:
+                        # (with the get-tuple-elements its operands added, same line number)
+                        i = last_fast
+                        while instructions and instructions[-1].line_no == i + 1:
+                            dropped = instructions.pop()
                             del defined[dropped.name]
-                        del instructions[mark:]
-                        del self.callers[called:]
-                        parameters.discard(parameter)
-                    line_mode, last_fast = False, None
+                            if dropped.is_root:
+                                root = -1
+                            if self.callers and self.callers[-1][0] is dropped:
+                                self.callers.pop()
+                            if dropped.opcode == "parameter":
+                                parameters.discard(dropped.payload.strip())
+                    line_mode, last_fast = False, -1
                     pos = self.offset_of(i)
                     continue
-                index = i
+                index = last_fast = i
                 i += 1
-                last_fast = (index, len(instructions), root, len(self.callers), None)
             else:
                 pos = self.skip(pos)
                 if self.text.startswith("}", pos):
                     pos += 1
+                    i = -1
                     break
                 index = self.line_of(pos)
                 (is_root, name, shape, opcode, operand_text, tail, pos
                  ) = self.token_instruction(pos)
                 line_mode, i, pos = self.resume(pos)
-                last_fast = None
+                last_fast = -1
             known = opcodes.get(opcode)
             if known is None:
-                if not is_opcode(opcode):
-                    close = get_close_matches(opcode, OPCODE_ARITY, n=1)
-                    hint = f" (did you mean '{close[0]}'?)" if close else ""
-                    raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}")
-                opcodes[opcode] = known = opcode
-            opcode = known
+                known = self.new_opcode(opcode, index)
+            opcode, expected = known
             known = shapes.get(shape)
             if known is None:
                 self.check_shape(shape, index)
@@ -550,16 +638,10 @@ class _Reader:
             if opcode == "parameter" or opcode == "constant":
                 payload = operand_text
                 if opcode == "parameter":
-                    number_text = payload.strip()
-                    if not number_text.isdecimal():
-                        raise self.error(index, "a parameter number in 'parameter(N)'")
-                    if number_text in parameters:
-                        raise self.error(index, f"a parameter number not used before in "
-                                                f"'{computation}', not {number_text}")
-                    parameters.add(number_text)
-                    if last_fast is not None:
-                        last_fast = last_fast[:4] + (number_text,)
-                else:
+                    if payload in parameters or not payload.isdecimal():
+                        self.check_parameter(payload, parameters, index, computation)
+                    parameters.add(payload)
+                elif shape[-2:] != "[]" or scalar(payload) is None:
                     self.check_literal(payload, shape, index)
             elif operand_text:
                 try:
@@ -569,7 +651,6 @@ class _Reader:
                 except KeyError:
                     operands = self.operands(operand_text, defined, index, instructions,
                                              computation)
-            expected = arity(opcode)
             if expected is not None and len(operands) != expected:
                 raise self.error(index, f"{expected} operand{'s' if expected != 1 else ''} for "
                                         f"'{opcode}', not {len(operands)}")
@@ -583,22 +664,53 @@ class _Reader:
             instruction = new_instruction(name, opcode, shape, operands, tail, bool(is_root),
                                           payload, index + 1)
             append(instruction)
-            if opcode in callers or opcode[-5:] in _ASYNC_ENDS:
+            if opcode in callers:
                 self.callers.append((instruction, number))
         if not instructions:
-            raise self.error(self.line_of(pos - 1),
+            raise self.error(self.line_of(pos - 1) if i < 0 else i - 1,
                              f"at least one instruction in '{computation}'")
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
-        return tuple(instructions), pos
+        return tuple(instructions), pos, i
+
+    def new_opcode(self, opcode: str, index: int) -> tuple[str, int | None]:
+        """(opcode, its fixed operand count or None), once per opcode and module."""
+        if not is_opcode(opcode):
+            close = get_close_matches(opcode, OPCODE_ARITY, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}")
+        if opcode.endswith(("-start", "-update", "-done")):
+            self.calling.add(opcode)
+        known = self.opcodes[opcode] = (opcode, OPCODE_ARITY.get(opcode))
+        return known
+
+    def check_parameter(self, payload: str, parameters: set[str], index: int,
+                        computation: str) -> None:
+        number = payload.strip()
+        if not number.isdecimal():
+            raise self.error(index, "a parameter number in 'parameter(N)'")
+        if number in parameters or str(int(number)) in parameters:
+            raise self.error(index, f"a parameter number not used before in '{computation}', "
+                                    f"not {number}")
+        parameters.add(number)
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
         """A constant's literal: numbers, true/false, inf/nan in braces nested as deep as the
         shape's rank (XLA rejects other tokens and a nesting that does not fit)."""
+        if shape[-2:] == "[]" and _SCALAR.fullmatch(payload) is not None:
+            return
         literal = _COMMENT.sub(" ", payload) if "/*" in payload else payload
-        if not literal.strip() or _LITERAL.fullmatch(literal) is None:
+        adjacent = False
+        previous = False
+        for match in _LITERAL_TOKEN.finditer(literal):
+            element, stray = match.groups()
+            if stray is not None or (element is not None and previous):
+                adjacent = True
+                break
+            previous = element is not None
+        if adjacent or not literal.strip():
             raise self.error(index, f"a constant literal (numbers, true, false, inf, nan in "
-                                    f"braces), not '{payload.strip()}'")
+                                    f"braces, separated by ','), not '{payload.strip()}'")
         if shape[0] == "(" or "..." in literal:
             return
         rank = shape.count(",") - shape.count(",", shape.find("]")) + 1 if "[]" not in shape else 0
