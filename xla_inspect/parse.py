@@ -72,6 +72,7 @@ _LITERAL_TOKEN = re.compile(
     r"[{}(),]|\.\.\.|(true|false|[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)"
     r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
+_ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 _SCALAR = re.compile(r"true|false|[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
@@ -686,7 +687,7 @@ class _Reader:
 
     def check_parameter(self, payload: str, parameters: set[str], index: int,
                         computation: str) -> None:
-        number = payload.strip()
+        number = _ANY_COMMENT.sub(" ", payload).strip()
         if not number.isdecimal():
             raise self.error(index, "a parameter number in 'parameter(N)'")
         if number in parameters or str(int(number)) in parameters:
@@ -751,7 +752,7 @@ class _Reader:
         at = self.expect(match.end(), "(", f"'(' after the opcode '{opcode}'")
         close = self.group_end(at - 1)
         if opcode == "parameter" or opcode == "constant":
-            operand_text = " ".join(text[at : close - 1].split())
+            operand_text = " ".join(_ANY_COMMENT.sub(" ", text[at : close - 1]).split())
         else:
             operand_text = self.operand_list(at, close - 1)
         pos = close
