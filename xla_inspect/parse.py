@@ -57,9 +57,9 @@ _GROUP_TOKEN = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]')
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
 _LAYOUT_START = frozenset("0123456789}:")
-# a shape as XLA prints it, not followed by a layout after a space (then the token path)
+# a shape as XLA prints it (used when no layout follows after a space or comment)
 _PRINTED_SHAPE = re.compile("(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
-                            + r")(?=[ \t\r\n,)])(?![ \t\r\n]*\{)")
+                            + r")(?=[ \t\r\n,)/])")
 # computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
 _HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{")
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
@@ -294,7 +294,7 @@ class _Reader:
         (as printed when it is, else canonical) and the offset after it."""
         text = self.text
         printed = _PRINTED_SHAPE.match(text, pos)
-        if printed is not None:
+        if printed is not None and not text.startswith("{", self.skip(printed.end())):
             shape = printed.group()
             if (problem := _layout_problem(shape)) is not None:
                 raise self.error_at(pos, problem)
@@ -579,7 +579,7 @@ class _Reader:
                         tail = ""
                     elif (
                         not tail
-                        or tail[-1] in ",="
+                        or tail[-1] in ",= \t\r"
                         or tail.count("{") != tail.count("}")
                         or tail.count("(") != tail.count(")")
                         or (("[" in tail or "]" in tail) and tail.count("[") != tail.count("]"))
@@ -801,6 +801,8 @@ class _Reader:
     # operands with shapes or comments, read by the fast path
     def operands(self, text: str, defined: dict[str, str], index: int,
                  instructions: list[HloInstruction], computation: str) -> tuple[str, ...]:
+        if not _ANY_COMMENT.sub("", text).strip():
+            return ()
         found = operand_names(text)
         if found is None:
             raise self.error(index, "operand names separated by ','")
