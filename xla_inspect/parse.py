@@ -157,9 +157,15 @@ class _Reader:
         self._cursor = (line, self.text.rfind("\n", 0, pos) + 1)
         return line
 
-    def error(self, index: int, expected: str, line: str | None = None) -> HloParseError:
+    def error(self, index: int, expected: str, line: str | None = None,
+              near: str | None = None) -> HloParseError:
+        """The error for line `index`; its column is where `near` first stands on the line."""
         shown = self.lines[index] if line is None and index < len(self.lines) else line or ""
-        return HloParseError(index + 1, shown, expected)
+        column = None
+        if near:
+            found = re.search(r"(?<![\w.\-])%?" + re.escape(near) + r"(?![\w.\-])", shown)
+            column = found.start() + 1 if found else None
+        return HloParseError(index + 1, shown, expected, column)
 
     def error_at(self, pos: int, expected: str) -> HloParseError:
         pos = min(pos, len(self.text))
@@ -368,7 +374,7 @@ class _Reader:
     def check_shape(self, shape: str, index: int) -> None:
         problem = _layout_problem(shape)
         if problem is not None:
-            raise self.error(index, problem)
+            raise self.error(index, problem, near=shape.partition("[")[0])
 
     # -- module --------------------------------------------------------------------------------
     # module ::= module_header? (frame_tables | computation)+
@@ -457,12 +463,13 @@ class _Reader:
             for name in names:
                 if name not in order:
                     raise self.error(instruction.line_no - 1,
-                                     f"a computation named '{name}' defined in the module")
+                                     f"a computation named '{name}' defined in the module",
+                                     near=name)
             for name in names:
                 if order[name] >= at:
                     raise self.error(instruction.line_no - 1,
                                      f"computation '{name}' defined before the computation that "
-                                     "calls it (XLA resolves calls in order)")
+                                     "calls it (XLA resolves calls in order)", near=name)
 
     # module_header ::= 'HloModule' name (',' attribute_name '=' value)*
     def module_header(self, pos: int) -> tuple[str, dict[str, str], int]:
@@ -654,9 +661,9 @@ class _Reader:
                                              computation)
             if expected is not None and len(operands) != expected:
                 raise self.error(index, f"{expected} operand{'s' if expected != 1 else ''} for "
-                                        f"'{opcode}', not {len(operands)}")
+                                        f"'{opcode}', not {len(operands)}", near=opcode)
             if name in defined:
-                raise self.error(index, f"a new instruction name, not '{name}'")
+                raise self.error(index, f"a new instruction name, not '{name}'", near=name)
             defined[name] = name
             if is_root:
                 if root >= 0:
@@ -679,7 +686,7 @@ class _Reader:
         if not is_opcode(opcode):
             close = get_close_matches(opcode, OPCODE_ARITY, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}")
+            raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}", near=opcode)
         if opcode.endswith(("-start", "-update", "-done")):
             self.calling.add(opcode)
         known = self.opcodes[opcode] = (opcode, OPCODE_ARITY.get(opcode))
@@ -689,10 +696,10 @@ class _Reader:
                         computation: str) -> None:
         number = _ANY_COMMENT.sub(" ", payload).strip()
         if not number.isdecimal():
-            raise self.error(index, "a parameter number in 'parameter(N)'")
+            raise self.error(index, "a parameter number in 'parameter(N)'", near="parameter")
         if number in parameters or str(int(number)) in parameters:
             raise self.error(index, f"a parameter number not used before in '{computation}', "
-                                    f"not {number}")
+                                    f"not {number}", near="parameter")
         parameters.add(number)
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
@@ -711,7 +718,8 @@ class _Reader:
             previous = element is not None
         if adjacent or not literal.strip():
             raise self.error(index, f"a constant literal (numbers, true, false, inf, nan in "
-                                    f"braces, separated by ','), not '{payload.strip()}'")
+                                    f"braces, separated by ','), not '{payload.strip()}'",
+                             near="constant")
         if shape[0] == "(" or "..." in literal:
             return
         rank = shape.count(",") - shape.count(",", shape.find("]")) + 1 if "[]" not in shape else 0
@@ -724,7 +732,7 @@ class _Reader:
                 depth -= 1
         if deepest != rank or depth != 0:
             raise self.error(index, f"a literal with braces nested {rank} deep for shape "
-                                    f"{shape}, not '{payload.strip()}'")
+                                    f"{shape}, not '{payload.strip()}'", near="constant")
 
     # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
     def token_instruction(self, pos: int) -> tuple[str | None, str, str, str, str, str, int]:
@@ -823,7 +831,7 @@ class _Reader:
         base, sep, element = name.partition("#")
         if not sep or base not in defined:
             raise self.error(index, f"operand '{name}' defined earlier in computation "
-                                    f"'{computation}'")
+                                    f"'{computation}'", near=name)
         tuple_shape = next(i.shape for i in reversed(instructions) if i.name == base)
         elements = Shape(tuple_shape).elements
         if not element.isdecimal() or int(element) >= len(elements):

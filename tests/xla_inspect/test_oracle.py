@@ -176,3 +176,18 @@ def broken(draw: st.DrawFn) -> str:
 @given(broken())
 def test_broken_corpus_modules_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("name", [
+    "invalid_misspelled_broadcast.hlo", "invalid_misspelled_reduce.hlo",
+    "invalid_misspelled_all_reduce.hlo", "invalid_misspelled_collective_permute.hlo",
+    "invalid_jax_primitive_lt.hlo", "invalid_unterminated_block_comment.hlo",
+    "invalid_instruction_name_glued_to_eq.hlo"])
+def test_error_points_where_xla_does(name: str) -> None:
+    text = (HERE / "fixtures" / "bank" / name).read_text()
+    with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
+        _hlo.hlo_module_from_text(text)
+    where = re.search(r"was parsing (\d+):(\d+)", str(xla.value))
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(text)
+    assert (ours.value.line_no, ours.value.col) == (int(where[1]), int(where[2]))
