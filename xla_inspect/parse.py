@@ -430,8 +430,11 @@ class _Reader:
                     name, attributes, pos = self.module_header(word.end())
                     line_mode, i, pos = self.resume(pos)
                     continue
-                if keyword in _TABLES:
-                    line_mode, i = True, self.line_of(pos)
+                if keyword in _TABLES:  # rows are lines that start with their number
+                    i = self.line_of(pos) + 1
+                    while i < count and lines[i][:1].isdigit():
+                        i += 1
+                    line_mode = True
                     continue
                 index = self.line_of(pos)
                 computation, pos = self.computation(pos, len(computations))

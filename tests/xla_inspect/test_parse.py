@@ -229,3 +229,25 @@ def test_malformed_layout_is_a_parse_error():
     with pytest.raises(HloParseError) as raised:
         parse_hlo("HloModule m\nENTRY e {\n  ROOT p = f32[2,3]{,1,0} parameter(0)\n}\n")
     assert raised.value.line_no == 3
+
+
+@pytest.mark.parametrize("text", [
+    GOOD + "FileNames x\n",  # found by a longer fuzz run: the table keyword looped forever
+    "FileNames 1\n" + GOOD,
+    GOOD.replace("HloModule m\n", "HloModule m\nStackFrames {\n"),
+])
+def test_frame_table_keywords_in_odd_places_terminate(text: str) -> None:
+    import signal
+
+    def too_slow(*_: object) -> None:
+        raise TimeoutError("parse_hlo did not finish in 5 s")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(5)
+    try:
+        parse_hlo(text)
+    except HloParseError:
+        pass
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
