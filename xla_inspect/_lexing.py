@@ -142,3 +142,44 @@ def operand_names(text: str) -> list[str] | None:
             return None
         names.append(words[-1].removeprefix("%"))
     return names
+
+
+# XLA's opcode names (HLO_OPCODE_LIST in xla/hlo/ir/hlo_opcode.h, as the jaxlib in use knows
+# them) and the operand count its parser demands, None where it takes any number (or checks it
+# otherwise). The fixed counts were read off the C++ parser's "expects N operands" errors.
+_FIXED_ARITY = {
+    0: "iota partition-id replica-id rng-get-and-update-state",
+    1: "abs acos acosh all-gather-done all-reduce-done asin asinh atanh bitcast bitcast-convert"
+       " broadcast cbrt ceil cholesky collective-permute-done convert copy copy-done copy-start"
+       " cosh cosine count-leading-zeros domain erf exponential exponential-minus-one fft floor"
+       " get-dimension-size get-tuple-element imag infeed is-finite log log-plus-one logistic"
+       " negate not opt-barrier popcnt real recv recv-done reduce-precision reshape reverse"
+       " rng-bit-generator round-nearest-afz round-nearest-even rsqrt send-done shuffle sign sine"
+       " sinh slice sqrt tan tanh topk transpose while",
+    2: "add add-dependency and atan2 compare complex divide gather maximum minimum mulhi multiply"
+       " or outfeed pad power remainder send set-dimension-size shift-left"
+       " shift-right-arithmetic shift-right-logical stochastic-convert subtract triangular-solve"
+       " xor",
+    3: "batch-norm-training clamp ragged-dot select select-and-scatter",
+    4: "scaled-dot",
+    5: "batch-norm-grad batch-norm-inference",
+}
+_VARIADIC = (
+    "after-all all-gather all-gather-start all-reduce all-reduce-start all-to-all async-done"
+    " async-start async-update call collective-broadcast collective-permute"
+    " collective-permute-start collective-reduce concatenate conditional constant convolution"
+    " custom-call dot dynamic-reshape dynamic-slice dynamic-update-slice fusion map parameter"
+    " ragged-all-to-all reduce reduce-scatter reduce-window rng scan scatter sort tuple"
+)
+OPCODE_ARITY: dict[str, int | None] = {op: None for op in _VARIADIC.split()}
+OPCODE_ARITY.update({op: n for n, ops in _FIXED_ARITY.items() for op in ops.split()})
+
+
+def is_opcode(name: str) -> bool:
+    """An XLA opcode, or `<op>-start`/`-update`/`-done` (an async op wrapping `<op>`)."""
+    if name in OPCODE_ARITY:
+        return True
+    for suffix in ("-start", "-update", "-done"):
+        if name.endswith(suffix) and name[: -len(suffix)] in OPCODE_ARITY:
+            return True
+    return False

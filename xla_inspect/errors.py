@@ -13,17 +13,20 @@ class HloParseError(InspectError):
     """HLO text that does not follow the grammar.
 
     `line_no` is 1-based, `line` is the offending source line (or the joined logical line of a
-    wrapped instruction) and `expected` says what the grammar allowed at that point.
+    wrapped instruction), `col` the 1-based column where known (None otherwise) and `expected`
+    says what the grammar allowed at that point.
     """
 
-    def __init__(self, line_no: int, line: str, expected: str) -> None:
+    def __init__(self, line_no: int, line: str, expected: str, col: int | None = None) -> None:
         self.line_no = line_no
         self.line = line
         self.expected = expected
+        self.col = col
         shown = line.strip()
         if len(shown) > _MAX_SHOWN:
             shown = shown[: _MAX_SHOWN - 3] + "..."
-        super().__init__(f"line {line_no}: expected {expected}, got: {shown}")
+        where = f" (at {line_no}:{col})" if col is not None else ""
+        super().__init__(f"line {line_no}: expected {expected}{where}, got: {shown}")
 
-    def __reduce__(self) -> tuple[type[HloParseError], tuple[int, str, str]]:
-        return (type(self), (self.line_no, self.line, self.expected))
+    def __reduce__(self) -> tuple[type[HloParseError], tuple[int, str, str, int | None]]:
+        return (type(self), (self.line_no, self.line, self.expected, self.col))

@@ -134,10 +134,21 @@ _CAREFUL_BARE = re.compile(
     rf"|(?P<lkey>{_LIST_KEYS})(?P<list>[^}}]*)\}}"
     rf"|(?<![\w.\-%\"'])(?P<tok>{_NAME})(?![\w.\-(\"'])"
 )
+_CAREFUL_ANY = re.compile(
+    rf"(?P<ckey>{_COMPUTATION_KEYS})(?P<cname>%?{_NAME})"
+    rf"|(?P<lkey>{_LIST_KEYS})(?P<list>[^}}]*)\}}"
+    rf"|(?P<tok>(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])|%{_NAME})"
+)
 # Fast forms: every name token, renamed through one mapping.
 _SIGIL_TOKEN = re.compile(rf"%{_NAME}")
 # Without sigils a name is a whole token that is not quoted and not an opcode (followed by "(").
 _BARE_TOKEN = re.compile(rf"(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])")
+# Mixed text (XLA accepts '%' on some names and not on others): every name token, with or
+# without its sigil, looked up without it.
+_ANY_TOKEN = re.compile(rf"(?<![\w.\-\"']){_NAME}(?![\w.\-(\"'])|%{_NAME}")
+# In text whose headers have '%': a definition without it (`name = ...` at a line start) or
+# what looks like a bare operand (`(name,` `, name)`); a false alarm only costs the slower form.
+_BARE_NAME = re.compile(rf"\n[ \t]*(?:ROOT[ \t]+)?{_NAME}[ \t]*=|[(,] ?{_NAME}(?=[,)#])")
 _LIST_ITEM = re.compile(rf"%?{_NAME}")
 # A parameter name in a computation signature: `(param_0.1: f32[8], /*index=5*/x.1: f32[])`.
 _SIGNATURE_PARAM = re.compile(rf"(?<=[(,/ ]){_NAME}(?=:[ \t])")
@@ -177,11 +188,17 @@ def renumber_names(text: str) -> str:
             f"\n{match['entry'] or ''}{match['sigil']}{computations[match['name']]}"
             + _SIGNATURE_PARAM.sub(lambda m, names=local: names.get(m[0], m[0]), signature)
         )
+        # mixed: '%' in bare text, or a definition without '%' where headers have it
+        mixed = ("%" in body) if not sigil else _BARE_NAME.search(body) is not None
         if local.keys().isdisjoint(computations.keys()):  # a dict argument would be O(len)
-            pieces.append(_rename_tokens(body, local, global_names, sigil))
+            if mixed:
+                pieces.append(_rename_any(body, local, computations))
+            else:
+                pieces.append(_rename_tokens(body, local, global_names, sigil))
         else:
             careful = _careful_replacer(local, computations)
-            pieces.append((_CAREFUL_SIGIL if sigil else _CAREFUL_BARE).sub(careful, body))
+            pattern = _CAREFUL_ANY if mixed else _CAREFUL_SIGIL if sigil else _CAREFUL_BARE
+            pieces.append(pattern.sub(careful, body))
     joined = "".join(pieces)
     return joined[1:] if headers[0].start() == 0 else joined  # drop the "\n" added above
 
@@ -193,6 +210,18 @@ def _rename_tokens(
     global_get = global_names.get
     pattern = _SIGIL_TOKEN if sigil else _BARE_TOKEN
     return pattern.sub(lambda m: local_get(m[0]) or global_get(m[0]) or m[0], body)
+
+
+def _rename_any(body: str, local: dict[str, str], computations: dict[str, str]) -> str:
+    """Rename every name token, `%` or not, keeping each token's own sigil."""
+    def rename(match: re.Match[str]) -> str:
+        token = match[0]
+        sigil = "%" if token[0] == "%" else ""
+        name = token[len(sigil) :]
+        new = local.get(name) or computations.get(name)
+        return token if new is None else sigil + new
+
+    return _ANY_TOKEN.sub(rename, body)
 
 
 def _local_names(body: str) -> dict[str, str]:

@@ -1,8 +1,12 @@
 """parse_hlo: read HLO text (optimized, unoptimized short form, or hand-written) into a model.
 
-The reader is line-oriented: one precompiled regular expression recognises the common
-instruction line; anything else (wrapped lines, tuple shapes, operand shapes, comments,
-literals with parentheses) takes a slower exact path. Attribute text is kept raw.
+Two paths share one set of checks. The fast path is line-oriented: one precompiled regular
+expression recognises the common one-line instruction as XLA prints it. Everything else
+(module and computation headers, wrapped lines, comments, spaces inside shapes, multi-line
+attribute values, several instructions on a line) is read token by token with the rules of
+XLA's lexer (xla/hlo/parser/hlo_lexer.cc): whitespace and `/* */` / `//` comments between any two
+tokens, `name=` (no space) is an attribute name, `%` optional on names. Attribute text is kept
+(comments dropped, runs of whitespace as one space).
 """
 
 from __future__ import annotations
@@ -12,16 +16,16 @@ import re
 from dataclasses import replace
 from types import MappingProxyType
 
+from difflib import get_close_matches
+
 from xla_inspect._lexing import (
-    ARRAY_SHAPE,
     ARRAY_SHAPE_PATTERN,
+    DTYPE,
     FLAT_TUPLE_SHAPE_PATTERN,
-    BracketError,
+    OPCODE_ARITY,
+    is_opcode,
     is_shape,
-    match_close,
     operand_names,
-    scan_brackets,
-    split_attributes,
 )
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import (
@@ -38,17 +42,39 @@ _FAST = re.compile(
     r"\s*(ROOT )?%?([\w.\-]+) = (" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
     + r") ([a-z][a-z0-9\-]*)\(([^()]*)\)(?:, (.*))?$"
 )
-# instruction_head ::= 'ROOT'? '%'? name '=' (any spacing)
-_HEAD = re.compile(r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*")
-# opcode ::= [a-z][a-z0-9-]* followed by '('
-_OPCODE = re.compile(r"\s*([a-z][a-z0-9\-]*)\(")
-# module_header ::= 'HloModule' name (',' attr)*
-_MODULE = re.compile(r"HloModule\s+([^\s,]+)\s*(,.*)?")
-# computation_header ::= 'ENTRY'? '%'? name signature? '{'
-# signature ::= '(' (name ':' shape (',' name ':' shape)*)? ')' '->' shape
-_COMPUTATION = re.compile(r"(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\)\s*->\s*\S.*?)?\s*\{")
-# computation_end ::= '}' (',' 'execution_thread=' string)?
-_COMPUTATION_END = re.compile(r'\}\s*(?:,\s*execution_thread\s*=\s*"[^"]*")?')
+# Token-level pieces, after XLA's lexer. skip ::= (whitespace | '/*' ... '*/' | '//' ...)*
+_SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
+# name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
+_IDENT = re.compile(r"%?[A-Za-z_][\w.\-]*")
+_ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
+_INT = re.compile(r"[0-9]+")
+_DTYPE_WORD = re.compile(DTYPE + r"(?![\w.\-])")
+# strings may be double- or single-quoted, with backslash escapes
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+# anything else that is not punctuation: numbers, identifiers, dim labels, 2x2, 0_1x1_0, <=
+_WORD = re.compile(r"[^\s,=(){}\[\]\"'/]+")
+_GROUP_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]')
+_OPEN_OF = {")": "(", "]": "[", "}": "{"}
+_LAYOUT_START = frozenset("0123456789}:")
+# a shape as XLA prints it (used when no layout follows after a space or comment)
+_PRINTED_SHAPE = re.compile("(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
+                            + r")(?=[ \t\r\n,)/])")
+# computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
+_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{")
+_CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
+# a layout's minor_to_major list, and an array shape's dims and layout in canonical text
+_MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
+_DIMS_AND_ORDER = re.compile(r"\[([^\]]*)\]\{([^}:]*)")
+# literal ::= (element | '{' | '}' | '(' | ')' | ',' | '...')*, two elements never adjacent
+# element ::= number | true | false | inf | nan   (anything else, `\S`, is an error)
+_LITERAL_TOKEN = re.compile(
+    r"[{}(),]|\.\.\.|(true|false|[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)"
+    r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
+)
+_ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
+_SCALAR = re.compile(r"true|false|[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
@@ -57,7 +83,8 @@ _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames
 _CALLERS = frozenset({
     "fusion", "call", "while", "conditional", "reduce", "reduce-window", "map", "sort", "scatter",
     "select-and-scatter", "all-reduce", "all-reduce-start", "reduce-scatter", "custom-call",
-    "async-start", "async-update", "async-done",
+    "async-start", "async-update", "async-done", "collective-reduce", "reduce-scatter", "scan",
+    "all-reduce-done", "all-gather-start",
 })
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
 _CALLED_NAME = re.compile(
@@ -78,185 +105,555 @@ def parse_hlo(text: str) -> HloModule:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _Reader(text.split("\n")).module()
+        return _Reader(text).module()
     finally:
         if collecting:
             gc.enable()
 
 
+def _layout_problem(shape: str) -> str | None:
+    """Why an array shape's layout does not fit its rank (XLA checks), or None."""
+    if "{" not in shape:
+        return None
+    for dims, order in _DIMS_AND_ORDER.findall(shape):
+        rank = dims.count(",") + 1 if dims else 0
+        listed = order.count(",") + 1 if order else 0
+        if rank != listed:
+            return (f"a layout listing {rank} dimension{'s' if rank != 1 else ''} for "
+                    f"[{dims}], not {listed} ('{shape}')")
+    return None
+
+
 class _Reader:
-    """Walks the lines once; `self.i` is the index of the next line to read."""
+    """Reads `text` once. Module and computation headers, and any instruction the fast line
+    regex does not take, are read token by token from an offset into `text`; runs of ordinary
+    instruction lines are read line by line (`self.lines`)."""
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        self.i = 0
-        self.opcodes: dict[str, str] = {}
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self.opcodes: dict[str, tuple[str, int | None]] = {}
         self.shapes: dict[str, str] = {}
-        self.callers: list[HloInstruction] = []
+        self.callers: list[tuple[HloInstruction, int]] = []
+        self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
+        self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
 
-    def error(self, index: int, expected: str, line: str | None = None) -> HloParseError:
+    # -- positions ---------------------------------------------------------------------------
+    def offset_of(self, line: int) -> int:
+        """Offset in `text` of the start of line `line` (0-based)."""
+        known, offset = self._cursor
+        if line < known:
+            known, offset = 0, 0
+        offset += sum(map(len, self.lines[known:line])) + (line - known)
+        self._cursor = (line, offset)
+        return offset
+
+    def line_of(self, pos: int) -> int:
+        """0-based line index of offset `pos`."""
+        known, offset = self._cursor
+        if pos < offset:
+            known, offset = 0, 0
+        line = known + self.text.count("\n", offset, pos)
+        self._cursor = (line, self.text.rfind("\n", 0, pos) + 1)
+        return line
+
+    def error(self, index: int, expected: str, line: str | None = None,
+              near: str | None = None) -> HloParseError:
+        """The error for line `index`; its column is where `near` first stands on the line."""
         shown = self.lines[index] if line is None and index < len(self.lines) else line or ""
-        return HloParseError(index + 1, shown, expected)
+        column = None
+        if near:
+            found = re.search(r"(?<![\w.\-])%?" + re.escape(near) + r"(?![\w.\-])", shown)
+            column = found.start() + 1 if found else None
+        return HloParseError(index + 1, shown, expected, column)
 
-    # module ::= comment* module_header? (frame_tables | computation)+
+    def error_at(self, pos: int, expected: str) -> HloParseError:
+        pos = min(pos, len(self.text))
+        line = self.line_of(pos)
+        column = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
+        return HloParseError(line + 1, self.lines[line], expected, column)
+
+    def skip(self, pos: int) -> int:
+        return _SKIP.match(self.text, pos).end()
+
+    def expect(self, pos: int, token: str, expected: str) -> int:
+        """Offset after `token`, which must come next (after whitespace and comments)."""
+        pos = self.skip(pos)
+        if not self.text.startswith(token, pos):
+            raise self.error_at(pos, expected)
+        return pos + len(token)
+
+    def stray(self, pos: int, expected: str) -> HloParseError:
+        """The error for what stands at `pos`: an unterminated comment or string, or `expected`."""
+        text = self.text
+        if text.startswith("/*", pos):
+            return self.error_at(pos, "'*/' to close the comment")
+        if text.startswith(("\"", "'"), pos):
+            return self.error_at(pos, f"'{text[pos]}' to close the string")
+        if pos >= len(text):
+            return self.error_at(pos, f"{expected} before the end of the text")
+        return self.error_at(pos, expected)
+
+    def group_end(self, pos: int) -> int:
+        """Offset after the bracket closing the one at `pos` (strings and comments skipped)."""
+        stack: list[str] = []
+        for match in _GROUP_TOKEN.finditer(self.text, pos):
+            token = match.group()
+            if token in _CLOSE_OF:
+                stack.append(_CLOSE_OF[token])
+            elif token in _OPEN_OF:
+                closer = stack.pop()
+                if token != closer:
+                    raise self.error_at(match.start(),
+                                        f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'")
+                if not stack:
+                    return match.end()
+            elif token in "\"'/":
+                raise self.stray(match.start(), "a comment ('/*' or '//'), not a lone '/'")
+        raise self.error_at(len(self.text), f"'{stack[-1]}' before the end of the instruction")
+
+    def starts_instruction(self, pos: int) -> bool:
+        """Whether `ROOT` or `name =` (an instruction's start) stands at `pos`."""
+        match = _IDENT.match(self.text, pos)
+        if match is None:
+            return False
+        word, end = match.group(), match.end()
+        if word == "ROOT":
+            return True
+        after = self.skip(end)
+        return self.text.startswith("=", after) and (after > end or word[0] == "%")
+
+    def value(self, pos: int, single: bool = False) -> tuple[str, int]:
+        """An attribute value from `pos`: bracket groups, strings and words up to a ',' or
+        closer at depth 0, the next instruction or the end (`single`: one such item only).
+        Returns its text (comments dropped, whitespace as one space) and the offset after it."""
+        text = self.text
+        size = len(text)
+        parts: list[str] = []
+        stack: list[str] = []
+        while True:
+            start = _SKIP.match(text, pos).end()
+            if single and parts and not stack:
+                break
+            sep = " " if start != pos and parts else ""
+            if start >= size:
+                if stack:
+                    raise self.error_at(start, f"'{stack[-1]}' before the end of the text")
+                break
+            char = text[start]
+            if char in "\"'":
+                match = _STRING.match(text, start)
+                if match is None:
+                    raise self.stray(start, "a closed string")
+                parts.append(sep + match.group())
+                pos = match.end()
+            elif char in "({[":
+                if not stack:
+                    # a whole group at once when it is on one line without comments
+                    end = self.group_end(start)
+                    raw = text[start:end]
+                    if "\n" not in raw and "//" not in raw and "/*" not in raw and "\r" not in raw:
+                        parts.append(sep + raw)
+                        pos = end
+                        continue
+                stack.append(_CLOSE_OF[char])
+                parts.append(sep + char)
+                pos = start + 1
+            elif char in ")}]":
+                if not stack:
+                    break
+                closer = stack.pop()
+                if char != closer:
+                    raise self.error_at(start, f"'{closer}' to close '{_OPEN_OF[closer]}' "
+                                               f"before '{char}'")
+                parts.append(sep + char)
+                pos = start + 1
+            elif char == ",":
+                if not stack:
+                    break
+                parts.append(",")
+                pos = start + 1
+            elif char == "=":
+                parts.append(sep + "=")
+                pos = start + 1
+            elif char == "/":
+                raise self.stray(start, "a value, not '/'")
+            else:
+                if not stack and parts:
+                    if self.starts_instruction(start):
+                        break
+                    key = _ATTRIBUTE_NAME.match(text, start)
+                    if key is not None:
+                        raise self.error_at(start, f"',' before the attribute '{key.group()}'")
+                match = _WORD.match(text, start)
+                parts.append(sep + match.group())
+                pos = match.end()
+        if not parts:
+            raise self.error_at(start, "a value after '='")
+        return "".join(parts), pos
+
+    # -- shapes --------------------------------------------------------------------------------
+    # shape ::= '(' (shape (',' shape)*)? ')' | dtype '[' (dim (',' dim)*)? ']' layout?
+    # dim ::= '<='? int | '?'        layout ::= '{' minor_to_major (':' ...)? '}'
+    def shape(self, pos: int) -> tuple[str, int]:
+        """A shape at `pos` (whitespace and comments allowed between its tokens): its text
+        (as printed when it is, else canonical) and the offset after it."""
+        text = self.text
+        printed = _PRINTED_SHAPE.match(text, pos)
+        if printed is not None and not text.startswith("{", self.skip(printed.end())):
+            shape = printed.group()
+            if (problem := _layout_problem(shape)) is not None:
+                raise self.error_at(pos, problem)
+            return shape, printed.end()
+        if text.startswith("(", pos):
+            elements = []
+            at = self.skip(pos + 1)
+            if not text.startswith(")", at):
+                while True:
+                    element, at = self.shape(at)
+                    elements.append(element)
+                    at = self.skip(at)
+                    if text.startswith(",", at):
+                        at = self.skip(at + 1)
+                    elif text.startswith(")", at):
+                        break
+                    else:
+                        raise self.stray(at, "',' or ')' in a tuple shape like '(f32[2]{0}, s32[])'")
+            raw = text[pos : at + 1]
+            if is_shape(raw):
+                return raw, at + 1
+            return "(" + ", ".join(elements) + ")", at + 1
+        match = _DTYPE_WORD.match(text, pos)
+        if match is None:
+            raise self.stray(pos, "a shape like 'f32[2,3]{1,0}' or '(f32[2], s32[])'")
+        dtype = match.group()
+        at = self.expect(match.end(), "[", f"'[' after the element type '{dtype}'")
+        dims: list[str] = []
+        at = self.skip(at)
+        if not text.startswith("]", at):
+            while True:
+                if text.startswith("<=", at):
+                    number = _INT.match(text, self.skip(at + 2))
+                    if number is None:
+                        raise self.stray(self.skip(at + 2), "a bound after '<='")
+                    dims.append("<=" + number.group())
+                    at = number.end()
+                elif text.startswith("?", at):
+                    dims.append("?")
+                    at += 1
+                else:
+                    number = _INT.match(text, at)
+                    if number is None:
+                        raise self.stray(at, "a dimension size (N, <=N or ?)")
+                    dims.append(number.group())
+                    at = number.end()
+                at = self.skip(at)
+                if text.startswith(",", at):
+                    at = self.skip(at + 1)
+                elif text.startswith("]", at):
+                    break
+                else:
+                    raise self.stray(at, "',' or ']' in the dimensions")
+        at += 1
+        shape = f"{dtype}[{','.join(dims)}]"
+        brace = self.skip(at)
+        if text.startswith("{", brace) and text[(q := self.skip(brace + 1)) : q + 1] in _LAYOUT_START:
+            close = text.find("}", brace)
+            if close < 0:
+                raise self.error_at(brace, "'}' to close the layout")
+            layout = "".join(_SKIP.split(text[brace + 1 : close]))
+            order = layout.partition(":")[0]
+            if _MINOR_TO_MAJOR.fullmatch(order) is None:
+                raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")
+            shape += "{" + layout + "}"
+            at = close + 1
+        if (problem := _layout_problem(shape)) is not None:
+            raise self.error_at(pos, problem)
+        return shape, at
+
+    def check_shape(self, shape: str, index: int) -> None:
+        problem = _layout_problem(shape)
+        if problem is not None:
+            raise self.error(index, problem, near=shape.partition("[")[0])
+
+    # -- module --------------------------------------------------------------------------------
+    # module ::= module_header? (frame_tables | computation)+
     def module(self) -> HloModule:
-        lines = self.lines
+        text = self.text
         name = ""
         attributes: dict[str, str] = {}
         computations: list[HloComputation] = []
-        names: set[str] = set()
+        order: dict[str, int] = {}
         entry: HloComputation | None = None
-        while self.i < len(lines):
-            index = self.i
-            stripped = lines[index].strip()
-            if not stripped or stripped.startswith("//"):
-                self.i += 1
-            elif stripped.startswith("HloModule"):
-                if name or computations:
-                    raise self.error(index, "one 'HloModule' header, before any computation")
-                name, attributes = self.module_header()
-            elif stripped in _TABLES:
-                self.skip_table()
+        lines = self.lines
+        count = len(lines)
+        # line mode (i: the next line) while lines start with a token; else token mode (pos)
+        line_mode, i, pos = True, 0, 0
+        while True:
+            if line_mode:
+                if i >= count:
+                    break
+                stripped = lines[i].strip()
+                if not stripped or stripped.startswith("//"):
+                    i += 1
+                    continue
+                if stripped in _TABLES:
+                    i += 1
+                    while i < count and lines[i][:1].isdigit():
+                        i += 1
+                    continue
+                match = None
+                if (stripped[-1] == "{" and "/" not in stripped and '"' not in stripped
+                        and "'" not in stripped and stripped.count("(") == stripped.count(")")):
+                    match = _HEADER_LINE.fullmatch(stripped)
+                if match is None:
+                    line_mode, pos = False, self.offset_of(i)
+                    continue
+                index = i
+                instructions, pos, i = self.body(match.group(2), len(computations), line=i + 1)
+                computation = HloComputation(match.group(2), instructions,
+                                             match.group(1) is not None, index + 1)
+                if i < 0:
+                    computation, pos = self.computation_end(computation, pos)
+                    line_mode, i, pos = self.resume(pos)
+                else:
+                    line_mode = True
             else:
-                computation = self.computation()
-                if computation.name in names:
+                pos = self.skip(pos)
+                if pos >= len(text):
+                    break
+                word = _IDENT.match(text, pos)
+                keyword = word.group() if word is not None else ""
+                if keyword == "HloModule":
+                    if name or computations:
+                        raise self.error_at(pos, "one 'HloModule' header, before any computation")
+                    name, attributes, pos = self.module_header(word.end())
+                    line_mode, i, pos = self.resume(pos)
+                    continue
+                if keyword in _TABLES:  # rows are lines that start with their number
+                    i = self.line_of(pos) + 1
+                    while i < count and lines[i][:1].isdigit():
+                        i += 1
+                    line_mode = True
+                    continue
+                index = self.line_of(pos)
+                computation, pos = self.computation(pos, len(computations))
+                line_mode, i, pos = self.resume(pos)
+            if True:
+                if computation.name in order:
                     raise self.error(index, f"a new computation name, not '{computation.name}'")
-                names.add(computation.name)
+                order[computation.name] = len(computations)
                 if computation.is_entry:
                     if entry is not None:
                         raise self.error(index, f"one ENTRY (already '{entry.name}')")
                     entry = computation
                 computations.append(computation)
         if not computations:
-            raise self.error(len(lines) - 1, "at least one computation")
+            raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
-        self.check_calls(names)
+        self.check_calls(order)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
 
-    def check_calls(self, names: set[str]) -> None:
-        """Every computation an instruction calls is defined in the module (XLA refuses a
-        module that calls a missing one; it also wants callees first, which is not checked)."""
-        for instruction in self.callers:
+    def check_calls(self, order: dict[str, int]) -> None:
+        """Every computation an instruction calls is defined in the module before the
+        computation of the caller (XLA's parser resolves calls as it reads)."""
+        for instruction, at in self.callers:
             found = _CALLED_NAME.findall(instruction.attributes_text)
-            if found and all(not listed and single in names for listed, single in found):
+            if found and all(not listed and order.get(single, at) < at for listed, single in found):
                 continue
-            for name in instruction.called_computations:
-                if name not in names:
+            names = instruction.called_computations
+            for name in names:
+                if name not in order:
                     raise self.error(instruction.line_no - 1,
-                                     f"a computation named '{name}' defined in the module")
+                                     f"a computation named '{name}' defined in the module",
+                                     near=name)
+            for name in names:
+                if order[name] >= at:
+                    raise self.error(instruction.line_no - 1,
+                                     f"computation '{name}' defined before the computation that "
+                                     "calls it (XLA resolves calls in order)", near=name)
 
-    def module_header(self) -> tuple[str, dict[str, str]]:
-        index = self.i
-        text = self.logical_line()
-        match = _MODULE.fullmatch(text.strip())
-        if match is None:
-            raise self.error(index, "'HloModule <name>' followed by ', key=value' attributes")
+    # module_header ::= 'HloModule' name (',' attribute_name '=' value)*
+    def module_header(self, pos: int) -> tuple[str, dict[str, str], int]:
+        text = self.text
+        at = self.skip(pos)
+        match = _IDENT.match(text, at) if at > pos else None
+        if match is None or match.group()[0] == "%":
+            raise self.stray(at, "'HloModule <name>' followed by ', key=value' attributes")
         attributes: dict[str, str] = {}
-        for key, value in split_attributes((match.group(2) or ",")[1:]):
-            if not key or not value:
-                raise self.error(index, "module attributes as 'key=value'")
-            attributes[key] = value
-        return match.group(1), attributes
+        pos = match.end()
+        while text.startswith(",", at := self.skip(pos)):
+            at = self.skip(at + 1)
+            key = _ATTRIBUTE_NAME.match(text, at)
+            if key is None:
+                raise self.stray(at, "module attributes as 'key=value'")
+            value, pos = self.value(key.end(), single=True)
+            attributes[key.group()[:-1]] = value
+        return match.group(), attributes, pos
 
-    # frame_tables: skip the keyword line and its numbered rows
-    def skip_table(self) -> None:
-        self.i += 1
-        lines = self.lines
-        while self.i < len(lines) and lines[self.i][:1].isdigit():
-            self.i += 1
-
-    def logical_line(self, left_open: int = 0) -> str:
-        """Join source lines from `self.i` until brackets balance and no ',' ends the text.
-
-        `left_open` brackets may stay open (a computation header ends inside its '{').
-        """
-        lines = self.lines
-        start = self.i
-        stack: list[str] = []
-        parts: list[str] = []
-        while True:
-            line = lines[self.i]
-            try:
-                scan_brackets(line, stack)
-            except BracketError as exc:
-                raise self.error(self.i, exc.expected) from None
-            parts.append(line.strip())
-            self.i += 1
-            if len(stack) <= left_open and not line.rstrip().endswith(","):
-                return " ".join(parts)
-            if self.i == len(lines) or lines[self.i].strip() == "}":
-                closer = f"'{stack[-1]}'" if stack else "more attributes after ','"
-                raise self.error(start, f"{closer} before the end of the instruction",
-                                 " ".join(parts))
-
-    # computation ::= computation_header instruction+ computation_end
-    def computation(self) -> HloComputation:
-        index = self.i
-        header = self.lines[index].strip()
-        if header.endswith("{") and '"' not in header and header.count("(") == header.count(")"):
-            self.i += 1
-        else:
-            header = self.logical_line(left_open=1).strip()
-        match = _COMPUTATION.fullmatch(header)
+    # computation ::= 'ENTRY'? name ('(' params ')' '->' shape)? '{' instruction+ '}'
+    #                 (',' 'execution_thread=' string)?
+    def computation(self, pos: int, number: int) -> tuple[HloComputation, int]:
+        text = self.text
+        index = self.line_of(pos)
+        # the common one-line header as XLA prints it, without comments or strings
+        end = text.find("\n", pos)
+        line = text[pos : end if end >= 0 else len(text)].rstrip()
+        if line[-1:] == "{" and "/" not in line and '"' not in line and "'" not in line:
+            match = _HEADER_LINE.fullmatch(line)
+            if match is not None and line.count("(") == line.count(")"):
+                instructions, pos, line_after = self.body(match.group(2), number,
+                                                          pos + len(line))
+                if line_after >= 0:
+                    pos = self.offset_of(line_after)
+                return self.computation_end(
+                    HloComputation(match.group(2), instructions, match.group(1) is not None,
+                                   index + 1), pos)
+        header = "a computation header 'name (params) -> shape {'"
+        match = _IDENT.match(text, pos)
+        is_entry = match is not None and match.group() == "ENTRY"
+        if is_entry:
+            match = _IDENT.match(text, self.skip(match.end()))
         if match is None:
-            raise self.error(index, "a computation header 'name (params) -> shape {'", header)
-        instructions = self.body(match.group(2))
-        return HloComputation(match.group(2), instructions, match.group(1) is not None, index + 1)
+            raise self.stray(pos, header)
+        name = match.group().removeprefix("%")
+        at = self.skip(match.end())
+        if text.startswith("(", at):
+            at = self.skip(self.group_end(at))
+            if text.startswith("->", at):
+                _, at = self.shape(self.skip(at + 2))
+                at = self.skip(at)
+        if not text.startswith("{", at):
+            raise self.stray(at, header) if at < len(text) else self.error_at(pos, header)
+        instructions, pos, line_after = self.body(name, number, at + 1)
+        if line_after >= 0:
+            pos = self.offset_of(line_after)
+        return self.computation_end(HloComputation(name, instructions, is_entry, index + 1), pos)
 
-    def body(self, computation: str) -> tuple[HloInstruction, ...]:
+    def computation_end(self, computation: HloComputation, pos: int
+                        ) -> tuple[HloComputation, int]:
+        """After the closing '}': an optional `, execution_thread="name"`."""
+        text = self.text
+        at = self.skip(pos)
+        if text.startswith(",", at):
+            at = self.skip(at + 1)
+            if not text.startswith("execution_thread=", at):
+                raise self.stray(at, "'}' or '}, execution_thread=\"name\"'")
+            _, pos = self.value(at + len("execution_thread="), single=True)
+        return computation, pos
+
+    def resume(self, pos: int) -> tuple[bool, int, int]:
+        """After an instruction ending at `pos`: (line mode?, line index, offset of the next
+        token). Line mode when that token starts its line (only blanks before it)."""
+        text = self.text
+        after = _SKIP.match(text, pos).end()
+        start = text.rfind("\n", 0, after) + 1
+        if start > pos and (start == after or text[start:after].isspace()):
+            return True, self.line_of(after), after
+        return False, 0, after
+
+    def body(self, computation: str, number: int, pos: int = -1, line: int = -1
+             ) -> tuple[tuple[HloInstruction, ...], int, int]:
+        """Instructions up to the computation's closing '}', from offset `pos` or, in line
+        mode, from line `line`. Returns them, the offset after the '}' and -1, or (when the
+        '}' stood alone on its line) -1 and the index of the next line."""
         lines = self.lines
         count = len(lines)
         fast = _FAST.match
         opcodes = self.opcodes
         shapes = self.shapes
-        callers = _CALLERS
+        callers = self.calling
+        scalar = _SCALAR.fullmatch
         defined: dict[str, str] = {}
+        parameters: set[str] = set()
         instructions: list[HloInstruction] = []
         append = instructions.append
         root = -1
-        i = self.i
-        while i < count:
-            line = lines[i]
-            match = fast(line)
-            if match is not None:
-                is_root, name, shape, opcode, operand_text, tail = match.groups()
-                # complete when brackets and quotes balance by count; in doubt, the exact path
-                if tail is None:
-                    tail = ""
-                elif (
-                    not tail
-                    or tail[-1] == ","
-                    or tail.count("{") != tail.count("}")
-                    or tail.count("(") != tail.count(")")
-                    or (("[" in tail or "]" in tail) and tail.count("[") != tail.count("]"))
-                    or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
-                ):
-                    match = None
-            if match is None:
-                stripped = line.strip()
-                if not stripped or stripped.startswith("//"):
-                    i += 1
+        # line index of the last instruction, when the fast path read it (else -1)
+        last_fast = -1
+        if line >= 0:
+            line_mode, i = True, line
+        else:
+            line_mode, i, pos = self.resume(pos)
+        while True:
+            if line_mode:
+                if i >= count:
+                    raise self.error(count - 1, f"'}}' to close computation '{computation}'")
+                line = lines[i]
+                match = fast(line)
+                if match is not None:
+                    is_root, name, shape, opcode, operand_text, tail = match.groups()
+                    # complete when brackets and quotes balance by count; in doubt, the token path
+                    if tail is None:
+                        tail = ""
+                    elif (
+                        not tail
+                        or tail[-1] in ",= \t\r"
+                        or tail.count("{") != tail.count("}")
+                        or tail.count("(") != tail.count(")")
+                        or (("[" in tail or "]" in tail) and tail.count("[") != tail.count("]"))
+                        or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
+                        or "//" in tail or "/*" in tail
+                    ):
+                        match = None
+                if match is None:
+                    stripped = line.strip()
+                    if not stripped or stripped.startswith("//"):
+                        i += 1
+                        continue
+                    if stripped == "}":
+                        i += 1
+                        pos = -1
+                        break
+                    if stripped[0] == "," and last_fast >= 0:
+                        # the attributes of the instruction read last go on: read it again
+                        # (with the get-tuple-elements its operands added, same line number)
+                        i = last_fast
+                        while instructions and instructions[-1].line_no == i + 1:
+                            dropped = instructions.pop()
+                            del defined[dropped.name]
+                            if dropped.is_root:
+                                root = -1
+                            if self.callers and self.callers[-1][0] is dropped:
+                                self.callers.pop()
+                            if dropped.opcode == "parameter":
+                                parameters.discard(dropped.payload.strip())
+                    line_mode, last_fast = False, -1
+                    pos = self.offset_of(i)
                     continue
-                if stripped[0] == "}":
-                    if _COMPUTATION_END.fullmatch(stripped) is None:
-                        raise self.error(i, "'}' or '}, execution_thread=\"name\"'")
-                    i += 1
-                    break
-                self.i = i
-                is_root, name, shape, opcode, operand_text, tail = self.slow_instruction()
-                index, i = i, self.i
-            else:
-                index = i
+                index = last_fast = i
                 i += 1
-            opcode = opcodes.setdefault(opcode, opcode)
-            shape = shapes.setdefault(shape, shape)
+            else:
+                pos = self.skip(pos)
+                if self.text.startswith("}", pos):
+                    pos += 1
+                    i = -1
+                    break
+                index = self.line_of(pos)
+                (is_root, name, shape, opcode, operand_text, tail, pos
+                 ) = self.token_instruction(pos)
+                line_mode, i, pos = self.resume(pos)
+                last_fast = -1
+            known = opcodes.get(opcode)
+            if known is None:
+                known = self.new_opcode(opcode, index)
+            opcode, expected = known
+            known = shapes.get(shape)
+            if known is None:
+                self.check_shape(shape, index)
+                shapes[shape] = known = shape
+            shape = known
             payload = None
             operands: tuple[str, ...] = ()
             if opcode == "parameter" or opcode == "constant":
                 payload = operand_text
-                if opcode == "parameter" and not payload.strip().isdecimal():
-                    raise self.error(index, "a parameter number in 'parameter(N)'")
+                if opcode == "parameter":
+                    if payload in parameters or not payload.isdecimal():
+                        self.check_parameter(payload, parameters, index, computation)
+                    parameters.add(payload)
+                elif shape[-2:] != "[]" or scalar(payload) is None:
+                    self.check_literal(payload, shape, index)
             elif operand_text:
                 try:
                     # fast: '%a, %b' or 'a, b'; operand_names handles shapes, comments, 'a,b'
@@ -265,8 +662,11 @@ class _Reader:
                 except KeyError:
                     operands = self.operands(operand_text, defined, index, instructions,
                                              computation)
+            if expected is not None and len(operands) != expected:
+                raise self.error(index, f"{expected} operand{'s' if expected != 1 else ''} for "
+                                        f"'{opcode}', not {len(operands)}", near=opcode)
             if name in defined:
-                raise self.error(index, f"a new instruction name, not '{name}'")
+                raise self.error(index, f"a new instruction name, not '{name}'", near=name)
             defined[name] = name
             if is_root:
                 if root >= 0:
@@ -276,20 +676,144 @@ class _Reader:
                                           payload, index + 1)
             append(instruction)
             if opcode in callers:
-                self.callers.append(instruction)
-        else:
-            raise self.error(count - 1, f"'}}' to close computation '{computation}'")
-        self.i = i
+                self.callers.append((instruction, number))
         if not instructions:
-            raise self.error(i - 1, f"at least one instruction in '{computation}'")
+            raise self.error(self.line_of(pos - 1) if i < 0 else i - 1,
+                             f"at least one instruction in '{computation}'")
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
-        return tuple(instructions)
+        return tuple(instructions), pos, i
 
-    # operands ::= (shape? '%'? name ('#' index)? (',' shape? '%'? name ('#' index)?)*)?
-    # (comments allowed)
+    def new_opcode(self, opcode: str, index: int) -> tuple[str, int | None]:
+        """(opcode, its fixed operand count or None), once per opcode and module."""
+        if not is_opcode(opcode):
+            close = get_close_matches(opcode, OPCODE_ARITY, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}", near=opcode)
+        if opcode.endswith(("-start", "-update", "-done")):
+            self.calling.add(opcode)
+        known = self.opcodes[opcode] = (opcode, OPCODE_ARITY.get(opcode))
+        return known
+
+    def check_parameter(self, payload: str, parameters: set[str], index: int,
+                        computation: str) -> None:
+        number = _ANY_COMMENT.sub(" ", payload).strip()
+        if not number.isdecimal():
+            raise self.error(index, "a parameter number in 'parameter(N)'", near="parameter")
+        if number in parameters or str(int(number)) in parameters:
+            raise self.error(index, f"a parameter number not used before in '{computation}', "
+                                    f"not {number}", near="parameter")
+        parameters.add(number)
+
+    def check_literal(self, payload: str, shape: str, index: int) -> None:
+        """A constant's literal: numbers, true/false, inf/nan in braces nested as deep as the
+        shape's rank (XLA rejects other tokens and a nesting that does not fit)."""
+        if shape[-2:] == "[]" and _SCALAR.fullmatch(payload) is not None:
+            return
+        literal = _COMMENT.sub(" ", payload) if "/*" in payload else payload
+        adjacent = False
+        previous = False
+        for match in _LITERAL_TOKEN.finditer(literal):
+            element, stray = match.groups()
+            if stray is not None or (element is not None and previous):
+                adjacent = True
+                break
+            previous = element is not None
+        if adjacent or not literal.strip():
+            raise self.error(index, f"a constant literal (numbers, true, false, inf, nan in "
+                                    f"braces, separated by ','), not '{payload.strip()}'",
+                             near="constant")
+        if shape[0] == "(" or "..." in literal:
+            return
+        rank = shape.count(",") - shape.count(",", shape.find("]")) + 1 if "[]" not in shape else 0
+        depth = deepest = 0
+        for char in literal:
+            if char == "{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char == "}":
+                depth -= 1
+        if deepest != rank or depth != 0:
+            raise self.error(index, f"a literal with braces nested {rank} deep for shape "
+                                    f"{shape}, not '{payload.strip()}'", near="constant")
+
+    # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
+    def token_instruction(self, pos: int) -> tuple[str | None, str, str, str, str, str, int]:
+        text = self.text
+        start = pos
+        what = "an instruction 'name = shape opcode(operands)'"
+        match = _IDENT.match(text, pos)
+        is_root = None
+        if match is not None and match.group() == "ROOT":
+            is_root = "ROOT "
+            match = _IDENT.match(text, self.skip(match.end()))
+        if match is None:
+            raise self.stray(self.skip(pos) if is_root else start, what)
+        word, end = match.group(), match.end()
+        if word[0] != "%" and text.startswith("=", end):
+            raise self.error_at(match.start(), f"{what}: '{word}=' without a space before '=' "
+                                               "is an attribute name to XLA")
+        at = self.expect(end, "=", f"'=' after the instruction name '{word}'")
+        shape, at = self.shape(self.skip(at))
+        at = self.skip(at)
+        match = _IDENT.match(text, at)
+        if match is None or match.group()[0] == "%":
+            raise self.stray(at, "an opcode followed by '(' after the shape")
+        opcode = match.group()
+        at = self.expect(match.end(), "(", f"'(' after the opcode '{opcode}'")
+        close = self.group_end(at - 1)
+        if opcode == "parameter" or opcode == "constant":
+            operand_text = " ".join(_ANY_COMMENT.sub(" ", text[at : close - 1]).split())
+        else:
+            operand_text = self.operand_list(at, close - 1)
+        pos = close
+        attributes = []
+        while text.startswith(",", at := self.skip(pos)):
+            at = self.skip(at + 1)
+            key = _ATTRIBUTE_NAME.match(text, at)
+            if key is None:
+                raise self.stray(at, "an attribute 'name=value' after ','")
+            value, pos = self.value(key.end())
+            attributes.append(key.group() + value)
+        if at < len(text) and text[at] not in "}" and not self.starts_instruction(at):
+            raise self.stray(at, "',' before attributes after the operand list")
+        return is_root, word.removeprefix("%"), shape, opcode, operand_text, ", ".join(attributes), pos
+
+    # operands ::= (shape? name ('#' int)? (',' shape? name ('#' int)?)*)?
+    def operand_list(self, pos: int, end: int) -> str:
+        text = self.text
+        names = []
+        at = self.skip(pos)
+        if at >= end:
+            return ""
+        while True:
+            if text.startswith("(", at) or _DTYPE_WORD.match(text, at):
+                _, at = self.shape(at)
+                at = self.skip(at)
+            match = _IDENT.match(text, at)
+            if match is None or at >= end:
+                raise self.stray(at, "operand names separated by ','")
+            name = match.group().removeprefix("%")
+            at = match.end()
+            if text.startswith("#", at):
+                number = _INT.match(text, at + 1)
+                name += "#" + (number.group() if number else "")
+                at = number.end() if number else at + 1
+            names.append(name)
+            at = self.skip(at)
+            if at >= end:
+                return ", ".join(names)
+            if text[at] != ",":
+                raise self.stray(at, "',' between operands")
+            at = self.skip(at + 1)
+            if at >= end:
+                raise self.error_at(at, "operand names separated by ','")
+
+    # operands with shapes or comments, read by the fast path
     def operands(self, text: str, defined: dict[str, str], index: int,
                  instructions: list[HloInstruction], computation: str) -> tuple[str, ...]:
+        if not _ANY_COMMENT.sub("", text).strip():
+            return ()
         found = operand_names(text)
         if found is None:
             raise self.error(index, "operand names separated by ','")
@@ -310,7 +834,7 @@ class _Reader:
         base, sep, element = name.partition("#")
         if not sep or base not in defined:
             raise self.error(index, f"operand '{name}' defined earlier in computation "
-                                    f"'{computation}'")
+                                    f"'{computation}'", near=name)
         tuple_shape = next(i.shape for i in reversed(instructions) if i.name == base)
         elements = Shape(tuple_shape).elements
         if not element.isdecimal() or int(element) >= len(elements):
@@ -319,34 +843,4 @@ class _Reader:
         instructions.append(new_instruction(name, "get-tuple-element", shape, (base,),
                                             f"index={element}", False, None, index + 1))
         defined[name] = name
-
-    # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attr)*
-    # shape ::= array_shape | '(' (shape (',' shape)*)? ')'
-    def slow_instruction(self) -> tuple[str | None, str, str, str, str, str]:
-        index = self.i
-        text = self.logical_line()
-        head = _HEAD.match(text)
-        if head is None:
-            raise self.error(index, "an instruction 'name = shape opcode(operands)'", text)
-        pos = head.end()
-        if text.startswith("(", pos):
-            end = match_close(text, pos) + 1
-            shape = text[pos:end]
-            if not is_shape(shape):
-                raise self.error(index, "a tuple shape like '(f32[2]{0}, s32[])'", text)
-        else:
-            array = ARRAY_SHAPE.match(text, pos)
-            if array is None:
-                raise self.error(index, "a shape like 'f32[2,3]{1,0}' after '='", text)
-            shape, end = array.group(), array.end()
-        opcode = _OPCODE.match(text, end)
-        if opcode is None or (end < len(text) and not text[end].isspace()):
-            raise self.error(index, "an opcode followed by '(' after the shape", text)
-        close = match_close(text, opcode.end() - 1)
-        tail = text[close + 1 :].strip()
-        if tail and not tail.startswith(","):
-            raise self.error(index, "',' before attributes after the operand list", text)
-        tail = tail[1:].strip()
-        operand_text = text[opcode.end() : close]
-        return head.group(1), head.group(2), shape, opcode.group(1), operand_text, tail
 

@@ -291,3 +291,44 @@ def test_any_consistent_renaming_normalizes_identically(seed: int) -> None:
     )
     assert signature_names != raw
     assert normalize_hlo(signature_names) == normalize_hlo(raw)
+
+
+# -- '%' on some names and not on others (XLA accepts both): every reference is renamed -------
+
+_DEF_SIGIL = re.compile(r"^([ \t]*(?:ROOT )?)%", re.M)
+_REF_SIGIL = re.compile(r"(?:(?<=[(={])|(?<=, ))%(?=[A-Za-z_])")  # operands, calls=, lists
+_BARE_REF = re.compile(r"(?<=[(, ])([A-Za-z_][\w.\-]*)(?=[,)])")
+_CANONICAL_NAME = re.compile(r"param\.\d+|[a-z][a-z0-9\-]*\.\d+|.*#\d+")
+
+
+def _sigil_variants() -> list[tuple[str, str]]:
+    cases = []
+    for path in sorted(CORPUS.glob("*.hlo")) + [CORPUS.parent / "fixtures" / "features.hlo"]:
+        text = path.read_text()
+        if _DEF_SIGIL.search(text):
+            cases.append((f"{path.name}-definitions-bare", _DEF_SIGIL.sub(r"\1", text)))
+            cases.append((f"{path.name}-references-bare", _REF_SIGIL.sub("", text)))
+        else:
+            defined = set(re.findall(r"^\s*(?:ROOT )?([\w.\-]+) =", text, re.M))
+            cases.append((f"{path.name}-operands-with-sigil", _BARE_REF.sub(
+                lambda m: "%" + m[1] if m[1] in defined else m[1], text)))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "text"), _sigil_variants(), ids=[n for n, _ in _sigil_variants()])
+def test_mixed_sigils_are_all_renamed_and_reparse(name: str, text: str) -> None:
+    from xla_inspect.parse import parse_hlo
+    from xla_inspect.query import opcode_counts
+
+    hlo = pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
+    hlo.hlo_module_from_text(text)  # the variant itself is valid HLO to XLA
+    # mixed: some names with '%', some without
+    assert re.search(r"%[A-Za-z_]", text)
+    assert re.search(r"^[ \t]*(?:ROOT )?[A-Za-z_][\w.\-]* =", text, re.M) or _BARE_REF.search(text)
+    normal = normalize_hlo(text)
+    hlo.hlo_module_from_text(normal)  # raises when a reference was left behind
+    module = parse_hlo(normal)
+    assert opcode_counts(module) == opcode_counts(parse_hlo(text))
+    names = [i.name for c in module.computations for i in c.instructions]
+    assert all(_CANONICAL_NAME.fullmatch(n) for n in names), names
+    assert normalize_hlo(normal) == normal
