@@ -14,9 +14,8 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import replace
-from types import MappingProxyType
-
 from difflib import get_close_matches
+from types import MappingProxyType
 
 from xla_inspect._lexing import (
     ARRAY_SHAPE_PATTERN,
@@ -61,7 +60,8 @@ _LAYOUT_START = frozenset("0123456789}:")
 _PRINTED_SHAPE = re.compile("(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
                             + r")(?=[ \t\r\n,)/])")
 # computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
-_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{")
+_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*"
+                          r"(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{")
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
@@ -73,7 +73,8 @@ _LITERAL_TOKEN = re.compile(
     r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
-_SCALAR = re.compile(r"true|false|[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_SCALAR = re.compile(r"true|false|"
+                     r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
@@ -83,7 +84,7 @@ _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames
 _CALLERS = frozenset({
     "fusion", "call", "while", "conditional", "reduce", "reduce-window", "map", "sort", "scatter",
     "select-and-scatter", "all-reduce", "all-reduce-start", "reduce-scatter", "custom-call",
-    "async-start", "async-update", "async-done", "collective-reduce", "reduce-scatter", "scan",
+    "async-start", "async-update", "async-done", "collective-reduce", "scan",
     "all-reduce-done", "all-gather-start",
 })
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -204,8 +205,8 @@ class _Reader:
             elif token in _OPEN_OF:
                 closer = stack.pop()
                 if token != closer:
-                    raise self.error_at(match.start(),
-                                        f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'")
+                    raise self.error_at(
+                        match.start(), f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'")
                 if not stack:
                     return match.end()
             elif token in "\"'/":
@@ -318,7 +319,8 @@ class _Reader:
                     elif text.startswith(")", at):
                         break
                     else:
-                        raise self.stray(at, "',' or ')' in a tuple shape like '(f32[2]{0}, s32[])'")
+                        raise self.stray(
+                            at, "',' or ')' in a tuple shape like '(f32[2]{0}, s32[])'")
             raw = text[pos : at + 1]
             if is_shape(raw):
                 return raw, at + 1
@@ -357,7 +359,8 @@ class _Reader:
         at += 1
         shape = f"{dtype}[{','.join(dims)}]"
         brace = self.skip(at)
-        if text.startswith("{", brace) and text[(q := self.skip(brace + 1)) : q + 1] in _LAYOUT_START:
+        after = self.skip(brace + 1)
+        if text.startswith("{", brace) and text[after : after + 1] in _LAYOUT_START:
             close = text.find("}", brace)
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
@@ -777,7 +780,8 @@ class _Reader:
             attributes.append(key.group() + value)
         if at < len(text) and text[at] not in "}" and not self.starts_instruction(at):
             raise self.stray(at, "',' before attributes after the operand list")
-        return is_root, word.removeprefix("%"), shape, opcode, operand_text, ", ".join(attributes), pos
+        name = word.removeprefix("%")
+        return is_root, name, shape, opcode, operand_text, ", ".join(attributes), pos
 
     # operands ::= (shape? name ('#' int)? (',' shape? name ('#' int)?)*)?
     def operand_list(self, pos: int, end: int) -> str:

@@ -311,7 +311,7 @@ def _sigil_variants() -> list[tuple[str, str]]:
         else:
             defined = set(re.findall(r"^\s*(?:ROOT )?([\w.\-]+) =", text, re.M))
             cases.append((f"{path.name}-operands-with-sigil", _BARE_REF.sub(
-                lambda m: "%" + m[1] if m[1] in defined else m[1], text)))
+                lambda m, defined=defined: "%" + m[1] if m[1] in defined else m[1], text)))
     return cases
 
 

@@ -150,11 +150,14 @@ def test_reformatted_corpus_modules_match_xla(text: str) -> None:
 
 # one mistake of a kind XLA's parser rejects: (pattern, replacement) applied at one match
 MISTAKES = [
-    (re.compile(r"(?<= )([a-z]{2})([a-z])([a-z\-]*)(?=\()"), lambda m: m[1] + m[3][:1] + m[2] + m[3][1:]),
+    (re.compile(r"(?<= )([a-z]{2})([a-z])([a-z\-]*)(?=\()"),
+     lambda m: m[1] + m[3][:1] + m[2] + m[3][1:]),
     (re.compile(r"parameter\(([1-9])\)"), lambda m: "parameter(0)"),
     (re.compile(r"\{1,0\}(?= )"), lambda m: "{0}"),
-    (re.compile(r" (add|multiply|subtract|maximum)\(([^,()]+), "), lambda m: f" {m[1]}({m[2]}, {m[2]}, "),
-    (re.compile(r" (negate|exponential|copy|convert)\(([^,()]+)\)"), lambda m: f" {m[1]}({m[2]}, {m[2]})"),
+    (re.compile(r" (add|multiply|subtract|maximum)\(([^,()]+), "),
+     lambda m: f" {m[1]}({m[2]}, {m[2]}, "),
+    (re.compile(r" (negate|exponential|copy|convert)\(([^,()]+)\)"),
+     lambda m: f" {m[1]}({m[2]}, {m[2]})"),
     (re.compile(r"constant\(([0-9.]+)\)"), lambda m: f"constant({m[1]}x)"),
     (re.compile(r"constant\(([0-9.]+)\)"), lambda m: "constant({" + m[1] + "})"),
 ]
