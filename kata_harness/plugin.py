@@ -114,12 +114,15 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """Reference mode runs every variant of every test: spread it over the cores (pytest-xdist,
-    ``-n auto``) unless ``-n`` is given, snapshots are being pinned, or this is a worker."""
+    ``-n auto``, a test file per worker so its module-level compiles happen once) unless ``-n``
+    is given, snapshots are being pinned, or this is a worker."""
     if (config.getoption("--impl") == "reference" and config.pluginmanager.hasplugin("xdist")
             and config.getoption("numprocesses", None) is None
             and not getattr(config.option, "update_snapshots", False)
             and "PYTEST_XDIST_WORKER" not in os.environ):
         config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
 
 
 _dropped_flags = pytest.StashKey[str | None]()
