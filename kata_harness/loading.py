@@ -83,11 +83,16 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
+@functools.cache
+def _return_hints(phase: Phase, reference: ModuleType) -> dict:
+    """Once per phase and reference module (the kata fixture asks on every test)."""
+    return contract.return_hints(reference, [task.function for task in phase.tasks])
+
+
 def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
     reference = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
-    functions = [task.function for task in phase.tasks]
     labels = {task.function: f"{task.id} ({task.function})" for task in phase.tasks}
-    contract.wrap(module, labels, contract.return_hints(reference, functions), reference.__name__)
+    contract.wrap(module, labels, _return_hints(phase, reference), reference.__name__)
     return module
 
 
