@@ -35,7 +35,7 @@ _NAME = re.compile(r"%([\w.\-]+)")
 
 def _computations(text: str) -> str:
     """The text from the first computation on (after the header and frame tables)."""
-    return text[text.index("\n%"):]
+    return text[text.index("\n%") :]
 
 
 def _renamed(body: str, suffix: str) -> str:
@@ -87,11 +87,18 @@ def peak_multiple(text: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=[0.3, 3.0, 30.0],
-                        help="module sizes in MB (default: 0.3 3 30)")
+    parser.add_argument(
+        "--sizes",
+        type=float,
+        nargs="+",
+        default=[0.3, 3.0, 30.0],
+        help="module sizes in MB (default: 0.3 3 30)",
+    )
     args = parser.parse_args()
-    print(f"{'MB':>6} {'instr':>7} {'ours ms':>8} {'C++ ms':>8} {'ratio':>5} {'wall ratio':>10} "
-          f"{'ours MB/s':>9} {'C++ MB/s':>8} {'peak/text':>9}")
+    print(
+        f"{'MB':>6} {'instr':>7} {'ours ms':>8} {'C++ ms':>8} {'ratio':>5} {'wall ratio':>10} "
+        f"{'ours MB/s':>9} {'C++ MB/s':>8} {'peak/text':>9}"
+    )
     per_mb = []
     for size in args.sizes:
         text = build_module(size)
@@ -99,16 +106,23 @@ def main() -> None:
         repeats = max(3, min(20, int(30 / size)))
         instructions = sum(opcode_counts(parse_hlo(text)).values())
         (ours, ours_wall), (theirs, theirs_wall) = best_times(
-            (lambda t=text: opcode_counts(parse_hlo(t)),
-             lambda t=text: _hlo.hlo_module_from_text(t)), repeats)
+            (
+                lambda t=text: opcode_counts(parse_hlo(t)),
+                lambda t=text: _hlo.hlo_module_from_text(t),
+            ),
+            repeats,
+        )
         multiple = peak_multiple(text)
         per_mb.append((mb, ours / mb, theirs / mb))
-        print(f"{mb:6.2f} {instructions:7d} {ours * 1e3:8.1f} {theirs * 1e3:8.1f} "
-              f"{ours / theirs:5.2f} {ours_wall / theirs_wall:10.2f} {mb / ours:9.1f} "
-              f"{mb / theirs:8.1f} {multiple:8.1f}x")
+        print(
+            f"{mb:6.2f} {instructions:7d} {ours * 1e3:8.1f} {theirs * 1e3:8.1f} "
+            f"{ours / theirs:5.2f} {ours_wall / theirs_wall:10.2f} {mb / ours:9.1f} "
+            f"{mb / theirs:8.1f} {multiple:8.1f}x"
+        )
     print("\nlinearity (CPU ms per MB; flat means linear):")
     for mb, ours_per_mb, theirs_per_mb in per_mb:
         print(f"  {mb:6.2f} MB: ours {ours_per_mb * 1e3:6.1f}  C++ {theirs_per_mb * 1e3:6.1f}")
+
 
 if __name__ == "__main__":
     main()

@@ -88,14 +88,24 @@ def _waste(census: dict) -> dict:
         kind[1] += seconds
         by_file[test.split("::")[0]] += seconds
         by_function[record["function"]] += seconds
-        entry = by_program.setdefault(fingerprint, {"function": record["function"], "again": 0,
-                                                    "seconds": 0.0, "tests": set()})
+        entry = by_program.setdefault(
+            fingerprint,
+            {"function": record["function"], "again": 0, "seconds": 0.0, "tests": set()},
+        )
         entry["again"] += 1
         entry["seconds"] += seconds
         entry["tests"].add(test.split("[")[0])
-    return {"count": len(records), "distinct": len(seen), "needed": needed,
-            "repeated": repeated, "by_program": by_program, "by_file": by_file,
-            "by_function": by_function, "by_variant": by_variant, "stages": census["stages"]}
+    return {
+        "count": len(records),
+        "distinct": len(seen),
+        "needed": needed,
+        "repeated": repeated,
+        "by_program": by_program,
+        "by_file": by_file,
+        "by_function": by_function,
+        "by_variant": by_variant,
+        "stages": census["stages"],
+    }
 
 
 def _ratio(value: float, floor: float) -> str:
@@ -103,18 +113,21 @@ def _ratio(value: float, floor: float) -> str:
 
 
 def _print_durations(output: str, top: int) -> None:
-    rows = sorted(((float(s), when, node) for s, when, node in _DURATION.findall(output)),
-                  reverse=True)
+    rows = sorted(
+        ((float(s), when, node) for s, when, node in _DURATION.findall(output)), reverse=True
+    )
     print(f"\nslowest {min(top, len(rows))} test phases (--durations of the best run):")
     for seconds, when, node in rows[:top]:
         print(f"  {seconds:6.2f} s  {when:8s} {node}")
 
 
 def _print_waste(waste: dict, top: int) -> None:
-    print(f"\ncompiles in-process: {waste['count']} backend compiles, {waste['distinct']} "
-          f"distinct modules; {waste['needed'] + waste['repeated']:.2f} s in all, "
-          f"{waste['needed']:.2f} s needed, {waste['repeated']:.2f} s repeated "
-          f"({waste['count'] - waste['distinct']} compiles of a module compiled before)")
+    print(
+        f"\ncompiles in-process: {waste['count']} backend compiles, {waste['distinct']} "
+        f"distinct modules; {waste['needed'] + waste['repeated']:.2f} s in all, "
+        f"{waste['needed']:.2f} s needed, {waste['repeated']:.2f} s repeated "
+        f"({waste['count'] - waste['distinct']} compiles of a module compiled before)"
+    )
     stages = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in waste["stages"].items())
     print(f"jax staging seconds in-process: {stages}")
     print("\nby honest-kata variant: compiles, compile s, of which repeated s")
@@ -132,21 +145,28 @@ def _print_waste(waste: dict, top: int) -> None:
         tests = sorted(entry["tests"])
         shown = ", ".join(t.rsplit("::", 1)[-1] for t in tests[:3])
         more = f" +{len(tests) - 3} more" if len(tests) > 3 else ""
-        print(f"  {entry['function'][:40]:40s} {entry['again']:4d} {entry['seconds']:6.2f} s  "
-              f"in {len(tests)} tests: {shown}{more}")
+        print(
+            f"  {entry['function'][:40]:40s} {entry['again']:4d} {entry['seconds']:6.2f} s  "
+            f"in {len(tests)} tests: {shown}{more}"
+        )
 
 
 def _phases(repeat: int, floor: float) -> None:
     folders = sorted((ROOT / "katas").glob("phase*"), key=lambda p: int(p.name[5:]))
-    print(f"\nper phase, `uv run pytest katas/phaseN -x -q` (best of {repeat}), "
-          f"target {PHASE_TARGET_S:.0f} s, floor = import jax {floor:.2f} s:")
+    print(
+        f"\nper phase, `uv run pytest katas/phaseN -x -q` (best of {repeat}), "
+        f"target {PHASE_TARGET_S:.0f} s, floor = import jax {floor:.2f} s:"
+    )
     for folder in folders:
-        seconds, output, _ = _best(["uv", "run", "pytest", f"katas/{folder.name}", "-x", "-q"],
-                                   repeat)
+        seconds, output, _ = _best(
+            ["uv", "run", "pytest", f"katas/{folder.name}", "-x", "-q"], repeat
+        )
         lines = output.strip().splitlines()
         verdict = "ok" if seconds <= PHASE_TARGET_S else "OVER"
-        print(f"  {folder.name:8s} {seconds:6.2f} s  {_ratio(seconds, floor)}  {verdict:4s}  "
-              f"{lines[-1][:70] if lines else ''}")
+        print(
+            f"  {folder.name:8s} {seconds:6.2f} s  {_ratio(seconds, floor)}  {verdict:4s}  "
+            f"{lines[-1][:70] if lines else ''}"
+        )
 
 
 def main() -> None:
@@ -158,19 +178,24 @@ def main() -> None:
 
     import_jax, _, _ = _best(IMPORT_JAX, max(options.repeat, 3))
     bare, _, _ = _best(["uv", "run", "python", "-c", "pass"], max(options.repeat, 3))
-    print(f"floor: `uv run python -c 'import jax'` {import_jax:.2f} s "
-          f"(of which uv and Python start-up {bare:.2f} s)")
+    print(
+        f"floor: `uv run python -c 'import jax'` {import_jax:.2f} s "
+        f"(of which uv and Python start-up {bare:.2f} s)"
+    )
 
     suite, output, code = _best([*SUITE, "--durations=30"], options.repeat)
     waste = _waste(_census())
     floor = import_jax + waste["needed"]
     summary = output.strip().splitlines()[-1] if output.strip() else ""
-    print(f"suite: `{' '.join(SUITE)}` best of {options.repeat}: {suite:.2f} s (exit {code}; "
-          f"{summary})")
-    print(f"suite floor: import jax + needed compiles = {import_jax:.2f} + {waste['needed']:.2f}"
-          f" = {floor:.2f} s; suite / floor = {_ratio(suite, floor).strip()}")
-    print(f"suite without its repeated compiles would take about "
-          f"{suite - waste['repeated']:.2f} s")
+    print(
+        f"suite: `{' '.join(SUITE)}` best of {options.repeat}: {suite:.2f} s (exit {code}; "
+        f"{summary})"
+    )
+    print(
+        f"suite floor: import jax + needed compiles = {import_jax:.2f} + {waste['needed']:.2f}"
+        f" = {floor:.2f} s; suite / floor = {_ratio(suite, floor).strip()}"
+    )
+    print(f"suite without its repeated compiles would take about {suite - waste['repeated']:.2f} s")
     _print_durations(output, options.top)
     _print_waste(waste, options.top)
     if not options.skip_phases:

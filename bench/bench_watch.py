@@ -36,8 +36,9 @@ def copy_tree(phase: int, target: Path) -> Path:
         elif source.is_file():
             shutil.copy2(source, target / name)
     for parent in ("katas", "reference"):
-        shutil.copytree(ROOT / parent / f"phase{phase}", target / parent / f"phase{phase}",
-                        ignore=ignore)
+        shutil.copytree(
+            ROOT / parent / f"phase{phase}", target / parent / f"phase{phase}", ignore=ignore
+        )
     decoys = ROOT / "decoys" / f"phase{phase}.py"
     if decoys.is_file():
         (target / "decoys").mkdir()
@@ -84,8 +85,10 @@ def report(label: str, latencies: list[float]) -> None:
         return
     ordered = sorted(latencies)
     p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
-    print(f"{label}: n={len(ordered)} median {statistics.median(ordered) * 1000:.0f} ms, "
-          f"p90 {p90 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms")
+    print(
+        f"{label}: n={len(ordered)} median {statistics.median(ordered) * 1000:.0f} ms, "
+        f"p90 {p90 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
+    )
 
 
 def main() -> None:
@@ -100,8 +103,10 @@ def main() -> None:
         sys.path.insert(0, str(root))
         stub = kata_file.read_text()
         solved = (root / "reference" / f"phase{args.phase}" / "kata.py").read_text()
-        print(f"watch latency, phase{args.phase}, save -> result rendered "
-              f"({os.cpu_count()} CPUs visible)")
+        print(
+            f"watch latency, phase{args.phase}, save -> result rendered "
+            f"({os.cpu_count()} CPUs visible)"
+        )
         report("  solved (reference)", measure(kata_file, solved, args.saves))
         report("  shipped stub      ", measure(kata_file, stub, args.saves))
 

@@ -20,8 +20,11 @@ import pytest
 from jax._src import compiler
 
 EVENT = "/jax/core/compile/backend_compile_duration"
-STAGES = {"/jax/core/compile/jaxpr_trace_duration": "trace",
-          "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower", EVENT: "compile"}
+STAGES = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+    EVENT: "compile",
+}
 _records: list[dict] = []
 _stage_seconds: dict[str, float] = dict.fromkeys(STAGES.values(), 0.0)
 _state: dict[str, str | None] = {"test": "(collection)", "fingerprint": None}
@@ -42,8 +45,14 @@ def _listener(event: str, duration: float, **kwargs) -> None:
     if event in STAGES:
         _stage_seconds[STAGES[event]] += duration
     if event == EVENT:
-        _records.append({"test": _state["test"], "function": kwargs.get("fun_name", "?"),
-                         "fingerprint": _state["fingerprint"], "seconds": duration})
+        _records.append(
+            {
+                "test": _state["test"],
+                "function": kwargs.get("fun_name", "?"),
+                "fingerprint": _state["fingerprint"],
+                "seconds": duration,
+            }
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -36,8 +36,16 @@ def _f32(*shape: int) -> jax.ShapeDtypeStruct:
 
 
 def _transformer_params(d: int = 32, ff: int = 64) -> dict[str, jax.ShapeDtypeStruct]:
-    return {"wq": _f32(d, d), "wk": _f32(d, d), "wv": _f32(d, d), "wo": _f32(d, d),
-            "w1": _f32(d, ff), "w2": _f32(ff, d), "g1": _f32(d), "g2": _f32(d)}
+    return {
+        "wq": _f32(d, d),
+        "wk": _f32(d, d),
+        "wv": _f32(d, d),
+        "wo": _f32(d, d),
+        "w1": _f32(d, ff),
+        "w2": _f32(ff, d),
+        "g1": _f32(d),
+        "g2": _f32(d),
+    }
 
 
 def _layer_norm(x: jax.Array, g: jax.Array) -> jax.Array:
@@ -128,11 +136,22 @@ def _single_device_programs() -> list[Entry]:
         ("control_flow", control_flow, (_f32(6, 4), jax.ShapeDtypeStruct((), jnp.int32)), {}),
         ("sort_gather_scatter", sort_gather_scatter, (_f32(10, 6), idx), {}),
         ("linalg", linalg, (_f32(6, 6),), {}),
-        ("dtypes", dtypes, (jax.ShapeDtypeStruct((16, 8), jnp.bfloat16),
-                            jax.ShapeDtypeStruct((16,), jnp.complex64), i32), {}),
-        ("donated_state", train_step,
-         ((_f32(16, 8), _f32(16, 8), jax.ShapeDtypeStruct((), jnp.int32)), _f32(4, 16)),
-         {"donate_argnums": 0}),
+        (
+            "dtypes",
+            dtypes,
+            (
+                jax.ShapeDtypeStruct((16, 8), jnp.bfloat16),
+                jax.ShapeDtypeStruct((16,), jnp.complex64),
+                i32,
+            ),
+            {},
+        ),
+        (
+            "donated_state",
+            train_step,
+            ((_f32(16, 8), _f32(16, 8), jax.ShapeDtypeStruct((), jnp.int32)), _f32(4, 16)),
+            {"donate_argnums": 0},
+        ),
     ]
 
 
@@ -157,8 +176,9 @@ def _sharded_programs() -> list[Entry]:
         return total, gathered, scattered, shifted, swapped
 
     spec = PartitionSpec("x", None)
-    mapped = jax.shard_map(collectives, mesh=mesh, in_specs=spec,
-                           out_specs=(spec, spec, spec, spec, spec))
+    mapped = jax.shard_map(
+        collectives, mesh=mesh, in_specs=spec, out_specs=(spec, spec, spec, spec, spec)
+    )
     return [
         ("sharded_auto", auto_sharded, (x, w), {}),
         ("shard_map_collectives", mapped, (jax.ShapeDtypeStruct((64, 16), jnp.float32),), {}),
@@ -175,14 +195,21 @@ def main() -> None:
             options = {"xla_dump_to": dump, "xla_dump_hlo_as_text": True}
             optimized = lowered.compile(compiler_options=options).as_text()
             (before,) = Path(dump).glob("*.before_optimizations.txt")
-            texts = {"unopt": lowered.as_text(dialect="hlo"), "opt": optimized,
-                     "before": before.read_text()}
+            texts = {
+                "unopt": lowered.as_text(dialect="hlo"),
+                "opt": optimized,
+                "before": before.read_text(),
+            }
         for kind, text in texts.items():
             path = CORPUS / f"{name}.{kind}.hlo"
             path.write_text(header + text)
             files[path.name] = kind
-    manifest = {"generator": SCRIPT, "jax": jax.__version__, "devices": jax.device_count(),
-                "files": dict(sorted(files.items()))}
+    manifest = {
+        "generator": SCRIPT,
+        "jax": jax.__version__,
+        "devices": jax.device_count(),
+        "files": dict(sorted(files.items())),
+    }
     (CORPUS / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
     total = sum((CORPUS / n).stat().st_size for n in files)
     print(f"wrote {len(files)} files, {total / 1e6:.2f} MB, to {CORPUS}")

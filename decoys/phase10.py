@@ -30,32 +30,47 @@ def _module(compiled):
 # ---- task 1: per_example_losses ---------------------------------------------------------------
 
 
-@decoy("per_example_losses", caught_by=["test_per_example_values"],
-       why="the batch mean broadcast to every example")
+@decoy(
+    "per_example_losses",
+    caught_by=["test_per_example_values"],
+    why="the batch mean broadcast to every example",
+)
 def losses_batch_mean(params, x, y):
     return jnp.full(x.shape[0], jnp.mean((_forward(params, x) - y) ** 2))
 
 
-@decoy("per_example_losses", caught_by=["test_per_example_is_one_batched_program"],
-       why="a Python loop over the examples: right values, one matmul pair per example")
+@decoy(
+    "per_example_losses",
+    caught_by=["test_per_example_is_one_batched_program"],
+    why="a Python loop over the examples: right values, one matmul pair per example",
+)
 def losses_python_loop(params, x, y):
     return jnp.stack([_example_loss(params, x[i], y[i]) for i in range(x.shape[0])])
 
 
-@decoy("per_example_losses", caught_by=["test_per_example_is_one_batched_program"],
-       why="lax.map: right values, two dots in the jaxpr, but a loop over the examples")
+@decoy(
+    "per_example_losses",
+    caught_by=["test_per_example_is_one_batched_program"],
+    why="lax.map: right values, two dots in the jaxpr, but a loop over the examples",
+)
 def losses_lax_map(params, x, y):
     return jax.lax.map(lambda xy: _example_loss(params, *xy), (x, y))
 
 
-@decoy("per_example_losses", caught_by=["test_per_example_values"],
-       why="sums the squared errors of each example instead of averaging them")
+@decoy(
+    "per_example_losses",
+    caught_by=["test_per_example_values"],
+    why="sums the squared errors of each example instead of averaging them",
+)
 def losses_summed(params, x, y):
     return jax.vmap(lambda a, b: jnp.sum((_forward(params, a) - b) ** 2))(x, y)
 
 
-@decoy("per_example_losses", caught_by=["test_per_example_values"],
-       why="averages over the batch axis: one number per output, not per example")
+@decoy(
+    "per_example_losses",
+    caught_by=["test_per_example_values"],
+    why="averages over the batch axis: one number per output, not per example",
+)
 def losses_wrong_axis(params, x, y):
     return jnp.mean((_forward(params, x) - y) ** 2, axis=0)
 
@@ -86,26 +101,38 @@ def _train_step(optimizer, donate_argnums):
     return jax.jit(step, donate_argnums=donate_argnums)
 
 
-@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
-       why="jits without donation: every step allocates new params and state")
+@decoy(
+    "make_train_step",
+    caught_by=["test_adamw_steps_match_numpy_and_donate"],
+    why="jits without donation: every step allocates new params and state",
+)
 def step_without_donation(optimizer):
     return _train_step(optimizer, ())
 
 
-@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
-       why="donates the batch too: no output can reuse it, JAX warns")
+@decoy(
+    "make_train_step",
+    caught_by=["test_adamw_steps_match_numpy_and_donate"],
+    why="donates the batch too: no output can reuse it, JAX warns",
+)
 def step_donates_everything(optimizer):
     return _train_step(optimizer, (0, 1, 2, 3))
 
 
-@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
-       why="donates the params only: adam's moments are copied every step")
+@decoy(
+    "make_train_step",
+    caught_by=["test_adamw_steps_match_numpy_and_donate"],
+    why="donates the params only: adam's moments are copied every step",
+)
 def step_donates_params_only(optimizer):
     return _train_step(optimizer, (0,))
 
 
-@decoy("make_train_step", caught_by=["test_momentum_steps_match_numpy"],
-       why="subtracts the updates: optax updates already point downhill")
+@decoy(
+    "make_train_step",
+    caught_by=["test_momentum_steps_match_numpy"],
+    why="subtracts the updates: optax updates already point downhill",
+)
 def step_uphill(optimizer):
     def step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(_loss)(params, x, y)
@@ -116,8 +143,11 @@ def step_uphill(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_momentum_steps_match_numpy"],
-       why="returns the loss after the update, not the loss of the params passed in")
+@decoy(
+    "make_train_step",
+    caught_by=["test_momentum_steps_match_numpy"],
+    why="returns the loss after the update, not the loss of the params passed in",
+)
 def step_loss_after(optimizer):
     def step(params, opt_state, x, y):
         grads = jax.grad(_loss)(params, x, y)
@@ -128,8 +158,11 @@ def step_loss_after(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
-       why="plain SGD written by hand at the README's learning rate, the optimizer ignored")
+@decoy(
+    "make_train_step",
+    caught_by=["test_adamw_steps_match_numpy_and_donate"],
+    why="plain SGD written by hand at the README's learning rate, the optimizer ignored",
+)
 def step_hand_sgd(optimizer):
     def step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(_loss)(params, x, y)
@@ -138,8 +171,11 @@ def step_hand_sgd(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
-       why="returns the optimizer state it was given: momentum and adam's moments never move")
+@decoy(
+    "make_train_step",
+    caught_by=["test_adamw_steps_match_numpy_and_donate"],
+    why="returns the optimizer state it was given: momentum and adam's moments never move",
+)
 def step_stale_state(optimizer):
     def step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(_loss)(params, x, y)
@@ -149,8 +185,11 @@ def step_stale_state(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_adamw_steps_match_numpy_and_donate"],
-       why="calls optimizer.update without params: fine for sgd and adam, wrong for adamw")
+@decoy(
+    "make_train_step",
+    caught_by=["test_adamw_steps_match_numpy_and_donate"],
+    why="calls optimizer.update without params: fine for sgd and adam, wrong for adamw",
+)
 def step_update_without_params(optimizer):
     def step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(_loss)(params, x, y)
@@ -164,8 +203,11 @@ def step_update_without_params(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@decoy("make_train_step", caught_by=["test_momentum_steps_match_numpy"],
-       why="the gradient of the summed per-example losses: batch times too large a step")
+@decoy(
+    "make_train_step",
+    caught_by=["test_momentum_steps_match_numpy"],
+    why="the gradient of the summed per-example losses: batch times too large a step",
+)
 def step_summed_loss(optimizer):
     def summed(params, x, y):
         return jnp.sum(jax.vmap(_example_loss, in_axes=(None, 0, 0))(params, x, y))
@@ -181,8 +223,7 @@ def step_summed_loss(optimizer):
 @accepted("make_train_step", why="donate_argnames, the whole-batch mean, a tree.map update")
 def step_by_names(optimizer):
     def step(params, opt_state, x, y):
-        loss, grads = jax.value_and_grad(
-            lambda p: jnp.mean((_forward(p, x) - y) ** 2))(params)
+        loss, grads = jax.value_and_grad(lambda p: jnp.mean((_forward(p, x) - y) ** 2))(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return jax.tree.map(lambda p, u: p + u, params, updates), opt_state, loss
 
@@ -192,27 +233,40 @@ def step_by_names(optimizer):
 # ---- task 3: fusion_count ---------------------------------------------------------------------
 
 
-@decoy("fusion_count", caught_by=["test_fusion_count_matches_module"],
-       why="counts only kLoop fusions, missing the kCustom matmul fusions")
+@decoy(
+    "fusion_count",
+    caught_by=["test_fusion_count_matches_module"],
+    why="counts only kLoop fusions, missing the kCustom matmul fusions",
+)
 def fusions_kloop_only(compiled):
-    return sum(i.attribute("kind") == "kLoop" for c in _module(compiled) for i in c
-               if i.opcode == "fusion")
+    return sum(
+        i.attribute("kind") == "kLoop" for c in _module(compiled) for i in c if i.opcode == "fusion"
+    )
 
 
-@decoy("fusion_count", caught_by=["test_fusion_count_matches_module"],
-       why="counts the word in the text: fusion names and fused computations repeat it")
+@decoy(
+    "fusion_count",
+    caught_by=["test_fusion_count_matches_module"],
+    why="counts the word in the text: fusion names and fused computations repeat it",
+)
 def fusions_by_substring(compiled):
     return compiled.as_text().count("fusion")
 
 
-@decoy("fusion_count", caught_by=["test_fusion_count_matches_module"],
-       why="counts only ENTRY: a loop body's fusions live in other computations")
+@decoy(
+    "fusion_count",
+    caught_by=["test_fusion_count_matches_module"],
+    why="counts only ENTRY: a loop body's fusions live in other computations",
+)
 def fusions_entry_only(compiled):
     return sum(i.opcode == "fusion" for i in _module(compiled).entry)
 
 
-@decoy("fusion_count", caught_by=["test_fusion_count_matches_module"],
-       why="counts computations named fused_computation*: wrapped_* fusions are missed")
+@decoy(
+    "fusion_count",
+    caught_by=["test_fusion_count_matches_module"],
+    why="counts computations named fused_computation*: wrapped_* fusions are missed",
+)
 def fusions_by_computation_name(compiled):
     return sum(c.name.startswith("fused_computation") for c in _module(compiled))
 
@@ -229,32 +283,47 @@ def _alias(compiled):
     return _module(compiled).attributes.get("input_output_alias", "")
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_buffers_are_aliased"],
-       why="every ENTRY parameter, donated or not")
+@decoy(
+    "aliased_parameters",
+    caught_by=["test_donated_buffers_are_aliased"],
+    why="every ENTRY parameter, donated or not",
+)
 def aliased_all_parameters(compiled):
     return sorted(int(i.payload) for i in _module(compiled).entry if i.opcode == "parameter")
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_buffers_are_aliased"],
-       why="answers with donate_argnums positions, not the flattened HLO parameter numbers")
+@decoy(
+    "aliased_parameters",
+    caught_by=["test_donated_buffers_are_aliased"],
+    why="answers with donate_argnums positions, not the flattened HLO parameter numbers",
+)
 def aliased_argnums(compiled):
     return [0, 1] if _alias(compiled) else []
 
 
-@decoy("aliased_parameters", caught_by=["test_parameters_not_output_indices"],
-       why="collects the output indices `{n}:` instead of the parameter numbers")
+@decoy(
+    "aliased_parameters",
+    caught_by=["test_parameters_not_output_indices"],
+    why="collects the output indices `{n}:` instead of the parameter numbers",
+)
 def aliased_output_indices(compiled):
     return sorted(int(n) for n in re.findall(r"\{(\d+)\}:", _alias(compiled)))
 
 
-@decoy("aliased_parameters", caught_by=["test_parameter_numbers_not_a_count"],
-       why="range(number of alias entries): assumes the donated leaves are the first parameters")
+@decoy(
+    "aliased_parameters",
+    caught_by=["test_parameter_numbers_not_a_count"],
+    why="range(number of alias entries): assumes the donated leaves are the first parameters",
+)
 def aliased_range_of_count(compiled):
     return list(range(len(re.findall(r"may-alias|must-alias", _alias(compiled)))))
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_buffers_are_aliased"],
-       why="parameter numbers in the order the alias entries list them (output order), unsorted")
+@decoy(
+    "aliased_parameters",
+    caught_by=["test_donated_buffers_are_aliased"],
+    why="parameter numbers in the order the alias entries list them (output order), unsorted",
+)
 def aliased_output_order(compiled):
     return [int(n) for n in re.findall(r":\s*\((\d+)", _alias(compiled))]
 
@@ -268,28 +337,37 @@ def aliased_header_regex(compiled):
 # ---- task 5: flops_per_step -------------------------------------------------------------------
 
 
-@decoy("flops_per_step", caught_by=["test_flops_match_cost_model"],
-       why="reads bytes accessed instead of flops")
+@decoy(
+    "flops_per_step",
+    caught_by=["test_flops_match_cost_model"],
+    why="reads bytes accessed instead of flops",
+)
 def flops_bytes_accessed(compiled):
     return float(compiled.cost_analysis()["bytes accessed"])
 
 
-@decoy("flops_per_step", caught_by=["test_flops_match_cost_model",
-                                    "test_step_costs_forward_plus_backward_matmuls"],
-       why="counts only the forward matmuls by hand")
+@decoy(
+    "flops_per_step",
+    caught_by=["test_flops_match_cost_model", "test_step_costs_forward_plus_backward_matmuls"],
+    why="counts only the forward matmuls by hand",
+)
 def flops_forward_by_hand(compiled):
     return 2.0 * 8 * (16 * 32 + 32 * 4)
 
 
-@decoy("flops_per_step", caught_by=["test_flops_match_cost_model"],
-       why="adds transcendentals to flops")
+@decoy(
+    "flops_per_step", caught_by=["test_flops_match_cost_model"], why="adds transcendentals to flops"
+)
 def flops_with_transcendentals(compiled):
     cost = compiled.cost_analysis()
     return float(cost.get("flops", 0.0) + cost.get("transcendentals", 0.0))
 
 
-@decoy("flops_per_step", caught_by=["test_flops_match_cost_model"],
-       why="counts the dots' multiply-adds from the HLO shapes, no element-wise work")
+@decoy(
+    "flops_per_step",
+    caught_by=["test_flops_match_cost_model"],
+    why="counts the dots' multiply-adds from the HLO shapes, no element-wise work",
+)
 def flops_dots_only(compiled):
     total = 0.0
     for c in _module(compiled):
@@ -317,45 +395,63 @@ def _hlo_transposes(step, *args):
     return sum(i.opcode == "transpose" for c in module for i in c)
 
 
-@decoy("transpose_counts", caught_by=["test_transposes_vanish_in_hlo"],
-       why="counts only top-level equations: a jitted step hides everything inside `jit`")
+@decoy(
+    "transpose_counts",
+    caught_by=["test_transposes_vanish_in_hlo"],
+    why="counts only top-level equations: a jitted step hides everything inside `jit`",
+)
 def transposes_top_level(step, *args):
     top = primitive_census(jax.make_jaxpr(step)(*args), recursive=False)["transpose"]
     return top, _hlo_transposes(step, *args)
 
 
-@decoy("transpose_counts", caught_by=["test_transposes_vanish_in_hlo"],
-       why="counts the unoptimized HLO, where the transposes are still there")
+@decoy(
+    "transpose_counts",
+    caught_by=["test_transposes_vanish_in_hlo"],
+    why="counts the unoptimized HLO, where the transposes are still there",
+)
 def transposes_unoptimized(step, *args):
     in_jaxpr = primitive_census(jax.make_jaxpr(step)(*args))["transpose"]
     module = parse_hlo(jax.jit(step).lower(*args).as_text(dialect="hlo"))
     return in_jaxpr, sum(i.opcode == "transpose" for c in module for i in c)
 
 
-@decoy("transpose_counts", caught_by=["test_a_transpose_that_survives"],
-       why="hard-codes 0 for the optimized HLO: XLA 'always' folds transposes")
+@decoy(
+    "transpose_counts",
+    caught_by=["test_a_transpose_that_survives"],
+    why="hard-codes 0 for the optimized HLO: XLA 'always' folds transposes",
+)
 def transposes_hlo_assumed_zero(step, *args):
     return primitive_census(jax.make_jaxpr(step)(*args))["transpose"], 0
 
 
-@decoy("transpose_counts", caught_by=["test_a_transpose_that_survives"],
-       why="counts transposes in ENTRY only: the surviving one sits in a fused computation")
+@decoy(
+    "transpose_counts",
+    caught_by=["test_a_transpose_that_survives"],
+    why="counts transposes in ENTRY only: the surviving one sits in a fused computation",
+)
 def transposes_entry_only(step, *args):
     module = parse_hlo(jax.jit(step).lower(*args).compile().as_text())
     in_jaxpr = primitive_census(jax.make_jaxpr(step)(*args))["transpose"]
     return in_jaxpr, sum(i.opcode == "transpose" for i in module.entry)
 
 
-@decoy("transpose_counts", caught_by=["test_nested_transposes"],
-       why="counts instructions whose name mentions transpose: fusions are named that way too")
+@decoy(
+    "transpose_counts",
+    caught_by=["test_nested_transposes"],
+    why="counts instructions whose name mentions transpose: fusions are named that way too",
+)
 def transposes_by_name(step, *args):
     module = parse_hlo(jax.jit(step).lower(*args).compile().as_text())
     in_jaxpr = primitive_census(jax.make_jaxpr(step)(*args))["transpose"]
     return in_jaxpr, sum("transpose" in i.name for c in module for i in c)
 
 
-@decoy("transpose_counts", caught_by=["test_nested_transposes"],
-       why="walks nested jaxprs of jit only (params['jaxpr']), not scan bodies or cond branches")
+@decoy(
+    "transpose_counts",
+    caught_by=["test_nested_transposes"],
+    why="walks nested jaxprs of jit only (params['jaxpr']), not scan bodies or cond branches",
+)
 def transposes_jit_only(step, *args):
     def count(jaxpr):
         total = 0
@@ -379,35 +475,55 @@ def transposes_regex(step, *args):
 # ---- task 7: absorbed_transposes --------------------------------------------------------------
 
 
-@decoy("absorbed_transposes", caught_by=["test_absorbed_transposes_match_module",
-                                         "test_weight_gradients_contract_the_batch"],
-       why="counts transpose instructions, which XLA already removed")
+@decoy(
+    "absorbed_transposes",
+    caught_by=["test_absorbed_transposes_match_module", "test_weight_gradients_contract_the_batch"],
+    why="counts transpose instructions, which XLA already removed",
+)
 def absorbed_as_transposes(compiled):
     return sum(i.opcode == "transpose" for c in _module(compiled) for i in c)
 
 
-@decoy("absorbed_transposes", caught_by=["test_absorbed_transposes_match_module"],
-       why="checks only the lhs dimension numbers")
+@decoy(
+    "absorbed_transposes",
+    caught_by=["test_absorbed_transposes_match_module"],
+    why="checks only the lhs dimension numbers",
+)
 def absorbed_lhs_only(compiled):
-    return sum(i.attribute("lhs_contracting_dims") != "{1}"
-               for c in _module(compiled) for i in c if i.opcode == "dot")
+    return sum(
+        i.attribute("lhs_contracting_dims") != "{1}"
+        for c in _module(compiled)
+        for i in c
+        if i.opcode == "dot"
+    )
 
 
-@decoy("absorbed_transposes", caught_by=["test_absorbed_transposes_match_module"],
-       why="counts dots whose lhs AND rhs are both read transposed")
+@decoy(
+    "absorbed_transposes",
+    caught_by=["test_absorbed_transposes_match_module"],
+    why="counts dots whose lhs AND rhs are both read transposed",
+)
 def absorbed_both_sides(compiled):
-    return sum(i.attribute("lhs_contracting_dims") != "{1}"
-               and i.attribute("rhs_contracting_dims") != "{0}"
-               for c in _module(compiled) for i in c if i.opcode == "dot")
+    return sum(
+        i.attribute("lhs_contracting_dims") != "{1}"
+        and i.attribute("rhs_contracting_dims") != "{0}"
+        for c in _module(compiled)
+        for i in c
+        if i.opcode == "dot"
+    )
 
 
-@decoy("absorbed_transposes", caught_by=["test_absorbed_transposes_match_module",
-                                         "test_weight_gradients_contract_the_batch"],
-       why="looks at ENTRY only: on CPU the dots sit inside kCustom fusions")
+@decoy(
+    "absorbed_transposes",
+    caught_by=["test_absorbed_transposes_match_module", "test_weight_gradients_contract_the_batch"],
+    why="looks at ENTRY only: on CPU the dots sit inside kCustom fusions",
+)
 def absorbed_entry_only(compiled):
-    return sum(i.attribute("lhs_contracting_dims") != "{1}"
-               or i.attribute("rhs_contracting_dims") != "{0}"
-               for i in _module(compiled).entry if i.opcode == "dot")
+    return sum(
+        i.attribute("lhs_contracting_dims") != "{1}" or i.attribute("rhs_contracting_dims") != "{0}"
+        for i in _module(compiled).entry
+        if i.opcode == "dot"
+    )
 
 
 @accepted("absorbed_transposes", why="a regex over the dims of every dot line")

@@ -23,27 +23,38 @@ def _avals(avals):
 
 # ------------------------------------------------------------------------------------ mlp_jaxpr
 
+
 @decoy("mlp_jaxpr", caught_by=["test_mlp_jaxpr_computes_the_mlp"], why="traces an MLP without relu")
 def jaxpr_without_relu(params, x):
     return jax.make_jaxpr(lambda p, v: (v @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"])(params, x)
 
 
-@decoy("mlp_jaxpr", caught_by=["test_mlp_jaxpr_avals_follow_the_arguments"],
-       why="closes over params instead of tracing them")
+@decoy(
+    "mlp_jaxpr",
+    caught_by=["test_mlp_jaxpr_avals_follow_the_arguments"],
+    why="closes over params instead of tracing them",
+)
 def jaxpr_params_closed(params, x):
     return jax.make_jaxpr(lambda v: _mlp(params, v))(x)
 
 
-@decoy("mlp_jaxpr", caught_by=["test_mlp_jaxpr_avals_follow_the_arguments"],
-       why="traces with the example's shapes (8x16 -> 32 -> 4) whatever it is given")
+@decoy(
+    "mlp_jaxpr",
+    caught_by=["test_mlp_jaxpr_avals_follow_the_arguments"],
+    why="traces with the example's shapes (8x16 -> 32 -> 4) whatever it is given",
+)
 def jaxpr_fixed_shapes(params, x):
     ones = {"w1": (16, 32), "b1": (32,), "w2": (32, 4), "b2": (4,)}
-    return jax.make_jaxpr(_mlp)({k: np.ones(s, np.float32) for k, s in ones.items()},
-                                np.ones((8, 16), np.float32))
+    return jax.make_jaxpr(_mlp)(
+        {k: np.ones(s, np.float32) for k, s in ones.items()}, np.ones((8, 16), np.float32)
+    )
 
 
-@decoy("mlp_jaxpr", caught_by=["test_mlp_jaxpr_avals_follow_the_arguments"],
-       why="casts the arguments to float32 before tracing")
+@decoy(
+    "mlp_jaxpr",
+    caught_by=["test_mlp_jaxpr_avals_follow_the_arguments"],
+    why="casts the arguments to float32 before tracing",
+)
 def jaxpr_float32(params, x):
     cast = {k: np.asarray(v, np.float32) for k, v in params.items()}
     return jax.make_jaxpr(_mlp)(cast, np.asarray(x, np.float32))
@@ -61,22 +72,28 @@ def jaxpr_of_jit(params, x):
 
 # ------------------------------------------------------------------------------ primitive_census
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="counts only the top level")
+
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="counts only the top level",
+)
 def census_top_level(jaxpr):
     return Counter(eqn.primitive.name for eqn in jaxpr.eqns)
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="skips the nesting equation itself")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="skips the nesting equation itself",
+)
 def census_without_nesting_eqn(jaxpr):
     census = Counter()
     for eqn in jaxpr.eqns:
         subs = [v for v in eqn.params.values() if hasattr(v, "eqns")]
-        subs += [b for v in eqn.params.values() if isinstance(v, tuple) for b in v
-                 if hasattr(b, "eqns")]
+        subs += [
+            b for v in eqn.params.values() if isinstance(v, tuple) for b in v if hasattr(b, "eqns")
+        ]
         if not subs:
             census[eqn.primitive.name] += 1
         for sub in subs:
@@ -84,9 +101,11 @@ def census_without_nesting_eqn(jaxpr):
     return census
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="recurses only into params named 'jaxpr' (misses branches, cond/body, call_jaxpr)")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="recurses only into params named 'jaxpr' (misses branches, cond/body, call_jaxpr)",
+)
 def census_jaxpr_param_only(jaxpr):
     census = Counter()
     for eqn in jaxpr.eqns:
@@ -96,9 +115,11 @@ def census_jaxpr_param_only(jaxpr):
     return census
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="a table of the param names the docstring lists (misses custom_linear_solve's)")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="a table of the param names the docstring lists (misses custom_linear_solve's)",
+)
 def census_param_table(jaxpr):
     census = Counter()
     for eqn in jaxpr.eqns:
@@ -111,9 +132,11 @@ def census_param_table(jaxpr):
     return census
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="walks every jaxpr-valued param but not tuples of them (cond's branches)")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="walks every jaxpr-valued param but not tuples of them (cond's branches)",
+)
 def census_no_tuples(jaxpr):
     census = Counter()
     for eqn in jaxpr.eqns:
@@ -124,39 +147,45 @@ def census_no_tuples(jaxpr):
     return census
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="one level of nesting only: the jaxprs inside nested jaxprs are not walked")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="one level of nesting only: the jaxprs inside nested jaxprs are not walked",
+)
 def census_one_level(jaxpr):
     census = Counter()
     for eqn in jaxpr.eqns:
         census[eqn.primitive.name] += 1
         for value in eqn.params.values():
-            for sub in (value if isinstance(value, tuple) else (value,)):
+            for sub in value if isinstance(value, tuple) else (value,):
                 if hasattr(sub, "eqns"):
                     census.update(e.primitive.name for e in sub.eqns)
     return census
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="remembers the jaxprs it visited, so a jitted function called twice counts once")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="remembers the jaxprs it visited, so a jitted function called twice counts once",
+)
 def census_visited_once(jaxpr, seen=None):
     seen = set() if seen is None else seen
     census = Counter()
     for eqn in jaxpr.eqns:
         census[eqn.primitive.name] += 1
         for value in eqn.params.values():
-            for sub in (value if isinstance(value, tuple) else (value,)):
+            for sub in value if isinstance(value, tuple) else (value,):
                 if hasattr(sub, "eqns") and id(sub) not in seen:
                     seen.add(id(sub))
                     census += census_visited_once(sub, seen)
     return census
 
 
-@decoy("primitive_census", caught_by=["test_census_walks_nested_jaxprs",
-                                      "test_census_counts_match_library"],
-       why="counts primitive names in the printed jaxpr (a shared jaxpr is printed once)")
+@decoy(
+    "primitive_census",
+    caught_by=["test_census_walks_nested_jaxprs", "test_census_counts_match_library"],
+    why="counts primitive names in the printed jaxpr (a shared jaxpr is printed once)",
+)
 def census_from_text(jaxpr):
     return Counter(re.findall(r"= ([a-z_][a-z0-9_]*)\b", str(jaxpr)))
 
@@ -188,14 +217,21 @@ def census_jaxprs_in_params(jaxpr):
 
 # ------------------------------------------------------------------------------------- io_avals
 
-@decoy("io_avals", caught_by=["test_io_avals_on_varied_programs", "test_io_avals_read_dtypes"],
-       why="inputs and outputs swapped")
+
+@decoy(
+    "io_avals",
+    caught_by=["test_io_avals_on_varied_programs", "test_io_avals_read_dtypes"],
+    why="inputs and outputs swapped",
+)
 def avals_swapped(jaxpr):
     return _avals(jaxpr.out_avals), _avals(jaxpr.in_avals)
 
 
-@decoy("io_avals", caught_by=["test_io_avals_on_varied_programs", "test_io_avals_read_dtypes"],
-       why="writes 'float32' for every dtype because the MLP's are all float32")
+@decoy(
+    "io_avals",
+    caught_by=["test_io_avals_on_varied_programs", "test_io_avals_read_dtypes"],
+    why="writes 'float32' for every dtype because the MLP's are all float32",
+)
 def avals_dtype_assumed(jaxpr):
     def describe(avals):
         return [(tuple(a.shape), "float32") for a in avals]
@@ -203,22 +239,31 @@ def avals_dtype_assumed(jaxpr):
     return describe(jaxpr.in_avals), describe(jaxpr.out_avals)
 
 
-@decoy("io_avals", caught_by=["test_io_avals_on_varied_programs"],
-       why="counts the constvars as inputs too")
+@decoy(
+    "io_avals",
+    caught_by=["test_io_avals_on_varied_programs"],
+    why="counts the constvars as inputs too",
+)
 def avals_with_constvars(jaxpr):
     inner = jaxpr.jaxpr
     return (_avals(v.aval for v in [*inner.constvars, *inner.invars]), _avals(jaxpr.out_avals))
 
 
-@decoy("io_avals", caught_by=["test_io_avals_on_varied_programs"],
-       why="reads the outputs off the last equation (misses inputs and literals returned as is)")
+@decoy(
+    "io_avals",
+    caught_by=["test_io_avals_on_varied_programs"],
+    why="reads the outputs off the last equation (misses inputs and literals returned as is)",
+)
 def avals_last_eqn(jaxpr):
     last = jaxpr.eqns[-1]
     return _avals(jaxpr.in_avals), _avals(v.aval for v in last.outvars)
 
 
-@decoy("io_avals", caught_by=["test_io_avals_on_varied_programs"],
-       why="a set of avals: repeats dropped, order lost")
+@decoy(
+    "io_avals",
+    caught_by=["test_io_avals_on_varied_programs"],
+    why="a set of avals: repeats dropped, order lost",
+)
 def avals_as_set(jaxpr):
     return sorted(set(_avals(jaxpr.in_avals))), sorted(set(_avals(jaxpr.out_avals)))
 
@@ -226,51 +271,77 @@ def avals_as_set(jaxpr):
 @accepted("io_avals", why="through the open jaxpr's variables and np.dtype(...).name")
 def avals_from_vars(jaxpr):
     def describe(variables):
-        return [(tuple(int(d) for d in v.aval.shape), np.dtype(v.aval.dtype).name)
-                for v in variables]
+        return [
+            (tuple(int(d) for d in v.aval.shape), np.dtype(v.aval.dtype).name) for v in variables
+        ]
 
     return describe(jaxpr.jaxpr.invars), describe(jaxpr.jaxpr.outvars)
 
 
 # ------------------------------------------------------------------------------ literal_operands
 
-@decoy("literal_operands", caught_by=["test_literals_are_per_primitive"],
-       why="literals of every primitive")
+
+@decoy(
+    "literal_operands",
+    caught_by=["test_literals_are_per_primitive"],
+    why="literals of every primitive",
+)
 def literals_everywhere(jaxpr, primitive):
     return [float(np.asarray(v.val)) for e in jaxpr.eqns for v in e.invars if hasattr(v, "val")]
 
 
-@decoy("literal_operands", caught_by=["test_literals_are_per_primitive"],
-       why="assumes the literal is the last operand (x * 2), misses 2.0 - x")
+@decoy(
+    "literal_operands",
+    caught_by=["test_literals_are_per_primitive"],
+    why="assumes the literal is the last operand (x * 2), misses 2.0 - x",
+)
 def literals_last_operand(jaxpr, primitive):
-    return [float(np.asarray(e.invars[-1].val)) for e in jaxpr.eqns
-            if e.primitive.name == primitive and hasattr(e.invars[-1], "val")]
+    return [
+        float(np.asarray(e.invars[-1].val))
+        for e in jaxpr.eqns
+        if e.primitive.name == primitive and hasattr(e.invars[-1], "val")
+    ]
 
 
-@decoy("literal_operands", caught_by=["test_python_folds_leading_constants"],
-       why="a sorted set: repeats dropped, order lost")
+@decoy(
+    "literal_operands",
+    caught_by=["test_python_folds_leading_constants"],
+    why="a sorted set: repeats dropped, order lost",
+)
 def literals_sorted_set(jaxpr, primitive):
-    return sorted({float(np.asarray(v.val)) for e in jaxpr.eqns if e.primitive.name == primitive
-                   for v in e.invars if hasattr(v, "val")})
+    return sorted(
+        {
+            float(np.asarray(v.val))
+            for e in jaxpr.eqns
+            if e.primitive.name == primitive
+            for v in e.invars
+            if hasattr(v, "val")
+        }
+    )
 
 
-@decoy("literal_operands", caught_by=["test_literals_only_at_top_level"],
-       why="walks nested jaxprs too (the task asks for top-level equations)")
+@decoy(
+    "literal_operands",
+    caught_by=["test_literals_only_at_top_level"],
+    why="walks nested jaxprs too (the task asks for top-level equations)",
+)
 def literals_recursive(jaxpr, primitive):
     found = []
     for e in jaxpr.eqns:
         if e.primitive.name == primitive:
             found += [float(np.asarray(v.val)) for v in e.invars if hasattr(v, "val")]
         for value in e.params.values():
-            for sub in (value if isinstance(value, tuple) else (value,)):
+            for sub in value if isinstance(value, tuple) else (value,):
                 if hasattr(sub, "eqns"):
                     found += literals_recursive(sub, primitive)
     return found
 
 
-@decoy("literal_operands", caught_by=["test_literals_of_other_dtypes",
-                                      "test_literals_only_at_top_level"],
-       why="reads the printed jaxpr with a regex for f32 literals")
+@decoy(
+    "literal_operands",
+    caught_by=["test_literals_of_other_dtypes", "test_literals_only_at_top_level"],
+    why="reads the printed jaxpr with a regex for f32 literals",
+)
 def literals_from_text(jaxpr, primitive):
     found = []
     for line in str(jaxpr).splitlines():
@@ -283,29 +354,44 @@ def literals_from_text(jaxpr, primitive):
 def literals_by_type(jaxpr, primitive):
     from jax.extend.core import Literal
 
-    return [float(v.val) for e in jaxpr.eqns if e.primitive.name == primitive
-            for v in e.invars if isinstance(v, Literal)]
+    return [
+        float(v.val)
+        for e in jaxpr.eqns
+        if e.primitive.name == primitive
+        for v in e.invars
+        if isinstance(v, Literal)
+    ]
 
 
 # ------------------------------------------------------------------------------ unused_equations
 
-@decoy("unused_equations", caught_by=["test_dead_code_propagates_backwards"],
-       why="only looks one step back")
+
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_propagates_backwards"],
+    why="only looks one step back",
+)
 def unused_one_step(jaxpr):
     inner = jaxpr.jaxpr
     read = {id(v) for e in inner.eqns for v in e.invars} | {id(v) for v in inner.outvars}
     return [e.primitive.name for e in inner.eqns if not any(id(v) in read for v in e.outvars)]
 
 
-@decoy("unused_equations", caught_by=["test_dead_code_stays_in_jaxpr"],
-       why="dead = not an output of the jaxpr (ignores what other equations read)")
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_stays_in_jaxpr"],
+    why="dead = not an output of the jaxpr (ignores what other equations read)",
+)
 def unused_not_outputs(jaxpr):
     outs = {id(v) for v in jaxpr.jaxpr.outvars}
     return [e.primitive.name for e in jaxpr.eqns if not any(id(v) in outs for v in e.outvars)]
 
 
-@decoy("unused_equations", caught_by=["test_dead_code_propagates_backwards"],
-       why="two backward passes instead of a fixed point")
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_propagates_backwards"],
+    why="two backward passes instead of a fixed point",
+)
 def unused_two_passes(jaxpr):
     eqns, dead = jaxpr.eqns, set()
     for _ in range(2):
@@ -315,8 +401,11 @@ def unused_two_passes(jaxpr):
     return [eqns[i].primitive.name for i in sorted(dead)]
 
 
-@decoy("unused_equations", caught_by=["test_dead_code_on_varied_programs"],
-       why="an equation is dead as soon as one of its results is unused")
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_on_varied_programs"],
+    why="an equation is dead as soon as one of its results is unused",
+)
 def unused_any_output(jaxpr):
     inner = jaxpr.jaxpr
     used = {id(v) for v in inner.outvars}
@@ -330,9 +419,11 @@ def unused_any_output(jaxpr):
     return dead[::-1]
 
 
-@decoy("unused_equations", caught_by=["test_dead_code_propagates_backwards",
-                                      "test_dead_code_on_varied_programs"],
-       why="a sorted set of names: order lost, repeats dropped")
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_propagates_backwards", "test_dead_code_on_varied_programs"],
+    why="a sorted set of names: order lost, repeats dropped",
+)
 def unused_sorted_set(jaxpr):
     inner = jaxpr.jaxpr
     used, dead = {id(v) for v in inner.outvars}, set()
@@ -350,8 +441,13 @@ def unused_fixed_point(jaxpr):
     live = [True] * len(inner.eqns)
     changed = True
     while changed:
-        read = set(inner.outvars) | {v for e, alive in zip(inner.eqns, live, strict=True)
-                                     if alive for v in e.invars if not hasattr(v, "val")}
+        read = set(inner.outvars) | {
+            v
+            for e, alive in zip(inner.eqns, live, strict=True)
+            if alive
+            for v in e.invars
+            if not hasattr(v, "val")
+        }
         new = [any(v in read for v in e.outvars) for e in inner.eqns]
         changed, live = new != live, new
     return [e.primitive.name for e, alive in zip(inner.eqns, live, strict=True) if not alive]
@@ -359,29 +455,39 @@ def unused_fixed_point(jaxpr):
 
 # ---------------------------------------------------------------------------------- stablehlo_of
 
-@decoy("stablehlo_of", caught_by=["test_lowering_drops_dead_code",
-                                  "test_lowering_keeps_argument_types"],
-       why="returns HLO, not StableHLO")
+
+@decoy(
+    "stablehlo_of",
+    caught_by=["test_lowering_drops_dead_code", "test_lowering_keeps_argument_types"],
+    why="returns HLO, not StableHLO",
+)
 def stablehlo_is_hlo(f, *args):
     return jax.jit(f).lower(*args).as_text(dialect="hlo")
 
 
-@decoy("stablehlo_of", caught_by=["test_lowering_drops_dead_code",
-                                  "test_lowering_keeps_argument_types"],
-       why="the optimized HLO of the compiled program")
+@decoy(
+    "stablehlo_of",
+    caught_by=["test_lowering_drops_dead_code", "test_lowering_keeps_argument_types"],
+    why="the optimized HLO of the compiled program",
+)
 def stablehlo_compiled(f, *args):
     return jax.jit(f).lower(*args).compile().as_text()
 
 
-@decoy("stablehlo_of", caught_by=["test_lowering_drops_dead_code",
-                                  "test_lowering_keeps_argument_types"],
-       why="the printed jaxpr")
+@decoy(
+    "stablehlo_of",
+    caught_by=["test_lowering_drops_dead_code", "test_lowering_keeps_argument_types"],
+    why="the printed jaxpr",
+)
 def stablehlo_jaxpr_text(f, *args):
     return str(jax.make_jaxpr(f)(*args))
 
 
-@decoy("stablehlo_of", caught_by=["test_lowering_keeps_argument_types"],
-       why="casts every argument to float32 first")
+@decoy(
+    "stablehlo_of",
+    caught_by=["test_lowering_keeps_argument_types"],
+    why="casts every argument to float32 first",
+)
 def stablehlo_float32(f, *args):
     return jax.jit(f).lower(*(np.asarray(a, np.float32) for a in args)).as_text()
 
@@ -393,25 +499,35 @@ def stablehlo_compiler_ir(f, *args):
 
 # -------------------------------------------------------------------------------- closure_consts
 
+
 @decoy("closure_consts", caught_by=["test_closed_over_array_is_a_const"], why="always empty")
 def consts_empty(jaxpr):
     return []
 
 
-@decoy("closure_consts", caught_by=["test_consts_in_constvar_order"],
-       why="only the first const (the examples close over one array)")
+@decoy(
+    "closure_consts",
+    caught_by=["test_consts_in_constvar_order"],
+    why="only the first const (the examples close over one array)",
+)
 def consts_first_only(jaxpr):
     return [np.asarray(c) for c in jaxpr.consts[:1]]
 
 
-@decoy("closure_consts", caught_by=["test_consts_in_constvar_order"],
-       why="converts every const to float32")
+@decoy(
+    "closure_consts",
+    caught_by=["test_consts_in_constvar_order"],
+    why="converts every const to float32",
+)
 def consts_float32(jaxpr):
     return [np.asarray(c, np.float32) for c in jaxpr.consts]
 
 
-@decoy("closure_consts", caught_by=["test_closed_over_scalar_is_a_literal"],
-       why="collects the literals and the nested jaxprs' consts as well")
+@decoy(
+    "closure_consts",
+    caught_by=["test_closed_over_scalar_is_a_literal"],
+    why="collects the literals and the nested jaxprs' consts as well",
+)
 def consts_and_literals(jaxpr):
     found = [np.asarray(c) for c in jaxpr.consts]
     for e in jaxpr.eqns:
@@ -422,9 +538,11 @@ def consts_and_literals(jaxpr):
     return found
 
 
-@decoy("closure_consts", caught_by=["test_closed_over_array_is_a_const",
-                                    "test_consts_in_constvar_order"],
-       why="returns the stored values as they are, not as NumPy arrays")
+@decoy(
+    "closure_consts",
+    caught_by=["test_closed_over_array_is_a_const", "test_consts_in_constvar_order"],
+    why="returns the stored values as they are, not as NumPy arrays",
+)
 def consts_raw(jaxpr):
     return list(jaxpr.consts)
 

@@ -20,51 +20,69 @@ _STAGES = "test_three_texts_are_the_stages_of_this_program"
 # --- three_texts ------------------------------------------------------------------------------
 
 
-@decoy("three_texts", caught_by=["test_optimized_hlo_is_fused", "test_optimized_mlp_snapshot"],
-       why="takes the unoptimized HLO for the optimized one")
+@decoy(
+    "three_texts",
+    caught_by=["test_optimized_hlo_is_fused", "test_optimized_mlp_snapshot"],
+    why="takes the unoptimized HLO for the optimized one",
+)
 def texts_never_compiled(f, *args):
     lowered = jax.jit(f).lower(*args)
     hlo = lowered.as_text(dialect="hlo")
     return {"stablehlo": lowered.as_text(), "hlo": hlo, "optimized": hlo}
 
 
-@decoy("three_texts", caught_by=["test_stablehlo_is_the_lowered_program",
-                                 "test_unoptimized_hlo_is_not_fused"],
-       why="returns HLO as 'stablehlo' and the optimized text as 'hlo'")
+@decoy(
+    "three_texts",
+    caught_by=["test_stablehlo_is_the_lowered_program", "test_unoptimized_hlo_is_not_fused"],
+    why="returns HLO as 'stablehlo' and the optimized text as 'hlo'",
+)
 def texts_shifted(f, *args):
     lowered = jax.jit(f).lower(*args)
     optimized = lowered.compile().as_text()
     return {"stablehlo": lowered.as_text(dialect="hlo"), "hlo": optimized, "optimized": optimized}
 
 
-@decoy("three_texts",
-       caught_by=["test_unoptimized_hlo_is_not_fused", "test_optimized_hlo_is_fused"],
-       why="swaps 'hlo' and 'optimized'")
+@decoy(
+    "three_texts",
+    caught_by=["test_unoptimized_hlo_is_not_fused", "test_optimized_hlo_is_fused"],
+    why="swaps 'hlo' and 'optimized'",
+)
 def texts_swapped(f, *args):
     lowered = jax.jit(f).lower(*args)
-    return {"stablehlo": lowered.as_text(), "hlo": lowered.compile().as_text(),
-            "optimized": lowered.as_text(dialect="hlo")}
+    return {
+        "stablehlo": lowered.as_text(),
+        "hlo": lowered.compile().as_text(),
+        "optimized": lowered.as_text(dialect="hlo"),
+    }
 
 
 _SEEN: dict = {}
 
 
-@decoy("three_texts", caught_by=[_STAGES],
-       why="remembers the texts per function: a second call at other shapes gets the first's")
+@decoy(
+    "three_texts",
+    caught_by=[_STAGES],
+    why="remembers the texts per function: a second call at other shapes gets the first's",
+)
 def texts_per_function(f, *args):
     if f not in _SEEN:
         lowered = jax.jit(f).lower(*args)
-        _SEEN[f] = {"stablehlo": lowered.as_text(), "hlo": lowered.as_text(dialect="hlo"),
-                    "optimized": lowered.compile().as_text()}
+        _SEEN[f] = {
+            "stablehlo": lowered.as_text(),
+            "hlo": lowered.as_text(dialect="hlo"),
+            "optimized": lowered.compile().as_text(),
+        }
     return dict(_SEEN[f])
 
 
 @accepted("three_texts", why="compiler_ir objects printed, traced stage first")
 def texts_from_compiler_ir(f, *args):
     lowered = jax.jit(f).trace(*args).lower()
-    return {"stablehlo": str(lowered.compiler_ir("stablehlo")),
-            "hlo": lowered.compiler_ir("hlo").as_hlo_text(),
-            "optimized": lowered.compile().as_text()}
+    return {
+        "stablehlo": str(lowered.compiler_ir("stablehlo")),
+        "hlo": lowered.compiler_ir("hlo").as_hlo_text(),
+        "optimized": lowered.compile().as_text(),
+    }
 
 
 # --- dump_files -------------------------------------------------------------------------------
@@ -72,8 +90,11 @@ def texts_from_compiler_ir(f, *args):
 _SAME_AGAIN = "test_dump_of_the_same_function_again"
 
 
-@decoy("dump_files", caught_by=["test_dump_holds_before_and_after"],
-       why="sets XLA_FLAGS in the running process (read once at start-up: nothing is dumped)")
+@decoy(
+    "dump_files",
+    caught_by=["test_dump_holds_before_and_after"],
+    why="sets XLA_FLAGS in the running process (read once at start-up: nothing is dumped)",
+)
 def dump_through_env(f, args, directory):
     saved = os.environ.get("XLA_FLAGS")
     os.environ["XLA_FLAGS"] = f"--xla_dump_to={directory} --xla_dump_hlo_as_text"
@@ -86,53 +107,81 @@ def dump_through_env(f, args, directory):
             os.environ["XLA_FLAGS"] = saved
     folder = Path(directory)
     found = sorted(folder.glob("*.txt"))
-    return (found[0] if found else folder / "before_optimizations.txt",
-            found[-1] if found else folder / "after_optimizations.txt")
+    return (
+        found[0] if found else folder / "before_optimizations.txt",
+        found[-1] if found else folder / "after_optimizations.txt",
+    )
 
 
-@decoy("dump_files", caught_by=["test_dump_finds_this_compiles_files", _SAME_AGAIN],
-       why="takes the first matching file in the directory, possibly from an earlier compile")
+@decoy(
+    "dump_files",
+    caught_by=["test_dump_finds_this_compiles_files", _SAME_AGAIN],
+    why="takes the first matching file in the directory, possibly from an earlier compile",
+)
 def dump_first_match(f, args, directory):
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
     jax.jit(f).lower(*args).compile(compiler_options=options)
     folder = Path(directory)
-    return (sorted(folder.glob("*before_optimizations.txt"))[0],
-            sorted(folder.glob("*after_optimizations.txt"))[0])
+    return (
+        sorted(folder.glob("*before_optimizations.txt"))[0],
+        sorted(folder.glob("*after_optimizations.txt"))[0],
+    )
 
 
-@decoy("dump_files", caught_by=[_SAME_AGAIN],
-       why="takes the highest module number: another process's dump can be higher")
+@decoy(
+    "dump_files",
+    caught_by=[_SAME_AGAIN],
+    why="takes the highest module number: another process's dump can be higher",
+)
 def dump_last_sorted(f, args, directory):
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
     jax.jit(f).lower(*args).compile(compiler_options=options)
     folder = Path(directory)
-    return (sorted(folder.glob("*.before_optimizations.txt"))[-1],
-            sorted(folder.glob("*_after_optimizations.txt"))[-1])
+    return (
+        sorted(folder.glob("*.before_optimizations.txt"))[-1],
+        sorted(folder.glob("*_after_optimizations.txt"))[-1],
+    )
 
 
-@decoy("dump_files", caught_by=[_SAME_AGAIN],
-       why="finds the files by the function's name: an earlier compile of it has the same name")
+@decoy(
+    "dump_files",
+    caught_by=[_SAME_AGAIN],
+    why="finds the files by the function's name: an earlier compile of it has the same name",
+)
 def dump_by_function_name(f, args, directory):
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
     jax.jit(f).lower(*args).compile(compiler_options=options)
     folder = Path(directory)
     name = f"jit_{f.__name__}"
-    return (next(p for p in sorted(folder.iterdir())
-                 if p.name.endswith(f"{name}.before_optimizations.txt")),
-            next(p for p in sorted(folder.iterdir())
-                 if p.name.endswith(f"{name}.cpu_after_optimizations.txt")))
+    return (
+        next(
+            p
+            for p in sorted(folder.iterdir())
+            if p.name.endswith(f"{name}.before_optimizations.txt")
+        ),
+        next(
+            p
+            for p in sorted(folder.iterdir())
+            if p.name.endswith(f"{name}.cpu_after_optimizations.txt")
+        ),
+    )
 
 
-@decoy("dump_files", caught_by=["test_dump_holds_before_and_after"],
-       why="globs *after_optimizations* and gets the buffer-assignment report")
+@decoy(
+    "dump_files",
+    caught_by=["test_dump_holds_before_and_after"],
+    why="globs *after_optimizations* and gets the buffer-assignment report",
+)
 def dump_loose_glob(f, args, directory):
     folder = Path(directory)
     existing = set(folder.iterdir()) if folder.is_dir() else set()
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
     jax.jit(f).lower(*args).compile(compiler_options=options)
     new = sorted(set(folder.iterdir()) - existing)
-    return (next(p for p in new if "before_optimizations" in p.name),
-            next(p for p in new if "after_optimizations-" in p.name))
+    return (
+        next(p for p in new if "before_optimizations" in p.name),
+        next(p for p in new if "after_optimizations-" in p.name),
+    )
 
 
 _DUMPED = re.compile(r"(module_\d+\..+)\.before_optimizations\.txt")
@@ -144,11 +193,18 @@ def dump_by_prefix(f, args, directory):
     folder.mkdir(parents=True, exist_ok=True)
     existing = {p.name for p in folder.iterdir()}
     jax.jit(f).lower(*args).compile(
-        compiler_options={"xla_dump_to": str(folder), "xla_dump_hlo_as_text": True})
-    prefix = next(m.group(1) for p in folder.iterdir()
-                  if p.name not in existing and (m := _DUMPED.fullmatch(p.name)))
-    after = next(p for p in folder.iterdir()
-                 if re.fullmatch(re.escape(prefix) + r"\.\w*after_optimizations\.txt", p.name))
+        compiler_options={"xla_dump_to": str(folder), "xla_dump_hlo_as_text": True}
+    )
+    prefix = next(
+        m.group(1)
+        for p in folder.iterdir()
+        if p.name not in existing and (m := _DUMPED.fullmatch(p.name))
+    )
+    after = next(
+        p
+        for p in folder.iterdir()
+        if re.fullmatch(re.escape(prefix) + r"\.\w*after_optimizations\.txt", p.name)
+    )
     return folder / f"{prefix}.before_optimizations.txt", after
 
 
@@ -158,35 +214,45 @@ _LAYOUTS_XLA = "test_parameter_layouts_as_xla_reads_them"
 _SCALAR_TUPLE = "test_parameter_layouts_of_scalar_and_tuple_parameters"
 
 
-@decoy("entry_parameter_layouts",
-       caught_by=["test_parameter_layouts_of_optimized_mlp", _LAYOUTS_XLA, _SCALAR_TUPLE],
-       why="collects parameters of every computation, fused ones included")
+@decoy(
+    "entry_parameter_layouts",
+    caught_by=["test_parameter_layouts_of_optimized_mlp", _LAYOUTS_XLA, _SCALAR_TUPLE],
+    why="collects parameters of every computation, fused ones included",
+)
 def layouts_everywhere(hlo_text):
     module = parse_hlo(hlo_text)
     return [i.shape_info.layout or "{}" for c in module for i in c if i.opcode == "parameter"]
 
 
-@decoy("entry_parameter_layouts",
-       caught_by=["test_parameter_layouts_by_number", _LAYOUTS_XLA, _SCALAR_TUPLE],
-       why="keeps the order of appearance instead of parameter(N)")
+@decoy(
+    "entry_parameter_layouts",
+    caught_by=["test_parameter_layouts_by_number", _LAYOUTS_XLA, _SCALAR_TUPLE],
+    why="keeps the order of appearance instead of parameter(N)",
+)
 def layouts_in_text_order(hlo_text):
     entry = parse_hlo(hlo_text).entry
     return [i.shape_info.layout or "{}" for i in entry if i.opcode == "parameter"]
 
 
-@decoy("entry_parameter_layouts",
-       caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
-       why="writes the row-major layout for each parameter's rank instead of reading it")
+@decoy(
+    "entry_parameter_layouts",
+    caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
+    why="writes the row-major layout for each parameter's rank instead of reading it",
+)
 def layouts_assumed_row_major(hlo_text):
     params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
     params.sort(key=lambda i: int(i.payload))
-    return ["{" + ",".join(str(d) for d in reversed(range(len(i.shape_info.dims)))) + "}"
-            for i in params]
+    return [
+        "{" + ",".join(str(d) for d in reversed(range(len(i.shape_info.dims)))) + "}"
+        for i in params
+    ]
 
 
-@decoy("entry_parameter_layouts",
-       caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
-       why="a scalar prints no braces, so it gets an empty string instead of {}")
+@decoy(
+    "entry_parameter_layouts",
+    caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
+    why="a scalar prints no braces, so it gets an empty string instead of {}",
+)
 def layouts_blank_for_scalars(hlo_text):
     params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
     params.sort(key=lambda i: int(i.payload))
@@ -196,12 +262,14 @@ def layouts_blank_for_scalars(hlo_text):
 _HEADER_LAYOUT = re.compile(r"\{[0-9,]*\}")
 
 
-@decoy("entry_parameter_layouts",
-       caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
-       why="reads the braces of entry_computation_layout: scalars have none, tuples flatten")
+@decoy(
+    "entry_parameter_layouts",
+    caught_by=["test_parameter_layouts_are_read_not_assumed", _LAYOUTS_XLA, _SCALAR_TUPLE],
+    why="reads the braces of entry_computation_layout: scalars have none, tuples flatten",
+)
 def layouts_from_header(hlo_text):
     header = parse_hlo(hlo_text).attributes["entry_computation_layout"]
-    inputs = header[header.index("(") + 1:header.index(")->")]
+    inputs = header[header.index("(") + 1 : header.index(")->")]
     return _HEADER_LAYOUT.findall(inputs)
 
 
@@ -222,32 +290,47 @@ def layouts_by_number(hlo_text):
 _ROOT_XLA = "test_root_as_xla_reads_it"
 
 
-@decoy("entry_root", caught_by=["test_root_of_unoptimized_mlp", "test_root_of_optimized_mlp",
-                                _ROOT_XLA],
-       why="the ROOT of the first computation in the text")
+@decoy(
+    "entry_root",
+    caught_by=["test_root_of_unoptimized_mlp", "test_root_of_optimized_mlp", _ROOT_XLA],
+    why="the ROOT of the first computation in the text",
+)
 def root_of_first_computation(hlo_text):
     root = next(iter(parse_hlo(hlo_text))).root
     return root.opcode, root.shape
 
 
-@decoy("entry_root", caught_by=[_ROOT_XLA],
-       why="the ROOT of the last computation: JAX prints ENTRY last, a module need not")
+@decoy(
+    "entry_root",
+    caught_by=[_ROOT_XLA],
+    why="the ROOT of the last computation: JAX prints ENTRY last, a module need not",
+)
 def root_of_last_computation(hlo_text):
     root = list(parse_hlo(hlo_text))[-1].root
     return root.opcode, root.shape
 
 
-@decoy("entry_root", caught_by=[_ROOT_XLA],
-       why="ENTRY's last instruction line, which need not be the ROOT")
+@decoy(
+    "entry_root",
+    caught_by=[_ROOT_XLA],
+    why="ENTRY's last instruction line, which need not be the ROOT",
+)
 def root_last_line(hlo_text):
     last = list(parse_hlo(hlo_text).entry)[-1]
     return last.opcode, last.shape
 
 
-@decoy("entry_root", caught_by=["test_root_of_unoptimized_mlp", "test_root_of_optimized_mlp",
-                                "test_two_results_make_a_tuple_root", _ROOT_XLA,
-                                "test_root_shape_is_the_programs_result"],
-       why="shape without its layout")
+@decoy(
+    "entry_root",
+    caught_by=[
+        "test_root_of_unoptimized_mlp",
+        "test_root_of_optimized_mlp",
+        "test_two_results_make_a_tuple_root",
+        _ROOT_XLA,
+        "test_root_shape_is_the_programs_result",
+    ],
+    why="shape without its layout",
+)
 def root_without_layout(hlo_text):
     root = parse_hlo(hlo_text).entry.root
     shape = root.shape_info
@@ -278,9 +361,11 @@ def _reached(module, name: str) -> Counter:
     return counts
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", "test_attention_fusion_contents",
-                                     _LIBRARY],
-       why="counts the fusion instructions in ENTRY, not what they call")
+@decoy(
+    "fusion_contents",
+    caught_by=["test_mlp_fusion_contents", "test_attention_fusion_contents", _LIBRARY],
+    why="counts the fusion instructions in ENTRY, not what they call",
+)
 def fusions_by_kind(hlo_text):
     contents = {}
     for i in parse_hlo(hlo_text).entry:
@@ -289,8 +374,11 @@ def fusions_by_kind(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", _LIBRARY],
-       why="pairs fusions with fused computations by order in the text")
+@decoy(
+    "fusion_contents",
+    caught_by=["test_mlp_fusion_contents", _LIBRARY],
+    why="pairs fusions with fused computations by order in the text",
+)
 def fusions_zipped_in_order(hlo_text):
     module = parse_hlo(hlo_text)
     fusion_list = [i for c in module for i in c if i.opcode == "fusion"]
@@ -302,8 +390,11 @@ def fusions_zipped_in_order(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", _LIBRARY, _NESTED],
-       why="counts the fused computations' parameters too")
+@decoy(
+    "fusion_contents",
+    caught_by=["test_mlp_fusion_contents", _LIBRARY, _NESTED],
+    why="counts the fused computations' parameters too",
+)
 def fusions_with_parameters(hlo_text):
     module = parse_hlo(hlo_text)
     contents = {}
@@ -314,8 +405,11 @@ def fusions_with_parameters(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=[_LIBRARY, _NESTED],
-       why="stops at the fused computation and misses the reducer a reduce calls")
+@decoy(
+    "fusion_contents",
+    caught_by=[_LIBRARY, _NESTED],
+    why="stops at the fused computation and misses the reducer a reduce calls",
+)
 def fusions_shallow(hlo_text):
     module = parse_hlo(hlo_text)
     contents = {}
@@ -326,9 +420,11 @@ def fusions_shallow(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_fusions_inside_loop_and_branch_bodies", _LIBRARY,
-                                     _NESTED],
-       why="looks for fusions in ENTRY only; loop and branch bodies have their own")
+@decoy(
+    "fusion_contents",
+    caught_by=["test_fusions_inside_loop_and_branch_bodies", _LIBRARY, _NESTED],
+    why="looks for fusions in ENTRY only; loop and branch bodies have their own",
+)
 def fusions_in_entry_only(hlo_text):
     module = parse_hlo(hlo_text)
     contents = {}
@@ -340,23 +436,31 @@ def fusions_in_entry_only(hlo_text):
     return contents
 
 
-@decoy("fusion_contents", caught_by=["test_mlp_fusion_contents", _LIBRARY],
-       why="keeps the last fusion of each kind instead of summing over them")
+@decoy(
+    "fusion_contents",
+    caught_by=["test_mlp_fusion_contents", _LIBRARY],
+    why="keeps the last fusion of each kind instead of summing over them",
+)
 def fusions_last_wins(hlo_text):
     module = parse_hlo(hlo_text)
     contents = {}
     for instruction in (i for c in module for i in c if i.opcode == "fusion"):
         contents[instruction.attribute("kind")] = sum(
-            (_reached(module, name) for name in instruction.called_computations), Counter())
+            (_reached(module, name) for name in instruction.called_computations), Counter()
+        )
     return contents
 
 
-@decoy("fusion_contents", caught_by=[_LIBRARY, _NESTED],
-       why="skips fused computations when looking for fusions: a nested fusion loses its kind")
+@decoy(
+    "fusion_contents",
+    caught_by=[_LIBRARY, _NESTED],
+    why="skips fused computations when looking for fusions: a nested fusion loses its kind",
+)
 def fusions_not_nested(hlo_text):
     module = parse_hlo(hlo_text)
-    fused = {name for c in module for i in c if i.opcode == "fusion"
-             for name in i.called_computations}
+    fused = {
+        name for c in module for i in c if i.opcode == "fusion" for name in i.called_computations
+    }
     contents = {}
     for computation in module:
         if computation.name in fused:
@@ -384,23 +488,36 @@ _CONSTANTS_XLA = "test_constants_as_xla_counts_them"
 _DTYPES = "test_constants_of_every_dtype_and_computation"
 
 
-@decoy("constants", caught_by=["test_constants_inside_and_outside_fusions",
-                               "test_attention_scale_is_folded", _CONSTANTS_XLA, _DTYPES],
-       why="looks only in ENTRY")
+@decoy(
+    "constants",
+    caught_by=[
+        "test_constants_inside_and_outside_fusions",
+        "test_attention_scale_is_folded",
+        _CONSTANTS_XLA,
+        _DTYPES,
+    ],
+    why="looks only in ENTRY",
+)
 def constants_in_entry(hlo_text):
     return [(i.shape, i.payload) for i in parse_hlo(hlo_text).entry if i.opcode == "constant"]
 
 
-@decoy("constants", caught_by=[_CONSTANTS_XLA, _DTYPES],
-       why="a set of distinct constants: two instructions with the same value count once")
+@decoy(
+    "constants",
+    caught_by=[_CONSTANTS_XLA, _DTYPES],
+    why="a set of distinct constants: two instructions with the same value count once",
+)
 def constants_distinct(hlo_text):
-    return sorted({(i.shape, i.payload) for c in parse_hlo(hlo_text) for i in c
-                   if i.opcode == "constant"})
+    return sorted(
+        {(i.shape, i.payload) for c in parse_hlo(hlo_text) for i in c if i.opcode == "constant"}
+    )
 
 
-@decoy("constants", caught_by=["test_constants_inside_and_outside_fusions", _CONSTANTS_XLA,
-                               _DTYPES],
-       why="shape without its layout")
+@decoy(
+    "constants",
+    caught_by=["test_constants_inside_and_outside_fusions", _CONSTANTS_XLA, _DTYPES],
+    why="shape without its layout",
+)
 def constants_without_layout(hlo_text):
     found = []
     for i in (i for c in parse_hlo(hlo_text) for i in c if i.opcode == "constant"):
@@ -409,27 +526,40 @@ def constants_without_layout(hlo_text):
     return found
 
 
-@decoy("constants", caught_by=[_CONSTANTS_XLA, _DTYPES],
-       why="only floating-point constants")
+@decoy("constants", caught_by=[_CONSTANTS_XLA, _DTYPES], why="only floating-point constants")
 def constants_float_only(hlo_text):
-    return [(i.shape, i.payload) for c in parse_hlo(hlo_text) for i in c
-            if i.opcode == "constant" and i.shape.startswith(("f", "bf"))]
+    return [
+        (i.shape, i.payload)
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "constant" and i.shape.startswith(("f", "bf"))
+    ]
 
 
-@decoy("constants", caught_by=[_CONSTANTS_XLA],
-       why="ENTRY and fused computations only: loop conditions and other computations missed")
+@decoy(
+    "constants",
+    caught_by=[_CONSTANTS_XLA],
+    why="ENTRY and fused computations only: loop conditions and other computations missed",
+)
 def constants_entry_and_fusions(hlo_text):
     module = parse_hlo(hlo_text)
-    fused = {name for c in module for i in c if i.opcode == "fusion"
-             for name in i.called_computations}
-    return [(i.shape, i.payload) for c in module if c.is_entry or c.name in fused for i in c
-            if i.opcode == "constant"]
+    fused = {
+        name for c in module for i in c if i.opcode == "fusion" for name in i.called_computations
+    }
+    return [
+        (i.shape, i.payload)
+        for c in module
+        if c.is_entry or c.name in fused
+        for i in c
+        if i.opcode == "constant"
+    ]
 
 
 @accepted("constants", why="xla_inspect.query.instructions over the module")
 def constants_from_library(hlo_text):
-    return [(i.shape, i.payload) for _, i in instructions(parse_hlo(hlo_text))
-            if i.opcode == "constant"]
+    return [
+        (i.shape, i.payload) for _, i in instructions(parse_hlo(hlo_text)) if i.opcode == "constant"
+    ]
 
 
 # --- flops ------------------------------------------------------------------------------------
@@ -437,20 +567,29 @@ def constants_from_library(hlo_text):
 _COMPILED = "test_flops_are_those_of_the_compiled_module"
 
 
-@decoy("flops", caught_by=["test_matmul_flops_are_2mnk", "test_transcendentals_are_not_flops"],
-       why="reports multiply-adds (flops / 2)")
+@decoy(
+    "flops",
+    caught_by=["test_matmul_flops_are_2mnk", "test_transcendentals_are_not_flops"],
+    why="reports multiply-adds (flops / 2)",
+)
 def flops_as_macs(f, *args):
     return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0)) / 2
 
 
-@decoy("flops", caught_by=[_COMPILED],
-       why="asks the lowered (unoptimized) module for its cost: CSE has not run yet")
+@decoy(
+    "flops",
+    caught_by=[_COMPILED],
+    why="asks the lowered (unoptimized) module for its cost: CSE has not run yet",
+)
 def flops_before_compiling(f, *args):
     return float(jax.jit(f).lower(*args).cost_analysis().get("flops", 0.0))
 
 
-@decoy("flops", caught_by=["test_transcendentals_are_not_flops"],
-       why="adds the transcendentals to the flops")
+@decoy(
+    "flops",
+    caught_by=["test_transcendentals_are_not_flops"],
+    why="adds the transcendentals to the flops",
+)
 def flops_with_transcendentals(f, *args):
     cost = jax.jit(f).lower(*args).compile().cost_analysis()
     return float(cost.get("flops", 0.0) + cost.get("transcendentals", 0.0))
@@ -459,8 +598,11 @@ def flops_with_transcendentals(f, *args):
 _FLOPS_SEEN: dict = {}
 
 
-@decoy("flops", caught_by=["test_matmul_flops_are_2mnk"],
-       why="remembers the cost per function: the same matmul at other shapes costs the same")
+@decoy(
+    "flops",
+    caught_by=["test_matmul_flops_are_2mnk"],
+    why="remembers the cost per function: the same matmul at other shapes costs the same",
+)
 def flops_per_function(f, *args):
     if f not in _FLOPS_SEEN:
         cost = jax.jit(f).lower(*args).compile().cost_analysis()

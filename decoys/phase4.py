@@ -20,96 +20,139 @@ def _counts(path: Path) -> Counter:
     return Counter(i.opcode for c in parse_hlo(path.read_text()) for i in c)
 
 
-@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED],
-       why="'after' is the unoptimized HLO, before any pass ran")
+@decoy(
+    "stages",
+    caught_by=["test_stages_before_is_stablehlo_after_is_optimized", *_PINNED],
+    why="'after' is the unoptimized HLO, before any pass ran",
+)
 def stages_unoptimized(f, *args):
     lowered = jax.jit(f).lower(*args)
     return lowered.as_text(), lowered.as_text(dialect="hlo")
 
 
-@decoy("stages", caught_by=["test_stages_before_is_stablehlo_after_is_optimized"],
-       why="'before' is unoptimized HLO, already simplified by the conversion")
+@decoy(
+    "stages",
+    caught_by=["test_stages_before_is_stablehlo_after_is_optimized"],
+    why="'before' is unoptimized HLO, already simplified by the conversion",
+)
 def stages_hlo_before(f, *args):
     lowered = jax.jit(f).lower(*args)
     return lowered.as_text(dialect="hlo"), lowered.compile().as_text()
 
 
-@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
-       why="x - x + x: x - x is not an identity XLA may remove (inf - inf is NaN)")
+@decoy(
+    "algebraic_identity",
+    caught_by=["test_algebraic_identity_disappears"],
+    why="x - x + x: x - x is not an identity XLA may remove (inf - inf is NaN)",
+)
 def identity_via_x_minus_x(x):
     return x - x + x
 
 
-@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
-       why="no arithmetic at all: nothing for the simplifier to do")
+@decoy(
+    "algebraic_identity",
+    caught_by=["test_algebraic_identity_disappears"],
+    why="no arithmetic at all: nothing for the simplifier to do",
+)
 def identity_without_ops(x):
     return jnp.asarray(x)
 
 
-@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
-       why="NumPy computes the constant: no sqrt ever reaches XLA")
+@decoy(
+    "folded_scale",
+    caught_by=["test_folded_scale_becomes_a_multiply"],
+    why="NumPy computes the constant: no sqrt ever reaches XLA",
+)
 def scale_folded_by_python(x):
     return x * (1 / np.sqrt(2))
 
 
-@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
-       why="the sqrt depends on x (x*0 is not folded for floats), so nothing is constant")
+@decoy(
+    "folded_scale",
+    caught_by=["test_folded_scale_becomes_a_multiply"],
+    why="the sqrt depends on x (x*0 is not folded for floats), so nothing is constant",
+)
 def scale_depends_on_x(x):
     return x / jnp.sqrt(x * 0.0 + 2.0)
 
 
-@decoy("shared_subexpression", caught_by=["test_cse_removes_the_repeated_add"],
-       why="shares a+b by hand: 2 adds in the jaxpr, nothing left for CSE")
+@decoy(
+    "shared_subexpression",
+    caught_by=["test_cse_removes_the_repeated_add"],
+    why="shares a+b by hand: 2 adds in the jaxpr, nothing left for CSE",
+)
 def cse_done_by_hand(a, b, c, d):
     s = a + b
     return s * c + s * d
 
 
-@decoy("shared_subexpression", caught_by=["test_cse_removes_the_repeated_add"],
-       why="factored algebraically: a different program, not CSE")
+@decoy(
+    "shared_subexpression",
+    caught_by=["test_cse_removes_the_repeated_add"],
+    why="factored algebraically: a different program, not CSE",
+)
 def cse_factored(a, b, c, d):
     return (a + b) * (c + d)
 
 
-@decoy("dead_branch", caught_by=["test_dead_exp_survives_lowering_then_dies"],
-       why="an unused exp is dropped by JAX before XLA sees it")
+@decoy(
+    "dead_branch",
+    caught_by=["test_dead_exp_survives_lowering_then_dies"],
+    why="an unused exp is dropped by JAX before XLA sees it",
+)
 def dead_in_jaxpr(x):
     y = jnp.exp(x)  # noqa: F841
     return x + 1.0
 
 
-@decoy("dead_branch", caught_by=["test_dead_exp_survives_lowering_then_dies"],
-       why="a data-dependent select: XLA cannot prove the exp unused")
+@decoy(
+    "dead_branch",
+    caught_by=["test_dead_exp_survives_lowering_then_dies"],
+    why="a data-dependent select: XLA cannot prove the exp unused",
+)
 def live_exp(x):
     return jnp.where(x > 100.0, jnp.exp(x), x + 1.0)
 
 
-@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
-       why="a single op is no chain")
+@decoy(
+    "elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"], why="a single op is no chain"
+)
 def chain_single_op(x):
     return jnp.sin(x)
 
 
-@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
-       why="a sort in the middle needs the whole array and cuts the fusion in two")
+@decoy(
+    "elementwise_chain",
+    caught_by=["test_chain_is_one_loop_fusion"],
+    why="a sort in the middle needs the whole array and cuts the fusion in two",
+)
 def chain_cut_by_sort(x):
     return jnp.tanh(jnp.sort(jnp.sin(x)) * 2.0 + 1.0)
 
 
-@decoy("attention_scores", caught_by=["test_transpose_folds_into_the_dot"],
-       why="einsum contracts in place: there is no transpose for XLA to fold")
+@decoy(
+    "attention_scores",
+    caught_by=["test_transpose_folds_into_the_dot"],
+    why="einsum contracts in place: there is no transpose for XLA to fold",
+)
 def scores_einsum(q, k):
     return jnp.einsum("qd,kd->qk", q, k)
 
 
-@decoy("refused_rewrites", caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
-       why="2.0 * 3.0 * x: Python folds 6.0 before tracing, proving nothing about XLA")
+@decoy(
+    "refused_rewrites",
+    caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
+    why="2.0 * 3.0 * x: Python folds 6.0 before tracing, proving nothing about XLA",
+)
 def refused_python_folded(x):
     return 2.0 * 3.0 * x, x - x
 
 
-@decoy("refused_rewrites", caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
-       why="rewritten by hand: nothing left that XLA could refuse")
+@decoy(
+    "refused_rewrites",
+    caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
+    why="rewritten by hand: nothing left that XLA could refuse",
+)
 def refused_prefolded(x):
     return x * 6.0, jnp.zeros_like(x)
 
@@ -121,24 +164,36 @@ def _pass_files(dump_dir):
     return [(m, p) for p in Path(dump_dir).iterdir() if (m := _FILE.fullmatch(p.name))]
 
 
-@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
-       why="sorted by pass name instead of sequence number")
+@decoy(
+    "pass_timeline",
+    caught_by=["test_timeline_matches_the_dump"],
+    why="sorted by pass name instead of sequence number",
+)
 def timeline_by_name(dump_dir):
     return sorted((m.group(2), _counts(p)) for m, p in _pass_files(dump_dir))
 
 
-@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
-       why="names each file by its before_ part: the pass that has not run yet")
+@decoy(
+    "pass_timeline",
+    caught_by=["test_timeline_matches_the_dump"],
+    why="names each file by its before_ part: the pass that has not run yet",
+)
 def timeline_before_names(dump_dir):
     files = sorted(_pass_files(dump_dir), key=lambda mp: int(mp[0].group(1)))
     return [(m.group(3) or m.group(2), _counts(p)) for m, p in files]
 
 
-@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
-       why="also takes before_optimizations and after_optimizations for passes")
+@decoy(
+    "pass_timeline",
+    caught_by=["test_timeline_matches_the_dump"],
+    why="also takes before_optimizations and after_optimizations for passes",
+)
 def timeline_with_snapshots(dump_dir):
-    files = sorted(p for p in Path(dump_dir).iterdir()
-                   if _FILE.fullmatch(p.name) or p.name.endswith("_optimizations.txt"))
+    files = sorted(
+        p
+        for p in Path(dump_dir).iterdir()
+        if _FILE.fullmatch(p.name) or p.name.endswith("_optimizations.txt")
+    )
     timeline = []
     for p in files:
         m = _FILE.fullmatch(p.name)
@@ -146,9 +201,14 @@ def timeline_with_snapshots(dump_dir):
     return timeline
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_names_the_culprit",
-                                       "test_pass_that_changed_on_constructed_timelines"],
-       why="names the entry before the change: the file of the pass that ran before it")
+@decoy(
+    "pass_that_changed",
+    caught_by=[
+        "test_pass_that_changed_names_the_culprit",
+        "test_pass_that_changed_on_constructed_timelines",
+    ],
+    why="names the entry before the change: the file of the pass that ran before it",
+)
 def changed_previous_name(timeline, opcode):
     for (name, before), (_, after) in zip(timeline, timeline[1:], strict=False):
         if before[opcode] != after[opcode]:
@@ -156,9 +216,14 @@ def changed_previous_name(timeline, opcode):
     return None
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_is_none_for_untouched_ops",
-                                       "test_pass_that_changed_on_constructed_timelines"],
-       why="the first pass that changed anything, whatever the opcode")
+@decoy(
+    "pass_that_changed",
+    caught_by=[
+        "test_pass_that_changed_is_none_for_untouched_ops",
+        "test_pass_that_changed_on_constructed_timelines",
+    ],
+    why="the first pass that changed anything, whatever the opcode",
+)
 def changed_anything(timeline, opcode):
     for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
         if before != after:
@@ -166,8 +231,11 @@ def changed_anything(timeline, opcode):
     return None
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
-       why="the last change instead of the first")
+@decoy(
+    "pass_that_changed",
+    caught_by=["test_pass_that_changed_on_constructed_timelines"],
+    why="the last change instead of the first",
+)
 def changed_last(timeline, opcode):
     found = None
     for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
@@ -176,28 +244,43 @@ def changed_last(timeline, opcode):
     return found
 
 
-@decoy("named_passes", caught_by=["test_named_passes_match_the_dump"],
-       why="guesses: the simplifier for the transpose, the wrapper for the fusion")
+@decoy(
+    "named_passes",
+    caught_by=["test_named_passes_match_the_dump"],
+    why="guesses: the simplifier for the transpose, the wrapper for the fusion",
+)
 def names_guessed(*args):
     return {"transpose": "algsimp", "fusion": "fusion-wrapper", "add": "cse", "divide": "algsimp"}
 
 
-@decoy("named_passes", caught_by=["test_named_passes_match_the_dump"],
-       why="pipeline names instead of pass names")
+@decoy(
+    "named_passes",
+    caught_by=["test_named_passes_match_the_dump"],
+    why="pipeline names instead of pass names",
+)
 def names_pipelines(*args):
-    return {"transpose": "HLO_passes_through_layout_assignment",
-            "fusion": "HLO_passes_after_layout_assignment",
-            "add": "HLO_passes_through_layout_assignment", "divide": "simplification"}
+    return {
+        "transpose": "HLO_passes_through_layout_assignment",
+        "fusion": "HLO_passes_after_layout_assignment",
+        "add": "HLO_passes_through_layout_assignment",
+        "divide": "simplification",
+    }
 
 
-@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
-       why="multiplies by the reciprocal by hand: XLA had no divide to rewrite")
+@decoy(
+    "folded_scale",
+    caught_by=["test_folded_scale_becomes_a_multiply"],
+    why="multiplies by the reciprocal by hand: XLA had no divide to rewrite",
+)
 def scale_reciprocal_by_hand(x):
     return x * (1.0 / jnp.sqrt(2.0))
 
 
-@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
-       why="multiplies by sqrt(0.5): the sqrt is folded, but there never was a divide")
+@decoy(
+    "folded_scale",
+    caught_by=["test_folded_scale_becomes_a_multiply"],
+    why="multiplies by sqrt(0.5): the sqrt is folded, but there never was a divide",
+)
 def scale_sqrt_half(x):
     return x * jnp.sqrt(0.5)
 
@@ -207,8 +290,11 @@ def scale_sqrt_half(x):
 _SEEN: dict = {}
 
 
-@decoy("stages", caught_by=["test_stages_of_several_programs"],
-       why="remembers the texts per function: the same function at other shapes gets the first's")
+@decoy(
+    "stages",
+    caught_by=["test_stages_of_several_programs"],
+    why="remembers the texts per function: the same function at other shapes gets the first's",
+)
 def stages_per_function(f, *args):
     if f not in _SEEN:
         lowered = jax.jit(f).lower(*args)
@@ -222,14 +308,20 @@ def stages_traced(f, *args):
     return str(lowered.compiler_ir("stablehlo")), lowered.compile().as_text()
 
 
-@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
-       why="NumPy float32 constants are not weak: a bfloat16 input comes back float32")
+@decoy(
+    "algebraic_identity",
+    caught_by=["test_algebraic_identity_disappears"],
+    why="NumPy float32 constants are not weak: a bfloat16 input comes back float32",
+)
 def identity_promotes(x):
     return (x * np.float32(1.0) + np.float32(0.0)) / np.float32(1.0)
 
 
-@decoy("algebraic_identity", caught_by=["test_algebraic_identity_disappears"],
-       why="x * 2 / 2: exact for most floats, but not an identity XLA removes (and 3e38*2 is inf)")
+@decoy(
+    "algebraic_identity",
+    caught_by=["test_algebraic_identity_disappears"],
+    why="x * 2 / 2: exact for most floats, but not an identity XLA removes (and 3e38*2 is inf)",
+)
 def identity_scaled_back(x):
     return x * 2.0 / 2.0
 
@@ -239,8 +331,11 @@ def identity_minus_zero(x):
     return (x - 0.0) * 1.0
 
 
-@decoy("folded_scale", caught_by=["test_folded_scale_becomes_a_multiply"],
-       why="sqrt of a NumPy float32: the float32 result promotes a bfloat16 input")
+@decoy(
+    "folded_scale",
+    caught_by=["test_folded_scale_becomes_a_multiply"],
+    why="sqrt of a NumPy float32: the float32 result promotes a bfloat16 input",
+)
 def scale_strong_constant(x):
     return x / jnp.sqrt(np.float32(2.0))
 
@@ -255,8 +350,11 @@ def cse_commuted(a, b, c, d):
     return jnp.add(a, b) * c + (b + a) * d
 
 
-@decoy("dead_branch", caught_by=["test_dead_exp_survives_lowering_then_dies"],
-       why="multiplies the exp by zero: x*0 is not 0 for floats, the exp stays")
+@decoy(
+    "dead_branch",
+    caught_by=["test_dead_exp_survives_lowering_then_dies"],
+    why="multiplies the exp by zero: x*0 is not 0 for floats, the exp stays",
+)
 def dead_times_zero(x):
     return x + 1.0 + jnp.exp(x) * 0.0
 
@@ -266,14 +364,20 @@ def dead_cond(x):
     return lax.cond(True, lambda v: v + 1.0, jnp.exp, x)
 
 
-@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
-       why="subtracts the mean: a reduction in the chain, two fusions")
+@decoy(
+    "elementwise_chain",
+    caught_by=["test_chain_is_one_loop_fusion"],
+    why="subtracts the mean: a reduction in the chain, two fusions",
+)
 def chain_through_mean(x):
     return jnp.tanh(x - x.mean()) * 2.0 + 1.0
 
 
-@decoy("elementwise_chain", caught_by=["test_chain_is_one_loop_fusion"],
-       why="casts to float32 on the way: a bfloat16 input comes back float32")
+@decoy(
+    "elementwise_chain",
+    caught_by=["test_chain_is_one_loop_fusion"],
+    why="casts to float32 on the way: a bfloat16 input comes back float32",
+)
 def chain_in_float32(x):
     return jnp.tanh(jnp.sin(x.astype(jnp.float32)) * 2.0 + 1.0)
 
@@ -283,8 +387,11 @@ def chain_exp_abs(x):
     return jnp.exp(-jnp.abs(x)) * 3.0 - 1.0
 
 
-@decoy("attention_scores", caught_by=["test_transpose_folds_into_the_dot"],
-       why="reshapes k to (dim, seq) instead of transposing it")
+@decoy(
+    "attention_scores",
+    caught_by=["test_transpose_folds_into_the_dot"],
+    why="reshapes k to (dim, seq) instead of transposing it",
+)
 def scores_reshaped(q, k):
     return q @ k.reshape(k.shape[1], k.shape[0])
 
@@ -294,8 +401,11 @@ def scores_swapaxes(q, k):
     return jnp.matmul(q, jnp.swapaxes(k, 0, 1))
 
 
-@decoy("refused_rewrites", caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
-       why="x * 0 for the zero: one more multiply, no subtract")
+@decoy(
+    "refused_rewrites",
+    caught_by=["test_xla_keeps_float_rewrites_it_may_not_do"],
+    why="x * 0 for the zero: one more multiply, no subtract",
+)
 def refused_times_zero(x):
     return x * 2.0 * 3.0, x * 0.0
 
@@ -305,25 +415,38 @@ def refused_spelled_out(x):
     return jnp.multiply(jnp.multiply(x, 2.0), 3.0), jnp.subtract(x, x)
 
 
-@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump",
-                                   "test_timeline_runs_from_unoptimized_to_optimized"],
-       why="counts opcodes in ENTRY only")
+@decoy(
+    "pass_timeline",
+    caught_by=[
+        "test_timeline_matches_the_dump",
+        "test_timeline_runs_from_unoptimized_to_optimized",
+    ],
+    why="counts opcodes in ENTRY only",
+)
 def timeline_entry_only(dump_dir):
     files = sorted(_pass_files(dump_dir), key=lambda mp: int(mp[0].group(1)))
-    return [(m.group(2), Counter(i.opcode for i in parse_hlo(p.read_text()).entry))
-            for m, p in files]
+    return [
+        (m.group(2), Counter(i.opcode for i in parse_hlo(p.read_text()).entry)) for m, p in files
+    ]
 
 
-@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
-       why="only files with a before_ part: copy-insertion's files have none")
+@decoy(
+    "pass_timeline",
+    caught_by=["test_timeline_matches_the_dump"],
+    why="only files with a before_ part: copy-insertion's files have none",
+)
 def timeline_needs_before(dump_dir):
-    files = sorted(((m, p) for m, p in _pass_files(dump_dir) if m.group(3)),
-                   key=lambda mp: int(mp[0].group(1)))
+    files = sorted(
+        ((m, p) for m, p in _pass_files(dump_dir) if m.group(3)), key=lambda mp: int(mp[0].group(1))
+    )
     return [(m.group(2), _counts(p)) for m, p in files]
 
 
-@decoy("pass_timeline", caught_by=["test_timeline_matches_the_dump"],
-       why="drops a file whose counts equal the previous one's: one entry per file is asked")
+@decoy(
+    "pass_timeline",
+    caught_by=["test_timeline_matches_the_dump"],
+    why="drops a file whose counts equal the previous one's: one entry per file is asked",
+)
 def timeline_changes_only(dump_dir):
     files = sorted(_pass_files(dump_dir), key=lambda mp: int(mp[0].group(1)))
     timeline = []
@@ -336,12 +459,17 @@ def timeline_changes_only(dump_dir):
 
 @accepted("pass_timeline", why="xla_inspect.passes lists the files in order; Counter per file")
 def timeline_from_library(dump_dir):
-    return [(f.pass_name, Counter(i.opcode for c in parse_hlo(f.path.read_text()) for i in c))
-            for f in passes.pass_files(dump_dir)]
+    return [
+        (f.pass_name, Counter(i.opcode for c in parse_hlo(f.path.read_text()) for i in c))
+        for f in passes.pass_files(dump_dir)
+    ]
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
-       why="starts comparing at the second pair and misses a change made by the first pass")
+@decoy(
+    "pass_that_changed",
+    caught_by=["test_pass_that_changed_on_constructed_timelines"],
+    why="starts comparing at the second pair and misses a change made by the first pass",
+)
 def changed_skips_first(timeline, opcode):
     for (_, before), (name, after) in zip(timeline[1:], timeline[2:], strict=False):
         if before[opcode] != after[opcode]:
@@ -349,8 +477,11 @@ def changed_skips_first(timeline, opcode):
     return None
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
-       why="only removals count: an opcode that appears (a fusion) is missed")
+@decoy(
+    "pass_that_changed",
+    caught_by=["test_pass_that_changed_on_constructed_timelines"],
+    why="only removals count: an opcode that appears (a fusion) is missed",
+)
 def changed_only_removals(timeline, opcode):
     for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
         if after[opcode] < before[opcode]:
@@ -358,9 +489,14 @@ def changed_only_removals(timeline, opcode):
     return None
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines",
-                                       "test_pass_that_changed_is_none_for_untouched_ops"],
-       why="an empty string instead of None when nothing changed")
+@decoy(
+    "pass_that_changed",
+    caught_by=[
+        "test_pass_that_changed_on_constructed_timelines",
+        "test_pass_that_changed_is_none_for_untouched_ops",
+    ],
+    why="an empty string instead of None when nothing changed",
+)
 def changed_blank(timeline, opcode):
     for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
         if before[opcode] != after[opcode]:
@@ -368,8 +504,11 @@ def changed_blank(timeline, opcode):
     return ""
 
 
-@decoy("pass_that_changed", caught_by=["test_pass_that_changed_on_constructed_timelines"],
-       why="compares presence (opcode in counts), not the count")
+@decoy(
+    "pass_that_changed",
+    caught_by=["test_pass_that_changed_on_constructed_timelines"],
+    why="compares presence (opcode in counts), not the count",
+)
 def changed_presence(timeline, opcode):
     for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False):
         if (before[opcode] > 0) != (after[opcode] > 0):
@@ -385,13 +524,19 @@ def changed_by_index(timeline, opcode):
     return None
 
 
-@decoy("shared_subexpression", caught_by=["test_cse_removes_the_repeated_add"],
-       why="distributes the second product: 3 adds, but none repeated for CSE to merge")
+@decoy(
+    "shared_subexpression",
+    caught_by=["test_cse_removes_the_repeated_add"],
+    why="distributes the second product: 3 adds, but none repeated for CSE to merge",
+)
 def cse_distributed(a, b, c, d):
     return (a + b) * c + (a * d + b * d)
 
 
-@decoy("attention_scores", caught_by=["test_transpose_folds_into_the_dot"],
-       why="dot_general contracting k's dim 1 by hand: no transpose for XLA to fold")
+@decoy(
+    "attention_scores",
+    caught_by=["test_transpose_folds_into_the_dot"],
+    why="dot_general contracting k's dim 1 by hand: no transpose for XLA to fold",
+)
 def scores_dot_general(q, k):
     return lax.dot_general(q, k, (((1,), (1,)), ((), ())))

@@ -20,51 +20,73 @@ def _example_loss(p, x, y):
 
 # ---- mlp_grad ----
 
-@decoy("mlp_grad", caught_by=["test_grad_jaxpr_has_two_transposes"],
-       why="backprop written by hand with .T: right values, three transposes instead of two")
+
+@decoy(
+    "mlp_grad",
+    caught_by=["test_grad_jaxpr_has_two_transposes"],
+    why="backprop written by hand with .T: right values, three transposes instead of two",
+)
 def backprop_by_hand(params, x, y):
     pre = x @ params["w1"] + params["b1"]
     hidden = jnp.maximum(pre, 0.0)
     out = hidden @ params["w2"] + params["b2"]
     g_out = 2.0 * (out - y) / out.size
     g_hidden = (g_out @ params["w2"].T) * (pre > 0)
-    return {"w1": x.T @ g_hidden, "b1": g_hidden.sum(0), "w2": hidden.T @ g_out,
-            "b2": g_out.sum(0)}
+    return {"w1": x.T @ g_hidden, "b1": g_hidden.sum(0), "w2": hidden.T @ g_out, "b2": g_out.sum(0)}
 
 
-@decoy("mlp_grad", caught_by=["test_mlp_grad_matches_numpy_backprop"],
-       why="differentiates the summed squared error, not the mean")
+@decoy(
+    "mlp_grad",
+    caught_by=["test_mlp_grad_matches_numpy_backprop"],
+    why="differentiates the summed squared error, not the mean",
+)
 def grad_of_sum(params, x, y):
     return jax.grad(lambda p: jnp.sum((_mlp(p, x) - y) ** 2))(params)
 
 
 # ---- jvp_tangent ----
 
-@decoy("jvp_tangent", caught_by=["test_jvp_gives_value_and_jacobian_times_tangent",
-                                 "test_jvp_jaxpr_adds_tangents_and_never_builds_j"],
-       why="finite differences: approximate, and no tangent arithmetic in the jaxpr")
+
+@decoy(
+    "jvp_tangent",
+    caught_by=[
+        "test_jvp_gives_value_and_jacobian_times_tangent",
+        "test_jvp_jaxpr_adds_tangents_and_never_builds_j",
+    ],
+    why="finite differences: approximate, and no tangent arithmetic in the jaxpr",
+)
 def jvp_by_finite_difference(f, x, v):
     eps = 1e-3
     y = f(x)
     return y, (f(x + eps * v) - y) / eps
 
 
-@decoy("jvp_tangent", caught_by=["test_jvp_jaxpr_adds_tangents_and_never_builds_j"],
-       why="builds the whole Jacobian with jacfwd, then multiplies by v")
+@decoy(
+    "jvp_tangent",
+    caught_by=["test_jvp_jaxpr_adds_tangents_and_never_builds_j"],
+    why="builds the whole Jacobian with jacfwd, then multiplies by v",
+)
 def jvp_through_full_jacobian(f, x, v):
     return f(x), jax.jacfwd(f)(x) @ v
 
 
 # ---- vjp_cotangent ----
 
-@decoy("vjp_cotangent", caught_by=["test_vjp_jaxpr_transposes_the_dot_not_the_matrix"],
-       why="builds the whole Jacobian with jacrev, then transposes it")
+
+@decoy(
+    "vjp_cotangent",
+    caught_by=["test_vjp_jaxpr_transposes_the_dot_not_the_matrix"],
+    why="builds the whole Jacobian with jacrev, then transposes it",
+)
 def vjp_through_full_jacobian(f, x, ct):
     return jax.jacrev(f)(x).T @ ct
 
 
-@decoy("vjp_cotangent", caught_by=["test_vjp_gives_cotangent_times_jacobian"],
-       why="returns the pullback's tuple instead of its one entry")
+@decoy(
+    "vjp_cotangent",
+    caught_by=["test_vjp_gives_cotangent_times_jacobian"],
+    why="returns the pullback's tuple instead of its one entry",
+)
 def vjp_keeps_tuple(f, x, ct):
     _, pullback = jax.vjp(f, x)
     return jnp.stack(pullback(ct))
@@ -72,25 +94,36 @@ def vjp_keeps_tuple(f, x, ct):
 
 # ---- jacobian ----
 
-@decoy("jacobian", caught_by=["test_jacobian_modes_push_different_bases"],
-       why="modes swapped: the same matrix, built the other way")
+
+@decoy(
+    "jacobian",
+    caught_by=["test_jacobian_modes_push_different_bases"],
+    why="modes swapped: the same matrix, built the other way",
+)
 def jacobian_modes_swapped(f, x, mode):
     return (jax.jacrev if mode == "fwd" else jax.jacfwd)(f)(x)
 
 
-@decoy("jacobian", caught_by=["test_jacobian_modes_push_different_bases"],
-       why="jax.jacobian for both modes (it is jacrev)")
+@decoy(
+    "jacobian",
+    caught_by=["test_jacobian_modes_push_different_bases"],
+    why="jax.jacobian for both modes (it is jacrev)",
+)
 def jacobian_always_reverse(f, x, mode):
     return jax.jacobian(f)(x)
 
 
-@decoy("jacobian", caught_by=["test_jacobian_both_modes_match_numpy"],
-       why="returns (in, out) instead of (out, in)")
+@decoy(
+    "jacobian",
+    caught_by=["test_jacobian_both_modes_match_numpy"],
+    why="returns (in, out) instead of (out, in)",
+)
 def jacobian_transposed(f, x, mode):
     return (jax.jacfwd if mode == "fwd" else jax.jacrev)(f)(x).T
 
 
 # ---- dot_flops ----
+
 
 def _dot_eqns(jaxpr, recursive=True):
     inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
@@ -109,36 +142,53 @@ def _flops(eqn, factor=2):
     return factor * k * int(np.prod(eqn.outvars[0].aval.shape))
 
 
-@decoy("dot_flops", caught_by=["test_dot_flops_counts_nested_jaxprs"],
-       why="counts only top-level equations, missing the dot inside a nested jit")
+@decoy(
+    "dot_flops",
+    caught_by=["test_dot_flops_counts_nested_jaxprs"],
+    why="counts only top-level equations, missing the dot inside a nested jit",
+)
 def dot_flops_top_level_only(jaxpr):
     return sum(_flops(e) for e in _dot_eqns(jaxpr, recursive=False))
 
 
-@decoy("dot_flops", caught_by=["test_dot_flops_from_dimension_numbers",
-                               "test_dot_flops_counts_nested_jaxprs"],
-       why="counts multiply-adds, not flops")
+@decoy(
+    "dot_flops",
+    caught_by=["test_dot_flops_from_dimension_numbers", "test_dot_flops_counts_nested_jaxprs"],
+    why="counts multiply-adds, not flops",
+)
 def dot_macs(jaxpr):
     return sum(_flops(e, factor=1) for e in _dot_eqns(jaxpr))
 
 
-@decoy("dot_flops", caught_by=["test_dot_flops_from_dimension_numbers"],
-       why="assumes every dot is a 2-D matmul: 2 * lhs size * rhs's last dim")
+@decoy(
+    "dot_flops",
+    caught_by=["test_dot_flops_from_dimension_numbers"],
+    why="assumes every dot is a 2-D matmul: 2 * lhs size * rhs's last dim",
+)
 def dot_flops_as_matmul(jaxpr):
-    return sum(2 * int(np.prod(e.invars[0].aval.shape)) * int(e.invars[1].aval.shape[-1])
-               for e in _dot_eqns(jaxpr))
+    return sum(
+        2 * int(np.prod(e.invars[0].aval.shape)) * int(e.invars[1].aval.shape[-1])
+        for e in _dot_eqns(jaxpr)
+    )
 
 
 # ---- cheaper_jacobian_mode ----
 
-@decoy("cheaper_jacobian_mode", caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
-       why="reverse mode is always cheaper (true only for scalar outputs)")
+
+@decoy(
+    "cheaper_jacobian_mode",
+    caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
+    why="reverse mode is always cheaper (true only for scalar outputs)",
+)
 def always_jacrev(f, x):
     return "jacrev"
 
 
-@decoy("cheaper_jacobian_mode", caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
-       why="rule of thumb inverted: forward mode for many inputs")
+@decoy(
+    "cheaper_jacobian_mode",
+    caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
+    why="rule of thumb inverted: forward mode for many inputs",
+)
 def cheaper_mode_inverted(f, x):
     out = jax.eval_shape(f, x)
     return "jacfwd" if np.size(x) > int(np.prod(out.shape)) else "jacrev"
@@ -146,22 +196,34 @@ def cheaper_mode_inverted(f, x):
 
 # ---- batched_matvec ----
 
+
 def _matvec(W, v):
     return W @ v
 
 
-@decoy("batched_matvec", caught_by=["test_vmap_rewrites_dot_dimension_numbers",
-                                    "test_vmapped_matvec_compiles_to_one_matmul",
-                                    "test_batched_matvec_maps_matvec_itself"],
-       why="a Python loop over the batch: one dot per example")
+@decoy(
+    "batched_matvec",
+    caught_by=[
+        "test_vmap_rewrites_dot_dimension_numbers",
+        "test_vmapped_matvec_compiles_to_one_matmul",
+        "test_batched_matvec_maps_matvec_itself",
+    ],
+    why="a Python loop over the batch: one dot per example",
+)
 def matvec_python_loop(W, vs, in_axes):
-    return jnp.stack([_matvec(W if in_axes[0] is None else W[i], vs[i])
-                      for i in range(vs.shape[0])])
+    return jnp.stack(
+        [_matvec(W if in_axes[0] is None else W[i], vs[i]) for i in range(vs.shape[0])]
+    )
 
 
-@decoy("batched_matvec", caught_by=["test_vmap_rewrites_dot_dimension_numbers",
-                                    "test_batched_matvec_maps_matvec_itself"],
-       why="hand-batched vs @ W.T and einsum: right values, not what vmap emits")
+@decoy(
+    "batched_matvec",
+    caught_by=[
+        "test_vmap_rewrites_dot_dimension_numbers",
+        "test_batched_matvec_maps_matvec_itself",
+    ],
+    why="hand-batched vs @ W.T and einsum: right values, not what vmap emits",
+)
 def matvec_by_hand(W, vs, in_axes):
     if in_axes[0] is None:
         return vs @ W.T
@@ -170,15 +232,22 @@ def matvec_by_hand(W, vs, in_axes):
 
 # ---- per_example_grads ----
 
-@decoy("per_example_grads", caught_by=["test_per_example_jaxpr_does_not_grow_with_batch"],
-       why="a Python loop of grads: the program grows with the batch")
+
+@decoy(
+    "per_example_grads",
+    caught_by=["test_per_example_jaxpr_does_not_grow_with_batch"],
+    why="a Python loop of grads: the program grows with the batch",
+)
 def per_example_python_loop(params, xs, ys):
     grads = [jax.grad(_example_loss)(params, xs[i], ys[i]) for i in range(xs.shape[0])]
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *grads)
 
 
-@decoy("per_example_grads", caught_by=["test_per_example_grads_match_a_loop_of_grads"],
-       why="the batch gradient copied to every example")
+@decoy(
+    "per_example_grads",
+    caught_by=["test_per_example_grads_match_a_loop_of_grads"],
+    why="the batch gradient copied to every example",
+)
 def batch_grad_broadcast(params, xs, ys):
     g = jax.grad(lambda p: jnp.mean(jax.vmap(_example_loss, (None, 0, 0))(p, xs, ys)))(params)
     return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (xs.shape[0], *leaf.shape)), g)
@@ -186,8 +255,12 @@ def batch_grad_broadcast(params, xs, ys):
 
 # ---- more wrong answers, by category ----
 
-@decoy("mlp_grad", caught_by=["test_mlp_grad_matches_numpy_backprop"],
-       why="the mean hard-coded for the example batch: sum of squares / 32 (8 examples x 4)")
+
+@decoy(
+    "mlp_grad",
+    caught_by=["test_mlp_grad_matches_numpy_backprop"],
+    why="the mean hard-coded for the example batch: sum of squares / 32 (8 examples x 4)",
+)
 def grad_mean_hard_coded(params, x, y):
     return jax.grad(lambda p: jnp.sum((_mlp(p, x) - y) ** 2) / 32.0)(params)
 
@@ -198,8 +271,11 @@ def grad_via_vjp(params, x, y):
     return pullback(jnp.ones((), jnp.float32))[0]
 
 
-@decoy("jvp_tangent", caught_by=["test_jvp_gives_value_and_jacobian_times_tangent"],
-       why="pulls v back instead of pushing it forward: J.T @ v (a square J has the shape)")
+@decoy(
+    "jvp_tangent",
+    caught_by=["test_jvp_gives_value_and_jacobian_times_tangent"],
+    why="pulls v back instead of pushing it forward: J.T @ v (a square J has the shape)",
+)
 def jvp_through_vjp(f, x, v):
     y, pullback = jax.vjp(f, x)
     if y.shape != x.shape:
@@ -213,8 +289,11 @@ def jvp_via_linearize(f, x, v):
     return y, f_jvp(v)
 
 
-@decoy("vjp_cotangent", caught_by=["test_vjp_gives_cotangent_times_jacobian"],
-       why="ignores ct: the gradient of sum(f(x)), i.e. ct of ones")
+@decoy(
+    "vjp_cotangent",
+    caught_by=["test_vjp_gives_cotangent_times_jacobian"],
+    why="ignores ct: the gradient of sum(f(x)), i.e. ct of ones",
+)
 def vjp_of_sum(f, x, ct):
     return jax.grad(lambda z: jnp.sum(f(z)))(x)
 
@@ -227,6 +306,7 @@ def vjp_via_grad_of_dot(f, x, ct):
 @accepted("jacobian", why="vmap of jvp over the input basis / of vjp over the output basis")
 def jacobian_by_hand(f, x, mode):
     if mode == "fwd":
+
         def column(t):
             return jax.jvp(f, (x,), (t,))[1]
 
@@ -236,15 +316,23 @@ def jacobian_by_hand(f, x, mode):
     return jax.vmap(lambda c: pullback(c)[0])(jnp.eye(out.size, dtype=out.dtype))
 
 
-@decoy("dot_flops", caught_by=["test_dot_flops_from_dimension_numbers"],
-       why="takes the lhs's last axis as the contracted one")
+@decoy(
+    "dot_flops",
+    caught_by=["test_dot_flops_from_dimension_numbers"],
+    why="takes the lhs's last axis as the contracted one",
+)
 def dot_flops_last_axis(jaxpr):
-    return sum(2 * int(e.invars[0].aval.shape[-1]) * int(np.prod(e.outvars[0].aval.shape))
-               for e in _dot_eqns(jaxpr))
+    return sum(
+        2 * int(e.invars[0].aval.shape[-1]) * int(np.prod(e.outvars[0].aval.shape))
+        for e in _dot_eqns(jaxpr)
+    )
 
 
-@decoy("dot_flops", caught_by=["test_dot_flops_from_dimension_numbers"],
-       why="output size from the free dimensions only, leaving the batch dimensions out")
+@decoy(
+    "dot_flops",
+    caught_by=["test_dot_flops_from_dimension_numbers"],
+    why="output size from the free dimensions only, leaving the batch dimensions out",
+)
 def dot_flops_without_batch(jaxpr):
     total = 0
     for e in _dot_eqns(jaxpr):
@@ -257,8 +345,11 @@ def dot_flops_without_batch(jaxpr):
     return total
 
 
-@decoy("dot_flops", caught_by=["test_dot_flops_counts_nested_jaxprs"],
-       why="recurses only into params['jaxpr'] (a nested jit), missing cond branches and others")
+@decoy(
+    "dot_flops",
+    caught_by=["test_dot_flops_counts_nested_jaxprs"],
+    why="recurses only into params['jaxpr'] (a nested jit), missing cond branches and others",
+)
 def dot_flops_jit_only(jaxpr):
     inner = jaxpr.jaxpr if hasattr(jaxpr, "jaxpr") else jaxpr
     total = 0
@@ -282,33 +373,47 @@ def dot_flops_by_iter_eqns(jaxpr):
     return int(total)
 
 
-@decoy("cheaper_jacobian_mode", caught_by=["test_cheaper_jacobian_mode_counts_every_input"],
-       why="compares x.shape[0] with the output's shape[0]: a matrix input has more inputs")
+@decoy(
+    "cheaper_jacobian_mode",
+    caught_by=["test_cheaper_jacobian_mode_counts_every_input"],
+    why="compares x.shape[0] with the output's shape[0]: a matrix input has more inputs",
+)
 def cheaper_mode_leading_axis(f, x):
     out = jax.eval_shape(f, x)
     return "jacfwd" if x.shape[0] < out.shape[0] else "jacrev"
 
 
-@decoy("cheaper_jacobian_mode", caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
-       why="counts dot_general equations instead of their flops: both modes have as many")
+@decoy(
+    "cheaper_jacobian_mode",
+    caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
+    why="counts dot_general equations instead of their flops: both modes have as many",
+)
 def cheaper_mode_by_dot_count(f, x):
     def count(transform):
-        return sum(e.primitive.name == "dot_general"
-                   for e in iter_eqns(jax.make_jaxpr(transform(f))(x)))
+        return sum(
+            e.primitive.name == "dot_general" for e in iter_eqns(jax.make_jaxpr(transform(f))(x))
+        )
 
     return "jacfwd" if count(jax.jacfwd) < count(jax.jacrev) else "jacrev"
 
 
 @accepted("cheaper_jacobian_mode", why="XLA's cost analysis of the programs instead of dot flops")
 def cheaper_mode_by_cost_analysis(f, x):
-    flops = {name: jax.jit(t(f)).lower(x).cost_analysis()["flops"]
-             for name, t in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))}
+    flops = {
+        name: jax.jit(t(f)).lower(x).cost_analysis()["flops"]
+        for name, t in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))
+    }
     return min(flops, key=flops.get)
 
 
-@decoy("batched_matvec", caught_by=["test_batched_matvec_maps_matvec_itself",
-                                    "test_vmap_rewrites_dot_dimension_numbers"],
-       why="einsum after moving each batch axis to the front: right values, vmap never used")
+@decoy(
+    "batched_matvec",
+    caught_by=[
+        "test_batched_matvec_maps_matvec_itself",
+        "test_vmap_rewrites_dot_dimension_numbers",
+    ],
+    why="einsum after moving each batch axis to the front: right values, vmap never used",
+)
 def matvec_einsum_moveaxis(W, vs, in_axes):
     if in_axes[0] is not None:
         W = jnp.moveaxis(W, in_axes[0], 0)
@@ -319,8 +424,11 @@ def matvec_einsum_moveaxis(W, vs, in_axes):
     return jnp.einsum(spec, W, vs)
 
 
-@decoy("batched_matvec", caught_by=["test_batched_matvec_values"],
-       why="the batch put last (out_axes=1): (m, batch) instead of (batch, m)")
+@decoy(
+    "batched_matvec",
+    caught_by=["test_batched_matvec_values"],
+    why="the batch put last (out_axes=1): (m, batch) instead of (batch, m)",
+)
 def matvec_batch_last(W, vs, in_axes):
     return jax.vmap(_matvec, in_axes=in_axes, out_axes=1)(W, vs)
 
@@ -331,18 +439,25 @@ def matvec_vmap_list(W, vs, in_axes):
     return jax.vmap(lambda w, v: matvec(w, v), in_axes=list(in_axes))(W, vs)  # noqa: F821
 
 
-@decoy("per_example_grads", caught_by=["test_per_example_cost_grows_linearly_with_batch"],
-       why="the Jacobian of the vector of per-example losses: right numbers, batch-squared cost")
+@decoy(
+    "per_example_grads",
+    caught_by=["test_per_example_cost_grows_linearly_with_batch"],
+    why="the Jacobian of the vector of per-example losses: right numbers, batch-squared cost",
+)
 def per_example_jacrev(params, xs, ys):
     return jax.jacrev(lambda p: jax.vmap(_example_loss, (None, 0, 0))(p, xs, ys))(params)
 
 
-@decoy("per_example_grads", caught_by=["test_per_example_grads_match_a_loop_of_grads"],
-       why="each example's share of the batch mean: every gradient divided by the batch size")
+@decoy(
+    "per_example_grads",
+    caught_by=["test_per_example_grads_match_a_loop_of_grads"],
+    why="each example's share of the batch mean: every gradient divided by the batch size",
+)
 def per_example_share_of_mean(params, xs, ys):
     n = xs.shape[0]
-    return jax.vmap(jax.grad(lambda p, x, y: _example_loss(p, x, y) / n),
-                    in_axes=(None, 0, 0))(params, xs, ys)
+    return jax.vmap(jax.grad(lambda p, x, y: _example_loss(p, x, y) / n), in_axes=(None, 0, 0))(
+        params, xs, ys
+    )
 
 
 @accepted("per_example_grads", why="params bound with partial; vmap over (xs, ys) only")

@@ -21,29 +21,44 @@ class Timing:
 
 
 def _read(cost):
-    return {"flops": float(cost.get("flops", 0.0)),
-            "transcendentals": float(cost.get("transcendentals", 0.0)),
-            "bytes_accessed": float(cost.get("bytes accessed", 0.0))}
+    return {
+        "flops": float(cost.get("flops", 0.0)),
+        "transcendentals": float(cost.get("transcendentals", 0.0)),
+        "bytes_accessed": float(cost.get("bytes accessed", 0.0)),
+    }
 
 
-@decoy("cost_of", caught_by=["test_cost_of_reads_the_optimized_program",
-                             "test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
-       why="reads the Lowered (unoptimized) estimate, which counts unfused intermediates")
+@decoy(
+    "cost_of",
+    caught_by=[
+        "test_cost_of_reads_the_optimized_program",
+        "test_cost_of_matches_compiled_cost_analysis_on_a_bank",
+    ],
+    why="reads the Lowered (unoptimized) estimate, which counts unfused intermediates",
+)
 def cost_before_fusion(f, *args):
     return _read(jax.jit(f).lower(*args).cost_analysis())
 
 
-@decoy("cost_of", caught_by=["test_cost_of_reads_the_optimized_program",
-                             "test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
-       why="flops counts the transcendentals too")
+@decoy(
+    "cost_of",
+    caught_by=[
+        "test_cost_of_reads_the_optimized_program",
+        "test_cost_of_matches_compiled_cost_analysis_on_a_bank",
+    ],
+    why="flops counts the transcendentals too",
+)
 def cost_flops_with_transcendentals(f, *args):
     cost = _read(jax.jit(f).lower(*args).compile().cost_analysis())
     cost["flops"] += cost["transcendentals"]
     return cost
 
 
-@decoy("cost_of", caught_by=["test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
-       why="converts every argument to float32 first: bf16, f16 and int8 traffic doubles")
+@decoy(
+    "cost_of",
+    caught_by=["test_cost_of_matches_compiled_cost_analysis_on_a_bank"],
+    why="converts every argument to float32 first: bf16, f16 and int8 traffic doubles",
+)
 def cost_of_float32_args(f, *args):
     args = jax.tree.map(lambda a: np.asarray(a, np.float32), args)
     return _read(jax.jit(f).lower(*args).compile().cost_analysis())
@@ -52,8 +67,11 @@ def cost_of_float32_args(f, *args):
 @accepted("cost_of", why="trace, lower and compile as separate stages; keys filled by a loop")
 def cost_through_trace(f, *args):
     cost = jax.jit(f).trace(*args).lower().compile().cost_analysis()
-    names = {"flops": "flops", "transcendentals": "transcendentals",
-             "bytes_accessed": "bytes accessed"}
+    names = {
+        "flops": "flops",
+        "transcendentals": "transcendentals",
+        "bytes_accessed": "bytes accessed",
+    }
     return {mine: float(cost[xla]) if xla in cost else 0.0 for mine, xla in names.items()}
 
 
@@ -61,8 +79,11 @@ def _bytes(f, *args):
     return float(jax.jit(f).lower(*args).compile().cost_analysis().get("bytes accessed", 0.0))
 
 
-@decoy("fusion_traffic", caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
-       why="costs every step on the original input")
+@decoy(
+    "fusion_traffic",
+    caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
+    why="costs every step on the original input",
+)
 def traffic_no_chaining(steps, x):
     def fused(v):
         for step in steps:
@@ -73,32 +94,52 @@ def traffic_no_chaining(steps, x):
 
 
 def _report(stats):
-    return {"argument": stats.argument_size_in_bytes, "output": stats.output_size_in_bytes,
-            "temp": stats.temp_size_in_bytes, "alias": stats.alias_size_in_bytes}
+    return {
+        "argument": stats.argument_size_in_bytes,
+        "output": stats.output_size_in_bytes,
+        "temp": stats.temp_size_in_bytes,
+        "alias": stats.alias_size_in_bytes,
+    }
 
 
-@decoy("memory_report", caught_by=["test_donation_shows_as_alias_bytes",
-                                   "test_memory_report_matches_memory_analysis_on_a_bank"],
-       why="forgets to pass donate_argnums to jax.jit")
+@decoy(
+    "memory_report",
+    caught_by=[
+        "test_donation_shows_as_alias_bytes",
+        "test_memory_report_matches_memory_analysis_on_a_bank",
+    ],
+    why="forgets to pass donate_argnums to jax.jit",
+)
 def report_without_donation(f, *args, donate_argnums=()):
     return _report(jax.jit(f).lower(*args).compile().memory_analysis())
 
 
-@decoy("memory_report",
-       caught_by=["test_memory_report_sizes", "test_donation_shows_as_alias_bytes",
-                  "test_memory_report_matches_memory_analysis_on_a_bank"],
-       why="argument and output swapped")
+@decoy(
+    "memory_report",
+    caught_by=[
+        "test_memory_report_sizes",
+        "test_donation_shows_as_alias_bytes",
+        "test_memory_report_matches_memory_analysis_on_a_bank",
+    ],
+    why="argument and output swapped",
+)
 def report_swapped(f, *args, donate_argnums=()):
-    stats = _report(jax.jit(f, donate_argnums=donate_argnums).lower(*args).compile()
-                    .memory_analysis())
+    stats = _report(
+        jax.jit(f, donate_argnums=donate_argnums).lower(*args).compile().memory_analysis()
+    )
     stats["argument"], stats["output"] = stats["output"], stats["argument"]
     return stats
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
-                                        "test_aliases_read_parameter_numbers_and_output_indices",
-                                        "test_aliases_of_a_handwritten_header"],
-       why="keys by output index instead of parameter number")
+@decoy(
+    "aliased_parameters",
+    caught_by=[
+        "test_donated_state_aliases_outputs",
+        "test_aliases_read_parameter_numbers_and_output_indices",
+        "test_aliases_of_a_handwritten_header",
+    ],
+    why="keys by output index instead of parameter number",
+)
 def aliases_by_output(hlo_text):
     header = parse_hlo(hlo_text).attributes.get("input_output_alias")
     if not header:
@@ -112,10 +153,15 @@ def aliases_by_output(hlo_text):
     return found
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
-                                        "test_aliases_read_parameter_numbers_and_output_indices",
-                                        "test_aliases_of_a_handwritten_header"],
-       why="reads only the first alias")
+@decoy(
+    "aliased_parameters",
+    caught_by=[
+        "test_donated_state_aliases_outputs",
+        "test_aliases_read_parameter_numbers_and_output_indices",
+        "test_aliases_of_a_handwritten_header",
+    ],
+    why="reads only the first alias",
+)
 def aliases_first_only(hlo_text):
     header = parse_hlo(hlo_text).attributes.get("input_output_alias")
     if not header:
@@ -134,20 +180,29 @@ def _size(instruction):
     return math.prod(shape.dims) * _SIZES.get(shape.dtype, 4) if shape.dtype else 0
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_counts_entry_intermediates"],
-       why="counts the ROOT (the output) as an intermediate")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=["test_naive_temp_counts_entry_intermediates"],
+    why="counts the ROOT (the output) as an intermediate",
+)
 def naive_with_root(hlo_text):
     return sum(_size(i) for i in parse_hlo(hlo_text).entry if i.opcode != "parameter")
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_counts_entry_intermediates"],
-       why="counts the parameters (the arguments) as intermediates")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=["test_naive_temp_counts_entry_intermediates"],
+    why="counts the parameters (the arguments) as intermediates",
+)
 def naive_with_parameters(hlo_text):
     return sum(_size(i) for i in parse_hlo(hlo_text).entry if not i.is_root)
 
 
-@decoy("eager_vs_jit", caught_by=["test_timing_runs_eager_and_jit"],
-       why="'eager' also calls the jitted function")
+@decoy(
+    "eager_vs_jit",
+    caught_by=["test_timing_runs_eager_and_jit"],
+    why="'eager' also calls the jitted function",
+)
 def timing_both_jitted(f, args, repeats):
     jitted = jax.jit(f)
     jitted(*args).block_until_ready()
@@ -160,8 +215,11 @@ def timing_both_jitted(f, args, repeats):
     return Timing(times[0], times[1], repeats, times[0] / times[1])
 
 
-@decoy("eager_vs_jit", caught_by=["test_timing_blocks_on_every_result"],
-       why="never blocks: times only the dispatch")
+@decoy(
+    "eager_vs_jit",
+    caught_by=["test_timing_blocks_on_every_result"],
+    why="never blocks: times only the dispatch",
+)
 def timing_unblocked(f, args, repeats):
     jitted = jax.jit(f)
     f(*args)
@@ -177,10 +235,15 @@ def timing_unblocked(f, args, repeats):
     return Timing(eager, compiled, repeats, eager / compiled)
 
 
-@decoy("eager_vs_jit", caught_by=["test_timing_is_a_sane_measurement",
-                                  "test_timing_runs_eager_and_jit",
-                                  "test_timing_reports_mean_seconds_per_call"],
-       why="a fixed number of repeats, and the ratio upside down")
+@decoy(
+    "eager_vs_jit",
+    caught_by=[
+        "test_timing_is_a_sane_measurement",
+        "test_timing_runs_eager_and_jit",
+        "test_timing_reports_mean_seconds_per_call",
+    ],
+    why="a fixed number of repeats, and the ratio upside down",
+)
 def timing_fixed_repeats(f, args, repeats):
     jitted = jax.jit(f)
     f(*args).block_until_ready()
@@ -196,8 +259,11 @@ def timing_fixed_repeats(f, args, repeats):
     return Timing(eager, compiled, 10, compiled / eager)
 
 
-@decoy("fusion_traffic", caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
-       why="'fused' from the rule of thumb 2 * x.nbytes instead of costing the composition")
+@decoy(
+    "fusion_traffic",
+    caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
+    why="'fused' from the rule of thumb 2 * x.nbytes instead of costing the composition",
+)
 def traffic_fused_by_formula(steps, x):
     total, value = 0.0, x
     for step in steps:
@@ -206,25 +272,40 @@ def traffic_fused_by_formula(steps, x):
     return {"op_by_op": total, "fused": 2.0 * x.nbytes}
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies",
-                                      "test_naive_temp_of_handwritten_modules"],
-       why="counts a bitcast (a view of a buffer) as a new intermediate")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=[
+        "test_naive_temp_skips_views_and_fused_bodies",
+        "test_naive_temp_of_handwritten_modules",
+    ],
+    why="counts a bitcast (a view of a buffer) as a new intermediate",
+)
 def naive_with_bitcasts(hlo_text):
-    return sum(_size(i) for i in parse_hlo(hlo_text).entry
-               if not i.is_root and i.opcode != "parameter")
+    return sum(
+        _size(i) for i in parse_hlo(hlo_text).entry if not i.is_root and i.opcode != "parameter"
+    )
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_skips_views_and_fused_bodies",
-                                      "test_naive_temp_of_handwritten_modules"],
-       why="walks every computation: ops inside a fusion never get a buffer of their own")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=[
+        "test_naive_temp_skips_views_and_fused_bodies",
+        "test_naive_temp_of_handwritten_modules",
+    ],
+    why="walks every computation: ops inside a fusion never get a buffer of their own",
+)
 def naive_all_computations(hlo_text):
     skip = {"parameter", "bitcast", "tuple", "get-tuple-element"}
-    return sum(_size(i) for c in parse_hlo(hlo_text) for i in c
-               if not i.is_root and i.opcode not in skip)
+    return sum(
+        _size(i) for c in parse_hlo(hlo_text) for i in c if not i.is_root and i.opcode not in skip
+    )
 
 
-@decoy("eager_vs_jit", caught_by=["test_timing_leaves_warm_ups_off_the_clock"],
-       why="no jit warm-up: the first timed jitted call traces and compiles")
+@decoy(
+    "eager_vs_jit",
+    caught_by=["test_timing_leaves_warm_ups_off_the_clock"],
+    why="no jit warm-up: the first timed jitted call traces and compiles",
+)
 def timing_compile_on_the_clock(f, args, repeats):
     jitted = jax.jit(f)
     f(*args).block_until_ready()
@@ -239,8 +320,11 @@ def timing_compile_on_the_clock(f, args, repeats):
     return Timing(eager, compiled, repeats, eager / compiled)
 
 
-@decoy("fusion_traffic", caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
-       why="advances the shape but keeps x's dtype: a step that casts is costed in the wrong dtype")
+@decoy(
+    "fusion_traffic",
+    caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
+    why="advances the shape but keeps x's dtype: a step that casts is costed in the wrong dtype",
+)
 def traffic_keeps_dtype(steps, x):
     total, value = 0.0, jax.ShapeDtypeStruct(x.shape, x.dtype)
     for step in steps:
@@ -255,8 +339,11 @@ def traffic_keeps_dtype(steps, x):
     return {"op_by_op": total, "fused": _bytes(fused, x)}
 
 
-@decoy("fusion_traffic", caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
-       why="op by op from the Lowered (unfused) estimate of the whole chain")
+@decoy(
+    "fusion_traffic",
+    caught_by=["test_fusion_traffic_on_a_bank_of_step_lists"],
+    why="op by op from the Lowered (unfused) estimate of the whole chain",
+)
 def traffic_op_by_op_from_lowered(steps, x):
     def fused(v):
         for step in steps:
@@ -264,8 +351,10 @@ def traffic_op_by_op_from_lowered(steps, x):
         return v
 
     lowered = jax.jit(fused).lower(x)
-    return {"op_by_op": float(lowered.cost_analysis().get("bytes accessed", 0.0)),
-            "fused": float(lowered.compile().cost_analysis().get("bytes accessed", 0.0))}
+    return {
+        "op_by_op": float(lowered.cost_analysis().get("bytes accessed", 0.0)),
+        "fused": float(lowered.compile().cost_analysis().get("bytes accessed", 0.0)),
+    }
 
 
 @accepted("fusion_traffic", why="advances by running each step for real instead of eval_shape")
@@ -283,8 +372,11 @@ def traffic_by_running_steps(steps, x):
     return {"op_by_op": total, "fused": _bytes(fused, x)}
 
 
-@decoy("memory_report", caught_by=["test_memory_report_matches_memory_analysis_on_a_bank"],
-       why="argument, output and alias sizes by formula from the arrays (nbytes), temp from XLA")
+@decoy(
+    "memory_report",
+    caught_by=["test_memory_report_matches_memory_analysis_on_a_bank"],
+    why="argument, output and alias sizes by formula from the arrays (nbytes), temp from XLA",
+)
 def report_by_formula(f, *args, donate_argnums=()):
     jitted = jax.jit(f, donate_argnums=donate_argnums)
     stats = jitted.lower(*args).compile().memory_analysis()
@@ -293,18 +385,23 @@ def report_by_formula(f, *args, donate_argnums=()):
         return sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(tree))
 
     out = jax.eval_shape(f, *args)
-    return {"argument": nbytes(args),
-            "output": sum(math.prod(o.shape) * o.dtype.itemsize for o in jax.tree.leaves(out)),
-            "temp": int(stats.temp_size_in_bytes),
-            "alias": sum(nbytes(args[i]) for i in donate_argnums)}
+    return {
+        "argument": nbytes(args),
+        "output": sum(math.prod(o.shape) * o.dtype.itemsize for o in jax.tree.leaves(out)),
+        "temp": int(stats.temp_size_in_bytes),
+        "alias": sum(nbytes(args[i]) for i in donate_argnums),
+    }
 
 
 @accepted("memory_report", why="fields read by name in a loop, through jit(...).trace")
 def report_through_trace(f, *args, donate_argnums=()):
-    stats = jax.jit(f, donate_argnums=donate_argnums).trace(*args).lower().compile() \
-        .memory_analysis()
-    return {key: int(getattr(stats, f"{key}_size_in_bytes"))
-            for key in ("argument", "output", "temp", "alias")}
+    stats = (
+        jax.jit(f, donate_argnums=donate_argnums).trace(*args).lower().compile().memory_analysis()
+    )
+    return {
+        key: int(getattr(stats, f"{key}_size_in_bytes"))
+        for key in ("argument", "output", "temp", "alias")
+    }
 
 
 def _alias_entries(hlo_text):
@@ -317,9 +414,14 @@ def _index(text):
     return tuple(int(p) for p in text.split(",") if p.strip())
 
 
-@decoy("aliased_parameters", caught_by=["test_aliases_read_parameter_numbers_and_output_indices",
-                                        "test_aliases_of_a_handwritten_header"],
-       why="output index from the entry's position in the header, not from the {...} it states")
+@decoy(
+    "aliased_parameters",
+    caught_by=[
+        "test_aliases_read_parameter_numbers_and_output_indices",
+        "test_aliases_of_a_handwritten_header",
+    ],
+    why="output index from the entry's position in the header, not from the {...} it states",
+)
 def aliases_by_position(hlo_text):
     entries = _alias_entries(hlo_text)
     if len(entries) == 1 and not _index(entries[0][0]):
@@ -327,19 +429,29 @@ def aliases_by_position(hlo_text):
     return {int(param): (i,) for i, (_, param, _) in enumerate(entries)}
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
-                                        "test_aliases_read_parameter_numbers_and_output_indices",
-                                        "test_aliases_of_a_handwritten_header"],
-       why="range(count): parameters numbered 0.. in header order instead of as stated")
+@decoy(
+    "aliased_parameters",
+    caught_by=[
+        "test_donated_state_aliases_outputs",
+        "test_aliases_read_parameter_numbers_and_output_indices",
+        "test_aliases_of_a_handwritten_header",
+    ],
+    why="range(count): parameters numbered 0.. in header order instead of as stated",
+)
 def aliases_range_of_count(hlo_text):
     entries = _alias_entries(hlo_text)
     return {i: _index(out) for i, (out, _, _) in enumerate(entries)}
 
 
-@decoy("aliased_parameters", caught_by=["test_donated_state_aliases_outputs",
-                                        "test_aliases_read_parameter_numbers_and_output_indices",
-                                        "test_aliases_of_a_handwritten_header"],
-       why="gives the parameter index (the {} inside the parentheses) as the output index")
+@decoy(
+    "aliased_parameters",
+    caught_by=[
+        "test_donated_state_aliases_outputs",
+        "test_aliases_read_parameter_numbers_and_output_indices",
+        "test_aliases_of_a_handwritten_header",
+    ],
+    why="gives the parameter index (the {} inside the parentheses) as the output index",
+)
 def aliases_parameter_index(hlo_text):
     return {int(param): _index(param_index) for _, param, param_index in _alias_entries(hlo_text)}
 
@@ -372,36 +484,66 @@ def _table_size(table):
         if shape.is_tuple:
             return sum(size(e) for e in shape.elements)
         return math.prod(shape.dims) * table.get(shape.dtype, 4)
+
     return size
 
 
-_COMMON = {"f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "f16": 2, "bf16": 2, "s8": 1,
-           "u8": 1, "pred": 1}
+_COMMON = {
+    "f32": 4,
+    "s32": 4,
+    "u32": 4,
+    "f64": 8,
+    "s64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "s8": 1,
+    "u8": 1,
+    "pred": 1,
+}
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules",
-                                      "test_naive_temp_of_compiled_tuple_and_bf16_programs"],
-       why="4 bytes per element whatever the dtype")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=[
+        "test_naive_temp_of_handwritten_modules",
+        "test_naive_temp_of_compiled_tuple_and_bf16_programs",
+    ],
+    why="4 bytes per element whatever the dtype",
+)
 def naive_f32_only(hlo_text):
     return _sum_sizes(hlo_text, _table_size({}))
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules"],
-       why="a table of the common dtypes (4 bytes for anything else): u16, c64, f8 are wrong")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=["test_naive_temp_of_handwritten_modules"],
+    why="a table of the common dtypes (4 bytes for anything else): u16, c64, f8 are wrong",
+)
 def naive_dtype_table(hlo_text):
     return _sum_sizes(hlo_text, _table_size(_COMMON))
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules",
-                                      "test_naive_temp_of_compiled_tuple_and_bf16_programs"],
-       why="skips only the ROOT: the arrays a tuple ROOT gathers are outputs, not temps")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=[
+        "test_naive_temp_of_handwritten_modules",
+        "test_naive_temp_of_compiled_tuple_and_bf16_programs",
+    ],
+    why="skips only the ROOT: the arrays a tuple ROOT gathers are outputs, not temps",
+)
 def naive_counts_root_tuple_operands(hlo_text):
-    return _sum_sizes(hlo_text, _table_size(_COMMON | {"u16": 2, "c64": 8, "f8e4m3fn": 1}),
-                      outputs=lambda entry: {entry.root.name})
+    return _sum_sizes(
+        hlo_text,
+        _table_size(_COMMON | {"u16": 2, "c64": 8, "f8e4m3fn": 1}),
+        outputs=lambda entry: {entry.root.name},
+    )
 
 
-@decoy("naive_temp_bytes", caught_by=["test_naive_temp_of_handwritten_modules"],
-       why="a tuple-shaped result (multi-output fusion) counted as 0 bytes, and constants counted")
+@decoy(
+    "naive_temp_bytes",
+    caught_by=["test_naive_temp_of_handwritten_modules"],
+    why="a tuple-shaped result (multi-output fusion) counted as 0 bytes, and constants counted",
+)
 def naive_arrays_only(hlo_text):
     table = _COMMON | {"u16": 2, "c64": 8, "f8e4m3fn": 1}
 
@@ -411,8 +553,12 @@ def naive_arrays_only(hlo_text):
     return _sum_sizes(hlo_text, size, skip=_VIEWS - {"constant"})
 
 
-_NUMPY_NAMES = {"pred": "bool", "bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn",
-                "f8e5m2": "float8_e5m2"}
+_NUMPY_NAMES = {
+    "pred": "bool",
+    "bf16": "bfloat16",
+    "f8e4m3fn": "float8_e4m3fn",
+    "f8e5m2": "float8_e5m2",
+}
 _KINDS = {"s": "int", "u": "uint", "f": "float", "c": "complex"}
 
 
@@ -432,8 +578,11 @@ def naive_by_itemsize(hlo_text):
     return _sum_sizes(hlo_text, size)
 
 
-@decoy("eager_vs_jit", caught_by=["test_timing_reports_mean_seconds_per_call"],
-       why="total seconds of the timed loop, not the mean per call")
+@decoy(
+    "eager_vs_jit",
+    caught_by=["test_timing_reports_mean_seconds_per_call"],
+    why="total seconds of the timed loop, not the mean per call",
+)
 def timing_totals(f, args, repeats):
     jitted = jax.jit(f)
     f(*args).block_until_ready()

@@ -13,31 +13,48 @@ from xla_inspect.jaxpr import iter_eqns
 from xla_inspect.parse import parse_hlo
 
 
-@decoy("conditionals", caught_by=["test_conditionals_match_xla",
-                                  "test_conditionals_in_module_order"],
-       why="looks only in ENTRY")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_match_xla", "test_conditionals_in_module_order"],
+    why="looks only in ENTRY",
+)
 def conditionals_entry_only(hlo_text):
     entry = parse_hlo(hlo_text).entry
-    return [(entry.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
-            for i in entry if i.opcode == "conditional"]
+    return [
+        (entry.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+        for i in entry
+        if i.opcode == "conditional"
+    ]
 
 
-@decoy("conditionals", caught_by=["test_conditionals_match_xla"],
-       why="counts the operands instead of the branches")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_match_xla"],
+    why="counts the operands instead of the branches",
+)
 def conditionals_operand_count(hlo_text):
-    return [(c.instruction(i.operands[0]).shape_info.dtype, len(i.operands))
-            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
+    return [
+        (c.instruction(i.operands[0]).shape_info.dtype, len(i.operands))
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "conditional"
+    ]
 
 
-@decoy("while_loops", caught_by=["test_while_loops_match_xla",
-                                 "test_cpu_wraps_while_in_a_call"],
-       why="looks only in ENTRY")
+@decoy(
+    "while_loops",
+    caught_by=["test_while_loops_match_xla", "test_cpu_wraps_while_in_a_call"],
+    why="looks only in ENTRY",
+)
 def whiles_in_entry(hlo_text):
     return sum(i.opcode == "while" for i in parse_hlo(hlo_text).entry)
 
 
-@decoy("while_loops", caught_by=["test_while_loops_match_xla"],
-       why="answers 1 when any while exists, not how many")
+@decoy(
+    "while_loops",
+    caught_by=["test_while_loops_match_xla"],
+    why="answers 1 when any while exists, not how many",
+)
 def whiles_as_flag(hlo_text):
     return int(any(i.opcode == "while" for c in parse_hlo(hlo_text) for i in c))
 
@@ -47,9 +64,11 @@ def loops_top_level(jaxpr):
     return [e.primitive.name for e in jaxpr.eqns if e.primitive.name in ("scan", "while")]
 
 
-@decoy("loop_primitives", caught_by=["test_static_bounds_scan_dynamic_bounds_while",
-                                    "test_loop_primitives_bank"],
-       why="names every loop 'while'")
+@decoy(
+    "loop_primitives",
+    caught_by=["test_static_bounds_scan_dynamic_bounds_while", "test_loop_primitives_bank"],
+    why="names every loop 'while'",
+)
 def loops_all_while(jaxpr):
     found = []
     for eqn in jaxpr.eqns:
@@ -62,8 +81,9 @@ def loops_all_while(jaxpr):
     return found
 
 
-@decoy("count_traces", caught_by=["test_one_trace_per_static_value"],
-       why="counts calls, not traces")
+@decoy(
+    "count_traces", caught_by=["test_one_trace_per_static_value"], why="counts calls, not traces"
+)
 def traces_are_calls(f, static_argnums, calls):
     jitted = jax.jit(f, static_argnums=static_argnums)
     for args in calls:
@@ -71,8 +91,11 @@ def traces_are_calls(f, static_argnums, calls):
     return len(calls)
 
 
-@decoy("count_traces", caught_by=["test_new_shapes_trace_again"],
-       why="predicts one trace per static value, ignoring shapes")
+@decoy(
+    "count_traces",
+    caught_by=["test_new_shapes_trace_again"],
+    why="predicts one trace per static value, ignoring shapes",
+)
 def traces_per_static_value(f, static_argnums, calls):
     return len({tuple(args[i] for i in static_argnums) for args in calls})
 
@@ -98,14 +121,18 @@ def _counting(counts_event):
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
-@decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
-       why="counts every monitoring event (tracing and lowering too)")
+@decoy(
+    "compile_counter",
+    caught_by=["test_compile_counter_counts_backend_compiles"],
+    why="counts every monitoring event (tracing and lowering too)",
+)
 def counter_all_events():
     return _counting(lambda event: True)
 
 
-@decoy("compile_counter", caught_by=["test_compile_counter_stops_at_exit"],
-       why="never stops listening")
+@decoy(
+    "compile_counter", caught_by=["test_compile_counter_stops_at_exit"], why="never stops listening"
+)
 @contextlib.contextmanager
 def counter_never_stops():
     counted = CompileCount()
@@ -132,14 +159,16 @@ def _pad(x, buckets):
     return padded
 
 
-@decoy("bucketed_mean", caught_by=["test_bucketed_mean_is_correct"],
-       why="averages the padding too")
+@decoy("bucketed_mean", caught_by=["test_bucketed_mean_is_correct"], why="averages the padding too")
 def mean_unmasked(x, buckets):
     return float(_mean_all(_pad(x, buckets), len(x)))
 
 
-@decoy("bucketed_mean", caught_by=["test_bucketing_bounds_compiles"],
-       why="the length is a static argument: one compile per length")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_bucketing_bounds_compiles"],
+    why="the length is a static argument: one compile per length",
+)
 def mean_static_length(x, buckets):
     return float(_masked_static(_pad(x, buckets), len(x)))
 
@@ -151,8 +180,11 @@ def _masked_static_impl(padded, length):
 _masked_static = jax.jit(_masked_static_impl, static_argnums=1)
 
 
-@decoy("bucketed_mean", caught_by=["test_bucketing_bounds_compiles"],
-       why="pads with jnp.pad eagerly: an eager pad compiles per length")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_bucketing_bounds_compiles"],
+    why="pads with jnp.pad eagerly: an eager pad compiles per length",
+)
 def mean_eager_pad(x, buckets):
     size = min((b for b in buckets if b >= len(x)), default=None)
     if size is None:
@@ -188,8 +220,11 @@ def _second_call_messages(f, first_args, second_args):
     return handler.messages
 
 
-@decoy("explain_miss", caught_by=["test_no_miss_no_explanation"],
-       why="collects the first call's 'never seen function' too")
+@decoy(
+    "explain_miss",
+    caught_by=["test_no_miss_no_explanation"],
+    why="collects the first call's 'never seen function' too",
+)
 def explain_both_calls(f, first_args, second_args):
     handler = _Collect()
     logging.getLogger("jax").addHandler(handler)
@@ -203,28 +238,39 @@ def explain_both_calls(f, first_args, second_args):
     return handler.messages
 
 
-@decoy("explain_miss", caught_by=["test_no_miss_no_explanation"],
-       why="turns explanations on and leaves them on")
+@decoy(
+    "explain_miss",
+    caught_by=["test_no_miss_no_explanation"],
+    why="turns explanations on and leaves them on",
+)
 def explain_leaves_flag_on(f, first_args, second_args):
     jax.config.update("jax_explain_cache_misses", True)
     return _second_call_messages(f, first_args, second_args)
 
 
-@decoy("explain_miss", caught_by=["test_explains_a_shape_miss",
-                                 "test_explains_a_weak_type_miss"],
-       why="never turns explanations on")
+@decoy(
+    "explain_miss",
+    caught_by=["test_explains_a_shape_miss", "test_explains_a_weak_type_miss"],
+    why="never turns explanations on",
+)
 def explain_not_enabled(f, first_args, second_args):
     return _second_call_messages(f, first_args, second_args)
 
 
-@decoy("compile_counter", caught_by=["test_compile_counter_counts_backend_compiles"],
-       why="listens for the tracing event: a compile of an already-lowered program is missed")
+@decoy(
+    "compile_counter",
+    caught_by=["test_compile_counter_counts_backend_compiles"],
+    why="listens for the tracing event: a compile of an already-lowered program is missed",
+)
 def counter_traces():
     return _counting(lambda event: event == "/jax/core/compile/jaxpr_trace_duration")
 
 
-@decoy("bucketed_mean", caught_by=["test_bucketing_bounds_compiles"],
-       why="pads every input to the largest bucket: one compile, wasted work on short inputs")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_bucketing_bounds_compiles"],
+    why="pads every input to the largest bucket: one compile, wasted work on short inputs",
+)
 def mean_largest_bucket(x, buckets):
     if len(x) > max(buckets):
         raise ValueError("too long")
@@ -233,8 +279,11 @@ def mean_largest_bucket(x, buckets):
     return float(_masked(padded, len(x)))
 
 
-@decoy("explain_miss", caught_by=["test_no_miss_no_explanation"],
-       why="switches explanations off afterwards instead of restoring the previous setting")
+@decoy(
+    "explain_miss",
+    caught_by=["test_no_miss_no_explanation"],
+    why="switches explanations off afterwards instead of restoring the previous setting",
+)
 def explain_resets_to_false(f, first_args, second_args):
     jax.config.update("jax_explain_cache_misses", True)
     try:
@@ -247,24 +296,39 @@ def explain_resets_to_false(f, first_args, second_args):
 # ---- decoys by category: names instead of opcodes, order and structure, related quantities ----
 
 
-@decoy("conditionals", caught_by=["test_conditionals_match_xla",
-                                  "test_conditionals_in_module_order"],
-       why="hard-codes the index type 's32' (stablehlo.if gives a pred index)")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_match_xla", "test_conditionals_in_module_order"],
+    why="hard-codes the index type 's32' (stablehlo.if gives a pred index)",
+)
 def conditionals_always_s32(hlo_text):
-    return [("s32", len(i.called_computations))
-            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
+    return [
+        ("s32", len(i.called_computations))
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "conditional"
+    ]
 
 
-@decoy("conditionals", caught_by=["test_conditionals_in_module_order"],
-       why="sorts the results instead of keeping module order")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_in_module_order"],
+    why="sorts the results instead of keeping module order",
+)
 def conditionals_sorted(hlo_text):
-    return sorted((c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
-                  for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional")
+    return sorted(
+        (c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "conditional"
+    )
 
 
-@decoy("conditionals", caught_by=["test_conditionals_match_xla",
-                                  "test_conditionals_in_module_order"],
-       why="deduplicates: two conds of the same kind are reported once")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_match_xla", "test_conditionals_in_module_order"],
+    why="deduplicates: two conds of the same kind are reported once",
+)
 def conditionals_unique(hlo_text):
     found = []
     for c in parse_hlo(hlo_text):
@@ -277,9 +341,11 @@ def conditionals_unique(hlo_text):
     return found
 
 
-@decoy("conditionals", caught_by=["test_conditionals_match_xla",
-                                  "test_conditionals_in_module_order"],
-       why="walks ENTRY and the computations it calls through to_apply, not branch bodies")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_match_xla", "test_conditionals_in_module_order"],
+    why="walks ENTRY and the computations it calls through to_apply, not branch bodies",
+)
 def conditionals_through_calls_only(hlo_text):
     module = parse_hlo(hlo_text)
     found, todo, seen = [], [module.entry.name], set()
@@ -290,37 +356,50 @@ def conditionals_through_calls_only(hlo_text):
         seen.add(c.name)
         for i in c:
             if i.opcode == "conditional":
-                found.append((c.instruction(i.operands[0]).shape_info.dtype,
-                              len(i.called_computations)))
+                found.append(
+                    (c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+                )
             if i.opcode in ("call", "while"):
                 todo.extend(i.called_computations)
     return found
 
 
-@decoy("while_loops", caught_by=["test_while_loops_match_xla"],
-       why="counts instructions whose NAME mentions while (parameters are named while.N)")
+@decoy(
+    "while_loops",
+    caught_by=["test_while_loops_match_xla"],
+    why="counts instructions whose NAME mentions while (parameters are named while.N)",
+)
 def whiles_by_name(hlo_text):
     return sum("while" in i.name for c in parse_hlo(hlo_text) for i in c)
 
 
-@decoy("while_loops", caught_by=["test_while_loops_match_xla"],
-       why="counts computations named like the CPU backend's while wrappers")
+@decoy(
+    "while_loops",
+    caught_by=["test_while_loops_match_xla"],
+    why="counts computations named like the CPU backend's while wrappers",
+)
 def whiles_by_wrapper_name(hlo_text):
-    return sum(c.name.endswith("_computation") and c.name.startswith("while")
-               for c in parse_hlo(hlo_text))
+    return sum(
+        c.name.endswith("_computation") and c.name.startswith("while") for c in parse_hlo(hlo_text)
+    )
 
 
-@decoy("while_loops", caught_by=["test_while_loops_match_xla"],
-       why="looks in ENTRY and the computations ENTRY calls, one level deep")
+@decoy(
+    "while_loops",
+    caught_by=["test_while_loops_match_xla"],
+    why="looks in ENTRY and the computations ENTRY calls, one level deep",
+)
 def whiles_one_call_deep(hlo_text):
     module = parse_hlo(hlo_text)
-    computations = [module.entry] + [module[n] for i in module.entry
-                                     for n in i.called_computations]
+    computations = [module.entry] + [module[n] for i in module.entry for n in i.called_computations]
     return sum(i.opcode == "while" for c in computations for i in c)
 
 
-@decoy("loop_primitives", caught_by=["test_loop_primitives_bank"],
-       why="breadth first: the loops of a level before those nested in them")
+@decoy(
+    "loop_primitives",
+    caught_by=["test_loop_primitives_bank"],
+    why="breadth first: the loops of a level before those nested in them",
+)
 def loops_breadth_first(jaxpr):
     found, level = [], [jaxpr]
     while level:
@@ -337,8 +416,11 @@ def loops_breadth_first(jaxpr):
     return found
 
 
-@decoy("loop_primitives", caught_by=["test_loop_primitives_bank"],
-       why="inner loops before the loop that holds them (post-order)")
+@decoy(
+    "loop_primitives",
+    caught_by=["test_loop_primitives_bank"],
+    why="inner loops before the loop that holds them (post-order)",
+)
 def loops_post_order(jaxpr):
     found = []
     for eqn in jaxpr.eqns:
@@ -351,9 +433,11 @@ def loops_post_order(jaxpr):
     return found
 
 
-@decoy("loop_primitives", caught_by=["test_loop_primitives_bank",
-                                    "test_loop_counts_match_the_primitive_census"],
-       why="recurses only into the params it knows (jaxpr, body_jaxpr, branches)")
+@decoy(
+    "loop_primitives",
+    caught_by=["test_loop_primitives_bank", "test_loop_counts_match_the_primitive_census"],
+    why="recurses only into the params it knows (jaxpr, body_jaxpr, branches)",
+)
 def loops_known_params(jaxpr):
     found = []
     for eqn in jaxpr.eqns:
@@ -367,9 +451,11 @@ def loops_known_params(jaxpr):
     return found
 
 
-@decoy("loop_primitives", caught_by=["test_loop_primitives_bank",
-                                    "test_loop_counts_match_the_primitive_census"],
-       why="reports each kind of loop once")
+@decoy(
+    "loop_primitives",
+    caught_by=["test_loop_primitives_bank", "test_loop_counts_match_the_primitive_census"],
+    why="reports each kind of loop once",
+)
 def loops_unique(jaxpr):
     found = []
     for name in (e.primitive.name for e in iter_eqns(jaxpr)):
@@ -378,8 +464,11 @@ def loops_unique(jaxpr):
     return found
 
 
-@decoy("count_traces", caught_by=["test_traces_are_not_compiles"],
-       why="counts backend compiles, not traces")
+@decoy(
+    "count_traces",
+    caught_by=["test_traces_are_not_compiles"],
+    why="counts backend compiles, not traces",
+)
 def traces_as_compiles(f, static_argnums, calls):
     jitted = jax.jit(f, static_argnums=static_argnums)
     with _counting(lambda event: event == "/jax/core/compile/backend_compile_duration") as c:
@@ -388,8 +477,11 @@ def traces_as_compiles(f, static_argnums, calls):
     return c.count
 
 
-@decoy("count_traces", caught_by=["test_traces_are_not_compiles"],
-       why="reads the jit cache size, which also keys on devices")
+@decoy(
+    "count_traces",
+    caught_by=["test_traces_are_not_compiles"],
+    why="reads the jit cache size, which also keys on devices",
+)
 def traces_cache_size(f, static_argnums, calls):
     jitted = jax.jit(f, static_argnums=static_argnums)
     for args in calls:
@@ -397,34 +489,54 @@ def traces_cache_size(f, static_argnums, calls):
     return jitted._cache_size()
 
 
-@decoy("count_traces", caught_by=["test_static_values_that_hash_alike"],
-       why="predicts traces from the hashes of the static values and the shapes")
+@decoy(
+    "count_traces",
+    caught_by=["test_static_values_that_hash_alike"],
+    why="predicts traces from the hashes of the static values and the shapes",
+)
 def traces_by_hash(f, static_argnums, calls):
     jitted = jax.jit(f, static_argnums=static_argnums)
     for args in calls:
         jitted(*args)
-    return len({tuple(hash(a) if i in static_argnums else np.shape(a)
-                      for i, a in enumerate(args)) for args in calls})
+    return len(
+        {
+            tuple(hash(a) if i in static_argnums else np.shape(a) for i, a in enumerate(args))
+            for args in calls
+        }
+    )
 
 
-@decoy("count_traces", caught_by=["test_dynamic_arguments_trace_per_type"],
-       why="predicts traces from static values and shapes, ignoring types and weak types")
+@decoy(
+    "count_traces",
+    caught_by=["test_dynamic_arguments_trace_per_type"],
+    why="predicts traces from static values and shapes, ignoring types and weak types",
+)
 def traces_by_value_and_shape(f, static_argnums, calls):
     jitted = jax.jit(f, static_argnums=static_argnums)
     for args in calls:
         jitted(*args)
-    return len({tuple(a if i in static_argnums else np.shape(a) for i, a in enumerate(args))
-                for args in calls})
+    return len(
+        {
+            tuple(a if i in static_argnums else np.shape(a) for i, a in enumerate(args))
+            for args in calls
+        }
+    )
 
 
-@decoy("compile_counter", caught_by=["test_tracing_and_lowering_are_not_compiles"],
-       why="matches every event whose name mentions compile (/jax/core/compile/...)")
+@decoy(
+    "compile_counter",
+    caught_by=["test_tracing_and_lowering_are_not_compiles"],
+    why="matches every event whose name mentions compile (/jax/core/compile/...)",
+)
 def counter_compile_substring():
     return _counting(lambda event: "compile" in event)
 
 
-@decoy("compile_counter", caught_by=["test_tracing_and_lowering_are_not_compiles"],
-       why="counts lowerings to MLIR: lower() without compile counts, a pre-lowered compile not")
+@decoy(
+    "compile_counter",
+    caught_by=["test_tracing_and_lowering_are_not_compiles"],
+    why="counts lowerings to MLIR: lower() without compile counts, a pre-lowered compile not",
+)
 def counter_lowerings():
     return _counting(lambda event: event == "/jax/core/compile/jaxpr_to_mlir_module_duration")
 
@@ -433,8 +545,11 @@ class _SharedCount:
     count = 0  # one count for every counter
 
 
-@decoy("compile_counter", caught_by=["test_nested_counters_and_live_counts"],
-       why="every counter shares one class-level count")
+@decoy(
+    "compile_counter",
+    caught_by=["test_nested_counters_and_live_counts"],
+    why="every counter shares one class-level count",
+)
 @contextlib.contextmanager
 def counter_shared():
     counted = _SharedCount()
@@ -451,8 +566,11 @@ def counter_shared():
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
-@decoy("compile_counter", caught_by=["test_nested_counters_and_live_counts"],
-       why="clears every event listener on exit, other people's too")
+@decoy(
+    "compile_counter",
+    caught_by=["test_nested_counters_and_live_counts"],
+    why="clears every event listener on exit, other people's too",
+)
 @contextlib.contextmanager
 def counter_clears_all():
     counted = CompileCount()
@@ -468,8 +586,11 @@ def counter_clears_all():
         jax.monitoring.clear_event_listeners()
 
 
-@decoy("compile_counter", caught_by=["test_counter_stops_when_the_block_raises"],
-       why="unregisters after the yield without a finally: an exception leaves it listening")
+@decoy(
+    "compile_counter",
+    caught_by=["test_counter_stops_when_the_block_raises"],
+    why="unregisters after the yield without a finally: an exception leaves it listening",
+)
 @contextlib.contextmanager
 def counter_no_finally():
     counted = CompileCount()
@@ -483,8 +604,11 @@ def counter_no_finally():
     jax.monitoring.unregister_event_duration_listener(listener)
 
 
-@decoy("compile_counter", caught_by=["test_nested_counters_and_live_counts"],
-       why="fills in the count only when the block exits")
+@decoy(
+    "compile_counter",
+    caught_by=["test_nested_counters_and_live_counts"],
+    why="fills in the count only when the block exits",
+)
 @contextlib.contextmanager
 def counter_at_exit():
     counted = CompileCount()
@@ -502,8 +626,11 @@ def counter_at_exit():
         counted.count = len(events)
 
 
-@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
-       why="takes the first bucket that fits in the order given, not the smallest")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+    why="takes the first bucket that fits in the order given, not the smallest",
+)
 def mean_first_fit(x, buckets):
     size = next((b for b in buckets if b >= len(x)), None)
     if size is None:
@@ -513,8 +640,11 @@ def mean_first_fit(x, buckets):
     return float(_masked(padded, len(x)))
 
 
-@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
-       why="needs a bucket strictly larger than the length")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+    why="needs a bucket strictly larger than the length",
+)
 def mean_strictly_larger(x, buckets):
     size = min((b for b in buckets if b > len(x)), default=max(buckets))
     if len(x) > max(buckets):
@@ -524,8 +654,11 @@ def mean_strictly_larger(x, buckets):
     return float(_masked(padded, len(x)))
 
 
-@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
-       why="pads to the next power of two whatever the buckets say")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+    why="pads to the next power of two whatever the buckets say",
+)
 def mean_power_of_two(x, buckets):
     if len(x) > max(buckets):
         raise ValueError("too long")
@@ -535,23 +668,32 @@ def mean_power_of_two(x, buckets):
     return float(_masked(padded, len(x)))
 
 
-@decoy("bucketed_mean", caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
-       why="treats the last bucket as the largest")
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_smallest_bucket_of_an_unsorted_tuple"],
+    why="treats the last bucket as the largest",
+)
 def mean_last_is_largest(x, buckets):
     if len(x) > buckets[-1]:
         raise ValueError("too long")
     return float(_masked(_pad(x, buckets), len(x)))
 
 
-@decoy("explain_miss", caught_by=["test_only_explanations_are_returned"],
-       why="returns every jax log record of the second call, not only the explanations")
+@decoy(
+    "explain_miss",
+    caught_by=["test_only_explanations_are_returned"],
+    why="returns every jax log record of the second call, not only the explanations",
+)
 def explain_unfiltered(f, first_args, second_args):
     with jax.explain_cache_misses(True):
         return _second_call_messages(f, first_args, second_args)
 
 
-@decoy("explain_miss", caught_by=["test_explains_a_dtype_miss", "test_explains_a_pytree_miss"],
-       why="keeps only the first line of each explanation (the argument is further down)")
+@decoy(
+    "explain_miss",
+    caught_by=["test_explains_a_dtype_miss", "test_explains_a_pytree_miss"],
+    why="keeps only the first line of each explanation (the argument is further down)",
+)
 def explain_first_lines(f, first_args, second_args):
     with jax.explain_cache_misses(True):
         messages = _second_call_messages(f, first_args, second_args)
@@ -563,8 +705,12 @@ def explain_first_lines(f, first_args, second_args):
 
 @accepted("conditionals", why="branch count as operands minus the index operand")
 def conditionals_operands_minus_one(hlo_text):
-    return [(c.instruction(i.operands[0]).shape_info.dtype, len(i.operands) - 1)
-            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
+    return [
+        (c.instruction(i.operands[0]).shape_info.dtype, len(i.operands) - 1)
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "conditional"
+    ]
 
 
 @accepted("while_loops", why="a Counter of opcodes over every computation")
@@ -589,8 +735,12 @@ def loops_with_a_stack(jaxpr):
             continue
         if eqn.primitive.name in ("scan", "while"):
             found.append(eqn.primitive.name)
-        subs = [s for p in eqn.params.values()
-                for s in (p if isinstance(p, (tuple, list)) else (p,)) if hasattr(s, "eqns")]
+        subs = [
+            s
+            for p in eqn.params.values()
+            for s in (p if isinstance(p, (tuple, list)) else (p,))
+            if hasattr(s, "eqns")
+        ]
         for sub in reversed(subs):
             stack.append(iter(sub.eqns))
     return found
@@ -668,8 +818,15 @@ def explain_root_handler(f, first_args, second_args):
     return handler.messages
 
 
-@decoy("conditionals", caught_by=["test_conditionals_match_xla"],
-       why="counts distinct branch computations: a switch whose cases share one undercounts")
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_match_xla"],
+    why="counts distinct branch computations: a switch whose cases share one undercounts",
+)
 def conditionals_distinct_branches(hlo_text):
-    return [(c.instruction(i.operands[0]).shape_info.dtype, len(set(i.called_computations)))
-            for c in parse_hlo(hlo_text) for i in c if i.opcode == "conditional"]
+    return [
+        (c.instruction(i.operands[0]).shape_info.dtype, len(set(i.called_computations)))
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "conditional"
+    ]

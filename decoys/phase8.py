@@ -10,10 +10,15 @@ import numpy as np
 from kata_harness.decoys import accepted, decoy
 
 
-@decoy("op_census", caught_by=["test_census_matches_mlir_walk",
-                               "test_census_matches_library_on_nested_regions",
-                               "test_census_sees_ops_inside_regions"],
-       why="counts only the function bodies, not ops nested in regions")
+@decoy(
+    "op_census",
+    caught_by=[
+        "test_census_matches_mlir_walk",
+        "test_census_matches_library_on_nested_regions",
+        "test_census_sees_ops_inside_regions",
+    ],
+    why="counts only the function bodies, not ops nested in regions",
+)
 def census_one_level(lowered):
     census = Counter()
     for func in lowered.compiler_ir("stablehlo").body.operations:
@@ -24,88 +29,129 @@ def census_one_level(lowered):
     return census
 
 
-@decoy("op_census", caught_by=["test_census_matches_mlir_walk",
-                               "test_census_matches_library_on_nested_regions",
-                               "test_census_sees_ops_inside_regions"],
-       why="counts the enclosing builtin.module too")
+@decoy(
+    "op_census",
+    caught_by=[
+        "test_census_matches_mlir_walk",
+        "test_census_matches_library_on_nested_regions",
+        "test_census_sees_ops_inside_regions",
+    ],
+    why="counts the enclosing builtin.module too",
+)
 def census_with_module(lowered):
     census = Counter()
     stack = [lowered.compiler_ir("stablehlo").operation]
     while stack:
         op = stack.pop()
         census[op.name] += 1
-        stack.extend(inner.operation for r in op.regions for b in r.blocks
-                     for inner in b.operations)
+        stack.extend(
+            inner.operation for r in op.regions for b in r.blocks for inner in b.operations
+        )
     return census
 
 
-@decoy("hlo_opcode", caught_by=["test_renamed_ops", "test_respelled_ops"],
-       why="assumes HLO uses the StableHLO name without the dialect prefix")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_renamed_ops", "test_respelled_ops"],
+    why="assumes HLO uses the StableHLO name without the dialect prefix",
+)
 def opcode_prefix_only(stablehlo_op):
     return stablehlo_op.removeprefix("stablehlo.")
 
 
-@decoy("hlo_opcode", caught_by=["test_renamed_ops", "test_ops_jax_does_not_emit"],
-       why="knows the spelling rule but not the renamed ops")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_renamed_ops", "test_ops_jax_does_not_emit"],
+    why="knows the spelling rule but not the renamed ops",
+)
 def opcode_spelling_only(stablehlo_op):
     return stablehlo_op.removeprefix("stablehlo.").replace("_", "-")
 
 
-@decoy("hlo_opcode", caught_by=["test_respelled_ops", "test_ops_jax_does_not_emit"],
-       why="knows the renamed ops but keeps underscores")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_respelled_ops", "test_ops_jax_does_not_emit"],
+    why="knows the renamed ops but keeps underscores",
+)
 def opcode_renames_only(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
-    return {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional",
-            "optimization_barrier": "opt-barrier"}.get(name, name)
+    return {
+        "dot_general": "dot",
+        "broadcast_in_dim": "broadcast",
+        "case": "conditional",
+        "optimization_barrier": "opt-barrier",
+    }.get(name, name)
 
 
-@decoy("export_bytes", caught_by=["test_exported_bytes_deserialize",
-                                  "test_exported_bytes_run_without_python"],
-       why="serializes only the MLIR module bytecode, not the Exported calling conventions")
+@decoy(
+    "export_bytes",
+    caught_by=["test_exported_bytes_deserialize", "test_exported_bytes_run_without_python"],
+    why="serializes only the MLIR module bytecode, not the Exported calling conventions",
+)
 def export_module_bytecode(f, *specs):
     return jax.export.export(jax.jit(f))(*specs).mlir_module_serialized
 
 
-@decoy("call_exported",
-       caught_by=["test_call_exported_values", "test_call_exported_returns_an_array"],
-       why="returns the deserialized Exported instead of calling it")
+@decoy(
+    "call_exported",
+    caught_by=["test_call_exported_values", "test_call_exported_returns_an_array"],
+    why="returns the deserialized Exported instead of calling it",
+)
 def call_returns_exported(blob, *args):
     return jax.export.deserialize(blob)
 
 
-@decoy("call_exported", caught_by=["test_call_exported_values"],
-       why="calls the function on placeholders built from in_avals, not on the arguments")
+@decoy(
+    "call_exported",
+    caught_by=["test_call_exported_values"],
+    why="calls the function on placeholders built from in_avals, not on the arguments",
+)
 def call_on_placeholders(blob, *args):
     exported = jax.export.deserialize(blob)
     return exported.call(*[jnp.zeros(a.shape, a.dtype) for a in exported.in_avals])
 
 
-@decoy("export_any_batch", caught_by=["test_any_batch_runs_for_several_batches",
-                                      "test_any_batch_is_symbolic_only_in_the_batch",
-                                      "test_symbolic_module_checks_its_shapes"],
-       why="exports for one concrete batch size")
+@decoy(
+    "export_any_batch",
+    caught_by=[
+        "test_any_batch_runs_for_several_batches",
+        "test_any_batch_is_symbolic_only_in_the_batch",
+        "test_symbolic_module_checks_its_shapes",
+    ],
+    why="exports for one concrete batch size",
+)
 def export_fixed_batch(f, features, *rest):
     x = jax.ShapeDtypeStruct((8, features), jnp.float32)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()
 
 
-@decoy("export_any_batch", caught_by=["test_any_batch_is_symbolic_only_in_the_batch"],
-       why="makes the feature dimension symbolic too")
+@decoy(
+    "export_any_batch",
+    caught_by=["test_any_batch_is_symbolic_only_in_the_batch"],
+    why="makes the feature dimension symbolic too",
+)
 def export_all_symbolic(f, features, *rest):
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, f"), jnp.float32)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()
 
 
-@decoy("hlo_opcode", caught_by=["test_renamed_ops"],
-       why="knows only the three renames the README names, not the barrier that remat leaves")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_renamed_ops"],
+    why="knows only the three renames the README names, not the barrier that remat leaves",
+)
 def opcode_three_renames(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
     return {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional"}.get(
-        name, name).replace("_", "-")
+        name, name
+    ).replace("_", "-")
 
 
-@decoy("export_any_batch", caught_by=["test_any_batch_for_another_feature_size"],
-       why="copies symbolic_shape('b, 16') from an example: the feature size is hard-coded")
+@decoy(
+    "export_any_batch",
+    caught_by=["test_any_batch_for_another_feature_size"],
+    why="copies symbolic_shape('b, 16') from an example: the feature size is hard-coded",
+)
 def export_features_hard_coded(f, features, *rest):
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 16"), jnp.float32)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()
@@ -114,17 +160,21 @@ def export_features_hard_coded(f, features, *rest):
 # ---- more decoys, by category -------------------------------------------------------------------
 
 
-@decoy("op_census", caught_by=["test_census_matches_mlir_walk",
-                               "test_census_matches_library_on_nested_regions"],
-       why="a regular expression over the printed module (bodies printed inline are missed, "
-           "attributes like mhlo.num_partitions counted)")
+@decoy(
+    "op_census",
+    caught_by=["test_census_matches_mlir_walk", "test_census_matches_library_on_nested_regions"],
+    why="a regular expression over the printed module (bodies printed inline are missed, "
+    "attributes like mhlo.num_partitions counted)",
+)
 def census_text_regex(lowered):
     return Counter(re.findall(r"\b((?:stablehlo|func|chlo|mhlo)\.[a-z_]+)", lowered.as_text()))
 
 
-@decoy("op_census", caught_by=["test_census_matches_mlir_walk",
-                               "test_census_counts_every_function"],
-       why="walks only the public main function")
+@decoy(
+    "op_census",
+    caught_by=["test_census_matches_mlir_walk", "test_census_counts_every_function"],
+    why="walks only the public main function",
+)
 def census_main_only(lowered):
     census = Counter()
 
@@ -136,18 +186,26 @@ def census_main_only(lowered):
                     walk(inner.operation)
 
     for func in lowered.compiler_ir("stablehlo").body.operations:
-        if "private" not in str(func.operation.attributes["sym_visibility"]
-                                if "sym_visibility" in func.operation.attributes else ""):
+        if "private" not in str(
+            func.operation.attributes["sym_visibility"]
+            if "sym_visibility" in func.operation.attributes
+            else ""
+        ):
             census[func.operation.name] += 1
             walk(func.operation)
     return census
 
 
-@decoy("op_census", caught_by=["test_census_matches_mlir_walk",
-                               "test_census_matches_library_on_nested_regions",
-                               "test_census_sees_ops_inside_regions",
-                               "test_census_counts_every_function"],
-       why="counts only stablehlo.* operations")
+@decoy(
+    "op_census",
+    caught_by=[
+        "test_census_matches_mlir_walk",
+        "test_census_matches_library_on_nested_regions",
+        "test_census_sees_ops_inside_regions",
+        "test_census_counts_every_function",
+    ],
+    why="counts only stablehlo.* operations",
+)
 def census_stablehlo_only(lowered):
     census = Counter()
     stack = [lowered.compiler_ir("stablehlo").operation]
@@ -161,9 +219,11 @@ def census_stablehlo_only(lowered):
     return census
 
 
-@decoy("op_census", caught_by=["test_census_matches_mlir_walk",
-                               "test_census_sees_ops_inside_regions"],
-       why="follows only the first region of each op (a case's other branches are lost)")
+@decoy(
+    "op_census",
+    caught_by=["test_census_matches_mlir_walk", "test_census_sees_ops_inside_regions"],
+    why="follows only the first region of each op (a case's other branches are lost)",
+)
 def census_first_region(lowered):
     census = Counter()
 
@@ -178,43 +238,74 @@ def census_first_region(lowered):
     return census
 
 
-_JAX_RENAMES = {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional",
-                "optimization_barrier": "opt-barrier"}
+_JAX_RENAMES = {
+    "dot_general": "dot",
+    "broadcast_in_dim": "broadcast",
+    "case": "conditional",
+    "optimization_barrier": "opt-barrier",
+}
 
 
-@decoy("hlo_opcode", caught_by=["test_ops_jax_does_not_emit"],
-       why="knows the renames JAX programs show, not if, create_token or composite")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_ops_jax_does_not_emit"],
+    why="knows the renames JAX programs show, not if, create_token or composite",
+)
 def opcode_jax_renames_only(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
     return _JAX_RENAMES.get(name, name).replace("_", "-")
 
 
-@decoy("hlo_opcode", caught_by=["test_ops_that_keep_their_name"],
-       why="reads instruction names (sin.0, exp.1, mul.2) instead of opcodes")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_ops_that_keep_their_name"],
+    why="reads instruction names (sin.0, exp.1, mul.2) instead of opcodes",
+)
 def opcode_from_instruction_names(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
-    short = {"sine": "sin", "cosine": "cos", "exponential": "exp", "multiply": "mul",
-             "subtract": "sub", "divide": "div", "maximum": "max", "minimum": "min",
-             "negate": "neg", "remainder": "rem", "power": "pow", "logarithm": "log"}
+    short = {
+        "sine": "sin",
+        "cosine": "cos",
+        "exponential": "exp",
+        "multiply": "mul",
+        "subtract": "sub",
+        "divide": "div",
+        "maximum": "max",
+        "minimum": "min",
+        "negate": "neg",
+        "remainder": "rem",
+        "power": "pow",
+        "logarithm": "log",
+    }
     return _JAX_RENAMES.get(name, short.get(name, name)).replace("_", "-")
 
 
-@decoy("hlo_opcode", caught_by=["test_respelled_ops", "test_ops_jax_does_not_emit"],
-       why="drops the underscores instead of turning them into hyphens")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_respelled_ops", "test_ops_jax_does_not_emit"],
+    why="drops the underscores instead of turning them into hyphens",
+)
 def opcode_underscores_dropped(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
     return _JAX_RENAMES.get(name, name).replace("_", "")
 
 
-@decoy("hlo_opcode", caught_by=["test_respelled_ops"],
-       why="a table of the multi-word ops in the README and hints; the rest unchanged")
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_respelled_ops"],
+    why="a table of the multi-word ops in the README and hints; the rest unchanged",
+)
 def opcode_table(stablehlo_op):
     name = stablehlo_op.removeprefix("stablehlo.")
-    table = {**_JAX_RENAMES, "dynamic_slice": "dynamic-slice",
-             "dynamic_update_slice": "dynamic-update-slice",
-             "exponential_minus_one": "exponential-minus-one",
-             "count_leading_zeros": "count-leading-zeros", "get_dimension_size":
-             "get-dimension-size", "custom_call": "custom-call"}
+    table = {
+        **_JAX_RENAMES,
+        "dynamic_slice": "dynamic-slice",
+        "dynamic_update_slice": "dynamic-update-slice",
+        "exponential_minus_one": "exponential-minus-one",
+        "count_leading_zeros": "count-leading-zeros",
+        "get_dimension_size": "get-dimension-size",
+        "custom_call": "custom-call",
+    }
     return table.get(name, name)
 
 
@@ -222,34 +313,50 @@ def _export(f, *specs):
     return jax.export.export(jax.jit(f))(*specs).serialize()
 
 
-@decoy("export_bytes", caught_by=["test_exported_avals_on_several_dtypes_and_shapes"],
-       why="builds float32 specs from the shapes: the dtypes are lost")
+@decoy(
+    "export_bytes",
+    caught_by=["test_exported_avals_on_several_dtypes_and_shapes"],
+    why="builds float32 specs from the shapes: the dtypes are lost",
+)
 def export_float32_specs(f, *specs):
     return _export(f, *[jax.ShapeDtypeStruct(s.shape, jnp.float32) for s in specs])
 
 
-@decoy("export_bytes", caught_by=["test_exported_avals_on_several_dtypes_and_shapes",
-                                  "test_exported_bytes_run_without_python"],
-       why="exports only the first output")
+@decoy(
+    "export_bytes",
+    caught_by=[
+        "test_exported_avals_on_several_dtypes_and_shapes",
+        "test_exported_bytes_run_without_python",
+    ],
+    why="exports only the first output",
+)
 def export_first_output(f, *specs):
     return _export(lambda *args: jax.tree.leaves(f(*args))[0], *specs)
 
 
-@decoy("call_exported", caught_by=["test_call_exported_round_trips_dtypes_and_pytrees"],
-       why="flattens the outputs into a list")
+@decoy(
+    "call_exported",
+    caught_by=["test_call_exported_round_trips_dtypes_and_pytrees"],
+    why="flattens the outputs into a list",
+)
 def call_flattened(blob, *args):
     return jax.tree.leaves(jax.export.deserialize(blob).call(*args))
 
 
-@decoy("call_exported", caught_by=["test_call_exported_values",
-                                   "test_call_exported_returns_an_array"],
-       why="converts the outputs to NumPy arrays")
+@decoy(
+    "call_exported",
+    caught_by=["test_call_exported_values", "test_call_exported_returns_an_array"],
+    why="converts the outputs to NumPy arrays",
+)
 def call_to_numpy(blob, *args):
     return jax.tree.map(np.asarray, jax.export.deserialize(blob).call(*args))
 
 
-@decoy("call_exported", caught_by=["test_call_exported_round_trips_dtypes_and_pytrees"],
-       why="casts every output to float32")
+@decoy(
+    "call_exported",
+    caught_by=["test_call_exported_round_trips_dtypes_and_pytrees"],
+    why="casts every output to float32",
+)
 def call_as_float32(blob, *args):
     return jax.tree.map(lambda a: a.astype(jnp.float32), jax.export.deserialize(blob).call(*args))
 
@@ -257,25 +364,36 @@ def call_as_float32(blob, *args):
 _FIRST = []
 
 
-@decoy("call_exported", caught_by=["test_call_exported_runs_the_blob_it_is_given"],
-       why="deserializes once and keeps calling the first export it saw")
+@decoy(
+    "call_exported",
+    caught_by=["test_call_exported_runs_the_blob_it_is_given"],
+    why="deserializes once and keeps calling the first export it saw",
+)
 def call_cached_first(blob, *args):
     if not _FIRST:
         _FIRST.append(jax.export.deserialize(blob))
     return _FIRST[0].call(*args)
 
 
-@decoy("export_any_batch", caught_by=["test_any_batch_is_symbolic_only_in_the_batch"],
-       why="takes x's dtype from the other arguments")
+@decoy(
+    "export_any_batch",
+    caught_by=["test_any_batch_is_symbolic_only_in_the_batch"],
+    why="takes x's dtype from the other arguments",
+)
 def export_dtype_from_rest(f, features, *rest):
     dtype = rest[0].dtype if rest else jnp.float32
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(f"b, {features}"), dtype)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()
 
 
-@decoy("export_any_batch", caught_by=["test_any_batch_runs_for_several_batches",
-                                      "test_any_batch_is_symbolic_only_in_the_batch"],
-       why="puts the symbolic dimension last: (features, b)")
+@decoy(
+    "export_any_batch",
+    caught_by=[
+        "test_any_batch_runs_for_several_batches",
+        "test_any_batch_is_symbolic_only_in_the_batch",
+    ],
+    why="puts the symbolic dimension last: (features, b)",
+)
 def export_batch_last(f, features, *rest):
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(f"{features}, b"), jnp.float32)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()
@@ -300,9 +418,15 @@ def census_with_a_stack(lowered):
 @accepted("hlo_opcode", why="a regular expression for the spelling, renames checked first")
 def opcode_by_regex(stablehlo_op):
     name = re.sub(r"^stablehlo\.", "", stablehlo_op)
-    renamed = {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional",
-               "if": "conditional", "optimization_barrier": "opt-barrier",
-               "create_token": "after-all", "composite": "call"}
+    renamed = {
+        "dot_general": "dot",
+        "broadcast_in_dim": "broadcast",
+        "case": "conditional",
+        "if": "conditional",
+        "optimization_barrier": "opt-barrier",
+        "create_token": "after-all",
+        "composite": "call",
+    }
     return renamed.get(name) or "-".join(name.split("_"))
 
 

@@ -40,14 +40,20 @@ def mesh_explicit():
     return jax.make_mesh((8,), ("x",))
 
 
-@decoy("auto_mesh", caught_by=["test_auto_mesh_axes"],
-       why="Manual axes: the type shard_map uses inside, not one XLA propagates through")
+@decoy(
+    "auto_mesh",
+    caught_by=["test_auto_mesh_axes"],
+    why="Manual axes: the type shard_map uses inside, not one XLA propagates through",
+)
 def mesh_manual():
     return jax.make_mesh((8,), ("x",), axis_types=(AxisType.Manual,))
 
 
-@decoy("auto_mesh", caught_by=["test_auto_mesh_axes"],
-       why="a 2-D (8, 1) mesh: 'x' has 8 devices, but the mesh is not 1-D")
+@decoy(
+    "auto_mesh",
+    caught_by=["test_auto_mesh_axes"],
+    why="a 2-D (8, 1) mesh: 'x' has 8 devices, but the mesh is not 1-D",
+)
 def mesh_two_axes():
     return jax.make_mesh((8, 1), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
 
@@ -60,32 +66,47 @@ def mesh_constructor():
 # ---- task 2: shard_rows -----------------------------------------------------------------------
 
 
-@decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
-       why="splits the columns instead of the rows")
+@decoy(
+    "shard_rows",
+    caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
+    why="splits the columns instead of the rows",
+)
 def shard_columns(x, mesh):
     return jax.device_put(x, NamedSharding(mesh, P(None, "x")))
 
 
-@decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
-       why="replicates the array on every device")
+@decoy(
+    "shard_rows",
+    caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
+    why="replicates the array on every device",
+)
 def shard_replicated(x, mesh):
     return jax.device_put(x, NamedSharding(mesh, P()))
 
 
-@decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
-       why="splits rows over the mesh's first axis, which is 'x' only on some meshes")
+@decoy(
+    "shard_rows",
+    caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
+    why="splits rows over the mesh's first axis, which is 'x' only on some meshes",
+)
 def shard_first_axis(x, mesh):
     return jax.device_put(x, NamedSharding(mesh, P(mesh.axis_names[0], None)))
 
 
-@decoy("shard_rows", caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
-       why="splits rows over every axis of the mesh, not only 'x'")
+@decoy(
+    "shard_rows",
+    caught_by=["test_each_device_holds_its_rows", "test_row_sharding_is_named"],
+    why="splits rows over every axis of the mesh, not only 'x'",
+)
 def shard_all_axes(x, mesh):
     return jax.device_put(x, NamedSharding(mesh, P(tuple(mesh.axis_names), None)))
 
 
-@decoy("shard_rows", caught_by=["test_row_sharding_is_named"],
-       why="casts to float32 on the way: right rows, wrong dtype")
+@decoy(
+    "shard_rows",
+    caught_by=["test_row_sharding_is_named"],
+    why="casts to float32 on the way: right rows, wrong dtype",
+)
 def shard_as_float32(x, mesh):
     return jax.device_put(np.asarray(x, np.float32), NamedSharding(mesh, P("x", None)))
 
@@ -104,44 +125,66 @@ def shard_from_callback(x, mesh):
 # ---- task 3: collective_census ----------------------------------------------------------------
 
 
-@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
-       why="reads the unoptimized HLO, before the partitioner inserted anything")
+@decoy(
+    "collective_census",
+    caught_by=["test_census_looks_inside_loop_bodies"],
+    why="reads the unoptimized HLO, before the partitioner inserted anything",
+)
 def census_unoptimized(f, *args):
     module = _lowered_module(f, *args)
     return Counter(i.opcode for c in module for i in c if i.opcode in _COLLECTIVES)
 
 
-@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
-       why="counts substrings of the text: instruction names repeat the opcode")
+@decoy(
+    "collective_census",
+    caught_by=["test_census_looks_inside_loop_bodies"],
+    why="counts substrings of the text: instruction names repeat the opcode",
+)
 def census_substrings(f, *args):
     text = jax.jit(f).lower(*args).compile().as_text()
     return Counter({op: text.count(op) for op in _COLLECTIVES if op in text})
 
 
-@decoy("collective_census", caught_by=["test_census_looks_inside_loop_bodies"],
-       why="counts only ENTRY: a collective in a loop body lives in another computation")
+@decoy(
+    "collective_census",
+    caught_by=["test_census_looks_inside_loop_bodies"],
+    why="counts only ENTRY: a collective in a loop body lives in another computation",
+)
 def census_entry_only(f, *args):
     module = _compiled_module(f, *args)
     return Counter(i.opcode for i in module.entry if i.opcode in _COLLECTIVES)
 
 
-@decoy("collective_census", caught_by=["test_census_counts_opcodes_not_names"],
-       why="counts instruction names: shard_map's ppermute.N and psum_invariant.N are missed")
+@decoy(
+    "collective_census",
+    caught_by=["test_census_counts_opcodes_not_names"],
+    why="counts instruction names: shard_map's ppermute.N and psum_invariant.N are missed",
+)
 def census_by_name(f, *args):
     module = _compiled_module(f, *args)
     return Counter(n for c in module for i in c if (n := i.name.split(".")[0]) in _COLLECTIVES)
 
 
-@decoy("collective_census", caught_by=["test_census_counts_opcodes_not_names"],
-       why="a table of three collectives: all-to-all and collective-permute are left out")
+@decoy(
+    "collective_census",
+    caught_by=["test_census_counts_opcodes_not_names"],
+    why="a table of three collectives: all-to-all and collective-permute are left out",
+)
 def census_short_table(f, *args):
     module = _compiled_module(f, *args)
-    return Counter(i.opcode for c in module for i in c
-                   if i.opcode in ("all-reduce", "all-gather", "reduce-scatter"))
+    return Counter(
+        i.opcode
+        for c in module
+        for i in c
+        if i.opcode in ("all-reduce", "all-gather", "reduce-scatter")
+    )
 
 
-@decoy("collective_census", caught_by=["test_census_counts_opcodes_not_names"],
-       why="which collectives occur, each counted once")
+@decoy(
+    "collective_census",
+    caught_by=["test_census_counts_opcodes_not_names"],
+    why="which collectives occur, each counted once",
+)
 def census_kinds_once(f, *args):
     module = _compiled_module(f, *args)
     return Counter({i.opcode for c in module for i in c if i.opcode in _COLLECTIVES})
@@ -157,27 +200,39 @@ def census_regex(f, *args):
 # ---- task 4: device_param_shapes --------------------------------------------------------------
 
 
-@decoy("device_param_shapes", caught_by=["test_entry_shapes_are_per_device"],
-       why="reads the unoptimized HLO: global shapes")
+@decoy(
+    "device_param_shapes",
+    caught_by=["test_entry_shapes_are_per_device"],
+    why="reads the unoptimized HLO: global shapes",
+)
 def shapes_global(f, *args):
     return [tuple(i.shape_info.dims) for i in _by_number(_lowered_module(f, *args))]
 
 
-@decoy("device_param_shapes", caught_by=["test_unused_argument_is_not_a_parameter"],
-       why="derives the shapes from the arguments' shardings instead of reading the HLO")
+@decoy(
+    "device_param_shapes",
+    caught_by=["test_unused_argument_is_not_a_parameter"],
+    why="derives the shapes from the arguments' shardings instead of reading the HLO",
+)
 def shapes_from_arguments(f, *args):
     return [tuple(a.sharding.shard_shape(a.shape)) for a in args]
 
 
-@decoy("device_param_shapes", caught_by=["test_shapes_in_parameter_order"],
-       why="ENTRY parameters in the order the text prints them, not by parameter number")
+@decoy(
+    "device_param_shapes",
+    caught_by=["test_shapes_in_parameter_order"],
+    why="ENTRY parameters in the order the text prints them, not by parameter number",
+)
 def shapes_text_order(f, *args):
     module = _compiled_module(f, *args)
     return [tuple(i.shape_info.dims) for i in module.entry if i.opcode == "parameter"]
 
 
-@decoy("device_param_shapes", caught_by=["test_shapes_in_parameter_order"],
-       why="a shape rule: dimension 0 divided by the 8 devices, the rest whole")
+@decoy(
+    "device_param_shapes",
+    caught_by=["test_shapes_in_parameter_order"],
+    why="a shape rule: dimension 0 divided by the 8 devices, the rest whole",
+)
 def shapes_rows_over_eight(f, *args):
     return [tuple([a.shape[0] // 8, *a.shape[1:]]) if a.ndim else () for a in args]
 
@@ -192,33 +247,48 @@ def shapes_from_layout(f, *args):
 # ---- task 5: param_shardings ------------------------------------------------------------------
 
 
-@decoy("param_shardings", caught_by=["test_sharding_annotations"],
-       why="reads the compiled HLO, where partitioning has consumed the annotations")
+@decoy(
+    "param_shardings",
+    caught_by=["test_sharding_annotations"],
+    why="reads the compiled HLO, where partitioning has consumed the annotations",
+)
 def shardings_after_partitioning(f, *args):
     return [str(i.attribute("sharding")) for i in _by_number(_compiled_module(f, *args))]
 
 
-@decoy("param_shardings", caught_by=["test_sharding_annotations"],
-       why="prints JAX's PartitionSpec instead of reading the HLO annotation")
+@decoy(
+    "param_shardings",
+    caught_by=["test_sharding_annotations"],
+    why="prints JAX's PartitionSpec instead of reading the HLO annotation",
+)
 def shardings_from_specs(f, *args):
     return [str(a.sharding.spec) for a in args]
 
 
-@decoy("param_shardings", caught_by=["test_annotations_in_parameter_order"],
-       why="prints each argument's sharding as XLA would, without reading the HLO")
+@decoy(
+    "param_shardings",
+    caught_by=["test_annotations_in_parameter_order"],
+    why="prints each argument's sharding as XLA would, without reading the HLO",
+)
 def shardings_from_arguments(f, *args):
     return [str(a.sharding._to_xla_hlo_sharding(a.ndim)) for a in args]
 
 
-@decoy("param_shardings", caught_by=["test_annotations_in_parameter_order"],
-       why="ENTRY parameters in the order the text prints them, not by parameter number")
+@decoy(
+    "param_shardings",
+    caught_by=["test_annotations_in_parameter_order"],
+    why="ENTRY parameters in the order the text prints them, not by parameter number",
+)
 def shardings_text_order(f, *args):
     module = _lowered_module(f, *args)
     return [i.attribute("sharding") for i in module.entry if i.opcode == "parameter"]
 
 
-@decoy("param_shardings", caught_by=["test_annotations_in_parameter_order"],
-       why="reads Shardy's frontend attribute (#sdy.sharding<...>) instead of sharding=")
+@decoy(
+    "param_shardings",
+    caught_by=["test_annotations_in_parameter_order"],
+    why="reads Shardy's frontend attribute (#sdy.sharding<...>) instead of sharding=",
+)
 def shardings_sdy_attribute(f, *args):
     found = []
     for i in _by_number(_lowered_module(f, *args)):
@@ -230,123 +300,176 @@ def shardings_sdy_attribute(f, *args):
 
 @accepted("param_shardings", why="a dict from parameter number to annotation, read in key order")
 def shardings_by_dict(f, *args):
-    found = {int(i.payload): i.attribute("sharding")
-             for c in [_lowered_module(f, *args).entry] for i in c if i.opcode == "parameter"}
+    found = {
+        int(i.payload): i.attribute("sharding")
+        for c in [_lowered_module(f, *args).entry]
+        for i in c
+        if i.opcode == "parameter"
+    }
     return [found[n] for n in range(len(found))]
 
 
 # ---- task 6: psum_total -----------------------------------------------------------------------
 
 
-@decoy("psum_total", caught_by=["test_psum_total"],
-       why="sums each block but never combines them")
+@decoy("psum_total", caught_by=["test_psum_total"], why="sums each block but never combines them")
 def psum_missing(x, mesh):
-    return jax.shard_map(lambda b: b.sum(keepdims=True)[0], mesh=mesh, in_specs=P("x"),
-                         out_specs=P("x"))(x)
+    return jax.shard_map(
+        lambda b: b.sum(keepdims=True)[0], mesh=mesh, in_specs=P("x"), out_specs=P("x")
+    )(x)
 
 
-@decoy("psum_total", caught_by=["test_psum_total"],
-       why="lets the partitioner sum instead of writing the psum in shard_map")
+@decoy(
+    "psum_total",
+    caught_by=["test_psum_total"],
+    why="lets the partitioner sum instead of writing the psum in shard_map",
+)
 def psum_by_partitioner(x, mesh):
     return jax.jit(lambda a: a.sum())(x)
 
 
-@decoy("psum_total", caught_by=["test_psum_total"],
-       why="psums the whole block, then sums: right value, a block per device on the wire")
+@decoy(
+    "psum_total",
+    caught_by=["test_psum_total"],
+    why="psums the whole block, then sums: right value, a block per device on the wire",
+)
 def psum_whole_block(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum(b, "x").sum(), mesh=mesh, in_specs=P("x"),
-                         out_specs=P())(x)
+    return jax.shard_map(
+        lambda b: jax.lax.psum(b, "x").sum(), mesh=mesh, in_specs=P("x"), out_specs=P()
+    )(x)
 
 
-@decoy("psum_total", caught_by=["test_psum_total"],
-       why="psums the column sums: right value, a row of numbers per device on the wire")
+@decoy(
+    "psum_total",
+    caught_by=["test_psum_total"],
+    why="psums the column sums: right value, a row of numbers per device on the wire",
+)
 def psum_column_sums(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum(b.sum(0), "x").sum(), mesh=mesh,
-                         in_specs=P("x"), out_specs=P())(x)
+    return jax.shard_map(
+        lambda b: jax.lax.psum(b.sum(0), "x").sum(), mesh=mesh, in_specs=P("x"), out_specs=P()
+    )(x)
 
 
-@decoy("psum_total", caught_by=["test_psum_total"],
-       why="psums over every mesh axis: on a 2-D mesh the copies along 'y' are added too")
+@decoy(
+    "psum_total",
+    caught_by=["test_psum_total"],
+    why="psums over every mesh axis: on a 2-D mesh the copies along 'y' are added too",
+)
 def psum_all_axes(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum(b.sum(), tuple(mesh.axis_names)), mesh=mesh,
-                         in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+    return jax.shard_map(
+        lambda b: jax.lax.psum(b.sum(), tuple(mesh.axis_names)),
+        mesh=mesh,
+        in_specs=P("x"),
+        out_specs=P(),
+        check_vma=False,
+    )(x)
 
 
 @accepted("psum_total", why="check_vma=False, jnp.sum and a named axis_name")
 def psum_unchecked(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum(jnp.sum(b), axis_name="x"), mesh=mesh,
-                         in_specs=P("x", None), out_specs=P(), check_vma=False)(x)
+    return jax.shard_map(
+        lambda b: jax.lax.psum(jnp.sum(b), axis_name="x"),
+        mesh=mesh,
+        in_specs=P("x", None),
+        out_specs=P(),
+        check_vma=False,
+    )(x)
 
 
 # ---- task 7: ring_shift -----------------------------------------------------------------------
 
 
-@decoy("ring_shift", caught_by=["test_ring_shift"],
-       why="sends blocks backwards (i -> i-1)")
+@decoy("ring_shift", caught_by=["test_ring_shift"], why="sends blocks backwards (i -> i-1)")
 def ring_backwards(x, mesh):
     n = mesh.shape["x"]
     pairs = [(i, (i - 1) % n) for i in range(n)]
-    return jax.shard_map(lambda b: jax.lax.ppermute(b, "x", pairs), mesh=mesh,
-                         in_specs=P("x"), out_specs=P("x"))(x)
+    return jax.shard_map(
+        lambda b: jax.lax.ppermute(b, "x", pairs), mesh=mesh, in_specs=P("x"), out_specs=P("x")
+    )(x)
 
 
-@decoy("ring_shift", caught_by=["test_ring_shift"],
-       why="jnp.roll on the sharded array: right values, the partitioner's permute, no ppermute")
+@decoy(
+    "ring_shift",
+    caught_by=["test_ring_shift"],
+    why="jnp.roll on the sharded array: right values, the partitioner's permute, no ppermute",
+)
 def ring_by_roll(x, mesh):
     n = mesh.shape["x"]
     return jax.jit(lambda a: jnp.roll(a, a.shape[0] // n, axis=0))(x)
 
 
-@decoy("ring_shift", caught_by=["test_ring_shift"],
-       why="forgets the wrap-around pair: the first block receives nothing (zeros)")
+@decoy(
+    "ring_shift",
+    caught_by=["test_ring_shift"],
+    why="forgets the wrap-around pair: the first block receives nothing (zeros)",
+)
 def ring_no_wrap(x, mesh):
     n = mesh.shape["x"]
     pairs = [(i, i + 1) for i in range(n - 1)]
-    return jax.shard_map(lambda b: jax.lax.ppermute(b, "x", pairs), mesh=mesh,
-                         in_specs=P("x"), out_specs=P("x"))(x)
+    return jax.shard_map(
+        lambda b: jax.lax.ppermute(b, "x", pairs), mesh=mesh, in_specs=P("x"), out_specs=P("x")
+    )(x)
 
 
-@decoy("ring_shift", caught_by=["test_ring_shift"],
-       why="gathers everything and keeps the previous block: right values, an all-gather")
+@decoy(
+    "ring_shift",
+    caught_by=["test_ring_shift"],
+    why="gathers everything and keeps the previous block: right values, an all-gather",
+)
 def ring_by_gather(x, mesh):
     n = mesh.shape["x"]
 
     def local(block):
         everything = jax.lax.all_gather(block, "x", tiled=True)
         previous = (jax.lax.axis_index("x") - 1) % n
-        return jax.lax.dynamic_slice_in_dim(everything, previous * block.shape[0],
-                                            block.shape[0])
+        return jax.lax.dynamic_slice_in_dim(everything, previous * block.shape[0], block.shape[0])
 
-    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
-                         check_vma=False)(x)
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"), check_vma=False)(x)
 
 
 @accepted("ring_shift", why="the same pairs written from the receiver's side")
 def ring_from_receivers(x, mesh):
     n = mesh.shape["x"]
     pairs = [((j - 1) % n, j) for j in range(n)]
-    return jax.shard_map(lambda b: jax.lax.ppermute(b, axis_name="x", perm=pairs), mesh=mesh,
-                         in_specs=P("x", None), out_specs=P("x", None))(x)
+    return jax.shard_map(
+        lambda b: jax.lax.ppermute(b, axis_name="x", perm=pairs),
+        mesh=mesh,
+        in_specs=P("x", None),
+        out_specs=P("x", None),
+    )(x)
 
 
 # ---- task 8: gather_rows ----------------------------------------------------------------------
 
 
-@decoy("gather_rows", caught_by=["test_gather_rows"],
-       why="keeps out_specs P('x'): the gathered copies are stacked, n times the rows")
+@decoy(
+    "gather_rows",
+    caught_by=["test_gather_rows"],
+    why="keeps out_specs P('x'): the gathered copies are stacked, n times the rows",
+)
 def gather_stacked(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.all_gather(b, "x", tiled=True), mesh=mesh,
-                         in_specs=P("x"), out_specs=P("x"))(x)
+    return jax.shard_map(
+        lambda b: jax.lax.all_gather(b, "x", tiled=True),
+        mesh=mesh,
+        in_specs=P("x"),
+        out_specs=P("x"),
+    )(x)
 
 
-@decoy("gather_rows", caught_by=["test_gather_rows"],
-       why="asks jit for a replicated output: the partitioner gathers, no shard_map")
+@decoy(
+    "gather_rows",
+    caught_by=["test_gather_rows"],
+    why="asks jit for a replicated output: the partitioner gathers, no shard_map",
+)
 def gather_by_partitioner(x, mesh):
     return jax.jit(lambda a: a, out_shardings=NamedSharding(mesh, P()))(x)
 
 
-@decoy("gather_rows", caught_by=["test_gather_rows"],
-       why="gathers along the columns and reshapes: every row is there, in the wrong order")
+@decoy(
+    "gather_rows",
+    caught_by=["test_gather_rows"],
+    why="gathers along the columns and reshapes: every row is there, in the wrong order",
+)
 def gather_wrong_order(x, mesh):
     def local(block):
         side = jax.lax.all_gather(block, "x", axis=1, tiled=True)
@@ -355,11 +478,19 @@ def gather_wrong_order(x, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
 
 
-@decoy("gather_rows", caught_by=["test_gather_rows"],
-       why="gathers over every mesh axis: on a 2-D mesh each block arrives once per 'y'")
+@decoy(
+    "gather_rows",
+    caught_by=["test_gather_rows"],
+    why="gathers over every mesh axis: on a 2-D mesh each block arrives once per 'y'",
+)
 def gather_all_axes(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.all_gather(b, tuple(mesh.axis_names), tiled=True),
-                         mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+    return jax.shard_map(
+        lambda b: jax.lax.all_gather(b, tuple(mesh.axis_names), tiled=True),
+        mesh=mesh,
+        in_specs=P("x"),
+        out_specs=P(),
+        check_vma=False,
+    )(x)
 
 
 @accepted("gather_rows", why="untiled all_gather, then merge the stacking axis with reshape")
@@ -367,15 +498,19 @@ def gather_untiled(x, mesh):
     def local(block):
         return jax.lax.all_gather(block, "x").reshape(-1, *block.shape[1:])
 
-    return jax.shard_map(local, mesh=mesh, in_specs=P("x", None), out_specs=P(None, None),
-                         check_vma=False)(x)
+    return jax.shard_map(
+        local, mesh=mesh, in_specs=P("x", None), out_specs=P(None, None), check_vma=False
+    )(x)
 
 
 # ---- task 9: scatter_sum ----------------------------------------------------------------------
 
 
-@decoy("scatter_sum", caught_by=["test_scatter_sum"],
-       why="psum everything, then keep one slice: right values, an all-reduce")
+@decoy(
+    "scatter_sum",
+    caught_by=["test_scatter_sum"],
+    why="psum everything, then keep one slice: right values, an all-reduce",
+)
 def scatter_by_psum(x, mesh):
     n = mesh.shape["x"]
 
@@ -387,15 +522,24 @@ def scatter_by_psum(x, mesh):
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
-@decoy("scatter_sum", caught_by=["test_scatter_sum"],
-       why="out_specs P(): claims every device holds the same slice, so one slice is the answer")
+@decoy(
+    "scatter_sum",
+    caught_by=["test_scatter_sum"],
+    why="out_specs P(): claims every device holds the same slice, so one slice is the answer",
+)
 def scatter_replicated_out(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum_scatter(b, "x", tiled=True), mesh=mesh,
-                         in_specs=P("x"), out_specs=P(), check_vma=False)(x)
+    return jax.shard_map(
+        lambda b: jax.lax.psum_scatter(b, "x", tiled=True),
+        mesh=mesh,
+        in_specs=P("x"),
+        out_specs=P(),
+        check_vma=False,
+    )(x)
 
 
-@decoy("scatter_sum", caught_by=["test_scatter_sum"],
-       why="pmax instead of a sum, then keep one slice")
+@decoy(
+    "scatter_sum", caught_by=["test_scatter_sum"], why="pmax instead of a sum, then keep one slice"
+)
 def scatter_max(x, mesh):
     n = mesh.shape["x"]
 

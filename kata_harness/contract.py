@@ -41,8 +41,13 @@ _EXACT: dict[type, tuple[type, ...]] = {
     dict: (dict, collections.defaultdict, collections.OrderedDict, collections.Counter),
     set: (set, frozenset),
 }
-_UNCHECKED = (collections.abc.Callable, collections.abc.Iterator, collections.abc.Iterable,
-              collections.abc.Generator, collections.abc.Sequence)
+_UNCHECKED = (
+    collections.abc.Callable,
+    collections.abc.Iterator,
+    collections.abc.Iterable,
+    collections.abc.Generator,
+    collections.abc.Sequence,
+)
 
 
 class ContractViolation(AssertionError):
@@ -58,8 +63,11 @@ def _exact(value: Any, allowed: tuple[type, ...]) -> bool:
     if kind in allowed:
         return True
     # NumPy scalar types are abstract here (np.integer): any NumPy-defined subclass is fine.
-    return any(isinstance(value, a) and kind.__module__ == "numpy" for a in allowed
-               if a.__module__ == "numpy")
+    return any(
+        isinstance(value, a) and kind.__module__ == "numpy"
+        for a in allowed
+        if a.__module__ == "numpy"
+    )
 
 
 def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str | None:
@@ -71,8 +79,11 @@ def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str 
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         reasons = [mismatch(value, option, module, where) for option in args]
-        return None if any(r is None for r in reasons) else (
-            f"{where}expected {_name(hint)}, got {type(value).__name__}")
+        return (
+            None
+            if any(r is None for r in reasons)
+            else (f"{where}expected {_name(hint)}, got {type(value).__name__}")
+        )
     if origin in _UNCHECKED or hint in _UNCHECKED:
         return None
     if origin is type:
@@ -135,8 +146,9 @@ def _each(values: Any, hint: Any, module: ModuleType, where: str) -> str | None:
 
 def _items(items: Any, hints: tuple[Any, ...], module: ModuleType, where: str) -> str | None:
     for key, item in items:
-        reason = (mismatch(key, hints[0], module, f"{where}key {key!r:.40}: ")
-                  or mismatch(item, hints[1], module, f"{where}[{key!r:.40}]: "))
+        reason = mismatch(key, hints[0], module, f"{where}key {key!r:.40}: ") or mismatch(
+            item, hints[1], module, f"{where}[{key!r:.40}]: "
+        )
         if reason:
             return reason
     return None
@@ -155,8 +167,9 @@ def return_hints(reference: ModuleType, functions: list[str]) -> dict[str, Any]:
     return hints
 
 
-def wrap(module: ModuleType, label: dict[str, str], hints: dict[str, Any],
-         reference_name: str) -> None:
+def wrap(
+    module: ModuleType, label: dict[str, str], hints: dict[str, Any], reference_name: str
+) -> None:
     """Wrap each task function of ``module`` in the check of its annotated return type.
 
     ``label`` maps a function name to the task it is ("phase3.task2 (entry_root)").
@@ -176,10 +189,10 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
         value = function(*args, **kwargs)
         reason = mismatch(value, hint, module)
         if reason:
-            raise ContractViolation(f"{task} returned the wrong type: {reason} "
-                                    f"(the task returns {_name(hint)})")
+            raise ContractViolation(
+                f"{task} returned the wrong type: {reason} (the task returns {_name(hint)})"
+            )
         return value
 
     setattr(checked, WRAPPED, True)
     return checked
-

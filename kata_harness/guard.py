@@ -23,18 +23,47 @@ from pathlib import Path
 
 from .curriculum import DECOYS_DIR, KATA_FILE, KATAS_DIR, REFERENCE_DIR, ROOT
 
-FORBIDDEN_MODULES = frozenset({
-    "pytest", "_pytest", "pytest_check", "pluggy", "syrupy", "pytest_timeout", "conftest",
-    "kata_harness", "katas_cli", "reference", "decoys", "importlib", "runpy", "builtins", "gc",
-    "ctypes",
-})
+FORBIDDEN_MODULES = frozenset(
+    {
+        "pytest",
+        "_pytest",
+        "pytest_check",
+        "pluggy",
+        "syrupy",
+        "pytest_timeout",
+        "conftest",
+        "kata_harness",
+        "katas_cli",
+        "reference",
+        "decoys",
+        "importlib",
+        "runpy",
+        "builtins",
+        "gc",
+        "ctypes",
+    }
+)
 FORBIDDEN_NAMES = frozenset({"__import__", "exec", "eval", "compile", "breakpoint"})
-FORBIDDEN_ATTRIBUTES = frozenset({
-    "modules", "_getframe", "f_back", "f_globals", "f_locals", "tb_frame", "gi_frame",
-    "__globals__", "__subclasses__", "__builtins__", "__loader__", "__spec__",
-})
-WHY = ("kata code may not use the test machinery or read the answers "
-       "(pytest, kata_harness, reference/, decoys/, dynamic imports); remove it")
+FORBIDDEN_ATTRIBUTES = frozenset(
+    {
+        "modules",
+        "_getframe",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "tb_frame",
+        "gi_frame",
+        "__globals__",
+        "__subclasses__",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+    }
+)
+WHY = (
+    "kata code may not use the test machinery or read the answers "
+    "(pytest, kata_harness, reference/, decoys/, dynamic imports); remove it"
+)
 
 
 class KataGuardError(RuntimeError):
@@ -80,8 +109,12 @@ def _patches(node: ast.AST, modules: set[str]) -> str | None:
         targets = list(node.targets)
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
         targets = [node.target]
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-          and node.func.id in ("setattr", "delattr") and node.args):
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("setattr", "delattr")
+        and node.args
+    ):
         if _root(node.args[0]) in modules:
             return f"uses {node.func.id} on {ast.unparse(node.args[0])}"
     for target in targets:
@@ -115,8 +148,11 @@ def is_kata_file(filename: str) -> bool:
 
 
 _UNREADABLE = tuple(str(d) + os.sep for d in (REFERENCE_DIR, DECOYS_DIR))
-_UNWRITABLE = (*(str(ROOT / d) + os.sep for d in ("kata_harness", "snapshots")),
-               str(ROOT / "conftest.py"), str(ROOT / "pyproject.toml"))
+_UNWRITABLE = (
+    *(str(ROOT / d) + os.sep for d in ("kata_harness", "snapshots")),
+    str(ROOT / "conftest.py"),
+    str(ROOT / "pyproject.toml"),
+)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _installed = False
 
@@ -125,7 +161,8 @@ def _protected(path: str, mode: object, flags: object) -> bool:
     if path.startswith(_UNREADABLE):
         return True
     writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-        isinstance(flags, int) and flags & _WRITE_FLAGS)
+        isinstance(flags, int) and flags & _WRITE_FLAGS
+    )
     if not writes:
         return False
     name = os.path.basename(path)
@@ -137,8 +174,7 @@ def _audit(event: str, args: tuple) -> None:
     if event != "open" or not args or isinstance(args[0], int) or args[0] is None:
         return
     path = os.path.realpath(os.fsdecode(args[0]))
-    if not _protected(path, args[1] if len(args) > 1 else None,
-                      args[2] if len(args) > 2 else None):
+    if not _protected(path, args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None):
         return
     frame = sys._getframe(1)
     while frame is not None:
@@ -146,7 +182,8 @@ def _audit(event: str, args: tuple) -> None:
             where = Path(frame.f_code.co_filename)
             raise KataGuardError(
                 f"{where.parent.name}/{where.name} line {frame.f_lineno} opens "
-                f"{Path(path).relative_to(ROOT)}: {WHY}")
+                f"{Path(path).relative_to(ROOT)}: {WHY}"
+            )
         frame = frame.f_back
 
 

@@ -143,8 +143,13 @@ def load_variant(phase: Phase, variant: Decoy | Accepted) -> ModuleType:
     if isinstance(function, types.FunctionType):
         for key, value in function.__globals__.items():
             module.__dict__.setdefault(key, value)
-        rebound = types.FunctionType(function.__code__, module.__dict__, function.__name__,
-                                     function.__defaults__, function.__closure__)
+        rebound = types.FunctionType(
+            function.__code__,
+            module.__dict__,
+            function.__name__,
+            function.__defaults__,
+            function.__closure__,
+        )
         rebound.__kwdefaults__ = function.__kwdefaults__
         function = functools.update_wrapper(rebound, function)
     setattr(module, variant.replaces, function)

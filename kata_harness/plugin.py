@@ -103,7 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
         except RuntimeError:  # JAX already ran in this process (pytest.main from a program)
             config.stash[_device_note] = (
                 f"JAX was initialized before the tests with {jax.device_count()} device(s); "
-                f"tests that need {CPU_DEVICES} CPU devices will skip")
+                f"tests that need {CPU_DEVICES} CPU devices will skip"
+            )
     config.addinivalue_line("markers", "task(function): the kata task a test checks")
     for phase in curriculum.phases():
         config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
@@ -116,10 +117,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """Reference mode runs every variant of every test: spread it over the cores (pytest-xdist,
     ``-n auto``, a test file per worker so its module-level compiles happen once) unless ``-n``
     is given, snapshots are being pinned, or this is a worker."""
-    if (config.getoption("--impl") == "reference" and config.pluginmanager.hasplugin("xdist")
-            and config.getoption("numprocesses", None) is None
-            and not getattr(config.option, "update_snapshots", False)
-            and "PYTEST_XDIST_WORKER" not in os.environ):
+    if (
+        config.getoption("--impl") == "reference"
+        and config.pluginmanager.hasplugin("xdist")
+        and config.getoption("numprocesses", None) is None
+        and not getattr(config.option, "update_snapshots", False)
+        and "PYTEST_XDIST_WORKER" not in os.environ
+    ):
         config.option.numprocesses = "auto"
         if config.option.dist == "no":
             config.option.dist = "loadfile"
@@ -132,8 +136,10 @@ _device_note = pytest.StashKey[str | None]()
 def pytest_report_header(config: pytest.Config) -> list[str]:
     import jax
 
-    lines = [f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
-             f"snapshots for {snapshots.platform_key()}"]
+    lines = [
+        f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
+        f"snapshots for {snapshots.platform_key()}"
+    ]
     dropped = config.stash.get(_dropped_flags, None)
     if dropped:
         lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")
@@ -147,16 +153,16 @@ def _task_of(node: pytest.Item | pytest.Function) -> tuple[curriculum.Phase, cur
     phase = curriculum.phase_of_path(Path(node.path))
     mark = node.get_closest_marker("task")
     if phase is None or mark is None or not mark.args:
-        raise pytest.UsageError(
-            f"{node.nodeid}: a kata test needs @pytest.mark.task('<function>')")
+        raise pytest.UsageError(f"{node.nodeid}: a kata test needs @pytest.mark.task('<function>')")
     try:
         return phase, phase.task(mark.args[0])
     except KeyError as error:
         raise pytest.UsageError(f"{node.nodeid}: {error.args[0]}") from None
 
 
-def _variants(config: pytest.Config, phase: curriculum.Phase, task: curriculum.Task,
-              test_name: str) -> list[Variant]:
+def _variants(
+    config: pytest.Config, phase: curriculum.Phase, task: curriculum.Task, test_name: str
+) -> list[Variant]:
     if config.getoption("--impl") == "katas":
         return [Variant("katas")]
     variants = [Variant("reference")]
@@ -164,10 +170,12 @@ def _variants(config: pytest.Config, phase: curriculum.Phase, task: curriculum.T
         return variants
     variants.append(Variant("stub"))
     if config.getoption("--decoys"):
-        variants += [Variant("decoy", d) for d in loading.phase_decoys(phase)
-                     if test_name in d.caught_by]
-    variants += [Variant("accepted", a) for a in loading.phase_accepted(phase)
-                 if a.replaces == task.function]
+        variants += [
+            Variant("decoy", d) for d in loading.phase_decoys(phase) if test_name in d.caught_by
+        ]
+    variants += [
+        Variant("accepted", a) for a in loading.phase_accepted(phase) if a.replaces == task.function
+    ]
     return variants
 
 
@@ -259,8 +267,10 @@ def _todo_message(text: str) -> str | None:
     except (KeyError, IndexError):
         return None
     kata_file = phase.kata_path.relative_to(curriculum.ROOT)
-    return (f"{task.id} ({task.function}: {task.title}) is not done yet: edit {kata_file}; "
-            f"hint: {task.hint_command}")
+    return (
+        f"{task.id} ({task.function}: {task.title}) is not done yet: edit {kata_file}; "
+        f"hint: {task.hint_command}"
+    )
 
 
 def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
@@ -277,8 +287,10 @@ def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
         return f"{error}; read the task's docstring in {kata_file}"
     if type(error).__name__ == "Failed" and str(error).startswith("Timeout"):
         timeout = item.config.getini("timeout")
-        return (f"{task.id} ({task.function}) did not finish within {timeout} s: look for a "
-                f"loop that never ends in {kata_file}")
+        return (
+            f"{task.id} ({task.function}) did not finish within {timeout} s: look for a "
+            f"loop that never ends in {kata_file}"
+        )
     if isinstance(error, AssertionError) or not isinstance(error, Exception):
         return None
     if type(error).__module__.startswith(("_pytest", "pytest_check")):
@@ -288,8 +300,10 @@ def _short_failure(item: pytest.Item, call: pytest.CallInfo) -> str | None:
     item.stash[_traceback] = verdict.kata_traceback(error, Path(item.path))
     where = _kata_frame(call.excinfo.tb, item)
     message = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-    return (f"{task.id} ({task.function}) raised {type(error).__name__}: {message} "
-            f"[{where}]; check what {kata_file} returns for this task")
+    return (
+        f"{task.id} ({task.function}) raised {type(error).__name__}: {message} "
+        f"[{where}]; check what {kata_file} returns for this task"
+    )
 
 
 def _kata_frame(tb, item: pytest.Item) -> str:
@@ -368,17 +382,28 @@ def _record(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> N
     text = report.longreprtext.strip() if report.failed or report.skipped else ""
     if report.skipped and isinstance(report.longrepr, tuple):
         text = str(report.longrepr[2])
-    report.user_properties.append((RECORD, {
-        "phase": phase.name, "task": task.id, "function": task.function,
-        "test": getattr(item, "originalname", item.name), "variant": variant.id,
-        "kind": variant.kind, "when": report.when, "outcome": report.outcome,
-        "message": text.splitlines()[0][:300] if text else "",
-        "traceback": item.stash.get(_traceback, ""),
-    }))
+    report.user_properties.append(
+        (
+            RECORD,
+            {
+                "phase": phase.name,
+                "task": task.id,
+                "function": task.function,
+                "test": getattr(item, "originalname", item.name),
+                "variant": variant.id,
+                "kind": variant.kind,
+                "when": report.when,
+                "outcome": report.outcome,
+                "message": text.splitlines()[0][:300] if text else "",
+                "traceback": item.stash.get(_traceback, ""),
+            },
+        )
+    )
 
 
-def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
-           variant: Variant) -> None:
+def _judge(
+    item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, variant: Variant
+) -> None:
     if variant.expects_failure:
         _invert(item, report, variant)
         return
@@ -386,8 +411,10 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
     phase, task = _task_of(item)
     if report.skipped and call.excinfo and verdict.from_kata_code(call.excinfo.value):
         report.outcome = "failed"
-        report.longrepr = (f"{task.id} ({task.function}) is not done: your code called "
-                           f"pytest.skip or pytest.xfail [{verdict.where(call.excinfo.value)}]")
+        report.longrepr = (
+            f"{task.id} ({task.function}) is not done: your code called "
+            f"pytest.skip or pytest.xfail [{verdict.where(call.excinfo.value)}]"
+        )
         return
     if report.failed and variant.kind == "katas":
         short = _short_failure(item, call)
@@ -395,9 +422,11 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport,
             report.longrepr = short
     elif report.failed and variant.kind == "accepted":
         assert isinstance(variant.spec, Accepted)
-        report.longrepr = (f"honest-kata violation: {task.id} ({task.function}) "
-                           f"{item.originalname} rejects accepted variant {variant.spec.name!r} "
-                           f"({variant.spec.why})\n{report.longreprtext}")
+        report.longrepr = (
+            f"honest-kata violation: {task.id} ({task.function}) "
+            f"{item.originalname} rejects accepted variant {variant.spec.name!r} "
+            f"({variant.spec.why})\n{report.longreprtext}"
+        )
 
 
 def _invert(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> None:
@@ -419,8 +448,10 @@ def _invert(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> N
         what = f"decoy {variant.spec.name!r} ({variant.spec.why})"
     report.outcome = "failed"
     if judged.reason == "the test passed":
-        report.longrepr = (f"honest-kata violation: {task.id} ({task.function}) {test} "
-                           f"passes on {what}")
+        report.longrepr = (
+            f"honest-kata violation: {task.id} ({task.function}) {test} passes on {what}"
+        )
     else:
-        report.longrepr = (f"broken {variant.kind}: {task.id} ({task.function}) {test} on {what}: "
-                           f"{judged.reason}")
+        report.longrepr = (
+            f"broken {variant.kind}: {task.id} ({task.function}) {test} on {what}: {judged.reason}"
+        )

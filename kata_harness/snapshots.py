@@ -63,15 +63,25 @@ def pin_status(key: str) -> PinStatus:
     pinned = pinned_versions(key)
     now = f"jax {running['jax']} / jaxlib {running['jaxlib']} on {key}"
     if pinned is None:
-        elsewhere = ", ".join(
-            f"{path.parent.name} with jax {pinned_versions(path.parent.name).get('jax')}"
-            for path in sorted(SNAPSHOTS_DIR.glob("*/versions.json"))) or "no platform"
-        return PinStatus(False, f"no snapshots are pinned for {key} (running {now}; pinned: "
-                                f"{elsewhere}); pin them from the reference: {REPIN_COMMAND}")
+        elsewhere = (
+            ", ".join(
+                f"{path.parent.name} with jax {pinned_versions(path.parent.name).get('jax')}"
+                for path in sorted(SNAPSHOTS_DIR.glob("*/versions.json"))
+            )
+            or "no platform"
+        )
+        return PinStatus(
+            False,
+            f"no snapshots are pinned for {key} (running {now}; pinned: "
+            f"{elsewhere}); pin them from the reference: {REPIN_COMMAND}",
+        )
     if pinned != running:
-        return PinStatus(False, f"snapshots were pinned with jax {pinned.get('jax')} / jaxlib "
-                                f"{pinned.get('jaxlib')}, running {now}; "
-                                f"re-pin them from the reference: {REPIN_COMMAND}")
+        return PinStatus(
+            False,
+            f"snapshots were pinned with jax {pinned.get('jax')} / jaxlib "
+            f"{pinned.get('jaxlib')}, running {now}; "
+            f"re-pin them from the reference: {REPIN_COMMAND}",
+        )
     return PinStatus(True, "")
 
 
@@ -119,8 +129,9 @@ def compare_with_pinned(path: Path, actual: str) -> None:
     expected = path.read_text(encoding="utf-8")
     if expected == actual:
         return
-    diff = difflib.unified_diff(expected.splitlines(), actual.splitlines(), "pinned", "actual",
-                                lineterm="", n=1)
+    diff = difflib.unified_diff(
+        expected.splitlines(), actual.splitlines(), "pinned", "actual", lineterm="", n=1
+    )
     lines = list(diff)
     shown = "\n".join(lines[:20]) + ("\n..." if len(lines) > 20 else "")
     raise AssertionError(f"normalized HLO differs from the pinned snapshot {path.name}:\n{shown}")

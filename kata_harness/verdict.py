@@ -101,8 +101,9 @@ def from_kata_code(error: BaseException) -> bool:
     if found is None:
         return False
     path = found[0]
-    return (is_kata_file(str(path)) or path.parent.parent == REFERENCE_DIR
-            or path.parent == DECOYS_DIR)
+    return (
+        is_kata_file(str(path)) or path.parent.parent == REFERENCE_DIR or path.parent == DECOYS_DIR
+    )
 
 
 def _test_side(path: Path, phase: Phase) -> bool:
@@ -138,8 +139,12 @@ def is_todo(error: BaseException, phase: Phase) -> bool:
         return False
     match = TODO_PATTERN.search(str(todo))
     found = origin(todo)
-    return (match is not None and int(match.group(1)) == phase.number and found is not None
-            and found[0] == phase.kata_path)
+    return (
+        match is not None
+        and int(match.group(1)) == phase.number
+        and found is not None
+        and found[0] == phase.kata_path
+    )
 
 
 def is_assertion(error: BaseException, phase: Phase) -> bool:
@@ -156,8 +161,11 @@ def is_assertion(error: BaseException, phase: Phase) -> bool:
 
 def kata_traceback(error: BaseException, test_file: Path) -> str:
     """The error's traceback through kata and test code only (no harness, no library frames)."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if is_kata_file(f.filename) or Path(f.filename) == test_file]
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if is_kata_file(f.filename) or Path(f.filename) == test_file
+    ]
     lines = traceback.format_list(frames) + traceback.format_exception_only(error)
     return "Traceback (kata and test frames):\n" + "".join(lines).rstrip()
 

@@ -39,7 +39,7 @@ def function_source(path: Path, name: str) -> str:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            return "\n".join(text.splitlines()[first - 1:node.end_lineno])
+            return "\n".join(text.splitlines()[first - 1 : node.end_lineno])
     return f"# no function {name} in {path.name}"
 
 
@@ -91,15 +91,21 @@ def _ir(task: Task, impl: str) -> str:
     return normalize_hlo(shown.capture.optimized_hlo_text)
 
 
-def compare(console: Console, phase: Phase, tasks: list[Task], *, unified: bool,
-            ir: bool = True) -> None:
+def compare(
+    console: Console, phase: Phase, tasks: list[Task], *, unified: bool, ir: bool = True
+) -> None:
     learner = phase.kata_path.relative_to(curriculum.ROOT)
     reference = phase.reference_path.relative_to(curriculum.ROOT)
     console.print(f"[bold]{phase.name}[/]: {learner} (learner) vs {reference} (reference)")
     for task in tasks:
         console.rule(f"{task.id} {task.function}")
-        render_pair(console, "source", function_source(phase.kata_path, task.function),
-                    function_source(phase.reference_path, task.function), unified=unified)
+        render_pair(
+            console,
+            "source",
+            function_source(phase.kata_path, task.function),
+            function_source(phase.reference_path, task.function),
+            unified=unified,
+        )
         recipe = recipe_for(task)
         if not ir or recipe is None or recipe.given:  # a given program's IR is the same for both
             continue

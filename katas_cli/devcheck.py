@@ -87,15 +87,31 @@ def run(phases: list[Phase]) -> list[dict]:
 
     collector = _Census()
     args = [str(p.kata_path.parent) for p in phases]
-    args += ["--impl=reference", "--decoys", "--rootdir", str(curriculum.ROOT),
-             "-c", str(curriculum.ROOT / "pyproject.toml"),
-             "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
+    args += [
+        "--impl=reference",
+        "--decoys",
+        "--rootdir",
+        str(curriculum.ROOT),
+        "-c",
+        str(curriculum.ROOT / "pyproject.toml"),
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
     with contextlib.redirect_stdout(io.StringIO()):
         code = pytest.main(args, plugins=[collector])
-    if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR,
-                pytest.ExitCode.INTERRUPTED, pytest.ExitCode.NO_TESTS_COLLECTED):
-        raise RunError(f"pytest stopped with {code.name.lower().replace('_', ' ')}; see why "
-                       "with: uv run pytest katas --impl=reference")
+    if code in (
+        pytest.ExitCode.INTERNAL_ERROR,
+        pytest.ExitCode.USAGE_ERROR,
+        pytest.ExitCode.INTERRUPTED,
+        pytest.ExitCode.NO_TESTS_COLLECTED,
+    ):
+        raise RunError(
+            f"pytest stopped with {code.name.lower().replace('_', ' ')}; see why "
+            "with: uv run pytest katas --impl=reference"
+        )
     return collector.records
 
 
@@ -108,19 +124,27 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
         table.add_column(column, justify="right")
     table.add_column("")
     for row in rows:
-        table.add_row(row.task.id, row.task.function, str(len(row.tests)), str(row.cases),
-                      str(len(row.decoys)), str(sum(row.decoys.values())),
-                      f"{sum(row.accepted.values())}/{len(row.accepted)}",
-                      "[red]gaps[/]" if row.problems else "ok")
+        table.add_row(
+            row.task.id,
+            row.task.function,
+            str(len(row.tests)),
+            str(row.cases),
+            str(len(row.decoys)),
+            str(sum(row.decoys.values())),
+            f"{sum(row.accepted.values())}/{len(row.accepted)}",
+            "[red]gaps[/]" if row.problems else "ok",
+        )
     console.print(table)
     for row in rows:
         for problem in row.problems:
             console.print(f"{row.task.id} ({row.task.function}): {problem}", markup=False)
     bad = sum(bool(row.problems) for row in rows)
-    totals = (f"{len(rows)} tasks, {sum(len(r.tests) for r in rows)} tests, "
-              f"{sum(r.cases for r in rows)} cases, {sum(len(r.decoys) for r in rows)} decoys "
-              f"({sum(sum(r.decoys.values()) for r in rows)} caught), "
-              f"{sum(len(r.accepted) for r in rows)} accepted variants")
+    totals = (
+        f"{len(rows)} tasks, {sum(len(r.tests) for r in rows)} tests, "
+        f"{sum(r.cases for r in rows)} cases, {sum(len(r.decoys) for r in rows)} decoys "
+        f"({sum(sum(r.decoys.values()) for r in rows)} caught), "
+        f"{sum(len(r.accepted) for r in rows)} accepted variants"
+    )
     console.print(f"{totals}; {bad} task(s) with problems" if bad else f"{totals}; all honest")
     return bad
 

@@ -21,12 +21,13 @@ def graph_task(task: Task, impl: str, output: Path | None) -> str:
     shown = capture_task(task, impl)
     svg = output or state_dir() / "graphs" / f"{task.id}-{impl}.svg"
     try:
-        dot = fusion_graph_dot(shown.capture.optimized_hlo_text,
-                               title=f"{task.id} {task.function}")
+        dot = fusion_graph_dot(shown.capture.optimized_hlo_text, title=f"{task.id} {task.function}")
         path, is_svg = save_graph(dot, svg)
     except InspectError as error:  # HLO the reader rejects, or `dot` failing on it
         raise ShowError(f"{task.id} ({task.function}): no graph: {error}") from None
     if is_svg:
         return f"fusion graph of {task.id} ({impl}): {path}"
-    return (f"graphviz's `dot` is not installed, so wrote the graph source: {path}; for the SVG, "
-            f"{INSTALL_HINT}, then: dot -Tsvg {path} -o {svg}")
+    return (
+        f"graphviz's `dot` is not installed, so wrote the graph source: {path}; for the SVG, "
+        f"{INSTALL_HINT}, then: dot -Tsvg {path} -o {svg}"
+    )

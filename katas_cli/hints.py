@@ -39,8 +39,10 @@ def render_hints(console: Console, task: Task, before: int, shown: int) -> None:
         phase = curriculum.phase(task.phase)
         readme = (phase.kata_path.parent / "README.md").relative_to(curriculum.ROOT)
         reference = phase.reference_path.relative_to(curriculum.ROOT)
-        console.print(f"There are no more hints for {task.id}. Read {readme}; after solving, "
-                      f"compare with {reference}.")
+        console.print(
+            f"There are no more hints for {task.id}. Read {readme}; after solving, "
+            f"compare with {reference}."
+        )
     elif shown < total:
         console.print(f"[dim]more: {task.hint_command}[/]")
 

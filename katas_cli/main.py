@@ -24,8 +24,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="katas", description="Work through the XLA katas: progress, hints, "
-                     "watch mode, and the IR your code produces.")
+    parser = _Parser(
+        prog="katas",
+        description="Work through the XLA katas: progress, hints, "
+        "watch mode, and the IR your code produces.",
+    )
     parser.add_argument("--json", action="store_true", help="status as JSON (no command)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     status = sub.add_parser("status", help="every phase's progress and the current task (default)")
@@ -38,8 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one phase's tests against your kata file")
     run.add_argument("phase", help="phaseN")
     run.add_argument("-v", "--verbose", action="store_true", help="also show pytest's output")
-    run.add_argument("--full", action="store_true",
-                     help="the whole traceback (kata and test frames) when your code raised")
+    run.add_argument(
+        "--full",
+        action="store_true",
+        help="the whole traceback (kata and test frames) when your code raised",
+    )
     watch = sub.add_parser("watch", help="rerun the tests each time you save a kata file")
     watch.add_argument("phase", nargs="?", help="start on this phase (default: current task)")
     watch.add_argument("--manual", action="store_true", help="no file watching: Enter reruns")
@@ -64,11 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("-o", "--output", type=Path, help="SVG path (default .katas/graphs/...)")
     graph.add_argument("--reference", action="store_true", help="graph the reference's HLO")
     dev = sub.add_parser("dev", help="for contributors: checks of the course itself")
-    dev_sub = dev.add_subparsers(dest="dev_command", parser_class=_Parser, metavar="DEV_COMMAND",
-                                 required=True)
+    dev_sub = dev.add_subparsers(
+        dest="dev_command", parser_class=_Parser, metavar="DEV_COMMAND", required=True
+    )
     dev_check = dev_sub.add_parser(
-        "check", help="honesty census: tests, cases, decoys caught, accepted variants per task; "
-        "fails on any gap")
+        "check",
+        help="honesty census: tests, cases, decoys caught, accepted variants per task; "
+        "fails on any gap",
+    )
     dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
     return parser
 
@@ -143,8 +152,9 @@ def _one_task(phase_text: str, task_text: str | None):
     if task is None:
         task = next((t for t in phase.tasks if recipe_for(t) is not None), None)
         if task is None:
-            raise UsageError(f"nothing to show for {phase.name}: none of its tasks builds an "
-                             "array program")
+            raise UsageError(
+                f"nothing to show for {phase.name}: none of its tasks builds an array program"
+            )
     return phase, task
 
 
@@ -159,8 +169,10 @@ def _show(args: argparse.Namespace, console) -> int:
     who = "reference" if args.reference else "your code"
     if shown.recipe.given:
         who = "the tests' program"
-    console.print(f"[bold]{task.id}[/] {task.function} ({who}): {args.stage}, "
-                  f"program: {escape(shown.recipe.about)}")
+    console.print(
+        f"[bold]{task.id}[/] {task.function} ({who}): {args.stage}, "
+        f"program: {escape(shown.recipe.about)}"
+    )
     if console.is_terminal:
         console.print(highlight(text, args.stage), end="")
     else:
@@ -175,8 +187,13 @@ def _compare(args: argparse.Namespace, console) -> int:
     from .targets import parse_target
 
     phase, task = parse_target(args.phase, args.task)
-    compare(console, phase, [task] if task else list(phase.tasks), unified=args.unified,
-            ir=not args.no_ir)
+    compare(
+        console,
+        phase,
+        [task] if task else list(phase.tasks),
+        unified=args.unified,
+        ir=not args.no_ir,
+    )
     return 0
 
 
@@ -222,9 +239,17 @@ def _dev(args: argparse.Namespace, console) -> int:
     return check(console, phases)
 
 
-COMMANDS = {"dev": _dev, "status": _status, "list": _list, "hint": _hint, "run": _run,
-            "show": _show,
-            "compare": _compare, "reset": _reset, "graph": _graph}
+COMMANDS = {
+    "dev": _dev,
+    "status": _status,
+    "list": _list,
+    "hint": _hint,
+    "run": _run,
+    "show": _show,
+    "compare": _compare,
+    "reset": _reset,
+    "graph": _graph,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

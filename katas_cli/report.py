@@ -14,8 +14,12 @@ from .state import PhaseOutcome, State
 from .status import current_task, first_unfinished, phase_summary, shared_failure
 from .targets import all_phases
 
-MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "skipped": "[yellow]~[/]",
-         "not run": "[dim]·[/]"}
+MARKS = {
+    "passed": "[green]✓[/]",
+    "failed": "[red]✗[/]",
+    "skipped": "[yellow]~[/]",
+    "not run": "[dim]·[/]",
+}
 
 
 def _bar(done: int, total: int, width: int = 20) -> str:
@@ -30,8 +34,10 @@ def _rel(task: Task) -> str:
 
 def render_current(console: Console, task: Task | None, outcomes: dict[str, PhaseOutcome]) -> None:
     if task is None:
-        console.print("[bold green]Every task of every phase is done.[/] Compare with the "
-                      "reference: uv run katas compare phaseN")
+        console.print(
+            "[bold green]Every task of every phase is done.[/] Compare with the "
+            "reference: uv run katas compare phaseN"
+        )
         return
     outcome = outcomes[f"phase{task.phase}"].task(task.number)
     console.print(f"[bold]current:[/] {task.id} [cyan]{task.function}[/]: {escape(task.title)}")
@@ -64,8 +70,9 @@ def _matches(task: Task, text: str | None) -> bool:
     return text.lower() in haystack
 
 
-def render_list(console: Console, outcomes: dict[str, PhaseOutcome], state: State,
-                text: str | None) -> None:
+def render_list(
+    console: Console, outcomes: dict[str, PhaseOutcome], state: State, text: str | None
+) -> None:
     current = current_task(outcomes)
     width = max(len(t.function) for p in all_phases() for t in p.tasks)
     shown = 0
@@ -79,8 +86,10 @@ def render_list(console: Console, outcomes: dict[str, PhaseOutcome], state: Stat
             outcome = outcomes[phase.name].task(task.number)
             arrow = "[bold]→[/]" if task == current else " "
             hints = f"hints {state.hints.get(task.id, 0)}/{len(task.hints)}"
-            console.print(f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} [cyan]"
-                          f"{task.function:<{width}}[/] {escape(task.title)}  [dim]{hints}[/]")
+            console.print(
+                f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} [cyan]"
+                f"{task.function:<{width}}[/] {escape(task.title)}  [dim]{hints}[/]"
+            )
             shown += 1
     if not shown:
         console.print(f"no task matches {text!r}")
@@ -91,14 +100,23 @@ def to_json(outcomes: dict[str, PhaseOutcome], state: State, text: str | None = 
     for phase in all_phases():
         outcome = outcomes[phase.name]
         d, t = phase_summary(phase, outcome)
-        tasks = [{"id": task.id, "function": task.function, "title": task.title,
-                  "outcome": outcome.task(task.number).outcome,
-                  "message": outcome.task(task.number).message,
-                  "hints_shown": state.hints.get(task.id, 0), "hints_total": len(task.hints),
-                  "hint_command": task.hint_command}
-                 for task in phase.tasks if _matches(task, text)]
-        phases.append({"phase": phase.name, "title": phase.title, "done": d, "total": t,
-                       "tasks": tasks})
+        tasks = [
+            {
+                "id": task.id,
+                "function": task.function,
+                "title": task.title,
+                "outcome": outcome.task(task.number).outcome,
+                "message": outcome.task(task.number).message,
+                "hints_shown": state.hints.get(task.id, 0),
+                "hints_total": len(task.hints),
+                "hint_command": task.hint_command,
+            }
+            for task in phase.tasks
+            if _matches(task, text)
+        ]
+        phases.append(
+            {"phase": phase.name, "title": phase.title, "done": d, "total": t, "tasks": tasks}
+        )
     current = current_task(outcomes)
     return {
         "done": sum(p["done"] for p in phases),
@@ -108,8 +126,14 @@ def to_json(outcomes: dict[str, PhaseOutcome], state: State, text: str | None = 
     }
 
 
-def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
-                 focus: Task | None = None, *, full: bool = False) -> None:
+def render_phase(
+    console: Console,
+    phase: Phase,
+    outcome: PhaseOutcome,
+    focus: Task | None = None,
+    *,
+    full: bool = False,
+) -> None:
     """One phase after a run: a line per task, then the failure of the focused task in full
     (``full``: with the kata's traceback when it raised)."""
     d, t = phase_summary(phase, outcome)
@@ -126,8 +150,10 @@ def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
             line += f"  [dim]{'not done yet' if todo else escape(result.message)}[/]"
         console.print(line)
     if focus is None:
-        console.print(f"[bold green]{phase.name} is done.[/] Read katas/{phase.name}/README.md "
-                      f"again and compare with the reference: reference/{phase.name}/kata.py")
+        console.print(
+            f"[bold green]{phase.name} is done.[/] Read katas/{phase.name}/README.md "
+            f"again and compare with the reference: reference/{phase.name}/kata.py"
+        )
         return
     result = outcome.task(focus.number)
     console.print(f"\n[bold]{focus.id}[/] [cyan]{focus.function}[/]: {escape(focus.title)}")
@@ -136,8 +162,10 @@ def render_phase(console: Console, phase: Phase, outcome: PhaseOutcome,
     else:
         console.print(f"{MARKS[result.outcome]} {escape(result.message or result.outcome)}")
     if result.traceback:
-        console.print(escape(result.traceback) if full else
-                      "[dim]the whole traceback: uv run katas run "
-                      f"{phase.name} --full (t in watch)[/]")
+        console.print(
+            escape(result.traceback)
+            if full
+            else f"[dim]the whole traceback: uv run katas run {phase.name} --full (t in watch)[/]"
+        )
     if focus.hint_command not in result.message:
         console.print(f"hint: {focus.hint_command}")

@@ -26,18 +26,22 @@ def _git(*args: str) -> str:
     git = shutil.which("git")
     if git is None:
         raise UsageError("reset needs git to find the shipped stub, and git is not installed")
-    result = subprocess.run([git, *args], cwd=curriculum.ROOT, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [git, *args], cwd=curriculum.ROOT, capture_output=True, text=True, timeout=60
+    )
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["unknown error"])[0]
-        raise UsageError(f"reset needs the git history of {curriculum.ROOT}: git {args[0]} "
-                         f"failed ({reason})")
+        raise UsageError(
+            f"reset needs the git history of {curriculum.ROOT}: git {args[0]} failed ({reason})"
+        )
     return result.stdout
 
 
 def is_stub(phase: Phase, text: str) -> bool:
-    return all(f'NotImplementedError("{phase.name} task {task.number}: {task.function}")' in text
-               for task in phase.tasks)
+    return all(
+        f'NotImplementedError("{phase.name} task {task.number}: {task.function}")' in text
+        for task in phase.tasks
+    )
 
 
 def pristine_stub(phase: Phase) -> tuple[str, str]:

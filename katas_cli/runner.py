@@ -118,8 +118,14 @@ class _Recorder:
                     result.message = line if _HARNESS_LINE.match(line) else f"{name}: {line}"
                     details = _trim(report.longreprtext)
                     result.details = details if "\n" in details else ""
-                result.traceback = next((record.get("traceback", "") for key, record
-                                         in report.user_properties if key == "kata"), "")
+                result.traceback = next(
+                    (
+                        record.get("traceback", "")
+                        for key, record in report.user_properties
+                        if key == "kata"
+                    ),
+                    "",
+                )
             elif report.skipped and result.outcome == "passed":
                 result.outcome, result.message = "skipped", _one_line(report)
         if report.when == "teardown":
@@ -144,8 +150,9 @@ def _aggregate(phase: Phase, recorder: _Recorder) -> PhaseOutcome:
         failed = [r for r in results if r.outcome == "failed"]
         if failed:
             first = failed[0]
-            outcome.tasks[task.number] = TaskOutcome("failed", first.message, first.details,
-                                                     first.traceback)
+            outcome.tasks[task.number] = TaskOutcome(
+                "failed", first.message, first.details, first.traceback
+            )
         elif any(r.outcome == "passed" for r in results):
             outcome.tasks[task.number] = TaskOutcome("passed")
         elif results:
@@ -158,16 +165,32 @@ def _aggregate(phase: Phase, recorder: _Recorder) -> PhaseOutcome:
 def pytest_args(phases: Iterable[Phase], impl: str) -> list[str]:
     root = curriculum.ROOT
     args = [str(p.kata_path.parent) for p in phases]
-    args += [f"--impl={impl}", "--rootdir", str(root), "-c", str(root / "pyproject.toml"),
-             "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    args += [
+        f"--impl={impl}",
+        "--rootdir",
+        str(root),
+        "-c",
+        str(root / "pyproject.toml"),
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+    ]
     if impl == "reference":
         args.append("--no-honesty")
     return [*args, "-q"]
 
 
-def run_phases(phases: list[Phase], *, impl: str = "katas", keys: dict[str, str] | None = None,
-               on_progress: ProgressFn | None = None,
-               verbose: bool = False) -> dict[str, PhaseOutcome]:
+def run_phases(
+    phases: list[Phase],
+    *,
+    impl: str = "katas",
+    keys: dict[str, str] | None = None,
+    on_progress: ProgressFn | None = None,
+    verbose: bool = False,
+) -> dict[str, PhaseOutcome]:
     """Run the tests of `phases` in one pytest session; outcomes by phase name."""
     import pytest
 
@@ -177,10 +200,11 @@ def run_phases(phases: list[Phase], *, impl: str = "katas", keys: dict[str, str]
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-        names = " ".join(str(Path(p.kata_path.parent).relative_to(curriculum.ROOT))
-                         for p in phases)
-        raise RunError(f"pytest stopped with {code.name.lower().replace('_', ' ')}; "
-                       f"see why with: uv run pytest {names}")
+        names = " ".join(str(Path(p.kata_path.parent).relative_to(curriculum.ROOT)) for p in phases)
+        raise RunError(
+            f"pytest stopped with {code.name.lower().replace('_', ' ')}; "
+            f"see why with: uv run pytest {names}"
+        )
     results = {}
     for phase in phases:
         results[phase.name] = _aggregate(phase, recorder)

@@ -48,9 +48,11 @@ def capture_task(task: Task, impl: str) -> Shown:
     """Trace and compile the task's recipe with the learner's (`katas`) or reference module."""
     recipe = recipe_for(task)
     if recipe is None:
-        raise NothingToShow(f"nothing to show for {task.id} ({task.function}): it computes no "
-                            "array program of its own; read its tests in "
-                            f"katas/phase{task.phase}/ for what it is checked on")
+        raise NothingToShow(
+            f"nothing to show for {task.id} ({task.function}): it computes no "
+            "array program of its own; read its tests in "
+            f"katas/phase{task.phase}/ for what it is checked on"
+        )
     _configure_jax()
     from kata_harness import curriculum
 
@@ -69,13 +71,17 @@ def capture_task(task: Task, impl: str) -> Shown:
             raise ShowError(_not_done(task)) from None
         raise ShowError(f"{task.id} ({task.function}): {_first_line(error)}") from None
     except Exception as error:  # the learner's code may raise anything while tracing
-        raise ShowError(f"{task.id} ({task.function}) raised {type(error).__name__} while "
-                        f"tracing: {_first_line(error)}") from None
+        raise ShowError(
+            f"{task.id} ({task.function}) raised {type(error).__name__} while "
+            f"tracing: {_first_line(error)}"
+        ) from None
 
 
 def _not_done(task: Task) -> str:
-    return (f"{task.id} ({task.function}) is not done yet: nothing to compile; "
-            f"hint: {task.hint_command}")
+    return (
+        f"{task.id} ({task.function}) is not done yet: nothing to compile; "
+        f"hint: {task.hint_command}"
+    )
 
 
 def _first_line(error: Exception) -> str:
@@ -85,9 +91,12 @@ def _first_line(error: Exception) -> str:
 
 def stage_text(captured: Capture, stage: str) -> str:
     """The stage's text, ending in one newline; optimized HLO without frame tables or metadata."""
-    texts = {"jaxpr": lambda: str(captured.jaxpr), "stablehlo": lambda: captured.stablehlo_text,
-             "hlo": lambda: captured.hlo_text,
-             "optimized": lambda: normalize_hlo(captured.optimized_hlo_text, _READABLE)}
+    texts = {
+        "jaxpr": lambda: str(captured.jaxpr),
+        "stablehlo": lambda: captured.stablehlo_text,
+        "hlo": lambda: captured.hlo_text,
+        "optimized": lambda: normalize_hlo(captured.optimized_hlo_text, _READABLE),
+    }
     return _BLANK_RUN.sub("\n\n", texts[stage]()).rstrip("\n") + "\n"
 
 
@@ -111,8 +120,22 @@ _HLO_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _KIND = re.compile(r"kind=k\w+|\"kind\":\"\w+\"")
 _JAXPR_OP = re.compile(r"^\s+[^=\n]*?\s=\s([a-z_][a-z0-9_]*)")
 _MLIR_OP = re.compile(r"\b(?:stablehlo|chlo|func|sdy|mhlo|tensor|arith)\.[a-z_]+")
-_HEAVY = frozenset({"dot", "dot_general", "convolution", "conv_general_dilated", "custom-call",
-                    "while", "conditional", "cond", "scan", "call", "all-reduce", "reduce"})
+_HEAVY = frozenset(
+    {
+        "dot",
+        "dot_general",
+        "convolution",
+        "conv_general_dilated",
+        "custom-call",
+        "while",
+        "conditional",
+        "cond",
+        "scan",
+        "call",
+        "all-reduce",
+        "reduce",
+    }
+)
 
 
 def _op_style(op: str) -> str:

@@ -70,8 +70,12 @@ def _hash_files(digest, paths: list[Path]) -> None:
 def _salt() -> bytes:
     digest = hashlib.sha256()
     root = curriculum.ROOT
-    shared = [root / "conftest.py", root / "katas_cli" / "runner.py",
-              *root.glob("kata_harness/*.py"), *root.glob("xla_inspect/*.py")]
+    shared = [
+        root / "conftest.py",
+        root / "katas_cli" / "runner.py",
+        *root.glob("kata_harness/*.py"),
+        *root.glob("xla_inspect/*.py"),
+    ]
     _hash_files(digest, [p for p in shared if p.is_file()])
     try:
         digest.update(metadata.version("jax").encode())
@@ -115,8 +119,9 @@ class State:
         if data.get("version") != VERSION:
             return cls({}, dict(data.get("hints", {})))
         phases = {
-            name: PhaseOutcome(entry["key"], {int(k): TaskOutcome(**v)
-                                              for k, v in entry["tasks"].items()})
+            name: PhaseOutcome(
+                entry["key"], {int(k): TaskOutcome(**v) for k, v in entry["tasks"].items()}
+            )
             for name, entry in data.get("phases", {}).items()
         }
         return cls(phases, {k: int(v) for k, v in data.get("hints", {}).items()})

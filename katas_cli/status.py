@@ -25,13 +25,22 @@ from .targets import all_phases
 def make_console(*, stderr: bool = False) -> Console:
     """Colours and live displays only on a terminal; rich honours NO_COLOR by itself."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, highlight=False, no_color="NO_COLOR" in os.environ,
-                   soft_wrap=not stream.isatty())
+    return Console(
+        file=stream,
+        highlight=False,
+        no_color="NO_COLOR" in os.environ,
+        soft_wrap=not stream.isatty(),
+    )
 
 
-def run_with_progress(phases: list[Phase], keys: dict[str, str], *, impl: str = "katas",
-                      console: Console | None = None,
-                      on_progress: ProgressFn | None = None) -> dict[str, PhaseOutcome]:
+def run_with_progress(
+    phases: list[Phase],
+    keys: dict[str, str],
+    *,
+    impl: str = "katas",
+    console: Console | None = None,
+    on_progress: ProgressFn | None = None,
+) -> dict[str, PhaseOutcome]:
     """Run `phases`, showing a progress bar on a terminal or one line otherwise (on `console`,
     by default stderr); `on_progress` also hears of every finished test."""
     err = console or make_console(stderr=True)
@@ -39,10 +48,18 @@ def run_with_progress(phases: list[Phase], keys: dict[str, str], *, impl: str = 
     if not err.is_terminal:
         err.print(f"katas: running the tests of {names} ...")
         return run_phases(phases, impl=impl, keys=keys, on_progress=on_progress)
-    columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with _uncaptured(err) as live, Progress(*columns, console=live, transient=True,
-                                            redirect_stdout=False, redirect_stderr=False) as bar:
+    columns = (
+        TextColumn("running {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with (
+        _uncaptured(err) as live,
+        Progress(
+            *columns, console=live, transient=True, redirect_stdout=False, redirect_stderr=False
+        ) as bar,
+    ):
         task = bar.add_task(names, total=None)
 
         def advance(done: int, total: int) -> None:
@@ -63,12 +80,14 @@ def _uncaptured(console: Console) -> Iterator[Console]:
         yield console
         return
     with os.fdopen(fd, "w", encoding="utf-8") as terminal:
-        yield Console(file=terminal, highlight=False, no_color=console.no_color,
-                      force_terminal=True)
+        yield Console(
+            file=terminal, highlight=False, no_color=console.no_color, force_terminal=True
+        )
 
 
-def refresh(phases: Sequence[Phase] | None = None, *, force: bool = False,
-            state: State | None = None) -> dict[str, PhaseOutcome]:
+def refresh(
+    phases: Sequence[Phase] | None = None, *, force: bool = False, state: State | None = None
+) -> dict[str, PhaseOutcome]:
     """Outcomes of `phases` (default: all), rerunning only the stale ones; saves the state."""
     chosen = list(phases if phases is not None else all_phases())
     state = state or State.load()

@@ -63,5 +63,7 @@ def parse_target(text: str, task_text: str | None = None) -> tuple[Phase, Task |
 
 def require_file(phase: Phase) -> None:
     if not phase.kata_path.is_file():
-        raise UsageError(f"{phase.name}: {phase.kata_path} is missing; restore it with "
-                         f"`uv run katas reset {phase.name}`")
+        raise UsageError(
+            f"{phase.name}: {phase.kata_path} is missing; restore it with "
+            f"`uv run katas reset {phase.name}`"
+        )

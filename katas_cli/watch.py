@@ -48,8 +48,15 @@ ResultFn = Callable[[Phase, PhaseOutcome], None]
 
 
 class Watcher:
-    def __init__(self, console: Console, *, manual: bool = False, poll: bool = False,
-                 keys: bool = True, on_result: ResultFn | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        manual: bool = False,
+        poll: bool = False,
+        keys: bool = True,
+        on_result: ResultFn | None = None,
+    ) -> None:
         self.console = console
         self.manual = manual
         self.poll = poll
@@ -72,9 +79,14 @@ class Watcher:
         def is_kata(_change: object, path: str) -> bool:
             return Path(path).name == curriculum.KATA_FILE
 
-        for changes in watchfiles.watch(curriculum.KATAS_DIR, watch_filter=is_kata,
-                                        stop_event=self.stop, force_polling=self.poll or None,
-                                        debounce=400, step=30):
+        for changes in watchfiles.watch(
+            curriculum.KATAS_DIR,
+            watch_filter=is_kata,
+            stop_event=self.stop,
+            force_polling=self.poll or None,
+            debounce=400,
+            step=30,
+        ):
             for _, path in changes:
                 phase = curriculum.phase_of_path(Path(path))
                 if phase is not None:
@@ -84,9 +96,11 @@ class Watcher:
     def _progress_of(self, name: str) -> Callable[[int, int], None]:
         """Marks the run interruptible from the first test to the last: inside pytest's test
         loop, which handles an interrupt like Ctrl-C (no half-finished teardown)."""
+
         def progress(done: int, total: int) -> None:
             with self.lock:
                 self.running = name if done < total else None
+
         return progress
 
     def _interrupt_run_of(self, name: str) -> None:
@@ -137,14 +151,18 @@ class Watcher:
     def run(self, phase: Phase) -> None:
         keys = phase_keys([phase])
         try:
-            outcome = run_with_progress([phase], keys, console=self.console,
-                                        on_progress=self._progress_of(phase.name))[phase.name]
+            outcome = run_with_progress(
+                [phase], keys, console=self.console, on_progress=self._progress_of(phase.name)
+            )[phase.name]
         finally:
             with self.lock:
                 self.running = None
         self.state.update(lambda current: current.phases.update({phase.name: outcome}))
-        if self.focus is None or self.focus.phase != phase.number or outcome.task(
-                self.focus.number).done:
+        if (
+            self.focus is None
+            or self.focus.phase != phase.number
+            or outcome.task(self.focus.number).done
+        ):
             self.focus = first_unfinished(phase, outcome)
         self._show(phase, outcome)
 
@@ -175,8 +193,7 @@ class Watcher:
         elif event.value == "n":
             self._next()
         elif event.value == "h":
-            show_next_hint(self.console, self.focus or current_task(self.state.phases),
-                           self.state)
+            show_next_hint(self.console, self.focus or current_task(self.state.phases), self.state)
             self._footer()
         elif event.value == "t":
             outcome = self.state.phases.get(self.shown.name)

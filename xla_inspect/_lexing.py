@@ -19,15 +19,22 @@ COMMENT = re.compile(r"/\*.*?\*/")
 # dtype       ::= XLA's primitive type names: pred s4 s32 u8 f16 bf16 f8e4m3fn c64 token ...
 # array_shape ::= dtype '[' dims ']' layout?     dims may hold '<=N' and '?'
 # layout      ::= '{' minor_to_major (':' tiling and memory-space parts)? '}'
-DTYPE = (r"(?:pred|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)|bf16|c(?:64|128)"
-         r"|f8e[0-9a-z]+|f[46]e[0-9a-z]+|token|opaque)")
+DTYPE = (
+    r"(?:pred|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)|bf16|c(?:64|128)"
+    r"|f8e[0-9a-z]+|f[46]e[0-9a-z]+|token|opaque)"
+)
 _DIM = r"(?:(?:<=)?[0-9]+|\?)"
 DIMS = r"(?:" + _DIM + r"(?:," + _DIM + r")*)?"
 LAYOUT = r"\{(?:[0-9]+(?:,[0-9]+)*)?(?::[^{}\s]*)?\}"
 ARRAY_SHAPE_PATTERN = DTYPE + r"\[" + DIMS + r"\](?:" + LAYOUT + r")?"
 # flat_tuple_shape ::= '(' (array_shape (', ' ('/*index=N*/')? array_shape)*)? ')'
-FLAT_TUPLE_SHAPE_PATTERN = (r"\((?:" + ARRAY_SHAPE_PATTERN + r"(?:, (?:/\*index=[0-9]+\*/)?"
-                            + ARRAY_SHAPE_PATTERN + r")*)?\)")
+FLAT_TUPLE_SHAPE_PATTERN = (
+    r"\((?:"
+    + ARRAY_SHAPE_PATTERN
+    + r"(?:, (?:/\*index=[0-9]+\*/)?"
+    + ARRAY_SHAPE_PATTERN
+    + r")*)?\)"
+)
 ARRAY_SHAPE = re.compile(ARRAY_SHAPE_PATTERN)
 
 
@@ -150,16 +157,16 @@ def operand_names(text: str) -> list[str] | None:
 _FIXED_ARITY = {
     0: "iota partition-id replica-id rng-get-and-update-state",
     1: "abs acos acosh all-gather-done all-reduce-done asin asinh atanh bitcast bitcast-convert"
-       " broadcast cbrt ceil cholesky collective-permute-done convert copy copy-done copy-start"
-       " cosh cosine count-leading-zeros domain erf exponential exponential-minus-one fft floor"
-       " get-dimension-size get-tuple-element imag infeed is-finite log log-plus-one logistic"
-       " negate not opt-barrier popcnt real recv recv-done reduce-precision reshape reverse"
-       " rng-bit-generator round-nearest-afz round-nearest-even rsqrt send-done shuffle sign sine"
-       " sinh slice sqrt tan tanh topk transpose while",
+    " broadcast cbrt ceil cholesky collective-permute-done convert copy copy-done copy-start"
+    " cosh cosine count-leading-zeros domain erf exponential exponential-minus-one fft floor"
+    " get-dimension-size get-tuple-element imag infeed is-finite log log-plus-one logistic"
+    " negate not opt-barrier popcnt real recv recv-done reduce-precision reshape reverse"
+    " rng-bit-generator round-nearest-afz round-nearest-even rsqrt send-done shuffle sign sine"
+    " sinh slice sqrt tan tanh topk transpose while",
     2: "add add-dependency and atan2 compare complex divide gather maximum minimum mulhi multiply"
-       " or outfeed pad power remainder send set-dimension-size shift-left"
-       " shift-right-arithmetic shift-right-logical stochastic-convert subtract triangular-solve"
-       " xor",
+    " or outfeed pad power remainder send set-dimension-size shift-left"
+    " shift-right-arithmetic shift-right-logical stochastic-convert subtract triangular-solve"
+    " xor",
     3: "batch-norm-training clamp ragged-dot select select-and-scatter",
     4: "scaled-dot",
     5: "batch-norm-grad batch-norm-inference",

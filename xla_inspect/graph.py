@@ -60,15 +60,19 @@ def fusion_graph_dot(hlo: str | HloModule, *, title: str = "") -> str:
     """Graphviz source for the ENTRY computation of `hlo` (HLO text or a parsed module)."""
     module = parse_hlo(hlo) if isinstance(hlo, str) else hlo
     summaries = {f.name: f for f in fusion_summaries(module)}
-    lines = [f"digraph {_quote(module.name)} {{", "  rankdir=TB;",
-             '  node [fontname="Helvetica", fontsize=10];',
-             f"  label={_quote(title or module.name)}; labelloc=t;"]
+    lines = [
+        f"digraph {_quote(module.name)} {{",
+        "  rankdir=TB;",
+        '  node [fontname="Helvetica", fontsize=10];',
+        f"  label={_quote(title or module.name)}; labelloc=t;",
+    ]
     for instruction in module.entry.instructions:
         summary = summaries.get(instruction.name)
         absorbed = ""
         if summary is not None:
-            absorbed = ", ".join(f"{op} x{n}" if n > 1 else op
-                                 for op, n in sorted(summary.absorbed.items()))
+            absorbed = ", ".join(
+                f"{op} x{n}" if n > 1 else op for op, n in sorted(summary.absorbed.items())
+            )
         lines.append(_node(instruction, summary.label if summary else None, absorbed))
     for instruction in module.entry.instructions:
         for operand in instruction.operands:
@@ -90,8 +94,14 @@ def render_svg(dot_text: str, path: str | Path) -> Path:
     svg = Path(path)
     svg.parent.mkdir(parents=True, exist_ok=True)
     try:
-        subprocess.run([program, "-Tsvg", "-o", str(svg)], input=dot_text, text=True,
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [program, "-Tsvg", "-o", str(svg)],
+            input=dot_text,
+            text=True,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     except subprocess.CalledProcessError as exc:
         reason = (exc.stderr or "").strip().splitlines()
         raise InspectError(f"dot failed ({reason[0] if reason else exc.returncode})") from exc

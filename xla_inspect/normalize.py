@@ -214,6 +214,7 @@ def _rename_tokens(
 
 def _rename_any(body: str, local: dict[str, str], computations: dict[str, str]) -> str:
     """Rename every name token, `%` or not, keeping each token's own sigil."""
+
     def rename(match: re.Match[str]) -> str:
         token = match[0]
         sigil = "%" if token[0] == "%" else ""

@@ -38,7 +38,10 @@ from xla_inspect.model import (
 # instruction ::= 'ROOT '? '%'? name ' = ' shape ' ' opcode '(' operands ')' (', ' attr)*
 # (the common case: an array or flat tuple shape, no parentheses inside the operand list)
 _FAST = re.compile(
-    r"\s*(ROOT )?%?([\w.\-]+) = (" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
+    r"\s*(ROOT )?%?([\w.\-]+) = ("
+    + ARRAY_SHAPE_PATTERN
+    + "|"
+    + FLAT_TUPLE_SHAPE_PATTERN
     + r") ([a-z][a-z0-9\-]*)\(([^()]*)\)(?:, (.*))?$"
 )
 # Token-level pieces, after XLA's lexer. skip ::= (whitespace | '/*' ... '*/' | '//' ...)*
@@ -53,15 +56,19 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 # anything else that is not punctuation: numbers, identifiers, dim labels, 2x2, 0_1x1_0, <=
 _WORD = re.compile(r"[^\s,=(){}\[\]\"'/]+")
 _GROUP_TOKEN = re.compile(
-    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]')
+    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]'
+)
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
 _LAYOUT_START = frozenset("0123456789}:")
 # a shape as XLA prints it (used when no layout follows after a space or comment)
-_PRINTED_SHAPE = re.compile("(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN
-                            + r")(?=[ \t\r\n,)/])")
+_PRINTED_SHAPE = re.compile(
+    "(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN + r")(?=[ \t\r\n,)/])"
+)
 # computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
-_HEADER_LINE = re.compile(r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*"
-                          r"(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{")
+_HEADER_LINE = re.compile(
+    r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*"
+    r"(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{"
+)
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
@@ -73,20 +80,41 @@ _LITERAL_TOKEN = re.compile(
     r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
-_SCALAR = re.compile(r"true|false|"
-                     r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_SCALAR = re.compile(
+    r"true|false|"
+    r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+)
 _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 # Opcodes whose attributes may name computations (`calls=`, `to_apply=`, `body=`, ...): only
 # these are checked for references to computations the module does not define.
-_CALLERS = frozenset({
-    "fusion", "call", "while", "conditional", "reduce", "reduce-window", "map", "sort", "scatter",
-    "select-and-scatter", "all-reduce", "all-reduce-start", "reduce-scatter", "custom-call",
-    "async-start", "async-update", "async-done", "collective-reduce", "scan",
-    "all-reduce-done", "all-gather-start",
-})
+_CALLERS = frozenset(
+    {
+        "fusion",
+        "call",
+        "while",
+        "conditional",
+        "reduce",
+        "reduce-window",
+        "map",
+        "sort",
+        "scatter",
+        "select-and-scatter",
+        "all-reduce",
+        "all-reduce-start",
+        "reduce-scatter",
+        "custom-call",
+        "async-start",
+        "async-update",
+        "async-done",
+        "collective-reduce",
+        "scan",
+        "all-reduce-done",
+        "all-gather-start",
+    }
+)
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
 _CALLED_NAME = re.compile(
     r"(?:calls|to_apply|condition|body|branch_computations|true_computation|false_computation"
@@ -120,8 +148,10 @@ def _layout_problem(shape: str) -> str | None:
         rank = dims.count(",") + 1 if dims else 0
         listed = order.count(",") + 1 if order else 0
         if rank != listed:
-            return (f"a layout listing {rank} dimension{'s' if rank != 1 else ''} for "
-                    f"[{dims}], not {listed} ('{shape}')")
+            return (
+                f"a layout listing {rank} dimension{'s' if rank != 1 else ''} for "
+                f"[{dims}], not {listed} ('{shape}')"
+            )
     return None
 
 
@@ -158,8 +188,9 @@ class _Reader:
         self._cursor = (line, self.text.rfind("\n", 0, pos) + 1)
         return line
 
-    def error(self, index: int, expected: str, line: str | None = None,
-              near: str | None = None) -> HloParseError:
+    def error(
+        self, index: int, expected: str, line: str | None = None, near: str | None = None
+    ) -> HloParseError:
         """The error for line `index`; its column is where `near` first stands on the line."""
         shown = self.lines[index] if line is None and index < len(self.lines) else line or ""
         column = None
@@ -189,7 +220,7 @@ class _Reader:
         text = self.text
         if text.startswith("/*", pos):
             return self.error_at(pos, "'*/' to close the comment")
-        if text.startswith(("\"", "'"), pos):
+        if text.startswith(('"', "'"), pos):
             return self.error_at(pos, f"'{text[pos]}' to close the string")
         if pos >= len(text):
             return self.error_at(pos, f"{expected} before the end of the text")
@@ -206,7 +237,8 @@ class _Reader:
                 closer = stack.pop()
                 if token != closer:
                     raise self.error_at(
-                        match.start(), f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'")
+                        match.start(), f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'"
+                    )
                 if not stack:
                     return match.end()
             elif token in "\"'/":
@@ -265,8 +297,9 @@ class _Reader:
                     break
                 closer = stack.pop()
                 if char != closer:
-                    raise self.error_at(start, f"'{closer}' to close '{_OPEN_OF[closer]}' "
-                                               f"before '{char}'")
+                    raise self.error_at(
+                        start, f"'{closer}' to close '{_OPEN_OF[closer]}' before '{char}'"
+                    )
                 parts.append(sep + char)
                 pos = start + 1
             elif char == ",":
@@ -320,7 +353,8 @@ class _Reader:
                         break
                     else:
                         raise self.stray(
-                            at, "',' or ')' in a tuple shape like '(f32[2]{0}, s32[])'")
+                            at, "',' or ')' in a tuple shape like '(f32[2]{0}, s32[])'"
+                        )
             raw = text[pos : at + 1]
             if is_shape(raw):
                 return raw, at + 1
@@ -406,16 +440,22 @@ class _Reader:
                         i += 1
                     continue
                 match = None
-                if (stripped[-1] == "{" and "/" not in stripped and '"' not in stripped
-                        and "'" not in stripped and stripped.count("(") == stripped.count(")")):
+                if (
+                    stripped[-1] == "{"
+                    and "/" not in stripped
+                    and '"' not in stripped
+                    and "'" not in stripped
+                    and stripped.count("(") == stripped.count(")")
+                ):
                     match = _HEADER_LINE.fullmatch(stripped)
                 if match is None:
                     line_mode, pos = False, self.offset_of(i)
                     continue
                 index = i
                 instructions, pos, i = self.body(match.group(2), len(computations), line=i + 1)
-                computation = HloComputation(match.group(2), instructions,
-                                             match.group(1) is not None, index + 1)
+                computation = HloComputation(
+                    match.group(2), instructions, match.group(1) is not None, index + 1
+                )
                 if i < 0:
                     computation, pos = self.computation_end(computation, pos)
                     line_mode, i, pos = self.resume(pos)
@@ -468,14 +508,19 @@ class _Reader:
             names = instruction.called_computations
             for name in names:
                 if name not in order:
-                    raise self.error(instruction.line_no - 1,
-                                     f"a computation named '{name}' defined in the module",
-                                     near=name)
+                    raise self.error(
+                        instruction.line_no - 1,
+                        f"a computation named '{name}' defined in the module",
+                        near=name,
+                    )
             for name in names:
                 if order[name] >= at:
-                    raise self.error(instruction.line_no - 1,
-                                     f"computation '{name}' defined before the computation that "
-                                     "calls it (XLA resolves calls in order)", near=name)
+                    raise self.error(
+                        instruction.line_no - 1,
+                        f"computation '{name}' defined before the computation that "
+                        "calls it (XLA resolves calls in order)",
+                        near=name,
+                    )
 
     # module_header ::= 'HloModule' name (',' attribute_name '=' value)*
     def module_header(self, pos: int) -> tuple[str, dict[str, str], int]:
@@ -506,13 +551,15 @@ class _Reader:
         if line[-1:] == "{" and "/" not in line and '"' not in line and "'" not in line:
             match = _HEADER_LINE.fullmatch(line)
             if match is not None and line.count("(") == line.count(")"):
-                instructions, pos, line_after = self.body(match.group(2), number,
-                                                          pos + len(line))
+                instructions, pos, line_after = self.body(match.group(2), number, pos + len(line))
                 if line_after >= 0:
                     pos = self.offset_of(line_after)
                 return self.computation_end(
-                    HloComputation(match.group(2), instructions, match.group(1) is not None,
-                                   index + 1), pos)
+                    HloComputation(
+                        match.group(2), instructions, match.group(1) is not None, index + 1
+                    ),
+                    pos,
+                )
         header = "a computation header 'name (params) -> shape {'"
         match = _IDENT.match(text, pos)
         is_entry = match is not None and match.group() == "ENTRY"
@@ -534,8 +581,7 @@ class _Reader:
             pos = self.offset_of(line_after)
         return self.computation_end(HloComputation(name, instructions, is_entry, index + 1), pos)
 
-    def computation_end(self, computation: HloComputation, pos: int
-                        ) -> tuple[HloComputation, int]:
+    def computation_end(self, computation: HloComputation, pos: int) -> tuple[HloComputation, int]:
         """After the closing '}': an optional `, execution_thread="name"`."""
         text = self.text
         at = self.skip(pos)
@@ -556,8 +602,9 @@ class _Reader:
             return True, self.line_of(after), after
         return False, 0, after
 
-    def body(self, computation: str, number: int, pos: int = -1, line: int = -1
-             ) -> tuple[tuple[HloInstruction, ...], int, int]:
+    def body(
+        self, computation: str, number: int, pos: int = -1, line: int = -1
+    ) -> tuple[tuple[HloInstruction, ...], int, int]:
         """Instructions up to the computation's closing '}', from offset `pos` or, in line
         mode, from line `line`. Returns them, the offset after the '}' and -1, or (when the
         '}' stood alone on its line) -1 and the index of the next line."""
@@ -597,7 +644,8 @@ class _Reader:
                         or tail.count("(") != tail.count(")")
                         or (("[" in tail or "]" in tail) and tail.count("[") != tail.count("]"))
                         or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
-                        or "//" in tail or "/*" in tail
+                        or "//" in tail
+                        or "/*" in tail
                     ):
                         match = None
                 if match is None:
@@ -634,8 +682,9 @@ class _Reader:
                     i = -1
                     break
                 index = self.line_of(pos)
-                (is_root, name, shape, opcode, operand_text, tail, pos
-                 ) = self.token_instruction(pos)
+                (is_root, name, shape, opcode, operand_text, tail, pos) = self.token_instruction(
+                    pos
+                )
                 line_mode, i, pos = self.resume(pos)
                 last_fast = -1
             known = opcodes.get(opcode)
@@ -660,14 +709,20 @@ class _Reader:
             elif operand_text:
                 try:
                     # fast: '%a, %b' or 'a, b'; operand_names handles shapes, comments, 'a,b'
-                    operands = tuple(map(defined.__getitem__,
-                                         operand_text.replace("%", "").split(", ")))
+                    operands = tuple(
+                        map(defined.__getitem__, operand_text.replace("%", "").split(", "))
+                    )
                 except KeyError:
-                    operands = self.operands(operand_text, defined, index, instructions,
-                                             computation)
+                    operands = self.operands(
+                        operand_text, defined, index, instructions, computation
+                    )
             if expected is not None and len(operands) != expected:
-                raise self.error(index, f"{expected} operand{'s' if expected != 1 else ''} for "
-                                        f"'{opcode}', not {len(operands)}", near=opcode)
+                raise self.error(
+                    index,
+                    f"{expected} operand{'s' if expected != 1 else ''} for "
+                    f"'{opcode}', not {len(operands)}",
+                    near=opcode,
+                )
             if name in defined:
                 raise self.error(index, f"a new instruction name, not '{name}'", near=name)
             defined[name] = name
@@ -675,14 +730,17 @@ class _Reader:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'")
                 root = len(instructions)
-            instruction = new_instruction(name, opcode, shape, operands, tail, bool(is_root),
-                                          payload, index + 1)
+            instruction = new_instruction(
+                name, opcode, shape, operands, tail, bool(is_root), payload, index + 1
+            )
             append(instruction)
             if opcode in callers:
                 self.callers.append((instruction, number))
         if not instructions:
-            raise self.error(self.line_of(pos - 1) if i < 0 else i - 1,
-                             f"at least one instruction in '{computation}'")
+            raise self.error(
+                self.line_of(pos - 1) if i < 0 else i - 1,
+                f"at least one instruction in '{computation}'",
+            )
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions), pos, i
@@ -698,14 +756,18 @@ class _Reader:
         known = self.opcodes[opcode] = (opcode, OPCODE_ARITY.get(opcode))
         return known
 
-    def check_parameter(self, payload: str, parameters: set[str], index: int,
-                        computation: str) -> None:
+    def check_parameter(
+        self, payload: str, parameters: set[str], index: int, computation: str
+    ) -> None:
         number = _ANY_COMMENT.sub(" ", payload).strip()
         if not number.isdecimal():
             raise self.error(index, "a parameter number in 'parameter(N)'", near="parameter")
         if number in parameters or str(int(number)) in parameters:
-            raise self.error(index, f"a parameter number not used before in '{computation}', "
-                                    f"not {number}", near="parameter")
+            raise self.error(
+                index,
+                f"a parameter number not used before in '{computation}', not {number}",
+                near="parameter",
+            )
         parameters.add(number)
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
@@ -723,9 +785,12 @@ class _Reader:
                 break
             previous = element is not None
         if adjacent or not literal.strip():
-            raise self.error(index, f"a constant literal (numbers, true, false, inf, nan in "
-                                    f"braces, separated by ','), not '{payload.strip()}'",
-                             near="constant")
+            raise self.error(
+                index,
+                f"a constant literal (numbers, true, false, inf, nan in "
+                f"braces, separated by ','), not '{payload.strip()}'",
+                near="constant",
+            )
         if shape[0] == "(" or "..." in literal:
             return
         rank = shape.count(",") - shape.count(",", shape.find("]")) + 1 if "[]" not in shape else 0
@@ -737,8 +802,12 @@ class _Reader:
             elif char == "}":
                 depth -= 1
         if deepest != rank or depth != 0:
-            raise self.error(index, f"a literal with braces nested {rank} deep for shape "
-                                    f"{shape}, not '{payload.strip()}'", near="constant")
+            raise self.error(
+                index,
+                f"a literal with braces nested {rank} deep for shape "
+                f"{shape}, not '{payload.strip()}'",
+                near="constant",
+            )
 
     # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
     def token_instruction(self, pos: int) -> tuple[str | None, str, str, str, str, str, int]:
@@ -754,8 +823,10 @@ class _Reader:
             raise self.stray(self.skip(pos) if is_root else start, what)
         word, end = match.group(), match.end()
         if word[0] != "%" and text.startswith("=", end):
-            raise self.error_at(match.start(), f"{what}: '{word}=' without a space before '=' "
-                                               "is an attribute name to XLA")
+            raise self.error_at(
+                match.start(),
+                f"{what}: '{word}=' without a space before '=' is an attribute name to XLA",
+            )
         at = self.expect(end, "=", f"'=' after the instruction name '{word}'")
         shape, at = self.shape(self.skip(at))
         at = self.skip(at)
@@ -814,8 +885,14 @@ class _Reader:
                 raise self.error_at(at, "operand names separated by ','")
 
     # operands with shapes or comments, read by the fast path
-    def operands(self, text: str, defined: dict[str, str], index: int,
-                 instructions: list[HloInstruction], computation: str) -> tuple[str, ...]:
+    def operands(
+        self,
+        text: str,
+        defined: dict[str, str],
+        index: int,
+        instructions: list[HloInstruction],
+        computation: str,
+    ) -> tuple[str, ...]:
         if not _ANY_COMMENT.sub("", text).strip():
             return ()
         found = operand_names(text)
@@ -826,8 +903,14 @@ class _Reader:
                 self.tuple_element(name, defined, index, instructions, computation)
         return tuple(found)
 
-    def tuple_element(self, name: str, defined: dict[str, str], index: int,
-                      instructions: list[HloInstruction], computation: str) -> None:
+    def tuple_element(
+        self,
+        name: str,
+        defined: dict[str, str],
+        index: int,
+        instructions: list[HloInstruction],
+        computation: str,
+    ) -> None:
         """Add the get-tuple-element that operand `name#N` stands for, as XLA's parser does.
 
         Newer XLA prints element N of a tuple-shaped instruction as `name#N` (loop-carried
@@ -837,14 +920,24 @@ class _Reader:
         """
         base, sep, element = name.partition("#")
         if not sep or base not in defined:
-            raise self.error(index, f"operand '{name}' defined earlier in computation "
-                                    f"'{computation}'", near=name)
+            raise self.error(
+                index, f"operand '{name}' defined earlier in computation '{computation}'", near=name
+            )
         tuple_shape = next(i.shape for i in reversed(instructions) if i.name == base)
         elements = Shape(tuple_shape).elements
         if not element.isdecimal() or int(element) >= len(elements):
             raise self.error(index, f"'{base}#N' with N an element of its shape {tuple_shape}")
         shape = self.shapes.setdefault(elements[int(element)].text, elements[int(element)].text)
-        instructions.append(new_instruction(name, "get-tuple-element", shape, (base,),
-                                            f"index={element}", False, None, index + 1))
+        instructions.append(
+            new_instruction(
+                name,
+                "get-tuple-element",
+                shape,
+                (base,),
+                f"index={element}",
+                False,
+                None,
+                index + 1,
+            )
+        )
         defined[name] = name
-

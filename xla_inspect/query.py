@@ -13,11 +13,20 @@ from dataclasses import dataclass
 
 from xla_inspect.model import HloComputation, HloInstruction, HloModule, Shape
 
-COLLECTIVE_OPCODES = frozenset({
-    "all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all",
-    "collective-broadcast", "ragged-all-to-all",
-    "all-reduce-start", "all-gather-start", "collective-permute-start",
-})
+COLLECTIVE_OPCODES = frozenset(
+    {
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "collective-permute",
+        "all-to-all",
+        "collective-broadcast",
+        "ragged-all-to-all",
+        "all-reduce-start",
+        "all-gather-start",
+        "collective-permute-start",
+    }
+)
 _INTS = re.compile(r"-?\d+")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
@@ -122,8 +131,14 @@ def fusions(module: HloModule) -> list[FusionInfo]:
 def collectives(module: HloModule) -> list[CollectiveInfo]:
     """all-reduce, all-gather, reduce-scatter, collective-permute, all-to-all (and -start)."""
     return [
-        CollectiveInfo(i.name, i.opcode, c.name, i.shape, i.attribute("replica_groups"),
-                       i.attribute("source_target_pairs"))
+        CollectiveInfo(
+            i.name,
+            i.opcode,
+            c.name,
+            i.shape,
+            i.attribute("replica_groups"),
+            i.attribute("source_target_pairs"),
+        )
         for c, i in instructions(module)
         if i.opcode in COLLECTIVE_OPCODES
     ]
@@ -155,11 +170,18 @@ def dots(module: HloModule) -> list[DotInfo]:
             defining = computation.instruction(operand)
             shapes.append(defining.shape if defining else "")
         shapes += [""] * (2 - len(shapes))
-        found.append(DotInfo(
-            instruction.name, computation.name, shapes[0], shapes[1],
-            _dims(instruction, "lhs_contracting_dims"), _dims(instruction, "rhs_contracting_dims"),
-            _dims(instruction, "lhs_batch_dims"), _dims(instruction, "rhs_batch_dims"),
-        ))
+        found.append(
+            DotInfo(
+                instruction.name,
+                computation.name,
+                shapes[0],
+                shapes[1],
+                _dims(instruction, "lhs_contracting_dims"),
+                _dims(instruction, "rhs_contracting_dims"),
+                _dims(instruction, "lhs_batch_dims"),
+                _dims(instruction, "rhs_batch_dims"),
+            )
+        )
     return found
 
 
@@ -168,8 +190,14 @@ def parameter_layouts(module: HloModule) -> list[ParameterLayout]:
     found = []
     for instruction in module.entry.instructions:
         if instruction.opcode == "parameter" and instruction.payload is not None:
-            found.append(ParameterLayout(int(instruction.payload), instruction.name,
-                                         instruction.shape, Shape(instruction.shape).layout))
+            found.append(
+                ParameterLayout(
+                    int(instruction.payload),
+                    instruction.name,
+                    instruction.shape,
+                    Shape(instruction.shape).layout,
+                )
+            )
     return sorted(found, key=lambda p: p.number)
 
 

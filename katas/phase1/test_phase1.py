@@ -25,9 +25,14 @@ KEYS = ("w1", "b1", "w2", "b2")
 # w1 and w2 hold the same number of values, and fan-ins that differ between the layers
 WIDE = (48, 96, 48)
 
-VALUES = settings(derandomize=True, max_examples=6, deadline=None, phases=[Phase.generate],
-                  report_multiple_bugs=False,
-                  suppress_health_check=[HealthCheck.function_scoped_fixture])
+VALUES = settings(
+    derandomize=True,
+    max_examples=6,
+    deadline=None,
+    phases=[Phase.generate],
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 def _data(seed: int = 0, shape=SHAPES[0], dtype=np.float32, order=KEYS):
@@ -77,6 +82,7 @@ def _np_grads(p, x, y):
 
 # ---------------------------------------------------------------------------------- init_params
 
+
 def _check_keys(params):
     assert isinstance(params, dict), f"init_params returned {type(params).__name__}, not a dict"
     assert sorted(params) == sorted(KEYS), f"keys {sorted(params)}, expected {sorted(KEYS)}"
@@ -105,8 +111,9 @@ def _key_tree_draws(seed: int) -> tuple[np.ndarray, np.ndarray]:
             for k in jax.random.split(parent, n):
                 keys += [k, *jax.random.split(k)]
         stacked = jax.random.wrap_key_data(jax.numpy.stack([jax.random.key_data(k) for k in keys]))
-        return jax.vmap(lambda k: (jax.random.normal(k, (n_in, hidden)),
-                                   jax.random.normal(k, (hidden, out))))(stacked)
+        return jax.vmap(
+            lambda k: (jax.random.normal(k, (n_in, hidden)), jax.random.normal(k, (hidden, out)))
+        )(stacked)
 
     first, second = jax.jit(draws)(jax.random.key(seed))
     return np.asarray(first), np.asarray(second)
@@ -162,36 +169,43 @@ def test_init_params_values(kata):
         with check:
             assert 0.9 < float(np.std(z)) < 1.1, (
                 f"{name}: std {float(np.std(z)):.2f}/sqrt({fan_in}), expected 1/sqrt({fan_in}) "
-                "(its fan-in, the number of rows)")
+                "(its fan-in, the number of rows)"
+            )
         with check:
             assert abs(float(np.mean(z))) < 0.1, f"{name}: mean {float(np.mean(z)):.2f}, expected 0"
         tail = float(np.mean(np.abs(z) > 2.0))  # 4.6% for a normal, 0% for a uniform of std 1
         with check:
             assert 0.03 < tail < 0.065, (
-                f"{name}: {tail:.1%} of the values lie beyond 2 std, a normal has 4.6%")
+                f"{name}: {tail:.1%} of the values lie beyond 2 std, a normal has 4.6%"
+            )
         with check:
             assert np.array_equal(params[name], again[name]), (
-                f"{name}: the same key must give the same params")
+                f"{name}: the same key must give the same params"
+            )
         with check:
             assert not np.array_equal(params[name], other[name]), (
-                f"{name}: another key must give other params")
+                f"{name}: another key must give other params"
+            )
     # a key is used once: not drawn from and also split, not drawn from twice
     tree, draws = _key_tree(), _key_tree_draws(3)
-    source = {name: _drawn_from(params[name] * np.sqrt(fan_in), candidates)
-              for (name, fan_in), candidates in zip((("w1", n_in), ("w2", hidden)), draws,
-                                                    strict=True)}
+    source = {
+        name: _drawn_from(params[name] * np.sqrt(fan_in), candidates)
+        for (name, fan_in), candidates in zip((("w1", n_in), ("w2", hidden)), draws, strict=True)
+    }
     for name, index in source.items():
         with check:
             assert index != 0, (
                 f"{name} is drawn from the key you were given; split it and draw from the "
-                "subkeys (a key is used once: drawing from it and splitting it reuses it)")
+                "subkeys (a key is used once: drawing from it and splitting it reuses it)"
+            )
     if source["w1"] is not None and source["w2"] is not None:
         first, second = source["w1"], source["w2"]
         related = first in _lineage(second) or second in _lineage(first)
         with check:
             assert not related, (
                 f"w1 comes from {tree[first][0]} and w2 from {tree[second][0]}: one key drawn "
-                "from and split (or drawn from twice); give each layer its own subkey")
+                "from and split (or drawn from twice); give each layer its own subkey"
+            )
     # in == out: w1 and w2 hold as many values; drawn from one key they are the same numbers
     z1 = params["w1"].ravel() * np.sqrt(n_in)
     z2 = params["w2"].ravel() * np.sqrt(hidden)
@@ -199,10 +213,12 @@ def test_init_params_values(kata):
     with check:
         assert abs(corr) < 0.2, (
             f"w1 and w2 share their random numbers (correlation {corr:.2f}, expected about 0): "
-            "each layer needs its own subkey")
+            "each layer needs its own subkey"
+        )
 
 
 # ---------------------------------------------------------------------------------- mlp_forward
+
 
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_matches_numpy(kata):
@@ -214,11 +230,17 @@ def test_mlp_forward_matches_numpy(kata):
         expected = _np_forward(params, x)
         with check:
             assert out.shape == expected.shape, (
-                f"{shape}: output {out.shape}, expected {expected.shape}")
+                f"{shape}: output {out.shape}, expected {expected.shape}"
+            )
         if out.shape == expected.shape:
             with check:
-                np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3,
-                                           err_msg=f"(batch, in, hidden, out) = {shape}")
+                np.testing.assert_allclose(
+                    out,
+                    expected,
+                    rtol=1e-4,
+                    atol=1e-3,
+                    err_msg=f"(batch, in, hidden, out) = {shape}",
+                )
 
 
 @pytest.mark.task("mlp_forward")
@@ -229,8 +251,9 @@ def test_mlp_forward_keeps_the_dtype(kata):
     with check:
         assert str(out.dtype) == "bfloat16", f"bf16 params and x gave {out.dtype}; keep bf16"
     with check:
-        np.testing.assert_allclose(np.asarray(out, np.float32), _np_forward(params, x),
-                                   rtol=0.05, atol=0.3)
+        np.testing.assert_allclose(
+            np.asarray(out, np.float32), _np_forward(params, x), rtol=0.05, atol=0.3
+        )
 
 
 @pytest.mark.task("mlp_forward")
@@ -244,16 +267,23 @@ def test_mlp_forward_is_a_pure_differentiable_function(kata):
         assert census["dot_general"] == 2, f"dot_general x{census['dot_general']}, expected 2"
     with check:
         assert len(jaxpr.in_avals) == 5, (
-            f"{len(jaxpr.in_avals)} jaxpr inputs, expected 5: the four params and x")
+            f"{len(jaxpr.in_avals)} jaxpr inputs, expected 5: the four params and x"
+        )
     with check:
         assert not jaxpr.consts, "the jaxpr closed over arrays: use only params and x"
     for name in KEYS:
         with check:
-            np.testing.assert_allclose(np.asarray(grads[name]), expected[name], rtol=1e-3,
-                                       atol=1e-3, err_msg=f"d sum(mlp_forward) / d {name}")
+            np.testing.assert_allclose(
+                np.asarray(grads[name]),
+                expected[name],
+                rtol=1e-3,
+                atol=1e-3,
+                err_msg=f"d sum(mlp_forward) / d {name}",
+            )
 
 
 # ------------------------------------------------------------------------------------- mse_loss
+
 
 @pytest.mark.task("mse_loss")
 @settings(VALUES, max_examples=4)
@@ -262,8 +292,9 @@ def test_mse_loss_matches_numpy(kata, batch, out, seed):
     params, x, y = _data(seed, (batch, 3, 5, out))
     loss = jax.jit(kata.mse_loss)(params, x, y)
     assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
-    np.testing.assert_allclose(float(loss), _np_loss(params, x, y), rtol=1e-4,
-                               err_msg=f"batch {batch}, {out} outputs")
+    np.testing.assert_allclose(
+        float(loss), _np_loss(params, x, y), rtol=1e-4, err_msg=f"batch {batch}, {out} outputs"
+    )
 
 
 @pytest.mark.task("mse_loss")
@@ -273,11 +304,16 @@ def test_mse_loss_does_not_grow_with_the_batch(kata):
     once = loss(params, x, y)
     twice = loss(params, np.concatenate([x, x]), np.concatenate([y, y]))
     assert np.shape(once) == () and np.shape(twice) == (), "the loss is a scalar"
-    np.testing.assert_allclose(float(twice), float(once), rtol=1e-5,
-                               err_msg="the same rows twice must give the same loss (a mean)")
+    np.testing.assert_allclose(
+        float(twice),
+        float(once),
+        rtol=1e-5,
+        err_msg="the same rows twice must give the same loss (a mean)",
+    )
 
 
 # -------------------------------------------------------------------------------- loss_and_grad
+
 
 def _loss_and_grad(kata, params, x, y):
     result = jax.jit(kata.loss_and_grad)(params, x, y)
@@ -285,7 +321,8 @@ def _loss_and_grad(kata, params, x, y):
     loss, grads = result
     assert np.shape(loss) == (), f"the first item has shape {np.shape(loss)}: the loss is a scalar"
     assert isinstance(grads, dict), (
-        f"grads is a {type(grads).__name__}, expected a dict like params")
+        f"grads is a {type(grads).__name__}, expected a dict like params"
+    )
     return float(loss), grads
 
 
@@ -299,12 +336,18 @@ def test_loss_and_grad_matches_numpy(kata):
             np.testing.assert_allclose(loss, _np_loss(params, x, y), rtol=1e-4)
         with check:
             assert jax.tree.structure(grads) == jax.tree.structure(params), (
-                f"grads structure {jax.tree.structure(grads)}, expected that of params")
+                f"grads structure {jax.tree.structure(grads)}, expected that of params"
+            )
         for name in KEYS:
             if name in grads:
                 with check:
-                    np.testing.assert_allclose(np.asarray(grads[name]), expected[name], rtol=1e-3,
-                                               atol=1e-5, err_msg=f"{shape}: d loss / d {name}")
+                    np.testing.assert_allclose(
+                        np.asarray(grads[name]),
+                        expected[name],
+                        rtol=1e-3,
+                        atol=1e-5,
+                        err_msg=f"{shape}: d loss / d {name}",
+                    )
 
 
 @pytest.mark.task("loss_and_grad")
@@ -323,10 +366,12 @@ def test_grad_matches_finite_differences(kata):
         got = float(np.asarray(grads[name])[index])
         with check:
             assert abs(got - numeric) <= 1e-3 + 1e-2 * abs(numeric), (
-                f"d loss / d {name}{list(index)}: got {got:.5f}, finite differences {numeric:.5f}")
+                f"d loss / d {name}{list(index)}: got {got:.5f}, finite differences {numeric:.5f}"
+            )
 
 
 # ------------------------------------------------------------------------------- make_power_jit
+
 
 def _power(counter):
     def power(x, n):
@@ -343,8 +388,9 @@ def _call(power, x, n):
     try:
         return np.asarray(power(x, n))
     except (jax.errors.TracerIntegerConversionError, jax.errors.ConcretizationTypeError) as error:
-        pytest.fail(f"n reached range() as a tracer ({type(error).__name__}): jit must treat n "
-                    "as static")
+        pytest.fail(
+            f"n reached range() as a tracer ({type(error).__name__}): jit must treat n as static"
+        )
 
 
 @pytest.mark.task("make_power_jit")
@@ -358,17 +404,19 @@ def test_power_jit_traces_once_per_static_value(kata):
     with check:
         assert sorted(traces) == [2, 3, 4], (
             f"traced for n = {traces} over calls with n = {list(ns)}; expected one trace per "
-            "distinct n (and none for new values of x)")
+            "distinct n (and none for new values of x)"
+        )
     for x, n, got in zip(xs, ns, results, strict=True):
         with check:
-            np.testing.assert_allclose(got, x ** n, err_msg=f"n = {n}")
+            np.testing.assert_allclose(got, x**n, err_msg=f"n = {n}")
 
 
 @pytest.mark.task("make_power_jit")
 def test_power_jit_is_compiled_with_n_baked_in(kata):
     power = kata.make_power_jit(_power([]))
     assert hasattr(power, "lower") and hasattr(power, "trace"), (
-        "expected what jax.jit returns (it has .lower and .trace)")
+        "expected what jax.jit returns (it has .lower and .trace)"
+    )
     for x in (np.ones(3, np.float32), np.ones((2, 5), np.int32)):
         for n in (1, 3, 4):
             census = stablehlo_op_census(power.lower(x, n).as_text())
@@ -376,12 +424,14 @@ def test_power_jit_is_compiled_with_n_baked_in(kata):
             with check:
                 assert census["stablehlo.multiply"] == n - 1, (
                     f"n={n}: stablehlo.multiply x{census['stablehlo.multiply']}, expected {n - 1}"
-                    " (the Python loop unrolls)")
+                    " (the Python loop unrolls)"
+                )
             with check:
                 assert inputs == 1, f"n={n}: the program takes {inputs} inputs; n is no input"
 
 
 # ------------------------------------------------------------------------------- predict_traces
+
 
 @functools.cache  # a measurement of test-owned programs: the same for every variant
 def _count(scenario: str) -> int:
@@ -411,8 +461,13 @@ def _count(scenario: str) -> int:
     return len(calls)
 
 
-SCENARIOS = ("same_shape_twice", "new_shape", "new_dtype", "static_values_1_1_2",
-             "python_floats_1_and_2")
+SCENARIOS = (
+    "same_shape_twice",
+    "new_shape",
+    "new_dtype",
+    "static_values_1_1_2",
+    "python_floats_1_and_2",
+)
 
 
 @pytest.mark.task("predict_traces")
@@ -429,10 +484,12 @@ def test_predict_traces_matches_measurement(kata):
         measured = _count(scenario)
         with check:
             assert predicted.get(scenario) == measured, (
-                f"{scenario}: you predicted {predicted.get(scenario)}, jit traced {measured} times")
+                f"{scenario}: you predicted {predicted.get(scenario)}, jit traced {measured} times"
+            )
 
 
 # ------------------------------------------------------------------------------ python_if_error
+
 
 def _if_positive(x):
     if x > 0:
@@ -449,7 +506,8 @@ def test_python_if_error_is_exact(kata):
             jax.jit(_if_positive)(arg)
         with check:
             assert type(raised.value) is expected, (
-                f"you said {expected.__name__}, jit raised {type(raised.value).__name__}")
+                f"you said {expected.__name__}, jit raised {type(raised.value).__name__}"
+            )
 
 
 # ------------------------------------------------------------------------------------ abs_where
@@ -470,11 +528,14 @@ def _abs_values(kata, fn):
         assert hasattr(got, "dtype"), f"{fn} returned {type(got).__name__}, not an array"
         with check:
             assert (got.shape, str(got.dtype)) == (x.shape, str(x.dtype)), (
-                f"|x| of {x.dtype}{list(x.shape)} came back as {got.dtype}{list(got.shape)}")
+                f"|x| of {x.dtype}{list(x.shape)} came back as {got.dtype}{list(got.shape)}"
+            )
         with check:
-            np.testing.assert_array_equal(np.asarray(got, np.float64),
-                                          np.abs(np.asarray(x, np.float64)),
-                                          err_msg=f"{x.dtype}{list(x.shape)}")
+            np.testing.assert_array_equal(
+                np.asarray(got, np.float64),
+                np.abs(np.asarray(x, np.float64)),
+                err_msg=f"{x.dtype}{list(x.shape)}",
+            )
 
 
 @pytest.mark.task("abs_where")
@@ -484,8 +545,9 @@ def test_abs_where_values_under_jit(kata):
 
 @pytest.mark.task("abs_where")
 @VALUES
-@given(values=st.lists(st.floats(-1e6, 1e6, width=32, allow_subnormal=False), min_size=6,
-                       max_size=6))  # one shape: one compile
+@given(
+    values=st.lists(st.floats(-1e6, 1e6, width=32, allow_subnormal=False), min_size=6, max_size=6)
+)  # one shape: one compile
 def test_abs_where_any_floats(kata, values):
     x = np.array(values, np.float32)
     np.testing.assert_array_equal(np.asarray(jax.jit(kata.abs_where)(x)), np.abs(x))
@@ -500,10 +562,12 @@ def test_abs_where_selects(kata):
         assert census["cond"] == 0, "jnp.where selects per element; it needs no cond"
     with check:
         assert census["abs"] == 0 and census["sign"] == 0, (
-            f"the jaxpr computes |x| without a select: {dict(census)}")
+            f"the jaxpr computes |x| without a select: {dict(census)}"
+        )
 
 
 # ------------------------------------------------------------------------------------- abs_cond
+
 
 @pytest.mark.task("abs_cond")
 def test_abs_cond_values(kata):
@@ -515,7 +579,8 @@ def test_abs_cond_values(kata):
         assert hasattr(got, "dtype"), f"abs_cond returned {type(got).__name__}, not an array"
         with check:
             assert (got.shape, str(got.dtype)) == ((), str(np.asarray(x).dtype)), (
-                f"abs_cond({x!r}) came back as {got.dtype}{list(got.shape)}")
+                f"abs_cond({x!r}) came back as {got.dtype}{list(got.shape)}"
+            )
         with check:
             assert float(got) == abs(float(x)), f"abs_cond({x!r}) gave {float(got)}"
 
@@ -533,4 +598,5 @@ def test_abs_cond_runs_one_branch(kata):
     with check:
         assert not computing, (
             f"{computing} outside the cond: the negation must happen inside a branch, so that "
-            "only the branch taken runs")
+            "only the branch taken runs"
+        )

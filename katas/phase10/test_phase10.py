@@ -58,8 +58,7 @@ def _np_grads(p, x, y):
     out = hidden @ p["w2"] + p["b2"]
     d_out = 2.0 * (out - y) / out.size
     d_hidden = (d_out @ p["w2"].T) * (pre > 0)
-    return {"w2": hidden.T @ d_out, "b2": d_out.sum(0), "w1": x.T @ d_hidden,
-            "b1": d_hidden.sum(0)}
+    return {"w2": hidden.T @ d_out, "b2": d_out.sum(0), "w1": x.T @ d_hidden, "b1": d_hidden.sum(0)}
 
 
 # NumPy versions of the update rules: (init state, update(grads, state, step number, params)).
@@ -67,6 +66,7 @@ def _np_sgd_momentum(lr, momentum):
     def update(grads, trace, _count, _params):
         trace = {k: grads[k] + momentum * trace[k] for k in grads}
         return {k: -lr * trace[k] for k in grads}, trace
+
     return lambda p: {k: np.zeros_like(v) for k, v in p.items()}, update
 
 
@@ -74,10 +74,16 @@ def _np_adamw(lr, weight_decay, b1=0.9, b2=0.999, eps=1e-8):
     def update(grads, state, count, params):
         mu = {k: b1 * state[0][k] + (1 - b1) * g for k, g in grads.items()}
         nu = {k: b2 * state[1][k] + (1 - b2) * g * g for k, g in grads.items()}
-        step = {k: -lr * ((mu[k] / (1 - b1 ** count))
-                          / (np.sqrt(nu[k] / (1 - b2 ** count)) + eps)
-                          + weight_decay * params[k]) for k in grads}
+        step = {
+            k: -lr
+            * (
+                (mu[k] / (1 - b1**count)) / (np.sqrt(nu[k] / (1 - b2**count)) + eps)
+                + weight_decay * params[k]
+            )
+            for k in grads
+        }
         return step, (mu, nu)
+
     zeros = lambda p: {k: np.zeros_like(v) for k, v in p.items()}  # noqa: E731
     return lambda p: (zeros(p), zeros(p)), update
 
@@ -190,10 +196,12 @@ def test_per_example_values(kata):
         got = np.asarray(got)
         with check:
             assert got.shape == (x.shape[0],), (
-                f"{size} model: shape {got.shape}, expected one loss per example")
+                f"{size} model: shape {got.shape}, expected one loss per example"
+            )
         with check:
-            np.testing.assert_allclose(got, _np_example_losses(params, x, y), rtol=1e-4,
-                                       atol=1e-6, err_msg=f"{size} model")
+            np.testing.assert_allclose(
+                got, _np_example_losses(params, x, y), rtol=1e-4, atol=1e-6, err_msg=f"{size} model"
+            )
 
 
 @pytest.mark.task("per_example_losses")
@@ -203,7 +211,8 @@ def test_per_example_is_one_batched_program(kata):
     with check:
         assert census["dot_general"] == 2, (
             f"{census['dot_general']} dot_generals: vmap batches the two matmuls, a loop "
-            "repeats them")
+            "repeats them"
+        )
     with check:
         loops = {p: n for p, n in census.items() if p in ("scan", "while", "fori_loop")}
         assert not loops, f"{loops}: lax.map and scan run the examples one after another"
@@ -213,10 +222,12 @@ def test_per_example_is_one_batched_program(kata):
     features, hidden, out, batch = SIZES["odd"]
     with check:
         assert dots == sorted([(batch, hidden), (batch, out)]), (
-            f"optimized HLO dots {dots}: expected two matmuls over the whole batch of {batch}")
+            f"optimized HLO dots {dots}: expected two matmuls over the whole batch of {batch}"
+        )
     with check:
         assert not any(i.opcode == "while" for c in module for i in c), (
-            "the optimized HLO has a while loop: the examples run one at a time")
+            "the optimized HLO has a while loop: the examples run one at a time"
+        )
 
 
 # ---- task 2: make_train_step ------------------------------------------------------------------
@@ -239,18 +250,24 @@ def _check_two_steps(kata, index: int) -> list:
             with check:
                 assert np.shape(loss) == (), f"{name}: loss shape {np.shape(loss)}, a scalar"
             with check:
-                assert float(loss) == pytest.approx(_np_example_losses(want, x, y).mean(),
-                                                    rel=1e-4), (
+                assert float(loss) == pytest.approx(
+                    _np_example_losses(want, x, y).mean(), rel=1e-4
+                ), (
                     f"{name}, step {number}: loss {float(loss)}: the mean per-example loss of "
-                    "the params passed in, before the update")
+                    "the params passed in, before the update"
+                )
             updates, want_state = np_update(_np_grads(want, x, y), want_state, number, want)
             want = {k: want[k] + updates[k] for k in want}
             for key in want:
                 with check:
                     np.testing.assert_allclose(
-                        np.asarray(current[key]), want[key], rtol=2e-4, atol=2e-5,
+                        np.asarray(current[key]),
+                        want[key],
+                        rtol=2e-4,
+                        atol=2e-5,
                         err_msg=f"{name}, {key} after step {number}: the optimizer's update "
-                        "of the mean loss's gradient (and its state carried to the next step)")
+                        "of the mean loss's gradient (and its state carried to the next step)",
+                    )
     return [str(w.message).splitlines()[0] for w in caught], first_inputs
 
 
@@ -268,21 +285,26 @@ def test_adamw_steps_match_numpy_and_donate(kata):
     with check:
         assert deleted == len(old), (
             f"{deleted} of {len(old)} params and adam state buffers were donated: donate "
-            "params and opt_state")
+            "params and opt_state"
+        )
     unusable = [w for w in warned if "donated buffers were not usable" in w]
     with check:
         assert not unusable, (
             f"JAX warned: {unusable}: donate only what an output can reuse (params and "
-            "optimizer state), not the batch")
+            "optimizer state), not the batch"
+        )
 
 
 # ---- task 3: fusion_count ---------------------------------------------------------------------
 
 
 def _fusion_bank():
-    return (("momentum step", _compiled_step()), ("forward", _compiled_forward()),
-            ("two steps in a fori_loop", _compiled_two_steps()),
-            ("adam step, odd sizes", _compiled_adam_step()))
+    return (
+        ("momentum step", _compiled_step()),
+        ("forward", _compiled_forward()),
+        ("two steps in a fori_loop", _compiled_two_steps()),
+        ("adam step, odd sizes", _compiled_adam_step()),
+    )
 
 
 @pytest.mark.task("fusion_count")
@@ -299,7 +321,8 @@ def test_step_has_more_kernels_than_forward(kata):
     adam = kata.fusion_count(_compiled_adam_step())
     with check:
         assert step > 2 * forward > 0, (
-            f"step {step}, forward {forward}: backward and the optimizer add element-wise kernels")
+            f"step {step}, forward {forward}: backward and the optimizer add element-wise kernels"
+        )
     with check:
         assert adam > step, f"adam {adam}, momentum {step}: adam's two moments add kernels"
 
@@ -357,8 +380,11 @@ def _compiled_alias(index: int):
 @cache
 def _parameter_bytes(index: int, numbers: tuple[int, ...]) -> int:
     module = parse_hlo(_compiled_alias(index).as_text())
-    sizes = {int(i.payload): int(np.prod(i.shape_info.dims)) * _BYTES[i.shape_info.dtype]
-             for i in module.entry if i.opcode == "parameter"}
+    sizes = {
+        int(i.payload): int(np.prod(i.shape_info.dims)) * _BYTES[i.shape_info.dtype]
+        for i in module.entry
+        if i.opcode == "parameter"
+    }
     return sum(sizes[n] for n in numbers)
 
 
@@ -372,10 +398,12 @@ def test_donated_buffers_are_aliased(kata):
         with check:
             assert got == want, (
                 f"{name}: got {got}, expected {want}: the HLO parameter numbers of the donated "
-                "leaves, sorted")
+                "leaves, sorted"
+            )
         with check:  # memory_analysis agrees: those parameters hold exactly the aliased bytes
             assert _parameter_bytes(index, tuple(want)) == (
-                compiled.memory_analysis().alias_size_in_bytes)
+                compiled.memory_analysis().alias_size_in_bytes
+            )
 
 
 @pytest.mark.task("aliased_parameters")
@@ -384,7 +412,8 @@ def test_parameters_not_output_indices(kata):
     donated = len(jax.tree.leaves(_step_args("odd", "adam")[:2]))
     assert got == list(range(donated)), (
         f"got {got}: this step returns (loss, state, params), so output {{1}} reuses "
-        f"a parameter; answer with the parameter numbers 0..{donated - 1}, not output indices")
+        f"a parameter; answer with the parameter numbers 0..{donated - 1}, not output indices"
+    )
 
 
 @pytest.mark.task("aliased_parameters")
@@ -394,10 +423,12 @@ def test_parameter_numbers_not_a_count(kata):
     params = len(jax.tree.leaves(_step_args()[0]))
     with check:
         assert batch_first and batch_first[0] == 2, (
-            f"got {batch_first}: x and y are parameters 0 and 1; the donated params start at 2")
+            f"got {batch_first}: x and y are parameters 0 and 1; the donated params start at 2"
+        )
     with check:
         assert state_only and state_only[0] == params, (
-            f"got {state_only}: only the momentum state is donated; params are 0..{params - 1}")
+            f"got {state_only}: only the momentum state is donated; params are 0..{params - 1}"
+        )
 
 
 @pytest.mark.task("aliased_parameters")
@@ -414,23 +445,29 @@ def test_no_donation_no_alias(kata):
 
 @pytest.mark.task("flops_per_step")
 def test_flops_match_cost_model(kata):
-    for name, compiled in (("momentum step", _compiled_step()), ("forward", _compiled_forward()),
-                           ("tanh forward", _compiled_tanh_forward()),
-                           ("adam step", _compiled_adam_step()),
-                           ("a transpose, no arithmetic", _compiled_transpose_only())):
+    for name, compiled in (
+        ("momentum step", _compiled_step()),
+        ("forward", _compiled_forward()),
+        ("tanh forward", _compiled_tanh_forward()),
+        ("adam step", _compiled_adam_step()),
+        ("a transpose, no arithmetic", _compiled_transpose_only()),
+    ):
         got = kata.flops_per_step(compiled)
         cost = compiled.cost_analysis()
         want = cost.get("flops", 0.0)
         with check:
             assert got == pytest.approx(want), (
                 f"{name}: got {got}, the cost model says {want} flops "
-                f"({cost.get('transcendentals', 0.0)} transcendentals are counted apart)")
+                f"({cost.get('transcendentals', 0.0)} transcendentals are counted apart)"
+            )
 
 
 @pytest.mark.task("flops_per_step")
 def test_step_costs_forward_plus_backward_matmuls(kata):
-    for name, compiled, size in (("momentum step", _compiled_step(), "wide"),
-                                 ("adam step", _compiled_adam_step(), "odd")):
+    for name, compiled, size in (
+        ("momentum step", _compiled_step(), "wide"),
+        ("adam step", _compiled_adam_step(), "odd"),
+    ):
         features, hidden, out, batch = SIZES[size]
         forward = 2 * batch * (features * hidden + hidden * out)  # the two forward dots
         weight_grads = forward  # x^T @ g1 and h^T @ g2 have the same sizes
@@ -439,7 +476,8 @@ def test_step_costs_forward_plus_backward_matmuls(kata):
         with check:
             assert forward + weight_grads + hidden_grad <= got, (
                 f"{name}: {got} flops; the dots alone are {forward} + {weight_grads} + "
-                f"{hidden_grad}")
+                f"{hidden_grad}"
+            )
 
 
 # ---- task 6: transpose_counts -----------------------------------------------------------------
@@ -482,8 +520,10 @@ def _hlo_transposes(name: str) -> int:
 
 _TRANSPOSE_PROGRAMS = {
     "a.T * 2": (_transposed_output, (np.ones((16, 8), np.float32),)),
-    "nested": (_nested_transposes, (np.arange(12, dtype=np.float32).reshape(4, 3),
-                                    np.ones((3, 3), np.float32))),
+    "nested": (
+        _nested_transposes,
+        (np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 3), np.float32)),
+    ),
 }
 
 
@@ -494,7 +534,8 @@ def test_a_transpose_that_survives(kata):
     want = (1, _hlo_transposes("a.T * 2"))
     assert tuple(got) == want and want[1] > 0, (
         f"got {got}, expected {want}: count the compiled module (inside fused computations "
-        "too), not what you expect XLA to do")
+        "too), not what you expect XLA to do"
+    )
 
 
 @pytest.mark.task("transpose_counts")
@@ -505,27 +546,36 @@ def test_nested_transposes(kata):
     with check:
         assert got[0] == 3, (
             f"jaxpr: got {got[0]}: one transpose in a nested jit, one in a scan body, one in a "
-            "cond branch")
+            "cond branch"
+        )
     with check:
         assert got[1] == _hlo_transposes("nested"), (
             f"optimized HLO: got {got[1]}, it has {_hlo_transposes('nested')} transpose "
             "instructions (count opcodes, not names: a fusion can be called "
-            "multiply_transpose_fusion)")
+            "multiply_transpose_fusion)"
+        )
 
 
 # ---- task 7: absorbed_transposes --------------------------------------------------------------
 
 
 def _dot_dims(compiled):
-    return [(i.attribute("lhs_contracting_dims"), i.attribute("rhs_contracting_dims"))
-            for c in parse_hlo(compiled.as_text()) for i in c if i.opcode == "dot"]
+    return [
+        (i.attribute("lhs_contracting_dims"), i.attribute("rhs_contracting_dims"))
+        for c in parse_hlo(compiled.as_text())
+        for i in c
+        if i.opcode == "dot"
+    ]
 
 
 @pytest.mark.task("absorbed_transposes")
 def test_absorbed_transposes_match_module(kata):
-    for name, compiled in (("momentum step", _compiled_step()), ("forward", _compiled_forward()),
-                           ("two steps in a fori_loop", _compiled_two_steps()),
-                           ("adam step, odd sizes", _compiled_adam_step())):
+    for name, compiled in (
+        ("momentum step", _compiled_step()),
+        ("forward", _compiled_forward()),
+        ("two steps in a fori_loop", _compiled_two_steps()),
+        ("adam step, odd sizes", _compiled_adam_step()),
+    ):
         got = kata.absorbed_transposes(compiled)
         want = sum(dims != ("{1}", "{0}") for dims in _dot_dims(compiled))
         with check:
@@ -534,12 +584,15 @@ def test_absorbed_transposes_match_module(kata):
 
 @pytest.mark.task("absorbed_transposes")
 def test_weight_gradients_contract_the_batch(kata):
-    step, forward = kata.absorbed_transposes(_compiled_step()), kata.absorbed_transposes(
-        _compiled_forward())
+    step, forward = (
+        kata.absorbed_transposes(_compiled_step()),
+        kata.absorbed_transposes(_compiled_forward()),
+    )
     weights = 2
     with check:
         assert step >= weights + 1, (
             f"got {step}: each weight gradient x^T @ g contracts the batch (lhs dims {{0}}), "
-            "and g @ w2^T contracts w2's second dimension (rhs dims {1})")
+            "and g @ w2^T contracts w2's second dimension (rhs dims {1})"
+        )
     with check:
         assert forward == 0, f"got {forward}: the forward pass has no transposed operand"

@@ -32,8 +32,12 @@ def _np_mlp(params, x):
 def _mlp_args(shape=(8, 16, 32, 4), dtype=F32, seed=0):
     batch, n_in, hidden, out = shape
     rng = np.random.default_rng(seed)
-    params = {"w1": rng.normal(size=(n_in, hidden)), "b1": rng.normal(size=(hidden,)),
-              "w2": rng.normal(size=(hidden, out)), "b2": rng.normal(size=(out,))}
+    params = {
+        "w1": rng.normal(size=(n_in, hidden)),
+        "b1": rng.normal(size=(hidden,)),
+        "w2": rng.normal(size=(hidden, out)),
+        "b2": rng.normal(size=(out,)),
+    }
     params = {k: v.astype(dtype) for k, v in params.items()}
     return params, rng.normal(size=(batch, n_in)).astype(dtype)
 
@@ -41,7 +45,8 @@ def _mlp_args(shape=(8, 16, 32, 4), dtype=F32, seed=0):
 def _is_jaxpr(jaxpr, what: str) -> None:
     assert hasattr(jaxpr, "in_avals") and hasattr(jaxpr, "eqns") and hasattr(jaxpr, "consts"), (
         f"{what}: expected a closed jaxpr (what jax.make_jaxpr(f)(*args) returns), "
-        f"got {type(jaxpr).__name__}")
+        f"got {type(jaxpr).__name__}"
+    )
 
 
 # ------------------------------------------------------------------------------------ mlp_jaxpr
@@ -64,10 +69,12 @@ def test_mlp_jaxpr_avals_follow_the_arguments(kata):
         leaves = jax.tree.leaves((params, x))
         with check:
             assert got_in == [(v.shape, str(v.dtype)) for v in leaves], (
-                f"{name}: inputs {got_in}; expected the four params leaves, then x")
+                f"{name}: inputs {got_in}; expected the four params leaves, then x"
+            )
         with check:
             assert got_out == [((shape[0], shape[3]), str(np.dtype(dtype)))], (
-                f"{name}: outputs {got_out}")
+                f"{name}: outputs {got_out}"
+            )
         with check:
             assert not jaxpr.consts, f"{name}: params were closed over; trace them as inputs"
 
@@ -84,15 +91,22 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
         for primitive, count in (("dot_general", 2), ("max", 1)):
             with check:
                 assert census[primitive] == count, (
-                    f"{name}: {primitive} x{census[primitive]}, expected {count}")
+                    f"{name}: {primitive} x{census[primitive]}, expected {count}"
+                )
         if len(jaxpr.in_avals) == 5:
             outs = jax.jit(jax.extend.core.jaxpr_as_fun(jaxpr))(*jax.tree.leaves((params, x)))
             with check:
-                np.testing.assert_allclose(np.asarray(outs[0]), _np_mlp(params, x), rtol=1e-4,
-                                           atol=1e-4, err_msg=f"{name}: running the jaxpr")
+                np.testing.assert_allclose(
+                    np.asarray(outs[0]),
+                    _np_mlp(params, x),
+                    rtol=1e-4,
+                    atol=1e-4,
+                    err_msg=f"{name}: running the jaxpr",
+                )
 
 
 # ------------------------------------------------------------------------------ primitive_census
+
 
 def _relu_sum(v):
     return jax.nn.relu(v).sum()
@@ -121,6 +135,7 @@ def _census_programs():
     def cond_in_scan(v):
         def step(c, x):
             return c + lax.cond(x > 1.0, jnp.sin, jnp.cos, x), None
+
         return lax.scan(step, F32(0.0), v)[0]
 
     def switch_and_while(x):
@@ -134,27 +149,48 @@ def _census_programs():
         return a + b + c
 
     def linear_solve(b):
-        return lax.custom_linear_solve(lambda v: v * 2.0, b, solve=lambda m, r: r / 2.0,
-                                       symmetric=True)
+        return lax.custom_linear_solve(
+            lambda v: v * 2.0, b, solve=lambda m, r: r / 2.0, symmetric=True
+        )
 
     return {
         "custom_linear_solve (jaxprs in a named tuple)": (
-            jax.make_jaxpr(linear_solve)(xs), {"custom_linear_solve": 1, "mul": 2, "div": 2}),
-        "cond (2 branches)": (jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(one),
-                              {"cond": 1, "sin": 1, "cos": 1}),
-        "jit in jit in jit": (jax.make_jaxpr(lambda x: jax.jit(nested_jit)(x))(one),
-                              {"jit": 3, "exp": 1, "mul": 1, "add": 1}),
-        "one jit called twice": (jax.make_jaxpr(lambda x: shared(x) + shared(x + 1.0))(one),
-                                 {"jit": 2, "sin": 2, "mul": 2, "add": 2}),
-        "cond in scan body": (jax.make_jaxpr(cond_in_scan)(xs),
-                              {"scan": 1, "cond": 1, "sin": 1, "cos": 1, "gt": 1}),
-        "switch (3) then while": (jax.make_jaxpr(switch_and_while)(one),
-                                  {"cond": 1, "exp": 1, "log1p": 1, "while": 1, "lt": 1,
-                                   "sqrt": 1}),
+            jax.make_jaxpr(linear_solve)(xs),
+            {"custom_linear_solve": 1, "mul": 2, "div": 2},
+        ),
+        "cond (2 branches)": (
+            jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(one),
+            {"cond": 1, "sin": 1, "cos": 1},
+        ),
+        "jit in jit in jit": (
+            jax.make_jaxpr(lambda x: jax.jit(nested_jit)(x))(one),
+            {"jit": 3, "exp": 1, "mul": 1, "add": 1},
+        ),
+        "one jit called twice": (
+            jax.make_jaxpr(lambda x: shared(x) + shared(x + 1.0))(one),
+            {"jit": 2, "sin": 2, "mul": 2, "add": 2},
+        ),
+        "cond in scan body": (
+            jax.make_jaxpr(cond_in_scan)(xs),
+            {"scan": 1, "cond": 1, "sin": 1, "cos": 1, "gt": 1},
+        ),
+        "switch (3) then while": (
+            jax.make_jaxpr(switch_and_while)(one),
+            {"cond": 1, "exp": 1, "log1p": 1, "while": 1, "lt": 1, "sqrt": 1},
+        ),
         "custom_vjp, custom_jvp, remat, closed call": (
             jax.make_jaxpr(calls)(xs),
-            {"custom_vjp_call": 1, "sin": 1, "custom_jvp_call": 1, "max": 1, "remat2": 1,
-             "tanh": 2, "eval_jaxpr": 1, "sub": 1}),
+            {
+                "custom_vjp_call": 1,
+                "sin": 1,
+                "custom_jvp_call": 1,
+                "max": 1,
+                "remat2": 1,
+                "tanh": 2,
+                "eval_jaxpr": 1,
+                "sub": 1,
+            },
+        ),
     }
 
 
@@ -183,6 +219,7 @@ def test_census_counts_match_library(kata):
 
 # ------------------------------------------------------------------------------------- io_avals
 
+
 def _passthrough(x, y, flag):
     return {"b": (x * 2).astype(jnp.int32), "a": flag}, x, 1.0
 
@@ -193,13 +230,18 @@ def _closes_over(x):
 
 IO_PROGRAMS = {  # name: (function, args)
     "mlp": (lambda p, x: jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"], _mlp_args()),
-    "lookup (f32 table, i32 index)": (lambda t, i: (t[i] > 0, i + 1),
-                                      (np.arange(6.0, dtype=F32).reshape(2, 3), np.int32(1))),
+    "lookup (f32 table, i32 index)": (
+        lambda t, i: (t[i] > 0, i + 1),
+        (np.arange(6.0, dtype=F32).reshape(2, 3), np.int32(1)),
+    ),
     "bf16, bool, uint8, zero-size, a dict out, an input out, a literal out": (
-        _passthrough, (np.ones((1, 5), ml_dtypes.bfloat16), np.zeros((0, 3), np.uint8),
-                       np.array([True, False]))),
+        _passthrough,
+        (np.ones((1, 5), ml_dtypes.bfloat16), np.zeros((0, 3), np.uint8), np.array([True, False])),
+    ),
     "same avals twice, a closed-over array": (
-        lambda a, b: _closes_over(a) + (a - b,), (np.ones(3, F32), np.zeros(3, F32))),
+        lambda a, b: _closes_over(a) + (a - b,),
+        (np.ones(3, F32), np.zeros(3, F32)),
+    ),
 }
 
 
@@ -235,6 +277,7 @@ def test_io_avals_read_dtypes(kata):
 
 # ------------------------------------------------------------------------------ literal_operands
 
+
 def _literals(kata, fn, primitive, *args):
     got = kata.literal_operands(jax.make_jaxpr(fn)(*(args or (F32(1.0),))), primitive)
     assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
@@ -256,13 +299,14 @@ def test_python_folds_leading_constants(kata):
 
 @pytest.mark.task("literal_operands")
 def test_literals_are_per_primitive(kata):
-    fn = lambda x: (2.0 - x) * -2.5 + 1.0 - x ** 2  # noqa: E731
+    fn = lambda x: (2.0 - x) * -2.5 + 1.0 - x**2  # noqa: E731
     got = {p: _literals(kata, fn, p) for p in ("mul", "add", "sub", "integer_pow")}
     expected = {"mul": [-2.5], "add": [1.0], "sub": [2.0], "integer_pow": []}
     with check:
         assert got == expected, (
             f"got {got}, expected {expected} (2.0 - x puts the literal first; x ** 2 keeps 2 in "
-            "a param, not an operand)")
+            "a param, not an operand)"
+        )
 
 
 @pytest.mark.task("literal_operands")
@@ -289,10 +333,12 @@ def test_literals_only_at_top_level(kata):
     got = _literals(kata, fn, "mul", F32(1.0))
     assert got == [7.0], (
         f"mul literals {got}: only top-level equations count (not the jit's 5.0 or the loop's "
-        "4.0), and a closed-over array is a constvar, not a literal")
+        "4.0), and a closed-over array is a constvar, not a literal"
+    )
 
 
 # ------------------------------------------------------------------------------ unused_equations
+
 
 def _dead(x):
     y = x * 2  # noqa: F841  (dead on purpose)
@@ -315,8 +361,9 @@ def _dead_twice_and_read_by_output(x):
 
 def _dead_inside_only(x):
     pair = jax.jit(lambda v: (jnp.exp(v), jnp.log(v)))(x)  # one output used: the jit is live
-    looped = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, jnp.sin(c[1])),
-                            (0, x, x))
+    looped = lax.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, jnp.sin(c[1])), (0, x, x)
+    )
     return pair[0] + looped[1]
 
 
@@ -344,7 +391,8 @@ def test_dead_code_propagates_backwards(kata):
     dead = _unused(kata, _dead_chain)
     assert dead == ["sin", "mul", "cos"], (
         f"got {dead}: sin only feeds mul, which only feeds an unused cos: all three are dead "
-        "(in equation order)")
+        "(in equation order)"
+    )
 
 
 @pytest.mark.task("unused_equations")
@@ -353,14 +401,17 @@ def test_dead_code_on_varied_programs(kata):
     inside = _unused(kata, _dead_inside_only)
     with check:
         assert repeated == ["mul", "mul"], (
-            f"got {repeated}: both muls are dead (one entry each); sin is read by the output")
+            f"got {repeated}: both muls are dead (one entry each); sin is read by the output"
+        )
     with check:
         assert inside == [], (
             f"got {inside}: a jit or while with one output read is live; what is dead inside "
-            "their bodies is not a top-level equation")
+            "their bodies is not a top-level equation"
+        )
 
 
 # ---------------------------------------------------------------------------------- stablehlo_of
+
 
 def _mlir_module(text):
     from jax._src.interpreters import mlir
@@ -372,12 +423,17 @@ def _mlir_module(text):
             module = ir.Module.parse(text)
         except Exception as error:  # MLIRError lives in a private module
             pytest.fail(f"not StableHLO (MLIR's parser refused it: {str(error)[:120]})")
-        mains = [op for op in module.body.operations
-                 if op.operation.name == "func.func"
-                 and ir.StringAttr(op.attributes["sym_name"]).value == "main"]
+        mains = [
+            op
+            for op in module.body.operations
+            if op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == "main"
+        ]
         assert len(mains) == 1, "expected one func.func @main"
-        inputs = [str(t) for t in ir.FunctionType(ir.TypeAttr(
-            mains[0].attributes["function_type"]).value).inputs]
+        inputs = [
+            str(t)
+            for t in ir.FunctionType(ir.TypeAttr(mains[0].attributes["function_type"]).value).inputs
+        ]
     return module, inputs
 
 
@@ -405,8 +461,11 @@ def test_lowering_keeps_argument_types(kata):
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
     with check:
         assert inputs == expected, f"@main takes {inputs}, expected {expected}"
-    for op, count in (("stablehlo.sine", 1), ("stablehlo.dot_general", 1),
-                      ("stablehlo.transpose", 1)):
+    for op, count in (
+        ("stablehlo.sine", 1),
+        ("stablehlo.dot_general", 1),
+        ("stablehlo.transpose", 1),
+    ):
         with check:
             assert census[op] == count, f"{op} x{census[op]}, expected {count} (not optimized)"
 
@@ -429,7 +488,8 @@ def _consts(kata, jaxpr):
     consts = kata.closure_consts(jaxpr)
     assert isinstance(consts, list), f"expected a list, got {type(consts).__name__}"
     assert all(type(c) is np.ndarray for c in consts), (
-        f"expected NumPy arrays, got {[type(c).__name__ for c in consts]}")
+        f"expected NumPy arrays, got {[type(c).__name__ for c in consts]}"
+    )
     return consts
 
 
@@ -446,8 +506,9 @@ def test_consts_in_constvar_order(kata):
     # running the jaxpr with your consts in your order must reproduce the function
     x, xs = np.arange(6.0, dtype=F32).reshape(2, 3), np.arange(12.0, dtype=F32).reshape(4, 3)
     for name, fn, arg, expected in (
-            ("bf16 and int32", _two_consts, x, x * 0.5 + _INTS),
-            ("scan's init and table", _scan_consts, xs, (xs * _TABLE[1]).sum(0))):
+        ("bf16 and int32", _two_consts, x, x * 0.5 + _INTS),
+        ("scan's init and table", _scan_consts, xs, (xs * _TABLE[1]).sum(0)),
+    ):
         jaxpr = jax.make_jaxpr(fn)(arg)
         consts = _consts(kata, jaxpr)
         with check:
@@ -455,8 +516,11 @@ def test_consts_in_constvar_order(kata):
         if len(consts) == 2:
             run = jax.jit(lambda c, a, j=jaxpr: jax.core.eval_jaxpr(j, c, a)[0])
             with check:
-                np.testing.assert_allclose(np.asarray(run(consts, arg)), expected,
-                                           err_msg=f"{name}: the jaxpr run with your consts")
+                np.testing.assert_allclose(
+                    np.asarray(run(consts, arg)),
+                    expected,
+                    err_msg=f"{name}: the jaxpr run with your consts",
+                )
     consts = _consts(kata, jax.make_jaxpr(_two_consts)(np.ones((2, 3), F32)))
     dtypes = sorted(str(c.dtype) for c in consts)
     with check:
@@ -468,10 +532,12 @@ def test_closed_over_scalar_is_a_literal(kata):
     scale, zero_d = 2.5, np.array(3.0, F32)
     scalar = _consts(kata, jax.make_jaxpr(lambda x: x * scale + zero_d)(np.ones(3, F32)))
     table = np.ones((2, 2), dtype=F32)
-    nested = _consts(kata, jax.make_jaxpr(
-        lambda x: jax.jit(lambda v: v @ table)(x) * 2.0)(np.ones((2, 2), F32)))
+    nested = _consts(
+        kata, jax.make_jaxpr(lambda x: jax.jit(lambda v: v @ table)(x) * 2.0)(np.ones((2, 2), F32))
+    )
     with check:
         assert scalar == [], "a Python scalar or a 0-d array is inlined as a literal, not a const"
     with check:
         assert nested == [], (
-            "the jit's own jaxpr keeps the array it closed over; the top level has no consts")
+            "the jit's own jaxpr keeps the array it closed over; the top level has no consts"
+        )

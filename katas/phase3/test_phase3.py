@@ -86,7 +86,8 @@ def branches(p, x, n):
 # and an uncalled computation holds pred, f16 and 2-D constants.
 HAND_WRITTEN = (
     "HloModule hand_written, entry_computation_layout={(f32[], (f32[2,3]{0,1}, s32[]), "
-    "f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}\n" + """
+    "f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}\n"
+    + """
 %sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
@@ -139,7 +140,8 @@ ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) ->
   %quarter = f16[] constant(0.25)
   ROOT %fewer = s32[] subtract(%z, %cut)
 }
-""")
+"""
+)
 
 
 def _ones(shape, dtype=np.float32):
@@ -148,8 +150,7 @@ def _ones(shape, dtype=np.float32):
 
 
 def _mlp_args():
-    params = {"w1": _ones((16, 32)), "b1": _ones(32), "w2": _ones((32, 4)),
-              "b2": _ones(4)}
+    params = {"w1": _ones((16, 32)), "b1": _ones(32), "w2": _ones((32, 4)), "b2": _ones(4)}
     return params, _ones((8, 16))
 
 
@@ -170,17 +171,24 @@ def _compiled(name: str):
     """(lowered, compiled) of a test-owned program, compiled once per session."""
     device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     formats = tuple(Format(Layout(order), device) for order in MATMUL_ORDERS)
-    mixed_formats = (None, None, Format(Layout((1, 0)), device), None,
-                     Format(Layout((1, 0, 2)), device))
-    programs = {"mlp": (jax.jit(mlp), _mlp_args()),
-                "attention": (jax.jit(attention), _attention_args()),
-                "scale_and_shift": (jax.jit(scale_and_shift), (_ones(3),)),
-                "value_and_total": (jax.jit(value_and_total), (_ones((2, 3)),)),
-                "matmul": (jax.jit(matmul, in_shardings=formats), (_ones((8, 16)), _ones((16, 4)))),
-                "looped": (jax.jit(looped), (_ones(8),)),
-                "shared_sum": (jax.jit(shared_sum), tuple(_ones(8) for _ in range(4))),
-                "mixed": (jax.jit(mixed, in_shardings=mixed_formats), _mixed_args()),
-                "branches": (jax.jit(branches), _branches_args())}
+    mixed_formats = (
+        None,
+        None,
+        Format(Layout((1, 0)), device),
+        None,
+        Format(Layout((1, 0, 2)), device),
+    )
+    programs = {
+        "mlp": (jax.jit(mlp), _mlp_args()),
+        "attention": (jax.jit(attention), _attention_args()),
+        "scale_and_shift": (jax.jit(scale_and_shift), (_ones(3),)),
+        "value_and_total": (jax.jit(value_and_total), (_ones((2, 3)),)),
+        "matmul": (jax.jit(matmul, in_shardings=formats), (_ones((8, 16)), _ones((16, 4)))),
+        "looped": (jax.jit(looped), (_ones(8),)),
+        "shared_sum": (jax.jit(shared_sum), tuple(_ones(8) for _ in range(4))),
+        "mixed": (jax.jit(mixed, in_shardings=mixed_formats), _mixed_args()),
+        "branches": (jax.jit(branches), _branches_args()),
+    }
     jitted, args = programs[name]
     lowered = jitted.lower(*args)
     return lowered, lowered.compile()
@@ -248,11 +256,15 @@ def _xla(key: str):
     module = _xla_hlo().hlo_module_from_text(_text(key))
     printed = module.to_string()
     entry_name = _ENTRY_LINE.search(printed).group(1)
-    entry_block = printed[printed.index(f"ENTRY %{entry_name}"):]
-    entry_block = entry_block[:entry_block.index("\n}")]
+    entry_block = printed[printed.index(f"ENTRY %{entry_name}") :]
+    entry_block = entry_block[: entry_block.index("\n}")]
     root_name = _ROOT_LINE.search(entry_block).group(1)
-    facts = {"params": [], "root": None, "constants": Counter(),
-             "computations": len(module.computations())}
+    facts = {
+        "params": [],
+        "root": None,
+        "constants": Counter(),
+        "computations": len(module.computations()),
+    }
     for computation in module.computations():
         for instruction in computation.instructions():
             printed_line = _PRINTED.match(instruction.to_string())
@@ -271,6 +283,7 @@ def _xla(key: str):
 
 # --- task 1: three_texts ---------------------------------------------------------------------
 
+
 def _three(kata, f, *args) -> dict:
     texts = kata.three_texts(f, *args)
     assert isinstance(texts, dict), f"expected a dict, got {type(texts).__name__}"
@@ -282,8 +295,10 @@ def _stablehlo_census(text: str, what: str) -> Counter:
     try:
         return stablehlo_op_census(text)
     except StableHloError as error:
-        pytest.fail(f"{what}: expected StableHLO (an MLIR module), got text that is not: {error}",
-                    pytrace=False)
+        pytest.fail(
+            f"{what}: expected StableHLO (an MLIR module), got text that is not: {error}",
+            pytrace=False,
+        )
 
 
 def _hlo_module(text: str, what: str):
@@ -345,18 +360,21 @@ def test_three_texts_are_the_stages_of_this_program(kata):
         want_census, want_hlo, want_optimized = _stages_oracle(program)
         with check:
             assert census == want_census, (
-                f"{program}: stablehlo ops {dict(census)}, expected {dict(want_census)}")
+                f"{program}: stablehlo ops {dict(census)}, expected {dict(want_census)}"
+            )
         for what, got, want in (("hlo", hlo, want_hlo), ("optimized", optimized, want_optimized)):
             with check:
                 assert got.name == want.name, f"{program} {what}: module {got.name}, {want.name}"
             with check:
                 assert opcode_counts(got) == opcode_counts(want), (
                     f"{program} {what}: opcodes {dict(opcode_counts(got))}, "
-                    f"expected {dict(opcode_counts(want))}")
+                    f"expected {dict(opcode_counts(want))}"
+                )
             with check:
                 assert got.entry.root.shape == want.entry.root.shape, (
                     f"{program} {what}: result {got.entry.root.shape}, "
-                    f"expected {want.entry.root.shape}")
+                    f"expected {want.entry.root.shape}"
+                )
 
 
 @cache
@@ -364,8 +382,11 @@ def _stages_oracle(program: str):
     """jax.stages' own texts of a THREE_TEXT_PROGRAMS entry, read structurally."""
     f, args = THREE_TEXT_PROGRAMS[program]
     lowered = jax.jit(f).lower(*args)
-    return (stablehlo_op_census(lowered.as_text()), parse_hlo(lowered.as_text(dialect="hlo")),
-            parse_hlo(lowered.compile().as_text()))
+    return (
+        stablehlo_op_census(lowered.as_text()),
+        parse_hlo(lowered.as_text(dialect="hlo")),
+        parse_hlo(lowered.compile().as_text()),
+    )
 
 
 @pytest.mark.task("three_texts")
@@ -380,6 +401,7 @@ def test_optimized_attention_snapshot(kata, hlo_snapshot):
 
 # --- task 2: dump_files ----------------------------------------------------------------------
 
+
 def _dumped(kata, f, args, directory: Path) -> tuple[Path, Path]:
     paths = kata.dump_files(f, args, str(directory))
     assert isinstance(paths, tuple) and len(paths) == 2, f"expected two paths, got {paths!r:.80}"
@@ -390,8 +412,10 @@ def _dumped(kata, f, args, directory: Path) -> tuple[Path, Path]:
 
 
 def _modules(before: Path, after: Path):
-    return (_hlo_module(before.read_text(), before.name),
-            _hlo_module(after.read_text(), after.name))
+    return (
+        _hlo_module(before.read_text(), before.name),
+        _hlo_module(after.read_text(), after.name),
+    )
 
 
 @pytest.mark.task("dump_files")
@@ -406,11 +430,12 @@ def test_dump_holds_before_and_after(kata, tmp_path):
         assert opcode_counts(optimized)["fusion"] > 0, f"{after.name}: expected fusions"
     with check:
         assert normalize_hlo(after.read_text()) == normalize_hlo(_texts("scale_and_shift")[1]), (
-            "the after-optimizations file is the text compiled.as_text() gives")
+            "the after-optimizations file is the text compiled.as_text() gives"
+        )
     with check:
-        assert (opcode_counts(unoptimized)
-                == opcode_counts(parse_hlo(_texts("scale_and_shift")[0]))), (
-            "the before-optimizations file is the module before any pass")
+        assert opcode_counts(unoptimized) == opcode_counts(
+            parse_hlo(_texts("scale_and_shift")[0])
+        ), "the before-optimizations file is the module before any pass"
 
 
 @pytest.mark.task("dump_files")
@@ -427,8 +452,10 @@ def test_dump_of_the_same_function_again(kata, tmp_path):
     """Another process's dump with a higher module number is there, and this function was
     dumped before at another shape: only the files this compile wrote are the answer."""
     stale = "module_9999.jit_value_and_total"
-    for suffix, text in ((".before_optimizations.txt", _texts("value_and_total")[0]),
-                         (".cpu_after_optimizations.txt", _texts("value_and_total")[1])):
+    for suffix, text in (
+        (".before_optimizations.txt", _texts("value_and_total")[0]),
+        (".cpu_after_optimizations.txt", _texts("value_and_total")[1]),
+    ):
         (tmp_path / f"{stale}{suffix}").write_text(text)
     kata.dump_files(value_and_total, (_ones((2, 3)),), str(tmp_path))
     before, after = _dumped(kata, value_and_total, (_ones((5, 1)),), tmp_path)
@@ -436,16 +463,26 @@ def test_dump_of_the_same_function_again(kata, tmp_path):
         parameter = next(i for i in module.entry if i.opcode == "parameter")
         with check:
             assert parameter.shape_info.dims == (5, 1), (
-                f"{module.name} takes {parameter.shape}: not this compile (f32[5,1])")
+                f"{module.name} takes {parameter.shape}: not this compile (f32[5,1])"
+            )
     with check:
         assert before.name.split(".")[0] == after.name.split(".")[0], (
-            f"{before.name} and {after.name} are not one compile's files")
+            f"{before.name} and {after.name} are not one compile's files"
+        )
 
 
 # --- task 3: entry_parameter_layouts ---------------------------------------------------------
 
-LAYOUT_BANK = ["mlp", "mlp:unoptimized", "matmul", "looped", "mixed", "mixed:unoptimized",
-               "branches", "hand"]
+LAYOUT_BANK = [
+    "mlp",
+    "mlp:unoptimized",
+    "matmul",
+    "looped",
+    "mixed",
+    "mixed:unoptimized",
+    "branches",
+    "hand",
+]
 
 
 def _layouts(kata, key: str) -> list:
@@ -482,8 +519,11 @@ def test_parameter_layouts_are_read_not_assumed(kata):
     """jax's own record of the layouts it asked for; an unused input has none (it was dropped)."""
     for name in ("matmul", "mixed"):
         _, compiled = _compiled(name)
-        expected = ["{" + ",".join(str(d) for d in reversed(f.layout.major_to_minor)) + "}"
-                    for f in compiled.input_formats[0] if f.layout is not None]
+        expected = [
+            "{" + ",".join(str(d) for d in reversed(f.layout.major_to_minor)) + "}"
+            for f in compiled.input_formats[0]
+            if f.layout is not None
+        ]
         got = _layouts(kata, name)
         with check:
             assert got == expected, f"{name}: got {got}, expected {expected}: read each layout"
@@ -498,8 +538,16 @@ def test_parameter_layouts_of_scalar_and_tuple_parameters(kata):
 
 # --- task 4: entry_root ----------------------------------------------------------------------
 
-ROOT_BANK = ["mlp", "mlp:unoptimized", "value_and_total", "looped", "mixed", "branches",
-             "attention:unoptimized", "hand"]
+ROOT_BANK = [
+    "mlp",
+    "mlp:unoptimized",
+    "value_and_total",
+    "looped",
+    "mixed",
+    "branches",
+    "attention:unoptimized",
+    "hand",
+]
 _DTYPES = {"float32": "f32", "int32": "s32", "bfloat16": "bf16", "float16": "f16"}
 
 
@@ -524,8 +572,11 @@ def test_root_shape_is_the_programs_result(kata):
     for name in ("value_and_total", "mixed", "branches"):
         _, compiled = _compiled(name)
         parts = []
-        for info, fmt in zip(jax.tree.leaves(compiled.out_info), jax.tree.leaves(
-                compiled.output_formats, is_leaf=lambda x: isinstance(x, Format)), strict=True):
+        for info, fmt in zip(
+            jax.tree.leaves(compiled.out_info),
+            jax.tree.leaves(compiled.output_formats, is_leaf=lambda x: isinstance(x, Format)),
+            strict=True,
+        ):
             order = ",".join(str(d) for d in reversed(fmt.layout.major_to_minor))
             layout = f"{{{order}}}" if info.shape else ""
             parts.append(f"{_DTYPES[str(info.dtype)]}[{','.join(map(str, info.shape))}]{layout}")
@@ -551,9 +602,13 @@ def test_root_of_optimized_mlp(kata):
 @pytest.mark.task("entry_root")
 def test_two_results_make_a_tuple_root(kata):
     shapes = [(2, 3), ()]
-    expected = "(" + ", ".join(
-        f"f32[{','.join(map(str, s))}]" + (_default_layout(len(s)) if s else "") for s in shapes
-    ) + ")"
+    expected = (
+        "("
+        + ", ".join(
+            f"f32[{','.join(map(str, s))}]" + (_default_layout(len(s)) if s else "") for s in shapes
+        )
+        + ")"
+    )
     got = _root(kata, "value_and_total")
     assert got == ("tuple", expected), f"got {got}, expected ('tuple', {expected!r})"
 
@@ -624,22 +679,32 @@ def test_fusions_inside_loop_and_branch_bodies(kata):
         for opcode in opcodes:
             found = sum(c[opcode] for c in contents.values())
             with check:
-                assert found == 1, (f"{key}: {opcode} x{found}, expected 1: fusions live in every "
-                                    "computation, loop and branch bodies too")
+                assert found == 1, (
+                    f"{key}: {opcode} x{found}, expected 1: fusions live in every "
+                    "computation, loop and branch bodies too"
+                )
 
 
 @pytest.mark.task("fusion_contents")
 def test_nested_fusion_counts_for_both_kinds(kata):
     contents = _contents(kata, "hand")
-    inner = {"exponential": 1, "constant": 1, "reduce": 1, "broadcast": 1, "multiply": 1,
-             "add": 1}  # the kInput fusion's computation plus its reducer's add
+    inner = {
+        "exponential": 1,
+        "constant": 1,
+        "reduce": 1,
+        "broadcast": 1,
+        "multiply": 1,
+        "add": 1,
+    }  # the kInput fusion's computation plus its reducer's add
     outer = Counter(inner) + Counter(fusion=1, multiply=2, broadcast=2, constant=1)
     with check:
         assert dict(+contents.get("kInput", Counter())) == inner, (
-            f"kInput: got {dict(contents.get('kInput', {}))}, expected {inner}")
+            f"kInput: got {dict(contents.get('kInput', {}))}, expected {inner}"
+        )
     with check:
         assert dict(+contents.get("kLoop", Counter())) == dict(outer), (
-            f"kLoop: got {dict(contents.get('kLoop', {}))}, expected {dict(outer)}")
+            f"kLoop: got {dict(contents.get('kLoop', {}))}, expected {dict(outer)}"
+        )
 
 
 # --- task 6: constants -----------------------------------------------------------------------
@@ -661,8 +726,10 @@ def test_constants_as_xla_counts_them(kata):
         shapes = Counter(shape for shape, _ in _constants(kata, key))
         expected = _xla(key)["constants"]
         with check:
-            assert shapes == expected, (f"{key}: constants by shape {dict(shapes)}, expected "
-                                        f"{dict(expected)} (every computation, each once)")
+            assert shapes == expected, (
+                f"{key}: constants by shape {dict(shapes)}, expected "
+                f"{dict(expected)} (every computation, each once)"
+            )
 
 
 @pytest.mark.task("constants")
@@ -688,19 +755,33 @@ def test_attention_scale_is_folded(kata):
 @pytest.mark.task("constants")
 def test_constants_of_every_dtype_and_computation(kata):
     found = Counter(_constants(kata, "branches"))
-    for constant in (("s32[]", "7"), ("s32[]", "2"), ("f32[]", "1.5"), ("f32[]", "3"),
-                     ("f32[]", "-1")):
+    for constant in (
+        ("s32[]", "7"),
+        ("s32[]", "2"),
+        ("f32[]", "1.5"),
+        ("f32[]", "3"),
+        ("f32[]", "-1"),
+    ):
         with check:
             assert found[constant] == 1, f"{constant} (branch, int or bf16 code) x{found[constant]}"
     hand = Counter(_constants(kata, "hand"))
-    expected = Counter({("f32[]", "0"): 1, ("f32[]", "0.5"): 1, ("f32[2]{0}", "{1, -2}"): 1,
-                        ("s32[]", "4"): 2, ("pred[]", "true"): 1, ("f16[]", "0.25"): 1,
-                        ("s32[2,2]{1,0}", "{ { 1, 2 }, { 3, 4 } }"): 1})
+    expected = Counter(
+        {
+            ("f32[]", "0"): 1,
+            ("f32[]", "0.5"): 1,
+            ("f32[2]{0}", "{1, -2}"): 1,
+            ("s32[]", "4"): 2,
+            ("pred[]", "true"): 1,
+            ("f16[]", "0.25"): 1,
+            ("s32[2,2]{1,0}", "{ { 1, 2 }, { 3, 4 } }"): 1,
+        }
+    )
     with check:
         assert hand == expected, f"hand-written module: got {dict(hand)}, expected {dict(expected)}"
 
 
 # --- task 7: flops ---------------------------------------------------------------------------
+
 
 def _flops(kata, f, *args) -> float:
     got = kata.flops(f, *args)
@@ -711,12 +792,16 @@ def _flops(kata, f, *args) -> float:
 @pytest.mark.task("flops")
 def test_matmul_flops_are_2mnk(kata):
     # one function, several shapes (an answer that remembers the first compile fails), int too
-    for (m, n, k), dtype in (((2, 3, 4), np.float32), ((5, 1, 3), np.float32),
-                             ((3, 7, 2), np.int32)):
+    for (m, n, k), dtype in (
+        ((2, 3, 4), np.float32),
+        ((5, 1, 3), np.float32),
+        ((3, 7, 2), np.int32),
+    ):
         got = _flops(kata, matmul, _ones((m, k), dtype), _ones((k, n), dtype))
         with check:
             assert got == 2 * m * n * k, (
-                f"({m}x{k})@({k}x{n}) {np.dtype(dtype).name}: {got} flops, expected 2*M*N*K")
+                f"({m}x{k})@({k}x{n}) {np.dtype(dtype).name}: {got} flops, expected 2*M*N*K"
+            )
 
 
 @pytest.mark.task("flops")

@@ -29,8 +29,14 @@ from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
 
 ARITHMETIC = ("add", "subtract", "multiply", "divide")
 # StableHLO ops that are plumbing or constants, not work on data.
-SHLO_PLUMBING = {"func.func", "func.return", "func.call", "stablehlo.constant",
-                 "stablehlo.broadcast_in_dim", "stablehlo.convert"}
+SHLO_PLUMBING = {
+    "func.func",
+    "func.return",
+    "func.call",
+    "stablehlo.constant",
+    "stablehlo.broadcast_in_dim",
+    "stablehlo.convert",
+}
 BF16 = ml_dtypes.bfloat16
 
 
@@ -47,8 +53,10 @@ ELEMENTWISE_INPUTS = {"f32[3,5]": _x((3, 5), seed=3), "bf16[6]": _x(6, 4, BF16)}
 
 def _qk(q_shape=(8, 16), k_shape=(8, 16), seed=1):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=q_shape).astype(np.float32),
-            rng.normal(size=k_shape).astype(np.float32))
+    return (
+        rng.normal(size=q_shape).astype(np.float32),
+        rng.normal(size=k_shape).astype(np.float32),
+    )
 
 
 def _counts(hlo_text: str) -> Counter:
@@ -74,7 +82,8 @@ def _same_kind(what, out, x):
     """The output is one array of x's shape and dtype (asserted, so a wrong kind fails here)."""
     assert isinstance(out, np.ndarray), f"{what}: expected one array, got {type(out).__name__}"
     assert out.shape == x.shape and out.dtype == x.dtype, (
-        f"{what}: got {out.dtype}{list(out.shape)}, expected {x.dtype}{list(x.shape)}")
+        f"{what}: got {out.dtype}{list(out.shape)}, expected {x.dtype}{list(x.shape)}"
+    )
 
 
 def _require_cpu(fact: str) -> None:
@@ -83,6 +92,7 @@ def _require_cpu(fact: str) -> None:
 
 
 # --- test-owned programs: the canonical form of each optimization -------------------------
+
 
 def _canon_identity(x):
     return (x * 1.0 + 0.0) / 1.0
@@ -139,27 +149,34 @@ def dumps(tmp_path_factory):
 
 @cache
 def _make_dumps(base: Path) -> dict:
-    """"files" is the dump read file by file: xla_inspect.passes lists the per-pass files in
+    """ "files" is the dump read file by file: xla_inspect.passes lists the per-pass files in
     sequence order, parse_hlo reads each one; nothing here parses a file name."""
     made = {}
     for key, (program, args, _, _) in DUMPED.items():
         directory = base / key
         directory.mkdir()
         lowered = jax.jit(program).lower(*args)
-        compiled = lowered.compile(compiler_options={
-            "xla_dump_to": str(directory), "xla_dump_hlo_as_text": True,
-            "xla_dump_hlo_pass_re": ".*"})
-        files = [(f.pass_name, _counts(f.path.read_text()))
-                 for f in passes.pass_files(directory)]
+        compiled = lowered.compile(
+            compiler_options={
+                "xla_dump_to": str(directory),
+                "xla_dump_hlo_as_text": True,
+                "xla_dump_hlo_pass_re": ".*",
+            }
+        )
+        files = [(f.pass_name, _counts(f.path.read_text())) for f in passes.pass_files(directory)]
         assert files, f"XLA wrote no per-pass files for {key} into {directory}"
-        made[key] = {"dir": directory, "files": files,
-                     "steps": passes.pass_timeline(directory),
-                     "before": _counts(lowered.as_text(dialect="hlo")),
-                     "after": _counts(compiled.as_text())}
+        made[key] = {
+            "dir": directory,
+            "files": files,
+            "steps": passes.pass_timeline(directory),
+            "before": _counts(lowered.as_text(dialect="hlo")),
+            "after": _counts(compiled.as_text()),
+        }
     return made
 
 
 # --- task 1: stages ----------------------------------------------------------------------
+
 
 def _stages(kata, f, *args) -> tuple:
     got = kata.stages(f, *args)
@@ -171,8 +188,10 @@ def _shlo(text: str, what: str) -> Counter:
     try:
         return stablehlo_op_census(text)
     except StableHloError as error:
-        pytest.fail(f"{what}: expected StableHLO (an MLIR module), got text that is not: {error}",
-                    pytrace=False)
+        pytest.fail(
+            f"{what}: expected StableHLO (an MLIR module), got text that is not: {error}",
+            pytrace=False,
+        )
 
 
 def _hlo(text: str, what: str) -> Counter:
@@ -224,8 +243,12 @@ def test_stages_of_several_programs(kata):
 
 
 PINNED = (  # one pinned optimized module per optimization, in this order
-    (_canon_identity, (_x(),)), (_canon_folded, (_x(),)), (_canon_cse, _cse_args()),
-    (_canon_dead, (_x(),)), (_canon_chain, (_x(),)), (_canon_attention, _qk()),
+    (_canon_identity, (_x(),)),
+    (_canon_folded, (_x(),)),
+    (_canon_cse, _cse_args()),
+    (_canon_dead, (_x(),)),
+    (_canon_chain, (_x(),)),
+    (_canon_attention, _qk()),
     (_canon_refused, (_x(),)),
 )
 
@@ -239,10 +262,17 @@ def test_pinned_optimized_programs(kata, hlo_snapshot):
 
 # --- tasks 2-8: demonstrations -------------------------------------------------------------
 
+
 @pytest.mark.task("algebraic_identity")
 def test_algebraic_identity_disappears(kata):
-    special = np.array([[0.5, -0.0, np.inf, -np.inf, np.nan], [3e38, -3e38, 1e-30, -7.25, 1.0],
-                        [2.0, 0.1, -0.1, 65504.0, 1e-45]], dtype=np.float32)
+    special = np.array(
+        [
+            [0.5, -0.0, np.inf, -np.inf, np.nan],
+            [3e38, -3e38, 1e-30, -7.25, 1.0],
+            [2.0, 0.1, -0.1, 65504.0, 1e-45],
+        ],
+        dtype=np.float32,
+    )
     for what, x in {"f32[3,5] with inf, nan, -0, 3e38": special, "bf16[6]": _x(6, 4, BF16)}.items():
         shlo, optimized, out = _compile(kata.algebraic_identity, x)
         _same_kind(what, out, x)
@@ -265,17 +295,20 @@ def test_folded_scale_becomes_a_multiply(kata):
         hlo = _counts(optimized)
         want = (x.astype(np.float64) / np.sqrt(2.0)).astype(np.float32)
         with check:
-            np.testing.assert_allclose(out.astype(np.float32), want, rtol=_tolerance(x),
-                                       err_msg=what)
+            np.testing.assert_allclose(
+                out.astype(np.float32), want, rtol=_tolerance(x), err_msg=what
+            )
         with check:
             assert shlo["stablehlo.sqrt"] >= 1, f"{what}: no stablehlo.sqrt: Python folded it"
         with check:
             assert shlo["stablehlo.divide"] >= 1 and shlo["stablehlo.multiply"] == 0, (
                 f"{what} before: divide x{shlo['stablehlo.divide']}, multiply "
-                f"x{shlo['stablehlo.multiply']}; want a divide and no multiply")
+                f"x{shlo['stablehlo.multiply']}; want a divide and no multiply"
+            )
         with check:
             assert hlo["sqrt"] == 0 and hlo["divide"] == 0, (
-                f"{what} optimized: sqrt x{hlo['sqrt']}, divide x{hlo['divide']}; want none")
+                f"{what} optimized: sqrt x{hlo['sqrt']}, divide x{hlo['divide']}; want none"
+            )
         with check:
             assert hlo["multiply"] == 1, f"{what} optimized: multiply x{hlo['multiply']}, want 1"
 
@@ -304,14 +337,17 @@ def test_dead_exp_survives_lowering_then_dies(kata):
         _same_kind(what, out, x)
         hlo = _counts(optimized)
         with check:
-            np.testing.assert_allclose(out.astype(np.float32), x.astype(np.float32) + 1,
-                                       rtol=_tolerance(x), err_msg=what)
+            np.testing.assert_allclose(
+                out.astype(np.float32), x.astype(np.float32) + 1, rtol=_tolerance(x), err_msg=what
+            )
         with check:
             assert shlo["stablehlo.exponential"] >= 1, (
-                f"{what}: no stablehlo.exponential: JAX dropped the exp before XLA saw it")
+                f"{what}: no stablehlo.exponential: JAX dropped the exp before XLA saw it"
+            )
         with check:
             assert jaxpr["select_n"] + jaxpr["cond"] >= 1, (
-                f"{what}: no select or cond in the jaxpr: the exp must be one side of a choice")
+                f"{what}: no select or cond in the jaxpr: the exp must be one side of a choice"
+            )
         with check:
             assert hlo["exponential"] == 0, f"{what}: optimized exponential x{hlo['exponential']}"
 
@@ -334,7 +370,8 @@ def test_chain_is_one_loop_fusion(kata):
             assert work >= 4, f"{what}: StableHLO has {work} ops doing work, want at least 4"
         with check:
             assert entry_ops == Counter(fusion=1), (
-                f"{what}: ENTRY computes {dict(entry_ops)}, want one fusion")
+                f"{what}: ENTRY computes {dict(entry_ops)}, want one fusion"
+            )
         with check:
             assert [f.kind for f in found] == ["kLoop"], f"{what}: want one kind=kLoop fusion"
         with check:
@@ -346,11 +383,13 @@ def test_transpose_folds_into_the_dot(kata):
     for q_shape, k_shape in (((8, 16), (8, 16)), ((5, 3), (7, 3)), ((2, 6), (9, 6))):
         what = f"q{list(q_shape)} k{list(k_shape)}"
         q, k = _qk(q_shape, k_shape)
-        jaxpr_transposes = primitive_census(
-            jax.make_jaxpr(kata.attention_scores)(q, k))["transpose"]
+        jaxpr_transposes = primitive_census(jax.make_jaxpr(kata.attention_scores)(q, k))[
+            "transpose"
+        ]
         _, optimized, out = _compile(kata.attention_scores, q, k)
         assert isinstance(out, np.ndarray) and out.shape == (q.shape[0], k.shape[0]), (
-            f"{what}: got shape {getattr(out, 'shape', out)}, expected {(q.shape[0], k.shape[0])}")
+            f"{what}: got shape {getattr(out, 'shape', out)}, expected {(q.shape[0], k.shape[0])}"
+        )
         module = parse_hlo(optimized)
         transposes = opcode_counts(module)["transpose"]
         contracting = [d.rhs_contracting_dims for d in dots(module)]
@@ -364,7 +403,8 @@ def test_transpose_folds_into_the_dot(kata):
             with check:
                 assert contracting == [(1,)], (
                     f"{what}: rhs_contracting_dims {contracting}: want one dot contracting "
-                    "k's dim 1 in place")
+                    "k's dim 1 in place"
+                )
 
 
 @pytest.mark.task("refused_rewrites")
@@ -377,18 +417,24 @@ def test_xla_keeps_float_rewrites_it_may_not_do(kata):
         _same_kind(f"{what} x-x", zero, x)
         hlo = _counts(optimized)
         with check:
-            np.testing.assert_allclose(scaled.astype(np.float32), x.astype(np.float32) * 6,
-                                       rtol=_tolerance(x), err_msg=what)
+            np.testing.assert_allclose(
+                scaled.astype(np.float32),
+                x.astype(np.float32) * 6,
+                rtol=_tolerance(x),
+                err_msg=what,
+            )
         with check:
             np.testing.assert_array_equal(zero, np.zeros_like(x), err_msg=what)
         with check:
             assert hlo["multiply"] == 2, (
-                f"{what}: optimized multiply x{hlo['multiply']}, want 2 (no reassociation)")
+                f"{what}: optimized multiply x{hlo['multiply']}, want 2 (no reassociation)"
+            )
         with check:
             assert hlo["subtract"] == 1, f"{what}: optimized subtract x{hlo['subtract']}, want 1"
 
 
 # --- tasks 9-11: the per-pass dump -----------------------------------------------------------
+
 
 def _timeline(kata, dump_dir) -> list:
     timeline = kata.pass_timeline(str(dump_dir))
@@ -413,7 +459,8 @@ def test_timeline_matches_the_dump(kata, dumps):
             assert names == [name for name, _ in dump["files"]], f"{key}: pass names {names}"
         with check:
             assert [dict(c) for _, c in timeline] == [dict(c) for _, c in dump["files"]], (
-                f"{key}: opcode counts differ from the files'")
+                f"{key}: opcode counts differ from the files'"
+            )
 
 
 @pytest.mark.task("pass_timeline")
@@ -423,10 +470,12 @@ def test_timeline_runs_from_unoptimized_to_optimized(kata, dumps):
         timeline = _timeline(kata, dump["dir"])
         with check:
             assert timeline and timeline[0][1] == dump["before"], (
-                f"{key}: first entry is not the module XLA started from")
+                f"{key}: first entry is not the module XLA started from"
+            )
         with check:
             assert timeline and timeline[-1][1] == dump["after"], (
-                f"{key}: last entry is not the optimized module")
+                f"{key}: last entry is not the optimized module"
+            )
 
 
 @pytest.mark.task("pass_timeline")
@@ -436,8 +485,11 @@ def test_timeline_shows_each_change_where_the_dump_does(kata, dumps):
     for key in TIMELINE_DUMPS:
         dump = dumps[key]
         timeline = _timeline(kata, dump["dir"])
-        changes = [name for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False)
-                   if Counter(before) != Counter(after)]
+        changes = [
+            name
+            for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False)
+            if Counter(before) != Counter(after)
+        ]
         expected = [step.pass_name for step in dump["steps"] if step.opcode_deltas]
         with check:
             assert changes == expected, f"{key}: opcode counts change after {changes}, {expected}"
@@ -449,25 +501,58 @@ def _entry(name, **counts):
 
 
 CONSTRUCTED = {
-    "first pair, a removal": ([_entry("start", add=3, multiply=1), _entry("cse", add=2, multiply=1),
-                               _entry("algsimp", add=2)], "add", "cse"),
-    "appears from nothing": ([_entry("start", sine=1), _entry("algsimp", sine=1, constant=2),
-                              _entry("dce", sine=1, constant=1),
-                              _entry("fusion", sine=1, constant=1, fusion=1),
-                              _entry("fusion-wrapper", fusion=2)], "fusion", "fusion"),
-    "changes and changes back": ([_entry("start", copy=0, add=1), _entry("layout", add=1, copy=2),
-                                  _entry("copy-insertion", add=1, copy=1),
-                                  _entry("simplify", add=1)], "copy", "layout"),
-    "others change, it never does": ([_entry("start", dot=1, transpose=1),
-                                      _entry("transpose-folding", dot=1),
-                                      _entry("fusion", dot=1, fusion=1)], "dot", None),
+    "first pair, a removal": (
+        [
+            _entry("start", add=3, multiply=1),
+            _entry("cse", add=2, multiply=1),
+            _entry("algsimp", add=2),
+        ],
+        "add",
+        "cse",
+    ),
+    "appears from nothing": (
+        [
+            _entry("start", sine=1),
+            _entry("algsimp", sine=1, constant=2),
+            _entry("dce", sine=1, constant=1),
+            _entry("fusion", sine=1, constant=1, fusion=1),
+            _entry("fusion-wrapper", fusion=2),
+        ],
+        "fusion",
+        "fusion",
+    ),
+    "changes and changes back": (
+        [
+            _entry("start", copy=0, add=1),
+            _entry("layout", add=1, copy=2),
+            _entry("copy-insertion", add=1, copy=1),
+            _entry("simplify", add=1),
+        ],
+        "copy",
+        "layout",
+    ),
+    "others change, it never does": (
+        [
+            _entry("start", dot=1, transpose=1),
+            _entry("transpose-folding", dot=1),
+            _entry("fusion", dot=1, fusion=1),
+        ],
+        "dot",
+        None,
+    ),
     "absent everywhere": ([_entry("start", add=1), _entry("cse", add=1, fusion=1)], "while", None),
     "one entry": ([_entry("start", add=2)], "add", None),
     "empty": ([], "add", None),
-    "a repeated pass name": ([_entry("pipeline-start", tanh=1, add=2),
-                              _entry("algsimp", tanh=1, add=1),
-                              _entry("pipeline-start", tanh=1, add=1),
-                              _entry("simplify", tanh=0, add=1)], "tanh", "simplify"),
+    "a repeated pass name": (
+        [
+            _entry("pipeline-start", tanh=1, add=2),
+            _entry("algsimp", tanh=1, add=1),
+            _entry("pipeline-start", tanh=1, add=1),
+            _entry("simplify", tanh=0, add=1),
+        ],
+        "tanh",
+        "simplify",
+    ),
 }
 
 
@@ -499,7 +584,8 @@ def test_pass_that_changed_on_constructed_timelines(kata):
         got = kata.pass_that_changed(timeline, opcode)
         with check:
             assert got == expected and type(got) is type(expected), (
-                f"{what}: {opcode} first changes after {expected!r}, got {got!r}")
+                f"{what}: {opcode} first changes after {expected!r}, got {got!r}"
+            )
 
 
 @pytest.mark.task("pass_that_changed")
@@ -533,4 +619,5 @@ def test_named_passes_match_the_dump(kata, dumps):
         truth = _culprit(dumps[key], opcode, finder)
         with check:
             assert answers.get(key) == truth, (
-                f"{key}: the dump says {truth!r}, got {answers.get(key)!r}")
+                f"{key}: the dump says {truth!r}, got {answers.get(key)!r}"
+            )

@@ -73,7 +73,7 @@ def dot_flops(jaxpr) -> int:
 
 
 def cheaper_jacobian_mode(f, x) -> str:
-    """"jacfwd" or "jacrev": whichever Jacobian of f at x costs fewer dot flops. x may be any
+    """ "jacfwd" or "jacrev": whichever Jacobian of f at x costs fewer dot flops. x may be any
     shape (every element is an input)."""
     # TODO: trace both, measure, compare
     raise NotImplementedError("phase5 task 6: cheaper_jacobian_mode")

@@ -46,15 +46,19 @@ def _np_mlp_grad(p, x, y):
     out = hidden @ p["w2"] + p["b2"]
     g_out = 2.0 * (out - y) / out.size
     g_hidden = (g_out @ p["w2"].T) * (pre > 0)
-    return {"w1": x.T @ g_hidden, "b1": g_hidden.sum(0), "w2": hidden.T @ g_out,
-            "b2": g_out.sum(0)}
+    return {"w1": x.T @ g_hidden, "b1": g_hidden.sum(0), "w2": hidden.T @ g_out, "b2": g_out.sum(0)}
 
 
 def _dot_dims(jaxpr) -> list:
     """Dimension numbers of every dot_general (nested too) as plain tuples of ints."""
-    return [tuple(tuple(tuple(int(d) for d in side) for side in pair)
-                  for pair in eqn.params["dimension_numbers"])
-            for eqn in iter_eqns(jaxpr) if eqn.primitive.name == "dot_general"]
+    return [
+        tuple(
+            tuple(tuple(int(d) for d in side) for side in pair)
+            for pair in eqn.params["dimension_numbers"]
+        )
+        for eqn in iter_eqns(jaxpr)
+        if eqn.primitive.name == "dot_general"
+    ]
 
 
 def _optimized(fn, *args):
@@ -62,6 +66,7 @@ def _optimized(fn, *args):
 
 
 # ---- task 1: grad -------------------------------------------------------------------------------
+
 
 @pytest.mark.task("mlp_grad")
 def test_mlp_grad_matches_numpy_backprop(kata):
@@ -71,11 +76,17 @@ def test_mlp_grad_matches_numpy_backprop(kata):
     for (batch, sizes), case, grads in zip(VALUE_CASES, cases, results, strict=True):
         expected = _np_mlp_grad(*case)
         assert isinstance(grads, dict) and set(grads) == set(expected), (
-            f"expected a dict with keys {sorted(expected)}, got {type(grads).__name__}")
+            f"expected a dict with keys {sorted(expected)}, got {type(grads).__name__}"
+        )
         for name, value in expected.items():
             with check:
-                np.testing.assert_allclose(np.asarray(grads[name]), value, rtol=1e-4, atol=1e-5,
-                                           err_msg=f"d loss / d {name}, batch {batch}, {sizes}")
+                np.testing.assert_allclose(
+                    np.asarray(grads[name]),
+                    value,
+                    rtol=1e-4,
+                    atol=1e-5,
+                    err_msg=f"d loss / d {name}, batch {batch}, {sizes}",
+                )
 
 
 @pytest.mark.task("mlp_grad")
@@ -84,10 +95,12 @@ def test_grad_jaxpr_has_two_transposes(kata):
         census = primitive_census(jax.make_jaxpr(kata.mlp_grad)(*_mlp_data(batch, seed, sizes)))
         with check:
             assert census["transpose"] == 2, (
-                f"{sizes}: transpose x{census['transpose']}, expected 2 (one per weight gradient)")
+                f"{sizes}: transpose x{census['transpose']}, expected 2 (one per weight gradient)"
+            )
         with check:
             assert census["dot_general"] == 5, (
-                f"{sizes}: dot_general x{census['dot_general']}, expected 5: 2 forward, 3 backward")
+                f"{sizes}: dot_general x{census['dot_general']}, expected 5: 2 forward, 3 backward"
+            )
 
 
 @pytest.mark.task("mlp_grad")
@@ -97,12 +110,14 @@ def test_optimized_grad_folds_transposes_into_dots(kata):
     found = dots(module)
     with check:
         assert counts["transpose"] == 0, (
-            f"transpose x{counts['transpose']} in optimized HLO, expected 0")
+            f"transpose x{counts['transpose']} in optimized HLO, expected 0"
+        )
     with check:
         assert len(found) == 5, f"{len(found)} dots, expected 5 (as many as the jaxpr's)"
     with check:
-        assert any(d.lhs_contracting_dims == (0,) and d.rhs_contracting_dims == (0,)
-                   for d in found), "expected a dot contracting dim 0 of both operands (x.T @ g)"
+        assert any(
+            d.lhs_contracting_dims == (0,) and d.rhs_contracting_dims == (0,) for d in found
+        ), "expected a dot contracting dim 0 of both operands (x.T @ g)"
 
 
 # ---- tasks 2-3: jvp and vjp ---------------------------------------------------------------------
@@ -152,17 +167,28 @@ def _a_axes_contracted(jaxpr, shape) -> list:
 def test_jvp_gives_value_and_jacobian_times_tangent(kata):
     shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
     cases = [_fvec_data(m, n)[:3] for m, n in shapes]
-    results = jax.jit(lambda all_cases: [kata.jvp_tangent(partial(_f, a), p, t)
-                                         for a, p, t in all_cases])(cases)
+    results = jax.jit(
+        lambda all_cases: [kata.jvp_tangent(partial(_f, a), p, t) for a, p, t in all_cases]
+    )(cases)
     for (m, n), (A, x, v), result in zip(shapes, cases, results, strict=True):
         assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
         assert all(isinstance(r, jax.Array) for r in result), "expected two arrays"
         with check:
-            np.testing.assert_allclose(np.asarray(result[0]), np.sin(A @ x) * (x @ x),
-                                       rtol=RTOL, atol=ATOL, err_msg=f"primal f(x), A {m}x{n}")
+            np.testing.assert_allclose(
+                np.asarray(result[0]),
+                np.sin(A @ x) * (x @ x),
+                rtol=RTOL,
+                atol=ATOL,
+                err_msg=f"primal f(x), A {m}x{n}",
+            )
         with check:
-            np.testing.assert_allclose(np.asarray(result[1]), _np_jacobian(A, x) @ v, rtol=RTOL,
-                                       atol=ATOL, err_msg=f"tangent J @ v, A {m}x{n}")
+            np.testing.assert_allclose(
+                np.asarray(result[1]),
+                _np_jacobian(A, x) @ v,
+                rtol=RTOL,
+                atol=ATOL,
+                err_msg=f"tangent J @ v, A {m}x{n}",
+            )
 
 
 @pytest.mark.task("jvp_tangent")
@@ -176,27 +202,35 @@ def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
             assert census["add_any"] >= 1, "expected add_any: the product rule sums two tangents"
         with check:
             assert census["iota"] == 0 and census["transpose"] == 0, (
-                f"iota x{census['iota']}, transpose x{census['transpose']}: a jvp builds no basis")
+                f"iota x{census['iota']}, transpose x{census['transpose']}: a jvp builds no basis"
+            )
         with check:
             assert axes == [(1,), (1,)], (
-                f"A {m}x{n}: contracted axes {axes}; A @ x and A @ v, both axis 1")
+                f"A {m}x{n}: contracted axes {axes}; A @ x and A @ v, both axis 1"
+            )
 
 
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_gives_cotangent_times_jacobian(kata):
     shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
     cases = [(a, x, ct) for a, x, _, ct in (_fvec_data(m, n) for m, n in shapes)]
-    results = jax.jit(lambda all_cases: [kata.vjp_cotangent(partial(_f, a), p, c)
-                                         for a, p, c in all_cases])(cases)
+    results = jax.jit(
+        lambda all_cases: [kata.vjp_cotangent(partial(_f, a), p, c) for a, p, c in all_cases]
+    )(cases)
     for (m, n), (A, x, ct), x_bar in zip(shapes, cases, results, strict=True):
         assert isinstance(x_bar, jax.Array), (
-            f"expected one array shaped like x, got {type(x_bar).__name__}")
+            f"expected one array shaped like x, got {type(x_bar).__name__}"
+        )
         with check:
             assert tuple(x_bar.shape) == (n,), f"A {m}x{n}: shape {x_bar.shape}, expected x's"
         with check:
-            np.testing.assert_allclose(np.asarray(x_bar).reshape(-1)[:n],
-                                       _np_jacobian(A, x).T @ ct, rtol=RTOL, atol=ATOL,
-                                       err_msg=f"J.T @ ct, A {m}x{n}")
+            np.testing.assert_allclose(
+                np.asarray(x_bar).reshape(-1)[:n],
+                _np_jacobian(A, x).T @ ct,
+                rtol=RTOL,
+                atol=ATOL,
+                err_msg=f"J.T @ ct, A {m}x{n}",
+            )
 
 
 @pytest.mark.task("vjp_cotangent")
@@ -209,15 +243,18 @@ def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
         with check:
             assert axes == [(0,), (1,)], (
                 f"A {m}x{n}: contracted axes {axes}, expected axis 1 (forward A @ x) and axis 0 "
-                "(ct @ A)")
+                "(ct @ A)"
+            )
         with check:
             assert census["transpose"] == 0 and census["iota"] == 0, (
-                f"transpose x{census['transpose']}, iota x{census['iota']}: expected neither")
+                f"transpose x{census['transpose']}, iota x{census['iota']}: expected neither"
+            )
         with check:
             assert census["add_any"] >= 1, "expected add_any: x reaches the output along two paths"
 
 
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
+
 
 def _two_layer(n: int, h: int, m: int):
     rng = np.random.default_rng(n * 1000 + m)
@@ -229,8 +266,7 @@ def _two_layer(n: int, h: int, m: int):
 
 SHAPES = {"tall": (4, 32, 64), "wide": (64, 32, 4)}  # (inputs, hidden, outputs)
 # More Jacobians for the cost question: one input, one output, odd sizes, nearly square.
-COST_SHAPES = SHAPES | {"one input": (1, 8, 24), "one output": (24, 8, 1),
-                       "wide, odd": (13, 9, 5)}
+COST_SHAPES = SHAPES | {"one input": (1, 8, 24), "one output": (24, 8, 1), "wide, odd": (13, 9, 5)}
 
 
 @pytest.mark.task("jacobian")
@@ -244,10 +280,16 @@ def test_jacobian_both_modes_match_numpy(kata):
             with check:
                 assert tuple(got.shape) == expected.shape, (
                     f"{shape} {mode}: shape {got.shape}, expected (outputs, inputs) "
-                    f"{expected.shape}")
+                    f"{expected.shape}"
+                )
             with check:
-                np.testing.assert_allclose(np.asarray(got).reshape(expected.shape), expected,
-                                           rtol=1e-4, atol=1e-5, err_msg=f"{shape} {mode}")
+                np.testing.assert_allclose(
+                    np.asarray(got).reshape(expected.shape),
+                    expected,
+                    rtol=1e-4,
+                    atol=1e-5,
+                    err_msg=f"{shape} {mode}",
+                )
 
 
 @pytest.mark.task("jacobian")
@@ -258,16 +300,22 @@ def test_jacobian_modes_push_different_bases(kata):
         for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
             jaxpr = jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode))(x)
             census = primitive_census(jaxpr)
-            shapes = {tuple(v.aval.shape) for e in iter_eqns(jaxpr)
-                      if e.primitive.name == "dot_general" for v in e.invars}
+            shapes = {
+                tuple(v.aval.shape)
+                for e in iter_eqns(jaxpr)
+                if e.primitive.name == "dot_general"
+                for v in e.invars
+            }
             wrong = (m, m) if mode == "fwd" else (n, n)
             with check:
                 assert census["iota"] >= 1 and census["eq"] >= 1, (
-                    f"{shape} {mode}: the identity basis is built in the program from iota, eq")
+                    f"{shape} {mode}: the identity basis is built in the program from iota, eq"
+                )
             with check:
                 assert basis in shapes and wrong not in shapes, (
                     f"{shape} {mode}: expected a dot_general reading a {basis} basis (one row per "
-                    f"{other}) and none reading {wrong}; got {sorted(shapes)}")
+                    f"{other}) and none reading {wrong}; got {sorted(shapes)}"
+                )
             if mode == "fwd":
                 with check:
                     assert census["transpose"] >= 1, "fwd: the batch of columns is moved last"
@@ -313,15 +361,26 @@ def _flops_cases():
     return {
         # name: (function, arguments, flops worked out by hand: 2 * output elements * K)
         "matmul": (jnp.matmul, (ones((8, 16), f32), ones((16, 32), f32)), 2 * (8 * 32) * 16),
-        "batched": (jax.vmap(jnp.matmul), (ones((8, 4, 3), f32), ones((8, 3), f32)),
-                    2 * (8 * 4) * 3),
-        "two contracted": (partial(jnp.einsum, "ijk,jkl->il"),
-                           (ones((2, 3, 4), f32), ones((3, 4, 5), f32)), 2 * (2 * 5) * 12),
-        "contract axis 0, batch in the middle": (_general, (ones((3, 2, 5), f32),
-                                                            ones((7, 2, 3), f32)),
-                                                 2 * (2 * 5 * 7) * 3),
-        "int8 matrix-vector, odd sizes": (jnp.matmul, (ones((7, 9), i8), ones((9,), i8)),
-                                          2 * 7 * 9),
+        "batched": (
+            jax.vmap(jnp.matmul),
+            (ones((8, 4, 3), f32), ones((8, 3), f32)),
+            2 * (8 * 4) * 3,
+        ),
+        "two contracted": (
+            partial(jnp.einsum, "ijk,jkl->il"),
+            (ones((2, 3, 4), f32), ones((3, 4, 5), f32)),
+            2 * (2 * 5) * 12,
+        ),
+        "contract axis 0, batch in the middle": (
+            _general,
+            (ones((3, 2, 5), f32), ones((7, 2, 3), f32)),
+            2 * (2 * 5 * 7) * 3,
+        ),
+        "int8 matrix-vector, odd sizes": (
+            jnp.matmul,
+            (ones((7, 9), i8), ones((9,), i8)),
+            2 * 7 * 9,
+        ),
         "no dots": (jnp.add, (ones(3, f32), ones(3, f32)), 0),
     }
 
@@ -340,15 +399,19 @@ def test_dot_flops_counts_nested_jaxprs(kata):
     a, b = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
     one = 2 * 8 * 8 * 16  # one (8, 16) @ (16, 8) product
     cases = {
-        "a nested jit": (jax.make_jaxpr(lambda p, q: jax.jit(_matmul)(p, q) + p @ q)(a, b),
-                         2 * one),
+        "a nested jit": (
+            jax.make_jaxpr(lambda p, q: jax.jit(_matmul)(p, q) + p @ q)(a, b),
+            2 * one,
+        ),
         "both branches of a cond": (jax.make_jaxpr(_in_cond)(np.float32(1.0), a, b), 2 * one),
         "a scan body (counted once, not per iteration)": (
             jax.make_jaxpr(_in_scan)(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)),
-            2 * 8 * 8 * 8),
+            2 * 8 * 8 * 8,
+        ),
         "custom_jvp inside checkpoint": (
             jax.make_jaxpr(_in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
-            2 * (8 * 16) * 16 + 2 * (8 * 16) * 16),
+            2 * (8 * 16) * 16 + 2 * (8 * 16) * 16,
+        ),
     }
     for name, (jaxpr, expected) in cases.items():
         got = kata.dot_flops(jaxpr)
@@ -368,8 +431,10 @@ def _measured_cheaper(shape: str) -> str:
     fifth of the time.
     """
     f, x, _, _ = _two_layer(*COST_SHAPES[shape])
-    flops = {name: jax.jit(transform(f)).lower(x).cost_analysis()["flops"]
-             for name, transform in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))}
+    flops = {
+        name: jax.jit(transform(f)).lower(x).cost_analysis()["flops"]
+        for name, transform in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))
+    }
     return min(flops, key=flops.get)
 
 
@@ -378,8 +443,7 @@ def _matrix_input():
     rng = np.random.default_rng(7)
     w1 = (rng.normal(size=(16, 30)) / 6).astype(np.float32)
     w2 = (rng.normal(size=(8, 16)) / 4).astype(np.float32)
-    return (lambda X: w2 @ jnp.tanh(w1 @ X.reshape(-1))), rng.normal(size=(6, 5)).astype(
-        np.float32)
+    return (lambda X: w2 @ jnp.tanh(w1 @ X.reshape(-1))), rng.normal(size=(6, 5)).astype(np.float32)
 
 
 @pytest.mark.task("cheaper_jacobian_mode")
@@ -391,7 +455,8 @@ def test_cheaper_jacobian_mode_matches_measured_flops(kata):
         with check:
             assert got == expected, (
                 f"{shape} Jacobian {COST_SHAPES[shape]}: {got!r}, XLA's cost analysis says "
-                f"{expected!r}")
+                f"{expected!r}"
+            )
 
 
 @pytest.mark.task("cheaper_jacobian_mode")
@@ -400,7 +465,8 @@ def test_cheaper_jacobian_mode_counts_every_input(kata):
     got = kata.cheaper_jacobian_mode(f, X)
     assert got == "jacrev", (
         f"{got!r}: x is 6x5, 30 inputs against 8 outputs; reverse mode pulls 8 cotangents, "
-        "forward mode would push 30 tangents")
+        "forward mode would push 30 tangents"
+    )
 
 
 # ---- task 7: vmap and dimension numbers ---------------------------------------------------------
@@ -436,18 +502,25 @@ def _matvec_data():
 def test_batched_matvec_values(kata):
     axes = list(IN_AXES_CASES)
     cases = [_matvec_case(in_axes) for in_axes in axes]
-    results = jax.jit(lambda arrays: [kata.batched_matvec(w, v, a)
-                                      for a, (w, v) in zip(axes, arrays, strict=True)])(
-        [(W, vs) for W, vs, _ in cases])
+    results = jax.jit(
+        lambda arrays: [
+            kata.batched_matvec(w, v, a) for a, (w, v) in zip(axes, arrays, strict=True)
+        ]
+    )([(W, vs) for W, vs, _ in cases])
     for in_axes, (_, _, expected), got in zip(axes, cases, results, strict=True):
         assert isinstance(got, jax.Array), f"expected an array, got {type(got).__name__}"
         with check:
             assert tuple(got.shape) == expected.shape, (
-                f"in_axes={in_axes}: shape {got.shape}, expected (batch, m) {expected.shape}")
+                f"in_axes={in_axes}: shape {got.shape}, expected (batch, m) {expected.shape}"
+            )
         with check:
-            np.testing.assert_allclose(np.asarray(got).reshape(-1)[:expected.size],
-                                       expected.reshape(-1), rtol=RTOL, atol=ATOL,
-                                       err_msg=f"in_axes={in_axes}")
+            np.testing.assert_allclose(
+                np.asarray(got).reshape(-1)[: expected.size],
+                expected.reshape(-1),
+                rtol=RTOL,
+                atol=ATOL,
+                err_msg=f"in_axes={in_axes}",
+            )
 
 
 @pytest.mark.task("batched_matvec")
@@ -469,7 +542,8 @@ def test_batched_matvec_maps_matvec_itself(kata, monkeypatch):
         with check:
             assert seen == [((MV_M, MV_N), (MV_N,))], (
                 f"in_axes={in_axes}: matvec saw {seen}; expected one call with one example's "
-                f"shapes ({MV_M}, {MV_N}) and ({MV_N},): map `matvec` with jax.vmap")
+                f"shapes ({MV_M}, {MV_N}) and ({MV_N},): map `matvec` with jax.vmap"
+            )
 
 
 @pytest.mark.task("batched_matvec")
@@ -487,12 +561,14 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
         with check:
             assert got == dims, (
                 f"in_axes={in_axes}: dot_general dimension numbers {got}, expected {dims} "
-                "(contracting, then batch)")
+                "(contracting, then batch)"
+            )
         with check:
             count = primitive_census(jaxpr)["transpose"]
             assert count == transposes, (
                 f"in_axes={in_axes}: transpose x{count}, expected {transposes}"
-                + (" (the (m, batch) result is moved to (batch, m))" if transposes else ""))
+                + (" (the (m, batch) result is moved to (batch, m))" if transposes else "")
+            )
 
 
 @pytest.mark.task("batched_matvec")
@@ -512,6 +588,7 @@ def test_vmapped_matvec_compiles_to_one_matmul(kata):
 
 # ---- task 8: per-example gradients --------------------------------------------------------------
 
+
 def _loop_of_grads(params, xs, ys):
     """One NumPy backprop per example (a batch of one has the same mean as example_loss)."""
     per_example = [_np_mlp_grad(params, x[None], y[None]) for x, y in zip(xs, ys, strict=True)]
@@ -530,11 +607,16 @@ def test_per_example_grads_match_a_loop_of_grads(kata):
         for name, value in expected.items():
             with check:
                 assert tuple(got[name].shape) == value.shape, (
-                    f"batch {batch}: {name} shape {got[name].shape}, expected {value.shape}")
+                    f"batch {batch}: {name} shape {got[name].shape}, expected {value.shape}"
+                )
             with check:
-                np.testing.assert_allclose(np.asarray(got[name]).reshape(value.shape), value,
-                                           rtol=1e-4, atol=1e-5,
-                                           err_msg=f"per-example d loss / d {name}, batch {batch}")
+                np.testing.assert_allclose(
+                    np.asarray(got[name]).reshape(value.shape),
+                    value,
+                    rtol=1e-4,
+                    atol=1e-5,
+                    err_msg=f"per-example d loss / d {name}, batch {batch}",
+                )
 
 
 def _lowered_flops(fn, *args) -> float:
@@ -559,11 +641,13 @@ def test_per_example_cost_grows_linearly_with_batch(kata):
     with check:
         assert flops[8] <= 2.1 * flops[4], (
             f"flops {flops[4]} at batch 4, {flops[8]} at 8: per-example gradients cost linear "
-            "in the batch (a Jacobian of all the losses costs batch squared)")
+            "in the batch (a Jacobian of all the losses costs batch squared)"
+        )
     with check:
         assert flops[8] <= 1.1 * _loop_flops(8), (
             f"{flops[8]} flops at batch 8, a loop of 8 single-example gradients costs "
-            f"{_loop_flops(8)}")
+            f"{_loop_flops(8)}"
+        )
 
 
 @pytest.mark.task("per_example_grads")
@@ -572,14 +656,16 @@ def test_per_example_jaxpr_does_not_grow_with_batch(kata):
     census = {b: primitive_census(j) for b, j in jaxprs.items()}
     with check:
         assert census[4]["dot_general"] == census[8]["dot_general"], (
-            f"dot_general x{census[4]['dot_general']} at batch 4, x{census[8]['dot_general']} at 8")
+            f"dot_general x{census[4]['dot_general']} at batch 4, x{census[8]['dot_general']} at 8"
+        )
     with check:
         loops = {p: census[8][p] for p in ("scan", "while") if census[8][p]}
         assert not loops, f"{loops}: the batch must be a dimension, not a loop"
     with check:
         outer = (((), ()), ((0,), (0,)))
         assert outer in _dot_dims(jaxprs[8]), (
-            "expected a dot_general with batch dims only: per-example outer products dW")
+            "expected a dot_general with batch dims only: per-example outer products dW"
+        )
 
 
 @pytest.mark.task("per_example_grads")

@@ -21,8 +21,10 @@ IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
 def _cpu_fact(what: str) -> None:
     """Skip a number measured on XLA:CPU when another backend runs the tests."""
     if jax.default_backend() != "cpu":
-        pytest.skip(f"CPU-only fact: {what} (measured on XLA:CPU; other backends' cost models "
-                    "and buffer plans differ)")
+        pytest.skip(
+            f"CPU-only fact: {what} (measured on XLA:CPU; other backends' cost models "
+            "and buffer plans differ)"
+        )
 
 
 def _ones(*shape):
@@ -35,8 +37,12 @@ def _mlp(params, x):
 
 
 def _mlp_args():
-    params = {"w1": _ones(IN, HIDDEN), "b1": _ones(HIDDEN), "w2": _ones(HIDDEN, OUT),
-              "b2": _ones(OUT)}
+    params = {
+        "w1": _ones(IN, HIDDEN),
+        "b1": _ones(HIDDEN),
+        "w2": _ones(HIDDEN, OUT),
+        "b2": _ones(OUT),
+    }
     return params, _ones(BATCH, IN)
 
 
@@ -61,7 +67,8 @@ def test_cost_of_mlp_counts_every_flop(kata):
     with check:
         assert cost["flops"] == dots + elementwise, (
             f"flops {cost['flops']}, expected {dots + elementwise} "
-            "(2*M*N*K per dot plus one per bias add and relu element)")
+            "(2*M*N*K per dot plus one per bias add and relu element)"
+        )
     with check:
         assert cost["transcendentals"] == 0.0, "no exp/tanh in an MLP: XLA omits the key, use 0"
 
@@ -75,7 +82,8 @@ def test_cost_of_reads_the_optimized_program(kata):
     with check:
         assert cost["bytes_accessed"] == 2 * x.nbytes, (
             f"bytes {cost['bytes_accessed']}, expected {2 * x.nbytes}: the fused chain reads x "
-            "once and writes once (the unoptimized estimate counts every intermediate)")
+            "once and writes once (the unoptimized estimate counts every intermediate)"
+        )
     with check:
         assert cost["transcendentals"] == 2 * x.size, "exp and tanh, once per element"
     with check:
@@ -102,14 +110,19 @@ COST_BANK = {
     "bf16 exp chain": (_chain, lambda: (_bf16(48, 40),)),
     "f16 matmul and exp, each twice (CSE), tuple out": (
         lambda a, b: ((a @ b) + (a @ b), jnp.exp(a) + jnp.exp(a)),
-        lambda: (_rng_array((24, 40), np.float16), _rng_array((40, 8), np.float16))),
+        lambda: (_rng_array((24, 40), np.float16), _rng_array((40, 8), np.float16)),
+    ),
     "int8 widened products, python scalar": (
         lambda s, a, b: (a.astype(jnp.int32) * b).sum(axis=0) * s,
-        lambda: (3.0, _rng_array((36, 20), np.int8), _rng_array((36, 20), np.int8, seed=1))),
+        lambda: (3.0, _rng_array((36, 20), np.int8), _rng_array((36, 20), np.int8, seed=1)),
+    ),
 }
 
-COST_KEYS = {"flops": "flops", "transcendentals": "transcendentals",
-             "bytes_accessed": "bytes accessed"}
+COST_KEYS = {
+    "flops": "flops",
+    "transcendentals": "transcendentals",
+    "bytes_accessed": "bytes accessed",
+}
 
 
 @functools.cache
@@ -123,13 +136,15 @@ def test_cost_of_matches_compiled_cost_analysis_on_a_bank(kata):
     for name, (fn, args) in COST_BANK.items():
         got = kata.cost_of(fn, *args())
         assert isinstance(got, dict) and set(got) == set(COST_KEYS), (
-            f"{name}: expected a dict with keys {sorted(COST_KEYS)}, got {got!r:.120}")
+            f"{name}: expected a dict with keys {sorted(COST_KEYS)}, got {got!r:.120}"
+        )
         expected = _bank_cost(name)
         for key, xla_key in COST_KEYS.items():
             with check:
                 assert got[key] == expected.get(xla_key, 0.0), (
                     f"{name}: {key} {got[key]}, the compiled program's cost_analysis() says "
-                    f"{expected.get(xla_key, 0.0)}")
+                    f"{expected.get(xla_key, 0.0)}"
+                )
 
 
 @pytest.mark.task("fusion_traffic")
@@ -140,10 +155,12 @@ def test_fusion_cuts_memory_traffic(kata):
     with check:
         assert traffic["op_by_op"] == len(UNARY_STEPS) * 2 * x.nbytes, (
             f"op by op {traffic['op_by_op']}: each of {len(UNARY_STEPS)} programs reads and "
-            f"writes {x.nbytes} bytes")
+            f"writes {x.nbytes} bytes"
+        )
     with check:
         assert traffic["fused"] == 2 * x.nbytes, (
-            f"fused {traffic['fused']}, expected one read and one write ({2 * x.nbytes})")
+            f"fused {traffic['fused']}, expected one read and one write ({2 * x.nbytes})"
+        )
 
 
 # Step lists whose steps hold several ops, change the dtype, or reduce: op by op each step is
@@ -151,7 +168,9 @@ def test_fusion_cuts_memory_traffic(kata):
 STEP_BANK = {
     "dtype changes": ([lambda v: v.astype(jnp.bfloat16), jnp.exp], lambda: _ones(33, 20)),
     "bf16, several ops and a row sum in one step": (
-        [lambda v: jnp.sum(v * 2.0 + 1.0, axis=1), jnp.exp], lambda: _bf16(40, 24)),
+        [lambda v: jnp.sum(v * 2.0 + 1.0, axis=1), jnp.exp],
+        lambda: _bf16(40, 24),
+    ),
 }
 
 
@@ -178,16 +197,19 @@ def test_fusion_traffic_on_a_bank_of_step_lists(kata):
     for name, (steps, make) in STEP_BANK.items():
         got = kata.fusion_traffic(steps, make())
         assert isinstance(got, dict) and set(got) == {"op_by_op", "fused"}, (
-            f"{name}: expected a dict with keys fused and op_by_op, got {got!r:.120}")
+            f"{name}: expected a dict with keys fused and op_by_op, got {got!r:.120}"
+        )
         op_by_op, fused = _step_bank_bytes(name)
         with check:
             assert got["op_by_op"] == op_by_op, (
                 f"{name}: op by op {got['op_by_op']}, the {len(steps)} compiled steps access "
-                f"{op_by_op} bytes (each step runs on the previous step's output)")
+                f"{op_by_op} bytes (each step runs on the previous step's output)"
+            )
         with check:
             assert got["fused"] == fused, (
                 f"{name}: fused {got['fused']}, the compiled composition accesses {fused} "
-                "(measure it: a row sum's output is not shaped like x)")
+                "(measure it: a row sum's output is not shaped like x)"
+            )
 
 
 @functools.cache
@@ -237,7 +259,8 @@ def test_donation_shows_as_alias_bytes(kata):
     with check:
         assert report["alias"] == state.nbytes, (
             f"alias {report['alias']}, expected {state.nbytes}: the donated state's buffer "
-            "is reused for the output")
+            "is reused for the output"
+        )
     with check:
         assert report["argument"] == state.nbytes + grad.nbytes
 
@@ -247,18 +270,35 @@ def test_donation_shows_as_alias_bytes(kata):
 # buffer no output can use (not aliased).
 MEMORY_BANK = {
     "bf16, second argument donated, tuple out": (
-        lambda g, s: (s - 0.1 * g, jnp.tanh(g @ s.T)), lambda: (_bf16(24, 8), _bf16(24, 8)), (1,)),
-    "int8 and a python scalar": (lambda s, a: (a.astype(jnp.int32) * s).sum(axis=1),
-                                 lambda: (3, _rng_array((10, 7), np.int8)), ()),
+        lambda g, s: (s - 0.1 * g, jnp.tanh(g @ s.T)),
+        lambda: (_bf16(24, 8), _bf16(24, 8)),
+        (1,),
+    ),
+    "int8 and a python scalar": (
+        lambda s, a: (a.astype(jnp.int32) * s).sum(axis=1),
+        lambda: (3, _rng_array((10, 7), np.int8)),
+        (),
+    ),
     "tuple output, donated buffer fits no output": (
-        lambda v: (v.sum(axis=0), v[:3] * 2.0, jnp.exp(v).max()), lambda: (_ones(20, 12),), (0,)),
-    "f16 pytree, first leaf donated": (lambda p, x: {"w": p["w"] - x, "b": p["b"] * 2.0},
-                                       lambda: ({"b": _rng_array((5,), np.float16),
-                                                 "w": _rng_array((6, 5), np.float16)},
-                                                _rng_array((6, 5), np.float16)), (0,)),
+        lambda v: (v.sum(axis=0), v[:3] * 2.0, jnp.exp(v).max()),
+        lambda: (_ones(20, 12),),
+        (0,),
+    ),
+    "f16 pytree, first leaf donated": (
+        lambda p, x: {"w": p["w"] - x, "b": p["b"] * 2.0},
+        lambda: (
+            {"b": _rng_array((5,), np.float16), "w": _rng_array((6, 5), np.float16)},
+            _rng_array((6, 5), np.float16),
+        ),
+        (0,),
+    ),
 }
-MEMORY_KEYS = {"argument": "argument_size_in_bytes", "output": "output_size_in_bytes",
-               "temp": "temp_size_in_bytes", "alias": "alias_size_in_bytes"}
+MEMORY_KEYS = {
+    "argument": "argument_size_in_bytes",
+    "output": "output_size_in_bytes",
+    "temp": "temp_size_in_bytes",
+    "alias": "alias_size_in_bytes",
+}
 
 
 @functools.cache
@@ -276,13 +316,15 @@ def test_memory_report_matches_memory_analysis_on_a_bank(kata):
             warnings.simplefilter("ignore")
             got = kata.memory_report(fn, *args(), donate_argnums=donate)
         assert isinstance(got, dict) and set(got) == set(MEMORY_KEYS), (
-            f"{name}: expected a dict with keys {sorted(MEMORY_KEYS)}, got {got!r:.120}")
+            f"{name}: expected a dict with keys {sorted(MEMORY_KEYS)}, got {got!r:.120}"
+        )
         expected = _bank_memory(name)
         for key, field in MEMORY_KEYS.items():
             with check:
                 assert got[key] == expected[field], (
                     f"{name} (donate_argnums={donate}): {key} {got[key]}, the compiled "
-                    f"program's memory_analysis() says {field}={expected[field]}")
+                    f"program's memory_analysis() says {field}={expected[field]}"
+                )
 
 
 def _train_step(grads, state):
@@ -337,14 +379,24 @@ def _shared_first(scale, state):
 # (dict keys sorted), outputs the flattened result leaves; each donated leaf is taken by the
 # output of its shape and dtype.
 ALIAS_BANK = {
-    "state after the loss": (_loss_first,
-                             lambda: ({"a": _ones(3), "b": _ones(4, 2), "c": _ones(5, 3)},
-                                      _ones(9)),
-                             (0,), {0: (1,), 1: (2,), 2: (3,)}),
-    "outputs rotated": (_rotate, lambda: (_ones(2), _ones(3, 2), _ones(4, 3)), (0, 1, 2),
-                        {0: (1,), 1: (2,), 2: (0,)}),
-    "second argument, array output": (_shared_first, lambda: (_ones(6, 4), _ones(6, 4)), (1,),
-                                      {1: ()}),
+    "state after the loss": (
+        _loss_first,
+        lambda: ({"a": _ones(3), "b": _ones(4, 2), "c": _ones(5, 3)}, _ones(9)),
+        (0,),
+        {0: (1,), 1: (2,), 2: (3,)},
+    ),
+    "outputs rotated": (
+        _rotate,
+        lambda: (_ones(2), _ones(3, 2), _ones(4, 3)),
+        (0, 1, 2),
+        {0: (1,), 1: (2,), 2: (0,)},
+    ),
+    "second argument, array output": (
+        _shared_first,
+        lambda: (_ones(6, 4), _ones(6, 4)),
+        (1,),
+        {1: ()},
+    ),
 }
 
 
@@ -357,10 +409,13 @@ def _alias_hlo(name) -> str:
 # Hand-written, checked against XLA's own parser below: a must-alias entry, a parameter index
 # inside a tuple parameter, output indices out of order.
 HANDWRITTEN_ALIAS = (
-    "HloModule handwritten, "
-    "input_output_alias={ {0}: (1, {}, may-alias), {2}: (0, {1}, must-alias) }, "
-    "entry_computation_layout={((f32[2]{0}, f32[3]{0}), f32[4]{0})->(f32[4]{0}, s32[], f32[3]{0})}"
-) + """
+    (
+        "HloModule handwritten, "
+        "input_output_alias={ {0}: (1, {}, may-alias), {2}: (0, {1}, must-alias) }, "
+        "entry_computation_layout={((f32[2]{0}, f32[3]{0}), f32[4]{0})"
+        "->(f32[4]{0}, s32[], f32[3]{0})}"
+    )
+    + """
 
 ENTRY %main (pair: (f32[2], f32[3]), v: f32[4]) -> (f32[4], s32[], f32[3]) {
   %pair = (f32[2]{0}, f32[3]{0}) parameter(0)
@@ -372,6 +427,7 @@ ENTRY %main (pair: (f32[2], f32[3]), v: f32[4]) -> (f32[4], s32[], f32[3]) {
   ROOT %out = (f32[4]{0}, s32[], f32[3]{0}) tuple(%neg, %n, %twice)
 }
 """
+)
 
 
 def _xla_parses(text: str) -> None:
@@ -391,7 +447,8 @@ def test_aliases_read_parameter_numbers_and_output_indices(kata):
         with check:
             assert got == expected, (
                 f"{name}: got {got}, expected {expected} (parameter number -> output index, "
-                "both as the header states them)")
+                "both as the header states them)"
+            )
 
 
 @pytest.mark.task("aliased_parameters")
@@ -400,7 +457,8 @@ def test_aliases_of_a_handwritten_header(kata):
     got = kata.aliased_parameters(HANDWRITTEN_ALIAS)
     assert got == {1: (0,), 0: (2,)}, (
         f"got {got}: {{0}}: (1, {{}}, may-alias) is output 0 taking parameter 1; {{2}}: (0, {{1}}, "
-        "must-alias) is output 2 taking parameter 0 (its element {1})")
+        "must-alias) is output 2 taking parameter 0 (its element {1})"
+    )
 
 
 @functools.cache
@@ -418,7 +476,8 @@ def test_naive_temp_counts_entry_intermediates(kata):
         with check:
             assert naive == expected, (
                 f"depth {depth}: {naive}, expected {expected} ({depth - 1} intermediates "
-                "of f32[128,128]; not the parameters, not the ROOT)")
+                "of f32[128,128]; not the parameters, not the ROOT)"
+            )
 
 
 def _activation_chain(x, w, v):
@@ -440,15 +499,18 @@ def test_naive_temp_skips_views_and_fused_bodies(kata):
     assert naive == expected, (
         f"{naive}, expected {expected}: three f32[128,128] results in ENTRY (two matmuls, "
         "the fused tanh*2); the reshape is a bitcast (a view, no new buffer) and the "
-        "instructions inside fused computations never get buffers of their own")
+        "instructions inside fused computations never get buffers of their own"
+    )
 
 
 # Hand-written modules, checked against XLA's own parser, with the expected total worked out
 # by hand in the comments.
 NAIVE_TUPLE_ROOT = (
-    "HloModule tuple_root, "
-    "entry_computation_layout={(bf16[8,6]{1,0}, s8[6]{0})->(bf16[8,6]{1,0}, f32[8]{0})}"
-) + """
+    (
+        "HloModule tuple_root, "
+        "entry_computation_layout={(bf16[8,6]{1,0}, s8[6]{0})->(bf16[8,6]{1,0}, f32[8]{0})}"
+    )
+    + """
 
 %add_f32 (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -481,6 +543,7 @@ ENTRY %main (x: bf16[8,6], y: s8[6]) -> (bf16[8,6], f32[8]) {
   ROOT %t = (bf16[8,6]{1,0}, f32[8]{0}) tuple(%m, %s)
 }
 """
+)
 # yb 6*2 + bc 48*2 + n 48*2. Not: x, y (parameters), m and s (the outputs the ROOT tuple
 # gathers), flat and back (bitcasts), t (the ROOT), nor anything inside the nested fusions.
 NAIVE_TUPLE_ROOT_BYTES = 6 * 2 + 48 * 2 + 48 * 2
@@ -525,10 +588,13 @@ NAIVE_ODD_TYPES_BYTES = (40 + 40 + 42) + 5 + 40 + 5 + 40 + 20 + 40 + 40 + 40
 def test_naive_temp_of_handwritten_modules(kata):
     for text in (NAIVE_TUPLE_ROOT, NAIVE_ODD_TYPES):
         _xla_parses(text)
-    cases = {"tuple root, bf16/s8, bitcasts, nested fusion": (NAIVE_TUPLE_ROOT,
-                                                               NAIVE_TUPLE_ROOT_BYTES),
-             "f64/c64/u16/s64/f8/pred, multi-output fusion, constant": (NAIVE_ODD_TYPES,
-                                                                         NAIVE_ODD_TYPES_BYTES)}
+    cases = {
+        "tuple root, bf16/s8, bitcasts, nested fusion": (NAIVE_TUPLE_ROOT, NAIVE_TUPLE_ROOT_BYTES),
+        "f64/c64/u16/s64/f8/pred, multi-output fusion, constant": (
+            NAIVE_ODD_TYPES,
+            NAIVE_ODD_TYPES_BYTES,
+        ),
+    }
     for name, (text, expected) in cases.items():
         got = kata.naive_temp_bytes(text)
         with check:
@@ -544,8 +610,10 @@ def _tuple_chain(x, w):
 @functools.cache
 def _compiled_naive_cases():
     square, half = _ones(96, 96), _bf16(64, 64)
-    return {"tuple-output f32 chain": (capture(_tuple_chain, square, square), 96 * 96 * 4),
-            "bf16 chain of 4": (capture(_matmul_chain(4), half, half), 3 * 64 * 64 * 2)}
+    return {
+        "tuple-output f32 chain": (capture(_tuple_chain, square, square), 96 * 96 * 4),
+        "bf16 chain of 4": (capture(_matmul_chain(4), half, half), 3 * 64 * 64 * 2),
+    }
 
 
 @pytest.mark.task("naive_temp_bytes")
@@ -568,10 +636,12 @@ def test_buffer_assignment_reuses_buffers(kata):
     _cpu_fact("temp holds two matmul results whatever the chain's depth")
     with check:
         assert all(t < n for t, n in zip(temps, naives, strict=True)), (
-            f"temp {temps} should be below the naive totals {naives}: dead buffers are reused")
+            f"temp {temps} should be below the naive totals {naives}: dead buffers are reused"
+        )
     with check:
         assert naives[1] > naives[0] and temps[1] == temps[0], (
-            f"naive {naives} grows with depth, temp {temps} does not")
+            f"naive {naives} grows with depth, temp {temps} does not"
+        )
 
 
 def _device_ones(n):
@@ -593,7 +663,8 @@ def test_timing_is_a_sane_measurement(kata):
         value = getattr(timing, field)
         with check:
             assert isinstance(value, float) and math.isfinite(value) and value > 0, (
-                f"{field}={value!r}: a positive, finite float")
+                f"{field}={value!r}: a positive, finite float"
+            )
     with check:
         assert timing.repeats == 3
     with check:
@@ -633,17 +704,21 @@ def test_timing_leaves_warm_ups_off_the_clock(kata, monkeypatch):
     readings = events.count("clock")
     with check:
         assert readings >= 2, (
-            f"{readings} time.perf_counter() readings: time each loop with time.perf_counter()")
+            f"{readings} time.perf_counter() readings: time each loop with time.perf_counter()"
+        )
     first = {}
     for position, event in enumerate(events):
         first.setdefault(event, position)
-    for call, what in (("eager", "the first eager call (it compiles each op)"),
-                       ("trace", "the first jitted call (it traces and compiles)")):
-        running = events[:first.get(call, 0)].count("clock") % 2 == 1
+    for call, what in (
+        ("eager", "the first eager call (it compiles each op)"),
+        ("trace", "the first jitted call (it traces and compiles)"),
+    ):
+        running = events[: first.get(call, 0)].count("clock") % 2 == 1
         with check:
             assert not running, (
                 f"{what} ran between a start and a stop reading of the clock: warm up before "
-                "you start timing, or the compile is part of the measurement")
+                "you start timing, or the compile is part of the measurement"
+            )
 
 
 @pytest.mark.task("eager_vs_jit")
@@ -659,7 +734,8 @@ def test_timing_blocks_on_every_result(kata, monkeypatch):
     kata.eager_vs_jit(_tracked([]), (_device_ones(512),), 5)
     assert len(blocked) >= 2 * 5, (
         f"blocked {len(blocked)} times; each of the 2x5 timed calls must block_until_ready, or "
-        "the clock stops before the work is done (dispatch is asynchronous)")
+        "the clock stops before the work is done (dispatch is asynchronous)"
+    )
 
 
 @pytest.mark.task("eager_vs_jit")
@@ -692,10 +768,13 @@ def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
     with check:
         assert timing.eager_s == pytest.approx(3.0), (
             f"eager_s {timing.eager_s}, expected 3.0 (the clock said 3 s per timed eager call: "
-            "mean seconds per call, warm-up excluded)")
+            "mean seconds per call, warm-up excluded)"
+        )
     with check:
         assert timing.jit_s == pytest.approx(1.0), (
-            f"jit_s {timing.jit_s}, expected 1.0 (1 s per timed jitted call)")
+            f"jit_s {timing.jit_s}, expected 1.0 (1 s per timed jitted call)"
+        )
     with check:
         assert timing.repeats == 4 and timing.ratio == pytest.approx(3.0), (
-            f"repeats {timing.repeats}, ratio {timing.ratio}: expected 4 and eager/jit = 3.0")
+            f"repeats {timing.repeats}, ratio {timing.ratio}: expected 4 and eager/jit = 3.0"
+        )

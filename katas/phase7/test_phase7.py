@@ -164,12 +164,14 @@ def _compiled(name: str):
         return SHARED_BRANCHES, xla_hlo.hlo_module_from_text(SHARED_BRANCHES)
     if name == "pred_if":
         computation = _jax.mlir.mlir_module_to_xla_computation(
-            IF_STABLEHLO, use_tuple_args=False, return_tuple=False)
+            IF_STABLEHLO, use_tuple_args=False, return_tuple=False
+        )
         return computation.as_hlo_text(), computation.get_hlo_module()
     if name == "nested_while_unoptimized":  # no CPU call wrappers: whiles sit in loop bodies
         lowered = jax.jit(_nested_while).lower(_vec())
         computation = _jax.mlir.mlir_module_to_xla_computation(
-            lowered.as_text(), use_tuple_args=False, return_tuple=False)
+            lowered.as_text(), use_tuple_args=False, return_tuple=False
+        )
         return computation.as_hlo_text(), computation.get_hlo_module()
     compiled = jax.jit(PROGRAMS[name]).lower(_vec()).compile()
     return compiled.as_text(), compiled.runtime_executable().hlo_modules()[0]
@@ -183,8 +185,12 @@ def _hlo(name: str) -> str:
 def _xla_instructions(name: str, opcode: str):
     """(computation name, instruction) for every instruction of `opcode`, from XLA's C++ module."""
     module = _compiled(name)[1]
-    return [(c.name, i) for c in module.computations() for i in c.instructions()
-            if i.opcode.name == opcode]
+    return [
+        (c.name, i)
+        for c in module.computations()
+        for i in c.instructions()
+        if i.opcode.name == opcode
+    ]
 
 
 @functools.cache
@@ -215,12 +221,23 @@ def _xla_conditionals_in_text_order(name: str) -> list[tuple[str, int]]:
 def _is_conditional_list(got) -> bool:
     return isinstance(got, list) and all(
         isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], int)
-        for t in got)
+        for t in got
+    )
 
 
-CONDITIONAL_PROGRAMS = ("cond", "switch3", "switch5", "cond_in_scan", "switch_in_cond",
-                        "cond_in_while", "two_conds_and_switch", "while_in_cond",
-                        "no_control_flow", "pred_if", "shared_branches")
+CONDITIONAL_PROGRAMS = (
+    "cond",
+    "switch3",
+    "switch5",
+    "cond_in_scan",
+    "switch_in_cond",
+    "cond_in_while",
+    "two_conds_and_switch",
+    "while_in_cond",
+    "no_control_flow",
+    "pred_if",
+    "shared_branches",
+)
 
 
 @pytest.mark.task("conditionals")
@@ -233,13 +250,16 @@ def test_conditionals_match_xla(kata):
         with check:
             assert Counter(got) == want, (
                 f"{program}: got {got}, XLA's module holds {dict(want)} as (index type, "
-                "branches); look in every computation, read the index operand's type")
-    facts = {"cond": ([("s32", 2)], "the bool predicate is converted to an s32 branch index"),
-             "switch3": ([("s32", 3)], "a switch over 3 functions"),
-             "switch5": ([("s32", 5)], "a switch over 5 functions"),
-             "cond_in_scan": ([("s32", 2)], "the cond lives in the loop body"),
-             "no_control_flow": ([], "jnp.where is a select, not a conditional"),
-             "shared_branches": ([("s32", 3)], "three branches, two of them one computation")}
+                "branches); look in every computation, read the index operand's type"
+            )
+    facts = {
+        "cond": ([("s32", 2)], "the bool predicate is converted to an s32 branch index"),
+        "switch3": ([("s32", 3)], "a switch over 3 functions"),
+        "switch5": ([("s32", 5)], "a switch over 5 functions"),
+        "cond_in_scan": ([("s32", 2)], "the cond lives in the loop body"),
+        "no_control_flow": ([], "jnp.where is a select, not a conditional"),
+        "shared_branches": ([("s32", 3)], "three branches, two of them one computation"),
+    }
     for program, (want, why) in facts.items():
         with check:
             assert found[program] == want, f"{program}: {found[program]}, expected {want} ({why})"
@@ -256,20 +276,32 @@ def test_conditionals_in_module_order(kata):
     nested = kata.conditionals(_hlo("pred_if"))
     with check:
         assert nested == [("pred", 2), ("pred", 2)], (
-            f"stablehlo.if becomes a conditional indexed by a pred: got {nested}")
+            f"stablehlo.if becomes a conditional indexed by a pred: got {nested}"
+        )
 
 
-WHILE_PROGRAMS = ("fori_loop", "fori_unrolled", "fori_unroll_2", "nested_while", "three_deep",
-                  "while_in_cond", "two_loops", "cond_in_while", "no_control_flow",
-                  "nested_while_unoptimized")
-WHILE_FACTS = {"fori_loop": (1, "one loop"),
-               "fori_unrolled": (0, "unroll=True leaves no loop at all"),
-               "fori_unroll_2": (1, "unroll=2 keeps one loop with a two-step body"),
-               "nested_while": (2, "a while in the body of a while"),
-               "three_deep": (3, "three whiles, each in the body of the one outside"),
-               "while_in_cond": (1, "the while sits in a conditional branch"),
-               "two_loops": (2, "a while and a scan one after the other"),
-               "nested_while_unoptimized": (2, "no CPU call wrappers: a while in a loop body")}
+WHILE_PROGRAMS = (
+    "fori_loop",
+    "fori_unrolled",
+    "fori_unroll_2",
+    "nested_while",
+    "three_deep",
+    "while_in_cond",
+    "two_loops",
+    "cond_in_while",
+    "no_control_flow",
+    "nested_while_unoptimized",
+)
+WHILE_FACTS = {
+    "fori_loop": (1, "one loop"),
+    "fori_unrolled": (0, "unroll=True leaves no loop at all"),
+    "fori_unroll_2": (1, "unroll=2 keeps one loop with a two-step body"),
+    "nested_while": (2, "a while in the body of a while"),
+    "three_deep": (3, "three whiles, each in the body of the one outside"),
+    "while_in_cond": (1, "the while sits in a conditional branch"),
+    "two_loops": (2, "a while and a scan one after the other"),
+    "nested_while_unoptimized": (2, "no CPU call wrappers: a while in a loop body"),
+}
 
 
 @pytest.mark.task("while_loops")
@@ -323,22 +355,36 @@ JAXPR_PROGRAMS = {
     # name: (function of (x: float, n: int), expected loops depth first)
     "static_bounds": (lambda x, n: _fori(x, 5), ["scan"]),
     "traced_bounds": (lambda x, n: _fori(x, n), ["while"]),
-    "while_holds_scan": (lambda x, n: lax.fori_loop(0, n, lambda i, c: _fori(c, 3), x),
-                         ["while", "scan"]),
-    "while_in_cond": (lambda x, n: lax.cond(x > 0, lambda v: lax.while_loop(
-        lambda c: c < 9.0, jnp.exp, v), lambda v: v, x), ["while"]),
+    "while_holds_scan": (
+        lambda x, n: lax.fori_loop(0, n, lambda i, c: _fori(c, 3), x),
+        ["while", "scan"],
+    ),
+    "while_in_cond": (
+        lambda x, n: lax.cond(
+            x > 0, lambda v: lax.while_loop(lambda c: c < 9.0, jnp.exp, v), lambda v: v, x
+        ),
+        ["while"],
+    ),
     # a while holding a scan, then a second while: depth first is not breadth first
-    "nested_then_sequential": (lambda x, n: _add_one_n_times(
-        lax.fori_loop(0, n, lambda i, c: _fori(c, 2), x), n), ["while", "scan", "while"]),
-    "scan_holds_while": (lambda x, n: lax.scan(
-        lambda c, _: (_add_one_n_times(c, n), None), _fori(x, n), None, length=2)[0],
-        ["while", "scan", "while"]),
+    "nested_then_sequential": (
+        lambda x, n: _add_one_n_times(lax.fori_loop(0, n, lambda i, c: _fori(c, 2), x), n),
+        ["while", "scan", "while"],
+    ),
+    "scan_holds_while": (
+        lambda x, n: lax.scan(
+            lambda c, _: (_add_one_n_times(c, n), None), _fori(x, n), None, length=2
+        )[0],
+        ["while", "scan", "while"],
+    ),
     "inside_jit": (lambda x, n: _inner_jit(x) + _fori(x, n), ["scan", "while"]),
     "inside_checkpoint": (lambda x, n: jax.checkpoint(lambda v: _fori(v, 3))(x), ["scan"]),
     "inside_custom_jvp": (lambda x, n: _custom(x), ["while"]),
-    "loop_in_while_cond": (lambda x, n: lax.while_loop(
-        lambda c: _fori(c, 2) < 50.0, lambda c: _add_one_n_times(c, n), x),
-        ["while", "scan", "while"]),
+    "loop_in_while_cond": (
+        lambda x, n: lax.while_loop(
+            lambda c: _fori(c, 2) < 50.0, lambda c: _add_one_n_times(c, n), x
+        ),
+        ["while", "scan", "while"],
+    ),
     "grad_of_scan": (lambda x, n: jax.grad(lambda v: _fori(v, 3))(x), ["scan", "scan"]),
     "lax_map": (lambda x, n: lax.map(lambda r: r * 2, jnp.ones((3,)) * x).sum(), ["scan"]),
     "no_loops": (lambda x, n: jnp.sin(x) * n, []),
@@ -355,12 +401,15 @@ def test_loop_primitives_bank(kata):
     found = {program: kata.loop_primitives(_jaxpr(program)) for program in JAXPR_PROGRAMS}
     for program, got in found.items():
         assert isinstance(got, list) and all(isinstance(n, str) for n in got), (
-            f"{program}: expected a list of str, got {got!r}")
+            f"{program}: expected a list of str, got {got!r}"
+        )
     for program, got in found.items():
         want = JAXPR_PROGRAMS[program][1]
         with check:
-            assert got == want, f"{program}: got {got}, expected {want} (depth first: each " \
+            assert got == want, (
+                f"{program}: got {got}, expected {want} (depth first: each "
                 "loop, then the loops in its body, then the next equation)"
+            )
 
 
 @pytest.mark.task("loop_primitives")
@@ -372,7 +421,8 @@ def test_loop_counts_match_the_primitive_census(kata):
         want = {name: census[name] for name in ("scan", "while") if census[name]}
         with check:
             assert dict(Counter(got)) == want, (
-                f"{program}: {dict(Counter(got))}, the jaxpr holds {want} (nested ones too)")
+                f"{program}: {dict(Counter(got))}, the jaxpr holds {want} (nested ones too)"
+            )
 
 
 @pytest.mark.task("loop_primitives")
@@ -393,7 +443,8 @@ def test_open_and_closed_jaxprs_alike(kata):
         from_open = kata.loop_primitives(closed.jaxpr)
         with check:
             assert from_open == from_closed == JAXPR_PROGRAMS[program][1], (
-                f"{program}: closed jaxpr {from_closed}, its .jaxpr {from_open}")
+                f"{program}: closed jaxpr {from_closed}, its .jaxpr {from_open}"
+            )
 
 
 # ---- count_traces -----------------------------------------------------------------------------
@@ -451,30 +502,40 @@ def test_static_values_that_hash_alike(kata):
     # -1 and -2 have the same hash in CPython but are different values: two traces.
     # 2, 2.0 and True compare equal to 2 or 1 and hash alike, yet their types differ: the jit
     # cache keeps them apart, so each traces.
-    collide, ran_collide = _count(kata, _powers, (1,), [(_vec(), -1), (_vec(), -2),
-                                                        (_vec(), -1)])
-    typed, ran_typed = _count(kata, _powers, (1,), [(_vec(), 2), (_vec(), 2.0), (_vec(), 2),
-                                                    (_vec(), 1), (_vec(), True)])
+    collide, ran_collide = _count(kata, _powers, (1,), [(_vec(), -1), (_vec(), -2), (_vec(), -1)])
+    typed, ran_typed = _count(
+        kata, _powers, (1,), [(_vec(), 2), (_vec(), 2.0), (_vec(), 2), (_vec(), 1), (_vec(), True)]
+    )
     with check:
         assert collide == ran_collide == 2, (
             f"static -1, -2, -1: counted {collide}, the body ran {ran_collide} times, expected 2 "
-            "(equal hashes are not equal values)")
+            "(equal hashes are not equal values)"
+        )
     with check:
         assert typed == ran_typed == 4, (
             f"static 2, 2.0, 2, 1, True: counted {typed}, the body ran {ran_typed} times, "
-            "expected 4 (an int, a float and a bool are different cache keys)")
+            "expected 4 (an int, a float and a bool are different cache keys)"
+        )
 
 
 @pytest.mark.task("count_traces")
 def test_dynamic_arguments_trace_per_type(kata):
     # Not static: the value never matters, its abstract type does (shape, dtype, weak type).
-    calls = [(_vec(), 2), (_vec(), 3), (_vec(), 2.0), (_vec(), np.float32(2.0)),
-             (_vec(), np.int32(2)), (_vec(), 5.0), (_vec(4, np.float16), 2.0)]
+    calls = [
+        (_vec(), 2),
+        (_vec(), 3),
+        (_vec(), 2.0),
+        (_vec(), np.float32(2.0)),
+        (_vec(), np.int32(2)),
+        (_vec(), 5.0),
+        (_vec(4, np.float16), 2.0),
+    ]
     got, ran = _count(kata, _scaler, (), calls)
     with check:
         assert got == ran == 5, (
             f"counted {got}, the body ran {ran} times, expected 5: weak int, weak float, "
-            "f32, i32 and a new x; the values 2, 3 and 5.0 never retrace")
+            "f32, i32 and a new x; the values 2, 3 and 5.0 never retrace"
+        )
 
 
 @pytest.mark.task("count_traces")
@@ -490,7 +551,8 @@ def test_traces_are_not_compiles(kata):
     with check:
         assert got == ran == 1, (
             f"counted {got}, the body ran {ran} times, expected 1 trace: XLA compiled "
-            f"{len(measured)} times (once per device), but JAX traced once")
+            f"{len(measured)} times (once per device), but JAX traced once"
+        )
 
 
 # ---- compile_counter --------------------------------------------------------------------------
@@ -535,7 +597,8 @@ def test_compile_counter_counts_backend_compiles(kata):
         assert count == len(measured), (
             f"counted {count}, XLA compiled {len(measured)} times (three shapes traced "
             "and compiled, plus one program lowered earlier and compiled in the block: tracing "
-            "and lowering are events of their own)")
+            "and lowering are events of their own)"
+        )
     with check:
         assert len(measured) == 4, f"three shapes and one pre-lowered program, {len(measured)}"
 
@@ -551,8 +614,9 @@ def test_tracing_and_lowering_are_not_compiles(kata):
     with check:
         assert len(measured) == 0, f"nothing should compile here, XLA compiled {len(measured)}"
     with check:
-        assert count == 0, (f"counted {count}: make_jaxpr, eval_shape and lower() trace and "
-                            "lower but never compile")
+        assert count == 0, (
+            f"counted {count}: make_jaxpr, eval_shape and lower() trace and lower but never compile"
+        )
 
 
 @pytest.mark.task("compile_counter")
@@ -568,7 +632,8 @@ def test_eager_ops_compile_without_tracing(kata):
     with check:
         assert count == len(measured), (
             f"counted {count}, XLA compiled {len(measured)}: eager ops compile small programs "
-            "without a jit trace")
+            "without a jit trace"
+        )
 
 
 @pytest.mark.task("compile_counter")
@@ -611,7 +676,8 @@ def test_nested_counters_and_live_counts(kata):
     with check:
         assert len(everything) == after_counters + 1, (
             "a listener registered by someone else stopped hearing compiles after your counter "
-            "exited: remove only your own listener")
+            "exited: remove only your own listener"
+        )
 
 
 @pytest.mark.task("compile_counter")
@@ -628,7 +694,8 @@ def test_counter_stops_when_the_block_raises(kata):
     with check:
         assert _count_of(counter) == 1, (
             f"counted {counter.count}: compiles after a block that raised still counted "
-            "(unregister in a finally)")
+            "(unregister in a finally)"
+        )
 
 
 # ---- bucketed_mean ----------------------------------------------------------------------------
@@ -656,7 +723,8 @@ def _new_compiles(kata, lengths, buckets) -> list[int]:
         counts.append(len(measured))
         with check:
             assert got == pytest.approx(float(np.mean(x)), rel=1e-5), (
-                f"length {n}, buckets {buckets}: {got}, expected {np.mean(x)}")
+                f"length {n}, buckets {buckets}: {got}, expected {np.mean(x)}"
+            )
     return counts
 
 
@@ -671,15 +739,17 @@ def test_bucketing_bounds_compiles(kata):
     with check:
         assert same_bucket == 0, (
             f"new lengths in a bucket already compiled cost {same_bucket} compiles, expected 0: "
-            "is the length static, or is an eager op run on each new length?")
+            "is the length static, or is an eager op run on each new length?"
+        )
     with check:
         assert new_bucket >= 1, (
             "length 9 needs bucket 16, a new shape, yet nothing compiled: is every input "
-            "padded to the same size? Short inputs then pay for the largest bucket")
+            "padded to the same size? Short inputs then pay for the largest bucket"
+        )
     with check:
         assert again == 0, (
-            f"lengths 12, 16, 10 fit bucket 16, compiled for length 9; {again} compiles, "
-            "expected 0")
+            f"lengths 12, 16, 10 fit bucket 16, compiled for length 9; {again} compiles, expected 0"
+        )
 
 
 @pytest.mark.task("bucketed_mean")
@@ -695,11 +765,13 @@ def test_smallest_bucket_of_an_unsorted_tuple(kata):
             if bucket in seen:
                 assert compiles == 0, (
                     f"length {n} fits bucket {bucket} (smallest bucket >= length, buckets "
-                    f"{ODD_BUCKETS}), already compiled, yet {compiles} compiles")
+                    f"{ODD_BUCKETS}), already compiled, yet {compiles} compiles"
+                )
             else:
                 assert compiles >= 1, (
                     f"length {n} is the first to need bucket {bucket} of {ODD_BUCKETS}, yet "
-                    "nothing compiled: which bucket did you pad to?")
+                    "nothing compiled: which bucket did you pad to?"
+                )
         seen.add(bucket)
 
 
@@ -712,7 +784,8 @@ def test_bucketed_mean_is_correct(kata):
         with check:
             assert got == pytest.approx(float(np.mean(x)), rel=1e-5), (
                 f"length {n}, buckets {BUCKETS}: {got}, expected {np.mean(x)} (padding must "
-                "not count)")
+                "not count)"
+            )
 
 
 @pytest.mark.task("bucketed_mean")
@@ -724,7 +797,8 @@ def test_bucketed_mean_other_dtypes(kata):
             got = _mean(kata, x, BUCKETS)
             with check:
                 assert got == pytest.approx(float(np.mean(x.astype(np.float64))), rel=2e-3), (
-                    f"{np.dtype(dtype).name} length {n}: {got}, expected {np.mean(x)}")
+                    f"{np.dtype(dtype).name} length {n}: {got}, expected {np.mean(x)}"
+                )
 
 
 @pytest.mark.task("bucketed_mean")
@@ -740,14 +814,16 @@ def test_too_long_raises(kata):
 def _explain(kata, f, first, second) -> list[str]:
     got = kata.explain_miss(f, first, second)
     assert isinstance(got, list) and all(isinstance(m, str) for m in got), (
-        f"expected a list of str, got {got!r}")
+        f"expected a list of str, got {got!r}"
+    )
     return got
 
 
 def _one_explanation(kata, f, first, second) -> str:
     messages = _explain(kata, f, first, second)
     assert len(messages) == 1, (
-        f"{len(messages)} explanations, expected one for the second call: {messages}")
+        f"{len(messages)} explanations, expected one for the second call: {messages}"
+    )
     return messages[0]
 
 
@@ -807,7 +883,8 @@ def test_only_explanations_are_returned(kata):
     messages = _explain(kata, noisy, (_vec(3),), (_vec(5),))
     with check:
         assert len(messages) == 1 and "noisy traced again" not in messages[0], (
-            f"expected only the cache-miss explanation, got {messages}")
+            f"expected only the cache-miss explanation, got {messages}"
+        )
 
 
 @pytest.mark.task("explain_miss")
@@ -827,4 +904,5 @@ def test_no_miss_no_explanation(kata):
         with check:
             assert after == before, (
                 f"the setting was {before} before the call and {after} after it: restore "
-                "the value you found, not a fixed one")
+                "the value you found, not a fixed one"
+            )

@@ -38,38 +38,82 @@ C = _spec((8, 4), jnp.complex64)
 
 RENAMED = {  # op: (program, specs)
     "stablehlo.dot_general": (lambda x, w: x @ w, (F, _spec((4, 3)))),
-    "stablehlo.broadcast_in_dim": (lambda b: lax.broadcast_in_dim(b, (8, 4), (1,)),
-                                   (_spec((4,)),)),
+    "stablehlo.broadcast_in_dim": (lambda b: lax.broadcast_in_dim(b, (8, 4), (1,)), (_spec((4,)),)),
     "stablehlo.case": (lambda x, i: lax.cond(i > 0, jnp.sin, jnp.cos, x), (F, INDEX)),
     "stablehlo.optimization_barrier": (  # what jax.checkpoint (remat) leaves in a gradient
-        jax.grad(lambda x: jax.checkpoint(lambda y: jnp.sin(jnp.sin(y)))(x).sum()), (F,)),
+        jax.grad(lambda x: jax.checkpoint(lambda y: jnp.sin(jnp.sin(y)))(x).sum()),
+        (F,),
+    ),
 }
+
+
 def _unary(x):  # one use of each op; XLA's conversion keeps each as one instruction
-    return (jnp.exp(x), lax.tanh(x), lax.sin(x), lax.cos(x), lax.tan(x), lax.log(x),
-            lax.sqrt(x), lax.rsqrt(x), lax.cbrt(x), lax.abs(x), lax.sign(x), lax.floor(x),
-            lax.neg(x), jnp.expm1(x), jnp.log1p(x), jnp.isfinite(x), x.T, x.reshape(4, 8),
-            lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
-            lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-            lax.bitcast_convert_type(x, jnp.int32), lax.reduce_precision(x, 5, 10),
-            lax.rev(x, (0,)), x[1:5, ::2])
+    return (
+        jnp.exp(x),
+        lax.tanh(x),
+        lax.sin(x),
+        lax.cos(x),
+        lax.tan(x),
+        lax.log(x),
+        lax.sqrt(x),
+        lax.rsqrt(x),
+        lax.cbrt(x),
+        lax.abs(x),
+        lax.sign(x),
+        lax.floor(x),
+        lax.neg(x),
+        jnp.expm1(x),
+        jnp.log1p(x),
+        jnp.isfinite(x),
+        x.T,
+        x.reshape(4, 8),
+        lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
+        lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+        lax.bitcast_convert_type(x, jnp.int32),
+        lax.reduce_precision(x, 5, 10),
+        lax.rev(x, (0,)),
+        x[1:5, ::2],
+    )
 
 
 def _binary(x, y):
-    return (x + y, x - y, x * y, x / y, lax.rem(x, y), lax.pow(x, y), lax.max(x, y),
-            lax.min(x, y), lax.atan2(x, y), x < y, jnp.concatenate([x, y]), lax.complex(x, y))
+    return (
+        x + y,
+        x - y,
+        x * y,
+        x / y,
+        lax.rem(x, y),
+        lax.pow(x, y),
+        lax.max(x, y),
+        lax.min(x, y),
+        lax.atan2(x, y),
+        x < y,
+        jnp.concatenate([x, y]),
+        lax.complex(x, y),
+    )
 
 
 def _integer(a, b):
-    return (lax.bitwise_and(a, b), lax.bitwise_or(a, b), lax.bitwise_xor(a, b),
-            lax.bitwise_not(a), lax.population_count(a), lax.clz(b), lax.shift_left(a, b),
-            lax.shift_right_logical(a, b), lax.shift_right_arithmetic(a, b))
+    return (
+        lax.bitwise_and(a, b),
+        lax.bitwise_or(a, b),
+        lax.bitwise_xor(a, b),
+        lax.bitwise_not(a),
+        lax.population_count(a),
+        lax.clz(b),
+        lax.shift_left(a, b),
+        lax.shift_right_logical(a, b),
+        lax.shift_right_arithmetic(a, b),
+    )
 
 
 UNARY, BINARY, INTEGER = (_unary, (F,)), (_binary, (F, F)), (_integer, (INTS, INTS))
 RESPELLED = {
     "stablehlo.dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i, 0), (2, 4)), (F, INDEX)),
     "stablehlo.dynamic_update_slice": (
-        lambda x, i: lax.dynamic_update_slice(x, jnp.zeros((2, 4)), (i, 0)), (F, INDEX)),
+        lambda x, i: lax.dynamic_update_slice(x, jnp.zeros((2, 4)), (i, 0)),
+        (F, INDEX),
+    ),
     "stablehlo.exponential_minus_one": UNARY,
     "stablehlo.count_leading_zeros": INTEGER,
     "stablehlo.round_nearest_afz": UNARY,
@@ -81,24 +125,65 @@ RESPELLED = {
     "stablehlo.shift_right_arithmetic": INTEGER,
     "stablehlo.bitcast_convert": UNARY,
     "stablehlo.reduce_window": (
-        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID"), (F,)),
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID"),
+        (F,),
+    ),
     "stablehlo.reduce_precision": UNARY,
-    "stablehlo.rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (4,))[1],
-                                    (_spec((4,), jnp.uint32),)),
+    "stablehlo.rng_bit_generator": (
+        lambda k: lax.rng_bit_generator(k, (4,))[1],
+        (_spec((4,), jnp.uint32),),
+    ),
     "stablehlo.custom_call": (lambda x: jnp.linalg.cholesky(x @ x.T + 8 * jnp.eye(8)), (F,)),
-    "stablehlo.select_and_scatter": (jax.grad(lambda x: lax.reduce_window(
-        x, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID").sum()), (F,)),
+    "stablehlo.select_and_scatter": (
+        jax.grad(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID").sum()),
+        (F,),
+    ),
 }
 KEPT = {
-    **{f"stablehlo.{op}": UNARY for op in (
-        "exponential", "tanh", "sine", "cosine", "tan", "log", "sqrt", "rsqrt", "cbrt", "abs",
-        "sign", "floor", "negate", "transpose", "reshape", "reverse", "slice")},
-    **{f"stablehlo.{op}": BINARY for op in (
-        "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",
-        "atan2", "compare", "concatenate", "complex")},
+    **{
+        f"stablehlo.{op}": UNARY
+        for op in (
+            "exponential",
+            "tanh",
+            "sine",
+            "cosine",
+            "tan",
+            "log",
+            "sqrt",
+            "rsqrt",
+            "cbrt",
+            "abs",
+            "sign",
+            "floor",
+            "negate",
+            "transpose",
+            "reshape",
+            "reverse",
+            "slice",
+        )
+    },
+    **{
+        f"stablehlo.{op}": BINARY
+        for op in (
+            "add",
+            "subtract",
+            "multiply",
+            "divide",
+            "remainder",
+            "power",
+            "maximum",
+            "minimum",
+            "atan2",
+            "compare",
+            "concatenate",
+            "complex",
+        )
+    },
     **{f"stablehlo.{op}": INTEGER for op in ("and", "or", "xor", "not", "popcnt")},
     "stablehlo.while": (
-        lambda x: lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2, x), (F,)),
+        lambda x: lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2, x),
+        (F,),
+    ),
     "stablehlo.reduce": (lambda x: x.sum(0), (F,)),
     "stablehlo.select": (lax.select, (_spec((8, 4), jnp.bool_), F, F)),
     "stablehlo.clamp": (lambda x: lax.clamp(0.0, x, 1.0), (F,)),
@@ -108,8 +193,10 @@ KEPT = {
     "stablehlo.scatter": (lambda x, i: x.at[jnp.array([0, 2]) + i].add(1.0), (F, INDEX)),
     "stablehlo.iota": (lambda x: x + lax.iota(jnp.float32, 4), (F,)),
     "stablehlo.sort": (lambda x: jnp.sort(x, axis=0), (F,)),
-    "stablehlo.convolution": (lambda x, k: lax.conv(x, k, (1, 1), "SAME"),
-                              (_spec((1, 2, 8, 8)), _spec((3, 2, 3, 3)))),
+    "stablehlo.convolution": (
+        lambda x, k: lax.conv(x, k, (1, 1), "SAME"),
+        (_spec((1, 2, 8, 8)), _spec((3, 2, 3, 3))),
+    ),
     "stablehlo.real": (lambda z: (jnp.real(z), jnp.imag(z), jnp.fft.fft(z)), (C,)),
     "stablehlo.constant": (lambda x: x + jnp.array([1.0, 2.0, 3.0, 4.0]), (F,)),
 }
@@ -204,11 +291,14 @@ def _hlo_census(program) -> Counter:
 def _hand_written(op: str) -> tuple[Counter, Counter]:
     text = f"module {{{HAND_WRITTEN[op]}\n}}"
     hlo_text = _jax.mlir.mlir_module_to_xla_computation(
-        text, use_tuple_args=False, return_tuple=False).as_hlo_text()
+        text, use_tuple_args=False, return_tuple=False
+    ).as_hlo_text()
     module = parse_hlo(hlo_text)
     # parsed by MLIR, walked like any module
-    return (stablehlo_op_census(text),
-            Counter(i.opcode for computation in module for i in computation))
+    return (
+        stablehlo_op_census(text),
+        Counter(i.opcode for computation in module for i in computation),
+    )
 
 
 def _stablehlo_and_hlo(op: str) -> tuple[Counter, Counter]:
@@ -233,7 +323,8 @@ def _check_mapping(kata, ops) -> None:
         with check:
             assert want > 0 and got == want, (
                 f"{op} x{want} in StableHLO, but XLA's HLO has {opcode!r} x{got}: read the HLO "
-                "opcodes")
+                "opcodes"
+            )
 
 
 # ---- programs for the census ------------------------------------------------------------------
@@ -253,8 +344,12 @@ def _sort_scatter(x, i):
 
 
 CENSUS_PROGRAMS = {
-    "case": (lambda x, i: lax.switch(i, [jnp.sin, jnp.cos, lambda v: lax.cond(
-        v.sum() > 0, jnp.exp, jnp.tanh, v)], x), (F, INDEX)),
+    "case": (
+        lambda x, i: lax.switch(
+            i, [jnp.sin, jnp.cos, lambda v: lax.cond(v.sum() > 0, jnp.exp, jnp.tanh, v)], x
+        ),
+        (F, INDEX),
+    ),
     "while": (lambda x: lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2, x), (F,)),
     "reduce": (lambda x: x.sum(0) + x.max(1).sum(), (F,)),
     "dot_general": (lambda x, w: jnp.tanh(x @ w), (F, _spec((4, 3)))),
@@ -286,7 +381,8 @@ def _walk_census(lowered) -> Counter:
 
 def _is_census(got) -> bool:
     return isinstance(got, Counter) and all(
-        isinstance(k, str) and type(v) is int for k, v in got.items())
+        isinstance(k, str) and type(v) is int for k, v in got.items()
+    )
 
 
 # ---- exports ----------------------------------------------------------------------------------
@@ -302,9 +398,11 @@ def _mlp_specs(batch: int | str = 8):
 
 def _mlp_values(batch: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(batch, FEATURES)).astype(np.float32),
-            rng.normal(size=(FEATURES, 8)).astype(np.float32) / 4,
-            rng.normal(size=(8, OUT)).astype(np.float32) / 3)
+    return (
+        rng.normal(size=(batch, FEATURES)).astype(np.float32),
+        rng.normal(size=(FEATURES, 8)).astype(np.float32) / 4,
+        rng.normal(size=(8, OUT)).astype(np.float32) / 3,
+    )
 
 
 def _np_mlp(x, w1, w2):
@@ -332,15 +430,27 @@ def _scalar_mean(x):
 
 # name: (function, specs, NumPy oracle of the outputs, value maker)
 EXPORTS = {
-    "bf16_and_int": (_scale_shift, (_spec((3, 5), jnp.bfloat16), _spec((5,), jnp.int32)),
-                     lambda x, y: (x.astype(np.float32) * y, (y + 1).sum()),
-                     lambda rng: (rng.normal(size=(3, 5)).astype(BF16),
-                                  rng.integers(-4, 5, size=5).astype(np.int32))),
-    "f16_dict": (_pair, (_spec((1, 7), jnp.float16), _spec((1, 7), jnp.float16)),
-                 lambda x, y: {"sum": x + y, "max": np.maximum(x, y)},
-                 lambda rng: tuple(rng.normal(size=(1, 7)).astype(np.float16) for _ in "xy")),
-    "scalar_out": (_scalar_mean, (_spec((2, 3, 5)),), lambda x: np.mean(x),
-                   lambda rng: (rng.normal(size=(2, 3, 5)).astype(np.float32),)),
+    "bf16_and_int": (
+        _scale_shift,
+        (_spec((3, 5), jnp.bfloat16), _spec((5,), jnp.int32)),
+        lambda x, y: (x.astype(np.float32) * y, (y + 1).sum()),
+        lambda rng: (
+            rng.normal(size=(3, 5)).astype(BF16),
+            rng.integers(-4, 5, size=5).astype(np.int32),
+        ),
+    ),
+    "f16_dict": (
+        _pair,
+        (_spec((1, 7), jnp.float16), _spec((1, 7), jnp.float16)),
+        lambda x, y: {"sum": x + y, "max": np.maximum(x, y)},
+        lambda rng: tuple(rng.normal(size=(1, 7)).astype(np.float16) for _ in "xy"),
+    ),
+    "scalar_out": (
+        _scalar_mean,
+        (_spec((2, 3, 5)),),
+        lambda x: np.mean(x),
+        lambda rng: (rng.normal(size=(2, 3, 5)).astype(np.float32),),
+    ),
     "mlp": (_mlp, _mlp_specs(), _np_mlp, lambda rng: _mlp_values(8, int(rng.integers(99)))),
 }
 
@@ -364,8 +474,10 @@ def _run(exported, values, what: str):
     try:
         return exported.call(*values)
     except Exception as error:  # noqa: BLE001  (a wrong export rejects valid arguments)
-        pytest.fail(f"{what}: the export rejected arguments of shapes "
-                    f"{[np.shape(v) for v in values]}: {error!r:.300}")
+        pytest.fail(
+            f"{what}: the export rejected arguments of shapes "
+            f"{[np.shape(v) for v in values]}: {error!r:.300}"
+        )
 
 
 def _close(got, want, what: str) -> None:
@@ -408,10 +520,12 @@ def test_census_sees_ops_inside_regions(kata):
     assert _is_census(census), f"expected a Counter of str -> int, got {census!r}"
     with check:
         assert census["stablehlo.case"] == 2, (
-            f"a switch whose third branch holds a cond: 2 case ops, got {census['stablehlo.case']}")
+            f"a switch whose third branch holds a cond: 2 case ops, got {census['stablehlo.case']}"
+        )
     with check:
         assert census["stablehlo.exponential"] == 1 and census["stablehlo.tanh"] == 1, (
-            "the inner cond's branches live in regions of a region")
+            "the inner cond's branches live in regions of a region"
+        )
     with check:
         assert census["builtin.module"] == 0, "the module is the container, not an op to count"
     with check:
@@ -426,10 +540,12 @@ def test_census_counts_every_function(kata):
     with check:
         assert census["func.func"] == walked["func.func"] >= 2, (
             f"{census['func.func']} functions, the module defines {walked['func.func']}: nested "
-            "jit calls become private functions reached by func.call")
+            "jit calls become private functions reached by func.call"
+        )
     with check:
         assert census["stablehlo.sine"] == walked["stablehlo.sine"], (
-            "the sine lives in a private function, count it there")
+            "the sine lives in a private function, count it there"
+        )
     with check:
         assert census["chlo.erf"] == 0 and census["func.call"] == walked["func.call"], dict(census)
     other = kata.op_census(_census_lowered("chlo_and_tuple_out"))
@@ -486,10 +602,12 @@ def test_exported_avals_on_several_dtypes_and_shapes(kata):
         want_out = _avals(jax.tree.leaves(jax.eval_shape(fn, *specs)))
         with check:
             assert _avals(exported.in_avals) == want_in, (
-                f"{name}: inputs {_avals(exported.in_avals)}, the specs say {want_in}")
+                f"{name}: inputs {_avals(exported.in_avals)}, the specs say {want_in}"
+            )
         with check:
             assert _avals(exported.out_avals) == want_out, (
-                f"{name}: outputs {_avals(exported.out_avals)}, f returns {want_out}")
+                f"{name}: outputs {_avals(exported.out_avals)}, f returns {want_out}"
+            )
 
 
 @pytest.mark.task("export_bytes")
@@ -552,15 +670,18 @@ def test_call_exported_round_trips_dtypes_and_pytrees(kata):
         fn, specs, oracle, _ = EXPORTS[name]
         want_tree = jax.tree.structure(jax.eval_shape(fn, *specs))
         assert jax.tree.structure(got) == want_tree, (
-            f"{name}: returned {jax.tree.structure(got)}, the function returns {want_tree}")
+            f"{name}: returned {jax.tree.structure(got)}, the function returns {want_tree}"
+        )
         leaves, want_leaves = jax.tree.leaves(got), jax.tree.leaves(jax.eval_shape(fn, *specs))
         for n, (leaf, want) in enumerate(zip(leaves, want_leaves, strict=True)):
             with check:
                 assert isinstance(leaf, jax.Array) and leaf.dtype == want.dtype, (
                     f"{name} output {n}: {type(leaf).__name__} {getattr(leaf, 'dtype', None)}, "
-                    f"expected a jax.Array of {want.dtype}")
-        for n, (leaf, want) in enumerate(zip(leaves, jax.tree.leaves(oracle(*values)),
-                                             strict=True)):
+                    f"expected a jax.Array of {want.dtype}"
+                )
+        for n, (leaf, want) in enumerate(
+            zip(leaves, jax.tree.leaves(oracle(*values)), strict=True)
+        ):
             with check:
                 _close(leaf, want, f"{name} output {n}")
 
@@ -569,8 +690,9 @@ def test_call_exported_round_trips_dtypes_and_pytrees(kata):
 def test_call_exported_runs_the_blob_it_is_given(kata):
     values = _mlp_values(8, 3)
     first = kata.call_exported(_test_blob(), *values)
-    doubled = bytes(jax.export.export(jax.jit(lambda *a: 2.0 * _mlp(*a)))(
-        *_mlp_specs()).serialize())
+    doubled = bytes(
+        jax.export.export(jax.jit(lambda *a: 2.0 * _mlp(*a)))(*_mlp_specs()).serialize()
+    )
     second = kata.call_exported(doubled, *values)
     with check:
         _close(first, _np_mlp(*values), "the mlp blob")
@@ -584,18 +706,40 @@ def test_call_exported_runs_the_blob_it_is_given(kata):
 @cache
 def _any_batch_cases():
     return {
-        "mlp": (_mlp, FEATURES, _rest(), _np_mlp,
-                lambda b, rng: _mlp_values(b, int(rng.integers(99)))),
-        "linear6": (lambda x, w: x @ w, 6, (_spec((6, 3)),), lambda x, w: x @ w,
-                    lambda b, rng: (rng.normal(size=(b, 6)).astype(np.float32),
-                                    rng.normal(size=(6, 3)).astype(np.float32))),
-        "alone": (lambda x: (jnp.sin(x), x.sum(1)), 3, (),
-                  lambda x: (np.sin(x), x.sum(1)),
-                  lambda b, rng: (rng.normal(size=(b, 3)).astype(np.float32),)),
-        "bf16_rest": (lambda x, s: x * s.astype(jnp.float32), 5, (_spec((5,), jnp.bfloat16),),
-                      lambda x, s: x * s.astype(np.float32),
-                      lambda b, rng: (rng.normal(size=(b, 5)).astype(np.float32),
-                                      rng.normal(size=5).astype(BF16))),
+        "mlp": (
+            _mlp,
+            FEATURES,
+            _rest(),
+            _np_mlp,
+            lambda b, rng: _mlp_values(b, int(rng.integers(99))),
+        ),
+        "linear6": (
+            lambda x, w: x @ w,
+            6,
+            (_spec((6, 3)),),
+            lambda x, w: x @ w,
+            lambda b, rng: (
+                rng.normal(size=(b, 6)).astype(np.float32),
+                rng.normal(size=(6, 3)).astype(np.float32),
+            ),
+        ),
+        "alone": (
+            lambda x: (jnp.sin(x), x.sum(1)),
+            3,
+            (),
+            lambda x: (np.sin(x), x.sum(1)),
+            lambda b, rng: (rng.normal(size=(b, 3)).astype(np.float32),),
+        ),
+        "bf16_rest": (
+            lambda x, s: x * s.astype(jnp.float32),
+            5,
+            (_spec((5,), jnp.bfloat16),),
+            lambda x, s: x * s.astype(np.float32),
+            lambda b, rng: (
+                rng.normal(size=(b, 5)).astype(np.float32),
+                rng.normal(size=5).astype(BF16),
+            ),
+        ),
     }
 
 
@@ -607,8 +751,9 @@ def _export_any(kata, name: str):
     try:
         blob = kata.export_any_batch(fn, features, *rest)
     except Exception as error:  # noqa: BLE001  (a wrong x spec makes f fail to trace)
-        pytest.fail(f"{name}: exporting f(x, *rest) with x of shape (b, {features}) failed: "
-                    f"{error!r:.300}")
+        pytest.fail(
+            f"{name}: exporting f(x, *rest) with x of shape (b, {features}) failed: {error!r:.300}"
+        )
     return _deserialize(blob, name)
 
 
@@ -632,8 +777,9 @@ def test_any_batch_on_several_functions(kata):
         values = make(batch, rng)
         got, want = _run(exported, values, f"{name} batch {batch}"), oracle(*values)
         leaves, want_leaves = jax.tree.leaves(got), jax.tree.leaves(want)
-        assert len(leaves) == len(want_leaves), f"{name}: {len(leaves)} outputs, expected " \
-            f"{len(want_leaves)}"
+        assert len(leaves) == len(want_leaves), (
+            f"{name}: {len(leaves)} outputs, expected {len(want_leaves)}"
+        )
         for n, (leaf, expected) in enumerate(zip(leaves, want_leaves, strict=True)):
             with check:
                 _close(leaf, expected, f"{name}, batch {batch}, output {n}")
@@ -651,16 +797,19 @@ def test_any_batch_is_symbolic_only_in_the_batch(kata):
             assert jax.export.is_symbolic_dim(batch), f"{name}: batch {batch!r} is not symbolic"
         with check:
             assert width == features and not jax.export.is_symbolic_dim(width), (
-                f"{name}: the feature dimension is {width!r}, expected {features}")
+                f"{name}: the feature dimension is {width!r}, expected {features}"
+            )
         with check:
             assert np.dtype(x.dtype) == np.float32, f"{name}: x is {x.dtype}, expected float32"
         with check:
             assert _avals(exported.in_avals[1:]) == _avals(rest), (
-                f"{name}: other inputs {_avals(exported.in_avals[1:])}, expected {_avals(rest)}")
+                f"{name}: other inputs {_avals(exported.in_avals[1:])}, expected {_avals(rest)}"
+            )
         first_out = exported.out_avals[0].shape
         with check:
             assert str(first_out[0]) == str(batch), (
-                f"{name}: output {first_out} should carry the same batch symbol as x ({batch})")
+                f"{name}: output {first_out} should carry the same batch symbol as x ({batch})"
+            )
 
 
 @pytest.mark.task("export_any_batch")
@@ -668,10 +817,13 @@ def test_any_batch_for_another_feature_size(kata):
     exported = _export_any(kata, "linear6")
     with check:
         assert exported.in_avals[0].shape[1] == 6, (
-            f"x spec {exported.in_avals[0].shape}: the feature size is the `features` argument")
+            f"x spec {exported.in_avals[0].shape}: the feature size is the `features` argument"
+        )
     rng = np.random.default_rng(5)
-    x, weights = (rng.normal(size=(5, 6)).astype(np.float32),
-                  rng.normal(size=(6, 3)).astype(np.float32))
+    x, weights = (
+        rng.normal(size=(5, 6)).astype(np.float32),
+        rng.normal(size=(6, 3)).astype(np.float32),
+    )
     with check:
         _close(_run(exported, (x, weights), "batch 5"), x @ weights, "batch 5")
 

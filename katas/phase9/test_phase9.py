@@ -24,16 +24,22 @@ from xla_inspect.parse import parse_hlo
 DEVICES = 8
 ROWS, COLS = 16, 8
 COLLECTIVES = frozenset(
-    {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"})
+    {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"}
+)
 
 pytestmark = pytest.mark.skipif(
     len(jax.devices()) < DEVICES,
     reason=f"needs {DEVICES} devices (the harness sets jax_num_cpu_devices={DEVICES} on CPU; "
-    f"this backend has {len(jax.devices())})")
+    f"this backend has {len(jax.devices())})",
+)
 
 # Meshes the tasks run on: (shape, axis names). "x" is 8, 2, 4 and 4 (minor) devices long.
-MESHES = {"8": ((8,), ("x",)), "2x4": ((2, 4), ("x", "y")), "4x2": ((4, 2), ("x", "y")),
-          "y2x4": ((2, 4), ("y", "x"))}
+MESHES = {
+    "8": ((8,), ("x",)),
+    "2x4": ((2, 4), ("x", "y")),
+    "4x2": ((4, 2), ("x", "y")),
+    "y2x4": ((2, 4), ("y", "x")),
+}
 
 
 @cache
@@ -82,8 +88,11 @@ def _x_groups(mesh) -> set[tuple[int, ...]]:
 def _x_ring(mesh) -> set[tuple[int, int]]:
     """(source, target) pairs that move every block one step forward along "x"."""
     grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
-    return {(int(g[i]), int(g[(i + 1) % len(g)]))
-            for g in grid.reshape(-1, mesh.shape["x"]) for i in range(len(g))}
+    return {
+        (int(g[i]), int(g[(i + 1) % len(g)]))
+        for g in grid.reshape(-1, mesh.shape["x"])
+        for i in range(len(g))
+    }
 
 
 def _x_position(mesh, device) -> int:
@@ -101,8 +110,9 @@ def _groups(text: str | None) -> set[tuple[int, ...]]:
         names, sizes = [a for a, _ in axes], [int(s) for _, s in axes]
         kept = re.findall(r"'(\w+)'", mesh.group(2))
         grid = np.arange(int(np.prod(sizes))).reshape(sizes)
-        grid = np.moveaxis(grid, [names.index(k) for k in kept],
-                           range(len(names) - len(kept), len(names)))
+        grid = np.moveaxis(
+            grid, [names.index(k) for k in kept], range(len(names) - len(kept), len(names))
+        )
         size = int(np.prod([sizes[names.index(k)] for k in kept]))
         return {tuple(int(d) for d in g) for g in grid.reshape(-1, size)}
     iota = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
@@ -131,10 +141,12 @@ def test_auto_mesh_axes(kata):
         assert dict(mesh.shape) == {"x": DEVICES}, f"mesh shape {dict(mesh.shape)}"
     with check:
         assert tuple(mesh.axis_names) == ("x",) and mesh.devices.shape == (DEVICES,), (
-            f"axes {mesh.axis_names}, device grid {mesh.devices.shape}: one axis of 8")
+            f"axes {mesh.axis_names}, device grid {mesh.devices.shape}: one axis of 8"
+        )
     with check:
         assert tuple(mesh.axis_types) == (AxisType.Auto,), (
-            f"axis types {mesh.axis_types}: jax.make_mesh defaults to Explicit")
+            f"axis types {mesh.axis_types}: jax.make_mesh defaults to Explicit"
+        )
     with check:
         assert sorted(d.id for d in mesh.devices.flat) == sorted(d.id for d in jax.devices())
 
@@ -142,8 +154,12 @@ def test_auto_mesh_axes(kata):
 # ---- task 2: shard_rows -----------------------------------------------------------------------
 
 # (mesh, shape, dtype): "x" of 8, 2, 4 and 4 (the minor axis); odd and single columns.
-ROW_CASES = [("8", (16, 8), np.float32), ("y2x4", (8, 1), np.float16),
-             ("2x4", (6, 5), np.int32), ("4x2", (4, 3), jnp.bfloat16)]
+ROW_CASES = [
+    ("8", (16, 8), np.float32),
+    ("y2x4", (8, 1), np.float16),
+    ("2x4", (6, 5), np.int32),
+    ("4x2", (4, 3), jnp.bfloat16),
+]
 
 
 @pytest.mark.task("shard_rows")
@@ -158,16 +174,19 @@ def test_each_device_holds_its_rows(kata):
             assert len(shards) == DEVICES, f"mesh {mesh_name}: {len(shards)} shards"
         for shard in shards:
             block = _x_position(mesh, shard.device)
-            want = x[block * per_block:(block + 1) * per_block]
+            want = x[block * per_block : (block + 1) * per_block]
             with check:
                 assert np.asarray(shard.data).shape == want.shape, (
                     f"mesh {mesh_name}, device {shard.device.id} (block {block} along 'x'): "
-                    f"holds {np.asarray(shard.data).shape}, expected rows {want.shape}")
+                    f"holds {np.asarray(shard.data).shape}, expected rows {want.shape}"
+                )
             with check:
                 np.testing.assert_array_equal(
-                    np.asarray(shard.data, np.float32), want.astype(np.float32),
+                    np.asarray(shard.data, np.float32),
+                    want.astype(np.float32),
                     err_msg=f"mesh {mesh_name}: device {shard.device.id} sits at position "
-                    f"{block} of 'x' and holds rows {block * per_block}..")
+                    f"{block} of 'x' and holds rows {block * per_block}..",
+                )
 
 
 @pytest.mark.task("shard_rows")
@@ -180,13 +199,14 @@ def test_row_sharding_is_named(kata):
         with check:
             assert sharded.sharding.is_equivalent_to(want, 2), (
                 f"mesh {mesh_name}: sharding {sharded.sharding}, expected rows over 'x' of "
-                "the mesh you were given, columns whole")
+                "the mesh you were given, columns whole"
+            )
         with check:
             assert sharded.dtype == x.dtype and sharded.shape == x.shape, (
-                f"{sharded.dtype}{sharded.shape}, expected {x.dtype}{x.shape}")
+                f"{sharded.dtype}{sharded.shape}, expected {x.dtype}{x.shape}"
+            )
         with check:
-            np.testing.assert_array_equal(np.asarray(sharded, np.float32),
-                                          x.astype(np.float32))
+            np.testing.assert_array_equal(np.asarray(sharded, np.float32), x.astype(np.float32))
 
 
 # ---- task 3: collective_census ----------------------------------------------------------------
@@ -227,12 +247,21 @@ def _census_bank():
         ("replicated output", _replicated, (x,), {"all-gather": 1}),
         ("reshard rows to columns", _to_columns, (x,), {"all-to-all": 1}),
         ("all-reduce in a while body", _loop, (x,), {"all-reduce": 1}),
-        ("two ppermutes and a psum in shard_map", _two_hops_and_sum,
-         (_put(_array((8, 3), np.float32), "x", None, mesh="4x2"),),
-         {"collective-permute": 2, "all-reduce": 1}),
-        ("2-D mesh contraction and gather", _mixed,
-         (_put(_array((4, 8), np.float32), None, "y", mesh="2x4"),
-          _put(_array((8, 6), np.float32), "y", None, mesh="2x4")), None),
+        (
+            "two ppermutes and a psum in shard_map",
+            _two_hops_and_sum,
+            (_put(_array((8, 3), np.float32), "x", None, mesh="4x2"),),
+            {"collective-permute": 2, "all-reduce": 1},
+        ),
+        (
+            "2-D mesh contraction and gather",
+            _mixed,
+            (
+                _put(_array((4, 8), np.float32), None, "y", mesh="2x4"),
+                _put(_array((8, 6), np.float32), "y", None, mesh="2x4"),
+            ),
+            None,
+        ),
     ]
 
 
@@ -265,10 +294,12 @@ def test_census_looks_inside_loop_bodies(kata):
     entry = parse_hlo(jax.jit(_loop).lower(x).compile().as_text()).entry
     with check:
         assert got == Counter({"all-reduce": 1}), (
-            f"got {dict(got)}, the while body has one all-reduce")
+            f"got {dict(got)}, the while body has one all-reduce"
+        )
     with check:
         assert not any(i.opcode in COLLECTIVES for i in entry), (
-            "the all-reduce runs in the while body, a computation of its own, not in ENTRY")
+            "the all-reduce runs in the while body, a computation of its own, not in ENTRY"
+        )
 
 
 @pytest.mark.task("collective_census")
@@ -279,10 +310,12 @@ def test_census_counts_opcodes_not_names(kata):
     with check:
         assert any(i.name.split(".")[0] != i.opcode for i in ops), (
             "this program was chosen for names (ppermute.N, psum_invariant.N) that differ from "
-            "opcodes")
+            "opcodes"
+        )
     with check:
         assert got == Counter({"collective-permute": 2, "all-reduce": 1}), (
-            f"got {dict(got)}: two ppermutes and one psum; count opcodes, every instruction")
+            f"got {dict(got)}: two ppermutes and one psum; count opcodes, every instruction"
+        )
 
 
 # ---- task 4: device_param_shapes and task 5: param_shardings ----------------------------------
@@ -307,22 +340,48 @@ def _three_unused(a, w, z):
 def _param_bank():
     """(name, function, args, which args jit keeps): out-of-order, unused, 2-D meshes, dtypes."""
     return [
-        ("1-D mesh, three arguments", _three,
-         (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
-          _put(np.ones((4, ROWS), np.float32), None, "x")), (0, 1, 2)),
-        ("1-D mesh, z never read", _three_unused,
-         (_put(_x(), "x", None), _put(np.ones((COLS, 4), np.float32)),
-          _put(np.ones((4, ROWS), np.float32), None, "x")), (0, 1)),
-        ("2x4 mesh, four dtypes, printed out of order", _four_dtypes,
-         (_put(np.ones((16, 6), np.float32), "x", None, mesh="2x4"),
-          _put(np.ones((6, 8), np.int32), None, "y", mesh="2x4"),
-          _put(np.float32(2), mesh="2x4"),
-          _put(np.ones((4, 8), jnp.bfloat16), "y", "x", mesh="2x4")), (0, 1, 2, 3)),
-        ("4x2 mesh, an unused argument, printed out of order", _skips_one,
-         (_put(np.ones((8, 5), np.float32), "x", None, mesh="4x2"),
-          _put(np.ones((3, 4), np.float16), None, "y", mesh="4x2"),
-          _put(np.ones((6, 16), np.int32), None, ("y", "x"), mesh="4x2"),
-          _put(np.float32(2), mesh="4x2")), (0, 2, 3)),
+        (
+            "1-D mesh, three arguments",
+            _three,
+            (
+                _put(_x(), "x", None),
+                _put(np.ones((COLS, 4), np.float32)),
+                _put(np.ones((4, ROWS), np.float32), None, "x"),
+            ),
+            (0, 1, 2),
+        ),
+        (
+            "1-D mesh, z never read",
+            _three_unused,
+            (
+                _put(_x(), "x", None),
+                _put(np.ones((COLS, 4), np.float32)),
+                _put(np.ones((4, ROWS), np.float32), None, "x"),
+            ),
+            (0, 1),
+        ),
+        (
+            "2x4 mesh, four dtypes, printed out of order",
+            _four_dtypes,
+            (
+                _put(np.ones((16, 6), np.float32), "x", None, mesh="2x4"),
+                _put(np.ones((6, 8), np.int32), None, "y", mesh="2x4"),
+                _put(np.float32(2), mesh="2x4"),
+                _put(np.ones((4, 8), jnp.bfloat16), "y", "x", mesh="2x4"),
+            ),
+            (0, 1, 2, 3),
+        ),
+        (
+            "4x2 mesh, an unused argument, printed out of order",
+            _skips_one,
+            (
+                _put(np.ones((8, 5), np.float32), "x", None, mesh="4x2"),
+                _put(np.ones((3, 4), np.float16), None, "y", mesh="4x2"),
+                _put(np.ones((6, 16), np.int32), None, ("y", "x"), mesh="4x2"),
+                _put(np.float32(2), mesh="4x2"),
+            ),
+            (0, 2, 3),
+        ),
     ]
 
 
@@ -348,21 +407,26 @@ def test_entry_shapes_are_per_device(kata):
         want = [tuple(s.shard_shape(a.shape)) for a, s in _kept_shardings(index)]
         with check:
             assert [tuple(s) for s in got] == want, (
-                f"{name}: got {got}, parameter 0, 1, .. of the partitioned module hold {want}")
+                f"{name}: got {got}, parameter 0, 1, .. of the partitioned module hold {want}"
+            )
 
 
 @pytest.mark.task("device_param_shapes")
 def test_shapes_in_parameter_order(kata):
     name, f, args, _ = _param_bank()[3]
     got = kata.device_param_shapes(f, *args)
-    printed = [int(i.payload) for i in parse_hlo(_compiled_bank(3).as_text()).entry
-               if i.opcode == "parameter"]
+    printed = [
+        int(i.payload)
+        for i in parse_hlo(_compiled_bank(3).as_text()).entry
+        if i.opcode == "parameter"
+    ]
     with check:
         assert printed != sorted(printed), f"{name}: the module prints {printed} in order now"
     with check:
         assert got == [(2, 5), (6, 2), ()], (
             f"{name}: got {got}: list parameter(0), parameter(1), parameter(2) by number (the "
-            "text prints them in schedule order); z is dropped, the scalar is ()")
+            "text prints them in schedule order); z is dropped, the scalar is ()"
+        )
 
 
 @pytest.mark.task("device_param_shapes")
@@ -372,7 +436,8 @@ def test_unused_argument_is_not_a_parameter(kata):
     want = [tuple(a.sharding.shard_shape(a.shape)) for a in (args[k] for k in kept)]
     assert got == want, (
         f"got {got}, expected {want}: jit drops an unused argument from the compiled module "
-        "(keep_unused=False); read the ENTRY parameters, do not derive them from the inputs")
+        "(keep_unused=False); read the ENTRY parameters, do not derive them from the inputs"
+    )
 
 
 @pytest.mark.task("param_shardings")
@@ -392,18 +457,26 @@ def test_annotations_in_parameter_order(kata):
     got_1d = kata.param_shardings(f, *args)
     with check:
         assert got_1d == ["{devices=[8,1]<=[8]}", "{replicated}", "{devices=[1,8]<=[8]}"], (
-            f"1-D mesh: got {got_1d}")
+            f"1-D mesh: got {got_1d}"
+        )
     name, f, args, _ = _param_bank()[3]
     got = kata.param_shardings(f, *args)
-    printed = [int(i.payload) for i in parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo"))
-               .entry if i.opcode == "parameter"]
+    printed = [
+        int(i.payload)
+        for i in parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo")).entry
+        if i.opcode == "parameter"
+    ]
     with check:
         assert printed != sorted(printed), f"{name}: the module prints {printed} in order now"
     with check:
-        assert got == ["{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
-                       "{devices=[1,8]<=[4,2]T(1,0)}", "{replicated}"], (
+        assert got == [
+            "{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+            "{devices=[1,8]<=[4,2]T(1,0)}",
+            "{replicated}",
+        ], (
             f"{name}: got {got}: by parameter number, not in the order the text prints them; "
-            "the unused argument is not a parameter")
+            "the unused argument is not a parameter"
+        )
 
 
 # ---- tasks 6-9: shard_map collectives ---------------------------------------------------------
@@ -424,7 +497,8 @@ def _map_cases(rows_per_block=None):
 def _only(ops, opcode, label):
     """The single collective of the program, which must be `opcode`."""
     assert [i.opcode for i in ops] == [opcode], (
-        f"{label}: collectives {[i.opcode for i in ops]}, expected exactly one {opcode}")
+        f"{label}: collectives {[i.opcode for i in ops]}, expected exactly one {opcode}"
+    )
     return ops[0]
 
 
@@ -450,21 +524,27 @@ def test_psum_total(kata):
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
         with check:
-            np.testing.assert_allclose(np.asarray(total, np.float64), x.sum(dtype=np.float64),
-                                       err_msg=f"mesh {mesh_name}: the sum of every element")
+            np.testing.assert_allclose(
+                np.asarray(total, np.float64),
+                x.sum(dtype=np.float64),
+                err_msg=f"mesh {mesh_name}: the sum of every element",
+            )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one psum (printed psum_invariant "
-                f"with check_vma), got {dict(jaxpr)}")
+                f"with check_vma), got {dict(jaxpr)}"
+            )
         op = _only(_collectives_of(module), "all-reduce", f"mesh {mesh_name}")
         with check:
             assert op.shape_info.dims == (), (
                 f"mesh {mesh_name}: the all-reduce moves {op.shape}: sum your own rows first, "
-                "then psum one number per device")
+                "then psum one number per device"
+            )
         with check:
             assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: reduce "
-                "over mesh axis 'x' only")
+                "over mesh axis 'x' only"
+            )
 
 
 # ---- task 7: ring_shift -----------------------------------------------------------------------
@@ -477,21 +557,26 @@ def test_ring_shift(kata):
         per_block = x.shape[0] // mesh.shape["x"]
         with check:
             np.testing.assert_array_equal(
-                np.asarray(shifted), np.roll(x, per_block, axis=0),
+                np.asarray(shifted),
+                np.roll(x, per_block, axis=0),
                 err_msg=f"mesh {mesh_name}: block i along 'x' must arrive at position i+1, "
-                "the last one at position 0")
+                "the last one at position 0",
+            )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["ppermute"] == 1, (
-                f"mesh {mesh_name}: expected shard_map with one ppermute, got {dict(jaxpr)}")
+                f"mesh {mesh_name}: expected shard_map with one ppermute, got {dict(jaxpr)}"
+            )
         op = _only(_collectives_of(module), "collective-permute", f"mesh {mesh_name}")
         block = (per_block, x.shape[1])
         with check:
             assert op.shape_info.dims == block, (
-                f"mesh {mesh_name}: moves {op.shape}, expected one block {block} per device")
+                f"mesh {mesh_name}: moves {op.shape}, expected one block {block} per device"
+            )
         with check:
             assert _pairs(op.attribute("source_target_pairs")) == _x_ring(mesh), (
                 f"mesh {mesh_name}: source_target_pairs {op.attribute('source_target_pairs')}, "
-                f"expected {sorted(_x_ring(mesh))}")
+                f"expected {sorted(_x_ring(mesh))}"
+            )
 
 
 # ---- task 8: gather_rows ----------------------------------------------------------------------
@@ -502,29 +587,42 @@ def test_gather_rows(kata):
     for mesh_name, mesh, x, sharded in _map_cases():
         gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded)
         with check:
-            np.testing.assert_array_equal(np.asarray(gathered), x,
-                                          err_msg=f"mesh {mesh_name}: every row, in order")
+            np.testing.assert_array_equal(
+                np.asarray(gathered), x, err_msg=f"mesh {mesh_name}: every row, in order"
+            )
         with check:
             assert gathered.sharding.is_fully_replicated, (
-                f"mesh {mesh_name}: sharding {gathered.sharding}")
+                f"mesh {mesh_name}: sharding {gathered.sharding}"
+            )
         with check:
             for shard in gathered.addressable_shards:
-                np.testing.assert_array_equal(np.asarray(shard.data), x, err_msg=(
-                    f"mesh {mesh_name}: device {shard.device.id} must hold the whole array"))
+                np.testing.assert_array_equal(
+                    np.asarray(shard.data),
+                    x,
+                    err_msg=(
+                        f"mesh {mesh_name}: device {shard.device.id} must hold the whole array"
+                    ),
+                )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one all_gather, got {dict(jaxpr)}: "
-                "write the collective yourself instead of asking the partitioner")
+                "write the collective yourself instead of asking the partitioner"
+            )
         op = _only(_collectives_of(module), "all-gather", f"mesh {mesh_name}")
         with check:  # tiled: (rows, cols); untiled: (blocks, rows per block, cols)
-            assert (np.prod(op.shape_info.dims) == x.size and op.shape_info.dims[-1] == x.shape[1]
-                    and op.attribute("dimensions") == "{0}"), (
+            assert (
+                np.prod(op.shape_info.dims) == x.size
+                and op.shape_info.dims[-1] == x.shape[1]
+                and op.attribute("dimensions") == "{0}"
+            ), (
                 f"mesh {mesh_name}: all-gather {op.shape} along {op.attribute('dimensions')}, "
-                f"expected all {x.shape} gathered once, along the leading dimension")
+                f"expected all {x.shape} gathered once, along the leading dimension"
+            )
         with check:
             assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: gather "
-                "over mesh axis 'x' only")
+                "over mesh axis 'x' only"
+            )
 
 
 # ---- task 9: scatter_sum ----------------------------------------------------------------------
@@ -542,30 +640,43 @@ def test_scatter_sum(kata):
         got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded)
         want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0).astype(x.dtype)
         with check:
-            np.testing.assert_allclose(np.asarray(got), want, err_msg=(
-                f"mesh {mesh_name}: the element-wise sum of the {n} row blocks"))
+            np.testing.assert_allclose(
+                np.asarray(got),
+                want,
+                err_msg=(f"mesh {mesh_name}: the element-wise sum of the {n} row blocks"),
+            )
         piece = want.shape[0] // n
         for shard in got.addressable_shards:
             i = _x_position(mesh, shard.device)
             with check:
                 np.testing.assert_allclose(
-                    np.asarray(shard.data), want[i * piece:(i + 1) * piece],
-                    err_msg=f"mesh {mesh_name}: position {i} along 'x' keeps slice {i}")
+                    np.asarray(shard.data),
+                    want[i * piece : (i + 1) * piece],
+                    err_msg=f"mesh {mesh_name}: position {i} along 'x' keeps slice {i}",
+                )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one psum_scatter (printed "
-                f"reduce_scatter), got {dict(jaxpr)}")
-        op = _only(_collectives_of(module), "reduce-scatter",
-                   f"mesh {mesh_name}: an all-reduce moves every sum to every device")
+                f"reduce_scatter), got {dict(jaxpr)}"
+            )
+        op = _only(
+            _collectives_of(module),
+            "reduce-scatter",
+            f"mesh {mesh_name}: an all-reduce moves every sum to every device",
+        )
         with check:
             assert op.shape_info.dims == (piece, x.shape[1]) and (
-                op.attribute("dimensions") == "{0}"), (
+                op.attribute("dimensions") == "{0}"
+            ), (
                 f"mesh {mesh_name}: reduce-scatter {op.shape} along "
-                f"{op.attribute('dimensions')}, expected {(piece, x.shape[1])} along rows")
+                f"{op.attribute('dimensions')}, expected {(piece, x.shape[1])} along rows"
+            )
         with check:
             assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
-                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}")
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}"
+            )
         reducer = module[op.attribute("to_apply").removeprefix("%")]
         with check:
             assert reducer.root.opcode == "add", (
-                f"mesh {mesh_name}: the reduce-scatter combines with {reducer.root.opcode}")
+                f"mesh {mesh_name}: the reduce-scatter combines with {reducer.root.opcode}"
+            )

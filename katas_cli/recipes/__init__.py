@@ -22,8 +22,16 @@ from .transforms import PHASE5, PHASE6, PHASE7
 __all__ = ["RECIPES", "Recipe", "recipe_for"]
 
 RECIPES: dict[int, dict[str, Recipe]] = {
-    1: PHASE1, 2: PHASE2, 3: PHASE3, 4: PHASE4, 5: PHASE5,
-    6: PHASE6, 7: PHASE7, 8: PHASE8, 9: PHASE9, 10: PHASE10,
+    1: PHASE1,
+    2: PHASE2,
+    3: PHASE3,
+    4: PHASE4,
+    5: PHASE5,
+    6: PHASE6,
+    7: PHASE7,
+    8: PHASE8,
+    9: PHASE9,
+    10: PHASE10,
 }
 
 

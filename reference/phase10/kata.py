@@ -76,6 +76,8 @@ def absorbed_transposes(compiled) -> int:
         for c in module
         for i in c
         if i.opcode == "dot"
-        and (i.attribute("lhs_contracting_dims") != "{1}"
-             or i.attribute("rhs_contracting_dims") != "{0}")
+        and (
+            i.attribute("lhs_contracting_dims") != "{1}"
+            or i.attribute("rhs_contracting_dims") != "{0}"
+        )
     )

@@ -81,8 +81,12 @@ def fusion_contents(hlo_text: str) -> dict[str, Counter]:
 
 def constants(hlo_text: str) -> list[tuple[str, str]]:
     # Fusion moves small constants into fused computations: look in every computation.
-    return [(i.shape, i.payload) for computation in parse_hlo(hlo_text) for i in computation
-            if i.opcode == "constant"]
+    return [
+        (i.shape, i.payload)
+        for computation in parse_hlo(hlo_text)
+        for i in computation
+        if i.opcode == "constant"
+    ]
 
 
 def flops(f, *args) -> float:

@@ -111,8 +111,11 @@ def naive_temp_bytes(hlo_text: str) -> int:
     outputs = {root.name}
     if root.opcode == "tuple":
         outputs.update(root.operands)
-    return sum(_byte_size(i.shape_info) for i in entry
-               if i.name not in outputs and i.opcode not in _NO_NEW_BUFFER)
+    return sum(
+        _byte_size(i.shape_info)
+        for i in entry
+        if i.name not in outputs and i.opcode not in _NO_NEW_BUFFER
+    )
 
 
 def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:

@@ -11,7 +11,8 @@ from jax.sharding import PartitionSpec as P
 from xla_inspect.parse import parse_hlo
 
 COLLECTIVES = frozenset(
-    {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"})
+    {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"}
+)
 
 
 def _parameters(module):

@@ -21,7 +21,8 @@ def outcomes_with(passed: set[str]) -> dict[str, PhaseOutcome]:
     result = {}
     for phase in curriculum.phases():
         tasks = {
-            t.number: TaskOutcome("passed") if t.id in passed
+            t.number: TaskOutcome("passed")
+            if t.id in passed
             else TaskOutcome("failed", f"{t.id} fails: expected 2, got 3")
             for t in phase.tasks
         }

@@ -13,22 +13,29 @@ from katas_cli.state import PhaseOutcome, State, phase_keys
 def test_console_script_hint_and_bad_phase(tmp_path):
     script = Path(sys.executable).with_name("katas")
     env = {"KATAS_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    ok = subprocess.run([script, "hint", "phase1.1"], capture_output=True, text=True, env=env,
-                        timeout=60)
+    ok = subprocess.run(
+        [script, "hint", "phase1.1"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert ok.returncode == 0 and "hint 1/" in ok.stdout
-    bad = subprocess.run([script, "run", "phase999"], capture_output=True, text=True, env=env,
-                         timeout=60)
+    bad = subprocess.run(
+        [script, "run", "phase999"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
-
 
 
 def test_cached_status_and_hints_do_not_import_jax_or_pytest(state_dir):
     keys = phase_keys(curriculum.phases())
     State({name: PhaseOutcome(key) for name, key in keys.items()}, {}).save()
-    code = ("import sys; from katas_cli.main import main; main(['--json']); main(['hint', '1.1']);"
-            " print(sorted(m for m in ('jax', 'pytest') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"KATAS_STATE_DIR": str(state_dir), "PATH": "/usr/bin:/bin"},
-                          timeout=60)
+    code = (
+        "import sys; from katas_cli.main import main; main(['--json']); main(['hint', '1.1']);"
+        " print(sorted(m for m in ('jax', 'pytest') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"KATAS_STATE_DIR": str(state_dir), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]", "reading the cached state must start fast"

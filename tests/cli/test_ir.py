@@ -44,7 +44,7 @@ def test_highlight_marks_fusions_and_opcodes():
         console.print(text)
     rendered = captured.get()
     assert "# fused computation" in rendered
-    styled = {text.plain[s.start:s.end] for s in text.spans}
+    styled = {text.plain[s.start : s.end] for s in text.spans}
     assert {"fusion", "sine", "maximum", "kind=kLoop"} <= styled
 
 

@@ -44,10 +44,12 @@ def test_unchanged_phases_are_not_rerun(fake_runner, monkeypatch, capsys):
     main(["status"])
     main(["status", "--json"])
     assert len(fake_runner.calls) == 1, "the second status must come from the state file"
-    changed = {p.name: "new-key" if p.number == 2 else k
-               for p, k in zip(curriculum.phases(),
-                               state_module.phase_keys(curriculum.phases()).values(),
-                               strict=True)}
+    changed = {
+        p.name: "new-key" if p.number == 2 else k
+        for p, k in zip(
+            curriculum.phases(), state_module.phase_keys(curriculum.phases()).values(), strict=True
+        )
+    }
     monkeypatch.setattr("katas_cli.status.phase_keys", lambda phases: changed)
     main(["status"])
     assert fake_runner.calls[-1] == ["phase2"]
@@ -91,8 +93,9 @@ def test_a_phase_that_does_not_import_is_said_once():
     broken = "phase2: katas/phase2/kata.py does not import (SyntaxError at line 9: invalid syntax)"
     outcomes = outcomes_with(set())
     phase = curriculum.phase(2)
-    outcomes["phase2"] = PhaseOutcome("", {t.number: TaskOutcome("failed", broken)
-                                           for t in phase.tasks})
+    outcomes["phase2"] = PhaseOutcome(
+        "", {t.number: TaskOutcome("failed", broken) for t in phase.tasks}
+    )
     console = Console(file=io.StringIO(), width=200)
     render_phase(console, phase, outcomes["phase2"])
     assert console.file.getvalue().count(broken) == 1
@@ -147,7 +150,7 @@ def test_concurrent_updates_lose_nothing(state_dir):
 
 def test_the_whole_traceback_is_one_flag_away():
     phase = curriculum.phases()[0]
-    trace = "Traceback (kata and test frames):\n  File \"kata.py\", line 3\nZeroDivisionError: x"
+    trace = 'Traceback (kata and test frames):\n  File "kata.py", line 3\nZeroDivisionError: x'
     outcome = PhaseOutcome("", {1: TaskOutcome("failed", "phase1.task1 raised ...", "", trace)})
     short, full = io.StringIO(), io.StringIO()
     render_phase(Console(file=short, width=200), phase, outcome)

@@ -49,8 +49,9 @@ def stub_phase10(monkeypatch):
 
     real = loading.load_impl
     fake = types.SimpleNamespace(per_example_losses=stub, make_train_step=stub)
-    monkeypatch.setattr(loading, "load_impl",
-                        lambda phase, impl: fake if impl == "katas" else real(phase, impl))
+    monkeypatch.setattr(
+        loading, "load_impl", lambda phase, impl: fake if impl == "katas" else real(phase, impl)
+    )
 
 
 @pytest.mark.parametrize("task", ["per_example_losses", "make_train_step"])

@@ -9,20 +9,24 @@ import pytest
 from kata_harness import curriculum
 from katas_cli.main import main
 
-TASKS = '''title = "t"
+TASKS = """title = "t"
 
 [[task]]
 function = "f"
 title = "f"
 hints = ["a?", "b"]
-'''
+"""
 STUB = 'def f():\n    # TODO\n    raise NotImplementedError("phase1 task 1: f")\n'
 FIXED_STUB = STUB.replace("# TODO", "# TODO: return 1")
 
 
 def _git(root, *args):
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture

@@ -40,11 +40,16 @@ def test_wrong_answer():
 def test_reference_passes_every_task_and_progress_is_reported():
     phase = curriculum.phase(2)
     ticks: list[tuple[int, int]] = []
-    outcome = run_phases([phase], impl="reference", keys={"phase2": "k"},
-                         on_progress=lambda done, total: ticks.append((done, total)))["phase2"]
+    outcome = run_phases(
+        [phase],
+        impl="reference",
+        keys={"phase2": "k"},
+        on_progress=lambda done, total: ticks.append((done, total)),
+    )["phase2"]
     assert outcome.key == "k"
     assert {t.number: outcome.task(t.number).outcome for t in phase.tasks} == {
-        t.number: "passed" for t in phase.tasks}
+        t.number: "passed" for t in phase.tasks
+    }
     assert ticks[0][0] == 0 and ticks[-1][0] == ticks[-1][1] > 0
 
 
@@ -61,8 +66,18 @@ def test_learner_outcomes_are_one_line_per_task():
 def test_timeout_and_import_failures_are_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "test_generated.py").write_text(textwrap.dedent(GENERATED))
     (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 1\n")
-    args = [str(tmp_path), "--rootdir", str(tmp_path), "-c", str(tmp_path / "pytest.ini"),
-            "--import-mode=importlib", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    args = [
+        str(tmp_path),
+        "--rootdir",
+        str(tmp_path),
+        "-c",
+        str(tmp_path / "pytest.ini"),
+        "--import-mode=importlib",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    ]
     monkeypatch.setattr(runner, "pytest_args", lambda phases, impl: args)
     outcome = run_phases([curriculum.phase(2)])["phase2"]
     loop, broken, wrong = (outcome.task(n) for n in (1, 2, 3))

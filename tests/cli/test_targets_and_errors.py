@@ -37,15 +37,18 @@ def _exit_code(argv):
         return stop.code
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "phase999"],
-    ["hint", "phase1.99"],
-    ["show", "phase1", "no_such_task"],
-    ["frobnicate"],
-    ["reset"],
-    ["show"],
-    ["reset", "phase1", "--all"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "phase999"],
+        ["hint", "phase1.99"],
+        ["show", "phase1", "no_such_task"],
+        ["frobnicate"],
+        ["reset"],
+        ["show"],
+        ["reset", "phase1", "--all"],
+    ],
+)
 def test_bad_usage_is_one_line_on_stderr(argv, capsys):
     assert _exit_code(argv) == 2
     captured = capsys.readouterr()

@@ -14,16 +14,26 @@ from katas_cli.watch import Event, Watcher
 
 def _watcher(results):
     console = Console(file=io.StringIO(), width=120)
-    watcher = Watcher(console, manual=True, keys=False,
-                      on_result=lambda phase, outcome: results.append(phase.name))
+    watcher = Watcher(
+        console,
+        manual=True,
+        keys=False,
+        on_result=lambda phase, outcome: results.append(phase.name),
+    )
     return watcher, console
 
 
 def test_save_reruns_phase_and_keys_work(fake_runner):
     results: list[str] = []
     watcher, console = _watcher(results)
-    for event in (Event("changed", "phase2"), Event("changed", "phase2"), Event("key", "h"),
-                  Event("key", "n"), Event("key", "r"), Event("key", "q")):
+    for event in (
+        Event("changed", "phase2"),
+        Event("changed", "phase2"),
+        Event("key", "h"),
+        Event("key", "n"),
+        Event("key", "r"),
+        Event("key", "q"),
+    ):
         watcher.events.put(event)
     watcher.loop()
     out = console.file.getvalue()
@@ -45,8 +55,12 @@ def test_quit_event_stops(fake_runner):
 def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
     results: list[str] = []
     watcher, console = _watcher(results)
-    for event in (Event("changed", "phase2"), Event("key", "h"), Event("key", "l"),
-                  Event("key", "q")):
+    for event in (
+        Event("changed", "phase2"),
+        Event("key", "h"),
+        Event("key", "l"),
+        Event("key", "q"),
+    ):
         watcher.events.put(event)
     watcher.loop()
     out = console.file.getvalue()

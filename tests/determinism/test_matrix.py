@@ -46,8 +46,9 @@ SELECTION = " or ".join(("snapshot", "pinned", *FACTS))
 def _course_copy(destination: Path) -> Path:
     root = curriculum.ROOT
     for name in ("katas", "reference", "decoys", "snapshots"):
-        shutil.copytree(root / name, destination / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            root / name, destination / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
     for name in ("conftest.py", "pyproject.toml"):
         shutil.copy(root / name, destination / name)
     return destination
@@ -72,12 +73,33 @@ def test_snapshots_and_facts_survive_every_perturbation_at_once(tmp_path):
     copy = _course_copy(tmp_path / "elsewhere" / "course")
     dump = tmp_path / "xla_dump"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KATAS_"))}
-    env.update(KATAS_ROOT=str(copy), PYTHONHASHSEED=HASH_SEED,
-               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
-    command = [taskset, "-c", "0", sys.executable, "-m", "pytest", *(f"katas/{p}" for p in PHASES),
-               "-k", SELECTION, "--impl=reference", "--no-honesty", "-p", "no:cacheprovider",
-               "-p", "random_order", "--random-order-bucket=global",
-               f"--random-order-seed={ORDER_SEED}", "-n", "0", "-rA"]
+    env.update(
+        KATAS_ROOT=str(copy),
+        PYTHONHASHSEED=HASH_SEED,
+        XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text",
+    )
+    command = [
+        taskset,
+        "-c",
+        "0",
+        sys.executable,
+        "-m",
+        "pytest",
+        *(f"katas/{p}" for p in PHASES),
+        "-k",
+        SELECTION,
+        "--impl=reference",
+        "--no-honesty",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "random_order",
+        "--random-order-bucket=global",
+        f"--random-order-seed={ORDER_SEED}",
+        "-n",
+        "0",
+        "-rA",
+    ]
     run = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=240)
     out = run.stdout + run.stderr
     tail = out[-3000:]
@@ -87,8 +109,11 @@ def test_snapshots_and_facts_survive_every_perturbation_at_once(tmp_path):
     summary = run.stdout.strip().splitlines()[-1]
     counts = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary)}
     assert not NOT_PASSED & counts.keys(), f"nothing may fail or skip:\n{tail}"
-    passed = {line.split("::")[-1].split("[")[0] for line in out.splitlines()
-              if line.startswith("PASSED ")}
+    passed = {
+        line.split("::")[-1].split("[")[0]
+        for line in out.splitlines()
+        if line.startswith("PASSED ")
+    }
     missing = [fact for fact in FACTS if fact not in passed]
     assert not missing, f"these facts did not run (renamed?): {missing}\n{tail}"
     assert any(dump.glob("*after_optimizations.txt")), "XLA_FLAGS dump was not honoured"

@@ -95,12 +95,18 @@ def _optimized(phase: str, program, args) -> str:
     return reference.stages(program, *args)[1]
 
 
-CASES = [(phase, test, source) for phase, tests in PINS.items() for test, entry in tests.items()
-         for source in ("test-program", "kata-function") if source == "test-program" or entry[2]]
+CASES = [
+    (phase, test, source)
+    for phase, tests in PINS.items()
+    for test, entry in tests.items()
+    for source in ("test-program", "kata-function")
+    if source == "test-program" or entry[2]
+]
 
 
-@pytest.mark.parametrize(("phase", "test", "source"), CASES,
-                         ids=[f"{p}-{t}-{s}" for p, t, s in CASES])
+@pytest.mark.parametrize(
+    ("phase", "test", "source"), CASES, ids=[f"{p}-{t}-{s}" for p, t, s in CASES]
+)
 def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
     """Covers: renamed function and argument names, another source path, another line layout."""
     pinned = _pinned_file(phase, test)
@@ -116,11 +122,13 @@ def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
         program = getattr(owner, program_name)
     optimized = _optimized(phase, program, args)
     assert f"jit_{program.__name__}" in optimized and "learner_input_0" in optimized, (
-        "the renamed function and arguments did not reach the compiler")
+        "the renamed function and arguments did not reach the compiler"
+    )
     actual = normalize_hlo(optimized)
     assert actual.encode("utf-8") == pinned.read_bytes(), (
         f"{source} {program.__name__} with renamed arguments does not reproduce "
-        f"{pinned.relative_to(curriculum.ROOT)}")
+        f"{pinned.relative_to(curriculum.ROOT)}"
+    )
 
 
 def test_every_pinned_module_is_in_the_matrix():
@@ -131,5 +139,7 @@ def test_every_pinned_module_is_in_the_matrix():
         pytest.skip(f"no snapshots are pinned for {key}")
     pinned = {(p.parent.parent.name, p.stem) for p in root.rglob("*.txt")}
     listed = {(phase, test) for phase, tests in PINS.items() for test in tests}
-    assert pinned == listed, f"pinned but not listed: {sorted(pinned - listed)}; " \
-                             f"listed but not pinned: {sorted(listed - pinned)}"
+    assert pinned == listed, (
+        f"pinned but not listed: {sorted(pinned - listed)}; "
+        f"listed but not pinned: {sorted(listed - pinned)}"
+    )

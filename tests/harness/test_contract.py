@@ -37,17 +37,35 @@ class KataError(Exception):
 KataError.__module__ = KATA.__name__
 
 
-@pytest.mark.parametrize(("value", "hint"), [
-    (3, int), (np.int64(3), int), (2.5, float), (3, float), (np.float32(1), float),
-    ("x", str), (b"x", bytes), (bytearray(b"x"), bytes), (True, bool), (None, None),
-    ([1, 2], list[int]), ((1, "a"), tuple[int, str]), ((1, 2, 3), tuple[int, ...]),
-    ({"a": 1}, dict[str, int]), (Counter(a=2), Counter),
-    (Counter(a=2), dict[str, int]),
-    (defaultdict(Counter, a=Counter(b=1)), dict[str, Counter]),
-    (None, str | None), ("x", str | None),
-    ([("add", 2)], list[tuple[str, int]]), (ValueError, type[Exception]),
-    (np.ones(2), np.ndarray), (Path("a"), Path), (Timing(1.0, 2.0), Timing),
-])
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        (3, int),
+        (np.int64(3), int),
+        (2.5, float),
+        (3, float),
+        (np.float32(1), float),
+        ("x", str),
+        (b"x", bytes),
+        (bytearray(b"x"), bytes),
+        (True, bool),
+        (None, None),
+        ([1, 2], list[int]),
+        ((1, "a"), tuple[int, str]),
+        ((1, 2, 3), tuple[int, ...]),
+        ({"a": 1}, dict[str, int]),
+        (Counter(a=2), Counter),
+        (Counter(a=2), dict[str, int]),
+        (defaultdict(Counter, a=Counter(b=1)), dict[str, Counter]),
+        (None, str | None),
+        ("x", str | None),
+        ([("add", 2)], list[tuple[str, int]]),
+        (ValueError, type[Exception]),
+        (np.ones(2), np.ndarray),
+        (Path("a"), Path),
+        (Timing(1.0, 2.0), Timing),
+    ],
+)
 def test_right_types_pass(value, hint):
     assert mismatch(value, hint, KATA) is None
 
@@ -57,21 +75,24 @@ def test_jax_arrays_and_tracers_pass():
     jax.jit(lambda x: x if mismatch(x, jax.Array, KATA) is None else None)(np.ones(2))
 
 
-@pytest.mark.parametrize(("value", "hint", "said"), [
-    (Sneaky(0), int, "expected int, got Sneaky"),
-    (True, int, "expected int, got bool"),
-    ("3", int, "expected int, got str"),
-    (3.0, int, "expected int, got float"),
-    ([1, "2"], list[int], "item 1: expected int, got str"),
-    ((1, 2), tuple[int, int, int], "a tuple of 3, got 2"),
-    ([1, 2], tuple[int, int], "expected tuple, got list"),
-    ({"a": 1.5}, dict[str, int], "['a']: expected int, got float"),
-    ({"a": 1}, Counter, "expected Counter, got dict"),
-    (Counter({1: 2}), Counter[str], "expected str, got int"),
-    (KataError, type[Exception], "defined in the kata"),
-    (3, str | None, "expected str | None, got int"),
-    ((Timing, 1), tuple[int, int], "item 0: expected int"),
-])
+@pytest.mark.parametrize(
+    ("value", "hint", "said"),
+    [
+        (Sneaky(0), int, "expected int, got Sneaky"),
+        (True, int, "expected int, got bool"),
+        ("3", int, "expected int, got str"),
+        (3.0, int, "expected int, got float"),
+        ([1, "2"], list[int], "item 1: expected int, got str"),
+        ((1, 2), tuple[int, int, int], "a tuple of 3, got 2"),
+        ([1, 2], tuple[int, int], "expected tuple, got list"),
+        ({"a": 1.5}, dict[str, int], "['a']: expected int, got float"),
+        ({"a": 1}, Counter, "expected Counter, got dict"),
+        (Counter({1: 2}), Counter[str], "expected str, got int"),
+        (KataError, type[Exception], "defined in the kata"),
+        (3, str | None, "expected str | None, got int"),
+        ((Timing, 1), tuple[int, int], "item 0: expected int"),
+    ],
+)
 def test_wrong_types_are_named(value, hint, said):
     reason = mismatch(value, hint, KATA)
     assert reason is not None and said in reason, reason
@@ -103,8 +124,11 @@ def test_wrapped_functions_raise_a_named_violation():
     module.count = lambda items: Sneaky(len(items))
     module.free = lambda: Sneaky(1)
     wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
-    with pytest.raises(ContractViolation, match=r"phase9.task9 \(count\) returned the wrong type: "
-                                                r"expected int, got Sneaky"):
+    with pytest.raises(
+        ContractViolation,
+        match=r"phase9.task9 \(count\) returned the wrong type: "
+        r"expected int, got Sneaky",
+    ):
         module.count([1])
     assert module.free() == 1  # only task functions with a hint are wrapped
     wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)

@@ -29,8 +29,12 @@ def _task_tests(phase) -> dict[str, set[str]]:
     for test_file in (curriculum.KATAS_DIR / phase.name).glob("test_*.py"):
         for name, node in _functions(test_file).items():
             for deco in node.decorator_list:
-                if (isinstance(deco, ast.Call) and ast.unparse(deco.func) == "pytest.mark.task"
-                        and deco.args and isinstance(deco.args[0], ast.Constant)):
+                if (
+                    isinstance(deco, ast.Call)
+                    and ast.unparse(deco.func) == "pytest.mark.task"
+                    and deco.args
+                    and isinstance(deco.args[0], ast.Constant)
+                ):
                     by_task.setdefault(deco.args[0].value, set()).add(name)
     return by_task
 
@@ -49,10 +53,16 @@ def test_stub_and_reference_expose_the_same_api(phase):
         stub_sig = inspect.signature(getattr(stub, task.function))
         ref_sig = inspect.signature(getattr(ref, task.function))
         assert stub_sig == ref_sig, f"{task.id}: stub {stub_sig} != reference {ref_sig}"
-    public = {n for n, v in vars(stub).items() if inspect.isfunction(v) and not n.startswith("_")
-              and v.__module__ == stub.__name__}
-    ref_public = {n for n, v in vars(ref).items() if inspect.isfunction(v)
-                  and not n.startswith("_") and v.__module__ == ref.__name__}
+    public = {
+        n
+        for n, v in vars(stub).items()
+        if inspect.isfunction(v) and not n.startswith("_") and v.__module__ == stub.__name__
+    }
+    ref_public = {
+        n
+        for n, v in vars(ref).items()
+        if inspect.isfunction(v) and not n.startswith("_") and v.__module__ == ref.__name__
+    }
     assert public <= ref_public, f"stub functions missing from the reference: {public - ref_public}"
 
 
@@ -66,7 +76,7 @@ def test_every_stub_task_has_a_todo_and_raises(phase):
         body = ast.get_source_segment(source, node) or ""
         assert "# TODO" in body, f"{task.id} ({task.function}): the stub has no # TODO"
         marker = f'raise NotImplementedError("phase{phase.number} task {task.number}: '
-        assert marker in body, f"{task.id}: the stub must {marker}{task.function}\")"
+        assert marker in body, f'{task.id}: the stub must {marker}{task.function}")'
 
 
 @pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
@@ -128,8 +138,12 @@ def _kata_calls_inside_check(test_file) -> list[str]:
         if not any(ast.unparse(item.context_expr) == "check" for item in node.items):
             continue
         for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
-            if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-                    and isinstance(inner.func.value, ast.Name) and inner.func.value.id == "kata"):
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and isinstance(inner.func.value, ast.Name)
+                and inner.func.value.id == "kata"
+            ):
                 found.append(f"{test_file.name}:{inner.lineno} kata.{inner.func.attr}")
     return found
 

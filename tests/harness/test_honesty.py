@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(240)  # each module-scoped run starts Python, JAX and pytest
 
-TASKS = '''
+TASKS = """
 title = "Tiny"
 
 [[task]]
@@ -29,9 +29,9 @@ hints = ["what is 2x?", "multiply"]
 function = "count"
 title = "how many items"
 hints = ["len?", "len"]
-'''
+"""
 
-STUB = '''
+STUB = """
 def double(x):
     # TODO
     raise NotImplementedError("phase{n} task 1: double")
@@ -40,9 +40,9 @@ def double(x):
 def count(items: list) -> int:
     # TODO
     raise NotImplementedError("phase{n} task 2: count")
-'''
+"""
 
-REFERENCE = '''
+REFERENCE = """
 def double(x):
     return 2 * x
 
@@ -53,9 +53,9 @@ def _size(items):
 
 def count(items: list) -> int:
     return _size(items)
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import numpy as np
 import pytest
 from pytest_check import check
@@ -78,9 +78,9 @@ def test_count(kata):
     got = kata.count([1, 2, 3])
     with check:
         assert got == 3
-'''
+"""
 
-DECOYS = '''
+DECOYS = """
 import pytest
 
 from kata_harness.decoys import accepted, decoy
@@ -136,7 +136,7 @@ def count_with_module_helper(items):
 @accepted("count", why="wrongly accepted: counts one too many")
 def count_plus_one(items):
     return len(items) + 1
-'''
+"""
 
 PROBES = {
     "skip_inside": "import pytest\n\ndef double(x):\n    pytest.skip('done')\n",
@@ -155,17 +155,21 @@ PROBES = {
         "from pathlib import Path\n\n"
         "def double(x):\n"
         "    text = (Path(__file__).resolve().parents[2] / 'reference' / 'phase1' / 'kata.py')"
-        ".read_text()\n    return 2 * x\n"),
+        ".read_text()\n    return 2 * x\n"
+    ),
     "raises": (
         "def _halve(items):\n    return len(items) // 0\n\n"
-        "def count(items):\n    return _halve(items)\n"),
+        "def count(items):\n    return _halve(items)\n"
+    ),
     "rewrite_tests": (
         "from pathlib import Path\n\n"
         "def double(x):\n"
-        "    (Path(__file__).parent / 'test_phase1.py').write_text('')\n    return 2 * x\n"),
+        "    (Path(__file__).parent / 'test_phase1.py').write_text('')\n    return 2 * x\n"
+    ),
     "equal_to_everything": (
         "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
-        "def count(items):\n    return Yes(0)\n"),
+        "def count(items):\n    return Yes(0)\n"
+    ),
 }
 
 
@@ -173,7 +177,8 @@ def _course(root: Path, phases: dict[int, str]) -> Path:
     """A course with one phase per entry; the entry is that phase's kata.py (None: the stub)."""
     (root / "conftest.py").write_text('pytest_plugins = ["kata_harness.plugin"]\n')
     (root / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\naddopts = ["--import-mode=importlib"]\n')
+        '[tool.pytest.ini_options]\naddopts = ["--import-mode=importlib"]\n'
+    )
     (root / "decoys").mkdir()
     for number, kata in phases.items():
         folder = root / "katas" / f"phase{number}"
@@ -188,11 +193,36 @@ def _course(root: Path, phases: dict[int, str]) -> Path:
 
 
 def _run(root: Path, impl: str, *args: str) -> str:
-    env = {**os.environ, "KATAS_ROOT": str(root), "KATAS_IMPL": impl, "PYTHONPATH": os.getcwd(),
-           "COLUMNS": "1000"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "katas", "-p", "no:cacheprovider", "-n0",
-                          "--decoys", "-p", "no:randomly", "-q", "--tb=line", "-rA", *args],
-                         cwd=root, env=env, capture_output=True, text=True, timeout=240)
+    env = {
+        **os.environ,
+        "KATAS_ROOT": str(root),
+        "KATAS_IMPL": impl,
+        "PYTHONPATH": os.getcwd(),
+        "COLUMNS": "1000",
+    }
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "katas",
+            "-p",
+            "no:cacheprovider",
+            "-n0",
+            "--decoys",
+            "-p",
+            "no:randomly",
+            "-q",
+            "--tb=line",
+            "-rA",
+            *args,
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     return run.stdout + run.stderr
 
 
@@ -207,8 +237,11 @@ def reference_run(tiny_course) -> str:
 
 
 def _line(out: str, test: str) -> str:
-    found = [line for line in out.splitlines()
-             if test in line and line.startswith(("PASSED", "FAILED", "ERROR", "SKIPPED"))]
+    found = [
+        line
+        for line in out.splitlines()
+        if test in line and line.startswith(("PASSED", "FAILED", "ERROR", "SKIPPED"))
+    ]
     assert found, f"no line for {test} in:\n{out[-3000:]}"
     return found[0]
 
@@ -231,13 +264,17 @@ def test_decoy_caught_by_an_assertion(reference_run, decoy):
 
 def test_decoy_caught_by_pytest_raises_that_does_not_raise(reference_run):
     assert _line(reference_run, "test_double_raises_on_text[decoy-never_raises]").startswith(
-        "PASSED")
+        "PASSED"
+    )
 
 
-@pytest.mark.parametrize(("decoy", "reason"), [
-    ("misspelled", "NameError"),
-    ("skipper", "Skipped"),
-])
+@pytest.mark.parametrize(
+    ("decoy", "reason"),
+    [
+        ("misspelled", "NameError"),
+        ("skipper", "Skipped"),
+    ],
+)
 def test_decoy_that_dies_or_skips_is_broken_not_caught(reference_run, decoy, reason):
     line = _line(reference_run, f"test_double[decoy-{decoy}]")
     assert line.startswith("FAILED"), line
@@ -253,25 +290,39 @@ def test_decoy_that_passes_is_a_violation(reference_run):
 def test_accepted_variants_must_pass(reference_run):
     assert _line(reference_run, "test_double[accepted-plus_itself]").startswith("PASSED")
     assert _line(reference_run, "test_double_raises_on_text[accepted-plus_itself]").startswith(
-        "PASSED")
+        "PASSED"
+    )
     assert _line(reference_run, "test_count[accepted-count_with_module_helper]").startswith(
-        "PASSED")
+        "PASSED"
+    )
     line = _line(reference_run, "test_count[accepted-count_plus_one]")
     assert line.startswith("FAILED") and "rejects accepted variant 'count_plus_one'" in line
 
 
 def test_dev_check_lists_every_gap_and_fails(tiny_course):
-    env = {**os.environ, "KATAS_ROOT": str(tiny_course), "PYTHONPATH": os.getcwd(),
-           "COLUMNS": "200", "PYTEST_XDIST_AUTO_NUM_WORKERS": "0"}
+    env = {
+        **os.environ,
+        "KATAS_ROOT": str(tiny_course),
+        "PYTHONPATH": os.getcwd(),
+        "COLUMNS": "200",
+        "PYTEST_XDIST_AUTO_NUM_WORKERS": "0",
+    }
     code = "import sys; from katas_cli.main import main; sys.exit(main(['dev', 'check']))"
-    run = subprocess.run([sys.executable, "-c", code],
-                         cwd=tiny_course, env=env, capture_output=True, text=True, timeout=240)
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tiny_course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
     assert "phase1.task1 (double): decoy misspelled: test_double: broken decoy" in out
     assert "phase1.task1 (double): decoy skipper: test_double: broken decoy" in out
-    assert ("phase1.task1 (double): decoy correct_after_all: test_double: honest-kata violation"
-            in out)
+    assert (
+        "phase1.task1 (double): decoy correct_after_all: test_double: honest-kata violation" in out
+    )
     assert "phase1.task2 (count): 1 decoy(s), at least 2 needed" in out
     assert "phase1.task2 (count): accepted count_plus_one: test_count" in out
     assert "2 tasks, 3 tests, 3 cases, 6 decoys (3 caught), 3 accepted variants" in out
@@ -280,7 +331,8 @@ def test_dev_check_lists_every_gap_and_fails(tiny_course):
 
 def test_stub_that_fails_for_another_reason_is_broken(tmp_path):
     broken_stub = STUB.format(n=1).replace(
-        'raise NotImplementedError("phase1 task 2: count")', "return undefined_name  # noqa")
+        'raise NotImplementedError("phase1 task 2: count")', "return undefined_name  # noqa"
+    )
     out = _run(_course(tmp_path, {1: broken_stub}), "reference")
     line = _line(out, "test_count[stub]")
     assert "broken stub: phase1.task2 (count)" in line and "NameError" in line, line
@@ -294,15 +346,19 @@ def probe_run(tmp_path_factory) -> tuple[dict[str, int], str]:
     return numbers, _run(_course(root, kata), "katas")
 
 
-@pytest.mark.parametrize("probe", sorted(set(PROBES) - {"open_reference", "equal_to_everything",
-                                                          "raises", "rewrite_tests"}))
+@pytest.mark.parametrize(
+    "probe",
+    sorted(set(PROBES) - {"open_reference", "equal_to_everything", "raises", "rewrite_tests"}),
+)
 def test_learner_file_reaching_into_the_harness_is_refused(probe_run, probe):
     numbers, out = probe_run
     n = numbers[probe]
     lines = out.splitlines()
-    outcomes = [line.split()[0] for line in lines
-                if f" katas/phase{n}/test_" in line
-                and line.startswith(("PASSED", "FAILED", "ERROR"))]
+    outcomes = [
+        line.split()[0]
+        for line in lines
+        if f" katas/phase{n}/test_" in line and line.startswith(("PASSED", "FAILED", "ERROR"))
+    ]
     assert outcomes and set(outcomes) <= {"FAILED", "ERROR"}, outcomes
     refusal = [line for line in lines if f"phase{n}: katas/phase{n}/kata.py line" in line]
     assert refusal and "kata code may not use the test machinery" in refusal[0], out[-3000:]
@@ -336,8 +392,10 @@ def test_an_exception_from_kata_code_is_one_line_unless_asked(probe_run, tmp_pat
     numbers, out = probe_run
     n = numbers["raises"]
     line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_count ")
-    assert (f"phase{n}.task2 (count) raised ZeroDivisionError: integer division or modulo by "
-            f"zero [phase{n}/kata.py:") in line, line
+    assert (
+        f"phase{n}.task2 (count) raised ZeroDivisionError: integer division or modulo by "
+        f"zero [phase{n}/kata.py:"
+    ) in line, line
     assert "Traceback" not in out.split(f"test_phase{n}.py::test_count")[0][-2000:]
     kata = textwrap.dedent(REFERENCE) + "\n" + PROBES["raises"]
     long = _run(_course(tmp_path, {1: kata}), "katas", "--tb=long", "-k", "test_count")

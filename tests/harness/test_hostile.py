@@ -37,14 +37,13 @@ def test_import_of_a_missing_name_is_one_line(tmp_path):
 def _course_copy(tmp_path: Path) -> Path:
     root = curriculum.ROOT
     for name in ("katas", "reference", "decoys"):
-        shutil.copytree(root / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("conftest.py", "pyproject.toml"):
         shutil.copy(root / name, tmp_path / name)
     return tmp_path
 
 
-PHASE2_BREAKAGE = textwrap.dedent('''
+PHASE2_BREAKAGE = textwrap.dedent("""
 
     def mlp_jaxpr(params, x):
         return jax.jit(mlp).lower(params, x)  # a Lowered where a jaxpr was asked for
@@ -58,7 +57,7 @@ PHASE2_BREAKAGE = textwrap.dedent('''
     def closure_consts(jaxpr):
         print("x" * 3_000_000)
         return []
-''')
+""")
 
 
 def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
@@ -69,15 +68,35 @@ def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
     env = {**os.environ, "KATAS_ROOT": str(copy), "KATAS_IMPL": "katas"}
     # One test of the looping task is enough to see the timeout line; the other would loop 3 s.
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "katas/phase1", "katas/phase2", "-o", "timeout=3",
-         "-k", "not test_dead_code_propagates_backwards",
-         "-p", "no:cacheprovider", "-q", "--tb=short"],
-        cwd=copy, env=env, capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "katas/phase1",
+            "katas/phase2",
+            "-o",
+            "timeout=3",
+            "-k",
+            "not test_dead_code_propagates_backwards",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--tb=short",
+        ],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     out = run.stdout
     assert len(out) < 200_000, "three megabytes of print must be cut short"
     assert "phase1: katas/phase1/kata.py does not import (SyntaxError at line 1" in out
-    wrong_type = [line for line in out.splitlines()
-                  if line.startswith("phase2.task1 (mlp_jaxpr) returned the wrong type: expected ")]
+    wrong_type = [
+        line
+        for line in out.splitlines()
+        if line.startswith("phase2.task1 (mlp_jaxpr) returned the wrong type: expected ")
+    ]
     assert wrong_type and "got Lowered" in wrong_type[0], out[-3000:]
     assert "phase2.task5 (unused_equations) did not finish within 3 s" in out
     assert "more characters cut" in out

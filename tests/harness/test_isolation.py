@@ -35,23 +35,28 @@ def test_second_user_sees_a_fresh_trace_cache():
 
 
 def test_user_xla_flags_keep_only_dump_settings(monkeypatch):
-    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=xla_dump --xla_cpu_enable_fast_math=true "
-                                    "--xla_dump_hlo_as_text")
+    monkeypatch.setenv(
+        "XLA_FLAGS", "--xla_dump_to=xla_dump --xla_cpu_enable_fast_math=true --xla_dump_hlo_as_text"
+    )
     assert plugin._filter_xla_flags() == "--xla_cpu_enable_fast_math=true"
     assert os.environ["XLA_FLAGS"] == "--xla_dump_to=xla_dump --xla_dump_hlo_as_text"
 
 
 def test_jax_started_before_pytest_skips_instead_of_crashing(pytester):
-    pytester.makepyfile(test_devices="""
+    pytester.makepyfile(
+        test_devices="""
         import jax
         import pytest
 
         def test_needs_eight():
             if jax.device_count() < 8:
                 pytest.skip("needs 8 CPU devices")
-    """)
-    code = ("import sys, jax, pytest; jax.numpy.ones(3); "
-            "sys.exit(pytest.main(['-p', 'kata_harness.plugin', '-p', 'no:cacheprovider']))")
+    """
+    )
+    code = (
+        "import sys, jax, pytest; jax.numpy.ones(3); "
+        "sys.exit(pytest.main(['-p', 'kata_harness.plugin', '-p', 'no:cacheprovider']))"
+    )
     result = pytester.run(sys.executable, "-c", code)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*JAX was initialized before the tests*", "*1 skipped*"])

@@ -11,15 +11,17 @@ from kata_harness import snapshots
 @pytest.fixture
 def pinned_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(snapshots, "SNAPSHOTS_DIR", tmp_path)
-    monkeypatch.setattr(snapshots, "running_versions",
-                        lambda: {"jax": "0.99.0", "jaxlib": "0.99.0"})
+    monkeypatch.setattr(
+        snapshots, "running_versions", lambda: {"jax": "0.99.0", "jaxlib": "0.99.0"}
+    )
     return tmp_path
 
 
 def _pin(directory, key, jax_version):
     (directory / key).mkdir(parents=True, exist_ok=True)
     (directory / key / "versions.json").write_text(
-        json.dumps({"jax": jax_version, "jaxlib": jax_version}))
+        json.dumps({"jax": jax_version, "jaxlib": jax_version})
+    )
 
 
 def test_matching_versions_are_usable(pinned_dir):
@@ -67,8 +69,8 @@ def test_record_versions_writes_the_running_versions(pinned_dir):
 
 def test_snapshot_update_is_refused_outside_reference_mode(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "kata_harness.plugin", "--snapshot-update",
-                                           "--impl=katas")
+    result = pytester.runpytest_subprocess(
+        "-p", "kata_harness.plugin", "--snapshot-update", "--impl=katas"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--snapshot-update is refused unless --impl=reference*"])
-

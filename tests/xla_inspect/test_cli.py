@@ -85,8 +85,11 @@ def test_summary_json_of_a_dump_directory_with_many_modules(tmp_path: Path, caps
     assert code == 0
     assert [Path(m["file"]).name.split(".")[1] for m in modules] == [f"jit_{n}" for n in names]
     for name, module in zip(names, modules, strict=True):
-        printed = re.findall(r"^\s*(?:ROOT )?%\S+ = .*? ([a-z][a-z0-9-]*)\(",
-                             (CORPUS / f"{name}.opt.hlo").read_text(), re.MULTILINE)
+        printed = re.findall(
+            r"^\s*(?:ROOT )?%\S+ = .*? ([a-z][a-z0-9-]*)\(",
+            (CORPUS / f"{name}.opt.hlo").read_text(),
+            re.MULTILINE,
+        )
         assert module["opcode_counts"] == dict(Counter(printed)), name
 
 

@@ -25,15 +25,44 @@ from xla_inspect.query import (
 )
 
 HERE = Path(__file__).parent
-SOURCES = [(HERE / p).read_text() for p in (
-    "corpus/donated_state.opt.hlo", "corpus/shard_map_collectives.opt.hlo",
-    "corpus/control_flow.before.hlo",
-    "corpus/conv_net.unopt.hlo", "corpus/sharded_auto.opt.hlo", "fixtures/features.hlo",
-    "fixtures/minimal_short.hlo")]
-INSERTS = ["(", ")", "{", "}", "[", "]", '"', "\\", ",", "=", "%", "\n", " ", "/*", "*/",
-           "ROOT ", "ENTRY ", "<=", "?", "0", "-"]
-FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow])
+SOURCES = [
+    (HERE / p).read_text()
+    for p in (
+        "corpus/donated_state.opt.hlo",
+        "corpus/shard_map_collectives.opt.hlo",
+        "corpus/control_flow.before.hlo",
+        "corpus/conv_net.unopt.hlo",
+        "corpus/sharded_auto.opt.hlo",
+        "fixtures/features.hlo",
+        "fixtures/minimal_short.hlo",
+    )
+]
+INSERTS = [
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "\\",
+    ",",
+    "=",
+    "%",
+    "\n",
+    " ",
+    "/*",
+    "*/",
+    "ROOT ",
+    "ENTRY ",
+    "<=",
+    "?",
+    "0",
+    "-",
+]
+FUZZ = settings(
+    max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _exercise(module: HloModule) -> None:
@@ -69,11 +98,11 @@ def mutated(draw: st.DrawFn) -> str:
         at = draw(st.integers(0, len(text) - 1))
         action = draw(st.sampled_from(["delete", "duplicate", "swap", "insert"]))
         if action == "delete":
-            text = text[:at] + text[at + draw(st.integers(1, 8)):]
+            text = text[:at] + text[at + draw(st.integers(1, 8)) :]
         elif action == "duplicate":
-            text = text[:at] + text[at: at + draw(st.integers(1, 40))] + text[at:]
+            text = text[:at] + text[at : at + draw(st.integers(1, 40))] + text[at:]
         elif action == "swap" and at + 1 < len(text):
-            text = text[:at] + text[at + 1] + text[at] + text[at + 2:]
+            text = text[:at] + text[at + 1] + text[at] + text[at + 2 :]
         else:
             text = text[:at] + draw(st.sampled_from(INSERTS)) + text[at:]
     return text
@@ -92,6 +121,6 @@ def test_truncated_modules_raise_only_parse_errors(text: str, fraction: float) -
 
 
 @FUZZ
-@given(st.text(alphabet="%(){}[]\",=/* \nROTENabcfsu0123456789.-<>:?", max_size=300))
+@given(st.text(alphabet='%(){}[]",=/* \nROTENabcfsu0123456789.-<>:?', max_size=300))
 def test_arbitrary_text_raises_only_parse_errors(text: str) -> None:
     _parse_or_parse_error(text)

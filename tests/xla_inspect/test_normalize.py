@@ -122,11 +122,17 @@ def test_core_count_does_not_change_the_output() -> None:
     taskset = shutil.which("taskset")
     if taskset is None or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs taskset and at least 2 usable cores")
-    raw = capture(lambda x: jnp.tanh(x) * 2 + jnp.exp(x),
-                  jax.ShapeDtypeStruct((1024, 1024), jnp.float32)).optimized_hlo_text
+    raw = capture(
+        lambda x: jnp.tanh(x) * 2 + jnp.exp(x), jax.ShapeDtypeStruct((1024, 1024), jnp.float32)
+    ).optimized_hlo_text
     assert "outer_dimension_partitions" in raw  # else this test no longer tests anything
-    one_core = subprocess.run([taskset, "-c", "0", sys.executable, "-c", CORE_SCRIPT],
-                              capture_output=True, text=True, check=True, timeout=120)
+    one_core = subprocess.run(
+        [taskset, "-c", "0", sys.executable, "-c", CORE_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     assert one_core.stdout == normalize_hlo(raw)
 
 
@@ -310,8 +316,14 @@ def _sigil_variants() -> list[tuple[str, str]]:
             cases.append((f"{path.name}-references-bare", _REF_SIGIL.sub("", text)))
         else:
             defined = set(re.findall(r"^\s*(?:ROOT )?([\w.\-]+) =", text, re.M))
-            cases.append((f"{path.name}-operands-with-sigil", _BARE_REF.sub(
-                lambda m, defined=defined: "%" + m[1] if m[1] in defined else m[1], text)))
+            cases.append(
+                (
+                    f"{path.name}-operands-with-sigil",
+                    _BARE_REF.sub(
+                        lambda m, defined=defined: "%" + m[1] if m[1] in defined else m[1], text
+                    ),
+                )
+            )
     return cases
 
 

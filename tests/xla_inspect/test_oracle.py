@@ -23,8 +23,9 @@ from xla_inspect.query import opcode_counts
 
 _hlo = pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO bindings are absent")
 if not hasattr(_hlo, "hlo_module_from_text"):
-    pytest.skip("jaxlib._hlo.hlo_module_from_text is absent in this jaxlib",
-                allow_module_level=True)
+    pytest.skip(
+        "jaxlib._hlo.hlo_module_from_text is absent in this jaxlib", allow_module_level=True
+    )
 
 HERE = Path(__file__).parent
 TEXT_FILES = sorted(HERE.glob("corpus/*.hlo")) + sorted(HERE.glob("fixtures/*.hlo"))
@@ -81,9 +82,16 @@ def _our_verdict(text: str) -> tuple[int, Counter[str]] | None:
     return len(module.computations), opcode_counts(module)
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="fast path: attribute syntax"))
-    if p.name in KNOWN_GAPS else p for p in BANK], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="fast path: attribute syntax"))
+        if p.name in KNOWN_GAPS
+        else p
+        for p in BANK
+    ],
+    ids=lambda p: p.name,
+)
 def test_bank_verdicts_match_xla(path) -> None:
     text = path.read_bytes().decode()  # bytes: keep '\r\n' where a fixture has it
     expected = _xla_verdict(text)
@@ -108,10 +116,17 @@ _TOKEN = re.compile(
     re.S,
 )
 SEPARATORS = [" ", "\n", "\n\t  ", " /* note */ ", " // note\n", "/**/", "\r\n", "  \n\n"]
-REFORMAT_SOURCES = [(HERE / "corpus" / name).read_text() for name in (
-    "donated_state.opt.hlo", "control_flow.unopt.hlo", "sort_gather_scatter.before.hlo",
-    "shard_map_collectives.opt.hlo", "dtypes.opt.hlo", "linalg.unopt.hlo")] + [
-    (HERE / "fixtures" / "features.hlo").read_text()]
+REFORMAT_SOURCES = [
+    (HERE / "corpus" / name).read_text()
+    for name in (
+        "donated_state.opt.hlo",
+        "control_flow.unopt.hlo",
+        "sort_gather_scatter.before.hlo",
+        "shard_map_collectives.opt.hlo",
+        "dtypes.opt.hlo",
+        "linalg.unopt.hlo",
+    )
+] + [(HERE / "fixtures" / "features.hlo").read_text()]
 
 
 def _body_start(text: str) -> int:
@@ -133,16 +148,19 @@ def reformatted(draw: st.DrawFn) -> str:
     for k, token in enumerate(tokens):
         pieces.append(text[at : token.start()])
         word = token.group()
-        pieces.append(word[1:] if k in drop and word[:1] == "%" and word[-1] not in "=:"
-                      else word)
+        pieces.append(word[1:] if k in drop and word[:1] == "%" and word[-1] not in "=:" else word)
         pieces.append(edits.get(token.end(), ""))
         at = token.end()
     pieces.append(text[at:])
     return "".join(pieces)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(reformatted())
 def test_reformatted_corpus_modules_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
@@ -150,14 +168,20 @@ def test_reformatted_corpus_modules_match_xla(text: str) -> None:
 
 # one mistake of a kind XLA's parser rejects: (pattern, replacement) applied at one match
 MISTAKES = [
-    (re.compile(r"(?<= )([a-z]{2})([a-z])([a-z\-]*)(?=\()"),
-     lambda m: m[1] + m[3][:1] + m[2] + m[3][1:]),
+    (
+        re.compile(r"(?<= )([a-z]{2})([a-z])([a-z\-]*)(?=\()"),
+        lambda m: m[1] + m[3][:1] + m[2] + m[3][1:],
+    ),
     (re.compile(r"parameter\(([1-9])\)"), lambda m: "parameter(0)"),
     (re.compile(r"\{1,0\}(?= )"), lambda m: "{0}"),
-    (re.compile(r" (add|multiply|subtract|maximum)\(([^,()]+), "),
-     lambda m: f" {m[1]}({m[2]}, {m[2]}, "),
-    (re.compile(r" (negate|exponential|copy|convert)\(([^,()]+)\)"),
-     lambda m: f" {m[1]}({m[2]}, {m[2]})"),
+    (
+        re.compile(r" (add|multiply|subtract|maximum)\(([^,()]+), "),
+        lambda m: f" {m[1]}({m[2]}, {m[2]}, ",
+    ),
+    (
+        re.compile(r" (negate|exponential|copy|convert)\(([^,()]+)\)"),
+        lambda m: f" {m[1]}({m[2]}, {m[2]})",
+    ),
     (re.compile(r"constant\(([0-9.]+)\)"), lambda m: f"constant({m[1]}x)"),
     (re.compile(r"constant\(([0-9.]+)\)"), lambda m: "constant({" + m[1] + "})"),
 ]
@@ -174,18 +198,29 @@ def broken(draw: st.DrawFn) -> str:
     return text[: match.start()] + replace(match) + text[match.end() :]
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(broken())
 def test_broken_corpus_modules_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
 
 
-@pytest.mark.parametrize("name", [
-    "invalid_misspelled_broadcast.hlo", "invalid_misspelled_reduce.hlo",
-    "invalid_misspelled_all_reduce.hlo", "invalid_misspelled_collective_permute.hlo",
-    "invalid_jax_primitive_lt.hlo", "invalid_unterminated_block_comment.hlo",
-    "invalid_instruction_name_glued_to_eq.hlo"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "invalid_misspelled_broadcast.hlo",
+        "invalid_misspelled_reduce.hlo",
+        "invalid_misspelled_all_reduce.hlo",
+        "invalid_misspelled_collective_permute.hlo",
+        "invalid_jax_primitive_lt.hlo",
+        "invalid_unterminated_block_comment.hlo",
+        "invalid_instruction_name_glued_to_eq.hlo",
+    ],
+)
 def test_error_points_where_xla_does(name: str) -> None:
     text = (HERE / "fixtures" / "bank" / name).read_text()
     with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type

@@ -26,9 +26,16 @@ def test_short_form_structure(hlo_short_text: str) -> None:
     assert [c.name for c in module.computations] == ["region_0.1", "main.2"]
     assert module.entry is module["main.2"] and module.entry.is_entry
     dot = module.entry.instruction("dot.1")
-    assert dot == HloInstruction("dot.1", "dot", "f32[8,4]{1,0}", ("x.1", "w.1"),
-                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
-                                 False, None, 13)
+    assert dot == HloInstruction(
+        "dot.1",
+        "dot",
+        "f32[8,4]{1,0}",
+        ("x.1", "w.1"),
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        False,
+        None,
+        13,
+    )
     assert dot.attributes == {"lhs_contracting_dims": "{1}", "rhs_contracting_dims": "{0}"}
     assert module.entry.root.name == "tanh.1" and module.entry.root.is_root
     assert module.entry.instruction("x.1").payload == "0"
@@ -64,7 +71,8 @@ def test_grammar_corners(hlo_features_text: str) -> None:
     assert module.attributes["frontend_attributes"] == '{note="a, b {c}"}'
     assert entry.instruction("arg").shape == "f32[8,128]{1,0:T(8,128)}"
     assert entry.instruction("arg").attributes["metadata"] == (
-        '{op_name="x \\"quoted\\" (y" source_file="a.py"}')
+        '{op_name="x \\"quoted\\" (y" source_file="a.py"}'
+    )
     assert entry.root.shape == "(f32[8,128]{1,0}, /*index=1*/s32[])"
     assert entry.root.operands == ("pad", "idx")
     assert module["add"].root.operands == ("x", "y")
@@ -73,8 +81,13 @@ def test_grammar_corners(hlo_features_text: str) -> None:
     assert entry.instruction("win").attributes["window"] == "{size=2x2 stride=2x2}"
     assert entry.instruction("ars").attributes["replica_groups"] == "{{0}}"
     assert [i.opcode for i in entry][-10:-4] == [
-        "all-reduce-start", "all-reduce-done", "collective-permute-start",
-        "collective-permute-done", "async-start", "async-done"]
+        "all-reduce-start",
+        "all-reduce-done",
+        "collective-permute-start",
+        "collective-permute-done",
+        "async-start",
+        "async-done",
+    ]
     assert module["async_body"].root.name == "abs"
 
 
@@ -85,9 +98,11 @@ def test_root_defaults_to_last_instruction(hlo_features_text: str) -> None:
 
 
 def test_compact_hand_written_spacing() -> None:
-    module = parse_hlo("HloModule m\nf {\n  ROOT q = f32[] parameter(0)\n}\n"
-                       "ENTRY e {\n  p = f32[]   parameter(0)\n"
-                       "  ROOT a = f32[] call(p),to_apply=%f,\n    metadata={op_name=\"(\"}\n}\n")
+    module = parse_hlo(
+        "HloModule m\nf {\n  ROOT q = f32[] parameter(0)\n}\n"
+        "ENTRY e {\n  p = f32[]   parameter(0)\n"
+        '  ROOT a = f32[] call(p),to_apply=%f,\n    metadata={op_name="("}\n}\n'
+    )
     root = module.entry.root
     assert root.operands == ("p",) and root.called_computations == ("f",)
     assert root.attributes == {"to_apply": "%f", "metadata": '{op_name="("}'}
@@ -106,8 +121,10 @@ def test_garbage_collector_state_is_restored() -> None:
 
 
 def test_entry_defaults_to_last_computation() -> None:
-    module = parse_hlo("HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n"
-                       "d {\n  ROOT q = f32[] parameter(0)\n}\n")
+    module = parse_hlo(
+        "HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n"
+        "d {\n  ROOT q = f32[] parameter(0)\n}\n"
+    )
     assert module.entry.name == "d" and not module.entry.is_entry
 
 
@@ -116,14 +133,18 @@ def test_header_is_optional_and_windows_line_endings_work() -> None:
     assert module.name == "" and module.entry.root.shape == "f32[2]"
 
 
-@pytest.mark.parametrize(("text", "dtype", "dims", "dynamic", "layout", "order"), [
-    ("f32[8,16]{1,0}", "f32", (8, 16), (False, False), "{1,0}", (1, 0)),
-    ("bf16[2]{0:T(128)(2,1)S(1)}", "bf16", (2,), (False,), "{0:T(128)(2,1)S(1)}", (0,)),
-    ("s32[<=4,?]", "s32", (4, None), (True, True), None, None),
-    ("pred[]", "pred", (), (), None, None),
-])
-def test_array_shapes(text: str, dtype: str, dims: tuple, dynamic: tuple, layout: str | None,
-                      order: tuple | None) -> None:
+@pytest.mark.parametrize(
+    ("text", "dtype", "dims", "dynamic", "layout", "order"),
+    [
+        ("f32[8,16]{1,0}", "f32", (8, 16), (False, False), "{1,0}", (1, 0)),
+        ("bf16[2]{0:T(128)(2,1)S(1)}", "bf16", (2,), (False,), "{0:T(128)(2,1)S(1)}", (0,)),
+        ("s32[<=4,?]", "s32", (4, None), (True, True), None, None),
+        ("pred[]", "pred", (), (), None, None),
+    ],
+)
+def test_array_shapes(
+    text: str, dtype: str, dims: tuple, dynamic: tuple, layout: str | None, order: tuple | None
+) -> None:
     shape = Shape(text)
     assert (shape.dtype, shape.dims, shape.dynamic_dims) == (dtype, dims, dynamic)
     assert (shape.layout, shape.minor_to_major, shape.is_tuple) == (layout, order, False)
@@ -146,42 +167,57 @@ def test_every_corpus_module_parses(path) -> None:
 GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add(p, p)\n}\n"
 
 
-@pytest.mark.parametrize(("text", "line_no", "expected"), [
-    ("", 1, "at least one computation"),
-    ("HloModule m\n", 2, "at least one computation"),
-    ("HloModule m\nENTRY e {\n", 3, "'}' to close computation 'e'"),
-    (GOOD.replace("add(p, p)", "add(p, p"), 5, "')' to close '(' before '}'"),
-    (GOOD.replace("add(p, p)\n}", "add(p, p"), 5, "')' before the end"),
-    (GOOD.replace("add(p, p)", "add(p, p))"), 4, "',' before attributes after the operand"),
-    (GOOD.replace("add(p, p)", "add(p, p), m={a=(1}"), 4, "')' to close '(' before '}'"),
-    (GOOD.replace("add(p, p)", 'add(p, p), m="x'), 4, "'\"' to close the string"),
-    (GOOD.replace("ROOT a", "p"), 4, "a new instruction name, not 'p'"),
-    (GOOD.replace("  p = f32[2] parameter(0)\n", "  ROOT p = f32[2] parameter(0)\n"), 4,
-     "one ROOT in computation 'e'"),
-    (GOOD.replace("add(p, p)", "add(p, q)"), 4, "operand 'q' defined earlier"),
-    (GOOD.replace("add(p, p)", "add(p, , p)"), 4, "operand names separated by ','"),
-    (GOOD.replace("add(p, p)", "add(a, p)"), 4, "operand 'a' defined earlier"),
-    (GOOD.replace("f32[2] parameter", "f32[2 parameter"), 3, "',' or ']' in the dimensions"),
-    (GOOD.replace("f32[2] parameter", "float[2] parameter"), 3, "a shape like"),
-    (GOOD.replace("parameter(0)", "parameter(x)"), 3, "a parameter number"),
-    (GOOD.replace("a = f32[2] add", "a f32[2] add"), 4, "'=' after the instruction name 'a'"),
-    (GOOD.replace("a = f32[2] add", "a=f32[2] add"), 4, "'a=' without a space"),
-    (GOOD.replace("f32[2] add(p, p)", "(f32[2], ) add(p, p)"), 4, "a shape like"),
-    (GOOD.replace("add(p, p)", "add(p, p) kind=kLoop"), 4, "',' before attributes"),
-    (GOOD.replace("}\n", "} x\n"), 5, "a computation header"),
-    (GOOD.replace("}\n", "}, x\n"), 5, "'}' or '}, execution_thread="),
-    (GOOD + GOOD.replace("HloModule m\n", "").replace("e {", "f {"), 6,
-     "one ENTRY (already 'e')"),
-    (GOOD + "e {\n  ROOT z = f32[] parameter(0)\n}\n", 6, "a new computation name, not 'e'"),
-    (GOOD + "HloModule n\n", 6, "one 'HloModule' header"),
-    ("HloModule m, x\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}", 1, "module attributes"),
-    ("HloModule m\nENTRY e (p: f32[]) -> f32[]\n  ROOT p = f32[] parameter(0)\n}", 3,
-     "a computation header"),
-    ("HloModule m\nENTRY e {\n}\n", 3, "at least one instruction in 'e'"),
-    (GOOD.replace("add(p, p)", "call(p), to_apply=nope"), 4, "a computation named 'nope'"),
-    (GOOD.replace("add(p, p)", "custom-call(p), called_computations={e, gone}"), 4,
-     "a computation named 'gone'"),
-])
+@pytest.mark.parametrize(
+    ("text", "line_no", "expected"),
+    [
+        ("", 1, "at least one computation"),
+        ("HloModule m\n", 2, "at least one computation"),
+        ("HloModule m\nENTRY e {\n", 3, "'}' to close computation 'e'"),
+        (GOOD.replace("add(p, p)", "add(p, p"), 5, "')' to close '(' before '}'"),
+        (GOOD.replace("add(p, p)\n}", "add(p, p"), 5, "')' before the end"),
+        (GOOD.replace("add(p, p)", "add(p, p))"), 4, "',' before attributes after the operand"),
+        (GOOD.replace("add(p, p)", "add(p, p), m={a=(1}"), 4, "')' to close '(' before '}'"),
+        (GOOD.replace("add(p, p)", 'add(p, p), m="x'), 4, "'\"' to close the string"),
+        (GOOD.replace("ROOT a", "p"), 4, "a new instruction name, not 'p'"),
+        (
+            GOOD.replace("  p = f32[2] parameter(0)\n", "  ROOT p = f32[2] parameter(0)\n"),
+            4,
+            "one ROOT in computation 'e'",
+        ),
+        (GOOD.replace("add(p, p)", "add(p, q)"), 4, "operand 'q' defined earlier"),
+        (GOOD.replace("add(p, p)", "add(p, , p)"), 4, "operand names separated by ','"),
+        (GOOD.replace("add(p, p)", "add(a, p)"), 4, "operand 'a' defined earlier"),
+        (GOOD.replace("f32[2] parameter", "f32[2 parameter"), 3, "',' or ']' in the dimensions"),
+        (GOOD.replace("f32[2] parameter", "float[2] parameter"), 3, "a shape like"),
+        (GOOD.replace("parameter(0)", "parameter(x)"), 3, "a parameter number"),
+        (GOOD.replace("a = f32[2] add", "a f32[2] add"), 4, "'=' after the instruction name 'a'"),
+        (GOOD.replace("a = f32[2] add", "a=f32[2] add"), 4, "'a=' without a space"),
+        (GOOD.replace("f32[2] add(p, p)", "(f32[2], ) add(p, p)"), 4, "a shape like"),
+        (GOOD.replace("add(p, p)", "add(p, p) kind=kLoop"), 4, "',' before attributes"),
+        (GOOD.replace("}\n", "} x\n"), 5, "a computation header"),
+        (GOOD.replace("}\n", "}, x\n"), 5, "'}' or '}, execution_thread="),
+        (
+            GOOD + GOOD.replace("HloModule m\n", "").replace("e {", "f {"),
+            6,
+            "one ENTRY (already 'e')",
+        ),
+        (GOOD + "e {\n  ROOT z = f32[] parameter(0)\n}\n", 6, "a new computation name, not 'e'"),
+        (GOOD + "HloModule n\n", 6, "one 'HloModule' header"),
+        ("HloModule m, x\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}", 1, "module attributes"),
+        (
+            "HloModule m\nENTRY e (p: f32[]) -> f32[]\n  ROOT p = f32[] parameter(0)\n}",
+            3,
+            "a computation header",
+        ),
+        ("HloModule m\nENTRY e {\n}\n", 3, "at least one instruction in 'e'"),
+        (GOOD.replace("add(p, p)", "call(p), to_apply=nope"), 4, "a computation named 'nope'"),
+        (
+            GOOD.replace("add(p, p)", "custom-call(p), called_computations={e, gone}"),
+            4,
+            "a computation named 'gone'",
+        ),
+    ],
+)
 def test_malformed_text_raises_parse_error(text: str, line_no: int, expected: str) -> None:
     with pytest.raises(HloParseError) as info:
         parse_hlo(text)
@@ -216,7 +252,11 @@ ENTRY %main (p: (s32[], f32[3])) -> f32[3] {
     # XLA's parser turns 'name#N' into a get-tuple-element; so does this reader
     element = body.instruction("arg_tuple.1#1")
     assert (element.opcode, element.shape, element.operands, element.attribute("index")) == (
-        "get-tuple-element", "f32[3]{0}", ("arg_tuple.1",), "1")
+        "get-tuple-element",
+        "f32[3]{0}",
+        ("arg_tuple.1",),
+        "1",
+    )
     assert [i.name for i in body] == ["arg_tuple.1", "arg_tuple.1#1", "neg"]
     with pytest.raises(HloParseError, match="'arg_tuple.1#N' with N an element of its shape"):
         parse_hlo(text.replace("negate(%arg_tuple.1#1)", "negate(%arg_tuple.1#2)"))
@@ -231,11 +271,14 @@ def test_malformed_layout_is_a_parse_error():
     assert raised.value.line_no == 3
 
 
-@pytest.mark.parametrize("text", [
-    GOOD + "FileNames x\n",  # found by a longer fuzz run: the table keyword looped forever
-    "FileNames 1\n" + GOOD,
-    GOOD.replace("HloModule m\n", "HloModule m\nStackFrames {\n"),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOOD + "FileNames x\n",  # found by a longer fuzz run: the table keyword looped forever
+        "FileNames 1\n" + GOOD,
+        GOOD.replace("HloModule m\n", "HloModule m\nStackFrames {\n"),
+    ],
+)
 def test_frame_table_keywords_in_odd_places_terminate(text: str) -> None:
     import signal
 

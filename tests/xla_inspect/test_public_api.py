@@ -12,8 +12,10 @@ def test_every_public_name_resolves():
 
 
 def test_reading_hlo_does_not_import_jax():
-    code = ("import sys, xla_inspect as xi; "
-            "m = xi.parse_hlo('HloModule m\\nENTRY e {\\n  ROOT p = f32[] parameter(0)\\n}\\n'); "
-            "print(dict(xi.opcode_counts(m)), 'jax' in sys.modules)")
+    code = (
+        "import sys, xla_inspect as xi; "
+        "m = xi.parse_hlo('HloModule m\\nENTRY e {\\n  ROOT p = f32[] parameter(0)\\n}\\n'); "
+        "print(dict(xi.opcode_counts(m)), 'jax' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "{'parameter': 1} False"

@@ -39,15 +39,15 @@ def read_corpus(name: str) -> str:
 def test_opcode_counts_cover_every_computation(hlo_short_text: str) -> None:
     module = parse_hlo(hlo_short_text)
     assert opcode_counts(module) == Counter(
-        {"parameter": 4, "add": 1, "dot": 1, "constant": 1, "reduce": 1, "tanh": 1})
+        {"parameter": 4, "add": 1, "dot": 1, "constant": 1, "reduce": 1, "tanh": 1}
+    )
     assert opcode_counts(module, entry_only=True)["parameter"] == 2
     assert sum(1 for _ in instructions(module)) == 9
 
 
 def test_call_graph(hlo_features) -> None:
     graph = call_graph(hlo_features)
-    assert graph["main"] == ("fused_exp", "true_branch", "false_branch", "add", "ge",
-                             "async_body")
+    assert graph["main"] == ("fused_exp", "true_branch", "false_branch", "add", "ge", "async_body")
     assert graph["add"] == ()
 
 
@@ -77,8 +77,14 @@ def test_while_bodies_are_reachable_from_entry() -> None:
 def test_collectives_from_shard_map() -> None:
     found = collectives(corpus("shard_map_collectives.opt.hlo"))
     assert Counter(c.opcode for c in found) == Counter(
-        {"all-reduce": 1, "all-gather": 1, "reduce-scatter": 1, "collective-permute": 1,
-         "all-to-all": 1})
+        {
+            "all-reduce": 1,
+            "all-gather": 1,
+            "reduce-scatter": 1,
+            "collective-permute": 1,
+            "all-to-all": 1,
+        }
+    )
     reduce = next(c for c in found if c.opcode == "all-reduce")
     assert reduce.replica_groups == "mesh['x'=8] {'x'}"
     permute = next(c for c in found if c.opcode == "collective-permute")
@@ -87,7 +93,9 @@ def test_collectives_from_shard_map() -> None:
 
 def test_async_collectives_are_listed_once(hlo_features) -> None:
     assert [c.opcode for c in collectives(hlo_features)] == [
-        "all-reduce-start", "collective-permute-start"]
+        "all-reduce-start",
+        "collective-permute-start",
+    ]
 
 
 def test_custom_call_targets() -> None:
@@ -97,8 +105,9 @@ def test_custom_call_targets() -> None:
 
 
 def test_dots_with_operand_shapes(hlo_short_text: str) -> None:
-    assert dots(parse_hlo(hlo_short_text)) == [DotInfo(
-        "dot.1", "main.2", "f32[8,16]{1,0}", "f32[16,4]{1,0}", (1,), (0,), (), ())]
+    assert dots(parse_hlo(hlo_short_text)) == [
+        DotInfo("dot.1", "main.2", "f32[8,16]{1,0}", "f32[16,4]{1,0}", (1,), (0,), (), ())
+    ]
 
 
 def test_dot_operand_that_is_a_tuple_element() -> None:
@@ -121,7 +130,8 @@ def test_parameter_and_root_layouts(hlo_short_text: str) -> None:
     module = parse_hlo(hlo_short_text)
     assert parameter_layouts(module) == [
         ParameterLayout(0, "x.1", "f32[8,16]{1,0}", "{1,0}"),
-        ParameterLayout(1, "w.1", "f32[16,4]{1,0}", "{1,0}")]
+        ParameterLayout(1, "w.1", "f32[16,4]{1,0}", "{1,0}"),
+    ]
     assert root_layout(module) == "{1,0}"
 
 
