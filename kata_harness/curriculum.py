@@ -21,6 +21,7 @@ KATAS_DIR = ROOT / "katas"
 REFERENCE_DIR = ROOT / "reference"
 DECOYS_DIR = ROOT / "decoys"
 KATA_FILE = "kata.py"
+PROGRAMS_FILE = "programs.py"
 # JAX CPU devices for the tests and `katas show` (phase 9 shards over 8 of them).
 CPU_DEVICES = 8
 
@@ -59,6 +60,11 @@ class Phase:
     @property
     def kata_path(self) -> Path:
         return KATAS_DIR / self.name / KATA_FILE
+
+    @property
+    def programs_path(self) -> Path:
+        """The programs its tests compile, and what `katas show` compiles per task."""
+        return KATAS_DIR / self.name / PROGRAMS_FILE
 
     @property
     def reference_path(self) -> Path:
