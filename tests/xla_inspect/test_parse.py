@@ -216,6 +216,8 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
             4,
             "a computation named 'gone'",
         ),
+        # a form feed inside a multi-line attribute value: XLA's lexer skips only ' \t\r\n'
+        (GOOD.replace("add(p, p)", 'add(p, p), metadata={op_name="x"\n \f y}'), 5, "a value"),
     ],
 )
 def test_malformed_text_raises_parse_error(text: str, line_no: int, expected: str) -> None:

@@ -53,7 +53,7 @@ def test_call_graph(hlo_features) -> None:
 
 def test_fusions_count_ops_inside(hlo_features) -> None:
     [fusion] = fusions(hlo_features)
-    assert (fusion.name, fusion.kind, fusion.computation) == ("fusion", "kLoop", "fused_exp")
+    assert (fusion.name, fusion.kind, fusion.fused_computation) == ("fusion", "kLoop", "fused_exp")
     assert fusion.opcodes == Counter({"parameter": 1, "exponential": 1, "add": 1})
 
 
