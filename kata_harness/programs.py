@@ -46,28 +46,36 @@ def given(program: Callable[..., Any], args: tuple[Any, ...], about: str) -> Rec
     return Recipe(lambda _module: (program, args), about, given=True)
 
 
+_LOADED: dict[Path, ModuleType] = {}
+
+
 def load(of: Phase) -> ModuleType | None:
     """The phase's ``programs.py`` as module ``katas.phaseN.programs``, or None if it has none.
 
-    Loaded by path (``KATAS_ROOT`` may point at another copy of the course) and registered
-    under the name the tests import, so the tests and `katas show` share its objects.
+    Loaded by path (the course may live elsewhere: ``KATAS_ROOT``, ``curriculum.course_at``) and
+    registered under the name the tests import unless that name holds another file's module, so
+    the tests and `katas show` share its objects.
     """
-    path = of.programs_path
+    path = of.programs_path.resolve()
     if not path.is_file():
         return None
     name = f"katas.{of.name}.programs"
-    loaded = sys.modules.get(name)
-    if loaded is not None and Path(loaded.__file__ or "").resolve() == path.resolve():
-        return loaded
+    for known in (sys.modules.get(name), _LOADED.get(path)):
+        if known is not None and Path(known.__file__ or "").resolve() == path:
+            return known
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    register = name not in sys.modules
+    if register:
+        sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[name]
+        if register:
+            del sys.modules[name]
         raise
+    _LOADED[path] = module
     return module
 
 
