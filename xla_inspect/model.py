@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
+from typing import overload
 
 from xla_inspect._lexing import COMMENT, DIMS, DTYPE, LAYOUT, split_attributes, split_top_level
 
@@ -125,7 +126,12 @@ class HloInstruction:
         """Attribute name -> raw value text (`kind` -> `kLoop`), split on each access."""
         return MappingProxyType(dict(split_attributes(self.attributes_text)))
 
+    @overload
+    def attribute(self, key: str) -> str | None: ...
+    @overload
+    def attribute(self, key: str, default: str) -> str: ...
     def attribute(self, key: str, default: str | None = None) -> str | None:
+        """The raw value text of attribute `key`, else `default`."""
         if key + "=" not in self.attributes_text:
             return default
         return self.attributes.get(key, default)
@@ -179,6 +185,12 @@ class HloComputation:
 
     def instruction(self, name: str) -> HloInstruction | None:
         return self._by_name.get(name.removeprefix("%"))
+
+    def __getitem__(self, name: str) -> HloInstruction:
+        instruction = self.instruction(name)
+        if instruction is None:
+            raise KeyError(name)
+        return instruction
 
     def __iter__(self) -> Iterator[HloInstruction]:
         return iter(self.instructions)
