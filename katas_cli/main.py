@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace, console) -> int:
         outcome = run_with_progress([phase], keys)[phase.name]
     State.load().update(lambda current: current.phases.update({phase.name: outcome}))
     render_phase(console, phase, outcome, full=args.full)
-    return 0 if all(outcome.task(t.number).done for t in phase.tasks) else 1
+    return 0 if all(outcome.task(t).done for t in phase.tasks) else 1
 
 
 def _one_task(phase_text: str, task_text: str | None):
