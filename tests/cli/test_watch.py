@@ -40,7 +40,7 @@ def test_save_reruns_phase_and_keys_work(fake_runner):
     assert results[:2] == ["phase1", "phase2"], "initial screen, then one run for two saves"
     assert fake_runner.calls.count(["phase2"]) == 2, "the save and the r key"
     assert "hint 1/" in out
-    assert State.load().hints["phase2.task1"] == 1
+    assert State.load().hints["phase2.shout"] == 1
     assert watcher.focus is not None and watcher.focus.id == "phase2.task2"
 
 
