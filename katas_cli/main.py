@@ -145,7 +145,8 @@ def _run(args: argparse.Namespace, console) -> int:
 
 
 def _one_task(phase_text: str, task_text: str | None):
-    from .recipes import recipe_for
+    from kata_harness.programs import recipe_for
+
     from .targets import parse_target
 
     phase, task = parse_target(phase_text, task_text)
