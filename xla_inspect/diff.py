@@ -4,7 +4,9 @@ Typical use: `before` is unoptimized HLO (`lowered.as_text(dialect="hlo")`), `af
 module (`compiled.as_text()`). Instructions of *fused* computations (every computation reachable
 from a `fusion`'s `calls=`, reducers included) are counted as *absorbed*: the op still runs, inside
 a fusion. An opcode is *removed* when fewer of it remain anywhere (outside plus absorbed), and
-*added* when more do.
+*added* when more do. `ModuleDiff.fusions` are the `query.Fusion` records of `after` (the same
+records `query.fusions` gives), grouped by their label (`kLoop`, `kCustom(__ynn_fusion)`) in
+`fusions_by_kind`.
 
 Not guaranteed: instructions are matched by opcode counts, not by identity (HLO has no stable
 instruction ids across passes), so an op that disappeared in one place and appeared in another
@@ -76,6 +78,7 @@ class ModuleDiff:
 
     @property
     def fusions_by_kind(self) -> Mapping[str, int]:
+        """Fusion label (`kLoop`, `kCustom(__ynn_fusion)`) -> how many fusions carry it."""
         return MappingProxyType(dict(Counter(f.label for f in self.fusions)))
 
     def to_dict(self) -> dict[str, Any]:
