@@ -84,7 +84,7 @@ def scan(source: str, filename: str) -> str | None:
     for node in ast.walk(tree):
         found = _forbidden(node) or _patches(node, modules)
         if found:
-            return f"line {node.lineno} {found}"
+            return f"line {getattr(node, 'lineno', '?')} {found}"
     return None
 
 

@@ -53,8 +53,7 @@ def variant_of(item: pytest.Item) -> Variant | None:
         return callspec.params["kata"]
     if curriculum.phase_of_path(Path(item.path)) is None:
         return None
-    impl = item.config.getoption("--impl")
-    return Variant(impl)
+    return Variant(str(item.config.getoption("--impl")))
 
 
 def _variants(

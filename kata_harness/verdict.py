@@ -124,9 +124,10 @@ def _is_timeout(error: BaseException) -> bool:
 def chain(error: BaseException) -> list[BaseException]:
     """The error and what it was raised from (a capture wraps the kata's exception)."""
     found: list[BaseException] = []
-    while error is not None and error not in found:
-        found.append(error)
-        error = error.__cause__ or error.__context__
+    link: BaseException | None = error
+    while link is not None and link not in found:
+        found.append(link)
+        link = link.__cause__ or link.__context__
     return found
 
 

@@ -83,7 +83,7 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
     return list(rows.values())
 
 
-def run(phases: list[Phase]) -> list[dict]:
+def run(phases: list[Phase]) -> list[TestRecord]:
     import pytest
 
     collector = _Census()

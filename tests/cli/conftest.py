@@ -8,10 +8,12 @@ the course (reorder tasks, rename a function, break a kata file). Tests that nee
 
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from kata_harness import curriculum
 from katas_cli.state import PhaseOutcome, TaskOutcome
@@ -79,3 +81,9 @@ def fake_runner(monkeypatch):
     fake.calls = []
     monkeypatch.setattr("katas_cli.status.run_phases", fake)
     return fake
+
+
+def console_text(console: Console) -> str:
+    """What was printed on a console made with ``Console(file=io.StringIO())``."""
+    assert isinstance(console.file, io.StringIO)
+    return console.file.getvalue()

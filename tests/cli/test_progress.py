@@ -15,7 +15,7 @@ from katas_cli.main import main
 from katas_cli.report import render_phase, render_status
 from katas_cli.state import PhaseOutcome, State, TaskOutcome, hint_key
 
-from .conftest import outcomes_with
+from .conftest import console_text, outcomes_with
 
 
 def test_status_shows_phases_and_current_task(fake_runner, capsys):
@@ -98,10 +98,10 @@ def test_a_phase_that_does_not_import_is_said_once():
     )
     console = Console(file=io.StringIO(), width=200)
     render_phase(console, phase, outcomes["phase2"])
-    assert console.file.getvalue().count(broken) == 1
+    assert console_text(console).count(broken) == 1
     console = Console(file=io.StringIO(), width=200)
     render_status(console, outcomes)
-    broken_rows = [r.split() for r in console.file.getvalue().splitlines() if "broken" in r]
+    broken_rows = [r.split() for r in console_text(console).splitlines() if "broken" in r]
     assert len(broken_rows) == 1 and broken_rows[0][0] == "phase2"
     assert " ".join(broken_rows[0][-5:]) == "uv run katas run phase2"
 

@@ -10,10 +10,10 @@ import pytest
 from kata_harness import curriculum
 from katas_cli.main import main
 from katas_cli.runner import run_phases
-from katas_cli.state import OUTCOMES, State
+from katas_cli.state import OUTCOMES, State, TaskOutcome
 
 
-def _outcomes(phase_number: int, impl: str = "katas") -> dict[str, object]:
+def _outcomes(phase_number: int, impl: str = "katas") -> dict[str, TaskOutcome]:
     phase = curriculum.phase(phase_number)
     outcome = run_phases([phase], impl=impl)[phase.name]
     return {t.function: outcome.task(t) for t in phase.tasks}
