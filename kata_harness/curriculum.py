@@ -140,10 +140,16 @@ def _set_root(root: Path) -> None:
 
 @contextmanager
 def course_at(root: Path) -> Iterator[Path]:
-    """Point the harness and the CLI at the course under ``root`` until the block ends."""
-    previous = ROOT
+    """Point the harness and the CLI at the course under ``root`` until the block ends, in this
+    process and in the processes it starts (``KATAS_ROOT``: pytest-xdist's workers)."""
+    previous, variable = ROOT, os.environ.get("KATAS_ROOT")
     _set_root(root)
+    os.environ["KATAS_ROOT"] = str(ROOT)
     try:
         yield ROOT
     finally:
         _set_root(previous)
+        if variable is None:
+            os.environ.pop("KATAS_ROOT", None)
+        else:
+            os.environ["KATAS_ROOT"] = variable

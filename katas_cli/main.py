@@ -79,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
         "fails on any gap",
     )
     dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
+    dev_new = dev_sub.add_parser(
+        "new", help="write the files of a new phase, with one worked task to start from"
+    )
+    dev_new.add_argument("phase", help="phaseN (a phase that does not exist yet)")
     return parser
 
 
@@ -236,8 +240,26 @@ def _dev(args: argparse.Namespace, console) -> int:
     from .devcheck import check
     from .targets import all_phases, parse_phase
 
+    if args.dev_command == "new":
+        return _dev_new(args.phase, console)
     phases = [parse_phase(p) for p in args.phase] if args.phase else list(all_phases())
     return check(console, phases)
+
+
+def _dev_new(phase: str, console) -> int:
+    from .devnew import new_phase
+
+    number = phase.removeprefix("phase")
+    if not number.isdigit():
+        raise UsageError(f"{phase!r} is not phaseN")
+    for path in new_phase(int(number)):
+        console.print(f"wrote {path}", markup=False)
+    console.print(
+        f"next: uv run pytest katas/phase{number} --impl=reference, then uv run katas dev check "
+        f"phase{number} says what the phase still lacks (CONTRIBUTING.md)",
+        markup=False,
+    )
+    return 0
 
 
 COMMANDS = {
