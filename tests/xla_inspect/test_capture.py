@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import equinox as eqx
+import flax.struct
 import jax
 import jax.numpy as jnp
 import pytest
+from flax import nnx
 
 from xla_inspect.capture import Capture, CaptureError, capture, dump_options
 from xla_inspect.errors import InspectError
 from xla_inspect.jaxpr import in_avals
+from xla_inspect.parse import parse_hlo
+from xla_inspect.query import opcode_counts
 
 
 def mlp(x, w1, b1, w2, b2):
@@ -97,7 +106,7 @@ def test_jitted_function_is_used_as_is() -> None:
     jitted = jax.jit(lambda x, n: x * n, static_argnums=1)
     captured = capture(jitted, jnp.ones(3), 2.0)
     assert "multiply" in captured.optimized_hlo_text
-    with pytest.raises(CaptureError, match="pass static_argnums/donate_argnums to jax.jit"):
+    with pytest.raises(CaptureError, match="already jit-wrapped: pass static_argnums to its jit"):
         capture(jitted, jnp.ones(3), 2.0, static_argnums=1)
 
 
@@ -124,3 +133,153 @@ def test_tracer_errors_are_wrapped_with_their_cause() -> None:
     with pytest.raises(CaptureError, match="TracerBoolConversionError") as info:
         capture(branchy, jnp.ones(2))
     assert isinstance(info.value.__cause__, jax.errors.TracerBoolConversionError)
+
+
+# Every way people compile, each checked against an independent path: `jax.jit(f).lower(...)
+# .compile().as_text()` of the same function, read for the ENTRY parameter shapes (in order) and
+# the opcode counts over every computation.
+
+
+def _facts(optimized_hlo_text: str) -> tuple[list[str], dict[str, int]]:
+    module = parse_hlo(optimized_hlo_text)
+    parameters = sorted(
+        (int(i.payload or "-1"), i.shape)
+        for i in module.entry.instructions
+        if i.opcode == "parameter"
+    )
+    return [shape.split("{")[0] for _, shape in parameters], dict(opcode_counts(module))
+
+
+def _oracle(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[list[str], dict[str, int]]:
+    text = jax.jit(fn).lower(*args, **kwargs).compile().as_text()
+    assert text is not None
+    return _facts(text)
+
+
+def affine(x, w, *, b, scale=1.0):
+    return jnp.tanh(x @ w + b) * scale
+
+
+X = jax.ShapeDtypeStruct((8, 16), jnp.float32)
+W = jax.ShapeDtypeStruct((16, 4), jnp.float32)
+B = jax.ShapeDtypeStruct((4,), jnp.float32)
+
+
+class Params(NamedTuple):
+    w: Any
+    b: Any
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class DataParams:
+    w: Any
+    b: Any
+
+
+@flax.struct.dataclass
+class StructParams:
+    w: Any
+    b: Any
+
+
+def _apply(params, x):
+    return affine(x, params.w, b=params.b)
+
+
+ARRAYS = (jnp.ones(X.shape), jnp.ones(W.shape), jnp.ones(B.shape))
+
+
+def plain(x, w, b):
+    return affine(x, w, b=b)
+
+
+def scaled(x, w, b):
+    return affine(x, w, b=b, scale=3.0)
+
+
+def params_first(params, x):
+    return affine(x, params["w"], b=params["b"])
+
+
+# (form, the capture, the plain function and its positional args for the oracle, has a jaxpr)
+# The oracle's functions take the arrays in the order JAX flattens them: positional, then keyword
+# arguments by sorted name; a dict by sorted key, a NamedTuple or dataclass by field order.
+PLAIN = (plain, X, W, B)
+SCALED = (scaled, X, W, B)
+KEYWORDS = (lambda x, b, w: affine(x, w, b=b), X, B, W)
+DICT = (lambda b, w, x: affine(x, w, b=b), B, W, X)
+FIELDS = (lambda w, b, x: affine(x, w, b=b), W, B, X)
+CASES = [
+    ("keyword args", lambda: capture(affine, X, w=W, b=B), KEYWORDS, True),
+    (
+        "static_argnames",
+        lambda: capture(affine, X, W, b=B, scale=3.0, static_argnames="scale"),
+        SCALED,
+        True,
+    ),
+    (
+        "static_argnums",
+        lambda: capture(
+            lambda s, x, w, b: affine(x, w, b=b, scale=s), 3.0, X, W, B, static_argnums=0
+        ),
+        SCALED,
+        True,
+    ),
+    ("dict pytree", lambda: capture(params_first, {"w": W, "b": B}, X), DICT, True),
+    ("NamedTuple pytree", lambda: capture(_apply, Params(W, B), X), FIELDS, True),
+    ("dataclass pytree", lambda: capture(_apply, DataParams(W, B), X), FIELDS, True),
+    ("flax struct pytree", lambda: capture(_apply, StructParams(W, B), x=X), FIELDS, True),
+    ("jax.jit, keywords", lambda: capture(jax.jit(affine), X, W, b=B), PLAIN, True),
+    (
+        "jax.jit, static",
+        lambda: capture(jax.jit(affine, static_argnames="scale"), X, W, b=B, scale=3.0),
+        SCALED,
+        True,
+    ),
+    ("flax.nnx.jit", lambda: capture(nnx.jit(affine), X, W, b=B), PLAIN, True),
+    (
+        "equinox.filter_jit",
+        lambda: capture(eqx.filter_jit(affine), *ARRAYS[:2], b=ARRAYS[2], scale=3.0),
+        SCALED,
+        False,
+    ),
+    ("jax Traced", lambda: capture(jax.jit(affine).trace(X, W, b=B)), PLAIN, True),
+    ("jax Lowered", lambda: capture(jax.jit(affine).lower(X, W, b=B)), PLAIN, False),
+    ("nnx Traced", lambda: capture(nnx.jit(affine).trace(X, W, b=B)), PLAIN, True),
+    ("nnx Lowered", lambda: capture(nnx.jit(affine).lower(X, W, b=B)), PLAIN, False),
+    (
+        "equinox Lowered",
+        lambda: capture(eqx.filter_jit(affine).lower(*ARRAYS[:2], b=ARRAYS[2])),
+        PLAIN,
+        False,
+    ),
+]
+
+
+# equinox's jit returns one more output, an s32[] zero, beside the function's result
+EQUINOX_EXTRA = {"constant": 1, "copy": 1, "tuple": 1}
+
+
+@pytest.mark.parametrize(("form", "make", "oracle", "has_jaxpr"), CASES, ids=[c[0] for c in CASES])
+def test_every_way_of_compiling_matches_plain_jit(
+    form: str, make: Callable[[], Capture], oracle: tuple[Any, ...], has_jaxpr: bool
+) -> None:
+    captured = make()
+    fn, *args = oracle
+    shapes, counts = _facts(captured.optimized_hlo_text)
+    want_shapes, want_counts = _oracle(fn, *args)
+    assert shapes == want_shapes
+    assert sorted(shapes) == ["f32[16,4]", "f32[4]", "f32[8,16]"]
+    if form.startswith("equinox"):
+        assert parse_hlo(captured.optimized_hlo_text).entry.root.shape.startswith(
+            "(s32[], f32[8,4]"
+        )
+        want_counts = dict(Counter(want_counts) + Counter(EQUINOX_EXTRA))
+    assert counts == want_counts
+    oracle_cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    assert captured.cost_analysis["flops"] == oracle_cost["flops"]
+    assert (captured.jaxpr is not None) is has_jaxpr
+    if captured.jaxpr is not None:
+        assert sorted(a.shape for a in in_avals(captured.jaxpr)) == [(4,), (8, 16), (16, 4)]
+    assert opcode_counts(parse_hlo(captured.hlo_text))["dot"] == 1
