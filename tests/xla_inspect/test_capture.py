@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +18,8 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
-from xla_inspect.capture import Capture, CaptureError, capture, dump_options
-from xla_inspect.errors import InspectError
+from xla_inspect.capture import Capture, CaptureError, capture, capture_ir, dump_options
+from xla_inspect.errors import HloParseError, InspectError
 from xla_inspect.jaxpr import in_avals
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
@@ -283,3 +285,106 @@ def test_every_way_of_compiling_matches_plain_jit(
     if captured.jaxpr is not None:
         assert sorted(a.shape for a in in_avals(captured.jaxpr)) == [(4,), (8, 16), (16, 4)]
     assert opcode_counts(parse_hlo(captured.hlo_text))["dot"] == 1
+
+
+def test_forms_that_fixed_their_options_refuse_new_ones() -> None:
+    for wrapped in (nnx.jit(affine), eqx.filter_jit(affine)):
+        with pytest.raises(CaptureError, match="already jit-wrapped: pass static_argnames"):
+            capture(wrapped, X, W, b=B, static_argnames="scale")
+    with pytest.raises(CaptureError, match="already traced: pass no arguments"):
+        capture(jax.jit(affine).lower(X, W, b=B), X)
+    with pytest.raises(CaptureError, match="already traced: pass no arguments"):
+        capture(nnx.jit(affine).trace(X, W, b=B), static_argnums=0)
+    with pytest.raises(CaptureError, match="holds no lowering to capture: use capture_ir"):
+        capture(jax.jit(plain).lower(X, W, B).compile())
+    with pytest.raises(CaptureError, match="not callable and not a JAX stage"):
+        capture(42)
+    with pytest.raises(CaptureError, match="TypeError"):
+        capture(affine, X, W, B)  # b is keyword-only
+
+
+def test_capture_ir_of_compiled_gives_what_it_holds() -> None:
+    compiled = jax.jit(plain).lower(X, W, B).compile()
+    for source in (compiled, eqx.filter_jit(plain).lower(*ARRAYS).compile()):
+        held = capture_ir(source)
+        assert held.source == "Compiled"
+        assert held.stablehlo_text is None and held.hlo_text is None
+        assert held.optimized_hlo_text is not None
+        shapes, _ = _facts(held.optimized_hlo_text)
+        assert shapes == ["f32[8,16]", "f32[16,4]", "f32[4]"]
+        assert held.cost_analysis["flops"] == compiled.cost_analysis()["flops"]
+        assert held.memory_analysis["argument_size_in_bytes"] == 4 * (8 * 16 + 16 * 4 + 4)
+    assert capture_ir(compiled).optimized_hlo_text == compiled.as_text()
+
+
+def test_capture_ir_of_hlo_file_gives_the_text_as_given(tmp_path: Path) -> None:
+    text = jax.jit(plain).lower(X, W, B).as_text(dialect="hlo")
+    (tmp_path / "f.hlo").write_text(text)
+    held = capture_ir(tmp_path / "f.hlo")
+    assert (held.source, held.hlo_text) == (str(tmp_path / "f.hlo"), text)
+    assert held.optimized_hlo_text is None and held.stablehlo_text is None
+    assert held.cost_analysis == {} and held.memory_analysis == {}
+    (tmp_path / "bad.hlo").write_text("module @m {}\n")
+    with pytest.raises(HloParseError):
+        capture_ir(tmp_path / "bad.hlo")
+    with pytest.raises(CaptureError, match=r"expected a \.hlo, \.txt .* or \.mlir"):
+        capture_ir(tmp_path / "f.py")
+    with pytest.raises(CaptureError, match="cannot read"):
+        capture_ir(tmp_path / "missing.hlo")
+
+
+def test_capture_ir_compiles_a_stablehlo_file(tmp_path: Path) -> None:
+    lowered = jax.jit(plain).lower(X, W, B)
+    compiled = lowered.compile()
+    (tmp_path / "f.mlir").write_text(lowered.as_text())
+    held = capture_ir(str(tmp_path / "f.mlir"))
+    assert held.stablehlo_text == lowered.as_text()
+    assert held.hlo_text is not None and held.optimized_hlo_text is not None
+    assert _facts(held.optimized_hlo_text) == _oracle(plain, X, W, B)
+    unoptimized = opcode_counts(parse_hlo(held.hlo_text))
+    assert unoptimized == opcode_counts(parse_hlo(lowered.as_text(dialect="hlo")))
+    assert held.cost_analysis["flops"] == compiled.cost_analysis()["flops"]
+    stats = compiled.memory_analysis()
+    assert held.memory_analysis["argument_size_in_bytes"] == stats.argument_size_in_bytes
+    assert held.memory_analysis["output_size_in_bytes"] == stats.output_size_in_bytes
+    (tmp_path / "bad.mlir").write_text("module @m { func.func @main() { nonsense } }\n")
+    with pytest.raises(CaptureError, match="compiling the StableHLO failed"):
+        capture_ir(tmp_path / "bad.mlir")
+
+
+_CACHE_SCRIPT = """
+import os, sys
+import jax, jax.numpy as jnp
+from xla_inspect.capture import capture, dump_options
+cache, control, dumped = sys.argv[1:]
+jax.config.update("jax_compilation_cache_dir", cache)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+f = lambda x: jnp.sin(x) * 2.0
+jax.jit(f).lower(jnp.ones(8)).compile()  # fills the cache
+entries = len(os.listdir(cache))
+jax.jit(f).lower(jnp.ones(8)).compile(compiler_options=dump_options(control))  # a cache hit
+capture(f, jnp.ones(8), dump_dir=dumped, dump_passes=True)
+jax.jit(jnp.cos).lower(jnp.ones(8)).compile()  # the cache is on again afterwards
+passes = [len([n for n in os.listdir(d) if ".before_" in n]) for d in (control, dumped)]
+print(entries, *passes, len(os.listdir(cache)))
+"""
+
+
+def test_dumping_turns_the_persistent_cache_off(tmp_path: Path) -> None:
+    # JAX leaves dump options out of its cache key: the control compile hits the cache and dumps
+    # no pass (only the deserialized module), the capture of the same function dumps every pass
+    dirs = [tmp_path / name for name in ("cache", "control", "dumped")]
+    result = subprocess.run(
+        [sys.executable, "-c", _CACHE_SCRIPT, *map(str, dirs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    entries, control, dumped, entries_after = map(int, result.stdout.split())
+    assert entries >= 1
+    assert control == 0
+    assert dumped > 10  # one `.after_X.before_Y.txt` file per pass that changed the module
+    assert entries_after == entries + 1
