@@ -113,6 +113,7 @@ def dump_options(dump_dir: str | Path, *, passes: bool = False) -> dict[str, Any
 
 def capture(
     fn: Any,
+    /,
     *args: Any,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
@@ -136,12 +137,16 @@ def capture(
     - a `jax.stages.Wrapped`, i.e. anything with `trace` and `lower` (`jax.jit`, `flax.nnx.jit`):
       its own `trace(*args, **kwargs)` and the lowering of that trace; never jitted again.
     - anything else with its own `lower` but no `trace` (`equinox.filter_jit`): its own
-      `lower(*args, **kwargs)`; `jaxpr` is None, as nothing public exposes that trace.
+      `lower(*args, **kwargs)`; `jaxpr` is None, as nothing public exposes that trace. equinox
+      traces only real arrays (anything else is static), so `ShapeDtypeStruct` leaves are
+      made zero arrays first: that allocates their size in memory.
     - any other callable: `jax.jit(fn, static_argnums=..., static_argnames=...,
       donate_argnums=..., donate_argnames=...)`. The jit options are refused for the forms
       above (they were fixed when the object was made).
 
-    A `jax.stages.Compiled` and `.hlo`/`.mlir` files hold fewer stages: see `capture_ir`.
+    A keyword argument of `fn` named like one of the options here (`dump_dir`...) cannot be
+    passed this way: capture `jax.jit(fn).lower(...)` instead. A `jax.stages.Compiled` and
+    `.hlo`/`.mlir` files hold fewer stages: see `capture_ir`.
     With `dump_dir`, XLA writes its HLO dumps there (with `dump_passes`, one file per
     optimization pass), and the persistent compilation cache is off for that compile.
     """
@@ -200,6 +205,7 @@ def _trace_and_lower(
                 raise CaptureError(f"{_kind(fn)}.trace gave {_kind(traced_obj)}, not a Traced")
             return traced.jaxpr, _lowering(traced_obj.lower())
         if own_lower:
+            args, kwargs = _as_arrays((args, kwargs))
             return None, _lowering(fn.lower(*args, **kwargs))
         if not callable(fn):
             raise CaptureError(f"cannot capture {_kind(fn)}: not callable and not a JAX stage")
@@ -213,6 +219,19 @@ def _trace_and_lower(
         raise
     except Exception as exc:  # whatever the traced Python code raises; the cause stays chained
         raise CaptureError(f"tracing or lowering failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _as_arrays(tree: Any) -> Any:
+    """`tree` with every `jax.ShapeDtypeStruct` leaf made a zero array of its shape and dtype."""
+    import jax
+    import jax.numpy as jnp
+
+    def concrete(leaf: Any) -> Any:
+        if isinstance(leaf, jax.ShapeDtypeStruct):
+            return jnp.zeros(leaf.shape, leaf.dtype)
+        return leaf
+
+    return jax.tree_util.tree_map(concrete, tree)
 
 
 def _stage(obj: Any, name: str) -> Any:

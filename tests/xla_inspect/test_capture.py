@@ -246,6 +246,12 @@ CASES = [
         SCALED,
         False,
     ),
+    (
+        "equinox.filter_jit, ShapeDtypeStructs",
+        lambda: capture(eqx.filter_jit(affine), X, W, b=B),
+        PLAIN,
+        False,
+    ),
     ("jax Traced", lambda: capture(jax.jit(affine).trace(X, W, b=B)), PLAIN, True),
     ("jax Lowered", lambda: capture(jax.jit(affine).lower(X, W, b=B)), PLAIN, False),
     ("nnx Traced", lambda: capture(nnx.jit(affine).trace(X, W, b=B)), PLAIN, True),
