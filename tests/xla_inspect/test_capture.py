@@ -394,3 +394,42 @@ def test_dumping_turns_the_persistent_cache_off(tmp_path: Path) -> None:
     assert control == 0
     assert dumped > 10  # one `.after_X.before_Y.txt` file per pass that changed the module
     assert entries_after == entries + 1
+
+
+class TwoLayer(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs) -> None:
+        self.first = nnx.Linear(16, 32, rngs=rngs)
+        self.second = nnx.Linear(32, 4, rngs=rngs)
+
+    def __call__(self, x):
+        return self.second(jax.nn.relu(self.first(x)))
+
+
+def test_nnx_jit_of_a_module_matches_jit_of_its_split_state() -> None:
+    model = TwoLayer(nnx.Rngs(0))
+    x = jnp.ones((8, 16))
+    captured = capture(nnx.jit(lambda m, x: m(x)), model, x)
+    graphdef, state = nnx.split(model)
+    shapes, counts = _facts(captured.optimized_hlo_text)
+    want_shapes, want_counts = _oracle(lambda s, x: nnx.merge(graphdef, s)(x), state, x)
+    assert shapes == want_shapes
+    assert sorted(shapes) == sorted(["f32[8,16]", "f32[16,32]", "f32[32]", "f32[32,4]", "f32[4]"])
+    # nnx.jit also returns the module's four arrays (its state after the call): a copy of each
+    assert counts == dict(Counter(want_counts) + Counter({"copy": 4, "tuple": 1}))
+    assert counts["dot"] == 2
+    assert captured.jaxpr is not None
+    assert sorted(a.shape for a in in_avals(captured.jaxpr)) == sorted(
+        [(8, 16), (16, 32), (32,), (32, 4), (4,)]
+    )
+
+
+def test_filter_jit_of_an_equinox_module_matches_jit_of_its_arrays() -> None:
+    model = eqx.nn.MLP(16, 4, width_size=32, depth=1, key=jax.random.key(0))
+    x = jax.ShapeDtypeStruct((16,), jnp.float32)
+    captured = capture(eqx.filter_jit(lambda m, x: m(x)), model, x)
+    arrays, static = eqx.partition(model, eqx.is_array)
+    shapes, counts = _facts(captured.optimized_hlo_text)
+    want_shapes, want_counts = _oracle(lambda a, x: eqx.combine(a, static)(x), arrays, x)
+    assert shapes == want_shapes
+    assert sorted(shapes) == sorted(["f32[16]", "f32[32,16]", "f32[32]", "f32[4,32]", "f32[4]"])
+    assert counts == dict(Counter(want_counts) + Counter(EQUINOX_EXTRA))
