@@ -288,8 +288,9 @@ def test_capture_of_ir_files(tmp_path: Path, capsys) -> None:
     assert stdout == f"captured {tmp_path / 'f.mlir'} into {tmp_path / 'm'}: {', '.join(names)}\n"
     optimized = (tmp_path / "m" / "optimized_hlo.txt").read_text()
     assert _optimized_facts(optimized) == _optimized_facts(lowered.compile().as_text() or "")
-    flops = lowered.compile().cost_analysis()["flops"]
-    assert json.loads((tmp_path / "m" / "cost.json").read_text())["flops"] == flops
+    cost = lowered.compile().cost_analysis()
+    assert cost is not None
+    assert json.loads((tmp_path / "m" / "cost.json").read_text())["flops"] == cost["flops"]
     code, stdout, err = _run(
         capsys, "capture", str(tmp_path / "f.hlo"), "--out", str(tmp_path / "h")
     )
