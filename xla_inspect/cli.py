@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from xla_inspect.diff import diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
-from xla_inspect.graph import INSTALL_HINT, fusion_graph_dot, save_graph
+from xla_inspect.graph import INSTALL_HINT, fusion_graph, save_graph
 from xla_inspect.model import HloModule
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
@@ -166,7 +166,11 @@ def _passes(args: argparse.Namespace) -> int:
 def _graph(args: argparse.Namespace) -> int:
     source = Path(args.file)
     svg = Path(args.out) if args.out else source.with_suffix(".svg")
-    path, is_svg = save_graph(fusion_graph_dot(_load(source)), svg)
+    text = _read(source)
+    graph = fusion_graph(_load(source, text), text=text, fused=args.fused)
+    if graph.note:
+        sys.stderr.write(f"{PROG}: {graph.note}\n")
+    path, is_svg = save_graph(graph.dot, svg)
     if not is_svg:
         sys.stderr.write(
             f"{PROG}: graphviz's `dot` is not installed, so wrote the graph source instead; "
@@ -381,9 +385,12 @@ def _parser() -> argparse.ArgumentParser:
     passes.add_argument("--json", action="store_true", help="print JSON")
     passes.set_defaults(run=_passes)
 
-    graph = verbs.add_parser("graph", help="draw the ENTRY fusion graph of an HLO file as SVG")
+    graph = verbs.add_parser(
+        "graph", help="draw the fusion graph of an HLO file as SVG, a cluster per computation"
+    )
     graph.add_argument("file", help="HLO text file (optimized HLO shows the fusions)")
     graph.add_argument("--out", metavar="PATH.svg", help="SVG to write (default: FILE.svg)")
+    graph.add_argument("--fused", action="store_true", help="draw the fused computations too")
     graph.set_defaults(run=_graph)
 
     capture = verbs.add_parser(
