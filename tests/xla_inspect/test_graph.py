@@ -187,6 +187,17 @@ def test_transformer_grad_is_collapsed_into_layers_under_the_budget(gpt_text):
     assert graph.computations == tuple(c.name for c in module.computations if c.name not in hidden)
 
 
+def test_without_name_scopes_runs_of_instructions_are_clustered(gpt_text):
+    # the same module as if written without `jax.named_scope`
+    text = re.sub(r"jvp\(layer_\d\)", "jvp()", gpt_text)
+    assert not re.search(r"jvp\(layer_\d", text)
+    graph = fusion_graph(text)
+    runs = [name for name in graph.clusters if "/instructions " in name]
+    assert len(runs) >= 4 and set(graph.collapsed) <= set(graph.clusters)
+    assert graph.nodes <= DEFAULT_MAX_NODES and graph.edges <= DEFAULT_MAX_EDGES
+    assert 0 < len(graph.collapsed) < len(graph.clusters)
+
+
 def test_parameter_fan_out_is_drawn_once_per_cluster(gpt_text):
     graph = fusion_graph(gpt_text, max_nodes=10**6, max_edges=10**6)
     copies = Counter(node.partition("@")[0] for node in _NODE.findall(graph.dot) if "@" in node)
