@@ -37,7 +37,7 @@ def _model_text() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="xla-inspect graph on a transformer gradient")
     parser.add_argument("--runs", type=int, default=5, help="runs to take the median of")
     args = parser.parse_args()
     if shutil.which("dot") is None:
