@@ -19,6 +19,7 @@ JAX is imported only when a function or a JAX stage is compiled, never for HLO t
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ _COLLECTIVE_NAMES = frozenset(op.removesuffix("-start") for op in COLLECTIVE_OPC
 # attributes left out of an excerpt: long, and about where the op came from, not what it is
 _NOISY_ATTRIBUTES = frozenset({"metadata", "frontend_attributes", "statistics_viz"})
 _LINE_WIDTH = 160
+_BRIEF_WIDTH = 80
+_LAYOUT = re.compile(r"\{[^{}]*\}")
 _BODY_LINES = 6
 
 
@@ -64,19 +67,22 @@ class Matches[T](list[T]):
 
     Compares with an int by length (`facts.fusions(kind="kLoop") <= 3`, `== 0`) and with
     anything else as a list; `not matches` is true when nothing matched. `query` says what was
-    asked; `excerpts[i]` is the IR of `self[i]`: a first line with its computation and its
-    instruction (without `metadata`; a fusion's adds the opcodes it fused), and for a fusion the
-    first lines of its fused computation.
+    asked. For `self[i]`, `briefs[i]` is one short line (its computation, name, shape and
+    opcode; for a fusion, its kind and the opcodes it fused) and `excerpts[i]` the IR: its
+    computation and its instruction as printed (without `metadata`), and for a fusion the first
+    lines of its fused computation.
     """
 
     query: str
+    briefs: tuple[str, ...]
     excerpts: tuple[str, ...]
 
-    def __init__(self, query: str, found: Iterable[tuple[T, str]]) -> None:
-        pairs = list(found)
-        super().__init__(item for item, _ in pairs)
+    def __init__(self, query: str, found: Iterable[tuple[T, str, str]]) -> None:
+        rows = list(found)
+        super().__init__(item for item, _, _ in rows)
         self.query = query
-        self.excerpts = tuple(excerpt for _, excerpt in pairs)
+        self.briefs = tuple(brief for _, brief, _ in rows)
+        self.excerpts = tuple(excerpt for _, _, excerpt in rows)
 
     __hash__ = None  # type: ignore[assignment]  # a list: unhashable
 
@@ -100,19 +106,26 @@ class Matches[T](list[T]):
 
     def __repr__(self) -> str:
         """One line (pytest escapes newlines in a repr and cuts it at 240 characters)."""
-        shown = "; ".join(excerpt.partition("\n")[0].strip() for excerpt in self.excerpts)
+        shown = "; ".join(self.briefs)
         return f"<{self.query}: {len(self)} found{': ' + shown if shown else ''}>"
 
-    def explain(self, limit: int | None = None, bodies: bool = True) -> str:
-        """The query and count, then the excerpts of the first `limit` matches (all when None):
-        with `bodies`, each block whole; without, one line each (a fusion's line lists what it
-        fused)."""
-        shown = self.excerpts if limit is None else self.excerpts[:limit]
+    def explain(
+        self, brief: bool = False, max_chars: int | None = None, max_lines: int | None = None
+    ) -> str:
+        """The query and count, then each match's excerpt (its brief line, if `brief`), as many
+        as fit in `max_chars` characters and `max_lines` lines (no limit when None), the last
+        line saying how many more there are."""
         lines = [f"{self.query}: {len(self)} found"]
-        for excerpt in shown:
-            lines.append(excerpt if bodies else excerpt.partition("\n")[0])
-        if len(shown) < len(self):
-            lines.append(f"... and {len(self) - len(shown)} more")
+        size = len(lines[0])
+        for shown, block in enumerate(self.briefs if brief else self.excerpts):
+            more = shown < len(self) - 1  # a line must be kept for "... and N more"
+            over_chars = max_chars is not None and size + len(block) + 24 * more > max_chars
+            over_lines = max_lines is not None and len(lines) + 1 + more > max_lines
+            if over_chars or over_lines:
+                lines.append(f"  ... and {len(self) - shown} more")
+                break
+            lines.append(f"  {block}" if brief else block)
+            size += len(block) + 3
         return "\n".join(lines)
 
 
@@ -188,7 +201,7 @@ class HloFacts:
         return self._matches(
             _query("instructions", opcode=opcode),
             (
-                (i, self._excerpt(c, i))
+                (i, _brief(c, i), self._excerpt(c, i))
                 for c, i in instructions(self.module)
                 if opcode is None or i.opcode == opcode
             ),
@@ -206,7 +219,7 @@ class HloFacts:
         ]
         return self._matches(
             _query("fusions", kind=kind, label=label),
-            ((f, self._fusion_excerpt(f)) for f in found),
+            ((f, *self._fusion_excerpt(f)) for f in found),
         )
 
     def collectives(self, op: str | None = None) -> Matches[CollectiveInfo]:
@@ -232,6 +245,7 @@ class HloFacts:
                         i.attribute("replica_groups"),
                         i.attribute("source_target_pairs"),
                     ),
+                    _brief(c, i),
                     self._excerpt(c, i),
                 )
                 for c, i in found
@@ -243,34 +257,57 @@ class HloFacts:
         return self._matches(
             _query("custom_calls", target=target),
             (
-                (i, self._excerpt(c, i))
+                (i, _brief(c, i), self._excerpt(c, i))
                 for c, i in instructions(self.module)
                 if i.opcode == "custom-call"
                 and (target is None or _unquote(i.attribute("custom_call_target", "")) == target)
             ),
         )
 
-    def _matches[T](self, query: str, found: Iterable[tuple[T, str]]) -> Matches[T]:
+    def _matches[T](self, query: str, found: Iterable[tuple[T, str, str]]) -> Matches[T]:
         return Matches(f"{self.stage_name} HLO {query}", found)
 
     def _excerpt(self, computation: HloComputation, instruction: HloInstruction) -> str:
-        where = f"ENTRY {computation.name}" if computation.is_entry else computation.name
-        return f"  {where}: {_instruction_line(instruction)}"
+        return f"  {_where(computation)}: {_instruction_line(instruction)}"
 
-    def _fusion_excerpt(self, fusion: Fusion) -> str:
-        """The fusion's line with what it fused, then the first lines of its fused computation."""
+    def _fusion_excerpt(self, fusion: Fusion) -> tuple[str, str]:
+        """(brief, excerpt): the fusion's line with what it fused, and for the excerpt the first
+        lines of its fused computation."""
         holder = self.module[fusion.computation]
+        instruction = holder[fusion.name]
         fused_ops = ", ".join(
             op if n == 1 else f"{op} x{n}" for op, n in sorted(fusion.absorbed.items())
         )
-        lines = [f"{self._excerpt(holder, holder[fusion.name])}  [fuses {fused_ops}]"]
+        brief = (
+            f"{_where(holder)}: %{fusion.name} = {_bare(fusion.shape)} fusion"
+            f" {fusion.label} [fuses {fused_ops}]"
+        )
+        lines = [f"{self._excerpt(holder, instruction)}  [fuses {fused_ops}]"]
         fused = self.module.computation(fusion.fused_computation)
         if fused is not None:
             body = [i for i in fused if i.opcode != "parameter"]
             lines += [f"      {_instruction_line(i)}" for i in body[:_BODY_LINES]]
             if len(body) > _BODY_LINES:
                 lines.append(f"      ... {len(body) - _BODY_LINES} more in {fused.name}")
-        return "\n".join(lines)
+        return brief, "\n".join(lines)
+
+
+def _where(computation: HloComputation) -> str:
+    return f"ENTRY {computation.name}" if computation.is_entry else computation.name
+
+
+def _bare(shape: str) -> str:
+    """A shape without its layouts: `f32[8,16]{1,0}` -> `f32[8,16]`."""
+    return _LAYOUT.sub("", shape)
+
+
+def _brief(computation: HloComputation, instruction: HloInstruction) -> str:
+    """`computation: %name = shape opcode(operands)`, without layouts, cut short."""
+    operands = ", ".join(f"%{name}" for name in instruction.operands)
+    line = f"%{instruction.name} = {_bare(instruction.shape)} {instruction.opcode}({operands})"
+    if len(line) > _BRIEF_WIDTH:
+        line = line[: _BRIEF_WIDTH - 4] + "...)"
+    return f"{_where(computation)}: {line}"
 
 
 def _query(name: str, **filters: str | None) -> str:

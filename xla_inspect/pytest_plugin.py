@@ -20,7 +20,8 @@ import pytest
 from xla_inspect.facts import Matches
 from xla_inspect.facts import hlo_facts as _hlo_facts
 
-_SHOWN = 6
+_BRIEF_LINES = 7
+_BRIEF_CHARS = 480
 # `3 >= matches` is shown as `matches <= 3`
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -34,9 +35,11 @@ def pytest_assertrepr_compare(
     )
     if not isinstance(matches, Matches):
         return None
-    # pytest cuts an explanation to 8 lines below -vv (outside CI): one line per match there
     whole = config.get_verbosity(pytest.Config.VERBOSITY_ASSERTIONS) >= 2
-    explained = matches.explain(None if whole else _SHOWN, bodies=whole).splitlines()
+    if whole:
+        explained = matches.explain().splitlines()
+    else:  # pytest cuts an explanation to 8 lines and 640 characters below -vv (outside CI)
+        explained = matches.explain(True, _BRIEF_CHARS, _BRIEF_LINES).splitlines()
     return [f"{explained[0]}, asserted {shown_op} {other!r}", *explained[1:]]
 
 
