@@ -59,6 +59,7 @@ _PLAIN = frozenset({"parameter", "constant"})
 _QUIET = frozenset({"get-tuple-element", "tuple", "bitcast"})
 _MAX_SHAPE = 40
 _REBUILDS = 16  # collapse one cluster at a time for this many rebuilds of the graph
+_NAMED = 12  # a note names this many collapsed clusters, then says how many more
 _RUN = 60  # unscoped instructions of a computation beyond this are clustered in runs of it
 _DOT_TIMEOUT = 60
 # bytes per element; sub-byte types round up per element count in `_bytes`
@@ -269,21 +270,31 @@ def fusion_graph(
     module = parse_hlo(hlo) if isinstance(hlo, str) else hlo
     frames = _frame_tables(text) if "StackFrames" in text else {}
     flops = flops or {}
-    hidden = frozenset() if fused else fused_computation_names(module)
-    drawn = [c for c in module.computations if c.name not in hidden]
+    fused_names = fused_computation_names(module)
+    drawn = [c for c in module.computations if fused or c.name not in fused_names]
     by_name = {(f.computation, f.name): f for f in fusions(module)}
 
     # units: one per (computation, scope); instructions keyed by (computation index, index)
     units: dict[tuple[int, str], list[int]] = {}  # scope "": the computation's own level
     unit_of: dict[tuple[int, int], tuple[int, str]] = {}
     shared: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    copies: dict[tuple[int, str], list[int]] = {}  # the shared instructions a unit draws
+    operands: list[list[list[int]]] = []  # computation -> instruction -> operand indices
+    index_of = {c.name: k for k, c in enumerate(drawn)}
+    calls: list[list[list[int]]] = []  # computation -> instruction -> called computations
     for c, computation in enumerate(drawn):
         index = {i.name: n for n, i in enumerate(computation.instructions)}
+        operands.append([[index[o] for o in i.operands if o in index] for i in computation])
+        calls.append(
+            [
+                [k for name in i.called_computations if (k := index_of.get(name, c)) != c]
+                for i in computation
+            ]
+        )
         users: dict[int, list[int]] = {}
-        for n, instruction in enumerate(computation.instructions):
-            for operand in instruction.operands:
-                if operand in index:
-                    users.setdefault(index[operand], []).append(n)
+        for n, found in enumerate(operands[c]):
+            for operand in found:
+                users.setdefault(operand, []).append(n)
         scopes = [_scope(_op_name(i)) for i in computation.instructions]
         # no name scope (plain JAX without `jax.named_scope`): runs of instructions in text
         # order, which for a scheduled module follows the program from first layer to last
@@ -302,10 +313,22 @@ def fusion_graph(
                     scope = user_scopes[0]
                 elif len(user_scopes) > 1:
                     shared[(c, n)] = [(c, s) for s in user_scopes]
+                    for user_scope in user_scopes:
+                        copies.setdefault((c, user_scope), []).append(n)
                     scope = ""
             key = (c, scope)
             units.setdefault(key, []).append(n)
             unit_of[(c, n)] = key
+    by_computation: dict[int, list[tuple[str, list[int]]]] = {}
+    for (c, scope), unit in units.items():
+        by_computation.setdefault(c, []).append((scope, unit))
+    labels: dict[tuple[int, int], str] = {}
+    for c, n in unit_of:
+        instruction = drawn[c].instructions[n]
+        fusion = by_name.get((drawn[c].name, instruction.name))
+        label, style = _label(instruction, fusion, flops, _source(instruction, frames))
+        labels[(c, n)] = f"[label={_quote(label)}, {style}];"
+    is_fused = [fused and c.name in fused_names for c in drawn]
 
     def build(collapsed: frozenset[tuple[int, str]]) -> tuple[list[str], int, int]:
         lines: list[str] = []
@@ -326,21 +349,19 @@ def fusion_graph(
         for c, computation in enumerate(drawn):
             kind = "ENTRY " if computation.is_entry else ""
             if (c, "") in collapsed:
-                members = list(computation.instructions)
-                label = _summary(f"{kind}{computation.name}", members)
+                if is_fused[c]:  # left out: its fusion node already names what it holds
+                    continue
+                label = _summary(f"{kind}{computation.name}", list(computation.instructions))
                 lines.append(f"  {_quote(f'c{c}')} [label={_quote(label)}, shape=box3d];")
                 nodes += 1
                 continue
             lines.append(f"  subgraph {_quote(f'cluster_c{c}')} {{")
             lines.append(f"    label={_quote(f'{kind}{computation.name}')};")
             lines.append('    style=rounded; color="#495057";')
-            for (uc, scope), unit in units.items():
-                if uc != c:
-                    continue
-                members = [computation.instructions[n] for n in unit]
+            for scope, unit in by_computation.get(c, []):
                 indent = "    "
                 if scope and (c, scope) in collapsed:
-                    label = _summary(scope, members)
+                    label = _summary(scope, [computation.instructions[n] for n in unit])
                     ident = _quote(f"u{c}_{scope}")
                     lines.append(f"    {ident} [label={_quote(label)}, shape=box3d];")
                     nodes += 1
@@ -349,42 +370,31 @@ def fusion_graph(
                     lines.append(f"    subgraph {_quote(f'cluster_c{c}_{scope}')} {{")
                     lines.append(f'      label={_quote(scope)}; style=dashed; color="#868e96";')
                     indent = "      "
-                for n, instruction in zip(unit, members, strict=True):
-                    if (c, n) in shared:
-                        continue
-                    fusion = by_name.get((computation.name, instruction.name))
-                    source = _source(instruction, frames)
-                    label, style = _label(instruction, fusion, flops, source)
-                    ident = _quote(node_id(c, n))
-                    lines.append(f"{indent}{ident} [label={_quote(label)}, {style}];")
-                    nodes += 1
-                # shared parameters and constants: a copy in each cluster that uses them
-                for (sc, sn), user_units in shared.items():
-                    if sc == c and (c, scope) in user_units:
-                        instruction = computation.instructions[sn]
-                        label, style = _label(instruction, None, flops, "")
-                        ident = _quote(f"n{c}_{sn}@{scope}")
-                        lines.append(f"{indent}{ident} [label={_quote(label)}, {style}];")
+                for n in unit:
+                    if (c, n) not in shared:
+                        lines.append(f"{indent}{_quote(f'n{c}_{n}')} {labels[(c, n)]}")
                         nodes += 1
+                # shared parameters and constants: a copy in each cluster that uses them
+                for n in copies.get((c, scope), []):
+                    lines.append(f"{indent}{_quote(f'n{c}_{n}@{scope}')} {labels[(c, n)]}")
+                    nodes += 1
                 if scope:
                     lines.append("    }")
             lines.append("  }")
-        index_of = {c.name: k for k, c in enumerate(drawn)}
         for c, computation in enumerate(drawn):
-            index = {i.name: n for n, i in enumerate(computation.instructions)}
-            for n, instruction in enumerate(computation.instructions):
+            if is_fused[c] and (c, "") in collapsed:
+                continue
+            for n in range(len(computation.instructions)):
                 user = unit_of[(c, n)]
                 target = node_id(c, n)
-                for operand in instruction.operands:
-                    if operand in index:
-                        source = node_id(c, index[operand], user)
-                        if source != target:
-                            edges.add((source, target, ""))
-                for called in instruction.called_computations:
-                    k = index_of.get(called)
-                    if k is not None and k != c:
-                        callee = drawn[k]
-                        edges.add((target, node_id(k, len(callee.instructions) - 1), "call"))
+                for operand in operands[c][n]:
+                    source = node_id(c, operand, user)
+                    if source != target:
+                        edges.add((source, target, ""))
+                for k in calls[c][n]:
+                    if not (is_fused[k] and (k, "") in collapsed):
+                        callee = node_id(k, len(drawn[k].instructions) - 1)
+                        edges.add((target, callee, "call"))
         for source, target, kind in sorted(edges):
             style = " [style=dashed, constraint=false]" if kind else ""
             lines.append(f"  {_quote(source)} -> {_quote(target)}{style};")
@@ -392,28 +402,45 @@ def fusion_graph(
 
     collapsed: set[tuple[int, str]] = set()  # (computation, scope); scope "": all of it
     lines, nodes, edges = build(frozenset())
-    # largest name-scope clusters first, then whole computations (largest first)
-    order = sorted((key for key in units if key[1]), key=lambda k: (-len(units[k]), k[0], k[1]))
-    order += sorted(
+    # fused computations first (left out, largest first), then the largest name-scope
+    # clusters, then whole computations (largest first): each phase only while over budget
+    by_size = sorted(
         ((c, "") for c in range(len(drawn))), key=lambda k: (-len(drawn[k[0]].instructions), k)
     )
-    done, step, rebuilds = 0, 1, 0
-    while (nodes > max_nodes or edges > max_edges) and done < len(order):
-        # one cluster per rebuild, then (past _REBUILDS) twice as many each time, so that a
-        # module of thousands of clusters still takes a few dozen rebuilds
-        collapsed.update(order[done : done + step])
-        done, rebuilds = done + step, rebuilds + 1
-        step = step * 2 if rebuilds >= _REBUILDS else 1
-        lines, nodes, edges = build(frozenset(collapsed))
+    scoped = (key for key in units if key[1] and not is_fused[key[0]])
+    phases = [
+        [key for key in by_size if is_fused[key[0]]],
+        sorted(scoped, key=lambda k: (-len(units[k]), k[0], k[1])),
+        [key for key in by_size if not is_fused[key[0]]],
+    ]
+    for order in phases:
+        done, step, rebuilds = 0, 1, 0
+        while (nodes > max_nodes or edges > max_edges) and done < len(order):
+            # one cluster per rebuild, then (past _REBUILDS) twice as many each time, so that
+            # a module of thousands of clusters still takes a few dozen rebuilds
+            collapsed.update(order[done : done + step])
+            done, rebuilds = done + step, rebuilds + 1
+            step = step * 2 if rebuilds >= _REBUILDS else 1
+            lines, nodes, edges = build(frozenset(collapsed))
 
-    names = [f"{drawn[c].name}/{s}" if s else drawn[c].name for c, s in sorted(collapsed)]
+    left_out = [drawn[c].name for c, s in sorted(collapsed) if is_fused[c] and not s]
+    names = [
+        f"{drawn[c].name}/{s}" if s else drawn[c].name
+        for c, s in sorted(collapsed)
+        if s or not is_fused[c]
+    ]
     clusters = tuple(f"{drawn[c].name}/{s}" for c, s in units if s)
-    note = ""
-    if collapsed:
-        note = (
-            f"collapsed {len(collapsed)} of {len(order)} clusters into one node each "
-            f"(over the budget of {max_nodes} nodes / {max_edges} edges): {', '.join(names)}"
+    said = []
+    if left_out:
+        said.append(f"left out {len(left_out)} of {sum(is_fused)} fused computations")
+    if names:
+        shown = ", ".join(names[:_NAMED]) + (
+            f" and {len(names) - _NAMED} more" * (len(names) > _NAMED)
         )
+        said.append(f"collapsed {len(names)} clusters into one node each: {shown}")
+    note = ""
+    if said:
+        note = f"{'; '.join(said)} (over the budget of {max_nodes} nodes / {max_edges} edges)"
     heading = "\n".join(filter(None, [title or module.name, note]))
     header = [
         f"digraph {_quote(module.name)} {{",
@@ -423,7 +450,7 @@ def fusion_graph(
     ]
     return FusionGraph(
         dot="\n".join(header + lines + ["}"]) + "\n",
-        computations=tuple(c.name for c in drawn),
+        computations=tuple(c.name for c in drawn if c.name not in left_out),
         clusters=clusters,
         collapsed=tuple(names),
         nodes=nodes,

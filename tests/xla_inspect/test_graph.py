@@ -76,10 +76,12 @@ def gpt_grad_hlo() -> str:
     square = ("wq", "wk", "wv", "wo")
     layer = {w: f32(d, d) for w in square} | {"w1": f32(d, ff), "w2": f32(ff, d)}
     layer |= {v: f32(d) for v in ("g1", "b1", "g2", "b2")}
-    params = {"embed": f32(vocab, d), "pos": f32(seq, d), "gf": f32(d), "bf": f32(d)}
-    params["layers"] = [layer] * LAYERS
+    params: dict[str, object] = {"embed": f32(vocab, d), "pos": f32(seq, d)}
+    params |= {"gf": f32(d), "bf": f32(d), "layers": [layer] * LAYERS}
     tokens = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
-    return jax.jit(jax.grad(loss)).trace(params, tokens).lower().compile().as_text()
+    text = jax.jit(jax.grad(loss)).trace(params, tokens).lower().compile().as_text()
+    assert text is not None, "the CPU backend prints its optimized HLO"
+    return text
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +147,7 @@ def test_nodes_show_bytes_and_source_lines(block_text):
 
 def test_fused_computations_on_request(block_text):
     module = parse_hlo(block_text)
-    everything = fusion_graph(block_text, fused=True)
+    everything = fusion_graph(block_text, fused=True, max_nodes=10**6, max_edges=10**6)
     assert everything.computations == tuple(c.name for c in module.computations)
     assert set(fusion_graph(block_text).computations) < set(everything.computations)
 
@@ -177,7 +179,7 @@ def test_transformer_grad_is_collapsed_into_layers_under_the_budget(gpt_text):
         assert {f"{entry}/layer_{n}", f"{entry}/layer_{n} (backward)"} <= set(graph.clusters)
     # what was collapsed is said, in the result and in the drawn title
     assert graph.collapsed and set(graph.collapsed) <= set(graph.clusters)
-    assert graph.note.startswith(f"collapsed {len(graph.collapsed)} of ")
+    assert graph.note.startswith(f"collapsed {len(graph.collapsed)} clusters into one node each")
     assert all(name in graph.note for name in graph.collapsed)
     assert f'\\n{graph.note}"; labelloc=t;' in graph.dot
     summaries = Counter(line for line in graph.dot.splitlines() if "(collapsed)" in line)
@@ -185,6 +187,22 @@ def test_transformer_grad_is_collapsed_into_layers_under_the_budget(gpt_text):
     # every drawn computation is there, fused ones only on request
     hidden = fused_computation_names(module)
     assert graph.computations == tuple(c.name for c in module.computations if c.name not in hidden)
+
+
+def test_fused_computations_over_the_budget_are_left_out_first(gpt_text):
+    module = parse_hlo(gpt_text)
+    fused = len(fused_computation_names(module))
+    graph = fusion_graph(gpt_text, fused=True)
+    assert graph.note.startswith(f"left out {fused} of {fused} fused computations; collapsed ")
+    assert graph.computations == (module.entry.name,)
+    assert graph.nodes <= DEFAULT_MAX_NODES and graph.edges <= DEFAULT_MAX_EDGES
+    # a small budget overrun leaves out only the largest fused computations
+    block = (CORPUS / "transformer_block.opt.hlo").read_text()
+    whole = fusion_graph(block, fused=True, max_nodes=10**6, max_edges=10**6)
+    some = fusion_graph(block, fused=True, max_nodes=whole.nodes - 1)
+    assert some.note.startswith("left out ") and "collapsed" not in some.note
+    assert module.entry.name not in some.note
+    assert len(whole.computations) > len(some.computations) > 1
 
 
 def test_without_name_scopes_runs_of_instructions_are_clustered(gpt_text):
