@@ -40,7 +40,7 @@ _CUSTOM_KIND = re.compile(r'"kind":"([^"]+)"')
 
 
 def _text(compiled: jax.stages.Compiled) -> str:
-    text = _text(compiled)
+    text = compiled.as_text()
     assert text is not None, "this backend prints no optimized HLO"
     return text
 
