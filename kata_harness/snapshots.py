@@ -29,9 +29,9 @@ def platform_key() -> str:
 
 def running_versions() -> dict[str, str]:
     import jax
-    import jaxlib
+    import jaxlib.version
 
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+    return {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__}
 
 
 def versions_file(key: str) -> Path:
@@ -65,7 +65,7 @@ def pin_status(key: str) -> PinStatus:
     if pinned is None:
         elsewhere = (
             ", ".join(
-                f"{path.parent.name} with jax {pinned_versions(path.parent.name).get('jax')}"
+                f"{path.parent.name} with jax {json.loads(path.read_text()).get('jax')}"
                 for path in sorted(SNAPSHOTS_DIR.glob("*/versions.json"))
             )
             or "no platform"
