@@ -12,9 +12,11 @@ tables through `stack_frame_id`). Edges are operands; a dashed edge goes from a 
 computation it calls.
 
 Large modules stay drawable: a parameter or constant used in several clusters is drawn once per
-cluster, and beyond a node/edge budget the largest name-scope clusters (then whole
-computations) are collapsed into one summary node each, which `FusionGraph.note` and the graph's
-title say. The text is deterministic: it depends on the module text alone.
+cluster, and while over a node/edge budget the graph sheds detail, largest first: computations
+that reduce, sort or scatter apply (and fused computations drawn with `fused=True`) are left
+out, then name-scope clusters are collapsed into one summary node each, then whole computations,
+then computations are left out (never the entry); `FusionGraph.note` and the graph's title say
+what went. The text is deterministic: it depends on the module text alone.
 
 It works on text alone (no JAX). `render_svg` runs graphviz's `dot` program and raises
 `GraphvizMissing` when there is none; `save_graph` writes the SVG, or the `.dot` source beside
