@@ -284,7 +284,7 @@ def fusion_graph(
     # units: one per (computation, scope); instructions keyed by (computation index, index)
     units: dict[tuple[int, str], list[int]] = {}  # scope "": the computation's own level
     unit_of: dict[tuple[int, int], tuple[int, str]] = {}
-    shared: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    shared: set[tuple[int, int]] = set()  # parameters and constants drawn once per cluster
     copies: dict[tuple[int, str], list[int]] = {}  # the shared instructions a unit draws
     operands: list[list[list[int]]] = []  # computation -> instruction -> operand indices
     index_of = {c.name: k for k, c in enumerate(drawn)}
@@ -319,7 +319,7 @@ def fusion_graph(
                 if len(user_scopes) == 1:
                     scope = user_scopes[0]
                 elif len(user_scopes) > 1:
-                    shared[(c, n)] = [(c, s) for s in user_scopes]
+                    shared.add((c, n))
                     for user_scope in user_scopes:
                         copies.setdefault((c, user_scope), []).append(n)
                     scope = ""
