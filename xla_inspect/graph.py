@@ -155,20 +155,20 @@ def _scope(op_name: str) -> str:
     """The first JAX name scope of an `op_name`, "" when there is none.
 
     `jit(f)/transpose(jvp(layer_3))/mul` -> `layer_3 (backward)`; `jit(f)/jvp(layer_0)/dot`
-    -> `layer_0`; `jit(f)/mul` and `jit(f)/jvp()/mul` -> "".
+    -> `layer_0`; `jit(f)/transpose(jvp())/bqhd,bkhd->bhqk/dot_general` -> `bqhd,bkhd->bhqk
+    (backward)`; `jit(f)/mul` and `jit(f)/jvp()/mul` -> "".
     """
     parts = op_name.split("/")
     if parts and parts[0].startswith(("jit(", "pjit(")):
         parts = parts[1:]
-    if len(parts) < 2:
-        return ""
-    scope, backward = parts[0], False
-    while match := _WRAPPER.match(scope):
-        backward = backward or match.group(1) == "transpose"
-        scope = match.group(2)
-    if not scope:
-        return ""
-    return f"{scope} (backward)" if backward else scope
+    backward = False
+    for scope in parts[:-1]:  # the last part is the primitive
+        while match := _WRAPPER.match(scope):
+            backward = backward or match.group(1) == "transpose"
+            scope = match.group(2)
+        if scope:
+            return f"{scope} (backward)" if backward else scope
+    return ""
 
 
 def _frame_tables(text: str) -> dict[int, str]:
