@@ -22,20 +22,21 @@ from xla_inspect.normalize import normalize_hlo
 
 PREFIX = "renamed_"
 
-# pinned test name -> (program in the test file, its argument factory, reference kata function)
+# pinned test name -> (program in the phase's programs.py, its argument factory, reference kata
+# function)
 PINS = {
     "phase3": {
-        "test_optimized_mlp_snapshot": ("mlp", "_mlp_args", None),
-        "test_optimized_attention_snapshot": ("attention", "_attention_args", None),
+        "test_optimized_mlp_snapshot": ("mlp", "mlp_args", None),
+        "test_optimized_attention_snapshot": ("attention", "attention_args", None),
     },
-    "phase4": {  # one test pins seven modules: syrupy names the n-th one "<test>.n"
-        "test_pinned_optimized_programs": ("_canon_identity", "_x", "algebraic_identity"),
-        "test_pinned_optimized_programs.1": ("_canon_folded", "_x", "folded_scale"),
-        "test_pinned_optimized_programs.2": ("_canon_cse", "_cse_args", "shared_subexpression"),
-        "test_pinned_optimized_programs.3": ("_canon_dead", "_x", "dead_branch"),
-        "test_pinned_optimized_programs.4": ("_canon_chain", "_x", "elementwise_chain"),
-        "test_pinned_optimized_programs.5": ("_canon_attention", "_qk", "attention_scores"),
-        "test_pinned_optimized_programs.6": ("_canon_refused", "_x", "refused_rewrites"),
+    "phase4": {  # one test pins seven modules (programs.PINNED): syrupy names the n-th "<test>.n"
+        "test_pinned_optimized_programs": ("canon_identity", "uniform", "algebraic_identity"),
+        "test_pinned_optimized_programs.1": ("canon_folded", "uniform", "folded_scale"),
+        "test_pinned_optimized_programs.2": ("canon_cse", "cse_args", "shared_subexpression"),
+        "test_pinned_optimized_programs.3": ("canon_dead", "uniform", "dead_branch"),
+        "test_pinned_optimized_programs.4": ("canon_chain", "uniform", "elementwise_chain"),
+        "test_pinned_optimized_programs.5": ("canon_attention", "qk", "attention_scores"),
+        "test_pinned_optimized_programs.6": ("canon_refused", "uniform", "refused_rewrites"),
     },
 }
 
@@ -111,8 +112,8 @@ def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
     """Covers: renamed function and argument names, another source path, another line layout."""
     pinned = _pinned_file(phase, test)
     program_name, args_name, kata_name = PINS[phase][test]
-    test_file = curriculum.KATAS_DIR / phase / f"test_{phase}.py"
-    owner = _renamed_module(test_file, {program_name}, tmp_path / "elsewhere")
+    programs_file = curriculum.KATAS_DIR / phase / "programs.py"
+    owner = _renamed_module(programs_file, {program_name}, tmp_path / "elsewhere")
     args = getattr(owner, args_name)()
     args = args if isinstance(args, tuple) else (args,)
     if source == "kata-function":
