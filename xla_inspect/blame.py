@@ -212,7 +212,7 @@ def _match(instruction: HloInstruction, home: _State, among: _State, depth: int 
         candidates.sort(key=lambda name: (name.rpartition(".")[0] or name) != stem)
         if candidates:
             return candidates[0]
-    if depth == _DEPTH:
+    if key[2] is not None or depth == _DEPTH:
         return None
     for user, position in home.users.get(instruction.name, []):
         user_instruction = home.sites[user].instruction
