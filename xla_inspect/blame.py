@@ -12,8 +12,10 @@ How an instruction is followed from one dump file to the next (XLA renames instr
 2. Otherwise, among the instructions that disappeared and the ones that appeared across that
    pass, the one with the same opcode, the same shape (layouts ignored) and the same metadata
    `op_name` is the same instruction under a new name ("renamed"), or "absorbed" into the
-   fusion whose fused computation now holds it. An instruction without `op_name` is matched on
-   opcode and shape only when exactly one candidate fits.
+   fusion whose fused computation now holds it (an `op_name` the call inliner prefixed counts).
+   When several fit (repeated layers), the one computed from the same surviving instructions
+   wins (a fused computation's parameters stand for the fusion's operands). An instruction
+   without `op_name` is followed by position: the operand slot it fills in its user.
 3. Otherwise it was created (going back) or removed (going forward) by that pass. A removed
    instruction's replacement is what its users read in its place after the pass; a created
    instruction's origin is what its users read in its place before the pass, the instructions
@@ -42,6 +44,7 @@ __all__ = ["Blame", "BlameError", "BlameEvent", "blame", "format_blame"]
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _LAYOUT = re.compile(r"\{[^{}]*\}")
 _DEPTH = 4  # how many users deep `_match` looks for an instruction without op_name
+_ANCHOR_STEPS = 64  # how many instructions `_anchors` visits
 
 
 class BlameError(InspectError):
@@ -208,8 +211,17 @@ def _match(instruction: HloInstruction, home: _State, among: _State, depth: int 
                 for n in among.by_kind.get(key[:2], [])
                 if _new(n, home, among) and _nested(key[2], _op_name(among.sites[n].instruction))
             ]
-        stem = instruction.name.rpartition(".")[0] or instruction.name
-        candidates.sort(key=lambda name: (name.rpartition(".")[0] or name) != stem)
+        if len(candidates) > 1:  # repeated layers: the one computed from the same inputs
+            inputs = _anchors(instruction.name, home, among)
+            stem = instruction.name.rpartition(".")[0] or instruction.name
+            metadata = instruction.attribute("metadata")
+            candidates.sort(
+                key=lambda name: (
+                    -len(inputs & _anchors(name, among, home)),
+                    (name.rpartition(".")[0] or name) != stem,
+                    among.sites[name].instruction.attribute("metadata") != metadata,
+                )
+            )
         if candidates:
             return candidates[0]
     if key[2] is not None or depth == _DEPTH:
@@ -229,6 +241,30 @@ def _match(instruction: HloInstruction, home: _State, among: _State, depth: int 
             ):
                 return operand
     return None
+
+
+def _anchors(name: str, state: _State, other: _State) -> set[str]:
+    """The instructions, kept by name across the pass, that `name` of `state` is computed from:
+    its operands followed upwards (a fused computation's parameter stands for the fusion's
+    operand) until one is also in `other`, at most _ANCHOR_STEPS instructions visited."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    todo = list(state.sites[name].instruction.operands)
+    while todo and len(seen) < _ANCHOR_STEPS:
+        current = todo.pop()
+        site = state.sites.get(current)
+        if current in seen or site is None:
+            continue
+        seen.add(current)
+        if other.get(current, site.instruction) is not None:
+            found.add(current)
+        elif site.instruction.opcode == "parameter" and site.fusion is not None:
+            operands = state.sites[site.fusion].instruction.operands
+            number = int(site.instruction.payload or "-1")
+            todo.extend(operands[number : number + 1])
+        else:
+            todo.extend(site.instruction.operands)
+    return found
 
 
 def _new(name: str, home: _State, among: _State) -> bool:
