@@ -7,8 +7,8 @@
 
 How an instruction is followed from one dump file to the next (XLA renames instructions, adds
 `.N` suffixes and clones them into fused computations, so a name alone is not enough):
-1. The same name with the same opcode is the same instruction (its operands may change: that is
-   reported as "rewired").
+1. The same name, opcode and shape (layouts aside) is the same instruction (its operands may
+   change: that is reported as "rewired").
 2. Otherwise, among the instructions that disappeared and the ones that appeared across that
    pass, the one with the same opcode, the same shape (layouts ignored) and the same metadata
    `op_name` is the same instruction under a new name ("renamed"), or "absorbed" into the
