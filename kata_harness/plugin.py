@@ -23,7 +23,7 @@ from types import ModuleType
 
 import pytest
 
-from . import curriculum, guard, loading, snapshots, verdict
+from . import curriculum, guard, loading, snapshots, verdict, versions
 from .contract import ContractViolation
 from .decoys import Accepted, Decoy
 
@@ -140,6 +140,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
         f"snapshots for {snapshots.platform_key()}"
     ]
+    lines += versions.header_lines() + snapshots.header_lines()
     dropped = config.stash.get(_dropped_flags, None)
     if dropped:
         lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")
@@ -220,7 +221,7 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
     callspec = getattr(request.node, "callspec", None)
     variant: Variant = callspec.params["kata"] if callspec else Variant("katas")
     key = snapshots.platform_key()
-    status = snapshots.pin_status(key)
+    status = snapshots.pin_status(key, Path(request.node.path))
     updating = bool(request.config.option.update_snapshots)
     calls = [0]  # syrupy names the n-th snapshot of a test "<test>.n" (the first has no suffix)
 
@@ -232,7 +233,7 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
         if action == "skip":
             pytest.skip(message)
         if action == "update":
-            snapshots.record_versions(key)
+            snapshots.record_versions(key, Path(request.node.path))
         if action in ("update", "syrupy"):
             assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
             return

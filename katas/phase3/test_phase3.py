@@ -26,6 +26,7 @@ from jax import lax
 from jax.experimental.layout import Format, Layout
 from pytest_check import check
 
+from kata_harness.xla_shapes import xla_shape
 from xla_inspect.errors import HloParseError
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
@@ -270,13 +271,15 @@ def _xla(key: str):
             printed_line = _PRINTED.match(instruction.to_string())
             opcode = printed_line["opcode"]
             if opcode == "constant":
-                facts["constants"][str(instruction.shape)] += 1
+                facts["constants"][str(xla_shape(instruction))] += 1
             if computation.name != entry_name:
                 continue
             if opcode == "parameter":
-                facts["params"].append((int(printed_line["args"]), _xla_layout(instruction.shape)))
+                facts["params"].append(
+                    (int(printed_line["args"]), _xla_layout(xla_shape(instruction)))
+                )
             if instruction.name == root_name:
-                facts["root"] = (opcode, str(instruction.shape))
+                facts["root"] = (opcode, str(xla_shape(instruction)))
     facts["params"].sort()
     return facts
 

@@ -12,6 +12,7 @@ import pytest
 from jax._src import array as jax_array
 from pytest_check import check
 
+from kata_harness import versions
 from xla_inspect.capture import capture
 from xla_inspect.parse import parse_hlo
 
@@ -622,6 +623,8 @@ def test_naive_temp_of_compiled_tuple_and_bf16_programs(kata):
     got = {name: kata.naive_temp_bytes(c.optimized_hlo_text) for name, (c, _) in cases.items()}
     _cpu_fact("each matmul of the chain is its own ENTRY instruction, kept in its dtype")
     for name, (_, expected) in cases.items():
+        if name.startswith("bf16") and not versions.holds("bf16-dots-stay-bf16"):
+            continue  # a gate, listed in the run's header
         with check:
             assert got[name] == expected, f"{name}: {got[name]} bytes, expected {expected}"
 

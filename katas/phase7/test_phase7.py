@@ -20,6 +20,7 @@ from jax._src.lib import _jax
 from jaxlib import _hlo as xla_hlo
 from pytest_check import check
 
+from kata_harness.xla_shapes import xla_shape
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
@@ -200,7 +201,7 @@ def _xla_conditionals(name: str) -> Counter:
     found = Counter()
     for _, i in _xla_instructions(name, "kConditional"):
         operands = i.operands()
-        found[(str(operands[0].shape).split("[")[0], len(operands) - 1)] += 1
+        found[(str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)] += 1
     return found
 
 
@@ -214,7 +215,7 @@ def _xla_conditionals_in_text_order(name: str) -> list[tuple[str, int]]:
     for computation, i in _xla_instructions(name, "kConditional"):
         operands = i.operands()
         key = (computations.index(computation), positions[(computation, i.name)])
-        found.append((key, (str(operands[0].shape).split("[")[0], len(operands) - 1)))
+        found.append((key, (str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)))
     return [signature for _, signature in sorted(found)]
 
 

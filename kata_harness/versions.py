@@ -1,0 +1,146 @@
+"""Facts that hold only on some JAX versions, declared in one table.
+
+The suite supports several JAX minor versions side by side (see ``SUPPORTED``). A fact the
+compiler changed between them is not skipped quietly: it gets an entry in ``GATES`` with the
+version range where it holds and a one-line reason naming the change, and a test asks
+``holds(name)`` before asserting it (or carries ``requires_jax(name)`` when the whole test is the
+fact). Every gate that is off for the running JAX is listed in the header of every pytest run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+# Oldest and newest minor version the suite is run on (CI runs the oldest and the locked one).
+SUPPORTED = ("0.10", "0.11", "0.12")
+_OPERATORS = (">=", "<")
+
+
+def as_tuple(version: str) -> tuple[int, ...]:
+    """``"0.12.0.1"`` -> ``(0, 12, 0, 1)``; a pre-release or dev suffix is ignored."""
+    parts = []
+    for part in version.split("."):
+        digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+        if digits != part:
+            break
+    return tuple(parts)
+
+
+def in_range(version: str, spec: str) -> bool:
+    """Whether ``version`` is in ``spec``: comma-separated ``>=X`` / ``<X`` bounds."""
+    have = as_tuple(version)
+    for bound in spec.split(","):
+        bound = bound.strip()
+        operator = next((op for op in _OPERATORS if bound.startswith(op)), None)
+        if operator is None:
+            raise ValueError(f"version range {spec!r}: each bound is >=X or <X, got {bound!r}")
+        limit = as_tuple(bound[len(operator) :])
+        if (operator == ">=" and have < limit) or (operator == "<" and have >= limit):
+            return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A fact that holds for ``jax`` versions in ``spec``; ``reason`` names what changed."""
+
+    name: str
+    spec: str
+    where: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.where}: needs jax {self.spec} ({self.reason})"
+
+
+GATES: dict[str, Gate] = {
+    gate.name: gate
+    for gate in (
+        Gate(
+            "f32-constant-multiplies-kept",
+            ">=0.12",
+            "phase4 test_xla_keeps_float_rewrites_it_may_not_do, f32 case, multiply count",
+            "XLA before jax 0.12 folds f32 x*2.0*3.0 into one multiply on CPU; bf16 keeps "
+            "both on every version and is still checked",
+        ),
+        Gate(
+            "bf16-dots-stay-bf16",
+            ">=0.11",
+            "phase6 test_naive_temp_of_compiled_tuple_and_bf16_programs, bf16 chain case",
+            "XLA CPU before jax 0.11 computes bf16 dots in f32 (a convert fusion around each "
+            "dot), so the chain's intermediates are f32",
+        ),
+        Gate(
+            "closed-call-binds-a-jaxpr",
+            ">=0.11",
+            "phase2 primitive_census tests, the closed call in the 'calls' program",
+            "jax 0.11 made closed_call_p the `eval_jaxpr` primitive bound with call_jaxpr=; "
+            "0.10's closed_call needs a private wrapped function",
+        ),
+        Gate(
+            "xla-parser-reads-output-index-operands",
+            ">=0.11",
+            "tests/xla_inspect oracle checks of corpus files with `name#N` operands",
+            "XLA's HLO parser before jax 0.11 rejects the tuple-output operands `name#N` "
+            "that the corpus's 0.12 dumps print",
+        ),
+        Gate(
+            "hlo-instruction-shape",
+            ">=0.12",
+            "tests/harness test_xla_shapes, the printed shape against HloInstruction.shape",
+            "jaxlib._hlo.HloInstruction.shape appeared in jaxlib 0.12; older jaxlibs are read "
+            "through the shape XLA prints",
+        ),
+    )
+}
+
+
+OUTPUT_INDEX_GATE = "xla-parser-reads-output-index-operands"
+_OUTPUT_INDEX = re.compile(r"%?[\w.\-]+#\d+[,)]")
+
+
+def uses_output_index_operands(hlo_text: str) -> bool:
+    """Whether HLO text names a tuple output as an operand (``%name#N``): XLA's parser reads
+    that only where ``OUTPUT_INDEX_GATE`` holds."""
+    return _OUTPUT_INDEX.search(hlo_text) is not None
+
+
+def running_jax() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def holds(name: str) -> bool:
+    """Whether the gated fact ``name`` (a key of ``GATES``) holds on the running JAX."""
+    return in_range(running_jax(), GATES[name].spec)
+
+
+def requires_jax(name: str) -> pytest.MarkDecorator:
+    """Mark a test whose whole fact is gated: it skips, with the gate's reason, elsewhere."""
+    gate = GATES[name]
+    return pytest.mark.skipif(
+        not in_range(running_jax(), gate.spec),
+        reason=f"jax {running_jax()}: {gate.line()}",
+    )
+
+
+def gated_off() -> list[Gate]:
+    """The gates whose facts are not checked on the running JAX."""
+    version = running_jax()
+    return [gate for gate in GATES.values() if not in_range(version, gate.spec)]
+
+
+def header_lines() -> list[str]:
+    """What every pytest run prints about version gates (nothing when all facts are checked)."""
+    off = gated_off()
+    if not off:
+        return []
+    lines = [f"katas: jax {running_jax()}: {len(off)} fact(s) not checked on this version:"]
+    return lines + [f"katas:   {gate.line()}" for gate in off]
