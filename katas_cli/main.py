@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import upgrade
 from .errors import NothingToShow, RunError, ShowError, UsageError
 
 STAGE_NAMES = ("jaxpr", "stablehlo", "hlo", "optimized")
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fails on any gap",
     )
     dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
+    upgrade.add_parser(sub)
     return parser
 
 
@@ -249,6 +251,7 @@ COMMANDS = {
     "compare": _compare,
     "reset": _reset,
     "graph": _graph,
+    "upgrade-report": upgrade.command,
 }
 
 
