@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
 # Oldest and newest minor version the suite is run on (CI runs the oldest and the locked one).
 SUPPORTED = ("0.10", "0.11", "0.12")
@@ -85,11 +87,12 @@ GATES: dict[str, Gate] = {
             "0.10's closed_call needs a private wrapped function",
         ),
         Gate(
-            "xla-parser-reads-output-index-operands",
+            "xla-parser-reads-newer-hlo-syntax",
             ">=0.11",
-            "tests/xla_inspect oracle checks of corpus files with `name#N` operands",
-            "XLA's HLO parser before jax 0.11 rejects the tuple-output operands `name#N` "
-            "that the corpus's 0.12 dumps print",
+            "tests/xla_inspect oracle checks of corpus files with `name#N` operands or "
+            "compare's `order=`",
+            "XLA's HLO parser before jax 0.11 rejects two spellings the corpus's 0.12 dumps "
+            "print: tuple-output operands `name#N` and compare's `order=TOTAL`",
         ),
         Gate(
             "compiled-hlo-rewrites-parameter-shardings",
@@ -109,14 +112,14 @@ GATES: dict[str, Gate] = {
 }
 
 
-OUTPUT_INDEX_GATE = "xla-parser-reads-output-index-operands"
-_OUTPUT_INDEX = re.compile(r"%?[\w.\-]+#\d+[,)]")
+NEWER_SYNTAX_GATE = "xla-parser-reads-newer-hlo-syntax"
+_NEWER_SYNTAX = re.compile(r"%?[\w.\-]+#\d+[,)]|, order=[A-Z]+")
 
 
-def uses_output_index_operands(hlo_text: str) -> bool:
-    """Whether HLO text names a tuple output as an operand (``%name#N``): XLA's parser reads
-    that only where ``OUTPUT_INDEX_GATE`` holds."""
-    return _OUTPUT_INDEX.search(hlo_text) is not None
+def uses_newer_hlo_syntax(hlo_text: str) -> bool:
+    """Whether HLO text names a tuple output as an operand (``%name#N``) or gives a compare an
+    ``order=``: XLA's parser reads those only where ``NEWER_SYNTAX_GATE`` holds."""
+    return _NEWER_SYNTAX.search(hlo_text) is not None
 
 
 def running_jax() -> str:
@@ -138,6 +141,8 @@ def holds(name: str) -> bool:
 
 def requires_jax(name: str) -> pytest.MarkDecorator:
     """Mark a test whose whole fact is gated: it skips, with the gate's reason, elsewhere."""
+    import pytest  # here: phases' programs.py import this module outside pytest
+
     return pytest.mark.skipif(not holds(name), reason=f"jax {running_jax()}: {GATES[name].line()}")
 
 

@@ -40,10 +40,11 @@ def test_header_lists_the_gates_off_on_the_running_jax(monkeypatch):
     assert versions.header_lines() == [] and versions.holds("f32-constant-multiplies-kept")
 
 
-def test_output_index_operands_are_recognized():
-    assert versions.uses_output_index_operands("  ROOT %t = (f32[]) tuple(%top_k.3#0)\n")
-    assert versions.uses_output_index_operands("  %a = f32[] add(top_k.3#1, %b)\n")
-    assert not versions.uses_output_index_operands('  %a = f32[] add(%b, %c), op_name="#1"\n')
+def test_newer_hlo_syntax_is_recognized():
+    assert versions.uses_newer_hlo_syntax("  ROOT %t = (f32[]) tuple(%top_k.3#0)\n")
+    assert versions.uses_newer_hlo_syntax("  %a = f32[] add(top_k.3#1, %b)\n")
+    assert versions.uses_newer_hlo_syntax("  %c = pred[] compare(a, b), direction=LT, order=TOTAL")
+    assert not versions.uses_newer_hlo_syntax('  %a = f32[] add(%b, %c), op_name="#1"\n')
 
 
 def test_printed_shapes_read_tuples_layouts_and_index_comments():

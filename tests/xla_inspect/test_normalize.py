@@ -331,8 +331,8 @@ def _sigil_variants() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("name", "text"),
     [
-        pytest.param(n, t, marks=versions.requires_jax(versions.OUTPUT_INDEX_GATE))
-        if versions.uses_output_index_operands(t)
+        pytest.param(n, t, marks=versions.requires_jax(versions.NEWER_SYNTAX_GATE))
+        if versions.uses_newer_hlo_syntax(t)
         else (n, t)
         for n, t in _sigil_variants()
     ],

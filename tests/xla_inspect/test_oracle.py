@@ -49,8 +49,8 @@ def _oracle(text: str) -> tuple[int, Counter[str]]:
 @pytest.mark.parametrize(
     "path",
     [
-        pytest.param(p, marks=versions.requires_jax(versions.OUTPUT_INDEX_GATE))
-        if versions.uses_output_index_operands(p.read_text())
+        pytest.param(p, marks=versions.requires_jax(versions.NEWER_SYNTAX_GATE))
+        if versions.uses_newer_hlo_syntax(p.read_text())
         else p
         for p in TEXT_FILES
     ],
@@ -140,8 +140,8 @@ REFORMAT_SOURCES = [
         )
     ]
     + [(HERE / "fixtures" / "features.hlo").read_text()]
-    # the `name#N` source only where XLA's parser reads it (a gate, listed in the header)
-    if versions.holds(versions.OUTPUT_INDEX_GATE) or not versions.uses_output_index_operands(text)
+    # sources in newer syntax only where XLA's parser reads it (a gate, listed in the header)
+    if versions.holds(versions.NEWER_SYNTAX_GATE) or not versions.uses_newer_hlo_syntax(text)
 ]
 
 
