@@ -5,13 +5,16 @@ is ``phaseN_taskM``. Hints are tiered: level 1 asks questions, later levels poin
 gives the answer.
 
 ``KATAS_ROOT`` points the harness at another checkout of the course (the hostile-code tests run a
-broken copy this way).
+broken copy this way); :func:`course_at` does the same inside one process (the CLI's tests run a
+small fixture course). Other modules read the folders as ``curriculum.ROOT`` etc. at call time.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -20,7 +23,9 @@ ROOT = Path(os.environ.get("KATAS_ROOT") or Path(__file__).resolve().parent.pare
 KATAS_DIR = ROOT / "katas"
 REFERENCE_DIR = ROOT / "reference"
 DECOYS_DIR = ROOT / "decoys"
+HARNESS_DIR = Path(__file__).resolve().parent
 KATA_FILE = "kata.py"
+PROGRAMS_FILE = "programs.py"
 # JAX CPU devices for the tests and `katas show` (phase 9 shards over 8 of them).
 CPU_DEVICES = 8
 
@@ -59,6 +64,11 @@ class Phase:
     @property
     def kata_path(self) -> Path:
         return KATAS_DIR / self.name / KATA_FILE
+
+    @property
+    def programs_path(self) -> Path:
+        """The programs its tests compile, and what `katas show` compiles per task."""
+        return KATAS_DIR / self.name / PROGRAMS_FILE
 
     @property
     def reference_path(self) -> Path:
@@ -119,3 +129,27 @@ def phase_of_path(path: Path) -> Phase | None:
         return phase(int(head.removeprefix("phase")))
     except KeyError:
         return None
+
+
+def _set_root(root: Path) -> None:
+    global ROOT, KATAS_DIR, REFERENCE_DIR, DECOYS_DIR
+    ROOT = root.resolve()
+    KATAS_DIR, REFERENCE_DIR, DECOYS_DIR = ROOT / "katas", ROOT / "reference", ROOT / "decoys"
+    phases.cache_clear()
+
+
+@contextmanager
+def course_at(root: Path) -> Iterator[Path]:
+    """Point the harness and the CLI at the course under ``root`` until the block ends, in this
+    process and in the processes it starts (``KATAS_ROOT``: pytest-xdist's workers)."""
+    previous, variable = ROOT, os.environ.get("KATAS_ROOT")
+    _set_root(root)
+    os.environ["KATAS_ROOT"] = str(ROOT)
+    try:
+        yield ROOT
+    finally:
+        _set_root(previous)
+        if variable is None:
+            os.environ.pop("KATAS_ROOT", None)
+        else:
+            os.environ["KATAS_ROOT"] = variable

@@ -21,7 +21,8 @@ import os
 import sys
 from pathlib import Path
 
-from .curriculum import DECOYS_DIR, KATA_FILE, KATAS_DIR, REFERENCE_DIR, ROOT
+from . import curriculum
+from .curriculum import KATA_FILE
 
 FORBIDDEN_MODULES = frozenset(
     {
@@ -83,7 +84,7 @@ def scan(source: str, filename: str) -> str | None:
     for node in ast.walk(tree):
         found = _forbidden(node) or _patches(node, modules)
         if found:
-            return f"line {node.lineno} {found}"
+            return f"line {getattr(node, 'lineno', '?')} {found}"
     return None
 
 
@@ -144,21 +145,29 @@ def _forbidden(node: ast.AST) -> str | None:
 def is_kata_file(filename: str) -> bool:
     """A learner's file: katas/phaseN/kata.py."""
     path = Path(filename)
-    return path.name == KATA_FILE and path.parent.parent == KATAS_DIR
+    return path.name == KATA_FILE and path.parent.parent == curriculum.KATAS_DIR
 
 
-_UNREADABLE = tuple(str(d) + os.sep for d in (REFERENCE_DIR, DECOYS_DIR))
-_UNWRITABLE = (
-    *(str(ROOT / d) + os.sep for d in ("kata_harness", "snapshots")),
-    str(ROOT / "conftest.py"),
-    str(ROOT / "pyproject.toml"),
-)
+def _unreadable() -> tuple[str, ...]:
+    return tuple(str(d) + os.sep for d in (curriculum.REFERENCE_DIR, curriculum.DECOYS_DIR))
+
+
+def _unwritable() -> tuple[str, ...]:
+    root = curriculum.ROOT
+    return (
+        *(str(root / d) + os.sep for d in ("kata_harness", "snapshots")),
+        str(curriculum.HARNESS_DIR) + os.sep,
+        str(root / "conftest.py"),
+        str(root / "pyproject.toml"),
+    )
+
+
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _installed = False
 
 
 def _protected(path: str, mode: object, flags: object) -> bool:
-    if path.startswith(_UNREADABLE):
+    if path.startswith(_unreadable()):
         return True
     writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
         isinstance(flags, int) and flags & _WRITE_FLAGS
@@ -166,8 +175,8 @@ def _protected(path: str, mode: object, flags: object) -> bool:
     if not writes:
         return False
     name = os.path.basename(path)
-    in_tests = path.startswith(str(KATAS_DIR) + os.sep) and name != KATA_FILE
-    return in_tests or path.startswith(_UNWRITABLE)
+    in_tests = path.startswith(str(curriculum.KATAS_DIR) + os.sep) and name != KATA_FILE
+    return in_tests or path.startswith(_unwritable())
 
 
 def _audit(event: str, args: tuple) -> None:
@@ -182,7 +191,7 @@ def _audit(event: str, args: tuple) -> None:
             where = Path(frame.f_code.co_filename)
             raise KataGuardError(
                 f"{where.parent.name}/{where.name} line {frame.f_lineno} opens "
-                f"{Path(path).relative_to(ROOT)}: {WHY}"
+                f"{Path(path).relative_to(curriculum.ROOT)}: {WHY}"
             )
         frame = frame.f_back
 

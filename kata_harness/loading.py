@@ -21,8 +21,8 @@ from types import ModuleType
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, guard
-from .curriculum import ROOT, Phase
+from . import contract, curriculum, guard
+from .curriculum import Phase
 from .decoys import Accepted, Decoy, accepted_in, decoys_in
 
 IMPLS = ("katas", "reference")
@@ -78,7 +78,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
 
 def _relative(path: Path) -> str:
     try:
-        return str(path.relative_to(ROOT))
+        return str(path.relative_to(curriculum.ROOT))
     except ValueError:
         return str(path)
 

@@ -27,12 +27,14 @@ from types import TracebackType
 import pytest
 from pytest_check.context_manager import CheckContextManager
 
+from . import curriculum
 from .contract import ContractViolation
-from .curriculum import DECOYS_DIR, KATA_FILE, KATAS_DIR, REFERENCE_DIR, ROOT, Phase
+from .curriculum import KATA_FILE, Phase
 from .guard import is_kata_file
 
-HARNESS_DIR = Path(__file__).resolve().parent
-TODO_PATTERN = re.compile(r"\bphase(\d+) task (\d+)\b")
+# The stub's `NotImplementedError("phaseN task M: function")`; the function names the task (M is
+# its position when the stub was written, and goes stale when tasks.toml is reordered).
+TODO_PATTERN = re.compile(r"\bphase(\d+) task (\d+)\b(?:: (\w+))?")
 
 _swallowed: list[BaseException] = []
 
@@ -72,7 +74,7 @@ def _project_frames(tb: TracebackType | None) -> list[tuple[Path, int]]:
     frames = []
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if "site-packages" not in filename and filename.startswith(str(ROOT)):
+        if "site-packages" not in filename and filename.startswith(str(curriculum.ROOT)):
             frames.append((Path(filename), tb.tb_lineno))
         tb = tb.tb_next
     return frames
@@ -90,7 +92,7 @@ def where(error: BaseException) -> str:
         return "?"
     path, line = found
     try:
-        return f"{path.relative_to(ROOT)}:{line}"
+        return f"{path.relative_to(curriculum.ROOT)}:{line}"
     except ValueError:
         return f"{path}:{line}"
 
@@ -102,13 +104,17 @@ def from_kata_code(error: BaseException) -> bool:
         return False
     path = found[0]
     return (
-        is_kata_file(str(path)) or path.parent.parent == REFERENCE_DIR or path.parent == DECOYS_DIR
+        is_kata_file(str(path))
+        or path.parent.parent == curriculum.REFERENCE_DIR
+        or path.parent == curriculum.DECOYS_DIR
     )
 
 
 def _test_side(path: Path, phase: Phase) -> bool:
-    folder = KATAS_DIR / phase.name
-    return (path.parent == folder and path.name != KATA_FILE) or path.parent == HARNESS_DIR
+    folder = curriculum.KATAS_DIR / phase.name
+    return (
+        path.parent == folder and path.name != KATA_FILE
+    ) or path.parent == curriculum.HARNESS_DIR
 
 
 def _is_timeout(error: BaseException) -> bool:
@@ -118,9 +124,10 @@ def _is_timeout(error: BaseException) -> bool:
 def chain(error: BaseException) -> list[BaseException]:
     """The error and what it was raised from (a capture wraps the kata's exception)."""
     found: list[BaseException] = []
-    while error is not None and error not in found:
-        found.append(error)
-        error = error.__cause__ or error.__context__
+    link: BaseException | None = error
+    while link is not None and link not in found:
+        found.append(link)
+        link = link.__cause__ or link.__context__
     return found
 
 

@@ -1,9 +1,9 @@
 """For reviewers: the learner's code beside the reference, and the IR each one compiles to.
 
 Per task: the function's source from both files (read with `ast`, so a learner file that does
-not import still shows), then, for tasks whose show recipe builds the learner's program (not a
-`given` one of the tests), the normalized optimized HLO (`xla_inspect.normalize.normalize_hlo`)
-of both. Side by side by default, changed rows marked
+not import still shows), then, for tasks whose recipe (in the phase's `programs.py`) builds the
+learner's program (not a `given` one of the tests), the normalized optimized HLO
+(`xla_inspect.normalize.normalize_hlo`) of both. Side by side by default, changed rows marked
 `|`, rows only on the left `<`, only on the right `>`; `--unified` prints unified diffs instead.
 """
 
@@ -19,9 +19,9 @@ from rich.text import Text
 
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
+from kata_harness.programs import recipe_for
 from xla_inspect.normalize import normalize_hlo
 
-from .recipes import recipe_for
 from .show import ShowError, capture_task, fusion_summary
 
 _ROW_STYLE = {" ": "", "|": "yellow", "<": "red", ">": "green"}

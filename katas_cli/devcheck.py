@@ -2,7 +2,7 @@
 
 Runs every phase's tests in reference mode (reference, stub, decoys, accepted variants) in this
 process and reads the harness's structured record of each test (``report.user_properties``,
-see ``kata_harness.plugin._record``). Per task it prints the tests, the cases they run on the
+see ``kata_harness.records``). Per task it prints the tests, the cases they run on the
 reference (parametrized cases), the decoys and how many were caught, the accepted variants and
 how many passed. It fails when a task has fewer than two decoys or no test, a decoy is not caught
 by every test it names (passes, or breaks instead of failing an assertion), an accepted variant
@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from kata_harness import curriculum, loading
+from kata_harness import curriculum, loading, records
 from kata_harness.curriculum import Phase, Task
 from kata_harness.decoys import MIN_DECOYS
+from kata_harness.records import TestRecord
 
 from .errors import RunError
 
@@ -30,10 +31,10 @@ from .errors import RunError
 class _Census:
     """A pytest plugin object collecting the harness's records."""
 
-    records: list[dict] = field(default_factory=list)
+    records: list[TestRecord] = field(default_factory=list)
 
     def pytest_runtest_logreport(self, report) -> None:
-        self.records += [value for key, value in report.user_properties if key == "kata"]
+        self.records += records.read(report)
 
 
 @dataclass(slots=True)
@@ -46,7 +47,7 @@ class TaskCensus:
     problems: list[str] = field(default_factory=list)
 
 
-def census(phases: list[Phase], records: list[dict]) -> list[TaskCensus]:
+def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
     """What the records say about each task of ``phases``."""
     rows = {(t.phase, t.function): TaskCensus(t) for p in phases for t in p.tasks}
     for phase in phases:
@@ -55,17 +56,17 @@ def census(phases: list[Phase], records: list[dict]) -> list[TaskCensus]:
         for a in loading.phase_accepted(phase):
             rows[(phase.number, a.replaces)].accepted[a.name] = True
     failures: dict[tuple, list[str]] = defaultdict(list)
-    for record in records:
-        row = rows.get((int(record["phase"].removeprefix("phase")), record["function"]))
+    for record in found:
+        row = rows.get((int(record.phase.removeprefix("phase")), record.function))
         if row is None:
             continue
-        kind, ok = record["kind"], record["outcome"] == "passed"
-        name = record["variant"].removeprefix(f"{kind}-")
-        if kind == "reference" and record["when"] == "call":
-            row.tests.add(record["test"])
+        kind, ok = record.kind, record.outcome == "passed"
+        name = record.variant.removeprefix(f"{kind}-")
+        if kind == "reference" and record.when == "call":
+            row.tests.add(record.test)
             row.cases += 1
-        if not ok and record["outcome"] != "skipped":
-            failures[(row.task.id, kind, name)].append(f"{record['test']}: {record['message']}")
+        if not ok and record.outcome != "skipped":
+            failures[(row.task.id, kind, name)].append(f"{record.test}: {record.message}")
             if kind == "decoy":
                 row.decoys[name] = False
             elif kind == "accepted":
@@ -82,7 +83,7 @@ def census(phases: list[Phase], records: list[dict]) -> list[TaskCensus]:
     return list(rows.values())
 
 
-def run(phases: list[Phase]) -> list[dict]:
+def run(phases: list[Phase]) -> list[TestRecord]:
     import pytest
 
     collector = _Census()

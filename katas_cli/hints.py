@@ -8,7 +8,7 @@ from rich.markup import escape
 from kata_harness import curriculum
 from kata_harness.curriculum import Task
 
-from .state import State
+from .state import State, hint_key
 
 
 def next_hint(task: Task, state: State) -> tuple[int, int]:
@@ -18,11 +18,11 @@ def next_hint(task: Task, state: State) -> tuple[int, int]:
     levels: list[int] = []
 
     def advance(current: State) -> None:
-        levels.append(current.hints.get(task.id, 0))
-        current.hints[task.id] = min(levels[0] + 1, len(task.hints))
+        levels.append(current.hints.get(hint_key(task), 0))
+        current.hints[hint_key(task)] = min(levels[0] + 1, len(task.hints))
 
     state.update(advance)
-    return levels[0], state.hints[task.id]
+    return levels[0], state.hints[hint_key(task)]
 
 
 def render_hints(console: Console, task: Task, before: int, shown: int) -> None:

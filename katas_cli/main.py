@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         "fails on any gap",
     )
     dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
+    dev_new = dev_sub.add_parser(
+        "new", help="write the files of a new phase, with one worked task to start from"
+    )
+    dev_new.add_argument("phase", help="phaseN (a phase that does not exist yet)")
     upgrade.add_parser(sub)
     return parser
 
@@ -143,11 +147,12 @@ def _run(args: argparse.Namespace, console) -> int:
         outcome = run_with_progress([phase], keys)[phase.name]
     State.load().update(lambda current: current.phases.update({phase.name: outcome}))
     render_phase(console, phase, outcome, full=args.full)
-    return 0 if all(outcome.task(t.number).done for t in phase.tasks) else 1
+    return 0 if all(outcome.task(t).done for t in phase.tasks) else 1
 
 
 def _one_task(phase_text: str, task_text: str | None):
-    from .recipes import recipe_for
+    from kata_harness.programs import recipe_for
+
     from .targets import parse_target
 
     phase, task = parse_target(phase_text, task_text)
@@ -237,8 +242,26 @@ def _dev(args: argparse.Namespace, console) -> int:
     from .devcheck import check
     from .targets import all_phases, parse_phase
 
+    if args.dev_command == "new":
+        return _dev_new(args.phase, console)
     phases = [parse_phase(p) for p in args.phase] if args.phase else list(all_phases())
     return check(console, phases)
+
+
+def _dev_new(phase: str, console) -> int:
+    from .devnew import new_phase
+
+    number = phase.removeprefix("phase")
+    if not number.isdigit():
+        raise UsageError(f"{phase!r} is not phaseN")
+    for path in new_phase(int(number)):
+        console.print(f"wrote {path}", markup=False)
+    console.print(
+        f"next: uv run pytest katas/phase{number} --impl=reference, then uv run katas dev check "
+        f"phase{number} says what the phase still lacks (CONTRIBUTING.md)",
+        markup=False,
+    )
+    return 0
 
 
 COMMANDS = {

@@ -10,7 +10,7 @@ from rich.markup import escape
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
 
-from .state import PhaseOutcome, State
+from .state import PhaseOutcome, State, hint_key
 from .status import current_task, first_unfinished, phase_summary, shared_failure
 from .targets import all_phases
 
@@ -39,7 +39,7 @@ def render_current(console: Console, task: Task | None, outcomes: dict[str, Phas
             "reference: uv run katas compare phaseN"
         )
         return
-    outcome = outcomes[f"phase{task.phase}"].task(task.number)
+    outcome = outcomes[f"phase{task.phase}"].task(task)
     console.print(f"[bold]current:[/] {task.id} [cyan]{task.function}[/]: {escape(task.title)}")
     console.print(f"  {MARKS[outcome.outcome]} {escape(outcome.message or outcome.outcome)}")
     console.print(f"  edit {_rel(task)}, then run: uv run katas watch")
@@ -83,9 +83,9 @@ def render_list(
         d, t = phase_summary(phase, outcomes[phase.name])
         console.print(f"[bold]{phase.name}[/] {escape(phase.title)}  {d}/{t}")
         for task in tasks:
-            outcome = outcomes[phase.name].task(task.number)
+            outcome = outcomes[phase.name].task(task)
             arrow = "[bold]→[/]" if task == current else " "
-            hints = f"hints {state.hints.get(task.id, 0)}/{len(task.hints)}"
+            hints = f"hints {state.hints.get(hint_key(task), 0)}/{len(task.hints)}"
             console.print(
                 f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} [cyan]"
                 f"{task.function:<{width}}[/] {escape(task.title)}  [dim]{hints}[/]"
@@ -105,9 +105,9 @@ def to_json(outcomes: dict[str, PhaseOutcome], state: State, text: str | None = 
                 "id": task.id,
                 "function": task.function,
                 "title": task.title,
-                "outcome": outcome.task(task.number).outcome,
-                "message": outcome.task(task.number).message,
-                "hints_shown": state.hints.get(task.id, 0),
+                "outcome": outcome.task(task).outcome,
+                "message": outcome.task(task).message,
+                "hints_shown": state.hints.get(hint_key(task), 0),
                 "hints_total": len(task.hints),
                 "hint_command": task.hint_command,
             }
@@ -142,7 +142,7 @@ def render_phase(
         focus = first_unfinished(phase, outcome)
     shared = shared_failure(phase, outcome)  # said once, below, instead of on every line
     for task in phase.tasks:
-        result = outcome.task(task.number)
+        result = outcome.task(task)
         arrow = "[bold]→[/]" if task == focus else " "
         line = f" {arrow}{MARKS[result.outcome]} {task.number:>2} [cyan]{task.function}[/]"
         if result.message and not result.done and result.message != shared:
@@ -155,7 +155,7 @@ def render_phase(
             f"again and compare with the reference: reference/{phase.name}/kata.py"
         )
         return
-    result = outcome.task(focus.number)
+    result = outcome.task(focus)
     console.print(f"\n[bold]{focus.id}[/] [cyan]{focus.function}[/]: {escape(focus.title)}")
     if "\n" in result.details:
         console.print(escape(result.details))

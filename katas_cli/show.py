@@ -1,4 +1,6 @@
-"""The IR a task's code produces: capture it through a recipe, make it readable, highlight it.
+"""The IR a task's code produces: capture it through its phase's recipe, make it readable,
+highlight it. The recipes live next to the tests, in `katas/phaseN/programs.py` (see
+`kata_harness.programs`), so `katas show` compiles the programs the tests compile.
 
 Stages: `jaxpr` (what tracing recorded), `stablehlo` (what JAX hands XLA), `hlo` (unoptimized
 HLO), `optimized` (what XLA compiled; stack-frame tables and metadata stripped). On a terminal,
@@ -15,6 +17,7 @@ from rich.text import Text
 
 from kata_harness import loading
 from kata_harness.curriculum import Task
+from kata_harness.programs import Recipe, recipe_for
 from xla_inspect.capture import Capture, capture
 from xla_inspect.diff import fused_computation_names, fusion_summaries
 from xla_inspect.errors import InspectError
@@ -22,7 +25,6 @@ from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
 
 from .errors import NothingToShow, ShowError
-from .recipes import Recipe, recipe_for
 
 _BLANK_RUN = re.compile(r"\n{3,}")
 _READABLE = [r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata")]
@@ -46,14 +48,13 @@ def _configure_jax() -> None:
 
 def capture_task(task: Task, impl: str) -> Shown:
     """Trace and compile the task's recipe with the learner's (`katas`) or reference module."""
+    _configure_jax()
     recipe = recipe_for(task)
     if recipe is None:
         raise NothingToShow(
-            f"nothing to show for {task.id} ({task.function}): it computes no "
-            "array program of its own; read its tests in "
-            f"katas/phase{task.phase}/ for what it is checked on"
+            f"nothing to show for {task.id} ({task.function}): it returns a Python value "
+            "rather than building an array program; its tests say what it is checked on"
         )
-    _configure_jax()
     from kata_harness import curriculum
 
     phase = curriculum.phase(task.phase)

@@ -1,14 +1,19 @@
 """The learner's progress, kept in `.katas/state.json` so it survives restarts.
 
-Layout (version 1)::
+Layout (version 2)::
 
-    {"version": 1,
-     "phases": {"phase1": {"key": "<sha256>", "tasks": {"1": {"outcome": ..., "message": ...}}}},
-     "hints": {"phase1.task2": 1}}
+    {"version": 2,
+     "phases": {"phase1": {"key": "<sha256>",
+                           "tasks": {"init_params": {"outcome": ..., "message": ...}}}},
+     "hints": {"phase1.mlp_forward": 1}}
+
+Tasks are keyed by their function name, never by position: reordering `tasks.toml` keeps every
+hint level with its task. Hints taken under version 1 (keyed `phase1.task2`) are carried over by
+the task order of the moment they are read.
 
 A phase's cached outcomes are reused only while its key matches: the key hashes the phase's
-kata file, its test files and `tasks.toml`, plus the harness, `xla_inspect`, the CLI's runner
-(which turns reports into outcomes) and the jax version
+kata file, its test files, `programs.py` and `tasks.toml`, plus the harness, `xla_inspect`, the
+CLI's runner (which turns reports into outcomes) and the jax version
 (anything that can change a test's outcome). `KATAS_STATE_DIR` moves the folder (tests use it).
 """
 
@@ -24,9 +29,9 @@ from importlib import metadata
 from pathlib import Path
 
 from kata_harness import curriculum
-from kata_harness.curriculum import Phase
+from kata_harness.curriculum import Phase, Task
 
-VERSION = 1
+VERSION = 2
 OUTCOMES = ("passed", "failed", "skipped", "not run")
 
 
@@ -55,10 +60,10 @@ class TaskOutcome:
 @dataclass(slots=True)
 class PhaseOutcome:
     key: str
-    tasks: dict[int, TaskOutcome] = field(default_factory=dict)
+    tasks: dict[str, TaskOutcome] = field(default_factory=dict)  # by function name
 
-    def task(self, number: int) -> TaskOutcome:
-        return self.tasks.get(number, TaskOutcome("not run", "no test of this task ran"))
+    def task(self, task: Task) -> TaskOutcome:
+        return self.tasks.get(task.function, TaskOutcome("not run", "no test of this task ran"))
 
 
 def _hash_files(digest, paths: list[Path]) -> None:
@@ -88,13 +93,31 @@ def phase_key(phase: Phase, salt: bytes | None = None) -> str:
     """Hash of everything a phase's outcome depends on (see the module docstring)."""
     digest = hashlib.sha256(salt if salt is not None else _salt())
     folder = phase.kata_path.parent
-    _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *folder.glob("test_*.py")])
+    tests = [*folder.glob("test_*.py"), *folder.glob(phase.programs_path.name)]
+    _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *tests])
     return digest.hexdigest()
 
 
 def phase_keys(phases: tuple[Phase, ...] | list[Phase]) -> dict[str, str]:
     salt = _salt()
     return {p.name: phase_key(p, salt) for p in phases}
+
+
+def hint_key(task: Task) -> str:
+    return f"phase{task.phase}.{task.function}"
+
+
+def _hints_by_function(hints: dict[str, int]) -> dict[str, int]:
+    """Version 1 kept hint levels under `phaseN.taskM`; map them to today's functions."""
+    moved = {}
+    for key, level in hints.items():
+        name, _, number = key.partition(".task")
+        try:
+            phase = curriculum.phase(int(name.removeprefix("phase")))
+            moved[hint_key(phase.tasks[int(number) - 1])] = level
+        except (ValueError, KeyError, IndexError):
+            continue
+    return moved
 
 
 class State:
@@ -116,15 +139,16 @@ class State:
             data = json.loads(cls.path().read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError):
             return cls({}, {})
+        hints = {k: int(v) for k, v in data.get("hints", {}).items()}
         if data.get("version") != VERSION:
-            return cls({}, dict(data.get("hints", {})))
+            return cls({}, _hints_by_function(hints))
         phases = {
             name: PhaseOutcome(
-                entry["key"], {int(k): TaskOutcome(**v) for k, v in entry["tasks"].items()}
+                entry["key"], {k: TaskOutcome(**v) for k, v in entry["tasks"].items()}
             )
             for name, entry in data.get("phases", {}).items()
         }
-        return cls(phases, {k: int(v) for k, v in data.get("hints", {}).items()})
+        return cls(phases, hints)
 
     def update(self, change: Callable[[State], None]) -> None:
         """Apply ``change`` to the state as it is on disk now, save it, and adopt the result."""
@@ -144,7 +168,7 @@ class State:
         data = {
             "version": VERSION,
             "phases": {
-                name: {"key": p.key, "tasks": {str(n): asdict(t) for n, t in p.tasks.items()}}
+                name: {"key": p.key, "tasks": {f: asdict(t) for f, t in p.tasks.items()}}
                 for name, p in sorted(self.phases.items())
             },
             "hints": dict(sorted(self.hints.items())),

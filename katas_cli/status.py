@@ -104,20 +104,20 @@ def current_task(outcomes: dict[str, PhaseOutcome]) -> Task | None:
     for phase in all_phases():
         outcome = outcomes.get(phase.name)
         for task in phase.tasks:
-            if outcome is None or not outcome.task(task.number).done:
+            if outcome is None or not outcome.task(task).done:
                 return task
     return None
 
 
 def first_unfinished(phase: Phase, outcome: PhaseOutcome) -> Task | None:
     """The phase's first task that is not done, or None."""
-    return next((t for t in phase.tasks if not outcome.task(t.number).done), None)
+    return next((t for t in phase.tasks if not outcome.task(t).done), None)
 
 
 def shared_failure(phase: Phase, outcome: PhaseOutcome) -> str | None:
     """The message when every task of the phase failed alike (its kata file does not import,
     is missing, or its tests do not import); None otherwise."""
-    results = [outcome.task(t.number) for t in phase.tasks]
+    results = [outcome.task(t) for t in phase.tasks]
     messages = {r.message for r in results}
     if len(results) < 2 or len(messages) != 1 or any(r.outcome != "failed" for r in results):
         return None
@@ -125,5 +125,5 @@ def shared_failure(phase: Phase, outcome: PhaseOutcome) -> str | None:
 
 
 def phase_summary(phase: Phase, outcome: PhaseOutcome) -> tuple[int, int]:
-    done = sum(outcome.task(t.number).done for t in phase.tasks)
+    done = sum(outcome.task(t).done for t in phase.tasks)
     return done, len(phase.tasks)

@@ -3,8 +3,8 @@
 Each version runs in its own environment (``uv run --with jax==V --with jaxlib==V``):
 
 1. ``python -m katas_cli.upgrade capture OUT.json`` compiles every phase's programs (the
-   recipes `katas show` uses, with the reference) and writes each one's normalized optimized
-   HLO, plus the jax/jaxlib versions.
+   recipes of ``katas/phaseN/programs.py`` that `katas show` uses, with the reference) and
+   writes each one's normalized optimized HLO, plus the jax/jaxlib versions.
 2. unless ``--no-tests``: the kata tests and the toolkit's oracle tests run against the
    reference with every version-gated fact checked (``KATAS_CHECK_ALL_FACTS=1``, see
    ``kata_harness.versions``), snapshot and determinism tests left out (the HLO diff shows
@@ -59,10 +59,10 @@ def capture_all() -> dict:
     import jax
     import jaxlib
 
+    from kata_harness.programs import recipe_for
     from xla_inspect.normalize import normalize_hlo
 
     from .errors import NothingToShow, ShowError
-    from .recipes import recipe_for
     from .show import capture_task
 
     programs: dict[str, dict[str, dict[str, str]]] = {}

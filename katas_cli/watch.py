@@ -158,11 +158,7 @@ class Watcher:
             with self.lock:
                 self.running = None
         self.state.update(lambda current: current.phases.update({phase.name: outcome}))
-        if (
-            self.focus is None
-            or self.focus.phase != phase.number
-            or outcome.task(self.focus.number).done
-        ):
+        if self.focus is None or self.focus.phase != phase.number or outcome.task(self.focus).done:
             self.focus = first_unfinished(phase, outcome)
         self._show(phase, outcome)
 
@@ -171,7 +167,7 @@ class Watcher:
         start = order.index(self.focus) + 1 if self.focus in order else 0
         for task in order[start:] + order[:start]:
             outcome = self.state.phases.get(f"phase{task.phase}")
-            if outcome is None or not outcome.task(task.number).done:
+            if outcome is None or not outcome.task(task).done:
                 self.focus = task
                 phase = curriculum.phase(task.phase)
                 self._show(phase, refresh([phase], state=self.state)[phase.name])

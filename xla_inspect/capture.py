@@ -1,7 +1,8 @@
 """Capture every IR stage of a JAX function: jaxpr, StableHLO, HLO, optimized HLO.
 
 This is the only module in `xla_inspect` that calls JAX's lowering and compile APIs. Everything
-downstream (normalize, parse, query, diff, passes) works on the text captured here.
+downstream (normalize, parse, query, diff, passes) works on the text captured here. JAX is imported
+when `capture` runs, not when this module is imported, so `import xla_inspect` stays light.
 
 What is *not* guaranteed:
 
@@ -22,11 +23,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import jax
+from typing import TYPE_CHECKING, Any
 
 from xla_inspect.errors import InspectError
+
+if TYPE_CHECKING:
+    import jax.stages
+    from jax.extend.core import Jaxpr
+    from jaxlib.mlir.ir import Module
 
 __all__ = ["Capture", "CaptureError", "capture", "capture_lowered", "dump_options"]
 
@@ -59,23 +63,24 @@ class CaptureError(InspectError):
 class Capture:
     """Every IR stage of one function, captured for one set of argument shapes.
 
-    `jaxpr` is None when the capture started from a `Lowered` (see `capture_lowered`).
-    `stablehlo_module` is an MLIR `ir.Module` bound to JAX's MLIR context: walk it, do not keep
-    it beyond the life of the process. `lowered` and `compiled` are the JAX stage objects, kept
-    for anything this class does not expose.
+    `jaxpr` (the closed jaxpr of `jax.stages.Traced.jaxpr`) is None when the capture started
+    from a `Lowered` (see `capture_lowered`). `stablehlo_module` is an MLIR `ir.Module` bound to
+    JAX's MLIR context: walk it, do not keep it beyond the life of the process. `lowered` and
+    `compiled` are the JAX stage objects, kept for anything this class does not expose.
+    `dump_dir` and `dump_module` are None unless a dump directory was asked for.
     """
 
-    jaxpr: Any
+    jaxpr: Jaxpr | None
     stablehlo_text: str
-    stablehlo_module: Any
+    stablehlo_module: Module
     hlo_text: str
     optimized_hlo_text: str
     cost_analysis: Mapping[str, float]
     memory_analysis: Mapping[str, int]
     dump_dir: Path | None
     dump_module: str | None
-    lowered: Any
-    compiled: Any
+    lowered: jax.stages.Lowered
+    compiled: jax.stages.Compiled
 
     def dump_files(self) -> list[Path]:
         """Files XLA dumped for this capture, sorted by name (empty without a dump directory)."""
@@ -96,10 +101,6 @@ def dump_options(dump_dir: str | Path, *, passes: bool = False) -> dict[str, Any
     return options
 
 
-def _is_jitted(fn: object) -> bool:
-    return callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None))
-
-
 def capture(
     fn: Callable[..., Any],
     *args: Any,
@@ -116,7 +117,9 @@ def capture(
     and `donate_argnums` to `jax.jit` yourself in that case. With `dump_dir`, XLA writes its HLO
     dumps there (with `dump_passes`, one file per optimization pass).
     """
-    if _is_jitted(fn):
+    import jax.stages  # here, not at module level: reading HLO never needs JAX
+
+    if isinstance(fn, jax.stages.Wrapped):
         if static_argnums != () or donate_argnums != ():
             raise CaptureError(
                 "fn is already jax.jit-wrapped: pass static_argnums/donate_argnums to jax.jit"
@@ -142,9 +145,9 @@ def capture(
 
 
 def capture_lowered(
-    lowered: Any,
+    lowered: jax.stages.Lowered,
     *,
-    jaxpr: Any = None,
+    jaxpr: Jaxpr | None = None,
     compiler_options: Mapping[str, Any] | None = None,
     dump_dir: str | Path | None = None,
     dump_passes: bool = False,
@@ -163,12 +166,16 @@ def capture_lowered(
         compiled = lowered.compile(compiler_options=options or None)
     except Exception as exc:  # XLA raises its own runtime error types for bad options
         raise CaptureError(f"compiling failed: {exc}") from exc
+    stablehlo_module = lowered.compiler_ir("stablehlo")
+    optimized_hlo_text = compiled.as_text()
+    if stablehlo_module is None or optimized_hlo_text is None:
+        raise CaptureError("this backend gives no StableHLO module or no optimized HLO text")
     return Capture(
         jaxpr=jaxpr,
         stablehlo_text=lowered.as_text(),
-        stablehlo_module=lowered.compiler_ir("stablehlo"),
+        stablehlo_module=stablehlo_module,
         hlo_text=lowered.as_text(dialect="hlo"),
-        optimized_hlo_text=compiled.as_text(),
+        optimized_hlo_text=optimized_hlo_text,
         cost_analysis=dict(compiled.cost_analysis() or {}),
         memory_analysis=_memory_dict(compiled.memory_analysis()),
         dump_dir=dump_path,

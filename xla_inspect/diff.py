@@ -4,7 +4,9 @@ Typical use: `before` is unoptimized HLO (`lowered.as_text(dialect="hlo")`), `af
 module (`compiled.as_text()`). Instructions of *fused* computations (every computation reachable
 from a `fusion`'s `calls=`, reducers included) are counted as *absorbed*: the op still runs, inside
 a fusion. An opcode is *removed* when fewer of it remain anywhere (outside plus absorbed), and
-*added* when more do.
+*added* when more do. `ModuleDiff.fusions` are the `query.Fusion` records of `after` (the same
+records `query.fusions` gives), grouped by their label (`kLoop`, `kCustom(__ynn_fusion)`) in
+`fusions_by_kind`.
 
 Not guaranteed: instructions are matched by opcode counts, not by identity (HLO has no stable
 instruction ids across passes), so an op that disappeared in one place and appeared in another
@@ -16,7 +18,6 @@ facts for those.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,10 +25,9 @@ from types import MappingProxyType
 from typing import Any
 
 from xla_inspect.model import HloModule
-from xla_inspect.query import instructions, reachable
+from xla_inspect.query import Fusion, fused_computation_names, fusions
 
 __all__ = [
-    "FusionSummary",
     "ModuleDiff",
     "OpcodeChange",
     "diff_hlo",
@@ -36,7 +36,6 @@ __all__ = [
     "fusion_summaries",
 ]
 
-_CUSTOM_FUSION_KIND = re.compile(r'"fusion_config":\{[^{}]*"kind":"([^"]+)"')
 # Plumbing, not work: parameters are not counted in opcode changes.
 _PLUMBING = frozenset({"parameter"})
 
@@ -57,22 +56,6 @@ class OpcodeChange:
 
 
 @dataclass(frozen=True)
-class FusionSummary:
-    """One fusion instruction of the optimized module and what its computation contains."""
-
-    name: str
-    kind: str
-    custom_kind: str | None
-    computation: str
-    absorbed: Mapping[str, int]
-
-    @property
-    def label(self) -> str:
-        """`kLoop`, or `kCustom(__ynn_fusion)` when backend_config names a custom fusion kind."""
-        return f"{self.kind}({self.custom_kind})" if self.custom_kind else self.kind
-
-
-@dataclass(frozen=True)
 class ModuleDiff:
     """Opcode-level difference between two versions of one module (see the module docstring)."""
 
@@ -81,7 +64,7 @@ class ModuleDiff:
     before_instructions: int
     after_instructions: int
     changes: tuple[OpcodeChange, ...]
-    fusions: tuple[FusionSummary, ...]
+    fusions: tuple[Fusion, ...]
 
     @property
     def removed(self) -> Mapping[str, int]:
@@ -95,6 +78,7 @@ class ModuleDiff:
 
     @property
     def fusions_by_kind(self) -> Mapping[str, int]:
+        """Fusion label (`kLoop`, `kCustom(__ynn_fusion)`) -> how many fusions carry it."""
         return MappingProxyType(dict(Counter(f.label for f in self.fusions)))
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,29 +92,9 @@ class ModuleDiff:
             ],
             "removed": dict(self.removed),
             "added": dict(self.added),
-            "fusions": [
-                {
-                    "name": f.name,
-                    "kind": f.kind,
-                    "custom_kind": f.custom_kind,
-                    "computation": f.computation,
-                    "absorbed": dict(f.absorbed),
-                }
-                for f in self.fusions
-            ],
+            "fusions": [f.to_dict() for f in self.fusions],
             "fusions_by_kind": dict(self.fusions_by_kind),
         }
-
-
-def fused_computation_names(module: HloModule) -> frozenset[str]:
-    """Computations reachable from a fusion's `calls=` (nested fusions and reducers included)."""
-    roots = tuple(
-        name
-        for _, instruction in instructions(module)
-        if instruction.opcode == "fusion"
-        for name in instruction.called_computations
-    )
-    return frozenset(computation.name for computation in reachable(module, roots))
 
 
 def _split_counts(module: HloModule) -> tuple[Counter[str], Counter[str]]:
@@ -143,36 +107,9 @@ def _split_counts(module: HloModule) -> tuple[Counter[str], Counter[str]]:
     return outside, inside
 
 
-def _absorbed(module: HloModule, name: str) -> Counter[str]:
-    """Opcode counts inside fused computation `name` and everything it calls."""
-    counts: Counter[str] = Counter()
-    for computation in reachable(module, (name,)):
-        counts.update(i.opcode for i in computation.instructions if i.opcode not in _PLUMBING)
-    return counts
-
-
-def fusion_summaries(module: HloModule) -> tuple[FusionSummary, ...]:
-    """Every fusion instruction with its kind, custom fusion kind and absorbed opcode counts."""
-    summaries = []
-    for computation in module.computations:
-        for instruction in computation.instructions:
-            if instruction.opcode != "fusion":
-                continue
-            called = instruction.called_computations
-            config = instruction.attribute("backend_config") or ""
-            custom = _CUSTOM_FUSION_KIND.search(config)
-            summaries.append(
-                FusionSummary(
-                    name=instruction.name,
-                    kind=instruction.attribute("kind") or "",
-                    custom_kind=custom.group(1) if custom else None,
-                    computation=called[0] if called else "",
-                    absorbed=MappingProxyType(
-                        dict(sorted(_absorbed(module, called[0]).items())) if called else {}
-                    ),
-                )
-            )
-    return tuple(summaries)
+def fusion_summaries(module: HloModule) -> tuple[Fusion, ...]:
+    """`query.fusions(module)` as a tuple, under the name `katas show` imports."""
+    return tuple(fusions(module))
 
 
 def _instruction_count(module: HloModule) -> int:
@@ -195,7 +132,7 @@ def diff_hlo(before: HloModule, after: HloModule) -> ModuleDiff:
         before_instructions=_instruction_count(before),
         after_instructions=_instruction_count(after),
         changes=changes,
-        fusions=fusion_summaries(after),
+        fusions=tuple(fusions(after)),
     )
 
 

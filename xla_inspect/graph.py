@@ -1,10 +1,10 @@
 """The fusion graph of an HLO module, as Graphviz `dot` text and, with graphviz, as SVG.
 
 `fusion_graph_dot` draws the ENTRY computation: one node per instruction, an edge per operand.
-A fusion is a box naming its kind (`kLoop`, `kCustom(__ynn_fusion)`) and the opcodes it absorbed;
-parameters and constants are ellipses; other ops are plain boxes. It works on text alone (no
-JAX). `render_svg` runs graphviz's `dot` program and raises `GraphvizMissing` when there is none;
-`save_graph` writes the SVG, or the `.dot` source beside it when graphviz is missing.
+A fusion is a box naming its `query.Fusion` label (`kLoop`, `kCustom(__ynn_fusion)`) and the
+opcodes it absorbed; parameters and constants are ellipses; other ops are plain boxes. It works on
+text alone (no JAX). `render_svg` runs graphviz's `dot` program and raises `GraphvizMissing` when
+there is none; `save_graph` writes the SVG, or the `.dot` source beside it when graphviz is missing.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from xla_inspect.diff import fusion_summaries
 from xla_inspect.errors import InspectError
 from xla_inspect.model import HloInstruction, HloModule
 from xla_inspect.parse import parse_hlo
+from xla_inspect.query import Fusion, fusions
 
 __all__ = ["INSTALL_HINT", "GraphvizMissing", "fusion_graph_dot", "render_svg", "save_graph"]
 
@@ -38,12 +38,15 @@ def _quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _node(instruction: HloInstruction, fusion_label: str | None, absorbed: str) -> str:
+def _node(instruction: HloInstruction, fusion: Fusion | None) -> str:
     shape = instruction.shape
     if len(shape) > _MAX_SHAPE:
         shape = shape[: _MAX_SHAPE - 3] + "..."
-    if instruction.opcode == "fusion":
-        label = f"fusion {fusion_label}\n{absorbed}\n{shape}"
+    if fusion is not None:
+        absorbed = ", ".join(
+            f"{op} x{n}" if n > 1 else op for op, n in sorted(fusion.absorbed.items())
+        )
+        label = f"fusion {fusion.label}\n{absorbed}\n{shape}"
         style = 'shape=box, style="rounded,filled", fillcolor="#f3d9fa", color="#862e9c"'
     elif instruction.opcode in _PLAIN:
         payload = (instruction.payload or "")[:24]
@@ -59,7 +62,7 @@ def _node(instruction: HloInstruction, fusion_label: str | None, absorbed: str) 
 def fusion_graph_dot(hlo: str | HloModule, *, title: str = "") -> str:
     """Graphviz source for the ENTRY computation of `hlo` (HLO text or a parsed module)."""
     module = parse_hlo(hlo) if isinstance(hlo, str) else hlo
-    summaries = {f.name: f for f in fusion_summaries(module)}
+    by_name = {f.name: f for f in fusions(module) if f.computation == module.entry.name}
     lines = [
         f"digraph {_quote(module.name)} {{",
         "  rankdir=TB;",
@@ -67,13 +70,7 @@ def fusion_graph_dot(hlo: str | HloModule, *, title: str = "") -> str:
         f"  label={_quote(title or module.name)}; labelloc=t;",
     ]
     for instruction in module.entry.instructions:
-        summary = summaries.get(instruction.name)
-        absorbed = ""
-        if summary is not None:
-            absorbed = ", ".join(
-                f"{op} x{n}" if n > 1 else op for op, n in sorted(summary.absorbed.items())
-            )
-        lines.append(_node(instruction, summary.label if summary else None, absorbed))
+        lines.append(_node(instruction, by_name.get(instruction.name)))
     for instruction in module.entry.instructions:
         for operand in instruction.operands:
             if module.entry.instruction(operand) is not None:

@@ -11,28 +11,32 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
+from typing import overload
 
 from xla_inspect._lexing import COMMENT, DIMS, DTYPE, LAYOUT, split_attributes, split_top_level
 
-#: Attributes whose value names called computations (`%c` or `{%a, %b}`).
-CALL_ATTRIBUTES = frozenset(
-    {
-        "calls",
-        "to_apply",
-        "condition",
-        "body",
-        "branch_computations",
-        "true_computation",
-        "false_computation",
-        "called_computations",
-        "select",
-        "scatter",
-    }
+#: Every attribute whose value names called computations, the one list xla_inspect keeps (the
+#: parser's checks, `called_computations` and normalize's renaming are built from it). XLA prints
+#: one name (`calls=%c`: fusion, async-start; `to_apply=`: call, reduce, map, sort, all-reduce...;
+#: `condition=`/`body=`: while; `true_computation=`/`false_computation=`: conditional;
+#: `select=`/`scatter=`: select-and-scatter) or a braced list (`branch_computations={%a, %b}`:
+#: conditional; `called_computations={...}`: custom-call).
+CALL_ATTRIBUTES: tuple[str, ...] = (
+    "calls",
+    "to_apply",
+    "condition",
+    "body",
+    "true_computation",
+    "false_computation",
+    "branch_computations",
+    "called_computations",
+    "select",
+    "scatter",
 )
-_CALL_KEY = re.compile(
-    r"(?:^|,)\s*(?:calls|to_apply|condition|body|branch_computations|true_computation"
-    r"|false_computation|called_computations|select|scatter)="
-)
+#: A regex alternation of CALL_ATTRIBUTES, for patterns that look for `key=`.
+CALL_ATTRIBUTE_KEYS = "(?:" + "|".join(CALL_ATTRIBUTES) + ")"
+_CALL_ATTRIBUTE_SET = frozenset(CALL_ATTRIBUTES)
+_CALL_KEY = re.compile(r"(?:^|,)\s*" + CALL_ATTRIBUTE_KEYS + "=")
 _NAME_IN_LIST = re.compile(r"%?([^\s,{}%]+)")
 _ARRAY_PARTS = re.compile(r"(" + DTYPE + r")\[(" + DIMS + r")\](" + LAYOUT + r")?")
 
@@ -122,7 +126,12 @@ class HloInstruction:
         """Attribute name -> raw value text (`kind` -> `kLoop`), split on each access."""
         return MappingProxyType(dict(split_attributes(self.attributes_text)))
 
+    @overload
+    def attribute(self, key: str) -> str | None: ...
+    @overload
+    def attribute(self, key: str, default: str) -> str: ...
     def attribute(self, key: str, default: str | None = None) -> str | None:
+        """The raw value text of attribute `key`, else `default`."""
         if key + "=" not in self.attributes_text:
             return default
         return self.attributes.get(key, default)
@@ -133,12 +142,12 @@ class HloInstruction:
 
     @property
     def called_computations(self) -> tuple[str, ...]:
-        """Names in calls=, to_apply=, condition=, body=, branch_computations={...} and kin."""
+        """Names in its CALL_ATTRIBUTES (calls=, to_apply=, body=, branch_computations={...})."""
         if not _CALL_KEY.search(self.attributes_text):
             return ()
         names: list[str] = []
         for key, value in split_attributes(self.attributes_text):
-            if key in CALL_ATTRIBUTES:
+            if key in _CALL_ATTRIBUTE_SET:
                 names.extend(_NAME_IN_LIST.findall(value))
         return tuple(names)
 
@@ -176,6 +185,12 @@ class HloComputation:
 
     def instruction(self, name: str) -> HloInstruction | None:
         return self._by_name.get(name.removeprefix("%"))
+
+    def __getitem__(self, name: str) -> HloInstruction:
+        instruction = self.instruction(name)
+        if instruction is None:
+            raise KeyError(name)
+        return instruction
 
     def __iter__(self) -> Iterator[HloInstruction]:
         return iter(self.instructions)

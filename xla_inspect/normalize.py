@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from xla_inspect.model import CALL_ATTRIBUTE_KEYS
+
 __all__ = ["RULES", "Rule", "normalize_hlo"]
 
 
@@ -118,27 +120,13 @@ _HEADER = re.compile(
 _DEFINITION = re.compile(
     rf"\n[ \t]*(?:ROOT[ \t]+)?%?({_NAME})[ \t]*=[ \t]*.*? ([a-z][\w\-]*)\(([^)]*)"
 )
-_COMPUTATION_KEYS = (
-    r"(?:calls|to_apply|condition|body|select|scatter|true_computation|false_computation)="
-)
-_LIST_KEYS = r"(?:branch_computations|called_computations)=\{"
+# A computation-valued attribute (model.CALL_ATTRIBUTES): one name or a braced list of names.
+_CALL = rf"(?P<key>{CALL_ATTRIBUTE_KEYS}=)(?:\{{(?P<list>[^}}]*)\}}|(?P<cname>%?{_NAME}))"
 # Careful forms, used only when a computation and an instruction of one block share a name:
 # a computation-valued attribute then decides which one a reference means.
-_CAREFUL_SIGIL = re.compile(
-    rf"(?P<ckey>{_COMPUTATION_KEYS})(?P<cname>%?{_NAME})"
-    rf"|(?P<lkey>{_LIST_KEYS})(?P<list>[^}}]*)\}}"
-    rf"|(?P<tok>%{_NAME})"
-)
-_CAREFUL_BARE = re.compile(
-    rf"(?P<ckey>{_COMPUTATION_KEYS})(?P<cname>%?{_NAME})"
-    rf"|(?P<lkey>{_LIST_KEYS})(?P<list>[^}}]*)\}}"
-    rf"|(?<![\w.\-%\"'])(?P<tok>{_NAME})(?![\w.\-(\"'])"
-)
-_CAREFUL_ANY = re.compile(
-    rf"(?P<ckey>{_COMPUTATION_KEYS})(?P<cname>%?{_NAME})"
-    rf"|(?P<lkey>{_LIST_KEYS})(?P<list>[^}}]*)\}}"
-    rf"|(?P<tok>(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])|%{_NAME})"
-)
+_CAREFUL_SIGIL = re.compile(rf"{_CALL}|(?P<tok>%{_NAME})")
+_CAREFUL_BARE = re.compile(rf"{_CALL}|(?<![\w.\-%\"'])(?P<tok>{_NAME})(?![\w.\-(\"'])")
+_CAREFUL_ANY = re.compile(rf"{_CALL}|(?P<tok>(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])|%{_NAME})")
 # Fast forms: every name token, renamed through one mapping.
 _SIGIL_TOKEN = re.compile(rf"%{_NAME}")
 # Without sigils a name is a whole token that is not quoted and not an opcode (followed by "(").
@@ -254,9 +242,9 @@ def _careful_replacer(
         token = match["tok"]
         if token is not None:
             return rename(token, local, computations)
-        if match["ckey"] is not None:
-            return match["ckey"] + rename(match["cname"], computations, local)
-        return match["lkey"] + _LIST_ITEM.sub(list_item, match["list"]) + "}"
+        if match["list"] is None:
+            return match["key"] + rename(match["cname"], computations, local)
+        return match["key"] + "{" + _LIST_ITEM.sub(list_item, match["list"]) + "}"
 
     return replace
 

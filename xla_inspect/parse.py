@@ -28,6 +28,7 @@ from xla_inspect._lexing import (
 )
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import (
+    CALL_ATTRIBUTE_KEYS,
     HloComputation,
     HloInstruction,
     HloModule,
@@ -88,8 +89,8 @@ _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
-# Opcodes whose attributes may name computations (`calls=`, `to_apply=`, `body=`, ...): only
-# these are checked for references to computations the module does not define.
+# Opcodes whose attributes may name computations (model.CALL_ATTRIBUTES): only these are
+# checked for references to computations the module does not define.
 _CALLERS = frozenset(
     {
         "fusion",
@@ -116,10 +117,7 @@ _CALLERS = frozenset(
     }
 )
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
-_CALLED_NAME = re.compile(
-    r"(?:calls|to_apply|condition|body|branch_computations|true_computation|false_computation"
-    r"|called_computations|select|scatter)=(?:\{([^{}]*)\}|%?([\w.\-]+))"
-)
+_CALLED_NAME = re.compile(CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))")
 
 
 def parse_hlo(text: str) -> HloModule:
@@ -206,7 +204,9 @@ class _Reader:
         return HloParseError(line + 1, self.lines[line], expected, column)
 
     def skip(self, pos: int) -> int:
-        return _SKIP.match(self.text, pos).end()
+        match = _SKIP.match(self.text, pos)
+        assert match is not None  # _SKIP matches the empty string too
+        return match.end()
 
     def expect(self, pos: int, token: str, expected: str) -> int:
         """Offset after `token`, which must come next (after whitespace and comments)."""
@@ -265,7 +265,9 @@ class _Reader:
         parts: list[str] = []
         stack: list[str] = []
         while True:
-            start = _SKIP.match(text, pos).end()
+            skipped = _SKIP.match(text, pos)
+            assert skipped is not None  # _SKIP matches the empty string too
+            start = skipped.end()
             if single and parts and not stack:
                 break
             sep = " " if start != pos and parts else ""
@@ -320,6 +322,8 @@ class _Reader:
                     if key is not None:
                         raise self.error_at(start, f"',' before the attribute '{key.group()}'")
                 match = _WORD.match(text, start)
+                if match is None:  # a character no token starts with (a form feed, say)
+                    raise self.stray(start, "a value")
                 parts.append(sep + match.group())
                 pos = match.end()
         if not parts:
@@ -470,7 +474,7 @@ class _Reader:
                 if keyword == "HloModule":
                     if name or computations:
                         raise self.error_at(pos, "one 'HloModule' header, before any computation")
-                    name, attributes, pos = self.module_header(word.end())
+                    name, attributes, pos = self.module_header(pos + len(keyword))
                     line_mode, i, pos = self.resume(pos)
                     continue
                 if keyword in _TABLES:  # rows are lines that start with their number
@@ -562,8 +566,9 @@ class _Reader:
                 )
         header = "a computation header 'name (params) -> shape {'"
         match = _IDENT.match(text, pos)
-        is_entry = match is not None and match.group() == "ENTRY"
-        if is_entry:
+        is_entry = False
+        if match is not None and match.group() == "ENTRY":
+            is_entry = True
             match = _IDENT.match(text, self.skip(match.end()))
         if match is None:
             raise self.stray(pos, header)
@@ -596,7 +601,9 @@ class _Reader:
         """After an instruction ending at `pos`: (line mode?, line index, offset of the next
         token). Line mode when that token starts its line (only blanks before it)."""
         text = self.text
-        after = _SKIP.match(text, pos).end()
+        skipped = _SKIP.match(text, pos)
+        assert skipped is not None  # _SKIP matches the empty string too
+        after = skipped.end()
         start = text.rfind("\n", 0, after) + 1
         if start > pos and (start == after or text[start:after].isspace()):
             return True, self.line_of(after), after
@@ -630,8 +637,8 @@ class _Reader:
             if line_mode:
                 if i >= count:
                     raise self.error(count - 1, f"'}}' to close computation '{computation}'")
-                line = lines[i]
-                match = fast(line)
+                source = lines[i]
+                match = fast(source)
                 if match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     # complete when brackets and quotes balance by count; in doubt, the token path
@@ -649,7 +656,7 @@ class _Reader:
                     ):
                         match = None
                 if match is None:
-                    stripped = line.strip()
+                    stripped = source.strip()
                     if not stripped or stripped.startswith("//"):
                         i += 1
                         continue
@@ -669,7 +676,7 @@ class _Reader:
                             if self.callers and self.callers[-1][0] is dropped:
                                 self.callers.pop()
                             if dropped.opcode == "parameter":
-                                parameters.discard(dropped.payload.strip())
+                                parameters.discard((dropped.payload or "").strip())
                     line_mode, last_fast = False, -1
                     pos = self.offset_of(i)
                     continue

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from xla_inspect.errors import HloParseError, InspectError
 from xla_inspect.normalize import normalize_hlo
@@ -79,7 +80,7 @@ class PassStep:
     opcode_deltas: Mapping[str, int]
     path: Path
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
             "pipeline": self.pipeline,

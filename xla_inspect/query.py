@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from xla_inspect.model import HloComputation, HloInstruction, HloModule, Shape
 
@@ -29,16 +30,70 @@ COLLECTIVE_OPCODES = frozenset(
 )
 _INTS = re.compile(r"-?\d+")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# `backend_config={"fusion_config":{"kind":"__ynn_fusion"}}` (CPU), `"fusion_backend_config"` (GPU)
+_CUSTOM_FUSION_KIND = re.compile(r'"fusion_(?:backend_)?config":\{[^{}]*?"kind":"([^"]+)"')
 
 
 @dataclass(frozen=True, slots=True)
-class FusionInfo:
-    """A `fusion` instruction: its kind (`kLoop`, `kCustom`, ...), fused computation and ops."""
+class Fusion:
+    """A `fusion` instruction and what it fused: the one fusion record of xla_inspect.
+
+    `query.fusions` builds these; `diff`, `summary` and `graph` read them, so every view of a
+    module agrees on its fusions.
+
+    - `name`, `computation`: the fusion instruction and the computation that holds it (ENTRY, a
+      while body, or another fused computation for a nested fusion).
+    - `kind`: XLA's `kind=` attribute as printed (`kLoop`, `kInput`, `kOutput`, `kCustom`); ""
+      when the text has none.
+    - `custom_kind`: for a custom fusion, the kind its `backend_config` names
+      (`"fusion_config":{"kind":"__ynn_fusion"}` on CPU, `"fusion_backend_config":{"kind":...}`
+      on GPU, e.g. `__triton_gemm`); None otherwise.
+    - `label`: how xla_inspect shows and groups a fusion: `kind`, or `kind(custom_kind)` when
+      there is one, so a YNN fusion on CPU reads `kCustom(__ynn_fusion)`. `kind` stays XLA's
+      word, so counting by `kind` matches what XLA printed.
+    - `fused_computation`: the computation named by `calls=` ("" when the text has none).
+    - `opcodes`: instructions per opcode in the fused computation and in everything it calls
+      (nested fusions and their computations, reducers), `parameter` included; `absorbed` is the
+      same without `parameter` (plumbing: a fused computation has one per operand).
+    - `parameters`: `parameter` instructions of the fused computation itself (its operands).
+    - `root_opcode`: opcode of the fused computation's root (`tuple` for a multi-output fusion).
+    - `shape`: the fusion's output shape text.
+    """
 
     name: str
-    kind: str | None
-    computation: str | None
+    computation: str
+    kind: str
+    custom_kind: str | None
+    fused_computation: str
     opcodes: Counter[str]
+    parameters: int
+    root_opcode: str
+    shape: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}({self.custom_kind})" if self.custom_kind else self.kind
+
+    @property
+    def absorbed(self) -> Counter[str]:
+        """`opcodes` without `parameter`."""
+        return Counter({op: n for op, n in self.opcodes.items() if op != "parameter"})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (the opcode counts sorted by opcode)."""
+        return {
+            "name": self.name,
+            "computation": self.computation,
+            "kind": self.kind,
+            "custom_kind": self.custom_kind,
+            "label": self.label,
+            "fused_computation": self.fused_computation,
+            "opcodes": dict(sorted(self.opcodes.items())),
+            "absorbed": dict(sorted(self.absorbed.items())),
+            "parameters": self.parameters,
+            "root_opcode": self.root_opcode,
+            "shape": self.shape,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,19 +168,48 @@ def reachable(module: HloModule, roots: tuple[str, ...]) -> list[HloComputation]
     return list(found.values())
 
 
-def fusions(module: HloModule) -> list[FusionInfo]:
-    """Every `fusion` instruction with the opcodes of its fused computation, nested calls too."""
+def _custom_kind(instruction: HloInstruction) -> str | None:
+    config = instruction.attribute("backend_config")
+    found = _CUSTOM_FUSION_KIND.search(config) if config else None
+    return found.group(1) if found else None
+
+
+def _fused_name(fusion: HloInstruction) -> str:
+    called = fusion.attribute("calls")
+    return called.removeprefix("%") if called else ""
+
+
+def fusions(module: HloModule) -> list[Fusion]:
+    """Every `fusion` instruction of every computation, in text order (see `Fusion`)."""
     found = []
-    for _, instruction in instructions(module):
+    for computation, instruction in instructions(module):
         if instruction.opcode != "fusion":
             continue
-        called = instruction.attribute("calls")
-        fused = called.removeprefix("%") if called else None
+        fused_name = _fused_name(instruction)
         opcodes: Counter[str] = Counter()
-        for computation in reachable(module, (fused,) if fused else ()):
-            opcodes.update(i.opcode for i in computation.instructions)
-        found.append(FusionInfo(instruction.name, instruction.attribute("kind"), fused, opcodes))
+        for reached in reachable(module, (fused_name,)):
+            opcodes.update(i.opcode for i in reached.instructions)
+        fused = module.computation(fused_name) if fused_name else None
+        found.append(
+            Fusion(
+                name=instruction.name,
+                computation=computation.name,
+                kind=instruction.attribute("kind") or "",
+                custom_kind=_custom_kind(instruction),
+                fused_computation=fused_name,
+                opcodes=opcodes,
+                parameters=sum(i.opcode == "parameter" for i in fused) if fused else 0,
+                root_opcode=fused.root.opcode if fused else "",
+                shape=instruction.shape,
+            )
+        )
     return found
+
+
+def fused_computation_names(module: HloModule) -> frozenset[str]:
+    """Computations reachable from a fusion's `calls=` (nested fusions and reducers included)."""
+    roots = tuple(_fused_name(i) for _, i in instructions(module) if i.opcode == "fusion")
+    return frozenset(computation.name for computation in reachable(module, roots))
 
 
 def collectives(module: HloModule) -> list[CollectiveInfo]:

@@ -26,7 +26,7 @@ class StableHloError(InspectError):
 def _module(source: Any) -> Any:
     """An MLIR `ir.Module` from a Lowered, a Capture, an ir.Module/Operation, or module text."""
     from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
+    from jaxlib.mlir import ir
 
     if isinstance(source, ir.Module | ir.Operation):
         return source

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from xla_inspect.diff import fusion_summaries
 from xla_inspect.model import HloModule
-from xla_inspect.query import collectives, custom_call_targets, dots, opcode_counts
+from xla_inspect.query import collectives, custom_call_targets, dots, fusions, opcode_counts
 
 __all__ = ["ModuleSummary", "format_summary", "summarize"]
 
@@ -20,7 +19,9 @@ _TOP = 8
 @dataclass(frozen=True)
 class ModuleSummary:
     """Counts that describe a module. `opcode_counts` covers every instruction of every
-    computation, by the opcode as XLA prints it (`parameter` and fused contents included)."""
+    computation, by the opcode as XLA prints it (`parameter` and fused contents included).
+    `fusions_by_kind` counts every fusion (nested ones too) by its `query.Fusion.label`: `kLoop`,
+    or `kCustom(__ynn_fusion)` for a custom fusion."""
 
     name: str
     entry: str
@@ -61,7 +62,7 @@ def summarize(module: HloModule) -> ModuleSummary:
         computations=len(module.computations),
         instructions=counts.total(),
         opcode_counts=_frozen(counts),
-        fusions_by_kind=_frozen(Counter(f.label for f in fusion_summaries(module))),
+        fusions_by_kind=_frozen(Counter(f.label for f in fusions(module))),
         dots=len(dots(module)),
         collectives=_frozen(Counter(c.opcode for c in collectives(module))),
         custom_calls=_frozen(custom_call_targets(module)),

@@ -15,12 +15,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pytest_check import check
 
+from katas.phase1.programs import ABS_INPUTS, KEYS, SHAPES, counting_power, data, if_positive
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.stablehlo import stablehlo_op_census
 
-# (batch, in, hidden, out): the usual one, size-1 everywhere it can be, odd and non-square
-SHAPES = ((8, 16, 32, 4), (1, 1, 3, 1), (7, 5, 9, 3))
-KEYS = ("w1", "b1", "w2", "b2")
 # (in, hidden, out) with enough weights that a sample std is within a few percent; in == out so
 # w1 and w2 hold the same number of values, and fan-ins that differ between the layers
 WIDE = (48, 96, 48)
@@ -33,22 +31,6 @@ VALUES = settings(
     report_multiple_bugs=False,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-
-
-def _data(seed: int = 0, shape=SHAPES[0], dtype=np.float32, order=KEYS):
-    """Params (inserted in `order`), x and y; the hidden layer has large values of both signs."""
-    batch, n_in, hidden, out = shape
-    rng = np.random.default_rng(seed)
-    made = {
-        "w1": rng.normal(size=(n_in, hidden)) * 2.0,
-        "b1": rng.normal(size=(hidden,)) * 3.0,
-        "w2": rng.normal(size=(hidden, out)) / 2,
-        "b2": rng.normal(size=(out,)) * 2.0,
-    }
-    params = {name: made[name].astype(dtype) for name in order}
-    x = rng.normal(size=(batch, n_in)).astype(dtype)
-    y = rng.normal(size=(batch, out)).astype(dtype)
-    return params, x, y
 
 
 def _f64(tree):
@@ -225,7 +207,7 @@ def test_mlp_forward_matches_numpy(kata):
     forward = jax.jit(kata.mlp_forward)
     for seed, shape in enumerate(SHAPES[1:]):  # size 1 everywhere it can be; odd, non-square
         order = KEYS if seed % 2 else ("b2", "w2", "b1", "w1")  # dicts in any key order
-        params, x, _ = _data(seed, shape, order=order)
+        params, x, _ = data(seed, shape, order=order)
         out = np.asarray(forward(params, x))
         expected = _np_forward(params, x)
         with check:
@@ -245,7 +227,7 @@ def test_mlp_forward_matches_numpy(kata):
 
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_keeps_the_dtype(kata):
-    params, x, _ = _data(5, SHAPES[2], dtype=ml_dtypes.bfloat16)
+    params, x, _ = data(5, SHAPES[2], dtype=ml_dtypes.bfloat16)
     out = jax.jit(kata.mlp_forward)(params, x)
     assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
     with check:
@@ -258,7 +240,7 @@ def test_mlp_forward_keeps_the_dtype(kata):
 
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_is_a_pure_differentiable_function(kata):
-    params, x, _ = _data(2, SHAPES[2])
+    params, x, _ = data(2, SHAPES[2])
     jaxpr = jax.make_jaxpr(kata.mlp_forward)(params, x)
     census = primitive_census(jaxpr)
     grads = jax.jit(jax.grad(lambda p, v: kata.mlp_forward(p, v).sum()))(params, x)
@@ -289,7 +271,7 @@ def test_mlp_forward_is_a_pure_differentiable_function(kata):
 @settings(VALUES, max_examples=4)
 @given(batch=st.integers(1, 9), out=st.integers(2, 5), seed=st.integers(0, 2**16))
 def test_mse_loss_matches_numpy(kata, batch, out, seed):
-    params, x, y = _data(seed, (batch, 3, 5, out))
+    params, x, y = data(seed, (batch, 3, 5, out))
     loss = jax.jit(kata.mse_loss)(params, x, y)
     assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
     np.testing.assert_allclose(
@@ -299,7 +281,7 @@ def test_mse_loss_matches_numpy(kata, batch, out, seed):
 
 @pytest.mark.task("mse_loss")
 def test_mse_loss_does_not_grow_with_the_batch(kata):
-    params, x, y = _data(4, SHAPES[2])
+    params, x, y = data(4, SHAPES[2])
     loss = jax.jit(kata.mse_loss)
     once = loss(params, x, y)
     twice = loss(params, np.concatenate([x, x]), np.concatenate([y, y]))
@@ -329,7 +311,7 @@ def _loss_and_grad(kata, params, x, y):
 @pytest.mark.task("loss_and_grad")
 def test_loss_and_grad_matches_numpy(kata):
     for seed, shape in enumerate(SHAPES[1:]):  # size 1 and odd; finite differences use SHAPES[0]
-        params, x, y = _data(seed, shape)
+        params, x, y = data(seed, shape)
         loss, grads = _loss_and_grad(kata, params, x, y)
         expected = _np_grads(params, x, y)
         with check:
@@ -352,7 +334,7 @@ def test_loss_and_grad_matches_numpy(kata):
 
 @pytest.mark.task("loss_and_grad")
 def test_grad_matches_finite_differences(kata):
-    params, x, y = _data(1)
+    params, x, y = data(1)
     _, grads = _loss_and_grad(kata, params, x, y)
     p64 = _f64(params)
     eps = 1e-6
@@ -373,17 +355,6 @@ def test_grad_matches_finite_differences(kata):
 # ------------------------------------------------------------------------------- make_power_jit
 
 
-def _power(counter):
-    def power(x, n):
-        counter.append(n)
-        result = x
-        for _ in range(n - 1):
-            result = result * x
-        return result
-
-    return power
-
-
 def _call(power, x, n):
     try:
         return np.asarray(power(x, n))
@@ -396,7 +367,7 @@ def _call(power, x, n):
 @pytest.mark.task("make_power_jit")
 def test_power_jit_traces_once_per_static_value(kata):
     traces: list[int] = []
-    power = kata.make_power_jit(_power(traces))
+    power = kata.make_power_jit(counting_power(traces))
     rng = np.random.default_rng(0)
     ns = (3, 2, 3, 2, 4)
     xs = [rng.integers(-3, 4, size=(2, 5)).astype(np.float32) for _ in ns]  # new values each call
@@ -413,7 +384,7 @@ def test_power_jit_traces_once_per_static_value(kata):
 
 @pytest.mark.task("make_power_jit")
 def test_power_jit_is_compiled_with_n_baked_in(kata):
-    power = kata.make_power_jit(_power([]))
+    power = kata.make_power_jit(counting_power([]))
     assert hasattr(power, "lower") and hasattr(power, "trace"), (
         "expected what jax.jit returns (it has .lower and .trace)"
     )
@@ -491,19 +462,13 @@ def test_predict_traces_matches_measurement(kata):
 # ------------------------------------------------------------------------------ python_if_error
 
 
-def _if_positive(x):
-    if x > 0:
-        return x
-    return -x
-
-
 @pytest.mark.task("python_if_error")
 def test_python_if_error_is_exact(kata):
     expected = kata.python_if_error()
     assert isinstance(expected, type), f"expected an exception class, got {expected!r}"
     for arg in (1.0, np.float32(-2.0), np.int32(3)):
         with pytest.raises(Exception) as raised:
-            jax.jit(_if_positive)(arg)
+            jax.jit(if_positive)(arg)
         with check:
             assert type(raised.value) is expected, (
                 f"you said {expected.__name__}, jit raised {type(raised.value).__name__}"
@@ -511,14 +476,6 @@ def test_python_if_error_is_exact(kata):
 
 
 # ------------------------------------------------------------------------------------ abs_where
-
-ABS_INPUTS = (
-    np.array([-2.0, 0.0, 3.0, -0.5], np.float32),
-    np.arange(-7, 8, dtype=np.int32).reshape(3, 5),
-    np.array([-1.5, 2.25, -1e-3], ml_dtypes.bfloat16),
-    np.array(-4.0, np.float16),
-    np.zeros((0, 3), np.float32),
-)
 
 
 def _abs_values(kata, fn):

@@ -13,37 +13,26 @@ from collections import Counter
 from functools import cache
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 from pytest_check import check
 
+from katas.phase10.programs import (
+    SIZES,
+    TRANSPOSE_PROGRAMS,
+    adam_step,
+    alias_bank,
+    data,
+    device_params,
+    mlp,
+    momentum_step,
+    step_args,
+    tanh_forward,
+    two_steps,
+)
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
-
-# (features in, hidden, out, batch)
-SIZES = {"wide": (16, 32, 4, 8), "odd": (3, 6, 2, 5), "one": (5, 7, 3, 1)}
-IN, HIDDEN, OUT, BATCH = SIZES["wide"]
-LEARNING_RATE = 0.05
-
-
-def _data(size: str = "wide", seed: int = 0):
-    features, hidden, out, batch = SIZES[size]
-    rng = np.random.default_rng(seed)
-    params = {
-        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
-        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
-        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
-        "b2": rng.normal(size=out).astype(np.float32) / 4,
-    }
-    x = rng.normal(size=(batch, features)).astype(np.float32)
-    y = rng.normal(size=(batch, out)).astype(np.float32)
-    return params, x, y
-
-
-def _device_params(params):
-    return jax.device_put(params)
 
 
 def _np_example_losses(p, x, y):
@@ -98,81 +87,36 @@ TRAINING_CASES = [  # (optimizer, its NumPy rule, model size)
 def _initial_state(index: int):
     """optimizer.init of a training case, kept as NumPy (each test gets fresh device buffers)."""
     _, optimizer, _, size = TRAINING_CASES[index]
-    return jax.tree.map(np.asarray, optimizer.init(_data(size, seed=2)[0]))
-
-
-# A training step owned by the tests: the reading tasks get its compiled form.
-def _forward(p, x):
-    return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
-
-
-def _loss(p, x, y):
-    return jnp.mean((_forward(p, x) - y) ** 2)
-
-
-_MOMENTUM = optax.sgd(LEARNING_RATE, momentum=0.9)  # has optimizer state, compiles fast
-_ADAM = optax.adam(0.01)
-
-
-def _update(optimizer, p, state, x, y):
-    loss, grads = jax.value_and_grad(_loss)(p, x, y)
-    updates, state = optimizer.update(grads, state, p)
-    return optax.apply_updates(p, updates), state, loss
-
-
-def _step(p, state, x, y):
-    return _update(_MOMENTUM, p, state, x, y)
-
-
-def _adam_step(p, state, x, y):
-    return _update(_ADAM, p, state, x, y)
-
-
-@cache
-def _step_args(size: str = "wide", optimizer: str = "momentum"):
-    params, x, y = _data(size)
-    params = _device_params(params)
-    return params, {"momentum": _MOMENTUM, "adam": _ADAM}[optimizer].init(params), x, y
+    return jax.tree.map(np.asarray, optimizer.init(data(size, seed=2)[0]))
 
 
 @cache
 def _compiled_step(donate: bool = True):
     if donate:
         return _compiled_alias(0)  # the same program
-    return jax.jit(_step).lower(*_step_args()).compile()
+    return jax.jit(momentum_step).lower(*step_args()).compile()
 
 
 @cache
 def _compiled_adam_step():
-    return jax.jit(_adam_step, donate_argnums=(0, 1)).lower(*_step_args("odd", "adam")).compile()
+    return jax.jit(adam_step, donate_argnums=(0, 1)).lower(*step_args("odd", "adam")).compile()
 
 
 @cache
 def _compiled_forward():
-    params, x, _ = _data()
-    return jax.jit(_forward).lower(params, x).compile()
-
-
-def _two_steps(p, state, x, y):  # a training loop inside one program: the body is a while
-    def body(_, carry):
-        return _step(*carry, x, y)[:2]
-
-    return jax.lax.fori_loop(0, 2, body, (p, state))
+    params, x, _ = data()
+    return jax.jit(mlp).lower(params, x).compile()
 
 
 @cache
 def _compiled_two_steps():
-    return jax.jit(_two_steps).lower(*_step_args()).compile()
-
-
-def _tanh_forward(p, x):
-    return jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+    return jax.jit(two_steps).lower(*step_args()).compile()
 
 
 @cache
 def _compiled_tanh_forward():
-    params, x, _ = _data()
-    return jax.jit(_tanh_forward).lower(params, x).compile()
+    params, x, _ = data()
+    return jax.jit(tanh_forward).lower(params, x).compile()
 
 
 @cache
@@ -190,7 +134,7 @@ def _opcodes(compiled) -> Counter:
 @pytest.mark.task("per_example_losses")
 def test_per_example_values(kata):
     for size in ("odd", "one"):  # a batch of one, and odd widths
-        params, x, y = _data(size, seed=1)
+        params, x, y = data(size, seed=1)
         got = jax.jit(kata.per_example_losses)(params, x, y)
         assert hasattr(got, "shape"), f"got a {type(got).__name__}, expected an array"
         got = np.asarray(got)
@@ -206,7 +150,7 @@ def test_per_example_values(kata):
 
 @pytest.mark.task("per_example_losses")
 def test_per_example_is_one_batched_program(kata):
-    params, x, y = _data("odd")
+    params, x, y = data("odd")
     census = primitive_census(jax.make_jaxpr(kata.per_example_losses)(params, x, y))
     with check:
         assert census["dot_general"] == 2, (
@@ -236,10 +180,10 @@ def test_per_example_is_one_batched_program(kata):
 def _check_two_steps(kata, index: int) -> list:
     """Two steps against NumPy; returns JAX's donation warnings and the first call's inputs."""
     name, optimizer, (np_init, np_update), size = TRAINING_CASES[index]
-    params, x, y = _data(size, seed=2)
+    params, x, y = data(size, seed=2)
     step = kata.make_train_step(optimizer)
     assert hasattr(step, "lower"), "make_train_step must return a jitted function"
-    current = _device_params(params)
+    current = device_params(params)
     state = jax.device_put(_initial_state(index))
     first_inputs = jax.tree.leaves((current, state))
     want, want_state = {k: v.astype(np.float64) for k, v in params.items()}, np_init(params)
@@ -344,31 +288,9 @@ def _leaf_numbers(args, donated):
     return numbers
 
 
-def _batch_first(x, y, p, state):
-    new_p, state, loss = _adam_step(p, state, x, y)
-    return new_p, state, loss
-
-
-def _returns_state_first(p, state, x, y):  # adam's count (parameter 4) is output {1}
-    new_p, state, loss = _adam_step(p, state, x, y)
-    return loss, state, new_p
-
-
-def _alias_bank():
-    """(name, function, args, donate_argnums): each compiled with donation."""
-    p, state, x, y = _step_args()
-    ap, astate, ax, ay = _step_args("odd", "adam")
-    return [
-        ("momentum step", _step, (p, state, x, y), (0, 1)),
-        ("batch first: step(x, y, params, state)", _batch_first, (ax, ay, ap, astate), (2, 3)),
-        ("only the state donated", _step, (p, state, x, y), (1,)),
-        ("returns (loss, state, params)", _returns_state_first, (ap, astate, ax, ay), (0, 1)),
-    ]
-
-
 @cache
 def _compiled_alias(index: int):
-    _, f, args, donate = _alias_bank()[index]
+    _, f, args, donate = alias_bank()[index]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = jax.jit(f, donate_argnums=donate).lower(*args).compile()
@@ -390,7 +312,7 @@ def _parameter_bytes(index: int, numbers: tuple[int, ...]) -> int:
 
 @pytest.mark.task("aliased_parameters")
 def test_donated_buffers_are_aliased(kata):
-    for index, (name, _, args, donate) in enumerate(_alias_bank()):
+    for index, (name, _, args, donate) in enumerate(alias_bank()):
         compiled = _compiled_alias(index)
         got = kata.aliased_parameters(compiled)
         assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
@@ -409,7 +331,7 @@ def test_donated_buffers_are_aliased(kata):
 @pytest.mark.task("aliased_parameters")
 def test_parameters_not_output_indices(kata):
     got = kata.aliased_parameters(_compiled_alias(3))
-    donated = len(jax.tree.leaves(_step_args("odd", "adam")[:2]))
+    donated = len(jax.tree.leaves(step_args("odd", "adam")[:2]))
     assert got == list(range(donated)), (
         f"got {got}: this step returns (loss, state, params), so output {{1}} reuses "
         f"a parameter; answer with the parameter numbers 0..{donated - 1}, not output indices"
@@ -420,7 +342,7 @@ def test_parameters_not_output_indices(kata):
 def test_parameter_numbers_not_a_count(kata):
     batch_first = kata.aliased_parameters(_compiled_alias(1))
     state_only = kata.aliased_parameters(_compiled_alias(2))
-    params = len(jax.tree.leaves(_step_args()[0]))
+    params = len(jax.tree.leaves(step_args()[0]))
     with check:
         assert batch_first and batch_first[0] == 2, (
             f"got {batch_first}: x and y are parameters 0 and 1; the donated params start at 2"
@@ -485,11 +407,11 @@ def test_step_costs_forward_plus_backward_matmuls(kata):
 
 @pytest.mark.task("transpose_counts")
 def test_transposes_vanish_in_hlo(kata):
-    step = jax.jit(_step)
-    got = kata.transpose_counts(step, *_step_args())
+    step = jax.jit(momentum_step)
+    got = kata.transpose_counts(step, *step_args())
     assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
     in_jaxpr, in_hlo = got
-    want_jaxpr = primitive_census(jax.make_jaxpr(step)(*_step_args()))["transpose"]
+    want_jaxpr = primitive_census(jax.make_jaxpr(step)(*step_args()))["transpose"]
     want_hlo = _opcodes(_compiled_step(donate=False))["transpose"]  # the same program
     with check:
         assert in_jaxpr == want_jaxpr > 0, f"jaxpr: got {in_jaxpr}, it has {want_jaxpr}"
@@ -497,39 +419,15 @@ def test_transposes_vanish_in_hlo(kata):
         assert in_hlo == want_hlo == 0, f"optimized HLO: got {in_hlo}, it has {want_hlo}"
 
 
-def _transposed_output(a):
-    return a.T * 2.0  # nothing to fold this transpose into: it survives optimization
-
-
-def _nested_transposes(a, b):
-    """Three transposes by construction: in a nested jit, a scan body and a cond branch."""
-    inner = jax.jit(lambda m: m.T @ m)(a)
-
-    def body(carry, _):
-        return carry + b.T, None
-
-    carry, _ = jax.lax.scan(body, inner, None, length=2)
-    return jax.lax.cond(carry.sum() > 0, lambda m: m.T * 3.0, lambda m: m * 1.0, carry)
-
-
 @cache
 def _hlo_transposes(name: str) -> int:
-    f, args = _TRANSPOSE_PROGRAMS[name]
+    f, args = TRANSPOSE_PROGRAMS[name]
     return _opcodes(jax.jit(f).lower(*args).compile())["transpose"]
-
-
-_TRANSPOSE_PROGRAMS = {
-    "a.T * 2": (_transposed_output, (np.ones((16, 8), np.float32),)),
-    "nested": (
-        _nested_transposes,
-        (np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 3), np.float32)),
-    ),
-}
 
 
 @pytest.mark.task("transpose_counts")
 def test_a_transpose_that_survives(kata):
-    f, args = _TRANSPOSE_PROGRAMS["a.T * 2"]
+    f, args = TRANSPOSE_PROGRAMS["a.T * 2"]
     got = kata.transpose_counts(f, *args)
     want = (1, _hlo_transposes("a.T * 2"))
     assert tuple(got) == want and want[1] > 0, (
@@ -540,7 +438,7 @@ def test_a_transpose_that_survives(kata):
 
 @pytest.mark.task("transpose_counts")
 def test_nested_transposes(kata):
-    f, args = _TRANSPOSE_PROGRAMS["nested"]
+    f, args = TRANSPOSE_PROGRAMS["nested"]
     got = kata.transpose_counts(f, *args)
     assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
     with check:

@@ -5,42 +5,40 @@ jaxpr with `jax.extend.core.jaxpr_as_fun` / `eval_jaxpr`, NumPy, MLIR's own pars
 and facts written out by hand for programs small enough to read.
 """
 
-import functools
-
 import jax
 import jax.extend
 import jax.numpy as jnp
-import ml_dtypes
 import numpy as np
 import pytest
 from jax import lax
-from jax.extend.core.primitives import closed_call_p
 from pytest_check import check
 
-from kata_harness import versions
+from katas.phase2.programs import (
+    F32,
+    INTS,
+    IO_PROGRAMS,
+    MIXED_ARGS,
+    MLP_CASES,
+    ONE,
+    TABLE,
+    census_programs,
+    dead_chain,
+    dead_inside_only,
+    dead_mul,
+    dead_twice_and_read_by_output,
+    mixed,
+    mlp_args,
+    scan_consts,
+    two_consts,
+)
 from xla_inspect.jaxpr import primitive_census as library_census
 from xla_inspect.stablehlo import stablehlo_op_census
-
-F32 = np.float32
 
 
 def _np_mlp(params, x):
     p = {k: np.asarray(v, np.float64) for k, v in params.items()}
     hidden = np.maximum(np.asarray(x, np.float64) @ p["w1"] + p["b1"], 0.0)
     return hidden @ p["w2"] + p["b2"]
-
-
-def _mlp_args(shape=(8, 16, 32, 4), dtype=F32, seed=0):
-    batch, n_in, hidden, out = shape
-    rng = np.random.default_rng(seed)
-    params = {
-        "w1": rng.normal(size=(n_in, hidden)),
-        "b1": rng.normal(size=(hidden,)),
-        "w2": rng.normal(size=(hidden, out)),
-        "b2": rng.normal(size=(out,)),
-    }
-    params = {k: v.astype(dtype) for k, v in params.items()}
-    return params, rng.normal(size=(batch, n_in)).astype(dtype)
 
 
 def _is_jaxpr(jaxpr, what: str) -> None:
@@ -52,17 +50,11 @@ def _is_jaxpr(jaxpr, what: str) -> None:
 
 # ------------------------------------------------------------------------------------ mlp_jaxpr
 
-MLP_CASES = {  # (batch, in, hidden, out), dtype
-    "f32 8x16->32->4": ((8, 16, 32, 4), F32),
-    "f32 size-1": ((1, 1, 3, 1), F32),
-    "bf16 odd": ((7, 5, 9, 3), ml_dtypes.bfloat16),
-}
-
 
 @pytest.mark.task("mlp_jaxpr")
 def test_mlp_jaxpr_avals_follow_the_arguments(kata):
     for name, (shape, dtype) in MLP_CASES.items():
-        params, x = _mlp_args(shape, dtype)
+        params, x = mlp_args(shape, dtype)
         jaxpr = kata.mlp_jaxpr(params, x)
         _is_jaxpr(jaxpr, name)
         got_in = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.in_avals]
@@ -85,7 +77,7 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
     for seed, (name, (shape, dtype)) in enumerate(MLP_CASES.items()):
         if dtype is not F32:
             continue
-        params, x = _mlp_args(shape, dtype, seed)
+        params, x = mlp_args(shape, dtype, seed)
         jaxpr = kata.mlp_jaxpr(params, x)
         _is_jaxpr(jaxpr, name)
         census = library_census(jaxpr)
@@ -109,91 +101,9 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
 # ------------------------------------------------------------------------------ primitive_census
 
 
-def _relu_sum(v):
-    return jax.nn.relu(v).sum()
-
-
-@jax.custom_vjp
-def _sin_vjp(x):
-    return jnp.sin(x)
-
-
-_sin_vjp.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda cos, g: (g * cos,))
-
-_TABLE = np.arange(6.0, dtype=F32).reshape(2, 3)
-
-
-@functools.cache
-def _census_programs():
-    """Programs and facts written out by hand: (jaxpr, {primitive: count})."""
-    xs, one = np.arange(4.0, dtype=F32), F32(1.0)
-    shared = jax.jit(lambda v: jnp.sin(v) * 3.0)
-    inner = jax.make_jaxpr(lambda v: jnp.tanh(v) - 1.0)(one)
-
-    def nested_jit(x):
-        return jax.jit(lambda a: jax.jit(lambda b: jnp.exp(b) * 2.0)(a) + 1.0)(x)
-
-    def cond_in_scan(v):
-        def step(c, x):
-            return c + lax.cond(x > 1.0, jnp.sin, jnp.cos, x), None
-
-        return lax.scan(step, F32(0.0), v)[0]
-
-    def switch_and_while(x):
-        y = lax.switch(np.int32(2), [jnp.exp, jnp.log1p, lambda v: v * _TABLE[0, 1]], x)
-        return lax.while_loop(lambda c: c < _TABLE.sum(), lambda c: jnp.sqrt(c) + c * 2.0, y)
-
-    def calls(x):
-        a = _sin_vjp(x) + _relu_sum(x)
-        b = jax.checkpoint(lambda v: jnp.tanh(v) * 2.0)(x).sum()
-        if not versions.holds("closed-call-binds-a-jaxpr"):  # a gate, listed in the header
-            return a + b
-        return a + b + closed_call_p.bind(x.sum(), call_jaxpr=inner)[0]
-
-    def linear_solve(b):
-        return lax.custom_linear_solve(
-            lambda v: v * 2.0, b, solve=lambda m, r: r / 2.0, symmetric=True
-        )
-
-    calls_facts = {"custom_vjp_call": 1, "sin": 1, "custom_jvp_call": 1, "max": 1, "remat2": 1}
-    calls_facts["tanh"] = 1  # the remat's
-    if versions.holds("closed-call-binds-a-jaxpr"):
-        calls_facts.update(tanh=2, eval_jaxpr=1, sub=1)  # the closed call's inner jaxpr
-    return {
-        "custom_linear_solve (jaxprs in a named tuple)": (
-            jax.make_jaxpr(linear_solve)(xs),
-            {"custom_linear_solve": 1, "mul": 2, "div": 2},
-        ),
-        "cond (2 branches)": (
-            jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(one),
-            {"cond": 1, "sin": 1, "cos": 1},
-        ),
-        "jit in jit in jit": (
-            jax.make_jaxpr(lambda x: jax.jit(nested_jit)(x))(one),
-            {"jit": 3, "exp": 1, "mul": 1, "add": 1},
-        ),
-        "one jit called twice": (
-            jax.make_jaxpr(lambda x: shared(x) + shared(x + 1.0))(one),
-            {"jit": 2, "sin": 2, "mul": 2, "add": 2},
-        ),
-        "cond in scan body": (
-            jax.make_jaxpr(cond_in_scan)(xs),
-            {"scan": 1, "cond": 1, "sin": 1, "cos": 1, "gt": 1},
-        ),
-        "switch (3) then while": (
-            jax.make_jaxpr(switch_and_while)(one),
-            {"cond": 1, "exp": 1, "log1p": 1, "while": 1, "lt": 1, "sqrt": 1},
-        ),
-        "custom_vjp, custom_jvp, remat, closed call": (
-            jax.make_jaxpr(calls)(xs),
-            calls_facts,
-        ),
-    }
-
-
 @pytest.mark.task("primitive_census")
 def test_census_walks_nested_jaxprs(kata):
-    for name, (jaxpr, facts) in _census_programs().items():
+    for name, (jaxpr, facts) in census_programs().items():
         census = kata.primitive_census(jaxpr)
         assert isinstance(census, dict), f"{name}: expected a Counter, got {type(census).__name__}"
         wrong = {p: census.get(p, 0) for p, n in facts.items() if census.get(p, 0) != n}
@@ -203,8 +113,8 @@ def test_census_walks_nested_jaxprs(kata):
 
 @pytest.mark.task("primitive_census")
 def test_census_counts_match_library(kata):
-    programs = {name: jaxpr for name, (jaxpr, _) in _census_programs().items()}
-    params, x = _mlp_args()
+    programs = {name: jaxpr for name, (jaxpr, _) in census_programs().items()}
+    params, x = mlp_args()
     programs["mlp"] = jax.make_jaxpr(kata.mlp)(params, x)
     for name, jaxpr in programs.items():
         got = kata.primitive_census(jaxpr)
@@ -215,31 +125,6 @@ def test_census_counts_match_library(kata):
 
 
 # ------------------------------------------------------------------------------------- io_avals
-
-
-def _passthrough(x, y, flag):
-    return {"b": (x * 2).astype(jnp.int32), "a": flag}, x, 1.0
-
-
-def _closes_over(x):
-    return x + _TABLE[0], x.astype(jnp.float16) * np.float16(2)
-
-
-IO_PROGRAMS = {  # name: (function, args)
-    "mlp": (lambda p, x: jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"], _mlp_args()),
-    "lookup (f32 table, i32 index)": (
-        lambda t, i: (t[i] > 0, i + 1),
-        (np.arange(6.0, dtype=F32).reshape(2, 3), np.int32(1)),
-    ),
-    "bf16, bool, uint8, zero-size, a dict out, an input out, a literal out": (
-        _passthrough,
-        (np.ones((1, 5), ml_dtypes.bfloat16), np.zeros((0, 3), np.uint8), np.array([True, False])),
-    ),
-    "same avals twice, a closed-over array": (
-        lambda a, b: _closes_over(a) + (a - b,),
-        (np.ones(3, F32), np.zeros(3, F32)),
-    ),
-}
 
 
 def _expected_avals(fn, args):
@@ -325,7 +210,7 @@ def test_literals_only_at_top_level(kata):
     def fn(x):
         inner = jax.jit(lambda v: v * 5.0)(x)
         looped = lax.while_loop(lambda c: c < 9.0, lambda c: c * 4.0, inner)
-        return looped * 7.0 + x * _TABLE[1]
+        return looped * 7.0 + x * TABLE[1]
 
     got = _literals(kata, fn, "mul", F32(1.0))
     assert got == [7.0], (
@@ -337,36 +222,6 @@ def test_literals_only_at_top_level(kata):
 # ------------------------------------------------------------------------------ unused_equations
 
 
-def _dead(x):
-    y = x * 2  # noqa: F841  (dead on purpose)
-    return x + 1
-
-
-def _dead_chain(x):
-    a = jnp.sin(x)
-    b = a * 2.0
-    c = jnp.cos(b)  # noqa: F841  (sin feeds mul feeds cos: all three dead)
-    return x + 1
-
-
-def _dead_twice_and_read_by_output(x):
-    y = jnp.sin(x)
-    z = y * 2.0  # noqa: F841
-    w = x * 3.0  # noqa: F841
-    return y - 1.0
-
-
-def _dead_inside_only(x):
-    pair = jax.jit(lambda v: (jnp.exp(v), jnp.log(v)))(x)  # one output used: the jit is live
-    looped = lax.while_loop(
-        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0, jnp.sin(c[1])), (0, x, x)
-    )
-    return pair[0] + looped[1]
-
-
-ONE = F32(1.0)
-
-
 def _unused(kata, fn, arg=ONE):
     got = kata.unused_equations(jax.make_jaxpr(fn)(arg))
     assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
@@ -375,7 +230,7 @@ def _unused(kata, fn, arg=ONE):
 
 @pytest.mark.task("unused_equations")
 def test_dead_code_stays_in_jaxpr(kata):
-    dead = _unused(kata, _dead)
+    dead = _unused(kata, dead_mul)
     live = _unused(kata, lambda x: x * 2 + 1)
     with check:
         assert dead == ["mul"], f"got {dead}: the unused x * 2 is still in the jaxpr"
@@ -385,7 +240,7 @@ def test_dead_code_stays_in_jaxpr(kata):
 
 @pytest.mark.task("unused_equations")
 def test_dead_code_propagates_backwards(kata):
-    dead = _unused(kata, _dead_chain)
+    dead = _unused(kata, dead_chain)
     assert dead == ["sin", "mul", "cos"], (
         f"got {dead}: sin only feeds mul, which only feeds an unused cos: all three are dead "
         "(in equation order)"
@@ -394,8 +249,8 @@ def test_dead_code_propagates_backwards(kata):
 
 @pytest.mark.task("unused_equations")
 def test_dead_code_on_varied_programs(kata):
-    repeated = _unused(kata, _dead_twice_and_read_by_output)
-    inside = _unused(kata, _dead_inside_only)
+    repeated = _unused(kata, dead_twice_and_read_by_output)
+    inside = _unused(kata, dead_inside_only)
     with check:
         assert repeated == ["mul", "mul"], (
             f"got {repeated}: both muls are dead (one entry each); sin is read by the output"
@@ -436,7 +291,7 @@ def _mlir_module(text):
 
 @pytest.mark.task("stablehlo_of")
 def test_lowering_drops_dead_code(kata):
-    text = kata.stablehlo_of(_dead, F32(1.0))
+    text = kata.stablehlo_of(dead_mul, F32(1.0))
     _mlir_module(text)
     census = stablehlo_op_census(text)
     with check:
@@ -445,14 +300,9 @@ def test_lowering_drops_dead_code(kata):
         assert census["stablehlo.multiply"] == 0, "the dead multiply is gone after lowering"
 
 
-def _mixed(w, i, h):
-    return jnp.sin(w) @ w.T + i, h * 2
-
-
 @pytest.mark.task("stablehlo_of")
 def test_lowering_keeps_argument_types(kata):
-    args = (np.ones((2, 3), ml_dtypes.bfloat16), np.int32(4), np.ones(5, np.float16))
-    text = kata.stablehlo_of(_mixed, *args)
+    text = kata.stablehlo_of(mixed, *MIXED_ARGS)
     _, inputs = _mlir_module(text)
     census = stablehlo_op_census(text)
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
@@ -468,17 +318,6 @@ def test_lowering_keeps_argument_types(kata):
 
 
 # -------------------------------------------------------------------------------- closure_consts
-
-_INTS = np.arange(-3, 3, dtype=np.int32).reshape(2, 3)
-_HALVES = np.full((2, 3), 0.5, ml_dtypes.bfloat16)
-
-
-def _two_consts(x):
-    return x * _HALVES + _INTS
-
-
-def _scan_consts(xs):
-    return lax.scan(lambda c, v: (c + v * _TABLE[1], c), np.zeros(3, F32), xs)[0]
 
 
 def _consts(kata, jaxpr):
@@ -503,8 +342,8 @@ def test_consts_in_constvar_order(kata):
     # running the jaxpr with your consts in your order must reproduce the function
     x, xs = np.arange(6.0, dtype=F32).reshape(2, 3), np.arange(12.0, dtype=F32).reshape(4, 3)
     for name, fn, arg, expected in (
-        ("bf16 and int32", _two_consts, x, x * 0.5 + _INTS),
-        ("scan's init and table", _scan_consts, xs, (xs * _TABLE[1]).sum(0)),
+        ("bf16 and int32", two_consts, x, x * 0.5 + INTS),
+        ("scan's init and table", scan_consts, xs, (xs * TABLE[1]).sum(0)),
     ):
         jaxpr = jax.make_jaxpr(fn)(arg)
         consts = _consts(kata, jaxpr)
@@ -518,7 +357,7 @@ def test_consts_in_constvar_order(kata):
                     expected,
                     err_msg=f"{name}: the jaxpr run with your consts",
                 )
-    consts = _consts(kata, jax.make_jaxpr(_two_consts)(np.ones((2, 3), F32)))
+    consts = _consts(kata, jax.make_jaxpr(two_consts)(np.ones((2, 3), F32)))
     dtypes = sorted(str(c.dtype) for c in consts)
     with check:
         assert dtypes == ["bfloat16", "int32"], f"const dtypes {dtypes}: keep each one's dtype"

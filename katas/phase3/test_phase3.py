@@ -1,7 +1,8 @@
 """Phase 3 tests: facts about StableHLO, unoptimized and optimized HLO, dumps and cost analysis.
 
-The programs here belong to the tests; their compiled texts are cached once per session so the
-parsing tasks cost no compile. The kata's own compiles (three_texts, dump_files, flops) are not.
+The programs (in programs.py) belong to the tests; their compiled texts are cached once per
+session so the parsing tasks cost no compile. The kata's own compiles (three_texts, dump_files,
+flops) are not.
 
 The IR-reading tasks (3-6) run on a bank of texts that differ in what a shortcut gets wrong:
 parameters used out of order, scalar, unused and tuple-shaped parameters, non-default layouts,
@@ -22,175 +23,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
-from jax.experimental.layout import Format, Layout
+from jax.experimental.layout import Format
 from pytest_check import check
 
 from kata_harness.xla_shapes import xla_shape
+from katas.phase3.programs import (
+    HAND_WRITTEN,
+    TABLE,
+    THREE_TEXT_PROGRAMS,
+    attention,
+    attention_args,
+    bank_program,
+    matmul,
+    mlp,
+    mlp_args,
+    ones,
+    scale_and_shift,
+    shared_sum,
+    value_and_total,
+)
 from xla_inspect.errors import HloParseError
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import fusions, opcode_counts
 from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
 
-TABLE = np.array([3.0, 1.0, 2.0], dtype=np.float32)
-
-
-def mlp(params, x):
-    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
-
-
-def attention(q, k, v):
-    return jax.nn.softmax(q @ k.T / math.sqrt(q.shape[-1]), axis=-1) @ v
-
-
-def scale_and_shift(x):
-    return x * 0.5 + TABLE
-
-
-def value_and_total(x):
-    return x + 1, x.sum()
-
-
-def matmul(a, b):
-    return a @ b
-
-
-# major-to-minor order asked for each input of `matmul`: a column-major, b row-major
-MATMUL_ORDERS = ((1, 0), (0, 1))
-
-
-def looped(x):
-    return lax.fori_loop(0, 3, lambda i, c: jnp.tanh(jnp.sin(c) * 2.0 + 1.0), x)
-
-
-def shared_sum(a, b, c, d):
-    return (a + b) * c + (a + b) * d
-
-
-def mixed(s, v, m, unused, t):
-    """A scalar, a vector, a matrix asked column-major, an unused input, a 3-D input asked in
-    layout {2,0,1}; `t` is used first, so the unoptimized text lists parameter(4) early."""
-    return t.sum(axis=0) * s + v[0], m @ m.T
-
-
-def branches(p, x, n):
-    """A conditional with a fusion in each branch; f32, s32 and bf16 values."""
-    y = lax.cond(p > 0, lambda x: jnp.sin(x) * 3.0 + 1.0, lambda x: jnp.cos(x) * 2.0 - 1.0, x)
-    return y, n * 7 + 2, x.astype(jnp.bfloat16) * jnp.bfloat16(1.5)
-
-
-# A hand-written module (checked against XLA's parser below): ENTRY is not the last computation,
-# its parameters are declared out of number order, parameter 1 is a tuple, parameter 0 a scalar,
-# parameter 2 is used only by dead code, the ROOT is not ENTRY's last line, a kLoop fusion's
-# computation holds a kInput fusion whose reduce calls a reducer, the constant 4 appears twice,
-# and an uncalled computation holds pred, f16 and 2-D constants.
-HAND_WRITTEN = (
-    "HloModule hand_written, entry_computation_layout={(f32[], (f32[2,3]{0,1}, s32[]), "
-    "f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}\n"
-    + """
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %ab = f32[] add(%a, %b)
-}
-
-%inner_body (q0: f32[2,3], q1: f32[]) -> f32[2] {
-  %q0 = f32[2,3]{0,1} parameter(0)
-  %e = f32[2,3]{0,1} exponential(%q0)
-  %zero = f32[] constant(0)
-  %r = f32[2]{0} reduce(%e, %zero), dimensions={1}, to_apply=%sum
-  %q1 = f32[] parameter(1)
-  %q1b = f32[2]{0} broadcast(%q1), dimensions={}
-  ROOT %prod = f32[2]{0} multiply(%r, %q1b)
-}
-
-%outer_body (p0: f32[2,3], p1: f32[], p2: f32[2]) -> f32[2,3] {
-  %p0 = f32[2,3]{0,1} parameter(0)
-  %p1 = f32[] parameter(1)
-  %row_sums = f32[2]{0} fusion(%p0, %p1), kind=kInput, calls=%inner_body
-  %p2 = f32[2]{0} parameter(2)
-  %scaled = f32[2]{0} multiply(%row_sums, %p2)
-  %wide = f32[2,3]{1,0} broadcast(%scaled), dimensions={0}
-  %half = f32[] constant(0.5)
-  %halves = f32[2,3]{1,0} broadcast(%half), dimensions={}
-  ROOT %out = f32[2,3]{1,0} multiply(%wide, %halves)
-}
-
-ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) -> (f32[2,3], s32[]) {
-  %pair = (f32[2,3]{0,1}, s32[]) parameter(1)
-  %values = f32[2,3]{0,1} get-tuple-element(%pair), index=0
-  %s = f32[] parameter(0)
-  %bias = f32[2]{0} parameter(3)
-  %table = f32[2]{0} constant({1, -2})
-  %shifted = f32[2]{0} add(%bias, %table)
-  %outer = f32[2,3]{1,0} fusion(%values, %s, %shifted), kind=kLoop, calls=%outer_body
-  %count = s32[] get-tuple-element(%pair), index=1
-  %four = s32[] constant(4)
-  %total = s32[] add(%count, %four)
-  ROOT %result = (f32[2,3]{1,0}, s32[]) tuple(%outer, %total)
-  %w = f16[4,2]{0,1} parameter(2)
-  %unused = f16[4,2]{0,1} negate(%w)
-}
-
-%spare (z: s32[]) -> s32[] {
-  %z = s32[] parameter(0)
-  %cut = s32[] constant(4)
-  %flag = pred[] constant(true)
-  %grid = s32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })
-  %quarter = f16[] constant(0.25)
-  ROOT %fewer = s32[] subtract(%z, %cut)
-}
-"""
-)
-
-
-def _ones(shape, dtype=np.float32):
-    # NumPy, not jnp: after the per-test cache clear every jnp.ones would compile an eager op.
-    return np.ones(shape, dtype=dtype)
-
-
-def _mlp_args():
-    params = {"w1": _ones((16, 32)), "b1": _ones(32), "w2": _ones((32, 4)), "b2": _ones(4)}
-    return params, _ones((8, 16))
-
-
-def _attention_args():
-    return _ones((8, 16)), _ones((8, 16)), _ones((8, 16))
-
-
-def _mixed_args():
-    return (np.float32(2.0), _ones(3), _ones((2, 5)), _ones(4, np.int32), _ones((3, 4, 2)))
-
-
-def _branches_args():
-    return np.float32(1.0), _ones((2, 3)), _ones(5, np.int32)
-
 
 @cache
 def _compiled(name: str):
     """(lowered, compiled) of a test-owned program, compiled once per session."""
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    formats = tuple(Format(Layout(order), device) for order in MATMUL_ORDERS)
-    mixed_formats = (
-        None,
-        None,
-        Format(Layout((1, 0)), device),
-        None,
-        Format(Layout((1, 0, 2)), device),
-    )
-    programs = {
-        "mlp": (jax.jit(mlp), _mlp_args()),
-        "attention": (jax.jit(attention), _attention_args()),
-        "scale_and_shift": (jax.jit(scale_and_shift), (_ones(3),)),
-        "value_and_total": (jax.jit(value_and_total), (_ones((2, 3)),)),
-        "matmul": (jax.jit(matmul, in_shardings=formats), (_ones((8, 16)), _ones((16, 4)))),
-        "looped": (jax.jit(looped), (_ones(8),)),
-        "shared_sum": (jax.jit(shared_sum), tuple(_ones(8) for _ in range(4))),
-        "mixed": (jax.jit(mixed, in_shardings=mixed_formats), _mixed_args()),
-        "branches": (jax.jit(branches), _branches_args()),
-    }
-    jitted, args = programs[name]
+    jitted, args = bank_program(name)
     lowered = jitted.lower(*args)
     return lowered, lowered.compile()
 
@@ -313,7 +175,7 @@ def _hlo_module(text: str, what: str):
 
 @pytest.mark.task("three_texts")
 def test_stablehlo_is_the_lowered_program(kata):
-    census = _stablehlo_census(_three(kata, mlp, *_mlp_args())["stablehlo"], "stablehlo")
+    census = _stablehlo_census(_three(kata, mlp, *mlp_args())["stablehlo"], "stablehlo")
     for op, count in (("stablehlo.dot_general", 2), ("stablehlo.maximum", 1), ("func.call", 1)):
         with check:
             assert census[op] == count, f"{op} x{census[op]}, expected {count}"
@@ -321,7 +183,7 @@ def test_stablehlo_is_the_lowered_program(kata):
 
 @pytest.mark.task("three_texts")
 def test_unoptimized_hlo_is_not_fused(kata):
-    module = _hlo_module(_three(kata, mlp, *_mlp_args())["hlo"], "hlo")
+    module = _hlo_module(_three(kata, mlp, *mlp_args())["hlo"], "hlo")
     entry = opcode_counts(module, entry_only=True)
     with check:
         assert opcode_counts(module)["fusion"] == 0, "unoptimized HLO has no fusion yet"
@@ -334,7 +196,7 @@ def test_unoptimized_hlo_is_not_fused(kata):
 @pytest.mark.task("three_texts")
 def test_optimized_hlo_is_fused(kata):
     _cpu_only("XLA:CPU wraps f32 matmuls in kCustom (YNNPACK) fusions")
-    module = _hlo_module(_three(kata, mlp, *_mlp_args())["optimized"], "optimized")
+    module = _hlo_module(_three(kata, mlp, *mlp_args())["optimized"], "optimized")
     kinds = _fusion_kinds(module)
     with check:
         assert kinds == Counter(kLoop=2, kCustom=2), f"fusion kinds {dict(kinds)}"
@@ -344,13 +206,6 @@ def test_optimized_hlo_is_fused(kata):
         assert opcode_counts(module)["dot"] == 2, "two matmuls, counted across all computations"
     with check:
         assert opcode_counts(module, entry_only=True)["dot"] == 0, "the dots moved into fusions"
-
-
-THREE_TEXT_PROGRAMS = {  # a conditional with three results, one function at two shapes
-    "branches": (branches, _branches_args()),
-    "value_and_total": (value_and_total, (_ones((3, 1)),)),
-    "value_and_total again": (value_and_total, (_ones((1, 4)),)),
-}
 
 
 @pytest.mark.task("three_texts")
@@ -394,12 +249,12 @@ def _stages_oracle(program: str):
 
 @pytest.mark.task("three_texts")
 def test_optimized_mlp_snapshot(kata, hlo_snapshot):
-    hlo_snapshot(normalize_hlo(_three(kata, mlp, *_mlp_args())["optimized"]))
+    hlo_snapshot(normalize_hlo(_three(kata, mlp, *mlp_args())["optimized"]))
 
 
 @pytest.mark.task("three_texts")
 def test_optimized_attention_snapshot(kata, hlo_snapshot):
-    hlo_snapshot(normalize_hlo(_three(kata, attention, *_attention_args())["optimized"]))
+    hlo_snapshot(normalize_hlo(_three(kata, attention, *attention_args())["optimized"]))
 
 
 # --- task 2: dump_files ----------------------------------------------------------------------
@@ -424,7 +279,7 @@ def _modules(before: Path, after: Path):
 @pytest.mark.task("dump_files")
 def test_dump_holds_before_and_after(kata, tmp_path):
     flags = os.environ.get("XLA_FLAGS")
-    before, after = _dumped(kata, scale_and_shift, (_ones(3),), tmp_path)
+    before, after = _dumped(kata, scale_and_shift, (ones(3),), tmp_path)
     assert os.environ.get("XLA_FLAGS") == flags, "dump through compiler_options, not XLA_FLAGS"
     unoptimized, optimized = _modules(before, after)
     with check:
@@ -443,8 +298,8 @@ def test_dump_holds_before_and_after(kata, tmp_path):
 
 @pytest.mark.task("dump_files")
 def test_dump_finds_this_compiles_files(kata, tmp_path):
-    kata.dump_files(scale_and_shift, (_ones(3),), str(tmp_path))
-    before, after = _dumped(kata, value_and_total, (_ones((2, 3)),), tmp_path)
+    kata.dump_files(scale_and_shift, (ones(3),), str(tmp_path))
+    before, after = _dumped(kata, value_and_total, (ones((2, 3)),), tmp_path)
     for module in _modules(before, after):
         with check:
             assert module.name == "jit_value_and_total", f"got module {module.name}"
@@ -460,8 +315,8 @@ def test_dump_of_the_same_function_again(kata, tmp_path):
         (".cpu_after_optimizations.txt", _texts("value_and_total")[1]),
     ):
         (tmp_path / f"{stale}{suffix}").write_text(text)
-    kata.dump_files(value_and_total, (_ones((2, 3)),), str(tmp_path))
-    before, after = _dumped(kata, value_and_total, (_ones((5, 1)),), tmp_path)
+    kata.dump_files(value_and_total, (ones((2, 3)),), str(tmp_path))
+    before, after = _dumped(kata, value_and_total, (ones((5, 1)),), tmp_path)
     for module in _modules(before, after):
         parameter = next(i for i in module.entry if i.opcode == "parameter")
         with check:
@@ -505,14 +360,14 @@ def test_parameter_layouts_as_xla_reads_them(kata):
 
 @pytest.mark.task("entry_parameter_layouts")
 def test_parameter_layouts_of_optimized_mlp(kata):
-    expected = [_default_layout(leaf.ndim) for leaf in jax.tree.leaves(_mlp_args())]
+    expected = [_default_layout(leaf.ndim) for leaf in jax.tree.leaves(mlp_args())]
     got = _layouts(kata, "mlp")
     assert got == expected, f"got {got}, expected {expected} (row-major: minor-to-major)"
 
 
 @pytest.mark.task("entry_parameter_layouts")
 def test_parameter_layouts_by_number(kata):
-    expected = [_default_layout(leaf.ndim) for leaf in jax.tree.leaves(_mlp_args())]
+    expected = [_default_layout(leaf.ndim) for leaf in jax.tree.leaves(mlp_args())]
     got = _layouts(kata, "mlp:unoptimized")
     assert got == expected, f"got {got}, expected {expected}: order by parameter(N)"
 
@@ -800,7 +655,7 @@ def test_matmul_flops_are_2mnk(kata):
         ((5, 1, 3), np.float32),
         ((3, 7, 2), np.int32),
     ):
-        got = _flops(kata, matmul, _ones((m, k), dtype), _ones((k, n), dtype))
+        got = _flops(kata, matmul, ones((m, k), dtype), ones((k, n), dtype))
         with check:
             assert got == 2 * m * n * k, (
                 f"({m}x{k})@({k}x{n}) {np.dtype(dtype).name}: {got} flops, expected 2*M*N*K"
@@ -809,7 +664,7 @@ def test_matmul_flops_are_2mnk(kata):
 
 @pytest.mark.task("flops")
 def test_mlp_flops(kata):
-    params, x = _mlp_args()
+    params, x = mlp_args()
     (m, k), h, n = x.shape, params["w1"].shape[1], params["w2"].shape[1]
     matmuls = 2 * m * k * h + 2 * m * h * n
     elementwise = m * h * 2 + m * n  # bias add and relu's max on the hidden layer, bias add
@@ -821,7 +676,7 @@ def test_mlp_flops(kata):
 def test_transcendentals_are_not_flops(kata):
     """exp and tanh are counted apart, as transcendentals: exp(x) costs no flops, tanh(x)*2
     costs one flop per element (the multiply)."""
-    x = _ones((3, 5))
+    x = ones((3, 5))
     got = _flops(kata, jnp.exp, x)
     with check:
         assert got == 0.0, f"exp: {got} flops, expected 0 (15 transcendentals are not flops)"
@@ -837,12 +692,12 @@ def test_flops_are_those_of_the_compiled_module(kata):
     before = size * (unoptimized["add"] + unoptimized["multiply"])
     after = size * (optimized["add"] + optimized["multiply"])
     assert after < before, f"test program changed: {after} flops after CSE, {before} before"
-    got = _flops(kata, shared_sum, *(_ones(size) for _ in range(4)))
+    got = _flops(kata, shared_sum, *(ones(size) for _ in range(4)))
     assert got == after, f"{got} flops, expected {after} (the compiled module; {before} before CSE)"
     assert got == _compiled("shared_sum")[1].cost_analysis()["flops"], "XLA's own count differs"
 
 
 @pytest.mark.task("flops")
 def test_transpose_costs_no_flops(kata):
-    got = _flops(kata, lambda a: a.T, _ones((2, 3)))
+    got = _flops(kata, lambda a: a.T, ones((2, 3)))
     assert got == 0.0, f"{got}: moving data is bytes, not flops"

@@ -13,13 +13,22 @@ from functools import cache
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
-import ml_dtypes
 import numpy as np
 import pytest
 from pytest_check import check
 
 from kata_harness import versions
+from katas.phase4.programs import (
+    BF16,
+    DUMPED,
+    ELEMENTWISE_INPUTS,
+    PINNED,
+    STAGE_PROGRAMS,
+    canon_cse,
+    cse_args,
+    qk,
+    uniform,
+)
 from xla_inspect import passes
 from xla_inspect.errors import HloParseError
 from xla_inspect.jaxpr import primitive_census
@@ -38,26 +47,6 @@ SHLO_PLUMBING = {
     "stablehlo.broadcast_in_dim",
     "stablehlo.convert",
 }
-BF16 = ml_dtypes.bfloat16
-
-
-def _x(n=8, seed=0, dtype=np.float32):
-    shape = n if isinstance(n, tuple) else (n,)
-    return np.random.default_rng(seed).uniform(0.1, 1.0, size=shape).astype(dtype)
-
-
-# An odd-shaped float32 matrix and a bfloat16 vector (the canonical f32[8] is in the pins): an
-# elementwise demonstration keeps the shape and dtype of its input, and the optimization must show
-# at each of them.
-ELEMENTWISE_INPUTS = {"f32[3,5]": _x((3, 5), seed=3), "bf16[6]": _x(6, 4, BF16)}
-
-
-def _qk(q_shape=(8, 16), k_shape=(8, 16), seed=1):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.normal(size=q_shape).astype(np.float32),
-        rng.normal(size=k_shape).astype(np.float32),
-    )
 
 
 def _counts(hlo_text: str) -> Counter:
@@ -90,50 +79,6 @@ def _same_kind(what, out, x):
 def _require_cpu(fact: str) -> None:
     if jax.default_backend() != "cpu":
         pytest.skip(f"CPU-only fact: {fact}")
-
-
-# --- test-owned programs: the canonical form of each optimization -------------------------
-
-
-def _canon_identity(x):
-    return (x * 1.0 + 0.0) / 1.0
-
-
-def _canon_folded(x):
-    return x / jnp.sqrt(2.0)
-
-
-def _canon_cse(a, b, c, d):
-    return (a + b) * c + (a + b) * d
-
-
-def _canon_dead(x):
-    return jnp.where(True, x + 1.0, jnp.exp(x))
-
-
-def _canon_chain(x):
-    return jnp.tanh(jnp.sin(x) * 2.0 + 1.0)
-
-
-def _canon_attention(q, k):
-    return q @ k.T
-
-
-def _canon_refused(x):
-    return x * 2.0 * 3.0, x - x
-
-
-def _cse_args(shape=8):
-    return tuple(_x(shape, seed=s) for s in range(4))
-
-
-DUMPED = {  # program, args, the opcode the optimization removes or adds
-    "transpose": (_canon_attention, _qk(), "transpose", passes.first_pass_removing),
-    "fusion": (_canon_chain, (_x(),), "fusion", passes.first_pass_adding),
-    "add": (_canon_cse, _cse_args(), "add", passes.first_pass_removing),
-    "divide": (_canon_folded, (_x(),), "divide", passes.first_pass_removing),
-    "refused": (_canon_refused, (_x(),), "fusion", passes.first_pass_adding),
-}
 
 
 def _culprit(dump, opcode, finder) -> str | None:
@@ -204,7 +149,7 @@ def _hlo(text: str, what: str) -> Counter:
 
 @pytest.mark.task("stages")
 def test_stages_before_is_stablehlo_after_is_optimized(kata):
-    before, after = _stages(kata, _canon_cse, *_cse_args())
+    before, after = _stages(kata, canon_cse, *cse_args())
     shlo = _shlo(before, "before")
     hlo = _hlo(after, "after")
     with check:
@@ -213,14 +158,6 @@ def test_stages_before_is_stablehlo_after_is_optimized(kata):
         assert hlo["add"] == 2, f"after: add x{hlo['add']}, want 2 (CSE ran: is it optimized?)"
     with check:
         assert hlo["fusion"] >= 1, "after: no fusion, so this is not the optimized module"
-
-
-STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, and one function at two shapes
-    "cse f32[3,4]": (_canon_cse, _cse_args((3, 4))),
-    "refused bf16[6]": (_canon_refused, (_x(6, 4, BF16),)),
-    "attention 5x3 @ (7x3).T": (_canon_attention, _qk((5, 3), (7, 3))),
-    "attention 8x16 @ (8x16).T": (_canon_attention, _qk()),
-}
 
 
 @cache
@@ -243,17 +180,6 @@ def test_stages_of_several_programs(kata):
             assert hlo == want_hlo, f"{key} after: {dict(hlo)}, expected {dict(want_hlo)}"
 
 
-PINNED = (  # one pinned optimized module per optimization, in this order
-    (_canon_identity, (_x(),)),
-    (_canon_folded, (_x(),)),
-    (_canon_cse, _cse_args()),
-    (_canon_dead, (_x(),)),
-    (_canon_chain, (_x(),)),
-    (_canon_attention, _qk()),
-    (_canon_refused, (_x(),)),
-)
-
-
 @pytest.mark.task("stages")
 def test_pinned_optimized_programs(kata, hlo_snapshot):
     for program, args in PINNED:
@@ -274,7 +200,10 @@ def test_algebraic_identity_disappears(kata):
         ],
         dtype=np.float32,
     )
-    for what, x in {"f32[3,5] with inf, nan, -0, 3e38": special, "bf16[6]": _x(6, 4, BF16)}.items():
+    for what, x in {
+        "f32[3,5] with inf, nan, -0, 3e38": special,
+        "bf16[6]": uniform(6, 4, BF16),
+    }.items():
         shlo, optimized, out = _compile(kata.algebraic_identity, x)
         _same_kind(what, out, x)
         hlo = _counts(optimized)
@@ -317,7 +246,7 @@ def test_folded_scale_becomes_a_multiply(kata):
 @pytest.mark.task("shared_subexpression")
 def test_cse_removes_the_repeated_add(kata):
     for shape in (8, (3, 4)):
-        a, b, c, d = _cse_args(shape)
+        a, b, c, d = cse_args(shape)
         jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
         _, optimized, out = _compile(kata.shared_subexpression, a, b, c, d)
         _same_kind(f"shape {shape}", out, a)
@@ -383,7 +312,7 @@ def test_chain_is_one_loop_fusion(kata):
 def test_transpose_folds_into_the_dot(kata):
     for q_shape, k_shape in (((8, 16), (8, 16)), ((5, 3), (7, 3)), ((2, 6), (9, 6))):
         what = f"q{list(q_shape)} k{list(k_shape)}"
-        q, k = _qk(q_shape, k_shape)
+        q, k = qk(q_shape, k_shape)
         jaxpr_transposes = primitive_census(jax.make_jaxpr(kata.attention_scores)(q, k))[
             "transpose"
         ]

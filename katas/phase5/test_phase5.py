@@ -7,36 +7,37 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
 from pytest_check import check
 
+from katas.phase5.programs import (
+    BATCH,
+    COST_SHAPES,
+    F_SHAPES,
+    GRAD_CASES,
+    IN_AXES_CASES,
+    MV_M,
+    MV_N,
+    SHAPES,
+    VALUE_CASES,
+    flops_cases,
+    fvec_data,
+    in_cond,
+    in_custom_jvp_and_remat,
+    in_scan,
+    matmul,
+    matrix_input,
+    matvec_case,
+    mlp_data,
+    sin_ax_norm,
+    two_layer,
+)
 from xla_inspect.capture import capture
 from xla_inspect.jaxpr import iter_eqns, primitive_census
 from xla_inspect.model import Shape
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import dots, opcode_counts
 
-IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
 RTOL, ATOL = 1e-5, 1e-5
-
-
-def _mlp_data(batch: int = BATCH, seed: int = 0, sizes: tuple = (IN, HIDDEN, OUT)):
-    n_in, hidden, n_out = sizes
-    rng = np.random.default_rng(seed)
-    params = {
-        "w1": rng.normal(size=(n_in, hidden)).astype(np.float32) / 4,
-        "b1": rng.normal(size=(hidden,)).astype(np.float32),
-        "w2": rng.normal(size=(hidden, n_out)).astype(np.float32) / 6,
-        "b2": rng.normal(size=(n_out,)).astype(np.float32),
-    }
-    x = rng.normal(size=(batch, n_in)).astype(np.float32)
-    y = rng.normal(size=(batch, n_out)).astype(np.float32)
-    return params, x, y
-
-
-# (batch, (inputs, hidden, outputs)): a batch of one, odd sizes, more outputs than inputs.
-GRAD_CASES = [(BATCH, (IN, HIDDEN, OUT)), (1, (5, 7, 3)), (3, (6, 9, 11))]
-VALUE_CASES = [GRAD_CASES[0], GRAD_CASES[2]]
 
 
 def _np_mlp_grad(p, x, y):
@@ -70,7 +71,7 @@ def _optimized(fn, *args):
 
 @pytest.mark.task("mlp_grad")
 def test_mlp_grad_matches_numpy_backprop(kata):
-    cases = [_mlp_data(batch, seed, sizes) for seed, (batch, sizes) in enumerate(VALUE_CASES)]
+    cases = [mlp_data(batch, seed, sizes) for seed, (batch, sizes) in enumerate(VALUE_CASES)]
     # one compile for every case: the harness runs this test once per variant
     results = jax.jit(lambda all_cases: [kata.mlp_grad(*case) for case in all_cases])(cases)
     for (batch, sizes), case, grads in zip(VALUE_CASES, cases, results, strict=True):
@@ -92,7 +93,7 @@ def test_mlp_grad_matches_numpy_backprop(kata):
 @pytest.mark.task("mlp_grad")
 def test_grad_jaxpr_has_two_transposes(kata):
     for seed, (batch, sizes) in enumerate(GRAD_CASES[:2]):
-        census = primitive_census(jax.make_jaxpr(kata.mlp_grad)(*_mlp_data(batch, seed, sizes)))
+        census = primitive_census(jax.make_jaxpr(kata.mlp_grad)(*mlp_data(batch, seed, sizes)))
         with check:
             assert census["transpose"] == 2, (
                 f"{sizes}: transpose x{census['transpose']}, expected 2 (one per weight gradient)"
@@ -105,7 +106,7 @@ def test_grad_jaxpr_has_two_transposes(kata):
 
 @pytest.mark.task("mlp_grad")
 def test_optimized_grad_folds_transposes_into_dots(kata):
-    module = _optimized(kata.mlp_grad, *_mlp_data())
+    module = _optimized(kata.mlp_grad, *mlp_data())
     counts = opcode_counts(module)
     found = dots(module)
     with check:
@@ -122,29 +123,11 @@ def test_optimized_grad_folds_transposes_into_dots(kata):
 
 # ---- tasks 2-3: jvp and vjp ---------------------------------------------------------------------
 
-# (outputs, inputs) of f: square first (a transposed answer has the right shape there), wide,
-# tall. A square J is not symmetric, so J @ v and J.T @ v differ.
-F_SHAPES = [(4, 4), (3, 5), (6, 2)]
-
-
-def _f(A, x):
-    """R^N -> R^M, not elementwise: sin(A x) * |x|^2 (a product rule inside)."""
-    return jnp.sin(A @ x) * jnp.sum(x * x)
-
 
 def _np_jacobian(A, x):
     z = A @ x
     s = np.sum(x * x)
     return (np.cos(z) * s)[:, None] * A + np.sin(z)[:, None] * (2 * x)[None, :]
-
-
-def _fvec_data(m: int, n: int):
-    rng = np.random.default_rng(10 * m + n)
-    A = rng.normal(size=(m, n)).astype(np.float32)
-    x = rng.normal(size=(n,)).astype(np.float32) / 2
-    v = rng.normal(size=(n,)).astype(np.float32)
-    ct = rng.normal(size=(m,)).astype(np.float32)
-    return A, x, v, ct
 
 
 def _a_axes_contracted(jaxpr, shape) -> list:
@@ -166,9 +149,9 @@ def _a_axes_contracted(jaxpr, shape) -> list:
 @pytest.mark.task("jvp_tangent")
 def test_jvp_gives_value_and_jacobian_times_tangent(kata):
     shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
-    cases = [_fvec_data(m, n)[:3] for m, n in shapes]
+    cases = [fvec_data(m, n)[:3] for m, n in shapes]
     results = jax.jit(
-        lambda all_cases: [kata.jvp_tangent(partial(_f, a), p, t) for a, p, t in all_cases]
+        lambda all_cases: [kata.jvp_tangent(partial(sin_ax_norm, a), p, t) for a, p, t in all_cases]
     )(cases)
     for (m, n), (A, x, v), result in zip(shapes, cases, results, strict=True):
         assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
@@ -194,8 +177,10 @@ def test_jvp_gives_value_and_jacobian_times_tangent(kata):
 @pytest.mark.task("jvp_tangent")
 def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
     for m, n in F_SHAPES[1:]:
-        A, x, v, _ = _fvec_data(m, n)
-        jaxpr = jax.make_jaxpr(lambda a, p, t: kata.jvp_tangent(partial(_f, a), p, t))(A, x, v)
+        A, x, v, _ = fvec_data(m, n)
+        jaxpr = jax.make_jaxpr(lambda a, p, t: kata.jvp_tangent(partial(sin_ax_norm, a), p, t))(
+            A, x, v
+        )
         census = primitive_census(jaxpr)
         axes = _a_axes_contracted(jaxpr, (m, n))
         with check:
@@ -213,9 +198,11 @@ def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_gives_cotangent_times_jacobian(kata):
     shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
-    cases = [(a, x, ct) for a, x, _, ct in (_fvec_data(m, n) for m, n in shapes)]
+    cases = [(a, x, ct) for a, x, _, ct in (fvec_data(m, n) for m, n in shapes)]
     results = jax.jit(
-        lambda all_cases: [kata.vjp_cotangent(partial(_f, a), p, c) for a, p, c in all_cases]
+        lambda all_cases: [
+            kata.vjp_cotangent(partial(sin_ax_norm, a), p, c) for a, p, c in all_cases
+        ]
     )(cases)
     for (m, n), (A, x, ct), x_bar in zip(shapes, cases, results, strict=True):
         assert isinstance(x_bar, jax.Array), (
@@ -236,8 +223,10 @@ def test_vjp_gives_cotangent_times_jacobian(kata):
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
     for m, n in F_SHAPES[1:]:
-        A, x, _, ct = _fvec_data(m, n)
-        jaxpr = jax.make_jaxpr(lambda a, p, c: kata.vjp_cotangent(partial(_f, a), p, c))(A, x, ct)
+        A, x, _, ct = fvec_data(m, n)
+        jaxpr = jax.make_jaxpr(lambda a, p, c: kata.vjp_cotangent(partial(sin_ax_norm, a), p, c))(
+            A, x, ct
+        )
         census = primitive_census(jaxpr)
         axes = sorted(_a_axes_contracted(jaxpr, (m, n)))
         with check:
@@ -256,23 +245,10 @@ def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
 
 
-def _two_layer(n: int, h: int, m: int):
-    rng = np.random.default_rng(n * 1000 + m)
-    w1 = (rng.normal(size=(h, n)) / np.sqrt(n)).astype(np.float32)
-    w2 = (rng.normal(size=(m, h)) / np.sqrt(h)).astype(np.float32)
-    x = rng.normal(size=(n,)).astype(np.float32)
-    return (lambda v: w2 @ jnp.tanh(w1 @ v)), x, w1, w2
-
-
-SHAPES = {"tall": (4, 32, 64), "wide": (64, 32, 4)}  # (inputs, hidden, outputs)
-# More Jacobians for the cost question: one input, one output, odd sizes, nearly square.
-COST_SHAPES = SHAPES | {"one input": (1, 8, 24), "one output": (24, 8, 1), "wide, odd": (13, 9, 5)}
-
-
 @pytest.mark.task("jacobian")
 def test_jacobian_both_modes_match_numpy(kata):
     for shape in ("tall", "one output"):
-        f, x, w1, w2 = _two_layer(*COST_SHAPES[shape])
+        f, x, w1, w2 = two_layer(*COST_SHAPES[shape])
         expected = w2 @ ((1 - np.tanh(w1 @ x) ** 2)[:, None] * w1)
         both = jax.jit(lambda v, f=f: (kata.jacobian(f, v, "fwd"), kata.jacobian(f, v, "rev")))(x)
         for mode, got in zip(("fwd", "rev"), both, strict=True):
@@ -296,7 +272,7 @@ def test_jacobian_both_modes_match_numpy(kata):
 def test_jacobian_modes_push_different_bases(kata):
     for shape in ("tall", "wide"):
         n, _, m = SHAPES[shape]
-        f, x, _, _ = _two_layer(*SHAPES[shape])
+        f, x, _, _ = two_layer(*SHAPES[shape])
         for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
             jaxpr = jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode))(x)
             census = primitive_census(jaxpr)
@@ -324,70 +300,9 @@ def test_jacobian_modes_push_different_bases(kata):
                     assert census["transpose"] == 0, f"rev: transpose x{census['transpose']}"
 
 
-def _matmul(a, b):
-    return jnp.matmul(a, b)
-
-
-def _general(a, b):
-    """lhs (K=3, B=2, M=5), rhs (N=7, B=2, K=3): contract lhs axis 0 with rhs axis 2, batch on
-    lhs axis 1 / rhs axis 1. Output (B, M, N) = (2, 5, 7)."""
-    return lax.dot_general(a, b, (((0,), (2,)), ((1,), (1,))))
-
-
-def _in_cond(p, a, b):
-    return lax.cond(p > 0, lambda: a @ b, lambda: (a * 2.0) @ b)
-
-
-def _in_scan(a, b):
-    def body(carry, _):
-        return carry @ b, None
-
-    return lax.scan(body, a, None, length=3)[0]
-
-
-def _in_custom_jvp_and_remat(a, b):
-    @jax.custom_jvp
-    def inner(u):
-        return u @ b
-
-    inner.defjvp(lambda primals, tangents: (inner(*primals), tangents[0] @ b))
-    return jax.checkpoint(lambda u: inner(u) @ b.T)(a)
-
-
-@cache
-def _flops_cases():
-    f32, i8 = np.float32, np.int8
-    ones = np.ones
-    return {
-        # name: (function, arguments, flops worked out by hand: 2 * output elements * K)
-        "matmul": (jnp.matmul, (ones((8, 16), f32), ones((16, 32), f32)), 2 * (8 * 32) * 16),
-        "batched": (
-            jax.vmap(jnp.matmul),
-            (ones((8, 4, 3), f32), ones((8, 3), f32)),
-            2 * (8 * 4) * 3,
-        ),
-        "two contracted": (
-            partial(jnp.einsum, "ijk,jkl->il"),
-            (ones((2, 3, 4), f32), ones((3, 4, 5), f32)),
-            2 * (2 * 5) * 12,
-        ),
-        "contract axis 0, batch in the middle": (
-            _general,
-            (ones((3, 2, 5), f32), ones((7, 2, 3), f32)),
-            2 * (2 * 5 * 7) * 3,
-        ),
-        "int8 matrix-vector, odd sizes": (
-            jnp.matmul,
-            (ones((7, 9), i8), ones((9,), i8)),
-            2 * 7 * 9,
-        ),
-        "no dots": (jnp.add, (ones(3, f32), ones(3, f32)), 0),
-    }
-
-
 @pytest.mark.task("dot_flops")
 def test_dot_flops_from_dimension_numbers(kata):
-    for name, (fn, args, expected) in _flops_cases().items():
+    for name, (fn, args, expected) in flops_cases().items():
         jaxpr = jax.make_jaxpr(fn)(*args)
         got = kata.dot_flops(jaxpr)
         with check:
@@ -400,16 +315,16 @@ def test_dot_flops_counts_nested_jaxprs(kata):
     one = 2 * 8 * 8 * 16  # one (8, 16) @ (16, 8) product
     cases = {
         "a nested jit": (
-            jax.make_jaxpr(lambda p, q: jax.jit(_matmul)(p, q) + p @ q)(a, b),
+            jax.make_jaxpr(lambda p, q: jax.jit(matmul)(p, q) + p @ q)(a, b),
             2 * one,
         ),
-        "both branches of a cond": (jax.make_jaxpr(_in_cond)(np.float32(1.0), a, b), 2 * one),
+        "both branches of a cond": (jax.make_jaxpr(in_cond)(np.float32(1.0), a, b), 2 * one),
         "a scan body (counted once, not per iteration)": (
-            jax.make_jaxpr(_in_scan)(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)),
+            jax.make_jaxpr(in_scan)(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)),
             2 * 8 * 8 * 8,
         ),
         "custom_jvp inside checkpoint": (
-            jax.make_jaxpr(_in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
+            jax.make_jaxpr(in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
             2 * (8 * 16) * 16 + 2 * (8 * 16) * 16,
         ),
     }
@@ -430,7 +345,7 @@ def _measured_cheaper(shape: str) -> str:
     The lowered module's cost analysis gives the same flops as the compiled one here, at a
     fifth of the time.
     """
-    f, x, _, _ = _two_layer(*COST_SHAPES[shape])
+    f, x, _, _ = two_layer(*COST_SHAPES[shape])
     flops = {
         name: jax.jit(transform(f)).lower(x).cost_analysis()["flops"]
         for name, transform in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))
@@ -438,18 +353,10 @@ def _measured_cheaper(shape: str) -> str:
     return min(flops, key=flops.get)
 
 
-def _matrix_input():
-    """f: R^(6x5) -> R^8: 30 inputs, 8 outputs, but x.shape[0] = 6 < 8."""
-    rng = np.random.default_rng(7)
-    w1 = (rng.normal(size=(16, 30)) / 6).astype(np.float32)
-    w2 = (rng.normal(size=(8, 16)) / 4).astype(np.float32)
-    return (lambda X: w2 @ jnp.tanh(w1 @ X.reshape(-1))), rng.normal(size=(6, 5)).astype(np.float32)
-
-
 @pytest.mark.task("cheaper_jacobian_mode")
 def test_cheaper_jacobian_mode_matches_measured_flops(kata):
     for shape in COST_SHAPES:
-        f, x, _, _ = _two_layer(*COST_SHAPES[shape])
+        f, x, _, _ = two_layer(*COST_SHAPES[shape])
         got = kata.cheaper_jacobian_mode(f, x)
         expected = _measured_cheaper(shape)
         with check:
@@ -461,7 +368,7 @@ def test_cheaper_jacobian_mode_matches_measured_flops(kata):
 
 @pytest.mark.task("cheaper_jacobian_mode")
 def test_cheaper_jacobian_mode_counts_every_input(kata):
-    f, X = _matrix_input()
+    f, X = matrix_input()
     got = kata.cheaper_jacobian_mode(f, X)
     assert got == "jacrev", (
         f"{got!r}: x is 6x5, 30 inputs against 8 outputs; reverse mode pulls 8 cotangents, "
@@ -471,37 +378,11 @@ def test_cheaper_jacobian_mode_counts_every_input(kata):
 
 # ---- task 7: vmap and dimension numbers ---------------------------------------------------------
 
-MV_M, MV_N = 4, 3
-
-# in_axes -> (W's shape, vs's shape, W @ v for every example b as an einsum). The batch (BATCH)
-# sits wherever in_axes says; None: the argument is shared by every example.
-IN_AXES_CASES = {
-    (None, 0): ((MV_M, MV_N), (BATCH, MV_N), "mn,bn->bm"),
-    (0, 0): ((BATCH, MV_M, MV_N), (BATCH, MV_N), "bmn,bn->bm"),
-    (1, 0): ((MV_M, BATCH, MV_N), (BATCH, MV_N), "mbn,bn->bm"),
-    (None, 1): ((MV_M, MV_N), (MV_N, BATCH), "mn,nb->bm"),
-    (2, None): ((MV_M, MV_N, BATCH), (MV_N,), "mnb,n->bm"),
-}
-
-
-def _matvec_case(in_axes):
-    w_shape, v_shape, spec = IN_AXES_CASES[in_axes]
-    rng = np.random.default_rng(len(w_shape) * 10 + len(v_shape))
-    W = rng.normal(size=w_shape).astype(np.float32)
-    vs = rng.normal(size=v_shape).astype(np.float32)
-    return W, vs, np.einsum(spec, W, vs)
-
-
-def _matvec_data():
-    W, vs, _ = _matvec_case((None, 0))
-    Ws, _, _ = _matvec_case((0, 0))
-    return W, Ws, vs
-
 
 @pytest.mark.task("batched_matvec")
 def test_batched_matvec_values(kata):
     axes = list(IN_AXES_CASES)
-    cases = [_matvec_case(in_axes) for in_axes in axes]
+    cases = [matvec_case(in_axes) for in_axes in axes]
     results = jax.jit(
         lambda arrays: [
             kata.batched_matvec(w, v, a) for a, (w, v) in zip(axes, arrays, strict=True)
@@ -536,7 +417,7 @@ def test_batched_matvec_maps_matvec_itself(kata, monkeypatch):
 
     monkeypatch.setattr(kata, "matvec", spy)
     for in_axes in IN_AXES_CASES:
-        W, vs, _ = _matvec_case(in_axes)
+        W, vs, _ = matvec_case(in_axes)
         seen.clear()
         jax.make_jaxpr(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
         with check:
@@ -555,7 +436,7 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
         (None, 1): ([(((1,), (0,)), ((), ()))], 1),
     }
     for in_axes, (dims, transposes) in expected.items():
-        W, vs, _ = _matvec_case(in_axes)
+        W, vs, _ = matvec_case(in_axes)
         jaxpr = jax.make_jaxpr(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
         got = _dot_dims(jaxpr)
         with check:
@@ -573,7 +454,7 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
 
 @pytest.mark.task("batched_matvec")
 def test_vmapped_matvec_compiles_to_one_matmul(kata):
-    W, vs, _ = _matvec_case((None, 0))
+    W, vs, _ = matvec_case((None, 0))
     module = _optimized(lambda w, v: kata.batched_matvec(w, v, (None, 0)), W, vs)
     found = dots(module)
     counts = opcode_counts(module)
@@ -598,7 +479,7 @@ def _loop_of_grads(params, xs, ys):
 @pytest.mark.task("per_example_grads")
 def test_per_example_grads_match_a_loop_of_grads(kata):
     shapes = ((3, (6, 9, 2)),)
-    cases = [_mlp_data(batch, 3, sizes) for batch, sizes in shapes]
+    cases = [mlp_data(batch, 3, sizes) for batch, sizes in shapes]
     results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(cases)
     for (batch, _), case, got in zip(shapes, cases, results, strict=True):
         expected = _loop_of_grads(*case)
@@ -627,7 +508,7 @@ def _lowered_flops(fn, *args) -> float:
 @cache
 def _loop_flops(batch: int) -> float:
     """Flops of B separate single-example gradients: B times one example's (test-owned)."""
-    params, xs, ys = _mlp_data(1)
+    params, xs, ys = mlp_data(1)
 
     def one_example(p, x, y):
         return jnp.mean((jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"] - y) ** 2)
@@ -637,7 +518,7 @@ def _loop_flops(batch: int) -> float:
 
 @pytest.mark.task("per_example_grads")
 def test_per_example_cost_grows_linearly_with_batch(kata):
-    flops = {b: _lowered_flops(kata.per_example_grads, *_mlp_data(b)) for b in (4, 8)}
+    flops = {b: _lowered_flops(kata.per_example_grads, *mlp_data(b)) for b in (4, 8)}
     with check:
         assert flops[8] <= 2.1 * flops[4], (
             f"flops {flops[4]} at batch 4, {flops[8]} at 8: per-example gradients cost linear "
@@ -652,7 +533,7 @@ def test_per_example_cost_grows_linearly_with_batch(kata):
 
 @pytest.mark.task("per_example_grads")
 def test_per_example_jaxpr_does_not_grow_with_batch(kata):
-    jaxprs = {b: jax.make_jaxpr(kata.per_example_grads)(*_mlp_data(batch=b)) for b in (4, 8)}
+    jaxprs = {b: jax.make_jaxpr(kata.per_example_grads)(*mlp_data(batch=b)) for b in (4, 8)}
     census = {b: primitive_census(j) for b, j in jaxprs.items()}
     with check:
         assert census[4]["dot_general"] == census[8]["dot_general"], (
@@ -670,7 +551,7 @@ def test_per_example_jaxpr_does_not_grow_with_batch(kata):
 
 @pytest.mark.task("per_example_grads")
 def test_per_example_grads_compile_to_few_batched_dots(kata):
-    module = _optimized(kata.per_example_grads, *_mlp_data())
+    module = _optimized(kata.per_example_grads, *mlp_data())
     counts = opcode_counts(module)
     found = dots(module)
     with check:

@@ -13,10 +13,34 @@ from jax._src import array as jax_array
 from pytest_check import check
 
 from kata_harness import versions
+from katas.phase6.programs import (
+    ALIAS_BANK,
+    BATCH,
+    COST_BANK,
+    HANDWRITTEN_ALIAS,
+    HIDDEN,
+    IN,
+    MEMORY_BANK,
+    NAIVE_ODD_TYPES,
+    NAIVE_TUPLE_ROOT,
+    OUT,
+    STEP_BANK,
+    UNARY_STEPS,
+    activation_chain,
+    bf16,
+    chain,
+    device_ones,
+    matmul_chain,
+    mlp,
+    mlp_args,
+    ones,
+    tracked,
+    train_step,
+    tuple_chain,
+    update,
+)
 from xla_inspect.capture import capture
 from xla_inspect.parse import parse_hlo
-
-IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
 
 
 def _cpu_fact(what: str) -> None:
@@ -28,40 +52,14 @@ def _cpu_fact(what: str) -> None:
         )
 
 
-def _ones(*shape):
-    # NumPy inputs: creating jnp arrays would compile eager ops in every test.
-    return np.ones(shape, np.float32)
-
-
-def _mlp(params, x):
-    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
-
-
-def _mlp_args():
-    params = {
-        "w1": _ones(IN, HIDDEN),
-        "b1": _ones(HIDDEN),
-        "w2": _ones(HIDDEN, OUT),
-        "b2": _ones(OUT),
-    }
-    return params, _ones(BATCH, IN)
-
-
-def _chain(v):
-    return jnp.tanh(jnp.exp(v * 2.0 + 1.0) - 3.0)
-
-
-UNARY_STEPS = [lambda v: v * 2.0, jnp.exp, jnp.tanh]
-
-
 @functools.cache
 def _chain_cost():
-    return capture(_chain, _ones(256, 256)).cost_analysis
+    return capture(chain, ones(256, 256)).cost_analysis
 
 
 @pytest.mark.task("cost_of")
 def test_cost_of_mlp_counts_every_flop(kata):
-    cost = kata.cost_of(_mlp, *_mlp_args())
+    cost = kata.cost_of(mlp, *mlp_args())
     _cpu_fact("exact flop count of the MLP")
     dots = 2 * BATCH * IN * HIDDEN + 2 * BATCH * HIDDEN * OUT
     elementwise = BATCH * HIDDEN + BATCH * OUT + BATCH * HIDDEN  # two bias adds, one relu
@@ -76,8 +74,8 @@ def test_cost_of_mlp_counts_every_flop(kata):
 
 @pytest.mark.task("cost_of")
 def test_cost_of_reads_the_optimized_program(kata):
-    x = _ones(256, 256)
-    cost = kata.cost_of(_chain, x)
+    x = ones(256, 256)
+    cost = kata.cost_of(chain, x)
     only_exp = kata.cost_of(jnp.exp, x)
     _cpu_fact("bytes accessed of a fused elementwise chain")
     with check:
@@ -93,31 +91,6 @@ def test_cost_of_reads_the_optimized_program(kata):
     with check:
         assert cost["flops"] == expected.get("flops", 0.0)
 
-
-def _rng_array(shape, dtype, seed=0):
-    values = np.random.default_rng(seed).normal(size=shape)
-    if np.issubdtype(np.dtype(dtype), np.integer):
-        values = values * 20
-    return values.astype(dtype)
-
-
-def _bf16(*shape):
-    return _rng_array(shape, jnp.bfloat16)
-
-
-# A bank of programs for cost_of and memory_report: dtypes of 1, 2 and 4 bytes, a Python scalar,
-# tuple outputs, and duplicated work that only the compiled (CSE'd) program does once.
-COST_BANK = {
-    "bf16 exp chain": (_chain, lambda: (_bf16(48, 40),)),
-    "f16 matmul and exp, each twice (CSE), tuple out": (
-        lambda a, b: ((a @ b) + (a @ b), jnp.exp(a) + jnp.exp(a)),
-        lambda: (_rng_array((24, 40), np.float16), _rng_array((40, 8), np.float16)),
-    ),
-    "int8 widened products, python scalar": (
-        lambda s, a, b: (a.astype(jnp.int32) * b).sum(axis=0) * s,
-        lambda: (3.0, _rng_array((36, 20), np.int8), _rng_array((36, 20), np.int8, seed=1)),
-    ),
-}
 
 COST_KEYS = {
     "flops": "flops",
@@ -150,7 +123,7 @@ def test_cost_of_matches_compiled_cost_analysis_on_a_bank(kata):
 
 @pytest.mark.task("fusion_traffic")
 def test_fusion_cuts_memory_traffic(kata):
-    x = _ones(256, 256)
+    x = ones(256, 256)
     traffic = kata.fusion_traffic(UNARY_STEPS, x)
     _cpu_fact("bytes accessed per elementwise program")
     with check:
@@ -162,17 +135,6 @@ def test_fusion_cuts_memory_traffic(kata):
         assert traffic["fused"] == 2 * x.nbytes, (
             f"fused {traffic['fused']}, expected one read and one write ({2 * x.nbytes})"
         )
-
-
-# Step lists whose steps hold several ops, change the dtype, or reduce: op by op each step is
-# its own program fed the previous step's output (shape AND dtype).
-STEP_BANK = {
-    "dtype changes": ([lambda v: v.astype(jnp.bfloat16), jnp.exp], lambda: _ones(33, 20)),
-    "bf16, several ops and a row sum in one step": (
-        [lambda v: jnp.sum(v * 2.0 + 1.0, axis=1), jnp.exp],
-        lambda: _bf16(40, 24),
-    ),
-}
 
 
 @functools.cache
@@ -215,25 +177,13 @@ def test_fusion_traffic_on_a_bank_of_step_lists(kata):
 
 @functools.cache
 def _step_compiled(donate: bool):
-    def update(state, grad):
-        return state - 0.1 * grad
-
-    state = _ones(64, 64)
+    state = ones(64, 64)
     return capture(jax.jit(update, donate_argnums=(0,) if donate else ()), state, state)
-
-
-def _matmul_chain(depth):
-    def chain(x, w):
-        for _ in range(depth):
-            x = x @ w
-        return x
-
-    return chain
 
 
 @pytest.mark.task("memory_report")
 def test_memory_report_sizes(kata):
-    x, w = _ones(64, 32), _ones(32, 16)
+    x, w = ones(64, 32), ones(32, 16)
 
     def layer(a, b):
         return jnp.tanh(a @ b)
@@ -245,8 +195,8 @@ def test_memory_report_sizes(kata):
         assert report["output"] == 64 * 16 * 4, f"output {report['output']}"
     with check:
         assert report["alias"] == 0, "nothing donated, nothing aliased"
-    square = _ones(128, 128)
-    temp = kata.memory_report(_matmul_chain(4), square, square)["temp"]
+    square = ones(128, 128)
+    temp = kata.memory_report(matmul_chain(4), square, square)["temp"]
     with check:
         assert temp == _chain_capture(4).memory_analysis["temp_size_in_bytes"]
     with check:
@@ -255,7 +205,7 @@ def test_memory_report_sizes(kata):
 
 @pytest.mark.task("memory_report")
 def test_donation_shows_as_alias_bytes(kata):
-    state, grad = _ones(64, 64), _ones(64, 64)
+    state, grad = ones(64, 64), ones(64, 64)
     report = kata.memory_report(lambda s, g: s - 0.1 * g, state, grad, donate_argnums=(0,))
     with check:
         assert report["alias"] == state.nbytes, (
@@ -266,34 +216,6 @@ def test_donation_shows_as_alias_bytes(kata):
         assert report["argument"] == state.nbytes + grad.nbytes
 
 
-# (function, argument maker, donate_argnums): dtypes, a Python scalar (4 bytes, weakly typed),
-# a tuple output (its buffer table counts), donation of a non-first argument and a donated
-# buffer no output can use (not aliased).
-MEMORY_BANK = {
-    "bf16, second argument donated, tuple out": (
-        lambda g, s: (s - 0.1 * g, jnp.tanh(g @ s.T)),
-        lambda: (_bf16(24, 8), _bf16(24, 8)),
-        (1,),
-    ),
-    "int8 and a python scalar": (
-        lambda s, a: (a.astype(jnp.int32) * s).sum(axis=1),
-        lambda: (3, _rng_array((10, 7), np.int8)),
-        (),
-    ),
-    "tuple output, donated buffer fits no output": (
-        lambda v: (v.sum(axis=0), v[:3] * 2.0, jnp.exp(v).max()),
-        lambda: (_ones(20, 12),),
-        (0,),
-    ),
-    "f16 pytree, first leaf donated": (
-        lambda p, x: {"w": p["w"] - x, "b": p["b"] * 2.0},
-        lambda: (
-            {"b": _rng_array((5,), np.float16), "w": _rng_array((6, 5), np.float16)},
-            _rng_array((6, 5), np.float16),
-        ),
-        (0,),
-    ),
-}
 MEMORY_KEYS = {
     "argument": "argument_size_in_bytes",
     "output": "output_size_in_bytes",
@@ -328,21 +250,17 @@ def test_memory_report_matches_memory_analysis_on_a_bank(kata):
                 )
 
 
-def _train_step(grads, state):
-    return {k: state[k] - 0.1 * grads[k] for k in state}, jnp.sum(grads["w"])
-
-
 @functools.cache
 def _train_step_hlo(donate: bool) -> str:
-    tree = {"b": _ones(4), "w": _ones(4, 4)}
-    jitted = jax.jit(_train_step, donate_argnums=(1,) if donate else ())
+    tree = {"b": ones(4), "w": ones(4, 4)}
+    jitted = jax.jit(train_step, donate_argnums=(1,) if donate else ())
     return capture(jitted, tree, tree).optimized_hlo_text
 
 
 @pytest.mark.task("aliased_parameters")
 def test_donated_state_aliases_outputs(kata):
     got = kata.aliased_parameters(_train_step_hlo(True))
-    tree = {"b": _ones(4), "w": _ones(4, 4)}
+    tree = {"b": ones(4), "w": ones(4, 4)}
     n_grads = len(jax.tree.leaves(tree))
     # Parameters are the flattened leaves (grads first); the new state leads the outputs.
     expected = {n_grads + i: (i,) for i in range(len(jax.tree.leaves(tree)))}
@@ -362,73 +280,10 @@ def test_no_donation_no_alias(kata):
         assert "input_output_alias" not in header, "without donation the header has no aliases"
 
 
-def _loss_first(state, batch):
-    new = {k: state[k] - 0.01 * batch[: state[k].shape[0]].sum() for k in state}
-    return jnp.sum(batch), new
-
-
-def _rotate(a, b, c):
-    return c + 1.0, a * 2.0, b - 1.0  # a -> output 1, b -> output 2, c -> output 0
-
-
-def _shared_first(scale, state):
-    return state * scale
-
-
-# name: (function, argument maker, donate_argnums, {parameter number: output index}). Expected
-# aliases follow from how each program is built: parameters are the flattened argument leaves
-# (dict keys sorted), outputs the flattened result leaves; each donated leaf is taken by the
-# output of its shape and dtype.
-ALIAS_BANK = {
-    "state after the loss": (
-        _loss_first,
-        lambda: ({"a": _ones(3), "b": _ones(4, 2), "c": _ones(5, 3)}, _ones(9)),
-        (0,),
-        {0: (1,), 1: (2,), 2: (3,)},
-    ),
-    "outputs rotated": (
-        _rotate,
-        lambda: (_ones(2), _ones(3, 2), _ones(4, 3)),
-        (0, 1, 2),
-        {0: (1,), 1: (2,), 2: (0,)},
-    ),
-    "second argument, array output": (
-        _shared_first,
-        lambda: (_ones(6, 4), _ones(6, 4)),
-        (1,),
-        {1: ()},
-    ),
-}
-
-
 @functools.cache
 def _alias_hlo(name) -> str:
     fn, args, donate, _ = ALIAS_BANK[name]
     return capture(fn, *args(), donate_argnums=donate).optimized_hlo_text
-
-
-# Hand-written, checked against XLA's own parser below: a must-alias entry, a parameter index
-# inside a tuple parameter, output indices out of order.
-HANDWRITTEN_ALIAS = (
-    (
-        "HloModule handwritten, "
-        "input_output_alias={ {0}: (1, {}, may-alias), {2}: (0, {1}, must-alias) }, "
-        "entry_computation_layout={((f32[2]{0}, f32[3]{0}), f32[4]{0})"
-        "->(f32[4]{0}, s32[], f32[3]{0})}"
-    )
-    + """
-
-ENTRY %main (pair: (f32[2], f32[3]), v: f32[4]) -> (f32[4], s32[], f32[3]) {
-  %pair = (f32[2]{0}, f32[3]{0}) parameter(0)
-  %v = f32[4]{0} parameter(1)
-  %second = f32[3]{0} get-tuple-element(%pair), index=1
-  %twice = f32[3]{0} add(%second, %second)
-  %neg = f32[4]{0} negate(%v)
-  %n = s32[] constant(7)
-  ROOT %out = (f32[4]{0}, s32[], f32[3]{0}) tuple(%neg, %n, %twice)
-}
-"""
-)
 
 
 def _xla_parses(text: str) -> None:
@@ -464,8 +319,8 @@ def test_aliases_of_a_handwritten_header(kata):
 
 @functools.cache
 def _chain_capture(depth):
-    square = _ones(128, 128)
-    return capture(_matmul_chain(depth), square, square)
+    square = ones(128, 128)
+    return capture(matmul_chain(depth), square, square)
 
 
 @pytest.mark.task("naive_temp_bytes")
@@ -481,15 +336,10 @@ def test_naive_temp_counts_entry_intermediates(kata):
             )
 
 
-def _activation_chain(x, w, v):
-    h = jnp.tanh(x @ w) * 2.0
-    return (h @ w).reshape(64, 256) @ v
-
-
 @functools.cache
 def _activation_capture():
-    square = _ones(128, 128)
-    return capture(_activation_chain, square, square, _ones(256, 32))
+    square = ones(128, 128)
+    return capture(activation_chain, square, square, ones(256, 32))
 
 
 @pytest.mark.task("naive_temp_bytes")
@@ -504,81 +354,10 @@ def test_naive_temp_skips_views_and_fused_bodies(kata):
     )
 
 
-# Hand-written modules, checked against XLA's own parser, with the expected total worked out
-# by hand in the comments.
-NAIVE_TUPLE_ROOT = (
-    (
-        "HloModule tuple_root, "
-        "entry_computation_layout={(bf16[8,6]{1,0}, s8[6]{0})->(bf16[8,6]{1,0}, f32[8]{0})}"
-    )
-    + """
-
-%add_f32 (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %sum = f32[] add(%a, %b)
-}
-
-%widen (p: bf16[8,6]) -> f32[8,6] {
-  %p = bf16[8,6]{1,0} parameter(0)
-  ROOT %c = f32[8,6]{1,0} convert(%p)
-}
-
-%row_sum (q: bf16[8,6]) -> f32[8] {
-  %q = bf16[8,6]{1,0} parameter(0)
-  %wide = f32[8,6]{1,0} fusion(%q), kind=kLoop, calls=%widen
-  %zero = f32[] constant(0)
-  ROOT %r = f32[8]{0} reduce(%wide, %zero), dimensions={1}, to_apply=%add_f32
-}
-
-ENTRY %main (x: bf16[8,6], y: s8[6]) -> (bf16[8,6], f32[8]) {
-  %x = bf16[8,6]{1,0} parameter(0)
-  %y = s8[6]{0} parameter(1)
-  %yb = bf16[6]{0} convert(%y)
-  %bc = bf16[8,6]{1,0} broadcast(%yb), dimensions={1}
-  %m = bf16[8,6]{1,0} multiply(%x, %bc)
-  %flat = bf16[48]{0} bitcast(%m)
-  %n = bf16[48]{0} negate(%flat)
-  %back = bf16[8,6]{1,0} bitcast(%n)
-  %s = f32[8]{0} fusion(%back), kind=kLoop, calls=%row_sum
-  ROOT %t = (bf16[8,6]{1,0}, f32[8]{0}) tuple(%m, %s)
-}
-"""
-)
 # yb 6*2 + bc 48*2 + n 48*2. Not: x, y (parameters), m and s (the outputs the ROOT tuple
 # gathers), flat and back (bitcasts), t (the ROOT), nor anything inside the nested fusions.
 NAIVE_TUPLE_ROOT_BYTES = 6 * 2 + 48 * 2 + 48 * 2
 
-NAIVE_ODD_TYPES = """\
-HloModule odd_types, entry_computation_layout={(f64[5]{0}, u16[3,7]{1,0})->f64[5]{0}}
-
-%split (p0: f64[5], p1: u16[3,7]) -> (f64[5], c64[5], u16[3,7]) {
-  %p0 = f64[5]{0} parameter(0)
-  %p1 = u16[3,7]{1,0} parameter(1)
-  %neg = f64[5]{0} negate(%p0)
-  %cx = c64[5]{0} convert(%p0)
-  %twice = u16[3,7]{1,0} add(%p1, %p1)
-  ROOT %out = (f64[5]{0}, c64[5]{0}, u16[3,7]{1,0}) tuple(%neg, %cx, %twice)
-}
-
-ENTRY %main (a: f64[5], b: u16[3,7]) -> f64[5] {
-  %a = f64[5]{0} parameter(0)
-  %b = u16[3,7]{1,0} parameter(1)
-  %k = f64[5]{0} constant({1, 2, 3, 4, 5})
-  %parts = (f64[5]{0}, c64[5]{0}, u16[3,7]{1,0}) fusion(%a, %b), kind=kLoop, calls=%split
-  %g0 = f64[5]{0} get-tuple-element(%parts), index=0
-  %g1 = c64[5]{0} get-tuple-element(%parts), index=1
-  %lt = pred[5]{0} compare(%g0, %k), direction=LT
-  %wide = s64[5]{0} convert(%lt)
-  %small = f8e4m3fn[5]{0} convert(%g0)
-  %back = f64[5]{0} convert(%small)
-  %re = f32[5]{0} real(%g1)
-  %re64 = f64[5]{0} convert(%re)
-  %w64 = f64[5]{0} convert(%wide)
-  %sum = f64[5]{0} add(%back, %re64)
-  ROOT %total = f64[5]{0} add(%sum, %w64)
-}
-"""
 # parts (a multi-output fusion: f64[5] 40 + c64[5] 40 + u16[3,7] 42), lt pred 5, wide s64 40,
 # small f8e4m3fn 5, back f64 40, re f32 20, re64 40, w64 40, sum 40. Not the constant k (a
 # literal, not an intermediate) nor the get-tuple-elements (views of parts).
@@ -602,18 +381,12 @@ def test_naive_temp_of_handwritten_modules(kata):
             assert got == expected, f"{name}: {got} bytes, expected {expected}"
 
 
-def _tuple_chain(x, w):
-    a = x @ w
-    b = a @ w
-    return a, b @ w  # outputs a and the third product; only b is an intermediate
-
-
 @functools.cache
 def _compiled_naive_cases():
-    square, half = _ones(96, 96), _bf16(64, 64)
+    square, half = ones(96, 96), bf16(64, 64)
     return {
-        "tuple-output f32 chain": (capture(_tuple_chain, square, square), 96 * 96 * 4),
-        "bf16 chain of 4": (capture(_matmul_chain(4), half, half), 3 * 64 * 64 * 2),
+        "tuple-output f32 chain": (capture(tuple_chain, square, square), 96 * 96 * 4),
+        "bf16 chain of 4": (capture(matmul_chain(4), half, half), 3 * 64 * 64 * 2),
     }
 
 
@@ -647,21 +420,9 @@ def test_buffer_assignment_reuses_buffers(kata):
         )
 
 
-def _device_ones(n):
-    return jax.device_put(_ones(n))  # a jax.Array without compiling anything
-
-
-def _tracked(calls):
-    def f(x):
-        calls.append(isinstance(x, jax.core.Tracer))
-        return jnp.sin(x) * 2.0
-
-    return f
-
-
 @pytest.mark.task("eager_vs_jit")
 def test_timing_is_a_sane_measurement(kata):
-    timing = kata.eager_vs_jit(_tracked([]), (_device_ones(512),), 3)
+    timing = kata.eager_vs_jit(tracked([]), (device_ones(512),), 3)
     for field in ("eager_s", "jit_s", "ratio"):
         value = getattr(timing, field)
         with check:
@@ -677,7 +438,7 @@ def test_timing_is_a_sane_measurement(kata):
 @pytest.mark.task("eager_vs_jit")
 def test_timing_runs_eager_and_jit(kata):
     calls = []
-    kata.eager_vs_jit(_tracked(calls), (_device_ones(512),), 4)
+    kata.eager_vs_jit(tracked(calls), (device_ones(512),), 4)
     eager, traced = calls.count(False), calls.count(True)
     with check:
         assert eager == 4 + 1, f"{eager} eager calls, expected 1 warm-up + 4 timed"
@@ -702,7 +463,7 @@ def test_timing_leaves_warm_ups_off_the_clock(kata, monkeypatch):
         events.append("trace" if isinstance(x, jax.core.Tracer) else "eager")
         return jnp.sin(x) * 2.0
 
-    kata.eager_vs_jit(f, (_device_ones(512),), 3)
+    kata.eager_vs_jit(f, (device_ones(512),), 3)
     monkeypatch.undo()
     readings = events.count("clock")
     with check:
@@ -734,7 +495,7 @@ def test_timing_blocks_on_every_result(kata, monkeypatch):
         return original(self)
 
     monkeypatch.setattr(jax_array.ArrayImpl, "block_until_ready", counting)
-    kata.eager_vs_jit(_tracked([]), (_device_ones(512),), 5)
+    kata.eager_vs_jit(tracked([]), (device_ones(512),), 5)
     assert len(blocked) >= 2 * 5, (
         f"blocked {len(blocked)} times; each of the 2x5 timed calls must block_until_ready, or "
         "the clock stops before the work is done (dispatch is asynchronous)"
@@ -765,7 +526,7 @@ def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
     if getattr(kata, "perf_counter", None) is not None:  # `from time import perf_counter`
         monkeypatch.setattr(kata, "perf_counter", clock)
     monkeypatch.setattr(jax_array.ArrayImpl, "block_until_ready", blocking)
-    timing = kata.eager_vs_jit(f, (_device_ones(64),), 4)
+    timing = kata.eager_vs_jit(f, (device_ones(64),), 4)
     monkeypatch.undo()
     assert isinstance(timing, kata.Timing), f"expected a Timing, got {type(timing).__name__}"
     with check:

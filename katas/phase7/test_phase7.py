@@ -15,147 +15,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
 from jax._src.lib import _jax
 from jaxlib import _hlo as xla_hlo
 from pytest_check import check
 
 from kata_harness.xla_shapes import xla_shape
+from katas.phase7.programs import (
+    CONDITIONAL_PROGRAMS,
+    IF_STABLEHLO,
+    JAXPR_PROGRAMS,
+    PROGRAMS,
+    SHARED_BRANCHES,
+    WHILE_PROGRAMS,
+    doubler,
+    mul,
+    nested_while,
+    powers,
+    scaler,
+    vec,
+)
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
-
-def _vec(n=8, dtype=np.float32):
-    return np.ones(n, dtype)  # NumPy: creating jnp arrays would compile eager ops
-
-
-def _body(i, c):
-    return c * 2.0 + i
-
-
-def _fori(x, n):
-    return lax.fori_loop(0, n, _body, x)
-
-
-def _while(x):
-    return lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, x)
-
-
-def _switch(x, branches):
-    return lax.switch(jnp.int32(x.sum()) % len(branches), branches, x)
-
-
-def _cond(x):
-    return lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x)
-
-
-def _cond_in_scan(x):
-    def step(c, row):
-        return c + lax.cond(row.sum() > 0, jnp.sin, jnp.cos, row), None
-
-    return lax.scan(step, jnp.zeros(4), x.reshape(-1, 4))[0]
-
-
-def _switch_in_cond(x):  # the 3-way switch lives in a branch of the 2-way cond
-    return lax.cond(x[0] > 0, lambda v: _switch(v, [jnp.sin, jnp.cos, jnp.tanh]), jnp.exp, x)
-
-
-def _cond_in_while(x):  # traced bound: a real while whose body holds a conditional
-    n = jnp.int32(x[0]) + 3
-    return lax.fori_loop(0, n, lambda i, c: lax.cond(i % 2 == 0, jnp.sin, jnp.cos, c), x)
-
-
-def _two_conds_and_switch(x):
-    y = _cond(x) + _cond(x * 3.0)
-    return _switch(y, [jnp.sin, jnp.cos, jnp.tanh, jnp.exp])
-
-
-def _nested_while(x):
-    def outer(c):
-        return lax.while_loop(lambda d: d.sum() < 50, lambda d: d + 1, c) * 2
-
-    return lax.while_loop(lambda c: c.sum() < 1000, outer, x)
-
-
-def _three_deep(x):
-    def middle(c):
-        return _nested_while(c) + 1.0
-
-    return lax.while_loop(lambda c: c.sum() < 1e6, middle, x)
-
-
-def _while_in_cond(x):
-    return lax.cond(x.sum() > 0, _while, jnp.sin, x)
-
-
-def _two_loops(x):
-    return _while(x) + lax.scan(lambda c, r: (c + r, None), jnp.zeros(4), x.reshape(-1, 4))[0].sum()
-
-
-PROGRAMS = {
-    "cond": _cond,
-    "switch3": lambda x: _switch(x, [jnp.sin, jnp.cos, jnp.tanh]),
-    "switch5": lambda x: _switch(x, [jnp.sin, jnp.cos, jnp.tanh, jnp.exp, jnp.negative]),
-    "cond_in_scan": _cond_in_scan,
-    "switch_in_cond": _switch_in_cond,
-    "cond_in_while": _cond_in_while,
-    "two_conds_and_switch": _two_conds_and_switch,
-    "fori_loop": lambda x: _fori(x, 5),
-    "fori_unrolled": lambda x: lax.fori_loop(0, 4, _body, x, unroll=True),
-    "fori_unroll_2": lambda x: lax.fori_loop(0, 4, _body, x, unroll=2),
-    "while_loop": _while,
-    "scan": lambda x: lax.scan(lambda c, r: (c + r, None), jnp.zeros(4), x.reshape(-1, 4))[0],
-    "nested_while": _nested_while,
-    "three_deep": _three_deep,
-    "while_in_cond": _while_in_cond,
-    "two_loops": _two_loops,
-    "no_control_flow": lambda x: jnp.where(x > 0, jnp.sin(x), jnp.cos(x)),
-}
-
-# A pred-indexed conditional, as XLA's own StableHLO -> HLO conversion writes stablehlo.if
-# (JAX's lowering always emits stablehlo.case with an i32 index instead).
-IF_STABLEHLO = """
-func.func @main(%p: tensor<i1>, %q: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
-  %r = "stablehlo.if"(%p) ({
-    %a = "stablehlo.if"(%q) ({
-      %s = stablehlo.sine %x : tensor<4xf32>
-      stablehlo.return %s : tensor<4xf32>
-    }, {
-      %c = stablehlo.cosine %x : tensor<4xf32>
-      stablehlo.return %c : tensor<4xf32>
-    }) : (tensor<i1>) -> tensor<4xf32>
-    stablehlo.return %a : tensor<4xf32>
-  }, {
-    %b = stablehlo.exponential %x : tensor<4xf32>
-    stablehlo.return %b : tensor<4xf32>
-  }) : (tensor<i1>) -> tensor<4xf32>
-  return %r : tensor<4xf32>
-}
-"""
-
-
-# A switch whose cases share one branch computation (valid HLO: XLA's parser reads it; a
-# conditional has as many branches as branch_computations entries, repeats included).
-SHARED_BRANCHES = """HloModule shared_branches
-
-double {
-  a = f32[4]{0} parameter(0)
-  ROOT d = f32[4]{0} add(a, a)
-}
-
-negate {
-  b = f32[4]{0} parameter(0)
-  ROOT n = f32[4]{0} negate(b)
-}
-
-ENTRY main {
-  i = s32[] parameter(0)
-  x = f32[4]{0} parameter(1)
-  ROOT c = f32[4]{0} conditional(i, x, x, x), branch_computations={double, double, negate}
-}
-"""
 
 
 @functools.cache
@@ -169,12 +51,12 @@ def _compiled(name: str):
         )
         return computation.as_hlo_text(), computation.get_hlo_module()
     if name == "nested_while_unoptimized":  # no CPU call wrappers: whiles sit in loop bodies
-        lowered = jax.jit(_nested_while).lower(_vec())
+        lowered = jax.jit(nested_while).lower(vec())
         computation = _jax.mlir.mlir_module_to_xla_computation(
             lowered.as_text(), use_tuple_args=False, return_tuple=False
         )
         return computation.as_hlo_text(), computation.get_hlo_module()
-    compiled = jax.jit(PROGRAMS[name]).lower(_vec()).compile()
+    compiled = jax.jit(PROGRAMS[name]).lower(vec()).compile()
     return compiled.as_text(), compiled.runtime_executable().hlo_modules()[0]
 
 
@@ -226,21 +108,6 @@ def _is_conditional_list(got) -> bool:
     )
 
 
-CONDITIONAL_PROGRAMS = (
-    "cond",
-    "switch3",
-    "switch5",
-    "cond_in_scan",
-    "switch_in_cond",
-    "cond_in_while",
-    "two_conds_and_switch",
-    "while_in_cond",
-    "no_control_flow",
-    "pred_if",
-    "shared_branches",
-)
-
-
 @pytest.mark.task("conditionals")
 def test_conditionals_match_xla(kata):
     found = {program: kata.conditionals(_hlo(program)) for program in CONDITIONAL_PROGRAMS}
@@ -281,18 +148,6 @@ def test_conditionals_in_module_order(kata):
         )
 
 
-WHILE_PROGRAMS = (
-    "fori_loop",
-    "fori_unrolled",
-    "fori_unroll_2",
-    "nested_while",
-    "three_deep",
-    "while_in_cond",
-    "two_loops",
-    "cond_in_while",
-    "no_control_flow",
-    "nested_while_unoptimized",
-)
 WHILE_FACTS = {
     "fori_loop": (1, "one loop"),
     "fori_unrolled": (0, "unroll=True leaves no loop at all"),
@@ -333,63 +188,6 @@ def test_cpu_wraps_while_in_a_call(kata):
 
 
 # ---- loop_primitives: a bank of jaxprs, expected lists read off each program ------------------
-
-
-@jax.jit
-def _inner_jit(x):
-    return lax.fori_loop(0, 3, lambda i, c: c + 1.0, x)
-
-
-@jax.custom_jvp
-def _custom(x):
-    return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
-
-
-_custom.defjvp(lambda primals, tangents: (_custom(primals[0]), tangents[0]))
-
-
-def _add_one_n_times(c, n):
-    return lax.fori_loop(0, n, lambda i, d: d + 1.0, c)
-
-
-JAXPR_PROGRAMS = {
-    # name: (function of (x: float, n: int), expected loops depth first)
-    "static_bounds": (lambda x, n: _fori(x, 5), ["scan"]),
-    "traced_bounds": (lambda x, n: _fori(x, n), ["while"]),
-    "while_holds_scan": (
-        lambda x, n: lax.fori_loop(0, n, lambda i, c: _fori(c, 3), x),
-        ["while", "scan"],
-    ),
-    "while_in_cond": (
-        lambda x, n: lax.cond(
-            x > 0, lambda v: lax.while_loop(lambda c: c < 9.0, jnp.exp, v), lambda v: v, x
-        ),
-        ["while"],
-    ),
-    # a while holding a scan, then a second while: depth first is not breadth first
-    "nested_then_sequential": (
-        lambda x, n: _add_one_n_times(lax.fori_loop(0, n, lambda i, c: _fori(c, 2), x), n),
-        ["while", "scan", "while"],
-    ),
-    "scan_holds_while": (
-        lambda x, n: lax.scan(
-            lambda c, _: (_add_one_n_times(c, n), None), _fori(x, n), None, length=2
-        )[0],
-        ["while", "scan", "while"],
-    ),
-    "inside_jit": (lambda x, n: _inner_jit(x) + _fori(x, n), ["scan", "while"]),
-    "inside_checkpoint": (lambda x, n: jax.checkpoint(lambda v: _fori(v, 3))(x), ["scan"]),
-    "inside_custom_jvp": (lambda x, n: _custom(x), ["while"]),
-    "loop_in_while_cond": (
-        lambda x, n: lax.while_loop(
-            lambda c: _fori(c, 2) < 50.0, lambda c: _add_one_n_times(c, n), x
-        ),
-        ["while", "scan", "while"],
-    ),
-    "grad_of_scan": (lambda x, n: jax.grad(lambda v: _fori(v, 3))(x), ["scan", "scan"]),
-    "lax_map": (lambda x, n: lax.map(lambda r: r * 2, jnp.ones((3,)) * x).sum(), ["scan"]),
-    "no_loops": (lambda x, n: jnp.sin(x) * n, []),
-}
 
 
 @functools.cache
@@ -451,24 +249,6 @@ def test_open_and_closed_jaxprs_alike(kata):
 # ---- count_traces -----------------------------------------------------------------------------
 
 
-def _powers(traces):
-    def power(x, n):
-        traces.append(n)
-        for _ in range(int(n)):  # Python control flow: n must be static
-            x = x * 2.0
-        return x
-
-    return power
-
-
-def _scaler(traces):
-    def scale(x, s):
-        traces.append(1)
-        return x * s
-
-    return scale
-
-
 def _count(kata, make, static_argnums, calls) -> tuple[int, int]:
     """(the kata's count, how many times the function's body ran while the kata counted)."""
     traces = []
@@ -480,7 +260,7 @@ def _count(kata, make, static_argnums, calls) -> tuple[int, int]:
 @pytest.mark.task("count_traces")
 def test_one_trace_per_static_value(kata):
     ns = [2, 3, 2, 3, 4, 2]
-    got, ran = _count(kata, _powers, (1,), [(_vec(), n) for n in ns])
+    got, ran = _count(kata, powers, (1,), [(vec(), n) for n in ns])
     with check:
         assert got == len(set(ns)), f"{got} traces for static values {ns}: one per new value"
     with check:
@@ -489,8 +269,8 @@ def test_one_trace_per_static_value(kata):
 
 @pytest.mark.task("count_traces")
 def test_new_shapes_trace_again(kata):
-    calls = [(_vec(3), 2), (_vec(4), 2), (_vec(3), 2), (_vec(4), 3)]
-    got, ran = _count(kata, _powers, (1,), calls)
+    calls = [(vec(3), 2), (vec(4), 2), (vec(3), 2), (vec(4), 3)]
+    got, ran = _count(kata, powers, (1,), calls)
     keys = {(x.shape, n) for x, n in calls}
     with check:
         assert got == len(keys), f"{got} traces, expected {len(keys)}: (shape, static value) pairs"
@@ -503,9 +283,9 @@ def test_static_values_that_hash_alike(kata):
     # -1 and -2 have the same hash in CPython but are different values: two traces.
     # 2, 2.0 and True compare equal to 2 or 1 and hash alike, yet their types differ: the jit
     # cache keeps them apart, so each traces.
-    collide, ran_collide = _count(kata, _powers, (1,), [(_vec(), -1), (_vec(), -2), (_vec(), -1)])
+    collide, ran_collide = _count(kata, powers, (1,), [(vec(), -1), (vec(), -2), (vec(), -1)])
     typed, ran_typed = _count(
-        kata, _powers, (1,), [(_vec(), 2), (_vec(), 2.0), (_vec(), 2), (_vec(), 1), (_vec(), True)]
+        kata, powers, (1,), [(vec(), 2), (vec(), 2.0), (vec(), 2), (vec(), 1), (vec(), True)]
     )
     with check:
         assert collide == ran_collide == 2, (
@@ -523,15 +303,15 @@ def test_static_values_that_hash_alike(kata):
 def test_dynamic_arguments_trace_per_type(kata):
     # Not static: the value never matters, its abstract type does (shape, dtype, weak type).
     calls = [
-        (_vec(), 2),
-        (_vec(), 3),
-        (_vec(), 2.0),
-        (_vec(), np.float32(2.0)),
-        (_vec(), np.int32(2)),
-        (_vec(), 5.0),
-        (_vec(4, np.float16), 2.0),
+        (vec(), 2),
+        (vec(), 3),
+        (vec(), 2.0),
+        (vec(), np.float32(2.0)),
+        (vec(), np.int32(2)),
+        (vec(), 5.0),
+        (vec(4, np.float16), 2.0),
     ]
-    got, ran = _count(kata, _scaler, (), calls)
+    got, ran = _count(kata, scaler, (), calls)
     with check:
         assert got == ran == 5, (
             f"counted {got}, the body ran {ran} times, expected 5: weak int, weak float, "
@@ -544,9 +324,9 @@ def test_traces_are_not_compiles(kata):
     # One trace, three compiles: the same abstract types committed to three devices.
     if jax.device_count() < 3:
         pytest.skip("needs 3 CPU devices")
-    calls = [(jax.device_put(_vec(), d), 2.0) for d in jax.devices()[:3]]
+    calls = [(jax.device_put(vec(), d), 2.0) for d in jax.devices()[:3]]
     with _measured_compiles() as measured:
-        got, ran = _count(kata, _scaler, (), calls)
+        got, ran = _count(kata, scaler, (), calls)
     with check:
         assert len(measured) >= 3, f"XLA compiled {len(measured)} times, expected 3"
     with check:
@@ -575,10 +355,6 @@ def _measured_compiles():
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
-def _doubler():
-    return jax.jit(lambda v: v * 2.0)
-
-
 def _count_of(counter) -> int:
     count = getattr(counter, "count", None)
     assert type(count) is int, f"the counter's .count should be an int, got {count!r}"
@@ -587,11 +363,11 @@ def _count_of(counter) -> int:
 
 @pytest.mark.task("compile_counter")
 def test_compile_counter_counts_backend_compiles(kata):
-    f = _doubler()
-    lowered = f.lower(_vec(6))  # traced and lowered before the block: only its compile is inside
+    f = doubler()
+    lowered = f.lower(vec(6))  # traced and lowered before the block: only its compile is inside
     with kata.compile_counter() as counter, _measured_compiles() as measured:
         for n in (3, 4, 3, 5, 4):
-            f(_vec(n))
+            f(vec(n))
         lowered.compile()
     count = _count_of(counter)
     with check:
@@ -606,11 +382,11 @@ def test_compile_counter_counts_backend_compiles(kata):
 
 @pytest.mark.task("compile_counter")
 def test_tracing_and_lowering_are_not_compiles(kata):
-    f = _doubler()
+    f = doubler()
     with kata.compile_counter() as counter, _measured_compiles() as measured:
-        jax.make_jaxpr(lambda v: jnp.sin(v) + 1.0)(_vec(3))
-        jax.eval_shape(lambda v: v @ v, _vec(5))
-        f.lower(_vec(7))  # traced and lowered, never compiled
+        jax.make_jaxpr(lambda v: jnp.sin(v) + 1.0)(vec(3))
+        jax.eval_shape(lambda v: v @ v, vec(5))
+        f.lower(vec(7))  # traced and lowered, never compiled
     count = _count_of(counter)
     with check:
         assert len(measured) == 0, f"nothing should compile here, XLA compiled {len(measured)}"
@@ -622,7 +398,7 @@ def test_tracing_and_lowering_are_not_compiles(kata):
 
 @pytest.mark.task("compile_counter")
 def test_eager_ops_compile_without_tracing(kata):
-    x = _vec(9)
+    x = vec(9)
     with kata.compile_counter() as counter, _measured_compiles() as measured:
         jnp.sin(x)
         jnp.cos(x)
@@ -639,13 +415,13 @@ def test_eager_ops_compile_without_tracing(kata):
 
 @pytest.mark.task("compile_counter")
 def test_compile_counter_stops_at_exit(kata):
-    f = _doubler()
+    f = doubler()
     with kata.compile_counter() as first:
-        f(_vec(3))
+        f(vec(3))
     with kata.compile_counter() as second:
-        f(_vec(4))
-        f(_vec(3))
-    f(_vec(5))
+        f(vec(4))
+        f(vec(3))
+    f(vec(5))
     with check:
         assert _count_of(first) == 1, f"first counter: {first.count}, expected 1 (compiles "
         "after its block must not count)"
@@ -656,17 +432,17 @@ def test_compile_counter_stops_at_exit(kata):
 
 @pytest.mark.task("compile_counter")
 def test_nested_counters_and_live_counts(kata):
-    f = _doubler()
+    f = doubler()
     with _measured_compiles() as everything:
         with kata.compile_counter() as outer:
-            f(_vec(3))
+            f(vec(3))
             seen_inside = _count_of(outer)
             with kata.compile_counter() as inner:
-                f(_vec(4))
-                f(_vec(10))
-            f(_vec(11))
+                f(vec(4))
+                f(vec(10))
+            f(vec(11))
         after_counters = len(everything)
-        f(_vec(12))  # the test's own listener must still hear this one
+        f(vec(12))  # the test's own listener must still hear this one
     with check:
         assert seen_inside == 1, f".count inside the block read {seen_inside} after one compile"
     with check:
@@ -683,15 +459,15 @@ def test_nested_counters_and_live_counts(kata):
 
 @pytest.mark.task("compile_counter")
 def test_counter_stops_when_the_block_raises(kata):
-    f = _doubler()
+    f = doubler()
     counter = None
     with pytest.raises(KeyError, match="leaving the block"):
         with kata.compile_counter() as counter:
-            f(_vec(3))
+            f(vec(3))
             raise KeyError("leaving the block")
     assert counter is not None
-    f(_vec(4))
-    f(_vec(5))
+    f(vec(4))
+    f(vec(5))
     with check:
         assert _count_of(counter) == 1, (
             f"counted {counter.count}: compiles after a block that raised still counted "
@@ -828,13 +604,9 @@ def _one_explanation(kata, f, first, second) -> str:
     return messages[0]
 
 
-def _mul(x, y):
-    return x * y
-
-
 @pytest.mark.task("explain_miss")
 def test_explains_a_shape_miss(kata):
-    text = _one_explanation(kata, _mul, (_vec(3), 2.0), (_vec(4), 2.0))
+    text = _one_explanation(kata, mul, (vec(3), 2.0), (vec(4), 2.0))
     with check:
         assert "at x" in text, f"the explanation should name argument x:\n{text}"
     with check:
@@ -846,7 +618,7 @@ def test_explains_a_dtype_miss(kata):
     def scale(x, y):
         return x * y
 
-    text = _one_explanation(kata, scale, (_vec(3), 2.0), (_vec(3, np.float16), 2.0))
+    text = _one_explanation(kata, scale, (vec(3), 2.0), (vec(3, np.float16), 2.0))
     with check:
         assert "at x" in text, f"the explanation should name argument x:\n{text}"
     with check:
@@ -858,7 +630,7 @@ def test_explains_a_weak_type_miss(kata):
     def shift(x, y):
         return x + y
 
-    text = _one_explanation(kata, shift, (_vec(3), 2.0), (_vec(3), np.float32(2.0)))
+    text = _one_explanation(kata, shift, (vec(3), 2.0), (vec(3), np.float32(2.0)))
     with check:
         assert "at y" in text, f"the explanation should name argument y:\n{text}"
     with check:
@@ -870,7 +642,7 @@ def test_explains_a_pytree_miss(kata):
     def pair(t):
         return t[0] * t[1]
 
-    text = _one_explanation(kata, pair, ((_vec(3), _vec(3)),), ([_vec(3), _vec(3)],))
+    text = _one_explanation(kata, pair, ((vec(3), vec(3)),), ([vec(3), vec(3)],))
     with check:
         assert "list" in text and "tuple" in text, f"a tuple became a list:\n{text}"
 
@@ -881,7 +653,7 @@ def test_only_explanations_are_returned(kata):
         logging.getLogger("jax").warning("noisy traced again")  # a log record, not a miss
         return x + 1.0
 
-    messages = _explain(kata, noisy, (_vec(3),), (_vec(5),))
+    messages = _explain(kata, noisy, (vec(3),), (vec(5),))
     with check:
         assert len(messages) == 1 and "noisy traced again" not in messages[0], (
             f"expected only the cache-miss explanation, got {messages}"
@@ -895,7 +667,7 @@ def test_no_miss_no_explanation(kata):
     try:
         for before in (False, True):
             jax.config.update("jax_explain_cache_misses", before)
-            messages = _explain(kata, _mul, (_vec(3), 2.0), (_vec(3), 3.0))
+            messages = _explain(kata, mul, (vec(3), 2.0), (vec(3), 3.0))
             found[before] = (messages, jax.config.jax_explain_cache_misses)
     finally:
         jax.config.update("jax_explain_cache_misses", original)  # keep other tests quiet

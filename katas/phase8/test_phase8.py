@@ -13,254 +13,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
 from jax._src.lib import _jax
 from jax._src.lib.mlir import ir
 from pytest_check import check
 
+from katas.phase8.programs import (
+    BF16,
+    CENSUS_PROGRAMS,
+    FEATURES,
+    HAND_WRITTEN,
+    KEPT,
+    OUT,
+    RENAMED,
+    RESPELLED,
+    mlp,
+    mlp_rest_specs,
+    mlp_specs,
+    mlp_values,
+    pair,
+    scalar_mean,
+    scale_shift,
+    spec,
+)
 from xla_inspect.parse import parse_hlo
 from xla_inspect.stablehlo import stablehlo_op_census
-
-FEATURES, OUT = 16, 4
-
-
-def _spec(shape, dtype=jnp.float32):
-    return jax.ShapeDtypeStruct(shape, dtype)
-
-
-F = _spec((8, 4))
-INTS = _spec((8, 4), jnp.int32)
-INDEX = _spec((), jnp.int32)
-C = _spec((8, 4), jnp.complex64)
-
-# ---- the op bank: each program uses the op named by its key exactly as often in StableHLO as
-# ---- XLA's conversion puts its opcode in HLO
-
-RENAMED = {  # op: (program, specs)
-    "stablehlo.dot_general": (lambda x, w: x @ w, (F, _spec((4, 3)))),
-    "stablehlo.broadcast_in_dim": (lambda b: lax.broadcast_in_dim(b, (8, 4), (1,)), (_spec((4,)),)),
-    "stablehlo.case": (lambda x, i: lax.cond(i > 0, jnp.sin, jnp.cos, x), (F, INDEX)),
-    "stablehlo.optimization_barrier": (  # what jax.checkpoint (remat) leaves in a gradient
-        jax.grad(lambda x: jax.checkpoint(lambda y: jnp.sin(jnp.sin(y)))(x).sum()),
-        (F,),
-    ),
-}
-
-
-def _unary(x):  # one use of each op; XLA's conversion keeps each as one instruction
-    return (
-        jnp.exp(x),
-        lax.tanh(x),
-        lax.sin(x),
-        lax.cos(x),
-        lax.tan(x),
-        lax.log(x),
-        lax.sqrt(x),
-        lax.rsqrt(x),
-        lax.cbrt(x),
-        lax.abs(x),
-        lax.sign(x),
-        lax.floor(x),
-        lax.neg(x),
-        jnp.expm1(x),
-        jnp.log1p(x),
-        jnp.isfinite(x),
-        x.T,
-        x.reshape(4, 8),
-        lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
-        lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-        lax.bitcast_convert_type(x, jnp.int32),
-        lax.reduce_precision(x, 5, 10),
-        lax.rev(x, (0,)),
-        x[1:5, ::2],
-    )
-
-
-def _binary(x, y):
-    return (
-        x + y,
-        x - y,
-        x * y,
-        x / y,
-        lax.rem(x, y),
-        lax.pow(x, y),
-        lax.max(x, y),
-        lax.min(x, y),
-        lax.atan2(x, y),
-        x < y,
-        jnp.concatenate([x, y]),
-        lax.complex(x, y),
-    )
-
-
-def _integer(a, b):
-    return (
-        lax.bitwise_and(a, b),
-        lax.bitwise_or(a, b),
-        lax.bitwise_xor(a, b),
-        lax.bitwise_not(a),
-        lax.population_count(a),
-        lax.clz(b),
-        lax.shift_left(a, b),
-        lax.shift_right_logical(a, b),
-        lax.shift_right_arithmetic(a, b),
-    )
-
-
-UNARY, BINARY, INTEGER = (_unary, (F,)), (_binary, (F, F)), (_integer, (INTS, INTS))
-RESPELLED = {
-    "stablehlo.dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i, 0), (2, 4)), (F, INDEX)),
-    "stablehlo.dynamic_update_slice": (
-        lambda x, i: lax.dynamic_update_slice(x, jnp.zeros((2, 4)), (i, 0)),
-        (F, INDEX),
-    ),
-    "stablehlo.exponential_minus_one": UNARY,
-    "stablehlo.count_leading_zeros": INTEGER,
-    "stablehlo.round_nearest_afz": UNARY,
-    "stablehlo.round_nearest_even": UNARY,
-    "stablehlo.log_plus_one": UNARY,
-    "stablehlo.is_finite": UNARY,
-    "stablehlo.shift_left": INTEGER,
-    "stablehlo.shift_right_logical": INTEGER,
-    "stablehlo.shift_right_arithmetic": INTEGER,
-    "stablehlo.bitcast_convert": UNARY,
-    "stablehlo.reduce_window": (
-        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID"),
-        (F,),
-    ),
-    "stablehlo.reduce_precision": UNARY,
-    "stablehlo.rng_bit_generator": (
-        lambda k: lax.rng_bit_generator(k, (4,))[1],
-        (_spec((4,), jnp.uint32),),
-    ),
-    "stablehlo.custom_call": (lambda x: jnp.linalg.cholesky(x @ x.T + 8 * jnp.eye(8)), (F,)),
-    "stablehlo.select_and_scatter": (
-        jax.grad(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID").sum()),
-        (F,),
-    ),
-}
-KEPT = {
-    **{
-        f"stablehlo.{op}": UNARY
-        for op in (
-            "exponential",
-            "tanh",
-            "sine",
-            "cosine",
-            "tan",
-            "log",
-            "sqrt",
-            "rsqrt",
-            "cbrt",
-            "abs",
-            "sign",
-            "floor",
-            "negate",
-            "transpose",
-            "reshape",
-            "reverse",
-            "slice",
-        )
-    },
-    **{
-        f"stablehlo.{op}": BINARY
-        for op in (
-            "add",
-            "subtract",
-            "multiply",
-            "divide",
-            "remainder",
-            "power",
-            "maximum",
-            "minimum",
-            "atan2",
-            "compare",
-            "concatenate",
-            "complex",
-        )
-    },
-    **{f"stablehlo.{op}": INTEGER for op in ("and", "or", "xor", "not", "popcnt")},
-    "stablehlo.while": (
-        lambda x: lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2, x),
-        (F,),
-    ),
-    "stablehlo.reduce": (lambda x: x.sum(0), (F,)),
-    "stablehlo.select": (lax.select, (_spec((8, 4), jnp.bool_), F, F)),
-    "stablehlo.clamp": (lambda x: lax.clamp(0.0, x, 1.0), (F,)),
-    "stablehlo.convert": (lambda x: x.astype(jnp.int32), (F,)),
-    "stablehlo.pad": (lambda x: lax.pad(x, 0.0, [(1, 2, 0), (0, 0, 1)]), (F,)),
-    "stablehlo.gather": (lambda x, i: x[jnp.array([0, 2]) + i], (F, INDEX)),
-    "stablehlo.scatter": (lambda x, i: x.at[jnp.array([0, 2]) + i].add(1.0), (F, INDEX)),
-    "stablehlo.iota": (lambda x: x + lax.iota(jnp.float32, 4), (F,)),
-    "stablehlo.sort": (lambda x: jnp.sort(x, axis=0), (F,)),
-    "stablehlo.convolution": (
-        lambda x, k: lax.conv(x, k, (1, 1), "SAME"),
-        (_spec((1, 2, 8, 8)), _spec((3, 2, 3, 3))),
-    ),
-    "stablehlo.real": (lambda z: (jnp.real(z), jnp.imag(z), jnp.fft.fft(z)), (C,)),
-    "stablehlo.constant": (lambda x: x + jnp.array([1.0, 2.0, 3.0, 4.0]), (F,)),
-}
-KEPT["stablehlo.imag"] = KEPT["stablehlo.fft"] = KEPT["stablehlo.real"]
-
-# StableHLO that JAX's lowering does not emit, written by hand and converted by XLA itself.
-T = "tensor<4xf32>"
-HAND_WRITTEN = {
-    "stablehlo.if": f"""
-func.func @main(%p: tensor<i1>, %x: {T}) -> {T} {{
-  %r = "stablehlo.if"(%p) ({{ stablehlo.return %x : {T} }}, {{
-    %b = stablehlo.negate %x : {T}
-    stablehlo.return %b : {T} }}) : (tensor<i1>) -> {T}
-  return %r : {T} }}""",
-    "stablehlo.create_token": f"""
-func.func @main(%x: {T}) -> ({T}, !stablehlo.token) {{
-  %t = stablehlo.create_token : !stablehlo.token
-  return %x, %t : {T}, !stablehlo.token }}""",
-    "stablehlo.composite": f"""
-func.func @main(%x: {T}) -> {T} {{
-  %r = stablehlo.composite "my.op" %x {{decomposition = @my_op}} : ({T}) -> {T}
-  return %r : {T} }}
-func.func private @my_op(%x: {T}) -> {T} {{
-  %n = stablehlo.negate %x : {T}
-  return %n : {T} }}""",
-    "stablehlo.after_all": f"""
-func.func @main(%x: {T}, %a: !stablehlo.token, %b: !stablehlo.token)
-    -> ({T}, !stablehlo.token) {{
-  %t = stablehlo.after_all %a, %b : !stablehlo.token
-  return %x, %t : {T}, !stablehlo.token }}""",
-    "stablehlo.map": f"""
-func.func @main(%x: {T}, %y: {T}) -> {T} {{
-  %m = "stablehlo.map"(%x, %y) ({{ ^bb0(%a: tensor<f32>, %b: tensor<f32>):
-      %s = stablehlo.maximum %a, %b : tensor<f32>
-      stablehlo.return %s : tensor<f32> }}) {{dimensions = array<i64: 0>}}
-      : ({T}, {T}) -> {T}
-  return %m : {T} }}""",
-    "stablehlo.partition_id": """
-func.func @main() -> tensor<ui32> {
-  %p = stablehlo.partition_id : tensor<ui32>
-  return %p : tensor<ui32> }""",
-    "stablehlo.replica_id": """
-func.func @main() -> tensor<ui32> {
-  %r = stablehlo.replica_id : tensor<ui32>
-  return %r : tensor<ui32> }""",
-    "stablehlo.batch_norm_inference": """
-func.func @main(%x: tensor<2x4xf32>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
-  %y = "stablehlo.batch_norm_inference"(%x, %s, %s, %s, %s)
-      {epsilon = 1.0e-5 : f32, feature_index = 1 : i64}
-      : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
-      -> tensor<2x4xf32>
-  return %y : tensor<2x4xf32> }""",
-    "stablehlo.all_reduce": f"""
-func.func @main(%x: {T}) -> {T} {{
-  %r = "stablehlo.all_reduce"(%x) ({{ ^bb0(%a: tensor<f32>, %b: tensor<f32>):
-      %s = stablehlo.add %a, %b : tensor<f32>
-      stablehlo.return %s : tensor<f32> }}) {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
-      : ({T}) -> {T}
-  return %r : {T} }}""",
-    "stablehlo.dot": f"""
-func.func @main(%x: {T}) -> tensor<f32> {{
-  %d = stablehlo.dot %x, %x : ({T}, {T}) -> tensor<f32>
-  return %d : tensor<f32> }}""",
-}
 
 
 def _program(op: str):
@@ -327,39 +103,6 @@ def _check_mapping(kata, ops) -> None:
             )
 
 
-# ---- programs for the census ------------------------------------------------------------------
-
-
-@jax.jit
-def _inner(x):
-    return jnp.sin(x) * 2.0
-
-
-def _nested_calls(x):
-    return _inner(x) + jax.jit(lambda v: _inner(v).sum())(x)
-
-
-def _sort_scatter(x, i):
-    return jnp.sort(x, axis=0).at[i].set(0.0)
-
-
-CENSUS_PROGRAMS = {
-    "case": (
-        lambda x, i: lax.switch(
-            i, [jnp.sin, jnp.cos, lambda v: lax.cond(v.sum() > 0, jnp.exp, jnp.tanh, v)], x
-        ),
-        (F, INDEX),
-    ),
-    "while": (lambda x: lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2, x), (F,)),
-    "reduce": (lambda x: x.sum(0) + x.max(1).sum(), (F,)),
-    "dot_general": (lambda x, w: jnp.tanh(x @ w), (F, _spec((4, 3)))),
-    "nested_calls": (_nested_calls, (F,)),
-    "sort_scatter": (_sort_scatter, (F, INDEX)),
-    "select_and_scatter": RESPELLED["stablehlo.select_and_scatter"],
-    "chlo_and_tuple_out": (lambda x: (lax.erf(x), lax.top_k(x, 2)[1]), (F,)),
-}
-
-
 @cache
 def _census_lowered(name: str):
     fn, specs = CENSUS_PROGRAMS[name]
@@ -388,51 +131,15 @@ def _is_census(got) -> bool:
 # ---- exports ----------------------------------------------------------------------------------
 
 
-def _mlp(x, w1, w2):
-    return jnp.tanh(x @ w1) @ w2
-
-
-def _mlp_specs(batch: int | str = 8):
-    return (_spec((batch, FEATURES)), _spec((FEATURES, 8)), _spec((8, OUT)))
-
-
-def _mlp_values(batch: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.normal(size=(batch, FEATURES)).astype(np.float32),
-        rng.normal(size=(FEATURES, 8)).astype(np.float32) / 4,
-        rng.normal(size=(8, OUT)).astype(np.float32) / 3,
-    )
-
-
 def _np_mlp(x, w1, w2):
     return np.tanh(x @ w1) @ w2
-
-
-def _rest():
-    return _mlp_specs()[1:]
-
-
-BF16 = jnp.bfloat16  # the ml_dtypes scalar type: NumPy arrays can hold it
-
-
-def _scale_shift(x, y):
-    return x * y.astype(x.dtype), (y + 1).sum()
-
-
-def _pair(x, y):
-    return {"sum": x + y, "max": jnp.maximum(x, y)}
-
-
-def _scalar_mean(x):
-    return jnp.mean(x)
 
 
 # name: (function, specs, NumPy oracle of the outputs, value maker)
 EXPORTS = {
     "bf16_and_int": (
-        _scale_shift,
-        (_spec((3, 5), jnp.bfloat16), _spec((5,), jnp.int32)),
+        scale_shift,
+        (spec((3, 5), jnp.bfloat16), spec((5,), jnp.int32)),
         lambda x, y: (x.astype(np.float32) * y, (y + 1).sum()),
         lambda rng: (
             rng.normal(size=(3, 5)).astype(BF16),
@@ -440,18 +147,18 @@ EXPORTS = {
         ),
     ),
     "f16_dict": (
-        _pair,
-        (_spec((1, 7), jnp.float16), _spec((1, 7), jnp.float16)),
+        pair,
+        (spec((1, 7), jnp.float16), spec((1, 7), jnp.float16)),
         lambda x, y: {"sum": x + y, "max": np.maximum(x, y)},
         lambda rng: tuple(rng.normal(size=(1, 7)).astype(np.float16) for _ in "xy"),
     ),
     "scalar_out": (
-        _scalar_mean,
-        (_spec((2, 3, 5)),),
+        scalar_mean,
+        (spec((2, 3, 5)),),
         lambda x: np.mean(x),
         lambda rng: (rng.normal(size=(2, 3, 5)).astype(np.float32),),
     ),
-    "mlp": (_mlp, _mlp_specs(), _np_mlp, lambda rng: _mlp_values(8, int(rng.integers(99)))),
+    "mlp": (mlp, mlp_specs(), _np_mlp, lambda rng: mlp_values(8, int(rng.integers(99)))),
 }
 
 
@@ -582,10 +289,10 @@ def test_ops_jax_does_not_emit(kata):
 
 @pytest.mark.task("export_bytes")
 def test_exported_bytes_deserialize(kata):
-    blob = kata.export_bytes(_mlp, *_mlp_specs())
+    blob = kata.export_bytes(mlp, *mlp_specs())
     exported = _deserialize(blob, "mlp")
     with check:
-        assert [a.shape for a in exported.in_avals] == [s.shape for s in _mlp_specs()]
+        assert [a.shape for a in exported.in_avals] == [s.shape for s in mlp_specs()]
     with check:
         assert [a.shape for a in exported.out_avals] == [(8, OUT)]
     with check:
@@ -616,7 +323,7 @@ def test_exported_bytes_run_without_python(kata):
 
     def counted(x, y):
         traces.append(1)
-        return _scale_shift(x, y)
+        return scale_shift(x, y)
 
     _, specs, oracle, make = EXPORTS["bf16_and_int"]
     blob = kata.export_bytes(counted, *specs)
@@ -643,7 +350,7 @@ def test_exported_bytes_run_without_python(kata):
 @pytest.mark.task("call_exported")
 def test_call_exported_values(kata):
     for seed in (0, 1):
-        values = _mlp_values(8, seed)
+        values = mlp_values(8, seed)
         got = kata.call_exported(_test_blob(), *values)
         assert isinstance(got, jax.Array), f"expected a jax.Array, got {type(got).__name__}"
         with check:
@@ -652,7 +359,7 @@ def test_call_exported_values(kata):
 
 @pytest.mark.task("call_exported")
 def test_call_exported_returns_an_array(kata):
-    got = kata.call_exported(_test_blob(), *_mlp_values(8, 2))
+    got = kata.call_exported(_test_blob(), *mlp_values(8, 2))
     with check:
         assert isinstance(got, jax.Array), f"expected a jax.Array, got {type(got).__name__}"
     with check:
@@ -688,11 +395,9 @@ def test_call_exported_round_trips_dtypes_and_pytrees(kata):
 
 @pytest.mark.task("call_exported")
 def test_call_exported_runs_the_blob_it_is_given(kata):
-    values = _mlp_values(8, 3)
+    values = mlp_values(8, 3)
     first = kata.call_exported(_test_blob(), *values)
-    doubled = bytes(
-        jax.export.export(jax.jit(lambda *a: 2.0 * _mlp(*a)))(*_mlp_specs()).serialize()
-    )
+    doubled = bytes(jax.export.export(jax.jit(lambda *a: 2.0 * mlp(*a)))(*mlp_specs()).serialize())
     second = kata.call_exported(doubled, *values)
     with check:
         _close(first, _np_mlp(*values), "the mlp blob")
@@ -707,16 +412,16 @@ def test_call_exported_runs_the_blob_it_is_given(kata):
 def _any_batch_cases():
     return {
         "mlp": (
-            _mlp,
+            mlp,
             FEATURES,
-            _rest(),
+            mlp_rest_specs(),
             _np_mlp,
-            lambda b, rng: _mlp_values(b, int(rng.integers(99))),
+            lambda b, rng: mlp_values(b, int(rng.integers(99))),
         ),
         "linear6": (
             lambda x, w: x @ w,
             6,
-            (_spec((6, 3)),),
+            (spec((6, 3)),),
             lambda x, w: x @ w,
             lambda b, rng: (
                 rng.normal(size=(b, 6)).astype(np.float32),
@@ -733,7 +438,7 @@ def _any_batch_cases():
         "bf16_rest": (
             lambda x, s: x * s.astype(jnp.float32),
             5,
-            (_spec((5,), jnp.bfloat16),),
+            (spec((5,), jnp.bfloat16),),
             lambda x, s: x * s.astype(np.float32),
             lambda b, rng: (
                 rng.normal(size=(b, 5)).astype(np.float32),
@@ -761,7 +466,7 @@ def _export_any(kata, name: str):
 def test_any_batch_runs_for_several_batches(kata):
     exported = _export_any(kata, "mlp")
     for batch in (1, 8, 33):
-        values = _mlp_values(batch, batch)
+        values = mlp_values(batch, batch)
         got = _run(exported, values, f"batch {batch}")
         with check:
             _close(got, _np_mlp(*values), f"batch {batch}")
@@ -837,6 +542,6 @@ def test_symbolic_module_checks_its_shapes(kata):
         assert symbolic["stablehlo.get_dimension_size"] >= 1, "the module reads b at run time"
     with check:
         assert fixed["stablehlo.get_dimension_size"] == 0, "a fixed-shape module never does"
-    empty = (np.ones((0, FEATURES), np.float32), *_mlp_values(1)[1:])
+    empty = (np.ones((0, FEATURES), np.float32), *mlp_values(1)[1:])
     with pytest.raises(ValueError, match="dimension variable"):
         exported.call(*empty)  # the module's shape assertion: b >= 1

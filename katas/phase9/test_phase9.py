@@ -18,11 +18,23 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
+from katas.phase9.programs import (
+    ROW_CASES,
+    arange_rows,
+    census_bank,
+    map_cases,
+    mesh_named,
+    param_bank,
+    put,
+    scatter_cases,
+    small_ints,
+    sum_in_loop,
+    two_hops_and_sum,
+)
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
 DEVICES = 8
-ROWS, COLS = 16, 8
 COLLECTIVES = frozenset(
     {"all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"}
 )
@@ -32,33 +44,6 @@ pytestmark = pytest.mark.skipif(
     reason=f"needs {DEVICES} devices (the harness sets jax_num_cpu_devices={DEVICES} on CPU; "
     f"this backend has {len(jax.devices())})",
 )
-
-# Meshes the tasks run on: (shape, axis names). "x" is 8, 2, 4 and 4 (minor) devices long.
-MESHES = {
-    "8": ((8,), ("x",)),
-    "2x4": ((2, 4), ("x", "y")),
-    "4x2": ((4, 2), ("x", "y")),
-    "y2x4": ((2, 4), ("y", "x")),
-}
-
-
-@cache
-def _mesh(name: str = "8"):
-    shape, names = MESHES[name]
-    return jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(shape))
-
-
-def _put(value, *spec, mesh: str = "8"):
-    return jax.device_put(value, NamedSharding(_mesh(mesh), P(*spec)))
-
-
-def _x() -> np.ndarray:
-    return np.arange(ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS)
-
-
-def _array(shape, dtype, seed=0) -> np.ndarray:
-    """Small integers (exact in every dtype, so sums do not depend on their order)."""
-    return np.random.default_rng(seed).integers(-8, 9, size=shape).astype(dtype)
 
 
 def _collective_ops(f, *args):
@@ -153,19 +138,11 @@ def test_auto_mesh_axes(kata):
 
 # ---- task 2: shard_rows -----------------------------------------------------------------------
 
-# (mesh, shape, dtype): "x" of 8, 2, 4 and 4 (the minor axis); odd and single columns.
-ROW_CASES = [
-    ("8", (16, 8), np.float32),
-    ("y2x4", (8, 1), np.float16),
-    ("2x4", (6, 5), np.int32),
-    ("4x2", (4, 3), jnp.bfloat16),
-]
-
 
 @pytest.mark.task("shard_rows")
 def test_each_device_holds_its_rows(kata):
     for number, (mesh_name, shape, dtype) in enumerate(ROW_CASES):
-        mesh, x = _mesh(mesh_name), _array(shape, dtype, number)
+        mesh, x = mesh_named(mesh_name), small_ints(shape, dtype, number)
         sharded = kata.shard_rows(x, mesh)
         assert isinstance(sharded, jax.Array), f"got a {type(sharded).__name__}"
         per_block = shape[0] // mesh.shape["x"]
@@ -192,7 +169,7 @@ def test_each_device_holds_its_rows(kata):
 @pytest.mark.task("shard_rows")
 def test_row_sharding_is_named(kata):
     for number, (mesh_name, shape, dtype) in enumerate(ROW_CASES):
-        mesh, x = _mesh(mesh_name), _array(shape, dtype, number)
+        mesh, x = mesh_named(mesh_name), small_ints(shape, dtype, number)
         sharded = kata.shard_rows(x, mesh)
         assert isinstance(sharded, jax.Array), f"got a {type(sharded).__name__}"
         want = NamedSharding(mesh, P("x", None))
@@ -212,68 +189,15 @@ def test_row_sharding_is_named(kata):
 # ---- task 3: collective_census ----------------------------------------------------------------
 
 
-def _replicated(a):
-    return jax.lax.with_sharding_constraint(a * 2, NamedSharding(_mesh(), P()))
-
-
-def _loop(a):  # each step sums over the sharded rows: one all-reduce in the while body
-    return jax.lax.fori_loop(0, 3, lambda i, c: c + (a * c).sum(0), jnp.ones(COLS))
-
-
-def _to_columns(a):  # rows split -> columns split: the partitioner answers with all-to-all
-    return jax.lax.with_sharding_constraint(a * 2, NamedSharding(_mesh(), P(None, "x")))
-
-
-def _two_hops_and_sum(a):  # shard_map collectives are named after JAX's primitives
-    mesh = _mesh("4x2")
-    ring = [(i, (i + 1) % mesh.shape["x"]) for i in range(mesh.shape["x"])]
-
-    def local(block):
-        moved = jax.lax.ppermute(jax.lax.ppermute(block, "x", ring) * 2, "x", ring)
-        return moved + jax.lax.psum(block.sum(), "x")
-
-    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(a)
-
-
-def _mixed(a, b):  # a contraction over a sharded dimension on a 2-D mesh, then a gather
-    product = a @ b
-    return jax.lax.with_sharding_constraint(product, NamedSharding(_mesh("2x4"), P()))
-
-
-def _census_bank():
-    """(name, function, args, collectives the compiled module has, as a fact)."""
-    x = _put(_x(), "x", None)
-    return [
-        ("replicated output", _replicated, (x,), {"all-gather": 1}),
-        ("reshard rows to columns", _to_columns, (x,), {"all-to-all": 1}),
-        ("all-reduce in a while body", _loop, (x,), {"all-reduce": 1}),
-        (
-            "two ppermutes and a psum in shard_map",
-            _two_hops_and_sum,
-            (_put(_array((8, 3), np.float32), "x", None, mesh="4x2"),),
-            {"collective-permute": 2, "all-reduce": 1},
-        ),
-        (
-            "2-D mesh contraction and gather",
-            _mixed,
-            (
-                _put(_array((4, 8), np.float32), None, "y", mesh="2x4"),
-                _put(_array((8, 6), np.float32), "y", None, mesh="2x4"),
-            ),
-            None,
-        ),
-    ]
-
-
 @cache
 def _census_oracle(index: int) -> Counter:
-    _, f, args, _ = _census_bank()[index]
+    _, f, args, _ = census_bank()[index]
     return _collectives(f, *args)
 
 
 @pytest.mark.task("collective_census")
 def test_census_counts_collectives_by_opcode(kata):
-    for index, (name, f, args, fact) in enumerate(_census_bank()):
+    for index, (name, f, args, fact) in enumerate(census_bank()):
         got = kata.collective_census(f, *args)
         assert isinstance(got, Counter), f"{name}: got a {type(got).__name__}, not a Counter"
         want = _census_oracle(index)
@@ -286,12 +210,12 @@ def test_census_counts_collectives_by_opcode(kata):
 
 @pytest.mark.task("collective_census")
 def test_census_looks_inside_loop_bodies(kata):
-    x = _put(_x(), "x", None)
+    x = put(arange_rows(), "x", None)
     local = kata.collective_census(jnp.sin, x)
     with check:
         assert local == Counter(), f"element-wise work stays local: got {dict(local)}"
-    got = kata.collective_census(_loop, x)
-    entry = parse_hlo(jax.jit(_loop).lower(x).compile().as_text()).entry
+    got = kata.collective_census(sum_in_loop, x)
+    entry = parse_hlo(jax.jit(sum_in_loop).lower(x).compile().as_text()).entry
     with check:
         assert got == Counter({"all-reduce": 1}), (
             f"got {dict(got)}, the while body has one all-reduce"
@@ -304,9 +228,9 @@ def test_census_looks_inside_loop_bodies(kata):
 
 @pytest.mark.task("collective_census")
 def test_census_counts_opcodes_not_names(kata):
-    x = _put(_array((8, 3), np.float32), "x", None, mesh="4x2")
-    got = kata.collective_census(_two_hops_and_sum, x)
-    ops = _collective_ops(_two_hops_and_sum, x)
+    x = put(small_ints((8, 3), np.float32), "x", None, mesh="4x2")
+    got = kata.collective_census(two_hops_and_sum, x)
+    ops = _collective_ops(two_hops_and_sum, x)
     with check:
         assert any(i.name.split(".")[0] != i.opcode for i in ops), (
             "this program was chosen for names (ppermute.N, psum_invariant.N) that differ from "
@@ -321,79 +245,15 @@ def test_census_counts_opcodes_not_names(kata):
 # ---- task 4: device_param_shapes and task 5: param_shardings ----------------------------------
 
 
-def _four_dtypes(a, b, c, d):  # uses d first, so the HLO prints parameter(3) first
-    return d.astype(jnp.float32).sum() * c, a @ b.astype(jnp.float32)
-
-
-def _skips_one(a, unused, c, s):  # `unused` is dropped: parameter(1) is c
-    return c.sum(0) * s, a.T
-
-
-def _three(a, w, z):
-    return a @ w, z * 2
-
-
-def _three_unused(a, w, z):
-    return a @ w
-
-
-def _param_bank():
-    """(name, function, args, which args jit keeps): out-of-order, unused, 2-D meshes, dtypes."""
-    return [
-        (
-            "1-D mesh, three arguments",
-            _three,
-            (
-                _put(_x(), "x", None),
-                _put(np.ones((COLS, 4), np.float32)),
-                _put(np.ones((4, ROWS), np.float32), None, "x"),
-            ),
-            (0, 1, 2),
-        ),
-        (
-            "1-D mesh, z never read",
-            _three_unused,
-            (
-                _put(_x(), "x", None),
-                _put(np.ones((COLS, 4), np.float32)),
-                _put(np.ones((4, ROWS), np.float32), None, "x"),
-            ),
-            (0, 1),
-        ),
-        (
-            "2x4 mesh, four dtypes, printed out of order",
-            _four_dtypes,
-            (
-                _put(np.ones((16, 6), np.float32), "x", None, mesh="2x4"),
-                _put(np.ones((6, 8), np.int32), None, "y", mesh="2x4"),
-                _put(np.float32(2), mesh="2x4"),
-                _put(np.ones((4, 8), jnp.bfloat16), "y", "x", mesh="2x4"),
-            ),
-            (0, 1, 2, 3),
-        ),
-        (
-            "4x2 mesh, an unused argument, printed out of order",
-            _skips_one,
-            (
-                _put(np.ones((8, 5), np.float32), "x", None, mesh="4x2"),
-                _put(np.ones((3, 4), np.float16), None, "y", mesh="4x2"),
-                _put(np.ones((6, 16), np.int32), None, ("y", "x"), mesh="4x2"),
-                _put(np.float32(2), mesh="4x2"),
-            ),
-            (0, 2, 3),
-        ),
-    ]
-
-
 @cache
 def _compiled_bank(index: int):
-    _, f, args, _ = _param_bank()[index]
+    _, f, args, _ = param_bank()[index]
     return jax.jit(f).lower(*args).compile()
 
 
 def _kept_shardings(index: int):
     """compiled.input_shardings: None for an argument jit dropped; the rest, in argument order."""
-    _, _, args, kept = _param_bank()[index]
+    _, _, args, kept = param_bank()[index]
     shardings = _compiled_bank(index).input_shardings[0]
     assert [k for k, s in enumerate(shardings) if s is not None] == list(kept)
     return [(args[k], shardings[k]) for k in kept]
@@ -401,7 +261,7 @@ def _kept_shardings(index: int):
 
 @pytest.mark.task("device_param_shapes")
 def test_entry_shapes_are_per_device(kata):
-    for index, (name, f, args, _) in enumerate(_param_bank()):
+    for index, (name, f, args, _) in enumerate(param_bank()):
         got = kata.device_param_shapes(f, *args)
         assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
         want = [tuple(s.shard_shape(a.shape)) for a, s in _kept_shardings(index)]
@@ -413,7 +273,7 @@ def test_entry_shapes_are_per_device(kata):
 
 @pytest.mark.task("device_param_shapes")
 def test_shapes_in_parameter_order(kata):
-    name, f, args, _ = _param_bank()[3]
+    name, f, args, _ = param_bank()[3]
     got = kata.device_param_shapes(f, *args)
     printed = [
         int(i.payload)
@@ -431,7 +291,7 @@ def test_shapes_in_parameter_order(kata):
 
 @pytest.mark.task("device_param_shapes")
 def test_unused_argument_is_not_a_parameter(kata):
-    name, f, args, kept = _param_bank()[1]
+    name, f, args, kept = param_bank()[1]
     got = kata.device_param_shapes(f, *args)
     want = [tuple(a.sharding.shard_shape(a.shape)) for a in (args[k] for k in kept)]
     assert got == want, (
@@ -442,7 +302,7 @@ def test_unused_argument_is_not_a_parameter(kata):
 
 @pytest.mark.task("param_shardings")
 def test_sharding_annotations(kata):
-    for index, (name, f, args, _) in enumerate(_param_bank()):
+    for index, (name, f, args, _) in enumerate(param_bank()):
         got = kata.param_shardings(f, *args)
         assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
         # XLA's own printer of each kept argument's input sharding.
@@ -453,13 +313,13 @@ def test_sharding_annotations(kata):
 
 @pytest.mark.task("param_shardings")
 def test_annotations_in_parameter_order(kata):
-    _, f, args, _ = _param_bank()[0]
+    _, f, args, _ = param_bank()[0]
     got_1d = kata.param_shardings(f, *args)
     with check:
         assert got_1d == ["{devices=[8,1]<=[8]}", "{replicated}", "{devices=[1,8]<=[8]}"], (
             f"1-D mesh: got {got_1d}"
         )
-    name, f, args, _ = _param_bank()[3]
+    name, f, args, _ = param_bank()[3]
     got = kata.param_shardings(f, *args)
     printed = [
         int(i.payload)
@@ -480,18 +340,6 @@ def test_annotations_in_parameter_order(kata):
 
 
 # ---- tasks 6-9: shard_map collectives ---------------------------------------------------------
-
-# (mesh, rows per position along "x", columns, dtype)
-MAP_CASES = [("8", 2, 8, np.float32), ("2x4", 3, 5, np.int32), ("y2x4", 1, 1, np.float32)]
-
-
-def _map_cases(rows_per_block=None):
-    """(mesh name, mesh, NumPy x, x put row-sharded on the mesh)."""
-    for number, (mesh_name, per, cols, dtype) in enumerate(MAP_CASES):
-        mesh = _mesh(mesh_name)
-        per = rows_per_block(mesh) if rows_per_block else per
-        x = _array((per * mesh.shape["x"], cols), dtype, number)
-        yield mesh_name, mesh, x, _put(x, "x", None, mesh=mesh_name)
 
 
 def _only(ops, opcode, label):
@@ -519,7 +367,7 @@ def _collectives_of(module):
 
 @pytest.mark.task("psum_total")
 def test_psum_total(kata):
-    for mesh_name, mesh, x, sharded in _map_cases():
+    for mesh_name, mesh, x, sharded in map_cases():
         total, module, jaxpr = _run(kata.psum_total, mesh, sharded)
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
@@ -552,7 +400,7 @@ def test_psum_total(kata):
 
 @pytest.mark.task("ring_shift")
 def test_ring_shift(kata):
-    for mesh_name, mesh, x, sharded in _map_cases():
+    for mesh_name, mesh, x, sharded in map_cases():
         shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded)
         per_block = x.shape[0] // mesh.shape["x"]
         with check:
@@ -584,7 +432,7 @@ def test_ring_shift(kata):
 
 @pytest.mark.task("gather_rows")
 def test_gather_rows(kata):
-    for mesh_name, mesh, x, sharded in _map_cases():
+    for mesh_name, mesh, x, sharded in map_cases():
         gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded)
         with check:
             np.testing.assert_array_equal(
@@ -628,14 +476,9 @@ def test_gather_rows(kata):
 # ---- task 9: scatter_sum ----------------------------------------------------------------------
 
 
-def _scatter_cases():
-    # every block of rows must split again into one piece per position along "x"
-    return _map_cases(lambda mesh: mesh.shape["x"] * (2 if mesh.shape["x"] < 8 else 1))
-
-
 @pytest.mark.task("scatter_sum")
 def test_scatter_sum(kata):
-    for mesh_name, mesh, x, sharded in _scatter_cases():
+    for mesh_name, mesh, x, sharded in scatter_cases():
         n = mesh.shape["x"]
         got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded)
         want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0).astype(x.dtype)

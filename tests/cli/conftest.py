@@ -1,11 +1,29 @@
-"""Fixtures for the `katas` CLI tests: a private state folder and a fake test runner."""
+"""Fixtures for the `katas` CLI tests: a private state folder, a small course, a fake runner.
+
+Every test runs against a copy of ``course/`` (two phases of plain-Python tasks that run in a
+second), not the real phases, so that changing a lesson never breaks a CLI test and a test may edit
+the course (reorder tasks, rename a function, break a kata file). Tests that need the real course
+(those that compile a phase's programs) are marked ``real_course``.
+"""
 
 from __future__ import annotations
 
+import io
+import shutil
+from pathlib import Path
+
 import pytest
+from rich.console import Console
 
 from kata_harness import curriculum
 from katas_cli.state import PhaseOutcome, TaskOutcome
+
+COURSE = Path(__file__).parent / "course"
+collect_ignore = ["course"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real_course: the test reads the real phases")
 
 
 @pytest.fixture(autouse=True)
@@ -16,12 +34,24 @@ def state_dir(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def course(request, tmp_path):
+    """The root of this test's copy of the small course (the real root for `real_course`)."""
+    if request.node.get_closest_marker("real_course"):
+        yield curriculum.ROOT
+        return
+    root = tmp_path / "course"
+    shutil.copytree(COURSE, root)
+    with curriculum.course_at(root):
+        yield root
+
+
 def outcomes_with(passed: set[str]) -> dict[str, PhaseOutcome]:
     """Every task of every phase failed, except the task ids in `passed`."""
     result = {}
     for phase in curriculum.phases():
         tasks = {
-            t.number: TaskOutcome("passed")
+            t.function: TaskOutcome("passed")
             if t.id in passed
             else TaskOutcome("failed", f"{t.id} fails: expected 2, got 3")
             for t in phase.tasks
@@ -51,3 +81,9 @@ def fake_runner(monkeypatch):
     fake.calls = []
     monkeypatch.setattr("katas_cli.status.run_phases", fake)
     return fake
+
+
+def console_text(console: Console) -> str:
+    """What was printed on a console made with ``Console(file=io.StringIO())``."""
+    assert isinstance(console.file, io.StringIO)
+    return console.file.getvalue()

@@ -10,9 +10,9 @@ from kata_harness import curriculum
 from katas_cli.state import PhaseOutcome, State, phase_keys
 
 
-def test_console_script_hint_and_bad_phase(tmp_path):
+def test_console_script_hint_and_bad_phase(tmp_path, course):
     script = Path(sys.executable).with_name("katas")
-    env = {"KATAS_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {"KATAS_STATE_DIR": str(tmp_path), "KATAS_ROOT": str(course), "PATH": "/usr/bin:/bin"}
     ok = subprocess.run(
         [script, "hint", "phase1.1"], capture_output=True, text=True, env=env, timeout=60
     )
@@ -23,7 +23,7 @@ def test_console_script_hint_and_bad_phase(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
 
 
-def test_cached_status_and_hints_do_not_import_jax_or_pytest(state_dir):
+def test_cached_status_and_hints_do_not_import_jax_or_pytest(state_dir, course):
     keys = phase_keys(curriculum.phases())
     State({name: PhaseOutcome(key) for name, key in keys.items()}, {}).save()
     code = (
@@ -34,7 +34,7 @@ def test_cached_status_and_hints_do_not_import_jax_or_pytest(state_dir):
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={"KATAS_STATE_DIR": str(state_dir), "PATH": "/usr/bin:/bin"},
+        env={"KATAS_STATE_DIR": str(state_dir), "KATAS_ROOT": str(course), "PATH": "/usr/bin:/bin"},
         timeout=60,
     )
     assert done.returncode == 0, done.stderr

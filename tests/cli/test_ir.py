@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
 from kata_harness import curriculum
 from katas_cli.compare import function_source, side_by_side
 from katas_cli.main import main
 from katas_cli.show import capture_task, highlight, stage_text
+
+pytestmark = pytest.mark.real_course  # compiles the real phases' programs
 
 SMALL_HLO = """HloModule jit_f, entry_computation_layout={(f32[8]{0})->f32[8]{0}}
 

@@ -13,9 +13,9 @@ from katas_cli import state as state_module
 from katas_cli.hints import next_hint
 from katas_cli.main import main
 from katas_cli.report import render_phase, render_status
-from katas_cli.state import PhaseOutcome, State, TaskOutcome
+from katas_cli.state import PhaseOutcome, State, TaskOutcome, hint_key
 
-from .conftest import outcomes_with
+from .conftest import console_text, outcomes_with
 
 
 def test_status_shows_phases_and_current_task(fake_runner, capsys):
@@ -23,7 +23,7 @@ def test_status_shows_phases_and_current_task(fake_runner, capsys):
     out = capsys.readouterr().out
     for phase in curriculum.phases():
         assert phase.name in out
-    assert "current: phase1.task2 mlp_forward" in out
+    assert "current: phase1.task2 total" in out
     assert "phase1.task2 fails: expected 2, got 3" in out
     assert "uv run katas hint phase1.2" in out
     assert "\x1b[" not in out, "no colour codes when stdout is not a terminal"
@@ -58,17 +58,17 @@ def test_unchanged_phases_are_not_rerun(fake_runner, monkeypatch, capsys):
 def test_state_survives_reload(fake_runner, state_dir):
     main(["status", "--json"])
     assert (state_dir / "state.json").is_file()
-    assert State.load().phases["phase1"].task(1).done
+    assert State.load().phases["phase1"].task(curriculum.phase(1).tasks[0]).done
 
 
 def test_list_filter_and_json(fake_runner, capsys):
-    assert main(["list", "--filter", "abs_"]) == 0
+    assert main(["list", "--filter", "word"]) == 0
     out = capsys.readouterr().out
-    assert "abs_where" in out and "abs_cond" in out and "mlp_forward" not in out
-    assert main(["list", "--json", "--filter", "mse"]) == 0
+    assert "word_count" in out and "the first letter of every word" in out and "shout" not in out
+    assert main(["list", "--json", "--filter", "sum"]) == 0
     data = json.loads(capsys.readouterr().out)
     tasks = [t["id"] for p in data["phases"] for t in p["tasks"]]
-    assert tasks == ["phase1.task3"]
+    assert tasks == ["phase1.task2"]
 
 
 def test_hints_advance_and_run_out(fake_runner, capsys):
@@ -81,27 +81,27 @@ def test_hints_advance_and_run_out(fake_runner, capsys):
     assert main(["hint", "phase1.2"]) == 0
     out = capsys.readouterr().out
     assert "no more hints" in out and "katas/phase1/README.md" in out
-    assert State.load().hints["phase1.task2"] == len(task.hints)
+    assert State.load().hints["phase1.total"] == len(task.hints)
 
 
 def test_hint_defaults_to_current_task(fake_runner, capsys):
     assert main(["hint"]) == 0
-    assert capsys.readouterr().out.startswith("phase1.task2 mlp_forward")
+    assert capsys.readouterr().out.startswith("phase1.task2 total")
 
 
 def test_a_phase_that_does_not_import_is_said_once():
-    broken = "phase2: katas/phase2/kata.py does not import (SyntaxError at line 9: invalid syntax)"
+    broken = "phase2: katas/phase2/kata.py does not import (SyntaxError at line 3: invalid syntax)"
     outcomes = outcomes_with(set())
     phase = curriculum.phase(2)
     outcomes["phase2"] = PhaseOutcome(
-        "", {t.number: TaskOutcome("failed", broken) for t in phase.tasks}
+        "", {t.function: TaskOutcome("failed", broken) for t in phase.tasks}
     )
     console = Console(file=io.StringIO(), width=200)
     render_phase(console, phase, outcomes["phase2"])
-    assert console.file.getvalue().count(broken) == 1
+    assert console_text(console).count(broken) == 1
     console = Console(file=io.StringIO(), width=200)
     render_status(console, outcomes)
-    broken_rows = [r.split() for r in console.file.getvalue().splitlines() if "broken" in r]
+    broken_rows = [r.split() for r in console_text(console).splitlines() if "broken" in r]
     assert len(broken_rows) == 1 and broken_rows[0][0] == "phase2"
     assert " ".join(broken_rows[0][-5:]) == "uv run katas run phase2"
 
@@ -129,8 +129,8 @@ def test_hint_levels_taken_elsewhere_survive_a_stale_copy(state_dir):
     assert next_hint(task, State.load()) == (1, 2)
     watch_copy.update(lambda current: current.phases.update({"phase2": PhaseOutcome("k")}))
     on_disk = State.load()
-    assert on_disk.hints == {task.id: 2} and "phase2" in on_disk.phases
-    assert watch_copy.hints == {task.id: 2}, "the stale copy adopts what is on disk"
+    assert on_disk.hints == {hint_key(task): 2} and "phase2" in on_disk.phases
+    assert watch_copy.hints == {hint_key(task): 2}, "the stale copy adopts what is on disk"
 
 
 def test_concurrent_updates_lose_nothing(state_dir):
@@ -145,13 +145,14 @@ def test_concurrent_updates_lose_nothing(state_dir):
         thread.start()
     for thread in threads:
         thread.join()
-    assert State.load().hints == {t.id: len(t.hints) for t in tasks}
+    assert State.load().hints == {hint_key(t): len(t.hints) for t in tasks}
 
 
 def test_the_whole_traceback_is_one_flag_away():
     phase = curriculum.phases()[0]
     trace = 'Traceback (kata and test frames):\n  File "kata.py", line 3\nZeroDivisionError: x'
-    outcome = PhaseOutcome("", {1: TaskOutcome("failed", "phase1.task1 raised ...", "", trace)})
+    first = phase.tasks[0].function
+    outcome = PhaseOutcome("", {first: TaskOutcome("failed", "phase1.task1 raised ...", "", trace)})
     short, full = io.StringIO(), io.StringIO()
     render_phase(Console(file=short, width=200), phase, outcome)
     render_phase(Console(file=full, width=200), phase, outcome, full=True)

@@ -43,11 +43,8 @@ def repo(tmp_path, monkeypatch):
     _git(root, "commit", "-qam", "authors fix the stub")
     (folder / "kata.py").write_text("def f():\n    return 1\n")
     _git(root, "commit", "-qam", "learner commits a solution")
-    monkeypatch.setattr(curriculum, "ROOT", root)
-    monkeypatch.setattr(curriculum, "KATAS_DIR", root / "katas")
-    curriculum.phases.cache_clear()
-    yield folder / "kata.py"
-    curriculum.phases.cache_clear()
+    with curriculum.course_at(root):
+        yield folder / "kata.py"
 
 
 def test_reset_restores_newest_stub_and_backs_up(repo, state_dir, capsys):

@@ -11,6 +11,8 @@ from kata_harness import curriculum
 from katas_cli.state import State
 from katas_cli.watch import Event, Watcher
 
+from .conftest import console_text
+
 
 def _watcher(results):
     console = Console(file=io.StringIO(), width=120)
@@ -36,11 +38,11 @@ def test_save_reruns_phase_and_keys_work(fake_runner):
     ):
         watcher.events.put(event)
     watcher.loop()
-    out = console.file.getvalue()
+    out = console_text(console)
     assert results[:2] == ["phase1", "phase2"], "initial screen, then one run for two saves"
     assert fake_runner.calls.count(["phase2"]) == 2, "the save and the r key"
     assert "hint 1/" in out
-    assert State.load().hints["phase2.task1"] == 1
+    assert State.load().hints["phase2.shout"] == 1
     assert watcher.focus is not None and watcher.focus.id == "phase2.task2"
 
 
@@ -63,7 +65,7 @@ def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
     ):
         watcher.events.put(event)
     watcher.loop()
-    out = console.file.getvalue()
+    out = console_text(console)
     assert "running the tests of phase2" in out, "a run shows it started (a loop takes 60 s)"
     after_hint = out.split("hint 1/")[1]
     last_task = curriculum.phases()[-1].tasks[-1].function
@@ -97,7 +99,7 @@ def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypat
     watcher.events.put(Event("key", "h"))  # drained with the save: must survive the interrupt
     watcher.loop()
     assert runs == ["started", "started"] and results == ["phase1", "phase2"]
-    assert "running again" in console.file.getvalue() and "hint 1/" in console.file.getvalue()
+    assert "running again" in console_text(console) and "hint 1/" in console_text(console)
     assert watcher.running is None and not watcher.restart.is_set()
 
 

@@ -7,7 +7,7 @@ import sys
 import jax
 import numpy as np
 
-from kata_harness import plugin
+from kata_harness import options
 
 TRACES: list[int] = []
 
@@ -38,7 +38,7 @@ def test_user_xla_flags_keep_only_dump_settings(monkeypatch):
     monkeypatch.setenv(
         "XLA_FLAGS", "--xla_dump_to=xla_dump --xla_cpu_enable_fast_math=true --xla_dump_hlo_as_text"
     )
-    assert plugin._filter_xla_flags() == "--xla_cpu_enable_fast_math=true"
+    assert options.filter_xla_flags() == "--xla_cpu_enable_fast_math=true"
     assert os.environ["XLA_FLAGS"] == "--xla_dump_to=xla_dump --xla_dump_hlo_as_text"
 
 

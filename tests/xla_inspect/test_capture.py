@@ -11,6 +11,7 @@ import pytest
 
 from xla_inspect.capture import Capture, CaptureError, capture, dump_options
 from xla_inspect.errors import InspectError
+from xla_inspect.jaxpr import in_avals
 
 
 def mlp(x, w1, b1, w2, b2):
@@ -28,6 +29,7 @@ def xi_mlp(tmp_path_factory: pytest.TempPathFactory) -> Capture:
 
 
 def test_every_stage_is_captured(xi_mlp: Capture) -> None:
+    assert xi_mlp.jaxpr is not None
     primitives = [eqn.primitive.name for eqn in xi_mlp.jaxpr.eqns]
     assert primitives.count("dot_general") == 2
     assert "stablehlo.dot_general" in xi_mlp.stablehlo_text
@@ -82,7 +84,8 @@ def test_pytree_args_and_static_argnums() -> None:
         scaled, {"w": jax.ShapeDtypeStruct((2, 3), jnp.bfloat16)}, 3, static_argnums=(1,)
     )
     assert "bf16[2,3]" in captured.hlo_text
-    assert [v.aval.shape for v in captured.jaxpr.jaxpr.invars] == [(2, 3)]
+    assert captured.jaxpr is not None
+    assert [a.shape for a in in_avals(captured.jaxpr)] == [(2, 3)]
 
 
 def test_donated_argument_aliases_the_output() -> None:

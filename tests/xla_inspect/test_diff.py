@@ -95,7 +95,7 @@ def test_fusions_created_with_kind_and_contents(xi_diff: ModuleDiff) -> None:
         "kCustom(__ynn_fusion)",
     )
     assert dict(ynn.absorbed) == {"dot": 1}
-    assert loop.computation == "fused_computation.1"
+    assert (loop.computation, loop.fused_computation) == ("main.2", "fused_computation.1")
     assert dict(loop.absorbed) == {"add": 1, "broadcast": 2, "constant": 1, "maximum": 1}
     assert dict(xi_diff.fusions_by_kind) == {"kCustom(__ynn_fusion)": 1, "kLoop": 1}
 

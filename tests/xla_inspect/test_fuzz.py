@@ -79,7 +79,9 @@ def _exercise(module: HloModule) -> None:
         for instruction in computation.instructions:
             dict(instruction.attributes)
             shape = Shape(instruction.shape)
-            shape.dims, shape.dynamic_dims, shape.minor_to_major, shape.elements  # noqa: B018
+            assert len(shape.dynamic_dims) == len(shape.dims)
+            assert shape.minor_to_major is None or len(shape.minor_to_major) <= len(shape.dims)
+            assert len(shape.elements) == 0 or shape.is_tuple
 
 
 def _parse_or_parse_error(text: str) -> None:

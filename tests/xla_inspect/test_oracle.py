@@ -41,7 +41,9 @@ def _oracle(text: str) -> tuple[int, Counter[str]]:
         for instruction in computation.instructions():
             opcode = _ASYNC.get(instruction.opcode.name)
             if opcode is None:
-                opcode = _PRINTED_OPCODE.search(instruction.to_string()).group(1)
+                printed = _PRINTED_OPCODE.search(instruction.to_string())
+                assert printed is not None, instruction.to_string()
+                opcode = printed.group(1)
             counts[opcode] += 1
     return len(module.computations()), counts
 
@@ -147,7 +149,9 @@ REFORMAT_SOURCES = [
 
 def _body_start(text: str) -> int:
     """Offset of the first computation header (stack-frame table rows are line-based)."""
-    return re.search(r"^(?:ENTRY )?%?[\w.\-]+ ?(?:\(.*\) -> .*)?\{$", text, re.M).start()
+    header = re.search(r"^(?:ENTRY )?%?[\w.\-]+ ?(?:\(.*\) -> .*)?\{$", text, re.M)
+    assert header is not None
+    return header.start()
 
 
 @st.composite
@@ -242,6 +246,7 @@ def test_error_points_where_xla_does(name: str) -> None:
     with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
         _hlo.hlo_module_from_text(text)
     where = re.search(r"was parsing (\d+):(\d+)", str(xla.value))
+    assert where is not None, xla.value
     with pytest.raises(HloParseError) as ours:
         parse_hlo(text)
     assert (ours.value.line_no, ours.value.col) == (int(where[1]), int(where[2]))

@@ -25,7 +25,7 @@ def test_short_form_structure(hlo_short_text: str) -> None:
     assert module.attributes["entry_computation_layout"].startswith("{(f32[8,16]{1,0}")
     assert [c.name for c in module.computations] == ["region_0.1", "main.2"]
     assert module.entry is module["main.2"] and module.entry.is_entry
-    dot = module.entry.instruction("dot.1")
+    dot = module.entry["dot.1"]
     assert dot == HloInstruction(
         "dot.1",
         "dot",
@@ -38,7 +38,10 @@ def test_short_form_structure(hlo_short_text: str) -> None:
     )
     assert dot.attributes == {"lhs_contracting_dims": "{1}", "rhs_contracting_dims": "{0}"}
     assert module.entry.root.name == "tanh.1" and module.entry.root.is_root
-    assert module.entry.instruction("x.1").payload == "0"
+    assert module.entry["x.1"].payload == "0" and module.entry["%x.1"] is module.entry["x.1"]
+    assert module.entry.instruction("nope") is None
+    with pytest.raises(KeyError):
+        module.entry["nope"]
     assert module.entry.calls == ("region_0.1",)
     assert "region_0.1" in module and "%main.2" in module and "nope" not in module
     assert dot.shape_info.dims == (8, 4) and len(module.entry) == 6
@@ -57,29 +60,29 @@ def test_optimized_module_skips_frame_tables_and_keeps_metadata() -> None:
 
 def test_wrapped_instruction_is_joined(hlo_features_text: str) -> None:
     entry = parse_hlo(hlo_features_text).entry
-    fusion = entry.instruction("fusion")
+    fusion = entry["fusion"]
     assert fusion.operands == ("arg",)
     assert fusion.line_no == 43
     assert fusion.attributes["calls"] == "%fused_exp"
     assert fusion.attributes["backend_config"] == '{"outer":{"inner":[1,2,{"deep":"]"}]}}'
-    assert entry.instruction("c").payload == "{ { 1, 2 }, { 3, 4 } }"
+    assert entry["c"].payload == "{ { 1, 2 }, { 3, 4 } }"
 
 
 def test_grammar_corners(hlo_features_text: str) -> None:
     module = parse_hlo(hlo_features_text)
     entry = module.entry
     assert module.attributes["frontend_attributes"] == '{note="a, b {c}"}'
-    assert entry.instruction("arg").shape == "f32[8,128]{1,0:T(8,128)}"
-    assert entry.instruction("arg").attributes["metadata"] == (
+    assert entry["arg"].shape == "f32[8,128]{1,0:T(8,128)}"
+    assert entry["arg"].attributes["metadata"] == (
         '{op_name="x \\"quoted\\" (y" source_file="a.py"}'
     )
     assert entry.root.shape == "(f32[8,128]{1,0}, /*index=1*/s32[])"
     assert entry.root.operands == ("pad", "idx")
     assert module["add"].root.operands == ("x", "y")
-    assert entry.instruction("cond").called_computations == ("true_branch", "false_branch")
-    assert entry.instruction("sas").called_computations == ("ge", "add")
-    assert entry.instruction("win").attributes["window"] == "{size=2x2 stride=2x2}"
-    assert entry.instruction("ars").attributes["replica_groups"] == "{{0}}"
+    assert entry["cond"].called_computations == ("true_branch", "false_branch")
+    assert entry["sas"].called_computations == ("ge", "add")
+    assert entry["win"].attributes["window"] == "{size=2x2 stride=2x2}"
+    assert entry["ars"].attributes["replica_groups"] == "{{0}}"
     assert [i.opcode for i in entry][-10:-4] == [
         "all-reduce-start",
         "all-reduce-done",
@@ -106,7 +109,7 @@ def test_compact_hand_written_spacing() -> None:
     root = module.entry.root
     assert root.operands == ("p",) and root.called_computations == ("f",)
     assert root.attributes == {"to_apply": "%f", "metadata": '{op_name="("}'}
-    assert module.entry.instruction("p").payload == "0"
+    assert module.entry["p"].payload == "0"
 
 
 def test_garbage_collector_state_is_restored() -> None:
@@ -216,6 +219,8 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
             4,
             "a computation named 'gone'",
         ),
+        # a form feed inside a multi-line attribute value: XLA's lexer skips only ' \t\r\n'
+        (GOOD.replace("add(p, p)", 'add(p, p), metadata={op_name="x"\n \f y}'), 5, "a value"),
     ],
 )
 def test_malformed_text_raises_parse_error(text: str, line_no: int, expected: str) -> None:
@@ -247,10 +252,10 @@ ENTRY %main (p: (s32[], f32[3])) -> f32[3] {
   ROOT %c = f32[3]{0} call(%p), to_apply=%body
 }
 """
-    body = parse_hlo(text).computation("body")
+    body = parse_hlo(text)["body"]
     assert body.root.operands == ("arg_tuple.1#1",)
     # XLA's parser turns 'name#N' into a get-tuple-element; so does this reader
-    element = body.instruction("arg_tuple.1#1")
+    element = body["arg_tuple.1#1"]
     assert (element.opcode, element.shape, element.operands, element.attribute("index")) == (
         "get-tuple-element",
         "f32[3]{0}",

@@ -32,6 +32,7 @@ def xi_pass_capture(tmp_path_factory: pytest.TempPathFactory) -> Capture:
 
 @pytest.fixture(scope="module")
 def xi_timeline(xi_pass_capture: Capture) -> list[PassStep]:
+    assert xi_pass_capture.dump_dir is not None
     return pass_timeline(xi_pass_capture.dump_dir, xi_pass_capture.dump_module)
 
 

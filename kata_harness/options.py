@@ -1,0 +1,121 @@
+"""Command-line options, configuration and the report header of the kata plugin.
+
+- ``--impl {katas,reference}`` (or ``KATAS_IMPL``) picks the module the ``kata`` fixture hands to
+  a test; ``--decoys`` adds the decoy sweep in reference mode; ``--no-honesty`` drops the stub and
+  variant runs (for a tree whose katas/ holds solved work).
+- A user's ``XLA_FLAGS`` keep only their dump flags, so tuning flags cannot change the facts.
+- Reference mode spreads its runs over the cores (pytest-xdist) unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from . import curriculum, guard, loading, snapshots, verdict, versions
+
+CPU_DEVICES = curriculum.CPU_DEVICES
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("katas")
+    group.addoption(
+        "--impl",
+        choices=loading.IMPLS,
+        default=os.environ.get("KATAS_IMPL", "katas"),
+        help="run kata tests against the learner's files (katas, default) or the reference "
+        "solutions; the KATAS_IMPL environment variable sets the default",
+    )
+    group.addoption(
+        "--decoys",
+        action="store_true",
+        default=os.environ.get("KATAS_DECOYS") == "1",
+        help="in reference mode, also run every decoy against the tests it names (the full "
+        "sweep; `katas dev check` runs it and prints the census); KATAS_DECOYS=1 sets it",
+    )
+    group.addoption(
+        "--no-honesty",
+        action="store_true",
+        help="in reference mode, skip the honest-kata checks against stubs and decoys "
+        "(needed when katas/ holds solved work instead of the shipped stubs)",
+    )
+
+
+def filter_xla_flags() -> str | None:
+    """Keep only dump flags in XLA_FLAGS so a user's tuning flags cannot change the facts."""
+    flags = os.environ.get("XLA_FLAGS")
+    if not flags:
+        return None
+    kept = [f for f in flags.split() if f.startswith("--xla_dump")]
+    dropped = [f for f in flags.split() if not f.startswith("--xla_dump")]
+    os.environ["XLA_FLAGS"] = " ".join(kept)
+    return " ".join(dropped) or None
+
+
+_dropped_flags = pytest.StashKey[str | None]()
+_device_note = pytest.StashKey[str | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    impl = config.getoption("--impl")
+    if impl not in loading.IMPLS:
+        raise pytest.UsageError(f"KATAS_IMPL={impl!r} is not one of {', '.join(loading.IMPLS)}")
+    if getattr(config.option, "update_snapshots", False) and impl != "reference":
+        raise pytest.UsageError(
+            "--snapshot-update is refused unless --impl=reference: snapshots are pinned from "
+            f"the reference only; run: {snapshots.REPIN_COMMAND}"
+        )
+    config.stash[_dropped_flags] = filter_xla_flags()
+    guard.install()
+    verdict.record_checks()
+    import jax
+
+    config.stash[_device_note] = None
+    if jax.config.jax_num_cpu_devices != CPU_DEVICES:  # a nested pytester run has set it
+        try:
+            jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+        except RuntimeError:  # JAX already ran in this process (pytest.main from a program)
+            config.stash[_device_note] = (
+                f"JAX was initialized before the tests with {jax.device_count()} device(s); "
+                f"tests that need {CPU_DEVICES} CPU devices will skip"
+            )
+    config.addinivalue_line("markers", "task(function): the kata task a test checks")
+    for phase in curriculum.phases():
+        config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
+        for task in phase.tasks:
+            config.addinivalue_line("markers", f"{task.mark}: {task.id} {task.function}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Reference mode runs every variant of every test: spread it over the cores (pytest-xdist,
+    ``-n auto``, a test file per worker so its module-level compiles happen once) unless ``-n``
+    is given, snapshots are being pinned, or this is a worker."""
+    if (
+        config.getoption("--impl") == "reference"
+        and config.pluginmanager.hasplugin("xdist")
+        and config.getoption("numprocesses", None) is None
+        and not getattr(config.option, "update_snapshots", False)
+        and "PYTEST_XDIST_WORKER" not in os.environ
+    ):
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    import jax
+
+    lines = [
+        f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
+        f"snapshots for {snapshots.platform_key()}"
+    ]
+    lines += versions.header_lines() + snapshots.header_lines()
+    dropped = config.stash.get(_dropped_flags, None)
+    if dropped:
+        lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")
+    note = config.stash.get(_device_note, None)
+    if note:
+        lines.append(f"katas: {note}")
+    return lines

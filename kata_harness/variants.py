@@ -1,0 +1,121 @@
+"""What each kata test runs against, and the ``kata`` fixture that hands it over.
+
+With ``--impl=katas`` a test runs once, on the learner's file. In reference mode it runs on the
+reference and, for the honest-kata checks, on the shipped stub, on the accepted variants of its
+task and (with ``--decoys``) on every decoy that names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from . import curriculum, loading
+from .decoys import Accepted, Decoy
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """What a kata test runs against: the learner's file, the reference, the stub, a decoy or an
+    accepted variant."""
+
+    kind: str
+    spec: Decoy | Accepted | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}-{self.spec.name}" if self.spec else self.kind
+
+    @property
+    def expects_failure(self) -> bool:
+        return self.kind in ("stub", "decoy")
+
+
+def task_of(node: pytest.Item | pytest.Function) -> tuple[curriculum.Phase, curriculum.Task]:
+    """The phase and task of a kata test, from its folder and its ``task`` mark."""
+    phase = curriculum.phase_of_path(Path(node.path))
+    mark = node.get_closest_marker("task")
+    if phase is None or mark is None or not mark.args:
+        raise pytest.UsageError(f"{node.nodeid}: a kata test needs @pytest.mark.task('<function>')")
+    try:
+        return phase, phase.task(mark.args[0])
+    except KeyError as error:
+        raise pytest.UsageError(f"{node.nodeid}: {error.args[0]}") from None
+
+
+def variant_of(item: pytest.Item) -> Variant | None:
+    """The variant a collected test runs against; None for a test that is not a kata test."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and isinstance(callspec.params.get("kata"), Variant):
+        return callspec.params["kata"]
+    if curriculum.phase_of_path(Path(item.path)) is None:
+        return None
+    return Variant(str(item.config.getoption("--impl")))
+
+
+def _variants(
+    config: pytest.Config, phase: curriculum.Phase, task: curriculum.Task, test_name: str
+) -> list[Variant]:
+    if config.getoption("--impl") == "katas":
+        return [Variant("katas")]
+    variants = [Variant("reference")]
+    if config.getoption("--no-honesty"):
+        return variants
+    variants.append(Variant("stub"))
+    if config.getoption("--decoys"):
+        variants += [
+            Variant("decoy", d) for d in loading.phase_decoys(phase) if test_name in d.caught_by
+        ]
+    variants += [
+        Variant("accepted", a) for a in loading.phase_accepted(phase) if a.replaces == task.function
+    ]
+    return variants
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kata" not in metafunc.fixturenames:
+        return
+    phase, task = task_of(metafunc.definition)
+    variants = _variants(metafunc.config, phase, task, metafunc.definition.originalname)
+    if len(variants) == 1 and variants[0].kind == "katas":
+        return
+    metafunc.parametrize("kata", variants, indirect=True, ids=[v.id for v in variants])
+
+
+@pytest.fixture
+def kata(request: pytest.FixtureRequest) -> ModuleType:
+    """The module under test: learner's kata, reference, shipped stub or a decoy."""
+    variant: Variant = getattr(request, "param", Variant("katas"))
+    phase, _ = task_of(request.node)
+    try:
+        if variant.spec is not None:
+            return loading.load_variant(phase, variant.spec)
+        if variant.kind == "stub":
+            return loading.load_stub(phase)
+        return loading.load_impl(phase, variant.kind)
+    except loading.KataLoadError as error:
+        message = str(error)
+    pytest.fail(message, pytrace=False)  # outside the except: no chained traceback
+
+
+@pytest.fixture(autouse=True)
+def _fresh_jax_caches():
+    """Clear JAX's trace and compile caches so trace counting never leaks between tests."""
+    import jax
+
+    jax.clear_caches()
+    yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test of a phase carries its phase's and task's marks (``-m phase3_task2``)."""
+    for item in items:
+        if curriculum.phase_of_path(Path(item.path)) is None:
+            continue
+        phase, task = task_of(item)
+        item.add_marker(getattr(pytest.mark, phase.name))
+        item.add_marker(getattr(pytest.mark, task.mark))

@@ -1,0 +1,82 @@
+"""The programs phase 1's tests run, and what `katas show` compiles for each task.
+
+The tests run the learner's MLP on `data()` (three shapes: the usual one, size 1, odd) and the
+absolute values on `ABS_INPUTS`; `katas show` compiles the same calls at the usual shape.
+"""
+
+from __future__ import annotations
+
+import jax
+import ml_dtypes
+import numpy as np
+
+from kata_harness.programs import Recipe
+
+# (batch, in, hidden, out): the usual one, size-1 everywhere it can be, odd and non-square
+SHAPES = ((8, 16, 32, 4), (1, 1, 3, 1), (7, 5, 9, 3))
+
+
+KEYS = ("w1", "b1", "w2", "b2")
+
+
+def data(seed: int = 0, shape=SHAPES[0], dtype=np.float32, order=KEYS):
+    """Params (inserted in `order`), x and y; the hidden layer has large values of both signs."""
+    batch, n_in, hidden, out = shape
+    rng = np.random.default_rng(seed)
+    made = {
+        "w1": rng.normal(size=(n_in, hidden)) * 2.0,
+        "b1": rng.normal(size=(hidden,)) * 3.0,
+        "w2": rng.normal(size=(hidden, out)) / 2,
+        "b2": rng.normal(size=(out,)) * 2.0,
+    }
+    params = {name: made[name].astype(dtype) for name in order}
+    x = rng.normal(size=(batch, n_in)).astype(dtype)
+    y = rng.normal(size=(batch, out)).astype(dtype)
+    return params, x, y
+
+
+def counting_power(counter):
+    def power(x, n):
+        counter.append(n)
+        result = x
+        for _ in range(n - 1):
+            result = result * x
+        return result
+
+    return power
+
+
+def if_positive(x):
+    if x > 0:
+        return x
+    return -x
+
+
+ABS_INPUTS = (
+    np.array([-2.0, 0.0, 3.0, -0.5], np.float32),
+    np.arange(-7, 8, dtype=np.int32).reshape(3, 5),
+    np.array([-1.5, 2.25, -1e-3], ml_dtypes.bfloat16),
+    np.array(-4.0, np.float16),
+    np.zeros((0, 3), np.float32),
+)
+
+
+SHOWN = {
+    "init_params": Recipe(
+        lambda m: (lambda key: m.init_params(key, *SHAPES[0][1:]), (jax.random.key(0),)),
+        "init_params(key, 16, 32, 4)",
+    ),
+    "mlp_forward": Recipe(
+        lambda m: (m.mlp_forward, data()[:2]), "mlp_forward(params, x) with x f32[8,16], hidden 32"
+    ),
+    "mse_loss": Recipe(lambda m: (m.mse_loss, data()), "mse_loss(params, x f32[8,16], y f32[8,4])"),
+    "loss_and_grad": Recipe(
+        lambda m: (m.loss_and_grad, data()), "loss_and_grad(params, x f32[8,16], y f32[8,4])"
+    ),
+    "make_power_jit": Recipe(
+        lambda m: (m.make_power_jit(counting_power([])), (np.ones(3, np.float32), 3)),
+        "make_power_jit(power)(x f32[3], n=3)",
+    ),
+    "abs_where": Recipe(lambda m: (m.abs_where, ABS_INPUTS[:1]), "abs_where(x f32[4])"),
+    "abs_cond": Recipe(lambda m: (m.abs_cond, (np.float32(-2.5),)), "abs_cond(x f32[])"),
+}

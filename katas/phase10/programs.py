@@ -1,0 +1,166 @@
+"""The programs phase 10's tests train and compile, and what `katas show` compiles per task.
+
+MLP data of three sizes, the tests' own training step (SGD with momentum, and adam) whose
+compiled form the IR-reading tasks read, steps whose signature puts the batch first or returns
+things in another order, and programs built to hold a known number of transposes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from kata_harness.programs import Recipe, given
+
+# (features in, hidden, out, batch)
+SIZES = {"wide": (16, 32, 4, 8), "odd": (3, 6, 2, 5), "one": (5, 7, 3, 1)}
+
+
+IN, HIDDEN, OUT, BATCH = SIZES["wide"]
+
+
+LEARNING_RATE = 0.05
+
+
+def data(size: str = "wide", seed: int = 0):
+    features, hidden, out, batch = SIZES[size]
+    rng = np.random.default_rng(seed)
+    params = {
+        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
+        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
+        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
+        "b2": rng.normal(size=out).astype(np.float32) / 4,
+    }
+    x = rng.normal(size=(batch, features)).astype(np.float32)
+    y = rng.normal(size=(batch, out)).astype(np.float32)
+    return params, x, y
+
+
+def device_params(params):
+    return jax.device_put(params)
+
+
+# A training step owned by the tests: the reading tasks get its compiled form.
+def mlp(p, x):
+    return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+def mse(p, x, y):
+    return jnp.mean((mlp(p, x) - y) ** 2)
+
+
+MOMENTUM = optax.sgd(LEARNING_RATE, momentum=0.9)  # has optimizer state, compiles fast
+
+
+ADAM = optax.adam(0.01)
+
+
+def update_with(optimizer, p, state, x, y):
+    loss, grads = jax.value_and_grad(mse)(p, x, y)
+    updates, state = optimizer.update(grads, state, p)
+    return optax.apply_updates(p, updates), state, loss
+
+
+def momentum_step(p, state, x, y):
+    return update_with(MOMENTUM, p, state, x, y)
+
+
+def adam_step(p, state, x, y):
+    return update_with(ADAM, p, state, x, y)
+
+
+@cache
+def step_args(size: str = "wide", optimizer: str = "momentum"):
+    params, x, y = data(size)
+    params = device_params(params)
+    return params, {"momentum": MOMENTUM, "adam": ADAM}[optimizer].init(params), x, y
+
+
+def two_steps(p, state, x, y):  # a training loop inside one program: the body is a while
+    def body(_, carry):
+        return momentum_step(*carry, x, y)[:2]
+
+    return jax.lax.fori_loop(0, 2, body, (p, state))
+
+
+def tanh_forward(p, x):
+    return jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+def batch_first(x, y, p, state):
+    new_p, state, loss = adam_step(p, state, x, y)
+    return new_p, state, loss
+
+
+def returns_state_first(p, state, x, y):  # adam's count (parameter 4) is output {1}
+    new_p, state, loss = adam_step(p, state, x, y)
+    return loss, state, new_p
+
+
+def alias_bank():
+    """(name, function, args, donate_argnums): each compiled with donation."""
+    p, state, x, y = step_args()
+    ap, astate, ax, ay = step_args("odd", "adam")
+    return [
+        ("momentum step", momentum_step, (p, state, x, y), (0, 1)),
+        ("batch first: step(x, y, params, state)", batch_first, (ax, ay, ap, astate), (2, 3)),
+        ("only the state donated", momentum_step, (p, state, x, y), (1,)),
+        ("returns (loss, state, params)", returns_state_first, (ap, astate, ax, ay), (0, 1)),
+    ]
+
+
+def transposed_output(a):
+    return a.T * 2.0  # nothing to fold this transpose into: it survives optimization
+
+
+def nested_transposes(a, b):
+    """Three transposes by construction: in a nested jit, a scan body and a cond branch."""
+    inner = jax.jit(lambda m: m.T @ m)(a)
+
+    def body(carry, _):
+        return carry + b.T, None
+
+    carry, _ = jax.lax.scan(body, inner, None, length=2)
+    return jax.lax.cond(carry.sum() > 0, lambda m: m.T * 3.0, lambda m: m * 1.0, carry)
+
+
+TRANSPOSE_PROGRAMS = {
+    "a.T * 2": (transposed_output, (np.ones((16, 8), np.float32),)),
+    "nested": (
+        nested_transposes,
+        (np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 3), np.float32)),
+    ),
+}
+
+
+def _tests_step(reads: str) -> Recipe:
+    return Recipe(
+        lambda _m: (jax.jit(momentum_step, donate_argnums=(0, 1)), step_args()),
+        f"SGD-momentum step (params, state donated; x f32[8,16], y f32[8,4]); {reads}",
+        given=True,
+    )
+
+
+SHOWN = {
+    "per_example_losses": Recipe(
+        lambda m: (m.per_example_losses, data()),
+        "per_example_losses(params, x f32[8,16], y f32[8,4])",
+    ),
+    "make_train_step": Recipe(
+        lambda m: (m.make_train_step(MOMENTUM), step_args()),
+        "make_train_step(sgd(0.05, momentum=0.9))(params, state, x f32[8,16], y f32[8,4])",
+    ),
+    "fusion_count": _tests_step("fusion_count counts its fusions"),
+    "aliased_parameters": _tests_step("the donated parameters alias outputs"),
+    "flops_per_step": _tests_step("flops_per_step reads its cost analysis"),
+    "transpose_counts": given(
+        *TRANSPOSE_PROGRAMS["nested"],
+        "transposes in a nested jit, a scan body and a cond branch: compare --stage jaxpr and "
+        "optimized",
+    ),
+    "absorbed_transposes": _tests_step("its dots took the backward transposes in"),
+}

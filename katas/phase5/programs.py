@@ -1,0 +1,209 @@
+"""The programs phase 5's tests transform, and what `katas show` compiles for each task.
+
+An MLP and its data, a function R^n -> R^m with a product rule inside (`sin_ax_norm`), two-layer
+networks of several shapes for the Jacobians, a bank of dots for `dot_flops`, the `in_axes` cases
+of the batched matvec. `katas show` compiles the learner's transform of the first case of each.
+"""
+
+from __future__ import annotations
+
+from functools import cache, partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from kata_harness.programs import Recipe
+
+IN, HIDDEN, OUT, BATCH = 16, 32, 4, 8
+
+
+def mlp_data(batch: int = BATCH, seed: int = 0, sizes: tuple = (IN, HIDDEN, OUT)):
+    n_in, hidden, n_out = sizes
+    rng = np.random.default_rng(seed)
+    params = {
+        "w1": rng.normal(size=(n_in, hidden)).astype(np.float32) / 4,
+        "b1": rng.normal(size=(hidden,)).astype(np.float32),
+        "w2": rng.normal(size=(hidden, n_out)).astype(np.float32) / 6,
+        "b2": rng.normal(size=(n_out,)).astype(np.float32),
+    }
+    x = rng.normal(size=(batch, n_in)).astype(np.float32)
+    y = rng.normal(size=(batch, n_out)).astype(np.float32)
+    return params, x, y
+
+
+# (batch, (inputs, hidden, outputs)): a batch of one, odd sizes, more outputs than inputs.
+GRAD_CASES = [(BATCH, (IN, HIDDEN, OUT)), (1, (5, 7, 3)), (3, (6, 9, 11))]
+
+
+VALUE_CASES = [GRAD_CASES[0], GRAD_CASES[2]]
+
+
+# (outputs, inputs) of f: square first (a transposed answer has the right shape there), wide,
+# tall. A square J is not symmetric, so J @ v and J.T @ v differ.
+F_SHAPES = [(4, 4), (3, 5), (6, 2)]
+
+
+def sin_ax_norm(A, x):
+    """R^N -> R^M, not elementwise: sin(A x) * |x|^2 (a product rule inside)."""
+    return jnp.sin(A @ x) * jnp.sum(x * x)
+
+
+def fvec_data(m: int, n: int):
+    rng = np.random.default_rng(10 * m + n)
+    A = rng.normal(size=(m, n)).astype(np.float32)
+    x = rng.normal(size=(n,)).astype(np.float32) / 2
+    v = rng.normal(size=(n,)).astype(np.float32)
+    ct = rng.normal(size=(m,)).astype(np.float32)
+    return A, x, v, ct
+
+
+def two_layer(n: int, h: int, m: int):
+    rng = np.random.default_rng(n * 1000 + m)
+    w1 = (rng.normal(size=(h, n)) / np.sqrt(n)).astype(np.float32)
+    w2 = (rng.normal(size=(m, h)) / np.sqrt(h)).astype(np.float32)
+    x = rng.normal(size=(n,)).astype(np.float32)
+    return (lambda v: w2 @ jnp.tanh(w1 @ v)), x, w1, w2
+
+
+SHAPES = {"tall": (4, 32, 64), "wide": (64, 32, 4)}  # (inputs, hidden, outputs)
+
+
+# More Jacobians for the cost question: one input, one output, odd sizes, nearly square.
+COST_SHAPES = SHAPES | {"one input": (1, 8, 24), "one output": (24, 8, 1), "wide, odd": (13, 9, 5)}
+
+
+def matmul(a, b):
+    return jnp.matmul(a, b)
+
+
+def general(a, b):
+    """lhs (K=3, B=2, M=5), rhs (N=7, B=2, K=3): contract lhs axis 0 with rhs axis 2, batch on
+    lhs axis 1 / rhs axis 1. Output (B, M, N) = (2, 5, 7)."""
+    return lax.dot_general(a, b, (((0,), (2,)), ((1,), (1,))))
+
+
+def in_cond(p, a, b):
+    return lax.cond(p > 0, lambda: a @ b, lambda: (a * 2.0) @ b)
+
+
+def in_scan(a, b):
+    def body(carry, _):
+        return carry @ b, None
+
+    return lax.scan(body, a, None, length=3)[0]
+
+
+def in_custom_jvp_and_remat(a, b):
+    @jax.custom_jvp
+    def inner(u):
+        return u @ b
+
+    inner.defjvp(lambda primals, tangents: (inner(*primals), tangents[0] @ b))
+    return jax.checkpoint(lambda u: inner(u) @ b.T)(a)
+
+
+@cache
+def flops_cases():
+    f32, i8 = np.float32, np.int8
+    ones = np.ones
+    return {
+        # name: (function, arguments, flops worked out by hand: 2 * output elements * K)
+        "matmul": (jnp.matmul, (ones((8, 16), f32), ones((16, 32), f32)), 2 * (8 * 32) * 16),
+        "batched": (
+            jax.vmap(jnp.matmul),
+            (ones((8, 4, 3), f32), ones((8, 3), f32)),
+            2 * (8 * 4) * 3,
+        ),
+        "two contracted": (
+            partial(jnp.einsum, "ijk,jkl->il"),
+            (ones((2, 3, 4), f32), ones((3, 4, 5), f32)),
+            2 * (2 * 5) * 12,
+        ),
+        "contract axis 0, batch in the middle": (
+            general,
+            (ones((3, 2, 5), f32), ones((7, 2, 3), f32)),
+            2 * (2 * 5 * 7) * 3,
+        ),
+        "int8 matrix-vector, odd sizes": (
+            jnp.matmul,
+            (ones((7, 9), i8), ones((9,), i8)),
+            2 * 7 * 9,
+        ),
+        "no dots": (jnp.add, (ones(3, f32), ones(3, f32)), 0),
+    }
+
+
+def matrix_input():
+    """f: R^(6x5) -> R^8: 30 inputs, 8 outputs, but x.shape[0] = 6 < 8."""
+    rng = np.random.default_rng(7)
+    w1 = (rng.normal(size=(16, 30)) / 6).astype(np.float32)
+    w2 = (rng.normal(size=(8, 16)) / 4).astype(np.float32)
+    return (lambda X: w2 @ jnp.tanh(w1 @ X.reshape(-1))), rng.normal(size=(6, 5)).astype(np.float32)
+
+
+MV_M, MV_N = 4, 3
+
+
+# in_axes -> (W's shape, vs's shape, W @ v for every example b as an einsum). The batch (BATCH)
+# sits wherever in_axes says; None: the argument is shared by every example.
+IN_AXES_CASES = {
+    (None, 0): ((MV_M, MV_N), (BATCH, MV_N), "mn,bn->bm"),
+    (0, 0): ((BATCH, MV_M, MV_N), (BATCH, MV_N), "bmn,bn->bm"),
+    (1, 0): ((MV_M, BATCH, MV_N), (BATCH, MV_N), "mbn,bn->bm"),
+    (None, 1): ((MV_M, MV_N), (MV_N, BATCH), "mn,nb->bm"),
+    (2, None): ((MV_M, MV_N, BATCH), (MV_N,), "mnb,n->bm"),
+}
+
+
+def matvec_case(in_axes):
+    w_shape, v_shape, spec = IN_AXES_CASES[in_axes]
+    rng = np.random.default_rng(len(w_shape) * 10 + len(v_shape))
+    W = rng.normal(size=w_shape).astype(np.float32)
+    vs = rng.normal(size=v_shape).astype(np.float32)
+    return W, vs, np.einsum(spec, W, vs)
+
+
+def matvec_data():
+    W, vs, _ = matvec_case((None, 0))
+    Ws, _, _ = matvec_case((0, 0))
+    return W, Ws, vs
+
+
+def _fvec(task: str, pick) -> Recipe:
+    m, n = F_SHAPES[0]
+
+    def build(module):
+        A, x, v, ct = fvec_data(m, n)
+        f = partial(sin_ax_norm, A)
+        return (lambda x, arg: getattr(module, task)(f, x, arg)), pick(x, v, ct)
+
+    return Recipe(build, f"{task}(f, x f32[{n}], ...), f = sin(A x) * |x|^2 with A f32[{m},{n}]")
+
+
+def _jacobian(module):
+    f, x, _, _ = two_layer(*SHAPES["tall"])
+    return (lambda v: module.jacobian(f, v, "rev")), (x,)
+
+
+def _matvec(module):
+    W, vs, _ = matvec_case((None, 0))
+    return (lambda w, v: module.batched_matvec(w, v, (None, 0))), (W, vs)
+
+
+SHOWN = {
+    "mlp_grad": Recipe(
+        lambda m: (m.mlp_grad, mlp_data()), "mlp_grad(params, x f32[8,16], y f32[8,4])"
+    ),
+    "jvp_tangent": _fvec("jvp_tangent", lambda x, v, ct: (x, v)),
+    "vjp_cotangent": _fvec("vjp_cotangent", lambda x, v, ct: (x, ct)),
+    "jacobian": Recipe(
+        _jacobian, "jacobian(f, x f32[4], 'rev'), f = w2 @ tanh(w1 @ x) with 32 hidden, 64 out"
+    ),
+    "batched_matvec": Recipe(_matvec, "batched_matvec(W f32[4,3], vs f32[8,3], in_axes=(None, 0))"),
+    "per_example_grads": Recipe(
+        lambda m: (m.per_example_grads, mlp_data()),
+        "per_example_grads(params, xs f32[8,16], ys f32[8,4])",
+    ),
+}

@@ -1,0 +1,33 @@
+"""`katas dev new`: a new phase runs at once, honestly, and nothing existing is overwritten."""
+
+from __future__ import annotations
+
+from kata_harness import curriculum, loading
+from katas_cli.devcheck import census, run
+from katas_cli.main import main
+from katas_cli.runner import run_phases
+
+
+def test_a_new_phase_passes_on_the_reference_and_its_stub_is_not_done(course, capsys):
+    assert main(["dev", "new", "phase3"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote katas/phase3/kata.py" in out and "wrote decoys/phase3.py" in out
+    phase = curriculum.phase(3)
+    assert [t.function for t in phase.tasks] == ["count_adds"]
+    (task,) = phase.tasks
+    reference = run_phases([phase], impl="reference")["phase3"].task(task)
+    assert reference.outcome == "passed", reference.message
+    learner = run_phases([phase])["phase3"].task(task)
+    assert learner.outcome == "failed" and "is not done yet" in learner.message
+    (row,) = census([phase], run([phase]))
+    assert row.decoys == {"count_adds": True}, "the example decoy is caught"
+    assert row.problems == ["1 decoy(s), at least 2 needed"], "what the contributor adds next"
+    assert loading.phase_accepted(phase) == []
+
+
+def test_an_existing_phase_is_left_alone(course, capsys):
+    before = (course / "katas" / "phase1" / "kata.py").read_text()
+    assert main(["dev", "new", "phase1"]) == 2
+    assert "phase1 already has katas/phase1/kata.py" in capsys.readouterr().err
+    assert (course / "katas" / "phase1" / "kata.py").read_text() == before
+    assert not (course / "katas" / "phase1" / "programs.py").exists()

@@ -1,0 +1,114 @@
+"""Each phase's programs.py: the tests import their programs from it, `katas show` compiles its
+recipes (the same objects), every recipe compiles on the reference, and a task without one says
+so without naming internal files."""
+
+from __future__ import annotations
+
+import ast
+import types
+
+import jax
+import pytest
+
+from kata_harness import curriculum, loading
+from kata_harness.programs import Recipe, load, recipe_for, recipes
+from katas_cli.main import main
+
+pytestmark = pytest.mark.real_course  # compiles the real phases' programs
+
+NUMBERS = [p.number for p in curriculum.phases()]
+
+
+def test_every_phase_has_programs_for_its_own_tasks():
+    for phase in curriculum.phases():
+        assert phase.programs_path.is_file(), f"{phase.name} has no programs.py"
+        table = recipes(phase)
+        functions = {t.function for t in phase.tasks}
+        assert table, f"{phase.name}: programs.py shows no task"
+        assert set(table) <= functions, f"{phase.name}: recipes for unknown tasks"
+        assert all(isinstance(r, Recipe) for r in table.values()), phase.name
+
+
+def test_the_tests_import_their_programs_from_programs_py():
+    for phase in curriculum.phases():
+        for test_file in phase.programs_path.parent.glob("test_*.py"):
+            tree = ast.parse(test_file.read_text(encoding="utf-8"))
+            sources = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+            assert f"katas.{phase.name}.programs" in sources, f"{test_file.name}"
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+def test_every_program_builds_and_compiles_on_the_reference(number):
+    phase = curriculum.phase(number)
+    module = loading.load_impl(phase, "reference")
+    for name, recipe in recipes(phase).items():
+        fn, args = recipe.build(module)
+        jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+        assert "HloModule" in jitted.lower(*args).compile().as_text(), f"{phase.name} {name}"
+
+
+def test_show_compiles_the_objects_the_tests_import(capsys):
+    from katas.phase7 import programs  # what test_phase7.py imports its bank from
+
+    phase = curriculum.phase(7)
+    assert load(phase) is programs
+    recipe = recipe_for(phase.task("while_loops"))
+    assert recipe is not None and recipe.given
+    fn, _ = recipe.build(types.SimpleNamespace())
+    assert fn is programs.PROGRAMS["nested_while"]
+    assert main(["show", "phase7", "while_loops", "--reference", "--stage", "hlo"]) == 0
+    assert "while(" in capsys.readouterr().out
+
+
+def test_tasks_without_a_program_say_so_without_internal_paths(capsys):
+    for phase in curriculum.phases():
+        for task in phase.tasks:
+            if recipe_for(task) is not None:
+                continue
+            assert main(["show", phase.name, task.function]) == 0
+            captured = capsys.readouterr()
+            said = captured.out + captured.err
+            assert f"nothing to show for {task.id} ({task.function})" in said, said
+            for internal in ("katas/", "katas_cli", "kata_harness", ".py"):
+                assert internal not in said, f"{task.id}: {said!r} names {internal}"
+
+
+def test_phase9_shows_a_collective_on_eight_devices(capsys):
+    assert main(["show", "phase9", "psum_total", "--reference"]) == 0
+    out = capsys.readouterr().out
+    assert "num_partitions=8" in out and "all-reduce(" in out
+
+
+def test_a_given_program_says_it_is_the_tests(capsys):
+    assert main(["show", "phase3", "constants", "--reference", "--stage", "hlo"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("phase3.task6 constants (the tests' program): hlo, program: x * 0.5")
+
+
+@pytest.fixture
+def stub_phase10(monkeypatch):
+    """The learner's phase 10 as shipped: every task raises NotImplementedError."""
+
+    def stub(*_args):
+        raise NotImplementedError("phase10: not done")
+
+    real = loading.load_impl
+    fake = types.SimpleNamespace(per_example_losses=stub, make_train_step=stub)
+    monkeypatch.setattr(
+        loading, "load_impl", lambda phase, impl: fake if impl == "katas" else real(phase, impl)
+    )
+
+
+@pytest.mark.parametrize("task", ["per_example_losses", "make_train_step"])
+def test_unfinished_task_is_one_line_and_exit_1(stub_phase10, task, capsys):
+    assert main(["show", "phase10", task]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert f"({task}) is not done yet: nothing to compile; hint: uv run katas hint" in captured.err
+
+
+def test_compare_marks_the_unfinished_side(stub_phase10, capsys):
+    assert main(["compare", "phase10", "per_example_losses", "--unified"]) == 0
+    out = capsys.readouterr().out
+    assert "is not done yet" in out and "fusion(" in out
