@@ -112,7 +112,7 @@ def capture_version(version: str, workdir: Path) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_outcomes(version: str, workdir: Path) -> dict[str, str]:
+def outcomes_of_tests(version: str, workdir: Path) -> dict[str, str]:
     """{test id: passed | failed | skipped} of the reference with every gated fact checked."""
     xml = workdir / f"tests-{version}.xml"
     command = _uv_run(version) + ["pytest", *TEST_PATHS, "-k", TEST_FILTER]
@@ -246,7 +246,7 @@ def command(args: argparse.Namespace, console) -> int:
         old, new = (capture_version(v, workdir) for v in (args.old, args.new))
         tests = None
         if not args.no_tests:
-            tests = (test_outcomes(args.old, workdir), test_outcomes(args.new, workdir))
+            tests = (outcomes_of_tests(args.old, workdir), outcomes_of_tests(args.new, workdir))
     if args.json:
         print(json.dumps({"old": old, "new": new, "tests": tests}, indent=1))
     else:

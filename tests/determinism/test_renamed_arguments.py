@@ -1,8 +1,8 @@
 """Renamed functions and arguments, defined in another file, give the pinned normalized HLO.
 
 A learner names things as they like. Every program whose optimized HLO is pinned under
-``snapshots/`` is rebuilt here from its source by ``ast`` with every parameter renamed and the
-function itself renamed, compiled from a file name in another folder (so source paths, line
+``snapshots/`` is rebuilt here from its source (the phase's ``programs.py``) by ``ast`` with every
+parameter renamed and the function itself renamed, compiled from a file name in another folder (so source paths, line
 tables, function and argument names in the metadata all differ), run through the reference
 ``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared byte for byte with the
 pinned file. Phase 4's pins are also reproduced from the reference kata functions (renamed the
@@ -22,20 +22,21 @@ from xla_inspect.normalize import normalize_hlo
 
 PREFIX = "renamed_"
 
-# pinned test name -> (program in the test file, its argument factory, reference kata function)
+# pinned test name -> (program in the phase's programs.py, its argument factory, reference kata
+# function)
 PINS = {
     "phase3": {
-        "test_optimized_mlp_snapshot": ("mlp", "_mlp_args", None),
-        "test_optimized_attention_snapshot": ("attention", "_attention_args", None),
+        "test_optimized_mlp_snapshot": ("mlp", "mlp_args", None),
+        "test_optimized_attention_snapshot": ("attention", "attention_args", None),
     },
     "phase4": {  # one test pins seven modules: syrupy names the n-th one "<test>.n"
-        "test_pinned_optimized_programs": ("_canon_identity", "_x", "algebraic_identity"),
-        "test_pinned_optimized_programs.1": ("_canon_folded", "_x", "folded_scale"),
-        "test_pinned_optimized_programs.2": ("_canon_cse", "_cse_args", "shared_subexpression"),
-        "test_pinned_optimized_programs.3": ("_canon_dead", "_x", "dead_branch"),
-        "test_pinned_optimized_programs.4": ("_canon_chain", "_x", "elementwise_chain"),
-        "test_pinned_optimized_programs.5": ("_canon_attention", "_qk", "attention_scores"),
-        "test_pinned_optimized_programs.6": ("_canon_refused", "_x", "refused_rewrites"),
+        "test_pinned_optimized_programs": ("canon_identity", "uniform", "algebraic_identity"),
+        "test_pinned_optimized_programs.1": ("canon_folded", "uniform", "folded_scale"),
+        "test_pinned_optimized_programs.2": ("canon_cse", "cse_args", "shared_subexpression"),
+        "test_pinned_optimized_programs.3": ("canon_dead", "uniform", "dead_branch"),
+        "test_pinned_optimized_programs.4": ("canon_chain", "uniform", "elementwise_chain"),
+        "test_pinned_optimized_programs.5": ("canon_attention", "qk", "attention_scores"),
+        "test_pinned_optimized_programs.6": ("canon_refused", "uniform", "refused_rewrites"),
     },
 }
 
@@ -111,8 +112,8 @@ def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
     """Covers: renamed function and argument names, another source path, another line layout."""
     pinned = _pinned_file(phase, test)
     program_name, args_name, kata_name = PINS[phase][test]
-    test_file = curriculum.KATAS_DIR / phase / f"test_{phase}.py"
-    owner = _renamed_module(test_file, {program_name}, tmp_path / "elsewhere")
+    programs = curriculum.KATAS_DIR / phase / "programs.py"
+    owner = _renamed_module(programs, {program_name}, tmp_path / "elsewhere")
     args = getattr(owner, args_name)()
     args = args if isinstance(args, tuple) else (args,)
     if source == "kata-function":
