@@ -2,11 +2,11 @@
 
 A learner names things as they like. Every program whose optimized HLO is pinned under
 ``snapshots/`` is rebuilt here from its source (the phase's ``programs.py``) by ``ast`` with every
-parameter renamed and the function itself renamed, compiled from a file name in another folder (so source paths, line
-tables, function and argument names in the metadata all differ), run through the reference
-``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared byte for byte with the
-pinned file. Phase 4's pins are also reproduced from the reference kata functions (renamed the
-same way) that compute the same programs.
+parameter renamed and the function itself renamed, compiled from a file name in another folder
+(so source paths, line tables, function and argument names in the metadata all differ), run
+through the reference ``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared
+byte for byte with the pinned file. Phase 4's pins are also reproduced from the reference kata
+functions (renamed the same way) that compute the same programs.
 """
 
 from __future__ import annotations
