@@ -104,7 +104,7 @@ GATES: dict[str, Gate] = {
         Gate(
             "hlo-instruction-shape",
             ">=0.12",
-            "tests/harness test_xla_shapes, the printed shape against HloInstruction.shape",
+            "tests/harness/test_versions.py, the printed shape against HloInstruction.shape",
             "jaxlib._hlo.HloInstruction.shape appeared in jaxlib 0.12; older jaxlibs are read "
             "through the shape XLA prints",
         ),
