@@ -149,10 +149,13 @@ def header_lines() -> list[str]:
     missing = [name for name in every if not pin_status(key, ROOT / name).usable]
     if not missing:
         return []
+    elsewhere = [
+        v.removeprefix("jax-") for v, files in sorted(pinned.items()) if set(files) & set(missing)
+    ]
     return [
         f"katas: snapshots of {', '.join(missing)} are not pinned for jax "
-        f"{running_versions()['jax']} on {key} (pinned for: "
-        f"{', '.join(v.removeprefix('jax-') for v in sorted(pinned))}): their snapshot checks "
+        f"{running_versions()['jax']} on {key} (pinned for jax: "
+        f"{', '.join(elsewhere)}): their snapshot checks "
         f"and the determinism tests that read them skip (fail with --impl=reference); pin "
         f"them: {repin_command(missing)}"
     ]
