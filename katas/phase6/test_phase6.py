@@ -384,9 +384,12 @@ def test_naive_temp_of_handwritten_modules(kata):
 @functools.cache
 def _compiled_naive_cases():
     square, half = ones(96, 96), bf16(64, 64)
+    short = np.ones((64, 64), np.int16)
     return {
         "tuple-output f32 chain": (capture(tuple_chain, square, square), 96 * 96 * 4),
         "bf16 chain of 4": (capture(matmul_chain(4), half, half), 3 * 64 * 64 * 2),
+        # integer dots stay plain s16 dots on every supported JAX (the bf16 case is gated)
+        "s16 chain of 4": (capture(matmul_chain(4), short, short), 3 * 64 * 64 * 2),
     }
 
 
