@@ -12,6 +12,7 @@ small fixture course). Other modules read the folders as ``curriculum.ROOT`` etc
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,6 +137,8 @@ def _set_root(root: Path) -> None:
     ROOT = root.resolve()
     KATAS_DIR, REFERENCE_DIR, DECOYS_DIR = ROOT / "katas", ROOT / "reference", ROOT / "decoys"
     phases.cache_clear()
+    for name in [n for n in sys.modules if n == "katas" or n.startswith("katas.")]:
+        del sys.modules[name]  # the `katas` package and the programs of the previous course
 
 
 @contextmanager

@@ -35,6 +35,7 @@ FORBIDDEN_MODULES = frozenset(
         "conftest",
         "kata_harness",
         "katas_cli",
+        "katas",  # the phases' programs.py: the tests' banks, shared by identity
         "reference",
         "decoys",
         "importlib",
@@ -113,7 +114,7 @@ def _patches(node: ast.AST, modules: set[str]) -> str | None:
     elif (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id in ("setattr", "delattr")
+        and node.func.id in ("setattr", "delattr", "vars")
         and node.args
     ):
         if _root(node.args[0]) in modules:

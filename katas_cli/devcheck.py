@@ -101,6 +101,8 @@ def run(phases: list[Phase]) -> list[TestRecord]:
         "no:cacheprovider",
         "-q",
     ]
+    if len(phases) == 1:  # one test file: worker processes would cost more than they save
+        args += ["-p", "no:xdist"]
     with contextlib.redirect_stdout(io.StringIO()):
         code = pytest.main(args, plugins=[collector])
     if code in (

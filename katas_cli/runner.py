@@ -100,9 +100,11 @@ def _forget_test_modules(phases: Iterable[Phase]) -> None:
     """pytest reuses a test module already in `sys.modules` (as `katas.phaseN.test_phaseN`,
     whichever copy of the course it came from): drop those of `phases`, and the programs they
     import, so that a rerun in this process reads the files as they are now."""
-    packages = tuple(f"katas.{p.name}" for p in phases)
+    phase_packages = tuple(f"katas.{p.name}" for p in phases)
+    inside = tuple(f"{p}." for p in phase_packages)
     for name in list(sys.modules):
-        if name in packages or name.startswith(tuple(f"{p}." for p in packages)):
+        # `katas` itself too: a namespace package bound to the copy of the course it came from
+        if name == "katas" or name in phase_packages or name.startswith(inside):
             del sys.modules[name]
 
 

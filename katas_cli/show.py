@@ -19,10 +19,10 @@ from kata_harness import loading
 from kata_harness.curriculum import Task
 from kata_harness.programs import Recipe, recipe_for
 from xla_inspect.capture import Capture, capture
-from xla_inspect.diff import fused_computation_names, fusion_summaries
 from xla_inspect.errors import InspectError
 from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
+from xla_inspect.query import fused_computation_names, fusions
 
 from .errors import NothingToShow, ShowError
 
@@ -104,13 +104,13 @@ def stage_text(captured: Capture, stage: str) -> str:
 def fusion_summary(hlo_text: str) -> str:
     """`fusions: 2 (kLoop x2) ...` with what each absorbed; empty if the text does not parse."""
     try:
-        fusions = fusion_summaries(parse_hlo(hlo_text))
+        found = fusions(parse_hlo(hlo_text))
     except InspectError:
         return ""
-    if not fusions:
+    if not found:
         return "fusions: none"
-    lines = [f"fusions: {len(fusions)}"]
-    for fusion in fusions:
+    lines = [f"fusions: {len(found)}"]
+    for fusion in found:
         absorbed = ", ".join(f"{op} x{n}" for op, n in sorted(fusion.absorbed.items()))
         lines.append(f"  {fusion.name} ({fusion.label}) absorbs {absorbed or 'nothing'}")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ querying HLO text never does, so the `xla-inspect` CLI starts fast.
 from xla_inspect.capture import Capture, CaptureError, capture, capture_lowered
 from xla_inspect.diff import ModuleDiff, diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
+from xla_inspect.facts import HloFacts, hlo_facts
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.model import HloComputation, HloInstruction, HloModule
 from xla_inspect.normalize import normalize_hlo
@@ -34,6 +35,7 @@ __all__ = [
     "CaptureError",
     "Fusion",
     "HloComputation",
+    "HloFacts",
     "HloInstruction",
     "HloModule",
     "HloParseError",
@@ -50,6 +52,7 @@ __all__ = [
     "format_diff",
     "format_summary",
     "fusions",
+    "hlo_facts",
     "instructions",
     "normalize_hlo",
     "opcode_counts",

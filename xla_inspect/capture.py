@@ -20,8 +20,10 @@ What is *not* guaranteed:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,15 @@ if TYPE_CHECKING:
     from jax.extend.core import Jaxpr
     from jaxlib.mlir.ir import Module
 
-__all__ = ["Capture", "CaptureError", "capture", "capture_lowered", "dump_options"]
+__all__ = [
+    "Capture",
+    "CaptureError",
+    "IrCapture",
+    "capture",
+    "capture_ir",
+    "capture_lowered",
+    "dump_options",
+]
 
 _MEMORY_FIELDS = (
     "argument_size_in_bytes",
@@ -102,46 +112,154 @@ def dump_options(dump_dir: str | Path, *, passes: bool = False) -> dict[str, Any
 
 
 def capture(
-    fn: Callable[..., Any],
+    fn: Any,
+    /,
     *args: Any,
     static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
     donate_argnums: int | Sequence[int] = (),
+    donate_argnames: str | Sequence[str] = (),
     compiler_options: Mapping[str, Any] | None = None,
     dump_dir: str | Path | None = None,
     dump_passes: bool = False,
+    **kwargs: Any,
 ) -> Capture:
-    """Trace, lower and compile `fn(*args)` and return every stage.
+    """Trace, lower and compile `fn(*args, **kwargs)` and return every stage.
 
-    `args` are arrays or `jax.ShapeDtypeStruct` pytrees (static arguments are passed as plain
-    Python values). A function already wrapped by `jax.jit` is used as is; pass `static_argnums`
-    and `donate_argnums` to `jax.jit` yourself in that case. With `dump_dir`, XLA writes its HLO
-    dumps there (with `dump_passes`, one file per optimization pass).
+    `args` and `kwargs` are arrays or `jax.ShapeDtypeStruct` pytrees (dicts, dataclasses, flax
+    structs, NamedTuples); static arguments are plain Python values. What `fn` may be, and how
+    each is recognised (in this order):
+
+    - a `jax.stages.Lowered` (or a wrapper keeping one in `.lowered`, as flax.nnx's and
+      equinox's `Lowered` do): compiled as is; no args; `jaxpr` is None.
+    - a `jax.stages.Traced` (or a wrapper keeping one in `.traced`, as flax.nnx's `Traced`):
+      lowered and compiled; no args.
+    - a `jax.stages.Wrapped`, i.e. anything with `trace` and `lower` (`jax.jit`, `flax.nnx.jit`):
+      its own `trace(*args, **kwargs)` and the lowering of that trace; never jitted again.
+    - anything else with its own `lower` but no `trace` (`equinox.filter_jit`): its own
+      `lower(*args, **kwargs)`; `jaxpr` is None, as nothing public exposes that trace. equinox
+      traces only real arrays (anything else is static), so `ShapeDtypeStruct` leaves are
+      made zero arrays first: that allocates their size in memory.
+    - any other callable: `jax.jit(fn, static_argnums=..., static_argnames=...,
+      donate_argnums=..., donate_argnames=...)`. The jit options are refused for the forms
+      above (they were fixed when the object was made).
+
+    A keyword argument of `fn` named like one of the options here (`dump_dir`...) cannot be
+    passed this way: capture `jax.jit(fn).lower(...)` instead. A `jax.stages.Compiled` and
+    `.hlo`/`.mlir` files hold fewer stages: see `capture_ir`.
+    With `dump_dir`, XLA writes its HLO dumps there (with `dump_passes`, one file per
+    optimization pass), and the persistent compilation cache is off for that compile.
     """
     import jax.stages  # here, not at module level: reading HLO never needs JAX
 
-    if isinstance(fn, jax.stages.Wrapped):
-        if static_argnums != () or donate_argnums != ():
-            raise CaptureError(
-                "fn is already jax.jit-wrapped: pass static_argnums/donate_argnums to jax.jit"
-            )
-        jitted = fn
-    else:
-        try:
-            jitted = jax.jit(fn, static_argnums=static_argnums, donate_argnums=donate_argnums)
-        except (TypeError, ValueError) as exc:
-            raise CaptureError(f"cannot jit {fn!r}: {exc}") from exc
-    try:
-        traced = jitted.trace(*args)
-        lowered = traced.lower()
-    except Exception as exc:  # whatever the traced Python code raises; the cause stays chained
-        raise CaptureError(f"tracing or lowering failed: {type(exc).__name__}: {exc}") from exc
+    if isinstance(fn, (str, PathLike, jax.stages.Compiled)) or _stage(fn, "compiled") is not None:
+        raise CaptureError(f"{_kind(fn)} holds no lowering to capture: use capture_ir")
+    jit_options = {
+        "static_argnums": static_argnums,
+        "static_argnames": static_argnames,
+        "donate_argnums": donate_argnums,
+        "donate_argnames": donate_argnames,
+    }
+    given = [name for name, value in jit_options.items() if value not in ((), "", [])]
+    jaxpr, lowered = _trace_and_lower(fn, args, kwargs, jit_options, given)
     return capture_lowered(
         lowered,
-        jaxpr=traced.jaxpr,
+        jaxpr=jaxpr,
         compiler_options=compiler_options,
         dump_dir=dump_dir,
         dump_passes=dump_passes,
     )
+
+
+def _trace_and_lower(
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    jit_options: dict[str, Any],
+    given: list[str],
+) -> tuple[Jaxpr | None, jax.stages.Lowered]:
+    """The closed jaxpr (None when `fn` does not expose it) and the JAX `Lowered` of `fn`."""
+    import jax
+    import jax.stages
+
+    lowered = _stage(fn, "lowered")
+    traced = _stage(fn, "traced")
+    own_trace = isinstance(fn, jax.stages.Wrapped)
+    own_lower = callable(getattr(fn, "lower", None))
+    if lowered is not None or traced is not None:
+        if args or kwargs or given:
+            raise CaptureError(f"{_kind(fn)} is already traced: pass no arguments or jit options")
+    elif given and (own_trace or own_lower):
+        raise CaptureError(
+            f"{_kind(fn)} is already jit-wrapped: pass {'/'.join(given)} to its jit instead"
+        )
+    if lowered is not None:
+        return None, lowered
+    try:
+        if traced is not None:
+            return traced.jaxpr, _lowering(fn.lower())
+        if own_trace:
+            traced_obj = fn.trace(*args, **kwargs)
+            traced = _stage(traced_obj, "traced")
+            if traced is None:
+                raise CaptureError(f"{_kind(fn)}.trace gave {_kind(traced_obj)}, not a Traced")
+            return traced.jaxpr, _lowering(traced_obj.lower())
+        if own_lower:
+            args, kwargs = _as_arrays((args, kwargs))
+            return None, _lowering(fn.lower(*args, **kwargs))
+        if not callable(fn):
+            raise CaptureError(f"cannot capture {_kind(fn)}: not callable and not a JAX stage")
+        try:
+            jitted = jax.jit(fn, **jit_options)
+        except (TypeError, ValueError) as exc:
+            raise CaptureError(f"cannot jit {fn!r}: {exc}") from exc
+        traced = jitted.trace(*args, **kwargs)
+        return traced.jaxpr, traced.lower()
+    except CaptureError:
+        raise
+    except Exception as exc:  # whatever the traced Python code raises; the cause stays chained
+        raise CaptureError(f"tracing or lowering failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _as_arrays(tree: Any) -> Any:
+    """`tree` with every `jax.ShapeDtypeStruct` leaf made a zero array of its shape and dtype."""
+    import jax
+    import jax.numpy as jnp
+
+    def concrete(leaf: Any) -> Any:
+        if isinstance(leaf, jax.ShapeDtypeStruct):
+            return jnp.zeros(leaf.shape, leaf.dtype)
+        return leaf
+
+    return jax.tree_util.tree_map(concrete, tree)
+
+
+def _stage(obj: Any, name: str) -> Any:
+    """`obj` if it is JAX's stage `name` (lowered/traced/compiled), or the one a wrapper keeps
+    in its attribute `name` (flax.nnx and equinox stage objects); else None."""
+    import jax.stages
+
+    kind = {
+        "lowered": jax.stages.Lowered,
+        "traced": jax.stages.Traced,
+        "compiled": jax.stages.Compiled,
+    }[name]
+    if isinstance(obj, kind):
+        return obj
+    inner = getattr(obj, name, None) if not isinstance(obj, type) else None
+    return inner if isinstance(inner, kind) else None
+
+
+def _lowering(obj: Any) -> jax.stages.Lowered:
+    lowered = _stage(obj, "lowered")
+    if lowered is None:
+        raise CaptureError(f"lowering gave {_kind(obj)}, not a jax.stages.Lowered")
+    return lowered
+
+
+def _kind(obj: Any) -> str:
+    cls = type(obj)
+    return f"a {cls.__module__}.{cls.__qualname__}"
 
 
 def capture_lowered(
@@ -152,7 +270,11 @@ def capture_lowered(
     dump_dir: str | Path | None = None,
     dump_passes: bool = False,
 ) -> Capture:
-    """Compile an existing `jax.stages.Lowered` and return every stage it can give."""
+    """Compile an existing `jax.stages.Lowered` and return every stage it can give.
+
+    With `dump_dir`, the persistent compilation cache is off for this compile: JAX leaves the
+    dump options out of its cache key, so a cache hit would compile nothing and dump nothing.
+    """
     options = dict(compiler_options or {})
     if dump_passes and dump_dir is None:
         raise CaptureError("dump_passes=True needs a dump_dir to write the per-pass files to")
@@ -163,7 +285,8 @@ def capture_lowered(
         before = {p.name for p in dump_path.iterdir()}
         options.update(dump_options(dump_path, passes=dump_passes))
     try:
-        compiled = lowered.compile(compiler_options=options or None)
+        with _persistent_cache_off(dump_path is not None):
+            compiled = lowered.compile(compiler_options=options or None)
     except Exception as exc:  # XLA raises its own runtime error types for bad options
         raise CaptureError(f"compiling failed: {exc}") from exc
     stablehlo_module = lowered.compiler_ir("stablehlo")
@@ -182,6 +305,116 @@ def capture_lowered(
         dump_module=None if dump_path is None else _new_dump_module(dump_path, before),
         lowered=lowered,
         compiled=compiled,
+    )
+
+
+@contextmanager
+def _persistent_cache_off(off: bool) -> Iterator[None]:
+    """Turn JAX's persistent compilation cache off inside the block (when `off`).
+
+    JAX decides once per process whether the cache is used, so the flag alone would not do:
+    `reset_cache` makes it decide again, inside the block and again after it.
+    """
+    if not off:
+        yield
+        return
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    enabled = bool(jax.config.jax_enable_compilation_cache)
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+        compilation_cache.reset_cache()
+
+
+@dataclass(frozen=True, eq=False)
+class IrCapture:
+    """The stages a compiled executable or an IR file holds (None: that stage is not there).
+
+    - from a `jax.stages.Compiled` (or equinox's `Compiled`, which keeps one in `.compiled`):
+      the optimized HLO, cost and memory analysis. The jaxpr, StableHLO and HLO before
+      optimization are gone once compiled; nothing public gives them back.
+    - from a `.hlo` (or `.txt`) file: `hlo_text`, the text as given. It is not compiled
+      (jaxlib has no public entry that compiles HLO text), so whether it was optimized is
+      whatever the file was.
+    - from a `.mlir` file of StableHLO: compiled by the default backend through
+      `jax.extend.backend` and jaxlib's `Client.compile_and_load`, one replica and partition,
+      with every argument on one device. It gives `stablehlo_text` (as given), `hlo_text`
+      (XLA's `before_optimizations` dump), the optimized HLO, cost and memory analysis.
+      No jaxpr: the file holds no Python function.
+
+    `source` says what was captured (`Compiled` or the file path).
+    """
+
+    source: str
+    stablehlo_text: str | None
+    hlo_text: str | None
+    optimized_hlo_text: str | None
+    cost_analysis: Mapping[str, float]
+    memory_analysis: Mapping[str, int]
+
+
+def capture_ir(source: Any, *, compiler_options: Mapping[str, Any] | None = None) -> IrCapture:
+    """The stages held by a `jax.stages.Compiled` or a `.hlo`/`.txt`/`.mlir` file (see
+    `IrCapture`); `compiler_options` go to the compile of a `.mlir` file."""
+    compiled = _stage(source, "compiled")
+    if compiled is not None:
+        return IrCapture(
+            source="Compiled",
+            stablehlo_text=None,
+            hlo_text=None,
+            optimized_hlo_text=compiled.as_text(),
+            cost_analysis=dict(compiled.cost_analysis() or {}),
+            memory_analysis=_memory_dict(compiled.memory_analysis()),
+        )
+    if not isinstance(source, (str, PathLike)):
+        raise CaptureError(f"capture_ir takes a Compiled or a file path, not {_kind(source)}")
+    path = Path(source)
+    if path.suffix not in (".hlo", ".txt", ".mlir"):
+        raise CaptureError(f"{path}: expected a .hlo, .txt (HLO text) or .mlir (StableHLO) file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaptureError(f"{path}: cannot read ({exc})") from exc
+    if path.suffix != ".mlir":
+        from xla_inspect.parse import parse_hlo
+
+        parse_hlo(text)  # refuse a file that is not HLO text (raises HloParseError)
+        return IrCapture(str(path), None, text, None, {}, {})
+    return _compile_stablehlo(str(path), text, dict(compiler_options or {}))
+
+
+def _compile_stablehlo(source: str, text: str, options: dict[str, Any]) -> IrCapture:
+    import tempfile
+
+    import jax.extend.backend
+    from jaxlib.xla_client import DeviceList
+
+    backend = jax.extend.backend.get_backend()
+    compile_options = jax.extend.backend.get_compile_options(num_replicas=1, num_partitions=1)
+    with tempfile.TemporaryDirectory(prefix="xla_inspect_mlir_") as dump:
+        options.update(dump_options(dump))
+        compile_options.env_option_overrides = list(options.items())
+        try:
+            executable = backend.compile_and_load(
+                text, DeviceList(tuple(backend.local_devices()[:1])), compile_options
+            )
+        except Exception as exc:  # jaxlib raises its own error types for bad MLIR
+            raise CaptureError(f"{source}: compiling the StableHLO failed: {exc}") from exc
+        before = sorted(Path(dump).glob("*.before_optimizations.txt"))
+        hlo_text = before[0].read_text() if before else None
+    modules = executable.hlo_modules()
+    return IrCapture(
+        source=source,
+        stablehlo_text=text,
+        hlo_text=hlo_text,
+        optimized_hlo_text=modules[0].to_string() if modules else None,
+        cost_analysis=dict(executable.cost_analysis() or {}),
+        memory_analysis=_memory_dict(executable.get_compiled_memory_stats()),
     )
 
 

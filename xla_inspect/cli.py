@@ -9,18 +9,20 @@ JAX is imported only by the `capture` verb, so the text verbs start fast.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
 import json
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from xla_inspect.diff import diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
-from xla_inspect.graph import INSTALL_HINT, fusion_graph_dot, save_graph
+from xla_inspect.graph import INSTALL_HINT, fusion_graph, save_graph
 from xla_inspect.model import HloModule
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
@@ -164,7 +166,11 @@ def _passes(args: argparse.Namespace) -> int:
 def _graph(args: argparse.Namespace) -> int:
     source = Path(args.file)
     svg = Path(args.out) if args.out else source.with_suffix(".svg")
-    path, is_svg = save_graph(fusion_graph_dot(_load(source)), svg)
+    text = _read(source)
+    graph = fusion_graph(_load(source, text), text=text, fused=args.fused)
+    if graph.note:
+        sys.stderr.write(f"{PROG}: {graph.note}\n")
+    path, is_svg = save_graph(graph.dot, svg)
     if not is_svg:
         sys.stderr.write(
             f"{PROG}: graphviz's `dot` is not installed, so wrote the graph source instead; "
@@ -174,18 +180,81 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _shape_struct(spec: str) -> Any:
+_SPEC_HINT = (
+    "write [NAME=]DTYPE[DIMS] (f32[8,16], s32[]) for an array or [NAME=]LITERAL (3, 0.5, True, "
+    f"'mean') for a static value; DTYPE is one of {', '.join(_DTYPES)}"
+)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One `--arg`: its keyword name (None: positional), its value, and whether it is static."""
+
+    name: str | None
+    value: Any
+    static: bool
+
+
+def _parse_spec(spec: str) -> _Spec:
+    """`[NAME=]DTYPE[DIMS]` is an array placeholder, `[NAME=]LITERAL` a static Python value."""
     import jax
     import jax.numpy as jnp
 
-    match = _ARG_SPEC.fullmatch(spec.replace(" ", ""))
-    if not match or match.group(1) not in _DTYPES:
-        raise UsageError(
-            f"bad --arg {spec!r}",
-            f"write DTYPE[DIMS] like f32[8,16] or s32[]; DTYPE is one of {', '.join(_DTYPES)}",
-        )
-    dims = tuple(int(d) for d in match.group(2).split(",")) if match.group(2) else ()
-    return jax.ShapeDtypeStruct(dims, jnp.dtype(_DTYPES[match.group(1)]))
+    name, sep, value = spec.partition("=")
+    if not sep or not name.strip().isidentifier():
+        name, value = "", spec
+    text = value.replace(" ", "")
+    shaped = re.fullmatch(r"(\w+)\[(.*)\]", text)
+    if shaped:
+        match = _ARG_SPEC.fullmatch(text)
+        if not match or match.group(1) not in _DTYPES:
+            raise UsageError(f"bad --arg {spec!r}", _SPEC_HINT)
+        dims = tuple(int(d) for d in match.group(2).split(",")) if match.group(2) else ()
+        struct = jax.ShapeDtypeStruct(dims, jnp.dtype(_DTYPES[match.group(1)]))
+        return _Spec(name.strip() or None, struct, static=False)
+    try:
+        literal = ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise UsageError(f"bad --arg {spec!r}", _SPEC_HINT) from exc
+    return _Spec(name.strip() or None, literal, static=True)
+
+
+def _call_args(
+    specs: list[str], args_from: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
+    """Positional args, keyword args and the jit options that mark the static ones."""
+    if args_from is not None:
+        if specs:
+            raise UsageError("--arg and --args-from together", "give the arguments one way")
+        built = _import_function(args_from)
+        try:
+            result = built() if callable(built) else None
+        except Exception as exc:  # anything the user's builder raises is bad input here
+            raise UsageError(
+                f"--args-from {args_from} raised {type(exc).__name__}: {exc}", "fix the builder"
+            ) from exc
+        if not (
+            isinstance(result, tuple)
+            and len(result) == 2
+            and isinstance(result[0], (tuple, list))
+            and isinstance(result[1], dict)
+        ):
+            raise UsageError(
+                f"--args-from {args_from} gave {type(result).__name__}",
+                "return (args, kwargs): a tuple or list of example arrays or ShapeDtypeStructs "
+                "(pytrees too) and a dict of keyword arguments",
+            )
+        return tuple(result[0]), dict(result[1]), {}
+    parsed = [_parse_spec(spec) for spec in specs]
+    positional = [p for p in parsed if p.name is None]
+    keywords = {p.name: p.value for p in parsed if p.name is not None}
+    if len(keywords) != len(parsed) - len(positional):
+        raise UsageError("the same keyword in two --arg", "give each NAME= once")
+    options = {
+        "static_argnums": tuple(i for i, p in enumerate(positional) if p.static),
+        "static_argnames": tuple(p.name for p in parsed if p.name is not None and p.static),
+    }
+    return tuple(p.value for p in positional), keywords, options
 
 
 def _import_function(target: str) -> Any:
@@ -213,30 +282,79 @@ def _import_function(target: str) -> Any:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    structs = [_shape_struct(spec) for spec in args.arg]
+    if Path(args.target).suffix in (".hlo", ".mlir", ".txt") and ":" not in args.target:
+        return _capture_file(args)
+    positional, keywords, options = _call_args(args.arg, args.args_from)
     function = _import_function(args.target)
     from xla_inspect.capture import capture
 
+    if callable(getattr(function, "lower", None)):
+        options = {}  # a jit wrapper (jax, flax.nnx, equinox) fixed its static arguments itself
     out = Path(args.out)
     try:
-        captured = capture(function, *structs, dump_dir=out, dump_passes=args.passes)
+        captured = capture(
+            function, *positional, dump_dir=out, dump_passes=args.passes, **options, **keywords
+        )
     except InspectError as exc:
         raise UsageError(f"capturing {args.target} failed: {exc}", "check the --arg specs") from exc
     written = {
-        "jaxpr.txt": str(captured.jaxpr) + "\n",
+        "jaxpr.txt": None if captured.jaxpr is None else f"{captured.jaxpr}\n",
         "stablehlo.mlir": captured.stablehlo_text,
         "hlo.txt": captured.hlo_text,
         "optimized_hlo.txt": captured.optimized_hlo_text,
         "cost.json": json.dumps(dict(captured.cost_analysis), indent=2, sort_keys=True) + "\n",
         "memory.json": json.dumps(dict(captured.memory_analysis), indent=2) + "\n",
     }
-    for name, text in written.items():
-        (out / name).write_text(text)
+    names = _write(out, written)
     sys.stdout.write(
-        f"captured {args.target} into {out}: {', '.join(written)} "
+        f"captured {args.target} into {out}: {', '.join(names)} "
         f"and XLA dumps ({captured.dump_module})\n"
     )
     return 0
+
+
+def _capture_file(args: argparse.Namespace) -> int:
+    if args.arg or args.args_from or args.passes:
+        raise UsageError(
+            f"{args.target} is an IR file: it takes no --arg, --args-from or --passes",
+            "pass MODULE:FUNCTION to capture a function with arguments",
+        )
+    from xla_inspect.capture import capture_ir
+
+    if not Path(args.target).is_file():
+        raise UsageError(f"{args.target}: no such file", "check the path")
+    try:
+        held = capture_ir(args.target)
+    except HloParseError as exc:
+        raise UsageError(
+            f"{args.target} line {exc.line_no}: expected {exc.expected}",
+            "a .hlo or .txt file holds HLO text; StableHLO goes in a .mlir file",
+        ) from exc
+    except InspectError as exc:
+        raise UsageError(f"capturing {args.target} failed: {exc}", "check the file") from exc
+    compiled = held.optimized_hlo_text is not None
+    written = {
+        "stablehlo.mlir": held.stablehlo_text,
+        "hlo.txt": held.hlo_text,
+        "optimized_hlo.txt": held.optimized_hlo_text,
+        "cost.json": json.dumps(dict(held.cost_analysis), indent=2, sort_keys=True) + "\n",
+        "memory.json": json.dumps(dict(held.memory_analysis), indent=2) + "\n",
+    }
+    if not compiled:
+        written["cost.json"] = written["memory.json"] = None
+    out = Path(args.out)
+    names = _write(out, written)
+    sys.stdout.write(f"captured {args.target} into {out}: {', '.join(names)}\n")
+    return 0
+
+
+def _write(out: Path, texts: dict[str, str | None]) -> list[str]:
+    """Write each text that is there into `out`; return the names written."""
+    out.mkdir(parents=True, exist_ok=True)
+    names = [name for name, text in texts.items() if text is not None]
+    for name in names:
+        (out / name).write_text(texts[name] or "")
+    return names
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -267,19 +385,33 @@ def _parser() -> argparse.ArgumentParser:
     passes.add_argument("--json", action="store_true", help="print JSON")
     passes.set_defaults(run=_passes)
 
-    graph = verbs.add_parser("graph", help="draw the ENTRY fusion graph of an HLO file as SVG")
+    graph = verbs.add_parser(
+        "graph", help="draw the fusion graph of an HLO file as SVG, a cluster per computation"
+    )
     graph.add_argument("file", help="HLO text file (optimized HLO shows the fusions)")
     graph.add_argument("--out", metavar="PATH.svg", help="SVG to write (default: FILE.svg)")
+    graph.add_argument("--fused", action="store_true", help="draw the fused computations too")
     graph.set_defaults(run=_graph)
 
-    capture = verbs.add_parser("capture", help="capture every stage of MODULE:FUNCTION")
-    capture.add_argument("target", help="MODULE:FUNCTION (dotted module or path/to/file.py)")
+    capture = verbs.add_parser(
+        "capture", help="capture every stage of MODULE:FUNCTION (or of a .hlo/.mlir file)"
+    )
+    capture.add_argument(
+        "target",
+        help="MODULE:FUNCTION (dotted module or path/to/file.py), or a .hlo/.txt/.mlir file",
+    )
     capture.add_argument(
         "--arg",
         action="append",
         default=[],
         metavar="SPEC",
-        help="argument like f32[8,16] (f64/s64/c128 need JAX_ENABLE_X64=1)",
+        help="one argument, in order: f32[8,16] (an array), x=f32[8,16] (a keyword), n=3 or 3 "
+        "(a static Python value); f64/s64/c128 need JAX_ENABLE_X64=1",
+    )
+    capture.add_argument(
+        "--args-from",
+        metavar="FILE.py:FN",
+        help="FN() returns (args, kwargs) of example arrays or ShapeDtypeStructs (pytrees too)",
     )
     capture.add_argument("--out", required=True, help="directory to write into")
     capture.add_argument("--passes", action="store_true", help="also dump one file per pass")

@@ -33,7 +33,6 @@ __all__ = [
     "diff_hlo",
     "format_diff",
     "fused_computation_names",
-    "fusion_summaries",
 ]
 
 # Plumbing, not work: parameters are not counted in opcode changes.
@@ -105,11 +104,6 @@ def _split_counts(module: HloModule) -> tuple[Counter[str], Counter[str]]:
         target = inside if computation.name in fused else outside
         target.update(i.opcode for i in computation.instructions if i.opcode not in _PLUMBING)
     return outside, inside
-
-
-def fusion_summaries(module: HloModule) -> tuple[Fusion, ...]:
-    """`query.fusions(module)` as a tuple, under the name `katas show` imports."""
-    return tuple(fusions(module))
 
 
 def _instruction_count(module: HloModule) -> int:

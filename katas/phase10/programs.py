@@ -145,6 +145,8 @@ def _tests_step(reads: str) -> Recipe:
     )
 
 
+_NESTED, _NESTED_ARGS = TRANSPOSE_PROGRAMS["nested"]
+
 SHOWN = {
     "per_example_losses": Recipe(
         lambda m: (m.per_example_losses, data()),
@@ -158,7 +160,8 @@ SHOWN = {
     "aliased_parameters": _tests_step("the donated parameters alias outputs"),
     "flops_per_step": _tests_step("flops_per_step reads its cost analysis"),
     "transpose_counts": given(
-        *TRANSPOSE_PROGRAMS["nested"],
+        _NESTED,
+        _NESTED_ARGS,
         "transposes in a nested jit, a scan body and a cond branch: compare --stage jaxpr and "
         "optimized",
     ),

@@ -342,14 +342,19 @@ def scalar_mean(x):
     return jnp.mean(x)
 
 
+_SWITCH, _SWITCH_SPECS = CENSUS_PROGRAMS["case"]
+_COND, _COND_SPECS = RENAMED["stablehlo.case"]
+
 SHOWN = {
     "op_census": given(
-        *CENSUS_PROGRAMS["case"],
+        _SWITCH,
+        _SWITCH_SPECS,
         "a switch whose third branch holds a cond, x f32[8,4]: ops nest in regions "
         "(look at --stage stablehlo)",
     ),
     "hlo_opcode": given(
-        *RENAMED["stablehlo.case"],
+        _COND,
+        _COND_SPECS,
         "lax.cond on x f32[8,4]: stablehlo.case is HLO's conditional "
         "(compare --stage stablehlo and --stage hlo)",
     ),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kata_harness import curriculum, loading
+from kata_harness import curriculum, guard, loading
 
 pytestmark = pytest.mark.skipif(len(curriculum.phases()) < 2, reason="needs two phases")
 
@@ -102,3 +102,18 @@ def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
     assert "more characters cut" in out
     passed = [line for line in out.splitlines() if " passed" in line]
     assert passed, f"the unbroken tasks of phase2 must still pass:\n{out[-2000:]}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from katas.phase7 import programs\nprograms.JAXPR_PROGRAMS.clear()\n",
+        "import katas.phase3.programs as p\n",
+        "import numpy as np\nvars(np)['allclose'] = lambda *a, **k: True\n",
+        "import numpy as np\nnp.__dict__['allclose'] = lambda *a, **k: True\n",
+        "import numpy as np\nsetattr(np, 'array_equal', lambda *a: True)\n",
+    ],
+)
+def test_the_scan_refuses_reaching_into_the_tests_programs_or_patching_libraries(source):
+    found = guard.scan(source, "kata.py")
+    assert found is not None and found.startswith(("line 1 ", "line 2 ")), found

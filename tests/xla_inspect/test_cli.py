@@ -138,6 +138,167 @@ def test_passes(xi_cli_out: Path, capsys) -> None:
     assert json.loads(out)["added"]["opcode_deltas"]["fusion"] > 0
 
 
+FORMS = """\
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+def affine(x, w, *, b, scale=1.0):
+    return jnp.tanh(x @ w + b) * scale
+
+
+def power(x, n):
+    return x**n
+
+
+def apply(params, x):
+    return affine(x, params["w"], b=params["b"])
+
+
+def example_args():
+    f32 = jnp.float32
+    params = {"w": jax.ShapeDtypeStruct((16, 4), f32), "b": jax.ShapeDtypeStruct((4,), f32)}
+    return (params,), {"x": jnp.ones((8, 16))}
+
+
+def not_a_pair():
+    return [1, 2, 3]
+
+
+jitted = jax.jit(affine, static_argnames="scale")
+nnx_jitted = nnx.jit(affine)
+eqx_jitted = eqx.filter_jit(affine)
+"""
+KEYWORDS = ["--arg", "f32[8,16]", "--arg", "w=f32[16,4]", "--arg", "b = f32[4]"]
+
+
+def _oracle_facts(fn, *args) -> tuple[list[str], Counter[str]]:
+    import jax
+
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    assert text is not None
+    return _optimized_facts(text)
+
+
+def _optimized_facts(text: str) -> tuple[list[str], Counter[str]]:
+    from xla_inspect.parse import parse_hlo
+    from xla_inspect.query import opcode_counts
+
+    module = parse_hlo(text)
+    params = sorted(
+        (int(i.payload or -1), i.shape)
+        for i in module.entry.instructions
+        if i.opcode == "parameter"
+    )
+    return [shape.split("{")[0] for _, shape in params], opcode_counts(module)
+
+
+def _affine_oracle(scale: float, order: str):
+    import jax
+    import jax.numpy as jnp
+
+    shapes = {"x": (8, 16), "w": (16, 4), "b": (4,)}
+    structs = [jax.ShapeDtypeStruct(shapes[name], jnp.float32) for name in order]
+
+    def fn(*arrays):
+        named = dict(zip(order, arrays, strict=True))
+        return jnp.tanh(named["x"] @ named["w"] + named["b"]) * scale
+
+    return _oracle_facts(fn, *structs)
+
+
+@pytest.mark.parametrize(
+    ("target", "extra", "scale", "order", "has_jaxpr"),
+    [
+        ("affine", [], 1.0, "xbw", True),  # keywords are flattened by sorted name
+        ("affine", ["--arg", "scale=3.0"], 3.0, "xbw", True),
+        ("jitted", ["--arg", "scale=3.0"], 3.0, "xbw", True),
+        ("nnx_jitted", [], 1.0, "xbw", True),
+        ("eqx_jitted", ["--arg", "scale=3.0"], 3.0, "xwb", False),  # equinox: as given
+    ],
+)
+def test_capture_keyword_and_static_args(
+    target: str, extra: list[str], scale: float, order: str, has_jaxpr: bool, tmp_path: Path, capsys
+) -> None:
+    (tmp_path / "forms.py").write_text(FORMS)
+    out = tmp_path / "out"
+    argv = ["capture", f"{tmp_path / 'forms.py'}:{target}", *KEYWORDS, *extra, "--out", str(out)]
+    code, stdout, err = _run(capsys, *argv)
+    assert (code, err) == (0, "")
+    assert stdout.startswith(f"captured {tmp_path / 'forms.py'}:{target} into {out}: ")
+    shapes, counts = _optimized_facts((out / "optimized_hlo.txt").read_text())
+    want_shapes, want_counts = _affine_oracle(scale, order)
+    assert shapes == want_shapes
+    if target == "eqx_jitted":  # equinox returns one more output, an s32[] zero
+        want_counts += Counter({"constant": 1, "copy": 1, "tuple": 1})
+    assert counts == want_counts
+    assert (out / "jaxpr.txt").exists() is has_jaxpr
+    assert ("jaxpr.txt" in stdout) is has_jaxpr
+    if has_jaxpr and scale != 1.0:
+        assert "3.0" in (out / "jaxpr.txt").read_text()
+
+
+def test_capture_static_positional_value(tmp_path: Path, capsys) -> None:
+    (tmp_path / "forms.py").write_text(FORMS)
+    target = f"{tmp_path / 'forms.py'}:power"
+    outs = {n: tmp_path / f"out{n}" for n in ("3", "5")}
+    for n, out in outs.items():
+        assert (
+            _run(capsys, "capture", target, "--arg", "f32[6]", "--arg", n, "--out", str(out))[0]
+            == 0
+        )
+    facts = {
+        n: _optimized_facts((out / "optimized_hlo.txt").read_text()) for n, out in outs.items()
+    }
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.ShapeDtypeStruct((6,), jnp.float32)
+    for n in outs:
+        assert facts[n] == _oracle_facts(lambda x, n=int(n): x**n, x)
+        assert facts[n][0] == ["f32[6]"]  # the static n is no parameter
+    assert facts["3"][1] != facts["5"][1]
+
+
+def test_capture_args_from_a_builder(tmp_path: Path, capsys) -> None:
+    (tmp_path / "forms.py").write_text(FORMS)
+    forms = tmp_path / "forms.py"
+    out = tmp_path / "out"
+    argv = ["capture", f"{forms}:apply", "--args-from", f"{forms}:example_args", "--out", str(out)]
+    code, _, err = _run(capsys, *argv)
+    assert (code, err) == (0, "")
+    assert _optimized_facts((out / "optimized_hlo.txt").read_text()) == _affine_oracle(1.0, "bwx")
+
+
+def test_capture_of_ir_files(tmp_path: Path, capsys) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.ShapeDtypeStruct((4, 4), jnp.float32)
+    lowered = jax.jit(lambda a, b: jnp.sin(a) @ b).lower(x, x)
+    (tmp_path / "f.mlir").write_text(lowered.as_text())
+    (tmp_path / "f.hlo").write_text(lowered.as_text(dialect="hlo"))
+    code, stdout, err = _run(
+        capsys, "capture", str(tmp_path / "f.mlir"), "--out", str(tmp_path / "m")
+    )
+    assert (code, err) == (0, "")
+    names = ["stablehlo.mlir", "hlo.txt", "optimized_hlo.txt", "cost.json", "memory.json"]
+    assert stdout == f"captured {tmp_path / 'f.mlir'} into {tmp_path / 'm'}: {', '.join(names)}\n"
+    optimized = (tmp_path / "m" / "optimized_hlo.txt").read_text()
+    assert _optimized_facts(optimized) == _optimized_facts(lowered.compile().as_text() or "")
+    cost = lowered.compile().cost_analysis()
+    assert cost is not None
+    assert json.loads((tmp_path / "m" / "cost.json").read_text())["flops"] == cost["flops"]
+    code, stdout, err = _run(
+        capsys, "capture", str(tmp_path / "f.hlo"), "--out", str(tmp_path / "h")
+    )
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in (tmp_path / "h").iterdir()) == ["hlo.txt"]
+    assert (tmp_path / "h" / "hlo.txt").read_text() == (tmp_path / "f.hlo").read_text()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -149,6 +310,41 @@ def test_passes(xi_cli_out: Path, capsys) -> None:
         (["capture", "{model}:nope", "--out", "{tmp}"], "has no attribute 'nope'"),
         (["capture", "{model}:mlp", "--arg", "f32[2]", "--out", "{tmp}"], "capturing"),
         (["capture", "nocolon", "--out", "{tmp}"], "write MODULE:FUNCTION"),
+        (["capture", "{model}:mlp", "--arg", "x=f32[2", "--out", "{tmp}"], "bad --arg 'x=f32[2'"),
+        (["capture", "{model}:mlp", "--arg", "n=three", "--out", "{tmp}"], "[NAME=]LITERAL"),
+        (
+            ["capture", "{model}:mlp", "--arg", "a=1", "--arg", "a=2", "--out", "{tmp}"],
+            "same keyword",
+        ),
+        (
+            ["capture", "{model}:mlp", "--args-from", "{model}:mlp", "--out", "{tmp}"],
+            "raised TypeError",
+        ),
+        (
+            ["capture", "{model}:mlp", "--args-from", "{model}:MODEL_PAIR", "--out", "{tmp}"],
+            "return (args, kwargs)",
+        ),
+        (
+            [
+                "capture",
+                "{model}:mlp",
+                "--arg",
+                "f32[2]",
+                "--args-from",
+                "{model}:mlp",
+                "--out",
+                "{tmp}",
+            ],
+            "--arg and --args-from together",
+        ),
+        (["capture", "{tmp}/none.mlir", "--out", "{tmp}"], "none.mlir: no such file"),
+        (["capture", "{model}", "--out", "{tmp}"], "write MODULE:FUNCTION"),
+        (
+            ["capture", "{hlo}", "--passes", "--out", "{tmp}"],
+            "takes no --arg, --args-from or --passes",
+        ),
+        (["capture", "{bad_hlo}", "--out", "{tmp}"], "bad.hlo line 1: expected"),
+        (["capture", "{bad_mlir}", "--out", "{tmp}"], "compiling the StableHLO failed"),
         (["passes", "{tmp}"], "no per-pass dump files"),
         (["graph", "{model}"], "line 1: expected"),
         (["graph", "missing.hlo"], "missing.hlo: no such file — check the path"),
@@ -160,8 +356,13 @@ def test_bad_input_is_one_line_and_exit_2(
     argv: list[str], message: str, tmp_path: Path, capsys
 ) -> None:
     model = tmp_path / "model.py"
-    model.write_text(MODEL)
-    argv = [a.format(model=model, tmp=tmp_path) for a in argv]
+    model.write_text(MODEL + "\nMODEL_PAIR = 3\n")
+    files = {"hlo": "good.hlo", "bad_hlo": "bad.hlo", "bad_mlir": "bad.mlir"}
+    (tmp_path / "good.hlo").write_text((CORPUS / "conv_net.opt.hlo").read_text())
+    (tmp_path / "bad.hlo").write_text("module @m {}\n")
+    (tmp_path / "bad.mlir").write_text("module @m { nonsense }\n")
+    paths = {key: tmp_path / name for key, name in files.items()}
+    argv = [a.format(model=model, tmp=tmp_path, **paths) for a in argv]
     code, out, err = _run(capsys, *argv)
     assert code == 2
     assert out == ""

@@ -1,20 +1,92 @@
-"""xla_inspect.graph: fusion graphs drawn from corpus text (no compiling), SVG through graphviz."""
+"""xla_inspect.graph: fusion graphs of corpus text and of a compiled 4-layer transformer
+gradient, SVG through graphviz.
+
+`gpt_grad_hlo` builds the transformer (plain JAX: embeddings, attention, MLP, layer norm, 4
+layers in `layer_N` name scopes, `jax.grad` of a next-token loss, small dims);
+bench/bench_graph.py times the graph of the same model.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from xla_inspect.errors import InspectError
-from xla_inspect.graph import GraphvizMissing, fusion_graph_dot, render_svg, save_graph
+from xla_inspect.graph import (
+    DEFAULT_MAX_EDGES,
+    DEFAULT_MAX_NODES,
+    GraphvizMissing,
+    fusion_graph,
+    fusion_graph_dot,
+    render_svg,
+    save_graph,
+)
 from xla_inspect.parse import parse_hlo
-from xla_inspect.query import fusions
+from xla_inspect.query import fused_computation_names, fusions
 
 CORPUS = Path(__file__).parent / "corpus"
+_NODE = re.compile(r'^\s*"([^"]+)" \[label=', re.M)
+_EDGE = re.compile(r'^\s*"([^"]+)" -> "([^"]+)"', re.M)
+LAYERS = 4
+
+
+def gpt_grad_hlo() -> str:
+    """Optimized HLO of the gradient of a 4-layer GPT-style next-token loss (compiles it)."""
+    import jax
+    import jax.numpy as jnp
+
+    vocab, seq, d, heads, ff, batch = 64, 16, 32, 4, 64, 2
+
+    def layer_norm(x, g, b):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * g + b
+
+    def attention(p, x):
+        q, k, v = (
+            jnp.einsum("btd,de->bte", x, p[w]).reshape(batch, seq, heads, d // heads)
+            for w in ("wq", "wk", "wv")
+        )
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / (d // heads) ** 0.5
+        scores = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), scores, -1e9)
+        out = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, -1), v)
+        return out.reshape(batch, seq, d) @ p["wo"]
+
+    def loss(params, tokens):
+        x = params["embed"][tokens] + params["pos"]
+        for n, p in enumerate(params["layers"]):
+            with jax.named_scope(f"layer_{n}"):
+                x = x + attention(p, layer_norm(x, p["g1"], p["b1"]))
+                x = x + jax.nn.gelu(layer_norm(x, p["g2"], p["b2"]) @ p["w1"]) @ p["w2"]
+        logits = layer_norm(x, params["gf"], params["bf"]) @ params["embed"].T
+        logp = jax.nn.log_softmax(logits[:, :-1])
+        return -jnp.take_along_axis(logp, tokens[:, 1:, None], -1).mean()
+
+    def f32(*shape: int) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+    square = ("wq", "wk", "wv", "wo")
+    layer = {w: f32(d, d) for w in square} | {"w1": f32(d, ff), "w2": f32(ff, d)}
+    layer |= {v: f32(d) for v in ("g1", "b1", "g2", "b2")}
+    params: dict[str, object] = {"embed": f32(vocab, d), "pos": f32(seq, d)}
+    params |= {"gf": f32(d), "bf": f32(d), "layers": [layer] * LAYERS}
+    tokens = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
+    text = jax.jit(jax.grad(loss)).trace(params, tokens).lower().compile().as_text()
+    assert text is not None, "the CPU backend prints its optimized HLO"
+    return text
+
+
+@pytest.fixture(scope="module")
+def gpt_text() -> str:
+    return gpt_grad_hlo()
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +106,143 @@ def _fake_dot(folder: Path, script: str) -> None:
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
 
 
-def test_one_node_per_entry_instruction_and_an_edge_per_operand(block_text):
+def test_small_module_drawn_whole_with_every_operand_edge(block_text):
     module = parse_hlo(block_text)
-    dot = fusion_graph_dot(block_text)
+    graph = fusion_graph(block_text)
+    dot = graph.dot
     assert dot.startswith(f'digraph "{module.name}" {{') and dot.endswith("}\n")
-    entry = module.entry.instructions
-    assert dot.count(" [label=") == len(entry)
-    operands = sum(1 for i in entry for o in i.operands if module.entry.instruction(o))
-    assert dot.count(" -> ") == operands
+    assert graph.collapsed == () and graph.note == ""
+    hidden = fused_computation_names(module)
+    drawn = [c for c in module.computations if c.name not in hidden]
+    assert graph.computations == tuple(c.name for c in drawn)
+    for computation in drawn:
+        assert f'label="{"ENTRY " if computation.is_entry else ""}{computation.name}";' in dot
+    # every instruction is a node (a parameter used in several clusters once per cluster)
+    nodes = _NODE.findall(dot)
+    assert len(nodes) == len(set(nodes)) == graph.nodes
+    instructions = {f"n{c}_{n}" for c, comp in enumerate(drawn) for n in range(len(comp))}
+    assert {node.partition("@")[0] for node in nodes} == instructions
+    # every operand is an edge (once per pair of nodes)
+    edges = set(_EDGE.findall(dot))
+    assert len(edges) == graph.edges
+    entry = drawn.index(module.entry)
+    index = {i.name: n for n, i in enumerate(module.entry.instructions)}
+    pairs = {
+        (f"n{entry}_{index[o]}", f"n{entry}_{n}")
+        for n, i in enumerate(module.entry.instructions)
+        for o in i.operands
+        if o in index
+    }
+    assert {(a.partition("@")[0], b) for a, b in edges if b.startswith(f"n{entry}_")} == pairs
+
+
+def test_nodes_show_bytes_and_source_lines(block_text):
+    dot = fusion_graph_dot(block_text)
+    # f32[2,8,32] is 2*8*32*4 bytes; the source line comes through the stack-frame tables
+    assert re.search(r"f32\[2,8,32\]\{2,1,0\}\\n2\.0 KiB, make_corpus\.py:\d+", dot)
+    assert "source_file" not in block_text  # so the lines above came from stack_frame_id
+    flops = fusion_graph(block_text, flops={parse_hlo(block_text).entry.root.name: 3.5e6})
+    assert "3.5 Mflop" in flops.dot
+
+
+def test_fused_computations_on_request(block_text):
+    module = parse_hlo(block_text)
+    everything = fusion_graph(block_text, fused=True, max_nodes=10**6, max_edges=10**6)
+    assert everything.computations == tuple(c.name for c in module.computations)
+    assert set(fusion_graph(block_text).computations) < set(everything.computations)
+
+
+def test_while_bodies_and_conditions_are_drawn_with_call_edges():
+    text = (CORPUS / "control_flow.opt.hlo").read_text()
+    module = parse_hlo(text)
+    graph = fusion_graph(text)
+    loops = [i for c in module.computations for i in c if i.opcode == "while"]
+    assert loops
+    for loop in loops:
+        assert {loop.attribute("body"), loop.attribute("condition")} <= {
+            f"%{name}" for name in graph.computations
+        } | set(graph.computations)
+    assert graph.dot.count("style=dashed, constraint=false") >= 2 * len(loops)
+
+
+def test_transformer_grad_is_collapsed_into_layers_under_the_budget(gpt_text):
+    module = parse_hlo(gpt_text)
+    full = fusion_graph(gpt_text, max_nodes=10**6, max_edges=10**6)
+    assert full.collapsed == () and full.nodes > DEFAULT_MAX_NODES
+    graph = fusion_graph(gpt_text)
+    assert graph.nodes <= DEFAULT_MAX_NODES and graph.edges <= DEFAULT_MAX_EDGES
+    assert len(_NODE.findall(graph.dot)) == graph.nodes
+    assert len(_EDGE.findall(graph.dot)) == graph.edges
+    # a forward and a backward cluster per layer, named from the op metadata's name scope
+    entry = module.entry.name
+    for n in range(LAYERS):
+        assert {f"{entry}/layer_{n}", f"{entry}/layer_{n} (backward)"} <= set(graph.clusters)
+    # what was collapsed is said, in the result and in the drawn title
+    assert graph.collapsed and set(graph.collapsed) <= set(graph.clusters)
+    assert graph.note.startswith(f"collapsed {len(graph.collapsed)} clusters into one node each")
+    assert all(name in graph.note for name in graph.collapsed)
+    assert f'\\n{graph.note}"; labelloc=t;' in graph.dot
+    summaries = Counter(line for line in graph.dot.splitlines() if "(collapsed)" in line)
+    assert sum(summaries.values()) == len(graph.collapsed)
+    # every drawn computation is there, fused ones only on request
+    hidden = fused_computation_names(module)
+    assert graph.computations == tuple(c.name for c in module.computations if c.name not in hidden)
+
+
+def test_fused_computations_over_the_budget_are_left_out_first(gpt_text):
+    module = parse_hlo(gpt_text)
+    fused = len(fused_computation_names(module))
+    graph = fusion_graph(gpt_text, fused=True)
+    assert graph.note.startswith(f"left out {fused} of {fused} fused computations; collapsed ")
+    assert graph.computations == (module.entry.name,)
+    assert graph.nodes <= DEFAULT_MAX_NODES and graph.edges <= DEFAULT_MAX_EDGES
+    # a small budget overrun leaves out only the largest fused computations
+    block = (CORPUS / "transformer_block.opt.hlo").read_text()
+    whole = fusion_graph(block, fused=True, max_nodes=10**6, max_edges=10**6)
+    some = fusion_graph(block, fused=True, max_nodes=whole.nodes - 1)
+    assert some.note.startswith("left out ") and "collapsed" not in some.note
+    assert module.entry.name not in some.note
+    assert len(whole.computations) > len(some.computations) > 1
+
+
+def test_without_name_scopes_runs_of_instructions_are_clustered(gpt_text):
+    # the same module as if written without `jax.named_scope`
+    text = re.sub(r"jvp\(layer_\d\)", "jvp()", gpt_text)
+    assert not re.search(r"jvp\(layer_\d", text)
+    graph = fusion_graph(text)
+    runs = [name for name in graph.clusters if "/instructions " in name]
+    assert len(runs) >= 4 and set(graph.collapsed) <= set(graph.clusters)
+    assert graph.nodes <= DEFAULT_MAX_NODES and graph.edges <= DEFAULT_MAX_EDGES
+    assert 0 < len(graph.collapsed) < len(graph.clusters)
+
+
+def test_parameter_fan_out_is_drawn_once_per_cluster(gpt_text):
+    graph = fusion_graph(gpt_text, max_nodes=10**6, max_edges=10**6)
+    copies = Counter(node.partition("@")[0] for node in _NODE.findall(graph.dot) if "@" in node)
+    assert copies and all(n >= 2 for n in copies.values())
+    # each copy feeds only nodes of its own cluster
+    for source, target in _EDGE.findall(graph.dot):
+        if "@" in source:
+            assert target.startswith("n") or target.startswith("u")
+
+
+def test_dot_text_is_deterministic_across_hash_seeds(tmp_path):
+    script = (
+        "import sys; from pathlib import Path; from xla_inspect.graph import fusion_graph_dot; "
+        "sys.stdout.write(fusion_graph_dot(Path(sys.argv[1]).read_text()))"
+    )
+    hlo = CORPUS / "transformer_grad.opt.hlo"
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(hlo)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "12345")
+    }
+    assert len(outputs) == 1 and outputs.pop() == fusion_graph_dot(hlo.read_text())
 
 
 def test_fusion_nodes_name_kind_and_absorbed_ops(block_text):
@@ -55,7 +256,9 @@ def test_fusion_nodes_name_kind_and_absorbed_ops(block_text):
 
 def test_accepts_a_parsed_module_and_escapes_the_title(block_text):
     module = parse_hlo(block_text)
-    assert fusion_graph_dot(module) == fusion_graph_dot(block_text)
+    # a parsed module has no stack-frame tables, so its nodes have no source lines
+    without_sources = re.sub(r", make_corpus\.py:\d+", "", fusion_graph_dot(block_text))
+    assert fusion_graph_dot(module) == without_sources != fusion_graph_dot(block_text)
     titled = fusion_graph_dot(module, title='say "hi"\\')
     assert 'label="say \\"hi\\"\\\\"; labelloc=t;' in titled
 
@@ -84,6 +287,12 @@ def test_dot_failure_is_an_inspect_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     with pytest.raises(InspectError, match="dot failed \\(Error: syntax error in line 1\\)"):
         render_svg("digraph {", tmp_path / "g.svg")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed")
+def test_real_dot_draws_the_transformer_grad(gpt_text, tmp_path):
+    svg = render_svg(fusion_graph_dot(gpt_text), tmp_path / "gpt.svg").read_text()
+    assert "<svg" in svg and "(collapsed)" in svg and "layer_3" in svg
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed")
