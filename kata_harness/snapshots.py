@@ -40,9 +40,9 @@ def running_versions() -> dict[str, str]:
     return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
-def version_key(versions: dict[str, str] | None = None) -> str:
-    """The folder of one JAX version's pins: ``jax-0.12.0.1``."""
-    return f"jax-{(versions or running_versions())['jax']}"
+def version_key() -> str:
+    """The folder of the running JAX version's pins: ``jax-0.12.0.1``."""
+    return f"jax-{running_versions()['jax']}"
 
 
 def _relative(test_file: Path) -> Path:
@@ -82,15 +82,15 @@ def _locked_jax() -> str | None:
     return match[1] if match else None
 
 
-def repin_command(test_files: list[str] | None = None) -> str:
-    """The command that pins ``test_files`` (paths from the repo root; default: all) with the
-    running JAX: ``--with`` names it when it is not the lock's."""
+def repin_command(test_files: list[str]) -> str:
+    """The command that pins ``test_files`` (paths from the repo root) with the running JAX:
+    ``--with`` names it when it is not the lock's."""
     running = running_versions()
     parts = ["uv run"]
     if running["jax"] != _locked_jax():
         parts.append(f"--with jax=={running['jax']} --with jaxlib=={running['jaxlib']}")
     parts.append("pytest")
-    parts += test_files or []
+    parts += test_files
     parts.append("--impl=reference --snapshot-update")
     return " ".join(parts)
 
