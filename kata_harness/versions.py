@@ -20,17 +20,19 @@ if TYPE_CHECKING:
 # Oldest and newest minor version the suite is run on (CI runs the oldest and the locked one).
 SUPPORTED = ("0.10", "0.11", "0.12")
 _OPERATORS = (">=", "<")
+_LEADING_DIGITS = re.compile(r"\d+")
 
 
 def as_tuple(version: str) -> tuple[int, ...]:
-    """``"0.12.0.1"`` -> ``(0, 12, 0, 1)``; a pre-release or dev suffix is ignored."""
+    """``"0.12.0.1"`` -> ``(0, 12, 0, 1)``; a pre-release or dev suffix ends it (``0.13.0rc1`` ->
+    ``(0, 13, 0)``)."""
     parts = []
     for part in version.split("."):
-        digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
-        if not digits:
+        digits = _LEADING_DIGITS.match(part)
+        if digits is None:
             break
-        parts.append(int(digits))
-        if digits != part:
+        parts.append(int(digits[0]))
+        if digits[0] != part:
             break
     return tuple(parts)
 

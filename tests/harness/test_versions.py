@@ -15,6 +15,7 @@ CORPUS = Path(__file__).parents[1] / "xla_inspect" / "corpus"
 def test_versions_compare_as_numbers():
     assert versions.as_tuple("0.12.0.1") == (0, 12, 0, 1)
     assert versions.as_tuple("0.13.0.dev20261101") == (0, 13, 0)
+    assert versions.as_tuple("0.13.0rc1") == (0, 13, 0)
     assert versions.in_range("0.10.2", ">=0.10,<0.11")
     assert not versions.in_range("0.11.0", ">=0.10,<0.11")
     assert versions.in_range("0.12.0.1", ">=0.12") and not versions.in_range("0.11.2", ">=0.12")
