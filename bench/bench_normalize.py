@@ -73,7 +73,7 @@ def best_seconds(function, argument, repeat: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__ and __doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best counts")
     parser.add_argument(
         "--sizes", type=float, nargs="+", default=[0.3, 3.0, 30.0], help="sizes in MB"

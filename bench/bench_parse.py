@@ -23,7 +23,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from jaxlib import _hlo
+from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # jaxlib ships no stub
 
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
@@ -86,7 +86,7 @@ def peak_multiple(text: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__ and __doc__.splitlines()[0])
     parser.add_argument(
         "--sizes",
         type=float,

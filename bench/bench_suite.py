@@ -170,7 +170,7 @@ def _phases(repeat: int, floor: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__ and __doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2, help="runs per timed figure (best)")
     parser.add_argument("--top", type=int, default=10, help="rows per ranking")
     parser.add_argument("--skip-phases", action="store_true", help="skip the per-phase runs")

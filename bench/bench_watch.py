@@ -92,7 +92,7 @@ def report(label: str, latencies: list[float]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__ and __doc__.splitlines()[0])
     parser.add_argument("--phase", type=int, default=1)
     parser.add_argument("--saves", type=int, default=10)
     args = parser.parse_args()

@@ -41,16 +41,16 @@ def _fingerprinting(original):
     return compile_or_get_cached
 
 
-def _listener(event: str, duration: float, **kwargs) -> None:
+def _listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
     if event in STAGES:
-        _stage_seconds[STAGES[event]] += duration
+        _stage_seconds[STAGES[event]] += duration_secs
     if event == EVENT:
         _records.append(
             {
                 "test": _state["test"],
                 "function": kwargs.get("fun_name", "?"),
                 "fingerprint": _state["fingerprint"],
-                "seconds": duration,
+                "seconds": duration_secs,
             }
         )
 

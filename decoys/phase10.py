@@ -24,7 +24,15 @@ def _example_loss(params, x, y):
 
 
 def _module(compiled):
-    return parse_hlo(compiled.as_text())
+    text = compiled.as_text()
+    assert text is not None, "this backend does not print its executable"
+    return parse_hlo(text)
+
+
+def _compiled_text(step, *args) -> str:
+    text = jax.jit(step).lower(*args).compile().as_text()
+    assert text is not None, "this backend does not print its executable"
+    return text
 
 
 # ---- task 1: per_example_losses ---------------------------------------------------------------
@@ -289,7 +297,9 @@ def _alias(compiled):
     why="every ENTRY parameter, donated or not",
 )
 def aliased_all_parameters(compiled):
-    return sorted(int(i.payload) for i in _module(compiled).entry if i.opcode == "parameter")
+    return sorted(
+        int(i.payload) for i in _module(compiled).entry if i.opcode == "parameter" and i.payload
+    )
 
 
 @decoy(
@@ -373,10 +383,12 @@ def flops_dots_only(compiled):
     for c in _module(compiled):
         for i in c:
             if i.opcode == "dot":
-                operand = c.instruction(i.operands[0]).shape_info.dims
-                contracted = operand[int(i.attribute("lhs_contracting_dims").strip("{}"))]
+                operand = c[i.operands[0]].shape_info.dims
+                contracted = operand[int(i.attribute("lhs_contracting_dims", "").strip("{}"))]
+                assert contracted is not None, "a dynamic dimension"
                 out = 1
                 for d in i.shape_info.dims:
+                    assert d is not None, "a dynamic dimension"
                     out *= d
                 total += 2.0 * out * contracted
     return total
@@ -391,7 +403,7 @@ def flops_or_zero(compiled):
 
 
 def _hlo_transposes(step, *args):
-    module = parse_hlo(jax.jit(step).lower(*args).compile().as_text())
+    module = parse_hlo(_compiled_text(step, *args))
     return sum(i.opcode == "transpose" for c in module for i in c)
 
 
@@ -431,7 +443,7 @@ def transposes_hlo_assumed_zero(step, *args):
     why="counts transposes in ENTRY only: the surviving one sits in a fused computation",
 )
 def transposes_entry_only(step, *args):
-    module = parse_hlo(jax.jit(step).lower(*args).compile().as_text())
+    module = parse_hlo(_compiled_text(step, *args))
     in_jaxpr = primitive_census(jax.make_jaxpr(step)(*args))["transpose"]
     return in_jaxpr, sum(i.opcode == "transpose" for i in module.entry)
 
@@ -442,7 +454,7 @@ def transposes_entry_only(step, *args):
     why="counts instructions whose name mentions transpose: fusions are named that way too",
 )
 def transposes_by_name(step, *args):
-    module = parse_hlo(jax.jit(step).lower(*args).compile().as_text())
+    module = parse_hlo(_compiled_text(step, *args))
     in_jaxpr = primitive_census(jax.make_jaxpr(step)(*args))["transpose"]
     return in_jaxpr, sum("transpose" in i.name for c in module for i in c)
 
@@ -468,7 +480,7 @@ def transposes_jit_only(step, *args):
 @accepted("transpose_counts", why="regexes on the printed jaxpr and the compiled text")
 def transposes_regex(step, *args):
     in_jaxpr = len(re.findall(r"\btranspose\[", str(jax.make_jaxpr(step)(*args))))
-    in_hlo = len(re.findall(r"\stranspose\(", jax.jit(step).lower(*args).compile().as_text()))
+    in_hlo = len(re.findall(r"\stranspose\(", _compiled_text(step, *args)))
     return in_jaxpr, in_hlo
 
 
@@ -531,7 +543,8 @@ def absorbed_regex(compiled):
     count = 0
     for line in compiled.as_text().splitlines():
         if re.search(r"\sdot\(", line):
-            lhs = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", line).group(1)
-            rhs = re.search(r"rhs_contracting_dims=\{([\d,]*)\}", line).group(1)
-            count += (lhs, rhs) != ("1", "0")
+            lhs = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", line)
+            rhs = re.search(r"rhs_contracting_dims=\{([\d,]*)\}", line)
+            assert lhs and rhs, line
+            count += (lhs.group(1), rhs.group(1)) != ("1", "0")
     return count

@@ -11,11 +11,24 @@ from pathlib import Path
 import jax
 
 from kata_harness.decoys import accepted, decoy
-from xla_inspect.model import Shape
+from xla_inspect.model import HloInstruction, Shape
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import fusions, instructions
 
 _STAGES = "test_three_texts_are_the_stages_of_this_program"
+
+
+def _number(parameter: HloInstruction) -> int:
+    """N of `parameter(N)` (the parser keeps it as the payload)."""
+    assert parameter.payload is not None, parameter.name
+    return int(parameter.payload)
+
+
+def _cost(stage: jax.stages.Lowered | jax.stages.Compiled):
+    cost = stage.cost_analysis()
+    assert cost is not None, "this backend has no cost analysis"
+    return cost
+
 
 # --- three_texts ------------------------------------------------------------------------------
 
@@ -78,10 +91,12 @@ def texts_per_function(f, *args):
 @accepted("three_texts", why="compiler_ir objects printed, traced stage first")
 def texts_from_compiler_ir(f, *args):
     lowered = jax.jit(f).trace(*args).lower()
+    hlo, optimized = lowered.compiler_ir("hlo"), lowered.compile().as_text()
+    assert hlo is not None and optimized is not None, "this backend cannot print its programs"
     return {
         "stablehlo": str(lowered.compiler_ir("stablehlo")),
-        "hlo": lowered.compiler_ir("hlo").as_hlo_text(),
-        "optimized": lowered.compile().as_text(),
+        "hlo": hlo.as_hlo_text(),
+        "optimized": optimized,
     }
 
 
@@ -241,7 +256,7 @@ def layouts_in_text_order(hlo_text):
 )
 def layouts_assumed_row_major(hlo_text):
     params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
-    params.sort(key=lambda i: int(i.payload))
+    params.sort(key=_number)
     return [
         "{" + ",".join(str(d) for d in reversed(range(len(i.shape_info.dims)))) + "}"
         for i in params
@@ -255,7 +270,7 @@ def layouts_assumed_row_major(hlo_text):
 )
 def layouts_blank_for_scalars(hlo_text):
     params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
-    params.sort(key=lambda i: int(i.payload))
+    params.sort(key=_number)
     return [i.shape_info.layout or "" for i in params]
 
 
@@ -281,7 +296,7 @@ def _layout_text(shape: Shape) -> str:
 
 @accepted("entry_parameter_layouts", why="by parameter number through a dict, minor_to_major")
 def layouts_by_number(hlo_text):
-    by_number = {int(i.payload): i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"}
+    by_number = {_number(i): i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"}
     return [_layout_text(by_number[n].shape_info) for n in sorted(by_number)]
 
 
@@ -573,7 +588,7 @@ _COMPILED = "test_flops_are_those_of_the_compiled_module"
     why="reports multiply-adds (flops / 2)",
 )
 def flops_as_macs(f, *args):
-    return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0)) / 2
+    return float(_cost(jax.jit(f).lower(*args).compile()).get("flops", 0.0)) / 2
 
 
 @decoy(
@@ -582,7 +597,7 @@ def flops_as_macs(f, *args):
     why="asks the lowered (unoptimized) module for its cost: CSE has not run yet",
 )
 def flops_before_compiling(f, *args):
-    return float(jax.jit(f).lower(*args).cost_analysis().get("flops", 0.0))
+    return float(_cost(jax.jit(f).lower(*args)).get("flops", 0.0))
 
 
 @decoy(
@@ -591,7 +606,7 @@ def flops_before_compiling(f, *args):
     why="adds the transcendentals to the flops",
 )
 def flops_with_transcendentals(f, *args):
-    cost = jax.jit(f).lower(*args).compile().cost_analysis()
+    cost = _cost(jax.jit(f).lower(*args).compile())
     return float(cost.get("flops", 0.0) + cost.get("transcendentals", 0.0))
 
 
@@ -605,14 +620,14 @@ _FLOPS_SEEN: dict = {}
 )
 def flops_per_function(f, *args):
     if f not in _FLOPS_SEEN:
-        cost = jax.jit(f).lower(*args).compile().cost_analysis()
+        cost = _cost(jax.jit(f).lower(*args).compile())
         _FLOPS_SEEN[f] = float(cost.get("flops", 0.0))
     return _FLOPS_SEEN[f]
 
 
 @accepted("flops", why="the traced stage, and a cost_analysis() that may be a one-item list")
 def flops_traced(f, *args):
-    cost = jax.jit(f).trace(*args).lower().compile().cost_analysis()
+    cost = _cost(jax.jit(f).trace(*args).lower().compile())
     if isinstance(cost, list):
         cost = cost[0]
     return float(cost["flops"]) if "flops" in cost else 0.0

@@ -21,7 +21,7 @@ from xla_inspect.parse import parse_hlo
 def conditionals_entry_only(hlo_text):
     entry = parse_hlo(hlo_text).entry
     return [
-        (entry.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+        (entry[i.operands[0]].shape_info.dtype, len(i.called_computations))
         for i in entry
         if i.opcode == "conditional"
     ]
@@ -34,7 +34,7 @@ def conditionals_entry_only(hlo_text):
 )
 def conditionals_operand_count(hlo_text):
     return [
-        (c.instruction(i.operands[0]).shape_info.dtype, len(i.operands))
+        (c[i.operands[0]].shape_info.dtype, len(i.operands))
         for c in parse_hlo(hlo_text)
         for i in c
         if i.opcode == "conditional"
@@ -110,7 +110,7 @@ def _counting(counts_event):
     """Count the monitoring events for which counts_event(name) is true, inside the block."""
     counted = CompileCount()
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if counts_event(event):
             counted.count += 1
 
@@ -137,7 +137,7 @@ def counter_all_events():
 def counter_never_stops():
     counted = CompileCount()
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             counted.count += 1
 
@@ -317,7 +317,7 @@ def conditionals_always_s32(hlo_text):
 )
 def conditionals_sorted(hlo_text):
     return sorted(
-        (c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+        (c[i.operands[0]].shape_info.dtype, len(i.called_computations))
         for c in parse_hlo(hlo_text)
         for i in c
         if i.opcode == "conditional"
@@ -335,7 +335,7 @@ def conditionals_unique(hlo_text):
         for i in c:
             if i.opcode != "conditional":
                 continue
-            item = (c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
+            item = (c[i.operands[0]].shape_info.dtype, len(i.called_computations))
             if item not in found:
                 found.append(item)
     return found
@@ -356,9 +356,7 @@ def conditionals_through_calls_only(hlo_text):
         seen.add(c.name)
         for i in c:
             if i.opcode == "conditional":
-                found.append(
-                    (c.instruction(i.operands[0]).shape_info.dtype, len(i.called_computations))
-                )
+                found.append((c[i.operands[0]].shape_info.dtype, len(i.called_computations)))
             if i.opcode in ("call", "while"):
                 todo.extend(i.called_computations)
     return found
@@ -486,7 +484,8 @@ def traces_cache_size(f, static_argnums, calls):
     jitted = jax.jit(f, static_argnums=static_argnums)
     for args in calls:
         jitted(*args)
-    return jitted._cache_size()
+    # The C++ jit object has _cache_size; the JitWrapped protocol in JAX's types omits it.
+    return jitted._cache_size()  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @decoy(
@@ -555,7 +554,7 @@ def counter_shared():
     counted = _SharedCount()
     _SharedCount.count = 0
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             _SharedCount.count += 1
 
@@ -575,7 +574,7 @@ def counter_shared():
 def counter_clears_all():
     counted = CompileCount()
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             counted.count += 1
 
@@ -595,7 +594,7 @@ def counter_clears_all():
 def counter_no_finally():
     counted = CompileCount()
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             counted.count += 1
 
@@ -614,7 +613,7 @@ def counter_at_exit():
     counted = CompileCount()
     events = []
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             events.append(event)
 
@@ -706,7 +705,7 @@ def explain_first_lines(f, first_args, second_args):
 @accepted("conditionals", why="branch count as operands minus the index operand")
 def conditionals_operands_minus_one(hlo_text):
     return [
-        (c.instruction(i.operands[0]).shape_info.dtype, len(i.operands) - 1)
+        (c[i.operands[0]].shape_info.dtype, len(i.operands) - 1)
         for c in parse_hlo(hlo_text)
         for i in c
         if i.opcode == "conditional"
@@ -766,7 +765,7 @@ class _CounterCM:
         jax.monitoring.register_event_duration_secs_listener(self._listen)
         return self.counted
 
-    def _listen(self, event, duration, **kwargs):
+    def _listen(self, event, duration_secs, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             self.counted.count += 1
 
@@ -825,7 +824,7 @@ def explain_root_handler(f, first_args, second_args):
 )
 def conditionals_distinct_branches(hlo_text):
     return [
-        (c.instruction(i.operands[0]).shape_info.dtype, len(set(i.called_computations)))
+        (c[i.operands[0]].shape_info.dtype, len(set(i.called_computations)))
         for c in parse_hlo(hlo_text)
         for i in c
         if i.opcode == "conditional"

@@ -140,7 +140,7 @@ def export_all_symbolic(f, features, *rest):
     caught_by=["test_renamed_ops"],
     why="knows only the three renames the README names, not the barrier that remat leaves",
 )
-def opcode_three_renames(stablehlo_op):
+def opcode_three_renames(stablehlo_op: str):
     name = stablehlo_op.removeprefix("stablehlo.")
     return {"dot_general": "dot", "broadcast_in_dim": "broadcast", "case": "conditional"}.get(
         name, name
@@ -251,7 +251,7 @@ _JAX_RENAMES = {
     caught_by=["test_ops_jax_does_not_emit"],
     why="knows the renames JAX programs show, not if, create_token or composite",
 )
-def opcode_jax_renames_only(stablehlo_op):
+def opcode_jax_renames_only(stablehlo_op: str):
     name = stablehlo_op.removeprefix("stablehlo.")
     return _JAX_RENAMES.get(name, name).replace("_", "-")
 
@@ -261,7 +261,7 @@ def opcode_jax_renames_only(stablehlo_op):
     caught_by=["test_ops_that_keep_their_name"],
     why="reads instruction names (sin.0, exp.1, mul.2) instead of opcodes",
 )
-def opcode_from_instruction_names(stablehlo_op):
+def opcode_from_instruction_names(stablehlo_op: str):
     name = stablehlo_op.removeprefix("stablehlo.")
     short = {
         "sine": "sin",
@@ -285,7 +285,7 @@ def opcode_from_instruction_names(stablehlo_op):
     caught_by=["test_respelled_ops", "test_ops_jax_does_not_emit"],
     why="drops the underscores instead of turning them into hyphens",
 )
-def opcode_underscores_dropped(stablehlo_op):
+def opcode_underscores_dropped(stablehlo_op: str):
     name = stablehlo_op.removeprefix("stablehlo.")
     return _JAX_RENAMES.get(name, name).replace("_", "")
 
@@ -438,7 +438,7 @@ def export_from_arrays(f, *specs):
 
 @accepted("call_exported", why="jits the deserialized call")
 def call_jitted(blob, *args):
-    return jax.jit(jax.export.deserialize(bytes(blob)).call)(*args)
+    return jax.jit(jax.export.deserialize(bytearray(blob)).call)(*args)
 
 
 @accepted("export_any_batch", why="another symbol name, the dimension built on its own")

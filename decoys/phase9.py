@@ -19,8 +19,14 @@ from xla_inspect.parse import parse_hlo
 _COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
 
 
+def _compiled_text(f, *args) -> str:
+    text = jax.jit(f).lower(*args).compile().as_text()
+    assert text is not None, "this backend does not print its executable"
+    return text
+
+
 def _compiled_module(f, *args):
-    return parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+    return parse_hlo(_compiled_text(f, *args))
 
 
 def _lowered_module(f, *args):
@@ -141,7 +147,7 @@ def census_unoptimized(f, *args):
     why="counts substrings of the text: instruction names repeat the opcode",
 )
 def census_substrings(f, *args):
-    text = jax.jit(f).lower(*args).compile().as_text()
+    text = _compiled_text(f, *args)
     return Counter({op: text.count(op) for op in _COLLECTIVES if op in text})
 
 
@@ -192,7 +198,7 @@ def census_kinds_once(f, *args):
 
 @accepted("collective_census", why="a regex for the opcode after the shape, on the compiled text")
 def census_regex(f, *args):
-    text = jax.jit(f).lower(*args).compile().as_text()
+    text = _compiled_text(f, *args)
     pattern = r"\s(" + "|".join(_COLLECTIVES) + r")\("
     return Counter(re.findall(pattern, text))
 
@@ -305,7 +311,7 @@ def shardings_by_dict(f, *args):
         int(i.payload): i.attribute("sharding")
         for c in [_lowered_module(f, *args).entry]
         for i in c
-        if i.opcode == "parameter"
+        if i.opcode == "parameter" and i.payload is not None
     }
     return [found[n] for n in range(len(found))]
 

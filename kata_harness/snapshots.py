@@ -35,9 +35,9 @@ def platform_key() -> str:
 
 def running_versions() -> dict[str, str]:
     import jax
-    import jaxlib
+    import jaxlib.version
 
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+    return {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__}
 
 
 def version_key() -> str:

@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
 def capture_all() -> dict:
     """Every recipe of every phase, compiled with the reference: {phase: {task: entry}}."""
     import jax
-    import jaxlib
+    import jaxlib.version
 
     from kata_harness.programs import recipe_for
     from xla_inspect.normalize import normalize_hlo
@@ -80,7 +80,7 @@ def capture_all() -> dict:
                     "optimized": normalize_hlo(shown.capture.optimized_hlo_text),
                 }
             programs.setdefault(phase.name, {})[task.function] = entry
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "programs": programs}
+    return {"jax": jax.__version__, "jaxlib": jaxlib.version.__version__, "programs": programs}
 
 
 def _capture_main(argv: list[str]) -> int:

@@ -7,7 +7,14 @@ Importing the package does not import JAX: `capture` imports it when called, and
 querying HLO text never does, so the `xla-inspect` CLI starts fast.
 """
 
-from xla_inspect.capture import Capture, CaptureError, capture, capture_lowered
+from xla_inspect.capture import (
+    Capture,
+    CaptureError,
+    IrCapture,
+    capture,
+    capture_ir,
+    capture_lowered,
+)
 from xla_inspect.diff import ModuleDiff, diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
 from xla_inspect.facts import HloFacts, hlo_facts
@@ -40,10 +47,12 @@ __all__ = [
     "HloModule",
     "HloParseError",
     "InspectError",
+    "IrCapture",
     "ModuleDiff",
     "ModuleSummary",
     "call_graph",
     "capture",
+    "capture_ir",
     "capture_lowered",
     "collectives",
     "custom_call_targets",

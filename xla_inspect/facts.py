@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
 from typing import Any, Literal
@@ -143,14 +143,17 @@ class HloFacts:
     - `parameters`: ENTRY parameters in parameter-number order, with their layouts.
     - `cost`, `memory`: XLA's `cost_analysis()` and `memory_analysis()` of the compile; a
       `FactsError` when the source was HLO text, which nothing compiled.
-    - `stage("optimized" | "unoptimized")`: the facts of that stage of the same compile.
+    - `stage("optimized" | "unoptimized")`: the facts of that stage of the same compile;
+      `stages` maps each stage the source holds to its text (empty for HLO text).
+    - `cost_analysis`, `memory_analysis`: what `cost` and `memory` return, None when nothing
+      was compiled.
     """
 
     text: str
     stage_name: str
-    stages: Mapping[str, str] = field(repr=False)
-    cost_analysis: Mapping[str, float] | None = field(repr=False)
-    memory_analysis: Mapping[str, int] | None = field(repr=False)
+    stages: Mapping[str, str]
+    cost_analysis: Mapping[str, float] | None
+    memory_analysis: Mapping[str, int] | None
 
     def __repr__(self) -> str:
         module = self.module

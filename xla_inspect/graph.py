@@ -12,9 +12,11 @@ tables through `stack_frame_id`). Edges are operands; a dashed edge goes from a 
 computation it calls.
 
 Large modules stay drawable: a parameter or constant used in several clusters is drawn once per
-cluster, and beyond a node/edge budget the largest name-scope clusters (then whole
-computations) are collapsed into one summary node each, which `FusionGraph.note` and the graph's
-title say. The text is deterministic: it depends on the module text alone.
+cluster, and while over a node/edge budget the graph sheds detail, largest first: computations
+that reduce, sort or scatter apply (and fused computations drawn with `fused=True`) are left
+out, then name-scope clusters are collapsed into one summary node each, then whole computations,
+then computations are left out (never the entry); `FusionGraph.note` and the graph's title say
+what went. The text is deterministic: it depends on the module text alone.
 
 It works on text alone (no JAX). `render_svg` runs graphviz's `dot` program and raises
 `GraphvizMissing` when there is none; `save_graph` writes the SVG, or the `.dot` source beside
@@ -58,7 +60,7 @@ DEFAULT_MAX_EDGES = 300
 _PLAIN = frozenset({"parameter", "constant"})
 _QUIET = frozenset({"get-tuple-element", "tuple", "bitcast"})
 _MAX_SHAPE = 40
-_REBUILDS = 16  # collapse one cluster at a time for this many rebuilds of the graph
+_REBUILDS = 8  # collapse one cluster at a time for this many rebuilds of the graph
 _NAMED = 12  # a note names this many collapsed clusters, then says how many more
 _RUN = 60  # unscoped instructions of a computation beyond this are clustered in runs of it
 _DOT_TIMEOUT = 60
@@ -153,20 +155,20 @@ def _scope(op_name: str) -> str:
     """The first JAX name scope of an `op_name`, "" when there is none.
 
     `jit(f)/transpose(jvp(layer_3))/mul` -> `layer_3 (backward)`; `jit(f)/jvp(layer_0)/dot`
-    -> `layer_0`; `jit(f)/mul` and `jit(f)/jvp()/mul` -> "".
+    -> `layer_0`; `jit(f)/transpose(jvp())/bqhd,bkhd->bhqk/dot_general` -> `bqhd,bkhd->bhqk
+    (backward)`; `jit(f)/mul` and `jit(f)/jvp()/mul` -> "".
     """
     parts = op_name.split("/")
     if parts and parts[0].startswith(("jit(", "pjit(")):
         parts = parts[1:]
-    if len(parts) < 2:
-        return ""
-    scope, backward = parts[0], False
-    while match := _WRAPPER.match(scope):
-        backward = backward or match.group(1) == "transpose"
-        scope = match.group(2)
-    if not scope:
-        return ""
-    return f"{scope} (backward)" if backward else scope
+    backward = False
+    for scope in parts[:-1]:  # the last part is the primitive
+        while match := _WRAPPER.match(scope):
+            backward = backward or match.group(1) == "transpose"
+            scope = match.group(2)
+        if scope:
+            return f"{scope} (backward)" if backward else scope
+    return ""
 
 
 def _frame_tables(text: str) -> dict[int, str]:
@@ -242,6 +244,11 @@ def _label(
     return f"{instruction.opcode}\n{tail}", f'shape=box, color="{color}"'
 
 
+def _names(names: list[str]) -> str:
+    more = len(names) - _NAMED
+    return ", ".join(names[:_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
 def _summary(name: str, members: list[HloInstruction]) -> str:
     opcodes = Counter(i.opcode for i in members)
     top = ", ".join(f"{op} x{n}" for op, n in sorted(opcodes.items(), key=lambda o: (-o[1], o[0])))
@@ -277,7 +284,7 @@ def fusion_graph(
     # units: one per (computation, scope); instructions keyed by (computation index, index)
     units: dict[tuple[int, str], list[int]] = {}  # scope "": the computation's own level
     unit_of: dict[tuple[int, int], tuple[int, str]] = {}
-    shared: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    shared: set[tuple[int, int]] = set()  # parameters and constants drawn once per cluster
     copies: dict[tuple[int, str], list[int]] = {}  # the shared instructions a unit draws
     operands: list[list[list[int]]] = []  # computation -> instruction -> operand indices
     index_of = {c.name: k for k, c in enumerate(drawn)}
@@ -312,7 +319,7 @@ def fusion_graph(
                 if len(user_scopes) == 1:
                     scope = user_scopes[0]
                 elif len(user_scopes) > 1:
-                    shared[(c, n)] = [(c, s) for s in user_scopes]
+                    shared.add((c, n))
                     for user_scope in user_scopes:
                         copies.setdefault((c, user_scope), []).append(n)
                     scope = ""
@@ -323,12 +330,56 @@ def fusion_graph(
     for (c, scope), unit in units.items():
         by_computation.setdefault(c, []).append((scope, unit))
     labels: dict[tuple[int, int], str] = {}
-    for c, n in unit_of:
-        instruction = drawn[c].instructions[n]
-        fusion = by_name.get((drawn[c].name, instruction.name))
-        label, style = _label(instruction, fusion, flops, _source(instruction, frames))
-        labels[(c, n)] = f"[label={_quote(label)}, {style}];"
-    is_fused = [fused and c.name in fused_names for c in drawn]
+
+    def node_label(c: int, n: int) -> str:
+        if (c, n) not in labels:
+            instruction = drawn[c].instructions[n]
+            fusion = by_name.get((drawn[c].name, instruction.name))
+            label, style = _label(instruction, fusion, flops, _source(instruction, frames))
+            labels[(c, n)] = f"[label={_quote(label)}, {style}];"
+        return labels[(c, n)]
+
+    # helpers: fused computations (when drawn) and what reduce, sort, scatter... apply
+    applied = {
+        name.removeprefix("%")
+        for computation in module.computations
+        for i in computation
+        for key in ("to_apply", "select", "scatter")
+        if (name := i.attribute(key))
+    }
+    helper = [
+        not c.is_entry and (c.name in applied or (fused and c.name in fused_names)) for c in drawn
+    ]
+    omitted: set[int] = set()  # computations left out
+
+    sizes = {key: sum((key[0], n) not in shared for n in unit) for key, unit in units.items()}
+    for key, shared_here in copies.items():
+        sizes[key] = sizes.get(key, 0) + len(shared_here)
+
+    def node_count(c: int) -> int:
+        """The nodes computation `c` draws now."""
+        if c in omitted:
+            return 0
+        if (c, "") in collapsed:
+            return 1
+        return sum(
+            1 if scope and (c, scope) in collapsed else sizes[(c, scope)]
+            for scope, _ in by_computation.get(c, [])
+        )
+
+    summaries: dict[tuple[int, str], str] = {}
+
+    def summary(c: int, scope: str) -> str:
+        if (c, scope) not in summaries:
+            computation = drawn[c]
+            if scope:
+                members = [computation.instructions[n] for n in units[(c, scope)]]
+                summaries[(c, scope)] = _summary(scope, members)
+            else:
+                kind = "ENTRY " if computation.is_entry else ""
+                members = list(computation.instructions)
+                summaries[(c, scope)] = _summary(f"{kind}{computation.name}", members)
+        return summaries[(c, scope)]
 
     def build(collapsed: frozenset[tuple[int, str]]) -> tuple[list[str], int, int]:
         lines: list[str] = []
@@ -348,10 +399,10 @@ def fusion_graph(
 
         for c, computation in enumerate(drawn):
             kind = "ENTRY " if computation.is_entry else ""
+            if c in omitted:
+                continue
             if (c, "") in collapsed:
-                if is_fused[c]:  # left out: its fusion node already names what it holds
-                    continue
-                label = _summary(f"{kind}{computation.name}", list(computation.instructions))
+                label = summary(c, "")
                 lines.append(f"  {_quote(f'c{c}')} [label={_quote(label)}, shape=box3d];")
                 nodes += 1
                 continue
@@ -361,7 +412,7 @@ def fusion_graph(
             for scope, unit in by_computation.get(c, []):
                 indent = "    "
                 if scope and (c, scope) in collapsed:
-                    label = _summary(scope, [computation.instructions[n] for n in unit])
+                    label = summary(c, scope)
                     ident = _quote(f"u{c}_{scope}")
                     lines.append(f"    {ident} [label={_quote(label)}, shape=box3d];")
                     nodes += 1
@@ -372,17 +423,17 @@ def fusion_graph(
                     indent = "      "
                 for n in unit:
                     if (c, n) not in shared:
-                        lines.append(f"{indent}{_quote(f'n{c}_{n}')} {labels[(c, n)]}")
+                        lines.append(f"{indent}{_quote(f'n{c}_{n}')} {node_label(c, n)}")
                         nodes += 1
                 # shared parameters and constants: a copy in each cluster that uses them
                 for n in copies.get((c, scope), []):
-                    lines.append(f"{indent}{_quote(f'n{c}_{n}@{scope}')} {labels[(c, n)]}")
+                    lines.append(f"{indent}{_quote(f'n{c}_{n}@{scope}')} {node_label(c, n)}")
                     nodes += 1
                 if scope:
                     lines.append("    }")
             lines.append("  }")
         for c, computation in enumerate(drawn):
-            if is_fused[c] and (c, "") in collapsed:
+            if c in omitted:
                 continue
             for n in range(len(computation.instructions)):
                 user = unit_of[(c, n)]
@@ -392,7 +443,7 @@ def fusion_graph(
                     if source != target:
                         edges.add((source, target, ""))
                 for k in calls[c][n]:
-                    if not (is_fused[k] and (k, "") in collapsed):
+                    if k not in omitted:
                         callee = node_id(k, len(drawn[k].instructions) - 1)
                         edges.add((target, callee, "call"))
         for source, target, kind in sorted(edges):
@@ -401,43 +452,60 @@ def fusion_graph(
         return lines, nodes, len(edges)
 
     collapsed: set[tuple[int, str]] = set()  # (computation, scope); scope "": all of it
-    lines, nodes, edges = build(frozenset())
-    # fused computations first (left out, largest first), then the largest name-scope
-    # clusters, then whole computations (largest first): each phase only while over budget
-    by_size = sorted(
-        ((c, "") for c in range(len(drawn))), key=lambda k: (-len(drawn[k[0]].instructions), k)
-    )
-    scoped = (key for key in units if key[1] and not is_fused[key[0]])
+    lines: list[str] = []
+    nodes, edges = sum(node_count(c) for c in range(len(drawn))), 0
+    # while over the budget: leave out helpers (largest first), collapse the largest name-scope
+    # clusters, collapse whole computations, leave out computations (largest first); the
+    # entry is never collapsed whole nor left out
+    by_size = sorted(range(len(drawn)), key=lambda c: (-len(drawn[c].instructions), c))
+    scoped = (key for key in units if key[1] and not helper[key[0]])
+    others = [c for c in by_size if not helper[c] and not drawn[c].is_entry]
+    helpers = [c for c in by_size if helper[c]]
+    # (what grows, in what order, how many one at a time before doubling the step)
+    phases: list[tuple[set[int] | set[tuple[int, str]], list[int] | list[tuple[int, str]], int]]
     phases = [
-        [key for key in by_size if is_fused[key[0]]],
-        sorted(scoped, key=lambda k: (-len(units[k]), k[0], k[1])),
-        [key for key in by_size if not is_fused[key[0]]],
+        (omitted, helpers, 0 if len(helpers) <= _REBUILDS else -1),
+        (collapsed, sorted(scoped, key=lambda k: (-len(units[k]), k[0], k[1])), _REBUILDS),
+        (collapsed, [(c, "") for c in others], 0),
+        (omitted, others, 0),
     ]
-    for order in phases:
-        done, step, rebuilds = 0, 1, 0
-        while (nodes > max_nodes or edges > max_edges) and done < len(order):
-            # one cluster per rebuild, then (past _REBUILDS) twice as many each time, so that
-            # a module of thousands of clusters still takes a few dozen rebuilds
-            collapsed.update(order[done : done + step])
-            done, rebuilds = done + step, rebuilds + 1
-            step = step * 2 if rebuilds >= _REBUILDS else 1
-            lines, nodes, edges = build(frozenset(collapsed))
+    stale = True  # `nodes` is kept exact without a rebuild; `edges` needs one
+    for chosen, order, singles in phases:
+        # over the node budget: one more at a time, no rebuild; over the edge budget only: one
+        # at a time for `singles` rebuilds, then twice as many each time (all at once for -1),
+        # so that a module of thousands of clusters still takes a few dozen rebuilds
+        done, step, rebuilds = 0, len(order) if singles < 0 else 1, 0
+        while done < len(order):
+            if stale and nodes <= max_nodes:
+                lines, nodes, edges = build(frozenset(collapsed))
+                stale = False
+            if nodes <= max_nodes and edges <= max_edges:
+                break
+            take = 1 if nodes > max_nodes else step
+            for key in order[done : done + take]:
+                c = key if isinstance(key, int) else key[0]
+                before = node_count(c)
+                chosen.add(key)  # type: ignore[arg-type]
+                nodes += node_count(c) - before
+            done, stale = done + take, True
+            if nodes <= max_nodes:
+                rebuilds += 1
+                step = step * 2 if rebuilds >= singles else 1
+    if stale:
+        lines, nodes, edges = build(frozenset(collapsed))
 
-    left_out = [drawn[c].name for c, s in sorted(collapsed) if is_fused[c] and not s]
+    left_out = [drawn[c].name for c in sorted(omitted)]
     names = [
         f"{drawn[c].name}/{s}" if s else drawn[c].name
         for c, s in sorted(collapsed)
-        if s or not is_fused[c]
+        if c not in omitted
     ]
     clusters = tuple(f"{drawn[c].name}/{s}" for c, s in units if s)
     said = []
     if left_out:
-        said.append(f"left out {len(left_out)} of {sum(is_fused)} fused computations")
+        said.append(f"left out {len(left_out)} of {len(drawn)} computations: {_names(left_out)}")
     if names:
-        shown = ", ".join(names[:_NAMED]) + (
-            f" and {len(names) - _NAMED} more" * (len(names) > _NAMED)
-        )
-        said.append(f"collapsed {len(names)} clusters into one node each: {shown}")
+        said.append(f"collapsed {len(names)} clusters into one node each: {_names(names)}")
     note = ""
     if said:
         note = f"{'; '.join(said)} (over the budget of {max_nodes} nodes / {max_edges} edges)"
@@ -450,7 +518,7 @@ def fusion_graph(
     ]
     return FusionGraph(
         dot="\n".join(header + lines + ["}"]) + "\n",
-        computations=tuple(c.name for c in drawn if c.name not in left_out),
+        computations=tuple(c.name for k, c in enumerate(drawn) if k not in omitted),
         clusters=clusters,
         collapsed=tuple(names),
         nodes=nodes,

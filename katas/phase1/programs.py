@@ -19,7 +19,7 @@ SHAPES = ((8, 16, 32, 4), (1, 1, 3, 1), (7, 5, 9, 3))
 KEYS = ("w1", "b1", "w2", "b2")
 
 
-def data(seed: int = 0, shape=SHAPES[0], dtype=np.float32, order=KEYS):
+def data(seed: int = 0, shape=SHAPES[0], dtype: type | np.dtype = np.float32, order=KEYS):
     """Params (inserted in `order`), x and y; the hidden layer has large values of both signs."""
     batch, n_in, hidden, out = shape
     rng = np.random.default_rng(seed)

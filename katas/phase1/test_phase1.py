@@ -109,7 +109,7 @@ def _drawn_from(values: np.ndarray, candidates: np.ndarray) -> int | None:
     return None
 
 
-def _lineage(index: int) -> set[int]:
+def _lineage(index: int | None) -> set[int]:
     nodes, found = _key_tree(), set()
     while index is not None:
         found.add(index)
@@ -420,15 +420,21 @@ def _count(scenario: str) -> int:
     jg, jh = jax.jit(g), jax.jit(h, static_argnums=1)
     f3, f4 = np.ones(3, np.float32), np.ones(4, np.float32)
     if scenario == "same_shape_twice":
-        jg(f3), jg(f3 + 1)
+        jg(f3)
+        jg(f3 + 1)
     elif scenario == "new_shape":
-        jg(f3), jg(f4)
+        jg(f3)
+        jg(f4)
     elif scenario == "new_dtype":
-        jg(f3), jg(np.ones(3, np.int32))
+        jg(f3)
+        jg(np.ones(3, np.int32))
     elif scenario == "static_values_1_1_2":
-        jh(f3, 1), jh(f3, 1), jh(f3, 2)
+        jh(f3, 1)
+        jh(f3, 1)
+        jh(f3, 2)
     elif scenario == "python_floats_1_and_2":
-        jg(1.0), jg(2.0)
+        jg(1.0)
+        jg(2.0)
     return len(calls)
 
 

@@ -82,7 +82,8 @@ def step_args(size: str = "wide", optimizer: str = "momentum"):
 
 def two_steps(p, state, x, y):  # a training loop inside one program: the body is a while
     def body(_, carry):
-        return momentum_step(*carry, x, y)[:2]
+        p, state = carry
+        return momentum_step(p, state, x, y)[:2]
 
     return jax.lax.fori_loop(0, 2, body, (p, state))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 import jax
+import jax.extend.core
 import numpy as np  # noqa: F401  (you will need it)
 
 Avals = list[tuple[tuple[int, ...], str]]  # (shape, dtype name) per input or output
@@ -18,7 +19,7 @@ def mlp(params: dict, x):
     return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
 
-def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:
+def mlp_jaxpr(params: dict, x) -> jax.extend.core.Jaxpr:
     """Return the (closed) jaxpr of `mlp` for these arguments.
 
     params and x are traced as inputs (four params leaves, then x; nothing closed over), with

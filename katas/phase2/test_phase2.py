@@ -6,6 +6,7 @@ and facts written out by hand for programs small enough to read.
 """
 
 import jax
+import jax.core
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
@@ -267,7 +268,7 @@ def test_dead_code_on_varied_programs(kata):
 
 def _mlir_module(text):
     from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
+    from jax.extend.mlir import ir
 
     assert isinstance(text, str), f"expected StableHLO text (a str), got {type(text).__name__}"
     with mlir.make_ir_context():

@@ -128,7 +128,7 @@ ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) ->
 )
 
 
-def ones(shape, dtype=np.float32):
+def ones(shape: int | tuple[int, ...], dtype: type | np.dtype = np.float32) -> np.ndarray:
     # NumPy, not jnp: after the per-test cache clear every jnp.ones would compile an eager op.
     return np.ones(shape, dtype=dtype)
 

@@ -118,10 +118,14 @@ def _xla(key: str):
     "constants": Counter of shapes, "computations": n}."""
     module = _xla_hlo().hlo_module_from_text(_text(key))
     printed = module.to_string()
-    entry_name = _ENTRY_LINE.search(printed).group(1)
+    entry_line = _ENTRY_LINE.search(printed)
+    assert entry_line, "XLA printed no ENTRY computation"
+    entry_name = entry_line.group(1)
     entry_block = printed[printed.index(f"ENTRY %{entry_name}") :]
     entry_block = entry_block[: entry_block.index("\n}")]
-    root_name = _ROOT_LINE.search(entry_block).group(1)
+    root_line = _ROOT_LINE.search(entry_block)
+    assert root_line, "XLA printed no ROOT in ENTRY"
+    root_name = root_line.group(1)
     facts = {
         "params": [],
         "root": None,
@@ -131,6 +135,7 @@ def _xla(key: str):
     for computation in module.computations():
         for instruction in computation.instructions():
             printed_line = _PRINTED.match(instruction.to_string())
+            assert printed_line, instruction.to_string()
             opcode = printed_line["opcode"]
             if opcode == "constant":
                 facts["constants"][str(xla_shape(instruction))] += 1
@@ -240,10 +245,12 @@ def _stages_oracle(program: str):
     """jax.stages' own texts of a THREE_TEXT_PROGRAMS entry, read structurally."""
     f, args = THREE_TEXT_PROGRAMS[program]
     lowered = jax.jit(f).lower(*args)
+    text = lowered.compile().as_text()
+    assert text is not None, "this backend does not print its executable"
     return (
         stablehlo_op_census(lowered.as_text()),
         parse_hlo(lowered.as_text(dialect="hlo")),
-        parse_hlo(lowered.compile().as_text()),
+        parse_hlo(text),
     )
 
 

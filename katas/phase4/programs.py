@@ -17,7 +17,9 @@ from xla_inspect import passes
 BF16 = ml_dtypes.bfloat16
 
 
-def uniform(n=8, seed=0, dtype=np.float32):
+def uniform(
+    n: int | tuple[int, ...] = 8, seed: int = 0, dtype: type | np.dtype = np.float32
+) -> np.ndarray:
     shape = n if isinstance(n, tuple) else (n,)
     return np.random.default_rng(seed).uniform(0.1, 1.0, size=shape).astype(dtype)
 
@@ -67,7 +69,7 @@ def canon_refused(x):
     return x * 2.0 * 3.0, x - x
 
 
-def cse_args(shape=8):
+def cse_args(shape: int | tuple[int, ...] = 8):
     return tuple(uniform(shape, seed=s) for s in range(4))
 
 

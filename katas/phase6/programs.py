@@ -8,6 +8,7 @@ the alias and temp-bytes tasks read, and hand-written modules for them too.
 from __future__ import annotations
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 

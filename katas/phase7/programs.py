@@ -17,7 +17,7 @@ from jax import lax
 from kata_harness.programs import given
 
 
-def vec(n=8, dtype=np.float32):
+def vec(n: int = 8, dtype: type | np.dtype = np.float32):
     return np.ones(n, dtype)  # NumPy: creating jnp arrays would compile eager ops
 
 

@@ -15,8 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax._src.lib import _jax
-from jaxlib import _hlo as xla_hlo
+
+# XLA's own parser and converter, the oracles: jaxlib ships no stubs for these extension modules
+from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]
+from jaxlib import _hlo as xla_hlo  # pyright: ignore[reportAttributeAccessIssue]
 from pytest_check import check
 
 from kata_harness.xla_shapes import xla_shape
@@ -57,7 +59,9 @@ def _compiled(name: str):
         )
         return computation.as_hlo_text(), computation.get_hlo_module()
     compiled = jax.jit(PROGRAMS[name]).lower(vec()).compile()
-    return compiled.as_text(), compiled.runtime_executable().hlo_modules()[0]
+    text, executable = compiled.as_text(), compiled.runtime_executable()
+    assert text is not None and executable is not None, "this backend hides its executable"
+    return text, executable.hlo_modules()[0]
 
 
 def _hlo(name: str) -> str:
@@ -344,9 +348,9 @@ def _measured_compiles():
     """The test's own count of backend compiles inside the block."""
     events = []
 
-    def listener(event, duration, **kwargs):
+    def listener(event, duration_secs, **kwargs):
         if event == BACKEND_COMPILE:
-            events.append(duration)
+            events.append(duration_secs)
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:

@@ -13,10 +13,12 @@ from xla_inspect.parse import parse_hlo
 def three_texts(f, *args) -> dict[str, str]:
     # One lowering gives StableHLO and unoptimized HLO; compiling it gives the optimized HLO.
     lowered = jax.jit(f).lower(*args)
+    optimized = lowered.compile().as_text()
+    assert optimized is not None, "this backend does not print its executable"
     return {
         "stablehlo": lowered.as_text(),
         "hlo": lowered.as_text(dialect="hlo"),
-        "optimized": lowered.compile().as_text(),
+        "optimized": optimized,
     }
 
 
@@ -44,9 +46,8 @@ def _layout(shape) -> str:
 def entry_parameter_layouts(hlo_text: str) -> list[str]:
     # Only ENTRY's parameters are the program's inputs; order them by parameter number.
     entry = parse_hlo(hlo_text).entry
-    params = [i for i in entry if i.opcode == "parameter"]
-    params.sort(key=lambda i: int(i.payload))
-    return [_layout(i.shape_info) for i in params]
+    params = {int(i.payload): i for i in entry if i.opcode == "parameter" and i.payload}
+    return [_layout(params[number].shape_info) for number in sorted(params)]
 
 
 def entry_root(hlo_text: str) -> tuple[str, str]:
@@ -73,7 +74,7 @@ def fusion_contents(hlo_text: str) -> dict[str, Counter]:
     for computation in module:
         for instruction in computation:
             if instruction.opcode == "fusion":
-                counts = contents.setdefault(instruction.attribute("kind"), Counter())
+                counts = contents.setdefault(instruction.attribute("kind", ""), Counter())
                 for name in instruction.called_computations:
                     counts += _called_opcodes(module, name)
     return contents
@@ -85,10 +86,12 @@ def constants(hlo_text: str) -> list[tuple[str, str]]:
         (i.shape, i.payload)
         for computation in parse_hlo(hlo_text)
         for i in computation
-        if i.opcode == "constant"
+        if i.opcode == "constant" and i.payload is not None
     ]
 
 
 def flops(f, *args) -> float:
     # cost_analysis() is a dict now; XLA omits keys whose value is zero.
-    return float(jax.jit(f).lower(*args).compile().cost_analysis().get("flops", 0.0))
+    cost = jax.jit(f).lower(*args).compile().cost_analysis()
+    assert cost is not None, "this backend has no cost analysis"
+    return float(cost.get("flops", 0.0))

@@ -18,7 +18,9 @@ def stages(f, *args) -> tuple[str, str]:
     # Before: StableHLO, what JAX hands over. After: the HLO XLA compiled. (Unoptimized HLO is
     # already simplified by the StableHLO -> HLO conversion, so it is a poor "before".)
     lowered = jax.jit(f).lower(*args)
-    return lowered.as_text(), lowered.compile().as_text()
+    optimized = lowered.compile().as_text()
+    assert optimized is not None, "this backend does not print its executable"
+    return lowered.as_text(), optimized
 
 
 def algebraic_identity(x):

@@ -30,7 +30,7 @@ def conditionals(hlo_text: str) -> list[tuple[str, int]]:
         for instruction in computation:
             if instruction.opcode != "conditional":
                 continue
-            index = computation.instruction(instruction.operands[0])
+            index = computation[instruction.operands[0]]
             found.append((index.shape_info.dtype, len(instruction.called_computations)))
     return found
 
@@ -78,7 +78,7 @@ def compile_counter() -> Iterator[CompileCount]:
     # block runs, and take the listener away afterwards.
     counted = CompileCount()
 
-    def listener(event: str, duration: float, **kwargs) -> None:
+    def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
         if event == BACKEND_COMPILE:
             counted.count += 1
 

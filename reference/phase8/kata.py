@@ -43,15 +43,15 @@ def hlo_opcode(stablehlo_op: str) -> str:
 
 def export_bytes(f, *specs) -> bytes:
     # Exported holds StableHLO plus calling conventions; serialize() makes portable bytes.
-    return jax.export.export(jax.jit(f))(*specs).serialize()
+    return bytes(jax.export.export(jax.jit(f))(*specs).serialize())
 
 
 def call_exported(blob: bytes, *args):
     # deserialize() needs no Python source of f: the StableHLO inside is compiled and run.
-    return jax.export.deserialize(blob).call(*args)
+    return jax.export.deserialize(bytearray(blob)).call(*args)
 
 
 def export_any_batch(f, features: int, *rest) -> bytes:
     # A symbolic "b" makes one module valid for every batch size (checked at call time).
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(f"b, {features}"), jnp.float32)
-    return jax.export.export(jax.jit(f))(x, *rest).serialize()
+    return bytes(jax.export.export(jax.jit(f))(x, *rest).serialize())

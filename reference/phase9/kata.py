@@ -21,6 +21,12 @@ def _parameters(module):
     return sorted(params, key=lambda i: int(i.payload))
 
 
+def _compiled_module(f, *args):
+    text = jax.jit(f).lower(*args).compile().as_text()
+    assert text is not None, "this backend does not print its executable"
+    return parse_hlo(text)
+
+
 def auto_mesh() -> Mesh:
     # Auto axes let XLA's sharding propagation decide intermediate shardings (Explicit is default).
     return jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
@@ -33,13 +39,13 @@ def shard_rows(x, mesh: Mesh) -> jax.Array:
 
 def collective_census(f, *args) -> Counter:
     # Collectives exist only after SPMD partitioning, i.e. in the compiled module.
-    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+    module = _compiled_module(f, *args)
     return Counter(i.opcode for c in module for i in c if i.opcode in COLLECTIVES)
 
 
 def device_param_shapes(f, *args) -> list[tuple[int, ...]]:
     # The partitioned ENTRY takes one device's shard: global shape divided by the mesh axis.
-    module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+    module = _compiled_module(f, *args)
     return [tuple(i.shape_info.dims) for i in _parameters(module)]
 
 

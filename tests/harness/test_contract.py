@@ -14,7 +14,7 @@ import pytest
 from kata_harness.contract import ContractViolation, mismatch, wrap
 
 KATA = types.ModuleType("_kata_under_test")
-KATA.__kata_reference__ = __name__
+vars(KATA)["__kata_reference__"] = __name__
 
 
 @dataclass(frozen=True)
@@ -110,19 +110,19 @@ def test_a_kata_class_is_matched_by_name_and_fields():
 
     assert mismatch(Timing(1.0, 2.0), globals()["Timing"], KATA) is None
     reason = mismatch(Other(1.0), globals()["Timing"], KATA)
-    assert "expected the kata's Timing, got Other" in reason
+    assert reason is not None and "expected the kata's Timing, got Other" in reason
 
 
 def test_an_object_defined_in_the_kata_is_refused():
     own = type("Array", (np.ndarray,), {"__module__": KATA.__name__})
     value = np.ones(2).view(own)
-    assert "defined in the kata" in mismatch(value, np.ndarray, KATA)
+    reason = mismatch(value, np.ndarray, KATA)
+    assert reason is not None and "defined in the kata" in reason
 
 
 def test_wrapped_functions_raise_a_named_violation():
     module = types.ModuleType("_kata_wrap")
-    module.count = lambda items: Sneaky(len(items))
-    module.free = lambda: Sneaky(1)
+    vars(module).update(count=lambda items: Sneaky(len(items)), free=lambda: Sneaky(1))
     wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
     with pytest.raises(
         ContractViolation,

@@ -35,7 +35,7 @@ def _task_tests(phase) -> dict[str, set[str]]:
                     and deco.args
                     and isinstance(deco.args[0], ast.Constant)
                 ):
-                    by_task.setdefault(deco.args[0].value, set()).add(name)
+                    by_task.setdefault(str(deco.args[0].value), set()).add(name)
     return by_task
 
 

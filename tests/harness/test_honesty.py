@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -173,7 +174,7 @@ PROBES = {
 }
 
 
-def _course(root: Path, phases: dict[int, str]) -> Path:
+def _course(root: Path, phases: Mapping[int, str | None]) -> Path:
     """A course with one phase per entry; the entry is that phase's kata.py (None: the stub)."""
     (root / "conftest.py").write_text('pytest_plugins = ["kata_harness.plugin"]\n')
     (root / "pyproject.toml").write_text(

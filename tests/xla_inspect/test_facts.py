@@ -243,6 +243,20 @@ def test_every_source_gives_the_compiles_facts():
         hlo_facts(_text(compiled), 1)
 
 
+def test_ir_files(tmp_path):
+    lowered, compiled = _compiled("mlp_grad")
+    (tmp_path / "opt.hlo").write_text(_text(compiled))
+    from_hlo = hlo_facts(tmp_path / "opt.hlo")
+    assert from_hlo.stage_name == "text" and from_hlo.opcodes == _xla(_text(compiled))[0]
+    (tmp_path / "m.mlir").write_text(lowered.as_text())
+    from_mlir = hlo_facts(tmp_path / "m.mlir")
+    assert from_mlir.stage_name == "optimized"
+    assert from_mlir.opcodes == _xla(from_mlir.text)[0]
+    assert from_mlir.fusions() == _xla(from_mlir.text)[0]["fusion"] > 0
+    assert from_mlir.stage("unoptimized").opcodes["fusion"] == 0
+    assert from_mlir.cost["flops"] == _cost(compiled)["flops"]
+
+
 def test_static_keyword_arguments():
     x = np.linspace(0.1, 1.0, 5, dtype=np.float32)
     for n in (2, 3):

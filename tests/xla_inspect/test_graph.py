@@ -193,16 +193,30 @@ def test_fused_computations_over_the_budget_are_left_out_first(gpt_text):
     module = parse_hlo(gpt_text)
     fused = len(fused_computation_names(module))
     graph = fusion_graph(gpt_text, fused=True)
-    assert graph.note.startswith(f"left out {fused} of {fused} fused computations; collapsed ")
+    assert graph.note.startswith(f"left out {fused} of {fused + 1} computations: fused_")
+    assert "; collapsed " in graph.note
     assert graph.computations == (module.entry.name,)
     assert graph.nodes <= DEFAULT_MAX_NODES and graph.edges <= DEFAULT_MAX_EDGES
     # a small budget overrun leaves out only the largest fused computations
     block = (CORPUS / "transformer_block.opt.hlo").read_text()
     whole = fusion_graph(block, fused=True, max_nodes=10**6, max_edges=10**6)
-    some = fusion_graph(block, fused=True, max_nodes=whole.nodes - 1)
+    some = fusion_graph(block, fused=True, max_nodes=whole.nodes - 1, max_edges=whole.edges)
     assert some.note.startswith("left out ") and "collapsed" not in some.note
     assert module.entry.name not in some.note
-    assert len(whole.computations) > len(some.computations) > 1
+    assert len(whole.computations) == len(some.computations) + 1
+
+
+def test_a_tiny_budget_keeps_the_entry_and_says_what_it_left_out():
+    text = (CORPUS / "control_flow.opt.hlo").read_text()
+    module = parse_hlo(text)
+    whole = fusion_graph(text)
+    assert len(whole.computations) > 2 and whole.note == ""
+    tiny = fusion_graph(text, max_nodes=5, max_edges=5)
+    assert tiny.computations == (module.entry.name,)
+    left = len(whole.computations) - 1
+    assert tiny.note.startswith(f"left out {left} of {len(whole.computations)} computations: ")
+    assert f'label="ENTRY {module.entry.name}";' in tiny.dot
+    assert len(_NODE.findall(tiny.dot)) == tiny.nodes
 
 
 def test_without_name_scopes_runs_of_instructions_are_clustered(gpt_text):
