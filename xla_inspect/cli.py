@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from xla_inspect.blame import BlameError, blame, format_blame
 from xla_inspect.diff import diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
 from xla_inspect.graph import INSTALL_HINT, fusion_graph, save_graph
@@ -160,6 +161,18 @@ def _passes(args: argparse.Namespace) -> int:
             f"#{step.seq:<5} {step.pipeline}/{step.pass_name}: "
             f"{step.instructions_before} -> {step.instructions_after} ({deltas})\n"
         )
+    return 0
+
+
+def _blame(args: argparse.Namespace) -> int:
+    try:
+        result = blame(args.dump_dir, args.name, args.module)
+    except BlameError as exc:
+        raise UsageError(str(exc), f"run '{PROG} passes {args.dump_dir}' to see the files") from exc
+    if args.json:
+        _emit_json(result.to_dict())
+    else:
+        sys.stdout.write(format_blame(result))
     return 0
 
 
@@ -384,6 +397,15 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--added", metavar="OPCODE", help="first pass adding OPCODE")
     passes.add_argument("--json", action="store_true", help="print JSON")
     passes.set_defaults(run=_passes)
+
+    blame = verbs.add_parser(
+        "blame", help="which pass created, removed or absorbed instruction NAME, from a dump"
+    )
+    blame.add_argument("dump_dir", help="directory written with per-pass dumps")
+    blame.add_argument("name", help="instruction name in the unoptimized or optimized module")
+    blame.add_argument("--module", help="module name, module_<id>.<name> prefix, or id")
+    blame.add_argument("--json", action="store_true", help="print JSON")
+    blame.set_defaults(run=_blame)
 
     graph = verbs.add_parser(
         "graph", help="draw the fusion graph of an HLO file as SVG, a cluster per computation"

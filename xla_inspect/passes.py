@@ -117,7 +117,8 @@ def pass_files(dump_dir: str | Path, module: str | int | None = None) -> list[Pa
     if not files:
         raise DumpError(
             f"{directory}: no per-pass dump files; capture with dump_passes=True "
-            '(compiler option "xla_dump_hlo_pass_re": ".*")'
+            '(compiler option "xla_dump_hlo_pass_re": ".*"), or run '
+            "`xla-inspect capture FILE.py:FN --arg SPEC --passes --out DIR`"
         )
     keys = sorted({f.module_key for f in files})
     chosen = [k for k in keys if module is None or _matches(k, module)]

@@ -1,12 +1,12 @@
 """Renamed functions and arguments, defined in another file, give the pinned normalized HLO.
 
 A learner names things as they like. Every program whose optimized HLO is pinned under
-``snapshots/`` is rebuilt here from its source (the phase's ``programs.py``) by ``ast`` with every
-parameter renamed and the function itself renamed, compiled from a file name in another folder
-(so source paths, line tables, function and argument names in the metadata all differ), run
-through the reference ``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared
-byte for byte with the pinned file. Phase 4's pins are also reproduced from the reference kata
-functions (renamed the same way) that compute the same programs.
+``snapshots/`` is rebuilt here from its source by ``ast`` with every parameter renamed and the
+function itself renamed, compiled from a file name in another folder (so source paths, line
+tables, function and argument names in the metadata all differ), run through the reference
+``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared byte for byte with the
+pinned file. Phase 4's pins are also reproduced from the reference kata functions (renamed the
+same way) that compute the same programs.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ PINS = {
         "test_optimized_mlp_snapshot": ("mlp", "mlp_args", None),
         "test_optimized_attention_snapshot": ("attention", "attention_args", None),
     },
-    "phase4": {  # one test pins seven modules: syrupy names the n-th one "<test>.n"
+    "phase4": {  # one test pins seven modules (programs.PINNED): syrupy names the n-th "<test>.n"
         "test_pinned_optimized_programs": ("canon_identity", "uniform", "algebraic_identity"),
         "test_pinned_optimized_programs.1": ("canon_folded", "uniform", "folded_scale"),
         "test_pinned_optimized_programs.2": ("canon_cse", "cse_args", "shared_subexpression"),
@@ -112,8 +112,8 @@ def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
     """Covers: renamed function and argument names, another source path, another line layout."""
     pinned = _pinned_file(phase, test)
     program_name, args_name, kata_name = PINS[phase][test]
-    programs = curriculum.KATAS_DIR / phase / "programs.py"
-    owner = _renamed_module(programs, {program_name}, tmp_path / "elsewhere")
+    programs_file = curriculum.KATAS_DIR / phase / "programs.py"
+    owner = _renamed_module(programs_file, {program_name}, tmp_path / "elsewhere")
     args = getattr(owner, args_name)()
     args = args if isinstance(args, tuple) else (args,)
     if source == "kata-function":
