@@ -257,6 +257,7 @@ def shapes_from_layout(f, *args):
     "param_shardings",
     caught_by=["test_sharding_annotations"],
     why="reads the compiled HLO, where partitioning has consumed the annotations",
+    gate="compiled-hlo-rewrites-parameter-shardings",
 )
 def shardings_after_partitioning(f, *args):
     return [str(i.attribute("sharding")) for i in _by_number(_compiled_module(f, *args))]

@@ -27,6 +27,7 @@ class Decoy:
     caught_by: tuple[str, ...]
     why: str
     function: Callable[..., Any]
+    gate: str | None = None  # a key of versions.GATES: wrong only where that fact holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +38,15 @@ class Accepted:
     function: Callable[..., Any]
 
 
-def decoy(replaces: str, *, caught_by: list[str] | tuple[str, ...], why: str):
-    """Mark a function as a wrong implementation of the task function ``replaces``."""
+def decoy(
+    replaces: str, *, caught_by: list[str] | tuple[str, ...], why: str, gate: str | None = None
+):
+    """Mark a function as a wrong implementation of the task function ``replaces``; ``gate``
+    names the version-gated fact (``versions.GATES``) that makes it wrong, when only some JAX
+    versions do."""
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
-        spec = Decoy(function.__name__, replaces, tuple(caught_by), why, function)
+        spec = Decoy(function.__name__, replaces, tuple(caught_by), why, function, gate)
         setattr(function, ATTRIBUTE, spec)
         return function
 
@@ -64,7 +69,13 @@ def _registered(module: object) -> list[Decoy | Accepted]:
 
 
 def decoys_in(module: object) -> list[Decoy]:
-    return [d for d in _registered(module) if isinstance(d, Decoy)]
+    """The decoys of ``module`` that are wrong on the running JAX (a gated one is listed in the
+    run's header where its gate is off)."""
+    from .versions import holds
+
+    return [
+        d for d in _registered(module) if isinstance(d, Decoy) and (d.gate is None or holds(d.gate))
+    ]
 
 
 def accepted_in(module: object) -> list[Accepted]:

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from . import curriculum, guard, loading, snapshots, verdict
+from . import curriculum, guard, loading, snapshots, verdict, versions
 
 CPU_DEVICES = curriculum.CPU_DEVICES
 
@@ -111,6 +111,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
         f"snapshots for {snapshots.platform_key()}"
     ]
+    lines += versions.header_lines() + snapshots.header_lines()
     dropped = config.stash.get(_dropped_flags, None)
     if dropped:
         lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")

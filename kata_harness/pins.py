@@ -21,7 +21,7 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
     callspec = getattr(request.node, "callspec", None)
     variant: Variant = callspec.params["kata"] if callspec else Variant("katas")
     key = snapshots.platform_key()
-    status = snapshots.pin_status(key)
+    status = snapshots.pin_status(key, Path(request.node.path))
     updating = bool(request.config.option.update_snapshots)
     calls = [0]  # syrupy names the n-th snapshot of a test "<test>.n" (the first has no suffix)
 
@@ -33,7 +33,7 @@ def hlo_snapshot(request: pytest.FixtureRequest, snapshot):
         if action == "skip":
             pytest.skip(message)
         if action == "update":
-            snapshots.record_versions(key)
+            snapshots.record_versions(key, Path(request.node.path))
         if action in ("update", "syrupy"):
             assert snapshot(extension_class=snapshots.NormalizedHloExtension) == text
             return

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import upgrade
 from .errors import NothingToShow, RunError, ShowError, UsageError
 
 STAGE_NAMES = ("jaxpr", "stablehlo", "hlo", "optimized")
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "new", help="write the files of a new phase, with one worked task to start from"
     )
     dev_new.add_argument("phase", help="phaseN (a phase that does not exist yet)")
+    upgrade.add_parser(sub)
     return parser
 
 
@@ -272,6 +274,7 @@ COMMANDS = {
     "compare": _compare,
     "reset": _reset,
     "graph": _graph,
+    "upgrade-report": upgrade.command,
 }
 
 

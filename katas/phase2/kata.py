@@ -19,7 +19,7 @@ def mlp(params: dict, x):
     return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
 
-def mlp_jaxpr(params: dict, x) -> jax.extend.core.Jaxpr:
+def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignore[reportPrivateImportUsage]
     """Return the (closed) jaxpr of `mlp` for these arguments.
 
     params and x are traced as inputs (four params leaves, then x; nothing closed over), with

@@ -26,6 +26,7 @@ import pytest
 from jax.experimental.layout import Format
 from pytest_check import check
 
+from kata_harness.xla_shapes import xla_shape
 from katas.phase3.programs import (
     HAND_WRITTEN,
     TABLE,
@@ -137,13 +138,15 @@ def _xla(key: str):
             assert printed_line, instruction.to_string()
             opcode = printed_line["opcode"]
             if opcode == "constant":
-                facts["constants"][str(instruction.shape)] += 1
+                facts["constants"][str(xla_shape(instruction))] += 1
             if computation.name != entry_name:
                 continue
             if opcode == "parameter":
-                facts["params"].append((int(printed_line["args"]), _xla_layout(instruction.shape)))
+                facts["params"].append(
+                    (int(printed_line["args"]), _xla_layout(xla_shape(instruction)))
+                )
             if instruction.name == root_name:
-                facts["root"] = (opcode, str(instruction.shape))
+                facts["root"] = (opcode, str(xla_shape(instruction)))
     facts["params"].sort()
     return facts
 

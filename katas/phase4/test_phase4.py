@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
+from kata_harness import versions
 from katas.phase4.programs import (
     BF16,
     DUMPED,
@@ -364,10 +365,12 @@ def test_xla_keeps_float_rewrites_it_may_not_do(kata):
             )
         with check:
             np.testing.assert_array_equal(zero, np.zeros_like(x), err_msg=what)
-        with check:
-            assert hlo["multiply"] == 2, (
-                f"{what}: optimized multiply x{hlo['multiply']}, want 2 (no reassociation)"
-            )
+        # before jax 0.12 only bf16 keeps both (a gate, listed in the run's header)
+        if x.dtype != np.float32 or versions.holds("f32-constant-multiplies-kept"):
+            with check:
+                assert hlo["multiply"] == 2, (
+                    f"{what}: optimized multiply x{hlo['multiply']}, want 2 (no reassociation)"
+                )
         with check:
             assert hlo["subtract"] == 1, f"{what}: optimized subtract x{hlo['subtract']}, want 1"
 

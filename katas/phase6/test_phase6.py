@@ -13,6 +13,7 @@ import pytest
 from jax._src import array as jax_array
 from pytest_check import check
 
+from kata_harness import versions
 from katas.phase6.programs import (
     ALIAS_BANK,
     BATCH,
@@ -385,9 +386,12 @@ def test_naive_temp_of_handwritten_modules(kata):
 @functools.cache
 def _compiled_naive_cases():
     square, half = ones(96, 96), bf16(64, 64)
+    short = np.ones((64, 64), np.int16)
     return {
         "tuple-output f32 chain": (capture(tuple_chain, square, square), 96 * 96 * 4),
         "bf16 chain of 4": (capture(matmul_chain(4), half, half), 3 * 64 * 64 * 2),
+        # integer dots stay plain s16 dots on every supported JAX (the bf16 case is gated)
+        "s16 chain of 4": (capture(matmul_chain(4), short, short), 3 * 64 * 64 * 2),
     }
 
 
@@ -397,6 +401,8 @@ def test_naive_temp_of_compiled_tuple_and_bf16_programs(kata):
     got = {name: kata.naive_temp_bytes(c.optimized_hlo_text) for name, (c, _) in cases.items()}
     _cpu_fact("each matmul of the chain is its own ENTRY instruction, kept in its dtype")
     for name, (_, expected) in cases.items():
+        if name.startswith("bf16") and not versions.holds("bf16-dots-stay-bf16"):
+            continue  # a gate, listed in the run's header
         with check:
             assert got[name] == expected, f"{name}: {got[name]} bytes, expected {expected}"
 

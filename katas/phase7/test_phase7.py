@@ -21,6 +21,7 @@ from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]
 from jaxlib import _hlo as xla_hlo  # pyright: ignore[reportAttributeAccessIssue]
 from pytest_check import check
 
+from kata_harness.xla_shapes import xla_shape
 from katas.phase7.programs import (
     CONDITIONAL_PROGRAMS,
     IF_STABLEHLO,
@@ -86,7 +87,7 @@ def _xla_conditionals(name: str) -> Counter:
     found = Counter()
     for _, i in _xla_instructions(name, "kConditional"):
         operands = i.operands()
-        found[(str(operands[0].shape).split("[")[0], len(operands) - 1)] += 1
+        found[(str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)] += 1
     return found
 
 
@@ -100,7 +101,7 @@ def _xla_conditionals_in_text_order(name: str) -> list[tuple[str, int]]:
     for computation, i in _xla_instructions(name, "kConditional"):
         operands = i.operands()
         key = (computations.index(computation), positions[(computation, i.name)])
-        found.append((key, (str(operands[0].shape).split("[")[0], len(operands) - 1)))
+        found.append((key, (str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)))
     return [signature for _, signature in sorted(found)]
 
 

@@ -15,7 +15,7 @@ def mlp(params: dict, x):
     return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
 
-def mlp_jaxpr(params: dict, x) -> jax.extend.core.Jaxpr:
+def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignore[reportPrivateImportUsage]
     # make_jaxpr traces with abstract values and returns the closed jaxpr.
     return jax.make_jaxpr(mlp)(params, x)
 

@@ -55,11 +55,14 @@ def _course_copy(destination: Path) -> Path:
 
 
 def _pinned_count() -> int:
-    key = snapshots.platform_key()
-    status = snapshots.pin_status(key)
-    if not status.usable:
-        pytest.skip(status.message)
-    return sum(1 for _ in (snapshots.SNAPSHOTS_DIR / key).rglob("*.txt"))
+    missing = snapshots.header_lines()  # some pinned test file has no pins for this JAX
+    if missing:
+        pytest.skip(missing[0])
+    root = snapshots.SNAPSHOTS_DIR / snapshots.platform_key() / snapshots.version_key()
+    pinned = sum(1 for _ in root.rglob("*.txt"))
+    if not pinned:
+        pytest.skip(f"no snapshots are pinned in {root.relative_to(curriculum.ROOT)}")
+    return pinned
 
 
 def test_snapshots_and_facts_survive_every_perturbation_at_once(tmp_path):

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from kata_harness.xla_shapes import xla_shape
 from xla_inspect.capture import capture
 from xla_inspect.diff import diff_hlo
 from xla_inspect.graph import fusion_graph_dot
@@ -144,7 +145,7 @@ def _xla_view(text: str) -> XlaView:
                     kind.group(1),
                     calls.group(1),
                     len(instruction.operands()),
-                    str(instruction.shape),
+                    str(xla_shape(instruction)),
                 )
         opcodes[computation.name] = counts
         callees[computation.name] = called

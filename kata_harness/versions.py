@@ -1,0 +1,163 @@
+"""Facts that hold only on some JAX versions, declared in one table.
+
+The suite supports several JAX minor versions side by side (see ``SUPPORTED``). A fact the
+compiler changed between them is not skipped quietly: it gets an entry in ``GATES`` with the
+version range where it holds and a one-line reason naming the change, and a test asks
+``holds(name)`` before asserting it (or carries ``requires_jax(name)`` when the whole test is the
+fact). Every gate that is off for the running JAX is listed in the header of every pytest run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
+
+# Oldest and newest minor version the suite is run on (CI runs the oldest and the locked one).
+SUPPORTED = ("0.10", "0.11", "0.12")
+_OPERATORS = (">=", "<")
+_LEADING_DIGITS = re.compile(r"\d+")
+
+
+def as_tuple(version: str) -> tuple[int, ...]:
+    """``"0.12.0.1"`` -> ``(0, 12, 0, 1)``; a pre-release or dev suffix ends it (``0.13.0rc1`` ->
+    ``(0, 13, 0)``)."""
+    parts = []
+    for part in version.split("."):
+        digits = _LEADING_DIGITS.match(part)
+        if digits is None:
+            break
+        parts.append(int(digits[0]))
+        if digits[0] != part:
+            break
+    return tuple(parts)
+
+
+def in_range(version: str, spec: str) -> bool:
+    """Whether ``version`` is in ``spec``: comma-separated ``>=X`` / ``<X`` bounds."""
+    have = as_tuple(version)
+    for bound in spec.split(","):
+        bound = bound.strip()
+        operator = next((op for op in _OPERATORS if bound.startswith(op)), None)
+        if operator is None:
+            raise ValueError(f"version range {spec!r}: each bound is >=X or <X, got {bound!r}")
+        limit = as_tuple(bound[len(operator) :])
+        if (operator == ">=" and have < limit) or (operator == "<" and have >= limit):
+            return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A fact that holds for ``jax`` versions in ``spec``; ``reason`` names what changed."""
+
+    name: str
+    spec: str
+    where: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.where}: needs jax {self.spec} ({self.reason})"
+
+
+GATES: dict[str, Gate] = {
+    gate.name: gate
+    for gate in (
+        Gate(
+            "f32-constant-multiplies-kept",
+            ">=0.12",
+            "phase4 test_xla_keeps_float_rewrites_it_may_not_do, f32 case, multiply count",
+            "XLA before jax 0.12 folds f32 x*2.0*3.0 into one multiply on CPU; bf16 keeps "
+            "both on every version and is still checked",
+        ),
+        Gate(
+            "bf16-dots-stay-bf16",
+            ">=0.11",
+            "phase6 test_naive_temp_of_compiled_tuple_and_bf16_programs, bf16 chain case",
+            "XLA CPU before jax 0.11 computes bf16 dots in f32 (a convert fusion around each "
+            "dot), so the chain's intermediates are f32; the s16 chain case checks dtype sizes "
+            "on every version",
+        ),
+        Gate(
+            "closed-call-binds-a-jaxpr",
+            ">=0.11",
+            "phase2 primitive_census tests, the closed call in the 'calls' program",
+            "jax 0.11 made closed_call_p the `eval_jaxpr` primitive bound with call_jaxpr=; "
+            "0.10's closed_call needs a private wrapped function",
+        ),
+        Gate(
+            "xla-parser-reads-newer-hlo-syntax",
+            ">=0.11",
+            "tests/xla_inspect oracle checks of corpus files with `name#N` operands or "
+            "compare's `order=`",
+            "XLA's HLO parser before jax 0.11 rejects two spellings the corpus's 0.12 dumps "
+            "print: tuple-output operands `name#N` and compare's `order=TOTAL`",
+        ),
+        Gate(
+            "compiled-hlo-rewrites-parameter-shardings",
+            ">=0.11",
+            "phase9 decoy shardings_after_partitioning (test_sharding_annotations)",
+            "before jax 0.11 the compiled CPU HLO keeps each parameter's sharding annotation "
+            "as written, so reading it after compiling is not wrong there",
+        ),
+        Gate(
+            "hlo-instruction-shape",
+            ">=0.12",
+            "tests/harness/test_versions.py, the printed shape against HloInstruction.shape",
+            "jaxlib._hlo.HloInstruction.shape appeared in jaxlib 0.12; older jaxlibs are read "
+            "through the shape XLA prints",
+        ),
+    )
+}
+
+
+NEWER_SYNTAX_GATE = "xla-parser-reads-newer-hlo-syntax"
+_NEWER_SYNTAX = re.compile(r"%?[\w.\-]+#\d+[,)]|, order=[A-Z]+")
+
+
+def uses_newer_hlo_syntax(hlo_text: str) -> bool:
+    """Whether HLO text names a tuple output as an operand (``%name#N``) or gives a compare an
+    ``order=``: XLA's parser reads those only where ``NEWER_SYNTAX_GATE`` holds."""
+    return _NEWER_SYNTAX.search(hlo_text) is not None
+
+
+def running_jax() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def check_all_facts() -> bool:
+    """``KATAS_CHECK_ALL_FACTS=1`` checks every gated fact on any JAX (``katas upgrade-report``
+    uses it to list the facts that flip between two versions)."""
+    return os.environ.get("KATAS_CHECK_ALL_FACTS") == "1"
+
+
+def holds(name: str) -> bool:
+    """Whether the gated fact ``name`` (a key of ``GATES``) is checked on the running JAX."""
+    return check_all_facts() or in_range(running_jax(), GATES[name].spec)
+
+
+def requires_jax(name: str) -> pytest.MarkDecorator:
+    """Mark a test whose whole fact is gated: it skips, with the gate's reason, elsewhere."""
+    import pytest  # here: phases' programs.py import this module outside pytest
+
+    return pytest.mark.skipif(not holds(name), reason=f"jax {running_jax()}: {GATES[name].line()}")
+
+
+def gated_off() -> list[Gate]:
+    """The gates whose facts are not checked on the running JAX."""
+    return [gate for gate in GATES.values() if not holds(gate.name)]
+
+
+def header_lines() -> list[str]:
+    """What every pytest run prints about version gates (nothing when all facts are checked)."""
+    off = gated_off()
+    if not off:
+        return []
+    lines = [f"katas: jax {running_jax()}: {len(off)} fact(s) not checked on this version:"]
+    return lines + [f"katas:   {gate.line()}" for gate in off]
