@@ -65,6 +65,7 @@ def _pinned_count() -> int:
     return pinned
 
 
+@pytest.mark.timeout(300)  # the snapshot and fact tests again, in a subprocess on one core
 def test_snapshots_and_facts_survive_every_perturbation_at_once(tmp_path):
     """Covers: another repo path (KATAS_ROOT), PYTHONHASHSEED=987, XLA_FLAGS with --xla_dump_to
     and --xla_dump_hlo_as_text, random order (global bucket, seed 4242), one core

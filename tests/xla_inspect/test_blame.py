@@ -46,10 +46,12 @@ def xi_blame_capture(tmp_path_factory: pytest.TempPathFactory) -> Capture:
 
 @pytest.fixture(scope="module")
 def xi_blame_timeline(xi_blame_capture: Capture) -> list[PassStep]:
+    assert xi_blame_capture.dump_dir is not None
     return pass_timeline(xi_blame_capture.dump_dir, xi_blame_capture.dump_module)
 
 
 def _blame(cap: Capture, name: str) -> Blame:
+    assert cap.dump_dir is not None
     return blame(cap.dump_dir, name, cap.dump_module)
 
 
@@ -98,6 +100,7 @@ def test_elementwise_chain_absorbed_into_a_fusion(xi_blame_capture, xi_blame_tim
     assert absorbed, result.events
     assert _step(xi_blame_timeline, absorbed[0].seq).opcode_deltas.get("fusion", 0) > 0
     last = _last_module(xi_blame_capture, xi_blame_timeline)
+    assert result.final_fusion is not None and result.final_name is not None
     fusion = _by_name(last)[result.final_fusion]
     assert fusion.opcode == "fusion"
     (called,) = fusion.called_computations
@@ -156,6 +159,7 @@ def test_repeated_layers_are_told_apart(xi_blame_capture, xi_blame_timeline) -> 
     assert None not in fusions and fusions[0] != fusions[1]
     # the second layer's fusion is computed from the first layer's, in the optimized module
     entry = _by_name(_last_module(xi_blame_capture, xi_blame_timeline))
+    assert fusions[1] is not None
     todo, upstream = list(entry[fusions[1]].operands), set()
     while todo:
         name = todo.pop()
