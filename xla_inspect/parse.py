@@ -117,6 +117,9 @@ _CALLERS = frozenset(
     }
 )
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
+# A '{...}' value followed by another attribute without a ',' between them (inside metadata,
+# fields are separated by spaces, but no field's value is a brace group)
+_BRACE_THEN_NAME = re.compile(r"\}[ \t]+[A-Za-z_][\w.\-]*=").search
 _CALLED_NAME = re.compile(CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))")
 
 
@@ -653,6 +656,8 @@ class _Reader:
                         or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
                         or "//" in tail
                         or "/*" in tail
+                        or " =" in tail  # 'name =': XLA's lexer reads no attribute name there
+                        or ("} " in tail and _BRACE_THEN_NAME(tail) is not None)
                     ):
                         match = None
                 if match is None:

@@ -70,11 +70,6 @@ def test_reader_matches_xla_parser(path) -> None:
 # -- the bank: reformatted-valid and invalid modules, each checked against XLA's verdict --------
 
 BANK = sorted((HERE / "fixtures" / "bank").glob("*.hlo"))
-# The fast line path leaves attribute syntax alone: these two XLA rejects, the reader accepts.
-KNOWN_GAPS = {
-    "invalid_attribute_name_before_space_eq.hlo",
-    "invalid_missing_comma_between_attributes.hlo",
-}
 
 
 def _xla_verdict(text: str) -> tuple[int, Counter[str]] | None:
@@ -94,16 +89,7 @@ def _our_verdict(text: str) -> tuple[int, Counter[str]] | None:
     return len(module.computations), opcode_counts(module)
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="fast path: attribute syntax"))
-        if p.name in KNOWN_GAPS
-        else p
-        for p in BANK
-    ],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", BANK, ids=lambda p: p.name)
 def test_bank_verdicts_match_xla(path) -> None:
     text = path.read_bytes().decode()  # bytes: keep '\r\n' where a fixture has it
     expected = _xla_verdict(text)
