@@ -42,7 +42,7 @@ def mse_loss(params: dict, x, y):
     The mean runs over every element (batch and outputs alike), so repeating the batch does not
     change the loss.
     """
-    # TODO: mean of the squared difference
+    # TODO: which reduction leaves the loss unchanged when the batch is repeated?
     raise NotImplementedError("phase1 task 3: mse_loss")
 
 

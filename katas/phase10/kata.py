@@ -45,7 +45,7 @@ def make_train_step(optimizer) -> Callable:
     so XLA may write the new ones into the same buffers. The batch is not donated (no output
     could reuse it).
     """
-    # TODO: value_and_grad, optimizer.update, optax.apply_updates; jit with donate_argnums
+    # TODO: loss and gradient in one transformation, then the optimizer's update; jit donating
     raise NotImplementedError("phase10 task 2: make_train_step")
 
 

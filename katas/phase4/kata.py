@@ -30,7 +30,7 @@ def stages(f, *args) -> tuple[str, str]:
 def algebraic_identity(x):
     """Return x itself (for every float: inf, nan, 3e38 too; same dtype), through at least two
     arithmetic ops (+ - * /) that XLA removes entirely."""
-    # TODO: identities such as multiplying by one; avoid any that XLA refuses to simplify
+    # TODO: which arithmetic with a constant is exact for every float, inf and nan included?
     raise NotImplementedError("phase4 task 2: algebraic_identity")
 
 
@@ -43,15 +43,16 @@ def folded_scale(x):
 
 
 def shared_subexpression(a, b, c, d):
-    """Return (a+b)*c + (a+b)*d, written so the jaxpr has 3 adds; XLA must leave 2."""
+    """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype, written so
+    that the jaxpr has 3 adds and the optimized HLO (fused computations included) has 2."""
     # TODO: repeat yourself on purpose
     raise NotImplementedError("phase4 task 4: shared_subexpression")
 
 
 def dead_branch(x):
     """Return x + 1, but compute jnp.exp(x) in a way that survives into StableHLO and that XLA
-    then proves useless and deletes (no `exponential` left in the optimized HLO): the exp is one
-    side of a choice (a select or a cond in the jaxpr) whose predicate XLA knows when compiling."""
+    then proves useless and deletes: StableHLO holds an `exponential` (JAX kept it because
+    something uses it) and the optimized HLO holds none."""
     # TODO: JAX already drops an unused result; make the exp *used*, by something XLA can decide
     raise NotImplementedError("phase4 task 5: dead_branch")
 
@@ -70,8 +71,10 @@ def attention_scores(q, k):
 
 
 def refused_rewrites(x):
-    """Return the tuple (x*6, 0*x) written as x*2*3 and x-x: two rewrites XLA will NOT do for
-    floats. Both results have x's shape and dtype."""
+    """Return the pair (six times x, zeros), each computed in a form that real-number algebra
+    would simplify but XLA must not for floats: the optimized HLO keeps two multiplies (no
+    reassociation of the constants) and one subtract (no folding to zero). Both results have
+    x's shape and dtype."""
     # TODO: mind the order of the factors: Python evaluates left to right
     raise NotImplementedError("phase4 task 8: refused_rewrites")
 
@@ -100,10 +103,12 @@ def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str |
 def named_passes() -> dict[str, str]:
     """Which pass did it? Keys and the program to dump with per-pass files:
 
-    - "transpose": removed the transpose of `q @ k.T`, q and k f32[8,16]
-    - "fusion": created the fusion of `jnp.tanh(jnp.sin(x) * 2.0 + 1.0)`, x f32[8]
-    - "add": removed the duplicated add of `(a + b) * c + (a + b) * d`, all f32[8]
-    - "divide": removed the divide of `x / jnp.sqrt(2.0)`, x f32[8]
+    - "transpose": removed the transpose of an attention_scores program, q and k f32[8,16]
+    - "fusion": created the loop fusion of an elementwise_chain program, x f32[8]
+    - "add": removed the duplicated add of a shared_subexpression program, all f32[8]
+    - "divide": removed the divide of a folded_scale program, x f32[8]
+    (the tests dump their own programs of these four kinds; your answers to tasks 3, 4, 6, 7
+    are such programs.)
     Values: pass names exactly as they appear in the dump file names.
     """
     # TODO: dump each program (xla_inspect.capture.capture(f, *args, dump_dir=d, dump_passes=True)

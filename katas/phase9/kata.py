@@ -71,7 +71,7 @@ def psum_total(x, mesh: Mesh) -> jax.Array:
     Each device sums its own rows, then one psum of that single number over "x" only (on a
     2-D mesh the copies along the other axis hold the same rows and must not be added again).
     """
-    # TODO: jax.shard_map with in_specs P("x") and a replicated output
+    # TODO: which shard_map specs describe a row-split input and a replicated scalar?
     raise NotImplementedError("phase9 task 6: psum_total")
 
 
@@ -89,7 +89,7 @@ def gather_rows(x, mesh: Mesh) -> jax.Array:
     One all_gather over mesh axis "x" inside shard_map (not a replicated out_sharding: that
     makes the partitioner do the gather).
     """
-    # TODO: jax.lax.all_gather(tiled=True) inside shard_map
+    # TODO: inside shard_map, which all_gather option gives one array rather than a stack?
     raise NotImplementedError("phase9 task 8: gather_rows")
 
 
