@@ -4,6 +4,12 @@ A task is one function of a phase's kata file. Its identity is ``phaseN.taskM``;
 is ``phaseN_taskM``. Hints are tiered: level 1 asks questions, later levels point further, none
 gives the answer.
 
+A task's ``kind`` says what the learner does: ``read`` a fact from the IR (the default),
+``predict`` a fact from the program alone before the compiler confirms it, or ``decide``: change a
+program or choose a setting until a budget read from the compiler holds. A phase may declare
+``needs = "tpu"`` (a uv dependency group): its live tests skip, naming the install command, when
+the group is not installed.
+
 ``KATAS_ROOT`` points the harness at another checkout of the course (the hostile-code tests run a
 broken copy this way); :func:`course_at` does the same inside one process (the CLI's tests run a
 small fixture course). Other modules read the folders as ``curriculum.ROOT`` etc. at call time.
@@ -29,6 +35,7 @@ KATA_FILE = "kata.py"
 PROGRAMS_FILE = "programs.py"
 # JAX CPU devices for the tests and `katas show` (phase 9 shards over 8 of them).
 CPU_DEVICES = 8
+KINDS = ("read", "predict", "decide")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,7 @@ class Task:
     function: str
     title: str
     hints: tuple[str, ...]
+    kind: str = "read"
 
     @property
     def id(self) -> str:
@@ -57,10 +65,16 @@ class Phase:
     number: int
     title: str
     tasks: tuple[Task, ...]
+    needs: str | None = None
 
     @property
     def name(self) -> str:
         return f"phase{self.number}"
+
+    @property
+    def install_command(self) -> str | None:
+        """What installs the dependency group this phase's live tests need, if any."""
+        return f"uv sync --group {self.needs}" if self.needs else None
 
     @property
     def kata_path(self) -> Path:
@@ -88,7 +102,8 @@ class Phase:
 
 def _read_phase(folder: Path) -> Phase:
     number = int(folder.name.removeprefix("phase"))
-    data = tomllib.loads((folder / "tasks.toml").read_text(encoding="utf-8"))
+    path = folder / "tasks.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
     tasks = tuple(
         Task(
             phase=number,
@@ -96,10 +111,16 @@ def _read_phase(folder: Path) -> Phase:
             function=entry["function"],
             title=entry["title"],
             hints=tuple(entry.get("hints", ())),
+            kind=entry.get("kind", "read"),
         )
         for index, entry in enumerate(data["task"], start=1)
     )
-    return Phase(number=number, title=data["title"], tasks=tasks)
+    for task in tasks:
+        if task.kind not in KINDS:
+            raise ValueError(
+                f"{path}: task {task.function!r} has kind {task.kind!r}, not one of {KINDS}"
+            )
+    return Phase(number=number, title=data["title"], tasks=tasks, needs=data.get("needs"))
 
 
 @cache

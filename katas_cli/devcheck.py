@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.table import Table
 
 from kata_harness import curriculum, loading, records
-from kata_harness.curriculum import Phase, Task
+from kata_harness.curriculum import KINDS, Phase, Task
 from kata_harness.decoys import MIN_DECOYS
 from kata_harness.records import TestRecord
 
@@ -149,6 +149,12 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
         f"{sum(len(r.accepted) for r in rows)} accepted variants"
     )
     console.print(f"{totals}; {bad} task(s) with problems" if bad else f"{totals}; all honest")
+    kinds = Counter(row.task.kind for row in rows)
+    console.print(
+        "task kinds: "
+        + ", ".join(f"{kinds[kind]} {kind}" for kind in KINDS)
+        + f" ({kinds['predict'] + kinds['decide']} of {len(rows)} ask to predict or decide)"
+    )
     return bad
 
 
