@@ -8,6 +8,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from kata_harness.decoys import accepted, decoy
@@ -565,3 +566,68 @@ def init_params_rolling_key(key, in_dim, hidden, out_dim):
     key, sub = jax.random.split(key)
     w2 = jax.random.normal(sub, (hidden, out_dim)) / jnp.sqrt(hidden)
     return {"w1": w1, "b1": jnp.zeros(hidden), "w2": w2, "b2": jnp.zeros(out_dim)}
+
+
+# -------------------------------------------------------------------------------- count_traces
+
+
+@decoy("count_traces", caught_by=["test_count_traces_matches_jit"], why="one trace per call")
+def traces_every_call(calls):
+    return len(calls)
+
+
+@decoy(
+    "count_traces",
+    caught_by=["test_count_traces_matches_jit"],
+    why="keys on shape and NumPy dtype: float64 stays float64, a Python float is a float64",
+)
+def traces_numpy_dtypes(calls):
+    return len({(np.shape(x), np.result_type(x), n) for x, n in calls})
+
+
+@decoy(
+    "count_traces",
+    caught_by=["test_count_traces_matches_jit"],
+    why="canonicalizes 64-bit dtypes but forgets weak types (Python 1.0 vs np.float32(1.0))",
+)
+def traces_no_weak_types(calls):
+    return len(
+        {(np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)), n) for x, n in calls}
+    )
+
+
+@decoy(
+    "count_traces",
+    caught_by=["test_count_traces_matches_jit"],
+    why="ignores the static argument n",
+)
+def traces_ignore_static(calls):
+    keys = {
+        (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)), type(x)) for x, _ in calls
+    }
+    return len(keys)
+
+
+@decoy(
+    "count_traces",
+    caught_by=["test_count_traces_matches_jit"],
+    why="measures instead of predicting: runs the calls through jax.jit",
+)
+def traces_measured(calls):
+    seen: list = []
+    jitted = jax.jit(lambda x, n: seen.append(n) or x, static_argnums=1)
+    for x, n in calls:
+        jitted(x, n)
+    return len(seen)
+
+
+@accepted("count_traces", why="counts first sightings in a loop, canonicalizes with jax.dtypes")
+def traces_first_sightings(calls):
+    seen, count = set(), 0
+    for x, n in calls:
+        weak = isinstance(x, (int, float)) and not isinstance(x, (bool, np.generic))
+        key = (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)), weak, n)
+        if key not in seen:
+            seen.add(key)
+            count += 1
+    return count

@@ -104,3 +104,15 @@ def abs_cond(x):
     """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")
+
+
+def count_traces(calls: list[tuple]) -> int:
+    """Predict how many times `g` is traced when `jax.jit(g, static_argnums=1)` is called as
+    g(x, n) once for each (x, n) of `calls`, in order, starting from an empty cache.
+
+    x is a NumPy array, a NumPy scalar or a Python scalar (bool, int, float); n is a Python int.
+    JAX runs with its default 32-bit types. Work it out from the arguments alone: the tests
+    forbid jax.jit, tracing and compiling while they call you.
+    """
+    # TODO: what does one entry of jit's cache remember about x, and about n?
+    raise NotImplementedError("phase1 task 10: count_traces")

@@ -5,6 +5,7 @@ several dtypes; IR facts are the ones every correct spelling shares (a relu writ
 jnp.maximum, jnp.where or jax.nn.relu passes alike).
 """
 
+import contextlib
 import functools
 
 import jax
@@ -15,7 +16,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pytest_check import check
 
-from katas.phase1.programs import ABS_INPUTS, KEYS, SHAPES, counting_power, data, if_positive
+from katas.phase1.programs import (
+    ABS_INPUTS,
+    CALL_STREAMS,
+    KEYS,
+    SHAPES,
+    counting_power,
+    data,
+    if_positive,
+    random_streams,
+)
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.stablehlo import stablehlo_op_census
 
@@ -462,6 +472,75 @@ def test_predict_traces_matches_measurement(kata):
         with check:
             assert predicted.get(scenario) == measured, (
                 f"{scenario}: you predicted {predicted.get(scenario)}, jit traced {measured} times"
+            )
+
+
+class _Compiling(Exception):
+    """Raised by the patched JAX entry points while a predict task is called."""
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch, task: str):
+    """Run a predict task with jax.jit, jax.make_jaxpr, jax.eval_shape and the lowered stage's
+    compile and cost_analysis replaced by a function that refuses."""
+
+    def refuse(*_, **__):
+        raise _Compiling
+
+    with monkeypatch.context() as patch:
+        for owner, name in (
+            (jax, "jit"),
+            (jax, "make_jaxpr"),
+            (jax, "eval_shape"),
+            (jax.stages.Lowered, "compile"),
+            (jax.stages.Lowered, "cost_analysis"),
+        ):
+            patch.setattr(owner, name, refuse)
+        try:
+            yield
+        except _Compiling:
+            pytest.fail(f"{task} traced or compiled a program: predict it instead", pytrace=False)
+
+
+@pytest.mark.task("predict_traces")
+def test_predict_traces_does_not_run_jit(kata, monkeypatch):
+    with _without_compiling(monkeypatch, "predict_traces"):
+        predicted = kata.predict_traces()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+
+
+# -------------------------------------------------------------------------------- count_traces
+
+
+def _measure_traces(stream: list[tuple]) -> int:
+    """Traces of a fresh jax.jit(g, static_argnums=1) over the stream, counted in g."""
+    calls: list = []
+
+    def g(x, n):
+        calls.append(n)
+        return x * n
+
+    jitted = jax.jit(g, static_argnums=1)
+    for x, n in stream:
+        jitted(x, n)
+    return len(calls)
+
+
+@functools.cache  # test-owned streams: measured once per session
+def _measured_streams() -> dict[str, int]:
+    return {name: _measure_traces(s) for name, s in {**CALL_STREAMS, **random_streams()}.items()}
+
+
+@pytest.mark.task("count_traces")
+def test_count_traces_matches_jit(kata, monkeypatch):
+    measured = _measured_streams()
+    streams = {**CALL_STREAMS, **random_streams()}
+    for name, stream in streams.items():
+        with _without_compiling(monkeypatch, "count_traces"):
+            predicted = kata.count_traces(list(stream))
+        with check:
+            assert predicted == measured[name], (
+                f"{name}: you predicted {predicted} traces, jit traced {measured[name]}"
             )
 
 

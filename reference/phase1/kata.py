@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 
@@ -63,3 +64,23 @@ def abs_where(x):
 def abs_cond(x):
     # Only one branch runs; the predicate must be a scalar.
     return lax.cond(x > 0, lambda v: v, lambda v: -v, x)
+
+
+_TO_32_BITS = {
+    "float64": "float32",
+    "int64": "int32",
+    "uint64": "uint32",
+    "complex128": "complex64",
+}
+
+
+def _cache_key(x, n) -> tuple:
+    # Shape, dtype after 64 -> 32 bit canonicalization, weak type (Python int and float), n.
+    dtype = np.result_type(x).name
+    weak = type(x) in (int, float)
+    return np.shape(x), _TO_32_BITS.get(dtype, dtype), weak, n
+
+
+def count_traces(calls: list[tuple]) -> int:
+    # One trace per distinct cache key; values never enter the key, static values do.
+    return len({_cache_key(x, n) for x, n in calls})
