@@ -122,6 +122,7 @@ def capture(
     compiler_options: Mapping[str, Any] | None = None,
     dump_dir: str | Path | None = None,
     dump_passes: bool = False,
+    target: str | None = None,
     **kwargs: Any,
 ) -> Capture:
     """Trace, lower and compile `fn(*args, **kwargs)` and return every stage.
@@ -149,6 +150,10 @@ def capture(
     `.hlo`/`.mlir` files hold fewer stages: see `capture_ir`.
     With `dump_dir`, XLA writes its HLO dumps there (with `dump_passes`, one file per
     optimization pass), and the persistent compilation cache is off for that compile.
+
+    With `target` (a name from `xla_inspect.targets`, e.g. ``"tpu-v5e:2x2"``), every array
+    argument that is not already sharded over that target's devices is placed on its first
+    device, so XLA compiles for that chip without the hardware (see `xla_inspect.targets`).
     """
     import jax.stages  # here, not at module level: reading HLO never needs JAX
 
@@ -161,6 +166,8 @@ def capture(
         "donate_argnames": donate_argnames,
     }
     given = [name for name, value in jit_options.items() if value not in ((), "", [])]
+    if target is not None:
+        args, kwargs = _on_target(target, fn, args, kwargs)
     jaxpr, lowered = _trace_and_lower(fn, args, kwargs, jit_options, given)
     return capture_lowered(
         lowered,
@@ -219,6 +226,32 @@ def _trace_and_lower(
         raise
     except Exception as exc:  # whatever the traced Python code raises; the cause stays chained
         raise CaptureError(f"tracing or lowering failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _on_target(
+    name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`args` and `kwargs` with their arrays placed on the target called `name`."""
+    import jax.stages
+
+    from xla_inspect import targets
+
+    if _stage(fn, "lowered") is not None or _stage(fn, "traced") is not None:
+        raise CaptureError(
+            f"{_kind(fn)} was lowered for its own devices already: lower it with arguments "
+            "placed by xla_inspect.targets.get(NAME).place(...) instead of passing target="
+        )
+    if callable(getattr(fn, "lower", None)) and not isinstance(fn, jax.stages.Wrapped):
+        raise CaptureError(
+            f"{_kind(fn)} traces only concrete arrays, which cannot live on a target without "
+            "its hardware: capture plain jax.jit(f) with target="
+        )
+    target = targets.get(name)
+    try:
+        placed = target.place_tree((args, kwargs))
+    except targets.TargetError as exc:
+        raise CaptureError(str(exc)) from exc
+    return placed[0], placed[1]
 
 
 def _as_arrays(tree: Any) -> Any:

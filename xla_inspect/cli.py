@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from xla_inspect import targets
 from xla_inspect.blame import BlameError, blame, format_blame
 from xla_inspect.diff import diff_hlo, format_diff
 from xla_inspect.errors import HloParseError, InspectError
@@ -29,6 +30,7 @@ from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.passes import DumpError, first_pass_adding, first_pass_removing, pass_timeline
 from xla_inspect.summary import format_summary, summarize
+from xla_inspect.targets import TARGETS
 
 __all__ = ["main"]
 
@@ -295,10 +297,19 @@ def _import_function(target: str) -> Any:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    if Path(args.target).suffix in (".hlo", ".mlir", ".txt") and ":" not in args.target:
+    if Path(args.source).suffix in (".hlo", ".mlir", ".txt") and ":" not in args.source:
         return _capture_file(args)
+    if args.target is not None:
+        try:
+            target = targets.get(args.target)
+        except targets.TargetError as exc:
+            raise UsageError(str(exc), "pick a name from xla-inspect capture --help") from exc
+        missing = target.missing()
+        if missing is not None:
+            raise UsageError(missing, "install the group, then run this again")
+        targets.prepare_environment()  # before JAX starts its backends (_call_args imports it)
     positional, keywords, options = _call_args(args.arg, args.args_from)
-    function = _import_function(args.target)
+    function = _import_function(args.source)
     from xla_inspect.capture import capture
 
     if callable(getattr(function, "lower", None)):
@@ -306,10 +317,16 @@ def _capture(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         captured = capture(
-            function, *positional, dump_dir=out, dump_passes=args.passes, **options, **keywords
+            function,
+            *positional,
+            dump_dir=out,
+            dump_passes=args.passes,
+            target=args.target,
+            **options,
+            **keywords,
         )
     except InspectError as exc:
-        raise UsageError(f"capturing {args.target} failed: {exc}", "check the --arg specs") from exc
+        raise UsageError(f"capturing {args.source} failed: {exc}", "check the --arg specs") from exc
     written = {
         "jaxpr.txt": None if captured.jaxpr is None else f"{captured.jaxpr}\n",
         "stablehlo.mlir": captured.stablehlo_text,
@@ -320,31 +337,31 @@ def _capture(args: argparse.Namespace) -> int:
     }
     names = _write(out, written)
     sys.stdout.write(
-        f"captured {args.target} into {out}: {', '.join(names)} "
+        f"captured {args.source} into {out}: {', '.join(names)} "
         f"and XLA dumps ({captured.dump_module})\n"
     )
     return 0
 
 
 def _capture_file(args: argparse.Namespace) -> int:
-    if args.arg or args.args_from or args.passes:
+    if args.arg or args.args_from or args.passes or args.target:
         raise UsageError(
-            f"{args.target} is an IR file: it takes no --arg, --args-from or --passes",
+            f"{args.source} is an IR file: it takes no --arg, --args-from, --passes or --target",
             "pass MODULE:FUNCTION to capture a function with arguments",
         )
     from xla_inspect.capture import capture_ir
 
-    if not Path(args.target).is_file():
-        raise UsageError(f"{args.target}: no such file", "check the path")
+    if not Path(args.source).is_file():
+        raise UsageError(f"{args.source}: no such file", "check the path")
     try:
-        held = capture_ir(args.target)
+        held = capture_ir(args.source)
     except HloParseError as exc:
         raise UsageError(
-            f"{args.target} line {exc.line_no}: expected {exc.expected}",
+            f"{args.source} line {exc.line_no}: expected {exc.expected}",
             "a .hlo or .txt file holds HLO text; StableHLO goes in a .mlir file",
         ) from exc
     except InspectError as exc:
-        raise UsageError(f"capturing {args.target} failed: {exc}", "check the file") from exc
+        raise UsageError(f"capturing {args.source} failed: {exc}", "check the file") from exc
     compiled = held.optimized_hlo_text is not None
     written = {
         "stablehlo.mlir": held.stablehlo_text,
@@ -357,7 +374,7 @@ def _capture_file(args: argparse.Namespace) -> int:
         written["cost.json"] = written["memory.json"] = None
     out = Path(args.out)
     names = _write(out, written)
-    sys.stdout.write(f"captured {args.target} into {out}: {', '.join(names)}\n")
+    sys.stdout.write(f"captured {args.source} into {out}: {', '.join(names)}\n")
     return 0
 
 
@@ -419,7 +436,8 @@ def _parser() -> argparse.ArgumentParser:
         "capture", help="capture every stage of MODULE:FUNCTION (or of a .hlo/.mlir file)"
     )
     capture.add_argument(
-        "target",
+        "source",
+        metavar="WHAT",
         help="MODULE:FUNCTION (dotted module or path/to/file.py), or a .hlo/.txt/.mlir file",
     )
     capture.add_argument(
@@ -437,6 +455,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     capture.add_argument("--out", required=True, help="directory to write into")
     capture.add_argument("--passes", action="store_true", help="also dump one file per pass")
+    capture.add_argument(
+        "--target",
+        metavar="NAME",
+        help="compile for this chip without the hardware: "
+        + ", ".join(TARGETS)
+        + " (TPU/GPU need uv sync --group tpu / gpu); default: this machine",
+    )
     capture.set_defaults(run=_capture)
     return parser
 

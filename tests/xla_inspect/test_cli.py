@@ -341,7 +341,7 @@ def test_capture_of_ir_files(tmp_path: Path, capsys) -> None:
         (["capture", "{model}", "--out", "{tmp}"], "write MODULE:FUNCTION"),
         (
             ["capture", "{hlo}", "--passes", "--out", "{tmp}"],
-            "takes no --arg, --args-from or --passes",
+            "takes no --arg, --args-from, --passes or --target",
         ),
         (["capture", "{bad_hlo}", "--out", "{tmp}"], "bad.hlo line 1: expected"),
         (["capture", "{bad_mlir}", "--out", "{tmp}"], "compiling the StableHLO failed"),

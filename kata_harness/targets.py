@@ -1,0 +1,109 @@
+"""TPU and GPU targets in kata tests: live compiles that skip without their dependency group, and
+modules recorded from those compiles so that IR-reading tasks run everywhere.
+
+A phase's ``programs.py`` may define ``RECORDINGS``: name -> :class:`Recording`. Each is kept as
+``katas/phaseN/recorded/<name>.hlo``, optimized HLO text led by ``//`` lines naming the target, the
+compiler versions and the program (XLA's parser skips them). Tests read it with :func:`recorded`.
+``tests/harness/test_recordings.py`` recompiles every recording whose target's group is installed
+and compares: a recording that no longer matches the compiler fails, naming the command that
+records it again (the CPU snapshots' re-pin command, which rewrites the files):
+
+    uv run pytest tests/harness/test_recordings.py --impl=reference --snapshot-update
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from xla_inspect import targets
+from xla_inspect.targets import Target
+
+from . import curriculum
+
+if TYPE_CHECKING:
+    import jax.stages
+
+RECORDED_DIR = "recorded"
+RECORD_COMMAND = "uv run pytest tests/harness/test_recordings.py --impl=reference --snapshot-update"
+_VERSIONS_LINE = "// versions: "
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A program compiled for ``target``: ``lower(target)`` returns its ``jax.stages.Lowered``
+    (arguments placed with ``target.place``/``target.mesh``); ``what`` says in one line what it
+    is; ``compiler_options`` go to ``compile``."""
+
+    target: str
+    what: str
+    lower: Callable[[Target], jax.stages.Lowered]
+    compiler_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def require(name: str) -> Target:
+    """The target called ``name``, or skip the test saying which group to install."""
+    target = targets.get(name)
+    missing = target.missing()
+    if missing is not None:
+        pytest.skip(f"needs: {target.install_command} ({missing})")
+    return target
+
+
+def recorded_path(phase: str, name: str) -> Path:
+    return curriculum.KATAS_DIR / phase / RECORDED_DIR / f"{name}.hlo"
+
+
+def recorded(phase: str, name: str) -> str:
+    """The recorded optimized HLO text of ``phaseN``'s recording ``name`` (with its header)."""
+    path = recorded_path(phase, name)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: record it with {RECORD_COMMAND}")
+    return path.read_text(encoding="utf-8")
+
+
+def recorded_versions(text: str) -> str | None:
+    """The compiler versions a recorded text names in its header."""
+    for line in text.splitlines():
+        if line.startswith(_VERSIONS_LINE):
+            return line.removeprefix(_VERSIONS_LINE)
+        if not line.startswith("//"):
+            break
+    return None
+
+
+@contextmanager
+def _file_names_stripped() -> Iterator[None]:
+    """Source file names without directories in the text (the checkout's path is not in it)."""
+    import jax
+
+    before = jax.config.jax_hlo_source_file_canonicalization_regex
+    jax.config.update("jax_hlo_source_file_canonicalization_regex", ".*/")
+    try:
+        yield
+    finally:
+        jax.config.update("jax_hlo_source_file_canonicalization_regex", before)
+
+
+def compile_recording(recording: Recording) -> str:
+    """Compile ``recording`` for its target now; the text as it would be recorded."""
+    target = targets.get(recording.target)
+    with _file_names_stripped():
+        lowered = recording.lower(target)
+        compiled = lowered.compile(compiler_options=dict(recording.compiler_options) or None)
+    text = compiled.as_text()
+    if text is None:
+        raise RuntimeError(f"{recording.target} gave no optimized HLO text")
+    options = "".join(f" {k}={v}" for k, v in sorted(recording.compiler_options.items()))
+    header = [
+        f"// recorded by: {RECORD_COMMAND}",
+        f"// target: {target.name} ({target.description}){options}",
+        f"{_VERSIONS_LINE}{target.versions()}",
+        f"// program: {recording.what}",
+    ]
+    return "\n".join(header) + "\n" + text
