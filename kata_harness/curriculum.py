@@ -36,6 +36,8 @@ PROGRAMS_FILE = "programs.py"
 # JAX CPU devices for the tests and `katas show` (phase 9 shards over 8 of them).
 CPU_DEVICES = 8
 KINDS = ("read", "predict", "decide")
+# Optimized HLO recorded from TPU/GPU compiles, per phase (see kata_harness.targets).
+RECORDED_DIR = "recorded"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,6 @@ from . import curriculum
 if TYPE_CHECKING:
     import jax.stages
 
-RECORDED_DIR = "recorded"
 RECORD_COMMAND = "uv run pytest tests/harness/test_recordings.py --impl=reference --snapshot-update"
 _VERSIONS_LINE = "// versions: "
 
@@ -56,7 +55,7 @@ def require(name: str) -> Target:
 
 
 def recorded_path(phase: str, name: str) -> Path:
-    return curriculum.KATAS_DIR / phase / RECORDED_DIR / f"{name}.hlo"
+    return curriculum.KATAS_DIR / phase / curriculum.RECORDED_DIR / f"{name}.hlo"
 
 
 def recorded(phase: str, name: str) -> str:

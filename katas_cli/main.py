@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("task", nargs="?", help="task number or function name")
     show.add_argument("--stage", choices=STAGE_NAMES, default="optimized")
     show.add_argument("--reference", action="store_true", help="show the reference's IR")
+    show.add_argument(
+        "--target",
+        metavar="NAME",
+        help="compile for a TPU or GPU without the hardware (tpu-v5e:2x2, gpu-h100, ...; "
+        "needs uv sync --group tpu / gpu)",
+    )
     compare = sub.add_parser("compare", help="reviewers: your code and IR beside the reference")
     compare.add_argument("phase", help="phaseN or phaseN.M")
     compare.add_argument("task", nargs="?", help="task number or function name (default: all)")
@@ -171,13 +177,14 @@ def _show(args: argparse.Namespace, console) -> int:
     from .show import capture_task, fusion_summary, highlight, stage_text
 
     _, task = _one_task(args.phase, args.task)
-    shown = capture_task(task, "reference" if args.reference else "katas")
+    shown = capture_task(task, "reference" if args.reference else "katas", target=args.target)
     text = stage_text(shown.capture, args.stage)
     who = "reference" if args.reference else "your code"
     if shown.recipe.given:
         who = "the tests' program"
+    where = f" for {args.target}" if args.target else ""
     console.print(
-        f"[bold]{task.id}[/] {task.function} ({who}): {args.stage}, "
+        f"[bold]{task.id}[/] {task.function} ({who}): {args.stage}{escape(where)}, "
         f"program: {escape(shown.recipe.about)}"
     )
     if console.is_terminal:

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
+from xla_inspect.targets import group_missing
 
 from .state import PhaseOutcome, State, hint_key
 from .status import current_task, first_unfinished, phase_summary, shared_failure
@@ -58,6 +59,8 @@ def render_status(console: Console, outcomes: dict[str, PhaseOutcome]) -> None:
         row = f"  {phase.name:<8} {title:<{width}}  {d:>2}/{t:<2} {_bar(d, t)}"
         if shared_failure(phase, outcomes[phase.name]) is not None:
             row += f"  [red]broken: uv run katas run {phase.name}[/]"
+        elif phase.needs and group_missing(phase.needs):
+            row += f"  [yellow]needs: {phase.install_command}[/]"
         console.print(row)
     console.print()
     render_current(console, current_task(outcomes), outcomes)

@@ -24,7 +24,7 @@ from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import fused_computation_names, fusions
 
-from .errors import NothingToShow, ShowError
+from .errors import NothingToShow, ShowError, UsageError
 
 _BLANK_RUN = re.compile(r"\n{3,}")
 _READABLE = [r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata")]
@@ -46,8 +46,18 @@ def _configure_jax() -> None:
     jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
 
 
-def capture_task(task: Task, impl: str) -> Shown:
-    """Trace and compile the task's recipe with the learner's (`katas`) or reference module."""
+def capture_task(task: Task, impl: str, target: str | None = None) -> Shown:
+    """Trace and compile the task's recipe with the learner's (`katas`) or reference module,
+    for this machine or for the named TPU/GPU `target` (see `xla_inspect.targets`)."""
+    if target is not None:
+        from xla_inspect import targets
+
+        try:
+            missing = targets.get(target).missing()
+        except targets.TargetError as error:
+            raise UsageError(str(error)) from None
+        if missing is not None:
+            raise ShowError(missing)
     _configure_jax()
     recipe = recipe_for(task)
     if recipe is None:
@@ -64,7 +74,7 @@ def capture_task(task: Task, impl: str) -> Shown:
         raise ShowError(str(error)) from None
     try:
         fn, args = recipe.build(module)
-        return Shown(task, recipe, capture(fn, *args))
+        return Shown(task, recipe, capture(fn, *args, target=target))
     except NotImplementedError:
         raise ShowError(_not_done(task)) from None
     except InspectError as error:  # capture wraps what tracing raised, a stub's raise included

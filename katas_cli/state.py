@@ -29,7 +29,8 @@ from importlib import metadata
 from pathlib import Path
 
 from kata_harness import curriculum
-from kata_harness.curriculum import Phase, Task
+from kata_harness.curriculum import RECORDED_DIR, Phase, Task
+from xla_inspect.targets import group_missing
 
 VERSION = 2
 OUTCOMES = ("passed", "failed", "skipped", "not run")
@@ -94,7 +95,10 @@ def phase_key(phase: Phase, salt: bytes | None = None) -> str:
     digest = hashlib.sha256(salt if salt is not None else _salt())
     folder = phase.kata_path.parent
     tests = [*folder.glob("test_*.py"), *folder.glob(phase.programs_path.name)]
-    _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *tests])
+    recorded = sorted(folder.glob(f"{RECORDED_DIR}/*.hlo"))
+    _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *tests, *recorded])
+    if phase.needs:  # installing the group makes its skipped tests run
+        digest.update(f"{phase.needs}: {group_missing(phase.needs)}".encode())
     return digest.hexdigest()
 
 

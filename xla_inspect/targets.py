@@ -42,6 +42,7 @@ __all__ = [
     "Target",
     "TargetError",
     "get",
+    "group_missing",
     "prepare_environment",
 ]
 
@@ -49,11 +50,15 @@ _SPECS = Path(__file__).resolve().parent / "gpu_specs"
 
 # Set (unless the user set them) before JAX initialises its backends. The TPU pair tells libtpu
 # it runs on one host of a 4-chip slice (any type works; the compiled text does not depend on
-# it); without them it prints an INVALID_ARGUMENT trace on every start. The CUDA one lets the
-# plugin register its topology factory on a host with no GPU driver.
+# it); without them it prints an INVALID_ARGUMENT trace on every start. libtpu also takes
+# /tmp/libtpu_lockfile, so a second process (a pytest-xdist worker, a second terminal) fails
+# with "Internal error when accessing libtpu multi-process lockfile" unless multiple loads are
+# allowed; nothing here owns a chip, so they are. The CUDA one lets the plugin register its
+# topology factory on a host with no GPU driver.
 ENVIRONMENT = {
     "TPU_WORKER_HOSTNAMES": "localhost",
     "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
     "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1",
 }
 
@@ -210,6 +215,17 @@ TARGETS: dict[str, Target] = {
         ),
     )
 }
+
+
+def group_missing(group: str) -> str | None:
+    """Why the dependency group ``group`` ("tpu", "gpu") is not usable here, or None."""
+    for target in TARGETS.values():
+        if target.group == group:
+            missing = target.missing()
+            if missing is not None:
+                return missing
+    return None
+
 
 _TOPOLOGY = re.compile(r"(?P<base>[\w-]+?):(?P<topology>\d+(?:x\d+)+)")
 
