@@ -11,6 +11,7 @@ import jax
 import numpy as np
 
 from kata_harness.decoys import accepted, decoy
+from katas.phase2.programs import aval_case_args
 
 
 def _mlp(params, x):
@@ -550,3 +551,129 @@ def consts_raw(jaxpr):
 @accepted("closure_consts", why="np.array copies via map")
 def consts_copied(jaxpr):
     return list(map(np.array, jaxpr.consts))
+
+
+# ------------------------------------------------------------------------------- promoted_dtype
+
+_LATTICE = {
+    "bool": ("int",),
+    "int": ("uint8", "int8"),
+    "uint8": ("uint16", "int16"),
+    "uint16": ("uint32", "int32"),
+    "uint32": ("int64",),
+    "int8": ("int16",),
+    "int16": ("int32",),
+    "int32": ("int64",),
+    "int64": ("float",),
+    "float": ("bfloat16", "float16"),
+    "bfloat16": ("float32",),
+    "float16": ("float32",),
+    "float32": (),
+}
+
+
+def _join(a: str, b: str, lattice: dict) -> str:
+    def above(kind):
+        found, todo = {kind}, [kind]
+        while todo:
+            for parent in lattice[todo.pop()]:
+                if parent not in found:
+                    found.add(parent)
+                    todo.append(parent)
+        return found
+
+    common = above(a) & above(b)
+    return next(kind for kind in common if common <= above(kind))
+
+
+@decoy(
+    "promoted_dtype",
+    caught_by=["test_promoted_dtype_matches_the_jaxpr", "test_promoted_dtype_weak_python_scalars"],
+    why="no weak types: a Python int is an int32 and a Python float a float32",
+)
+def promoted_strong_scalars(a, b):
+    strong = {"int": "int32", "float": "float32"}
+    least = _join(strong.get(a, a), strong.get(b, b), _LATTICE)
+    return {"int64": "int32"}.get(least, least)
+
+
+@decoy(
+    "promoted_dtype",
+    caught_by=["test_promoted_dtype_matches_the_jaxpr"],
+    why="an integer array and a bfloat16 or float16 array meet at float32",
+)
+def promoted_ints_to_float32(a, b):
+    least = _join(a, b, {**_LATTICE, "int64": ("float32",)})
+    return {"int": "int32", "float": "float32"}.get(least, least)
+
+
+@decoy(
+    "promoted_dtype",
+    caught_by=["test_promoted_dtype_matches_the_jaxpr"],
+    why="forgets that 32-bit mode turns the int64 of uint32 + int32 into int32",
+)
+def promoted_int64(a, b):
+    least = _join(a, b, _LATTICE)
+    return {"int": "int32", "float": "float32"}.get(least, least)
+
+
+@decoy(
+    "promoted_dtype",
+    caught_by=["test_promoted_dtype_matches_the_jaxpr", "test_promoted_dtype_weak_python_scalars"],
+    why="asks jnp.result_type instead of predicting",
+)
+def promoted_asked(a, b):
+    import jax.numpy as jnp
+
+    python = {"int": int, "float": float}
+    return jnp.result_type(python.get(a, a), python.get(b, b)).name
+
+
+# ------------------------------------------------------------------------------------ mlp_avals
+
+
+@decoy(
+    "mlp_avals",
+    caught_by=["test_mlp_avals_match_the_jaxpr"],
+    why="inputs in the dict's insertion order (w1, b1, w2, b2), not jax's sorted-key order",
+)
+def avals_insertion_order(batch, in_dim, hidden, out_dim, param_dtype, x_dtype):
+    shapes = [(in_dim, hidden), (hidden,), (hidden, out_dim), (out_dim,), (batch, in_dim)]
+    dtypes = [param_dtype] * 4 + [x_dtype]
+    out = _join(param_dtype, x_dtype, _LATTICE)
+    return list(zip(shapes, dtypes, strict=True)), [((batch, out_dim), out)]
+
+
+@decoy(
+    "mlp_avals",
+    caught_by=["test_mlp_avals_match_the_jaxpr"],
+    why="the output keeps x's dtype",
+)
+def avals_output_like_x(batch, in_dim, hidden, out_dim, param_dtype, x_dtype):
+    shapes = {"b1": (hidden,), "b2": (out_dim,), "w1": (in_dim, hidden), "w2": (hidden, out_dim)}
+    inputs = [(shapes[k], param_dtype) for k in sorted(shapes)] + [((batch, in_dim), x_dtype)]
+    return inputs, [((batch, out_dim), x_dtype)]
+
+
+@decoy(
+    "mlp_avals",
+    caught_by=["test_mlp_avals_match_the_jaxpr"],
+    why="traces mlp with jax.make_jaxpr instead of predicting",
+)
+def avals_traced(batch, in_dim, hidden, out_dim, param_dtype, x_dtype):
+    args = aval_case_args((batch, in_dim, hidden, out_dim), param_dtype, x_dtype)
+    jaxpr = jax.make_jaxpr(_mlp)(*args)
+    return _avals(jaxpr.in_avals), _avals(jaxpr.out_avals)
+
+
+@accepted("mlp_avals", why="x first in a list built backwards, then reversed; keys listed sorted")
+def avals_reversed(batch, in_dim, hidden, out_dim, param_dtype, x_dtype):
+    out = _join(param_dtype, x_dtype, _LATTICE)
+    backwards = [
+        ((batch, in_dim), x_dtype),
+        ((hidden, out_dim), param_dtype),
+        ((in_dim, hidden), param_dtype),
+        ((out_dim,), param_dtype),
+        ((hidden,), param_dtype),
+    ]
+    return backwards[::-1], [((batch, out_dim), {"int64": "int32"}.get(out, out))]

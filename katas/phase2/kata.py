@@ -22,6 +22,10 @@ def mlp(params: dict, x):
 def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignore[reportPrivateImportUsage]
     """Return the (closed) jaxpr of `mlp` for these arguments.
 
+    The annotation names the type through jax.extend.core: `jax.core.ClosedJaxpr` is gone in
+    jax 0.12, where one class, `jax.extend.core.Jaxpr`, carries `.jaxpr` and `.consts`
+    (`jax.extend.core.ClosedJaxpr` remains as another name for it).
+
     params and x are traced as inputs (four params leaves, then x; nothing closed over), with
     their own shapes and dtypes (bf16 stays bf16): the jaxpr's avals follow the arguments.
     """
@@ -98,3 +102,30 @@ def closure_consts(jaxpr) -> list[np.ndarray]:
     """
     # TODO: the closed jaxpr keeps them beside its constvars
     raise NotImplementedError("phase2 task 7: closure_consts")
+
+
+def promoted_dtype(a: str, b: str) -> str:
+    """Predict the dtype name of `x + y` in its jaxpr, for x of kind `a` and y of kind `b`.
+
+    A kind is a dtype name ("bool", "uint8", "uint16", "uint32", "int8", "int16", "int32",
+    "bfloat16", "float16", "float32") for a 0-d NumPy array of that dtype, or "int" / "float"
+    for a Python scalar. JAX runs with its default 32-bit types. Answer from JAX's promotion
+    rules alone: the tests forbid tracing, compiling and jnp's own promotion functions
+    (jnp.result_type, jnp.promote_types) while they call you.
+    """
+    # TODO: where do a and b meet in JAX's type promotion lattice?
+    raise NotImplementedError("phase2 task 8: promoted_dtype")
+
+
+def mlp_avals(
+    batch: int, in_dim: int, hidden: int, out_dim: int, param_dtype: str, x_dtype: str
+) -> tuple[Avals, Avals]:
+    """Predict what io_avals returns for the jaxpr of `mlp(params, x)`, without tracing.
+
+    params is a dict built in the order w1, b1, w2, b2 with shapes w1 (in_dim, hidden),
+    b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,), all of dtype `param_dtype`; x is
+    (batch, in_dim) of dtype `x_dtype` (dtype names as in io_avals). The tests forbid tracing
+    and compiling while they call you.
+    """
+    # TODO: in which order does jax flatten a dict? What dtype comes out of mixed inputs?
+    raise NotImplementedError("phase2 task 9: mlp_avals")

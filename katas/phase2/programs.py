@@ -56,6 +56,55 @@ sin_vjp.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda cos, g: (g * cos,))
 TABLE = np.arange(6.0, dtype=F32).reshape(2, 3)
 
 
+# The kinds promoted_dtype is asked about: 0-d NumPy arrays of a dtype, or Python scalars.
+KINDS = (
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "int8",
+    "int16",
+    "int32",
+    "bfloat16",
+    "float16",
+    "float32",
+    "int",
+    "float",
+)
+
+
+def kind_value(kind: str):
+    """An argument of the kind: a Python 3 or 2.5, or a 0-d NumPy array of that dtype."""
+    if kind == "int":
+        return 3
+    if kind == "float":
+        return 2.5
+    return np.ones((), ml_dtypes.bfloat16 if kind == "bfloat16" else kind)
+
+
+AVAL_CASES = {  # (batch, in, hidden, out), param dtype, x dtype
+    "f32 8x16->32->4": ((8, 16, 32, 4), "float32", "float32"),
+    "bf16 size-1": ((1, 1, 3, 1), "bfloat16", "bfloat16"),
+    "bf16 params, f32 x": ((7, 5, 9, 3), "bfloat16", "float32"),
+    "f16 params, bf16 x": ((2, 3, 4, 5), "float16", "bfloat16"),
+    "f32 params, int32 x": ((3, 6, 2, 7), "float32", "int32"),
+    "square 4x4->4->4": ((4, 4, 4, 4), "float32", "float16"),
+}
+
+
+def aval_case_args(shape, param_dtype: str, x_dtype: str):
+    """params (inserted as w1, b1, w2, b2) and x for one AVAL_CASES entry."""
+    batch, n_in, hidden, out = shape
+    named = {"bfloat16": ml_dtypes.bfloat16}
+    params = {
+        "w1": np.ones((n_in, hidden), named.get(param_dtype, param_dtype)),
+        "b1": np.ones((hidden,), named.get(param_dtype, param_dtype)),
+        "w2": np.ones((hidden, out), named.get(param_dtype, param_dtype)),
+        "b2": np.ones((out,), named.get(param_dtype, param_dtype)),
+    }
+    return params, np.ones((batch, n_in), named.get(x_dtype, x_dtype))
+
+
 @functools.cache
 def census_programs():
     """Programs and facts written out by hand: (jaxpr, {primitive: count})."""

@@ -5,6 +5,10 @@ jaxpr with `jax.extend.core.jaxpr_as_fun` / `eval_jaxpr`, NumPy, MLIR's own pars
 and facts written out by hand for programs small enough to read.
 """
 
+import contextlib
+import functools
+import itertools
+
 import jax
 import jax.core
 import jax.extend
@@ -15,23 +19,28 @@ from jax import lax
 from pytest_check import check
 
 from katas.phase2.programs import (
+    AVAL_CASES,
     F32,
     INTS,
     IO_PROGRAMS,
+    KINDS,
     MIXED_ARGS,
     MLP_CASES,
     ONE,
     TABLE,
+    aval_case_args,
     census_programs,
     dead_chain,
     dead_inside_only,
     dead_mul,
     dead_twice_and_read_by_output,
+    kind_value,
     mixed,
     mlp_args,
     scan_consts,
     two_consts,
 )
+from xla_inspect.jaxpr import in_avals, out_avals
 from xla_inspect.jaxpr import primitive_census as library_census
 from xla_inspect.stablehlo import stablehlo_op_census
 
@@ -378,3 +387,101 @@ def test_closed_over_scalar_is_a_literal(kata):
         assert nested == [], (
             "the jit's own jaxpr keeps the array it closed over; the top level has no consts"
         )
+
+
+# ------------------------------------------------------------------------- predict tasks: guard
+
+
+class _Traced(Exception):
+    """Raised by the patched JAX entry points while a predict task is called."""
+
+
+@contextlib.contextmanager
+def _without_tracing(monkeypatch, task: str):
+    """Run a predict task with tracing, compiling and jnp's promotion functions refusing."""
+
+    def refuse(*_, **__):
+        raise _Traced
+
+    with monkeypatch.context() as patch:
+        for owner, name in (
+            (jax, "jit"),
+            (jax, "make_jaxpr"),
+            (jax, "eval_shape"),
+            (jax.stages.Lowered, "compile"),
+            (jax.numpy, "result_type"),
+            (jax.numpy, "promote_types"),
+            (jax.dtypes, "result_type"),
+        ):
+            patch.setattr(owner, name, refuse)
+        try:
+            yield
+        except _Traced:
+            pytest.fail(f"{task} traced, compiled or asked jnp: predict it instead", pytrace=False)
+
+
+# ------------------------------------------------------------------------------- promoted_dtype
+
+
+@functools.cache  # test-owned programs: traced once per session
+def _promotions() -> dict[tuple[str, str], str]:
+    """The dtype of x + y in its jaxpr, for every pair of kinds (traced here)."""
+    return {
+        (a, b): jax.make_jaxpr(jnp.add)(kind_value(a), kind_value(b)).out_avals[0].dtype.name
+        for a, b in itertools.product(KINDS, KINDS)
+    }
+
+
+@pytest.mark.task("promoted_dtype")
+def test_promoted_dtype_matches_the_jaxpr(kata, monkeypatch):
+    wrong = {}
+    for (a, b), traced in _promotions().items():
+        with _without_tracing(monkeypatch, "promoted_dtype"):
+            predicted = kata.promoted_dtype(a, b)
+        if predicted != traced:
+            wrong[f"{a} + {b}"] = f"you said {predicted!r}, the jaxpr says {traced!r}"
+    assert not wrong, f"{len(wrong)} of {len(_promotions())} pairs wrong, e.g. " + "; ".join(
+        f"{pair}: {why}" for pair, why in list(wrong.items())[:4]
+    )
+
+
+@pytest.mark.task("promoted_dtype")
+def test_promoted_dtype_weak_python_scalars(kata, monkeypatch):
+    """A Python scalar next to an array: the cases weak types decide."""
+    for kind in KINDS:
+        for scalar in ("int", "float"):
+            traced = _promotions()[(kind, scalar)]
+            with _without_tracing(monkeypatch, "promoted_dtype"):
+                predicted = kata.promoted_dtype(kind, scalar)
+            with check:
+                assert predicted == traced, (
+                    f"{kind} + Python {scalar}: got {predicted!r}, want {traced!r}"
+                )
+
+
+# ------------------------------------------------------------------------------------ mlp_avals
+
+
+def _as_pairs(avals) -> list:
+    return [(a.shape, a.dtype) for a in avals]
+
+
+@pytest.mark.task("mlp_avals")
+def test_mlp_avals_match_the_jaxpr(kata, monkeypatch):
+    mlp = kata.mlp  # the phase's given MLP, traced here with params inserted as w1, b1, w2, b2
+    for what, (shape, param_dtype, x_dtype) in AVAL_CASES.items():
+        jaxpr = jax.make_jaxpr(mlp)(*aval_case_args(shape, param_dtype, x_dtype))
+        with _without_tracing(monkeypatch, "mlp_avals"):
+            got = kata.mlp_avals(*shape, param_dtype, x_dtype)
+        assert isinstance(got, tuple) and len(got) == 2, (
+            f"expected (inputs, outputs), got {got!r:.80}"
+        )
+        inputs, outputs = got
+        with check:
+            assert inputs == _as_pairs(in_avals(jaxpr)), (
+                f"{what}: inputs {inputs}, the jaxpr's are {_as_pairs(in_avals(jaxpr))}"
+            )
+        with check:
+            assert outputs == _as_pairs(out_avals(jaxpr)), (
+                f"{what}: outputs {outputs}, the jaxpr's are {_as_pairs(out_avals(jaxpr))}"
+            )

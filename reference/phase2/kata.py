@@ -85,3 +85,51 @@ def stablehlo_of(f, *args) -> str:
 def closure_consts(jaxpr) -> list[np.ndarray]:
     # Arrays closed over by the traced function become constvars, their values are in .consts.
     return [np.asarray(c) for c in jaxpr.consts]
+
+
+# Each kind points at the kinds just above it in JAX's promotion lattice; "int" and "float" are
+# the weak Python scalar kinds, "int64" a 64-bit node that 32-bit mode names int32.
+_ABOVE = {
+    "bool": ("int",),
+    "int": ("uint8", "int8"),
+    "uint8": ("uint16", "int16"),
+    "uint16": ("uint32", "int32"),
+    "uint32": ("int64",),
+    "int8": ("int16",),
+    "int16": ("int32",),
+    "int32": ("int64",),
+    "int64": ("float",),
+    "float": ("bfloat16", "float16"),
+    "bfloat16": ("float32",),
+    "float16": ("float32",),
+    "float32": (),
+}
+_IN_32_BITS = {"int": "int32", "float": "float32", "int64": "int32"}
+
+
+def _upper_set(kind: str) -> set[str]:
+    found, todo = {kind}, [kind]
+    while todo:
+        for parent in _ABOVE[todo.pop()]:
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    return found
+
+
+def promoted_dtype(a: str, b: str) -> str:
+    # The result is the least upper bound of the two kinds: the common kind below all others.
+    common = _upper_set(a) & _upper_set(b)
+    (least,) = [kind for kind in common if common <= _upper_set(kind)]
+    return _IN_32_BITS.get(least, least)
+
+
+def mlp_avals(
+    batch: int, in_dim: int, hidden: int, out_dim: int, param_dtype: str, x_dtype: str
+) -> tuple[Avals, Avals]:
+    # A dict flattens in sorted key order (b1, b2, w1, w2), then x; the output dtype is promoted.
+    shapes = {"b1": (hidden,), "b2": (out_dim,), "w1": (in_dim, hidden), "w2": (hidden, out_dim)}
+    inputs = [(shapes[name], param_dtype) for name in sorted(shapes)]
+    return inputs + [((batch, in_dim), x_dtype)], [
+        ((batch, out_dim), promoted_dtype(param_dtype, x_dtype))
+    ]
