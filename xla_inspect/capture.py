@@ -246,9 +246,8 @@ def _on_target(
             f"{_kind(fn)} traces only concrete arrays, which cannot live on a target without "
             "its hardware: capture plain jax.jit(f) with target="
         )
-    target = targets.get(name)
     try:
-        placed = target.place_tree((args, kwargs))
+        placed = targets.get(name).place_tree((args, kwargs))
     except targets.TargetError as exc:
         raise CaptureError(str(exc)) from exc
     return placed[0], placed[1]

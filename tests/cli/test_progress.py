@@ -9,6 +9,7 @@ import threading
 from rich.console import Console
 
 from kata_harness import curriculum
+from katas_cli import report
 from katas_cli import state as state_module
 from katas_cli.hints import next_hint
 from katas_cli.main import main
@@ -159,3 +160,21 @@ def test_the_whole_traceback_is_one_flag_away():
     assert "ZeroDivisionError: x" not in short.getvalue()
     assert f"uv run katas run {phase.name} --full" in short.getvalue()
     assert trace in full.getvalue()
+
+
+def test_a_phase_whose_group_is_missing_says_what_to_install(course, monkeypatch):
+    tasks = course / "katas" / "phase2" / "tasks.toml"
+    tasks.write_text('needs = "tpu"\n' + tasks.read_text())
+    curriculum.phases.cache_clear()
+    phase = curriculum.phase(2)
+    keys = {}
+    for missing in ("tpu-v5e:2x2 needs libtpu: uv sync --group tpu", None):
+        monkeypatch.setattr(report, "group_missing", lambda group, m=missing: m)
+        monkeypatch.setattr(state_module, "group_missing", lambda group, m=missing: m)
+        console = Console(file=io.StringIO(), width=200)
+        render_status(console, outcomes_with(set()))
+        rows = [r for r in console_text(console).splitlines() if r.split()[:1] == ["phase2"]]
+        assert len(rows) == 1
+        assert rows[0].endswith("needs: uv sync --group tpu") == (missing is not None)
+        keys[missing] = state_module.phase_key(phase)
+    assert len(set(keys.values())) == 2, "installing the group makes the phase run again"
