@@ -591,7 +591,7 @@ def _join(a: str, b: str, lattice: dict) -> str:
     caught_by=["test_promoted_dtype_matches_the_jaxpr", "test_promoted_dtype_weak_python_scalars"],
     why="no weak types: a Python int is an int32 and a Python float a float32",
 )
-def promoted_strong_scalars(a, b):
+def promoted_strong_scalars(a: str, b: str):
     strong = {"int": "int32", "float": "float32"}
     least = _join(strong.get(a, a), strong.get(b, b), _LATTICE)
     return {"int64": "int32"}.get(least, least)

@@ -427,7 +427,7 @@ def _without_tracing(monkeypatch, task: str):
 def _promotions() -> dict[tuple[str, str], str]:
     """The dtype of x + y in its jaxpr, for every pair of kinds (traced here)."""
     return {
-        (a, b): jax.make_jaxpr(jnp.add)(kind_value(a), kind_value(b)).out_avals[0].dtype.name
+        (a, b): out_avals(jax.make_jaxpr(jnp.add)(kind_value(a), kind_value(b)))[0].dtype
         for a, b in itertools.product(KINDS, KINDS)
     }
 
