@@ -620,3 +620,65 @@ def timing_per_call(f, args, repeats):
             total += time.perf_counter() - start
         totals[name] = total / repeats
     return Timing(totals["eager"], totals["jit"], repeats, totals["eager"] / totals["jit"])
+
+
+@decoy(
+    "predict_chain_temp",
+    caught_by=["test_predict_chain_temp_matches_buffer_assignment"],
+    why="no reuse at all: every product before the last gets a temp buffer of its own",
+)
+def chain_temp_without_reuse(rows, width, depth, itemsize):
+    return (depth - 1) * rows * width * itemsize
+
+
+@decoy(
+    "predict_chain_temp",
+    caught_by=["test_predict_chain_temp_matches_buffer_assignment"],
+    why="two live products at a time, all in temp: forgets the output's allocation",
+)
+def chain_temp_two_live(rows, width, depth, itemsize):
+    return min(depth - 1, 2) * rows * width * itemsize
+
+
+@decoy(
+    "predict_chain_temp",
+    caught_by=["test_predict_chain_temp_matches_buffer_assignment"],
+    why="the optimal two-colouring (one temp buffer from depth 2 on), not what XLA plans",
+)
+def chain_temp_optimal(rows, width, depth, itemsize):
+    return min(depth - 1, 1) * rows * width * itemsize
+
+
+@decoy(
+    "predict_chain_temp",
+    caught_by=["test_predict_chain_temp_does_not_compile"],
+    why="measures instead of predicting: compiles the chain and reads memory_analysis",
+)
+def chain_temp_measured(rows, width, depth, itemsize):
+    dtype = {2: np.int16, 4: np.float32}[itemsize]
+    x, w = np.ones((rows, width), dtype), np.ones((width, width), dtype)
+
+    def chain(x, w):
+        for _ in range(depth):
+            x = x @ w
+        return x
+
+    stats = jax.jit(chain).lower(x, w).compile().memory_analysis()
+    return int(getattr(stats, "temp_size_in_bytes", 0))
+
+
+@accepted("predict_chain_temp", why="simulates the placement product by product")
+def chain_temp_simulated(rows, width, depth, itemsize):
+    # The output's allocation may hold a product that dies before the output is written (not
+    # the last product's operand); a product never goes where its operand lives.
+    holder: dict[str, int] = {}  # buffer -> the product it holds
+    temps = 0
+    for k in range(1, depth):
+        if k <= depth - 2 and holder.get("out", -9) < k - 1:
+            holder["out"] = k
+            continue
+        free = [t for t in range(temps) if holder.get(f"t{t}") != k - 1]
+        if not free:
+            free, temps = [temps], temps + 1
+        holder[f"t{free[0]}"] = k
+    return temps * rows * width * itemsize

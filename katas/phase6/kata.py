@@ -103,3 +103,17 @@ def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
     """
     # TODO: time.perf_counter around each timed loop; the jit warm-up is the compile
     raise NotImplementedError("phase6 task 6: eager_vs_jit")
+
+
+def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
+    """Predict, without compiling, the temp bytes XLA:CPU plans for a chain of matmuls.
+
+    The program is `matmul_chain(depth)` of katas/phase6/programs.py: `x @ w` applied `depth`
+    times, with x of shape (rows, width), w of shape (width, width), both of a dtype whose
+    elements take `itemsize` bytes. Return what `memory_analysis().temp_size_in_bytes` of the
+    compiled program will say. Work it out from the shapes and the chain: which products are
+    intermediates, which of them are alive at the same time, and which allocation besides temp
+    can hold one of them. The tests compile the chains themselves; your function must not.
+    """
+    # TODO: list the products in order; which buffer can each one go to?
+    raise NotImplementedError("phase6 task 7: predict_chain_temp")

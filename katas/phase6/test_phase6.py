@@ -1,5 +1,6 @@
 """Phase 6 tests: costs and memory sizes come from XLA's own analyses of the compiled program."""
 
+import contextlib
 import functools
 import math
 import time
@@ -414,7 +415,7 @@ def test_buffer_assignment_reuses_buffers(kata):
         captured = _chain_capture(depth)
         temps.append(captured.memory_analysis["temp_size_in_bytes"])
         naives.append(kata.naive_temp_bytes(captured.optimized_hlo_text))
-    _cpu_fact("temp holds two matmul results whatever the chain's depth")
+    _cpu_fact("temp holds two matmul results at depths 4 and 6")
     with check:
         assert all(t < n for t, n in zip(temps, naives, strict=True)), (
             f"temp {temps} should be below the naive totals {naives}: dead buffers are reused"
@@ -547,3 +548,76 @@ def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
         assert timing.repeats == 4 and timing.ratio == pytest.approx(3.0), (
             f"repeats {timing.repeats}, ratio {timing.ratio}: expected 4 and eager/jit = 3.0"
         )
+
+
+# ---- predict_chain_temp -------------------------------------------------------------------------
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch):
+    """Fail through the test when the code inside jits, compiles or makes XLA compile."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail("a prediction comes from the program and the shapes: do not jit or compile")
+
+    compiles = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == BACKEND_COMPILE:
+            compiles.append(duration_secs)
+
+    monkeypatch.setattr(jax, "jit", refuse)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+        monkeypatch.undo()
+    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
+
+
+# (rows, width, depth, dtype): every depth from 1 to 7, wide and narrow x, 2- and 4-byte dtypes
+CHAIN_CASES = [(128, 128, depth, np.float32) for depth in range(1, 8)] + [
+    (64, 32, 5, np.float32),
+    (200, 8, 4, np.int16),
+    (48, 16, 6, np.int32),
+    (10, 10, 2, np.int16),
+    (30, 24, 3, np.float32),
+]
+
+
+@functools.cache
+def _chain_temp(rows, width, depth, dtype) -> int:
+    x, w = np.ones((rows, width), dtype), np.ones((width, width), dtype)
+    stats = jax.jit(matmul_chain(depth)).lower(x, w).compile().memory_analysis()
+    assert stats is not None, "this backend has no memory analysis"
+    return int(stats.temp_size_in_bytes)
+
+
+@pytest.mark.task("predict_chain_temp")
+def test_predict_chain_temp_matches_buffer_assignment(kata):
+    got = {
+        case: kata.predict_chain_temp(*case[:3], np.dtype(case[3]).itemsize) for case in CHAIN_CASES
+    }
+    _cpu_fact("XLA:CPU's buffer assignment of a matmul chain")
+    for case, predicted in got.items():
+        rows, width, depth, dtype = case
+        with check:
+            assert type(predicted) is int, f"{case}: expected an int, got {predicted!r}"
+        measured = _chain_temp(*case)
+        with check:
+            assert predicted == measured, (
+                f"x {np.dtype(dtype).name}[{rows},{width}], depth {depth}: you predicted "
+                f"{predicted} temp bytes, memory_analysis says {measured} "
+                f"({measured // (rows * width * np.dtype(dtype).itemsize)} products of x's size)"
+            )
+
+
+@pytest.mark.task("predict_chain_temp")
+def test_predict_chain_temp_does_not_compile(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        for rows, width, depth, dtype in CHAIN_CASES[:4]:
+            kata.predict_chain_temp(rows, width, depth, np.dtype(dtype).itemsize)

@@ -134,3 +134,13 @@ def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
         jitted(*args).block_until_ready()
     compiled = (time.perf_counter() - start) / repeats
     return Timing(eager_s=eager, jit_s=compiled, repeats=repeats, ratio=eager / compiled)
+
+
+def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
+    # Products 1..depth-1 are intermediates of x's size; none shares a buffer with its operand.
+    # Buffer assignment puts product 1 in the output's allocation (free until product `depth`),
+    # then fills it again every second product: with an odd depth the products alternate
+    # between it and one temp buffer; with an even depth from 4 on the product before the output
+    # needs a second temp buffer. Depth 2: product 1 is the output's operand, one temp buffer.
+    buffers = 0 if depth == 1 else 1 if depth == 2 or depth % 2 == 1 else 2
+    return buffers * rows * width * itemsize
