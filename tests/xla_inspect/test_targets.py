@@ -5,8 +5,10 @@ cost_analysis against 2*M*N*K from the shapes, per-device shapes against the mes
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import jax
@@ -16,6 +18,7 @@ import pytest
 from kata_harness.targets import require
 from xla_inspect import targets
 from xla_inspect.capture import CaptureError, capture
+from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import fusions, opcode_counts
 
@@ -197,3 +200,93 @@ def test_cli_refuses_an_unknown_target(tmp_path):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "unknown target 'tpu-v99'" in done.stderr
+
+
+# -- the reader on TPU/GPU text: what XLA's parser counts, on varied programs ----------------------
+
+_PRINTED_OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")
+_ASYNC = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update", "kAsyncDone": "async-done"}
+
+
+def _xla_opcode_counts(text: str) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for computation in _hlo.hlo_module_from_text(text).computations():
+        for instruction in computation.instructions():
+            opcode = _ASYNC.get(instruction.opcode.name)
+            if opcode is None:
+                printed = _PRINTED_OPCODE.search(instruction.to_string())
+                assert printed is not None, instruction.to_string()
+                opcode = printed.group(1)
+            counts[opcode] += 1
+    return counts
+
+
+def _mlp_grad(params, x, y):
+    def loss(p):
+        h = jax.nn.relu(x @ p[0] + p[1])
+        return jnp.mean((h @ p[2] - y) ** 2)
+
+    return jax.grad(loss)(params)
+
+
+def _layers(x, ws):
+    for w in ws:
+        x = jax.nn.relu(x @ w)
+    return x
+
+
+def _attention(q, k, v):
+    return jax.nn.softmax(q @ k.T / 8.0, axis=-1) @ v
+
+
+def _scan_cumsum(x):
+    return jax.lax.scan(lambda c, r: (c + r, jnp.sin(c)), jnp.zeros_like(x[0]), x)
+
+
+def _conv(x, w):
+    return jax.lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+def _sort_topk(x):
+    return jnp.sort(x, axis=-1), jax.lax.top_k(x, 4)
+
+
+def _program(kind: str, target: targets.Target) -> tuple[object, tuple[object, ...]]:
+    """A program and its arguments placed on the target (a 2x2 mesh where it is sharded)."""
+    bf = jnp.bfloat16
+    sds = jax.ShapeDtypeStruct
+    mesh = target.mesh((2, 2), ("data", "model"))
+    if kind == "mlp_grad":
+        params = [target.place(sds(s, bf), mesh) for s in [(256, 512), (512,), (512, 128)]]
+        batch = [target.place(sds(s, bf), mesh, "data") for s in [(128, 256), (128, 128)]]
+        return _mlp_grad, (params, *batch)
+    if kind == "fsdp":
+        x = target.place(sds((512, 256), bf), mesh, ("data", "model"))
+        ws = [target.place(sds((256, 256), bf), mesh, ("data", "model")) for _ in range(3)]
+        return _layers, (x, ws)
+    if kind == "attention":
+        return _attention, tuple(target.place(sds((128, 64), jnp.float32)) for _ in range(3))
+    if kind == "scan":
+        return _scan_cumsum, (target.place(sds((16, 256), jnp.float32)),)
+    if kind == "conv":
+        x = target.place(sds((8, 32, 32, 16), bf))
+        return _conv, (x, target.place(sds((3, 3, 16, 32), bf)))
+    return _sort_topk, (target.place(sds((64, 128), jnp.float32)),)
+
+
+PROGRAMS = ["mlp_grad", "fsdp", "attention", "scan", "conv", "sort"]
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+@pytest.mark.parametrize("name", ["tpu-v5e:2x2", "tpu-v6e:2x2", "gpu-h100", "gpu-a100"])
+def test_reader_counts_target_text_as_xla_does(name, kind):
+    target = require(name)
+    fn, args = _program(kind, target)
+    text = _text(jax.jit(fn).lower(*args).compile())
+    module = parse_hlo(text)
+    assert opcode_counts(module) == _xla_opcode_counts(text)
+    assert len(module.computations) == len(_hlo.hlo_module_from_text(text).computations())
+    normalized = normalize_hlo(text)
+    assert opcode_counts(parse_hlo(normalized)) == _xla_opcode_counts(normalized)
