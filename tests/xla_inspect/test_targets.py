@@ -9,7 +9,9 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -253,7 +255,7 @@ def _sort_topk(x):
     return jnp.sort(x, axis=-1), jax.lax.top_k(x, 4)
 
 
-def _program(kind: str, target: targets.Target) -> tuple[object, tuple[object, ...]]:
+def _program(kind: str, target: targets.Target) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """A program and its arguments placed on the target (a 2x2 mesh where it is sharded)."""
     bf = jnp.bfloat16
     sds = jax.ShapeDtypeStruct
