@@ -631,3 +631,56 @@ def flops_traced(f, *args):
     if isinstance(cost, list):
         cost = cost[0]
     return float(cost["flops"]) if "flops" in cost else 0.0
+
+
+# ------------------------------------------------------------------------------------ mlp_flops
+
+
+@decoy("mlp_flops", caught_by=["test_mlp_flops_predicted"], why="counts the two matmuls only")
+def flops_dots_only(batch, in_dim, hidden, out_dim):
+    return 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim
+
+
+@decoy(
+    "mlp_flops",
+    caught_by=["test_mlp_flops_predicted"],
+    why="one flop per multiply-add instead of two",
+)
+def flops_macs(batch, in_dim, hidden, out_dim):
+    return batch * in_dim * hidden + batch * hidden * out_dim + 2 * batch * hidden + batch * out_dim
+
+
+@decoy(
+    "mlp_flops",
+    caught_by=["test_mlp_flops_predicted"],
+    why="counts the bias adds but takes relu for free",
+)
+def flops_free_relu(batch, in_dim, hidden, out_dim):
+    return 2 * batch * hidden * (in_dim + out_dim) + batch * hidden + batch * out_dim
+
+
+@decoy(
+    "mlp_flops",
+    caught_by=["test_mlp_flops_predicted"],
+    why="compiles the MLP and reads cost_analysis instead of predicting",
+)
+def flops_measured(batch, in_dim, hidden, out_dim):
+    import numpy as np
+
+    def mlp(p, x):
+        return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    params = {
+        "w1": np.ones((in_dim, hidden), np.float32),
+        "b1": np.ones(hidden, np.float32),
+        "w2": np.ones((hidden, out_dim), np.float32),
+        "b2": np.ones(out_dim, np.float32),
+    }
+    x = np.ones((batch, in_dim), np.float32)
+    cost = jax.jit(mlp).lower(params, x).compile().cost_analysis()
+    return int(cost["flops"]) if cost else 0
+
+
+@accepted("mlp_flops", why="factored per row of x: each row costs the same")
+def flops_per_row(batch, in_dim, hidden, out_dim):
+    return batch * (2 * hidden * (in_dim + out_dim) + 2 * hidden + out_dim)

@@ -89,3 +89,14 @@ def flops(f, *args) -> float:
     a program without arithmetic has no "flops" entry at all: that is 0.0 flops."""
     # TODO: compile, then ask the compiled stage for its cost analysis
     raise NotImplementedError("phase3 task 7: flops")
+
+
+def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
+    """Predict the flops XLA's cost analysis reports for the compiled CPU module of
+    relu(x @ w1 + b1) @ w2 + b2 (the tests' `mlp`), all float32, x of shape (batch, in_dim),
+    w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); every size >= 2.
+
+    From the shapes alone: the tests forbid jax.jit and compiling while they call you.
+    """
+    # TODO: what does each op of the MLP cost, per element of its result?
+    raise NotImplementedError("phase3 task 8: mlp_flops")

@@ -12,6 +12,7 @@ Expected values come from XLA's own C++ parser (jaxlib), from `jax.stages` (`inp
 `output_formats`, `cost_analysis`), from xla_inspect's queries, or from the program itself.
 """
 
+import contextlib
 import math
 import os
 import re
@@ -708,3 +709,62 @@ def test_flops_are_those_of_the_compiled_module(kata):
 def test_transpose_costs_no_flops(kata):
     got = _flops(kata, lambda a: a.T, ones((2, 3)))
     assert got == 0.0, f"{got}: moving data is bytes, not flops"
+
+
+# --- task 8: mlp_flops -----------------------------------------------------------------------
+
+# (batch, in, hidden, out): square, tall, wide, odd, a wide hidden layer, the smallest allowed
+MLP_SHAPES = ((8, 16, 32, 4), (2, 2, 2, 2), (3, 5, 7, 2), (64, 3, 2, 9), (5, 2, 40, 3))
+
+
+class _Compiling(Exception):
+    """Raised by the patched JAX entry points while a predict task is called."""
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch, task: str):
+    """Run a predict task with jax.jit and the lowered stage's compile and cost_analysis
+    refusing."""
+
+    def refuse(*_, **__):
+        raise _Compiling
+
+    with monkeypatch.context() as patch:
+        for owner, name in (
+            (jax, "jit"),
+            (jax.stages.Lowered, "compile"),
+            (jax.stages.Lowered, "cost_analysis"),
+        ):
+            patch.setattr(owner, name, refuse)
+        try:
+            yield
+        except _Compiling:
+            pytest.fail(f"{task} compiled a program: predict it instead", pytrace=False)
+
+
+@cache
+def _mlp_cost(shape: tuple[int, int, int, int]) -> float:
+    batch, n_in, hidden, out = shape
+    params = {
+        "w1": ones((n_in, hidden)),
+        "b1": ones(hidden),
+        "w2": ones((hidden, out)),
+        "b2": ones(out),
+    }
+    cost = jax.jit(mlp).lower(params, ones((batch, n_in))).compile().cost_analysis()
+    assert cost is not None and "flops" in cost, "this backend reports no flops"
+    return cost["flops"]
+
+
+@pytest.mark.task("mlp_flops")
+def test_mlp_flops_predicted(kata, monkeypatch):
+    _cpu_only("the flops of XLA:CPU's cost model")
+    for shape in MLP_SHAPES:
+        with _without_compiling(monkeypatch, "mlp_flops"):
+            predicted = kata.mlp_flops(*shape)
+        measured = _mlp_cost(shape)
+        with check:
+            assert predicted == measured, (
+                f"(batch, in, hidden, out) = {shape}: you predicted {predicted} flops, "
+                f"cost_analysis says {measured:.0f}"
+            )

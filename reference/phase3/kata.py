@@ -95,3 +95,10 @@ def flops(f, *args) -> float:
     cost = jax.jit(f).lower(*args).compile().cost_analysis()
     assert cost is not None, "this backend has no cost analysis"
     return float(cost.get("flops", 0.0))
+
+
+def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
+    # 2 flops per multiply-add of each dot; 1 per element for each bias add and for relu's max;
+    # broadcasting the biases moves data and costs no flops.
+    dots = 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim
+    return dots + batch * hidden + batch * hidden + batch * out_dim
