@@ -829,3 +829,178 @@ def conditionals_distinct_branches(hlo_text):
         for i in c
         if i.opcode == "conditional"
     ]
+
+
+# ---- predict_while_loops -------------------------------------------------------------------------
+
+_WHILES = {
+    "fori_loop(0, 5)": 1,
+    "fori_loop(0, n), n traced": 1,
+    "fori_loop(0, 5, unroll=True)": 0,
+    "fori_loop(0, 6, unroll=2)": 1,
+    "fori_loop(0, 1)": 0,
+    "while_loop counting to 7": 1,
+    "scan over 4 rows": 1,
+    "fori_loop inside fori_loop": 2,
+    "Python for over range(5)": 0,
+    "lax.map over 3 rows": 1,
+    "vmap of a fori_loop": 1,
+    "two fori_loops, one after the other": 2,
+    "fori_loop in one branch of a cond": 1,
+    "jnp.cumsum": 0,
+    "grad of an affine fori_loop": 1,
+    "grad of a tanh fori_loop": 2,
+}
+
+
+@decoy(
+    "predict_while_loops",
+    caught_by=["test_predict_while_loops_matches_compiled_hlo"],
+    why="every loop the source shows is a while, Python for included, whatever it unrolls to",
+)
+def whiles_from_the_source():
+    return _WHILES | {
+        "fori_loop(0, 5, unroll=True)": 1,
+        "fori_loop(0, 1)": 1,
+        "Python for over range(5)": 1,
+    }
+
+
+@decoy(
+    "predict_while_loops",
+    caught_by=["test_predict_while_loops_matches_compiled_hlo"],
+    why="grad always adds a backward loop next to the forward one",
+)
+def whiles_grad_always_two():
+    return _WHILES | {"grad of an affine fori_loop": 2}
+
+
+@decoy(
+    "predict_while_loops",
+    caught_by=["test_predict_while_loops_matches_compiled_hlo"],
+    why="vmap runs the loop once per row, and lax.map is a vmap",
+)
+def whiles_vmap_per_row():
+    return _WHILES | {"vmap of a fori_loop": 2, "lax.map over 3 rows": 0}
+
+
+@decoy(
+    "predict_while_loops",
+    caught_by=["test_predict_while_loops_does_not_compile"],
+    why="measures instead of predicting: compiles every program of the bank",
+)
+def whiles_measured():
+    from katas.phase7.programs import LOOP_BANK, vec
+
+    counts = {}
+    for name, f in LOOP_BANK.items():
+        args = (vec(), np.int32(3)) if "traced" in name else (vec(),)
+        module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+        counts[name] = sum(i.opcode == "while" for c in module for i in c)
+    return counts
+
+
+@accepted("predict_while_loops", why="built from rules instead of a table")
+def whiles_by_rule():
+    gone = {"fori_loop(0, 5, unroll=True)", "fori_loop(0, 1)", "Python for over range(5)"}
+    two = {"fori_loop inside fori_loop", "two fori_loops, one after the other"}
+    counts = {name: 0 if name in gone else 2 if name in two else 1 for name in _WHILES}
+    counts["jnp.cumsum"] = 0  # a reduce-window, no loop
+    counts["grad of a tanh fori_loop"] = 2  # tanh's backward needs the forward values
+    return counts
+
+
+# ---- predict_compiles ----------------------------------------------------------------------------
+
+_COMPILES = {
+    "same shape twice": 1,
+    "f32[3] then f32[4]": 2,
+    "Python float 2.0 then np.float32(2.0)": 2,
+    "Python int 3 then np.int32(3)": 2,
+    "static argument 1, 1, 2": 2,
+    "static argument 2, 2.0, True": 3,
+    "fori_loop bound 3 then 4, traced": 1,
+    "fori_loop bound 3 then 4, static": 2,
+    "same shapes committed to 3 devices": 3,
+    "lower and compile twice by hand": 1,
+    "lower only": 0,
+    "make_jaxpr only": 0,
+    "a fresh lambda jitted on each of 3 calls": 3,
+    "one function, jax.jit applied on each of 3 calls": 1,
+}
+
+
+@decoy(
+    "predict_compiles",
+    caught_by=["test_predict_compiles_matches_measurement"],
+    why="a compile is a trace: the same types on three devices compile once",
+)
+def compiles_are_traces():
+    return _COMPILES | {"same shapes committed to 3 devices": 1}
+
+
+@decoy(
+    "predict_compiles",
+    caught_by=["test_predict_compiles_matches_measurement"],
+    why="static values that compare equal (2 == 2.0 == True) share one cache entry",
+)
+def compiles_static_by_equality():
+    return _COMPILES | {"static argument 2, 2.0, True": 1}
+
+
+@decoy(
+    "predict_compiles",
+    caught_by=["test_predict_compiles_matches_measurement"],
+    why="the cache lives in the jax.jit wrapper: wrapping the same function again recompiles",
+)
+def compiles_per_wrapper():
+    return _COMPILES | {
+        "one function, jax.jit applied on each of 3 calls": 3,
+        "lower and compile twice by hand": 2,
+    }
+
+
+@decoy(
+    "predict_compiles",
+    caught_by=["test_predict_compiles_matches_measurement"],
+    why="weak types ignored: a Python scalar and a NumPy scalar of the same dtype share a compile",
+)
+def compiles_without_weak_types():
+    return _COMPILES | {
+        "Python float 2.0 then np.float32(2.0)": 1,
+        "Python int 3 then np.int32(3)": 1,
+    }
+
+
+@decoy(
+    "predict_compiles",
+    caught_by=["test_predict_compiles_does_not_compile"],
+    why="measures instead of predicting: runs every scenario with a listener",
+)
+def compiles_measured():
+    from katas.phase7.programs import COMPILE_SCENARIOS
+
+    events: list[float] = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(duration_secs)
+
+    counts = {}
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        for name, run in COMPILE_SCENARIOS.items():
+            jax.clear_caches()
+            before = len(events)
+            run()
+            counts[name] = len(events) - before
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return counts
+
+
+@accepted("predict_compiles", why="the same table, keyed from the programs module")
+def compiles_keyed_by_module():
+    from katas.phase7.programs import COMPILE_SCENARIOS
+
+    return {name: _COMPILES[name] for name in COMPILE_SCENARIOS}

@@ -103,3 +103,29 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     """
     # TODO: the explanations are log records (logger "jax"); collect them with a handler
     raise NotImplementedError("phase7 task 7: explain_miss")
+
+
+def predict_while_loops() -> dict[str, int]:
+    """Predict how many `while` instructions the optimized HLO of each LOOP_BANK program holds.
+
+    LOOP_BANK (katas/phase7/programs.py) maps a name to a function of x = f32[8] (and of a traced
+    n for the names that say so). Return {name: count} for every name: the number of `while`
+    instructions in every computation of `jax.jit(f).lower(...).compile().as_text()`, on CPU.
+    Decide from the programs: what the loop primitives become, what unrolling, trip counts,
+    vmap and grad do to a loop. The tests compile the bank themselves; your function must not.
+    """
+    # TODO: one entry per LOOP_BANK name
+    raise NotImplementedError("phase7 task 8: predict_while_loops")
+
+
+def predict_compiles() -> dict[str, int]:
+    """Predict how many XLA compiles each scenario of COMPILE_SCENARIOS costs.
+
+    COMPILE_SCENARIOS (katas/phase7/programs.py) maps a name to a function that calls jitted
+    code; the tests clear JAX's caches, run it, and count the backend compiles jax.monitoring
+    reports. Return {name: count} for every name, decided from what each scenario does (which
+    calls hit a cache, what a cache is keyed on, which APIs trace or lower without compiling).
+    Your function must not run the scenarios or compile anything.
+    """
+    # TODO: one entry per COMPILE_SCENARIOS name
+    raise NotImplementedError("phase7 task 9: predict_compiles")

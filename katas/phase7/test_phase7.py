@@ -23,9 +23,11 @@ from pytest_check import check
 
 from kata_harness.xla_shapes import xla_shape
 from katas.phase7.programs import (
+    COMPILE_SCENARIOS,
     CONDITIONAL_PROGRAMS,
     IF_STABLEHLO,
     JAXPR_PROGRAMS,
+    LOOP_BANK,
     PROGRAMS,
     SHARED_BRANCHES,
     WHILE_PROGRAMS,
@@ -683,3 +685,86 @@ def test_no_miss_no_explanation(kata):
                 f"the setting was {before} before the call and {after} after it: restore "
                 "the value you found, not a fixed one"
             )
+
+
+# ---- predict_while_loops and predict_compiles: predictions checked against XLA -----------------
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch):
+    """Fail through the test when the code inside jits, compiles or makes XLA compile."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail("a prediction comes from reading the programs: do not jit, compile or run them")
+
+    monkeypatch.setattr(jax, "jit", refuse)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+    try:
+        with _measured_compiles() as measured:
+            yield
+    finally:
+        monkeypatch.undo()
+    assert not measured, f"XLA compiled {len(measured)} program(s) while you predicted"
+
+
+def _prediction(kata, task: str, bank) -> dict:
+    predicted = getattr(kata, task)()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+    missing, unknown = sorted(set(bank) - set(predicted)), sorted(set(predicted) - set(bank))
+    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    for name, count in predicted.items():
+        assert type(count) is int, f"{name}: expected an int, got {count!r}"
+    return predicted
+
+
+@functools.cache
+def _whiles_in(name: str) -> int:
+    args = (vec(), np.int32(3)) if "traced" in name else (vec(),)
+    module = parse_hlo(jax.jit(LOOP_BANK[name]).lower(*args).compile().as_text())
+    return sum(i.opcode == "while" for c in module for i in c)
+
+
+@pytest.mark.task("predict_while_loops")
+def test_predict_while_loops_matches_compiled_hlo(kata):
+    predicted = _prediction(kata, "predict_while_loops", LOOP_BANK)
+    if jax.default_backend() != "cpu":
+        pytest.skip("CPU-only fact: while counts measured on XLA:CPU's optimized HLO")
+    for name, count in predicted.items():
+        with check:
+            assert count == _whiles_in(name), (
+                f"{name}: you predicted {count} while loop(s), the optimized HLO has "
+                f"{_whiles_in(name)}"
+            )
+
+
+@pytest.mark.task("predict_while_loops")
+def test_predict_while_loops_does_not_compile(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        kata.predict_while_loops()
+
+
+@functools.cache
+def _compiles_of(name: str) -> int:
+    jax.clear_caches()
+    with _measured_compiles() as measured:
+        COMPILE_SCENARIOS[name]()
+    return len(measured)
+
+
+@pytest.mark.task("predict_compiles")
+def test_predict_compiles_matches_measurement(kata):
+    predicted = _prediction(kata, "predict_compiles", COMPILE_SCENARIOS)
+    if jax.device_count() < 3:
+        pytest.skip("needs 3 devices: one scenario commits the same shapes to three of them")
+    for name, count in predicted.items():
+        with check:
+            assert count == _compiles_of(name), (
+                f"{name}: you predicted {count} compile(s), jax.monitoring counted "
+                f"{_compiles_of(name)}"
+            )
+
+
+@pytest.mark.task("predict_compiles")
+def test_predict_compiles_does_not_compile(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        kata.predict_compiles()

@@ -129,3 +129,50 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
         finally:
             logger.removeHandler(handler)
     return [m for m in handler.messages if "CACHE MISS" in m]
+
+
+def predict_while_loops() -> dict[str, int]:
+    # Every loop primitive becomes one while unless unrolled away: a full unroll or a trip count
+    # of 1 leaves none, unroll=2 keeps one, vmap batches the carry of the same loop. A nested
+    # loop is a second while. grad adds a backward loop, and keeps the forward one only when
+    # the backward pass needs its residuals (tanh does; an affine step does not).
+    return {
+        "fori_loop(0, 5)": 1,
+        "fori_loop(0, n), n traced": 1,
+        "fori_loop(0, 5, unroll=True)": 0,
+        "fori_loop(0, 6, unroll=2)": 1,
+        "fori_loop(0, 1)": 0,
+        "while_loop counting to 7": 1,
+        "scan over 4 rows": 1,
+        "fori_loop inside fori_loop": 2,
+        "Python for over range(5)": 0,
+        "lax.map over 3 rows": 1,
+        "vmap of a fori_loop": 1,
+        "two fori_loops, one after the other": 2,
+        "fori_loop in one branch of a cond": 1,
+        "jnp.cumsum": 0,
+        "grad of an affine fori_loop": 1,
+        "grad of a tanh fori_loop": 2,
+    }
+
+
+def predict_compiles() -> dict[str, int]:
+    # One compile per new key: abstract types (shape, dtype, weak type), static values by type
+    # and equality, the function object, the devices. Lowering and tracing alone never compile;
+    # a lowered-and-compiled stage is cached like a call.
+    return {
+        "same shape twice": 1,
+        "f32[3] then f32[4]": 2,
+        "Python float 2.0 then np.float32(2.0)": 2,
+        "Python int 3 then np.int32(3)": 2,
+        "static argument 1, 1, 2": 2,
+        "static argument 2, 2.0, True": 3,
+        "fori_loop bound 3 then 4, traced": 1,
+        "fori_loop bound 3 then 4, static": 2,
+        "same shapes committed to 3 devices": 3,
+        "lower and compile twice by hand": 1,
+        "lower only": 0,
+        "make_jaxpr only": 0,
+        "a fresh lambda jitted on each of 3 calls": 3,
+        "one function, jax.jit applied on each of 3 calls": 1,
+    }
