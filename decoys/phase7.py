@@ -895,7 +895,7 @@ def whiles_measured():
     counts = {}
     for name, f in LOOP_BANK.items():
         args = (vec(), np.int32(3)) if "traced" in name else (vec(),)
-        module = parse_hlo(jax.jit(f).lower(*args).compile().as_text())
+        module = parse_hlo(str(jax.jit(f).lower(*args).compile().as_text()))
         counts[name] = sum(i.opcode == "while" for c in module for i in c)
     return counts
 

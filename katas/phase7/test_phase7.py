@@ -720,8 +720,9 @@ def _prediction(kata, task: str, bank) -> dict:
 @functools.cache
 def _whiles_in(name: str) -> int:
     args = (vec(), np.int32(3)) if "traced" in name else (vec(),)
-    module = parse_hlo(jax.jit(LOOP_BANK[name]).lower(*args).compile().as_text())
-    return sum(i.opcode == "while" for c in module for i in c)
+    text = jax.jit(LOOP_BANK[name]).lower(*args).compile().as_text()
+    assert text is not None, "the compiled program has no text"
+    return sum(i.opcode == "while" for c in parse_hlo(text) for i in c)
 
 
 @pytest.mark.task("predict_while_loops")
