@@ -5,7 +5,6 @@ several dtypes; IR facts are the ones every correct spelling shares (a relu writ
 jnp.maximum, jnp.where or jax.nn.relu passes alike).
 """
 
-import contextlib
 import functools
 
 import jax
@@ -16,6 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from katas.phase1.programs import (
     ABS_INPUTS,
     CALL_STREAMS,
@@ -475,36 +475,9 @@ def test_predict_traces_matches_measurement(kata):
             )
 
 
-class _Compiling(Exception):
-    """Raised by the patched JAX entry points while a predict task is called."""
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch, task: str):
-    """Run a predict task with jax.jit, jax.make_jaxpr, jax.eval_shape and the lowered stage's
-    compile and cost_analysis replaced by a function that refuses."""
-
-    def refuse(*_, **__):
-        raise _Compiling
-
-    with monkeypatch.context() as patch:
-        for owner, name in (
-            (jax, "jit"),
-            (jax, "make_jaxpr"),
-            (jax, "eval_shape"),
-            (jax.stages.Lowered, "compile"),
-            (jax.stages.Lowered, "cost_analysis"),
-        ):
-            patch.setattr(owner, name, refuse)
-        try:
-            yield
-        except _Compiling:
-            pytest.fail(f"{task} traced or compiled a program: predict it instead", pytrace=False)
-
-
 @pytest.mark.task("predict_traces")
-def test_predict_traces_does_not_run_jit(kata, monkeypatch):
-    with _without_compiling(monkeypatch, "predict_traces"):
+def test_predict_traces_does_not_run_jit(kata):
+    with compiler_refused("predict_traces"):
         predicted = kata.predict_traces()
     assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
 
@@ -532,11 +505,11 @@ def _measured_streams() -> dict[str, int]:
 
 
 @pytest.mark.task("count_traces")
-def test_count_traces_matches_jit(kata, monkeypatch):
+def test_count_traces_matches_jit(kata):
     measured = _measured_streams()
     streams = {**CALL_STREAMS, **random_streams()}
     for name, stream in streams.items():
-        with _without_compiling(monkeypatch, "count_traces"):
+        with compiler_refused("count_traces"):
             predicted = kata.count_traces(list(stream))
         with check:
             assert predicted == measured[name], (

@@ -5,7 +5,6 @@ jaxpr with `jax.extend.core.jaxpr_as_fun` / `eval_jaxpr`, NumPy, MLIR's own pars
 and facts written out by hand for programs small enough to read.
 """
 
-import contextlib
 import functools
 import itertools
 
@@ -18,6 +17,7 @@ import pytest
 from jax import lax
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from katas.phase2.programs import (
     AVAL_CASES,
     F32,
@@ -392,32 +392,8 @@ def test_closed_over_scalar_is_a_literal(kata):
 # ------------------------------------------------------------------------- predict tasks: guard
 
 
-class _Traced(Exception):
-    """Raised by the patched JAX entry points while a predict task is called."""
-
-
-@contextlib.contextmanager
-def _without_tracing(monkeypatch, task: str):
-    """Run a predict task with tracing, compiling and jnp's promotion functions refusing."""
-
-    def refuse(*_, **__):
-        raise _Traced
-
-    with monkeypatch.context() as patch:
-        for owner, name in (
-            (jax, "jit"),
-            (jax, "make_jaxpr"),
-            (jax, "eval_shape"),
-            (jax.stages.Lowered, "compile"),
-            (jax.numpy, "result_type"),
-            (jax.numpy, "promote_types"),
-            (jax.dtypes, "result_type"),
-        ):
-            patch.setattr(owner, name, refuse)
-        try:
-            yield
-        except _Traced:
-            pytest.fail(f"{task} traced, compiled or asked jnp: predict it instead", pytrace=False)
+# jnp's own promotion functions answer the promoted_dtype question: refused too.
+_PROMOTION = [(jnp, "result_type"), (jnp, "promote_types"), (jax.dtypes, "result_type")]
 
 
 # ------------------------------------------------------------------------------- promoted_dtype
@@ -433,10 +409,10 @@ def _promotions() -> dict[tuple[str, str], str]:
 
 
 @pytest.mark.task("promoted_dtype")
-def test_promoted_dtype_matches_the_jaxpr(kata, monkeypatch):
+def test_promoted_dtype_matches_the_jaxpr(kata):
     wrong = {}
     for (a, b), traced in _promotions().items():
-        with _without_tracing(monkeypatch, "promoted_dtype"):
+        with compiler_refused("promoted_dtype", also=_PROMOTION):
             predicted = kata.promoted_dtype(a, b)
         if predicted != traced:
             wrong[f"{a} + {b}"] = f"you said {predicted!r}, the jaxpr says {traced!r}"
@@ -446,12 +422,12 @@ def test_promoted_dtype_matches_the_jaxpr(kata, monkeypatch):
 
 
 @pytest.mark.task("promoted_dtype")
-def test_promoted_dtype_weak_python_scalars(kata, monkeypatch):
+def test_promoted_dtype_weak_python_scalars(kata):
     """A Python scalar next to an array: the cases weak types decide."""
     for kind in KINDS:
         for scalar in ("int", "float"):
             traced = _promotions()[(kind, scalar)]
-            with _without_tracing(monkeypatch, "promoted_dtype"):
+            with compiler_refused("promoted_dtype", also=_PROMOTION):
                 predicted = kata.promoted_dtype(kind, scalar)
             with check:
                 assert predicted == traced, (
@@ -467,11 +443,11 @@ def _as_pairs(avals) -> list:
 
 
 @pytest.mark.task("mlp_avals")
-def test_mlp_avals_match_the_jaxpr(kata, monkeypatch):
+def test_mlp_avals_match_the_jaxpr(kata):
     mlp = kata.mlp  # the phase's given MLP, traced here with params inserted as w1, b1, w2, b2
     for what, (shape, param_dtype, x_dtype) in AVAL_CASES.items():
         jaxpr = jax.make_jaxpr(mlp)(*aval_case_args(shape, param_dtype, x_dtype))
-        with _without_tracing(monkeypatch, "mlp_avals"):
+        with compiler_refused("mlp_avals", also=_PROMOTION):
             got = kata.mlp_avals(*shape, param_dtype, x_dtype)
         assert isinstance(got, tuple) and len(got) == 2, (
             f"expected (inputs, outputs), got {got!r:.80}"

@@ -1,6 +1,5 @@
 """Phase 6 tests: costs and memory sizes come from XLA's own analyses of the compiled program."""
 
-import contextlib
 import functools
 import math
 import time
@@ -15,6 +14,7 @@ from jax._src import array as jax_array
 from pytest_check import check
 
 from kata_harness import versions
+from kata_harness.predict import compiler_refused
 from katas.phase6.programs import (
     ALIAS_BANK,
     BATCH,
@@ -552,33 +552,6 @@ def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
 
 # ---- predict_chain_temp -------------------------------------------------------------------------
 
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch):
-    """Fail through the test when the code inside jits, compiles or makes XLA compile."""
-
-    def refuse(*args, **kwargs):
-        pytest.fail("a prediction comes from the program and the shapes: do not jit or compile")
-
-    compiles = []
-
-    def listener(event, duration_secs, **kwargs):
-        if event == BACKEND_COMPILE:
-            compiles.append(duration_secs)
-
-    monkeypatch.setattr(jax, "jit", refuse)
-    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-        monkeypatch.undo()
-    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
-
-
 # (rows, width, depth, dtype): every depth from 1 to 7, wide and narrow x, 2- and 4-byte dtypes
 CHAIN_CASES = [(128, 128, depth, np.float32) for depth in range(1, 8)] + [
     (64, 32, 5, np.float32),
@@ -617,7 +590,7 @@ def test_predict_chain_temp_matches_buffer_assignment(kata):
 
 
 @pytest.mark.task("predict_chain_temp")
-def test_predict_chain_temp_does_not_compile(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_chain_temp_does_not_compile(kata):
+    with compiler_refused("predict_chain_temp"):
         for rows, width, depth, dtype in CHAIN_CASES[:4]:
             kata.predict_chain_temp(rows, width, depth, np.dtype(dtype).itemsize)
