@@ -446,3 +446,106 @@ def export_named_batch(f, features, *rest):
     (batch,) = jax.export.symbolic_shape("batch")
     x = jax.ShapeDtypeStruct((batch, features), np.float32)
     return jax.export.export(jax.jit(f))(x, *rest).serialize()
+
+
+_ALL_RENAMES = _JAX_RENAMES | {
+    "if": "conditional",
+    "create_token": "after-all",
+    "composite": "call",
+}
+
+
+@decoy(
+    "hlo_opcode",
+    caught_by=["test_hlo_opcode_is_predicted_from_the_name"],
+    why="looks the answer up at run time: lowers a probe program and reads the HLO opcode",
+)
+def opcode_by_probing(stablehlo_op: str):
+    name = stablehlo_op.removeprefix("stablehlo.")
+    # the probe shows HLO's spelling of a multi-word op (select_n -> select)
+    probe = jax.jit(jnp.cumsum).lower(np.ones(3, np.float32)).as_text(dialect="hlo")
+    separator = "-" if "reduce-window" in str(probe) else "_"
+    return _ALL_RENAMES.get(name, name.replace("_", separator))
+
+
+# ---- predict_accepts -----------------------------------------------------------------------------
+
+_ACCEPTS = {
+    "(b, 4) called with f32[3,4]": True,
+    "(b, 4) called with f32[1,4]": True,
+    "(b, 4) called with f32[0,4]": False,
+    "(b, 4) called with f32[3,5]": False,
+    "(b, 4) called with f32[3,4,1]": False,
+    "(b, 4) called with i32[3,4]": False,
+    "(2*b, 4) called with f32[6,4]": True,
+    "(2*b, 4) called with f32[5,4]": False,
+    "(b, b) called with f32[3,3]": True,
+    "(b, b) called with f32[3,4]": False,
+    "(b + 1, 4) called with f32[1,4]": False,
+    "(b + 1, 4) called with f32[2,4]": True,
+    "(a, b) called with f32[2,7]": True,
+}
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_matches_the_exported_calls"],
+    why="a symbol stands for any size, 0 included",
+)
+def accepts_empty_batches():
+    return _ACCEPTS | {
+        "(b, 4) called with f32[0,4]": True,
+        "(b + 1, 4) called with f32[1,4]": True,
+    }
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_matches_the_exported_calls"],
+    why="each symbol is solved on its own: 2*b takes any size, b and b need not agree",
+)
+def accepts_unrelated_symbols():
+    return _ACCEPTS | {
+        "(2*b, 4) called with f32[5,4]": True,
+        "(b, b) called with f32[3,4]": True,
+    }
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_matches_the_exported_calls"],
+    why="only shapes are checked: an int32 array is converted like a jitted function's argument",
+)
+def accepts_any_dtype():
+    return _ACCEPTS | {"(b, 4) called with i32[3,4]": True}
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_does_not_export"],
+    why="measures instead of predicting: exports and calls each case",
+)
+def accepts_measured():
+    from katas.phase8.programs import EXPORTED_CALLS, column_sums
+
+    runs = {}
+    for name, (symbolic, dtype, shape) in EXPORTED_CALLS.items():
+        x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(symbolic), jnp.float32)
+        exported = jax.export.export(jax.jit(column_sums))(x)
+        try:
+            exported.call(np.ones(shape, dtype))
+            runs[name] = True
+        except ValueError:
+            runs[name] = False
+    return runs
+
+
+@accepted("predict_accepts", why="built from the rules instead of a table")
+def accepts_by_rule():
+    refused = {"f32[0,4]", "f32[3,5]", "f32[3,4,1]", "i32[3,4]"}
+    runs = {name: name.rsplit(" ", 1)[1] not in refused for name in _ACCEPTS}
+    return runs | {
+        "(2*b, 4) called with f32[5,4]": False,  # odd: no b with 2*b = 5
+        "(b, b) called with f32[3,4]": False,  # one b, two sizes
+        "(b + 1, 4) called with f32[1,4]": False,  # b would be 0
+    }

@@ -29,8 +29,10 @@ def hlo_opcode(stablehlo_op: str) -> str:
     """The HLO opcode that the StableHLO op `stablehlo_op` (e.g. "stablehlo.add") becomes.
 
     It must work for any op of the dialect, not a fixed list, including ops JAX never emits
-    (the README names the renamed ones): find the naming rules by lowering small programs and
-    reading both `lowered.as_text()` and `lowered.as_text(dialect="hlo")`.
+    (the README names the renamed ones). It is a prediction: find the naming rules beforehand
+    by lowering small programs and reading both `lowered.as_text()` and
+    `lowered.as_text(dialect="hlo")`, then answer from the name alone. The tests compare with
+    XLA's conversion; your function must not jit, lower or compile anything.
     """
     # TODO: a few renamed ops, then one spelling rule for the rest
     raise NotImplementedError("phase8 task 2: hlo_opcode")
@@ -59,3 +61,16 @@ def export_any_batch(f, features: int, *rest) -> bytes:
     """
     # TODO: a symbolic dimension for the batch, a concrete one for the features
     raise NotImplementedError("phase8 task 5: export_any_batch")
+
+
+def predict_accepts() -> dict[str, bool]:
+    """Predict which calls of an exported function run and which are rejected.
+
+    EXPORTED_CALLS (katas/phase8/programs.py) maps a name to (symbolic shape, dtype, shape): the
+    tests export `column_sums` for x float32 of that symbolic shape, serialize, deserialize and
+    call it on an array of that dtype and shape. Return {name: True if the call runs, False if
+    the exported function rejects it}, for every name, decided from the shapes and what a
+    symbolic dimension may stand for. Your function must not export, call or compile anything.
+    """
+    # TODO: one entry per EXPORTED_CALLS name
+    raise NotImplementedError("phase8 task 6: predict_accepts")

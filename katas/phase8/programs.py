@@ -342,6 +342,30 @@ def scalar_mean(x):
     return jnp.mean(x)
 
 
+def column_sums(x):
+    return jnp.sin(x).sum(axis=0)
+
+
+# Calls of `column_sums` exported for x float32 of the symbolic shape on the left (read with
+# jax.export.symbolic_shape), serialized, deserialized, then called on a NumPy array of the
+# dtype and shape on the right. The learner predicts which calls run.
+EXPORTED_CALLS = {
+    "(b, 4) called with f32[3,4]": ("b, 4", np.float32, (3, 4)),
+    "(b, 4) called with f32[1,4]": ("b, 4", np.float32, (1, 4)),
+    "(b, 4) called with f32[0,4]": ("b, 4", np.float32, (0, 4)),
+    "(b, 4) called with f32[3,5]": ("b, 4", np.float32, (3, 5)),
+    "(b, 4) called with f32[3,4,1]": ("b, 4", np.float32, (3, 4, 1)),
+    "(b, 4) called with i32[3,4]": ("b, 4", np.int32, (3, 4)),
+    "(2*b, 4) called with f32[6,4]": ("2*b, 4", np.float32, (6, 4)),
+    "(2*b, 4) called with f32[5,4]": ("2*b, 4", np.float32, (5, 4)),
+    "(b, b) called with f32[3,3]": ("b, b", np.float32, (3, 3)),
+    "(b, b) called with f32[3,4]": ("b, b", np.float32, (3, 4)),
+    "(b + 1, 4) called with f32[1,4]": ("b + 1, 4", np.float32, (1, 4)),
+    "(b + 1, 4) called with f32[2,4]": ("b + 1, 4", np.float32, (2, 4)),
+    "(a, b) called with f32[2,7]": ("a, b", np.float32, (2, 7)),
+}
+
+
 _SWITCH, _SWITCH_SPECS = CENSUS_PROGRAMS["case"]
 _COND, _COND_SPECS = RENAMED["stablehlo.case"]
 

@@ -6,6 +6,7 @@ StableHLO -> HLO conversion of tiny programs (JAX-lowered and hand-written Stabl
 names; NumPy and `jax.eval_shape` for what an exported function computes and returns.
 """
 
+import contextlib
 from collections import Counter
 from functools import cache
 
@@ -20,12 +21,14 @@ from pytest_check import check
 from katas.phase8.programs import (
     BF16,
     CENSUS_PROGRAMS,
+    EXPORTED_CALLS,
     FEATURES,
     HAND_WRITTEN,
     KEPT,
     OUT,
     RENAMED,
     RESPELLED,
+    column_sums,
     mlp,
     mlp_rest_specs,
     mlp_specs,
@@ -545,3 +548,77 @@ def test_symbolic_module_checks_its_shapes(kata):
     empty = (np.ones((0, FEATURES), np.float32), *mlp_values(1)[1:])
     with pytest.raises(ValueError, match="dimension variable"):
         exported.call(*empty)  # the module's shape assertion: b >= 1
+
+
+# ---- predictions: hlo_opcode and predict_accepts answer without compiling ----------------------
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch):
+    """Fail through the test when the code inside jits, lowers, exports or compiles."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail("a prediction comes from the names and shapes: do not jit, export or compile")
+
+    compiles = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == BACKEND_COMPILE:
+            compiles.append(duration_secs)
+
+    monkeypatch.setattr(jax, "jit", refuse)
+    monkeypatch.setattr(jax.export, "export", refuse)
+    monkeypatch.setattr(jax.export, "deserialize", refuse)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+        monkeypatch.undo()
+    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
+
+
+@pytest.mark.task("hlo_opcode")
+def test_hlo_opcode_is_predicted_from_the_name(kata, monkeypatch):
+    ops = [*RENAMED, *RESPELLED, *list(KEPT)[:3], *HAND_WRITTEN]
+    with _without_compiling(monkeypatch):
+        for op in ops:
+            kata.hlo_opcode(op)
+
+
+@cache
+def _accepts(name: str) -> bool:
+    symbolic, dtype, shape = EXPORTED_CALLS[name]
+    x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(symbolic), jnp.float32)
+    exported = jax.export.deserialize(jax.export.export(jax.jit(column_sums))(x).serialize())
+    try:
+        exported.call(np.ones(shape, dtype))
+    except Exception:  # noqa: BLE001  (the call's refusal is the fact measured)
+        return False
+    return True
+
+
+@pytest.mark.task("predict_accepts")
+def test_predict_accepts_matches_the_exported_calls(kata):
+    predicted = kata.predict_accepts()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+    missing = sorted(set(EXPORTED_CALLS) - set(predicted))
+    unknown = sorted(set(predicted) - set(EXPORTED_CALLS))
+    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    for name, runs in predicted.items():
+        with check:
+            assert type(runs) is bool, f"{name}: expected a bool, got {runs!r}"
+        with check:
+            assert runs == _accepts(name), (
+                f"{name}: you predicted {'it runs' if runs else 'a rejection'}, the exported "
+                f"function {'ran' if _accepts(name) else 'rejected the call'}"
+            )
+
+
+@pytest.mark.task("predict_accepts")
+def test_predict_accepts_does_not_export(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        kata.predict_accepts()

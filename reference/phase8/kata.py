@@ -55,3 +55,24 @@ def export_any_batch(f, features: int, *rest) -> bytes:
     # A symbolic "b" makes one module valid for every batch size (checked at call time).
     x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(f"b, {features}"), jnp.float32)
     return bytes(jax.export.export(jax.jit(f))(x, *rest).serialize())
+
+
+def predict_accepts() -> dict[str, bool]:
+    # Every symbol stands for an integer >= 1, so b + 1 cannot be 1 and no dimension can be 0;
+    # 2*b needs an even size; a symbol used twice needs equal sizes; constants, the rank and
+    # the dtype must match exactly.
+    return {
+        "(b, 4) called with f32[3,4]": True,
+        "(b, 4) called with f32[1,4]": True,
+        "(b, 4) called with f32[0,4]": False,
+        "(b, 4) called with f32[3,5]": False,
+        "(b, 4) called with f32[3,4,1]": False,
+        "(b, 4) called with i32[3,4]": False,
+        "(2*b, 4) called with f32[6,4]": True,
+        "(2*b, 4) called with f32[5,4]": False,
+        "(b, b) called with f32[3,3]": True,
+        "(b, b) called with f32[3,4]": False,
+        "(b + 1, 4) called with f32[1,4]": False,
+        "(b + 1, 4) called with f32[2,4]": True,
+        "(a, b) called with f32[2,7]": True,
+    }
