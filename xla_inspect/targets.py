@@ -16,8 +16,9 @@ What deviceless compiles cannot tell: no timings (nothing runs); GPU programs ar
 
 The environment must be prepared before JAX starts its backends (`prepare_environment`): the GPU
 topology is only registered when the CUDA plugin's hardware check is skipped, and libtpu prints
-start-up errors unless it is told it runs on one host. `xla-inspect` and the katas harness call
-it first thing.
+start-up errors unless it is told it runs on one host. `get` prepares it, so getting a target
+before the first JAX computation of the process is enough; `xla-inspect` and the katas harness
+prepare it first thing.
 """
 
 from __future__ import annotations
@@ -232,7 +233,8 @@ _TOPOLOGY = re.compile(r"(?P<base>[\w-]+?):(?P<topology>\d+(?:x\d+)+)")
 
 def get(name: str) -> Target:
     """The target called `name`: one of `TARGETS`, or a known TPU or GPU with another topology
-    (`tpu-v5e:4x4`, `gpu-h100:1x1x8`)."""
+    (`tpu-v5e:4x4`, `gpu-h100:1x1x8`). Prepares the environment (see `prepare_environment`)."""
+    prepare_environment()
     if name in TARGETS:
         return TARGETS[name]
     match = _TOPOLOGY.fullmatch(name)
