@@ -3,6 +3,7 @@ tests and at least two decoys, and every decoy names tests that exist."""
 
 import ast
 import inspect
+import re
 
 import pytest
 
@@ -153,3 +154,43 @@ def test_kata_functions_are_called_outside_check_blocks(phase):
     for test_file in (curriculum.KATAS_DIR / phase.name).glob("test_*.py"):
         calls = _kata_calls_inside_check(test_file)
         assert not calls, f"call these before the `with check:` block: {calls}"
+
+
+_SPACE = re.compile(r"[\s`]+")
+_ANSWER_LINE_MIN = 16  # shorter statements (`return x`, `n += 1`) say nothing of the answer
+
+
+def _answer_lines(function: ast.FunctionDef, given: str) -> set[str]:
+    """The reference's statements for a task, without whitespace, that the stub does not give."""
+    lines = set()
+    for node in ast.walk(function):
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        code = _SPACE.sub("", ast.unparse(node))
+        if len(code) >= _ANSWER_LINE_MIN and code not in given:
+            lines.add(code)
+    return lines
+
+
+@pytest.mark.parametrize("phase", PHASES, ids=lambda p: p.name)
+def test_no_hint_docstring_or_lesson_holds_an_answer_line(phase):
+    stub_source = phase.kata_path.read_text(encoding="utf-8")
+    stub, reference = _functions(phase.kata_path), _functions(phase.reference_path)
+    given = _SPACE.sub("", stub_source)
+    lesson = _SPACE.sub("", (phase.kata_path.parent / "README.md").read_text(encoding="utf-8"))
+    found = []
+    for task in phase.tasks:
+        texts = {
+            "a hint": _SPACE.sub("", " ".join(task.hints)),
+            "the stub's docstring or TODO": _SPACE.sub(
+                "", ast.get_source_segment(stub_source, stub[task.function]) or ""
+            ),
+            "the lesson": lesson,
+        }
+        for code in _answer_lines(reference[task.function], given):
+            found += [
+                f"{task.id}: {where} holds `{code}`" for where, t in texts.items() if code in t
+            ]
+    assert not found, "; ".join(found)
