@@ -1,0 +1,532 @@
+"""Plausible wrong answers for phase 11, and correct answers spelled differently."""
+
+import math
+import re
+
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from kata_harness.decoys import accepted, decoy
+from xla_inspect import parse_hlo
+from xla_inspect.model import Shape
+from xla_inspect.query import reachable
+
+COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
+_VIEWS = {"get-tuple-element", "bitcast", "tuple", "parameter", "constant"}
+
+
+def _targets_of(module, instruction) -> set[str]:
+    return {
+        (i.attribute("custom_call_target") or "").strip('"')
+        for c in reachable(module, instruction.called_computations)
+        for i in c
+        if i.opcode == "custom-call"
+    }
+
+
+def _inner(module, instruction):
+    return next(
+        i
+        for c in reachable(module, instruction.called_computations)
+        for i in c
+        if i.opcode in COLLECTIVES
+    )
+
+
+def _is_start(module, i) -> bool:
+    if i.opcode == "fusion":
+        return "AsyncCollectiveStart" in _targets_of(module, i)
+    return i.opcode.endswith("-start") and i.opcode.removesuffix("-start") in COLLECTIVES
+
+
+def _collective_of(module, i) -> str:
+    return _inner(module, i).opcode if i.opcode == "fusion" else i.opcode.removesuffix("-start")
+
+
+def _done_of(module, start):
+    entry = module.entry
+    if start.opcode == "fusion":
+        channel = _inner(module, start).attribute("channel_id")
+        return next(
+            d
+            for d in entry
+            if d.opcode == "fusion"
+            and "AsyncCollectiveDone" in _targets_of(module, d)
+            and _inner(module, d).attribute("channel_id") == channel
+        )
+    done = start.opcode.removesuffix("-start") + "-done"
+    return next(d for d in entry if d.opcode == done and start.name in d.operands)
+
+
+# ---- task 1: async_collectives -------------------------------------------------------------------
+
+
+@decoy(
+    "async_collectives",
+    caught_by=[
+        "test_async_collectives_counts_every_spelling",
+        "test_async_collectives_facts_per_target",
+    ],
+    why="every ENTRY op named like a start, copy-start included: a DMA is no collective",
+)
+def starts_by_name(hlo_text):
+    module = parse_hlo(hlo_text)
+    found = {}
+    for i in module.entry:
+        if "start" in i.name:
+            found[i.name] = (
+                _collective_of(module, i) if _is_start(module, i) else i.opcode.split("-")[0]
+            )
+    return found
+
+
+@decoy(
+    "async_collectives",
+    caught_by=[
+        "test_async_collectives_counts_every_spelling",
+        "test_async_collectives_facts_per_target",
+    ],
+    why="names the wrapper (fusion, all-gather-start) instead of the collective it runs",
+)
+def wrapper_opcode(hlo_text):
+    module = parse_hlo(hlo_text)
+    return {i.name: i.opcode for i in module.entry if _is_start(module, i)}
+
+
+@decoy(
+    "async_collectives",
+    caught_by=[
+        "test_async_collectives_counts_every_spelling",
+        "test_async_collectives_facts_per_target",
+    ],
+    why="knows only the X-start spelling and misses TPU's kCustom async-collective fusions",
+)
+def generic_spelling_only(hlo_text):
+    return {
+        i.name: i.opcode.removesuffix("-start")
+        for i in parse_hlo(hlo_text).entry
+        if i.opcode.endswith("-start") and i.opcode.removesuffix("-start") in COLLECTIVES
+    }
+
+
+@accepted("async_collectives", why="reads the ROOT of the fused computation, not every body")
+def starts_from_fused_root(hlo_text):
+    module = parse_hlo(hlo_text)
+    found = {}
+    for i in module.entry:
+        called = module.computation((i.attribute("calls") or "").removeprefix("%"))
+        if i.opcode == "fusion" and called is not None:
+            root = called.root
+            if root.opcode == "custom-call" and "AsyncCollectiveStart" in root.attributes_text:
+                found[i.name] = called[root.operands[0]].opcode
+        elif i.opcode.endswith("-start") and i.opcode[: -len("-start")] in COLLECTIVES:
+            found[i.name] = i.opcode[: -len("-start")]
+    return found
+
+
+# ---- task 2: overlapped_work ---------------------------------------------------------------------
+
+
+def _between(hlo_text, keep, pick_done):
+    module = parse_hlo(hlo_text)
+    entry = list(module.entry)
+    names = [i.name for i in entry]
+    found = {}
+    for start in entry:
+        if not _is_start(module, start):
+            continue
+        done = pick_done(module, start)
+        lo, hi = names.index(start.name), names.index(done.name)
+        found[start.name] = [i.name for i in entry[lo + 1 : hi] if keep(i)]
+    return found
+
+
+@decoy(
+    "overlapped_work",
+    caught_by=["test_overlapped_work_in_schedule_order"],
+    why="keeps the get-tuple-element and bitcast lines, which do no work",
+)
+def overlap_with_views(hlo_text):
+    return _between(hlo_text, lambda i: True, _done_of)
+
+
+def _first_done_after(module, start):
+    names = [i.name for i in module.entry]
+    later = list(module.entry)[names.index(start.name) + 1 :]
+    return next(
+        d
+        for d in later
+        if d.opcode.endswith("-done")
+        or (d.opcode == "fusion" and "AsyncCollectiveDone" in _targets_of(module, d))
+    )
+
+
+@decoy(
+    "overlapped_work",
+    caught_by=["test_overlapped_work_in_schedule_order"],
+    why="stops at the first done after the start, which may be another pair's or a copy-done",
+)
+def overlap_until_first_done(hlo_text):
+    return _between(hlo_text, lambda i: i.opcode not in _VIEWS, _first_done_after)
+
+
+@decoy(
+    "overlapped_work",
+    caught_by=["test_overlapped_work_in_schedule_order", "test_overlapped_work_hides_a_matmul"],
+    why="lists only the collectives and copies between start and done, not the compute",
+)
+def overlap_only_data_movement(hlo_text):
+    return _between(
+        hlo_text,
+        lambda i: i.opcode in COLLECTIVES or i.opcode.startswith("copy"),
+        _done_of,
+    )
+
+
+# ---- task 3: device_groups -----------------------------------------------------------------------
+
+_IOTA = re.compile(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+_MESH = re.compile(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}")
+
+
+def _ints(text):
+    return [int(t) for t in text.split(",") if t.strip()]
+
+
+def _groups_with(spelling, use_transpose=True, complement=False, mesh_order=False):
+    spelling = spelling.strip()
+    iota = _IOTA.fullmatch(spelling)
+    if iota:
+        ids = np.arange(math.prod(_ints(iota.group(2)))).reshape(_ints(iota.group(2)))
+        if iota.group(3) and use_transpose:
+            ids = ids.transpose(_ints(iota.group(3)))
+        return ids.reshape(_ints(iota.group(1))).tolist()
+    mesh = _MESH.fullmatch(spelling)
+    if mesh:
+        axes = [
+            (a.split("=")[0].strip(" '"), int(a.split("=")[1])) for a in mesh.group(1).split(",")
+        ]
+        names = [n for n, _ in axes]
+        over = [names.index(a.strip(" '")) for a in mesh.group(2).split(",")]
+        if mesh_order:
+            over = sorted(over)
+        if complement:
+            over = [d for d in range(len(axes)) if d not in over]
+        kept = [d for d in range(len(axes)) if d not in over]
+        ids = np.arange(math.prod(s for _, s in axes)).reshape([s for _, s in axes])
+        size = math.prod(axes[d][1] for d in over)
+        return ids.transpose(kept + over).reshape(-1, size).tolist()
+    return [_ints(g) for g in re.findall(r"\{([\d,]*)\}", spelling[1:-1])]
+
+
+def _all_groups(hlo_text, **how):
+    found = {}
+    for c in parse_hlo(hlo_text):
+        for i in c:
+            groups, channel = i.attribute("replica_groups"), i.attribute("channel_id")
+            if groups is not None and channel is not None:
+                found[int(channel)] = _groups_with(groups, **how)
+    return found
+
+
+@decoy(
+    "device_groups",
+    caught_by=["test_device_groups_every_spelling"],
+    why="reads [G,S]<=[dims]T(perm) without the transpose",
+)
+def iota_without_transpose(hlo_text):
+    return _all_groups(hlo_text, use_transpose=False)
+
+
+@decoy(
+    "device_groups",
+    caught_by=["test_device_groups_every_spelling", "test_device_groups_match_the_mesh"],
+    why="groups the devices that share the named axes' coordinate instead of those along them",
+)
+def mesh_complement(hlo_text):
+    return _all_groups(hlo_text, complement=True)
+
+
+@decoy(
+    "device_groups",
+    caught_by=["test_device_groups_match_the_mesh"],
+    why="orders a group by the mesh's axis order, not the order the collective lists the axes",
+)
+def mesh_axis_order(hlo_text):
+    return _all_groups(hlo_text, mesh_order=True)
+
+
+# ---- task 4: collective_bytes --------------------------------------------------------------------
+
+
+def _bits(dtype):
+    width = re.search(r"\d+", dtype or "")
+    return int(width.group()) if width else 8
+
+
+def _logical(shape):
+    if shape.is_tuple:
+        return sum(_logical(e) for e in shape.elements)
+    return math.prod(d or 0 for d in shape.dims) * _bits(shape.dtype) // 8
+
+
+def _padded(shape):
+    if shape.is_tuple:
+        return sum(_padded(e) for e in shape.elements)
+    dims = [d or 0 for d in shape.dims]
+    tile = re.search(r"T\(([\d,]+)\)", shape.layout or "")
+    if tile and shape.minor_to_major:
+        for dim, size in zip(shape.minor_to_major, reversed(_ints(tile.group(1))), strict=False):
+            dims[dim] = -(-dims[dim] // size) * size
+    return math.prod(dims) * _bits(shape.dtype) // 8
+
+
+def _sum_bytes(hlo_text, size_of, once=True):
+    module = parse_hlo(hlo_text)
+    seen = {}
+    for k, (c, i) in enumerate((comp, i) for comp in module for i in comp):
+        if i.opcode in COLLECTIVES:
+            key = int(i.attribute("channel_id", "-1")) if once else k
+            seen[key] = (i.opcode, size_of(module, c, i))
+    totals = {}
+    for opcode, size in seen.values():
+        totals[opcode] = totals.get(opcode, 0) + size
+    return totals
+
+
+@decoy(
+    "collective_bytes",
+    caught_by=["test_collective_bytes_fsdp_gathers_every_weight"],
+    why="counts each copy of an async collective (start, overlap and done bodies) again",
+)
+def bytes_every_copy(hlo_text):
+    return _sum_bytes(hlo_text, lambda m, c, i: _logical(i.shape_info), once=False)
+
+
+@decoy(
+    "collective_bytes",
+    caught_by=["test_collective_bytes_of_shard_map_collectives"],
+    why="counts the padded tiles of the result's TPU layout",
+)
+def bytes_padded(hlo_text):
+    return _sum_bytes(hlo_text, lambda m, c, i: _padded(i.shape_info))
+
+
+@decoy(
+    "collective_bytes",
+    caught_by=[
+        "test_collective_bytes_fsdp_gathers_every_weight",
+        "test_collective_bytes_of_shard_map_collectives",
+    ],
+    why="counts the operand each device sends, not the result it receives",
+)
+def bytes_of_operands(hlo_text):
+    def operand_bytes(module, c, i):
+        return sum(_logical(c[name].shape_info) for name in i.operands)
+
+    return _sum_bytes(hlo_text, operand_bytes)
+
+
+# ---- task 5: padded_bytes ------------------------------------------------------------------------
+
+
+@decoy(
+    "padded_bytes",
+    caught_by=[
+        "test_padded_bytes_match_memory_analysis",
+        "test_padded_bytes_other_generations",
+        "test_padded_bytes_of_recorded_parameters",
+    ],
+    why="the logical size: elements times bytes, as if nothing were padded",
+)
+def logical_bytes(shape_text):
+    return _logical(Shape(shape_text))
+
+
+@decoy(
+    "padded_bytes",
+    caught_by=["test_padded_bytes_match_memory_analysis", "test_padded_bytes_other_generations"],
+    why="pads the last dimensions of the shape, ignoring the layout's minor-to-major order",
+)
+def pad_in_shape_order(shape_text):
+    shape = Shape(shape_text)
+    dims = [d or 0 for d in shape.dims]
+    tile = re.search(r"T\(([\d,]+)\)", shape.layout or "")
+    if tile:
+        sizes = _ints(tile.group(1))
+        for offset, size in enumerate(reversed(sizes)):
+            dim = len(dims) - 1 - offset
+            dims[dim] = -(-dims[dim] // size) * size
+    return math.prod(dims) * _bits(shape.dtype) // 8
+
+
+@decoy(
+    "padded_bytes",
+    caught_by=["test_padded_bytes_match_memory_analysis", "test_padded_bytes_other_generations"],
+    why="multiplies the tiles: (2,1) after T(8,128) taken as 16 rows for a 2-byte type",
+)
+def pad_with_every_tile(shape_text):
+    shape = Shape(shape_text)
+    dims = [d or 0 for d in shape.dims]
+    tiles = [_ints(t) for t in re.findall(r"\(([\d,]+)\)", (shape.layout or "").partition(":")[2])]
+    if tiles and shape.minor_to_major:
+        sizes = list(tiles[0])
+        for later in tiles[1:]:
+            for k in range(1, min(len(later), len(sizes)) + 1):
+                sizes[-k] *= later[-k]
+        for dim, size in zip(shape.minor_to_major, reversed(sizes), strict=False):
+            dims[dim] = -(-dims[dim] // size) * size
+    return math.prod(dims) * _bits(shape.dtype) // 8
+
+
+# ---- task 6: prefetched_parameters ---------------------------------------------------------------
+
+
+def _moves(hlo_text, classify, include_copies=True):
+    entry = parse_hlo(hlo_text).entry
+    numbers = {i.name: int(i.payload or 0) for i in entry if i.opcode == "parameter"}
+    kinds = ("copy-start", "copy") if include_copies else ("copy-start",)
+    found = {}
+    for i in entry:
+        if i.opcode in kinds and i.operands and i.operands[0] in numbers:
+            moved = i.shape_info.elements[0] if i.shape_info.is_tuple else i.shape_info
+            if "S(1)" in (moved.layout or ""):
+                found[numbers[i.operands[0]]] = classify(i)
+    return found
+
+
+def _right_kind(i):
+    if i.opcode == "copy":
+        return "copy"
+    if i.attribute("cross_program_prefetch_index") is not None:
+        return "cross-program prefetch"
+    return "prefetch"
+
+
+@decoy(
+    "prefetched_parameters",
+    caught_by=["test_prefetched_parameters", "test_prefetched_parameters_facts"],
+    why="calls every copy-start a prefetch, missing the cross-program one",
+)
+def every_start_a_prefetch(hlo_text):
+    return _moves(hlo_text, lambda i: "copy" if i.opcode == "copy" else "prefetch")
+
+
+@decoy(
+    "prefetched_parameters",
+    caught_by=["test_prefetched_parameters", "test_prefetched_parameters_facts"],
+    why="only the async copy-starts: a blocking copy into S(1) moves a parameter too",
+)
+def async_copies_only(hlo_text):
+    return _moves(hlo_text, _right_kind, include_copies=False)
+
+
+@decoy(
+    "prefetched_parameters",
+    caught_by=["test_prefetched_parameters"],
+    why="takes any copy of a parameter, also one whose result stays in the default memory",
+)
+def any_copy_of_a_parameter(hlo_text):
+    entry = parse_hlo(hlo_text).entry
+    numbers = {i.name: int(i.payload or 0) for i in entry if i.opcode == "parameter"}
+    return {
+        numbers[i.operands[0]]: _right_kind(i)
+        for i in entry
+        if i.opcode in ("copy-start", "copy", "convert") and i.operands[0] in numbers
+    }
+
+
+# ---- task 7: predict_layer_flops -----------------------------------------------------------------
+
+
+@decoy(
+    "predict_layer_flops",
+    caught_by=["test_predict_layer_flops_matches_libtpu"],
+    why="counts the matmul only, not the bias add and the relu",
+)
+def matmul_flops_only(m, k, n, data, model):
+    return 2 * (m // data) * k * (n // model)
+
+
+@decoy(
+    "predict_layer_flops",
+    caught_by=["test_predict_layer_flops_matches_libtpu"],
+    why="the whole program's flops: cost_analysis on a sharded program is per device",
+)
+def global_flops(m, k, n, data, model):
+    return 2 * m * k * n + 2 * m * n
+
+
+@decoy(
+    "predict_layer_flops",
+    caught_by=["test_predict_layer_flops_matches_libtpu"],
+    why="splits k across 'model' too, though each device holds whole columns of w",
+)
+def k_split_too(m, k, n, data, model):
+    rows, cols = m // data, n // model
+    return 2 * rows * (k // model) * cols + 2 * rows * cols
+
+
+# ---- task 8: gather_free_specs -------------------------------------------------------------------
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_budget"],
+    why="w1 by rows and w2 by columns: both contractions need the whole weight, so XLA gathers",
+)
+def specs_swapped():
+    return P("model", None), P(None, "model")
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_budget"],
+    why="replicated weights: no collective at all, but every device holds both whole weights",
+)
+def specs_replicated():
+    return P(), P()
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_budget"],
+    why="FSDP-style rows over 'data': XLA moves the weights between devices every step",
+)
+def specs_fsdp_rows():
+    return P("data", None), P("data", None)
+
+
+@accepted("gather_free_specs", why="the same splits with the axis written as a one-axis tuple")
+def specs_as_tuples():
+    return P(None, ("model",)), P(("model",), None)
+
+
+# ---- task 9: step_donation -----------------------------------------------------------------------
+
+
+@decoy(
+    "step_donation",
+    caught_by=["test_step_donation_peak_budget"],
+    why="donates the parameters only; the momentum keeps a second copy alive",
+)
+def donate_params_only():
+    return (0,)
+
+
+@decoy(
+    "step_donation",
+    caught_by=["test_step_donation_peak_budget"],
+    why="donates the batch too: no output can use its buffer, and the caller loses it",
+)
+def donate_everything():
+    return (0, 1, 2)
+
+
+@decoy(
+    "step_donation",
+    caught_by=["test_step_donation_peak_budget"],
+    why="no donation: old and new state live side by side at the peak",
+)
+def donate_nothing():
+    return ()

@@ -1,0 +1,715 @@
+"""Phase 11 tests: facts of TPU HLO, checked against XLA's own parser, libtpu's cost and memory
+analyses, NumPy arithmetic on the programs' shapes, and the mesh the program was sharded over.
+
+Tests that read text run on the modules recorded in `recorded/` (no libtpu needed); tests that
+compile for a TPU call `require(...)` and skip, naming `uv sync --group tpu`, without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import re
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from pytest_check import check
+
+from kata_harness.targets import recorded, require
+from katas.phase11.programs import (
+    AXES,
+    FSDP_CASES,
+    GROUP_SPELLINGS,
+    HANDWRITTEN_ASYNC,
+    LAYER_CASES,
+    MLP_HIDDEN,
+    MLP_WIDTH,
+    PADDING_CASES,
+    RECORDINGS,
+    SGD_SHAPES,
+    doubled,
+    fsdp_weight_bytes,
+    group_module,
+    lower_dense_layer,
+    lower_mlp,
+    lower_sgd,
+    sgd_step,
+    two_layer_mlp,
+)
+from xla_inspect import parse_hlo
+from xla_inspect.query import custom_call_targets, fusions, opcode_counts, reachable
+
+PHASE = "phase11"
+V5E = "tpu-v5e:2x2"
+
+
+def _text(name: str) -> str:
+    return recorded(PHASE, name)
+
+
+@functools.cache
+def _xla(name: str):
+    """XLA's own parse of a recorded module (or of the hand-written one)."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    text = HANDWRITTEN_ASYNC if name == "handwritten" else _text(name)
+    return _hlo.hlo_module_from_text(text)
+
+
+def _xla_entry(name: str) -> list:
+    """The ENTRY computation's instructions in XLA's order (the schedule: the modules are
+    printed with is_scheduled=true)."""
+    module = _xla(name)
+    entry_name = (
+        (_text(name) if name != "handwritten" else HANDWRITTEN_ASYNC)
+        .split("ENTRY %")[1]
+        .split(" ")[0]
+    )
+    return next(c for c in module.computations() if c.name == entry_name).instructions()
+
+
+def _opcode(instruction) -> str:
+    return str(instruction.opcode).removeprefix("HloOpcode.")
+
+
+TEXTS = [*sorted(RECORDINGS), "handwritten"]
+
+
+def _any_text(name: str) -> str:
+    return HANDWRITTEN_ASYNC if name == "handwritten" else _text(name)
+
+
+# ---- async_collectives --------------------------------------------------------------------------
+
+
+def _async_census(name: str) -> int:
+    """Async collectives counted without pairing anything: TPU AsyncCollectiveStart custom calls
+    plus generic *-start collective ops, read with XLA's parser."""
+    starts = custom_call_targets(parse_hlo(_any_text(name)))["AsyncCollectiveStart"]
+    generic = sum(
+        _opcode(i).endswith("Start") and _opcode(i) not in ("kCopyStart", "kAsyncStart")
+        for i in _xla_entry(name)
+    )
+    return starts + generic
+
+
+@pytest.mark.task("async_collectives")
+def test_async_collectives_counts_every_spelling(kata):
+    for name in TEXTS:
+        got = kata.async_collectives(_any_text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        entry = {i.name: _opcode(i) for i in _xla_entry(name)}
+        with check:
+            assert len(got) == _async_census(name), (
+                f"{name}: {len(got)} async collectives, the module starts {_async_census(name)} "
+                "(AsyncCollectiveStart fusions plus collective *-start ops; copy-start is a DMA)"
+            )
+        for start, opcode in got.items():
+            with check:
+                assert entry.get(start) in (
+                    "kFusion",
+                    "kAllGatherStart",
+                    "kCollectivePermuteStart",
+                ), (
+                    f"{name}: {start} is not an ENTRY fusion or collective start op "
+                    f"({entry.get(start)})"
+                )
+            with check:
+                assert opcode in ("all-gather", "collective-permute"), (
+                    f"{name}: {start} runs {opcode!r}; these programs only gather and permute "
+                    "(name the collective inside, not the wrapper)"
+                )
+
+
+@pytest.mark.task("async_collectives")
+def test_async_collectives_facts_per_target(kata):
+    """What libtpu made async: v5e overlaps the last gathers of an FSDP stack, v6e keeps them
+    all synchronous, a single matmul has nothing to overlap."""
+    got = {name: kata.async_collectives(_text(name)) for name in RECORDINGS}
+    with check:
+        assert sorted(got["fsdp6_v5e"].values()) == ["all-gather", "all-gather"], got["fsdp6_v5e"]
+    with check:
+        assert list(got["fsdp4_v5e"].values()) == ["all-gather"], got["fsdp4_v5e"]
+    for name in ("fsdp4_v6e", "fsdp2_v5e", "matmul_v5e", "mlp_grad_v5e"):
+        with check:
+            assert got[name] == {}, f"{name}: no async collective, got {got[name]}"
+    with check:
+        assert set(got["mlp_rows_v5e"].values()) == {"collective-permute"}, got["mlp_rows_v5e"]
+
+
+# ---- overlapped_work ----------------------------------------------------------------------------
+
+
+def _is_done(name: str, instruction) -> bool:
+    opcode = _opcode(instruction)
+    if opcode in ("kAllGatherDone", "kCollectivePermuteDone", "kAllReduceDone"):
+        return True
+    if opcode != "kFusion":
+        return False
+    module = parse_hlo(_any_text(name))
+    fusion = module.entry[instruction.name]
+    return any(
+        i.opcode == "custom-call" and "AsyncCollectiveDone" in i.attributes_text
+        for c in reachable(module, fusion.called_computations)
+        for i in c
+    )
+
+
+def _depends_on(instruction, start: str) -> bool:
+    seen, pending = set(), list(instruction.operands())
+    while pending:
+        current = pending.pop()
+        if current.name == start:
+            return True
+        if current.name not in seen:
+            seen.add(current.name)
+            pending.extend(current.operands())
+    return False
+
+
+def _expected_between(name: str, start: str) -> list[str]:
+    """ENTRY instructions after `start` and before the first collective done that consumes it,
+    in XLA's order, without the views (tuple plumbing, bitcasts, parameters, constants)."""
+    entry = _xla_entry(name)
+    names = [i.name for i in entry]
+    at = names.index(start)
+    done = next(
+        k
+        for k in range(at + 1, len(entry))
+        if _is_done(name, entry[k]) and _depends_on(entry[k], start)
+    )
+    views = {"kGetTupleElement", "kBitcast", "kTuple", "kParameter", "kConstant"}
+    return [i.name for i in entry[at + 1 : done] if _opcode(i) not in views]
+
+
+@pytest.mark.task("overlapped_work")
+def test_overlapped_work_in_schedule_order(kata):
+    for name in TEXTS:
+        got = kata.overlapped_work(_any_text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        with check:
+            assert len(got) == _async_census(name), (
+                f"{name}: one entry per async collective ({_async_census(name)}), got {len(got)}"
+            )
+        for start, between in got.items():
+            assert start in [i.name for i in _xla_entry(name)], f"{name}: no ENTRY {start}"
+            with check:
+                assert between == _expected_between(name, start), (
+                    f"{name}: between {start} and its done XLA scheduled "
+                    f"{_expected_between(name, start)}, got {between}"
+                )
+
+
+@pytest.mark.task("overlapped_work")
+def test_overlapped_work_hides_a_matmul(kata):
+    """The point of an async gather: the next layer's matmul runs while the weight arrives."""
+    for name in ("fsdp4_v5e", "fsdp6_v5e", "fsdp3_f32_v5e"):
+        got = kata.overlapped_work(_text(name))
+        assert isinstance(got, dict) and got, f"{name}: expected async collectives, got {got!r}"
+        by_name = {f.name: f for f in fusions(parse_hlo(_text(name)))}
+        for start, between in got.items():
+            with check:
+                assert any(by_name[n].opcodes["convolution"] for n in between if n in by_name), (
+                    f"{name}: no fusion holding a convolution between {start} and its done: "
+                    f"{between}"
+                )
+
+
+# ---- device_groups ------------------------------------------------------------------------------
+
+
+def _spelled_groups() -> dict[str, list[list[int]]]:
+    """The groups each spelling of GROUP_SPELLINGS means, built with NumPy."""
+    eight = np.arange(8)
+    return {
+        "explicit": [[0, 3], [1, 2]],
+        "iota": np.arange(4).reshape(2, 2).tolist(),
+        "iota transposed": np.arange(4).reshape(2, 2).T.tolist(),
+        "iota 3-d transposed": eight.reshape(2, 2, 2).transpose(2, 0, 1).reshape(4, 2).tolist(),
+        # mesh a=2, b=4: varying b keeps a fixed (rows); varying a keeps b fixed (columns)
+        "mesh minor axis": eight.reshape(2, 4).tolist(),
+        "mesh major axis": eight.reshape(2, 4).T.tolist(),
+        # mesh a=2, b=2, c=2 over a and c: one group per b, a major and c minor inside it
+        "mesh both axes": [eight.reshape(2, 2, 2)[:, b, :].reshape(-1).tolist() for b in (0, 1)],
+    }
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_every_spelling(kata):
+    for spelling in sorted(GROUP_SPELLINGS):
+        got = kata.device_groups(group_module(GROUP_SPELLINGS[spelling]))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        expected = _spelled_groups()[spelling]
+        assert set(got) == {3}, f"one collective, channel_id=3; got channels {sorted(got)}"
+        with check:
+            assert sorted(got[3]) == sorted(expected), (
+                f"{GROUP_SPELLINGS[spelling]} means {expected}, got {got[3]}"
+            )
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_one_entry_per_channel(kata):
+    for name in ("fsdp4_v5e", "fsdp6_v5e", "matmul_v5e", "handwritten"):
+        text = _any_text(name)
+        got = kata.device_groups(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        channels = {
+            int(m) for m in re.findall(r"channel_id=(\d+)", text) if f"channel_id={m}," in text
+        }
+        permutes = {
+            int(i.attribute("channel_id", "-1"))
+            for c in parse_hlo(text)
+            for i in c
+            if i.attribute("source_target_pairs") is not None
+        }
+        with check:
+            assert set(got) == channels - permutes, (
+                f"{name}: channels with replica groups {sorted(channels - permutes)}, "
+                f"got {sorted(got)}"
+            )
+        for channel, groups in got.items():
+            flat = sorted(d for g in groups for d in g)
+            with check:
+                assert flat == list(range(4)), (
+                    f"{name} channel {channel}: every one of the 4 devices in exactly one group, "
+                    f"got {groups}"
+                )
+
+
+# (mesh shape, axis names, axes the collective runs over)
+GROUP_CASES = [
+    ((2, 2), ("a", "b"), "a"),
+    ((2, 2), ("a", "b"), "b"),
+    ((2, 2), ("a", "b"), ("b", "a")),
+    ((4,), ("a",), "a"),
+    ((2, 2), ("b", "a"), "a"),
+    ((1, 4), ("a", "b"), "b"),
+]
+
+
+@functools.cache
+def _gather_text(shape, names, over) -> str:
+    target = require(V5E)
+    mesh = target.mesh(shape, names)
+    gather = jax.shard_map(
+        lambda x: jax.lax.all_gather(x * 2.0, over, tiled=True),
+        mesh=mesh,
+        in_specs=P(names),
+        out_specs=P(names),
+        check_vma=False,
+    )
+    x = target.place(jax.ShapeDtypeStruct((8 * math.prod(shape), 128), jnp.float32), mesh, names)
+    text = jax.jit(gather).lower(x).compile().as_text()
+    assert text is not None
+    return text
+
+
+def _mesh_groups(shape, names, over) -> list[list[int]]:
+    """Devices (positions in the mesh) that gather together, in the order they concatenate."""
+    over = (over,) if isinstance(over, str) else over
+    ids = np.arange(math.prod(shape)).reshape(shape)
+    axes = [names.index(a) for a in over]
+    kept = [d for d in range(len(shape)) if d not in axes]
+    return ids.transpose(kept + axes).reshape(-1, math.prod(shape[d] for d in axes)).tolist()
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_match_the_mesh(kata):
+    for shape, names, over in GROUP_CASES:
+        text = _gather_text(shape, names, over)
+        got = kata.device_groups(text)
+        assert isinstance(got, dict) and len(got) == 1, f"one all-gather, got {got!r}"
+        expected = _mesh_groups(shape, names, over)
+        with check:
+            assert sorted(next(iter(got.values()))) == sorted(expected), (
+                f"all_gather over {over} on mesh {dict(zip(names, shape, strict=True))}: groups "
+                f"{expected}, got {next(iter(got.values()))}"
+            )
+
+
+# ---- collective_bytes ---------------------------------------------------------------------------
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_fsdp_gathers_every_weight(kata):
+    for name in sorted(FSDP_CASES):
+        got = kata.collective_bytes(_text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        layers, _, width, dtype, _, _ = FSDP_CASES[name]
+        # Default precision on TPU multiplies in bf16: f32 weights are rounded before the gather.
+        per_weight = fsdp_weight_bytes(name) * 2 // jnp.dtype(dtype).itemsize
+        with check:
+            assert got == {"all-gather": layers * per_weight}, (
+                f"{name}: every device gathers {layers} whole weights of {per_weight} bytes (bf16 "
+                f"[{width},{width}]; a collective copied into several async bodies counts once), "
+                f"got {got}"
+            )
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_gradient_all_reduce(kata):
+    got = kata.collective_bytes(_text("mlp_grad_v5e"))
+    assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    params = [(512, 1024), (1024,), (1024, 256), (256,)]
+    expected = sum(math.prod(s) for s in params) * jnp.dtype(jnp.bfloat16).itemsize
+    with check:
+        assert got == {"all-reduce": expected}, (
+            f"data-parallel gradients: one all-reduce of every bf16 gradient ({expected} bytes, "
+            f"a tuple-shaped result counts all its elements), got {got}"
+        )
+
+
+# (collective, dtype, global shape): the mesh is (2, 2) over ('a', 'b'), the array split four
+# ways by rows; expected bytes per device from the block's shape.
+SHARD_CASES = {
+    "psum over a, bf16": (lambda x: jax.lax.psum(x, "a"), jnp.bfloat16, (64, 384), "all-reduce", 1),
+    "all_gather over b, s32": (
+        lambda x: jax.lax.all_gather(x, "b", tiled=True),
+        jnp.int32,
+        (64, 130),
+        "all-gather",
+        2,
+    ),
+    "psum_scatter over b, f32": (
+        lambda x: jax.lax.psum_scatter(x, "b", tiled=True),
+        jnp.float32,
+        (64, 256),
+        "reduce-scatter",
+        0.5,
+    ),
+    "all_to_all over b, f32": (
+        lambda x: jax.lax.all_to_all(x, "b", 0, 1, tiled=True),
+        jnp.float32,
+        (64, 256),
+        "all-to-all",
+        1,
+    ),
+}
+
+
+@functools.cache
+def _shard_text(case: str) -> str:
+    target = require(V5E)
+    f, dtype, shape, _, _ = SHARD_CASES[case]
+    mesh = target.mesh((2, 2), ("a", "b"))
+    program = jax.shard_map(
+        f, mesh=mesh, in_specs=P(("a", "b")), out_specs=P(("a", "b")), check_vma=False
+    )
+    x = target.place(jax.ShapeDtypeStruct(shape, dtype), mesh, ("a", "b"))
+    text = jax.jit(program).lower(x).compile().as_text()
+    assert text is not None
+    return text
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_of_shard_map_collectives(kata):
+    for case in sorted(SHARD_CASES):
+        text = _shard_text(case)
+        got = kata.collective_bytes(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        _, dtype, shape, opcode, factor = SHARD_CASES[case]
+        block = shape[0] // 4 * shape[1] * jnp.dtype(dtype).itemsize
+        with check:
+            assert got == {opcode: int(block * factor)}, (
+                f"{case}: one {opcode} whose result is {int(block * factor)} bytes on each device "
+                f"(the block is {block} bytes; padded tiles are not data), got {got}"
+            )
+
+
+# ---- padded_bytes -------------------------------------------------------------------------------
+
+
+@functools.cache
+def _padding_compile(target_name: str, shape: tuple[int, ...], dtype) -> tuple[str, int]:
+    """The ENTRY parameter's shape text and the argument bytes memory_analysis reports."""
+    target = require(target_name)
+    x = target.place(jax.ShapeDtypeStruct(shape, dtype))
+    compiled = jax.jit(doubled).lower(x).compile()
+    text = compiled.as_text()
+    assert text is not None
+    parameter = next(i for i in parse_hlo(text).entry if i.opcode == "parameter")
+    stats = compiled.memory_analysis()
+    assert stats is not None
+    return parameter.shape, int(stats.argument_size_in_bytes)
+
+
+@pytest.mark.task("padded_bytes")
+def test_padded_bytes_match_memory_analysis(kata):
+    for shape, dtype in PADDING_CASES:
+        text, allocated = _padding_compile(V5E, shape, dtype)
+        got = kata.padded_bytes(text)
+        logical = math.prod(shape) * jnp.dtype(dtype).itemsize
+        with check:
+            assert got == allocated, (
+                f"{text}: libtpu allocates {allocated} bytes for it (logical {logical}), got {got}"
+            )
+
+
+@pytest.mark.task("padded_bytes")
+def test_padded_bytes_other_generations(kata):
+    for target_name in ("tpu-v6e:2x2", "tpu-v5p:2x2x1"):
+        for shape, dtype in PADDING_CASES[::2]:
+            text, allocated = _padding_compile(target_name, shape, dtype)
+            got = kata.padded_bytes(text)
+            with check:
+                assert got == allocated, f"{target_name} {text}: {allocated} bytes, got {got}"
+
+
+def _xla_padded(shape) -> int:
+    """Padded bytes from XLA's parse of a shape: dims rounded up to the first tile along the
+    layout's most minor dimensions."""
+    dims = list(shape.dimensions())
+    layout = shape.layout()
+    tiles = layout.tiling()
+    if tiles:
+        first = tiles[0]
+        order = list(layout.minor_to_major())
+        for dim, size in zip(order, reversed(first), strict=False):
+            dims[dim] = -(-dims[dim] // size) * size
+    return int(np.prod(dims, dtype=np.int64)) * np.dtype(shape.numpy_dtype()).itemsize
+
+
+@pytest.mark.task("padded_bytes")
+def test_padded_bytes_of_recorded_parameters(kata):
+    """Every ENTRY parameter of every recording (odd_shapes_v5e holds the padded ones)."""
+    for name in sorted(RECORDINGS):
+        for instruction in _xla_entry(name):
+            if _opcode(instruction) != "kParameter":
+                continue
+            text = parse_hlo(_text(name)).entry[instruction.name].shape
+            got = kata.padded_bytes(text)
+            with check:
+                assert got == _xla_padded(instruction.shape), (
+                    f"{name} {text}: {_xla_padded(instruction.shape)} bytes, got {got}"
+                )
+
+
+# ---- prefetched_parameters ----------------------------------------------------------------------
+
+
+def _xla_prefetches(name: str) -> dict[int, str]:
+    """ENTRY parameters copied into memory space 1, read with XLA's parser."""
+    found = {}
+    for i in _xla_entry(name):
+        if _opcode(i) not in ("kCopyStart", "kCopy") or _opcode(i.operands()[0]) != "kParameter":
+            continue
+        result = i.shape.tuple_shapes()[0] if i.shape.is_tuple() else i.shape
+        if "S(1)" not in result.layout().to_string():
+            continue
+        stated = re.search(r"parameter\((\d+)\)", i.operands()[0].to_string())
+        assert stated is not None
+        number = int(stated.group(1))
+        if _opcode(i) == "kCopy":
+            found[number] = "copy"
+        elif "cross_program_prefetch_index" in i.to_string():
+            found[number] = "cross-program prefetch"
+        else:
+            found[number] = "prefetch"
+    return found
+
+
+@pytest.mark.task("prefetched_parameters")
+def test_prefetched_parameters(kata):
+    for name in sorted(RECORDINGS):
+        got = kata.prefetched_parameters(_text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        expected = _xla_prefetches(name)
+        with check:
+            assert got == expected, f"{name}: {expected}, got {got}"
+
+
+@pytest.mark.task("prefetched_parameters")
+def test_prefetched_parameters_facts(kata):
+    """One cross-program prefetch per program at most; a copy-start of a constant is no
+    parameter's prefetch; a sharded matmul of two gathered operands prefetches nothing."""
+    for name in RECORDINGS:
+        got = kata.prefetched_parameters(_text(name))
+        assert isinstance(got, dict)
+        with check:
+            assert list(got.values()).count("cross-program prefetch") <= 1, f"{name}: {got}"
+    with check:
+        assert kata.prefetched_parameters(_text("mlp_rows_v5e")) == {0: "cross-program prefetch"}
+    with check:
+        assert kata.prefetched_parameters(_text("matmul_v5e")) == {}
+    with check:
+        assert sorted(kata.prefetched_parameters(_text("fsdp6_v5e")).values()).count("copy") == 2
+
+
+# ---- predict_layer_flops ------------------------------------------------------------------------
+
+
+class _Compiling(Exception):
+    """Raised by the patched JAX entry points while a predict task is called."""
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch):
+    def refuse(*_, **__):
+        raise _Compiling
+
+    with monkeypatch.context() as patch:
+        for owner, name in (
+            (jax, "jit"),
+            (jax, "eval_shape"),
+            (jax.stages.Lowered, "compile"),
+            (jax.stages.Lowered, "cost_analysis"),
+        ):
+            patch.setattr(owner, name, refuse)
+        try:
+            yield
+        except _Compiling:
+            pytest.fail("predict_layer_flops compiled a program: predict it instead", pytrace=False)
+
+
+@functools.cache
+def _layer_flops(m, k, n, mesh_shape) -> float:
+    target = require(V5E)
+    cost = lower_dense_layer(target, m, k, n, mesh_shape).compile().cost_analysis()
+    assert isinstance(cost, dict) and "flops" in cost
+    return float(cost["flops"])
+
+
+@pytest.mark.task("predict_layer_flops")
+def test_predict_layer_flops_matches_libtpu(kata, monkeypatch):
+    for m, k, n, mesh_shape in LAYER_CASES:
+        with _without_compiling(monkeypatch):
+            got = kata.predict_layer_flops(m, k, n, *mesh_shape)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        expected = _layer_flops(m, k, n, mesh_shape)
+        with check:
+            assert got == expected, (
+                f"relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: cost_analysis says "
+                f"{expected:.0f} flops per device, predicted {got}"
+            )
+
+
+# ---- gather_free_specs --------------------------------------------------------------------------
+
+
+@functools.cache
+def _mlp_figures(w1_spec: P, w2_spec: P, batch: int) -> tuple[dict[str, int], int]:
+    """(collective opcodes -> count over every computation, argument bytes per device)."""
+    target = require(V5E)
+    compiled = lower_mlp(target, tuple(w1_spec), tuple(w2_spec), batch).compile()
+    text = compiled.as_text()
+    assert text is not None
+    counts = opcode_counts(parse_hlo(text))
+    stats = compiled.memory_analysis()
+    assert stats is not None
+    moved = {o: c for o, c in counts.items() if o.startswith(("all-", "collective-", "reduce-sc"))}
+    return moved, int(stats.argument_size_in_bytes)
+
+
+@functools.cache
+def _x_bytes(batch: int) -> int:
+    target = require(V5E)
+    mesh = target.mesh((2, 2), AXES)
+    x = target.place(jax.ShapeDtypeStruct((batch, MLP_WIDTH), jnp.bfloat16), mesh, "data", None)
+    stats = jax.jit(doubled).lower(x).compile().memory_analysis()
+    assert stats is not None
+    return int(stats.argument_size_in_bytes)
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_budget(kata):
+    for batch in (512, 128):
+        specs = kata.gather_free_specs()
+        assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
+        moved, arguments = _mlp_figures(specs[0], specs[1], batch)
+        _, replicated = _mlp_figures(P(), P(), batch)
+        x_bytes = _x_bytes(batch)
+        budget = x_bytes + (replicated - x_bytes) // 2
+        with check:
+            assert not any(o.startswith(("all-gather", "collective-permute")) for o in moved), (
+                f"weights moved between devices: {moved} (a gather or a permute of a weight costs "
+                "bandwidth every step)"
+            )
+        with check:
+            assert arguments <= budget, (
+                f"{arguments} argument bytes per device; replicated weights take {replicated}, the "
+                f"budget is half the weights plus x: {budget}"
+            )
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_same_values_on_cpu(kata):
+    specs = kata.gather_free_specs()
+    assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
+    mesh = jax.make_mesh(
+        (2, 2), AXES, axis_types=(AxisType.Auto,) * 2, devices=jax.devices("cpu")[:4]
+    )
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(16, MLP_WIDTH)).astype(np.float32)
+    w1 = rng.normal(size=(MLP_WIDTH, MLP_HIDDEN)).astype(np.float32) / 16
+    w2 = rng.normal(size=(MLP_HIDDEN, MLP_WIDTH)).astype(np.float32) / 32
+    placed = [
+        jax.device_put(a, NamedSharding(mesh, s))
+        for a, s in ((x, P("data", None)), (w1, specs[0]), (w2, specs[1]))
+    ]
+    out = np.asarray(jax.jit(two_layer_mlp)(*placed))
+    expected = np.maximum(x @ w1, 0) @ w2
+    with check:
+        np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4)
+
+
+# ---- step_donation ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _sgd_memory(donate: tuple[int, ...]) -> tuple[int, int]:
+    """(alias bytes, peak bytes) of sgd_step compiled for v5e with these donate_argnums."""
+    target = require(V5E)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = lower_sgd(target, donate).compile().memory_analysis()
+    assert stats is not None
+    return int(stats.alias_size_in_bytes), int(stats.peak_memory_in_bytes)
+
+
+@pytest.mark.task("step_donation")
+def test_step_donation_peak_budget(kata):
+    donate = kata.step_donation()
+    assert isinstance(donate, tuple), f"a tuple of argument numbers, got {donate!r}"
+    with check:
+        assert 2 not in donate, "the caller evaluates on the batch after the step: keep it"
+    alias, peak = _sgd_memory(donate)
+    _, original = _sgd_memory(())
+    state = sum(math.prod(s) for s in SGD_SHAPES.values()) * 4 * 2  # params and momentum, f32
+    with check:
+        assert alias == state, f"aliased {alias} bytes; params and momentum are {state}"
+    with check:
+        assert peak <= original - state, (
+            f"peak {peak} bytes; without donation {original}, budget {original - state}"
+        )
+
+
+@pytest.mark.task("step_donation")
+def test_step_donation_same_values(kata):
+    donate = kata.step_donation()
+    assert isinstance(donate, tuple), f"a tuple of argument numbers, got {donate!r}"
+    rng = np.random.default_rng(5)
+
+    def fresh():
+        params = {k: rng.normal(size=s).astype(np.float32) / 8 for k, s in SGD_SHAPES.items()}
+        momentum = {k: np.zeros(s, np.float32) for k, s in SGD_SHAPES.items()}
+        batch = (
+            rng.normal(size=(16, SGD_SHAPES["w"][0])).astype(np.float32),
+            rng.normal(size=(16, SGD_SHAPES["v"][1])).astype(np.float32),
+        )
+        return params, momentum, batch
+
+    params, momentum, batch = fresh()
+    expected = jax.jit(sgd_step)(params, momentum, batch)
+    placed = jax.device_put((params, momentum, batch))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = jax.jit(sgd_step, donate_argnums=donate)(*placed)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
+        with check:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
