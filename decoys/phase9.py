@@ -564,3 +564,124 @@ def scatter_spelled_out(x, mesh):
         return jax.lax.psum_scatter(block, axis_name="x", scatter_dimension=0, tiled=True)
 
     return jax.shard_map(local, mesh=mesh, in_specs=P("x", None), out_specs=P("x", None))(x)
+
+
+# ---- predict_collectives -------------------------------------------------------------------------
+
+_PREDICTED = {
+    "x @ w, x row-split, w replicated": {},
+    "x.sum(), x row-split": {"all-reduce": 1},
+    "x.sum(axis=1), x row-split": {},
+    "x.sum(axis=0), x row-split": {"all-reduce": 1},
+    "x @ w, x column-split, w row-split": {"all-reduce": 1},
+    "x * 2 returned replicated, x row-split": {"all-gather": 1},
+    "x * 2 constrained to column-split, x row-split": {"all-to-all": 1},
+    "x.T, x row-split": {},
+    "x[::-1], x row-split": {"collective-permute": 1},
+    "softmax over axis 0, x row-split": {"all-reduce": 2},
+    "softmax over axis 1, x row-split": {},
+    "x + y, x row-split, y column-split": {"all-to-all": 1},
+}
+
+
+@decoy(
+    "predict_collectives",
+    caught_by=["test_predict_collectives_matches_the_partitioned_module"],
+    why="a transpose or a reversal of sharded rows must move data between devices",
+)
+def collectives_layout_moves():
+    return _PREDICTED | {
+        "x.T, x row-split": {"all-to-all": 1},
+        "x[::-1], x row-split": {"all-to-all": 1},
+    }
+
+
+@decoy(
+    "predict_collectives",
+    caught_by=["test_predict_collectives_matches_the_partitioned_module"],
+    why="one all-reduce per reduction over the split, whatever else it needs (softmax: max, sum)",
+)
+def collectives_one_per_softmax():
+    return _PREDICTED | {"softmax over axis 0, x row-split": {"all-reduce": 1}}
+
+
+@decoy(
+    "predict_collectives",
+    caught_by=["test_predict_collectives_matches_the_partitioned_module"],
+    why="a replicated result is summed together (all-reduce), not gathered",
+)
+def collectives_replicate_by_reduce():
+    return _PREDICTED | {"x * 2 returned replicated, x row-split": {"all-reduce": 1}}
+
+
+@decoy(
+    "predict_collectives",
+    caught_by=["test_predict_collectives_does_not_compile"],
+    why="measures instead of predicting: compiles every program of the bank",
+)
+def collectives_measured():
+    from katas.phase9.programs import PREDICT_BANK
+
+    found = {}
+    for name, (program, arguments) in PREDICT_BANK.items():
+        module = _compiled_module(lambda *a, p=program: p(*a), *arguments())
+        found[name] = dict(Counter(i.opcode for c in module for i in c if i.opcode in _COLLECTIVES))
+    return found
+
+
+@accepted("predict_collectives", why="the same facts written as Counters")
+def collectives_as_counters():
+    return {name: Counter(counts) for name, counts in _PREDICTED.items()}
+
+
+# ---- place_weights -------------------------------------------------------------------------------
+
+
+@decoy(
+    "place_weights",
+    caught_by=["test_place_weights_keeps_values_and_splits_them"],
+    why="replicates both weights: no communication at all, but every device holds all of them",
+)
+def weights_replicated(w1, w2, mesh):
+    everywhere = NamedSharding(mesh, P())
+    return jax.device_put(w1, everywhere), jax.device_put(w2, everywhere)
+
+
+@decoy(
+    "place_weights",
+    caught_by=["test_place_weights_halves_collective_bytes"],
+    why="keeps the first placement: both weights split by rows",
+)
+def weights_rows(w1, w2, mesh):
+    rows = NamedSharding(mesh, P("x", None))
+    return jax.device_put(w1, rows), jax.device_put(w2, rows)
+
+
+@decoy(
+    "place_weights",
+    caught_by=["test_place_weights_halves_collective_bytes"],
+    why="splits both weights by columns: the hidden layer must be gathered for the second matmul",
+)
+def weights_columns(w1, w2, mesh):
+    columns = NamedSharding(mesh, P(None, "x"))
+    return jax.device_put(w1, columns), jax.device_put(w2, columns)
+
+
+@decoy(
+    "place_weights",
+    caught_by=["test_place_weights_keeps_values_and_splits_them"],
+    why="meets the budgets by storing the weights in bf16 (half the bytes, other numbers)",
+)
+def weights_in_bf16(w1, w2, mesh):
+    return (
+        jax.device_put(w1.astype(jnp.bfloat16), NamedSharding(mesh, P(None, "x"))),
+        jax.device_put(w2.astype(jnp.bfloat16), NamedSharding(mesh, P("x", None))),
+    )
+
+
+@accepted("place_weights", why="the same split over every mesh axis: smaller shards, same traffic")
+def weights_over_all_axes(w1, w2, mesh):
+    return (
+        jax.device_put(w1, NamedSharding(mesh, P(None, mesh.axis_names))),
+        jax.device_put(w2, NamedSharding(mesh, P(mesh.axis_names, None))),
+    )

@@ -103,3 +103,29 @@ def scatter_sum(x, mesh: Mesh) -> jax.Array:
     """
     # TODO: one collective both reduces and scatters
     raise NotImplementedError("phase9 task 9: scatter_sum")
+
+
+def predict_collectives() -> dict[str, dict[str, int]]:
+    """Predict the collectives XLA's SPMD partitioner inserts into each PREDICT_BANK program.
+
+    PREDICT_BANK (katas/phase9/programs.py) maps a name to a jitted program on mesh "8" and its
+    sharded arguments. Return {name: {collective opcode: count}} for every name, counting
+    all-reduce, all-gather, reduce-scatter, collective-permute and all-to-all over every
+    computation of the compiled module; leave out opcodes that do not occur ({} when none
+    does). Decide from the shardings and the math; your function must not jit or compile.
+    """
+    # TODO: one entry per PREDICT_BANK name
+    raise NotImplementedError("phase9 task 10: predict_collectives")
+
+
+def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    """Put the weights of `two_layer` (katas/phase9/programs.py) on `mesh` to cut communication.
+
+    The tests run jax.jit(two_layer) on x replicated and your two arrays, with a replicated
+    result (`run_placed`). Two budgets: each device may hold at most 1/n of each weight
+    (n = mesh.shape["x"]), and the collectives of the compiled program may move at most half
+    the bytes of `first_placement` (both weights split by rows over "x"). Return w1 and w2
+    with their values and dtypes unchanged.
+    """
+    # TODO: which split of each weight lets the first matmul need no communication at all?
+    raise NotImplementedError("phase9 task 11: place_weights")

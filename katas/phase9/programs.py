@@ -178,6 +178,102 @@ def param_bank():
     ]
 
 
+def _replicated_out(f):
+    return jax.jit(f, out_shardings=NamedSharding(mesh_named(), P()))
+
+
+def _constrained(f, *spec):
+    return jax.jit(
+        lambda a: jax.lax.with_sharding_constraint(f(a), NamedSharding(mesh_named(), P(*spec)))
+    )
+
+
+def _weights() -> np.ndarray:
+    return small_ints((COLS, COLS), np.float32, 7)
+
+
+# Programs on mesh "8" (x is f32[16,8]): name -> (jitted function, argument maker). The learner
+# predicts which collectives the SPMD partitioner inserts into each compiled module.
+PREDICT_BANK = {
+    "x @ w, x row-split, w replicated": (
+        jax.jit(lambda a, w: a @ w),
+        lambda: (put(arange_rows(), "x", None), put(_weights())),
+    ),
+    "x.sum(), x row-split": (jax.jit(lambda a: a.sum()), lambda: (put(arange_rows(), "x", None),)),
+    "x.sum(axis=1), x row-split": (
+        jax.jit(lambda a: a.sum(axis=1)),
+        lambda: (put(arange_rows(), "x", None),),
+    ),
+    "x.sum(axis=0), x row-split": (
+        jax.jit(lambda a: a.sum(axis=0)),
+        lambda: (put(arange_rows(), "x", None),),
+    ),
+    "x @ w, x column-split, w row-split": (
+        jax.jit(lambda a, w: a @ w),
+        lambda: (put(arange_rows(), None, "x"), put(_weights(), "x", None)),
+    ),
+    "x * 2 returned replicated, x row-split": (
+        _replicated_out(lambda a: a * 2),
+        lambda: (put(arange_rows(), "x", None),),
+    ),
+    "x * 2 constrained to column-split, x row-split": (
+        _constrained(lambda a: a * 2, None, "x"),
+        lambda: (put(arange_rows(), "x", None),),
+    ),
+    "x.T, x row-split": (jax.jit(lambda a: a.T), lambda: (put(arange_rows(), "x", None),)),
+    "x[::-1], x row-split": (jax.jit(lambda a: a[::-1]), lambda: (put(arange_rows(), "x", None),)),
+    "softmax over axis 0, x row-split": (
+        jax.jit(lambda a: jax.nn.softmax(a, axis=0)),
+        lambda: (put(arange_rows(), "x", None),),
+    ),
+    "softmax over axis 1, x row-split": (
+        jax.jit(lambda a: jax.nn.softmax(a, axis=1)),
+        lambda: (put(arange_rows(), "x", None),),
+    ),
+    "x + y, x row-split, y column-split": (
+        jax.jit(lambda a, b: a + b),
+        lambda: (put(arange_rows(), "x", None), put(arange_rows(), None, "x")),
+    ),
+}
+
+
+def two_layer(x, w1, w2):
+    return jax.nn.relu(x @ w1) @ w2
+
+
+# (mesh, batch, features, hidden, out): hidden and out differ; hidden and features divide by
+# the length of "x" (8, 2, 4 and 4).
+PLACEMENT_CASES = [
+    ("8", 4, 16, 64, 24),
+    ("2x4", 6, 8, 32, 8),
+    ("y2x4", 3, 12, 16, 4),
+    ("4x2", 5, 8, 40, 12),
+]
+
+
+def placement_arrays(number: int):
+    """x, w1, w2 as NumPy arrays for PLACEMENT_CASES[number]."""
+    _, batch, features, hidden, out = PLACEMENT_CASES[number]
+    rng = np.random.default_rng(number)
+    return (
+        rng.normal(size=(batch, features)).astype(np.float32),
+        rng.normal(size=(features, hidden)).astype(np.float32) / 4,
+        rng.normal(size=(hidden, out)).astype(np.float32) / 8,
+    )
+
+
+def first_placement(w1, w2, mesh):
+    """The placement to improve: both weights split by rows over "x"."""
+    row_split = NamedSharding(mesh, P("x", None))
+    return jax.device_put(w1, row_split), jax.device_put(w2, row_split)
+
+
+def run_placed(mesh, x, w1, w2):
+    """jit(two_layer) on x replicated and the placed weights, its result replicated."""
+    replicated = NamedSharding(mesh, P())
+    return jax.jit(two_layer, out_shardings=replicated).lower(jax.device_put(x, replicated), w1, w2)
+
+
 # (mesh, rows per position along "x", columns, dtype)
 MAP_CASES = [("8", 2, 8, np.float32), ("2x4", 3, 5, np.int32), ("y2x4", 1, 1, np.float32)]
 

@@ -6,6 +6,7 @@ Oracles: NumPy for values, ``compiled.input_shardings`` for what each parameter 
 Mesh's own device grid for which devices a collective groups or pairs.
 """
 
+import contextlib
 import re
 from collections import Counter
 from functools import cache
@@ -19,13 +20,18 @@ from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
 from katas.phase9.programs import (
+    PLACEMENT_CASES,
+    PREDICT_BANK,
     ROW_CASES,
     arange_rows,
     census_bank,
+    first_placement,
     map_cases,
     mesh_named,
     param_bank,
+    placement_arrays,
     put,
+    run_placed,
     scatter_cases,
     small_ints,
     sum_in_loop,
@@ -538,3 +544,139 @@ def test_scatter_sum(kata):
             assert reducer.root.opcode == "add", (
                 f"mesh {mesh_name}: the reduce-scatter combines with {reducer.root.opcode}"
             )
+
+
+# ---- predict_collectives -----------------------------------------------------------------------
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch):
+    """Fail through the test when the code inside jits or compiles anything."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail("a prediction comes from the shardings and the math: do not jit or compile")
+
+    compiles = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == BACKEND_COMPILE:
+            compiles.append(duration_secs)
+
+    monkeypatch.setattr(jax, "jit", refuse)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+        monkeypatch.undo()
+    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
+
+
+@cache
+def _bank_collectives(name: str) -> dict[str, int]:
+    program, arguments = PREDICT_BANK[name]
+    module = parse_hlo(_optimized_text(program.lower(*arguments()).compile()))
+    return dict(Counter(i.opcode for c in module for i in c if i.opcode in COLLECTIVES))
+
+
+@pytest.mark.task("predict_collectives")
+def test_predict_collectives_matches_the_partitioned_module(kata):
+    predicted = kata.predict_collectives()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+    missing = sorted(set(PREDICT_BANK) - set(predicted))
+    unknown = sorted(set(predicted) - set(PREDICT_BANK))
+    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    for name, counts in predicted.items():
+        assert isinstance(counts, dict), f"{name}: expected a dict, got {counts!r}"
+        with check:
+            assert counts == _bank_collectives(name), (
+                f"{name}: you predicted {counts}, the compiled module has {_bank_collectives(name)}"
+            )
+
+
+@pytest.mark.task("predict_collectives")
+def test_predict_collectives_does_not_compile(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        kata.predict_collectives()
+
+
+# ---- place_weights: a decision under a memory budget and a communication budget ----------------
+
+
+def _collective_bytes(lowered) -> int:
+    """Bytes of the results of every collective of the compiled module (per device)."""
+    total = 0
+    module = parse_hlo(_optimized_text(lowered.compile()))
+    for instruction in (i for c in module for i in c if i.opcode in COLLECTIVES):
+        shape = instruction.shape_info
+        for element in (shape.elements or ()) if shape.is_tuple else (shape,):
+            width = int("".join(ch for ch in element.dtype if ch.isdigit()) or 8)
+            total += int(np.prod(_static_dims(element))) * width // 8
+    return total
+
+
+@cache
+def _first_placement_bytes(number: int) -> int:
+    mesh = mesh_named(PLACEMENT_CASES[number][0])
+    x, w1, w2 = placement_arrays(number)
+    return _collective_bytes(run_placed(mesh, x, *first_placement(w1, w2, mesh)))
+
+
+def _placed(kata, number: int):
+    mesh = mesh_named(PLACEMENT_CASES[number][0])
+    x, w1, w2 = placement_arrays(number)
+    placed = kata.place_weights(w1, w2, mesh)
+    assert isinstance(placed, tuple) and len(placed) == 2, f"expected (w1, w2), got {placed!r:.80}"
+    for name, got, given in zip(("w1", "w2"), placed, (w1, w2), strict=True):
+        assert isinstance(got, jax.Array), f"{name}: expected a jax.Array, got {type(got).__name__}"
+        assert (got.shape, got.dtype) == (given.shape, given.dtype), (
+            f"{name}: {got.dtype}{list(got.shape)}, given {given.dtype}{list(given.shape)}"
+        )
+    return mesh, x, (w1, w2), placed
+
+
+@pytest.mark.task("place_weights")
+def test_place_weights_keeps_values_and_splits_them(kata):
+    for number, case in enumerate(PLACEMENT_CASES):
+        mesh, _, given, placed = _placed(kata, number)
+        n = mesh.shape["x"]
+        for name, want, got in zip(("w1", "w2"), given, placed, strict=True):
+            with check:
+                np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{case} {name}")
+            largest = max(shard.data.size for shard in got.addressable_shards)
+            with check:
+                assert largest * n <= want.size, (
+                    f"{case} {name}: a device holds {largest} of {want.size} elements, budget "
+                    f"{want.size // n} (1/{n}: mesh axis x has {n} positions)"
+                )
+
+
+@pytest.mark.task("place_weights")
+def test_place_weights_halves_collective_bytes(kata):
+    for number, case in enumerate(PLACEMENT_CASES):
+        mesh, x, _, placed = _placed(kata, number)
+        moved = _collective_bytes(run_placed(mesh, x, *placed))
+        first = _first_placement_bytes(number)
+        with check:
+            assert moved * 2 <= first, (
+                f"{case}: collectives move {moved} bytes, budget {first // 2} (half of "
+                f"{first}, the first placement's)"
+            )
+
+
+@pytest.mark.task("place_weights")
+def test_place_weights_computes_two_layer(kata):
+    for number, case in enumerate(PLACEMENT_CASES):
+        mesh, x, (w1, w2), placed = _placed(kata, number)
+        program = run_placed(mesh, x, *placed).compile()
+        rng = np.random.default_rng(number + 10)
+        replicated = NamedSharding(mesh, P())
+        for trial in range(3):
+            inputs = rng.normal(size=x.shape).astype(np.float32) * (trial + 1)
+            got = np.asarray(program(jax.device_put(inputs, replicated), *placed))
+            want = np.maximum(inputs @ w1, 0) @ w2
+            with check:
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{case}")

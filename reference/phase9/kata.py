@@ -88,3 +88,35 @@ def scatter_sum(x, mesh: Mesh) -> jax.Array:
         return jax.lax.psum_scatter(block, "x", tiled=True)
 
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+
+
+def predict_collectives() -> dict[str, dict[str, int]]:
+    # No communication while every device has what its slice of the result needs (a row-wise
+    # op on rows, a transpose that moves the split to the other dimension); a sum across the
+    # split is an all-reduce (softmax along it needs two: max and sum); a replicated result is
+    # an all-gather; changing which dimension is split is an all-to-all; rows moving between
+    # devices (a reversal) are a collective-permute.
+    return {
+        "x @ w, x row-split, w replicated": {},
+        "x.sum(), x row-split": {"all-reduce": 1},
+        "x.sum(axis=1), x row-split": {},
+        "x.sum(axis=0), x row-split": {"all-reduce": 1},
+        "x @ w, x column-split, w row-split": {"all-reduce": 1},
+        "x * 2 returned replicated, x row-split": {"all-gather": 1},
+        "x * 2 constrained to column-split, x row-split": {"all-to-all": 1},
+        "x.T, x row-split": {},
+        "x[::-1], x row-split": {"collective-permute": 1},
+        "softmax over axis 0, x row-split": {"all-reduce": 2},
+        "softmax over axis 1, x row-split": {},
+        "x + y, x row-split, y column-split": {"all-to-all": 1},
+    }
+
+
+def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    # Column-split w1: each device computes its own slice of the hidden layer from the whole x,
+    # and relu is elementwise. Row-split w2 to match: each device multiplies its hidden slice
+    # by its rows of w2, and one all-reduce of the (batch, out) result remains.
+    return (
+        jax.device_put(w1, NamedSharding(mesh, P(None, "x"))),
+        jax.device_put(w2, NamedSharding(mesh, P("x", None))),
+    )
