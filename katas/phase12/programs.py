@@ -1,0 +1,407 @@
+"""The programs phase 12's tests compile for GPU targets, and the modules recorded from them.
+
+Every IR-reading task reads optimized GPU HLO. The texts are recorded (``RECORDINGS``, kept in
+``katas/phase12/recorded/``) so those tests run without the ``gpu`` group; with the group
+installed the recordings are checked against the compiler. The decide tasks compile live.
+
+A recording's program, its target and its compiler options are all stated here; what XLA made
+of them is only in the recorded text.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kata_harness.programs import given
+from kata_harness.targets import Recording
+
+bf16 = jnp.bfloat16
+f32 = jnp.float32
+CUBLAS = {"xla_gpu_enable_triton_gemm": False}  # GEMMs become cuBLAS-Lt custom calls
+# All-reduces stay single instructions: XLA's text parser rejects the async all-reduce-start and
+# fusion-start it prints otherwise (output_to_operand_aliasing), so such a text is not recorded.
+SYNC_ALL_REDUCE = {"xla_gpu_disable_async_collectives": "ALLREDUCE"}
+
+
+def sds(shape, dtype=bf16):
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def _single(*shapes):
+    """A lowering of fn on the target's first device, for arguments of these (shape, dtype)."""
+
+    def lower_with(fn):
+        return lambda target: jax.jit(fn).lower(*(target.place(sds(s, d)) for s, d in shapes))
+
+    return lower_with
+
+
+# ---- the same program on every target --------------------------------------------------------
+
+
+def block(x, w, b, g):
+    """A dense layer, a layernorm and a softmax over the rows: a GEMM, reductions, elementwise."""
+    h = jax.nn.gelu(x @ w + b)
+    mean = jnp.mean(h, axis=-1, keepdims=True)
+    var = jnp.mean((h - mean) ** 2, axis=-1, keepdims=True)
+    normed = (h - mean) * jax.lax.rsqrt(var + 1e-5) * g
+    return jax.nn.softmax(normed, axis=-1), jnp.max(h, axis=0)
+
+
+BLOCK_SHAPES = (((128, 256), f32), ((256, 512), f32), ((512,), f32), ((512,), f32))
+SIDE_BY_SIDE = ("cpu", "gpu-h100", "gpu-a100", "tpu-v5e:2x2")
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+
+def reductions(x, y):
+    """Row and column reductions, a full mean, a softmax and a matmul that XLA may split over K."""
+    return (
+        jnp.sum(x, axis=0),
+        jnp.max(x * x, axis=1),
+        jnp.mean(jnp.abs(x)),
+        jax.nn.softmax(y, axis=-1),
+        x.astype(bf16) @ y.astype(bf16).T,
+    )
+
+
+REDUCTION_SHAPES = (((256, 1024), f32), ((64, 1024), f32))
+
+
+def mlp_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    out = jax.nn.relu(x @ w1 + b1) @ w2 + b2
+    return jnp.mean((out - y) ** 2)
+
+
+# ---- library calls: cuBLAS-Lt epilogues and cuDNN convolutions --------------------------------
+
+
+def dense_stack(x, w1, b1, w2, b2, w3, w4, b4):
+    """Four dense layers whose activations are, in order: relu, tanh-approximated gelu, none
+    (and no bias), exact (erf) gelu."""
+    h = jax.nn.relu(x @ w1 + b1)
+    h = jax.nn.gelu(h @ w2 + b2, approximate=True)
+    h = h @ w3
+    return jax.nn.gelu(h @ w4 + b4, approximate=False)
+
+
+DENSE_SHAPES = (
+    ((64, 128), bf16),
+    ((128, 256), bf16),
+    ((256,), bf16),
+    ((256, 256), bf16),
+    ((256,), bf16),
+    ((256, 128), bf16),
+    ((128, 64), bf16),
+    ((64,), bf16),
+)
+
+
+def scaled_dense(x, w, b, r):
+    """A bias and sigmoid after one GEMM, a residual add after another, and a plain product."""
+    h = jax.nn.sigmoid(x @ w + b)
+    return h @ w.T + r, jax.nn.relu(x @ w)
+
+
+SCALED_SHAPES = (((96, 160), f32), ((160, 224), f32), ((224,), f32), ((96, 160), f32))
+
+CONV = ("NHWC", "HWIO", "NHWC")
+
+
+def conv_net(x, k1, c1, k2, k3, c3):
+    """Three convolutions: bias and relu after the first, nothing after the second (strided),
+    bias and tanh after the third."""
+    h = jax.lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=CONV)
+    h = jax.nn.relu(h + c1)
+    h = jax.lax.conv_general_dilated(h, k2, (2, 2), "VALID", dimension_numbers=CONV)
+    h = jax.lax.conv_general_dilated(h, k3, (1, 1), "SAME", dimension_numbers=CONV)
+    return jnp.tanh(h + c3)
+
+
+CONV_SHAPES = (
+    ((4, 16, 16, 8), bf16),
+    ((3, 3, 8, 16), bf16),
+    ((16,), bf16),
+    ((3, 3, 16, 16), bf16),
+    ((1, 1, 16, 32), bf16),
+    ((32,), bf16),
+)
+
+
+# ---- GEMM flops: einsum programs whose every contraction is stated here ------------------------
+
+
+def einsum_program(specs: tuple[str, ...]):
+    """Apply the einsums in order: the first takes the first two arguments, each later one the
+    previous result and the next argument."""
+
+    def program(*args):
+        value = jnp.einsum(specs[0], args[0], args[1])
+        for spec, arg in zip(specs[1:], args[2:], strict=True):
+            value = jnp.tanh(jnp.einsum(spec, value, arg))
+        return value
+
+    return program
+
+
+# name -> (einsum specs, argument shapes, dtype, triton gemm on)
+EINSUMS = {
+    "mlp_triton": (("mk,kn->mn", "mn,np->mp"), ((192, 320), (320, 96), (96, 40)), bf16, True),
+    "mlp_cublas": (("mk,kn->mn", "mn,np->mp"), ((192, 320), (320, 96), (96, 40)), bf16, False),
+    "batched_triton": (
+        ("bmk,bkn->bmn", "bmn,nq->bmq"),
+        ((6, 40, 72), (6, 72, 56), (56, 24)),
+        f32,
+        True,
+    ),
+    "batched_cublas": (
+        ("bmk,bkn->bmn", "bmn,nq->bmq"),
+        ((6, 40, 72), (6, 72, 56), (56, 24)),
+        f32,
+        False,
+    ),
+    "attention_cublas": (
+        ("bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd"),
+        ((2, 4, 48, 32), (2, 4, 64, 32), (2, 4, 64, 32)),
+        bf16,
+        False,
+    ),
+    "attention_triton": (
+        ("bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd"),
+        ((2, 4, 48, 32), (2, 4, 64, 32), (2, 4, 64, 32)),
+        bf16,
+        True,
+    ),
+}
+
+
+# ---- collectives -------------------------------------------------------------------------------
+
+
+def matmul(x, w):
+    return x @ w
+
+
+def fsdp(x, ws):
+    """Layers relu(x @ w) with every weight's rows split over all devices (FSDP-style): each
+    layer's weight is gathered before its GEMM."""
+    for w in ws:
+        x = jax.nn.relu(x @ w)
+    return x
+
+
+def _matmul_2x2(target):
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = target.mesh((2, 2), ("data", "model"))
+    x = target.place(sds((1024, 2048)), mesh, "data", "model")
+    w = target.place(sds((2048, 4096)), mesh, "data", "model")
+    out = NamedSharding(mesh, PartitionSpec("data", "model"))
+    return jax.jit(matmul, out_shardings=out).lower(x, w)
+
+
+def fsdp_lowering(layers: int, rows: int, width: int):
+    """fsdp over `layers` weights bf16[width, width] and x bf16[rows, width], rows of both split
+    over the target's 4 devices (axis "d")."""
+
+    def lower(target):
+        mesh = target.mesh((4,), ("d",))
+        x = target.place(sds((rows, width)), mesh, "d", None)
+        ws = [target.place(sds((width, width)), mesh, "d", None) for _ in range(layers)]
+        return jax.jit(fsdp).lower(x, ws)
+
+    return lower
+
+
+# Decide: the FSDP programs whose all-gathers the learner's compiler options should overlap (on
+# H100: XLA's A100 cost model keeps these gathers synchronous whatever the combining).
+FSDP_CASES = {
+    "4 layers of 128 on gpu-h100": ("gpu-h100", 4, 256, 128),
+    "6 layers of 128 on gpu-h100": ("gpu-h100", 6, 256, 128),
+    "6 layers of 64 on gpu-h100": ("gpu-h100", 6, 128, 64),
+}
+
+
+# ---- data-parallel gradients -------------------------------------------------------------------
+
+
+def grad_lowering(loss, params: dict, batch):
+    """jax.grad(loss) with every parameter replicated and the batch's rows split over 4 devices."""
+
+    def lower(target):
+        mesh = target.mesh((4,), ("d",))
+        placed = {k: target.place(sds(s, d), mesh) for k, (s, d) in params.items()}
+        data = tuple(target.place(sds(s, d), mesh, "d", None) for s, d in batch)
+        return jax.jit(jax.grad(loss)).lower(placed, *data)
+
+    return lower
+
+
+def mlp2(p, x):
+    h = jnp.tanh(x @ p["w1"] + p["b1"])
+    return jnp.sum((h @ p["w2"] + p["b2"]).astype(f32) ** 2)
+
+
+def two_towers(p, x):
+    """A float32 tower and a bfloat16 tower on the same batch."""
+    a = jnp.sum(jnp.tanh(x @ p["w"] + p["b"]))
+    z = jnp.tanh(x.astype(bf16) @ p["v"]) @ p["u"]
+    return a + jnp.sum(z.astype(f32))
+
+
+def linear(p, x):
+    return jnp.sum((x @ p["w"]) ** 2)
+
+
+# name -> (loss, params {name: (shape, dtype)}, batch ((shape, dtype), ...), target). On H100 a
+# lone all-reduce becomes an async Triton collective fusion, which XLA's parser rejects too.
+GRADS = {
+    "grad_mlp_bf16": (
+        mlp2,
+        {
+            "w1": ((64, 128), bf16),
+            "b1": ((128,), bf16),
+            "w2": ((128, 32), bf16),
+            "b2": ((32,), bf16),
+        },
+        (((256, 64), bf16),),
+        "gpu-h100",
+    ),
+    "grad_towers_mixed": (
+        two_towers,
+        {
+            "w": ((48, 80), f32),
+            "b": ((80,), f32),
+            "v": ((48, 40), bf16),
+            "u": ((40, 24), bf16),
+        },
+        (((128, 48), f32),),
+        "gpu-h100",
+    ),
+    "grad_linear_f32": (linear, {"w": ((320, 200), f32)}, (((64, 320), f32),), "gpu-a100"),
+}
+
+
+def _grad_recording(name: str) -> Recording:
+    loss, params, batch, target = GRADS[name]
+    return Recording(
+        target,
+        f"jax.grad({loss.__name__}) with parameters {params} replicated over 4 devices and the "
+        f"batch {batch} split by rows",
+        grad_lowering(loss, params, batch),
+        SYNC_ALL_REDUCE,
+    )
+
+
+def _einsum_recording(name: str) -> Recording:
+    specs, shapes, dtype, triton = EINSUMS[name]
+    lower = _single(*((s, dtype) for s in shapes))(einsum_program(specs))
+    return Recording(
+        "gpu-h100",
+        f"einsums {specs} (tanh after each but the first) on {[list(s) for s in shapes]} "
+        f"{jnp.dtype(dtype).name}",
+        lower,
+        {} if triton else CUBLAS,
+    )
+
+
+RECORDINGS = {
+    **{
+        f"block_{target.split(':')[0].replace('-', '_')}": Recording(
+            target,
+            "block(x, w, b, g): gelu(x @ w + b), layernorm, softmax and a column max, f32 "
+            "x[128,256] w[256,512]",
+            _single(*BLOCK_SHAPES)(block),
+        )
+        for target in SIDE_BY_SIDE
+    },
+    "reductions_h100": Recording(
+        "gpu-h100",
+        "reductions(x f32[256,1024], y f32[64,1024]): column sum, row max, full mean, softmax, "
+        "bf16 x @ y.T",
+        _single(*REDUCTION_SHAPES)(reductions),
+    ),
+    "mlp_grad_h100": Recording(
+        "gpu-h100",
+        "jax.grad of MSE of relu(x @ w1 + b1) @ w2 + b2, bf16, x[64,128] w1[128,256] w2[256,32]",
+        _single(
+            ((128, 256), bf16),
+            ((256,), bf16),
+            ((256, 32), bf16),
+            ((32,), bf16),
+            ((64, 128), bf16),
+            ((64, 32), bf16),
+        )(lambda w1, b1, w2, b2, x, y: jax.grad(mlp_loss)((w1, b1, w2, b2), x, y)),
+    ),
+    "dense_cublas_h100": Recording(
+        "gpu-h100",
+        "dense_stack: relu, tanh gelu, no activation, erf gelu, bf16, triton gemm off",
+        _single(*DENSE_SHAPES)(dense_stack),
+        CUBLAS,
+    ),
+    "dense_cublas_a100": Recording(
+        "gpu-a100",
+        "scaled_dense: sigmoid(x @ w + b) @ w.T + r and relu(x @ w), f32, triton gemm off",
+        _single(*SCALED_SHAPES)(scaled_dense),
+        CUBLAS,
+    ),
+    "dense_triton_h100": Recording(
+        "gpu-h100",
+        "dense_stack: relu, tanh gelu, no activation, erf gelu, bf16, triton gemm on (default)",
+        _single(*DENSE_SHAPES)(dense_stack),
+    ),
+    "conv_h100": Recording(
+        "gpu-h100",
+        "conv_net: conv+bias+relu, strided conv, 1x1 conv+bias+tanh, NHWC bf16",
+        _single(*CONV_SHAPES)(conv_net),
+    ),
+    **{name: _einsum_recording(name) for name in EINSUMS},
+    "matmul_2x2_a100": Recording(
+        "gpu-a100",
+        "x @ w, x bf16[1024,2048] and w bf16[2048,4096] both P('data','model') on a 2x2 mesh, "
+        "out P('data','model')",
+        _matmul_2x2,
+    ),
+    "matmul_2x2_h100": Recording(
+        "gpu-h100",
+        "x @ w, x bf16[1024,2048] and w bf16[2048,4096] both P('data','model') on a 2x2 mesh, "
+        "out P('data','model')",
+        _matmul_2x2,
+    ),
+    "fsdp4_h100": Recording(
+        "gpu-h100",
+        "fsdp: 4 layers relu(x @ w), x bf16[256,128], w bf16[128,128], rows split over 4",
+        fsdp_lowering(4, 256, 128),
+    ),
+    **{name: _grad_recording(name) for name in GRADS},
+}
+
+
+def example_block_args():
+    rng = np.random.default_rng(0)
+    return tuple(rng.normal(size=s).astype(d) for s, d in BLOCK_SHAPES)
+
+
+SHOWN = {
+    "fusion_kinds": given(
+        block, example_block_args(), "block(x, w, b, g) on this host's CPU (the tests read GPU)"
+    ),
+}
+
+
+def handwritten_gelu_dense(x, w, b):
+    """A dense layer with the tanh approximation of gelu written out by hand."""
+    h = x @ w + b
+    return 0.5 * h * (1.0 + jnp.tanh(0.7978845608 * (h + 0.044715 * h**3)))
+
+
+# Decide: the shapes and dtypes fused_dense is compiled and checked on (x, w, b).
+DENSE_CASES = {
+    "bf16 64x128 @ 128x256": (((64, 128), bf16), ((128, 256), bf16), ((256,), bf16)),
+    "f32 96x160 @ 160x224": (((96, 160), f32), ((160, 224), f32), ((224,), f32)),
+    "bf16 40x72 @ 72x48": (((40, 72), bf16), ((72, 48), bf16), ((48,), bf16)),
+}

@@ -1,0 +1,463 @@
+"""Phase 12 tests: facts read from optimized GPU HLO, checked against XLA's own parser.
+
+The reading tasks run on modules recorded from deviceless compiles (katas/phase12/recorded/,
+listed in programs.RECORDINGS), so they run without the ``gpu`` group. Their expected values
+come from XLA's parser (``jaxlib._hlo``: opcodes, the printed instruction, the module's
+schedule) and, for flops and all-reduce sizes, from NumPy arithmetic on the programs' shapes.
+The decide tasks compile live for gpu-h100 / gpu-a100 and skip, naming the group, without it.
+"""
+
+import math
+import re
+from collections import Counter
+from functools import cache
+
+import jax
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness.targets import recorded, require
+from katas.phase12.programs import (
+    CUBLAS,
+    DENSE_CASES,
+    DENSE_SHAPES,
+    EINSUMS,
+    FSDP_CASES,
+    GRADS,
+    fsdp_lowering,
+    handwritten_gelu_dense,
+    sds,
+)
+
+PHASE = "phase12"
+_KIND = re.compile(r"\bkind=(\w+)")
+_CUSTOM = re.compile(r'"fusion_(?:backend_)?config":\{[^{}]*?"kind":"([^"]+)"')
+_CALLS = re.compile(r"\bcalls=%?([\w.-]+)")
+_SHAPE = re.compile(r"\b([a-z]+\d*)\[([\d,]*)\]")
+
+
+def _text(name: str) -> str:
+    return recorded(PHASE, name)
+
+
+def _opcode(instruction) -> str:
+    """XLA's opcode enum (kAllGatherStart) as printed (all-gather-start)."""
+    name = str(instruction.opcode).rsplit(".", 1)[-1].removeprefix("k")
+    return re.sub(r"(?<!^)([A-Z])", r"-\1", name).lower()
+
+
+@cache
+def _xla(name: str):
+    """XLA's parse of a recording: [(computation, instruction name, opcode, printed text)]."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    module = _hlo.hlo_module_from_text(_text(name))
+    return module, [
+        (c.name, i.name, _opcode(i), i.to_string())
+        for c in module.computations()
+        for i in c.instructions()
+    ]
+
+
+def _label(printed: str) -> str:
+    kind = _KIND.search(printed)
+    custom = _CUSTOM.search(printed)
+    base = kind.group(1) if kind else ""
+    return f"{base}({custom.group(1)})" if custom else base
+
+
+def _fusion_callers(name: str) -> dict[str, tuple[str, str]]:
+    """fused computation -> (computation holding the fusion, the fusion's kind label)."""
+    _, rows = _xla(name)
+    callers = {}
+    for computation, _, opcode, printed in rows:
+        called = _CALLS.search(printed)
+        if opcode == "fusion" and called:
+            callers[called.group(1)] = (computation, _label(printed))
+    return callers
+
+
+SIDE_BY_SIDE = ("block_cpu", "block_gpu_h100", "block_gpu_a100", "block_tpu_v5e")
+
+
+# ---- fusion_kinds ------------------------------------------------------------------------------
+
+
+@pytest.mark.task("fusion_kinds")
+def test_fusion_kinds(kata):
+    for name in (*SIDE_BY_SIDE, "reductions_h100", "conv_h100", "mlp_grad_h100"):
+        got = kata.fusion_kinds(_text(name))
+        _, rows = _xla(name)
+        expected = dict(Counter(_label(p) for _, _, opcode, p in rows if opcode == "fusion"))
+        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, f"{name}: got {got}, XLA's parser counts {expected}"
+
+
+@pytest.mark.task("fusion_kinds")
+def test_fusion_kinds_differ_per_target(kata):
+    """The same program: each target has kinds the others never print."""
+    kinds = {name: kata.fusion_kinds(_text(name)) for name in SIDE_BY_SIDE}
+    for name, got in kinds.items():
+        assert isinstance(got, dict), f"{name}: expected a dict"
+    gpu = set(kinds["block_gpu_h100"]) | set(kinds["block_gpu_a100"])
+    with check:
+        assert "kInput" in gpu and "kOutput" not in gpu, f"GPU kinds {sorted(gpu)}"
+    with check:
+        assert "kOutput" in kinds["block_tpu_v5e"], f"TPU kinds {kinds['block_tpu_v5e']}"
+    with check:
+        assert not gpu & set(kinds["block_cpu"]) - {"kLoop"}, (
+            f"CPU {sorted(kinds['block_cpu'])} and GPU {sorted(gpu)} share only kLoop"
+        )
+
+
+# ---- reduction_kinds ---------------------------------------------------------------------------
+
+
+def _reduce_homes(name: str) -> dict[str, int]:
+    """Each reduce of XLA's parse, under the kind of the outermost fusion reaching it."""
+    _, rows = _xla(name)
+    callers = _fusion_callers(name)
+    homes: Counter[str] = Counter()
+    for computation, _, opcode, _printed in rows:
+        if opcode != "reduce":
+            continue
+        label = "unfused"
+        while computation in callers:
+            computation, label = callers[computation]
+        homes[label] += 1
+    return dict(homes)
+
+
+@pytest.mark.task("reduction_kinds")
+def test_reduction_kinds(kata):
+    for name in (
+        "reductions_h100",
+        "block_gpu_h100",
+        "block_gpu_a100",
+        "mlp_grad_h100",
+        "block_cpu",
+    ):
+        got = kata.reduction_kinds(_text(name))
+        expected = _reduce_homes(name)
+        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, f"{name}: got {got}, XLA's parse puts the reduces in {expected}"
+
+
+@pytest.mark.task("reduction_kinds")
+def test_reduction_kinds_a_gpu_reduce_is_not_always_kinput(kata):
+    got = kata.reduction_kinds(_text("reductions_h100"))
+    assert isinstance(got, dict)
+    kinds = set(_reduce_homes("reductions_h100"))
+    with check:
+        assert set(got) == kinds, f"reductions run in {sorted(kinds)}; got {sorted(got)}"
+    with check:
+        assert len(kinds - {"kInput"}) >= 2, "the recording should show reductions beside kInput"
+
+
+# ---- library_epilogues -------------------------------------------------------------------------
+
+
+def _library_calls(name: str) -> dict[str, str]:
+    _, rows = _xla(name)
+    found = {}
+    for _, instruction, opcode, printed in rows:
+        target = re.search(r'custom_call_target="(__(?:cublas|cudnn)\$[^"]*)"', printed)
+        if opcode != "custom-call" or not target:
+            continue
+        value = re.search(r'\\?"(?:epilogue|activation_mode)\\?":\\?"(\w+)', printed)
+        assert value, f"{name}: {instruction} prints no epilogue or activation mode"
+        found[instruction] = value.group(1)
+    return found
+
+
+LIBRARY_RECORDINGS = (
+    "dense_cublas_h100",
+    "dense_cublas_a100",
+    "conv_h100",
+    "attention_cublas",
+    "dense_triton_h100",
+)
+
+
+@pytest.mark.task("library_epilogues")
+def test_library_epilogues(kata):
+    for name in LIBRARY_RECORDINGS:
+        got = kata.library_epilogues(_text(name))
+        expected = _library_calls(name)
+        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, f"{name}: got {got}, XLA prints {expected}"
+
+
+@pytest.mark.task("library_epilogues")
+def test_library_epilogues_follow_the_activation(kata):
+    """dense_stack's four layers: relu, tanh gelu, nothing, erf gelu (not a cuBLAS epilogue)."""
+    got = kata.library_epilogues(_text("dense_cublas_h100"))
+    assert isinstance(got, dict)
+    assert sorted(got.values()) == sorted(_library_calls("dense_cublas_h100").values())
+    with check:
+        assert Counter(got.values())["BIAS_GELU"] == 1, "only the tanh gelu fuses as BIAS_GELU"
+
+
+# ---- gemm_flops --------------------------------------------------------------------------------
+
+
+def _einsum_flops(specs, shapes) -> int:
+    sizes: dict[str, int] = {}
+    operands = [shapes[0]] + list(shapes[1:])
+    letters = [specs[0].split("->")[0].split(",")[0]] + [
+        s.split("->")[0].split(",")[1] for s in specs
+    ]
+    for indices, shape in zip(letters, operands, strict=True):
+        sizes.update(zip(indices, shape, strict=True))
+    return sum(
+        2 * math.prod(sizes[i] for i in set(spec.split("->")[0].replace(",", ""))) for spec in specs
+    )
+
+
+def _dense_flops() -> int:
+    rows = DENSE_SHAPES[0][0][0]
+    weights = [s for s, _ in DENSE_SHAPES if len(s) == 2][1:]
+    return sum(2 * rows * k * n for k, n in weights)
+
+
+FLOPS = {
+    **{name: _einsum_flops(specs, shapes) for name, (specs, shapes, _, _) in EINSUMS.items()},
+    "dense_cublas_h100": _dense_flops(),
+    "dense_triton_h100": _dense_flops(),
+    "block_gpu_h100": 2 * 128 * 256 * 512,
+}
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops(kata):
+    for name in sorted(FLOPS):
+        got = kata.gemm_flops(_text(name))
+        assert isinstance(got, int), f"{name}: expected an int, got {type(got).__name__}"
+        with check:
+            assert got == FLOPS[name], (
+                f"{name}: got {got}, the program's contractions take {FLOPS[name]} flops "
+                "(2 * output elements * contracted size, per GEMM)"
+            )
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_do_not_depend_on_the_lowering(kata):
+    """Triton (split-K batched dots) and cuBLAS calls of the same program do the same work."""
+    for pair in (("mlp_triton", "mlp_cublas"), ("attention_triton", "attention_cublas")):
+        triton, cublas = (kata.gemm_flops(_text(n)) for n in pair)
+        with check:
+            assert triton == cublas == FLOPS[pair[0]], f"{pair}: {triton} vs {cublas}"
+
+
+# ---- collective_overlap ------------------------------------------------------------------------
+
+
+def _schedule(name: str) -> dict[str, list[str]]:
+    """computation -> instruction names in XLA's own schedule."""
+    module, _ = _xla(name)
+    order: dict[str, list[str]] = {}
+    current = None
+    for line in module.schedule().to_string().splitlines():
+        head = re.match(r"computation (\S+) \(", line)
+        if head:
+            current = order.setdefault(head.group(1), [])
+        elif line.strip() and current is not None:
+            current.append(line.strip())
+    return order
+
+
+def _overlaps(name: str) -> dict[str, list[str]]:
+    _, rows = _xla(name)
+    opcode_of = {(c, n): op for c, n, op, _ in rows}
+    printed = {(c, n): p for c, n, _, p in rows}
+    plain = {"all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all"}
+    found: dict[str, list[str]] = {}
+    for computation, names in _schedule(name).items():
+        for position, instruction in enumerate(names):
+            opcode = opcode_of[(computation, instruction)]
+            if opcode in plain:
+                found[instruction] = []
+            elif opcode.removesuffix("-start") in plain and opcode.endswith("-start"):
+                done = next(
+                    k
+                    for k in range(position + 1, len(names))
+                    if f"-done(%{instruction})" in printed[(computation, names[k])]
+                )
+                found[instruction] = [
+                    opcode_of[(computation, n)] for n in names[position + 1 : done]
+                ]
+    return found
+
+
+OVERLAP_RECORDINGS = (
+    "matmul_2x2_a100",
+    "matmul_2x2_h100",
+    "fsdp4_h100",
+    "grad_towers_mixed",
+    "mlp_cublas",
+)
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap(kata):
+    for name in OVERLAP_RECORDINGS:
+        got = kata.collective_overlap(_text(name))
+        expected = _overlaps(name)
+        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, f"{name}: got {got}, XLA's schedule says {expected}"
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_sync_and_async_side_by_side(kata):
+    """The same sharded matmul: A100 keeps one gather async, H100 makes both synchronous."""
+    a100 = kata.collective_overlap(_text("matmul_2x2_a100"))
+    h100 = kata.collective_overlap(_text("matmul_2x2_h100"))
+    assert isinstance(a100, dict) and isinstance(h100, dict)
+    with check:
+        assert sum(bool(ops) for ops in a100.values()) == 1, f"A100: {a100}"
+    with check:
+        assert len(h100) == 2 and not any(h100.values()), f"H100: {h100}"
+
+
+# ---- overlap_options (decide) ------------------------------------------------------------------
+
+
+def _gathers(text: str) -> tuple[int, int, int]:
+    """(bytes the all-gathers produce, async gathers with a GEMM kernel in flight, gathers)."""
+    from xla_inspect.parse import parse_hlo
+
+    entry = parse_hlo(text).entry
+    order = list(entry)
+    produced, overlapped, gathers = 0, 0, 0
+    for position, instruction in enumerate(order):
+        if instruction.opcode in ("all-gather", "all-gather-done"):
+            gathers += 1
+            for dtype, dims in _SHAPE.findall(instruction.shape):
+                width = int(re.sub(r"\D", "", dtype) or 8)
+                produced += math.prod(int(d) for d in dims.split(",") if d) * width // 8
+        if instruction.opcode == "all-gather-start":
+            rest = order[position + 1 :]
+            end = next(k for k, j in enumerate(rest) if instruction.name in j.operands)
+            overlapped += any("gemm" in (j.attribute("backend_config") or "") for j in rest[:end])
+    return produced, overlapped, gathers
+
+
+@cache
+def _fsdp_text(case: str, options: tuple = ()) -> str:
+    target_name, layers, rows, width = FSDP_CASES[case]
+    target = require(target_name)
+    lowered = fsdp_lowering(layers, rows, width)(target)
+    text = lowered.compile(compiler_options=dict(options) or None).as_text()
+    assert text is not None
+    return text
+
+
+@pytest.mark.task("overlap_options")
+@pytest.mark.parametrize("case", sorted(FSDP_CASES))
+def test_overlap_options_overlap_the_gathers(kata, case):
+    options = kata.overlap_options()
+    assert isinstance(options, dict) and all(isinstance(k, str) for k in options), (
+        f"expected a dict of option names, got {options!r:.120}"
+    )
+    before_bytes, before_overlapped, _ = _gathers(_fsdp_text(case))
+    after_bytes, overlapped, _ = _gathers(_fsdp_text(case, tuple(sorted(options.items()))))
+    with check:
+        assert after_bytes == before_bytes, (
+            f"{case}: the gathers produce {after_bytes} bytes, the original {before_bytes}: "
+            "the same weights must be gathered"
+        )
+    with check:
+        assert overlapped > before_overlapped, (
+            f"{case}: {overlapped} all-gathers have a GEMM in flight, as many as with the "
+            f"default options ({before_overlapped}): the budget is more than that"
+        )
+
+
+# ---- fused_dense (decide) ----------------------------------------------------------------------
+
+
+def _kernels(text: str) -> int:
+    """Kernels the ENTRY launches: fusions and custom calls."""
+    from xla_inspect.parse import parse_hlo
+
+    return sum(i.opcode in ("fusion", "custom-call") for i in parse_hlo(text).entry)
+
+
+def _dense_kernels(fn, case: str) -> int:
+    target = require("gpu-h100")
+    placed = [target.place(sds(s, d)) for s, d in DENSE_CASES[case]]
+    text = jax.jit(fn).lower(*placed).compile(compiler_options=CUBLAS).as_text()
+    assert text is not None
+    return _kernels(text)
+
+
+@cache
+def _original_dense_kernels(case: str) -> int:
+    return _dense_kernels(handwritten_gelu_dense, case)
+
+
+def _dense_inputs(case: str, seed: int):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.normal(size=s).astype(d) for s, d in DENSE_CASES[case])
+
+
+@pytest.mark.task("fused_dense")
+@pytest.mark.parametrize("case", sorted(DENSE_CASES))
+def test_fused_dense_values(kata, case):
+    for seed in (0, 1):
+        args = _dense_inputs(case, seed)
+        got = np.asarray(jax.jit(kata.fused_dense)(*args), np.float32)
+        want = np.asarray(jax.jit(handwritten_gelu_dense)(*args), np.float32)
+        assert got.shape == want.shape, f"{case}: shape {got.shape}, expected {want.shape}"
+        loose = args[0].dtype != np.float32
+        np.testing.assert_allclose(
+            got, want, rtol=5e-2 if loose else 1e-5, atol=5e-2 if loose else 1e-5
+        )
+
+
+@pytest.mark.task("fused_dense")
+@pytest.mark.parametrize("case", sorted(DENSE_CASES))
+def test_fused_dense_needs_fewer_kernels(kata, case):
+    original = _original_dense_kernels(case)
+    got = _dense_kernels(kata.fused_dense, case)
+    assert got < original, (
+        f"{case}: {got} kernels with Triton GEMMs off; the hand-written gelu takes {original}"
+    )
+
+
+# ---- allreduce_elements (predict) --------------------------------------------------------------
+
+
+def _all_reduced(name: str) -> dict[str, int]:
+    _, rows = _xla(name)
+    found: Counter[str] = Counter()
+    for _, _, opcode, printed in rows:
+        if opcode in ("all-reduce", "all-reduce-start"):
+            head = printed.split(" all-reduce")[0]
+            for dtype, dims in _SHAPE.findall(head):
+                found[dtype] += math.prod(int(d) for d in dims.split(",") if d)
+    return dict(found)
+
+
+@pytest.mark.task("allreduce_elements")
+def test_allreduce_elements(kata):
+    for name in sorted(GRADS):
+        _, params, _, _ = GRADS[name]
+        got = kata.allreduce_elements({k: sds(s, d) for k, (s, d) in params.items()})
+        expected = _all_reduced(name)
+        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, f"{name}: predicted {got}, XLA all-reduces {expected}"
+
+
+@pytest.mark.task("allreduce_elements")
+def test_allreduce_elements_of_arrays(kata):
+    _, params, _, _ = GRADS["grad_towers_mixed"]
+    arrays = [np.zeros(s, d) for s, d in params.values()]
+    got = kata.allreduce_elements(arrays)
+    assert got == _all_reduced("grad_towers_mixed"), f"got {got}"
