@@ -612,8 +612,8 @@ def _collective_bytes(lowered) -> int:
     module = parse_hlo(_optimized_text(lowered.compile()))
     for instruction in (i for c in module for i in c if i.opcode in COLLECTIVES):
         shape = instruction.shape_info
-        for element in (shape.elements or ()) if shape.is_tuple else (shape,):
-            width = int("".join(ch for ch in element.dtype if ch.isdigit()) or 8)
+        for element in shape.elements if shape.is_tuple else (shape,):
+            width = int("".join(ch for ch in str(element.dtype) if ch.isdigit()) or 8)
             total += int(np.prod(_static_dims(element))) * width // 8
     return total
 
