@@ -253,25 +253,32 @@ def test_device_groups_every_spelling(kata):
             )
 
 
+_GROUPED = ("kAllGather", "kAllReduce", "kReduceScatter", "kAllToAll", "kAllGatherStart")
+
+
+def _grouped_channels(name: str) -> set[int]:
+    """channel_ids of the collectives that take replica groups (a collective-permute takes
+    source-target pairs instead), in every computation, read with XLA's parser."""
+    found = set()
+    for computation in _xla(name).computations():
+        for i in computation.instructions():
+            if _opcode(i) in _GROUPED:
+                channel = re.search(r"channel_id=(\d+)", i.to_string())
+                assert channel is not None, i.to_string()[:200]
+                found.add(int(channel.group(1)))
+    return found
+
+
 @pytest.mark.task("device_groups")
 def test_device_groups_one_entry_per_channel(kata):
     for name in ("fsdp4_v5e", "fsdp6_v5e", "matmul_v5e", "handwritten"):
         text = _any_text(name)
         got = kata.device_groups(text)
         assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
-        channels = {
-            int(m) for m in re.findall(r"channel_id=(\d+)", text) if f"channel_id={m}," in text
-        }
-        permutes = {
-            int(i.attribute("channel_id", "-1"))
-            for c in parse_hlo(text)
-            for i in c
-            if i.attribute("source_target_pairs") is not None
-        }
+        channels = _grouped_channels(name)
         with check:
-            assert set(got) == channels - permutes, (
-                f"{name}: channels with replica groups {sorted(channels - permutes)}, "
-                f"got {sorted(got)}"
+            assert set(got) == channels, (
+                f"{name}: channels with replica groups {sorted(channels)}, got {sorted(got)}"
             )
         for channel, groups in got.items():
             flat = sorted(d for g in groups for d in g)
