@@ -530,3 +530,61 @@ def donate_everything():
 )
 def donate_nothing():
     return ()
+
+
+# ---- task 10: matmul_fusions ---------------------------------------------------------------------
+
+_PLUMBING = {
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    *COLLECTIVES,
+}
+
+
+def _fused_opcodes(hlo_text, matmul="convolution", skip=frozenset(_PLUMBING), where=None):
+    module = parse_hlo(hlo_text)
+    found = {}
+    for i in module.entry:
+        if i.opcode != "fusion" or (where is not None and not where(i)):
+            continue
+        opcodes = {x.opcode for c in reachable(module, i.called_computations) for x in c}
+        if matmul in opcodes:
+            found[i.name] = sorted(opcodes - skip - {matmul})
+    return found
+
+
+@decoy(
+    "matmul_fusions",
+    caught_by=["test_matmul_fusions_match_xla", "test_matmul_fusions_hold_the_epilogue"],
+    why="looks for dot, which XLA:TPU prints as convolution",
+)
+def fusions_with_dots(hlo_text):
+    return _fused_opcodes(hlo_text, matmul="dot")
+
+
+@decoy(
+    "matmul_fusions",
+    caught_by=["test_matmul_fusions_match_xla", "test_matmul_fusions_hold_the_epilogue"],
+    why="counts the converts and broadcasts of bf16 arithmetic as fused work",
+)
+def fusions_with_converts(hlo_text):
+    return _fused_opcodes(hlo_text, skip=frozenset(_PLUMBING - {"convert", "broadcast"}))
+
+
+@decoy(
+    "matmul_fusions",
+    caught_by=["test_matmul_fusions_match_xla", "test_matmul_fusions_hold_the_epilogue"],
+    why="trusts fusion names: only fusions called convolution_*, not fusion.9 or fusion.18",
+)
+def fusions_by_name(hlo_text):
+    return _fused_opcodes(hlo_text, where=lambda i: i.name.startswith("convolution"))

@@ -47,6 +47,19 @@ def overlapped_work(hlo_text: str) -> dict[str, list[str]]:
     raise NotImplementedError("phase11 task 2: overlapped_work")
 
 
+def matmul_fusions(hlo_text: str) -> dict[str, list[str]]:
+    """The matmuls of TPU HLO and the arithmetic XLA fused into them.
+
+    XLA:TPU prints a dot as a `convolution`. For every ENTRY `fusion` whose called computations,
+    nested ones included, hold a convolution: {fusion name: sorted distinct opcodes of the other
+    work in those computations}, leaving out the convolution itself and the opcodes that only
+    move, view or wrap data: parameter, constant, bitcast, broadcast, reshape, transpose, copy,
+    convert, fusion, tuple, get-tuple-element, custom-call and the collectives.
+    """
+    # TODO: for each ENTRY fusion, collect the opcodes of everything it calls
+    raise NotImplementedError("phase11 task 10: matmul_fusions")
+
+
 def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
     """Which devices talk to each other: {channel_id: replica groups} for every collective with
     a `replica_groups` attribute, in any computation.

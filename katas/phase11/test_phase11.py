@@ -720,3 +720,89 @@ def test_step_donation_same_values(kata):
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
         with check:
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+# ---- matmul_fusions -----------------------------------------------------------------------------
+
+
+def _text_opcode(instruction) -> str:
+    """XLA's enum name (kGetTupleElement) as the text prints it (get-tuple-element)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", _opcode(instruction).removeprefix("k")).lower()
+
+
+def _xla_called(name: str, instruction) -> list:
+    """The computations an instruction calls, nested calls included, found with XLA's parser."""
+    by_name = {c.name: c for c in _xla(name).computations()}
+    pending = re.findall(r"calls=%?([\w.\-]+)", instruction.to_string())
+    found, seen = [], set()
+    while pending:
+        current = pending.pop()
+        if current in seen or current not in by_name:
+            continue
+        seen.add(current)
+        found.append(by_name[current])
+        for inner in by_name[current].instructions():
+            pending.extend(re.findall(r"(?:calls|to_apply)=%?([\w.\-]+)", inner.to_string()))
+    return found
+
+
+_MOVES_DATA = {
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+}
+
+
+def _xla_matmul_fusions(name: str) -> dict[str, list[str]]:
+    found = {}
+    for i in _xla_entry(name):
+        if _opcode(i) != "kFusion":
+            continue
+        opcodes = {_text_opcode(x) for c in _xla_called(name, i) for x in c.instructions()}
+        if "convolution" in opcodes:
+            found[i.name] = sorted(opcodes - _MOVES_DATA - {"convolution"})
+    return found
+
+
+@pytest.mark.task("matmul_fusions")
+def test_matmul_fusions_match_xla(kata):
+    for name in sorted(RECORDINGS):
+        got = kata.matmul_fusions(_text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        expected = _xla_matmul_fusions(name)
+        with check:
+            assert got == expected, f"{name}: {expected}, got {got}"
+
+
+@pytest.mark.task("matmul_fusions")
+def test_matmul_fusions_hold_the_epilogue(kata):
+    """Every layer's relu is fused into its matmul; the bias gradients of the MLP are reduced
+    inside the matmul fusions of the backward pass."""
+    for name in FSDP_CASES:
+        got = kata.matmul_fusions(_text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        with check:
+            assert got and all(ops == ["maximum"] for ops in got.values()), (
+                f"{name}: each matmul fusion holds the relu (maximum) and no other arithmetic, "
+                f"got {got}"
+            )
+    grad = kata.matmul_fusions(_text("mlp_grad_v5e"))
+    assert isinstance(grad, dict), f"expected a dict, got {type(grad).__name__}"
+    with check:
+        assert sum("reduce" in ops for ops in grad.values()) == 2, (
+            f"two matmul fusions also reduce the bias gradients, got {grad}"
+        )

@@ -77,6 +77,38 @@ def overlapped_work(hlo_text: str) -> dict[str, list[str]]:
     return found
 
 
+# Opcodes that move, view or wrap data rather than compute on it.
+_PLUMBING = {
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    *COLLECTIVES,
+}
+
+
+def matmul_fusions(hlo_text: str) -> dict[str, list[str]]:
+    # XLA:TPU prints a dot as a convolution, and fuses the epilogue into the same kOutput
+    # fusion, sometimes through a nested fusion: look at everything the fusion calls.
+    module = parse_hlo(hlo_text)
+    found = {}
+    for i in module.entry:
+        if i.opcode != "fusion":
+            continue
+        opcodes = {x.opcode for c in _body(module, i) for x in c}
+        if "convolution" in opcodes:
+            found[i.name] = sorted(opcodes - _PLUMBING - {"convolution"})
+    return found
+
+
 _IOTA = re.compile(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
 _MESH = re.compile(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}")
 
