@@ -588,3 +588,33 @@ def fusions_with_converts(hlo_text):
 )
 def fusions_by_name(hlo_text):
     return _fused_opcodes(hlo_text, where=lambda i: i.name.startswith("convolution"))
+
+
+# ---- task 11: predict_allreduce_bytes ------------------------------------------------------------
+
+
+@decoy(
+    "predict_allreduce_bytes",
+    caught_by=["test_predict_allreduce_bytes_matches_the_compiled_program"],
+    why="the hidden activations are what is split, so takes them for what is summed",
+)
+def allreduce_of_hidden(batch, width, hidden, data, model, itemsize):
+    return 0 if model == 1 else batch // data * hidden // model * itemsize
+
+
+@decoy(
+    "predict_allreduce_bytes",
+    caught_by=["test_predict_allreduce_bytes_matches_the_compiled_program"],
+    why="forgets that a 'model' axis of one device leaves nothing to sum",
+)
+def allreduce_always(batch, width, hidden, data, model, itemsize):
+    return batch // data * width * itemsize
+
+
+@decoy(
+    "predict_allreduce_bytes",
+    caught_by=["test_predict_allreduce_bytes_matches_the_compiled_program"],
+    why="the whole batch's output: x is split over 'data' before the all-reduce",
+)
+def allreduce_whole_batch(batch, width, hidden, data, model, itemsize):
+    return 0 if model == 1 else batch * width * itemsize

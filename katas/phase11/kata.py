@@ -123,6 +123,19 @@ def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     raise NotImplementedError("phase11 task 7: predict_layer_flops")
 
 
+def predict_allreduce_bytes(
+    batch: int, width: int, hidden: int, data: int, model: int, itemsize: int
+) -> int:
+    """Predict, without compiling, the bytes each device receives from the all-reduce of
+    `relu(x @ w1) @ w2` on a `data` x `model` TPU mesh: x [batch, width] split P('data', None),
+    w1 [width, hidden] split by columns over 'model', w2 [hidden, width] by rows over 'model',
+    output P('data', None), all arrays of `itemsize`-byte elements. Bytes as `collective_bytes`
+    counts them (the logical result on one device); 0 when the program needs no all-reduce.
+    """
+    # TODO: what does each device hold after its second matmul, and what must be added up?
+    raise NotImplementedError("phase11 task 11: predict_allreduce_bytes")
+
+
 def gather_free_specs() -> tuple[P, P]:
     """PartitionSpecs (for w1, for w2) of `relu(x @ w1) @ w2` on a ('data', 'model') mesh of
     2 x 2 TPU devices, x [batch, 256] split P('data', None), w1 [256, 1024], w2 [1024, 256],

@@ -264,15 +264,36 @@ def lower_dense_layer(target: Target, m: int, k: int, n: int, mesh_shape: tuple[
 MLP_BATCH, MLP_WIDTH, MLP_HIDDEN = 512, 256, 1024
 
 
-def lower_mlp(target: Target, w1_spec, w2_spec, batch: int = MLP_BATCH):
-    """two_layer_mlp for the target with the weights split by the given PartitionSpecs."""
-    mesh = target.mesh((2, 2), AXES)
-    bf = jnp.bfloat16
-    x = target.place(jax.ShapeDtypeStruct((batch, MLP_WIDTH), bf), mesh, "data", None)
-    w1 = target.place(jax.ShapeDtypeStruct((MLP_WIDTH, MLP_HIDDEN), bf), mesh, *w1_spec)
-    w2 = target.place(jax.ShapeDtypeStruct((MLP_HIDDEN, MLP_WIDTH), bf), mesh, *w2_spec)
+def lower_mlp(
+    target: Target,
+    w1_spec,
+    w2_spec,
+    batch: int = MLP_BATCH,
+    width: int = MLP_WIDTH,
+    hidden: int = MLP_HIDDEN,
+    dtype=jnp.bfloat16,
+    mesh_shape: tuple[int, int] = (2, 2),
+):
+    """two_layer_mlp for the target, x [batch, width] split P('data', None), w1 [width, hidden]
+    and w2 [hidden, width] split by the given PartitionSpecs, the output like x."""
+    mesh = target.mesh(mesh_shape, AXES)
+    x = target.place(jax.ShapeDtypeStruct((batch, width), dtype), mesh, "data", None)
+    w1 = target.place(jax.ShapeDtypeStruct((width, hidden), dtype), mesh, *w1_spec)
+    w2 = target.place(jax.ShapeDtypeStruct((hidden, width), dtype), mesh, *w2_spec)
     out = NamedSharding(mesh, P("data", None))
     return jax.jit(two_layer_mlp, out_shardings=out).lower(x, w1, w2)
+
+
+# predict_allreduce_bytes: (batch, width, hidden, dtype, mesh shape) of two_layer_mlp with w1
+# split by columns and w2 by rows over 'model'.
+ALLREDUCE_CASES = [
+    (512, 256, 1024, jnp.bfloat16, (2, 2)),
+    (128, 384, 512, jnp.bfloat16, (2, 2)),
+    (96, 200, 400, jnp.float32, (2, 2)),
+    (64, 128, 256, jnp.float32, (1, 4)),
+    (1024, 512, 2048, jnp.bfloat16, (1, 4)),
+    (512, 256, 1024, jnp.bfloat16, (4, 1)),
+]
 
 
 # step_donation: one SGD-with-momentum step of a two-matrix model, f32.

@@ -23,6 +23,7 @@ from pytest_check import check
 
 from kata_harness.targets import recorded, require
 from katas.phase11.programs import (
+    ALLREDUCE_CASES,
     AXES,
     FSDP_CASES,
     GROUP_SPELLINGS,
@@ -571,7 +572,7 @@ def _without_compiling(monkeypatch):
         try:
             yield
         except _Compiling:
-            pytest.fail("predict_layer_flops compiled a program: predict it instead", pytrace=False)
+            pytest.fail("the prediction compiled a program: predict it instead", pytrace=False)
 
 
 @functools.cache
@@ -806,3 +807,40 @@ def test_matmul_fusions_hold_the_epilogue(kata):
         assert sum("reduce" in ops for ops in grad.values()) == 2, (
             f"two matmul fusions also reduce the bias gradients, got {grad}"
         )
+
+
+# ---- predict_allreduce_bytes --------------------------------------------------------------------
+
+
+@functools.cache
+def _allreduce_bytes(batch, width, hidden, dtype, mesh_shape) -> int:
+    """Bytes of the all-reduce results in the compiled program, read with XLA's parser."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    target = require(V5E)
+    split = (None, "model"), ("model", None)
+    text = lower_mlp(target, *split, batch, width, hidden, dtype, mesh_shape).compile().as_text()
+    assert text is not None
+    total = 0
+    for computation in _hlo.hlo_module_from_text(text).computations():
+        for i in computation.instructions():
+            if _opcode(i) == "kAllReduce":
+                shape = i.shape
+                total += int(np.prod(shape.dimensions())) * np.dtype(shape.numpy_dtype()).itemsize
+    return total
+
+
+@pytest.mark.task("predict_allreduce_bytes")
+def test_predict_allreduce_bytes_matches_the_compiled_program(kata, monkeypatch):
+    for batch, width, hidden, dtype, mesh_shape in ALLREDUCE_CASES:
+        itemsize = jnp.dtype(dtype).itemsize
+        with _without_compiling(monkeypatch):
+            got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        expected = _allreduce_bytes(batch, width, hidden, dtype, mesh_shape)
+        with check:
+            assert got == expected, (
+                f"x [{batch},{width}], hidden {hidden}, {jnp.dtype(dtype).name}, mesh "
+                f"{mesh_shape}: the compiled program all-reduces {expected} bytes per device, "
+                f"predicted {got}"
+            )

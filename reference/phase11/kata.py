@@ -228,6 +228,16 @@ def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     return 2 * rows * k * cols + 2 * rows * cols
 
 
+def predict_allreduce_bytes(
+    batch: int, width: int, hidden: int, data: int, model: int, itemsize: int
+) -> int:
+    # Each device's hidden slice yields a partial [batch/data, width] output; summing the
+    # partials over 'model' is the one all-reduce. With one device along 'model' nothing is summed.
+    if model == 1:
+        return 0
+    return batch // data * width * itemsize
+
+
 def gather_free_specs() -> tuple[P, P]:
     # Split w1 by columns and w2 by rows: each device's hidden slice feeds its own rows of w2,
     # and the partial products meet in one all-reduce; nothing is gathered.
