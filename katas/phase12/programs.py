@@ -51,7 +51,8 @@ def block(x, w, b, g):
 
 
 BLOCK_SHAPES = (((128, 256), f32), ((256, 512), f32), ((512,), f32), ((512,), f32))
-SIDE_BY_SIDE = ("cpu", "gpu-h100", "gpu-a100", "tpu-v5e:2x2")
+# Recorded side by side; the CPU's text depends on the host's CPU, so the tests compile it here.
+SIDE_BY_SIDE = ("gpu-h100", "gpu-a100", "tpu-v5e:2x2")
 
 
 # ---- reductions ------------------------------------------------------------------------------
