@@ -1,81 +1,203 @@
-"""Benchmark: xla_inspect's reader vs XLA's own C++ HLO parser, on the same text.
+"""Benchmark: xla_inspect's reader vs XLA's own C++ HLO parser, on real modules.
 
-Run from the repository root: `uv run python bench/bench_parse.py [--sizes 0.3 3 30]`.
+Run from the repository root: `uv run python bench/bench_parse.py [--layers 4 8 16]`.
 
-Each module is made of real optimized HLO from the corpus (tests/xla_inspect/corpus/*.opt.hlo:
-transformer block and gradient, conv net, control flow, linear algebra custom calls, sort and
-scatter, dtypes, donated state, sharded programs with collectives): copies of every module's
-computations, names suffixed so that the C++ parser accepts the result, ENTRY kept only for the
-last copy of the transformer gradient, whose header and stack-frame tables lead the module (the
-other modules' stack_frame_ids fall within its table). Times are the best of several
-interleaved runs; ours is `parse_hlo` plus `opcode_counts`, theirs is jaxlib's private
-`hlo_module_from_text`. Peak memory is measured with tracemalloc in a separate run and
-reported as a multiple of the text size. Prints only.
+Every module is text that XLA printed for a real program, not a synthetic one:
+
+- a GPT-style next-token loss (plain JAX, `jax.grad`, one `layer_N` name scope per layer) at
+  each `--layers` depth: the optimized module and XLA's `before_optimizations` dump;
+- the largest per-pass dump (`xla_dump_hlo_pass_re=.*`) of the shallowest of those;
+- a flax.nnx convolutional classifier's gradient (`nnx.jit`) and an equinox MLP's
+  (`eqx.filter_jit`), optimized and before optimizations;
+- the TPU and GPU samples in tests/xla_inspect/fixtures (compiled deviceless);
+- every module of tests/xla_inspect/corpus.
+
+Compiled modules are kept in a folder under the system's temporary directory named after the
+jax version (`--rebuild` compiles them again). Per module it prints the thread CPU time of
+`parse_hlo` + `opcode_counts` (ours), of `parse_hlo` + `summarize` (the whole `xla-inspect
+summary`), and of jaxlib's private `hlo_module_from_text` (C++), each the best of several
+interleaved runs, and the peak memory of `parse_hlo` + `opcode_counts` under tracemalloc as a
+multiple of the text's size. The summary lines give the medians over the five largest modules
+and the largest peak multiple. Prints only.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import re
+import statistics
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # jaxlib ships no stub
-
-from xla_inspect.parse import parse_hlo
-from xla_inspect.query import opcode_counts
-
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "xla_inspect" / "corpus"
-BASE = "transformer_grad.opt.hlo"
-_NAME = re.compile(r"%([\w.\-]+)")
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "xla_inspect" / "corpus"
+FIXTURES = ROOT / "tests" / "xla_inspect" / "fixtures"
+SAMPLES = ("*.hlo.txt",)
 
 
-def _computations(text: str) -> str:
-    """The text from the first computation on (after the header and frame tables)."""
-    return text[text.index("\n%") :]
+def _gpt_grad(layers: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """`jax.grad` of a `layers`-deep GPT-style next-token loss, with abstract arguments."""
+    import jax
+    import jax.numpy as jnp
+
+    vocab, seq, d, heads, ff, batch = 512, 64, 128, 4, 512, 4
+
+    def layer_norm(x, g, b):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * g + b
+
+    def attention(p, x):
+        q, k, v = (
+            jnp.einsum("btd,de->bte", x, p[w]).reshape(batch, seq, heads, d // heads)
+            for w in ("wq", "wk", "wv")
+        )
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / (d // heads) ** 0.5
+        scores = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), scores, -1e9)
+        out = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, -1), v)
+        return out.reshape(batch, seq, d) @ p["wo"]
+
+    def loss(params, tokens):
+        x = params["embed"][tokens] + params["pos"]
+        for n, p in enumerate(params["layers"]):
+            with jax.named_scope(f"layer_{n}"):
+                x = x + attention(p, layer_norm(x, p["g1"], p["b1"]))
+                x = x + jax.nn.gelu(layer_norm(x, p["g2"], p["b2"]) @ p["w1"]) @ p["w2"]
+        logits = layer_norm(x, params["gf"], params["bf"]) @ params["embed"].T
+        logp = jax.nn.log_softmax(logits[:, :-1])
+        return -jnp.take_along_axis(logp, tokens[:, 1:, None], -1).mean()
+
+    def f32(*shape: int) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+    layer = {w: f32(d, d) for w in ("wq", "wk", "wv", "wo")} | {"w1": f32(d, ff), "w2": f32(ff, d)}
+    layer |= {v: f32(d) for v in ("g1", "b1", "g2", "b2")}
+    params: dict[str, Any] = {"embed": f32(vocab, d), "pos": f32(seq, d)}
+    params |= {"gf": f32(d), "bf": f32(d), "layers": [layer] * layers}
+    return jax.grad(loss), (params, jax.ShapeDtypeStruct((batch, seq), jnp.int32))
 
 
-def _renamed(body: str, suffix: str) -> str:
-    return _NAME.sub(lambda m: f"%{m.group(1)}{suffix}", body)
+def _flax_cnn_grad() -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """The gradient of a flax.nnx convolutional classifier's loss, under `nnx.jit`."""
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    class Classifier(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs) -> None:
+            self.conv1 = nnx.Conv(3, 32, (3, 3), rngs=rngs)
+            self.conv2 = nnx.Conv(32, 64, (3, 3), rngs=rngs)
+            self.norm = nnx.LayerNorm(64, rngs=rngs)
+            self.head = nnx.Linear(64 * 8 * 8, 10, rngs=rngs)
+
+        def __call__(self, x):
+            x = nnx.avg_pool(nnx.relu(self.conv1(x)), (2, 2), (2, 2))
+            x = nnx.avg_pool(nnx.relu(self.norm(self.conv2(x))), (2, 2), (2, 2))
+            return self.head(x.reshape(x.shape[0], -1))
+
+    def loss(model, images, labels):
+        logits = model(images)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+    model = Classifier(nnx.Rngs(0))
+    grad = nnx.jit(nnx.grad(loss))
+    return grad, (model, jnp.zeros((16, 32, 32, 3)), jnp.zeros((16,), jnp.int32))
 
 
-def build_module(target_mb: float) -> str:
-    """A valid optimized module of about `target_mb` MB made of renamed real computations."""
-    base = (CORPUS / BASE).read_text()
-    bodies = [_computations(p.read_text()) for p in sorted(CORPUS.glob("*.opt.hlo"))]
-    head, last = base[: base.index("\n%")], _computations(base)
-    parts = [head]
-    size, copy = len(head) + len(last), 0
-    while size < target_mb * 1e6 - len(last) / 2:
-        for k, body in enumerate(bodies):
-            renamed = _renamed(body, f".c{copy}m{k}").replace("\nENTRY ", "\n")
-            parts.append(renamed)
-            size += len(renamed)
-        copy += 1
-    parts.append(_renamed(last, ".last"))
-    return "".join(parts)
+def _equinox_mlp_grad() -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """The gradient of an equinox MLP's loss, under `eqx.filter_jit`."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    mlp = eqx.nn.MLP(64, 10, 256, 6, key=jax.random.key(0))
+
+    def loss(model, x, y):
+        return ((jax.vmap(model)(x) - y) ** 2).mean()
+
+    return eqx.filter_jit(eqx.filter_grad(loss)), (mlp, jnp.zeros((32, 64)), jnp.zeros((32, 10)))
 
 
-def best_times(runs: tuple[Callable[[], object], ...], repeats: int) -> list[tuple[float, float]]:
-    """(best thread CPU time, best wall time) per run, the runs interleaved per repeat so both
-    sides see the same machine load. The C++ parser runs in the calling thread, so thread CPU
-    time compares like with like even when other processes compete for the cores."""
-    cpu = [float("inf")] * len(runs)
-    wall = [float("inf")] * len(runs)
+def _compile(
+    name: str, made: tuple[Callable[..., Any], tuple[Any, ...]], folder: Path, passes: bool = False
+) -> None:
+    """Write `name.opt.hlo`, `name.before.hlo` (and with `passes` the largest per-pass dump,
+    `name.pass.hlo`) into `folder`."""
+    from xla_inspect.capture import capture
+
+    fn, args = made
+    with tempfile.TemporaryDirectory() as dump:
+        captured = capture(fn, *args, dump_dir=dump, dump_passes=passes)
+        (folder / f"{name}.opt.hlo").write_text(captured.optimized_hlo_text)
+        files = [f for f in captured.dump_files() if f.suffix == ".txt"]
+        (before,) = [f for f in files if f.name.endswith(".before_optimizations.txt")]
+        (folder / f"{name}.before.hlo").write_text(before.read_text())
+        if passes:
+            steps = [
+                f
+                for f in files
+                if ".after_" in f.name
+                and "buffer" not in f.name
+                and "live-range" not in f.name
+                and "memory-usage" not in f.name
+            ]
+            largest = max(steps, key=lambda f: (f.stat().st_size, f.name))
+            (folder / f"{name}.pass.hlo").write_text(largest.read_text())
+
+
+def real_modules(layers: list[int], rebuild: bool) -> dict[str, str]:
+    """Name -> text of every module the benchmark reads (compiling what is not kept yet)."""
+    import jax
+
+    folder = Path(tempfile.gettempdir()) / f"xla-katas-bench-parse-jax{jax.__version__}"
+    folder.mkdir(exist_ok=True)
+    wanted: dict[str, Callable[[], tuple[Callable[..., Any], tuple[Any, ...]]]] = {
+        f"gpt{n}_grad": (lambda n=n: _gpt_grad(n)) for n in layers
+    }
+    wanted |= {"flax_cnn_grad": _flax_cnn_grad, "equinox_mlp_grad": _equinox_mlp_grad}
+    shallowest = f"gpt{min(layers)}_grad"
+    for name, make in wanted.items():
+        passes = name == shallowest
+        if (
+            rebuild
+            or not (folder / f"{name}.opt.hlo").exists()
+            or (passes and not (folder / f"{name}.pass.hlo").exists())
+        ):
+            print(f"compiling {name} ...", flush=True)
+            _compile(name, make(), folder, passes=passes)
+    texts = {
+        p.name: p.read_text()
+        for p in sorted(folder.glob("*.hlo"))
+        if p.name.split(".")[0] in wanted
+    }
+    for pattern in SAMPLES:
+        texts |= {p.name: p.read_text() for p in sorted(FIXTURES.glob(pattern))}
+    texts |= {p.name: p.read_text() for p in sorted(CORPUS.glob("*.hlo"))}
+    return texts
+
+
+def best_times(runs: tuple[Callable[[], object], ...], repeats: int) -> list[float]:
+    """Best thread CPU time per run, the runs interleaved per repeat so all see the same
+    machine load. The C++ parser runs in the calling thread, so thread CPU time compares like
+    with like even when other processes compete for the cores."""
+    best = [float("inf")] * len(runs)
     for _ in range(repeats):
         for k, run in enumerate(runs):
             gc.collect()
-            start_cpu, start_wall = time.thread_time(), time.perf_counter()
+            start = time.thread_time()
             run()
-            cpu[k] = min(cpu[k], time.thread_time() - start_cpu)
-            wall[k] = min(wall[k], time.perf_counter() - start_wall)
-    return list(zip(cpu, wall, strict=True))
+            best[k] = min(best[k], time.thread_time() - start)
+    return best
 
 
 def peak_multiple(text: str) -> float:
+    from xla_inspect.parse import parse_hlo
+    from xla_inspect.query import opcode_counts
+
     gc.collect()
     tracemalloc.start()
     module = parse_hlo(text)
@@ -88,40 +210,58 @@ def peak_multiple(text: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__ and __doc__.splitlines()[0])
     parser.add_argument(
-        "--sizes",
-        type=float,
+        "--layers",
+        type=int,
         nargs="+",
-        default=[0.3, 3.0, 30.0],
-        help="module sizes in MB (default: 0.3 3 30)",
+        default=[4, 8, 16],
+        help="depths of the GPT-style model (default: 4 8 16)",
     )
+    parser.add_argument("--rebuild", action="store_true", help="compile the models again")
     args = parser.parse_args()
+
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    from xla_inspect.parse import parse_hlo
+    from xla_inspect.query import opcode_counts
+    from xla_inspect.summary import summarize
+
+    texts = real_modules(sorted(set(args.layers)), args.rebuild)
     print(
-        f"{'MB':>6} {'instr':>7} {'ours ms':>8} {'C++ ms':>8} {'ratio':>5} {'wall ratio':>10} "
-        f"{'ours MB/s':>9} {'C++ MB/s':>8} {'peak/text':>9}"
+        f"{'module':<48} {'MB':>6} {'instr':>7} {'C++ ms':>8} {'ratio':>6} "
+        f"{'summary':>7} {'peak/text':>9}"
     )
-    per_mb = []
-    for size in args.sizes:
-        text = build_module(size)
+    rows = []
+    for name, text in sorted(texts.items(), key=lambda kv: -len(kv[1])):
         mb = len(text.encode()) / 1e6
-        repeats = max(3, min(20, int(30 / size)))
         instructions = sum(opcode_counts(parse_hlo(text)).values())
-        (ours, ours_wall), (theirs, theirs_wall) = best_times(
+        repeats = max(5, min(15, int(8 / max(mb, 0.05))))
+        ours, summary, theirs = best_times(
             (
                 lambda t=text: opcode_counts(parse_hlo(t)),
+                lambda t=text: summarize(parse_hlo(t)),
                 lambda t=text: _hlo.hlo_module_from_text(t),
             ),
             repeats,
         )
         multiple = peak_multiple(text)
-        per_mb.append((mb, ours / mb, theirs / mb))
+        rows.append((mb, ours / theirs, summary / theirs, multiple))
         print(
-            f"{mb:6.2f} {instructions:7d} {ours * 1e3:8.1f} {theirs * 1e3:8.1f} "
-            f"{ours / theirs:5.2f} {ours_wall / theirs_wall:10.2f} {mb / ours:9.1f} "
-            f"{mb / theirs:8.1f} {multiple:8.1f}x"
+            f"{name:<48} {mb:6.2f} {instructions:7d} {theirs * 1e3:8.1f} "
+            f"{ours / theirs:6.2f} {summary / theirs:7.2f} {multiple:8.2f}x"
         )
-    print("\nlinearity (CPU ms per MB; flat means linear):")
-    for mb, ours_per_mb, theirs_per_mb in per_mb:
-        print(f"  {mb:6.2f} MB: ours {ours_per_mb * 1e3:6.1f}  C++ {theirs_per_mb * 1e3:6.1f}")
+    largest = rows[:5]
+    print(
+        f"\nfive largest ({', '.join(f'{r[0]:.2f}' for r in largest)} MB), median ratio to "
+        f"C++: parse+opcode_counts {statistics.median(r[1] for r in largest):.2f}, "
+        f"parse+summarize {statistics.median(r[2] for r in largest):.2f}"
+    )
+    print(
+        f"all {len(rows)} modules: ratio {min(r[1] for r in rows):.2f}-"
+        f"{max(r[1] for r in rows):.2f} (median {statistics.median(r[1] for r in rows):.2f}); "
+        f"peak/text median {statistics.median(r[3] for r in rows):.2f}x, "
+        f"largest {max(r[3] for r in rows):.2f}x "
+        f"(five largest modules: {max(r[3] for r in largest):.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,15 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import overload
 
-from xla_inspect._lexing import COMMENT, DIMS, DTYPE, LAYOUT, split_attributes, split_top_level
+from xla_inspect._lexing import (
+    COMMENT,
+    DIMS,
+    DTYPE,
+    LAYOUT,
+    match_close,
+    split_attributes,
+    split_top_level,
+)
 
 #: Every attribute whose value names called computations, the one list xla_inspect keeps (the
 #: parser's checks, `called_computations` and normalize's renaming are built from it). XLA prints
@@ -39,6 +47,42 @@ _CALL_ATTRIBUTE_SET = frozenset(CALL_ATTRIBUTES)
 _CALL_KEY = re.compile(r"(?:^|,)\s*" + CALL_ATTRIBUTE_KEYS + "=")
 _NAME_IN_LIST = re.compile(r"%?([^\s,{}%]+)")
 _ARRAY_PARTS = re.compile(r"(" + DTYPE + r")\[(" + DIMS + r")\](" + LAYOUT + r")?")
+
+
+def _sole_top_level_value(text: str, at: int, width: int) -> str | None:
+    """The value of the attribute whose `name=` (`width` characters) starts at `at` in an
+    attribute list, when cheap checks show it is a top-level attribute named once: what
+    precedes it has balanced brackets and quotes and no escapes, the name does not come again,
+    and the value is a word or one bracket group. Else None (split the whole list instead)."""
+    if at:
+        before = text[:at]
+        if (
+            before[-2:] != ", "
+            or "\\" in before
+            or before.count('"') & 1
+            or before.count("'") & 1
+            or before.count("{") != before.count("}")
+            or before.count("(") != before.count(")")
+            or before.count("[") != before.count("]")
+        ):
+            return None
+    start = at + width
+    if text.find(text[at:start], start) >= 0:
+        return None
+    first = text[start : start + 1]
+    if first in ("{", "(", "["):
+        close = match_close(text, start)
+        if close < 0:
+            return None
+        end = close + 1
+        if text[end:].lstrip()[:1] not in ("", ","):
+            return None
+        return text[start:end]
+    end = text.find(",", start)
+    value = text[start : end if end >= 0 else len(text)].strip()
+    if not value or any(char in value for char in "{}()[]\"'"):
+        return None
+    return value
 
 
 @lru_cache(maxsize=4096)
@@ -131,10 +175,14 @@ class HloInstruction:
     @overload
     def attribute(self, key: str, default: str) -> str: ...
     def attribute(self, key: str, default: str | None = None) -> str | None:
-        """The raw value text of attribute `key`, else `default`."""
-        if key + "=" not in self.attributes_text:
+        """The raw value text of attribute `key`, else `default` (the same as
+        `attributes.get(key, default)`)."""
+        text = self.attributes_text
+        at = text.find(key + "=")
+        if at < 0:
             return default
-        return self.attributes.get(key, default)
+        value = _sole_top_level_value(text, at, len(key) + 1)
+        return value if value is not None else self.attributes.get(key, default)
 
     @property
     def shape_info(self) -> Shape:
@@ -160,11 +208,10 @@ class HloComputation:
     instructions: tuple[HloInstruction, ...]
     is_entry: bool
     line_no: int
-    _by_name: Mapping[str, HloInstruction] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        by_name = MappingProxyType({i.name: i for i in self.instructions})
-        object.__setattr__(self, "_by_name", by_name)
+    # name -> instruction, made on the first lookup (most computations are never looked into)
+    _by_name: dict[str, HloInstruction] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
 
     @property
     def root(self) -> HloInstruction:
@@ -184,7 +231,11 @@ class HloComputation:
         return tuple(seen)
 
     def instruction(self, name: str) -> HloInstruction | None:
-        return self._by_name.get(name.removeprefix("%"))
+        by_name = self._by_name
+        if by_name is None:
+            by_name = {i.name: i for i in self.instructions}
+            object.__setattr__(self, "_by_name", by_name)
+        return by_name.get(name.removeprefix("%"))
 
     def __getitem__(self, name: str) -> HloInstruction:
         instruction = self.instruction(name)
@@ -229,12 +280,13 @@ class HloModule:
         return iter(self.computations)
 
 
-class _InstructionBuilder:
+class InstructionBuilder:
     """A mutable twin of HloInstruction with the same slots, for the parser's hot loop.
 
     A frozen dataclass's __init__ goes through object.__setattr__ once per field, which makes
     it a tenth of parsing time; this class assigns its slots plainly and then becomes an
-    HloInstruction (`__class__` assignment between classes with identical slot layouts).
+    HloInstruction (`__class__` assignment between classes with identical slot layouts). The
+    parser's hot loop does that assignment itself; elsewhere use `new_instruction`.
     """
 
     __slots__ = HloInstruction.__slots__
@@ -271,7 +323,7 @@ def new_instruction(
     line_no: int,
 ) -> HloInstruction:
     """Same as HloInstruction(...), about twice as fast."""
-    instruction = _InstructionBuilder(
+    instruction = InstructionBuilder(
         name, opcode, shape, operands, attributes_text, is_root, payload, line_no
     )
     instruction.__class__ = HloInstruction  # type: ignore[assignment]

@@ -15,6 +15,7 @@ import gc
 import re
 from dataclasses import replace
 from difflib import get_close_matches
+from functools import cached_property
 from types import MappingProxyType
 
 from xla_inspect._lexing import (
@@ -32,19 +33,23 @@ from xla_inspect.model import (
     HloComputation,
     HloInstruction,
     HloModule,
+    InstructionBuilder,
     Shape,
     new_instruction,
 )
 
 # instruction ::= 'ROOT '? '%'? name ' = ' shape ' ' opcode '(' operands ')' (', ' attr)*
-# (the common case: an array or flat tuple shape, no parentheses inside the operand list)
+# (the common case, on one line: no parentheses inside the operand list). The shape is taken
+# loosely here (`dtype[...]{...}` or a tuple) and checked against _PRINTED_SHAPE_TEXT once per
+# distinct shape text: a full shape pattern in this expression costs a fifth of the read.
 _FAST = re.compile(
-    r"\s*(ROOT )?%?([\w.\-]+) = ("
-    + ARRAY_SHAPE_PATTERN
-    + "|"
-    + FLAT_TUPLE_SHAPE_PATTERN
-    + r") ([a-z][a-z0-9\-]*)\(([^()]*)\)(?:, (.*))?$"
+    r"(?a)[ \t]*(ROOT )?%?([\w.\-]+) = "
+    r"([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?|\((?:[^()\n]|\([^()\n]*\))*\))"
+    r" ([a-z][a-z0-9\-]*)\(([^()\n]*)\)(?:, ([^\n]*))?(?=\n|\Z)"
 )
+_PRINTED_SHAPE_TEXT = re.compile(ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN).fullmatch
+# a backslash and the character it escapes (inside strings)
+_ESCAPED = re.compile(r"\\.")
 # Token-level pieces, after XLA's lexer. skip ::= (whitespace | '/*' ... '*/' | '//' ...)*
 _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 # name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
@@ -86,6 +91,8 @@ _SCALAR = re.compile(
     r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 )
 _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
+# comments with the blanks around them, each run read as one space (as `value` reads them)
+_COMMENT_RUN = re.compile(r"[ \t]*(?:/\*[^*]*\*+(?:[^/*][^*]*\*+)*/[ \t]*)+")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
@@ -116,6 +123,8 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
+# opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
+_PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
 # A '{...}' value followed by another attribute without a ',' between them (inside metadata,
 # fields are separated by spaces, but no field's value is a brace group)
@@ -159,11 +168,11 @@ def _layout_problem(shape: str) -> str | None:
 class _Reader:
     """Reads `text` once. Module and computation headers, and any instruction the fast line
     regex does not take, are read token by token from an offset into `text`; runs of ordinary
-    instruction lines are read line by line (`self.lines`)."""
+    instruction lines are read line by line, each from the offset where it starts (the text is
+    never split into a list of lines: that copy would double the peak memory)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.split("\n")
         self.opcodes: dict[str, tuple[str, int | None]] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
@@ -171,14 +180,15 @@ class _Reader:
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
 
     # -- positions ---------------------------------------------------------------------------
-    def offset_of(self, line: int) -> int:
-        """Offset in `text` of the start of line `line` (0-based)."""
-        known, offset = self._cursor
-        if line < known:
-            known, offset = 0, 0
-        offset += sum(map(len, self.lines[known:line])) + (line - known)
-        self._cursor = (line, offset)
-        return offset
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines, made only when an error shows one."""
+        return self.text.split("\n")
+
+    def line_end(self, start: int) -> int:
+        """Offset of the newline ending the line that starts at `start` (or the text's end)."""
+        end = self.text.find("\n", start)
+        return len(self.text) if end < 0 else end
 
     def line_of(self, pos: int) -> int:
         """0-based line index of offset `pos`."""
@@ -290,10 +300,14 @@ class _Reader:
                     # a whole group at once when it is on one line without comments
                     end = self.group_end(start)
                     raw = text[start:end]
-                    if "\n" not in raw and "//" not in raw and "/*" not in raw and "\r" not in raw:
-                        parts.append(sep + raw)
-                        pos = end
-                        continue
+                    if "\n" not in raw and "//" not in raw and "\r" not in raw:
+                        if "/*" in raw and "'" not in raw and '"' not in raw:
+                            # `/*index=5*/` comments (closed: group_end checked) and no strings
+                            raw = _COMMENT_RUN.sub(" ", raw)
+                        if "/*" not in raw:
+                            parts.append(sep + raw)
+                            pos = end
+                            continue
                 stack.append(_CLOSE_OF[char])
                 parts.append(sep + char)
                 pos = start + 1
@@ -341,7 +355,10 @@ class _Reader:
         (as printed when it is, else canonical) and the offset after it."""
         text = self.text
         printed = _PRINTED_SHAPE.match(text, pos)
-        if printed is not None and not text.startswith("{", self.skip(printed.end())):
+        # a '{' after an array shape may be its layout; after a tuple it is the next token
+        if printed is not None and (
+            text[pos] == "(" or not text.startswith("{", self.skip(printed.end()))
+        ):
             shape = printed.group()
             if (problem := _layout_problem(shape)) is not None:
                 raise self.error_at(pos, problem)
@@ -429,22 +446,21 @@ class _Reader:
         computations: list[HloComputation] = []
         order: dict[str, int] = {}
         entry: HloComputation | None = None
-        lines = self.lines
-        count = len(lines)
-        # line mode (i: the next line) while lines start with a token; else token mode (pos)
+        size = len(text)
+        # line mode (i: the next line, pos: its offset) while lines start with a token; else
+        # token mode (pos: the next token)
         line_mode, i, pos = True, 0, 0
         while True:
             if line_mode:
-                if i >= count:
+                if pos > size:
                     break
-                stripped = lines[i].strip()
+                end = self.line_end(pos)
+                stripped = text[pos:end].strip()
                 if not stripped or stripped.startswith("//"):
-                    i += 1
+                    i, pos = i + 1, end + 1
                     continue
                 if stripped in _TABLES:
-                    i += 1
-                    while i < count and lines[i][:1].isdigit():
-                        i += 1
+                    i, pos = self.table_rows(i + 1, end + 1)
                     continue
                 match = None
                 if (
@@ -456,10 +472,10 @@ class _Reader:
                 ):
                     match = _HEADER_LINE.fullmatch(stripped)
                 if match is None:
-                    line_mode, pos = False, self.offset_of(i)
+                    line_mode = False
                     continue
                 index = i
-                instructions, pos, i = self.body(match.group(2), len(computations), line=i + 1)
+                instructions, pos, i = self.body(match.group(2), len(computations), end + 1, i + 1)
                 computation = HloComputation(
                     match.group(2), instructions, match.group(1) is not None, index + 1
                 )
@@ -481,9 +497,7 @@ class _Reader:
                     line_mode, i, pos = self.resume(pos)
                     continue
                 if keyword in _TABLES:  # rows are lines that start with their number
-                    i = self.line_of(pos) + 1
-                    while i < count and lines[i][:1].isdigit():
-                        i += 1
+                    i, pos = self.table_rows(self.line_of(pos) + 1, self.line_end(pos) + 1)
                     line_mode = True
                     continue
                 index = self.line_of(pos)
@@ -504,6 +518,15 @@ class _Reader:
             entry = computations[-1]
         self.check_calls(order)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
+
+    def table_rows(self, line: int, pos: int) -> tuple[int, int]:
+        """From line `line` starting at `pos`: past the frame table's rows (lines that start
+        with a digit). Returns the index and offset of the line after them."""
+        text = self.text
+        size = len(text)
+        while pos < size and text[pos].isdigit():
+            line, pos = line + 1, self.line_end(pos) + 1
+        return line, pos
 
     def check_calls(self, order: dict[str, int]) -> None:
         """Every computation an instruction calls is defined in the module before the
@@ -558,9 +581,7 @@ class _Reader:
         if line[-1:] == "{" and "/" not in line and '"' not in line and "'" not in line:
             match = _HEADER_LINE.fullmatch(line)
             if match is not None and line.count("(") == line.count(")"):
-                instructions, pos, line_after = self.body(match.group(2), number, pos + len(line))
-                if line_after >= 0:
-                    pos = self.offset_of(line_after)
+                instructions, pos, _ = self.body(match.group(2), number, pos + len(line))
                 return self.computation_end(
                     HloComputation(
                         match.group(2), instructions, match.group(1) is not None, index + 1
@@ -584,9 +605,7 @@ class _Reader:
                 at = self.skip(at)
         if not text.startswith("{", at):
             raise self.stray(at, header) if at < len(text) else self.error_at(pos, header)
-        instructions, pos, line_after = self.body(name, number, at + 1)
-        if line_after >= 0:
-            pos = self.offset_of(line_after)
+        instructions, pos, _ = self.body(name, number, at + 1)
         return self.computation_end(HloComputation(name, instructions, is_entry, index + 1), pos)
 
     def computation_end(self, computation: HloComputation, pos: int) -> tuple[HloComputation, int]:
@@ -601,51 +620,57 @@ class _Reader:
         return computation, pos
 
     def resume(self, pos: int) -> tuple[bool, int, int]:
-        """After an instruction ending at `pos`: (line mode?, line index, offset of the next
-        token). Line mode when that token starts its line (only blanks before it)."""
+        """After an instruction ending at `pos`: (line mode?, line index, offset). Line mode
+        when the next token starts its line (only blanks before it): then the offset is where
+        that line starts; else it is the token's."""
         text = self.text
         skipped = _SKIP.match(text, pos)
         assert skipped is not None  # _SKIP matches the empty string too
         after = skipped.end()
         start = text.rfind("\n", 0, after) + 1
         if start > pos and (start == after or text[start:after].isspace()):
-            return True, self.line_of(after), after
+            return True, self.line_of(after), start
         return False, 0, after
 
     def body(
-        self, computation: str, number: int, pos: int = -1, line: int = -1
+        self, computation: str, number: int, pos: int, line: int = -1
     ) -> tuple[tuple[HloInstruction, ...], int, int]:
         """Instructions up to the computation's closing '}', from offset `pos` or, in line
-        mode, from line `line`. Returns them, the offset after the '}' and -1, or (when the
-        '}' stood alone on its line) -1 and the index of the next line."""
-        lines = self.lines
-        count = len(lines)
+        mode, from line `line` (which starts at `pos`). Returns them, the offset after the '}'
+        and -1, or (when the '}' stood alone on its line) the offset and index of the next
+        line."""
+        text = self.text
+        size = len(text)
+        builder = InstructionBuilder
         fast = _FAST.match
         opcodes = self.opcodes
         shapes = self.shapes
         callers = self.calling
         scalar = _SCALAR.fullmatch
         defined: dict[str, str] = {}
+        look_up = defined.__getitem__
         parameters: set[str] = set()
         instructions: list[HloInstruction] = []
         append = instructions.append
         root = -1
-        # line index of the last instruction, when the fast path read it (else -1)
-        last_fast = -1
+        # line index and offset of the last instruction, when the fast path read it (else -1)
+        last_fast = last_fast_pos = -1
         if line >= 0:
             line_mode, i = True, line
         else:
             line_mode, i, pos = self.resume(pos)
         while True:
             if line_mode:
-                if i >= count:
+                if pos > size:
+                    count = len(self.lines)
                     raise self.error(count - 1, f"'}}' to close computation '{computation}'")
-                source = lines[i]
-                match = fast(source)
+                match = fast(text, pos)
                 if match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     # complete when brackets and quotes balance by count; in doubt, the token path
-                    if tail is None:
+                    if shape not in shapes and _PRINTED_SHAPE_TEXT(shape) is None:
+                        match = None
+                    elif tail is None:
                         tail = ""
                     elif (
                         not tail
@@ -653,7 +678,14 @@ class _Reader:
                         or tail.count("{") != tail.count("}")
                         or tail.count("(") != tail.count(")")
                         or (("[" in tail or "]" in tail) and tail.count("[") != tail.count("]"))
-                        or ('"' in tail and ("\\" in tail or tail.count('"') & 1))
+                        or (
+                            '"' in tail
+                            and (
+                                _ESCAPED.sub("", tail).count('"') & 1
+                                if "\\" in tail
+                                else tail.count('"') & 1
+                            )
+                        )
                         or "//" in tail
                         or "/*" in tail
                         or " =" in tail  # 'name =': XLA's lexer reads no attribute name there
@@ -661,18 +693,18 @@ class _Reader:
                     ):
                         match = None
                 if match is None:
-                    stripped = source.strip()
+                    end = self.line_end(pos)
+                    stripped = text[pos:end].strip()
                     if not stripped or stripped.startswith("//"):
-                        i += 1
+                        i, pos = i + 1, end + 1
                         continue
                     if stripped == "}":
-                        i += 1
-                        pos = -1
+                        i, pos = i + 1, end + 1
                         break
                     if stripped[0] == "," and last_fast >= 0:
                         # the attributes of the instruction read last go on: read it again
                         # (with the get-tuple-elements its operands added, same line number)
-                        i = last_fast
+                        i, pos = last_fast, last_fast_pos
                         while instructions and instructions[-1].line_no == i + 1:
                             dropped = instructions.pop()
                             del defined[dropped.name]
@@ -683,13 +715,14 @@ class _Reader:
                             if dropped.opcode == "parameter":
                                 parameters.discard((dropped.payload or "").strip())
                     line_mode, last_fast = False, -1
-                    pos = self.offset_of(i)
                     continue
                 index = last_fast = i
+                last_fast_pos = pos
                 i += 1
+                pos = match.end() + 1
             else:
                 pos = self.skip(pos)
-                if self.text.startswith("}", pos):
+                if text.startswith("}", pos):
                     pos += 1
                     i = -1
                     break
@@ -710,7 +743,7 @@ class _Reader:
             shape = known
             payload = None
             operands: tuple[str, ...] = ()
-            if opcode == "parameter" or opcode == "constant":
+            if opcode in _PAYLOAD_OPCODES:
                 payload = operand_text
                 if opcode == "parameter":
                     if payload in parameters or not payload.isdecimal():
@@ -721,9 +754,10 @@ class _Reader:
             elif operand_text:
                 try:
                     # fast: '%a, %b' or 'a, b'; operand_names handles shapes, comments, 'a,b'
-                    operands = tuple(
-                        map(defined.__getitem__, operand_text.replace("%", "").split(", "))
-                    )
+                    if "," in operand_text:
+                        operands = tuple(map(look_up, operand_text.replace("%", "").split(", ")))
+                    else:
+                        operands = (look_up(operand_text.replace("%", "")),)
                 except KeyError:
                     operands = self.operands(
                         operand_text, defined, index, instructions, computation
@@ -742,9 +776,11 @@ class _Reader:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'")
                 root = len(instructions)
-            instruction = new_instruction(
-                name, opcode, shape, operands, tail, bool(is_root), payload, index + 1
+            # new_instruction(...), without its call: a builder that becomes an HloInstruction
+            instruction: HloInstruction = builder(  # pyright: ignore[reportAssignmentType]
+                name, opcode, shape, operands, tail, is_root is not None, payload, index + 1
             )
+            instruction.__class__ = HloInstruction
             append(instruction)
             if opcode in callers:
                 self.callers.append((instruction, number))

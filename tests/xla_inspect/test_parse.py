@@ -299,3 +299,50 @@ def test_frame_table_keywords_in_odd_places_terminate(text: str) -> None:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+SAMPLE_FILES = sorted(HERE.glob("fixtures/*.hlo.txt"))
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES + SAMPLE_FILES, ids=lambda p: p.name)
+def test_attribute_lookup_agrees_with_the_split_attribute_list(path) -> None:
+    """`attribute(key)` takes a shortcut for a top-level key named once; it must give what
+    splitting the whole list gives, for every key present and for keys absent or nested."""
+    module = parse_hlo(path.read_text())
+    nested = ("op_name", "source_line", "kind", "calls", "absent")
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            attributes = instruction.attributes
+            for key in (*attributes, *nested):
+                assert instruction.attribute(key) == attributes.get(key), (instruction.name, key)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ('kind=kLoop, metadata={op_name="kind=kOutput"}', "kind", "kLoop"),
+        ('metadata={op_name="a, kind=x"}, kind=kInput', "kind", "kInput"),
+        ('frontend_attributes={kind="a"}, kind=kLoop', "kind", "kLoop"),
+        ("kind=kLoop, kind=kInput", "kind", "kInput"),
+        ("dimensions={0,1}, to_apply=%add", "dimensions", "{0,1}"),
+        ("fusion_kind=kLoop", "kind", None),
+    ],
+)
+def test_attribute_lookup_of_nested_and_repeated_names(text: str, key: str, value) -> None:
+    instruction = HloInstruction("x", "fusion", "f32[]", (), text, True, None, 1)
+    assert instruction.attribute(key) == instruction.attributes.get(key) == value
+
+
+def test_peak_memory_stays_under_four_times_the_text() -> None:
+    """The reader never holds a second copy of the text (a list of its lines)."""
+    import tracemalloc
+
+    text = read_corpus("transformer_grad.opt.hlo")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        parse_hlo(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * len(text.encode())
