@@ -540,3 +540,147 @@ def cse_distributed(a, b, c, d):
 )
 def scores_dot_general(q, k):
     return lax.dot_general(q, k, (((1,), (1,)), ((), ())))
+
+
+# -------------------------------------------------------------------------------- surviving_ops
+
+_REAL_ALGEBRA = {  # what the algebra of real numbers would leave
+    "x * 1.0": 0,
+    "x + 0.0": 0,
+    "x * 0.0": 0,
+    "x - x": 0,
+    "x / 2.0": 1,
+    "x / 3.0": 1,
+    "jnp.negative(-x)": 0,
+    "x * 2.0 + x * 2.0": 2,
+    "x + x": 1,
+    "jnp.sqrt(4.0) * x": 1,
+    "x * x / x": 0,
+    "0.0 - x": 1,
+    "jnp.exp(x) * 1.0": 0,
+    "jnp.where(False, x * 5.0, x + 5.0)": 1,
+    "(x * 1.0) / 1.0 - 0.0": 0,
+}
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
+    why="simplifies like real numbers: x - x, x * 0 and x * x / x vanish",
+)
+def surviving_real_algebra():
+    return dict(_REAL_ALGEBRA)
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
+    why="believes XLA rewrites nothing: counts the ops as written",
+)
+def surviving_as_written():
+    written = {
+        "x * 1.0": 1,
+        "x + 0.0": 1,
+        "x * 0.0": 1,
+        "x - x": 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 2,
+        "x * 2.0 + x * 2.0": 3,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 1,
+        "jnp.where(False, x * 5.0, x + 5.0)": 2,
+        "(x * 1.0) / 1.0 - 0.0": 3,
+    }
+    return written
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
+    why="forgets CSE: x * 2.0 written twice stays twice",
+)
+def surviving_without_cse():
+    return {**_reference_rewrites(), "x * 2.0 + x * 2.0": 3}
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
+    why="compiles the bank and counts instead of predicting",
+)
+def surviving_measured():
+    from katas.phase4.programs import BANK_INPUT, REWRITES
+
+    found = {}
+    for name, program in REWRITES.items():
+        text = jax.jit(program).lower(BANK_INPUT).compile().as_text() or ""
+        counts = Counter(i.opcode for c in parse_hlo(text) for i in c)
+        found[name] = sum(counts[op] for op in ("add", "subtract", "multiply", "divide", "negate"))
+    return found
+
+
+def _reference_rewrites() -> dict[str, int]:
+    return {
+        **_REAL_ALGEBRA,
+        "x * 0.0": 1,
+        "x - x": 1,
+        "x * x / x": 2,
+    }
+
+
+@accepted("surviving_ops", why="built from the real-number counts plus the float exceptions")
+def surviving_from_exceptions():
+    return _reference_rewrites()
+
+
+# ----------------------------------------------------------------------------------- one_kernel
+
+_KERNEL_NAMES = (
+    "tanh(sin(x) * 2 + 1)",
+    "sum(exp(x), axis=1)",
+    "x @ w + 1 (w f32[4,4])",
+    "sort(x) * 2",
+    "x.T * 2 + 1",
+    "softmax(x, axis=-1)",
+    "x - mean(x, axis=-1, keepdims=True)",
+    "concatenate([x, x * 2])",
+    "x[::-1] + x",
+    "reshape(x * 2, (4, 3)) + 1",
+    "where(x > 0, x, exp(x) - 1)",
+    "fori_loop(0, 3, v * 2)",
+    "x / norm(x)",
+    "pad(x, 1) * 2",
+)
+
+
+@decoy(
+    "one_kernel",
+    caught_by=["test_one_kernel_matches_the_optimized_entry"],
+    why="believes only purely elementwise math fuses (no reduce, transpose, pad, concatenate)",
+)
+def kernel_elementwise_only():
+    elementwise = {"tanh(sin(x) * 2 + 1)", "where(x > 0, x, exp(x) - 1)"}
+    return {name: name in elementwise for name in _KERNEL_NAMES}
+
+
+@decoy(
+    "one_kernel",
+    caught_by=["test_one_kernel_matches_the_optimized_entry"],
+    why="believes XLA fuses any program without a loop into one kernel",
+)
+def kernel_everything():
+    return {name: not name.startswith("fori_loop") for name in _KERNEL_NAMES}
+
+
+@decoy(
+    "one_kernel",
+    caught_by=["test_one_kernel_matches_the_optimized_entry"],
+    why="believes a reduction always ends up with its consumers (softmax, normalizing)",
+)
+def kernel_reductions_fuse_onward():
+    loners = {"x @ w + 1 (w f32[4,4])", "sort(x) * 2", "fori_loop(0, 3, v * 2)"}
+    return {name: name not in loners for name in _KERNEL_NAMES}

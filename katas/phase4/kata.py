@@ -103,14 +103,39 @@ def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str |
 def named_passes() -> dict[str, str]:
     """Which pass did it? Keys and the program to dump with per-pass files:
 
-    - "transpose": removed the transpose of an attention_scores program, q and k f32[8,16]
-    - "fusion": created the loop fusion of an elementwise_chain program, x f32[8]
-    - "add": removed the duplicated add of a shared_subexpression program, all f32[8]
-    - "divide": removed the divide of a folded_scale program, x f32[8]
-    (the tests dump their own programs of these four kinds; your answers to tasks 3, 4, 6, 7
-    are such programs.)
+    - "transpose": removed the transpose of a matmul with a transposed left operand, a.T @ b
+      (a f32[16,8], b f32[16,5])
+    - "fusion": created the first fusion of sqrt(sum(sin(x) * cos(x), axis=-1)), x f32[4,8]
+    - "add": removed the repeated add of (x * y + 1) * sin(x * y + 1), x and y f32[8]
+    - "divide": removed the divide of x / 4.0, x f32[8]
+    (the tests dump these programs; programs.py holds them.)
     Values: pass names exactly as they appear in the dump file names.
     """
     # TODO: dump each program (xla_inspect.capture.capture(f, *args, dump_dir=d, dump_passes=True)
     # or compiler_options), read the file names, write the answers here as literal strings
     raise NotImplementedError("phase4 task 11: named_passes")
+
+
+def surviving_ops() -> dict[str, int]:
+    """Predict, for each program of `REWRITES` in katas/phase4/programs.py (keyed by the text
+    that names it, compiled for x f32[3,4]), how many arithmetic instructions (add, subtract,
+    multiply, divide, negate) the optimized HLO still holds, over every computation.
+
+    Reason from what algebraic simplification may do to floats (inf, nan, rounding) and from what
+    CSE and constant folding do. The tests compile the bank themselves; they forbid jax.jit and
+    compiling while they call you.
+    """
+    # TODO: one count per program; which rewrites are exact for every float?
+    raise NotImplementedError("phase4 task 12: surviving_ops")
+
+
+def one_kernel() -> dict[str, bool]:
+    """Predict, for each program of `KERNELS` in katas/phase4/programs.py (keyed by the text that
+    names it, compiled on CPU for x f32[3,4]), whether XLA computes it in one kernel: besides
+    parameters and constants, the optimized ENTRY computation holds exactly one instruction, a
+    fusion.
+
+    The tests compile the bank themselves; they forbid jax.jit and compiling while they call you.
+    """
+    # TODO: which ops can share a loop with their producers and consumers, and which cannot?
+    raise NotImplementedError("phase4 task 13: one_kernel")

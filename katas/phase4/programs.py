@@ -1,15 +1,18 @@
 """The programs phase 4's tests compile, and what `katas show` compiles for each task.
 
-The canonical form of each optimization (`canon_*`), the inputs the demonstrations run on, and
-the programs whose per-pass dumps the pass-reading tasks read. `katas show` compiles the
+The inputs the demonstrations run on, the programs whose stages and per-pass dumps the tests
+read (other programs than the tasks ask for: none is an answer), and the banks the predict tasks
+are judged on. `katas show` compiles the
 learner's demonstration on the first of `ELEMENTWISE_INPUTS`, or the tests' program.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+from jax import lax
 
 from kata_harness.programs import Recipe, given
 from xla_inspect import passes
@@ -24,7 +27,7 @@ def uniform(
     return np.random.default_rng(seed).uniform(0.1, 1.0, size=shape).astype(dtype)
 
 
-# An odd-shaped float32 matrix and a bfloat16 vector (the canonical f32[8] is in the pins): an
+# An odd-shaped float32 matrix and a bfloat16 vector: an
 # elementwise demonstration keeps the shape and dtype of its input, and the optimization must show
 # at each of them.
 ELEMENTWISE_INPUTS = {"f32[3,5]": uniform((3, 5), seed=3), "bf16[6]": uniform(6, 4, BF16)}
@@ -38,67 +41,114 @@ def qk(q_shape=(8, 16), k_shape=(8, 16), seed=1):
     )
 
 
-# --- test-owned programs: the canonical form of each optimization -------------------------
+# --- test-owned programs ------------------------------------------------------------------
+# Other programs that the same passes rewrite (transpose folding, fusion, CSE, algebraic
+# simplification); none of them is an answer to a task.
 
 
-def canon_identity(x):
-    return (x * 1.0 + 0.0) / 1.0
+def lhs_transposed(a, b):
+    return a.T @ b
 
 
-def canon_folded(x):
-    return x / jnp.sqrt(2.0)
+def row_norms(x):
+    return jnp.sqrt(jnp.sum(jnp.sin(x) * jnp.cos(x), axis=-1))
 
 
-def canon_cse(a, b, c, d):
-    return (a + b) * c + (a + b) * d
+def repeated_affine(x, y):
+    return (x * y + 1.0) * jnp.sin(x * y + 1.0)
 
 
-def canon_dead(x):
-    return jnp.where(True, x + 1.0, jnp.exp(x))
+def quarter(x):
+    return x / 4.0
 
 
-def canon_chain(x):
-    return jnp.tanh(jnp.sin(x) * 2.0 + 1.0)
+def exp_gap(x):
+    return jnp.exp(x) - x * 2.0
 
 
-def canon_attention(q, k):
-    return q @ k.T
-
-
-def canon_refused(x):
-    return x * 2.0 * 3.0, x - x
+def moments(x):
+    return jnp.mean(x), jnp.mean(x * x)
 
 
 def cse_args(shape: int | tuple[int, ...] = 8):
     return tuple(uniform(shape, seed=s) for s in range(4))
 
 
+def pair(shape: int | tuple[int, ...] = 8):
+    return uniform(shape, seed=0), uniform(shape, seed=1)
+
+
+def transposed_args(rows=16, left=8, right=5):
+    return uniform((rows, left), seed=0), uniform((rows, right), seed=1)
+
+
 DUMPED = {  # program, args, the opcode the optimization removes or adds
-    "transpose": (canon_attention, qk(), "transpose", passes.first_pass_removing),
-    "fusion": (canon_chain, (uniform(),), "fusion", passes.first_pass_adding),
-    "add": (canon_cse, cse_args(), "add", passes.first_pass_removing),
-    "divide": (canon_folded, (uniform(),), "divide", passes.first_pass_removing),
-    "refused": (canon_refused, (uniform(),), "fusion", passes.first_pass_adding),
+    "transpose": (lhs_transposed, transposed_args(), "transpose", passes.first_pass_removing),
+    "fusion": (row_norms, (uniform((4, 8)),), "fusion", passes.first_pass_adding),
+    "add": (repeated_affine, pair(), "add", passes.first_pass_removing),
+    "divide": (quarter, (uniform(),), "divide", passes.first_pass_removing),
+    "refused": (exp_gap, (uniform(),), "fusion", passes.first_pass_adding),
 }
 
 
-STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, and one function at two shapes
-    "cse f32[3,4]": (canon_cse, cse_args((3, 4))),
-    "refused bf16[6]": (canon_refused, (uniform(6, 4, BF16),)),
-    "attention 5x3 @ (7x3).T": (canon_attention, qk((5, 3), (7, 3))),
-    "attention 8x16 @ (8x16).T": (canon_attention, qk()),
+STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, one function at two shapes (size 1)
+    "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
+    "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
+    "lhs_transposed 5x1, 5x7": (lhs_transposed, transposed_args(5, 1, 7)),
+    "lhs_transposed 16x8, 16x5": (lhs_transposed, transposed_args()),
 }
 
 
-PINNED = (  # one pinned optimized module per optimization, in this order
-    (canon_identity, (uniform(),)),
-    (canon_folded, (uniform(),)),
-    (canon_cse, cse_args()),
-    (canon_dead, (uniform(),)),
-    (canon_chain, (uniform(),)),
-    (canon_attention, qk()),
-    (canon_refused, (uniform(),)),
+PINNED = (  # one pinned optimized module per program, in this order
+    (repeated_affine, pair()),
+    (quarter, (uniform(),)),
+    (row_norms, (uniform((4, 8)),)),
+    (lhs_transposed, transposed_args()),
+    (exp_gap, (uniform(),)),
+    (moments, (uniform(),)),
 )
+
+
+# --- the banks the predict tasks are judged on (the tests compile each at f32[3,4]) ----------
+
+REWRITES = {
+    "x * 1.0": lambda x: x * 1.0,
+    "x + 0.0": lambda x: x + 0.0,
+    "x * 0.0": lambda x: x * 0.0,
+    "x - x": lambda x: x - x,
+    "x / 2.0": lambda x: x / 2.0,
+    "x / 3.0": lambda x: x / 3.0,
+    "jnp.negative(-x)": lambda x: jnp.negative(-x),
+    "x * 2.0 + x * 2.0": lambda x: x * 2.0 + x * 2.0,
+    "x + x": lambda x: x + x,
+    "jnp.sqrt(4.0) * x": lambda x: jnp.sqrt(4.0) * x,
+    "x * x / x": lambda x: x * x / x,
+    "0.0 - x": lambda x: 0.0 - x,
+    "jnp.exp(x) * 1.0": lambda x: jnp.exp(x) * 1.0,
+    "jnp.where(False, x * 5.0, x + 5.0)": lambda x: jnp.where(False, x * 5.0, x + 5.0),
+    "(x * 1.0) / 1.0 - 0.0": lambda x: (x * 1.0) / 1.0 - 0.0,
+}
+
+_W = uniform((4, 4), seed=9)
+
+KERNELS = {
+    "tanh(sin(x) * 2 + 1)": lambda x: jnp.tanh(jnp.sin(x) * 2.0 + 1.0),
+    "sum(exp(x), axis=1)": lambda x: jnp.sum(jnp.exp(x), axis=1),
+    "x @ w + 1 (w f32[4,4])": lambda x: x @ _W + 1.0,
+    "sort(x) * 2": lambda x: jnp.sort(x) * 2.0,
+    "x.T * 2 + 1": lambda x: x.T * 2.0 + 1.0,
+    "softmax(x, axis=-1)": lambda x: jax.nn.softmax(x, axis=-1),
+    "x - mean(x, axis=-1, keepdims=True)": lambda x: x - jnp.mean(x, axis=-1, keepdims=True),
+    "concatenate([x, x * 2])": lambda x: jnp.concatenate([x, x * 2.0]),
+    "x[::-1] + x": lambda x: x[::-1] + x,
+    "reshape(x * 2, (4, 3)) + 1": lambda x: jnp.reshape(x * 2.0, (4, 3)) + 1.0,
+    "where(x > 0, x, exp(x) - 1)": lambda x: jnp.where(x > 0, x, jnp.exp(x) - 1.0),
+    "fori_loop(0, 3, v * 2)": lambda x: lax.fori_loop(0, 3, lambda _, v: v * 2.0, x),
+    "x / norm(x)": lambda x: x / jnp.linalg.norm(x),
+    "pad(x, 1) * 2": lambda x: jnp.pad(x, 1) * 2.0,
+}
+
+BANK_INPUT = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
 
 
 _F32 = ELEMENTWISE_INPUTS["f32[3,5]"]
@@ -109,7 +159,7 @@ def _demo(name: str, args: tuple, about: str) -> Recipe:
 
 
 SHOWN = {
-    "stages": given(canon_cse, cse_args(), "(a + b) * c + (a + b) * d, each f32[8]"),
+    "stages": given(repeated_affine, pair(), "(x * y + 1) * sin(x * y + 1), each f32[8]"),
     "algebraic_identity": _demo("algebraic_identity", (_F32,), "algebraic_identity(x f32[3,5])"),
     "folded_scale": _demo("folded_scale", (_F32,), "folded_scale(x f32[3,5])"),
     "shared_subexpression": _demo(

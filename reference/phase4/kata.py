@@ -88,3 +88,47 @@ def named_passes() -> dict[str, str]:
         "add": "cse",
         "divide": "algsimp",
     }
+
+
+def surviving_ops() -> dict[str, int]:
+    # Identities exact for every float (x*1, x+0, x/1, a double negation) vanish; x*0 and x-x
+    # are not (nan, inf); dividing by a constant becomes a multiply; CSE shares x*2.0; constants
+    # fold; 0-x stays a subtract.
+    return {
+        "x * 1.0": 0,
+        "x + 0.0": 0,
+        "x * 0.0": 1,
+        "x - x": 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 0,
+        "x * 2.0 + x * 2.0": 2,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 0,
+        "jnp.where(False, x * 5.0, x + 5.0)": 1,
+        "(x * 1.0) / 1.0 - 0.0": 0,
+    }
+
+
+def one_kernel() -> dict[str, bool]:
+    # Elementwise ops, transposes, reshapes, reversals, pads, concatenates and a reduction at the
+    # end share one loop; a reduction feeding a broadcast consumer, a dot, a sort and a loop do not.
+    return {
+        "tanh(sin(x) * 2 + 1)": True,
+        "sum(exp(x), axis=1)": True,
+        "x @ w + 1 (w f32[4,4])": False,
+        "sort(x) * 2": False,
+        "x.T * 2 + 1": True,
+        "softmax(x, axis=-1)": False,
+        "x - mean(x, axis=-1, keepdims=True)": False,
+        "concatenate([x, x * 2])": True,
+        "x[::-1] + x": True,
+        "reshape(x * 2, (4, 3)) + 1": True,
+        "where(x > 0, x, exp(x) - 1)": True,
+        "fori_loop(0, 3, v * 2)": False,
+        "x / norm(x)": False,
+        "pad(x, 1) * 2": True,
+    }
