@@ -548,3 +548,115 @@ def absorbed_regex(compiled):
             assert lhs and rhs, line
             count += (lhs.group(1), rhs.group(1)) != ("1", "0")
     return count
+
+
+# ---- predict_alias_bytes -------------------------------------------------------------------------
+
+
+def _param_bytes(features, hidden, out):
+    return 4 * (features * hidden + hidden + hidden * out + out)
+
+
+@decoy(
+    "predict_alias_bytes",
+    caught_by=["test_predict_alias_bytes_matches_memory_analysis"],
+    why="only the params alias: the optimizer state is forgotten",
+)
+def alias_params_only(features, hidden, out, optimizer):
+    return _param_bytes(features, hidden, out)
+
+
+@decoy(
+    "predict_alias_bytes",
+    caught_by=["test_predict_alias_bytes_matches_memory_analysis"],
+    why="adam's mu and nu, but not its step count",
+)
+def alias_without_count(features, hidden, out, optimizer):
+    copies = {"sgd": 1, "momentum": 2, "adam": 3}[optimizer]
+    return copies * _param_bytes(features, hidden, out)
+
+
+@decoy(
+    "predict_alias_bytes",
+    caught_by=["test_predict_alias_bytes_matches_memory_analysis"],
+    why="weights only: the biases are too small to count",
+)
+def alias_weights_only(features, hidden, out, optimizer):
+    weights = 4 * (features * hidden + hidden * out)
+    return {"sgd": weights, "momentum": 2 * weights, "adam": 3 * weights + 4}[optimizer]
+
+
+@decoy(
+    "predict_alias_bytes",
+    caught_by=["test_predict_alias_bytes_does_not_compile"],
+    why="measures instead of predicting: compiles the donated step",
+)
+def alias_measured(features, hidden, out, optimizer):
+    from katas.phase10.programs import donated_step, sized_step_args
+
+    args = sized_step_args(features, hidden, out, 4, optimizer)
+    stats = donated_step(optimizer).lower(*args).compile().memory_analysis()
+    return int(getattr(stats, "alias_size_in_bytes", 0))
+
+
+@accepted("predict_alias_bytes", why="counts the leaves of optax's state built by hand")
+def alias_by_leaves(features, hidden, out, optimizer):
+    leaves = [features * hidden, hidden, hidden * out, out]
+    per_param = {"sgd": 1, "momentum": 2, "adam": 3}[optimizer]
+    count = 1 if optimizer == "adam" else 0  # adam's int32 step counter
+    return sum(4 * n * per_param for n in leaves) + 4 * count
+
+
+# ---- predict_step_flops --------------------------------------------------------------------------
+
+
+@decoy(
+    "predict_step_flops",
+    caught_by=["test_predict_step_flops_within_ten_percent"],
+    why="the forward pass only",
+)
+def flops_forward_only(features, hidden, out, batch):
+    return 2 * batch * features * hidden + 2 * batch * hidden * out
+
+
+@decoy(
+    "predict_step_flops",
+    caught_by=["test_predict_step_flops_within_ten_percent"],
+    why="backward costs two forwards for every layer, the input's gradient included",
+)
+def flops_three_forwards(features, hidden, out, batch):
+    return 3 * (2 * batch * features * hidden + 2 * batch * hidden * out)
+
+
+@decoy(
+    "predict_step_flops",
+    caught_by=["test_predict_step_flops_within_ten_percent"],
+    why="one flop per multiply-add",
+)
+def flops_one_per_mac(features, hidden, out, batch):
+    return 2 * batch * features * hidden + 3 * batch * hidden * out
+
+
+@decoy(
+    "predict_step_flops",
+    caught_by=["test_predict_step_flops_does_not_compile"],
+    why="measures instead of predicting: reads the compiled step's cost analysis",
+)
+def flops_measured(features, hidden, out, batch):
+    from katas.phase10.programs import donated_step, sized_step_args
+
+    args = sized_step_args(features, hidden, out, batch, "momentum")
+    cost = donated_step("momentum").lower(*args).compile().cost_analysis() or {}
+    return int(cost.get("flops", 0))
+
+
+@accepted("predict_step_flops", why="adds the five products one by one")
+def flops_product_by_product(features, hidden, out, batch):
+    products = [
+        (batch, features, hidden),  # x @ w1
+        (batch, hidden, out),  # h @ w2
+        (hidden, batch, out),  # h.T @ g
+        (batch, out, hidden),  # g @ w2.T
+        (features, batch, hidden),  # x.T @ g1
+    ]
+    return sum(2 * m * k * n for m, k, n in products)

@@ -99,3 +99,29 @@ def absorbed_transposes(compiled) -> int:
     """
     # TODO: dot instructions' attributes tell which dimensions they contract
     raise NotImplementedError("phase10 task 7: absorbed_transposes")
+
+
+def predict_alias_bytes(features: int, hidden: int, out: int, optimizer: str) -> int:
+    """Predict, without compiling, the bytes a donated training step aliases.
+
+    The step is `donated_step(optimizer)` of katas/phase10/programs.py: the MLP of this phase
+    (w1 f32[features, hidden], b1 f32[hidden], w2 f32[hidden, out], b2 f32[out]) trained by
+    optax's "sgd", "momentum" (sgd with momentum) or "adam", with params and optimizer state
+    donated. Return what `memory_analysis().alias_size_in_bytes` of the compiled step will say,
+    from the sizes and what each optimizer keeps between steps. Your function must not compile.
+    """
+    # TODO: which donated buffers come back as outputs of the same shape and dtype?
+    raise NotImplementedError("phase10 task 8: predict_alias_bytes")
+
+
+def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
+    """Predict, without compiling, the flops of one momentum training step, from the sizes.
+
+    The step is `donated_step("momentum")` of katas/phase10/programs.py on a batch of `batch`
+    examples. The tests compare with the compiled step's `cost_analysis()["flops"]` and accept
+    10% either way: at their sizes the matrix products dominate, so count the flops of every
+    matrix product the forward and the backward pass need (a product of (m, k) by (k, n) is
+    2*m*k*n flops) and leave the elementwise work out. Your function must not compile.
+    """
+    # TODO: list the matrix products of the forward pass and of the gradient
+    raise NotImplementedError("phase10 task 9: predict_step_flops")

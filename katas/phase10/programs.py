@@ -59,6 +59,36 @@ MOMENTUM = optax.sgd(LEARNING_RATE, momentum=0.9)  # has optimizer state, compil
 ADAM = optax.adam(0.01)
 
 
+SGD = optax.sgd(LEARNING_RATE)  # no optimizer state at all
+
+
+# The optimizers of the prediction tasks, by the name the learner gets.
+OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
+
+
+def sized_step_args(features: int, hidden: int, out: int, batch: int, optimizer: str):
+    """(params, optimizer state, x, y) of an MLP of these sizes, all float32."""
+    rng = np.random.default_rng(features * 1000 + hidden)
+    params = {
+        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 4,
+        "b1": np.zeros(hidden, np.float32),
+        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 4,
+        "b2": np.zeros(out, np.float32),
+    }
+    x = rng.normal(size=(batch, features)).astype(np.float32)
+    y = rng.normal(size=(batch, out)).astype(np.float32)
+    return params, OPTIMIZERS[optimizer].init(params), x, y
+
+
+def donated_step(optimizer: str):
+    """update_with(optimizer) jitted with params and optimizer state donated."""
+
+    def step(p, state, x, y):
+        return update_with(OPTIMIZERS[optimizer], p, state, x, y)
+
+    return jax.jit(step, donate_argnums=(0, 1))
+
+
 def update_with(optimizer, p, state, x, y):
     loss, grads = jax.value_and_grad(mse)(p, x, y)
     updates, state = optimizer.update(grads, state, p)

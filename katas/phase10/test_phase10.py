@@ -8,6 +8,7 @@ steps whose signature puts the batch first or returns things in another order). 
 answer is known by construction.
 """
 
+import contextlib
 import warnings
 from collections import Counter
 from functools import cache
@@ -19,14 +20,17 @@ import pytest
 from pytest_check import check
 
 from katas.phase10.programs import (
+    OPTIMIZERS,
     SIZES,
     TRANSPOSE_PROGRAMS,
     adam_step,
     alias_bank,
     data,
     device_params,
+    donated_step,
     mlp,
     momentum_step,
+    sized_step_args,
     step_args,
     tanh_forward,
     two_steps,
@@ -515,3 +519,94 @@ def test_weight_gradients_contract_the_batch(kata):
         )
     with check:
         assert forward == 0, f"got {forward}: the forward pass has no transposed operand"
+
+
+# ---- predict_alias_bytes and predict_step_flops: predictions checked against the compiler ------
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def _without_compiling(monkeypatch):
+    """Fail through the test when the code inside jits or compiles anything."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail("a prediction comes from the sizes: do not jit or compile")
+
+    compiles = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == BACKEND_COMPILE:
+            compiles.append(duration_secs)
+
+    monkeypatch.setattr(jax, "jit", refuse)
+    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+        monkeypatch.undo()
+    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
+
+
+# (features, hidden, out): two of the phase's sizes and a larger one
+ALIAS_SIZES = [SIZES["wide"][:3], SIZES["odd"][:3], (100, 300, 10)]
+
+
+@cache
+def _sized_step(features: int, hidden: int, out: int, batch: int, optimizer: str):
+    args = sized_step_args(features, hidden, out, batch, optimizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy arguments cannot be donated: the plan can
+        return donated_step(optimizer).lower(*args).compile()
+
+
+@pytest.mark.task("predict_alias_bytes")
+def test_predict_alias_bytes_matches_memory_analysis(kata):
+    cases = [(*sizes, optimizer) for sizes in ALIAS_SIZES for optimizer in OPTIMIZERS]
+    got = {case: kata.predict_alias_bytes(*case) for case in cases}
+    for case, predicted in got.items():
+        assert type(predicted) is int, f"{case}: expected an int, got {predicted!r}"
+        stats = _sized_step(*case[:3], 4, case[3]).memory_analysis()
+        assert stats is not None, "this backend has no memory analysis"
+        with check:
+            assert predicted == stats.alias_size_in_bytes, (
+                f"sizes {case[:3]}, {case[3]}: you predicted {predicted} aliased bytes, "
+                f"memory_analysis says {stats.alias_size_in_bytes}"
+            )
+
+
+@pytest.mark.task("predict_alias_bytes")
+def test_predict_alias_bytes_does_not_compile(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        for optimizer in OPTIMIZERS:
+            kata.predict_alias_bytes(16, 32, 4, optimizer)
+
+
+# (features, hidden, out, batch): batches large enough that the matrix products dominate
+FLOP_SIZES = [(64, 128, 32, 16), (128, 256, 64, 32), (100, 300, 10, 50), (32, 64, 16, 64)]
+
+
+@pytest.mark.task("predict_step_flops")
+def test_predict_step_flops_within_ten_percent(kata):
+    got = {sizes: kata.predict_step_flops(*sizes) for sizes in FLOP_SIZES}
+    if jax.default_backend() != "cpu":
+        pytest.skip("CPU-only fact: XLA:CPU's cost model, where the products dominate")
+    for sizes, predicted in got.items():
+        assert type(predicted) is int, f"{sizes}: expected an int, got {predicted!r}"
+        cost = _sized_step(*sizes, "momentum").cost_analysis()
+        assert isinstance(cost, dict) and "flops" in cost, f"no flops in {cost!r:.80}"
+        measured = cost["flops"]
+        with check:
+            assert abs(predicted - measured) <= 0.1 * measured, (
+                f"sizes {sizes}: you predicted {predicted} flops, cost_analysis says "
+                f"{measured:.0f} (accepted: {0.9 * measured:.0f} to {1.1 * measured:.0f})"
+            )
+
+
+@pytest.mark.task("predict_step_flops")
+def test_predict_step_flops_does_not_compile(kata, monkeypatch):
+    with _without_compiling(monkeypatch):
+        for sizes in FLOP_SIZES:
+            kata.predict_step_flops(*sizes)

@@ -81,3 +81,19 @@ def absorbed_transposes(compiled) -> int:
             or i.attribute("rhs_contracting_dims") != "{0}"
         )
     )
+
+
+def predict_alias_bytes(features: int, hidden: int, out: int, optimizer: str) -> int:
+    # Every donated leaf comes back as an output of its own shape: the params, plus the state
+    # the optimizer keeps (momentum: one trace per param; adam: mu and nu per param and an
+    # int32 step count). sgd keeps nothing.
+    params = 4 * (features * hidden + hidden + hidden * out + out)
+    return {"sgd": params, "momentum": 2 * params, "adam": 3 * params + 4}[optimizer]
+
+
+def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
+    # Forward: x @ w1, then h @ w2. Backward: h.T @ g and g @ w2.T (the second layer's size
+    # each), x.T @ g1 (the first layer's); x needs no gradient, so no g1 @ w1.T. Two products
+    # of the first layer's size, three of the second's.
+    first, second = 2 * batch * features * hidden, 2 * batch * hidden * out
+    return 2 * first + 3 * second
