@@ -57,7 +57,7 @@ def matmul_fusions(hlo_text: str) -> dict[str, list[str]]:
     convert, fusion, tuple, get-tuple-element, custom-call and the collectives.
     """
     # TODO: for each ENTRY fusion, collect the opcodes of everything it calls
-    raise NotImplementedError("phase11 task 10: matmul_fusions")
+    raise NotImplementedError("phase11 task 3: matmul_fusions")
 
 
 def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
@@ -71,7 +71,7 @@ def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
     any order. A collective copied into several computations keeps its channel_id: one entry.
     """
     # TODO: one reader per spelling; the iota and mesh ones are NumPy reshapes and transposes
-    raise NotImplementedError("phase11 task 3: device_groups")
+    raise NotImplementedError("phase11 task 4: device_groups")
 
 
 def collective_bytes(hlo_text: str) -> dict[str, int]:
@@ -84,7 +84,7 @@ def collective_bytes(hlo_text: str) -> dict[str, int]:
     with no collective are left out.
     """
     # TODO: walk every computation; remember channels you have already counted
-    raise NotImplementedError("phase11 task 4: collective_bytes")
+    raise NotImplementedError("phase11 task 5: collective_bytes")
 
 
 def padded_bytes(shape_text: str) -> int:
@@ -97,7 +97,7 @@ def padded_bytes(shape_text: str) -> int:
     padding. Bytes per element from the dtype's bit width. No tile: the logical size.
     """
     # TODO: xla_inspect.model.Shape reads dims, dtype, layout and minor_to_major
-    raise NotImplementedError("phase11 task 5: padded_bytes")
+    raise NotImplementedError("phase11 task 6: padded_bytes")
 
 
 def prefetched_parameters(hlo_text: str) -> dict[int, str]:
@@ -110,7 +110,7 @@ def prefetched_parameters(hlo_text: str) -> dict[int, str]:
     a plain copy a "copy". Use the number in `parameter(N)`.
     """
     # TODO: ENTRY only; the layout text of the moved buffer says where it lives
-    raise NotImplementedError("phase11 task 6: prefetched_parameters")
+    raise NotImplementedError("phase11 task 7: prefetched_parameters")
 
 
 def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
@@ -120,20 +120,7 @@ def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     `data` x `model` TPU devices. Sizes divide evenly.
     """
     # TODO: what block of the output does one device compute, and what does each element cost?
-    raise NotImplementedError("phase11 task 7: predict_layer_flops")
-
-
-def predict_allreduce_bytes(
-    batch: int, width: int, hidden: int, data: int, model: int, itemsize: int
-) -> int:
-    """Predict, without compiling, the bytes each device receives from the all-reduce of
-    `relu(x @ w1) @ w2` on a `data` x `model` TPU mesh: x [batch, width] split P('data', None),
-    w1 [width, hidden] split by columns over 'model', w2 [hidden, width] by rows over 'model',
-    output P('data', None), all arrays of `itemsize`-byte elements. Bytes as `collective_bytes`
-    counts them (the logical result on one device); 0 when the program needs no all-reduce.
-    """
-    # TODO: what does each device hold after its second matmul, and what must be added up?
-    raise NotImplementedError("phase11 task 11: predict_allreduce_bytes")
+    raise NotImplementedError("phase11 task 8: predict_layer_flops")
 
 
 def gather_free_specs() -> tuple[P, P]:
@@ -146,7 +133,21 @@ def gather_free_specs() -> tuple[P, P]:
     replicated weights take.
     """
     # TODO: which split of w1 lets each device finish its own slice of the hidden layer?
-    raise NotImplementedError("phase11 task 8: gather_free_specs")
+    raise NotImplementedError("phase11 task 9: gather_free_specs")
+
+
+def predict_allreduce_bytes(
+    batch: int, width: int, hidden: int, data: int, model: int, itemsize: int
+) -> int:
+    """Predict, without compiling, the bytes each device receives from the all-reduce of
+    `relu(x @ w1) @ w2` on a `data` x `model` TPU mesh, with x [batch, width] split
+    P('data', None), the output split the same way, and w1 [width, hidden] and w2 [hidden, width]
+    split over 'model' as your `gather_free_specs` splits them (no weight is gathered), all
+    arrays of `itemsize`-byte elements. Bytes as `collective_bytes` counts them (the logical
+    result on one device); 0 when the program needs no all-reduce.
+    """
+    # TODO: what does each device hold after its second matmul, and what must be added up?
+    raise NotImplementedError("phase11 task 10: predict_allreduce_bytes")
 
 
 def step_donation() -> tuple[int, ...]:
@@ -158,4 +159,4 @@ def step_donation() -> tuple[int, ...]:
     batch after the step, so it must stay valid.
     """
     # TODO: which outputs can take over an input's buffer?
-    raise NotImplementedError("phase11 task 9: step_donation")
+    raise NotImplementedError("phase11 task 11: step_donation")
