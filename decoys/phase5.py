@@ -468,3 +468,178 @@ def per_example_share_of_mean(params, xs, ys):
 @accepted("per_example_grads", why="params bound with partial; vmap over (xs, ys) only")
 def per_example_partial(params, xs, ys):
     return jax.vmap(partial(jax.grad(_example_loss), params))(xs, ys)
+
+
+# ------------------------------------------------------------------------ directional_derivative
+
+
+@decoy(
+    "directional_derivative",
+    caught_by=["test_directional_derivative_within_budget"],
+    why="the original program: builds the whole Jacobian with jacfwd, then multiplies",
+)
+def dd_jacfwd(f, x, v):
+    return jax.jacfwd(f)(x) @ v
+
+
+@decoy(
+    "directional_derivative",
+    caught_by=["test_directional_derivative_within_budget"],
+    why="builds the Jacobian in reverse mode: cheap only when f has few outputs",
+)
+def dd_jacrev(f, x, v):
+    return jax.jacrev(f)(x) @ v
+
+
+@decoy(
+    "directional_derivative",
+    caught_by=["test_directional_derivative_values"],
+    why="central finite differences: cheap, but only close to J @ v",
+)
+def dd_finite_differences(f, x, v):
+    eps = 1e-2
+    return (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
+
+
+@decoy(
+    "directional_derivative",
+    caught_by=["test_directional_derivative_values"],
+    why="returns the primal output of jvp instead of the tangent",
+)
+def dd_primal(f, x, v):
+    return jax.jvp(f, (x,), (v,))[0]
+
+
+@accepted("directional_derivative", why="jax.linearize, then apply the linear map to v")
+def dd_linearize(f, x, v):
+    _, jvp_fn = jax.linearize(f, x)
+    return jvp_fn(v)
+
+
+# ------------------------------------------------------------------------ hessian_vector_product
+
+
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_within_budget"],
+    why="the original program: the whole Hessian, then a matrix-vector product",
+)
+def hvp_hessian(g, x, v):
+    return jax.hessian(g)(x) @ v
+
+
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_within_budget"],
+    why="the Hessian as jacrev of grad: still the whole matrix",
+)
+def hvp_jacrev_of_grad(g, x, v):
+    return jax.jacrev(jax.grad(g))(x) @ v
+
+
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_values"],
+    why="finite differences of the gradient along v",
+)
+def hvp_finite_differences(g, x, v):
+    eps = 1e-2
+    grad = jax.grad(g)
+    return (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
+
+
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_values"],
+    why="the gradient times v, element by element",
+)
+def hvp_grad_times_v(g, x, v):
+    return jax.grad(g)(x) * v
+
+
+@accepted("hessian_vector_product", why="reverse-over-reverse: grad of <grad g, v>")
+def hvp_reverse_over_reverse(g, x, v):
+    return jax.grad(lambda y: jnp.vdot(jax.grad(g)(y), v))(x)
+
+
+@accepted("hessian_vector_product", why="reverse-over-forward: grad of the jvp along v")
+def hvp_reverse_over_forward(g, x, v):
+    return jax.grad(lambda y: jax.jvp(g, (y,), (v,))[1])(x)
+
+
+# ---------------------------------------------------------------------------------- vmapped_shape
+
+
+@decoy(
+    "vmapped_shape",
+    caught_by=["test_vmapped_shape_matches_eval_shape"],
+    why="ignores out_axes: the batch always comes first",
+)
+def vshape_batch_first(w_shape, v_shape, in_axes, out_axes):
+    w_axis, v_axis = in_axes
+    batch = w_shape[w_axis] if w_axis is not None else v_shape[v_axis]
+    rows = [size for axis, size in enumerate(w_shape) if axis != w_axis][0]
+    return (batch, rows)
+
+
+@decoy(
+    "vmapped_shape",
+    caught_by=["test_vmapped_shape_matches_eval_shape"],
+    why="takes the batch from the first axis of W whatever in_axes says",
+)
+def vshape_first_axis(w_shape, v_shape, in_axes, out_axes):
+    out = [w_shape[1] if in_axes[0] == 0 else w_shape[0]]
+    out.insert(out_axes % 2, w_shape[0] if in_axes[0] is not None else v_shape[0])
+    return tuple(out)
+
+
+@decoy(
+    "vmapped_shape",
+    caught_by=["test_vmapped_shape_matches_eval_shape"],
+    why="runs jax.vmap under eval_shape instead of predicting",
+)
+def vshape_traced(w_shape, v_shape, in_axes, out_axes):
+    mapped = jax.vmap(lambda w, v: w @ v, in_axes=in_axes, out_axes=out_axes)
+    out = jax.eval_shape(
+        mapped,
+        jax.ShapeDtypeStruct(w_shape, np.float32),
+        jax.ShapeDtypeStruct(v_shape, np.float32),
+    )
+    return tuple(out.shape)
+
+
+# -------------------------------------------------------------------------------- jacobian_shapes
+
+
+@decoy(
+    "jacobian_shapes",
+    caught_by=["test_jacobian_shapes_match_eval_shape"],
+    why="the leaf's shape first, then the output's",
+)
+def jshape_input_first(out_shape, param_shapes):
+    return {name: tuple(shape) + tuple(out_shape) for name, shape in param_shapes.items()}
+
+
+@decoy(
+    "jacobian_shapes",
+    caught_by=["test_jacobian_shapes_match_eval_shape"],
+    why="a flat matrix per leaf: (output elements, leaf elements)",
+)
+def jshape_flat(out_shape, param_shapes):
+    return {
+        name: (int(np.prod(out_shape)), int(np.prod(shape))) for name, shape in param_shapes.items()
+    }
+
+
+@decoy(
+    "jacobian_shapes",
+    caught_by=["test_jacobian_shapes_match_eval_shape"],
+    why="gradient-shaped leaves: forgets the output's axes",
+)
+def jshape_like_params(out_shape, param_shapes):
+    return {name: tuple(shape) for name, shape in param_shapes.items()}
+
+
+@accepted("jacobian_shapes", why="a dict comprehension over the items with tuple unpacking")
+def jshape_unpacked(out_shape, param_shapes):
+    return {name: (*out_shape, *shape) for name, shape in param_shapes.items()}

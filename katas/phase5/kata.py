@@ -98,3 +98,44 @@ def per_example_grads(params: dict, xs, ys) -> dict:
     Jacobian of the vector of losses gives the same numbers at batch-squared cost)."""
     # TODO: compose two transformations; params are shared by every example
     raise NotImplementedError("phase5 task 8: per_example_grads")
+
+
+def directional_derivative(f, x, v):
+    """J @ v, the derivative of f at x along v, for f: R^n -> R^m (x and v of shape (n,)).
+
+    The program to improve: `jax.jacfwd(f)(x) @ v` builds the whole (m, n) Jacobian first. The
+    tests compile yours and want at most a quarter of that program's flops (XLA's cost analysis)
+    at every size, with the same values on several x and v.
+    """
+    # TODO: which transformation gives one column combination of J without the rest?
+    raise NotImplementedError("phase5 task 9: directional_derivative")
+
+
+def hessian_vector_product(g, x, v):
+    """H @ v, where H is the Hessian of the scalar function g at x (x and v of shape (n,)).
+
+    The program to improve: `jax.hessian(g)(x) @ v` builds the whole (n, n) Hessian first. The
+    tests compile yours and want at most a quarter of that program's flops (XLA's cost analysis)
+    at every size, with the same values on several x and v.
+    """
+    # TODO: H @ v is the derivative of the gradient along v: compose two transformations
+    raise NotImplementedError("phase5 task 10: hessian_vector_product")
+
+
+def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int) -> tuple:
+    """Predict the shape of jax.vmap(matvec, in_axes=in_axes, out_axes=out_axes)(W, v) for W of
+    shape `w_shape` and v of shape `v_shape` (a tuple of ints). From the shapes alone: the tests
+    forbid jax.vmap, tracing and compiling while they call you.
+    """
+    # TODO: which size is the batch, what does one example return, where does out_axes put it?
+    raise NotImplementedError("phase5 task 11: vmapped_shape")
+
+
+def jacobian_shapes(out_shape: tuple, param_shapes: dict) -> dict:
+    """Predict the shapes in jax.jacrev(f)(params), where params is a dict of float32 arrays
+    with the shapes `param_shapes` (name -> tuple) and f(params) is an array of shape
+    `out_shape`: a dict name -> shape tuple. From the shapes alone: the tests forbid jax.jacrev,
+    tracing and compiling while they call you.
+    """
+    # TODO: what does each leaf of the result hold, one number per pair of what?
+    raise NotImplementedError("phase5 task 12: jacobian_shapes")

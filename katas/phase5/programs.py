@@ -171,6 +171,70 @@ def matvec_data():
     return W, Ws, vs
 
 
+# --- the decide tasks: a tanh layer pair at several sizes (inputs, hidden, outputs) -----------
+# Square, tall, wide, odd; the budgets are a quarter of the flops of the program that builds
+# the whole Jacobian or Hessian first.
+DECIDE_SHAPES = {"16-24-8": (16, 24, 8), "32-16-32": (32, 16, 32), "9-13-5": (9, 13, 5)}
+
+
+def tanh_pair(n: int, h: int, m: int):
+    """(w1, w2): f(x) = w2 @ tanh(w1 @ x) maps R^n to R^m."""
+    rng = np.random.default_rng(7 * n + h + m)
+    w1 = (rng.normal(size=(h, n)) / np.sqrt(n)).astype(np.float32)
+    w2 = (rng.normal(size=(m, h)) / np.sqrt(h)).astype(np.float32)
+    return w1, w2
+
+
+def layer_map(w1, w2):
+    """The vector-valued f of directional_derivative."""
+    return lambda x: w2 @ jnp.tanh(w1 @ x)
+
+
+def layer_energy(w1):
+    """The scalar g of hessian_vector_product: sum(tanh(w1 x)^2) + sum(sin(x) * x)."""
+    return lambda x: jnp.sum(jnp.tanh(w1 @ x) ** 2) + jnp.sum(jnp.sin(x) * x)
+
+
+def points(n: int, count: int = 3):
+    """`count` pairs (x, v) in R^n: the inputs the answers are checked on."""
+    rng = np.random.default_rng(n)
+    return [
+        (rng.normal(size=n).astype(np.float32), rng.normal(size=n).astype(np.float32))
+        for _ in range(count)
+    ]
+
+
+# --- the predict tasks ---------------------------------------------------------------------
+
+# (W shape, v shape, in_axes, out_axes) for jax.vmap(matvec, in_axes, out_axes)(W, v)
+VMAP_SHAPE_CASES = (
+    ((4, 3), (5, 3), (None, 0), 0),
+    ((4, 3), (5, 3), (None, 0), 1),
+    ((4, 6, 3), (6, 3), (1, 0), 0),
+    ((4, 3, 7), (3,), (2, None), -1),
+    ((2, 4, 3), (3, 2), (0, 1), 1),
+    ((1, 3), (9, 3), (None, 0), 1),
+)
+
+# (output shape of f, shapes of the params dict) for jax.jacrev(f)(params)
+JACOBIAN_SHAPE_CASES = (
+    ((), {"w": (3, 2), "b": (2,)}),
+    ((3,), {"w": (3, 2), "b": (2,)}),
+    ((2, 4), {"k": (1, 5), "a": ()}),
+    ((5,), {"z": (5,)}),
+)
+
+
+def params_output(out_shape: tuple[int, ...]):
+    """A function of a params dict whose value has `out_shape` and depends on every leaf."""
+
+    def f(params):
+        total = sum(jnp.sum(jnp.sin(leaf)) for leaf in params.values())
+        return jnp.ones(out_shape, jnp.float32) * total
+
+    return f
+
+
 def _fvec(task: str, pick) -> Recipe:
     m, n = F_SHAPES[0]
 

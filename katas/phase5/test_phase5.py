@@ -1,6 +1,7 @@
 """Phase 5 tests: values against NumPy (or a loop of grads) computed here, IR facts read from
 real jaxprs (equation params) and from optimized HLO through xla_inspect."""
 
+import contextlib
 from functools import cache, partial
 
 import jax
@@ -12,23 +13,31 @@ from pytest_check import check
 from katas.phase5.programs import (
     BATCH,
     COST_SHAPES,
+    DECIDE_SHAPES,
     F_SHAPES,
     GRAD_CASES,
     IN_AXES_CASES,
+    JACOBIAN_SHAPE_CASES,
     MV_M,
     MV_N,
     SHAPES,
     VALUE_CASES,
+    VMAP_SHAPE_CASES,
     flops_cases,
     fvec_data,
     in_cond,
     in_custom_jvp_and_remat,
     in_scan,
+    layer_energy,
+    layer_map,
     matmul,
     matrix_input,
     matvec_case,
     mlp_data,
+    params_output,
+    points,
     sin_ax_norm,
+    tanh_pair,
     two_layer,
 )
 from xla_inspect.capture import capture
@@ -563,3 +572,161 @@ def test_per_example_grads_compile_to_few_batched_dots(kata):
     with check:
         batched = [d for d in found if BATCH in Shape(d.lhs_shape).dims + Shape(d.rhs_shape).dims]
         assert batched == found, "every dot should take the whole batch as one operand axis"
+
+
+# ---- tasks 9-10: decide, under a flops budget -----------------------------------------------
+
+
+def _compiled_flops(fn, *args) -> float:
+    """XLA's cost analysis of the compiled program."""
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    assert cost is not None and "flops" in cost, "this backend reports no flops"
+    return cost["flops"]
+
+
+@cache
+def _original_flops(task: str, size: str) -> float:
+    """The flops of the program the task improves (test-owned, compiled once per session)."""
+    w1, w2 = tanh_pair(*DECIDE_SHAPES[size])
+    x, v = points(DECIDE_SHAPES[size][0])[0]
+    if task == "directional_derivative":
+        f = layer_map(w1, w2)
+        return _compiled_flops(lambda a, b: jax.jacfwd(f)(a) @ b, x, v)
+    g = layer_energy(w1)
+    return _compiled_flops(lambda a, b: jax.hessian(g)(a) @ b, x, v)
+
+
+def _np_jv(w1, w2, x, v):
+    """J @ v of w2 @ tanh(w1 @ x), by the chain rule in float64."""
+    w1, w2, x, v = (np.asarray(a, np.float64) for a in (w1, w2, x, v))
+    t = np.tanh(w1 @ x)
+    return w2 @ ((1 - t * t) * (w1 @ v))
+
+
+def _np_hv(w1, x, v):
+    """H @ v of sum(tanh(w1 x)^2) + sum(sin(x) x), by hand in float64."""
+    w1, x, v = (np.asarray(a, np.float64) for a in (w1, x, v))
+    t = np.tanh(w1 @ x)
+    curvature = (2 - 6 * t * t) * (1 - t * t)
+    return w1.T @ (curvature * (w1 @ v)) + (2 * np.cos(x) - x * np.sin(x)) * v
+
+
+def _answer(kata, task: str, w1, w2):
+    """The learner's program as a function of (x, v), for one size's weights."""
+    if task == "directional_derivative":
+        f = layer_map(w1, w2)
+        return lambda a, b: kata.directional_derivative(f, a, b)
+    g = layer_energy(w1)
+    return lambda a, b: kata.hessian_vector_product(g, a, b)
+
+
+def _decide_values(kata, task: str) -> None:
+    for size, (n, h, m) in DECIDE_SHAPES.items():
+        w1, w2 = tanh_pair(n, h, m)
+        answer = jax.jit(_answer(kata, task, w1, w2))
+        for x, v in points(n):
+            got = answer(x, v)
+            if task == "directional_derivative":
+                want = _np_jv(w1, w2, x, v)
+            else:
+                want = _np_hv(w1, x, v)
+            assert np.shape(got) == want.shape, (
+                f"{size}: shape {np.shape(got)}, expected {want.shape}"
+            )
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-5, err_msg=f"{size}"
+                )
+
+
+def _decide_budget(kata, task: str) -> None:
+    original = {
+        "directional_derivative": "jax.jacfwd(f)(x) @ v",
+        "hessian_vector_product": "jax.hessian(g)(x) @ v",
+    }[task]
+    for size, (n, h, m) in DECIDE_SHAPES.items():
+        w1, w2 = tanh_pair(n, h, m)
+        x, v = points(n)[0]
+        flops = _compiled_flops(_answer(kata, task, w1, w2), x, v)
+        budget = _original_flops(task, size) / 4
+        with check:
+            assert flops <= budget, (
+                f"{size}: {flops:.0f} flops, budget {budget:.0f} (a quarter of {original}'s "
+                f"{4 * budget:.0f})"
+            )
+
+
+@pytest.mark.task("directional_derivative")
+def test_directional_derivative_values(kata):
+    _decide_values(kata, "directional_derivative")
+
+
+@pytest.mark.task("directional_derivative")
+def test_directional_derivative_within_budget(kata):
+    _decide_budget(kata, "directional_derivative")
+
+
+@pytest.mark.task("hessian_vector_product")
+def test_hessian_vector_product_values(kata):
+    _decide_values(kata, "hessian_vector_product")
+
+
+@pytest.mark.task("hessian_vector_product")
+def test_hessian_vector_product_within_budget(kata):
+    _decide_budget(kata, "hessian_vector_product")
+
+
+# ---- tasks 11-12: predict shapes before JAX traces ---------------------------------------------
+
+
+class _Traced(Exception):
+    """Raised by the patched JAX entry points while a predict task is called."""
+
+
+@contextlib.contextmanager
+def _without_tracing(monkeypatch, task: str):
+    """Run a predict task with JAX's transformations, tracing and compiling refusing."""
+
+    def refuse(*_, **__):
+        raise _Traced
+
+    with monkeypatch.context() as patch:
+        for name in ("jit", "vmap", "jacrev", "jacfwd", "grad", "eval_shape", "make_jaxpr"):
+            patch.setattr(jax, name, refuse)
+        patch.setattr(jax.stages.Lowered, "compile", refuse)
+        try:
+            yield
+        except _Traced:
+            pytest.fail(f"{task} ran a JAX transformation: predict it instead", pytrace=False)
+
+
+@pytest.mark.task("vmapped_shape")
+def test_vmapped_shape_matches_eval_shape(kata, monkeypatch):
+    for w_shape, v_shape, in_axes, out_axes in VMAP_SHAPE_CASES:
+        mapped = jax.vmap(matmul, in_axes=in_axes, out_axes=out_axes)
+        want = jax.eval_shape(
+            mapped,
+            jax.ShapeDtypeStruct(w_shape, np.float32),
+            jax.ShapeDtypeStruct(v_shape, np.float32),
+        ).shape
+        with _without_tracing(monkeypatch, "vmapped_shape"):
+            got = kata.vmapped_shape(w_shape, v_shape, in_axes, out_axes)
+        with check:
+            assert got == tuple(want), (
+                f"W {w_shape}, v {v_shape}, in_axes={in_axes}, out_axes={out_axes}: got {got}, "
+                f"jax says {tuple(want)}"
+            )
+
+
+@pytest.mark.task("jacobian_shapes")
+def test_jacobian_shapes_match_eval_shape(kata, monkeypatch):
+    for out_shape, param_shapes in JACOBIAN_SHAPE_CASES:
+        params = {k: jax.ShapeDtypeStruct(s, np.float32) for k, s in param_shapes.items()}
+        want = jax.eval_shape(jax.jacrev(params_output(out_shape)), params)
+        want = {name: tuple(leaf.shape) for name, leaf in want.items()}
+        with _without_tracing(monkeypatch, "jacobian_shapes"):
+            got = kata.jacobian_shapes(out_shape, dict(param_shapes))
+        with check:
+            assert got == want, (
+                f"f -> {out_shape}, params {param_shapes}: got {got}, jax says {want}"
+            )

@@ -89,3 +89,28 @@ def batched_matvec(W, vs, in_axes: tuple):
 def per_example_grads(params: dict, xs, ys) -> dict:
     # vmap(grad): params shared (None), one gradient per example, computed as batched dots.
     return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, xs, ys)
+
+
+def directional_derivative(f, x, v):
+    # One jvp pushes the single tangent v: about the cost of one more forward pass.
+    return jax.jvp(f, (x,), (v,))[1]
+
+
+def hessian_vector_product(g, x, v):
+    # Forward-over-reverse: the jvp of grad(g) along v, never the whole Hessian.
+    return jax.jvp(jax.grad(g), (x,), (v,))[1]
+
+
+def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int) -> tuple:
+    # One example gives matvec's (m,); vmap inserts the batch axis where out_axes says.
+    w_axis, v_axis = in_axes
+    batch = w_shape[w_axis] if w_axis is not None else v_shape[v_axis]
+    per_example = [size for axis, size in enumerate(w_shape) if axis != w_axis]
+    out = [per_example[0]]
+    out.insert(out_axes % (len(out) + 1), batch)
+    return tuple(out)
+
+
+def jacobian_shapes(out_shape: tuple, param_shapes: dict) -> dict:
+    # One entry per (output element, input element): the output's shape, then the leaf's.
+    return {name: tuple(out_shape) + tuple(shape) for name, shape in param_shapes.items()}
