@@ -6,6 +6,7 @@ the budget. Accepted variants are correct answers spelled differently; every tes
 must pass.
 """
 
+import functools
 import math
 
 import jax
@@ -514,3 +515,53 @@ def cache_explicit(cache_dir):
         "jax_compilation_cache_dir": cache_dir,
         "jax_persistent_cache_min_compile_time_secs": 0,
     }
+
+
+@accepted("roofline", why="reads the output's size from jax.eval_shape, which traces, not compiles")
+def roofline_eval_shape(program, shapes, dtype, chip):
+    args = [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
+    out = math.prod(jax.eval_shape(ROOFLINE_PROGRAMS[program], *args).shape)
+    size = np.dtype(jnp.dtype(dtype)).itemsize
+    reads = sum(math.prod(s) for s in shapes)
+    if program in ("matmul", "batched_matmul", "matvec"):
+        flops = 2 * out * shapes[0][-1]
+    elif program in ("add", "scale_add"):
+        flops = out * (1 if program == "add" else 2)
+    else:
+        flops = math.prod(shapes[0]) - out
+    moved = (reads + out) * size
+    peak_flops, peak_bandwidth = PEAKS[chip]
+    bound = "memory" if flops / moved <= peak_flops / peak_bandwidth else "compute"
+    return float(flops), float(moved), flops / moved, bound
+
+
+@accepted("serve", why="np.pad, and the buckets chosen by a memoised search over split points")
+def serve_memoised_buckets(requests, run, max_compiles):
+    sizes = sorted(len(x) for x, _ in requests)
+    distinct = sorted(set(sizes))
+
+    @functools.cache
+    def best(end, left):
+        """(padded rows, buckets) for the sizes up to distinct[end], with `left` buckets."""
+        covered = [s for s in sizes if s <= distinct[end]]
+        options: list[tuple[int, tuple[int, ...]]] = [
+            (distinct[end] * len(covered), (distinct[end],))
+        ]
+        if left > 1:
+            for start in range(end):
+                rows, chosen = best(start, left - 1)
+                above = sum(distinct[start] < s <= distinct[end] for s in sizes)
+                options.append((rows + distinct[end] * above, (*chosen, distinct[end])))
+        return min(options)
+
+    buckets = best(len(distinct) - 1, max_compiles)[1]
+    answers = []
+    for x, bias in requests:
+        size = min(b for b in buckets if b >= len(x))
+        padded = np.pad(x, ((0, size - len(x)), (0, 0)))
+        answers.append(
+            np.asarray(run(padded, np.zeros(x.shape[1], x.dtype) if bias is None else bias))[
+                : len(x)
+            ]
+        )
+    return answers

@@ -165,7 +165,7 @@ def test_remat_meets_the_memory_budget(kata, case):
 
 
 @pytest.mark.task("remat_loss")
-@pytest.mark.parametrize("case", [(8, 128, 256, 0), (3, 32, 20, 5), (9, 48, 7, 6)])
+@pytest.mark.parametrize("case", [(4, 64, 64, 0), (3, 32, 20, 5), (9, 48, 7, 6)])
 def test_remat_keeps_loss_and_grads(kata, case):
     args = deep_args(*case)
     got = jax.jit(jax.value_and_grad(kata.remat_loss))(*args)
@@ -213,7 +213,7 @@ def test_mixed_step_meets_the_bytes_budget(kata, case):
 
 
 @pytest.mark.task("mixed_step")
-@pytest.mark.parametrize("case", [*MIXED_CASES, (64, 40, 96, 7)])
+@pytest.mark.parametrize("case", [(256, 128, 512, 0), (200, 64, 256, 3), (64, 40, 96, 7)])
 def test_mixed_step_keeps_f32_params_and_the_update(kata, case):
     params, x, y = mlp_args(*case)
     (new, loss) = jax.jit(kata.mixed_step)(params, x, y)
