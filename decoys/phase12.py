@@ -7,6 +7,7 @@ from collections import Counter
 
 import jax
 import numpy as np
+from jax.sharding import PartitionSpec
 
 from kata_harness.decoys import accepted, decoy
 from xla_inspect.parse import parse_hlo
@@ -222,6 +223,30 @@ def overlap_options_defaults():
 @accepted("overlap_options", why="a threshold below one weight's bytes stops the combining too")
 def overlap_options_tiny_threshold():
     return {"xla_gpu_all_gather_combine_threshold_bytes": 1024}
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_need_no_collective"],
+    why="splits both operands like the output: x's columns and w's rows must be gathered",
+)
+def gather_free_specs_like_the_output():
+    return PartitionSpec("data", "model"), PartitionSpec("data", "model")
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_need_no_collective"],
+    why="splits K over 'model' on both sides: no gather, but the partial products are summed "
+    "by a reduce-scatter",
+)
+def gather_free_specs_split_k():
+    return PartitionSpec("data", "model"), PartitionSpec("model", None)
+
+
+@accepted("gather_free_specs", why="a PartitionSpec may leave trailing dimensions out")
+def gather_free_specs_short():
+    return PartitionSpec("data"), PartitionSpec(None, "model")
 
 
 @decoy(

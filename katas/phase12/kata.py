@@ -12,6 +12,7 @@ import math  # noqa: F401  (you may need it)
 
 import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp  # noqa: F401  (you may need it)
+from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
@@ -81,13 +82,23 @@ def overlap_options() -> dict[str, bool | int | str]:
     raise NotImplementedError("phase12 task 6: overlap_options")
 
 
+def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
+    """PartitionSpecs for x and w of `x @ w` on a (2, 2) mesh with axes ("data", "model") whose
+    output stays split P("data", "model"), such that XLA:GPU needs no collective at all
+    (programs.sharded_matmul; the original splits x and w both as P("data", "model")). Return
+    (spec of x, spec of w). The values do not change: sharding never changes what x @ w is.
+    """
+    # TODO: which rows of x and which columns of w does one output block need?
+    raise NotImplementedError("phase12 task 7: gather_free_specs")
+
+
 def fused_dense(x, w, b):
     """The same values as programs.handwritten_gelu_dense(x, w, b), written so that XLA:GPU with
     Triton GEMMs off (`programs.CUBLAS`) runs it in fewer kernels: the activation fused into
     the cuBLAS call's epilogue.
     """
     # TODO: which activations does cuBLAS-Lt offer as epilogues, and how must the math be spelled?
-    raise NotImplementedError("phase12 task 7: fused_dense")
+    raise NotImplementedError("phase12 task 8: fused_dense")
 
 
 def allreduce_elements(params) -> dict[str, int]:
@@ -97,4 +108,4 @@ def allreduce_elements(params) -> dict[str, int]:
     `f16`) -> elements all-reduced in that dtype.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?
-    raise NotImplementedError("phase12 task 8: allreduce_elements")
+    raise NotImplementedError("phase12 task 9: allreduce_elements")

@@ -195,14 +195,32 @@ def fsdp(x, ws):
     return x
 
 
-def _matmul_2x2(target):
-    from jax.sharding import NamedSharding, PartitionSpec
+def sharded_matmul(x_shape, w_shape, x_spec, w_spec):
+    """A lowering of x @ w (bf16) on a (2, 2) mesh ("data", "model") with x and w sharded by
+    these PartitionSpecs and the output by P("data", "model")."""
 
-    mesh = target.mesh((2, 2), ("data", "model"))
-    x = target.place(sds((1024, 2048)), mesh, "data", "model")
-    w = target.place(sds((2048, 4096)), mesh, "data", "model")
-    out = NamedSharding(mesh, PartitionSpec("data", "model"))
-    return jax.jit(matmul, out_shardings=out).lower(x, w)
+    def lower(target):
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        mesh = target.mesh((2, 2), ("data", "model"))
+        x = target.place(sds(x_shape), mesh, *x_spec)
+        w = target.place(sds(w_shape), mesh, *w_spec)
+        out = NamedSharding(mesh, PartitionSpec("data", "model"))
+        return jax.jit(matmul, out_shardings=out).lower(x, w)
+
+    return lower
+
+
+BOTH_SPLIT = (("data", "model"), ("data", "model"))
+_matmul_2x2 = sharded_matmul((1024, 2048), (2048, 4096), *BOTH_SPLIT)
+
+# Decide: matmuls whose operand PartitionSpecs the learner picks (the output stays split
+# P("data", "model")); the original splits both operands like the output.
+SPEC_CASES = {
+    "1024x2048 @ 2048x4096 on gpu-h100": ("gpu-h100", (1024, 2048), (2048, 4096)),
+    "512x768 @ 768x1024 on gpu-a100": ("gpu-a100", (512, 768), (768, 1024)),
+    "256x512 @ 512x256 on gpu-h100": ("gpu-h100", (256, 512), (512, 256)),
+}
 
 
 def fsdp_lowering(layers: int, rows: int, width: int):

@@ -15,22 +15,27 @@ from functools import cache
 import jax
 import numpy as np
 import pytest
+from jax.sharding import PartitionSpec
 from pytest_check import check
 
 from kata_harness.targets import recorded, require
 from katas.phase12.programs import (
     BLOCK_SHAPES,
+    BOTH_SPLIT,
     CUBLAS,
     DENSE_CASES,
     DENSE_SHAPES,
     EINSUMS,
     FSDP_CASES,
     GRADS,
+    SPEC_CASES,
     block,
     fsdp_lowering,
     handwritten_gelu_dense,
     sds,
+    sharded_matmul,
 )
+from xla_inspect.parse import parse_hlo
 
 PHASE = "phase12"
 _KIND = re.compile(r"\bkind=(\w+)")
@@ -340,8 +345,6 @@ def test_collective_overlap_sync_and_async_side_by_side(kata):
 
 def _gathers(text: str) -> tuple[int, int, int]:
     """(bytes the all-gathers produce, async gathers with a GEMM kernel in flight, gathers)."""
-    from xla_inspect.parse import parse_hlo
-
     entry = parse_hlo(text).entry
     order = list(entry)
     produced, overlapped, gathers = 0, 0, 0
@@ -389,13 +392,61 @@ def test_overlap_options_overlap_the_gathers(kata, case):
         )
 
 
+# ---- gather_free_specs (decide) ----------------------------------------------------------------
+
+_ANY_COLLECTIVE = re.compile(
+    r"^(all-gather|all-reduce|reduce-scatter|collective-permute|all-to-all)(-start)?$"
+)
+
+
+def _collective_bytes(text: str) -> tuple[int, int]:
+    """(collectives in every computation, bytes their results hold)."""
+    count, produced = 0, 0
+    for computation in parse_hlo(text).computations:
+        for instruction in computation:
+            if _ANY_COLLECTIVE.match(instruction.opcode):
+                count += 1
+                for dtype, dims in _SHAPE.findall(instruction.shape):
+                    width = int(re.sub(r"\D", "", dtype) or 8)
+                    produced += math.prod(int(d) for d in dims.split(",") if d) * width // 8
+    return count, produced
+
+
+def _matmul_text(case: str, x_spec, w_spec) -> str:
+    target_name, x_shape, w_shape = SPEC_CASES[case]
+    target = require(target_name)
+    text = sharded_matmul(x_shape, w_shape, x_spec, w_spec)(target).compile().as_text()
+    assert text is not None
+    return text
+
+
+@cache
+def _original_matmul(case: str) -> tuple[int, int]:
+    return _collective_bytes(_matmul_text(case, *BOTH_SPLIT))
+
+
+@pytest.mark.task("gather_free_specs")
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_gather_free_specs_need_no_collective(kata, case):
+    specs = kata.gather_free_specs()
+    assert isinstance(specs, tuple) and len(specs) == 2, f"expected (x spec, w spec), got {specs}"
+    assert all(isinstance(s, PartitionSpec) for s in specs), f"expected PartitionSpecs: {specs}"
+    original, original_bytes = _original_matmul(case)
+    count, produced = _collective_bytes(_matmul_text(case, tuple(specs[0]), tuple(specs[1])))
+    with check:
+        assert original > 0, f"{case}: the original should need collectives"
+    with check:
+        assert count == 0, (
+            f"{case}: {count} collectives producing {produced} bytes are left; the original's "
+            f"{original} produce {original_bytes}: the budget is none"
+        )
+
+
 # ---- fused_dense (decide) ----------------------------------------------------------------------
 
 
 def _kernels(text: str) -> int:
     """Kernels the ENTRY launches: fusions and custom calls."""
-    from xla_inspect.parse import parse_hlo
-
     return sum(i.opcode in ("fusion", "custom-call") for i in parse_hlo(text).entry)
 
 

@@ -9,6 +9,7 @@ from collections import Counter
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import fused_computation_names, fusions
@@ -129,6 +130,12 @@ def overlap_options() -> dict[str, bool | int | str]:
     # The GPU combiner merges every weight's all-gather into one, which nothing can overlap;
     # uncombined, each later layer's gather runs while an earlier layer's GEMM computes.
     return {"xla_gpu_all_gather_combine_threshold_bytes": 0}
+
+
+def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
+    # Output block (i, j) needs rows i of x and columns j of w, all of K: split x by rows over
+    # "data" and w by columns over "model" and every device already holds them.
+    return PartitionSpec("data", None), PartitionSpec(None, "model")
 
 
 def fused_dense(x, w, b):
