@@ -682,3 +682,101 @@ def chain_temp_simulated(rows, width, depth, itemsize):
             free, temps = [temps], temps + 1
         holder[f"t{free[0]}"] = k
     return temps * rows * width * itemsize
+
+
+_BIG, _SMALL = 256 * 256 * 4, 64 * 96 * 4
+
+_BYTES = {
+    "tanh(exp(2x + 1) - 3), x f32[256,256]": 2 * _BIG,
+    "x + y, both f32[64,96]": 3 * _SMALL,
+    "x + b, x f32[256,256], b f32[256]": 2 * _BIG + 256 * 4,
+    "x.sum(axis=0), x f32[64,96]": _SMALL + 96 * 4,
+    "x.sum(), x f32[256,256]": _BIG + 4,
+    "x.astype(bf16) * 2, x f32[256,256]": _BIG + _BIG // 2,
+    "exp(x), x bf16[64,96]": _SMALL,
+    "x.astype(f32) * 0.5, x int8[256,256]": _BIG // 4 + _BIG,
+    "x.T + 1, x f32[64,96]": 2 * _SMALL,
+    "x[:, :128] * 2, x f32[256,256]": _BIG,
+    "x * 2 with an unused y, both f32[256,256]": 2 * _BIG,
+    "x - x.mean(), x f32[256,256]": 3 * _BIG + 8,
+}
+
+
+@decoy(
+    "predict_bytes_accessed",
+    caught_by=["test_predict_bytes_accessed_matches_cost_analysis"],
+    why="op by op: every intermediate goes to memory and comes back",
+)
+def bytes_unfused():
+    return _BYTES | {"tanh(exp(2x + 1) - 3), x f32[256,256]": 5 * 2 * _BIG}
+
+
+@decoy(
+    "predict_bytes_accessed",
+    caught_by=["test_predict_bytes_accessed_matches_cost_analysis"],
+    why="every argument is read whole, used or not, sliced or not",
+)
+def bytes_whole_arguments():
+    return _BYTES | {
+        "x[:, :128] * 2, x f32[256,256]": _BIG + _BIG // 2,
+        "x * 2 with an unused y, both f32[256,256]": 3 * _BIG,
+    }
+
+
+@decoy(
+    "predict_bytes_accessed",
+    caught_by=["test_predict_bytes_accessed_matches_cost_analysis"],
+    why="everything fuses into one kernel: the mean is subtracted in the same pass",
+)
+def bytes_one_kernel_always():
+    return _BYTES | {"x - x.mean(), x f32[256,256]": 2 * _BIG}
+
+
+@decoy(
+    "predict_bytes_accessed",
+    caught_by=["test_predict_bytes_accessed_matches_cost_analysis"],
+    why="four bytes per element whatever the dtype",
+)
+def bytes_four_per_element():
+    return _BYTES | {
+        "x.astype(bf16) * 2, x f32[256,256]": 2 * _BIG,
+        "exp(x), x bf16[64,96]": 2 * _SMALL,
+        "x.astype(f32) * 0.5, x int8[256,256]": 2 * _BIG,
+    }
+
+
+@decoy(
+    "predict_bytes_accessed",
+    caught_by=["test_predict_bytes_accessed_does_not_compile"],
+    why="measures instead of predicting: compiles every program of the bank",
+)
+def bytes_measured():
+    from katas.phase6.programs import BYTES_BANK
+
+    found = {}
+    for name, (fn, args) in BYTES_BANK.items():
+        cost = jax.jit(fn).lower(*args()).compile().cost_analysis() or {}
+        found[name] = int(cost.get("bytes accessed", 0))
+    return found
+
+
+@accepted("predict_bytes_accessed", why="computed per program from element counts and widths")
+def bytes_from_elements():
+    def nbytes(*shape, width=4):
+        return math.prod(shape) * width
+
+    x, s = nbytes(256, 256), nbytes(64, 96)
+    return {
+        "tanh(exp(2x + 1) - 3), x f32[256,256]": x + x,
+        "x + y, both f32[64,96]": s + s + s,
+        "x + b, x f32[256,256], b f32[256]": x + nbytes(256) + x,
+        "x.sum(axis=0), x f32[64,96]": s + nbytes(96),
+        "x.sum(), x f32[256,256]": x + nbytes(),
+        "x.astype(bf16) * 2, x f32[256,256]": x + nbytes(256, 256, width=2),
+        "exp(x), x bf16[64,96]": 2 * nbytes(64, 96, width=2),
+        "x.astype(f32) * 0.5, x int8[256,256]": nbytes(256, 256, width=1) + x,
+        "x.T + 1, x f32[64,96]": s + s,
+        "x[:, :128] * 2, x f32[256,256]": 2 * nbytes(256, 128),
+        "x * 2 with an unused y, both f32[256,256]": x + x,
+        "x - x.mean(), x f32[256,256]": (x + nbytes()) + (x + nbytes() + x),
+    }

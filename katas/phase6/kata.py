@@ -117,3 +117,16 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
     """
     # TODO: list the products in order; which buffer can each one go to?
     raise NotImplementedError("phase6 task 7: predict_chain_temp")
+
+
+def predict_bytes_accessed() -> dict[str, int]:
+    """Predict the compiled `bytes accessed` of every BYTES_BANK program, from its shapes.
+
+    BYTES_BANK (katas/phase6/programs.py) maps a name (the program and its argument shapes) to
+    a function and its arguments. Return {name: bytes} for every name: what
+    `cost_analysis()["bytes accessed"]` of the compiled program will say. Work from what a
+    fused kernel reads and writes, what each dtype costs per element, and which programs need
+    more than one kernel. The tests compile the bank themselves; your function must not.
+    """
+    # TODO: one entry per BYTES_BANK name
+    raise NotImplementedError("phase6 task 8: predict_bytes_accessed")

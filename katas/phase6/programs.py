@@ -299,6 +299,36 @@ def _train_state():
     return {"b": ones(4), "w": ones(4, 4)}
 
 
+# Programs whose compiled `bytes accessed` the learner predicts from the shapes: name ->
+# (function, argument maker). NumPy arguments: building them compiles nothing.
+BYTES_BANK = {
+    "tanh(exp(2x + 1) - 3), x f32[256,256]": (
+        lambda x: jnp.tanh(jnp.exp(2.0 * x + 1.0) - 3.0),
+        lambda: (ones(256, 256),),
+    ),
+    "x + y, both f32[64,96]": (lambda x, y: x + y, lambda: (ones(64, 96), ones(64, 96))),
+    "x + b, x f32[256,256], b f32[256]": (lambda x, b: x + b, lambda: (ones(256, 256), ones(256))),
+    "x.sum(axis=0), x f32[64,96]": (lambda x: x.sum(axis=0), lambda: (ones(64, 96),)),
+    "x.sum(), x f32[256,256]": (lambda x: x.sum(), lambda: (ones(256, 256),)),
+    "x.astype(bf16) * 2, x f32[256,256]": (
+        lambda x: x.astype(jnp.bfloat16) * 2,
+        lambda: (ones(256, 256),),
+    ),
+    "exp(x), x bf16[64,96]": (jnp.exp, lambda: (bf16(64, 96),)),
+    "x.astype(f32) * 0.5, x int8[256,256]": (
+        lambda x: x.astype(jnp.float32) * 0.5,
+        lambda: (rng_array((256, 256), np.int8),),
+    ),
+    "x.T + 1, x f32[64,96]": (lambda x: x.T + 1.0, lambda: (ones(64, 96),)),
+    "x[:, :128] * 2, x f32[256,256]": (lambda x: x[:, :128] * 2.0, lambda: (ones(256, 256),)),
+    "x * 2 with an unused y, both f32[256,256]": (
+        lambda x, y: x * 2.0,
+        lambda: (ones(256, 256), ones(256, 256)),
+    ),
+    "x - x.mean(), x f32[256,256]": (lambda x: x - x.mean(), lambda: (ones(256, 256),)),
+}
+
+
 SHOWN = {
     "cost_of": given(chain, (ones(256, 256),), "tanh(exp(2v + 1) - 3) with v f32[256,256]"),
     "fusion_traffic": given(

@@ -18,6 +18,7 @@ from kata_harness.predict import compiler_refused
 from katas.phase6.programs import (
     ALIAS_BANK,
     BATCH,
+    BYTES_BANK,
     COST_BANK,
     HANDWRITTEN_ALIAS,
     HIDDEN,
@@ -594,3 +595,37 @@ def test_predict_chain_temp_does_not_compile(kata):
     with compiler_refused("predict_chain_temp"):
         for rows, width, depth, dtype in CHAIN_CASES[:4]:
             kata.predict_chain_temp(rows, width, depth, np.dtype(dtype).itemsize)
+
+
+# ---- predict_bytes_accessed ---------------------------------------------------------------------
+
+
+@functools.cache
+def _bank_bytes(name: str) -> float:
+    fn, args = BYTES_BANK[name]
+    cost = jax.jit(fn).lower(*args()).compile().cost_analysis()
+    assert isinstance(cost, dict), f"cost_analysis gave {cost!r:.80}"
+    return float(cost.get("bytes accessed", 0.0))
+
+
+@pytest.mark.task("predict_bytes_accessed")
+def test_predict_bytes_accessed_matches_cost_analysis(kata):
+    predicted = kata.predict_bytes_accessed()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+    missing = sorted(set(BYTES_BANK) - set(predicted))
+    unknown = sorted(set(predicted) - set(BYTES_BANK))
+    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    _cpu_fact("XLA:CPU's fusion decisions and cost model")
+    for name, got in predicted.items():
+        with check:
+            assert type(got) is int, f"{name}: expected an int, got {got!r}"
+        with check:
+            assert got == _bank_bytes(name), (
+                f"{name}: you predicted {got} bytes, cost_analysis says {_bank_bytes(name):.0f}"
+            )
+
+
+@pytest.mark.task("predict_bytes_accessed")
+def test_predict_bytes_accessed_does_not_compile(kata):
+    with compiler_refused("predict_bytes_accessed"):
+        kata.predict_bytes_accessed()
