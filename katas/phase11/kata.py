@@ -91,10 +91,11 @@ def padded_bytes(shape_text: str) -> int:
     """Bytes a TPU buffer of this array shape occupies, tiles padded, e.g. for
     `bf16[1000,300]{0,1:T(8,128)(2,1)}`.
 
-    The layout lists dimensions minor to major, then the tiles: the first tile `T(a,b)` covers
-    the two most minor dimensions (b the most minor), and each of them is padded up to a
-    multiple of its tile size; later tiles such as `(2,1)` split the first one without adding
-    padding. Bytes per element from the dtype's bit width. No tile: the logical size.
+    The layout lists dimensions minor to major, then the tiles: the first tile covers as many
+    of the most minor dimensions as it has sizes (`T(8,128)`: 128 along the most minor, 8 along
+    the next; `T(1024)`: the most minor only), and each of them is padded up to a multiple of its
+    tile size; later tiles such as `(2,1)` split the first one without adding padding. Bytes per
+    element from the dtype's bit width. No tile: the logical size.
     """
     # TODO: xla_inspect.model.Shape reads dims, dtype, layout and minor_to_major
     raise NotImplementedError("phase11 task 6: padded_bytes")

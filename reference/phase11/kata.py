@@ -192,7 +192,7 @@ def padded_bytes(shape_text: str) -> int:
     if tile:
         sizes = _ints(tile.group(1))
         minor_first = list(order[: len(sizes)])
-        for dim, size in zip(minor_first, reversed(sizes), strict=True):
+        for dim, size in zip(minor_first, reversed(sizes), strict=False):
             dims[dim] = -(-dims[dim] // size) * size
     width = re.search(r"\d+", shape.dtype or "")
     bits = int(width.group()) if width else 8
