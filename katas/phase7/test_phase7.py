@@ -21,6 +21,7 @@ from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]
 from jaxlib import _hlo as xla_hlo  # pyright: ignore[reportAttributeAccessIssue]
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from kata_harness.xla_shapes import xla_shape
 from katas.phase7.programs import (
     COMPILE_SCENARIOS,
@@ -690,23 +691,6 @@ def test_no_miss_no_explanation(kata):
 # ---- predict_while_loops and predict_compiles: predictions checked against XLA -----------------
 
 
-@contextlib.contextmanager
-def _without_compiling(monkeypatch):
-    """Fail through the test when the code inside jits, compiles or makes XLA compile."""
-
-    def refuse(*args, **kwargs):
-        pytest.fail("a prediction comes from reading the programs: do not jit, compile or run them")
-
-    monkeypatch.setattr(jax, "jit", refuse)
-    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
-    try:
-        with _measured_compiles() as measured:
-            yield
-    finally:
-        monkeypatch.undo()
-    assert not measured, f"XLA compiled {len(measured)} program(s) while you predicted"
-
-
 def _prediction(kata, task: str, bank) -> dict:
     predicted = getattr(kata, task)()
     assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
@@ -739,8 +723,8 @@ def test_predict_while_loops_matches_compiled_hlo(kata):
 
 
 @pytest.mark.task("predict_while_loops")
-def test_predict_while_loops_does_not_compile(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_while_loops_does_not_compile(kata):
+    with compiler_refused("predict_while_loops"):
         kata.predict_while_loops()
 
 
@@ -766,6 +750,6 @@ def test_predict_compiles_matches_measurement(kata):
 
 
 @pytest.mark.task("predict_compiles")
-def test_predict_compiles_does_not_compile(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_compiles_does_not_compile(kata):
+    with compiler_refused("predict_compiles"):
         kata.predict_compiles()
