@@ -6,7 +6,6 @@ StableHLO -> HLO conversion of tiny programs (JAX-lowered and hand-written Stabl
 names; NumPy and `jax.eval_shape` for what an exported function computes and returns.
 """
 
-import contextlib
 from collections import Counter
 from functools import cache
 
@@ -18,6 +17,7 @@ from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]  # XL
 from jax.extend.mlir import ir
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from katas.phase8.programs import (
     BF16,
     CENSUS_PROGRAMS,
@@ -552,39 +552,11 @@ def test_symbolic_module_checks_its_shapes(kata):
 
 # ---- predictions: hlo_opcode and predict_accepts answer without compiling ----------------------
 
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch):
-    """Fail through the test when the code inside jits, lowers, exports or compiles."""
-
-    def refuse(*args, **kwargs):
-        pytest.fail("a prediction comes from the names and shapes: do not jit, export or compile")
-
-    compiles = []
-
-    def listener(event, duration_secs, **kwargs):
-        if event == BACKEND_COMPILE:
-            compiles.append(duration_secs)
-
-    monkeypatch.setattr(jax, "jit", refuse)
-    monkeypatch.setattr(jax.export, "export", refuse)
-    monkeypatch.setattr(jax.export, "deserialize", refuse)
-    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-        monkeypatch.undo()
-    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
-
 
 @pytest.mark.task("hlo_opcode")
-def test_hlo_opcode_is_predicted_from_the_name(kata, monkeypatch):
+def test_hlo_opcode_is_predicted_from_the_name(kata):
     ops = [*RENAMED, *RESPELLED, *list(KEPT)[:3], *HAND_WRITTEN]
-    with _without_compiling(monkeypatch):
+    with compiler_refused("hlo_opcode", also=[(jax.export, "export"), (jax.export, "deserialize")]):
         for op in ops:
             kata.hlo_opcode(op)
 
@@ -619,6 +591,8 @@ def test_predict_accepts_matches_the_exported_calls(kata):
 
 
 @pytest.mark.task("predict_accepts")
-def test_predict_accepts_does_not_export(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_accepts_does_not_export(kata):
+    with compiler_refused(
+        "predict_accepts", also=[(jax.export, "export"), (jax.export, "deserialize")]
+    ):
         kata.predict_accepts()
