@@ -78,13 +78,17 @@ def pair(shape: int | tuple[int, ...] = 8):
     return uniform(shape, seed=0), uniform(shape, seed=1)
 
 
+def matrix_arg():
+    return uniform((4, 8))
+
+
 def transposed_args(rows=16, left=8, right=5):
     return uniform((rows, left), seed=0), uniform((rows, right), seed=1)
 
 
 DUMPED = {  # program, args, the opcode the optimization removes or adds
     "transpose": (lhs_transposed, transposed_args(), "transpose", passes.first_pass_removing),
-    "fusion": (row_norms, (uniform((4, 8)),), "fusion", passes.first_pass_adding),
+    "fusion": (row_norms, (matrix_arg(),), "fusion", passes.first_pass_adding),
     "add": (repeated_affine, pair(), "add", passes.first_pass_removing),
     "divide": (quarter, (uniform(),), "divide", passes.first_pass_removing),
     "refused": (exp_gap, (uniform(),), "fusion", passes.first_pass_adding),
@@ -102,7 +106,7 @@ STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, one function at two
 PINNED = (  # one pinned optimized module per program, in this order
     (repeated_affine, pair()),
     (quarter, (uniform(),)),
-    (row_norms, (uniform((4, 8)),)),
+    (row_norms, (matrix_arg(),)),
     (lhs_transposed, transposed_args()),
     (exp_gap, (uniform(),)),
     (moments, (uniform(),)),
