@@ -6,7 +6,6 @@ Oracles: NumPy for values, ``compiled.input_shardings`` for what each parameter 
 Mesh's own device grid for which devices a collective groups or pairs.
 """
 
-import contextlib
 import re
 from collections import Counter
 from functools import cache
@@ -19,6 +18,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from katas.phase9.programs import (
     PLACEMENT_CASES,
     PREDICT_BANK,
@@ -548,32 +548,6 @@ def test_scatter_sum(kata):
 
 # ---- predict_collectives -----------------------------------------------------------------------
 
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch):
-    """Fail through the test when the code inside jits or compiles anything."""
-
-    def refuse(*args, **kwargs):
-        pytest.fail("a prediction comes from the shardings and the math: do not jit or compile")
-
-    compiles = []
-
-    def listener(event, duration_secs, **kwargs):
-        if event == BACKEND_COMPILE:
-            compiles.append(duration_secs)
-
-    monkeypatch.setattr(jax, "jit", refuse)
-    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-        monkeypatch.undo()
-    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
-
 
 @cache
 def _bank_collectives(name: str) -> dict[str, int]:
@@ -598,8 +572,8 @@ def test_predict_collectives_matches_the_partitioned_module(kata):
 
 
 @pytest.mark.task("predict_collectives")
-def test_predict_collectives_does_not_compile(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_collectives_does_not_compile(kata):
+    with compiler_refused("predict_collectives"):
         kata.predict_collectives()
 
 
