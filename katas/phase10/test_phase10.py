@@ -8,7 +8,6 @@ steps whose signature puts the batch first or returns things in another order). 
 answer is known by construction.
 """
 
-import contextlib
 import warnings
 from collections import Counter
 from functools import cache
@@ -19,6 +18,7 @@ import optax
 import pytest
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from katas.phase10.programs import (
     OPTIMIZERS,
     SIZES,
@@ -523,33 +523,6 @@ def test_weight_gradients_contract_the_batch(kata):
 
 # ---- predict_alias_bytes and predict_step_flops: predictions checked against the compiler ------
 
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch):
-    """Fail through the test when the code inside jits or compiles anything."""
-
-    def refuse(*args, **kwargs):
-        pytest.fail("a prediction comes from the sizes: do not jit or compile")
-
-    compiles = []
-
-    def listener(event, duration_secs, **kwargs):
-        if event == BACKEND_COMPILE:
-            compiles.append(duration_secs)
-
-    monkeypatch.setattr(jax, "jit", refuse)
-    monkeypatch.setattr(jax.stages.Lowered, "compile", refuse)
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-        monkeypatch.undo()
-    assert not compiles, f"XLA compiled {len(compiles)} program(s) while you predicted"
-
-
 # (features, hidden, out): two of the phase's sizes and a larger one
 ALIAS_SIZES = [SIZES["wide"][:3], SIZES["odd"][:3], (100, 300, 10)]
 
@@ -578,8 +551,8 @@ def test_predict_alias_bytes_matches_memory_analysis(kata):
 
 
 @pytest.mark.task("predict_alias_bytes")
-def test_predict_alias_bytes_does_not_compile(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_alias_bytes_does_not_compile(kata):
+    with compiler_refused("predict_alias_bytes"):
         for optimizer in OPTIMIZERS:
             kata.predict_alias_bytes(16, 32, 4, optimizer)
 
@@ -606,7 +579,7 @@ def test_predict_step_flops_within_ten_percent(kata):
 
 
 @pytest.mark.task("predict_step_flops")
-def test_predict_step_flops_does_not_compile(kata, monkeypatch):
-    with _without_compiling(monkeypatch):
+def test_predict_step_flops_does_not_compile(kata):
+    with compiler_refused("predict_step_flops"):
         for sizes in FLOP_SIZES:
             kata.predict_step_flops(*sizes)
