@@ -372,7 +372,7 @@ def _quantile_buckets(requests, count):
 
 @decoy(
     "serve",
-    caught_by=["test_serve_meets_compile_and_flops_budgets"],
+    caught_by=["test_serve_answers_within_compile_and_flops_budgets"],
     why="one bucket, the largest request: one compile, several times the flops",
 )
 def serve_one_bucket(requests, run, max_compiles):
@@ -381,7 +381,7 @@ def serve_one_bucket(requests, run, max_compiles):
 
 @decoy(
     "serve",
-    caught_by=["test_serve_meets_compile_and_flops_budgets"],
+    caught_by=["test_serve_answers_within_compile_and_flops_budgets"],
     why="powers of two, the usual recipe: more buckets than the compile budget",
 )
 def serve_powers_of_two(requests, run, max_compiles):
@@ -391,7 +391,7 @@ def serve_powers_of_two(requests, run, max_compiles):
 
 @decoy(
     "serve",
-    caught_by=["test_serve_meets_compile_and_flops_budgets"],
+    caught_by=["test_serve_answers_within_compile_and_flops_budgets"],
     why="log-spaced buckets up to the largest size: within the compile budget, too much padding",
 )
 def serve_log_spaced(requests, run, max_compiles):
@@ -402,7 +402,7 @@ def serve_log_spaced(requests, run, max_compiles):
 
 @decoy(
     "serve",
-    caught_by=["test_serve_meets_compile_and_flops_budgets"],
+    caught_by=["test_serve_answers_within_compile_and_flops_budgets"],
     why="good buckets, but a missing bias is passed as None: a second pytree, twice the compiles",
 )
 def serve_passes_none(requests, run, max_compiles):
@@ -411,7 +411,7 @@ def serve_passes_none(requests, run, max_compiles):
 
 @decoy(
     "serve",
-    caught_by=["test_serve_answers_every_request"],
+    caught_by=["test_serve_answers_within_compile_and_flops_budgets"],
     why="one pytree by dropping the bias of every request",
 )
 def serve_drops_bias(requests, run, max_compiles):
