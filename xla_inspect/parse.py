@@ -19,13 +19,16 @@ from functools import cached_property
 from types import MappingProxyType
 
 from xla_inspect._lexing import (
+    ANY_INSTRUCTION_ATTRIBUTES,
     ARRAY_SHAPE_PATTERN,
     DTYPE,
     FLAT_TUPLE_SHAPE_PATTERN,
     OPCODE_ARITY,
+    OPCODE_ATTRIBUTES,
     is_opcode,
     is_shape,
     operand_names,
+    split_attributes,
 )
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import (
@@ -123,6 +126,8 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
+# an attribute name after a ',' in an attribute list (or inside a nested value)
+_KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -173,7 +178,7 @@ class _Reader:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.opcodes: dict[str, tuple[str, int | None]] = {}
+        self.opcodes: dict[str, tuple[str, int | None, frozenset[str] | None]] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
         self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
@@ -642,6 +647,7 @@ class _Reader:
         text = self.text
         size = len(text)
         builder = InstructionBuilder
+        after_comma = _KEY_AFTER_COMMA
         fast = _FAST.match
         opcodes = self.opcodes
         shapes = self.shapes
@@ -735,7 +741,18 @@ class _Reader:
             known = opcodes.get(opcode)
             if known is None:
                 known = self.new_opcode(opcode, index)
-            opcode, expected = known
+            opcode, expected, allowed = known
+            # attribute names: the first, and each after a ',' (a nested one may show up
+            # here too: then the exact split decides)
+            if (
+                tail
+                and allowed is not None
+                and (
+                    tail[: tail.find("=")] not in allowed
+                    or ("," in tail and not allowed.issuperset(after_comma(tail)))
+                )
+            ):
+                self.check_attribute_names(opcode, allowed, tail, index)
             known = shapes.get(shape)
             if known is None:
                 self.check_shape(shape, index)
@@ -793,16 +810,38 @@ class _Reader:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions), pos, i
 
-    def new_opcode(self, opcode: str, index: int) -> tuple[str, int | None]:
-        """(opcode, its fixed operand count or None), once per opcode and module."""
+    def new_opcode(self, opcode: str, index: int) -> tuple[str, int | None, frozenset[str] | None]:
+        """(opcode, its fixed operand count or None, the attributes it takes or None when
+        not known), once per opcode and module."""
         if not is_opcode(opcode):
             close = get_close_matches(opcode, OPCODE_ARITY, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}", near=opcode)
         if opcode.endswith(("-start", "-update", "-done")):
             self.calling.add(opcode)
-        known = self.opcodes[opcode] = (opcode, OPCODE_ARITY.get(opcode))
+        known = self.opcodes[opcode] = (
+            opcode,
+            OPCODE_ARITY.get(opcode),
+            OPCODE_ATTRIBUTES.get(opcode),
+        )
         return known
+
+    def check_attribute_names(
+        self, opcode: str, allowed: frozenset[str], tail: str, index: int
+    ) -> None:
+        """Every attribute of the list `tail` is one `opcode` takes (XLA rejects others)."""
+        for key, _ in split_attributes(tail):
+            if key not in allowed:
+                own = sorted(allowed - ANY_INSTRUCTION_ATTRIBUTES)
+                close = get_close_matches(key, sorted(allowed), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                takes = f"{', '.join(own)} or " if own else ""
+                raise self.error(
+                    index,
+                    f"an attribute '{opcode}' takes ({takes}any instruction's: "
+                    f"{', '.join(sorted(ANY_INSTRUCTION_ATTRIBUTES))}), not '{key}'{hint}",
+                    near=key,
+                )
 
     def check_parameter(
         self, payload: str, parameters: set[str], index: int, computation: str

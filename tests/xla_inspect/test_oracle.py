@@ -9,6 +9,7 @@ ops, which the printer names after the op they wrap (`abs-start`): those are cou
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from collections import Counter
 from pathlib import Path
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kata_harness import versions
+from xla_inspect._lexing import OPCODE_ARITY, OPCODE_ATTRIBUTES
 from xla_inspect.errors import HloParseError
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
@@ -29,6 +31,7 @@ if not hasattr(_hlo, "hlo_module_from_text"):
     )
 
 HERE = Path(__file__).parent
+jaxlib_version = importlib.metadata.version("jaxlib")
 TEXT_FILES = sorted(HERE.glob("corpus/*.hlo")) + sorted(HERE.glob("fixtures/*.hlo"))
 _PRINTED_OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")
 _ASYNC = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update", "kAsyncDone": "async-done"}
@@ -190,6 +193,12 @@ MISTAKES = [
     ),
     (re.compile(r"constant\(([0-9.]+)\)"), lambda m: f"constant({m[1]}x)"),
     (re.compile(r"constant\(([0-9.]+)\)"), lambda m: "constant({" + m[1] + "})"),
+    # an attribute misspelled, or one another opcode takes
+    (re.compile(r"(?<=, )(dimensions|to_apply|calls|index)="), lambda m: m[1][:-1] + "="),
+    (
+        re.compile(r" (add|multiply|negate|copy)(\([^()]*\))"),
+        lambda m: f" {m[1]}{m[2]}, kind=kLoop",
+    ),
 ]
 
 
@@ -225,6 +234,11 @@ def test_broken_corpus_modules_match_xla(text: str) -> None:
         "invalid_jax_primitive_lt.hlo",
         "invalid_unterminated_block_comment.hlo",
         "invalid_instruction_name_glued_to_eq.hlo",
+        "invalid_attribute_misspelled_dimensions.hlo",
+        "invalid_attribute_of_another_opcode.hlo",
+        "invalid_attribute_kind_on_reduce.hlo",
+        "invalid_attribute_misspelled_to_apply.hlo",
+        "invalid_attribute_unknown_after_metadata.hlo",
     ],
 )
 def test_error_points_where_xla_does(name: str) -> None:
@@ -236,3 +250,75 @@ def test_error_points_where_xla_does(name: str) -> None:
     with pytest.raises(HloParseError) as ours:
         parse_hlo(text)
     assert (ours.value.line_no, ours.value.col) == (int(where[1]), int(where[2]))
+
+
+# -- the attributes each opcode takes, as XLA's parser lists them -------------------------------
+
+_ALLOWED = re.compile(r'unexpected attribute "zzz_probe"\. Allowed attributes: ([^\n]*)')
+_PROBE_MODULE = """HloModule m
+c {
+  x = f32[2,3] parameter(0)
+  ROOT n = f32[2,3] negate(x)
+}
+ENTRY e {
+  p0 = f32[2,3] parameter(0)
+  p1 = f32[2,3] parameter(1)
+  p2 = f32[2,3] parameter(2)
+  p3 = f32[2,3] parameter(3)
+  p4 = f32[2,3] parameter(4)
+  pr = pred[] parameter(5)
+  p0i = s32[] parameter(6)
+  ROOT r = SHAPE OPCODE(OPERANDS), EXTRA zzz_probe=1
+}
+"""
+
+
+def _probe(opcode: str, branches: bool = False) -> str:
+    """A module whose last instruction is `opcode` with an attribute no opcode takes (for
+    conditional, its computations given as `branch_computations` if `branches`)."""
+    arity = OPCODE_ARITY[opcode]
+    operands = ", ".join(f"p{i}" for i in range(arity if arity is not None else 1))
+    shape, extra = "f32[2,3]", ""
+    if opcode == "parameter":
+        operands = "7"
+    elif opcode == "constant":
+        operands = "{...}"
+    elif opcode == "tuple":
+        shape = "(f32[2,3])"
+    elif opcode == "conditional":
+        operands, extra = "pr, p0, p1", "true_computation=c, false_computation=c, "
+        if branches:
+            operands, extra = "p0i, p0, p1", "branch_computations={c, c}, "
+    elif opcode in ("async-start", "async-update"):
+        shape, extra = "((f32[2,3]), f32[2,3], s32[])", "calls=c, "
+    parts = {"SHAPE": shape, "OPCODE": opcode, "OPERANDS": operands, "EXTRA ": extra}
+    text = _PROBE_MODULE
+    for key, value in parts.items():
+        text = text.replace(key, value)
+    return text
+
+
+# the jaxlib the table was read from; another may list attributes it added or dropped since
+_TABLE_JAXLIB = "0.12.0.1"
+
+
+@pytest.mark.parametrize("opcode", sorted(OPCODE_ATTRIBUTES))
+def test_attribute_table_is_what_xla_lists(opcode: str) -> None:
+    """XLA's parser names the attributes an opcode takes when it meets one it does not; the
+    reader's table (and so what it rejects) must list the same ones."""
+    xla_allows: frozenset[str] = frozenset()
+    for text in {_probe(opcode), _probe(opcode, branches=True)}:
+        with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
+            _hlo.hlo_module_from_text(text)
+        listed = _ALLOWED.search(str(xla.value))
+        assert listed is not None, str(xla.value)
+        xla_allows |= frozenset(listed[1].split(", "))
+        with pytest.raises(HloParseError) as ours:
+            parse_hlo(text)
+        assert "'zzz_probe'" in ours.value.expected
+    if xla_allows != OPCODE_ATTRIBUTES[opcode] and jaxlib_version != _TABLE_JAXLIB:
+        pytest.skip(
+            f"jaxlib {jaxlib_version} lists {sorted(xla_allows ^ OPCODE_ATTRIBUTES[opcode])} "
+            f"differently for {opcode} (the table is read from jaxlib {_TABLE_JAXLIB})"
+        )
+    assert xla_allows == OPCODE_ATTRIBUTES[opcode]
