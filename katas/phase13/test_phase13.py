@@ -139,6 +139,31 @@ TEMP_SHARE = 0.5  # temp bytes of the grad at most this share of the original's
 FLOPS_ABOVE = 0.25  # flops at most this much above the original's
 
 
+def _probe_inner(x, w):
+    return jnp.tanh(x @ w) @ w.T
+
+
+@functools.cache
+def _xla_keeps_recomputation() -> bool:
+    """Whether this XLA keeps what jax.checkpoint asks it to recompute: the grad of a loss with a
+    checkpointed piece costs more flops than the plain grad. Older CPU pipelines (jaxlib 0.10)
+    merge the recomputation back into the forward pass once the optimization barriers are gone,
+    and then no program can show remat in temp bytes."""
+    spec = jax.ShapeDtypeStruct((16, 16), jnp.float32)
+
+    def plain(w, x):
+        return jnp.sum(_probe_inner(x, w) ** 2)
+
+    def checkpointed(w, x):
+        return jnp.sum(jax.checkpoint(_probe_inner)(x, w) ** 2)
+
+    flops = [
+        _cost(jax.jit(jax.grad(f)).lower(spec, spec).compile())["flops"]
+        for f in (plain, checkpointed)
+    ]
+    return flops[1] > flops[0]
+
+
 @functools.cache
 def _remat_original(case) -> tuple[int, float]:
     compiled = jax.jit(jax.grad(deep_loss)).lower(*deep_args(*case)).compile()
@@ -149,6 +174,12 @@ def _remat_original(case) -> tuple[int, float]:
 @pytest.mark.parametrize("case", REMAT_CASES, ids=lambda c: "depth{}-width{}-batch{}".format(*c))
 def test_remat_meets_the_memory_budget(kata, case):
     compiled = jax.jit(jax.grad(kata.remat_loss)).lower(*deep_args(*case)).compile()
+    if not _xla_keeps_recomputation():
+        pytest.skip(
+            f"jax {jax.__version__}: this XLA merges jax.checkpoint's recomputation back into the "
+            "forward pass (a checkpointed grad costs no extra flops), so temp bytes cannot show "
+            "remat here"
+        )
     temp, flops = _memory(compiled).temp_size_in_bytes, _cost(compiled)["flops"]
     original_temp, original_flops = _remat_original(case)
     temp_budget, flops_budget = TEMP_SHARE * original_temp, (1 + FLOPS_ABOVE) * original_flops
