@@ -7,6 +7,7 @@ lines). Quoted strings never span source lines; brackets inside them do not coun
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # token ::= string | '"' (unterminated) | bracket
 _BRACKET_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|"|[()\[\]{}]')
@@ -456,4 +457,81 @@ OPCODE_ATTRIBUTES: dict[str, frozenset[str]] = {
     op: ANY_INSTRUCTION_ATTRIBUTES | frozenset(extra.split())
     for ops, extra in _OPCODE_ATTRIBUTE_ROWS
     for op in ops.split()
+}
+
+# Value syntax of typed attributes, as XLA's parser reads them: name -> (what it takes, a
+# pattern of the whole value). An opcode checks those of its attributes that appear here,
+# except where it reads the name with another type (_OTHER_TYPE).
+_BRACED_INTS = r"\{[ \t]*(?:-?[0-9]+(?:[ \t]*,[ \t]*-?[0-9]+)*)?[ \t]*\}"
+_INT = r"-?[0-9]+"
+_BOOL = r"true|false"
+_INT_LISTS = (
+    "dimensions lhs_contracting_dims rhs_contracting_dims lhs_batch_dims rhs_batch_dims"
+    " lhs_ragged_dims rhs_group_dims offset_dims collapsed_slice_dims start_index_map"
+    " operand_batching_dims start_indices_batching_dims update_window_dims"
+    " inserted_window_dims scatter_dims_to_operand_dims input_batching_dims"
+    " scatter_indices_batching_dims dynamic_slice_sizes fft_length"
+)
+_INTS = "index iota_dimension feature_index index_vector_dim channel_id exponent_bits mantissa_bits"
+_BOOLS = (
+    "is_stable indices_are_sorted unique_indices constrain_layout use_global_device_ids"
+    " is_host_transfer"
+)
+ATTRIBUTE_SYNTAX: dict[str, tuple[str, re.Pattern[str]]] = {
+    **{
+        name: ("a braced list of integers like {0,1}", re.compile(_BRACED_INTS))
+        for name in _INT_LISTS.split()
+    },
+    **{name: ("an integer", re.compile(_INT)) for name in _INTS.split()},
+    **{name: ("true or false", re.compile(_BOOL)) for name in _BOOLS.split()},
+    "kind": (
+        "a fusion kind: kLoop, kInput, kOutput or kCustom",
+        re.compile("kLoop|kInput|kOutput|kCustom"),
+    ),
+    "direction": (
+        "a comparison direction: EQ, NE, GE, GT, LE or LT",
+        re.compile("EQ|NE|GE|GT|LE|LT"),
+    ),
+}
+# opcodes that read one of those names with another syntax (not checked there)
+OTHER_TYPE = {
+    "shuffle": {"dimensions"},
+    "scan": {"dimensions"},
+    "ragged-all-to-all": {"dimensions"},
+}
+
+
+def _bad_value_check(names: list[str]) -> Callable[[str], bool]:
+    """A cheap test of an attribute list: False when each of `names` it holds (first
+    occurrence) is a top-level attribute whose value has its syntax; True when one may not be
+    (a hit may also be text nested in another value: the exact check decides)."""
+    checks = [(name + "=", ATTRIBUTE_SYNTAX[name][1].match) for name in names]
+
+    def suspect(tail: str) -> bool:
+        for key, match in checks:
+            at = tail.find(key)
+            if at < 0:
+                continue
+            if at and tail[at - 1] not in ", ":
+                return True
+            value = match(tail, at + len(key))
+            if value is None:
+                return True
+            end = value.end()
+            if end < len(tail) and tail[end] != ",":
+                return True
+        return False
+
+    return suspect
+
+
+#: opcode -> `_bad_value_check` of its typed attributes, for opcodes that have some
+BAD_ATTRIBUTE_VALUE: dict[str, Callable[[str], bool]] = {
+    opcode: _bad_value_check(names)
+    for opcode, allowed in OPCODE_ATTRIBUTES.items()
+    if (
+        names := sorted(
+            n for n in allowed if n in ATTRIBUTE_SYNTAX and n not in OTHER_TYPE.get(opcode, ())
+        )
+    )
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from difflib import get_close_matches
 from functools import cached_property
@@ -21,10 +22,13 @@ from types import MappingProxyType
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
     ARRAY_SHAPE_PATTERN,
+    ATTRIBUTE_SYNTAX,
+    BAD_ATTRIBUTE_VALUE,
     DTYPE,
     FLAT_TUPLE_SHAPE_PATTERN,
     OPCODE_ARITY,
     OPCODE_ATTRIBUTES,
+    OTHER_TYPE,
     is_opcode,
     is_shape,
     operand_names,
@@ -128,6 +132,8 @@ _CALLERS = frozenset(
 )
 # an attribute name after a ',' in an attribute list (or inside a nested value)
 _KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
+# (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value)
+_OpcodeFacts = tuple[str, int | None, frozenset[str] | None, Callable[[str], bool] | None]
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -178,7 +184,7 @@ class _Reader:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.opcodes: dict[str, tuple[str, int | None, frozenset[str] | None]] = {}
+        self.opcodes: dict[str, _OpcodeFacts] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
         self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
@@ -741,7 +747,7 @@ class _Reader:
             known = opcodes.get(opcode)
             if known is None:
                 known = self.new_opcode(opcode, index)
-            opcode, expected, allowed = known
+            opcode, expected, allowed, bad_value = known
             # attribute names: the first, and each after a ',' (a nested one may show up
             # here too: then the exact split decides)
             if (
@@ -753,6 +759,8 @@ class _Reader:
                 )
             ):
                 self.check_attribute_names(opcode, allowed, tail, index)
+            if tail and bad_value is not None and bad_value(tail):
+                self.check_attribute_values(opcode, tail, index)
             known = shapes.get(shape)
             if known is None:
                 self.check_shape(shape, index)
@@ -810,21 +818,34 @@ class _Reader:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions), pos, i
 
-    def new_opcode(self, opcode: str, index: int) -> tuple[str, int | None, frozenset[str] | None]:
+    def new_opcode(self, opcode: str, index: int) -> _OpcodeFacts:
         """(opcode, its fixed operand count or None, the attributes it takes or None when
-        not known), once per opcode and module."""
+        not known, a test for a typed attribute with a bad value or None), once per opcode
+        and module."""
         if not is_opcode(opcode):
             close = get_close_matches(opcode, OPCODE_ARITY, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}", near=opcode)
         if opcode.endswith(("-start", "-update", "-done")):
             self.calling.add(opcode)
+        bad = BAD_ATTRIBUTE_VALUE.get(opcode)
         known = self.opcodes[opcode] = (
             opcode,
             OPCODE_ARITY.get(opcode),
             OPCODE_ATTRIBUTES.get(opcode),
+            bad,
         )
         return known
+
+    def check_attribute_values(self, opcode: str, tail: str, index: int) -> None:
+        """Each typed attribute of `opcode` in the list `tail` has a value of its syntax."""
+        other = OTHER_TYPE.get(opcode, ())
+        for key, value in split_attributes(tail):
+            syntax = ATTRIBUTE_SYNTAX.get(key)
+            if syntax is not None and key not in other and not syntax[1].fullmatch(value):
+                raise self.error(
+                    index, f"{syntax[0]} for '{key}' of '{opcode}', not '{value}'", near=key
+                )
 
     def check_attribute_names(
         self, opcode: str, allowed: frozenset[str], tail: str, index: int

@@ -19,7 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kata_harness import versions
-from xla_inspect._lexing import OPCODE_ARITY, OPCODE_ATTRIBUTES
+from xla_inspect._lexing import (
+    ATTRIBUTE_SYNTAX,
+    BAD_ATTRIBUTE_VALUE,
+    OPCODE_ARITY,
+    OPCODE_ATTRIBUTES,
+    OTHER_TYPE,
+)
 from xla_inspect.errors import HloParseError
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
@@ -268,14 +274,14 @@ ENTRY e {
   p4 = f32[2,3] parameter(4)
   pr = pred[] parameter(5)
   p0i = s32[] parameter(6)
-  ROOT r = SHAPE OPCODE(OPERANDS), EXTRA zzz_probe=1
+  ROOT r = SHAPE OPCODE(OPERANDS), EXTRA ATTRIBUTE
 }
 """
 
 
-def _probe(opcode: str, branches: bool = False) -> str:
-    """A module whose last instruction is `opcode` with an attribute no opcode takes (for
-    conditional, its computations given as `branch_computations` if `branches`)."""
+def _probe(opcode: str, branches: bool = False, attribute: str = "zzz_probe=1") -> str:
+    """A module whose last instruction is `opcode` with `attribute` (by default one no opcode
+    takes; for conditional, its computations given as `branch_computations` if `branches`)."""
     arity = OPCODE_ARITY[opcode]
     operands = ", ".join(f"p{i}" for i in range(arity if arity is not None else 1))
     shape, extra = "f32[2,3]", ""
@@ -291,7 +297,13 @@ def _probe(opcode: str, branches: bool = False) -> str:
             operands, extra = "p0i, p0, p1", "branch_computations={c, c}, "
     elif opcode in ("async-start", "async-update"):
         shape, extra = "((f32[2,3]), f32[2,3], s32[])", "calls=c, "
-    parts = {"SHAPE": shape, "OPCODE": opcode, "OPERANDS": operands, "EXTRA ": extra}
+    parts = {
+        "SHAPE": shape,
+        "OPCODE": opcode,
+        "OPERANDS": operands,
+        "EXTRA ": extra,
+        "ATTRIBUTE": attribute,
+    }
     text = _PROBE_MODULE
     for key, value in parts.items():
         text = text.replace(key, value)
@@ -322,3 +334,34 @@ def test_attribute_table_is_what_xla_lists(opcode: str) -> None:
             f"differently for {opcode} (the table is read from jaxlib {_TABLE_JAXLIB})"
         )
     assert xla_allows == OPCODE_ATTRIBUTES[opcode]
+
+
+# a value of each syntax XLA reads: braced integer list, integer, boolean, fusion kind, direction
+_GOOD_VALUE = {
+    "a braced list of integers like {0,1}": "{0}",
+    "an integer": "0",
+    "true or false": "true",
+    "a fusion kind: kLoop, kInput, kOutput or kCustom": "kLoop",
+    "a comparison direction: EQ, NE, GE, GT, LE or LT": "LT",
+}
+_TYPED = [
+    (opcode, name)
+    for opcode in sorted(BAD_ATTRIBUTE_VALUE)
+    for name in sorted(OPCODE_ATTRIBUTES[opcode])
+    if name in ATTRIBUTE_SYNTAX and name not in OTHER_TYPE.get(opcode, ())
+]
+
+
+@pytest.mark.parametrize(("opcode", "name"), _TYPED, ids=lambda v: v)
+def test_attribute_value_syntax_is_what_xla_reads(opcode: str, name: str) -> None:
+    """XLA fails with 'error parsing attribute NAME' on a value of the wrong syntax (here a
+    word) and reads on past one of the syntax the reader's table gives (to the unknown
+    attribute after it, so nothing is built); the reader rejects the word."""
+    good = _GOOD_VALUE[ATTRIBUTE_SYNTAX[name][0]]
+    for value, stops_at in (("zz", f"error parsing attribute {name}"), (good, "zzz_probe")):
+        with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
+            _hlo.hlo_module_from_text(_probe(opcode, attribute=f"{name}={value}, zzz_probe=1"))
+        assert stops_at in str(xla.value), str(xla.value)
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(_probe(opcode, attribute=f"{name}=zz"))
+    assert f"for '{name}'" in ours.value.expected
