@@ -12,7 +12,6 @@ Expected values come from XLA's own C++ parser (jaxlib), from `jax.stages` (`inp
 `output_formats`, `cost_analysis`), from xla_inspect's queries, or from the program itself.
 """
 
-import contextlib
 import math
 import os
 import re
@@ -27,6 +26,7 @@ import pytest
 from jax.experimental.layout import Format
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from kata_harness.xla_shapes import xla_shape
 from katas.phase3.programs import (
     HAND_WRITTEN,
@@ -717,31 +717,6 @@ def test_transpose_costs_no_flops(kata):
 MLP_SHAPES = ((8, 16, 32, 4), (2, 2, 2, 2), (3, 5, 7, 2), (64, 3, 2, 9), (5, 2, 40, 3))
 
 
-class _Compiling(Exception):
-    """Raised by the patched JAX entry points while a predict task is called."""
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch, task: str):
-    """Run a predict task with jax.jit and the lowered stage's compile and cost_analysis
-    refusing."""
-
-    def refuse(*_, **__):
-        raise _Compiling
-
-    with monkeypatch.context() as patch:
-        for owner, name in (
-            (jax, "jit"),
-            (jax.stages.Lowered, "compile"),
-            (jax.stages.Lowered, "cost_analysis"),
-        ):
-            patch.setattr(owner, name, refuse)
-        try:
-            yield
-        except _Compiling:
-            pytest.fail(f"{task} compiled a program: predict it instead", pytrace=False)
-
-
 @cache
 def _mlp_cost(shape: tuple[int, int, int, int]) -> float:
     batch, n_in, hidden, out = shape
@@ -757,10 +732,10 @@ def _mlp_cost(shape: tuple[int, int, int, int]) -> float:
 
 
 @pytest.mark.task("mlp_flops")
-def test_mlp_flops_predicted(kata, monkeypatch):
+def test_mlp_flops_predicted(kata):
     _cpu_only("the flops of XLA:CPU's cost model")
     for shape in MLP_SHAPES:
-        with _without_compiling(monkeypatch, "mlp_flops"):
+        with compiler_refused("mlp_flops"):
             predicted = kata.mlp_flops(*shape)
         measured = _mlp_cost(shape)
         with check:
