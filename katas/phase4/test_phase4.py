@@ -8,7 +8,6 @@ Pass names are never written here: the true answer is read from a per-pass dump 
 (xla_inspect.passes reads it), or built into a timeline the test constructs.
 """
 
-import contextlib
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from pytest_check import check
 
 from kata_harness import versions
+from kata_harness.predict import compiler_refused
 from katas.phase4.programs import (
     BANK_INPUT,
     BF16,
@@ -574,34 +574,8 @@ def test_named_passes_match_the_dump(kata, dumps):
 # --- tasks 12-13: predict before compiling ---------------------------------------------------
 
 
-class _Compiling(Exception):
-    """Raised by the patched JAX entry points while a predict task is called."""
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch, task: str):
-    """Run a predict task with jax.jit, jax.make_jaxpr and the lowered stage's compile and
-    cost_analysis refusing."""
-
-    def refuse(*_, **__):
-        raise _Compiling
-
-    with monkeypatch.context() as patch:
-        for owner, name in (
-            (jax, "jit"),
-            (jax, "make_jaxpr"),
-            (jax.stages.Lowered, "compile"),
-            (jax.stages.Lowered, "cost_analysis"),
-        ):
-            patch.setattr(owner, name, refuse)
-        try:
-            yield
-        except _Compiling:
-            pytest.fail(f"{task} compiled a program: predict it instead", pytrace=False)
-
-
-def _prediction(kata, monkeypatch, task: str, bank: dict, kind: type) -> dict:
-    with _without_compiling(monkeypatch, task):
+def _prediction(kata, task: str, bank: dict, kind: type) -> dict:
+    with compiler_refused(task):
         predicted = getattr(kata, task)()
     assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
     assert sorted(predicted) == sorted(bank), (
@@ -623,8 +597,8 @@ ARITHMETIC_OPCODES = ("add", "subtract", "multiply", "divide", "negate")
 
 
 @pytest.mark.task("surviving_ops")
-def test_surviving_ops_match_the_optimized_hlo(kata, monkeypatch):
-    predicted = _prediction(kata, monkeypatch, "surviving_ops", REWRITES, int)
+def test_surviving_ops_match_the_optimized_hlo(kata):
+    predicted = _prediction(kata, "surviving_ops", REWRITES, int)
     for name in REWRITES:
         counts = opcode_counts(_bank_module("rewrites", name))
         left = sum(counts[op] for op in ARITHMETIC_OPCODES)
@@ -636,9 +610,9 @@ def test_surviving_ops_match_the_optimized_hlo(kata, monkeypatch):
 
 
 @pytest.mark.task("one_kernel")
-def test_one_kernel_matches_the_optimized_entry(kata, monkeypatch):
+def test_one_kernel_matches_the_optimized_entry(kata):
     _require_cpu("fusion decisions are the CPU backend's")
-    predicted = _prediction(kata, monkeypatch, "one_kernel", KERNELS, bool)
+    predicted = _prediction(kata, "one_kernel", KERNELS, bool)
     for name in KERNELS:
         entry = opcode_counts(_bank_module("kernels", name), entry_only=True)
         work = {op: n for op, n in entry.items() if op not in ("parameter", "constant")}
