@@ -1,7 +1,6 @@
 """Phase 5 tests: values against NumPy (or a loop of grads) computed here, IR facts read from
 real jaxprs (equation params) and from optimized HLO through xla_inspect."""
 
-import contextlib
 from functools import cache, partial
 
 import jax
@@ -10,6 +9,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from katas.phase5.programs import (
     BATCH,
     COST_SHAPES,
@@ -679,29 +679,12 @@ def test_hessian_vector_product_within_budget(kata):
 # ---- tasks 11-12: predict shapes before JAX traces ---------------------------------------------
 
 
-class _Traced(Exception):
-    """Raised by the patched JAX entry points while a predict task is called."""
-
-
-@contextlib.contextmanager
-def _without_tracing(monkeypatch, task: str):
-    """Run a predict task with JAX's transformations, tracing and compiling refusing."""
-
-    def refuse(*_, **__):
-        raise _Traced
-
-    with monkeypatch.context() as patch:
-        for name in ("jit", "vmap", "jacrev", "jacfwd", "grad", "eval_shape", "make_jaxpr"):
-            patch.setattr(jax, name, refuse)
-        patch.setattr(jax.stages.Lowered, "compile", refuse)
-        try:
-            yield
-        except _Traced:
-            pytest.fail(f"{task} ran a JAX transformation: predict it instead", pytrace=False)
+# JAX's transformations refuse too: the shapes must come from reasoning, not from tracing them.
+_TRANSFORMS = tuple((jax, name) for name in ("vmap", "jacrev", "jacfwd", "grad"))
 
 
 @pytest.mark.task("vmapped_shape")
-def test_vmapped_shape_matches_eval_shape(kata, monkeypatch):
+def test_vmapped_shape_matches_eval_shape(kata):
     for w_shape, v_shape, in_axes, out_axes in VMAP_SHAPE_CASES:
         mapped = jax.vmap(matmul, in_axes=in_axes, out_axes=out_axes)
         want = jax.eval_shape(
@@ -709,7 +692,7 @@ def test_vmapped_shape_matches_eval_shape(kata, monkeypatch):
             jax.ShapeDtypeStruct(w_shape, np.float32),
             jax.ShapeDtypeStruct(v_shape, np.float32),
         ).shape
-        with _without_tracing(monkeypatch, "vmapped_shape"):
+        with compiler_refused("vmapped_shape", also=_TRANSFORMS):
             got = kata.vmapped_shape(w_shape, v_shape, in_axes, out_axes)
         with check:
             assert got == tuple(want), (
@@ -719,12 +702,12 @@ def test_vmapped_shape_matches_eval_shape(kata, monkeypatch):
 
 
 @pytest.mark.task("jacobian_shapes")
-def test_jacobian_shapes_match_eval_shape(kata, monkeypatch):
+def test_jacobian_shapes_match_eval_shape(kata):
     for out_shape, param_shapes in JACOBIAN_SHAPE_CASES:
         params = {k: jax.ShapeDtypeStruct(s, np.float32) for k, s in param_shapes.items()}
         want = jax.eval_shape(jax.jacrev(params_output(out_shape)), params)
         want = {name: tuple(leaf.shape) for name, leaf in want.items()}
-        with _without_tracing(monkeypatch, "jacobian_shapes"):
+        with compiler_refused("jacobian_shapes", also=_TRANSFORMS):
             got = kata.jacobian_shapes(out_shape, dict(param_shapes))
         with check:
             assert got == want, (
