@@ -6,10 +6,10 @@ cluster, and inside a computation one sub-cluster per JAX name scope (the first 
 metadata's `op_name`, `jit(f)/transpose(jvp(layer_3))/...` -> `layer_3 (backward)`). A node is
 one instruction; a fusion is a box naming its `query.Fusion` label (`kLoop`,
 `kCustom(__ynn_fusion)`) and the opcodes it absorbed; parameters and constants are ellipses.
-Every node shows its output bytes (from the shape), its flops when the caller passes them, and
-the source line of its op metadata (`source_file`/`source_line`, or the module's stack-frame
-tables through `stack_frame_id`). Edges are operands; a dashed edge goes from a caller to the
-computation it calls.
+Every node shows its output bytes and its flops (both from shapes, see `instruction_flops`; a
+caller may pass its own flops instead), and the source line of its op metadata
+(`source_file`/`source_line`, or the module's stack-frame tables through `stack_frame_id`).
+Edges are operands; a dashed edge goes from a caller to the computation it calls.
 
 Large modules stay drawable: a parameter or constant used in several clusters is drawn once per
 cluster, and while over a node/edge budget the graph sheds detail, largest first: computations
@@ -47,6 +47,7 @@ __all__ = [
     "GraphvizMissing",
     "fusion_graph",
     "fusion_graph_dot",
+    "instruction_flops",
     "render_svg",
     "save_graph",
 ]
@@ -151,6 +152,81 @@ def _flops(n: float) -> str:
     return f"{n:.0f} flop"
 
 
+# elementwise opcodes XLA's cost analysis counts as one flop per output element (transcendental
+# ones, exponential, tanh..., it counts apart, as transcendentals)
+_ELEMENTWISE_FLOP = frozenset(
+    "add subtract multiply divide maximum minimum negate abs compare select and or xor not"
+    " remainder sign floor ceil round-nearest-afz round-nearest-even clamp atan2 power".split()
+)
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _elements(shape: Shape) -> int:
+    if shape.is_tuple:
+        return sum(_elements(element) for element in shape.elements)
+    return math.prod(d or 0 for d in shape.dims)
+
+
+def instruction_flops(module: HloModule) -> dict[str, float]:
+    """Flops of each instruction outside fused computations, from shapes, counted as XLA's
+    cost analysis counts them: a dot 2 x output elements x the contracted size; a
+    convolution 2 x output elements x the kernel's size per output feature (padding not
+    taken off, so an upper bound); an elementwise arithmetic op or compare one per output
+    element; a reduce one per input element; a fusion what its fused computation holds.
+    Transcendental ops (exponential, tanh...) count 0, as in XLA's `flops`. Keyed by
+    instruction name (names are unique per computation; a later computation's wins)."""
+    totals: dict[str, float] = {}
+
+    def computation_flops(name: str) -> float:
+        if name not in totals:
+            totals[name] = 0.0  # a cycle (never in valid HLO) counts nothing
+            computation = module.computation(name)
+            if computation is not None:
+                totals[name] = sum(one(i, computation) for i in computation)
+        return totals[name]
+
+    def operand_shape(instruction: HloInstruction, computation, k: int) -> Shape | None:
+        if len(instruction.operands) <= k:
+            return None
+        defining = computation.instruction(instruction.operands[k])
+        return defining.shape_info if defining is not None else None
+
+    def one(instruction: HloInstruction, computation) -> float:
+        opcode = instruction.opcode
+        if opcode == "fusion":
+            return computation_flops((instruction.attribute("calls") or "").removeprefix("%"))
+        if opcode in _ELEMENTWISE_FLOP:
+            return _elements(instruction.shape_info)
+        if opcode == "reduce":
+            source = operand_shape(instruction, computation, 0)
+            return _elements(source) if source is not None else 0
+        if opcode == "dot":
+            lhs = operand_shape(instruction, computation, 0)
+            if lhs is None:
+                return 0
+            contracted = _DIGITS.findall(instruction.attribute("lhs_contracting_dims") or "")
+            size = math.prod(lhs.dims[int(d)] or 0 for d in contracted if int(d) < len(lhs.dims))
+            return 2 * _elements(instruction.shape_info) * size
+        if opcode == "convolution":
+            kernel = operand_shape(instruction, computation, 1)
+            labels = (instruction.attribute("dim_labels") or "").partition("_")[2]
+            if kernel is None or "o" not in labels or len(kernel.dims) <= labels.index("o"):
+                return 0
+            per_output = math.prod(d or 0 for d in kernel.dims) // max(
+                kernel.dims[labels.index("o")] or 1, 1
+            )
+            return 2 * _elements(instruction.shape_info) * per_output
+        return 0
+
+    fused = fused_computation_names(module)
+    return {
+        instruction.name: one(instruction, computation)
+        for computation in module.computations
+        if computation.name not in fused
+        for instruction in computation
+    }
+
+
 def _scope(op_name: str) -> str:
     """The first JAX name scope of an `op_name`, "" when there is none.
 
@@ -226,7 +302,7 @@ def _label(
     if len(shape) > _MAX_SHAPE:
         shape = shape[: _MAX_SHAPE - 3] + "..."
     facts = [_size(_bytes(instruction.shape_info))]
-    if instruction.name in flops:
+    if flops.get(instruction.name):
         facts.append(_flops(flops[instruction.name]))
     if source:
         facts.append(source)
@@ -268,15 +344,16 @@ def fusion_graph(
 ) -> FusionGraph:
     """Draw `hlo` (HLO text or a parsed module); see the module docstring.
 
-    `fused` draws the fused computations too; `flops` maps instruction names to flops (from a
-    cost analysis) shown on their nodes. Source lines through `stack_frame_id` need the module
-    text, for its stack-frame tables (a parsed module keeps none): pass it as `text` with a
-    parsed module; `source_file`/`source_line` metadata work on both.
+    `fused` draws the fused computations too; `flops` maps instruction names to the flops shown
+    on their nodes (default: `instruction_flops` of the module). Source lines through
+    `stack_frame_id` need the module text, for its stack-frame tables (a parsed module keeps
+    none): pass it as `text` with a parsed module; `source_file`/`source_line` metadata work
+    on both.
     """
     text = hlo if isinstance(hlo, str) else text
     module = parse_hlo(hlo) if isinstance(hlo, str) else hlo
     frames = _frame_tables(text) if "StackFrames" in text else {}
-    flops = flops or {}
+    flops = instruction_flops(module) if flops is None else flops
     fused_names = fused_computation_names(module)
     drawn = [c for c in module.computations if fused or c.name not in fused_names]
     by_name = {(f.computation, f.name): f for f in fusions(module)}

@@ -26,6 +26,7 @@ from xla_inspect.graph import (
     GraphvizMissing,
     fusion_graph,
     fusion_graph_dot,
+    instruction_flops,
     render_svg,
     save_graph,
 )
@@ -139,7 +140,9 @@ def test_small_module_drawn_whole_with_every_operand_edge(block_text):
 def test_nodes_show_bytes_and_source_lines(block_text):
     dot = fusion_graph_dot(block_text)
     # f32[2,8,32] is 2*8*32*4 bytes; the source line comes through the stack-frame tables
-    assert re.search(r"f32\[2,8,32\]\{2,1,0\}\\n2\.0 KiB, make_corpus\.py:\d+", dot)
+    assert re.search(
+        r"f32\[2,8,32\]\{2,1,0\}\\n2\.0 KiB, (?:[0-9.]+ [kMG]?flop, )?make_corpus\.py:\d+", dot
+    )
     assert "source_file" not in block_text  # so the lines above came from stack_frame_id
     flops = fusion_graph(block_text, flops={parse_hlo(block_text).entry.root.name: 3.5e6})
     assert "3.5 Mflop" in flops.dot
@@ -314,3 +317,63 @@ def test_real_dot_draws_an_svg(block_text, tmp_path):
     path = render_svg(fusion_graph_dot(block_text), tmp_path / "block.svg")
     svg = path.read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "kCustom(__ynn_fusion)" in svg
+
+
+def _mlp(w1, b1, w2, x):
+    import jax
+
+    return jax.nn.relu(x @ w1 + b1) @ w2
+
+
+def _flops_programs():
+    """(name, function, abstract arguments, relative tolerance) for the flops checks."""
+    import jax
+    import jax.numpy as jnp
+
+    def f32(*shape: int) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+    mlp_args = (f32(64, 128), f32(128), f32(128, 32), f32(16, 64))
+    return [
+        ("mlp", _mlp, mlp_args, 0.0),
+        ("mlp grad", jax.grad(lambda *a: (_mlp(*a) ** 2).sum()), mlp_args, 0.0),
+        (
+            "attention scores",
+            lambda q, k: jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k)),
+            (f32(4, 32, 16), f32(4, 32, 16)),
+            0.01,
+        ),
+        # XLA takes the padding off a convolution's window; from shapes it is an upper bound
+        (
+            "same-padded convolution",
+            lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME"),
+            (f32(2, 3, 16, 16), f32(8, 3, 3, 3)),
+            0.1,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4), ids=["mlp", "mlp grad", "attention", "conv"])
+def test_node_flops_add_up_to_xla_cost_analysis(case: int) -> None:
+    import jax
+
+    name, fn, args, tolerance = _flops_programs()[case]
+    compiled = jax.jit(fn).trace(*args).lower().compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    text = compiled.as_text()
+    assert cost is not None and text is not None, "the CPU backend reports both"
+    module = parse_hlo(text)
+    total = sum(instruction_flops(module).values())
+    assert total == pytest.approx(cost["flops"], rel=tolerance), name
+    if name == "same-padded convolution":
+        assert total >= cost["flops"]
+
+
+def test_nodes_show_flops_from_shapes(block_text) -> None:
+    module = parse_hlo(block_text)
+    flops = instruction_flops(module)
+    heaviest = max(flops, key=lambda n: flops[n])
+    assert flops[heaviest] > 0 and module.entry.instruction(heaviest) is not None
+    graph = fusion_graph(block_text)
+    assert "flop" in graph.dot
