@@ -77,22 +77,30 @@ def recorded_versions(text: str) -> str | None:
 
 
 @contextmanager
-def _file_names_stripped() -> Iterator[None]:
-    """Source file names without directories in the text (the checkout's path is not in it)."""
+def _stable_locations() -> Iterator[None]:
+    """Source locations that depend on the program only: file names without directories (the
+    checkout's path is not in the text) and the program's own frame without its callers
+    (pytest's or xdist's frames would make a recording differ between -n 0 and -n auto)."""
     import jax
 
-    before = jax.config.jax_hlo_source_file_canonicalization_regex
-    jax.config.update("jax_hlo_source_file_canonicalization_regex", ".*/")
+    settings = {
+        "jax_hlo_source_file_canonicalization_regex": ".*/",
+        "jax_include_full_tracebacks_in_locations": False,
+    }
+    before = {name: getattr(jax.config, name) for name in settings}
+    for name, value in settings.items():
+        jax.config.update(name, value)
     try:
         yield
     finally:
-        jax.config.update("jax_hlo_source_file_canonicalization_regex", before)
+        for name, value in before.items():
+            jax.config.update(name, value)
 
 
 def compile_recording(recording: Recording) -> str:
     """Compile ``recording`` for its target now; the text as it would be recorded."""
     target = targets.get(recording.target)
-    with _file_names_stripped():
+    with _stable_locations():
         lowered = recording.lower(target)
         compiled = lowered.compile(compiler_options=dict(recording.compiler_options) or None)
     text = compiled.as_text()

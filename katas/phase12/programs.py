@@ -10,9 +10,6 @@ of them is only in the recorded text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,29 +25,6 @@ CUBLAS = {"xla_gpu_enable_triton_gemm": False}  # GEMMs become cuBLAS-Lt custom 
 SYNC_ALL_REDUCE = {"xla_gpu_disable_async_collectives": "ALLREDUCE"}
 
 
-@contextmanager
-def _own_frames_only() -> Iterator[None]:
-    """Source locations name the program's own frame, not the stack that called the lowering:
-    JAX otherwise records the caller's whole traceback (pytest's frames, xdist's under -n), and
-    the recorded text would depend on how the tests were run."""
-    before = jax.config.jax_include_full_tracebacks_in_locations
-    jax.config.update("jax_include_full_tracebacks_in_locations", False)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_include_full_tracebacks_in_locations", before)
-
-
-def recordable(lower: Callable) -> Callable:
-    """`lower(target)`, with source locations that do not depend on the caller."""
-
-    def lower_here(target):
-        with _own_frames_only():
-            return lower(target)
-
-    return lower_here
-
-
 def sds(shape, dtype=bf16):
     return jax.ShapeDtypeStruct(shape, dtype)
 
@@ -59,9 +33,7 @@ def _single(*shapes):
     """A lowering of fn on the target's first device, for arguments of these (shape, dtype)."""
 
     def lower_with(fn):
-        return recordable(
-            lambda target: jax.jit(fn).lower(*(target.place(sds(s, d)) for s, d in shapes))
-        )
+        return lambda target: jax.jit(fn).lower(*(target.place(sds(s, d)) for s, d in shapes))
 
     return lower_with
 
@@ -236,7 +208,7 @@ def sharded_matmul(x_shape, w_shape, x_spec, w_spec):
         out = NamedSharding(mesh, PartitionSpec("data", "model"))
         return jax.jit(matmul, out_shardings=out).lower(x, w)
 
-    return recordable(lower)
+    return lower
 
 
 BOTH_SPLIT = (("data", "model"), ("data", "model"))
@@ -261,7 +233,7 @@ def fsdp_lowering(layers: int, rows: int, width: int):
         ws = [target.place(sds((width, width)), mesh, "d", None) for _ in range(layers)]
         return jax.jit(fsdp).lower(x, ws)
 
-    return recordable(lower)
+    return lower
 
 
 # Decide: the FSDP programs whose all-gathers the learner's compiler options should overlap (on
@@ -285,7 +257,7 @@ def grad_lowering(loss, params: dict, batch):
         data = tuple(target.place(sds(s, d), mesh, "d", None) for s, d in batch)
         return jax.jit(jax.grad(loss)).lower(placed, *data)
 
-    return recordable(lower)
+    return lower
 
 
 def mlp2(p, x):
