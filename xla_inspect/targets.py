@@ -106,6 +106,9 @@ class Target:
 
     def devices(self) -> list[Any]:
         """The target's devices (compile-only for TPU and GPU)."""
+        reason = self.missing()
+        if reason is not None:
+            raise TargetError(reason)
         return list(_devices(self))
 
     def mesh(self, shape: tuple[int, ...], axes: tuple[str, ...]) -> Mesh:
@@ -165,9 +168,6 @@ def _devices(target: Target) -> tuple[Any, ...]:
 
     if target.platform == "cpu":
         return tuple(jax.devices("cpu"))
-    reason = target.missing()
-    if reason is not None:
-        raise TargetError(reason)
     from jax.experimental import topologies
 
     try:

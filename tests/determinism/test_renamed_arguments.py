@@ -5,8 +5,8 @@ A learner names things as they like. Every program whose optimized HLO is pinned
 function itself renamed, compiled from a file name in another folder (so source paths, line
 tables, function and argument names in the metadata all differ), run through the reference
 ``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared byte for byte with the
-pinned file. Phase 4's pins are also reproduced from the reference kata functions (renamed the
-same way) that compute the same programs.
+pinned file. A pin whose program a reference kata function also computes is reproduced from that
+function too (renamed the same way).
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ PINS = {
         "test_optimized_mlp_snapshot": ("mlp", "mlp_args", None),
         "test_optimized_attention_snapshot": ("attention", "attention_args", None),
     },
-    "phase4": {  # one test pins seven modules (programs.PINNED): syrupy names the n-th "<test>.n"
-        "test_pinned_optimized_programs": ("canon_identity", "uniform", "algebraic_identity"),
-        "test_pinned_optimized_programs.1": ("canon_folded", "uniform", "folded_scale"),
-        "test_pinned_optimized_programs.2": ("canon_cse", "cse_args", "shared_subexpression"),
-        "test_pinned_optimized_programs.3": ("canon_dead", "uniform", "dead_branch"),
-        "test_pinned_optimized_programs.4": ("canon_chain", "uniform", "elementwise_chain"),
-        "test_pinned_optimized_programs.5": ("canon_attention", "qk", "attention_scores"),
-        "test_pinned_optimized_programs.6": ("canon_refused", "uniform", "refused_rewrites"),
+    "phase4": {  # one test pins six modules (programs.PINNED): syrupy names the n-th "<test>.n"
+        "test_pinned_optimized_programs": ("repeated_affine", "pair", None),
+        "test_pinned_optimized_programs.1": ("quarter", "uniform", None),
+        "test_pinned_optimized_programs.2": ("row_norms", "matrix_arg", None),
+        "test_pinned_optimized_programs.3": ("lhs_transposed", "transposed_args", None),
+        "test_pinned_optimized_programs.4": ("exp_gap", "uniform", None),
+        "test_pinned_optimized_programs.5": ("moments", "uniform", None),
     },
 }
 
