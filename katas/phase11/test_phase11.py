@@ -7,7 +7,6 @@ compile for a TPU call `require(...)` and skip, naming `uv sync --group tpu`, wi
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import re
@@ -21,6 +20,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
+from kata_harness.predict import compiler_refused
 from kata_harness.targets import recorded, require
 from katas.phase11.programs import (
     ALLREDUCE_CASES,
@@ -556,29 +556,6 @@ def test_prefetched_parameters_facts(kata):
 # ---- predict_layer_flops ------------------------------------------------------------------------
 
 
-class _Compiling(Exception):
-    """Raised by the patched JAX entry points while a predict task is called."""
-
-
-@contextlib.contextmanager
-def _without_compiling(monkeypatch):
-    def refuse(*_, **__):
-        raise _Compiling
-
-    with monkeypatch.context() as patch:
-        for owner, name in (
-            (jax, "jit"),
-            (jax, "eval_shape"),
-            (jax.stages.Lowered, "compile"),
-            (jax.stages.Lowered, "cost_analysis"),
-        ):
-            patch.setattr(owner, name, refuse)
-        try:
-            yield
-        except _Compiling:
-            pytest.fail("the prediction compiled a program: predict it instead", pytrace=False)
-
-
 @functools.cache
 def _layer_flops(m, k, n, mesh_shape) -> float:
     target = require(V5E)
@@ -588,9 +565,9 @@ def _layer_flops(m, k, n, mesh_shape) -> float:
 
 
 @pytest.mark.task("predict_layer_flops")
-def test_predict_layer_flops_matches_libtpu(kata, monkeypatch):
+def test_predict_layer_flops_matches_libtpu(kata):
     for m, k, n, mesh_shape in LAYER_CASES:
-        with _without_compiling(monkeypatch):
+        with compiler_refused("predict_layer_flops"):
             got = kata.predict_layer_flops(m, k, n, *mesh_shape)
         assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
         expected = _layer_flops(m, k, n, mesh_shape)
@@ -835,10 +812,10 @@ def _allreduce_bytes(batch, width, hidden, dtype, mesh_shape) -> int:
 
 
 @pytest.mark.task("predict_allreduce_bytes")
-def test_predict_allreduce_bytes_matches_the_compiled_program(kata, monkeypatch):
+def test_predict_allreduce_bytes_matches_the_compiled_program(kata):
     for batch, width, hidden, dtype, mesh_shape in ALLREDUCE_CASES:
         itemsize = jnp.dtype(dtype).itemsize
-        with _without_compiling(monkeypatch):
+        with compiler_refused("predict_allreduce_bytes"):
             got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)
         assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
         expected = _allreduce_bytes(batch, width, hidden, dtype, mesh_shape)
