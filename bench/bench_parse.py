@@ -9,7 +9,8 @@ Every module is text that XLA printed for a real program, not a synthetic one:
 - the largest per-pass dump (`xla_dump_hlo_pass_re=.*`) of the shallowest of those;
 - a flax.nnx convolutional classifier's gradient (`nnx.jit`) and an equinox MLP's
   (`eqx.filter_jit`), optimized and before optimizations;
-- the TPU and GPU samples in tests/xla_inspect/fixtures (compiled deviceless);
+- the TPU and GPU modules phase 12 recorded (katas/phase12/recorded) and, when present, the
+  deviceless samples in /work/shared/reference/deviceless-samples;
 - every module of tests/xla_inspect/corpus.
 
 Compiled modules are kept in a folder under the system's temporary directory named after the
@@ -35,8 +36,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "xla_inspect" / "corpus"
-FIXTURES = ROOT / "tests" / "xla_inspect" / "fixtures"
-SAMPLES = ("*.hlo.txt",)
+SAMPLES = (
+    (ROOT / "katas" / "phase12" / "recorded", "*.hlo"),
+    (Path("/work/shared/reference/deviceless-samples"), "*.hlo.txt"),
+)
 
 
 def _gpt_grad(layers: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -174,8 +177,8 @@ def real_modules(layers: list[int], rebuild: bool) -> dict[str, str]:
         for p in sorted(folder.glob("*.hlo"))
         if p.name.split(".")[0] in wanted
     }
-    for pattern in SAMPLES:
-        texts |= {p.name: p.read_text() for p in sorted(FIXTURES.glob(pattern))}
+    for folder, pattern in SAMPLES:
+        texts |= {p.name: p.read_text() for p in sorted(folder.glob(pattern))}
     texts |= {p.name: p.read_text() for p in sorted(CORPUS.glob("*.hlo"))}
     return texts
 
