@@ -685,3 +685,89 @@ def weights_over_all_axes(w1, w2, mesh):
         jax.device_put(w1, NamedSharding(mesh, P(None, mesh.axis_names))),
         jax.device_put(w2, NamedSharding(mesh, P(mesh.axis_names, None))),
     )
+
+
+# ---- predict_shard_shape -------------------------------------------------------------------------
+
+
+def _axes(entry) -> tuple[str, ...]:
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _entries(shape, spec):
+    return [(size, spec[n] if n < len(spec) else None) for n, size in enumerate(shape)]
+
+
+@decoy(
+    "predict_shard_shape",
+    caught_by=["test_predict_shard_shape_matches_the_compiled_parameter"],
+    why="divides every split dimension by the number of devices, whatever axes it names",
+)
+def shard_shape_by_device_count(shape, spec, mesh_shape):
+    devices = int(np.prod(list(mesh_shape.values())))
+    per_device = []
+    for size, entry in _entries(shape, spec):
+        pieces = devices if _axes(entry) else 1
+        if size % pieces:
+            return None
+        per_device.append(size // pieces)
+    return tuple(per_device)
+
+
+@decoy(
+    "predict_shard_shape",
+    caught_by=["test_predict_shard_shape_matches_the_compiled_parameter"],
+    why="assumes XLA pads an uneven split (rounds up) instead of jax refusing it",
+)
+def shard_shape_padded(shape, spec, mesh_shape):
+    return tuple(
+        -(-size // int(np.prod([mesh_shape[a] for a in _axes(entry)])))
+        for size, entry in _entries(shape, spec)
+    )
+
+
+@decoy(
+    "predict_shard_shape",
+    caught_by=["test_predict_shard_shape_matches_the_compiled_parameter"],
+    why="splits a dimension over the first axis of a tuple entry only",
+)
+def shard_shape_first_axis(shape, spec, mesh_shape):
+    per_device = []
+    for size, entry in _entries(shape, spec):
+        pieces = mesh_shape[_axes(entry)[0]] if _axes(entry) else 1
+        if size % pieces:
+            return None
+        per_device.append(size // pieces)
+    return tuple(per_device)
+
+
+@decoy(
+    "predict_shard_shape",
+    caught_by=["test_predict_shard_shape_does_not_compile"],
+    why="measures instead of predicting: places the array and reads its shard shape",
+)
+def shard_shape_measured(shape, spec, mesh_shape):
+    mesh = jax.make_mesh(
+        tuple(mesh_shape.values()),
+        tuple(mesh_shape),
+        axis_types=(AxisType.Auto,) * len(mesh_shape),
+    )
+    try:
+        placed = jax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, P(*spec)))
+    except ValueError:
+        return None
+    return tuple(placed.addressable_shards[0].data.shape)
+
+
+@accepted("predict_shard_shape", why="the same sizes from divmod, the answer as a tuple")
+def shard_shape_divmod(shape, spec, mesh_shape):
+    result = []
+    for size, entry in _entries(shape, spec):
+        pieces = 1
+        for axis in _axes(entry):
+            pieces *= mesh_shape[axis]
+        quotient, remainder = divmod(size, pieces)
+        if remainder:
+            return None
+        result.append(quotient)
+    return tuple(result)

@@ -129,3 +129,16 @@ def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
     """
     # TODO: which split of each weight lets the first matmul need no communication at all?
     raise NotImplementedError("phase9 task 11: place_weights")
+
+
+def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
+    """Predict what one device holds of an array placed with a sharding, without placing it.
+
+    `shape` is the global shape (a tuple, `()` for a scalar), `spec` a PartitionSpec and
+    `mesh_shape` the mesh's axes as {name: size} (e.g. {"x": 2, "y": 4}). Return the per-device
+    shape: the shape of the ENTRY parameter when a jitted function receives a float32 array of
+    `shape` placed with NamedSharding(mesh, spec). Return None when jax refuses that placement.
+    Decide from the shapes alone; your function must not place, jit or compile anything.
+    """
+    # TODO: what does each entry of the spec (None, a name, a tuple of names) do to its dimension?
+    raise NotImplementedError("phase9 task 12: predict_shard_shape")

@@ -323,3 +323,34 @@ SHOWN = {
     "gather_rows": _collective("gather_rows", 16),
     "scatter_sum": _collective("scatter_sum", 64, scatter_cases),
 }
+
+
+# (global shape, PartitionSpec, mesh shape as {axis name: size}): what one device holds of an
+# f32 array placed with that spec on that mesh. Meshes of 1-D, 2-D, swapped axes and an axis of
+# size 1; specs with trailing dimensions left out, tuples of axes, a scalar; and splits where a
+# dimension does not divide by the axes it is split over.
+SHARD_SHAPE_CASES = [
+    ((16, 8), P("x"), {"x": 8}),
+    ((16, 8), P(None, "x"), {"x": 8}),
+    ((16, 8), P("x", "y"), {"x": 2, "y": 4}),
+    ((16, 8), P("y", "x"), {"x": 2, "y": 4}),
+    ((8, 3), P(("x", "y")), {"x": 2, "y": 4}),
+    ((4, 8), P(None, ("y", "x")), {"x": 2, "y": 4}),
+    ((3, 8, 4), P(None, "y", "x"), {"x": 4, "y": 2}),
+    ((6, 5), P("x"), {"y": 4, "x": 2}),
+    ((12,), P("y"), {"x": 2, "y": 4}),
+    ((8, 1), P("x", "y"), {"x": 8, "y": 1}),
+    ((), P(), {"x": 8}),
+    ((10, 8), P("x"), {"x": 8}),
+    ((6, 5), P(None, "x"), {"x": 2, "y": 4}),
+    ((12, 4), P(("x", "y")), {"x": 2, "y": 4}),
+]
+
+
+@cache
+def mesh_of(axes: tuple[tuple[str, int], ...]):
+    """An Auto mesh over the 8 devices with these (name, size) axes, in this order."""
+    names = tuple(name for name, _ in axes)
+    return jax.make_mesh(
+        tuple(size for _, size in axes), names, axis_types=(AxisType.Auto,) * len(axes)
+    )

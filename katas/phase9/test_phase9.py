@@ -23,11 +23,13 @@ from katas.phase9.programs import (
     PLACEMENT_CASES,
     PREDICT_BANK,
     ROW_CASES,
+    SHARD_SHAPE_CASES,
     arange_rows,
     census_bank,
     first_placement,
     map_cases,
     mesh_named,
+    mesh_of,
     param_bank,
     placement_arrays,
     put,
@@ -654,3 +656,48 @@ def test_place_weights_computes_two_layer(kata):
             want = np.maximum(inputs @ w1, 0) @ w2
             with check:
                 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{case}")
+
+
+# ---- predict_shard_shape -----------------------------------------------------------------------
+
+
+@cache
+def _compiled_shard_shape(number: int) -> tuple[int, ...] | None:
+    """The ENTRY parameter's shape when jit receives the case's array, None if jax refuses it."""
+    shape, spec, mesh_shape = SHARD_SHAPE_CASES[number]
+    mesh = mesh_of(tuple(mesh_shape.items()))
+    try:
+        sharding = NamedSharding(mesh, spec)
+        given = jax.ShapeDtypeStruct(shape, jnp.float32, sharding=sharding)
+        lowered = jax.jit(lambda a: a * 2).lower(given)
+    except ValueError as refused:
+        assert "implies that array axis" in str(refused), f"case {number}: {refused}"
+        return None
+    module = parse_hlo(_optimized_text(lowered.compile()))
+    (parameter,) = [i for i in module.entry if i.opcode == "parameter"]
+    return _static_dims(parameter.shape_info)
+
+
+def _shard_case(number: int) -> str:
+    shape, spec, mesh_shape = SHARD_SHAPE_CASES[number]
+    return f"f32{list(shape)} with {spec} on mesh {mesh_shape}"
+
+
+@pytest.mark.task("predict_shard_shape")
+def test_predict_shard_shape_matches_the_compiled_parameter(kata):
+    for number, (shape, spec, mesh_shape) in enumerate(SHARD_SHAPE_CASES):
+        predicted = kata.predict_shard_shape(shape, spec, dict(mesh_shape))
+        compiled = _compiled_shard_shape(number)
+        with check:
+            assert predicted == compiled, f"{_shard_case(number)}: you predicted {predicted}, " + (
+                "jax refuses this placement (a dimension does not divide evenly)"
+                if compiled is None
+                else f"the compiled ENTRY parameter is {compiled}"
+            )
+
+
+@pytest.mark.task("predict_shard_shape")
+def test_predict_shard_shape_does_not_compile(kata):
+    for shape, spec, mesh_shape in SHARD_SHAPE_CASES:
+        with compiler_refused("predict_shard_shape", also=[(jax, "device_put")]):
+            kata.predict_shard_shape(shape, spec, dict(mesh_shape))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import jax
@@ -120,3 +121,17 @@ def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
         jax.device_put(w1, NamedSharding(mesh, P(None, "x"))),
         jax.device_put(w2, NamedSharding(mesh, P("x", None))),
     )
+
+
+def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
+    # Each dimension is divided by the product of the sizes of the mesh axes its spec entry
+    # names (None or a missing entry: whole); jax refuses a split that does not divide evenly.
+    per_device = []
+    for number, size in enumerate(shape):
+        entry = spec[number] if number < len(spec) else None
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        pieces = math.prod(mesh_shape[axis] for axis in axes)
+        if size % pieces:
+            return None
+        per_device.append(size // pieces)
+    return tuple(per_device)
