@@ -11,8 +11,7 @@ Nothing here imports libtpu or builds a mesh at import time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -120,28 +119,6 @@ def doubled(v):
     return v * 2
 
 
-@contextmanager
-def _innermost_frame_only() -> Iterator[None]:
-    """Source locations name only the program's own line, not the stack that called it: the
-    callers differ between pytest, pytest-xdist and the command line, and a recording must not."""
-    before = jax.config.jax_include_full_tracebacks_in_locations
-    jax.config.update("jax_include_full_tracebacks_in_locations", False)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_include_full_tracebacks_in_locations", before)
-
-
-def _recorded(
-    lower: Callable[[Target], jax.stages.Lowered],
-) -> Callable[[Target], jax.stages.Lowered]:
-    def run(target: Target) -> jax.stages.Lowered:
-        with _innermost_frame_only():
-            return lower(target)
-
-    return run
-
-
 # name -> (layers, batch, width, dtype, x spec, target): FSDP stacks whose weights XLA gathers.
 FSDP_CASES = {
     "fsdp4_v5e": (4, 2048, 1024, jnp.bfloat16, (BOTH, None), "tpu-v5e:2x2"),
@@ -156,7 +133,7 @@ RECORDINGS = {
         target,
         f"{layers} layers relu(x@w), x {jnp.dtype(dtype).name}[{batch},{width}] split "
         f"P{x_spec}, each w [{width},{width}] split P(('data','model'), None)",
-        _recorded(_fsdp_lowering(layers, batch, width, dtype, x_spec)),
+        _fsdp_lowering(layers, batch, width, dtype, x_spec),
     )
     for name, (layers, batch, width, dtype, x_spec, target) in FSDP_CASES.items()
 } | {
@@ -164,26 +141,24 @@ RECORDINGS = {
         "tpu-v5e:2x2",
         "relu(x@w1)@w2, x bf16[512,256] P('data', None), w1 [256,1024] and w2 [1024,256] "
         "both P('data', None): weights moved with collective-permute",
-        _recorded(_mlp_lowering(("data", None), ("data", None))),
+        _mlp_lowering(("data", None), ("data", None)),
     ),
     "matmul_v5e": Recording(
         "tpu-v5e:2x2",
         "x@w, x bf16[1024,2048] and w bf16[2048,4096] both P('data','model'), out the same",
-        _recorded(_matmul_lowering),
+        _matmul_lowering,
     ),
     "odd_shapes_v5e": Recording(
         "tpu-v5e:2x2",
         "every array of PADDING_CASES doubled, on one device: tiled layouts that pad",
-        _recorded(
-            lambda target: jax.jit(lambda *arrays: [doubled(a) for a in arrays]).lower(
-                *(target.place(jax.ShapeDtypeStruct(s, d)) for s, d in PADDING_CASES)
-            )
+        lambda target: jax.jit(lambda *arrays: [doubled(a) for a in arrays]).lower(
+            *(target.place(jax.ShapeDtypeStruct(s, d)) for s, d in PADDING_CASES)
         ),
     ),
     "mlp_grad_v5e": Recording(
         "tpu-v5e:2x2",
         "jax.grad of MSE(relu(x@w1+b1)@w2+b2), bf16, params replicated, x and y P('data', None)",
-        _recorded(_mlp_grad_lowering),
+        _mlp_grad_lowering,
     ),
 }
 
