@@ -549,3 +549,97 @@ def accepts_by_rule():
         "(b, b) called with f32[3,4]": False,  # one b, two sizes
         "(b + 1, 4) called with f32[1,4]": False,  # b would be 0
     }
+
+
+# ---- predict_lowering ----------------------------------------------------------------------------
+
+_REDUCE = {"stablehlo.reduce": 1, "stablehlo.constant": 1, "stablehlo.return": 1}
+_SCALAR = {"stablehlo.constant": 1, "stablehlo.broadcast_in_dim": 1}
+_LOWERED = {
+    "jnp.sin(x) * jnp.cos(x)": {
+        "stablehlo.sine": 1,
+        "stablehlo.cosine": 1,
+        "stablehlo.multiply": 1,
+    },
+    "jnp.exp(x) - 1": {"stablehlo.exponential": 1, "stablehlo.subtract": 1} | _SCALAR,
+    "jnp.tanh(x)": {"stablehlo.tanh": 1},
+    "x * 2.0": {"stablehlo.multiply": 1} | _SCALAR,
+    "x ** 2": {"stablehlo.multiply": 1},
+    "x / y": {"stablehlo.divide": 1},
+    "x + i, i int32": {"stablehlo.convert": 1, "stablehlo.add": 1},
+    "jax.nn.relu(x)": {"stablehlo.maximum": 1} | _SCALAR,
+    "jnp.where(x > 0, x, y)": {"stablehlo.compare": 1, "stablehlo.select": 1} | _SCALAR,
+    "x.sum(axis=0)": _REDUCE | {"stablehlo.add": 1},
+    "x.max(axis=1)": _REDUCE | {"stablehlo.maximum": 1},
+    "x.mean()": _REDUCE | {"stablehlo.add": 1, "stablehlo.divide": 1, "stablehlo.constant": 2},
+    "x @ w": {"stablehlo.dot_general": 1},
+    "x.T": {"stablehlo.transpose": 1},
+    "x[0]": {"stablehlo.slice": 1, "stablehlo.reshape": 1},
+    "x[::-1]": {"stablehlo.reverse": 1},
+}
+
+
+@decoy(
+    "predict_lowering",
+    caught_by=["test_predict_lowering_matches_the_lowered_modules"],
+    why="names the ops after jnp (stablehlo.sin, stablehlo.exp), not after the math",
+)
+def lowering_jnp_names():
+    return _LOWERED | {
+        "jnp.sin(x) * jnp.cos(x)": {
+            "stablehlo.sin": 1,
+            "stablehlo.cos": 1,
+            "stablehlo.multiply": 1,
+        },
+        "jnp.exp(x) - 1": {"stablehlo.exp": 1, "stablehlo.subtract": 1} | _SCALAR,
+    }
+
+
+@decoy(
+    "predict_lowering",
+    caught_by=["test_predict_lowering_matches_the_lowered_modules"],
+    why="counts a reduce as one op, as the printed text shows it, without its body region",
+)
+def lowering_reduce_without_body():
+    flat = {"stablehlo.reduce": 1, "stablehlo.constant": 1}
+    return _LOWERED | {
+        "x.sum(axis=0)": flat,
+        "x.max(axis=1)": flat,
+        "x.mean()": flat | {"stablehlo.divide": 1, "stablehlo.constant": 2},
+    }
+
+
+@decoy(
+    "predict_lowering",
+    caught_by=["test_predict_lowering_matches_the_lowered_modules"],
+    why="a Python scalar becomes a constant of the array's shape, with no broadcast",
+)
+def lowering_scalars_unbroadcast():
+    constant = {"stablehlo.constant": 1}
+    return _LOWERED | {
+        "jnp.exp(x) - 1": {"stablehlo.exponential": 1, "stablehlo.subtract": 1} | constant,
+        "x * 2.0": {"stablehlo.multiply": 1} | constant,
+        "jax.nn.relu(x)": {"stablehlo.maximum": 1} | constant,
+        "jnp.where(x > 0, x, y)": {"stablehlo.compare": 1, "stablehlo.select": 1} | constant,
+    }
+
+
+@decoy(
+    "predict_lowering",
+    caught_by=["test_predict_lowering_does_not_lower"],
+    why="measures instead of predicting: lowers every program of the bank",
+)
+def lowering_measured():
+    from katas.phase8.programs import LOWERING_BANK
+    from xla_inspect.stablehlo import stablehlo_op_census
+
+    found = {}
+    for name, (fn, specs) in LOWERING_BANK.items():
+        census = stablehlo_op_census(jax.jit(fn).lower(*specs))
+        found[name] = {op: n for op, n in census.items() if op.startswith("stablehlo.")}
+    return found
+
+
+@accepted("predict_lowering", why="the same censuses written as Counters")
+def lowering_as_counters():
+    return {name: Counter(census) for name, census in _LOWERED.items()}

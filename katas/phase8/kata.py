@@ -74,3 +74,16 @@ def predict_accepts() -> dict[str, bool]:
     """
     # TODO: one entry per EXPORTED_CALLS name
     raise NotImplementedError("phase8 task 6: predict_accepts")
+
+
+def predict_lowering() -> dict[str, dict[str, int]]:
+    """Predict the StableHLO ops each LOWERING_BANK program lowers to.
+
+    LOWERING_BANK (katas/phase8/programs.py) maps a name to (function, argument specs). Return
+    {name: {op name: count}} for every name, counting the `stablehlo.*` operations of the
+    lowered module the way op_census walks it (ops nested in regions too; leave out `func.*`
+    and ops that do not occur). Decide from the jnp code; your function must not lower or
+    compile anything.
+    """
+    # TODO: one census per LOWERING_BANK name
+    raise NotImplementedError("phase8 task 7: predict_lowering")

@@ -306,6 +306,30 @@ CENSUS_PROGRAMS = {
 }
 
 
+# Small jnp programs whose StableHLO the learner predicts (a census of stablehlo.* ops):
+# name -> (function, argument specs). Element-wise ops under other names, Python scalars,
+# reductions with their bodies, a mixed-dtype add, indexing, a matmul.
+_X, _Y = spec((4, 3)), spec((4, 3))
+LOWERING_BANK = {
+    "jnp.sin(x) * jnp.cos(x)": (lambda x: jnp.sin(x) * jnp.cos(x), (_X,)),
+    "jnp.exp(x) - 1": (lambda x: jnp.exp(x) - 1, (_X,)),
+    "jnp.tanh(x)": (jnp.tanh, (_X,)),
+    "x * 2.0": (lambda x: x * 2.0, (_X,)),
+    "x ** 2": (lambda x: x**2, (_X,)),
+    "x / y": (lambda x, y: x / y, (_X, _Y)),
+    "x + i, i int32": (lambda x, i: x + i, (_X, spec((4, 3), jnp.int32))),
+    "jax.nn.relu(x)": (jax.nn.relu, (_X,)),
+    "jnp.where(x > 0, x, y)": (lambda x, y: jnp.where(x > 0, x, y), (_X, _Y)),
+    "x.sum(axis=0)": (lambda x: x.sum(axis=0), (_X,)),
+    "x.max(axis=1)": (lambda x: x.max(axis=1), (_X,)),
+    "x.mean()": (lambda x: x.mean(), (_X,)),
+    "x @ w": (lambda x, w: x @ w, (_X, spec((3, 5)))),
+    "x.T": (lambda x: x.T, (_X,)),
+    "x[0]": (lambda x: x[0], (_X,)),
+    "x[::-1]": (lambda x: x[::-1], (_X,)),
+}
+
+
 def mlp(x, w1, w2):
     return jnp.tanh(x @ w1) @ w2
 

@@ -25,6 +25,7 @@ from katas.phase8.programs import (
     FEATURES,
     HAND_WRITTEN,
     KEPT,
+    LOWERING_BANK,
     OUT,
     RENAMED,
     RESPELLED,
@@ -596,3 +597,36 @@ def test_predict_accepts_does_not_export(kata):
         "predict_accepts", also=[(jax.export, "export"), (jax.export, "deserialize")]
     ):
         kata.predict_accepts()
+
+
+# ---- predict_lowering -------------------------------------------------------------------------
+
+
+@cache
+def _lowered_census(name: str) -> dict[str, int]:
+    """stablehlo.* ops of the bank program's lowered module, counted by xla_inspect's walk."""
+    fn, specs = LOWERING_BANK[name]
+    census = stablehlo_op_census(jax.jit(fn).lower(*specs))
+    return {op: n for op, n in census.items() if op.startswith("stablehlo.")}
+
+
+@pytest.mark.task("predict_lowering")
+def test_predict_lowering_matches_the_lowered_modules(kata):
+    predicted = kata.predict_lowering()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+    missing = sorted(set(LOWERING_BANK) - set(predicted))
+    unknown = sorted(set(predicted) - set(LOWERING_BANK))
+    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    for name, census in predicted.items():
+        assert isinstance(census, dict), f"{name}: expected a dict, got {census!r}"
+        with check:
+            assert dict(census) == _lowered_census(name), (
+                f"{name}: you predicted {dict(sorted(census.items()))}, the lowered module "
+                f"has {dict(sorted(_lowered_census(name).items()))}"
+            )
+
+
+@pytest.mark.task("predict_lowering")
+def test_predict_lowering_does_not_lower(kata):
+    with compiler_refused("predict_lowering"):
+        kata.predict_lowering()

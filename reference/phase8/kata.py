@@ -76,3 +76,35 @@ def predict_accepts() -> dict[str, bool]:
         "(b + 1, 4) called with f32[2,4]": True,
         "(a, b) called with f32[2,7]": True,
     }
+
+
+def predict_lowering() -> dict[str, dict[str, int]]:
+    # jnp functions lower to StableHLO ops named after the math (sine, exponential); a Python
+    # scalar is a scalar constant broadcast to the array's shape; x ** 2 is a multiply; mixing
+    # dtypes adds a convert; a reduction is a reduce with an init constant and a body region
+    # (the combining op and a stablehlo.return); mean divides by a second constant, the count;
+    # x[0] is a slice then a reshape that drops the unit dimension.
+    reduce = {"stablehlo.reduce": 1, "stablehlo.constant": 1, "stablehlo.return": 1}
+    scalar = {"stablehlo.constant": 1, "stablehlo.broadcast_in_dim": 1}
+    return {
+        "jnp.sin(x) * jnp.cos(x)": {
+            "stablehlo.sine": 1,
+            "stablehlo.cosine": 1,
+            "stablehlo.multiply": 1,
+        },
+        "jnp.exp(x) - 1": {"stablehlo.exponential": 1, "stablehlo.subtract": 1} | scalar,
+        "jnp.tanh(x)": {"stablehlo.tanh": 1},
+        "x * 2.0": {"stablehlo.multiply": 1} | scalar,
+        "x ** 2": {"stablehlo.multiply": 1},
+        "x / y": {"stablehlo.divide": 1},
+        "x + i, i int32": {"stablehlo.convert": 1, "stablehlo.add": 1},
+        "jax.nn.relu(x)": {"stablehlo.maximum": 1} | scalar,
+        "jnp.where(x > 0, x, y)": {"stablehlo.compare": 1, "stablehlo.select": 1} | scalar,
+        "x.sum(axis=0)": reduce | {"stablehlo.add": 1},
+        "x.max(axis=1)": reduce | {"stablehlo.maximum": 1},
+        "x.mean()": reduce | {"stablehlo.add": 1, "stablehlo.divide": 1, "stablehlo.constant": 2},
+        "x @ w": {"stablehlo.dot_general": 1},
+        "x.T": {"stablehlo.transpose": 1},
+        "x[0]": {"stablehlo.slice": 1, "stablehlo.reshape": 1},
+        "x[::-1]": {"stablehlo.reverse": 1},
+    }
