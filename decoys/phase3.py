@@ -684,3 +684,108 @@ def flops_measured(batch, in_dim, hidden, out_dim):
 @accepted("mlp_flops", why="factored per row of x: each row costs the same")
 def flops_per_row(batch, in_dim, hidden, out_dim):
     return batch * (2 * hidden * (in_dim + out_dim) + 2 * hidden + out_dim)
+
+
+# ---- predict_entry_root --------------------------------------------------------------------------
+
+_ROOTS = {
+    "x * 2 + 1, x f32[8,4]": ("fusion", "f32[8,4]{1,0}"),
+    "jnp.sin(x), x f32[3]": ("fusion", "f32[3]{0}"),
+    "jnp.tanh(x), x f32[2,3,4]": ("fusion", "f32[2,3,4]{2,1,0}"),
+    "x + 1, x int32[6]": ("fusion", "s32[6]{0}"),
+    "x.astype(jnp.bfloat16), x f32[8,4]": ("fusion", "bf16[8,4]{1,0}"),
+    "x.sum(axis=1), x f32[8,4]": ("fusion", "f32[8]{0}"),
+    "x.max(), x f32[8,4]": ("fusion", "f32[]"),
+    "x.T, x f32[8,4]": ("fusion", "f32[4,8]{1,0}"),
+    "x itself, x f32[8,4]": ("copy", "f32[8,4]{1,0}"),
+    "x.reshape(2, 4, 4), x f32[8,4]": ("copy", "f32[2,4,4]{2,1,0}"),
+    "(x * 2, x + 1), x f32[2,5]": ("tuple", "(f32[2,5]{1,0}, f32[2,5]{1,0})"),
+    "(x, x.sum()), x f32[8,4]": ("tuple", "(f32[8,4]{1,0}, f32[])"),
+    "(v, x), x f32[8,4], v f32[3]": ("tuple", "(f32[3]{0}, f32[8,4]{1,0})"),
+}
+
+
+@decoy(
+    "predict_entry_root",
+    caught_by=["test_predict_entry_root_matches_the_compiled_modules"],
+    why="a result that is an input is the parameter itself, a reshape of it a reshape",
+)
+def roots_without_copies():
+    return _ROOTS | {
+        "x itself, x f32[8,4]": ("parameter", "f32[8,4]{1,0}"),
+        "x.reshape(2, 4, 4), x f32[8,4]": ("reshape", "f32[2,4,4]{2,1,0}"),
+    }
+
+
+@decoy(
+    "predict_entry_root",
+    caught_by=["test_predict_entry_root_matches_the_compiled_modules"],
+    why="a transpose only flips the layout of the same data, and a lone op is not fused",
+)
+def roots_transpose_by_layout():
+    return _ROOTS | {
+        "x.T, x f32[8,4]": ("transpose", "f32[4,8]{0,1}"),
+        "jnp.sin(x), x f32[3]": ("sine", "f32[3]{0}"),
+    }
+
+
+@decoy(
+    "predict_entry_root",
+    caught_by=["test_predict_entry_root_matches_the_compiled_modules"],
+    why="writes shapes as jnp prints dtypes, with a layout on the scalar too",
+)
+def roots_jnp_spelling():
+    return _ROOTS | {
+        "x + 1, x int32[6]": ("fusion", "i32[6]{0}"),
+        "x.max(), x f32[8,4]": ("fusion", "f32[]{}"),
+    }
+
+
+@decoy(
+    "predict_entry_root",
+    caught_by=["test_predict_entry_root_does_not_compile"],
+    why="measures instead of predicting: compiles every program and reads its ROOT",
+)
+def roots_measured():
+    from katas.phase3.programs import ROOT_PROGRAMS
+
+    found = {}
+    for name, (fn, args) in ROOT_PROGRAMS.items():
+        text = jax.jit(fn).lower(*args).compile().as_text()
+        assert text is not None, "this backend does not print its executable"
+        root = parse_hlo(text).entry.root
+        found[name] = (root.opcode, root.shape)
+    return found
+
+
+def _row_major(dtype: str, *dims: int) -> str:
+    layout = "{" + ",".join(str(d) for d in reversed(range(len(dims)))) + "}" if dims else ""
+    return f"{dtype}[{','.join(map(str, dims))}]{layout}"
+
+
+@accepted("predict_entry_root", why="the shapes built from dtype and dimensions by a rule")
+def roots_by_rule():
+    fused = {
+        "x * 2 + 1, x f32[8,4]": _row_major("f32", 8, 4),
+        "jnp.sin(x), x f32[3]": _row_major("f32", 3),
+        "jnp.tanh(x), x f32[2,3,4]": _row_major("f32", 2, 3, 4),
+        "x + 1, x int32[6]": _row_major("s32", 6),
+        "x.astype(jnp.bfloat16), x f32[8,4]": _row_major("bf16", 8, 4),
+        "x.sum(axis=1), x f32[8,4]": _row_major("f32", 8),
+        "x.max(), x f32[8,4]": _row_major("f32"),
+        "x.T, x f32[8,4]": _row_major("f32", 4, 8),
+    }
+    copied = {
+        "x itself, x f32[8,4]": _row_major("f32", 8, 4),
+        "x.reshape(2, 4, 4), x f32[8,4]": _row_major("f32", 2, 4, 4),
+    }
+    gathered = {
+        "(x * 2, x + 1), x f32[2,5]": [_row_major("f32", 2, 5)] * 2,
+        "(x, x.sum()), x f32[8,4]": [_row_major("f32", 8, 4), _row_major("f32")],
+        "(v, x), x f32[8,4], v f32[3]": [_row_major("f32", 3), _row_major("f32", 8, 4)],
+    }
+    return (
+        {name: ("fusion", shape) for name, shape in fused.items()}
+        | {name: ("copy", shape) for name, shape in copied.items()}
+        | {name: ("tuple", "(" + ", ".join(parts) + ")") for name, parts in gathered.items()}
+    )

@@ -100,3 +100,16 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     """
     # TODO: what does each op of the MLP cost, per element of its result?
     raise NotImplementedError("phase3 task 8: mlp_flops")
+
+
+def predict_entry_root() -> dict[str, tuple[str, str]]:
+    """Predict the ENTRY ROOT of the optimized CPU module of each ROOT_PROGRAMS program.
+
+    ROOT_PROGRAMS (katas/phase3/programs.py) maps a name to (function, arguments). Return
+    {name: (opcode, shape with layout)} for every name, in entry_root's format, e.g.
+    ("fusion", "f32[8,4]{1,0}"): what entry_root would read from
+    jax.jit(function).lower(*arguments).compile().as_text(). Decide from the code and the
+    shapes; your function must not jit or compile anything.
+    """
+    # TODO: which ops does XLA:CPU fuse, and what happens to a result that is an input?
+    raise NotImplementedError("phase3 task 9: predict_entry_root")

@@ -182,6 +182,26 @@ THREE_TEXT_PROGRAMS = {  # a conditional with three results, one function at two
 }
 
 
+# Small programs whose optimized ENTRY ROOT the learner predicts: name -> (function, arguments).
+# Fused element-wise work and reductions, results that are an input (or a reshape of one),
+# several results, a transpose, dtypes that print as bf16 and s32, ranks 0 to 3.
+ROOT_PROGRAMS = {
+    "x * 2 + 1, x f32[8,4]": (lambda x: x * 2 + 1, (ones((8, 4)),)),
+    "jnp.sin(x), x f32[3]": (jnp.sin, (ones(3),)),
+    "jnp.tanh(x), x f32[2,3,4]": (jnp.tanh, (ones((2, 3, 4)),)),
+    "x + 1, x int32[6]": (lambda x: x + 1, (ones(6, np.int32),)),
+    "x.astype(jnp.bfloat16), x f32[8,4]": (lambda x: x.astype(jnp.bfloat16), (ones((8, 4)),)),
+    "x.sum(axis=1), x f32[8,4]": (lambda x: x.sum(axis=1), (ones((8, 4)),)),
+    "x.max(), x f32[8,4]": (lambda x: x.max(), (ones((8, 4)),)),
+    "x.T, x f32[8,4]": (lambda x: x.T, (ones((8, 4)),)),
+    "x itself, x f32[8,4]": (lambda x: x, (ones((8, 4)),)),
+    "x.reshape(2, 4, 4), x f32[8,4]": (lambda x: x.reshape(2, 4, 4), (ones((8, 4)),)),
+    "(x * 2, x + 1), x f32[2,5]": (lambda x: (x * 2, x + 1), (ones((2, 5)),)),
+    "(x, x.sum()), x f32[8,4]": (lambda x: (x, x.sum()), (ones((8, 4)),)),
+    "(v, x), x f32[8,4], v f32[3]": (lambda x, v: (v, x), (ones((8, 4)), ones(3))),
+}
+
+
 def _bank(name: str, about: str) -> Recipe:
     return Recipe(lambda _module: bank_program(name), about, given=True)
 

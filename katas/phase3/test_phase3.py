@@ -30,6 +30,7 @@ from kata_harness.predict import compiler_refused
 from kata_harness.xla_shapes import xla_shape
 from katas.phase3.programs import (
     HAND_WRITTEN,
+    ROOT_PROGRAMS,
     TABLE,
     THREE_TEXT_PROGRAMS,
     attention,
@@ -117,7 +118,13 @@ def _xla_layout(shape) -> str:
 def _xla(key: str):
     """XLA's reading of a bank text: {"params": [(number, layout)], "root": (opcode, shape),
     "constants": Counter of shapes, "computations": n}."""
-    module = _xla_hlo().hlo_module_from_text(_text(key))
+    return _xla_facts(_text(key))
+
+
+@cache
+def _xla_facts(text: str):
+    """XLA's reading of an HLO text, as `_xla` returns it."""
+    module = _xla_hlo().hlo_module_from_text(text)
     printed = module.to_string()
     entry_line = _ENTRY_LINE.search(printed)
     assert entry_line, "XLA printed no ENTRY computation"
@@ -743,3 +750,37 @@ def test_mlp_flops_predicted(kata):
                 f"(batch, in, hidden, out) = {shape}: you predicted {predicted} flops, "
                 f"cost_analysis says {measured:.0f}"
             )
+
+
+# --- task 9: predict_entry_root --------------------------------------------------------------
+
+
+@cache
+def _compiled_root(name: str) -> tuple[str, str]:
+    """XLA's reading of the ENTRY ROOT of the program's optimized module."""
+    fn, args = ROOT_PROGRAMS[name]
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    assert text is not None, "this backend does not print its executable"
+    return _xla_facts(text)["root"]
+
+
+@pytest.mark.task("predict_entry_root")
+def test_predict_entry_root_matches_the_compiled_modules(kata):
+    _cpu_only("which ops XLA:CPU fuses and where it copies a result")
+    predicted = kata.predict_entry_root()
+    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
+    missing = sorted(set(ROOT_PROGRAMS) - set(predicted))
+    unknown = sorted(set(predicted) - set(ROOT_PROGRAMS))
+    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    for name, root in predicted.items():
+        with check:
+            assert root == _compiled_root(name), (
+                f"{name}: you predicted {root}, the optimized module's ROOT is "
+                f"{_compiled_root(name)}"
+            )
+
+
+@pytest.mark.task("predict_entry_root")
+def test_predict_entry_root_does_not_compile(kata):
+    with compiler_refused("predict_entry_root"):
+        kata.predict_entry_root()

@@ -102,3 +102,26 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     # broadcasting the biases moves data and costs no flops.
     dots = 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim
     return dots + batch * hidden + batch * hidden + batch * out_dim
+
+
+def predict_entry_root() -> dict[str, tuple[str, str]]:
+    # On XLA:CPU every element-wise op, reduction and transpose ends up in a loop fusion, so the
+    # ROOT of one computed result is a fusion; several results are gathered by a tuple. A result
+    # that is an input (or a reshape of one, a free bitcast) cannot be handed back in the input's
+    # buffer, so XLA copies it. Shapes are row-major: minor-to-major {n-1,...,0}, none on a
+    # scalar; bfloat16 prints bf16 and int32 s32.
+    return {
+        "x * 2 + 1, x f32[8,4]": ("fusion", "f32[8,4]{1,0}"),
+        "jnp.sin(x), x f32[3]": ("fusion", "f32[3]{0}"),
+        "jnp.tanh(x), x f32[2,3,4]": ("fusion", "f32[2,3,4]{2,1,0}"),
+        "x + 1, x int32[6]": ("fusion", "s32[6]{0}"),
+        "x.astype(jnp.bfloat16), x f32[8,4]": ("fusion", "bf16[8,4]{1,0}"),
+        "x.sum(axis=1), x f32[8,4]": ("fusion", "f32[8]{0}"),
+        "x.max(), x f32[8,4]": ("fusion", "f32[]"),
+        "x.T, x f32[8,4]": ("fusion", "f32[4,8]{1,0}"),
+        "x itself, x f32[8,4]": ("copy", "f32[8,4]{1,0}"),
+        "x.reshape(2, 4, 4), x f32[8,4]": ("copy", "f32[2,4,4]{2,1,0}"),
+        "(x * 2, x + 1), x f32[2,5]": ("tuple", "(f32[2,5]{1,0}, f32[2,5]{1,0})"),
+        "(x, x.sum()), x f32[8,4]": ("tuple", "(f32[8,4]{1,0}, f32[])"),
+        "(v, x), x f32[8,4], v f32[3]": ("tuple", "(f32[3]{0}, f32[8,4]{1,0})"),
+    }
