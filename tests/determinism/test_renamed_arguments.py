@@ -5,8 +5,7 @@ A learner names things as they like. Every program whose optimized HLO is pinned
 function itself renamed, compiled from a file name in another folder (so source paths, line
 tables, function and argument names in the metadata all differ), run through the reference
 ``three_texts`` (phase 3) or ``stages`` (phase 4), normalized, and compared byte for byte with the
-pinned file. A pin whose program a reference kata function also computes is reproduced from that
-function too (renamed the same way).
+pinned file.
 """
 
 from __future__ import annotations
@@ -22,20 +21,19 @@ from xla_inspect.normalize import normalize_hlo
 
 PREFIX = "renamed_"
 
-# pinned test name -> (program in the phase's programs.py, its argument factory, reference kata
-# function)
+# pinned test name -> (program in the phase's programs.py, its argument factory)
 PINS = {
     "phase3": {
-        "test_optimized_mlp_snapshot": ("mlp", "mlp_args", None),
-        "test_optimized_attention_snapshot": ("attention", "attention_args", None),
+        "test_optimized_mlp_snapshot": ("mlp", "mlp_args"),
+        "test_optimized_attention_snapshot": ("attention", "attention_args"),
     },
     "phase4": {  # one test pins six modules (programs.PINNED): syrupy names the n-th "<test>.n"
-        "test_pinned_optimized_programs": ("repeated_affine", "pair", None),
-        "test_pinned_optimized_programs.1": ("quarter", "uniform", None),
-        "test_pinned_optimized_programs.2": ("row_norms", "matrix_arg", None),
-        "test_pinned_optimized_programs.3": ("lhs_transposed", "transposed_args", None),
-        "test_pinned_optimized_programs.4": ("exp_gap", "uniform", None),
-        "test_pinned_optimized_programs.5": ("moments", "uniform", None),
+        "test_pinned_optimized_programs": ("repeated_affine", "pair"),
+        "test_pinned_optimized_programs.1": ("quarter", "uniform"),
+        "test_pinned_optimized_programs.2": ("row_norms", "matrix_arg"),
+        "test_pinned_optimized_programs.3": ("lhs_transposed", "transposed_args"),
+        "test_pinned_optimized_programs.4": ("exp_gap", "uniform"),
+        "test_pinned_optimized_programs.5": ("moments", "uniform"),
     },
 }
 
@@ -95,38 +93,26 @@ def _optimized(phase: str, program, args) -> str:
     return reference.stages(program, *args)[1]
 
 
-CASES = [
-    (phase, test, source)
-    for phase, tests in PINS.items()
-    for test, entry in tests.items()
-    for source in ("test-program", "kata-function")
-    if source == "test-program" or entry[2]
-]
+CASES = [(phase, test) for phase, tests in PINS.items() for test in tests]
 
 
-@pytest.mark.parametrize(
-    ("phase", "test", "source"), CASES, ids=[f"{p}-{t}-{s}" for p, t, s in CASES]
-)
-def test_renamed_program_matches_the_pin(phase, test, source, tmp_path):
+@pytest.mark.parametrize(("phase", "test"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
+def test_renamed_program_matches_the_pin(phase, test, tmp_path):
     """Covers: renamed function and argument names, another source path, another line layout."""
     pinned = _pinned_file(phase, test)
-    program_name, args_name, kata_name = PINS[phase][test]
+    program_name, args_name = PINS[phase][test]
     programs_file = curriculum.KATAS_DIR / phase / "programs.py"
     owner = _renamed_module(programs_file, {program_name}, tmp_path / "elsewhere")
     args = getattr(owner, args_name)()
     args = args if isinstance(args, tuple) else (args,)
-    if source == "kata-function":
-        kata_file = curriculum.REFERENCE_DIR / phase / curriculum.KATA_FILE
-        program = getattr(_renamed_module(kata_file, {kata_name}, tmp_path / "other"), kata_name)
-    else:
-        program = getattr(owner, program_name)
+    program = getattr(owner, program_name)
     optimized = _optimized(phase, program, args)
     assert f"jit_{program.__name__}" in optimized and "learner_input_0" in optimized, (
         "the renamed function and arguments did not reach the compiler"
     )
     actual = normalize_hlo(optimized)
     assert actual.encode("utf-8") == pinned.read_bytes(), (
-        f"{source} {program.__name__} with renamed arguments does not reproduce "
+        f"{program.__name__} with renamed arguments does not reproduce "
         f"{pinned.relative_to(curriculum.ROOT)}"
     )
 
