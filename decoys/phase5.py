@@ -1,5 +1,6 @@
 """Plausible wrong answers to phase 5; each must be caught by the tests it names."""
 
+import math
 from functools import partial
 
 import jax
@@ -385,7 +386,10 @@ def cheaper_mode_leading_axis(f, x):
 
 @decoy(
     "cheaper_jacobian_mode",
-    caught_by=["test_cheaper_jacobian_mode_matches_measured_flops"],
+    caught_by=[
+        "test_cheaper_jacobian_mode_matches_measured_flops",
+        "test_cheaper_jacobian_mode_is_predicted_from_shapes",
+    ],
     why="counts dot_general equations instead of their flops: both modes have as many",
 )
 def cheaper_mode_by_dot_count(f, x):
@@ -397,7 +401,11 @@ def cheaper_mode_by_dot_count(f, x):
     return "jacfwd" if count(jax.jacfwd) < count(jax.jacrev) else "jacrev"
 
 
-@accepted("cheaper_jacobian_mode", why="XLA's cost analysis of the programs instead of dot flops")
+@decoy(
+    "cheaper_jacobian_mode",
+    caught_by=["test_cheaper_jacobian_mode_is_predicted_from_shapes"],
+    why="right answers, but measured: compiles both Jacobians instead of predicting",
+)
 def cheaper_mode_by_cost_analysis(f, x):
     flops = {}
     for name, t in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev)):
@@ -643,3 +651,10 @@ def jshape_like_params(out_shape, param_shapes):
 @accepted("jacobian_shapes", why="a dict comprehension over the items with tuple unpacking")
 def jshape_unpacked(out_shape, param_shapes):
     return {name: (*out_shape, *shape) for name, shape in param_shapes.items()}
+
+
+@accepted("cheaper_jacobian_mode", why="sizes from the shapes' products, the output traced once")
+def cheaper_mode_by_sizes(f, x):
+    inputs = math.prod(np.shape(x))
+    outputs = math.prod(jax.eval_shape(f, x).shape)
+    return "jacrev" if outputs < inputs else "jacfwd"

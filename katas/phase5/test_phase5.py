@@ -376,6 +376,16 @@ def test_cheaper_jacobian_mode_matches_measured_flops(kata):
 
 
 @pytest.mark.task("cheaper_jacobian_mode")
+def test_cheaper_jacobian_mode_is_predicted_from_shapes(kata):
+    """Neither Jacobian is built, traced or measured while the learner answers."""
+    cases = [two_layer(*COST_SHAPES[shape])[:2] for shape in COST_SHAPES] + [matrix_input()]
+    refused = [(jax, name) for name in ("jacfwd", "jacrev", "jvp", "vjp", "linearize")]
+    with compiler_refused("cheaper_jacobian_mode", also=refused, allowed=("eval_shape",)):
+        answers = [kata.cheaper_jacobian_mode(f, x) for f, x in cases]
+    assert set(answers) <= {"jacfwd", "jacrev"}, f"answers are 'jacfwd' or 'jacrev': {answers}"
+
+
+@pytest.mark.task("cheaper_jacobian_mode")
 def test_cheaper_jacobian_mode_counts_every_input(kata):
     f, X = matrix_input()
     got = kata.cheaper_jacobian_mode(f, X)
