@@ -91,9 +91,9 @@ class Target:
 
     def missing(self) -> str | None:
         """Why this target cannot compile here (what to install), or None when it can."""
-        if self.platform == "tpu" and importlib.util.find_spec("libtpu") is None:
+        if self.platform == "tpu" and not _installed("libtpu"):
             return f"{self.name} needs libtpu: {self.install_command}"
-        if self.platform == "cuda" and importlib.util.find_spec("jax_plugins.xla_cuda12") is None:
+        if self.platform == "cuda" and not _installed("jax_plugins.xla_cuda12"):
             return f"{self.name} needs the CUDA plugin: {self.install_command}"
         return None
 
@@ -156,6 +156,15 @@ class Target:
             return self.place(value)
 
         return jax.tree_util.tree_map(leaf, tree)
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported; finding a submodule imports its parent package, which
+    raises when the parent is missing too."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _spec_text(file_name: str) -> str:
