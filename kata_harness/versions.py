@@ -105,6 +105,20 @@ GATES: dict[str, Gate] = {
             "as written, so reading it after compiling is not wrong there",
         ),
         Gate(
+            "xla-attribute-table",
+            ">=0.12",
+            "tests/xla_inspect/test_oracle.py, the attribute table and value syntax probes",
+            "the reader's table is read from jaxlib 0.12's parser; older parsers know other "
+            "opcodes (no collective-reduce or shuffle) and reject the probes for other reasons",
+        ),
+        Gate(
+            "tpu-shapes-read-by-xla",
+            ">=0.12",
+            "phase11 tests of padded_bytes, prefetched_parameters and predict_allreduce_bytes",
+            "their oracle reads shapes through jaxlib._hlo.HloInstruction.shape (jaxlib 0.12); "
+            "the recorded texts come from the tpu group, which pins jax 0.12 anyway",
+        ),
+        Gate(
             "hlo-instruction-shape",
             ">=0.12",
             "tests/harness/test_versions.py, the printed shape against HloInstruction.shape",

@@ -106,9 +106,14 @@ def split_attributes(text: str) -> tuple[tuple[str, str], ...]:
     """`k1=v1, k2={...}` -> ((k1, v1), (k2, '{...}')). A piece without '=' maps to ''."""
     if not text.strip():
         return ()
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for piece in split_top_level(text):
         key, _, value = piece.partition("=")
+        if key.strip() == "device_ids" and pairs and pairs[-1][0] == "replica_groups":
+            # XLA before jax 0.11 prints a mesh's device order inside the replica groups:
+            # `replica_groups=mesh['a'=2,'b'=4], device_ids=([2,4]T(1,0)) {'b'}` is one value.
+            pairs[-1] = ("replica_groups", f"{pairs[-1][1]}, {piece.strip()}")
+            continue
         pairs.append((key.strip(), value.strip()))
     return tuple(pairs)
 

@@ -20,6 +20,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
+from kata_harness import versions
 from kata_harness.predict import compiler_refused
 from kata_harness.targets import recorded, require
 from katas.phase11.programs import (
@@ -483,6 +484,7 @@ def _xla_padded(shape) -> int:
     return int(np.prod(dims, dtype=np.int64)) * np.dtype(shape.numpy_dtype()).itemsize
 
 
+@versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("padded_bytes")
 def test_padded_bytes_of_recorded_parameters(kata):
     """Every ENTRY parameter of every recording (odd_shapes_v5e holds the padded ones)."""
@@ -522,6 +524,7 @@ def _xla_prefetches(name: str) -> dict[int, str]:
     return found
 
 
+@versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("prefetched_parameters")
 def test_prefetched_parameters(kata):
     for name in sorted(RECORDINGS):
@@ -811,6 +814,7 @@ def _allreduce_bytes(batch, width, hidden, dtype, mesh_shape) -> int:
     return total
 
 
+@versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("predict_allreduce_bytes")
 def test_predict_allreduce_bytes_matches_the_compiled_program(kata):
     for batch, width, hidden, dtype, mesh_shape in ALLREDUCE_CASES:

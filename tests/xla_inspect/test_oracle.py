@@ -314,6 +314,7 @@ def _probe(opcode: str, branches: bool = False, attribute: str = "zzz_probe=1") 
 _TABLE_JAXLIB = "0.12.0.1"
 
 
+@versions.requires_jax("xla-attribute-table")
 @pytest.mark.parametrize("opcode", sorted(OPCODE_ATTRIBUTES))
 def test_attribute_table_is_what_xla_lists(opcode: str) -> None:
     """XLA's parser names the attributes an opcode takes when it meets one it does not; the
@@ -352,6 +353,7 @@ _TYPED = [
 ]
 
 
+@versions.requires_jax("xla-attribute-table")
 @pytest.mark.parametrize(("opcode", "name"), _TYPED, ids=lambda v: v)
 def test_attribute_value_syntax_is_what_xla_reads(opcode: str, name: str) -> None:
     """XLA fails with 'error parsing attribute NAME' on a value of the wrong syntax (here a
