@@ -4,13 +4,13 @@ Run from the repository root: `uv run python bench/bench_parse.py [--layers 4 8 
 
 Every module is text that XLA printed for a real program, not a synthetic one:
 
-- a GPT-style next-token loss (plain JAX, `jax.grad`, one `layer_N` name scope per layer) at
-  each `--layers` depth: the optimized module and XLA's `before_optimizations` dump;
+- a GPT-style next-token loss (plain JAX, `jax.grad`, one `layer_N` name scope per layer; the
+  model of tests/xla_inspect/test_graph.py, wider) at each `--layers` depth: the optimized
+  module and XLA's `before_optimizations` dump;
 - the largest per-pass dump (`xla_dump_hlo_pass_re=.*`) of the shallowest of those;
 - a flax.nnx convolutional classifier's gradient (`nnx.jit`) and an equinox MLP's
   (`eqx.filter_jit`), optimized and before optimizations;
-- the TPU and GPU modules phase 12 recorded (katas/phase12/recorded) and, when present, the
-  deviceless samples in /work/shared/reference/deviceless-samples;
+- the TPU and GPU modules phases 11 and 12 recorded (katas/phase11/recorded, phase12/recorded);
 - every module of tests/xla_inspect/corpus.
 
 Compiled modules are kept in a folder under the system's temporary directory named after the
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import statistics
 import tempfile
 import time
@@ -35,53 +36,23 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+GRAPH_TEST = ROOT / "tests" / "xla_inspect" / "test_graph.py"
 CORPUS = ROOT / "tests" / "xla_inspect" / "corpus"
 SAMPLES = (
     (ROOT / "katas" / "phase12" / "recorded", "*.hlo"),
-    (Path("/work/shared/reference/deviceless-samples"), "*.hlo.txt"),
+    (ROOT / "katas" / "phase11" / "recorded", "*.hlo"),
 )
 
 
 def _gpt_grad(layers: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """`jax.grad` of a `layers`-deep GPT-style next-token loss, with abstract arguments."""
-    import jax
-    import jax.numpy as jnp
-
-    vocab, seq, d, heads, ff, batch = 512, 64, 128, 4, 512, 4
-
-    def layer_norm(x, g, b):
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * g + b
-
-    def attention(p, x):
-        q, k, v = (
-            jnp.einsum("btd,de->bte", x, p[w]).reshape(batch, seq, heads, d // heads)
-            for w in ("wq", "wk", "wv")
-        )
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / (d // heads) ** 0.5
-        scores = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), scores, -1e9)
-        out = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, -1), v)
-        return out.reshape(batch, seq, d) @ p["wo"]
-
-    def loss(params, tokens):
-        x = params["embed"][tokens] + params["pos"]
-        for n, p in enumerate(params["layers"]):
-            with jax.named_scope(f"layer_{n}"):
-                x = x + attention(p, layer_norm(x, p["g1"], p["b1"]))
-                x = x + jax.nn.gelu(layer_norm(x, p["g2"], p["b2"]) @ p["w1"]) @ p["w2"]
-        logits = layer_norm(x, params["gf"], params["bf"]) @ params["embed"].T
-        logp = jax.nn.log_softmax(logits[:, :-1])
-        return -jnp.take_along_axis(logp, tokens[:, 1:, None], -1).mean()
-
-    def f32(*shape: int) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct(shape, jnp.float32)
-
-    layer = {w: f32(d, d) for w in ("wq", "wk", "wv", "wo")} | {"w1": f32(d, ff), "w2": f32(ff, d)}
-    layer |= {v: f32(d) for v in ("g1", "b1", "g2", "b2")}
-    params: dict[str, Any] = {"embed": f32(vocab, d), "pos": f32(seq, d)}
-    params |= {"gf": f32(d), "bf": f32(d), "layers": [layer] * layers}
-    return jax.grad(loss), (params, jax.ShapeDtypeStruct((batch, seq), jnp.int32))
+    """`jax.grad` of a `layers`-deep GPT-style next-token loss (the graph tests' model, wider),
+    with abstract arguments."""
+    spec = importlib.util.spec_from_file_location("test_graph", GRAPH_TEST)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {GRAPH_TEST}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.gpt_grad(layers, (512, 64, 128, 4, 512, 4))
 
 
 def _flax_cnn_grad() -> tuple[Callable[..., Any], tuple[Any, ...]]:

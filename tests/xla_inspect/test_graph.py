@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,12 +40,16 @@ _EDGE = re.compile(r'^\s*"([^"]+)" -> "([^"]+)"', re.M)
 LAYERS = 4
 
 
-def gpt_grad_hlo() -> str:
-    """Optimized HLO of the gradient of a 4-layer GPT-style next-token loss (compiles it)."""
+GPT_SIZES = (64, 16, 32, 4, 64, 2)  # vocab, sequence, width, heads, feed-forward, batch
+
+
+def gpt_grad(layers: int = LAYERS, sizes: tuple[int, ...] = GPT_SIZES) -> tuple[Any, tuple]:
+    """`jax.grad` of a `layers`-deep GPT-style next-token loss and its abstract arguments
+    (also read by bench/bench_parse.py and bench/bench_graph.py)."""
     import jax
     import jax.numpy as jnp
 
-    vocab, seq, d, heads, ff, batch = 64, 16, 32, 4, 64, 2
+    vocab, seq, d, heads, ff, batch = sizes
 
     def layer_norm(x, g, b):
         mean = x.mean(-1, keepdims=True)
@@ -78,9 +83,16 @@ def gpt_grad_hlo() -> str:
     layer = {w: f32(d, d) for w in square} | {"w1": f32(d, ff), "w2": f32(ff, d)}
     layer |= {v: f32(d) for v in ("g1", "b1", "g2", "b2")}
     params: dict[str, object] = {"embed": f32(vocab, d), "pos": f32(seq, d)}
-    params |= {"gf": f32(d), "bf": f32(d), "layers": [layer] * LAYERS}
-    tokens = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
-    text = jax.jit(jax.grad(loss)).trace(params, tokens).lower().compile().as_text()
+    params |= {"gf": f32(d), "bf": f32(d), "layers": [layer] * layers}
+    return jax.grad(loss), (params, jax.ShapeDtypeStruct((batch, seq), jnp.int32))
+
+
+def gpt_grad_hlo() -> str:
+    """Optimized HLO of the gradient of a 4-layer GPT-style next-token loss (compiles it)."""
+    import jax
+
+    grad, args = gpt_grad()
+    text = jax.jit(grad).trace(*args).lower().compile().as_text()
     assert text is not None, "the CPU backend prints its optimized HLO"
     return text
 
