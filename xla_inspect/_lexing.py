@@ -6,6 +6,7 @@ lines). Quoted strings never span source lines; brackets inside them do not coun
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -464,25 +465,245 @@ OPCODE_ATTRIBUTES: dict[str, frozenset[str]] = {
     for op in ops.split()
 }
 
-# Value syntax of typed attributes, as XLA's parser reads them: name -> (what it takes, a
-# pattern of the whole value). An opcode checks those of its attributes that appear here,
-# except where it reads the name with another type (_OTHER_TYPE).
-_BRACED_INTS = r"\{[ \t]*(?:-?[0-9]+(?:[ \t]*,[ \t]*-?[0-9]+)*)?[ \t]*\}"
+# Value syntax of typed attributes, as XLA's parser reads them (hlo_parser.cc with the tokens of
+# hlo_lexer.cc; test_oracle checks every rule against the jaxlib in use): name -> (what it takes,
+# its syntax). A syntax is a pattern of the whole value, possibly a _Checked one (whose match also
+# has to pass the counts and ranges XLA checks while it reads the value). An opcode checks those
+# of its attributes that appear here, except where it reads the name with another type
+# (OTHER_TYPE). Whitespace may stand between any two tokens of a value, as XLA's lexer skips it.
+
+
+class _Checked:
+    """A pattern whose match counts only when `valid` holds for the text it matched (the part
+    of re.Pattern the attribute checks use: match and fullmatch)."""
+
+    __slots__ = ("_pattern", "_valid")
+
+    def __init__(self, pattern: str, valid: Callable[[str], bool]) -> None:
+        self._pattern = re.compile(pattern)
+        self._valid = valid
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        found = self._pattern.match(text, pos)
+        return found if found is not None and self._valid(found.group()) else None
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        found = self._pattern.fullmatch(text)
+        return found if found is not None and self._valid(text) else None
+
+
 _INT = r"-?[0-9]+"
+_INT_LIST = rf"{_INT}(?:\s*,\s*{_INT})*+"
+_BRACED_INTS = rf"\{{\s*(?:{_INT_LIST})?\s*\}}"
+_BRACED_INT_LISTS = rf"\{{\s*(?:{_BRACED_INTS}(?:\s*,\s*{_BRACED_INTS})*+)?\s*\}}"
+_PAIR = rf"\{{\s*{_INT}\s*,\s*{_INT}\s*\}}"
 _BOOL = r"true|false"
+# slice range ::= '[' start ':' limit (':' stride)? ']'
+_RANGE = rf"\[\s*{_INT}\s*:\s*{_INT}(?:\s*:\s*{_INT})?\s*\]"
+# a word ends where XLA's identifiers do: [a-zA-Z_][a-zA-Z0-9_.-]*
+_END_OF_WORD = r"(?![\w.\-])"
+_STRING = r'"(?:[^"\\]|\\.)*+"'
+
+
+def _braced(depth: int) -> str:
+    """A pattern of '{...}' holding strings and braces nested up to `depth` deep."""
+    pattern = rf"\{{(?:[^{{}}\"]|{_STRING})*+\}}"
+    for _ in range(depth - 1):
+        pattern = rf"\{{(?:[^{{}}\"]|{_STRING}|{pattern})*+\}}"
+    return pattern
+
+
+def _ints(text: str) -> list[int]:
+    return [int(n) for n in text.split(",")]
+
+
+def _product(numbers: list[int]) -> int:
+    result = 1
+    for n in numbers:
+        result *= n
+    return result
+
+
+# window ::= '{' (name '=' value)* '}', each sub-attribute once, no commas; size/stride/dilations/
+# reversal take N or NxNx.., pad takes L_HxL_H..; each has as many dimensions as size
+_DXD = r"(?:[0-9]++(?:x[0-9]++)++|-?[0-9]++)"
+_WINDOW_PAD = r"-?[0-9]++_-?[0-9]++(?:x-?[0-9]++_-?[0-9]++)*+"
+_WINDOW = (
+    rf"\{{\s*(?:(?:(?:size|stride|lhs_dilate|rhs_dilate|rhs_reversal)={_DXD}"
+    rf"|pad={_WINDOW_PAD})\s*)*+\}}"
+)
+_WINDOW_PART = re.compile(r"([a-z_]+)=([0-9x_\-]+)")
+
+
+def _window_ok(text: str) -> bool:
+    dims: dict[str, int] = {}
+    for name, value in _WINDOW_PART.findall(text):
+        if name in dims:
+            return False
+        dims[name] = value.count("x") + 1
+    size = dims.pop("size", 0)
+    return all(n == size for n in dims.values())
+
+
+# dim_labels ::= lhs '_' kernel '->' output; each part names its dimensions once: b/f (i/o in the
+# kernel), '?', and the spatial dimensions 0..N-1, N the same in all three parts
+_DIM_LABELS = r"[0-9bf?]{2,}+_[0-9io?]{2,}+->[0-9bf?]{2,}+"
+
+
+def _dim_labels_ok(text: str) -> bool:
+    lhs, _, rest = text.partition("_")
+    kernel, _, output = rest.partition("->")
+    spatial = set()
+    for part, letters in ((lhs, "bf"), (kernel, "io"), (output, "bf")):
+        named = part.replace("?", "")
+        if len(set(named)) != len(named):
+            return False
+        digits = [int(c) for c in named if c not in letters]
+        if any(d >= len(digits) for d in digits):
+            return False
+        spatial.add(len(digits))
+    return len(spatial) == 1
+
+
+# iota device list ::= '[' dims ']' '<=' '[' reshape ']' ('T(' permutation ')')?, T(...) only
+# (and then required) when reshape has several dimensions, each entry of it in [0, len(reshape));
+# the reshape and the dims hold as many devices
+_IOTA = (
+    rf"\[\s*({_INT_LIST})\s*\]\s*<=\s*\[\s*({_INT_LIST})\s*\]"
+    rf"(?:\s*T\s*\(\s*({_INT_LIST})\s*\))?"
+)
+_IOTA_PARTS = re.compile(_IOTA)
+
+
+def _iota_ok(dims: str, reshape: str, transpose: str | None, full_permutation: bool) -> bool:
+    reshaped = _ints(reshape)
+    if (len(reshaped) == 1) != (transpose is None):
+        return False
+    if transpose is not None:
+        permutation = _ints(transpose)
+        if any(not 0 <= p < len(reshaped) for p in permutation):
+            return False
+        if full_permutation and len(permutation) != len(reshaped):
+            return False
+    return _product(_ints(dims)) == _product(reshaped)
+
+
+# replica_groups ::= '{' ('{' ints '}' (',' '{' ints '}')*)? '}' | iota device list of two dims
+#                  | mesh[...] (', device_ids=(...)')? '{' axes '}'  (XLA before jax 0.11)
+_MESH_GROUPS = r"mesh\s*\[[^\[\]]*\](?:\s*,\s*device_ids=\((?:[^()]|\([^()]*\))*+\))?\s*\{[^{}]*\}"
+
+
+def _replica_groups_ok(text: str) -> bool:
+    if text[0] != "[":
+        return True
+    dims, reshape, transpose = _IOTA_PARTS.fullmatch(text).groups()  # pyright: ignore[reportOptionalMemberAccess]
+    return len(_ints(dims)) == 2 and _iota_ok(dims, reshape, transpose, full_permutation=False)
+
+
+# sharding ::= '{' single '}' | '{' ('{' single '}' (',' '{' single '}')*)? '}'  (a tuple)
+# single   ::= (keyword | 'device=' int | 'devices=' '[' dims ']' (iota | ints)
+#               | 'last_tile_dims={' types '}' | 'metadata=' {...} | ('shard_as'|'shard_like') int)*
+#            | named sharding (mesh[...] ...: not checked)
+_SHARDING_TOKEN = re.compile(
+    r"\s*(?:"
+    rf"(maximal|replicated|manual|unknown|unreduced|last_tile_dim_replicate){_END_OF_WORD}"
+    rf"|device=\s*({_INT})"
+    rf"|devices=\s*\[\s*({_INT_LIST})\s*\]\s*(?:<=\s*\[\s*({_INT_LIST})\s*\]"
+    rf"(?:\s*T\s*\(\s*({_INT_LIST})\s*\))?|({_INT_LIST}))"
+    r"|(last_tile_dims)=\s*\{\s*(?:(?:maximal|replicated|manual|unreduced)"
+    rf"(?:\s*,\s*(?:maximal|replicated|manual|unreduced))*+{_END_OF_WORD})?\s*\}}"
+    rf"|metadata=\s*{_braced(2)}"
+    rf"|(?:shard_as|shard_like){_END_OF_WORD}\s*{_INT}"
+    r")\s*"
+)
+
+
+_NAMED_SHARDING = re.compile(r"\s*(?:maximal_)?mesh\s*\[")
+
+
+def _single_sharding_ok(body: str) -> bool:
+    """The inside of one '{...}' sharding, as ParseSingleSharding reads and checks it."""
+    if _NAMED_SHARDING.match(body) is not None:
+        return True
+    keywords: set[str] = set()
+    devices: list[int] = []
+    dims: list[int] = []
+    iota: tuple[str, str, str | None] | None = None
+    pos = 0
+    while pos < len(body):
+        token = _SHARDING_TOKEN.match(body, pos)
+        if token is None or token.end() == pos:
+            return False
+        pos = token.end()
+        keyword, device, tile, reshape, transpose, listed, tile_dims = token.groups()
+        if keyword is not None or tile_dims is not None:
+            keywords.add(keyword or tile_dims)
+        elif device is not None:
+            devices = [int(device)]
+        elif tile is not None:
+            dims += _ints(tile)
+            if reshape is not None:
+                iota = (tile, reshape, transpose)
+            else:
+                devices += _ints(listed)
+    if "replicated" in keywords:
+        return not devices
+    if "maximal" in keywords:
+        return len(devices) == 1
+    if keywords & {"manual", "unknown", "unreduced"}:
+        return not devices
+    if not dims or {"last_tile_dim_replicate", "last_tile_dims"} <= keywords:
+        return False
+    if iota is not None:
+        return not devices and _iota_ok(*iota, full_permutation=True)
+    return len(devices) > 1 and len(devices) == _product(dims)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sharding_ok(text: str) -> bool:
+    body = text[1:-1].strip()
+    if not body:
+        return True  # an empty tuple
+    if not body.startswith("{"):
+        return _single_sharding_ok(body)
+    for piece in split_top_level(body):
+        element = piece.strip()
+        if not (element.startswith("{") and element.endswith("}")):
+            return False
+        if not _single_sharding_ok(element[1:-1]):
+            return False
+    return True
+
+
+def _float_ok(text: str) -> bool:
+    """Within float's range (XLA reads a double and rejects one a float cannot hold)."""
+    return text.lstrip("-") == "nan" or abs(float(text)) <= 3.4028234663852886e38
+
+
+def _enum(words: str, ignore_case: bool = False) -> re.Pattern[str]:
+    flags = re.IGNORECASE if ignore_case else 0
+    return re.compile(f"(?:{'|'.join(words.split())}){_END_OF_WORD}", flags)
+
+
 _INT_LISTS = (
     "dimensions lhs_contracting_dims rhs_contracting_dims lhs_batch_dims rhs_batch_dims"
     " lhs_ragged_dims rhs_group_dims offset_dims collapsed_slice_dims start_index_map"
     " operand_batching_dims start_indices_batching_dims update_window_dims"
     " inserted_window_dims scatter_dims_to_operand_dims input_batching_dims"
-    " scatter_indices_batching_dims dynamic_slice_sizes fft_length"
+    " scatter_indices_batching_dims dynamic_slice_sizes fft_length slice_sizes"
 )
-_INTS = "index iota_dimension feature_index index_vector_dim channel_id exponent_bits mantissa_bits"
+_INTS = (
+    "index iota_dimension feature_index index_vector_dim channel_id exponent_bits mantissa_bits"
+    " feature_group_count batch_group_count k inferred_dimension cross_program_prefetch_index"
+    " delta num_carries"
+)
 _BOOLS = (
     "is_stable indices_are_sorted unique_indices constrain_layout use_global_device_ids"
-    " is_host_transfer"
+    " is_host_transfer largest lower left_side unit_diagonal is_composite"
+    " custom_call_has_side_effect has_dynamic_root is_reverse is_associative"
 )
-ATTRIBUTE_SYNTAX: dict[str, tuple[str, re.Pattern[str]]] = {
+ValueSyntax = re.Pattern[str] | _Checked
+ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     **{
         name: ("a braced list of integers like {0,1}", re.compile(_BRACED_INTS))
         for name in _INT_LISTS.split()
@@ -497,20 +718,119 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, re.Pattern[str]]] = {
         "a comparison direction: EQ, NE, GE, GT, LE or LT",
         re.compile("EQ|NE|GE|GT|LE|LT"),
     ),
+    "epsilon": (
+        "a number like 0.001",
+        _Checked(
+            rf"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|nan){_END_OF_WORD}",
+            _float_ok,
+        ),
+    ),
+    "window": (
+        "a window like {size=3x3 stride=2x2 pad=0_1x0_1} (sub-attributes size, stride, pad,"
+        " lhs_dilate, rhs_dilate, rhs_reversal, each once, as many dimensions as size,"
+        " separated by spaces)",
+        _Checked(_WINDOW, _window_ok),
+    ),
+    "dim_labels": (
+        "dimension labels like b01f_01io->b01f (b/f, i/o and the spatial dimensions 0..N-1,"
+        " each once, N the same in all three parts)",
+        _Checked(_DIM_LABELS, _dim_labels_ok),
+    ),
+    "replica_groups": (
+        "replica groups like {{0,1},{2,3}}, {} or [2,2]<=[4] ([2,2]<=[2,2]T(1,0) when the"
+        " reshape has several dimensions, as many devices on both sides)",
+        _Checked(rf"{_BRACED_INT_LISTS}|{_IOTA}|{_MESH_GROUPS}", _replica_groups_ok),
+    ),
+    "source_target_pairs": (
+        "pairs like {{0,1},{1,0}}",
+        re.compile(rf"\{{\s*(?:{_PAIR}(?:\s*,\s*{_PAIR})*+)?\s*\}}"),
+    ),
+    "sharding": (
+        "a sharding like {replicated}, {maximal device=0}, {devices=[2,1]0,1},"
+        " {devices=[2,2]<=[4]} (with last_tile_dim_replicate, last_tile_dims={...},"
+        " metadata={...}, shard_as/shard_like N) or a tuple {{...}, {...}}",
+        _Checked(_braced(4), _sharding_ok),
+    ),
+    "padding": (
+        "a padding config like 0_0x1_1 or 0_0_1 (low_high or low_high_interior per dimension)",
+        re.compile(r"-?[0-9]++_-?[0-9]++(?:_[0-9]++)?+(?:x-?[0-9]++_-?[0-9]++(?:_[0-9]++)?+)*+"),
+    ),
+    "slice": (
+        "slice ranges like {[0:4], [1:8:2]}",
+        re.compile(rf"\{{\s*(?:{_RANGE}(?:\s*,\s*{_RANGE})*+)?\s*\}}"),
+    ),
+    "operand_precision": (
+        "a braced list of precisions like {default,highest} (DEFAULT, HIGH, HIGHEST)",
+        re.compile(
+            rf"\{{\s*(?:(?:highest|high|default){_END_OF_WORD}"
+            rf"(?:\s*,\s*(?:highest|high|default){_END_OF_WORD})*+)?\s*\}}",
+            re.IGNORECASE,
+        ),
+    ),
+    "fft_type": ("an FFT type: FFT, IFFT, RFFT or IRFFT", _enum("FFT IFFT RFFT IRFFT")),
+    "type": (
+        "a comparison type: FLOAT, TOTALORDER, SIGNED or UNSIGNED",
+        _enum("FLOAT TOTALORDER SIGNED UNSIGNED"),
+    ),
+    "convolution_kind": (
+        "a convolution kind: fprop, wgrad, dgrad or unset",
+        _enum("fprop wgrad dgrad unset"),
+    ),
+    "mode": (
+        "a collective group mode: cross_replica, cross_partition,"
+        " cross_replica_and_partition or flattened_id",
+        _enum("cross_replica_and_partition cross_replica cross_partition flattened_id"),
+    ),
+    "api_version": (
+        "a custom-call API version: API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING,"
+        " API_VERSION_STATUS_RETURNING_UNIFIED, API_VERSION_TYPED_FFI or API_VERSION_UNSPECIFIED",
+        _enum(
+            "API_VERSION_STATUS_RETURNING_UNIFIED API_VERSION_STATUS_RETURNING"
+            " API_VERSION_ORIGINAL API_VERSION_TYPED_FFI API_VERSION_UNSPECIFIED",
+            ignore_case=True,
+        ),
+    ),
+    "schedule": (
+        "a custom-call schedule: SCHEDULE_NONE, SCHEDULE_LATEST or SCHEDULE_EARLIEST",
+        _enum("SCHEDULE_NONE SCHEDULE_LATEST SCHEDULE_EARLIEST", ignore_case=True),
+    ),
+    "distribution": (
+        "a random distribution: rng_uniform or rng_normal",
+        _enum("rng_uniform rng_normal rng_invalid", ignore_case=True),
+    ),
+    "padding_type": (
+        "a padding type: PADDING_VALID or PADDING_SAME",
+        _enum("PADDING_VALID PADDING_SAME PADDING_INVALID"),
+    ),
 }
-# opcodes that read one of those names with another syntax (not checked there)
-OTHER_TYPE = {
-    "shuffle": {"dimensions"},
-    "scan": {"dimensions"},
-    "ragged-all-to-all": {"dimensions"},
+# opcodes that read one of those names with another syntax: name -> that syntax, or None where
+# the reader does not check it
+OTHER_TYPE: dict[str, dict[str, tuple[str, ValueSyntax] | None]] = {
+    "shuffle": {"dimensions": None, "mode": None},
+    "scan": {"dimensions": None},
+    "ragged-all-to-all": {"dimensions": None},
+    "collective-permute": {"slice_sizes": None},
+    "collective-permute-start": {"slice_sizes": None},
+    "rng-bit-generator": {
+        "algorithm": (
+            "a random algorithm: rng_default, rng_three_fry or rng_philox",
+            _enum("rng_default rng_three_fry rng_philox", ignore_case=True),
+        )
+    },
 }
 
 
-def _bad_value_check(names: list[str]) -> Callable[[str], bool]:
+def value_syntax(opcode: str, name: str) -> tuple[str, ValueSyntax] | None:
+    """What `opcode`'s attribute `name` takes and its syntax, or None when it is not checked."""
+    other = OTHER_TYPE.get(opcode, {})
+    return other[name] if name in other else ATTRIBUTE_SYNTAX.get(name)
+
+
+def _bad_value_check(names: list[tuple[str, ValueSyntax]]) -> Callable[[str], bool]:
     """A cheap test of an attribute list: False when each of `names` it holds (first
     occurrence) is a top-level attribute whose value has its syntax; True when one may not be
     (a hit may also be text nested in another value: the exact check decides)."""
-    checks = [(name + "=", ATTRIBUTE_SYNTAX[name][1].match) for name in names]
+    checks = [(name + "=", syntax.match) for name, syntax in names]
 
     def suspect(tail: str) -> bool:
         for key, match in checks:
@@ -532,11 +852,13 @@ def _bad_value_check(names: list[str]) -> Callable[[str], bool]:
 
 #: opcode -> `_bad_value_check` of its typed attributes, for opcodes that have some
 BAD_ATTRIBUTE_VALUE: dict[str, Callable[[str], bool]] = {
-    opcode: _bad_value_check(names)
+    opcode: _bad_value_check(checked)
     for opcode, allowed in OPCODE_ATTRIBUTES.items()
     if (
-        names := sorted(
-            n for n in allowed if n in ATTRIBUTE_SYNTAX and n not in OTHER_TYPE.get(opcode, ())
-        )
+        checked := [
+            (name, syntax[1])
+            for name in sorted(allowed)
+            if (syntax := value_syntax(opcode, name)) is not None
+        ]
     )
 }

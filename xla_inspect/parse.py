@@ -839,12 +839,19 @@ class _Reader:
 
     def check_attribute_values(self, opcode: str, tail: str, index: int) -> None:
         """Each typed attribute of `opcode` in the list `tail` has a value of its syntax."""
-        other = OTHER_TYPE.get(opcode, ())
+        other = OTHER_TYPE.get(opcode, {})
         for key, value in split_attributes(tail):
-            syntax = ATTRIBUTE_SYNTAX.get(key)
-            if syntax is not None and key not in other and not syntax[1].fullmatch(value):
-                raise self.error(
-                    index, f"{syntax[0]} for '{key}' of '{opcode}', not '{value}'", near=key
+            syntax = other[key] if key in other else ATTRIBUTE_SYNTAX.get(key)
+            if syntax is not None and not syntax[1].fullmatch(value):
+                # the column of `key=` (XLA's "error parsing attribute" points there), which
+                # the opcode's own name may precede (slice, pad, domain)
+                line = self.lines[index]
+                found = re.search(rf"(?<![\w.\-]){re.escape(key)}=", line)
+                raise HloParseError(
+                    index + 1,
+                    line,
+                    f"{syntax[0]} for '{key}' of '{opcode}', not '{value}'",
+                    found.start() + 1 if found else None,
                 )
 
     def check_attribute_names(

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from kata_harness import versions
 from xla_inspect._lexing import (
-    ATTRIBUTE_SYNTAX,
+    ANY_INSTRUCTION_ATTRIBUTES,
     BAD_ATTRIBUTE_VALUE,
     OPCODE_ARITY,
     OPCODE_ATTRIBUTES,
-    OTHER_TYPE,
+    value_syntax,
 )
 from xla_inspect.errors import HloParseError
 from xla_inspect.parse import parse_hlo
@@ -337,33 +337,314 @@ def test_attribute_table_is_what_xla_lists(opcode: str) -> None:
     assert xla_allows == OPCODE_ATTRIBUTES[opcode]
 
 
-# a value of each syntax XLA reads: braced integer list, integer, boolean, fusion kind, direction
-_GOOD_VALUE = {
-    "a braced list of integers like {0,1}": "{0}",
-    "an integer": "0",
-    "true or false": "true",
-    "a fusion kind: kLoop, kInput, kOutput or kCustom": "kLoop",
-    "a comparison direction: EQ, NE, GE, GT, LE or LT": "LT",
+# Values XLA's parser rejects (it stops before the attribute after them) and values it reads
+# past, per kind of value the reader checks; several spellings each, from what people write.
+_INT_VALUES = (["zz", "true", "{1}", "1.5"], ["0", "-2", "12"])
+_VALUES_OF_KIND = {
+    "a braced list of integers like {0,1}": (
+        ["zz", "1", "{1,}", "{1 2}", "{a}"],
+        ["{0}", "{}", "{0, 1}", "{ -1 }"],
+    ),
+    "an integer": _INT_VALUES,
+    "true or false": (["zz", "1", "TRUE", "{true}"], ["true", "false"]),
 }
+_VALUES_OF_NAME = {
+    "kind": (["zz", "kloop", "loop"], ["kLoop", "kInput", "kOutput", "kCustom"]),
+    "direction": (["zz", "lt", "Lt"], ["EQ", "NE", "GE", "GT", "LE", "LT"]),
+    "epsilon": (
+        ["zz", "true", "{1}", ".5", "+1", "1e39", "inf"],
+        ["1", "1.5", "-2", "1e-3", "5.", "nan"],
+    ),
+    "window": (
+        [
+            "{size=3x3, stride=2x2}",
+            "{size=3x3 stride=2}",
+            "{size=3x3 size=3x3}",
+            "{size=3x3 pad=0x1}",
+            "{size=3 pad=0_1_2}",
+            "{size=3x-3}",
+            "{size=3x3 foo=1}",
+            "size=3x3",
+            "{stride=2}",
+            "{size=3x3x}",
+            "{size=3x3 rhs_reversal=1}",
+        ],
+        [
+            "{size=3x3}",
+            "{size=3}",
+            "{}",
+            "{size=3x3 stride=2x2 pad=0_1x1_0 lhs_dilate=1x1 rhs_dilate=2x2 rhs_reversal=0x1}",
+            "{ size=3x3  stride=1x1 }",
+            "{size=3 pad=-1_-2}",
+            "{size=-3}",
+        ],
+    ),
+    "dim_labels": (
+        [
+            "b01f_01io->b0f",
+            "b00f_01io->b01f",
+            "b02f_01io->b01f",
+            "b01f-01io->b01f",
+            "b01f_01io_b01f",
+            '"b01f_01io->b01f"',
+            "bf01_01io->bf01x",
+        ],
+        [
+            "b01f_01io->b01f",
+            "bf_io->bf",
+            "01bf_01oi->bf01",
+            "b?f_?io->b?f",
+            "b012f_012io->b012f",
+            "b0f_0io->0bf",
+        ],
+    ),
+    "replica_groups": (
+        [
+            "{0,1}",
+            "{{0,1},}",
+            "{{0,1}{2,3}}",
+            "{{a}}",
+            "[2,2]",
+            "[2,2]<=[2,2]",
+            "[4]<=[4]",
+            "[2,2,1]<=[4]",
+            "[2,2]<=[4]T(0)",
+            "[2,2]<=[2,2]T(2,0)",
+            "[2,2]<=[2,2]T(-1,0)",
+            "[2,2]<=[3]",
+            "mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0))",
+        ],
+        [
+            "{}",
+            "{{0,1},{2,3}}",
+            "{ {0, 1}, {2, 3} }",
+            "{{}}",
+            "[2,2]<=[4]",
+            "[1,4]<=[4]",
+            "[2,2]<=[2,2]T(1,0)",
+            "[2, 2] <= [2 ,2] T( 1 , 0 )",
+            "[2,2]<=[2,2]T(1)",
+            "mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'b'}",
+            "mesh['a'=2,'b'=2] {'b'}",
+        ],
+    ),
+    "source_target_pairs": (
+        ["{0,1}", "{{0,1},}", "{{0,1}{1,0}}", "[2,2]<=[4]", "{{a,b}}"],
+        ["{}", "{{0,1},{1,0}}", "{ {0,1} , {1,0} }", "{{-1,0}}"],
+    ),
+    "sharding": (
+        [
+            "replicated",
+            "{replicate}",
+            '{replicated, metadata={op_name="a"}}',
+            "{maximal}",
+            "{device=0}",
+            "{devices=[2,1]0}",
+            "{devices=[1,1]0}",
+            "{devices=[2,1]0,1,2}",
+            "{devices=[2,1]<=[3]}",
+            "{devices=[3]<=[2]}",
+            "{devices=[2,2]<=[2,2]}",
+            "{devices=[2,1]<=[2]T(0)}",
+            "{devices=[2,1]<=[2] last_tile_dims={foo}}",
+            "{replicated devices=[2,1]0,1}",
+            "{{replicated},}",
+            "{{replicated} {manual}}",
+            "{shard_as 0}",
+            "{replicated shard_as}",
+            "{mesh}",
+        ],
+        [
+            "{replicated}",
+            "{ replicated }",
+            "{maximal device=0}",
+            "{maximal device=-1}",
+            "{manual}",
+            "{unknown}",
+            "{devices=[2,1]0,1}",
+            "{devices=[2,1]1,0}",
+            "{devices=[2,1]<=[2]}",
+            "{devices=[2,2]<=[2,2]T(1,0)}",
+            "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+            "{devices=[2,1,2]<=[4] last_tile_dims={manual}}",
+            "{replicated shard_as 0}",
+            "{devices=[2,1]<=[2] shard_like 1}",
+            '{replicated metadata={op_name="a"}}',
+            "{}",
+            "{{replicated}}",
+            "{{replicated}, {maximal device=1}}",
+            "{mesh['a'=2], [{'a'}, {}]}",
+            "{maximal_mesh[device_id=0]}",
+        ],
+    ),
+    "padding": (
+        ["0x0", "0", "{0_0x1_1}", "0_0x1", "0_0_0_0", "0_0_-1", "0_0x", "0_0 x1_1"],
+        ["0_0x1_1", "0_0_0x1_1_1", "0_0", "-1_2x0_0_1", "0_-1_1"],
+    ),
+    "slice": (
+        ["[0:4]", "{[0]}", "{[0,4]}", "{[:4]}", "{[0:4:1:1]}", "{[0:4],}", "{[0:4][1:8]}"],
+        ["{[0:4], [1:8:2]}", "{}", "{[0:4]}", "{[-1:4]}", "{ [0 : 4] , [1:8:2] }"],
+    ),
+    "operand_precision": (
+        ["default", "{foo}", "{default,}", "{HIGH, PACKED_NIBBLE}"],
+        ["{default,highest}", "{DEFAULT, HIGHEST}", "{high}", "{}", "{Default}"],
+    ),
+    "fft_type": (["fft", "rfft", "DFT"], ["FFT", "IFFT", "RFFT", "IRFFT"]),
+    "type": (
+        ["float", "totalorder", "INT", "PARTIALORDER"],
+        ["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"],
+    ),
+    "convolution_kind": (["FPROP", "bprop"], ["fprop", "wgrad", "dgrad", "unset"]),
+    "mode": (
+        ["CROSS_REPLICA", "FLATTENED_ID", "kCrossReplica", "foo"],
+        ["cross_replica", "cross_partition", "cross_replica_and_partition", "flattened_id"],
+    ),
+    "api_version": (
+        ["ORIGINAL", "typed_ffi", "4"],
+        [
+            "API_VERSION_ORIGINAL",
+            "API_VERSION_STATUS_RETURNING",
+            "API_VERSION_STATUS_RETURNING_UNIFIED",
+            "API_VERSION_TYPED_FFI",
+            "api_version_original",
+        ],
+    ),
+    "schedule": (
+        ["NONE", "LATEST"],
+        ["SCHEDULE_NONE", "SCHEDULE_LATEST", "SCHEDULE_EARLIEST", "schedule_none"],
+    ),
+    "distribution": (["uniform", "normal"], ["rng_uniform", "rng_normal", "RNG_UNIFORM"]),
+    "padding_type": (["padding_valid", "VALID"], ["PADDING_VALID", "PADDING_SAME"]),
+    ("rng-bit-generator", "algorithm"): (
+        ["philox", "dot_f32_f32_f32"],
+        ["rng_default", "rng_three_fry", "rng_philox", "RNG_DEFAULT"],
+    ),
+}
+# attributes every instruction takes are tried on a few opcodes, not on all of them
+_ANY_INSTRUCTION_PROBES = ("negate", "parameter", "tuple", "fusion")
 _TYPED = [
     (opcode, name)
     for opcode in sorted(BAD_ATTRIBUTE_VALUE)
     for name in sorted(OPCODE_ATTRIBUTES[opcode])
-    if name in ATTRIBUTE_SYNTAX and name not in OTHER_TYPE.get(opcode, ())
+    if value_syntax(opcode, name) is not None
+    and (name not in ANY_INSTRUCTION_ATTRIBUTES or opcode in _ANY_INSTRUCTION_PROBES)
 ]
+
+
+def _values(opcode: str, name: str) -> tuple[list[str], list[str]]:
+    """(values XLA rejects, values it reads) for `opcode`'s attribute `name`."""
+    for key in ((opcode, name), name):
+        if key in _VALUES_OF_NAME:
+            return _VALUES_OF_NAME[key]
+    syntax = value_syntax(opcode, name)
+    assert syntax is not None
+    return _VALUES_OF_KIND[syntax[0]]
+
+
+def _xla_stops_before_probe(text: str) -> bool:
+    """Whether XLA's parser rejects `text` before it reaches the unknown attribute zzz_probe."""
+    with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
+        _hlo.hlo_module_from_text(text)
+    first = re.search(r"error: ([^\n]*)", str(xla.value))
+    assert first is not None, str(xla.value)
+    return 'unexpected attribute "zzz_probe"' not in first[1]
 
 
 @versions.requires_jax("xla-attribute-table")
 @pytest.mark.parametrize(("opcode", "name"), _TYPED, ids=lambda v: v)
 def test_attribute_value_syntax_is_what_xla_reads(opcode: str, name: str) -> None:
-    """XLA fails with 'error parsing attribute NAME' on a value of the wrong syntax (here a
-    word) and reads on past one of the syntax the reader's table gives (to the unknown
-    attribute after it, so nothing is built); the reader rejects the word."""
-    good = _GOOD_VALUE[ATTRIBUTE_SYNTAX[name][0]]
-    for value, stops_at in (("zz", f"error parsing attribute {name}"), (good, "zzz_probe")):
-        with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
-            _hlo.hlo_module_from_text(_probe(opcode, attribute=f"{name}={value}, zzz_probe=1"))
-        assert stops_at in str(xla.value), str(xla.value)
+    """On each wrong value XLA stops at the value (before the unknown attribute after it) and
+    the reader rejects the value with one line naming the attribute; on each right value XLA
+    reads on to that unknown attribute (so nothing is built) and the reader accepts it."""
+    wrong, right = _values(opcode, name)
+    for value in wrong:
+        assert _xla_stops_before_probe(_probe(opcode, attribute=f"{name}={value}, zzz_probe=1"))
+        with pytest.raises(HloParseError) as ours:
+            parse_hlo(_probe(opcode, attribute=f"{name}={value}"))
+        assert f"for '{name}' of '{opcode}'" in ours.value.expected, value
+        assert "\n" not in str(ours.value)
+    for value in right:
+        assert not _xla_stops_before_probe(
+            _probe(opcode, attribute=f"{name}={value}, zzz_probe=1")
+        ), value
+        parse_hlo(_probe(opcode, attribute=f"{name}={value}"))
+
+
+@versions.requires_jax("xla-attribute-table")
+@pytest.mark.parametrize("pairs", ["{{0}}", "{{0,1,2}}", "{{0,1},{1}}"])
+def test_source_target_pairs_are_pairs(pairs: str) -> None:
+    """XLA reads any braced lists as source_target_pairs, then rejects lists that are not
+    pairs when it builds the collective-permute; the reader rejects them as it reads."""
+    text = _probe("collective-permute", attribute=f"source_target_pairs={pairs}")
+    with pytest.raises(Exception, match="list of pairs"):
+        _hlo.hlo_module_from_text(text)
+    with pytest.raises(HloParseError, match="source_target_pairs"):
+        parse_hlo(text)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [p.name for p in BANK if p.name.startswith("invalid_attribute_value_")]
+    + [
+        "invalid_attribute_dimensions_not_braced.hlo",
+        "invalid_attribute_dimensions_trailing_comma.hlo",
+    ],
+)
+def test_value_error_points_where_xla_names_the_attribute(name: str) -> None:
+    """XLA reports a bad value twice: at the token where reading it failed, then 'error parsing
+    attribute NAME' at the attribute's name. The reader does not re-read values token by token,
+    so it points where the second report does."""
+    text = (HERE / "fixtures" / "bank" / name).read_text()
+    with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
+        _hlo.hlo_module_from_text(text)
+    where = re.search(r"was parsing (\d+):(\d+): error: error parsing attribute", str(xla.value))
+    assert where is not None, xla.value
     with pytest.raises(HloParseError) as ours:
-        parse_hlo(_probe(opcode, attribute=f"{name}=zz"))
-    assert f"for '{name}'" in ours.value.expected
+        parse_hlo(text)
+    assert (ours.value.line_no, ours.value.col) == (int(where[1]), int(where[2]))
+
+
+# -- hypothesis: a typed attribute of a (reformatted) corpus module gets a wrong value ---------
+
+WRONG_VALUE_SOURCES = REFORMAT_SOURCES + [
+    text
+    for text in [(HERE / "corpus" / name).read_text() for name in ("conv_net.opt.hlo",)]
+    if versions.holds(versions.NEWER_SYNTAX_GATE) or not versions.uses_newer_hlo_syntax(text)
+]
+# a top-level attribute name, and the opcode before it on the same line
+_ATTRIBUTE_NAME = re.compile(r"(?<=, )([a-z_]+)=")
+_OPCODE_BEFORE = re.compile(r" ([a-z][a-z0-9\-]*)\(")
+
+
+@st.composite
+def wrong_value(draw: st.DrawFn) -> str:
+    """A module where one typed attribute whose value reads as its syntax gets a value of the
+    table's wrong ones for that opcode and attribute (the module unchanged when none reads)."""
+    text = draw(st.sampled_from(WRONG_VALUE_SOURCES))
+    spots = []
+    for name in _ATTRIBUTE_NAME.finditer(text, _body_start(text)):
+        line = text.rfind("\n", 0, name.start()) + 1
+        opcode = _OPCODE_BEFORE.search(text, line, name.start())
+        if opcode is None or name[1] not in OPCODE_ATTRIBUTES.get(opcode[1], ()):
+            continue
+        syntax = value_syntax(opcode[1], name[1])
+        value = syntax[1].match(text, name.end()) if syntax is not None else None
+        if value is not None:
+            spots.append((opcode[1], name[1], name.end(), value.end()))
+    if not spots:
+        return text
+    opcode, name, begin, end = draw(st.sampled_from(spots))
+    wrong = draw(st.sampled_from(_values(opcode, name)[0]))
+    return text[:begin] + wrong + text[end:]
+
+
+@versions.requires_jax("xla-attribute-table")
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(wrong_value())
+def test_wrong_attribute_values_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
