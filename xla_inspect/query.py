@@ -72,7 +72,7 @@ class Fusion:
 
     @property
     def label(self) -> str:
-        return f"{self.kind}({self.custom_kind})" if self.custom_kind else self.kind
+        return _label(self.kind, self.custom_kind)
 
     @property
     def absorbed(self) -> Counter[str]:
@@ -169,9 +169,25 @@ def reachable(module: HloModule, roots: tuple[str, ...]) -> list[HloComputation]
 
 
 def _custom_kind(instruction: HloInstruction) -> str | None:
-    config = instruction.attribute("backend_config")
-    found = _CUSTOM_FUSION_KIND.search(config) if config else None
+    # read in the whole attribute list: only a backend_config in braces holds unescaped JSON
+    text = instruction.attributes_text
+    found = _CUSTOM_FUSION_KIND.search(text) if '"kind"' in text else None
     return found.group(1) if found else None
+
+
+def _label(kind: str, custom_kind: str | None) -> str:
+    return f"{kind}({custom_kind})" if custom_kind else kind
+
+
+def fusion_labels(module: HloModule) -> Counter[str]:
+    """Fusions per `Fusion.label` (`kLoop`, `kCustom(__ynn_fusion)`), nested ones too: the same
+    counts as grouping `fusions(module)` by label, without walking the fused computations."""
+    return Counter(
+        _label(instruction.attribute("kind") or "", _custom_kind(instruction))
+        for computation in module.computations
+        for instruction in computation.instructions
+        if instruction.opcode == "fusion"
+    )
 
 
 def _fused_name(fusion: HloInstruction) -> str:

@@ -9,7 +9,12 @@ from types import MappingProxyType
 from typing import Any
 
 from xla_inspect.model import HloModule
-from xla_inspect.query import collectives, custom_call_targets, dots, fusions, opcode_counts
+from xla_inspect.query import (
+    COLLECTIVE_OPCODES,
+    custom_call_targets,
+    fusion_labels,
+    opcode_counts,
+)
 
 __all__ = ["ModuleSummary", "format_summary", "summarize"]
 
@@ -62,9 +67,9 @@ def summarize(module: HloModule) -> ModuleSummary:
         computations=len(module.computations),
         instructions=counts.total(),
         opcode_counts=_frozen(counts),
-        fusions_by_kind=_frozen(Counter(f.label for f in fusions(module))),
-        dots=len(dots(module)),
-        collectives=_frozen(Counter(c.opcode for c in collectives(module))),
+        fusions_by_kind=_frozen(fusion_labels(module)),
+        dots=counts["dot"],
+        collectives=_frozen(Counter({op: counts[op] for op in COLLECTIVE_OPCODES & counts.keys()})),
         custom_calls=_frozen(custom_call_targets(module)),
     )
 
