@@ -75,9 +75,13 @@ def _load(path: str | Path, text: str | None = None) -> HloModule:
     try:
         return parse_hlo(text)
     except HloParseError as exc:
-        raise UsageError(
-            f"{path} line {exc.line_no}: expected {exc.expected}", "is this an HLO text file?"
-        ) from exc
+        raise UsageError(_where(path, exc), "is this an HLO text file?") from exc
+
+
+def _where(path: object, exc: HloParseError) -> str:
+    """`path:line:col: expected ...`, the form editors and terminals link to the spot."""
+    col = f":{exc.col}" if exc.col is not None else ""
+    return f"{path}:{exc.line_no}{col}: expected {exc.expected}"
 
 
 def _looks_like_hlo(path: Path) -> bool:
@@ -357,7 +361,7 @@ def _capture_file(args: argparse.Namespace) -> int:
         held = capture_ir(args.source)
     except HloParseError as exc:
         raise UsageError(
-            f"{args.source} line {exc.line_no}: expected {exc.expected}",
+            _where(args.source, exc),
             "a .hlo or .txt file holds HLO text; StableHLO goes in a .mlir file",
         ) from exc
     except InspectError as exc:

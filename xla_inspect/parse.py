@@ -49,10 +49,12 @@ from xla_inspect.model import (
 # (the common case, on one line: no parentheses inside the operand list). The shape is taken
 # loosely here (`dtype[...]{...}` or a tuple) and checked against _PRINTED_SHAPE_TEXT once per
 # distinct shape text: a full shape pattern in this expression costs a fifth of the read.
+# Possessive repeats (`*+`, `++`): no piece can give characters back to the next one, and not
+# saving backtrack points makes each match about a sixth faster.
 _FAST = re.compile(
-    r"(?a)[ \t]*(ROOT )?%?([\w.\-]+) = "
-    r"([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?|\((?:[^()\n]|\([^()\n]*\))*\))"
-    r" ([a-z][a-z0-9\-]*)\(([^()\n]*)\)(?:, ([^\n]*))?(?=\n|\Z)"
+    r"(?a)[ \t]*+(ROOT )?%?([\w.\-]++) = "
+    r"([a-z][a-z0-9]*+\[[^\]\n]*+\](?:\{[^{}\n]*+\})?|\((?:[^()\n]++|\([^()\n]*+\))*+\))"
+    r" ([a-z][a-z0-9\-]*+)\(([^()\n]*+)\)(?:, ([^\n]*+))?(?=\n|\Z)"
 )
 _PRINTED_SHAPE_TEXT = re.compile(ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN).fullmatch
 # a backslash and the character it escapes (inside strings)
@@ -132,8 +134,70 @@ _CALLERS = frozenset(
 )
 # an attribute name after a ',' in an attribute list (or inside a nested value)
 _KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
-# (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value)
-_OpcodeFacts = tuple[str, int | None, frozenset[str] | None, Callable[[str], bool] | None]
+# (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value,
+# and the attribute lists the fast path read and checked for it, each kept once)
+_OpcodeFacts = tuple[
+    str, int | None, frozenset[str] | None, Callable[[str], bool] | None, dict[str, str]
+]
+# metadata ::= 'metadata={' (field ','?)* '}', each field once: XLA's parser takes these names,
+# with a string, an int32 or (profile_type) a braced list of integers; XLA prints them in this
+# order
+_METADATA_FIELDS = {
+    "op_type": "a string",
+    "op_name": "a string",
+    "source_file": "a string",
+    "source_line": "an integer",  # an int32, as every integer field
+    "source_end_line": "an integer",
+    "source_column": "an integer",
+    "source_end_column": "an integer",
+    "profile_type": "a braced list of integers",
+    "deduplicated_name": "a string",
+    "scheduling_name": "a string",
+    "stack_frame_id": "an integer",
+    "metadata_payload": "a string",
+}
+_METADATA_FIELD = re.compile(
+    r"""\s*+([A-Za-z_][\w.\-]*+)=\s*+("(?:[^"\\]|\\.)*+"|'(?:[^'\\]|\\.)*+'|\{[^{}]*+\}|[^\s,{}"']*+)"""
+    r"\s*+(,?)\s*+"
+)
+_FIELD_VALUE = {
+    "a string": re.compile(r'"(?:[^"\\]|\\.)*+"|\'(?:[^\'\\]|\\.)*+\''),
+    "an integer": re.compile(r"-?[0-9]++"),
+    "a braced list of integers": re.compile(r"\{\s*+(?:-?[0-9]++(?:\s*+,\s*+-?[0-9]++)*+)?\s*+\}"),
+}
+# The same as XLA prints it: fields in XLA's order one space apart, strings without braces,
+# newlines, '//' or '/*', integers of at most 9 digits; then the next attribute or the end
+_PRINTED_STRING = r'"(?:[^"\\\n/{}]++|\\[^\n]|/(?![/*]))*+"'
+_METADATA = re.compile(
+    r"metadata=\{"
+    + "".join(
+        rf"(?:{name}={_PRINTED_STRING if kind == 'a string' else '-?[0-9]{1,9}+'}(?: |(?=\}})))?"
+        for name, kind in _METADATA_FIELDS.items()
+        if name not in ("metadata_payload", "profile_type")
+    )
+    + r"\}(?=, |\Z)"
+).match
+
+
+def _without_metadata(tail: str) -> str | None:
+    """`tail` with its metadata's fields taken out (`metadata={}`), when the metadata is a
+    top-level attribute in XLA's printed form; else None. The metadata is what varies from one
+    instruction to the next, and cannot change whether an attribute list is well formed: a list
+    whose `_without_metadata` form passed the checks passes them too."""
+    at = tail.find("metadata={")
+    if at < 0:
+        return None
+    before = tail[:at]
+    if at and (
+        before[-2:] != ", " or before.count('"') & 1 or before.count("{") != before.count("}")
+    ):
+        return None
+    match = _METADATA(tail, at)
+    if match is None:
+        return None
+    return before + "metadata={}" + tail[match.end() :]
+
+
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -250,24 +314,37 @@ class _Reader:
             return self.error_at(pos, f"{expected} before the end of the text")
         return self.error_at(pos, expected)
 
+    def unclosed(self, opened: int, found: int | None) -> HloParseError:
+        """The error for the bracket at offset `opened`, not closed before the bracket at offset
+        `found` (None: the end of the text). It points at the open bracket: where the fix goes."""
+        text = self.text
+        if found is None:
+            before = "the end of the text"
+        else:
+            column = found - text.rfind("\n", 0, found)
+            before = f"'{text[found]}' at {self.line_of(found) + 1}:{column}"
+        bracket = text[opened]
+        return self.error_at(
+            opened, f"'{_CLOSE_OF[bracket]}' to close this '{bracket}' (before {before})"
+        )
+
     def group_end(self, pos: int) -> int:
         """Offset after the bracket closing the one at `pos` (strings and comments skipped)."""
-        stack: list[str] = []
-        for match in _GROUP_TOKEN.finditer(self.text, pos):
+        stack: list[int] = []  # offsets of the open brackets
+        text = self.text
+        for match in _GROUP_TOKEN.finditer(text, pos):
             token = match.group()
             if token in _CLOSE_OF:
-                stack.append(_CLOSE_OF[token])
+                stack.append(match.start())
             elif token in _OPEN_OF:
-                closer = stack.pop()
-                if token != closer:
-                    raise self.error_at(
-                        match.start(), f"'{closer}' to close '{_OPEN_OF[closer]}' before '{token}'"
-                    )
+                opened = stack.pop()
+                if token != _CLOSE_OF[text[opened]]:
+                    raise self.unclosed(opened, match.start())
                 if not stack:
                     return match.end()
             elif token in "\"'/":
                 raise self.stray(match.start(), "a comment ('/*' or '//'), not a lone '/'")
-        raise self.error_at(len(self.text), f"'{stack[-1]}' before the end of the instruction")
+        raise self.unclosed(stack[-1], None)
 
     def starts_instruction(self, pos: int) -> bool:
         """Whether `ROOT` or `name =` (an instruction's start) stands at `pos`."""
@@ -287,7 +364,7 @@ class _Reader:
         text = self.text
         size = len(text)
         parts: list[str] = []
-        stack: list[str] = []
+        stack: list[int] = []  # offsets of the open brackets
         while True:
             skipped = _SKIP.match(text, pos)
             assert skipped is not None  # _SKIP matches the empty string too
@@ -297,7 +374,7 @@ class _Reader:
             sep = " " if start != pos and parts else ""
             if start >= size:
                 if stack:
-                    raise self.error_at(start, f"'{stack[-1]}' before the end of the text")
+                    raise self.unclosed(stack[-1], None)
                 break
             char = text[start]
             if char in "\"'":
@@ -319,17 +396,15 @@ class _Reader:
                             parts.append(sep + raw)
                             pos = end
                             continue
-                stack.append(_CLOSE_OF[char])
+                stack.append(start)
                 parts.append(sep + char)
                 pos = start + 1
             elif char in ")}]":
                 if not stack:
                     break
-                closer = stack.pop()
-                if char != closer:
-                    raise self.error_at(
-                        start, f"'{closer}' to close '{_OPEN_OF[closer]}' before '{char}'"
-                    )
+                opened = stack.pop()
+                if char != _CLOSE_OF[text[opened]]:
+                    raise self.unclosed(opened, start)
                 parts.append(sep + char)
                 pos = start + 1
             elif char == ",":
@@ -665,6 +740,8 @@ class _Reader:
         instructions: list[HloInstruction] = []
         append = instructions.append
         root = -1
+        # the attribute list was one the fast path read and checked before for this opcode
+        accepted = False
         # line index and offset of the last instruction, when the fast path read it (else -1)
         last_fast = last_fast_pos = -1
         if line >= 0:
@@ -673,10 +750,73 @@ class _Reader:
             line_mode, i, pos = self.resume(pos)
         while True:
             if line_mode:
+                match = fast(text, pos)
+                # The common line: its opcode, shape and attribute list were all read and checked
+                # before in this module, and it is no constant, new parameter number or second
+                # ROOT. Any other line leaves this loop (before changing any state) and takes the
+                # general path below with `match`.
+                while match is not None:
+                    is_root, name, shape, opcode, operand_text, tail = match.groups()
+                    known = opcodes.get(opcode)
+                    if known is None or name in defined:
+                        break
+                    payload = None
+                    if opcode in _PAYLOAD_OPCODES:
+                        if (
+                            opcode != "parameter"
+                            or operand_text in parameters
+                            or not operand_text.isdecimal()
+                        ):
+                            break
+                        payload = operand_text
+                    seen = shapes.get(shape)
+                    if seen is None:
+                        break
+                    shape = seen
+                    if tail is None:
+                        tail = ""
+                    else:
+                        seen = known[4].get(tail)
+                        if seen is not None:
+                            tail = seen
+                        elif (key := _without_metadata(tail)) is not None and key in known[4]:
+                            known[4][tail] = tail
+                        else:
+                            break
+                    try:
+                        if payload is not None or not operand_text:
+                            operands = ()
+                        elif "," in operand_text:
+                            operands = tuple(
+                                map(look_up, operand_text.replace("%", "").split(", "))
+                            )
+                        else:
+                            operands = (look_up(operand_text.replace("%", "")),)
+                    except KeyError:
+                        break
+                    if known[1] is not None and len(operands) != known[1]:
+                        break
+                    if is_root:
+                        if root >= 0:
+                            break
+                        root = len(instructions)
+                    if payload is not None:
+                        parameters.add(payload)
+                    defined[name] = name
+                    instruction = builder(  # pyright: ignore[reportAssignmentType]
+                        name, opcode, shape, operands, tail, is_root is not None, payload, i + 1
+                    )
+                    instruction.__class__ = HloInstruction
+                    append(instruction)
+                    if opcode in callers:
+                        self.callers.append((instruction, number))
+                    last_fast, last_fast_pos = i, pos
+                    i += 1
+                    pos = match.end() + 1
+                    match = fast(text, pos)
                 if pos > size:
                     count = len(self.lines)
                     raise self.error(count - 1, f"'}}' to close computation '{computation}'")
-                match = fast(text, pos)
                 if match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     # complete when brackets and quotes balance by count; in doubt, the token path
@@ -684,6 +824,11 @@ class _Reader:
                         match = None
                     elif tail is None:
                         tail = ""
+                    elif (known := opcodes.get(opcode)) is not None and (
+                        seen := known[4].get(tail)
+                    ) is not None:
+                        tail = seen  # read and checked before: skip the checks, share the text
+                        accepted = True
                     elif (
                         not tail
                         or tail[-1] in ",= \t\r"
@@ -732,6 +877,7 @@ class _Reader:
                 last_fast_pos = pos
                 i += 1
                 pos = match.end() + 1
+                fast_tail = True
             else:
                 pos = self.skip(pos)
                 if text.startswith("}", pos):
@@ -744,23 +890,32 @@ class _Reader:
                 )
                 line_mode, i, pos = self.resume(pos)
                 last_fast = -1
+                fast_tail = False
             known = opcodes.get(opcode)
             if known is None:
                 known = self.new_opcode(opcode, index)
-            opcode, expected, allowed, bad_value = known
-            # attribute names: the first, and each after a ',' (a nested one may show up
-            # here too: then the exact split decides)
-            if (
-                tail
-                and allowed is not None
-                and (
-                    tail[: tail.find("=")] not in allowed
-                    or ("," in tail and not allowed.issuperset(after_comma(tail)))
-                )
-            ):
-                self.check_attribute_names(opcode, allowed, tail, index)
-            if tail and bad_value is not None and bad_value(tail):
-                self.check_attribute_values(opcode, tail, index)
+            opcode, expected, allowed, bad_value, tails = known
+            if accepted:
+                accepted = False
+            elif tail:
+                # attribute names: the first, and each after a ',', each known and none twice
+                # (a nested one may show up here too: then the exact split decides)
+                names = after_comma(tail) if "," in tail else []
+                names.append(tail[: tail.find("=")])
+                if (allowed is not None and not allowed.issuperset(names)) or (
+                    len(names) > 1 and len(set(names)) != len(names)
+                ):
+                    self.check_attribute_names(opcode, allowed, tail, index)
+                if bad_value is not None and bad_value(tail):
+                    self.check_attribute_values(opcode, tail, index)
+                if "metadata=" not in tail:
+                    key = None
+                elif (key := _without_metadata(tail)) is None:
+                    self.check_metadata(tail, index)
+                if fast_tail:
+                    tails[tail] = tail
+                    if key is not None:
+                        tails[key] = key
             known = shapes.get(shape)
             if known is None:
                 self.check_shape(shape, index)
@@ -820,8 +975,8 @@ class _Reader:
 
     def new_opcode(self, opcode: str, index: int) -> _OpcodeFacts:
         """(opcode, its fixed operand count or None, the attributes it takes or None when
-        not known, a test for a typed attribute with a bad value or None), once per opcode
-        and module."""
+        not known, a test for a typed attribute with a bad value or None, an empty dict of
+        checked attribute lists), once per opcode and module."""
         if not is_opcode(opcode):
             close = get_close_matches(opcode, OPCODE_ARITY, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -834,6 +989,7 @@ class _Reader:
             OPCODE_ARITY.get(opcode),
             OPCODE_ATTRIBUTES.get(opcode),
             bad,
+            {},
         )
         return known
 
@@ -854,12 +1010,62 @@ class _Reader:
                     found.start() + 1 if found else None,
                 )
 
+    def check_metadata(self, tail: str, index: int) -> None:
+        """The metadata in the attribute list `tail`, if any, is '{' (field ','?)* '}' with
+        fields XLA knows, each once, each value of its type."""
+        value = next((v for k, v in split_attributes(tail) if k == "metadata"), None)
+        if value is None:
+            return
+        if value[:1] != "{" or value[-1:] != "}":
+            raise self.error(index, f"metadata as {{field=value ...}}, not '{value}'", near=value)
+        body, pos, seen = value[1:-1], 0, set()
+        while body[pos:].strip():
+            match = _METADATA_FIELD.match(body, pos)
+            if match is None:
+                rest = body[pos:].split()[0]
+                raise self.error(index, f"a metadata field as name=value, not '{rest}'", near=rest)
+            field, text, comma = match.groups()
+            kind = _METADATA_FIELDS.get(field)
+            if kind is None:
+                close = get_close_matches(field, _METADATA_FIELDS, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise self.error(
+                    index,
+                    f"a metadata field ({', '.join(sorted(_METADATA_FIELDS))}), "
+                    f"not '{field}'{hint}",
+                    near=field,
+                )
+            if field in seen:
+                raise self.error(
+                    index, f"each metadata field once, not '{field}' again", near=field
+                )
+            seen.add(field)
+            if _FIELD_VALUE[kind].fullmatch(text) is None or (
+                kind == "an integer" and not -(2**31) <= int(text) < 2**31
+            ):
+                raise self.error(
+                    index, f"{kind} for metadata field '{field}', not '{text}'", near=field
+                )
+            pos = match.end()
+            if comma and pos == len(body):
+                raise self.error(index, f"a metadata field after ',' in '{value}'", near=field)
+
     def check_attribute_names(
-        self, opcode: str, allowed: frozenset[str], tail: str, index: int
+        self, opcode: str, allowed: frozenset[str] | None, tail: str, index: int
     ) -> None:
-        """Every attribute of the list `tail` is one `opcode` takes (XLA rejects others)."""
+        """Every attribute of the list `tail` is one `opcode` takes (XLA rejects others; None:
+        any name), and none comes twice."""
+        seen: set[str] = set()
         for key, _ in split_attributes(tail):
-            if key not in allowed:
+            if key in seen:
+                line = self.lines[index]
+                found = list(re.finditer(r"(?<![\w.\-])" + re.escape(key) + "=", line))
+                column = found[-1].start() + 1 if len(found) > 1 else None
+                raise HloParseError(
+                    index + 1, line, f"each attribute once, not '{key}' again", column
+                )
+            seen.add(key)
+            if allowed is not None and key not in allowed:
                 own = sorted(allowed - ANY_INSTRUCTION_ATTRIBUTES)
                 close = get_close_matches(key, sorted(allowed), n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""

@@ -304,7 +304,7 @@ def test_capture_of_ir_files(tmp_path: Path, capsys) -> None:
     [
         (["summary", "missing.txt"], "missing.txt: no such file or directory — check the path"),
         (["diff", "missing.txt", "x"], "missing.txt: no such file — check the path"),
-        (["normalize", "{model}"], "line 1: expected"),
+        (["normalize", "{model}"], "model.py:1:8: expected"),
         (["capture", "{model}:mlp", "--arg", "f33[2]", "--out", "{tmp}"], "bad --arg 'f33[2]'"),
         (["capture", "no_such_module_xi:f", "--out", "{tmp}"], "cannot import no_such_module_xi"),
         (["capture", "{model}:nope", "--out", "{tmp}"], "has no attribute 'nope'"),
@@ -343,10 +343,10 @@ def test_capture_of_ir_files(tmp_path: Path, capsys) -> None:
             ["capture", "{hlo}", "--passes", "--out", "{tmp}"],
             "takes no --arg, --args-from, --passes or --target",
         ),
-        (["capture", "{bad_hlo}", "--out", "{tmp}"], "bad.hlo line 1: expected"),
+        (["capture", "{bad_hlo}", "--out", "{tmp}"], "bad.hlo:1:8: expected"),
         (["capture", "{bad_mlir}", "--out", "{tmp}"], "compiling the StableHLO failed"),
         (["passes", "{tmp}"], "no per-pass dump files"),
-        (["graph", "{model}"], "line 1: expected"),
+        (["graph", "{model}"], "model.py:1:8: expected"),
         (["graph", "missing.hlo"], "missing.hlo: no such file — check the path"),
         (["bogus"], "invalid choice: 'bogus'"),
         ([], "required: verb"),
@@ -377,7 +377,7 @@ def test_parse_errors_name_file_line_and_fix(tmp_path: Path, capsys) -> None:
     bad.write_text("HloModule m\n\nENTRY %e {\n  %p = f32[2]{0} parameter(0)\n  garbage here\n}\n")
     code, _, err = _run(capsys, "summary", str(bad))
     assert code == 2
-    assert err.startswith(f"xla-inspect: error: {bad} line 5: expected ")
+    assert err.startswith(f"xla-inspect: error: {bad}:5:11: expected ")
     assert err.rstrip().endswith("— is this an HLO text file?")
 
 

@@ -176,10 +176,10 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
         ("", 1, "at least one computation"),
         ("HloModule m\n", 2, "at least one computation"),
         ("HloModule m\nENTRY e {\n", 3, "'}' to close computation 'e'"),
-        (GOOD.replace("add(p, p)", "add(p, p"), 5, "')' to close '(' before '}'"),
-        (GOOD.replace("add(p, p)\n}", "add(p, p"), 5, "')' before the end"),
+        (GOOD.replace("add(p, p)", "add(p, p"), 4, "')' to close this '(' (before '}' at 5:1)"),
+        (GOOD.replace("add(p, p)\n}", "add(p, p"), 4, "'(' (before the end of the text)"),
         (GOOD.replace("add(p, p)", "add(p, p))"), 4, "',' before attributes after the operand"),
-        (GOOD.replace("add(p, p)", "add(p, p), m={a=(1}"), 4, "')' to close '(' before '}'"),
+        (GOOD.replace("add(p, p)", "add(p, p), m={a=(1}"), 4, "')' to close this '(' (before '}'"),
         (GOOD.replace("add(p, p)", 'add(p, p), m="x'), 4, "'\"' to close the string"),
         (GOOD.replace("ROOT a", "p"), 4, "a new instruction name, not 'p'"),
         (
