@@ -1,0 +1,419 @@
+"""check_module_attributes agrees with XLA's parser on the `HloModule name, key=value` header.
+
+Every rule is a pair of lists below: header attributes XLA accepts and ones it rejects, several
+spellings each, run through jaxlib's `_hlo.hlo_module_from_text` (in a child process, one fork
+per header, so a header that aborts XLA fails one case, not the run) and through the checker
+on the attributes as the reader keeps them. Real headers (the corpus, the recordings, the
+snapshots of jax 0.10-0.12) must all pass.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kata_harness import versions
+from xla_inspect._header import check_module_attributes
+from xla_inspect._lexing import split_attributes
+from xla_inspect.parse import parse_hlo
+
+pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO bindings are absent")
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+# an entry whose result is a tuple, so output indices {}, {0} and {1} exist
+BODY = """
+
+ENTRY main {
+  p0 = f32[2,3]{1,0} parameter(0)
+  p1 = s32[] parameter(1)
+  n = f32[2,3]{1,0} negate(p0)
+  ROOT t = (f32[2,3]{1,0}, s32[]) tuple(n, p1)
+}
+"""
+LAYOUT = "entry_computation_layout="
+
+ACCEPTED = [
+    # booleans
+    "is_scheduled=true",
+    "is_scheduled=false",
+    "alias_passthrough_params=true",
+    "alias_passthrough_params=false",
+    # integers (int64; a non-negative one is read as uint64, so 2**64-1 is -1)
+    "replica_count=4",
+    "replica_count=1",
+    "num_partitions=8",
+    "num_partitions=0",
+    "num_partitions=-2",
+    "replica_count=18446744073709551615",
+    # bool or bool list
+    "allow_spmd_sharding_propagation_to_output={true}",
+    "allow_spmd_sharding_propagation_to_output=true",
+    "allow_spmd_sharding_propagation_to_output={}",
+    "allow_spmd_sharding_propagation_to_parameters={false,false}",
+    "allow_spmd_sharding_propagation_to_parameters={ true, false, true }",
+    "allow_spmd_sharding_propagation_to_parameters=false",
+    # entry_computation_layout
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3], s32[])->(f32[2,3], s32[])}",
+    LAYOUT + "{( f32[2, 3]{1, 0}, s32[] ) -> (f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32 [2,3] {1,0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[],)->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{0,1}, s32[])->(f32[2,3]{0,1}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:T(8,128)}, s32[])->(f32[2,3]{1,0:T(8,128)(2,1)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:T(8,128)(2,1)S(1)}, s32[])->(f32[2,3]{1,0:T(8, 128)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:T(8,128)E(32)}, s32[])->(f32[2,3]{1,0:T(2,*)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:L(4)}, s32[])->(f32[2,3]{1,0:D(D,D)SC(1:1,2)M(8)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:#(u32)*(u64)}, s32[])->f32[2,3]{1,0:SC(0:1,2)(1:0)}}",
+    LAYOUT + "{(f32[2,3]{1,0:}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[<=2,?]{1,0}, token[])->(f32[2,3]{1,0}, (s32[], pred[4]{0}))}",
+    LAYOUT + "{(b(f32[2,3]{1,0}), s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(s4[2,3]{1,0:E(4)}, f8e4m3fn[2]{0}, u1[3]{0}, opaque[])->()}",
+    LAYOUT + "{()->f32[]}",
+    # XLA does not compare the layout with the entry computation's parameters; it validates
+    # the layouts of tuple elements only (a permutation, no index types, positive tiles...)
+    LAYOUT + "{(f32[7]{0}, f32[7]{0}, f32[7]{0})->f32[5]{0}}",
+    LAYOUT + "{(f32[2,3]{1,1}, s32[])->f32[2,3]{1,5}}",
+    LAYOUT + "{(f32[2,3]{1,0:T()E(-1)}, s32[])->(f32[2,3]{0,1:T(8,*)S(-1)}, s32[])}",
+    # input_output_alias: {output index}: (parameter, parameter index, kind?)
+    "input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }",
+    "input_output_alias={ {0}: (0, {}, must-alias) }",
+    "input_output_alias={ {0}: (0, {}) }",
+    "input_output_alias={{0}:(0,{},may-alias),{1}:(1,{})}",
+    "input_output_alias={ {0}: (0, {}), }",
+    "input_output_alias={ {0}: (0, {0,}) }",
+    "input_output_alias={}",
+    # XLA reads the parameter number without checking that one is there
+    "input_output_alias={ {0}: (, {}) }",
+    # buffer_donor: (parameter, parameter index)
+    "buffer_donor={ (0, {}) }",
+    "buffer_donor={ (0, {}), (1, {}) }",
+    "buffer_donor={(0,{}),}",
+    "buffer_donor={}",
+    "buffer_donor={ (, {}) }",
+    # frontend_attributes: name=string or name=JSON dict
+    'frontend_attributes={xla.sdy.meshes="{mesh = #sdy.mesh<[\\"x\\"=2]>}"}',
+    'frontend_attributes={arg_layout_modes="default;default",out_memory_spaces="0"}',
+    'frontend_attributes={a="b", a="c"}',
+    'frontend_attributes={a.b-c="1", d="2"}',
+    'frontend_attributes={a={"x": {"y": "}"}}}',
+    "frontend_attributes={}",
+    # backend_config: string or JSON dict (braces balanced, nothing more)
+    'backend_config="x"',
+    'backend_config=""',
+    'backend_config={"a": 1}',
+    "backend_config={}",
+    "backend_config={a}",
+    # debug_attributes: {original array}: attributes, or a list of them
+    'debug_attributes={ {"x"}: {op_id=1} }',
+    'debug_attributes={ {"x" {0}}: {op_id=1, callback_id=2, partitioned=true, log_mode=default} }',
+    'debug_attributes={ {"x"}: ({op_id=1}, {log_mode=fusion_debugger}) }',
+    'debug_attributes={ {"x"}: (), {"y"}: {op_id=2} }',
+    "debug_attributes={ {}: {partitioned=false} }",
+    "debug_attributes={}",
+    # origin_recovery_table: entries with no ',' between them; a string holds a whole module
+    'origin_recovery_table={ {"a"}: {"b"} }',
+    'origin_recovery_table={ {"a"}: {"b"} {"c" {1}}: {"d" {}} }',
+    'origin_recovery_table={ {"a"}: {"b"}, "HloModule r\\n\\nENTRY e {\\n  ROOT p = f32[] '
+    'parameter(0)\\n}\\n" }',
+    "origin_recovery_table={}",
+    # several at once, as XLA prints them
+    "is_scheduled=true, " + LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])}, "
+    "allow_spmd_sharding_propagation_to_parameters={false,false}, "
+    "allow_spmd_sharding_propagation_to_output={true,true}, replica_count=2, num_partitions=4",
+]
+
+REJECTED = [
+    # names XLA does not list
+    "entry_computaton_layout={(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    "is_schedulde=true",
+    "calls=main",
+    "Is_scheduled=true",
+    "frontend_attribute={}",
+    # booleans
+    "is_scheduled=ttrue",
+    "is_scheduled=True",
+    "is_scheduled=1",
+    "alias_passthrough_params=yes",
+    # integers
+    "replica_count=4.0",
+    "replica_count=0x4",
+    "replica_count=true",
+    "replica_count=4x4",
+    "num_partitions=two",
+    "replica_count=18446744073709551616",
+    # bool lists
+    "allow_spmd_sharding_propagation_to_output={true,}",
+    "allow_spmd_sharding_propagation_to_output={true false}",
+    "allow_spmd_sharding_propagation_to_output={1}",
+    "allow_spmd_sharding_propagation_to_parameters=yes",
+    # entry_computation_layout
+    LAYOUT + "true",
+    LAYOUT + "{0}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{f32[2,3]{1,0}->f32[2,3]{1,0}}",
+    LAYOUT + "{(f23[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s23[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{2,1,0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{:T(8,128)}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:X(1)}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:S(1)T(8,128)}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:E(32)T(8,128)}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0} s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2 3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[],)}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])->f32[]}",
+    LAYOUT + "{(f32[-1]{0}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])=>(f32[2,3]{1,0}, s32[])}",
+    # the layout of a tuple element is validated
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,1}, s32[])}",
+    LAYOUT + "{((f32[2,3]{1,5}), s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, (s32[], pred[2]{5}))}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:#(u32)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:*(u64)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:T()}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:T(8,0)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:E(-1)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:SC(0:1,2)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:SC(1:2,1)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:SC(1:1)(1:2)}, s32[])}",
+    # XLA aborts the process on these (a CHECK), rather than returning an error
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:L(0)}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0:L(-1)}, s32[])->(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])->f32[2,3]{1,0:T(8,128)L(0)}}",
+    # input_output_alias
+    "input_output_alias={ {0}: 0 }",
+    "input_output_alias={ {0}: (0, {}, maybe-alias) }",
+    "input_output_alias={ {0}: (0, {}, ) }",
+    "input_output_alias={ {0}: (0, {}) {1}: (1, {}) }",
+    "input_output_alias={ {0}: (0) }",
+    "input_output_alias={ 0: (0, {}) }",
+    "input_output_alias={ {0}: (0, {,}) }",
+    "input_output_alias=true",
+    # buffer_donor
+    "buffer_donor={ (0) }",
+    "buffer_donor={ 0: (0, {}) }",
+    "buffer_donor={ (0, {}) (1, {}) }",
+    "buffer_donor={ (0, 0) }",
+    # frontend_attributes
+    'frontend_attributes={a="b",}',
+    "frontend_attributes={a=b}",
+    "frontend_attributes={a=1}",
+    'frontend_attributes={"a"="b"}',
+    'frontend_attributes={a="b" c="d"}',
+    'frontend_attributes={a ="b"}',
+    'frontend_attributes={a={"x": 1}',
+    # backend_config
+    "backend_config=abc",
+    "backend_config=1",
+    # debug_attributes
+    'debug_attributes={ {"x"}: {opid=1} }',
+    'debug_attributes={ {"x"}: {log_mode=loud} }',
+    'debug_attributes={ {"x"}: {} }',
+    'debug_attributes={ {"x"}: {op_id=one} }',
+    'debug_attributes={ {"x"}: {op_id=1}, }',
+    "debug_attributes={ {x}: {op_id=1} }",
+    # origin_recovery_table
+    'origin_recovery_table={ {"a"}: {"b"}, {"c"}: {"d"} }',
+    'origin_recovery_table={ {"a"}: {"b"}, "bogus" }',
+    'origin_recovery_table={ {"a"} {"b"} }',
+]
+
+_ORACLE = r"""
+import json, os, sys
+from jaxlib import _hlo
+verdicts = []
+for text in json.load(sys.stdin):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        os.close(2)  # XLA logs RET_CHECK failures on stderr
+        try:
+            _hlo.hlo_module_from_text(text)
+            os.write(write, b"accepted")
+        except Exception as exc:
+            os.write(write, ("rejected " + str(exc).replace("\n", " ")[:2000]).encode())
+        os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    verdicts.append(b"".join(chunks).decode() or "aborted")
+json.dump(verdicts, sys.stdout)
+"""
+
+
+def _xla_verdicts(texts: list[str]) -> list[str]:
+    """XLA's verdict on each text ('accepted', 'rejected <message>' or 'aborted'), each read
+    in a child process forked from one that imported jaxlib."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ORACLE],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def xla() -> dict[str, str]:
+    """XLA's verdict on every case, keyed by the header's attribute text; '' holds its verdict
+    on an unknown attribute, whose message lists the attributes it allows."""
+    cases = ["bogus=1", *ACCEPTED, *REJECTED]
+    verdicts = _xla_verdicts([f"HloModule m, {case}{BODY}" for case in cases])
+    return {("" if case == "bogus=1" else case): v for case, v in zip(cases, verdicts, strict=True)}
+
+
+def _xla_names(xla: dict[str, str]) -> set[str]:
+    listed = re.search(r"Allowed attributes: (\w+(?:, \w+)*)", xla[""])
+    assert listed is not None, xla[""]
+    return set(listed.group(1).split(", "))
+
+
+def _ours(case: str) -> tuple[str, str] | None:
+    """The checker's verdict on the attributes `case` lists (`k=v, k2=v2`)."""
+    return check_module_attributes(dict(split_attributes(case)))
+
+
+def _skip_unless_xla_lists(case: str, xla: dict[str, str]) -> None:
+    missing = sorted({key for key, _ in split_attributes(case)} - _xla_names(xla))
+    if missing and case in ACCEPTED:
+        pytest.skip(f"this jaxlib's parser lists no module attribute {', '.join(missing)}")
+
+
+def test_names_are_what_xla_lists(xla: dict[str, str]) -> None:
+    ours = check_module_attributes({"bogus": "1"})
+    assert ours is not None
+    listed = set(ours[1].removeprefix("a module attribute: ").split(", "))
+    assert _xla_names(xla) <= listed
+    if versions.holds("xla-attribute-table"):  # older parsers know fewer
+        assert listed == _xla_names(xla)
+
+
+@pytest.mark.parametrize("case", ACCEPTED)
+def test_accepted_by_both(case: str, xla: dict[str, str]) -> None:
+    _skip_unless_xla_lists(case, xla)
+    assert xla[case] == "accepted"
+    assert _ours(case) is None
+
+
+@pytest.mark.parametrize("case", REJECTED)
+def test_rejected_by_both(case: str, xla: dict[str, str]) -> None:
+    assert xla[case].startswith("rejected") or xla[case] == "aborted"
+    problem = _ours(case)
+    assert problem is not None
+    key, expected = problem
+    assert case.startswith(f"{key}=") or f", {key}=" in case
+    assert expected and "\n" not in expected
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("entry_computaton_layout", "entry_computation_layout"),
+        ("is_schedulde", "is_scheduled"),
+        ("input_output_aliases", "input_output_alias"),
+        ("num_partition", "num_partitions"),
+        ("frontend_attribute", "frontend_attributes"),
+    ],
+)
+def test_misspelt_name_gets_a_suggestion(name: str, suggestion: str) -> None:
+    problem = check_module_attributes({"is_scheduled": "true", name: "{}"})
+    assert problem is not None
+    assert problem[0] == name
+    assert f"did you mean '{suggestion}'" in problem[1]
+    assert "alias_passthrough_params" in problem[1] and "replica_count" in problem[1]
+
+
+def test_unknown_name_lists_the_alternatives() -> None:
+    problem = check_module_attributes({"calls": "main"})
+    assert problem is not None and problem[0] == "calls"
+    assert "did you mean" not in problem[1]
+    assert "entry_computation_layout" in problem[1] and "input_output_alias" in problem[1]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "key", "says"),
+    [
+        ({"is_scheduled": "ttrue"}, "is_scheduled", "true or false"),
+        ({"replica_count": "4.0"}, "replica_count", "integer"),
+        (
+            {"entry_computation_layout": "{(f32[2,3]{1})->f32[2,3]{1,0}}"},
+            "entry_computation_layout",
+            "a layout listing 2 dimensions for [2,3], not 1",
+        ),
+        (
+            {"entry_computation_layout": "{(f23[2,3]{1,0})->f32[2,3]{1,0}}"},
+            "entry_computation_layout",
+            "a shape such as f32[2,3]{1,0}",
+        ),
+        ({"input_output_alias": "{ {0}: (0, {}, maybe) }"}, "input_output_alias", "must-alias"),
+        ({"frontend_attributes": "{a=b}"}, "frontend_attributes", "JSON dict"),
+    ],
+)
+def test_value_problem_names_what_was_expected(
+    attributes: dict[str, str], key: str, says: str
+) -> None:
+    problem = check_module_attributes({"num_partitions": "1", **attributes})
+    assert problem is not None
+    assert problem[0] == key and says in problem[1]
+
+
+REAL = sorted(
+    [*HERE.glob("corpus/*.hlo"), *ROOT.glob("katas/phase1[12]/recorded/*.hlo")]
+    + [
+        p
+        for p in ROOT.glob("snapshots/*/*/katas/*/*/*.txt")
+        if p.read_text().startswith("HloModule")
+    ]
+)
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_real_header_passes(path: Path) -> None:
+    attributes = parse_hlo(path.read_text()).attributes
+    assert attributes
+    assert check_module_attributes(attributes) is None
+
+
+BANK = sorted((HERE / "fixtures" / "bank").glob("*valid_header_*.hlo"))
+
+
+@pytest.mark.parametrize("path", BANK, ids=lambda p: p.name)
+def test_bank_header_fixtures_say_what_xla_says(path: Path) -> None:
+    """The header fixtures of the bank (test_oracle checks the reader's whole verdict on them):
+    the checker's verdict on the header alone is the one the file name states."""
+    header = path.read_text().partition("\n\n")[0]
+    assert header.startswith("HloModule ") and "/*" not in header and "//" not in header
+    problem = _ours(header.partition(",")[2])
+    assert (problem is None) == path.name.startswith("valid_")
+
+
+def test_bank_has_header_fixtures_of_both_kinds() -> None:
+    names = [p.name for p in BANK]
+    assert sum(n.startswith("valid_") for n in names) >= 4
+    assert sum(n.startswith("invalid_") for n in names) >= 8
+
+
+def test_a_long_entry_layout_is_read_to_its_end() -> None:
+    """An entry layout of 20,000 parameters (0.5 MB) is read through, and a wrong layout at its
+    end is found (the reader moves a cursor; it never copies the rest of the text)."""
+    shapes = ", ".join(f"f32[{i % 7 + 1},{i % 5 + 1}]{{1,0:T(8,128)}}" for i in range(20_000))
+    value = f"{{({shapes})->(f32[2]{{0}}, s32[])}}"
+    assert check_module_attributes({"entry_computation_layout": value}) is None
+    broken = value[:-2] + ", f32[2]{1,0})}"
+    problem = check_module_attributes({"entry_computation_layout": broken})
+    assert problem is not None and "a layout listing 1 dimension for [2], not 2" in problem[1]

@@ -1,0 +1,456 @@
+"""The attributes of an `HloModule name, key=value, ...` header, checked as XLA's parser checks
+them: the names it allows (each once, the reader's job) and the syntax of each value.
+
+Values arrive as the reader keeps them: comments dropped, runs of whitespace as one space. XLA's
+lexer reads tokens, so whitespace between tokens is ignored here too, except where it splits a
+word (`f32[2 3]` is two numbers) or keeps a name from its `=` (`a ="b"` is not an attribute).
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import re
+from collections.abc import Callable, Mapping
+
+from xla_inspect._lexing import ARRAY_SHAPE
+
+# -- the value text, one token stream -----------------------------------------------------------
+
+# piece ::= string | run of text without quotes | '"' (unterminated)
+_PIECE = re.compile(r'"(?:[^"\\]|\\.)*+"|[^"]++|"')
+# whitespace that separates nothing: not between a word and a word (or a word and its '=')
+_GAP = re.compile(r"(?<![\w.\-])\s++|\s++(?![\w.\-=])")
+_WORD_END = r"(?![\w.\-])"
+_INT = re.compile(r"-?[0-9]++" + _WORD_END)
+_BOOL = re.compile(r"(?:true|false)" + _WORD_END)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*+" + _WORD_END)
+_ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*+=")
+_INT64_RANGE = range(-(2**63), 2**64)  # a non-negative int is read as uint64, then bit-cast
+
+# layout_tail ::= ':' ('D(' levels ')')? ('T' ('(' tile_dims ')')+)? ('L(' int ')')?
+#                 ('#(' utype ')')? ('*(' utype ')')? ('E(' int ')')? ('S(' int ')')?
+#                 ('SC' ('(' int ':' ints? ')')+)? ('M(' int ')')?
+# in this order (XLA reads each part once, in turn); a physical shape 'P(...)' is refused
+# for every dense array, so it is not here
+_N = r"-?[0-9]+"
+_UTYPE = r"u(?:1|2|4|8|16|32|64)"
+_LEVEL = r"[DCSH]\+?~?"
+_TILE_DIM = rf"(?:{_N}|\*)"
+_LAYOUT_TAIL = re.compile(
+    rf":(?:D\((?:{_LEVEL}(?:,{_LEVEL})*)?\))?"
+    rf"(?:T(?P<tiles>(?:\((?:{_TILE_DIM}(?:,{_TILE_DIM})*)?\))+))?"
+    rf"(?:L\((?P<padding>{_N})\))?(?P<index>#\({_UTYPE}\))?(?P<pointer>\*\({_UTYPE}\))?"
+    rf"(?:E\((?P<bits>{_N})\))?(?:S\({_N}\))?"
+    rf"(?:SC(?P<splits>(?:\({_N}:(?:{_N}(?:,{_N})*)?\))+))?(?:M\({_N}\))?"
+)
+_PARENTHESIZED = re.compile(r"\(([^()]*)\)")
+_ARRAY_PARTS = re.compile(r"[^\[]*\[([^\]]*)\](?:\{([^}:]*))?")
+
+
+def _squeezed(value: str) -> str:
+    """`value` without the whitespace that separates nothing (strings kept as they are)."""
+    return "".join(
+        piece if piece.startswith('"') else _GAP.sub("", piece) for piece in _PIECE.findall(value)
+    )
+
+
+class _Mismatch(Exception):
+    """The value stops fitting; `expected` (may be empty) says what would have fitted there."""
+
+    def __init__(self, expected: str = "") -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+class _Cursor:
+    """Reads the squeezed value text from left to right."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def peek(self, literal: str) -> bool:
+        return self.text.startswith(literal, self.pos)
+
+    def eat(self, literal: str) -> bool:
+        if self.text.startswith(literal, self.pos):
+            self.pos += len(literal)
+            return True
+        return False
+
+    def expect(self, literal: str) -> None:
+        if not self.eat(literal):
+            raise _Mismatch(f"'{literal}'")
+
+    def match(self, pattern: re.Pattern[str]) -> str | None:
+        found = pattern.match(self.text, self.pos)
+        if found is None:
+            return None
+        self.pos = found.end()
+        return found.group()
+
+    def end(self) -> None:
+        if self.pos != len(self.text):
+            raise _Mismatch("nothing more")
+
+    def excerpt(self) -> str:
+        rest = self.text[self.pos : self.pos + 30]
+        return f"'{rest}'" if rest else "the end"
+
+
+# -- the pieces values are made of --------------------------------------------------------------
+
+
+def _int(cursor: _Cursor) -> None:
+    text = cursor.match(_INT)
+    if text is None or int(text) not in _INT64_RANGE:
+        raise _Mismatch("a 64-bit integer")
+
+
+def _bool(cursor: _Cursor) -> None:
+    if cursor.match(_BOOL) is None:
+        raise _Mismatch("true or false")
+
+
+def _string(cursor: _Cursor) -> str:
+    text = cursor.match(_STRING)
+    if text is None:
+        raise _Mismatch("a quoted string")
+    return text
+
+
+def _json_dict(cursor: _Cursor) -> None:
+    """'{' ... '}' with its braces balanced outside strings (all XLA's lexer asks of it)."""
+    text = cursor.text
+    depth, pos = 0, cursor.pos
+    while pos < len(text):
+        char = text[pos]
+        if char == '"':
+            string = _STRING.match(text, pos)
+            if string is None:
+                raise _Mismatch("a closed string in the JSON dict")
+            pos = string.end()
+            continue
+        depth += (char == "{") - (char == "}")
+        pos += 1
+        if depth == 0:
+            cursor.pos = pos
+            return
+    raise _Mismatch("a JSON dict '{...}' with its braces closed")
+
+
+# shape_index ::= '{' (int (',' int)* ','?)? '}'
+def _shape_index(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    while not cursor.eat("}"):
+        _int(cursor)
+        if not cursor.eat(","):
+            cursor.expect("}")
+            return
+
+
+# shape ::= array_shape | '(' (shape (',' shape)*)? ')' | 'b(' shape ')'
+def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
+    """One shape; `in_tuple`: an element of a tuple, whose layout XLA validates."""
+    if cursor.eat("b("):
+        _shape(cursor, in_tuple)
+        cursor.expect(")")
+        return
+    if cursor.eat("("):
+        if cursor.eat(")"):
+            return
+        _shape(cursor, True)
+        while cursor.eat(","):
+            _shape(cursor, True)
+        cursor.expect(")")
+        return
+    found = ARRAY_SHAPE.match(cursor.text, cursor.pos)
+    if found is None:
+        raise _Mismatch("a shape such as f32[2,3]{1,0}, s32[] or (f32[2]{0}, pred[])")
+    shape = found.group()
+    brace = shape.find("{")
+    layout = shape[brace:] if brace >= 0 else ""
+    colon = layout.find(":")
+    tail = _LAYOUT_TAIL.fullmatch(layout, colon, len(layout) - 1) if colon >= 0 else None
+    if layout == "{}" or (colon >= 0 and tail is None):
+        raise _Mismatch(
+            f"a layout such as {{1,0}} or {{1,0:T(8,128)S(1)}} (parts D T L # * E S SC M, in "
+            f"that order), not '{layout}'"
+        )
+    from xla_inspect.parse import _layout_problem  # parse imports this module
+
+    problem = _layout_problem(shape)
+    if problem is None and tail is not None and int(tail["padding"] or 1) <= 0:
+        problem = f"a positive L(...) padding alignment (XLA aborts on {layout})"
+    if problem is None and in_tuple and layout:
+        problem = _invalid_layout(shape, tail)
+    if problem is not None:
+        raise _Mismatch(problem)
+    cursor.pos = found.end()
+
+
+def _invalid_layout(shape: str, tail: re.Match[str] | None) -> str | None:
+    """What XLA's layout validation (of tuple elements only) refuses in an array shape's
+    layout whose rank fits, or None."""
+    parts = _ARRAY_PARTS.match(shape)
+    assert parts is not None  # an array shape with a layout
+    dims = [int(d.removeprefix("<=")) if d != "?" else -1 for d in parts[1].split(",") if d]
+    order = [int(d) for d in parts[2].split(",") if d]
+    if sorted(order) != list(range(len(dims))):
+        return f"a layout listing each dimension once, not '{shape}'"
+    if tail is None:
+        return None
+    if tail["index"] or tail["pointer"]:
+        return f"no index or pointer type (#, *) in a dense array's layout, not '{shape}'"
+    if tail["bits"] is not None and int(tail["bits"]) < 0:
+        return f"a non-negative E(...) element size, not '{shape}'"
+    for tile in _PARENTHESIZED.findall(tail["tiles"] or ""):
+        if not tile or any(d != "*" and int(d) <= 0 for d in tile.split(",")):
+            return f"tiles of positive sizes or '*', not '{shape}'"
+    split = set[int]()
+    for config in _PARENTHESIZED.findall(tail["splits"] or ""):
+        physical, _, indices = config.partition(":")
+        dim = int(physical)
+        if not 0 <= dim < len(dims) or dim in split:
+            return f"split configs of distinct dimensions below {len(dims)}, not '{shape}'"
+        split.add(dim)
+        size = dims[order[len(order) - 1 - dim]]
+        points = [int(i) for i in indices.split(",") if i]
+        if points != sorted(set(points)) or any(not 0 < i < size for i in points):
+            return f"split indices increasing within the dimension's size, not '{shape}'"
+    return None
+
+
+# original_array ::= '{' (string shape_index?)? '}'
+def _original_array(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    if cursor.peek('"'):
+        _string(cursor)
+        if cursor.peek("{"):
+            _shape_index(cursor)
+    cursor.expect("}")
+
+
+# -- one reader per attribute ---------------------------------------------------------------------
+
+
+def _whole(read: Callable[[_Cursor], None]) -> Callable[[_Cursor], None]:
+    """`read`, then the end of the value."""
+
+    def whole(cursor: _Cursor) -> None:
+        read(cursor)
+        cursor.end()
+
+    return whole
+
+
+# bool_list ::= bool | '{' (bool (',' bool)*)? '}'
+def _bool_list(cursor: _Cursor) -> None:
+    if cursor.match(_BOOL) is not None:
+        return
+    cursor.expect("{")
+    if cursor.eat("}"):
+        return
+    _bool(cursor)
+    while cursor.eat(","):
+        _bool(cursor)
+    cursor.expect("}")
+
+
+# entry_computation_layout ::= '{' '(' (shape (',' shape)* ','?)? ')' '->' shape '}'
+def _computation_layout(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    cursor.expect("(")
+    while not cursor.eat(")"):
+        _shape(cursor)
+        if not cursor.eat(","):
+            cursor.expect(")")
+            break
+    cursor.expect("->")
+    _shape(cursor)
+    cursor.expect("}")
+
+
+# input_output_alias ::= '{' (alias (',' alias)* ','?)? '}'
+# alias ::= shape_index ':' '(' int? ',' shape_index (',' ('may-alias' | 'must-alias'))? ')'
+def _aliasing(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    while not cursor.eat("}"):
+        _shape_index(cursor)
+        cursor.expect(":")
+        cursor.expect("(")
+        if not cursor.peek(","):  # XLA reads the parameter number without checking it is there
+            _int(cursor)
+        cursor.expect(",")
+        _shape_index(cursor)
+        if cursor.eat(","):
+            if cursor.match(_NAME) not in ("may-alias", "must-alias"):
+                raise _Mismatch("may-alias or must-alias")
+        cursor.expect(")")
+        if not cursor.eat(","):
+            cursor.expect("}")
+            break
+
+
+# buffer_donor ::= '{' (donor (',' donor)* ','?)? '}'     donor ::= '(' int? ',' shape_index ')'
+def _buffer_donor(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    while not cursor.eat("}"):
+        cursor.expect("(")
+        if not cursor.peek(","):
+            _int(cursor)
+        cursor.expect(",")
+        _shape_index(cursor)
+        cursor.expect(")")
+        if not cursor.eat(","):
+            cursor.expect("}")
+            break
+
+
+# frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'
+def _frontend_attributes(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    if cursor.eat("}"):
+        return
+    while True:
+        if cursor.match(_ATTRIBUTE_NAME) is None:
+            raise _Mismatch("a name=value pair")
+        _string_or_json_dict(cursor)
+        if not cursor.eat(","):
+            break
+    cursor.expect("}")
+
+
+def _string_or_json_dict(cursor: _Cursor) -> None:
+    if cursor.peek("{"):
+        _json_dict(cursor)
+    elif not cursor.peek('"'):
+        raise _Mismatch("a quoted string or a JSON dict {...}")
+    else:
+        _string(cursor)
+
+
+# debug_attributes ::= '{' (original_array ':' (entry | '(' (entry (',' entry)*)? ')')
+#                       (',' ...)*)? '}'
+# entry ::= '{' field (',' field)* '}'
+# field ::= 'log_mode=' ('default' | 'fusion_debugger') | ('callback_id=' | 'op_id=') int
+#         | 'partitioned=' bool
+def _debug_attributes(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    if cursor.eat("}"):
+        return
+    while True:
+        _original_array(cursor)
+        cursor.expect(":")
+        if cursor.eat("("):
+            if not cursor.eat(")"):
+                _debug_entry(cursor)
+                while cursor.eat(","):
+                    _debug_entry(cursor)
+                cursor.expect(")")
+        else:
+            _debug_entry(cursor)
+        if not cursor.eat(","):
+            break
+    cursor.expect("}")
+
+
+def _debug_entry(cursor: _Cursor) -> None:
+    cursor.expect("{")
+    while True:
+        name = cursor.match(_ATTRIBUTE_NAME)
+        if name == "log_mode=":
+            if cursor.match(_NAME) not in ("default", "fusion_debugger"):
+                raise _Mismatch("log_mode=default or log_mode=fusion_debugger")
+        elif name in ("callback_id=", "op_id="):
+            _int(cursor)
+        elif name == "partitioned=":
+            _bool(cursor)
+        else:
+            raise _Mismatch("log_mode=, callback_id=, op_id= or partitioned=")
+        if not cursor.eat(","):
+            break
+    cursor.expect("}")
+
+
+# origin_recovery_table ::= '{' (original_array ':' original_array (',' module_string)?)* '}'
+# (no ',' between entries; the string holds a whole HloModule, which must parse)
+def _recovery_table(cursor: _Cursor) -> None:
+    from xla_inspect.errors import HloParseError
+    from xla_inspect.parse import parse_hlo
+
+    cursor.expect("{")
+    while not cursor.eat("}"):
+        _original_array(cursor)
+        cursor.expect(":")
+        _original_array(cursor)
+        if cursor.eat(","):
+            module = _string(cursor)[1:-1]
+            try:
+                parse_hlo(codecs.decode(module, "unicode_escape"))
+            except (HloParseError, UnicodeDecodeError) as exc:
+                raise _Mismatch(f"a string holding an HloModule that parses ({exc})") from None
+
+
+# -- the attributes XLA's ParseHloModule allows, each with its value's form ----------------------
+
+_ATTRIBUTES: dict[str, tuple[Callable[[_Cursor], None], str]] = {
+    "alias_passthrough_params": (_whole(_bool), "true or false"),
+    "allow_spmd_sharding_propagation_to_output": (
+        _whole(_bool_list),
+        "true, false or a braced list such as {true,false}",
+    ),
+    "allow_spmd_sharding_propagation_to_parameters": (
+        _whole(_bool_list),
+        "true, false or a braced list such as {true,false}",
+    ),
+    "backend_config": (_whole(_string_or_json_dict), "a quoted string or a JSON dict {...}"),
+    "buffer_donor": (_whole(_buffer_donor), "{ (0, {}), (1, {0}) }: (parameter, shape index)"),
+    "debug_attributes": (
+        _whole(_debug_attributes),
+        '{ {"name" {0}}: {op_id=1, callback_id=2, partitioned=true, log_mode=default} }',
+    ),
+    "entry_computation_layout": (
+        _whole(_computation_layout),
+        "{(shape, ...)->shape} such as {(f32[2,3]{1,0}, s32[])->f32[2]{0}}",
+    ),
+    "frontend_attributes": (
+        _whole(_frontend_attributes),
+        '{name="value", other={json}}: name=value pairs, values quoted or JSON dicts',
+    ),
+    "input_output_alias": (
+        _whole(_aliasing),
+        "{ {0}: (0, {}, may-alias) }: output index: (parameter, index, may-alias|must-alias)",
+    ),
+    "is_scheduled": (_whole(_bool), "true or false"),
+    "num_partitions": (_whole(_int), "an integer"),
+    "origin_recovery_table": (
+        _whole(_recovery_table),
+        '{ {"a"}: {"b"}, "HloModule ..." }: original array: original array, module text',
+    ),
+    "replica_count": (_whole(_int), "an integer"),
+}
+
+
+def check_module_attributes(attributes: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first header attribute XLA's parser would refuse, as (its name, what was expected:
+    one line naming the alternatives, with a did-you-mean for a misspelt name), or None when
+    XLA accepts them all. Checks names and value syntax; that a name is not repeated, and what
+    only the module's computations can tell (an alias of an output index the result lacks), are
+    left to the caller."""
+    for name, value in attributes.items():
+        known = _ATTRIBUTES.get(name)
+        if known is None:
+            close = difflib.get_close_matches(name, _ATTRIBUTES, n=1)
+            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            return name, f"a module attribute: {', '.join(_ATTRIBUTES)}{guess}"
+        read, form = known
+        cursor = _Cursor(_squeezed(value))
+        try:
+            read(cursor)
+        except _Mismatch as mismatch:
+            detail = f"{mismatch.expected} at {cursor.excerpt()}" if mismatch.expected else ""
+            return name, f"{form}; {detail}" if detail else form
+    return None
