@@ -13,14 +13,14 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 
-from xla_inspect._lexing import ARRAY_SHAPE
+from xla_inspect._lexing import ARRAY_SHAPE, DTYPE
 
 # -- the value text, one token stream -----------------------------------------------------------
 
 # piece ::= string | run of text without quotes | '"' (unterminated)
 _PIECE = re.compile(r'"(?:[^"\\]|\\.)*+"|[^"]++|"')
 # whitespace that separates nothing: not between a word and a word (or a word and its '=')
-_GAP = re.compile(r"(?<![\w.\-])\s++|\s++(?![\w.\-=])")
+_GAP = re.compile(r"(?<![\w.\-<])\s++|\s++(?![\w.\-=>])")
 _WORD_END = r"(?![\w.\-])"
 _INT = re.compile(r"-?[0-9]++" + _WORD_END)
 _BOOL = re.compile(r"(?:true|false)" + _WORD_END)
@@ -30,18 +30,18 @@ _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*+=")
 _INT64_RANGE = range(-(2**63), 2**64)  # a non-negative int is read as uint64, then bit-cast
 
 # layout_tail ::= ':' ('D(' levels ')')? ('T' ('(' tile_dims ')')+)? ('L(' int ')')?
-#                 ('#(' utype ')')? ('*(' utype ')')? ('E(' int ')')? ('S(' int ')')?
+#                 ('#(' dtype ')')? ('*(' dtype ')')? ('E(' int ')')? ('S(' int ')')?
 #                 ('SC' ('(' int ':' ints? ')')+)? ('M(' int ')')?
 # in this order (XLA reads each part once, in turn); a physical shape 'P(...)' is refused
-# for every dense array, so it is not here
+# for every dense array, so it is not here; '#' and '*' take any type (XLA asks for an
+# unsigned one but reads on when it is not)
 _N = r"-?[0-9]+"
-_UTYPE = r"u(?:1|2|4|8|16|32|64)"
 _LEVEL = r"[DCSH]\+?~?"
 _TILE_DIM = rf"(?:{_N}|\*)"
 _LAYOUT_TAIL = re.compile(
     rf":(?:D\((?:{_LEVEL}(?:,{_LEVEL})*)?\))?"
     rf"(?:T(?P<tiles>(?:\((?:{_TILE_DIM}(?:,{_TILE_DIM})*)?\))+))?"
-    rf"(?:L\((?P<padding>{_N})\))?(?P<index>#\({_UTYPE}\))?(?P<pointer>\*\({_UTYPE}\))?"
+    rf"(?:L\((?P<padding>{_N})\))?(?P<index>#\({DTYPE}\))?(?P<pointer>\*\({DTYPE}\))?"
     rf"(?:E\((?P<bits>{_N})\))?(?:S\({_N}\))?"
     rf"(?:SC(?P<splits>(?:\({_N}:(?:{_N}(?:,{_N})*)?\))+))?(?:M\({_N}\))?"
 )
@@ -109,15 +109,41 @@ def _int(cursor: _Cursor) -> None:
         raise _Mismatch("a 64-bit integer")
 
 
+def _parameter(cursor: _Cursor) -> None:
+    text = cursor.match(_INT)
+    if text is None or not 0 <= int(text) < 2**63:  # XLA refuses a negative one
+        raise _Mismatch("a parameter number, 0 or more")
+
+
 def _bool(cursor: _Cursor) -> None:
     if cursor.match(_BOOL) is None:
         raise _Mismatch("true or false")
+
+
+# escape ::= '\\' (one of abfnrtv\\'"? | octal{1,3} | 'x' hex+ | 'u' hex{4} | 'U' hex{8})
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]*|[0-7]{1,3}|u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f]{0,8}|.)")
+
+
+def _escape_ok(escape: str) -> bool:
+    """Whether XLA's C-style unescaping takes `escape` (the text after a backslash)."""
+    kind, digits = escape[0], escape[1:]
+    if kind in "01234567":
+        return int(escape, 8) <= 0o377
+    if kind == "x":
+        return bool(digits) and int(digits, 16) <= 0xFF
+    if kind == "u":
+        return len(digits) == 4
+    if kind == "U":
+        return len(digits) == 8 and int(digits, 16) <= 0x10FFFF
+    return kind in "abfnrtv\\'\"?"
 
 
 def _string(cursor: _Cursor) -> str:
     text = cursor.match(_STRING)
     if text is None:
         raise _Mismatch("a quoted string")
+    if "\\" in text and not all(_escape_ok(e) for e in _ESCAPE.findall(text, 1, len(text) - 1)):
+        raise _Mismatch('a string whose escapes are C escapes (\\n, \\", \\x41, \\101, \\u0041)')
     return text
 
 
@@ -155,6 +181,8 @@ def _shape_index(cursor: _Cursor) -> None:
 def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     """One shape; `in_tuple`: an element of a tuple, whose layout XLA validates."""
     if cursor.eat("b("):
+        if cursor.peek("(") or cursor.peek("b(") or cursor.peek("token") or cursor.peek("opaque"):
+            raise _Mismatch("an array shape inside b(...)")
         _shape(cursor, in_tuple)
         cursor.expect(")")
         return
@@ -170,6 +198,8 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     if found is None:
         raise _Mismatch("a shape such as f32[2,3]{1,0}, s32[] or (f32[2]{0}, pred[])")
     shape = found.group()
+    if shape.startswith(("token", "opaque")) and not shape.endswith("[]"):
+        raise _Mismatch(f"no dimensions for {shape.partition('[')[0]} (XLA aborts on '{shape}')")
     brace = shape.find("{")
     layout = shape[brace:] if brace >= 0 else ""
     colon = layout.find(":")
@@ -282,7 +312,7 @@ def _aliasing(cursor: _Cursor) -> None:
         cursor.expect(":")
         cursor.expect("(")
         if not cursor.peek(","):  # XLA reads the parameter number without checking it is there
-            _int(cursor)
+            _parameter(cursor)
         cursor.expect(",")
         _shape_index(cursor)
         if cursor.eat(","):
@@ -300,7 +330,7 @@ def _buffer_donor(cursor: _Cursor) -> None:
     while not cursor.eat("}"):
         cursor.expect("(")
         if not cursor.peek(","):
-            _int(cursor)
+            _parameter(cursor)
         cursor.expect(",")
         _shape_index(cursor)
         cursor.expect(")")
@@ -389,9 +419,13 @@ def _recovery_table(cursor: _Cursor) -> None:
         if cursor.eat(","):
             module = _string(cursor)[1:-1]
             try:
-                parse_hlo(codecs.decode(module, "unicode_escape"))
+                problem = check_module_attributes(
+                    parse_hlo(codecs.decode(module, "unicode_escape")).attributes
+                )
             except (HloParseError, UnicodeDecodeError) as exc:
                 raise _Mismatch(f"a string holding an HloModule that parses ({exc})") from None
+            if problem is not None:
+                raise _Mismatch(f"a string holding an HloModule whose {problem[0]} is {problem[1]}")
 
 
 # -- the attributes XLA's ParseHloModule allows, each with its value's form ----------------------

@@ -51,6 +51,8 @@ ACCEPTED = [
     "num_partitions=0",
     "num_partitions=-2",
     "replica_count=18446744073709551615",
+    "replica_count=-9223372036854775808",
+    "replica_count=04",
     # bool or bool list
     "allow_spmd_sharding_propagation_to_output={true}",
     "allow_spmd_sharding_propagation_to_output=true",
@@ -75,6 +77,10 @@ ACCEPTED = [
     LAYOUT + "{(b(f32[2,3]{1,0}), s32[])->(f32[2,3]{1,0}, s32[])}",
     LAYOUT + "{(s4[2,3]{1,0:E(4)}, f8e4m3fn[2]{0}, u1[3]{0}, opaque[])->()}",
     LAYOUT + "{()->f32[]}",
+    LAYOUT + "{(token[], (f32[2]{0}, ()))->f32[]{:T(1)}}",
+    LAYOUT + "{(f32[<= 2]{0})->b(f32[2,3]{1,0 : T (8,128)})}",
+    # XLA asks for an unsigned index type, records the error and reads on
+    LAYOUT + "{(f32[2,3]{1,0:#(s32)*(f32)})->f32[2,3]{1,0:D()}}",
     # XLA does not compare the layout with the entry computation's parameters; it validates
     # the layouts of tuple elements only (a permutation, no index types, positive tiles...)
     LAYOUT + "{(f32[7]{0}, f32[7]{0}, f32[7]{0})->f32[5]{0}}",
@@ -96,12 +102,15 @@ ACCEPTED = [
     "buffer_donor={(0,{}),}",
     "buffer_donor={}",
     "buffer_donor={ (, {}) }",
+    # XLA does not compare the two, nor a parameter index with the parameter's shape
+    "input_output_alias={ {0}: (0, {-1}) }, buffer_donor={ (0, {}) }",
     # frontend_attributes: name=string or name=JSON dict
     'frontend_attributes={xla.sdy.meshes="{mesh = #sdy.mesh<[\\"x\\"=2]>}"}',
     'frontend_attributes={arg_layout_modes="default;default",out_memory_spaces="0"}',
     'frontend_attributes={a="b", a="c"}',
     'frontend_attributes={a.b-c="1", d="2"}',
     'frontend_attributes={a={"x": {"y": "}"}}}',
+    'frontend_attributes={a="\\x41\\101\\u0041\\U00000041\\?\\"\\\\", _b.c-="\\n"}',
     "frontend_attributes={}",
     # backend_config: string or JSON dict (braces balanced, nothing more)
     'backend_config="x"',
@@ -147,6 +156,8 @@ REJECTED = [
     "replica_count=4x4",
     "num_partitions=two",
     "replica_count=18446744073709551616",
+    "replica_count=-9223372036854775809",
+    "replica_count=+4",
     # bool lists
     "allow_spmd_sharding_propagation_to_output={true,}",
     "allow_spmd_sharding_propagation_to_output={true false}",
@@ -173,6 +184,17 @@ REJECTED = [
     LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])->f32[]}",
     LAYOUT + "{(f32[-1]{0}, s32[])->(f32[2,3]{1,0}, s32[])}",
     LAYOUT + "{(f32[2,3]{1,0}, s32[])=>(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[2,3]{1,0}, s32[])- >(f32[2,3]{1,0}, s32[])}",
+    LAYOUT + "{(f32[< =2]{0})->f32[]}",
+    LAYOUT + "{(tuple[])->f32[]}",
+    LAYOUT + "{(f32[2,3]{1,0})->f32[]{}}",
+    LAYOUT + "{(f32[2,3]{1,0})->f32[2,3]{1,0:P(f32[2]{0})}}",
+    LAYOUT + "{(f32[2,3]{1,0})->f32[2,3]{1,0:TT(1)}}",
+    LAYOUT + "{(f32[2,3]{1,0})->f32[2,3]{1,0:D(X)}}",
+    LAYOUT + "{(f32[2,3]{1,0})->f32[2,3]{1,0:SC(0)}}",
+    LAYOUT + "{(b(b(f32[2]{0})))->f32[]}",
+    LAYOUT + "{(b(token[]))->f32[]}",
+    LAYOUT + "{(f32[2,3]{1,0})->b((f32[2,3]{1,0}))}",
     # the layout of a tuple element is validated
     LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,1}, s32[])}",
     LAYOUT + "{((f32[2,3]{1,5}), s32[])->(f32[2,3]{1,0}, s32[])}",
@@ -189,6 +211,8 @@ REJECTED = [
     LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0:L(0)}, s32[])}",
     LAYOUT + "{(f32[2,3]{1,0:L(-1)}, s32[])->(f32[2,3]{1,0}, s32[])}",
     LAYOUT + "{(f32[2,3]{1,0}, s32[])->f32[2,3]{1,0:T(8,128)L(0)}}",
+    LAYOUT + "{(token[2])->f32[]}",
+    LAYOUT + "{(opaque[2])->f32[]}",
     # input_output_alias
     "input_output_alias={ {0}: 0 }",
     "input_output_alias={ {0}: (0, {}, maybe-alias) }",
@@ -198,11 +222,15 @@ REJECTED = [
     "input_output_alias={ 0: (0, {}) }",
     "input_output_alias={ {0}: (0, {,}) }",
     "input_output_alias=true",
+    "input_output_alias={ {0}: (-1, {}) }",
+    "input_output_alias={,}",
     # buffer_donor
     "buffer_donor={ (0) }",
     "buffer_donor={ 0: (0, {}) }",
     "buffer_donor={ (0, {}) (1, {}) }",
     "buffer_donor={ (0, 0) }",
+    "buffer_donor={ (-1, {}) }",
+    "buffer_donor={,}",
     # frontend_attributes
     'frontend_attributes={a="b",}',
     "frontend_attributes={a=b}",
@@ -211,9 +239,16 @@ REJECTED = [
     'frontend_attributes={a="b" c="d"}',
     'frontend_attributes={a ="b"}',
     'frontend_attributes={a={"x": 1}',
+    'frontend_attributes={1a="1"}',
+    'frontend_attributes={a="\\q"}',
+    'frontend_attributes={a="\\x414"}',
+    'frontend_attributes={a="\\400"}',
+    'frontend_attributes={a="\\u004"}',
+    'frontend_attributes={a="\\x"}',
     # backend_config
     "backend_config=abc",
     "backend_config=1",
+    'backend_config="\\q"',
     # debug_attributes
     'debug_attributes={ {"x"}: {opid=1} }',
     'debug_attributes={ {"x"}: {log_mode=loud} }',
@@ -225,6 +260,8 @@ REJECTED = [
     'origin_recovery_table={ {"a"}: {"b"}, {"c"}: {"d"} }',
     'origin_recovery_table={ {"a"}: {"b"}, "bogus" }',
     'origin_recovery_table={ {"a"} {"b"} }',
+    'origin_recovery_table={ {"a"}: {"b"}, "HloModule r, is_scheduled=ttrue\\n\\nENTRY e {\\n  '
+    'ROOT p = f32[] parameter(0)\\n}\\n" }',
 ]
 
 _ORACLE = r"""
