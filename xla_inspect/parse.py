@@ -31,8 +31,8 @@ from xla_inspect._lexing import (
     OTHER_TYPE,
     is_opcode,
     is_shape,
-    operand_names,
     split_attributes,
+    split_top_level,
 )
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import (
@@ -94,6 +94,8 @@ _LITERAL_TOKEN = re.compile(
     r"[{}(),]|\.\.\.|(true|false|[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)"
     r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
+# a literal's brace or element (numbers, words, '(re, im)' pairs), for counting items
+_LITERAL_ITEM = re.compile(r"[{}]|\([^()]*\)|[^\s,{}()]+(?:\([^()]*\))?")
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 _SCALAR = re.compile(
     r"true|false|"
@@ -179,11 +181,12 @@ _METADATA = re.compile(
 ).match
 
 
-def _without_metadata(tail: str) -> str | None:
+def _without_metadata(tail: str, printed: set[str]) -> str | None:
     """`tail` with its metadata's fields taken out (`metadata={}`), when the metadata is a
     top-level attribute in XLA's printed form; else None. The metadata is what varies from one
     instruction to the next, and cannot change whether an attribute list is well formed: a list
-    whose `_without_metadata` form passed the checks passes them too."""
+    whose `_without_metadata` form passed the checks passes them too. `printed` holds metadata
+    texts already matched (about half of a module's repeat), and gains this one."""
     at = tail.find("metadata={")
     if at < 0:
         return None
@@ -192,12 +195,38 @@ def _without_metadata(tail: str) -> str | None:
         before[-2:] != ", " or before.count('"') & 1 or before.count("{") != before.count("}")
     ):
         return None
-    match = _METADATA(tail, at)
-    if match is None:
-        return None
-    return before + "metadata={}" + tail[match.end() :]
+    end = tail.find("}", at) + 1
+    if tail[at:end] not in printed or tail[end : end + 2] not in (", ", ""):
+        match = _METADATA(tail, at)
+        if match is None:
+            return None
+        end = match.end()
+        printed.add(tail[at:end])
+    return before + "metadata={}" + tail[end:]
 
 
+# Words XLA's lexer reads as keywords, not names: a name spelled so is rejected ('expects
+# name'), except with a '%' (`%ROOT`); a type's name is rejected as an instruction name even
+# with a '%'
+_KEYWORD = re.compile(
+    r"(?:inf|nan|true|false|ROOT|ENTRY|HloModule|maximal|replicated|manual|unknown"
+    r"|last_tile_dim_replicate|shard_as|shard_like)\Z"
+).match
+_TYPE_NAME = re.compile(DTYPE + r"\Z").match
+
+
+def _reserved(raw: str, instruction: bool = False) -> str | None:
+    """What makes `raw` (a name as written, with its '%' if any) no name to XLA, or None."""
+    bare = raw.removeprefix("%")
+    if (instruction or bare == raw) and _TYPE_NAME(bare):
+        return f"the type name '{bare}'"
+    if bare == raw and _KEYWORD(bare):
+        return f"the keyword '{bare}'"
+    return None
+
+
+# one operand: an optional shape, then its name (`f32[2]{0} %p`, `%p`, `p#1`)
+_TYPED_OPERAND = re.compile(r"(.*?)\s*+%?([A-Za-z_][\w.\-]*+(?:#[0-9]++)?)", re.S).fullmatch
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -223,6 +252,18 @@ def parse_hlo(text: str) -> HloModule:
     finally:
         if collecting:
             gc.enable()
+
+
+def _compatible(written: Shape, actual: Shape) -> bool:
+    """Whether a shape written before an operand is the operand's, as XLA compares them:
+    element type and dimensions, not layout nor dynamic bounds (`f32[<=2]` is `f32[2]`)."""
+    if written.is_tuple or actual.is_tuple:
+        return (
+            written.is_tuple == actual.is_tuple
+            and len(written.elements) == len(actual.elements)
+            and all(map(_compatible, written.elements, actual.elements))
+        )
+    return written.dtype == actual.dtype and written.dims == actual.dims
 
 
 def _layout_problem(shape: str) -> str | None:
@@ -253,6 +294,9 @@ class _Reader:
         self.callers: list[tuple[HloInstruction, int]] = []
         self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
+        self.printed_metadata: set[str] = set()  # see _without_metadata
+        # the instruction list `shape_of` indexed last, and its name -> shape index
+        self._shape_index: tuple[list[HloInstruction] | None, dict[str, str]] = (None, {})
 
     # -- positions ---------------------------------------------------------------------------
     @cached_property
@@ -590,6 +634,11 @@ class _Reader:
                 computation, pos = self.computation(pos, len(computations))
                 line_mode, i, pos = self.resume(pos)
             if True:
+                name_problem = _reserved(computation.name)
+                if name_problem and "%" + computation.name not in self.lines[index]:
+                    raise self.error(
+                        index, f"a computation name, not {name_problem}", near=computation.name
+                    )
                 if computation.name in order:
                     raise self.error(index, f"a new computation name, not '{computation.name}'")
                 order[computation.name] = len(computations)
@@ -645,6 +694,8 @@ class _Reader:
         match = _IDENT.match(text, at) if at > pos else None
         if match is None or match.group()[0] == "%":
             raise self.stray(at, "'HloModule <name>' followed by ', key=value' attributes")
+        if (problem := _reserved(match.group())) is not None:
+            raise self.error_at(at, f"a module name, not {problem}")
         attributes: dict[str, str] = {}
         pos = match.end()
         while text.startswith(",", at := self.skip(pos)):
@@ -740,6 +791,7 @@ class _Reader:
         instructions: list[HloInstruction] = []
         append = instructions.append
         root = -1
+        printed = self.printed_metadata
         # the attribute list was one the fast path read and checked before for this opcode
         accepted = False
         # line index and offset of the last instruction, when the fast path read it (else -1)
@@ -758,7 +810,11 @@ class _Reader:
                 while match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     known = opcodes.get(opcode)
-                    if known is None or name in defined:
+                    if (
+                        known is None
+                        or name in defined
+                        or ("." not in name and (_KEYWORD(name) or _TYPE_NAME(name)))
+                    ):
                         break
                     payload = None
                     if opcode in _PAYLOAD_OPCODES:
@@ -779,7 +835,9 @@ class _Reader:
                         seen = known[4].get(tail)
                         if seen is not None:
                             tail = seen
-                        elif (key := _without_metadata(tail)) is not None and key in known[4]:
+                        elif (key := _without_metadata(tail, printed)) is not None and key in known[
+                            4
+                        ]:
                             known[4][tail] = tail
                         else:
                             break
@@ -873,6 +931,13 @@ class _Reader:
                                 parameters.discard((dropped.payload or "").strip())
                     line_mode, last_fast = False, -1
                     continue
+                if "." not in name and (
+                    problem := _reserved(
+                        "%" + name if text[match.start(2) - 1 : match.start(2)] == "%" else name,
+                        True,
+                    )
+                ):
+                    raise self.error(i, f"an instruction name, not {problem}", near=name)
                 index = last_fast = i
                 last_fast_pos = pos
                 i += 1
@@ -910,7 +975,7 @@ class _Reader:
                     self.check_attribute_values(opcode, tail, index)
                 if "metadata=" not in tail:
                     key = None
-                elif (key := _without_metadata(tail)) is None:
+                elif (key := _without_metadata(tail, printed)) is None:
                     self.check_metadata(tail, index)
                 if fast_tail:
                     tails[tail] = tail
@@ -1093,8 +1158,9 @@ class _Reader:
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
         """A constant's literal: numbers, true/false, inf/nan in braces nested as deep as the
-        shape's rank (XLA rejects other tokens and a nesting that does not fit)."""
-        if shape[-2:] == "[]" and _SCALAR.fullmatch(payload) is not None:
+        shape's rank, or one number for every element of an array (XLA rejects other tokens
+        and a nesting that does not fit; an array with no elements may stop nesting early)."""
+        if shape[0] != "(" and _SCALAR.fullmatch(payload.strip()) is not None:
             return
         literal = _COMMENT.sub(" ", payload) if "/*" in payload else payload
         adjacent = False
@@ -1122,13 +1188,40 @@ class _Reader:
                 deepest = max(deepest, depth)
             elif char == "}":
                 depth -= 1
-        if deepest != rank or depth != 0:
+        dims = Shape(shape).dims
+        empty = 0 in dims
+        if (deepest > rank if empty else deepest != rank) or depth != 0:
             raise self.error(
                 index,
                 f"a literal with braces nested {rank} deep for shape "
                 f"{shape}, not '{payload.strip()}'",
                 near="constant",
             )
+        if not empty:
+            self.check_literal_counts(literal, dims, shape, index)
+
+    def check_literal_counts(
+        self, literal: str, dims: tuple[int | None, ...], shape: str, index: int
+    ) -> None:
+        """Each brace group of a dense literal holds as many items as its dimension."""
+        counts: list[int] = []
+        for match in _LITERAL_ITEM.finditer(literal):
+            token = match.group()
+            if token == "{":
+                counts.append(0)
+            elif token == "}":
+                level = len(counts) - 1
+                if counts.pop() != dims[level] and dims[level] is not None:
+                    raise self.error(
+                        index,
+                        f"{dims[level]} items in each brace group of level {level + 1} of a "
+                        f"literal for shape {shape}",
+                        near="constant",
+                    )
+                if counts:
+                    counts[-1] += 1
+            elif counts:
+                counts[-1] += 1
 
     # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
     def token_instruction(self, pos: int) -> tuple[str | None, str, str, str, str, str, int]:
@@ -1143,6 +1236,8 @@ class _Reader:
         if match is None:
             raise self.stray(self.skip(pos) if is_root else start, what)
         word, end = match.group(), match.end()
+        if (problem := _reserved(word, True)) is not None:
+            raise self.error_at(match.start(), f"an instruction name, not {problem}")
         if word[0] != "%" and text.startswith("=", end):
             raise self.error_at(
                 match.start(),
@@ -1183,8 +1278,15 @@ class _Reader:
         if at >= end:
             return ""
         while True:
+            if text.startswith(",", at):  # an empty operand: XLA skips it
+                at = self.skip(at + 1)
+                if at >= end:
+                    return ", ".join(names)
+                continue
+            shape = ""
             if text.startswith("(", at) or _DTYPE_WORD.match(text, at):
-                _, at = self.shape(at)
+                shape, at = self.shape(at)
+                shape += " "
                 at = self.skip(at)
             match = _IDENT.match(text, at)
             if match is None or at >= end:
@@ -1195,15 +1297,13 @@ class _Reader:
                 number = _INT.match(text, at + 1)
                 name += "#" + (number.group() if number else "")
                 at = number.end() if number else at + 1
-            names.append(name)
+            names.append(shape + name)
             at = self.skip(at)
             if at >= end:
                 return ", ".join(names)
             if text[at] != ",":
                 raise self.stray(at, "',' between operands")
             at = self.skip(at + 1)
-            if at >= end:
-                raise self.error_at(at, "operand names separated by ','")
 
     # operands with shapes or comments, read by the fast path
     def operands(
@@ -1214,15 +1314,45 @@ class _Reader:
         instructions: list[HloInstruction],
         computation: str,
     ) -> tuple[str, ...]:
-        if not _ANY_COMMENT.sub("", text).strip():
-            return ()
-        found = operand_names(text)
-        if found is None:
-            raise self.error(index, "operand names separated by ','")
-        for name in found:
+        """Operand names from an operand list in any spelling XLA reads: `%a, b`, comments,
+        empty operands (XLA skips `a,, b` and a leading or trailing ','), and `shape name`,
+        whose shape must be the operand's (layouts and dynamic bounds aside)."""
+        found: list[str] = []
+        for piece in split_top_level(_ANY_COMMENT.sub(" ", text)):
+            piece = piece.strip()
+            if not piece:
+                continue
+            match = _TYPED_OPERAND(piece)
+            written = "".join(match.group(1).split()) if match is not None else piece
+            if match is None or (written and not is_shape(written)):
+                raise self.error(
+                    index,
+                    f"an operand as 'name' or 'shape name' (is a ',' missing?), not '{piece}'",
+                    near=piece,
+                )
+            name = match.group(2)
             if name not in defined:
                 self.tuple_element(name, defined, index, instructions, computation)
+            if written:
+                actual = self.shape_of(name, instructions)
+                if not _compatible(Shape(written), Shape(actual)):
+                    raise self.error(
+                        index,
+                        f"the shape of operand '{name}', {actual}, not {written}",
+                        near=piece,
+                    )
+            found.append(name)
         return tuple(found)
+
+    def shape_of(self, name: str, instructions: list[HloInstruction]) -> str:
+        """The shape of instruction `name` of the computation being read (`instructions`)."""
+        known, index = self._shape_index
+        if known is not instructions:
+            index = {}
+            self._shape_index = (instructions, index)
+        if name not in index:
+            index.update((i.name, i.shape) for i in instructions[len(index) :])
+        return index[name]
 
     def tuple_element(
         self,

@@ -112,6 +112,29 @@ def test_compact_hand_written_spacing() -> None:
     assert module.entry["p"].payload == "0"
 
 
+@pytest.mark.parametrize(
+    "operands",
+    [
+        "p,, q",
+        ",p, q",
+        "p, q,",
+        "f32[2,2]{0,1}%p, q",
+        "f32[2, 2] p, q",
+        "f32[<=2,2] p, q",
+        "f32[2,2]\n p, /* c */ q",
+        "\n p\n ,\n ,q",
+    ],
+)
+def test_operand_spellings_xla_reads(operands: str) -> None:
+    """Empty operands are skipped; a shape before an operand is compared with the operand's,
+    its layout and dynamic bounds aside (each spelling is one XLA's parser accepts)."""
+    text = (
+        "HloModule m\nENTRY e {\n  p = f32[2,2]{1,0} parameter(0)\n"
+        f"  q = f32[2,2]{{0,1}} parameter(1)\n  ROOT a = f32[2,2]{{1,0}} add({operands})\n}}\n"
+    )
+    assert parse_hlo(text).entry.root.operands == ("p", "q")
+
+
 def test_garbage_collector_state_is_restored() -> None:
     gc.disable()
     try:
@@ -188,7 +211,10 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
             "one ROOT in computation 'e'",
         ),
         (GOOD.replace("add(p, p)", "add(p, q)"), 4, "operand 'q' defined earlier"),
-        (GOOD.replace("add(p, p)", "add(p, , p)"), 4, "operand names separated by ','"),
+        (GOOD.replace("add(p, p)", "add(p p)"), 4, "an operand as 'name' or 'shape name'"),
+        (GOOD.replace("add(p, p)", "add(f32 f32[2] p, p)"), 4, "'name' or 'shape name'"),
+        (GOOD.replace("add(p, p)", "add(f32[3] p, p)"), 4, "the shape of operand 'p', f32[2]"),
+        (GOOD.replace("add(p, p)", "add(s32[2] p, p)"), 4, "the shape of operand 'p', f32[2]"),
         (GOOD.replace("add(p, p)", "add(a, p)"), 4, "operand 'a' defined earlier"),
         (GOOD.replace("f32[2] parameter", "f32[2 parameter"), 3, "',' or ']' in the dimensions"),
         (GOOD.replace("f32[2] parameter", "float[2] parameter"), 3, "a shape like"),
