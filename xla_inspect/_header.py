@@ -29,23 +29,126 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]*+" + _WORD_END)
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*+=")
 _INT64_RANGE = range(-(2**63), 2**64)  # a non-negative int is read as uint64, then bit-cast
 
-# layout_tail ::= ':' ('D(' levels ')')? ('T' ('(' tile_dims ')')+)? ('L(' int ')')?
-#                 ('#(' dtype ')')? ('*(' dtype ')')? ('E(' int ')')? ('S(' int ')')?
-#                 ('SC' ('(' int ':' ints? ')')+)? ('M(' int ')')?
-# in this order (XLA reads each part once, in turn); a physical shape 'P(...)' is refused
-# for every dense array, so it is not here; '#' and '*' take any type (XLA asks for an
-# unsigned one but reads on when it is not)
-_N = r"-?[0-9]+"
-_LEVEL = r"[DCSH]\+?~?"
-_TILE_DIM = rf"(?:{_N}|\*)"
-_LAYOUT_TAIL = re.compile(
-    rf":(?:D\((?:{_LEVEL}(?:,{_LEVEL})*)?\))?"
-    rf"(?:T(?P<tiles>(?:\((?:{_TILE_DIM}(?:,{_TILE_DIM})*)?\))+))?"
-    rf"(?:L\((?P<padding>{_N})\))?(?P<index>#\({DTYPE}\))?(?P<pointer>\*\({DTYPE}\))?"
-    rf"(?:E\((?P<bits>{_N})\))?(?:S\({_N}\))?"
-    rf"(?:SC(?P<splits>(?:\({_N}:(?:{_N}(?:,{_N})*)?\))+))?(?:M\({_N}\))?"
-)
-_PARENTHESIZED = re.compile(r"\(([^()]*)\)")
+# layout_tail ::= ':' ('D' list(level))? ('T' list(tile_dim)+)? ('L' int_part)? ('#' type_part)?
+#                 ('*' type_part)? ('E' int_part)? ('S' int_part)? ('SC' split+)? ('M' int_part)?
+# list(item) ::= '(' (item (',' item)*)? ')'      int_part ::= '(' int ')'
+# type_part ::= '('? dtype? ')'?                   split ::= '(' int ':' (int (',' int)*)? ')'
+# XLA reads the parts in this order and ignores how each ends: a part read halfway (`T(512`,
+# `L(`) is kept as far as it got and the next part is tried from there; the layout only has to
+# close after the last. A physical shape 'P' is refused for every dense array.
+_TAIL_TOKEN = re.compile(r"-?[0-9]+|[A-Za-z_][\w.\-]*|\S")
+_DTYPE = re.compile(DTYPE)
+
+
+class _Tail:
+    """A layout's parts after ':', read token by token as XLA's ParseLayout reads them."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = _TAIL_TOKEN.findall(text)
+        self.at = 0
+        self.tiles: list[list[str]] = []
+        self.splits: list[tuple[int, list[int]]] = []
+        self.typed = False  # an index or pointer type ('#', '*')
+        self.padding = 1
+        self.bits = 0
+        self.physical = False
+
+    def eat(self, token: str) -> bool:
+        if self.at < len(self.tokens) and self.tokens[self.at] == token:
+            self.at += 1
+            return True
+        return False
+
+    def int(self) -> int | None:
+        if self.at < len(self.tokens) and _INT.fullmatch(self.tokens[self.at]):
+            self.at += 1
+            return int(self.tokens[self.at - 1])
+        return None
+
+    def items(self, first: str, item: Callable[[], bool]) -> bool:
+        """`first` (item (',' item)*)? ')', as far as it goes; whether it closed."""
+        if not self.eat(first):
+            return False
+        if not self.eat(")"):
+            while item():
+                if not self.eat(","):
+                    return self.eat(")")
+            return False
+        return True
+
+    def int_part(self) -> int | None:
+        """'(' int ')', as far as it goes: the int, or None when it is not there."""
+        found = self.int() if self.eat("(") else None
+        if found is not None:
+            self.eat(")")
+        return found
+
+    def read(self) -> bool:
+        """Reads every part; whether the layout's end follows."""
+        if self.eat("D"):
+            self.items("(", self.level)
+        if self.eat("T"):
+            while True:
+                self.tiles.append([])
+                if not self.items("(", self.tile_dim) or not (
+                    self.at < len(self.tokens) and self.tokens[self.at] == "("
+                ):
+                    break
+        if self.eat("L"):
+            found = self.int_part()
+            self.padding = self.padding if found is None else found
+        for mark in "#*":
+            if self.eat(mark):
+                self.eat("(")
+                if self.at < len(self.tokens) and _DTYPE.fullmatch(self.tokens[self.at]):
+                    self.at += 1
+                    self.typed = True
+                self.eat(")")
+        if self.eat("E"):
+            found = self.int_part()
+            self.bits = self.bits if found is None else found
+        if self.eat("S"):
+            self.int_part()
+        if self.eat("SC"):
+            while self.eat("("):
+                dim = self.int()
+                if dim is None:
+                    break
+                self.splits.append((dim, []))
+                if not self.items(":", self.split_index) or not (
+                    self.at < len(self.tokens) and self.tokens[self.at] == "("
+                ):
+                    break
+        self.physical = self.eat("P")
+        if self.eat("M"):
+            self.int_part()
+        return self.at == len(self.tokens) and not self.physical
+
+    def level(self) -> bool:
+        if not (self.eat("D") or self.eat("C") or self.eat("S") or self.eat("H")):
+            return False
+        self.eat("+")
+        self.eat("~")
+        return True
+
+    def tile_dim(self) -> bool:
+        found = self.int()
+        if found is not None:
+            self.tiles[-1].append(str(found))
+            return True
+        if self.eat("*"):
+            self.tiles[-1].append("*")
+            return True
+        return False
+
+    def split_index(self) -> bool:
+        found = self.int()
+        if found is None:
+            return False
+        self.splits[-1][1].append(found)
+        return True
+
+
 _ARRAY_PARTS = re.compile(r"[^\[]*\[([^\]]*)\](?:\{([^}:]*))?")
 
 
@@ -110,6 +213,8 @@ def _int(cursor: _Cursor) -> None:
 
 
 def _parameter(cursor: _Cursor) -> None:
+    """A parameter number. XLA goes on without one (`(, {})`) and then uses an int it never
+    set, so its verdict depends on memory; a missing number is refused here."""
     text = cursor.match(_INT)
     if text is None or not 0 <= int(text) < 2**63:  # XLA refuses a negative one
         raise _Mismatch("a parameter number, 0 or more")
@@ -203,8 +308,8 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     brace = shape.find("{")
     layout = shape[brace:] if brace >= 0 else ""
     colon = layout.find(":")
-    tail = _LAYOUT_TAIL.fullmatch(layout, colon, len(layout) - 1) if colon >= 0 else None
-    if layout == "{}" or (colon >= 0 and tail is None):
+    tail = _Tail(layout[colon + 1 : -1]) if colon >= 0 else None
+    if layout == "{}" or (tail is not None and not tail.read()):
         raise _Mismatch(
             f"a layout such as {{1,0}} or {{1,0:T(8,128)S(1)}} (parts D T L # * E S SC M, in "
             f"that order), not '{layout}'"
@@ -212,7 +317,7 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     from xla_inspect.parse import _layout_problem  # parse imports this module
 
     problem = _layout_problem(shape)
-    if problem is None and tail is not None and int(tail["padding"] or 1) <= 0:
+    if problem is None and tail is not None and tail.padding <= 0:
         problem = f"a positive L(...) padding alignment (XLA aborts on {layout})"
     if problem is None and in_tuple and layout:
         problem = _invalid_layout(shape, tail)
@@ -221,7 +326,7 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     cursor.pos = found.end()
 
 
-def _invalid_layout(shape: str, tail: re.Match[str] | None) -> str | None:
+def _invalid_layout(shape: str, tail: _Tail | None) -> str | None:
     """What XLA's layout validation (of tuple elements only) refuses in an array shape's
     layout whose rank fits, or None."""
     parts = _ARRAY_PARTS.match(shape)
@@ -232,22 +337,19 @@ def _invalid_layout(shape: str, tail: re.Match[str] | None) -> str | None:
         return f"a layout listing each dimension once, not '{shape}'"
     if tail is None:
         return None
-    if tail["index"] or tail["pointer"]:
+    if tail.typed:
         return f"no index or pointer type (#, *) in a dense array's layout, not '{shape}'"
-    if tail["bits"] is not None and int(tail["bits"]) < 0:
+    if tail.bits < 0:
         return f"a non-negative E(...) element size, not '{shape}'"
-    for tile in _PARENTHESIZED.findall(tail["tiles"] or ""):
-        if not tile or any(d != "*" and int(d) <= 0 for d in tile.split(",")):
+    for tile in tail.tiles:
+        if not tile or any(d != "*" and int(d) <= 0 for d in tile):
             return f"tiles of positive sizes or '*', not '{shape}'"
     split = set[int]()
-    for config in _PARENTHESIZED.findall(tail["splits"] or ""):
-        physical, _, indices = config.partition(":")
-        dim = int(physical)
+    for dim, points in tail.splits:
         if not 0 <= dim < len(dims) or dim in split:
             return f"split configs of distinct dimensions below {len(dims)}, not '{shape}'"
         split.add(dim)
         size = dims[order[len(order) - 1 - dim]]
-        points = [int(i) for i in indices.split(",") if i]
         if points != sorted(set(points)) or any(not 0 < i < size for i in points):
             return f"split indices increasing within the dimension's size, not '{shape}'"
     return None
@@ -304,15 +406,14 @@ def _computation_layout(cursor: _Cursor) -> None:
 
 
 # input_output_alias ::= '{' (alias (',' alias)* ','?)? '}'
-# alias ::= shape_index ':' '(' int? ',' shape_index (',' ('may-alias' | 'must-alias'))? ')'
+# alias ::= shape_index ':' '(' int ',' shape_index (',' ('may-alias' | 'must-alias'))? ')'
 def _aliasing(cursor: _Cursor) -> None:
     cursor.expect("{")
     while not cursor.eat("}"):
         _shape_index(cursor)
         cursor.expect(":")
         cursor.expect("(")
-        if not cursor.peek(","):  # XLA reads the parameter number without checking it is there
-            _parameter(cursor)
+        _parameter(cursor)
         cursor.expect(",")
         _shape_index(cursor)
         if cursor.eat(","):
@@ -324,13 +425,12 @@ def _aliasing(cursor: _Cursor) -> None:
             break
 
 
-# buffer_donor ::= '{' (donor (',' donor)* ','?)? '}'     donor ::= '(' int? ',' shape_index ')'
+# buffer_donor ::= '{' (donor (',' donor)* ','?)? '}'     donor ::= '(' int ',' shape_index ')'
 def _buffer_donor(cursor: _Cursor) -> None:
     cursor.expect("{")
     while not cursor.eat("}"):
         cursor.expect("(")
-        if not cursor.peek(","):
-            _parameter(cursor)
+        _parameter(cursor)
         cursor.expect(",")
         _shape_index(cursor)
         cursor.expect(")")
