@@ -82,8 +82,10 @@ _PRINTED_SHAPE = re.compile(
 # computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
 _HEADER_LINE = re.compile(
     r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*"
-    r"(?:\(.*\)[ \t]*->[ \t]*\S.*?)?[ \t]*\{"
+    r"(?:\((.*)\)[ \t]*->[ \t]*(\S.*?))?[ \t]*\{"
 )
+# a computation parameter: 'name: shape'
+_PARAMETER = re.compile(r"\s*+%?[A-Za-z_][\w.\-]*+\s*+:(.*)", re.S).fullmatch
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
@@ -605,10 +607,12 @@ class _Reader:
                     line_mode = False
                     continue
                 index = i
+                result = self.signature(match.group(3), match.group(4), index)
                 instructions, pos, i = self.body(match.group(2), len(computations), end + 1, i + 1)
                 computation = HloComputation(
                     match.group(2), instructions, match.group(1) is not None, index + 1
                 )
+                self.check_result(computation, result)
                 if i < 0:
                     computation, pos = self.computation_end(computation, pos)
                     line_mode, i, pos = self.resume(pos)
@@ -640,11 +644,15 @@ class _Reader:
                         index, f"a computation name, not {name_problem}", near=computation.name
                     )
                 if computation.name in order:
-                    raise self.error(index, f"a new computation name, not '{computation.name}'")
+                    raise self.error(
+                        index,
+                        f"a new computation name, not '{computation.name}'",
+                        near=computation.name,
+                    )
                 order[computation.name] = len(computations)
                 if computation.is_entry:
                     if entry is not None:
-                        raise self.error(index, f"one ENTRY (already '{entry.name}')")
+                        raise self.error(index, f"one ENTRY (already '{entry.name}')", near="ENTRY")
                     entry = computation
                 computations.append(computation)
         if not computations:
@@ -698,6 +706,8 @@ class _Reader:
             raise self.error_at(at, f"a module name, not {problem}")
         attributes: dict[str, str] = {}
         pos = match.end()
+        if text.startswith(":", pos):  # `HloModule name:`, as XLA once printed it
+            pos += 1
         while text.startswith(",", at := self.skip(pos)):
             at = self.skip(at + 1)
             key = _ATTRIBUTE_NAME.match(text, at)
@@ -718,13 +728,13 @@ class _Reader:
         if line[-1:] == "{" and "/" not in line and '"' not in line and "'" not in line:
             match = _HEADER_LINE.fullmatch(line)
             if match is not None and line.count("(") == line.count(")"):
+                result = self.signature(match.group(3), match.group(4), index)
                 instructions, pos, _ = self.body(match.group(2), number, pos + len(line))
-                return self.computation_end(
-                    HloComputation(
-                        match.group(2), instructions, match.group(1) is not None, index + 1
-                    ),
-                    pos,
+                computation = HloComputation(
+                    match.group(2), instructions, match.group(1) is not None, index + 1
                 )
+                self.check_result(computation, result)
+                return self.computation_end(computation, pos)
         header = "a computation header 'name (params) -> shape {'"
         match = _IDENT.match(text, pos)
         is_entry = False
@@ -735,15 +745,52 @@ class _Reader:
             raise self.stray(pos, header)
         name = match.group().removeprefix("%")
         at = self.skip(match.end())
+        result = None
         if text.startswith("(", at):
-            at = self.skip(self.group_end(at))
-            if text.startswith("->", at):
-                _, at = self.shape(self.skip(at + 2))
-                at = self.skip(at)
+            close = self.group_end(at)
+            self.signature(text[at + 1 : close - 1], None, index)
+            at = self.skip(close)
+            if not text.startswith("->", at):
+                raise self.stray(at, "'->' and the result shape after the parameters")
+            result, at = self.shape(self.skip(at + 2))
+            at = self.skip(at)
         if not text.startswith("{", at):
             raise self.stray(at, header) if at < len(text) else self.error_at(pos, header)
         instructions, pos, _ = self.body(name, number, at + 1)
-        return self.computation_end(HloComputation(name, instructions, is_entry, index + 1), pos)
+        computation = HloComputation(name, instructions, is_entry, index + 1)
+        self.check_result(computation, result)
+        return self.computation_end(computation, pos)
+
+    def signature(self, parameters: str | None, result: str | None, index: int) -> str | None:
+        """Check a header's `name: shape` parameters and result shape (as one-line text);
+        return the result shape without blanks, or None when the header has none."""
+        if parameters is not None and (
+            parameters.strip() or "/*" in parameters or "//" in parameters
+        ):
+            for piece in split_top_level(_ANY_COMMENT.sub(" ", parameters)):
+                found = _PARAMETER(piece)
+                if found is None or not is_shape("".join(found.group(1).split())):
+                    shown = " ".join(piece.split())
+                    raise self.error(
+                        index, f"parameters as 'name: shape', not '{shown}'", near=shown or None
+                    )
+        if result is None:
+            return None
+        result = "".join(_ANY_COMMENT.sub(" ", result).split())
+        if not is_shape(result):
+            raise self.error(index, f"a result shape after '->', not '{result}'", near=result)
+        return result
+
+    def check_result(self, computation: HloComputation, result: str | None) -> None:
+        """XLA rejects a computation whose root does not have the header's result shape."""
+        root = computation.root
+        if result is not None and not _compatible(Shape(result), Shape(root.shape)):
+            raise self.error(
+                computation.line_no - 1,
+                f"the result shape of '{computation.name}' to be its ROOT's "
+                f"('{root.name}', {root.shape}), not {result}",
+                near=result,
+            )
 
     def computation_end(self, computation: HloComputation, pos: int) -> tuple[HloComputation, int]:
         """After the closing '}': an optional `, execution_thread="name"`."""
@@ -993,7 +1040,8 @@ class _Reader:
                 if opcode == "parameter":
                     if payload in parameters or not payload.isdecimal():
                         self.check_parameter(payload, parameters, index, computation)
-                    parameters.add(payload)
+                    else:
+                        parameters.add(payload)
                 elif shape[-2:] != "[]" or scalar(payload) is None:
                     self.check_literal(payload, shape, index)
             elif operand_text:
@@ -1019,7 +1067,7 @@ class _Reader:
             defined[name] = name
             if is_root:
                 if root >= 0:
-                    raise self.error(index, f"one ROOT in computation '{computation}'")
+                    raise self.error(index, f"one ROOT in computation '{computation}'", near=name)
                 root = len(instructions)
             # new_instruction(...), without its call: a builder that becomes an HloInstruction
             instruction: HloInstruction = builder(  # pyright: ignore[reportAssignmentType]
@@ -1034,9 +1082,27 @@ class _Reader:
                 self.line_of(pos - 1) if i < 0 else i - 1,
                 f"at least one instruction in '{computation}'",
             )
+        if parameters and max(map(int, parameters)) >= len(parameters):
+            self.parameter_gap(instructions, len(parameters), computation)
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions), pos, i
+
+    def parameter_gap(
+        self, instructions: list[HloInstruction], count: int, computation: str
+    ) -> None:
+        """XLA numbers a computation's N parameters 0 to N-1 (its parser aborts otherwise)."""
+        for instruction in instructions:
+            if instruction.opcode != "parameter":
+                continue
+            number = int(_ANY_COMMENT.sub(" ", instruction.payload or "0"))
+            if number >= count:
+                raise self.error(
+                    instruction.line_no - 1,
+                    f"parameter numbers 0 to {count - 1} in '{computation}' ({count} "
+                    f"parameters), not {number}",
+                    near="parameter",
+                )
 
     def new_opcode(self, opcode: str, index: int) -> _OpcodeFacts:
         """(opcode, its fixed operand count or None, the attributes it takes or None when
