@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import functools
 import re
 from collections.abc import Callable, Mapping
 
@@ -19,8 +20,9 @@ from xla_inspect._lexing import ARRAY_SHAPE, DTYPE
 
 # piece ::= string | run of text without quotes | '"' (unterminated)
 _PIECE = re.compile(r'"(?:[^"\\]|\\.)*+"|[^"]++|"')
-# whitespace that separates nothing: not between a word and a word (or a word and its '=')
-_GAP = re.compile(r"(?<![\w.\-<])\s++|\s++(?![\w.\-=>])")
+# whitespace that separates nothing: not between a word and a word (or a word and its '=');
+# the leading lookahead lets the engine skip to whitespace before trying the rest
+_GAP = re.compile(r"(?=\s)(?:(?<![\w.\-<])\s++|\s++(?![\w.\-=>]))")
 _WORD_END = r"(?![\w.\-])"
 _INT = re.compile(r"-?[0-9]++" + _WORD_END)
 _BOOL = re.compile(r"(?:true|false)" + _WORD_END)
@@ -53,8 +55,11 @@ class _Tail:
         self.bits = 0
         self.physical = False
 
+    def peek(self, token: str) -> bool:
+        return self.at < len(self.tokens) and self.tokens[self.at] == token
+
     def eat(self, token: str) -> bool:
-        if self.at < len(self.tokens) and self.tokens[self.at] == token:
+        if self.peek(token):
             self.at += 1
             return True
         return False
@@ -90,9 +95,7 @@ class _Tail:
         if self.eat("T"):
             while True:
                 self.tiles.append([])
-                if not self.items("(", self.tile_dim) or not (
-                    self.at < len(self.tokens) and self.tokens[self.at] == "("
-                ):
+                if not self.items("(", self.tile_dim) or not self.peek("("):
                     break
         if self.eat("L"):
             found = self.int_part()
@@ -115,9 +118,7 @@ class _Tail:
                 if dim is None:
                     break
                 self.splits.append((dim, []))
-                if not self.items(":", self.split_index) or not (
-                    self.at < len(self.tokens) and self.tokens[self.at] == "("
-                ):
+                if not self.items(":", self.split_index) or not self.peek("("):
                     break
         self.physical = self.eat("P")
         if self.eat("M"):
@@ -160,9 +161,9 @@ def _squeezed(value: str) -> str:
 
 
 class _Mismatch(Exception):
-    """The value stops fitting; `expected` (may be empty) says what would have fitted there."""
+    """The value stops fitting; `expected` says what would have fitted there."""
 
-    def __init__(self, expected: str = "") -> None:
+    def __init__(self, expected: str) -> None:
         super().__init__(expected)
         self.expected = expected
 
@@ -302,15 +303,24 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     found = ARRAY_SHAPE.match(cursor.text, cursor.pos)
     if found is None:
         raise _Mismatch("a shape such as f32[2,3]{1,0}, s32[] or (f32[2]{0}, pred[])")
-    shape = found.group()
+    problem = _array_problem(found.group(), in_tuple)
+    if problem is not None:
+        raise _Mismatch(problem)
+    cursor.pos = found.end()
+
+
+@functools.lru_cache(maxsize=4096)
+def _array_problem(shape: str, in_tuple: bool) -> str | None:
+    """What XLA refuses in an array shape (as ARRAY_SHAPE matched it), or None. Cached: a
+    long entry layout repeats its shapes."""
     if shape.startswith(("token", "opaque")) and not shape.endswith("[]"):
-        raise _Mismatch(f"no dimensions for {shape.partition('[')[0]} (XLA aborts on '{shape}')")
+        return f"no dimensions for {shape.partition('[')[0]} (XLA aborts on '{shape}')"
     brace = shape.find("{")
     layout = shape[brace:] if brace >= 0 else ""
     colon = layout.find(":")
     tail = _Tail(layout[colon + 1 : -1]) if colon >= 0 else None
     if layout == "{}" or (tail is not None and not tail.read()):
-        raise _Mismatch(
+        return (
             f"a layout such as {{1,0}} or {{1,0:T(8,128)S(1)}} (parts D T L # * E S SC M, in "
             f"that order), not '{layout}'"
         )
@@ -321,9 +331,7 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
         problem = f"a positive L(...) padding alignment (XLA aborts on {layout})"
     if problem is None and in_tuple and layout:
         problem = _invalid_layout(shape, tail)
-    if problem is not None:
-        raise _Mismatch(problem)
-    cursor.pos = found.end()
+    return problem
 
 
 def _invalid_layout(shape: str, tail: _Tail | None) -> str | None:
@@ -585,6 +593,5 @@ def check_module_attributes(attributes: Mapping[str, str]) -> tuple[str, str] | 
         try:
             read(cursor)
         except _Mismatch as mismatch:
-            detail = f"{mismatch.expected} at {cursor.excerpt()}" if mismatch.expected else ""
-            return name, f"{form}; {detail}" if detail else form
+            return name, f"{form}; {mismatch.expected} at {cursor.excerpt()}"
     return None
