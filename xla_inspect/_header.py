@@ -54,6 +54,7 @@ class _Tail:
         self.padding = 1
         self.bits = 0
         self.physical = False
+        self.closed = False  # set by read
 
     def peek(self, token: str) -> bool:
         return self.at < len(self.tokens) and self.tokens[self.at] == token
@@ -88,8 +89,8 @@ class _Tail:
             self.eat(")")
         return found
 
-    def read(self) -> bool:
-        """Reads every part; whether the layout's end follows."""
+    def read(self) -> None:
+        """Reads every part; `closed`: the layout's end follows."""
         if self.eat("D"):
             self.items("(", self.level)
         if self.eat("T"):
@@ -123,7 +124,7 @@ class _Tail:
         self.physical = self.eat("P")
         if self.eat("M"):
             self.int_part()
-        return self.at == len(self.tokens) and not self.physical
+        self.closed = self.at == len(self.tokens) and not self.physical
 
     def level(self) -> bool:
         if not (self.eat("D") or self.eat("C") or self.eat("S") or self.eat("H")):
@@ -148,6 +149,14 @@ class _Tail:
             return False
         self.splits[-1][1].append(found)
         return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_tail(text: str) -> _Tail:
+    """The layout parts in `text` (after ':'), read. Cached: shapes of many sizes share them."""
+    tail = _Tail(text)
+    tail.read()
+    return tail
 
 
 _ARRAY_PARTS = re.compile(r"[^\[]*\[([^\]]*)\](?:\{([^}:]*))?")
@@ -318,8 +327,8 @@ def _array_problem(shape: str, in_tuple: bool) -> str | None:
     brace = shape.find("{")
     layout = shape[brace:] if brace >= 0 else ""
     colon = layout.find(":")
-    tail = _Tail(layout[colon + 1 : -1]) if colon >= 0 else None
-    if layout == "{}" or (tail is not None and not tail.read()):
+    tail = _read_tail(layout[colon + 1 : -1]) if colon >= 0 else None
+    if layout == "{}" or (tail is not None and not tail.closed):
         return (
             f"a layout such as {{1,0}} or {{1,0:T(8,128)S(1)}} (parts D T L # * E S SC M, in "
             f"that order), not '{layout}'"
