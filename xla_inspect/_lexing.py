@@ -680,6 +680,33 @@ def _float_ok(text: str) -> bool:
     return text.lstrip("-") == "nan" or abs(float(text)) <= 3.4028234663852886e38
 
 
+# string ::= '"' ... '"' | "'" ... "'", its escapes C escapes (as XLA unescapes them)
+_QUOTED = rf"{_STRING}|'(?:[^'\\]|\\.)*+'"
+_ESCAPE = re.compile(r"\\([0-7]{1,3}|x[0-9a-fA-F]*|u[0-9a-fA-F]{0,4}|U[0-9a-fA-F]{0,8}|.)")
+
+
+def _escapes_ok(text: str) -> bool:
+    for escape in _ESCAPE.findall(text, 1, len(text) - 1):
+        kind, digits = escape[0], escape[1:]
+        if kind in "01234567":
+            ok = int(escape, 8) <= 0o377
+        elif kind == "x":
+            ok = digits != "" and int(digits, 16) <= 0xFF
+        elif kind in "uU":
+            ok = len(digits) == (4 if kind == "u" else 8)
+        else:
+            ok = kind in "abfnrtv\\'\"?"
+        if not ok:
+            return False
+    return True
+
+
+# output_to_operand_aliasing ::= '{' (entry (',' entry)* ','?)? '}',
+# entry ::= shape_index ':' '(' int ',' shape_index ')', shape_index ::= '{' (ints ','?)? '}'
+_SHAPE_INDEX = rf"\{{\s*(?:{_INT_LIST}(?:\s*,)?)?\s*\}}"
+_ALIASING = rf"{_SHAPE_INDEX}\s*:\s*\(\s*{_INT}\s*,\s*{_SHAPE_INDEX}\s*\)"
+
+
 def _enum(words: str, ignore_case: bool = False) -> re.Pattern[str]:
     flags = re.IGNORECASE if ignore_case else 0
     return re.compile(f"(?:{'|'.join(words.split())}){_END_OF_WORD}", flags)
@@ -797,6 +824,24 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "distribution": (
         "a random distribution: rng_uniform or rng_normal",
         _enum("rng_uniform rng_normal rng_invalid", ignore_case=True),
+    ),
+    "algorithm": (
+        "a dot algorithm like dot_bf16_bf16_f32 or dot_f32_f32_f32",
+        _enum(
+            "unset dot_any_f8_any_f8_f32 dot_any_f8_any_f8_f32_fast_accum dot_f16_f16_f16"
+            " dot_f16_f16_f32 dot_bf16_bf16_bf16 dot_bf16_bf16_f32 dot_bf16_bf16_f32_x3"
+            " dot_bf16_bf16_f32_x6 dot_bf16_bf16_f32_x9 dot_tf32_tf32_f32 dot_tf32_tf32_f32_x3"
+            " dot_f32_f32_f32 dot_f64_f64_f64",
+            ignore_case=True,
+        ),
+    ),
+    **{
+        name: ('a quoted string like "name"', _Checked(_QUOTED, _escapes_ok))
+        for name in ("custom_call_target", "infeed_config", "outfeed_config")
+    },
+    "output_to_operand_aliasing": (
+        "output/operand aliases like {{}: (0, {}), {1}: (1, {0})}",
+        re.compile(rf"\{{\s*(?:{_ALIASING}(?:\s*,\s*{_ALIASING})*+(?:\s*,)?)?\s*\}}"),
     ),
     "padding_type": (
         "a padding type: PADDING_VALID or PADDING_SAME",

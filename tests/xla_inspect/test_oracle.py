@@ -515,6 +515,41 @@ _VALUES_OF_NAME = {
     ),
     "distribution": (["uniform", "normal"], ["rng_uniform", "rng_normal", "RNG_UNIFORM"]),
     "padding_type": (["padding_valid", "VALID"], ["PADDING_VALID", "PADDING_SAME"]),
+    "algorithm": (
+        ["foo", "alg_dot_f32_f32_f32", "dot_f32", "dot_bf16_bf16_f32_x3x"],
+        [
+            "dot_f32_f32_f32",
+            "dot_bf16_bf16_f32",
+            "dot_bf16_bf16_f32_x6",
+            "unset",
+            "DOT_TF32_TF32_F32",
+        ],
+    ),
+    "custom_call_target": (
+        ["x", "1", '"a\\qb"', '"\\400"', '"\\xZZ"', '"\\x400"'],
+        ['"x"', "'x'", '"a\\"b"', "'a\"b'", '"\\x41"', '"\\101"', '"\\u0041"', '"\\?"'],
+    ),
+    "infeed_config": (["x", "1"], ['"x"', "''"]),
+    "outfeed_config": (["x", "1"], ['"x"', "''"]),
+    "output_to_operand_aliasing": (
+        [
+            "{{}: (0)}",
+            "{(0, {})}",
+            "{{}: 0, {}}",
+            "{{}: (0 {})}",
+            "{,}",
+            "{{0 1}: (0, {})}",
+            "{{}: (0, {}) {1}: (1, {})}",
+        ],
+        [
+            "{}",
+            "{{}: (0, {})}",
+            "{{0}: (1, {0}), {1}: (0, {})}",
+            "{ {} : ( 0 , { } ) }",
+            "{{}: (0, {}),}",
+            "{{0,}: (0, {})}",
+        ],
+    ),
     ("rng-bit-generator", "algorithm"): (
         ["philox", "dot_f32_f32_f32"],
         ["rng_default", "rng_three_fry", "rng_philox", "RNG_DEFAULT"],
