@@ -10,7 +10,9 @@ replica groups, constants' literal values, custom-call targets and the custom fu
 Not guaranteed: identical output across jax/jaxlib versions or platforms (XLA makes different
 decisions there), and names that mean anything: instruction names become `<opcode>.<n>`.
 Works on optimized HLO (`%` sigils, metadata, stack-frame tables) and on the short unoptimized
-form (`lowered.as_text(dialect="hlo")`). All rules work line by line with precompiled regexes.
+form (`lowered.as_text(dialect="hlo")`), and on text formatted otherwise where XLA's parser
+accepts it (whitespace and comments between tokens, definitions split over lines). Names are
+renamed only where they stand as names, never inside attribute names, other values or literals.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from xla_inspect.model import CALL_ATTRIBUTE_KEYS
+from xla_inspect.model import CALL_ATTRIBUTES
 
 __all__ = ["RULES", "Rule", "normalize_hlo"]
 
@@ -109,37 +111,282 @@ def canonical_module_name(text: str) -> str:
     return _MODULE_NAME.sub("HloModule module", text, count=1)
 
 
-_NAME = r"[A-Za-z_][\w.\-]*"
-# Line starts are matched as a literal "\n" rather than `^` with re.MULTILINE: the regex engine
-# then jumps from newline to newline instead of trying every character.
-_HEADER = re.compile(
-    rf"\n(?P<entry>ENTRY[ \t]+)?(?P<sigil>%?)(?P<name>{_NAME})"
-    r"(?=[ \t]*(?:\(.*\)[ \t]*->.*)?\{[ \t]*$)",
-    re.MULTILINE,
+# -- renumber_names: a scan that follows XLA's grammar, so that only names in name positions are
+# renamed. Whitespace and comments may stand between any two tokens, as XLA's lexer allows.
+_SEP = r"(?:\s+|/\*[\s\S]*?\*/|//[^\n]*)*"
+_WORD = r"[A-Za-z_][\w.\-]*"
+_SKIP = re.compile(_SEP)
+_MODULE = re.compile(rf"{_SEP}HloModule(?![\w.\-]){_SEP}[^\s,]+")
+# Stack-frame tables, passed over when this rule runs without strip_stack_frame_tables first.
+_TABLE = re.compile(
+    rf"{_SEP}(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*\n(?:[ \t]*\d+[ \t].*\n?)*"
 )
-_DEFINITION = re.compile(
-    rf"\n[ \t]*(?:ROOT[ \t]+)?%?({_NAME})[ \t]*=[ \t]*.*? ([a-z][\w\-]*)\(([^)]*)"
+_COMPUTATION = re.compile(rf"{_SEP}(ENTRY(?![\w.\-]){_SEP})?%?({_WORD}){_SEP}")
+_ARROW = re.compile(rf"{_SEP}->{_SEP}")
+_BODY_OPEN = re.compile(rf"{_SEP}\{{")
+_BODY_CLOSE = re.compile(rf"{_SEP}\}}")
+# XLA's printed forms, tried first: `%name = f32[8]{0} opcode(%a, %b)`, `, key=value`.
+_PRINTED_HEAD = re.compile(
+    rf"\s*(?:ROOT )?%?({_WORD}) = {_WORD}\[[^\]]*\](?:\{{[\d:][^{{}}]*\}})? ({_WORD})"
+    r"""(\([^()\[\]{}"'/]*\))"""
 )
-# A computation-valued attribute (model.CALL_ATTRIBUTES): one name or a braced list of names.
-_CALL = rf"(?P<key>{CALL_ATTRIBUTE_KEYS}=)(?:\{{(?P<list>[^}}]*)\}}|(?P<cname>%?{_NAME}))"
-# Careful forms, used only when a computation and an instruction of one block share a name:
-# a computation-valued attribute then decides which one a reference means.
-_CAREFUL_SIGIL = re.compile(rf"{_CALL}|(?P<tok>%{_NAME})")
-_CAREFUL_BARE = re.compile(rf"{_CALL}|(?<![\w.\-%\"'])(?P<tok>{_NAME})(?![\w.\-(\"'])")
-_CAREFUL_ANY = re.compile(rf"{_CALL}|(?P<tok>(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])|%{_NAME})")
-# Fast forms: every name token, renamed through one mapping.
-_SIGIL_TOKEN = re.compile(rf"%{_NAME}")
-# Without sigils a name is a whole token that is not quoted and not an opcode (followed by "(").
-_BARE_TOKEN = re.compile(rf"(?<![\w.\-%\"']){_NAME}(?![\w.\-(\"'])")
-# Mixed text (XLA accepts '%' on some names and not on others): every name token, with or
-# without its sigil, looked up without it.
-_ANY_TOKEN = re.compile(rf"(?<![\w.\-\"']){_NAME}(?![\w.\-(\"'])|%{_NAME}")
-# In text whose headers have '%': a definition without it (`name = ...` at a line start) or
-# what looks like a bare operand (`(name,` `, name)`); a false alarm only costs the slower form.
-_BARE_NAME = re.compile(rf"\n[ \t]*(?:ROOT[ \t]+)?{_NAME}[ \t]*=|[(,] ?{_NAME}(?=[,)#])")
-_LIST_ITEM = re.compile(rf"%?{_NAME}")
-# A parameter name in a computation signature: `(param_0.1: f32[8], /*index=5*/x.1: f32[])`.
-_SIGNATURE_PARAM = re.compile(rf"(?<=[(,/ ]){_NAME}(?=:[ \t])")
+_PRINTED_ATTRIBUTE = re.compile(
+    rf"""\s*, ?({_WORD})=([^\s,(){{}}\[\]"'/]+|\{{[^{{}}"'/]*\}})(?![^\s,])"""
+)
+_INSTRUCTION = re.compile(rf"{_SEP}(?:ROOT(?![\w.\-]){_SEP})?%?({_WORD}){_SEP}={_SEP}")
+_OPCODE = re.compile(rf"{_SEP}({_WORD}){_SEP}\(")
+_ATTRIBUTE = re.compile(rf"{_SEP},{_SEP}({_WORD}){_SEP}={_SEP}")
+# Shapes: `f32[8]{1,0}`, a tuple `(f32[], s32[])`, a buffer `b(f32[8])`. A brace after the dims
+# is a layout when an integer or ':' follows it, as in XLA's parser (else it opens a body).
+_ARRAY = re.compile(rf"{_SEP}{_WORD}{_SEP}\[[^\]]*\]")
+_BUFFER = re.compile(rf"{_SEP}b{_SEP}(?=\()")
+_LAYOUT = re.compile(rf"{_SEP}(?=\{{{_SEP}[\d:])")
+_STRING = r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
+# A group without groups, strings or comments inside; else the next bracket, string, comment or
+# lone '/' after a run of other characters.
+_FLAT_GROUP = re.compile(r"""[(\[{][^()\[\]{}"'/]*[)\]}]""")
+_GROUP_TOKEN = re.compile(
+    rf"""[^()\[\]{{}}"'/]*(?:([()\[\]{{}}])|{_STRING}|/\*[\s\S]*?\*/|//[^\n]*|.)"""
+)
+_QUOTED = re.compile(_STRING)
+_BARE_VALUE = re.compile(r"""[^\s,(){}\[\]"'/]+""")
+_IGNORED = rf"/\*[\s\S]*?\*/|//[^\n]*|{_STRING}"
+# A name among operands: not a dtype (followed by '['), not the opcode of a nested instruction
+# (followed by '('); braces (layouts, literals) and brackets (dims) are passed over whole.
+_OPERAND = re.compile(
+    rf"{_IGNORED}|\{{[^{{}}]*\}}|\[[^\]]*\]|(?<![\w.\-%])(%?)({_WORD})(?![\w.\-]|{_SEP}[(\[])"
+)
+_LISTED = re.compile(rf"{_IGNORED}|(?<![\w.\-%])(%?)({_WORD})(?![\w.\-])")
+_SIGNATURE_PARAM = re.compile(rf"{_IGNORED}|(?<![\w.\-%])(%?)({_WORD})(?={_SEP}:)")
+# Words XLA's lexer reads as keywords or types: written without '%' they never name anything.
+_RESERVED = re.compile(
+    r"true|false|inf|nan|HloModule|ENTRY|ROOT|maximal|replicated|manual|last_tile_dim_replicate"
+    r"|shard_as|shard_like|unknown|unreduced|pred|token|opaque|[suf]\d+|bf16|c64|c128|f\d+e\d+\w*"
+)
+_PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
+_CALL_KEYS = frozenset(CALL_ATTRIBUTES)
+_COMPUTATIONS = -1  # the table of computation names; a computation's own names use its index
+
+
+class _Unreadable(Exception):
+    """The text does not follow HLO's module grammar where the scan needs it."""
+
+
+class _Renamer:
+    """One scan of a module: where each name stands and what it names."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # (start, end, table, name) of every name token, in order of position
+        self.places: list[tuple[int, int, int, str]] = []
+        self.computations: list[tuple[str, bool]] = []  # (name, is ENTRY) in order
+        self.definitions: list[list[tuple[str, str, str]]] = []  # (name, opcode, payload)
+
+    def scan(self) -> None:
+        text = self.text
+        module = _MODULE.match(text)
+        pos = self._attributes(module.end()) if module else 0
+        while True:
+            table = _TABLE.match(text, pos)
+            if table is not None:
+                pos = table.end()
+                continue
+            if _SKIP.match(text, pos).end() == len(text):  # type: ignore[union-attr]
+                return
+            pos = self._computation(pos)
+
+    def _computation(self, pos: int) -> int:
+        text = self.text
+        header = _COMPUTATION.match(text, pos)
+        if header is None:
+            raise _Unreadable
+        index = len(self.computations)
+        self.computations.append((header[2], header[1] is not None))
+        self.definitions.append([])
+        self.places.append((header.start(2), header.end(2), _COMPUTATIONS, header[2]))
+        pos = header.end()
+        if text.startswith("(", pos):
+            end = self._close(pos)
+            for match in _SIGNATURE_PARAM.finditer(text, pos + 1, end - 1):
+                if match[2] is not None:
+                    self._place(match, index)
+            arrow = _ARROW.match(text, end)
+            if arrow is None:
+                raise _Unreadable
+            pos = self._shape(arrow.end())
+        body = _BODY_OPEN.match(text, pos)
+        if body is None:
+            raise _Unreadable
+        pos = body.end()
+        first = True
+        while True:
+            close = _BODY_CLOSE.match(text, pos)
+            if close is not None:
+                return self._attributes(close.end())
+            end = self._instruction(pos, index)
+            if end < 0:
+                # Not an instruction: the last attribute value, written with spaces between its
+                # tokens (`[2,2] <=[4]`), goes on.
+                after = _SKIP.match(text, pos).end()  # type: ignore[union-attr]
+                end = self._value(after)
+                if first or end == after:
+                    raise _Unreadable
+            pos = self._attribute_list(end, index)
+            first = False
+
+    def _instruction(self, pos: int, index: int) -> int:
+        """Read an instruction up to its attributes: the position after its operands, or -1
+        when no instruction starts at `pos`."""
+        text = self.text
+        head = _PRINTED_HEAD.match(text, pos)
+        if head is not None:
+            opcode, start, end = head[2], head.start(3), head.end(3)
+        else:
+            head = _INSTRUCTION.match(text, pos)
+            if head is None:
+                return -1
+            found = _OPCODE.match(text, self._shape(head.end()))
+            if found is None:
+                raise _Unreadable
+            opcode, start = found[1], found.end() - 1
+            end = self._close(start)
+        self.places.append((head.start(1), head.end(1), index, head[1]))
+        if opcode in _PAYLOAD_OPCODES:
+            payload = text[start + 1 : end - 1]
+        else:
+            payload = ""
+            for match in _OPERAND.finditer(text, start + 1, end - 1):
+                if match[2] is not None:
+                    self._place(match, index)
+        self.definitions[index].append((head[1], opcode, payload))
+        return end
+
+    def _attribute_list(self, pos: int, index: int) -> int:
+        """Read `, key=value` attributes of an instruction of computation `index`."""
+        text = self.text
+        while True:
+            printed = _PRINTED_ATTRIBUTE.match(text, pos)
+            if printed is not None:
+                key, start, end = printed[1], printed.start(2), printed.end(2)
+            elif (attribute := _ATTRIBUTE.match(text, pos)) is not None:
+                key, start = attribute[1], attribute.end()
+                end = self._value(start)
+            else:
+                return pos
+            if key in _CALL_KEYS:
+                self._place_all(start, end, _COMPUTATIONS)
+            elif key == "control-predecessors":
+                self._place_all(start, end, index)
+            pos = end
+
+    def _place_all(self, start: int, end: int, table: int) -> None:
+        """Record every name token between `start` and `end` (a name or a braced list)."""
+        for match in _LISTED.finditer(self.text, start, end):
+            if match[2] is not None:
+                self._place(match, table)
+
+    def _place(self, match: re.Match[str], table: int) -> None:
+        """Record a name token (`match` group 2, `%` in group 1) unless it is a reserved word."""
+        if match[1] or not _RESERVED.fullmatch(match[2]):
+            self.places.append((match.start(2), match.end(2), table, match[2]))
+
+    def _shape(self, pos: int) -> int:
+        """The position after the shape that starts at `pos` (after whitespace)."""
+        text = self.text
+        buffer = _BUFFER.match(text, pos)
+        if buffer is not None:
+            return self._close(buffer.end())
+        start = _SKIP.match(text, pos).end()  # type: ignore[union-attr]
+        if text.startswith("(", start):
+            return self._close(start)
+        array = _ARRAY.match(text, start)
+        if array is None:
+            raise _Unreadable
+        layout = _LAYOUT.match(text, array.end())
+        return self._close(layout.end()) if layout is not None else array.end()
+
+    def _attributes(self, pos: int) -> int:
+        """Skip `, key=value` attributes (of the module or of a computation)."""
+        while (attribute := _ATTRIBUTE.match(self.text, pos)) is not None:
+            pos = self._value(attribute.end())
+        return pos
+
+    def _value(self, pos: int) -> int:
+        """The end of the attribute value at `pos`: groups, strings and bare runs that touch."""
+        text = self.text
+        while True:
+            char = text[pos : pos + 1]
+            if char in ("(", "[", "{"):
+                pos = self._close(pos)
+            elif char in ('"', "'"):
+                quoted = _QUOTED.match(text, pos)
+                if quoted is None:
+                    raise _Unreadable
+                pos = quoted.end()
+            else:
+                bare = _BARE_VALUE.match(text, pos)
+                if bare is None:
+                    return pos
+                pos = bare.end()
+
+    def _close(self, pos: int) -> int:
+        """The position after the bracket that closes the one at `pos`."""
+        text = self.text
+        flat = _FLAT_GROUP.match(text, pos)
+        if flat is not None:
+            return flat.end()
+        depth = 0
+        match = _GROUP_TOKEN.match
+        while (token := match(text, pos)) is not None and token.end() > pos:
+            bracket = token[1]
+            if bracket is None:
+                pass
+            elif bracket in "([{":
+                depth += 1
+            else:
+                depth -= 1
+                if depth == 0:
+                    return token.end()
+            pos = token.end()
+        raise _Unreadable
+
+    def renamed(self) -> str:
+        computations: dict[str, str] = {}
+        others = 0
+        for name, is_entry in self.computations:
+            if is_entry:
+                computations[name] = "main"
+            else:
+                computations[name] = f"comp.{others}"
+                others += 1
+        tables = [_local_names(definitions) for definitions in self.definitions]
+        text = self.text
+        pieces: list[str] = []
+        at = 0
+        for start, end, table, name in self.places:
+            new = (computations if table == _COMPUTATIONS else tables[table]).get(name)
+            if new is not None:
+                pieces += (text[at:start], new)
+                at = end
+        pieces.append(text[at:])
+        return "".join(pieces)
+
+
+_PARAMETER_NUMBER = re.compile(r"\s*(\d+)\s*")
+
+
+def _local_names(definitions: list[tuple[str, str, str]]) -> dict[str, str]:
+    counts: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for name, opcode, payload in definitions:
+        number = _PARAMETER_NUMBER.fullmatch(payload) if opcode == "parameter" else None
+        if number is not None:
+            names[name] = f"param.{number[1]}"
+        else:
+            count = counts.get(opcode, 0)
+            names[name] = f"{opcode}.{count}"
+            counts[opcode] = count + 1
+    return names
 
 
 def renumber_names(text: str) -> str:
@@ -150,103 +397,21 @@ def renumber_names(text: str) -> str:
     becomes `main`, the others `comp.<n>` in order of definition; inside each computation a
     parameter becomes `param.<number>` and any other instruction `<opcode>.<n>`, counting each
     opcode from 0 in order of appearance. The `%` sigil is kept where the input had it.
+
+    A name is renamed where it stands as a name: a computation's header and its signature's
+    parameters, an instruction's definition, its operands (typed or not, with or without `%`),
+    the values of the computation-valued attributes (model.CALL_ATTRIBUTES) and
+    `control-predecessors`. Attribute names, other attribute values, strings, literals and
+    comments are kept as written, whatever names the module defines; whitespace and comments may
+    stand between any two tokens. Text that does not follow HLO's module grammar is returned as
+    it is.
     """
-    text = "\n" + text
-    headers = list(_HEADER.finditer(text))
-    if not headers:
-        return text[1:]
-    computations: dict[str, str] = {}
-    others = 0
-    for match in headers:
-        if match["entry"]:
-            computations[match["name"]] = "main"
-        else:
-            computations[match["name"]] = f"comp.{others}"
-            others += 1
-    sigil = "%" if any(match["sigil"] for match in headers) else ""
-    global_names = {sigil + old: sigil + new for old, new in computations.items()}
-    pieces = [text[1 : headers[0].start()]]
-    for i, match in enumerate(headers):
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-        block = text[match.end() : end]
-        local = _local_names(block)
-        split = block.find("\n")
-        signature, body = (block, "") if split < 0 else (block[:split], block[split:])
-        pieces.append(
-            f"\n{match['entry'] or ''}{match['sigil']}{computations[match['name']]}"
-            + _SIGNATURE_PARAM.sub(lambda m, names=local: names.get(m[0], m[0]), signature)
-        )
-        # mixed: '%' in bare text, or a definition without '%' where headers have it
-        mixed = ("%" in body) if not sigil else _BARE_NAME.search(body) is not None
-        if local.keys().isdisjoint(computations.keys()):  # a dict argument would be O(len)
-            if mixed:
-                pieces.append(_rename_any(body, local, computations))
-            else:
-                pieces.append(_rename_tokens(body, local, global_names, sigil))
-        else:
-            careful = _careful_replacer(local, computations)
-            pattern = _CAREFUL_ANY if mixed else _CAREFUL_SIGIL if sigil else _CAREFUL_BARE
-            pieces.append(pattern.sub(careful, body))
-    joined = "".join(pieces)
-    return joined[1:] if headers[0].start() == 0 else joined  # drop the "\n" added above
-
-
-def _rename_tokens(
-    body: str, local: dict[str, str], global_names: dict[str, str], sigil: str
-) -> str:
-    local_get = {sigil + old: sigil + new for old, new in local.items()}.get
-    global_get = global_names.get
-    pattern = _SIGIL_TOKEN if sigil else _BARE_TOKEN
-    return pattern.sub(lambda m: local_get(m[0]) or global_get(m[0]) or m[0], body)
-
-
-def _rename_any(body: str, local: dict[str, str], computations: dict[str, str]) -> str:
-    """Rename every name token, `%` or not, keeping each token's own sigil."""
-
-    def rename(match: re.Match[str]) -> str:
-        token = match[0]
-        sigil = "%" if token[0] == "%" else ""
-        name = token[len(sigil) :]
-        new = local.get(name) or computations.get(name)
-        return token if new is None else sigil + new
-
-    return _ANY_TOKEN.sub(rename, body)
-
-
-def _local_names(body: str) -> dict[str, str]:
-    counts: dict[str, int] = {}
-    names: dict[str, str] = {}
-    for name, op, arg in _DEFINITION.findall(body):
-        if op == "parameter":
-            names[name] = f"param.{arg.strip()}"
-        else:
-            count = counts.get(op, 0)
-            names[name] = f"{op}.{count}"
-            counts[op] = count + 1
-    return names
-
-
-def _careful_replacer(
-    local: dict[str, str], computations: dict[str, str]
-) -> Callable[[re.Match[str]], str]:
-    def rename(token: str, first: dict[str, str], second: dict[str, str]) -> str:
-        sigil = "%" if token[0] == "%" else ""
-        name = token[len(sigil) :]
-        new = first.get(name) or second.get(name)
-        return token if new is None else sigil + new
-
-    def list_item(match: re.Match[str]) -> str:
-        return rename(match[0], computations, local)
-
-    def replace(match: re.Match[str]) -> str:
-        token = match["tok"]
-        if token is not None:
-            return rename(token, local, computations)
-        if match["list"] is None:
-            return match["key"] + rename(match["cname"], computations, local)
-        return match["key"] + "{" + _LIST_ITEM.sub(list_item, match["list"]) + "}"
-
-    return replace
+    renamer = _Renamer(text)
+    try:
+        renamer.scan()
+    except _Unreadable:
+        return text
+    return renamer.renamed()
 
 
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
