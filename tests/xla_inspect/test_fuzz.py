@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from xla_inspect._lexing import ATTRIBUTE_SYNTAX, OTHER_TYPE
 from xla_inspect.errors import HloParseError
 from xla_inspect.model import HloModule, Shape
 from xla_inspect.parse import parse_hlo
@@ -59,6 +60,12 @@ INSERTS = [
     "?",
     "0",
     "-",
+    # pieces of structured attribute values: windows (3x3, 0_1), dim labels, iota device lists
+    "x",
+    "_",
+    "->",
+    "T(",
+    "'",
 ]
 FUZZ = settings(
     max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -126,3 +133,32 @@ def test_truncated_modules_raise_only_parse_errors(text: str, fraction: float) -
 @given(st.text(alphabet='%(){}[]",=/* \nROTENabcfsu0123456789.-<>:?', max_size=300))
 def test_arbitrary_text_raises_only_parse_errors(text: str) -> None:
     _parse_or_parse_error(text)
+
+
+# every syntax the reader checks attribute values with, including per-opcode ones
+VALUE_SYNTAXES = [syntax for _, syntax in ATTRIBUTE_SYNTAX.values()] + [
+    other[1] for names in OTHER_TYPE.values() for other in names.values() if other is not None
+]
+
+
+# pieces values are made of, so that drawn texts come close to real values
+VALUE_PIECES = (
+    "{ } [ ] ( ) <= , : _ x T 0 1 2 4 - ? b f i o -> size= stride= pad= device= devices="
+    " replicated maximal manual last_tile_dim_replicate last_tile_dims= shard_as mesh 'a'=2"
+    ' "s" \\x4 \\400 \\u nan 1e39 kLoop'
+).split() + [" "]
+
+
+@FUZZ
+@given(
+    st.one_of(
+        st.text(alphabet="{}[]()<=,:_x-0123456789 TbfioqAZaz?'\"\\.", max_size=60),
+        st.lists(st.sampled_from(VALUE_PIECES), max_size=24).map("".join),
+    )
+)
+def test_value_syntaxes_answer_any_text(text: str) -> None:
+    """A value check says yes or no on any text (its tests of counts and ranges never raise)."""
+    for syntax in VALUE_SYNTAXES:
+        syntax.fullmatch(text)
+        syntax.match(text, 0)
+        syntax.match("x=" + text, 2)
