@@ -240,16 +240,18 @@ _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]*|[0-7]{1,3}|u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f
 
 
 def _escape_ok(escape: str) -> bool:
-    """Whether XLA's C-style unescaping takes `escape` (the text after a backslash)."""
+    """Whether XLA's C-style unescaping takes `escape` (the text after a backslash); a \\u or
+    \\U escape must name a Unicode scalar value (no surrogate, nothing past 10FFFF)."""
     kind, digits = escape[0], escape[1:]
     if kind in "01234567":
         return int(escape, 8) <= 0o377
     if kind == "x":
         return bool(digits) and int(digits, 16) <= 0xFF
-    if kind == "u":
-        return len(digits) == 4
-    if kind == "U":
-        return len(digits) == 8 and int(digits, 16) <= 0x10FFFF
+    if kind in "uU":
+        if len(digits) != (4 if kind == "u" else 8):
+            return False
+        point = int(digits, 16)
+        return point <= 0x10FFFF and not 0xD800 <= point <= 0xDFFF
     return kind in "abfnrtv\\'\"?"
 
 

@@ -107,6 +107,7 @@ ACCEPTED = [
     'frontend_attributes={arg_layout_modes="default;default",out_memory_spaces="0"}',
     'frontend_attributes={a="b", a="c"}',
     'frontend_attributes={a.b-c="1", d="2"}',
+    'frontend_attributes={a="\\U0010FFFF\\uE000\\uD7FF\\u0000"}',
     'frontend_attributes={a={"x": {"y": "}"}}}',
     'frontend_attributes={a="\\x41\\101\\u0041\\U00000041\\?\\"\\\\", _b.c-="\\n"}',
     "frontend_attributes={}",
@@ -243,6 +244,9 @@ REJECTED = [
     'frontend_attributes={a="\\400"}',
     'frontend_attributes={a="\\u004"}',
     'frontend_attributes={a="\\x"}',
+    'frontend_attributes={a="\\U00110000"}',
+    'frontend_attributes={a="\\uD800"}',
+    'frontend_attributes={a="\\U0000DFFF"}',
     # backend_config
     "backend_config=abc",
     "backend_config=1",
