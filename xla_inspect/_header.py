@@ -8,7 +8,6 @@ word (`f32[2 3]` is two numbers) or keeps a name from its `=` (`a ="b"` is not a
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import functools
 import re
@@ -538,10 +537,10 @@ def _recovery_table(cursor: _Cursor) -> None:
         if cursor.eat(","):
             module = _string(cursor)[1:-1]
             try:
-                problem = check_module_attributes(
-                    parse_hlo(codecs.decode(module, "unicode_escape")).attributes
-                )
-            except (HloParseError, UnicodeDecodeError) as exc:
+                # the escapes undone (non-ASCII text is kept as bytes, which only strings hold)
+                text = module.encode().decode("unicode_escape")
+                problem = check_module_attributes(parse_hlo(text).attributes)
+            except (HloParseError, UnicodeError) as exc:
                 raise _Mismatch(f"a string holding an HloModule that parses ({exc})") from None
             if problem is not None:
                 raise _Mismatch(f"a string holding an HloModule whose {problem[0]} is {problem[1]}")

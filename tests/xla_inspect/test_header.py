@@ -130,6 +130,8 @@ ACCEPTED = [
     'origin_recovery_table={ {"a"}: {"b"}, "HloModule r\\n\\nENTRY e {\\n  ROOT p = f32[] '
     'parameter(0)\\n}\\n" }',
     "origin_recovery_table={}",
+    'origin_recovery_table={ {"a"}: {"b"}, "HloModule r\\n\\nENTRY e {\\n  ROOT p = f32[] '
+    'parameter(0), metadata={op_name=\\"\u4e2d\\"}\\n}\\n" }',
     # several at once, as XLA prints them
     "is_scheduled=true, " + LAYOUT + "{(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, s32[])}, "
     "allow_spmd_sharding_propagation_to_parameters={false,false}, "
@@ -262,6 +264,8 @@ REJECTED = [
     'origin_recovery_table={ {"a"}: {"b"}, {"c"}: {"d"} }',
     'origin_recovery_table={ {"a"}: {"b"}, "bogus" }',
     'origin_recovery_table={ {"a"} {"b"} }',
+    'origin_recovery_table={ {"a"}: {"b"}, "HloModule r\\n\\nENTRY e {\\n  ROOT p = f32[] '
+    'parameter(0), metadata={op_name=\\"\u4e2d\\"\\n}\\n" }',
     'origin_recovery_table={ {"a"}: {"b"}, "HloModule r, is_scheduled=ttrue\\n\\nENTRY e {\\n  '
     'ROOT p = f32[] parameter(0)\\n}\\n" }',
 ]
