@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kata_harness import versions
-from xla_inspect._header import check_module_attributes
+from xla_inspect._header import _ATTRIBUTES, check_module_attributes
 from xla_inspect._lexing import split_attributes
 from xla_inspect.parse import parse_hlo
 
@@ -546,6 +548,21 @@ def test_an_alias_without_a_parameter_number_is_refused(value: str) -> None:
     donor = value.replace("{0}: ", "").replace("{1}: ", "")
     problem = check_module_attributes({"buffer_donor": donor})
     assert problem is not None and "a parameter number" in problem[1]
+
+
+_PIECES = [*'{}()[],:=->" 0123456789aefsuxTSLEDMPC#*<?~+_.\\', "true", "f32", "s32", "token"]
+_PIECES += ["b(", "may-alias", "op_id=", "log_mode=", "HloModule m", "ENTRY"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(sorted(_ATTRIBUTES)),
+    value=st.lists(st.sampled_from(_PIECES), max_size=40).map("".join),
+)
+def test_any_value_gets_a_verdict(name: str, value: str) -> None:
+    """Never an exception: None or (the name, one line)."""
+    problem = check_module_attributes({name: value})
+    assert problem is None or (problem[0] == name and "\n" not in problem[1])
 
 
 def test_a_long_entry_layout_is_read_to_its_end() -> None:
