@@ -118,7 +118,7 @@ _WORD = r"[A-Za-z_][\w.\-]*"
 _SKIP = re.compile(_SEP)
 _MODULE = re.compile(rf"{_SEP}HloModule(?![\w.\-]){_SEP}[^\s,]+")
 # Stack-frame tables, passed over when this rule runs without strip_stack_frame_tables first.
-_TABLE = re.compile(
+_FRAME_TABLE = re.compile(
     rf"{_SEP}(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*\n(?:[ \t]*\d+[ \t].*\n?)*"
 )
 _COMPUTATION = re.compile(rf"{_SEP}(ENTRY(?![\w.\-]){_SEP})?%?({_WORD}){_SEP}")
@@ -187,7 +187,7 @@ class _Renamer:
         module = _MODULE.match(text)
         pos = self._attributes(module.end()) if module else 0
         while True:
-            table = _TABLE.match(text, pos)
+            table = _FRAME_TABLE.match(text, pos)
             if table is not None:
                 pos = table.end()
                 continue
