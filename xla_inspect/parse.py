@@ -139,10 +139,54 @@ _CALLERS = frozenset(
 # an attribute name after a ',' in an attribute list (or inside a nested value)
 _KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
 # (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value,
-# and the attribute lists the fast path read and checked for it, each kept once)
+# the attribute lists the fast path read and checked for it, each kept once, and the attributes
+# it requires)
 _OpcodeFacts = tuple[
-    str, int | None, frozenset[str] | None, Callable[[str], bool] | None, dict[str, str]
+    str,
+    int | None,
+    frozenset[str] | None,
+    Callable[[str], bool] | None,
+    dict[str, str],
+    frozenset[str],
 ]
+# Attributes XLA's parser requires ('attribute X is expected but not seen'), read off jaxlib
+# 0.12's parser by taking each attribute out of real instructions (tests/xla_inspect/test_oracle
+# checks every entry against the jaxlib in use)
+_REQUIRED = {
+    opcode: frozenset(names.split())
+    for opcodes, names in (
+        # (broadcast requires dimensions only of a non-scalar operand: left out)
+        ("all-gather all-gather-start concatenate transpose reverse", "dimensions"),
+        ("get-dimension-size set-dimension-size", "dimensions"),
+        ("all-reduce all-reduce-start call map reduce-window", "to_apply"),
+        ("reduce reduce-scatter sort", "dimensions to_apply"),
+        ("collective-permute collective-permute-start", "source_target_pairs"),
+        ("compare", "direction"),
+        ("conditional", "branch_computations"),
+        ("convolution", "dim_labels"),
+        ("custom-call", "custom_call_target"),
+        ("dynamic-slice", "dynamic_slice_sizes"),
+        ("fft", "fft_length fft_type"),
+        ("fusion", "calls kind"),
+        ("gather", "collapsed_slice_dims index_vector_dim offset_dims slice_sizes start_index_map"),
+        ("get-tuple-element", "index"),
+        ("iota", "iota_dimension"),
+        ("pad", "padding"),
+        (
+            "scatter",
+            "index_vector_dim inserted_window_dims scatter_dims_to_operand_dims to_apply"
+            " update_window_dims",
+        ),
+        ("slice", "slice"),
+        ("topk", "k"),
+        ("while", "body condition"),
+        ("reduce-precision", "exponent_bits mantissa_bits"),
+        ("select-and-scatter", "select scatter"),
+        ("rng", "distribution"),
+        ("batch-norm-inference batch-norm-training batch-norm-grad", "epsilon feature_index"),
+    )
+    for opcode in opcodes.split()
+}
 # metadata ::= 'metadata={' (field ','?)* '}', each field once: XLA's parser takes these names,
 # with a string, an int32 or (profile_type) a braced list of integers; XLA prints them in this
 # order
@@ -877,6 +921,8 @@ class _Reader:
                         break
                     shape = seen
                     if tail is None:
+                        if known[5]:
+                            break
                         tail = ""
                     else:
                         seen = known[4].get(tail)
@@ -1006,10 +1052,13 @@ class _Reader:
             known = opcodes.get(opcode)
             if known is None:
                 known = self.new_opcode(opcode, index)
-            opcode, expected, allowed, bad_value, tails = known
+            opcode, expected, allowed, bad_value, tails, required = known
             if accepted:
                 accepted = False
-            elif tail:
+            elif not tail:
+                if required:
+                    self.check_required(opcode, required, "", index, pos if fast_tail else 0)
+            else:
                 # attribute names: the first, and each after a ',', each known and none twice
                 # (a nested one may show up here too: then the exact split decides)
                 names = after_comma(tail) if "," in tail else []
@@ -1024,6 +1073,9 @@ class _Reader:
                     key = None
                 elif (key := _without_metadata(tail, printed)) is None:
                     self.check_metadata(tail, index)
+                # (after the values: XLA reads every attribute before it misses one)
+                if required and not required.issubset(names):
+                    self.check_required(opcode, required, tail, index, pos if fast_tail else 0)
                 if fast_tail:
                     tails[tail] = tail
                     if key is not None:
@@ -1070,8 +1122,16 @@ class _Reader:
                     raise self.error(index, f"one ROOT in computation '{computation}'", near=name)
                 root = len(instructions)
             # new_instruction(...), without its call: a builder that becomes an HloInstruction
+            # (pyright loses `tail` across the fast loop's breaks: every path sets it to a str)
             instruction: HloInstruction = builder(  # pyright: ignore[reportAssignmentType]
-                name, opcode, shape, operands, tail, is_root is not None, payload, index + 1
+                name,
+                opcode,
+                shape,
+                operands,
+                tail,  # pyright: ignore[reportArgumentType]
+                is_root is not None,
+                payload,
+                index + 1,
             )
             instruction.__class__ = HloInstruction
             append(instruction)
@@ -1121,8 +1181,29 @@ class _Reader:
             OPCODE_ATTRIBUTES.get(opcode),
             bad,
             {},
+            _REQUIRED.get(opcode, frozenset()),
         )
         return known
+
+    def check_required(
+        self, opcode: str, required: frozenset[str], tail: str, index: int, after: int
+    ) -> None:
+        """The attribute list `tail` has each attribute `opcode` requires (a conditional: its
+        branch_computations, or true_computation and false_computation). `after`: for a line
+        the fast path read, the offset after it: the list may go on after a ',' there."""
+        if after and self.text.startswith(",", self.skip(after)):
+            return
+        given = {key for key, _ in split_attributes(tail)}
+        if opcode == "conditional" and {"true_computation", "false_computation"} <= given:
+            return
+        missing = sorted(required - given)
+        if missing:
+            raise self.error(
+                index,
+                f"the attribute{'s' if len(missing) > 1 else ''} '{opcode}' requires: "
+                f"{', '.join(f'{name}=...' for name in missing)}",
+                near=opcode,
+            )
 
     def check_attribute_values(self, opcode: str, tail: str, index: int) -> None:
         """Each typed attribute of `opcode` in the list `tail` has a value of its syntax."""

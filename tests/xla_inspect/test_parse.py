@@ -241,9 +241,20 @@ GOOD = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add
         ("HloModule m\nENTRY e {\n}\n", 3, "at least one instruction in 'e'"),
         (GOOD.replace("add(p, p)", "call(p), to_apply=nope"), 4, "a computation named 'nope'"),
         (
-            GOOD.replace("add(p, p)", "custom-call(p), called_computations={e, gone}"),
+            GOOD.replace(
+                "add(p, p)", 'custom-call(p), custom_call_target="f", called_computations={e, gone}'
+            ),
             4,
             "a computation named 'gone'",
+        ),
+        (GOOD.replace("add(p, p)", "transpose(p)"), 4, "'transpose' requires: dimensions="),
+        (
+            GOOD.replace(
+                "ROOT a = f32[2] add(p, p)",
+                "t = f32[2] transpose(p), dimensions={0}\n  ROOT a = f32[2] transpose(t)",
+            ),
+            5,
+            "'transpose' requires: dimensions=",
         ),
         # parameter numbers with a gap: XLA's parser aborts the process (a CHECK), so no oracle
         (
