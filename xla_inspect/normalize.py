@@ -156,6 +156,8 @@ _IGNORED = rf"/\*[\s\S]*?\*/|//[^\n]*|{_STRING}"
 _OPERAND = re.compile(
     rf"{_IGNORED}|\{{[^{{}}]*\}}|\[[^\]]*\]|(?<![\w.\-%])(%?)({_WORD})(?![\w.\-]|{_SEP}[(\[])"
 )
+# The same in an operand list without brackets, strings or comments (XLA's printed form).
+_FLAT_OPERAND = re.compile(rf"(?<![\w.\-%])(%?)({_WORD})")
 _LISTED = re.compile(rf"{_IGNORED}|(?<![\w.\-%])(%?)({_WORD})(?![\w.\-])")
 _SIGNATURE_PARAM = re.compile(rf"{_IGNORED}|(?<![\w.\-%])(%?)({_WORD})(?={_SEP}:)")
 # Words XLA's lexer reads as keywords or types: written without '%' they never name anything.
@@ -220,11 +222,11 @@ class _Renamer:
         pos = body.end()
         first = True
         while True:
-            close = _BODY_CLOSE.match(text, pos)
-            if close is not None:
-                return self._attributes(close.end())
             end = self._instruction(pos, index)
             if end < 0:
+                close = _BODY_CLOSE.match(text, pos)
+                if close is not None:
+                    return self._attributes(close.end())
                 # Not an instruction: the last attribute value, written with spaces between its
                 # tokens (`[2,2] <=[4]`), goes on.
                 after = _SKIP.match(text, pos).end()  # type: ignore[union-attr]
@@ -241,7 +243,9 @@ class _Renamer:
         head = _PRINTED_HEAD.match(text, pos)
         if head is not None:
             opcode, start, end = head[2], head.start(3), head.end(3)
+            operands = _FLAT_OPERAND
         else:
+            operands = _OPERAND
             head = _INSTRUCTION.match(text, pos)
             if head is None:
                 return -1
@@ -255,7 +259,7 @@ class _Renamer:
             payload = text[start + 1 : end - 1]
         else:
             payload = ""
-            for match in _OPERAND.finditer(text, start + 1, end - 1):
+            for match in operands.finditer(text, start + 1, end - 1):
                 if match[2] is not None:
                     self._place(match, index)
         self.definitions[index].append((head[1], opcode, payload))
