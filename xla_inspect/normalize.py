@@ -113,7 +113,9 @@ def canonical_module_name(text: str) -> str:
 
 # -- renumber_names: a scan that follows XLA's grammar, so that only names in name positions are
 # renamed. Whitespace and comments may stand between any two tokens, as XLA's lexer allows.
-_SEP = r"(?:\s+|/\*[\s\S]*?\*/|//[^\n]*)*"
+# (possessive: a pattern that fails after a run of blanks must not try every split of the run,
+# which took time exponential in its length)
+_SEP = r"(?:\s++|/\*[\s\S]*?\*/|//[^\n]*+)*+"
 _WORD = r"[A-Za-z_][\w.\-]*"
 _SKIP = re.compile(_SEP)
 _MODULE = re.compile(rf"{_SEP}HloModule(?![\w.\-]){_SEP}[^\s,]+")
