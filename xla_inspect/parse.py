@@ -19,6 +19,7 @@ from difflib import get_close_matches
 from functools import cached_property
 from types import MappingProxyType
 
+from xla_inspect._header import check_module_attributes
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
     ARRAY_SHAPE_PATTERN,
@@ -752,13 +753,21 @@ class _Reader:
         pos = match.end()
         if text.startswith(":", pos):  # `HloModule name:`, as XLA once printed it
             pos += 1
+        where: dict[str, int] = {}  # attribute name -> offset
         while text.startswith(",", at := self.skip(pos)):
             at = self.skip(at + 1)
             key = _ATTRIBUTE_NAME.match(text, at)
             if key is None:
                 raise self.stray(at, "module attributes as 'key=value'")
+            name = key.group()[:-1]
+            if name in where:
+                raise self.error_at(at, f"each module attribute once, not '{name}' again")
             value, pos = self.value(key.end(), single=True)
-            attributes[key.group()[:-1]] = value
+            attributes[name] = value
+            where[name] = at
+        if (problem := check_module_attributes(attributes)) is not None:
+            name, expected = problem
+            raise self.error_at(where[name], f"{expected} (module attribute '{name}')")
         return match.group(), attributes, pos
 
     # computation ::= 'ENTRY'? name ('(' params ')' '->' shape)? '{' instruction+ '}'
