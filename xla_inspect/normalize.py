@@ -165,7 +165,8 @@ _SIGNATURE_PARAM = re.compile(rf"{_IGNORED}|(?<![\w.\-%])(%?)({_WORD})(?={_SEP}:
 # Words XLA's lexer reads as keywords or types: written without '%' they never name anything.
 _RESERVED = re.compile(
     r"true|false|inf|nan|HloModule|ENTRY|ROOT|maximal|replicated|manual|last_tile_dim_replicate"
-    r"|shard_as|shard_like|unknown|unreduced|pred|token|opaque|[suf]\d+|bf16|c64|c128|f\d+e\d+\w*"
+    r"|shard_as|shard_like|unknown|unreduced|pred|token|opaque|[su](?:1|2|4|8|16|32|64)"
+    r"|f(?:16|32|64)|bf16|c64|c128|f8e[0-9a-z]+|f4e2m1fn"
 )
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 _CALL_KEYS = frozenset(CALL_ATTRIBUTES)

@@ -454,8 +454,8 @@ HloModule bare
 body {
   t = (s32[], f32[2]) parameter(0)
   index = s32[] get-tuple-element(t), index=0
-  one = s32[] constant(1)
-  next = s32[] add(index, one)
+  s00 = s32[] constant(1)
+  next = s32[] add(index, s00)
   v = f32[2] get-tuple-element(t), index=1
   ROOT body = (s32[], f32[2]) tuple(next, v)
 }
@@ -463,8 +463,8 @@ body {
 condition {
   t = (s32[], f32[2]) parameter(0)
   index = s32[] get-tuple-element(t), index=0
-  limit = s32[] constant(3)
-  ROOT condition = pred[] compare(index, limit), direction=LT
+  f0 = s32[] constant(3)
+  ROOT condition = pred[] compare(index, f0), direction=LT
 }
 
 ENTRY main {
@@ -580,12 +580,12 @@ def test_text_outside_the_grammar_is_left_as_it_is() -> None:
 
 
 # Instruction and computation names drawn from the words that also stand elsewhere in a module:
-# opcodes, attribute and sub-attribute names, keywords, enum values.
+# opcodes, attribute and sub-attribute names, keywords, enum values, near-dtypes.
 _WORDS = [
     "add", "body", "broadcast", "calls", "compare", "condition", "constant", "dimensions",
     "direction", "index", "kind", "LT", "maximum", "nan", "pad", "padding", "parameter",
     "reduce", "reduce-window", "replicated", "size", "slice", "stride", "to_apply", "true",
-    "tuple", "while", "window", "x", "param.0", "comp.0", "main",
+    "tuple", "while", "window", "x", "param.0", "comp.0", "main", "s00", "f0", "u4x",
 ]  # fmt: skip
 # A separator between two tokens: what XLA prints, or whitespace and comments it also accepts.
 _SEPARATORS = st.sampled_from([" ", " ", " ", "\n    ", " /* c */ ", " // c\n    "])
