@@ -103,12 +103,13 @@ def strip_volatile_backend_config(text: str) -> str:
     return _EMPTY_CONFIG.sub("", text) if "backend_config={}" in text else text
 
 
-_MODULE_NAME = re.compile(r"^HloModule[ \t]+[^\s,]+", re.MULTILINE)
+# The name may follow on another line or after comments, which are kept.
+_MODULE_NAME = re.compile(r"^(HloModule(?:\s+|/\*[\s\S]*?\*/|//[^\n]*)+)[^\s,/][^\s,]*", re.M)
 
 
 def canonical_module_name(text: str) -> str:
     """Rename the module to `module`: JAX names it after the Python function (`jit_foo`)."""
-    return _MODULE_NAME.sub("HloModule module", text, count=1)
+    return _MODULE_NAME.sub(r"\1module", text, count=1)
 
 
 # -- renumber_names: a scan that follows XLA's grammar, so that only names in name positions are

@@ -492,7 +492,8 @@ frontend_attributes={maximal="inf"}
 """,
     # N3: definitions and references split over lines and followed by comments
     "n3_formatted": """\
-HloModule formatted
+HloModule // the name follows
+  formatted
 
 add
   (x: s32[], y: s32[])
@@ -559,7 +560,11 @@ KEPT = {
         'frontend_attributes={maximal="inf"}',
         "sharding={maximal device=0}",
     ],
-    "n3_formatted": ["] add // c\n  (constant.0, constant.0)", "to_apply=\n  comp.0"],
+    "n3_formatted": [
+        "HloModule // the name follows\n  module\n",
+        "] add // c\n  (constant.0, constant.0)",
+        "to_apply=\n  comp.0",
+    ],
     "n4_lists_and_spaces": [
         "called_computations={comp.0}",
         "tuple (f32[] param.0, f32[] custom-call.0), control-predecessors={negate.0}",
