@@ -87,6 +87,14 @@ _HEADER_LINE = re.compile(
 )
 # a computation parameter: 'name: shape'
 _PARAMETER = re.compile(r"\s*+%?[A-Za-z_][\w.\-]*+\s*+:(.*)", re.S).fullmatch
+# the parameters as XLA prints them: 'name: shape, name: shape'
+_PRINTED_PARAMETERS = re.compile(
+    r"(?:%?[A-Za-z_][\w.\-]*+: (?:"
+    + ARRAY_SHAPE_PATTERN
+    + "|"
+    + FLAT_TUPLE_SHAPE_PATTERN
+    + r")(?:, (?=.)|\Z))*+"
+).fullmatch
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
@@ -342,6 +350,8 @@ class _Reader:
         self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
+        self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
+        self.header_shapes: set[str] = set()  # shapes of header parameters checked
         # the instruction list `shape_of` indexed last, and its name -> shape index
         self._shape_index: tuple[list[HloInstruction] | None, dict[str, str]] = (None, {})
 
@@ -817,33 +827,54 @@ class _Reader:
     def signature(self, parameters: str | None, result: str | None, index: int) -> str | None:
         """Check a header's `name: shape` parameters and result shape (as one-line text);
         return the result shape without blanks, or None when the header has none."""
-        if parameters is not None and (
-            parameters.strip() or "/*" in parameters or "//" in parameters
-        ):
-            for piece in split_top_level(_ANY_COMMENT.sub(" ", parameters)):
-                found = _PARAMETER(piece)
-                if found is None or not is_shape("".join(found.group(1).split())):
-                    shown = " ".join(piece.split())
-                    raise self.error(
-                        index, f"parameters as 'name: shape', not '{shown}'", near=shown or None
-                    )
-        if result is None:
-            return None
+        if parameters is not None and not self.printed_parameters(parameters):
+            if parameters.strip() or "/*" in parameters or "//" in parameters:
+                for piece in split_top_level(_ANY_COMMENT.sub(" ", parameters)):
+                    found = _PARAMETER(piece)
+                    if found is None or not is_shape("".join(found.group(1).split())):
+                        shown = " ".join(piece.split())
+                        raise self.error(
+                            index, f"parameters as 'name: shape', not '{shown}'", near=shown or None
+                        )
+        if result is None or _PRINTED_SHAPE_TEXT(result) is not None:
+            return result
         result = "".join(_ANY_COMMENT.sub(" ", result).split())
         if not is_shape(result):
             raise self.error(index, f"a result shape after '->', not '{result}'", near=result)
         return result
 
+    def printed_parameters(self, parameters: str) -> bool:
+        """Whether `parameters` is 'name: shape, ...' as XLA prints it (each shape checked once
+        per module; a tuple shape, which holds ', ', is read by the whole-list pattern)."""
+        known = self.header_shapes
+        for piece in parameters.split(", "):
+            _, colon, shape = piece.partition(": ")
+            if shape not in known:
+                if not colon or _PRINTED_SHAPE_TEXT(shape) is None:
+                    return _PRINTED_PARAMETERS(parameters) is not None
+                known.add(shape)
+        return True
+
     def check_result(self, computation: HloComputation, result: str | None) -> None:
         """XLA rejects a computation whose root does not have the header's result shape."""
+        if result is None:
+            return
         root = computation.root
-        if result is not None and not _compatible(Shape(result), Shape(root.shape)):
+        if root.shape[: len(result)] == result and root.shape[len(result) : len(result) + 1] in (
+            "",
+            "{",
+        ):
+            return  # the same shape, with or without a layout
+        if (result, root.shape) not in self.compatible and not _compatible(
+            Shape(result), Shape(root.shape)
+        ):
             raise self.error(
                 computation.line_no - 1,
                 f"the result shape of '{computation.name}' to be its ROOT's "
                 f"('{root.name}', {root.shape}), not {result}",
                 near=result,
             )
+        self.compatible.add((result, root.shape))
 
     def computation_end(self, computation: HloComputation, pos: int) -> tuple[HloComputation, int]:
         """After the closing '}': an optional `, execution_thread="name"`."""
