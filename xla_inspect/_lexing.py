@@ -529,10 +529,10 @@ def _product(numbers: list[int]) -> int:
 _DXD = r"(?:[0-9]++(?:x[0-9]++)++|-?[0-9]++)"
 _WINDOW_PAD = r"-?[0-9]++_-?[0-9]++(?:x-?[0-9]++_-?[0-9]++)*+"
 _WINDOW = (
-    rf"\{{\s*(?:(?:(?:size|stride|lhs_dilate|rhs_dilate|rhs_reversal)={_DXD}"
-    rf"|pad={_WINDOW_PAD})\s*)*+\}}"
+    rf"\{{\s*(?:(?:(?:size|stride|lhs_dilate|rhs_dilate|rhs_reversal)=\s*{_DXD}"
+    rf"|pad=\s*{_WINDOW_PAD})\s*)*+\}}"
 )
-_WINDOW_PART = re.compile(r"([a-z_]+)=([0-9x_\-]+)")
+_WINDOW_PART = re.compile(r"([a-z_]+)=\s*([0-9x_\-]+)")
 
 
 def _window_ok(text: str) -> bool:
