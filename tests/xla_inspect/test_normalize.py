@@ -670,3 +670,17 @@ def test_generated_names_are_renamed_only_where_they_stand(text: str) -> None:
     normal = _assert_normal_form_reparses(text)
     for kept in ("slice={[0:4]}", "padding=1_1", "window={size=2 stride=2 pad=0_0}", "index=1"):
         assert kept in normal
+
+
+@pytest.mark.parametrize("blanks", [" " * 64, "\n" * 64, " \n\t" * 40])
+def test_long_runs_of_blanks_between_tokens(blanks: str) -> None:
+    """Blanks between any two tokens are read in one step: a separator pattern that could split
+    a run of blanks in many ways took time exponential in its length (24 blanks: 27 s), so this
+    would outrun the test time limit."""
+    from xla_inspect.parse import parse_hlo
+    from xla_inspect.query import opcode_counts
+
+    text = (CORPUS / "conv_net.opt.hlo").read_text()
+    spread = re.sub(r"\n(?=ENTRY|%)", "\n" + blanks, text).replace(" = ", blanks + "=" + blanks)
+    normal = normalize_hlo(spread)
+    assert opcode_counts(parse_hlo(normal)) == opcode_counts(parse_hlo(text))
