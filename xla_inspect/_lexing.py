@@ -590,7 +590,9 @@ def _iota_ok(dims: str, reshape: str, transpose: str | None, full_permutation: b
 
 # replica_groups ::= '{' ('{' ints '}' (',' '{' ints '}')*)? '}' | iota device list of two dims
 #                  | mesh[...] (', device_ids=(...)')? '{' axes '}'  (XLA before jax 0.11)
-_MESH_GROUPS = r"mesh\s*\[[^\[\]]*\](?:\s*,\s*device_ids=\((?:[^()]|\([^()]*\))*+\))?\s*\{[^{}]*\}"
+_MESH_GROUPS = (
+    r"mesh\s*\[[^\[\]]*\](?:\s*,\s*device_ids=\s*\((?:[^()]|\([^()]*\))*+\))?\s*\{[^{}]*\}"
+)
 
 
 def _replica_groups_ok(text: str) -> bool:

@@ -426,6 +426,7 @@ _VALUES_OF_NAME = {
             "[2,2]<=[2,2]T(1)",
             "mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'b'}",
             "mesh['a'=2,'b'=2] {'b'}",
+            "mesh['a'=2,'b'=2], device_ids= ([2,2]T(1,0)) {'b'}",
         ],
     ),
     "source_target_pairs": (
