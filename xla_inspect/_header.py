@@ -8,12 +8,12 @@ word (`f32[2 3]` is two numbers) or keeps a name from its `=` (`a ="b"` is not a
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Callable, Mapping
 
 from xla_inspect._lexing import ARRAY_SHAPE, DTYPE
+from xla_inspect.errors import did_you_mean
 
 # -- the value text, one token stream -----------------------------------------------------------
 
@@ -595,8 +595,7 @@ def check_module_attributes(attributes: Mapping[str, str]) -> tuple[str, str] | 
     for name, value in attributes.items():
         known = _ATTRIBUTES.get(name)
         if known is None:
-            close = difflib.get_close_matches(name, _ATTRIBUTES, n=1)
-            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            guess = did_you_mean(name, _ATTRIBUTES)
             return name, f"a module attribute: {', '.join(_ATTRIBUTES)}{guess}"
         read, form = known
         cursor = _Cursor(_squeezed(value))

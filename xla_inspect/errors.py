@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from difflib import get_close_matches
+
 _MAX_SHOWN = 120
 
 
@@ -30,3 +33,9 @@ class HloParseError(InspectError):
 
     def __reduce__(self) -> tuple[type[HloParseError], tuple[int, str, str, int | None]]:
         return (type(self), (self.line_no, self.line, self.expected, self.col))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` with the closest of `choices` to a misspelt `word`, or ''."""
+    close = get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

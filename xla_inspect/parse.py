@@ -15,7 +15,6 @@ import gc
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from difflib import get_close_matches
 from functools import cached_property
 from types import MappingProxyType
 
@@ -35,7 +34,7 @@ from xla_inspect._lexing import (
     split_attributes,
     split_top_level,
 )
-from xla_inspect.errors import HloParseError
+from xla_inspect.errors import HloParseError, did_you_mean
 from xla_inspect.model import (
     CALL_ATTRIBUTE_KEYS,
     HloComputation,
@@ -1209,8 +1208,7 @@ class _Reader:
         not known, a test for a typed attribute with a bad value or None, an empty dict of
         checked attribute lists), once per opcode and module."""
         if not is_opcode(opcode):
-            close = get_close_matches(opcode, OPCODE_ARITY, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = did_you_mean(opcode, OPCODE_ARITY)
             raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}", near=opcode)
         if opcode.endswith(("-start", "-update", "-done")):
             self.calling.add(opcode)
@@ -1279,8 +1277,7 @@ class _Reader:
             field, text, comma = match.groups()
             kind = _METADATA_FIELDS.get(field)
             if kind is None:
-                close = get_close_matches(field, _METADATA_FIELDS, n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                hint = did_you_mean(field, _METADATA_FIELDS)
                 raise self.error(
                     index,
                     f"a metadata field ({', '.join(sorted(_METADATA_FIELDS))}), "
@@ -1319,8 +1316,7 @@ class _Reader:
             seen.add(key)
             if allowed is not None and key not in allowed:
                 own = sorted(allowed - ANY_INSTRUCTION_ATTRIBUTES)
-                close = get_close_matches(key, sorted(allowed), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                hint = did_you_mean(key, sorted(allowed))
                 takes = f"{', '.join(own)} or " if own else ""
                 raise self.error(
                     index,
