@@ -288,6 +288,18 @@ _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # fields are separated by spaces, but no field's value is a brace group)
 _BRACE_THEN_NAME = re.compile(r"\}[ \t]+[A-Za-z_][\w.\-]*=").search
 _CALLED_NAME = re.compile(CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))")
+# A call attribute naming one computation whose name holds a '.' (as XLA numbers them: no
+# keyword or type name does), up to the next attribute. Whether an attribute list is well formed
+# does not depend on which computation it names (check_calls looks that up): `_callee_free`
+# replaces the name with '.' to key lists that differ only there (each fusion calls its own).
+_CALLEE = re.compile(
+    r"(?<![\w.\-])(" + CALL_ATTRIBUTE_KEYS + r"=%?)[A-Za-z_][\w\-]*+\.[\w.\-]*+(?=, |\Z)"
+)
+
+
+def _callee_free(tail: str) -> str:
+    """`tail` with the computation each call attribute names replaced by '.' (see _CALLEE)."""
+    return _CALLEE.sub(r"\1.", tail)
 
 
 def parse_hlo(text: str) -> HloModule:
@@ -349,6 +361,7 @@ class _Reader:
         self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
+        self.literals: set[tuple[str, str]] = set()  # (shape, constant payload) pairs checked
         self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
         self.header_shapes: set[str] = set()  # shapes of header parameters checked
         # the instruction list `shape_of` indexed last, and its name -> shape index
@@ -922,6 +935,7 @@ class _Reader:
         append = instructions.append
         root = -1
         printed = self.printed_metadata
+        literals = self.literals
         # the attribute list was one the fast path read and checked before for this opcode
         accepted = False
         # line index and offset of the last instruction, when the fast path read it (else -1)
@@ -946,14 +960,15 @@ class _Reader:
                         or ("." not in name and (_KEYWORD(name) or _TYPE_NAME(name)))
                     ):
                         break
-                    payload = None
+                    payload = numbered = None
                     if opcode in _PAYLOAD_OPCODES:
-                        if (
-                            opcode != "parameter"
-                            or operand_text in parameters
-                            or not operand_text.isdecimal()
-                        ):
+                        if opcode != "parameter":
+                            if (shape, operand_text) not in literals:
+                                break
+                        elif operand_text in parameters or not operand_text.isdecimal():
                             break
+                        else:
+                            numbered = operand_text
                         payload = operand_text
                     seen = shapes.get(shape)
                     if seen is None:
@@ -967,9 +982,9 @@ class _Reader:
                         seen = known[4].get(tail)
                         if seen is not None:
                             tail = seen
-                        elif (key := _without_metadata(tail, printed)) is not None and key in known[
-                            4
-                        ]:
+                        elif (key := _without_metadata(tail, printed) or tail) in known[4] or (
+                            opcode in callers and _callee_free(key) in known[4]
+                        ):
                             known[4][tail] = tail
                         else:
                             break
@@ -990,8 +1005,8 @@ class _Reader:
                         if root >= 0:
                             break
                         root = len(instructions)
-                    if payload is not None:
-                        parameters.add(payload)
+                    if numbered is not None:
+                        parameters.add(numbered)
                     defined[name] = name
                     instruction = builder(  # pyright: ignore[reportAssignmentType]
                         name, opcode, shape, operands, tail, is_root is not None, payload, i + 1
@@ -1119,6 +1134,9 @@ class _Reader:
                     tails[tail] = tail
                     if key is not None:
                         tails[key] = key
+                    if opcode in callers:
+                        free = _callee_free(key or tail)
+                        tails[free] = free
             known = shapes.get(shape)
             if known is None:
                 self.check_shape(shape, index)
@@ -1133,8 +1151,11 @@ class _Reader:
                         self.check_parameter(payload, parameters, index, computation)
                     else:
                         parameters.add(payload)
-                elif shape[-2:] != "[]" or scalar(payload) is None:
-                    self.check_literal(payload, shape, index)
+                else:
+                    if shape[-2:] != "[]" or scalar(payload) is None:
+                        self.check_literal(payload, shape, index)
+                    if fast_tail:
+                        literals.add((shape, payload))
             elif operand_text:
                 try:
                     # fast: '%a, %b' or 'a, b'; operand_names handles shapes, comments, 'a,b'

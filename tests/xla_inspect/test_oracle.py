@@ -698,3 +698,46 @@ def wrong_value(draw: st.DrawFn) -> str:
 @given(wrong_value())
 def test_wrong_attribute_values_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+_REPEAT = """HloModule m
+
+%add.1 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%f.1 (p: f32[2]) -> f32[2] {
+  ROOT %p = f32[2]{0} parameter(0)
+}
+
+ENTRY %e (x: f32[2]) -> f32[] {
+  %x = f32[2]{0} parameter(0)
+  %z = f32[] constant(0)
+  %u = f32[2]{0} fusion(%x), kind=kLoop, calls=%f.1
+  %r = f32[] reduce(%u, %z), dimensions={0}, to_apply=%add.1
+  %c = f32[1]{0} constant({1})
+REPEAT
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "repeat",
+    [
+        # each line repeats one above with only its callee or payload changed
+        "  %v = f32[2]{0} fusion(%x), kind=kLoop, calls=%g.1\n  ROOT %o = f32[] constant(0)",
+        "  %v = f32[2]{0} fusion(%x), kind=kLoop, calls=%f.1\n  ROOT %o = f32[] constant(0)",
+        "  %w = f32[] reduce(%u, %z), dimensions={0}, to_apply=%add.9\n  ROOT %o = f32[] abs(%w)",
+        "  %d = f32[2]{0} constant({1})\n  ROOT %o = f32[] constant(0)",
+        "  %d = f32[1]{0} constant({1})\n  ROOT %o = f32[] constant(0)",
+        "  %y = f32[2]{0} parameter(0)\n  ROOT %o = f32[] constant(0)",
+    ],
+)
+def test_repeated_lines_are_checked_for_what_differs(repeat: str) -> None:
+    """The reader checks an attribute list or constant once and reuses the verdict on lines
+    that repeat it; a repeat that names another computation, gives a payload another shape or
+    a parameter number again is still read as XLA reads it."""
+    text = _REPEAT.replace("REPEAT", repeat)
+    assert _our_verdict(text) == _xla_verdict(text)
