@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 
-from xla_inspect._lexing import ARRAY_SHAPE, DTYPE
+from xla_inspect._lexing import ARRAY_SHAPE, ARRAY_SHAPE_PATTERN, DTYPE
 from xla_inspect.errors import did_you_mean
 
 # -- the value text, one token stream -----------------------------------------------------------
@@ -25,6 +25,7 @@ _GAP = re.compile(r"(?=\s)(?:(?<![\w.\-<])\s++|\s++(?![\w.\-=>]))")
 _WORD_END = r"(?![\w.\-])"
 _INT = re.compile(r"-?[0-9]++" + _WORD_END)
 _BOOL = re.compile(r"(?:true|false)" + _WORD_END)
+_BOOLS = re.compile(r"\{(?:true|false)(?:,(?:true|false))*+\}")  # squeezed: one per parameter
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*+" + _WORD_END)
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*+=")
@@ -158,6 +159,10 @@ def _read_tail(text: str) -> _Tail:
     return tail
 
 
+# array shapes ',' apart (squeezed text): in a tuple, and as the parameters of an entry layout
+_ARRAYS = r"((?>" + ARRAY_SHAPE_PATTERN + r")(?:,(?>" + ARRAY_SHAPE_PATTERN + r"))*+)"
+_ARRAY_TUPLE = re.compile(r"\(" + _ARRAYS + r"\)")
+_ARRAY_PARAMETERS = re.compile(r"\{\(" + _ARRAYS + r"\)->")
 _ARRAY_PARTS = re.compile(r"[^\[]*\[([^\]]*)\](?:\{([^}:]*))?")
 
 
@@ -302,7 +307,15 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
         _shape(cursor, in_tuple)
         cursor.expect(")")
         return
-    if cursor.eat("("):
+    if cursor.peek("("):
+        flat = _ARRAY_TUPLE.match(cursor.text, cursor.pos)
+        if flat is not None and all(
+            _array_problem(shape, True) is None
+            for shape in {found.group() for found in ARRAY_SHAPE.finditer(flat.group(1))}
+        ):
+            cursor.pos = flat.end()  # a long tuple of arrays, each distinct one checked once
+            return
+        cursor.expect("(")
         if cursor.eat(")"):
             return
         _shape(cursor, True)
@@ -398,7 +411,7 @@ def _whole(read: Callable[[_Cursor], None]) -> Callable[[_Cursor], None]:
 
 # bool_list ::= bool | '{' (bool (',' bool)*)? '}'
 def _bool_list(cursor: _Cursor) -> None:
-    if cursor.match(_BOOL) is not None:
+    if cursor.match(_BOOL) is not None or cursor.match(_BOOLS) is not None:
         return
     cursor.expect("{")
     if cursor.eat("}"):
@@ -411,14 +424,21 @@ def _bool_list(cursor: _Cursor) -> None:
 
 # entry_computation_layout ::= '{' '(' (shape (',' shape)* ','?)? ')' '->' shape '}'
 def _computation_layout(cursor: _Cursor) -> None:
-    cursor.expect("{")
-    cursor.expect("(")
-    while not cursor.eat(")"):
-        _shape(cursor)
-        if not cursor.eat(","):
-            cursor.expect(")")
-            break
-    cursor.expect("->")
+    flat = _ARRAY_PARAMETERS.match(cursor.text, cursor.pos)
+    if flat is not None and all(
+        _array_problem(shape, False) is None
+        for shape in {found.group() for found in ARRAY_SHAPE.finditer(flat.group(1))}
+    ):
+        cursor.pos = flat.end()  # a long list of array shapes, each distinct one checked once
+    else:
+        cursor.expect("{")
+        cursor.expect("(")
+        while not cursor.eat(")"):
+            _shape(cursor)
+            if not cursor.eat(","):
+                cursor.expect(")")
+                break
+        cursor.expect("->")
     _shape(cursor)
     cursor.expect("}")
 

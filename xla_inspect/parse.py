@@ -114,6 +114,16 @@ _SCALAR = re.compile(
 _COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # comments with the blanks around them, each run read as one space (as `value` reads them)
 _COMMENT_RUN = re.compile(r"[ \t]*(?:/\*[^*]*\*+(?:[^/*][^*]*\*+)*/[ \t]*)+")
+# entry_computation_layout's value as XLA prints it: '{(' parameter shapes ')->' result '}'
+_PRINTED_ENTRY_LAYOUT = re.compile(
+    r"\{"
+    + FLAT_TUPLE_SHAPE_PATTERN
+    + "->(?:"
+    + ARRAY_SHAPE_PATTERN
+    + "|"
+    + FLAT_TUPLE_SHAPE_PATTERN
+    + r")\}"
+)
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
@@ -784,7 +794,15 @@ class _Reader:
             name = key.group()[:-1]
             if name in where:
                 raise self.error_at(at, f"each module attribute once, not '{name}' again")
-            value, pos = self.value(key.end(), single=True)
+            printed = (
+                _PRINTED_ENTRY_LAYOUT.match(text, key.end())
+                if name == "entry_computation_layout"
+                else None
+            )
+            if printed is not None:  # long (a shape per parameter): read at once
+                value, pos = _COMMENT_RUN.sub(" ", printed.group()), printed.end()
+            else:
+                value, pos = self.value(key.end(), single=True)
             attributes[name] = value
             where[name] = at
         if (problem := check_module_attributes(attributes)) is not None:
