@@ -312,6 +312,30 @@ class InstructionBuilder:
         self.line_no = line_no
 
 
+class _ComputationBuilder:
+    """A mutable twin of HloComputation (see InstructionBuilder): `new_computation`."""
+
+    __slots__ = HloComputation.__slots__
+
+    def __init__(
+        self, name: str, instructions: tuple[HloInstruction, ...], is_entry: bool, line_no: int
+    ) -> None:
+        self.name = name
+        self.instructions = instructions
+        self.is_entry = is_entry
+        self.line_no = line_no
+        self._by_name = None
+
+
+def new_computation(
+    name: str, instructions: tuple[HloInstruction, ...], is_entry: bool, line_no: int
+) -> HloComputation:
+    """Same as HloComputation(...), about twice as fast (a module may hold thousands)."""
+    computation = _ComputationBuilder(name, instructions, is_entry, line_no)
+    computation.__class__ = HloComputation  # type: ignore[assignment]
+    return computation  # type: ignore[return-value]
+
+
 def new_instruction(
     name: str,
     opcode: str,

@@ -42,6 +42,7 @@ from xla_inspect.model import (
     HloModule,
     InstructionBuilder,
     Shape,
+    new_computation,
     new_instruction,
 )
 
@@ -81,8 +82,8 @@ _PRINTED_SHAPE = re.compile(
 )
 # computation_header as XLA prints it on one line: 'ENTRY'? name ('(' params ')' '->' shape)? '{'
 _HEADER_LINE = re.compile(
-    r"(ENTRY[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*"
-    r"(?:\((.*)\)[ \t]*->[ \t]*(\S.*?))?[ \t]*\{"
+    r"(ENTRY[ \t]++)?%?([A-Za-z_][\w.\-]*+)[ \t]*+"
+    r"(?:\((.*)\)[ \t]*+->[ \t]*+(\S(?:.*\S)?))?[ \t]*+\{"
 )
 # a computation parameter: 'name: shape'
 _PARAMETER = re.compile(r"\s*+%?[A-Za-z_][\w.\-]*+\s*+:(.*)", re.S).fullmatch
@@ -281,6 +282,8 @@ _TYPE_NAME = re.compile(DTYPE + r"\Z").match
 
 def _reserved(raw: str, instruction: bool = False) -> str | None:
     """What makes `raw` (a name as written, with its '%' if any) no name to XLA, or None."""
+    if "." in raw:  # no keyword or type name has one
+        return None
     bare = raw.removeprefix("%")
     if (instruction or bare == raw) and _TYPE_NAME(bare):
         return f"the type name '{bare}'"
@@ -291,6 +294,13 @@ def _reserved(raw: str, instruction: bool = False) -> str | None:
 
 # one operand: an optional shape, then its name (`f32[2]{0} %p`, `%p`, `p#1`)
 _TYPED_OPERAND = re.compile(r"(.*?)\s*+%?([A-Za-z_][\w.\-]*+(?:#[0-9]++)?)", re.S).fullmatch
+# operands each written after its shape, as XLA's long form prints them (`f32[2]{0} %a, s32[] %b`)
+_LOOSE_SHAPE = r"[a-z][a-z0-9]*+\[[^\]\n]*+\](?:\{[^{}\n]*+\})?|\((?:[^()\n]++|\([^()\n]*+\))*+\)"
+_OPERAND_NAME = r"%?[A-Za-z_][\w.\-]*+"
+_TYPED_OPERANDS = re.compile(
+    rf"(?a)(?:{_LOOSE_SHAPE}) {_OPERAND_NAME}(?:, (?:{_LOOSE_SHAPE}) {_OPERAND_NAME})*+"
+).fullmatch
+_TYPED_PAIRS = re.compile(rf"(?a)({_LOOSE_SHAPE}) %?([A-Za-z_][\w.\-]*+)").findall
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -372,7 +382,9 @@ class _Reader:
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.literals: set[tuple[str, str]] = set()  # (shape, constant payload) pairs checked
-        self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
+        # (shape as written, shape) pairs found alike, layouts aside: a computation's result and
+        # its ROOT's, an operand's shape written before it and the operand's
+        self.compatible: set[tuple[str, str]] = set()
         self.header_shapes: set[str] = set()  # shapes of header parameters checked
         # the instruction list `shape_of` indexed last, and its name -> shape index
         self._shape_index: tuple[list[HloInstruction] | None, dict[str, str]] = (None, {})
@@ -686,7 +698,7 @@ class _Reader:
                 index = i
                 result = self.signature(match.group(3), match.group(4), index)
                 instructions, pos, i = self.body(match.group(2), len(computations), end + 1, i + 1)
-                computation = HloComputation(
+                computation = new_computation(
                     match.group(2), instructions, match.group(1) is not None, index + 1
                 )
                 self.check_result(computation, result)
@@ -823,7 +835,7 @@ class _Reader:
             if match is not None and line.count("(") == line.count(")"):
                 result = self.signature(match.group(3), match.group(4), index)
                 instructions, pos, _ = self.body(match.group(2), number, pos + len(line))
-                computation = HloComputation(
+                computation = new_computation(
                     match.group(2), instructions, match.group(1) is not None, index + 1
                 )
                 self.check_result(computation, result)
@@ -850,7 +862,7 @@ class _Reader:
         if not text.startswith("{", at):
             raise self.stray(at, header) if at < len(text) else self.error_at(pos, header)
         instructions, pos, _ = self.body(name, number, at + 1)
-        computation = HloComputation(name, instructions, is_entry, index + 1)
+        computation = new_computation(name, instructions, is_entry, index + 1)
         self.check_result(computation, result)
         return self.computation_end(computation, pos)
 
@@ -866,7 +878,10 @@ class _Reader:
                         raise self.error(
                             index, f"parameters as 'name: shape', not '{shown}'", near=shown or None
                         )
-        if result is None or _PRINTED_SHAPE_TEXT(result) is not None:
+        if result is None or result in self.header_shapes:
+            return result
+        if _PRINTED_SHAPE_TEXT(result) is not None:
+            self.header_shapes.add(result)
             return result
         result = "".join(_ANY_COMMENT.sub(" ", result).split())
         if not is_shape(result):
@@ -1016,7 +1031,10 @@ class _Reader:
                         else:
                             operands = (look_up(operand_text.replace("%", "")),)
                     except KeyError:
-                        break
+                        typed = self.typed_operands(operand_text, defined, instructions)
+                        if typed is None:
+                            break
+                        operands = typed
                     if known[1] is not None and len(operands) != known[1]:
                         break
                     if is_root:
@@ -1182,8 +1200,11 @@ class _Reader:
                     else:
                         operands = (look_up(operand_text.replace("%", "")),)
                 except KeyError:
-                    operands = self.operands(
-                        operand_text, defined, index, instructions, computation
+                    typed = self.typed_operands(operand_text, defined, instructions)
+                    operands = (
+                        typed
+                        if typed is not None
+                        else self.operands(operand_text, defined, index, instructions, computation)
                     )
             if expected is not None and len(operands) != expected:
                 raise self.error(
@@ -1565,6 +1586,29 @@ class _Reader:
                     )
             found.append(name)
         return tuple(found)
+
+    def typed_operands(
+        self, text: str, defined: dict[str, str], instructions: list[HloInstruction]
+    ) -> tuple[str, ...] | None:
+        """The operand names of XLA's long form (`f32[2]{0} %a, s32[] %b`), when each names an
+        instruction defined before and its written shape is in printed form and the operand's
+        (layouts aside); else None, and `operands` reads the list and says what is wrong."""
+        if _TYPED_OPERANDS(text) is None:
+            return None
+        compatible = self.compatible
+        names: list[str] = []
+        for written, name in _TYPED_PAIRS(text):
+            if name not in defined:
+                return None
+            actual = self.shape_of(name, instructions)
+            if written != actual and (written, actual) not in compatible:
+                if _PRINTED_SHAPE_TEXT(written) is None or not _compatible(
+                    Shape(written), Shape(actual)
+                ):
+                    return None
+                compatible.add((written, actual))
+            names.append(name)
+        return tuple(names)
 
     def shape_of(self, name: str, instructions: list[HloInstruction]) -> str:
         """The shape of instruction `name` of the computation being read (`instructions`)."""

@@ -76,6 +76,33 @@ def test_reader_matches_xla_parser(path) -> None:
     assert opcode_counts(module) == counts
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, marks=versions.requires_jax(versions.NEWER_SYNTAX_GATE))
+        if versions.uses_newer_hlo_syntax(p.read_text())
+        else p
+        for p in TEXT_FILES
+    ],
+    ids=lambda p: p.name,
+)
+def test_long_form_with_operand_shapes_matches_xla(path) -> None:
+    """XLA's default printer writes each operand's shape before it (`add(f32[2]{0} %a, ...)`),
+    as in its logs: the reader takes that form too, and still checks each shape against the
+    operand's (a wrong one written in is rejected, as XLA rejects it)."""
+    options = _hlo.HloPrintOptions()
+    options.print_operand_shape = True
+    long_form = _hlo.hlo_module_from_text(path.read_text()).to_string(options)
+    if " abs-start(" in long_form:
+        pytest.skip("XLA prints a generic async op as sugar (abs-start), which is counted apart")
+    assert _our_verdict(long_form) == _xla_verdict(long_form) is not None
+    typed = re.search(r"[a-z]\((pred|[a-z]+[0-9]+)\[", long_form)
+    if typed is not None:  # the first operand shape written, made another element type's
+        other = "s8" if typed.group(1) != "s8" else "u8"
+        wrong = long_form[: typed.start(1)] + other + long_form[typed.end(1) :]
+        assert _our_verdict(wrong) == _xla_verdict(wrong) is None
+
+
 # -- the bank: reformatted-valid and invalid modules, each checked against XLA's verdict --------
 
 BANK = sorted((HERE / "fixtures" / "bank").glob("*.hlo"))
