@@ -301,6 +301,8 @@ _TYPED_OPERANDS = re.compile(
     rf"(?a)(?:{_LOOSE_SHAPE}) {_OPERAND_NAME}(?:, (?:{_LOOSE_SHAPE}) {_OPERAND_NAME})*+"
 ).fullmatch
 _TYPED_PAIRS = re.compile(rf"(?a)({_LOOSE_SHAPE}) %?([A-Za-z_][\w.\-]*+)").findall
+# parameter numbers as written: a computation's N parameters are numbered 0 to N-1
+_NUMBERS = tuple(map(str, range(4096)))
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # `key=%name`: the common form, checked cheaply; lists and anything odd take the exact path
@@ -1241,7 +1243,7 @@ class _Reader:
                 self.line_of(pos - 1) if i < 0 else i - 1,
                 f"at least one instruction in '{computation}'",
             )
-        if parameters and max(map(int, parameters)) >= len(parameters):
+        if parameters and not parameters.issuperset(_NUMBERS[: len(parameters)]):
             self.parameter_gap(instructions, len(parameters), computation)
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
