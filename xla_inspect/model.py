@@ -49,6 +49,9 @@ _NAME_IN_LIST = re.compile(r"%?([^\s,{}%]+)")
 _ARRAY_PARTS = re.compile(r"(" + DTYPE + r")\[(" + DIMS + r")\](" + LAYOUT + r")?")
 
 
+_BRACKET_OR_QUOTE = re.compile(r"[{}()\[\]\"']").search
+
+
 def _sole_top_level_value(text: str, at: int, width: int) -> str | None:
     """The value of the attribute whose `name=` (`width` characters) starts at `at` in an
     attribute list, when cheap checks show it is a top-level attribute named once: what
@@ -80,7 +83,7 @@ def _sole_top_level_value(text: str, at: int, width: int) -> str | None:
         return text[start:end]
     end = text.find(",", start)
     value = text[start : end if end >= 0 else len(text)].strip()
-    if not value or any(char in value for char in "{}()[]\"'"):
+    if not value or _BRACKET_OR_QUOTE(value) is not None:
         return None
     return value
 

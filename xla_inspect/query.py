@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from xla_inspect.model import HloComputation, HloInstruction, HloModule, Shape
@@ -139,13 +141,14 @@ def instructions(module: HloModule) -> Iterator[tuple[HloComputation, HloInstruc
             yield computation, instruction
 
 
+_OPCODE = attrgetter("opcode")
+
+
 def opcode_counts(module: HloModule, entry_only: bool = False) -> Counter[str]:
     """Instructions per opcode as XLA prints it (`add`, `fusion`, `parameter`, ...)."""
     computations = (module.entry,) if entry_only else module.computations
-    counts: Counter[str] = Counter()
-    for computation in computations:
-        counts.update([i.opcode for i in computation.instructions])
-    return counts
+    every = chain.from_iterable(computation.instructions for computation in computations)
+    return Counter(map(_OPCODE, every))
 
 
 def call_graph(module: HloModule) -> dict[str, tuple[str, ...]]:

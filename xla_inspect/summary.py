@@ -67,10 +67,10 @@ def summarize(module: HloModule) -> ModuleSummary:
         computations=len(module.computations),
         instructions=counts.total(),
         opcode_counts=_frozen(counts),
-        fusions_by_kind=_frozen(fusion_labels(module)),
+        fusions_by_kind=_frozen(fusion_labels(module) if "fusion" in counts else Counter()),
         dots=counts["dot"],
         collectives=_frozen(Counter({op: counts[op] for op in COLLECTIVE_OPCODES & counts.keys()})),
-        custom_calls=_frozen(custom_call_targets(module)),
+        custom_calls=_frozen(custom_call_targets(module) if "custom-call" in counts else Counter()),
     )
 
 
