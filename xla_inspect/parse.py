@@ -245,6 +245,12 @@ _METADATA = re.compile(
     + r"\}(?=, |\Z)"
 ).match
 
+# The metadata JAX writes (an op_name, then a stack frame), matched faster; a string holding
+# '//' or '/*' is refused after the match
+_JAX_METADATA = re.compile(
+    r'metadata=\{op_name="(?:[^"\\\n{}]++|\\[^\n])*+"(?: stack_frame_id=-?[0-9]{1,9}+)?\}(?=, |\Z)'
+).match
+
 
 def _without_metadata(tail: str, printed: set[str]) -> str | None:
     """`tail` with its metadata's fields taken out (`metadata={}`), when the metadata is a
@@ -262,11 +268,14 @@ def _without_metadata(tail: str, printed: set[str]) -> str | None:
         return None
     end = tail.find("}", at) + 1
     if tail[at:end] not in printed or tail[end : end + 2] not in (", ", ""):
-        match = _METADATA(tail, at)
+        match = _JAX_METADATA(tail, at) or _METADATA(tail, at)
         if match is None:
             return None
         end = match.end()
-        printed.add(tail[at:end])
+        found = tail[at:end]
+        if "//" in found or "/*" in found:  # let through by _JAX_METADATA's strings only
+            return None
+        printed.add(found)
     return before + "metadata={}" + tail[end:]
 
 
@@ -1642,7 +1651,7 @@ class _Reader:
             raise self.error(
                 index, f"operand '{name}' defined earlier in computation '{computation}'", near=name
             )
-        tuple_shape = next(i.shape for i in reversed(instructions) if i.name == base)
+        tuple_shape = self.shape_of(base, instructions)
         elements = Shape(tuple_shape).elements
         if not element.isdecimal() or int(element) >= len(elements):
             raise self.error(index, f"'{base}#N' with N an element of its shape {tuple_shape}")
