@@ -309,10 +309,7 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
         return
     if cursor.peek("("):
         flat = _ARRAY_TUPLE.match(cursor.text, cursor.pos)
-        if flat is not None and all(
-            _array_problem(shape, True) is None
-            for shape in {found.group() for found in ARRAY_SHAPE.finditer(flat.group(1))}
-        ):
+        if flat is not None and _arrays_fine(flat.group(1), True):
             cursor.pos = flat.end()  # a long tuple of arrays, each distinct one checked once
             return
         cursor.expect("(")
@@ -330,6 +327,13 @@ def _shape(cursor: _Cursor, in_tuple: bool = False) -> None:
     if problem is not None:
         raise _Mismatch(problem)
     cursor.pos = found.end()
+
+
+def _arrays_fine(shapes: str, in_tuple: bool) -> bool:
+    """Whether XLA takes each of the array shapes in `shapes` (',' apart), each distinct one
+    checked once."""
+    distinct = {found.group() for found in ARRAY_SHAPE.finditer(shapes)}
+    return all(_array_problem(shape, in_tuple) is None for shape in distinct)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -425,10 +429,7 @@ def _bool_list(cursor: _Cursor) -> None:
 # entry_computation_layout ::= '{' '(' (shape (',' shape)* ','?)? ')' '->' shape '}'
 def _computation_layout(cursor: _Cursor) -> None:
     flat = _ARRAY_PARAMETERS.match(cursor.text, cursor.pos)
-    if flat is not None and all(
-        _array_problem(shape, False) is None
-        for shape in {found.group() for found in ARRAY_SHAPE.finditer(flat.group(1))}
-    ):
+    if flat is not None and _arrays_fine(flat.group(1), False):
         cursor.pos = flat.end()  # a long list of array shapes, each distinct one checked once
     else:
         cursor.expect("{")

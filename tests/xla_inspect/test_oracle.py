@@ -39,6 +39,13 @@ if not hasattr(_hlo, "hlo_module_from_text"):
 HERE = Path(__file__).parent
 jaxlib_version = importlib.metadata.version("jaxlib")
 TEXT_FILES = sorted(HERE.glob("corpus/*.hlo")) + sorted(HERE.glob("fixtures/*.hlo"))
+# each gated where it is written in syntax older parsers lack
+TEXT_PARAMS = [
+    pytest.param(p, marks=versions.requires_jax(versions.NEWER_SYNTAX_GATE))
+    if versions.uses_newer_hlo_syntax(p.read_text())
+    else p
+    for p in TEXT_FILES
+]
 _PRINTED_OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")
 _ASYNC = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update", "kAsyncDone": "async-done"}
 
@@ -57,16 +64,7 @@ def _oracle(text: str) -> tuple[int, Counter[str]]:
     return len(module.computations()), counts
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=versions.requires_jax(versions.NEWER_SYNTAX_GATE))
-        if versions.uses_newer_hlo_syntax(p.read_text())
-        else p
-        for p in TEXT_FILES
-    ],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", TEXT_PARAMS, ids=lambda p: p.name)
 def test_reader_matches_xla_parser(path) -> None:
     text = path.read_text()
     module = parse_hlo(text)
@@ -76,16 +74,7 @@ def test_reader_matches_xla_parser(path) -> None:
     assert opcode_counts(module) == counts
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=versions.requires_jax(versions.NEWER_SYNTAX_GATE))
-        if versions.uses_newer_hlo_syntax(p.read_text())
-        else p
-        for p in TEXT_FILES
-    ],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", TEXT_PARAMS, ids=lambda p: p.name)
 def test_long_form_with_operand_shapes_matches_xla(path) -> None:
     """XLA's default printer writes each operand's shape before it (`add(f32[2]{0} %a, ...)`),
     as in its logs: the reader takes that form too, and still checks each shape against the
