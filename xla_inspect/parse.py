@@ -378,6 +378,13 @@ def _layout_problem(shape: str) -> str | None:
     return None
 
 
+# a line that starts another instruction, or closes the computation ('name=' without a blank
+# is an attribute name to XLA's lexer)
+_NEXT_STATEMENT = re.compile(
+    r"\s*+(?:ROOT\s|%[A-Za-z_][\w.\-]*+\s*+=|[A-Za-z_][\w.\-]*+\s++=|\})"
+).match
+
+
 class _Reader:
     """Reads `text` once. Module and computation headers, and any instruction the fast line
     regex does not take, are read token by token from an offset into `text`; runs of ordinary
@@ -423,13 +430,27 @@ class _Reader:
     def error(
         self, index: int, expected: str, line: str | None = None, near: str | None = None
     ) -> HloParseError:
-        """The error for line `index`; its column is where `near` first stands on the line."""
+        """The error for line `index`; its column is where `near` first stands on the line.
+        When it does not (an instruction written over several lines), the line and column are
+        where the first word of `near` stands on the instruction's next lines, if it does."""
         shown = self.lines[index] if line is None and index < len(self.lines) else line or ""
-        column = None
-        if near:
-            found = re.search(r"(?<![\w.\-])%?" + re.escape(near) + r"(?![\w.\-])", shown)
-            column = found.start() + 1 if found else None
-        return HloParseError(index + 1, shown, expected, column)
+        if not near:
+            return HloParseError(index + 1, shown, expected)
+        ends_word = re.match(r"[\w.\-]", near[-1]) is not None
+        pattern = r"(?<![\w.\-])%?" + re.escape(near) + (r"(?![\w.\-])" if ends_word else "")
+        found = re.search(pattern, shown)
+        if found is not None:
+            return HloParseError(index + 1, shown, expected, found.start() + 1)
+        if line is None:
+            word = re.compile(r"(?<![\w.\-])%?" + re.escape(near.split()[0]))
+            for later in range(index + 1, min(index + 40, len(self.lines))):
+                text = self.lines[later]
+                if _NEXT_STATEMENT(text):
+                    break
+                found = word.search(text)
+                if found is not None:
+                    return HloParseError(later + 1, text, expected, found.start() + 1)
+        return HloParseError(index + 1, shown, expected)
 
     def error_at(self, pos: int, expected: str) -> HloParseError:
         pos = min(pos, len(self.text))
@@ -1320,15 +1341,10 @@ class _Reader:
         for key, value in split_attributes(tail):
             syntax = other[key] if key in other else ATTRIBUTE_SYNTAX.get(key)
             if syntax is not None and not syntax[1].fullmatch(value):
-                # the column of `key=` (XLA's "error parsing attribute" points there), which
-                # the opcode's own name may precede (slice, pad, domain)
-                line = self.lines[index]
-                found = re.search(rf"(?<![\w.\-]){re.escape(key)}=", line)
-                raise HloParseError(
-                    index + 1,
-                    line,
-                    f"{syntax[0]} for '{key}' of '{opcode}', not '{value}'",
-                    found.start() + 1 if found else None,
+                # at `key=` (XLA's "error parsing attribute" points there; the opcode's own
+                # name may come first: slice, pad, domain)
+                raise self.error(
+                    index, f"{syntax[0]} for '{key}' of '{opcode}', not '{value}'", near=f"{key}="
                 )
 
     def check_metadata(self, tail: str, index: int) -> None:

@@ -757,3 +757,33 @@ def test_repeated_lines_are_checked_for_what_differs(repeat: str) -> None:
     a parameter number again is still read as XLA reads it."""
     text = _REPEAT.replace("REPEAT", repeat)
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+_WRAPPED = """HloModule m
+ENTRY e {
+  p = f32[4,2] parameter(0)
+  ROOT c = f32[4,2] ATTRIBUTES
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        'copy(p),\n    sharding={window=[1,4]0,1 metadata={op_name="a"}}',
+        'copy(p),\n    metadata={op_name="a"},\n    dimensions={0}',
+        "transpose(p),\n    dimensions={1,0} /* wrapped */,\n  zzz_probe=1",
+        "reverse(p),\n    dimensions=\n      {0,x}",
+    ],
+)
+def test_errors_inside_a_wrapped_instruction_point_where_xla_does(attributes: str) -> None:
+    """In an instruction written over several lines, an error names the line and column of
+    the attribute, as XLA's parser does, not the instruction's first line."""
+    text = _WRAPPED.replace("ATTRIBUTES", attributes)
+    with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
+        _hlo.hlo_module_from_text(text)
+    reports = re.findall(r"was parsing (\d+):(\d+): error: (\S+ \S+)", str(xla.value))
+    named = [where for where in reports if where[2] == "error parsing"] or reports
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(text)
+    assert (ours.value.line_no, ours.value.col) == (int(named[0][0]), int(named[0][1]))
