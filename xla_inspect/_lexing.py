@@ -606,6 +606,17 @@ def _replica_groups_ok(text: str) -> bool:
 # single   ::= (keyword | 'device=' int | 'devices=' '[' dims ']' (iota | ints)
 #               | 'last_tile_dims={' types '}' | 'metadata=' {...} | ('shard_as'|'shard_like') int)*
 #            | named sharding (mesh[...] ...: not checked)
+# metadata ::= '{' (field ','?)* '}', each field a name XLA knows with a value of its type (as in
+# an instruction's own metadata; a sharding carries one too)
+_METADATA_FIELD = (
+    r"(?:(?:op_type|op_name|source_file|deduplicated_name|scheduling_name|metadata_payload)"
+    rf"=\s*(?:{_STRING}|'(?:[^'\\]|\\.)*+')"
+    r"|(?:source_line|source_end_line|source_column|source_end_column|stack_frame_id)"
+    rf"=\s*{_INT}{_END_OF_WORD}"
+    rf"|profile_type=\s*{_BRACED_INTS})"
+)
+_METADATA = rf"\{{\s*(?:{_METADATA_FIELD}(?:\s*,?\s*{_METADATA_FIELD})*+)?\s*\}}"
+
 _SHARDING_TOKEN = re.compile(
     r"\s*(?:"
     rf"(maximal|replicated|manual|unknown|unreduced|last_tile_dim_replicate){_END_OF_WORD}"
@@ -614,7 +625,7 @@ _SHARDING_TOKEN = re.compile(
     rf"(?:\s*T\s*\(\s*({_INT_LIST})\s*\))?|({_INT_LIST}))"
     r"|(last_tile_dims)=\s*\{\s*(?:(?:maximal|replicated|manual|unreduced)"
     rf"(?:\s*,\s*(?:maximal|replicated|manual|unreduced))*+{_END_OF_WORD})?\s*\}}"
-    rf"|metadata=\s*{_braced(2)}"
+    rf"|metadata=\s*{_METADATA}"
     rf"|(?:shard_as|shard_like){_END_OF_WORD}\s*{_INT}"
     r")\s*"
 )
@@ -702,6 +713,38 @@ def _escapes_ok(text: str) -> bool:
             return False
     return True
 
+
+# A JSON dict as XLA's lexer takes one: braces that balance, double-quoted strings (the rest is
+# not read), here up to 16 deep
+_JSON_DICT = _braced(16)
+# name ::= [A-Za-z_][A-Za-z0-9_.-]* directly followed by '=' (XLA's attribute-name token)
+_NAME_EQ = r"[A-Za-z_][\w.\-]*+="
+# frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'
+_FRONTEND_VALUE = rf"(?:{_QUOTED}|{_JSON_DICT})"
+_FRONTEND = (
+    rf"\{{\s*(?:{_NAME_EQ}\s*{_FRONTEND_VALUE}"
+    rf"(?:\s*,\s*{_NAME_EQ}\s*{_FRONTEND_VALUE})*+)?\s*\}}"
+)
+# a number token: XLA's lexer reads '1.5', '1e3' and '.5' as decimals, '-2' as an integer
+_WHOLE = r"-?[0-9]++(?![0-9.]|[eE][+-]?[0-9])"
+_NUMBER = r"-?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?"
+# statistics ::= '{' (name '=' int (',' name '=' number)*)? '}' (the first is the index shown)
+_STATISTICS = rf"\{{\s*(?:{_NAME_EQ}\s*{_WHOLE}(?:\s*,\s*{_NAME_EQ}\s*{_NUMBER})*+)?\s*\}}"
+_BOOL_WORD = rf"(?:true|false){_END_OF_WORD}"
+# result_accuracy ::= '{' ('mode=' mode | 'tolerance={' (tol '=' number (',' ...)*)? '}') '}'
+_TOLERANCE = rf"(?:atol|rtol|ulps)=\s*{_NUMBER}"
+_RESULT_ACCURACY = (
+    rf"\{{\s*(?:mode=\s*(?i:default|highest){_END_OF_WORD}"
+    rf"|tolerance=\s*\{{\s*(?:{_TOLERANCE}(?:\s*,\s*{_TOLERANCE})*+)?\s*\}})\s*\}}"
+)
+
+# an enumeration value as XLA's parser first reads it: an identifier token, so no keyword and no
+# element type name (which word names a value is checked when the instruction is built)
+_ENUM_WORD = (
+    r"(?!(?:true|false|inf|nan|HloModule|ENTRY|ROOT|FileNames|FunctionNames|FileLocations"
+    r"|StackFrames|maximal|replicated|manual|last_tile_dim_replicate|shard_as|shard_like"
+    rf"|unknown|unreduced|{DTYPE}){_END_OF_WORD})[A-Za-z_][\w.\-]*+"
+)
 
 # output_to_operand_aliasing ::= '{' (entry (',' entry)* ','?)? '}',
 # entry ::= shape_index ':' '(' int ',' shape_index ')', shape_index ::= '{' (ints ','?)? '}'
@@ -844,6 +887,31 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "output_to_operand_aliasing": (
         "output/operand aliases like {{}: (0, {}), {1}: (1, {0})}",
         re.compile(rf"\{{\s*(?:{_ALIASING}(?:\s*,\s*{_ALIASING})*+(?:\s*,)?)?\s*\}}"),
+    ),
+    "frontend_attributes": (
+        'frontend attributes like {key="value", k2={"json":1}} (names directly followed by'
+        " '=', each value a quoted string or a JSON dict, separated by ',')",
+        re.compile(_FRONTEND),
+    ),
+    "backend_config": (
+        'a quoted string or a JSON dict like {"key":1}',
+        re.compile(rf"{_QUOTED}|{_JSON_DICT}"),
+    ),
+    "statistics": (
+        "statistics like {visualizing_index=1, stat=0.5} (an integer first, then numbers)",
+        re.compile(_STATISTICS),
+    ),
+    "parameter_replication": (
+        "a braced list of true/false like {true,false}",
+        re.compile(rf"\{{\s*(?:{_BOOL_WORD}(?:\s*,\s*{_BOOL_WORD})*+)?\s*\}}"),
+    ),
+    "result_accuracy": (
+        "a result accuracy like {mode=highest} or {tolerance={atol=0,rtol=0,ulps=1}}",
+        re.compile(_RESULT_ACCURACY),
+    ),
+    "transpose_a": (
+        "a transpose kind like NO_TRANSPOSE, TRANSPOSE or ADJOINT (a word, not a keyword)",
+        re.compile(_ENUM_WORD),
     ),
     "padding_type": (
         "a padding type: PADDING_VALID or PADDING_SAME",

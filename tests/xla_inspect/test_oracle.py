@@ -464,6 +464,10 @@ _VALUES_OF_NAME = {
             "{shard_as 0}",
             "{replicated shard_as}",
             "{mesh}",
+            '{maximal device=0 metadata={op_name="a""a"}}',
+            '{replicated metadata={op_naame="a"}}',
+            "{replicated metadata={op_name={0}}}",
+            '{replicated metadata={op_name="a",}}',
         ],
         [
             "{replicated}",
@@ -481,6 +485,8 @@ _VALUES_OF_NAME = {
             "{replicated shard_as 0}",
             "{devices=[2,1]<=[2] shard_like 1}",
             '{replicated metadata={op_name="a"}}',
+            '{replicated metadata={op_name="a", op_type="b" source_line=3}}',
+            "{replicated metadata={profile_type={1,2} stack_frame_id=1}}",
             "{}",
             "{{replicated}}",
             "{{replicated}, {maximal device=1}}",
@@ -560,6 +566,53 @@ _VALUES_OF_NAME = {
             "{{}: (0, {}),}",
             "{{0,}: (0, {})}",
         ],
+    ),
+    "frontend_attributes": (
+        ['"x"', "{a=1}", '{a="b",}', '{a="b" c="d"}', '{ a = "b" }', '{"a"="b"}', "{a=}"],
+        ["{}", '{a="b"}', '{a="b", c.d-e="f"}', "{a='b'}", '{a={"x":[1,"}"]}}', '{ a= "b" }'],
+    ),
+    "backend_config": (
+        ["x", "1", '"a""b"', '{"a":1}{}', "true"],
+        ['"x"', "'x'", "{}", '{"a":{"b":[1,2]}}', '{"a":"}"}', '""'],
+    ),
+    "statistics": (
+        [
+            "1",
+            "{a=1.5}",
+            "{visualizing_index=x}",
+            "{visualizing_index=1 a=2}",
+            '{visualizing_index=1,a="x"}',
+            "{visualizing_index=1,}",
+            "{a=1e3}",
+        ],
+        ["{}", "{visualizing_index=1}", "{visualizing_index=1,a=0.5,b=2}", "{i=0, s=-1e3}"],
+    ),
+    "parameter_replication": (
+        ["true", "{1}", "{true,}", "{true false}", "{TRUE}"],
+        ["{}", "{true}", "{true,false}", "{ true , false }"],
+    ),
+    "result_accuracy": (
+        [
+            "{mode=high}",
+            "{mode=highest,}",
+            "{}",
+            "{0.5}",
+            "{foo=1}",
+            "{tolerance={rtol=x}}",
+            "{tolerance={ulps=2 atol=1}}",
+            "{ mode = highest }",
+        ],
+        [
+            "{mode=highest}",
+            "{mode=DEFAULT}",
+            "{tolerance={atol=1.0,rtol=0.5,ulps=2}}",
+            "{tolerance={}}",
+            "{mode= highest }",
+        ],
+    ),
+    "transpose_a": (
+        ["true", '"NO_TRANSPOSE"', "1", "{NO_TRANSPOSE}", "f32"],
+        ["NO_TRANSPOSE", "ADJOINT", "transpose"],
     ),
     ("rng-bit-generator", "algorithm"): (
         ["philox", "dot_f32_f32_f32"],
