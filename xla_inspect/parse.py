@@ -31,6 +31,7 @@ from xla_inspect._lexing import (
     OTHER_TYPE,
     is_opcode,
     is_shape,
+    match_close,
     split_attributes,
     split_top_level,
 )
@@ -144,6 +145,25 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
+# Opcodes whose instructions XLA's parser checks against their operands' shapes while it builds
+# them (check_built); they are recorded with the callers, so the per-line path gains no test.
+_BUILT = frozenset(
+    {
+        "tuple",
+        "reshape",
+        "recv",
+        "infeed",
+        "conditional",
+        "all-reduce",
+        "all-reduce-start",
+        "reduce-scatter",
+        "dynamic-reshape",
+        "custom-call",
+    }
+)
+_USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
+_CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
+_LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
 # an attribute name after a ',' in an attribute list (or inside a nested value)
 _KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
 # (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value,
@@ -320,6 +340,13 @@ def _compatible(written: Shape, actual: Shape) -> bool:
     return written.dtype == actual.dtype and written.dims == actual.dims
 
 
+def _product(dims: tuple[int | None, ...]) -> int:
+    count = 1
+    for size in dims:
+        count *= size or 0
+    return count
+
+
 def _layout_problem(shape: str) -> str | None:
     """Why an array shape's layout does not fit its rank (XLA checks), or None."""
     if "{" not in shape:
@@ -346,7 +373,9 @@ class _Reader:
         self.opcodes: dict[str, _OpcodeFacts] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
-        self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
+        self.calling = set(
+            _CALLERS | _BUILT
+        )  # opcodes that may name computations in their attributes
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
@@ -713,7 +742,7 @@ class _Reader:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
-        self.check_calls(order)
+        self.check_calls(order, computations)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
 
     def table_rows(self, line: int, pos: int) -> tuple[int, int]:
@@ -725,10 +754,18 @@ class _Reader:
             line, pos = line + 1, self.line_end(pos) + 1
         return line, pos
 
-    def check_calls(self, order: dict[str, int]) -> None:
+    def check_calls(self, order: dict[str, int], computations: list[HloComputation]) -> None:
         """Every computation an instruction calls is defined in the module before the
-        computation of the caller (XLA's parser resolves calls as it reads)."""
+        computation of the caller (XLA's parser resolves calls as it reads), and each
+        instruction of the opcodes XLA checks as it builds them passes check_built."""
+        shapes: dict[int, dict[str, str]] = {}
         for instruction, at in self.callers:
+            if instruction.opcode in _BUILT:
+                if at not in shapes:
+                    shapes[at] = {i.name: i.shape for i in computations[at].instructions}
+                self.check_built(instruction, shapes[at])
+                if instruction.opcode not in _CALLERS:
+                    continue
             found = _CALLED_NAME.findall(instruction.attributes_text)
             if found and all(not listed and order.get(single, at) < at for listed, single in found):
                 continue
@@ -748,6 +785,80 @@ class _Reader:
                         "calls it (XLA resolves calls in order)",
                         near=name,
                     )
+
+    def check_built(self, instruction: HloInstruction, shapes: dict[str, str]) -> None:
+        """What XLA's parser checks when it builds `instruction` (`shapes`: the shape of each
+        instruction of its computation by name): a tuple's shape has one element per operand;
+        a reshape keeps the element count; recv and infeed have a non-empty tuple shape; a
+        conditional's predicate is a scalar pred (true/false_computation) or s32
+        (branch_computations); all-reduce and reduce-scatter take use_global_device_ids=true
+        only with a channel_id; dynamic-reshape has an operand; a custom-call's
+        operand_layout_constraints give one shape per operand, each the operand's."""
+        opcode, shape, operands = instruction.opcode, Shape(instruction.shape), instruction.operands
+        problem = None
+        if opcode == "tuple":
+            if not shape.is_tuple or len(shape.elements) != len(operands):
+                problem = (
+                    f"a tuple shape of {len(operands)} element{'s' if len(operands) != 1 else ''}"
+                    f" for {len(operands)} operand{'s' if len(operands) != 1 else ''}, "
+                    f"not {instruction.shape}"
+                )
+        elif opcode == "reshape":
+            before = Shape(shapes[operands[0]]).dims if operands else ()
+            after = shape.dims
+            if None not in before and None not in after and _product(before) != _product(after):
+                problem = (
+                    f"a reshape to as many elements as its operand has "
+                    f"({shapes[operands[0]]}), not {instruction.shape}"
+                )
+        elif opcode in ("recv", "infeed"):
+            if not shape.elements:
+                problem = f"a non-empty tuple shape for '{opcode}', not {instruction.shape}"
+        elif opcode == "conditional":
+            predicate = Shape(shapes[operands[0]]) if operands else None
+            wanted = "s32" if "branch_computations=" in instruction.attributes_text else "pred"
+            if predicate is not None and (predicate.dims != () or predicate.dtype != wanted):
+                problem = (
+                    f"a scalar {wanted}[] as the first operand of a conditional with "
+                    f"{'branch_computations' if wanted == 's32' else 'true/false_computation'}"
+                    f", not {predicate.text}"
+                )
+        elif opcode == "dynamic-reshape":
+            if not operands:
+                problem = "an operand for 'dynamic-reshape'"
+        elif opcode == "custom-call":
+            problem = self.layout_constraints_problem(instruction, shapes)
+        elif _USE_GLOBAL_DEVICE_IDS(instruction.attributes_text) and not _CHANNEL_ID(
+            instruction.attributes_text
+        ):
+            problem = f"a channel_id for '{opcode}' with use_global_device_ids=true"
+        if problem is not None:
+            raise self.error(instruction.line_no - 1, problem, near=opcode)
+
+    def layout_constraints_problem(
+        self, instruction: HloInstruction, shapes: dict[str, str]
+    ) -> str | None:
+        """Why a custom-call's operand_layout_constraints do not fit its operands, or None."""
+        found = _LAYOUT_CONSTRAINTS(instruction.attributes_text)
+        if found is None:
+            return None
+        text = instruction.attributes_text
+        close = match_close(text, found.end() - 1)
+        listed = [p.strip() for p in split_top_level(text[found.end() : close])]
+        listed = [p for p in listed if p]
+        operands = instruction.operands
+        if len(listed) != len(operands):
+            return (
+                f"{len(operands)} operand layout constraint{'s' if len(operands) != 1 else ''}"
+                f" (one per operand), not {len(listed)}"
+            )
+        for number, (given, name) in enumerate(zip(listed, operands, strict=True)):
+            if not _compatible(Shape(given), Shape(shapes[name])):
+                return (
+                    f"operand layout constraint {number} of the operand's shape "
+                    f"{shapes[name]}, not {given}"
+                )
+        return None
 
     # module_header ::= 'HloModule' name (',' attribute_name '=' value)*
     def module_header(self, pos: int) -> tuple[str, dict[str, str], int]:

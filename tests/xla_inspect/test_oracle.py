@@ -299,7 +299,7 @@ def _probe(opcode: str, branches: bool = False, attribute: str = "zzz_probe=1") 
         operands = "7"
     elif opcode == "constant":
         operands = "{...}"
-    elif opcode == "tuple":
+    elif opcode in ("tuple", "infeed", "recv"):
         shape = "(f32[2,3])"
     elif opcode == "conditional":
         operands, extra = "pr, p0, p1", "true_computation=c, false_computation=c, "
@@ -750,4 +750,75 @@ def wrong_value(draw: st.DrawFn) -> str:
 )
 @given(wrong_value())
 def test_wrong_attribute_values_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- what XLA checks while it builds an instruction: shapes against operand counts and shapes ---
+
+_DIMS = st.lists(st.integers(1, 4), min_size=0, max_size=3)
+
+
+def _dims(sizes: list[int]) -> str:
+    return ",".join(map(str, sizes))
+
+
+@st.composite
+def built_instruction(draw: st.DrawFn) -> str:
+    """A module whose last instruction is one XLA checks as it builds it: a reshape (to the
+    same element count or not), a tuple (with as many shape elements as operands or not), a
+    conditional (predicate pred or s32, scalar or not, for either form) or an all-reduce (with
+    or without channel_id and use_global_device_ids)."""
+    kind = draw(st.sampled_from(["reshape", "tuple", "conditional", "all-reduce"]))
+    lines = ["HloModule m", ""]
+    if kind in ("conditional", "all-reduce"):
+        lines += [
+            "b {",
+            "  x = f32[] parameter(0)",
+            "  y = f32[] parameter(1)",
+            "  ROOT n = f32[] add(x, y)",
+            "}",
+            "c {",
+            "  z = f32[] parameter(0)",
+            "  ROOT m = f32[] negate(z)",
+            "}",
+        ]
+    lines.append("ENTRY e {")
+    if kind == "reshape":
+        before = draw(_DIMS)
+        after = draw(st.one_of(_DIMS, st.permutations(before)))
+        lines += [
+            f"  p = f32[{_dims(before)}] parameter(0)",
+            f"  ROOT r = f32[{_dims(after)}] reshape(p)",
+        ]
+    elif kind == "tuple":
+        elements = draw(st.integers(0, 3))
+        operands = draw(st.integers(0, 3))
+        shape = ", ".join(["f32[2]"] * elements)
+        names = ", ".join(["p"] * operands)
+        lines += ["  p = f32[2] parameter(0)", f"  ROOT t = ({shape}) tuple({names})"]
+    elif kind == "conditional":
+        dtype = draw(st.sampled_from(["pred", "s32", "u32", "f32"]))
+        dims = draw(st.sampled_from(["", "1", "2"]))
+        branches = draw(
+            st.sampled_from(
+                ["true_computation=c, false_computation=c", "branch_computations={c, c}"]
+            )
+        )
+        lines += [
+            f"  i = {dtype}[{dims}] parameter(0)",
+            "  v = f32[] parameter(1)",
+            f"  ROOT r = f32[] conditional(i, v, v), {branches}",
+        ]
+    else:
+        extra = draw(
+            st.lists(st.sampled_from(["channel_id=1", "use_global_device_ids=true"]), unique=True)
+        )
+        attributes = ", ".join(["replica_groups={}", *extra, "to_apply=b"])
+        lines += ["  p = f32[8] parameter(0)", f"  ROOT r = f32[8] all-reduce(p), {attributes}"]
+    return "\n".join([*lines, "}", ""])
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(built_instruction())
+def test_build_checks_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
