@@ -63,6 +63,7 @@ _ESCAPED = re.compile(r"\\.")
 # Token-level pieces, after XLA's lexer. skip ::= (whitespace | '/*' ... '*/' | '//' ...)*
 _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 # name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
+_SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 _IDENT = re.compile(r"%?[A-Za-z_][\w.\-]*")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
@@ -347,10 +348,40 @@ def _product(dims: tuple[int | None, ...]) -> int:
     return count
 
 
+# a layout's part after ':', in the order XLA's parser reads its items (each optional): dim level
+# types D(...), tiles T(...)(...), L(n), index type #(uN), pointer type *(uN), element size E(n),
+# memory space S(n), split configs SC(d:i,...)..., physical shape P(shape), M(n)
+# (XLA's parser asks for an unsigned type in #(...) and *(...) but goes on with any)
+_UNSIGNED = DTYPE
+_LEVEL = r"[DCSH]\+?~?"
+_TILE_DIM = r"(?:-?[0-9]+|\*)"
+_LAYOUT_TAIL = re.compile(
+    rf"(?:D\((?:{_LEVEL}(?:,{_LEVEL})*)?\))?"
+    rf"(?:T(?:\((?:{_TILE_DIM}(?:,{_TILE_DIM})*)?\))+)?"
+    r"(?:L\(-?[0-9]+\))?"
+    rf"(?:#\({_UNSIGNED}\))?(?:\*\({_UNSIGNED}\))?"
+    r"(?:E\(-?[0-9]+\))?(?:S\(-?[0-9]+\))?"
+    r"(?:SC(?:\(-?[0-9]+:(?:-?[0-9]+(?:,-?[0-9]+)*)?\))+)?"
+    r"(?:P\((?:[^()]|\([^()]*\))*\))?"
+    r"(?:M\(-?[0-9]+\))?"
+).fullmatch
+# a layout's part after ':' in an array shape
+_LAYOUT_TAILS = re.compile(r"\]\{[^}:]*:((?:[^{}]|\{[^{}]*\})*)\}").findall
+
+
 def _layout_problem(shape: str) -> str | None:
-    """Why an array shape's layout does not fit its rank (XLA checks), or None."""
+    """Why an array shape's layout does not fit its rank or XLA's layout syntax, or None."""
     if "{" not in shape:
         return None
+    if ":" in shape:
+        for tail in _LAYOUT_TAILS(shape):
+            if _LAYOUT_TAIL(tail) is None:
+                return (
+                    f"a layout's part after ':' as D(...), T(...), L(n), #(uN), *(uN), E(n), "
+                    f"S(n), SC(...), P(shape), M(n) in that order, not '{tail}' ('{shape}')"
+                )
+            if "P(" in tail:  # XLA keeps no dim level types, so no array is sparse
+                return f"no physical shape P(...): it is for sparse arrays ('{shape}')"
     for dims, order in _DIMS_AND_ORDER.findall(shape):
         rank = dims.count(",") + 1 if dims else 0
         listed = order.count(",") + 1 if order else 0
@@ -637,7 +668,11 @@ class _Reader:
             close = text.find("}", brace)
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
-            layout = "".join(_SKIP.split(text[brace + 1 : close]))
+            parts = _SKIP_RUN.split(text[brace + 1 : close])
+            for left, right in zip(parts, parts[1:], strict=False):
+                if left[-1:].isdigit() and right[:1].isdigit():
+                    raise self.error_at(brace, "',' between the numbers of a layout")
+            layout = "".join(parts)
             order = layout.partition(":")[0]
             if _MINOR_TO_MAJOR.fullmatch(order) is None:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")

@@ -822,3 +822,44 @@ def built_instruction(draw: st.DrawFn) -> str:
 @given(built_instruction())
 def test_build_checks_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+_LAYOUT_ITEMS = [
+    "D(D,C)",
+    "T(8,128)(2,1)",
+    "T(2,*)",
+    "L(1024)",
+    "#(u32)",
+    "*(u16)",
+    "E(4)",
+    "S(1)",
+    "SC(0:1,2)",
+    "M(8)",
+    "T(8 8,128)",
+    "D(X)",
+    "Q(1)",
+    "P(f32[4,4])",
+]
+
+
+@st.composite
+def layout_shape(draw: st.DrawFn) -> str:
+    """A module with a parameter of shape f32[4,4,4] whose layout is drawn: its dimensions
+    separated by ',' or ', ' (now and then by a blank alone), then maybe ':' and items of
+    XLA's layout syntax, in its order or not, some of them malformed."""
+    order = [str(d) for d in draw(st.permutations([0, 1, 2]))]
+    text = order[0]
+    for dim in order[1:]:
+        text += draw(st.sampled_from([",", ", ", " ,", ",", " "])) + dim
+    items = draw(st.lists(st.sampled_from(_LAYOUT_ITEMS), max_size=3, unique=True))
+    if draw(st.booleans()):
+        items.sort(key=_LAYOUT_ITEMS.index)
+    if items or draw(st.booleans()):
+        text += ":" + draw(st.sampled_from(["", " "])).join(items)
+    return f"HloModule m\nENTRY e {{\n  ROOT p = f32[4,4,4]{{{text}}} parameter(0)\n}}\n"
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(layout_shape())
+def test_layout_syntax_matches_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
