@@ -31,6 +31,7 @@ from xla_inspect._lexing import (
     OTHER_TYPE,
     is_opcode,
     is_shape,
+    literal_value_problem,
     match_close,
     split_attributes,
     split_top_level,
@@ -107,7 +108,7 @@ _LITERAL_TOKEN = re.compile(
     r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
 # a literal's brace or element (numbers, words, '(re, im)' pairs), for counting items
-_LITERAL_ITEM = re.compile(r"[{}]|\([^()]*\)|[^\s,{}()]+(?:\([^()]*\))?")
+_LITERAL_ITEM = re.compile(r"[{}]|\((?:[^()]|\([^()]*\))*\)|[^\s,{}()]+(?:\([^()]*\))?")
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 _SCALAR = re.compile(
     r"true|false|"
@@ -1060,7 +1061,6 @@ class _Reader:
         opcodes = self.opcodes
         shapes = self.shapes
         callers = self.calling
-        scalar = _SCALAR.fullmatch
         defined: dict[str, str] = {}
         look_up = defined.__getitem__
         parameters: set[str] = set()
@@ -1279,7 +1279,7 @@ class _Reader:
                         self.check_parameter(payload, parameters, index, computation)
                     else:
                         parameters.add(payload)
-                elif shape[-2:] != "[]" or scalar(payload) is None:
+                else:
                     self.check_literal(payload, shape, index)
             elif operand_text:
                 try:
@@ -1488,8 +1488,10 @@ class _Reader:
     def check_literal(self, payload: str, shape: str, index: int) -> None:
         """A constant's literal: numbers, true/false, inf/nan in braces nested as deep as the
         shape's rank, or one number for every element of an array (XLA rejects other tokens
-        and a nesting that does not fit; an array with no elements may stop nesting early)."""
+        and a nesting that does not fit; an array with no elements may stop nesting early), each
+        element a value of the shape's element type (literal_value_problem)."""
         if shape[0] != "(" and _SCALAR.fullmatch(payload.strip()) is not None:
+            self.check_literal_values(payload, shape, index)
             return
         literal = _COMMENT.sub(" ", payload) if "/*" in payload else payload
         adjacent = False
@@ -1528,6 +1530,12 @@ class _Reader:
             )
         if not empty:
             self.check_literal_counts(literal, dims, shape, index)
+        self.check_literal_values(literal, shape, index)
+
+    def check_literal_values(self, literal: str, shape: str, index: int) -> None:
+        problem = literal_value_problem(literal, shape[: shape.index("[")])
+        if problem is not None:
+            raise self.error(index, problem, near="constant")
 
     def check_literal_counts(
         self, literal: str, dims: tuple[int | None, ...], shape: str, index: int
