@@ -370,12 +370,26 @@ _LAYOUT_TAIL = re.compile(
 _LAYOUT_TAILS = re.compile(r"\]\{[^}:]*:((?:[^{}]|\{[^{}]*\})*)\}").findall
 
 
+def _joins_numbers(text: str) -> bool:
+    """Whether blanks or comments alone stand between two numbers in `text` (in a layout,
+    XLA's parser wants a ',' there)."""
+    parts = _SKIP_RUN.split(text)
+    return any(
+        left[-1:].isdigit() and right[:1].isdigit()
+        for left, right in zip(parts, parts[1:], strict=False)
+    )
+
+
 def _layout_problem(shape: str) -> str | None:
     """Why an array shape's layout does not fit its rank or XLA's layout syntax, or None."""
     if "{" not in shape:
         return None
     if ":" in shape:
         for tail in _LAYOUT_TAILS(shape):
+            if "/" in tail:
+                if _joins_numbers(tail):
+                    return f"',' between the numbers of a layout, not '{tail}'"
+                tail = _SKIP_RUN.sub("", tail)
             if _LAYOUT_TAIL(tail) is None:
                 return (
                     f"a layout's part after ':' as D(...), T(...), L(n), #(uN), *(uN), E(n), "
@@ -669,11 +683,10 @@ class _Reader:
             close = text.find("}", brace)
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
-            parts = _SKIP_RUN.split(text[brace + 1 : close])
-            for left, right in zip(parts, parts[1:], strict=False):
-                if left[-1:].isdigit() and right[:1].isdigit():
-                    raise self.error_at(brace, "',' between the numbers of a layout")
-            layout = "".join(parts)
+            layout = text[brace + 1 : close]
+            if _joins_numbers(layout):
+                raise self.error_at(brace, "',' between the numbers of a layout")
+            layout = _SKIP_RUN.sub("", layout)
             order = layout.partition(":")[0]
             if _MINOR_TO_MAJOR.fullmatch(order) is None:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")
@@ -880,7 +893,7 @@ class _Reader:
             return None
         text = instruction.attributes_text
         close = match_close(text, found.end() - 1)
-        listed = [p.strip() for p in split_top_level(text[found.end() : close])]
+        listed = [_SKIP_RUN.sub("", p) for p in split_top_level(text[found.end() : close])]
         listed = [p for p in listed if p]
         operands = instruction.operands
         if len(listed) != len(operands):

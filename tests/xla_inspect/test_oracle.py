@@ -836,6 +836,8 @@ _LAYOUT_ITEMS = [
     "SC(0:1,2)",
     "M(8)",
     "T(8 8,128)",
+    "T(8,/**/128)",
+    "T(8/**/8)",
     "D(X)",
     "Q(1)",
     "P(f32[4,4])",
@@ -845,17 +847,18 @@ _LAYOUT_ITEMS = [
 @st.composite
 def layout_shape(draw: st.DrawFn) -> str:
     """A module with a parameter of shape f32[4,4,4] whose layout is drawn: its dimensions
-    separated by ',' or ', ' (now and then by a blank alone), then maybe ':' and items of
+    separated by ',' with blanks or comments (now and then by a blank or comment alone), then
+    maybe ':' and items of
     XLA's layout syntax, in its order or not, some of them malformed."""
     order = [str(d) for d in draw(st.permutations([0, 1, 2]))]
     text = order[0]
     for dim in order[1:]:
-        text += draw(st.sampled_from([",", ", ", " ,", ",", " "])) + dim
+        text += draw(st.sampled_from([",", ", ", " ,", ",/**/", " ", " /* c */ "])) + dim
     items = draw(st.lists(st.sampled_from(_LAYOUT_ITEMS), max_size=3, unique=True))
     if draw(st.booleans()):
         items.sort(key=_LAYOUT_ITEMS.index)
     if items or draw(st.booleans()):
-        text += ":" + draw(st.sampled_from(["", " "])).join(items)
+        text += ":" + draw(st.sampled_from(["", " ", "/**/"])).join(items)
     return f"HloModule m\nENTRY e {{\n  ROOT p = f32[4,4,4]{{{text}}} parameter(0)\n}}\n"
 
 
