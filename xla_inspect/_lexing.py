@@ -746,6 +746,25 @@ _ENUM_WORD = (
     rf"|unknown|unreduced|{DTYPE}){_END_OF_WORD})[A-Za-z_][\w.\-]*+"
 )
 
+# control-predecessors ::= '{' name (',' name)* '}'  (at least one)
+_INSTRUCTION_NAME = r"%?[A-Za-z_][\w.\-]*+"
+_CONTROL_PREDECESSORS = rf"\{{\s*{_INSTRUCTION_NAME}(?:\s*,\s*{_INSTRUCTION_NAME})*+\s*\}}"
+# origin ::= '{' '[synthetic_call]' '}' | '{' tree '}', tree: arrays '{' string shape_index? '}'
+# in parentheses and commas (a tuple tree)
+_ORIGINAL_ARRAY = rf"\{{\s*(?:{_QUOTED})(?:\s*\{{[^{{}}]*+\}})?\s*\}}"
+_ORIGIN = rf"\{{\s*(?:\[\s*synthetic_call\s*\]|(?:[(),\s]|{_ORIGINAL_ARRAY})*+)\s*\}}"
+# domain ::= '{' kind="sharding" ',' entry=sharding ',' exit=sharding '}' (any order, each
+# once; XLA's parser knows no other kind)
+_DOMAIN_PART = r"kind=\s*(?:\"sharding\"|'sharding')|" + rf"(?:entry|exit)=\s*{_braced(4)}"
+_DOMAIN = rf"\{{\s*(?:{_DOMAIN_PART})(?:\s*,\s*(?:{_DOMAIN_PART}))*+\s*\}}"
+_DOMAIN_NAMES = re.compile(r"(?:[{,]\s*)(kind|entry|exit)=")
+
+
+def _domain_ok(text: str) -> bool:
+    names = _DOMAIN_NAMES.findall(text)
+    return sorted(names) == ["entry", "exit", "kind"]
+
+
 # output_to_operand_aliasing ::= '{' (entry (',' entry)* ','?)? '}',
 # entry ::= shape_index ':' '(' int ',' shape_index ')', shape_index ::= '{' (ints ','?)? '}'
 _SHAPE_INDEX = rf"\{{\s*(?:{_INT_LIST}(?:\s*,)?)?\s*\}}"
@@ -855,10 +874,11 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     "api_version": (
         "a custom-call API version: API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING,"
-        " API_VERSION_STATUS_RETURNING_UNIFIED, API_VERSION_TYPED_FFI or API_VERSION_UNSPECIFIED",
+        " API_VERSION_STATUS_RETURNING_UNIFIED or API_VERSION_TYPED_FFI (XLA reads"
+        " API_VERSION_UNSPECIFIED, then refuses to build the custom-call)",
         _enum(
             "API_VERSION_STATUS_RETURNING_UNIFIED API_VERSION_STATUS_RETURNING"
-            " API_VERSION_ORIGINAL API_VERSION_TYPED_FFI API_VERSION_UNSPECIFIED",
+            " API_VERSION_ORIGINAL API_VERSION_TYPED_FFI",
             ignore_case=True,
         ),
     ),
@@ -912,6 +932,19 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "transpose_a": (
         "a transpose kind like NO_TRANSPOSE, TRANSPOSE or ADJOINT (a word, not a keyword)",
         re.compile(_ENUM_WORD),
+    ),
+    "control-predecessors": (
+        "a braced list of instruction names like {add.1, %mul}",
+        re.compile(_CONTROL_PREDECESSORS),
+    ),
+    "origin": (
+        'an original value like {{"name"}}, {({"a"}, {"b" {1}})} or {[synthetic_call]}',
+        re.compile(_ORIGIN),
+    ),
+    "domain": (
+        'a domain like {kind="sharding", entry={maximal device=0}, exit={replicated}} (kind'
+        ' "sharding", entry and exit, each once)',
+        _Checked(_DOMAIN, _domain_ok),
     ),
     "padding_type": (
         "a padding type: PADDING_VALID or PADDING_SAME",

@@ -166,8 +166,11 @@ _BUILT = frozenset(
 _USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
 _CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
 _LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
-# an attribute name after a ',' in an attribute list (or inside a nested value)
-_KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
+# an attribute name after a ',' in an attribute list (or inside a nested value), or '' where a
+# ',' or a bracket or quote follows a ',' (no name there: a doubled ',' or a braced piece, which
+# check_attribute_names rejects at the top level)
+_KEY_AFTER_COMMA = re.compile(r",[ \t]*(?:([A-Za-z_][\w.\-]*)=|(?=[,{(\[\"']))").findall
+_ATTRIBUTE_KEY = re.compile(r"[A-Za-z_][\w.\-]*").fullmatch
 # (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value,
 # the attribute lists the fast path read and checked for it, each kept once, and the attributes
 # it requires)
@@ -1464,7 +1467,14 @@ class _Reader:
         """Every attribute of the list `tail` is one `opcode` takes (XLA rejects others; None:
         any name), and none comes twice."""
         seen: set[str] = set()
-        for key, _ in split_attributes(tail):
+        for key, value in split_attributes(tail):
+            if _ATTRIBUTE_KEY(key) is None:
+                piece = f"{key}={value}" if value else key
+                raise self.error(
+                    index,
+                    f"an attribute 'name=value' after ',', not '{piece}'",
+                    near=piece if piece else None,
+                )
             if key in seen:
                 line = self.lines[index]
                 found = list(re.finditer(r"(?<![\w.\-])" + re.escape(key) + "=", line))

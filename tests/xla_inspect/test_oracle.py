@@ -614,6 +614,28 @@ _VALUES_OF_NAME = {
         ["true", '"NO_TRANSPOSE"', "1", "{NO_TRANSPOSE}", "f32"],
         ["NO_TRANSPOSE", "ADJOINT", "transpose"],
     ),
+    "control-predecessors": (
+        ["{}", "-1", "{0}", "{p0,}", "{p0 p1}", '"p0"', "p0"],
+        ["{p0}", "{p0, p1}", "{%p0}", "{ p0 ,p1 }"],
+    ),
+    "origin": (
+        ["true", "{0}", '{"a"}', "{{a}}", "{[foo]}", '{{"a"}, 1}', '{{"a"} x}'],
+        ['{{"v3"}}', '{({"a"}, {"b"})}', "{[synthetic_call]}", "{}", '{{"a" {1}}}'],
+    ),
+    "domain": (
+        [
+            '{kind="sharding", entry={maximal device=1}, calls={}}',
+            "{}",
+            "x",
+            '{kind="x"}',
+            '{kind="s", entry={replicated}, exit={replicated}, kind="t"}',
+            '{kind="s", entry={maximal device=0}, exit={replicated}}',
+        ],
+        [
+            '{kind="sharding", entry={maximal device=1}, exit={maximal device=0}}',
+            '{exit={replicated}, kind="sharding", entry={maximal device=0}}',
+        ],
+    ),
     ("rng-bit-generator", "algorithm"): (
         ["philox", "dot_f32_f32_f32"],
         ["rng_default", "rng_three_fry", "rng_philox", "RNG_DEFAULT"],
