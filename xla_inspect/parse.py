@@ -161,10 +161,21 @@ _BUILT = frozenset(
         "reduce-scatter",
         "dynamic-reshape",
         "custom-call",
+        "dot",
+        "convolution",
+        "reduce",
+        "reduce-window",
+        "concatenate",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "send-done",
+        "recv-done",
     }
 )
+_DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
 _USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
 _CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
+_CHANNEL_VALUE = re.compile(r"(?<![\w.\-])channel_id=\s*(-?[0-9]+)").search
 _LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
 # an attribute name after a ',' in an attribute list (or inside a nested value), or '' where a
 # ',' or a bracket or quote follows a ',' (no name there: a doubled ',' or a braced piece, which
@@ -810,12 +821,12 @@ class _Reader:
         """Every computation an instruction calls is defined in the module before the
         computation of the caller (XLA's parser resolves calls as it reads), and each
         instruction of the opcodes XLA checks as it builds them passes check_built."""
-        shapes: dict[int, dict[str, str]] = {}
+        named: dict[int, dict[str, HloInstruction]] = {}
         for instruction, at in self.callers:
             if instruction.opcode in _BUILT:
-                if at not in shapes:
-                    shapes[at] = {i.name: i.shape for i in computations[at].instructions}
-                self.check_built(instruction, shapes[at])
+                if at not in named:
+                    named[at] = {i.name: i for i in computations[at].instructions}
+                self.check_built(instruction, named[at])
                 if instruction.opcode not in _CALLERS:
                     continue
             found = _CALLED_NAME.findall(instruction.attributes_text)
@@ -838,57 +849,104 @@ class _Reader:
                         near=name,
                     )
 
-    def check_built(self, instruction: HloInstruction, shapes: dict[str, str]) -> None:
-        """What XLA's parser checks when it builds `instruction` (`shapes`: the shape of each
-        instruction of its computation by name): a tuple's shape has one element per operand;
-        a reshape keeps the element count; recv and infeed have a non-empty tuple shape; a
-        conditional's predicate is a scalar pred (true/false_computation) or s32
-        (branch_computations); all-reduce and reduce-scatter take use_global_device_ids=true
-        only with a channel_id; dynamic-reshape has an operand; a custom-call's
-        operand_layout_constraints give one shape per operand, each the operand's."""
-        opcode, shape, operands = instruction.opcode, Shape(instruction.shape), instruction.operands
-        problem = None
+    def check_built(self, instruction: HloInstruction, defined: dict[str, HloInstruction]) -> None:
+        """What XLA's parser checks when it builds `instruction` (`defined`: the instructions of its
+        computation by name), as built_problem says."""
+        problem = self.built_problem(instruction, defined)
+        if problem is not None:
+            raise self.error(instruction.line_no - 1, problem, near=instruction.opcode)
+
+    def built_problem(
+        self, instruction: HloInstruction, defined: dict[str, HloInstruction]
+    ) -> str | None:
+        """Why XLA's parser cannot build `instruction`, or None: a tuple's shape has one
+        element per operand; a reshape keeps the element count; recv and infeed have a
+        non-empty tuple shape; a conditional's predicate is a scalar pred (true/false
+        computations) or s32 (branch_computations); all-reduce and reduce-scatter take
+        use_global_device_ids=true only with a channel_id; dynamic-reshape has an operand, dot
+        and convolution two or more, reduce and reduce-window an even number; a
+        dynamic-slice has its operand and one index vector or one index per dimension (a
+        dynamic-update-slice the same after its update); a concatenate names one dimension; a
+        custom-call's operand_layout_constraints give one shape per operand, each the
+        operand's; a send-done or recv-done of a send or recv has its channel_id (or none when
+        that has none)."""
+        opcode, operands = instruction.opcode, instruction.operands
+        count = len(operands)
+        if opcode in ("dot", "convolution"):
+            return f"two or more operands for '{opcode}', not {count}" if count < 2 else None
+        if opcode in ("reduce", "reduce-window"):
+            return f"an even number of operands for '{opcode}', not {count}" if count % 2 else None
+        if opcode == "dynamic-reshape":
+            return "an operand for 'dynamic-reshape'" if not operands else None
+        if opcode == "concatenate":
+            found = _DIMENSIONS(instruction.attributes_text)
+            if found is not None and (not found[1].strip() or "," in found[1]):
+                return f"one dimension to concatenate along, not dimensions={{{found[1]}}}"
+            return None
+        if opcode in ("dynamic-slice", "dynamic-update-slice"):
+            before = 1 if opcode == "dynamic-slice" else 2
+            if count < before:
+                return f"{before} or more operands for '{opcode}', not {count}"
+            rank = len(Shape(defined[operands[0]].shape).dims)
+            vector = count == before + 1 and len(Shape(defined[operands[-1]].shape).dims) == 1
+            if count != before + rank and not vector:
+                counts = " or ".join(map(str, sorted({before + 1, before + rank})))
+                return (
+                    f"{counts} operands for '{opcode}' (one index vector or one index per "
+                    f"dimension of {defined[operands[0]].shape}), not {count}"
+                )
+            return None
+        if opcode == "custom-call":
+            return self.layout_constraints_problem(instruction, defined)
+        if opcode in ("send-done", "recv-done"):
+            start = defined.get(operands[0]) if operands else None
+            if start is not None and start.opcode == opcode[:4]:
+                ours, theirs = (
+                    int(found[1]) if (found := _CHANNEL_VALUE(i.attributes_text)) else None
+                    for i in (instruction, start)
+                )
+                if ours != theirs:
+                    return (
+                        f"the channel_id of its '{start.opcode}' ({theirs}) for '{opcode}', "
+                        f"not {ours}"
+                    ).replace("None", "none")
+            return None
+        if opcode in ("all-reduce", "all-reduce-start", "reduce-scatter"):
+            text = instruction.attributes_text
+            if _USE_GLOBAL_DEVICE_IDS(text) and not _CHANNEL_ID(text):
+                return f"a channel_id for '{opcode}' with use_global_device_ids=true"
+            return None
+        shape = Shape(instruction.shape)
         if opcode == "tuple":
-            if not shape.is_tuple or len(shape.elements) != len(operands):
-                problem = (
-                    f"a tuple shape of {len(operands)} element{'s' if len(operands) != 1 else ''}"
-                    f" for {len(operands)} operand{'s' if len(operands) != 1 else ''}, "
-                    f"not {instruction.shape}"
+            if not shape.is_tuple or len(shape.elements) != count:
+                return (
+                    f"a tuple shape of {count} element{'s' if count != 1 else ''} for "
+                    f"{count} operand{'s' if count != 1 else ''}, not {instruction.shape}"
                 )
         elif opcode == "reshape":
-            before = Shape(shapes[operands[0]]).dims if operands else ()
+            before = Shape(defined[operands[0]].shape).dims if operands else ()
             after = shape.dims
             if None not in before and None not in after and _product(before) != _product(after):
-                problem = (
+                return (
                     f"a reshape to as many elements as its operand has "
-                    f"({shapes[operands[0]]}), not {instruction.shape}"
+                    f"({defined[operands[0]].shape}), not {instruction.shape}"
                 )
         elif opcode in ("recv", "infeed"):
             if not shape.elements:
-                problem = f"a non-empty tuple shape for '{opcode}', not {instruction.shape}"
-        elif opcode == "conditional":
-            predicate = Shape(shapes[operands[0]]) if operands else None
+                return f"a non-empty tuple shape for '{opcode}', not {instruction.shape}"
+        elif opcode == "conditional" and operands:
+            predicate = Shape(defined[operands[0]].shape)
             wanted = "s32" if "branch_computations=" in instruction.attributes_text else "pred"
-            if predicate is not None and (predicate.dims != () or predicate.dtype != wanted):
-                problem = (
+            if predicate.dims != () or predicate.dtype != wanted:
+                return (
                     f"a scalar {wanted}[] as the first operand of a conditional with "
                     f"{'branch_computations' if wanted == 's32' else 'true/false_computation'}"
                     f", not {predicate.text}"
                 )
-        elif opcode == "dynamic-reshape":
-            if not operands:
-                problem = "an operand for 'dynamic-reshape'"
-        elif opcode == "custom-call":
-            problem = self.layout_constraints_problem(instruction, shapes)
-        elif _USE_GLOBAL_DEVICE_IDS(instruction.attributes_text) and not _CHANNEL_ID(
-            instruction.attributes_text
-        ):
-            problem = f"a channel_id for '{opcode}' with use_global_device_ids=true"
-        if problem is not None:
-            raise self.error(instruction.line_no - 1, problem, near=opcode)
+        return None
 
     def layout_constraints_problem(
-        self, instruction: HloInstruction, shapes: dict[str, str]
+        self, instruction: HloInstruction, defined: dict[str, HloInstruction]
     ) -> str | None:
         """Why a custom-call's operand_layout_constraints do not fit its operands, or None."""
         found = _LAYOUT_CONSTRAINTS(instruction.attributes_text)
@@ -905,10 +963,10 @@ class _Reader:
                 f" (one per operand), not {len(listed)}"
             )
         for number, (given, name) in enumerate(zip(listed, operands, strict=True)):
-            if not _compatible(Shape(given), Shape(shapes[name])):
+            if not _compatible(Shape(given), Shape(defined[name].shape)):
                 return (
                     f"operand layout constraint {number} of the operand's shape "
-                    f"{shapes[name]}, not {given}"
+                    f"{defined[name].shape}, not {given}"
                 )
         return None
 

@@ -677,7 +677,8 @@ def test_attribute_value_syntax_is_what_xla_reads(opcode: str, name: str) -> Non
     """On each wrong value XLA stops at the value (before the unknown attribute after it) and
     the reader rejects the value with one line naming the attribute; on each right value XLA
     reads on to that unknown attribute (so nothing is built) and the reader reads past it (it may
-    then miss an attribute the opcode requires, which the probe leaves out, as XLA would)."""
+    then miss an attribute the opcode requires, which the probe leaves out, or reject what XLA
+    rejects when it builds the probe, as XLA would)."""
     wrong, right = _values(opcode, name)
     for value in wrong:
         assert _xla_stops_before_probe(_probe(opcode, attribute=f"{name}={value}, zzz_probe=1"))
@@ -689,10 +690,12 @@ def test_attribute_value_syntax_is_what_xla_reads(opcode: str, name: str) -> Non
         assert not _xla_stops_before_probe(
             _probe(opcode, attribute=f"{name}={value}, zzz_probe=1")
         ), value
+        text = _probe(opcode, attribute=f"{name}={value}")
         try:
-            parse_hlo(_probe(opcode, attribute=f"{name}={value}"))
+            parse_hlo(text)
         except HloParseError as exc:
-            assert f"'{opcode}' requires:" in exc.expected, value
+            # a missing attribute, or what XLA checks when it builds the probe (as XLA does)
+            assert f"'{opcode}' requires:" in exc.expected or _xla_verdict(text) is None, value
 
 
 @versions.requires_jax("xla-attribute-table")
@@ -788,9 +791,15 @@ def _dims(sizes: list[int]) -> str:
 def built_instruction(draw: st.DrawFn) -> str:
     """A module whose last instruction is one XLA checks as it builds it: a reshape (to the
     same element count or not), a tuple (with as many shape elements as operands or not), a
-    conditional (predicate pred or s32, scalar or not, for either form) or an all-reduce (with
-    or without channel_id and use_global_device_ids)."""
-    kind = draw(st.sampled_from(["reshape", "tuple", "conditional", "all-reduce"]))
+    conditional (predicate pred or s32, scalar or not, for either form), an all-reduce (with
+    or without channel_id and use_global_device_ids), a dot, reduce or concatenate with some
+    operands, a dynamic-slice or -update-slice with some indices, or a send-done/recv-done
+    with a channel_id like its send/recv's or not."""
+    kind = draw(
+        st.sampled_from(
+            ["reshape", "tuple", "conditional", "all-reduce", "operands", "slices", "channels"]
+        )
+    )
     lines = ["HloModule m", ""]
     if kind in ("conditional", "all-reduce"):
         lines += [
@@ -831,6 +840,48 @@ def built_instruction(draw: st.DrawFn) -> str:
             "  v = f32[] parameter(1)",
             f"  ROOT r = f32[] conditional(i, v, v), {branches}",
         ]
+    elif kind == "operands":
+        opcode, attributes = draw(
+            st.sampled_from(
+                [
+                    ("dot", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
+                    ("reduce", "dimensions={0}, to_apply=b"),
+                    ("concatenate", f"dimensions={{{draw(st.sampled_from(['0', '', '0,0']))}}}"),
+                ]
+            )
+        )
+        names = ", ".join(draw(st.lists(st.sampled_from(["p", "z"]), min_size=1, max_size=4)))
+        lines += [
+            "  p = f32[2] parameter(0)",
+            "  z = f32[] parameter(1)",
+            f"  ROOT r = f32[] {opcode}({names}), {attributes}",
+        ]
+    elif kind == "slices":
+        opcode = draw(st.sampled_from(["dynamic-slice", "dynamic-update-slice"]))
+        rank = draw(st.integers(1, 3))
+        dims = ",".join(["4"] * rank)
+        indices = draw(st.lists(st.sampled_from(["i", "v"]), min_size=0, max_size=4))
+        update = ["u"] if opcode == "dynamic-update-slice" else []
+        attributes = f", dynamic_slice_sizes={{{','.join(['1'] * rank)}}}" if not update else ""
+        shape = f"f32[{dims}]" if update else f"f32[{','.join(['1'] * rank)}]"
+        lines += [
+            f"  a = f32[{dims}] parameter(0)",
+            f"  u = f32[{','.join(['1'] * rank)}] parameter(1)",
+            "  i = s32[] parameter(2)",
+            f"  v = s32[{rank}] parameter(3)",
+            f"  ROOT r = {shape} {opcode}({', '.join(['a', *update, *indices])}){attributes}",
+        ]
+    elif kind == "channels":
+        start_id, done_id = (
+            draw(st.sampled_from(["", ", channel_id=1", ", channel_id=2"])) for _ in "ab"
+        )
+        if draw(st.booleans()):
+            start = f"  s = (f32[2], u32[], token[]) send(p, t){start_id}"
+            done = f"  ROOT d = token[] send-done(s){done_id}"
+        else:
+            start = f"  s = (f32[2], u32[], token[]) recv(t){start_id}"
+            done = f"  ROOT d = (f32[2], token[]) recv-done(s){done_id}"
+        lines += ["  p = f32[2] parameter(0)", "  t = token[] after-all()", start, done]
     else:
         extra = draw(
             st.lists(st.sampled_from(["channel_id=1", "use_global_device_ids=true"]), unique=True)
@@ -840,7 +891,7 @@ def built_instruction(draw: st.DrawFn) -> str:
     return "\n".join([*lines, "}", ""])
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(built_instruction())
 def test_build_checks_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
