@@ -147,6 +147,18 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
+# scalar constants that need no check_literal: short numbers of the common types
+_PLAIN_FLOAT = re.compile(r"-?[0-9]{1,4}(?:\.[0-9]*)?").fullmatch
+_PLAIN_INTEGER = re.compile(r"-?[0-9]{1,9}").fullmatch
+_PLAIN_SCALAR = {
+    "f32[]": _PLAIN_FLOAT,
+    "f64[]": _PLAIN_FLOAT,
+    "bf16[]": _PLAIN_FLOAT,
+    "f16[]": _PLAIN_FLOAT,
+    "s32[]": _PLAIN_INTEGER,
+    "s64[]": _PLAIN_INTEGER,
+    "pred[]": re.compile(r"true|false|[01]").fullmatch,
+}
 # Opcodes whose instructions XLA's parser checks against their operands' shapes while it builds
 # them (check_built); they are recorded with the callers, so the per-line path gains no test.
 _BUILT = frozenset(
@@ -172,15 +184,29 @@ _BUILT = frozenset(
         "recv-done",
     }
 )
+# those of them whose check reads their operands
+_LOOKS_AT_OPERANDS = frozenset(
+    {
+        "reshape",
+        "conditional",
+        "custom-call",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "send-done",
+        "recv-done",
+    }
+)
 _DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
 _USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
 _CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
 _CHANNEL_VALUE = re.compile(r"(?<![\w.\-])channel_id=\s*(-?[0-9]+)").search
 _LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
 # an attribute name after a ',' in an attribute list (or inside a nested value), or '' where a
-# ',' or a bracket or quote follows a ',' (no name there: a doubled ',' or a braced piece, which
+# ',', '(' or '{name=' follows a ',' (no name there: a doubled ',' or a bracketed piece, which
 # check_attribute_names rejects at the top level)
-_KEY_AFTER_COMMA = re.compile(r",[ \t]*(?:([A-Za-z_][\w.\-]*)=|(?=[,{(\[\"']))").findall
+_KEY_AFTER_COMMA = re.compile(
+    r",[ \t]*(?:([A-Za-z_][\w.\-]*)=|(?=,|\(|\{[ \t]*[A-Za-z_][\w.\-]*=))"
+).findall
 _ATTRIBUTE_KEY = re.compile(r"[A-Za-z_][\w.\-]*").fullmatch
 # (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value,
 # the attribute lists the fast path read and checked for it, each kept once, and the attributes
@@ -822,11 +848,26 @@ class _Reader:
         computation of the caller (XLA's parser resolves calls as it reads), and each
         instruction of the opcodes XLA checks as it builds them passes check_built."""
         named: dict[int, dict[str, HloInstruction]] = {}
+        # a tuple's or reshape's verdict depends on its shape and its operands' count or shape
+        shaped: dict[tuple[str, str, str], str | None] = {}
         for instruction, at in self.callers:
-            if instruction.opcode in _BUILT:
-                if at not in named:
+            opcode = instruction.opcode
+            if opcode in _BUILT:
+                if at not in named and opcode in _LOOKS_AT_OPERANDS:
                     named[at] = {i.name: i for i in computations[at].instructions}
-                self.check_built(instruction, named[at])
+                if opcode == "tuple" or (opcode == "reshape" and instruction.operands):
+                    operands = instruction.operands
+                    key = (
+                        opcode,
+                        instruction.shape,
+                        str(len(operands)) if opcode == "tuple" else named[at][operands[0]].shape,
+                    )
+                    if key not in shaped:
+                        shaped[key] = self.built_problem(instruction, named.get(at, {}))
+                    if shaped[key] is not None:
+                        self.check_built(instruction, named.get(at, {}))
+                else:
+                    self.check_built(instruction, named.get(at, {}))
                 if instruction.opcode not in _CALLERS:
                     continue
             found = _CALLED_NAME.findall(instruction.attributes_text)
@@ -1353,7 +1394,11 @@ class _Reader:
                         self.check_parameter(payload, parameters, index, computation)
                     else:
                         parameters.add(payload)
-                else:
+                elif (
+                    shape[-2:] != "[]"
+                    or (plain := _PLAIN_SCALAR.get(shape)) is None
+                    or plain(payload) is None
+                ):
                     self.check_literal(payload, shape, index)
             elif operand_text:
                 try:
