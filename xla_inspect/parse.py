@@ -120,6 +120,26 @@ _COMMENT_RUN = re.compile(r"[ \t]*(?:/\*[^*]*\*+(?:[^/*][^*]*\*+)*/[ \t]*)+")
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+_TABLE_ORDER = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_NAME_ROW = re.compile(
+    r"[0-9]+[ \t]+(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')[ \t]*(?://.*)?"
+).fullmatch
+_FIELDS_ROW = re.compile(
+    r"[0-9]+[ \t]*(\{[ \t]*(?:[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+"
+    r"(?:[ \t]*,?[ \t]*[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+)*)?[ \t]*\})[ \t]*(?://.*)?"
+).fullmatch
+_ROW_FIELD_NAME = re.compile(r"([A-Za-z_][\w.\-]*)=").findall
+_ROW_FIELDS = {
+    "FileLocations": (
+        "file_name_id",
+        "function_name_id",
+        "line",
+        "end_line",
+        "column",
+        "end_column",
+    ),
+    "StackFrames": ("file_location_id", "parent_frame_id"),
+}
 # Opcodes whose attributes may name computations (model.CALL_ATTRIBUTES): only these are
 # checked for references to computations the module does not define.
 _CALLERS = frozenset(
@@ -420,11 +440,12 @@ def _joins_numbers(text: str) -> bool:
     )
 
 
-def _layout_problem(shape: str) -> str | None:
-    """Why an array shape's layout does not fit its rank or XLA's layout syntax, or None."""
+def _layout_problem(shape: str, tails: bool = False) -> str | None:
+    """Why an array shape's layout does not fit its rank or (with `tails`: in an instruction,
+    where XLA reads the part after ':' strictly) XLA's layout syntax, or None."""
     if "{" not in shape:
         return None
-    if ":" in shape:
+    if tails and ":" in shape:
         for tail in _LAYOUT_TAILS(shape):
             if "/" in tail:
                 if _joins_numbers(tail):
@@ -459,9 +480,9 @@ class _Reader:
         self.opcodes: dict[str, _OpcodeFacts] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
-        self.calling = set(
-            _CALLERS | _BUILT
-        )  # opcodes that may name computations in their attributes
+        # opcodes that may name computations in their attributes, or that check_built checks
+        self.calling = set(_CALLERS | _BUILT)
+        self.tables: list[str] = []  # the frame tables read so far
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
@@ -661,7 +682,7 @@ class _Reader:
             text[pos] == "(" or not text.startswith("{", self.skip(printed.end()))
         ):
             shape = printed.group()
-            if (problem := _layout_problem(shape)) is not None:
+            if (problem := _layout_problem(shape, tails=True)) is not None:
                 raise self.error_at(pos, problem)
             return shape, printed.end()
         if text.startswith("(", pos):
@@ -732,12 +753,12 @@ class _Reader:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")
             shape += "{" + layout + "}"
             at = close + 1
-        if (problem := _layout_problem(shape)) is not None:
+        if (problem := _layout_problem(shape, tails=True)) is not None:
             raise self.error_at(pos, problem)
         return shape, at
 
     def check_shape(self, shape: str, index: int) -> None:
-        problem = _layout_problem(shape)
+        problem = _layout_problem(shape, tails=True)
         if problem is not None:
             raise self.error(index, problem, near=shape.partition("[")[0])
 
@@ -764,7 +785,7 @@ class _Reader:
                     i, pos = i + 1, end + 1
                     continue
                 if stripped in _TABLES:
-                    i, pos = self.table_rows(i + 1, end + 1)
+                    i, pos = self.table_rows(i + 1, end + 1, stripped)
                     continue
                 match = None
                 if (
@@ -803,7 +824,7 @@ class _Reader:
                     line_mode, i, pos = self.resume(pos)
                     continue
                 if keyword in _TABLES:  # rows are lines that start with their number
-                    i, pos = self.table_rows(self.line_of(pos) + 1, self.line_end(pos) + 1)
+                    i, pos = self.table_rows(self.line_of(pos) + 1, self.line_end(pos) + 1, keyword)
                     line_mode = True
                     continue
                 index = self.line_of(pos)
@@ -834,14 +855,44 @@ class _Reader:
         self.check_calls(order, computations)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
 
-    def table_rows(self, line: int, pos: int) -> tuple[int, int]:
-        """From line `line` starting at `pos`: past the frame table's rows (lines that start
-        with a digit). Returns the index and offset of the line after them."""
+    def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
+        """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
+        start with a digit), each checked (check_table_row). The tables come in XLA's order,
+        all four once another table has begun. Returns the index and offset of the line after
+        the rows."""
         text = self.text
         size = len(text)
+        wanted = _TABLE_ORDER[len(self.tables)] if len(self.tables) < len(_TABLE_ORDER) else None
+        if table != wanted:
+            raise self.error(line - 1, f"the frame table '{wanted}', not '{table}'", near=table)
+        self.tables.append(table)
         while pos < size and text[pos].isdigit():
-            line, pos = line + 1, self.line_end(pos) + 1
+            end = self.line_end(pos)
+            self.check_table_row(table, text[pos:end], line)
+            line, pos = line + 1, end + 1
+        if len(self.tables) < len(_TABLE_ORDER):
+            after = self.skip(pos)
+            following = _TABLE_ORDER[len(self.tables)]
+            if not text.startswith(following, after):
+                raise self.error_at(after, f"the frame table '{following}' after '{table}'")
         return line, pos
+
+    def check_table_row(self, table: str, row: str, index: int) -> None:
+        """A frame table's row: its number, then a string (FileNames, FunctionNames) or the
+        sub-attributes XLA requires of a file location or stack frame, each once, as
+        integers."""
+        if table in ("FileNames", "FunctionNames"):
+            if _NAME_ROW(row) is None:
+                raise self.error(index, f"a row of '{table}' as 'N \"string\"'")
+            return
+        required = _ROW_FIELDS[table]
+        found = _FIELDS_ROW(row)
+        names = _ROW_FIELD_NAME(found[1]) if found is not None else []
+        if found is None or sorted(names) != sorted(required):
+            raise self.error(
+                index,
+                f"a row of '{table}' as 'N {{{'=N '.join(required)}=N}}' (each once)",
+            )
 
     def check_calls(self, order: dict[str, int], computations: list[HloComputation]) -> None:
         """Every computation an instruction calls is defined in the module before the
