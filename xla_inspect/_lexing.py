@@ -606,6 +606,17 @@ def _replica_groups_ok(text: str) -> bool:
 # single   ::= (keyword | 'device=' int | 'devices=' '[' dims ']' (iota | ints)
 #               | 'last_tile_dims={' types '}' | 'metadata=' {...} | ('shard_as'|'shard_like') int)*
 #            | named sharding (mesh[...] ...: not checked)
+# metadata ::= '{' (field ','?)* '}', each field a name XLA knows with a value of its type (as in
+# an instruction's own metadata; a sharding carries one too)
+_METADATA_FIELD = (
+    r"(?:(?:op_type|op_name|source_file|deduplicated_name|scheduling_name|metadata_payload)"
+    rf"=\s*(?:{_STRING}|'(?:[^'\\]|\\.)*+')"
+    r"|(?:source_line|source_end_line|source_column|source_end_column|stack_frame_id)"
+    rf"=\s*{_INT}{_END_OF_WORD}"
+    rf"|profile_type=\s*{_BRACED_INTS})"
+)
+_METADATA = rf"\{{\s*(?:{_METADATA_FIELD}(?:\s*,?\s*{_METADATA_FIELD})*+)?\s*\}}"
+
 _SHARDING_TOKEN = re.compile(
     r"\s*(?:"
     rf"(maximal|replicated|manual|unknown|unreduced|last_tile_dim_replicate){_END_OF_WORD}"
@@ -614,7 +625,7 @@ _SHARDING_TOKEN = re.compile(
     rf"(?:\s*T\s*\(\s*({_INT_LIST})\s*\))?|({_INT_LIST}))"
     r"|(last_tile_dims)=\s*\{\s*(?:(?:maximal|replicated|manual|unreduced)"
     rf"(?:\s*,\s*(?:maximal|replicated|manual|unreduced))*+{_END_OF_WORD})?\s*\}}"
-    rf"|metadata=\s*{_braced(2)}"
+    rf"|metadata=\s*{_METADATA}"
     rf"|(?:shard_as|shard_like){_END_OF_WORD}\s*{_INT}"
     r")\s*"
 )
@@ -701,6 +712,57 @@ def _escapes_ok(text: str) -> bool:
         if not ok:
             return False
     return True
+
+
+# A JSON dict as XLA's lexer takes one: braces that balance, double-quoted strings (the rest is
+# not read), here up to 16 deep
+_JSON_DICT = _braced(16)
+# name ::= [A-Za-z_][A-Za-z0-9_.-]* directly followed by '=' (XLA's attribute-name token)
+_NAME_EQ = r"[A-Za-z_][\w.\-]*+="
+# frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'
+_FRONTEND_VALUE = rf"(?:{_QUOTED}|{_JSON_DICT})"
+_FRONTEND = (
+    rf"\{{\s*(?:{_NAME_EQ}\s*{_FRONTEND_VALUE}"
+    rf"(?:\s*,\s*{_NAME_EQ}\s*{_FRONTEND_VALUE})*+)?\s*\}}"
+)
+# a number token: XLA's lexer reads '1.5', '1e3' and '.5' as decimals, '-2' as an integer
+_WHOLE = r"-?[0-9]++(?![0-9.]|[eE][+-]?[0-9])"
+_NUMBER = r"-?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?"
+# statistics ::= '{' (name '=' int (',' name '=' number)*)? '}' (the first is the index shown)
+_STATISTICS = rf"\{{\s*(?:{_NAME_EQ}\s*{_WHOLE}(?:\s*,\s*{_NAME_EQ}\s*{_NUMBER})*+)?\s*\}}"
+_BOOL_WORD = rf"(?:true|false){_END_OF_WORD}"
+# result_accuracy ::= '{' ('mode=' mode | 'tolerance={' (tol '=' number (',' ...)*)? '}') '}'
+_TOLERANCE = rf"(?:atol|rtol|ulps)=\s*{_NUMBER}"
+_RESULT_ACCURACY = (
+    rf"\{{\s*(?:mode=\s*(?i:default|highest){_END_OF_WORD}"
+    rf"|tolerance=\s*\{{\s*(?:{_TOLERANCE}(?:\s*,\s*{_TOLERANCE})*+)?\s*\}})\s*\}}"
+)
+
+# an enumeration value as XLA's parser first reads it: an identifier token, so no keyword and no
+# element type name (which word names a value is checked when the instruction is built)
+_ENUM_WORD = (
+    r"(?!(?:true|false|inf|nan|HloModule|ENTRY|ROOT|FileNames|FunctionNames|FileLocations"
+    r"|StackFrames|maximal|replicated|manual|last_tile_dim_replicate|shard_as|shard_like"
+    rf"|unknown|unreduced|{DTYPE}){_END_OF_WORD})[A-Za-z_][\w.\-]*+"
+)
+
+# control-predecessors ::= '{' name (',' name)* '}'  (at least one)
+_INSTRUCTION_NAME = r"%?[A-Za-z_][\w.\-]*+"
+_CONTROL_PREDECESSORS = rf"\{{\s*{_INSTRUCTION_NAME}(?:\s*,\s*{_INSTRUCTION_NAME})*+\s*\}}"
+# origin ::= '{' '[synthetic_call]' '}' | '{' tree '}', tree: arrays '{' string shape_index? '}'
+# in parentheses and commas (a tuple tree)
+_ORIGINAL_ARRAY = rf"\{{\s*(?:{_QUOTED})(?:\s*\{{[^{{}}]*+\}})?\s*\}}"
+_ORIGIN = rf"\{{\s*(?:\[\s*synthetic_call\s*\]|(?:[(),\s]|{_ORIGINAL_ARRAY})*+)\s*\}}"
+# domain ::= '{' kind="sharding" ',' entry=sharding ',' exit=sharding '}' (any order, each
+# once; XLA's parser knows no other kind)
+_DOMAIN_PART = r"kind=\s*(?:\"sharding\"|'sharding')|" + rf"(?:entry|exit)=\s*{_braced(4)}"
+_DOMAIN = rf"\{{\s*(?:{_DOMAIN_PART})(?:\s*,\s*(?:{_DOMAIN_PART}))*+\s*\}}"
+_DOMAIN_NAMES = re.compile(r"(?:[{,]\s*)(kind|entry|exit)=")
+
+
+def _domain_ok(text: str) -> bool:
+    names = _DOMAIN_NAMES.findall(text)
+    return sorted(names) == ["entry", "exit", "kind"]
 
 
 # output_to_operand_aliasing ::= '{' (entry (',' entry)* ','?)? '}',
@@ -812,10 +874,11 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     "api_version": (
         "a custom-call API version: API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING,"
-        " API_VERSION_STATUS_RETURNING_UNIFIED, API_VERSION_TYPED_FFI or API_VERSION_UNSPECIFIED",
+        " API_VERSION_STATUS_RETURNING_UNIFIED or API_VERSION_TYPED_FFI (XLA reads"
+        " API_VERSION_UNSPECIFIED, then refuses to build the custom-call)",
         _enum(
             "API_VERSION_STATUS_RETURNING_UNIFIED API_VERSION_STATUS_RETURNING"
-            " API_VERSION_ORIGINAL API_VERSION_TYPED_FFI API_VERSION_UNSPECIFIED",
+            " API_VERSION_ORIGINAL API_VERSION_TYPED_FFI",
             ignore_case=True,
         ),
     ),
@@ -844,6 +907,44 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "output_to_operand_aliasing": (
         "output/operand aliases like {{}: (0, {}), {1}: (1, {0})}",
         re.compile(rf"\{{\s*(?:{_ALIASING}(?:\s*,\s*{_ALIASING})*+(?:\s*,)?)?\s*\}}"),
+    ),
+    "frontend_attributes": (
+        'frontend attributes like {key="value", k2={"json":1}} (names directly followed by'
+        " '=', each value a quoted string or a JSON dict, separated by ',')",
+        re.compile(_FRONTEND),
+    ),
+    "backend_config": (
+        'a quoted string or a JSON dict like {"key":1}',
+        re.compile(rf"{_QUOTED}|{_JSON_DICT}"),
+    ),
+    "statistics": (
+        "statistics like {visualizing_index=1, stat=0.5} (an integer first, then numbers)",
+        re.compile(_STATISTICS),
+    ),
+    "parameter_replication": (
+        "a braced list of true/false like {true,false}",
+        re.compile(rf"\{{\s*(?:{_BOOL_WORD}(?:\s*,\s*{_BOOL_WORD})*+)?\s*\}}"),
+    ),
+    "result_accuracy": (
+        "a result accuracy like {mode=highest} or {tolerance={atol=0,rtol=0,ulps=1}}",
+        re.compile(_RESULT_ACCURACY),
+    ),
+    "transpose_a": (
+        "a transpose kind like NO_TRANSPOSE, TRANSPOSE or ADJOINT (a word, not a keyword)",
+        re.compile(_ENUM_WORD),
+    ),
+    "control-predecessors": (
+        "a braced list of instruction names like {add.1, %mul}",
+        re.compile(_CONTROL_PREDECESSORS),
+    ),
+    "origin": (
+        'an original value like {{"name"}}, {({"a"}, {"b" {1}})} or {[synthetic_call]}',
+        re.compile(_ORIGIN),
+    ),
+    "domain": (
+        'a domain like {kind="sharding", entry={maximal device=0}, exit={replicated}} (kind'
+        ' "sharding", entry and exit, each once)',
+        _Checked(_DOMAIN, _domain_ok),
     ),
     "padding_type": (
         "a padding type: PADDING_VALID or PADDING_SAME",
@@ -909,3 +1010,127 @@ BAD_ATTRIBUTE_VALUE: dict[str, Callable[[str], bool]] = {
         ]
     )
 }
+
+
+# -- literal values: what XLA's parser checks of each element of a constant -------------------
+
+# the largest finite value of the types XLA checks a literal's numbers against, and the
+# smallest magnitude that rounds to infinity in them (a value between the two rounds down)
+_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38}
+_FLOAT_ROUNDS_TO_INF = {"f16": 65520.0, "bf16": 3.3961775292304957e38, "f32": 3.4028235677973366e38}
+# NaN payload bits per type; types not listed take no payload
+_NAN_PAYLOAD_MASK = {
+    "f16": 0x3FF,
+    "bf16": 0x7F,
+    "f32": 0x7FFFFF,
+    "f64": 0xFFFFFFFFFFFFF,
+    "f8e5m2": 0x3,
+    "f8e4m3": 0x7,
+    "f8e3m4": 0xF,
+}
+# the type of a complex type's parts
+_PARTS_TYPE = {"c64": "f32", "c128": "f64"}
+_INTEGER_TYPE = re.compile(r"([su])(1|2|4|8|16|32|64)").fullmatch
+# element ::= '(' number ',' number ')' (complex) | number | true | false; numbers as the
+# lexer reads them: [-+]?digits, decimals with '.' or an exponent, inf, nan with a payload
+_ELEMENT_TOKEN = re.compile(
+    r"\s*+(?:([(),])|(true|false)|(-?)(?:inf|nan(?:\(0x([0-9a-fA-F]++)\))?)|(-?[0-9]++)(?![.eE0-9])"
+    r"|(-?(?:[0-9]++\.?[0-9]*+|\.[0-9]++)(?:[eE][+-]?[0-9]++)?)|([{}.]|\S))"
+)
+
+
+def _number_problem(text: str, dtype: str, part: str = "") -> str | None:
+    """Why the number `text` is no value of `dtype` (a float or complex type), or None."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        return f"a number a double holds, not {text}"
+    if dtype == "c64" and abs(value) > _FLOAT_MAX["f32"]:
+        return f"parts c64 holds (at most {_FLOAT_MAX['f32']:g} in magnitude), not {part}{text}"
+    limit = _FLOAT_ROUNDS_TO_INF.get(dtype)
+    if limit is not None and abs(value) >= limit:
+        return f"a value {dtype} holds (at most {_FLOAT_MAX[dtype]:g} in magnitude), not {text}"
+    if (
+        dtype[1] in "468"
+        and dtype[0] == "f"
+        and value == value
+        and not _small_float_holds(dtype, value)
+    ):
+        return f"a value {dtype} holds (it rounds to no finite {dtype}), not {text}"
+    return None
+
+
+def _small_float_holds(dtype: str, value: float) -> bool:
+    """Whether `value` rounds to a finite number of the 4/6/8-bit float type `dtype`
+    (f8e4m3fn -> ml_dtypes' float8_e4m3fn; jax depends on ml_dtypes)."""
+    import ml_dtypes
+    import numpy as np
+
+    kind = getattr(ml_dtypes, f"float{dtype[1]}_{dtype[2:]}", None)
+    if kind is None:
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.array(value, dtype=np.float64).astype(kind)))
+
+
+def literal_value_problem(literal: str, dtype: str) -> str | None:
+    """Why an element of the constant literal `literal` (comments taken out) is no value of
+    the element type `dtype`, as XLA's parser checks while it reads it, or None: integer types
+    take integers within their range (pred any integer, true or false), float types numbers
+    that do not round to infinity and NaN payloads their significand holds, complex types
+    '(re, im)' pairs."""
+    integer = _INTEGER_TYPE(dtype)
+    complex_type = dtype in ("c64", "c128")
+    is_pred = dtype == "pred"
+    pair = 0  # position inside a '(re, im)' pair: 0 outside, 1 real part, 2 imaginary part
+    pos, size = 0, len(literal)
+    while pos < size:
+        token = _ELEMENT_TOKEN.match(literal, pos)
+        if token is None:
+            break
+        pos = token.end()
+        paren, word, payload, whole, decimal, other = token.group(1, 2, 4, 5, 6, 7)
+        if paren is not None:
+            if paren == "(":
+                if not complex_type:
+                    return "'(' only around the parts of a complex number"
+                pair = 1
+            elif paren == "," and pair == 1:
+                pair = 2
+            elif paren == ")":
+                pair = 0
+            continue
+        if other is not None:
+            if other == "+":
+                return "a number without '+' (XLA's lexer reads no '+' sign)"
+            continue
+        if complex_type and pair == 0:
+            return f"a complex value as (real, imaginary) for {dtype}"
+        part = ("real part " if pair == 1 else "imaginary part ") if pair else ""
+        if word is not None:
+            if not is_pred:
+                return f"a number for {dtype}, not {word}"
+        elif whole is not None:
+            number = int(whole)
+            if not -(2**63) <= number < 2**64:
+                return f"an integer of at most 64 bits, not {whole}"
+            if integer is not None:
+                bits = int(integer[2])
+                low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+                if integer[1] == "u":
+                    low, high = 0, 2**bits - 1
+                if bits < 64 and not low <= number <= high:
+                    return f"a value of {dtype} ({low} to {high}), not {whole}"
+            elif not is_pred and (problem := _number_problem(whole, dtype, part)) is not None:
+                return problem
+        elif integer is not None or is_pred:
+            return f"an integer for {dtype}, not {token.group().strip()}"
+        elif decimal is not None:
+            if (problem := _number_problem(decimal, dtype, part)) is not None:
+                return problem
+        elif payload is not None:
+            # (XLA checks the payload of a complex value's real part only; any is lexed up to
+            # a double's)
+            mask = _NAN_PAYLOAD_MASK.get(_PARTS_TYPE.get(dtype, dtype) if pair < 2 else "f64", 0)
+            if not 0 < int(payload, 16) <= mask:
+                return f"a NaN payload {dtype} holds (1 to {mask:#x}), not 0x{payload}"
+    return None

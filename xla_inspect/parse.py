@@ -31,6 +31,8 @@ from xla_inspect._lexing import (
     OTHER_TYPE,
     is_opcode,
     is_shape,
+    literal_value_problem,
+    match_close,
     split_attributes,
     split_top_level,
 )
@@ -63,6 +65,7 @@ _ESCAPED = re.compile(r"\\.")
 # Token-level pieces, after XLA's lexer. skip ::= (whitespace | '/*' ... '*/' | '//' ...)*
 _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 # name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
+_SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 _IDENT = re.compile(r"%?[A-Za-z_][\w.\-]*")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
@@ -106,7 +109,7 @@ _LITERAL_TOKEN = re.compile(
     r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
 )
 # a literal's brace or element (numbers, words, '(re, im)' pairs), for counting items
-_LITERAL_ITEM = re.compile(r"[{}]|\([^()]*\)|[^\s,{}()]+(?:\([^()]*\))?")
+_LITERAL_ITEM = re.compile(r"[{}]|\((?:[^()]|\([^()]*\))*\)|[^\s,{}()]+(?:\([^()]*\))?")
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 _SCALAR = re.compile(
     r"true|false|"
@@ -128,6 +131,26 @@ _PRINTED_ENTRY_LAYOUT = re.compile(
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
+_TABLE_ORDER = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_NAME_ROW = re.compile(
+    r"[0-9]+[ \t]+(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')[ \t]*(?://.*)?"
+).fullmatch
+_FIELDS_ROW = re.compile(
+    r"[0-9]+[ \t]*(\{[ \t]*(?:[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+"
+    r"(?:[ \t]*,?[ \t]*[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+)*)?[ \t]*\})[ \t]*(?://.*)?"
+).fullmatch
+_ROW_FIELD_NAME = re.compile(r"([A-Za-z_][\w.\-]*)=").findall
+_ROW_FIELDS = {
+    "FileLocations": (
+        "file_name_id",
+        "function_name_id",
+        "line",
+        "end_line",
+        "column",
+        "end_column",
+    ),
+    "StackFrames": ("file_location_id", "parent_frame_id"),
+}
 # Opcodes whose attributes may name computations (model.CALL_ATTRIBUTES): only these are
 # checked for references to computations the module does not define.
 _CALLERS = frozenset(
@@ -155,8 +178,67 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
-# an attribute name after a ',' in an attribute list (or inside a nested value)
-_KEY_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z_][\w.\-]*)=").findall
+# scalar constants that need no check_literal: short numbers of the common types
+_PLAIN_FLOAT = re.compile(r"-?[0-9]{1,4}(?:\.[0-9]*)?").fullmatch
+_PLAIN_INTEGER = re.compile(r"-?[0-9]{1,9}").fullmatch
+_PLAIN_SCALAR = {
+    "f32[]": _PLAIN_FLOAT,
+    "f64[]": _PLAIN_FLOAT,
+    "bf16[]": _PLAIN_FLOAT,
+    "f16[]": _PLAIN_FLOAT,
+    "s32[]": _PLAIN_INTEGER,
+    "s64[]": _PLAIN_INTEGER,
+    "pred[]": re.compile(r"true|false|[01]").fullmatch,
+}
+# Opcodes whose instructions XLA's parser checks against their operands' shapes while it builds
+# them (check_built); they are recorded with the callers, so the per-line path gains no test.
+_BUILT = frozenset(
+    {
+        "tuple",
+        "reshape",
+        "recv",
+        "infeed",
+        "conditional",
+        "all-reduce",
+        "all-reduce-start",
+        "reduce-scatter",
+        "dynamic-reshape",
+        "custom-call",
+        "dot",
+        "convolution",
+        "reduce",
+        "reduce-window",
+        "concatenate",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "send-done",
+        "recv-done",
+    }
+)
+# those of them whose check reads their operands
+_LOOKS_AT_OPERANDS = frozenset(
+    {
+        "reshape",
+        "conditional",
+        "custom-call",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "send-done",
+        "recv-done",
+    }
+)
+_DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
+_USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
+_CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
+_CHANNEL_VALUE = re.compile(r"(?<![\w.\-])channel_id=\s*(-?[0-9]+)").search
+_LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
+# an attribute name after a ',' in an attribute list (or inside a nested value), or '' where a
+# ',', '(' or '{name=' follows a ',' (no name there: a doubled ',' or a bracketed piece, which
+# check_attribute_names rejects at the top level)
+_KEY_AFTER_COMMA = re.compile(
+    r",[ \t]*(?:([A-Za-z_][\w.\-]*)=|(?=,|\(|\{[ \t]*[A-Za-z_][\w.\-]*=))"
+).findall
+_ATTRIBUTE_KEY = re.compile(r"[A-Za-z_][\w.\-]*").fullmatch
 # (opcode, fixed operand count, attributes it takes, a test for a typed attribute's bad value,
 # the attribute lists the fast path read and checked for it, each kept once, and the attributes
 # it requires)
@@ -363,10 +445,62 @@ def _compatible(written: Shape, actual: Shape) -> bool:
     return written.dtype == actual.dtype and written.dims == actual.dims
 
 
-def _layout_problem(shape: str) -> str | None:
-    """Why an array shape's layout does not fit its rank (XLA checks), or None."""
+def _product(dims: tuple[int | None, ...]) -> int:
+    count = 1
+    for size in dims:
+        count *= size or 0
+    return count
+
+
+# a layout's part after ':', in the order XLA's parser reads its items (each optional): dim level
+# types D(...), tiles T(...)(...), L(n), index type #(uN), pointer type *(uN), element size E(n),
+# memory space S(n), split configs SC(d:i,...)..., physical shape P(shape), M(n)
+# (XLA's parser asks for an unsigned type in #(...) and *(...) but goes on with any)
+_UNSIGNED = DTYPE
+_LEVEL = r"[DCSH]\+?~?"
+_TILE_DIM = r"(?:-?[0-9]+|\*)"
+_LAYOUT_TAIL = re.compile(
+    rf"(?:D\((?:{_LEVEL}(?:,{_LEVEL})*)?\))?"
+    rf"(?:T(?:\((?:{_TILE_DIM}(?:,{_TILE_DIM})*)?\))+)?"
+    r"(?:L\(-?[0-9]+\))?"
+    rf"(?:#\({_UNSIGNED}\))?(?:\*\({_UNSIGNED}\))?"
+    r"(?:E\(-?[0-9]+\))?(?:S\(-?[0-9]+\))?"
+    r"(?:SC(?:\(-?[0-9]+:(?:-?[0-9]+(?:,-?[0-9]+)*)?\))+)?"
+    r"(?:P\((?:[^()]|\([^()]*\))*\))?"
+    r"(?:M\(-?[0-9]+\))?"
+).fullmatch
+# a layout's part after ':' in an array shape
+_LAYOUT_TAILS = re.compile(r"\]\{[^}:]*:((?:[^{}]|\{[^{}]*\})*)\}").findall
+
+
+def _joins_numbers(text: str) -> bool:
+    """Whether blanks or comments alone stand between two numbers in `text` (in a layout,
+    XLA's parser wants a ',' there)."""
+    parts = _SKIP_RUN.split(text)
+    return any(
+        left[-1:].isdigit() and right[:1].isdigit()
+        for left, right in zip(parts, parts[1:], strict=False)
+    )
+
+
+def _layout_problem(shape: str, tails: bool = False) -> str | None:
+    """Why an array shape's layout does not fit its rank or (with `tails`: in an instruction,
+    where XLA reads the part after ':' strictly) XLA's layout syntax, or None."""
     if "{" not in shape:
         return None
+    if tails and ":" in shape:
+        for tail in _LAYOUT_TAILS(shape):
+            if "/" in tail:
+                if _joins_numbers(tail):
+                    return f"',' between the numbers of a layout, not '{tail}'"
+                tail = _SKIP_RUN.sub("", tail)
+            if _LAYOUT_TAIL(tail) is None:
+                return (
+                    f"a layout's part after ':' as D(...), T(...), L(n), #(uN), *(uN), E(n), "
+                    f"S(n), SC(...), P(shape), M(n) in that order, not '{tail}' ('{shape}')"
+                )
+            if "P(" in tail:  # XLA keeps no dim level types, so no array is sparse
+                return f"no physical shape P(...): it is for sparse arrays ('{shape}')"
     for dims, order in _DIMS_AND_ORDER.findall(shape):
         rank = dims.count(",") + 1 if dims else 0
         listed = order.count(",") + 1 if order else 0
@@ -396,7 +530,9 @@ class _Reader:
         self.opcodes: dict[str, _OpcodeFacts] = {}
         self.shapes: dict[str, str] = {}
         self.callers: list[tuple[HloInstruction, int]] = []
-        self.calling = set(_CALLERS)  # opcodes that may name computations in their attributes
+        # opcodes that may name computations in their attributes, or that check_built checks
+        self.calling = set(_CALLERS | _BUILT)
+        self.tables: list[str] = []  # the frame tables read so far
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.literals: set[tuple[str, str]] = set()  # (shape, constant payload) pairs checked
@@ -613,7 +749,7 @@ class _Reader:
             text[pos] == "(" or not text.startswith("{", self.skip(printed.end()))
         ):
             shape = printed.group()
-            if (problem := _layout_problem(shape)) is not None:
+            if (problem := _layout_problem(shape, tails=True)) is not None:
                 raise self.error_at(pos, problem)
             return shape, printed.end()
         if text.startswith("(", pos):
@@ -675,18 +811,21 @@ class _Reader:
             close = text.find("}", brace)
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
-            layout = "".join(_SKIP.split(text[brace + 1 : close]))
+            layout = text[brace + 1 : close]
+            if _joins_numbers(layout):
+                raise self.error_at(brace, "',' between the numbers of a layout")
+            layout = _SKIP_RUN.sub("", layout)
             order = layout.partition(":")[0]
             if _MINOR_TO_MAJOR.fullmatch(order) is None:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")
             shape += "{" + layout + "}"
             at = close + 1
-        if (problem := _layout_problem(shape)) is not None:
+        if (problem := _layout_problem(shape, tails=True)) is not None:
             raise self.error_at(pos, problem)
         return shape, at
 
     def check_shape(self, shape: str, index: int) -> None:
-        problem = _layout_problem(shape)
+        problem = _layout_problem(shape, tails=True)
         if problem is not None:
             raise self.error(index, problem, near=shape.partition("[")[0])
 
@@ -713,7 +852,7 @@ class _Reader:
                     i, pos = i + 1, end + 1
                     continue
                 if stripped in _TABLES:
-                    i, pos = self.table_rows(i + 1, end + 1)
+                    i, pos = self.table_rows(i + 1, end + 1, stripped)
                     continue
                 match = None
                 if (
@@ -752,7 +891,7 @@ class _Reader:
                     line_mode, i, pos = self.resume(pos)
                     continue
                 if keyword in _TABLES:  # rows are lines that start with their number
-                    i, pos = self.table_rows(self.line_of(pos) + 1, self.line_end(pos) + 1)
+                    i, pos = self.table_rows(self.line_of(pos) + 1, self.line_end(pos) + 1, keyword)
                     line_mode = True
                     continue
                 index = self.line_of(pos)
@@ -780,22 +919,75 @@ class _Reader:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
-        self.check_calls(order)
+        self.check_calls(order, computations)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
 
-    def table_rows(self, line: int, pos: int) -> tuple[int, int]:
-        """From line `line` starting at `pos`: past the frame table's rows (lines that start
-        with a digit). Returns the index and offset of the line after them."""
+    def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
+        """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
+        start with a digit), each checked (check_table_row). The tables come in XLA's order,
+        all four once another table has begun. Returns the index and offset of the line after
+        the rows."""
         text = self.text
         size = len(text)
+        wanted = _TABLE_ORDER[len(self.tables)] if len(self.tables) < len(_TABLE_ORDER) else None
+        if table != wanted:
+            raise self.error(line - 1, f"the frame table '{wanted}', not '{table}'", near=table)
+        self.tables.append(table)
         while pos < size and text[pos].isdigit():
-            line, pos = line + 1, self.line_end(pos) + 1
+            end = self.line_end(pos)
+            self.check_table_row(table, text[pos:end], line)
+            line, pos = line + 1, end + 1
+        if len(self.tables) < len(_TABLE_ORDER):
+            after = self.skip(pos)
+            following = _TABLE_ORDER[len(self.tables)]
+            if not text.startswith(following, after):
+                raise self.error_at(after, f"the frame table '{following}' after '{table}'")
         return line, pos
 
-    def check_calls(self, order: dict[str, int]) -> None:
+    def check_table_row(self, table: str, row: str, index: int) -> None:
+        """A frame table's row: its number, then a string (FileNames, FunctionNames) or the
+        sub-attributes XLA requires of a file location or stack frame, each once, as
+        integers."""
+        if table in ("FileNames", "FunctionNames"):
+            if _NAME_ROW(row) is None:
+                raise self.error(index, f"a row of '{table}' as 'N \"string\"'")
+            return
+        required = _ROW_FIELDS[table]
+        found = _FIELDS_ROW(row)
+        names = _ROW_FIELD_NAME(found[1]) if found is not None else []
+        if found is None or sorted(names) != sorted(required):
+            raise self.error(
+                index,
+                f"a row of '{table}' as 'N {{{'=N '.join(required)}=N}}' (each once)",
+            )
+
+    def check_calls(self, order: dict[str, int], computations: list[HloComputation]) -> None:
         """Every computation an instruction calls is defined in the module before the
-        computation of the caller (XLA's parser resolves calls as it reads)."""
+        computation of the caller (XLA's parser resolves calls as it reads), and each
+        instruction of the opcodes XLA checks as it builds them passes check_built."""
+        named: dict[int, dict[str, HloInstruction]] = {}
+        # a tuple's or reshape's verdict depends on its shape and its operands' count or shape
+        shaped: dict[tuple[str, str, str], str | None] = {}
         for instruction, at in self.callers:
+            opcode = instruction.opcode
+            if opcode in _BUILT:
+                if at not in named and opcode in _LOOKS_AT_OPERANDS:
+                    named[at] = {i.name: i for i in computations[at].instructions}
+                if opcode == "tuple" or (opcode == "reshape" and instruction.operands):
+                    operands = instruction.operands
+                    key = (
+                        opcode,
+                        instruction.shape,
+                        str(len(operands)) if opcode == "tuple" else named[at][operands[0]].shape,
+                    )
+                    if key not in shaped:
+                        shaped[key] = self.built_problem(instruction, named.get(at, {}))
+                    if shaped[key] is not None:
+                        self.check_built(instruction, named.get(at, {}))
+                else:
+                    self.check_built(instruction, named.get(at, {}))
+                if instruction.opcode not in _CALLERS:
+                    continue
             found = _CALLED_NAME.findall(instruction.attributes_text)
             if found and all(not listed and order.get(single, at) < at for listed, single in found):
                 continue
@@ -815,6 +1007,127 @@ class _Reader:
                         "calls it (XLA resolves calls in order)",
                         near=name,
                     )
+
+    def check_built(self, instruction: HloInstruction, defined: dict[str, HloInstruction]) -> None:
+        """What XLA's parser checks when it builds `instruction` (`defined`: the instructions of its
+        computation by name), as built_problem says."""
+        problem = self.built_problem(instruction, defined)
+        if problem is not None:
+            raise self.error(instruction.line_no - 1, problem, near=instruction.opcode)
+
+    def built_problem(
+        self, instruction: HloInstruction, defined: dict[str, HloInstruction]
+    ) -> str | None:
+        """Why XLA's parser cannot build `instruction`, or None: a tuple's shape has one
+        element per operand; a reshape keeps the element count; recv and infeed have a
+        non-empty tuple shape; a conditional's predicate is a scalar pred (true/false
+        computations) or s32 (branch_computations); all-reduce and reduce-scatter take
+        use_global_device_ids=true only with a channel_id; dynamic-reshape has an operand, dot
+        and convolution two or more, reduce and reduce-window an even number; a
+        dynamic-slice has its operand and one index vector or one index per dimension (a
+        dynamic-update-slice the same after its update); a concatenate names one dimension; a
+        custom-call's operand_layout_constraints give one shape per operand, each the
+        operand's; a send-done or recv-done of a send or recv has its channel_id (or none when
+        that has none)."""
+        opcode, operands = instruction.opcode, instruction.operands
+        count = len(operands)
+        if opcode in ("dot", "convolution"):
+            return f"two or more operands for '{opcode}', not {count}" if count < 2 else None
+        if opcode in ("reduce", "reduce-window"):
+            return f"an even number of operands for '{opcode}', not {count}" if count % 2 else None
+        if opcode == "dynamic-reshape":
+            return "an operand for 'dynamic-reshape'" if not operands else None
+        if opcode == "concatenate":
+            found = _DIMENSIONS(instruction.attributes_text)
+            if found is not None and (not found[1].strip() or "," in found[1]):
+                return f"one dimension to concatenate along, not dimensions={{{found[1]}}}"
+            return None
+        if opcode in ("dynamic-slice", "dynamic-update-slice"):
+            before = 1 if opcode == "dynamic-slice" else 2
+            if count < before:
+                return f"{before} or more operands for '{opcode}', not {count}"
+            rank = len(Shape(defined[operands[0]].shape).dims)
+            vector = count == before + 1 and len(Shape(defined[operands[-1]].shape).dims) == 1
+            if count != before + rank and not vector:
+                counts = " or ".join(map(str, sorted({before + 1, before + rank})))
+                return (
+                    f"{counts} operands for '{opcode}' (one index vector or one index per "
+                    f"dimension of {defined[operands[0]].shape}), not {count}"
+                )
+            return None
+        if opcode == "custom-call":
+            return self.layout_constraints_problem(instruction, defined)
+        if opcode in ("send-done", "recv-done"):
+            start = defined.get(operands[0]) if operands else None
+            if start is not None and start.opcode == opcode[:4]:
+                ours, theirs = (
+                    int(found[1]) if (found := _CHANNEL_VALUE(i.attributes_text)) else None
+                    for i in (instruction, start)
+                )
+                if ours != theirs:
+                    return (
+                        f"the channel_id of its '{start.opcode}' ({theirs}) for '{opcode}', "
+                        f"not {ours}"
+                    ).replace("None", "none")
+            return None
+        if opcode in ("all-reduce", "all-reduce-start", "reduce-scatter"):
+            text = instruction.attributes_text
+            if _USE_GLOBAL_DEVICE_IDS(text) and not _CHANNEL_ID(text):
+                return f"a channel_id for '{opcode}' with use_global_device_ids=true"
+            return None
+        shape = Shape(instruction.shape)
+        if opcode == "tuple":
+            if not shape.is_tuple or len(shape.elements) != count:
+                return (
+                    f"a tuple shape of {count} element{'s' if count != 1 else ''} for "
+                    f"{count} operand{'s' if count != 1 else ''}, not {instruction.shape}"
+                )
+        elif opcode == "reshape":
+            before = Shape(defined[operands[0]].shape).dims if operands else ()
+            after = shape.dims
+            if None not in before and None not in after and _product(before) != _product(after):
+                return (
+                    f"a reshape to as many elements as its operand has "
+                    f"({defined[operands[0]].shape}), not {instruction.shape}"
+                )
+        elif opcode in ("recv", "infeed"):
+            if not shape.elements:
+                return f"a non-empty tuple shape for '{opcode}', not {instruction.shape}"
+        elif opcode == "conditional" and operands:
+            predicate = Shape(defined[operands[0]].shape)
+            wanted = "s32" if "branch_computations=" in instruction.attributes_text else "pred"
+            if predicate.dims != () or predicate.dtype != wanted:
+                return (
+                    f"a scalar {wanted}[] as the first operand of a conditional with "
+                    f"{'branch_computations' if wanted == 's32' else 'true/false_computation'}"
+                    f", not {predicate.text}"
+                )
+        return None
+
+    def layout_constraints_problem(
+        self, instruction: HloInstruction, defined: dict[str, HloInstruction]
+    ) -> str | None:
+        """Why a custom-call's operand_layout_constraints do not fit its operands, or None."""
+        found = _LAYOUT_CONSTRAINTS(instruction.attributes_text)
+        if found is None:
+            return None
+        text = instruction.attributes_text
+        close = match_close(text, found.end() - 1)
+        listed = [_SKIP_RUN.sub("", p) for p in split_top_level(text[found.end() : close])]
+        listed = [p for p in listed if p]
+        operands = instruction.operands
+        if len(listed) != len(operands):
+            return (
+                f"{len(operands)} operand layout constraint{'s' if len(operands) != 1 else ''}"
+                f" (one per operand), not {len(listed)}"
+            )
+        for number, (given, name) in enumerate(zip(listed, operands, strict=True)):
+            if not _compatible(Shape(given), Shape(defined[name].shape)):
+                return (
+                    f"operand layout constraint {number} of the operand's shape "
+                    f"{defined[name].shape}, not {given}"
+                )
+        return None
 
     # module_header ::= 'HloModule' name (',' attribute_name '=' value)*
     def module_header(self, pos: int) -> tuple[str, dict[str, str], int]:
@@ -992,7 +1305,6 @@ class _Reader:
         opcodes = self.opcodes
         shapes = self.shapes
         callers = self.calling
-        scalar = _SCALAR.fullmatch
         defined: dict[str, str] = {}
         look_up = defined.__getitem__
         parameters: set[str] = set()
@@ -1220,7 +1532,11 @@ class _Reader:
                     else:
                         parameters.add(payload)
                 else:
-                    if shape[-2:] != "[]" or scalar(payload) is None:
+                    if (
+                        shape[-2:] != "[]"
+                        or (plain := _PLAIN_SCALAR.get(shape)) is None
+                        or plain(payload) is None
+                    ):
                         self.check_literal(payload, shape, index)
                     if fast_tail:
                         literals.add((shape, payload))
@@ -1392,7 +1708,14 @@ class _Reader:
         """Every attribute of the list `tail` is one `opcode` takes (XLA rejects others; None:
         any name), and none comes twice."""
         seen: set[str] = set()
-        for key, _ in split_attributes(tail):
+        for key, value in split_attributes(tail):
+            if _ATTRIBUTE_KEY(key) is None:
+                piece = f"{key}={value}" if value else key
+                raise self.error(
+                    index,
+                    f"an attribute 'name=value' after ',', not '{piece}'",
+                    near=piece if piece else None,
+                )
             if key in seen:
                 line = self.lines[index]
                 found = list(re.finditer(r"(?<![\w.\-])" + re.escape(key) + "=", line))
@@ -1429,8 +1752,10 @@ class _Reader:
     def check_literal(self, payload: str, shape: str, index: int) -> None:
         """A constant's literal: numbers, true/false, inf/nan in braces nested as deep as the
         shape's rank, or one number for every element of an array (XLA rejects other tokens
-        and a nesting that does not fit; an array with no elements may stop nesting early)."""
+        and a nesting that does not fit; an array with no elements may stop nesting early), each
+        element a value of the shape's element type (literal_value_problem)."""
         if shape[0] != "(" and _SCALAR.fullmatch(payload.strip()) is not None:
+            self.check_literal_values(payload, shape, index)
             return
         literal = _COMMENT.sub(" ", payload) if "/*" in payload else payload
         adjacent = False
@@ -1469,6 +1794,12 @@ class _Reader:
             )
         if not empty:
             self.check_literal_counts(literal, dims, shape, index)
+        self.check_literal_values(literal, shape, index)
+
+    def check_literal_values(self, literal: str, shape: str, index: int) -> None:
+        problem = literal_value_problem(literal, shape[: shape.index("[")])
+        if problem is not None:
+            raise self.error(index, problem, near="constant")
 
     def check_literal_counts(
         self, literal: str, dims: tuple[int | None, ...], shape: str, index: int
