@@ -400,7 +400,7 @@ _PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
 # A '{...}' value followed by another attribute without a ',' between them (inside metadata,
 # fields are separated by spaces, but no field's value is a brace group)
 _BRACE_THEN_NAME = re.compile(r"\}[ \t]+[A-Za-z_][\w.\-]*=").search
-_CALLED_NAME = re.compile(CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))")
+_CALLED_NAME = re.compile(r"(?<![\w.\-])" + CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))")
 # A call attribute naming one computation whose name holds a '.' (as XLA numbers them: no
 # keyword or type name does), up to the next attribute. Whether an attribute list is well formed
 # does not depend on which computation it names (check_calls looks that up): `_callee_free`
@@ -988,7 +988,11 @@ class _Reader:
                     self.check_built(instruction, named.get(at, {}))
                 if instruction.opcode not in _CALLERS:
                     continue
-            found = _CALLED_NAME.findall(instruction.attributes_text)
+            text = instruction.attributes_text
+            start = text.find("metadata={")
+            if start >= 0 and (end := text.find("}", start)) >= 0:  # names no computation
+                text = text[:start] + text[end + 1 :]
+            found = _CALLED_NAME.findall(text)
             if found and all(not listed and order.get(single, at) < at for listed, single in found):
                 continue
             names = instruction.called_computations
