@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
-from typing import overload
+from typing import NamedTuple, overload
 
 from xla_inspect._lexing import (
     COMMENT,
@@ -151,12 +151,13 @@ class Shape:
         return tuple(int(d) for d in order.split(",")) if order else ()
 
 
-@dataclass(frozen=True, slots=True)
-class HloInstruction:
+class HloInstruction(NamedTuple):
     """One `ROOT? name = shape opcode(operands), attributes` line.
 
     `operands` are names without `%`; `payload` holds what `parameter(N)` and `constant(...)`
     carry instead of operands; `attributes_text` is the raw text after the operand list.
+    Immutable (a named tuple: a module holds tens of thousands, and a tuple is the cheapest
+    object Python builds); `_replace(is_root=True)` makes a changed copy.
     """
 
     name: str
@@ -283,38 +284,6 @@ class HloModule:
         return iter(self.computations)
 
 
-class InstructionBuilder:
-    """A mutable twin of HloInstruction with the same slots, for the parser's hot loop.
-
-    A frozen dataclass's __init__ goes through object.__setattr__ once per field, which makes
-    it a tenth of parsing time; this class assigns its slots plainly and then becomes an
-    HloInstruction (`__class__` assignment between classes with identical slot layouts). The
-    parser's hot loop does that assignment itself; elsewhere use `new_instruction`.
-    """
-
-    __slots__ = HloInstruction.__slots__
-
-    def __init__(
-        self,
-        name: str,
-        opcode: str,
-        shape: str,
-        operands: tuple[str, ...],
-        attributes_text: str,
-        is_root: bool,
-        payload: str | None,
-        line_no: int,
-    ) -> None:
-        self.name = name
-        self.opcode = opcode
-        self.shape = shape
-        self.operands = operands
-        self.attributes_text = attributes_text
-        self.is_root = is_root
-        self.payload = payload
-        self.line_no = line_no
-
-
 class _ComputationBuilder:
     """A mutable twin of HloComputation (see InstructionBuilder): `new_computation`."""
 
@@ -349,9 +318,8 @@ def new_instruction(
     payload: str | None,
     line_no: int,
 ) -> HloInstruction:
-    """Same as HloInstruction(...), about twice as fast."""
-    instruction = InstructionBuilder(
-        name, opcode, shape, operands, attributes_text, is_root, payload, line_no
+    """Same as HloInstruction(...), without its argument handling (the reader's hot loop calls
+    `tuple.__new__(HloInstruction, fields)` itself)."""
+    return tuple.__new__(
+        HloInstruction, (name, opcode, shape, operands, attributes_text, is_root, payload, line_no)
     )
-    instruction.__class__ = HloInstruction  # type: ignore[assignment]
-    return instruction  # type: ignore[return-value]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from functools import cached_property
 from types import MappingProxyType
 
@@ -42,7 +41,6 @@ from xla_inspect.model import (
     HloComputation,
     HloInstruction,
     HloModule,
-    InstructionBuilder,
     Shape,
     new_computation,
     new_instruction,
@@ -1303,7 +1301,7 @@ class _Reader:
         line."""
         text = self.text
         size = len(text)
-        builder = InstructionBuilder
+        build = tuple.__new__  # HloInstruction(...) without its argument handling
         after_comma = _KEY_AFTER_COMMA
         fast = _FAST.match
         opcodes = self.opcodes
@@ -1392,10 +1390,10 @@ class _Reader:
                     if numbered is not None:
                         parameters.add(numbered)
                     defined[name] = name
-                    instruction = builder(  # pyright: ignore[reportAssignmentType]
-                        name, opcode, shape, operands, tail, is_root is not None, payload, i + 1
+                    instruction = build(
+                        HloInstruction,
+                        (name, opcode, shape, operands, tail, is_root is not None, payload, i + 1),
                     )
-                    instruction.__class__ = HloInstruction
                     append(instruction)
                     if opcode in callers:
                         self.callers.append((instruction, number))
@@ -1572,19 +1570,10 @@ class _Reader:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'", near=name)
                 root = len(instructions)
-            # new_instruction(...), without its call: a builder that becomes an HloInstruction
-            # (pyright loses `tail` across the fast loop's breaks: every path sets it to a str)
-            instruction: HloInstruction = builder(  # pyright: ignore[reportAssignmentType]
-                name,
-                opcode,
-                shape,
-                operands,
-                tail,  # pyright: ignore[reportArgumentType]
-                is_root is not None,
-                payload,
-                index + 1,
+            instruction = build(
+                HloInstruction,
+                (name, opcode, shape, operands, tail, is_root is not None, payload, index + 1),
             )
-            instruction.__class__ = HloInstruction
             append(instruction)
             if opcode in callers:
                 self.callers.append((instruction, number))
@@ -1596,7 +1585,7 @@ class _Reader:
         if parameters and not parameters.issuperset(_NUMBERS[: len(parameters)]):
             self.parameter_gap(instructions, len(parameters), computation)
         if root < 0:
-            instructions[-1] = replace(instructions[-1], is_root=True)
+            instructions[-1] = instructions[-1]._replace(is_root=True)
         return tuple(instructions), pos, i
 
     def parameter_gap(
