@@ -359,14 +359,7 @@ class _Renamer:
         raise _Unreadable
 
     def renamed(self) -> str:
-        computations: dict[str, str] = {}
-        others = 0
-        for name, is_entry in self.computations:
-            if is_entry:
-                computations[name] = "main"
-            else:
-                computations[name] = f"comp.{others}"
-                others += 1
+        computations = _computation_names(self.computations)
         tables = [_local_names(definitions) for definitions in self.definitions]
         text = self.text
         pieces: list[str] = []
@@ -383,6 +376,18 @@ class _Renamer:
 _PARAMETER_NUMBER = re.compile(r"\s*(\d+)\s*")
 
 
+def _computation_names(computations: list[tuple[str, bool]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    others = 0
+    for name, is_entry in computations:
+        if is_entry:
+            names[name] = "main"
+        else:
+            names[name] = f"comp.{others}"
+            others += 1
+    return names
+
+
 def _local_names(definitions: list[tuple[str, str, str]]) -> dict[str, str]:
     counts: dict[str, int] = {}
     names: dict[str, str] = {}
@@ -395,6 +400,128 @@ def _local_names(definitions: list[tuple[str, str, str]]) -> dict[str, str]:
             names[name] = f"{opcode}.{count}"
             counts[opcode] = count + 1
     return names
+
+
+# -- The same renaming in a few passes over the whole text, for a module in XLA's printed form
+# with '%' on every name (what XLA and JAX print). The module must match _PRINTED_BODY line by
+# line (computation headers, instructions, closing braces, blank lines; '%' on every name and
+# nowhere else; no whitespace or comment that XLA would not print) and define each instruction
+# name once in the whole module, none of them a computation's name. Then every '%name' stands as
+# a name and one table renames them all; any other module goes to the walk above.
+_P_WORD = r"[A-Za-z_][A-Za-z0-9_.\-]*+"  # an ASCII _WORD: other letters send text to the walk
+_P_STRING = r'"[^"\\%\n]*+(?:\\[^%\n][^"\\%\n]*+)*+"'
+_P_COMMENT = r"/\*index=[0-9]+\*/"  # the only comment XLA prints: it numbers long lists
+
+
+def _p_group(depth: int, opening: str = r"[(\[{]") -> str:
+    """A bracket group nested up to `depth` deep, without '%', newlines, "'" or a '/' outside
+    strings and comments (any closing bracket closes any opening one, as in _Renamer._close)."""
+    inner = rf"""[^(){{}}\[\]"'/%\n]++|{_P_STRING}|{_P_COMMENT}"""
+    if depth > 1:
+        inner += "|" + _p_group(depth - 1)
+    return rf"{opening}(?:{inner})*+[)\]}}]"
+
+
+_P_VALUE = rf"""(?:[^\s,(){{}}\[\]"'/%]++|{_P_STRING}|{_p_group(8)})++"""
+_P_SHAPE = (
+    r"(?:[a-z][a-z0-9]*+\[[0-9,<=?]*+\](?:\{[0-9:][^{}\s%]*+\})?+"  # f32[8,16]{1,0}
+    rf"|{_p_group(8, r'\(')})"  # a tuple
+)
+_P_NAME = rf"%{_P_WORD}"
+_P_NAMES = rf"\{{(?:{_P_NAME}(?:, {_P_NAME})*+)?+\}}"
+_P_OPERAND = rf"(?:{_P_NAME}|(?:{_P_COMMENT})?+(?:{_P_SHAPE} )?+{_P_NAME})"
+_P_CALL_KEYS = "|".join(CALL_ATTRIBUTES)
+_P_ATTRIBUTE = (
+    rf", (?:(?:{_P_CALL_KEYS})={_P_NAME}|(?:called|branch)_computations={_P_NAMES}"
+    rf"|control-predecessors={_P_NAMES}"
+    rf"|(?!(?:{_P_CALL_KEYS}|control-predecessors)=){_P_WORD}={_P_VALUE})"
+)
+_P_PARAMETER = rf"(?:{_P_COMMENT})?+{_P_WORD}: {_P_SHAPE}"
+_P_SIGNATURE = rf"(?:{_P_PARAMETER}(?:, {_P_PARAMETER})*+)?+"
+_P_BLANKS = r"(?:[ \t]*+\n)*+"
+_PRINTED_MODULE_LINE = re.compile(rf"HloModule [^\s,]+(?:, {_P_WORD}={_P_VALUE})*+\n")
+_PRINTED_BODY = re.compile(
+    rf"{_P_BLANKS}(?:(?:ENTRY )?{_P_NAME} \({_P_SIGNATURE}\) -> {_P_SHAPE} \{{\n"
+    rf"(?:  (?:ROOT )?{_P_NAME} = {_P_SHAPE} (?:parameter\([0-9]++\)"
+    rf"|constant{_p_group(8, r'\(')}"
+    rf"|(?!(?:constant|parameter)\(){_P_WORD}\((?:{_P_OPERAND}(?:, {_P_OPERAND})*+)?+\))"
+    rf"(?:{_P_ATTRIBUTE})*+\n)*+"
+    rf"\}}(?:, {_P_WORD}={_P_VALUE})*+(?:\n|\Z){_P_BLANKS})*+"
+)
+# In a module that matches _PRINTED_BODY: each instruction's (name, opcode, parameter number)
+# and each header's (ENTRY, name, signature, rest of the line), in order.
+_PRINTED_DEFINITION = re.compile(
+    rf"\n(?:  (?:ROOT )?%({_P_WORD}) = {_P_SHAPE} ({_P_WORD})\(([0-9]*+)"
+    rf"|(ENTRY )?%({_P_WORD}) \(({_P_SIGNATURE})(\) -> [^\n]*))"
+)
+# Every name but a signature's: a whole header line, else '%name'.
+_PRINTED_TOKEN = re.compile(rf"(\n(?:ENTRY )?%{_P_WORD} \([^\n]*|%{_P_WORD})")
+# The computations that call attributes name (lists: called_computations, branch_computations).
+_PRINTED_CALL = re.compile(rf"=(%{_P_WORD})")
+_PRINTED_CALL_LIST = re.compile(r"_computations=\{([^}\n]*)\}")
+_PRINTED_LISTED = re.compile(_P_NAME)
+_SIGNATURE_NAME = re.compile(rf"(?<![\w.\-%])({_WORD})(?=:)")
+
+
+def _renamed_printed(text: str) -> str | None:
+    """`text` renamed as _Renamer renames it, or None when `text` is not a module in the printed
+    form (see above). A reference to an instruction of another computation, which XLA rejects,
+    is renamed here as that instruction (the walk keeps it)."""
+    module = _PRINTED_MODULE_LINE.match(text)
+    if module is None or _PRINTED_BODY.fullmatch(text, module.end()) is None:
+        return None
+    table: dict[str, str] = {}  # '%name' -> '%new', header line -> renamed header line
+    headers: list[tuple[str, str, str, str, dict[str, str]]] = []
+    local: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    defined = 0
+    for name, opcode, number, entry, computation, signature, rest in _PRINTED_DEFINITION.findall(
+        text, module.end() - 1
+    ):
+        if name:
+            if number and opcode == "parameter":
+                new = "param." + number
+            else:
+                count = counts.get(opcode, 0)
+                counts[opcode] = count + 1
+                new = f"{opcode}.{count}"
+            local[name] = new
+            table["%" + name] = "%" + new
+            defined += 1
+        else:
+            local, counts = {}, {}
+            headers.append((entry, computation, signature, rest, local))
+    computations = _computation_names([(header[1], bool(header[0])) for header in headers])
+    for name, new in computations.items():
+        table["%" + name] = "%" + new
+    if len(table) != defined + len(computations):  # a name defined twice
+        return None
+    called = _PRINTED_CALL.findall(text)
+    if "_computations={" in text:
+        for names in _PRINTED_CALL_LIST.findall(text):
+            called += _PRINTED_LISTED.findall(names)
+    callees = {"%" + name for name in computations}
+    if not callees.issuperset(called):  # a call attribute names an instruction
+        return None
+    for entry, computation, signature, rest, local in headers:
+
+        def parameter(match: re.Match[str], local: dict[str, str] = local) -> str:
+            name = match[1]
+            new = local.get(name)
+            return name if new is None or _RESERVED.fullmatch(name) else new
+
+        key = f"\n{entry}%{computation} ({signature}{rest}"
+        table[key] = (
+            f"\n{entry}%{computations[computation]} ({_SIGNATURE_NAME.sub(parameter, signature)}"
+            f"{rest}"
+        )
+    parts = _PRINTED_TOKEN.split(text)
+    tokens = parts[1::2]
+    if sum(map(callees.__contains__, tokens)) != len(called):  # an operand names a computation
+        return None
+    get = table.get
+    parts[1::2] = [get(token, token) for token in tokens]
+    return "".join(parts)
 
 
 def renumber_names(text: str) -> str:
@@ -414,6 +541,9 @@ def renumber_names(text: str) -> str:
     stand between any two tokens. Text that does not follow HLO's module grammar is returned as
     it is.
     """
+    printed = _renamed_printed(text)
+    if printed is not None:
+        return printed
     renamer = _Renamer(text)
     try:
         renamer.scan()
