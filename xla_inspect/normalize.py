@@ -406,11 +406,12 @@ def _local_names(definitions: list[tuple[str, str, str]]) -> dict[str, str]:
 
 
 # -- The same renaming in a few passes over the whole text, for a module in XLA's printed form
-# with '%' on every name (what XLA and JAX print). The module must match _PRINTED_BODY line by
-# line (computation headers, instructions, closing braces, blank lines; '%' on every name and
-# nowhere else; no whitespace or comment that XLA would not print) and define each instruction
-# name once in the whole module, none of them a computation's name. Then every '%name' stands as
-# a name and one table renames them all; any other module goes to the walk above.
+# with '%' on every name (what XLA and JAX print). Each line after the module's must match
+# _PRINTED_LINE as a computation header, an instruction, a closing brace or a blank line ('%' on
+# every name and nowhere else; no whitespace or comment that XLA would not print), and each
+# instruction name must be defined once in the whole module, none of them a computation's
+# name. Then every '%name' stands as a name and one table renames them all; any other module
+# goes to the walk above.
 _P_WORD = r"[A-Za-z_][A-Za-z0-9_.\-]*+"  # an ASCII _WORD: other letters send text to the walk
 _P_STRING = r'"[^"\\%\n]*+(?:\\[^%\n][^"\\%\n]*+)*+"'
 _P_COMMENT = r"/\*index=[0-9]+\*/"  # the only comment XLA prints: it numbers long lists
@@ -441,21 +442,18 @@ _P_ATTRIBUTE = (
 )
 _P_PARAMETER = rf"(?:{_P_COMMENT})?+{_P_WORD}: {_P_SHAPE}"
 _P_SIGNATURE = rf"(?:{_P_PARAMETER}(?:, {_P_PARAMETER})*+)?+"
-_P_BLANKS = r"(?:[ \t]*+\n)*+"
 _PRINTED_MODULE_LINE = re.compile(rf"HloModule [^\s,%]+(?:, {_P_WORD}={_P_VALUE})*+\n")
-_PRINTED_BODY = re.compile(
-    rf"{_P_BLANKS}(?:(?:ENTRY )?{_P_NAME} \({_P_SIGNATURE}\) -> {_P_SHAPE} \{{\n"
-    rf"(?:  (?:ROOT )?{_P_NAME} = {_P_SHAPE} (?:parameter\([0-9]++\)"
-    rf"|constant{_p_group(8, r'\(')}"
-    rf"|(?!(?:constant|parameter)\(){_P_WORD}\((?:{_P_OPERAND}(?:, {_P_OPERAND})*+)?+\))"
-    rf"(?:{_P_ATTRIBUTE})*+\n)*+"
-    rf"\}}(?:, {_P_WORD}={_P_VALUE})*+(?:\n|\Z){_P_BLANKS})*+"
-)
-# In a module that matches _PRINTED_BODY: each instruction's (name, opcode, parameter number)
-# and each header's (ENTRY, name, signature), in order.
-_PRINTED_DEFINITION = re.compile(
-    rf"\n(?:  (?:ROOT )?%({_P_WORD}) = {_P_SHAPE} ({_P_WORD})\(([0-9]*+)"
-    rf"|(ENTRY )?%({_P_WORD}) \(({_P_SIGNATURE})\) -> )"
+# The lines after it, one match each: an instruction's (name, opcode, parameter number), a
+# header's (ENTRY, name, signature), a body's closing brace, a blank line, or any other line.
+_PRINTED_LINE = re.compile(
+    rf"  (?:ROOT )?%({_P_WORD}) = {_P_SHAPE} ({_P_WORD})(?:(?<= parameter)\(([0-9]++)\)"
+    rf"|(?<= constant){_p_group(8, r'\(')}"
+    rf"|(?<! parameter)(?<! constant)\((?:{_P_OPERAND}(?:, {_P_OPERAND})*+)?+\))"
+    rf"(?:{_P_ATTRIBUTE})*+\n"
+    rf"|(ENTRY )?%({_P_WORD}) \(({_P_SIGNATURE})\) -> {_P_SHAPE} \{{\n"
+    rf"|(\}})(?:, {_P_WORD}={_P_VALUE})*+(?:\n|\Z)"
+    r"|[ \t]*+\n"
+    r"|([^\n]++)"
 )
 _PRINTED_NAME = re.compile(rf"%({_P_WORD})")  # in such a module, every '%' starts a name
 # The computations that call attributes name (lists: called_computations, branch_computations).
@@ -470,25 +468,37 @@ def _renamed_printed(text: str) -> str | None:
     form (see above). A reference to an instruction of another computation, which XLA rejects,
     is renamed here as that instruction (the walk keeps it)."""
     module = _PRINTED_MODULE_LINE.match(text)
-    if module is None or _PRINTED_BODY.fullmatch(text, module.end()) is None:
+    if module is None:
         return None
     # Each computation's names, '%name' -> '%new' without the first '%'; all of them in `table`.
     headers: list[tuple[str, str, str, dict[str, str]]] = []
-    local: dict[str, str] = {}
+    local: dict[str, str] | None = None  # None outside a body
     counts: dict[str, int] = {}
-    for name, opcode, number, entry, computation, signature in _PRINTED_DEFINITION.findall(
-        text, module.end() - 1
+    for name, opcode, number, entry, computation, signature, close, other in _PRINTED_LINE.findall(
+        text, module.end()
     ):
         if name:
-            if number and opcode == "parameter":
+            if local is None:
+                return None
+            if number:
                 local[name] = "%param." + number
             else:
                 count = counts.get(opcode, 0)
                 counts[opcode] = count + 1
                 local[name] = f"%{opcode}.{count}"
-        else:
+        elif computation:
+            if local is not None:
+                return None
             local, counts = {}, {}
             headers.append((entry, computation, signature, local))
+        elif close:
+            if local is None:
+                return None
+            local = None
+        elif other:
+            return None
+    if local is not None:
+        return None
     table: dict[str, str] = {}
     for *_, names in headers:
         table.update(names)
@@ -512,8 +522,10 @@ def _renamed_printed(text: str) -> str | None:
     starts = [at for at in named if parts[at - 1].endswith(("\n", "\nENTRY "))]
     if len(starts) != len(headers):
         return None
-    get = table.get
-    parts[1::2] = [get(name) or "%" + name for name in names]
+    try:
+        parts[1::2] = map(table.__getitem__, names)
+    except KeyError:  # an operand that no instruction defines
+        parts[1::2] = [table.get(name) or "%" + name for name in names]
     # A signature's names stand without '%', in the text after the header's name.
     for at, (_, _, signature, local) in zip(starts, headers, strict=True):
         if signature:
