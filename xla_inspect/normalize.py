@@ -442,7 +442,10 @@ _P_ATTRIBUTE = (
 )
 _P_PARAMETER = rf"(?:{_P_COMMENT})?+{_P_WORD}: {_P_SHAPE}"
 _P_SIGNATURE = rf"(?:{_P_PARAMETER}(?:, {_P_PARAMETER})*+)?+"
-_PRINTED_MODULE_LINE = re.compile(rf"HloModule [^\s,%]+(?:, {_P_WORD}={_P_VALUE})*+\n")
+# The module's line, after whole-line comments (as files of XLA's modules often start).
+_PRINTED_MODULE_LINE = re.compile(
+    rf"(?://[^%\n]*+\n)*+HloModule [^\s,%]+(?:, {_P_WORD}={_P_VALUE})*+\n"
+)
 # The lines after it, one match each: an instruction's (name, opcode, parameter number), a
 # header's (ENTRY, name, signature), a body's closing brace, a blank line, or any other line.
 _PRINTED_LINE = re.compile(
@@ -470,7 +473,8 @@ def _renamed_printed(text: str) -> str | None:
     module = _PRINTED_MODULE_LINE.match(text)
     if module is None:
         return None
-    # Each computation's names, '%name' -> '%new' without the first '%'; all of them in `table`.
+    # Each computation's names, 'name' -> '%new'; all of them in `table`.
+    table: dict[str, str] = {}
     headers: list[tuple[str, str, str, dict[str, str]]] = []
     local: dict[str, str] | None = None  # None outside a body
     counts: dict[str, int] = {}
@@ -481,11 +485,11 @@ def _renamed_printed(text: str) -> str | None:
             if local is None:
                 return None
             if number:
-                local[name] = "%param." + number
+                table[name] = local[name] = "%param." + number
             else:
                 count = counts.get(opcode, 0)
                 counts[opcode] = count + 1
-                local[name] = f"%{opcode}.{count}"
+                table[name] = local[name] = f"%{opcode}.{count}"
         elif computation:
             if local is not None:
                 return None
@@ -499,9 +503,6 @@ def _renamed_printed(text: str) -> str | None:
             return None
     if local is not None:
         return None
-    table: dict[str, str] = {}
-    for *_, names in headers:
-        table.update(names)
     computations = _computation_names([(header[1], bool(header[0])) for header in headers])
     for name, new in computations.items():
         table[name] = "%" + new
