@@ -102,7 +102,9 @@ def strip_volatile_backend_config(text: str) -> str:
     """
     if "outer_dimension_partitions" not in text:
         return text
-    text = _FIRST_PARTITIONS.sub("", _LATER_PARTITIONS.sub("", text))
+    text = _LATER_PARTITIONS.sub("", text)
+    if '"outer_dimension_partitions"' in text:  # the first field of a config
+        text = _FIRST_PARTITIONS.sub("", text)
     return _EMPTY_CONFIG.sub("", text) if "backend_config={}" in text else text
 
 
