@@ -529,13 +529,14 @@ def _renamed_printed(text: str) -> str | None:
         parts[1::2] = map(table.__getitem__, names)
     except KeyError:  # an operand that no instruction defines
         parts[1::2] = [table.get(name) or "%" + name for name in names]
-    # A signature's names stand without '%', in the text after the header's name.
+    # A signature's names stand without '%', in the text after the header's name; a reserved
+    # word there (never one with a '.') is not a name, as in the walk.
     for at, (_, _, signature, local) in zip(starts, headers, strict=True):
         if signature:
             pieces = _PRINTED_SIGNATURE_NAME.split(signature)
             pieces[1::2] = [
                 name
-                if (new := local.get(name)) is None  # no '.' in a reserved word
+                if (new := local.get(name)) is None
                 or ("." not in name and _RESERVED.fullmatch(name))
                 else new[1:]
                 for name in pieces[1::2]
