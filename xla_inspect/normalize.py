@@ -21,6 +21,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import compress
 
 from xla_inspect.model import CALL_ATTRIBUTES
 
@@ -68,9 +69,11 @@ def strip_stack_frame_tables(text: str) -> str:
 
 
 # `, metadata={...}` with quoted strings (which may hold braces) skipped as a whole. The literal
-# start lets the regex engine jump between occurrences.
-_METADATA = re.compile(r', metadata=\{[^{}"]*(?:"(?:[^"\\]|\\.)*"[^{}"]*)*\}')
-_METADATA_UNSPACED = re.compile(r',metadata=\{[^{}"]*(?:"(?:[^"\\]|\\.)*"[^{}"]*)*\}')
+# start lets the regex engine jump between occurrences; a string is read a run of plain
+# characters at a time, not one character per alternation (twice as fast).
+_METADATA_VALUE = r'=\{[^{}"]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^{}"]*+)*+\}'
+_METADATA = re.compile(", metadata" + _METADATA_VALUE)
+_METADATA_UNSPACED = re.compile(",metadata" + _METADATA_VALUE)
 
 
 def strip_metadata(text: str) -> str:
@@ -99,7 +102,9 @@ def strip_volatile_backend_config(text: str) -> str:
     """
     if "outer_dimension_partitions" not in text:
         return text
-    text = _FIRST_PARTITIONS.sub("", _LATER_PARTITIONS.sub("", text))
+    text = _LATER_PARTITIONS.sub("", text)
+    if '"outer_dimension_partitions"' in text:  # the first field of a config
+        text = _FIRST_PARTITIONS.sub("", text)
     return _EMPTY_CONFIG.sub("", text) if "backend_config={}" in text else text
 
 
@@ -359,14 +364,7 @@ class _Renamer:
         raise _Unreadable
 
     def renamed(self) -> str:
-        computations: dict[str, str] = {}
-        others = 0
-        for name, is_entry in self.computations:
-            if is_entry:
-                computations[name] = "main"
-            else:
-                computations[name] = f"comp.{others}"
-                others += 1
+        computations = _computation_names(self.computations)
         tables = [_local_names(definitions) for definitions in self.definitions]
         text = self.text
         pieces: list[str] = []
@@ -383,6 +381,18 @@ class _Renamer:
 _PARAMETER_NUMBER = re.compile(r"\s*(\d+)\s*")
 
 
+def _computation_names(computations: list[tuple[str, bool]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    others = 0
+    for name, is_entry in computations:
+        if is_entry:
+            names[name] = "main"
+        else:
+            names[name] = f"comp.{others}"
+            others += 1
+    return names
+
+
 def _local_names(definitions: list[tuple[str, str, str]]) -> dict[str, str]:
     counts: dict[str, int] = {}
     names: dict[str, str] = {}
@@ -395,6 +405,144 @@ def _local_names(definitions: list[tuple[str, str, str]]) -> dict[str, str]:
             names[name] = f"{opcode}.{count}"
             counts[opcode] = count + 1
     return names
+
+
+# -- The same renaming in a few passes over the whole text, for a module in XLA's printed form
+# with '%' on every name (what XLA and JAX print). Each line after the module's must match
+# _PRINTED_LINE as a computation header, an instruction, a closing brace or a blank line ('%' on
+# every name and nowhere else; no whitespace or comment that XLA would not print), and each
+# instruction name must be defined once in the whole module, none of them a computation's
+# name. Then every '%name' stands as a name and one table renames them all; any other module
+# goes to the walk above.
+_P_WORD = r"[A-Za-z_][A-Za-z0-9_.\-]*+"  # an ASCII _WORD: other letters send text to the walk
+_P_STRING = r'"[^"\\%\n]*+(?:\\[^%\n][^"\\%\n]*+)*+"'
+_P_COMMENT = r"/\*index=[0-9]+\*/"  # the only comment XLA prints: it numbers long lists
+
+
+def _p_group(depth: int, opening: str = r"[(\[{]") -> str:
+    """A bracket group nested up to `depth` deep, without '%', newlines, "'" or a '/' outside
+    strings and comments (any closing bracket closes any opening one, as in _Renamer._close)."""
+    inner = rf"""[^(){{}}\[\]"'/%\n]++|{_P_STRING}|{_P_COMMENT}"""
+    if depth > 1:
+        inner += "|" + _p_group(depth - 1)
+    return rf"{opening}(?:{inner})*+[)\]}}]"
+
+
+_P_VALUE = rf"""(?:[^\s,(){{}}\[\]"'/%]++|{_P_STRING}|{_p_group(8)})++"""
+_P_SHAPE = (
+    r"(?:[a-z][a-z0-9]*+\[[0-9,<=?]*+\](?:\{[0-9:][^{}\s%]*+\})?+"  # f32[8,16]{1,0}
+    rf"|{_p_group(8, r'\(')})"  # a tuple
+)
+_P_NAME = rf"%{_P_WORD}"
+_P_NAMES = rf"\{{(?:{_P_NAME}(?:, {_P_NAME})*+)?+\}}"
+_P_OPERAND = rf"(?:{_P_NAME}|(?:{_P_COMMENT})?+(?:{_P_SHAPE} )?+{_P_NAME})"
+_P_CALL_KEYS = "|".join(CALL_ATTRIBUTES)
+_P_ATTRIBUTE = (
+    rf", (?:(?:{_P_CALL_KEYS})={_P_NAME}|(?:called|branch)_computations={_P_NAMES}"
+    rf"|control-predecessors={_P_NAMES}"
+    rf"|(?!(?:{_P_CALL_KEYS}|control-predecessors)=){_P_WORD}={_P_VALUE})"
+)
+_P_PARAMETER = rf"(?:{_P_COMMENT})?+{_P_WORD}: {_P_SHAPE}"
+_P_SIGNATURE = rf"(?:{_P_PARAMETER}(?:, {_P_PARAMETER})*+)?+"
+# The module's line, after whole-line comments (as files of XLA's modules often start).
+_PRINTED_MODULE_LINE = re.compile(
+    rf"(?://[^%\n]*+\n)*+HloModule [^\s,%]+(?:, {_P_WORD}={_P_VALUE})*+\n"
+)
+# The lines after it, one match each: an instruction's (name, opcode, parameter number), a
+# header's (ENTRY, name, signature), a body's closing brace, a blank line, or any other line.
+_PRINTED_LINE = re.compile(
+    rf"  (?:ROOT )?%({_P_WORD}) = {_P_SHAPE} ({_P_WORD})(?:(?<= parameter)\(([0-9]++)\)"
+    rf"|(?<= constant){_p_group(8, r'\(')}"
+    rf"|(?<! parameter)(?<! constant)\((?:{_P_OPERAND}(?:, {_P_OPERAND})*+)?+\))"
+    rf"(?:{_P_ATTRIBUTE})*+\n"
+    rf"|(ENTRY )?%({_P_WORD}) \(({_P_SIGNATURE})\) -> {_P_SHAPE} \{{\n"
+    rf"|(\}})(?:, {_P_WORD}={_P_VALUE})*+(?:\n|\Z)"
+    r"|[ \t]*+\n"
+    r"|([^\n]++)"
+)
+_PRINTED_NAME = re.compile(rf"%({_P_WORD})")  # in such a module, every '%' starts a name
+# The computations that call attributes name (lists: called_computations, branch_computations).
+_PRINTED_CALL = re.compile(rf"=%({_P_WORD})")
+_PRINTED_CALL_LIST = re.compile(r"_computations=\{([^}\n]*)\}")
+# A signature's names: in a signature that matches _P_SIGNATURE, a name is any word before ':'.
+_PRINTED_SIGNATURE_NAME = re.compile(rf"({_P_WORD})(?=:)")
+
+
+def _renamed_printed(text: str) -> str | None:
+    """`text` renamed as _Renamer renames it, or None when `text` is not a module in the printed
+    form (see above). A reference to an instruction of another computation, which XLA rejects,
+    is renamed here as that instruction (the walk keeps it)."""
+    module = _PRINTED_MODULE_LINE.match(text)
+    if module is None:
+        return None
+    # Each computation's names, 'name' -> '%new'; all of them in `table`.
+    table: dict[str, str] = {}
+    headers: list[tuple[str, str, str, dict[str, str]]] = []
+    local: dict[str, str] | None = None  # None outside a body
+    counts: dict[str, int] = {}
+    for name, opcode, number, entry, computation, signature, close, other in _PRINTED_LINE.findall(
+        text, module.end()
+    ):
+        if name:
+            if local is None:
+                return None
+            if number:
+                table[name] = local[name] = "%param." + number
+            else:
+                count = counts.get(opcode, 0)
+                counts[opcode] = count + 1
+                table[name] = local[name] = f"%{opcode}.{count}"
+        elif computation:
+            if local is not None:
+                return None
+            local, counts = {}, {}
+            headers.append((entry, computation, signature, local))
+        elif close:
+            if local is None:
+                return None
+            local = None
+        elif other:
+            return None
+    if local is not None:
+        return None
+    computations = _computation_names([(header[1], bool(header[0])) for header in headers])
+    for name, new in computations.items():
+        table[name] = "%" + new
+    if len(table) != len(computations) + sum(len(header[3]) for header in headers):
+        return None  # a name defined in two computations, or naming a computation too
+    called = _PRINTED_CALL.findall(text)
+    if "_computations={" in text:
+        for names in _PRINTED_CALL_LIST.findall(text):
+            called += _PRINTED_NAME.findall(names)
+    if not computations.keys() >= set(called):  # a call attribute names an instruction
+        return None
+    parts: list[str] = _PRINTED_NAME.split(text)
+    names = parts[1::2]
+    named = list(compress(range(1, len(parts), 2), map(computations.__contains__, names)))
+    if len(named) != len(headers) + len(called):
+        return None  # an operand names a computation
+    # Of those, the headers' names start a line (call attributes' follow '=', '{' or ', ').
+    starts = [at for at in named if parts[at - 1].endswith(("\n", "\nENTRY "))]
+    if len(starts) != len(headers):
+        return None
+    try:
+        parts[1::2] = map(table.__getitem__, names)
+    except KeyError:  # an operand that no instruction defines
+        parts[1::2] = [table.get(name) or "%" + name for name in names]
+    # A signature's names stand without '%', in the text after the header's name; a reserved
+    # word there (never one with a '.') is not a name, as in the walk.
+    for at, (_, _, signature, local) in zip(starts, headers, strict=True):
+        if signature:
+            pieces = _PRINTED_SIGNATURE_NAME.split(signature)
+            pieces[1::2] = [
+                name
+                if (new := local.get(name)) is None
+                or ("." not in name and _RESERVED.fullmatch(name))
+                else new[1:]
+                for name in pieces[1::2]
+            ]
+            parts[at + 1] = f" ({''.join(pieces)}{parts[at + 1][len(signature) + 2 :]}"
+    return "".join(parts)
 
 
 def renumber_names(text: str) -> str:
@@ -414,6 +562,9 @@ def renumber_names(text: str) -> str:
     stand between any two tokens. Text that does not follow HLO's module grammar is returned as
     it is.
     """
+    printed = _renamed_printed(text)
+    if printed is not None:
+        return printed
     renamer = _Renamer(text)
     try:
         renamer.scan()

@@ -257,6 +257,25 @@ def test_corpus_is_idempotent_and_keeps_opcodes(path: Path) -> None:
     assert _opcodes(normal) == _opcodes(raw)
 
 
+@pytest.mark.parametrize(
+    "path",
+    sorted(CORPUS.glob("*.hlo")) + sorted((CORPUS.parent / "fixtures").glob("*.hlo")),
+    ids=lambda p: p.name,
+)
+def test_printed_and_reindented_modules_normalize_identically(path: Path) -> None:
+    """A module as XLA prints it is renamed in a few passes over the whole text, any other text
+    by a walk over HLO's grammar: indented by three spaces instead of two, the same module takes
+    the walk and must come out the same."""
+    raw = path.read_text()
+    reindented = raw.replace("\n  ", "\n   ")
+    assert reindented != raw
+    assert normalize_hlo(reindented) == normalize_hlo(raw)
+    for stripped in (normalize_hlo(raw, RULES[:-2]), raw):
+        assert renumber_names(stripped.replace("\n  ", "\n   ")).replace(
+            "\n   ", "\n  "
+        ) == renumber_names(stripped)
+
+
 def test_rules_are_named_documented_and_ordered() -> None:
     names = [rule.name for rule in RULES]
     assert len(set(names)) == len(names)
