@@ -4,6 +4,9 @@ A test calls the learner's prediction inside :func:`compiler_refused`; while it 
 tracing and compiling entry points refuse, and any XLA compile (eager ops compile too) is counted
 through ``jax.monitoring``. Either fails the test with one line naming the task. The refusal is a
 ``BaseException``, so the learner's ``except Exception`` cannot swallow it.
+
+A prediction is a dict keyed like the test's bank of programs; :func:`predicted_entries` checks
+that before the test compares each entry with what the compiler produced.
 """
 
 from __future__ import annotations
@@ -89,3 +92,15 @@ def compiler_refused(
             "compiles too): predict from the shapes with plain Python",
             pytrace=False,
         )
+
+
+def predicted_entries(task: str, predicted: object, bank: Iterable[Any]) -> dict[Any, Any]:
+    """Return ``predicted`` if it is a dict with exactly the keys of ``bank``; otherwise fail the
+    assertion with one message naming ``task``, the bank's keys it lacks and the keys it adds."""
+    if not isinstance(predicted, dict):
+        raise AssertionError(f"{task}: expected a dict, got {type(predicted).__name__}")
+    wanted, given = set(bank), set(predicted)
+    missing, extra = sorted(wanted - given, key=repr), sorted(given - wanted, key=repr)
+    if missing or extra:
+        raise AssertionError(f"{task}: missing {missing}, extra {extra}")
+    return predicted

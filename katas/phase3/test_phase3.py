@@ -26,7 +26,7 @@ import pytest
 from jax.experimental.layout import Format
 from pytest_check import check
 
-from kata_harness.predict import compiler_refused
+from kata_harness.predict import compiler_refused, predicted_entries
 from kata_harness.xla_shapes import xla_shape
 from katas.phase3.programs import (
     HAND_WRITTEN,
@@ -767,11 +767,7 @@ def _compiled_root(name: str) -> tuple[str, str]:
 @pytest.mark.task("predict_entry_root")
 def test_predict_entry_root_matches_the_compiled_modules(kata):
     _cpu_only("which ops XLA:CPU fuses and where it copies a result")
-    predicted = kata.predict_entry_root()
-    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
-    missing = sorted(set(ROOT_PROGRAMS) - set(predicted))
-    unknown = sorted(set(predicted) - set(ROOT_PROGRAMS))
-    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    predicted = predicted_entries("predict_entry_root", kata.predict_entry_root(), ROOT_PROGRAMS)
     for name, root in predicted.items():
         with check:
             assert root == _compiled_root(name), (

@@ -14,7 +14,7 @@ from jax._src import array as jax_array
 from pytest_check import check
 
 from kata_harness import versions
-from kata_harness.predict import compiler_refused
+from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase6.programs import (
     ALIAS_BANK,
     BATCH,
@@ -610,11 +610,9 @@ def _bank_bytes(name: str) -> float:
 
 @pytest.mark.task("predict_bytes_accessed")
 def test_predict_bytes_accessed_matches_cost_analysis(kata):
-    predicted = kata.predict_bytes_accessed()
-    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
-    missing = sorted(set(BYTES_BANK) - set(predicted))
-    unknown = sorted(set(predicted) - set(BYTES_BANK))
-    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    predicted = predicted_entries(
+        "predict_bytes_accessed", kata.predict_bytes_accessed(), BYTES_BANK
+    )
     _cpu_fact("XLA:CPU's fusion decisions and cost model")
     for name, got in predicted.items():
         with check:

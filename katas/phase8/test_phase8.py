@@ -17,7 +17,7 @@ from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]  # XL
 from jax.extend.mlir import ir
 from pytest_check import check
 
-from kata_harness.predict import compiler_refused
+from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase8.programs import (
     BF16,
     CENSUS_PROGRAMS,
@@ -576,11 +576,7 @@ def _accepts(name: str) -> bool:
 
 @pytest.mark.task("predict_accepts")
 def test_predict_accepts_matches_the_exported_calls(kata):
-    predicted = kata.predict_accepts()
-    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
-    missing = sorted(set(EXPORTED_CALLS) - set(predicted))
-    unknown = sorted(set(predicted) - set(EXPORTED_CALLS))
-    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    predicted = predicted_entries("predict_accepts", kata.predict_accepts(), EXPORTED_CALLS)
     for name, runs in predicted.items():
         with check:
             assert type(runs) is bool, f"{name}: expected a bool, got {runs!r}"
@@ -612,11 +608,7 @@ def _lowered_census(name: str) -> dict[str, int]:
 
 @pytest.mark.task("predict_lowering")
 def test_predict_lowering_matches_the_lowered_modules(kata):
-    predicted = kata.predict_lowering()
-    assert isinstance(predicted, dict), f"expected a dict, got {type(predicted).__name__}"
-    missing = sorted(set(LOWERING_BANK) - set(predicted))
-    unknown = sorted(set(predicted) - set(LOWERING_BANK))
-    assert not missing and not unknown, f"missing {missing}, unknown {unknown}"
+    predicted = predicted_entries("predict_lowering", kata.predict_lowering(), LOWERING_BANK)
     for name, census in predicted.items():
         assert isinstance(census, dict), f"{name}: expected a dict, got {census!r}"
         with check:

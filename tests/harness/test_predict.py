@@ -1,6 +1,7 @@
 """compiler_refused: predictions made in plain Python pass; tracing, compiling or eager JAX ops
 inside fail the test with one line naming the task, even under the learner's `except
-Exception`; everything patched is restored."""
+Exception`; everything patched is restored. predicted_entries: a prediction keyed exactly like
+the bank passes through; anything else fails an assertion naming the task and the keys."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import jax.stages
 import pytest
 
-from kata_harness.predict import compiler_refused
+from kata_harness.predict import compiler_refused, predicted_entries
 
 ORIGINALS = [(jax, "jit", jax.jit), (jax.stages.Lowered, "compile", jax.stages.Lowered.compile)]
 
@@ -51,3 +52,21 @@ def test_an_eager_op_that_compiles_fails():
         with compiler_refused("phase0 guess"):
             _ = jnp.arange(1237, dtype=jnp.float32).reshape(1237, 1).sum() * 3.5
     assert _restored()
+
+
+def test_a_prediction_keyed_like_the_bank_passes_through():
+    predicted = {"scan": 1, "fori": 0}
+    assert predicted_entries("phase7 predict_while_loops", predicted, ["fori", "scan"]) is predicted
+
+
+@pytest.mark.parametrize(
+    ("predicted", "message"),
+    [
+        ([1, 0], "phase7 guess: expected a dict, got list"),
+        ({"scan": 1}, r"phase7 guess: missing \['fori'\], extra \[\]"),
+        ({"scan": 1, "fori": 0, 3: 2}, r"phase7 guess: missing \[\], extra \[3\]"),
+    ],
+)
+def test_a_prediction_keyed_otherwise_fails_naming_task_and_keys(predicted, message):
+    with pytest.raises(AssertionError, match=message):
+        predicted_entries("phase7 guess", predicted, {"fori": 0, "scan": 1})
