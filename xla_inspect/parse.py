@@ -857,7 +857,8 @@ class _Reader:
 
     def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
         """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
-        start with a digit), each checked (check_table_row). The tables come in XLA's order,
+        start with a digit after blanks, each going on over lines until its braces close), each
+        checked (check_table_row). The tables come in XLA's order,
         all four once another table has begun. Returns the index and offset of the line after
         the rows."""
         text = self.text
@@ -866,10 +867,20 @@ class _Reader:
         if table != wanted:
             raise self.error(line - 1, f"the frame table '{wanted}', not '{table}'", near=table)
         self.tables.append(table)
-        while pos < size and text[pos].isdigit():
+        while pos < size:
+            start = pos
+            while start < size and text[start] in " \t":
+                start += 1
+            if start >= size or not text[start].isdigit():
+                break
             end = self.line_end(pos)
-            self.check_table_row(table, text[pos:end], line)
-            line, pos = line + 1, end + 1
+            row, rows = text[start:end], 1
+            # a row may go on over lines until its braces close
+            while row.count("{") > row.count("}") and end < size:
+                end = self.line_end(end + 1)
+                row, rows = text[start:end], rows + 1
+            self.check_table_row(table, " ".join(row.split()), line)
+            line, pos = line + rows, end + 1
         if len(self.tables) < len(_TABLE_ORDER):
             after = self.skip(pos)
             following = _TABLE_ORDER[len(self.tables)]

@@ -620,7 +620,14 @@ _VALUES_OF_NAME = {
     ),
     "origin": (
         ["true", "{0}", '{"a"}', "{{a}}", "{[foo]}", '{{"a"}, 1}', '{{"a"} x}'],
-        ['{{"v3"}}', '{({"a"}, {"b"})}', "{[synthetic_call]}", "{}", '{{"a" {1}}}'],
+        [
+            '{{"v3"}}',
+            '{({"a"}, {"b"})}',
+            "{[synthetic_call]}",
+            "{}",
+            '{{"a" {1}}}',
+            '{(({}, {"v"}), {})}',
+        ],
     ),
     "domain": (
         [
@@ -1033,4 +1040,50 @@ def typed_literal(draw: st.DrawFn) -> str:
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(typed_literal())
 def test_literal_values_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- frame tables: their order and their rows ----------------------------------------------------
+
+_LOCATION = "1 {file_name_id=1 function_name_id=1 line=4 end_line=4 column=2 end_column=9}"
+_FRAME = "1 {file_location_id=1 parent_frame_id=0}"
+_TABLE_ROWS = {
+    "FileNames": ['1 "model.py"', "1 model.py", '1 "a" "b"', "1 'model.py'"],
+    "FunctionNames": ['1 "forward"', "1 {x=1}"],
+    "FileLocations": [
+        _LOCATION,
+        _LOCATION.replace(" column=2", ""),
+        _LOCATION.replace(" ", ", ").replace("1,", "1", 1),
+        _LOCATION.replace("line=4 ", "line=x ", 1),
+        _LOCATION.replace("}", " foo=1}"),
+        _LOCATION.replace(" line=4", "\n     line=4"),
+    ],
+    "StackFrames": [
+        _FRAME,
+        "1 {file_location_id=1}",
+        "1 {file_location_id=1 parent_frame_id=0 3}",
+        "1 {file_location_id=1 parens_frame_id=0}",
+        "1 {file_location_id=1 parent_frame_id=0 file_location_id=1}",
+        "1{ parent_frame_id=0 , file_location_id=1 }",
+    ],
+}
+
+
+@st.composite
+def frame_tables(draw: st.DrawFn) -> str:
+    """A module whose frame tables are drawn: each of the four with one of its rows (some
+    malformed), now and then one left out, the tables indented or not."""
+    indent = draw(st.sampled_from(["", "  "]))
+    lines = ["HloModule m"]
+    for table, rows in _TABLE_ROWS.items():
+        if draw(st.integers(0, 5)) == 0:
+            continue
+        lines += [table, draw(st.sampled_from(rows))]
+    lines += ["ENTRY e {", "  ROOT p = f32[] parameter(0), metadata={stack_frame_id=1}", "}"]
+    return "".join(indent + line + "\n" for line in "\n".join(lines).split("\n"))
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(frame_tables())
+def test_frame_tables_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
