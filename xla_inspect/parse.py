@@ -202,6 +202,7 @@ _BUILT = frozenset(
         "dynamic-update-slice",
         "send-done",
         "recv-done",
+        "broadcast",
     }
 )
 # those of them whose check reads their operands
@@ -214,6 +215,7 @@ _LOOKS_AT_OPERANDS = frozenset(
         "dynamic-update-slice",
         "send-done",
         "recv-done",
+        "broadcast",
     }
 )
 _DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
@@ -914,6 +916,8 @@ class _Reader:
         shaped: dict[tuple[str, str, str], str | None] = {}
         for instruction, at in self.callers:
             opcode = instruction.opcode
+            if opcode == "broadcast" and "dimensions=" in instruction.attributes_text:
+                continue
             if opcode in _BUILT:
                 if at not in named and opcode in _LOOKS_AT_OPERANDS:
                     named[at] = {i.name: i for i in computations[at].instructions}
@@ -975,6 +979,12 @@ class _Reader:
         that has none)."""
         opcode, operands = instruction.opcode, instruction.operands
         count = len(operands)
+        if opcode == "broadcast":
+            # (a broadcast without dimensions= reaches here: XLA requires them of a
+            # non-scalar operand only)
+            if operands and Shape(defined[operands[0]].shape).dims:
+                return f"dimensions={{...}} for 'broadcast' of {defined[operands[0]].shape}"
+            return None
         if opcode in ("dot", "convolution"):
             return f"two or more operands for '{opcode}', not {count}" if count < 2 else None
         if opcode in ("reduce", "reduce-window"):

@@ -800,11 +800,20 @@ def built_instruction(draw: st.DrawFn) -> str:
     same element count or not), a tuple (with as many shape elements as operands or not), a
     conditional (predicate pred or s32, scalar or not, for either form), an all-reduce (with
     or without channel_id and use_global_device_ids), a dot, reduce or concatenate with some
-    operands, a dynamic-slice or -update-slice with some indices, or a send-done/recv-done
-    with a channel_id like its send/recv's or not."""
+    operands, a dynamic-slice or -update-slice with some indices, a send-done/recv-done with
+    a channel_id like its send/recv's or not, or a broadcast with dimensions or without."""
     kind = draw(
         st.sampled_from(
-            ["reshape", "tuple", "conditional", "all-reduce", "operands", "slices", "channels"]
+            [
+                "reshape",
+                "tuple",
+                "conditional",
+                "all-reduce",
+                "operands",
+                "slices",
+                "channels",
+                "broadcast",
+            ]
         )
     )
     lines = ["HloModule m", ""]
@@ -878,6 +887,10 @@ def built_instruction(draw: st.DrawFn) -> str:
             f"  v = s32[{rank}] parameter(3)",
             f"  ROOT r = {shape} {opcode}({', '.join(['a', *update, *indices])}){attributes}",
         ]
+    elif kind == "broadcast":
+        source = draw(st.sampled_from(["f32[]", "f32[2]"]))
+        dims = draw(st.sampled_from(["", ", dimensions={}", ", dimensions={1}"]))
+        lines += [f"  p = {source} parameter(0)", f"  ROOT r = f32[3,2] broadcast(p){dims}"]
     elif kind == "channels":
         start_id, done_id = (
             draw(st.sampled_from(["", ", channel_id=1", ", channel_id=2"])) for _ in "ab"
