@@ -877,8 +877,8 @@ class _Reader:
                 break
             end = self.line_end(pos)
             row, rows = text[start:end], 1
-            # a row may go on over lines until its braces close
-            while row.count("{") > row.count("}") and end < size:
+            # a row may go on over lines until its braces close (or its value begins)
+            while (row.count("{") > row.count("}") or row.isdigit()) and end < size:
                 end = self.line_end(end + 1)
                 row, rows = text[start:end], rows + 1
             self.check_table_row(table, " ".join(row.split()), line)

@@ -1062,7 +1062,7 @@ def test_literal_values_match_xla(text: str) -> None:
 _LOCATION = "1 {file_name_id=1 function_name_id=1 line=4 end_line=4 column=2 end_column=9}"
 _FRAME = "1 {file_location_id=1 parent_frame_id=0}"
 _TABLE_ROWS = {
-    "FileNames": ['1 "model.py"', "1 model.py", '1 "a" "b"', "1 'model.py'"],
+    "FileNames": ['1 "model.py"', "1 model.py", '1 "a" "b"', "1 'model.py'", '1\n"model.py"'],
     "FunctionNames": ['1 "forward"', "1 {x=1}"],
     "FileLocations": [
         _LOCATION,
@@ -1071,6 +1071,7 @@ _TABLE_ROWS = {
         _LOCATION.replace("line=4 ", "line=x ", 1),
         _LOCATION.replace("}", " foo=1}"),
         _LOCATION.replace(" line=4", "\n     line=4"),
+        _LOCATION.replace("1 {", "1\n {", 1),
     ],
     "StackFrames": [
         _FRAME,
