@@ -128,6 +128,18 @@ _FIELDS_ROW = re.compile(
     r"[0-9]+[ \t]*(\{[ \t]*(?:[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+"
     r"(?:[ \t]*,?[ \t]*[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+)*)?[ \t]*\})[ \t]*(?://.*)?"
 ).fullmatch
+# rows as XLA prints them
+_PRINTED_ROW = {
+    "FileNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
+    "FunctionNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
+    "FileLocations": re.compile(
+        r"[0-9]+ \{file_name_id=[0-9]+ function_name_id=[0-9]+ line=-?[0-9]+ end_line=-?[0-9]+"
+        r" column=-?[0-9]+ end_column=-?[0-9]+\}"
+    ).fullmatch,
+    "StackFrames": re.compile(
+        r"[0-9]+ \{file_location_id=-?[0-9]+ parent_frame_id=-?[0-9]+\}"
+    ).fullmatch,
+}
 _ROW_FIELD_NAME = re.compile(r"([A-Za-z_][\w.\-]*)=").findall
 _ROW_FIELDS = {
     "FileLocations": (
@@ -869,6 +881,7 @@ class _Reader:
         if table != wanted:
             raise self.error(line - 1, f"the frame table '{wanted}', not '{table}'", near=table)
         self.tables.append(table)
+        printed = _PRINTED_ROW[table]
         while pos < size:
             start = pos
             while start < size and text[start] in " \t":
@@ -877,11 +890,12 @@ class _Reader:
                 break
             end = self.line_end(pos)
             row, rows = text[start:end], 1
-            # a row may go on over lines until its braces close (or its value begins)
-            while (row.count("{") > row.count("}") or row.isdigit()) and end < size:
-                end = self.line_end(end + 1)
-                row, rows = text[start:end], rows + 1
-            self.check_table_row(table, " ".join(row.split()), line)
+            if printed(row) is None:  # else: a row as XLA prints it, valid
+                # a row may go on over lines until its braces close (or its value begins)
+                while (row.count("{") > row.count("}") or row.isdigit()) and end < size:
+                    end = self.line_end(end + 1)
+                    row, rows = text[start:end], rows + 1
+                self.check_table_row(table, " ".join(row.split()), line)
             line, pos = line + rows, end + 1
         if len(self.tables) < len(_TABLE_ORDER):
             after = self.skip(pos)
