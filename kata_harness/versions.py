@@ -112,6 +112,14 @@ GATES: dict[str, Gate] = {
             "opcodes (no collective-reduce or shuffle) and reject the probes for other reasons",
         ),
         Gate(
+            "xla-parser-reports-unbuildable-instructions",
+            ">=0.12",
+            "tests/xla_inspect/test_oracle.py test_build_checks_match_xla",
+            "XLA's parser before jax 0.12 aborts the process (a CHECK failure or a segfault) on "
+            "some instructions it cannot build, such as a dot with one operand, a recv with an "
+            "array shape or a reshape that changes the element count, instead of an error",
+        ),
+        Gate(
             "tpu-shapes-read-by-xla",
             ">=0.12",
             "phase11 tests of padded_bytes, prefetched_parameters and predict_allreduce_bytes",

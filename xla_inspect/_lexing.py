@@ -750,8 +750,8 @@ _ENUM_WORD = (
 _INSTRUCTION_NAME = r"%?[A-Za-z_][\w.\-]*+"
 _CONTROL_PREDECESSORS = rf"\{{\s*{_INSTRUCTION_NAME}(?:\s*,\s*{_INSTRUCTION_NAME})*+\s*\}}"
 # origin ::= '{' '[synthetic_call]' '}' | '{' tree '}', tree: arrays '{' string shape_index? '}'
-# in parentheses and commas (a tuple tree)
-_ORIGINAL_ARRAY = rf"\{{\s*(?:{_QUOTED})(?:\s*\{{[^{{}}]*+\}})?\s*\}}"
+# (or '{}', an empty leaf) in parentheses and commas (a tuple tree)
+_ORIGINAL_ARRAY = rf"\{{\s*(?:(?:{_QUOTED})(?:\s*\{{[^{{}}]*+\}})?)?\s*\}}"
 _ORIGIN = rf"\{{\s*(?:\[\s*synthetic_call\s*\]|(?:[(),\s]|{_ORIGINAL_ARRAY})*+)\s*\}}"
 # domain ::= '{' kind="sharding" ',' entry=sharding ',' exit=sharding '}' (any order, each
 # once; XLA's parser knows no other kind)

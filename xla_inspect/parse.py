@@ -137,6 +137,18 @@ _FIELDS_ROW = re.compile(
     r"[0-9]+[ \t]*(\{[ \t]*(?:[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+"
     r"(?:[ \t]*,?[ \t]*[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+)*)?[ \t]*\})[ \t]*(?://.*)?"
 ).fullmatch
+# rows as XLA prints them
+_PRINTED_ROW = {
+    "FileNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
+    "FunctionNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
+    "FileLocations": re.compile(
+        r"[0-9]+ \{file_name_id=[0-9]+ function_name_id=[0-9]+ line=-?[0-9]+ end_line=-?[0-9]+"
+        r" column=-?[0-9]+ end_column=-?[0-9]+\}"
+    ).fullmatch,
+    "StackFrames": re.compile(
+        r"[0-9]+ \{file_location_id=-?[0-9]+ parent_frame_id=-?[0-9]+\}"
+    ).fullmatch,
+}
 _ROW_FIELD_NAME = re.compile(r"([A-Za-z_][\w.\-]*)=").findall
 _ROW_FIELDS = {
     "FileLocations": (
@@ -211,6 +223,7 @@ _BUILT = frozenset(
         "dynamic-update-slice",
         "send-done",
         "recv-done",
+        "broadcast",
     }
 )
 # those of them whose check reads their operands
@@ -223,6 +236,7 @@ _LOOKS_AT_OPERANDS = frozenset(
         "dynamic-update-slice",
         "send-done",
         "recv-done",
+        "broadcast",
     }
 )
 _DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
@@ -922,7 +936,8 @@ class _Reader:
 
     def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
         """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
-        start with a digit), each checked (check_table_row). The tables come in XLA's order,
+        start with a digit after blanks, each going on over lines until its braces close), each
+        checked (check_table_row). The tables come in XLA's order,
         all four once another table has begun. Returns the index and offset of the line after
         the rows."""
         text = self.text
@@ -931,10 +946,22 @@ class _Reader:
         if table != wanted:
             raise self.error(line - 1, f"the frame table '{wanted}', not '{table}'", near=table)
         self.tables.append(table)
-        while pos < size and text[pos].isdigit():
+        printed = _PRINTED_ROW[table]
+        while pos < size:
+            start = pos
+            while start < size and text[start] in " \t":
+                start += 1
+            if start >= size or not text[start].isdigit():
+                break
             end = self.line_end(pos)
-            self.check_table_row(table, text[pos:end], line)
-            line, pos = line + 1, end + 1
+            row, rows = text[start:end], 1
+            if printed(row) is None:  # else: a row as XLA prints it, valid
+                # a row may go on over lines until its braces close (or its value begins)
+                while (row.count("{") > row.count("}") or row.isdigit()) and end < size:
+                    end = self.line_end(end + 1)
+                    row, rows = text[start:end], rows + 1
+                self.check_table_row(table, " ".join(row.split()), line)
+            line, pos = line + rows, end + 1
         if len(self.tables) < len(_TABLE_ORDER):
             after = self.skip(pos)
             following = _TABLE_ORDER[len(self.tables)]
@@ -968,6 +995,8 @@ class _Reader:
         shaped: dict[tuple[str, str, str], str | None] = {}
         for instruction, at in self.callers:
             opcode = instruction.opcode
+            if opcode == "broadcast" and "dimensions=" in instruction.attributes_text:
+                continue
             if opcode in _BUILT:
                 if at not in named and opcode in _LOOKS_AT_OPERANDS:
                     named[at] = {i.name: i for i in computations[at].instructions}
@@ -1033,6 +1062,12 @@ class _Reader:
         that has none)."""
         opcode, operands = instruction.opcode, instruction.operands
         count = len(operands)
+        if opcode == "broadcast":
+            # (a broadcast without dimensions= reaches here: XLA requires them of a
+            # non-scalar operand only)
+            if operands and Shape(defined[operands[0]].shape).dims:
+                return f"dimensions={{...}} for 'broadcast' of {defined[operands[0]].shape}"
+            return None
         if opcode in ("dot", "convolution"):
             return f"two or more operands for '{opcode}', not {count}" if count < 2 else None
         if opcode in ("reduce", "reduce-window"):

@@ -636,7 +636,14 @@ _VALUES_OF_NAME = {
     ),
     "origin": (
         ["true", "{0}", '{"a"}', "{{a}}", "{[foo]}", '{{"a"}, 1}', '{{"a"} x}'],
-        ['{{"v3"}}', '{({"a"}, {"b"})}', "{[synthetic_call]}", "{}", '{{"a" {1}}}'],
+        [
+            '{{"v3"}}',
+            '{({"a"}, {"b"})}',
+            "{[synthetic_call]}",
+            "{}",
+            '{{"a" {1}}}',
+            '{(({}, {"v"}), {})}',
+        ],
     ),
     "domain": (
         [
@@ -882,11 +889,20 @@ def built_instruction(draw: st.DrawFn) -> str:
     same element count or not), a tuple (with as many shape elements as operands or not), a
     conditional (predicate pred or s32, scalar or not, for either form), an all-reduce (with
     or without channel_id and use_global_device_ids), a dot, reduce or concatenate with some
-    operands, a dynamic-slice or -update-slice with some indices, or a send-done/recv-done
-    with a channel_id like its send/recv's or not."""
+    operands, a dynamic-slice or -update-slice with some indices, a send-done/recv-done with
+    a channel_id like its send/recv's or not, or a broadcast with dimensions or without."""
     kind = draw(
         st.sampled_from(
-            ["reshape", "tuple", "conditional", "all-reduce", "operands", "slices", "channels"]
+            [
+                "reshape",
+                "tuple",
+                "conditional",
+                "all-reduce",
+                "operands",
+                "slices",
+                "channels",
+                "broadcast",
+            ]
         )
     )
     lines = ["HloModule m", ""]
@@ -960,6 +976,10 @@ def built_instruction(draw: st.DrawFn) -> str:
             f"  v = s32[{rank}] parameter(3)",
             f"  ROOT r = {shape} {opcode}({', '.join(['a', *update, *indices])}){attributes}",
         ]
+    elif kind == "broadcast":
+        source = draw(st.sampled_from(["f32[]", "f32[2]"]))
+        dims = draw(st.sampled_from(["", ", dimensions={}", ", dimensions={1}"]))
+        lines += [f"  p = {source} parameter(0)", f"  ROOT r = f32[3,2] broadcast(p){dims}"]
     elif kind == "channels":
         start_id, done_id = (
             draw(st.sampled_from(["", ", channel_id=1", ", channel_id=2"])) for _ in "ab"
@@ -980,6 +1000,7 @@ def built_instruction(draw: st.DrawFn) -> str:
     return "\n".join([*lines, "}", ""])
 
 
+@versions.requires_jax("xla-parser-reports-unbuildable-instructions")
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(built_instruction())
 def test_build_checks_match_xla(text: str) -> None:
@@ -1122,4 +1143,51 @@ def typed_literal(draw: st.DrawFn) -> str:
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(typed_literal())
 def test_literal_values_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- frame tables: their order and their rows ----------------------------------------------------
+
+_LOCATION = "1 {file_name_id=1 function_name_id=1 line=4 end_line=4 column=2 end_column=9}"
+_FRAME = "1 {file_location_id=1 parent_frame_id=0}"
+_TABLE_ROWS = {
+    "FileNames": ['1 "model.py"', "1 model.py", '1 "a" "b"', "1 'model.py'", '1\n"model.py"'],
+    "FunctionNames": ['1 "forward"', "1 {x=1}"],
+    "FileLocations": [
+        _LOCATION,
+        _LOCATION.replace(" column=2", ""),
+        _LOCATION.replace(" ", ", ").replace("1,", "1", 1),
+        _LOCATION.replace("line=4 ", "line=x ", 1),
+        _LOCATION.replace("}", " foo=1}"),
+        _LOCATION.replace(" line=4", "\n     line=4"),
+        _LOCATION.replace("1 {", "1\n {", 1),
+    ],
+    "StackFrames": [
+        _FRAME,
+        "1 {file_location_id=1}",
+        "1 {file_location_id=1 parent_frame_id=0 3}",
+        "1 {file_location_id=1 parens_frame_id=0}",
+        "1 {file_location_id=1 parent_frame_id=0 file_location_id=1}",
+        "1{ parent_frame_id=0 , file_location_id=1 }",
+    ],
+}
+
+
+@st.composite
+def frame_tables(draw: st.DrawFn) -> str:
+    """A module whose frame tables are drawn: each of the four with one of its rows (some
+    malformed), now and then one left out, the tables indented or not."""
+    indent = draw(st.sampled_from(["", "  "]))
+    lines = ["HloModule m"]
+    for table, rows in _TABLE_ROWS.items():
+        if draw(st.integers(0, 5)) == 0:
+            continue
+        lines += [table, draw(st.sampled_from(rows))]
+    lines += ["ENTRY e {", "  ROOT p = f32[] parameter(0), metadata={stack_frame_id=1}", "}"]
+    return "".join(indent + line + "\n" for line in "\n".join(lines).split("\n"))
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(frame_tables())
+def test_frame_tables_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
