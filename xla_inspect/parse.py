@@ -19,6 +19,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from xla_inspect._header import check_module_attributes
+from xla_inspect._infer import CannotInfer, infer_shape
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
     ARRAY_SHAPE_PATTERN,
@@ -351,6 +352,7 @@ class _Reader:
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
         self.header_shapes: set[str] = set()  # shapes of header parameters checked
+        self.read: dict[str, HloComputation] = {}  # the computations read so far, by name
         # the instruction list `shape_of` indexed last, and its name -> shape index
         self._shape_index: tuple[list[HloInstruction] | None, dict[str, str]] = (None, {})
 
@@ -709,6 +711,7 @@ class _Reader:
                         raise self.error(index, f"one ENTRY (already '{entry.name}')", near="ENTRY")
                     entry = computation
                 computations.append(computation)
+                self.read[computation.name] = computation
         if not computations:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
@@ -1119,11 +1122,16 @@ class _Reader:
                     tails[tail] = tail
                     if key is not None:
                         tails[key] = key
-            known = shapes.get(shape)
-            if known is None:
-                self.check_shape(shape, index)
-                shapes[shape] = known = shape
-            shape = known
+            if shape:
+                known = shapes.get(shape)
+                if known is None:
+                    self.check_shape(shape, index)
+                    shapes[shape] = known = shape
+                shape = known
+            elif opcode in _PAYLOAD_OPCODES:
+                raise self.error(
+                    index, f"a shape before '{opcode}' (XLA infers none for it)", near=opcode
+                )
             payload = None
             operands: tuple[str, ...] = ()
             if opcode in _PAYLOAD_OPCODES:
@@ -1153,6 +1161,8 @@ class _Reader:
                     f"'{opcode}', not {len(operands)}",
                     near=opcode,
                 )
+            if not shape:
+                shape = self.inferred_shape(opcode, operands, tail, instructions, index)  # pyright: ignore[reportArgumentType]
             if name in defined:
                 raise self.error(index, f"a new instruction name, not '{name}'", near=name)
             defined[name] = name
@@ -1186,6 +1196,38 @@ class _Reader:
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions), pos, i
+
+    def inferred_shape(
+        self,
+        opcode: str,
+        operands: tuple[str, ...],
+        tail: str,
+        instructions: list[HloInstruction],
+        index: int,
+    ) -> str:
+        """The shape XLA's parser infers for an instruction written without one, else the error
+        asking for it."""
+        try:
+            shape = infer_shape(
+                opcode,
+                [self.shape_of(o, instructions) for o in operands],
+                tail,
+                self.root_shape,
+            )
+        except CannotInfer as problem:
+            raise self.error(
+                index,
+                f"a shape before '{opcode}': XLA cannot infer it here ({problem})",
+                near=opcode,
+            ) from None
+        return self.shapes.setdefault(shape, shape)
+
+    def root_shape(self, computation: str) -> str | None:
+        """The root shape of computation `computation` when it was read before, else None."""
+        found = self.read.get(computation)
+        if found is None:
+            return None
+        return next(i.shape for i in reversed(found.instructions) if i.is_root)
 
     def parameter_gap(
         self, instructions: list[HloInstruction], count: int, computation: str
@@ -1427,7 +1469,13 @@ class _Reader:
                 f"{what}: '{word}=' without a space before '=' is an attribute name to XLA",
             )
         at = self.expect(end, "=", f"'=' after the instruction name '{word}'")
-        shape, at = self.shape(self.skip(at))
+        at = self.skip(at)
+        if (opcode := _IDENT.match(text, at)) is not None and (
+            _DTYPE_WORD.match(text, at) is None and text.startswith("(", self.skip(opcode.end()))
+        ):
+            shape = ""  # no shape: XLA infers it once the operands are read (see _infer)
+        else:
+            shape, at = self.shape(at)
         at = self.skip(at)
         match = _IDENT.match(text, at)
         if match is None or match.group()[0] == "%":
