@@ -24,7 +24,7 @@ class CannotInfer(ValueError):
 
 # opcodes whose result is the operand's shape (abs, real and imag take complex apart)
 _SAME_AS_OPERAND = frozenset(
-    """abs acos acosh asin asinh atanh bitcast cbrt ceil copy cosh cosine count-leading-zeros
+    """abs acos acosh asin asinh atanh cbrt ceil copy cosh cosine count-leading-zeros
     erf exponential exponential-minus-one floor imag log log-plus-one logistic negate not
     opt-barrier popcnt real reverse round-nearest-afz round-nearest-even rsqrt sign sine sinh
     sqrt tan tanh""".split()
@@ -79,7 +79,20 @@ def _unary(opcode: str, operand: str) -> str:
 def _binary(opcode: str, lhs: str, rhs: str) -> str:
     left, left_dims = _array(lhs)
     right, right_dims = _array(rhs)
-    if [_size(d) for d in left_dims] != [_size(d) for d in right_dims] or left != right:
+    if left != right:
+        raise CannotInfer(f"operands of one element type, not {lhs} and {rhs}")
+    # a scalar goes with any shape; dimensions of size 1 stretch to the other operand's size
+    if [_size(d) for d in left_dims] == [_size(d) for d in right_dims]:
+        pass
+    elif not right_dims or not left_dims:
+        lhs = _text(left, left_dims or right_dims)
+    elif len(left_dims) == len(right_dims) and all(
+        "1" in (a, b) or _size(a) == _size(b) for a, b in zip(left_dims, right_dims, strict=True)
+    ):
+        lhs = _text(
+            left, [b if a == "1" else a for a, b in zip(left_dims, right_dims, strict=True)]
+        )
+    else:
         raise CannotInfer(f"operands of one shape, not {lhs} and {rhs}")
     if opcode == "compare":
         return _retype(lhs, "pred")
@@ -88,6 +101,24 @@ def _binary(opcode: str, lhs: str, rhs: str) -> str:
             raise CannotInfer(f"f32 or f64 operands, not {left}")
         return _retype(lhs, _COMPLEX_OF[left])
     return lhs
+
+
+def _ternary(opcode: str, operands: list[str]) -> str:
+    """select(pred, on_true, on_false) and clamp(min, operand, max): the shape of the middle
+    operand, when the others match it (select's pred and clamp's bounds may be scalars)."""
+    (first, first_dims), (dtype, dims), (last, last_dims) = map(_array, operands)
+    sizes = [_size(d) for d in dims]
+
+    def fits(other: list[str], scalar_ok: bool) -> bool:
+        return (scalar_ok and not other) or [_size(d) for d in other] == sizes
+
+    if opcode == "select":
+        ok = first == "pred" and fits(first_dims, True) and last == dtype and fits(last_dims, False)
+    else:
+        ok = first == last == dtype and fits(first_dims, True) and fits(last_dims, True)
+    if not ok:
+        raise CannotInfer(f"operands that fit {opcode}, not {', '.join(operands)}")
+    return operands[1]
 
 
 def _transpose(operand: str, attributes: dict[str, str]) -> str:
@@ -189,25 +220,91 @@ def _window(text: str | None, rank: int) -> dict[str, list[tuple[int, ...]]]:
     return fields
 
 
+def _windowed(n: int, window: dict[str, list[tuple[int, ...]]], i: int, size: int) -> int:
+    """How many windows fit along dimension `i` of size `n` (`size`: the window's size there
+    when window= does not give one)."""
+    if "size" in window:
+        size = window["size"][i][0]
+    stride = window["stride"][i][0] if "stride" in window else 1
+    low, high = window["pad"][i][:2] if "pad" in window else (0, 0)
+    base = window["lhs_dilate"][i][0] if "lhs_dilate" in window else 1
+    dilation = window["rhs_dilate"][i][0] if "rhs_dilate" in window else 1
+    padded = (max(n - 1, 0) * base + 1 if n else 0) + low + high
+    span = (size - 1) * dilation + 1
+    return (padded - span) // stride + 1 if padded >= span else 0
+
+
 def _reduce_window(operands: list[str], attributes: dict[str, str], root: str) -> str:
     count = len(operands) // 2
     if count == 0 or len(operands) % 2:
         raise CannotInfer("inputs and as many initial values")
     _, dims = _array(operands[0])
     window = _window(attributes.get("window", "{}") if dims else "{}", len(dims))
-    result = []
-    for i, dim in enumerate(dims):
-        size = window.get("size", [(1,)] * len(dims))[i][0]
-        stride = window.get("stride", [(1,)] * len(dims))[i][0]
-        low, high = window.get("pad", [(0, 0)] * len(dims))[i][:2]
-        base = window.get("lhs_dilate", [(1,)] * len(dims))[i][0]
-        dilation = window.get("rhs_dilate", [(1,)] * len(dims))[i][0]
-        n = _size(dim)
-        padded = (max(n - 1, 0) * base + 1 if n else 0) + low + high
-        span = (size - 1) * dilation + 1
-        result.append(str((padded - span) // stride + 1 if padded >= span else 0))
+    result = [str(_windowed(_size(dim), window, i, 1)) for i, dim in enumerate(dims)]
     results = [_text(t, result) for t in _reduce_types(root, count)]
     return results[0] if count == 1 else "(" + ", ".join(results) + ")"
+
+
+def _gather(operand: str, indices: str, attributes: dict[str, str]) -> str:
+    dtype, _ = _array(operand)
+    _, index_dims = _array(indices)
+    offset = _ints(attributes.get("offset_dims", "{}"), "offset_dims")
+    dropped = set(_ints(attributes.get("collapsed_slice_dims", "{}"), "collapsed_slice_dims"))
+    dropped |= set(_ints(attributes.get("operand_batching_dims", "{}"), "operand_batching_dims"))
+    sizes = _ints(attributes.get("slice_sizes"), "slice_sizes")
+    (vector,) = _ints(attributes.get("index_vector_dim", "{}"), "index_vector_dim")[:1] or [
+        len(index_dims)
+    ]
+    batch = [d for i, d in enumerate(index_dims) if i != vector]
+    kept = [str(n) for i, n in enumerate(sizes) if i not in dropped]
+    if len(kept) != len(offset):
+        raise CannotInfer("offset_dims= as many as the slice dimensions kept")
+    result = []
+    for i in range(len(batch) + len(offset)):
+        source = kept if i in offset else batch
+        if not source:
+            raise CannotInfer("offset_dims= within the result's rank")
+        result.append(source.pop(0))
+    return _text(dtype, result)
+
+
+def _convolution(lhs: str, rhs: str, attributes: dict[str, str]) -> str:
+    dtype, lhs_dims = _array(lhs)
+    _, rhs_dims = _array(rhs)
+    labels = attributes.get("dim_labels")
+    parts = re.fullmatch(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)", labels or "")
+    if parts is None:
+        raise CannotInfer("dim_labels= as 'b01f_01io->b01f'")
+    lhs_labels, rhs_labels, out_labels = parts.groups()
+    if len(lhs_labels) != len(lhs_dims) or len(rhs_labels) != len(rhs_dims):
+        raise CannotInfer("dim_labels= with one label per operand dimension")
+    spatial = len(lhs_labels) - 2
+    window = _window(attributes.get("window", "{}") if spatial else "{}", spatial)
+    groups = _ints(attributes.get("batch_group_count", "1"), "batch_group_count")[0]
+    sizes: dict[str, int] = {
+        "b": _size(lhs_dims[lhs_labels.index("b")]) // max(groups, 1),
+        "f": _size(rhs_dims[rhs_labels.index("o")]),
+    }
+    for i in range(spatial):
+        n = _size(lhs_dims[lhs_labels.index(str(i))])
+        kernel = _size(rhs_dims[rhs_labels.index(str(i))])
+        sizes[str(i)] = _windowed(n, window, i, kernel)
+    return _text(dtype, [str(sizes[label]) for label in out_labels])
+
+
+def _fft(operand: str, attributes: dict[str, str]) -> str:
+    dtype, dims = _array(operand)
+    kind = attributes.get("fft_type", "FFT")
+    lengths = _ints(attributes.get("fft_length"), "fft_length")
+    if kind in ("FFT", "IFFT"):
+        return operand
+    if not lengths or len(lengths) > len(dims):
+        raise CannotInfer("fft_length= with one length per transformed dimension")
+    if kind == "RFFT" and dtype in _COMPLEX_OF:
+        return _text(_COMPLEX_OF[dtype], [*dims[:-1], str(lengths[-1] // 2 + 1)])
+    if kind == "IRFFT" and dtype in _COMPONENT_TYPE:
+        return _text(_COMPONENT_TYPE[dtype], [*dims[: -len(lengths)], *map(str, lengths)])
+    raise CannotInfer(f"fft_type= FFT, IFFT, RFFT or IRFFT for a {dtype} operand")
 
 
 def _element(operand: str, attributes: dict[str, str]) -> str:
@@ -244,7 +341,7 @@ def infer_shape(
     if opcode in _ELEMENTWISE_BINARY and count == 2:
         return _binary(opcode, operands[0], operands[1])
     if opcode in ("select", "clamp") and count == 3:
-        return _array(operands[1]) and operands[1]
+        return _ternary(opcode, operands)
     if opcode == "tuple":
         return "(" + ", ".join(operands) + ")"
     if opcode == "get-tuple-element" and count == 1:
@@ -253,6 +350,29 @@ def infer_shape(
         return "token[]"
     if opcode == "while" and count == 1:
         return operands[0]
+    if opcode == "sort" and count:
+        return operands[0] if count == 1 else "(" + ", ".join(operands) + ")"
+    if opcode == "topk" and count == 1:
+        dtype, dims = _array(operands[0])
+        (k,) = _ints(attributes.get("k"), "k")[:1] or [-1]
+        if not dims or k < 0:
+            raise CannotInfer("k= and an operand of rank 1 or more")
+        return f"({_text(dtype, [*dims[:-1], str(k)])}, {_text('s32', [*dims[:-1], str(k)])})"
+    if opcode == "fft" and count == 1:
+        return _fft(operands[0], attributes)
+    if opcode == "scatter" and count >= 3 and count % 2:
+        inputs = operands[: count // 2]
+        return inputs[0] if len(inputs) == 1 else "(" + ", ".join(inputs) + ")"
+    if opcode == "gather" and count == 2:
+        return _gather(operands[0], operands[1], attributes)
+    if opcode == "convolution" and count == 2:
+        return _convolution(operands[0], operands[1], attributes)
+    if opcode == "broadcast" and count == 1:
+        # XLA's inference for a broadcast without a shape reads dimensions= as the sizes of
+        # new major dimensions ahead of the operand's (the older form of broadcast)
+        dtype, dims = _array(operands[0])
+        sizes = _ints(attributes.get("dimensions"), "dimensions")
+        return _text(dtype, [*map(str, sizes), *dims])
     if opcode == "transpose" and count == 1:
         return _transpose(operands[0], attributes)
     if opcode == "dot" and count == 2:
