@@ -353,6 +353,9 @@ class _Reader:
         self.compatible: set[tuple[str, str]] = set()  # (result, root shape) pairs checked
         self.header_shapes: set[str] = set()  # shapes of header parameters checked
         self.read: dict[str, HloComputation] = {}  # the computations read so far, by name
+        # instructions written as operands, not yet added: (name, shape, opcode, operands)
+        self.nested: list[tuple[str, str, str, str]] = []
+        self.nested_names: set[str] = set()
         # the instruction list `shape_of` indexed last, and its name -> shape index
         self._shape_index: tuple[list[HloInstruction] | None, dict[str, str]] = (None, {})
 
@@ -1091,6 +1094,8 @@ class _Reader:
                 line_mode, i, pos = self.resume(pos)
                 last_fast = -1
                 fast_tail = False
+                if self.nested:
+                    self.add_nested(index, defined, parameters, instructions, computation)
             known = opcodes.get(opcode)
             if known is None:
                 known = self.new_opcode(opcode, index)
@@ -1196,6 +1201,50 @@ class _Reader:
         if root < 0:
             instructions[-1] = replace(instructions[-1], is_root=True)
         return tuple(instructions), pos, i
+
+    def add_nested(
+        self,
+        index: int,
+        defined: dict[str, str],
+        parameters: set[str],
+        instructions: list[HloInstruction],
+        computation: str,
+    ) -> None:
+        """Add the instructions written as operands on line `index` (self.nested), each before
+        its user, as XLA's parser does."""
+        nested, self.nested = self.nested, []
+        for name, shape, opcode, operand_text in nested:
+            known = self.opcodes.get(opcode) or self.new_opcode(opcode, index)
+            opcode, expected = known[0], known[1]
+            payload = None
+            operands: tuple[str, ...] = ()
+            if opcode in _PAYLOAD_OPCODES:
+                payload = operand_text
+                if not shape:
+                    raise self.error(
+                        index, f"a shape before '{opcode}' (XLA infers none for it)", near=opcode
+                    )
+                if opcode == "parameter":
+                    if payload in parameters or not payload.isdecimal():
+                        self.check_parameter(payload, parameters, index, computation)
+                    parameters.add(payload)
+                else:
+                    self.check_literal(payload, shape, index)
+            elif operand_text:
+                operands = self.operands(operand_text, defined, index, instructions, computation)
+            if expected is not None and len(operands) != expected:
+                raise self.error(
+                    index, f"{expected} operands for '{opcode}', not {len(operands)}", near=opcode
+                )
+            if shape:
+                self.check_shape(shape, index)
+            else:
+                shape = self.inferred_shape(opcode, operands, "", instructions, index)
+            shape = self.shapes.setdefault(shape, shape)
+            instructions.append(
+                new_instruction(name, opcode, shape, operands, "", False, payload, index + 1)
+            )
+            defined[name] = name
 
     def inferred_shape(
         self,
@@ -1524,6 +1573,9 @@ class _Reader:
                 raise self.stray(at, "operand names separated by ','")
             name = match.group().removeprefix("%")
             at = match.end()
+            if match.group()[0] != "%" and text.startswith("(", self.skip(at)):
+                name, at = self.nested_instruction(shape.strip(), name, self.skip(at))
+                shape = ""
             if text.startswith("#", at):
                 number = _INT.match(text, at + 1)
                 name += "#" + (number.group() if number else "")
@@ -1535,6 +1587,25 @@ class _Reader:
             if text[at] != ",":
                 raise self.stray(at, "',' between operands")
             at = self.skip(at + 1)
+
+    def nested_instruction(self, shape: str, opcode: str, pos: int) -> tuple[str, int]:
+        """An instruction written as an operand, `shape? opcode(operands)` with its '(' at
+        `pos` (XLA reads no attributes there): queued in `self.nested`, its operands first,
+        under the name XLA gives it (`opcode.anon`, then `.1`, `.2`... when taken). Returns the
+        name and the offset after its ')'."""
+        close = self.group_end(pos)
+        if opcode in _PAYLOAD_OPCODES:
+            operands = " ".join(_ANY_COMMENT.sub(" ", self.text[pos + 1 : close - 1]).split())
+        else:
+            operands = self.operand_list(pos + 1, close - 1)
+        name = f"{opcode}.anon"
+        number = 0
+        while name in self.nested_names:
+            number += 1
+            name = f"{opcode}.anon.{number}"
+        self.nested_names.add(name)
+        self.nested.append((name, shape, opcode, operands))
+        return name, close
 
     # operands with shapes or comments, read by the fast path
     def operands(

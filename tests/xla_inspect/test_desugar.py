@@ -282,6 +282,24 @@ INFERRED = [
     ),
 ]
 
+# (name, module text): instructions written as operands; XLA accepts each
+NESTED = [
+    (
+        "nested-parameter",
+        "ENTRY e {\n ROOT r = sqrt(f32[3,4] broadcast(f32[] parameter(0)))\n}",
+    ),
+    (
+        "nested-two-levels",
+        "ENTRY e {\n x = f32[5] parameter(1)\n"
+        " ROOT r = add(f32[5] negate(f32[5] parameter(0)), exponential(x))\n}",
+    ),
+    (
+        "nested-same-opcode-twice",
+        "ENTRY e {\n x = f32[2] parameter(0)\n"
+        " ROOT t = tuple(negate(x), negate(negate(x)), f32[] constant(1.5))\n}",
+    ),
+]
+
 # (name, module text, the offending line): XLA rejects each for the instruction without a shape
 NOT_INFERRED = [
     ("parameter", "ENTRY e {\n ROOT x = parameter(0)\n}", 2),
@@ -308,6 +326,7 @@ NOT_INFERRED = [
         " ROOT d = dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}",
         4,
     ),
+    ("nested-parameter-without-shape", "ENTRY e {\n ROOT n = negate(parameter(0))\n}", 2),
     ("convert", "ENTRY e {\n x = f32[2] parameter(0)\n ROOT c = convert(x)\n}", 3),
     ("iota", "ENTRY e {\n ROOT i = iota(), iota_dimension=0\n}", 2),
 ]
@@ -363,6 +382,12 @@ def _assert_agrees(text: str) -> None:
 
 @pytest.mark.parametrize(("name", "text"), INFERRED, ids=[n for n, _ in INFERRED])
 def test_inferred_shape_is_xlas(name: str, text: str) -> None:
+    assert _xla_shapes(text) is not None, f"{name}: XLA's parser rejects the example"
+    _assert_agrees(text)
+
+
+@pytest.mark.parametrize(("name", "text"), NESTED, ids=[n for n, _ in NESTED])
+def test_nested_instructions_are_xlas(name: str, text: str) -> None:
     assert _xla_shapes(text) is not None, f"{name}: XLA's parser rejects the example"
     _assert_agrees(text)
 
