@@ -371,7 +371,8 @@ def infer_shape(
         # XLA's inference for a broadcast without a shape reads dimensions= as the sizes of
         # new major dimensions ahead of the operand's (the older form of broadcast)
         dtype, dims = _array(operands[0])
-        sizes = _ints(attributes.get("dimensions"), "dimensions")
+        # (a scalar operand may leave dimensions= out: none)
+        sizes = _ints(attributes.get("dimensions", None if dims else "{}"), "dimensions")
         return _text(dtype, [*map(str, sizes), *dims])
     if opcode == "transpose" and count == 1:
         return _transpose(operands[0], attributes)

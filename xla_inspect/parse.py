@@ -1215,7 +1215,9 @@ class _Reader:
         nested, self.nested = self.nested, []
         for name, shape, opcode, operand_text in nested:
             known = self.opcodes.get(opcode) or self.new_opcode(opcode, index)
-            opcode, expected = known[0], known[1]
+            opcode, expected, required = known[0], known[1], known[5]
+            if required:  # XLA reads no attributes here: an opcode that needs one fails
+                self.check_required(opcode, required, "", index, 0)
             payload = None
             operands: tuple[str, ...] = ()
             if opcode in _PAYLOAD_OPCODES:
@@ -1235,6 +1237,15 @@ class _Reader:
             if expected is not None and len(operands) != expected:
                 raise self.error(
                     index, f"{expected} operands for '{opcode}', not {len(operands)}", near=opcode
+                )
+            if opcode == "broadcast" and any(
+                self.shape_of(o, instructions)[-2:] != "[]" for o in operands
+            ):
+                raise self.error(
+                    index,
+                    "a scalar operand for a broadcast written as an operand (its dimensions= "
+                    "cannot be written there)",
+                    near=opcode,
                 )
             if shape:
                 self.check_shape(shape, index)

@@ -300,6 +300,21 @@ NESTED = [
     ),
 ]
 
+# (name, module text, the offending line): an instruction written as an operand that XLA
+# rejects, for the attribute it would need there
+NESTED_REJECTED = [
+    (
+        "nested-broadcast-of-an-array",
+        "ENTRY e {\n ROOT r = sqrt(f32[3,4] broadcast(f32[4] parameter(0)))\n}",
+        2,
+    ),
+    (
+        "nested-opcode-that-needs-an-attribute",
+        "ENTRY e {\n x = f32[2,3] parameter(0)\n ROOT n = negate(f32[3,2] transpose(x))\n}",
+        3,
+    ),
+]
+
 # (name, module text, the offending line): XLA rejects each for the instruction without a shape
 NOT_INFERRED = [
     ("parameter", "ENTRY e {\n ROOT x = parameter(0)\n}", 2),
@@ -390,6 +405,16 @@ def test_inferred_shape_is_xlas(name: str, text: str) -> None:
 def test_nested_instructions_are_xlas(name: str, text: str) -> None:
     assert _xla_shapes(text) is not None, f"{name}: XLA's parser rejects the example"
     _assert_agrees(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"), NESTED_REJECTED, ids=[n for n, _, _ in NESTED_REJECTED]
+)
+def test_nested_instruction_xla_rejects_is_rejected(name: str, text: str, line: int) -> None:
+    assert _xla_shapes(text) is None, f"{name}: XLA's parser accepts the example"
+    with pytest.raises(HloParseError) as caught:
+        parse_hlo(text)
+    assert (caught.value.line_no, caught.value.col is not None) == (line, True)
 
 
 @pytest.mark.parametrize(
