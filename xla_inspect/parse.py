@@ -1239,7 +1239,8 @@ class _Reader:
                     index, f"{expected} operands for '{opcode}', not {len(operands)}", near=opcode
                 )
             if opcode == "broadcast" and any(
-                self.shape_of(o, instructions)[-2:] != "[]" for o in operands
+                (operand := Shape(self.shape_of(o, instructions))).dims or operand.is_tuple
+                for o in operands
             ):
                 raise self.error(
                     index,

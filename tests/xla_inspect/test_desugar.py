@@ -290,6 +290,11 @@ NESTED = [
         "ENTRY e {\n ROOT r = sqrt(f32[3,4] broadcast(f32[] parameter(0)))\n}",
     ),
     (
+        "nested-broadcast-of-a-scalar-with-a-layout",
+        "ENTRY e {\n c = s4[]{:E(4)} parameter(0)\n x = s4[2] parameter(1)\n"
+        " ROOT a = add(x, s4[2]{0:E(4)} broadcast(c))\n}",
+    ),
+    (
         "nested-two-levels",
         "ENTRY e {\n x = f32[5] parameter(1)\n"
         " ROOT r = add(f32[5] negate(f32[5] parameter(0)), exponential(x))\n}",
