@@ -367,6 +367,21 @@ def infer_shape(
         return _gather(operands[0], operands[1], attributes)
     if opcode == "convolution" and count == 2:
         return _convolution(operands[0], operands[1], attributes)
+    if opcode == "cholesky" and count == 1:
+        return _array(operands[0]) and operands[0]
+    if opcode == "triangular-solve" and count == 2:
+        return _array(operands[1]) and operands[1]
+    if opcode == "select-and-scatter" and count == 3:
+        return _array(operands[0]) and operands[0]
+    if opcode == "batch-norm-inference" and count == 5:
+        return _array(operands[0]) and operands[0]
+    if opcode in ("batch-norm-training", "batch-norm-grad") and count in (3, 5):
+        dtype, dims = _array(operands[0])
+        (feature,) = _ints(attributes.get("feature_index"), "feature_index")[:1] or [-1]
+        if not 0 <= feature < len(dims):
+            raise CannotInfer("feature_index= a dimension of the operand")
+        scale = _text(dtype, [dims[feature]])
+        return f"({_text(dtype, dims)}, {scale}, {scale})"
     if opcode == "broadcast" and count == 1:
         # XLA's inference for a broadcast without a shape reads dimensions= as the sizes of
         # new major dimensions ahead of the operand's (the older form of broadcast)
@@ -387,6 +402,7 @@ def infer_shape(
         "conditional": ("branch_computations", "true_computation"),
         "reduce": ("to_apply",),
         "reduce-window": ("to_apply",),
+        "map": ("to_apply",),
     }.get(opcode)
     if called is not None:
         name = _called(attributes, *called)
@@ -397,5 +413,7 @@ def infer_shape(
             return _reduce(operands, attributes, root)
         if opcode == "reduce-window":
             return _reduce_window(operands, attributes, root)
+        if opcode == "map":
+            return _text(_array(root)[0], _array(operands[0])[1]) if operands else root
         return root
     raise CannotInfer(f"no shape inference here for '{opcode}'")

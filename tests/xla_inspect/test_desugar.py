@@ -74,6 +74,13 @@ right {
 }
 """
 
+_GREATER = """
+greater {
+  ga = f32[] parameter(0)
+  gb = f32[] parameter(1)
+  ROOT gt = pred[] compare(ga, gb), direction=GT
+}
+"""
 _LESS = """
 less {
   la = f32[] parameter(0)
@@ -276,6 +283,28 @@ INFERRED = [
         " u = f32[2,7] parameter(2)\n ROOT s = scatter(x, i, u), update_window_dims={1},"
         " inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1,"
         " to_apply=sum\n}",
+    ),
+    (
+        "linear-algebra",
+        "ENTRY e {\n a = f32[2,4,4] parameter(0)\n b = f32[2,4,3] parameter(1)\n"
+        " l = cholesky(a), lower=true\n ROOT x = triangular-solve(l, b), left_side=true,"
+        " lower=true, transpose_a=NO_TRANSPOSE\n}",
+    ),
+    (
+        "batch-norm",
+        "ENTRY e {\n x = f32[2,3,5] parameter(0)\n s = f32[3] parameter(1)\n"
+        " o = f32[3] parameter(2)\n t = batch-norm-training(x, s, o), epsilon=0.001,"
+        " feature_index=1\n m = f32[3] parameter(3)\n v = f32[3] parameter(4)\n"
+        " i = batch-norm-inference(x, s, o, m, v), epsilon=0.001, feature_index=1\n"
+        " g = batch-norm-grad(x, s, m, v, i), epsilon=0.001, feature_index=1\n"
+        " ROOT r = tuple(t, i, g)\n}",
+    ),
+    (
+        "map-and-select-and-scatter",
+        _ADD + _GREATER + "ENTRY e {\n x = f32[4,6] parameter(0)\n y = f32[4,6] parameter(1)\n"
+        " m = map(x, y), dimensions={0,1}, to_apply=sum\n s = f32[2,3] parameter(2)\n"
+        " z = f32[] constant(0)\n ROOT r = select-and-scatter(m, s, z),"
+        " window={size=2x2 stride=2x2}, select=greater, scatter=sum\n}",
     ),
     (
         "attributes-next-line",
