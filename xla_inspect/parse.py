@@ -18,6 +18,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from xla_inspect._header import check_module_attributes
+from xla_inspect._infer import CannotInfer, infer_shape
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
     ARRAY_SHAPE_PATTERN,
@@ -552,6 +553,10 @@ class _Reader:
         # its ROOT's, an operand's shape written before it and the operand's
         self.compatible: set[tuple[str, str]] = set()
         self.header_shapes: set[str] = set()  # shapes of header parameters checked
+        self.read: dict[str, HloComputation] = {}  # the computations read so far, by name
+        # instructions written as operands, not yet added: (name, shape, opcode, operands)
+        self.nested: list[tuple[str, str, str, str]] = []
+        self.nested_names: set[str] = set()
         # the instruction list `shape_of` indexed last, and its name -> shape index
         self._shape_index: tuple[list[HloInstruction] | None, dict[str, str]] = (None, {})
 
@@ -927,6 +932,7 @@ class _Reader:
                         raise self.error(index, f"one ENTRY (already '{entry.name}')", near="ENTRY")
                     entry = computation
                 computations.append(computation)
+                self.read[computation.name] = computation
         if not computations:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
@@ -1520,6 +1526,8 @@ class _Reader:
                 line_mode, i, pos = self.resume(pos)
                 last_fast = -1
                 fast_tail = False
+                if self.nested:
+                    self.add_nested(index, defined, parameters, instructions, computation)
             known = opcodes.get(opcode)
             if known is None:
                 known = self.new_opcode(opcode, index)
@@ -1554,11 +1562,16 @@ class _Reader:
                     if opcode in callers:
                         free = _callee_free(key or tail)
                         tails[free] = free
-            known = shapes.get(shape)
-            if known is None:
-                self.check_shape(shape, index)
-                shapes[shape] = known = shape
-            shape = known
+            if shape:
+                known = shapes.get(shape)
+                if known is None:
+                    self.check_shape(shape, index)
+                    shapes[shape] = known = shape
+                shape = known
+            elif opcode in _PAYLOAD_OPCODES:
+                raise self.error(
+                    index, f"a shape before '{opcode}' (XLA infers none for it)", near=opcode
+                )
             payload = None
             operands: tuple[str, ...] = ()
             if opcode in _PAYLOAD_OPCODES:
@@ -1598,6 +1611,8 @@ class _Reader:
                     f"'{opcode}', not {len(operands)}",
                     near=opcode,
                 )
+            if not shape:
+                shape = self.inferred_shape(opcode, operands, tail, instructions, index)  # pyright: ignore[reportArgumentType]
             if name in defined:
                 raise self.error(index, f"a new instruction name, not '{name}'", near=name)
             defined[name] = name
@@ -1622,6 +1637,94 @@ class _Reader:
         if root < 0:
             instructions[-1] = instructions[-1]._replace(is_root=True)
         return tuple(instructions), pos, i
+
+    def add_nested(
+        self,
+        index: int,
+        defined: dict[str, str],
+        parameters: set[str],
+        instructions: list[HloInstruction],
+        computation: str,
+    ) -> None:
+        """Add the instructions written as operands on line `index` (self.nested), each before
+        its user, as XLA's parser does."""
+        nested, self.nested = self.nested, []
+        for name, shape, opcode, operand_text in nested:
+            known = self.opcodes.get(opcode) or self.new_opcode(opcode, index)
+            opcode, expected, required = known[0], known[1], known[5]
+            if required:  # XLA reads no attributes here: an opcode that needs one fails
+                self.check_required(opcode, required, "", index, 0)
+            payload = None
+            operands: tuple[str, ...] = ()
+            if opcode in _PAYLOAD_OPCODES:
+                payload = operand_text
+                if not shape:
+                    raise self.error(
+                        index, f"a shape before '{opcode}' (XLA infers none for it)", near=opcode
+                    )
+                if opcode == "parameter":
+                    if payload in parameters or not payload.isdecimal():
+                        self.check_parameter(payload, parameters, index, computation)
+                    parameters.add(payload)
+                else:
+                    self.check_literal(payload, shape, index)
+            elif operand_text:
+                operands = self.operands(operand_text, defined, index, instructions, computation)
+            if expected is not None and len(operands) != expected:
+                raise self.error(
+                    index, f"{expected} operands for '{opcode}', not {len(operands)}", near=opcode
+                )
+            if opcode == "broadcast" and any(
+                (operand := Shape(self.shape_of(o, instructions))).dims or operand.is_tuple
+                for o in operands
+            ):
+                raise self.error(
+                    index,
+                    "a scalar operand for a broadcast written as an operand (its dimensions= "
+                    "cannot be written there)",
+                    near=opcode,
+                )
+            if shape:
+                self.check_shape(shape, index)
+            else:
+                shape = self.inferred_shape(opcode, operands, "", instructions, index)
+            shape = self.shapes.setdefault(shape, shape)
+            instructions.append(
+                new_instruction(name, opcode, shape, operands, "", False, payload, index + 1)
+            )
+            defined[name] = name
+
+    def inferred_shape(
+        self,
+        opcode: str,
+        operands: tuple[str, ...],
+        tail: str,
+        instructions: list[HloInstruction],
+        index: int,
+    ) -> str:
+        """The shape XLA's parser infers for an instruction written without one, else the error
+        asking for it."""
+        try:
+            shape = infer_shape(
+                opcode,
+                [self.shape_of(o, instructions) for o in operands],
+                tail,
+                self.root_shape,
+            )
+        except CannotInfer as problem:
+            raise self.error(
+                index,
+                f"a shape before '{opcode}': XLA cannot infer it here ({problem})",
+                near=opcode,
+            ) from None
+        return self.shapes.setdefault(shape, shape)
+
+    def root_shape(self, computation: str) -> str | None:
+        """The root shape of computation `computation` when it was read before, else None."""
+        found = self.read.get(computation)
+        if found is None:
+            return None
+        return next(i.shape for i in reversed(found.instructions) if i.is_root)
 
     def parameter_gap(
         self, instructions: list[HloInstruction], count: int, computation: str
@@ -1873,7 +1976,13 @@ class _Reader:
                 f"{what}: '{word}=' without a space before '=' is an attribute name to XLA",
             )
         at = self.expect(end, "=", f"'=' after the instruction name '{word}'")
-        shape, at = self.shape(self.skip(at))
+        at = self.skip(at)
+        if (opcode := _IDENT.match(text, at)) is not None and (
+            _DTYPE_WORD.match(text, at) is None and text.startswith("(", self.skip(opcode.end()))
+        ):
+            shape = ""  # no shape: XLA infers it once the operands are read (see _infer)
+        else:
+            shape, at = self.shape(at)
         at = self.skip(at)
         match = _IDENT.match(text, at)
         if match is None or match.group()[0] == "%":
@@ -1922,6 +2031,9 @@ class _Reader:
                 raise self.stray(at, "operand names separated by ','")
             name = match.group().removeprefix("%")
             at = match.end()
+            if match.group()[0] != "%" and text.startswith("(", self.skip(at)):
+                name, at = self.nested_instruction(shape.strip(), name, self.skip(at))
+                shape = ""
             if text.startswith("#", at):
                 number = _INT.match(text, at + 1)
                 name += "#" + (number.group() if number else "")
@@ -1933,6 +2045,25 @@ class _Reader:
             if text[at] != ",":
                 raise self.stray(at, "',' between operands")
             at = self.skip(at + 1)
+
+    def nested_instruction(self, shape: str, opcode: str, pos: int) -> tuple[str, int]:
+        """An instruction written as an operand, `shape? opcode(operands)` with its '(' at
+        `pos` (XLA reads no attributes there): queued in `self.nested`, its operands first,
+        under the name XLA gives it (`opcode.anon`, then `.1`, `.2`... when taken). Returns the
+        name and the offset after its ')'."""
+        close = self.group_end(pos)
+        if opcode in _PAYLOAD_OPCODES:
+            operands = " ".join(_ANY_COMMENT.sub(" ", self.text[pos + 1 : close - 1]).split())
+        else:
+            operands = self.operand_list(pos + 1, close - 1)
+        name = f"{opcode}.anon"
+        number = 0
+        while name in self.nested_names:
+            number += 1
+            name = f"{opcode}.anon.{number}"
+        self.nested_names.add(name)
+        self.nested.append((name, shape, opcode, operands))
+        return name, close
 
     # operands with shapes or comments, read by the fast path
     def operands(
