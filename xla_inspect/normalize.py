@@ -54,8 +54,12 @@ def unify_line_endings(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# a table's name and its rows (`N "string"` or `N {...}`, which may be spread over lines), from
+# the newline before the name: the newline after the last row stays, so a table that follows at
+# once is matched too
 _TABLE = re.compile(
-    r"\n(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*\n(?:[ \t]*\d+[ \t].*\n?)*"
+    r"\n[ \t]*(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*"
+    r'(?:\s*\d+\s*(?:"(?:[^"\\\n]|\\.)*"|\{[^{}]*\})[ \t]*)*(?=\n|\Z)'
 )
 
 
@@ -65,7 +69,7 @@ def strip_stack_frame_tables(text: str) -> str:
     They hold absolute source paths, Python function names and line/column numbers: they change
     when the code moves, never when the computation does.
     """
-    return _TABLE.sub("\n", "\n" + text)[1:]
+    return _TABLE.sub("", "\n" + text)[1:]
 
 
 # `, metadata={...}` with quoted strings (which may hold braces) skipped as a whole. The literal

@@ -22,7 +22,13 @@ from hypothesis import strategies as st
 
 from kata_harness import versions
 from xla_inspect.capture import Capture, capture
-from xla_inspect.normalize import RULES, Rule, normalize_hlo, renumber_names
+from xla_inspect.normalize import (
+    RULES,
+    Rule,
+    normalize_hlo,
+    renumber_names,
+    strip_stack_frame_tables,
+)
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -705,3 +711,36 @@ def test_long_runs_of_blanks_between_tokens(blanks: str) -> None:
     spread = re.sub(r"\n(?=ENTRY|%)", "\n" + blanks, text).replace(" = ", blanks + "=" + blanks)
     normal = normalize_hlo(spread)
     assert opcode_counts(parse_hlo(normal)) == opcode_counts(parse_hlo(text))
+
+
+_TABLES = {
+    "FileNames": ['1 "a.py"', '2 "b.py"'],
+    "FunctionNames": ['1 "f"'],
+    "FileLocations": [
+        "1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}"
+    ],
+    "StackFrames": [
+        "1 {file_location_id=1 parent_frame_id=0}",
+        "2 {file_location_id=1 parent_frame_id=1}",
+    ],
+}
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+@pytest.mark.parametrize("gap", ["", "\n", "\n\n", "   \n"])
+def test_every_frame_table_is_stripped_however_the_tables_are_spaced(gap: str, wrap: bool) -> None:
+    """Tables that follow one another with no blank line between them are each removed, as
+    tables a blank line apart are, and so are indented tables and rows spread over lines (XLA
+    reads those too): the table names never reach the output."""
+    tables = gap.join(
+        f"{name}\n" + "".join(f"{row}\n" for row in rows) for name, rows in _TABLES.items()
+    )
+    if wrap:
+        tables = "  " + tables.replace("\n", "\n  ").replace(" {", "\n  {\n").replace("=1 ", "=1\n")
+    entry = "ENTRY %e (p: f32[]) -> f32[] {\n  ROOT %p = f32[] parameter(0)\n}\n"
+    text = f"HloModule m\n\n{tables}\n{entry}"
+    stripped = strip_stack_frame_tables(text)
+    assert not any(name in stripped for name in _TABLES)
+    assert "file_location_id" not in stripped and '"a.py"' not in stripped
+    assert normalize_hlo(text) == normalize_hlo(text.replace(tables, ""))
+    _xla_module(text)  # XLA reads the tables as written
