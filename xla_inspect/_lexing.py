@@ -147,17 +147,6 @@ def is_shape(text: str) -> bool:
     return depth == 0 and previous in "a)"
 
 
-def operand_names(text: str) -> list[str] | None:
-    """Operand names from an operand list that may carry shapes and comments; None if empty."""
-    names = []
-    for piece in split_top_level(COMMENT.sub("", text)):
-        words = piece.split()
-        if not words:
-            return None
-        names.append(words[-1].removeprefix("%"))
-    return names
-
-
 # XLA's opcode names (HLO_OPCODE_LIST in xla/hlo/ir/hlo_opcode.h, as the jaxlib in use knows
 # them) and the operand count its parser demands, None where it takes any number (or checks it
 # otherwise). The fixed counts were read off the C++ parser's "expects N operands" errors.

@@ -1592,7 +1592,7 @@ class _Reader:
                         literals.add((shape, payload))
             elif operand_text:
                 try:
-                    # fast: '%a, %b' or 'a, b'; operand_names handles shapes, comments, 'a,b'
+                    # fast: '%a, %b' or 'a, b'; typed_operands and operands read the rest
                     if "," in operand_text:
                         operands = tuple(map(look_up, operand_text.replace("%", "").split(", ")))
                     else:
