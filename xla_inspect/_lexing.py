@@ -178,14 +178,32 @@ OPCODE_ARITY: dict[str, int | None] = {op: None for op in _VARIADIC.split()}
 OPCODE_ARITY.update({op: n for n, ops in _FIXED_ARITY.items() for op in ops.split()})
 
 
+#: The generic async opcodes, by the suffix of the sugar that stands for them
+ASYNC_OPCODES = {"-start": "async-start", "-update": "async-update", "-done": "async-done"}
+
+
+# ops with async opcodes of their own (`all-gather-start`, `send-done`): XLA's parser knows no
+# other `-start`/`-update`/`-done` of them (`all-gather-update`, `send-start`)
+_OWN_ASYNC = frozenset({"all-gather", "all-reduce", "collective-permute", "copy", "recv", "send"})
+
+
+def async_sugar(name: str) -> tuple[str, str] | None:
+    """(generic async opcode, wrapped opcode) when `name` is XLA's sugar for an async op
+    wrapping another (`abs-start`: async-start wrapping abs), else None. Opcodes that are
+    asynchronous themselves (`all-gather-start`, `copy-done`) are not sugar."""
+    if name in OPCODE_ARITY:
+        return None
+    for suffix, generic in ASYNC_OPCODES.items():
+        if name.endswith(suffix):
+            wrapped = name[: -len(suffix)]
+            if wrapped in OPCODE_ARITY and wrapped not in _OWN_ASYNC:
+                return generic, wrapped
+    return None
+
+
 def is_opcode(name: str) -> bool:
     """An XLA opcode, or `<op>-start`/`-update`/`-done` (an async op wrapping `<op>`)."""
-    if name in OPCODE_ARITY:
-        return True
-    for suffix in ("-start", "-update", "-done"):
-        if name.endswith(suffix) and name[: -len(suffix)] in OPCODE_ARITY:
-            return True
-    return False
+    return name in OPCODE_ARITY or async_sugar(name) is not None
 
 
 # The attributes XLA's parser takes per opcode: every instruction takes _ANY_INSTRUCTION, and
@@ -891,7 +909,12 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     **{
         name: ('a quoted string like "name"', _Checked(_QUOTED, _escapes_ok))
-        for name in ("custom_call_target", "infeed_config", "outfeed_config")
+        for name in (
+            "custom_call_target",
+            "infeed_config",
+            "outfeed_config",
+            "async_execution_thread",
+        )
     },
     "output_to_operand_aliasing": (
         "output/operand aliases like {{}: (0, {}), {1}: (1, {0})}",

@@ -22,6 +22,7 @@ from xla_inspect._infer import CannotInfer, infer_shape
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
     ARRAY_SHAPE_PATTERN,
+    ASYNC_OPCODES,
     ATTRIBUTE_SYNTAX,
     BAD_ATTRIBUTE_VALUE,
     DTYPE,
@@ -29,6 +30,7 @@ from xla_inspect._lexing import (
     OPCODE_ARITY,
     OPCODE_ATTRIBUTES,
     OTHER_TYPE,
+    async_sugar,
     is_opcode,
     is_shape,
     literal_value_problem,
@@ -189,6 +191,65 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
+# Opcodes XLA cannot wrap in an async op (`parameter-start`: its parser crashes on them)
+_NOT_WRAPPED = frozenset({"parameter", "constant", "async-start", "async-update", "async-done"})
+_THREAD = frozenset({"async_execution_thread"})
+_ASYNC = frozenset(ASYNC_OPCODES.values())
+_ANY_OR_THREAD = ANY_INSTRUCTION_ATTRIBUTES | _THREAD
+
+
+def _with_parameters(computation: HloComputation, shapes: tuple[str, ...]) -> HloComputation:
+    """`computation` with parameters of `shapes` added after its own, where it has fewer."""
+    instructions = computation.instructions
+    had = sum(1 for i in instructions if i.opcode == "parameter")
+    if len(shapes) <= had:
+        return computation
+    names = {i.name for i in instructions}
+    added = tuple(
+        new_instruction(
+            _unique("async_param", names),
+            "parameter",
+            shapes[n],
+            (),
+            "",
+            False,
+            str(n),
+            computation.line_no,
+        )
+        for n in range(had, len(shapes))
+    )
+    return new_computation(
+        computation.name, added + instructions, computation.is_entry, computation.line_no
+    )
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name`, or `name.N` with the least N not in `taken`; added to `taken`."""
+    candidate, n = name, 0
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}.{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _sugar_value_check(wrapped: str | None) -> Callable[[str], bool]:
+    """The bad-value test of an async sugar opcode's attributes: the thread's, and those of
+    the opcode it wraps (`wrapped`, for `X-start`)."""
+    thread = BAD_ATTRIBUTE_VALUE["async-done"]
+    own = BAD_ATTRIBUTE_VALUE.get(wrapped) if wrapped is not None else None
+    if own is None:
+        return thread
+    return lambda tail: own(tail) or thread(tail)
+
+
+def _async_shape(shape: str) -> bool:
+    """XLA's form for an async-start's or async-update's shape: a tuple of at least two
+    elements, the first a tuple (the operands, the result, any state)."""
+    elements = Shape(shape).elements
+    return len(elements) >= 2 and elements[0].is_tuple
+
+
 # scalar constants that need no check_literal: short numbers of the common types
 _PLAIN_FLOAT = re.compile(r"-?[0-9]{1,4}(?:\.[0-9]*)?").fullmatch
 _PLAIN_INTEGER = re.compile(r"-?[0-9]{1,9}").fullmatch
@@ -225,6 +286,8 @@ _BUILT = frozenset(
         "send-done",
         "recv-done",
         "broadcast",
+        "partition-id",
+        "replica-id",
     }
 )
 # those of them whose check reads their operands
@@ -273,6 +336,7 @@ _REQUIRED = {
         ("all-gather all-gather-start concatenate transpose reverse", "dimensions"),
         ("get-dimension-size set-dimension-size", "dimensions"),
         ("all-reduce all-reduce-start call map reduce-window", "to_apply"),
+        ("async-start", "calls"),
         ("reduce reduce-scatter sort", "dimensions to_apply"),
         ("collective-permute collective-permute-start", "source_target_pairs"),
         ("compare", "direction"),
@@ -548,6 +612,7 @@ class _Reader:
         self.tables: list[str] = []  # the frame tables read so far
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
+        self.has_async = False  # an async-start, -update or -done, or sugar for one, was read
         self.literals: set[tuple[str, str]] = set()  # (shape, constant payload) pairs checked
         # (shape as written, shape) pairs found alike, layouts aside: a computation's result and
         # its ROOT's, an operand's shape written before it and the operand's
@@ -938,6 +1003,9 @@ class _Reader:
         if entry is None:
             entry = computations[-1]
         self.check_calls(order, computations)
+        if self.has_async:
+            computations = self.async_ops(computations)
+            entry = next(c for c in computations if c.name == entry.name)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
 
     def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
@@ -1045,6 +1113,200 @@ class _Reader:
                         near=name,
                     )
 
+    def async_ops(self, computations: list[HloComputation]) -> list[HloComputation]:
+        """Check the async ops as XLA's parser does, and hold each written as sugar the way XLA
+        does: `X-start`, `X-update` and `X-done` become async-start, async-update and
+        async-done calling a new computation `async_wrapped` (parameters and one X).
+
+        XLA rejects a computation called by both an async-start and another instruction, an
+        async-start or async-update shape not of the form ((operands), result, state), an
+        update or done without an operand or continuing an async-done, and one that continues
+        an async op of another wrapped opcode, computation or execution thread."""
+        callers = self.callers
+        started = {
+            name
+            for instruction, _ in callers
+            if instruction.opcode == "async-start"
+            for name in instruction.called_computations
+        }
+        for instruction, _ in callers:
+            if instruction.opcode not in _ASYNC:
+                for name in instruction.called_computations:
+                    if name in started:
+                        raise self.error(
+                            instruction.line_no - 1,
+                            f"only async ops calling '{name}', which an async-start calls",
+                            near=name,
+                        )
+        ops: dict[int, list[HloInstruction]] = {}
+        for instruction, at in callers:
+            if instruction.opcode in _ASYNC or async_sugar(instruction.opcode) is not None:
+                ops.setdefault(at, []).append(instruction)
+        taken = {c.name for c in computations}
+        # the computation an async op calls -> the operand shapes of its parameters
+        parameters: dict[str, tuple[str, ...]] = {}
+        result: list[HloComputation] = []
+        for at, computation in enumerate(computations):
+            if at not in ops:
+                result.append(computation)
+                continue
+            named = {i.name: i for i in computation.instructions}
+            # async op -> (the opcode it wraps, the computation it calls, its thread, the
+            # start's shape)
+            chain: dict[str, tuple[str | None, str, str, str]] = {}
+            changed: dict[str, HloInstruction] = {}
+            for op in ops[at]:
+                line = op.line_no - 1
+                sugar = async_sugar(op.opcode)
+                generic, wrapped = sugar if sugar is not None else (op.opcode, None)
+                thread = op.attribute("async_execution_thread")
+                if generic != "async-done" and not _async_shape(op.shape):
+                    raise self.error(
+                        line,
+                        f"a shape ((operands), result, state) for '{op.opcode}', not {op.shape}",
+                        near=op.opcode,
+                    )
+                if generic == "async-start":
+                    if wrapped is None:
+                        callee = op.called_computations[0]
+                        wrapped = self.read[callee].root.opcode
+                        if callee not in parameters:
+                            parameters[callee] = tuple(
+                                i.shape for i in self.read[callee] if i.opcode == "parameter"
+                            )
+                    else:
+                        callee = _unique("async_wrapped", taken)
+                        made = self.wrapped_computation(callee, wrapped, op)
+                        parameters[callee] = tuple(
+                            i.shape for i in made.instructions if i.opcode == "parameter"
+                        )
+                        result.append(made)
+                    chain[op.name] = (wrapped, callee, thread or '"main"', op.shape)
+                    link: tuple[str | None, str, str, str] | None = chain[op.name]
+                else:
+                    if not op.operands:
+                        raise self.error(
+                            line, f"the async op that '{op.opcode}' continues", near=op.opcode
+                        )
+                    first = named[op.operands[0]]
+                    kind = async_sugar(first.opcode)
+                    if (kind[0] if kind is not None else first.opcode) == "async-done":
+                        raise self.error(
+                            line,
+                            f"an async-start or async-update before '{op.opcode}', not the "
+                            f"async-done '{first.name}'",
+                            near=op.operands[0],
+                        )
+                    link = chain.get(first.name)
+                    if link is not None:
+                        self.check_continued(op, wrapped, thread, link)
+                        chain[op.name] = link
+                        # XLA gives the computation a parameter per operand shape of a sugar
+                        # update, or of the start a sugar done continues, where it has fewer
+                        if sugar is not None:
+                            shape = op.shape if generic == "async-update" else link[3]
+                            shapes = tuple(e.text for e in Shape(shape).elements[0].elements)
+                            had = parameters[link[1]]
+                            if len(shapes) > len(had):
+                                parameters[link[1]] = had + shapes[len(had) :]
+                if sugar is not None:
+                    changed[op.name] = self.desugared(op, generic, link)
+            result.append(
+                new_computation(
+                    computation.name,
+                    tuple(changed.get(i.name, i) for i in computation.instructions),
+                    computation.is_entry,
+                    computation.line_no,
+                )
+            )
+        return [_with_parameters(c, parameters.get(c.name, ())) for c in result]
+
+    def check_continued(
+        self,
+        op: HloInstruction,
+        wrapped: str | None,
+        thread: str | None,
+        link: tuple[str | None, str, str, str],
+    ) -> None:
+        """An async-update or async-done `op` (of `wrapped` when written as sugar) continues
+        the async op whose (wrapped opcode, computation, thread, start shape) is `link`."""
+        line = op.line_no - 1
+        if wrapped is not None and wrapped != link[0]:
+            suffix = op.opcode[len(wrapped) :]
+            raise self.error(
+                line, f"'{link[0]}{suffix}' after an async op of '{link[0]}'", near=op.opcode
+            )
+        calls = op.called_computations
+        if calls and calls[0] != link[1]:
+            raise self.error(
+                line,
+                f"calls={link[1]}, the computation of the async op '{op.opcode}' continues",
+                near=calls[0],
+            )
+        if thread is not None and thread != link[2]:
+            raise self.error(
+                line,
+                f"async_execution_thread={link[2]}, the thread of the async op it continues",
+                near="async_execution_thread",
+            )
+
+    def wrapped_computation(self, name: str, wrapped: str, op: HloInstruction) -> HloComputation:
+        """The computation `name` XLA makes for the sugar `op` (`X-start`): one parameter per
+        element of the operand tuple in its shape (or per operand `wrapped` takes, when that is
+        more) and a ROOT `wrapped` of the result shape with the start's attributes."""
+        line = op.line_no - 1
+        elements = Shape(op.shape).elements
+        operands, result = elements[0].elements, elements[1].text
+        arity = OPCODE_ARITY.get(wrapped)
+        count = max(len(operands), arity or 0)
+        parameters = [
+            new_instruction(
+                "async_param" if n == 0 else f"async_param.{n}",
+                "parameter",
+                operands[n].text if n < len(operands) else result,
+                (),
+                "",
+                False,
+                str(n),
+                op.line_no,
+            )
+            for n in range(count)
+        ]
+        kept = [
+            f"{key}={value}"
+            for key, value in split_attributes(op.attributes_text)
+            if key != "async_execution_thread"
+        ]
+        root = new_instruction(
+            wrapped,
+            wrapped,
+            result,
+            tuple(p.name for p in parameters[: arity if arity is not None else count]),
+            ", ".join(kept),
+            True,
+            None,
+            op.line_no,
+        )
+        if (
+            wrapped in _BUILT
+            and wrapped != "tuple"
+            and (problem := self.built_problem(root, {p.name: p for p in parameters}))
+        ):
+            raise self.error(line, problem, near=op.opcode)
+        return new_computation(name, (*parameters, root), False, op.line_no)
+
+    def desugared(
+        self, op: HloInstruction, generic: str, link: tuple[str | None, str, str, str] | None
+    ) -> HloInstruction:
+        """The sugar `op` as the generic async op `generic` calling the computation of `link`
+        (a start keeps the attributes every instruction takes and its thread; the wrapped op
+        has the rest)."""
+        pieces = [f"calls={link[1]}"] if link is not None else []
+        for key, value in split_attributes(op.attributes_text):
+            if generic != "async-start" or key in _ANY_OR_THREAD:
+                pieces.append(f"{key}={value}")
+        return op._replace(opcode=generic, attributes_text=", ".join(pieces))
+
     def check_built(self, instruction: HloInstruction, defined: dict[str, HloInstruction]) -> None:
         """What XLA's parser checks when it builds `instruction` (`defined`: the instructions of its
         computation by name), as built_problem says."""
@@ -1065,9 +1327,15 @@ class _Reader:
         dynamic-update-slice the same after its update); a concatenate names one dimension; a
         custom-call's operand_layout_constraints give one shape per operand, each the
         operand's; a send-done or recv-done of a send or recv has its channel_id (or none when
-        that has none)."""
+        that has none); partition-id and replica-id are u32[] (XLA's parser crashes on
+        another shape)."""
         opcode, operands = instruction.opcode, instruction.operands
         count = len(operands)
+        if opcode in ("partition-id", "replica-id"):
+            shape = instruction.shape
+            return (
+                None if shape.partition("{")[0] == "u32[]" else f"u32[] for '{opcode}', not {shape}"
+            )
         if opcode == "broadcast":
             # (a broadcast without dimensions= reaches here: XLA requires them of a
             # non-scalar operand only)
@@ -1749,18 +2017,48 @@ class _Reader:
         if not is_opcode(opcode):
             hint = did_you_mean(opcode, OPCODE_ARITY)
             raise self.error(index, f"an XLA opcode, not '{opcode}'{hint}", near=opcode)
-        if opcode.endswith(("-start", "-update", "-done")):
-            self.calling.add(opcode)
-        bad = BAD_ATTRIBUTE_VALUE.get(opcode)
-        known = self.opcodes[opcode] = (
-            opcode,
-            OPCODE_ARITY.get(opcode),
-            OPCODE_ATTRIBUTES.get(opcode),
-            bad,
-            {},
-            _REQUIRED.get(opcode, frozenset()),
-        )
-        return known
+        sugar = async_sugar(opcode)
+        if sugar is not None or opcode in _ASYNC:
+            self.has_async = True
+        if sugar is None:
+            facts = self.opcodes[opcode] = (
+                opcode,
+                OPCODE_ARITY.get(opcode),
+                OPCODE_ATTRIBUTES.get(opcode),
+                BAD_ATTRIBUTE_VALUE.get(opcode),
+                {},
+                _REQUIRED.get(opcode, frozenset()),
+            )
+            return facts
+        # `X-start` is async-start wrapping X: XLA builds X from its attributes (and from as
+        # many parameters as the start's operand tuple has, or as X takes: its operands are
+        # not read); `X-update` and `X-done` take what every instruction takes, and the thread
+        generic, wrapped = sugar
+        if wrapped in _NOT_WRAPPED:
+            raise self.error(
+                index, f"an opcode XLA can wrap in an async op, not '{wrapped}'", near=opcode
+            )
+        self.calling.add(opcode)
+        if generic == "async-start":
+            allowed = OPCODE_ATTRIBUTES.get(wrapped)
+            facts = self.opcodes[opcode] = (
+                opcode,
+                None,
+                None if allowed is None else allowed | _THREAD,
+                _sugar_value_check(wrapped),
+                {},
+                _REQUIRED.get(wrapped, frozenset()),
+            )
+        else:
+            facts = self.opcodes[opcode] = (
+                opcode,
+                None,
+                ANY_INSTRUCTION_ATTRIBUTES | _THREAD,
+                _sugar_value_check(None),
+                {},
+                frozenset(),
+            )
+        return facts
 
     def check_required(
         self, opcode: str, required: frozenset[str], tail: str, index: int, after: int
@@ -1784,7 +2082,8 @@ class _Reader:
 
     def check_attribute_values(self, opcode: str, tail: str, index: int) -> None:
         """Each typed attribute of `opcode` in the list `tail` has a value of its syntax."""
-        other = OTHER_TYPE.get(opcode, {})
+        sugar = async_sugar(opcode)
+        other = OTHER_TYPE.get(opcode if sugar is None else sugar[1], {})
         for key, value in split_attributes(tail):
             syntax = other[key] if key in other else ATTRIBUTE_SYNTAX.get(key)
             if syntax is not None and not syntax[1].fullmatch(value):

@@ -44,6 +44,7 @@ HAND_WRITTEN = [
     "r = f32[4,4] reduce-window(p, z), window={size=1x1}, to_apply=%add",
     "r = f32[4,4] dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
     "r = f32[4,4] cholesky(p), lower=true",
+    "r = ((f32[], f32[]), f32[], s32[]) async-start(z, z), calls=%add",
 ]
 
 
