@@ -41,6 +41,7 @@ from xla_inspect._lexing import (
 from xla_inspect.errors import HloParseError, did_you_mean
 from xla_inspect.model import (
     CALL_ATTRIBUTE_KEYS,
+    CALL_ATTRIBUTES,
     HloComputation,
     HloInstruction,
     HloModule,
@@ -191,6 +192,12 @@ _CALLERS = frozenset(
         "all-gather-start",
     }
 )
+# call attributes, and those whose value is a list of computations
+_CALL_KEYS = frozenset(CALL_ATTRIBUTES)
+_CALL_LISTS = frozenset({"branch_computations", "called_computations"})
+_BRACED_CALL = re.compile(
+    r"(?<![\w.\-])(" + "|".join(sorted(_CALL_KEYS - _CALL_LISTS)) + r")=\{"
+).search
 # Opcodes XLA cannot wrap in an async op (`parameter-start`: its parser crashes on them)
 _NOT_WRAPPED = frozenset({"parameter", "constant", "async-start", "async-update", "async-done"})
 _THREAD = frozenset({"async_execution_thread"})
@@ -613,6 +620,11 @@ class _Reader:
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.has_async = False  # an async-start, -update or -done, or sugar for one, was read
+        # computation names in the order their reading started (the callers' numbers index it)
+        self.started: list[str] = []
+        # computations written inline (`to_apply={...}`) read since the last one was added
+        self.inline: list[HloComputation] = []
+        self.taken: set[str] = set()  # computation names given so far
         self.literals: set[tuple[str, str]] = set()  # (shape, constant payload) pairs checked
         # (shape as written, shape) pairs found alike, layouts aside: a computation's result and
         # its ROOT's, an operand's shape written before it and the operand's
@@ -950,7 +962,8 @@ class _Reader:
                     continue
                 index = i
                 result = self.signature(match.group(3), match.group(4), index)
-                instructions, pos, i = self.body(match.group(2), len(computations), end + 1, i + 1)
+                number = self.start(match.group(2))
+                instructions, pos, i = self.body(match.group(2), number, end + 1, i + 1)
                 computation = new_computation(
                     match.group(2), instructions, match.group(1) is not None, index + 1
                 )
@@ -977,31 +990,38 @@ class _Reader:
                     line_mode = True
                     continue
                 index = self.line_of(pos)
-                computation, pos = self.computation(pos, len(computations))
+                computation, pos = self.computation(pos)
                 line_mode, i, pos = self.resume(pos)
-            if True:
-                name_problem = _reserved(computation.name)
-                if name_problem and "%" + computation.name not in self.lines[index]:
-                    raise self.error(
-                        index, f"a computation name, not {name_problem}", near=computation.name
-                    )
-                if computation.name in order:
-                    raise self.error(
-                        index,
-                        f"a new computation name, not '{computation.name}'",
-                        near=computation.name,
-                    )
-                order[computation.name] = len(computations)
-                if computation.is_entry:
-                    if entry is not None:
-                        raise self.error(index, f"one ENTRY (already '{entry.name}')", near="ENTRY")
-                    entry = computation
-                computations.append(computation)
-                self.read[computation.name] = computation
+            for inline in self.inline:  # each before the computation that calls it
+                order[inline.name] = len(computations)
+                computations.append(inline)
+            self.inline = []
+            name_problem = _reserved(computation.name)
+            if name_problem and "%" + computation.name not in self.lines[index]:
+                raise self.error(
+                    index, f"a computation name, not {name_problem}", near=computation.name
+                )
+            if computation.name in order:
+                raise self.error(
+                    index,
+                    f"a new computation name, not '{computation.name}'",
+                    near=computation.name,
+                )
+            order[computation.name] = len(computations)
+            if computation.is_entry:
+                if entry is not None:
+                    raise self.error(index, f"one ENTRY (already '{entry.name}')", near="ENTRY")
+                entry = computation
+            computations.append(computation)
+            self.read[computation.name] = computation
         if not computations:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
+        if [c.name for c in computations] != self.started:
+            # inline computations come before their caller: number the callers anew
+            numbers = [order[name] for name in self.started]
+            self.callers = [(instruction, numbers[at]) for instruction, at in self.callers]
         self.check_calls(order, computations)
         if self.has_async:
             computations = self.async_ops(computations)
@@ -1093,6 +1113,13 @@ class _Reader:
             start = text.find("metadata={")
             if start >= 0 and (end := text.find("}", start)) >= 0:  # names no computation
                 text = text[:start] + text[end + 1 :]
+            if "={" in text and (braced := _BRACED_CALL(text)) is not None:
+                # left as written only where it holds no instruction (`to_apply={}`)
+                raise self.error(
+                    instruction.line_no - 1,
+                    f"a computation name or instructions in braces for '{braced[1]}'",
+                    near=braced[0],
+                )
             found = _CALLED_NAME.findall(text)
             if found and all(not listed and order.get(single, at) < at for listed, single in found):
                 continue
@@ -1480,7 +1507,7 @@ class _Reader:
 
     # computation ::= 'ENTRY'? name ('(' params ')' '->' shape)? '{' instruction+ '}'
     #                 (',' 'execution_thread=' string)?
-    def computation(self, pos: int, number: int) -> tuple[HloComputation, int]:
+    def computation(self, pos: int) -> tuple[HloComputation, int]:
         text = self.text
         index = self.line_of(pos)
         # the common one-line header as XLA prints it, without comments or strings
@@ -1490,6 +1517,7 @@ class _Reader:
             match = _HEADER_LINE.fullmatch(line)
             if match is not None and line.count("(") == line.count(")"):
                 result = self.signature(match.group(3), match.group(4), index)
+                number = self.start(match.group(2))
                 instructions, pos, _ = self.body(match.group(2), number, pos + len(line))
                 computation = new_computation(
                     match.group(2), instructions, match.group(1) is not None, index + 1
@@ -1517,10 +1545,64 @@ class _Reader:
             at = self.skip(at)
         if not text.startswith("{", at):
             raise self.stray(at, header) if at < len(text) else self.error_at(pos, header)
-        instructions, pos, _ = self.body(name, number, at + 1)
+        instructions, pos, _ = self.body(name, self.start(name), at + 1)
         computation = new_computation(name, instructions, is_entry, index + 1)
         self.check_result(computation, result)
         return self.computation_end(computation, pos)
+
+    def start(self, name: str) -> int:
+        """The number the callers of computation `name`, whose reading starts, are kept with."""
+        self.started.append(name)
+        self.taken.add(name)
+        return len(self.started) - 1
+
+    def call_value(self, key: str, pos: int) -> tuple[str, int] | None:
+        """The value of the call attribute `key` (`to_apply`, `branch_computations`...) from
+        `pos` when it writes a computation inline, as `{` instructions `}` (or a list holding
+        one: `branch_computations={{...}, %b}`): each is read as a computation named `_`
+        (`_.1`, ...), as XLA names it, added before the computation that calls it, and the
+        value names it. None when the value writes no computation inline."""
+        text = self.text
+        if not text.startswith("{", pos):
+            return None
+        if key not in _CALL_LISTS:
+            return self.inline_computation(pos)
+        end = self.group_end(pos)
+        if "{" not in text[pos + 1 : end]:
+            return None
+        names: list[str] = []
+        at = self.skip(pos + 1)
+        while not text.startswith("}", at):
+            if text.startswith("{", at):
+                name, at = self.inline_computation(at)
+            else:
+                word = _IDENT.match(text, at)
+                if word is None:
+                    raise self.stray(at, "a computation name or '{' instructions '}'")
+                name, at = word.group().removeprefix("%"), word.end()
+            names.append(name)
+            at = self.skip(at)
+            if text.startswith(",", at):
+                at = self.skip(at + 1)
+            elif not text.startswith("}", at):
+                raise self.stray(at, "',' or '}' in the list of computations")
+        return "{" + ", ".join(names) + "}", at + 1
+
+    def inline_computation(self, pos: int) -> tuple[str, int]:
+        """Read the computation written inline from the '{' at `pos`: its name and the offset
+        after its '}'."""
+        name = "_"
+        n = 0
+        while name in self.taken:
+            n += 1
+            name = f"_.{n}"
+        nested, self.nested = self.nested, []
+        instructions, end, _ = self.body(name, self.start(name), pos + 1)
+        self.nested = nested
+        computation = new_computation(name, instructions, False, self.line_of(pos) + 1)
+        self.inline.append(computation)
+        self.read[name] = computation
+        return name, end
 
     def signature(self, parameters: str | None, result: str | None, index: int) -> str | None:
         """Check a header's `name: shape` parameters and result shape (as one-line text);
@@ -2300,7 +2382,10 @@ class _Reader:
             key = _ATTRIBUTE_NAME.match(text, at)
             if key is None:
                 raise self.stray(at, "an attribute 'name=value' after ','")
-            value, pos = self.value(key.end())
+            inline = None
+            if key.group()[:-1] in _CALL_KEYS:
+                inline = self.call_value(key.group()[:-1], self.skip(key.end()))
+            value, pos = inline if inline is not None else self.value(key.end())
             attributes.append(key.group() + value)
         if at < len(text) and text[at] not in "}" and not self.starts_instruction(at):
             raise self.stray(at, "',' before attributes after the operand list")

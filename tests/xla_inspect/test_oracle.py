@@ -27,6 +27,7 @@ from xla_inspect._lexing import (
     value_syntax,
 )
 from xla_inspect.errors import HloParseError
+from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
 
@@ -1428,3 +1429,128 @@ def test_async_sugar_is_held_as_xla_holds_it() -> None:
     assert [i.opcode for i in wrapped] == ["parameter", "reduce-scatter"]
     assert wrapped.root.attribute("to_apply") == "%sum"
     assert wrapped.root.shape == "f32[2]{0}"
+
+
+# -- computations written inline as attribute values (`to_apply={...}`) ------------------------
+
+_INLINE_MODULE = """HloModule m
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  z = f32[] constant(0)
+  i = s32[] constant(0)
+BODY
+}
+"""
+_ADDER = "{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}"
+_NEGATE = "{\n  a = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(a)\n}"
+INLINE_BODIES = {
+    "to_apply": f"ROOT r = f32[] reduce(p, z), dimensions={{0}}, to_apply={_ADDER}",
+    "on one line": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={a = f32[] parameter(0) "
+        "b = f32[] parameter(1) ROOT s = f32[] add(a, b)}"
+    ),
+    "with comments and attributes after": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={ // adds\n"
+        "  a = f32[] parameter(0) /* x */\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n"
+        '}, metadata={op_name="r"}'
+    ),
+    "two, named apart": (
+        f"r = f32[] reduce(p, z), dimensions={{0}}, to_apply={_ADDER}\n"
+        "ROOT t = f32[] reduce(p, r), dimensions={0}, to_apply=" + _ADDER.replace("add", "maximum")
+    ),
+    "names of the caller's computation": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={\n"
+        "  p = f32[] parameter(0)\n  z = f32[] parameter(1)\n  ROOT s = f32[] add(p, z)\n}"
+    ),
+    "without ROOT": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=" + _ADDER.replace("ROOT ", "")
+    ),
+    "nested": (
+        "ROOT r = f32[] fusion(p), kind=kInput, calls={\n  a = f32[4]{0} parameter(0)\n"
+        "  y = f32[] constant(0)\n"
+        f"  ROOT n = f32[] reduce(a, y), dimensions={{0}}, to_apply={_ADDER}\n}}"
+    ),
+    "fusion": f"ROOT r = f32[4]{{0}} fusion(p), kind=kLoop, calls={_NEGATE}",
+    "in a list": f"ROOT r = f32[4]{{0}} conditional(i, p), branch_computations={{{_NEGATE}}}",
+    "while": (
+        "ROOT w = f32[4]{0} while(p), condition={\n  a = f32[4]{0} parameter(0)\n"
+        f"  ROOT t = pred[] constant(false)\n}}, body={_NEGATE}"
+    ),
+    "custom-call": (
+        'ROOT r = f32[4]{0} custom-call(p), custom_call_target="x", '
+        f"called_computations={{{_NEGATE}}}"
+    ),
+    "async-start": (
+        f"st = ((f32[4]{{0}}), f32[4]{{0}}, s32[]) async-start(p), calls={_NEGATE}\n"
+        "ROOT d = f32[4]{0} async-done(st)"
+    ),
+    "empty": "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={}",
+    "a name of the caller's": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply="
+        + _ADDER.replace("add(a, b)", "add(a, z)")
+    ),
+    "a parameter number twice": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply="
+        + _ADDER.replace("parameter(1)", "parameter(0)")
+    ),
+    "a misspelled opcode": (
+        "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=" + _ADDER.replace("add(", "ad(")
+    ),
+    "unclosed": "ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={\n  a = f32[] parameter(0)",
+}
+
+
+def _inline_module(body: str) -> str:
+    return _INLINE_MODULE.replace("BODY", "\n".join(f"  {line}" for line in body.splitlines()))
+
+
+@pytest.mark.parametrize("body", list(INLINE_BODIES.values()), ids=list(INLINE_BODIES))
+def test_inline_computations_match_xla(body: str) -> None:
+    """Read as XLA reads them (a computation `_`, `_.1`... before its caller), and normalize's
+    output of an accepted one reads the same."""
+    text = _inline_module(body)
+    verdict = _xla_verdict(text)
+    assert _our_verdict(text) == verdict
+    if verdict is not None:
+        normalized = normalize_hlo(text)
+        assert _our_verdict(normalized) == _xla_verdict(normalized) == verdict
+
+
+def test_inline_computation_comes_before_its_caller() -> None:
+    module = parse_hlo(_inline_module(INLINE_BODIES["two, named apart"]))
+    assert [c.name for c in module.computations] == ["_", "_.1", "e"]
+    assert module.entry["t"].called_computations == ("_.1",)
+    assert module["_.1"].root.opcode == "maximum"
+
+
+_CALL_REFERENCE = re.compile(r"\b(to_apply|calls|condition|body)=%?([\w.\-]+)")
+
+
+@st.composite
+def inlined(draw: st.DrawFn) -> str:
+    """A corpus module with one call attribute's computation written inline in its place."""
+    text = draw(st.sampled_from(REFORMAT_SOURCES))
+    module = parse_hlo(text)
+    lines = text.split("\n")
+    references = [m for m in _CALL_REFERENCE.finditer(text, _body_start(text)) if m[2] in module]
+    if not references:
+        return text
+    reference = draw(st.sampled_from(references))
+    callee = module[reference[2]]
+    end = callee.instructions[-1].line_no  # its last instruction is on its last line
+    while not lines[end].lstrip().startswith("}"):
+        end += 1
+    body = "\n".join(lines[callee.line_no : end])
+    start = reference.start(2) - (text[reference.start(2) - 1] == "%")
+    return text[:start] + "{\n" + body + "\n}" + text[reference.end() :]
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(inlined())
+def test_corpus_modules_with_a_computation_inline_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
