@@ -91,10 +91,13 @@ _HEADER_LINE = re.compile(
     r"(?:\((.*)\)[ \t]*+->[ \t]*+(\S(?:.*\S)?))?[ \t]*+\{"
 )
 # a computation parameter: 'name: shape'
-_PARAMETER = re.compile(r"\s*+%?[A-Za-z_][\w.\-]*+\s*+:(.*)", re.S).fullmatch
+# A header parameter as XLA's lexer reads one: `name:` (the ':' glued to the name), `%name` (no
+# ':'), or a name that is no keyword or type name (no ':'), then its shape
+_PARAMETER = re.compile(r"\s*+(%?)([A-Za-z_][\w.\-]*+)(:?)\s*+(.*)", re.S).fullmatch
+_PARAMETER_NAME = re.compile(r"[A-Za-z_][\w.\-]*+").fullmatch
 # the parameters as XLA prints them: 'name: shape, name: shape'
 _PRINTED_PARAMETERS = re.compile(
-    r"(?:%?[A-Za-z_][\w.\-]*+: (?:"
+    r"(?:[A-Za-z_][\w.\-]*+: (?:"
     + ARRAY_SHAPE_PATTERN
     + "|"
     + FLAT_TUPLE_SHAPE_PATTERN
@@ -1608,14 +1611,21 @@ class _Reader:
         """Check a header's `name: shape` parameters and result shape (as one-line text);
         return the result shape without blanks, or None when the header has none."""
         if parameters is not None and not self.printed_parameters(parameters):
-            if parameters.strip() or "/*" in parameters or "//" in parameters:
-                for piece in split_top_level(_ANY_COMMENT.sub(" ", parameters)):
-                    found = _PARAMETER(piece)
-                    if found is None or not is_shape("".join(found.group(1).split())):
-                        shown = " ".join(piece.split())
-                        raise self.error(
-                            index, f"parameters as 'name: shape', not '{shown}'", near=shown or None
-                        )
+            written = _ANY_COMMENT.sub(" ", parameters)
+            for piece in split_top_level(written) if written.strip() else ():
+                found = _PARAMETER(piece)
+                if (
+                    found is None
+                    or (found[1] == "%" and found[3] == ":")
+                    or (not found[1] and not found[3] and _reserved(found[2]) is not None)
+                    or not is_shape("".join(found[4].split()))
+                ):
+                    shown = " ".join(piece.split())
+                    raise self.error(
+                        index,
+                        f"parameters as 'name: shape' (or 'name shape'), not '{shown}'",
+                        near=shown or None,
+                    )
         if result is None or result in self.header_shapes:
             return result
         if _PRINTED_SHAPE_TEXT(result) is not None:
@@ -1631,7 +1641,9 @@ class _Reader:
         per module; a tuple shape, which holds ', ', is read by the whole-list pattern)."""
         known = self.header_shapes
         for piece in parameters.split(", "):
-            _, colon, shape = piece.partition(": ")
+            name, colon, shape = piece.partition(": ")
+            if _PARAMETER_NAME(name) is None:
+                return _PRINTED_PARAMETERS(parameters) is not None
             if shape not in known:
                 if not colon or _PRINTED_SHAPE_TEXT(shape) is None:
                     return _PRINTED_PARAMETERS(parameters) is not None

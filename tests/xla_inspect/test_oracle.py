@@ -1554,3 +1554,41 @@ def inlined(draw: st.DrawFn) -> str:
 @given(inlined())
 def test_corpus_modules_with_a_computation_inline_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- a computation header's parameters, in each way XLA's lexer reads them ---------------------
+
+HEADER_PARAMETERS = [
+    "p: f32[4]",
+    "p:f32[4]",
+    "p f32[4]",
+    "%p f32[4]",
+    "p.1 f32[4]",
+    "p-1 f32[4]",
+    "p\nf32[4]",
+    "p /* c */ f32[4]",
+    "f32: f32[4]",
+    "/* none */",
+    " // none\n",
+    "p : f32[4]",
+    "p :f32[4]",
+    "%p: f32[4]",
+    "%p:f32[4]",
+    "f32 f32[4]",
+    "ROOT f32[4]",
+    "p",
+    "p: f32[4], ",
+]
+
+
+@pytest.mark.parametrize("parameters", HEADER_PARAMETERS)
+def test_header_parameters_match_xla(parameters: str) -> None:
+    one = "p" in parameters
+    result = "f32[4]" if one else "f32[]"
+    body = (
+        "  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)"
+        if one
+        else ("  ROOT c = f32[] constant(0)")
+    )
+    text = f"HloModule m\nENTRY e ({parameters}) -> {result} {{\n{body}\n}}\n"
+    assert _our_verdict(text) == _xla_verdict(text)
