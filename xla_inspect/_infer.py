@@ -105,7 +105,8 @@ def _binary(opcode: str, lhs: str, rhs: str) -> str:
 
 def _ternary(opcode: str, operands: list[str]) -> str:
     """select(pred, on_true, on_false) and clamp(min, operand, max): the shape of the middle
-    operand, when the others match it (select's pred and clamp's bounds may be scalars)."""
+    operand, when the others match it (select's pred and clamp's bounds may be scalars); of
+    select with an array predicate, the predicate's layout."""
     (first, first_dims), (dtype, dims), (last, last_dims) = map(_array, operands)
     sizes = [_size(d) for d in dims]
 
@@ -118,6 +119,8 @@ def _ternary(opcode: str, operands: list[str]) -> str:
         ok = first == last == dtype and fits(first_dims, True) and fits(last_dims, True)
     if not ok:
         raise CannotInfer(f"operands that fit {opcode}, not {', '.join(operands)}")
+    if opcode == "select" and first_dims:  # XLA keeps an array predicate's layout
+        return _retype(operands[0], dtype)
     return operands[1]
 
 

@@ -57,7 +57,7 @@ from xla_inspect.model import (
 # Possessive repeats (`*+`, `++`): no piece can give characters back to the next one, and not
 # saving backtrack points makes each match about a sixth faster.
 _FAST = re.compile(
-    r"(?a)[ \t]*+(ROOT )?%?([\w.\-]++) = "
+    r"(?a)[ \t]*+(ROOT )?%?((?!__)[A-Za-z_][\w.\-]*+) = "
     r"([a-z][a-z0-9]*+\[[^\]\n]*+\](?:\{[^{}\n]*+\})?|\((?:[^()\n]++|\([^()\n]*+\))*+\))"
     r" ([a-z][a-z0-9\-]*+)\(([^()\n]*+)\)(?:, ([^\n]*+))?(?=\n|\Z)"
 )
@@ -68,7 +68,7 @@ _ESCAPED = re.compile(r"\\.")
 _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 # name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
 _SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
-_IDENT = re.compile(r"%?[A-Za-z_][\w.\-]*")
+_IDENT = re.compile(r"(?a)%?[A-Za-z_][\w.\-]*")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
 _DTYPE_WORD = re.compile(DTYPE + r"(?![\w.\-])")
@@ -558,6 +558,12 @@ _LAYOUT_TAIL = re.compile(
 ).fullmatch
 # a layout's part after ':' in an array shape
 _LAYOUT_TAILS = re.compile(r"\]\{[^}:]*:((?:[^{}]|\{[^{}]*\})*)\}").findall
+# each array's dims, minor-to-major order and part after ':' (or '')
+_ELEMENT_LAYOUTS = re.compile(r"\[([^\]]*)\]\{([^}:]*)(?::((?:[^{}]|\{[^{}]*\})*))?\}").findall
+_NEGATIVE_TILE = re.compile(r"T(?:\([^()]*\))*\([^()]*-").search
+_NO_LINEAR = re.compile(r"L\((?:-|0\))").search
+_ZERO_TILE = re.compile(r"T(?:\([^()]*\))*\((?:[^()]*,)?0[,)]").search
+_SPLIT_DIMENSION = re.compile(r"SC\((-?[0-9]+):").findall
 
 
 def _joins_numbers(text: str) -> bool:
@@ -596,6 +602,31 @@ def _layout_problem(shape: str, tails: bool = False) -> str | None:
                 f"a layout listing {rank} dimension{'s' if rank != 1 else ''} for "
                 f"[{dims}], not {listed} ('{shape}')"
             )
+    if ":" in shape:
+        for tail in _LAYOUT_TAILS(shape):
+            if _NEGATIVE_TILE(tail) or _NO_LINEAR(tail):  # XLA's parser crashes on them
+                return f"tiles of positive sizes and L(n) of n >= 1, not '{tail}' ('{shape}')"
+    return _element_layout_problem(shape) if shape[0] == "(" else None
+
+
+def _element_layout_problem(shape: str) -> str | None:
+    """Why a tuple's element has a layout XLA rejects there (it checks the layout of a tuple's
+    elements, not of an array shape standing alone): minor-to-major not a permutation of the
+    dimensions, a tile of size 0, E(n) below 0, an index or pointer type #(...) or *(...), or
+    SC(d:...) of a dimension d the array lacks. None when each is valid."""
+    for dims, order, tail in _ELEMENT_LAYOUTS(shape):
+        rank = dims.count(",") + 1 if dims else 0
+        listed = _SKIP_RUN.sub("", order)
+        if listed and sorted(int(d) for d in listed.split(",")) != list(range(rank)):
+            return f"a tuple element's layout listing each dimension once, not {{{order}}}"
+        if tail and (
+            _ZERO_TILE(tail)
+            or "E(-" in tail
+            or "#(" in tail
+            or "*(" in tail
+            or any(int(d) >= rank for d in _SPLIT_DIMENSION(tail))
+        ):
+            return f"a tuple element's layout XLA builds, not {{{order}:{tail}}}"
     return None
 
 
@@ -2363,6 +2394,10 @@ class _Reader:
         word, end = match.group(), match.end()
         if (problem := _reserved(word, True)) is not None:
             raise self.error_at(match.start(), f"an instruction name, not {problem}")
+        if word.removeprefix("%").startswith("__"):
+            raise self.error_at(
+                match.start(), f"an instruction name not starting '__' (XLA's own), not '{word}'"
+            )
         if word[0] != "%" and text.startswith("=", end):
             raise self.error_at(
                 match.start(),

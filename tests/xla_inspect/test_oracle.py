@@ -1592,3 +1592,85 @@ def test_header_parameters_match_xla(parameters: str) -> None:
     )
     text = f"HloModule m\nENTRY e ({parameters}) -> {result} {{\n{body}\n}}\n"
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- layouts XLA checks only inside tuples, and layouts its parser cannot build -----------------
+
+LAYOUTS = [
+    "f32[2]{0}",
+    "f32[2]{1}",
+    "f32[2]{5}",
+    "f32[2,3]{0,1}",
+    "f32[2,3]{0,0}",
+    "f32[2,3]{2,0}",
+    "f32[2]{0:T(2)}",
+    "f32[2]{0:T(0)}",
+    "f32[2]{0:T(2)(1)}",
+    "f32[2,3]{1,0:T(8,128)(2,1)}",
+    "f32[2,3]{1,0:T(0,128)}",
+    "f32[2]{0:E(8)}",
+    "f32[2]{0:E(0)}",
+    "f32[2]{0:E(-1)}",
+    "f32[2]{0:#(u8)}",
+    "f32[2]{0:*(u8)}",
+    "f32[2]{0:D(C)#(u8)}",
+    "f32[2]{0:S(1)}",
+    "f32[2]{0:S(-1)}",
+    "f32[2]{0:SC(0:1)}",
+    "f32[2]{0:SC(5:1)}",
+    "f32[2]{0:D(C)}",
+    "f32[2]{0:T(128)S(1)}",
+    "f32[2]{0:M(1)}",
+]
+# XLA's parser crashes the process on these (a failed CHECK) wherever they are written
+LAYOUTS_XLA_CANNOT_BUILD = ["f32[2]{0:T(-1)}", "f32[2,3]{1,0:T(8,-1)}", "f32[2]{0:L(0)}"]
+
+
+@pytest.mark.parametrize("element", [False, True], ids=["array", "tuple element"])
+@pytest.mark.parametrize("shape", LAYOUTS)
+def test_layouts_match_xla(shape: str, element: bool) -> None:
+    written = f"({shape}, s32[])" if element else shape
+    text = f"HloModule m\nENTRY e {{\n  ROOT p = {written} parameter(0)\n}}\n"
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("shape", LAYOUTS_XLA_CANNOT_BUILD)
+def test_layouts_xla_cannot_build_are_rejected(shape: str) -> None:
+    for written in (shape, f"({shape}, s32[])"):
+        with pytest.raises(HloParseError) as ours:
+            parse_hlo(f"HloModule m\nENTRY e {{\n  ROOT p = {written} parameter(0)\n}}\n")
+        assert ours.value.line_no == 3
+
+
+INSTRUCTION_NAMES = [
+    "p",
+    "_",
+    "x__",
+    "a.b-c",
+    "%a.b-c",
+    "0",
+    "%0",
+    "1a",
+    ".p",
+    "-p",
+    "-1",
+    "0x1",
+    "__x",
+    "%__x",
+    "__p.1",
+    "pé",
+    "true",
+    "%true",
+    "f32",
+]
+
+
+@pytest.mark.parametrize("root", [False, True], ids=["operand", "ROOT"])
+@pytest.mark.parametrize("name", INSTRUCTION_NAMES)
+def test_instruction_names_match_xla(name: str, root: bool) -> None:
+    if root:
+        body = f"  p = f32[2]{{0}} parameter(0)\n  ROOT {name} = f32[2]{{0}} negate(p)"
+    else:
+        body = f"  {name} = f32[2]{{0}} parameter(0)\n  ROOT r = f32[2]{{0}} negate({name})"
+    text = f"HloModule m\nENTRY e {{\n{body}\n}}\n"
+    assert _our_verdict(text) == _xla_verdict(text)
