@@ -603,6 +603,8 @@ _MESH_GROUPS = (
 
 
 def _replica_groups_ok(text: str) -> bool:
+    if text[0] == "m":
+        return _mesh_groups_ok(text)
     if text[0] != "[":
         return True
     dims, reshape, transpose = _IOTA_PARTS.fullmatch(text).groups()  # pyright: ignore[reportOptionalMemberAccess]
@@ -639,12 +641,114 @@ _SHARDING_TOKEN = re.compile(
 
 
 _NAMED_SHARDING = re.compile(r"\s*(?:maximal_)?mesh\s*\[")
+# a mesh and what refers to its axes: mesh['a'=2,'b'=4] (axes named by quoted strings), an axis
+# as written where a sharding or replica groups name it: 'a' or 'a':(pre)size
+_QUOTED_NAME = r"(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')"
+_MESH = re.compile(
+    rf"\s*mesh\s*\[\s*((?:{_QUOTED_NAME}\s*=\s*[0-9]+(?:\s*,\s*{_QUOTED_NAME}\s*=\s*[0-9]+)*+)?)"
+    r"\s*\](?:\s*,\s*device_ids=\s*\((?:[^()]|\([^()]*\))*+\))?\s*"
+)
+_MESH_AXIS = re.compile(rf"({_QUOTED_NAME})\s*=\s*([0-9]+)")
+_AXIS_REF = re.compile(
+    rf"\s*({_QUOTED_NAME})(\s*:\s*\(\s*[0-9]+\s*\)\s*[0-9]+)?\s*|\s*\?\s*"
+)
+_MAXIMAL_MESH = re.compile(r"\s*maximal_mesh\s*\[\s*device_id=\s*[0-9]+\s*\]\s*")
+_SHARDED_AS = re.compile(r"\s*,\s*(replicated|unreduced|manual)(?![\w.\-])\s*(=)?\s*")
+_SHARDING_METADATA = re.compile(rf"\s*,\s*metadata=\s*{_METADATA}\s*")
+
+
+def _axis_names(text: str) -> list[str]:
+    """The axis names of a mesh's `'a'=2,'b'=4` list, without their quotes."""
+    return [name[1:-1] for name, _ in _MESH_AXIS.findall(text)]
+
+
+def _axes_ok(text: str, pos: int, axes: list[str], used: set[str]) -> int:
+    """The offset after a braced list of axes of the mesh (`{'a', 'b':(1)2, ?}`) at `pos`,
+    each an axis of `axes` not used before (`used` gains them), or -1 when it is not one."""
+    if not text.startswith("{", pos):
+        return -1
+    pos += 1
+    if text.startswith("}", skip := len(text) - len(text[pos:].lstrip())):
+        return skip + 1
+    while True:
+        ref = _AXIS_REF.match(text, pos)
+        if ref is None:
+            return -1
+        if ref[1] is not None:
+            name = ref[1][1:-1]
+            written = name + "".join((ref[2] or "").split())  # a sub-axis: 'a':(1)2
+            if name not in axes or written in used:
+                return -1
+            used.add(written)
+        pos = ref.end()
+        if text.startswith(",", pos):
+            pos += 1
+        elif text.startswith("}", pos):
+            return pos + 1
+        else:
+            return -1
+
+
+def _named_sharding_ok(body: str) -> bool:
+    """The inside of a named sharding as XLA reads it: `maximal_mesh[device_id=N]`, or a mesh,
+    then the axes each dimension is sharded over (`[{'a'}, {}]`), then `replicated`,
+    `unreduced` or `manual`, alone or with the axes (`replicated={'b'}`) (one of the two at
+    least), then its metadata; every axis named is one of the mesh's, and none twice."""
+    maximal = _MAXIMAL_MESH.match(body)
+    if maximal is not None:
+        end = maximal.end()
+        metadata = _SHARDING_METADATA.match(body, end)
+        return (metadata.end() if metadata is not None else end) == len(body)
+    mesh = _MESH.match(body)
+    if mesh is None:
+        return False
+    axes, used = _axis_names(mesh[1]), set[str]()
+    if len(set(axes)) != len(axes):
+        return False
+    pos = mesh.end()
+    if body.startswith(",", pos) and body[pos + 1 :].lstrip().startswith("["):
+        sharded = True
+        pos = body.index("[", pos) + 1
+        while not body.startswith("]", pos := len(body) - len(body[pos:].lstrip())):
+            pos = _axes_ok(body, pos, axes, used)
+            if pos < 0:
+                return False
+            pos = len(body) - len(body[pos:].lstrip())
+            if body.startswith(",", pos):
+                pos += 1
+            elif not body.startswith("]", pos):
+                return False
+        pos += 1
+    else:
+        sharded = False
+    while pos < len(body):
+        kind = _SHARDED_AS.match(body, pos)
+        if kind is None:
+            metadata = _SHARDING_METADATA.match(body, pos)
+            return sharded and metadata is not None and metadata.end() == len(body)
+        sharded = True
+        pos = kind.end()
+        if kind[2] is not None:
+            pos = _axes_ok(body, pos, axes, used)
+            if pos < 0:
+                return False
+    return sharded
+
+
+def _mesh_groups_ok(text: str) -> bool:
+    """`replica_groups=mesh[...] {axes}`: each axis one of the mesh's, none twice."""
+    mesh = _MESH.match(text)
+    if mesh is None:
+        return False
+    axes = _axis_names(mesh[1])
+    end = _axes_ok(text, mesh.end(), axes, set())
+    return len(set(axes)) == len(axes) and end == len(text)
 
 
 def _single_sharding_ok(body: str) -> bool:
     """The inside of one '{...}' sharding, as ParseSingleSharding reads and checks it."""
     if _NAMED_SHARDING.match(body) is not None:
-        return True
+        return _named_sharding_ok(body)
     keywords: set[str] = set()
     devices: list[int] = []
     dims: list[int] = []
@@ -836,7 +940,8 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     "replica_groups": (
         "replica groups like {{0,1},{2,3}}, {} or [2,2]<=[4] ([2,2]<=[2,2]T(1,0) when the"
-        " reshape has several dimensions, as many devices on both sides)",
+        " reshape has several dimensions, as many devices on both sides) or mesh['a'=2,'b'=2]"
+        " {'a'} (each axis named once, one of the mesh's)",
         _Checked(rf"{_BRACED_INT_LISTS}|{_IOTA}|{_MESH_GROUPS}", _replica_groups_ok),
     ),
     "source_target_pairs": (
@@ -846,7 +951,8 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "sharding": (
         "a sharding like {replicated}, {maximal device=0}, {devices=[2,1]0,1},"
         " {devices=[2,2]<=[4]} (with last_tile_dim_replicate, last_tile_dims={...},"
-        " metadata={...}, shard_as/shard_like N) or a tuple {{...}, {...}}",
+        " metadata={...}, shard_as/shard_like N), {mesh['a'=2], [{'a'}, {}]} (each axis"
+        " named once, one of the mesh's) or a tuple {{...}, {...}}",
         _Checked(_braced(4), _sharding_ok),
     ),
     "padding": (

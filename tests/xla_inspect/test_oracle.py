@@ -1674,3 +1674,83 @@ def test_instruction_names_match_xla(name: str, root: bool) -> None:
         body = f"  {name} = f32[2]{{0}} parameter(0)\n  ROOT r = f32[2]{{0}} negate({name})"
     text = f"HloModule m\nENTRY e {{\n{body}\n}}\n"
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- named shardings (a mesh and the axes each dimension is sharded over) and mesh replica groups
+
+NAMED_SHARDINGS = [
+    "{mesh['a'=2,'b'=4,'c'=4,'d'=2], device_ids=([4,16]T(1,0)), [{'a'}]}",
+    "{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{'x'}]}",
+    "{mesh[], replicated}",
+    "{mesh['a'=2,'b'=4], [{'a'}], replicated={'b'}}",
+    "{maximal_mesh[device_id=5]}",
+    "{mesh['a.b'=2,'<axis> def'=4,'z/w'=2], [{'a.b'}, {'<axis> def':(2)2, 'z/w'}]}",
+    "{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{}, {'b'}], unreduced={'d':(4)2}}",
+    "{mesh['a'=2,'b'=4], manual}",
+    "{mesh['x'=8], [{'x'}, {}]}",
+    "{mesh[], [{}]}",
+    '{mesh["a"=2], [{"a"}]}',
+    "{mesh['a'=2], [{'a', ?}]}",
+    "{mesh['a'=4], [{'a':(2)2, 'a':(1)2}]}",
+    "{mesh['a'=2], [{'a'}], metadata={op_name=\"x\"}}",
+    '{maximal_mesh[device_id=0], metadata={op_name="x"}}',
+    "{{mesh['x'=8], [{'x'}]}, {mesh[], [{}]}}",
+    '{mesh["a"=2], [{"b"}]}',
+    "{mesh['a'=2], [{'a'}], replicated={'b'}}",
+    "{maximal_mesh[]}",
+    "{mesh[], [{}] garbage}",
+    "{mesh['a'=2], [{a}]}",
+    "{mesh['a'=2]}",
+    "{mesh['a'=2], bogus={'a'}}",
+    "{mesh['a'=2] device_ids=(0,1), [{'a'}]}",
+]
+MESH_REPLICA_GROUPS = [
+    "mesh['x'=8] {'x'}",
+    "mesh['a'=2,'b'=2] {'a','b'}",
+    "mesh['a'=2] {}",
+    "mesh['a'=2], device_ids=(1,0) {'a'}",
+    "mesh['a'=4] {'a':(1)2}",
+    "mesh['x'=8] {'y'}",
+    "mesh['a'=2]",
+    "mesh['a'=2] {a}",
+    "mesh['a'=2] {'a'} junk",
+]
+# XLA's parser crashes the process on an axis named twice
+MESH_XLA_CANNOT_BUILD = [
+    "sharding={mesh['a'=2], [{'a'}, {'a'}]}",
+    "sharding={mesh['a'=2,'a'=2], [{'a'}]}",
+    "sharding={mesh['a'=2], [{'a'}], replicated={'a'}}",
+    "replica_groups=mesh['a'=2,'b'=2] {'a','a'}, to_apply=%add",
+]
+_ADD_COMPUTATION = "%add (a: f32[], b: f32[]) -> f32[] {\n  a = f32[] parameter(0)\n"
+_ADD_COMPUTATION += "  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+
+
+def _sharded(attribute: str, tuple_shaped: bool = False) -> str:
+    opcode = "all-reduce(p)" if attribute.startswith("replica") else "negate(p)"
+    shape = "f32[8]{0}"
+    if tuple_shaped:
+        opcode, shape = "tuple(p, p)", "(f32[8]{0}, f32[8]{0})"
+    return (
+        f"HloModule m\n{_ADD_COMPUTATION}ENTRY e {{\n  p = f32[8]{{0}} parameter(0)\n"
+        f"  ROOT r = {shape} {opcode}, {attribute}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("sharding", NAMED_SHARDINGS)
+def test_named_shardings_match_xla(sharding: str) -> None:
+    text = _sharded(f"sharding={sharding}", tuple_shaped=sharding.startswith("{{"))
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("groups", MESH_REPLICA_GROUPS)
+def test_mesh_replica_groups_match_xla(groups: str) -> None:
+    text = _sharded(f"replica_groups={groups}, to_apply=%add")
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("attribute", MESH_XLA_CANNOT_BUILD)
+def test_mesh_axes_named_twice_are_rejected(attribute: str) -> None:
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(_sharded(attribute))
+    assert ours.value.line_no == 9
