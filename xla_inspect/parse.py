@@ -298,8 +298,33 @@ _BUILT = frozenset(
         "broadcast",
         "partition-id",
         "replica-id",
+        "scatter",
+        "all-gather",
+        "all-gather-start",
+        "all-to-all",
+        "ragged-all-to-all",
+        "sort",
+        "get-dimension-size",
+        "set-dimension-size",
+        "scan",
     }
 )
+# opcodes whose dimensions= (when given) names one dimension
+_ONE_DIMENSION = frozenset(
+    {
+        "all-gather",
+        "all-gather-start",
+        "reduce-scatter",
+        "all-to-all",
+        "ragged-all-to-all",
+        "sort",
+        "get-dimension-size",
+        "set-dimension-size",
+        "scan",
+    }
+)
+_LISTED_NAME = re.compile(r"%?([A-Za-z_][\w.\-]*)").findall
+_BRANCHES = re.compile(r"(?<![\w.\-])branch_computations=\s*\{([^{}]*)\}").search
 # those of them whose check reads their operands
 _LOOKS_AT_OPERANDS = frozenset(
     {
@@ -347,6 +372,11 @@ _REQUIRED = {
         ("get-dimension-size set-dimension-size", "dimensions"),
         ("all-reduce all-reduce-start call map reduce-window", "to_apply"),
         ("async-start", "calls"),
+        ("rng-bit-generator", "algorithm"),
+        ("domain", "domain"),
+        ("rng-get-and-update-state", "delta"),
+        ("shuffle", "dimensions mode"),
+        ("scan", "dimensions num_carries to_apply"),
         ("reduce reduce-scatter sort", "dimensions to_apply"),
         ("collective-permute collective-permute-start", "source_target_pairs"),
         ("compare", "direction"),
@@ -654,6 +684,8 @@ class _Reader:
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.has_async = False  # an async-start, -update or -done, or sugar for one, was read
+        self.has_control = "control-predecessors" in text
+        self.keyword_names: set[str] = set()  # instructions named by a keyword (`%true`)
         # computation names in the order their reading started (the callers' numbers index it)
         self.started: list[str] = []
         # computations written inline (`to_apply={...}`) read since the last one was added
@@ -1002,7 +1034,7 @@ class _Reader:
                     match.group(2), instructions, match.group(1) is not None, index + 1
                 )
                 self.check_result(computation, result)
-                if i < 0:
+                if i < 0 or text.startswith(",", self.skip(pos)):
                     computation, pos = self.computation_end(computation, pos)
                     line_mode, i, pos = self.resume(pos)
                 else:
@@ -1397,6 +1429,20 @@ class _Reader:
             return (
                 None if shape.partition("{")[0] == "u32[]" else f"u32[] for '{opcode}', not {shape}"
             )
+        if opcode in _ONE_DIMENSION:
+            found = _DIMENSIONS(instruction.attributes_text)
+            if found is not None and (not found[1].strip() or "," in found[1]):
+                return f"one dimension in dimensions= of '{opcode}', not {{{found[1]}}}"
+        if opcode == "scatter":
+            return None if count % 2 else f"an odd number of operands for 'scatter', not {count}"
+        if opcode == "conditional":
+            branches = _BRANCHES(instruction.attributes_text)
+            wanted = 3 if branches is None else len(split_top_level(branches[1])) + 1
+            if count != wanted:
+                return (
+                    f"{wanted} operands for this conditional (the branch index or predicate, "
+                    f"then one per branch), not {count}"
+                )
         if opcode == "broadcast":
             # (a broadcast without dimensions= reaches here: XLA requires them of a
             # non-scalar operand only)
@@ -1506,7 +1552,7 @@ class _Reader:
         text = self.text
         at = self.skip(pos)
         match = _IDENT.match(text, at) if at > pos else None
-        if match is None or match.group()[0] == "%":
+        if match is None:
             raise self.stray(at, "'HloModule <name>' followed by ', key=value' attributes")
         if (problem := _reserved(match.group())) is not None:
             raise self.error_at(at, f"a module name, not {problem}")
@@ -1537,7 +1583,7 @@ class _Reader:
         if (problem := check_module_attributes(attributes)) is not None:
             name, expected = problem
             raise self.error_at(where[name], f"{expected} (module attribute '{name}')")
-        return match.group(), attributes, pos
+        return match.group().removeprefix("%"), attributes, pos
 
     # computation ::= 'ENTRY'? name ('(' params ')' '->' shape)? '{' instruction+ '}'
     #                 (',' 'execution_thread=' string)?
@@ -1710,7 +1756,10 @@ class _Reader:
             at = self.skip(at + 1)
             if not text.startswith("execution_thread=", at):
                 raise self.stray(at, "'}' or '}, execution_thread=\"name\"'")
-            _, pos = self.value(at + len("execution_thread="), single=True)
+            start = self.skip(at + len("execution_thread="))
+            value, pos = self.value(start, single=True)
+            if value[0] not in "\"'":
+                raise self.error_at(start, f"a quoted thread name, not {value}")
         return computation, pos
 
     def resume(self, pos: int) -> tuple[bool, int, int]:
@@ -2009,6 +2058,8 @@ class _Reader:
             if name in defined:
                 raise self.error(index, f"a new instruction name, not '{name}'", near=name)
             defined[name] = name
+            if "." not in name and _KEYWORD(name):  # `%true`: its users must write the '%'
+                self.keyword_names.add(name)
             if is_root:
                 if root >= 0:
                     raise self.error(index, f"one ROOT in computation '{computation}'", near=name)
@@ -2025,11 +2076,36 @@ class _Reader:
                 self.line_of(pos - 1) if i < 0 else i - 1,
                 f"at least one instruction in '{computation}'",
             )
+        if self.has_control or self.keyword_names:
+            self.check_names(instructions, computation)
         if parameters and not parameters.issuperset(_NUMBERS[: len(parameters)]):
             self.parameter_gap(instructions, len(parameters), computation)
         if root < 0:
             instructions[-1] = instructions[-1]._replace(is_root=True)
         return tuple(instructions), pos, i
+
+    def check_names(self, instructions: list[HloInstruction], computation: str) -> None:
+        """As XLA resolves names while it reads: each instruction a control-predecessors list
+        names is one defined before in the computation, and an instruction named by a keyword
+        (`%true`) is named with its '%' where it is an operand (`true` alone is the keyword)."""
+        seen: set[str] = set()
+        for instruction in instructions:
+            line = instruction.line_no - 1
+            if "control-predecessors=" in instruction.attributes_text:
+                for name in _LISTED_NAME(instruction.attribute("control-predecessors", "")):
+                    if name not in seen:
+                        raise self.error(
+                            line,
+                            f"an instruction defined before '{instruction.name}' in "
+                            f"'{computation}' as its control predecessor, not '{name}'",
+                            near=name,
+                        )
+            for name in self.keyword_names.intersection(instruction.operands):
+                written = self.lines[line]
+                operands = written[written.find("(") : written.rfind(")") + 1]
+                if re.search(rf"(?<![%\w.\-]){name}(?![\w.\-])", operands):
+                    raise self.error(line, f"'%{name}' as the operand, not the keyword", near=name)
+            seen.add(instruction.name)
 
     def add_nested(
         self,

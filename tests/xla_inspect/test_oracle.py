@@ -1754,3 +1754,100 @@ def test_mesh_axes_named_twice_are_rejected(attribute: str) -> None:
     with pytest.raises(HloParseError) as ours:
         parse_hlo(_sharded(attribute))
     assert ours.value.line_no == 9
+
+
+# -- what XLA's parser checks as it builds and resolves: operand counts, one-dimension
+# attributes, names resolved in order, keywords, the module's name and a computation's thread
+
+_BUILD_MODULE = """HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+%lt (a: f32[], b: f32[]) -> pred[] {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+%t (a: f32[4]) -> f32[4] {
+  ROOT a = f32[4] parameter(0)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  i = s32[] constant(0)
+  b = pred[] constant(true)
+  m = f32[3,4] parameter(1)
+  j = s32[2,1] parameter(2)
+  u = f32[2,4] parameter(3)
+BODY
+}
+"""
+BUILT = {
+    "conditional, one branch": "ROOT r = f32[4] conditional(i, p), BRANCHES={%t}",
+    "conditional, two branches": "ROOT r = f32[4] conditional(i, p, p), BRANCHES={%t, %t}",
+    "conditional, an operand short": "ROOT r = f32[4] conditional(i, p), BRANCHES={%t, %t}",
+    "conditional, an operand more": "ROOT r = f32[4] conditional(i, p, p), BRANCHES={%t}",
+    "conditional, no operand": "ROOT r = f32[4] conditional(), BRANCHES={%t}",
+    "conditional, true/false": (
+        "ROOT r = f32[4] conditional(b, p, p), true_computation=%t, false_computation=%t"
+    ),
+    "conditional, true/false short": (
+        "ROOT r = f32[4] conditional(b, p), true_computation=%t, false_computation=%t"
+    ),
+    "scatter": (
+        "ROOT r = f32[3,4] scatter(m, j, u), update_window_dims={1}, inserted_window_dims={0}, "
+        "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add"
+    ),
+    "scatter, even operands": (
+        "ROOT r = f32[3,4] scatter(m, j), update_window_dims={1}, inserted_window_dims={0}, "
+        "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add"
+    ),
+    "all-gather, one dimension": (
+        "ROOT r = f32[8] all-gather(p), dimensions={0}, replica_groups={{0,1}}"
+    ),
+    "all-gather, two": "ROOT r = f32[8] all-gather(p), dimensions={0,0}, replica_groups={{0,1}}",
+    "all-to-all, none": "ROOT r = f32[4] all-to-all(p), dimensions={}, replica_groups={{0,1}}",
+    "all-to-all, not given": "ROOT r = f32[4] all-to-all(p), replica_groups={{0,1}}",
+    "sort, two": "ROOT r = f32[4] sort(p), dimensions={0,0}, to_apply=%lt",
+    "get-dimension-size, none": "ROOT r = s32[] get-dimension-size(p), dimensions={}",
+    "reduce-scatter, two": (
+        "ROOT r = f32[2] reduce-scatter(p), dimensions={0,0}, replica_groups={{0,1}}, to_apply=%add"
+    ),
+    "control predecessor before": (
+        "x = f32[4] negate(p)\nROOT r = f32[4] negate(p), control-predecessors={%x}"
+    ),
+    "control predecessor after": (
+        "x = f32[4] negate(p), control-predecessors={%r}\nROOT r = f32[4] negate(x)"
+    ),
+    "control predecessor itself": "ROOT r = f32[4] negate(p), control-predecessors={%r}",
+    "control predecessor undefined": "ROOT r = f32[4] negate(p), control-predecessors={%nope}",
+    "control predecessor of another computation": (
+        "ROOT r = f32[4] negate(p), control-predecessors={%a}"
+    ),
+    "keyword name with %": "%true = f32[4] negate(p)\nROOT r = f32[4] negate(%true)",
+    "keyword name bare": "%true = f32[4] negate(p)\nROOT r = f32[4] negate(true)",
+}
+
+
+@pytest.mark.parametrize("body", list(BUILT.values()), ids=list(BUILT))
+def test_what_xla_checks_as_it_builds_matches(body: str) -> None:
+    body = body.replace("BRANCHES=", "branch_computations=")
+    text = _BUILD_MODULE.replace("BODY", "\n".join(f"  {line}" for line in body.splitlines()))
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HloModule %m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+        "HloModule %f32\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+        '%c {\n  ROOT x = f32[] parameter(0)\n}\n, execution_thread="x"\n'
+        "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), to_apply=%c\n}\n",
+        "%c {\n  ROOT x = f32[] parameter(0)\n}, execution_thread=x\n"
+        "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), to_apply=%c\n}\n",
+    ],
+    ids=["module %name", "module %type name", "thread on the next line", "thread unquoted"],
+)
+def test_module_names_and_threads_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)

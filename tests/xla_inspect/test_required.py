@@ -45,13 +45,19 @@ HAND_WRITTEN = [
     "r = f32[4,4] dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
     "r = f32[4,4] cholesky(p), lower=true",
     "r = ((f32[], f32[]), f32[], s32[]) async-start(z, z), calls=%add",
+    "r = (u64[2], u32[4]) rng-bit-generator(k), algorithm=rng_default",
+    'r = f32[4,4] domain(p), domain={kind="sharding", entry={maximal device=0}, exit={replicated}}',
+    "r = u64[2] rng-get-and-update-state(), delta=1",
+    "r = f32[4,4] shuffle(p), dimensions={0}, mode=rotate, shifts={1}",
+    "r = (f32[], f32[4]) scan(z, v), dimensions={0}, num_carries=1, to_apply=%add",
 ]
 
 
 def _hand_written(line: str) -> str:
     return (
         f"HloModule m\n{_ADD}{_GE}ENTRY e {{\n  p = f32[4,4] parameter(0)\n"
-        f"  z = f32[] constant(0)\n  v = f32[4] parameter(1)\n  ROOT {line}\n}}\n"
+        f"  z = f32[] constant(0)\n  v = f32[4] parameter(1)\n  k = u64[2] parameter(2)\n"
+        f"  ROOT {line}\n}}\n"
     )
 
 
