@@ -1090,6 +1090,8 @@ def literal_value_problem(literal: str, dtype: str) -> str | None:
     take integers within their range (pred any integer, true or false), float types numbers
     that do not round to infinity and NaN payloads their significand holds, complex types
     '(re, im)' pairs."""
+    if dtype in ("token", "opaque"):
+        return f"no literal for a {dtype} shape (XLA's parser aborts)"
     integer = _INTEGER_TYPE(dtype)
     complex_type = dtype in ("c64", "c128")
     is_pred = dtype == "pred"
