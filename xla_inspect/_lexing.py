@@ -1127,6 +1127,9 @@ def literal_value_problem(literal: str, dtype: str) -> str | None:
             number = int(whole)
             if not -(2**63) <= number < 2**64:
                 return f"an integer of at most 64 bits, not {whole}"
+            if number >= 2**63:  # XLA reads it into an int64: it wraps around to a negative
+                number -= 2**64
+                whole = str(number)
             if integer is not None:
                 bits = int(integer[2])
                 low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
