@@ -1196,6 +1196,8 @@ def literal_value_problem(literal: str, dtype: str) -> str | None:
     take integers within their range (pred any integer, true or false), float types numbers
     that do not round to infinity and NaN payloads their significand holds, complex types
     '(re, im)' pairs."""
+    if dtype in ("token", "opaque"):
+        return f"no literal for a {dtype} shape (XLA's parser aborts)"
     integer = _INTEGER_TYPE(dtype)
     complex_type = dtype in ("c64", "c128")
     is_pred = dtype == "pred"
@@ -1231,6 +1233,9 @@ def literal_value_problem(literal: str, dtype: str) -> str | None:
             number = int(whole)
             if not -(2**63) <= number < 2**64:
                 return f"an integer of at most 64 bits, not {whole}"
+            if number >= 2**63:  # XLA reads it into an int64: it wraps around to a negative
+                number -= 2**64
+                whole = str(number)
             if integer is not None:
                 bits = int(integer[2])
                 low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)

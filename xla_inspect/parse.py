@@ -38,6 +38,7 @@ from xla_inspect._lexing import (
     split_attributes,
     split_top_level,
 )
+from xla_inspect._literal import literal_problem
 from xla_inspect.errors import HloParseError, did_you_mean
 from xla_inspect.model import (
     CALL_ATTRIBUTE_KEYS,
@@ -107,20 +108,12 @@ _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
 _DIMS_AND_ORDER = re.compile(r"\[([^\]]*)\]\{([^}:]*)")
-# literal ::= (element | '{' | '}' | '(' | ')' | ',' | '...')*, two elements never adjacent
-# element ::= number | true | false | inf | nan   (anything else, `\S`, is an error)
-_LITERAL_TOKEN = re.compile(
-    r"[{}(),]|\.\.\.|(true|false|[-+]?(?:inf|nan(?:\(0x[0-9a-fA-F]+\))?)"
-    r"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(\S)"
-)
-# a literal's brace or element (numbers, words, '(re, im)' pairs), for counting items
-_LITERAL_ITEM = re.compile(r"[{}]|\((?:[^()]|\([^()]*\))*\)|[^\s,{}()]+(?:\([^()]*\))?")
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
+# a scalar constant's literal that needs its value checked only (no '.5': XLA's lexer reads
+# a leading '.' only after '-')
 _SCALAR = re.compile(
-    r"true|false|"
-    r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"true|false|[-+]?(?:inf|nan)|(?:[-+]?[0-9]+\.?[0-9]*|[-+]\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 )
-_COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # comments with the blanks around them, each run read as one space (as `value` reads them)
 _COMMENT_RUN = re.compile(r"[ \t]*(?:/\*[^*]*\*+(?:[^/*][^*]*\*+)*/[ \t]*)+")
 # entry_computation_layout's value as XLA prints it: '{(' parameter shapes ')->' result '}'
@@ -2381,79 +2374,15 @@ class _Reader:
         parameters.add(number)
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
-        """A constant's literal: numbers, true/false, inf/nan in braces nested as deep as the
-        shape's rank, or one number for every element of an array (XLA rejects other tokens
-        and a nesting that does not fit; an array with no elements may stop nesting early), each
-        element a value of the shape's element type (literal_value_problem)."""
-        if shape[0] != "(" and _SCALAR.fullmatch(payload.strip()) is not None:
-            self.check_literal_values(payload, shape, index)
-            return
-        literal = _COMMENT.sub(" ", payload) if "/*" in payload else payload
-        adjacent = False
-        previous = False
-        for match in _LITERAL_TOKEN.finditer(literal):
-            element, stray = match.groups()
-            if stray is not None or (element is not None and previous):
-                adjacent = True
-                break
-            previous = element is not None
-        if adjacent or not literal.strip():
-            raise self.error(
-                index,
-                f"a constant literal (numbers, true, false, inf, nan in "
-                f"braces, separated by ','), not '{payload.strip()}'",
-                near="constant",
-            )
-        if shape[0] == "(" or "..." in literal:
-            return
-        rank = shape.count(",") - shape.count(",", shape.find("]")) + 1 if "[]" not in shape else 0
-        depth = deepest = 0
-        for char in literal:
-            if char == "{":
-                depth += 1
-                deepest = max(deepest, depth)
-            elif char == "}":
-                depth -= 1
-        dims = Shape(shape).dims
-        empty = 0 in dims
-        if (deepest > rank if empty else deepest != rank) or depth != 0:
-            raise self.error(
-                index,
-                f"a literal with braces nested {rank} deep for shape "
-                f"{shape}, not '{payload.strip()}'",
-                near="constant",
-            )
-        if not empty:
-            self.check_literal_counts(literal, dims, shape, index)
-        self.check_literal_values(literal, shape, index)
-
-    def check_literal_values(self, literal: str, shape: str, index: int) -> None:
-        problem = literal_value_problem(literal, shape[: shape.index("[")])
+        """A constant's literal, as XLA's parser reads it for the shape (literal_problem): a
+        scalar number or true/false needs its value checked only."""
+        if shape[-2:] == "[]" and _SCALAR.fullmatch(payload.strip()) is not None:
+            problem = literal_value_problem(payload, shape[:-2])
+        else:
+            literal = _ANY_COMMENT.sub(" ", payload) if "/" in payload else payload
+            problem = literal_problem(literal, shape)
         if problem is not None:
             raise self.error(index, problem, near="constant")
-
-    def check_literal_counts(
-        self, literal: str, dims: tuple[int | None, ...], shape: str, index: int
-    ) -> None:
-        """Each brace group of a dense literal holds as many items as its dimension."""
-        counts: list[int] = []
-        for match in _LITERAL_ITEM.finditer(literal):
-            token = match.group()
-            if token == "{":
-                counts.append(0)
-            elif token == "}":
-                level = len(counts) - 1
-                if counts.pop() != dims[level] and dims[level] is not None:
-                    raise self.error(
-                        index,
-                        f"{dims[level]} items in each brace group of level {level + 1} of a "
-                        f"literal for shape {shape}",
-                        near="constant",
-                    )
-                if counts:
-                    counts[-1] += 1
-            elif counts:
-                counts[-1] += 1
 
     # instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
     def token_instruction(self, pos: int) -> tuple[str | None, str, str, str, str, str, int]:

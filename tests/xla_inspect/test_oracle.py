@@ -1146,6 +1146,304 @@ def test_literal_values_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
 
 
+def _constant(shape: str, literal: str) -> str:
+    return f"HloModule m\nENTRY e {{\n  ROOT c = {shape} constant({literal})\n}}\n"
+
+
+# (shape, literal) pairs read as XLA's parser reads a literal: a tuple shape takes
+# '(' literal (','? literal)* ')' (or '()'), one literal per element, recursively; an array
+# takes braces nested per dimension with each level's exact count (down to a 0-sized one),
+# commas skipped anywhere, '...' at depth 1 only, '(re, im)' for a complex element
+LITERAL_FORMS = [
+    # tuples: element count, parentheses, element types and ranges, nesting
+    ("(f32[], s32[])", "(1, 2)"),
+    ("(f32[], s32[])", "(1, 2, 3)"),
+    ("(f32[], s32[])", "(1)"),
+    ("(f32[], s32[])", "(1, 2.5)"),
+    ("(u8[])", "(256)"),
+    ("(u8[])", "(255)"),
+    ("(f32[])", "(1e400)"),
+    ("(f8e4m3fn[])", "(500)"),
+    ("(s4[])", "(8)"),
+    ("(f16[])", "(1e6)"),
+    ("(f32[])", "(+1)"),
+    ("(c64[])", "(1)"),
+    ("(c64[], f32[])", "((1, 2), 3)"),
+    ("(f32[2])", "({1})"),
+    ("(f32[2,3])", "({1,2,3,4,5,6})"),
+    ("(f32[2,3])", "({{1,2,3},{4,5,6}})"),
+    ("(f32[<=3])", "({1})"),
+    ("(f32[<=3])", "({1,2,3})"),
+    ("(f32[], f32[])", "{1, 2}"),
+    ("(f32[], f32[])", "((1), 2)"),
+    ("(f32[])", "(1,)"),
+    ("(f32[], f32[])", "(1,,)"),
+    ("(f32[], f32[])", "(1,,2)"),
+    ("(f32[], f32[])", "(,1,2)"),
+    ("(f32[], f32[])", "()"),
+    ("()", "()"),
+    ("()", "(1)"),
+    ("(())", "(())"),
+    ("(())", "(,())"),
+    ("(f32[2], s32[])", "(...)"),
+    ("(f32[2], s32[])", "({...}, 1)"),
+    ("(f32[0], f32[])", "({}, 1)"),
+    ("(f32[0], f32[])", "({1}, 1)"),
+    # tuples nested two deep
+    ("((f32[]))", "(1)"),
+    ("((f32[]))", "((1))"),
+    ("((f32[], s32[]), f32[2])", "((1, 2), {3, 4})"),
+    ("((f32[], s32[]), f32[2])", "((1 2) {3 4})"),
+    ("((f32[], s32[]), f32[2])", "((1, 2, 3), {3, 4})"),
+    ("((f32[], s32[]), f32[2])", "((1, 2.5), {3, 4})"),
+    ("((f32[], s32[]), f32[2])", "((1, 2), {3})"),
+    ("((f32[], s32[]), f32[2])", "(1, 2, {3, 4})"),
+    ("((f32[], s32[]), f32[2])", "((1, 2)), {3, 4})"),
+    ("((f32[], f32[]), f32[])", "((), 1)"),
+    ("((), f32[])", "((), 1)"),
+    ("((f32[2], (pred[], u8[])), c64[])", "(({1, 2}, (true, 255)), (1, 2))"),
+    ("((f32[2], (pred[], u8[])), c64[])", "(({1, 2}, (true, 256)), (1, 2))"),
+    ("((f32[2], (pred[], u8[])), c64[])", "(({1, 2}, (true, 255)), 1)"),
+    ("((f32[2], (pred[], u8[])), c64[])", "(({1, 2}, true, 255), (1, 2))"),
+    # arrays with a 0-sized dimension: every count down to the first 0, nothing inside it
+    ("f32[0]", "{}"),
+    ("f32[0]", "{...}"),
+    ("f32[0]", "{1}"),
+    ("f32[0]", "{0}"),
+    ("f32[0]", "0"),
+    ("f32[0,3]", "{}"),
+    ("f32[0,3]", "{{}}"),
+    ("f32[3,0]", "{}"),
+    ("f32[3,0]", "{{},{}}"),
+    ("f32[3,0]", "{{},{},{}}"),
+    ("f32[3,0]", "{{},{},{},{}}"),
+    ("f32[2,0]", "{{}{}}"),
+    ("f32[2,0]", "{{},{1}}"),
+    ("f32[1,0]", "{}"),
+    ("f32[<=2,0]", "{}"),
+    ("f32[2,0,2]", "{}"),
+    ("f32[2,0,2]", "{{},{}}"),
+    ("f32[2,2,0]", "{{},{}}"),
+    ("f32[2,2,0]", "{{{},{}},{{},{}}}"),
+    # elided literals: '...' at depth 1, after the elements it follows
+    ("f32[]", "..."),
+    ("f32[]", "{...}"),
+    ("f32[2]", "{...}"),
+    ("f32[2]", "{1, ...}"),
+    ("f32[2]", "{1 ...}"),
+    ("f32[2]", "{..., ...}"),
+    ("f32[2]", "{...,1}"),
+    ("f32[2]", "{1...}"),
+    ("f32[2,2]", "{...}"),
+    ("f32[2,2]", "{{...}}"),
+    ("f32[2,2]", "{{1,2}, ...}"),
+    ("f32[2,2]", "{..., {1,2}}"),
+    ("f32[2,2]", "{{1,2},{...}}"),
+    ("f32[2,2]", "{{...},{...}}"),
+    # complex values: exactly '(' real ',' imaginary ')', innermost
+    ("c64[]", "(1, 2)"),
+    ("c64[]", "( 1 , 2 )"),
+    ("c64[]", "(1)"),
+    ("c64[]", "(1, 2, 3)"),
+    ("c64[]", "((1, 2))"),
+    ("c64[]", "(1,)"),
+    ("c64[]", "(,1)"),
+    ("c64[]", "()"),
+    ("c64[]", "(1 2)"),
+    ("c64[]", "(1, 2),"),
+    ("c64[2]", "(1, 2)"),
+    ("c64[2]", "{(1, 2)}"),
+    ("c64[2]", "{(1,2)(3,4)}"),
+    ("c64[2]", "{1, 2}"),
+    ("c128[1,2]", "{{(1, 2), (3, 4)}}"),
+    ("c128[1,2]", "{(1, 2), (3, 4)}"),
+    # commas: optional and repeatable between elements; tokens as XLA's lexer splits them
+    ("f32[2]", "{1 2}"),
+    ("f32[2,2]", "{{1 2},{3 4}}"),
+    ("f32[2,2]", "{{1,2}{3,4}}"),
+    ("f32[2]", "{{1,2}{3,4}}"),
+    ("f32[2]", "{inf nan}"),
+    ("pred[2]", "{true false}"),
+    ("pred[2]", "{1true}"),
+    ("pred[2]", "{truefalse}"),
+    ("f32[2]", "{1 -2}"),
+    ("f32[2]", "{1-2}"),
+    ("f32[2]", "{-inf-inf}"),
+    ("f32[2]", "{-inf1}"),
+    ("f32[2]", "{inf1}"),
+    ("f32[2]", "{infnan}"),
+    ("f32[2]", "{nan(0x1)nan}"),
+    ("f32[2]", "{1e5 5}"),
+    ("f32[2]", "{1e5e5}"),
+    ("f32[2]", "{1.5.5}"),
+    ("f32[2]", "{1.2.}"),
+    ("f32[2]", "{1/**/2}"),
+    ("f32[2]", "{1,,2}"),
+    ("f32[2]", "{,1,2,}"),
+    ("(f32[], f32[])", "(1 2)"),
+    ("(f32[], f32[], f32[])", "(1 2 3)"),
+    # a leading '.', and what may follow the literal
+    ("f32[]", ".5"),
+    ("f32[]", "-.5"),
+    ("f32[2]", "{.5, 1}"),
+    ("f32[2]", "{-.5, 1.}"),
+    ("f32[]", "1,"),
+    ("f32[]", ",1"),
+    ("f32[]", ","),
+    ("f32[]", "1 2"),
+    ("f32[2]", "{1,2},"),
+    ("f32[2]", "{1,2} {3}"),
+    ("f32[2]", ","),
+    # integers from 2^63 to 2^64-1: XLA reads them into an int64, wrapped around to negatives
+    ("s8[]", "18446744073709551615"),
+    ("s8[]", "18446744073709551488"),
+    ("u8[]", "18446744073709551615"),
+    ("s32[2]", "{1, 9223372036854775808}"),
+    ("s64[]", "9223372036854775808"),
+    ("u64[]", "18446744073709551615"),
+    ("f16[]", "18446744073709551614"),
+    ("f8e4m3fn[]", "18446744073709551615"),
+    ("(s4[], f16[])", "(18446744073709551615, 18446744073709551615)"),
+    ("s8[]", "18446744073709551616"),
+    # a bare number for an array: one element, past the end of none
+    ("f32[2]", "1"),
+    ("f32[2,3]", "1"),
+    ("f32[0]", "1"),
+    ("f32[]", "{1}"),
+]
+
+
+@pytest.mark.parametrize(
+    ("shape", "literal"), LITERAL_FORMS, ids=[f"{s} {v}" for s, v in LITERAL_FORMS]
+)
+def test_literal_forms_match_xla(shape: str, literal: str) -> None:
+    text = _constant(shape, literal)
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# XLA's parser crashes the process on these literals (a failed CHECK): true/false for another
+# type inside a tuple, a token element, an unbounded dimension; the reader rejects them
+LITERALS_XLA_CANNOT_READ = [
+    ("(s32[])", "(true)"),
+    ("(f32[])", "(true)"),
+    ("(s32[], pred[])", "(true, true)"),
+    ("((pred[], s32[]))", "((true, false))"),
+    ("(f32[], token[])", "(1, )"),
+    ("(f32[], token[])", "(1)"),
+    ("token[]", "0"),
+    ("token[]", "{...}"),
+    ("f32[?]", "{1}"),
+    ("f32[?]", "{...}"),
+    ("f32[2]", "true"),
+]
+
+
+@pytest.mark.parametrize(
+    ("shape", "literal"),
+    LITERALS_XLA_CANNOT_READ,
+    ids=[f"{s} {v}" for s, v in LITERALS_XLA_CANNOT_READ],
+)
+def test_literals_xla_cannot_read_are_rejected(shape: str, literal: str) -> None:
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(_constant(shape, literal))
+    assert ours.value.line_no == 3 and "\n" not in str(ours.value)
+
+
+# shapes for literal_forms, with no pred (true/false where another type is read crashes XLA)
+_FORM_SHAPES = [
+    "f32[]",
+    "u8[]",
+    "c64[]",
+    "s8[3]",
+    "c64[2]",
+    "f32[2,3]",
+    "f32[0]",
+    "f32[3,0]",
+    "f32[0,3]",
+    "f32[<=3]",
+    "f32[2,2]{0,1}",
+    "c128[1,2]",
+    "(f32[], s32[])",
+    "(f32[2], s32[])",
+    "((f32[], s32[]), f32[2])",
+    "((f32[2], (f16[], u8[])), c64[])",
+    "()",
+    "(())",
+    "((), f32[])",
+]
+_FORM_TOKENS = [
+    "{",
+    "}",
+    "(",
+    ")",
+    ",",
+    "...",
+    "1",
+    ".5",
+    "-1",
+    "300",
+    "1e",
+    "inf",
+    "(1, 2)",
+    "{1}",
+]
+
+
+def _valid_literal(shape: str, value: int) -> str:
+    if shape[0] == "(":
+        inner = shape[1:-1]
+        elements, depth, start = [], 0, 0
+        for i, char in enumerate(inner + ","):
+            depth += (char in "([{") - (char in ")]}")
+            if char == "," and depth == 0:
+                if inner[start:i].strip():
+                    elements.append(inner[start:i].strip())
+                start = i + 1
+        return "(" + ", ".join(_valid_literal(e, value + i) for i, e in enumerate(elements)) + ")"
+    dtype, dims = shape[: shape.index("[")], shape[shape.index("[") + 1 : shape.index("]")]
+    element = f"({value}, 2)" if dtype[0] == "c" else str(value)
+
+    def nest(sizes: list[int]) -> str:
+        if not sizes:
+            return element
+        return "{" + ", ".join(nest(sizes[1:]) for _ in range(sizes[0])) + "}"
+
+    return nest([int(d.removeprefix("<=")) for d in dims.split(",") if d])
+
+
+@st.composite
+def literal_forms(draw: st.DrawFn) -> str:
+    """A constant of a drawn shape (arrays, 0-sized dimensions, tuples nested two deep) with a
+    valid literal, or one with a token or two deleted, inserted, duplicated or replaced, and
+    its commas sometimes dropped or its tokens written without blanks."""
+    shape = draw(st.sampled_from(_FORM_SHAPES))
+    tokens = re.findall(
+        r"\.\.\.|[{}(),]|[^\s{}(),]+", _valid_literal(shape, draw(st.integers(0, 9)))
+    )
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(tokens)))
+        edit = draw(st.sampled_from(["delete", "insert", "duplicate", "replace", "no commas"]))
+        if edit == "insert" or not tokens:
+            tokens.insert(at, draw(st.sampled_from(_FORM_TOKENS)))
+        elif edit == "no commas":
+            tokens = [t for t in tokens if t != ","]
+        else:
+            at = min(at, len(tokens) - 1)
+            if edit == "delete":
+                del tokens[at]
+            elif edit == "duplicate":
+                tokens.insert(at, tokens[at])
+            else:
+                tokens[at] = draw(st.sampled_from(_FORM_TOKENS))
+    return _constant(shape, ("" if draw(st.booleans()) else " ").join(tokens))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(literal_forms())
+def test_literal_structure_matches_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
 # -- frame tables: their order and their rows ----------------------------------------------------
 
 _LOCATION = "1 {file_name_id=1 function_name_id=1 line=4 end_line=4 column=2 end_column=9}"
