@@ -649,9 +649,7 @@ _MESH = re.compile(
     r"\s*\](?:\s*,\s*device_ids=\s*\((?:[^()]|\([^()]*\))*+\))?\s*"
 )
 _MESH_AXIS = re.compile(rf"({_QUOTED_NAME})\s*=\s*([0-9]+)")
-_AXIS_REF = re.compile(
-    rf"\s*({_QUOTED_NAME})(\s*:\s*\(\s*[0-9]+\s*\)\s*[0-9]+)?\s*|\s*\?\s*"
-)
+_AXIS_REF = re.compile(rf"\s*({_QUOTED_NAME})(\s*:\s*\(\s*[0-9]+\s*\)\s*[0-9]+)?\s*|\s*\?\s*")
 _MAXIMAL_MESH = re.compile(r"\s*maximal_mesh\s*\[\s*device_id=\s*[0-9]+\s*\]\s*")
 _SHARDED_AS = re.compile(r"\s*,\s*(replicated|unreduced|manual)(?![\w.\-])\s*(=)?\s*")
 _SHARDING_METADATA = re.compile(rf"\s*,\s*metadata=\s*{_METADATA}\s*")
