@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, lru_cache
 from types import MappingProxyType
 
 from xla_inspect._header import check_module_attributes
@@ -81,7 +81,7 @@ _GROUP_TOKEN = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]'
 )
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
-_LAYOUT_START = frozenset("0123456789}:")
+_LAYOUT_START = frozenset("0123456789:")
 # a shape as XLA prints it (used when no layout follows after a space or comment)
 _PRINTED_SHAPE = re.compile(
     "(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN + r")(?=[ \t\r\n,)/])"
@@ -104,6 +104,8 @@ _PRINTED_PARAMETERS = re.compile(
     + FLAT_TUPLE_SHAPE_PATTERN
     + r")(?:, (?=.)|\Z))*+"
 ).fullmatch
+# what stands between the shapes of printed parameters (split on it)
+_PARAMETER_NAMES = re.compile(r"(?:\A|, )[A-Za-z_][\w.\-]*+: ").split
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
 _MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
@@ -300,6 +302,7 @@ _BUILT = frozenset(
         "get-dimension-size",
         "set-dimension-size",
         "scan",
+        "outfeed",
     }
 )
 # opcodes whose dimensions= (when given) names one dimension
@@ -335,6 +338,7 @@ _DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
 _USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
 _CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
 _CHANNEL_VALUE = re.compile(r"(?<![\w.\-])channel_id=\s*(-?[0-9]+)").search
+_OUTFEED_SHAPE = re.compile(r"(?<![\w.\-])outfeed_shape=").search
 _LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
 # an attribute name after a ',' in an attribute list (or inside a nested value), or '' where a
 # ',', '(' or '{name=' follows a ',' (no name there: a doubled ',' or a bracketed piece, which
@@ -653,6 +657,24 @@ def _element_layout_problem(shape: str) -> str | None:
     return None
 
 
+_EMPTY_BRACES = re.compile(r"\]\{\}").search
+_SHAPED_TOKEN = re.compile(r"(?:token|opaque)\[(?!\])").search
+
+
+@lru_cache(maxsize=4096)
+def _shape_problem(shape: str) -> str | None:
+    """Why XLA's parser refuses `shape` (shape text, blanks and comments removed) wherever it
+    reads one: an instruction's shape, a typed operand's, a computation's parameters and result,
+    outfeed_shape= and operand_layout_constraints=. `{}` is no layout (XLA reads '{' as one only
+    before a number or ':'), a token or opaque has no dimensions (XLA's parser aborts), and the
+    layout must fit (_layout_problem). None when XLA takes it. Cached: shapes repeat."""
+    if _EMPTY_BRACES(shape):
+        return f"a layout with its dimensions, or none, not '{{}}' ('{shape}')"
+    if _SHAPED_TOKEN(shape):
+        return f"no dimensions for a token or opaque shape (XLA's parser aborts on '{shape}')"
+    return _layout_problem(shape, tails=True)
+
+
 # a line that starts another instruction, or closes the computation ('name=' without a blank
 # is an attribute name to XLA's lexer)
 _NEXT_STATEMENT = re.compile(
@@ -902,7 +924,7 @@ class _Reader:
             text[pos] == "(" or not text.startswith("{", self.skip(printed.end()))
         ):
             shape = printed.group()
-            if (problem := _layout_problem(shape, tails=True)) is not None:
+            if (problem := _shape_problem(shape)) is not None:
                 raise self.error_at(pos, problem)
             return shape, printed.end()
         if text.startswith("(", pos):
@@ -973,12 +995,12 @@ class _Reader:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")
             shape += "{" + layout + "}"
             at = close + 1
-        if (problem := _layout_problem(shape, tails=True)) is not None:
+        if (problem := _shape_problem(shape)) is not None:
             raise self.error_at(pos, problem)
         return shape, at
 
     def check_shape(self, shape: str, index: int) -> None:
-        problem = _layout_problem(shape, tails=True)
+        problem = _shape_problem(shape)
         if problem is not None:
             raise self.error(index, problem, near=shape.partition("[")[0])
 
@@ -1426,6 +1448,15 @@ class _Reader:
             found = _DIMENSIONS(instruction.attributes_text)
             if found is not None and (not found[1].strip() or "," in found[1]):
                 return f"one dimension in dimensions= of '{opcode}', not {{{found[1]}}}"
+        if opcode == "outfeed":
+            found = _OUTFEED_SHAPE(instruction.attributes_text)
+            if found is None:
+                return None
+            given = _SKIP_RUN.sub(
+                "", split_top_level(instruction.attributes_text[found.end() :])[0]
+            )
+            problem = _shape_problem(given)
+            return None if problem is None else f"an outfeed_shape XLA reads: {problem}"
         if opcode == "scatter":
             return None if count % 2 else f"an odd number of operands for 'scatter', not {count}"
         if opcode == "conditional":
@@ -1526,6 +1557,9 @@ class _Reader:
         close = match_close(text, found.end() - 1)
         listed = [_SKIP_RUN.sub("", p) for p in split_top_level(text[found.end() : close])]
         listed = [p for p in listed if p]
+        for given in listed:
+            if (problem := _shape_problem(given)) is not None:
+                return f"operand_layout_constraints of shapes XLA reads: {problem}"
         operands = instruction.operands
         if len(listed) != len(operands):
             return (
@@ -1688,7 +1722,7 @@ class _Reader:
                     found is None
                     or (found[1] == "%" and found[3] == ":")
                     or (not found[1] and not found[3] and _reserved(found[2]) is not None)
-                    or not is_shape("".join(found[4].split()))
+                    or not is_shape(shape := "".join(found[4].split()))
                 ):
                     shown = " ".join(piece.split())
                     raise self.error(
@@ -1696,14 +1730,18 @@ class _Reader:
                         f"parameters as 'name: shape' (or 'name shape'), not '{shown}'",
                         near=shown or None,
                     )
+                if (problem := _shape_problem(shape)) is not None:
+                    raise self.error(index, problem, near=found[2])
         if result is None or result in self.header_shapes:
             return result
-        if _PRINTED_SHAPE_TEXT(result) is not None:
+        if _PRINTED_SHAPE_TEXT(result) is not None and _shape_problem(result) is None:
             self.header_shapes.add(result)
             return result
         result = "".join(_ANY_COMMENT.sub(" ", result).split())
         if not is_shape(result):
             raise self.error(index, f"a result shape after '->', not '{result}'", near=result)
+        if (problem := _shape_problem(result)) is not None:
+            raise self.error(index, problem, near="->")
         return result
 
     def printed_parameters(self, parameters: str) -> bool:
@@ -1713,12 +1751,21 @@ class _Reader:
         for piece in parameters.split(", "):
             name, colon, shape = piece.partition(": ")
             if _PARAMETER_NAME(name) is None:
-                return _PRINTED_PARAMETERS(parameters) is not None
+                return self.printed_tuple_parameters(parameters)
             if shape not in known:
                 if not colon or _PRINTED_SHAPE_TEXT(shape) is None:
-                    return _PRINTED_PARAMETERS(parameters) is not None
+                    return self.printed_tuple_parameters(parameters)
+                if _shape_problem(shape) is not None:
+                    return False
                 known.add(shape)
         return True
+
+    def printed_tuple_parameters(self, parameters: str) -> bool:
+        """Whether `parameters` is 'name: shape, ...' as XLA prints it, tuple shapes among
+        them, each shape one XLA takes."""
+        if _PRINTED_PARAMETERS(parameters) is None:
+            return False
+        return all(_shape_problem(shape) is None for shape in _PARAMETER_NAMES(parameters) if shape)
 
     def check_result(self, computation: HloComputation, result: str | None) -> None:
         """XLA rejects a computation whose root does not have the header's result shape."""
@@ -2530,6 +2577,10 @@ class _Reader:
             if name not in defined:
                 self.tuple_element(name, defined, index, instructions, computation)
             if written:
+                if (problem := _shape_problem(written)) is not None:
+                    raise self.error(
+                        index, f"a shape before operand '{name}': {problem}", near=piece
+                    )
                 actual = self.shape_of(name, instructions)
                 if not _compatible(Shape(written), Shape(actual)):
                     raise self.error(
@@ -2555,8 +2606,10 @@ class _Reader:
                 return None
             actual = self.shape_of(name, instructions)
             if written != actual and (written, actual) not in compatible:
-                if _PRINTED_SHAPE_TEXT(written) is None or not _compatible(
-                    Shape(written), Shape(actual)
+                if (
+                    _PRINTED_SHAPE_TEXT(written) is None
+                    or _shape_problem(written) is not None
+                    or not _compatible(Shape(written), Shape(actual))
                 ):
                     return None
                 compatible.add((written, actual))

@@ -2149,3 +2149,86 @@ def test_what_xla_checks_as_it_builds_matches(body: str) -> None:
 )
 def test_module_names_and_threads_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- a shape read alike wherever it is written: an instruction's, a typed operand's, a ---------
+# -- computation's parameter and result, outfeed_shape= and operand_layout_constraints= --------
+
+_NO_LAYOUT = re.compile(r"\s*\{[^{}]*\}")
+
+
+def _placed(where: str, shape: str) -> str:
+    """A module that is valid when `shape` is read as XLA reads it at `where` (the other
+    shapes are `shape` without its layouts)."""
+    base = _NO_LAYOUT.sub("", shape)
+    lines = {
+        "instruction": [f"ROOT p = {shape} parameter(0)"],
+        "typed operand": [f"p = {base} parameter(0)", f"ROOT n = {base} copy({shape} p)"],
+        "outfeed_shape": [
+            f"p = {base} parameter(0)",
+            "t = token[] after-all()",
+            f"ROOT o = token[] outfeed(p, t), outfeed_shape={shape}",
+        ],
+        "operand layout constraint": [
+            f"p = {base} parameter(0)",
+            f'ROOT n = {base} custom-call(p), custom_call_target="x", '
+            f"operand_layout_constraints={{{shape}}}",
+        ],
+    }
+    if where == "signature parameter":
+        return (
+            f"HloModule m\nENTRY e (a: {shape}) -> {base} {{\n  ROOT a = {base} parameter(0)\n}}\n"
+        )
+    if where == "signature result":
+        return (
+            f"HloModule m\nENTRY e (a: {base}) -> {shape} {{\n  ROOT a = {base} parameter(0)\n}}\n"
+        )
+    body = "\n".join(f"  {line}" for line in lines[where])
+    return f"HloModule m\nENTRY e {{\n{body}\n}}\n"
+
+
+_PLACES = [
+    "instruction",
+    "typed operand",
+    "signature parameter",
+    "signature result",
+    "outfeed_shape",
+    "operand layout constraint",
+]
+# layouts of the wrong rank, '{}' (no layout to XLA, after a scalar too), tuple elements
+SHAPES_READ_ALIKE = [
+    "f32[]",
+    "f32[]{}",
+    "f32[]{ }",
+    "f32[] {}",
+    "f32[]{0}",
+    "f32[2]{0}",
+    "f32[2]{}",
+    "f32[2]{1,0}",
+    "f32[2]{0,0}",
+    "f32[2]{1}",
+    "f32[2]{1,0:T(2)}",
+    "f32[2]{0:T(2)}",
+    "f32[2,3]{1,0}",
+    "f32[2,3]{0}",
+    "f32[2,3]{0,1,2}",
+    "f32[2,3]{1 0}",
+    "f32[2,3]{1, /*c*/ 0}",
+    "f32[1,2,3]{0,1,2}",
+    "f32[1,2,3]{0,1}",
+    "(f32[2]{0}, s32[])",
+    "(f32[2]{1}, s32[])",
+    "(f32[2]{1,0})",
+    "(f32[]{})",
+    "(f32[2]{0}, s32[]{})",
+    "((f32[2]{1,0}))",
+    "(f32[2]{0}, (s32[3]{0,1}))",
+    "(f32[2,3]{0,0})",
+]
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize("shape", SHAPES_READ_ALIKE)
+def test_shapes_are_read_alike_everywhere(shape: str, where: str) -> None:
+    text = _placed(where, shape)
+    assert _our_verdict(text) == _xla_verdict(text)
