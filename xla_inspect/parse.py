@@ -549,14 +549,21 @@ def parse_hlo(text: str) -> HloModule:
 
 def _compatible(written: Shape, actual: Shape) -> bool:
     """Whether a shape written before an operand is the operand's, as XLA compares them:
-    element type and dimensions, not layout nor dynamic bounds (`f32[<=2]` is `f32[2]`)."""
+    element type and dimensions, not layout nor dynamic bounds (`f32[<=2]` is `f32[2]`); an
+    unbounded `?` dimension on either side matches any size."""
     if written.is_tuple or actual.is_tuple:
         return (
             written.is_tuple == actual.is_tuple
             and len(written.elements) == len(actual.elements)
             and all(map(_compatible, written.elements, actual.elements))
         )
-    return written.dtype == actual.dtype and written.dims == actual.dims
+    if written.dtype != actual.dtype:
+        return False
+    dims, others = written.dims, actual.dims
+    return dims == others or (
+        len(dims) == len(others)
+        and all(a == b or a is None or b is None for a, b in zip(dims, others, strict=True))
+    )
 
 
 def _product(dims: tuple[int | None, ...]) -> int:

@@ -2232,3 +2232,44 @@ SHAPES_READ_ALIKE = [
 def test_shapes_are_read_alike_everywhere(shape: str, where: str) -> None:
     text = _placed(where, shape)
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# an operand's shape, and the shape written for it; XLA takes an unbounded '?' as any size
+UNBOUNDED_WRITTEN = [
+    ("f32[2]", "f32[?]"),
+    ("f32[?]", "f32[2]"),
+    ("f32[?,3]", "f32[2,3]"),
+    ("f32[?,3]", "f32[<=2,3]"),
+    ("f32[?,3]", "f32[0,3]"),
+    ("f32[<=4,3]", "f32[?,3]"),
+    ("f32[2,3]", "f32[?,?]"),
+    ("f32[2,3]", "f32[?]"),
+    ("f32[]", "f32[?]"),
+    ("f32[2,3]", "f32[?,4]"),
+    ("f32[2]", "s32[?]"),
+    ("(f32[2], s32[])", "(f32[?], s32[])"),
+    ("(f32[?], s32[])", "(f32[5], s32[])"),
+    ("((f32[2]))", "((f32[?]))"),
+    ("(f32[2], s32[])", "(f32[?,?], s32[])"),
+    ("f32[2]", "f32[<=3]"),
+]
+
+
+@pytest.mark.parametrize("where", ["typed operand", "signature result", "layout constraint"])
+@pytest.mark.parametrize(("actual", "written"), UNBOUNDED_WRITTEN)
+def test_unbounded_dimensions_match_any_size_as_in_xla(
+    actual: str, written: str, where: str
+) -> None:
+    if where == "signature result":
+        header = f"ENTRY e (a: {actual}) -> {written}"
+        text = f"HloModule m\n{header} {{\n  ROOT a = {actual} parameter(0)\n}}\n"
+    else:
+        use = (
+            f"copy({written} p)"
+            if where == "typed operand"
+            else f'custom-call(p), custom_call_target="x", operand_layout_constraints={{{written}}}'
+        )
+        text = (
+            f"HloModule m\nENTRY e {{\n  p = {actual} parameter(0)\n  ROOT n = {actual} {use}\n}}\n"
+        )
+    assert _our_verdict(text) == _xla_verdict(text)
