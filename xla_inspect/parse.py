@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from types import MappingProxyType
 
 from xla_inspect._header import check_module_attributes
@@ -72,6 +72,7 @@ _SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/
 _IDENT = re.compile(r"(?a)%?[A-Za-z_][\w.\-]*")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
+_SIGNED_INT = re.compile(r"-?[0-9]+")
 _DTYPE_WORD = re.compile(DTYPE + r"(?![\w.\-])")
 # strings may be double- or single-quoted, with backslash escapes
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
@@ -81,7 +82,7 @@ _GROUP_TOKEN = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]'
 )
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
-_LAYOUT_START = frozenset("0123456789:")
+_LAYOUT_START = frozenset("0123456789:-")
 # a shape as XLA prints it (used when no layout follows after a space or comment)
 _PRINTED_SHAPE = re.compile(
     "(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN + r")(?=[ \t\r\n,)/])"
@@ -108,8 +109,13 @@ _PRINTED_PARAMETERS = re.compile(
 _PARAMETER_NAMES = re.compile(r"(?:\A|, )[A-Za-z_][\w.\-]*+: ").split
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
-_MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
+_MINOR_TO_MAJOR = re.compile(r"(?:-?[0-9]+(?:,-?[0-9]+)*)?")
 _DIMS_AND_ORDER = re.compile(r"\[([^\]]*)\]\{([^}:]*)")
+# each array's dims and minor-to-major order ('' when it has no layout), in shape text
+_DIMS_AND_LAYOUT = re.compile(r"\[([^\]]*)\](?:\{([^}:]*))?").findall
+_LONG_NUMBER = re.compile(r"[0-9]{19}").search
+_LONE_MINUS = re.compile(r"-(?![0-9])").search
+_MINUS_APART = partial(re.compile(r"-(?=[\s/])").sub, "-~")
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # a scalar constant's literal that needs its value checked only (no '.5': XLA's lexer reads
 # a leading '.' only after '-')
@@ -610,9 +616,33 @@ def _joins_numbers(text: str) -> bool:
     )
 
 
+def _number_problem(shape: str) -> str | None:
+    """Why a dimension size or minor-to-major number in `shape` is not one XLA reads: its lexer
+    takes -2^63 to 2^64-1 (from 2^63 on, wrapped to a negative int64), and a size must come
+    out from 0 to 2^63-1 (`-0` is 0), or a bound `<=N` -2^63 (read as `?`: `<=2^63` too).
+    None when each is."""
+    if "-" not in shape and _LONG_NUMBER(shape) is None:
+        return None
+    for dims, order in _DIMS_AND_LAYOUT(shape):
+        for size in dims.split(",") if dims else ():
+            bound = size.removeprefix("<=")
+            if bound == "?" or 0 <= int(bound) < 2**63:
+                continue
+            if bound != size and int(bound) in (-(2**63), 2**63):
+                continue
+            return f"dimension sizes from 0 to 2^63-1, not {size} ('{shape}')"
+        for number in order.split(",") if order else ():
+            if not -(2**63) <= int(number) < 2**64:
+                return f"minor-to-major numbers that fit in 64 bits, not {number} ('{shape}')"
+    return None
+
+
 def _layout_problem(shape: str, tails: bool = False) -> str | None:
     """Why an array shape's layout does not fit its rank or (with `tails`: in an instruction,
-    where XLA reads the part after ':' strictly) XLA's layout syntax, or None."""
+    where XLA reads the part after ':' strictly) XLA's layout syntax, or its dimension sizes
+    or minor-to-major numbers are not ones XLA reads (_number_problem), or None."""
+    if (problem := _number_problem(shape)) is not None:
+        return problem
     if "{" not in shape:
         return None
     if tails and ":" in shape:
@@ -668,6 +698,14 @@ _EMPTY_BRACES = re.compile(r"\]\{\}").search
 _SHAPED_TOKEN = re.compile(r"(?:token|opaque)\[(?!\])").search
 
 
+def _squeezed(shape: str) -> str:
+    """Shape text without its blanks and comments; a '-' that a blank or comment parts from its
+    number (XLA's lexer reads none there) stays followed by '~', which no shape holds."""
+    if "-" in shape:
+        shape = _MINUS_APART(shape)
+    return _SKIP_RUN.sub("", shape)
+
+
 @lru_cache(maxsize=4096)
 def _shape_problem(shape: str) -> str | None:
     """Why XLA's parser refuses `shape` (shape text, blanks and comments removed) wherever it
@@ -675,6 +713,8 @@ def _shape_problem(shape: str) -> str | None:
     outfeed_shape= and operand_layout_constraints=. `{}` is no layout (XLA reads '{' as one only
     before a number or ':'), a token or opaque has no dimensions (XLA's parser aborts), and the
     layout must fit (_layout_problem). None when XLA takes it. Cached: shapes repeat."""
+    if "-" in shape and _LONE_MINUS(shape):
+        return f"a number glued to its '-' ('{shape}')"
     if _EMPTY_BRACES(shape):
         return f"a layout with its dimensions, or none, not '{{}}' ('{shape}')"
     if _SHAPED_TOKEN(shape):
@@ -964,7 +1004,7 @@ class _Reader:
         if not text.startswith("]", at):
             while True:
                 if text.startswith("<=", at):
-                    number = _INT.match(text, self.skip(at + 2))
+                    number = _SIGNED_INT.match(text, self.skip(at + 2))
                     if number is None:
                         raise self.stray(self.skip(at + 2), "a bound after '<='")
                     dims.append("<=" + number.group())
@@ -973,7 +1013,7 @@ class _Reader:
                     dims.append("?")
                     at += 1
                 else:
-                    number = _INT.match(text, at)
+                    number = _SIGNED_INT.match(text, at)
                     if number is None:
                         raise self.stray(at, "a dimension size (N, <=N or ?)")
                     dims.append(number.group())
@@ -994,8 +1034,8 @@ class _Reader:
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
             layout = text[brace + 1 : close]
-            if _joins_numbers(layout):
-                raise self.error_at(brace, "',' between the numbers of a layout")
+            if _joins_numbers(layout) or _LONE_MINUS(layout.partition(":")[0]):
+                raise self.error_at(brace, "',' between the numbers of a layout (a '-' glued)")
             layout = _SKIP_RUN.sub("", layout)
             order = layout.partition(":")[0]
             if _MINOR_TO_MAJOR.fullmatch(order) is None:
@@ -1459,9 +1499,7 @@ class _Reader:
             found = _OUTFEED_SHAPE(instruction.attributes_text)
             if found is None:
                 return None
-            given = _SKIP_RUN.sub(
-                "", split_top_level(instruction.attributes_text[found.end() :])[0]
-            )
+            given = _squeezed(split_top_level(instruction.attributes_text[found.end() :])[0])
             problem = _shape_problem(given)
             return None if problem is None else f"an outfeed_shape XLA reads: {problem}"
         if opcode == "scatter":
@@ -1562,7 +1600,7 @@ class _Reader:
             return None
         text = instruction.attributes_text
         close = match_close(text, found.end() - 1)
-        listed = [_SKIP_RUN.sub("", p) for p in split_top_level(text[found.end() : close])]
+        listed = [_squeezed(p) for p in split_top_level(text[found.end() : close])]
         listed = [p for p in listed if p]
         for given in listed:
             if (problem := _shape_problem(given)) is not None:
@@ -1729,7 +1767,7 @@ class _Reader:
                     found is None
                     or (found[1] == "%" and found[3] == ":")
                     or (not found[1] and not found[3] and _reserved(found[2]) is not None)
-                    or not is_shape(shape := "".join(found[4].split()))
+                    or not is_shape(shape := _squeezed(found[4]))
                 ):
                     shown = " ".join(piece.split())
                     raise self.error(
@@ -1744,7 +1782,7 @@ class _Reader:
         if _PRINTED_SHAPE_TEXT(result) is not None and _shape_problem(result) is None:
             self.header_shapes.add(result)
             return result
-        result = "".join(_ANY_COMMENT.sub(" ", result).split())
+        result = _squeezed(result)
         if not is_shape(result):
             raise self.error(index, f"a result shape after '->', not '{result}'", near=result)
         if (problem := _shape_problem(result)) is not None:
@@ -2573,7 +2611,7 @@ class _Reader:
             if not piece:
                 continue
             match = _TYPED_OPERAND(piece)
-            written = "".join(match.group(1).split()) if match is not None else piece
+            written = _squeezed(match.group(1)) if match is not None else piece
             if match is None or (written and not is_shape(written)):
                 raise self.error(
                     index,

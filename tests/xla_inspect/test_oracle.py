@@ -2224,6 +2224,37 @@ SHAPES_READ_ALIKE = [
     "((f32[2]{1,0}))",
     "(f32[2]{0}, (s32[3]{0,1}))",
     "(f32[2,3]{0,0})",
+    # negative minor-to-major numbers: taken at top level, not in a tuple element (-0 is 0)
+    "f32[2]{-1}",
+    "f32[2,3]{-1,0}",
+    "f32[2,3]{0,-1}",
+    "f32[2]{-0}",
+    "f32[2]{-1:T(2)}",
+    "(f32[2]{-1})",
+    "(f32[2]{-0})",
+    "f32[2]{- 1}",
+    "f32[2]{-/*c*/1}",
+    "f32[2]{0:T(- 1)}",
+    # numbers XLA's lexer reads: -2^63 to 2^64-1, from 2^63 on wrapped to a negative int64
+    "f32[2]{-9223372036854775808}",
+    "f32[2]{-9223372036854775809}",
+    "f32[2]{9223372036854775808}",
+    "f32[2]{18446744073709551616}",
+    # dimension sizes: -0 is 0; 2^63 and more are not sizes, save a bound read as '?'
+    "f32[-0]",
+    "f32[-00]",
+    "f32[-0,3]{1,0}",
+    "(f32[-0])",
+    "f32[<=-0]",
+    "f32[-1]",
+    "f32[- 0]",
+    "f32[9223372036854775807]",
+    "f32[9223372036854775808]",
+    "(f32[9223372036854775808])",
+    "f32[99999999999999999999]",
+    "f32[<=9223372036854775808]",
+    "f32[<=-9223372036854775808]",
+    "f32[<=9223372036854775809]",
 ]
 
 
@@ -2273,3 +2304,26 @@ def test_unbounded_dimensions_match_any_size_as_in_xla(
             f"HloModule m\nENTRY e {{\n  p = {actual} parameter(0)\n  ROOT n = {actual} {use}\n}}\n"
         )
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize(
+    "index", ["9223372036854775807", "9223372036854775808", "18446744073709551616", "-0", "1"]
+)
+def test_integer_attributes_xla_can_read_match_xla(index: str) -> None:
+    text = (
+        "HloModule m\nENTRY e {\n  t = (f32[2]{0}, s32[]) parameter(0)\n"
+        f"  ROOT g = s32[] get-tuple-element(t), index={index}\n}}\n"
+    )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# XLA's parser aborts the process on a token or opaque shape with dimensions, wherever written
+SHAPED_TOKENS = ["token[2]", "opaque[2]", "token[2,3]{1,0}", "(f32[], (opaque[1]))", "token[?]"]
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize("shape", SHAPED_TOKENS)
+def test_tokens_with_dimensions_are_rejected(shape: str, where: str) -> None:
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(_placed(where, shape))
+    assert "\n" not in str(ours.value) and ours.value.line_no in (2, 3, 4, 5)
