@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import cached_property, lru_cache, partial
 from types import MappingProxyType
 
-from xla_inspect._header import check_module_attributes
+from xla_inspect._header import _invalid_layout, _read_tail, check_module_attributes
 from xla_inspect._infer import CannotInfer, infer_shape
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
@@ -602,8 +602,6 @@ _LAYOUT_TAILS = re.compile(r"\]\{[^}:]*:((?:[^{}]|\{[^{}]*\})*)\}").findall
 _ELEMENT_LAYOUTS = re.compile(r"\[([^\]]*)\]\{([^}:]*)(?::((?:[^{}]|\{[^{}]*\})*))?\}").findall
 _NEGATIVE_TILE = re.compile(r"T(?:\([^()]*\))*\([^()]*-").search
 _NO_LINEAR = re.compile(r"L\((?:-|0\))").search
-_ZERO_TILE = re.compile(r"T(?:\([^()]*\))*\((?:[^()]*,)?0[,)]").search
-_SPLIT_DIMENSION = re.compile(r"SC\((-?[0-9]+):").findall
 
 
 def _joins_numbers(text: str) -> bool:
@@ -650,8 +648,8 @@ def _layout_problem(shape: str, tails: bool = False) -> str | None:
             if "/" in tail:
                 if _joins_numbers(tail):
                     return f"',' between the numbers of a layout, not '{tail}'"
-                tail = _SKIP_RUN.sub("", tail)
-            if _LAYOUT_TAIL(tail) is None:
+                tail = _SKIP_RUN.sub(" ", tail)
+            if _LAYOUT_TAIL(tail) is None and not _read_tail(tail).closed:
                 return (
                     f"a layout's part after ':' as D(...), T(...), L(n), #(uN), *(uN), E(n), "
                     f"S(n), SC(...), P(shape), M(n) in that order, not '{tail}' ('{shape}')"
@@ -675,22 +673,16 @@ def _layout_problem(shape: str, tails: bool = False) -> str | None:
 
 def _element_layout_problem(shape: str) -> str | None:
     """Why a tuple's element has a layout XLA rejects there (it checks the layout of a tuple's
-    elements, not of an array shape standing alone): minor-to-major not a permutation of the
-    dimensions, a tile of size 0, E(n) below 0, an index or pointer type #(...) or *(...), or
-    SC(d:...) of a dimension d the array lacks. None when each is valid."""
+    elements, not of an array shape standing alone), as _header's _invalid_layout says:
+    minor-to-major not a permutation of the dimensions, a tile without sizes or of size 0,
+    E(n) below 0, an index or pointer type #(uN) or *(uN), SC(d:...) of a dimension d the
+    array lacks. None when each is valid."""
     for dims, order, tail in _ELEMENT_LAYOUTS(shape):
-        rank = dims.count(",") + 1 if dims else 0
-        listed = _SKIP_RUN.sub("", order)
-        if listed and sorted(int(d) for d in listed.split(",")) != list(range(rank)):
-            return f"a tuple element's layout listing each dimension once, not {{{order}}}"
-        if tail and (
-            _ZERO_TILE(tail)
-            or "E(-" in tail
-            or "#(" in tail
-            or "*(" in tail
-            or any(int(d) >= rank for d in _SPLIT_DIMENSION(tail))
-        ):
-            return f"a tuple element's layout XLA builds, not {{{order}:{tail}}}"
+        problem = _invalid_layout(
+            f"x[{dims}]{{{_SKIP_RUN.sub('', order)}}}", _read_tail(tail) if tail else None
+        )
+        if problem is not None:
+            return f"a tuple element's layout XLA builds: {problem}"
     return None
 
 
@@ -1036,7 +1028,9 @@ class _Reader:
             layout = text[brace + 1 : close]
             if _joins_numbers(layout) or _LONE_MINUS(layout.partition(":")[0]):
                 raise self.error_at(brace, "',' between the numbers of a layout (a '-' glued)")
-            layout = _SKIP_RUN.sub("", layout)
+            order, colon, tail = layout.partition(":")
+            # (blanks part a tail's items: `T S` is two, `TS` none)
+            layout = _SKIP_RUN.sub("", order) + colon + _SKIP_RUN.sub(" ", tail).strip()
             order = layout.partition(":")[0]
             if _MINOR_TO_MAJOR.fullmatch(order) is None:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")

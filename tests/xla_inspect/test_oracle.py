@@ -2327,3 +2327,30 @@ def test_tokens_with_dimensions_are_rejected(shape: str, where: str) -> None:
     with pytest.raises(HloParseError) as ours:
         parse_hlo(_placed(where, shape))
     assert "\n" not in str(ours.value) and ours.value.line_no in (2, 3, 4, 5)
+
+
+# a layout's items after ':' as XLA's ParseLayout reads them: each may stand without its
+# parentheses or stop halfway, and only the layout's '}' must follow the last one read
+LAYOUT_ITEMS = [
+    "T", "S", "D", "E", "L", "M", "SC", "#", "*", "P", "TS", "T()", "T(2)S", "#u8", "#()",
+    "*()", "D(C)T", "T(2)L", "#(u8)*", "#(f32)", "S(1)T(2)", "E(1)E(2)", "T S", "E S(1)",
+    "T(2) S(1)", "T /*c*/ S", " T", "T ",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "written", ["f32[2]{0:ITEMS}", "f32[2,3]{1,0:ITEMS}", "(f32[2]{0:ITEMS}, s32[])"]
+)
+@pytest.mark.parametrize("items", LAYOUT_ITEMS)
+def test_layout_items_match_xla(items: str, written: str) -> None:
+    text = (
+        f"HloModule m\nENTRY e {{\n  ROOT p = {written.replace('ITEMS', items)} parameter(0)\n}}\n"
+    )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("items", [i for i in LAYOUT_ITEMS if " " not in i])
+def test_layout_items_in_signatures_and_typed_operands_match_xla(items: str) -> None:
+    for where in ("signature parameter", "typed operand"):
+        text = _placed(where, f"f32[2]{{0:{items}}}")
+        assert _our_verdict(text) == _xla_verdict(text)
