@@ -331,6 +331,7 @@ _BRANCHES = re.compile(r"(?<![\w.\-])branch_computations=\s*\{([^{}]*)\}").searc
 _LOOKS_AT_OPERANDS = frozenset(
     {
         "reshape",
+        "dynamic-reshape",
         "conditional",
         "custom-call",
         "dynamic-slice",
@@ -570,6 +571,23 @@ def _compatible(written: Shape, actual: Shape) -> bool:
         len(dims) == len(others)
         and all(a == b or a is None or b is None for a, b in zip(dims, others, strict=True))
     )
+
+
+def _element_count_problem(operand: str, result: str, dynamic: bool = False) -> str | None:
+    """Why a reshape (`dynamic`: a dynamic-reshape) of an `operand` shape cannot give `result`:
+    XLA wants as many elements, bounds counted and a `?` counted as 1; a reshape of an operand
+    with a `?` is not checked. None when it can."""
+    before, after = Shape(operand).dims, Shape(result).dims
+    if (None in before and not dynamic) or _count(before) == _count(after):
+        return None
+    return f"a reshape to as many elements as its operand has ({operand}), not {result}"
+
+
+def _count(dims: tuple[int | None, ...]) -> int:
+    count = 1
+    for size in dims:
+        count *= 1 if size is None else size
+    return count
 
 
 def _product(dims: tuple[int | None, ...]) -> int:
@@ -1517,7 +1535,15 @@ class _Reader:
         if opcode in ("reduce", "reduce-window"):
             return f"an even number of operands for '{opcode}', not {count}" if count % 2 else None
         if opcode == "dynamic-reshape":
-            return "an operand for 'dynamic-reshape'" if not operands else None
+            if not operands:
+                return "an operand for 'dynamic-reshape'"
+            rank = len(Shape(instruction.shape).dims)
+            if count != rank + 1:
+                return (
+                    f"one dimension size operand per result dimension for 'dynamic-reshape' "
+                    f"({rank}) after its operand, not {count - 1}"
+                )
+            return _element_count_problem(defined[operands[0]].shape, instruction.shape, True)
         if opcode == "concatenate":
             found = _DIMENSIONS(instruction.attributes_text)
             if found is not None and (not found[1].strip() or "," in found[1]):
@@ -1563,14 +1589,8 @@ class _Reader:
                     f"a tuple shape of {count} element{'s' if count != 1 else ''} for "
                     f"{count} operand{'s' if count != 1 else ''}, not {instruction.shape}"
                 )
-        elif opcode == "reshape":
-            before = Shape(defined[operands[0]].shape).dims if operands else ()
-            after = shape.dims
-            if None not in before and None not in after and _product(before) != _product(after):
-                return (
-                    f"a reshape to as many elements as its operand has "
-                    f"({defined[operands[0]].shape}), not {instruction.shape}"
-                )
+        elif opcode == "reshape" and operands:
+            return _element_count_problem(defined[operands[0]].shape, instruction.shape)
         elif opcode in ("recv", "infeed"):
             if not shape.elements:
                 return f"a non-empty tuple shape for '{opcode}', not {instruction.shape}"

@@ -2354,3 +2354,37 @@ def test_layout_items_in_signatures_and_typed_operands_match_xla(items: str) -> 
     for where in ("signature parameter", "typed operand"):
         text = _placed(where, f"f32[2]{{0:{items}}}")
         assert _our_verdict(text) == _xla_verdict(text)
+
+
+# (operand, result): XLA counts elements with bounds, a '?' as 1, and does not check a reshape
+# of an operand with a '?' (a dynamic-reshape it does)
+RESHAPES = [
+    ("f32[2]", "f32[?]"),
+    ("f32[<=2]", "f32[?]"),
+    ("f32[0]", "f32[?]"),
+    ("f32[]", "f32[?]"),
+    ("f32[2]", "f32[?,?]"),
+    ("f32[0]", "f32[0,?]"),
+    ("f32[]", "f32[0,?]"),
+    ("f32[?]", "f32[5]"),
+    ("f32[?,2]", "f32[3]"),
+    ("f32[2,3]", "f32[6]"),
+    ("f32[2,3]", "f32[5]"),
+    ("f32[6]", "f32[2,<=3]"),
+    ("f32[6]", "f32[2,<=4]"),
+    ("f32[]", "f32[1,1]"),
+]
+
+
+@pytest.mark.parametrize("sizes", [None, 0, 1], ids=["reshape", "rank sizes", "rank+1 sizes"])
+@pytest.mark.parametrize(("operand", "result"), RESHAPES)
+def test_reshape_element_counts_match_xla(operand: str, result: str, sizes: int | None) -> None:
+    rank = 0 if result.endswith("[]") else result.count(",") + 1
+    extra = 0 if sizes is None else rank + sizes
+    lines = [f"p = {operand} parameter(0)"] + [
+        f"a{i} = s32[] parameter({i + 1})" for i in range(extra)
+    ]
+    op = "reshape" if sizes is None else "dynamic-reshape"
+    lines.append(f"ROOT n = {result} {op}({', '.join(['p'] + [f'a{i}' for i in range(extra)])})")
+    text = "HloModule m\nENTRY e {\n" + "".join(f"  {line}\n" for line in lines) + "}\n"
+    assert _our_verdict(text) == _xla_verdict(text)
