@@ -25,9 +25,9 @@ DTYPE = (
     r"(?:pred|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)|bf16|c(?:64|128)"
     r"|f8e[0-9a-z]+|f[46]e[0-9a-z]+|token|opaque)"
 )
-_DIM = r"(?:(?:<=)?[0-9]+|\?)"
+_DIM = r"(?:(?:<=)?-?[0-9]+|\?)"  # (XLA's lexer reads '-0'; _shape_problem bounds them)
 DIMS = r"(?:" + _DIM + r"(?:," + _DIM + r")*)?"
-LAYOUT = r"\{(?:[0-9]+(?:,[0-9]+)*)?(?::[^{}\s]*)?\}"
+LAYOUT = r"\{(?:-?[0-9]+(?:,-?[0-9]+)*)?(?::[^{}\s]*)?\}"
 ARRAY_SHAPE_PATTERN = DTYPE + r"\[" + DIMS + r"\](?:" + LAYOUT + r")?"
 # flat_tuple_shape ::= '(' (array_shape (', ' ('/*index=N*/')? array_shape)*)? ')'
 FLAT_TUPLE_SHAPE_PATTERN = (
@@ -885,6 +885,11 @@ def _enum(words: str, ignore_case: bool = False) -> re.Pattern[str]:
     return re.compile(f"(?:{'|'.join(words.split())}){_END_OF_WORD}", flags)
 
 
+def _fits_int64(text: str) -> bool:
+    """Whether XLA's lexer reads integer `text`: -2^63 to 2^64-1 (2^63 on wrapped)."""
+    return len(text) < 19 or -(2**63) <= int(text) < 2**64
+
+
 _INT_LISTS = (
     "dimensions lhs_contracting_dims rhs_contracting_dims lhs_batch_dims rhs_batch_dims"
     " lhs_ragged_dims rhs_group_dims offset_dims collapsed_slice_dims start_index_map"
@@ -908,7 +913,7 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
         name: ("a braced list of integers like {0,1}", re.compile(_BRACED_INTS))
         for name in _INT_LISTS.split()
     },
-    **{name: ("an integer", re.compile(_INT)) for name in _INTS.split()},
+    **{name: ("an integer", _Checked(_INT, _fits_int64)) for name in _INTS.split()},
     **{name: ("true or false", re.compile(_BOOL)) for name in _BOOLS.split()},
     "kind": (
         "a fusion kind: kLoop, kInput, kOutput or kCustom",

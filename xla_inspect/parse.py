@@ -14,10 +14,10 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, lru_cache, partial
 from types import MappingProxyType
 
-from xla_inspect._header import check_module_attributes
+from xla_inspect._header import _invalid_layout, _read_tail, check_module_attributes
 from xla_inspect._infer import CannotInfer, infer_shape
 from xla_inspect._lexing import (
     ANY_INSTRUCTION_ATTRIBUTES,
@@ -72,6 +72,7 @@ _SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/
 _IDENT = re.compile(r"(?a)%?[A-Za-z_][\w.\-]*")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
+_SIGNED_INT = re.compile(r"-?[0-9]+")
 _DTYPE_WORD = re.compile(DTYPE + r"(?![\w.\-])")
 # strings may be double- or single-quoted, with backslash escapes
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
@@ -81,7 +82,7 @@ _GROUP_TOKEN = re.compile(
     r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|[()\[\]{}"\'/]'
 )
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
-_LAYOUT_START = frozenset("0123456789}:")
+_LAYOUT_START = frozenset("0123456789:-")
 # a shape as XLA prints it (used when no layout follows after a space or comment)
 _PRINTED_SHAPE = re.compile(
     "(?:" + ARRAY_SHAPE_PATTERN + "|" + FLAT_TUPLE_SHAPE_PATTERN + r")(?=[ \t\r\n,)/])"
@@ -104,10 +105,17 @@ _PRINTED_PARAMETERS = re.compile(
     + FLAT_TUPLE_SHAPE_PATTERN
     + r")(?:, (?=.)|\Z))*+"
 ).fullmatch
+# what stands between the shapes of printed parameters (split on it)
+_PARAMETER_NAMES = re.compile(r"(?:\A|, )[A-Za-z_][\w.\-]*+: ").split
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 # a layout's minor_to_major list, and an array shape's dims and layout in canonical text
-_MINOR_TO_MAJOR = re.compile(r"(?:[0-9]+(?:,[0-9]+)*)?")
+_MINOR_TO_MAJOR = re.compile(r"(?:-?[0-9]+(?:,-?[0-9]+)*)?")
 _DIMS_AND_ORDER = re.compile(r"\[([^\]]*)\]\{([^}:]*)")
+# each array's dims and minor-to-major order ('' when it has no layout), in shape text
+_DIMS_AND_LAYOUT = re.compile(r"\[([^\]]*)\](?:\{([^}:]*))?").findall
+_LONG_NUMBER = re.compile(r"[0-9]{19}").search
+_LONE_MINUS = re.compile(r"-(?![0-9])").search
+_MINUS_APART = partial(re.compile(r"-(?=[\s/])").sub, "-~")
 _ANY_COMMENT = re.compile(r"//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
 # a scalar constant's literal that needs its value checked only (no '.5': XLA's lexer reads
 # a leading '.' only after '-')
@@ -300,6 +308,7 @@ _BUILT = frozenset(
         "get-dimension-size",
         "set-dimension-size",
         "scan",
+        "outfeed",
     }
 )
 # opcodes whose dimensions= (when given) names one dimension
@@ -322,6 +331,7 @@ _BRANCHES = re.compile(r"(?<![\w.\-])branch_computations=\s*\{([^{}]*)\}").searc
 _LOOKS_AT_OPERANDS = frozenset(
     {
         "reshape",
+        "dynamic-reshape",
         "conditional",
         "custom-call",
         "dynamic-slice",
@@ -335,6 +345,7 @@ _DIMENSIONS = re.compile(r"(?<![\w.\-])dimensions=\s*\{([^{}]*)\}").search
 _USE_GLOBAL_DEVICE_IDS = re.compile(r"(?<![\w.\-])use_global_device_ids=\s*true\b").search
 _CHANNEL_ID = re.compile(r"(?<![\w.\-])channel_id=").search
 _CHANNEL_VALUE = re.compile(r"(?<![\w.\-])channel_id=\s*(-?[0-9]+)").search
+_OUTFEED_SHAPE = re.compile(r"(?<![\w.\-])outfeed_shape=").search
 _LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
 # an attribute name after a ',' in an attribute list (or inside a nested value), or '' where a
 # ',', '(' or '{name=' follows a ',' (no name there: a doubled ',' or a bracketed piece, which
@@ -545,14 +556,38 @@ def parse_hlo(text: str) -> HloModule:
 
 def _compatible(written: Shape, actual: Shape) -> bool:
     """Whether a shape written before an operand is the operand's, as XLA compares them:
-    element type and dimensions, not layout nor dynamic bounds (`f32[<=2]` is `f32[2]`)."""
+    element type and dimensions, not layout nor dynamic bounds (`f32[<=2]` is `f32[2]`); an
+    unbounded `?` dimension on either side matches any size."""
     if written.is_tuple or actual.is_tuple:
         return (
             written.is_tuple == actual.is_tuple
             and len(written.elements) == len(actual.elements)
             and all(map(_compatible, written.elements, actual.elements))
         )
-    return written.dtype == actual.dtype and written.dims == actual.dims
+    if written.dtype != actual.dtype:
+        return False
+    dims, others = written.dims, actual.dims
+    return dims == others or (
+        len(dims) == len(others)
+        and all(a == b or a is None or b is None for a, b in zip(dims, others, strict=True))
+    )
+
+
+def _element_count_problem(operand: str, result: str, dynamic: bool = False) -> str | None:
+    """Why a reshape (`dynamic`: a dynamic-reshape) of an `operand` shape cannot give `result`:
+    XLA wants as many elements, bounds counted and a `?` counted as 1; a reshape of an operand
+    with a `?` is not checked. None when it can."""
+    before, after = Shape(operand).dims, Shape(result).dims
+    if (None in before and not dynamic) or _count(before) == _count(after):
+        return None
+    return f"a reshape to as many elements as its operand has ({operand}), not {result}"
+
+
+def _count(dims: tuple[int | None, ...]) -> int:
+    count = 1
+    for size in dims:
+        count *= 1 if size is None else size
+    return count
 
 
 def _product(dims: tuple[int | None, ...]) -> int:
@@ -585,8 +620,6 @@ _LAYOUT_TAILS = re.compile(r"\]\{[^}:]*:((?:[^{}]|\{[^{}]*\})*)\}").findall
 _ELEMENT_LAYOUTS = re.compile(r"\[([^\]]*)\]\{([^}:]*)(?::((?:[^{}]|\{[^{}]*\})*))?\}").findall
 _NEGATIVE_TILE = re.compile(r"T(?:\([^()]*\))*\([^()]*-").search
 _NO_LINEAR = re.compile(r"L\((?:-|0\))").search
-_ZERO_TILE = re.compile(r"T(?:\([^()]*\))*\((?:[^()]*,)?0[,)]").search
-_SPLIT_DIMENSION = re.compile(r"SC\((-?[0-9]+):").findall
 
 
 def _joins_numbers(text: str) -> bool:
@@ -599,9 +632,33 @@ def _joins_numbers(text: str) -> bool:
     )
 
 
+def _number_problem(shape: str) -> str | None:
+    """Why a dimension size or minor-to-major number in `shape` is not one XLA reads: its lexer
+    takes -2^63 to 2^64-1 (from 2^63 on, wrapped to a negative int64), and a size must come
+    out from 0 to 2^63-1 (`-0` is 0), or a bound `<=N` -2^63 (read as `?`: `<=2^63` too).
+    None when each is."""
+    if "-" not in shape and _LONG_NUMBER(shape) is None:
+        return None
+    for dims, order in _DIMS_AND_LAYOUT(shape):
+        for size in dims.split(",") if dims else ():
+            bound = size.removeprefix("<=")
+            if bound == "?" or 0 <= int(bound) < 2**63:
+                continue
+            if bound != size and int(bound) in (-(2**63), 2**63):
+                continue
+            return f"dimension sizes from 0 to 2^63-1, not {size} ('{shape}')"
+        for number in order.split(",") if order else ():
+            if not -(2**63) <= int(number) < 2**64:
+                return f"minor-to-major numbers that fit in 64 bits, not {number} ('{shape}')"
+    return None
+
+
 def _layout_problem(shape: str, tails: bool = False) -> str | None:
     """Why an array shape's layout does not fit its rank or (with `tails`: in an instruction,
-    where XLA reads the part after ':' strictly) XLA's layout syntax, or None."""
+    where XLA reads the part after ':' strictly) XLA's layout syntax, or its dimension sizes
+    or minor-to-major numbers are not ones XLA reads (_number_problem), or None."""
+    if (problem := _number_problem(shape)) is not None:
+        return problem
     if "{" not in shape:
         return None
     if tails and ":" in shape:
@@ -609,8 +666,8 @@ def _layout_problem(shape: str, tails: bool = False) -> str | None:
             if "/" in tail:
                 if _joins_numbers(tail):
                     return f"',' between the numbers of a layout, not '{tail}'"
-                tail = _SKIP_RUN.sub("", tail)
-            if _LAYOUT_TAIL(tail) is None:
+                tail = _SKIP_RUN.sub(" ", tail)
+            if _LAYOUT_TAIL(tail) is None and not _read_tail(tail).closed:
                 return (
                     f"a layout's part after ':' as D(...), T(...), L(n), #(uN), *(uN), E(n), "
                     f"S(n), SC(...), P(shape), M(n) in that order, not '{tail}' ('{shape}')"
@@ -634,23 +691,45 @@ def _layout_problem(shape: str, tails: bool = False) -> str | None:
 
 def _element_layout_problem(shape: str) -> str | None:
     """Why a tuple's element has a layout XLA rejects there (it checks the layout of a tuple's
-    elements, not of an array shape standing alone): minor-to-major not a permutation of the
-    dimensions, a tile of size 0, E(n) below 0, an index or pointer type #(...) or *(...), or
-    SC(d:...) of a dimension d the array lacks. None when each is valid."""
+    elements, not of an array shape standing alone), as _header's _invalid_layout says:
+    minor-to-major not a permutation of the dimensions, a tile without sizes or of size 0,
+    E(n) below 0, an index or pointer type #(uN) or *(uN), SC(d:...) of a dimension d the
+    array lacks. None when each is valid."""
     for dims, order, tail in _ELEMENT_LAYOUTS(shape):
-        rank = dims.count(",") + 1 if dims else 0
-        listed = _SKIP_RUN.sub("", order)
-        if listed and sorted(int(d) for d in listed.split(",")) != list(range(rank)):
-            return f"a tuple element's layout listing each dimension once, not {{{order}}}"
-        if tail and (
-            _ZERO_TILE(tail)
-            or "E(-" in tail
-            or "#(" in tail
-            or "*(" in tail
-            or any(int(d) >= rank for d in _SPLIT_DIMENSION(tail))
-        ):
-            return f"a tuple element's layout XLA builds, not {{{order}:{tail}}}"
+        problem = _invalid_layout(
+            f"x[{dims}]{{{_SKIP_RUN.sub('', order)}}}", _read_tail(tail) if tail else None
+        )
+        if problem is not None:
+            return f"a tuple element's layout XLA builds: {problem}"
     return None
+
+
+_EMPTY_BRACES = re.compile(r"\]\{\}").search
+_SHAPED_TOKEN = re.compile(r"(?:token|opaque)\[(?!\])").search
+
+
+def _squeezed(shape: str) -> str:
+    """Shape text without its blanks and comments; a '-' that a blank or comment parts from its
+    number (XLA's lexer reads none there) stays followed by '~', which no shape holds."""
+    if "-" in shape:
+        shape = _MINUS_APART(shape)
+    return _SKIP_RUN.sub("", shape)
+
+
+@lru_cache(maxsize=4096)
+def _shape_problem(shape: str) -> str | None:
+    """Why XLA's parser refuses `shape` (shape text, blanks and comments removed) wherever it
+    reads one: an instruction's shape, a typed operand's, a computation's parameters and result,
+    outfeed_shape= and operand_layout_constraints=. `{}` is no layout (XLA reads '{' as one only
+    before a number or ':'), a token or opaque has no dimensions (XLA's parser aborts), and the
+    layout must fit (_layout_problem). None when XLA takes it. Cached: shapes repeat."""
+    if "-" in shape and _LONE_MINUS(shape):
+        return f"a number glued to its '-' ('{shape}')"
+    if _EMPTY_BRACES(shape):
+        return f"a layout with its dimensions, or none, not '{{}}' ('{shape}')"
+    if _SHAPED_TOKEN(shape):
+        return f"no dimensions for a token or opaque shape (XLA's parser aborts on '{shape}')"
+    return _layout_problem(shape, tails=True)
 
 
 # a line that starts another instruction, or closes the computation ('name=' without a blank
@@ -902,7 +981,7 @@ class _Reader:
             text[pos] == "(" or not text.startswith("{", self.skip(printed.end()))
         ):
             shape = printed.group()
-            if (problem := _layout_problem(shape, tails=True)) is not None:
+            if (problem := _shape_problem(shape)) is not None:
                 raise self.error_at(pos, problem)
             return shape, printed.end()
         if text.startswith("(", pos):
@@ -935,7 +1014,7 @@ class _Reader:
         if not text.startswith("]", at):
             while True:
                 if text.startswith("<=", at):
-                    number = _INT.match(text, self.skip(at + 2))
+                    number = _SIGNED_INT.match(text, self.skip(at + 2))
                     if number is None:
                         raise self.stray(self.skip(at + 2), "a bound after '<='")
                     dims.append("<=" + number.group())
@@ -944,7 +1023,7 @@ class _Reader:
                     dims.append("?")
                     at += 1
                 else:
-                    number = _INT.match(text, at)
+                    number = _SIGNED_INT.match(text, at)
                     if number is None:
                         raise self.stray(at, "a dimension size (N, <=N or ?)")
                     dims.append(number.group())
@@ -965,20 +1044,22 @@ class _Reader:
             if close < 0:
                 raise self.error_at(brace, "'}' to close the layout")
             layout = text[brace + 1 : close]
-            if _joins_numbers(layout):
-                raise self.error_at(brace, "',' between the numbers of a layout")
-            layout = _SKIP_RUN.sub("", layout)
+            if _joins_numbers(layout) or _LONE_MINUS(layout.partition(":")[0]):
+                raise self.error_at(brace, "',' between the numbers of a layout (a '-' glued)")
+            order, colon, tail = layout.partition(":")
+            # (blanks part a tail's items: `T S` is two, `TS` none)
+            layout = _SKIP_RUN.sub("", order) + colon + _SKIP_RUN.sub(" ", tail).strip()
             order = layout.partition(":")[0]
             if _MINOR_TO_MAJOR.fullmatch(order) is None:
                 raise self.error_at(brace, "a layout like '{1,0}' (minor-to-major dimensions)")
             shape += "{" + layout + "}"
             at = close + 1
-        if (problem := _layout_problem(shape, tails=True)) is not None:
+        if (problem := _shape_problem(shape)) is not None:
             raise self.error_at(pos, problem)
         return shape, at
 
     def check_shape(self, shape: str, index: int) -> None:
-        problem = _layout_problem(shape, tails=True)
+        problem = _shape_problem(shape)
         if problem is not None:
             raise self.error(index, problem, near=shape.partition("[")[0])
 
@@ -1426,6 +1507,13 @@ class _Reader:
             found = _DIMENSIONS(instruction.attributes_text)
             if found is not None and (not found[1].strip() or "," in found[1]):
                 return f"one dimension in dimensions= of '{opcode}', not {{{found[1]}}}"
+        if opcode == "outfeed":
+            found = _OUTFEED_SHAPE(instruction.attributes_text)
+            if found is None:
+                return None
+            given = _squeezed(split_top_level(instruction.attributes_text[found.end() :])[0])
+            problem = _shape_problem(given)
+            return None if problem is None else f"an outfeed_shape XLA reads: {problem}"
         if opcode == "scatter":
             return None if count % 2 else f"an odd number of operands for 'scatter', not {count}"
         if opcode == "conditional":
@@ -1447,7 +1535,15 @@ class _Reader:
         if opcode in ("reduce", "reduce-window"):
             return f"an even number of operands for '{opcode}', not {count}" if count % 2 else None
         if opcode == "dynamic-reshape":
-            return "an operand for 'dynamic-reshape'" if not operands else None
+            if not operands:
+                return "an operand for 'dynamic-reshape'"
+            rank = len(Shape(instruction.shape).dims)
+            if count != rank + 1:
+                return (
+                    f"one dimension size operand per result dimension for 'dynamic-reshape' "
+                    f"({rank}) after its operand, not {count - 1}"
+                )
+            return _element_count_problem(defined[operands[0]].shape, instruction.shape, True)
         if opcode == "concatenate":
             found = _DIMENSIONS(instruction.attributes_text)
             if found is not None and (not found[1].strip() or "," in found[1]):
@@ -1493,14 +1589,8 @@ class _Reader:
                     f"a tuple shape of {count} element{'s' if count != 1 else ''} for "
                     f"{count} operand{'s' if count != 1 else ''}, not {instruction.shape}"
                 )
-        elif opcode == "reshape":
-            before = Shape(defined[operands[0]].shape).dims if operands else ()
-            after = shape.dims
-            if None not in before and None not in after and _product(before) != _product(after):
-                return (
-                    f"a reshape to as many elements as its operand has "
-                    f"({defined[operands[0]].shape}), not {instruction.shape}"
-                )
+        elif opcode == "reshape" and operands:
+            return _element_count_problem(defined[operands[0]].shape, instruction.shape)
         elif opcode in ("recv", "infeed"):
             if not shape.elements:
                 return f"a non-empty tuple shape for '{opcode}', not {instruction.shape}"
@@ -1524,8 +1614,11 @@ class _Reader:
             return None
         text = instruction.attributes_text
         close = match_close(text, found.end() - 1)
-        listed = [_SKIP_RUN.sub("", p) for p in split_top_level(text[found.end() : close])]
+        listed = [_squeezed(p) for p in split_top_level(text[found.end() : close])]
         listed = [p for p in listed if p]
+        for given in listed:
+            if (problem := _shape_problem(given)) is not None:
+                return f"operand_layout_constraints of shapes XLA reads: {problem}"
         operands = instruction.operands
         if len(listed) != len(operands):
             return (
@@ -1688,7 +1781,7 @@ class _Reader:
                     found is None
                     or (found[1] == "%" and found[3] == ":")
                     or (not found[1] and not found[3] and _reserved(found[2]) is not None)
-                    or not is_shape("".join(found[4].split()))
+                    or not is_shape(shape := _squeezed(found[4]))
                 ):
                     shown = " ".join(piece.split())
                     raise self.error(
@@ -1696,14 +1789,18 @@ class _Reader:
                         f"parameters as 'name: shape' (or 'name shape'), not '{shown}'",
                         near=shown or None,
                     )
+                if (problem := _shape_problem(shape)) is not None:
+                    raise self.error(index, problem, near=found[2])
         if result is None or result in self.header_shapes:
             return result
-        if _PRINTED_SHAPE_TEXT(result) is not None:
+        if _PRINTED_SHAPE_TEXT(result) is not None and _shape_problem(result) is None:
             self.header_shapes.add(result)
             return result
-        result = "".join(_ANY_COMMENT.sub(" ", result).split())
+        result = _squeezed(result)
         if not is_shape(result):
             raise self.error(index, f"a result shape after '->', not '{result}'", near=result)
+        if (problem := _shape_problem(result)) is not None:
+            raise self.error(index, problem, near="->")
         return result
 
     def printed_parameters(self, parameters: str) -> bool:
@@ -1713,12 +1810,21 @@ class _Reader:
         for piece in parameters.split(", "):
             name, colon, shape = piece.partition(": ")
             if _PARAMETER_NAME(name) is None:
-                return _PRINTED_PARAMETERS(parameters) is not None
+                return self.printed_tuple_parameters(parameters)
             if shape not in known:
                 if not colon or _PRINTED_SHAPE_TEXT(shape) is None:
-                    return _PRINTED_PARAMETERS(parameters) is not None
+                    return self.printed_tuple_parameters(parameters)
+                if _shape_problem(shape) is not None:
+                    return False
                 known.add(shape)
         return True
+
+    def printed_tuple_parameters(self, parameters: str) -> bool:
+        """Whether `parameters` is 'name: shape, ...' as XLA prints it, tuple shapes among
+        them, each shape one XLA takes."""
+        if _PRINTED_PARAMETERS(parameters) is None:
+            return False
+        return all(_shape_problem(shape) is None for shape in _PARAMETER_NAMES(parameters) if shape)
 
     def check_result(self, computation: HloComputation, result: str | None) -> None:
         """XLA rejects a computation whose root does not have the header's result shape."""
@@ -2519,7 +2625,7 @@ class _Reader:
             if not piece:
                 continue
             match = _TYPED_OPERAND(piece)
-            written = "".join(match.group(1).split()) if match is not None else piece
+            written = _squeezed(match.group(1)) if match is not None else piece
             if match is None or (written and not is_shape(written)):
                 raise self.error(
                     index,
@@ -2530,6 +2636,10 @@ class _Reader:
             if name not in defined:
                 self.tuple_element(name, defined, index, instructions, computation)
             if written:
+                if (problem := _shape_problem(written)) is not None:
+                    raise self.error(
+                        index, f"a shape before operand '{name}': {problem}", near=piece
+                    )
                 actual = self.shape_of(name, instructions)
                 if not _compatible(Shape(written), Shape(actual)):
                     raise self.error(
@@ -2555,8 +2665,10 @@ class _Reader:
                 return None
             actual = self.shape_of(name, instructions)
             if written != actual and (written, actual) not in compatible:
-                if _PRINTED_SHAPE_TEXT(written) is None or not _compatible(
-                    Shape(written), Shape(actual)
+                if (
+                    _PRINTED_SHAPE_TEXT(written) is None
+                    or _shape_problem(written) is not None
+                    or not _compatible(Shape(written), Shape(actual))
                 ):
                     return None
                 compatible.add((written, actual))

@@ -2149,3 +2149,242 @@ def test_what_xla_checks_as_it_builds_matches(body: str) -> None:
 )
 def test_module_names_and_threads_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- a shape read alike wherever it is written: an instruction's, a typed operand's, a ---------
+# -- computation's parameter and result, outfeed_shape= and operand_layout_constraints= --------
+
+_NO_LAYOUT = re.compile(r"\s*\{[^{}]*\}")
+
+
+def _placed(where: str, shape: str) -> str:
+    """A module that is valid when `shape` is read as XLA reads it at `where` (the other
+    shapes are `shape` without its layouts)."""
+    base = _NO_LAYOUT.sub("", shape)
+    lines = {
+        "instruction": [f"ROOT p = {shape} parameter(0)"],
+        "typed operand": [f"p = {base} parameter(0)", f"ROOT n = {base} copy({shape} p)"],
+        "outfeed_shape": [
+            f"p = {base} parameter(0)",
+            "t = token[] after-all()",
+            f"ROOT o = token[] outfeed(p, t), outfeed_shape={shape}",
+        ],
+        "operand layout constraint": [
+            f"p = {base} parameter(0)",
+            f'ROOT n = {base} custom-call(p), custom_call_target="x", '
+            f"operand_layout_constraints={{{shape}}}",
+        ],
+    }
+    if where == "signature parameter":
+        return (
+            f"HloModule m\nENTRY e (a: {shape}) -> {base} {{\n  ROOT a = {base} parameter(0)\n}}\n"
+        )
+    if where == "signature result":
+        return (
+            f"HloModule m\nENTRY e (a: {base}) -> {shape} {{\n  ROOT a = {base} parameter(0)\n}}\n"
+        )
+    body = "\n".join(f"  {line}" for line in lines[where])
+    return f"HloModule m\nENTRY e {{\n{body}\n}}\n"
+
+
+_PLACES = [
+    "instruction",
+    "typed operand",
+    "signature parameter",
+    "signature result",
+    "outfeed_shape",
+    "operand layout constraint",
+]
+# layouts of the wrong rank, '{}' (no layout to XLA, after a scalar too), tuple elements
+SHAPES_READ_ALIKE = [
+    "f32[]",
+    "f32[]{}",
+    "f32[]{ }",
+    "f32[] {}",
+    "f32[]{0}",
+    "f32[2]{0}",
+    "f32[2]{}",
+    "f32[2]{1,0}",
+    "f32[2]{0,0}",
+    "f32[2]{1}",
+    "f32[2]{1,0:T(2)}",
+    "f32[2]{0:T(2)}",
+    "f32[2,3]{1,0}",
+    "f32[2,3]{0}",
+    "f32[2,3]{0,1,2}",
+    "f32[2,3]{1 0}",
+    "f32[2,3]{1, /*c*/ 0}",
+    "f32[1,2,3]{0,1,2}",
+    "f32[1,2,3]{0,1}",
+    "(f32[2]{0}, s32[])",
+    "(f32[2]{1}, s32[])",
+    "(f32[2]{1,0})",
+    "(f32[]{})",
+    "(f32[2]{0}, s32[]{})",
+    "((f32[2]{1,0}))",
+    "(f32[2]{0}, (s32[3]{0,1}))",
+    "(f32[2,3]{0,0})",
+    # negative minor-to-major numbers: taken at top level, not in a tuple element (-0 is 0)
+    "f32[2]{-1}",
+    "f32[2,3]{-1,0}",
+    "f32[2,3]{0,-1}",
+    "f32[2]{-0}",
+    "f32[2]{-1:T(2)}",
+    "(f32[2]{-1})",
+    "(f32[2]{-0})",
+    "f32[2]{- 1}",
+    "f32[2]{-/*c*/1}",
+    "f32[2]{0:T(- 1)}",
+    # numbers XLA's lexer reads: -2^63 to 2^64-1, from 2^63 on wrapped to a negative int64
+    "f32[2]{-9223372036854775808}",
+    "f32[2]{-9223372036854775809}",
+    "f32[2]{9223372036854775808}",
+    "f32[2]{18446744073709551616}",
+    # dimension sizes: -0 is 0; 2^63 and more are not sizes, save a bound read as '?'
+    "f32[-0]",
+    "f32[-00]",
+    "f32[-0,3]{1,0}",
+    "(f32[-0])",
+    "f32[<=-0]",
+    "f32[-1]",
+    "f32[- 0]",
+    "f32[9223372036854775807]",
+    "f32[9223372036854775808]",
+    "(f32[9223372036854775808])",
+    "f32[99999999999999999999]",
+    "f32[<=9223372036854775808]",
+    "f32[<=-9223372036854775808]",
+    "f32[<=9223372036854775809]",
+]
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize("shape", SHAPES_READ_ALIKE)
+def test_shapes_are_read_alike_everywhere(shape: str, where: str) -> None:
+    text = _placed(where, shape)
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# an operand's shape, and the shape written for it; XLA takes an unbounded '?' as any size
+UNBOUNDED_WRITTEN = [
+    ("f32[2]", "f32[?]"),
+    ("f32[?]", "f32[2]"),
+    ("f32[?,3]", "f32[2,3]"),
+    ("f32[?,3]", "f32[<=2,3]"),
+    ("f32[?,3]", "f32[0,3]"),
+    ("f32[<=4,3]", "f32[?,3]"),
+    ("f32[2,3]", "f32[?,?]"),
+    ("f32[2,3]", "f32[?]"),
+    ("f32[]", "f32[?]"),
+    ("f32[2,3]", "f32[?,4]"),
+    ("f32[2]", "s32[?]"),
+    ("(f32[2], s32[])", "(f32[?], s32[])"),
+    ("(f32[?], s32[])", "(f32[5], s32[])"),
+    ("((f32[2]))", "((f32[?]))"),
+    ("(f32[2], s32[])", "(f32[?,?], s32[])"),
+    ("f32[2]", "f32[<=3]"),
+]
+
+
+@pytest.mark.parametrize("where", ["typed operand", "signature result", "layout constraint"])
+@pytest.mark.parametrize(("actual", "written"), UNBOUNDED_WRITTEN)
+def test_unbounded_dimensions_match_any_size_as_in_xla(
+    actual: str, written: str, where: str
+) -> None:
+    if where == "signature result":
+        header = f"ENTRY e (a: {actual}) -> {written}"
+        text = f"HloModule m\n{header} {{\n  ROOT a = {actual} parameter(0)\n}}\n"
+    else:
+        use = (
+            f"copy({written} p)"
+            if where == "typed operand"
+            else f'custom-call(p), custom_call_target="x", operand_layout_constraints={{{written}}}'
+        )
+        text = (
+            f"HloModule m\nENTRY e {{\n  p = {actual} parameter(0)\n  ROOT n = {actual} {use}\n}}\n"
+        )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize(
+    "index", ["9223372036854775807", "9223372036854775808", "18446744073709551616", "-0", "1"]
+)
+def test_integer_attributes_xla_can_read_match_xla(index: str) -> None:
+    text = (
+        "HloModule m\nENTRY e {\n  t = (f32[2]{0}, s32[]) parameter(0)\n"
+        f"  ROOT g = s32[] get-tuple-element(t), index={index}\n}}\n"
+    )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# XLA's parser aborts the process on a token or opaque shape with dimensions, wherever written
+SHAPED_TOKENS = ["token[2]", "opaque[2]", "token[2,3]{1,0}", "(f32[], (opaque[1]))", "token[?]"]
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize("shape", SHAPED_TOKENS)
+def test_tokens_with_dimensions_are_rejected(shape: str, where: str) -> None:
+    with pytest.raises(HloParseError) as ours:
+        parse_hlo(_placed(where, shape))
+    assert "\n" not in str(ours.value) and ours.value.line_no in (2, 3, 4, 5)
+
+
+# a layout's items after ':' as XLA's ParseLayout reads them: each may stand without its
+# parentheses or stop halfway, and only the layout's '}' must follow the last one read
+LAYOUT_ITEMS = [
+    "T", "S", "D", "E", "L", "M", "SC", "#", "*", "P", "TS", "T()", "T(2)S", "#u8", "#()",
+    "*()", "D(C)T", "T(2)L", "#(u8)*", "#(f32)", "S(1)T(2)", "E(1)E(2)", "T S", "E S(1)",
+    "T(2) S(1)", "T /*c*/ S", " T", "T ",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "written", ["f32[2]{0:ITEMS}", "f32[2,3]{1,0:ITEMS}", "(f32[2]{0:ITEMS}, s32[])"]
+)
+@pytest.mark.parametrize("items", LAYOUT_ITEMS)
+def test_layout_items_match_xla(items: str, written: str) -> None:
+    text = (
+        f"HloModule m\nENTRY e {{\n  ROOT p = {written.replace('ITEMS', items)} parameter(0)\n}}\n"
+    )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("items", [i for i in LAYOUT_ITEMS if " " not in i])
+def test_layout_items_in_signatures_and_typed_operands_match_xla(items: str) -> None:
+    for where in ("signature parameter", "typed operand"):
+        text = _placed(where, f"f32[2]{{0:{items}}}")
+        assert _our_verdict(text) == _xla_verdict(text)
+
+
+# (operand, result): XLA counts elements with bounds, a '?' as 1, and does not check a reshape
+# of an operand with a '?' (a dynamic-reshape it does)
+RESHAPES = [
+    ("f32[2]", "f32[?]"),
+    ("f32[<=2]", "f32[?]"),
+    ("f32[0]", "f32[?]"),
+    ("f32[]", "f32[?]"),
+    ("f32[2]", "f32[?,?]"),
+    ("f32[0]", "f32[0,?]"),
+    ("f32[]", "f32[0,?]"),
+    ("f32[?]", "f32[5]"),
+    ("f32[?,2]", "f32[3]"),
+    ("f32[2,3]", "f32[6]"),
+    ("f32[2,3]", "f32[5]"),
+    ("f32[6]", "f32[2,<=3]"),
+    ("f32[6]", "f32[2,<=4]"),
+    ("f32[]", "f32[1,1]"),
+]
+
+
+@pytest.mark.parametrize("sizes", [None, 0, 1], ids=["reshape", "rank sizes", "rank+1 sizes"])
+@pytest.mark.parametrize(("operand", "result"), RESHAPES)
+def test_reshape_element_counts_match_xla(operand: str, result: str, sizes: int | None) -> None:
+    rank = 0 if result.endswith("[]") else result.count(",") + 1
+    extra = 0 if sizes is None else rank + sizes
+    lines = [f"p = {operand} parameter(0)"] + [
+        f"a{i} = s32[] parameter({i + 1})" for i in range(extra)
+    ]
+    op = "reshape" if sizes is None else "dynamic-reshape"
+    lines.append(f"ROOT n = {result} {op}({', '.join(['p'] + [f'a{i}' for i in range(extra)])})")
+    text = "HloModule m\nENTRY e {\n" + "".join(f"  {line}\n" for line in lines) + "}\n"
+    assert _our_verdict(text) == _xla_verdict(text)
