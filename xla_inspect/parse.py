@@ -35,6 +35,7 @@ from xla_inspect._lexing import (
     is_shape,
     literal_value_problem,
     match_close,
+    metadata_int_ok,
     split_attributes,
     split_top_level,
 )
@@ -405,7 +406,7 @@ _METADATA_FIELDS = {
     "op_type": "a string",
     "op_name": "a string",
     "source_file": "a string",
-    "source_line": "an integer",  # an int32, as every integer field
+    "source_line": "an integer",  # an int32, as every integer field (see metadata_int_ok)
     "source_end_line": "an integer",
     "source_column": "an integer",
     "source_end_column": "an integer",
@@ -2317,7 +2318,7 @@ class _Reader:
                 )
             seen.add(field)
             if _FIELD_VALUE[kind].fullmatch(text) is None or (
-                kind == "an integer" and not -(2**31) <= int(text) < 2**31
+                kind != "a string" and not metadata_int_ok(field, text)
             ):
                 raise self.error(
                     index, f"{kind} for metadata field '{field}', not '{text}'", near=field

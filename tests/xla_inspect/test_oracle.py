@@ -626,9 +626,25 @@ _VALUES_OF_NAME = {
             "{mode= highest }",
         ],
     ),
+    # (another word: XLA reads it, then aborts the process building the instruction; see
+    # test_values_xla_aborts_on_are_rejected)
     "transpose_a": (
         ["true", '"NO_TRANSPOSE"', "1", "{NO_TRANSPOSE}", "f32"],
-        ["NO_TRANSPOSE", "ADJOINT", "transpose"],
+        ["NO_TRANSPOSE", "ADJOINT", "TRANSPOSE"],
+    ),
+    "order": (["total", "Total", "TOTALORDER", "1", '"TOTAL"'], ["TOTAL", "PARTIAL"]),
+    ("shuffle", "mode"): (["up", "ROTATE", "cross_replica", "0", "{rotate}"], ["rotate"]),
+    ("collective-permute", "slice_sizes"): (
+        ["x", "0", "{0}", "{1,2}", "{{1},}", "{{99999999999999999999}}"],
+        ["{}", "{{1}}", "{{1},{2, 3}}"],
+    ),
+    ("collective-permute-start", "slice_sizes"): (
+        ["x", "0", "{0}", "{1,2}", "{{1},}", "{{99999999999999999999}}"],
+        ["{}", "{{1}}", "{{1},{2, 3}}"],
+    ),
+    "sparsity_config": (
+        ["x", '"x"', "{a=1}", "{lhs={},rhs={}}", "{,lhs={}}", "{lhs=1}"],
+        ["{}", "{lhs={}}", "{rhs={}}", "{lhs={} rhs={}}", "{ lhs={} }"],
     ),
     "control-predecessors": (
         ["{}", "-1", "{0}", "{p0,}", "{p0 p1}", '"p0"', "p0"],
@@ -2149,3 +2165,94 @@ def test_what_xla_checks_as_it_builds_matches(body: str) -> None:
 )
 def test_module_names_and_threads_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- attribute values: integer ranges, enumerations, metadata, escapes, nesting ----------------
+
+_ATTR_MODULE = (
+    "HloModule m\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+    "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n"
+    "ENTRY %e (p: f32[4], q: f32[2,2]) -> f32[4] {\n  %p = f32[4] parameter(0)\n"
+    "  %q = f32[2,2] parameter(1)\n  %z = f32[] constant(0)\n  ROOT %r = ROOT_TEXT\n}\n"
+)
+_BIG = {
+    "2^63-1": str(2**63 - 1),
+    "2^63": str(2**63),
+    "2^64-1": str(2**64 - 1),
+    "2^64": str(2**64),
+    "-2^63": str(-(2**63)),
+    "-2^63-1": str(-(2**63) - 1),
+}
+# XLA's lexer takes integers in [-2^63, 2^64-1] in every attribute; padding and a window's pad
+# are read as int64s; metadata's integers are int32s once read as int64s (2^64-1 is -1)
+_INTEGER_ROOTS = {
+    "channel_id": "f32[4] all-reduce(%p), channel_id=N, to_apply=%add",
+    "replica_groups": "f32[4] all-reduce(%p), replica_groups={{0,N}}, to_apply=%add",
+    "source_target_pairs": "f32[4] collective-permute(%p), source_target_pairs={{0,N}}",
+    "dimensions": "f32[4] reverse(%p), dimensions={N}",
+    "iota_dimension": "f32[4] iota(), iota_dimension=N",
+    "window size": "f32[4] reduce-window(%p, %z), window={size=N}, to_apply=%add",
+    "window sizes": "f32[4] reduce-window(%p, %z), window={size=1xN}, to_apply=%add",
+    "window pad": "f32[4] reduce-window(%p, %z), window={size=1 pad=N_0}, to_apply=%add",
+    "padding": "f32[4] pad(%p, %z), padding=N_0",
+    "slice": "f32[4] slice(%p), slice={[0:N]}",
+    "device": "f32[4] negate(%p), sharding={maximal device=N}",
+    "aliasing": (
+        'f32[4] custom-call(%p), custom_call_target="x", output_to_operand_aliasing={{}: (N, {})}'
+    ),
+    "statistics": "f32[4] negate(%p), statistics={visualizing_index=N}",
+    "metadata source_line": "f32[4] negate(%p), metadata={source_line=N}",
+    "metadata stack_frame_id": "f32[4] negate(%p), metadata={stack_frame_id=N}",
+    "sharding metadata": "f32[4] negate(%p), sharding={replicated metadata={source_line=N}}",
+    "profile_type": "f32[4] negate(%p), metadata={profile_type={N}}",
+}
+
+
+@pytest.mark.parametrize("big", list(_BIG.values()), ids=list(_BIG))
+@pytest.mark.parametrize("root", list(_INTEGER_ROOTS.values()), ids=list(_INTEGER_ROOTS))
+def test_integer_attribute_ranges_match_xla(root: str, big: str) -> None:
+    text = _ATTR_MODULE.replace("ROOT_TEXT", root.replace("N", big))
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+_VALUE_ROOTS = {
+    "profile_type 0-3": "f32[4] negate(%p), metadata={profile_type={0,1,2,3}}",
+    "profile_type 4": "f32[4] negate(%p), metadata={profile_type={4}}",
+    "profile_type -1": "f32[4] negate(%p), metadata={profile_type={-1}}",
+    "profile_type 2^32+1": "f32[4] negate(%p), metadata={profile_type={4294967297}}",
+    "sharding profile_type 5": (
+        "f32[4] negate(%p), sharding={replicated metadata={profile_type={5}}}"
+    ),
+    "ulps 2^31": "f32[4] exponential(%p), result_accuracy={tolerance={ulps=2147483648}}",
+    "ulps 1.5": "f32[4] exponential(%p), result_accuracy={tolerance={ulps=1.5}}",
+    "atol -0": "f32[4] exponential(%p), result_accuracy={tolerance={atol=-0.0}}",
+    "atol inf": "f32[4] exponential(%p), result_accuracy={tolerance={atol=inf}}",
+    "order TOTAL": "pred[4] compare(%p, %p), direction=LT, order=TOTAL",
+    "order total": "pred[4] compare(%p, %p), direction=LT, order=total",
+    "shuffle rotate": "f32[4] shuffle(%p), dimensions={0}, mode=rotate, shifts={1}",
+    "shuffle up": "f32[4] shuffle(%p), dimensions={0}, mode=up, shifts={1}",
+    "transpose_a ADJOINT": "f32[2,2] triangular-solve(%q, %q), transpose_a=ADJOINT",
+}
+
+
+@pytest.mark.parametrize("root", list(_VALUE_ROOTS.values()), ids=list(_VALUE_ROOTS))
+def test_enumerated_and_checked_values_match_xla(root: str) -> None:
+    text = _ATTR_MODULE.replace("ROOT_TEXT", root)
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+# XLA reads these, then aborts the process as it builds the instruction (so no XLA call here)
+_ABORTING_ROOTS = {
+    "transpose_a BOGUS": "f32[2,2] triangular-solve(%q, %q), transpose_a=BOGUS",
+    "transpose_a lower case": "f32[2,2] triangular-solve(%q, %q), transpose_a=transpose",
+    "negative atol": "f32[4] exponential(%p), result_accuracy={tolerance={atol=-1}}",
+    "negative rtol": "f32[4] exponential(%p), result_accuracy={tolerance={rtol=-1e-9}}",
+    "negative ulps": "f32[4] exponential(%p), result_accuracy={tolerance={ulps=-1}}",
+    "ulps 2^63-1": f"f32[4] exponential(%p), result_accuracy={{tolerance={{ulps={2**63 - 1}}}}}",
+    "nan atol": "f32[4] exponential(%p), result_accuracy={tolerance={atol=nan}}",
+}
+
+
+@pytest.mark.parametrize("root", list(_ABORTING_ROOTS.values()), ids=list(_ABORTING_ROOTS))
+def test_values_xla_aborts_on_are_rejected(root: str) -> None:
+    assert _our_verdict(_ATTR_MODULE.replace("ROOT_TEXT", root)) is None
