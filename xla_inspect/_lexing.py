@@ -661,8 +661,9 @@ def _replica_groups_ok(text: str) -> bool:
 # single   ::= (keyword | 'device=' int | 'devices=' '[' dims ']' (iota | ints)
 #               | 'last_tile_dims={' types '}' | 'metadata=' {...} | ('shard_as'|'shard_like') int)*
 #            | named sharding (mesh[...] ...: not checked)
-# metadata ::= '{' (field ','?)* '}', each field a name XLA knows with a value of its type (as in
-# an instruction's own metadata; a sharding carries one too)
+# metadata ::= '{' ','? (field ','?)* '}' (a ',' first only before a field), each field a name
+# XLA knows with a value of its type (as in an instruction's own metadata; a sharding carries
+# one too)
 _METADATA_FIELD = (
     r"(?:(?:op_type|op_name|source_file|deduplicated_name|scheduling_name|metadata_payload)"
     rf"=\s*(?:{_STRING}|'(?:[^'\\]|\\.)*+')"
@@ -670,7 +671,7 @@ _METADATA_FIELD = (
     rf"=\s*{_INT}{_END_OF_WORD}"
     rf"|profile_type=\s*{_BRACED_INTS})"
 )
-_METADATA = rf"\{{\s*(?:{_METADATA_FIELD}(?:\s*,?\s*{_METADATA_FIELD})*+)?\s*\}}"
+_METADATA = rf"\{{\s*(?:,?\s*{_METADATA_FIELD}(?:\s*,?\s*{_METADATA_FIELD})*+)?\s*\}}"
 
 _SHARDING_TOKEN = re.compile(
     r"\s*(?:"
@@ -831,6 +832,8 @@ def _single_sharding_ok(body: str) -> bool:
 def _sharding_ok(text: str) -> bool:
     if "metadata=" in text and not _metadata_ints_ok(text):
         return False
+    if not strings_ok(text):
+        return False
     body = text[1:-1].strip()
     if not body:
         return True  # an empty tuple
@@ -862,13 +865,32 @@ def _escapes_ok(text: str) -> bool:
             ok = int(escape, 8) <= 0o377
         elif kind == "x":
             ok = digits != "" and int(digits, 16) <= 0xFF
-        elif kind in "uU":
-            ok = len(digits) == (4 if kind == "u" else 8)
+        elif kind in "uU":  # a code point, no surrogate
+            ok = len(digits) == (4 if kind == "u" else 8) and (
+                (point := int(digits, 16)) <= 0x10FFFF and not 0xD800 <= point <= 0xDFFF
+            )
         else:
             ok = kind in "abfnrtv\\'\"?"
         if not ok:
             return False
     return True
+
+
+_QUOTED_STRING = re.compile(_QUOTED)
+
+
+def strings_ok(text: str) -> bool:
+    """Each quoted string in `text` has only escapes XLA's lexer undoes (it undoes those of
+    every string token: a JSON dict is one token, so its strings are not read)."""
+    return "\\" not in text or all(_escapes_ok(q) for q in _QUOTED_STRING.findall(text))
+
+
+_FRONTEND_STRING = re.compile(rf"(?:^|[{{,])\s*[A-Za-z_][\w.\-]*+=\s*({_QUOTED})")
+
+
+def _frontend_strings_ok(text: str) -> bool:
+    """The quoted values of frontend attributes (not the JSON dicts) `strings_ok`."""
+    return "\\" not in text or all(_escapes_ok(q) for q in _FRONTEND_STRING.findall(text))
 
 
 # A JSON dict as XLA's lexer takes one: braces that balance, double-quoted strings (the rest is
@@ -1104,11 +1126,11 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "frontend_attributes": (
         'frontend attributes like {key="value", k2={"json":1}} (names directly followed by'
         " '=', each value a quoted string or a JSON dict, separated by ',')",
-        re.compile(_FRONTEND),
+        _Checked(_FRONTEND, _frontend_strings_ok),
     ),
     "backend_config": (
-        'a quoted string or a JSON dict like {"key":1}',
-        re.compile(rf"{_QUOTED}|{_JSON_DICT}"),
+        'a quoted string (its escapes C escapes) or a JSON dict like {"key":1}',
+        _Checked(rf"{_QUOTED}|{_JSON_DICT}", lambda text: text[0] == "{" or _escapes_ok(text)),
     ),
     "statistics": (
         "statistics like {visualizing_index=1, stat=0.5} (an integer first, then numbers)",
@@ -1141,7 +1163,7 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     "origin": (
         'an original value like {{"name"}}, {({"a"}, {"b" {1}})} or {[synthetic_call]}',
-        re.compile(_ORIGIN),
+        _Checked(_ORIGIN, strings_ok),
     ),
     "domain": (
         'a domain like {kind="sharding", entry={maximal device=0}, exit={replicated}} (kind'

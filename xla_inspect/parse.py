@@ -38,6 +38,7 @@ from xla_inspect._lexing import (
     metadata_int_ok,
     split_attributes,
     split_top_level,
+    strings_ok,
 )
 from xla_inspect._literal import literal_problem
 from xla_inspect.errors import HloParseError, did_you_mean
@@ -140,8 +141,8 @@ _FIELDS_ROW = re.compile(
 ).fullmatch
 # rows as XLA prints them
 _PRINTED_ROW = {
-    "FileNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
-    "FunctionNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
+    "FileNames": re.compile(r'[0-9]+ "[^"\\]*"').fullmatch,  # (escapes: check_table_row)
+    "FunctionNames": re.compile(r'[0-9]+ "[^"\\]*"').fullmatch,
     "FileLocations": re.compile(
         r"[0-9]+ \{file_name_id=[0-9]+ function_name_id=[0-9]+ line=-?[0-9]+ end_line=-?[0-9]+"
         r" column=-?[0-9]+ end_column=-?[0-9]+\}"
@@ -399,9 +400,9 @@ _REQUIRED = {
     )
     for opcode in opcodes.split()
 }
-# metadata ::= 'metadata={' (field ','?)* '}', each field once: XLA's parser takes these names,
-# with a string, an int32 or (profile_type) a braced list of integers; XLA prints them in this
-# order
+# metadata ::= 'metadata={' ','? (field ','?)* '}', each field once: XLA's parser takes these
+# names, with a string, an int32 or (profile_type) a braced list of integers; XLA prints them in
+# this order
 _METADATA_FIELDS = {
     "op_type": "a string",
     "op_name": "a string",
@@ -467,6 +468,8 @@ def _without_metadata(tail: str, printed: set[str]) -> str | None:
         end = match.end()
         found = tail[at:end]
         if "//" in found or "/*" in found:  # let through by _JAX_METADATA's strings only
+            return None
+        if "\\" in found and not strings_ok(found):
             return None
         printed.add(found)
     return before + "metadata={}" + tail[end:]
@@ -1128,7 +1131,7 @@ class _Reader:
         sub-attributes XLA requires of a file location or stack frame, each once, as
         integers."""
         if table in ("FileNames", "FunctionNames"):
-            if _NAME_ROW(row) is None:
+            if _NAME_ROW(row) is None or not strings_ok(row):
                 raise self.error(index, f"a row of '{table}' as 'N \"string\"'")
             return
         required = _ROW_FIELDS[table]
@@ -1752,8 +1755,8 @@ class _Reader:
                 raise self.stray(at, "'}' or '}, execution_thread=\"name\"'")
             start = self.skip(at + len("execution_thread="))
             value, pos = self.value(start, single=True)
-            if value[0] not in "\"'":
-                raise self.error_at(start, f"a quoted thread name, not {value}")
+            if value[0] not in "\"'" or not strings_ok(value):
+                raise self.error_at(start, f"a quoted thread name (C escapes), not {value}")
         return computation, pos
 
     def resume(self, pos: int) -> tuple[bool, int, int]:
@@ -2297,6 +2300,8 @@ class _Reader:
         if value[:1] != "{" or value[-1:] != "}":
             raise self.error(index, f"metadata as {{field=value ...}}, not '{value}'", near=value)
         body, pos, seen = value[1:-1], 0, set()
+        if body.lstrip().startswith(",") and body.lstrip()[1:].strip():  # XLA skips one
+            pos = body.index(",") + 1
         while body[pos:].strip():
             match = _METADATA_FIELD.match(body, pos)
             if match is None:
@@ -2317,8 +2322,8 @@ class _Reader:
                     index, f"each metadata field once, not '{field}' again", near=field
                 )
             seen.add(field)
-            if _FIELD_VALUE[kind].fullmatch(text) is None or (
-                kind != "a string" and not metadata_int_ok(field, text)
+            if _FIELD_VALUE[kind].fullmatch(text) is None or not (
+                strings_ok(text) if kind == "a string" else metadata_int_ok(field, text)
             ):
                 raise self.error(
                     index, f"{kind} for metadata field '{field}', not '{text}'", near=field

@@ -2256,3 +2256,87 @@ _ABORTING_ROOTS = {
 @pytest.mark.parametrize("root", list(_ABORTING_ROOTS.values()), ids=list(_ABORTING_ROOTS))
 def test_values_xla_aborts_on_are_rejected(root: str) -> None:
     assert _our_verdict(_ATTR_MODULE.replace("ROOT_TEXT", root)) is None
+
+
+_STRING_PLACES = {
+    "custom_call_target": 'f32[4] custom-call(%p), custom_call_target="aESC"',
+    "metadata": 'f32[4] negate(%p), metadata={op_name="aESC"}',
+    "metadata single-quoted": "f32[4] negate(%p), metadata={op_name='aESC'}",
+    "sharding metadata": 'f32[4] negate(%p), sharding={replicated metadata={op_name="aESC"}}',
+    "backend_config string": 'f32[4] negate(%p), backend_config="aESC"',
+    "backend_config JSON": 'f32[4] negate(%p), backend_config={"a":"aESC"}',
+    "frontend_attributes": 'f32[4] negate(%p), frontend_attributes={k="aESC"}',
+    "origin": 'f32[4] negate(%p), origin={{"aESC"}}',
+}
+_ESCAPES = {
+    "\\n": "\\n",
+    "\\?": "\\?",
+    "\\x41": "\\x41",
+    "\\u00e9": "\\u00e9",
+    "\\U0010FFFF": "\\U0010FFFF",
+    "\\q": "\\q",
+    "\\x": "\\x",
+    "\\x141": "\\x141",
+    "\\400": "\\400",
+    "\\u12": "\\u12",
+    "\\ud800": "\\ud800",
+    "\\udfff": "\\udfff",
+    "\\U00110000": "\\U00110000",
+}
+
+
+@pytest.mark.parametrize("escape", list(_ESCAPES.values()), ids=list(_ESCAPES))
+@pytest.mark.parametrize("root", list(_STRING_PLACES.values()), ids=list(_STRING_PLACES))
+def test_string_escapes_match_xla(root: str, escape: str) -> None:
+    text = _ATTR_MODULE.replace("ROOT_TEXT", root.replace("ESC", escape))
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+_NEGATE = (
+    "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4] parameter(0)\n"
+    "  ROOT %r = f32[4] negate(%p)\n}\n"
+)
+
+
+@pytest.mark.parametrize("escape", list(_ESCAPES.values()), ids=list(_ESCAPES))
+@pytest.mark.parametrize("place", ["FileNames", "FunctionNames", "execution_thread"])
+def test_module_string_escapes_match_xla(place: str, escape: str) -> None:
+    if place == "execution_thread":
+        text = (
+            "HloModule m\n%t (a: f32[4]) -> f32[4] {\n  ROOT %a = f32[4] parameter(0)\n}, "
+            f'execution_thread="a{escape}"\n'
+            + _NEGATE.replace("negate(%p)", "call(%p), to_apply=%t")
+        )
+    else:
+        rows = {"FileNames": "", "FunctionNames": ""}
+        rows[place] = f'1 "a{escape}"\n'
+        text = (
+            f"HloModule m\nFileNames\n{rows['FileNames']}FunctionNames\n{rows['FunctionNames']}"
+            "FileLocations\nStackFrames\n" + _NEGATE
+        )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        '{,op_name="a"}',
+        '{ , op_name="a" source_line=1}',
+        "{,source_line=1}",
+        "{,}",
+        '{,,op_name="a"}',
+        '{op_name="a",,op_type="b"}',
+        '{op_name="a",}',
+        "{profile_type={-1}}",
+        "{profile_type={1,3}}",
+    ],
+)
+@pytest.mark.parametrize("where", ["instruction", "sharding"])
+def test_metadata_details_match_xla(where: str, metadata: str) -> None:
+    attribute = (
+        f"metadata={metadata}"
+        if where == "instruction"
+        else f"sharding={{replicated metadata={metadata}}}"
+    )
+    text = _ATTR_MODULE.replace("ROOT_TEXT", f"f32[4] negate(%p), {attribute}")
+    assert _our_verdict(text) == _xla_verdict(text)
