@@ -893,17 +893,101 @@ def _frontend_strings_ok(text: str) -> bool:
     return "\\" not in text or all(_escapes_ok(q) for q in _FRONTEND_STRING.findall(text))
 
 
-# A JSON dict as XLA's lexer takes one: braces that balance, double-quoted strings (the rest is
-# not read), here up to 16 deep
-_JSON_DICT = _braced(16)
 # name ::= [A-Za-z_][A-Za-z0-9_.-]* directly followed by '=' (XLA's attribute-name token)
 _NAME_EQ = r"[A-Za-z_][\w.\-]*+="
-# frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'
-_FRONTEND_VALUE = rf"(?:{_QUOTED}|{_JSON_DICT})"
-_FRONTEND = (
-    rf"\{{\s*(?:{_NAME_EQ}\s*{_FRONTEND_VALUE}"
-    rf"(?:\s*,\s*{_NAME_EQ}\s*{_FRONTEND_VALUE})*+)?\s*\}}"
-)
+_BRACE_OR_QUOTE = re.compile(r'[{}"]')
+_DOUBLE_QUOTED = re.compile(_STRING)
+
+
+def _json_end(text: str, pos: int) -> int:
+    """The offset after a JSON dict at `pos` as XLA's lexer takes one: braces that balance (as
+    deep as they go), double-quoted strings (the rest is not read); -1 when there is none."""
+    if not text.startswith("{", pos):
+        return -1
+    depth = 0
+    while (found := _BRACE_OR_QUOTE.search(text, pos)) is not None:
+        pos = found.start()
+        char = text[pos]
+        if char == '"':
+            string = _DOUBLE_QUOTED.match(text, pos)
+            if string is None:
+                return -1
+            pos = string.end()
+            continue
+        depth += 1 if char == "{" else -1
+        pos += 1
+        if not depth:
+            return pos
+    return -1
+
+
+_FRONTEND_NAME = re.compile(rf"\s*{_NAME_EQ}\s*")
+_SPACE = re.compile(r"\s*")
+
+
+def _frontend_end(text: str, pos: int) -> int:
+    """The offset after frontend attributes at `pos`, -1 when there are none:
+    frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'."""
+    if not text.startswith("{", pos):
+        return -1
+    pos = _SPACE.match(text, pos + 1).end()  # pyright: ignore[reportOptionalMemberAccess]
+    if text.startswith("}", pos):
+        return pos + 1
+    while True:
+        name = _FRONTEND_NAME.match(text, pos)
+        if name is None:
+            return -1
+        pos = name.end()
+        if text.startswith("{", pos):
+            pos = _json_end(text, pos)
+            if pos < 0:
+                return -1
+        else:
+            string = _QUOTED_STRING.match(text, pos)
+            if string is None:
+                return -1
+            pos = string.end()
+        pos = _SPACE.match(text, pos).end()  # pyright: ignore[reportOptionalMemberAccess]
+        if text.startswith("}", pos):
+            return pos + 1
+        if not text.startswith(",", pos):
+            return -1
+        pos += 1
+
+
+def _config_end(text: str, pos: int) -> int:
+    """The offset after a backend_config at `pos` (a quoted string or a JSON dict), or -1."""
+    if text.startswith("{", pos):
+        return _json_end(text, pos)
+    string = _QUOTED_STRING.match(text, pos)
+    return -1 if string is None else string.end()
+
+
+_ANYTHING = re.compile(r"(?s).*")
+
+
+class _Scanned:
+    """A value read by a function (`scan(text, pos)`: the offset after it, or -1) where a
+    pattern cannot say it (braces nested as deep as they go), then checked by `valid`; the
+    part of re.Pattern the attribute checks use, as _Checked."""
+
+    __slots__ = ("_scan", "_valid")
+
+    def __init__(self, scan: Callable[[str, int], int], valid: Callable[[str], bool]) -> None:
+        self._scan = scan
+        self._valid = valid
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        end = self._scan(text, pos)
+        if end < 0 or not self._valid(text[pos:end]):
+            return None
+        return _ANYTHING.match(text, pos, end)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        found = self.match(text)
+        return found if found is not None and found.end() == len(text) else None
+
+
 # a number token: XLA's lexer reads '1.5', '1e3' and '.5' as decimals, '-2' as an integer
 _WHOLE = r"-?[0-9]++(?![0-9.]|[eE][+-]?[0-9])"
 _NUMBER = r"-?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?"
@@ -987,10 +1071,10 @@ _BOOLS = (
     " is_host_transfer largest lower left_side unit_diagonal is_composite"
     " custom_call_has_side_effect has_dynamic_root is_reverse is_associative"
 )
-ValueSyntax = re.Pattern[str] | _Checked
+ValueSyntax = re.Pattern[str] | _Checked | _Scanned
 
 
-def _in_range(syntax: ValueSyntax) -> _Checked:
+def _in_range(syntax: re.Pattern[str] | _Checked) -> _Checked:
     """`syntax`, its integer tokens also within the lexer's range."""
     if isinstance(syntax, _Checked):
         valid = syntax._valid  # pyright: ignore[reportPrivateUsage]
@@ -1126,11 +1210,11 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "frontend_attributes": (
         'frontend attributes like {key="value", k2={"json":1}} (names directly followed by'
         " '=', each value a quoted string or a JSON dict, separated by ',')",
-        _Checked(_FRONTEND, _frontend_strings_ok),
+        _Scanned(_frontend_end, _frontend_strings_ok),
     ),
     "backend_config": (
         'a quoted string (its escapes C escapes) or a JSON dict like {"key":1}',
-        _Checked(rf"{_QUOTED}|{_JSON_DICT}", lambda text: text[0] == "{" or _escapes_ok(text)),
+        _Scanned(_config_end, lambda text: text[0] == "{" or _escapes_ok(text)),
     ),
     "statistics": (
         "statistics like {visualizing_index=1, stat=0.5} (an integer first, then numbers)",
@@ -1183,6 +1267,7 @@ for _name in (
     " statistics result_accuracy".split(),
 ):
     _description, _syntax = ATTRIBUTE_SYNTAX[_name]
+    assert not isinstance(_syntax, _Scanned)
     ATTRIBUTE_SYNTAX[_name] = (_description, _in_range(_syntax))
 
 # opcodes that read one of those names with another syntax: name -> that syntax, or None where

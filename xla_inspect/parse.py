@@ -128,6 +128,15 @@ _PRINTED_ENTRY_LAYOUT = re.compile(
     + FLAT_TUPLE_SHAPE_PATTERN
     + r")\}"
 )
+
+
+def _leaf_count(shape: Shape) -> int:
+    """The arrays (and tokens) in `shape`: 1 for an array, the sum over a tuple's elements."""
+    return sum(map(_leaf_count, shape.elements)) if shape.is_tuple else 1
+
+
+# the output indices of input_output_alias's entries: `{1, 0}: (...)` (one per entry)
+_OUTPUT_INDEX = re.compile(r"\{([^{}]*)\}\s*:").findall
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
@@ -1081,6 +1090,8 @@ class _Reader:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
+        if "input_output_alias" in attributes:
+            self.check_output_indices(attributes["input_output_alias"], entry)
         if [c.name for c in computations] != self.started:
             # inline computations come before their caller: number the callers anew
             numbers = [order[name] for name in self.started]
@@ -1090,6 +1101,24 @@ class _Reader:
             computations = self.async_ops(computations)
             entry = next(c for c in computations if c.name == entry.name)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
+
+    def check_output_indices(self, aliasing: str, entry: HloComputation) -> None:
+        """Each output index input_output_alias names is an index of the entry's result shape
+        (XLA's ShapeUtil::IndexIsValid: each number an element of the tuple at its level)."""
+        result = Shape(entry.root.shape)
+        for found in _OUTPUT_INDEX(aliasing):
+            shape = result
+            for number in (int(n) for n in found.split(",") if n.strip()):
+                elements = shape.elements
+                if not 0 <= number < len(elements):
+                    line = next(i for i, t in enumerate(self.lines) if "input_output_alias" in t)
+                    raise self.error(
+                        line,
+                        f"an output index of the entry's result shape {result.text} in"
+                        f" input_output_alias, not {{{found.strip()}}}",
+                        near="input_output_alias",
+                    )
+                shape = elements[number]
 
     def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
         """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
@@ -1994,7 +2023,8 @@ class _Reader:
                 # (after the values: XLA reads every attribute before it misses one)
                 if required and not required.issubset(names):
                     self.check_required(opcode, required, tail, index, pos if fast_tail else 0)
-                if fast_tail:
+                # (parameter_replication is checked against the shape: not cached by the tail)
+                if fast_tail and (opcode != "parameter" or "parameter_replication" not in tail):
                     tails[tail] = tail
                     if key is not None:
                         tails[key] = key
@@ -2020,6 +2050,8 @@ class _Reader:
                         self.check_parameter(payload, parameters, index, computation)
                     else:
                         parameters.add(payload)
+                    if tail and "parameter_replication" in tail:
+                        self.check_replication(tail, shape, index)
                 else:
                     if (
                         shape[-2:] != "[]"
@@ -2378,6 +2410,21 @@ class _Reader:
                 near="parameter",
             )
         parameters.add(number)
+
+    def check_replication(self, tail: str, shape: str, index: int) -> None:
+        """parameter_replication has one entry per leaf buffer of the parameter's shape."""
+        value = next((v for k, v in split_attributes(tail) if k == "parameter_replication"), None)
+        if value is None:
+            return
+        given = len(re.findall(r"true|false", value))
+        leaves = _leaf_count(Shape(shape))
+        if given != leaves:
+            raise self.error(
+                index,
+                f"as many parameter_replication entries as the parameter has leaf buffers"
+                f" ({leaves}), not {given}",
+                near="parameter_replication",
+            )
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
         """A constant's literal, as XLA's parser reads it for the shape (literal_problem): a

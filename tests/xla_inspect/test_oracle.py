@@ -2340,3 +2340,65 @@ def test_metadata_details_match_xla(where: str, metadata: str) -> None:
     )
     text = _ATTR_MODULE.replace("ROOT_TEXT", f"f32[4] negate(%p), {attribute}")
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+_TUPLE_RESULT = (
+    "ENTRY %e (p: f32[4]) -> (f32[4], (f32[4], f32[4])) {\n  %p = f32[4] parameter(0)\n"
+    "  %t = (f32[4], f32[4]) tuple(%p, %p)\n"
+    "  ROOT %r = (f32[4], (f32[4], f32[4])) tuple(%p, %t)\n}\n"
+)
+
+
+@pytest.mark.parametrize("index", ["{}", "{0}", "{1, 1}", "{1,}", "{-1}", "{2}", "{0,0}", "{1,2}"])
+@pytest.mark.parametrize("result", ["array", "tuple"])
+def test_alias_output_index_is_of_the_result_as_in_xla(result: str, index: str) -> None:
+    body = _NEGATE if result == "array" else _TUPLE_RESULT
+    text = f"HloModule m, input_output_alias={{ {index}: (0, {{}}) }}\n" + body
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("flags", ["{}", "{true}", "{true,false}", "{true,false,true}"])
+@pytest.mark.parametrize(
+    "shape", ["f32[4]", "()", "(f32[4], (f32[2], s32[]))", "(f32[4], token[])"]
+)
+def test_parameter_replication_counts_leaf_buffers_as_xla(shape: str, flags: str) -> None:
+    text = (
+        f"HloModule m\n%c (a: {shape}) -> {shape} {{\n"
+        f"  ROOT %a = {shape} parameter(0), parameter_replication={flags}\n}}\n"
+        f"ENTRY %e (p: {shape}) -> {shape} {{\n  %p = {shape} parameter(0)\n"
+        f"  ROOT %r = {shape} call(%p), to_apply=%c\n}}\n"
+    )
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+def test_parameter_replication_is_checked_again_for_another_shape() -> None:
+    """The same attribute list on a parameter of another shape (it is not cached by its text)."""
+    text = (
+        "HloModule m\nENTRY %e (p: f32[4], q: (f32[4], f32[4])) -> f32[4] {\n"
+        "  %p = f32[4] parameter(0), parameter_replication={true}\n"
+        "  %q = (f32[4], f32[4]) parameter(1), parameter_replication={true}\n"
+        "  ROOT %r = f32[4] negate(%p)\n}\n"
+    )
+    assert _our_verdict(text) is None
+    assert _xla_verdict(text) is None
+
+
+_DEEP = {depth: '{"a":' * depth + "1" + "}" * depth for depth in (16, 17, 64)}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *(f"backend_config={j}" for j in _DEEP.values()),
+        *(f'frontend_attributes={{a={j}, b="x"}}' for j in _DEEP.values()),
+        "backend_config=" + _DEEP[64][:-1],
+        "frontend_attributes={a=" + _DEEP[17][:-1] + "}",
+        'frontend_attributes={a={"k":"}"}}',
+        'frontend_attributes={a="x",}',
+        'frontend_attributes={a="x" b="y"}',
+        'backend_config={"a":1}}',
+    ],
+)
+def test_json_values_nest_as_deep_as_in_xla(value: str) -> None:
+    text = _ATTR_MODULE.replace("ROOT_TEXT", f"f32[4] negate(%p), {value}")
+    assert _our_verdict(text) == _xla_verdict(text)
