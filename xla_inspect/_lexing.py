@@ -486,8 +486,8 @@ class _Checked:
 
     __slots__ = ("_pattern", "_valid")
 
-    def __init__(self, pattern: str, valid: Callable[[str], bool]) -> None:
-        self._pattern = re.compile(pattern)
+    def __init__(self, pattern: str, valid: Callable[[str], bool], flags: int = 0) -> None:
+        self._pattern = re.compile(pattern, flags)
         self._valid = valid
 
     def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
@@ -497,6 +497,51 @@ class _Checked:
     def fullmatch(self, text: str) -> re.Match[str] | None:
         found = self._pattern.fullmatch(text)
         return found if found is not None and self._valid(text) else None
+
+
+# XLA's lexer reads an integer token into [-2^63, 2^64-1] (2^63 and up wrap around to negative
+# int64s) and refuses one outside; a long run of digits is rare, so only those are converted
+# (a pad `0_N` or a DxD `1xN` holds one after a '_' or an 'x')
+_LONG_INT = re.compile(r"(?<![A-Za-wyz0-9.])-?[0-9]{19,}+(?![0-9.eE])")
+_INT64 = (-(2**63), 2**63 - 1)
+_LEXER_INT = (-(2**63), 2**64 - 1)
+
+
+def ints_fit(text: str, bounds: tuple[int, int] = _LEXER_INT) -> bool:
+    """Each integer token in `text` (outside its strings) within `bounds`."""
+    found = _LONG_INT.search(text)
+    if found is None:
+        return True
+    if '"' in text or "'" in text:
+        text = re.sub(_QUOTED, '""', text)
+    low, high = bounds
+    return all(low <= int(n) <= high for n in _LONG_INT.findall(text))
+
+
+def metadata_int_ok(field: str, text: str) -> bool:
+    """An integer metadata field's value as XLA takes it: an int32 once read as an int64
+    (2^63 to 2^64-1 wrap around, so 2^64-1 is -1); profile_type's each a ProfileType (0-3)
+    once cast to a 32-bit int."""
+    if field == "profile_type":  # each cast to a 32-bit int: its low 32 bits
+        numbers = [int(n) for n in text.strip("{} \t").split(",") if n.strip()]
+        return all(ints_fit(str(n)) and (n & 0xFFFFFFFF) <= 3 for n in numbers)
+    value = int(text)
+    if not _LEXER_INT[0] <= value <= _LEXER_INT[1]:
+        return False
+    return -(2**31) <= (value - 2**64 if value >= 2**63 else value) < 2**31
+
+
+_METADATA_INT = re.compile(
+    r"(?<![\w.])(source_line|source_end_line|source_column|source_end_column|stack_frame_id"
+    r"|profile_type)=\s*(\{[^{}]*\}|-?[0-9]+)"
+)
+
+
+def _metadata_ints_ok(text: str) -> bool:
+    """The integer metadata fields in `text` (a sharding's metadata) each `metadata_int_ok`."""
+    if '"' in text or "'" in text:
+        text = re.sub(_QUOTED, '""', text)
+    return all(metadata_int_ok(field, value) for field, value in _METADATA_INT.findall(text))
 
 
 _INT = r"-?[0-9]+"
@@ -545,7 +590,8 @@ _WINDOW_PART = re.compile(r"([a-z_]+)=\s*([0-9x_\-]+)")
 def _window_ok(text: str) -> bool:
     dims: dict[str, int] = {}
     for name, value in _WINDOW_PART.findall(text):
-        if name in dims:
+        # a pad and an NxN.. are read as int64s (a lone N is an integer token)
+        if name in dims or (("_" in value or "x" in value) and not ints_fit(value, _INT64)):
             return False
         dims[name] = value.count("x") + 1
     size = dims.pop("size", 0)
@@ -615,8 +661,9 @@ def _replica_groups_ok(text: str) -> bool:
 # single   ::= (keyword | 'device=' int | 'devices=' '[' dims ']' (iota | ints)
 #               | 'last_tile_dims={' types '}' | 'metadata=' {...} | ('shard_as'|'shard_like') int)*
 #            | named sharding (mesh[...] ...: not checked)
-# metadata ::= '{' (field ','?)* '}', each field a name XLA knows with a value of its type (as in
-# an instruction's own metadata; a sharding carries one too)
+# metadata ::= '{' ','? (field ','?)* '}' (a ',' first only before a field), each field a name
+# XLA knows with a value of its type (as in an instruction's own metadata; a sharding carries
+# one too)
 _METADATA_FIELD = (
     r"(?:(?:op_type|op_name|source_file|deduplicated_name|scheduling_name|metadata_payload)"
     rf"=\s*(?:{_STRING}|'(?:[^'\\]|\\.)*+')"
@@ -624,7 +671,7 @@ _METADATA_FIELD = (
     rf"=\s*{_INT}{_END_OF_WORD}"
     rf"|profile_type=\s*{_BRACED_INTS})"
 )
-_METADATA = rf"\{{\s*(?:{_METADATA_FIELD}(?:\s*,?\s*{_METADATA_FIELD})*+)?\s*\}}"
+_METADATA = rf"\{{\s*(?:,?\s*{_METADATA_FIELD}(?:\s*,?\s*{_METADATA_FIELD})*+)?\s*\}}"
 
 _SHARDING_TOKEN = re.compile(
     r"\s*(?:"
@@ -783,6 +830,10 @@ def _single_sharding_ok(body: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _sharding_ok(text: str) -> bool:
+    if "metadata=" in text and not _metadata_ints_ok(text):
+        return False
+    if not strings_ok(text):
+        return False
     body = text[1:-1].strip()
     if not body:
         return True  # an empty tuple
@@ -814,8 +865,10 @@ def _escapes_ok(text: str) -> bool:
             ok = int(escape, 8) <= 0o377
         elif kind == "x":
             ok = digits != "" and int(digits, 16) <= 0xFF
-        elif kind in "uU":
-            ok = len(digits) == (4 if kind == "u" else 8)
+        elif kind in "uU":  # a code point, no surrogate
+            ok = len(digits) == (4 if kind == "u" else 8) and (
+                (point := int(digits, 16)) <= 0x10FFFF and not 0xD800 <= point <= 0xDFFF
+            )
         else:
             ok = kind in "abfnrtv\\'\"?"
         if not ok:
@@ -823,17 +876,118 @@ def _escapes_ok(text: str) -> bool:
     return True
 
 
-# A JSON dict as XLA's lexer takes one: braces that balance, double-quoted strings (the rest is
-# not read), here up to 16 deep
-_JSON_DICT = _braced(16)
+_QUOTED_STRING = re.compile(_QUOTED)
+
+
+def strings_ok(text: str) -> bool:
+    """Each quoted string in `text` has only escapes XLA's lexer undoes (it undoes those of
+    every string token: a JSON dict is one token, so its strings are not read)."""
+    return "\\" not in text or all(_escapes_ok(q) for q in _QUOTED_STRING.findall(text))
+
+
+_FRONTEND_STRING = re.compile(rf"(?:^|[{{,])\s*[A-Za-z_][\w.\-]*+=\s*({_QUOTED})")
+
+
+def _frontend_strings_ok(text: str) -> bool:
+    """The quoted values of frontend attributes (not the JSON dicts) `strings_ok`."""
+    return "\\" not in text or all(_escapes_ok(q) for q in _FRONTEND_STRING.findall(text))
+
+
 # name ::= [A-Za-z_][A-Za-z0-9_.-]* directly followed by '=' (XLA's attribute-name token)
 _NAME_EQ = r"[A-Za-z_][\w.\-]*+="
-# frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'
-_FRONTEND_VALUE = rf"(?:{_QUOTED}|{_JSON_DICT})"
-_FRONTEND = (
-    rf"\{{\s*(?:{_NAME_EQ}\s*{_FRONTEND_VALUE}"
-    rf"(?:\s*,\s*{_NAME_EQ}\s*{_FRONTEND_VALUE})*+)?\s*\}}"
-)
+_BRACE_OR_QUOTE = re.compile(r'[{}"]')
+_DOUBLE_QUOTED = re.compile(_STRING)
+
+
+def _json_end(text: str, pos: int) -> int:
+    """The offset after a JSON dict at `pos` as XLA's lexer takes one: braces that balance (as
+    deep as they go), double-quoted strings (the rest is not read); -1 when there is none."""
+    if not text.startswith("{", pos):
+        return -1
+    depth = 0
+    while (found := _BRACE_OR_QUOTE.search(text, pos)) is not None:
+        pos = found.start()
+        char = text[pos]
+        if char == '"':
+            string = _DOUBLE_QUOTED.match(text, pos)
+            if string is None:
+                return -1
+            pos = string.end()
+            continue
+        depth += 1 if char == "{" else -1
+        pos += 1
+        if not depth:
+            return pos
+    return -1
+
+
+_FRONTEND_NAME = re.compile(rf"\s*{_NAME_EQ}\s*")
+_SPACE = re.compile(r"\s*")
+
+
+def _frontend_end(text: str, pos: int) -> int:
+    """The offset after frontend attributes at `pos`, -1 when there are none:
+    frontend_attributes ::= '{' (name '=' (string | json_dict) (',' name '=' ...)*)? '}'."""
+    if not text.startswith("{", pos):
+        return -1
+    pos = _SPACE.match(text, pos + 1).end()  # pyright: ignore[reportOptionalMemberAccess]
+    if text.startswith("}", pos):
+        return pos + 1
+    while True:
+        name = _FRONTEND_NAME.match(text, pos)
+        if name is None:
+            return -1
+        pos = name.end()
+        if text.startswith("{", pos):
+            pos = _json_end(text, pos)
+            if pos < 0:
+                return -1
+        else:
+            string = _QUOTED_STRING.match(text, pos)
+            if string is None:
+                return -1
+            pos = string.end()
+        pos = _SPACE.match(text, pos).end()  # pyright: ignore[reportOptionalMemberAccess]
+        if text.startswith("}", pos):
+            return pos + 1
+        if not text.startswith(",", pos):
+            return -1
+        pos += 1
+
+
+def _config_end(text: str, pos: int) -> int:
+    """The offset after a backend_config at `pos` (a quoted string or a JSON dict), or -1."""
+    if text.startswith("{", pos):
+        return _json_end(text, pos)
+    string = _QUOTED_STRING.match(text, pos)
+    return -1 if string is None else string.end()
+
+
+_ANYTHING = re.compile(r"(?s).*")
+
+
+class _Scanned:
+    """A value read by a function (`scan(text, pos)`: the offset after it, or -1) where a
+    pattern cannot say it (braces nested as deep as they go), then checked by `valid`; the
+    part of re.Pattern the attribute checks use, as _Checked."""
+
+    __slots__ = ("_scan", "_valid")
+
+    def __init__(self, scan: Callable[[str, int], int], valid: Callable[[str], bool]) -> None:
+        self._scan = scan
+        self._valid = valid
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        end = self._scan(text, pos)
+        if end < 0 or not self._valid(text[pos:end]):
+            return None
+        return _ANYTHING.match(text, pos, end)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        found = self.match(text)
+        return found if found is not None and found.end() == len(text) else None
+
+
 # a number token: XLA's lexer reads '1.5', '1e3' and '.5' as decimals, '-2' as an integer
 _WHOLE = r"-?[0-9]++(?![0-9.]|[eE][+-]?[0-9])"
 _NUMBER = r"-?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?"
@@ -841,7 +995,22 @@ _NUMBER = r"-?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?"
 _STATISTICS = rf"\{{\s*(?:{_NAME_EQ}\s*{_WHOLE}(?:\s*,\s*{_NAME_EQ}\s*{_NUMBER})*+)?\s*\}}"
 _BOOL_WORD = rf"(?:true|false){_END_OF_WORD}"
 # result_accuracy ::= '{' ('mode=' mode | 'tolerance={' (tol '=' number (',' ...)*)? '}') '}'
-_TOLERANCE = rf"(?:atol|rtol|ulps)=\s*{_NUMBER}"
+_TOLERANCE = rf"(?:atol|rtol|ulps)=\s*(?:{_NUMBER}|-?inf{_END_OF_WORD})"
+_TOLERANCE_VALUE = re.compile(r"(atol|rtol|ulps)=\s*([^\s,{}]+)")
+
+
+def _tolerances_ok(text: str) -> bool:
+    """No tolerance XLA refuses (it aborts the process on one): atol and rtol not negative and
+    not NaN; ulps, read as a double and cast to an int64, not negative (so below 2^63)."""
+    for name, number in _TOLERANCE_VALUE.findall(text):
+        value = float(number)
+        if value != value or (value <= -1 if name == "ulps" else value < 0):
+            return False
+        if name == "ulps" and value >= 2.0**63:
+            return False
+    return True
+
+
 _RESULT_ACCURACY = (
     rf"\{{\s*(?:mode=\s*(?i:default|highest){_END_OF_WORD}"
     rf"|tolerance=\s*\{{\s*(?:{_TOLERANCE}(?:\s*,\s*{_TOLERANCE})*+)?\s*\}})\s*\}}"
@@ -907,7 +1076,18 @@ _BOOLS = (
     " is_host_transfer largest lower left_side unit_diagonal is_composite"
     " custom_call_has_side_effect has_dynamic_root is_reverse is_associative"
 )
-ValueSyntax = re.Pattern[str] | _Checked
+ValueSyntax = re.Pattern[str] | _Checked | _Scanned
+
+
+def _in_range(syntax: re.Pattern[str] | _Checked) -> _Checked:
+    """`syntax`, its integer tokens also within the lexer's range."""
+    if isinstance(syntax, _Checked):
+        valid = syntax._valid  # pyright: ignore[reportPrivateUsage]
+        pattern = syntax._pattern  # pyright: ignore[reportPrivateUsage]
+        return _Checked(pattern.pattern, lambda t: ints_fit(t) and valid(t), pattern.flags)
+    return _Checked(syntax.pattern, ints_fit, syntax.flags)
+
+
 ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     **{
         name: ("a braced list of integers like {0,1}", re.compile(_BRACED_INTS))
@@ -960,7 +1140,10 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     "padding": (
         "a padding config like 0_0x1_1 or 0_0_1 (low_high or low_high_interior per dimension)",
-        re.compile(r"-?[0-9]++_-?[0-9]++(?:_[0-9]++)?+(?:x-?[0-9]++_-?[0-9]++(?:_[0-9]++)?+)*+"),
+        _Checked(
+            r"-?[0-9]++_-?[0-9]++(?:_[0-9]++)?+(?:x-?[0-9]++_-?[0-9]++(?:_[0-9]++)?+)*+",
+            lambda text: ints_fit(text, _INT64),  # read as int64s
+        ),
     ),
     "slice": (
         "slice ranges like {[0:4], [1:8:2]}",
@@ -1032,11 +1215,11 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     "frontend_attributes": (
         'frontend attributes like {key="value", k2={"json":1}} (names directly followed by'
         " '=', each value a quoted string or a JSON dict, separated by ',')",
-        re.compile(_FRONTEND),
+        _Scanned(_frontend_end, _frontend_strings_ok),
     ),
     "backend_config": (
-        'a quoted string or a JSON dict like {"key":1}',
-        re.compile(rf"{_QUOTED}|{_JSON_DICT}"),
+        'a quoted string (its escapes C escapes) or a JSON dict like {"key":1}',
+        _Scanned(_config_end, lambda text: text[0] == "{" or _escapes_ok(text)),
     ),
     "statistics": (
         "statistics like {visualizing_index=1, stat=0.5} (an integer first, then numbers)",
@@ -1047,12 +1230,21 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
         re.compile(rf"\{{\s*(?:{_BOOL_WORD}(?:\s*,\s*{_BOOL_WORD})*+)?\s*\}}"),
     ),
     "result_accuracy": (
-        "a result accuracy like {mode=highest} or {tolerance={atol=0,rtol=0,ulps=1}}",
-        re.compile(_RESULT_ACCURACY),
+        "a result accuracy like {mode=highest} or {tolerance={atol=0,rtol=0,ulps=1}} (no"
+        " negative or NaN tolerance, ulps below 2^63)",
+        _Checked(_RESULT_ACCURACY, _tolerances_ok),
     ),
+    # (XLA aborts the process on any other word)
     "transpose_a": (
-        "a transpose kind like NO_TRANSPOSE, TRANSPOSE or ADJOINT (a word, not a keyword)",
-        re.compile(_ENUM_WORD),
+        "a transpose kind: NO_TRANSPOSE, TRANSPOSE or ADJOINT",
+        _enum("NO_TRANSPOSE TRANSPOSE ADJOINT"),
+    ),
+    "order": ("a comparison order: TOTAL or PARTIAL", _enum("TOTAL PARTIAL")),
+    # sparsity_config ::= '{' (('lhs' | 'rhs') '=' '{' ... '}')* '}', no commas (the inside of
+    # each tensor's config is not checked)
+    "sparsity_config": (
+        "a sparsity config like {lhs={...} rhs={...}} (lhs and rhs separated by spaces)",
+        re.compile(r"\{\s*(?:(?:lhs|rhs)=\s*\{[^{}]*+\}\s*)*+\}"),
     ),
     "control-predecessors": (
         "a braced list of instruction names like {add.1, %mul}",
@@ -1060,7 +1252,7 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     ),
     "origin": (
         'an original value like {{"name"}}, {({"a"}, {"b" {1}})} or {[synthetic_call]}',
-        re.compile(_ORIGIN),
+        _Checked(_ORIGIN, strings_ok),
     ),
     "domain": (
         'a domain like {kind="sharding", entry={maximal device=0}, exit={replicated}} (kind'
@@ -1072,14 +1264,32 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
         _enum("PADDING_VALID PADDING_SAME PADDING_INVALID"),
     ),
 }
+# integer tokens within the lexer's range, in every value that holds some
+for _name in (
+    *_INT_LISTS.split(),
+    *_INTS.split(),
+    *"window replica_groups source_target_pairs sharding slice output_to_operand_aliasing"
+    " statistics result_accuracy".split(),
+):
+    _description, _syntax = ATTRIBUTE_SYNTAX[_name]
+    assert not isinstance(_syntax, _Scanned)
+    ATTRIBUTE_SYNTAX[_name] = (_description, _in_range(_syntax))
+
 # opcodes that read one of those names with another syntax: name -> that syntax, or None where
 # the reader does not check it
 OTHER_TYPE: dict[str, dict[str, tuple[str, ValueSyntax] | None]] = {
-    "shuffle": {"dimensions": None, "mode": None},
+    "shuffle": {"dimensions": None, "mode": ("a shuffle mode: rotate", _enum("rotate"))},
     "scan": {"dimensions": None},
     "ragged-all-to-all": {"dimensions": None},
-    "collective-permute": {"slice_sizes": None},
-    "collective-permute-start": {"slice_sizes": None},
+    **{
+        opcode: {
+            "slice_sizes": (
+                "a braced list of integer lists like {{1},{2}}",
+                _in_range(re.compile(_BRACED_INT_LISTS)),
+            )
+        }
+        for opcode in ("collective-permute", "collective-permute-start")
+    },
     "rng-bit-generator": {
         "algorithm": (
             "a random algorithm: rng_default, rng_three_fry or rng_philox",

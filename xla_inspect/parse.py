@@ -35,8 +35,10 @@ from xla_inspect._lexing import (
     is_shape,
     literal_value_problem,
     match_close,
+    metadata_int_ok,
     split_attributes,
     split_top_level,
+    strings_ok,
 )
 from xla_inspect._literal import literal_problem
 from xla_inspect.errors import HloParseError, did_you_mean
@@ -134,6 +136,15 @@ _PRINTED_ENTRY_LAYOUT = re.compile(
     + FLAT_TUPLE_SHAPE_PATTERN
     + r")\}"
 )
+
+
+def _leaf_count(shape: Shape) -> int:
+    """The arrays (and tokens) in `shape`: 1 for an array, the sum over a tuple's elements."""
+    return sum(map(_leaf_count, shape.elements)) if shape.is_tuple else 1
+
+
+# the output indices of input_output_alias's entries: `{1, 0}: (...)` (one per entry)
+_OUTPUT_INDEX = re.compile(r"\{([^{}]*)\}\s*:").findall
 # frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
 # row ::= integer (string | '{' ... '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
@@ -147,8 +158,8 @@ _FIELDS_ROW = re.compile(
 ).fullmatch
 # rows as XLA prints them
 _PRINTED_ROW = {
-    "FileNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
-    "FunctionNames": re.compile(r'[0-9]+ "(?:[^"\\]|\\.)*"').fullmatch,
+    "FileNames": re.compile(r'[0-9]+ "[^"\\]*"').fullmatch,  # (escapes: check_table_row)
+    "FunctionNames": re.compile(r'[0-9]+ "[^"\\]*"').fullmatch,
     "FileLocations": re.compile(
         r"[0-9]+ \{file_name_id=[0-9]+ function_name_id=[0-9]+ line=-?[0-9]+ end_line=-?[0-9]+"
         r" column=-?[0-9]+ end_column=-?[0-9]+\}"
@@ -409,14 +420,14 @@ _REQUIRED = {
     )
     for opcode in opcodes.split()
 }
-# metadata ::= 'metadata={' (field ','?)* '}', each field once: XLA's parser takes these names,
-# with a string, an int32 or (profile_type) a braced list of integers; XLA prints them in this
-# order
+# metadata ::= 'metadata={' ','? (field ','?)* '}', each field once: XLA's parser takes these
+# names, with a string, an int32 or (profile_type) a braced list of integers; XLA prints them in
+# this order
 _METADATA_FIELDS = {
     "op_type": "a string",
     "op_name": "a string",
     "source_file": "a string",
-    "source_line": "an integer",  # an int32, as every integer field
+    "source_line": "an integer",  # an int32, as every integer field (see metadata_int_ok)
     "source_end_line": "an integer",
     "source_column": "an integer",
     "source_end_column": "an integer",
@@ -477,6 +488,8 @@ def _without_metadata(tail: str, printed: set[str]) -> str | None:
         end = match.end()
         found = tail[at:end]
         if "//" in found or "/*" in found:  # let through by _JAX_METADATA's strings only
+            return None
+        if "\\" in found and not strings_ok(found):
             return None
         printed.add(found)
     return before + "metadata={}" + tail[end:]
@@ -1158,6 +1171,8 @@ class _Reader:
             raise self.error(len(self.lines) - 1, "at least one computation")
         if entry is None:
             entry = computations[-1]
+        if "input_output_alias" in attributes:
+            self.check_output_indices(attributes["input_output_alias"], entry)
         if [c.name for c in computations] != self.started:
             # inline computations come before their caller: number the callers anew
             numbers = [order[name] for name in self.started]
@@ -1167,6 +1182,24 @@ class _Reader:
             computations = self.async_ops(computations)
             entry = next(c for c in computations if c.name == entry.name)
         return HloModule(name, MappingProxyType(attributes), tuple(computations), entry)
+
+    def check_output_indices(self, aliasing: str, entry: HloComputation) -> None:
+        """Each output index input_output_alias names is an index of the entry's result shape
+        (XLA's ShapeUtil::IndexIsValid: each number an element of the tuple at its level)."""
+        result = Shape(entry.root.shape)
+        for found in _OUTPUT_INDEX(aliasing):
+            shape = result
+            for number in (int(n) for n in found.split(",") if n.strip()):
+                elements = shape.elements
+                if not 0 <= number < len(elements):
+                    line = next(i for i, t in enumerate(self.lines) if "input_output_alias" in t)
+                    raise self.error(
+                        line,
+                        f"an output index of the entry's result shape {result.text} in"
+                        f" input_output_alias, not {{{found.strip()}}}",
+                        near="input_output_alias",
+                    )
+                shape = elements[number]
 
     def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
         """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
@@ -1208,7 +1241,7 @@ class _Reader:
         sub-attributes XLA requires of a file location or stack frame, each once, as
         integers."""
         if table in ("FileNames", "FunctionNames"):
-            if _NAME_ROW(row) is None:
+            if _NAME_ROW(row) is None or not strings_ok(row):
                 raise self.error(index, f"a row of '{table}' as 'N \"string\"'")
             return
         required = _ROW_FIELDS[table]
@@ -1857,8 +1890,8 @@ class _Reader:
                 raise self.stray(at, "'}' or '}, execution_thread=\"name\"'")
             start = self.skip(at + len("execution_thread="))
             value, pos = self.value(start, single=True)
-            if value[0] not in "\"'":
-                raise self.error_at(start, f"a quoted thread name, not {value}")
+            if value[0] not in "\"'" or not strings_ok(value):
+                raise self.error_at(start, f"a quoted thread name (C escapes), not {value}")
         return computation, pos
 
     def resume(self, pos: int) -> tuple[bool, int, int]:
@@ -2096,7 +2129,8 @@ class _Reader:
                 # (after the values: XLA reads every attribute before it misses one)
                 if required and not required.issubset(names):
                     self.check_required(opcode, required, tail, index, pos if fast_tail else 0)
-                if fast_tail:
+                # (parameter_replication is checked against the shape: not cached by the tail)
+                if fast_tail and (opcode != "parameter" or "parameter_replication" not in tail):
                     tails[tail] = tail
                     if key is not None:
                         tails[key] = key
@@ -2122,6 +2156,8 @@ class _Reader:
                         self.check_parameter(payload, parameters, index, computation)
                     else:
                         parameters.add(payload)
+                    if tail and "parameter_replication" in tail:
+                        self.check_replication(tail, shape, index)
                 else:
                     if (
                         shape[-2:] != "[]"
@@ -2402,6 +2438,8 @@ class _Reader:
         if value[:1] != "{" or value[-1:] != "}":
             raise self.error(index, f"metadata as {{field=value ...}}, not '{value}'", near=value)
         body, pos, seen = value[1:-1], 0, set()
+        if body.lstrip().startswith(",") and body.lstrip()[1:].strip():  # XLA skips one
+            pos = body.index(",") + 1
         while body[pos:].strip():
             match = _METADATA_FIELD.match(body, pos)
             if match is None:
@@ -2422,8 +2460,8 @@ class _Reader:
                     index, f"each metadata field once, not '{field}' again", near=field
                 )
             seen.add(field)
-            if _FIELD_VALUE[kind].fullmatch(text) is None or (
-                kind == "an integer" and not -(2**31) <= int(text) < 2**31
+            if _FIELD_VALUE[kind].fullmatch(text) is None or not (
+                strings_ok(text) if kind == "a string" else metadata_int_ok(field, text)
             ):
                 raise self.error(
                     index, f"{kind} for metadata field '{field}', not '{text}'", near=field
@@ -2478,6 +2516,21 @@ class _Reader:
                 near="parameter",
             )
         parameters.add(number)
+
+    def check_replication(self, tail: str, shape: str, index: int) -> None:
+        """parameter_replication has one entry per leaf buffer of the parameter's shape."""
+        value = next((v for k, v in split_attributes(tail) if k == "parameter_replication"), None)
+        if value is None:
+            return
+        given = len(re.findall(r"true|false", value))
+        leaves = _leaf_count(Shape(shape))
+        if given != leaves:
+            raise self.error(
+                index,
+                f"as many parameter_replication entries as the parameter has leaf buffers"
+                f" ({leaves}), not {given}",
+                near="parameter_replication",
+            )
 
     def check_literal(self, payload: str, shape: str, index: int) -> None:
         """A constant's literal, as XLA's parser reads it for the shape (literal_problem): a
