@@ -120,6 +120,16 @@ GATES: dict[str, Gate] = {
             "array shape or a reshape that changes the element count, instead of an error",
         ),
         Gate(
+            "xla-parser-checks-as-in-jaxlib-0.12",
+            ">=0.12",
+            "tests/xla_inspect/test_oracle.py comparisons of named shardings, mesh replica "
+            "groups, enumerated values, reshape element counts and operand/dimension counts",
+            "XLA's parser before jax 0.12 checks less as it reads: it takes a named sharding or "
+            "mesh replica groups naming an axis the mesh lacks, shuffle without its modes, a "
+            "reshape into '?' dimensions of another size, a conditional without operands and "
+            "two dimensions in an all-gather; the reader follows jaxlib 0.12's parser",
+        ),
+        Gate(
             "tpu-shapes-read-by-xla",
             ">=0.12",
             "phase11 tests of padded_bytes, prefetched_parameters and predict_allreduce_bytes",

@@ -2051,12 +2051,14 @@ def _sharded(attribute: str, tuple_shaped: bool = False) -> str:
     )
 
 
+@versions.requires_jax("xla-parser-checks-as-in-jaxlib-0.12")
 @pytest.mark.parametrize("sharding", NAMED_SHARDINGS)
 def test_named_shardings_match_xla(sharding: str) -> None:
     text = _sharded(f"sharding={sharding}", tuple_shaped=sharding.startswith("{{"))
     assert _our_verdict(text) == _xla_verdict(text)
 
 
+@versions.requires_jax("xla-parser-checks-as-in-jaxlib-0.12")
 @pytest.mark.parametrize("groups", MESH_REPLICA_GROUPS)
 def test_mesh_replica_groups_match_xla(groups: str) -> None:
     text = _sharded(f"replica_groups={groups}, to_apply=%add")
@@ -2144,6 +2146,7 @@ BUILT = {
 }
 
 
+@versions.requires_jax("xla-parser-checks-as-in-jaxlib-0.12")
 @pytest.mark.parametrize("body", list(BUILT.values()), ids=list(BUILT))
 def test_what_xla_checks_as_it_builds_matches(body: str) -> None:
     body = body.replace("BRANCHES=", "branch_computations=")
@@ -2392,6 +2395,7 @@ RESHAPES = [
 ]
 
 
+@versions.requires_jax("xla-parser-checks-as-in-jaxlib-0.12")
 @pytest.mark.parametrize("sizes", [None, 0, 1], ids=["reshape", "rank sizes", "rank+1 sizes"])
 @pytest.mark.parametrize(("operand", "result"), RESHAPES)
 def test_reshape_element_counts_match_xla(operand: str, result: str, sizes: int | None) -> None:
@@ -2474,6 +2478,7 @@ _VALUE_ROOTS = {
 }
 
 
+@versions.requires_jax("xla-parser-checks-as-in-jaxlib-0.12")
 @pytest.mark.parametrize("root", list(_VALUE_ROOTS.values()), ids=list(_VALUE_ROOTS))
 def test_enumerated_and_checked_values_match_xla(root: str) -> None:
     text = _ATTR_MODULE.replace("ROOT_TEXT", root)
