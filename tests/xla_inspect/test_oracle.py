@@ -2641,3 +2641,93 @@ _DEEP = {depth: '{"a":' * depth + "1" + "}" * depth for depth in (16, 17, 64)}
 def test_json_values_nest_as_deep_as_in_xla(value: str) -> None:
     text = _ATTR_MODULE.replace("ROOT_TEXT", f"f32[4] negate(%p), {value}")
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+# -- frame tables, comments holding brackets, sharding details, leftovers ----------------------
+
+_TABLES = (
+    'FileNames\n1 "a.py"\nFunctionNames\n1 "f"\nFileLocations\n'
+    "1 {file_name_id=1 function_name_id=1 line=2 end_line=2 column=0 end_column=0}\n"
+    "StackFrames\n1 {file_location_id=1 parent_frame_id=0}\n"
+)
+_TWO = "%t (a: f32[4]) -> f32[4] {\n  ROOT %a = f32[4] parameter(0)\n}\n"
+
+
+def _stack_frames(row: str) -> str:
+    return f"HloModule m\nFileNames\nFunctionNames\nFileLocations\nStackFrames\n{row}\n" + _NEGATE
+
+
+def _file_names(row: str) -> str:
+    return f"HloModule m\nFileNames\n{row}\nFunctionNames\nFileLocations\nStackFrames\n" + _NEGATE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HloModule m\n" + _TABLES + _NEGATE,
+        _TABLES + _NEGATE,
+        "HloModule m\n" + _NEGATE + _TABLES,
+        "HloModule m\n" + _TWO + _TABLES + _NEGATE,
+        _TABLES + "HloModule m\n" + _NEGATE,
+        "HloModule m\n" + _TABLES + _TABLES + _NEGATE,
+        "HloModule m\n" + _TABLES.replace("\n", " ") + "\n" + _NEGATE,
+        'HloModule m, is_scheduled=true FileNames 1 "a" FunctionNames FileLocations StackFrames '
+        + _NEGATE,
+        'HloModule m\nFileNames // x\n// c\n1 /* k */ "a.py"\nFunctionNames\nFileLocations\n'
+        "StackFrames\n" + _NEGATE,
+        "HloModule m\nFileNames\n" + _NEGATE,
+        "HloModule m\n%FileNamesX (a: f32[4]) -> f32[4] {\n  ROOT %a = f32[4] parameter(0)\n}\n"
+        + _NEGATE,
+        _file_names('1 "a\nb"'),
+        _file_names("1 'a'"),
+        _file_names('1 "a\\qb"'),
+        _file_names('1 "a" "b"'),
+        _file_names("1 abc"),
+        _file_names("1"),
+        _file_names('1 2 "a"'),
+        _file_names('1 "abc'),
+        *(
+            _file_names(f'{row} "a"')
+            for row in (
+                "-1",
+                "+1",
+                "0x1",
+                "1.5",
+                "2147483648",
+                "18446744073709551615",
+                "18446744073709551616",
+                "-9223372036854775808",
+                "-9223372036854775809",
+            )
+        ),
+        *(
+            _stack_frames(row)
+            for row in (
+                "1 {file_location_id=1, parent_frame_id=0}",
+                "1 {file_location_id=1, parent_frame_id=0,}",
+                "1 {,file_location_id=1 parent_frame_id=0}",
+                "1 {,,file_location_id=1 parent_frame_id=0}",
+                "1 {file_location_id=1,, parent_frame_id=0}",
+                "1 {,}",
+                "1 {}",
+                "1",
+                "1 {file_location_id=1}",
+                "1 {file_location_id=1 parent_frame_id=0 parent_frame_id=0}",
+                "1 {file_location_id=1 parent_frame_id=0 x=1}",
+                "1 /*x*/ {/*y*/file_location_id=1 /*z*/ parent_frame_id=0 /*w*/}",
+                "1\n{\nfile_location_id=1\nparent_frame_id=0\n}",
+                "1 {file_location_id = 1 parent_frame_id=0}",
+                "1 {file_location_id=2147483647 parent_frame_id=-2147483648}",
+                "1 {file_location_id=2147483648 parent_frame_id=0}",
+                "1 {file_location_id=-2147483649 parent_frame_id=0}",
+                "1 {file_location_id=99999999999999999999 parent_frame_id=0}",
+                "1 {file_location_id=+1 parent_frame_id=0}",
+                '1 {file_location_id="1" parent_frame_id=0}',
+                "2147483648 {file_location_id=1 parent_frame_id=0}",
+                "1 {file_location_id=1 parent_frame_id=0",
+            )
+        ),
+    ],
+)
+def test_frame_table_placement_and_tokens_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
