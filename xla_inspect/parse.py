@@ -72,6 +72,8 @@ _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 # name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
 _SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 _IDENT = re.compile(r"(?a)%?[A-Za-z_][\w.\-]*")
+# a layout's text up to its '}' (comments may hold one)
+_LAYOUT_BODY = re.compile(r"(?:[^}/]++|//[^\n\r]*+|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/)*+")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
 _SIGNED_INT = re.compile(r"-?[0-9]+")
@@ -1037,8 +1039,10 @@ class _Reader:
         brace = self.skip(at)
         after = self.skip(brace + 1)
         if text.startswith("{", brace) and text[after : after + 1] in _LAYOUT_START:
-            close = text.find("}", brace)
-            if close < 0:
+            body = _LAYOUT_BODY.match(text, brace + 1)
+            assert body is not None  # _LAYOUT_BODY matches the empty string too
+            close = body.end()  # (a '}' in a comment does not close the layout)
+            if close >= len(text) or text[close] != "}":
                 raise self.error_at(brace, "'}' to close the layout")
             layout = text[brace + 1 : close]
             if _joins_numbers(layout) or _LONE_MINUS(layout.partition(":")[0]):
@@ -1982,10 +1986,13 @@ class _Reader:
                             operands = ()
                         elif "," in operand_text:
                             operands = tuple(
-                                map(look_up, operand_text.replace("%", "").split(", "))
+                                map(
+                                    look_up,
+                                    operand_text.replace(", %", ", ").removeprefix("%").split(", "),
+                                )
                             )
                         else:
-                            operands = (look_up(operand_text.replace("%", "")),)
+                            operands = (look_up(operand_text.removeprefix("%")),)
                     except KeyError:
                         typed = self.typed_operands(operand_text, defined, instructions)
                         if typed is None:
@@ -2017,7 +2024,9 @@ class _Reader:
                 if match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     # complete when brackets and quotes balance by count; in doubt, the token path
-                    if shape not in shapes and _PRINTED_SHAPE_TEXT(shape) is None:
+                    if (
+                        shape not in shapes and _PRINTED_SHAPE_TEXT(shape) is None
+                    ) or "/" in operand_text:  # a comment may hide the ')': the token path
                         match = None
                     elif tail is None:
                         tail = ""
@@ -2166,9 +2175,14 @@ class _Reader:
                 try:
                     # fast: '%a, %b' or 'a, b'; typed_operands and operands read the rest
                     if "," in operand_text:
-                        operands = tuple(map(look_up, operand_text.replace("%", "").split(", ")))
+                        operands = tuple(
+                            map(
+                                look_up,
+                                operand_text.replace(", %", ", ").removeprefix("%").split(", "),
+                            )
+                        )
                     else:
-                        operands = (look_up(operand_text.replace("%", "")),)
+                        operands = (look_up(operand_text.removeprefix("%")),)
                 except KeyError:
                     typed = self.typed_operands(operand_text, defined, instructions)
                     operands = (

@@ -2731,3 +2731,60 @@ def _file_names(row: str) -> str:
 )
 def test_frame_table_placement_and_tokens_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+def _body(*lines: str) -> str:
+    return "HloModule m\nENTRY e {\n" + "".join(f"  {line}\n" for line in lines) + "}\n"
+
+
+def _signature(shape: str) -> str:
+    return f"HloModule m\nENTRY e (a: {shape}) -> {shape} {{\n  ROOT a = {shape} parameter(0)\n}}\n"
+
+
+_P2 = "p = f32[2]{0} parameter(0)"
+
+
+@pytest.mark.parametrize(
+    "operands",
+    ["p%", "p%%", "%p%", "%%p", "p, p%", "p%, p", "%p, %p", "%p,%p", "p ,%p", "% p", "p %"]
+    + ["f32[2]{0} %p", "f32[2]{0} p%", "f32[2]{0} %p, f32[2]{0} %p%"],
+)
+def test_percent_signs_in_operand_lists_match_xla(operands: str) -> None:
+    opcode = "add" if "," in operands else "negate"
+    text = _body(_P2, f"ROOT n = f32[2]{{0}} {opcode}({operands})")
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(
+            _body(_P2, f"ROOT n = f32[2]{{0}} {'add' if ',' in ops else 'negate'}({ops})")
+            for ops in ("p // ", "p /* ) */", "p // )\n)", "p, // \n p", "p, /* ) */ p", "p /")
+        ),
+        *(
+            maker(shape)
+            for shape in (
+                "f32[2]{0 /* } */}",
+                "f32[2]{0:T(2) /* } */}",
+                "f32[2]{0 // }\n}",
+                "f32[2]{0 /* } */",
+                "f32[2,3]{1, /*}*/ 0}",
+                "f32[2]{0:T(2)// }\n}",
+            )
+            for maker in (lambda s: _body(f"ROOT c = {s} parameter(0)"), _signature)
+        ),
+        *(
+            _body(f"ROOT c = f32[2]{{0}} {x}")
+            for x in (
+                "parameter(0 // )\n)",
+                "parameter(0 /* ) */)",
+                "constant({1, 2 // })\n})",
+                "constant({1, 2 /* }) */})",
+                "constant({1, 2} // )\n)",
+            )
+        ),
+    ],
+)
+def test_comments_holding_brackets_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
