@@ -13,7 +13,7 @@ from collections.abc import Callable
 # token ::= string | '"' (unterminated) | bracket
 _BRACKET_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|"|[()\[\]{}]')
 # split_token ::= string | bracket | ','
-_SPLIT_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')
+_SPLIT_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|\'(?:[^\'\\]|\\.)*\'?|[()\[\]{},]')
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 COMMENT = re.compile(r"/\*.*?\*/")
@@ -84,7 +84,13 @@ def match_close(text: str, start: int) -> int:
 
 def split_top_level(text: str) -> list[str]:
     """Split on commas outside brackets and quoted strings. Lenient: never raises."""
-    if '"' not in text and "{" not in text and "(" not in text and "[" not in text:
+    if (
+        '"' not in text
+        and "{" not in text
+        and "(" not in text
+        and "[" not in text
+        and "'" not in text
+    ):
         return text.split(",")
     pieces: list[str] = []
     depth = 0
@@ -559,9 +565,10 @@ _STRING = r'"(?:[^"\\]|\\.)*+"'
 
 def _braced(depth: int) -> str:
     """A pattern of '{...}' holding strings and braces nested up to `depth` deep."""
-    pattern = rf"\{{(?:[^{{}}\"]|{_STRING})*+\}}"
+    quoted = rf"{_STRING}|'(?:[^'\\]|\\.)*+'"  # (a '}' in either kind of string: not one)
+    pattern = rf"\{{(?:[^{{}}\"']|{quoted})*+\}}"
     for _ in range(depth - 1):
-        pattern = rf"\{{(?:[^{{}}\"]|{_STRING}|{pattern})*+\}}"
+        pattern = rf"\{{(?:[^{{}}\"']|{quoted}|{pattern})*+\}}"
     return pattern
 
 
@@ -798,6 +805,7 @@ def _single_sharding_ok(body: str) -> bool:
     devices: list[int] = []
     dims: list[int] = []
     iota: tuple[str, str, str | None] | None = None
+    subgroups = 0  # the types last_tile_dims lists
     pos = 0
     while pos < len(body):
         token = _SHARDING_TOKEN.match(body, pos)
@@ -807,6 +815,9 @@ def _single_sharding_ok(body: str) -> bool:
         keyword, device, tile, reshape, transpose, listed, tile_dims = token.groups()
         if keyword is not None or tile_dims is not None:
             keywords.add(keyword or tile_dims)
+            if tile_dims is not None:
+                types = token.group().partition("{")[2]
+                subgroups = types.count(",") + 1 if types.strip(" \t\r\n}") else 0
         elif device is not None:
             devices = [int(device)]
         elif tile is not None:
@@ -822,6 +833,8 @@ def _single_sharding_ok(body: str) -> bool:
     if keywords & {"manual", "unknown", "unreduced"}:
         return not devices
     if not dims or {"last_tile_dim_replicate", "last_tile_dims"} <= keywords:
+        return False
+    if subgroups > len(dims):  # (XLA fails: it sizes the data's dimensions by the difference)
         return False
     if iota is not None:
         return not devices and _iota_ok(*iota, full_permutation=True)
@@ -1038,9 +1051,15 @@ _DOMAIN = rf"\{{\s*(?:{_DOMAIN_PART})(?:\s*,\s*(?:{_DOMAIN_PART}))*+\s*\}}"
 _DOMAIN_NAMES = re.compile(r"(?:[{,]\s*)(kind|entry|exit)=")
 
 
+_DOMAIN_SHARDING = re.compile(rf"(?:[{{,]\s*)(?:entry|exit)=\s*({_braced(4)})")
+
+
 def _domain_ok(text: str) -> bool:
+    """kind, entry and exit each once; entry and exit each a sharding XLA reads."""
     names = _DOMAIN_NAMES.findall(text)
-    return sorted(names) == ["entry", "exit", "kind"]
+    return sorted(names) == ["entry", "exit", "kind"] and all(
+        map(_sharding_ok, _DOMAIN_SHARDING.findall(text))
+    )
 
 
 # output_to_operand_aliasing ::= '{' (entry (',' entry)* ','?)? '}',

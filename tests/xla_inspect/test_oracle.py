@@ -2788,3 +2788,74 @@ def test_percent_signs_in_operand_lists_match_xla(operands: str) -> None:
 )
 def test_comments_holding_brackets_match_xla(text: str) -> None:
     assert _our_verdict(text) == _xla_verdict(text)
+
+
+def _negate_with(attribute: str) -> str:
+    return _NEGATE.replace("negate(%p)", f"negate(%p), {attribute}")
+
+
+def _domain(entry: str, exit_: str) -> str:
+    return _NEGATE.replace(
+        "negate(%p)", f'domain(%p), domain={{kind="sharding", entry={entry}, exit={exit_}}}'
+    )
+
+
+_ONE_SHARDINGS = (
+    "{bogus}",
+    "{replicated}",
+    "{maximal device=0}",
+    "{maximal}",
+    "{devices=[2,1]0,1}",
+    "{devices=[2,1]0,1,2}",
+    "{}",
+    "{{replicated},{replicated}}",
+    "{replicated metadata={op_name='}'}}",
+    "{devices=[2,2]<=[4] last_tile_dims={manual}}",
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(
+            _negate_with(f"sharding={{devices={tile} last_tile_dims={{{types}}}}}")
+            for tile, types in (
+                ("[2,2]<=[4]", "manual"),
+                ("[2,2]<=[4]", "manual, replicated"),
+                ("[4]<=[4]", "manual"),
+                ("[2,2]0,1,2,3", "manual, replicated"),
+                ("[2,1,2]<=[4]", "manual, replicated"),
+                ("[2,2]<=[4]", ""),
+            )
+        ),
+        *(
+            _negate_with(f"sharding={s}")
+            for s in (
+                "{replicated metadata={op_name='}'}}",
+                "{replicated metadata={op_name='{'}}",
+                "{devices=[2,2]<=[4] metadata={op_name='a}b' op_type=\"}\"}}",
+                "{{replicated metadata={op_name='}'}}, {maximal device=0}}",
+                "{replicated metadata={op_name='\\''}}",
+                "{replicated metadata={op_name='\"'}}",
+            )
+        ),
+        *(_domain(s, "{replicated}") for s in _ONE_SHARDINGS),
+        *(_domain("{replicated}", s) for s in _ONE_SHARDINGS),
+    ],
+)
+def test_sharding_details_match_xla(text: str) -> None:
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize(
+    "sharding",
+    [
+        "{devices=[2,2]<=[4] last_tile_dims={manual, replicated, manual}}",
+        "{devices=[4]<=[4] last_tile_dims={manual, manual}}",
+    ],
+)
+def test_more_last_tile_dims_than_tile_dimensions_are_rejected(sharding: str) -> None:
+    """XLA fails on these (std::bad_alloc): the reader alone is asked."""
+    with pytest.raises(HloParseError) as raised:
+        parse_hlo(_negate_with(f"sharding={sharding}"))
+    assert len(str(raised.value).splitlines()) == 1
