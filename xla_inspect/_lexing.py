@@ -1294,9 +1294,56 @@ for _name in (
     assert not isinstance(_syntax, _Scanned)
     ATTRIBUTE_SYNTAX[_name] = (_description, _in_range(_syntax))
 
+
 # opcodes that read one of those names with another syntax: name -> that syntax, or None where
 # the reader does not check it
+def _nested_groups(depth: int) -> str:
+    """Text without ',' at its top level, '(...)' and '{...}' groups nested `depth` deep."""
+    inner = r"[^{}()]*+"
+    for _ in range(depth):
+        inner = rf"(?:[^{{}}()]|\{{{inner}\}}|\({inner}\))*+"
+    return rf"(?:\[[^\]]*+\]|[^,{{}}()\[]|\{{{inner}\}}|\({inner}\))++"
+
+
+# shape ::= array shape, its layout when '{' and a number or ':' follow (a blank between them
+# does not end the shape), or a tuple shape in parentheses
+_LITERAL_SHAPE = re.compile(
+    r"\s*+([a-z][a-z0-9]*+\s*+\[[^\]]*+\](?:\s*+\{(?=\s*+[0-9:\-])[^{}]*+\})?"
+    r"|\((?:[^()]|\((?:[^()]|\([^()]*+\))*+\))*+\))"
+)
+
+
+def _custom_call_literal_ok(text: str) -> bool:
+    """custom-call's `literal=shape literal`: the shape one XLA takes, then a literal of it, read
+    as a constant's is (_literal.literal_problem)."""
+    from xla_inspect._literal import literal_problem  # (it imports this module)
+    from xla_inspect.parse import _shape_problem, _squeezed
+
+    shape = _LITERAL_SHAPE.match(text)
+    if shape is None:
+        return False
+    written = _squeezed(shape.group(1))
+    rest = text[shape.end() :].strip()
+    if "{" in written:  # minor_to_major: a permutation of the dimensions (XLA aborts on others)
+        dims, _, layout = written.partition("{")
+        rank = dims.count(",") + 1 if dims[-2:] != "[]" else 0
+        order = layout.partition(":")[0].rstrip("}")
+        numbers = [n for n in order.split(",") if n]
+        if not all(n.lstrip("-").isdigit() for n in numbers):
+            return False
+        if sorted(map(int, numbers)) != list(range(rank)):
+            return False
+    return bool(rest) and _shape_problem(written) is None and literal_problem(rest, written) is None
+
+
 OTHER_TYPE: dict[str, dict[str, tuple[str, ValueSyntax] | None]] = {
+    "custom-call": {
+        "literal": (
+            "a shape and a literal of it, like s32[] 1 or f32[2]{0} {1, 2} (a '{' right after"
+            " an array shape is its layout)",
+            _Checked(_nested_groups(6), _custom_call_literal_ok),
+        )
+    },
     "shuffle": {"dimensions": None, "mode": ("a shuffle mode: rotate", _enum("rotate"))},
     "scan": {"dimensions": None},
     "ragged-all-to-all": {"dimensions": None},

@@ -562,6 +562,10 @@ _VALUES_OF_NAME = {
         ['"x"', "'x'", '"a\\"b"', "'a\"b'", '"\\x41"', '"\\101"', '"\\u0041"', '"\\?"'],
     ),
     "async_execution_thread": (["main", "1"], ['"main"', "'host'"]),
+    ("custom-call", "literal"): (
+        ["s8[] 300", "f32[2] {1, 2}", "f32[]", "f32[] (1)"],
+        ["s8[] 127", "f32[2]{0} {1, 2}", "f32[2,2] {{1,2},{3,4}}", "pred[] true"],
+    ),
     "infeed_config": (["x", "1"], ['"x"', "''"]),
     "outfeed_config": (["x", "1"], ['"x"', "''"]),
     "output_to_operand_aliasing": (
@@ -2858,4 +2862,32 @@ def test_more_last_tile_dims_than_tile_dimensions_are_rejected(sharding: str) ->
     """XLA fails on these (std::bad_alloc): the reader alone is asked."""
     with pytest.raises(HloParseError) as raised:
         parse_hlo(_negate_with(f"sharding={sharding}"))
+    assert len(str(raised.value).splitlines()) == 1
+
+
+def _custom_call_literal(literal: str) -> str:
+    return _NEGATE.replace(
+        "negate(%p)", f'custom-call(%p), custom_call_target="x", literal={literal}'
+    )
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["s8[] 300", "s8[] 127", "s8[] -129", "f32[] 1.5", "pred[] true", "pred[] 2", "u8[] -1"]
+    + ["f32[2] {1, 2}", "f32[2]{0} {1, 2}", "f32[2]{0} {1, 2, 3}", "f32[2]{0} {1}", "f32[0] {}"]
+    + ["f32[2,2] {{1,2},{3,4}}", "f32[2,2]{1,0} {{1,2},{3,4}}", "f32[2,2] {{1,2},{3}}"]
+    + ["f32[] (1)", "f32[]", "f32[] 1 2", "s32[] 0x10", "f16[] 70000", "s32[] 2147483648"]
+    + ["f32[2]{0:T(2)} {1, 2}", "f32[1] {}", "c64[] (1, 2)", "f32[] /*x*/ 1", "f32[]{} 1"]
+    + ["s32[] 1.5", "f32[2]{0}{1,2}", "(f32[], s32[]) (f32[] 1, s32[] 2)", "(f32[]) (f32[] 1)"],
+)
+def test_custom_call_literals_match_xla(literal: str) -> None:
+    text = _custom_call_literal(literal)
+    assert _our_verdict(text) == _xla_verdict(text)
+
+
+@pytest.mark.parametrize("literal", ["f32[2]{1} {1,2}", "f32[2,2]{0,0} {{1,2},{3,4}}"])
+def test_custom_call_literal_layouts_xla_aborts_on_are_rejected(literal: str) -> None:
+    """XLA's parser aborts on a literal's layout that is no permutation: the reader alone."""
+    with pytest.raises(HloParseError) as raised:
+        parse_hlo(_custom_call_literal(literal))
     assert len(str(raised.value).splitlines()) == 1
