@@ -13,7 +13,7 @@ from collections.abc import Callable
 # token ::= string | '"' (unterminated) | bracket
 _BRACKET_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|"|[()\[\]{}]')
 # split_token ::= string | bracket | ','
-_SPLIT_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[()\[\]{},]')
+_SPLIT_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|\'(?:[^\'\\]|\\.)*\'?|[()\[\]{},]')
 _OPEN_OF = {")": "(", "]": "[", "}": "{"}
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 COMMENT = re.compile(r"/\*.*?\*/")
@@ -84,7 +84,13 @@ def match_close(text: str, start: int) -> int:
 
 def split_top_level(text: str) -> list[str]:
     """Split on commas outside brackets and quoted strings. Lenient: never raises."""
-    if '"' not in text and "{" not in text and "(" not in text and "[" not in text:
+    if (
+        '"' not in text
+        and "{" not in text
+        and "(" not in text
+        and "[" not in text
+        and "'" not in text
+    ):
         return text.split(",")
     pieces: list[str] = []
     depth = 0
@@ -559,9 +565,10 @@ _STRING = r'"(?:[^"\\]|\\.)*+"'
 
 def _braced(depth: int) -> str:
     """A pattern of '{...}' holding strings and braces nested up to `depth` deep."""
-    pattern = rf"\{{(?:[^{{}}\"]|{_STRING})*+\}}"
+    quoted = rf"{_STRING}|'(?:[^'\\]|\\.)*+'"  # (a '}' in either kind of string: not one)
+    pattern = rf"\{{(?:[^{{}}\"']|{quoted})*+\}}"
     for _ in range(depth - 1):
-        pattern = rf"\{{(?:[^{{}}\"]|{_STRING}|{pattern})*+\}}"
+        pattern = rf"\{{(?:[^{{}}\"']|{quoted}|{pattern})*+\}}"
     return pattern
 
 
@@ -798,6 +805,7 @@ def _single_sharding_ok(body: str) -> bool:
     devices: list[int] = []
     dims: list[int] = []
     iota: tuple[str, str, str | None] | None = None
+    subgroups = 0  # the types last_tile_dims lists
     pos = 0
     while pos < len(body):
         token = _SHARDING_TOKEN.match(body, pos)
@@ -807,6 +815,9 @@ def _single_sharding_ok(body: str) -> bool:
         keyword, device, tile, reshape, transpose, listed, tile_dims = token.groups()
         if keyword is not None or tile_dims is not None:
             keywords.add(keyword or tile_dims)
+            if tile_dims is not None:
+                types = token.group().partition("{")[2]
+                subgroups = types.count(",") + 1 if types.strip(" \t\r\n}") else 0
         elif device is not None:
             devices = [int(device)]
         elif tile is not None:
@@ -822,6 +833,8 @@ def _single_sharding_ok(body: str) -> bool:
     if keywords & {"manual", "unknown", "unreduced"}:
         return not devices
     if not dims or {"last_tile_dim_replicate", "last_tile_dims"} <= keywords:
+        return False
+    if subgroups > len(dims):  # (XLA fails: it sizes the data's dimensions by the difference)
         return False
     if iota is not None:
         return not devices and _iota_ok(*iota, full_permutation=True)
@@ -1038,9 +1051,15 @@ _DOMAIN = rf"\{{\s*(?:{_DOMAIN_PART})(?:\s*,\s*(?:{_DOMAIN_PART}))*+\s*\}}"
 _DOMAIN_NAMES = re.compile(r"(?:[{,]\s*)(kind|entry|exit)=")
 
 
+_DOMAIN_SHARDING = re.compile(rf"(?:[{{,]\s*)(?:entry|exit)=\s*({_braced(4)})")
+
+
 def _domain_ok(text: str) -> bool:
+    """kind, entry and exit each once; entry and exit each a sharding XLA reads."""
     names = _DOMAIN_NAMES.findall(text)
-    return sorted(names) == ["entry", "exit", "kind"]
+    return sorted(names) == ["entry", "exit", "kind"] and all(
+        map(_sharding_ok, _DOMAIN_SHARDING.findall(text))
+    )
 
 
 # output_to_operand_aliasing ::= '{' (entry (',' entry)* ','?)? '}',
@@ -1275,9 +1294,56 @@ for _name in (
     assert not isinstance(_syntax, _Scanned)
     ATTRIBUTE_SYNTAX[_name] = (_description, _in_range(_syntax))
 
+
 # opcodes that read one of those names with another syntax: name -> that syntax, or None where
 # the reader does not check it
+def _nested_groups(depth: int) -> str:
+    """Text without ',' at its top level, '(...)' and '{...}' groups nested `depth` deep."""
+    inner = r"[^{}()]*+"
+    for _ in range(depth):
+        inner = rf"(?:[^{{}}()]|\{{{inner}\}}|\({inner}\))*+"
+    return rf"(?:\[[^\]]*+\]|[^,{{}}()\[]|\{{{inner}\}}|\({inner}\))++"
+
+
+# shape ::= array shape, its layout when '{' and a number or ':' follow (a blank between them
+# does not end the shape), or a tuple shape in parentheses
+_LITERAL_SHAPE = re.compile(
+    r"\s*+([a-z][a-z0-9]*+\s*+\[[^\]]*+\](?:\s*+\{(?=\s*+[0-9:\-])[^{}]*+\})?"
+    r"|\((?:[^()]|\((?:[^()]|\([^()]*+\))*+\))*+\))"
+)
+
+
+def _custom_call_literal_ok(text: str) -> bool:
+    """custom-call's `literal=shape literal`: the shape one XLA takes, then a literal of it, read
+    as a constant's is (_literal.literal_problem)."""
+    from xla_inspect._literal import literal_problem  # (it imports this module)
+    from xla_inspect.parse import _shape_problem, _squeezed
+
+    shape = _LITERAL_SHAPE.match(text)
+    if shape is None:
+        return False
+    written = _squeezed(shape.group(1))
+    rest = text[shape.end() :].strip()
+    if "{" in written:  # minor_to_major: a permutation of the dimensions (XLA aborts on others)
+        dims, _, layout = written.partition("{")
+        rank = dims.count(",") + 1 if dims[-2:] != "[]" else 0
+        order = layout.partition(":")[0].rstrip("}")
+        numbers = [n for n in order.split(",") if n]
+        if not all(n.lstrip("-").isdigit() for n in numbers):
+            return False
+        if sorted(map(int, numbers)) != list(range(rank)):
+            return False
+    return bool(rest) and _shape_problem(written) is None and literal_problem(rest, written) is None
+
+
 OTHER_TYPE: dict[str, dict[str, tuple[str, ValueSyntax] | None]] = {
+    "custom-call": {
+        "literal": (
+            "a shape and a literal of it, like s32[] 1 or f32[2]{0} {1, 2} (a '{' right after"
+            " an array shape is its layout)",
+            _Checked(_nested_groups(6), _custom_call_literal_ok),
+        )
+    },
     "shuffle": {"dimensions": None, "mode": ("a shuffle mode: rotate", _enum("rotate"))},
     "scan": {"dimensions": None},
     "ragged-all-to-all": {"dimensions": None},

@@ -72,6 +72,8 @@ _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 # name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
 _SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 _IDENT = re.compile(r"(?a)%?[A-Za-z_][\w.\-]*")
+# a layout's text up to its '}' (comments may hold one)
+_LAYOUT_BODY = re.compile(r"(?:[^}/]++|//[^\n\r]*+|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/)*+")
 _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][\w.\-]*=")
 _INT = re.compile(r"[0-9]+")
 _SIGNED_INT = re.compile(r"-?[0-9]+")
@@ -145,30 +147,15 @@ def _leaf_count(shape: Shape) -> int:
 
 # the output indices of input_output_alias's entries: `{1, 0}: (...)` (one per entry)
 _OUTPUT_INDEX = re.compile(r"\{([^{}]*)\}\s*:").findall
-# frame_tables ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') row*
-# row ::= integer (string | '{' ... '}')
+# frame_tables ::= 'FileNames' row* 'FunctionNames' row* 'FileLocations' row* 'StackFrames' row*
+#   (all four, in this order, token by token, only right after the HloModule header)
+# row ::= int64 (string | '{' (name=int32 ','?)* '}')
 _TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 _TABLE_ORDER = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_NAME_ROW = re.compile(
-    r"[0-9]+[ \t]+(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')[ \t]*(?://.*)?"
-).fullmatch
-_FIELDS_ROW = re.compile(
-    r"[0-9]+[ \t]*(\{[ \t]*(?:[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+"
-    r"(?:[ \t]*,?[ \t]*[A-Za-z_][\w.\-]*=[ \t]*-?[0-9]+)*)?[ \t]*\})[ \t]*(?://.*)?"
-).fullmatch
-# rows as XLA prints them
-_PRINTED_ROW = {
-    "FileNames": re.compile(r'[0-9]+ "[^"\\]*"').fullmatch,  # (escapes: check_table_row)
-    "FunctionNames": re.compile(r'[0-9]+ "[^"\\]*"').fullmatch,
-    "FileLocations": re.compile(
-        r"[0-9]+ \{file_name_id=[0-9]+ function_name_id=[0-9]+ line=-?[0-9]+ end_line=-?[0-9]+"
-        r" column=-?[0-9]+ end_column=-?[0-9]+\}"
-    ).fullmatch,
-    "StackFrames": re.compile(
-        r"[0-9]+ \{file_location_id=-?[0-9]+ parent_frame_id=-?[0-9]+\}"
-    ).fullmatch,
-}
-_ROW_FIELD_NAME = re.compile(r"([A-Za-z_][\w.\-]*)=").findall
+_TABLE_WORD = re.compile(r"(?a)[A-Za-z_][\w.\-]*")
+_ROW_ID = re.compile(r"-?[0-9]+(?![\w.])")
+_ROW_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*+\"|'(?:[^'\\]|\\.)*+'", re.S)
+_ROW_FIELD = re.compile(r"([A-Za-z_][\w.\-]*)=")
 _ROW_FIELDS = {
     "FileLocations": (
         "file_name_id",
@@ -765,7 +752,6 @@ class _Reader:
         self.callers: list[tuple[HloInstruction, int]] = []
         # opcodes that may name computations in their attributes, or that check_built checks
         self.calling = set(_CALLERS | _BUILT)
-        self.tables: list[str] = []  # the frame tables read so far
         self._cursor = (0, 0)  # (line index, offset of that line's start) last converted
         self.printed_metadata: set[str] = set()  # see _without_metadata
         self.has_async = False  # an async-start, -update or -done, or sugar for one, was read
@@ -1053,8 +1039,10 @@ class _Reader:
         brace = self.skip(at)
         after = self.skip(brace + 1)
         if text.startswith("{", brace) and text[after : after + 1] in _LAYOUT_START:
-            close = text.find("}", brace)
-            if close < 0:
+            body = _LAYOUT_BODY.match(text, brace + 1)
+            assert body is not None  # _LAYOUT_BODY matches the empty string too
+            close = body.end()  # (a '}' in a comment does not close the layout)
+            if close >= len(text) or text[close] != "}":
                 raise self.error_at(brace, "'}' to close the layout")
             layout = text[brace + 1 : close]
             if _joins_numbers(layout) or _LONE_MINUS(layout.partition(":")[0]):
@@ -1098,9 +1086,6 @@ class _Reader:
                 if not stripped or stripped.startswith("//"):
                     i, pos = i + 1, end + 1
                     continue
-                if stripped in _TABLES:
-                    i, pos = self.table_rows(i + 1, end + 1, stripped)
-                    continue
                 match = None
                 if (
                     stripped[-1] == "{"
@@ -1136,12 +1121,18 @@ class _Reader:
                     if name or computations:
                         raise self.error_at(pos, "one 'HloModule' header, before any computation")
                     name, attributes, pos = self.module_header(pos + len(keyword))
+                    after = self.skip(pos)
+                    word = _TABLE_WORD.match(text, after)
+                    if word is not None and word.group() == "FileNames":
+                        pos = self.frame_tables(after)
                     line_mode, i, pos = self.resume(pos)
                     continue
-                if keyword in _TABLES:  # rows are lines that start with their number
-                    i, pos = self.table_rows(self.line_of(pos) + 1, self.line_end(pos) + 1, keyword)
-                    line_mode = True
-                    continue
+                if keyword in _TABLES:
+                    raise self.error_at(
+                        pos,
+                        f"a computation, not '{keyword}' (frame tables go right after the"
+                        " HloModule header)",
+                    )
                 index = self.line_of(pos)
                 computation, pos = self.computation(pos)
                 line_mode, i, pos = self.resume(pos)
@@ -1201,57 +1192,65 @@ class _Reader:
                     )
                 shape = elements[number]
 
-    def table_rows(self, line: int, pos: int, table: str) -> tuple[int, int]:
-        """From line `line` starting at `pos`: past the rows of frame table `table` (lines that
-        start with a digit after blanks, each going on over lines until its braces close), each
-        checked (check_table_row). The tables come in XLA's order,
-        all four once another table has begun. Returns the index and offset of the line after
-        the rows."""
+    def frame_tables(self, pos: int) -> int:
+        """The four frame tables from offset `pos` (at 'FileNames'), read token by token as
+        XLA reads them: row ids int64, a row's fields int32, each required field once. Returns
+        the offset after the last row."""
         text = self.text
-        size = len(text)
-        wanted = _TABLE_ORDER[len(self.tables)] if len(self.tables) < len(_TABLE_ORDER) else None
-        if table != wanted:
-            raise self.error(line - 1, f"the frame table '{wanted}', not '{table}'", near=table)
-        self.tables.append(table)
-        printed = _PRINTED_ROW[table]
-        while pos < size:
-            start = pos
-            while start < size and text[start] in " \t":
-                start += 1
-            if start >= size or not text[start].isdigit():
-                break
-            end = self.line_end(pos)
-            row, rows = text[start:end], 1
-            if printed(row) is None:  # else: a row as XLA prints it, valid
-                # a row may go on over lines until its braces close (or its value begins)
-                while (row.count("{") > row.count("}") or row.isdigit()) and end < size:
-                    end = self.line_end(end + 1)
-                    row, rows = text[start:end], rows + 1
-                self.check_table_row(table, " ".join(row.split()), line)
-            line, pos = line + rows, end + 1
-        if len(self.tables) < len(_TABLE_ORDER):
-            after = self.skip(pos)
-            following = _TABLE_ORDER[len(self.tables)]
-            if not text.startswith(following, after):
-                raise self.error_at(after, f"the frame table '{following}' after '{table}'")
-        return line, pos
+        for table in _TABLE_ORDER:
+            pos = self.skip(pos)
+            word = _TABLE_WORD.match(text, pos)
+            if word is None or word.group() != table:
+                raise self.stray(pos, f"the frame table '{table}'")
+            pos = word.end()
+            while True:
+                pos = self.skip(pos)
+                row = _ROW_ID.match(text, pos)
+                if row is None:
+                    break
+                if not -(2**63) <= int(row.group()) < 2**64:  # else not an integer token
+                    raise self.error_at(pos, "a frame table's row id within int64 or uint64")
+                pos = self.table_row(table, self.skip(row.end()))
+        return pos
 
-    def check_table_row(self, table: str, row: str, index: int) -> None:
-        """A frame table's row: its number, then a string (FileNames, FunctionNames) or the
-        sub-attributes XLA requires of a file location or stack frame, each once, as
-        integers."""
+    def table_row(self, table: str, pos: int) -> int:
+        """The rest of a frame table's row from `pos`, after its id: a string (FileNames,
+        FunctionNames) or the fields of a file location or stack frame, each once, as int32.
+        Returns the offset after it."""
+        text = self.text
         if table in ("FileNames", "FunctionNames"):
-            if _NAME_ROW(row) is None or not strings_ok(row):
-                raise self.error(index, f"a row of '{table}' as 'N \"string\"'")
-            return
+            string = _ROW_STRING.match(text, pos)
+            if string is None:  # no string: the row's name is left empty
+                word = _TABLE_WORD.match(text, pos)
+                following = "FunctionNames" if table == "FileNames" else "FileLocations"
+                if _ROW_ID.match(text, pos) or (word is not None and word.group() == following):
+                    return pos
+            if string is None or not strings_ok(string.group()):
+                raise self.stray(pos, f"a string for the row of '{table}'")
+            return string.end()
         required = _ROW_FIELDS[table]
-        found = _FIELDS_ROW(row)
-        names = _ROW_FIELD_NAME(found[1]) if found is not None else []
-        if found is None or sorted(names) != sorted(required):
-            raise self.error(
-                index,
-                f"a row of '{table}' as 'N {{{'=N '.join(required)}=N}}' (each once)",
-            )
+        pos = self.expect(pos, "{", f"'{{' for the row of '{table}'")
+        seen: set[str] = set()
+        while True:
+            pos = self.skip(pos)
+            if text.startswith("}", pos):
+                pos += 1
+                break
+            if text.startswith(",", pos):  # a comma before each field (none after the last)
+                pos = self.skip(pos + 1)
+            field = _ROW_FIELD.match(text, pos)
+            if field is None or field.group(1) not in required or field.group(1) in seen:
+                raise self.stray(pos, f"a field of '{table}' ({', '.join(required)}), each once")
+            seen.add(field.group(1))
+            at = self.skip(field.end())
+            value = _ROW_ID.match(text, at)
+            if value is None or not -(2**31) <= int(value.group()) < 2**31:
+                raise self.stray(at, f"an int32 for {field.group(1)}")
+            pos = value.end()
+        if len(seen) < len(required):
+            missing = ", ".join(f for f in required if f not in seen)
+            raise self.error_at(pos - 1, f"the fields {missing} of the row of '{table}'")
+        return pos
 
     def check_calls(self, order: dict[str, int], computations: list[HloComputation]) -> None:
         """Every computation an instruction calls is defined in the module before the
@@ -1987,10 +1986,13 @@ class _Reader:
                             operands = ()
                         elif "," in operand_text:
                             operands = tuple(
-                                map(look_up, operand_text.replace("%", "").split(", "))
+                                map(
+                                    look_up,
+                                    operand_text.replace(", %", ", ").removeprefix("%").split(", "),
+                                )
                             )
                         else:
-                            operands = (look_up(operand_text.replace("%", "")),)
+                            operands = (look_up(operand_text.removeprefix("%")),)
                     except KeyError:
                         typed = self.typed_operands(operand_text, defined, instructions)
                         if typed is None:
@@ -2022,7 +2024,9 @@ class _Reader:
                 if match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     # complete when brackets and quotes balance by count; in doubt, the token path
-                    if shape not in shapes and _PRINTED_SHAPE_TEXT(shape) is None:
+                    if (
+                        shape not in shapes and _PRINTED_SHAPE_TEXT(shape) is None
+                    ) or "/" in operand_text:  # a comment may hide the ')': the token path
                         match = None
                     elif tail is None:
                         tail = ""
@@ -2171,9 +2175,14 @@ class _Reader:
                 try:
                     # fast: '%a, %b' or 'a, b'; typed_operands and operands read the rest
                     if "," in operand_text:
-                        operands = tuple(map(look_up, operand_text.replace("%", "").split(", ")))
+                        operands = tuple(
+                            map(
+                                look_up,
+                                operand_text.replace(", %", ", ").removeprefix("%").split(", "),
+                            )
+                        )
                     else:
-                        operands = (look_up(operand_text.replace("%", "")),)
+                        operands = (look_up(operand_text.removeprefix("%")),)
                 except KeyError:
                     typed = self.typed_operands(operand_text, defined, instructions)
                     operands = (
