@@ -122,8 +122,9 @@ GATES: dict[str, Gate] = {
         Gate(
             "xla-parser-checks-as-in-jaxlib-0.12",
             ">=0.12",
-            "tests/xla_inspect/test_oracle.py comparisons of named shardings, mesh replica "
-            "groups, enumerated values, reshape element counts and operand/dimension counts",
+            "tests/xla_inspect/test_oracle.py comparisons of shardings (named, mesh replica "
+            "groups, a domain's), enumerated values, reshape element counts and operand and "
+            "dimension counts",
             "XLA's parser before jax 0.12 checks less as it reads: it takes a named sharding or "
             "mesh replica groups naming an axis the mesh lacks, shuffle without its modes, a "
             "reshape into '?' dimensions of another size, a conditional without operands and "

@@ -2823,6 +2823,7 @@ _ONE_SHARDINGS = (
 )
 
 
+@versions.requires_jax("xla-parser-checks-as-in-jaxlib-0.12")
 @pytest.mark.parametrize(
     "text",
     [
