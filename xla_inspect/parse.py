@@ -271,6 +271,22 @@ _PLAIN_SCALAR = {
     "s64[]": _PLAIN_INTEGER,
     "pred[]": re.compile(r"true|false|[01]").fullmatch,
 }
+# opcodes whose dimensions= (when given) names one dimension
+_ONE_DIMENSION = frozenset(
+    {
+        "all-gather",
+        "all-gather-start",
+        "reduce-scatter",
+        "all-to-all",
+        "ragged-all-to-all",
+        "sort",
+        "get-dimension-size",
+        "set-dimension-size",
+        "scan",
+    }
+)
+_LISTED_NAME = re.compile(r"%?([A-Za-z_][\w.\-]*)").findall
+_BRANCHES = re.compile(r"(?<![\w.\-])branch_computations=\s*\{([^{}]*)\}").search
 # Opcodes whose instructions XLA's parser checks against their operands' shapes while it builds
 # them (check_built); they are recorded with the callers, so the per-line path gains no test.
 _BUILT = frozenset(
@@ -298,33 +314,10 @@ _BUILT = frozenset(
         "partition-id",
         "replica-id",
         "scatter",
-        "all-gather",
-        "all-gather-start",
-        "all-to-all",
-        "ragged-all-to-all",
-        "sort",
-        "get-dimension-size",
-        "set-dimension-size",
-        "scan",
         "outfeed",
+        *_ONE_DIMENSION,
     }
 )
-# opcodes whose dimensions= (when given) names one dimension
-_ONE_DIMENSION = frozenset(
-    {
-        "all-gather",
-        "all-gather-start",
-        "reduce-scatter",
-        "all-to-all",
-        "ragged-all-to-all",
-        "sort",
-        "get-dimension-size",
-        "set-dimension-size",
-        "scan",
-    }
-)
-_LISTED_NAME = re.compile(r"%?([A-Za-z_][\w.\-]*)").findall
-_BRANCHES = re.compile(r"(?<![\w.\-])branch_computations=\s*\{([^{}]*)\}").search
 # those of them whose check reads their operands
 _LOOKS_AT_OPERANDS = frozenset(
     {
