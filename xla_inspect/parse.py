@@ -2239,7 +2239,8 @@ class _Reader:
                         )
             for name in self.keyword_names.intersection(instruction.operands):
                 written = self.lines[line]
-                operands = written[written.find("(") : written.rfind(")") + 1]
+                start = written.find(instruction.opcode + "(") + len(instruction.opcode)
+                operands = written[start : match_close(written, start) + 1 or None]
                 if re.search(rf"(?<![%\w.\-]){name}(?![\w.\-])", operands):
                     raise self.error(line, f"'%{name}' as the operand, not the keyword", near=name)
             seen.add(instruction.name)

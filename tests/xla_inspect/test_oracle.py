@@ -2147,6 +2147,10 @@ BUILT = {
     ),
     "keyword name with %": "%true = f32[4] negate(p)\nROOT r = f32[4] negate(%true)",
     "keyword name bare": "%true = f32[4] negate(p)\nROOT r = f32[4] negate(true)",
+    "keyword name with %, true in the attributes": (
+        "%true = f32[4] negate(p)\n"
+        "ROOT r = f32[4] sort(%true), dimensions={0}, is_stable=true, to_apply=%lt"
+    ),
 }
 
 
