@@ -759,8 +759,29 @@ def shard_shape_measured(shape, spec, mesh_shape):
     return tuple(placed.addressable_shards[0].data.shape)
 
 
+@decoy(
+    "predict_shard_shape",
+    caught_by=["test_predict_shard_shape_none_where_device_put_refuses"],
+    why="refuses only an uneven split: ignores spec entries past the shape's rank and a mesh "
+    "axis named twice, and fails on an axis the mesh does not have",
+)
+def shard_shape_divisibility_only(shape, spec, mesh_shape):
+    per_device = []
+    for size, entry in _entries(shape, spec):
+        pieces = int(np.prod([mesh_shape[a] for a in _axes(entry)]))
+        if size % pieces:
+            return None
+        per_device.append(size // pieces)
+    return tuple(per_device)
+
+
 @accepted("predict_shard_shape", why="the same sizes from divmod, the answer as a tuple")
 def shard_shape_divmod(shape, spec, mesh_shape):
+    named = [a for entry in spec for a in _axes(entry)]
+    if len(spec) > len(shape) or len(set(named)) < len(named):
+        return None
+    if any(a not in mesh_shape for a in named):
+        return None
     result = []
     for size, entry in _entries(shape, spec):
         pieces = 1

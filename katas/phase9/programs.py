@@ -346,6 +346,17 @@ SHARD_SHAPE_CASES = [
     ((12, 4), P(("x", "y")), {"x": 2, "y": 4}),
 ]
 
+# Placements jax refuses for a reason other than an uneven split: a spec longer than the shape,
+# a mesh axis named twice, an axis the mesh does not have. Every dimension divides evenly.
+REFUSED_SHARD_CASES = [
+    ((16,), P("x", "y"), {"x": 2, "y": 4}),
+    ((), P("x"), {"x": 8}),
+    ((16, 8), P("x", None, None), {"x": 8}),
+    ((16, 8), P("x", "x"), {"x": 2, "y": 4}),
+    ((16, 8), P(("y", "x"), "x"), {"x": 2, "y": 4}),
+    ((16, 8), P("z"), {"x": 2, "y": 4}),
+]
+
 
 @cache
 def mesh_of(axes: tuple[tuple[str, int], ...]):

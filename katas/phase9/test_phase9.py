@@ -22,6 +22,7 @@ from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase9.programs import (
     PLACEMENT_CASES,
     PREDICT_BANK,
+    REFUSED_SHARD_CASES,
     ROW_CASES,
     SHARD_SHAPE_CASES,
     arange_rows,
@@ -692,8 +693,38 @@ def test_predict_shard_shape_matches_the_compiled_parameter(kata):
             )
 
 
+def _device_put_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
+    """What one device holds after jax.device_put with NamedSharding(mesh, spec), None if jax
+    refuses the placement (it raises)."""
+    mesh = mesh_of(tuple(mesh_shape.items()))
+    try:
+        placed = jax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, spec))
+    except Exception:  # noqa: BLE001  (ValueError, IndivisibleError, DuplicateSpecError, ...)
+        return None
+    return tuple(placed.addressable_shards[0].data.shape)
+
+
+@pytest.mark.task("predict_shard_shape")
+def test_predict_shard_shape_none_where_device_put_refuses(kata):
+    """Every dimension divides evenly, yet jax refuses: a spec longer than the shape, a mesh
+    axis named twice, an axis the mesh does not have."""
+    for shape, spec, mesh_shape in REFUSED_SHARD_CASES:
+        case = f"f32{list(shape)} with {spec} on mesh {mesh_shape}"
+        expected = _device_put_shard_shape(shape, spec, mesh_shape)
+        assert expected is None, f"{case}: jax.device_put should refuse it, it placed {expected}"
+        try:
+            predicted = kata.predict_shard_shape(shape, spec, dict(mesh_shape))
+        except (KeyError, IndexError, ValueError) as error:
+            predicted = f"{type(error).__name__}: {error}"
+        with check:
+            assert predicted == expected, (
+                f"{case}: you predicted {predicted}; jax.device_put refuses this placement, "
+                "the answer is None"
+            )
+
+
 @pytest.mark.task("predict_shard_shape")
 def test_predict_shard_shape_does_not_compile(kata):
-    for shape, spec, mesh_shape in SHARD_SHAPE_CASES:
+    for shape, spec, mesh_shape in [*SHARD_SHAPE_CASES, *REFUSED_SHARD_CASES]:
         with compiler_refused("predict_shard_shape", also=[(jax, "device_put")]):
             kata.predict_shard_shape(shape, spec, dict(mesh_shape))

@@ -125,7 +125,17 @@ def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
 
 def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
     # Each dimension is divided by the product of the sizes of the mesh axes its spec entry
-    # names (None or a missing entry: whole); jax refuses a split that does not divide evenly.
+    # names (None or a missing entry: whole); jax refuses a split that does not divide evenly,
+    # a spec longer than the shape, a mesh axis named twice and an axis the mesh does not have.
+    if len(spec) > len(shape):
+        return None
+    named = [
+        axis
+        for entry in spec
+        for axis in (() if entry is None else (entry,) if isinstance(entry, str) else entry)
+    ]
+    if len(set(named)) < len(named) or not set(named) <= set(mesh_shape):
+        return None
     per_device = []
     for number, size in enumerate(shape):
         entry = spec[number] if number < len(spec) else None
