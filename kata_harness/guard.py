@@ -90,22 +90,88 @@ def scan(source: str, filename: str) -> str | None:
 
 
 def _imported_names(tree: ast.AST) -> set[str]:
-    """Names that import statements bind (``np`` in ``import numpy as np``)."""
-    names = set()
+    """Names bound to what the file imports, and their aliases.
+
+    ``np`` in ``import numpy as np``, ``jit`` in ``from jax import jit``, and every name later
+    assigned an expression that reaches one of them (``C = jax.stages.Compiled``,
+    ``m = getattr(np, "sum")``, ``T = type(np.float32(1))``), however many steps it takes.
+    """
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    aliases = [
+        (target, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    ]
+    for node in ast.walk(tree):  # for x in (np, jnp): ... / with ... as x
+        if isinstance(node, (ast.For, ast.comprehension)):
+            aliases.append((node.target, node.iter))
+    grew = True
+    while grew:
+        grew = False
+        for target, value in aliases:
+            if not _reference(value, names):
+                continue
+            for part in ast.walk(target):
+                if isinstance(part, ast.Name) and part.id not in names:
+                    names.add(part.id)
+                    grew = True
     return names
 
 
-def _root(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
+def _reference(value: ast.AST, names: set[str]) -> bool:
+    """Whether ``value`` is (an attribute, item or class of) one of ``names`` rather than a new
+    object: ``jax.stages.Compiled`` and ``type(x)`` are, ``np.zeros(3)`` and ``Counter()`` not."""
+    if isinstance(value, ast.Name):
+        return value.id in names
+    if isinstance(value, (ast.Attribute, ast.Subscript, ast.Starred)):
+        return _reference(value.value, names)
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        return any(_reference(e, names) for e in value.elts)
+    if isinstance(value, ast.IfExp):
+        return _reference(value.body, names) or _reference(value.orelse, names)
+    if isinstance(value, ast.NamedExpr):
+        return _reference(value.value, names)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id == "type":
+            return True
+        if value.func.id in ("getattr", "vars") and value.args:
+            return _reference(value.args[0], names)
+    return False
+
+
+def _base(node: ast.AST) -> ast.AST:
+    """What an assignment target is stored into: ``a`` in ``a.b[c].d`` (not ``c``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+    return node
+
+
+def _foreign(base: ast.AST, modules: set[str]) -> bool:
+    """Something the kata file did not make: an imported name, an alias of one, or a class
+    reached through ``type(...)`` or ``getattr``/``vars`` of one."""
+    return _reference(base, modules)
+
+
+def _stores(target: ast.AST) -> list[ast.AST]:
+    """The attribute and item stores of an assignment target (tuples unpacked)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [store for element in target.elts for store in _stores(element)]
+    if isinstance(target, ast.Starred):
+        return _stores(target.value)
+    if isinstance(target, ast.Attribute):
+        return [target]
+    if isinstance(target, ast.Subscript):
+        return [target]
+    return []
 
 
 def _patches(node: ast.AST, modules: set[str]) -> str | None:
-    """An assignment to, or deletion of, something inside an imported module or library."""
+    """An assignment to, or deletion of, something inside an imported module, class or function
+    (through any alias), or ``setattr``/``delattr`` on one."""
     targets: list[ast.AST] = []
     if isinstance(node, (ast.Assign, ast.Delete)):
         targets = list(node.targets)
@@ -117,12 +183,14 @@ def _patches(node: ast.AST, modules: set[str]) -> str | None:
         and node.func.id in ("setattr", "delattr", "vars")
         and node.args
     ):
-        if _root(node.args[0]) in modules:
+        if _foreign(node.args[0], modules) or _foreign(_base(node.args[0]), modules):
             return f"uses {node.func.id} on {ast.unparse(node.args[0])}"
     for target in targets:
-        for part in ast.walk(target):
-            if isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part) in modules:
-                return f"changes {ast.unparse(part)}"
+        for store in _stores(target):
+            if isinstance(store, ast.Attribute) and store.attr == "__class__":
+                return f"changes {ast.unparse(store)}"
+            if _foreign(_base(store), modules):
+                return f"changes {ast.unparse(store)}"
     return None
 
 
@@ -144,9 +212,11 @@ def _forbidden(node: ast.AST) -> str | None:
 
 
 def is_kata_file(filename: str) -> bool:
-    """A learner's file: katas/phaseN/kata.py."""
+    """A learner's file: katas/phaseN/kata.py, or a red-team probe standing in for one."""
     path = Path(filename)
-    return path.name == KATA_FILE and path.parent.parent == curriculum.KATAS_DIR
+    if path.name == KATA_FILE and path.parent.parent == curriculum.KATAS_DIR:
+        return True
+    return path.parent.parent == curriculum.DECOYS_DIR / "redteam" and path.suffix == ".py"
 
 
 def _unreadable() -> tuple[str, ...]:

@@ -118,3 +118,38 @@ def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
 def test_the_scan_refuses_reaching_into_the_tests_programs_or_patching_libraries(source):
     found = guard.scan(source, "kata.py")
     assert found is not None and found.startswith(("line 1 ", "line 2 ")), found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import jax\n_C = jax.stages.Compiled\n_C.memory_analysis = lambda self: None\n",
+        "from jax.stages import Compiled as C\nsetattr(C, 'memory_analysis', None)\n",
+        "import jax\nS = jax.stages\nC = S.Compiled\nC.cost_analysis = None\n",
+        "import jax\nfor owner in (jax.stages.Compiled,):\n    owner.cost_analysis = None\n",
+        "import numpy as np\ndef f(x):\n    type(np.float32(x)).__eq__ = None\n",
+        "import numpy as np\ndef f(x):\n    getattr(np, 'testing').assert_allclose = None\n",
+        "from jax import jit\nj = jit\nj.__wrapped__ = None\n",
+        "import jax\ndef f(c):\n    c.__class__ = jax.stages.Compiled\n",
+    ],
+)
+def test_the_scan_refuses_patching_through_an_alias(source):
+    """A library class or function reached through another name is still the library's."""
+    assert guard.scan(source, "kata.py") is not None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import jax.numpy as jnp\nfrom collections import Counter\n"
+        "def f(xs):\n    counts = Counter()\n    for x in xs:\n"
+        "        counts[jnp.dtype(x).itemsize] += 1\n    return counts\n",
+        "import numpy as np\ndef f():\n    a = np.zeros(3)\n    a[np.argmax(a)] = 1\n    return a\n",
+        "import dataclasses\n@dataclasses.dataclass\nclass T:\n    a: int = 0\n"
+        "def f():\n    t = T()\n    t.a = 3\n    return t\n",
+        "import jax.numpy as jnp\ntable = {}\ntable[jnp.float32] = 4\n",
+    ],
+)
+def test_the_scan_leaves_honest_stores_alone(source):
+    """An index or key computed with a library is not a change to the library."""
+    assert guard.scan(source, "kata.py") is None
