@@ -95,6 +95,16 @@ class Phase:
     def decoys_path(self) -> Path:
         return DECOYS_DIR / f"{self.name}.py"
 
+    @property
+    def redteam_path(self) -> Path:
+        """The red team's wrong answers (written from the contract, never the tests)."""
+        return DECOYS_DIR / "redteam" / f"{self.name}.py"
+
+    @property
+    def probes_dir(self) -> Path:
+        """The red team's probes: whole kata files that try to get around the harness."""
+        return DECOYS_DIR / "redteam" / f"{self.name}_probes"
+
     def task(self, function: str) -> Task:
         for task in self.tasks:
             if task.function == function:

@@ -23,14 +23,16 @@ The author of a test shares its blind spots, so a red team that never saw the te
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ATTRIBUTE = "__kata_decoy__"
 MIN_DECOYS = 2  # per task: one wrong answer is one example of being wrong
+MIN_RED_TEAM = 5  # red-team wrong answers per phase
+MIN_PROBES = 2  # red-team probes per phase
 
 
 @dataclass(frozen=True, slots=True)

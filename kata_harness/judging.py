@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from . import curriculum, messages, records, verdict
+from . import curriculum, guard, messages, records, verdict
 from .decoys import Accepted, Decoy
-from .variants import Variant, task_of, variant_of
+from .variants import GUARD_REFUSED, RED_TEAM, Variant, task_of, variant_of
 
 _call_error = pytest.StashKey[BaseException | None]()
 
@@ -40,13 +40,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     variant = variant_of(item)
     if variant is None:
         return
-    if report.when == "call":
+    caught = None
+    if report.when == "call" and variant.kind in RED_TEAM:
+        caught = _judge_red_team(item, report, variant)
+    elif report.when == "call":
         _judge(item, call, report, variant)
-    if report.when == "call" or report.failed:
-        _record(item, report, variant)
+    elif report.when == "setup" and GUARD_REFUSED in item.stash:
+        caught = True
+    if report.when == "call" or report.failed or caught:
+        _record(item, report, variant, caught)
 
 
-def _record(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> None:
+def _judge_red_team(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> bool | None:
+    """A red-team answer or probe is caught when this test fails through an assertion; the test
+    passing only means another test of the task has to catch it (the census adds them up)."""
+    phase, task = task_of(item)
+    errors = _errors(item)
+    if report.skipped and not any(verdict.from_kata_code(e) for e in errors):
+        return None  # the test skipped for its own reason: nothing was judged
+    if variant.kind == "probe" and any(isinstance(e, guard.KataGuardError) for e in errors):
+        report.outcome, report.longrepr = "passed", None
+        return True  # the audit hook refused what it opened
+    judged = verdict.judge("decoy", phase, errors)
+    if judged.caught or judged.reason == "the test passed":
+        report.outcome, report.longrepr = "passed", None
+        return judged.caught
+    test = getattr(item, "originalname", item.name)
+    report.outcome = "failed"
+    report.longrepr = (
+        f"broken {variant.kind}: {task.id} ({task.function}) {test} on "
+        f"{variant.id} ({getattr(variant.spec, 'why', '')}): {judged.reason}"
+    )
+    return None
+
+
+def _record(
+    item: pytest.Item, report: pytest.TestReport, variant: Variant, caught: bool | None = None
+) -> None:
     phase, task = task_of(item)
     test = getattr(item, "originalname", item.name)
     message, details = records.describe(report, test)
@@ -63,6 +93,7 @@ def _record(item: pytest.Item, report: pytest.TestReport, variant: Variant) -> N
         details=details,
         traceback=item.stash.get(messages.kata_traceback, ""),
         hint=task.hint_command,
+        caught=caught,
     )
     records.attach(report, record)
 

@@ -23,7 +23,16 @@ from _pytest.outcomes import OutcomeException
 
 from . import contract, curriculum, guard
 from .curriculum import Phase
-from .decoys import Accepted, Decoy, accepted_in, decoys_in
+from .decoys import (
+    Accepted,
+    Decoy,
+    Probe,
+    RedTeam,
+    accepted_in,
+    decoys_in,
+    probe_of,
+    redteam_in,
+)
 
 IMPLS = ("katas", "reference")
 
@@ -129,14 +138,34 @@ def phase_accepted(phase: Phase) -> list[Accepted]:
     return accepted_in(module) if module else []
 
 
-def load_variant(phase: Phase, variant: Decoy | Accepted) -> ModuleType:
+def phase_redteam(phase: Phase) -> list[RedTeam]:
+    if not phase.redteam_path.is_file():
+        return []
+    label = f"{phase.name} red team"
+    return redteam_in(load_file(phase.redteam_path, f"_redteam_{phase.name}", label=label))
+
+
+def phase_probes(phase: Phase) -> list[Probe]:
+    if not phase.probes_dir.is_dir():
+        return []
+    return [probe_of(path) for path in sorted(phase.probes_dir.glob("*.py"))]
+
+
+def load_probe(phase: Phase, probe: Probe) -> ModuleType:
+    """A probe is loaded exactly as a learner's file is: scanned, imported, contract-wrapped."""
+    name = f"_probe_{phase.name}_{probe.name}"
+    module = load_file(probe.path, name, label=f"{phase.name} probe {probe.name}", scan=True)
+    return _with_contract(module, phase)
+
+
+def load_variant(phase: Phase, variant: Decoy | Accepted | RedTeam) -> ModuleType:
     """A fresh copy of the reference module with one task function replaced by ``variant``.
 
     The variant runs as if it were written in the kata file: its global names resolve in that
     module first (its ``matvec``, its ``Timing``, what a test patched there), then in the decoys
     file (its imports and helpers).
     """
-    kind = "decoy" if isinstance(variant, Decoy) else "accepted"
+    kind = {Decoy: "decoy", Accepted: "accepted", RedTeam: "redteam"}[type(variant)]
     name = f"_{kind}_{phase.name}_{variant.name}"
     module = load_file(phase.reference_path, name, label=f"{phase.name} {kind} {variant.name}")
     function = variant.function

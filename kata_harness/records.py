@@ -33,6 +33,7 @@ class TestRecord:
     details: str = ""  # pytest's report of an assertion, cut to DETAIL_LINES
     traceback: str = ""  # kata frames of an exception that `message` cut to one line
     hint: str = ""  # the command that shows the task's next hint
+    caught: bool | None = None  # a red-team answer or probe: did this test reject it?
 
     __test__ = False  # not a pytest test class, whatever its name
 

@@ -13,17 +13,21 @@ from types import ModuleType
 
 import pytest
 
-from . import curriculum, loading
-from .decoys import Accepted, Decoy
+from . import curriculum, guard, loading
+from .decoys import Accepted, Decoy, Probe, RedTeam
+
+# Run by every test of their task; judged over the task (one failing test catches them).
+RED_TEAM = ("redteam", "probe")
+GUARD_REFUSED = pytest.StashKey[str]()  # a probe the guard refused to load
 
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """What a kata test runs against: the learner's file, the reference, the stub, a decoy or an
-    accepted variant."""
+    """What a kata test runs against: the learner's file, the reference, the stub, a decoy, an
+    accepted variant, or the red team's wrong answers and probes."""
 
     kind: str
-    spec: Decoy | Accepted | None = None
+    spec: Decoy | Accepted | RedTeam | Probe | None = None
 
     @property
     def id(self) -> str:
@@ -69,6 +73,14 @@ def _variants(
         variants += [
             Variant("decoy", d) for d in loading.phase_decoys(phase) if test_name in d.caught_by
         ]
+        variants += [
+            Variant("redteam", r)
+            for r in loading.phase_redteam(phase)
+            if r.replaces == task.function
+        ]
+        variants += [
+            Variant("probe", p) for p in loading.phase_probes(phase) if p.replaces == task.function
+        ]
     variants += [
         Variant("accepted", a) for a in loading.phase_accepted(phase) if a.replaces == task.function
     ]
@@ -91,6 +103,8 @@ def kata(request: pytest.FixtureRequest) -> ModuleType:
     variant: Variant = getattr(request, "param", Variant("katas"))
     phase, _ = task_of(request.node)
     try:
+        if isinstance(variant.spec, Probe):
+            return loading.load_probe(phase, variant.spec)
         if variant.spec is not None:
             return loading.load_variant(phase, variant.spec)
         if variant.kind == "stub":
@@ -98,6 +112,9 @@ def kata(request: pytest.FixtureRequest) -> ModuleType:
         return loading.load_impl(phase, variant.kind)
     except loading.KataLoadError as error:
         message = str(error)
+    if variant.kind == "probe" and guard.WHY in message:
+        request.node.stash[GUARD_REFUSED] = message
+        pytest.skip(f"refused by the guard: {message}")
     pytest.fail(message, pytrace=False)  # outside the except: no chained traceback
 
 

@@ -106,7 +106,7 @@ def from_kata_code(error: BaseException) -> bool:
     return (
         is_kata_file(str(path))
         or path.parent.parent == curriculum.REFERENCE_DIR
-        or path.parent == curriculum.DECOYS_DIR
+        or path.parent in (curriculum.DECOYS_DIR, curriculum.DECOYS_DIR / "redteam")
     )
 
 

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from kata_harness import curriculum, loading, records
 from kata_harness.curriculum import KINDS, Phase, Task
-from kata_harness.decoys import MIN_DECOYS
+from kata_harness.decoys import MIN_DECOYS, MIN_PROBES, MIN_RED_TEAM
 from kata_harness.records import TestRecord
 
 from .errors import RunError
@@ -44,6 +44,8 @@ class TaskCensus:
     cases: int = 0
     decoys: dict[str, bool] = field(default_factory=dict)  # name -> caught by every test it names
     accepted: dict[str, bool] = field(default_factory=dict)  # name -> passed every test
+    redteam: dict[str, bool] = field(default_factory=dict)  # name -> caught by one test
+    probes: dict[str, bool] = field(default_factory=dict)  # name -> rejected by one test
     problems: list[str] = field(default_factory=list)
 
 
@@ -55,6 +57,10 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
             rows[(phase.number, d.replaces)].decoys[d.name] = True
         for a in loading.phase_accepted(phase):
             rows[(phase.number, a.replaces)].accepted[a.name] = True
+        for r in loading.phase_redteam(phase):
+            rows[(phase.number, r.replaces)].redteam[r.name] = False
+        for p in loading.phase_probes(phase):
+            rows[(phase.number, p.replaces)].probes[p.name] = False
     failures: dict[tuple, list[str]] = defaultdict(list)
     for record in found:
         row = rows.get((int(record.phase.removeprefix("phase")), record.function))
@@ -62,6 +68,8 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
             continue
         kind, ok = record.kind, record.outcome == "passed"
         name = record.variant.removeprefix(f"{kind}-")
+        if record.caught:
+            (row.redteam if kind == "redteam" else row.probes)[name] = True
         if kind == "reference" and record.when == "call":
             row.tests.add(record.test)
             row.cases += 1
@@ -72,6 +80,12 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
             elif kind == "accepted":
                 row.accepted[name] = False
     for row in rows.values():
+        for name, caught in row.redteam.items():
+            if not caught:
+                row.problems.append(f"red-team answer {name}: no test of the task fails on it")
+        for name, rejected in row.probes.items():
+            if not rejected:
+                row.problems.append(f"probe {name}: the guard and every test accepted it")
         if not row.tests:
             row.problems.append("no test ran on the reference")
         if len(row.decoys) < MIN_DECOYS:
@@ -81,6 +95,22 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
                 who = kind if kind in ("reference", "stub") else f"{kind} {name}"
                 row.problems.append(f"{who}: {messages[0]}")
     return list(rows.values())
+
+
+def _short_red_teams(rows: list[TaskCensus]) -> list[str]:
+    """Phases whose red team wrote fewer than MIN_RED_TEAM answers or MIN_PROBES probes."""
+    lines = []
+    for phase in sorted({row.task.phase for row in rows}):
+        mine = [row for row in rows if row.task.phase == phase]
+        answers = sum(len(row.redteam) for row in mine)
+        probes = sum(len(row.probes) for row in mine)
+        if answers < MIN_RED_TEAM or probes < MIN_PROBES:
+            lines.append(
+                f"phase{phase}: {answers} red-team answer(s) and {probes} probe(s); at least "
+                f"{MIN_RED_TEAM} and {MIN_PROBES} needed (decoys/redteam/, written from the "
+                "contract by someone who has not read the tests)"
+            )
+    return lines
 
 
 def run(phases: list[Phase]) -> list[TestRecord]:
@@ -123,7 +153,7 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
     table = Table(title="honesty census (reference mode)")
     table.add_column("task")
     table.add_column("function")
-    for column in ("tests", "cases", "decoys", "caught", "accepted"):
+    for column in ("tests", "cases", "decoys", "caught", "red team", "probes", "accepted"):
         table.add_column(column, justify="right")
     table.add_column("")
     for row in rows:
@@ -134,6 +164,8 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
             str(row.cases),
             str(len(row.decoys)),
             str(sum(row.decoys.values())),
+            f"{sum(row.redteam.values())}/{len(row.redteam)}",
+            f"{sum(row.probes.values())}/{len(row.probes)}",
             f"{sum(row.accepted.values())}/{len(row.accepted)}",
             "[red]gaps[/]" if row.problems else "ok",
         )
@@ -141,14 +173,20 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
     for row in rows:
         for problem in row.problems:
             console.print(f"{row.task.id} ({row.task.function}): {problem}", markup=False)
-    bad = sum(bool(row.problems) for row in rows)
+    short = _short_red_teams(rows)
+    for line in short:
+        console.print(line, markup=False)
+    bad = sum(bool(row.problems) for row in rows) + len(short)
     totals = (
         f"{len(rows)} tasks, {sum(len(r.tests) for r in rows)} tests, "
-        f"{sum(r.cases for r in rows)} cases, {sum(len(r.decoys) for r in rows)} decoys "
-        f"({sum(sum(r.decoys.values()) for r in rows)} caught), "
-        f"{sum(len(r.accepted) for r in rows)} accepted variants"
+        f"{sum(r.cases for r in rows)} cases; author decoys "
+        f"{sum(sum(r.decoys.values()) for r in rows)}/{sum(len(r.decoys) for r in rows)} caught; "
+        f"red team {sum(sum(r.redteam.values()) for r in rows)}/"
+        f"{sum(len(r.redteam) for r in rows)} caught, probes "
+        f"{sum(sum(r.probes.values()) for r in rows)}/{sum(len(r.probes) for r in rows)} "
+        f"rejected; {sum(len(r.accepted) for r in rows)} accepted variants"
     )
-    console.print(f"{totals}; {bad} task(s) with problems" if bad else f"{totals}; all honest")
+    console.print(f"{totals}; {bad} problem(s)" if bad else f"{totals}; all honest")
     kinds = Counter(row.task.kind for row in rows)
     console.print(
         "task kinds: "
