@@ -256,6 +256,26 @@ def mesh_axis_order(hlo_text):
     return _all_groups(hlo_text, mesh_order=True)
 
 
+@decoy(
+    "device_groups",
+    caught_by=["test_device_groups_empty_means_every_device"],
+    why="reads replica_groups={} as no group at all: XLA means one group of every device",
+)
+def empty_groups_as_none(hlo_text):
+    return _all_groups(hlo_text)
+
+
+@decoy(
+    "device_groups",
+    caught_by=["test_device_groups_empty_means_every_device"],
+    why="reads replica_groups={} as every partition, forgetting the header's replica_count",
+)
+def empty_groups_partitions_only(hlo_text):
+    found = _all_groups(hlo_text)
+    partitions = int(parse_hlo(hlo_text).attributes.get("num_partitions", "1"))
+    return {c: g if g else [list(range(partitions))] for c, g in found.items()}
+
+
 # ---- task 4: collective_bytes --------------------------------------------------------------------
 
 

@@ -68,7 +68,9 @@ def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
     groups three ways: explicit `{{0,1},{2,3}}`; an iota list `[G,S]<=[dims]` or
     `[G,S]<=[dims]T(perm)`; and mesh axes `mesh['a'=2,'b'=2] {'b'}`. Give each group's devices in
     the order the spelling lists them (the order a gather concatenates); the groups themselves in
-    any order. A collective copied into several computations keeps its channel_id: one entry.
+    any order. An empty `replica_groups={}` is one group of every device, 0..N-1, N being the
+    module header's `replica_count` times its `num_partitions` (one when not printed). A
+    collective copied into several computations keeps its channel_id: one entry.
     """
     # TODO: one reader per spelling; the iota and mesh ones are NumPy reshapes and transposes
     raise NotImplementedError("phase11 task 4: device_groups")

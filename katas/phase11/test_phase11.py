@@ -255,6 +255,33 @@ def test_device_groups_every_spelling(kata):
             )
 
 
+def _xla_device_count(text: str) -> int:
+    """replica_count times num_partitions, as XLA's parser prints the module header back."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    header = _hlo.hlo_module_from_text(text).to_string().splitlines()[0]
+    counts = dict(re.findall(r"\b(replica_count|num_partitions)=(\d+)", header))
+    return int(counts.get("replica_count", 1)) * int(counts.get("num_partitions", 1))
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_empty_means_every_device(kata):
+    """`replica_groups={}` is one group of every device of the module, not no group."""
+    for replicas, partitions in ((1, 4), (1, 8), (1, 2), (2, 4)):
+        text = group_module("{}", partitions)
+        if replicas > 1:
+            text = text.replace("HloModule groups,", f"HloModule groups, replica_count={replicas},")
+        devices = _xla_device_count(text)
+        assert devices == replicas * partitions, f"XLA reads {devices} devices"
+        got = kata.device_groups(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == {3: [list(range(devices))]}, (
+                f"replica_groups={{}} with replica_count={replicas}, num_partitions={partitions}: "
+                f"one group of all {devices} devices, got {got}"
+            )
+
+
 _GROUPED = ("kAllGather", "kAllReduce", "kReduceScatter", "kAllToAll", "kAllGatherStart")
 
 

@@ -117,8 +117,10 @@ def _ints(text: str) -> list[int]:
     return [int(t) for t in text.split(",") if t.strip()]
 
 
-def _groups(spelling: str) -> list[list[int]]:
+def _groups(spelling: str, devices: int) -> list[list[int]]:
     spelling = spelling.strip()
+    if spelling == "{}":
+        return [list(range(devices))]  # no groups printed: one group of every device
     iota = _IOTA.fullmatch(spelling)
     if iota:
         # iota(N) reshaped to dims, transposed by the permutation, read as [groups, size]
@@ -143,14 +145,18 @@ def _groups(spelling: str) -> list[list[int]]:
 
 def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
     # A collective appears once per body it is copied into (TPU async wrappers): its channel_id
-    # names it once.
+    # names it once. `{}` is every device of the module: replicas times partitions.
+    module = parse_hlo(hlo_text)
+    devices = int(module.attributes.get("replica_count", "1")) * int(
+        module.attributes.get("num_partitions", "1")
+    )
     found = {}
-    for computation in parse_hlo(hlo_text):
+    for computation in module:
         for i in computation:
             groups = i.attribute("replica_groups")
             channel = i.attribute("channel_id")
             if groups is not None and channel is not None:
-                found[int(channel)] = _groups(groups)
+                found[int(channel)] = _groups(groups, devices)
     return found
 
 
