@@ -325,6 +325,15 @@ def bytes_every_copy(hlo_text):
 
 @decoy(
     "collective_bytes",
+    caught_by=["test_collective_bytes_without_channel_ids"],
+    why="keys every collective by its channel_id, so all those without one count as one",
+)
+def bytes_channelless_merged(hlo_text):
+    return _sum_bytes(hlo_text, lambda m, c, i: _logical(i.shape_info))
+
+
+@decoy(
+    "collective_bytes",
     caught_by=["test_collective_bytes_of_shard_map_collectives"],
     why="counts the padded tiles of the result's TPU layout",
 )

@@ -81,9 +81,9 @@ def collective_bytes(hlo_text: str) -> dict[str, int]:
 
     Count every all-gather, all-reduce, reduce-scatter, all-to-all and collective-permute of
     any computation once per channel_id (the TPU async wrappers copy one collective into several
-    bodies). Its bytes are those of its result on one device, logical: element count times the
-    dtype's width (a tuple result: the sum of its elements), never the padded tiles. Opcodes
-    with no collective are left out.
+    bodies); one without a channel_id is a collective of its own. Its bytes are those of its
+    result on one device, logical: element count times the dtype's width (a tuple result: the
+    sum of its elements), never the padded tiles. Opcodes with no collective are left out.
     """
     # TODO: walk every computation; remember channels you have already counted
     raise NotImplementedError("phase11 task 5: collective_bytes")

@@ -239,6 +239,45 @@ def group_module(spelling: str, devices: int = 8) -> str:
     )
 
 
+# Cross-replica collectives, as pmap-style programs print them: no channel_id, so each one is a
+# collective of its own; the last all-reduce is one collective copied into two computations.
+CROSS_REPLICA = """HloModule cross_replica, replica_count=4
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%add_bf16 (c: bf16[], d: bf16[]) -> bf16[] {
+  %c = bf16[] parameter(0)
+  %d = bf16[] parameter(1)
+  ROOT %t = bf16[] add(%c, %d)
+}
+
+%inner (q: f32[24]) -> f32[24] {
+  %q = f32[24]{0} parameter(0)
+  ROOT %ar.inner = f32[24]{0} all-reduce(%q), channel_id=5, replica_groups={{0,1,2,3}},
+      to_apply=%add
+}
+
+ENTRY %e (p: f32[16], g: bf16[8,4], h: s32[2,3], u: f32[24])
+    -> (f32[16], bf16[8,4], s32[8,3], f32[24], f32[24]) {
+  %p = f32[16]{0} parameter(0)
+  %g = bf16[8,4]{1,0} parameter(1)
+  %h = s32[2,3]{1,0} parameter(2)
+  %u = f32[24]{0} parameter(3)
+  %ar.0 = f32[16]{0} all-reduce(%p), replica_groups={}, to_apply=%add
+  %ar.1 = bf16[8,4]{1,0} all-reduce(%g), replica_groups={{0,1,2,3}}, to_apply=%add_bf16
+  %ag.0 = s32[8,3]{1,0} all-gather(%h), replica_groups={}, dimensions={0}
+  %ar.2 = f32[24]{0} all-reduce(%u), channel_id=5, replica_groups={{0,1,2,3}}, to_apply=%add
+  %call = f32[24]{0} call(%u), to_apply=%inner
+  ROOT %out = (f32[16]{0}, bf16[8,4]{1,0}, s32[8,3]{1,0}, f32[24]{0}, f32[24]{0})
+      tuple(%ar.0, %ar.1, %ag.0, %ar.2, %call)
+}
+"""
+
+
 # (m, k, n, mesh shape (data, model)): dense_layer f32 with x P('data', None), w P(None,
 # 'model'), b P('model'), out P('data', 'model').
 LAYER_CASES = [

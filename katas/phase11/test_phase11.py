@@ -26,6 +26,7 @@ from kata_harness.targets import recorded, require
 from katas.phase11.programs import (
     ALLREDUCE_CASES,
     AXES,
+    CROSS_REPLICA,
     FSDP_CASES,
     GROUP_SPELLINGS,
     HANDWRITTEN_ASYNC,
@@ -398,6 +399,40 @@ def test_collective_bytes_gradient_all_reduce(kata):
         assert got == {"all-reduce": expected}, (
             f"data-parallel gradients: one all-reduce of every bf16 gradient ({expected} bytes, "
             f"a tuple-shaped result counts all its elements), got {got}"
+        )
+
+
+def _xla_collective_bytes(text: str) -> dict[str, int]:
+    """Result bytes per opcode with XLA's parser: one collective per channel_id, and each one
+    without a channel_id on its own."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    plain = {"kAllGather", "kAllReduce", "kReduceScatter", "kAllToAll", "kCollectivePermute"}
+    seen: dict[object, tuple[str, int]] = {}
+    for computation in _hlo.hlo_module_from_text(text).computations():
+        for i in computation.instructions():
+            if _opcode(i) not in plain:
+                continue
+            channel = re.search(r"channel_id=(\d+)", i.to_string())
+            key = int(channel.group(1)) if channel else (computation.name, i.name)
+            size = int(np.prod(i.shape.dimensions())) * np.dtype(i.shape.numpy_dtype()).itemsize
+            seen[key] = (_text_opcode(i), size)
+    totals: dict[str, int] = {}
+    for opcode, size in seen.values():
+        totals[opcode] = totals.get(opcode, 0) + size
+    return totals
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_without_channel_ids(kata):
+    """Cross-replica collectives carry no channel_id: each is a collective of its own."""
+    got = kata.collective_bytes(CROSS_REPLICA)
+    assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    expected = _xla_collective_bytes(CROSS_REPLICA)
+    with check:
+        assert got == expected, (
+            f"two all-reduces and an all-gather without channel_id, one all-reduce (channel 5) "
+            f"copied twice: XLA's shapes give {expected}, got {got}"
         )
 
 

@@ -170,14 +170,15 @@ def _logical_bytes(shape: Shape) -> int:
 
 
 def collective_bytes(hlo_text: str) -> dict[str, int]:
-    # Each collective once (by channel), however many async wrappers copy it; bytes of the
-    # logical result, not of its padded tiles.
-    seen: dict[int, tuple[str, int]] = {}
+    # Each collective once (by channel), however many async wrappers copy it; one without a
+    # channel_id is a collective of its own. Bytes of the logical result, not of padded tiles.
+    seen: dict[int | tuple[str, str], tuple[str, int]] = {}
     for computation in parse_hlo(hlo_text):
         for i in computation:
             if i.opcode in COLLECTIVES:
-                channel = int(i.attribute("channel_id", "-1"))
-                seen[channel] = (i.opcode, _logical_bytes(i.shape_info))
+                channel = i.attribute("channel_id")
+                key = int(channel) if channel is not None else (computation.name, i.name)
+                seen[key] = (i.opcode, _logical_bytes(i.shape_info))
     totals: dict[str, int] = {}
     for opcode, size in seen.values():
         totals[opcode] = totals.get(opcode, 0) + size
