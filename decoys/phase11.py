@@ -561,6 +561,20 @@ def donate_nothing():
     return ()
 
 
+@decoy(
+    "step_donation",
+    caught_by=["test_step_donation_keeps_the_batch", "test_step_donation_peak_budget"],
+    why="donates the batch as -1: jax counts it from the end, the caller loses it all the same",
+)
+def donate_batch_from_the_end():
+    return (0, 1, -1)
+
+
+@accepted("step_donation", why="params and momentum counted from the end, as jax allows")
+def donate_state_from_the_end():
+    return (-3, -2)
+
+
 # ---- task 10: matmul_fusions ---------------------------------------------------------------------
 
 _PLUMBING = {

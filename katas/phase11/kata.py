@@ -159,7 +159,8 @@ def step_donation() -> tuple[int, ...]:
 
     Budget, read from memory_analysis: the aliased bytes equal the params and momentum bytes,
     and the peak is at most the undonated peak minus those bytes. The caller evaluates on the
-    batch after the step, so it must stay valid.
+    batch after the step, so it must stay valid. The numbers mean what `jax.jit` makes of
+    them (a negative one counts from the end): jax must donate no array of the batch.
     """
     # TODO: which outputs can take over an input's buffer?
     raise NotImplementedError("phase11 task 11: step_donation")
