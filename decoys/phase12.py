@@ -244,6 +244,24 @@ def gather_free_specs_split_k():
     return PartitionSpec("data", "model"), PartitionSpec("model", None)
 
 
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_memory_budget"],
+    why="replicates both operands: no collective, but every device holds all of x and w",
+)
+def gather_free_specs_replicated():
+    return PartitionSpec(), PartitionSpec()
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_memory_budget"],
+    why="splits x by rows and replicates w: no collective, but every device holds all of w",
+)
+def gather_free_specs_whole_w():
+    return PartitionSpec("data", None), PartitionSpec()
+
+
 @accepted("gather_free_specs", why="a PartitionSpec may leave trailing dimensions out")
 def gather_free_specs_short():
     return PartitionSpec("data"), PartitionSpec(None, "model")

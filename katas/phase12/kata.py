@@ -87,6 +87,9 @@ def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
     output stays split P("data", "model"), such that XLA:GPU needs no collective at all
     (programs.sharded_matmul; the original splits x and w both as P("data", "model")). Return
     (spec of x, spec of w). The values do not change: sharding never changes what x @ w is.
+
+    Budget: no collective in the compiled program, and the bytes of x and w one device holds
+    (`memory_analysis().argument_size_in_bytes`) at most half of what they take replicated.
     """
     # TODO: which rows of x and which columns of w does one output block need?
     raise NotImplementedError("phase12 task 7: gather_free_specs")

@@ -35,6 +35,7 @@ from katas.phase12.programs import (
     sds,
     sharded_matmul,
 )
+from xla_inspect import targets
 from xla_inspect.parse import parse_hlo
 
 PHASE = "phase12"
@@ -439,6 +440,33 @@ def test_gather_free_specs_need_no_collective(kata, case):
         assert count == 0, (
             f"{case}: {count} collectives producing {produced} bytes are left; the original's "
             f"{original} produce {original_bytes}: the budget is none"
+        )
+
+
+@cache
+def _argument_bytes(case: str, x_spec: tuple, w_spec: tuple) -> int:
+    """Argument bytes per device of the case's matmul compiled with these specs for this host's
+    CPU devices (memory_analysis; the same blocks of x and w a GPU would hold)."""
+    _, x_shape, w_shape = SPEC_CASES[case]
+    lowered = sharded_matmul(x_shape, w_shape, x_spec, w_spec)(targets.get("cpu"))
+    stats = lowered.compile().memory_analysis()
+    assert stats is not None
+    return int(stats.argument_size_in_bytes)
+
+
+@pytest.mark.task("gather_free_specs")
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_gather_free_specs_memory_budget(kata, case):
+    """No collective is easy with whole operands: the budget is half of the replicated bytes."""
+    specs = kata.gather_free_specs()
+    assert isinstance(specs, tuple) and len(specs) == 2, f"expected (x spec, w spec), got {specs}"
+    assert all(isinstance(s, PartitionSpec) for s in specs), f"expected PartitionSpecs: {specs}"
+    got = _argument_bytes(case, tuple(specs[0]), tuple(specs[1]))
+    replicated = _argument_bytes(case, (), ())
+    with check:
+        assert got <= replicated // 2, (
+            f"{case}: x and w take {got} bytes per device; replicated they take {replicated}, "
+            f"the budget is half of that: {replicated // 2}"
         )
 
 
