@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from types import ModuleType
@@ -62,12 +63,23 @@ def _exact(value: Any, allowed: tuple[type, ...]) -> bool:
     kind = type(value)
     if kind in allowed:
         return True
-    # NumPy scalar types are abstract here (np.integer): any NumPy-defined subclass is fine.
-    return any(
-        isinstance(value, a) and kind.__module__ == "numpy"
-        for a in allowed
-        if a.__module__ == "numpy"
+    # NumPy scalar types are abstract here (np.integer): any of NumPy's own scalar types is fine
+    # (not a subclass that only claims to live in numpy).
+    return kind in _NUMPY_SCALARS and any(
+        isinstance(value, a) for a in allowed if a.__module__ == "numpy"
     )
+
+
+_NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if isinstance(t, type))
+
+
+def genuine(kind: type) -> bool:
+    """Whether ``kind`` is found where it says it lives (its module, its qualified name): a class
+    a kata file made and labelled ``__module__ = "numpy"`` is not."""
+    found: Any = sys.modules.get(kind.__module__)
+    for part in kind.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is kind
 
 
 def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str | None:
@@ -88,7 +100,7 @@ def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str 
         return None
     if origin is type:
         ok = isinstance(value, type) and (not args or issubclass(value, args[0]))
-        if ok and value.__module__ == module.__name__:
+        if ok and (value.__module__ == module.__name__ or not genuine(value)):
             return f"{where}expected a library class, got {value.__name__} defined in the kata"
         return None if ok else f"{where}expected a class {_name(hint)}, got {value!r:.60}"
     base = origin or hint
@@ -125,7 +137,7 @@ def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str 
         return None
     if not isinstance(value, base):
         return f"{where}expected {_name(base)}, got {type(value).__name__}"
-    if type(value).__module__ == module.__name__:
+    if type(value).__module__ == module.__name__ or not genuine(type(value)):
         return f"{where}expected {_name(base)}, got {type(value).__name__} defined in the kata"
     return None
 
@@ -182,11 +194,43 @@ def wrap(
         setattr(module, name, _checked(function, hint, module, label[name]))
 
 
+def _libraries() -> list[Any]:
+    """What the tests measure with: a task that changes them grades itself."""
+    import jax
+    import jax.numpy as jnp
+    import jax.stages
+
+    stages = [jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped]
+    return [jax, jnp, jax.monitoring, np, np.testing, *stages]
+
+
+def fingerprint() -> dict[str, int]:
+    """``owner.name -> id(value)`` over the libraries the tests measure with."""
+    return {
+        f"{getattr(owner, '__name__', owner)}.{name}": id(value)
+        for owner in _libraries()
+        for name, value in list(vars(owner).items())
+    }
+
+
+def changed(before: dict[str, int]) -> list[str]:
+    """What differs from ``before`` (added, replaced or removed attributes)."""
+    after = fingerprint()
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
 def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
+        before = fingerprint()
         value = function(*args, **kwargs)
+        patched = changed(before)
+        if patched:
+            raise ContractViolation(
+                f"{task} changed {patched[0]}: kata code may not change the libraries the tests "
+                "measure with"
+            )
         reason = mismatch(value, hint, module)
         if reason:
             raise ContractViolation(

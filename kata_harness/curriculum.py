@@ -48,6 +48,8 @@ class Task:
     title: str
     hints: tuple[str, ...]
     kind: str = "read"
+    allow: tuple[str, ...] = ()  # what a predict task may call (e.g. "eval_shape")
+    refuse: tuple[str, ...] = ()  # more a predict task may not call ("jax.device_put")
 
     @property
     def id(self) -> str:
@@ -124,6 +126,8 @@ def _read_phase(folder: Path) -> Phase:
             title=entry["title"],
             hints=tuple(entry.get("hints", ())),
             kind=entry.get("kind", "read"),
+            allow=tuple(entry.get("allow", ())),
+            refuse=tuple(entry.get("refuse", ())),
         )
         for index, entry in enumerate(data["task"], start=1)
     )

@@ -43,7 +43,20 @@ FORBIDDEN_MODULES = frozenset(
         "builtins",
         "gc",
         "ctypes",
+        # another process or thread is out of the audit hook's and the refusal's sight
+        "subprocess",
+        "multiprocessing",
+        "threading",
+        "concurrent",
+        "_thread",
+        "pty",
     }
+)
+# os functions that start another program
+PROCESS_ATTRIBUTES = frozenset(
+    {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}
+    | {f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
 )
 FORBIDDEN_NAMES = frozenset({"__import__", "exec", "eval", "compile", "breakpoint"})
 FORBIDDEN_ATTRIBUTES = frozenset(
@@ -60,6 +73,12 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "__builtins__",
         "__loader__",
         "__spec__",
+        "__setattr__",  # object.__setattr__(jax, "jit", ...) is an assignment too
+        "__delattr__",
+        "_src",  # JAX's internals: its monitoring listeners, its compiler
+        "get_event_duration_listeners",
+        "clear_event_listeners",
+        "_event_duration_secs_listeners",
     }
 )
 WHY = (
@@ -197,17 +216,42 @@ def _patches(node: ast.AST, modules: set[str]) -> str | None:
 def _forbidden(node: ast.AST) -> str | None:
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.name.split(".")[0] in FORBIDDEN_MODULES:
+            if alias.name.split(".")[0] in FORBIDDEN_MODULES or _private(alias.name):
                 return f"imports {alias.name}"
     elif isinstance(node, ast.ImportFrom):
         if node.level:
             return "uses a relative import"
-        if node.module and node.module.split(".")[0] in FORBIDDEN_MODULES:
-            return f"imports from {node.module}"
+        module = node.module or ""
+        if module.split(".")[0] in FORBIDDEN_MODULES or _private(module):
+            return f"imports from {module}"
+        for alias in node.names:
+            if alias.name in FORBIDDEN_ATTRIBUTES | PROCESS_ATTRIBUTES or _private(alias.name):
+                return f"imports {alias.name} from {module}"
     elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
         return f"uses {node.id}"
     elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
         return f"uses .{node.attr}"
+    elif isinstance(node, ast.Attribute) and node.attr in PROCESS_ATTRIBUTES:
+        if isinstance(node.value, ast.Name) and node.value.id == "os":
+            return f"uses os.{node.attr}"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _named_attribute(node)
+    return None
+
+
+def _private(dotted: str) -> bool:
+    """A private module or name (``jax._src``); ``__future__`` is not one."""
+    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
+
+
+def _named_attribute(call: ast.Call) -> str | None:
+    """``getattr(sys, "modules")``: a forbidden attribute reached by its name as a string."""
+    if call.func.id not in ("getattr", "hasattr", "setattr", "delattr") or len(call.args) < 2:  # type: ignore[union-attr]
+        return None
+    name = call.args[1]
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        if name.value in FORBIDDEN_ATTRIBUTES or _private(name.value):
+            return f"uses .{name.value}"
     return None
 
 

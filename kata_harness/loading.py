@@ -21,7 +21,7 @@ from types import ModuleType
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, guard
+from . import contract, curriculum, guard, predict
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -42,6 +42,7 @@ class KataLoadError(Exception):
 
 
 _cache: dict[tuple[str, Path], tuple[int, ModuleType]] = {}
+_compiled_at_load: dict[str, list[str]] = {}  # module name -> JAX events while it loaded
 
 
 def _describe(error: BaseException, path: Path) -> str:
@@ -73,14 +74,28 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    import jax
+
+    jax.clear_caches()  # a file loaded before, or another copy, must not find the caches warm
+    before = contract.fingerprint()
     try:
-        spec.loader.exec_module(module)
+        with predict.compiles_seen() as seen:
+            spec.loader.exec_module(module)
+        patched = contract.changed(before)
+        if patched:
+            raise KataLoadError(
+                f"{label}: {_relative(path)} changes {patched[0]} while it loads: kata code may "
+                "not change the libraries the tests measure with; remove that"
+            )
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything
         sys.modules.pop(module_name, None)
         raise KataLoadError(
             f"{label}: {_relative(path)} does not import ({_describe(error, path)}); "
             "fix that file, the other phases are unaffected"
         ) from None
+    _compiled_at_load[module_name] = [e for e in seen if e != "listener removed"] or (
+        ["it removed JAX's monitoring listeners"] if seen else []
+    )
     _cache[(module_name, path)] = (stamp, module)
     return module
 
@@ -102,6 +117,7 @@ def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
     reference = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
     labels = {task.function: f"{task.id} ({task.function})" for task in phase.tasks}
     contract.wrap(module, labels, _return_hints(phase, reference), reference.__name__)
+    predict.refuse_in(module, phase.tasks, _compiled_at_load.get(module.__name__, []))
     return module
 
 

@@ -1,0 +1,95 @@
+"""The refusal the harness puts around every predict task function holds however the answer
+reaches the compiler: a ``jit`` or stage method saved at import, the refusal caught with
+``except BaseException``, JAX's listeners removed, or the work done while the file loads. A plain
+Python prediction passes, and nothing stays patched afterwards."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import jax
+import pytest
+
+from kata_harness import loading, predict
+from kata_harness.curriculum import Task
+
+TASK = Task(phase=0, number=1, function="predict_flops", title="t", hints=(), kind="predict")
+
+HEADER = textwrap.dedent("""
+    import jax
+    import jax.numpy as jnp
+    from jax import jit
+    _lower = jax.stages.Traced.lower
+    _saved_jit = jax.jit
+""")
+
+ANSWERS = {
+    "plain": "def predict_flops(n):\n    return 2 * n * n\n",
+    "saved_jit": "def predict_flops(n):\n    jit(jnp.sin).trace(1.0)\n    return 2 * n * n\n",
+    "saved_stage": (
+        "def predict_flops(n):\n"
+        "    c = _lower(_saved_jit(jnp.sin).trace(jnp.ones(n))).compile()\n"
+        "    return 2 * n * n\n"
+    ),
+    "caught": (
+        "def predict_flops(n):\n"
+        "    try:\n"
+        "        jax.jit(jnp.sin).lower(1.0)\n"
+        "    except BaseException:\n"
+        "        pass\n"
+        "    return 2 * n * n\n"
+    ),
+    "eager": "def predict_flops(n):\n    return int(jnp.sum(jnp.ones((n, n)))) * 2\n",
+    "listeners_cleared": (
+        "def predict_flops(n):\n"
+        "    jax.monitoring.clear_event_listeners()\n"
+        "    return 2 * n * n\n"
+    ),
+    "at_import": "_TABLE = {n: int(jnp.sum(jnp.ones((n, n)))) * 2 for n in (3, 4)}\n"
+    "def predict_flops(n):\n    return _TABLE[n]\n",
+}
+
+
+def _load(tmp_path: Path, name: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEADER + ANSWERS[name])
+    module = loading.load_file(path, f"_refusal_{name}", label="phase0")
+    predict.refuse_in(module, [TASK], loading._compiled_at_load[module.__name__])
+    return module
+
+
+def test_a_plain_python_prediction_passes(tmp_path):
+    assert _load(tmp_path, "plain").predict_flops(4) == 32
+    assert jax.jit.__module__.startswith("jax") and "refuse" not in jax.jit.__name__
+
+
+@pytest.mark.parametrize("name", [n for n in ANSWERS if n != "plain"])
+def test_every_way_to_the_compiler_fails_the_test(tmp_path, name):
+    module = _load(tmp_path, name)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        module.predict_flops(4)
+    assert str(failed.value).startswith("phase0.task1 (predict_flops)")
+    assert "jit" not in vars(jax.stages.Traced).get("lower", jax.stages.Traced.lower).__name__
+
+
+def test_the_refusal_leaves_jax_as_it_found_it(tmp_path):
+    before = (jax.jit, jax.stages.Traced.lower, jax.stages.Lowered.compile)
+    with pytest.raises(pytest.fail.Exception):
+        _load(tmp_path, "caught").predict_flops(3)
+    assert (jax.jit, jax.stages.Traced.lower, jax.stages.Lowered.compile) == before
+    assert jax.jit(lambda x: x + 1)(1) == 2
+
+
+def test_a_refused_function_saved_under_another_name_is_still_refused(tmp_path):
+    """``jnp.result_type`` neither traces nor compiles; bound at import it is still refused."""
+    path = tmp_path / "saved.py"
+    path.write_text(
+        "from jax.numpy import result_type as rt\n"
+        "def predict_flops(n):\n    return 2 * n * n if rt('float32') else 0\n"
+    )
+    task = Task(0, 1, "predict_flops", "t", (), kind="predict", refuse=("jax.numpy.result_type",))
+    module = loading.load_file(path, "_refusal_saved_rt", label="phase0")
+    predict.refuse_in(module, [task], [])
+    with pytest.raises(pytest.fail.Exception, match="called jax.numpy.result_type"):
+        module.predict_flops(2)
