@@ -220,9 +220,31 @@ def overlap_options_defaults():
     return {}
 
 
+@decoy(
+    "overlap_options",
+    caught_by=["test_overlap_options_overlap_the_gathers"],
+    why="stops the combining only: one collective in flight at a time, so most gathers stay "
+    "synchronous (1 of 6 overlapped for 6 layers of 64)",
+)
+def overlap_options_uncombined_only():
+    return {"xla_gpu_all_gather_combine_threshold_bytes": 0}
+
+
+@decoy(
+    "overlap_options",
+    caught_by=["test_overlap_options_overlap_the_gathers"],
+    why="allows many collectives in flight, but the combiner still makes one gather of them all",
+)
+def overlap_options_limit_only():
+    return {"xla_gpu_experimental_parallel_collective_overlap_limit": 8}
+
+
 @accepted("overlap_options", why="a threshold below one weight's bytes stops the combining too")
 def overlap_options_tiny_threshold():
-    return {"xla_gpu_all_gather_combine_threshold_bytes": 1024}
+    return {
+        "xla_gpu_all_gather_combine_threshold_bytes": 1024,
+        "xla_gpu_experimental_parallel_collective_overlap_limit": 6,
+    }
 
 
 @decoy(

@@ -128,8 +128,12 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
 
 def overlap_options() -> dict[str, bool | int | str]:
     # The GPU combiner merges every weight's all-gather into one, which nothing can overlap;
-    # uncombined, each later layer's gather runs while an earlier layer's GEMM computes.
-    return {"xla_gpu_all_gather_combine_threshold_bytes": 0}
+    # uncombined, each later layer's gather can run while an earlier layer's GEMM computes, once
+    # the scheduler may keep more than one collective in flight (its default limit is 1).
+    return {
+        "xla_gpu_all_gather_combine_threshold_bytes": 0,
+        "xla_gpu_experimental_parallel_collective_overlap_limit": 8,
+    }
 
 
 def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
