@@ -10,8 +10,9 @@ code rather than about the grader:
   never needs them; they are how a file would skip its own tests, patch pytest's reports or the
   functions the tests compare with, or load the reference.
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
-  ``reference/`` or ``decoys/``, and to write to the tests, the harness or the snapshots,
-  however the path was spelled.
+  ``reference/`` or ``decoys/``, to write to the tests, the harness or the snapshots, however
+  the path was spelled, and to start another program (where neither the hook nor the predict
+  refusal would see what it does). Threads are refused by the scan for the same reason.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ FORBIDDEN_MODULES = frozenset(
         "concurrent",
         "_thread",
         "pty",
+        "asyncio",
+        "posix",
+        "nt",
     }
 )
 # os functions that start another program
@@ -232,8 +236,7 @@ def _forbidden(node: ast.AST) -> str | None:
     elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
         return f"uses .{node.attr}"
     elif isinstance(node, ast.Attribute) and node.attr in PROCESS_ATTRIBUTES:
-        if isinstance(node.value, ast.Name) and node.value.id == "os":
-            return f"uses os.{node.attr}"
+        return f"uses .{node.attr}"  # os.popen under any name
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _named_attribute(node)
     return None
@@ -294,19 +297,26 @@ def _protected(path: str, mode: object, flags: object) -> bool:
     return in_tests or path.startswith(_unwritable())
 
 
+_PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
+
+
 def _audit(event: str, args: tuple) -> None:
-    if event != "open" or not args or isinstance(args[0], int) or args[0] is None:
+    if event in _PROCESS_EVENTS or event.startswith("os.fork"):
+        what = f"starts another program ({event})"
+    elif event != "open" or not args or isinstance(args[0], int) or args[0] is None:
         return
-    path = os.path.realpath(os.fsdecode(args[0]))
-    if not _protected(path, args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None):
-        return
+    else:
+        path = os.path.realpath(os.fsdecode(args[0]))
+        mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else None)
+        if not _protected(path, mode, flags):
+            return
+        what = f"opens {Path(path).relative_to(curriculum.ROOT)}"
     frame = sys._getframe(1)
     while frame is not None:
         if is_kata_file(frame.f_code.co_filename):
             where = Path(frame.f_code.co_filename)
             raise KataGuardError(
-                f"{where.parent.name}/{where.name} line {frame.f_lineno} opens "
-                f"{Path(path).relative_to(curriculum.ROOT)}: {WHY}"
+                f"{where.parent.name}/{where.name} line {frame.f_lineno} {what}: {WHY}"
             )
         frame = frame.f_back
 

@@ -51,7 +51,22 @@ def _refused_entry_points() -> list[tuple[Any, str]]:
         (jax.stages.Lowered, "cost_analysis"),
         (jax.stages.Compiled, "cost_analysis"),
         (jax.stages.Compiled, "memory_analysis"),
+        *_client_compiles(),
     ]
+
+
+def _label(owner: Any, name: str) -> str:
+    if name in _CLIENT_COMPILES and getattr(owner, "__name__", "") == "Client":
+        return "XLA's compiler (an eager jnp operation compiles too)"
+    return f"{getattr(owner, '__name__', owner)}.{name}"
+
+
+def _client_compiles() -> list[tuple[Any, str]]:
+    """The compile methods of jaxlib's XLA client: text that was never traced compiles there."""
+    import jax.extend.backend
+
+    client = type(jax.extend.backend.get_backend())
+    return [(client, name) for name in sorted(_CLIENT_COMPILES) if hasattr(client, name)]
 
 
 @contextmanager
@@ -82,7 +97,7 @@ def compiler_refused(
             compiles.append(duration_secs)
 
     for owner, name, _ in saved:
-        label = f"{getattr(owner, '__name__', owner)}.{name}"
+        label = _label(owner, name)
         setattr(owner, name, refusing(label))
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
@@ -221,7 +236,7 @@ def _entry_points_refused(
 
     sys.setprofile(profile)
     for owner, name, _ in saved:
-        label = f"{getattr(owner, '__name__', owner)}.{name}"
+        label = _label(owner, name)
 
         def refuse(*_: Any, _label: str = label, **__: Any) -> Any:
             attempts.append(_label)
@@ -247,12 +262,13 @@ def _codes(pairs: list[tuple[Any, str]]) -> dict[Any, str]:
         while function is not None:
             code = getattr(function, "__code__", None)
             if code is not None:
-                codes[code] = f"{getattr(owner, '__name__', owner)}.{name}"
+                codes[code] = _label(owner, name)
             function = getattr(function, "__wrapped__", None)
     return codes
 
 
 _JAX_DIR = None
+_CLIENT_COMPILES = frozenset({"compile", "compile_and_load", "deserialize_executable"})
 
 
 def _inside_jax(frame: Any) -> bool:

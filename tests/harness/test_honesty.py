@@ -326,7 +326,8 @@ def test_dev_check_lists_every_gap_and_fails(tiny_course):
     )
     assert "phase1.task2 (count): 1 decoy(s), at least 2 needed" in out
     assert "phase1.task2 (count): accepted count_plus_one: test_count" in out
-    assert "2 tasks, 3 tests, 3 cases, 6 decoys (3 caught), 3 accepted variants" in out
+    assert "2 tasks, 3 tests, 3 cases; author decoys 3/6 caught" in out
+    assert "phase1: 0 red-team answer(s) and 0 probe(s); at least 5 and 2 needed" in out
     assert "off_by_one" not in out  # caught decoys are not problems
 
 

@@ -42,9 +42,7 @@ ANSWERS = {
     ),
     "eager": "def predict_flops(n):\n    return int(jnp.sum(jnp.ones((n, n)))) * 2\n",
     "listeners_cleared": (
-        "def predict_flops(n):\n"
-        "    jax.monitoring.clear_event_listeners()\n"
-        "    return 2 * n * n\n"
+        "def predict_flops(n):\n    jax.monitoring.clear_event_listeners()\n    return 2 * n * n\n"
     ),
     "at_import": "_TABLE = {n: int(jnp.sum(jnp.ones((n, n)))) * 2 for n in (3, 4)}\n"
     "def predict_flops(n):\n    return _TABLE[n]\n",
@@ -92,4 +90,21 @@ def test_a_refused_function_saved_under_another_name_is_still_refused(tmp_path):
     module = loading.load_file(path, "_refusal_saved_rt", label="phase0")
     predict.refuse_in(module, [task], [])
     with pytest.raises(pytest.fail.Exception, match="called jax.numpy.result_type"):
+        module.predict_flops(2)
+
+
+def test_compiling_text_with_the_backend_client_is_refused(tmp_path):
+    """Text that was never traced, compiled by jaxlib's client, is a compile all the same."""
+    mlir = tmp_path / "add.mlir"
+    mlir.write_text(jax.jit(lambda x: x + 1).lower(1.0).as_text())
+    path = tmp_path / "client.py"
+    path.write_text(
+        "from xla_inspect.capture import capture_ir\n"
+        "def predict_flops(n):\n"
+        f"    capture_ir({str(mlir)!r})\n"
+        "    return 2 * n * n\n"
+    )
+    module = loading.load_file(path, "_refusal_client", label="phase0")
+    predict.refuse_in(module, [TASK], [])  # what it lowered while loading is not the point here
+    with pytest.raises(pytest.fail.Exception, match="phase0.task1"):
         module.predict_flops(2)
