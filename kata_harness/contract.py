@@ -214,9 +214,9 @@ def fingerprint() -> dict[str, int]:
 
 
 def changed(before: dict[str, int]) -> list[str]:
-    """What differs from ``before`` (added, replaced or removed attributes)."""
+    """What was replaced or removed since ``before`` (an import adding a submodule is not)."""
     after = fingerprint()
-    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return sorted(k for k in before if before[k] != after.get(k))
 
 
 def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:

@@ -144,7 +144,8 @@ def test_the_scan_refuses_patching_through_an_alias(source):
         "import jax.numpy as jnp\nfrom collections import Counter\n"
         "def f(xs):\n    counts = Counter()\n    for x in xs:\n"
         "        counts[jnp.dtype(x).itemsize] += 1\n    return counts\n",
-        "import numpy as np\ndef f():\n    a = np.zeros(3)\n    a[np.argmax(a)] = 1\n    return a\n",
+        "import numpy as np\ndef f():\n    a = np.zeros(3)\n    a[np.argmax(a)] = 1\n"
+        "    return a\n",
         "import dataclasses\n@dataclasses.dataclass\nclass T:\n    a: int = 0\n"
         "def f():\n    t = T()\n    t.a = 3\n    return t\n",
         "import jax.numpy as jnp\ntable = {}\ntable[jnp.float32] = 4\n",
