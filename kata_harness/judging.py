@@ -47,7 +47,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         _judge(item, call, report, variant)
     elif report.when == "setup" and GUARD_REFUSED in item.stash:
         caught = True
-    if report.when == "call" or report.failed or caught:
+    if report.when == "call" or report.failed or report.skipped or caught:
         _record(item, report, variant, caught)
 
 

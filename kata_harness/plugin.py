@@ -8,7 +8,8 @@ Each job lives in its own module; this one gathers their hooks and fixtures for 
   variants) and the ``kata`` fixture;
 - :mod:`.judging`: the honest-kata verdict on stubs and decoys, one-line learner failures
   (:mod:`.messages`) and the structured record of every outcome (:mod:`.records`);
-- :mod:`.pins`: the ``hlo_snapshot`` fixture (pins themselves: :mod:`.snapshots`).
+- :mod:`.pins`: the ``hlo_snapshot`` fixture (pins themselves: :mod:`.snapshots`);
+- :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done).
 
 Kata code may not reach into the test machinery (:mod:`.guard`, installed at configure time), and
 every task function returns the type its task asks for (:mod:`.contract`, applied on load).
@@ -22,6 +23,7 @@ from .options import (
     pytest_report_header,
 )
 from .pins import hlo_snapshot
+from .unchecked import pytest_runtest_logreport, pytest_terminal_summary
 from .variants import (
     _fresh_jax_caches,
     kata,
@@ -40,5 +42,7 @@ __all__ = [
     "pytest_generate_tests",
     "pytest_report_header",
     "pytest_runtest_call",
+    "pytest_runtest_logreport",
     "pytest_runtest_makereport",
+    "pytest_terminal_summary",
 ]

@@ -1,0 +1,50 @@
+"""Tasks that no test checked: every test of the task skipped (an optional group is missing).
+
+Such a task is not done, however green the run: pytest's summary names each one with the command
+that makes its tests run. Records come from every worker (see :mod:`.records`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from . import curriculum, records
+
+_outcomes: dict[tuple[str, str], set[str]] = defaultdict(set)  # (phase, function) -> outcomes
+_skip_reasons: dict[tuple[str, str], str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for record in records.read(report):
+        if record.kind not in ("katas", "reference") or record.when not in ("call", "setup"):
+            continue
+        key = (record.phase, record.function)
+        _outcomes[key].add(record.outcome)
+        if record.outcome == "skipped":
+            _skip_reasons.setdefault(key, record.message)
+
+
+def unchecked() -> list[str]:
+    """One line per task whose every test skipped."""
+    lines = []
+    for (phase_name, function), outcomes in sorted(_outcomes.items()):
+        if outcomes != {"skipped"}:
+            continue
+        phase = curriculum.phase(int(phase_name.removeprefix("phase")))
+        task = phase.task(function)
+        needs = phase.install_command or "its tests to run"
+        lines.append(
+            f"{task.id} ({function}) is not done: every test skipped "
+            f"({_skip_reasons.get((phase_name, function), '')}); needs: {needs}"
+        )
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+    lines = unchecked()
+    if lines:
+        terminalreporter.section("tasks no test checked")
+        for line in lines:
+            terminalreporter.line(line)
