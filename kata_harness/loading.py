@@ -41,6 +41,10 @@ class KataLoadError(Exception):
     """A kata, reference or decoy file could not be imported."""
 
 
+class KataRefused(KataLoadError):
+    """The harness refused a kata file: the guard's scan, or a library changed as it loaded."""
+
+
 _cache: dict[tuple[str, Path], tuple[int, ModuleType]] = {}
 _compiled_at_load: dict[str, list[str]] = {}  # module name -> JAX events while it loaded
 
@@ -69,7 +73,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     if scan:
         found = guard.scan(path.read_text(encoding="utf-8"), str(path))
         if found:
-            raise KataLoadError(f"{label}: {_relative(path)} {found}: {guard.WHY}")
+            raise KataRefused(f"{label}: {_relative(path)} {found}: {guard.WHY}")
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -81,18 +85,19 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     try:
         with predict.compiles_seen() as seen:
             spec.loader.exec_module(module)
-        patched = contract.changed(before)
-        if patched:
-            raise KataLoadError(
-                f"{label}: {_relative(path)} changes {patched[0]} while it loads: kata code may "
-                "not change the libraries the tests measure with; remove that"
-            )
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything
         sys.modules.pop(module_name, None)
         raise KataLoadError(
             f"{label}: {_relative(path)} does not import ({_describe(error, path)}); "
             "fix that file, the other phases are unaffected"
         ) from None
+    patched = contract.changed(before)
+    if patched:
+        sys.modules.pop(module_name, None)
+        raise KataRefused(
+            f"{label}: {_relative(path)} changes {patched[0]} while it loads: kata code may "
+            "not change the libraries the tests measure with; remove that"
+        )
     _compiled_at_load[module_name] = [e for e in seen if e != "listener removed"] or (
         ["it removed JAX's monitoring listeners"] if seen else []
     )

@@ -225,14 +225,18 @@ def _entry_points_refused(
     keep = set(allowed)
     pairs = [(o, n) for o, n in _refused_entry_points() if n not in keep] + also
     saved = [(o, n, vars(o).get(n)) for o, n in pairs]
-    codes = _codes(pairs)
+    codes, wrappers = _codes(pairs)
     previous = sys.getprofile()
 
     def profile(frame: Any, event: str, _: Any) -> None:
         # A refused function reached under another name (saved at import, an alias) runs its
-        # own code all the same; calls JAX makes inside itself are not the answer's.
-        if event == "call" and frame.f_code in codes and not _inside_jax(frame.f_back):
-            attempts.append(codes[frame.f_code])
+        # own code all the same; a call JAX makes inside itself is not the answer's.
+        if event == "call" and frame.f_code in codes:
+            caller = frame.f_back
+            while caller is not None and caller.f_code in wrappers:
+                caller = caller.f_back  # jax's api_boundary layer around the function
+            if not _inside_jax(caller):
+                attempts.append(codes[frame.f_code])
 
     sys.setprofile(profile)
     for owner, name, _ in saved:
@@ -254,17 +258,22 @@ def _entry_points_refused(
                 setattr(owner, name, original)
 
 
-def _codes(pairs: list[tuple[Any, str]]) -> dict[Any, str]:
-    """The code objects of the refused functions (through ``functools.wraps`` layers)."""
-    codes = {}
+def _codes(pairs: list[tuple[Any, str]]) -> tuple[dict[Any, str], set[Any]]:
+    """The code of each refused function (the innermost of its ``functools.wraps`` layers, as
+    the outer ones are shared wrappers such as jax's api_boundary), and the wrappers' codes."""
+    codes: dict[Any, str] = {}
+    wrappers: set[Any] = set()
     for owner, name in pairs:
+        layers = []
         function = getattr(owner, name, None)
         while function is not None:
-            code = getattr(function, "__code__", None)
-            if code is not None:
-                codes[code] = _label(owner, name)
+            if getattr(function, "__code__", None) is not None:
+                layers.append(function.__code__)
             function = getattr(function, "__wrapped__", None)
-    return codes
+        if layers:
+            codes[layers[-1]] = _label(owner, name)
+            wrappers.update(layers[:-1])
+    return codes, wrappers - codes.keys()
 
 
 _JAX_DIR = None

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from . import curriculum, guard, loading
+from . import curriculum, loading
 from .decoys import Accepted, Decoy, Probe, RedTeam
 
 # Run by every test of their task; judged over the task (one failing test catches them).
@@ -111,8 +111,8 @@ def kata(request: pytest.FixtureRequest) -> ModuleType:
             return loading.load_stub(phase)
         return loading.load_impl(phase, variant.kind)
     except loading.KataLoadError as error:
-        message = str(error)
-    if variant.kind == "probe" and guard.WHY in message:
+        message, refused = str(error), isinstance(error, loading.KataRefused)
+    if variant.kind == "probe" and refused:
         request.node.stash[GUARD_REFUSED] = message
         pytest.skip(f"refused by the guard: {message}")
     pytest.fail(message, pytrace=False)  # outside the except: no chained traceback

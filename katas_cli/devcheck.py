@@ -91,7 +91,9 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
         if len(row.decoys) < MIN_DECOYS:
             row.problems.append(f"{len(row.decoys)} decoy(s), at least {MIN_DECOYS} needed")
         for (task_id, kind, name), messages in failures.items():
-            if task_id == row.task.id:
+            # a red-team answer that breaks one test is fine when another test catches it
+            caught = {"redteam": row.redteam, "probe": row.probes}.get(kind, {}).get(name)
+            if task_id == row.task.id and not caught:
                 who = kind if kind in ("reference", "stub") else f"{kind} {name}"
                 row.problems.append(f"{who}: {messages[0]}")
     return list(rows.values())
