@@ -1,0 +1,107 @@
+"""Metamorphic variants of an HLO module: the same facts under other names and in another order.
+
+A reading task's answer must follow the module's facts, not the way XLA happened to print them
+today. :func:`variants` gives, for a module in XLA's printed form (``%`` before every name), the
+module with every computation and instruction renamed to a label that says nothing of its opcode
+(``%n17``), and with its computations in another order; each is confirmed by XLA's own parser
+(:mod:`.oracles`). A test runs the learner's function on each and compares with the expected
+answer carried through :meth:`HloVariant.rename`, so an answer that finds an instruction by its
+printed name, or pairs things by their order, fails on its own.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from xla_inspect.parse import parse_hlo
+
+from . import oracles
+
+_WORD = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_NAME = re.compile(rf"%({_WORD})")
+_HEADER = re.compile(rf"^(ENTRY )?%({_WORD}) \((.*?)\) -> ", re.MULTILINE)
+_SIGNATURE_NAME = re.compile(rf"(?<![A-Za-z0-9_.\-])({_WORD})(?=: )")
+_BLOCK = re.compile(rf"^(?:ENTRY )?%{_WORD} \(.*?^\}}\n", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class HloVariant:
+    """``text``: the module changed by ``kind``; ``names``: old name -> new name."""
+
+    kind: str
+    text: str
+    names: dict[str, str] = field(default_factory=dict)
+
+    def rename(self, value: Any) -> Any:
+        """``value`` (an expected answer) with every name it holds renamed, through strings,
+        lists, tuples, sets and dict keys and values."""
+        if isinstance(value, str):
+            return self.names.get(value, value)
+        if isinstance(value, dict):
+            return type(value)((self.rename(k), self.rename(v)) for k, v in value.items())
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return type(value)(self.rename(v) for v in value)
+        return value
+
+
+def renamed(text: str, rng: random.Random) -> HloVariant | None:
+    """Every computation and instruction under a fresh label (``%c3``, ``%n41``), shuffled so
+    that label order says nothing either; None if the text is not in XLA's printed form."""
+    module = parse_hlo(text)
+    computations = [c.name for c in module.computations]
+    instructions = [i.name for c in module.computations for i in c]
+    if len(set(instructions)) != len(instructions) or set(instructions) & set(computations):
+        return None  # a name used twice: not the printed form one table can rename
+    labels = rng.sample(range(10 * len(instructions) + 10), len(instructions))
+    names = {old: f"n{label}" for old, label in zip(instructions, labels, strict=True)}
+    c_labels = rng.sample(range(10 * len(computations) + 10), len(computations))
+    names |= {old: f"c{label}" for old, label in zip(computations, c_labels, strict=True)}
+    renamed_text = _NAME.sub(lambda m: "%" + names.get(m[1], m[1]), text)
+
+    def signature(match: re.Match[str]) -> str:
+        inner = _SIGNATURE_NAME.sub(lambda m: names.get(m[1], m[1]), match[3])
+        return f"{match[1] or ''}%{match[2]} ({inner}) -> "
+
+    renamed_text = _HEADER.sub(signature, renamed_text)
+    return HloVariant("renamed", renamed_text, names)
+
+
+def reordered(text: str, rng: random.Random) -> HloVariant | None:
+    """The computations in another order XLA accepts (a computation after those it calls, as
+    XLA's parser wants); None if no other order exists."""
+    blocks = list(_BLOCK.finditer(text))
+    names = [_HEADER.match(b[0])[2] for b in blocks]  # type: ignore[index]
+    calls = {
+        i: {names.index(n) for n in _NAME.findall(b[0][b[0].index("{") :]) if n in names} - {i}
+        for i, b in enumerate(blocks)
+    }
+    for _ in range(20):
+        order: list[int] = []
+        while len(order) < len(blocks):
+            ready = [i for i in range(len(blocks)) if i not in order and calls[i] <= set(order)]
+            if not ready:
+                return None  # a cycle: not a module XLA reads
+            order.append(rng.choice(ready))
+        if order != list(range(len(blocks))):
+            body = "".join(blocks[i][0] + "\n" for i in order)
+            return HloVariant("reordered", text[: blocks[0].start()] + body)
+    return None
+
+
+def variants(text: str, seed: int) -> Iterator[HloVariant]:
+    """The renamed and the reordered module, then both at once, each accepted by XLA's parser
+    (a variant XLA refuses is left out: the fact must hold for modules XLA reads)."""
+    rng = random.Random(seed)
+    first = renamed(text, rng)
+    found = [first, reordered(text, rng)]
+    if first is not None:
+        both = reordered(first.text, rng)
+        if both is not None:
+            found.append(HloVariant("renamed+reordered", both.text, first.names))
+    for variant in found:
+        if variant is not None and oracles.xla_accepts(variant.text):
+            yield variant
