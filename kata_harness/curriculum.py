@@ -98,9 +98,13 @@ class Phase:
         return DECOYS_DIR / f"{self.name}.py"
 
     @property
-    def redteam_path(self) -> Path:
-        """The red team's wrong answers (written from the contract, never the tests)."""
-        return DECOYS_DIR / "redteam" / f"{self.name}.py"
+    def redteam_paths(self) -> list[Path]:
+        """The red teams' wrong answers (written from the contract, never the tests): the first
+        round's ``phaseN.py``, then later rounds' ``phaseN_roundM.py``."""
+        folder = DECOYS_DIR / "redteam"
+        return [p for p in [folder / f"{self.name}.py"] if p.is_file()] + sorted(
+            folder.glob(f"{self.name}_round*.py")
+        )
 
     @property
     def probes_dir(self) -> Path:

@@ -160,10 +160,11 @@ def phase_accepted(phase: Phase) -> list[Accepted]:
 
 
 def phase_redteam(phase: Phase) -> list[RedTeam]:
-    if not phase.redteam_path.is_file():
-        return []
-    label = f"{phase.name} red team"
-    return redteam_in(load_file(phase.redteam_path, f"_redteam_{phase.name}", label=label))
+    found = []
+    for path in phase.redteam_paths:
+        label = f"{phase.name} red team ({path.name})"
+        found += redteam_in(load_file(path, f"_redteam_{path.stem}", label=label))
+    return found
 
 
 def phase_probes(phase: Phase) -> list[Probe]:
