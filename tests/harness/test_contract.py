@@ -133,3 +133,43 @@ def test_wrapped_functions_raise_a_named_violation():
     assert module.free() == 1  # only task functions with a hint are wrapped
     wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
     assert not hasattr(module.count.__wrapped__, "__wrapped__")  # wrapping twice is a no-op
+
+
+class _PosingAsNumpy(np.int64):
+    """Claims to be NumPy's, equals anything."""
+
+    __module__ = "numpy"
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = np.int64.__hash__
+
+
+class _PosingAsJaxError(Exception):
+    __module__ = "jax.errors"
+
+
+def test_a_class_that_only_claims_to_be_a_library_class_is_refused():
+    """A type is a library's when it is found where it says it lives."""
+    assert mismatch(_PosingAsNumpy(3), int, KATA) is not None
+    assert mismatch(_PosingAsJaxError, type[Exception], KATA) is not None
+    assert mismatch(np.int64(3), int, KATA) is None
+    assert mismatch(jax.errors.ConcretizationTypeError, type[Exception], KATA) is None
+
+
+def test_a_task_that_changes_a_library_it_is_measured_with_is_refused():
+    module = types.ModuleType("_kata_patcher")
+
+    def fast_step() -> int:
+        jax.stages.Compiled.memory_analysis = lambda self: None  # type: ignore[method-assign]
+        return 1
+
+    module.fast_step = fast_step  # type: ignore[attr-defined]
+    original = jax.stages.Compiled.memory_analysis
+    wrap(module, {"fast_step": "phase0.task1 (fast_step)"}, {"fast_step": int}, __name__)
+    try:
+        with pytest.raises(ContractViolation, match="changed .*Compiled.memory_analysis"):
+            module.fast_step()  # type: ignore[attr-defined]
+    finally:
+        jax.stages.Compiled.memory_analysis = original  # type: ignore[method-assign]

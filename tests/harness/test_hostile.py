@@ -154,3 +154,15 @@ def test_the_scan_refuses_patching_through_an_alias(source):
 def test_the_scan_leaves_honest_stores_alone(source):
     """An index or key computed with a library is not a change to the library."""
     assert guard.scan(source, "kata.py") is None
+
+
+def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
+    """A child process is out of the audit hook's and the predict refusal's sight (the scan
+    refuses the spellings it knows; the hook refuses the rest while kata code runs)."""
+    path = tmp_path / "kata.py"
+    path.write_text("import os as shell\ndef run():\n    return shell.system('true')\n")
+    module = loading.load_file(path, "_hostile_child", label="phase0")
+    guard.install()
+    monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path.resolve()))
+    with pytest.raises(guard.KataGuardError, match="starts another program"):
+        module.run()

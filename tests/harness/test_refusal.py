@@ -108,3 +108,19 @@ def test_compiling_text_with_the_backend_client_is_refused(tmp_path):
     predict.refuse_in(module, [TASK], [])  # what it lowered while loading is not the point here
     with pytest.raises(pytest.fail.Exception, match="phase0.task1"):
         module.predict_flops(2)
+
+
+def test_a_file_that_changes_a_library_while_it_loads_is_refused(tmp_path):
+    """However it reached the class (a lambda the scan cannot follow), the change is seen."""
+    path = tmp_path / "patcher.py"
+    path.write_text(
+        "import jax\n"
+        "_owner = (lambda: jax.stages.Compiled)()\n"
+        "_owner.memory_analysis = lambda self: None\n"
+    )
+    original = jax.stages.Compiled.memory_analysis
+    try:
+        with pytest.raises(loading.KataRefused, match="changes .*Compiled.memory_analysis"):
+            loading.load_file(path, "_refusal_patcher", label="phase0")
+    finally:
+        jax.stages.Compiled.memory_analysis = original  # type: ignore[method-assign]
