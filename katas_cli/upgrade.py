@@ -10,6 +10,10 @@ Each version runs in its own environment (``uv run --with jax==V --with jaxlib==
    ``kata_harness.versions``), snapshot and determinism tests left out (the HLO diff shows
    those), and JUnit XML gives each test's outcome.
 
+Every step runs with a time limit (``--step-timeout``) and says on stderr what it is doing; a
+step that fails or runs out of time ends the report with the step, the version and the last
+lines it printed (exit 1), never a silent wait.
+
 This process then parses both texts with ``xla_inspect`` and prints, per phase and program, what
 changed: opcode counts over all computations, fusions by kind, collectives, ENTRY layouts and
 the normalized HLO diff; then the tests whose outcome differs between the two versions.
@@ -35,6 +39,7 @@ from .errors import RunError, UsageError
 TEST_PATHS = ("katas", "tests/xla_inspect")
 TEST_FILTER = "not snapshot and not pinned"
 DIFF_LINES = 40
+STEP_TIMEOUT = 1800  # seconds: a cold environment plus the whole reference run, on 2 cores
 
 
 def add_parser(sub) -> None:
@@ -49,6 +54,13 @@ def add_parser(sub) -> None:
         "--full-diff", action="store_true", help=f"whole HLO diffs (default: {DIFF_LINES} lines)"
     )
     report.add_argument("--json", action="store_true", help="machine-readable output")
+    report.add_argument(
+        "--step-timeout",
+        type=float,
+        default=STEP_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time limit of each step (default: {STEP_TIMEOUT})",
+    )
 
 
 # ---- inside one version's environment -------------------------------------------------------
@@ -96,23 +108,47 @@ def _uv_run(version: str) -> list[str]:
     return ["uv", "run", "--quiet", "--with", f"jax=={version}", "--with", f"jaxlib=={version}"]
 
 
-def _run(command: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    result = subprocess.run(
-        command, cwd=curriculum.ROOT, env=env, capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
-        raise RunError(f"{what} failed (exit {result.returncode}): " + " | ".join(tail))
+def _tail(output: str | bytes | None) -> str:
+    text = output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+    return " | ".join(text.strip().splitlines()[-5:])
 
 
-def capture_version(version: str, workdir: Path) -> dict:
+def _run(
+    command: list[str],
+    what: str,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> None:
+    """Run one step, saying so on stderr; fail with the step and its last lines."""
+    print(f"upgrade-report: {what} ...", file=sys.stderr, flush=True)
+    try:
+        result = subprocess.run(
+            command,
+            cwd=curriculum.ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as expired:
+        output = _tail(expired.stdout) + " | " + _tail(expired.stderr)
+        raise RunError(f"{what} did not finish within {timeout:.0f} s: {output}") from None
+    if check and result.returncode != 0:
+        raise RunError(
+            f"{what} failed (exit {result.returncode}): " + _tail(result.stdout + result.stderr)
+        )
+
+
+def capture_version(version: str, workdir: Path, timeout: float = STEP_TIMEOUT) -> dict:
     out = workdir / f"hlo-{version}.json"
     command = _uv_run(version) + ["python", "-m", "katas_cli.upgrade", "capture", str(out)]
-    _run(command, f"compiling the phases' programs with jax {version}")
+    _run(command, f"compiling the phases' programs with jax {version}", timeout)
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def outcomes_of_tests(version: str, workdir: Path) -> dict[str, str]:
+def outcomes_of_tests(version: str, workdir: Path, timeout: float = STEP_TIMEOUT) -> dict[str, str]:
     """{test id: passed | failed | skipped} of the reference with every gated fact checked."""
     xml = workdir / f"tests-{version}.xml"
     command = _uv_run(version) + ["pytest", *TEST_PATHS, "-k", TEST_FILTER]
@@ -120,7 +156,7 @@ def outcomes_of_tests(version: str, workdir: Path) -> dict[str, str]:
     command += ["-p", "no:cacheprovider", f"--junit-xml={xml}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KATAS_"))}
     env["KATAS_CHECK_ALL_FACTS"] = "1"
-    subprocess.run(command, cwd=curriculum.ROOT, env=env, capture_output=True, check=False)
+    _run(command, f"running the reference's tests with jax {version}", timeout, env, check=False)
     if not xml.is_file():
         raise RunError(f"the tests did not run with jax {version} (no {xml.name})")
     outcomes = {}
@@ -243,10 +279,14 @@ def command(args: argparse.Namespace, console) -> int:
         raise UsageError("upgrade-report compares two different jax versions")
     with tempfile.TemporaryDirectory(prefix="katas-upgrade-") as tmp:
         workdir = Path(tmp)
-        old, new = (capture_version(v, workdir) for v in (args.old, args.new))
+        limit = args.step_timeout
+        old, new = (capture_version(v, workdir, limit) for v in (args.old, args.new))
         tests = None
         if not args.no_tests:
-            tests = (outcomes_of_tests(args.old, workdir), outcomes_of_tests(args.new, workdir))
+            tests = (
+                outcomes_of_tests(args.old, workdir, limit),
+                outcomes_of_tests(args.new, workdir, limit),
+            )
     if args.json:
         print(json.dumps({"old": old, "new": new, "tests": tests}, indent=1))
     else:
