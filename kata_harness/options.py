@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from . import curriculum, guard, loading, snapshots, verdict, versions
+from . import curriculum, fresh, guard, loading, snapshots, verdict, versions
 
 CPU_DEVICES = curriculum.CPU_DEVICES
 
@@ -39,6 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="in reference mode, skip the honest-kata checks against stubs and decoys "
         "(needed when katas/ holds solved work instead of the shipped stubs)",
+    )
+    group.addoption(
+        fresh.OPTION,
+        type=int,
+        default=None,
+        metavar="N",
+        help="draw the fresh cases of predict and decide tests from seed N (default: from "
+        "each kata file's content, so an edited file gets new cases)",
     )
 
 
@@ -111,6 +119,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
         f"snapshots for {snapshots.platform_key()}"
     ]
+    seed = config.getoption(fresh.OPTION)
+    lines.append(
+        f"fresh cases: seed {seed} ({fresh.OPTION})"
+        if seed is not None
+        else f"fresh cases: seeded by each kata file's content ({fresh.OPTION}=N to fix them)"
+    )
     lines += versions.header_lines() + snapshots.header_lines()
     dropped = config.stash.get(_dropped_flags, None)
     if dropped:

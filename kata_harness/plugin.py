@@ -8,6 +8,7 @@ Each job lives in its own module; this one gathers their hooks and fixtures for 
   variants) and the ``kata`` fixture;
 - :mod:`.judging`: the honest-kata verdict on stubs and decoys, one-line learner failures
   (:mod:`.messages`) and the structured record of every outcome (:mod:`.records`);
+- :mod:`.fresh`: the ``fresh`` fixture, cases drawn per version of the learner's file;
 - :mod:`.pins`: the ``hlo_snapshot`` fixture (pins themselves: :mod:`.snapshots`);
 - :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done).
 
@@ -15,6 +16,7 @@ Kata code may not reach into the test machinery (:mod:`.guard`, installed at con
 every task function returns the type its task asks for (:mod:`.contract`, applied on load).
 """
 
+from .fresh import fresh
 from .judging import pytest_runtest_call, pytest_runtest_makereport
 from .options import (
     pytest_addoption,
@@ -33,6 +35,7 @@ from .variants import (
 
 __all__ = [
     "_fresh_jax_caches",
+    "fresh",
     "hlo_snapshot",
     "kata",
     "pytest_addoption",
