@@ -424,3 +424,163 @@ DENSE_CASES = {
     "f32 96x160 @ 160x224": (((96, 160), f32), ((160, 224), f32), ((224,), f32)),
     "bf16 40x72 @ 72x48": (((40, 72), bf16), ((72, 48), bf16), ((48,), bf16)),
 }
+
+
+# ---- hand-written modules: cases the recordings never show ---------------------------------------
+# Each is read by XLA's parser in the test that uses it. Names are XLA-like; the tests also run
+# every module renamed (kata_harness.metamorphic), so no name carries an answer.
+
+# reduction_kinds: a reduce in a kLoop fusion nested in a kInput fusion, and one nested in a
+# Triton (kCustom) fusion (the outermost kind counts); opcodes that merely contain "reduce"
+# (all-reduce, reduce-scatter, reduce-window, reduce-precision); a reduce in a called
+# computation and one in ENTRY (both unfused).
+NESTED_REDUCTIONS = """\
+HloModule nested_reductions, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%max (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %biggest = f32[] maximum(%c, %d)
+}
+
+%row_sums (p0: f32[64,32]) -> f32[64] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %reduce.1 = f32[64]{0} reduce(%p0, %zero), dimensions={1}, to_apply=%add
+}
+
+%input_reduce_fusion (q0: f32[64,32]) -> f32[] {
+  %q0 = f32[64,32]{1,0} parameter(0)
+  %loop_fusion = f32[64]{0} fusion(%q0), kind=kLoop, calls=%row_sums
+  %zero.1 = f32[] constant(0)
+  ROOT %reduce.2 = f32[] reduce(%loop_fusion, %zero.1), dimensions={0}, to_apply=%add
+}
+
+%row_maxes (r0: f32[64,32]) -> f32[64] {
+  %r0 = f32[64,32]{1,0} parameter(0)
+  %lowest = f32[] constant(-inf)
+  ROOT %reduce.3 = f32[64]{0} reduce(%r0, %lowest), dimensions={1}, to_apply=%max
+}
+
+%triton_softmax_computation (s0: f32[64,32]) -> f32[64,32] {
+  %s0 = f32[64,32]{1,0} parameter(0)
+  %maxes = f32[64]{0} fusion(%s0), kind=kLoop, calls=%row_maxes
+  %spread = f32[64,32]{1,0} broadcast(%maxes), dimensions={0}
+  ROOT %shifted = f32[64,32]{1,0} subtract(%s0, %spread)
+}
+
+%windowed (w0: f32[64,32]) -> f32[64,16] {
+  %w0 = f32[64,32]{1,0} parameter(0)
+  %zero.2 = f32[] constant(0)
+  ROOT %reduce-window = f32[64,16]{1,0} reduce-window(%w0, %zero.2),\
+      window={size=1x2 stride=1x2}, to_apply=%add
+}
+
+%loop_precision (v0: f32[64,32]) -> f32[64,32] {
+  %v0 = f32[64,32]{1,0} parameter(0)
+  ROOT %reduce-precision = f32[64,32]{1,0} reduce-precision(%v0), exponent_bits=8,\
+      mantissa_bits=7
+}
+
+%helper (h0: f32[64,32]) -> f32[32] {
+  %h0 = f32[64,32]{1,0} parameter(0)
+  %zero.3 = f32[] constant(0)
+  ROOT %reduce.4 = f32[32]{0} reduce(%h0, %zero.3), dimensions={0}, to_apply=%add
+}
+
+ENTRY %main (x: f32[64,32]) -> (f32[], f32[64,32], f32[64,16], f32[64,32], f32[64,32],\
+      f32[16,32], f32[32], f32[64]) {
+  %x = f32[64,32]{1,0} parameter(0)
+  %input_fusion = f32[] fusion(%x), kind=kInput, calls=%input_reduce_fusion
+  %triton_fusion = f32[64,32]{1,0} fusion(%x), kind=kCustom,\
+      calls=%triton_softmax_computation,\
+      backend_config={"fusion_backend_config":{"kind":"__triton"}}
+  %window_fusion = f32[64,16]{1,0} fusion(%x), kind=kLoop, calls=%windowed
+  %precision_fusion = f32[64,32]{1,0} fusion(%x), kind=kLoop, calls=%loop_precision
+  %all-reduce = f32[64,32]{1,0} all-reduce(%x), channel_id=1, replica_groups={{0,1,2,3}},\
+      to_apply=%add
+  %reduce-scatter = f32[16,32]{1,0} reduce-scatter(%x), channel_id=2,\
+      replica_groups={{0,1,2,3}}, dimensions={0}, to_apply=%add
+  %call = f32[32]{0} call(%x), to_apply=%helper
+  %zero.4 = f32[] constant(0)
+  %reduce.5 = f32[64]{0} reduce(%x, %zero.4), dimensions={1}, to_apply=%add
+  ROOT %tuple = (f32[], f32[64,32]{1,0}, f32[64,16]{1,0}, f32[64,32]{1,0}, f32[64,32]{1,0},\
+      f32[16,32]{1,0}, f32[32]{0}, f32[64]{0}) tuple(%input_fusion, %triton_fusion,\
+      %window_fusion, %precision_fusion, %all-reduce, %reduce-scatter, %call, %reduce.5)
+}
+"""
+
+# collective_overlap: two async all-gathers in flight at once that finish in the other order
+# (second-start's done comes first); an async collective-permute and a synchronous all-reduce in
+# a while body; an async and a synchronous all-gather in a called computation.
+NESTED_COLLECTIVES = """\
+HloModule nested_collectives, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%cond (c0: (s32[], f32[8,16])) -> pred[] {
+  %c0 = (s32[], f32[8,16]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%c0), index=0
+  %limit = s32[] constant(4)
+  ROOT %more = pred[] compare(%i, %limit), direction=LT
+}
+
+%body (b0: (s32[], f32[8,16])) -> (s32[], f32[8,16]) {
+  %b0 = (s32[], f32[8,16]{1,0}) parameter(0)
+  %j = s32[] get-tuple-element(%b0), index=0
+  %v = f32[8,16]{1,0} get-tuple-element(%b0), index=1
+  %permute-start = (f32[8,16]{1,0}, f32[8,16]{1,0}) collective-permute-start(%v),\
+      channel_id=3, source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  %one = s32[] constant(1)
+  %next = s32[] add(%j, %one)
+  %permute-done = f32[8,16]{1,0} collective-permute-done(%permute-start)
+  %summed = f32[8,16]{1,0} all-reduce(%permute-done), channel_id=4,\
+      replica_groups={{0,1,2,3}}, to_apply=%add
+  ROOT %carry = (s32[], f32[8,16]{1,0}) tuple(%next, %summed)
+}
+
+%gathered (g0: f32[8,16]) -> f32[32,16] {
+  %g0 = f32[8,16]{1,0} parameter(0)
+  %gather-start = (f32[8,16]{1,0}, f32[32,16]{1,0}) all-gather-start(%g0), channel_id=5,\
+      replica_groups={{0,1,2,3}}, dimensions={0}
+  %twice = f32[8,16]{1,0} add(%g0, %g0)
+  %gather-done = f32[32,16]{1,0} all-gather-done(%gather-start)
+  ROOT %plain = f32[32,16]{1,0} all-gather(%twice), channel_id=6, replica_groups={{0,1,2,3}},\
+      dimensions={0}
+}
+
+ENTRY %main (x: f32[8,16], y: f32[8,16]) -> (f32[32,16], f32[32,16], (s32[], f32[8,16]),\
+      f32[32,16]) {
+  %x = f32[8,16]{1,0} parameter(0)
+  %first-start = (f32[8,16]{1,0}, f32[32,16]{1,0}) all-gather-start(%x), channel_id=1,\
+      replica_groups={{0,1,2,3}}, dimensions={0}
+  %y = f32[8,16]{1,0} parameter(1)
+  %second-start = (f32[8,16]{1,0}, f32[32,16]{1,0}) all-gather-start(%y), channel_id=2,\
+      replica_groups={{0,1,2,3}}, dimensions={0}
+  %negated = f32[8,16]{1,0} negate(%x)
+  %second-done = f32[32,16]{1,0} all-gather-done(%second-start)
+  %exp = f32[32,16]{1,0} exponential(%second-done)
+  %first-done = f32[32,16]{1,0} all-gather-done(%first-start)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8,16]{1,0}) tuple(%zero, %negated)
+  %loop = (s32[], f32[8,16]{1,0}) while(%init), condition=%cond, body=%body
+  %called = f32[32,16]{1,0} call(%y), to_apply=%gathered
+  ROOT %out = (f32[32,16]{1,0}, f32[32,16]{1,0}, (s32[], f32[8,16]{1,0}),\
+      f32[32,16]{1,0}) tuple(%first-done, %exp, %loop, %called)
+}
+"""
+
+HANDWRITTEN = {
+    "nested_reductions": NESTED_REDUCTIONS,
+    "nested_collectives": NESTED_COLLECTIVES,
+}

@@ -9,6 +9,7 @@ The decide tasks compile live for gpu-h100 / gpu-a100 and skip, naming the group
 
 import math
 import re
+import zlib
 from collections import Counter
 from functools import cache
 
@@ -18,6 +19,7 @@ import pytest
 from jax.sharding import PartitionSpec
 from pytest_check import check
 
+from kata_harness import metamorphic, oracles
 from kata_harness.targets import recorded, require
 from katas.phase12.programs import (
     BLOCK_SHAPES,
@@ -28,6 +30,7 @@ from katas.phase12.programs import (
     EINSUMS,
     FSDP_CASES,
     GRADS,
+    HANDWRITTEN,
     SPEC_CASES,
     block,
     fsdp_lowering,
@@ -50,26 +53,57 @@ CPU_BLOCK = "block_cpu"
 
 @cache
 def _text(name: str) -> str:
-    """A recorded module, or (CPU_BLOCK) programs.block compiled for this host's CPU now."""
+    """A recorded module, a hand-written one (programs.HANDWRITTEN), or (CPU_BLOCK)
+    programs.block compiled for this host's CPU now."""
     if name == CPU_BLOCK:
         text = jax.jit(block).lower(*(sds(s, d) for s, d in BLOCK_SHAPES)).compile().as_text()
         assert text is not None
         return text
+    if name in HANDWRITTEN:
+        return HANDWRITTEN[name]
     return recorded(PHASE, name)
 
 
+@cache
+def _variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The module renamed (every name a label like %n17) and its computations reordered, each
+    confirmed by XLA's parser; seeded by the module's name."""
+    found = tuple(metamorphic.variants(_text(name), seed=zlib.crc32(name.encode())))
+    assert found, f"{name}: no metamorphic variant XLA accepts"
+    return found
+
+
+def _forms(name: str):
+    """(what, text, variant): the module as XLA printed it (variant None), then each variant.
+    An answer must follow the module's facts, not its names or the order of its computations."""
+    yield name, _text(name), None
+    seed = zlib.crc32(name.encode())
+    for variant in _variants(name):
+        yield f"{name} ({variant.kind}, seed {seed})", variant.text, variant
+
+
+def _renamed_keys(variant, expected: dict) -> dict:
+    """expected with its keys (instruction names) renamed as in the variant; values kept (an
+    opcode such as "fusion" may also be some instruction's name)."""
+    return expected if variant is None else {variant.rename(k): v for k, v in expected.items()}
+
+
 def _opcode(instruction) -> str:
-    """XLA's opcode enum (kAllGatherStart) as printed (all-gather-start)."""
-    name = str(instruction.opcode).rsplit(".", 1)[-1].removeprefix("k")
-    return re.sub(r"(?<!^)([A-Z])", r"-\1", name).lower()
+    """The opcode as XLA prints it (all-gather-start, exponential): the word after the
+    instruction's shape in XLA's own printing (the enum's names differ: kExp is exponential)."""
+    rest = instruction.to_string().split(" = ", 1)[1]
+    depth = 0
+    for position, char in enumerate(rest):
+        depth += (char == "(") - (char == ")")
+        if char == " " and depth == 0:
+            return rest[position + 1 :].split("(", 1)[0]
+    raise AssertionError(f"no opcode in {rest[:80]}")
 
 
 @cache
 def _xla(name: str):
-    """XLA's parse of a recording: [(computation, instruction name, opcode, printed text)]."""
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
-
-    module = _hlo.hlo_module_from_text(_text(name))
+    """XLA's parse of a module: [(computation, instruction name, opcode, printed text)]."""
+    module = oracles.xla_module(_text(name))
     return module, [
         (c.name, i.name, _opcode(i), i.to_string())
         for c in module.computations()
@@ -104,29 +138,34 @@ SIDE_BY_SIDE = (CPU_BLOCK, "block_gpu_h100", "block_gpu_a100", "block_tpu_v5e")
 @pytest.mark.task("fusion_kinds")
 def test_fusion_kinds(kata):
     for name in (*SIDE_BY_SIDE, "reductions_h100", "conv_h100", "mlp_grad_h100"):
-        got = kata.fusion_kinds(_text(name))
         _, rows = _xla(name)
         expected = dict(Counter(_label(p) for _, _, opcode, p in rows if opcode == "fusion"))
-        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
-        with check:
-            assert got == expected, f"{name}: got {got}, XLA's parser counts {expected}"
+        for what, text, _ in _forms(name):
+            got = kata.fusion_kinds(text)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: got {got}, XLA's parser counts {expected}"
 
 
 @pytest.mark.task("fusion_kinds")
 def test_fusion_kinds_differ_per_target(kata):
-    """The same program: each target has kinds the others never print."""
-    kinds = {name: kata.fusion_kinds(_text(name)) for name in SIDE_BY_SIDE}
-    for name, got in kinds.items():
-        assert isinstance(got, dict), f"{name}: expected a dict"
-    gpu = set(kinds["block_gpu_h100"]) | set(kinds["block_gpu_a100"])
-    with check:
-        assert "kInput" in gpu and "kOutput" not in gpu, f"GPU kinds {sorted(gpu)}"
-    with check:
-        assert "kOutput" in kinds["block_tpu_v5e"], f"TPU kinds {kinds['block_tpu_v5e']}"
-    with check:
-        assert not gpu & set(kinds[CPU_BLOCK]) - {"kLoop"}, (
-            f"CPU {sorted(kinds[CPU_BLOCK])} and GPU {sorted(gpu)} share only kLoop"
-        )
+    """The same program: each target has kinds the others never print (renamed too)."""
+    for form in range(2):
+        kinds = {
+            name: kata.fusion_kinds(_variants(name)[0].text if form else _text(name))
+            for name in SIDE_BY_SIDE
+        }
+        for name, got in kinds.items():
+            assert isinstance(got, dict), f"{name}: expected a dict"
+        gpu = set(kinds["block_gpu_h100"]) | set(kinds["block_gpu_a100"])
+        with check:
+            assert "kInput" in gpu and "kOutput" not in gpu, f"GPU kinds {sorted(gpu)}"
+        with check:
+            assert "kOutput" in kinds["block_tpu_v5e"], f"TPU kinds {kinds['block_tpu_v5e']}"
+        with check:
+            assert not gpu & set(kinds[CPU_BLOCK]) - {"kLoop"}, (
+                f"CPU {sorted(kinds[CPU_BLOCK])} and GPU {sorted(gpu)} share only kLoop"
+            )
 
 
 # ---- reduction_kinds ---------------------------------------------------------------------------
@@ -154,24 +193,60 @@ def test_reduction_kinds(kata):
         "block_gpu_h100",
         "block_gpu_a100",
         "mlp_grad_h100",
+        "grad_mlp_bf16",
         CPU_BLOCK,
     ):
-        got = kata.reduction_kinds(_text(name))
         expected = _reduce_homes(name)
-        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
-        with check:
-            assert got == expected, f"{name}: got {got}, XLA's parse puts the reduces in {expected}"
+        for what, text, _ in _forms(name):
+            got = kata.reduction_kinds(text)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: got {got}, XLA's parse puts the reduces in {expected}"
+                )
 
 
 @pytest.mark.task("reduction_kinds")
 def test_reduction_kinds_a_gpu_reduce_is_not_always_kinput(kata):
-    got = kata.reduction_kinds(_text("reductions_h100"))
-    assert isinstance(got, dict)
     kinds = set(_reduce_homes("reductions_h100"))
     with check:
-        assert set(got) == kinds, f"reductions run in {sorted(kinds)}; got {sorted(got)}"
-    with check:
         assert len(kinds - {"kInput"}) >= 2, "the recording should show reductions beside kInput"
+    for what, text, _ in _forms("reductions_h100"):
+        got = kata.reduction_kinds(text)
+        assert isinstance(got, dict)
+        with check:
+            assert set(got) == kinds, (
+                f"{what}: reductions run in {sorted(kinds)}; got {sorted(got)}"
+            )
+
+
+@pytest.mark.task("reduction_kinds")
+def test_reduction_kinds_outermost_fusion_and_only_reduce(kata):
+    """programs.NESTED_REDUCTIONS (hand-written): a reduce in a kLoop fusion nested in a kInput
+    fusion, one in a kLoop fusion nested in a Triton fusion (each counts under the outer kind);
+    all-reduce, reduce-scatter, reduce-window and reduce-precision beside them (not reduces); a
+    reduce in a called computation and one in ENTRY (unfused)."""
+    name = "nested_reductions"
+    _, rows = _xla(name)
+    opcodes = Counter(opcode for _, _, opcode, _ in rows)
+    near = {"all-reduce", "reduce-scatter", "reduce-window", "reduce-precision"}
+    assert near <= set(opcodes), f"XLA reads {sorted(opcodes)}"
+    callers = _fusion_callers(name)
+    nested = [
+        (callers[c][1], callers[callers[c][0]][1])
+        for c, _, opcode, _ in rows
+        if opcode == "reduce" and c in callers and callers[c][0] in callers
+    ]
+    assert sorted(nested) == [("kLoop", "kCustom(__triton)"), ("kLoop", "kInput")], nested
+    expected = _reduce_homes(name)
+    for what, text, _ in _forms(name):
+        got = kata.reduction_kinds(text)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, XLA's parse puts the reduces in {expected} (a reduce counts "
+                "under the outermost fusion reaching it; only opcode reduce is a reduce)"
+            )
 
 
 # ---- library_epilogues -------------------------------------------------------------------------
@@ -202,21 +277,24 @@ LIBRARY_RECORDINGS = (
 @pytest.mark.task("library_epilogues")
 def test_library_epilogues(kata):
     for name in LIBRARY_RECORDINGS:
-        got = kata.library_epilogues(_text(name))
-        expected = _library_calls(name)
-        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
-        with check:
-            assert got == expected, f"{name}: got {got}, XLA prints {expected}"
+        for what, text, variant in _forms(name):
+            got = kata.library_epilogues(text)
+            expected = _renamed_keys(variant, _library_calls(name))
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: got {got}, XLA prints {expected}"
 
 
 @pytest.mark.task("library_epilogues")
 def test_library_epilogues_follow_the_activation(kata):
     """dense_stack's four layers: relu, tanh gelu, nothing, erf gelu (not a cuBLAS epilogue)."""
-    got = kata.library_epilogues(_text("dense_cublas_h100"))
-    assert isinstance(got, dict)
-    assert sorted(got.values()) == sorted(_library_calls("dense_cublas_h100").values())
-    with check:
-        assert Counter(got.values())["BIAS_GELU"] == 1, "only the tanh gelu fuses as BIAS_GELU"
+    want = sorted(_library_calls("dense_cublas_h100").values())
+    for what, text, _ in _forms("dense_cublas_h100"):
+        got = kata.library_epilogues(text)
+        assert isinstance(got, dict)
+        assert sorted(got.values()) == want, f"{what}: {sorted(got.values())}, XLA prints {want}"
+        with check:
+            assert Counter(got.values())["BIAS_GELU"] == 1, "only the tanh gelu fuses as BIAS_GELU"
 
 
 # ---- gemm_flops --------------------------------------------------------------------------------
@@ -252,22 +330,25 @@ FLOPS = {
 @pytest.mark.task("gemm_flops")
 def test_gemm_flops(kata):
     for name in sorted(FLOPS):
-        got = kata.gemm_flops(_text(name))
-        assert isinstance(got, int), f"{name}: expected an int, got {type(got).__name__}"
-        with check:
-            assert got == FLOPS[name], (
-                f"{name}: got {got}, the program's contractions take {FLOPS[name]} flops "
-                "(2 * output elements * contracted size, per GEMM)"
-            )
+        for what, text, _ in _forms(name):
+            got = kata.gemm_flops(text)
+            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+            with check:
+                assert got == FLOPS[name], (
+                    f"{what}: got {got}, the program's contractions take {FLOPS[name]} flops "
+                    "(2 * output elements * contracted size, per GEMM)"
+                )
 
 
 @pytest.mark.task("gemm_flops")
 def test_gemm_flops_do_not_depend_on_the_lowering(kata):
     """Triton (split-K batched dots) and cuBLAS calls of the same program do the same work."""
     for pair in (("mlp_triton", "mlp_cublas"), ("attention_triton", "attention_cublas")):
-        triton, cublas = (kata.gemm_flops(_text(n)) for n in pair)
-        with check:
-            assert triton == cublas == FLOPS[pair[0]], f"{pair}: {triton} vs {cublas}"
+        for form in ("as printed", "renamed"):
+            texts = (_variants(n)[0].text if form == "renamed" else _text(n) for n in pair)
+            triton, cublas = (kata.gemm_flops(t) for t in texts)
+            with check:
+                assert triton == cublas == FLOPS[pair[0]], f"{pair} {form}: {triton} vs {cublas}"
 
 
 # ---- collective_overlap ------------------------------------------------------------------------
@@ -322,23 +403,58 @@ OVERLAP_RECORDINGS = (
 @pytest.mark.task("collective_overlap")
 def test_collective_overlap(kata):
     for name in OVERLAP_RECORDINGS:
-        got = kata.collective_overlap(_text(name))
-        expected = _overlaps(name)
-        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
-        with check:
-            assert got == expected, f"{name}: got {got}, XLA's schedule says {expected}"
+        for what, text, variant in _forms(name):
+            got = kata.collective_overlap(text)
+            expected = _renamed_keys(variant, _overlaps(name))
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: got {got}, XLA's schedule says {expected}"
 
 
 @pytest.mark.task("collective_overlap")
 def test_collective_overlap_sync_and_async_side_by_side(kata):
     """The same sharded matmul: A100 keeps one gather async, H100 makes both synchronous."""
-    a100 = kata.collective_overlap(_text("matmul_2x2_a100"))
-    h100 = kata.collective_overlap(_text("matmul_2x2_h100"))
-    assert isinstance(a100, dict) and isinstance(h100, dict)
-    with check:
-        assert sum(bool(ops) for ops in a100.values()) == 1, f"A100: {a100}"
-    with check:
-        assert len(h100) == 2 and not any(h100.values()), f"H100: {h100}"
+    for form in ("as printed", "renamed"):
+        a100, h100 = (
+            kata.collective_overlap(_variants(n)[0].text if form == "renamed" else _text(n))
+            for n in ("matmul_2x2_a100", "matmul_2x2_h100")
+        )
+        assert isinstance(a100, dict) and isinstance(h100, dict)
+        with check:
+            assert sum(bool(ops) for ops in a100.values()) == 1, f"A100 {form}: {a100}"
+        with check:
+            assert len(h100) == 2 and not any(h100.values()), f"H100 {form}: {h100}"
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_out_of_order_and_outside_entry(kata):
+    """programs.NESTED_COLLECTIVES (hand-written): two all-gathers in flight at once, the
+    second finishing first; an async collective-permute and an all-reduce in a while body; an
+    async and a synchronous all-gather in a called computation."""
+    name = "nested_collectives"
+    _, rows = _xla(name)
+    schedule = _schedule(name)
+    entry = re.findall(r"^ENTRY %([\w.-]+)", _text(name), re.MULTILINE)[0]
+    main = schedule[entry]
+    dones = [n for n in main if n.endswith("-done")]
+    printed = {n: p for c, n, _, p in rows if c == entry}
+    assert [re.search(r"-done\(%([\w.-]+)\)", printed[d]).group(1) for d in dones] == [
+        "second-start",
+        "first-start",
+    ], f"XLA schedules {main}"
+    elsewhere = {
+        c for c, _, opcode, _ in rows if c != entry and opcode.startswith(("all-", "coll"))
+    }
+    assert len(elsewhere) == 2, f"collectives outside ENTRY in {sorted(elsewhere)}"
+    for what, text, variant in _forms(name):
+        got = kata.collective_overlap(text)
+        expected = _renamed_keys(variant, _overlaps(name))
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, XLA's schedule says {expected} (a start pairs with the done "
+                "that reads it; every computation that is not a fused one counts)"
+            )
 
 
 # ---- overlap_options (decide) ------------------------------------------------------------------
