@@ -11,6 +11,7 @@ Nothing here imports libtpu or builds a mesh at import time.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import jax
@@ -211,6 +212,397 @@ ENTRY %main (x: f32[64,32], w: f32[8,16], v: f32[64,16]) -> (f32[64,16], f32[64,
   ROOT %out = (f32[64,16]{1,0}, f32[64,16]{1,0}) tuple(%ar, %cp-done)
 }
 """
+
+# The TPU spelling written by hand, with what the recordings never show: the wrapped collectives
+# are an s8 all-reduce (channel 3) and a collective-permute (channel 5), not all-gathers; the
+# second pair finishes first (start a, start b, done b, done a); a parameter and a constant are
+# scheduled inside the windows; the overlap fusion holds a matmul next to a copy of the permute.
+# No name says what an instruction is (%launch.a is a start, %finish.b a done).
+HANDWRITTEN_TPU = """HloModule handwritten_tpu, is_scheduled=true, num_partitions=4
+
+%add.s8 (a: s8[], b: s8[]) -> s8[] {
+  %a = s8[] parameter(0)
+  %b = s8[] parameter(1)
+  ROOT %sum = s8[] add(%a, %b)
+}
+
+%reduce_begin (p.0: s8[64,256]) -> (s8[64,256], s8[64,256], u32[]) {
+  %p.0 = s8[64,256]{1,0:T(8,128)(4,1)} parameter(0)
+  %reduction.1 = s8[64,256]{1,0:T(8,128)(4,1)} all-reduce(%p.0), channel_id=3,
+      replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%add.s8
+  ROOT %marker.1 = (s8[64,256]{1,0:T(8,128)(4,1)}, s8[64,256]{1,0:T(8,128)(4,1)},
+      u32[]{:S(2)}) custom-call(%reduction.1), custom_call_target="AsyncCollectiveStart"
+}
+
+%reduce_end (q.0: s8[64,256], q.1: s8[64,256], q.2: u32[]) -> s8[64,256] {
+  %q.0 = s8[64,256]{1,0:T(8,128)(4,1)} parameter(0)
+  %q.1 = s8[64,256]{1,0:T(8,128)(4,1)} parameter(1)
+  %q.2 = u32[]{:S(2)} parameter(2)
+  %reduction.2 = s8[64,256]{1,0:T(8,128)(4,1)} all-reduce(%q.0), channel_id=3,
+      replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=%add.s8
+  ROOT %marker.2 = s8[64,256]{1,0:T(8,128)(4,1)} custom-call(%q.0, %q.1, %reduction.2, %q.2),
+      custom_call_target="AsyncCollectiveDone"
+}
+
+%shift_begin (r.0: f32[32,128]) -> (f32[32,128], f32[32,128], u32[]) {
+  %r.0 = f32[32,128]{1,0:T(8,128)} parameter(0)
+  %rotation.1 = f32[32,128]{1,0:T(8,128)} collective-permute(%r.0), channel_id=5,
+      source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT %marker.3 = (f32[32,128]{1,0:T(8,128)}, f32[32,128]{1,0:T(8,128)},
+      u32[]{:S(2)}) custom-call(%rotation.1), custom_call_target="AsyncCollectiveStart"
+}
+
+%matmul_tanh (m.0: f32[128,64], m.1: f32[64,32]) -> f32[128,32] {
+  %m.0 = f32[128,64]{1,0:T(8,128)} parameter(0)
+  %m.1 = f32[64,32]{1,0:T(8,128)} parameter(1)
+  %product = f32[128,32]{1,0:T(8,128)} convolution(%m.0, %m.1), dim_labels=bf_io->bf
+  ROOT %squash = f32[128,32]{1,0:T(8,128)} tanh(%product)
+}
+
+%hidden (in0: f32[32,128], in1: f32[32,128], in2: f32[128,64], in3: f32[64,32]) -> (f32[128,32],
+      f32[32,128], f32[32,128]) {
+  %in2 = f32[128,64]{1,0:T(8,128)} parameter(2)
+  %in3 = f32[64,32]{1,0:T(8,128)} parameter(3)
+  %layer = f32[128,32]{1,0:T(8,128)} fusion(%in2, %in3), kind=kOutput, calls=%matmul_tanh
+  %in0 = f32[32,128]{1,0:T(8,128)} parameter(0)
+  %in1 = f32[32,128]{1,0:T(8,128)} parameter(1)
+  %rotation.2 = f32[32,128]{1,0:T(8,128)} collective-permute(%in0), channel_id=5,
+      source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT %threaded = (f32[128,32]{1,0:T(8,128)}, f32[32,128]{1,0:T(8,128)},
+      f32[32,128]{1,0:T(8,128)}) tuple(%layer, %in0, %in1)
+}
+
+%shift_end (t.0: f32[32,128], t.1: f32[32,128], t.2: u32[]) -> f32[32,128] {
+  %t.0 = f32[32,128]{1,0:T(8,128)} parameter(0)
+  %t.1 = f32[32,128]{1,0:T(8,128)} parameter(1)
+  %t.2 = u32[]{:S(2)} parameter(2)
+  %rotation.3 = f32[32,128]{1,0:T(8,128)} collective-permute(%t.0), channel_id=5,
+      source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT %marker.4 = f32[32,128]{1,0:T(8,128)} custom-call(%t.0, %t.1, %rotation.3, %t.2),
+      custom_call_target="AsyncCollectiveDone"
+}
+
+ENTRY %main (x: f32[128,64], w: f32[64,32], g: s8[64,256], v: f32[32,128]) -> (f32[128,32],
+      f32[32,128], s8[64,256]) {
+  %g = s8[64,256]{1,0:T(8,128)(4,1)} parameter(2)
+  %launch.a = (s8[64,256]{1,0:T(8,128)(4,1)}, s8[64,256]{1,0:T(8,128)(4,1)},
+      u32[]{:S(2)}) fusion(%g), kind=kCustom, calls=%reduce_begin
+  %v = f32[32,128]{1,0:T(8,128)} parameter(3)
+  %launch.b = (f32[32,128]{1,0:T(8,128)}, f32[32,128]{1,0:T(8,128)}, u32[]{:S(2)}) fusion(%v),
+      kind=kCustom, calls=%shift_begin
+  %two = f32[] constant(2)
+  %x = f32[128,64]{1,0:T(8,128)} parameter(0)
+  %w = f32[64,32]{1,0:T(8,128)} parameter(1)
+  %b.0 = f32[32,128]{1,0:T(8,128)} get-tuple-element(%launch.b), index=0
+  %b.1 = f32[32,128]{1,0:T(8,128)} get-tuple-element(%launch.b), index=1
+  %b.2 = u32[]{:S(2)} get-tuple-element(%launch.b), index=2
+  %overlap = (f32[128,32]{1,0:T(8,128)}, f32[32,128]{1,0:T(8,128)},
+      f32[32,128]{1,0:T(8,128)}) fusion(%b.0, %b.1, %x, %w), kind=kCustom, calls=%hidden
+  %o.1 = f32[32,128]{1,0:T(8,128)} get-tuple-element(%overlap), index=1
+  %o.2 = f32[32,128]{1,0:T(8,128)} get-tuple-element(%overlap), index=2
+  %finish.b = f32[32,128]{1,0:T(8,128)} fusion(%o.1, %o.2, %b.2), kind=kCustom, calls=%shift_end
+  %twos = f32[32,128]{1,0:T(8,128)} broadcast(%two), dimensions={}
+  %scaled = f32[32,128]{1,0:T(8,128)} multiply(%finish.b, %twos)
+  %a.0 = s8[64,256]{1,0:T(8,128)(4,1)} get-tuple-element(%launch.a), index=0
+  %a.1 = s8[64,256]{1,0:T(8,128)(4,1)} get-tuple-element(%launch.a), index=1
+  %a.2 = u32[]{:S(2)} get-tuple-element(%launch.a), index=2
+  %finish.a = s8[64,256]{1,0:T(8,128)(4,1)} fusion(%a.0, %a.1, %a.2), kind=kCustom,
+      calls=%reduce_end
+  %o.0 = f32[128,32]{1,0:T(8,128)} get-tuple-element(%overlap), index=0
+  ROOT %out = (f32[128,32]{1,0:T(8,128)}, f32[32,128]{1,0:T(8,128)},
+      s8[64,256]{1,0:T(8,128)(4,1)}) tuple(%o.0, %scaled, %finish.a)
+}
+"""
+
+# Parameters moved by hand: numbers that are not the names' (%param.3 is parameter(1)), a plain
+# copy that only changes the layout in the default memory, a copy-start that stays there too,
+# a copy-start of a constant into S(1), and the cross-program prefetch on the third parameter.
+HANDWRITTEN_PREFETCH = """HloModule handwritten_prefetch, is_scheduled=true
+
+ENTRY %main (p: f32[8,128], q: f32[8,128], r: bf16[16,128], s: f32[8,128], t: f32[8,128]) -> (
+      f32[8,128], f32[8,128], bf16[16,128], f32[8,128], f32[8,128], f32[2]) {
+  %param.3 = f32[8,128]{1,0:T(8,128)} parameter(1)
+  %transposed = f32[8,128]{0,1:T(8,128)} copy(%param.3)
+  %param.1 = bf16[16,128]{1,0:T(8,128)(2,1)} parameter(2)
+  %early = (bf16[16,128]{1,0:T(8,128)(2,1)S(1)}, bf16[16,128]{1,0:T(8,128)(2,1)},
+      u32[]{:S(2)}) copy-start(%param.1), cross_program_prefetch_index=0
+  %param.2 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %pinned = f32[8,128]{1,0:T(8,128)S(1)} copy(%param.2)
+  %param.0 = f32[8,128]{1,0:T(8,128)} parameter(3)
+  %ahead = (f32[8,128]{1,0:T(8,128)S(1)}, f32[8,128]{1,0:T(8,128)},
+      u32[]{:S(2)}) copy-start(%param.0)
+  %param.4 = f32[8,128]{1,0:T(8,128)} parameter(4)
+  %staying = (f32[8,128]{0,1:T(8,128)}, f32[8,128]{1,0:T(8,128)},
+      u32[]{:S(2)}) copy-start(%param.4)
+  %pair = f32[2]{0:T(256)} constant({1, 2})
+  %lifted = (f32[2]{0:T(256)S(1)}, f32[2]{0:T(256)}, u32[]{:S(2)}) copy-start(%pair)
+  %early.done = bf16[16,128]{1,0:T(8,128)(2,1)S(1)} copy-done(%early)
+  %ahead.done = f32[8,128]{1,0:T(8,128)S(1)} copy-done(%ahead)
+  %staying.done = f32[8,128]{0,1:T(8,128)} copy-done(%staying)
+  %lifted.done = f32[2]{0:T(256)S(1)} copy-done(%lifted)
+  ROOT %out = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)S(1)},
+      bf16[16,128]{1,0:T(8,128)(2,1)S(1)}, f32[8,128]{1,0:T(8,128)S(1)}, f32[8,128]{0,1:T(8,128)},
+      f32[2]{0:T(256)S(1)}) tuple(%transposed, %pinned, %early.done, %ahead.done, %staying.done,
+      %lifted.done)
+}
+"""
+
+# Hand-written modules the reading tasks are checked on, next to the recordings.
+HANDWRITTEN = {
+    "handwritten": HANDWRITTEN_ASYNC,
+    "handwritten_tpu": HANDWRITTEN_TPU,
+    "handwritten_prefetch": HANDWRITTEN_PREFETCH,
+}
+
+
+# ---- drawn cases: modules and shapes made from a seed, facts the recordings never vary --------
+
+COLLECTIVE_KINDS = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+)
+# Every element type a collective can move: sub-byte, byte-wide and 8-byte ones, not only floats.
+COLLECTIVE_DTYPES = (
+    "pred", "s4", "u4", "s8", "u8", "s16", "u16", "f16", "bf16", "s32", "u32", "f32", "s64",
+    "f64", "c64",
+)  # fmt: skip
+_FIRST_TILES = ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)", "T(128)", "T(256)", "T(1024)")
+_LATER_TILES = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
+_GROUP = 4  # devices in the one replica group
+
+
+def _layout(rng: random.Random, rank: int, tiled: bool) -> str:
+    order = list(range(rank))
+    rng.shuffle(order)
+    minor_to_major = ",".join(str(d) for d in order)
+    if not tiled:
+        return f"{{{minor_to_major}}}"
+    tiles = [t for t in _FIRST_TILES if t.count(",") < rank]
+    return f"{{{minor_to_major}:{rng.choice(tiles)}{rng.choice(_LATER_TILES)}}}"
+
+
+def _dims(rng: random.Random, rank: int, dtype: str) -> list[int]:
+    dims = [rng.randint(1, 40) * _GROUP] + [rng.randint(1, 300) for _ in range(rank - 1)]
+    if dtype in ("s4", "u4"):
+        dims[-1] += dims[-1] % 2  # whole bytes
+    return dims
+
+
+def collectives_module(seed: int) -> str:
+    """A module of collectives drawn from `seed`: every kind, element types of every width,
+    odd shapes under tiled layouts (the tiles pad; the data does not), some without a
+    channel_id, one in a called computation, one in a while loop's body, and one channel
+    copied into two computations (one collective)."""
+    rng = random.Random(seed)
+    reducers: set[str] = set()
+    computations: list[str] = []
+    params: list[str] = []
+    entry: list[str] = []
+    outputs: list[tuple[str, str]] = []  # (name, shape text)
+    channel = 0
+    kinds = list(COLLECTIVE_KINDS) + [rng.choice(COLLECTIVE_KINDS) for _ in range(3)]
+    rng.shuffle(kinds)
+    places = ["entry"] * len(kinds)
+    same_shape = [
+        k
+        for k, kind in enumerate(kinds)
+        if kind in ("all-reduce", "collective-permute", "all-to-all")
+    ]
+    places[same_shape[0]] = "while"
+    places[rng.choice([k for k in range(len(kinds)) if places[k] == "entry"])] = "call"
+    places[rng.choice([k for k in range(len(kinds)) if places[k] == "entry"])] = "copied"
+    for k, (kind, place) in enumerate(zip(kinds, places, strict=True)):
+        dtype = rng.choice(COLLECTIVE_DTYPES)
+        rank = rng.randint(1, 3)
+        dims = _dims(rng, rank, dtype)
+        layout = _layout(rng, rank, tiled=rng.random() < 0.8)
+        result = list(dims)
+        if kind == "all-gather":
+            result[0] *= _GROUP
+        elif kind == "reduce-scatter":
+            result[0] //= _GROUP
+        operand_shape = f"{dtype}[{','.join(map(str, dims))}]{layout}"
+        result_shape = f"{dtype}[{','.join(map(str, result))}]{layout}"
+        bare = f"{dtype}[{','.join(map(str, dims))}]"
+        if place in ("call", "copied", "while") or rng.random() < 0.6:
+            channel += 1
+            groups = (
+                f"channel_id={channel}, replica_groups={{{{0,1,2,3}}}}, use_global_device_ids=true"
+            )
+        else:
+            groups = "replica_groups={}"
+        extra = {
+            "all-gather": ", dimensions={0}",
+            "all-to-all": ", dimensions={0}",
+            "reduce-scatter": f", dimensions={{0}}, to_apply=%sum.{dtype}",
+            "all-reduce": f", to_apply=%sum.{dtype}",
+            "collective-permute": "",
+        }[kind]
+        if kind == "collective-permute":
+            groups = groups.replace(
+                "replica_groups={{0,1,2,3}}, use_global_device_ids=true",
+                "source_target_pairs={{0,1},{1,2},{2,3},{3,0}}",
+            ).replace("replica_groups={}", "source_target_pairs={{0,1},{1,0}}")
+        if kind == "all-to-all":
+            groups = groups.replace(", use_global_device_ids=true", "")
+        if kind in ("all-reduce", "reduce-scatter"):
+            reducers.add(dtype)
+
+        collective = f"{result_shape} {kind}(%OPERAND), {groups}{extra}"
+
+        def op(name: str, operand: str, collective: str = collective) -> str:
+            return f"%{name} = " + collective.replace("%OPERAND", f"%{operand}")
+
+        params.append(f"arg{k}: {bare}")
+        entry.append(f"  %arg{k} = {operand_shape} parameter({k})")
+        if place == "call":
+            computations.append(
+                f"%moved{k} (inner{k}: {bare}) -> {result_shape.split('{')[0]} {{\n"
+                f"  %inner{k} = {operand_shape} parameter(0)\n"
+                f"  ROOT {op(f'coll{k}', f'inner{k}')}\n}}\n"
+            )
+            entry.append(f"  %call{k} = {result_shape} call(%arg{k}), to_apply=%moved{k}")
+            outputs.append((f"call{k}", result_shape))
+        elif place == "while":
+            state = f"(s32[], {bare})"
+            computations.append(
+                f"%loop{k} (state{k}: {state}) -> {state} {{\n"
+                f"  %state{k} = (s32[], {operand_shape}) parameter(0)\n"
+                f"  %iter{k} = s32[] get-tuple-element(%state{k}), index=0\n"
+                f"  %val{k} = {operand_shape} get-tuple-element(%state{k}), index=1\n"
+                f"  {op(f'coll{k}', f'val{k}')}\n"
+                f"  %one{k} = s32[] constant(1)\n"
+                f"  %next{k} = s32[] add(%iter{k}, %one{k})\n"
+                f"  ROOT %carry{k} = (s32[], {result_shape}) tuple(%next{k}, %coll{k})\n}}\n"
+            )
+            computations.append(
+                f"%until{k} (ask{k}: {state}) -> pred[] {{\n"
+                f"  %ask{k} = (s32[], {operand_shape}) parameter(0)\n"
+                f"  %count{k} = s32[] get-tuple-element(%ask{k}), index=0\n"
+                f"  %three{k} = s32[] constant(3)\n"
+                f"  ROOT %more{k} = pred[] compare(%count{k}, %three{k}), direction=LT\n}}\n"
+            )
+            entry.append(f"  %zero{k} = s32[] constant(0)")
+            entry.append(f"  %init{k} = (s32[], {operand_shape}) tuple(%zero{k}, %arg{k})")
+            entry.append(
+                f"  %loop_out{k} = (s32[], {operand_shape}) while(%init{k}), "
+                f"condition=%until{k}, body=%loop{k}"
+            )
+            entry.append(f"  %out{k} = {result_shape} get-tuple-element(%loop_out{k}), index=1")
+            outputs.append((f"out{k}", result_shape))
+        else:
+            entry.append(f"  {op(f'coll{k}', f'arg{k}')}")
+            outputs.append((f"coll{k}", result_shape))
+            if place == "copied":
+                computations.append(
+                    f"%copied{k} (copy_in{k}: {bare}) -> {result_shape.split('{')[0]} {{\n"
+                    f"  %copy_in{k} = {operand_shape} parameter(0)\n"
+                    f"  ROOT {op(f'copy_coll{k}', f'copy_in{k}')}\n}}\n"
+                )
+                entry.append(f"  %again{k} = {result_shape} call(%arg{k}), to_apply=%copied{k}")
+                outputs.append((f"again{k}", result_shape))
+    for dtype in sorted(reducers):
+        combine = "or" if dtype == "pred" else "add"
+        computations.insert(
+            0,
+            f"%sum.{dtype} (a.{dtype}: {dtype}[], b.{dtype}: {dtype}[]) -> {dtype}[] {{\n"
+            f"  %a.{dtype} = {dtype}[] parameter(0)\n  %b.{dtype} = {dtype}[] parameter(1)\n"
+            f"  ROOT %r.{dtype} = {dtype}[] {combine}(%a.{dtype}, %b.{dtype})\n}}\n",
+        )
+    root_shape = ", ".join(s for _, s in outputs)
+    entry.append(f"  ROOT %all = ({root_shape}) tuple({', '.join('%' + n for n, _ in outputs)})")
+    result_type = ", ".join(s.split("{")[0] for _, s in outputs)
+    return (
+        f"HloModule collectives_{seed}, num_partitions=4\n\n"
+        + "\n".join(computations)
+        + f"\nENTRY %main ({', '.join(params)}) -> ({result_type}) {{\n"
+        + "\n".join(entry)
+        + "\n}\n"
+    )
+
+
+_EPILOGUES = {
+    "all-gather": "tanh",
+    "all-reduce": "exponential",
+    "reduce-scatter": "negate",
+    "all-to-all": "sqrt",
+    "collective-permute": "abs",
+}
+
+
+def fused_collectives_module() -> str:
+    """One matmul fusion per collective kind, each holding the convolution, a collective of
+    its result (as TPU overlap fusions hold a copy of the collective they hide) and one
+    elementwise op; a last fusion holds a collective and an add but no matmul."""
+    computations, entry, outputs = [], [], []
+    for k, kind in enumerate(COLLECTIVE_KINDS):
+        rows = {"all-gather": 64, "reduce-scatter": 4}.get(kind, 16)
+        extra = {
+            "all-gather": "channel_id={c}, replica_groups={{{{0,1,2,3}}}}, dimensions={{0}}",
+            "all-reduce": "channel_id={c}, replica_groups={{{{0,1,2,3}}}}, to_apply=%plus",
+            "reduce-scatter": (
+                "channel_id={c}, replica_groups={{{{0,1,2,3}}}}, dimensions={{0}}, to_apply=%plus"
+            ),
+            "all-to-all": "channel_id={c}, replica_groups={{{{0,1,2,3}}}}, dimensions={{0}}",
+            "collective-permute": "channel_id={c}, source_target_pairs={{{{0,1}},{{1,0}}}}",
+        }[kind].format(c=k + 1)
+        result = f"(f32[16,16]{{1,0}}, f32[{rows},16]{{1,0}})"
+        computations.append(
+            f"%matmul{k} (lhs{k}: f32[16,32], rhs{k}: f32[32,16]) -> "
+            f"(f32[16,16], f32[{rows},16]) {{\n"
+            f"  %lhs{k} = f32[16,32]{{1,0}} parameter(0)\n"
+            f"  %rhs{k} = f32[32,16]{{1,0}} parameter(1)\n"
+            f"  %product{k} = f32[16,16]{{1,0}} convolution(%lhs{k}, %rhs{k}), "
+            "dim_labels=bf_io->bf\n"
+            f"  %moved{k} = f32[{rows},16]{{1,0}} {kind}(%product{k}), {extra}\n"
+            f"  %epilogue{k} = f32[16,16]{{1,0}} {_EPILOGUES[kind]}(%product{k})\n"
+            f"  ROOT %both{k} = {result} tuple(%epilogue{k}, %moved{k})\n}}\n"
+        )
+        entry.append(f"  %layer{k} = {result} fusion(%x, %w), kind=kOutput, calls=%matmul{k}")
+        outputs.append((f"layer{k}", result))
+    computations.append(
+        "%summed (v0: f32[16,32]) -> f32[16,32] {\n"
+        "  %v0 = f32[16,32]{1,0} parameter(0)\n"
+        "  %total = f32[16,32]{1,0} all-reduce(%v0), channel_id=9, replica_groups={{0,1,2,3}}, "
+        "to_apply=%plus\n"
+        "  ROOT %twice = f32[16,32]{1,0} add(%total, %total)\n}\n"
+    )
+    entry.append("  %no_matmul = f32[16,32]{1,0} fusion(%x), kind=kLoop, calls=%summed")
+    outputs.append(("no_matmul", "f32[16,32]{1,0}"))
+    shapes = ", ".join(s for _, s in outputs)
+    return (
+        "HloModule fused_collectives, num_partitions=4\n\n"
+        "%plus (a: f32[], b: f32[]) -> f32[] {\n"
+        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+        "  ROOT %ab = f32[] add(%a, %b)\n}\n\n"
+        + "\n".join(computations)
+        + "\nENTRY %main (x: f32[16,32], w: f32[32,16]) -> ("
+        + ", ".join(s.replace("{1,0}", "") for _, s in outputs)
+        + ") {\n  %x = f32[16,32]{1,0} parameter(0)\n  %w = f32[32,16]{1,0} parameter(1)\n"
+        + "\n".join(entry)
+        + f"\n  ROOT %out = ({shapes}) tuple({', '.join('%' + n for n, _ in outputs)})\n}}\n"
+    )
+
+
+def tiled_shapes(seed: int, count: int = 24) -> list[str]:
+    """`count` array shapes with TPU-style tiled layouts drawn from `seed`: every element width
+    (4-bit to 16-byte), 1 to 4 dimensions of odd sizes, any minor-to-major order, first tiles of
+    one or two sizes and later tiles that split them."""
+    rng = random.Random(seed)
+    shapes = []
+    for _ in range(count):
+        dtype = rng.choice(COLLECTIVE_DTYPES)
+        rank = rng.randint(1, 4)
+        dims = [rng.randint(1, 300) for _ in range(rank)]
+        tiled = rng.random() < 0.85
+        if dtype in ("s4", "u4") and not tiled and dims[-1] % 2:
+            dims[-1] += 1  # whole bytes
+        shapes.append(f"{dtype}[{','.join(map(str, dims))}]{_layout(rng, rank, tiled)}")
+    return shapes
+
 
 # replica_groups in the three spellings XLA prints: explicit lists, iota lists (reshaped,
 # optionally transposed device numbers) and mesh axes (the devices along the named axes).
