@@ -4,6 +4,7 @@ import math
 from functools import partial
 
 import jax
+import jax.experimental
 import jax.numpy as jnp
 import numpy as np
 
@@ -518,6 +519,36 @@ def dd_primal(f, x, v):
     return jax.jvp(f, (x,), (v,))[0]
 
 
+@decoy(
+    "directional_derivative",
+    caught_by=["test_directional_derivative_within_budget"],
+    why="J @ v as the sum of v_i times column i, one jvp per basis vector in a fori_loop: n "
+    "passes, but cost analysis counts a loop body once",
+)
+def dd_columns_in_fori_loop(f, x, v):
+    def add_column(i, total):
+        e = jnp.zeros_like(x).at[i].set(1)
+        return total + v[i] * jax.jvp(f, (x,), (e,))[1]
+
+    out = jax.eval_shape(f, x)
+    return jax.lax.fori_loop(0, x.shape[0], add_column, jnp.zeros(out.shape, out.dtype))
+
+
+@decoy(
+    "directional_derivative",
+    caught_by=["test_directional_derivative_within_budget"],
+    why="the original program run on the host through io_callback: cost analysis counts a host "
+    "callback as no flops",
+)
+def dd_jacobian_in_io_callback(f, x, v):
+    out = jax.eval_shape(f, x)
+
+    def on_host(xx, vv):
+        return np.asarray(jax.jacfwd(f)(jnp.asarray(xx)) @ jnp.asarray(vv), out.dtype)
+
+    return jax.experimental.io_callback(on_host, out, x, v)
+
+
 @accepted("directional_derivative", why="jax.linearize, then apply the linear map to v")
 def dd_linearize(f, x, v):
     _, jvp_fn = jax.linearize(f, x)
@@ -563,6 +594,35 @@ def hvp_finite_differences(g, x, v):
 )
 def hvp_grad_times_v(g, x, v):
     return jax.grad(g)(x) * v
+
+
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_within_budget"],
+    why="the Hessian one row per scan step (a jvp of grad g per basis vector), then times v: "
+    "cost analysis counts the scan's body once",
+)
+def hvp_rows_in_scan(g, x, v):
+    grad_g = jax.grad(g)
+
+    def row(_, e):
+        return None, jax.jvp(grad_g, (x,), (e,))[1]
+
+    _, rows = jax.lax.scan(row, None, jnp.eye(x.shape[0], dtype=x.dtype))
+    return rows @ v
+
+
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_within_budget"],
+    why="the whole Hessian computed on the host through pure_callback: cost analysis counts a "
+    "host callback as no flops",
+)
+def hvp_hessian_on_the_host(g, x, v):
+    def on_host(xx, vv):
+        return np.asarray(jax.hessian(g)(jnp.asarray(xx)) @ jnp.asarray(vv), x.dtype)
+
+    return jax.pure_callback(on_host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, v)
 
 
 @accepted("hessian_vector_product", why="reverse-over-reverse: grad of <grad g, v>")

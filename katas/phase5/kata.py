@@ -107,7 +107,8 @@ def directional_derivative(f, x, v):
 
     The program to improve: `jax.jacfwd(f)(x) @ v` builds the whole (m, n) Jacobian first. The
     tests compile yours and want at most a quarter of that program's flops (XLA's cost analysis)
-    at every size, with the same values on several x and v.
+    at every size, with the same values on several x and v, and no work the cost analysis cannot
+    see (a while loop, whose body it counts once; a host callback or other custom-call).
     """
     # TODO: which transformation gives one column combination of J without the rest?
     raise NotImplementedError("phase5 task 9: directional_derivative")
@@ -118,7 +119,8 @@ def hessian_vector_product(g, x, v):
 
     The program to improve: `jax.hessian(g)(x) @ v` builds the whole (n, n) Hessian first. The
     tests compile yours and want at most a quarter of that program's flops (XLA's cost analysis)
-    at every size, with the same values on several x and v.
+    at every size, with the same values on several x and v, and no work the cost analysis cannot
+    see (a while loop, whose body it counts once; a host callback or other custom-call).
     """
     # TODO: H @ v is the derivative of the gradient along v: compose two transformations
     raise NotImplementedError("phase5 task 10: hessian_vector_product")

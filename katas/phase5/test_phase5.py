@@ -1,6 +1,7 @@
 """Phase 5 tests: values against NumPy (or a loop of grads) computed here, IR facts read from
 real jaxprs (equation params) and from optimized HLO through xla_inspect."""
 
+from collections import Counter
 from functools import cache, partial
 
 import jax
@@ -587,23 +588,46 @@ def test_per_example_grads_compile_to_few_batched_dots(kata):
 # ---- tasks 9-10: decide, under a flops budget -----------------------------------------------
 
 
-def _compiled_flops(fn, *args) -> float:
-    """XLA's cost analysis of the compiled program."""
-    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+# Instructions whose work XLA's cost analysis does not see: a while loop's body is counted once
+# whatever its trip count (a lax.map over n basis vectors costs one), a custom-call (a host
+# callback, a library routine) counts nothing or -1, host transfers nothing. Read from the
+# compiled module's own instructions (XLA's HloOpcode), not from its text.
+_UNCOUNTED = {
+    "kWhile": "a while loop (cost analysis counts its body once, whatever its trip count)",
+    "kCustomCall": "a custom-call (a host callback or library routine: cost analysis counts no "
+    "flops for it)",
+    "kSend": "a send to the host",
+    "kRecv": "a receive from the host",
+    "kInfeed": "an infeed",
+    "kOutfeed": "an outfeed",
+}
+
+
+def _compiled_cost(fn, *args) -> tuple[float, Counter]:
+    """XLA's cost analysis of the compiled program, and how many instructions of each kind it
+    cannot see (``_UNCOUNTED``) the compiled module holds, nested computations included."""
+    compiled = jax.jit(fn).lower(*args).compile()
+    cost = compiled.cost_analysis()
     assert cost is not None and "flops" in cost, "this backend reports no flops"
-    return cost["flops"]
+    unseen: Counter = Counter()
+    for module in compiled.runtime_executable().hlo_modules():
+        for computation in module.computations():
+            for instruction in computation.instructions():
+                if instruction.opcode.name in _UNCOUNTED:
+                    unseen[instruction.opcode.name] += 1
+    return cost["flops"], unseen
 
 
 @cache
-def _original_flops(task: str, size: str) -> float:
-    """The flops of the program the task improves (test-owned, compiled once per session)."""
+def _original_cost(task: str, size: str) -> tuple[float, Counter]:
+    """The cost of the program the task improves (test-owned, compiled once per session)."""
     w1, w2 = tanh_pair(*DECIDE_SHAPES[size])
     x, v = points(DECIDE_SHAPES[size][0])[0]
     if task == "directional_derivative":
         f = layer_map(w1, w2)
-        return _compiled_flops(lambda a, b: jax.jacfwd(f)(a) @ b, x, v)
+        return _compiled_cost(lambda a, b: jax.jacfwd(f)(a) @ b, x, v)
     g = layer_energy(w1)
-    return _compiled_flops(lambda a, b: jax.hessian(g)(a) @ b, x, v)
+    return _compiled_cost(lambda a, b: jax.hessian(g)(a) @ b, x, v)
 
 
 def _np_jv(w1, w2, x, v):
@@ -657,8 +681,18 @@ def _decide_budget(kata, task: str) -> None:
     for size, (n, h, m) in DECIDE_SHAPES.items():
         w1, w2 = tanh_pair(n, h, m)
         x, v = points(n)[0]
-        flops = _compiled_flops(_answer(kata, task, w1, w2), x, v)
-        budget = _original_flops(task, size) / 4
+        flops, unseen = _compiled_cost(_answer(kata, task, w1, w2), x, v)
+        original_flops, original_unseen = _original_cost(task, size)
+        # the flops figure is only a budget when it sees all the work: no more hidden work
+        # (loops, host calls) than the original program holds (which has none)
+        hidden = sorted(unseen - original_unseen)
+        with check:
+            assert not hidden, (
+                f"{size}: your compiled program holds {_UNCOUNTED[hidden[0]]}, which "
+                f"{original} does not: the flops budget must see all the work (one jvp-like "
+                "pass needs no loop and no host)"
+            )
+        budget = original_flops / 4
         with check:
             assert flops <= budget, (
                 f"{size}: {flops:.0f} flops, budget {budget:.0f} (a quarter of {original}'s "
@@ -690,7 +724,9 @@ def test_hessian_vector_product_within_budget(kata):
 
 
 # JAX's transformations refuse too: the shapes must come from reasoning, not from tracing them.
-_TRANSFORMS = tuple((jax, name) for name in ("vmap", "jacrev", "jacfwd", "grad"))
+# tasks.toml refuses them, and the harness refuses them (under any name: one saved at import too)
+# around every call of a predict function. The tests add no refusal of their own: patching jax
+# here first would hide the real functions from the harness's check for aliases.
 
 
 @pytest.mark.task("vmapped_shape")
@@ -702,8 +738,7 @@ def test_vmapped_shape_matches_eval_shape(kata):
             jax.ShapeDtypeStruct(w_shape, np.float32),
             jax.ShapeDtypeStruct(v_shape, np.float32),
         ).shape
-        with compiler_refused("vmapped_shape", also=_TRANSFORMS):
-            got = kata.vmapped_shape(w_shape, v_shape, in_axes, out_axes)
+        got = kata.vmapped_shape(w_shape, v_shape, in_axes, out_axes)
         with check:
             assert got == tuple(want), (
                 f"W {w_shape}, v {v_shape}, in_axes={in_axes}, out_axes={out_axes}: got {got}, "
@@ -717,8 +752,7 @@ def test_jacobian_shapes_match_eval_shape(kata):
         params = {k: jax.ShapeDtypeStruct(s, np.float32) for k, s in param_shapes.items()}
         want = jax.eval_shape(jax.jacrev(params_output(out_shape)), params)
         want = {name: tuple(leaf.shape) for name, leaf in want.items()}
-        with compiler_refused("jacobian_shapes", also=_TRANSFORMS):
-            got = kata.jacobian_shapes(out_shape, dict(param_shapes))
+        got = kata.jacobian_shapes(out_shape, dict(param_shapes))
         with check:
             assert got == want, (
                 f"f -> {out_shape}, params {param_shapes}: got {got}, jax says {want}"
