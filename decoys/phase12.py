@@ -11,7 +11,7 @@ from jax.sharding import PartitionSpec
 
 from kata_harness.decoys import accepted, decoy
 from xla_inspect.parse import parse_hlo
-from xla_inspect.query import fusions
+from xla_inspect.query import fused_computation_names, fusions
 
 _GPU_KIND = re.compile(r'"fusion_backend_config":\{[^{}]*?"kind":"([^"]+)"')
 
@@ -76,6 +76,55 @@ def reduction_kinds_all_kinput(hlo_text):
     return {"kInput": n} if n else {}
 
 
+def _reduce_counts(hlo_text, is_reduce, outermost):
+    module = parse_hlo(hlo_text)
+    caller = {}
+    for computation in module.computations:
+        for i in computation:
+            if i.opcode == "fusion":
+                for name in i.called_computations:
+                    caller[name] = (computation.name, i)
+    counts: Counter[str] = Counter()
+    for computation in module.computations:
+        for i in computation:
+            if not is_reduce(i.opcode):
+                continue
+            name, holder = computation.name, None
+            while name in caller:
+                name, holder = caller[name]
+                if not outermost:
+                    break
+            counts["unfused" if holder is None else _fusion_label(holder)] += 1
+    return dict(counts)
+
+
+def _fusion_label(instruction):
+    raw = instruction.attribute("backend_config") or ""
+    custom = re.search(r'"fusion_(?:backend_)?config":\{[^{}]*?"kind":"([^"]+)"', raw)
+    kind = instruction.attribute("kind") or ""
+    return f"{kind}({custom.group(1)})" if custom else kind
+
+
+@decoy(
+    "reduction_kinds",
+    caught_by=["test_reduction_kinds_outermost_fusion_and_only_reduce"],
+    why="counts a reduce under the fusion that calls its computation directly: a kLoop fusion "
+    "nested in a kInput or Triton fusion is not the kernel that runs it",
+)
+def reduction_kinds_innermost_fusion(hlo_text):
+    return _reduce_counts(hlo_text, lambda op: op == "reduce", outermost=False)
+
+
+@decoy(
+    "reduction_kinds",
+    caught_by=["test_reduction_kinds", "test_reduction_kinds_outermost_fusion_and_only_reduce"],
+    why="any opcode containing 'reduce' counts: all-reduce, reduce-scatter, reduce-window and "
+    "reduce-precision are not reduces",
+)
+def reduction_kinds_any_reduce_opcode(hlo_text):
+    return _reduce_counts(hlo_text, lambda op: "reduce" in op, outermost=True)
+
+
 def _config(instruction):
     raw = instruction.attribute("backend_config")
     return json.loads(raw) if raw and raw.startswith("{") else {}
@@ -111,6 +160,24 @@ def library_epilogues_by_target(hlo_text):
                 found[target] = config["gemm_backend_config"]["epilogue"]
             elif "cudnn_conv_backend_config" in config:
                 found[target] = config["cudnn_conv_backend_config"]["activation_mode"]
+    return found
+
+
+@decoy(
+    "library_epilogues",
+    caught_by=["test_library_epilogues", "test_library_epilogues_follow_the_activation"],
+    why="finds library calls by the names XLA gave them (cublas-lt-matmul*, cudnn-conv*), not "
+    "by custom_call_target: renamed, the module has none",
+)
+def library_epilogues_by_instruction_name(hlo_text):
+    found = {}
+    for computation in parse_hlo(hlo_text).computations:
+        for i in computation:
+            config = _config(i) if i.opcode == "custom-call" else {}
+            if i.name.startswith("cublas"):
+                found[i.name] = config["gemm_backend_config"]["epilogue"]
+            elif i.name.startswith("cudnn"):
+                found[i.name] = config["cudnn_conv_backend_config"]["activation_mode"]
     return found
 
 
@@ -202,6 +269,74 @@ def collective_overlap_with_done(hlo_text):
     return _overlap(hlo_text, keep_sync=True, include_done=True)
 
 
+def _sync_and_starts(computation):
+    order = list(computation)
+    found = {i.name: [] for i in order if i.opcode in _PLAIN}
+    starts = [
+        (k, i)
+        for k, i in enumerate(order)
+        if i.opcode.endswith("-start") and i.opcode.removesuffix("-start") in _PLAIN
+    ]
+    return order, found, starts
+
+
+@decoy(
+    "collective_overlap",
+    caught_by=["test_collective_overlap_out_of_order_and_outside_entry"],
+    why="reads ENTRY only: collectives in a while body or a called computation are missing",
+)
+def collective_overlap_entry_only(hlo_text):
+    order, found, starts = _sync_and_starts(parse_hlo(hlo_text).entry)
+    for k, start in starts:
+        end = next(e for e in range(k + 1, len(order)) if start.name in order[e].operands)
+        found[start.name] = [j.opcode for j in order[k + 1 : end]]
+    return found
+
+
+@decoy(
+    "collective_overlap",
+    caught_by=["test_collective_overlap_out_of_order_and_outside_entry"],
+    why="pairs each start with the next done of its kind: two gathers in flight that finish in "
+    "the other order swap their lists",
+)
+def collective_overlap_next_done(hlo_text):
+    found = {}
+    module = parse_hlo(hlo_text)
+    inside = fused_computation_names(module)
+    for computation in module.computations:
+        if computation.name in inside:
+            continue
+        order, sync, starts = _sync_and_starts(computation)
+        found |= sync
+        for k, start in starts:
+            done = start.opcode.replace("-start", "-done")
+            end = next(e for e in range(k + 1, len(order)) if order[e].opcode == done)
+            found[start.name] = [j.opcode for j in order[k + 1 : end]]
+    return found
+
+
+@decoy(
+    "collective_overlap",
+    caught_by=["test_collective_overlap", "test_collective_overlap_sync_and_async_side_by_side"],
+    why="pairs a start with the done of the same name (all-gather-start.1, all-gather-done.1): "
+    "names are XLA's choice; the done that reads the start is its pair",
+)
+def collective_overlap_done_by_name(hlo_text):
+    found = {}
+    module = parse_hlo(hlo_text)
+    inside = fused_computation_names(module)
+    for computation in module.computations:
+        if computation.name in inside:
+            continue
+        order, sync, starts = _sync_and_starts(computation)
+        found |= sync
+        for k, start in starts:
+            name = start.name.replace("-start", "-done")
+            end = next((e for e in range(k + 1, len(order)) if order[e].name == name), k + 1)
+            found[start.name] = [j.opcode for j in order[k + 1 : end]]
+    return found
+
+
 @decoy(
     "overlap_options",
     caught_by=["test_overlap_options_overlap_the_gathers"],
@@ -213,7 +348,10 @@ def overlap_options_latency_hiding():
 
 @decoy(
     "overlap_options",
-    caught_by=["test_overlap_options_overlap_the_gathers"],
+    caught_by=[
+        "test_overlap_options_overlap_the_gathers",
+        "test_overlap_options_are_flags_xla_accepts",
+    ],
     why="trusts the defaults to overlap collectives with compute",
 )
 def overlap_options_defaults():
@@ -237,6 +375,19 @@ def overlap_options_uncombined_only():
 )
 def overlap_options_limit_only():
     return {"xla_gpu_experimental_parallel_collective_overlap_limit": 8}
+
+
+@decoy(
+    "overlap_options",
+    caught_by=["test_overlap_options_are_flags_xla_accepts"],
+    why="xla_gpu_enable_async_all_gather was an XLA flag once; today's XLA has no such option "
+    "(and refuses the compile), whatever the guides of older releases say",
+)
+def overlap_options_removed_flag():
+    return {
+        "xla_gpu_enable_async_all_gather": True,
+        "xla_gpu_all_gather_combine_threshold_bytes": 0,
+    }
 
 
 @accepted("overlap_options", why="a threshold below one weight's bytes stops the combining too")
@@ -335,4 +486,48 @@ def allreduce_elements_numpy_names(params):
     counts: Counter[str] = Counter()
     for leaf in jax.tree_util.tree_leaves(params):
         counts[np.dtype(leaf.dtype).name] += math.prod(leaf.shape)
+    return dict(counts)
+
+
+_HLO = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
+@decoy(
+    "allreduce_elements",
+    caught_by=["test_allreduce_elements_of_random_pytrees"],
+    why="walks a flat dict's (or list's) values only: the leaves of nested dicts, lists and "
+    "tuples are lost",
+)
+def allreduce_elements_top_level_only(params):
+    counts: Counter[str] = Counter()
+    for leaf in params.values() if isinstance(params, dict) else params:
+        if hasattr(leaf, "shape"):
+            counts[_HLO[np.dtype(leaf.dtype).name]] += math.prod(leaf.shape)
+    return dict(counts)
+
+
+@decoy(
+    "allreduce_elements",
+    caught_by=["test_allreduce_elements_of_random_pytrees"],
+    why="counts rows times columns (first and last dimension): right for matrices and "
+    "vectors, wrong for a 3-D or 4-D parameter such as a conv kernel",
+)
+def allreduce_elements_first_and_last_dims(params):
+    counts: Counter[str] = Counter()
+    for leaf in jax.tree_util.tree_leaves(params):
+        counts[_HLO[np.dtype(leaf.dtype).name]] += leaf.shape[0] * leaf.shape[-1]
+    return dict(counts)
+
+
+@decoy(
+    "allreduce_elements",
+    caught_by=["test_allreduce_elements_of_random_pytrees"],
+    why="knows f32 and bf16 (the recordings' dtypes) and files everything else under f32: "
+    "float16 gradients are all-reduced in f16",
+)
+def allreduce_elements_f16_as_f32(params):
+    counts: Counter[str] = Counter()
+    for leaf in jax.tree_util.tree_leaves(params):
+        name = {"bfloat16": "bf16"}.get(np.dtype(leaf.dtype).name, "f32")
+        counts[name] += math.prod(leaf.shape)
     return dict(counts)

@@ -14,6 +14,7 @@ from collections import Counter
 from functools import cache
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
@@ -32,6 +33,7 @@ from katas.phase12.programs import (
     GRADS,
     HANDWRITTEN,
     SPEC_CASES,
+    SYNC_ALL_REDUCE,
     block,
     fsdp_lowering,
     handwritten_gelu_dense,
@@ -511,6 +513,35 @@ def test_overlap_options_overlap_the_gathers(kata, case):
         )
 
 
+@pytest.mark.task("overlap_options")
+def test_overlap_options_are_flags_xla_accepts(kata):
+    """Runs without the gpu group. The recorded default compile (fsdp4_h100.hlo) gathers every
+    weight in one synchronous all-gather, so the defaults miss the budget; and every option must
+    be a flag XLA knows, with a value of its type: this host's XLA reads the same flag set as
+    XLA:GPU (one DebugOptions) and refuses an unknown name or a bad value, as XLA:GPU would."""
+    options = kata.overlap_options()
+    assert isinstance(options, dict) and all(isinstance(k, str) for k in options), (
+        f"expected a dict of option names, got {options!r:.120}"
+    )
+    _, overlapped, gathers = _gathers(_text("fsdp4_h100"))
+    assert (overlapped, gathers) == (0, 1), "the recording: one combined synchronous gather"
+    with check:
+        assert options, (
+            "no options: the default compile (fsdp4_h100.hlo) combines the 4 weights' gathers "
+            "into one synchronous all-gather, none in flight with a GEMM"
+        )
+    with check:
+        assert all(isinstance(v, (bool, int, str)) for v in options.values()), options
+    lowered = jax.jit(block).lower(*(sds(s, d) for s, d in BLOCK_SHAPES))
+    refused = None
+    try:
+        lowered.compile(compiler_options=options)
+    except Exception as error:  # noqa: BLE001  (XLA raises its own error types)
+        refused = str(error)
+    with check:
+        assert refused is None, f"XLA refuses {options}: {refused}"
+
+
 # ---- gather_free_specs (decide) ----------------------------------------------------------------
 
 _ANY_COLLECTIVE = re.compile(
@@ -669,3 +700,84 @@ def test_allreduce_elements_of_arrays(kata):
     arrays = [np.zeros(s, d) for s, d in params.values()]
     got = kata.allreduce_elements(arrays)
     assert got == _all_reduced("grad_towers_mixed"), f"got {got}"
+
+
+# Fresh parameter pytrees: nested dicts, lists and tuples of 1-D to 4-D leaves in every float
+# dtype XLA:GPU all-reduces, some ShapeDtypeStructs and some arrays. XLA concatenates the
+# gradients of one dtype into one flat all-reduce (checked against XLA:GPU's own compile below,
+# with the gpu group), so the expected count is NumPy arithmetic on the shapes drawn here.
+_LEAF_DTYPES = (("f32", np.float32), ("bf16", jnp.bfloat16), ("f16", np.float16))
+RANDOM_SEEDS = range(40)
+
+
+def _random_pytree(rng: np.random.Generator, leaves: list, depth: int = 0):
+    """A pytree drawn from rng; appends (HLO dtype, shape) of each leaf to leaves."""
+    if depth == 3 or (depth > 0 and rng.random() < 0.45):
+        shape = tuple(int(d) for d in rng.integers(1, 7, size=int(rng.integers(1, 5))))
+        hlo, dtype = _LEAF_DTYPES[int(rng.integers(len(_LEAF_DTYPES)))]
+        leaves.append((hlo, shape))
+        return sds(shape, dtype) if rng.random() < 0.5 else np.zeros(shape, dtype)
+    children = [_random_pytree(rng, leaves, depth + 1) for _ in range(int(rng.integers(1, 4)))]
+    container = int(rng.integers(3))
+    if container == 0:
+        return {f"{'abcdefgh'[int(rng.integers(8))]}{k}": c for k, c in enumerate(children)}
+    return children if container == 1 else tuple(children)
+
+
+def _random_case(seed: int):
+    leaves: list = []
+    params = _random_pytree(np.random.default_rng(seed), leaves)
+    expected: Counter[str] = Counter()
+    for hlo, shape in leaves:
+        expected[hlo] += math.prod(shape)
+    shown = jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
+    return params, dict(expected), leaves, shown
+
+
+_HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
+@pytest.mark.task("allreduce_elements")
+def test_allreduce_elements_of_random_pytrees(kata):
+    """Nested pytrees, leaves of rank 1 to 4, f32/bf16/f16: a fresh draw per seed."""
+    drawn = [_random_case(seed) for seed in RANDOM_SEEDS]
+    ranks = {len(shape) for _, _, leaves, _ in drawn for _, shape in leaves}
+    dtypes = {hlo for _, _, leaves, _ in drawn for hlo, _ in leaves}
+    assert ranks == {1, 2, 3, 4} and dtypes == {h for h, _ in _LEAF_DTYPES}, (ranks, dtypes)
+    for seed, (params, expected, _, shown) in zip(RANDOM_SEEDS, drawn, strict=True):
+        got = kata.allreduce_elements(params)
+        assert got == expected, (
+            f"seed {seed}: params {shown}: predicted {got}, XLA:GPU all-reduces {expected} "
+            "(one flat all-reduce per dtype of every gradient's elements)"
+        )
+
+
+def _random_loss(params, x):
+    """Every element of every parameter's gradient depends on the whole (split) batch."""
+    total = jnp.zeros((), jnp.float32)
+    for leaf in jax.tree.leaves(params):
+        total += jnp.sum(jnp.tanh(x[:, :1].astype(leaf.dtype) * leaf.reshape(1, -1)))
+    return total
+
+
+@pytest.mark.task("allreduce_elements")
+@pytest.mark.parametrize("seed", (3, 11, 29))
+def test_allreduce_elements_of_random_pytrees_match_xla(kata, seed):
+    """The rule above against XLA:GPU itself: the gradients of a random pytree compiled for
+    gpu-h100, the batch split over 4 devices, the all-reduces read from the text."""
+    target = require("gpu-h100")
+    params, _, _, shown = _random_case(seed)
+    mesh = target.mesh((4,), ("d",))
+    placed = jax.tree.map(lambda x: target.place(sds(x.shape, x.dtype), mesh), params)
+    batch = target.place(sds((64, 8), jnp.float32), mesh, "d", None)
+    lowered = jax.jit(jax.grad(_random_loss)).lower(placed, batch)
+    text = lowered.compile(compiler_options=SYNC_ALL_REDUCE).as_text()
+    assert text is not None
+    found: Counter[str] = Counter()
+    for computation in parse_hlo(text).computations:
+        for instruction in computation:
+            if instruction.opcode in ("all-reduce", "all-reduce-start"):
+                for dtype, dims in _SHAPE.findall(instruction.shape):
+                    found[dtype] += math.prod(int(d) for d in dims.split(",") if d)
+    got = kata.allreduce_elements(params)
+    assert got == dict(found), f"seed {seed}: params {shown}: predicted {got}, XLA {dict(found)}"
