@@ -52,6 +52,7 @@ FORBIDDEN_MODULES = frozenset(
         "_thread",
         "pty",
         "asyncio",
+        "inspect",  # getmodule reaches JAX's private modules; frames reach the harness
         "posix",
         "nt",
     }
@@ -80,6 +81,10 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "__setattr__",  # object.__setattr__(jax, "jit", ...) is an assignment too
         "__delattr__",
         "_src",  # JAX's internals: its monitoring listeners, its compiler
+        "setprofile",  # the predict refusal's profiler
+        "settrace",
+        "getprofile",
+        "gettrace",
         "get_event_duration_listeners",
         "clear_event_listeners",
         "_event_duration_secs_listeners",

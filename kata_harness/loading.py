@@ -121,8 +121,11 @@ def _return_hints(phase: Phase, reference: ModuleType) -> dict:
 def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
     reference = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
     labels = {task.function: f"{task.id} ({task.function})" for task in phase.tasks}
-    contract.wrap(module, labels, _return_hints(phase, reference), reference.__name__)
-    predict.refuse_in(module, phase.tasks, _compiled_at_load.get(module.__name__, []))
+    at_load = _compiled_at_load.setdefault(module.__name__, [])
+    with predict.compiles_seen() as seen:  # a task "function" may compile when looked at
+        contract.wrap(module, labels, _return_hints(phase, reference), reference.__name__)
+    at_load += [event for event in seen if event != "listener removed"]
+    predict.refuse_in(module, phase.tasks, at_load)
     return module
 
 

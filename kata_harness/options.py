@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from . import curriculum, fresh, guard, loading, snapshots, verdict, versions
+from . import curriculum, fresh, guard, loading, predict, snapshots, verdict, versions
 
 CPU_DEVICES = curriculum.CPU_DEVICES
 
@@ -76,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[_dropped_flags] = filter_xla_flags()
     guard.install()
+    predict.count_client_compiles()
     verdict.record_checks()
     import jax
 

@@ -124,3 +124,40 @@ def test_a_file_that_changes_a_library_while_it_loads_is_refused(tmp_path):
             loading.load_file(path, "_refusal_patcher", label="phase0")
     finally:
         jax.stages.Compiled.memory_analysis = original  # type: ignore[method-assign]
+
+
+def test_a_client_compile_bound_before_the_refusal_is_still_seen(tmp_path):
+    """A compile method bound at import skips any patch made later; the count sees it."""
+    mlir = tmp_path / "add.mlir"
+    mlir.write_text(jax.jit(lambda x: x + 1).lower(1.0).as_text())
+    path = tmp_path / "bound.py"
+    path.write_text(
+        "import jax.extend.backend as jeb\n"
+        "from jaxlib.xla_client import DeviceList\n"
+        "_backend = jeb.get_backend()\n"
+        "_compile = _backend.compile_and_load\n"
+        f"_TEXT = open({str(mlir)!r}).read()\n"
+        "def predict_flops(n):\n"
+        "    devices = DeviceList(tuple(_backend.local_devices()[:1]))\n"
+        "    _compile(_TEXT, devices, jeb.get_compile_options(num_replicas=1, num_partitions=1))\n"
+        "    return 2 * n * n\n"
+    )
+    module = loading.load_file(path, "_refusal_bound_client", label="phase0")
+    predict.refuse_in(module, [TASK], loading._compiled_at_load[module.__name__])
+    with pytest.raises(pytest.fail.Exception, match=r"phase0\.task1 .*compil"):
+        module.predict_flops(2)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sys\ndef f():\n    sys.setprofile(None)\n",
+        "import sys\nsaved = sys.getprofile\n",
+        "import inspect\n",
+        "from sys import settrace\n",
+    ],
+)
+def test_the_scan_refuses_switching_the_refusal_off(source):
+    from kata_harness import guard
+
+    assert guard.scan(source, "kata.py") is not None
