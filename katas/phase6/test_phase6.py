@@ -4,6 +4,7 @@ import functools
 import math
 import time
 import warnings
+import zlib
 
 import jax
 import jax.core
@@ -13,7 +14,7 @@ import pytest
 from jax._src import array as jax_array
 from pytest_check import check
 
-from kata_harness import versions
+from kata_harness import metamorphic, versions
 from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase6.programs import (
     ALIAS_BANK,
@@ -322,6 +323,30 @@ def test_aliases_of_a_handwritten_header(kata):
 
 
 @functools.cache
+def _variants(text: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The module renamed, reordered and both (each accepted by XLA's parser), for a fixed seed
+    per text: the facts of a module do not depend on its names or computation order."""
+    found = tuple(metamorphic.variants(text, seed=zlib.crc32(text.encode())))
+    assert found, "no variant of the module XLA accepts"
+    return found
+
+
+@pytest.mark.task("aliased_parameters")
+def test_aliases_under_renaming_and_reordering(kata):
+    texts = {name: (_alias_hlo(name), want) for name, (*_, want) in ALIAS_BANK.items()}
+    texts["handwritten header"] = (HANDWRITTEN_ALIAS, {1: (0,), 0: (2,)})
+    for name, (text, want) in texts.items():
+        for variant in _variants(text):
+            got = kata.aliased_parameters(variant.text)
+            with check:
+                assert got == variant.rename(want), (
+                    f"{name}, {variant.kind} (every instruction and computation under another "
+                    f"name, or the computations in another order): got {got}, expected {want}: "
+                    "the header states the aliases, whatever the module's names"
+                )
+
+
+@functools.cache
 def _chain_capture(depth):
     square = ones(128, 128)
     return capture(matmul_chain(depth), square, square)
@@ -383,6 +408,38 @@ def test_naive_temp_of_handwritten_modules(kata):
         got = kata.naive_temp_bytes(text)
         with check:
             assert got == expected, f"{name}: {got} bytes, expected {expected}"
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_under_renaming_and_reordering(kata):
+    """The same modules with every instruction and computation renamed (%n17, %c3) and the
+    computations reordered: a byte count does not depend on what anything is called."""
+    cases = {
+        "tuple root, bf16/s8, bitcasts, nested fusion": (NAIVE_TUPLE_ROOT, NAIVE_TUPLE_ROOT_BYTES),
+        "f64/c64/u16/s64/f8/pred, multi-output fusion, constant": (
+            NAIVE_ODD_TYPES,
+            NAIVE_ODD_TYPES_BYTES,
+        ),
+    }
+    if jax.default_backend() == "cpu":
+        cases["matmul chain of 4, f32[128,128]"] = (
+            _chain_capture(4).optimized_hlo_text,
+            3 * 128 * 128 * 4,
+        )
+        cases["two matmuls, tanh, reshape"] = (
+            _activation_capture().optimized_hlo_text,
+            3 * 128 * 128 * 4,
+        )
+    for name, (text, expected) in cases.items():
+        for variant in _variants(text):
+            got = kata.naive_temp_bytes(variant.text)
+            with check:
+                assert got == expected, (
+                    f"{name}, {variant.kind} (every instruction and computation under another "
+                    f"name such as %n17 or %c3, or the computations in another order): {got} "
+                    f"bytes, expected {expected}: find ENTRY, views and outputs by what they are "
+                    "(the ENTRY keyword, opcodes, the ROOT), not by their names"
+                )
 
 
 @functools.cache
@@ -587,6 +644,41 @@ def test_predict_chain_temp_matches_buffer_assignment(kata):
                 f"x {np.dtype(dtype).name}[{rows},{width}], depth {depth}: you predicted "
                 f"{predicted} temp bytes, memory_analysis says {measured} "
                 f"({measured // (rows * width * np.dtype(dtype).itemsize)} products of x's size)"
+            )
+
+
+# The dtypes a chain keeps as itself on XLA:CPU (integer and f32 dots), by element size.
+FRESH_CHAIN_DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.float32)
+
+
+def _fresh_chain_case(fresh, depth: int) -> tuple[int, int, int, type]:
+    """x's rows and width and a dtype for a chain of `depth`, x's bytes a multiple of 64 (as
+    every listed case's: XLA:CPU aligns each temp buffer to 64 bytes)."""
+    dtype = fresh.choice(FRESH_CHAIN_DTYPES)
+    width = fresh.randint(2, 96)
+    step = 64 // math.gcd(64, width * np.dtype(dtype).itemsize)
+    rows = step * fresh.randint(1, max(1, 192 // step))
+    return rows, width, depth, dtype
+
+
+@pytest.mark.task("predict_chain_temp")
+def test_predict_chain_temp_on_fresh_chains(kata, fresh):
+    """Chains drawn over the whole domain: depths 1 to 13 (an even and an odd one past the
+    listed 7 every time), widths, row counts and 1-, 2- and 4-byte dtypes; the expected temp is
+    what XLA:CPU's buffer assignment says for the compiled chain."""
+    depths = [fresh.randrange(8, 14, 2), fresh.randrange(9, 14, 2)]
+    depths += [fresh.randint(1, 13) for _ in range(3)]
+    cases = [_fresh_chain_case(fresh, depth) for depth in depths]
+    got = [kata.predict_chain_temp(*case[:3], np.dtype(case[3]).itemsize) for case in cases]
+    _cpu_fact("XLA:CPU's buffer assignment of a matmul chain")
+    for case, predicted in zip(cases, got, strict=True):
+        rows, width, depth, dtype = case
+        measured = _chain_temp(*case)
+        if type(predicted) is not int or predicted != measured:
+            pytest.fail(
+                f"x {np.dtype(dtype).name}[{rows},{width}], w [{width},{width}], depth {depth} "
+                f"(itemsize {np.dtype(dtype).itemsize}): you predicted {predicted!r} temp bytes, "
+                f"memory_analysis of the compiled chain says {measured}; {fresh.where()}"
             )
 
 
