@@ -273,6 +273,377 @@ func.func @main(%x: {T}) -> tensor<f32> {{
 }
 
 
+# ---- fresh draws for hlo_opcode: any op of the dialect, converted by XLA itself ----------------
+#
+# Every op the StableHLO dialect registers (MLIR's own op classes, not a list kept here), put in a
+# tiny module with the op under test at loc("probe"). XLA names the instructions it converts that
+# op into after the location, so the test reads the expected opcode from XLA's conversion. Ops
+# with attributes, regions, tokens or tuples have a module below; the rest are tried element-wise
+# on float and integer tensors. An op no module instantiates (or whose conversion XLA folds away)
+# is not drawn.
+
+
+def dialect_ops() -> list[str]:
+    """Every op name the StableHLO dialect registers, from MLIR's Python op classes."""
+    from jax.extend.mlir.dialects import stablehlo
+
+    return sorted(
+        {
+            cls.OPERATION_NAME
+            for cls in vars(stablehlo).values()
+            if isinstance(cls, type) and isinstance(getattr(cls, "OPERATION_NAME", None), str)
+        }
+    )
+
+
+_T = "tensor<4xf32>"
+_M = "tensor<2x4xf32>"
+_ADD_BODY = """{ ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32> }"""
+_ADD = f"({_ADD_BODY})"
+
+PROBE_MODULES = {
+    "stablehlo.after_all": f"""
+func.func @main(%x: {_T}, %a: !stablehlo.token, %b: !stablehlo.token) -> ({_T}, !stablehlo.token) {{
+  %t = stablehlo.after_all %a, %b : !stablehlo.token loc("probe")
+  return %x, %t : {_T}, !stablehlo.token }}""",
+    "stablehlo.create_token": f"""
+func.func @main(%x: {_T}) -> ({_T}, !stablehlo.token) {{
+  %t = stablehlo.create_token : !stablehlo.token loc("probe")
+  return %x, %t : {_T}, !stablehlo.token }}""",
+    "stablehlo.all_gather": f"""
+func.func @main(%x: {_M}) -> tensor<2x4xf32> {{
+  %r = "stablehlo.all_gather"(%x) {{all_gather_dim = 0 : i64, replica_groups = dense<[[0]]>
+      : tensor<1x1xi64>}} : ({_M}) -> {_M} loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.all_reduce": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.all_reduce"(%x) {_ADD} {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
+      : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.reduce_scatter": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.reduce_scatter"(%x) {_ADD} {{scatter_dimension = 0 : i64,
+      replica_groups = dense<[[0]]> : tensor<1x1xi64>}} : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.all_to_all": f"""
+func.func @main(%x: {_M}) -> {_M} {{
+  %r = "stablehlo.all_to_all"(%x) {{split_dimension = 1 : i64, concat_dimension = 1 : i64,
+      split_count = 1 : i64, replica_groups = dense<[[0]]> : tensor<1x1xi64>}} : ({_M}) -> {_M}
+      loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.collective_permute": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.collective_permute"(%x) {{source_target_pairs = dense<[[0, 0]]>
+      : tensor<1x2xi64>}} : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.collective_broadcast": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.collective_broadcast"(%x) {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
+      : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.batch_norm_inference": f"""
+func.func @main(%x: {_M}, %s: {_T}) -> {_M} {{
+  %y = "stablehlo.batch_norm_inference"(%x, %s, %s, %s, %s) {{epsilon = 1.0e-5 : f32,
+      feature_index = 1 : i64}} : ({_M}, {_T}, {_T}, {_T}, {_T}) -> {_M} loc("probe")
+  return %y : {_M} }}""",
+    "stablehlo.batch_norm_training": f"""
+func.func @main(%x: {_M}, %s: {_T}) -> ({_M}, {_T}, {_T}) {{
+  %y:3 = "stablehlo.batch_norm_training"(%x, %s, %s) {{epsilon = 1.0e-5 : f32,
+      feature_index = 1 : i64}} : ({_M}, {_T}, {_T}) -> ({_M}, {_T}, {_T}) loc("probe")
+  return %y#0, %y#1, %y#2 : {_M}, {_T}, {_T} }}""",
+    "stablehlo.batch_norm_grad": f"""
+func.func @main(%x: {_M}, %s: {_T}) -> ({_M}, {_T}, {_T}) {{
+  %y:3 = "stablehlo.batch_norm_grad"(%x, %s, %s, %s, %x) {{epsilon = 1.0e-5 : f32,
+      feature_index = 1 : i64}} : ({_M}, {_T}, {_T}, {_T}, {_M}) -> ({_M}, {_T}, {_T}) loc("probe")
+  return %y#0, %y#1, %y#2 : {_M}, {_T}, {_T} }}""",
+    "stablehlo.broadcast": f"""
+func.func @main(%x: {_T}) -> tensor<3x4xf32> {{
+  %r = "stablehlo.broadcast"(%x) {{broadcast_sizes = array<i64: 3>}} : ({_T}) ->
+      tensor<3x4xf32> loc("probe")
+  return %r : tensor<3x4xf32> }}""",
+    "stablehlo.broadcast_in_dim": f"""
+func.func @main(%x: {_T}) -> tensor<4x3xf32> {{
+  %r = stablehlo.broadcast_in_dim %x, dims = [0] : ({_T}) -> tensor<4x3xf32> loc("probe")
+  return %r : tensor<4x3xf32> }}""",
+    "stablehlo.case": f"""
+func.func @main(%i: tensor<i32>, %x: {_T}) -> {_T} {{
+  %r = "stablehlo.case"(%i) ({{ stablehlo.return %x : {_T} }}, {{
+    %b = stablehlo.negate %x : {_T}
+    stablehlo.return %b : {_T} }}) : (tensor<i32>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.if": f"""
+func.func @main(%p: tensor<i1>, %x: {_T}) -> {_T} {{
+  %r = "stablehlo.if"(%p) ({{ stablehlo.return %x : {_T} }}, {{
+    %b = stablehlo.negate %x : {_T}
+    stablehlo.return %b : {_T} }}) : (tensor<i1>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.cholesky": """
+func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %r = stablehlo.cholesky %x, lower = true : tensor<3x3xf32> loc("probe")
+  return %r : tensor<3x3xf32> }""",
+    "stablehlo.triangular_solve": """
+func.func @main(%a: tensor<3x3xf32>, %b: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %r = "stablehlo.triangular_solve"(%a, %b) {left_side = true, lower = true,
+      unit_diagonal = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>}
+      : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32> loc("probe")
+  return %r : tensor<3x2xf32> }""",
+    "stablehlo.compare": f"""
+func.func @main(%x: {_T}, %y: {_T}) -> tensor<4xi1> {{
+  %r = stablehlo.compare LT, %x, %y : ({_T}, {_T}) -> tensor<4xi1> loc("probe")
+  return %r : tensor<4xi1> }}""",
+    "stablehlo.complex": f"""
+func.func @main(%x: {_T}, %y: {_T}) -> tensor<4xcomplex<f32>> {{
+  %r = stablehlo.complex %x, %y : tensor<4xcomplex<f32>> loc("probe")
+  return %r : tensor<4xcomplex<f32>> }}""",
+    "stablehlo.real": f"""
+func.func @main(%z: tensor<4xcomplex<f32>>) -> {_T} {{
+  %r = stablehlo.real %z : (tensor<4xcomplex<f32>>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.imag": f"""
+func.func @main(%z: tensor<4xcomplex<f32>>) -> {_T} {{
+  %r = stablehlo.imag %z : (tensor<4xcomplex<f32>>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.fft": """
+func.func @main(%z: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %r = stablehlo.fft %z, type = FFT, length = [4] : (tensor<4xcomplex<f32>>) ->
+      tensor<4xcomplex<f32>> loc("probe")
+  return %r : tensor<4xcomplex<f32>> }""",
+    "stablehlo.composite": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = stablehlo.composite "my.op" %x {{decomposition = @my_op}} : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}
+func.func private @my_op(%x: {_T}) -> {_T} {{
+  %n = stablehlo.negate %x : {_T}
+  return %n : {_T} }}""",
+    "stablehlo.concatenate": f"""
+func.func @main(%x: {_T}, %y: {_T}) -> tensor<8xf32> {{
+  %r = stablehlo.concatenate %x, %y, dim = 0 : ({_T}, {_T}) -> tensor<8xf32> loc("probe")
+  return %r : tensor<8xf32> }}""",
+    "stablehlo.constant": f"""
+func.func @main() -> {_T} {{
+  %r = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0]> : {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.convert": f"""
+func.func @main(%x: {_T}) -> tensor<4xi32> {{
+  %r = stablehlo.convert %x : ({_T}) -> tensor<4xi32> loc("probe")
+  return %r : tensor<4xi32> }}""",
+    "stablehlo.bitcast_convert": f"""
+func.func @main(%x: {_T}) -> tensor<4xi32> {{
+  %r = stablehlo.bitcast_convert %x : ({_T}) -> tensor<4xi32> loc("probe")
+  return %r : tensor<4xi32> }}""",
+    "stablehlo.reduce_precision": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = stablehlo.reduce_precision %x, format = e5m2 : {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.custom_call": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = stablehlo.custom_call @my_target(%x) : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.dot": f"""
+func.func @main(%x: {_T}) -> tensor<f32> {{
+  %d = stablehlo.dot %x, %x : ({_T}, {_T}) -> tensor<f32> loc("probe")
+  return %d : tensor<f32> }}""",
+    "stablehlo.dot_general": f"""
+func.func @main(%x: {_M}, %y: tensor<4x3xf32>) -> tensor<2x3xf32> {{
+  %d = stablehlo.dot_general %x, %y, contracting_dims = [1] x [0] : ({_M}, tensor<4x3xf32>) ->
+      tensor<2x3xf32> loc("probe")
+  return %d : tensor<2x3xf32> }}""",
+    "stablehlo.dynamic_slice": f"""
+func.func @main(%x: {_M}, %i: tensor<i32>) -> tensor<1x4xf32> {{
+  %r = stablehlo.dynamic_slice %x, %i, %i, sizes = [1, 4] : ({_M}, tensor<i32>, tensor<i32>) ->
+      tensor<1x4xf32> loc("probe")
+  return %r : tensor<1x4xf32> }}""",
+    "stablehlo.dynamic_update_slice": f"""
+func.func @main(%x: {_M}, %u: tensor<1x4xf32>, %i: tensor<i32>) -> {_M} {{
+  %r = stablehlo.dynamic_update_slice %x, %u, %i, %i : ({_M}, tensor<1x4xf32>, tensor<i32>,
+      tensor<i32>) -> {_M} loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.get_dimension_size": f"""
+func.func @main(%x: {_M}) -> tensor<i32> {{
+  %r = stablehlo.get_dimension_size %x, dim = 1 : ({_M}) -> tensor<i32> loc("probe")
+  return %r : tensor<i32> }}""",
+    "stablehlo.tuple": f"""
+func.func @main(%x: {_T}, %y: {_M}) -> tuple<{_T}, {_M}> {{
+  %r = stablehlo.tuple %x, %y : tuple<{_T}, {_M}> loc("probe")
+  return %r : tuple<{_T}, {_M}> }}""",
+    "stablehlo.get_tuple_element": f"""
+func.func @main(%t: tuple<{_T}, {_M}>) -> {_M} {{
+  %r = stablehlo.get_tuple_element %t[1] : (tuple<{_T}, {_M}>) -> {_M} loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.infeed": f"""
+func.func @main(%t: !stablehlo.token) -> ({_T}, !stablehlo.token) {{
+  %r:2 = "stablehlo.infeed"(%t) : (!stablehlo.token) -> ({_T}, !stablehlo.token) loc("probe")
+  return %r#0, %r#1 : {_T}, !stablehlo.token }}""",
+    "stablehlo.outfeed": f"""
+func.func @main(%x: {_T}, %t: !stablehlo.token) -> !stablehlo.token {{
+  %r = "stablehlo.outfeed"(%x, %t) : ({_T}, !stablehlo.token) -> !stablehlo.token loc("probe")
+  return %r : !stablehlo.token }}""",
+    "stablehlo.send": f"""
+func.func @main(%x: {_T}, %t: !stablehlo.token) -> !stablehlo.token {{
+  %r = "stablehlo.send"(%x, %t) {{channel_handle = #stablehlo.channel_handle<handle = 1,
+      type = 2>, is_host_transfer = true}} : ({_T}, !stablehlo.token) ->
+      !stablehlo.token loc("probe")
+  return %r : !stablehlo.token }}""",
+    "stablehlo.recv": f"""
+func.func @main(%t: !stablehlo.token) -> ({_T}, !stablehlo.token) {{
+  %r:2 = "stablehlo.recv"(%t) {{channel_handle = #stablehlo.channel_handle<handle = 1,
+      type = 3>, is_host_transfer = true}} : (!stablehlo.token) -> ({_T},
+      !stablehlo.token) loc("probe")
+  return %r#0, %r#1 : {_T}, !stablehlo.token }}""",
+    "stablehlo.iota": f"""
+func.func @main() -> {_M} {{
+  %r = stablehlo.iota dim = 1 : {_M} loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.map": f"""
+func.func @main(%x: {_T}, %y: {_T}) -> {_T} {{
+  %m = "stablehlo.map"(%x, %y) ({{ ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32> }}) {{dimensions = array<i64: 0>}} : ({_T}, {_T}) ->
+      {_T} loc("probe")
+  return %m : {_T} }}""",
+    "stablehlo.optimization_barrier": f"""
+func.func @main(%x: {_T}, %y: {_M}) -> ({_T}, {_M}) {{
+  %r:2 = stablehlo.optimization_barrier %x, %y : {_T}, {_M} loc("probe")
+  return %r#0, %r#1 : {_T}, {_M} }}""",
+    "stablehlo.pad": f"""
+func.func @main(%x: {_M}, %z: tensor<f32>) -> tensor<5x4xf32> {{
+  %r = stablehlo.pad %x, %z, low = [1, 0], high = [2, 0], interior = [0, 0] : ({_M},
+      tensor<f32>) -> tensor<5x4xf32> loc("probe")
+  return %r : tensor<5x4xf32> }}""",
+    "stablehlo.partition_id": """
+func.func @main() -> tensor<ui32> {
+  %p = stablehlo.partition_id : tensor<ui32> loc("probe")
+  return %p : tensor<ui32> }""",
+    "stablehlo.replica_id": """
+func.func @main() -> tensor<ui32> {
+  %p = stablehlo.replica_id : tensor<ui32> loc("probe")
+  return %p : tensor<ui32> }""",
+    "stablehlo.reduce": f"""
+func.func @main(%x: {_M}, %z: tensor<f32>) -> {_T} {{
+  %r = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : ({_M},
+      tensor<f32>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.reduce_window": f"""
+func.func @main(%x: {_M}, %z: tensor<f32>) -> tensor<1x3xf32> {{
+  %r = "stablehlo.reduce_window"(%x, %z) {_ADD} {{window_dimensions = array<i64: 2, 2>}}
+      : ({_M}, tensor<f32>) -> tensor<1x3xf32> loc("probe")
+  return %r : tensor<1x3xf32> }}""",
+    "stablehlo.reverse": f"""
+func.func @main(%x: {_M}) -> {_M} {{
+  %r = stablehlo.reverse %x, dims = [1] : {_M} loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.reshape": f"""
+func.func @main(%x: {_M}) -> tensor<8xf32> {{
+  %r = stablehlo.reshape %x : ({_M}) -> tensor<8xf32> loc("probe")
+  return %r : tensor<8xf32> }}""",
+    "stablehlo.transpose": f"""
+func.func @main(%x: {_M}) -> tensor<4x2xf32> {{
+  %r = stablehlo.transpose %x, dims = [1, 0] : ({_M}) -> tensor<4x2xf32> loc("probe")
+  return %r : tensor<4x2xf32> }}""",
+    "stablehlo.slice": f"""
+func.func @main(%x: {_M}) -> tensor<1x2xf32> {{
+  %r = stablehlo.slice %x [1:2, 0:2] : ({_M}) -> tensor<1x2xf32> loc("probe")
+  return %r : tensor<1x2xf32> }}""",
+    "stablehlo.rng": f"""
+func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> {_T} {{
+  %s = stablehlo.constant dense<4> : tensor<1xi64>
+  %r = stablehlo.rng %a, %b, %s, distribution = UNIFORM : (tensor<f32>, tensor<f32>,
+      tensor<1xi64>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.rng_bit_generator": """
+func.func @main(%k: tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>) {
+  %s, %r = stablehlo.rng_bit_generator %k, algorithm = DEFAULT : (tensor<2xui64>) ->
+      (tensor<2xui64>, tensor<4xui32>) loc("probe")
+  return %s, %r : tensor<2xui64>, tensor<4xui32> }""",
+    "stablehlo.select": f"""
+func.func @main(%p: tensor<4xi1>, %x: {_T}, %y: {_T}) -> {_T} {{
+  %r = stablehlo.select %p, %x, %y : tensor<4xi1>, {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.sort": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.sort"(%x) ({{ ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1> }}) {{dimension = 0 : i64, is_stable = true}}
+      : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.while": """
+func.func @main(%x: tensor<i32>) -> tensor<i32> {
+  %r = stablehlo.while(%i = %x) : tensor<i32>
+    cond {
+      %c = stablehlo.constant dense<10> : tensor<i32>
+      %p = stablehlo.compare LT, %i, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %n = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %n : tensor<i32>
+    } loc("probe")
+  return %r : tensor<i32> }""",
+    "stablehlo.clamp": f"""
+func.func @main(%lo: tensor<f32>, %x: {_T}, %hi: tensor<f32>) -> {_T} {{
+  %r = stablehlo.clamp %lo, %x, %hi : (tensor<f32>, {_T}, tensor<f32>) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.convolution": """
+func.func @main(%x: tensor<1x4x4x1xf32>, %k: tensor<2x2x1x1xf32>) -> tensor<1x3x3x1xf32> {
+  %r = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<1x4x4x1xf32>, tensor<2x2x1x1xf32>) -> tensor<1x3x3x1xf32> loc("probe")
+  return %r : tensor<1x3x3x1xf32> }""",
+    "stablehlo.gather": f"""
+func.func @main(%x: {_M}, %i: tensor<1xi32>) -> tensor<1x4xf32> {{
+  %r = "stablehlo.gather"(%x, %i) {{dimension_numbers = #stablehlo.gather<offset_dims = [1],
+      collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>,
+      slice_sizes = array<i64: 1, 4>}} : ({_M}, tensor<1xi32>) -> tensor<1x4xf32> loc("probe")
+  return %r : tensor<1x4xf32> }}""",
+    "stablehlo.scatter": f"""
+func.func @main(%x: {_M}, %i: tensor<1xi32>, %u: tensor<1x4xf32>) -> {_M} {{
+  %r = "stablehlo.scatter"(%x, %i, %u) {_ADD}
+      {{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1],
+      inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}}
+      : ({_M}, tensor<1xi32>, tensor<1x4xf32>) -> {_M} loc("probe")
+  return %r : {_M} }}""",
+    "stablehlo.select_and_scatter": f"""
+func.func @main(%x: {_M}, %src: tensor<1x2xf32>, %z: tensor<f32>) -> {_M} {{
+  %r = "stablehlo.select_and_scatter"(%x, %src, %z) ({{ ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1> }}, {_ADD_BODY}) {{window_dimensions = array<i64: 2, 2>,
+      window_strides = array<i64: 2, 2>}} : ({_M}, tensor<1x2xf32>, tensor<f32>) -> {_M}
+      loc("probe")
+  return %r : {_M} }}""",
+}
+
+
+# (operand type, operand count, result type) for ops with no module above, tried in order
+_ELEMENTWISE = [
+    (_T, 1, _T),
+    ("tensor<4xi32>", 1, "tensor<4xi32>"),
+    (_T, 2, _T),
+    ("tensor<4xi32>", 2, "tensor<4xi32>"),
+    (_T, 1, "tensor<4xi1>"),
+    (_T, 3, _T),
+]
+
+
+def probe_modules(op: str) -> list[str]:
+    """Candidate modules holding `op` once, at loc("probe"): its own module if it has one, else
+    element-wise forms in MLIR's generic syntax (MLIR verifies which ones are valid)."""
+    if op in PROBE_MODULES:
+        return [f"module {{{PROBE_MODULES[op]}\n}}"]
+    modules = []
+    for operand, count, result in _ELEMENTWISE:
+        params = ", ".join(f"%a{i}: {operand}" for i in range(count))
+        names = ", ".join(f"%a{i}" for i in range(count))
+        types = ", ".join([operand] * count)
+        modules.append(
+            f"module {{\nfunc.func @main({params}) -> {result} {{\n"
+            f'  %r = "{op}"({names}) : ({types}) -> {result} loc("probe")\n'
+            f"  return %r : {result} }}\n}}"
+        )
+    return modules
+
+
 # ---- programs for the census ------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]  # XL
 from jax.extend.mlir import ir
 from pytest_check import check
 
+from kata_harness.fresh import Fresh
 from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase8.programs import (
     BF16,
@@ -30,11 +31,13 @@ from katas.phase8.programs import (
     RENAMED,
     RESPELLED,
     column_sums,
+    dialect_ops,
     mlp,
     mlp_rest_specs,
     mlp_specs,
     mlp_values,
     pair,
+    probe_modules,
     scalar_mean,
     scale_shift,
     spec,
@@ -286,6 +289,72 @@ def test_ops_that_keep_their_name(kata):
 @pytest.mark.task("hlo_opcode")
 def test_ops_jax_does_not_emit(kata):
     _check_mapping(kata, HAND_WRITTEN)
+
+
+# Fresh ops: the contract covers any op of the dialect, so each run draws its own from every op
+# the dialect registers that a tiny module instantiates (programs.probe_modules), multi-word
+# names (the spelling rule) and the rest (renames, kept names) both.
+FRESH_MULTI_WORD, FRESH_OTHERS = 16, 8
+# instructions a conversion adds around the op itself (operands, results unpacked, the second
+# half of an asynchronous pair)
+_PLUMBING = {"parameter", "constant", "tuple", "get-tuple-element", "broadcast"}
+
+
+def _probe_opcode(hlo_text: str) -> str | None:
+    """The opcode of the instruction XLA made of the op at loc("probe"): the one instruction of
+    the entry computation named after that location, once the plumbing around it is set aside;
+    None when the conversion folded the op away or left no single such instruction."""
+    entry = next(c for c in parse_hlo(hlo_text) if c.is_entry)
+    made = [i.opcode for i in entry if i.name == "probe" or i.name.startswith("probe.")]
+    if len(made) > 1:
+        made = [op for op in made if op not in _PLUMBING and not op.endswith("-done")]
+    return made[0] if len(made) == 1 else None
+
+
+@cache
+def _fresh_bank() -> dict[str, str]:
+    """op -> the opcode of XLA's conversion of it, for every dialect op some module instantiates
+    (MLIR parses and verifies the module first, with the op in it once)."""
+    bank = {}
+    for op in dialect_ops():
+        for text in probe_modules(op):
+            try:
+                if stablehlo_op_census(text)[op] != 1:
+                    continue
+                hlo_text = _jax.mlir.mlir_module_to_xla_computation(
+                    text, use_tuple_args=False, return_tuple=False
+                ).as_hlo_text()
+                opcode = _probe_opcode(hlo_text)
+            except Exception:  # noqa: BLE001  (not this form of the op: try the next)
+                continue
+            if opcode is not None:
+                bank[op] = opcode
+                break
+    return bank
+
+
+def _fresh_ops(fresh: Fresh) -> list[str]:
+    bank = _fresh_bank()
+    multi = sorted(op for op in bank if "_" in op.removeprefix("stablehlo."))
+    others = sorted(op for op in bank if op not in multi)
+    assert len(multi) >= FRESH_MULTI_WORD and len(others) >= FRESH_OTHERS, (
+        f"the dialect gave {len(multi)} multi-word and {len(others)} other ops XLA converts"
+    )
+    drawn = fresh.sample(multi, FRESH_MULTI_WORD) + fresh.sample(others, FRESH_OTHERS)
+    fresh.shuffle(drawn)
+    return drawn
+
+
+@pytest.mark.task("hlo_opcode")
+def test_hlo_opcode_on_fresh_ops_of_the_dialect(kata, fresh):
+    """Ops drawn from the whole dialect, each converted by XLA here: a table of the ops met while
+    practising does not carry over."""
+    bank = _fresh_bank()
+    for op in _fresh_ops(fresh):
+        got = kata.hlo_opcode(op)
+        assert got == bank[op], (
+            f"{op}: you said {got!r}, XLA converts it to {bank[op]!r} ({fresh.where()})"
+        )
 
 
 # ---- task 3: export_bytes ---------------------------------------------------------------------
