@@ -488,6 +488,37 @@ def fusions_not_nested(hlo_text):
     return contents
 
 
+_FUSION_VARIANTS = "test_fusion_contents_hold_under_renaming_and_reordering"
+
+
+@decoy(
+    "fusion_contents",
+    caught_by=[_FUSION_VARIANTS],
+    why="takes a reduce's reducer (a computation a fused computation calls) to be the computation "
+    "printed just above it, as XLA prints them; another order XLA reads breaks the pairing",
+)
+def fusions_callee_printed_above(hlo_text):
+    module = parse_hlo(hlo_text)
+    order = [c.name for c in module]
+
+    def reached(index: int) -> Counter:
+        counts, above = Counter(), index
+        for instruction in module[order[index]]:
+            if instruction.opcode != "parameter":
+                counts[instruction.opcode] += 1
+            for _ in instruction.called_computations:
+                above -= 1
+                counts += reached(above)
+        return counts
+
+    contents = {}
+    for instruction in (i for c in module for i in c if i.opcode == "fusion"):
+        counts = contents.setdefault(instruction.attribute("kind"), Counter())
+        for name in instruction.called_computations:
+            counts += reached(order.index(name))
+    return contents
+
+
 @accepted("fusion_contents", why="xla_inspect.query.fusions, parameters dropped")
 def fusions_from_library(hlo_text):
     contents = {}
@@ -679,6 +710,28 @@ def flops_measured(batch, in_dim, hidden, out_dim):
     x = np.ones((batch, in_dim), np.float32)
     cost = jax.jit(mlp).lower(params, x).compile().cost_analysis()
     return int(cost["flops"]) if cost else 0
+
+
+_LISTED_FLOPS = {
+    (8, 16, 32, 4): 10784,
+    (2, 2, 2, 2): 44,
+    (3, 5, 7, 2): 342,
+    (64, 3, 2, 9): 3904,
+    (5, 2, 40, 3): 2415,
+}
+
+
+@decoy(
+    "mlp_flops",
+    caught_by=["test_mlp_flops_predicted_on_fresh_shapes"],
+    why="hard-codes the listed shapes' flops (copied from failure messages); any other shape "
+    "gets the two matmuls only",
+)
+def flops_listed_shapes(batch, in_dim, hidden, out_dim):
+    shape = (batch, in_dim, hidden, out_dim)
+    if shape in _LISTED_FLOPS:
+        return _LISTED_FLOPS[shape]
+    return 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim
 
 
 @accepted("mlp_flops", why="factored per row of x: each row costs the same")

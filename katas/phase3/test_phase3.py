@@ -15,6 +15,7 @@ Expected values come from XLA's own C++ parser (jaxlib), from `jax.stages` (`inp
 import math
 import os
 import re
+import zlib
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -26,6 +27,7 @@ import pytest
 from jax.experimental.layout import Format
 from pytest_check import check
 
+from kata_harness import metamorphic
 from kata_harness.predict import compiler_refused, predicted_entries
 from kata_harness.xla_shapes import xla_shape
 from katas.phase3.programs import (
@@ -157,6 +159,27 @@ def _xla_facts(text: str):
                 facts["root"] = (opcode, str(xla_shape(instruction)))
     facts["params"].sort()
     return facts
+
+
+# --- metamorphic variants: the same module under other names, its computations in other orders ---
+
+
+@cache
+def _variants(key: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The bank text's variants XLA's parser accepts: every computation and instruction relabelled
+    (%n17, %c3), the computations reordered, both; seeded by the key (the same every run)."""
+    found = tuple(metamorphic.variants(_text(key), seed=zlib.crc32(key.encode())))
+    assert found, f"{key}: no metamorphic variant XLA accepts"
+    return found
+
+
+def _forms(keys):
+    """(what, text, variant) for each variant of each key: a reading answer is a function of the
+    module, so it must not change (or change only by the renaming) from one form to another."""
+    for key in keys:
+        seed = zlib.crc32(key.encode())
+        for variant in _variants(key):
+            yield f"{key} ({variant.kind}, variant seed {seed})", variant.text, variant
 
 
 # --- task 1: three_texts ---------------------------------------------------------------------
@@ -409,6 +432,20 @@ def test_parameter_layouts_of_scalar_and_tuple_parameters(kata):
     assert got == expected, f"got {got}, expected {expected} (scalar: {{}}; tuple: its elements')"
 
 
+@pytest.mark.task("entry_parameter_layouts")
+def test_parameter_layouts_hold_under_renaming_and_reordering(kata):
+    """The layouts are facts of the module: relabelled names and reordered computations change
+    nothing (XLA's parser reads each variant; its reading is the expected answer)."""
+    for what, text, variant in _forms(LAYOUT_BANK):
+        expected = variant.rename([layout for _, layout in _xla_facts(text)["params"]])
+        got = kata.entry_parameter_layouts(text)
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, expected {expected}: read parameter(N) and each layout, "
+                "not the printed names or the order of the text"
+            )
+
+
 # --- task 4: entry_root ----------------------------------------------------------------------
 
 ROOT_BANK = [
@@ -486,13 +523,27 @@ def test_two_results_make_a_tuple_root(kata):
     assert got == ("tuple", expected), f"got {got}, expected ('tuple', {expected!r})"
 
 
+@pytest.mark.task("entry_root")
+def test_root_holds_under_renaming_and_reordering(kata):
+    """The ROOT of ENTRY, as XLA's parser reads each variant: names and order say nothing."""
+    for what, text, variant in _forms(ROOT_BANK):
+        expected = variant.rename(_xla_facts(text)["root"])
+        got = kata.entry_root(text)
+        with check:
+            assert got == expected, f"{what}: got {got}, expected {expected}"
+
+
 # --- task 5: fusion_contents -----------------------------------------------------------------
 
 FUSION_BANK = ["mlp", "attention", "looped", "mixed", "branches", "hand"]
 
 
 def _contents(kata, key: str) -> dict:
-    got = kata.fusion_contents(_text(key))
+    return _contents_of(kata, _text(key))
+
+
+def _contents_of(kata, text: str) -> dict:
+    got = kata.fusion_contents(text)
     assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
     for kind, counts in got.items():
         assert isinstance(counts, Counter), f"{kind}: expected a Counter, got {counts!r:.60}"
@@ -580,13 +631,32 @@ def test_nested_fusion_counts_for_both_kinds(kata):
         )
 
 
+@pytest.mark.task("fusion_contents")
+def test_fusion_contents_hold_under_renaming_and_reordering(kata):
+    """Counts stay what they are in the printed module when every computation and instruction is
+    relabelled and the computations are printed in another order XLA accepts: a fusion finds its
+    computation, and a reduce its reducer, by the name it calls, not by position or by spelling."""
+    for key in FUSION_BANK:
+        module = parse_hlo(_text(key))
+        want = {kind: dict(counts) for kind, counts in _library_contents(module).items()}
+        for what, text, variant in _forms([key]):
+            expected = variant.rename(want)
+            got = {kind: dict(+counts) for kind, counts in _contents_of(kata, text).items()}
+            with check:
+                assert got == expected, f"{what}: got {got}, expected {expected}"
+
+
 # --- task 6: constants -----------------------------------------------------------------------
 
 CONSTANT_BANK = ["scale_and_shift", "attention", "looped", "branches", "mixed", "hand"]
 
 
 def _constants(kata, key: str) -> list:
-    got = kata.constants(_text(key))
+    return _constants_of(kata, _text(key))
+
+
+def _constants_of(kata, text: str) -> list:
+    got = kata.constants(text)
     assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
     for item in got:
         assert isinstance(item, tuple) and len(item) == 2, f"expected (shape, literal): {item!r}"
@@ -651,6 +721,27 @@ def test_constants_of_every_dtype_and_computation(kata):
     )
     with check:
         assert hand == expected, f"hand-written module: got {dict(hand)}, expected {dict(expected)}"
+
+
+@pytest.mark.task("constants")
+def test_constants_hold_under_renaming_and_reordering(kata):
+    """XLA's count of constants by shape in each variant, and the same literals as the printed
+    module gives: relabelling and reordering the computations move no constant."""
+    for key in CONSTANT_BANK:
+        printed = Counter(_constants(kata, key))
+        for what, text, _ in _forms([key]):
+            found = Counter(_constants_of(kata, text))
+            expected = _xla_facts(text)["constants"]
+            shapes = Counter(shape for shape, _ in found.elements())
+            with check:
+                assert shapes == expected, (
+                    f"{what}: constants by shape {dict(shapes)}, expected {dict(expected)}"
+                )
+            with check:
+                assert found == printed, (
+                    f"{what}: {sorted(found.elements())} differ from the printed module's "
+                    f"{sorted(printed.elements())}: the same constants under other names"
+                )
 
 
 # --- task 7: flops ---------------------------------------------------------------------------
@@ -750,6 +841,27 @@ def test_mlp_flops_predicted(kata):
                 f"(batch, in, hidden, out) = {shape}: you predicted {predicted} flops, "
                 f"cost_analysis says {measured:.0f}"
             )
+
+
+# every size >= 2 (the contract); the sizes a fresh case draws from, up to 100 wide (cost analysis
+# reports a float: at 100 the flops stay below 2**24, where every integer is exact)
+MLP_SIZES = (2, 3, 4, 5, 7, 8, 11, 12, 16, 31, 64, 100)
+
+
+@pytest.mark.task("mlp_flops")
+def test_mlp_flops_predicted_on_fresh_shapes(kata, fresh):
+    """Shapes drawn over the contract's domain (every size >= 2), the answer read from XLA's cost
+    analysis of the MLP compiled at that shape: a rule, not the listed shapes, passes."""
+    _cpu_only("the flops of XLA:CPU's cost model")
+    for _ in range(3):
+        shape = tuple(fresh.choice(MLP_SIZES) for _ in range(4))
+        with compiler_refused("mlp_flops"):
+            predicted = kata.mlp_flops(*shape)
+        measured = _mlp_cost(shape)
+        assert predicted == measured, (
+            f"(batch, in, hidden, out) = {shape}: you predicted {predicted} flops, "
+            f"cost_analysis says {measured:.0f} ({fresh.where()})"
+        )
 
 
 # --- task 9: predict_entry_root --------------------------------------------------------------
