@@ -8,6 +8,8 @@ Pass names are never written here: the true answer is read from a per-pass dump 
 (xla_inspect.passes reads it), or built into a timeline the test constructs.
 """
 
+import shutil
+import zlib
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -17,7 +19,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata_harness import versions
+from kata_harness import metamorphic, versions
 from kata_harness.predict import compiler_refused
 from katas.phase4.programs import (
     BANK_INPUT,
@@ -441,6 +443,47 @@ def test_timeline_shows_each_change_where_the_dump_does(kata, dumps):
         expected = [step.pass_name for step in dump["steps"] if step.opcode_deltas]
         with check:
             assert changes == expected, f"{key}: opcode counts change after {changes}, {expected}"
+
+
+def _variant_dump(source: Path, target: Path) -> list[str]:
+    """A copy of the dump in `target` whose per-pass files hold a metamorphic variant of their
+    module (every computation and instruction relabelled, computations reordered where XLA
+    accepts another order), seeded by the file name; other files copied as they are. Returns the
+    variant kinds written."""
+    target.mkdir()
+    pass_paths = {f.path.name for f in passes.pass_files(source)}
+    kinds = []
+    for path in sorted(source.iterdir()):
+        if path.name not in pass_paths:
+            shutil.copy(path, target / path.name)
+            continue
+        found = list(metamorphic.variants(path.read_text(), seed=zlib.crc32(path.name.encode())))
+        assert found, f"{path.name}: no metamorphic variant XLA accepts"
+        (target / path.name).write_text(found[-1].text)
+        kinds.append(found[-1].kind)
+    return kinds
+
+
+@pytest.mark.task("pass_timeline")
+def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path):
+    """The same dump with every file's module relabelled (%n17, %c3) and reordered: the pass
+    names come from the file names and the counts from the opcodes, so neither changes."""
+    for key in TIMELINE_DUMPS:
+        dump = dumps[key]
+        kinds = _variant_dump(dump["dir"], tmp_path / key)
+        timeline = _timeline(kata, tmp_path / key)
+        expected = [(name, dict(counts)) for name, counts in dump["files"]]
+        got = [(name, dict(counts)) for name, counts in timeline]
+        what = f"{key} (each file {sorted(set(kinds))}, seeded by its file name)"
+        with check:
+            assert [n for n, _ in got] == [n for n, _ in expected], f"{what}: pass names differ"
+        for index, ((name, counts), (_, want)) in enumerate(zip(got, expected, strict=False)):
+            if counts != want:
+                with check:
+                    assert counts == want, (
+                        f"{what}: entry {index} ({name}): counts {counts}, expected {want}"
+                    )
+                break
 
 
 # A constructed timeline, its opcode, and the answer by construction.
