@@ -524,12 +524,14 @@ def collectives_module(seed: int) -> str:
     )
 
 
+# The elementwise op each matmul fusion holds; the two collectives that reduce call an add, so
+# their fusions hold an add of their own (reducer or not, the answer is the same).
 _EPILOGUES = {
-    "all-gather": "tanh",
-    "all-reduce": "exponential",
-    "reduce-scatter": "negate",
-    "all-to-all": "sqrt",
-    "collective-permute": "abs",
+    "all-gather": "tanh(%product{k})",
+    "all-reduce": "add(%product{k}, %product{k})",
+    "reduce-scatter": "add(%product{k}, %product{k})",
+    "all-to-all": "sqrt(%product{k})",
+    "collective-permute": "abs(%product{k})",
 }
 
 
@@ -558,7 +560,7 @@ def fused_collectives_module() -> str:
             f"  %product{k} = f32[16,16]{{1,0}} convolution(%lhs{k}, %rhs{k}), "
             "dim_labels=bf_io->bf\n"
             f"  %moved{k} = f32[{rows},16]{{1,0}} {kind}(%product{k}), {extra}\n"
-            f"  %epilogue{k} = f32[16,16]{{1,0}} {_EPILOGUES[kind]}(%product{k})\n"
+            f"  %epilogue{k} = f32[16,16]{{1,0}} {_EPILOGUES[kind].format(k=k)}\n"
             f"  ROOT %both{k} = {result} tuple(%epilogue{k}, %moved{k})\n}}\n"
         )
         entry.append(f"  %layer{k} = {result} fusion(%x, %w), kind=kOutput, calls=%matmul{k}")

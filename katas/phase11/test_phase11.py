@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 import re
 import warnings
+import zlib
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +22,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
-from kata_harness import versions
+from kata_harness import metamorphic, oracles, versions
 from kata_harness.predict import compiler_refused
 from kata_harness.targets import recorded, require
 from katas.phase11.programs import (
@@ -29,24 +31,27 @@ from katas.phase11.programs import (
     CROSS_REPLICA,
     FSDP_CASES,
     GROUP_SPELLINGS,
-    HANDWRITTEN_ASYNC,
+    HANDWRITTEN,
     LAYER_CASES,
     MLP_HIDDEN,
     MLP_WIDTH,
     PADDING_CASES,
     RECORDINGS,
     SGD_SHAPES,
+    collectives_module,
     doubled,
     fsdp_weight_bytes,
+    fused_collectives_module,
     group_module,
     lower_dense_layer,
     lower_mlp,
     lower_sgd,
     sgd_step,
+    tiled_shapes,
     two_layer_mlp,
 )
 from xla_inspect import parse_hlo
-from xla_inspect.query import custom_call_targets, fusions, opcode_counts, reachable
+from xla_inspect.query import fusions, opcode_counts
 
 PHASE = "phase11"
 V5E = "tpu-v5e:2x2"
@@ -56,84 +61,179 @@ def _text(name: str) -> str:
     return recorded(PHASE, name)
 
 
-@functools.cache
-def _xla(name: str):
-    """XLA's own parse of a recorded module (or of the hand-written one)."""
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+def _any_text(name: str) -> str:
+    """A recorded module, a hand-written one (programs.HANDWRITTEN), or the matmul fusions that
+    hold every collective kind."""
+    if name in HANDWRITTEN:
+        return HANDWRITTEN[name]
+    if name == FUSED_COLLECTIVES:
+        return fused_collectives_module()
+    return _text(name)
 
-    text = HANDWRITTEN_ASYNC if name == "handwritten" else _text(name)
-    return _hlo.hlo_module_from_text(text)
+
+FUSED_COLLECTIVES = "fused_collectives"
+
+
+@functools.cache
+def _xla_text(text: str):
+    """XLA's own parse of a module text."""
+    return oracles.xla_module(text)
+
+
+def _xla(name: str):
+    """XLA's own parse of a recorded or hand-written module."""
+    return _xla_text(_any_text(name))
+
+
+def _entry_of(text: str) -> list:
+    """The ENTRY computation's instructions in XLA's order (the schedule: the modules are
+    printed with is_scheduled=true)."""
+    entry_name = text.split("ENTRY %")[1].split(" ")[0]
+    return next(c for c in _xla_text(text).computations() if c.name == entry_name).instructions()
 
 
 def _xla_entry(name: str) -> list:
-    """The ENTRY computation's instructions in XLA's order (the schedule: the modules are
-    printed with is_scheduled=true)."""
-    module = _xla(name)
-    entry_name = (
-        (_text(name) if name != "handwritten" else HANDWRITTEN_ASYNC)
-        .split("ENTRY %")[1]
-        .split(" ")[0]
-    )
-    return next(c for c in module.computations() if c.name == entry_name).instructions()
+    return _entry_of(_any_text(name))
 
 
 def _opcode(instruction) -> str:
     return str(instruction.opcode).removeprefix("HloOpcode.")
 
 
-TEXTS = [*sorted(RECORDINGS), "handwritten"]
+TEXTS = [*sorted(RECORDINGS), *HANDWRITTEN]
 
 
-def _any_text(name: str) -> str:
-    return HANDWRITTEN_ASYNC if name == "handwritten" else _text(name)
+@functools.cache
+def _variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The module with every name relabelled (%n17) and its computations reordered, each
+    confirmed by XLA's parser; seeded by the module's name."""
+    found = tuple(metamorphic.variants(_any_text(name), seed=zlib.crc32(name.encode())))
+    assert any(v.kind == "renamed" for v in found), f"{name}: no renamed variant XLA accepts"
+    return found
+
+
+def _forms(name: str):
+    """(what, text, variant): the module as printed (variant None), then each variant. An
+    answer must follow the module's facts, not its names or the order of its computations."""
+    yield name, _any_text(name), None
+    for variant in _variants(name):
+        seed = zlib.crc32(name.encode())
+        yield f"{name} ({variant.kind}, seed {seed})", variant.text, variant
+
+
+def _renamed(variant, expected):
+    """expected with every name renamed as in the variant (keys and list items alike)."""
+    return expected if variant is None else variant.rename(expected)
+
+
+def _renamed_keys(variant, expected: dict) -> dict:
+    """expected with its keys (instruction names) renamed; values kept (an opcode such as
+    "all-gather" or a word such as "copy" may also be some instruction's name)."""
+    return expected if variant is None else {variant.rename(k): v for k, v in expected.items()}
+
+
+def _bits(shape) -> int:
+    """Bits of one element of an XLA shape, from its NumPy dtype (ml_dtypes knows int4 is 4
+    bits though NumPy stores it in a byte; pred is stored in a byte)."""
+    import ml_dtypes
+
+    dtype = np.dtype(shape.numpy_dtype())
+    if dtype.kind == "b":
+        return 8
+    if dtype.kind in "iu" or dtype.name.startswith(("int", "uint")):
+        return int(ml_dtypes.iinfo(dtype).bits)
+    if dtype.kind == "f" or dtype.name.startswith(("float", "bfloat")):
+        return int(ml_dtypes.finfo(dtype).bits)
+    return dtype.itemsize * 8
 
 
 # ---- async_collectives --------------------------------------------------------------------------
 
 
-def _async_census(name: str) -> int:
-    """Async collectives counted without pairing anything: TPU AsyncCollectiveStart custom calls
-    plus generic *-start collective ops, read with XLA's parser."""
-    starts = custom_call_targets(parse_hlo(_any_text(name)))["AsyncCollectiveStart"]
-    generic = sum(
-        _opcode(i).endswith("Start") and _opcode(i) not in ("kCopyStart", "kAsyncStart")
-        for i in _xla_entry(name)
+def _text_opcode(instruction) -> str:
+    """XLA's enum name (kGetTupleElement) as the text prints it (get-tuple-element)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", _opcode(instruction).removeprefix("k")).lower()
+
+
+def _xla_called(text: str, instruction) -> list:
+    """The computations an instruction calls, nested calls included, found with XLA's parser."""
+    by_name = {c.name: c for c in _xla_text(text).computations()}
+    pending = re.findall(r"(?:calls|to_apply)=%?([\w.\-]+)", instruction.to_string())
+    found, seen = [], set()
+    while pending:
+        current = pending.pop()
+        if current in seen or current not in by_name:
+            continue
+        seen.add(current)
+        found.append(by_name[current])
+        for inner in by_name[current].instructions():
+            pending.extend(re.findall(r"(?:calls|to_apply)=%?([\w.\-]+)", inner.to_string()))
+    return found
+
+
+_PLAIN_COLLECTIVES = {
+    "kAllGather",
+    "kAllReduce",
+    "kReduceScatter",
+    "kAllToAll",
+    "kCollectivePermute",
+}
+_GENERIC_STARTS = {"kAllGatherStart", "kAllReduceStart", "kCollectivePermuteStart"}
+_GENERIC_DONES = {"kAllGatherDone", "kAllReduceDone", "kCollectivePermuteDone"}
+
+
+def _wraps(text: str, instruction, marker: str) -> bool:
+    """A fusion whose bodies hold a custom-call with custom_call_target=marker."""
+    return _opcode(instruction) == "kFusion" and any(
+        _opcode(i) == "kCustomCall" and f'custom_call_target="{marker}"' in i.to_string()
+        for c in _xla_called(text, instruction)
+        for i in c.instructions()
     )
-    return starts + generic
+
+
+@functools.cache
+def _xla_async_starts(text: str) -> dict[str, str]:
+    """{start: collective} read with XLA's parser: ENTRY fusions whose bodies hold the
+    AsyncCollectiveStart custom-call (the collective: the one in those bodies) and the generic
+    collective *-start ops; names play no part."""
+    found = {}
+    for i in _entry_of(text):
+        if _opcode(i) in _GENERIC_STARTS:
+            found[i.name] = _text_opcode(i).removesuffix("-start")
+        elif _wraps(text, i, "AsyncCollectiveStart"):
+            inner = {
+                _text_opcode(x)
+                for c in _xla_called(text, i)
+                for x in c.instructions()
+                if _opcode(x) in _PLAIN_COLLECTIVES
+            }
+            assert len(inner) == 1, f"{i.name} wraps {inner}"
+            found[i.name] = inner.pop()
+    return found
 
 
 @pytest.mark.task("async_collectives")
 def test_async_collectives_counts_every_spelling(kata):
+    """Every start, in both spellings, with the collective it runs, whatever it is named and
+    whatever it wraps (the hand-written TPU module wraps an all-reduce and a permute)."""
     for name in TEXTS:
-        got = kata.async_collectives(_any_text(name))
-        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
-        entry = {i.name: _opcode(i) for i in _xla_entry(name)}
-        with check:
-            assert len(got) == _async_census(name), (
-                f"{name}: {len(got)} async collectives, the module starts {_async_census(name)} "
-                "(AsyncCollectiveStart fusions plus collective *-start ops; copy-start is a DMA)"
-            )
-        for start, opcode in got.items():
+        expected = _xla_async_starts(_any_text(name))
+        for what, text, variant in _forms(name):
+            got = kata.async_collectives(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            want = _renamed_keys(variant, expected)
             with check:
-                assert entry.get(start) in (
-                    "kFusion",
-                    "kAllGatherStart",
-                    "kCollectivePermuteStart",
-                ), (
-                    f"{name}: {start} is not an ENTRY fusion or collective start op "
-                    f"({entry.get(start)})"
-                )
-            with check:
-                assert opcode in ("all-gather", "collective-permute"), (
-                    f"{name}: {start} runs {opcode!r}; these programs only gather and permute "
-                    "(name the collective inside, not the wrapper)"
+                assert got == want, (
+                    f"{what}: XLA reads the starts {want} (AsyncCollectiveStart fusions, named as "
+                    f"you like, and collective *-start ops; copy-start is a DMA), got {got}"
                 )
 
 
 @pytest.mark.task("async_collectives")
 def test_async_collectives_facts_per_target(kata):
     """What libtpu made async: v5e overlaps the last gathers of an FSDP stack, v6e keeps them
-    all synchronous, a single matmul has nothing to overlap."""
+    all synchronous, a single matmul has nothing to overlap; a TPU start may wrap any
+    collective."""
     got = {name: kata.async_collectives(_text(name)) for name in RECORDINGS}
     with check:
         assert sorted(got["fsdp6_v5e"].values()) == ["all-gather", "all-gather"], got["fsdp6_v5e"]
@@ -144,23 +244,20 @@ def test_async_collectives_facts_per_target(kata):
             assert got[name] == {}, f"{name}: no async collective, got {got[name]}"
     with check:
         assert set(got["mlp_rows_v5e"].values()) == {"collective-permute"}, got["mlp_rows_v5e"]
+    tpu = kata.async_collectives(HANDWRITTEN["handwritten_tpu"])
+    with check:
+        assert tpu == {"launch.a": "all-reduce", "launch.b": "collective-permute"}, (
+            f"handwritten_tpu: %launch.a wraps an all-reduce, %launch.b a collective-permute, "
+            f"got {tpu}"
+        )
 
 
 # ---- overlapped_work ----------------------------------------------------------------------------
 
 
-def _is_done(name: str, instruction) -> bool:
-    opcode = _opcode(instruction)
-    if opcode in ("kAllGatherDone", "kCollectivePermuteDone", "kAllReduceDone"):
-        return True
-    if opcode != "kFusion":
-        return False
-    module = parse_hlo(_any_text(name))
-    fusion = module.entry[instruction.name]
-    return any(
-        i.opcode == "custom-call" and "AsyncCollectiveDone" in i.attributes_text
-        for c in reachable(module, fusion.called_computations)
-        for i in c
+def _is_done(text: str, instruction) -> bool:
+    return _opcode(instruction) in _GENERIC_DONES or _wraps(
+        text, instruction, "AsyncCollectiveDone"
     )
 
 
@@ -176,36 +273,40 @@ def _depends_on(instruction, start: str) -> bool:
     return False
 
 
-def _expected_between(name: str, start: str) -> list[str]:
+def _expected_between(text: str, start: str) -> list[str]:
     """ENTRY instructions after `start` and before the first collective done that consumes it,
     in XLA's order, without the views (tuple plumbing, bitcasts, parameters, constants)."""
-    entry = _xla_entry(name)
+    entry = _entry_of(text)
     names = [i.name for i in entry]
     at = names.index(start)
     done = next(
         k
         for k in range(at + 1, len(entry))
-        if _is_done(name, entry[k]) and _depends_on(entry[k], start)
+        if _is_done(text, entry[k]) and _depends_on(entry[k], start)
     )
     views = {"kGetTupleElement", "kBitcast", "kTuple", "kParameter", "kConstant"}
     return [i.name for i in entry[at + 1 : done] if _opcode(i) not in views]
 
 
+@functools.cache
+def _xla_overlaps(text: str) -> dict[str, list[str]]:
+    return {start: _expected_between(text, start) for start in _xla_async_starts(text)}
+
+
 @pytest.mark.task("overlapped_work")
 def test_overlapped_work_in_schedule_order(kata):
+    """Every start's window, under any names and computation order; in the hand-written TPU
+    module the second pair finishes first and a parameter and a constant sit in the windows."""
     for name in TEXTS:
-        got = kata.overlapped_work(_any_text(name))
-        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
-        with check:
-            assert len(got) == _async_census(name), (
-                f"{name}: one entry per async collective ({_async_census(name)}), got {len(got)}"
-            )
-        for start, between in got.items():
-            assert start in [i.name for i in _xla_entry(name)], f"{name}: no ENTRY {start}"
+        expected = _xla_overlaps(_any_text(name))
+        for what, text, variant in _forms(name):
+            got = kata.overlapped_work(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            want = _renamed(variant, expected)
             with check:
-                assert between == _expected_between(name, start), (
-                    f"{name}: between {start} and its done XLA scheduled "
-                    f"{_expected_between(name, start)}, got {between}"
+                assert got == want, (
+                    f"{what}: between each start and the done that consumes it XLA scheduled "
+                    f"{want}, got {got}"
                 )
 
 
@@ -301,21 +402,29 @@ def _grouped_channels(name: str) -> set[int]:
 
 @pytest.mark.task("device_groups")
 def test_device_groups_one_entry_per_channel(kata):
-    for name in ("fsdp4_v5e", "fsdp6_v5e", "matmul_v5e", "handwritten"):
-        text = _any_text(name)
-        got = kata.device_groups(text)
-        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    for name in ("fsdp4_v5e", "fsdp6_v5e", "matmul_v5e", "handwritten", "handwritten_tpu"):
         channels = _grouped_channels(name)
-        with check:
-            assert set(got) == channels, (
-                f"{name}: channels with replica groups {sorted(channels)}, got {sorted(got)}"
-            )
-        for channel, groups in got.items():
-            flat = sorted(d for g in groups for d in g)
+        answers = []
+        for what, text, _ in _forms(name):
+            got = kata.device_groups(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            answers.append((what, got))
             with check:
-                assert flat == list(range(4)), (
-                    f"{name} channel {channel}: every one of the 4 devices in exactly one group, "
-                    f"got {groups}"
+                assert set(got) == channels, (
+                    f"{what}: channels with replica groups {sorted(channels)}, got {sorted(got)}"
+                )
+            for channel, groups in got.items():
+                flat = sorted(d for g in groups for d in g)
+                with check:
+                    assert flat == list(range(4)), (
+                        f"{what} channel {channel}: every one of the 4 devices in exactly one "
+                        f"group, got {groups}"
+                    )
+        for what, got in answers[1:]:
+            with check:
+                assert got == answers[0][1], (
+                    f"{what}: names and computation order change no group: {answers[0][1]}, "
+                    f"got {got}"
                 )
 
 
@@ -402,21 +511,25 @@ def test_collective_bytes_gradient_all_reduce(kata):
         )
 
 
+def _logical_bytes(shape) -> int:
+    """Element count times bit width of an XLA shape (a tuple: the sum of its elements)."""
+    if shape.is_tuple():
+        return sum(_logical_bytes(e) for e in shape.tuple_shapes())
+    return int(np.prod(shape.dimensions(), dtype=np.int64)) * _bits(shape) // 8
+
+
+@functools.cache
 def _xla_collective_bytes(text: str) -> dict[str, int]:
     """Result bytes per opcode with XLA's parser: one collective per channel_id, and each one
     without a channel_id on its own."""
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
-
-    plain = {"kAllGather", "kAllReduce", "kReduceScatter", "kAllToAll", "kCollectivePermute"}
     seen: dict[object, tuple[str, int]] = {}
-    for computation in _hlo.hlo_module_from_text(text).computations():
+    for computation in _xla_text(text).computations():
         for i in computation.instructions():
-            if _opcode(i) not in plain:
+            if _opcode(i) not in _PLAIN_COLLECTIVES:
                 continue
             channel = re.search(r"channel_id=(\d+)", i.to_string())
             key = int(channel.group(1)) if channel else (computation.name, i.name)
-            size = int(np.prod(i.shape.dimensions())) * np.dtype(i.shape.numpy_dtype()).itemsize
-            seen[key] = (_text_opcode(i), size)
+            seen[key] = (_text_opcode(i), _logical_bytes(i.shape))
     totals: dict[str, int] = {}
     for opcode, size in seen.values():
         totals[opcode] = totals.get(opcode, 0) + size
@@ -434,6 +547,41 @@ def test_collective_bytes_without_channel_ids(kata):
             f"two all-reduces and an all-gather without channel_id, one all-reduce (channel 5) "
             f"copied twice: XLA's shapes give {expected}, got {got}"
         )
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_match_xla(kata):
+    """The recordings and the hand-written modules (an s8 all-reduce, a permute copied into
+    three bodies, every kind inside matmul fusions), under any names and computation order."""
+    for name in [*sorted(RECORDINGS), *HANDWRITTEN, FUSED_COLLECTIVES]:
+        expected = _xla_collective_bytes(_any_text(name))
+        for what, text, _ in _forms(name):
+            got = kata.collective_bytes(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: XLA's shapes give {expected}, got {got}"
+
+
+DRAWN_SEEDS = range(16)
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_of_drawn_modules(kata):
+    """Modules drawn from a seed (programs.collectives_module): every kind, element types from
+    4 to 64 bits, odd shapes under tiled layouts, collectives without channel_id, in a called
+    computation, in a while body, and one channel copied into two computations."""
+    for seed in DRAWN_SEEDS:
+        text = collectives_module(seed)
+        expected = _xla_collective_bytes(text)
+        got = kata.collective_bytes(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"programs.collectives_module({seed}): XLA's shapes give {expected} (element "
+                f"count times the dtype's bit width, never the tiles), got {got}"
+            )
 
 
 # (collective, dtype, global shape): the mesh is (2, 2) over ('a', 'b'), the array split four
@@ -543,7 +691,7 @@ def _xla_padded(shape) -> int:
         order = list(layout.minor_to_major())
         for dim, size in zip(order, reversed(first), strict=False):
             dims[dim] = -(-dims[dim] // size) * size
-    return int(np.prod(dims, dtype=np.int64)) * np.dtype(shape.numpy_dtype()).itemsize
+    return int(np.prod(dims, dtype=np.int64)) * _bits(shape) // 8
 
 
 @versions.requires_jax("tpu-shapes-read-by-xla")
@@ -562,13 +710,40 @@ def test_padded_bytes_of_recorded_parameters(kata):
                 )
 
 
+def _xla_shapes(shapes: list[str]) -> list:
+    """XLA's parse of each shape text, as the parameters of a module."""
+    params = ", ".join(f"p{k}: {text.split('{')[0]}" for k, text in enumerate(shapes))
+    body = "\n".join(f"  %p{k} = {text} parameter({k})" for k, text in enumerate(shapes))
+    module = f"HloModule shapes\n\nENTRY %e ({params}) -> s32[] {{\n{body}\n"
+    entry = _entry_of(module + "  ROOT %zero = s32[] constant(0)\n}\n")
+    return [i.shape for i in entry if _opcode(i) == "kParameter"]
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("padded_bytes")
+def test_padded_bytes_of_drawn_shapes(kata):
+    """Shapes drawn from a seed (programs.tiled_shapes): element types from 4 to 128 bits
+    (an s4 takes half a byte), 1 to 4 odd dimensions in any layout order, tiles of one or two
+    sizes with later tiles that split them."""
+    for seed in DRAWN_SEEDS:
+        shapes = tiled_shapes(seed)
+        for text, shape in zip(shapes, _xla_shapes(shapes), strict=True):
+            got = kata.padded_bytes(text)
+            with check:
+                assert got == _xla_padded(shape), (
+                    f"programs.tiled_shapes({seed}): {text} takes {_xla_padded(shape)} bytes "
+                    f"({_bits(shape)} bits an element), got {got}"
+                )
+
+
 # ---- prefetched_parameters ----------------------------------------------------------------------
 
 
-def _xla_prefetches(name: str) -> dict[int, str]:
+@functools.cache
+def _xla_prefetches(text: str) -> dict[int, str]:
     """ENTRY parameters copied into memory space 1, read with XLA's parser."""
     found = {}
-    for i in _xla_entry(name):
+    for i in _entry_of(text):
         if _opcode(i) not in ("kCopyStart", "kCopy") or _opcode(i.operands()[0]) != "kParameter":
             continue
         result = i.shape.tuple_shapes()[0] if i.shape.is_tuple() else i.shape
@@ -589,12 +764,15 @@ def _xla_prefetches(name: str) -> dict[int, str]:
 @versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("prefetched_parameters")
 def test_prefetched_parameters(kata):
-    for name in sorted(RECORDINGS):
-        got = kata.prefetched_parameters(_text(name))
-        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
-        expected = _xla_prefetches(name)
-        with check:
-            assert got == expected, f"{name}: {expected}, got {got}"
+    """The recordings and hand-written moves (a parameter's number is not its name's; a copy
+    that only changes the layout stays in the default memory), under any names."""
+    for name in [*sorted(RECORDINGS), *HANDWRITTEN]:
+        expected = _xla_prefetches(_any_text(name))
+        for what, text, _ in _forms(name):
+            got = kata.prefetched_parameters(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: {expected}, got {got}"
 
 
 @pytest.mark.task("prefetched_parameters")
@@ -616,14 +794,21 @@ def test_prefetched_parameters_facts(kata):
         assert matmul == {}, f"matmul_v5e: {matmul}"
     with check:
         assert list(fsdp6.values()).count("copy") == 2, f"fsdp6_v5e: two blocking copies, {fsdp6}"
+    moved = kata.prefetched_parameters(HANDWRITTEN["handwritten_prefetch"])
+    with check:
+        assert moved == {0: "copy", 2: "cross-program prefetch", 3: "prefetch"}, (
+            "handwritten_prefetch: %param.2 is parameter(0) copied into S(1), parameter(2) the "
+            "cross-program prefetch, parameter(3) a prefetch; parameter(1) is only copied to "
+            f"another layout in the default memory; got {moved}"
+        )
 
 
 # ---- predict_layer_flops ------------------------------------------------------------------------
 
 
 @functools.cache
-def _layer_flops(m, k, n, mesh_shape) -> float:
-    target = require(V5E)
+def _layer_flops(m, k, n, mesh_shape, target_name: str = V5E) -> float:
+    target = require(target_name)
     cost = lower_dense_layer(target, m, k, n, mesh_shape).compile().cost_analysis()
     assert isinstance(cost, dict) and "flops" in cost
     return float(cost["flops"])
@@ -643,13 +828,57 @@ def test_predict_layer_flops_matches_libtpu(kata):
             )
 
 
+# Meshes of the 8 CPU devices the tests run with, (data, model).
+CPU_MESHES = [(1, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2), (1, 8), (8, 1)]
+
+
+def _drawn_layers(seed: int, count: int = 8) -> list[tuple[int, int, int, tuple[int, int]]]:
+    """(m, k, n, mesh shape) drawn from `seed`: odd sizes that the mesh axes divide."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        data, model = rng.choice(CPU_MESHES)
+        cases.append(
+            (
+                data * rng.randint(1, 40),
+                rng.randint(1, 300),
+                model * rng.randint(1, 40),
+                (data, model),
+            )
+        )
+    return cases
+
+
+LAYER_SEED = 8
+
+
+@pytest.mark.task("predict_layer_flops")
+def test_predict_layer_flops_matches_cpu_cost_analysis(kata):
+    """The same sharded layer compiled by XLA:CPU: its cost analysis counts flops per device
+    as libtpu's does (2 per multiply-add of the device's block, one per element for the bias
+    add and for the relu), so it runs without libtpu, on cases drawn from a seed."""
+    cases = _drawn_layers(LAYER_SEED)
+    measured = [_layer_flops(m, k, n, mesh_shape, "cpu") for m, k, n, mesh_shape in cases]
+    for (m, k, n, mesh_shape), expected in zip(cases, measured, strict=True):
+        with compiler_refused("predict_layer_flops"):
+            got = kata.predict_layer_flops(m, k, n, *mesh_shape)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"seed {LAYER_SEED}, relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: "
+                f"XLA:CPU's cost_analysis says {expected:.0f} flops per device, predicted {got}"
+            )
+
+
 # ---- gather_free_specs --------------------------------------------------------------------------
 
 
 @functools.cache
-def _mlp_figures(w1_spec: P, w2_spec: P, batch: int) -> tuple[dict[str, int], int]:
+def _mlp_figures(
+    w1_spec: P, w2_spec: P, batch: int, target_name: str = V5E
+) -> tuple[dict[str, int], int]:
     """(collective opcodes -> count over every computation, argument bytes per device)."""
-    target = require(V5E)
+    target = require(target_name)
     compiled = lower_mlp(target, tuple(w1_spec), tuple(w2_spec), batch).compile()
     text = compiled.as_text()
     assert text is not None
@@ -661,8 +890,8 @@ def _mlp_figures(w1_spec: P, w2_spec: P, batch: int) -> tuple[dict[str, int], in
 
 
 @functools.cache
-def _x_bytes(batch: int) -> int:
-    target = require(V5E)
+def _x_bytes(batch: int, target_name: str = V5E) -> int:
+    target = require(target_name)
     mesh = target.mesh((2, 2), AXES)
     x = target.place(jax.ShapeDtypeStruct((batch, MLP_WIDTH), jnp.bfloat16), mesh, "data", None)
     stats = jax.jit(doubled).lower(x).compile().memory_analysis()
@@ -670,25 +899,36 @@ def _x_bytes(batch: int) -> int:
     return int(stats.argument_size_in_bytes)
 
 
-@pytest.mark.task("gather_free_specs")
-def test_gather_free_specs_budget(kata):
+def _check_budget(kata, target_name: str) -> None:
     for batch in (512, 128):
         specs = kata.gather_free_specs()
         assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
-        moved, arguments = _mlp_figures(specs[0], specs[1], batch)
-        _, replicated = _mlp_figures(P(), P(), batch)
-        x_bytes = _x_bytes(batch)
+        moved, arguments = _mlp_figures(specs[0], specs[1], batch, target_name)
+        _, replicated = _mlp_figures(P(), P(), batch, target_name)
+        x_bytes = _x_bytes(batch, target_name)
         budget = x_bytes + (replicated - x_bytes) // 2
         with check:
             assert not any(o.startswith(("all-gather", "collective-permute")) for o in moved), (
-                f"weights moved between devices: {moved} (a gather or a permute of a weight costs "
-                "bandwidth every step)"
+                f"{target_name}: weights moved between devices: {moved} (a gather or a permute "
+                "of a weight costs bandwidth every step)"
             )
         with check:
             assert arguments <= budget, (
-                f"{arguments} argument bytes per device; replicated weights take {replicated}, the "
-                f"budget is half the weights plus x: {budget}"
+                f"{target_name}: {arguments} argument bytes per device; replicated weights take "
+                f"{replicated}, the budget is half the weights plus x: {budget}"
             )
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_budget(kata):
+    _check_budget(kata, V5E)
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_budget_on_cpu(kata):
+    """The same program partitioned by XLA:CPU over 4 CPU devices (the same SPMD partitioner;
+    no tiles pad the arguments): the same budget, without libtpu."""
+    _check_budget(kata, "cpu")
 
 
 @pytest.mark.task("gather_free_specs")
@@ -810,27 +1050,6 @@ def test_step_donation_same_values(kata):
 # ---- matmul_fusions -----------------------------------------------------------------------------
 
 
-def _text_opcode(instruction) -> str:
-    """XLA's enum name (kGetTupleElement) as the text prints it (get-tuple-element)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", _opcode(instruction).removeprefix("k")).lower()
-
-
-def _xla_called(name: str, instruction) -> list:
-    """The computations an instruction calls, nested calls included, found with XLA's parser."""
-    by_name = {c.name: c for c in _xla(name).computations()}
-    pending = re.findall(r"calls=%?([\w.\-]+)", instruction.to_string())
-    found, seen = [], set()
-    while pending:
-        current = pending.pop()
-        if current in seen or current not in by_name:
-            continue
-        seen.add(current)
-        found.append(by_name[current])
-        for inner in by_name[current].instructions():
-            pending.extend(re.findall(r"(?:calls|to_apply)=%?([\w.\-]+)", inner.to_string()))
-    return found
-
-
 _MOVES_DATA = {
     "parameter",
     "constant",
@@ -852,12 +1071,13 @@ _MOVES_DATA = {
 }
 
 
-def _xla_matmul_fusions(name: str) -> dict[str, list[str]]:
+@functools.cache
+def _xla_matmul_fusions(text: str) -> dict[str, list[str]]:
     found = {}
-    for i in _xla_entry(name):
+    for i in _entry_of(text):
         if _opcode(i) != "kFusion":
             continue
-        opcodes = {_text_opcode(x) for c in _xla_called(name, i) for x in c.instructions()}
+        opcodes = {_text_opcode(x) for c in _xla_called(text, i) for x in c.instructions()}
         if "convolution" in opcodes:
             found[i.name] = sorted(opcodes - _MOVES_DATA - {"convolution"})
     return found
@@ -865,12 +1085,19 @@ def _xla_matmul_fusions(name: str) -> dict[str, list[str]]:
 
 @pytest.mark.task("matmul_fusions")
 def test_matmul_fusions_match_xla(kata):
-    for name in sorted(RECORDINGS):
-        got = kata.matmul_fusions(_text(name))
-        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
-        expected = _xla_matmul_fusions(name)
-        with check:
-            assert got == expected, f"{name}: {expected}, got {got}"
+    """The recordings, the hand-written TPU module (an overlap fusion holding a permute next to
+    its matmul) and matmul fusions holding each kind of collective, under any names."""
+    for name in [*sorted(RECORDINGS), *HANDWRITTEN, FUSED_COLLECTIVES]:
+        expected = _xla_matmul_fusions(_any_text(name))
+        for what, text, variant in _forms(name):
+            got = kata.matmul_fusions(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            want = _renamed_keys(variant, expected)
+            with check:
+                assert got == want, (
+                    f"{what}: {want} (a collective in a matmul fusion moves data, whichever "
+                    f"kind it is), got {got}"
+                )
 
 
 @pytest.mark.task("matmul_fusions")
@@ -897,21 +1124,18 @@ def test_matmul_fusions_hold_the_epilogue(kata):
 
 
 @functools.cache
-def _allreduce_bytes(batch, width, hidden, dtype, mesh_shape) -> int:
+def _allreduce_bytes(batch, width, hidden, dtype, mesh_shape, target_name: str = V5E) -> int:
     """Bytes of the all-reduce results in the compiled program, read with XLA's parser."""
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
-
-    target = require(V5E)
+    target = require(target_name)
     split = (None, "model"), ("model", None)
     text = lower_mlp(target, *split, batch, width, hidden, dtype, mesh_shape).compile().as_text()
     assert text is not None
-    total = 0
-    for computation in _hlo.hlo_module_from_text(text).computations():
-        for i in computation.instructions():
-            if _opcode(i) == "kAllReduce":
-                shape = i.shape
-                total += int(np.prod(shape.dimensions())) * np.dtype(shape.numpy_dtype()).itemsize
-    return total
+    return sum(
+        _logical_bytes(i.shape)
+        for computation in _xla_text(text).computations()
+        for i in computation.instructions()
+        if _opcode(i) == "kAllReduce"
+    )
 
 
 @versions.requires_jax("tpu-shapes-read-by-xla")
@@ -928,4 +1152,40 @@ def test_predict_allreduce_bytes_matches_the_compiled_program(kata):
                 f"x [{batch},{width}], hidden {hidden}, {jnp.dtype(dtype).name}, mesh "
                 f"{mesh_shape}: the compiled program all-reduces {expected} bytes per device, "
                 f"predicted {got}"
+            )
+
+
+ALLREDUCE_SEED = 10
+
+
+def _drawn_mlps(seed: int, count: int = 8) -> list[tuple[int, int, int, object, tuple[int, int]]]:
+    """(batch, width, hidden, dtype, mesh shape) drawn from `seed`. f32 and f16 only: XLA:CPU
+    sums bf16 partials in f32 (XLA:TPU in bf16: the libtpu test above)."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        data, model = rng.choice(CPU_MESHES)
+        dtype = rng.choice((jnp.float32, jnp.float16))
+        batch, width = data * rng.randint(1, 24), rng.randint(1, 200)
+        cases.append((batch, width, model * rng.randint(1, 40), dtype, (data, model)))
+    return cases
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("predict_allreduce_bytes")
+def test_predict_allreduce_bytes_matches_cpu(kata):
+    """The same split MLP partitioned by XLA:CPU over up to 8 CPU devices, on cases drawn from
+    a seed: the bytes of its all-reduce, read with XLA's parser, without libtpu."""
+    cases = _drawn_mlps(ALLREDUCE_SEED)
+    measured = [_allreduce_bytes(*case, "cpu") for case in cases]
+    for (batch, width, hidden, dtype, mesh_shape), expected in zip(cases, measured, strict=True):
+        itemsize = jnp.dtype(dtype).itemsize
+        with compiler_refused("predict_allreduce_bytes"):
+            got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"seed {ALLREDUCE_SEED}, x [{batch},{width}], hidden {hidden}, "
+                f"{jnp.dtype(dtype).name}, mesh {mesh_shape}: XLA:CPU's program all-reduces "
+                f"{expected} bytes per device, predicted {got}"
             )
