@@ -124,6 +124,43 @@ def starts_from_fused_root(hlo_text):
     return found
 
 
+@decoy(
+    "async_collectives",
+    caught_by=[
+        "test_async_collectives_counts_every_spelling",
+        "test_async_collectives_facts_per_target",
+    ],
+    why="finds the TPU start by its printed name (async-collective-start*), not by the "
+    "AsyncCollectiveStart custom-call its body holds",
+)
+def tpu_starts_by_printed_name(hlo_text):
+    module = parse_hlo(hlo_text)
+    return {
+        i.name: _collective_of(module, i)
+        for i in module.entry
+        if _is_start(module, i)
+        and (i.opcode != "fusion" or i.name.startswith("async-collective-start"))
+    }
+
+
+@decoy(
+    "async_collectives",
+    caught_by=[
+        "test_async_collectives_counts_every_spelling",
+        "test_async_collectives_facts_per_target",
+    ],
+    why="takes every TPU async fusion for an all-gather (all the FSDP recordings show) instead "
+    "of reading the collective it wraps",
+)
+def tpu_starts_are_gathers(hlo_text):
+    module = parse_hlo(hlo_text)
+    return {
+        i.name: "all-gather" if i.opcode == "fusion" else _collective_of(module, i)
+        for i in module.entry
+        if _is_start(module, i)
+    }
+
+
 # ---- task 2: overlapped_work ---------------------------------------------------------------------
 
 
@@ -181,6 +218,38 @@ def overlap_only_data_movement(hlo_text):
         lambda i: i.opcode in COLLECTIVES or i.opcode.startswith("copy"),
         _done_of,
     )
+
+
+def _nth_done(module, start):
+    """The done at the start's position among the dones: right while pairs never cross."""
+    entry = list(module.entry)
+    starts = [i for i in entry if _is_start(module, i)]
+    dones = [
+        d
+        for d in entry
+        if (d.opcode.endswith("-done") and d.opcode.removesuffix("-done") in COLLECTIVES)
+        or (d.opcode == "fusion" and "AsyncCollectiveDone" in _targets_of(module, d))
+    ]
+    return dones[[s.name for s in starts].index(start.name)]
+
+
+@decoy(
+    "overlapped_work",
+    caught_by=["test_overlapped_work_in_schedule_order"],
+    why="pairs the n-th start with the n-th done; wrong once a later pair finishes first",
+)
+def overlap_nth_start_nth_done(hlo_text):
+    return _between(hlo_text, lambda i: i.opcode not in _VIEWS, _nth_done)
+
+
+@decoy(
+    "overlapped_work",
+    caught_by=["test_overlapped_work_in_schedule_order"],
+    why="leaves out the tuple plumbing only, keeping parameters and constants, which do no work",
+)
+def overlap_keeps_parameters_and_constants(hlo_text):
+    plumbing = {"get-tuple-element", "bitcast", "tuple"}
+    return _between(hlo_text, lambda i: i.opcode not in plumbing, _done_of)
 
 
 # ---- task 3: device_groups -----------------------------------------------------------------------
@@ -301,6 +370,23 @@ def _padded(shape):
     return math.prod(dims) * _bits(shape.dtype) // 8
 
 
+def _sum_apart(hlo_text, size_of):
+    """Bytes per opcode, once per channel_id and each channelless collective on its own."""
+    seen = {}
+    for c in parse_hlo(hlo_text):
+        for i in c:
+            if i.opcode in COLLECTIVES:
+                channel = i.attribute("channel_id")
+                seen[channel if channel is not None else (c.name, i.name)] = (
+                    i.opcode,
+                    size_of(i.shape_info),
+                )
+    totals = {}
+    for opcode, size in seen.values():
+        totals[opcode] = totals.get(opcode, 0) + size
+    return totals
+
+
 def _sum_bytes(hlo_text, size_of, once=True):
     module = parse_hlo(hlo_text)
     seen = {}
@@ -334,7 +420,10 @@ def bytes_channelless_merged(hlo_text):
 
 @decoy(
     "collective_bytes",
-    caught_by=["test_collective_bytes_of_shard_map_collectives"],
+    caught_by=[
+        "test_collective_bytes_of_shard_map_collectives",
+        "test_collective_bytes_of_drawn_modules",
+    ],
     why="counts the padded tiles of the result's TPU layout",
 )
 def bytes_padded(hlo_text):
@@ -354,6 +443,37 @@ def bytes_of_operands(hlo_text):
         return sum(_logical(c[name].shape_info) for name in i.operands)
 
     return _sum_bytes(hlo_text, operand_bytes)
+
+
+@decoy(
+    "collective_bytes",
+    caught_by=["test_collective_bytes_match_xla", "test_collective_bytes_of_drawn_modules"],
+    why="bytes per element from a table of the float types the recordings show (f32 4, bf16 "
+    "and f16 2, anything else 4) instead of the dtype's bit width",
+)
+def bytes_from_a_float_table(hlo_text):
+    widths = {"f32": 4, "bf16": 2, "f16": 2}
+
+    def size(shape):
+        if shape.is_tuple:
+            return sum(size(e) for e in shape.elements)
+        return math.prod(d or 0 for d in shape.dims) * widths.get(shape.dtype or "", 4)
+
+    return _sum_apart(hlo_text, size)
+
+
+@decoy(
+    "collective_bytes",
+    caught_by=["test_collective_bytes_of_drawn_modules"],
+    why="charges a sub-byte type (s4, u4) a whole byte an element",
+)
+def bytes_sub_byte_a_byte(hlo_text):
+    def size(shape):
+        if shape.is_tuple:
+            return sum(size(e) for e in shape.elements)
+        return math.prod(d or 0 for d in shape.dims) * max(1, _bits(shape.dtype) // 8)
+
+    return _sum_apart(hlo_text, size)
 
 
 # ---- task 5: padded_bytes ------------------------------------------------------------------------
@@ -406,6 +526,21 @@ def pad_with_every_tile(shape_text):
         for dim, size in zip(shape.minor_to_major, reversed(sizes), strict=False):
             dims[dim] = -(-dims[dim] // size) * size
     return math.prod(dims) * _bits(shape.dtype) // 8
+
+
+@decoy(
+    "padded_bytes",
+    caught_by=["test_padded_bytes_of_drawn_shapes"],
+    why="charges a sub-byte type (s4, u4) a whole byte an element",
+)
+def pad_sub_byte_a_byte(shape_text):
+    shape = Shape(shape_text)
+    dims = [d or 0 for d in shape.dims]
+    tile = re.search(r"T\(([\d,]+)\)", shape.layout or "")
+    if tile and shape.minor_to_major:
+        for dim, size in zip(shape.minor_to_major, reversed(_ints(tile.group(1))), strict=False):
+            dims[dim] = -(-dims[dim] // size) * size
+    return math.prod(dims) * max(1, _bits(shape.dtype) // 8)
 
 
 # ---- task 6: prefetched_parameters ---------------------------------------------------------------
@@ -465,12 +600,53 @@ def any_copy_of_a_parameter(hlo_text):
     }
 
 
+@decoy(
+    "prefetched_parameters",
+    caught_by=["test_prefetched_parameters", "test_prefetched_parameters_facts"],
+    why="counts every plain copy of a parameter as a copy into S(1), also one that only "
+    "changes its layout in the default memory",
+)
+def every_parameter_copy(hlo_text):
+    entry = parse_hlo(hlo_text).entry
+    numbers = {i.name: int(i.payload or 0) for i in entry if i.opcode == "parameter"}
+    found = _moves(hlo_text, _right_kind)
+    for i in entry:
+        if i.opcode == "copy" and i.operands[0] in numbers:
+            found[numbers[i.operands[0]]] = "copy"
+    return found
+
+
+@decoy(
+    "prefetched_parameters",
+    caught_by=["test_prefetched_parameters", "test_prefetched_parameters_facts"],
+    why="reads the parameter's number from its name (param.3), not from parameter(N)",
+)
+def number_from_the_name(hlo_text):
+    entry = parse_hlo(hlo_text).entry
+    parameters = {i.name: i for i in entry if i.opcode == "parameter"}
+    found = {}
+    for i in entry:
+        if i.opcode not in ("copy-start", "copy") or not i.operands:
+            continue
+        source = parameters.get(i.operands[0])
+        if source is None:
+            continue
+        moved = i.shape_info.elements[0] if i.shape_info.is_tuple else i.shape_info
+        if "S(1)" in (moved.layout or ""):
+            digits = re.findall(r"\d+", source.name)
+            found[int(digits[-1]) if digits else 0] = _right_kind(i)
+    return found
+
+
 # ---- task 7: predict_layer_flops -----------------------------------------------------------------
 
 
 @decoy(
     "predict_layer_flops",
-    caught_by=["test_predict_layer_flops_matches_libtpu"],
+    caught_by=[
+        "test_predict_layer_flops_matches_libtpu",
+        "test_predict_layer_flops_matches_cpu_cost_analysis",
+    ],
     why="counts the matmul only, not the bias add and the relu",
 )
 def matmul_flops_only(m, k, n, data, model):
@@ -479,7 +655,10 @@ def matmul_flops_only(m, k, n, data, model):
 
 @decoy(
     "predict_layer_flops",
-    caught_by=["test_predict_layer_flops_matches_libtpu"],
+    caught_by=[
+        "test_predict_layer_flops_matches_libtpu",
+        "test_predict_layer_flops_matches_cpu_cost_analysis",
+    ],
     why="the whole program's flops: cost_analysis on a sharded program is per device",
 )
 def global_flops(m, k, n, data, model):
@@ -488,7 +667,10 @@ def global_flops(m, k, n, data, model):
 
 @decoy(
     "predict_layer_flops",
-    caught_by=["test_predict_layer_flops_matches_libtpu"],
+    caught_by=[
+        "test_predict_layer_flops_matches_libtpu",
+        "test_predict_layer_flops_matches_cpu_cost_analysis",
+    ],
     why="splits k across 'model' too, though each device holds whole columns of w",
 )
 def k_split_too(m, k, n, data, model):
@@ -501,7 +683,7 @@ def k_split_too(m, k, n, data, model):
 
 @decoy(
     "gather_free_specs",
-    caught_by=["test_gather_free_specs_budget"],
+    caught_by=["test_gather_free_specs_budget", "test_gather_free_specs_budget_on_cpu"],
     why="w1 by rows and w2 by columns: both contractions need the whole weight, so XLA gathers",
 )
 def specs_swapped():
@@ -510,7 +692,7 @@ def specs_swapped():
 
 @decoy(
     "gather_free_specs",
-    caught_by=["test_gather_free_specs_budget"],
+    caught_by=["test_gather_free_specs_budget", "test_gather_free_specs_budget_on_cpu"],
     why="replicated weights: no collective at all, but every device holds both whole weights",
 )
 def specs_replicated():
@@ -519,11 +701,21 @@ def specs_replicated():
 
 @decoy(
     "gather_free_specs",
-    caught_by=["test_gather_free_specs_budget"],
+    caught_by=["test_gather_free_specs_budget", "test_gather_free_specs_budget_on_cpu"],
     why="FSDP-style rows over 'data': XLA moves the weights between devices every step",
 )
 def specs_fsdp_rows():
     return P("data", None), P("data", None)
+
+
+@decoy(
+    "gather_free_specs",
+    caught_by=["test_gather_free_specs_budget", "test_gather_free_specs_budget_on_cpu"],
+    why="w1 by columns, w2 left whole: no collective moves a weight, but each device holds "
+    "half of w1 and all of w2, over the budget",
+)
+def specs_w2_replicated():
+    return P(None, "model"), P(None, None)
 
 
 @accepted("gather_free_specs", why="the same splits with the axis written as a one-axis tuple")
@@ -626,6 +818,16 @@ def fusions_with_converts(hlo_text):
 
 @decoy(
     "matmul_fusions",
+    caught_by=["test_matmul_fusions_match_xla"],
+    why="takes the all-gather for the only collective, so a permute or an all-reduce inside a "
+    "matmul fusion is reported as fused work",
+)
+def fusions_gather_only(hlo_text):
+    return _fused_opcodes(hlo_text, skip=frozenset(_PLUMBING - set(COLLECTIVES) | {"all-gather"}))
+
+
+@decoy(
+    "matmul_fusions",
     caught_by=["test_matmul_fusions_match_xla", "test_matmul_fusions_hold_the_epilogue"],
     why="trusts fusion names: only fusions called convolution_*, not fusion.9 or fusion.18",
 )
@@ -638,7 +840,10 @@ def fusions_by_name(hlo_text):
 
 @decoy(
     "predict_allreduce_bytes",
-    caught_by=["test_predict_allreduce_bytes_matches_the_compiled_program"],
+    caught_by=[
+        "test_predict_allreduce_bytes_matches_the_compiled_program",
+        "test_predict_allreduce_bytes_matches_cpu",
+    ],
     why="the hidden activations are what is split, so takes them for what is summed",
 )
 def allreduce_of_hidden(batch, width, hidden, data, model, itemsize):
@@ -647,7 +852,10 @@ def allreduce_of_hidden(batch, width, hidden, data, model, itemsize):
 
 @decoy(
     "predict_allreduce_bytes",
-    caught_by=["test_predict_allreduce_bytes_matches_the_compiled_program"],
+    caught_by=[
+        "test_predict_allreduce_bytes_matches_the_compiled_program",
+        "test_predict_allreduce_bytes_matches_cpu",
+    ],
     why="forgets that a 'model' axis of one device leaves nothing to sum",
 )
 def allreduce_always(batch, width, hidden, data, model, itemsize):
@@ -656,8 +864,36 @@ def allreduce_always(batch, width, hidden, data, model, itemsize):
 
 @decoy(
     "predict_allreduce_bytes",
-    caught_by=["test_predict_allreduce_bytes_matches_the_compiled_program"],
+    caught_by=[
+        "test_predict_allreduce_bytes_matches_the_compiled_program",
+        "test_predict_allreduce_bytes_matches_cpu",
+    ],
     why="the whole batch's output: x is split over 'data' before the all-reduce",
 )
 def allreduce_whole_batch(batch, width, hidden, data, model, itemsize):
     return 0 if model == 1 else batch * width * itemsize
+
+
+@decoy(
+    "predict_allreduce_bytes",
+    caught_by=[
+        "test_predict_allreduce_bytes_matches_the_compiled_program",
+        "test_predict_allreduce_bytes_matches_cpu",
+    ],
+    why="counts a device's share of the output (what a reduce-scatter leaves) instead of the "
+    "whole partial sum an all-reduce gives every device",
+)
+def allreduce_of_a_shard(batch, width, hidden, data, model, itemsize):
+    return 0 if model == 1 else batch // data * (width // model) * itemsize
+
+
+@decoy(
+    "predict_allreduce_bytes",
+    caught_by=[
+        "test_predict_allreduce_bytes_matches_the_compiled_program",
+        "test_predict_allreduce_bytes_matches_cpu",
+    ],
+    why="sums in bf16 whatever the dtype (as the f32 weights of the FSDP stack are gathered)",
+)
+def allreduce_in_bf16(batch, width, hidden, data, model, itemsize):
+    return 0 if model == 1 else batch // data * width * min(itemsize, 2)

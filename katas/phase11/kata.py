@@ -28,6 +28,7 @@ def async_collectives(hlo_text: str) -> dict[str, str]:
     with `custom_call_target="AsyncCollectiveStart"` (the name of that fusion is the start);
     elsewhere the start is an op such as `all-gather-start` or `collective-permute-start`.
     An async `copy-start` moves memory, it is no collective. No async collective: {}.
+    Names say nothing: the tests rename every instruction and computation (`%n17`).
     """
     # TODO: find the starts in ENTRY; for a TPU fusion, look inside what it calls
     raise NotImplementedError("phase11 task 1: async_collectives")
@@ -83,7 +84,8 @@ def collective_bytes(hlo_text: str) -> dict[str, int]:
     any computation once per channel_id (the TPU async wrappers copy one collective into several
     bodies); one without a channel_id is a collective of its own. Its bytes are those of its
     result on one device, logical: element count times the dtype's width (a tuple result: the
-    sum of its elements), never the padded tiles. Opcodes with no collective are left out.
+    sum of its elements), never the padded tiles; the width in bits, so an s4 element is half a
+    byte. Opcodes with no collective are left out.
     """
     # TODO: walk every computation; remember channels you have already counted
     raise NotImplementedError("phase11 task 5: collective_bytes")
@@ -97,7 +99,8 @@ def padded_bytes(shape_text: str) -> int:
     of the most minor dimensions as it has sizes (`T(8,128)`: 128 along the most minor, 8 along
     the next; `T(1024)`: the most minor only), and each of them is padded up to a multiple of its
     tile size; later tiles such as `(2,1)` split the first one without adding padding. Bytes per
-    element from the dtype's bit width. No tile: the logical size.
+    element from the dtype's bit width (s4: half a byte; pred: one byte). No tile: the logical
+    size.
     """
     # TODO: xla_inspect.model.Shape reads dims, dtype, layout and minor_to_major
     raise NotImplementedError("phase11 task 6: padded_bytes")
@@ -120,7 +123,8 @@ def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     """Predict, without compiling, the flops per device libtpu's cost_analysis gives for
     `relu(x @ w + b)` in f32 with x [m, k] split P('data', None), w [k, n] split
     P(None, 'model'), b [n] split P('model') and the output P('data', 'model'), on a mesh of
-    `data` x `model` TPU devices. Sizes divide evenly.
+    `data` x `model` TPU devices. Sizes divide evenly. (XLA:CPU's cost_analysis of the same
+    sharded program counts the same flops: the tests check against it when libtpu is missing.)
     """
     # TODO: what block of the output does one device compute, and what does each element cost?
     raise NotImplementedError("phase11 task 8: predict_layer_flops")
@@ -133,7 +137,8 @@ def gather_free_specs() -> tuple[P, P]:
 
     Budget, read from the compiler: no all-gather and no collective-permute anywhere in the
     compiled program, and argument bytes per device at most x's plus half of what the
-    replicated weights take.
+    replicated weights take (checked with libtpu, and with XLA:CPU's partitioner over 4 CPU
+    devices, which runs without it).
     """
     # TODO: which split of w1 lets each device finish its own slice of the hidden layer?
     raise NotImplementedError("phase11 task 9: gather_free_specs")
@@ -147,7 +152,9 @@ def predict_allreduce_bytes(
     P('data', None), the output split the same way, and w1 [width, hidden] and w2 [hidden, width]
     split over 'model' as your `gather_free_specs` splits them (no weight is gathered), all
     arrays of `itemsize`-byte elements. Bytes as `collective_bytes` counts them (the logical
-    result on one device); 0 when the program needs no all-reduce.
+    result on one device); 0 when the program needs no all-reduce. (Without libtpu the tests
+    compile the same program for up to 8 CPU devices, in f32 and f16, which XLA:CPU sums in
+    their own dtype.)
     """
     # TODO: what does each device hold after its second matmul, and what must be added up?
     raise NotImplementedError("phase11 task 10: predict_allreduce_bytes")
