@@ -538,6 +538,22 @@ def absorbed_entry_only(compiled):
     )
 
 
+@decoy(
+    "absorbed_transposes",
+    caught_by=["test_absorbed_transposes_count_dots_not_operands"],
+    why="counts transposed operands, not dots: a.T @ b.T counts twice (no dot of the MLP "
+    "steps reads both operands transposed)",
+)
+def absorbed_operands(compiled):
+    return sum(
+        (i.attribute("lhs_contracting_dims") != "{1}")
+        + (i.attribute("rhs_contracting_dims") != "{0}")
+        for c in _module(compiled)
+        for i in c
+        if i.opcode == "dot"
+    )
+
+
 @accepted("absorbed_transposes", why="a regex over the dims of every dot line")
 def absorbed_regex(compiled):
     count = 0

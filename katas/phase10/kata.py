@@ -94,8 +94,8 @@ def absorbed_transposes(compiled) -> int:
 
     A plain `a @ b` contracts a's last dimension with b's first: lhs_contracting_dims={1},
     rhs_contracting_dims={0}. Count dots (in every computation: fused computations and loop
-    bodies too) that contract anything else, on either side. Every dot in the programs the
-    tests pass is a matrix times a matrix.
+    bodies too) that contract anything else, on either side (a dot reading both operands
+    transposed is one dot). Every dot in the programs the tests pass is a matrix times a matrix.
     """
     # TODO: dot instructions' attributes tell which dimensions they contract
     raise NotImplementedError("phase10 task 7: absorbed_transposes")

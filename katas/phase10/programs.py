@@ -168,6 +168,35 @@ TRANSPOSE_PROGRAMS = {
 }
 
 
+def transposed_products(a, b, c, d):
+    """Dots that read both operands transposed (a.T @ b.T), next to a plain one and one that
+    reads only its right operand transposed."""
+    both = a.T @ b.T  # lhs_contracting_dims={0}, rhs_contracting_dims={1}: one dot
+    return jnp.tanh(both @ c) @ d.T
+
+
+def transposed_in_a_loop(s, w):
+    """acc.T @ w.T in a loop body, reading the carry: it cannot be hoisted out of the loop."""
+    return jax.lax.fori_loop(0, 3, lambda _, acc: jnp.tanh(acc.T @ w.T), s)
+
+
+_RNG = np.random.default_rng(10)
+
+# name -> (function, arguments): every dot a matrix times a matrix
+BOTH_TRANSPOSED_PROGRAMS = {
+    "a.T @ b.T, then a plain dot and an rhs-transposed one": (
+        transposed_products,
+        tuple(
+            _RNG.normal(size=shape).astype(np.float32) for shape in ((6, 5), (7, 6), (7, 3), (4, 3))
+        ),
+    ),
+    "acc.T @ w.T in a fori_loop body": (
+        transposed_in_a_loop,
+        tuple(_RNG.normal(size=(5, 5)).astype(np.float32) for _ in range(2)),
+    ),
+}
+
+
 def _tests_step(reads: str) -> Recipe:
     return Recipe(
         lambda _m: (jax.jit(momentum_step, donate_argnums=(0, 1)), step_args()),

@@ -20,6 +20,7 @@ from pytest_check import check
 
 from kata_harness.predict import compiler_refused
 from katas.phase10.programs import (
+    BOTH_TRANSPOSED_PROGRAMS,
     OPTIMIZERS,
     SIZES,
     TRANSPOSE_PROGRAMS,
@@ -503,6 +504,29 @@ def test_absorbed_transposes_match_module(kata):
         want = sum(dims != ("{1}", "{0}") for dims in _dot_dims(compiled))
         with check:
             assert got == want, f"{name}: got {got}, the module has {want} such dots"
+
+
+@cache
+def _compiled_both_transposed(name: str):
+    fn, args = BOTH_TRANSPOSED_PROGRAMS[name]
+    return jax.jit(fn).lower(*args).compile()
+
+
+@pytest.mark.task("absorbed_transposes")
+def test_absorbed_transposes_count_dots_not_operands(kata):
+    """Dots that read both operands transposed (a.T @ b.T) are each one dot."""
+    for name in BOTH_TRANSPOSED_PROGRAMS:
+        compiled = _compiled_both_transposed(name)
+        dims = _dot_dims(compiled)
+        # the program still holds such a dot after XLA's rewrites (else it tests nothing)
+        assert ("{0}", "{1}") in dims, f"{name}: XLA left no dot reading both operands transposed"
+        got = kata.absorbed_transposes(compiled)
+        want = sum(d != ("{1}", "{0}") for d in dims)
+        with check:
+            assert got == want, (
+                f"{name}: got {got}, the module has {want} such dots (a dot reading both "
+                "operands transposed is one dot)"
+            )
 
 
 @pytest.mark.task("absorbed_transposes")
