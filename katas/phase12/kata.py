@@ -29,7 +29,8 @@ def fusion_kinds(hlo_text: str) -> dict[str, int]:
 
 
 def reduction_kinds(hlo_text: str) -> dict[str, int]:
-    """Where the module's `reduce` instructions run: each reduce counted under the kind (as
+    """Where the module's `reduce` instructions (opcode `reduce`: an all-reduce,
+    reduce-scatter or reduce-window is not one) run: each reduce counted under the kind (as
     fusion_kinds spells it) of the outermost fusion whose fused computation reaches it, or under
     "unfused" when no fusion holds it. A reducer computation (`to_apply`) is not a reduce. Leave
     out kinds with no reduce.
@@ -80,7 +81,8 @@ def overlap_options() -> dict[str, bool | int | str]:
 
     Budget, read from the compiled schedule: one all-gather per weight, and every one of them
     but the first layer's (the first GEMM waits for it, with nothing before it to overlap) an
-    async pair with a GEMM between its start and its done: 5 of 6 for six layers.
+    async pair with a GEMM between its start and its done: 5 of 6 for six layers. Every option
+    must be one today's XLA knows, with a value of its type (XLA refuses the compile otherwise).
     """
     # TODO: read the fsdp recordings: how many all-gathers are there, and why is none async?
     raise NotImplementedError("phase12 task 6: overlap_options")

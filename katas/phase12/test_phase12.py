@@ -1,10 +1,15 @@
 """Phase 12 tests: facts read from optimized GPU HLO, checked against XLA's own parser.
 
 The reading tasks run on modules recorded from deviceless compiles (katas/phase12/recorded/,
-listed in programs.RECORDINGS), so they run without the ``gpu`` group. Their expected values
-come from XLA's parser (``jaxlib._hlo``: opcodes, the printed instruction, the module's
-schedule) and, for flops and all-reduce sizes, from NumPy arithmetic on the programs' shapes.
-The decide tasks compile live for gpu-h100 / gpu-a100 and skip, naming the group, without it.
+listed in programs.RECORDINGS) and on hand-written modules (programs.HANDWRITTEN, for cases the
+recordings never show), so they run without the ``gpu`` group; each module is read as printed
+and as its metamorphic variants (kata_harness.metamorphic: every name relabelled, computations
+reordered, each accepted by XLA's parser). Their expected values come from XLA's parser
+(``jaxlib._hlo``: opcodes, the printed instruction, the module's schedule) and, for flops and
+all-reduce sizes, from NumPy arithmetic on the programs' shapes (all-reduces also on seeded
+random parameter pytrees). The decide tasks compile live for gpu-h100 / gpu-a100 and skip,
+naming the group, without it; overlap_options is also checked on this host against the flags
+XLA accepts.
 """
 
 import math
