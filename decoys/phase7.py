@@ -702,6 +702,36 @@ def explain_first_lines(f, first_args, second_args):
 # ---- accepted variants: correct answers spelled differently -----------------------------------
 
 
+@decoy(
+    "conditionals",
+    caught_by=["test_conditionals_under_renaming_and_reordering"],
+    why="orders computations by a post-order walk from ENTRY (the order XLA prints), not as "
+    "the text lists them",
+)
+def conditionals_post_order(hlo_text):
+    module = parse_hlo(hlo_text)
+    by_name = {c.name: c for c in module}
+    order: list[str] = []
+
+    def visit(name):
+        if name in order or name not in by_name:
+            return
+        order.append(name)  # mark; moved to the end once its callees are placed
+        for i in by_name[name]:
+            for called in i.called_computations:
+                visit(called)
+        order.remove(name)
+        order.append(name)
+
+    visit(module.entry.name)
+    return [
+        (by_name[c][i.operands[0]].shape_info.dtype, len(i.called_computations))
+        for c in order
+        for i in by_name[c]
+        if i.opcode == "conditional"
+    ]
+
+
 @accepted("conditionals", why="branch count as operands minus the index operand")
 def conditionals_operands_minus_one(hlo_text):
     return [
@@ -782,6 +812,25 @@ def counter_class_based():
 @jax.jit
 def _sum_over(padded, length):
     return jnp.sum(padded) / length
+
+
+@jax.jit
+def _nonzero_mean(padded):
+    return jnp.sum(padded) / jnp.count_nonzero(padded)
+
+
+@decoy(
+    "bucketed_mean",
+    caught_by=["test_bucketed_mean_on_fresh_buckets_and_lengths"],
+    why="pads with zeros and divides by the count of nonzero elements: zeros in x are dropped",
+)
+def mean_over_nonzero(x, buckets):
+    size = min((b for b in buckets if b >= len(x)), default=None)
+    if size is None:
+        raise ValueError(f"length {len(x)} exceeds every bucket {buckets}")
+    padded = np.zeros(size, np.float32)
+    padded[: len(x)] = x
+    return float(_nonzero_mean(padded))
 
 
 @accepted("bucketed_mean", why="zero padding needs no mask: sum / true length")

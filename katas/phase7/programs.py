@@ -154,6 +154,64 @@ ENTRY main {
 """
 
 
+# Conditionals in two sibling computations that ENTRY calls (a pred-indexed one in %first, a
+# 3-way switch in %second), and one in a while body. Printed in XLA's form (% before every
+# name) so that its computations can be renamed and put in another order.
+SIBLING_CALLS = """HloModule sibling_calls
+
+%twice (a: f32[4]) -> f32[4] {
+  %a = f32[4]{0} parameter(0)
+  ROOT %d = f32[4]{0} add(%a, %a)
+}
+
+%flip (b: f32[4]) -> f32[4] {
+  %b = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%b)
+}
+
+%first (p: pred[], u: f32[4]) -> f32[4] {
+  %p = pred[] parameter(0)
+  %u = f32[4]{0} parameter(1)
+  ROOT %c1 = f32[4]{0} conditional(%p, %u, %u), true_computation=%twice, false_computation=%flip
+}
+
+%second (k: s32[], v: f32[4]) -> f32[4] {
+  %k = s32[] parameter(0)
+  %v = f32[4]{0} parameter(1)
+  ROOT %c2 = f32[4]{0} conditional(%k, %v, %v, %v), branch_computations={%flip, %twice, %flip}
+}
+
+%cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %three = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %three), direction=LT
+}
+
+%body (t: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  %j = s32[] get-tuple-element(%t), index=0
+  %w = f32[4]{0} get-tuple-element(%t), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%j, %one)
+  %r = f32[4]{0} conditional(%j, %w, %w), branch_computations={%twice, %flip}
+  ROOT %out = (s32[], f32[4]{0}) tuple(%next, %r)
+}
+
+ENTRY %main (pp: pred[], kk: s32[], xx: f32[4]) -> f32[4] {
+  %pp = pred[] parameter(0)
+  %kk = s32[] parameter(1)
+  %xx = f32[4]{0} parameter(2)
+  %y = f32[4]{0} call(%pp, %xx), to_apply=%first
+  %z = f32[4]{0} call(%kk, %y), to_apply=%second
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4]{0}) tuple(%zero, %z)
+  %loop = (s32[], f32[4]{0}) while(%init), condition=%cond, body=%body
+  ROOT %last = f32[4]{0} get-tuple-element(%loop), index=1
+}
+"""
+
+
 CONDITIONAL_PROGRAMS = (
     "cond",
     "switch3",

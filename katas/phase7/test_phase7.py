@@ -8,7 +8,9 @@ counts come from XLA's C++ HloModule of the same compile (opcodes and operands),
 
 import contextlib
 import functools
+import itertools
 import logging
+import zlib
 from collections import Counter
 
 import jax
@@ -21,6 +23,7 @@ from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]
 from jaxlib import _hlo as xla_hlo  # pyright: ignore[reportAttributeAccessIssue]
 from pytest_check import check
 
+from kata_harness import metamorphic, oracles
 from kata_harness.predict import compiler_refused, predicted_entries
 from kata_harness.xla_shapes import xla_shape
 from katas.phase7.programs import (
@@ -31,6 +34,7 @@ from katas.phase7.programs import (
     LOOP_BANK,
     PROGRAMS,
     SHARED_BRANCHES,
+    SIBLING_CALLS,
     WHILE_PROGRAMS,
     doubler,
     mul,
@@ -50,6 +54,8 @@ def _compiled(name: str):
     """(optimized HLO text, XLA's C++ HloModule) of a test-owned program."""
     if name == "shared_branches":
         return SHARED_BRANCHES, xla_hlo.hlo_module_from_text(SHARED_BRANCHES)
+    if name == "sibling_calls":
+        return SIBLING_CALLS, xla_hlo.hlo_module_from_text(SIBLING_CALLS)
     if name == "pred_if":
         computation = _jax.mlir.mlir_module_to_xla_computation(
             IF_STABLEHLO, use_tuple_args=False, return_tuple=False
@@ -142,7 +148,7 @@ def test_conditionals_match_xla(kata):
 
 @pytest.mark.task("conditionals")
 def test_conditionals_in_module_order(kata):
-    for program in ("switch_in_cond", "pred_if", "two_conds_and_switch"):
+    for program in ("switch_in_cond", "pred_if", "two_conds_and_switch", "sibling_calls"):
         got = kata.conditionals(_hlo(program))
         assert _is_conditional_list(got), f"expected a list of (str, int), got {got!r}"
         want = _xla_conditionals_in_text_order(program)
@@ -153,6 +159,59 @@ def test_conditionals_in_module_order(kata):
         assert nested == [("pred", 2), ("pred", 2)], (
             f"stablehlo.if becomes a conditional indexed by a pred: got {nested}"
         )
+
+
+@functools.cache
+def _variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The program's module renamed, reordered and both, each accepted by XLA's parser."""
+    return tuple(metamorphic.variants(_hlo(name), seed=zlib.crc32(name.encode())))
+
+
+def _conditionals_of_text(text: str) -> list[tuple[str, int]]:
+    """XLA's own module of `text`: (index type, branches) per conditional, in the order the
+    text lists its computations and instructions."""
+    module = parse_hlo(text)
+    computations = [c.name for c in module]
+    positions = {(c.name, i.name): n for c in module for n, i in enumerate(c)}
+    found = []
+    for c in oracles.xla_module(text).computations():
+        for i in c.instructions():
+            if i.opcode.name != "kConditional":
+                continue
+            operands = i.operands()
+            key = (computations.index(c.name), positions[(c.name, i.name)])
+            found.append((key, (str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)))
+    return [signature for _, signature in sorted(found)]
+
+
+# a cond inside a while body, a switch inside a cond branch, the CPU's call wrappers, a pred index
+METAMORPHIC_CONDITIONALS = (
+    "cond",
+    "switch5",
+    "cond_in_scan",
+    "cond_in_while",
+    "switch_in_cond",
+    "pred_if",
+    "two_conds_and_switch",
+    "shared_branches",
+    "sibling_calls",
+)
+
+
+@pytest.mark.task("conditionals")
+def test_conditionals_under_renaming_and_reordering(kata):
+    """Each program's module with every computation and instruction under another name (%n17,
+    %c3), and with its computations in another order XLA reads: the answer follows the text."""
+    for program in METAMORPHIC_CONDITIONALS:
+        for variant in _variants(program):
+            got = kata.conditionals(variant.text)
+            want = _conditionals_of_text(variant.text)
+            with check:
+                assert got == variant.rename(want), (
+                    f"{program}, {variant.kind}: got {got}, XLA's module of that text holds "
+                    f"{want} in module order (computation by computation as this text lists "
+                    "them); find conditionals by opcode, the index by its operand"
+                )
 
 
 WHILE_FACTS = {
@@ -179,6 +238,23 @@ def test_while_loops_match_xla(kata):
     for program, (want, why) in WHILE_FACTS.items():
         with check:
             assert found[program] == want, f"{program}: {found[program]}, expected {want} ({why})"
+
+
+@pytest.mark.task("while_loops")
+def test_while_loops_under_renaming_and_reordering(kata):
+    for program in (*WHILE_PROGRAMS, "sibling_calls"):
+        for variant in _variants(program):
+            got = kata.while_loops(variant.text)
+            module = oracles.xla_module(variant.text)
+            want = sum(
+                i.opcode.name == "kWhile" for c in module.computations() for i in c.instructions()
+            )
+            with check:
+                assert got == want, (
+                    f"{program}, {variant.kind} (every computation and instruction under "
+                    f"another name, or the computations in another order): {got} while loops, "
+                    f"XLA's module of that text holds {want}"
+                )
 
 
 @pytest.mark.task("while_loops")
@@ -583,6 +659,52 @@ def test_bucketed_mean_other_dtypes(kata):
                 assert got == pytest.approx(float(np.mean(x.astype(np.float64))), rel=2e-3), (
                     f"{np.dtype(dtype).name} length {n}: {got}, expected {np.mean(x)}"
                 )
+
+
+def _fresh_values(fresh, n: int, dtype) -> np.ndarray:
+    """Small integers (exact in every float dtype), zeros among them."""
+    x = np.array([fresh.randint(-3, 4) for _ in range(n)], dtype=dtype)
+    x[fresh.randrange(n)] = 0
+    return x
+
+
+@pytest.mark.task("bucketed_mean")
+def test_bucketed_mean_on_fresh_buckets_and_lengths(kata, fresh):
+    """Buckets drawn in any order (sizes no other test uses, so each is new to this process),
+    lengths in every bucket and at its edges, a float dtype, values with zeros: the mean must
+    be NumPy's, a bucket's first length must compile and the next ones must not."""
+    buckets = tuple(fresh.sample(range(41, 161), fresh.randint(2, 4)))
+    dtype = fresh.choice((np.float16, np.float32, np.float64))
+    edges = [0, *sorted(buckets)]
+    lengths = []
+    for low, high in itertools.pairwise(edges):
+        lengths += [high, fresh.randint(low + 1, high), fresh.randint(low + 1, high)]
+    fresh.shuffle(lengths)
+    seen = set()
+    for n in lengths:
+        x = _fresh_values(fresh, n, dtype)
+        bucket = min(b for b in buckets if b >= n)
+        case = f"length {n} ({np.dtype(dtype).name}), buckets {buckets}"
+        with _measured_compiles() as measured:
+            got = _mean(kata, x, buckets)
+        want = float(np.mean(x.astype(np.float64)))
+        if got != pytest.approx(want, rel=2e-3, abs=1e-3):
+            pytest.fail(f"{case}, x {x.tolist()}: mean {got}, NumPy says {want}; {fresh.where()}")
+        if bucket in seen and measured:
+            pytest.fail(
+                f"{case}: bucket {bucket} was compiled already, yet {len(measured)} compiles "
+                f"(which bucket did you pad to? is anything static?); {fresh.where()}"
+            )
+        if bucket not in seen and not measured:
+            pytest.fail(
+                f"{case}: the first length needing bucket {bucket} (smallest bucket >= length), "
+                f"yet nothing compiled: which size did you pad to?; {fresh.where()}"
+            )
+        seen.add(bucket)
+    too_long = max(buckets) + fresh.randint(1, 20)
+    with pytest.raises(ValueError):
+        kata.bucketed_mean(np.ones(too_long, dtype), buckets)
+        pytest.fail(f"length {too_long} exceeds buckets {buckets}: expected ValueError")
 
 
 @pytest.mark.task("bucketed_mean")
