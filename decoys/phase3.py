@@ -601,6 +601,18 @@ def constants_entry_and_fusions(hlo_text):
     ]
 
 
+_CONSTANT_LINE = re.compile(r"= (\S+) constant\((.*)\)")
+
+
+@decoy(
+    "constants",
+    caught_by=[_DTYPES],
+    why="a greedy regex: the literal runs to the line's last parenthesis (metadata included)",
+)
+def constants_greedy_literal(hlo_text):
+    return [(m[1], m[2]) for m in _CONSTANT_LINE.finditer(hlo_text)]
+
+
 @accepted("constants", why="xla_inspect.query.instructions over the module")
 def constants_from_library(hlo_text):
     return [

@@ -67,7 +67,8 @@ def branches(p, x, n):
 # its parameters are declared out of number order, parameter 1 is a tuple, parameter 0 a scalar,
 # parameter 2 is used only by dead code, the ROOT is not ENTRY's last line, a kLoop fusion's
 # computation holds a kInput fusion whose reduce calls a reducer, the constant 4 appears twice,
-# and an uncalled computation holds pred, f16 and 2-D constants.
+# an uncalled computation holds pred, f16 and 2-D constants, and a constant's line ends in
+# metadata with parentheses of its own (the literal ends at the constant's closing parenthesis).
 HAND_WRITTEN = (
     "HloModule hand_written, entry_computation_layout={(f32[], (f32[2,3]{0,1}, s32[]), "
     "f16[4,2]{0,1}, f32[2]{0})->(f32[2,3]{1,0}, s32[])}\n"
@@ -105,7 +106,7 @@ ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) ->
   %values = f32[2,3]{0,1} get-tuple-element(%pair), index=0
   %s = f32[] parameter(0)
   %bias = f32[2]{0} parameter(3)
-  %table = f32[2]{0} constant({1, -2})
+  %table = f32[2]{0} constant({1, -2}), metadata={op_name="jit(compute)/add(bias)"}
   %shifted = f32[2]{0} add(%bias, %table)
   %outer = f32[2,3]{1,0} fusion(%values, %s, %shifted), kind=kLoop, calls=%outer_body
   %count = s32[] get-tuple-element(%pair), index=1
