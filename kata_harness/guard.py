@@ -81,6 +81,12 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "__setattr__",  # object.__setattr__(jax, "jit", ...) is an assignment too
         "__delattr__",
         "_src",  # JAX's internals: its monitoring listeners, its compiler
+        "__kwdefaults__",  # what a function keeps: the originals behind the harness's wrappers
+        "__defaults__",
+        "__closure__",
+        "__code__",
+        "__func__",
+        "__wrapped__",
         "setprofile",  # the predict refusal's profiler
         "settrace",
         "getprofile",
@@ -155,6 +161,8 @@ def _reference(value: ast.AST, names: set[str]) -> bool:
     object: ``jax.stages.Compiled`` and ``type(x)`` are, ``np.zeros(3)`` and ``Counter()`` not."""
     if isinstance(value, ast.Name):
         return value.id in names
+    if isinstance(value, ast.Attribute) and value.attr == "__class__":
+        return True  # get_backend().__class__ is a library class
     if isinstance(value, (ast.Attribute, ast.Subscript, ast.Starred)):
         return _reference(value.value, names)
     if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
@@ -257,9 +265,10 @@ def _named_attribute(call: ast.Call) -> str | None:
     if call.func.id not in ("getattr", "hasattr", "setattr", "delattr") or len(call.args) < 2:  # type: ignore[union-attr]
         return None
     name = call.args[1]
-    if isinstance(name, ast.Constant) and isinstance(name.value, str):
-        if name.value in FORBIDDEN_ATTRIBUTES or _private(name.value):
-            return f"uses .{name.value}"
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return f"uses {call.func.id} with a computed name"  # type: ignore[union-attr]
+    if name.value in FORBIDDEN_ATTRIBUTES or _private(name.value):
+        return f"uses .{name.value}"
     return None
 
 

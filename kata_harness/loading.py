@@ -81,6 +81,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     import jax
 
     jax.clear_caches()  # a file loaded before, or another copy, must not find the caches warm
+    predict.count_client_compiles()  # before the fingerprint: the counter is the harness's
     before = contract.fingerprint()
     try:
         with predict.compiles_seen() as seen:

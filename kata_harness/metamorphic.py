@@ -67,6 +67,10 @@ def renamed(text: str, rng: random.Random) -> HloVariant | None:
         return f"{match[1] or ''}%{match[2]} ({inner}) -> "
 
     renamed_text = _HEADER.sub(signature, renamed_text)
+    relabelled = parse_hlo(renamed_text)
+    new_names = {i.name for c in relabelled.computations for i in c}
+    if not new_names <= set(names.values()):
+        return None  # names printed without '%' (an unoptimized text): not this form
     return HloVariant("renamed", renamed_text, names)
 
 

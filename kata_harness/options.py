@@ -76,7 +76,6 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[_dropped_flags] = filter_xla_flags()
     guard.install()
-    predict.count_client_compiles()
     verdict.record_checks()
     import jax
 
@@ -89,6 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"JAX was initialized before the tests with {jax.device_count()} device(s); "
                 f"tests that need {CPU_DEVICES} CPU devices will skip"
             )
+    predict.count_client_compiles()  # starts the backend: after the device count is set
     config.addinivalue_line("markers", "task(function): the kata task a test checks")
     for phase in curriculum.phases():
         config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")

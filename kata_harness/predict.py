@@ -19,7 +19,6 @@ that before the test compares each entry with what the compiler produced.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -27,11 +26,12 @@ from typing import Any
 
 import pytest
 
+from . import contract
+
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _HEARTBEAT = "/kata_harness/predict/listening"
-REFUSED = "__kata_refused__"
 
 
 class _Consulted(BaseException):
@@ -97,8 +97,7 @@ def compiler_refused(
             compiles.append(duration_secs)
 
     for owner, name, _ in saved:
-        label = _label(owner, name)
-        setattr(owner, name, refusing(label))
+        _stand_in(owner, name, refusing(_label(owner, name)))
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield
@@ -152,7 +151,7 @@ def compiles_seen(events: tuple[str, ...] = (TRACE, LOWER, BACKEND_COMPILE)) -> 
         seen += ["compile"] * (_client_compiles_done[0] - before)
 
 
-_client_compiles_done = [0]
+_client_compiles_done = [0, 0]  # compiles counted, whether the counting is installed
 
 
 def count_client_compiles() -> None:
@@ -162,16 +161,18 @@ def count_client_compiles() -> None:
     (``get_backend().compile_and_load``), even through a method bound before any refusal began,
     raises none. The counting wrapper is installed before any kata file loads, so whatever a
     file binds is the wrapper."""
+    if _client_compiles_done[1]:
+        return
+    _client_compiles_done[1] = 1  # once: later the class may hold a refusal's stand-in
     for client, name in _client_compiles():
         original = vars(client).get(name)
-        if original is None or getattr(original, "__kata_counted__", False):
+        if original is None:
             continue
 
         def counted(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
             _client_compiles_done[0] += 1
             return _original(self, *args, **kwargs)
 
-        counted.__kata_counted__ = True  # type: ignore[attr-defined]
         counted.__name__ = name
         setattr(client, name, counted)
 
@@ -182,7 +183,7 @@ def refuse_in(module: Any, tasks: Iterable[Any], at_load: list[str]) -> None:
 
     for task in tasks:
         function = getattr(module, task.function, None)
-        if task.kind != "predict" or function is None or hasattr(function, REFUSED):
+        if task.kind != "predict" or function is None or _refusers.get(id(function)) is function:
             continue
         label = f"{task.id} ({task.function})"
         also = [_resolve(dotted) for dotted in task.refuse]
@@ -241,8 +242,12 @@ def _refusing(
             )
         return value
 
-    setattr(refused, REFUSED, True)
+    _refusers[id(refused)] = refused
+    contract.mark_wrapper(refused)  # the contract does not wrap it again on the next load
     return refused
+
+
+_refusers: dict[int, Any] = {}  # the harness's wrappers, by identity (see contract._wrappers)
 
 
 @contextmanager
@@ -252,28 +257,29 @@ def _entry_points_refused(
     keep = set(allowed)
     pairs = [(o, n) for o, n in _refused_entry_points() if n not in keep] + also
     saved = [(o, n, vars(o).get(n)) for o, n in pairs]
-    codes, wrappers = _codes(pairs)
+    codes = _codes(pairs)
+    allowed_codes = set(_codes([(o, n) for o, n in _refused_entry_points() if n in keep]))
+    inside_allowed = [0]
     previous = sys.getprofile()
 
     def profile(frame: Any, event: str, _: Any) -> None:
-        # A refused function reached under another name (saved at import, an alias) runs its
-        # own code all the same; a call JAX makes inside itself is not the answer's.
-        if event == "call" and frame.f_code in codes:
-            caller = frame.f_back
-            while caller is not None and caller.f_code in wrappers:
-                caller = caller.f_back  # jax's api_boundary layer around the function
-            if not _inside_jax(caller):
-                attempts.append(codes[frame.f_code])
+        # A refused function reached under any name (saved at import, an alias, passed to
+        # jax.tree.map) runs its own code all the same; only inside a function the task may
+        # call (eval_shape) does JAX run refused code on its own behalf.
+        code = frame.f_code
+        if code in allowed_codes:
+            inside_allowed[0] += 1 if event == "call" else -1 if event == "return" else 0
+        elif event == "call" and code in codes and not inside_allowed[0]:
+            attempts.append(codes[code])
 
     sys.setprofile(profile)
     for owner, name, _ in saved:
-        label = _label(owner, name)
 
-        def refuse(*_: Any, _label: str = label, **__: Any) -> Any:
+        def refuse(*_: Any, _label: str = _label(owner, name), **__: Any) -> Any:
             attempts.append(_label)
             raise _Consulted(_label)
 
-        setattr(owner, name, refuse)
+        _stand_in(owner, name, refuse)
     try:
         yield
     finally:
@@ -285,35 +291,32 @@ def _entry_points_refused(
                 setattr(owner, name, original)
 
 
-def _codes(pairs: list[tuple[Any, str]]) -> tuple[dict[Any, str], set[Any]]:
-    """The code of each refused function (the innermost of its ``functools.wraps`` layers, as
-    the outer ones are shared wrappers such as jax's api_boundary), and the wrappers' codes."""
+_stand_ins: dict[int, Any] = {}  # id of a refusing stand-in -> what it stands in for
+
+
+def _stand_in(owner: Any, name: str, stand_in: Any) -> None:
+    """Put ``stand_in`` in place of ``owner.name``, remembering the real function behind it."""
+    _stand_ins[id(stand_in)] = getattr(owner, name, None)
+    setattr(owner, name, stand_in)
+
+
+def _codes(pairs: list[tuple[Any, str]]) -> dict[Any, str]:
+    """The code of each refused function: the real one behind any stand-in, the innermost of
+    its ``functools.wraps`` layers (the outer ones are shared wrappers, jax's api_boundary)."""
     codes: dict[Any, str] = {}
-    wrappers: set[Any] = set()
     for owner, name in pairs:
-        layers = []
         function = getattr(owner, name, None)
-        while function is not None:
-            if getattr(function, "__code__", None) is not None:
-                layers.append(function.__code__)
-            function = getattr(function, "__wrapped__", None)
-        if layers:
-            codes[layers[-1]] = _label(owner, name)
-            wrappers.update(layers[:-1])
-    return codes, wrappers - codes.keys()
+        while id(function) in _stand_ins:
+            function = _stand_ins[id(function)]
+        while getattr(function, "__wrapped__", None) is not None:
+            function = function.__wrapped__  # type: ignore[union-attr]
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            codes[code] = _label(owner, name)
+    return codes
 
 
-_JAX_DIR = None
 _CLIENT_COMPILES = frozenset({"compile", "compile_and_load", "deserialize_executable"})
-
-
-def _inside_jax(frame: Any) -> bool:
-    global _JAX_DIR
-    if _JAX_DIR is None:
-        import jax
-
-        _JAX_DIR = os.path.dirname(jax.__file__) + os.sep
-    return frame is not None and frame.f_code.co_filename.startswith(_JAX_DIR)
 
 
 def predicted_entries(task: str, predicted: object, bank: Iterable[Any]) -> dict[Any, Any]:

@@ -166,3 +166,19 @@ def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
     monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path.resolve()))
     with pytest.raises(guard.KataGuardError, match="starts another program"):
         module.run()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import jax\nx = getattr(jax, '_' + 'src')\n",
+        "import sys\nname = 'set' + 'profile'\ngetattr(sys, name)(None)\n",
+        "import jax\ndef f(g):\n    return g.__kwdefaults__['_original']\n",
+        "import jax.extend.backend as b\nsetattr(b.get_backend().__class__, 'compile', None)\n",
+        "def f(g):\n    return g.__wrapped__\n",
+    ],
+)
+def test_the_scan_refuses_computed_names_and_what_wrappers_keep(source):
+    """A name built at run time reaches any attribute; a wrapper's defaults, closure and
+    __wrapped__ reach the function the harness put it around."""
+    assert guard.scan(source, "kata.py") is not None

@@ -161,3 +161,37 @@ def test_the_scan_refuses_switching_the_refusal_off(source):
     from kata_harness import guard
 
     assert guard.scan(source, "kata.py") is not None
+
+
+def test_a_marker_copied_onto_the_answer_does_not_switch_the_refusal_off(tmp_path):
+    path = tmp_path / "marked.py"
+    path.write_text(
+        HEADER + "def predict_flops(n):\n    jit(jnp.sin).trace(1.0)\n    return 2 * n * n\n"
+        "predict_flops.__kata_refused__ = True\npredict_flops.__kata_contract__ = True\n"
+    )
+    module = loading.load_file(path, "_refusal_marked", label="phase0")
+    predict.refuse_in(module, [TASK], [])
+    with pytest.raises(pytest.fail.Exception, match="phase0.task1"):
+        module.predict_flops(2)
+
+
+def test_a_refused_function_passed_through_jax_or_under_an_outer_refusal_is_refused(tmp_path):
+    """jax.tree.map calling a saved function is still the answer calling it, and a test's own
+    compiler_refused around the call does not hide the real function behind its stand-in."""
+    path = tmp_path / "laundered.py"
+    path.write_text(
+        "import jax\nfrom jax.numpy import result_type as _rt\n"
+        "def predict_flops(n):\n"
+        "    jax.tree.map(lambda x: _rt(x), ['float32'])\n"
+        "    return 2 * n * n\n"
+    )
+    task = Task(0, 1, "predict_flops", "t", (), kind="predict", refuse=("jax.numpy.result_type",))
+    module = loading.load_file(path, "_refusal_laundered", label="phase0")
+    predict.refuse_in(module, [task], [])
+    import jax.numpy as jnp
+
+    with pytest.raises(pytest.fail.Exception, match="result_type"):
+        module.predict_flops(2)
+    with pytest.raises(pytest.fail.Exception, match="result_type"):
+        with predict.compiler_refused("phase0 outer", also=[(jnp, "result_type")]):
+            module.predict_flops(2)
