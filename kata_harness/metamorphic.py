@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from xla_inspect.normalize import renumber_names
 from xla_inspect.parse import parse_hlo
 
 from . import oracles
@@ -25,7 +26,6 @@ _WORD = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _NAME = re.compile(rf"%({_WORD})")
 _HEADER = re.compile(rf"^(ENTRY )?%({_WORD}) \((.*?)\) -> ", re.MULTILINE)
 _SIGNATURE_NAME = re.compile(rf"(?<![A-Za-z0-9_.\-])({_WORD})(?=: )")
-_BLOCK = re.compile(rf"^(?:ENTRY )?%{_WORD} \(.*?^\}}\n", re.MULTILINE | re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +49,9 @@ class HloVariant:
 
 
 def renamed(text: str, rng: random.Random) -> HloVariant | None:
-    """Every computation and instruction under a fresh label (``%c3``, ``%n41``), shuffled so
-    that label order says nothing either; None if the text is not in XLA's printed form."""
+    """Every computation and instruction under a fresh label (``c3``, ``n41``), shuffled so
+    that label order says nothing either; None if one table cannot rename the module (a name
+    defined twice)."""
     module = parse_hlo(text)
     computations = [c.name for c in module.computations]
     instructions = [i.name for c in module.computations for i in c]
@@ -60,27 +61,79 @@ def renamed(text: str, rng: random.Random) -> HloVariant | None:
     names = {old: f"n{label}" for old, label in zip(instructions, labels, strict=True)}
     c_labels = rng.sample(range(10 * len(computations) + 10), len(computations))
     names |= {old: f"c{label}" for old, label in zip(computations, c_labels, strict=True)}
-    renamed_text = _NAME.sub(lambda m: "%" + names.get(m[1], m[1]), text)
+    if "%" in text:
+        relabelled = _relabel_printed(text, names)
+    else:  # JAX's unoptimized text prints names bare: go through XLA-style canonical names
+        relabelled = _relabel_bare(text, names, module)
+    if relabelled is None:
+        return None
+    found = parse_hlo(relabelled)
+    if [i.name for c in found.computations for i in c] != [names[n] for n in instructions]:
+        return None  # a name the relabelling did not reach
+    return HloVariant("renamed", relabelled, names)
+
+
+def _relabel_printed(text: str, names: dict[str, str]) -> str:
+    """XLA's printed form: every name after a '%', and a signature's parameters before ':'."""
+    relabelled = _NAME.sub(lambda m: "%" + names.get(m[1], m[1]), text)
 
     def signature(match: re.Match[str]) -> str:
         inner = _SIGNATURE_NAME.sub(lambda m: names.get(m[1], m[1]), match[3])
         return f"{match[1] or ''}%{match[2]} ({inner}) -> "
 
-    renamed_text = _HEADER.sub(signature, renamed_text)
-    relabelled = parse_hlo(renamed_text)
-    new_names = {i.name for c in relabelled.computations for i in c}
-    if not new_names <= set(names.values()):
-        return None  # names printed without '%' (an unoptimized text): not this form
-    return HloVariant("renamed", renamed_text, names)
+    return _HEADER.sub(signature, relabelled)
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _relabel_bare(text: str, names: dict[str, str], module: Any) -> str | None:
+    """Names without '%': xla_inspect's canonical renumbering first (``main``, ``comp.0``,
+    ``sine.1``: words no opcode, attribute or shape spells), then, computation by computation,
+    each canonical word outside strings replaced by its label."""
+    canonical_text = renumber_names(text)
+    canonical = parse_hlo(canonical_text)
+    if len(canonical.computations) != len(module.computations):
+        return None
+    global_table = {
+        c.name: names[o.name]
+        for o, c in zip(module.computations, canonical.computations, strict=True)
+    }
+    blocks = list(_ANY_BLOCK.finditer(canonical_text))
+    if len(blocks) != len(module.computations):
+        return None
+    pieces, at = [], 0
+    for block, old, new in zip(blocks, module.computations, canonical.computations, strict=True):
+        local = [i.name for i in new]
+        if len(set(local)) != len(local) or len(local) != len(list(old)):
+            return None
+        table = global_table | {n: names[o.name] for o, n in zip(old, local, strict=True)}
+        pieces += [canonical_text[at : block.start()], _substitute(block[0], table)]
+        at = block.end()
+    return "".join(pieces) + canonical_text[at:]
+
+
+def _substitute(block: str, table: dict[str, str]) -> str:
+    """``block`` with each word of ``table`` (outside strings) replaced."""
+    word = re.compile(
+        r"(?<![\w.\-%])("
+        + "|".join(map(re.escape, sorted(table, key=len, reverse=True)))
+        + r")(?![\w\-]|\.\d)"
+    )
+    strings = _STRING.findall(block)
+    pieces = [word.sub(lambda m: table[m[1]], piece) for piece in _STRING.split(block)]
+    return "".join(p + (strings[k] if k < len(strings) else "") for k, p in enumerate(pieces))
 
 
 def reordered(text: str, rng: random.Random) -> HloVariant | None:
     """The computations in another order XLA accepts (a computation after those it calls, as
     XLA's parser wants); None if no other order exists."""
-    blocks = list(_BLOCK.finditer(text))
-    names = [_HEADER.match(b[0])[2] for b in blocks]  # type: ignore[index]
+    blocks = list(_ANY_BLOCK.finditer(text))
+    if not blocks or "".join(b[0] for b in blocks).split() != text[blocks[0].start() :].split():
+        return None  # something between the computations this reading would drop
+    names = [_BLOCK_NAME.match(b[0])[1] for b in blocks]  # type: ignore[index]
     calls = {
-        i: {names.index(n) for n in _NAME.findall(b[0][b[0].index("{") :]) if n in names} - {i}
+        i: {j for j, n in enumerate(names) if j != i and _mentions(b[0][b[0].index("{") :], n)}
         for i, b in enumerate(blocks)
     }
     for _ in range(20):
@@ -94,6 +147,15 @@ def reordered(text: str, rng: random.Random) -> HloVariant | None:
             body = "".join(blocks[i][0] + "\n" for i in order)
             return HloVariant("reordered", text[: blocks[0].start()] + body)
     return None
+
+
+# A computation: its header (over several lines, up to the '{' that ends one) and its body.
+_ANY_BLOCK = re.compile(rf"^(?:ENTRY )?%?{_WORD}\b.*?\{{\n.*?^\}}\n", re.MULTILINE | re.DOTALL)
+_BLOCK_NAME = re.compile(rf"(?:ENTRY )?%?({_WORD})")
+
+
+def _mentions(body: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.\-]){re.escape(name)}(?![\w\-]|\.\d)", body) is not None
 
 
 def variants(text: str, seed: int) -> Iterator[HloVariant]:

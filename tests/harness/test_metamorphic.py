@@ -44,3 +44,18 @@ def test_a_different_seed_gives_different_names():
     first = next(metamorphic.variants(text, seed=1))
     second = next(metamorphic.variants(text, seed=2))
     assert first.names != second.names
+
+
+def test_names_printed_bare_are_relabelled_too():
+    """JAX's unoptimized text prints names without '%' (reduce_sum.3, region_0.1)."""
+    import jax
+    import jax.numpy as jnp
+
+    text = jax.jit(lambda x: jnp.sum(jnp.sin(x) @ x)).lower(jnp.ones((4, 4))).as_text("hlo")
+    assert "%" not in text
+    variant = next(metamorphic.variants(text, seed=3))
+    assert variant.kind == "renamed" and oracles.xla_accepts(variant.text)
+    assert _facts(variant.text) == _facts(text)
+    module = parse_hlo(variant.text)
+    assert {i.name for c in module.computations for i in c} <= set(variant.names.values())
+    assert f"to_apply={module.computations[0].name}" in variant.text

@@ -1,0 +1,191 @@
+# probe: one_kernel: unregisters every jax.monitoring duration listener (got via inspect.getmodule) and switches sys.setprofile off, then traces/lowers with jit and Traced.lower saved at import and compiles through a client method bound at import
+"""Phase 4: what XLA's passes did. Edit this file only; run `uv run pytest katas/phase4 -x`.
+
+Tasks 2-8 ask for a *demonstration*: a small program that makes one optimization visible. The
+tests compile your program and check the before (StableHLO) and after (optimized HLO) counts, so
+a program that merely computes the right numbers is not enough: the optimization must happen.
+They run it at several shapes and dtypes (float32 matrices, bfloat16 vectors): the result has
+the shape and dtype of the input (Python float constants keep bfloat16; NumPy float32 ones
+do not), and the optimization must show at every one of them.
+Tasks 9-11 read a per-pass dump, one HLO file per pass that changed the module.
+"""
+
+from __future__ import annotations
+
+import re  # noqa: F401  (you will need it)
+from collections import Counter
+from pathlib import Path  # noqa: F401  (you will need it)
+
+import inspect
+import sys
+
+import jax  # noqa: F401  (you will need it)
+import jax.extend.backend
+import jax.stages
+import numpy as np
+from jax import lax
+from jaxlib.xla_client import DeviceList
+import jax.numpy as jnp  # noqa: F401  (you will need it)
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+_JIT = jax.jit
+_LOWER = jax.stages.Traced.lower
+_BACKEND = jax.extend.backend.get_backend()
+_CLIENT_COMPILE = _BACKEND.compile_and_load
+_DEVICES = DeviceList(tuple(_BACKEND.local_devices()[:1]))
+_W = np.random.default_rng(9).uniform(0.1, 1.0, size=(4, 4)).astype(np.float32)
+_KERNELS = {
+    "tanh(sin(x) * 2 + 1)": lambda x: jnp.tanh(jnp.sin(x) * 2.0 + 1.0),
+    "sum(exp(x), axis=1)": lambda x: jnp.sum(jnp.exp(x), axis=1),
+    "x @ w + 1 (w f32[4,4])": lambda x: x @ _W + 1.0,
+    "sort(x) * 2": lambda x: jnp.sort(x) * 2.0,
+    "x.T * 2 + 1": lambda x: x.T * 2.0 + 1.0,
+    "softmax(x, axis=-1)": lambda x: jax.nn.softmax(x, axis=-1),
+    "x - mean(x, axis=-1, keepdims=True)": lambda x: x - jnp.mean(x, axis=-1, keepdims=True),
+    "concatenate([x, x * 2])": lambda x: jnp.concatenate([x, x * 2.0]),
+    "x[::-1] + x": lambda x: x[::-1] + x,
+    "reshape(x * 2, (4, 3)) + 1": lambda x: jnp.reshape(x * 2.0, (4, 3)) + 1.0,
+    "where(x > 0, x, exp(x) - 1)": lambda x: jnp.where(x > 0, x, jnp.exp(x) - 1.0),
+    "fori_loop(0, 3, v * 2)": lambda x: lax.fori_loop(0, 3, lambda _, v: v * 2.0, x),
+    "x / norm(x)": lambda x: x / jnp.linalg.norm(x),
+    "pad(x, 1) * 2": lambda x: jnp.pad(x, 1) * 2.0,
+}
+
+
+def stages(f, *args) -> tuple[str, str]:
+    """(before, after) for jax.jit(f) at these args: StableHLO text and optimized HLO text."""
+    # TODO: lower once; the lowered stage gives StableHLO and compiles to the optimized module
+    raise NotImplementedError("phase4 task 1: stages")
+
+
+def algebraic_identity(x):
+    """Return x itself (for every float: inf, nan, 3e38 too; same dtype), through at least two
+    arithmetic ops (+ - * /) that XLA removes entirely."""
+    # TODO: which arithmetic with a constant is exact for every float, inf and nan included?
+    raise NotImplementedError("phase4 task 2: algebraic_identity")
+
+
+def folded_scale(x):
+    """Return x / sqrt(2), dividing x by a square root computed by jnp inside the function, so
+    that StableHLO holds a sqrt and a divide (no multiply) and the optimized HLO holds neither sqrt
+    nor divide: the multiply must be XLA's rewrite, not yours."""
+    # TODO: the sqrt must depend on constants only
+    raise NotImplementedError("phase4 task 3: folded_scale")
+
+
+def shared_subexpression(a, b, c, d):
+    """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype, written so
+    that the jaxpr has 3 adds and the optimized HLO (fused computations included) has 2."""
+    # TODO: repeat yourself on purpose
+    raise NotImplementedError("phase4 task 4: shared_subexpression")
+
+
+def dead_branch(x):
+    """Return x + 1, but compute jnp.exp(x) in a way that survives into StableHLO and that XLA
+    then proves useless and deletes: StableHLO holds an `exponential` (JAX kept it because
+    something uses it) and the optimized HLO holds none."""
+    # TODO: JAX already drops an unused result; make the exp *used*, by something XLA can decide
+    raise NotImplementedError("phase4 task 5: dead_branch")
+
+
+def elementwise_chain(x):
+    """At least four elementwise ops on x (same shape out) that XLA turns into ONE loop fusion."""
+    # TODO: which kinds of op keep a chain fusible, and which would cut it?
+    raise NotImplementedError("phase4 task 6: elementwise_chain")
+
+
+def attention_scores(q, k):
+    """Scores q @ k^T for q of shape (seq_q, dim) and k of shape (seq_k, dim) (any sizes;
+    seq_q and seq_k may differ), written with an explicit transpose of k."""
+    # TODO: the transpose must be in the jaxpr; XLA decides whether it survives
+    raise NotImplementedError("phase4 task 7: attention_scores")
+
+
+def refused_rewrites(x):
+    """Return the pair (six times x, zeros), each computed in a form that real-number algebra
+    would simplify but XLA must not for floats: the optimized HLO keeps two multiplies (no
+    reassociation of the constants) and one subtract (no folding to zero). Both results have
+    x's shape and dtype."""
+    # TODO: mind the order of the factors: Python evaluates left to right
+    raise NotImplementedError("phase4 task 8: refused_rewrites")
+
+
+def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
+    """Read a per-pass dump of one module: [(pass name, opcode counts after it), ...] in order.
+
+    Per-pass files are named `module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
+    (some have no `.before_<next>` part); the pass name is the text after `after_`. Order by seq.
+    Counts: Counter of opcodes over every instruction of every computation (parameters too).
+    One entry per per-pass file, even when its counts equal the previous entry's.
+    Other files in the directory (before_optimizations, cpu_after_optimizations...) are not passes.
+    """
+    # TODO: match the file names, sort by seq, parse each file and count opcodes
+    raise NotImplementedError("phase4 task 9: pass_timeline")
+
+
+def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str | None:
+    """The name of the first entry whose count of `opcode` differs from the entry before it
+    (more or fewer; an opcode missing from a Counter counts 0). The first entry has nothing
+    before it. None when the count never changes, including for a timeline of 0 or 1 entries."""
+    # TODO: each entry is the module *after* its pass; compare neighbours
+    raise NotImplementedError("phase4 task 10: pass_that_changed")
+
+
+def named_passes() -> dict[str, str]:
+    """Which pass did it? Keys and the program to dump with per-pass files:
+
+    - "transpose": removed the transpose of a matmul with a transposed left operand, a.T @ b
+      (a f32[16,8], b f32[16,5])
+    - "fusion": created the first fusion of sqrt(sum(sin(x) * cos(x), axis=-1)), x f32[4,8]
+    - "add": removed the repeated add of (x * y + 1) * sin(x * y + 1), x and y f32[8]
+    - "divide": removed the divide of x / 4.0, x f32[8]
+    (the tests dump these programs; programs.py holds them.)
+    Values: pass names exactly as they appear in the dump file names.
+    """
+    # TODO: dump each program (xla_inspect.capture.capture(f, *args, dump_dir=d, dump_passes=True)
+    # or compiler_options), read the file names, write the answers here as literal strings
+    raise NotImplementedError("phase4 task 11: named_passes")
+
+
+def surviving_ops() -> dict[str, int]:
+    """Predict, for each program of `REWRITES` in katas/phase4/programs.py (keyed by the text
+    that names it, compiled for x f32[3,4]), how many arithmetic instructions (add, subtract,
+    multiply, divide, negate) the optimized HLO still holds, over every computation.
+
+    Reason from what algebraic simplification may do to floats (inf, nan, rounding) and from what
+    CSE and constant folding do. The tests compile the bank themselves; they forbid jax.jit and
+    compiling while they call you.
+    """
+    # TODO: one count per program; which rewrites are exact for every float?
+    raise NotImplementedError("phase4 task 12: surviving_ops")
+
+
+def one_kernel() -> dict[str, bool]:
+    """Predict, for each program of `KERNELS` in katas/phase4/programs.py (keyed by the text that
+    names it, compiled on CPU for x f32[3,4]), whether XLA computes it in one kernel: besides
+    parameters and constants, the optimized ENTRY computation holds exactly one instruction, a
+    fusion.
+
+    The tests compile the bank themselves; they forbid jax.jit and compiling while they call you.
+    """
+    monitoring = inspect.getmodule(jax.monitoring.register_event_listener)
+    listeners = getattr(monitoring, "get_event_" + "duration_listeners")()
+    for listener in listeners:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    profile = sys.getprofile()
+    sys.setprofile(None)
+    answers = {}
+    try:
+        x = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+        options = jax.extend.backend.get_compile_options(num_replicas=1, num_partitions=1)
+        for name, f in _KERNELS.items():
+            text = _LOWER(_JIT(f).trace(x)).as_text()
+            module = parse_hlo(_CLIENT_COMPILE(text, _DEVICES, options).hlo_modules()[0].to_string())
+            rest = [i for i in module.entry if i.opcode not in ("parameter", "constant")]
+            answers[name] = len(rest) == 1 and rest[0].opcode == "fusion"
+    finally:
+        sys.setprofile(profile)
+        for listener in listeners:
+            jax.monitoring.register_event_duration_secs_listener(listener)
+    return answers

@@ -1,0 +1,165 @@
+# probe: predict_shard_shape: calls NamedSharding.shard_shape through a reference saved at import; inside the test's compiler_refused the inner refusal hashes the code of the outer stand-in, not of shard_shape, so the profile hook never matches
+"""Phase 9: sharding and collectives on 8 CPU devices. Edit this file only.
+
+Run `uv run pytest katas/phase9 -x`. The test harness gives this process 8 CPU devices
+(`jax.config.update("jax_num_cpu_devices", 8)` before JAX starts); `jax.devices()` lists them.
+Print `jax.jit(f).lower(*args).compile().as_text()` for sharded arguments and read it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax  # noqa: F401  (you will need it)
+from jax.sharding import Mesh, NamedSharding  # noqa: F401
+from jax.sharding import PartitionSpec as P  # noqa: F401
+
+import functools
+
+from jax.sharding import AbstractMesh, AxisType
+
+# Taken before the harness swaps NamedSharding.shard_shape for a refusing stand-in.
+_SHARD_SHAPE = NamedSharding.shard_shape
+
+
+def auto_mesh() -> Mesh:
+    """A 1-D mesh over all 8 devices, axis name "x", where XLA propagates shardings itself."""
+    # TODO: jax.make_mesh's default axis type is not the one you want
+    raise NotImplementedError("phase9 task 1: auto_mesh")
+
+
+def shard_rows(x, mesh: Mesh) -> jax.Array:
+    """Put the 2-D array `x` on `mesh`, its rows split across mesh axis "x", its columns whole.
+
+    `mesh` may have other axes besides "x" (a (2, 4) mesh with axes ("x", "y"), or ("y", "x"));
+    along those the array is not split (each row block is copied). Values and dtype unchanged.
+    """
+    # TODO: a NamedSharding with a PartitionSpec, then device_put
+    raise NotImplementedError("phase9 task 2: shard_rows")
+
+
+def collective_census(f, *args) -> Counter:
+    """Collective ops XLA inserted when it compiled `jax.jit(f)(*args)`, counted by opcode.
+
+    Count only collectives (all-reduce, all-gather, reduce-scatter, collective-permute,
+    all-to-all), in every computation of the optimized (partitioned) HLO (loop bodies too), by
+    opcode: instructions from shard_map are named after JAX's primitives (`%ppermute.3` is a
+    collective-permute). A program with none gives an empty Counter.
+    """
+    # TODO: compile, parse (xla_inspect.parse.parse_hlo), count opcodes
+    raise NotImplementedError("phase9 task 3: collective_census")
+
+
+def device_param_shapes(f, *args) -> list[tuple[int, ...]]:
+    """Shapes of the ENTRY parameters of the partitioned program: what one device receives.
+
+    One tuple per parameter, in parameter-number order (`parameter(0)`, `parameter(1)`, ...),
+    which is not always the order the text prints them in; a scalar is `()`. An argument the
+    function never reads is not a parameter (jit drops it), so read the module, not the inputs.
+    """
+    # TODO: which HLO has run the SPMD partitioner: the lowered or the compiled one?
+    raise NotImplementedError("phase9 task 4: device_param_shapes")
+
+
+def param_shardings(f, *args) -> list[str]:
+    """The `sharding={...}` annotation text of each ENTRY parameter, e.g. "{devices=[8,1]<=[8]}".
+
+    Read it where it is still written on the parameters: before the partitioner runs. One string
+    per parameter, in parameter-number order (`parameter(0)`, `parameter(1)`, ...), which is not
+    always the printed order; an argument jit dropped (never read) has none. Every argument
+    the tests pass is placed with a NamedSharding, so every parameter has an annotation.
+    """
+    # TODO: unoptimized HLO, ENTRY parameters, their sharding attribute
+    raise NotImplementedError("phase9 task 5: param_shardings")
+
+
+def psum_total(x, mesh: Mesh) -> jax.Array:
+    """The sum of all elements of `x` (rows split over mesh axis "x"), a replicated scalar.
+
+    Each device sums its own rows, then one psum of that single number over "x" only (on a
+    2-D mesh the copies along the other axis hold the same rows and must not be added again).
+    """
+    # TODO: which shard_map specs describe a row-split input and a replicated scalar?
+    raise NotImplementedError("phase9 task 6: psum_total")
+
+
+def ring_shift(x, mesh: Mesh) -> jax.Array:
+    """Move the block of rows at position i along mesh axis "x" to position i + 1 (the last
+    block to position 0), with one ppermute inside shard_map; the result is row-sharded again.
+    """
+    # TODO: jax.lax.ppermute with a list of (source, destination) pairs
+    raise NotImplementedError("phase9 task 7: ring_shift")
+
+
+def gather_rows(x, mesh: Mesh) -> jax.Array:
+    """Every device ends up with all rows of the row-sharded `x`, in order (a replicated result).
+
+    One all_gather over mesh axis "x" inside shard_map (not a replicated out_sharding: that
+    makes the partitioner do the gather).
+    """
+    # TODO: inside shard_map, which all_gather option gives one array rather than a stack?
+    raise NotImplementedError("phase9 task 8: gather_rows")
+
+
+def scatter_sum(x, mesh: Mesh) -> jax.Array:
+    """Sum the n = mesh.shape["x"] row blocks of `x` element-wise; position i keeps slice i.
+
+    `x` is row-sharded over "x": the block at position i along "x" is rows i*r..(i+1)*r. Their
+    element-wise sum has r rows; cut it into n slices of rows: position i along "x" keeps slice
+    i, so the result (r rows) is row-sharded over "x". One collective does the reducing and the
+    scattering. The tests' row counts are divisible by n * n.
+    """
+    # TODO: one collective both reduces and scatters
+    raise NotImplementedError("phase9 task 9: scatter_sum")
+
+
+def predict_collectives() -> dict[str, dict[str, int]]:
+    """Predict the collectives XLA's SPMD partitioner inserts into each PREDICT_BANK program.
+
+    PREDICT_BANK (katas/phase9/programs.py) maps a name to a jitted program on mesh "8" and its
+    sharded arguments. Return {name: {collective opcode: count}} for every name, counting
+    all-reduce, all-gather, reduce-scatter, collective-permute and all-to-all over every
+    computation of the compiled module; leave out opcodes that do not occur ({} when none
+    does). Decide from the shardings and the math; your function must not jit or compile.
+    """
+    # TODO: one entry per PREDICT_BANK name
+    raise NotImplementedError("phase9 task 10: predict_collectives")
+
+
+def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    """Put the weights of `two_layer` (katas/phase9/programs.py) on `mesh` to cut communication.
+
+    The tests run jax.jit(two_layer) on x replicated and your two arrays, with a replicated
+    result (`run_placed`). Two budgets: each device may hold at most 1/n of each weight
+    (n = mesh.shape["x"]), and the collectives of the compiled program may move at most half
+    the bytes of `first_placement` (both weights split by rows over "x"). Return w1 and w2
+    with their values and dtypes unchanged.
+    """
+    # TODO: which split of each weight lets the first matmul need no communication at all?
+    raise NotImplementedError("phase9 task 11: place_weights")
+
+
+def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
+    """Predict what one device holds of an array placed with a sharding, without placing it.
+
+    `shape` is the global shape (a tuple, `()` for a scalar), `spec` a PartitionSpec and
+    `mesh_shape` the mesh's axes as {name: size} (e.g. {"x": 2, "y": 4}). Return the per-device
+    shape: the shape of the ENTRY parameter when a jitted function receives a float32 array of
+    `shape` placed with NamedSharding(mesh, spec). Return None when jax refuses that placement:
+    a dimension that its axes' pieces do not divide, a spec with more entries than the shape
+    has dimensions, a mesh axis named twice, or an axis that is not in `mesh_shape`.
+    Decide from the shapes alone; your function must not place, jit or compile anything.
+    """
+    if len(tuple(spec)) > len(shape):
+        return None
+    try:
+        mesh = AbstractMesh(
+            tuple(mesh_shape.values()),
+            tuple(mesh_shape),
+            axis_types=(AxisType.Auto,) * len(mesh_shape),
+        )
+        sharding = NamedSharding(mesh, spec)
+        found = _SHARD_SHAPE(sharding, tuple(shape))
+    except Exception:
+        return None
+    return tuple(int(d) for d in found)
