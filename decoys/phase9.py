@@ -679,6 +679,20 @@ def weights_in_bf16(w1, w2, mesh):
     )
 
 
+@decoy(
+    "place_weights",
+    caught_by=["test_place_weights_on_fresh_meshes_and_shapes"],
+    why="splits over the mesh's first axis, assumed to be x: on a mesh whose x is minor, a "
+    "device holds more than 1/n",
+)
+def weights_first_mesh_axis(w1, w2, mesh):
+    axis = mesh.axis_names[0]
+    return (
+        jax.device_put(w1, NamedSharding(mesh, P(None, axis))),
+        jax.device_put(w2, NamedSharding(mesh, P(axis, None))),
+    )
+
+
 @accepted("place_weights", why="the same split over every mesh axis: smaller shards, same traffic")
 def weights_over_all_axes(w1, w2, mesh):
     return (
@@ -772,6 +786,23 @@ def shard_shape_divisibility_only(shape, spec, mesh_shape):
         if size % pieces:
             return None
         per_device.append(size // pieces)
+    return tuple(per_device)
+
+
+@decoy(
+    "predict_shard_shape",
+    caught_by=["test_predict_shard_shape_on_fresh_cases"],
+    why="a tuple entry checks that each of its axes divides the dimension, not their product",
+)
+def shard_shape_each_axis_divides(shape, spec, mesh_shape):
+    named = [a for entry in spec for a in _axes(entry)]
+    if len(spec) > len(shape) or len(set(named)) < len(named) or not set(named) <= set(mesh_shape):
+        return None
+    per_device = []
+    for size, entry in _entries(shape, spec):
+        if any(size % mesh_shape[a] for a in _axes(entry)):
+            return None
+        per_device.append(size // int(np.prod([mesh_shape[a] for a in _axes(entry)])))
     return tuple(per_device)
 
 

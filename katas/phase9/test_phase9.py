@@ -6,6 +6,7 @@ Oracles: NumPy for values, ``compiled.input_shardings`` for what each parameter 
 Mesh's own device grid for which devices a collective groups or pairs.
 """
 
+import contextlib
 import re
 from collections import Counter
 from functools import cache
@@ -640,6 +641,84 @@ def test_place_weights_halves_collective_bytes(kata):
             )
 
 
+# Meshes over the 8 devices with an axis "x" of 2, 4 or 8 positions, first, minor or in the
+# middle, beside axes of other names. The first one drawn has "x" after a shorter axis.
+FRESH_PLACEMENT_MESHES = (
+    (("y", 2), ("x", 4)),
+    (("model", 1), ("x", 8)),
+    (("y", 4), ("x", 2)),
+    (("z", 2), ("x", 2), ("y", 2)),
+    (("x", 8),),
+    (("x", 2), ("y", 4)),
+    (("x", 4), ("data", 2)),
+)
+
+
+def _fresh_placement(fresh, axes):
+    """x, w1, w2 for a two-layer case on `axes`, shaped like the listed cases: features a
+    multiple of x's n positions and at least 2n and 8, hidden a multiple of the 8 devices, out
+    at most hidden / 4 (where the first placement moves at least twice what is needed; with
+    fewer features or a wide out, XLA finds a cheap plan for it too)."""
+    n = dict(axes)["x"]
+    least = max(2, 8 // n)
+    batch, features = fresh.randint(1, 8), n * fresh.randint(least, least + 2)
+    hidden = 8 * fresh.randint(2, 6)
+    out = fresh.randint(1, hidden // 4)
+    rng = np.random.default_rng(fresh.randrange(2**32))
+    return (
+        rng.normal(size=(batch, features)).astype(np.float32),
+        rng.normal(size=(features, hidden)).astype(np.float32) / 4,
+        rng.normal(size=(hidden, out)).astype(np.float32) / 8,
+    )
+
+
+@pytest.mark.task("place_weights")
+def test_place_weights_on_fresh_meshes_and_shapes(kata, fresh):
+    """Meshes whose axis "x" comes after a shorter one (one drawn every time), 3-D meshes,
+    other shapes: values kept, at most 1/n of each weight per device, at most half the first
+    placement's collective bytes (both measured on the compiled program), the right result."""
+    drawn = [FRESH_PLACEMENT_MESHES[fresh.randrange(2)]]
+    drawn += fresh.sample(FRESH_PLACEMENT_MESHES, 2)
+    for axes in drawn:
+        mesh = mesh_of(axes)
+        n = mesh.shape["x"]
+        x, w1, w2 = _fresh_placement(fresh, axes)
+        case = (
+            f"mesh {dict(axes)}, x f32{list(x.shape)}, w1 f32{list(w1.shape)}, "
+            f"w2 f32{list(w2.shape)}; {fresh.where()}"
+        )
+        try:
+            placed = kata.place_weights(w1, w2, mesh)
+        except ValueError as refused:  # jax refuses a split that does not divide evenly
+            pytest.fail(f"{case}: place_weights raised {type(refused).__name__}: {refused}")
+        assert isinstance(placed, tuple) and len(placed) == 2, (
+            f"{case}: expected (w1, w2), got {placed!r:.80}"
+        )
+        for name, got, want in zip(("w1", "w2"), placed, (w1, w2), strict=True):
+            assert isinstance(got, jax.Array), f"{case}: {name} is a {type(got).__name__}"
+            if (got.shape, got.dtype) != (want.shape, want.dtype) or not np.array_equal(
+                np.asarray(got), want
+            ):
+                pytest.fail(f"{case}: {name} placed with other values, shape or dtype")
+            largest = max(shard.data.size for shard in got.addressable_shards)
+            if largest * n > want.size:
+                pytest.fail(
+                    f"{case}: a device holds {largest} of the {want.size} elements of {name}, "
+                    f"budget 1/{n} (mesh axis x has {n} positions)"
+                )
+        lowered = run_placed(mesh, x, *placed)
+        moved = _collective_bytes(lowered)
+        first = _collective_bytes(run_placed(mesh, x, *first_placement(w1, w2, mesh)))
+        if moved * 2 > first:
+            pytest.fail(
+                f"{case}: collectives move {moved} bytes, budget half of the first "
+                f"placement's {first}"
+            )
+        result = np.asarray(lowered.compile()(jax.device_put(x, NamedSharding(mesh, P())), *placed))
+        if not np.allclose(result, np.maximum(x @ w1, 0) @ w2, rtol=1e-4, atol=1e-4):
+            pytest.fail(f"{case}: two_layer on the placed weights gives other numbers")
+
+
 @pytest.mark.task("place_weights")
 def test_place_weights_computes_two_layer(kata):
     for number, case in enumerate(PLACEMENT_CASES):
@@ -723,8 +802,78 @@ def test_predict_shard_shape_none_where_device_put_refuses(kata):
             )
 
 
+FRESH_MESH_SIZES = ((8,), (2, 4), (4, 2), (2, 2, 2), (1, 8), (2, 1, 4))
+FRESH_AXIS_NAMES = ("x", "y", "z", "data", "model")
+
+
+def _fresh_entry(fresh, names: list[str]):
+    """None, one axis or a tuple of two, taken from `names` (whatever is left)."""
+    kind = fresh.choice(("none", "one", "two") if len(names) >= 2 else ("none", "one"))
+    if kind == "none" or not names:
+        return None
+    if kind == "one":
+        return names.pop(fresh.randrange(len(names)))
+    return tuple(names.pop(fresh.randrange(len(names))) for _ in range(2))
+
+
+def _fresh_shard_cases(fresh) -> list[tuple[tuple[int, ...], P, dict[str, int]]]:
+    # First: a tuple entry over two axes of 2 and 4 positions, its dimension a multiple of each
+    # (4 times an odd number) but not of their product, 8: jax refuses it.
+    a, b = fresh.sample(FRESH_AXIS_NAMES, 2)
+    mesh_shape = dict(fresh.sample([(a, 2), (b, 4)], 2))
+    tricky = 4 * fresh.choice((1, 3, 5))
+    entries = [None, (a, b) if fresh.random() < 0.5 else (b, a)]
+    shape = [fresh.randint(1, 12), tricky]
+    if fresh.random() < 0.5:
+        entries.reverse()
+        shape.reverse()
+    cases = [(tuple(shape), P(*entries), mesh_shape)]
+    for _ in range(5):
+        sizes = fresh.choice(FRESH_MESH_SIZES)
+        mesh_shape = dict(zip(fresh.sample(FRESH_AXIS_NAMES, len(sizes)), sizes, strict=True))
+        rank = fresh.randint(0, 3)
+        names = list(mesh_shape)
+        spec = [_fresh_entry(fresh, names) for _ in range(fresh.randint(0, rank))]
+        shape = []
+        for number in range(rank):
+            entry = spec[number] if number < len(spec) else None
+            axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+            pieces = int(np.prod([mesh_shape[axis] for axis in axes]))
+            # mostly a multiple of its pieces, sometimes anything (jax then refuses)
+            shape.append(
+                pieces * fresh.randint(1, 4) if fresh.random() < 0.75 else fresh.randint(1, 13)
+            )
+        cases.append((tuple(shape), P(*spec), mesh_shape))
+    return cases
+
+
+@pytest.mark.task("predict_shard_shape")
+def test_predict_shard_shape_on_fresh_cases(kata, fresh):
+    """Shapes of rank 0 to 3, specs of None, one axis and two-axis tuples, meshes of 1 to 3
+    axes under any names (one case every time: a dimension that each of its two axes divides
+    but their product does not); the expected shape is what one device holds after
+    jax.device_put, None where jax refuses the placement."""
+    for shape, spec, mesh_shape in _fresh_shard_cases(fresh):
+        try:
+            predicted = kata.predict_shard_shape(shape, spec, dict(mesh_shape))
+        except (KeyError, IndexError, ValueError) as error:
+            predicted = f"{type(error).__name__}: {error}"
+        placed = _device_put_shard_shape(shape, spec, mesh_shape)
+        if predicted != placed:
+            pytest.fail(
+                f"f32{list(shape)} with {spec} on mesh {mesh_shape}: you predicted {predicted}, "
+                + (
+                    "jax.device_put refuses this placement (the answer is None)"
+                    if placed is None
+                    else f"one device holds {placed} after jax.device_put"
+                )
+                + f"; {fresh.where()}"
+            )
+
+
 @pytest.mark.task("predict_shard_shape")
 def test_predict_shard_shape_does_not_compile(kata):
     for shape, spec, mesh_shape in [*SHARD_SHAPE_CASES, *REFUSED_SHARD_CASES]:
         with compiler_refused("predict_shard_shape", also=[(jax, "device_put")]):
-            kata.predict_shard_shape(shape, spec, dict(mesh_shape))
+            with contextlib.suppress(KeyError, IndexError, ValueError):  # wrong, not compiling
+                kata.predict_shard_shape(shape, spec, dict(mesh_shape))
