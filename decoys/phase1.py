@@ -631,3 +631,35 @@ def traces_first_sightings(calls):
             seen.add(key)
             count += 1
     return count
+
+
+@decoy(
+    "init_params",
+    caught_by=["test_init_params_values"],
+    why="a truncated normal of the right std: no value beyond 2.3 std, where a normal has 2%",
+)
+def init_params_truncated(key, in_dim, hidden, out_dim):
+    k1, k2 = jax.random.split(key)
+    scale = 1.0 / 0.8796  # the std of a normal truncated to [-2, 2]
+    return {
+        "w1": jax.random.truncated_normal(k1, -2, 2, (in_dim, hidden)) * scale / jnp.sqrt(in_dim),
+        "b1": jnp.zeros(hidden),
+        "w2": jax.random.truncated_normal(k2, -2, 2, (hidden, out_dim)) * scale / jnp.sqrt(hidden),
+        "b2": jnp.zeros(out_dim),
+    }
+
+
+@decoy(
+    "init_params",
+    caught_by=["test_init_params_each_layer_draws_alone"],
+    why="one subkey's draw sliced between the layers: w2 moves when w1 grows",
+)
+def init_params_one_draw_sliced(key, in_dim, hidden, out_dim):
+    _, k = jax.random.split(key)
+    flat = jax.random.normal(k, (in_dim * hidden + hidden * out_dim,))
+    return {
+        "w1": flat[: in_dim * hidden].reshape(in_dim, hidden) / jnp.sqrt(in_dim),
+        "b1": jnp.zeros(hidden),
+        "w2": flat[in_dim * hidden :].reshape(hidden, out_dim) / jnp.sqrt(hidden),
+        "b2": jnp.zeros(out_dim),
+    }

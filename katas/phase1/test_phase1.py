@@ -144,6 +144,22 @@ def test_init_params_shapes_and_dtypes(kata):
 
 
 @pytest.mark.task("init_params")
+def test_init_params_each_layer_draws_alone(kata):
+    """Each layer its own subkey: a layer's weights do not depend on the other layer's size
+    (one draw sliced between the layers moves w2 when w1 grows)."""
+    key = jax.random.key(7)
+    base = kata.init_params(key, 3, 16, 5)
+    wider_in = kata.init_params(key, 11, 16, 5)
+    wider_out = kata.init_params(key, 3, 16, 9)
+    assert np.array_equal(np.asarray(base["w2"]), np.asarray(wider_in["w2"])), (
+        "w2 changed when only in_dim changed: give each layer its own subkey and draw it alone"
+    )
+    assert np.array_equal(np.asarray(base["w1"]), np.asarray(wider_out["w1"])), (
+        "w1 changed when only out_dim changed: give each layer its own subkey and draw it alone"
+    )
+
+
+@pytest.mark.task("init_params")
 def test_init_params_values(kata):
     n_in, hidden, _ = WIDE
     # jit compiles the learner's init once for the three keys (eagerly every op would compile)
@@ -169,6 +185,12 @@ def test_init_params_values(kata):
         with check:
             assert 0.03 < tail < 0.065, (
                 f"{name}: {tail:.1%} of the values lie beyond 2 std, a normal has 4.6%"
+            )
+        far = int(np.sum(np.abs(z) > 3.0))  # a normal puts 0.27% (about 12 of these) there
+        with check:
+            assert far > 0, (
+                f"{name}: no value lies beyond 3 std among {z.size}; a standard normal puts "
+                "about 0.27% there (a truncated normal puts none)"
             )
         with check:
             assert np.array_equal(params[name], again[name]), (
