@@ -55,6 +55,7 @@ FORBIDDEN_MODULES = frozenset(
         "inspect",  # getmodule reaches JAX's private modules; frames reach the harness
         "posix",
         "nt",
+        "jaxlib",  # the XLA client, its cost model and parser, under JAX's refusals
     }
 )
 # os functions that start another program
@@ -221,6 +222,13 @@ def _patches(node: ast.AST, modules: set[str]) -> str | None:
     ):
         if _foreign(node.args[0], modules) or _foreign(_base(node.args[0]), modules):
             return f"uses {node.func.id} on {ast.unparse(node.args[0])}"
+    if (
+        isinstance(node, ast.Attribute)
+        and _private(node.attr)
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ):
+        return f"uses .{node.attr}"  # a library's internals (xla_client._xla, backend._client)
     for target in targets:
         for store in _stores(target):
             if isinstance(store, ast.Attribute) and store.attr == "__class__":

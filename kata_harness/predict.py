@@ -316,7 +316,15 @@ def _codes(pairs: list[tuple[Any, str]]) -> dict[Any, str]:
     return codes
 
 
-_CLIENT_COMPILES = frozenset({"compile", "compile_and_load", "deserialize_executable"})
+_CLIENT_COMPILES = frozenset(
+    {
+        "compile",
+        "compile_and_load",
+        "compile_ifrt_program",
+        "compile_and_load_ifrt_program",
+        "deserialize_executable",
+    }
+)
 
 
 def predicted_entries(task: str, predicted: object, bank: Iterable[Any]) -> dict[Any, Any]:

@@ -182,3 +182,23 @@ def test_the_scan_refuses_computed_names_and_what_wrappers_keep(source):
     """A name built at run time reaches any attribute; a wrapper's defaults, closure and
     __wrapped__ reach the function the harness put it around."""
     assert guard.scan(source, "kata.py") is not None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import jaxlib.xla_client as xc\n",
+        "from jaxlib import _jax\n",
+        "import jax.extend.backend as b\nclient = b.get_backend()._client\n",
+        "import numpy as np\nx = np._core\n",
+    ],
+)
+def test_the_scan_refuses_the_xla_client_and_library_internals(source):
+    """jaxlib's client compiles and costs programs beside JAX's refusals; a library's private
+    attributes are its internals, whatever expression reaches them."""
+    assert guard.scan(source, "kata.py") is not None
+
+
+def test_the_scan_leaves_a_kata_class_its_private_attributes():
+    source = "class Cache:\n    def get(self):\n        return self._entries\n"
+    assert guard.scan(source, "kata.py") is None
