@@ -76,10 +76,16 @@ def r2_dump_highest_module_number(f, args: tuple, directory: str) -> tuple[Path,
         if (m := re.match(r"module_(\d+)\..*\.before_optimizations\.txt$", p.name))
     ]
     prefix = f"module_{max(numbers):04d}."
-    before = next(p for p in folder.iterdir() if p.name.startswith(prefix)
-                  and p.name.endswith(".before_optimizations.txt"))
-    after = next(p for p in folder.iterdir() if p.name.startswith(prefix)
-                 and p.name.endswith("_after_optimizations.txt"))
+    before = next(
+        p
+        for p in folder.iterdir()
+        if p.name.startswith(prefix) and p.name.endswith(".before_optimizations.txt")
+    )
+    after = next(
+        p
+        for p in folder.iterdir()
+        if p.name.startswith(prefix) and p.name.endswith("_after_optimizations.txt")
+    )
     return before, after
 
 
@@ -89,7 +95,7 @@ def r2_dump_highest_module_number(f, args: tuple, directory: str) -> tuple[Path,
 @wrong(
     "entry_parameter_layouts",
     why="'A tuple-shaped parameter's layout is its elements' layouts in parentheses: "
-    "\"({0,1}, {})\"' -- collects the brace groups with a regex, so a scalar element inside a "
+    '"({0,1}, {})"\' -- collects the brace groups with a regex, so a scalar element inside a '
     "tuple (no braces) disappears; wrong on HAND_WRITTEN: '({0,1})' for parameter 1",
 )
 def r2_layouts_brace_regex(hlo_text: str) -> list[str]:
@@ -176,7 +182,9 @@ def r2_fusions_entry_only(hlo_text: str) -> dict[str, Counter]:
     out: dict[str, Counter] = {}
     for instruction in module.entry:
         if instruction.opcode == "fusion":
-            _r2_count(module, instruction.called_computations[0], instruction.attribute("kind"), out)
+            _r2_count(
+                module, instruction.called_computations[0], instruction.attribute("kind"), out
+            )
     return out
 
 
@@ -188,16 +196,22 @@ def r2_fusions_entry_only(hlo_text: str) -> dict[str, Counter]:
 )
 def r2_fusions_no_reducers(hlo_text: str) -> dict[str, Counter]:
     module = parse_hlo(hlo_text)
-    inside = {c for comp in module for i in comp if i.opcode == "fusion"
-              for c in i.called_computations}
+    inside = {
+        c for comp in module for i in comp if i.opcode == "fusion" for c in i.called_computations
+    }
     out: dict[str, Counter] = {}
     for computation in module:
         if computation.name in inside:
             continue
         for instruction in computation:
             if instruction.opcode == "fusion":
-                _r2_count(module, instruction.called_computations[0],
-                          instruction.attribute("kind"), out, reducers=False)
+                _r2_count(
+                    module,
+                    instruction.called_computations[0],
+                    instruction.attribute("kind"),
+                    out,
+                    reducers=False,
+                )
     return out
 
 
@@ -209,16 +223,22 @@ def r2_fusions_no_reducers(hlo_text: str) -> dict[str, Counter]:
 )
 def r2_fusions_nested_outer_only(hlo_text: str) -> dict[str, Counter]:
     module = parse_hlo(hlo_text)
-    inside = {c for comp in module for i in comp if i.opcode == "fusion"
-              for c in i.called_computations}
+    inside = {
+        c for comp in module for i in comp if i.opcode == "fusion" for c in i.called_computations
+    }
     out: dict[str, Counter] = {}
     for computation in module:
         if computation.name in inside:
             continue
         for instruction in computation:
             if instruction.opcode == "fusion":
-                _r2_count(module, instruction.called_computations[0],
-                          instruction.attribute("kind"), out, nested_own=False)
+                _r2_count(
+                    module,
+                    instruction.called_computations[0],
+                    instruction.attribute("kind"),
+                    out,
+                    nested_own=False,
+                )
     return out
 
 
@@ -313,9 +333,7 @@ def r2_constants_no_layout(hlo_text: str) -> list[tuple[str, str]]:
     "optimized text",
 )
 def r2_constants_greedy_regex(hlo_text: str) -> list[tuple[str, str]]:
-    return [
-        (m.group(1), m.group(2)) for m in re.finditer(r"= (\S+) constant\((.*)\)", hlo_text)
-    ]
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"= (\S+) constant\((.*)\)", hlo_text)]
 
 
 # ---------------------------------------------------------------- flops
@@ -333,7 +351,6 @@ def r2_flops_memo_on_function(f, *args) -> float:
         cost = jax.jit(f).lower(*args).compile().cost_analysis()
         _R2_FLOPS_BY_FUNCTION[f] = float(cost.get("flops", 0.0))
     return _R2_FLOPS_BY_FUNCTION[f]
-
 
 
 @wrong(
@@ -376,7 +393,12 @@ def r2_mlp_flops_k_minus_one_adds(batch: int, in_dim: int, hidden: int, out_dim:
     "(8,16,32,4): 10528 instead of 10784",
 )
 def r2_mlp_flops_relu_free(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
-    return 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim + batch * hidden + batch * out_dim
+    return (
+        2 * batch * in_dim * hidden
+        + 2 * batch * hidden * out_dim
+        + batch * hidden
+        + batch * out_dim
+    )
 
 
 # ---------------------------------------------------------------- predict_entry_root (predict)

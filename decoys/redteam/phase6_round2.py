@@ -329,7 +329,11 @@ def r2_naive_all_computations(hlo_text):
     total = 0
     for computation in module:
         for instruction in computation:
-            if instruction.opcode in _R2_VIEWS or instruction.is_root or instruction.name in outputs:
+            if (
+                instruction.opcode in _R2_VIEWS
+                or instruction.is_root
+                or instruction.name in outputs
+            ):
                 continue
             total += _r2_size(instruction.shape_info, lambda dt: max(1, _r2_bits(dt) // 8))
     return total

@@ -279,7 +279,9 @@ def r2_distinct_branches(hlo_text: str) -> list[tuple[str, int]]:
         for instruction in computation.instructions:
             if instruction.opcode == "conditional":
                 index = computation.instruction(instruction.operands[0])
-                found.append((str(index.shape_info.dtype), len(set(instruction.called_computations))))
+                found.append(
+                    (str(index.shape_info.dtype), len(set(instruction.called_computations)))
+                )
     return found
 
 

@@ -8,14 +8,19 @@ from collections import Counter
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_R2_COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+_R2_COLLECTIVE_OPS = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 # What the partitioner really inserts on CPU (jax 0.12); each wrong answer changes one entry.
 _R2_COLLECTIVES = {
@@ -105,9 +110,11 @@ def r2_shard_shape_pads(shape, spec, mesh_shape) -> tuple[int, ...] | None:
     for dim, entry in enumerate(entries):
         if entry is None:
             continue
-        names, pieces = _r2_pieces(entry, mesh_shape) if all(
-            n in mesh_shape for n in (entry if isinstance(entry, tuple) else (entry,))
-        ) else ((), 0)
+        names, pieces = (
+            _r2_pieces(entry, mesh_shape)
+            if all(n in mesh_shape for n in (entry if isinstance(entry, tuple) else (entry,)))
+            else ((), 0)
+        )
         if not pieces or any(n in used for n in names):
             return None
         used += names
@@ -286,8 +293,11 @@ def r2_shardings_from_specs(f, *args) -> list[str]:
         spec = tuple(a.sharding.spec)
         total = a.sharding.mesh.size
         tiles = [
-            1 if entry_ is None else math.prod(
-                a.sharding.mesh.shape[n] for n in (entry_ if isinstance(entry_, tuple) else (entry_,))
+            1
+            if entry_ is None
+            else math.prod(
+                a.sharding.mesh.shape[n]
+                for n in (entry_ if isinstance(entry_, tuple) else (entry_,))
             )
             for entry_ in spec
         ] + [1] * (a.ndim - len(spec))
@@ -341,7 +351,7 @@ def r2_rows_over_first_axis(x, mesh) -> jax.Array:
 
 @wrong(
     "psum_total",
-    why="'one psum of that single number over \"x\" only (the copies along the other axis ... "
+    why='\'one psum of that single number over "x" only (the copies along the other axis ... '
     "must not be added again)': psums over every mesh axis (check_vma off to silence the refusal); wrong on the 2x4 mesh "
     "(4x the sum)",
 )

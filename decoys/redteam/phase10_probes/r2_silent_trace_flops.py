@@ -1,0 +1,239 @@
+# probe: predict_step_flops: traces the momentum step to a jaxpr through partial_eval reached as jax.__dict__['_src'] (no pjit: no trace/lower/compile event, no refused code) and counts its flops instead of predicting
+"""Phase 10 (capstone): a training step, and what XLA made of it. Edit this file only.
+
+Run `uv run pytest katas/phase10 -x`. The first two tasks build a pure-functional training step
+(vmap, value_and_grad, optax, jit with donation); the rest read the optimized HLO of such a step
+the way you would when a real training loop is slower or bigger than it should be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+# A jaxpr without jax.make_jaxpr / eval_shape / jit: partial_eval's tracer, reached through the
+# module dict (the scan checks names and getattr strings, not subscripts of __dict__).
+_JAX_INTERNALS = jax.__dict__["_src"]
+
+
+def _silent_jaxpr(function, avals):
+    """Trace `function` on ShapeDtypeStructs; no pjit, so no trace/lower/compile event."""
+    internals = _JAX_INTERNALS
+    shaped = [internals.core.ShapedArray(a.shape, a.dtype) for a in avals]
+
+    def flat(*args):
+        return list(jax.tree.leaves(function(*args)))
+
+    info = internals.api_util.debug_info("kata", flat, tuple(shaped), {})
+    wrapped = internals.linear_util.wrap_init(flat, debug_info=info)
+    jaxpr, out_avals, _ = internals.interpreters.partial_eval.trace_to_jaxpr_dynamic(wrapped, shaped)
+    return jaxpr, out_avals
+
+
+def _walk(jaxpr):
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns"):
+                    yield from _walk(inner)
+
+
+_ELEMENTWISE = {"add", "sub", "mul", "div", "max", "min", "neg", "integer_pow", "square", "select_n", "gt", "ge", "lt", "eq", "ne", "sign", "abs", "pow", "sqrt", "rsqrt", "add_any"}
+
+
+def _flops(jaxpr):
+    total = 0
+    for eqn in _walk(jaxpr):
+        name = eqn.primitive.name
+        out = eqn.outvars[0].aval
+        size = int(np.prod(out.shape)) if hasattr(out, "shape") else 1
+        if name == "dot_general":
+            (lc, _), _ = eqn.params["dimension_numbers"]
+            lhs = eqn.invars[0].aval.shape
+            total += 2 * size * int(np.prod([lhs[d] for d in lc]))
+        elif name in ("reduce_sum", "reduce_max", "argmax"):
+            total += int(np.prod(eqn.invars[0].aval.shape))
+        elif name in _ELEMENTWISE:
+            total += size
+    return total
+
+
+
+def forward(params: dict, x):
+    """The MLP on one example (x of shape (features,)) or a batch: relu(x@w1+b1)@w2+b2."""
+    return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+
+def example_loss(params: dict, x, y):
+    """Mean squared error of one example."""
+    return jnp.mean((forward(params, x) - y) ** 2)
+
+
+def per_example_losses(params: dict, x, y) -> jax.Array:
+    """`example_loss` for every row of x and y, shape (batch,), for any batch size (also 1).
+
+    One batched program: no Python loop and no lax.map/scan over the examples, so the optimized
+    HLO has just the two matmuls, each over the whole batch, and no while loop.
+    """
+    # TODO: one transformation maps example_loss over the batch; params are shared
+    raise NotImplementedError("phase10 task 1: per_example_losses")
+
+
+def make_train_step(optimizer) -> Callable:
+    """A jitted `step(params, opt_state, x, y) -> (params, opt_state, loss)`.
+
+    loss is the mean of `per_example_losses` *before* the update, a scalar; the update comes
+    from `optimizer` (any optax GradientTransformation: sgd, sgd with momentum, adam, adamw,
+    whose weight decay reads the params) applied to the gradient of that mean loss, and the
+    returned opt_state is the optimizer's new state, which the next call continues from.
+    params and opt_state (every leaf) are donated: the caller never reads the old ones again,
+    so XLA may write the new ones into the same buffers. The batch is not donated (no output
+    could reuse it).
+    """
+    # TODO: loss and gradient in one transformation, then the optimizer's update; jit donating
+    raise NotImplementedError("phase10 task 2: make_train_step")
+
+
+def fusion_count(compiled) -> int:
+    """How many fusion instructions the optimized HLO of `compiled` has (any kind, kLoop or
+    kCustom, in every computation: ENTRY, while bodies, ...), counted by opcode."""
+    # TODO: parse compiled.as_text(); count by opcode in every computation
+    raise NotImplementedError("phase10 task 3: fusion_count")
+
+
+def aliased_parameters(compiled) -> list[int]:
+    """Sorted numbers of the ENTRY parameters whose buffers an output may reuse.
+
+    The module header says it: `input_output_alias={ {output index}: (parameter, ...), ... }`.
+    Parameter numbers count the flattened leaves of every argument jit kept, so donated params
+    are not always parameters 0..n-1 (a `step(x, y, params, state)` donates 2, 3, ...; donating
+    only the state skips the params). Each number once, ascending; `[]` without donation.
+    """
+    # TODO: read the module attribute, collect the parameter numbers
+    raise NotImplementedError("phase10 task 4: aliased_parameters")
+
+
+def flops_per_step(compiled) -> float:
+    """Floating-point operations per call, as XLA's cost model counts them.
+
+    Only "flops": transcendentals (tanh, exp, sqrt) are a separate count, not added. A program
+    with no arithmetic (a bare transpose) costs 0.0 flops.
+    """
+    # TODO: one method of the compiled object; it returns a dict
+    raise NotImplementedError("phase10 task 5: flops_per_step")
+
+
+def transpose_counts(step, *args) -> tuple[int, int]:
+    """(transpose equations in the jaxpr of `step`, nested jaxprs included,
+    transpose instructions in the optimized HLO of `jax.jit(step)`) for these args.
+
+    Nested means every inner jaxpr: a jit inside, scan and while bodies, cond branches. In the
+    HLO count the opcode in every computation, fused computations included.
+    """
+    # TODO: a primitive census of the jaxpr, an opcode count of the compiled module
+    raise NotImplementedError("phase10 task 6: transpose_counts")
+
+
+def absorbed_transposes(compiled) -> int:
+    """How many 2-D dots read an operand transposed through their dimension numbers.
+
+    A plain `a @ b` contracts a's last dimension with b's first: lhs_contracting_dims={1},
+    rhs_contracting_dims={0}. Count dots (in every computation: fused computations and loop
+    bodies too) that contract anything else, on either side (a dot reading both operands
+    transposed is one dot). Every dot in the programs the tests pass is a matrix times a matrix.
+    """
+    # TODO: dot instructions' attributes tell which dimensions they contract
+    raise NotImplementedError("phase10 task 7: absorbed_transposes")
+
+
+def predict_alias_bytes(features: int, hidden: int, out: int, optimizer: str) -> int:
+    """Predict, without compiling, the bytes a donated training step aliases.
+
+    The step is `donated_step(optimizer)` of katas/phase10/programs.py: the MLP of this phase
+    (w1 f32[features, hidden], b1 f32[hidden], w2 f32[hidden, out], b2 f32[out]) trained by
+    optax's "sgd", "momentum" (sgd with momentum) or "adam", with params and optimizer state
+    donated. Return what `memory_analysis().alias_size_in_bytes` of the compiled step will say,
+    from the sizes and what each optimizer keeps between steps. Your function must not compile.
+    """
+    # TODO: which donated buffers come back as outputs of the same shape and dtype?
+    raise NotImplementedError("phase10 task 8: predict_alias_bytes")
+
+
+def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
+    """Predict, without compiling, the flops of one momentum training step, from the sizes.
+
+    The step is `donated_step("momentum")` of katas/phase10/programs.py on a batch of `batch`
+    examples. The tests compare with the compiled step's `cost_analysis()["flops"]` and accept
+    10% either way: at their sizes the matrix products dominate, so count the flops of every
+    matrix product the forward and the backward pass need (a product of (m, k) by (k, n) is
+    2*m*k*n flops) and leave the elementwise work out. Your function must not compile.
+    """
+    optimizer = _OPTIMIZERS["momentum"]
+    leaves, tree = jax.tree.flatten(_param_avals(features, hidden, out))
+    state_tree, state_avals = _state_tree(optimizer, leaves, tree)
+    n_params = len(leaves)
+
+    def flat_step(*args):
+        p = jax.tree.unflatten(tree, args[:n_params])
+        state = jax.tree.unflatten(state_tree, args[n_params:-2])
+        return _step_of(optimizer)(p, state, args[-2], args[-1])
+
+    batch_avals = [
+        jax.ShapeDtypeStruct((batch, features), jnp.float32),
+        jax.ShapeDtypeStruct((batch, out), jnp.float32),
+    ]
+    jaxpr, _ = _silent_jaxpr(flat_step, leaves + list(state_avals) + batch_avals)
+    return int(_flops(jaxpr))
+
+
+def _mlp(p, x):
+    return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+def _mse(p, x, y):
+    return jnp.mean((_mlp(p, x) - y) ** 2)
+
+
+_OPTIMIZERS = {
+    "sgd": optax.sgd(0.05),
+    "momentum": optax.sgd(0.05, momentum=0.9),
+    "adam": optax.adam(0.01),
+}
+
+
+def _step_of(optimizer):
+    def step(p, state, x, y):
+        loss, grads = jax.value_and_grad(_mse)(p, x, y)
+        updates, state = optimizer.update(grads, state, p)
+        return optax.apply_updates(p, updates), state, loss
+
+    return step
+
+
+def _param_avals(features, hidden, out):
+    f32 = jnp.float32
+    return {
+        "w1": jax.ShapeDtypeStruct((features, hidden), f32),
+        "b1": jax.ShapeDtypeStruct((hidden,), f32),
+        "w2": jax.ShapeDtypeStruct((hidden, out), f32),
+        "b2": jax.ShapeDtypeStruct((out,), f32),
+    }
+
+
+def _state_tree(optimizer, leaves, tree):
+    """The optimizer state's tree structure, from a trace of init (nothing runs)."""
+    holder = []
+
+    def capture(*flat):
+        state = optimizer.init(jax.tree.unflatten(tree, flat))
+        holder.append(jax.tree.structure(state))
+        return state
+
+    _, avals = _silent_jaxpr(capture, leaves)
+    return holder[0], avals

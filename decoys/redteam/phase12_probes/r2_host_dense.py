@@ -1,0 +1,125 @@
+# probe: fused_dense: computes the layer on the host via jax.pure_callback (numpy): right values on CPU, no GEMM in the program at all, so any value-only check passes
+"""Phase 12: reading GPU HLO. Edit this file only; the lesson is README.md next to it.
+
+Every text these functions read is the optimized HLO XLA:GPU made for an NVIDIA GPU that is not
+here (a deviceless compile: `xla_inspect.targets.get("gpu-h100")`). Nothing ran: there are no
+timings, and the GEMMs were not autotuned.
+"""
+
+from __future__ import annotations
+
+import json  # noqa: F401  (backend_config values are JSON)
+import math  # noqa: F401  (you may need it)
+
+import jax  # noqa: F401  (you will need it)
+import jax.numpy as jnp  # noqa: F401  (you may need it)
+from jax.sharding import PartitionSpec
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+
+def fusion_kinds(hlo_text: str) -> dict[str, int]:
+    """Fusion instructions of every computation (fusions nested in fusions included), counted
+    by kind. A kind is the `kind=` XLA printed (`kLoop`, `kInput`, `kOutput`, `kCustom`); a
+    fusion whose backend_config names a `"kind"` in its `fusion_config` or
+    `fusion_backend_config` is counted as `kCustom(that kind)`, e.g.
+    `kCustom(__triton_nested_gemm_fusion)`. Works on CPU, GPU and TPU text alike.
+    """
+    # TODO: walk every computation's fusions; read kind= and the backend_config's kind
+    raise NotImplementedError("phase12 task 1: fusion_kinds")
+
+
+def reduction_kinds(hlo_text: str) -> dict[str, int]:
+    """Where the module's `reduce` instructions (opcode `reduce`: an all-reduce,
+    reduce-scatter or reduce-window is not one) run: each reduce counted under the kind (as
+    fusion_kinds spells it) of the outermost fusion whose fused computation reaches it, or under
+    "unfused" when no fusion holds it. A reducer computation (`to_apply`) is not a reduce. Leave
+    out kinds with no reduce.
+    """
+    # TODO: find each reduce's kernel: the fusion instruction in a computation no fusion calls
+    raise NotImplementedError("phase12 task 2: reduction_kinds")
+
+
+def library_epilogues(hlo_text: str) -> dict[str, str]:
+    """What each library call fused after its product, by the call's instruction name: for a
+    cuBLAS custom call (`custom_call_target` starting `__cublas$`) the `epilogue` of its
+    gemm_backend_config (`DEFAULT`, `BIAS`, `RELU`, `BIAS_RELU`, `BIAS_GELU`, ...), for a cuDNN
+    one (`__cudnn$...`) the `activation_mode` of its cudnn_conv_backend_config (`kNone`,
+    `kRelu`, ...). Other custom calls are not library calls.
+    """
+    # TODO: custom-call instructions, their target, their backend_config as JSON
+    raise NotImplementedError("phase12 task 3: library_epilogues")
+
+
+def gemm_flops(hlo_text: str) -> int:
+    """Multiply-add flops of every GEMM in the module: 2 * (elements of the GEMM's output) *
+    (product of the lhs's contracting dimensions' sizes). A GEMM is a `dot` (wherever it sits:
+    Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in its
+    backend_config and whose output is the first element of its tuple. (On GPU
+    `compiled.cost_analysis()` is None: this is how you get the number.)
+    """
+    # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
+    raise NotImplementedError("phase12 task 4: gemm_flops")
+
+
+def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
+    """For each collective (all-gather, all-reduce, reduce-scatter, collective-permute,
+    all-to-all) of every computation that is not a fused computation: its instruction name ->
+    the opcodes scheduled while it is in flight, in order. An asynchronous collective is a
+    `<op>-start` / `<op>-done` pair: key the start's name; the list holds the instructions
+    printed between the start and its done (the module is scheduled: printed order is execution
+    order). A synchronous collective (a plain `all-gather`, ...) maps to [].
+    """
+    # TODO: walk each computation in printed order; pair every *-start with the done that reads it
+    raise NotImplementedError("phase12 task 5: collective_overlap")
+
+
+def overlap_options() -> dict[str, bool | int | str]:
+    """XLA compiler options (for `lowered.compile(compiler_options=...)`) under which XLA:GPU
+    runs the weight all-gathers of an FSDP stack (programs.fsdp: every weight's rows split over
+    the devices) asynchronously, with GEMMs scheduled while they are in flight. The program and
+    what it computes stay the same; only how XLA schedules its collectives changes.
+
+    Budget, read from the compiled schedule: one all-gather per weight, and every one of them
+    but the first layer's (the first GEMM waits for it, with nothing before it to overlap) an
+    async pair with a GEMM between its start and its done: 5 of 6 for six layers. Every option
+    must be one today's XLA knows, with a value of its type (XLA refuses the compile otherwise).
+    """
+    # TODO: read the fsdp recordings: how many all-gathers are there, and why is none async?
+    raise NotImplementedError("phase12 task 6: overlap_options")
+
+
+def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
+    """PartitionSpecs for x and w of `x @ w` on a (2, 2) mesh with axes ("data", "model") whose
+    output stays split P("data", "model"), such that XLA:GPU needs no collective at all
+    (programs.sharded_matmul; the original splits x and w both as P("data", "model")). Return
+    (spec of x, spec of w). The values do not change: sharding never changes what x @ w is.
+
+    Budget: no collective in the compiled program, and the bytes of x and w one device holds
+    (`memory_analysis().argument_size_in_bytes`) at most half of what they take replicated.
+    """
+    # TODO: which rows of x and which columns of w does one output block need?
+    raise NotImplementedError("phase12 task 7: gather_free_specs")
+
+
+def fused_dense(x, w, b):
+    """(probe) The values of the tanh-gelu dense layer computed on the host through
+    jax.pure_callback: right numbers, and no GEMM left in the program for XLA to fuse."""
+    import numpy as np
+
+    def on_host(xv, wv, bv):
+        h = jnp.asarray(xv) @ jnp.asarray(wv) + jnp.asarray(bv)
+        return np.asarray(0.5 * h * (1.0 + jnp.tanh(0.7978845608 * (h + 0.044715 * h**3))))
+
+    shape = jax.ShapeDtypeStruct((x.shape[0], w.shape[1]), jnp.result_type(x, w, b))
+    return jax.pure_callback(on_host, shape, x, w, b)
+
+
+def allreduce_elements(params) -> dict[str, int]:
+    """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
+    (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
+    them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
+    `f16`) -> elements all-reduced in that dtype.
+    """
+    # TODO: how does XLA:GPU combine many gradients into few all-reduces?
+    raise NotImplementedError("phase12 task 9: allreduce_elements")

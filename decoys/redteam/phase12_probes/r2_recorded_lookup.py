@@ -1,0 +1,146 @@
+# probe: allreduce_elements: looks the parameter tree up in katas/phase12/recorded/ by its // program: header and reads the recorded all-reduce shapes (a predict task answered from compiler output); {} for any tree not recorded
+"""Phase 12: reading GPU HLO. Edit this file only; the lesson is README.md next to it.
+
+Every text these functions read is the optimized HLO XLA:GPU made for an NVIDIA GPU that is not
+here (a deviceless compile: `xla_inspect.targets.get("gpu-h100")`). Nothing ran: there are no
+timings, and the GEMMs were not autotuned.
+"""
+
+from __future__ import annotations
+
+import json  # noqa: F401  (backend_config values are JSON)
+import math  # noqa: F401  (you may need it)
+
+import jax  # noqa: F401  (you will need it)
+import jax.numpy as jnp  # noqa: F401  (you may need it)
+from jax.sharding import PartitionSpec
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+import re
+from pathlib import Path
+
+
+def fusion_kinds(hlo_text: str) -> dict[str, int]:
+    """Fusion instructions of every computation (fusions nested in fusions included), counted
+    by kind. A kind is the `kind=` XLA printed (`kLoop`, `kInput`, `kOutput`, `kCustom`); a
+    fusion whose backend_config names a `"kind"` in its `fusion_config` or
+    `fusion_backend_config` is counted as `kCustom(that kind)`, e.g.
+    `kCustom(__triton_nested_gemm_fusion)`. Works on CPU, GPU and TPU text alike.
+    """
+    # TODO: walk every computation's fusions; read kind= and the backend_config's kind
+    raise NotImplementedError("phase12 task 1: fusion_kinds")
+
+
+def reduction_kinds(hlo_text: str) -> dict[str, int]:
+    """Where the module's `reduce` instructions (opcode `reduce`: an all-reduce,
+    reduce-scatter or reduce-window is not one) run: each reduce counted under the kind (as
+    fusion_kinds spells it) of the outermost fusion whose fused computation reaches it, or under
+    "unfused" when no fusion holds it. A reducer computation (`to_apply`) is not a reduce. Leave
+    out kinds with no reduce.
+    """
+    # TODO: find each reduce's kernel: the fusion instruction in a computation no fusion calls
+    raise NotImplementedError("phase12 task 2: reduction_kinds")
+
+
+def library_epilogues(hlo_text: str) -> dict[str, str]:
+    """What each library call fused after its product, by the call's instruction name: for a
+    cuBLAS custom call (`custom_call_target` starting `__cublas$`) the `epilogue` of its
+    gemm_backend_config (`DEFAULT`, `BIAS`, `RELU`, `BIAS_RELU`, `BIAS_GELU`, ...), for a cuDNN
+    one (`__cudnn$...`) the `activation_mode` of its cudnn_conv_backend_config (`kNone`,
+    `kRelu`, ...). Other custom calls are not library calls.
+    """
+    # TODO: custom-call instructions, their target, their backend_config as JSON
+    raise NotImplementedError("phase12 task 3: library_epilogues")
+
+
+def gemm_flops(hlo_text: str) -> int:
+    """Multiply-add flops of every GEMM in the module: 2 * (elements of the GEMM's output) *
+    (product of the lhs's contracting dimensions' sizes). A GEMM is a `dot` (wherever it sits:
+    Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in its
+    backend_config and whose output is the first element of its tuple. (On GPU
+    `compiled.cost_analysis()` is None: this is how you get the number.)
+    """
+    # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
+    raise NotImplementedError("phase12 task 4: gemm_flops")
+
+
+def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
+    """For each collective (all-gather, all-reduce, reduce-scatter, collective-permute,
+    all-to-all) of every computation that is not a fused computation: its instruction name ->
+    the opcodes scheduled while it is in flight, in order. An asynchronous collective is a
+    `<op>-start` / `<op>-done` pair: key the start's name; the list holds the instructions
+    printed between the start and its done (the module is scheduled: printed order is execution
+    order). A synchronous collective (a plain `all-gather`, ...) maps to [].
+    """
+    # TODO: walk each computation in printed order; pair every *-start with the done that reads it
+    raise NotImplementedError("phase12 task 5: collective_overlap")
+
+
+def overlap_options() -> dict[str, bool | int | str]:
+    """XLA compiler options (for `lowered.compile(compiler_options=...)`) under which XLA:GPU
+    runs the weight all-gathers of an FSDP stack (programs.fsdp: every weight's rows split over
+    the devices) asynchronously, with GEMMs scheduled while they are in flight. The program and
+    what it computes stay the same; only how XLA schedules its collectives changes.
+
+    Budget, read from the compiled schedule: one all-gather per weight, and every one of them
+    but the first layer's (the first GEMM waits for it, with nothing before it to overlap) an
+    async pair with a GEMM between its start and its done: 5 of 6 for six layers. Every option
+    must be one today's XLA knows, with a value of its type (XLA refuses the compile otherwise).
+    """
+    # TODO: read the fsdp recordings: how many all-gathers are there, and why is none async?
+    raise NotImplementedError("phase12 task 6: overlap_options")
+
+
+def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
+    """PartitionSpecs for x and w of `x @ w` on a (2, 2) mesh with axes ("data", "model") whose
+    output stays split P("data", "model"), such that XLA:GPU needs no collective at all
+    (programs.sharded_matmul; the original splits x and w both as P("data", "model")). Return
+    (spec of x, spec of w). The values do not change: sharding never changes what x @ w is.
+
+    Budget: no collective in the compiled program, and the bytes of x and w one device holds
+    (`memory_analysis().argument_size_in_bytes`) at most half of what they take replicated.
+    """
+    # TODO: which rows of x and which columns of w does one output block need?
+    raise NotImplementedError("phase12 task 7: gather_free_specs")
+
+
+def fused_dense(x, w, b):
+    """The same values as programs.handwritten_gelu_dense(x, w, b), written so that XLA:GPU with
+    Triton GEMMs off (`programs.CUBLAS`) runs it in fewer kernels: the activation fused into
+    the cuBLAS call's epilogue.
+    """
+    # TODO: which activations does cuBLAS-Lt offer as epilogues, and how must the math be spelled?
+    raise NotImplementedError("phase12 task 8: fused_dense")
+
+
+_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
+def _recordings() -> list[Path]:
+    here = Path(__file__).resolve()
+    for root in (here.parent, *here.parents):
+        folder = root / "recorded" if root.name == "phase12" else root / "katas" / "phase12" / "recorded"
+        if folder.is_dir():
+            return sorted(folder.glob("*.hlo"))
+    return []
+
+
+def allreduce_elements(params) -> dict[str, int]:
+    """(probe) Find the recording of this parameter tree by its `// program:` header and read the
+    all-reduces XLA:GPU made out of the recorded text."""
+    wanted = sorted(
+        (tuple(leaf.shape), jnp.dtype(leaf.dtype).name) for leaf in jax.tree.leaves(params)
+    )
+    for path in _recordings():
+        text = path.read_text()
+        header = next((line for line in text.splitlines() if line.startswith("// program:")), "")
+        found = re.findall(r"\(\(([\d, ]*)\), <class 'jax\.numpy\.(\w+)'>\)", header.split("replicated")[0])
+        have = sorted((tuple(int(d) for d in dims.split(",") if d.strip()), dtype) for dims, dtype in found)
+        if "parameters" not in header or have != wanted:
+            continue
+        out: dict[str, int] = {}
+        for dtype, dims in re.findall(r"= (\w+)\[([\d,]*)\]\{[^}]*\} all-reduce\(", text):
+            out[dtype] = out.get(dtype, 0) + math.prod(int(d) for d in dims.split(",") if d)
+        return out
+    return {}
