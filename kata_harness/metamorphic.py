@@ -49,7 +49,7 @@ class HloVariant:
 
 
 def renamed(text: str, rng: random.Random) -> HloVariant | None:
-    """Every computation and instruction under a fresh label (``c3``, ``n41``), shuffled so
+    """Every computation and instruction under a fresh label (``k3``, ``n41``), shuffled so
     that label order says nothing either; None if one table cannot rename the module (a name
     defined twice)."""
     module = parse_hlo(text)
@@ -60,7 +60,8 @@ def renamed(text: str, rng: random.Random) -> HloVariant | None:
     labels = rng.sample(range(10 * len(instructions) + 10), len(instructions))
     names = {old: f"n{label}" for old, label in zip(instructions, labels, strict=True)}
     c_labels = rng.sample(range(10 * len(computations) + 10), len(computations))
-    names |= {old: f"c{label}" for old, label in zip(computations, c_labels, strict=True)}
+    # "k": a computation labelled c64 would read as a complex type
+    names |= {old: f"k{label}" for old, label in zip(computations, c_labels, strict=True)}
     if "%" in text:
         relabelled = _relabel_printed(text, names)
     else:  # JAX's unoptimized text prints names bare: go through XLA-style canonical names
@@ -150,7 +151,9 @@ def reordered(text: str, rng: random.Random) -> HloVariant | None:
 
 
 # A computation: its header (over several lines, up to the '{' that ends one) and its body.
-_ANY_BLOCK = re.compile(rf"^(?:ENTRY )?%?{_WORD}\b.*?\{{\n.*?^\}}\n", re.MULTILINE | re.DOTALL)
+_ANY_BLOCK = re.compile(
+    rf"^(?:ENTRY )?%?{_WORD}[ \t]*[({{].*?\{{\n.*?^\}}\n", re.MULTILINE | re.DOTALL
+)
 _BLOCK_NAME = re.compile(rf"(?:ENTRY )?%?({_WORD})")
 
 
