@@ -152,7 +152,7 @@ def reordered(text: str, rng: random.Random) -> HloVariant | None:
 
 # A computation: its header (over several lines, up to the '{' that ends one) and its body.
 _ANY_BLOCK = re.compile(
-    rf"^(?:ENTRY )?%?{_WORD}[ \t]*[({{].*?\{{\n.*?^\}}\n", re.MULTILINE | re.DOTALL
+    rf"^(?:ENTRY )?%?{_WORD}[ \t]*(?:\(.*?)?\{{\n.*?^\}}\n", re.MULTILINE | re.DOTALL
 )
 _BLOCK_NAME = re.compile(rf"(?:ENTRY )?%?({_WORD})")
 
