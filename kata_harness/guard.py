@@ -64,7 +64,9 @@ PROCESS_ATTRIBUTES = frozenset(
     | {f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
     | {f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
 )
-FORBIDDEN_NAMES = frozenset({"__import__", "exec", "eval", "compile", "breakpoint"})
+FORBIDDEN_NAMES = frozenset(
+    {"__import__", "exec", "eval", "compile", "breakpoint", "vars", "attrgetter", "methodcaller"}
+)
 FORBIDDEN_ATTRIBUTES = frozenset(
     {
         "modules",
@@ -79,6 +81,10 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "__builtins__",
         "__loader__",
         "__spec__",
+        "__dict__",  # jax.__dict__["_src"]: any name, by a string
+        "__getattribute__",
+        "attrgetter",
+        "methodcaller",
         "__setattr__",  # object.__setattr__(jax, "jit", ...) is an assignment too
         "__delattr__",
         "_src",  # JAX's internals: its monitoring listeners, its compiler

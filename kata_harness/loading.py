@@ -84,7 +84,8 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     predict.count_client_compiles()  # before the fingerprint: the counter is the harness's
     before = contract.fingerprint()
     try:
-        with predict.compiles_seen() as seen:
+        watched = {name for phase in curriculum.phases() for t in phase.tasks for name in t.refuse}
+        with predict.compiles_seen() as seen, predict.calls_seen(watched if scan else ()) as called:
             spec.loader.exec_module(module)
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything
         sys.modules.pop(module_name, None)
@@ -99,7 +100,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
             f"{label}: {_relative(path)} changes {patched[0]} while it loads: kata code may "
             "not change the libraries the tests measure with; remove that"
         )
-    _compiled_at_load[module_name] = [e for e in seen if e != "listener removed"] or (
+    _compiled_at_load[module_name] = [e for e in seen if e != "listener removed"] + called or (
         ["it removed JAX's monitoring listeners"] if seen else []
     )
     _cache[(module_name, path)] = (stamp, module)

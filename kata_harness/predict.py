@@ -18,7 +18,9 @@ that before the test compares each entry with what the compiler produced.
 
 from __future__ import annotations
 
+import copy
 import functools
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -53,6 +55,13 @@ def _refused_entry_points() -> list[tuple[Any, str]]:
         (jax.stages.Compiled, "memory_analysis"),
         *_client_compiles(),
     ]
+
+
+def _frozen(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # noqa: BLE001  (an object that cannot be copied is compared as it is)
+        return value
 
 
 def _label(owner: Any, name: str) -> str:
@@ -177,6 +186,25 @@ def count_client_compiles() -> None:
         setattr(client, name, counted)
 
 
+@contextmanager
+def calls_seen(dotted: Iterable[str]) -> Iterator[list[str]]:
+    """The functions named in ``dotted`` that the block called, under any name (a file that
+    builds a table with jnp.result_type while it loads neither traces nor compiles)."""
+    codes = _codes([_resolve(name) for name in dotted])
+    called: list[str] = []
+    previous = sys.getprofile()
+
+    def profile(frame: Any, event: str, _: Any) -> None:
+        if event == "call" and frame.f_code in codes:
+            called.append(f"called {codes[frame.f_code]}")
+
+    sys.setprofile(profile)
+    try:
+        yield called
+    finally:
+        sys.setprofile(previous)
+
+
 def refuse_in(module: Any, tasks: Iterable[Any], at_load: list[str]) -> None:
     """Wrap each predict task function of ``module`` so that every call runs with the compiler
     refused (``tasks``: the phase's tasks; ``at_load``: what the module compiled as it loaded)."""
@@ -222,7 +250,8 @@ def _refusing(
         __tracebackhide__ = True
         if at_load:
             pytest.fail(
-                f"{label}: the kata file ran JAX's compiler while it loaded ({at_load[0]}); "
+                f"{label}: the kata file traced, compiled or called what a prediction may not "
+                f"while it loaded ({at_load[0]}); "
                 "a prediction must come from the program and its shapes, so move that work "
                 "into the functions that read compiled output",
                 pytrace=False,
@@ -233,6 +262,9 @@ def _refusing(
                 value = function(*args, **kwargs)
             except _Consulted:
                 value = None
+        # What the test compares is what the answer returned now: a copy, which a listener or
+        # anything else the file left behind cannot fill in later.
+        value = _frozen(value)
         if attempts or seen:
             what = f"called {attempts[0]}" if attempts else f"made JAX {seen[0].replace('_', ' ')}"
             pytest.fail(
@@ -269,8 +301,9 @@ def _entry_points_refused(
         code = frame.f_code
         if code in allowed_codes:
             inside_allowed[0] += 1 if event == "call" else -1 if event == "return" else 0
-        elif event == "call" and code in codes and not inside_allowed[0]:
-            attempts.append(codes[code])
+        elif event == "call" and code in codes:
+            if not inside_allowed[0] or not _called_by_jax(frame, codes):
+                attempts.append(codes[code])
 
     sys.setprofile(profile)
     for owner, name, _ in saved:
@@ -289,6 +322,22 @@ def _entry_points_refused(
                 delattr(owner, name)
             else:
                 setattr(owner, name, original)
+
+
+def _called_by_jax(frame: Any, codes: dict[Any, str]) -> bool:
+    """Whether the refused function was called by JAX itself (eval_shape tracing with jit), not
+    by the answer's own code inside the function eval_shape traces."""
+    caller = frame.f_back
+    while caller is not None and caller.f_code.co_name == "reraise_with_filtered_traceback":
+        caller = caller.f_back  # jax's api_boundary layer
+    return caller is not None and caller.f_code.co_filename.startswith(_jax_dir())
+
+
+@functools.cache
+def _jax_dir() -> str:
+    import jax
+
+    return os.path.dirname(jax.__file__) + os.sep
 
 
 _stand_ins: dict[int, Any] = {}  # id of a refusing stand-in -> what it stands in for

@@ -202,3 +202,16 @@ def test_the_scan_refuses_the_xla_client_and_library_internals(source):
 def test_the_scan_leaves_a_kata_class_its_private_attributes():
     source = "class Cache:\n    def get(self):\n        return self._entries\n"
     assert guard.scan(source, "kata.py") is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import jax\nsrc = jax.__dict__['_src']\n",
+        "import jax\nsrc = vars(jax)['_src']\n",
+        "import jax\nsrc = jax.__getattribute__('_src')\n",
+        "from operator import attrgetter\nimport jax\nsrc = attrgetter('_s' + 'rc')(jax)\n",
+    ],
+)
+def test_the_scan_refuses_reaching_names_through_a_dict_or_a_getter(source):
+    assert guard.scan(source, "kata.py") is not None

@@ -195,3 +195,59 @@ def test_a_refused_function_passed_through_jax_or_under_an_outer_refusal_is_refu
     with pytest.raises(pytest.fail.Exception, match="result_type"):
         with predict.compiler_refused("phase0 outer", also=[(jnp, "result_type")]):
             module.predict_flops(2)
+
+
+def test_a_table_built_with_a_refused_function_while_the_file_loads_is_refused(tmp_path):
+    """jnp.result_type (refused by a phase-2 task) neither traces nor compiles: the load watch
+    names it all the same, and every predict task of the file then fails."""
+    path = tmp_path / "table.py"
+    path.write_text(
+        "import jax.numpy as jnp\n"
+        "_TABLE = {n: str(jnp.result_type('float32', 'int8')) for n in (1, 2)}\n"
+        "def predict_flops(n):\n    return 2 * n * n if _TABLE else 0\n"
+    )
+    module = loading.load_file(path, "_refusal_table", label="phase0", scan=True)
+    at_load = loading._compiled_at_load[module.__name__]
+    assert any("jax.numpy.result_type" in entry for entry in at_load), at_load
+    predict.refuse_in(module, [TASK], at_load)
+    with pytest.raises(pytest.fail.Exception, match="while it loaded"):
+        module.predict_flops(2)
+
+
+def test_what_the_answer_returned_cannot_be_filled_in_later(tmp_path):
+    """A listener the file registered that fills the returned dict when the test traces its own
+    program: the test compares a copy taken when the answer returned."""
+    path = tmp_path / "later.py"
+    path.write_text(
+        "import jax\n"
+        "_answer = {'k': 0}\n"
+        "def _fill(event, duration, **_):\n"
+        "    if event.endswith('backend_compile_duration'):\n"
+        "        _answer['k'] = 32\n"
+        "jax.monitoring.register_event_duration_secs_listener(_fill)\n"
+        "def predict_flops(n):\n    return _answer\n"
+    )
+    task = Task(0, 1, "predict_flops", "t", (), kind="predict")
+    module = loading.load_file(path, "_refusal_later", label="phase0")
+    predict.refuse_in(module, [task], [])
+    got = module.predict_flops(4)
+    jax.jit(lambda x: x * 3 + 1)(1.0)  # the test's own compile fires the listener
+    assert got == {"k": 0}
+
+
+def test_the_answer_may_not_call_refused_functions_inside_what_eval_shape_traces(tmp_path):
+    path = tmp_path / "tunnel.py"
+    path.write_text(
+        "import jax\nimport jax.numpy as jnp\nfrom jax import make_jaxpr as _mj\n"
+        "def predict_flops(n):\n"
+        "    def inner(x):\n"
+        "        _mj(jnp.sin)(1.0)\n"
+        "        return x\n"
+        "    jax.eval_shape(inner, jax.ShapeDtypeStruct((n,), jnp.float32))\n"
+        "    return 2 * n * n\n"
+    )
+    task = Task(0, 1, "predict_flops", "t", (), kind="predict", allow=("eval_shape",))
+    module = loading.load_file(path, "_refusal_tunnel", label="phase0")
+    predict.refuse_in(module, [task], [])
+    with pytest.raises(pytest.fail.Exception, match="make_jaxpr"):
+        module.predict_flops(2)
