@@ -181,6 +181,25 @@ def library_epilogues_by_instruction_name(hlo_text):
     return found
 
 
+@decoy(
+    "library_epilogues",
+    caught_by=["test_library_epilogues_legacy_cublas_gemm"],
+    why="takes only cuBLAS-Lt targets (__cublas$lt$...) for cuBLAS: the legacy __cublas$gemm "
+    "call (f64, or cuBLAS-Lt off) is left out",
+)
+def library_epilogues_lt_only(hlo_text):
+    found = {}
+    for computation in parse_hlo(hlo_text).computations:
+        for i in computation:
+            target = (i.attribute("custom_call_target") or "").strip('"')
+            config = _config(i) if i.opcode == "custom-call" else {}
+            if target.startswith("__cublas$lt$"):
+                found[i.name] = config["gemm_backend_config"]["epilogue"]
+            elif target.startswith("__cudnn$"):
+                found[i.name] = config["cudnn_conv_backend_config"]["activation_mode"]
+    return found
+
+
 def _dims(shape_text):
     first = shape_text.strip("(").split("{")[0]
     inner = first[first.index("[") + 1 : first.index("]")]
@@ -230,6 +249,55 @@ def gemm_flops_macs(hlo_text):
                     _dims(lhs.shape)[int(d)] for d in numbers["lhs_contracting_dimensions"]
                 )
                 total += math.prod(_dims(i.shape)) * k
+    return total
+
+
+def _library_gemm_flops(hlo_text, last_dim):
+    total = 0
+    for computation in parse_hlo(hlo_text).computations:
+        for i in computation:
+            config = _config(i) if i.opcode == "custom-call" else {}
+            if "gemm_backend_config" not in config:
+                continue
+            lhs = computation.instruction(i.operands[0])
+            assert lhs is not None
+            numbers = config["gemm_backend_config"]["dot_dimension_numbers"]
+            contracting = [-1] if last_dim else numbers["lhs_contracting_dimensions"]
+            k = math.prod(_dims(lhs.shape)[int(d)] for d in contracting)
+            total += 2 * math.prod(_dims(i.shape)) * k
+    return total
+
+
+@decoy(
+    "gemm_flops",
+    caught_by=["test_gemm_flops_legacy_cublas_entry_and_loop_dots"],
+    why="takes K as the lhs's last dimension for a cuBLAS call (row-major thinking), not its "
+    "lhs_contracting_dimensions: every recording contracts the last",
+)
+def gemm_flops_cublas_last_dim(hlo_text):
+    return _dot_flops(hlo_text, 2) + _library_gemm_flops(hlo_text, last_dim=True)
+
+
+@decoy(
+    "gemm_flops",
+    caught_by=["test_gemm_flops_legacy_cublas_entry_and_loop_dots"],
+    why="counts dots inside fused computations only (where XLA:GPU puts them): a dot in ENTRY "
+    "or a while body is missed",
+)
+def gemm_flops_fused_dots_only(hlo_text):
+    module = parse_hlo(hlo_text)
+    inside = fused_computation_names(module)
+    total = _library_gemm_flops(hlo_text, last_dim=False)
+    for computation in module.computations:
+        if computation.name not in inside:
+            continue
+        for i in computation:
+            if i.opcode == "dot":
+                contracting = re.findall(r"\d+", i.attribute("lhs_contracting_dims") or "")
+                lhs = computation.instruction(i.operands[0])
+                assert lhs is not None
+                k = math.prod(_dims(lhs.shape)[int(d)] for d in contracting)
+                total += 2 * math.prod(_dims(i.shape)) * k
     return total
 
 
@@ -311,6 +379,27 @@ def collective_overlap_next_done(hlo_text):
         for k, start in starts:
             done = start.opcode.replace("-start", "-done")
             end = next(e for e in range(k + 1, len(order)) if order[e].opcode == done)
+            found[start.name] = [j.opcode for j in order[k + 1 : end]]
+    return found
+
+
+@decoy(
+    "collective_overlap",
+    caught_by=["test_collective_overlap_async_start_wrapping_a_collective"],
+    why="recognises only <collective>-start opcodes: a generic async-start wrapping a "
+    "reduce-scatter or all-reduce is missed, and its wrapped collective reads as synchronous",
+)
+def collective_overlap_suffix_starts_only(hlo_text):
+    found = {}
+    module = parse_hlo(hlo_text)
+    inside = fused_computation_names(module)
+    for computation in module.computations:
+        if computation.name in inside:
+            continue
+        order, sync, starts = _sync_and_starts(computation)
+        found |= sync
+        for k, start in starts:
+            end = next(e for e in range(k + 1, len(order)) if start.name in order[e].operands)
             found[start.name] = [j.opcode for j in order[k + 1 : end]]
     return found
 

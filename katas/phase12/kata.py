@@ -67,9 +67,13 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
     the opcodes scheduled while it is in flight, in order. An asynchronous collective is a
     `<op>-start` / `<op>-done` pair: key the start's name; the list holds the instructions
     printed between the start and its done (the module is scheduled: printed order is execution
-    order). A synchronous collective (a plain `all-gather`, ...) maps to [].
+    order). A generic `async-start` whose wrapped computation (its `calls=`) holds the
+    collective is that collective's start (XLA prints it as `reduce-scatter-start`, ...), paired
+    with the `async-done` that reads it; the wrapped computation is part of it, not a
+    computation of its own. A synchronous collective (a plain `all-gather`, ...) maps to [].
     """
     # TODO: walk each computation in printed order; pair every *-start with the done that reads it
+    # (and every async-start whose wrapped computation holds a collective)
     raise NotImplementedError("phase12 task 5: collective_overlap")
 
 

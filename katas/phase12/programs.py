@@ -580,7 +580,116 @@ ENTRY %main (x: f32[8,16], y: f32[8,16]) -> (f32[32,16], f32[32,16], (s32[], f32
 }
 """
 
+# Hand-written: collectives started by a generic async-start whose wrapped computation holds the
+# collective (XLA prints these as reduce-scatter-start / all-reduce-start), beside a native
+# all-gather-start with nothing in flight. No recording shows the generic spelling.
+ASYNC_COLLECTIVES = """\
+HloModule async_collectives, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%wrapped_reduce_scatter (p0: f32[32,16]) -> f32[8,16] {
+  %p0 = f32[32,16]{1,0} parameter(0)
+  ROOT %scattered = f32[8,16]{1,0} reduce-scatter(%p0), channel_id=1,\
+      replica_groups={{0,1,2,3}}, dimensions={0}, to_apply=%add
+}
+
+%wrapped_all_reduce (q0: f32[8,16]) -> f32[8,16] {
+  %q0 = f32[8,16]{1,0} parameter(0)
+  ROOT %reduced = f32[8,16]{1,0} all-reduce(%q0), channel_id=2, replica_groups={{0,1,2,3}},\
+      to_apply=%add
+}
+
+ENTRY %main (x: f32[32,16], y: f32[8,16]) -> (f32[8,16], f32[8,16], f32[32,16]) {
+  %x = f32[32,16]{1,0} parameter(0)
+  %y = f32[8,16]{1,0} parameter(1)
+  %scatter-start = ((f32[32,16]{1,0}), f32[8,16]{1,0}) async-start(%x),\
+      calls=%wrapped_reduce_scatter
+  %negated = f32[8,16]{1,0} negate(%y)
+  %scatter-done = f32[8,16]{1,0} async-done(%scatter-start)
+  %sum-start = ((f32[8,16]{1,0}), f32[8,16]{1,0}) async-start(%negated),\
+      calls=%wrapped_all_reduce
+  %exp = f32[8,16]{1,0} exponential(%scatter-done)
+  %scaled = f32[8,16]{1,0} multiply(%exp, %y)
+  %sum-done = f32[8,16]{1,0} async-done(%sum-start)
+  %gather-start = (f32[8,16]{1,0}, f32[32,16]{1,0}) all-gather-start(%sum-done), channel_id=3,\
+      replica_groups={{0,1,2,3}}, dimensions={0}
+  %gather-done = f32[32,16]{1,0} all-gather-done(%gather-start)
+  ROOT %out = (f32[8,16]{1,0}, f32[8,16]{1,0}, f32[32,16]{1,0}) tuple(%scaled, %sum-done,\
+      %gather-done)
+}
+"""
+
+# Hand-written: GEMMs where the recordings never put them: a legacy cuBLAS call
+# (__cublas$gemm) contracting the lhs's dimension 0, a cuBLAS-Lt call with a bias epilogue, a
+# dot in ENTRY contracting the lhs's dimension 0 and a dot in a while body.
+_GEMM_CONFIG = (
+    '{"operation_queue_id":"0","gemm_backend_config":{"alpha_real":1,"beta":0,'
+    '"dot_dimension_numbers":{"lhs_contracting_dimensions":["LHS"],'
+    '"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},'
+    '"alpha_imag":0,"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],'
+    '"algorithm":"ALG_UNSET"},"epilogue":"EPILOGUE","grad_x":false,"grad_y":false,'
+    '"damax_output":false}}'
+)
+
+GEMMS_EVERYWHERE = f"""\
+HloModule gemms_everywhere, is_scheduled=true
+
+%cond (c0: (s32[], f32[8,40], f32[40,40])) -> pred[] {{
+  %c0 = (s32[], f32[8,40]{{1,0}}, f32[40,40]{{1,0}}) parameter(0)
+  %i = s32[] get-tuple-element(%c0), index=0
+  %limit = s32[] constant(3)
+  ROOT %more = pred[] compare(%i, %limit), direction=LT
+}}
+
+%body (b0: (s32[], f32[8,40], f32[40,40])) -> (s32[], f32[8,40], f32[40,40]) {{
+  %b0 = (s32[], f32[8,40]{{1,0}}, f32[40,40]{{1,0}}) parameter(0)
+  %j = s32[] get-tuple-element(%b0), index=0
+  %h = f32[8,40]{{1,0}} get-tuple-element(%b0), index=1
+  %m = f32[40,40]{{1,0}} get-tuple-element(%b0), index=2
+  %step = f32[8,40]{{1,0}} dot(%h, %m), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %one = s32[] constant(1)
+  %next = s32[] add(%j, %one)
+  ROOT %carry = (s32[], f32[8,40]{{1,0}}, f32[40,40]{{1,0}}) tuple(%next, %step, %m)
+}}
+
+ENTRY %main (x: f32[64,32], w: f32[64,16], a: f32[32,24], v: f32[24,8], bias: f32[32,8],\
+    p: f32[48,16], q: f32[48,24], h0: f32[8,40], m0: f32[40,40]) -> (f32[32,16], f32[32,8],\
+    f32[16,24], (s32[], f32[8,40], f32[40,40])) {{
+  %x = f32[64,32]{{1,0}} parameter(0)
+  %w = f32[64,16]{{1,0}} parameter(1)
+  %a = f32[32,24]{{1,0}} parameter(2)
+  %v = f32[24,8]{{1,0}} parameter(3)
+  %bias = f32[32,8]{{1,0}} parameter(4)
+  %p = f32[48,16]{{1,0}} parameter(5)
+  %q = f32[48,24]{{1,0}} parameter(6)
+  %h0 = f32[8,40]{{1,0}} parameter(7)
+  %m0 = f32[40,40]{{1,0}} parameter(8)
+  %legacy-gemm = (f32[32,16]{{1,0}}, s8[4194304]{{0}}) custom-call(%x, %w),\
+      custom_call_target="__cublas$gemm",\
+      backend_config={_GEMM_CONFIG.replace("LHS", "0").replace("EPILOGUE", "DEFAULT")}
+  %xtw = f32[32,16]{{1,0}} get-tuple-element(%legacy-gemm), index=0
+  %lt-gemm = (f32[32,8]{{1,0}}, s8[4194304]{{0}}) custom-call(%a, %v, %bias),\
+      custom_call_target="__cublas$lt$matmul",\
+      backend_config={_GEMM_CONFIG.replace("LHS", "1").replace("EPILOGUE", "BIAS")}
+  %av = f32[32,8]{{1,0}} get-tuple-element(%lt-gemm), index=0
+  %ptq = f32[16,24]{{1,0}} dot(%p, %q), lhs_contracting_dims={{0}}, rhs_contracting_dims={{0}}
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8,40]{{1,0}}, f32[40,40]{{1,0}}) tuple(%zero, %h0, %m0)
+  %loop = (s32[], f32[8,40]{{1,0}}, f32[40,40]{{1,0}}) while(%init), condition=%cond, body=%body
+  ROOT %out = (f32[32,16]{{1,0}}, f32[32,8]{{1,0}}, f32[16,24]{{1,0}},\
+      (s32[], f32[8,40]{{1,0}}, f32[40,40]{{1,0}})) tuple(%xtw, %av, %ptq, %loop)
+}}
+"""
+
+
 HANDWRITTEN = {
     "nested_reductions": NESTED_REDUCTIONS,
     "nested_collectives": NESTED_COLLECTIVES,
+    "async_collectives": ASYNC_COLLECTIVES,
+    "gemms_everywhere": GEMMS_EVERYWHERE,
 }

@@ -293,6 +293,30 @@ def test_library_epilogues(kata):
 
 
 @pytest.mark.task("library_epilogues")
+def test_library_epilogues_legacy_cublas_gemm(kata):
+    """programs.GEMMS_EVERYWHERE (hand-written): a legacy cuBLAS call (`__cublas$gemm`, what XLA
+    emits for f64 or with cuBLAS-Lt off) is a cuBLAS call too."""
+    name = "gemms_everywhere"
+    expected = _library_calls(name)
+    targets_of = {
+        n: re.search(r'custom_call_target="([^"]+)"', p).group(1)
+        for _, n, op, p in _xla(name)[1]
+        if op == "custom-call"
+    }
+    assert targets_of == {"legacy-gemm": "__cublas$gemm", "lt-gemm": "__cublas$lt$matmul"}, (
+        f"XLA reads {targets_of}"
+    )
+    for what, text, variant in _forms(name):
+        got = kata.library_epilogues(text)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == _renamed_keys(variant, expected), (
+                f"{what}: got {got}, XLA prints {_renamed_keys(variant, expected)} (every target "
+                "starting __cublas$ is a cuBLAS call, the legacy __cublas$gemm too)"
+            )
+
+
+@pytest.mark.task("library_epilogues")
 def test_library_epilogues_follow_the_activation(kata):
     """dense_stack's four layers: relu, tanh gelu, nothing, erf gelu (not a cuBLAS epilogue)."""
     want = sorted(_library_calls("dense_cublas_h100").values())
@@ -358,6 +382,44 @@ def test_gemm_flops_do_not_depend_on_the_lowering(kata):
                 assert triton == cublas == FLOPS[pair[0]], f"{pair} {form}: {triton} vs {cublas}"
 
 
+# programs.GEMMS_EVERYWHERE, by hand from its shapes: a legacy cuBLAS call contracting the lhs's
+# dimension 0 (f32[64,32]^T @ f32[64,16]), a cuBLAS-Lt call with a bias (f32[32,24] @
+# f32[24,8]), a dot in ENTRY contracting dimension 0 (f32[48,16]^T @ f32[48,24]), and a dot in
+# a while body (f32[8,40] @ f32[40,40]; counted once per instruction, not per trip).
+EVERYWHERE_GEMMS = {
+    "legacy-gemm": ("custom-call", "f32[32,16]", 2 * 32 * 16 * 64),
+    "lt-gemm": ("custom-call", "f32[32,8]", 2 * 32 * 8 * 24),
+    "ptq": ("dot", "f32[16,24]", 2 * 16 * 24 * 48),
+    "step": ("dot", "f32[8,40]", 2 * 8 * 40 * 40),
+}
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_legacy_cublas_entry_and_loop_dots(kata):
+    """programs.GEMMS_EVERYWHERE (hand-written): GEMMs where no recording puts them; the lhs's
+    contracting dimension is not always its last."""
+    name = "gemms_everywhere"
+    _, rows = _xla(name)
+    gemms = {
+        n: (op, p.split(" = ", 1)[1].split("{")[0].lstrip("("))
+        for _, n, op, p in rows
+        if op == "dot" or "__cublas$" in p
+    }
+    assert gemms == {n: v[:2] for n, v in EVERYWHERE_GEMMS.items()}, f"XLA reads {gemms}"
+    entry = re.findall(r"^ENTRY %([\w.-]+)", _text(name), re.MULTILINE)[0]
+    assert {c for c, n, _, _ in rows if n == "step"} != {entry}, "the loop's dot is in ENTRY"
+    expected = sum(flops for _, _, flops in EVERYWHERE_GEMMS.values())
+    for what, text, _ in _forms(name):
+        got = kata.gemm_flops(text)
+        assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, its four GEMMs take {expected} flops (the legacy "
+                "__cublas$gemm call and the ENTRY dot contract the lhs's dimension 0; a dot in "
+                "ENTRY or a while body counts)"
+            )
+
+
 # ---- collective_overlap ------------------------------------------------------------------------
 
 
@@ -375,13 +437,29 @@ def _schedule(name: str) -> dict[str, list[str]]:
     return order
 
 
+def _async_wrapped(name: str) -> set[str]:
+    """Computations XLA treats as part of an async-start (it prints them inline, as sugar such
+    as reduce-scatter-start): those holding some async-start's wrapped root."""
+    module, _ = _xla(name)
+    roots = {
+        i.async_wrapped_root().name
+        for c in module.computations()
+        for i in c.instructions()
+        if str(i.opcode).endswith("kAsyncStart")
+    }
+    return {c.name for c in module.computations() if any(i.name in roots for i in c.instructions())}
+
+
 def _overlaps(name: str) -> dict[str, list[str]]:
     _, rows = _xla(name)
     opcode_of = {(c, n): op for c, n, op, _ in rows}
     printed = {(c, n): p for c, n, _, p in rows}
     plain = {"all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all"}
     found: dict[str, list[str]] = {}
+    wrapped = _async_wrapped(name)
     for computation, names in _schedule(name).items():
+        if computation in wrapped:
+            continue
         for position, instruction in enumerate(names):
             opcode = opcode_of[(computation, instruction)]
             if opcode in plain:
@@ -461,6 +539,38 @@ def test_collective_overlap_out_of_order_and_outside_entry(kata):
             assert got == expected, (
                 f"{what}: got {got}, XLA's schedule says {expected} (a start pairs with the done "
                 "that reads it; every computation that is not a fused one counts)"
+            )
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_async_start_wrapping_a_collective(kata):
+    """programs.ASYNC_COLLECTIVES (hand-written): a reduce-scatter and an all-reduce each started
+    by a generic async-start whose wrapped computation holds the collective (XLA reads them as
+    reduce-scatter-start / all-reduce-start), and a native all-gather-start with nothing in
+    flight. Key the async-start; the wrapped collective is not a synchronous one of its own."""
+    name = "async_collectives"
+    _, rows = _xla(name)
+    starts = {n: op for _, n, op, _ in rows if op.endswith("-start")}
+    assert starts == {
+        "scatter-start": "reduce-scatter-start",
+        "sum-start": "all-reduce-start",
+        "gather-start": "all-gather-start",
+    }, f"XLA reads the starts as {starts}"
+    assert "async-start(" in _text(name) and len(_async_wrapped(name)) == 2
+    expected = _overlaps(name)
+    assert expected == {
+        "scatter-start": ["negate"],
+        "sum-start": ["exponential", "multiply"],
+        "gather-start": [],
+    }, f"XLA's schedule says {expected}"
+    for what, text, variant in _forms(name):
+        got = kata.collective_overlap(text)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == _renamed_keys(variant, expected), (
+                f"{what}: got {got}, XLA's schedule says {_renamed_keys(variant, expected)} (an "
+                "async-start whose wrapped computation holds a collective is that collective's "
+                "start)"
             )
 
 

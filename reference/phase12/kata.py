@@ -106,8 +106,17 @@ def gemm_flops(hlo_text: str) -> int:
 def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
     # In a scheduled module the printed order is the execution order: what sits between a
     # start and its done runs while the collective is in flight; a synchronous one has nothing.
+    # An async-start whose wrapped computation holds a collective is that collective's start
+    # (XLA prints it as reduce-scatter-start, ...); the wrapped computation is part of it.
     module = parse_hlo(hlo_text)
-    inside = fused_computation_names(module)
+    wrapped = {
+        name
+        for c in module.computations
+        for i in c
+        if i.opcode == "async-start"
+        for name in i.called_computations
+    }
+    inside = fused_computation_names(module) | wrapped
     found: dict[str, list[str]] = {}
     for computation in module.computations:
         if computation.name in inside:
@@ -116,7 +125,9 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
         for position, i in enumerate(order):
             if i.opcode in _COLLECTIVES:
                 found[i.name] = []
-            elif i.opcode.removesuffix("-start") in _COLLECTIVES and i.opcode.endswith("-start"):
+            elif (
+                i.opcode.removesuffix("-start") in _COLLECTIVES and i.opcode.endswith("-start")
+            ) or _wraps_collective(module, i):
                 end = next(
                     k
                     for k in range(position + 1, len(order))
@@ -124,6 +135,13 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
                 )
                 found[i.name] = [j.opcode for j in order[position + 1 : end]]
     return found
+
+
+def _wraps_collective(module, instruction) -> bool:
+    if instruction.opcode != "async-start":
+        return False
+    called = (module.computation(name) for name in instruction.called_computations)
+    return any(c is not None and any(j.opcode in _COLLECTIVES for j in c) for c in called)
 
 
 def overlap_options() -> dict[str, bool | int | str]:
