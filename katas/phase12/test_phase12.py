@@ -745,7 +745,12 @@ def _kernels(text: str) -> int:
 def _dense_kernels(fn, case: str) -> int:
     target = require("gpu-h100")
     placed = [target.place(sds(s, d)) for s, d in DENSE_CASES[case]]
-    text = jax.jit(fn).lower(*placed).compile(compiler_options=CUBLAS).as_text()
+    try:
+        text = jax.jit(fn).lower(*placed).compile(compiler_options=CUBLAS).as_text()
+    except Exception as error:  # noqa: BLE001  (XLA:GPU refusing the program is the answer's fault)
+        raise AssertionError(
+            f"{case}: XLA:GPU cannot compile it for gpu-h100 with Triton GEMMs off ({error!r:.300})"
+        ) from error
     assert text is not None
     return _kernels(text)
 
@@ -772,6 +777,20 @@ def test_fused_dense_values(kata, case):
         np.testing.assert_allclose(
             got, want, rtol=5e-2 if loose else 1e-5, atol=5e-2 if loose else 1e-5
         )
+
+
+@pytest.mark.task("fused_dense")
+@pytest.mark.parametrize("case", sorted(DENSE_CASES))
+def test_fused_dense_keeps_the_gemm_in_the_program(kata, case):
+    """On this host: the layer must stay a program XLA compiles, with the GEMM in it for cuBLAS
+    to run (a host callback computes the right values but leaves XLA no GEMM and no epilogue)."""
+    lowered = jax.jit(kata.fused_dense).lower(*(sds(s, d) for s, d in DENSE_CASES[case]))
+    text = lowered.as_text()
+    with check:
+        assert "stablehlo.dot" in text, f"{case}: the lowered program holds no dot (no GEMM)"
+    calls = sorted(set(re.findall(r"custom_call @([\w.]+)", text)))
+    with check:
+        assert not calls, f"{case}: the lowered program calls out of XLA ({calls})"
 
 
 @pytest.mark.task("fused_dense")
