@@ -394,6 +394,29 @@ def whiles_one_call_deep(hlo_text):
 
 
 @decoy(
+    "while_loops",
+    caught_by=["test_while_loops_match_xla", "test_while_loops_under_renaming_and_reordering"],
+    why="walks from ENTRY through called computations but follows only body= of a while, never "
+    "condition=: misses a while inside a while's condition (while_in_condition)",
+)
+def whiles_bodies_not_conditions(hlo_text):
+    module = parse_hlo(hlo_text)
+    count, seen, todo = 0, set(), [module.entry.name]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for i in module[name]:
+            if i.opcode == "while":
+                count += 1
+                todo.append(i.attribute("body").lstrip("%"))
+            else:
+                todo.extend(i.called_computations)
+    return count
+
+
+@decoy(
     "loop_primitives",
     caught_by=["test_loop_primitives_bank"],
     why="breadth first: the loops of a level before those nested in them",

@@ -212,6 +212,54 @@ ENTRY %main (pp: pred[], kk: s32[], xx: f32[4]) -> f32[4] {
 """
 
 
+# A while whose CONDITION holds a while (the condition counts down a copy of the counter in a
+# loop of its own before comparing), and one more while in the outer body: three whiles, one
+# reached only through condition=. Compiled programs never put a loop in a condition.
+WHILE_IN_CONDITION = """HloModule while_in_condition
+
+%dec_cond (a: s32[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %zero = s32[] constant(0)
+  ROOT %gt = pred[] compare(%a, %zero), direction=GT
+}
+
+%dec_body (b: s32[]) -> s32[] {
+  %b = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %less = s32[] subtract(%b, %one)
+}
+
+%outer_cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %left = s32[] while(%i), condition=%dec_cond, body=%dec_body
+  %five = s32[] constant(5)
+  %steps = s32[] add(%left, %i)
+  ROOT %lt = pred[] compare(%steps, %five), direction=LT
+}
+
+%outer_body (t: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %t = (s32[], f32[4]{0}) parameter(0)
+  %j = s32[] get-tuple-element(%t), index=0
+  %w = f32[4]{0} get-tuple-element(%t), index=1
+  %spin = s32[] while(%j), condition=%dec_cond, body=%dec_body
+  %one = s32[] constant(1)
+  %next = s32[] add(%j, %one)
+  %bump = s32[] add(%next, %spin)
+  %d = f32[4]{0} add(%w, %w)
+  ROOT %out = (s32[], f32[4]{0}) tuple(%bump, %d)
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4]{0}) tuple(%zero, %x)
+  %loop = (s32[], f32[4]{0}) while(%init), condition=%outer_cond, body=%outer_body
+  ROOT %last = f32[4]{0} get-tuple-element(%loop), index=1
+}
+"""
+
+
 CONDITIONAL_PROGRAMS = (
     "cond",
     "switch3",
@@ -238,6 +286,7 @@ WHILE_PROGRAMS = (
     "cond_in_while",
     "no_control_flow",
     "nested_while_unoptimized",
+    "while_in_condition",
 )
 
 

@@ -35,6 +35,7 @@ from katas.phase7.programs import (
     PROGRAMS,
     SHARED_BRANCHES,
     SIBLING_CALLS,
+    WHILE_IN_CONDITION,
     WHILE_PROGRAMS,
     doubler,
     mul,
@@ -57,6 +58,8 @@ def _compiled(name: str):
         return SHARED_BRANCHES, xla_hlo.hlo_module_from_text(SHARED_BRANCHES)
     if name == "sibling_calls":
         return SIBLING_CALLS, xla_hlo.hlo_module_from_text(SIBLING_CALLS)
+    if name == "while_in_condition":
+        return WHILE_IN_CONDITION, xla_hlo.hlo_module_from_text(WHILE_IN_CONDITION)
     if name == "pred_if":
         computation = _jax.mlir.mlir_module_to_xla_computation(
             IF_STABLEHLO, use_tuple_args=False, return_tuple=False
@@ -236,6 +239,11 @@ WHILE_FACTS = {
     "while_in_cond": (1, "the while sits in a conditional branch"),
     "two_loops": (2, "a while and a scan one after the other"),
     "nested_while_unoptimized": (2, "no CPU call wrappers: a while in a loop body"),
+    "while_in_condition": (
+        3,
+        "hand-written: one while in ENTRY, one in its body, one in its CONDITION (follow "
+        "condition= as well as body=)",
+    ),
 }
 
 
