@@ -27,7 +27,8 @@ def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignor
     (`jax.extend.core.ClosedJaxpr` remains as another name for it).
 
     params and x are traced as inputs (four params leaves, then x; nothing closed over), with
-    their own shapes and dtypes (bf16 stays bf16): the jaxpr's avals follow the arguments.
+    their own shapes and dtypes (bf16 stays bf16, and x keeps its dtype when it differs from the
+    params'): the jaxpr's avals follow the arguments.
     """
     # TODO: one call traces mlp with abstract values
     raise NotImplementedError("phase2 task 1: mlp_jaxpr")
@@ -124,8 +125,10 @@ def mlp_avals(
 
     params is a dict built in the order w1, b1, w2, b2 with shapes w1 (in_dim, hidden),
     b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,), all of dtype `param_dtype`; x is
-    (batch, in_dim) of dtype `x_dtype` (dtype names as in io_avals). The tests forbid tracing
-    and compiling while they call you.
+    (batch, in_dim) of dtype `x_dtype`. The tests ask about every pair of the ten dtype names
+    promoted_dtype knows (bool, unsigned and signed ints, bfloat16, float16, float32), with
+    fresh shapes; mlp's relu is jnp.maximum(v, 0), a Python 0. The tests forbid tracing and
+    compiling while they call you.
     """
     # TODO: in which order does jax flatten a dict? What dtype comes out of mixed inputs?
     raise NotImplementedError("phase2 task 9: mlp_avals")

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 from jax import lax
+from jax.custom_batching import custom_vmap
 from jax.extend.core.primitives import closed_call_p
 
 from kata_harness import versions
@@ -53,6 +54,16 @@ def sin_vjp(x):
 sin_vjp.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda cos, g: (g * cos,))
 
 
+@custom_vmap
+def vmap_rule_exp(x):
+    return jnp.exp(x) * 3.0
+
+
+@vmap_rule_exp.def_vmap
+def _vmap_rule_exp_rule(axis_size, in_batched, x):
+    return jnp.exp(x) * 3.0, in_batched[0]
+
+
 TABLE = np.arange(6.0, dtype=F32).reshape(2, 3)
 
 
@@ -90,6 +101,14 @@ AVAL_CASES = {  # (batch, in, hidden, out), param dtype, x dtype
     "f32 params, int32 x": ((3, 6, 2, 7), "float32", "int32"),
     "square 4x4->4->4": ((4, 4, 4, 4), "float32", "float16"),
 }
+
+
+DTYPES = KINDS[:10]  # the ten dtype kinds (not the Python scalars): mlp_avals' whole domain
+
+
+def fresh_mlp_shape(rng) -> tuple[int, int, int, int]:
+    """(batch, in, hidden, out) drawn from a random.Random: widths 1 to 9, batch 1 to 6."""
+    return (rng.randint(1, 6), rng.randint(1, 9), rng.randint(1, 9), rng.randint(1, 9))
 
 
 def aval_case_args(shape, param_dtype: str, x_dtype: str):
@@ -137,6 +156,14 @@ def census_programs():
             lambda v: v * 2.0, b, solve=lambda m, r: r / 2.0, symmetric=True
         )
 
+    def other_params(x):
+        # jaxprs under param names the docstring does not list: linear_call's `callee`,
+        # custom_vmap_call's `call`
+        lin = jax.custom_derivatives.linear_call(
+            lambda c, v: jnp.sin(v) * c, lambda c, t: jnp.cos(t) * c, 2.0, x
+        )
+        return lin + vmap_rule_exp(x)
+
     calls_facts = {"custom_vjp_call": 1, "sin": 1, "custom_jvp_call": 1, "max": 1, "remat2": 1}
     calls_facts["tanh"] = 1  # the remat's
     if versions.holds("closed-call-binds-a-jaxpr"):
@@ -165,6 +192,10 @@ def census_programs():
         "switch (3) then while": (
             jax.make_jaxpr(switch_and_while)(one),
             {"cond": 1, "exp": 1, "log1p": 1, "while": 1, "lt": 1, "sqrt": 1},
+        ),
+        "linear_call (callee), custom_vmap (call)": (
+            jax.make_jaxpr(other_params)(one),
+            {"linear_call": 1, "sin": 1, "custom_vmap_call": 1, "exp": 1, "mul": 2, "add": 1},
         ),
         "custom_vjp, custom_jvp, remat, closed call": (
             jax.make_jaxpr(calls)(xs),
@@ -265,3 +296,76 @@ SHOWN = {
         two_consts, (np.ones((2, 3), F32),), "x * HALVES + INTS: two closed-over arrays"
     ),
 }
+
+
+def _wrap_jit(f):
+    return jax.jit(f)
+
+
+def _wrap_remat(f):
+    return jax.checkpoint(f)
+
+
+def _wrap_cond(f):
+    return lambda x: lax.cond(x.sum() > 0, f, lambda v: v - 1.0, x)
+
+
+def _wrap_while(f):
+    return lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, f(c[1])), (0, x))[1]
+
+
+def _wrap_scan(f):
+    return lambda x: lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0]
+
+
+def _wrap_linear_call(f):
+    # linear in v: f's equations sit in the `callee` param, the transpose is a function
+    return lambda x: jax.custom_derivatives.linear_call(
+        lambda c, v: v * c + f(c) * 0.0, lambda c, t: t * c, x, x
+    )
+
+
+def _wrap_custom_vmap(f):
+    g = custom_vmap(f)
+    g.def_vmap(lambda axis_size, in_batched, x: (f(x), in_batched[0]))
+    return g
+
+
+def _wrap_custom_jvp(f):
+    g = jax.custom_jvp(f)
+    g.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+    return g
+
+
+def _wrap_linear_solve(f):
+    return lambda x: lax.custom_linear_solve(
+        lambda v: v * 2.0, f(x), solve=lambda m, r: r / 2.0, symmetric=True
+    )
+
+
+# Higher-order constructs, each keeping its body's jaxpr in some param (jaxpr, branches,
+# body_jaxpr, callee, call, call_jaxpr, jaxprs): the fresh census nests a few of them.
+WRAPPERS = {
+    "jit": _wrap_jit,
+    "checkpoint": _wrap_remat,
+    "cond": _wrap_cond,
+    "while_loop": _wrap_while,
+    "scan": _wrap_scan,
+    "linear_call": _wrap_linear_call,
+    "custom_vmap": _wrap_custom_vmap,
+    "custom_jvp": _wrap_custom_jvp,
+    "custom_linear_solve": _wrap_linear_solve,
+}
+LEAVES = {"sin": jnp.sin, "exp": jnp.exp, "tanh": jnp.tanh, "log1p": jnp.log1p, "cos": jnp.cos}
+
+
+def fresh_nesting(rng, required: str):
+    """A program nesting `required` and 1 or 2 other wrappers (at random places, from a
+    random.Random) around a leaf primitive."""
+    names = [rng.choice(sorted(WRAPPERS)) for _ in range(rng.randint(1, 2))]
+    names.insert(rng.randint(0, len(names)), required)
+    leaf = rng.choice(sorted(LEAVES))
+    f = LEAVES[leaf]
+    for name in names:
+        f = WRAPPERS[name](f)
+    return f"{' of '.join(reversed(names))} of {leaf}", f

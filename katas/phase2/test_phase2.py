@@ -19,6 +19,7 @@ from pytest_check import check
 
 from katas.phase2.programs import (
     AVAL_CASES,
+    DTYPES,
     F32,
     INTS,
     IO_PROGRAMS,
@@ -27,12 +28,15 @@ from katas.phase2.programs import (
     MLP_CASES,
     ONE,
     TABLE,
+    WRAPPERS,
     aval_case_args,
     census_programs,
     dead_chain,
     dead_inside_only,
     dead_mul,
     dead_twice_and_read_by_output,
+    fresh_mlp_shape,
+    fresh_nesting,
     kind_value,
     mixed,
     mlp_args,
@@ -107,6 +111,27 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
                 )
 
 
+@pytest.mark.task("mlp_jaxpr")
+def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
+    """Every pair of the ten dtypes (params, x), fresh shapes: each input keeps its own dtype."""
+    for param_dtype, x_dtype in itertools.product(DTYPES, DTYPES):
+        shape = fresh_mlp_shape(fresh)
+        params, x = aval_case_args(shape, param_dtype, x_dtype)
+        what = f"{param_dtype} params, {x_dtype} x, shape {shape} ({fresh.where()})"
+        jaxpr = kata.mlp_jaxpr(params, x)
+        _is_jaxpr(jaxpr, what)
+        expected_in = [(tuple(v.shape), str(v.dtype)) for v in jax.tree.leaves((params, x))]
+        expected_out = [
+            (tuple(v.shape), str(v.dtype))
+            for v in jax.tree.leaves(jax.eval_shape(kata.mlp, params, x))
+        ]
+        got_in = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.in_avals]
+        got_out = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.out_avals]
+        assert (got_in, got_out) == (expected_in, expected_out), (
+            f"{what}: inputs {got_in}, outputs {got_out}; expected {expected_in}, {expected_out}"
+        )
+
+
 # ------------------------------------------------------------------------------ primitive_census
 
 
@@ -131,6 +156,22 @@ def test_census_counts_match_library(kata):
         expected = dict(library_census(jaxpr))
         with check:
             assert dict(got) == expected, f"{name}: got {dict(got)}, expected {expected}"
+
+
+@pytest.mark.task("primitive_census")
+def test_census_on_fresh_nestings(kata, fresh):
+    """Each higher-order construct, nested at a random place with fresh others: its jaxpr may sit
+    under any param name (callee, call, body_jaxpr, jaxprs, ...)."""
+    xs = np.arange(1.0, 4.0, dtype=F32)
+    for required in sorted(WRAPPERS):
+        name, fn = fresh_nesting(fresh, required)
+        jaxpr = jax.make_jaxpr(fn)(xs)
+        got = kata.primitive_census(jaxpr)
+        assert isinstance(got, dict), f"{name}: expected a Counter, got {type(got).__name__}"
+        expected = dict(library_census(jaxpr))
+        assert dict(got) == expected, (
+            f"{name} ({fresh.where()}): got {dict(got)}, expected {expected}"
+        )
 
 
 # ------------------------------------------------------------------------------------- io_avals
@@ -459,3 +500,22 @@ def test_mlp_avals_match_the_jaxpr(kata):
             assert outputs == _as_pairs(out_avals(jaxpr)), (
                 f"{what}: outputs {outputs}, the jaxpr's are {_as_pairs(out_avals(jaxpr))}"
             )
+
+
+@pytest.mark.task("mlp_avals")
+def test_mlp_avals_every_dtype_pair(kata, fresh):
+    """Every pair of the ten dtypes (ints, unsigned, bool, floats), fresh shapes."""
+    mlp = kata.mlp
+    for param_dtype, x_dtype in itertools.product(DTYPES, DTYPES):
+        shape = fresh_mlp_shape(fresh)
+        jaxpr = jax.make_jaxpr(mlp)(*aval_case_args(shape, param_dtype, x_dtype))
+        expected = (_as_pairs(in_avals(jaxpr)), _as_pairs(out_avals(jaxpr)))
+        got = kata.mlp_avals(*shape, param_dtype, x_dtype)
+        what = f"{param_dtype} params, {x_dtype} x, shape {shape} ({fresh.where()})"
+        assert isinstance(got, tuple) and len(got) == 2, (
+            f"{what}: expected (inputs, outputs), got {got!r:.80}"
+        )
+        assert (list(got[0]), list(got[1])) == expected, (
+            f"{what}: got inputs {got[0]}, outputs {got[1]}; the jaxpr's are {expected[0]}, "
+            f"{expected[1]}"
+        )

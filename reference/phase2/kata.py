@@ -130,6 +130,6 @@ def mlp_avals(
     # A dict flattens in sorted key order (b1, b2, w1, w2), then x; the output dtype is promoted.
     shapes = {"b1": (hidden,), "b2": (out_dim,), "w1": (in_dim, hidden), "w2": (hidden, out_dim)}
     inputs = [(shapes[name], param_dtype) for name in sorted(shapes)]
-    return inputs + [((batch, in_dim), x_dtype)], [
-        ((batch, out_dim), promoted_dtype(param_dtype, x_dtype))
-    ]
+    # relu is jnp.maximum(v, 0): the weak Python 0 joins in, which lifts bool + bool to int32.
+    out = promoted_dtype(promoted_dtype(param_dtype, x_dtype), "int")
+    return inputs + [((batch, in_dim), x_dtype)], [((batch, out_dim), out)]
