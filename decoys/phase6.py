@@ -809,3 +809,20 @@ def bytes_from_elements():
         "x * 2 with an unused y, both f32[256,256]": x + x,
         "x - x.mean(), x f32[256,256]": (x + nbytes()) + (x + nbytes() + x),
     }
+
+
+@decoy(
+    "naive_temp_bytes",
+    caught_by=[
+        "test_naive_temp_of_handwritten_modules",
+        "test_naive_temp_under_renaming_and_reordering",
+    ],
+    why="treats copy, transpose and reshape as views too: each writes a new buffer (only "
+    "bitcast, tuple and get-tuple-element re-view one); wrong on NAIVE_COPIES",
+)
+def naive_layout_ops_as_views(hlo_text):
+    return _sum_sizes(
+        hlo_text,
+        _table_size(_COMMON | {"u16": 2, "s16": 2, "c64": 8, "f8e4m3fn": 1}),
+        skip=_VIEWS | {"copy", "transpose", "reshape"},
+    )

@@ -270,6 +270,26 @@ ENTRY %main (a: f64[5], b: u16[3,7]) -> f64[5] {
 """
 
 
+# An ENTRY whose intermediates include a transpose, layout-changing copies and reshapes that
+# are not bitcasts: each writes a new buffer (only bitcast, tuple and get-tuple-element re-view
+# one). Compiled programs rarely keep these in ENTRY (a while loop's copies are the usual case).
+NAIVE_COPIES = """\
+HloModule copies, entry_computation_layout={(f32[4,6]{1,0}, s16[6,4]{1,0})->f32[24]{0}}
+
+ENTRY %main (x: f32[4,6], y: s16[6,4]) -> f32[24] {
+  %x = f32[4,6]{1,0} parameter(0)
+  %y = s16[6,4]{1,0} parameter(1)
+  %t = f32[6,4]{1,0} transpose(%x), dimensions={1,0}
+  %c = f32[6,4]{0,1} copy(%t)
+  %r = f32[24]{0} reshape(%c)
+  %yc = s16[6,4]{0,1} copy(%y)
+  %yr = s16[24]{0} reshape(%yc)
+  %yf = f32[24]{0} convert(%yr)
+  ROOT %sum = f32[24]{0} add(%r, %yf)
+}
+"""
+
+
 def tuple_chain(x, w):
     a = x @ w
     b = a @ w

@@ -25,6 +25,7 @@ from katas.phase6.programs import (
     HIDDEN,
     IN,
     MEMORY_BANK,
+    NAIVE_COPIES,
     NAIVE_ODD_TYPES,
     NAIVE_TUPLE_ROOT,
     OUT,
@@ -401,17 +402,24 @@ NAIVE_TUPLE_ROOT_BYTES = 6 * 2 + 48 * 2 + 48 * 2
 # small f8e4m3fn 5, back f64 40, re f32 20, re64 40, w64 40, sum 40. Not the constant k (a
 # literal, not an intermediate) nor the get-tuple-elements (views of parts).
 NAIVE_ODD_TYPES_BYTES = (40 + 40 + 42) + 5 + 40 + 5 + 40 + 20 + 40 + 40 + 40
+# t f32[6,4] 96, c f32[6,4] 96 (copy), r f32[24] 96 (reshape), yc s16[6,4] 48 (copy), yr
+# s16[24] 48 (reshape), yf f32[24] 96; not the ROOT sum. Copy, transpose and reshape are not views.
+NAIVE_COPIES_BYTES = 96 + 96 + 96 + 48 + 48 + 96
 
 
 @pytest.mark.task("naive_temp_bytes")
 def test_naive_temp_of_handwritten_modules(kata):
-    for text in (NAIVE_TUPLE_ROOT, NAIVE_ODD_TYPES):
+    for text in (NAIVE_TUPLE_ROOT, NAIVE_ODD_TYPES, NAIVE_COPIES):
         _xla_parses(text)
     cases = {
         "tuple root, bf16/s8, bitcasts, nested fusion": (NAIVE_TUPLE_ROOT, NAIVE_TUPLE_ROOT_BYTES),
         "f64/c64/u16/s64/f8/pred, multi-output fusion, constant": (
             NAIVE_ODD_TYPES,
             NAIVE_ODD_TYPES_BYTES,
+        ),
+        "copies, a transpose and reshapes in ENTRY (not views)": (
+            NAIVE_COPIES,
+            NAIVE_COPIES_BYTES,
         ),
     }
     for name, (text, expected) in cases.items():
@@ -429,6 +437,10 @@ def test_naive_temp_under_renaming_and_reordering(kata):
         "f64/c64/u16/s64/f8/pred, multi-output fusion, constant": (
             NAIVE_ODD_TYPES,
             NAIVE_ODD_TYPES_BYTES,
+        ),
+        "copies, a transpose and reshapes in ENTRY (not views)": (
+            NAIVE_COPIES,
+            NAIVE_COPIES_BYTES,
         ),
     }
     if jax.default_backend() == "cpu":
