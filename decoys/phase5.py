@@ -718,3 +718,25 @@ def cheaper_mode_by_sizes(f, x):
     inputs = math.prod(np.shape(x))
     outputs = math.prod(jax.eval_shape(f, x).shape)
     return "jacrev" if outputs < inputs else "jacfwd"
+
+
+@decoy(
+    "cheaper_jacobian_mode",
+    caught_by=["test_cheaper_jacobian_mode_multi_dim_outputs"],
+    why="counts every input element but only the leading axis of the output",
+)
+def cheaper_mode_leading_output_axis(f, x):
+    out = jax.eval_shape(f, x)
+    return "jacfwd" if np.size(x) < (out.shape[0] if out.shape else 1) else "jacrev"
+
+
+@decoy(
+    "vmapped_shape",
+    caught_by=["test_vmapped_shape_on_fresh_cases"],
+    why="the batch always first, whatever out_axes says",
+)
+def vmapped_batch_first(w_shape, v_shape, in_axes, out_axes):
+    w_axis, v_axis = in_axes
+    batch = w_shape[w_axis] if w_axis is not None else v_shape[v_axis]
+    example = [d for i, d in enumerate(w_shape) if i != w_axis]
+    return (batch, example[0])

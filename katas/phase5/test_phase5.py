@@ -396,6 +396,36 @@ def test_cheaper_jacobian_mode_counts_every_input(kata):
     )
 
 
+@pytest.mark.task("cheaper_jacobian_mode")
+def test_cheaper_jacobian_mode_multi_dim_outputs(kata, fresh):
+    """f(x) = (W @ x.reshape(-1)).reshape(out_shape): fresh input and output shapes of rank 0
+    to 3, every element one input or output; the answer checked against both Jacobians'
+    measured flops."""
+    for _ in range(3):
+        in_shape = tuple(fresh.randint(1, 4) for _ in range(fresh.randint(1, 3)))
+        n_in = int(np.prod(in_shape))
+        while True:
+            out_shape = tuple(fresh.randint(1, 5) for _ in range(fresh.randint(0, 3)))
+            n_out = int(np.prod(out_shape))
+            if max(n_in, n_out) >= 2 * min(n_in, n_out):
+                break
+        w = np.asarray(
+            np.random.default_rng(fresh.randint(0, 2**31)).normal(size=(n_out, n_in)), np.float32
+        )
+        f = lambda x, w=w, out_shape=out_shape: jnp.tanh(w @ x.reshape(-1)).reshape(out_shape)  # noqa: E731
+        x = np.ones(in_shape, np.float32)
+        flops = {
+            name: _lowered_flops(transform(f), x)
+            for name, transform in (("jacfwd", jax.jacfwd), ("jacrev", jax.jacrev))
+        }
+        expected = min(flops, key=flops.__getitem__)
+        got = kata.cheaper_jacobian_mode(f, x)
+        assert got == expected, (
+            f"x {in_shape} -> f(x) {out_shape}: {got!r}, XLA's cost analysis says {expected!r} "
+            f"({flops}) ({fresh.where()})"
+        )
+
+
 # ---- task 7: vmap and dimension numbers ---------------------------------------------------------
 
 
@@ -757,3 +787,38 @@ def test_jacobian_shapes_match_eval_shape(kata):
             assert got == want, (
                 f"f -> {out_shape}, params {param_shapes}: got {got}, jax says {want}"
             )
+
+
+def _fresh_vmap_case(rng) -> tuple:
+    """W (m, n) and v (n,) with the batch axis inserted at a random place in one or both (the
+    other shared: None), and an out_axes among 0, 1, -1, -2."""
+    m, n, batch = rng.randint(1, 9), rng.randint(1, 9), rng.randint(2, 9)
+    batched = rng.choice([(True, False), (False, True), (True, True)])
+    shapes, axes = [], []
+    for example, on in zip(([m, n], [n]), batched, strict=True):
+        if on:
+            axis = rng.randint(0, len(example))
+            example = example[:axis] + [batch] + example[axis:]
+            axes.append(axis)
+        else:
+            axes.append(None)
+        shapes.append(tuple(example))
+    return shapes[0], shapes[1], tuple(axes), rng.choice([0, 1, -1, -2])
+
+
+@pytest.mark.task("vmapped_shape")
+def test_vmapped_shape_on_fresh_cases(kata, fresh):
+    """Fresh shapes, batch axes anywhere (or shared), out_axes negative or not."""
+    for _ in range(24):
+        w_shape, v_shape, in_axes, out_axes = _fresh_vmap_case(fresh)
+        mapped = jax.vmap(matmul, in_axes=in_axes, out_axes=out_axes)
+        want = jax.eval_shape(
+            mapped,
+            jax.ShapeDtypeStruct(w_shape, np.float32),
+            jax.ShapeDtypeStruct(v_shape, np.float32),
+        ).shape
+        got = kata.vmapped_shape(w_shape, v_shape, in_axes, out_axes)
+        assert got == tuple(want), (
+            f"W {w_shape}, v {v_shape}, in_axes={in_axes}, out_axes={out_axes}: got {got}, "
+            f"jax says {tuple(want)} ({fresh.where()})"
+        )
