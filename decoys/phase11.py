@@ -36,11 +36,20 @@ def _inner(module, instruction):
 def _is_start(module, i) -> bool:
     if i.opcode == "fusion":
         return "AsyncCollectiveStart" in _targets_of(module, i)
+    if i.opcode == "async-start":
+        return any(
+            True
+            for c in reachable(module, i.called_computations)
+            for x in c
+            if x.opcode in COLLECTIVES
+        )
     return i.opcode.endswith("-start") and i.opcode.removesuffix("-start") in COLLECTIVES
 
 
 def _collective_of(module, i) -> str:
-    return _inner(module, i).opcode if i.opcode == "fusion" else i.opcode.removesuffix("-start")
+    if i.opcode in ("fusion", "async-start"):
+        return _inner(module, i).opcode
+    return i.opcode.removesuffix("-start")
 
 
 def _done_of(module, start):
@@ -54,7 +63,7 @@ def _done_of(module, start):
             and "AsyncCollectiveDone" in _targets_of(module, d)
             and _inner(module, d).attribute("channel_id") == channel
         )
-    done = start.opcode.removesuffix("-start") + "-done"
+    done = start.opcode.removesuffix("-start") + "-done"  # async-start: async-done
     return next(d for d in entry if d.opcode == done and start.name in d.operands)
 
 
@@ -119,6 +128,9 @@ def starts_from_fused_root(hlo_text):
             root = called.root
             if root.opcode == "custom-call" and "AsyncCollectiveStart" in root.attributes_text:
                 found[i.name] = called[root.operands[0]].opcode
+        elif i.opcode == "async-start" and called is not None:
+            if called.root.opcode in COLLECTIVES:
+                found[i.name] = called.root.opcode
         elif i.opcode.endswith("-start") and i.opcode[: -len("-start")] in COLLECTIVES:
             found[i.name] = i.opcode[: -len("-start")]
     return found
@@ -897,3 +909,61 @@ def allreduce_of_a_shard(batch, width, hidden, data, model, itemsize):
 )
 def allreduce_in_bf16(batch, width, hidden, data, model, itemsize):
     return 0 if model == 1 else batch // data * width * min(itemsize, 2)
+
+
+@decoy(
+    "async_collectives",
+    caught_by=["test_async_collectives_counts_every_spelling"],
+    why="knows the TPU fusions and the <collective>-start ops but not the generic async-start "
+    "wrapper, the only async spelling of a reduce-scatter or an all-to-all "
+    "(handwritten_async_wrapped)",
+)
+def starts_without_async_wrapper(hlo_text):
+    module = parse_hlo(hlo_text)
+    return {
+        i.name: _collective_of(module, i)
+        for i in module.entry
+        if i.opcode != "async-start" and _is_start(module, i)
+    }
+
+
+def _done_of_same_kind(module, start):
+    """The first later done of the same collective opcode, whatever its channel."""
+    if start.opcode != "fusion":
+        return _done_of(module, start)
+    names = [i.name for i in module.entry]
+    kind = _inner(module, start).opcode
+    return next(
+        d
+        for d in list(module.entry)[names.index(start.name) + 1 :]
+        if d.opcode == "fusion"
+        and "AsyncCollectiveDone" in _targets_of(module, d)
+        and _inner(module, d).opcode == kind
+    )
+
+
+@decoy(
+    "overlapped_work",
+    caught_by=["test_overlapped_work_in_schedule_order"],
+    why="pairs a TPU start with the first later done of the same collective, not the same "
+    "channel_id: two permutes finishing in the other order swap windows "
+    "(handwritten_tpu_same_kind)",
+)
+def overlap_pairs_by_collective_kind(hlo_text):
+    return _between(hlo_text, lambda i: i.opcode not in _VIEWS, _done_of_same_kind)
+
+
+@decoy(
+    "prefetched_parameters",
+    caught_by=["test_prefetched_parameters"],
+    why="looks for S(1) anywhere in the copy-start's tuple, so a copy out of S(1) (an eviction, "
+    "S(1) only in the source) counts as a prefetch (handwritten_eviction)",
+)
+def prefetch_s1_in_source_too(hlo_text):
+    entry = parse_hlo(hlo_text).entry
+    numbers = {i.name: int(i.payload or 0) for i in entry if i.opcode == "parameter"}
+    return {
+        numbers[i.operands[0]]: _right_kind(i)
+        for i in entry
+        if i.opcode in ("copy-start", "copy") and i.operands[0] in numbers and "S(1)" in i.shape
+    }

@@ -347,11 +347,142 @@ ENTRY %main (p: f32[8,128], q: f32[8,128], r: bf16[16,128], s: f32[8,128], t: f3
 }
 """
 
+# The generic async wrapper: `async-start` / `async-done` holding a reduce-scatter and an
+# all-to-all (there is no reduce-scatter-start opcode), next to an all-reduce-start. The
+# collective is the root of the computation the async-start calls.
+HANDWRITTEN_ASYNC_WRAPPED = """\
+HloModule handwritten_async_wrapped, is_scheduled=true, num_partitions=4
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%scatter_body (p: f32[64,16]) -> f32[16,16] {
+  %p = f32[64,16]{1,0} parameter(0)
+  ROOT %rs = f32[16,16]{1,0} reduce-scatter(%p), channel_id=13, replica_groups={{0,1,2,3}},
+      use_global_device_ids=true, dimensions={0}, to_apply=%add
+}
+
+%exchange_body (q: f32[64,16]) -> f32[64,16] {
+  %q = f32[64,16]{1,0} parameter(0)
+  ROOT %a2a = f32[64,16]{1,0} all-to-all(%q), channel_id=15, replica_groups={{0,1,2,3}},
+      dimensions={0}
+}
+
+ENTRY %main (x: f32[64,16], y: f32[64,16], z: f32[64,16]) -> (f32[16,16], f32[64,16],
+      f32[64,16], f32[64,16]) {
+  %x = f32[64,16]{1,0} parameter(0)
+  %y = f32[64,16]{1,0} parameter(1)
+  %z = f32[64,16]{1,0} parameter(2)
+  %go.1 = ((f32[64,16]{1,0}), f32[16,16]{1,0}) async-start(%x), calls=%scatter_body
+  %go.2 = ((f32[64,16]{1,0}), f32[64,16]{1,0}) async-start(%y), calls=%exchange_body
+  %go.3 = f32[64,16]{1,0} all-reduce-start(%z), channel_id=17, replica_groups={{0,1,2,3}},
+      use_global_device_ids=true, to_apply=%add
+  %sq = f32[64,16]{1,0} multiply(%z, %z)
+  %end.2 = f32[64,16]{1,0} async-done(%go.2)
+  %neg = f32[64,16]{1,0} negate(%sq)
+  %end.1 = f32[16,16]{1,0} async-done(%go.1)
+  %end.3 = f32[64,16]{1,0} all-reduce-done(%go.3)
+  ROOT %out = (f32[16,16]{1,0}, f32[64,16]{1,0}, f32[64,16]{1,0}, f32[64,16]{1,0}) tuple(%end.1,
+      %end.2, %end.3, %neg)
+}
+"""
+
+# The TPU spelling with two collectives of ONE kind in flight (two collective-permutes, channels
+# 21 and 22) that finish in the other order: start p, start q, done q, done p. Only the
+# channel_id tells which done ends which start.
+HANDWRITTEN_TPU_SAME_KIND = """\
+HloModule handwritten_tpu_same_kind, is_scheduled=true, num_partitions=4
+
+%left_begin (a.0: f32[8,128]) -> (f32[8,128], f32[8,128], u32[]) {
+  %a.0 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %perm.1 = f32[8,128]{1,0:T(8,128)} collective-permute(%a.0), channel_id=21,
+      source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT %mark.1 = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}, u32[]{:S(2)})
+      custom-call(%perm.1), custom_call_target="AsyncCollectiveStart"
+}
+
+%left_end (b.0: f32[8,128], b.1: f32[8,128], b.2: u32[]) -> f32[8,128] {
+  %b.0 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %b.1 = f32[8,128]{1,0:T(8,128)} parameter(1)
+  %b.2 = u32[]{:S(2)} parameter(2)
+  %perm.2 = f32[8,128]{1,0:T(8,128)} collective-permute(%b.0), channel_id=21,
+      source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  ROOT %mark.2 = f32[8,128]{1,0:T(8,128)} custom-call(%b.0, %b.1, %perm.2, %b.2),
+      custom_call_target="AsyncCollectiveDone"
+}
+
+%right_begin (c.0: f32[8,128]) -> (f32[8,128], f32[8,128], u32[]) {
+  %c.0 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %perm.3 = f32[8,128]{1,0:T(8,128)} collective-permute(%c.0), channel_id=22,
+      source_target_pairs={{0,3},{1,0},{2,1},{3,2}}
+  ROOT %mark.3 = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}, u32[]{:S(2)})
+      custom-call(%perm.3), custom_call_target="AsyncCollectiveStart"
+}
+
+%right_end (d.0: f32[8,128], d.1: f32[8,128], d.2: u32[]) -> f32[8,128] {
+  %d.0 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %d.1 = f32[8,128]{1,0:T(8,128)} parameter(1)
+  %d.2 = u32[]{:S(2)} parameter(2)
+  %perm.4 = f32[8,128]{1,0:T(8,128)} collective-permute(%d.0), channel_id=22,
+      source_target_pairs={{0,3},{1,0},{2,1},{3,2}}
+  ROOT %mark.4 = f32[8,128]{1,0:T(8,128)} custom-call(%d.0, %d.1, %perm.4, %d.2),
+      custom_call_target="AsyncCollectiveDone"
+}
+
+ENTRY %main (u: f32[8,128], v: f32[8,128], s: f32[8,128]) -> (f32[8,128], f32[8,128],
+      f32[8,128]) {
+  %u = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %v = f32[8,128]{1,0:T(8,128)} parameter(1)
+  %s = f32[8,128]{1,0:T(8,128)} parameter(2)
+  %send.p = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}, u32[]{:S(2)}) fusion(%u),
+      kind=kCustom, calls=%left_begin
+  %early = f32[8,128]{1,0:T(8,128)} exponential(%s)
+  %send.q = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}, u32[]{:S(2)}) fusion(%v),
+      kind=kCustom, calls=%right_begin
+  %middle = f32[8,128]{1,0:T(8,128)} tanh(%early)
+  %q.0 = f32[8,128]{1,0:T(8,128)} get-tuple-element(%send.q), index=0
+  %q.1 = f32[8,128]{1,0:T(8,128)} get-tuple-element(%send.q), index=1
+  %q.2 = u32[]{:S(2)} get-tuple-element(%send.q), index=2
+  %recv.q = f32[8,128]{1,0:T(8,128)} fusion(%q.0, %q.1, %q.2), kind=kCustom, calls=%right_end
+  %late = f32[8,128]{1,0:T(8,128)} negate(%middle)
+  %p.0 = f32[8,128]{1,0:T(8,128)} get-tuple-element(%send.p), index=0
+  %p.1 = f32[8,128]{1,0:T(8,128)} get-tuple-element(%send.p), index=1
+  %p.2 = u32[]{:S(2)} get-tuple-element(%send.p), index=2
+  %recv.p = f32[8,128]{1,0:T(8,128)} fusion(%p.0, %p.1, %p.2), kind=kCustom, calls=%left_end
+  ROOT %out = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)})
+      tuple(%recv.p, %recv.q, %late)
+}
+"""
+
+# Copies of parameters in both directions: parameter(1) lives in S(1) and its copy-start EVICTS
+# it to the default memory (S(1) only in the source, the tuple's second element); parameter(0)
+# is prefetched into S(1). Only the destination (the first element) says where data goes.
+HANDWRITTEN_EVICTION = """HloModule handwritten_eviction, is_scheduled=true
+
+ENTRY %main (a: f32[8,128], b: f32[8,128]) -> (f32[8,128], f32[8,128]) {
+  %a = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %b = f32[8,128]{1,0:T(8,128)S(1)} parameter(1)
+  %out.b = (f32[8,128]{1,0:T(8,128)}, f32[8,128]{1,0:T(8,128)S(1)}, u32[]{:S(2)}) copy-start(%b)
+  %in.a = (f32[8,128]{1,0:T(8,128)S(1)}, f32[8,128]{1,0:T(8,128)}, u32[]{:S(2)}) copy-start(%a)
+  %out.b.done = f32[8,128]{1,0:T(8,128)} copy-done(%out.b)
+  %in.a.done = f32[8,128]{1,0:T(8,128)S(1)} copy-done(%in.a)
+  ROOT %out = (f32[8,128]{1,0:T(8,128)S(1)}, f32[8,128]{1,0:T(8,128)}) tuple(%in.a.done,
+      %out.b.done)
+}
+"""
+
+
 # Hand-written modules the reading tasks are checked on, next to the recordings.
 HANDWRITTEN = {
     "handwritten": HANDWRITTEN_ASYNC,
     "handwritten_tpu": HANDWRITTEN_TPU,
     "handwritten_prefetch": HANDWRITTEN_PREFETCH,
+    "handwritten_async_wrapped": HANDWRITTEN_ASYNC_WRAPPED,
+    "handwritten_tpu_same_kind": HANDWRITTEN_TPU_SAME_KIND,
+    "handwritten_eviction": HANDWRITTEN_EVICTION,
 }
 
 

@@ -200,6 +200,9 @@ def _xla_async_starts(text: str) -> dict[str, str]:
     for i in _entry_of(text):
         if _opcode(i) in _GENERIC_STARTS:
             found[i.name] = _text_opcode(i).removesuffix("-start")
+        elif _opcode(i) == "kAsyncStart" and _opcode(i.async_wrapped_root()) in _PLAIN_COLLECTIVES:
+            # the generic wrapper (async-start calls a computation whose root is the collective)
+            found[i.name] = _text_opcode(i.async_wrapped_root())
         elif _wraps(text, i, "AsyncCollectiveStart"):
             inner = {
                 _text_opcode(x)
@@ -256,7 +259,7 @@ def test_async_collectives_facts_per_target(kata):
 
 
 def _is_done(text: str, instruction) -> bool:
-    return _opcode(instruction) in _GENERIC_DONES or _wraps(
+    return _opcode(instruction) in (*_GENERIC_DONES, "kAsyncDone") or _wraps(
         text, instruction, "AsyncCollectiveDone"
     )
 

@@ -56,6 +56,14 @@ def _async_pairs(hlo_text: str) -> list[tuple[HloInstruction, HloInstruction, st
             base = start.opcode.removesuffix("-start")
             done = next(d for d in entry if d.opcode == base + "-done" and start.name in d.operands)
             pairs.append((start, done, base))
+        elif start.opcode == "async-start":
+            # the generic wrapper: the collective is the root of the computation it calls
+            root = module.computation(start.called_computations[0].lstrip("%")).root
+            if root.opcode in COLLECTIVES:
+                done = next(
+                    d for d in entry if d.opcode == "async-done" and start.name in d.operands
+                )
+                pairs.append((start, done, root.opcode))
     return pairs
 
 
