@@ -11,16 +11,6 @@ from kata_harness.decoys import wrong
 
 @wrong(
     "mlp_jaxpr",
-    why="'Return the (closed) jaxpr of mlp': this is the jaxpr of jax.jit(mlp), one top-level "
-    "jit equation holding mlp's jaxpr; avals and a walking census agree, but the top level has "
-    "no dot_general/add/max (on every input, e.g. f32 8x16->32->4)",
-)
-def r2_mlp_jaxpr_jit_wrapped(params: dict, x):
-    return jax.make_jaxpr(jax.jit(mlp))(params, x)
-
-
-@wrong(
-    "mlp_jaxpr",
     why="'with their own shapes and dtypes: the jaxpr's avals follow the arguments': x is cast "
     "to the params' dtype first; right whenever params and x share a dtype (every MLP_CASES "
     "entry), wrong for f32 params with a bf16 x (x's input aval says float32, not bfloat16)",

@@ -177,16 +177,6 @@ def r2_directional_derivative_jacrev_of_line(f, x, v):
 
 
 @wrong(
-    "directional_derivative",
-    why="'no work the cost analysis cannot see (a while loop ...)': one jvp per direction "
-    "mapped with lax.map over a batch of one direction; right values and flops, but the "
-    "compiled module keeps a while loop (on every size, e.g. 9-13-5)",
-)
-def r2_directional_derivative_lax_map(f, x, v):
-    return jax.lax.map(lambda d: jax.jvp(f, (x,), (d,))[1], v[None])[0]
-
-
-@wrong(
     "hessian_vector_product",
     why="'at most a quarter of that program's flops': H @ v as d/dt grad(g)(x + t v) taken "
     "with jacrev of the scalar t (one cotangent per gradient entry); right values, 30888 vs a "
