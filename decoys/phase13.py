@@ -8,6 +8,7 @@ must pass.
 
 import functools
 import math
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +77,45 @@ def remat_in_bf16(params, x):
     return jnp.mean(h.astype(jnp.float32) ** 2)
 
 
+def _host_loss_and_grads(params, x):
+    """deep_loss and its gradients in NumPy (float32), the backward pass by hand."""
+    x, saved = np.asarray(x), []
+    for w1, w2 in params:
+        w1, w2 = np.asarray(w1), np.asarray(w2)
+        t = np.tanh(x @ w1)
+        saved.append((x, t, w1, w2))
+        x = x + t @ w2
+    g, grads = (2.0 * x / x.size).astype(np.float32), []
+    for xin, t, w1, w2 in reversed(saved):
+        gz = (g @ w2.T) * (1 - t**2)
+        grads.append(((xin.T @ gz).astype(np.float32), (t.T @ g).astype(np.float32)))
+        g = (g + gz @ w1.T).astype(np.float32)
+    return np.float32(np.mean(x**2)), grads[::-1], g
+
+
+@decoy(
+    "remat_loss",
+    caught_by=["test_remat_meets_the_memory_budget"],
+    why="the loss and its gradients in NumPy through pure_callback: the right values, and a "
+    "module whose temp bytes and flops cannot see the work",
+)
+def remat_on_the_host(params, x):
+    def specs(tree):
+        return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), tree)
+
+    @jax.custom_vjp
+    def loss(params, x):
+        spec = jax.ShapeDtypeStruct((), jnp.float32)
+        return jax.pure_callback(lambda p, x: _host_loss_and_grads(p, x)[0], spec, params, x)
+
+    def backward(res, ct):
+        grads, gx = jax.pure_callback(lambda p, x: _host_loss_and_grads(p, x)[1:], specs(res), *res)
+        return jax.tree.map(lambda g: g * ct, grads), gx * ct
+
+    loss.defvjp(lambda params, x: (loss(params, x), (params, x)), backward)
+    return loss(params, x)
+
+
 @accepted("remat_loss", why="jax.checkpoint's default policy saves nothing inside the block")
 def remat_default_policy(params, x):
     return _checkpointed(params, x)
@@ -140,6 +180,24 @@ def _mixed_matmul_loss(params, x, y):
     h = jax.nn.gelu((h + b1).astype(BF16))
     out = jnp.matmul(h, w2.astype(BF16), preferred_element_type=jnp.float32)
     return jnp.mean((out + b2 - y) ** 2)
+
+
+@decoy(
+    "mixed_step",
+    caught_by=["test_mixed_step_meets_the_bytes_budget"],
+    why="float16 operands where bf16 is asked: the same bytes, another format (5 exponent bits)",
+)
+def mixed_float16_operands(params, x, y):
+    def loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        f16 = jnp.float16
+        h = jnp.dot(x.astype(f16), w1.astype(f16), preferred_element_type=jnp.float32) + b1
+        h = jax.nn.gelu(h.astype(f16))
+        out = jnp.dot(h, w2.astype(f16), preferred_element_type=jnp.float32) + b2
+        return jnp.mean((out - y) ** 2)
+
+    loss_value, grads = jax.value_and_grad(loss)(params, x, y)
+    return _update(params, grads), loss_value
 
 
 @accepted("mixed_step", why="jnp.matmul with preferred_element_type, the update spelled apart")
@@ -465,6 +523,29 @@ def donating_bf16_state(step):
     return jax.jit(half, donate_argnums=0)
 
 
+class _LowersDonated:
+    """Donates when lowered (the figure the budget reads); calls run the undonated jit."""
+
+    def __init__(self, step):
+        self._plain, self._donated = jax.jit(step), jax.jit(step, donate_argnums=0)
+
+    def __call__(self, state, batch):
+        return self._plain(state, batch)
+
+    def lower(self, *args):
+        return self._donated.lower(*args)
+
+
+@decoy(
+    "donating_step",
+    caught_by=["test_donating_step_halves_peak_memory"],
+    why=".lower() donates, so the compiled figure meets the budget, but every call runs the jit "
+    "without donation: the old state is never reused",
+)
+def donating_only_when_lowered(step):
+    return _LowersDonated(step)
+
+
 @accepted("donating_step", why="donate_argnames names the state argument")
 def donating_by_name(step):
     return jax.jit(step, donate_argnames="state")
@@ -505,6 +586,21 @@ def cache_entries_too_small(cache_dir):
         "jax_compilation_cache_dir": cache_dir,
         "jax_persistent_cache_min_compile_time_secs": 0.0,
         "jax_persistent_cache_min_entry_size_bytes": 1 << 30,
+    }
+
+
+_ELSEWHERE = tempfile.mkdtemp(prefix="phase13-cache-")
+
+
+@decoy(
+    "cache_settings",
+    caught_by=["test_second_process_hits_the_cache"],
+    why="a cache that works, in a directory of its own: nothing is written under cache_dir",
+)
+def cache_elsewhere(cache_dir):
+    return {
+        "jax_compilation_cache_dir": _ELSEWHERE,
+        "jax_persistent_cache_min_compile_time_secs": 0.0,
     }
 
 

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -101,6 +102,27 @@ def _shape_bytes(text: str) -> int:
     return math.prod(dims) * ELEMENT_BYTES[dtype]
 
 
+# instructions whose work the module's figures cannot see: a host callback (a custom-call into the
+# Python runtime), any other custom-call, or data sent to / read from the host
+HOST_WORK = re.compile(r"\s(custom-call|send|recv|infeed|outfeed)(-start|-done)?\(")
+TARGET = re.compile(r'custom_call_target="([^"]*)"')
+
+
+def _check_no_hidden_work(text: str, what: str) -> None:
+    """Fail on the first instruction of the HLO text that runs work outside the module (read
+    from the text: a callback's attributes need not parse)."""
+    hidden = next((line for line in text.splitlines() if HOST_WORK.search(line)), None)
+    if hidden is None:
+        return
+    found, target = HOST_WORK.search(hidden), TARGET.search(hidden)
+    assert found is None, (
+        f"{what}: {found.group(1)} {hidden.split('=', 1)[0].strip()}"
+        f"{f' to {target.group(1)}' if target else ''}: the figures count only the module's "
+        "own instructions, so the work must stay in them (no host callbacks, custom-calls or "
+        "host transfers)"
+    )
+
+
 @contextlib.contextmanager
 def _measured_compiles():
     """The test's own count of backend compiles inside the block."""
@@ -175,6 +197,7 @@ def _remat_original(case) -> tuple[int, float]:
 @pytest.mark.parametrize("case", REMAT_CASES, ids=lambda c: "depth{}-width{}-batch{}".format(*c))
 def test_remat_meets_the_memory_budget(kata, case):
     compiled = jax.jit(jax.grad(kata.remat_loss)).lower(*deep_args(*case)).compile()
+    _check_no_hidden_work(_text(compiled), "the compiled grad")
     if not _xla_keeps_recomputation():
         pytest.skip(
             f"jax {jax.__version__}: this XLA merges jax.checkpoint's recomputation back into the "
@@ -233,9 +256,24 @@ def test_mixed_step_meets_the_bytes_budget(kata, case):
             f"bytes accessed {_mb(moved)} (unoptimized module), budget {_mb(budget)} "
             f"({BYTES_SHARE:.0%} of the f32 step's {_mb(original)}): which arrays are still f32?"
         )
-    dots = _dots(parse_hlo(_text(lowered, dialect="hlo")))
+    text = _text(lowered, dialect="hlo")
+    _check_no_hidden_work(text, "the step")
+    dots = _dots(parse_hlo(text))
     with check:
         assert dots, "no dot in the step: where did the matmuls go?"
+    low = [(r, ops) for r, ops in dots if any(Shape(o).dtype != "f32" for o in ops)]
+    for result, operands in low:
+        with check:
+            assert all(Shape(o).dtype == "bf16" for o in operands), (
+                f"a dot of {operands} -> {result}: the operands of a dot are bf16 (or f32), "
+                "nothing else (f16 is another format: 5 exponent bits, not bf16's 8)"
+            )
+    fed = sum(all(Shape(o).dtype == "bf16" for o in ops) for _, ops in dots)
+    with check:
+        assert fed >= 2, (
+            f"{fed} dot(s) with both operands bf16, expected both matmuls of the forward pass: "
+            f"{[ops for _, ops in dots]}"
+        )
     for result, operands in dots:
         with check:
             assert Shape(result).dtype == "f32", (
@@ -302,6 +340,7 @@ def _loop_steps(module: HloModule) -> list[int]:
 @pytest.mark.parametrize("case", ROLLOUT_CASES, ids=lambda c: "batch{}-width{}".format(*c))
 def test_rollout_meets_the_size_and_trip_budgets(kata, case):
     text = _text(jax.jit(kata.rollout).lower(*rollout_args(*case)).compile())
+    _check_no_hidden_work(text, "the compiled rollout")
     module = parse_hlo(text)
     count, original = sum(len(c) for c in module), _rollout_original(case)
     budget = INSTRUCTION_SHARE * original
@@ -574,12 +613,27 @@ def _stepper(kata):
 @pytest.mark.task("donating_step")
 @pytest.mark.parametrize("case", DONATION_CASES, ids=lambda c: "width{}-batch{}".format(*c))
 def test_donating_step_halves_peak_memory(kata, case):
-    compiled = _stepper(kata).lower(*momentum_args(*case)).compile()
+    step = _stepper(kata)
+    compiled = step.lower(*momentum_args(*case)).compile()
+    _check_no_hidden_work(_text(compiled), "the compiled step")
     peak, original = _memory(compiled).peak_memory_in_bytes, _donation_original(case)
     budget = PEAK_SHARE * original
     assert peak <= budget, (
         f"peak memory {_mb(peak)}, budget {_mb(budget)} ({PEAK_SHARE:.0%} of the original's "
         f"{_mb(original)}): which buffers must exist at once, inputs and outputs?"
+    )
+    # the figure above is of .lower(); a call must run the same program: the old state's buffers,
+    # reused for the new state, are gone once the call returns
+    state, batch = jax.device_put(momentum_args(*case))
+    step(state, batch)
+    kept = [
+        jax.tree_util.keystr(path)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(state)
+        if not leaf.is_deleted()
+    ]
+    assert not kept, (
+        f"after a call of the returned step, the old state's buffers {kept} are still alive: "
+        "the call holds old and new state at once, whatever .lower() reports"
     )
 
 
@@ -637,7 +691,14 @@ def test_second_process_hits_the_cache(kata, tmp_path):
     assert isinstance(settings, dict) and all(isinstance(k, str) for k in settings), (
         f"expected a dict of jax config names to values, got {settings!r:.120}"
     )
-    first, second = _child(settings), _child(settings)
+    first = _child(settings)
+    written = sorted(p for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    with check:
+        assert written, (
+            f"the first process missed the cache {first['misses']} times and wrote nothing under "
+            "cache_dir: where did its entries go?"
+        )
+    second = _child(settings)
     with check:
         assert first["misses"] >= 1, (
             f"the first process missed the cache {first['misses']} times: did it use one?"
