@@ -19,7 +19,8 @@ PEAKS = {"v5e": (197e12, 819e9), "h100": (989e12, 3.35e12)}
 def remat_loss(params: list, x) -> jax.Array:
     """programs.deep_loss(params, x), the same value and the same gradients, but the compiled
     jax.grad of it needs at most half the original's temp bytes (memory_analysis) with at most
-    25% more flops (cost_analysis)."""
+    25% more flops (cost_analysis), all of the work inside the compiled module (no host
+    callbacks or custom-calls)."""
     # TODO: decide what the backward pass may keep from each block, and recompute the rest
     raise NotImplementedError("phase13 task 1: remat_loss")
 
@@ -27,9 +28,9 @@ def remat_loss(params: list, x) -> jax.Array:
 def mixed_step(params: tuple, x, y) -> tuple:
     """programs.f32_step(params, x, y): (new params, loss), with matmuls fed bf16 operands so the
     step's bytes accessed (the lowered module's cost_analysis) are at most 3/4 of the f32 step's.
-    Params stay float32 (given and returned), every dot accumulates into float32, the loss is a
-    float32 scalar within 2e-3 of the f32 loss, and each param's update within 5% of the f32
-    step's."""
+    Params stay float32 (given and returned), every dot's operands are bfloat16 (not float16)
+    or float32 and it accumulates into float32, the loss is a float32 scalar within 2e-3 of the
+    f32 loss, and each param's update within 5% of the f32 step's."""
     # TODO: choose which values may be bf16 and which must stay f32
     raise NotImplementedError("phase13 task 2: mixed_step")
 
@@ -71,8 +72,9 @@ def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
 
 def donating_step(step: Callable) -> Callable:
     """A jitted step(state, batch) -> (state, loss) (programs.momentum_step) that computes what
-    jax.jit(step) does with at most 55% of its peak memory (memory_analysis), and moves nothing
-    between host and device when state and batch are already on the device."""
+    jax.jit(step) does with at most 55% of its peak memory (memory_analysis of its .lower()),
+    and each call of it runs that program: after a call the old state's buffers are deleted. It
+    moves nothing between host and device when state and batch are already on the device."""
     # TODO: which buffers does the compiled step hold at once, and which may it reuse?
     raise NotImplementedError("phase13 task 7: donating_step")
 
@@ -80,6 +82,6 @@ def donating_step(step: Callable) -> Callable:
 def cache_settings(cache_dir: str) -> dict[str, str | float | int | bool]:
     """The jax config settings (name -> value, for jax.config.update) with which a second Python
     process compiling the same small program finds every compile in the persistent compilation
-    cache under `cache_dir`, written by the first."""
+    cache under `cache_dir`, written there by the first."""
     # TODO: read the jax config options of the persistent compilation cache and their defaults
     raise NotImplementedError("phase13 task 8: cache_settings")
