@@ -826,3 +826,17 @@ def naive_layout_ops_as_views(hlo_text):
         _table_size(_COMMON | {"u16": 2, "s16": 2, "c64": 8, "f8e4m3fn": 1}),
         skip=_VIEWS | {"copy", "transpose", "reshape"},
     )
+
+
+@decoy(
+    "aliased_parameters",
+    caught_by=["test_aliases_of_fresh_headers"],
+    why="reads one digit of the parameter number and a one-number output index: every listed "
+    "module has fewer than ten parameters and flat outputs",
+)
+def aliases_single_digit(hlo_text):
+    text = parse_hlo(hlo_text).attributes.get("input_output_alias", "")
+    found = {}
+    for match in re.finditer(r"\{(\d*)\}: \((\d)", text):
+        found[int(match.group(2))] = (int(match.group(1)),) if match.group(1) else ()
+    return found

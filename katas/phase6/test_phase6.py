@@ -324,6 +324,51 @@ def test_aliases_of_a_handwritten_header(kata):
     )
 
 
+def _alias_module(fresh) -> tuple[str, dict[int, tuple[int, ...]]]:
+    """A module drawn for this run: 11 to 16 parameters, outputs nested one tuple deep, 3 or 4
+    of them aliased to parameters with two-digit numbers among them; with the answer it was
+    drawn from (XLA's parser must accept it)."""
+    n = fresh.randint(11, 16)
+    chosen = [fresh.randint(10, n - 1), *fresh.sample(range(10), fresh.randint(2, 3))]
+    fresh.shuffle(chosen)
+    # outputs: the first two nested in a pair ({0, 0}, {0, 1}), the rest at the top ({1}, ...)
+    indices = [(0, 0), (0, 1), *[(k,) for k in range(1, len(chosen) - 1)]]
+    shape = [f"f32[{p + 1}]" for p in chosen]
+    lines = [f"  %p{i} = f32[{i + 1}]{{0}} parameter({i})" for i in range(n)]
+    lines += [f"  %o{k} = {shape[k]}{{0}} negate(%p{p})" for k, p in enumerate(chosen)]
+    pair = f"({shape[0]}, {shape[1]})"
+    lines.append(f"  %pair = {pair} tuple(%o0, %o1)")
+    rest = ", ".join(shape[2:])
+    result = f"({pair}, {rest})"
+    lines.append(
+        f"  ROOT %out = {result} tuple(%pair, {', '.join(f'%o{k}' for k in range(2, len(chosen)))})"
+    )
+    kinds = [fresh.choice(["may-alias", "must-alias"]) for _ in chosen]
+    header = ", ".join(
+        f"{{{', '.join(map(str, index))}}}: ({p}, {{}}, {kind})"
+        for index, p, kind in zip(indices, chosen, kinds, strict=True)
+    )
+    signature = ", ".join(f"p{i}: f32[{i + 1}]" for i in range(n))
+    text = (
+        f"HloModule drawn_aliases, input_output_alias={{ {header} }}\n\n"
+        f"ENTRY %main ({signature}) -> {result} {{\n" + "\n".join(lines) + "\n}\n"
+    )
+    return text, {p: index for p, index in zip(chosen, indices, strict=True)}
+
+
+@pytest.mark.task("aliased_parameters")
+def test_aliases_of_fresh_headers(kata, fresh):
+    """Parameter numbers of two digits and output indices one tuple deep, drawn for this run."""
+    for _ in range(3):
+        text, expected = _alias_module(fresh)
+        _xla_parses(text)
+        got = kata.aliased_parameters(text)
+        assert got == expected, (
+            f"{fresh.where()}: got {got} for input_output_alias="
+            f"{parse_hlo(text).attributes['input_output_alias']}"
+        )
+
+
 @functools.cache
 def _variants(text: str) -> tuple[metamorphic.HloVariant, ...]:
     """The module renamed, reordered and both (each accepted by XLA's parser), for a fixed seed
