@@ -250,6 +250,22 @@ def rollout_reordered_step(w, b, x):
     return jax.lax.scan(body, x, None, 32, unroll=4)[0]
 
 
+@decoy(
+    "rollout",
+    caught_by=["test_rollout_meets_the_size_and_trip_budgets"],
+    why="a body that holds four steps in a branch never taken and runs one: 32 trips, while "
+    "the dots reached from the body look like four steps a trip",
+)
+def rollout_idle_branch(w, b, x):
+    def step(h):
+        return jnp.tanh(h @ w + b)
+
+    def body(i, h):
+        return jax.lax.cond(i < 0, lambda h: step(step(step(step(h)))), step, h)
+
+    return jax.lax.fori_loop(0, 32, body, x)
+
+
 @accepted("rollout", why="fori_loop with unroll=8: 4 trips of 8 steps")
 def rollout_fori(w, b, x):
     return jax.lax.fori_loop(0, 32, lambda _, c: jnp.tanh(c @ w + b), x, unroll=8)

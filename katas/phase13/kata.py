@@ -37,7 +37,8 @@ def mixed_step(params: tuple, x, y) -> tuple:
 
 def rollout(w, b, x) -> jax.Array:
     """programs.unrolled_rollout(w, b, x): 32 steps of x = tanh(x @ w + b), compiled to at most
-    40% of the unrolled original's instructions, by a loop that runs at most 8 trips."""
+    40% of the unrolled original's instructions, by a loop that runs at most 8 trips (counted by
+    the compiler: its known_trip_count)."""
     # TODO: write the recurrence as a loop and choose how many steps one trip does
     raise NotImplementedError("phase13 task 3: rollout")
 

@@ -336,6 +336,23 @@ def _loop_steps(module: HloModule) -> list[int]:
     return found
 
 
+KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def _loop_trips(module: HloModule) -> list[tuple[str, int | None]]:
+    """(name, trips) of each while whose trips the compiler did not count to at most MAX_TRIPS:
+    its known_trip_count, or None when the optimized HLO has none."""
+    found = []
+    for c in module:
+        for i in c:
+            if i.opcode == "while":
+                known = KNOWN_TRIPS.search(i.attributes_text)
+                trips = int(known.group(1)) if known else None
+                if trips is None or trips > MAX_TRIPS:
+                    found.append((i.name, trips))
+    return found
+
+
 @pytest.mark.task("rollout")
 @pytest.mark.parametrize("case", ROLLOUT_CASES, ids=lambda c: "batch{}-width{}".format(*c))
 def test_rollout_meets_the_size_and_trip_budgets(kata, case):
@@ -349,6 +366,15 @@ def test_rollout_meets_the_size_and_trip_budgets(kata, case):
             f"{count} instructions in the optimized HLO, budget {budget:.0f} "
             f"({INSTRUCTION_SHARE:.0%} of the unrolled original's {original}): how many copies "
             "of the step does the module hold?"
+        )
+    uncounted = _loop_trips(module)
+    name, trips = uncounted[0] if uncounted else ("", None)
+    with check:
+        assert not uncounted, (
+            f"while {name} runs {trips if trips is not None else 'an unknown number of'} "
+            f"trips (its known_trip_count in the optimized HLO), budget {MAX_TRIPS}: the "
+            "compiler must be able to count the trips (a bound read from the data cannot be), "
+            "and each trip must do its share of the steps"
         )
     steps = _loop_steps(module)
     least = STEPS // MAX_TRIPS
