@@ -194,7 +194,11 @@ def _remat_original(case) -> tuple[int, float]:
 
 
 @pytest.mark.task("remat_loss")
-@pytest.mark.parametrize("case", REMAT_CASES, ids=lambda c: "depth{}-width{}-batch{}".format(*c))
+@pytest.mark.parametrize(
+    "case",
+    [*REMAT_CASES, (16, 64, 128, 3)],  # and one deeper than the listed cases
+    ids=lambda c: "depth{}-width{}-batch{}".format(*c),
+)
 def test_remat_meets_the_memory_budget(kata, case):
     compiled = jax.jit(jax.grad(kata.remat_loss)).lower(*deep_args(*case)).compile()
     _check_no_hidden_work(_text(compiled), "the compiled grad")
@@ -637,7 +641,11 @@ def _stepper(kata):
 
 
 @pytest.mark.task("donating_step")
-@pytest.mark.parametrize("case", DONATION_CASES, ids=lambda c: "width{}-batch{}".format(*c))
+@pytest.mark.parametrize(
+    "case",
+    [*DONATION_CASES, (256, 16, 4)],  # and one smaller than the listed cases
+    ids=lambda c: "width{}-batch{}".format(*c),
+)
 def test_donating_step_halves_peak_memory(kata, case):
     step = _stepper(kata)
     compiled = step.lower(*momentum_args(*case)).compile()
