@@ -688,3 +688,16 @@ def serve_memoised_buckets(requests, run, max_compiles):
             ]
         )
     return answers
+
+
+@decoy(
+    "cache_settings",
+    caught_by=["test_cache_settings_hold_for_every_compile"],
+    why="a 50 ms minimum compile time: the test's small program is cached only on a machine slow "
+    "enough (or loaded enough) to take longer than that",
+)
+def cache_fifty_milliseconds(cache_dir):
+    return {
+        "jax_compilation_cache_dir": cache_dir,
+        "jax_persistent_cache_min_compile_time_secs": 0.05,
+    }
