@@ -410,7 +410,7 @@ def whiles_bodies_not_conditions(hlo_text):
         for i in module[name]:
             if i.opcode == "while":
                 count += 1
-                todo.append(i.attribute("body").lstrip("%"))
+                todo.append((i.attribute("body") or "").lstrip("%"))
             else:
                 todo.extend(i.called_computations)
     return count

@@ -13,6 +13,7 @@ import random
 import re
 import warnings
 import zlib
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -1181,7 +1182,8 @@ def test_predict_allreduce_bytes_matches_cpu(kata):
     a seed: the bytes of its all-reduce, read with XLA's parser, without libtpu."""
     cases = _drawn_mlps(ALLREDUCE_SEED)
     measured = [_allreduce_bytes(*case, "cpu") for case in cases]
-    for (batch, width, hidden, dtype, mesh_shape), expected in zip(cases, measured, strict=True):
+    for (batch, width, hidden, drawn, mesh_shape), expected in zip(cases, measured, strict=True):
+        dtype: Any = drawn
         itemsize = jnp.dtype(dtype).itemsize
         with compiler_refused("predict_allreduce_bytes"):
             got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)

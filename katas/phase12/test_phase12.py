@@ -142,6 +142,13 @@ SIDE_BY_SIDE = (CPU_BLOCK, "block_gpu_h100", "block_gpu_a100", "block_tpu_v5e")
 # ---- fusion_kinds ------------------------------------------------------------------------------
 
 
+def _matched(pattern: str, text: str) -> str:
+    """The first group of ``pattern`` in ``text`` (which must hold it)."""
+    found = re.search(pattern, text)
+    assert found is not None, f"{pattern!r} not in {text[:120]!r}"
+    return found.group(1)
+
+
 @pytest.mark.task("fusion_kinds")
 def test_fusion_kinds(kata):
     for name in (*SIDE_BY_SIDE, "reductions_h100", "conv_h100", "mlp_grad_h100"):
@@ -299,7 +306,7 @@ def test_library_epilogues_legacy_cublas_gemm(kata):
     name = "gemms_everywhere"
     expected = _library_calls(name)
     targets_of = {
-        n: re.search(r'custom_call_target="([^"]+)"', p).group(1)
+        n: _matched(r'custom_call_target="([^"]+)"', p)
         for _, n, op, p in _xla(name)[1]
         if op == "custom-call"
     }
@@ -523,7 +530,7 @@ def test_collective_overlap_out_of_order_and_outside_entry(kata):
     main = schedule[entry]
     dones = [n for n in main if n.endswith("-done")]
     printed = {n: p for c, n, _, p in rows if c == entry}
-    assert [re.search(r"-done\(%([\w.-]+)\)", printed[d]).group(1) for d in dones] == [
+    assert [_matched(r"-done\(%([\w.-]+)\)", printed[d]) for d in dones] == [
         "second-start",
         "first-start",
     ], f"XLA schedules {main}"

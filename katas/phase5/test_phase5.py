@@ -640,7 +640,9 @@ def _compiled_cost(fn, *args) -> tuple[float, Counter]:
     cost = compiled.cost_analysis()
     assert cost is not None and "flops" in cost, "this backend reports no flops"
     unseen: Counter = Counter()
-    for module in compiled.runtime_executable().hlo_modules():
+    executable = compiled.runtime_executable()
+    assert executable is not None, "this backend gives no executable to read"
+    for module in executable.hlo_modules():
         for computation in module.computations():
             for instruction in computation.instructions():
                 if instruction.opcode.name in _UNCOUNTED:

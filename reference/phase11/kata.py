@@ -58,7 +58,8 @@ def _async_pairs(hlo_text: str) -> list[tuple[HloInstruction, HloInstruction, st
             pairs.append((start, done, base))
         elif start.opcode == "async-start":
             # the generic wrapper: the collective is the root of the computation it calls
-            root = module.computation(start.called_computations[0].lstrip("%")).root
+            wrapped = module.computation(start.called_computations[0].lstrip("%"))
+            root = wrapped.root if wrapped is not None else start
             if root.opcode in COLLECTIVES:
                 done = next(
                     d for d in entry if d.opcode == "async-done" and start.name in d.operands
