@@ -774,11 +774,6 @@ def donate_batch_from_the_end():
     return (0, 1, -1)
 
 
-@accepted("step_donation", why="params and momentum counted from the end, as jax allows")
-def donate_state_from_the_end():
-    return (-3, -2)
-
-
 # ---- task 10: matmul_fusions ---------------------------------------------------------------------
 
 _PLUMBING = {

@@ -12,15 +12,17 @@ import pytest
 
 from . import curriculum, records
 
-_outcomes: dict[tuple[str, str], set[str]] = defaultdict(set)  # (phase, function) -> outcomes
-_skip_reasons: dict[tuple[str, str], str] = {}
+# (course root, phase, function) -> outcomes: a test may run another course's pytest inside this
+# process, whose records must not mix with this one's
+_outcomes: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+_skip_reasons: dict[tuple[str, str, str], str] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for record in records.read(report):
         if record.kind not in ("katas", "reference") or record.when not in ("call", "setup"):
             continue
-        key = (record.phase, record.function)
+        key = (str(curriculum.ROOT), record.phase, record.function)
         _outcomes[key].add(record.outcome)
         if record.outcome == "skipped":
             _skip_reasons.setdefault(key, record.message)
@@ -29,15 +31,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def unchecked() -> list[str]:
     """One line per task whose every test skipped."""
     lines = []
-    for (phase_name, function), outcomes in sorted(_outcomes.items()):
-        if outcomes != {"skipped"}:
+    known = {phase.name: phase for phase in curriculum.phases()}
+    for (root, phase_name, function), outcomes in sorted(_outcomes.items()):
+        if root != str(curriculum.ROOT) or outcomes != {"skipped"} or phase_name not in known:
             continue
-        phase = curriculum.phase(int(phase_name.removeprefix("phase")))
+        phase = known[phase_name]
+        if function not in {t.function for t in phase.tasks}:
+            continue
         task = phase.task(function)
         needs = phase.install_command or "its tests to run"
         lines.append(
             f"{task.id} ({function}) is not done: every test skipped "
-            f"({_skip_reasons.get((phase_name, function), '')}); needs: {needs}"
+            f"({_skip_reasons.get((root, phase_name, function), '')}); needs: {needs}"
         )
     return lines
 

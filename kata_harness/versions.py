@@ -133,7 +133,8 @@ GATES: dict[str, Gate] = {
         Gate(
             "tpu-shapes-read-by-xla",
             ">=0.12",
-            "phase11 tests of padded_bytes, prefetched_parameters and predict_allreduce_bytes",
+            "phase11 tests of collective_bytes, padded_bytes, prefetched_parameters and "
+            "predict_allreduce_bytes",
             "their oracle reads shapes through jaxlib._hlo.HloInstruction.shape (jaxlib 0.12); "
             "the recorded texts come from the tpu group, which pins jax 0.12 anyway",
         ),

@@ -540,6 +540,7 @@ def _xla_collective_bytes(text: str) -> dict[str, int]:
     return totals
 
 
+@versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("collective_bytes")
 def test_collective_bytes_without_channel_ids(kata):
     """Cross-replica collectives carry no channel_id: each is a collective of its own."""
