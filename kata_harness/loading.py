@@ -84,8 +84,10 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     predict.count_client_compiles()  # before the fingerprint: the counter is the harness's
     before = contract.fingerprint()
     try:
-        watched = {name for phase in curriculum.phases() for t in phase.tasks for name in t.refuse}
-        with predict.compiles_seen() as seen, predict.calls_seen(watched if scan else ()) as called:
+        with (
+            predict.compiles_seen() as seen,
+            predict.calls_seen(_watched() if scan else ()) as called,
+        ):
             spec.loader.exec_module(module)
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything
         sys.modules.pop(module_name, None)
@@ -100,11 +102,15 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
             f"{label}: {_relative(path)} changes {patched[0]} while it loads: kata code may "
             "not change the libraries the tests measure with; remove that"
         )
-    _compiled_at_load[module_name] = [e for e in seen if e != "listener removed"] + called or (
-        ["it removed JAX's monitoring listeners"] if seen else []
-    )
+    _compiled_at_load[module_name] = seen + called
     _cache[(module_name, path)] = (stamp, module)
     return module
+
+
+def _watched() -> set[str]:
+    """What any predict task refuses beyond the compiler (jnp.result_type...), watched while a
+    learner's file loads."""
+    return {name for phase in curriculum.phases() for task in phase.tasks for name in task.refuse}
 
 
 def _relative(path: Path) -> str:
@@ -126,7 +132,7 @@ def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
     at_load = _compiled_at_load.setdefault(module.__name__, [])
     with predict.compiles_seen() as seen:  # a task "function" may compile when looked at
         contract.wrap(module, labels, _return_hints(phase, reference), reference.__name__)
-    at_load += [event for event in seen if event != "listener removed"]
+    at_load += seen
     predict.refuse_in(module, phase.tasks, at_load)
     return module
 

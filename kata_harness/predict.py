@@ -118,11 +118,7 @@ def compiler_refused(
         )
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
-        for owner, name, original in reversed(saved):
-            if original is None:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
+        _restore(saved)
     if compiles:
         pytest.fail(
             f"{task} made XLA compile {len(compiles)} program(s) (an eager jnp operation "
@@ -134,7 +130,7 @@ def compiler_refused(
 @contextmanager
 def compiles_seen(events: tuple[str, ...] = (TRACE, LOWER, BACKEND_COMPILE)) -> Iterator[list[str]]:
     """The JAX trace/lower/compile events while the block runs, and whether the listener was
-    still registered at its end (``"listener removed"`` appended when it was not)."""
+    still registered at its end (a line saying so appended when it was not)."""
     import jax
 
     seen: list[str] = []
@@ -147,20 +143,21 @@ def compiles_seen(events: tuple[str, ...] = (TRACE, LOWER, BACKEND_COMPILE)) -> 
             beats.append(True)
 
     count_client_compiles()
-    before = _client_compiles_done[0]
+    before = _client_compiles_done
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield seen
     finally:
         jax.monitoring.record_event_duration_secs(_HEARTBEAT, 0.0)
         if not beats:
-            seen.append("listener removed")
+            seen.append("it removed JAX's monitoring listeners")
         else:
             jax.monitoring.unregister_event_duration_listener(listener)
-        seen += ["compile"] * (_client_compiles_done[0] - before)
+        seen += ["compile"] * (_client_compiles_done - before)
 
 
-_client_compiles_done = [0, 0]  # compiles counted, whether the counting is installed
+_client_compiles_done = 0  # compiles of jaxlib's client, since count_client_compiles
+_counting = False  # whether the counting wrapper is installed
 
 
 def count_client_compiles() -> None:
@@ -170,16 +167,18 @@ def count_client_compiles() -> None:
     (``get_backend().compile_and_load``), even through a method bound before any refusal began,
     raises none. The counting wrapper is installed before any kata file loads, so whatever a
     file binds is the wrapper."""
-    if _client_compiles_done[1]:
+    global _counting
+    if _counting:
         return
-    _client_compiles_done[1] = 1  # once: later the class may hold a refusal's stand-in
+    _counting = True  # once: later the class may hold a refusal's stand-in
     for client, name in _client_compiles():
         original = vars(client).get(name)
         if original is None:
             continue
 
         def counted(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            _client_compiles_done[0] += 1
+            global _client_compiles_done
+            _client_compiles_done += 1
             return _original(self, *args, **kwargs)
 
         counted.__name__ = name
@@ -302,7 +301,7 @@ def _entry_points_refused(
         if code in allowed_codes:
             inside_allowed[0] += 1 if event == "call" else -1 if event == "return" else 0
         elif event == "call" and code in codes:
-            if not inside_allowed[0] or not _called_by_jax(frame, codes):
+            if not inside_allowed[0] or not _called_by_jax(frame):
                 attempts.append(codes[code])
 
     sys.setprofile(profile)
@@ -317,14 +316,10 @@ def _entry_points_refused(
         yield
     finally:
         sys.setprofile(previous)
-        for owner, name, original in reversed(saved):
-            if original is None:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
+        _restore(saved)
 
 
-def _called_by_jax(frame: Any, codes: dict[Any, str]) -> bool:
+def _called_by_jax(frame: Any) -> bool:
     """Whether the refused function was called by JAX itself (eval_shape tracing with jit), not
     by the answer's own code inside the function eval_shape traces."""
     caller = frame.f_back
@@ -347,6 +342,17 @@ def _stand_in(owner: Any, name: str, stand_in: Any) -> None:
     """Put ``stand_in`` in place of ``owner.name``, remembering the real function behind it."""
     _stand_ins[id(stand_in)] = getattr(owner, name, None)
     setattr(owner, name, stand_in)
+
+
+def _restore(saved: list[tuple[Any, str, Any]]) -> None:
+    """Put back each ``(owner, name, the owner's own attribute or None when it inherited it)``,
+    forgetting the stand-in (its id may be reused once it is gone)."""
+    for owner, name, original in reversed(saved):
+        _stand_ins.pop(id(vars(owner).get(name)), None)
+        if original is None:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
 
 
 def _codes(pairs: list[tuple[Any, str]]) -> dict[Any, str]:
