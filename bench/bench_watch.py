@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ("kata_harness", "xla_inspect", "katas_cli", "snapshots", "conftest.py", "pyproject.toml")
+SHARED = ("kata_harness", "xla-inspect", "katas_cli", "snapshots", "conftest.py", "pyproject.toml")
 
 
 def copy_tree(phase: int, target: Path) -> Path:

@@ -80,7 +80,7 @@ def _salt() -> bytes:
         root / "conftest.py",
         root / "katas_cli" / "runner.py",
         *root.glob("kata_harness/*.py"),
-        *root.glob("xla_inspect/*.py"),
+        *root.glob("xla-inspect/src/xla_inspect/*.py"),
     ]
     _hash_files(digest, [p for p in shared if p.is_file()])
     try:

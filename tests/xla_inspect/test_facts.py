@@ -336,7 +336,6 @@ def test_failing_assertions_show_the_excerpt(pytester):
     name, fused_op = _kloop_fusion(text)
     dots = _xla(text)[0]["dot"]
     assert dots > 1
-    pytester.makeconftest('pytest_plugins = ["xla_inspect.pytest_plugin"]\n')
     (pytester.path / "module.txt").write_text(text)
     pytester.makepyfile(test_user=_USER_TEST)
     result = pytester.runpytest("-p", "no:cacheprovider", "-vv")
@@ -364,7 +363,6 @@ def test_failing_assertions_show_the_excerpt(pytester):
 def test_without_verbosity_one_line_per_match(pytester):
     text = _text(_compiled("mlp_grad")[1])
     name, _ = _kloop_fusion(text)
-    pytester.makeconftest('pytest_plugins = ["xla_inspect.pytest_plugin"]\n')
     (pytester.path / "module.txt").write_text(text)
     pytester.makepyfile(test_user=_USER_TEST)
     result = pytester.runpytest("-p", "no:cacheprovider", "-k", "test_fusions")
@@ -378,14 +376,14 @@ def test_without_verbosity_one_line_per_match(pytester):
     result.stdout.no_fnmatch_line("*Full output truncated*")
 
 
-def test_the_plugin_is_opt_in(pytester, request):
-    assert not request.config.pluginmanager.has_plugin("xla_inspect.pytest_plugin")
+def test_the_plugin_comes_with_the_package_and_imports_no_jax(pytester):
     entry_points = importlib.metadata.entry_points(group="pytest11")
-    assert not [e for e in entry_points if e.value.startswith("xla_inspect")]
-    pytester.makepyfile("def test_fixture(hlo_facts):\n    pass\n")
+    assert [e.value for e in entry_points if e.value.startswith("xla_inspect")] == [
+        "xla_inspect.pytest_plugin"
+    ]
+    pytester.makepyfile("def test_fixture(hlo_facts):\n    assert callable(hlo_facts)\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*fixture 'hlo_facts' not found*"])
+    result.assert_outcomes(passed=1)
     code = "import sys, xla_inspect.pytest_plugin; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

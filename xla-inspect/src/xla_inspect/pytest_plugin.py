@@ -1,9 +1,8 @@
 """pytest plugin for HLO facts: a failing comparison of `Matches` prints the IR it matched.
 
-Opt in from a `conftest.py` (nothing is loaded for projects that do not ask for it; this module
-imports neither JAX nor pytest internals beyond the hook):
-
-    pytest_plugins = ["xla_inspect.pytest_plugin"]
+Installing xla-inspect registers it (the `pytest11` entry point), so a test suite needs no
+conftest line; this module imports neither JAX nor pytest internals beyond the hook, and
+`hlo_facts` imports JAX only when called.
 
 Then `assert facts.fusions(kind="kLoop") <= 3` fails with the query, the count and one line per
 match (its computation and instruction; for a fusion, the opcodes it fused); with `-vv`, every

@@ -10,8 +10,8 @@
 `fusions`, `collectives`, `custom_calls` and `instructions` return a `Matches`: a list of the
 records that matched, which compares with an int by its length (`<= 3`, `== 0`) and with a list
 as a list. Each match keeps an excerpt of the IR (the instruction and its computation, and the
-first lines of a fusion's fused computation); with the pytest plugin
-(`pytest_plugins = ["xla_inspect.pytest_plugin"]`) a failing comparison prints those excerpts.
+first lines of a fusion's fused computation); with the pytest plugin (registered when
+xla-inspect is installed) a failing comparison prints those excerpts.
 `opcodes` is a plain `Counter` of ints, counted over every computation.
 
 JAX is imported only when a function or a JAX stage is compiled, never for HLO text.
