@@ -778,7 +778,9 @@ def test_predict_bytes_accessed_matches_cost_analysis(kata):
             assert type(got) is int, f"{name}: expected an int, got {got!r}"
         with check:
             assert got == _bank_bytes(name), (
-                f"{name}: you predicted {got} bytes, cost_analysis says {_bank_bytes(name):.0f}"
+                f"{name}: you predicted {got} bytes; cost_analysis says otherwise ("
+                f"{'more' if _bank_bytes(name) > got else 'fewer'}: which operands and outputs "
+                "does each fusion read and write once?)"
             )
 
 
