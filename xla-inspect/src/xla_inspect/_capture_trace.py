@@ -72,7 +72,7 @@ def on_target(
     """`args` and `kwargs` with their arrays placed on the target called `name`."""
     import jax.stages
 
-    from xla_inspect import targets
+    from xla_inspect.targets import TargetError, get
 
     if stage(fn, "lowered") is not None or stage(fn, "traced") is not None:
         raise CaptureError(
@@ -85,8 +85,8 @@ def on_target(
             "its hardware: capture plain jax.jit(f) with target="
         )
     try:
-        placed = targets.get(name).place_tree((args, kwargs))
-    except targets.TargetError as exc:
+        placed = get(name).place_tree((args, kwargs))
+    except TargetError as exc:
         raise CaptureError(str(exc)) from exc
     return placed[0], placed[1]
 

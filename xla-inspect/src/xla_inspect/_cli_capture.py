@@ -10,11 +10,11 @@ import json
 import sys
 from pathlib import Path
 
-from xla_inspect import targets
 from xla_inspect._cli_args import call_args, import_function
 from xla_inspect._cli_common import Command, UsageError, where
 from xla_inspect.errors import HloParseError, InspectError
-from xla_inspect.targets import TARGETS
+from xla_inspect.targets import TARGETS, TargetError, prepare_environment
+from xla_inspect.targets import get as get_target
 
 __all__ = ["CAPTURE"]
 
@@ -54,13 +54,13 @@ def _capture(args: argparse.Namespace) -> int:
         return _capture_file(args)
     if args.target is not None:
         try:
-            target = targets.get(args.target)
-        except targets.TargetError as exc:
+            target = get_target(args.target)
+        except TargetError as exc:
             raise UsageError(str(exc), "pick a name from xla-inspect capture --help") from exc
         missing = target.missing()
         if missing is not None:
             raise UsageError(missing, "install the group, then run this again")
-        targets.prepare_environment()  # before JAX starts its backends (call_args imports it)
+        prepare_environment()  # before JAX starts its backends (call_args imports it)
     positional, keywords, options = call_args(args.arg, args.args_from)
     function = import_function(args.source)
     from xla_inspect.capture import capture
