@@ -201,7 +201,9 @@ def _libraries() -> list[Any]:
 
     stages = [jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped]
     client = type(jax.extend.backend.get_backend())
-    return [jax, jnp, jax.monitoring, np, np.testing, *stages, client]
+    # the toolkit too: tests read profiles, listings and modules with it
+    toolkit = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "xla_inspect"]
+    return [jax, jnp, jax.monitoring, np, np.testing, *stages, client, *toolkit]
 
 
 def fingerprint() -> dict[str, int]:

@@ -53,6 +53,7 @@ FORBIDDEN_MODULES = frozenset(
         "pty",
         "asyncio",
         "inspect",  # getmodule reaches JAX's private modules; frames reach the harness
+        "traceback",  # walk_stack and extract_stack(capture_locals) reach the tests' frames
         "posix",
         "nt",
         "jaxlib",  # the XLA client, its cost model and parser, under JAX's refusals
@@ -76,6 +77,9 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "f_locals",
         "tb_frame",
         "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "currentframe",  # logging.currentframe: the caller's frame, like sys._getframe
         "__globals__",
         "__subclasses__",
         "__builtins__",
@@ -103,6 +107,10 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "_event_duration_secs_listeners",
     }
 )
+# Builtins that reach an attribute by a name given as a string: only called directly with a
+# literal name (checked by `_named_attribute`), never passed on as a value, where the name they
+# get is out of the scan's sight (`reduce(getattr, ["f_" + "locals"], frame)`, `put = setattr`).
+REFLECTION = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 WHY = (
     "kata code may not use the test machinery or read the answers "
     "(pytest, kata_harness, reference/, decoys/, dynamic imports); remove it"
@@ -123,8 +131,9 @@ def scan(source: str, filename: str) -> str | None:
     except SyntaxError:
         return None
     modules = _imported_names(tree)
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
-        found = _forbidden(node) or _patches(node, modules)
+        found = _forbidden(node) or _patches(node, modules) or _passed_on(node, called)
         if found:
             return f"line {getattr(node, 'lineno', '?')} {found}"
     return None
@@ -266,6 +275,13 @@ def _forbidden(node: ast.AST) -> str | None:
         return f"uses .{node.attr}"  # os.popen under any name
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _named_attribute(node)
+    return None
+
+
+def _passed_on(node: ast.AST, called: set[int]) -> str | None:
+    """A reflection builtin used other than by calling it (its names would go unchecked)."""
+    if isinstance(node, ast.Name) and node.id in REFLECTION and id(node) not in called:
+        return f"uses {node.id} other than by calling it"
     return None
 
 
