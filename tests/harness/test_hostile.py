@@ -176,7 +176,7 @@ def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
         "import jax\ndef f(g):\n    return g.__kwdefaults__['_original']\n",
         "import jax.extend.backend as b\nsetattr(b.get_backend().__class__, 'compile', None)\n",
         "def f(g):\n    return g.__wrapped__\n",
-        "import functools\ndef f(frame):\n    return functools.reduce(getattr, ['f_' + 'locals'], frame)\n",
+        "import functools as ft\ndef f(fr):\n    return ft.reduce(getattr, ['f_locals'], fr)\n",
         "import xla_inspect\nput = setattr\nput(xla_inspect, 'parse_hlo', None)\n",
         "def f(names, o):\n    return list(map(hasattr, [o] * len(names), names))\n",
         "import traceback\nframes = list(traceback.walk_stack(None))\n",
