@@ -27,8 +27,8 @@ from functools import cached_property
 from os import PathLike
 from typing import Any, Literal
 
-from xla_inspect._lexing import split_attributes
 from xla_inspect.errors import InspectError
+from xla_inspect.hlo.lexical import split_attributes
 from xla_inspect.model import HloComputation, HloInstruction, HloModule
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import (
