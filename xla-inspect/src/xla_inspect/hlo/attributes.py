@@ -60,6 +60,12 @@ from xla_inspect.hlo.values import (
     window_ok,
 )
 
+# Value syntax of typed attributes, as XLA's parser reads them (hlo_parser.cc with the tokens of
+# hlo_lexer.cc; test_oracle checks every rule against the jaxlib in use): name -> (what it takes,
+# its syntax). A syntax is a pattern of the whole value, possibly a Checked one (whose match also
+# has to pass the counts and ranges XLA checks while it reads the value). An opcode checks those
+# of its attributes that appear here, except where it reads the name with another type
+# (OTHER_TYPE). Whitespace may stand between any two tokens of a value, as XLA's lexer skips it.
 ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
     **{
         name: ("a braced list of integers like {0,1}", re.compile(BRACED_INTS))

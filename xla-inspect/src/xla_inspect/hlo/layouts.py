@@ -10,10 +10,11 @@ from collections.abc import Callable
 
 from xla_inspect.hlo.lexical import DTYPE
 
-# name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
+# a run of blanks and comments (XLA's lexer skips them between tokens)
 SKIP_RUN = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 
 
+# an array shape's dims and layout, in canonical text
 _DIMS_AND_ORDER = re.compile(r"\[([^\]]*)\]\{([^}:]*)")
 
 

@@ -179,7 +179,7 @@ class _Reject(Exception):
 def literal_problem(literal: str, shape: str) -> str | None:
     """Why XLA's parser rejects `literal` (comments taken out) as the literal of a constant of
     `shape`, or None when it reads it."""
-    reader = _Reader(literal, _TOKEN.findall(literal))
+    reader = _LiteralReader(literal, _TOKEN.findall(literal))
     tokens = reader.tokens
     try:
         reader.literal(Shape(shape))
@@ -190,7 +190,7 @@ def literal_problem(literal: str, shape: str) -> str | None:
     return None
 
 
-class _Reader:
+class _LiteralReader:
     """Reads a list of tokens (punctuation, element, stray: one of the three not empty)."""
 
     __slots__ = ("at", "literal_text", "tokens")

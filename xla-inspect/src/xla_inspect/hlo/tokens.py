@@ -19,6 +19,7 @@ from xla_inspect.hlo.shapes import LONE_MINUS, shape_problem
 SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n\r]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)*")
 
 
+# name ::= '%'? [a-zA-Z_][a-zA-Z0-9_.-]*
 IDENT = re.compile(r"(?a)%?[A-Za-z_][\w.\-]*")
 
 
@@ -63,7 +64,7 @@ _PRINTED_SHAPE = re.compile(
 _CLOSE_OF = {"(": ")", "[": "]", "{": "}"}
 
 
-# a layout's minor_to_major list, and an array shape's dims and layout in canonical text
+# a layout's minor_to_major list
 _MINOR_TO_MAJOR = re.compile(r"(?:-?[0-9]+(?:,-?[0-9]+)*)?")
 
 

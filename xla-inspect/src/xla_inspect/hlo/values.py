@@ -8,13 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-# Value syntax of typed attributes, as XLA's parser reads them (hlo_parser.cc with the tokens of
-# hlo_lexer.cc; test_oracle checks every rule against the jaxlib in use): name -> (what it takes,
-# its syntax). A syntax is a pattern of the whole value, possibly a Checked one (whose match also
-# has to pass the counts and ranges XLA checks while it reads the value). An opcode checks those
-# of its attributes that appear here, except where it reads the name with another type
-# (OTHER_TYPE). Whitespace may stand between any two tokens of a value, as XLA's lexer skips it.
-
 
 class Checked:
     """A pattern whose match counts only when `valid` holds for the text it matched (the part
