@@ -1,9 +1,13 @@
-"""Reading HLO text, in layers that import only downward (docs/architecture.md):
+"""Reading HLO text, in layers that import only downward (docs/architecture.md; the contract is
+in pyproject.toml and `uv run lint-imports` checks it). From the top:
 
-    lexical <- model <- opcodes, values, strings, shardings, value_forms, literals, layouts,
-    shapes, infer_rules, infer <- attributes, rules, metadata, line_forms, header_values,
-    header <- tokens <- instruction_checks <- operands <- token_path <- instructions, frames
-    <- module <- calls <- async_ops <- reader
-
-`reader.parse_hlo` is the entry point (re-exported as `xla_inspect.parse.parse_hlo`).
+    reader                          parse_hlo
+    async_ops, calls                passes over the computations read
+    module                          header, computations, inline computations
+    instructions | frames           a computation's body | the frame tables
+    token_path, operands            one instruction read token by token, its operands
+    instruction_checks              the checks the fast line path and the token path share
+    tokens | header                 offsets, errors, values, shapes | header attributes
+    attributes, rules, infer, ...   tables of the grammar and small checkers
+    model, lexical                  the data classes and the lexical pieces they need
 """
