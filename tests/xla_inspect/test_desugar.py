@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kata_harness import versions
-from xla_inspect._infer import CannotInfer, infer_shape
 from xla_inspect.errors import HloParseError
+from xla_inspect.hlo.infer import CannotInfer, infer_shape
 from xla_inspect.model import HloModule, Shape
 from xla_inspect.parse import parse_hlo
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xla_inspect._lexing import ATTRIBUTE_SYNTAX, OTHER_TYPE
 from xla_inspect.errors import HloParseError
+from xla_inspect.hlo.attributes import ATTRIBUTE_SYNTAX, OTHER_TYPE
 from xla_inspect.model import HloModule, Shape
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import (

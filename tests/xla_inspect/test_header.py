@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kata_harness import versions
-from xla_inspect._header import _ATTRIBUTES, check_module_attributes
-from xla_inspect._lexing import split_attributes
+from xla_inspect.hlo.header import MODULE_ATTRIBUTES
+from xla_inspect.hlo.lexical import split_attributes
+from xla_inspect.hlo.reader import check_module_attributes
 from xla_inspect.parse import parse_hlo
 
 pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO bindings are absent")
@@ -557,7 +558,7 @@ _PIECES += ["b(", "may-alias", "op_id=", "log_mode=", "HloModule m", "ENTRY"]
 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(
-    name=st.sampled_from(sorted(_ATTRIBUTES)),
+    name=st.sampled_from(sorted(MODULE_ATTRIBUTES)),
     value=st.lists(st.sampled_from(_PIECES), max_size=40).map("".join),
 )
 def test_any_value_gets_a_verdict(name: str, value: str) -> None:

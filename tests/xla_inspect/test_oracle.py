@@ -19,14 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kata_harness import versions
-from xla_inspect._lexing import (
-    ANY_INSTRUCTION_ATTRIBUTES,
-    BAD_ATTRIBUTE_VALUE,
-    OPCODE_ARITY,
-    OPCODE_ATTRIBUTES,
-    value_syntax,
-)
 from xla_inspect.errors import HloParseError
+from xla_inspect.hlo.attributes import BAD_ATTRIBUTE_VALUE, value_syntax
+from xla_inspect.hlo.opcodes import ANY_INSTRUCTION_ATTRIBUTES, OPCODE_ARITY, OPCODE_ATTRIBUTES
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts

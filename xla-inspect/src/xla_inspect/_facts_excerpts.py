@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from xla_inspect._lexing import split_attributes
+from xla_inspect.hlo.lexical import split_attributes
 from xla_inspect.model import HloComputation, HloInstruction, HloModule
 from xla_inspect.query import Fusion
 
