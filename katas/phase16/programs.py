@@ -417,7 +417,7 @@ SHOWN = {
 
 # A module written by hand in the form Inductor generates, for what the recordings never show:
 # `call` at module level (as releases before the Runner class print it), one fused kernel
-# called twice, a kernel defined but never called, an ATen fallback assigned to a buffer, and
+# called twice, two kernels defined but never called, an ATen fallback assigned to a buffer, and
 # library calls other than addmm/mm. Its kernels: bmm, fused add_relu (2 reductions), baddbmm,
 # fused add_relu again, fallback _addmm_activation.
 HANDWRITTEN = """# AOT ID: ['0_inference']
@@ -453,6 +453,14 @@ cpp_fused_exp_1 = async_compile.cpp_pybinding(['float*'], r'''
 extern "C" void kernel(float* in_out_ptr0)
 {
     for(int64_t x0=0; x0<8; x0+=1) { in_out_ptr0[x0] = std::exp(in_out_ptr0[x0]); }
+}
+''')
+
+
+cpp_fused_mul_2 = async_compile.cpp_pybinding(['float*'], r'''
+extern "C" void kernel(float* in_out_ptr0)
+{
+    for(int64_t x0=0; x0<8; x0+=1) { in_out_ptr0[x0] = 2.0f * in_out_ptr0[x0]; }
 }
 ''')
 
