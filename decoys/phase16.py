@@ -459,3 +459,25 @@ def inference_call_grad_disabled(compiled, x):
 
     with torch.set_grad_enabled(False):
         return compiled(x)
+
+
+@decoy(
+    "predict_inductor_kernels",
+    caught_by=["test_predict_inductor_kernels_on_a_fresh_mlp"],
+    why="compiles the MLP with torch.compile and reads the count: not a prediction",
+)
+def predict_by_compiling(input_shape, layers):
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    widths = [input_shape[-1]] + [out for out, _, _ in layers]
+    args = [torch.ones(input_shape)]
+    for (out, bias, _), width in zip(layers, widths, strict=False):
+        args += [torch.ones(out, width)] + ([torch.ones(out)] if bias else [])
+    from katas.phase16.programs import torch_mlp
+
+    with torch.no_grad():
+        _, codes = run_and_get_code(torch.compile(torch_mlp(tuple(layers))), *args)
+    calls = read_inductor(codes[0]).calls
+    fused = sum(c.kind == "fused" for c in calls)
+    return {"library": len(calls) - fused, "fused": fused}

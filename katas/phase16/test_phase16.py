@@ -12,6 +12,7 @@ torch is installed); the decide task compiles live and skips, naming the group, 
 """
 
 import random
+import sys
 import zlib
 from functools import cache
 
@@ -260,13 +261,27 @@ def test_train_graphs_mlp_facts(kata):
 # ---- task 6 -------------------------------------------------------------------------------
 
 
+def _torch_compiles() -> int:
+    """Graphs torch.compile has compiled in this process (0 before torch is imported): the
+    harness refuses JAX's compiler to a prediction, this catches Inductor's."""
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    return 0 if dynamo is None else int(dynamo.counters["stats"]["unique_graphs"])
+
+
+def _predicted(kata, shape, layers):
+    before = _torch_compiles()
+    got = kata.predict_inductor_kernels(shape, list(layers))
+    assert _torch_compiles() == before, "a prediction comes from the layers, not torch.compile"
+    return got
+
+
 @pytest.mark.task("predict_inductor_kernels")
 def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
     names = sorted(P.MLP_CASES)
     fresh.shuffle(names)
     for name in names:
         shape, layers = P.MLP_CASES[name]
-        got = kata.predict_inductor_kernels(shape, list(layers))
+        got = _predicted(kata, shape, layers)
         want = _census(_hlo("dense_linear"), P.recorded(name)[0])["inductor"]
         assert got == want, f"{P.what(name)}: predicted {got} ({fresh.where()})"
 
@@ -282,7 +297,7 @@ def test_predict_inductor_kernels_on_a_fresh_mlp(kata, fresh):
         (fresh.randint(2, 24), fresh.random() < 0.5, fresh.choice(P.ACTIVATIONS))
         for _ in range(fresh.randint(1, 4))
     )
-    got = kata.predict_inductor_kernels(shape, list(layers))
+    got = _predicted(kata, shape, layers)
     widths = [shape[-1]] + [out for out, _, _ in layers]
     args = [torch.from_numpy(np.ones(shape, np.float32))]
     for (out, bias, _), width in zip(layers, widths, strict=False):
