@@ -187,11 +187,14 @@ def rank1_parameters(text: str) -> list[str]:
     entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
     assert entry_name is not None
     entry = next(c for c in module.computations() if c.name == entry_name[1])
-    return [
-        i.name
-        for i in entry.instructions()
-        if _opcode(i) == "kParameter" and len(i.shape.dimensions()) == 1
-    ]
+    found = []
+    for instruction in entry.instructions():
+        # the shape as XLA prints it (jaxlib 0.10's instructions have no shape attribute)
+        shape = re.search(r" = \w+\[([^\]]*)\]", instruction.to_string())
+        rank1 = shape is not None and shape[1] != "" and "," not in shape[1]
+        if _opcode(instruction) == "kParameter" and rank1:
+            found.append(instruction.name)
+    return found
 
 
 # ---- metamorphic variants of generated code --------------------------------------------
