@@ -38,9 +38,12 @@ BIAS_BANK = (
 
 
 def _live() -> None:
+    """Skip without torch; otherwise Inductor's cache in the checkout and one compile worker,
+    set before this process imports torch."""
     missing = inductor_capture.missing()
     if missing is not None:
         pytest.skip(f"needs: {inductor_capture.INSTALL} ({missing})")
+    inductor_capture.prepare_environment(P.CACHE_DIR)
 
 
 @cache
@@ -320,7 +323,6 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     import torch._dynamo
     from torch._inductor.utils import run_and_get_code
 
-    inductor_capture.prepare_environment(P.CACHE_DIR)
     torch.manual_seed(fresh.randint(0, 2**31))
     width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)
     model = torch.nn.Sequential(

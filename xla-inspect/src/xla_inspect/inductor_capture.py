@@ -9,7 +9,8 @@ of a process with an empty cache builds a large precompiled header (tens of seco
 take seconds. `prepare_environment` (called by `generated_code`) points the cache at a directory
 the caller chooses unless `TORCHINDUCTOR_CACHE_DIR` is set, and compiles with one worker unless
 `TORCHINDUCTOR_COMPILE_THREADS` is set: a pool of compile workers costs more than it saves on a
-small machine and keeps processes alive after the compile.
+small machine and keeps processes alive after the compile. (torch 2.15 keeps the precompiled
+header in `<tempdir>/torchinductor_<user>` whatever the cache directory is.)
 """
 
 from __future__ import annotations
