@@ -218,9 +218,13 @@ def variant(code: str, rng: random.Random) -> str:
 def _rename_tokens(code: str, names: dict[str, str]) -> str:
     out = []
     previous = None
+    listed = "|".join(map(re.escape, names))
+    word = re.compile(rf"(?<![\w.])({listed})\b") if names else None  # not aten.addmm
     for token in tokenize.generate_tokens(io.StringIO(code).readline):
         if token.type == tokenize.NAME and token.string in names and previous != ".":
             token = token._replace(string=names[token.string])
+        elif token.type == tokenize.COMMENT and word is not None:  # "# buffer buf0 (op: ...)"
+            token = token._replace(string=word.sub(lambda m: names[m[1]], token.string))
         out.append(token)
         previous = token.string if token.type == tokenize.OP else None
     return tokenize.untokenize(out)
