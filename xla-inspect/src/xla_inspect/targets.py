@@ -32,6 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xla_inspect import inductor_capture
 from xla_inspect.errors import InspectError
 
 if TYPE_CHECKING:
@@ -228,7 +229,10 @@ TARGETS: dict[str, Target] = {
 
 
 def group_missing(group: str) -> str | None:
-    """Why the dependency group ``group`` ("tpu", "gpu") is not usable here, or None."""
+    """Why the dependency group ``group`` ("tpu", "gpu", "torch") is not usable here, or
+    None."""
+    if group == "torch":  # no XLA target: the group brings PyTorch's Inductor
+        return inductor_capture.missing()
     for target in TARGETS.values():
         if target.group == group:
             missing = target.missing()

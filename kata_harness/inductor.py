@@ -1,0 +1,245 @@
+"""Oracles and metamorphic variants for the code PyTorch's Inductor generates (phase 16).
+
+The oracles read the facts a phase-16 test compares with without ``xla_inspect.inductor`` (which
+the references use): Inductor's generated module line by line, and XLA's module through XLA's
+own parser (:mod:`.oracles`). The variants are the generated module with its buffers, its
+``call`` inputs and its fused kernels' numbers renamed and its kernel definitions reordered, each
+still a module Python parses; a reading task's answer must not change under any of them.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import random
+import re
+import tokenize
+from dataclasses import dataclass
+
+from . import oracles
+
+_CALL_DEF = re.compile(r"^(?P<indent>\s*)def call\((?:self, )?args\):\s*$", re.M)
+_KERNEL_LINE = re.compile(
+    r"^\s+(?:\w+ = )?(?:(?P<fused>cpp_fused_\w+)|extern_kernels\.(?P<extern>\w+)"
+    r"|torch\.ops\.aten\.(?P<fallback>\w+)\.\w+)\("
+)
+_ASSERT = re.compile(r"^\s+assert_size_stride(?P<grouped>_grouped)?\((?P<rest>.*)\)\s*$")
+_KERNEL_DEF = re.compile(r"^(cpp_fused_\w+) = async_compile\.\w+\(", re.M)
+_FUSED_NAME = re.compile(r"^cpp_fused_(?P<ops>\w+?)_(?P<n>\d+)$")
+
+
+# ---- Inductor's generated module, read line by line -------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One kernel line of `call`: its `kind` ("fused", "extern", "fallback"), the kernel's
+    name as written after `extern_kernels.` / `torch.ops.aten.` or in full (`cpp_fused_...`),
+    and the whole line."""
+
+    kind: str
+    name: str
+    line: str
+
+
+def call_body(code: str) -> list[str]:
+    """The lines of the generated module's `call` function (after its `def` line)."""
+    match = _CALL_DEF.search(code)
+    assert match is not None, "no call function in the generated code"
+    indent = len(match["indent"])
+    body: list[str] = []
+    for line in code[match.end() :].splitlines()[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return body
+
+
+def calls(code: str) -> list[Call]:
+    found = []
+    for line in call_body(code):
+        match = _KERNEL_LINE.match(line)
+        if match:
+            kind = next(k for k in ("fused", "extern", "fallback") if match[k])
+            found.append(Call(kind, match[kind], line))
+    return found
+
+
+def fused_ops(name: str) -> str:
+    match = _FUSED_NAME.match(name)
+    assert match is not None, name
+    return match["ops"]
+
+
+def inputs(code: str) -> list[str]:
+    for line in call_body(code):
+        left, sep, right = line.partition(" = ")
+        if sep and right.strip() == "args":
+            return [name.strip() for name in left.split(",") if name.strip()]
+    raise AssertionError("call does not unpack args")
+
+
+def asserted_sizes(code: str) -> dict[str, tuple[int, ...]]:
+    """Each input's size as `call`'s assert_size_stride lines state it."""
+    sizes: dict[str, tuple[int, ...]] = {}
+    for line in call_body(code):
+        match = _ASSERT.match(line)
+        if not match:
+            continue
+        args = ast.literal_eval(
+            "(" + re.sub(r"\b([A-Za-z_]\w*)\b(?!')", r"'\1'", match["rest"]) + ")"
+        )
+        if match["grouped"]:
+            sizes.update(zip(args[0], args[1], strict=True))
+        else:
+            sizes[args[0]] = tuple(args[1])
+    return sizes
+
+
+def accumulators(cpp: str) -> int:
+    """Reductions of a C++ kernel: declarations `<type> tmp_accN = ...;` (the `_vec`, `_arr`
+    and `_local` companions of an accumulator are not counted)."""
+    count = 0
+    for line in cpp.splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[2] == "=" and re.fullmatch(r"tmp_acc\d+", words[1]):
+            count += 1
+    return count
+
+
+def kernel_sources(code: str) -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for match in _KERNEL_DEF.finditer(code):
+        start = code.index("r'''", match.end())
+        sources[match[1]] = code[start + 4 : code.index("'''", start + 4)]
+    return sources
+
+
+# ---- XLA's module, through XLA's parser ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class XlaKernel:
+    """An ENTRY instruction that runs code: a fusion, dot, custom-call, reduce or
+    reduce-window; `reductions` counts reduce and reduce-window in it and what its calls=
+    reach; `holds_dot` whether a dot or custom-call is among them."""
+
+    name: str
+    opcode: str
+    kind: str | None
+    operands: tuple[str, ...]
+    reductions: int
+    holds_dot: bool
+
+
+_OPCODES = {
+    "kFusion": "fusion",
+    "kDot": "dot",
+    "kCustomCall": "custom-call",
+    "kReduce": "reduce",
+    "kReduceWindow": "reduce-window",
+}
+
+
+def _opcode(instruction) -> str:
+    name = str(instruction.opcode).rsplit(".", 1)[-1]
+    return _OPCODES.get(name, name)
+
+
+def xla_kernels(text: str) -> list[XlaKernel]:
+    module = oracles.xla_module(text)
+    entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
+    assert entry_name is not None, "no ENTRY computation"
+    by_name = {c.name: c for c in module.computations()}
+    entry = by_name[entry_name[1]]
+
+    def reached(instruction, seen: set[str]) -> list[str]:
+        opcodes = [_opcode(instruction)]
+        for name in re.findall(r"\bcalls=%?([\w.\-]+)", instruction.to_string()):
+            if name not in seen:
+                seen.add(name)
+                for inner in by_name[name].instructions():
+                    opcodes += reached(inner, seen)
+        return opcodes
+
+    found = []
+    for instruction in entry.instructions():
+        opcode = _opcode(instruction)
+        if opcode not in _OPCODES.values():
+            continue
+        opcodes = reached(instruction, set())
+        kind = re.search(r"\bkind=(\w+)", instruction.to_string())
+        found.append(
+            XlaKernel(
+                name=instruction.name,
+                opcode=opcode,
+                kind=kind[1] if kind else None,
+                operands=tuple(o.name for o in instruction.operands()),
+                reductions=sum(o in ("reduce", "reduce-window") for o in opcodes),
+                holds_dot=any(o in ("dot", "custom-call") for o in opcodes),
+            )
+        )
+    return found
+
+
+def rank1_parameters(text: str) -> list[str]:
+    module = oracles.xla_module(text)
+    entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
+    assert entry_name is not None
+    entry = next(c for c in module.computations() if c.name == entry_name[1])
+    found = []
+    for instruction in entry.instructions():
+        # the shape as XLA prints it (jaxlib 0.10's instructions have no shape attribute)
+        shape = re.search(r" = \w+\[([^\]]*)\]", instruction.to_string())
+        rank1 = shape is not None and shape[1] != "" and "," not in shape[1]
+        if _opcode(instruction) == "kParameter" and rank1:
+            found.append(instruction.name)
+    return found
+
+
+# ---- metamorphic variants of generated code --------------------------------------------
+
+
+def variant(code: str, rng: random.Random) -> str:
+    """`code` with every buffer and every non-tangent input of `call` renamed, each fused
+    kernel renumbered (its ops kept), and the kernel definitions in another order."""
+    names: dict[str, str] = {}
+    labels = rng.sample(range(1000), 1000)
+    for name in inputs(code):
+        if not name.startswith("tangents_"):
+            names[name] = f"in{labels.pop()}_{rng.choice(['x', 'p', 'arg'])}"
+    for name in sorted(set(re.findall(r"\bbuf\d+\b", code))):
+        names[name] = f"tmp{labels.pop()}"
+    for name in kernel_sources(code):
+        names[name] = f"cpp_fused_{fused_ops(name)}_{labels.pop()}"
+    return _reorder_definitions(_rename_tokens(code, names), rng)
+
+
+def _rename_tokens(code: str, names: dict[str, str]) -> str:
+    out = []
+    previous = None
+    listed = "|".join(map(re.escape, names))
+    word = re.compile(rf"(?<![\w.])({listed})\b") if names else None  # not aten.addmm
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.NAME and token.string in names and previous != ".":
+            token = token._replace(string=names[token.string])
+        elif token.type == tokenize.COMMENT and word is not None:  # "# buffer buf0 (op: ...)"
+            token = token._replace(string=word.sub(lambda m: names[m[1]], token.string))
+        out.append(token)
+        previous = token.string if token.type == tokenize.OP else None
+    return tokenize.untokenize(out)
+
+
+def _reorder_definitions(code: str, rng: random.Random) -> str:
+    starts = [m.start() for m in _KERNEL_DEF.finditer(code)]
+    if len(starts) < 2:
+        return code
+    blocks = []
+    for start in starts:
+        end = code.index("''')", start) + len("''')\n")
+        blocks.append(code[start:end])
+    tail_start = code.index("''')", starts[-1]) + len("''')\n")
+    head = code[: starts[0]]
+    shuffled = blocks[:]
+    rng.shuffle(shuffled)
+    return head + "\n\n".join(b.strip("\n") + "\n" for b in shuffled) + code[tail_start:]

@@ -1,0 +1,141 @@
+"""Phase 16 reference solutions."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from xla_inspect.inductor import read_inductor, reduction_count
+from xla_inspect.model import HloInstruction, HloModule
+from xla_inspect.parse import parse_hlo
+
+_XLA_KERNEL_OPCODES = {"dot", "custom-call", "reduce", "reduce-window"}
+_XLA_LIBRARY_OPCODES = {"dot", "custom-call"}
+
+
+def _xla_kernels(module: HloModule) -> list[HloInstruction]:
+    entry = module.entry.instructions
+    return [i for i in entry if i.opcode == "fusion" or i.opcode in _XLA_KERNEL_OPCODES]
+
+
+def _reached(module: HloModule, instruction: HloInstruction) -> list[HloInstruction]:
+    """The instruction and every instruction of the computations its calls= reach (not the
+    reducers a reduce names with to_apply=, which only combine two values)."""
+    found = [instruction]
+    names = _calls(instruction)
+    seen: set[str] = set()
+    while names:
+        name = names.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for inner in module[name].instructions:
+            found.append(inner)
+            names.extend(_calls(inner))
+    return found
+
+
+def _calls(instruction: HloInstruction) -> list[str]:
+    value = instruction.attribute("calls")
+    return [n.strip().lstrip("%") for n in value.strip("{}").split(",")] if value else []
+
+
+def inductor_kernels(code: str) -> list[str]:
+    # call()'s kernel statements in order; a fused kernel is named by the ops it fuses
+    return [c.short_name for c in read_inductor(code).calls]
+
+
+def kernel_census(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+    # a library GEMM: a bare dot/custom-call or a kCustom fusion (XLA), an extern call (Inductor)
+    xla = {"library": 0, "fused": 0}
+    for i in parse_hlo(hlo_text).entry.instructions:
+        if i.opcode in _XLA_LIBRARY_OPCODES or (
+            i.opcode == "fusion" and i.attributes.get("kind") == "kCustom"
+        ):
+            xla["library"] += 1
+        elif i.opcode == "fusion":
+            xla["fused"] += 1
+    calls = read_inductor(inductor_code).calls
+    fused = sum(c.kind == "fused" for c in calls)
+    return {"xla": xla, "inductor": {"library": len(calls) - fused, "fused": fused}}
+
+
+def _asserted_sizes(code: str) -> dict[str, tuple[int, ...]]:
+    """Each input's size as call()'s assert_size_stride lines state it."""
+
+    sizes: dict[str, tuple[int, ...]] = {}
+    for node in ast.walk(ast.parse(code)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id == "assert_size_stride" and isinstance(node.args[0], ast.Name):
+            sizes[node.args[0].id] = ast.literal_eval(node.args[1])
+        elif node.func.id == "assert_size_stride_grouped":
+            names = node.args[0]
+            assert isinstance(names, ast.Tuple)
+            for name, size in zip(names.elts, ast.literal_eval(node.args[1]), strict=True):
+                assert isinstance(name, ast.Name)
+                sizes[name.id] = size
+    return sizes
+
+
+def bias_homes(hlo_text: str, inductor_code: str) -> dict[str, str]:
+    # follow the rank-1 argument to the kernel that reads it; does that kernel hold the product?
+    module = parse_hlo(hlo_text)
+    homes: dict[str, str] = {"xla": "none", "inductor": "none"}
+    bias = [
+        p
+        for p in module.entry.instructions
+        if p.opcode == "parameter" and len(p.shape_info.dims) == 1
+    ]
+    if bias:
+        for kernel in _xla_kernels(module):
+            if bias[0].name in kernel.operands:
+                holds_dot = any(i.opcode in _XLA_LIBRARY_OPCODES for i in _reached(module, kernel))
+                homes["xla"] = "library" if holds_dot else "fused"
+                break
+    graph = read_inductor(inductor_code)
+    sizes = _asserted_sizes(inductor_code)
+    name = next((n for n in graph.inputs if len(sizes.get(n, ())) == 1), None)
+    if name is not None:
+        call = next(c for c in graph.calls if name in c.arguments)
+        homes["inductor"] = "fused" if call.kind == "fused" else "library"
+    return homes
+
+
+def reductions_per_kernel(hlo_text: str, inductor_code: str) -> dict[str, list[int]]:
+    # XLA ends a fusion at a reduction; Inductor runs several reduction loops in one kernel
+    module = parse_hlo(hlo_text)
+    xla = [
+        sum(i.opcode in ("reduce", "reduce-window") for i in _reached(module, kernel))
+        for kernel in _xla_kernels(module)
+    ]
+    graph = read_inductor(inductor_code)
+    inductor = [reduction_count(graph.kernels.get(c.kernel, "")) for c in graph.calls]
+    return {"xla": xla, "inductor": inductor}
+
+
+def train_graphs(codes: list[str]) -> dict[str, int]:
+    # AOTAutograd: the backward takes the saved tensors and the output gradients (tangents)
+    graphs = [read_inductor(code) for code in codes]
+    forward = next(g for g in graphs if not g.is_backward)
+    backward = next(g for g in graphs if g.is_backward)
+    saved = [n for n in backward.inputs if not n.startswith("tangents_")]
+    return {"forward": len(forward.calls), "backward": len(backward.calls), "saved": len(saved)}
+
+
+def predict_inductor_kernels(
+    input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
+) -> dict[str, int]:
+    # each linear is one GEMM call (the bias rides in addmm); each activation one fused kernel
+    return {
+        "library": len(layers),
+        "fused": sum(activation != "none" for _, _, activation in layers),
+    }
+
+
+def inference_call(compiled: Any, x: Any) -> Any:
+    # no_grad: nothing will be differentiated, so AOTAutograd makes one inference graph
+    import torch
+
+    with torch.no_grad():
+        return compiled(x)
