@@ -447,7 +447,7 @@ def inference_call_detached(compiled, x):
 
 @accepted("inference_call", why="inference_mode turns autograd off as no_grad does")
 def inference_call_inference_mode(compiled, x):
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     with torch.inference_mode():
         return compiled(x)
@@ -455,7 +455,7 @@ def inference_call_inference_mode(compiled, x):
 
 @accepted("inference_call", why="set_grad_enabled(False) is no_grad's switch")
 def inference_call_grad_disabled(compiled, x):
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     with torch.set_grad_enabled(False):
         return compiled(x)
@@ -467,8 +467,8 @@ def inference_call_grad_disabled(compiled, x):
     why="compiles the MLP with torch.compile and reads the count: not a prediction",
 )
 def predict_by_compiling(input_shape, layers):
-    import torch
-    from torch._inductor.utils import run_and_get_code
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     widths = [input_shape[-1]] + [out for out, _, _ in layers]
     args = [torch.ones(input_shape)]

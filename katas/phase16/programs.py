@@ -51,7 +51,7 @@ class Pair:
 
 
 def _torch() -> Any:
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     return torch
 
@@ -345,7 +345,7 @@ def recorded(name: str) -> list[str]:
 
 def generate(name: str) -> list[str]:
     """Compile program `name` with Inductor now (needs the torch group); its generated code."""
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     from xla_inspect.inductor_capture import generated_code
 
@@ -371,8 +371,8 @@ def recording_text(name: str, codes: list[str]) -> str:
     compiled for and the program, then each graph after its own `# ---- graph` line."""
     import platform
 
-    import torch
-    from torch._inductor import cpu_vec_isa
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor import cpu_vec_isa  # pyright: ignore[reportMissingImports]  (the torch group)
 
     header = [
         f"# recorded by: {RECORD_COMMAND}",

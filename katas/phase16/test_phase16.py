@@ -293,7 +293,7 @@ def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
 @pytest.mark.timeout(LIVE_TIMEOUT)
 def test_predict_inductor_kernels_on_a_fresh_mlp(kata, fresh):
     _live()
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     shape = tuple(fresh.randint(1, 6) for _ in range(fresh.randint(1, 2))) + (fresh.randint(4, 20),)
     layers = tuple(
@@ -319,9 +319,9 @@ def test_predict_inductor_kernels_on_a_fresh_mlp(kata, fresh):
 @pytest.mark.timeout(LIVE_TIMEOUT)
 def test_inference_call_compiles_one_inference_graph(kata, fresh):
     _live()
-    import torch
-    import torch._dynamo
-    from torch._inductor.utils import run_and_get_code
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+    import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     torch.manual_seed(fresh.randint(0, 2**31))
     width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)

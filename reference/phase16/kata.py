@@ -135,7 +135,7 @@ def predict_inductor_kernels(
 
 def inference_call(compiled: Any, x: Any) -> Any:
     # no_grad: nothing will be differentiated, so AOTAutograd makes one inference graph
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     with torch.no_grad():
         return compiled(x)

@@ -77,7 +77,7 @@ def test_inductor_recording_is_current(request, name):
     missing = inductor_capture.missing()
     if missing is not None:
         pytest.skip(f"cannot check against Inductor: {missing}")
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
     path = programs.recorded_path(name)
     updating = bool(getattr(request.config.option, "update_snapshots", False))

@@ -64,9 +64,9 @@ def generated_code(
     if reason is not None:
         raise InductorUnavailable(reason)
     prepare_environment(cache_dir)
-    import torch
-    import torch._dynamo
-    from torch._inductor.utils import run_and_get_code
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+    import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     torch._dynamo.reset()
     compiled = torch.compile(fn)
