@@ -165,7 +165,7 @@ class Profile:
         events = tuple(
             e
             for e in self.events
-            if e.thread == "execute"
+            if e.thread.split(":")[0] == "execute"
             or e.name == self.step_name
             or e.name.startswith("PjitFunction(")
             or e.name in wanted
@@ -192,6 +192,23 @@ def _value(value: Any) -> str | int | float:
     return str(value)
 
 
+def _number_threads(raw: Sequence[tuple[str, str, int, int, object]]) -> dict[str, str]:
+    """Rule `thread numbering`: raw thread name -> normalized name; when several threads share a
+    normalized name (two `tf_XLAExecute/<id>` threads), the one whose first event starts first
+    keeps it and the others get `:1`, `:2`... in the order of their first events."""
+    first: dict[str, int] = {}
+    for _name, thread, start, _duration, _args in raw:
+        first[thread] = min(start, first.get(thread, start))
+    numbered: dict[str, str] = {}
+    taken: dict[str, int] = {}
+    for thread in sorted(first, key=lambda t: (first[t], t)):
+        base = normalize_thread(thread)
+        count = taken.get(base, 0)
+        numbered[thread] = base if count == 0 else f"{base}:{count}"
+        taken[base] = count + 1
+    return numbered
+
+
 def _read_profile_data(data: Any) -> list[TraceEvent]:
     """TraceEvents from a `jax.profiler.ProfileData`: the host plane, normalized."""
     raw: list[tuple[str, str, int, int, tuple[tuple[str, str | int | float], ...]]] = []
@@ -202,7 +219,7 @@ def _read_profile_data(data: Any) -> list[TraceEvent]:
             if plane.name != "/host:CPU":
                 continue
             for line in plane.lines:
-                thread = normalize_thread(line.name)
+                thread = line.name
                 for event in line.events:
                     args = []
                     for key, value in event.stats:
@@ -218,7 +235,8 @@ def _read_profile_data(data: Any) -> list[TraceEvent]:
     if not raw:
         raise ProfileError("the trace holds no host events: was anything run inside it?")
     origin = min(r[2] for r in raw)
-    events = [TraceEvent(n, t, s - origin, d, a) for n, t, s, d, a in raw]
+    threads = _number_threads(raw)
+    events = [TraceEvent(n, threads[t], s - origin, d, a) for n, t, s, d, a in raw]
     events.sort(key=lambda e: (e.thread, e.start_ns, -e.duration_ns, e.name))
     return events
 
