@@ -4,8 +4,9 @@ compiles per task.
 Every program here is plain JAX. The tests profile them with `xla_inspect.profile`
 (`capture_profile(fn, *args, steps=N)` for a plain step loop, `trace_events(body)` for a loop of
 their own) and hand the kata functions the events (`TraceEvent`s) and the optimized HLO text of
-the executable that ran. `RECORDINGS` are such profiles kept, trimmed, in `recorded/` (rewritten
-with `uv run pytest tests/harness/test_recordings.py --impl=reference --snapshot-update`).
+the executable that ran. `PROFILES` are such profiles kept, trimmed, in `recorded/` (rewritten
+with `uv run pytest tests/harness/test_profile_recordings.py --impl=reference
+--snapshot-update`).
 
 `args_for(name, seed)` builds NumPy arguments: the sizes are drawn from the seed, so every run of
 the tests profiles programs of other shapes. Nothing here touches a device at import.
@@ -13,6 +14,7 @@ the tests profiles programs of other shapes. Nothing here touches a device at im
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from kata_harness.programs import Recipe, given
+from xla_inspect.profile import Profile, capture_profile
+from xla_inspect.profile_query import COMPILE_EVENTS
 
 STEP_NAME = "train"
 RECORDED = Path(__file__).resolve().parent / "recorded"
@@ -135,11 +139,34 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
 
 #: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to
 #: the execute thread, the step events, the PjitFunction calls and the compile events.
-RECORDINGS: dict[str, tuple[str, int, int, bool]] = {
+PROFILES: dict[str, tuple[str, int, int, bool]] = {
     "mlp_grad_cold": ("mlp_grad", 0, 3, True),
     "looped_warm": ("looped", 1, 2, False),
     "layered_warm": ("layered", 2, 3, False),
 }
+
+_FILE_NAME_ROW = re.compile(r'^(\d+ )"(?:[^"]*/)?([^"/]*)"$', re.MULTILINE)
+
+
+def record_profile(name: str) -> Profile:
+    """Capture PROFILES[name] again, trimmed as recorded/ keeps it: the execute threads, the step
+    events, the PjitFunction calls and COMPILE_EVENTS; the directories of FileNames cut."""
+    import jax
+
+    program, seed, steps, cold = PROFILES[name]
+    profile = capture_profile(PROGRAMS[program], *args_for(program, seed), steps=steps, cold=cold)
+    text = _FILE_NAME_ROW.sub(r'\1"\2"', profile.hlo_text)
+    kind = "cold" if cold else "warm"
+    about = f"{program}, seed {seed}, {steps} steps, {kind}; jax {jax.__version__}"
+    trimmed = profile.trimmed(COMPILE_EVENTS)
+    return Profile(trimmed.events, text, profile.module, profile.step_name, about)
+
+
+def recorded_profile(name: str) -> Profile:
+    """The profile kept in recorded/<name>.json."""
+    from xla_inspect.profile import load_profile
+
+    return load_profile(RECORDED / f"{name}.json")
 
 
 # ---- the train-loop task ------------------------------------------------------------------------

@@ -136,18 +136,21 @@ class Profile:
     """The events of one capture and the optimized HLO of the executable that ran.
 
     `events` are sorted by (thread, start, longest first), so an event's children follow it.
-    `module` is the HLO module name (`jit_<fn>`); `step_name` the name of the step events.
+    `module` is the HLO module name (`jit_<fn>`); `step_name` the name of the step events;
+    `about` whatever its writer says about it (a recording names the program and the versions).
     """
 
     events: tuple[TraceEvent, ...]
     hlo_text: str
     module: str
     step_name: str = "train"
+    about: str = ""  # free text kept with the profile: what and with which versions
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "format": _FORMAT,
+                "about": self.about,
                 "module": self.module,
                 "step_name": self.step_name,
                 "hlo_text": self.hlo_text,
@@ -170,7 +173,7 @@ class Profile:
             or e.name.startswith("PjitFunction(")
             or e.name in wanted
         )
-        return Profile(events, self.hlo_text, self.module, self.step_name)
+        return Profile(events, self.hlo_text, self.module, self.step_name, self.about)
 
 
 def load_profile(source: str | Path) -> Profile:
@@ -183,7 +186,13 @@ def load_profile(source: str | Path) -> Profile:
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         raise ProfileError(f"not a profile: expected format {_FORMAT!r}")
     events = tuple(TraceEvent.from_dict(e) for e in data["events"])
-    return Profile(events, str(data["hlo_text"]), str(data["module"]), str(data["step_name"]))
+    return Profile(
+        events,
+        str(data["hlo_text"]),
+        str(data["module"]),
+        str(data["step_name"]),
+        str(data.get("about", "")),
+    )
 
 
 def _value(value: Any) -> str | int | float:
