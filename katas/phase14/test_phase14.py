@@ -43,6 +43,7 @@ HOST_DELAY_S = 0.25  # the host's delay in the gap tests: far above a step's dev
 BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "branchy")
 PREDICT_BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line")
 STEP_NAMES = ("train", "step", "iteration", "batch_step")
+GAP_PLACES = ("end of step", "start of next step", "between steps")
 
 
 # ---- traces --------------------------------------------------------------------------------------
@@ -215,24 +216,23 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 
 
 @pytest.mark.task("step_instructions")
-@pytest.mark.parametrize("name", sorted(PROFILES))
-def test_step_instructions_on_recordings(kata, name):
-    rng = random.Random(name)
-    for label, profile, _names in _cases(_recorded(name), rng):
-        got = kata.step_instructions(list(profile.events), profile.step_name)
-        expected = _oracle_steps(profile)
-        with check:
-            assert got == expected, (
-                f"{name} ({label}): the steps' instruction lists differ; expected steps "
-                f"{sorted(expected)} with {[len(v) for v in expected.values()]} instructions"
-            )
+def test_step_instructions_on_recordings(kata):
+    for name in sorted(PROFILES):
+        for label, profile, _names in _cases(_recorded(name), random.Random(name)):
+            got = kata.step_instructions(list(profile.events), profile.step_name)
+            expected = _oracle_steps(profile)
+            with check:
+                assert got == expected, (
+                    f"{name} ({label}): the steps' instruction lists differ; expected steps "
+                    f"{sorted(expected)} with {[len(v) for v in expected.values()]} instructions"
+                )
 
 
 @pytest.mark.task("step_instructions")
 def test_step_instructions_live(kata, fresh):
     """Fresh sizes; a run before the first step and another module's run inside each step."""
-    for _ in range(2):
-        program, seed = _fresh_program(fresh)
+    for program in ("looped", fresh.choice(BANK)):
+        seed = fresh.randrange(1 << 16)
         profile = _messy(program, seed, fresh.randint(2, 4), fresh.choice(STEP_NAMES))
         for label, case, _names in _cases(profile, fresh):
             got = kata.step_instructions(list(case.events), case.step_name)
@@ -439,14 +439,13 @@ def test_line_shares_find_the_matmul_line(kata, fresh):
 # ---- longest_gap ---------------------------------------------------------------------------------
 
 
-def _gap_trace(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
+def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int, str]:
     """Steps of a program; the host sleeps once: at the end of step k (inside it, after its
     work), at the start of step k + 1 (before its work), or between the two step events."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = _compiled(program, fresh.randrange(1 << 16))
     steps = fresh.randint(3, 5)
     k = fresh.randrange(steps - 1)
-    where = fresh.choice(("end of step", "start of next step", "between steps"))
 
     def body():
         for i in range(steps):
@@ -464,9 +463,9 @@ def _gap_trace(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
 
 @pytest.mark.task("longest_gap")
 def test_longest_gap(kata, fresh):
-    for _ in range(3):
+    for where in fresh.sample(GAP_PLACES, len(GAP_PLACES)):
         step_name = fresh.choice(STEP_NAMES)
-        events, expected, what = _gap_trace(fresh, step_name)
+        events, expected, what = _gap_trace(fresh, step_name, where)
         got = kata.longest_gap(list(events), step_name)
         with check:
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
@@ -475,7 +474,7 @@ def test_longest_gap(kata, fresh):
 @pytest.mark.task("longest_gap")
 def test_longest_gap_renamed_and_shuffled(kata, fresh):
     step_name = fresh.choice(STEP_NAMES)
-    events, expected, what = _gap_trace(fresh, step_name)
+    events, expected, what = _gap_trace(fresh, step_name, fresh.choice(GAP_PLACES))
     profile = Profile(tuple(events), "", "", step_name)
     renamed, _names = _renamed_steps_only(profile, fresh)
     got = kata.longest_gap(list(renamed.events), renamed.step_name)
