@@ -440,12 +440,13 @@ def test_line_shares_find_the_matmul_line(kata, fresh):
 
 
 def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int, str]:
-    """Steps of a program; the host sleeps once: at the end of step k (inside it, after its
-    work), at the start of step k + 1 (before its work), or between the two step events."""
+    """Steps of a program; the host sleeps HOST_DELAY_S once after step k: at the end of step k
+    (inside it, after its work), at the start of step k + 1 (before its work), or between the
+    two step events; and a fifth of that between the step events of another pair j, j + 1."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = _compiled(program, fresh.randrange(1 << 16))
     steps = fresh.randint(3, 5)
-    k = fresh.randrange(steps - 1)
+    k, j = fresh.sample(range(steps - 1), 2)
 
     def body():
         for i in range(steps):
@@ -457,8 +458,11 @@ def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int
                     time.sleep(HOST_DELAY_S)
             if i == k and where == "between steps":
                 time.sleep(HOST_DELAY_S)
+            if i == j:
+                time.sleep(HOST_DELAY_S / 5)
 
-    return trace_events(body), k, f"{program}, {steps} steps, sleep at the {where} {k}"
+    what = f"{program}, {steps} steps, the longer sleep at the {where} {k}, the shorter after {j}"
+    return trace_events(body), k, what
 
 
 @pytest.mark.task("longest_gap")
