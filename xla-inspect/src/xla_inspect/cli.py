@@ -29,6 +29,7 @@ from xla_inspect.model import HloModule
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.passes import DumpError, first_pass_adding, first_pass_removing, pass_timeline
+from xla_inspect.profile_cli import add_profile_verb
 from xla_inspect.summary import format_summary, summarize
 from xla_inspect.targets import TARGETS
 
@@ -467,6 +468,7 @@ def _parser() -> argparse.ArgumentParser:
         + " (TPU/GPU need uv sync --group tpu / gpu); default: this machine",
     )
     capture.set_defaults(run=_capture)
+    add_profile_verb(verbs)
     return parser
 
 
