@@ -70,9 +70,15 @@ class ProfileError(InspectError):
 
 def normalize_thread(name: str) -> str:
     """Rule `thread`: cut the `/<id>` suffix (an OS thread id) and map the JAX-version-specific
-    name through THREAD_NAMES; an unknown thread keeps its name without the suffix."""
+    name through THREAD_NAMES. A name with neither suffix nor `tf_` prefix is a Python thread,
+    which the profiler names as the OS does: after the process (`python`, `pytest`,
+    `xla-inspect`), so it becomes `python`. Any other thread keeps its name without the suffix."""
     base = name.split("/", 1)[0]
-    return THREAD_NAMES.get(base, base)
+    if base in THREAD_NAMES:
+        return THREAD_NAMES[base]
+    if "/" not in name and not name.startswith("tf_"):
+        return "python"
+    return base
 
 
 def normalize_module_name(name: str) -> str:
