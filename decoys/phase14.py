@@ -306,8 +306,8 @@ def counts_by_work_list(hlo_text):
             if ins.opcode not in _PLUMBING:
                 counts[ins.name] = counts.get(ins.name, 0) + times
             if ins.opcode == "while":
-                trips = _TRIPS.search(ins.attribute("backend_config", ""))
-                todo.append((ins.attribute("body", "").lstrip("%"), times * int(trips.group(1))))
+                found = _TRIPS.findall(ins.attribute("backend_config", ""))
+                todo.append((ins.attribute("body", "").lstrip("%"), times * int(found[0])))
     return counts
 
 

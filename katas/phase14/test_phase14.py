@@ -85,7 +85,8 @@ def _messy(program: str, seed: int, steps: int, step_name: str) -> Profile:
                 _block(other(x))
 
     events = tuple(trace_events(body))
-    return Profile(events, compiled.as_text(), _module_name(compiled.as_text()), step_name)
+    text = compiled.as_text() or ""
+    return Profile(events, text, _module_name(text), step_name)
 
 
 @functools.cache
