@@ -260,22 +260,35 @@ def _read_profile_data(data: Any) -> list[TraceEvent]:
 def _trace(options: Any) -> Iterator[list[Any]]:
     """Run the block under jax.profiler.trace; yield a list that then holds the ProfileData.
 
-    JAX 0.11+ hands the data over in memory (`trace(None)` and `session.profile_data`); 0.10
-    yields no session, so the trace goes to a temporary directory and is read back from there.
+    Measured on JAX 0.12: `trace(None)` yields a session whose `profile_data` holds the trace in
+    memory, and nothing is written. JAX 0.10 yields no session (`trace(None)` then keeps
+    nothing), so where the session is missing the trace goes to a temporary directory and is
+    read back from its `.xplane.pb`. The first form is tried on JAX 0.12 and later only.
     """
     import jax
 
-    with tempfile.TemporaryDirectory(prefix="xla-inspect-profile-") as tmp:
-        holder: list[Any] = []
-        with jax.profiler.trace(tmp, profiler_options=options) as session:
+    holder: list[Any] = []
+    if _jax_at_least(0, 12):
+        with jax.profiler.trace(None, profiler_options=options) as session:
             yield holder
-        if session is not None and getattr(session, "profile_data", None) is not None:
-            holder.append(session.profile_data)
-            return
+        if session is None or getattr(session, "profile_data", None) is None:
+            raise ProfileError("jax.profiler.trace(None) kept no profile data")
+        holder.append(session.profile_data)
+        return
+    with tempfile.TemporaryDirectory(prefix="xla-inspect-profile-") as tmp:
+        with jax.profiler.trace(tmp, profiler_options=options):
+            yield holder
         found = sorted(Path(tmp).rglob("*.xplane.pb"))
         if not found:
             raise ProfileError("jax.profiler.trace wrote no .xplane.pb: is the profiler usable?")
         holder.append(jax.profiler.ProfileData.from_file(str(found[-1])))
+
+
+def _jax_at_least(major: int, minor: int) -> bool:
+    import jax
+
+    parts = re.findall(r"\d+", jax.__version__)[:2]
+    return tuple(int(p) for p in parts) >= (major, minor)
 
 
 def _options() -> Any:
