@@ -194,9 +194,7 @@ SHOWN = {
         ((_spec(16, 32), _spec(32), _spec(32, 8), _spec(8)), _spec(12, 16), _spec(12, 8)),
         "the MLP gradient step the tests profile (mlp_grad)",
     ),
-    "expected_counts": given(
-        looped, (_spec(16, 16), _spec(16, 16)), "a scan and a cond (looped)"
-    ),
+    "expected_counts": given(looped, (_spec(16, 16), _spec(16, 16)), "a scan and a cond (looped)"),
     "kind_shares": given(
         mlp_grad,
         ((_spec(16, 32), _spec(32), _spec(32, 8), _spec(8)), _spec(12, 16), _spec(12, 8)),
