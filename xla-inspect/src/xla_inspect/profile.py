@@ -261,9 +261,9 @@ def _trace(options: Any) -> Iterator[list[Any]]:
     """Run the block under jax.profiler.trace; yield a list that then holds the ProfileData.
 
     Measured on JAX 0.12: `trace(None)` yields a session whose `profile_data` holds the trace in
-    memory, and nothing is written. JAX 0.10 yields no session (`trace(None)` then keeps
-    nothing), so where the session is missing the trace goes to a temporary directory and is
-    read back from its `.xplane.pb`. The first form is tried on JAX 0.12 and later only.
+    memory, and nothing is written. JAX 0.10 yields no session, and its `trace(None)` writes
+    into a directory named `None` under the working directory; so before 0.12 the trace goes to
+    a temporary directory and is read back from its `.xplane.pb`.
     """
     import jax
 
