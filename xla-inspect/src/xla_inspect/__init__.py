@@ -2,7 +2,8 @@
 model, query facts, and diff before/after optimization.
 
 The names below are what a user needs; everything else lives in its submodule
-(`xla_inspect.passes`, `xla_inspect.graph`, the record types of `xla_inspect.query`...).
+(`xla_inspect.passes`, `xla_inspect.graph`, the record types of `xla_inspect.query`, the joins
+of `xla_inspect.profile_query`...).
 Importing the package does not import JAX: `capture` imports it when called, and reading or
 querying HLO text never does, so the `xla-inspect` CLI starts fast.
 """
@@ -22,6 +23,7 @@ from xla_inspect.jaxpr import primitive_census
 from xla_inspect.model import HloComputation, HloInstruction, HloModule
 from xla_inspect.normalize import normalize_hlo
 from xla_inspect.parse import parse_hlo
+from xla_inspect.profile import Profile, ProfileError, TraceEvent, capture_profile, load_profile
 from xla_inspect.query import (
     Fusion,
     call_graph,
@@ -50,10 +52,14 @@ __all__ = [
     "IrCapture",
     "ModuleDiff",
     "ModuleSummary",
+    "Profile",
+    "ProfileError",
+    "TraceEvent",
     "call_graph",
     "capture",
     "capture_ir",
     "capture_lowered",
+    "capture_profile",
     "collectives",
     "custom_call_targets",
     "diff_hlo",
@@ -63,6 +69,7 @@ __all__ = [
     "fusions",
     "hlo_facts",
     "instructions",
+    "load_profile",
     "normalize_hlo",
     "opcode_counts",
     "parameter_layouts",

@@ -174,7 +174,7 @@ def capture_lowered(
         before = {p.name for p in dump_path.iterdir()}
         options.update(dump_options(dump_path, passes=dump_passes))
     try:
-        with _persistent_cache_off(dump_path is not None):
+        with persistent_cache_off(dump_path is not None):
             compiled = lowered.compile(compiler_options=options or None)
     except Exception as exc:  # XLA raises its own runtime error types for bad options
         raise CaptureError(f"compiling failed: {exc}") from exc
@@ -198,7 +198,7 @@ def capture_lowered(
 
 
 @contextmanager
-def _persistent_cache_off(off: bool) -> Iterator[None]:
+def persistent_cache_off(off: bool) -> Iterator[None]:
     """Turn JAX's persistent compilation cache off inside the block (when `off`).
 
     JAX decides once per process whether the cache is used, so the flag alone would not do:

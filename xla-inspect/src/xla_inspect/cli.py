@@ -4,7 +4,7 @@ subcommands and turns every error into one line and an exit code.
 Exit codes: 0 ok (also `graph` without graphviz: it writes the .dot source and says how to
 install graphviz), 1 a check failed (`passes --removed/--added` found no such pass), 2 bad usage
 or bad input. Errors are one line on stderr saying what is wrong and what to do.
-JAX is imported only by the `capture` verb, so the text verbs start fast.
+JAX is imported only by the `capture` and `profile` verbs, so the text verbs start fast.
 
 A subcommand is a `Command` (`_cli_common`: name, help, its arguments, what runs it), kept in
 a module of its own; adding one is adding it to `COMMANDS`.
@@ -23,6 +23,7 @@ from xla_inspect._cli_graph import GRAPH
 from xla_inspect._cli_reading import DIFF, NORMALIZE, SUMMARY
 from xla_inspect.errors import InspectError
 from xla_inspect.passes import DumpError
+from xla_inspect.profile_cli import PROFILE
 
 __all__ = ["COMMANDS", "main"]
 
@@ -35,6 +36,7 @@ COMMANDS: tuple[Command, ...] = (
     BLAME,
     GRAPH,
     CAPTURE,
+    PROFILE,
 )
 
 

@@ -1,0 +1,218 @@
+"""The programs phase 14's tests profile, the profiles recorded from them, and what `katas show`
+compiles per task.
+
+Every program here is plain JAX. The tests profile them with `xla_inspect.profile`
+(`capture_profile(fn, *args, steps=N)` for a plain step loop, `trace_events(body)` for a loop of
+their own) and hand the kata functions the events (`TraceEvent`s) and the optimized HLO text of
+the executable that ran. `PROFILES` are such profiles kept, trimmed, in `recorded/` (rewritten
+with `uv run pytest tests/harness/test_profile_recordings.py --impl=reference
+--snapshot-update`).
+
+`args_for(name, seed)` builds NumPy arguments: the sizes are drawn from the seed, so every run of
+the tests profiles programs of other shapes. Nothing here touches a device at import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kata_harness.programs import Recipe, given
+from xla_inspect.profile import Profile, capture_profile
+from xla_inspect.profile_query import COMPILE_EVENTS
+
+STEP_NAME = "train"
+RECORDED = Path(__file__).resolve().parent / "recorded"
+
+
+# ---- the bank ------------------------------------------------------------------------------------
+
+
+def mlp_grad(params, x, y):
+    """value_and_grad of a two-layer MLP's squared error: matmuls (kCustom fusions or dots) and
+    small elementwise kLoop fusions."""
+
+    def loss(params):
+        w1, b1, w2, b2 = params
+        h = jax.nn.relu(x @ w1 + b1)
+        return jnp.mean((h @ w2 + b2 - y) ** 2)
+
+    return jax.value_and_grad(loss)(params)
+
+
+def looped(x, w):
+    """Two loops with a known trip count: a `lax.scan` of 4 trips and a `lax.fori_loop` of 3
+    (each a `while` whose body instructions run nested in the while's event, once per trip)."""
+
+    def body(c, _):
+        return jnp.tanh(c @ w) + 1.0, c.sum()
+
+    c, sums = jax.lax.scan(body, x, None, length=4)
+    c = jax.lax.fori_loop(0, 3, lambda i, a: a * 0.5 + jnp.sin(a), c)
+    return c, sums
+
+
+def branchy(x, w):
+    """A `lax.cond` (a `conditional` whose event holds the taken branch's events) inside a
+    `lax.fori_loop` of 2 trips, then a matmul."""
+
+    def body(i, c):
+        return jax.lax.cond(c.sum() > 0, lambda a: jnp.tanh(a) * 2.0, lambda a: a - 1.0, c)
+
+    return jax.lax.fori_loop(0, 2, body, x) @ w
+
+
+def reshaping(x, w):
+    """Views and copies: a transpose, reshapes (bitcasts), slices and a tuple of outputs."""
+    y = (x @ w).reshape(-1)
+    half = y.shape[0] // 2
+    return y[:half] * 2.0, y[half:].reshape(2, -1), x.T, jnp.cumsum(y)
+
+
+def layered(params, x):
+    """value_and_grad of a residual MLP whose layer i runs under `jax.named_scope(f"layer_{i}")`;
+    the loss is outside every scope."""
+
+    def loss(params):
+        h = x
+        for i, (w1, w2) in enumerate(params):
+            with jax.named_scope(f"layer_{i}"):
+                h = h + jnp.tanh(h @ w1) @ w2
+        return jnp.mean(h**2)
+
+    return jax.value_and_grad(loss)(params)
+
+
+def heavy_line(x, w, v):
+    """One big matmul on one line, small elementwise work on the others."""
+    big = x @ w
+    small = jnp.sin(v) * 2.0
+    return big, small + 1.0
+
+
+def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return (rng.normal(size=shape) / np.sqrt(shape[0])).astype(np.float32)
+
+
+def args_for(name: str, seed: int) -> tuple[Any, ...]:
+    """NumPy arguments for program `name` of PROGRAMS, sizes drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    if name == "mlp_grad":
+        batch, width, hidden, out = (int(v) for v in rng.integers(4, 40, size=4))
+        params = (
+            _normal(rng, width, hidden),
+            _normal(rng, hidden),
+            _normal(rng, hidden, out),
+            _normal(rng, out),
+        )
+        return params, _normal(rng, batch, width), _normal(rng, batch, out)
+    if name in ("looped", "reshaping", "branchy"):
+        n = 2 * int(rng.integers(2, 24))
+        return _normal(rng, n, n), _normal(rng, n, n)
+    if name == "layered":
+        layers = int(rng.integers(2, 5))
+        width = int(rng.integers(8, 48))
+        params = [
+            (_normal(rng, width, 2 * width), _normal(rng, 2 * width, width)) for _ in range(layers)
+        ]
+        return params, _normal(rng, int(rng.integers(8, 64)), width)
+    if name == "heavy_line":
+        n = int(rng.integers(192, 320))
+        return _normal(rng, n, n), _normal(rng, n, n), _normal(rng, int(rng.integers(4, 16)))
+    raise KeyError(f"no program {name!r}; known: {sorted(PROGRAMS)}")
+
+
+PROGRAMS: dict[str, Callable[..., Any]] = {
+    "mlp_grad": mlp_grad,
+    "looped": looped,
+    "branchy": branchy,
+    "reshaping": reshaping,
+    "layered": layered,
+    "heavy_line": heavy_line,
+}
+
+#: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to
+#: the execute thread, the step events, the PjitFunction calls and the compile events.
+PROFILES: dict[str, tuple[str, int, int, bool]] = {
+    "mlp_grad_cold": ("mlp_grad", 0, 3, True),
+    "looped_warm": ("looped", 1, 2, False),
+    "layered_warm": ("layered", 2, 3, False),
+}
+
+_FILE_NAME_ROW = re.compile(r'^(\d+ )"(?:[^"]*/)?([^"/]*)"$', re.MULTILINE)
+
+
+def record_profile(name: str) -> Profile:
+    """Capture PROFILES[name] again, trimmed as recorded/ keeps it: the execute threads, the step
+    events, the PjitFunction calls and COMPILE_EVENTS; the directories of FileNames cut."""
+    import jax
+
+    program, seed, steps, cold = PROFILES[name]
+    profile = capture_profile(PROGRAMS[program], *args_for(program, seed), steps=steps, cold=cold)
+    text = _FILE_NAME_ROW.sub(r'\1"\2"', profile.hlo_text)
+    kind = "cold" if cold else "warm"
+    about = f"{program}, seed {seed}, {steps} steps, {kind}; jax {jax.__version__}"
+    trimmed = profile.trimmed(COMPILE_EVENTS)
+    return Profile(trimmed.events, text, profile.module, profile.step_name, about)
+
+
+def recorded_profile(name: str) -> Profile:
+    """The profile kept in recorded/<name>.json."""
+    from xla_inspect.profile import load_profile
+
+    return load_profile(RECORDED / f"{name}.json")
+
+
+# ---- the train-loop task ------------------------------------------------------------------------
+
+
+def sgd_step(state, batch):
+    """One SGD step of a linear model: (new state, loss). state = (w, b); batch = (x, y)."""
+    w, b = state
+    x, y = batch
+
+    def loss(w, b):
+        return jnp.mean((x @ w + b - y) ** 2)
+
+    value, (gw, gb) = jax.value_and_grad(loss, argnums=(0, 1))(w, b)
+    return (w - 0.1 * gw, b - 0.1 * gb), value
+
+
+def _spec(*shape: int) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+
+SHOWN = {
+    "step_instructions": given(
+        mlp_grad,
+        ((_spec(16, 32), _spec(32), _spec(32, 8), _spec(8)), _spec(12, 16), _spec(12, 8)),
+        "the MLP gradient step the tests profile (mlp_grad)",
+    ),
+    "expected_counts": given(looped, (_spec(16, 16), _spec(16, 16)), "a scan and a cond (looped)"),
+    "kind_shares": given(
+        mlp_grad,
+        ((_spec(16, 32), _spec(32), _spec(32, 8), _spec(8)), _spec(12, 16), _spec(12, 8)),
+        "the MLP gradient step (mlp_grad)",
+    ),
+    "scope_shares": given(
+        layered,
+        ([(_spec(16, 32), _spec(32, 16))] * 3, _spec(24, 16)),
+        "the 3-layer residual MLP under named scopes (layered)",
+    ),
+    "line_shares": given(
+        heavy_line,
+        (_spec(256, 256), _spec(256, 256), _spec(8)),
+        "one big matmul on one line (heavy_line)",
+    ),
+    "train_loop": Recipe(
+        lambda _m: (sgd_step, ((_spec(8, 1), _spec(1)), (_spec(32, 8), _spec(32, 1)))),
+        "the SGD step train_loop runs (sgd_step)",
+        given=True,
+    ),
+}
