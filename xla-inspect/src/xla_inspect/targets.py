@@ -227,8 +227,16 @@ TARGETS: dict[str, Target] = {
 }
 
 
+# Groups that bring a compiler other than a JAX target: the modules each one installs.
+OTHER_COMPILERS = {"iree": ("iree.compiler", "iree.runtime")}
+
+
 def group_missing(group: str) -> str | None:
-    """Why the dependency group ``group`` ("tpu", "gpu") is not usable here, or None."""
+    """Why the dependency group ``group`` ("tpu", "gpu", "iree") is not usable here, or None."""
+    modules = OTHER_COMPILERS.get(group)
+    if modules is not None:
+        absent = [m for m in modules if not _installed(m)]
+        return f"{group} needs {', '.join(absent)}: uv sync --group {group}" if absent else None
     for target in TARGETS.values():
         if target.group == group:
             missing = target.missing()
