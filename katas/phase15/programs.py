@@ -4,11 +4,11 @@ them.
 IREE reads StableHLO, the portable form `jax.export` writes; its llvm-cpu backend compiles it for
 this machine's CPU (the `generic` x86-64 CPU, so a listing does not depend on which CPU recorded
 it). ``FLOWS`` are the programs whose IREE flow listings (`--compile-to=flow`, one
-`flow.executable` per dispatch) are kept in ``katas/phase15/recorded/<name>.mlir`` so the reading
-tasks run without the ``iree`` group; with the group installed, tests/harness/test_iree_recordings.py
-compiles them again and compares. ``BANK`` holds the families of functions whose fate in IREE
-the predict task asks about; ``VERDICTS`` is what IREE 3.13.0 did with each (checked again live
-with the group).
+`flow.executable` per dispatch) are kept in ``katas/phase15/recorded/<name>.mlir`` so the
+reading tasks run without the ``iree`` group; with the group installed,
+tests/harness/test_iree_recordings.py compiles them again and compares. ``BANK`` holds the
+families of functions whose fate in IREE the predict task asks about; ``VERDICTS`` is what IREE
+3.13.0 did with each (checked again live with the group).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def attention(q, k, v):
 def projections(m, v, x, w):
     """A matrix-vector product, a vector-matrix product and a bf16 matmul accumulated in f32."""
     mv = m @ v
-    vm = v @ w.T.astype(f32)
+    vm = v @ w.astype(f32)
     mm = jnp.dot(x, w, preferred_element_type=f32)
     return mv, vm, mm
 
@@ -97,7 +97,7 @@ FLOWS: dict[str, Flow] = {
         (((4, 16, 32), f32), ((4, 24, 32), f32), ((4, 24, 32), f32)),
     ),
     "projections": Flow(
-        "m @ v, v @ w^T and a bf16 x @ w accumulated in f32",
+        "m @ v, v @ w and a bf16 x @ w accumulated in f32",
         projections,
         (((48, 40), f32), ((40,), f32), ((12, 40), bf16), ((40, 56), bf16)),
     ),
