@@ -80,8 +80,8 @@ def iree_verdict(jaxpr) -> str:
     `jax.export` and compiled by IREE 3.13.0 for `llvm-cpu`:
     "export" when jax.export refuses it (a host callback: pure_callback, io_callback, debug
     print), else "sdy" when the export holds Shardy sharding ops or attributes, which IREE
-    cannot parse (a sharding constraint; a typed PRNG key passed as an argument), else "lapack"
-    when it holds a LAPACK custom call IREE cannot legalize (linalg solves and
+    cannot parse (a sharding constraint; a typed PRNG key among the arguments or results),
+    else "lapack" when it holds a LAPACK custom call IREE cannot legalize (linalg solves and
     factorizations on CPU), else "runs". Operations inside called jaxprs (jit, cond, scan,
     while, custom_jvp, remat, ...) count as well.
     """
