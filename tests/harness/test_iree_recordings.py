@@ -79,3 +79,35 @@ def test_recorded_verdict_is_iree_s(phase, name, module):
         fn, args = module.BANK[name](np.random.default_rng(seed))
         got = iree.verdict(fn, args)
         assert got == module.VERDICTS[name], f"{phase} {name} (draw {seed}): IREE says {got}"
+
+
+AGREEMENTS = [(phase, module) for phase, module in _phases_with("ROUND_TRIPS")]
+AGREEMENT_FILE = "agreement"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("phase", "module"), AGREEMENTS, ids=[p for p, _ in AGREEMENTS])
+def test_agreement_is_current(request, phase, module):
+    """The recorded worst disagreement between IREE and JAX on the phase's ROUND_TRIPS (seeded
+    draws), measured again."""
+    path = iree.recorded_path(phase, AGREEMENT_FILE).with_suffix(".txt")
+    updating = bool(getattr(request.config.option, "update_snapshots", False))
+    if not path.is_file() and not updating:
+        pytest.fail(f"{path} is missing: record it with {iree.RECORD_COMMAND}", pytrace=False)
+    reason = iree.missing()
+    if reason is not None:
+        pytest.skip(f"cannot measure with IREE: {reason}")
+    kept = path.read_text(encoding="utf-8") if path.is_file() else None
+    running = iree_compile.versions()
+    if kept is not None and not updating and iree.recorded_versions(kept) != running:
+        pytest.skip(f"recorded with {iree.recorded_versions(kept)}, running {running}")
+    fresh = iree.agreement_table(module.ROUND_TRIPS)
+    if updating:
+        if request.config.getoption("--impl") != "reference":
+            pytest.fail("recordings are written in reference mode only", pytrace=False)
+        path.write_text(fresh, encoding="utf-8")
+        return
+    assert kept is not None
+    assert iree.read_agreement(fresh) == iree.read_agreement(kept), (
+        f"{path} is stale: IREE now agrees with JAX differently; {iree.RECORD_COMMAND}"
+    )
