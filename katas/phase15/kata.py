@@ -58,17 +58,19 @@ def merged_by_iree(hlo_text: str, flow_text: str) -> tuple[set[str], set[str]]:
     optimized CPU HLO (`hlo_text`) and IREE's flow listing (`flow_text`) of the same export.
 
     An operation is named by the last `/`-separated part of the name JAX gave it: the `op_name`
-    of XLA's `metadata={...}`, the first quoted string of IREE's `loc(...)`; both call a gelu's
-    `jit(mlp)/tanh` "tanh". A name without a `/` names an argument, not an operation; XLA may
-    join several names in one op_name with `;`, each of which counts. IREE's matmul kernels are
-    the dispatches whose kind (the name's part after `_dispatch_<i>_`) is `matmul`,
-    `batch_matmul`, `matvec` or `vecmat`; what one holds is the names of the operations its
-    function computes (`Dispatch.sources` of xla_inspect.iree.read_flow: not the tensor loads
-    and stores, which carry their producer's name, nor arguments). XLA's matmul kernels are the
-    instructions of the ENTRY computation that are a `dot` or whose called computations (a
-    fusion's, nested fusions included) hold one; what one holds is the names of all instructions
-    there. Return (the names only IREE's matmul kernels hold, the names only XLA's hold),
-    `dot_general` left out of both.
+    of XLA's `metadata={...}`; in IREE's listing the string of `loc("jit(mlp)/tanh")`, or for an
+    operation inside a called jit the callee of `loc(callsite("div" at "jit(f)/jit(silu)"))`
+    (what it is called from is not an operation). Both name a gelu's tanh "tanh". A plain
+    location without a `/` (`loc("x")`) names an argument, not an operation; XLA may join
+    several names in one op_name with `;`, each of which counts. IREE's matmul kernels are the
+    dispatches whose kind (the name's part after `_dispatch_<i>_`) is `matmul`, `batch_matmul`,
+    `matvec` or `vecmat`; what one holds is the names of the operations its function computes
+    (`Dispatch.sources` of xla_inspect.iree.read_flow: not the tensor loads and stores, which
+    carry their producer's name, nor arguments). XLA's matmul kernels are the instructions of
+    the ENTRY computation that are a `dot` or whose called computations (a fusion's, nested
+    fusions included) hold one; what one holds is the names of all instructions there. Return
+    (the names only IREE's matmul kernels hold, the names only XLA's hold), `dot_general` left
+    out of both.
     """
     # TODO: per compiler, the kernels that hold a dot, and every name inside them
     raise NotImplementedError("phase15 task 4: merged_by_iree")
