@@ -25,8 +25,10 @@ elementwise dispatch over a scalar prints neither sizes nor dtype.
 
 `sources` are the names JAX gave the operations inside the dispatch, the last part of each
 location (`loc("jit(mlp)/tanh")` -> "tanh"), the same names XLA keeps in `metadata={op_name=...}`:
-they tell which JAX operations IREE put together. Argument locations (`loc("x")`, no `/`) and
-file locations (`loc("f.py":3:7)`) are not operations and are left out.
+they tell which JAX operations IREE put together. An operation inside a called jit is printed
+as a call site, `loc(callsite("div" at "jit(f)/jit(silu)"))`: its name is the callee, "div".
+Argument locations (`loc("x")`, no `/`) and file locations (`loc("f.py":3:7)`) are not
+operations and are left out.
 
 Why text and not MLIR's parser: the listing uses IREE's dialects (`flow`, `hal`,
 `iree_tensor_ext`), which only IREE's own bindings register, and a recorded listing must be
@@ -70,15 +72,13 @@ _TENSOR = re.compile(r"(?P<sizes>(?:(?:\d+|D)x)+)(?P<dtype>[a-z]+\d+)")
 _EXECUTABLE = re.compile(r"\s*flow\.executable\s+(?:(?:private|public)\s+)?@([\w$.-]+)")
 _EXPORT = re.compile(r"\s*flow\.executable\.export\s+(?:(?:private|public)\s+)?@([\w$.-]+)")
 _OP = re.compile(r"\s*(?:%[^=]*=\s*)?\"?([a-z_][\w]*\.[\w.]+)")
-# The name of a NameLoc: loc("name"...) whose string is not a file (a file has :line:col).
-_LOC_NAME = re.compile(r"loc\(\"((?:[^\"\\]|\\.)*)\"(?!:\d)")
-_FUSED = re.compile(r"loc\(fused(?:<[^>]*>)?\[([^\]]*)\]")
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_LOC_START = re.compile(r"\bloc\(")
 _MOVES = frozenset(
     f"{dialect}.dispatch.tensor.{move}"
     for dialect in ("iree_tensor_ext", "flow")
     for move in ("load", "store")
 )
-_QUOTED = re.compile(r"\"((?:[^\"\\]|\\.)*)\"(?!:\d)")
 
 
 def split_dispatch_name(name: str) -> tuple[str, int, str, tuple[int | None, ...], str]:
@@ -120,11 +120,61 @@ def _sources(lines: list[str]) -> frozenset[str]:
         op = _OP.match(line)
         if line.lstrip().startswith("^") or (op is not None and op[1] in _MOVES):
             continue
-        found = _LOC_NAME.findall(line)
-        for fused in _FUSED.findall(line):
-            found.extend(_QUOTED.findall(fused))
-        names.update(n.rsplit("/", 1)[1] for n in found if "/" in n)
-    return frozenset(n for n in names if n)
+        for start in _LOC_START.finditer(line):
+            names |= _Location(line, start.end()).names(called=False)
+    return frozenset(names)
+
+
+class _Location:
+    """The operation names of one printed location, `loc(` already read:
+    `"jit(f)/tanh"` names "tanh" (a name without `/` is an argument's); `"f.py":3:7` is a file;
+    `callsite("div" at ...)` is an operation "div" inside a called function (what it is
+    called from is not an operation here); `fused[...]` holds several; `"name"(child)` is named
+    by its name."""
+
+    def __init__(self, text: str, at: int) -> None:
+        self.text, self.at = text, at
+
+    def names(self, called: bool) -> set[str]:
+        text = self.text
+        if text.startswith("callsite(", self.at):
+            self.at += len("callsite(")
+            found = self.names(called=True)
+            self._skip_to_close()
+            return found
+        if text.startswith("fused", self.at):
+            self.at = text.index("[", self.at) + 1
+            found: set[str] = set()
+            while self.at < len(text) and text[self.at] != "]":
+                found |= self.names(called)
+                self._skip_separator()
+            return found
+        string = _STRING.match(text, self.at)
+        if string is None:
+            return set()  # unknown, or an alias this reader does not follow
+        self.at = string.end()
+        if text.startswith(":", self.at):
+            return set()  # a file location
+        if text.startswith("(", self.at):  # a name with a child location
+            self.at += 1
+            self._skip_to_close()
+        name = string[1]
+        return {name.rsplit("/", 1)[-1]} if called or "/" in name else set()
+
+    def _skip_to_close(self) -> None:
+        """Past the `)` that closes the construct being read (strings and nesting skipped)."""
+        depth = 1
+        while self.at < len(self.text) and depth:
+            string = _STRING.match(self.text, self.at)
+            if string:
+                self.at = string.end()
+                continue
+            depth += {"(": 1, ")": -1}.get(self.text[self.at], 0)
+            self.at += 1
+
+    def _skip_separator(self) -> None:
+        while self.at < len(self.text) and self.text[self.at] in ", ":
+            self.at += 1
 
 
 def _blocks(lines: list[str]) -> list[list[str]]:
