@@ -283,7 +283,9 @@ def _primitives(jaxpr, deep=True):
 
 def _has_key(jaxpr):
     avals = [v.aval for v in (*jaxpr.jaxpr.invars, *jaxpr.jaxpr.outvars)]
-    return any(jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) for a in avals)
+    return any(
+        jnp.issubdtype(getattr(a, "dtype", None) or jnp.float32, jax.dtypes.prng_key) for a in avals
+    )
 
 
 @decoy(

@@ -104,7 +104,7 @@ def _xla_compiles_counted():
     """A list that receives one entry per XLA backend compile while the block runs."""
     seen: list[str] = []
 
-    def listener(event: str, duration: float, **_: object) -> None:
+    def listener(event: str, duration_secs: float, **_: str | int) -> None:
         if event == BACKEND_COMPILE:
             seen.append(event)
 
@@ -220,8 +220,8 @@ def _jaxpr_dot_flops(fn, args) -> int:
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "dot_general":
                 (contract, _), _ = eqn.params["dimension_numbers"]
-                lhs = eqn.invars[0].aval.shape
-                out = eqn.outvars[0].aval.shape
+                lhs = getattr(eqn.invars[0].aval, "shape")  # noqa: B009  (AbstractValue in stubs)
+                out = getattr(eqn.outvars[0].aval, "shape")  # noqa: B009
                 total += 2 * math.prod(out) * math.prod(lhs[d] for d in contract)
             for value in eqn.params.values():
                 for inner in value if isinstance(value, list | tuple) else [value]:

@@ -7,7 +7,6 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend.core import ClosedJaxpr, Jaxpr
 
 from xla_inspect import iree
 from xla_inspect.parse import parse_hlo
@@ -113,17 +112,20 @@ def merged_by_iree(hlo_text: str, flow_text: str) -> tuple[set[str], set[str]]:
 
 
 def _subjaxprs(value):
-    if isinstance(value, ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, Jaxpr):
-        yield value
-    elif isinstance(value, list | tuple):
+    """The jaxprs a parameter holds: a ClosedJaxpr's, a Jaxpr, or those in a list or tuple
+    (cond's branches)."""
+    if isinstance(value, list | tuple):
         for item in value:
             yield from _subjaxprs(item)
+        return
+    inner = getattr(value, "jaxpr", value)
+    if hasattr(inner, "eqns"):
+        yield inner
 
 
 def _is_key(aval) -> bool:
-    return jax.dtypes.issubdtype(getattr(aval, "dtype", None), jax.dtypes.prng_key)
+    dtype = getattr(aval, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def iree_verdict(jaxpr) -> str:
