@@ -78,12 +78,12 @@ def compile_vmfb(module: str | bytes, *, cpu: str = CPU, extra_args: Sequence[st
     """IREE's compile of a StableHLO module (text, or the portable bytecode of
     `Exported.mlir_module_serialized`) for its `llvm-cpu` backend: the `.vmfb` bytes, or the
     text of an earlier stage when `extra_args` holds `--compile-to=<stage>`."""
-    compiler = _compiler()
     if not isinstance(module, str | bytes):
         raise IreeCompileError(
             f"expected StableHLO text or bytecode, got {type(module).__name__}: pass "
             "exported.mlir_module() or exported.mlir_module_serialized"
         )
+    compiler = _compiler()
     args = [f"--iree-llvmcpu-target-cpu={cpu}", *extra_args]
     try:
         return compiler.compile_str(
