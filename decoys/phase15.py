@@ -228,7 +228,7 @@ def merged_by_iree_swapped(hlo_text, flow_text):
 
 @decoy(
     "merged_by_iree",
-    caught_by=["test_merged_by_iree_on_recorded_listings", "test_merged_by_iree_on_fresh_layers"],
+    caught_by=["test_merged_by_iree_on_recorded_listings"],
     why='every location in a matmul dispatch, arguments (loc("b1")) and loads included',
 )
 def merged_by_iree_every_location(hlo_text, flow_text):
