@@ -24,10 +24,8 @@ def _compiled_main(f, args):
         input_type="stablehlo",
         extra_args=["--iree-llvmcpu-target-cpu=host"],
     )
-    context = iree.runtime.SystemContext(config=iree.runtime.Config("local-task"))
-    module = iree.runtime.VmModule.copy_buffer(context.instance, vmfb)
-    context.add_vm_module(module)
-    result = context.modules[module.name]["main"](*(np.asarray(a) for a in args))
+    module = iree.runtime.load_vm_flatbuffer(vmfb, driver="local-task")
+    result = module.main(*(np.asarray(a) for a in args))
     return exported, result if isinstance(result, list | tuple) else [result]
 
 

@@ -286,8 +286,8 @@ def test_matmul_flops_of_fresh_programs(kata, fresh):
         text = iree_compile.flow_listing(program.fn, *args)
         expected = _jaxpr_dot_flops(program.fn, args)
         shapes = [f"{a.dtype}{list(a.shape)}" for a in args]
+        got = kata.matmul_flops(text)
         with check:
-            got = kata.matmul_flops(text)
             assert got == expected, (
                 f"{name} {shapes} ({fresh.where()}): expected {expected}, got {got}"
             )

@@ -43,11 +43,8 @@ def iree_run(f, *args) -> list[np.ndarray]:
         input_type="stablehlo",
         extra_args=["--iree-llvmcpu-target-cpu=generic"],
     )
-    context = iree.runtime.SystemContext(config=iree.runtime.Config("local-task"))
-    module = iree.runtime.VmModule.copy_buffer(context.instance, vmfb)
-    context.add_vm_module(module)
-    main = context.modules[module.name]["main"]
-    result = main(*(np.asarray(a) for a in jax.tree.leaves(args)))
+    module = iree.runtime.load_vm_flatbuffer(vmfb, driver="local-task")
+    result = module.main(*(np.asarray(a) for a in jax.tree.leaves(args)))
     outputs = result if isinstance(result, list | tuple) else [result]
     # IREE hands back device arrays; the exported avals say what JAX's outputs would be.
     return [
