@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -43,8 +44,9 @@ def iree_run(f, *args) -> list[np.ndarray]:
         input_type="stablehlo",
         extra_args=["--iree-llvmcpu-target-cpu=generic"],
     )
+    assert vmfb is not None  # no output_file given: the compiler returns the bytes
     module = iree.runtime.load_vm_flatbuffer(vmfb, driver="local-task")
-    result = module.main(*(np.asarray(a) for a in jax.tree.leaves(args)))
+    result: Any = module.main(*(np.asarray(a) for a in jax.tree.leaves(args)))
     outputs = result if isinstance(result, list | tuple) else [result]
     # IREE hands back device arrays; the exported avals say what JAX's outputs would be.
     return [
