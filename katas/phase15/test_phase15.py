@@ -156,8 +156,11 @@ def test_iree_run_matches_jax(kata, fresh):
             error = np.abs(np.asarray(mine, np.float64) - exact).max() / max(
                 np.abs(exact).max(), 1.0
             )
-            # A few roundings of the dtype (tests/harness/test_iree_recordings.py measures it).
-            assert error <= 16 * _eps(theirs.dtype), f"{where} output {i}: off by {error:.3g}"
+            # Ints exactly; floats within 1e-4 (a train step's gradients sum 50-odd products in
+            # another order) or 4 roundings of a coarser dtype: far below what a wrong output
+            # order or a wrong program would give.
+            bound = max(1e-4, 4 * _eps(theirs.dtype)) if _eps(theirs.dtype) else 0.0
+            assert error <= bound, f"{where} output {i}: off by {error:.3g}"
 
 
 def _eps(dtype) -> float:
