@@ -16,8 +16,8 @@ import jax
 
 from kata_harness.decoys import wrong
 from xla_inspect import parse_hlo
-from xla_inspect.profile import Profile, TraceEvent
 from xla_inspect import profile_query as rt_profile_query
+from xla_inspect.profile import Profile, TraceEvent
 
 # ---- shared helpers (not answers) ----------------------------------------------------------------
 
@@ -72,7 +72,9 @@ def rt_module_events(events, hlo_text, step_name, entry_only=False):
 def rt_self_times(events, hlo_text, step_name):
     chosen, info, instr = rt_module_events(events, hlo_text, step_name)
     _, kids = rt_nesting(instr)
-    return [(info[e.hlo_op], e.duration_ns - sum(k.duration_ns for k in kids[id(e)])) for e in chosen]
+    return [
+        (info[e.hlo_op], e.duration_ns - sum(k.duration_ns for k in kids[id(e)])) for e in chosen
+    ]
 
 
 def rt_share(pairs) -> dict[str, float]:
@@ -162,7 +164,9 @@ def si_dedupes(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]
     depth, _ = rt_nesting(instr)
     out: dict[int, list[str]] = {}
     for step in rt_steps(events, step_name):
-        top = sorted((e for e in instr if depth[id(e)] == 0 and rt_inside(e, step)), key=lambda e: e.start_ns)
+        top = sorted(
+            (e for e in instr if depth[id(e)] == 0 and rt_inside(e, step)), key=lambda e: e.start_ns
+        )
         out[int(step.arg("step_num"))] = list(dict.fromkeys(e.hlo_op for e in top))
     return out
 
@@ -212,14 +216,18 @@ def si_nested_by_name(events: list[TraceEvent], step_name: str) -> dict[int, lis
     "execute:1, the shorter one overlapping the longer is dropped",
 )
 def si_cross_thread(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
-    instr = sorted((e for e in events if e.hlo_op is not None), key=lambda e: (e.start_ns, -e.duration_ns))
+    instr = sorted(
+        (e for e in events if e.hlo_op is not None), key=lambda e: (e.start_ns, -e.duration_ns)
+    )
     out: dict[int, list[str]] = {}
     for step in rt_steps(events, step_name):
         inside = [e for e in instr if rt_inside(e, step)]
         top = [
             e
             for e in inside
-            if not any(o is not e and o.duration_ns > e.duration_ns and rt_inside(e, o) for o in inside)
+            if not any(
+                o is not e and o.duration_ns > e.duration_ns and rt_inside(e, o) for o in inside
+            )
         ]
         out[int(step.arg("step_num"))] = [e.hlo_op for e in top]
     return out
@@ -228,7 +236,9 @@ def si_cross_thread(events: list[TraceEvent], step_name: str) -> dict[int, list[
 # ---- task 2: expected_counts (predict) -----------------------------------------------------------
 
 
-def rt_walk_counts(module, computation, mult, counts, *, trip_extra=0, into_calls=False, cond=False):
+def rt_walk_counts(
+    module, computation, mult, counts, *, trip_extra=0, into_calls=False, cond=False
+):
     for ins in computation.instructions:
         if ins.opcode in rt_VIEWS:
             continue
@@ -236,7 +246,15 @@ def rt_walk_counts(module, computation, mult, counts, *, trip_extra=0, into_call
         if ins.opcode == "while":
             n = int(rt_TRIP.search(ins.attribute("backend_config") or "").group(1)) + trip_extra
             body = module[ins.attribute("body").lstrip("%")]
-            rt_walk_counts(module, body, mult * n, counts, trip_extra=trip_extra, into_calls=into_calls, cond=cond)
+            rt_walk_counts(
+                module,
+                body,
+                mult * n,
+                counts,
+                trip_extra=trip_extra,
+                into_calls=into_calls,
+                cond=cond,
+            )
             if cond:
                 condition = module[ins.attribute("condition").lstrip("%")]
                 rt_walk_counts(module, condition, mult * (n + 1), counts, cond=cond)
@@ -430,7 +448,9 @@ def ks_entry_only(events: list[TraceEvent], hlo_text: str, step_name: str) -> di
     "step events (which include Python), not by the instructions' total; wrong on every "
     "profile (mlp_grad_cold: shares add up to far below 1)",
 )
-def ks_step_denominator(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def ks_step_denominator(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     total: dict[str, float] = defaultdict(float)
     for ins, ns in rt_self_times(events, hlo_text, step_name):
         total[rt_kind(ins)] += ns
@@ -451,7 +471,10 @@ def ks_all_descendants(events: list[TraceEvent], hlo_text: str, step_name: str) 
         inner = sum(
             o.duration_ns
             for o in instr
-            if o is not e and o.thread == e.thread and rt_inside(o, e) and o.duration_ns < e.duration_ns
+            if o is not e
+            and o.thread == e.thread
+            and rt_inside(o, e)
+            and o.duration_ns < e.duration_ns
         )
         pairs.append((rt_kind(info[e.hlo_op]), max(0, e.duration_ns - inner)))
     return rt_share(pairs)
@@ -471,8 +494,16 @@ def ks_minus_markers(events: list[TraceEvent], hlo_text: str, step_name: str) ->
     pairs = []
     for e in chosen:
         inner = [o for o in same_thread[e.thread] if o is not e and rt_inside(o, e)]
-        direct = [o for o in inner if not any(p is not o and rt_inside(o, p) and p.duration_ns > o.duration_ns for p in inner)]
-        pairs.append((rt_kind(info[e.hlo_op]), max(0, e.duration_ns - sum(o.duration_ns for o in direct))))
+        direct = [
+            o
+            for o in inner
+            if not any(
+                p is not o and rt_inside(o, p) and p.duration_ns > o.duration_ns for p in inner
+            )
+        ]
+        pairs.append(
+            (rt_kind(info[e.hlo_op]), max(0, e.duration_ns - sum(o.duration_ns for o in direct)))
+        )
     return rt_share(pairs)
 
 
@@ -486,7 +517,9 @@ def ks_minus_markers(events: list[TraceEvent], hlo_text: str, step_name: str) ->
     "(backward)' and '(no scope)'; wrong on layered_warm",
 )
 def ss_toolkit_scope(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
-    return rt_profile_query.shares(rt_profile_query.time_by(rt_profile(events, hlo_text, step_name), "scope"))
+    return rt_profile_query.shares(
+        rt_profile_query.time_by(rt_profile(events, hlo_text, step_name), "scope")
+    )
 
 
 @wrong(
@@ -504,7 +537,9 @@ def ss_no_semicolon(events: list[TraceEvent], hlo_text: str, step_name: str) -> 
                 return part
         return ""
 
-    return rt_share((scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name))
+    return rt_share(
+        (scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name)
+    )
 
 
 @wrong(
@@ -522,7 +557,9 @@ def ss_unwrap_once(events: list[TraceEvent], hlo_text: str, step_name: str) -> d
                 return part
         return ""
 
-    return rt_share((scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name))
+    return rt_share(
+        (scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name)
+    )
 
 
 @wrong(
@@ -541,7 +578,9 @@ def ss_innermost(events: list[TraceEvent], hlo_text: str, step_name: str) -> dic
                 found_scope = part
         return found_scope
 
-    return rt_share((scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name))
+    return rt_share(
+        (scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name)
+    )
 
 
 @wrong(
@@ -561,7 +600,9 @@ def ss_skips_inner_jit(events: list[TraceEvent], hlo_text: str, step_name: str) 
                 return part
         return ""
 
-    return rt_share((scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name))
+    return rt_share(
+        (scope(rt_op_name(i)), ns) for i, ns in rt_self_times(events, hlo_text, step_name)
+    )
 
 
 # ---- task 6: line_shares -------------------------------------------------------------------------
@@ -594,7 +635,9 @@ def rt_location(location_id: int, tables: dict, keep_dirs=False, name_key="file_
     "stack_frame_id as a FileLocations id, skipping StackFrames (the two coincide in "
     "mlp_grad_cold); wrong on layered_warm and looped_warm (frame 12 -> location 10, line 87 not 89)",
 )
-def ls_frame_as_location(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def ls_frame_as_location(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     return rt_line_shares_with(events, hlo_text, step_name, lambda f, t: rt_location(f, t))
 
 
@@ -604,7 +647,9 @@ def ls_frame_as_location(events: list[TraceEvent], hlo_text: str, step_name: str
     "(whose FileNames were cut) but wrong on every live capture, whose FileNames hold "
     "absolute paths (/.../katas/phase14/programs.py:44)",
 )
-def ls_keeps_directories(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def ls_keeps_directories(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     def source(frame, tables):
         row = rt_fields(tables.get("StackFrames", {}).get(frame, ""))
         return rt_location(row.get("file_location_id", -1), tables, keep_dirs=True)
@@ -618,7 +663,9 @@ def ls_keeps_directories(events: list[TraceEvent], hlo_text: str, step_name: str
     "'(no source)'; wrong on looped_warm (its copies and wrapped_broadcast carry no frame)",
 )
 def ls_toolkit_source(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
-    return rt_profile_query.shares(rt_profile_query.time_by(rt_profile(events, hlo_text, step_name), "source"))
+    return rt_profile_query.shares(
+        rt_profile_query.time_by(rt_profile(events, hlo_text, step_name), "source")
+    )
 
 
 @wrong(

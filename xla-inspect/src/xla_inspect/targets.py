@@ -228,11 +228,19 @@ TARGETS: dict[str, Target] = {
 }
 
 
+# Groups that bring a compiler other than a JAX target: the modules each one installs.
+OTHER_COMPILERS = {"iree": ("iree.compiler", "iree.runtime")}
+
+
 def group_missing(group: str) -> str | None:
-    """Why the dependency group ``group`` ("tpu", "gpu", "torch") is not usable here, or
-    None."""
+    """Why the dependency group ``group`` ("tpu", "gpu", "iree", "torch") is not usable here,
+    or None."""
     if group == "torch":  # no XLA target: the group brings PyTorch's Inductor
         return inductor_capture.missing()
+    modules = OTHER_COMPILERS.get(group)
+    if modules is not None:
+        absent = [m for m in modules if not _installed(m)]
+        return f"{group} needs {', '.join(absent)}: uv sync --group {group}" if absent else None
     for target in TARGETS.values():
         if target.group == group:
             missing = target.missing()

@@ -1,0 +1,170 @@
+"""IREE in kata tests: live compiles that skip without the ``iree`` group, and flow listings
+recorded from those compiles so that the reading tasks run everywhere.
+
+A phase's ``programs.py`` may define ``FLOWS``: name -> a program with ``what``, ``fn`` and
+``args()`` (ShapeDtypeStructs). Each is kept as ``katas/phaseN/recorded/<name>.mlir``: the flow
+listing IREE made (``--compile-to=flow``, CPU ``generic``) led by ``//`` lines naming the
+compiler, the versions and the program (MLIR's parser skips them). The JAX program is exported
+with name-only locations (see xla_inspect.iree_compile), so a recording does not depend on where
+the checkout is or which line a program sits on. ``tests/harness/test_iree_recordings.py``
+compiles every one again when the group is installed and compares, and writes them with:
+
+    uv run pytest tests/harness/test_iree_recordings.py --impl=reference --snapshot-update
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from xla_inspect import iree_compile
+from xla_inspect.targets import group_missing
+
+from . import curriculum
+
+RECORD_COMMAND = (
+    "uv run pytest tests/harness/test_iree_recordings.py --impl=reference --snapshot-update"
+)
+TARGET = f"IREE llvm-cpu, --iree-llvmcpu-target-cpu={iree_compile.CPU} (any x86-64)"
+_VERSIONS_LINE = "// versions: "
+
+
+def missing() -> str | None:
+    """Why IREE cannot compile here (what to install), or None."""
+    return group_missing("iree")
+
+
+def require() -> ModuleType:
+    """``iree.runtime`` (IREE's compiler is importable too), or skip naming the group."""
+    reason = missing()
+    if reason is not None:
+        pytest.skip(f"needs: {iree_compile.INSTALL} ({reason})")
+    return importlib.import_module("iree.runtime")
+
+
+def recorded_path(phase: str, name: str) -> Path:
+    return curriculum.KATAS_DIR / phase / curriculum.RECORDED_DIR / f"{name}.mlir"
+
+
+def recorded(phase: str, name: str) -> str:
+    """The recorded flow listing ``name`` of ``phaseN`` (with its header)."""
+    path = recorded_path(phase, name)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: record it with {RECORD_COMMAND}")
+    return path.read_text(encoding="utf-8")
+
+
+def recorded_versions(text: str) -> str | None:
+    """The versions a recorded listing names in its header."""
+    for line in text.splitlines():
+        if line.startswith(_VERSIONS_LINE):
+            return line.removeprefix(_VERSIONS_LINE)
+        if not line.startswith("//"):
+            break
+    return None
+
+
+def compile_flow(program: Any) -> str:
+    """The listing of ``program`` (a FLOWS entry) compiled now, as it would be recorded."""
+    listing = iree_compile.flow_listing(program.fn, *program.args())
+    header = [
+        f"// recorded by: {RECORD_COMMAND}",
+        f"// target: {TARGET}, --compile-to=flow",
+        f"{_VERSIONS_LINE}{iree_compile.versions()}",
+        f"// program: {program.what}",
+    ]
+    return "\n".join(header) + "\n" + listing
+
+
+def run(vmfb: bytes, *args: Any) -> list[Any]:
+    """Every output of the module's ``main`` run by IREE's local-task driver, as NumPy arrays."""
+    import numpy as np
+
+    runtime = require()
+    context = runtime.SystemContext(config=runtime.Config("local-task"))
+    module = runtime.VmModule.copy_buffer(context.instance, vmfb)
+    context.add_vm_module(module)
+    result = context.modules[module.name]["main"](*(np.asarray(a) for a in args))
+    outputs = result if isinstance(result, list | tuple) else [result]
+    return [np.asarray(o.to_host()) for o in outputs]
+
+
+def verdict(fn: Any, args: tuple[Any, ...]) -> str:
+    """What jax.export and IREE (llvm-cpu) do with ``fn`` on ``args``: "runs" (compiled and ran),
+    "export" (jax.export refused a host callback), "sdy" (IREE has no Shardy dialect), "lapack"
+    (a LAPACK custom call IREE cannot legalize), or "other: <message>"."""
+    import jax
+    import numpy as np
+
+    try:
+        exported = iree_compile.export(fn, *args)
+    except NotImplementedError as exc:
+        return "export" if "host_callback" in str(exc) else f"other: {exc}"
+    try:
+        vmfb = iree_compile.compile_vmfb(exported.mlir_module())
+    except iree_compile.IreeCompileError as exc:
+        message = str(exc)
+        if "Dialect `sdy' not found" in message:
+            return "sdy"
+        if "stablehlo.custom_call" in message and "lapack_" in message:
+            return "lapack"
+        return f"other: {message[:200]}"
+    run(vmfb, *(np.asarray(a) for a in jax.tree.leaves(args)))
+    return "runs"
+
+
+AGREEMENT_SEEDS = range(8)
+AGREEMENT_DTYPES = ("float32", "bfloat16")
+
+
+def agreement(program: Any, dtype: str, seeds: range) -> float:
+    """The worst max |iree - jax| / max |jax| over every output of ``program`` (a FLOWS entry)
+    computed in ``dtype``, on standard-normal arguments drawn from each of ``seeds`` (one
+    compile serves every draw)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    shapes = [jax.ShapeDtypeStruct(a.shape, dtype) for a in program.args()]
+    vmfb = iree_compile.compile_vmfb(iree_compile.export(program.fn, *shapes).mlir_module())
+    worst = 0.0
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        args = [jnp.asarray(rng.standard_normal(a.shape), dtype) for a in shapes]
+        want = jax.tree.leaves(program.fn(*args))
+        for mine, theirs in zip(run(vmfb, *args), want, strict=True):
+            exact = np.asarray(theirs, np.float64)
+            error = np.abs(np.asarray(mine, np.float64) - exact).max() / np.abs(exact).max()
+            worst = max(worst, float(error))
+    return worst
+
+
+def agreement_table(programs: dict[str, Any]) -> str:
+    """The worst agreement of each program and dtype over AGREEMENT_SEEDS, one line each
+    (`float32 mlp 6.1e-07`), led by a recording header."""
+    lines = [
+        f"// recorded by: {RECORD_COMMAND}",
+        f"// target: {TARGET}, run by the local-task driver",
+        f"{_VERSIONS_LINE}{iree_compile.versions()}",
+        "// program: max |iree - jax| / max |jax| over the outputs, worst of seeds "
+        f"{AGREEMENT_SEEDS.start}-{AGREEMENT_SEEDS.stop - 1}, standard-normal arguments",
+    ]
+    for dtype in AGREEMENT_DTYPES:
+        for name, program in sorted(programs.items()):
+            worst = agreement(program, dtype, AGREEMENT_SEEDS)
+            lines.append(f"{dtype} {name} {worst:.3g}")
+    return "\n".join(lines) + "\n"
+
+
+def read_agreement(text: str) -> dict[tuple[str, str], float]:
+    """(dtype, program) -> worst agreement, from an agreement_table text."""
+    table = {}
+    for line in text.splitlines():
+        if line and not line.startswith("//"):
+            dtype, name, value = line.split()
+            table[dtype, name] = float(value)
+    return table

@@ -1,0 +1,262 @@
+"""The programs phase 15 exports from JAX and compiles with IREE, and the listings recorded from
+them.
+
+IREE reads StableHLO, the portable form `jax.export` writes; its llvm-cpu backend compiles it for
+this machine's CPU (the `generic` x86-64 CPU, so a listing does not depend on which CPU recorded
+it). ``FLOWS`` are the programs whose IREE flow listings (`--compile-to=flow`, one
+`flow.executable` per dispatch) are kept in ``katas/phase15/recorded/<name>.mlir`` so the
+reading tasks run without the ``iree`` group; with the group installed,
+tests/harness/test_iree_recordings.py compiles them again and compares. ``BANK`` holds the
+families of functions whose fate in IREE the predict task asks about; ``VERDICTS`` is what IREE
+3.13.0 did with each (checked again live with the group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+f32 = jnp.float32
+bf16 = jnp.bfloat16
+IREE_FLAGS = ("--iree-llvmcpu-target-cpu=generic",)  # the same dispatches as `host` here
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A program and the (shape, dtype) of each argument; `what` says in one line what it is."""
+
+    what: str
+    fn: Callable[..., Any]
+    shapes: tuple[tuple[tuple[int, ...], Any], ...]
+
+    def args(self) -> list[jax.ShapeDtypeStruct]:
+        return [jax.ShapeDtypeStruct(s, d) for s, d in self.shapes]
+
+
+def mlp(x, w1, b1, w2, b2):
+    return jax.nn.gelu(x @ w1 + b1) @ w2 + b2
+
+
+def layernorm_softmax(x, g, b):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return jax.nn.softmax((x - mean) / jnp.sqrt(var + 1e-5) * g + b, axis=-1)
+
+
+def _mlp_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    return jnp.mean((mlp(x, w1, b1, w2, b2) - y) ** 2)
+
+
+def train_step(w1, b1, w2, b2, x, y):
+    """One SGD step of the MLP on a squared error (learning rate 0.1): the new parameters."""
+    params = (w1, b1, w2, b2)
+    grads = jax.grad(_mlp_loss)(params, x, y)
+    return tuple(p - 0.1 * g for p, g in zip(params, grads, strict=True))
+
+
+def attention(q, k, v):
+    scores = jnp.einsum("bqd,bkd->bqk", q, k) / jnp.sqrt(q.shape[-1]).astype(q.dtype)
+    return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(scores, axis=-1), v)
+
+
+def projections(m, v, x, w):
+    """A matrix-vector product, a vector-matrix product and a bf16 matmul accumulated in f32."""
+    mv = m @ v
+    vm = v @ w.astype(f32)
+    mm = jnp.dot(x, w, preferred_element_type=f32)
+    return mv, vm, mm
+
+
+def int_matmul(a, b):
+    return a @ b + 1
+
+
+_MLP = (((32, 64), f32), ((64, 128), f32), ((128,), f32), ((128, 16), f32), ((16,), f32))
+FLOWS: dict[str, Flow] = {
+    "mlp": Flow("gelu(x @ w1 + b1) @ w2 + b2, f32", mlp, _MLP),
+    "layernorm_softmax": Flow(
+        "softmax of a LayerNorm over the last axis, f32[8,256]",
+        layernorm_softmax,
+        (((8, 256), f32), ((256,), f32), ((256,), f32)),
+    ),
+    "train_step": Flow(
+        "one SGD step of the mlp on a mean squared error",
+        train_step,
+        (*_MLP[1:], ((32, 64), f32), ((32, 16), f32)),
+    ),
+    "attention": Flow(
+        "softmax(q k^T / sqrt(d)) v over a batch of 4 heads, f32",
+        attention,
+        (((4, 16, 32), f32), ((4, 24, 32), f32), ((4, 24, 32), f32)),
+    ),
+    "projections": Flow(
+        "m @ v, v @ w and a bf16 x @ w accumulated in f32",
+        projections,
+        (((48, 40), f32), ((40,), f32), ((12, 40), bf16), ((40, 56), bf16)),
+    ),
+    "int_matmul": Flow(
+        "an int32 matmul plus one", int_matmul, (((8, 24), jnp.int32), ((24, 40), jnp.int32))
+    ),
+}
+
+# The programs agreement_rtol is about: their outputs through IREE against JAX's.
+ROUND_TRIPS = {name: FLOWS[name] for name in ("mlp", "layernorm_softmax")}
+
+
+# ---- the bank: which functions does IREE accept? ------------------------------------------
+# Each family draws a function and its arguments from a generator; the verdict is the same for
+# every draw of a family (IREE's outcome depends on the operations, not on the sizes).
+
+
+def _square(rng: np.random.Generator, n: int | None = None) -> np.ndarray:
+    n = int(rng.integers(3, 9)) if n is None else n
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    return a @ a.T + n * np.eye(n, dtype=np.float32)
+
+
+def _matrix(rng: np.random.Generator) -> np.ndarray:
+    return rng.standard_normal((int(rng.integers(2, 9)), int(rng.integers(2, 9)))).astype(
+        np.float32
+    )
+
+
+def _solve(rng):
+    a = _square(rng)
+    return (lambda a, b: jnp.linalg.solve(a, b) * 2.0), (a, a[:, :2])
+
+
+def _cholesky(rng):
+    return (lambda a: jnp.linalg.cholesky(a).sum(0)), (_square(rng),)
+
+
+def _eigh(rng):
+    return (lambda a: jnp.linalg.eigh(a)[0]), (_square(rng),)
+
+
+def _triangular(rng):
+    a = _square(rng)
+    solve = partial(jax.scipy.linalg.solve_triangular, lower=True)
+    return (lambda a, b: solve(a, b) + 1.0), (a, a[:, :1])
+
+
+def _host_callback(rng):
+    x = _matrix(rng)
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return (lambda x: jax.pure_callback(np.sin, shape, x) + x), (x,)
+
+
+def _debug_print(rng):
+    def f(x):
+        jax.debug.print("x = {}", x)
+        return x * 2
+
+    return f, (_matrix(rng),)
+
+
+def _typed_key(rng):
+    n = int(rng.integers(2, 9))
+    return (lambda k: jax.random.normal(k, (n,))), (jax.random.key(int(rng.integers(100))),)
+
+
+def _sharding_constraint(rng):
+    mesh = jax.make_mesh((1,), ("d",), axis_types=(jax.sharding.AxisType.Auto,))
+    spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+    return (lambda x: jax.lax.with_sharding_constraint(x * 3, spec)), (_matrix(rng),)
+
+
+def _int_seed(rng):
+    x = _matrix(rng)
+    seed = np.array(rng.integers(99), np.int32)
+    return (lambda s, x: jax.random.normal(jax.random.key(s), x.shape) + x), (seed, x)
+
+
+def _sort_topk(rng):
+    return (lambda x: (jnp.sort(x, axis=-1), jax.lax.top_k(x, 2)[0])), (_matrix(rng),)
+
+
+def _scan(rng):
+    def f(x):
+        return jax.lax.scan(lambda c, row: (c * 0.5 + row, c.sum()), x[0], x)
+
+    return f, (_matrix(rng),)
+
+
+def _cumsum_gather(rng):
+    x = _matrix(rng)
+    idx = rng.integers(0, x.shape[0], size=3).astype(np.int32)
+    return (lambda x, i: jnp.cumsum(x, 0)[i]), (x, idx)
+
+
+def _while(rng):
+    def f(x):
+        return jax.lax.while_loop(lambda c: c.sum() < 1e3, lambda c: c * 2.0 + 1.0, x)
+
+    return f, (np.abs(_matrix(rng)) + 0.1,)
+
+
+def _checkpointed(rng):
+    x = _matrix(rng)
+    f = jax.checkpoint(lambda x: jnp.sin(x) @ jnp.cos(x).T)
+    return jax.grad(lambda x: f(x).sum()), (x,)
+
+
+BANK: dict[str, Callable[[np.random.Generator], tuple[Callable[..., Any], tuple[Any, ...]]]] = {
+    "solve": _solve,
+    "cholesky": _cholesky,
+    "eigh": _eigh,
+    "triangular_solve": _triangular,
+    "host_callback": _host_callback,
+    "debug_print": _debug_print,
+    "typed_key": _typed_key,
+    "sharding_constraint": _sharding_constraint,
+    "int_seed": _int_seed,
+    "sort_topk": _sort_topk,
+    "scan": _scan,
+    "cumsum_gather": _cumsum_gather,
+    "while_loop": _while,
+    "checkpoint_grad": _checkpointed,
+}
+
+# What IREE 3.13.0 (llvm-cpu) did with each family, exported by jax 0.12: "runs" (compiled and
+# ran), "lapack" (a LAPACK custom call IREE cannot legalize), "sdy" (Shardy ops or attributes:
+# IREE has no `sdy` dialect), "export" (jax.export itself refused: a host callback).
+# tests/harness/test_iree_recordings.py checks every family again with the iree group.
+VERDICTS = {
+    "solve": "lapack",
+    "cholesky": "lapack",
+    "eigh": "lapack",
+    "triangular_solve": "lapack",
+    "host_callback": "export",
+    "debug_print": "export",
+    "typed_key": "sdy",
+    "sharding_constraint": "sdy",
+    "int_seed": "runs",
+    "sort_topk": "runs",
+    "scan": "runs",
+    "cumsum_gather": "runs",
+    "while_loop": "runs",
+    "checkpoint_grad": "runs",
+}
+
+
+def solve_with_lapack(a, b):
+    """x with a @ x = b: jnp.linalg.solve, which on CPU calls LAPACK (getrf) — IREE refuses it."""
+    return jnp.linalg.solve(a, b)
+
+
+def spd_system(rng: np.random.Generator, n: int, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A symmetric positive definite f32 a (condition number at most 100) and b of shape (n,) or
+    (n, k)."""
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    eigenvalues = rng.uniform(1.0, 100.0, size=n)
+    eigenvalues[0], eigenvalues[-1] = 1.0, 100.0
+    a = (q * eigenvalues) @ q.T
+    b = rng.standard_normal((n,) if k is None else (n, k))
+    return ((a + a.T) / 2).astype(np.float32), b.astype(np.float32)
