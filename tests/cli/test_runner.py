@@ -53,11 +53,13 @@ def test_reference_passes_every_task_and_progress_is_reported():
     assert ticks[0] == (0, 6) and ticks[-1] == (6, 6), "3 cases of double, 3 other tests"
 
 
-def test_stubs_are_not_done_in_one_line_with_the_hint(course):
+def test_stubs_are_not_done_in_one_line_with_the_kind_and_the_hint(course):
+    kinds = {t.function: t.kind for t in curriculum.phase(1).tasks}
     for function, result in _outcomes(1).items():
         assert result.outcome == "failed"
         assert "\n" not in result.message and result.details == ""
-        assert f"({function}: " in result.message and "is not done yet" in result.message
+        assert f"({kinds[function]} task {function}: " in result.message
+        assert "is not done yet" in result.message
         assert "uv run katas hint phase1." in result.message
 
 
@@ -139,4 +141,4 @@ def test_reordering_and_renaming_tasks_keeps_outcomes_and_hints_with_their_task(
         assert by_function[function]["outcome"] == expected, by_function[function]["message"]
     assert by_function["evens"]["hints_shown"] == 2 and by_function["double"]["hints_shown"] == 1
     assert by_function["sum_all"]["hints_shown"] == 0
-    assert "(sum_all: " in by_function["sum_all"]["message"]
+    assert "(read task sum_all: " in by_function["sum_all"]["message"]
