@@ -9,7 +9,7 @@ import pytest
 
 from kata_harness import curriculum
 from katas_cli.main import main
-from katas_cli.runner import run_phases
+from katas_cli.runner import _forget_test_modules, pytest_args, run_phases
 from katas_cli.state import OUTCOMES, State, TaskOutcome
 
 
@@ -142,3 +142,19 @@ def test_reordering_and_renaming_tasks_keeps_outcomes_and_hints_with_their_task(
     assert by_function["evens"]["hints_shown"] == 2 and by_function["double"]["hints_shown"] == 1
     assert by_function["sum_all"]["hints_shown"] == 0
     assert "(read task sum_all: " in by_function["sum_all"]["message"]
+
+
+def test_tests_run_in_the_order_of_tasks_toml(course, capsys):
+    """`-x` stops at the first unfinished task of tasks.toml, not of the test file."""
+    folder = course / "katas" / "phase1"
+    head, *entries = (folder / "tasks.toml").read_text().split("[[task]]\n")
+    entries = [entries[2], entries[0], entries[3], entries[1]]  # evens, double, last, total
+    (folder / "tasks.toml").write_text(head + "".join(f"[[task]]\n{e}" for e in entries))
+    curriculum.phases.cache_clear()
+    phase = curriculum.phase(1)
+    _forget_test_modules([phase])
+    capsys.readouterr()
+    pytest.main([*pytest_args([phase], "katas"), "--collect-only"])
+    collected = [line for line in capsys.readouterr().out.splitlines() if "::" in line]
+    tests = [line.split("::")[1].split("[")[0] for line in collected]
+    assert list(dict.fromkeys(tests)) == ["test_evens", "test_double", "test_last", "test_total"]
