@@ -118,9 +118,22 @@ class Watcher:
 
     def _interrupt_run_of(self, name: str) -> None:
         with self.lock:
-            if self.running in (name, ANY) and not self.restart.is_set():
-                self.restart.set()
+            if self.running not in (name, ANY) or self.restart.is_set():
+                return
+            self.restart.set()
+        threading.Thread(target=self._interrupt_until_ended, name="katas-interrupt", daemon=True).start()
+
+    def _interrupt_until_ended(self) -> None:
+        """Interrupt the main thread, again every half second until the run has ended: one
+        interrupt can be lost (Python drops an exception raised inside a finalizer that runs at
+        that moment), and then the run would go on to its end or its timeout."""
+        while True:
+            with self.lock:
+                if self.running is None or not self.restart.is_set():
+                    return
                 _thread.interrupt_main()
+            if self.stop.wait(0.5):
+                return
 
     def _read_lines(self) -> None:
         for line in sys.stdin:
@@ -172,10 +185,16 @@ class Watcher:
         finally:
             with self.lock:
                 self.running = None
+        self._ended_before_the_interrupt()
         self.state.update(lambda current: current.phases.update({phase.name: outcome}))
         if self.focus is None or self.focus.phase != phase.number or outcome.task(self.focus).done:
             self.focus = first_unfinished(phase, outcome)
         self._show(phase, outcome)
+
+    def _ended_before_the_interrupt(self) -> None:
+        """A run that a save asked to stop but that finished first: the save is queued and runs
+        next; forget the request, so that the next save can interrupt again."""
+        self.restart.clear()
 
     def _first_screen(self) -> None:
         """The current task's phase, from the cache when it is fresh, else run now."""
@@ -202,6 +221,7 @@ class Watcher:
             finally:
                 with self.lock:
                     self.running = None
+            self._ended_before_the_interrupt()
             self.state.update(lambda current: current.phases.update(outcomes))
         totals = [
             phase_summary(p, self.state.phases[p.name])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
 import io
 import time
 
+import pytest
 from rich.console import Console
 
 from kata_harness import curriculum
@@ -73,7 +75,17 @@ def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
     assert "Enter reruns" in after_hint.split(last_task)[1], "and the list"
 
 
-def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch):
+@pytest.mark.parametrize("lost", [0, 1], ids=["delivered", "first-interrupt-lost"])
+def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch, lost):
+    sent: list[int] = []
+    deliver = _thread.interrupt_main
+
+    def interrupt_main() -> None:  # the first `lost` interrupts vanish, as in a finalizer
+        sent.append(1)
+        if len(sent) > lost:
+            deliver()
+
+    monkeypatch.setattr("katas_cli.watch._thread.interrupt_main", interrupt_main)
     results: list[str] = []
     watcher, console = _watcher(results)
     runs: list[str] = []
@@ -108,6 +120,7 @@ def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypat
     assert results == ["phase1", "phase2"]
     assert "running again" in console_text(console) and "hint 1/" in console_text(console)
     assert watcher.running is None and not watcher.restart.is_set()
+    assert len(sent) == lost + 1, "sent again until one arrived, then no more"
 
 
 def test_r_reruns_the_phase_on_screen_once_it_is_done(fake_runner):
