@@ -52,6 +52,9 @@ def render_current(console: Console, task: Task | None, outcomes: dict[str, Phas
     )
     console.print(f"  {MARKS[outcome.outcome]} {escape(outcome.message or outcome.outcome)}")
     console.print(f"  edit {_rel(task)}, then run: uv run katas watch")
+    phase = curriculum.phase(task.phase)
+    if not available(phase):
+        console.print(f"  [yellow]needs: {phase.install_command}[/] (its compiling tests skip)")
     if task.hint_command not in outcome.message:
         console.print(f"  hint: {task.hint_command}")
 

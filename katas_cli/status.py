@@ -5,7 +5,8 @@ cached; everything stale runs in one pytest session.
 
 The current task is the first unfinished task of the phase the learner is working on: the phase
 of the last `katas start phaseN`, or the phase whose kata file they changed last, whichever came
-later. A phase whose dependency group is not installed is never current (its tests skip).
+later. Past it, a phase whose dependency group is not installed is passed over (its compiling
+tests skip), unless the learner chose it or nothing else is left.
 """
 
 from __future__ import annotations
@@ -147,19 +148,25 @@ def working_phase(state: State) -> Phase | None:
 
 
 def current_task(outcomes: dict[str, PhaseOutcome], working: Phase | None) -> Task | None:
-    """The first unfinished task of `working` (None: the first phase); past a finished phase,
-    the next one with unfinished tasks, wrapping round. Phases that need a missing group are
-    passed over. A phase without outcomes counts as unfinished."""
+    """The first unfinished task of `working`, even when it needs a missing group (the learner
+    chose it; its reading tasks run). Otherwise, or when `working` is finished: the next phase
+    with unfinished tasks after it (from the first when None), wrapping round, passing over
+    phases that need a missing group unless nothing else is left. A phase without outcomes
+    counts as unfinished."""
     phases = list(all_phases())
-    start = phases.index(working) if working in phases else 0
-    for phase in phases[start:] + phases[:start]:
-        if not available(phase):
-            continue
+
+    def unfinished(phase: Phase) -> Task | None:
         outcome = outcomes.get(phase.name)
-        for task in phase.tasks:
-            if outcome is None or not outcome.task(task).done:
-                return task
-    return None
+        return next((t for t in phase.tasks if outcome is None or not outcome.task(t).done), None)
+
+    if working in phases:
+        found = unfinished(working)
+        if found is not None:
+            return found
+    start = phases.index(working) + 1 if working in phases else 0
+    ordered = phases[start:] + phases[:start]
+    candidates = [p for p in ordered if available(p)] + [p for p in ordered if not available(p)]
+    return next((t for t in map(unfinished, candidates) if t is not None), None)
 
 
 def first_unfinished(phase: Phase, outcome: PhaseOutcome) -> Task | None:

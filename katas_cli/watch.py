@@ -121,7 +121,9 @@ class Watcher:
             if self.running not in (name, ANY) or self.restart.is_set():
                 return
             self.restart.set()
-        threading.Thread(target=self._interrupt_until_ended, name="katas-interrupt", daemon=True).start()
+        threading.Thread(
+            target=self._interrupt_until_ended, name="katas-interrupt", daemon=True
+        ).start()
 
     def _interrupt_until_ended(self) -> None:
         """Interrupt the main thread, again every half second until the run has ended: one

@@ -15,7 +15,7 @@ from kata_harness import curriculum
 from katas_cli import status
 from katas_cli.hints import render_hints
 from katas_cli.main import main
-from katas_cli.state import State
+from katas_cli.state import PhaseOutcome, State, TaskOutcome
 
 from .conftest import console_text
 
@@ -65,22 +65,42 @@ def test_a_finished_working_phase_hands_on_to_the_next_unfinished_one(course, fa
     assert _current(capsys) == "phase1.task1", "after the last phase, round to the first"
 
 
-def test_a_phase_whose_group_is_missing_is_marked_and_never_current(
+def test_a_phase_whose_group_is_missing_is_marked_and_current_only_when_chosen(
     course, fake_runner, capsys, monkeypatch
 ):
     tasks = course / "katas" / "phase2" / "tasks.toml"
     tasks.write_text('needs = "tpu"\n' + tasks.read_text())
     curriculum.phases.cache_clear()
     monkeypatch.setattr(status, "group_missing", lambda group: f"{group} is not installed")
-    assert main(["start", "phase2"]) == 2
-    assert "needs a group that is not installed" in capsys.readouterr().err
-    _touch(course, 2, "shout", time.time())
-    assert _current(capsys) == "phase1.task2"
+    fake_runner.passed = {"phase1.task1", "phase1.task2"}
+    _touch(course, 1, "evens", time.time())
+    assert _current(capsys) == "phase1.task3"
+    fake_runner.passed = {t.id for t in curriculum.phase(1).tasks}
+    State.load().update(lambda state: state.phases.clear())  # the runs above were cached
+    assert _current(capsys) == "phase2.task1", "nothing else left: the missing group's phase"
     assert main(["list", "--json"]) == 0
     phases = json.loads(capsys.readouterr().out)["phases"]
     assert [p["needs"] for p in phases] == [None, "uv sync --group tpu"]
     assert main(["list"]) == 0
     assert "needs: uv sync --group tpu" in capsys.readouterr().out
+    assert main(["start", "phase2"]) == 0
+    assert "its tests that compile skip until uv sync --group tpu" in capsys.readouterr().out
+    assert main([]) == 0
+    assert "needs: uv sync --group tpu (its compiling tests skip)" in capsys.readouterr().out
+
+
+def test_past_the_working_phase_a_phase_whose_group_is_missing_is_passed_over(monkeypatch):
+    """Phases 1..3 of the same shape: 1 is done and was worked on, 2 needs a missing group."""
+    one = curriculum.phase(1)
+    phases = tuple(
+        curriculum.Phase(n, f"p{n}", one.tasks, "tpu" if n == 2 else None) for n in (1, 2, 3)
+    )
+    monkeypatch.setattr(status, "all_phases", lambda: phases)
+    monkeypatch.setattr(status, "group_missing", lambda group: "missing")
+    done = {t.function: TaskOutcome("passed") for t in one.tasks}
+    outcomes = {"phase1": PhaseOutcome("", done)}
+    assert status.current_task(outcomes, phases[0]) == phases[2].tasks[0]
+    assert status.current_task(outcomes, phases[1]) == phases[1].tasks[0], "chosen: current"
 
 
 def test_the_kind_of_each_task_is_in_list_json_hints_and_status(fake_runner, capsys):
