@@ -9,6 +9,10 @@ least), what pytest itself reports, and the start-up share (median wall minus py
 uv, Python, imports, plugin set-up). Two floors for scale: `uv run python -c pass` and
 `uv run python -c 'import jax'`. The issue's target is 3 s wall on 2 cores; the table marks
 phases over it. Prints figures only; asserts nothing (timings depend on the machine and load).
+
+`--watch N ...` times `katas watch` after `katas start phaseN` instead (with `--phases` too,
+both), in a private state folder so nothing is cached: from the start of the process to phase
+N's result on screen, and to the end of the other phases' run that follows it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import re
 import resource
 import statistics
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,11 +52,57 @@ def _floor(command: list[str], repeat: int) -> float:
     return min(_timed(command)[0] for _ in range(repeat))
 
 
+_WATCH = """
+import io, sys, threading, time
+from rich.console import Console
+from katas_cli.state import State
+from katas_cli.watch import Event, Watcher
+
+State.load().update(lambda s: setattr(s, "started", ("phase{n}", time.time())))
+watcher = Watcher(Console(file=io.StringIO()), manual=True, keys=False)
+first = []
+watcher.on_result = lambda phase, outcome: first.append((phase.name, time.perf_counter()))
+real = watcher._refresh_rest
+def rest():
+    real()
+    print(first[0][0], f"{{first[0][1] - START:.2f}}", f"{{time.perf_counter() - START:.2f}}")
+    watcher.events.put(Event("quit"))
+watcher._refresh_rest = rest
+watcher.loop()
+"""
+
+
+def _watch(phase: int) -> None:
+    with tempfile.TemporaryDirectory() as state:
+        code = "import time; START = time.perf_counter()\n" + _WATCH.format(n=phase)
+        done = subprocess.run(
+            ["uv", "run", "python", "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KATAS_STATE_DIR": state},
+            check=False,
+        )
+    fields = done.stdout.split()
+    if done.returncode != 0 or len(fields) != 3:
+        print(f"watch phase{phase}: failed: {done.stderr.strip().splitlines()[-1:]}")
+        return
+    print(
+        f"katas watch after katas start phase{phase}: {fields[0]} on screen {fields[1]} s after "
+        f"Python started, the other phases done at {fields[2]} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__ and __doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per phase (median, best)")
     parser.add_argument("--phases", type=int, nargs="*", help="phase numbers (default: all)")
+    parser.add_argument("--watch", type=int, nargs="*", default=[], help="time katas watch too")
     options = parser.parse_args()
+    for phase in options.watch:
+        _watch(phase)
+    if options.watch and not options.phases:
+        return
     folders = sorted((ROOT / "katas").glob("phase*"), key=lambda p: int(p.name[5:]))
     if options.phases:
         folders = [f for f in folders if int(f.name[5:]) in options.phases]
