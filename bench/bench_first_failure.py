@@ -12,7 +12,8 @@ phases over it. Prints figures only; asserts nothing (timings depend on the mach
 
 `--watch N ...` times `katas watch` after `katas start phaseN` instead (with `--phases` too,
 both), in a private state folder so nothing is cached: from the start of the process to phase
-N's result on screen, and to the end of the other phases' run that follows it.
+N's result on screen (wall and the process's CPU seconds), and to the end of the other phases'
+run that follows it.
 """
 
 from __future__ import annotations
@@ -61,11 +62,14 @@ from katas_cli.watch import Event, Watcher
 State.load().update(lambda s: setattr(s, "started", ("phase{n}", time.time())))
 watcher = Watcher(Console(file=io.StringIO()), manual=True, keys=False)
 first = []
-watcher.on_result = lambda phase, outcome: first.append((phase.name, time.perf_counter()))
+watcher.on_result = lambda phase, outcome: first.append(
+    (phase.name, time.perf_counter(), time.process_time())
+)
 real = watcher._refresh_rest
 def rest():
     real()
-    print(first[0][0], f"{{first[0][1] - START:.2f}}", f"{{time.perf_counter() - START:.2f}}")
+    name, wall, cpu = first[0]
+    print(name, f"{{wall - START:.2f}}", f"{{cpu:.2f}}", f"{{time.perf_counter() - START:.2f}}")
     watcher.events.put(Event("quit"))
 watcher._refresh_rest = rest
 watcher.loop()
@@ -84,12 +88,12 @@ def _watch(phase: int) -> None:
             check=False,
         )
     fields = done.stdout.split()
-    if done.returncode != 0 or len(fields) != 3:
+    if done.returncode != 0 or len(fields) != 4:
         print(f"watch phase{phase}: failed: {done.stderr.strip().splitlines()[-1:]}")
         return
     print(
         f"katas watch after katas start phase{phase}: {fields[0]} on screen {fields[1]} s after "
-        f"Python started, the other phases done at {fields[2]} s"
+        f"Python started ({fields[2]} CPU s), the other phases done at {fields[3]} s"
     )
 
 
