@@ -33,7 +33,8 @@ def todo_message(text: str) -> str | None:
         return None
     kata_file = phase.kata_path.relative_to(curriculum.ROOT)
     return (
-        f"{task.id} ({task.function}: {task.title}) is not done yet: edit {kata_file}; "
+        f"{task.id} ({task.kind} task {task.function}: {task.title}) is not done yet: "
+        f"edit {kata_file}; "
         f"hint: {task.hint_command}"
     )
 

@@ -129,10 +129,19 @@ def _fresh_jax_caches():
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test of a phase carries its phase's and task's marks (``-m phase3_task2``)."""
-    for item in items:
+    """Every test of a phase carries its phase's and task's marks (``-m phase3_task2``), and
+    kata tests run in curriculum order: by phase, then by the task's place in ``tasks.toml``
+    (tests of one task in file order), so ``-x`` stops at the first unfinished task. Other
+    tests keep their places; ``--random-order`` still shuffles after this."""
+    slots, ordered = [], []
+    for index, item in enumerate(items):
         if curriculum.phase_of_path(Path(item.path)) is None:
             continue
         phase, task = task_of(item)
         item.add_marker(getattr(pytest.mark, phase.name))
         item.add_marker(getattr(pytest.mark, task.mark))
+        slots.append(index)
+        ordered.append(((phase.number, task.number, index), item))
+    ordered.sort(key=lambda entry: entry[0])
+    for index, (_, item) in zip(slots, ordered, strict=True):
+        items[index] = item

@@ -28,7 +28,9 @@ def next_hint(task: Task, state: State) -> tuple[int, int]:
 def render_hints(console: Console, task: Task, before: int, shown: int) -> None:
     """Every level shown so far; the newest one last. `before` is the level shown earlier."""
     total = len(task.hints)
-    console.print(f"[bold]{task.id}[/] [cyan]{task.function}[/]: {escape(task.title)}")
+    console.print(
+        f"[bold]{task.id}[/] [cyan]{task.function}[/] ({task.kind} task): {escape(task.title)}"
+    )
     if total == 0:
         console.print("this task has no hints")
         return

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="every task with its outcome and hints used")
     listing.add_argument("--filter", metavar="TEXT", help="only tasks whose id/name/title has TEXT")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
+    start = sub.add_parser("start", help="work on this phase: its first unfinished task is current")
+    start.add_argument("phase", help="phaseN")
     hint = sub.add_parser("hint", help="the next hint level of a task (default: current task)")
     hint.add_argument("target", nargs="?", help="phaseN or phaseN.M (task number or function)")
     run = sub.add_parser("run", help="run one phase's tests against your kata file")
@@ -103,7 +105,7 @@ def _status(args: argparse.Namespace, console) -> int:
     if args.json:
         print(json.dumps(to_json(outcomes, State.load()), indent=1))
     else:
-        render_status(console, outcomes)
+        render_status(console, outcomes, State.load())
     return 0
 
 
@@ -124,16 +126,40 @@ def _list(args: argparse.Namespace, console) -> int:
 def _hint(args: argparse.Namespace, console) -> int:
     from .hints import show_next_hint
     from .state import State
-    from .status import current_task, first_unfinished, refresh
+    from .status import current_task, first_unfinished, refresh, working_phase
     from .targets import parse_target
 
     if args.target is None:
-        task = current_task(refresh())
+        outcomes = refresh()
+        task = current_task(outcomes, working_phase(State.load()))
     else:
         phase, task = parse_target(args.target)
         if task is None:
             task = first_unfinished(phase, refresh([phase])[phase.name]) or phase.tasks[0]
     show_next_hint(console, task, State.load())  # loaded after refresh, which saves the state
+    return 0
+
+
+def _start(args: argparse.Namespace, console) -> int:
+    import time
+
+    from .state import State
+    from .status import available
+    from .targets import parse_phase
+
+    phase = parse_phase(args.phase)
+    State.load().update(lambda current: setattr(current, "started", (phase.name, time.time())))
+    console.print(
+        f"working on {phase.name}: uv run katas watch shows it first, uv run katas hint "
+        f"gives its current task's next hint",
+        markup=False,
+    )
+    if not available(phase):
+        console.print(
+            f"{phase.name} needs a group that is not installed: its tests that compile skip "
+            f"until {phase.install_command}; the tasks that read recorded modules run",
+            markup=False,
+        )
     return 0
 
 
@@ -276,6 +302,7 @@ COMMANDS = {
     "status": _status,
     "list": _list,
     "hint": _hint,
+    "start": _start,
     "run": _run,
     "show": _show,
     "compare": _compare,

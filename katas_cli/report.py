@@ -9,10 +9,16 @@ from rich.markup import escape
 
 from kata_harness import curriculum
 from kata_harness.curriculum import Phase, Task
-from xla_inspect.targets import group_missing
 
 from .state import PhaseOutcome, State, hint_key
-from .status import current_task, first_unfinished, phase_summary, shared_failure
+from .status import (
+    available,
+    current_task,
+    first_unfinished,
+    phase_summary,
+    shared_failure,
+    working_phase,
+)
 from .targets import all_phases
 
 MARKS = {
@@ -41,14 +47,23 @@ def render_current(console: Console, task: Task | None, outcomes: dict[str, Phas
         )
         return
     outcome = outcomes[f"phase{task.phase}"].task(task)
-    console.print(f"[bold]current:[/] {task.id} [cyan]{task.function}[/]: {escape(task.title)}")
+    console.print(
+        f"[bold]current:[/] {task.id} [cyan]{task.function}[/] ({task.kind}): {escape(task.title)}"
+    )
     console.print(f"  {MARKS[outcome.outcome]} {escape(outcome.message or outcome.outcome)}")
     console.print(f"  edit {_rel(task)}, then run: uv run katas watch")
+    phase = curriculum.phase(task.phase)
+    if not available(phase):
+        console.print(f"  [yellow]needs: {phase.install_command}[/] (its compiling tests skip)")
     if task.hint_command not in outcome.message:
         console.print(f"  hint: {task.hint_command}")
 
 
-def render_status(console: Console, outcomes: dict[str, PhaseOutcome]) -> None:
+def _needs(phase: Phase) -> str:
+    return "" if available(phase) else f"  [yellow]needs: {phase.install_command}[/]"
+
+
+def render_status(console: Console, outcomes: dict[str, PhaseOutcome], state: State) -> None:
     phases = all_phases()
     totals = [phase_summary(p, outcomes[p.name]) for p in phases]
     done, total = sum(d for d, _ in totals), sum(t for _, t in totals)
@@ -59,24 +74,24 @@ def render_status(console: Console, outcomes: dict[str, PhaseOutcome]) -> None:
         row = f"  {phase.name:<8} {title:<{width}}  {d:>2}/{t:<2} {_bar(d, t)}"
         if shared_failure(phase, outcomes[phase.name]) is not None:
             row += f"  [red]broken: uv run katas run {phase.name}[/]"
-        elif phase.needs and group_missing(phase.needs):
-            row += f"  [yellow]needs: {phase.install_command}[/]"
+        else:
+            row += _needs(phase)
         console.print(row)
     console.print()
-    render_current(console, current_task(outcomes), outcomes)
+    render_current(console, current_task(outcomes, working_phase(state)), outcomes)
 
 
 def _matches(task: Task, text: str | None) -> bool:
     if not text:
         return True
-    haystack = f"{task.id} {task.function} {task.title}".lower()
+    haystack = f"{task.id} {task.function} {task.title} {task.kind}".lower()
     return text.lower() in haystack
 
 
 def render_list(
     console: Console, outcomes: dict[str, PhaseOutcome], state: State, text: str | None
 ) -> None:
-    current = current_task(outcomes)
+    current = current_task(outcomes, working_phase(state))
     width = max(len(t.function) for p in all_phases() for t in p.tasks)
     shown = 0
     for phase in all_phases():
@@ -84,13 +99,13 @@ def render_list(
         if not tasks:
             continue
         d, t = phase_summary(phase, outcomes[phase.name])
-        console.print(f"[bold]{phase.name}[/] {escape(phase.title)}  {d}/{t}")
+        console.print(f"[bold]{phase.name}[/] {escape(phase.title)}  {d}/{t}{_needs(phase)}")
         for task in tasks:
             outcome = outcomes[phase.name].task(task)
             arrow = "[bold]→[/]" if task == current else " "
             hints = f"hints {state.hints.get(hint_key(task), 0)}/{len(task.hints)}"
             console.print(
-                f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} [cyan]"
+                f" {arrow}{MARKS[outcome.outcome]} {task.id:<14} {task.kind:<7} [cyan]"
                 f"{task.function:<{width}}[/] {escape(task.title)}  [dim]{hints}[/]"
             )
             shown += 1
@@ -107,6 +122,7 @@ def to_json(outcomes: dict[str, PhaseOutcome], state: State, text: str | None = 
             {
                 "id": task.id,
                 "function": task.function,
+                "kind": task.kind,
                 "title": task.title,
                 "outcome": outcome.task(task).outcome,
                 "message": outcome.task(task).message,
@@ -118,9 +134,16 @@ def to_json(outcomes: dict[str, PhaseOutcome], state: State, text: str | None = 
             if _matches(task, text)
         ]
         phases.append(
-            {"phase": phase.name, "title": phase.title, "done": d, "total": t, "tasks": tasks}
+            {
+                "phase": phase.name,
+                "title": phase.title,
+                "done": d,
+                "total": t,
+                "needs": None if available(phase) else phase.install_command,
+                "tasks": tasks,
+            }
         )
-    current = current_task(outcomes)
+    current = current_task(outcomes, working_phase(state))
     return {
         "done": sum(p["done"] for p in phases),
         "total": sum(p["total"] for p in phases),
@@ -147,7 +170,10 @@ def render_phase(
     for task in phase.tasks:
         result = outcome.task(task)
         arrow = "[bold]→[/]" if task == focus else " "
-        line = f" {arrow}{MARKS[result.outcome]} {task.number:>2} [cyan]{task.function}[/]"
+        line = (
+            f" {arrow}{MARKS[result.outcome]} {task.number:>2} [cyan]{task.function}[/] "
+            f"[dim]({task.kind})[/]"
+        )
         if result.message and not result.done and result.message != shared:
             todo = "is not done yet" in result.message
             line += f"  [dim]{'not done yet' if todo else escape(result.message)}[/]"
@@ -159,7 +185,9 @@ def render_phase(
         )
         return
     result = outcome.task(focus)
-    console.print(f"\n[bold]{focus.id}[/] [cyan]{focus.function}[/]: {escape(focus.title)}")
+    console.print(
+        f"\n[bold]{focus.id}[/] [cyan]{focus.function}[/] ({focus.kind}): {escape(focus.title)}"
+    )
     if "\n" in result.details:
         console.print(escape(result.details))
     else:

@@ -19,6 +19,7 @@ from kata_harness import curriculum
 from kata_harness.curriculum import Phase
 
 from .state import state_dir
+from .status import is_stub
 from .targets import UsageError
 
 
@@ -35,13 +36,6 @@ def _git(*args: str) -> str:
             f"reset needs the git history of {curriculum.ROOT}: git {args[0]} failed ({reason})"
         )
     return result.stdout
-
-
-def is_stub(phase: Phase, text: str) -> bool:
-    return all(
-        f'NotImplementedError("{phase.name} task {task.number}: {task.function}")' in text
-        for task in phase.tasks
-    )
 
 
 def pristine_stub(phase: Phase) -> tuple[str, str]:

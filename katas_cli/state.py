@@ -5,11 +5,13 @@ Layout (version 2)::
     {"version": 2,
      "phases": {"phase1": {"key": "<sha256>",
                            "tasks": {"init_params": {"outcome": ..., "message": ...}}}},
-     "hints": {"phase1.mlp_forward": 1}}
+     "hints": {"phase1.mlp_forward": 1},
+     "started": {"phase": "phase11", "at": 1764340000.0}}
 
 Tasks are keyed by their function name, never by position: reordering `tasks.toml` keeps every
 hint level with its task. Hints taken under version 1 (keyed `phase1.task2`) are carried over by
-the task order of the moment they are read.
+the task order of the moment they are read. `started` is the phase of the last
+`katas start phaseN` and when it was said (absent until then; see `status.working_phase`).
 
 A phase's cached outcomes are reused only while its key matches: the key hashes the phase's
 kata file, its test files, `programs.py` and `tasks.toml`, plus the harness, `xla_inspect`, the
@@ -129,9 +131,15 @@ class State:
     lock, applies the change and writes it atomically, so several `katas` processes (watch in one
     terminal, hint in another) never overwrite each other's progress with a stale copy."""
 
-    def __init__(self, phases: dict[str, PhaseOutcome], hints: dict[str, int]) -> None:
+    def __init__(
+        self,
+        phases: dict[str, PhaseOutcome],
+        hints: dict[str, int],
+        started: tuple[str, float] | None = None,
+    ) -> None:
         self.phases = phases
         self.hints = hints
+        self.started = started  # (phase name, time.time()) of the last `katas start`
 
     @classmethod
     def path(cls) -> Path:
@@ -146,13 +154,16 @@ class State:
         hints = {k: int(v) for k, v in data.get("hints", {}).items()}
         if data.get("version") != VERSION:
             return cls({}, _hints_by_function(hints))
+        started = data.get("started")
+        if isinstance(started, dict):
+            started = (str(started.get("phase")), float(started.get("at", 0.0)))
         phases = {
             name: PhaseOutcome(
                 entry["key"], {k: TaskOutcome(**v) for k, v in entry["tasks"].items()}
             )
             for name, entry in data.get("phases", {}).items()
         }
-        return cls(phases, hints)
+        return cls(phases, hints, started if isinstance(started, tuple) else None)
 
     def update(self, change: Callable[[State], None]) -> None:
         """Apply ``change`` to the state as it is on disk now, save it, and adopt the result."""
@@ -163,7 +174,7 @@ class State:
             current = State.load()
             change(current)
             current.save()
-        self.phases, self.hints = current.phases, current.hints
+        self.phases, self.hints, self.started = current.phases, current.hints, current.started
 
     def save(self) -> None:
         """Overwrite the file with this copy (atomically); changes go through :meth:`update`."""
@@ -177,6 +188,8 @@ class State:
             },
             "hints": dict(sorted(self.hints.items())),
         }
+        if self.started is not None:
+            data["started"] = {"phase": self.started[0], "at": self.started[1]}
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         temporary.replace(path)

@@ -2,6 +2,11 @@
 
 A phase is rerun only when its key (see `state.phase_key`) changed since its outcomes were
 cached; everything stale runs in one pytest session.
+
+The current task is the first unfinished task of the phase the learner is working on: the phase
+of the last `katas start phaseN`, or the phase whose kata file they changed last, whichever came
+later. Past it, a phase whose dependency group is not installed is passed over (its compiling
+tests skip), unless the learner chose it or nothing else is left.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kata_harness.curriculum import Phase, Task
+from xla_inspect.targets import group_missing
 
 from .runner import ProgressFn, run_phases
 from .state import PhaseOutcome, State, phase_keys
@@ -99,14 +105,68 @@ def refresh(
     return {p.name: state.phases[p.name] for p in chosen}
 
 
-def current_task(outcomes: dict[str, PhaseOutcome]) -> Task | None:
-    """The first task, in curriculum order, that is not done."""
+def available(phase: Phase) -> bool:
+    """False when the phase needs a dependency group that is not installed."""
+    return not (phase.needs and group_missing(phase.needs))
+
+
+def is_stub(phase: Phase, text: str) -> bool:
+    """Every task of the phase still raises its stub's NotImplementedError."""
+    return all(
+        f'NotImplementedError("{phase.name} task {task.number}: {task.function}")' in text
+        for task in phase.tasks
+    )
+
+
+def last_touched() -> tuple[float, Phase] | None:
+    """(modification time, phase) of the newest kata file that is no longer the shipped stub."""
+    touched = []
     for phase in all_phases():
+        try:
+            when = phase.kata_path.stat().st_mtime
+            text = phase.kata_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not is_stub(phase, text):
+            touched.append((when, phase))
+    return max(touched, key=lambda found: found[0], default=None)
+
+
+def working_phase(state: State) -> Phase | None:
+    """The phase the learner works on: the later of `katas start` and the last kata file they
+    changed; None when they did neither."""
+    candidates = []
+    touched = last_touched()
+    if touched is not None:
+        candidates.append(touched)
+    if state.started is not None:
+        name, when = state.started
+        phase = next((p for p in all_phases() if p.name == name), None)
+        if phase is not None:
+            candidates.append((when, phase))
+    return max(candidates, key=lambda found: found[0], default=(0.0, None))[1]
+
+
+def current_task(outcomes: dict[str, PhaseOutcome], working: Phase | None) -> Task | None:
+    """The first unfinished task of `working`, even when it needs a missing group (the learner
+    chose it; its reading tasks run). Otherwise, or when `working` is finished: the next phase
+    with unfinished tasks after it (from the first when None), wrapping round, passing over
+    phases that need a missing group unless nothing else is left. A phase without outcomes
+    counts as unfinished."""
+    phases = list(all_phases())
+
+    def unfinished(phase: Phase) -> Task | None:
         outcome = outcomes.get(phase.name)
-        for task in phase.tasks:
-            if outcome is None or not outcome.task(task).done:
-                return task
-    return None
+        return next((t for t in phase.tasks if outcome is None or not outcome.task(t).done), None)
+
+    if working in phases:
+        found = unfinished(working)
+        if found is not None:
+            return found
+    start = phases.index(working) + 1 if working in phases else 0
+    ordered = phases[start:] + phases[:start]
+    candidates = [p for p in ordered if available(p)] + [p for p in ordered if not available(p)]
+    return next((t for t in map(unfinished, candidates) if t is not None), None)
 
 
 def first_unfinished(phase: Phase, outcome: PhaseOutcome) -> Task | None:

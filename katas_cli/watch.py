@@ -10,6 +10,10 @@ phases, q quit. `--manual` turns file watching
 off: press Enter to rerun (or type a key letter and Enter). A save of the phase that is running
 cuts the run short (`_thread.interrupt_main`) and starts it again, so a loop that never ends
 costs one save, not the harness's timeout per test.
+
+On start, the phase of the current task (`status.current_task`: the phase the learner works on)
+is shown first, run only if its cached outcome is stale; the other stale phases run after it,
+as a queued event that a save cuts short like any run.
 """
 
 from __future__ import annotations
@@ -32,15 +36,23 @@ from kata_harness.curriculum import Phase, Task
 from .hints import show_next_hint
 from .report import render_list, render_phase, render_status
 from .state import PhaseOutcome, State, phase_keys
-from .status import current_task, first_unfinished, refresh, run_with_progress
+from .status import (
+    current_task,
+    first_unfinished,
+    phase_summary,
+    refresh,
+    run_with_progress,
+    working_phase,
+)
 from .targets import all_phases
 
+ANY = "*"  # `running` while the other phases run: a save of any phase interrupts them
 KEYS = "n next · h hint · t traceback · l list · r run · c check all · q quit"
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    kind: str  # "changed" (value: phase name), "key" (value: the key) or "quit"
+    kind: str  # "changed" (value: phase name), "key" (the key), "rest" (stale phases) or "quit"
     value: str = ""
 
 
@@ -94,8 +106,9 @@ class Watcher:
                     self._interrupt_run_of(phase.name)
 
     def _progress_of(self, name: str) -> Callable[[int, int], None]:
-        """Marks the run interruptible from the first test to the last: inside pytest's test
-        loop, which handles an interrupt like Ctrl-C (no half-finished teardown)."""
+        """Keeps the run interruptible until its last test is done (pytest handles an
+        interrupt in collection or in its test loop like Ctrl-C: no half-finished teardown);
+        after that a save is queued and runs next."""
 
         def progress(done: int, total: int) -> None:
             with self.lock:
@@ -105,9 +118,24 @@ class Watcher:
 
     def _interrupt_run_of(self, name: str) -> None:
         with self.lock:
-            if self.running == name and not self.restart.is_set():
-                self.restart.set()
+            if self.running not in (name, ANY) or self.restart.is_set():
+                return
+            self.restart.set()
+        threading.Thread(
+            target=self._interrupt_until_ended, name="katas-interrupt", daemon=True
+        ).start()
+
+    def _interrupt_until_ended(self) -> None:
+        """Interrupt the main thread, again every half second until the run has ended: one
+        interrupt can be lost (Python drops an exception raised inside a finalizer that runs at
+        that moment), and then the run would go on to its end or its timeout."""
+        while True:
+            with self.lock:
+                if self.running is None or not self.restart.is_set():
+                    return
                 _thread.interrupt_main()
+            if self.stop.wait(0.5):
+                return
 
     def _read_lines(self) -> None:
         for line in sys.stdin:
@@ -150,6 +178,8 @@ class Watcher:
 
     def run(self, phase: Phase) -> None:
         keys = phase_keys([phase])
+        with self.lock:  # a save while pytest starts and collects interrupts it too
+            self.running = phase.name
         try:
             outcome = run_with_progress(
                 [phase], keys, console=self.console, on_progress=self._progress_of(phase.name)
@@ -157,10 +187,52 @@ class Watcher:
         finally:
             with self.lock:
                 self.running = None
+        self._ended_before_the_interrupt()
         self.state.update(lambda current: current.phases.update({phase.name: outcome}))
         if self.focus is None or self.focus.phase != phase.number or outcome.task(self.focus).done:
             self.focus = first_unfinished(phase, outcome)
         self._show(phase, outcome)
+
+    def _ended_before_the_interrupt(self) -> None:
+        """A run that a save asked to stop but that finished first: the save is queued and runs
+        next; forget the request, so that the next save can interrupt again."""
+        self.restart.clear()
+
+    def _first_screen(self) -> None:
+        """The current task's phase, from the cache when it is fresh, else run now."""
+        self.focus = current_task(self.state.phases, working_phase(self.state))
+        phase = curriculum.phase(self.focus.phase) if self.focus else all_phases()[-1]
+        cached = self.state.fresh(phase.name, phase_keys([phase])[phase.name])
+        if cached is None:
+            self.run(phase)
+        else:
+            self._show(phase, cached)
+
+    def _refresh_rest(self) -> None:
+        """Run the stale phases not on screen, then say in one line where the course stands."""
+        phases = all_phases()
+        keys = phase_keys(phases)
+        stale = [p for p in phases if self.state.fresh(p.name, keys[p.name]) is None]
+        if stale:
+            with self.lock:
+                self.running = ANY
+            try:
+                outcomes = run_with_progress(
+                    stale, keys, console=self.console, on_progress=self._progress_of(ANY)
+                )
+            finally:
+                with self.lock:
+                    self.running = None
+            self._ended_before_the_interrupt()
+            self.state.update(lambda current: current.phases.update(outcomes))
+        totals = [
+            phase_summary(p, self.state.phases[p.name])
+            for p in phases
+            if p.name in self.state.phases
+        ]
+        done, total = sum(d for d, _ in totals), sum(t for _, t in totals)
+        self.console.print(f"[dim]every phase: {done}/{total} tasks done (l lists them)[/]")
+        self._footer()
 
     def _next(self) -> None:
         order = [t for p in all_phases() for t in p.tasks]
@@ -179,7 +251,9 @@ class Watcher:
         if event.kind == "quit" or (event.kind == "key" and event.value == "q"):
             return False
         focus_phase = curriculum.phase(self.focus.phase) if self.focus else self.shown
-        if event.kind == "changed":
+        if event.kind == "rest":
+            self._refresh_rest()
+        elif event.kind == "changed":
             changed = curriculum.phase(int(event.value.removeprefix("phase")))
             if self.focus is not None and self.focus.phase != changed.number:
                 self.focus = None
@@ -189,7 +263,8 @@ class Watcher:
         elif event.value == "n":
             self._next()
         elif event.value == "h":
-            show_next_hint(self.console, self.focus or current_task(self.state.phases), self.state)
+            task = self.focus or current_task(self.state.phases, working_phase(self.state))
+            show_next_hint(self.console, task, self.state)
             self._footer()
         elif event.value == "t":
             outcome = self.state.phases.get(self.shown.name)
@@ -201,8 +276,8 @@ class Watcher:
             self._footer()
         elif event.value == "c":
             outcomes = refresh(force=True, state=self.state)
-            render_status(self.console, outcomes)
-            self.focus = current_task(outcomes)
+            render_status(self.console, outcomes, self.state)
+            self.focus = current_task(outcomes, working_phase(self.state))
             self._footer()
         return True
 
@@ -234,16 +309,15 @@ class Watcher:
         return True
 
     def loop(self, start: Phase | None = None) -> None:
-        """Show `start` (run now) or the current task's phase, then react until quit."""
+        """Show `start` (run now) or the current task's phase, then the other stale phases run;
+        then react until quit."""
         self.start_inputs()
         try:
             if start is not None:
                 self.events.put(Event("changed", start.name))
             else:
-                outcomes = refresh(state=self.state)
-                self.focus = current_task(outcomes)
-                phase = curriculum.phase(self.focus.phase) if self.focus else all_phases()[-1]
-                self._show(phase, outcomes[phase.name])
+                self._first_screen()
+            self.events.put(Event("rest"))
             while True:
                 try:
                     if not self._step():

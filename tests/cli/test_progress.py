@@ -9,8 +9,8 @@ import threading
 from rich.console import Console
 
 from kata_harness import curriculum
-from katas_cli import report
 from katas_cli import state as state_module
+from katas_cli import status
 from katas_cli.hints import next_hint
 from katas_cli.main import main
 from katas_cli.report import render_phase, render_status
@@ -101,7 +101,7 @@ def test_a_phase_that_does_not_import_is_said_once():
     render_phase(console, phase, outcomes["phase2"])
     assert console_text(console).count(broken) == 1
     console = Console(file=io.StringIO(), width=200)
-    render_status(console, outcomes)
+    render_status(console, outcomes, State.load())
     broken_rows = [r.split() for r in console_text(console).splitlines() if "broken" in r]
     assert len(broken_rows) == 1 and broken_rows[0][0] == "phase2"
     assert " ".join(broken_rows[0][-5:]) == "uv run katas run phase2"
@@ -169,10 +169,10 @@ def test_a_phase_whose_group_is_missing_says_what_to_install(course, monkeypatch
     phase = curriculum.phase(2)
     keys = {}
     for missing in ("tpu-v5e:2x2 needs libtpu: uv sync --group tpu", None):
-        monkeypatch.setattr(report, "group_missing", lambda group, m=missing: m)
+        monkeypatch.setattr(status, "group_missing", lambda group, m=missing: m)
         monkeypatch.setattr(state_module, "group_missing", lambda group, m=missing: m)
         console = Console(file=io.StringIO(), width=200)
-        render_status(console, outcomes_with(set()))
+        render_status(console, outcomes_with(set()), State.load())
         rows = [r for r in console_text(console).splitlines() if r.split()[:1] == ["phase2"]]
         assert len(rows) == 1
         assert rows[0].endswith("needs: uv sync --group tpu") == (missing is not None)

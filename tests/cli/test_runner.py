@@ -9,7 +9,7 @@ import pytest
 
 from kata_harness import curriculum
 from katas_cli.main import main
-from katas_cli.runner import run_phases
+from katas_cli.runner import _forget_test_modules, pytest_args, run_phases
 from katas_cli.state import OUTCOMES, State, TaskOutcome
 
 
@@ -53,11 +53,13 @@ def test_reference_passes_every_task_and_progress_is_reported():
     assert ticks[0] == (0, 6) and ticks[-1] == (6, 6), "3 cases of double, 3 other tests"
 
 
-def test_stubs_are_not_done_in_one_line_with_the_hint(course):
+def test_stubs_are_not_done_in_one_line_with_the_kind_and_the_hint(course):
+    kinds = {t.function: t.kind for t in curriculum.phase(1).tasks}
     for function, result in _outcomes(1).items():
         assert result.outcome == "failed"
         assert "\n" not in result.message and result.details == ""
-        assert f"({function}: " in result.message and "is not done yet" in result.message
+        assert f"({kinds[function]} task {function}: " in result.message
+        assert "is not done yet" in result.message
         assert "uv run katas hint phase1." in result.message
 
 
@@ -139,4 +141,20 @@ def test_reordering_and_renaming_tasks_keeps_outcomes_and_hints_with_their_task(
         assert by_function[function]["outcome"] == expected, by_function[function]["message"]
     assert by_function["evens"]["hints_shown"] == 2 and by_function["double"]["hints_shown"] == 1
     assert by_function["sum_all"]["hints_shown"] == 0
-    assert "(sum_all: " in by_function["sum_all"]["message"]
+    assert "(read task sum_all: " in by_function["sum_all"]["message"]
+
+
+def test_tests_run_in_the_order_of_tasks_toml(course, capsys):
+    """`-x` stops at the first unfinished task of tasks.toml, not of the test file."""
+    folder = course / "katas" / "phase1"
+    head, *entries = (folder / "tasks.toml").read_text().split("[[task]]\n")
+    entries = [entries[2], entries[0], entries[3], entries[1]]  # evens, double, last, total
+    (folder / "tasks.toml").write_text(head + "".join(f"[[task]]\n{e}" for e in entries))
+    curriculum.phases.cache_clear()
+    phase = curriculum.phase(1)
+    _forget_test_modules([phase])
+    capsys.readouterr()
+    pytest.main([*pytest_args([phase], "katas"), "--collect-only"])
+    collected = [line for line in capsys.readouterr().out.splitlines() if "::" in line]
+    tests = [line.split("::")[1].split("[")[0] for line in collected]
+    assert list(dict.fromkeys(tests)) == ["test_evens", "test_double", "test_last", "test_total"]

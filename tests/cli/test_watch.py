@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
 import io
 import time
 
+import pytest
 from rich.console import Console
 
 from kata_harness import curriculum
@@ -73,34 +75,52 @@ def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
     assert "Enter reruns" in after_hint.split(last_task)[1], "and the list"
 
 
-def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch):
+@pytest.mark.parametrize("lost", [0, 1], ids=["delivered", "first-interrupt-lost"])
+def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch, lost):
+    sent: list[int] = []
+    deliver = _thread.interrupt_main
+
+    def interrupt_main() -> None:  # the first `lost` interrupts vanish, as in a finalizer
+        sent.append(1)
+        if len(sent) > lost:
+            deliver()
+
+    monkeypatch.setattr("katas_cli.watch._thread.interrupt_main", interrupt_main)
     results: list[str] = []
     watcher, console = _watcher(results)
     runs: list[str] = []
 
+    def quit_once_phase2_is_shown(phase, outcome):
+        results.append(phase.name)
+        if phase.name == "phase2":
+            watcher.events.put(Event("key", "q"))
+
+    watcher.on_result = quit_once_phase2_is_shown
+
     def looping_then_fixed(phases, *, impl="katas", keys=None, on_progress=None, verbose=False):
-        if on_progress is None:  # the status shown when watch starts
+        if [p.name for p in phases] != ["phase2"] or "started" in runs:  # all but the first
+            runs.append("again")
             return fake_runner(phases, impl=impl, keys=keys)
         runs.append("started")
+        assert on_progress is not None
         on_progress(0, 1)
-        if len(runs) == 1:  # the learner saves a fix while a test loops
-            watcher.events.put(Event("changed", "phase2"))
-            watcher._interrupt_run_of("phase2")
-            deadline = time.monotonic() + 20  # bounds a failure only: the interrupt ends it
-            while time.monotonic() < deadline:
-                time.sleep(0.01)
-            raise AssertionError("the save did not interrupt the run")
-        on_progress(1, 1)
-        watcher.events.put(Event("key", "q"))
-        return fake_runner(phases, impl=impl, keys=keys)
+        # the learner saves a fix while a test loops
+        watcher.events.put(Event("changed", "phase2"))
+        watcher._interrupt_run_of("phase2")
+        deadline = time.monotonic() + 20  # bounds a failure only: the interrupt ends it
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise AssertionError("the save did not interrupt the run")
 
     monkeypatch.setattr("katas_cli.status.run_phases", looping_then_fixed)
     watcher.events.put(Event("changed", "phase2"))
     watcher.events.put(Event("key", "h"))  # drained with the save: must survive the interrupt
     watcher.loop()
-    assert runs == ["started", "started"] and results == ["phase1", "phase2"]
+    assert runs[:2] == ["again", "started"] and "again" in runs[2:]
+    assert results == ["phase1", "phase2"]
     assert "running again" in console_text(console) and "hint 1/" in console_text(console)
     assert watcher.running is None and not watcher.restart.is_set()
+    assert len(sent) == lost + 1, "sent again until one arrived, then no more"
 
 
 def test_r_reruns_the_phase_on_screen_once_it_is_done(fake_runner):
@@ -112,3 +132,23 @@ def test_r_reruns_the_phase_on_screen_once_it_is_done(fake_runner):
     watcher.loop()
     assert watcher.focus is None, "phase2 is done: no task in focus"
     assert fake_runner.calls[-2:] == [["phase2"], ["phase2"]]
+
+
+def test_the_working_phase_comes_first_and_the_other_stale_phases_after(
+    course, fake_runner, monkeypatch
+):
+    kata = course / "katas" / "phase2" / "kata.py"
+    kata.write_text(kata.read_text().replace('raise NotImplementedError("phase2 task 1', "#", 1))
+    results: list[str] = []
+    watcher, console = _watcher(results)
+
+    def run_then_quit(phases, **options):
+        if fake_runner.calls:  # the second run: the rest
+            watcher.events.put(Event("key", "q"))
+        return fake_runner(phases, **options)
+
+    monkeypatch.setattr("katas_cli.status.run_phases", run_then_quit)
+    watcher.loop()
+    assert results == ["phase2"], "the phase being edited is the first screen"
+    assert fake_runner.calls == [["phase2"], ["phase1"]], "then the rest, once"
+    assert "every phase: 1/7 tasks done" in console_text(console)
