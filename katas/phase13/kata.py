@@ -26,7 +26,7 @@ def remat_loss(params: list, x) -> jax.Array:
 
 
 def mixed_step(params: tuple, x, y) -> tuple:
-    """programs.f32_step(params, x, y): (new params, loss), with matmuls fed bf16 operands so the
+    """programs.f32_step(params, x, y): (new params, loss), computed in mixed precision so the
     step's bytes accessed (the lowered module's cost_analysis) are at most 3/4 of the f32 step's.
     Params stay float32 (given and returned), every dot's operands are bfloat16 (not float16)
     or float32 and it accumulates into float32, the loss is a float32 scalar within 2e-3 of the
