@@ -206,19 +206,29 @@ def _libraries() -> list[Any]:
     return [jax, jnp, jax.monitoring, np, np.testing, *stages, client, *toolkit]
 
 
-def fingerprint() -> dict[str, int]:
-    """``owner.name -> id(value)`` over the libraries the tests measure with."""
-    return {
-        f"{getattr(owner, '__name__', owner)}.{name}": id(value)
-        for owner in _libraries()
-        for name, value in list(vars(owner).items())
-    }
+Snapshot = dict[str, dict[str, Any]]
 
 
-def changed(before: dict[str, int]) -> list[str]:
+def fingerprint() -> Snapshot:
+    """``owner -> {name: value}`` over the libraries the tests measure with.
+
+    One dict copy per library and no call per name: a predict task's refusal watches every call
+    through ``sys.setprofile``, so a call per name would make each answer cost milliseconds.
+    Holding the values (not their ids) also keeps an id from being reused by a new object.
+    """
+    return {getattr(owner, "__name__", str(owner)): dict(vars(owner)) for owner in _libraries()}
+
+
+def changed(before: Snapshot) -> list[str]:
     """What was replaced or removed since ``before`` (an import adding a submodule is not)."""
     after = fingerprint()
-    return sorted(k for k in before if before[k] != after.get(k))
+    found = []
+    for owner, values in before.items():
+        now = after[owner]
+        for name, value in values.items():
+            if name not in now or now[name] is not value:
+                found.append(f"{owner}.{name}")
+    return sorted(found)
 
 
 def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:

@@ -160,17 +160,24 @@ def phase(number: int) -> Phase:
 
 def phase_of_path(path: Path) -> Phase | None:
     """The phase whose folder (under katas/) holds ``path``, if any."""
-    try:
-        relative = path.resolve().relative_to(KATAS_DIR)
-    except ValueError:
-        return None
-    head = relative.parts[0] if relative.parts else ""
+    head = _folder_in_katas(str(path), KATAS_DIR)
     if not head.startswith("phase") or not head.removeprefix("phase").isdigit():
         return None
     try:
         return phase(int(head.removeprefix("phase")))
     except KeyError:
         return None
+
+
+@cache
+def _folder_in_katas(path: str, katas_dir: Path) -> str:
+    """The first folder of ``path`` under ``katas_dir`` ("" when outside it); asked for every
+    report of every test, so resolved once per path."""
+    try:
+        relative = Path(path).resolve().relative_to(katas_dir)
+    except ValueError:
+        return ""
+    return relative.parts[0] if relative.parts else ""
 
 
 def _set_root(root: Path) -> None:

@@ -6,8 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kata_harness import curriculum
 from katas_cli.state import PhaseOutcome, State, phase_keys
+
+pytestmark = pytest.mark.battery  # each test starts Python in a subprocess
 
 
 def test_console_script_hint_and_bad_phase(tmp_path, course):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kata_harness import curriculum, loading
 from katas_cli.devcheck import census, run
 from katas_cli.main import main
 from katas_cli.runner import run_phases
 
 
+@pytest.mark.battery  # three pytest runs of a new phase, in this process
 def test_a_new_phase_passes_on_the_reference_and_its_stub_is_not_done(course, capsys):
     assert main(["dev", "new", "phase3"]) == 0
     out = capsys.readouterr().out

@@ -12,6 +12,8 @@ from katas_cli.main import main
 from katas_cli.runner import _forget_test_modules, pytest_args, run_phases
 from katas_cli.state import OUTCOMES, State, TaskOutcome
 
+pytestmark = pytest.mark.battery  # each test is a pytest run of the small course
+
 
 def _outcomes(phase_number: int, impl: str = "katas") -> dict[str, TaskOutcome]:
     phase = curriculum.phase(phase_number)

@@ -22,6 +22,8 @@ import pytest
 
 from kata_harness import curriculum, snapshots
 
+pytestmark = pytest.mark.battery  # a pytest run in a subprocess: CI runs it once
+
 HASH_SEED = "987"
 ORDER_SEED = "4242"
 PHASES = ("phase1", "phase3", "phase4", "phase6", "phase7", "phase9")

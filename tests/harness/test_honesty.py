@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(240)  # each module-scoped run starts Python, JAX and pytest
+# each module-scoped run starts Python, JAX and pytest: a battery (CI runs it once)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.battery]
 
 TASKS = """
 title = "Tiny"

@@ -60,6 +60,7 @@ PHASE2_BREAKAGE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.battery
 @pytest.mark.timeout(240)  # every phase of a broken copy of the course, in a subprocess
 def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
     copy = _course_copy(tmp_path)

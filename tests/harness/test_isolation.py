@@ -43,6 +43,7 @@ def test_user_xla_flags_keep_only_dump_settings(monkeypatch):
     assert os.environ["XLA_FLAGS"] == "--xla_dump_to=xla_dump --xla_dump_hlo_as_text"
 
 
+@pytest.mark.battery
 @pytest.mark.timeout(240)  # a Python process that starts JAX, then pytest
 def test_jax_started_before_pytest_skips_instead_of_crashing(pytester):
     pytester.makepyfile(

@@ -116,6 +116,7 @@ def test_record_versions_writes_the_running_versions_once(pinned_dir):
     assert record.stat().st_mtime_ns == before - 10**9  # not rewritten
 
 
+@pytest.mark.battery
 def test_snapshot_update_is_refused_outside_reference_mode(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest_subprocess(
@@ -133,6 +134,7 @@ def _digests(root):
     }
 
 
+@pytest.mark.battery
 @pytest.mark.timeout(240)  # one pytest run of phase 3's snapshot tests in a subprocess
 def test_repinning_one_phase_leaves_every_other_pin_and_record_byte_identical(tmp_path):
     """In a copy of the course: another JAX's pins and the phase 4 pins of this JAX sit beside

@@ -383,6 +383,7 @@ print(entries, *passes, len(os.listdir(cache)))
 """
 
 
+@pytest.mark.battery
 def test_dumping_turns_the_persistent_cache_off(tmp_path: Path) -> None:
     # JAX leaves dump options out of its cache key: the control compile hits the cache and dumps
     # no pass (only the deserialized module), the capture of the same function dumps every pass

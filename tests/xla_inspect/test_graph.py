@@ -255,6 +255,7 @@ def test_parameter_fan_out_is_drawn_once_per_cluster(gpt_text):
             assert target.startswith("n") or target.startswith("u")
 
 
+@pytest.mark.battery
 def test_dot_text_is_deterministic_across_hash_seeds(tmp_path):
     script = (
         "import sys; from pathlib import Path; from xla_inspect.graph import fusion_graph_dot; "

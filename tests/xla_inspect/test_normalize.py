@@ -89,6 +89,7 @@ def test_normalizing_keeps_every_opcode(xi_twins) -> None:
     assert _opcodes(normalize_hlo(raw))["conditional"] == 1
 
 
+@pytest.mark.battery
 def test_hash_seed_does_not_change_the_output(xi_twins, tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
@@ -126,6 +127,7 @@ sys.stdout.write(normalize_hlo(text))
 """
 
 
+@pytest.mark.battery
 def test_core_count_does_not_change_the_output() -> None:
     # XLA:CPU splits a large elementwise loop by the usable cores: on 2+ cores the fusion's
     # backend_config gets "outer_dimension_partitions", on one core it does not.
