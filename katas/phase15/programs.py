@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kata_harness.programs import Recipe, given
+
 f32 = jnp.float32
 bf16 = jnp.bfloat16
 IREE_FLAGS = ("--iree-llvmcpu-target-cpu=generic",)  # the same dispatches as `host` here
@@ -260,3 +262,24 @@ def spd_system(rng: np.random.Generator, n: int, k: int | None) -> tuple[np.ndar
     a = (q * eigenvalues) @ q.T
     b = rng.standard_normal((n,) if k is None else (n, k))
     return ((a + a.T) / 2).astype(np.float32), b.astype(np.float32)
+
+
+# ---- what `katas show` compiles for a task ----------------------------------------------------
+
+
+def _given_flow(name: str) -> Recipe:
+    flow = FLOWS[name]
+    return given(flow.fn, tuple(flow.args()), f"FLOWS[{name!r}] as XLA compiles it: {flow.what}")
+
+
+SHOWN = {
+    "matmul_flops": _given_flow("attention"),
+    "merged_by_iree": _given_flow("train_step"),
+    "portable_solve": Recipe(
+        lambda module: (
+            module.portable_solve,
+            (jax.ShapeDtypeStruct((64, 64), f32), jax.ShapeDtypeStruct((64,), f32)),
+        ),
+        "your portable_solve on a 64x64 system, as XLA compiles it",
+    ),
+}

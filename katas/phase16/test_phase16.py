@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from pytest_check import check
 
+import katas.phase16.programs as P
 from kata_harness import inductor as oracle
 from kata_harness import metamorphic
-from katas.phase16 import programs as P
 from xla_inspect import inductor_capture
 
 LIVE_TIMEOUT = 600  # a first compile with an empty Inductor cache takes about a minute here

@@ -35,6 +35,12 @@ def test_the_tests_import_their_programs_from_programs_py():
         for test_file in phase.programs_path.parent.glob("test_*.py"):
             tree = ast.parse(test_file.read_text(encoding="utf-8"))
             sources = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+            sources |= {
+                alias.name
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Import)
+                for alias in n.names
+            }
             assert f"katas.{phase.name}.programs" in sources, f"{test_file.name}"
 
 
