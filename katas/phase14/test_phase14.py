@@ -276,8 +276,9 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
     """A hand-built trace, its answer known from the construction: steps whose work runs on two
     execute threads at once (one thread's short events inside the other's long while, one of
     them the same instruction run again), whiles
-    holding bodies two levels deep, an empty step, a run before the first step, and an event
-    that starts in a step and ends after it (in no step)."""
+    holding bodies two levels deep, an empty step, a run before the first step, and a while
+    that starts in a step and ends after it (in no step), its body's event inside the step
+    (nested in the while: not listed either)."""
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle = fresh.sample(range(steps), 2)
@@ -319,8 +320,9 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
         if n >= 0:
             events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
             expected[n] = [op for _, op in sorted(top)]
-        if n == straddle:
-            events.append(_instr(next(label), threads[0], t - 30, 80, -n))
+        if n == straddle:  # a while that outlasts the step; its body's event lies inside it
+            events.append(_instr(next(label), threads[0], t - 50, 120, -n))
+            events.append(_instr(next(label), threads[0], t - 40, 20, -n))
         events.append(TraceEvent("end: x", threads[0], t - 60, 1))
         t += 200
     fresh.shuffle(events)
