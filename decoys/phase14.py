@@ -217,23 +217,19 @@ def steps_sorted_by_name(events, step_name):
 
 @accepted("step_instructions", why="nesting by a per-thread stack instead of a running end")
 def steps_by_stack(events, step_name):
-    ops = [e for e in events if e.hlo_op is not None]
-    found = {}
-    for n, step in _w_steps(events, step_name):
-        inside = sorted(
-            (e for e in ops if _w_inside(e, step)), key=lambda e: (e.start_ns, -e.end_ns)
-        )
-        open_by_thread = defaultdict(list)
-        top = []
-        for e in inside:
-            stack = open_by_thread[e.thread]
-            while stack and stack[-1].end_ns <= e.start_ns:
-                stack.pop()
-            if not stack:
-                top.append(e)
-            stack.append(e)
-        found[n] = [e.hlo_op for e in top]
-    return found
+    ops = sorted((e for e in events if e.hlo_op is not None), key=lambda e: (e.start_ns, -e.end_ns))
+    open_by_thread = defaultdict(list)
+    top = []
+    for e in ops:
+        stack = open_by_thread[e.thread]
+        while stack and stack[-1].end_ns <= e.start_ns:
+            stack.pop()
+        if not stack:
+            top.append(e)
+        stack.append(e)
+    return {
+        n: [e.hlo_op for e in top if _w_inside(e, step)] for n, step in _w_steps(events, step_name)
+    }
 
 
 # ---- expected_counts ----------------------------------------------------------------------------

@@ -96,6 +96,22 @@ def heavy_line(x, w, v):
     return big, small + 1.0
 
 
+def nested(x, w):
+    """A `lax.scan` of 3 trips whose body holds a `lax.fori_loop` of 2: a while event holding a
+    while event holding the inner body's events."""
+
+    def body(c, _):
+        c = jax.lax.fori_loop(0, 2, lambda i, a: jnp.sin(a) @ w, c)
+        return c * 0.5, None
+
+    return jax.lax.scan(body, x, None, length=3)[0]
+
+
+def rooted(x, w):
+    """One array out: the module's ROOT is the last matmul (work), not a tuple."""
+    return jax.lax.fori_loop(0, 2, lambda i, a: jnp.tanh(a @ w), x) @ w
+
+
 def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (rng.normal(size=shape) / np.sqrt(shape[0])).astype(np.float32)
 
@@ -112,7 +128,7 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
             _normal(rng, out),
         )
         return params, _normal(rng, batch, width), _normal(rng, batch, out)
-    if name in ("looped", "reshaping", "branchy"):
+    if name in ("looped", "reshaping", "branchy", "nested", "rooted"):
         n = 2 * int(rng.integers(2, 24))
         return _normal(rng, n, n), _normal(rng, n, n)
     if name == "layered":
@@ -135,6 +151,8 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
     "reshaping": reshaping,
     "layered": layered,
     "heavy_line": heavy_line,
+    "nested": nested,
+    "rooted": rooted,
 }
 
 #: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to

@@ -40,8 +40,8 @@ from xla_inspect.profile_query import op_runs, time_by
 
 SHARE_TOLERANCE = 1e-6
 HOST_DELAY_S = 0.25  # the host's delay in the gap tests: far above a step's device time here
-BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "branchy")
-PREDICT_BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line")
+BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "branchy", "nested", "rooted")
+PREDICT_BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "nested", "rooted")
 STEP_NAMES = ("train", "step", "iteration", "batch_step")
 GAP_PLACES = ("end of step", "start of next step", "between steps")
 
@@ -267,6 +267,83 @@ def test_step_instructions_match_the_entry(kata, fresh):
 _PLUMBING = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
 
+def _instr(op: str, thread: str, start: int, duration: int, run: int) -> TraceEvent:
+    args = (("hlo_module", "jit_made"), ("hlo_op", op), ("run_id", run))
+    return TraceEvent(op, thread, start, duration, args)
+
+
+def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list[str]]]:
+    """A hand-built trace, its answer known from the construction: steps whose work runs on two
+    execute threads at once (one thread's short events inside the other's long while, one of
+    them the same instruction run again), whiles
+    holding bodies two levels deep, an empty step, a run before the first step, and a while
+    that starts in a step and ends after it (in no step), its body's event inside the step
+    (nested in the while: not listed either)."""
+    threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
+    steps = fresh.randint(3, 5)
+    empty, straddle = fresh.sample(range(steps), 2)
+    events: list[TraceEvent] = []
+    expected: dict[int, list[str]] = {}
+    label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
+    t = 1000
+    for n in range(-1, steps):
+        start, top = t, []
+        t += 100 + 10 * fresh.randrange(5)  # host time before the work
+        if n != empty:
+            # thread 0: a long while holding its body (a loop holding another), then more
+            outer = next(label)
+            cursor = t + 10
+            for _ in range(fresh.randint(1, 3)):
+                inner = next(label)
+                events.append(_instr(inner, threads[0], cursor, 200, n))
+                events.append(_instr(next(label), threads[0], cursor + 20, 60, n))
+                events.append(_instr(next(label), threads[0], cursor + 100, 60, n))
+                cursor += 300
+            events.append(_instr(outer, threads[0], t, cursor - t, n))
+            top.append((t, outer))
+            for _ in range(fresh.randint(0, 2)):
+                cursor += 10 * fresh.randint(1, 4)
+                op = next(label)
+                events.append(_instr(op, threads[0], cursor, 50, n))
+                top.append((cursor, op))
+                cursor += 50
+            # thread 1, at the same time: short events, each inside thread 0's while; the
+            # first runs the while's instruction again (another execution of the program)
+            at = t + 15
+            for i in range(fresh.randint(1, 4)):
+                op = outer if i == 0 else next(label)
+                events.append(_instr(op, threads[1], at, 40, n + 1000))
+                top.append((at, op))
+                at += 50 + 10 * fresh.randrange(3)
+            t = max(cursor, at)
+        t += 100 + 10 * fresh.randrange(5)  # host time after the work
+        if n >= 0:
+            events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+            expected[n] = [op for _, op in sorted(top)]
+        if n == straddle:  # a while that outlasts the step; its body's event lies inside it
+            events.append(_instr(next(label), threads[0], t - 50, 120, -n))
+            events.append(_instr(next(label), threads[0], t - 40, 20, -n))
+        events.append(TraceEvent("end: x", threads[0], t - 60, 1))
+        t += 200
+    fresh.shuffle(events)
+    return events, expected
+
+
+@pytest.mark.task("step_instructions")
+def test_step_instructions_on_a_made_trace(kata, fresh):
+    """Events on two execute threads at once, loops in loops, an empty step, and an event that
+    starts in a step and ends after it; the answer is known from how the trace was built."""
+    for _ in range(3):
+        step_name = fresh.choice(STEP_NAMES)
+        events, expected = _made_steps(fresh, step_name)
+        got = kata.step_instructions(events, step_name)
+        assert got == expected, (
+            f"a made trace of {len(expected)} steps ({fresh.where()}): the steps' instruction "
+            f"lists differ (got {sum(map(len, got.values())) if isinstance(got, dict) else '?'} "
+            f"entries, expected {sum(map(len, expected.values()))})"
+        )
+
+
 # ---- expected_counts -----------------------------------------------------------------------------
 
 
@@ -291,7 +368,7 @@ def test_expected_counts_match_a_live_profile(kata, fresh):
 
 @pytest.mark.task("expected_counts")
 def test_expected_counts_on_renamed_modules(kata, fresh):
-    for program in ("looped", "mlp_grad"):
+    for program in (fresh.choice(("looped", "nested")), fresh.choice(("mlp_grad", "rooted"))):
         profile = _warm(program, fresh.randrange(1 << 16), 1)
         expected = _counted(profile, 0)
         for variant in metamorphic.variants(profile.hlo_text, fresh.randrange(1 << 30)):
@@ -307,8 +384,9 @@ def test_expected_counts_on_renamed_modules(kata, fresh):
 
 
 def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], str]:
-    """Steps that run a compiled program, compile it for a new shape, or only lower one; the
-    steps that compiled are known from the construction."""
+    """Steps that run a compiled program, compile it for a new shape, compile a program that
+    gives XLA no kernel to generate (a lone matmul: a backend compile, no fusion compiled), or
+    only lower one; the steps that compiled are known from the construction."""
     program = fresh.choice(("looped", "heavy_line", "mlp_grad"))
     seeds = [fresh.randrange(1 << 16) for _ in range(3)]
     warm, warm_args = _compiled(program, seeds[0])
@@ -318,9 +396,12 @@ def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int]
     lowering = fresh.choice([i for i in range(steps) if i not in compiling])
     for i in compiling:
         plan[i] = "compile"
+    plan[fresh.choice(compiling)] = "compile bare"
     plan[lowering] = "lower"
     fn = jax.jit(PROGRAMS[program])
     shapes = iter(seeds[1:])
+    bare = jax.jit(lambda a: a @ a)
+    square = np.ones((fresh.randint(3, 40),) * 2, np.float32)
 
     def body():
         for i, what in enumerate(plan):
@@ -328,6 +409,9 @@ def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int]
                 if what == "compile":
                     jax.clear_caches()  # so the call compiles, whatever shapes it draws
                     _block(fn(*args_for(program, next(shapes))))
+                elif what == "compile bare":
+                    jax.clear_caches()
+                    _block(bare(square))
                 elif what == "lower":
                     jax.clear_caches()
                     fn.lower(*args_for(program, seeds[0]))
@@ -374,12 +458,12 @@ def test_compiled_steps_on_recording(kata):
 
 
 def _shares_cases(fresh, task: str):
-    """Recordings and live traces of the bank, each as it is and renamed."""
+    """Recordings and live traces of the bank (loops, and a loop in a loop, always among them),
+    each as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
     yield from (("recorded " + n, _recorded(n)) for n in sorted(PROFILES))
-    for program in sorted(
-        {fresh.choice(programs), "looped" if task != "scope_shares" else "layered"}
-    ):
+    always = ("layered",) if task == "scope_shares" else ("looped", "nested")
+    for program in sorted({fresh.choice(programs), *always}):
         seed = fresh.randrange(1 << 16)
         yield (
             f"{program} live ({fresh.where()})",
@@ -486,6 +570,57 @@ def test_longest_gap_renamed_and_shuffled(kata, fresh):
     assert got == expected, f"{what}, events shuffled ({fresh.where()}): got {got!r:.40}"
 
 
+def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
+    """A hand-built trace whose longest wait is known from the construction: host time before,
+    after and between the step events; a step whose device work outlasts every wait (start to
+    start, it is the longest); a step before the answer that runs the program twice or not at
+    all; runs on two execute threads, a while holding its body."""
+    steps = fresh.randint(5, 7)
+    k = fresh.randrange(2, steps - 1)
+    odd = fresh.randrange(k)
+    heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
+    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2))}
+    delay = fresh.randrange(3)  # where the long wait goes: end of k, between, start of k + 1
+    threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
+    events: list[TraceEvent] = []
+    t, run = 10_000, fresh.randrange(1000)
+    for n in range(steps):
+        waits = [fresh.randint(1, 5) * 1000 for _ in range(3)]  # before, after, between
+        if n == k + 1 and delay == 2:
+            waits[0] += 100_000
+        if n == k and delay < 2:
+            waits[1 + delay] += 100_000
+        start = t
+        t += waits[0]
+        for _ in range(runs_in[n]):
+            run += 1
+            thread = fresh.choice(threads)
+            work = 1_000_000 if n == heavy else fresh.randint(5, 9) * 1000
+            events.append(_instr("while.1", thread, t, work, run))
+            events.append(_instr("fusion.2", thread, t + 100, work // 2, run))
+            events.append(_instr("copy.3", thread, t + work + 100, 500, run))
+            t += work + 600
+        t += waits[1]
+        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        t += waits[2]
+    fresh.shuffle(events)
+    what = (
+        f"a made trace: {steps} steps, step {odd} runs the program {runs_in[odd]} times, step "
+        f"{heavy} works 10 times longer than the longest wait, which follows step {k}"
+    )
+    return events, k, what
+
+
+@pytest.mark.task("longest_gap")
+def test_longest_gap_on_made_traces(kata, fresh):
+    for _ in range(4):
+        step_name = fresh.choice(STEP_NAMES)
+        events, expected, what = _made_gaps(fresh, step_name)
+        got = kata.longest_gap(events, step_name)
+        with check:
+            assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
+
+
 def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, dict]:
     step_name = rng.choice([n for n in STEP_NAMES if n != profile.step_name])
     events = [
@@ -505,16 +640,16 @@ def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, 
 # ---- train_loop ----------------------------------------------------------------------------------
 
 
-def _batches(fresh) -> tuple[tuple, list]:
+def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, list]:
     rng = np.random.default_rng(fresh.randrange(1 << 16))
-    features, batch, n = fresh.randint(2, 12), fresh.randint(4, 40), fresh.randint(2, 5)
-    state = (rng.normal(size=(features, 1)).astype(np.float32), np.zeros(1, np.float32))
+    scale = np.float32(1 / np.sqrt(features))
+    state = (rng.normal(size=(features, out)).astype(np.float32), np.zeros(out, np.float32))
     batches = [
         (
-            rng.normal(size=(batch, features)).astype(np.float32),
-            rng.normal(size=(batch, 1)).astype(np.float32),
+            rng.normal(size=(batch, features)).astype(np.float32) * scale,
+            rng.normal(size=(batch, out)).astype(np.float32),
         )
-        for _ in range(n)
+        for _ in range(fresh.randint(2, 4))
     ]
     return state, batches
 
@@ -526,15 +661,23 @@ def _expected_state(state, batches):
     return state
 
 
-@pytest.mark.task("train_loop")
-def test_train_loop_reads_cleanly(kata, fresh):
-    state, batches = _batches(fresh)
+def _step_program(state, batch) -> tuple[str, set[str]]:
+    """The module name and the working ENTRY instructions of sgd_step's optimized module (it
+    holds no loop: each runs once, at top level, in every execution)."""
+    module = parse_hlo(jax.jit(sgd_step).lower(state, batch).compile().as_text() or "")
+    return module.name, {i.name for i in module.entry if i.opcode not in _PLUMBING}
+
+
+def _check_loop(kata, fresh, state, batches) -> None:
+    __tracebackhide__ = True
     step_name = fresh.choice(STEP_NAMES)
-    what = f"{len(batches)} batches ({fresh.where()})"
+    shape = "x".join(map(str, np.shape(batches[0][0])))
+    what = f"{len(batches)} batches of {shape} ({fresh.where()})"
     holder = []
     events = trace_events(
         lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))
     )
+    module, working = _step_program(state, batches[0])  # after: the loop must compile it
     steps = sorted(
         (e for e in events if e.name == step_name and e.arg("step_num") is not None),
         key=lambda e: e.start_ns,
@@ -567,6 +710,12 @@ def test_train_loop_reads_cleanly(kata, fresh):
                     f"{what}: {len(outside)} of step {n}'s {len(group)} instruction events lie "
                     "outside its step event"
                 )
+            with check:
+                assert key[0] == module and {e.hlo_op for e in group} == working, (
+                    f"{what}: step {n} runs module {key[0]!r} ({len(group)} instruction events), "
+                    f"not an execution of the step program's optimized module {module!r} "
+                    f"(each of its {len(working)} working ENTRY instructions)"
+                )
         held = [c for c in compiles if step.start_ns <= c.start_ns < step.end_ns]
         with check:
             assert not held, f"{what}: step {n} holds a backend compile"
@@ -578,3 +727,15 @@ def test_train_loop_reads_cleanly(kata, fresh):
     )
     for a, b in zip(leaves, want, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+@pytest.mark.task("train_loop")
+def test_train_loop_reads_cleanly(kata, fresh):
+    _check_loop(kata, fresh, *_batches(fresh, fresh.randint(2, 12), fresh.randint(4, 40)))
+
+
+@pytest.mark.task("train_loop")
+def test_train_loop_waits_for_big_steps(kata, fresh):
+    """Batches big enough (x f32[2048,1024]) that a step's work outlasts its dispatch many times:
+    a loop that does not wait sees the work land after its step event."""
+    _check_loop(kata, fresh, *_batches(fresh, 1024, 2048, fresh.randint(32, 64)))

@@ -47,10 +47,11 @@ def _top_level(events: list[TraceEvent]) -> list[TraceEvent]:
 
 
 def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
-    # inside the step by time; nested = inside an earlier, longer event of the same thread
-    ops = [e for e in events if e.hlo_op is not None]
+    # nested = inside an earlier, longer event of the same thread, whether or not that one
+    # lies in the step (a while that outlasts its step still holds its body)
+    top = _top_level([e for e in events if e.hlo_op is not None])
     return {
-        n: [e.hlo_op or "" for e in _top_level([e for e in ops if _inside(e, step)])]
+        n: [e.hlo_op or "" for e in top if _inside(e, step)]
         for n, step in _steps(events, step_name)
     }
 
