@@ -36,10 +36,7 @@ def test_the_tests_import_their_programs_from_programs_py():
             tree = ast.parse(test_file.read_text(encoding="utf-8"))
             sources = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
             sources |= {
-                alias.name
-                for n in ast.walk(tree)
-                if isinstance(n, ast.Import)
-                for alias in n.names
+                alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names
             }
             assert f"katas.{phase.name}.programs" in sources, f"{test_file.name}"
 
