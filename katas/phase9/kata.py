@@ -192,7 +192,9 @@ def migrated_step(w, x, y, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
     (batch, outputs) are the whole batch with their rows split over mesh axis "x" (copied
     along any other axis); the batch divides by n = mesh.shape["x"]. Return (new w, loss): the
     values `run_inherited(w, x, y, n)` gives each device (one copy, not one per device),
-    shapes (features, outputs) and (), both replicated over the whole mesh. The tests compile
+    shapes (features, outputs) and (), both replicated over the whole mesh. This file may not
+    import katas.*: write the loss (the mean squared error of x @ w against y) and the
+    learning rate (0.05) again, as pmap_programs.py writes them. The tests compile
     `jax.jit(lambda w, x, y: migrated_step(w, x, y, mesh))`; in that program each device must
     receive only its own rows of x and y, and the collectives may move no more bytes per
     device than those of the inherited pmap program on n devices.
