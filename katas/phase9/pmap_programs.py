@@ -63,35 +63,63 @@ def pmap_of_read_all(shapes, in_axes):
     return jax.pmap(read_all, in_axes=tuple(in_axes)).lower(*args)
 
 
-def pmap_collectives(a):  # psum, all_gather and psum_scatter over pmap's axis "i"
-    gathered = jax.lax.all_gather(a, "i")
-    return jax.lax.psum(a, "i"), gathered.sum(0), jax.lax.psum_scatter(a, "i", tiled=True)
+def pmap_collectives(a):  # psum, all_gather, psum_scatter and a ppermute over pmap's axis "i"
+    ring = [(i, (i + 1) % jax.lax.axis_size("i")) for i in range(jax.lax.axis_size("i"))]
+    gathered = jax.lax.all_gather(a, "i").sum(0)
+    scattered = jax.lax.psum_scatter(a, "i", tiled=True)
+    return jax.lax.psum(a, "i") + jax.lax.ppermute(gathered, "i", ring), scattered
 
 
-def shard_map_collectives(a):  # shard_map on mesh "2x4": a psum over "y", one over both axes
+def _on(mesh: str, axes, loop: bool = False):
+    """A shard_map program on `mesh` whose collectives all work over `axes` (in a fori_loop's
+    body when `loop`); its argument is split over every axis of the mesh."""
+    names = mesh_named(mesh).axis_names
+
     def local(block):
-        return jax.lax.psum(block, "y"), jax.lax.psum(block.sum(), ("x", "y"))
+        if loop:
+            return jax.lax.fori_loop(0, 2, lambda _, c: c + jax.lax.psum(c, axes) / 4, block)
+        return jax.lax.psum(block, axes) + jax.lax.all_gather(block.sum(1), axes, tiled=True)[0]
 
-    mesh = mesh_named("2x4")
-    return jax.shard_map(local, mesh=mesh, in_specs=P("x", "y"), out_specs=(P("x", "y"), P()))(a)
+    spec = P(*names)
+    return jax.shard_map(local, mesh=mesh_named(mesh), in_specs=spec, out_specs=spec)
+
+
+def _jit_step(mesh: str):
+    """The whole-batch step under jax.jit, the batch split over "x": the partitioner inserts
+    its all-reduce."""
+
+    def step(w, x, y):
+        loss, grad = jax.value_and_grad(squared_error)(w, x, y)
+        return w - LEARNING_RATE * grad, loss
+
+    return jax.jit(step, out_shardings=jax.sharding.NamedSharding(mesh_named(mesh), P()))
 
 
 def groups_bank():
-    """(name, function, args): programs whose collectives' device groups the tasks read."""
+    """(name, function, args): programs whose collectives' device groups the tasks read (each
+    program's collectives all work over the same devices)."""
+    w, x, y = migrate_arrays(2)
+    block = small_ints((8, 16), np.float32, 3)
     return [
+        ("pmap over 8 devices", jax.pmap(pmap_collectives, axis_name="i"), (block,)),
+        ("pmap over 4 devices", jax.pmap(pmap_collectives, axis_name="i"), (block[:4],)),
+        ("pmap without collectives", jax.pmap(lambda a: a * 2), (block,)),
+        ("shard_map over y, 2x4", _on("2x4", "y"), (put(block, "x", "y", mesh="2x4"),)),
+        ("shard_map over x, 4x2", _on("4x2", "x"), (put(block, "x", "y", mesh="4x2"),)),
+        ("shard_map over both, 2x4", _on("2x4", ("x", "y")), (put(block, "x", "y", mesh="2x4"),)),
         (
-            "pmap over 8 devices",
-            jax.pmap(pmap_collectives, axis_name="i"),
-            (np.ones((8, 16), np.float32),),
+            "shard_map over x in a loop, (y, x) 2x4",
+            _on("y2x4", "x", loop=True),
+            (put(block, "y", "x", mesh="y2x4"),),
         ),
         (
-            "pmap over 4 devices",
-            jax.pmap(pmap_collectives, axis_name="i"),
-            (np.ones((4, 8), np.float32),),
+            "jit step, batch over x, (y, x) 2x4",
+            _jit_step("y2x4"),
+            (put(w, mesh="y2x4"), put(x, "x", None, mesh="y2x4"), put(y, "x", None, mesh="y2x4")),
         ),
         (
-            "shard_map on a 2x4 mesh",
-            shard_map_collectives,
-            (put(small_ints((8, 16), np.float32, 3), "x", "y", mesh="2x4"),),
+            "inherited pmap step over 8 devices",
+            inherited_step,
+            (w, x.reshape(8, 1, -1), y.reshape(8, 1, -1)),
         ),
     ]
