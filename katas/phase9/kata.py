@@ -177,8 +177,9 @@ def collective_groups(hlo_text: str) -> Counter:
     as 4 groups of 2); a mesh, `mesh['x'=2,'y'=4] {'x'}` (devices numbered in row-major order
     over the mesh; a group is the devices that differ only along the named axes), optionally
     with `device_ids=(...)` (an iota list giving the device number at each mesh position, in
-    row-major order); and an empty `{}` or no replica_groups at all: one group of all
-    num_partitions devices (num_partitions=N in the HloModule line, 1 when absent).
+    row-major order; older XLA writes it short, `[2,4]T(1,0)`: arange(8) reshaped to [2,4] and
+    transposed, read in row-major order); and an empty `{}` or no replica_groups at all: one
+    group of all num_partitions devices (num_partitions=N in the HloModule line, 1 when absent).
     """
     # TODO: find the collectives, then turn each spelling of replica_groups into groups of ints
     raise NotImplementedError("phase9 task 14: collective_groups")
