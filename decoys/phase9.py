@@ -908,13 +908,13 @@ def pmap_shapes_edited(shapes, in_axes):
 
 def _iota_grid(value: str, transpose: bool = True) -> np.ndarray:
     dims, reshape, perm = re.fullmatch(
-        r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", value.strip()
+        r"\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", value.strip()
     ).groups()  # pyright: ignore[reportOptionalMemberAccess]
-    grid = np.arange(int(np.prod([int(d) for d in reshape.split(",")])))
-    grid = grid.reshape([int(d) for d in reshape.split(",")])
+    source = [int(d) for d in (reshape or dims).split(",")]
+    grid = np.arange(int(np.prod(source))).reshape(source)
     if perm and transpose:
         grid = grid.transpose([int(p) for p in perm.split(",")])
-    return grid.reshape([int(d) for d in dims.split(",")])
+    return grid.reshape([int(d) for d in dims.split(",")]) if reshape else grid
 
 
 def _decoded(value, devices, mesh="vary", transpose=True, empty=None):

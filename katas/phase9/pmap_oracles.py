@@ -86,12 +86,14 @@ def mesh_spelling(sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str
 
 
 def permuted_mesh(
-    sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str], perm: list[int]
+    sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str], perm: list[int], short: bool
 ) -> tuple[str, Groups]:
     """A mesh spelling with `device_ids=(...)`: the mesh's axes taken in the order `perm`, the
-    ids laid out so the groups are still mesh_groups(sizes, kept)."""
+    ids laid out so the groups are still mesh_groups(sizes, kept); `short`: the ids as older
+    XLA prints them, `[r0,r1]T(p)` without the `[d0,d1]<=` part."""
     shape = tuple(sizes[p] for p in perm)
-    ids = f"[{','.join(map(str, shape))}]<=[{','.join(map(str, sizes))}]"
+    ids = "" if short else f"[{','.join(map(str, shape))}]<="
+    ids += f"[{','.join(map(str, sizes))}]"
     ids += f"T({','.join(map(str, perm))})" if perm != sorted(perm) else ""
     axes = ",".join(f"'{names[p]}'={sizes[p]}" for p in perm)
     named = ",".join(repr(names[d]) for d in kept)

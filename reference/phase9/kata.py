@@ -165,14 +165,17 @@ _GROUPED = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all"
 
 
 def _iota(text: str) -> np.ndarray:
-    # `[d0,d1,..]<=[r0,r1,..]T(p..)`: arange reshaped to r, transposed by p, reshaped to d.
-    found = re.fullmatch(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
+    # `[d0,d1,..]<=[r0,r1,..]T(p..)`: arange reshaped to r, transposed by p, reshaped to d;
+    # the short `[r0,r1,..]T(p..)` (device_ids on older XLA) keeps the transposed shape.
+    found = re.fullmatch(r"\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", text.strip())
     assert found, f"not an iota list: {text}"
-    ints = [[int(v) for v in group.split(",")] if group else None for group in found.groups()]
-    dims, reshape, perm = ints
-    assert dims is not None and reshape is not None
-    grid = np.arange(math.prod(reshape)).reshape(reshape)
-    return (grid.transpose(perm) if perm else grid).reshape(dims)
+    dims, reshape, perm = (
+        [int(v) for v in group.split(",")] if group else None for group in found.groups()
+    )
+    assert dims is not None
+    grid = np.arange(math.prod(reshape or dims)).reshape(reshape or dims)
+    grid = grid.transpose(perm) if perm else grid
+    return grid.reshape(dims) if reshape else grid
 
 
 def _groups(value: str | None, devices: int) -> list[list[int]]:
