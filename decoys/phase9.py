@@ -823,3 +823,310 @@ def shard_shape_divmod(shape, spec, mesh_shape):
             return None
         result.append(quotient)
     return tuple(result)
+
+
+# ---- predict_pmap_shapes -------------------------------------------------------------------------
+
+
+@decoy(
+    "predict_pmap_shapes",
+    caught_by=[
+        "test_predict_pmap_shapes_matches_the_compiled_parameters",
+        "test_predict_pmap_shapes_on_fresh_cases",
+    ],
+    why="reads pmap like vmap: the mapped dimension is gone from what one device gets",
+)
+def pmap_shapes_axis_dropped(shapes, in_axes):
+    return [
+        tuple(s) if a is None else (*s[:a], *s[a + 1 :])
+        for s, a in zip(shapes, in_axes, strict=True)
+    ]
+
+
+@decoy(
+    "predict_pmap_shapes",
+    caught_by=[
+        "test_predict_pmap_shapes_matches_the_compiled_parameters",
+        "test_predict_pmap_shapes_on_fresh_cases",
+    ],
+    why="every device gets the whole argument, as if pmap copied it",
+)
+def pmap_shapes_whole(shapes, in_axes):
+    return [tuple(s) for s in shapes]
+
+
+@decoy(
+    "predict_pmap_shapes",
+    caught_by=["test_predict_pmap_shapes_matches_the_compiled_parameters"],
+    why="divides the mapped dimension by the 8 devices, not by the mapped size (wrong when "
+    "pmap runs on fewer devices)",
+)
+def pmap_shapes_by_device_count(shapes, in_axes):
+    return [
+        tuple(s) if a is None else (*s[:a], s[a] // 8, *s[a + 1 :])
+        for s, a in zip(shapes, in_axes, strict=True)
+    ]
+
+
+@decoy(
+    "predict_pmap_shapes",
+    caught_by=["test_predict_pmap_shapes_matches_the_compiled_parameters"],
+    why="moves the mapped dimension to the front (pmap's outputs stack there), size 1",
+)
+def pmap_shapes_axis_first(shapes, in_axes):
+    return [
+        tuple(s) if a is None else (1, *s[:a], *s[a + 1 :])
+        for s, a in zip(shapes, in_axes, strict=True)
+    ]
+
+
+@decoy(
+    "predict_pmap_shapes",
+    caught_by=["test_predict_pmap_shapes_does_not_compile"],
+    why="compiles the pmap and reads the answer instead of predicting it",
+)
+def pmap_shapes_compiled(shapes, in_axes):
+    args = [np.zeros(s, np.float32) for s in shapes]
+    lowered = jax.pmap(lambda *a: sum(jnp.sum(v) for v in a), in_axes=tuple(in_axes)).lower(*args)
+    module = parse_hlo(lowered.compile().as_text())
+    return [tuple(p.shape_info.dims) for p in _by_number(module)]
+
+
+@accepted("predict_pmap_shapes", why="the same shapes built by editing a list")
+def pmap_shapes_edited(shapes, in_axes):
+    found = []
+    for shape, axis in zip(shapes, in_axes, strict=True):
+        dims = list(shape)
+        if axis is not None:
+            dims[axis] = 1
+        found.append(tuple(dims))
+    return found
+
+
+# ---- collective_groups ---------------------------------------------------------------------------
+
+
+def _iota_grid(value: str, transpose: bool = True) -> np.ndarray:
+    dims, reshape, perm = re.fullmatch(
+        r"\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", value.strip()
+    ).groups()  # pyright: ignore[reportOptionalMemberAccess]
+    source = [int(d) for d in (reshape or dims).split(",")]
+    grid = np.arange(int(np.prod(source))).reshape(source)
+    if perm and transpose:
+        grid = grid.transpose([int(p) for p in perm.split(",")])
+    return grid.reshape([int(d) for d in dims.split(",")]) if reshape else grid
+
+
+def _decoded(value, devices, mesh="vary", transpose=True, empty=None):
+    """Groups of a replica_groups value; the keywords pick a way to misread it."""
+    value = (value or "{}").strip()
+    found = re.fullmatch(r"mesh\[(.*?)\](?:,\s*device_ids=\((.*)\))?\s*\{(.*)\}", value)
+    if found:
+        axes = re.findall(r"'([^']+)'=(\d+)", found[1])
+        names, sizes = [a for a, _ in axes], [int(n) for _, n in axes]
+        if mesh == "all":
+            return [list(range(int(np.prod(sizes))))]
+        ids = _iota_grid(found[2], transpose).ravel() if found[2] else np.arange(np.prod(sizes))
+        kept = [names.index(a) for a in re.findall(r"'([^']+)'", found[3])]
+        if mesh == "complement":
+            kept = [d for d in range(len(names)) if d not in kept] or kept
+        grid = np.moveaxis(ids.reshape(sizes), kept, range(len(names) - len(kept), len(names)))
+        return grid.reshape(-1, int(np.prod([sizes[k] for k in kept]))).tolist()
+    if value.startswith("["):
+        return _iota_grid(value, transpose).tolist()
+    listed = [[int(v) for v in g.split(",")] for g in re.findall(r"\{([\d,\s]+)\}", value)]
+    return listed or (empty if empty is not None else [list(range(devices))])
+
+
+def _groups_census(text, opcodes=_COLLECTIVES[:3] + ("all-to-all",), entry_only=False, **how):
+    module = parse_hlo(text)
+    header = re.search(r"\bnum_partitions=(\d+)", text.partition("\n")[0])
+    devices = int(header[1]) if header else 1
+    computations = [module.entry] if entry_only else list(module)
+    counts = Counter()
+    for instruction in (i for c in computations for i in c if i.opcode in opcodes):
+        value = instruction.attribute("replica_groups")
+        if instruction.opcode == "collective-permute":
+            value = instruction.attribute("source_target_pairs")
+        groups = _decoded(value, devices, **how)
+        key = tuple(sorted(tuple(sorted(int(d) for d in g)) for g in groups))
+        counts[(instruction.opcode, key)] += 1
+    return counts
+
+
+@decoy(
+    "collective_groups",
+    caught_by=["test_collective_groups_in_every_spelling"],
+    why="reads mesh['x'=2,'y'=4] {'x'} as one group of every device of the mesh",
+)
+def groups_mesh_as_everyone(hlo_text):
+    return _groups_census(hlo_text, mesh="all")
+
+
+@decoy(
+    "collective_groups",
+    caught_by=["test_collective_groups_in_every_spelling"],
+    why="a mesh group as the devices that share the named axes (vary along the others)",
+)
+def groups_mesh_complement(hlo_text):
+    return _groups_census(hlo_text, mesh="complement")
+
+
+@decoy(
+    "collective_groups",
+    caught_by=["test_collective_groups_in_every_spelling"],
+    why="reads an iota list without its transpose T(...)",
+)
+def groups_iota_untransposed(hlo_text):
+    return _groups_census(hlo_text, transpose=False)
+
+
+@decoy(
+    "collective_groups",
+    caught_by=["test_collective_groups_in_every_spelling"],
+    why="replica_groups={} (or none) as no groups at all instead of one group of every device",
+)
+def groups_empty_as_none(hlo_text):
+    return _groups_census(hlo_text, empty=[])
+
+
+@decoy(
+    "collective_groups",
+    caught_by=[
+        "test_collective_groups_of_compiled_programs",
+        "test_collective_groups_of_renamed_and_reordered_modules",
+    ],
+    why="looks only at ENTRY: misses the all-reduce in a while body",
+)
+def groups_entry_only(hlo_text):
+    return _groups_census(hlo_text, entry_only=True)
+
+
+@decoy(
+    "collective_groups",
+    caught_by=[
+        "test_collective_groups_of_compiled_programs",
+        "test_collective_groups_of_renamed_and_reordered_modules",
+    ],
+    why="counts collective-permute too, its source_target_pairs read as groups",
+)
+def groups_with_permutes(hlo_text):
+    return _groups_census(hlo_text, opcodes=_COLLECTIVES)
+
+
+# ---- migrated_step -------------------------------------------------------------------------------
+
+
+def _squared_error(w, x, y):
+    return jnp.mean((x @ w - y) ** 2)
+
+
+def _shard_mapped(mesh, body, check_vma=True, out_specs=None):
+    return jax.shard_map(
+        body,
+        mesh=mesh,
+        in_specs=(P(), P("x"), P("x")),
+        out_specs=(P(), P()) if out_specs is None else out_specs,
+        check_vma=check_vma,
+    )
+
+
+@decoy(
+    "migrated_step",
+    caught_by=[
+        "test_migrated_step_gives_the_inherited_values",
+        "test_migrated_step_on_fresh_meshes_and_batches",
+    ],
+    why="pmap's body copied into shard_map with check_vma on: the gradient of the invariant w "
+    "is already summed over x, the pmean leaves it n times too large",
+)
+def step_pmean_under_check_vma(w, x, y, mesh):
+    def body(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - 0.05 * jax.lax.pmean(grad, "x"), jax.lax.pmean(loss, "x")
+
+    return _shard_mapped(mesh, body)(w, x, y)
+
+
+@decoy(
+    "migrated_step",
+    caught_by=[
+        "test_migrated_step_gives_the_inherited_values",
+        "test_migrated_step_on_fresh_meshes_and_batches",
+    ],
+    why="psum where pmap had pmean: the sum of the blocks' mean gradients and losses",
+)
+def step_psum(w, x, y, mesh):
+    def body(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - 0.05 * jax.lax.psum(grad, "x"), jax.lax.psum(loss, "x")
+
+    return _shard_mapped(mesh, body, check_vma=False)(w, x, y)
+
+
+@decoy(
+    "migrated_step",
+    caught_by=[
+        "test_migrated_step_gives_the_inherited_values",
+        "test_migrated_step_on_fresh_meshes_and_batches",
+    ],
+    why="averages the gradient but returns one block's loss as if it were replicated",
+)
+def step_local_loss(w, x, y, mesh):
+    def body(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - 0.05 * jax.lax.pmean(grad, "x"), loss
+
+    return _shard_mapped(mesh, body, check_vma=False)(w, x, y)
+
+
+@decoy(
+    "migrated_step",
+    caught_by=[
+        "test_migrated_step_gives_the_inherited_values",
+        "test_migrated_step_on_fresh_meshes_and_batches",
+    ],
+    why="keeps pmap's output: one copy of w and of the loss per position along x",
+)
+def step_stacked_like_pmap(w, x, y, mesh):
+    def body(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        new = w - 0.05 * jax.lax.pmean(grad, "x")
+        return new[None], jax.lax.pmean(loss, "x")[None]
+
+    return _shard_mapped(mesh, body, check_vma=False, out_specs=(P("x"), P("x")))(w, x, y)
+
+
+@decoy(
+    "migrated_step",
+    caught_by=[
+        "test_migrated_step_moves_no_more_bytes",
+        "test_migrated_step_on_fresh_meshes_and_batches",
+    ],
+    why="gathers the whole batch onto every device first: right numbers, the batch moved",
+)
+def step_gathers_the_batch(w, x, y, mesh):
+    everywhere = NamedSharding(mesh, P())
+    x, y = (jax.lax.with_sharding_constraint(a, everywhere) for a in (x, y))
+    loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+    return w - 0.05 * grad, loss
+
+
+@accepted(
+    "migrated_step", why="jit of the whole-batch step: the partitioner inserts the all-reduce"
+)
+def step_jit(w, x, y, mesh):
+    def step(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - 0.05 * grad, loss
+
+    return jax.jit(step, out_shardings=NamedSharding(mesh, P()))(w, x, y)
+
+
+@accepted("migrated_step", why="pmap's body as it was, with check_vma off (a local gradient)")
+def step_unchecked_pmean(w, x, y, mesh):
+    def body(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - 0.05 * jax.lax.pmean(grad, "x"), jax.lax.pmean(loss, "x")
+
+    return _shard_mapped(mesh, body, check_vma=False)(w, x, y)

@@ -112,12 +112,11 @@ GATES: dict[str, Gate] = {
             "opcodes (no collective-reduce or shuffle) and reject the probes for other reasons",
         ),
         Gate(
-            "xla-parser-reports-unbuildable-instructions",
+            "xla-module-attribute-list",
             ">=0.12",
-            "tests/xla_inspect/test_oracle.py test_build_checks_match_xla",
-            "XLA's parser before jax 0.12 aborts the process (a CHECK failure or a segfault) on "
-            "some instructions it cannot build, such as a dot with one operand, a recv with an "
-            "array shape or a reshape that changes the element count, instead of an error",
+            "tests/xla_inspect/test_header.py test_names_are_what_xla_lists, the equality",
+            "the reader lists jaxlib 0.12's module attributes; jaxlib 0.11's parser lists no "
+            "backend_config, jaxlib 0.10's neither backend_config nor debug_attributes",
         ),
         Gate(
             "xla-parser-checks-as-in-jaxlib-0.12",

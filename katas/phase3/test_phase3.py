@@ -27,7 +27,7 @@ import pytest
 from jax.experimental.layout import Format
 from pytest_check import check
 
-from kata_harness import metamorphic
+from kata_harness import metamorphic, oracles
 from kata_harness.predict import compiler_refused, predicted_entries
 from kata_harness.xla_shapes import xla_shape
 from katas.phase3.programs import (
@@ -126,7 +126,8 @@ def _xla(key: str):
 @cache
 def _xla_facts(text: str):
     """XLA's reading of an HLO text, as `_xla` returns it."""
-    module = _xla_hlo().hlo_module_from_text(text)
+    _xla_hlo()
+    module = oracles.xla_module(text)
     printed = module.to_string()
     entry_line = _ENTRY_LINE.search(printed)
     assert entry_line, "XLA printed no ENTRY computation"

@@ -14,7 +14,7 @@ import pytest
 from jax._src import array as jax_array
 from pytest_check import check
 
-from kata_harness import metamorphic, versions
+from kata_harness import metamorphic, oracles, versions
 from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase6.programs import (
     ALIAS_BANK,
@@ -300,7 +300,7 @@ def _xla_parses(text: str) -> None:
     except ImportError:
         return
     if hasattr(_hlo, "hlo_module_from_text"):
-        _hlo.hlo_module_from_text(text)
+        oracles.xla_module(text)
 
 
 @pytest.mark.task("aliased_parameters")

@@ -144,3 +144,61 @@ def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
     """
     # TODO: what does each entry of the spec (None, a name, a tuple of names) do to its dimension?
     raise NotImplementedError("phase9 task 12: predict_shard_shape")
+
+
+def predict_pmap_shapes(
+    shapes: list[tuple[int, ...]], in_axes: list[int | None]
+) -> list[tuple[int, ...]]:
+    """Predict what one device receives from `jax.pmap(read_all, in_axes=tuple(in_axes))`.
+
+    `read_all` (katas/phase9/pmap_programs.py) reads every argument. The arguments are float32
+    arrays of the global `shapes`; `in_axes[i]` is the dimension of argument i that pmap maps
+    over (an int >= 0), or None for an argument every device gets whole. Every mapped dimension
+    has the same size: the number of devices pmap runs on (1 to 8). Return the shapes of the
+    ENTRY parameters of the compiled program, one tuple per argument in argument order (a
+    scalar is `()`). Decide from the shapes alone: the harness refuses the compiler here.
+    """
+    # TODO: what does pmap's mapped dimension become in the program one device runs?
+    raise NotImplementedError("phase9 task 13: predict_pmap_shapes")
+
+
+def collective_groups(hlo_text: str) -> Counter:
+    """Who talks to whom: each collective of one compiled module with its device groups.
+
+    `hlo_text` is `compiled.as_text()` of a program on several devices (jax.pmap, shard_map or
+    a sharded jit). For every all-reduce, all-gather, reduce-scatter and all-to-all instruction
+    in any computation, count the key `(opcode, groups)`: `groups` a tuple of groups, each a
+    tuple of the device numbers the module uses (0 .. num_partitions - 1), every group in
+    ascending order and the groups sorted. collective-permute has pairs, not groups: leave it
+    out; a module without these collectives gives an empty Counter.
+
+    Read `replica_groups` in each spelling XLA prints: listed, `{{0,4},{1,5},{2,6},{3,7}}`;
+    an iota list, `[4,2]<=[2,4]T(1,0)` (arange(8) reshaped to [2,4], transposed by (1,0), read
+    as 4 groups of 2); a mesh, `mesh['x'=2,'y'=4] {'x'}` (devices numbered in row-major order
+    over the mesh; a group is the devices that differ only along the named axes), optionally
+    with `device_ids=(...)` (an iota list giving the device number at each mesh position, in
+    row-major order; older XLA writes it short, `[2,4]T(1,0)`: arange(8) reshaped to [2,4] and
+    transposed, read in row-major order); and an empty `{}` or no replica_groups at all: one
+    group of all num_partitions devices (num_partitions=N in the HloModule line, 1 when absent).
+    """
+    # TODO: find the collectives, then turn each spelling of replica_groups into groups of ints
+    raise NotImplementedError("phase9 task 14: collective_groups")
+
+
+def migrated_step(w, x, y, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    """The inherited training step (`inherited_step`, katas/phase9/pmap_programs.py) without
+    pmap: one step on `mesh` with jax.shard_map or jax.jit.
+
+    `w` (features, outputs) is the same on every device; `x` (batch, features) and `y`
+    (batch, outputs) are the whole batch with their rows split over mesh axis "x" (copied
+    along any other axis); the batch divides by n = mesh.shape["x"]. Return (new w, loss): the
+    values `run_inherited(w, x, y, n)` gives each device (one copy, not one per device),
+    shapes (features, outputs) and (), both replicated over the whole mesh. This file may not
+    import katas.*: write the loss (the mean squared error of x @ w against y) and the
+    learning rate (0.05) again, as pmap_programs.py writes them. The tests compile
+    `jax.jit(lambda w, x, y: migrated_step(w, x, y, mesh))`; in that program each device must
+    receive only its own rows of x and y, and the collectives may move no more bytes per
+    device than those of the inherited pmap program on n devices.
+    """
+    # TODO: what does shard_map's check_vma do to the gradient of a value that every device holds?
+    raise NotImplementedError("phase9 task 15: migrated_step")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -145,3 +148,83 @@ def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
             return None
         per_device.append(size // pieces)
     return tuple(per_device)
+
+
+def predict_pmap_shapes(
+    shapes: list[tuple[int, ...]], in_axes: list[int | None]
+) -> list[tuple[int, ...]]:
+    # pmap compiles through shard_map: a mapped dimension is split into one slice per device
+    # and stays in the per-device program with size 1; an unmapped argument is whole.
+    return [
+        tuple(shape) if axis is None else (*shape[:axis], 1, *shape[axis + 1 :])
+        for shape, axis in zip(shapes, in_axes, strict=True)
+    ]
+
+
+_GROUPED = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all"})
+
+
+def _iota(text: str) -> np.ndarray:
+    # `[d0,d1,..]<=[r0,r1,..]T(p..)`: arange reshaped to r, transposed by p, reshaped to d;
+    # the short `[r0,r1,..]T(p..)` (device_ids on older XLA) keeps the transposed shape.
+    found = re.fullmatch(r"\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", text.strip())
+    assert found, f"not an iota list: {text}"
+    dims, reshape, perm = (
+        [int(v) for v in group.split(",")] if group else None for group in found.groups()
+    )
+    assert dims is not None
+    grid = np.arange(math.prod(reshape or dims)).reshape(reshape or dims)
+    grid = grid.transpose(perm) if perm else grid
+    return grid.reshape(dims) if reshape else grid
+
+
+def _groups(value: str | None, devices: int) -> list[list[int]]:
+    value = (value or "{}").strip()
+    mesh = re.fullmatch(r"mesh\[(.*?)\](?:,\s*device_ids=\((.*)\))?\s*\{(.*)\}", value)
+    if mesh:
+        axes = re.findall(r"'([^']+)'=(\d+)", mesh[1])
+        names, sizes = [a for a, _ in axes], [int(n) for _, n in axes]
+        ids = _iota(mesh[2]).ravel() if mesh[2] else np.arange(math.prod(sizes))
+        grid = ids.reshape(sizes)
+        kept = [names.index(a) for a in re.findall(r"'([^']+)'", mesh[3])]
+        grid = np.moveaxis(grid, kept, range(len(names) - len(kept), len(names)))
+        return grid.reshape(-1, math.prod(sizes[k] for k in kept)).tolist()
+    if value.startswith("["):
+        return _iota(value).tolist()
+    listed = [[int(v) for v in g.split(",")] for g in re.findall(r"\{([\d,\s]+)\}", value)]
+    return listed or [list(range(devices))]
+
+
+def collective_groups(hlo_text: str) -> Counter:
+    # replica_groups in any of its three spellings is a list of device groups; none (or {})
+    # is every device of the module in one group.
+    module = parse_hlo(hlo_text)
+    found = re.search(r"\bnum_partitions=(\d+)", hlo_text.partition("\n")[0])
+    devices = int(found[1]) if found else 1
+    counts: Counter = Counter()
+    for instruction in (i for c in module for i in c if i.opcode in _GROUPED):
+        groups = _groups(instruction.attribute("replica_groups"), devices)
+        key = tuple(sorted(tuple(sorted(int(d) for d in g)) for g in groups))
+        counts[(instruction.opcode, key)] += 1
+    return counts
+
+
+_LEARNING_RATE = 0.05  # the inherited step's (katas/phase9/pmap_programs.py)
+
+
+def _squared_error(w, x, y):
+    return jnp.mean((x @ w - y) ** 2)
+
+
+def migrated_step(w, x, y, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    # shard_map with P() for w and P("x") for the batch; with check_vma the gradient of the
+    # invariant w comes back summed over "x" already: divide it by n instead of a pmean.
+    n = mesh.shape["x"]
+
+    def step(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - _LEARNING_RATE * grad / n, jax.lax.pmean(loss, "x")
+
+    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P("x"), P("x")), out_specs=(P(), P()))(
+        w, x, y
+    )

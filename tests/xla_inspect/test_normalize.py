@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kata_harness import versions
+from kata_harness import oracles, versions
 from xla_inspect.capture import Capture, capture
 from xla_inspect.normalize import (
     RULES,
@@ -366,13 +366,13 @@ def test_mixed_sigils_are_all_renamed_and_reparse(name: str, text: str) -> None:
     from xla_inspect.parse import parse_hlo
     from xla_inspect.query import opcode_counts
 
-    hlo = pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
-    hlo.hlo_module_from_text(text)  # the variant itself is valid HLO to XLA
+    pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
+    oracles.xla_module(text)  # the variant itself is valid HLO to XLA
     # mixed: some names with '%', some without
     assert re.search(r"%[A-Za-z_]", text)
     assert re.search(r"^[ \t]*(?:ROOT )?[A-Za-z_][\w.\-]* =", text, re.M) or _BARE_REF.search(text)
     normal = normalize_hlo(text)
-    hlo.hlo_module_from_text(normal)  # raises when a reference was left behind
+    oracles.xla_module(normal)  # raises when a reference was left behind
     module = parse_hlo(normal)
     assert opcode_counts(module) == opcode_counts(parse_hlo(text))
     names = [i.name for c in module.computations for i in c.instructions]
@@ -395,8 +395,8 @@ _CANONICAL = re.compile(r"(?:[a-z][a-z0-9\-]*\.\d+|main)(?:[._]\d+)*")
 
 
 def _xla_module(text: str):
-    hlo = pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
-    return hlo.hlo_module_from_text(text)
+    pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
+    return oracles.xla_module(text)
 
 
 def _xla_counts(text: str) -> tuple[int, Counter[str]]:

@@ -1,0 +1,85 @@
+"""XLA's parser is asked in a helper process: a parser that aborts, exits or hangs on a text
+gives that text a verdict, the texts after it still get theirs, and the test process lives on.
+
+A fake parser stands in for jaxlib's (which aborts only on some versions and texts): it calls
+os.abort() on "abort", os._exit(3) on "exit", sleeps on "hang", raises on "reject".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kata_harness import oracles
+from kata_harness.xla_child import ParserProcess
+
+FAKE = """
+import os, time
+
+def parse(text):
+    with open(os.path.join(os.path.dirname(__file__), "calls.log"), "a") as log:
+        log.write(text + "\\n")
+    if text.startswith("abort"):
+        os.abort()
+    if text.startswith("exit"):
+        os._exit(3)
+    if text.startswith("hang"):
+        time.sleep(600)
+    if text.startswith("reject"):
+        raise ValueError("fake parser: no " + text)
+"""
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch) -> Iterator[ParserProcess]:
+    (tmp_path / "fake_xla_parser.py").write_text(FAKE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parser = ParserProcess("fake_xla_parser:parse", timeout=3)
+    yield parser
+    parser.close()
+
+
+def test_an_abort_is_a_verdict_and_the_rest_still_get_theirs(fake: ParserProcess) -> None:
+    texts = ["ok 1", "abort 1", "reject 1", "ok 2", "exit 1", "hang 1", "ok 3", "abort 2"]
+    kinds = [v.kind for v in fake.verdicts(texts)]
+    assert kinds == [
+        "accepted",
+        "aborted",
+        "rejected",
+        "accepted",
+        "aborted",
+        "timed out",
+        "accepted",
+        "aborted",
+    ]
+    verdicts = fake.verdicts(texts)
+    assert verdicts[1].message == "the parser ended its process (signal 6)"
+    assert verdicts[2].message == "fake parser: no reject 1"
+    assert verdicts[4].message == "the parser ended its process (exit 3)"
+
+
+def test_verdicts_are_remembered_per_text(fake: ParserProcess, tmp_path) -> None:
+    assert fake.verdict("abort once").kind == "aborted"
+    assert [v.kind for v in fake.verdicts(["abort once", "ok", "ok"])] == [
+        "aborted",
+        *["accepted"] * 2,
+    ]
+    assert (tmp_path / "calls.log").read_text().splitlines() == ["abort once", "ok"]
+
+
+def test_xla_module_raises_a_verdict_on_an_abort(fake: ParserProcess, monkeypatch) -> None:
+    monkeypatch.setattr(oracles, "XLA_PARSER", fake)
+    with pytest.raises(oracles.XlaAborted, match="aborted on this text"):
+        oracles.xla_module("abort in a module")
+    assert not oracles.xla_accepts("abort in a module")
+    assert not oracles.xla_accepts("reject this")
+    assert oracles.xla_accepts("ok")
+
+
+def test_xla_itself_judges_through_the_helper() -> None:
+    pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO bindings are absent")
+    text = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n"
+    assert oracles.xla_verdict(text).kind == "accepted"
+    assert oracles.xla_verdict(text.replace("negate(p)", "negate(q)")).kind == "rejected"
+    assert oracles.xla_module(text).computations()
