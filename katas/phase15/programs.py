@@ -167,6 +167,12 @@ def _typed_key(rng):
     return (lambda k: jax.random.normal(k, (n,))), (jax.random.key(int(rng.integers(100))),)
 
 
+def _key_result(rng):
+    count = int(rng.integers(2, 6))
+    seed = np.array(rng.integers(99), np.int32)
+    return (lambda s: jax.random.split(jax.random.key(s), count)), (seed,)
+
+
 def _sharding_constraint(rng):
     mesh = jax.make_mesh((1,), ("d",), axis_types=(jax.sharding.AxisType.Auto,))
     spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
@@ -217,6 +223,7 @@ BANK: dict[str, Callable[[np.random.Generator], tuple[Callable[..., Any], tuple[
     "host_callback": _host_callback,
     "debug_print": _debug_print,
     "typed_key": _typed_key,
+    "key_result": _key_result,
     "sharding_constraint": _sharding_constraint,
     "int_seed": _int_seed,
     "sort_topk": _sort_topk,
@@ -238,6 +245,7 @@ VERDICTS = {
     "host_callback": "export",
     "debug_print": "export",
     "typed_key": "sdy",
+    "key_result": "sdy",
     "sharding_constraint": "sdy",
     "int_seed": "runs",
     "sort_topk": "runs",
