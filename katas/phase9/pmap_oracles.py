@@ -72,12 +72,15 @@ def listed(groups: Groups) -> str:
 
 
 def iota(sizes: tuple[int, ...], kept: tuple[int, ...]) -> str:
-    """`[groups,size]<=[sizes]T(perm)`: the mesh_groups(sizes, kept) as an iota list."""
+    """`[groups,size]<=[sizes]T(perm)` (`<=[devices]` without a transpose): the
+    mesh_groups(sizes, kept) as an iota list."""
     rest = [d for d in range(len(sizes)) if d not in kept]
     perm = [*rest, *kept]
     size = math.prod(sizes[d] for d in kept)
-    shape = f"[{math.prod(sizes) // size},{size}]<=[{','.join(map(str, sizes))}]"
-    return shape if perm == sorted(perm) else f"{shape}T({','.join(map(str, perm))})"
+    shape = f"[{math.prod(sizes) // size},{size}]<="
+    if perm == sorted(perm):  # no transpose: XLA reads the iota of the device count only
+        return f"{shape}[{math.prod(sizes)}]"
+    return f"{shape}[{','.join(map(str, sizes))}]T({','.join(map(str, perm))})"
 
 
 def mesh_spelling(sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str]) -> str:
@@ -86,15 +89,15 @@ def mesh_spelling(sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str
 
 
 def permuted_mesh(
-    sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str], perm: list[int], short: bool
+    sizes: tuple[int, ...], kept: tuple[int, ...], names: list[str], perm: list[int]
 ) -> tuple[str, Groups]:
     """A mesh spelling with `device_ids=(...)`: the mesh's axes taken in the order `perm`, the
-    ids laid out so the groups are still mesh_groups(sizes, kept); `short`: the ids as older
-    XLA prints them, `[r0,r1]T(p)` without the `[d0,d1]<=` part."""
-    shape = tuple(sizes[p] for p in perm)
-    ids = "" if short else f"[{','.join(map(str, shape))}]<="
-    ids += f"[{','.join(map(str, sizes))}]"
-    ids += f"T({','.join(map(str, perm))})" if perm != sorted(perm) else ""
+    ids laid out so the groups are still mesh_groups(sizes, kept). The ids as XLA reads them
+    (jaxlib 0.10.2 to 0.12): `[devices]` without a transpose, else `[d0,d1]T(p)` without the
+    `[r0,r1]<=` part."""
+    ids = f"[{math.prod(sizes)}]"
+    if perm != sorted(perm):
+        ids = f"[{','.join(map(str, sizes))}]T({','.join(map(str, perm))})"
     axes = ",".join(f"'{names[p]}'={sizes[p]}" for p in perm)
     named = ",".join(repr(names[d]) for d in kept)
     return f"mesh[{axes}], device_ids=({ids}) {{{named}}}", mesh_groups(sizes, kept)
