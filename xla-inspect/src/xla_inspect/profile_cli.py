@@ -6,6 +6,11 @@ instruction time, the share of that time by fusion kind, by name scope and by so
 the top instructions. Shares are of the instruction events' self time summed over the steps;
 durations are this run's and swing from run to run (see `xla_inspect.profile`).
 
+With `--memory` it prints instead the peak heap of one run and the buffers live at it, by
+instruction, from XProf's memory viewer (`xla_inspect.profile_memory`; needs
+`uv sync --group profile`); WHAT may then also be an `.xplane.pb` that `jax.profiler.trace(dir)`
+wrote, with `--module` naming the module when several ran.
+
 Array arguments (`--arg f32[64,128]`, or ShapeDtypeStructs from `--args-from`) are filled with
 seeded normal values (floats), zeros (integers) or False (booleans): profile with real data
 through the Python API when values matter (data-dependent loops, gathers).
@@ -47,6 +52,13 @@ def _arguments(profile: argparse.ArgumentParser) -> None:
     profile.add_argument("--cold", action="store_true", help="compile inside step 0")
     profile.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
     profile.add_argument("--json", action="store_true", help="print JSON")
+    profile.add_argument(
+        "--memory",
+        action="store_true",
+        help="the peak heap and the buffers live at it, by instruction, from XProf's memory "
+        "viewer (uv sync --group profile); WHAT may also be a .xplane.pb jax.profiler wrote",
+    )
+    profile.add_argument("--module", help="with an .xplane.pb: the module to view (jit_step)")
 
 
 def _concrete(tree: Any) -> Any:
@@ -136,9 +148,60 @@ def _format(report: dict[str, Any], top: int, cold: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _format_memory(view: Any, top: int) -> str:
+    named = view.top(len(view.buffers))
+    lines = [
+        f"{view.module}: peak heap {view.peak_bytes:,} B ({view.peak_bytes / 2**20:.3f} MiB) of "
+        f"{view.allocated_bytes:,} B allocated; {len(named)} buffers of 16 KiB or more live at "
+        f"the peak, the {min(top, len(named))} largest:",
+        "  bytes  instruction  kind  group  shape  source  op_name",
+    ]
+    for row in view.top(top):
+        lines.append(
+            f"  {row.size_bytes:,}  {row.instruction}  {row.kind or row.opcode}  {row.group}  "
+            f"{row.shape}  {row.source or '-'}  {row.op_name or '-'}"
+        )
+    if view.small_bytes:
+        lines.append(f"  {view.small_bytes:,}  (buffers under 16 KiB, together)")
+    return "\n".join(lines) + "\n"
+
+
+def _memory(args: argparse.Namespace, fn: Any, positional: Any) -> int:
+    from xla_inspect.profile_memory import capture_memory, memory_view
+
+    try:
+        if fn is None:
+            view = memory_view(args.source, module=args.module)
+        else:
+            view = capture_memory(fn, *_concrete(positional))
+    except InspectError as exc:
+        raise UsageError(f"the memory view of {args.source} failed: {exc}", "check WHAT") from exc
+    except Exception as exc:  # the user's function may raise anything while it runs
+        raise UsageError(
+            f"the memory view of {args.source} failed: {type(exc).__name__}: {exc}",
+            "check the --arg specs",
+        ) from exc
+    if args.json:
+        sys.stdout.write(json.dumps(view.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(_format_memory(view, args.top))
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.steps < 1 or args.top < 1:
         raise UsageError("--steps and --top must be at least 1", "e.g. --steps 5")
+    if args.memory:
+        from xla_inspect.profile_memory import INSTALL, xprof_missing
+
+        if xprof_missing() is not None:
+            raise UsageError(
+                "--memory reads XProf's memory viewer: xprof is not installed", INSTALL
+            )
+    if args.source.endswith(".xplane.pb"):
+        if not args.memory:
+            raise UsageError("a trace file is read with --memory", "add --memory")
+        return _memory(args, None, ())
     positional, keywords, options = call_args(args.arg, args.args_from)
     function = import_function(args.source)
     import jax
@@ -150,6 +213,8 @@ def _run(args: argparse.Namespace) -> int:
         fn = functools.partial(fn, **_concrete(keywords))
     if not callable(getattr(function, "lower", None)):
         fn = jax.jit(fn, static_argnums=options.get("static_argnums", ()))
+    if args.memory:
+        return _memory(args, fn, positional)
     try:
         profile = capture_profile(fn, *_concrete(positional), steps=args.steps, cold=args.cold)
     except InspectError as exc:
