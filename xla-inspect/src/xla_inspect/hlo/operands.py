@@ -94,6 +94,8 @@ class OperandReader(InstructionChecks):
             if text[at] != ",":
                 raise self.stray(at, "',' between operands")
             at = self.skip(at + 1)
+            if at >= end:  # a ',' last (before a comment, say): XLA skips the empty operand
+                return ", ".join(names)
 
     def nested_instruction(self, shape: str, opcode: str, pos: int) -> tuple[str, int]:
         """An instruction written as an operand, `shape? opcode(operands)` with its '(' at
