@@ -86,6 +86,41 @@ def test_long_form_with_operand_shapes_matches_xla(path) -> None:
         assert _our_verdict(wrong) == _xla_verdict(wrong) is None
 
 
+@pytest.mark.parametrize(
+    "operands",
+    [
+        "%a, %b, %c, %d, %e, /*index=5*/%f",  # a long list as XLA prints it
+        "a, %b, %c, %d, %e, /*index=5*/f",
+        "%a, %b, %c, %d, %e, /*index=5*/ %f",
+        "%a, %b, %c, %d, %e /*index=5*/, %f",
+        "%a, %b, %c, %d, %e, /*index=5*//* more */%f",
+        "%a, %b, %c, %d, %e, /*index=5*/%f, /*index=6*/%a",
+        "%a, %b, %c, %d, %e, /*index=5*/%g",  # no instruction %g
+        "%a, %b, %c, %d, %e, /*index=5*/",
+        "%a, %b, %c, %d, %e, /*index=5*/%f /*index=6*/%a",
+        "%a, %b, %c, %d, %e, /*index=5*/%f#0",
+        "%a, %b, %c, %d, %e, /* a ',' last, then a comment */",
+        "%a,\n    %b, %c, %d, %e, %f,\n  ",  # a ',' last, on a line of its own
+    ],
+)
+def test_operand_comments_get_xla_verdict(operands: str) -> None:
+    """XLA's lexer reads a comment as a blank. An operand list with XLA's `/*index=N*/`
+    numbers (which the reader takes on its line path) or other comments gets XLA's verdict, and
+    an accepted one names the operands the list holds once its comments are taken out (an
+    empty one skipped)."""
+    parameters = "".join(f"  %{n} = f32[2]{{0}} parameter({k})\n" for k, n in enumerate("abcdef"))
+    text = (
+        f"HloModule m\nENTRY e {{\n{parameters}"
+        f'  ROOT %t = f32[2]{{0}} custom-call({operands}), custom_call_target="x"\n}}\n'
+    )
+    verdict = _xla_verdict(text)
+    assert _our_verdict(text) == verdict
+    if verdict is not None:
+        pieces = re.sub(r"/\*.*?\*/", " ", operands).split(",")
+        names = tuple(piece.strip().removeprefix("%") for piece in pieces if piece.strip())
+        assert parse_hlo(text).entry.root.operands == names
+
+
 # -- the bank: reformatted-valid and invalid modules, each checked against XLA's verdict --------
 
 BANK = sorted((HERE / "fixtures" / "bank").glob("*.hlo"))

@@ -250,11 +250,14 @@ def collectives(module: HloModule) -> list[CollectiveInfo]:
 def custom_call_targets(module: HloModule) -> Counter[str]:
     """`custom_call_target="..."` values of every custom-call, counted."""
     targets: Counter[str] = Counter()
-    for _, instruction in instructions(module):
-        if instruction.opcode == "custom-call":
-            raw = instruction.attribute("custom_call_target") or ""
-            quoted = _QUOTED.fullmatch(raw)
-            targets[quoted.group(1) if quoted else raw] += 1
+    for raw in [
+        instruction.attribute("custom_call_target") or ""
+        for computation in module.computations
+        for instruction in computation.instructions
+        if instruction.opcode == "custom-call"
+    ]:
+        quoted = _QUOTED.fullmatch(raw)
+        targets[quoted.group(1) if quoted else raw] += 1
     return targets
 
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 import re
 
 from xla_inspect.hlo.lexical import match_close, split_top_level
-from xla_inspect.hlo.model import CALL_ATTRIBUTE_KEYS, HloComputation, HloInstruction, Shape
+from xla_inspect.hlo.model import (
+    CALL_ATTRIBUTE_KEYS,
+    CALL_KEY_START,
+    HloComputation,
+    HloInstruction,
+    Shape,
+)
 from xla_inspect.hlo.module import ModuleReader
 from xla_inspect.hlo.rules import (
     BUILT,
@@ -25,7 +31,7 @@ _OUTPUT_INDEX = re.compile(r"\{([^{}]*)\}\s*:").findall
 
 
 _BRACED_CALL = re.compile(
-    r"(?<![\w.\-])(" + "|".join(sorted(CALL_KEYS - CALL_LISTS)) + r")=\{"
+    CALL_KEY_START + r"(?<![\w.\-])(" + "|".join(sorted(CALL_KEYS - CALL_LISTS)) + r")=\{"
 ).search
 
 
@@ -50,7 +56,9 @@ _OUTFEED_SHAPE = re.compile(r"(?<![\w.\-])outfeed_shape=").search
 _LAYOUT_CONSTRAINTS = re.compile(r"(?<![\w.\-])operand_layout_constraints=\s*\{").search
 
 
-_CALLED_NAME = re.compile(r"(?<![\w.\-])" + CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))")
+_CALLED_NAME = re.compile(
+    CALL_KEY_START + r"(?<![\w.\-])" + CALL_ATTRIBUTE_KEYS + r"=(?:\{([^{}]*)\}|%?([\w.\-]+))"
+)
 
 
 class CallChecks(ModuleReader):

@@ -134,6 +134,8 @@ class InstructionReader(TokenPath):
                             operands = (look_up(operand_text.removeprefix("%")),)
                     except KeyError:
                         typed = self.typed_operands(operand_text, defined, instructions)
+                        if typed is None and "/" in operand_text:
+                            typed = self.indexed_operands(operand_text, defined)
                         if typed is None:
                             break
                         operands = typed
@@ -163,9 +165,14 @@ class InstructionReader(TokenPath):
                 if match is not None:
                     is_root, name, shape, opcode, operand_text, tail = match.groups()
                     # complete when brackets and quotes balance by count; in doubt, the token path
-                    if (
-                        shape not in shapes and PRINTED_SHAPE_TEXT(shape) is None
-                    ) or "/" in operand_text:  # a comment may hide the ')': the token path
+                    if (shape not in shapes and PRINTED_SHAPE_TEXT(shape) is None) or (
+                        # a comment may hide the ')': the token path, unless it is XLA's index
+                        "/" in operand_text
+                        and (
+                            opcode in PAYLOAD_OPCODES
+                            or self.indexed_operands(operand_text, defined) is None
+                        )
+                    ):
                         match = None
                     elif tail is None:
                         tail = ""
@@ -324,6 +331,8 @@ class InstructionReader(TokenPath):
                         operands = (look_up(operand_text.removeprefix("%")),)
                 except KeyError:
                     typed = self.typed_operands(operand_text, defined, instructions)
+                    if typed is None and "/" in operand_text:
+                        typed = self.indexed_operands(operand_text, defined)
                     operands = (
                         typed
                         if typed is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from xla_inspect.hlo.lexical import ARRAY_SHAPE_PATTERN, FLAT_TUPLE_SHAPE_PATTERN
-from xla_inspect.hlo.model import CALL_ATTRIBUTE_KEYS
+from xla_inspect.hlo.model import CALL_ATTRIBUTE_KEYS, CALL_KEY_START
 
 # instruction ::= 'ROOT '? '%'? name ' = ' shape ' ' opcode '(' operands ')' (', ' attr)*
 # (the common case, on one line: no parentheses inside the operand list). The shape is taken
@@ -70,7 +70,10 @@ BRACE_THEN_NAME = re.compile(r"\}[ \t]+[A-Za-z_][\w.\-]*=").search
 # does not depend on which computation it names (check_calls looks that up): `callee_free`
 # replaces the name with '.' to key lists that differ only there (each fusion calls its own).
 _CALLEE = re.compile(
-    r"(?<![\w.\-])(" + CALL_ATTRIBUTE_KEYS + r"=%?)[A-Za-z_][\w\-]*+\.[\w.\-]*+(?=, |\Z)"
+    CALL_KEY_START
+    + r"(?<![\w.\-])("
+    + CALL_ATTRIBUTE_KEYS
+    + r"=%?)[A-Za-z_][\w\-]*+\.[\w.\-]*+(?=, |\Z)"
 )
 
 

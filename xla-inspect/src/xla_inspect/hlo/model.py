@@ -43,6 +43,9 @@ CALL_ATTRIBUTES: tuple[str, ...] = (
 )
 #: A regex alternation of CALL_ATTRIBUTES, for patterns that look for `key=`.
 CALL_ATTRIBUTE_KEYS = "(?:" + "|".join(CALL_ATTRIBUTES) + ")"
+#: A lookahead for the first letters of CALL_ATTRIBUTES: first in a pattern that looks for a key
+#: after a lookbehind, it lets the regex engine pass over most positions without trying either.
+CALL_KEY_START = "(?=[" + "".join(sorted({key[0] for key in CALL_ATTRIBUTES})) + "])"
 _CALL_ATTRIBUTE_SET = frozenset(CALL_ATTRIBUTES)
 _CALL_KEY = re.compile(r"(?:^|,)\s*" + CALL_ATTRIBUTE_KEYS + "=")
 _NAME_IN_LIST = re.compile(r"%?([^\s,{}%]+)")

@@ -36,6 +36,10 @@ _TYPED_OPERANDS = re.compile(
 _TYPED_PAIRS = re.compile(rf"(?a)({_LOOSE_SHAPE}) %?([A-Za-z_][\w.\-]*+)").findall
 
 
+# the number XLA prints before every fifth operand of a long list (`%e, /*index=5*/%f`)
+_INDEX_COMMENT = re.compile(r", /\*index=[0-9]++\*/(?=%?[A-Za-z_])")
+
+
 class OperandReader(InstructionChecks):
     """An instruction's operands (typed, nested, tuple elements) and the shapes they
     must have."""
@@ -90,6 +94,8 @@ class OperandReader(InstructionChecks):
             if text[at] != ",":
                 raise self.stray(at, "',' between operands")
             at = self.skip(at + 1)
+            if at >= end:  # a ',' last (before a comment, say): XLA skips the empty operand
+                return ", ".join(names)
 
     def nested_instruction(self, shape: str, opcode: str, pos: int) -> tuple[str, int]:
         """An instruction written as an operand, `shape? opcode(operands)` with its '(' at
@@ -177,6 +183,20 @@ class OperandReader(InstructionChecks):
                 compatible.add((written, actual))
             names.append(name)
         return tuple(names)
+
+    def indexed_operands(self, text: str, defined: dict[str, str]) -> tuple[str, ...] | None:
+        """The operand names of a long list as XLA prints it (`%a, %b, %c, %d, %e,
+        /*index=5*/%f`: the comments between operands are blanks to XLA's lexer), when each
+        names an instruction defined before; else None (the token path reads the line)."""
+        plain = _INDEX_COMMENT.sub(", ", text)
+        if "/" in plain:
+            return None
+        try:
+            return tuple(
+                map(defined.__getitem__, plain.replace(", %", ", ").removeprefix("%").split(", "))
+            )
+        except KeyError:
+            return None
 
     def shape_of(self, name: str, instructions: list[HloInstruction]) -> str:
         """The shape of instruction `name` of the computation being read (`instructions`)."""
