@@ -19,10 +19,12 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
-from kata_harness.predict import compiler_refused, predicted_entries
+from kata_harness import xla_counts
+from kata_harness.predict import compiler_refused
+from katas.phase9 import collective_programs
+from katas.phase9.collective_programs import PREDICT_BANK, ShardedOp
 from katas.phase9.programs import (
     PLACEMENT_CASES,
-    PREDICT_BANK,
     REFUSED_SHARD_CASES,
     ROW_CASES,
     SHARD_SHAPE_CASES,
@@ -551,30 +553,61 @@ def test_scatter_sum(kata):
 
 
 # ---- predict_collectives -----------------------------------------------------------------------
+# One case at a time (the harness refuses the compiler around every call), compiled here: the
+# fixed cases the task started with, and cases drawn fresh every run over the whole domain the
+# docstring states, one per trap. The expected counts come from XLA's own module.
+
+COLLECTIVE_THEMES = ("both", "reduce", "moves", "any")
+
+
+def _predicted_collectives(kata, case) -> dict[str, int]:
+    predicted = kata.predict_collectives(case)
+    assert isinstance(predicted, dict), f"expected a dict, got {predicted!r}"
+    assert all(type(v) is int and v > 0 for v in predicted.values()), (
+        f"expected positive int counts (leave out opcodes that do not occur), got {predicted!r}"
+    )
+    return dict(predicted)
 
 
 @cache
-def _bank_collectives(name: str) -> dict[str, int]:
-    program, arguments = PREDICT_BANK[name]
-    module = parse_hlo(_optimized_text(program.lower(*arguments()).compile()))
-    return dict(Counter(i.opcode for c in module for i in c if i.opcode in COLLECTIVES))
+def _compiled_collectives(case: ShardedOp) -> dict[str, int]:
+    counts = xla_counts.opcode_counts(collective_programs.compiled(case))
+    return {opcode: counts[opcode] for opcode in sorted(COLLECTIVES) if counts[opcode]}
 
 
 @pytest.mark.task("predict_collectives")
-def test_predict_collectives_matches_the_partitioned_module(kata):
-    predicted = predicted_entries("predict_collectives", kata.predict_collectives(), PREDICT_BANK)
-    for name, counts in predicted.items():
-        assert isinstance(counts, dict), f"{name}: expected a dict, got {counts!r}"
-        with check:
-            assert counts == _bank_collectives(name), (
-                f"{name}: you predicted {counts}, the compiled module has {_bank_collectives(name)}"
+def test_predict_collectives_on_the_bank(kata):
+    for name, case in PREDICT_BANK.items():
+        predicted = _predicted_collectives(kata, case)
+        if predicted != _compiled_collectives(case):
+            pytest.fail(
+                f"{name} ({case.describe()}): you predicted {predicted}; the partitioned module "
+                "holds other collectives (what does one device hold, and what must move?)"
+            )
+
+
+@pytest.mark.task("predict_collectives")
+def test_predict_collectives_on_fresh_cases(kata, fresh):
+    """Cases drawn over the whole domain: 1-D and 2-D meshes under any axis names, x split on
+    one or both dimensions by one or two axes, any op, results left to the partitioner,
+    replicated or moved to the other dimension; every run has x split on both dimensions (a
+    replicated result, a sum of everything) and a split moved to the other dimension."""
+    for theme in COLLECTIVE_THEMES:
+        case = collective_programs.draw_case(fresh, theme)
+        predicted = _predicted_collectives(kata, case)
+        compiled = _compiled_collectives(case)
+        if predicted != compiled:
+            pytest.fail(
+                f"{case.describe()}: you predicted {predicted}, the partitioned module holds "
+                f"{compiled}; {fresh.where()}"
             )
 
 
 @pytest.mark.task("predict_collectives")
 def test_predict_collectives_does_not_compile(kata):
-    with compiler_refused("predict_collectives"):
-        kata.predict_collectives()
+    for name in ("softmax over axis 0, x row-split", "x + y, x row-split, y column-split"):
+        with compiler_refused("predict_collectives"):
+            kata.predict_collectives(PREDICT_BANK[name])
 
 
 # ---- place_weights: a decision under a memory budget and a communication budget ----------------
