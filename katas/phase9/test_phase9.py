@@ -3,11 +3,11 @@
 Every task runs on several meshes (1-D (8,), 2-D (2, 4) and (4, 2), and a (2, 4) mesh whose axis
 "x" is the minor one), several array shapes (odd column counts, a single column) and dtypes.
 Oracles: NumPy for values, ``compiled.input_shardings`` for what each parameter holds, the
-Mesh's own device grid for which devices a collective groups or pairs.
+Mesh's own device grid for which devices a collective groups or pairs (kata_harness.collectives),
+XLA's own module for the collectives a compiled case holds (kata_harness.xla_counts).
 """
 
 import contextlib
-import re
 from collections import Counter
 from functools import cache
 
@@ -19,7 +19,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
-from kata_harness import xla_counts
+from kata_harness import collectives, xla_counts
 from kata_harness.predict import compiler_refused
 from katas.phase9 import collective_programs
 from katas.phase9.collective_programs import PREDICT_BANK, ShardedOp
@@ -81,65 +81,6 @@ def _collectives(f, *args) -> Counter:
     return Counter(i.opcode for i in _collective_ops(f, *args))
 
 
-# ---- independent oracles: the Mesh's device grid -----------------------------------------------
-
-
-def _positions(mesh) -> np.ndarray:
-    """Logical device numbers (the ones HLO prints) laid out like mesh.devices."""
-    return np.arange(mesh.devices.size).reshape(mesh.devices.shape)
-
-
-def _x_groups(mesh) -> set[tuple[int, ...]]:
-    """Devices that share every coordinate but "x", in order along "x"."""
-    grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
-    return {tuple(int(d) for d in g) for g in grid.reshape(-1, mesh.shape["x"])}
-
-
-def _x_ring(mesh) -> set[tuple[int, int]]:
-    """(source, target) pairs that move every block one step forward along "x"."""
-    grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
-    return {
-        (int(g[i]), int(g[(i + 1) % len(g)]))
-        for g in grid.reshape(-1, mesh.shape["x"])
-        for i in range(len(g))
-    }
-
-
-def _x_position(mesh, device) -> int:
-    """Where `device` sits along mesh axis "x"."""
-    where = np.argwhere(np.vectorize(lambda d: d.id)(mesh.devices) == device.id)[0]
-    return int(where[mesh.axis_names.index("x")])
-
-
-def _groups(text: str | None) -> set[tuple[int, ...]]:
-    """replica_groups in any of XLA's spellings: {{0,1},{2,3}}, [2,2]<=[4], mesh['x'=2,..] {'x'}."""
-    assert text, "the collective has no replica_groups"
-    mesh = re.fullmatch(r"mesh\[(.*)\]\s*\{(.*)\}", text.strip())
-    if mesh:
-        axes = re.findall(r"'(\w+)'=(\d+)", mesh.group(1))
-        names, sizes = [a for a, _ in axes], [int(s) for _, s in axes]
-        kept = re.findall(r"'(\w+)'", mesh.group(2))
-        grid = np.arange(int(np.prod(sizes))).reshape(sizes)
-        grid = np.moveaxis(
-            grid, [names.index(k) for k in kept], range(len(names) - len(kept), len(names))
-        )
-        size = int(np.prod([sizes[names.index(k)] for k in kept]))
-        return {tuple(int(d) for d in g) for g in grid.reshape(-1, size)}
-    iota = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
-    if iota:
-        dims = [int(d) for d in iota.group(3).split(",")]
-        grid = np.arange(int(np.prod(dims))).reshape(dims)
-        if iota.group(4):
-            grid = grid.transpose([int(d) for d in iota.group(4).split(",")])
-        return {tuple(int(d) for d in g) for g in grid.reshape(int(iota.group(1)), -1)}
-    return {tuple(int(d) for d in g.split(",")) for g in re.findall(r"\{([\d,]+)\}", text)}
-
-
-def _pairs(text: str | None) -> set[tuple[int, int]]:
-    assert text, "the collective-permute has no source_target_pairs"
-    return {(int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", text)}
-
-
 # ---- task 1: auto_mesh ------------------------------------------------------------------------
 
 
@@ -175,7 +116,7 @@ def test_each_device_holds_its_rows(kata):
         with check:
             assert len(shards) == DEVICES, f"mesh {mesh_name}: {len(shards)} shards"
         for shard in shards:
-            block = _x_position(mesh, shard.device)
+            block = collectives.axis_position(mesh, shard.device, "x")
             want = x[block * per_block : (block + 1) * per_block]
             with check:
                 assert np.asarray(shard.data).shape == want.shape, (
@@ -416,7 +357,9 @@ def test_psum_total(kata):
                 "then psum one number per device"
             )
         with check:
-            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: reduce "
                 "over mesh axis 'x' only"
             )
@@ -448,9 +391,11 @@ def test_ring_shift(kata):
                 f"mesh {mesh_name}: moves {op.shape}, expected one block {block} per device"
             )
         with check:
-            assert _pairs(op.attribute("source_target_pairs")) == _x_ring(mesh), (
+            assert collectives.source_target_pairs(
+                op.attribute("source_target_pairs")
+            ) == collectives.axis_ring(mesh, "x"), (
                 f"mesh {mesh_name}: source_target_pairs {op.attribute('source_target_pairs')}, "
-                f"expected {sorted(_x_ring(mesh))}"
+                f"expected {sorted(collectives.axis_ring(mesh, 'x'))}"
             )
 
 
@@ -494,7 +439,9 @@ def test_gather_rows(kata):
                 f"expected all {x.shape} gathered once, along the leading dimension"
             )
         with check:
-            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: gather "
                 "over mesh axis 'x' only"
             )
@@ -517,7 +464,7 @@ def test_scatter_sum(kata):
             )
         piece = want.shape[0] // n
         for shard in got.addressable_shards:
-            i = _x_position(mesh, shard.device)
+            i = collectives.axis_position(mesh, shard.device, "x")
             with check:
                 np.testing.assert_allclose(
                     np.asarray(shard.data),
@@ -542,7 +489,9 @@ def test_scatter_sum(kata):
                 f"{op.attribute('dimensions')}, expected {(piece, x.shape[1])} along rows"
             )
         with check:
-            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}"
             )
         reducer = module[op.attribute("to_apply", "").removeprefix("%")]
@@ -615,14 +564,7 @@ def test_predict_collectives_does_not_compile(kata):
 
 def _collective_bytes(lowered) -> int:
     """Bytes of the results of every collective of the compiled module (per device)."""
-    total = 0
-    module = parse_hlo(_optimized_text(lowered.compile()))
-    for instruction in (i for c in module for i in c if i.opcode in COLLECTIVES):
-        shape = instruction.shape_info
-        for element in shape.elements if shape.is_tuple else (shape,):
-            width = int("".join(ch for ch in str(element.dtype) if ch.isdigit()) or 8)
-            total += int(np.prod(_static_dims(element))) * width // 8
-    return total
+    return collectives.collective_bytes(_optimized_text(lowered.compile()))
 
 
 @cache
