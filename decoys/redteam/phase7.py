@@ -318,24 +318,75 @@ def explain_miss_both_calls(f, first_args, second_args):
 
 # ---- predict_while_loops (predict) -------------------------------------------------------------
 
-_WHILES = {
-    "fori_loop(0, 5)": 1,
-    "fori_loop(0, n), n traced": 1,
-    "fori_loop(0, 5, unroll=True)": 0,
-    "fori_loop(0, 6, unroll=2)": 1,
-    "fori_loop(0, 1)": 0,
-    "while_loop counting to 7": 1,
-    "scan over 4 rows": 1,
-    "fori_loop inside fori_loop": 2,
-    "Python for over range(5)": 0,
-    "lax.map over 3 rows": 1,
-    "vmap of a fori_loop": 1,
-    "two fori_loops, one after the other": 2,
-    "fori_loop in one branch of a cond": 1,
-    "jnp.cumsum": 0,
-    "grad of an affine fori_loop": 1,
-    "grad of a tanh fori_loop": 2,
-}
+# The base rule each wrong answer below bends in one place. The red team wrote these answers as
+# tables for the task's first contract (a fixed bank); when the task came to take one case at a
+# time, each table was carried over as the same rule with the same one misconception.
+
+
+def _rt_abstract(value, weak=True):
+    if isinstance(value, bool):
+        return ((), "bool", False)
+    if isinstance(value, int):
+        return ((), "int32", weak)
+    if isinstance(value, float):
+        return ((), "float32", weak)
+    name = {"float64": "float32", "int64": "int32"}.get(np.dtype(value.dtype).name)
+    return (np.shape(value), name or np.dtype(value.dtype).name, False)
+
+
+def _rt_compiles(
+    calls, *, devices=True, static_by_type=True, int_weak=True, aot_cached=True, wrapper_owns=False
+) -> int:
+    seen, count = set(), 0
+    for number, call in enumerate(calls):
+        if call.api in ("trace", "lower"):
+            continue
+        if call.api == "compile" and not aot_cached:
+            count += 1
+            continue
+        function = (call.function, number) if call.function == "lambda" else call.function
+        if wrapper_owns and call.jit == "new":
+            function = (call.function, number)
+        x = call.x
+        weak = int_weak or not isinstance(x, int)
+        if call.static:
+            n = (type(call.n), call.n) if static_by_type else ("value", call.n)
+        else:
+            n = _rt_abstract(call.n)
+        seen.add((function, call.static, _rt_abstract(x, weak), call.device if devices else 0, n))
+    return count + len(seen)
+
+
+def _rt_kept_and_copies(loop, min_trips=2):
+    if loop.kind == "cumsum":
+        return 0, 0
+    if loop.kind == "fori_traced":
+        return 1, 1
+    if loop.kind == "python_for":
+        return 0, loop.trips
+    unroll = loop.trips if loop.unroll is True else loop.unroll
+    trips, remainder = divmod(loop.trips, unroll) if unroll else (0, loop.trips)
+    if unroll != 1 and trips == 1 and remainder == 0:
+        trips, remainder = 0, loop.trips
+    return int(trips >= min_trips), (unroll if trips else 0) + remainder
+
+
+def _rt_whiles(program, *, min_trips=2, grad_keeps_forward=False, rows=1, cumsum=0) -> int:
+    def count(loop):
+        if loop.kind == "cumsum":
+            return cumsum
+        kept, copies = _rt_kept_and_copies(loop, min_trips)
+        return kept + copies * sum(count(inner) for inner in loop.body)
+
+    if program.wrap != "grad":
+        return (rows if program.wrap == "vmap" else 1) * sum(count(lp) for lp in program.loops)
+    total = 0
+    for number, loop in enumerate(program.loops):
+        kept, _ = _rt_kept_and_copies(loop, min_trips)
+        later = program.loops[number:]
+        needed = grad_keeps_forward or any(m.step == "tanh" and m.kind != "cumsum" for m in later)
+        total += kept * (1 + needed)
+    return total
 
 
 @wrong(
@@ -344,8 +395,8 @@ _WHILES = {
     "'fori_loop(0, 1)' is 0 (the while-loop simplifier inlines a loop that runs once), this "
     "says 1",
 )
-def predict_whiles_trip_count_ignored():
-    return {**_WHILES, "fori_loop(0, 1)": 1}
+def predict_whiles_trip_count_ignored(program):
+    return _rt_whiles(program, min_trips=1)
 
 
 @wrong(
@@ -354,8 +405,8 @@ def predict_whiles_trip_count_ignored():
     "'grad of an affine fori_loop' is 1 (the forward values are dead: the derivative of an "
     "affine step does not read them), this says 2",
 )
-def predict_whiles_grad_always_two():
-    return {**_WHILES, "grad of an affine fori_loop": 2}
+def predict_whiles_grad_always_two(program):
+    return _rt_whiles(program, grad_keeps_forward=True)
 
 
 @wrong(
@@ -363,28 +414,11 @@ def predict_whiles_grad_always_two():
     why="'what vmap ... do to a loop': one loop per batch row; 'vmap of a fori_loop' over 2 "
     "rows is 1 while, this says 2; and jnp.cumsum as a scan (1) where it is 0",
 )
-def predict_whiles_vmap_per_row():
-    return {**_WHILES, "vmap of a fori_loop": 2, "jnp.cumsum": 1}
+def predict_whiles_vmap_per_row(program):
+    return _rt_whiles(program, rows=2, cumsum=1)
 
 
 # ---- predict_compiles (predict) ----------------------------------------------------------------
-
-_COMPILES = {
-    "same shape twice": 1,
-    "f32[3] then f32[4]": 2,
-    "Python float 2.0 then np.float32(2.0)": 2,
-    "Python int 3 then np.int32(3)": 2,
-    "static argument 1, 1, 2": 2,
-    "static argument 2, 2.0, True": 3,
-    "fori_loop bound 3 then 4, traced": 1,
-    "fori_loop bound 3 then 4, static": 2,
-    "same shapes committed to 3 devices": 3,
-    "lower and compile twice by hand": 1,
-    "lower only": 0,
-    "make_jaxpr only": 0,
-    "a fresh lambda jitted on each of 3 calls": 3,
-    "one function, jax.jit applied on each of 3 calls": 1,
-}
 
 
 @wrong(
@@ -392,8 +426,8 @@ _COMPILES = {
     why="'a trace is one run ... a compile is one XLA compile': equates compiles with traces; "
     "'same shapes committed to 3 devices' (8 CPU devices) compiles 3 times, this says 1",
 )
-def predict_compiles_one_per_trace():
-    return {**_COMPILES, "same shapes committed to 3 devices": 1}
+def predict_compiles_one_per_trace(calls):
+    return _rt_compiles(calls, devices=False)
 
 
 @wrong(
@@ -401,8 +435,8 @@ def predict_compiles_one_per_trace():
     why="'which calls hit a cache': thinks .lower().compile() bypasses the compilation cache; "
     "'lower and compile twice by hand' compiles once, this says 2",
 )
-def predict_compiles_aot_uncached():
-    return {**_COMPILES, "lower and compile twice by hand": 2}
+def predict_compiles_aot_uncached(calls):
+    return _rt_compiles(calls, aot_cached=False)
 
 
 @wrong(
@@ -411,8 +445,8 @@ def predict_compiles_aot_uncached():
     "wrapper owns it; 'one function, jax.jit applied on each of 3 calls' compiles once, this "
     "says 3",
 )
-def predict_compiles_cache_on_wrapper():
-    return {**_COMPILES, "one function, jax.jit applied on each of 3 calls": 3}
+def predict_compiles_cache_on_wrapper(calls):
+    return _rt_compiles(calls, wrapper_owns=True)
 
 
 @wrong(
@@ -420,5 +454,5 @@ def predict_compiles_cache_on_wrapper():
     why="'static values by type and equality (2, 2.0 and True are three keys)': keys static "
     "values by hash/equality only; 'static argument 2, 2.0, True' is 3 compiles, this says 1",
 )
-def predict_compiles_static_by_equality():
-    return {**_COMPILES, "static argument 2, 2.0, True": 1}
+def predict_compiles_static_by_equality(calls):
+    return _rt_compiles(calls, static_by_type=False)

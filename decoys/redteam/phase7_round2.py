@@ -15,42 +15,75 @@ from xla_inspect.parse import parse_hlo
 
 _R2_BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
-# What compiling the LOOP_BANK / running COMPILE_SCENARIOS really gives on CPU (jax 0.12); each
-# wrong answer below changes one entry, the way a learner with one misconception would.
-_R2_WHILES = {
-    "fori_loop(0, 5)": 1,
-    "fori_loop(0, n), n traced": 1,
-    "fori_loop(0, 5, unroll=True)": 0,
-    "fori_loop(0, 6, unroll=2)": 1,
-    "fori_loop(0, 1)": 0,
-    "while_loop counting to 7": 1,
-    "scan over 4 rows": 1,
-    "fori_loop inside fori_loop": 2,
-    "Python for over range(5)": 0,
-    "lax.map over 3 rows": 1,
-    "vmap of a fori_loop": 1,
-    "two fori_loops, one after the other": 2,
-    "fori_loop in one branch of a cond": 1,
-    "jnp.cumsum": 0,
-    "grad of an affine fori_loop": 1,
-    "grad of a tanh fori_loop": 2,
-}
-_R2_COMPILES = {
-    "same shape twice": 1,
-    "f32[3] then f32[4]": 2,
-    "Python float 2.0 then np.float32(2.0)": 2,
-    "Python int 3 then np.int32(3)": 2,
-    "static argument 1, 1, 2": 2,
-    "static argument 2, 2.0, True": 3,
-    "fori_loop bound 3 then 4, traced": 1,
-    "fori_loop bound 3 then 4, static": 2,
-    "same shapes committed to 3 devices": 3,
-    "lower and compile twice by hand": 1,
-    "lower only": 0,
-    "make_jaxpr only": 0,
-    "a fresh lambda jitted on each of 3 calls": 3,
-    "one function, jax.jit applied on each of 3 calls": 1,
-}
+# The base rule each wrong answer below bends in one place. The red team wrote these answers as
+# tables for the task's first contract (a fixed bank); when the task came to take one case at a
+# time, each table was carried over as the same rule with the same one misconception.
+
+
+def _r2_abstract(value, weak=True):
+    if isinstance(value, bool):
+        return ((), "bool", False)
+    if isinstance(value, int):
+        return ((), "int32", weak)
+    if isinstance(value, float):
+        return ((), "float32", weak)
+    name = {"float64": "float32", "int64": "int32"}.get(np.dtype(value.dtype).name)
+    return (np.shape(value), name or np.dtype(value.dtype).name, False)
+
+
+def _r2_compiles(
+    calls, *, devices=True, static_by_type=True, int_weak=True, aot_cached=True, wrapper_owns=False
+) -> int:
+    seen, count = set(), 0
+    for number, call in enumerate(calls):
+        if call.api in ("trace", "lower"):
+            continue
+        if call.api == "compile" and not aot_cached:
+            count += 1
+            continue
+        function = (call.function, number) if call.function == "lambda" else call.function
+        if wrapper_owns and call.jit == "new":
+            function = (call.function, number)
+        x = call.x
+        weak = int_weak or not isinstance(x, int)
+        if call.static:
+            n = (type(call.n), call.n) if static_by_type else ("value", call.n)
+        else:
+            n = _r2_abstract(call.n)
+        seen.add((function, call.static, _r2_abstract(x, weak), call.device if devices else 0, n))
+    return count + len(seen)
+
+
+def _r2_kept_and_copies(loop, min_trips=2):
+    if loop.kind == "cumsum":
+        return 0, 0
+    if loop.kind == "fori_traced":
+        return 1, 1
+    if loop.kind == "python_for":
+        return 0, loop.trips
+    unroll = loop.trips if loop.unroll is True else loop.unroll
+    trips, remainder = divmod(loop.trips, unroll) if unroll else (0, loop.trips)
+    if unroll != 1 and trips == 1 and remainder == 0:
+        trips, remainder = 0, loop.trips
+    return int(trips >= min_trips), (unroll if trips else 0) + remainder
+
+
+def _r2_whiles(program, *, min_trips=2, grad_keeps_forward=False, rows=1, cumsum=0) -> int:
+    def count(loop):
+        if loop.kind == "cumsum":
+            return cumsum
+        kept, copies = _r2_kept_and_copies(loop, min_trips)
+        return kept + copies * sum(count(inner) for inner in loop.body)
+
+    if program.wrap != "grad":
+        return (rows if program.wrap == "vmap" else 1) * sum(count(lp) for lp in program.loops)
+    total = 0
+    for number, loop in enumerate(program.loops):
+        kept, _ = _r2_kept_and_copies(loop, min_trips)
+        later = program.loops[number:]
+        needed = grad_keeps_forward or any(m.step == "tanh" and m.kind != "cumsum" for m in later)
+        total += kept * (1 + needed)
+    return total
 
 
 # ---------------------------------------------------------------- predict_while_loops
@@ -62,10 +95,8 @@ _R2_COMPILES = {
     "the backward one; wrong on 'grad of an affine fori_loop' (2, XLA keeps 1: the affine "
     "derivative never reads the forward values, the forward loop is dead code)",
 )
-def r2_grad_always_two_loops() -> dict[str, int]:
-    answer = dict(_R2_WHILES)
-    answer["grad of an affine fori_loop"] = 2
-    return answer
+def r2_grad_always_two_loops(program) -> int:
+    return _r2_whiles(program, grad_keeps_forward=True)
 
 
 @wrong(
@@ -73,10 +104,8 @@ def r2_grad_always_two_loops() -> dict[str, int]:
     why="'a loop that runs at most once is replaced by its body': counts every fori_loop with "
     "static bounds as one while; wrong on 'fori_loop(0, 1)' (1, XLA keeps 0)",
 )
-def r2_trip_count_one_still_loops() -> dict[str, int]:
-    answer = dict(_R2_WHILES)
-    answer["fori_loop(0, 1)"] = 1
-    return answer
+def r2_trip_count_one_still_loops(program) -> int:
+    return _r2_whiles(program, min_trips=1)
 
 
 @wrong(
@@ -84,10 +113,8 @@ def r2_trip_count_one_still_loops() -> dict[str, int]:
     why="'what vmap does to a loop': one loop per batch row; wrong on 'vmap of a fori_loop' "
     "(2 for the 2 stacked rows, XLA keeps 1 loop over batched rows)",
 )
-def r2_vmap_one_loop_per_row() -> dict[str, int]:
-    answer = dict(_R2_WHILES)
-    answer["vmap of a fori_loop"] = 2
-    return answer
+def r2_vmap_one_loop_per_row(program) -> int:
+    return _r2_whiles(program, rows=2)
 
 
 # ---------------------------------------------------------------- predict_compiles
@@ -99,10 +126,8 @@ def r2_vmap_one_loop_per_row() -> dict[str, int]:
     "2 == 2.0 == True hash alike, so one dict key; wrong on 'static argument 2, 2.0, True' "
     "(1, JAX compiles 3)",
 )
-def r2_static_values_hash_equal() -> dict[str, int]:
-    answer = dict(_R2_COMPILES)
-    answer["static argument 2, 2.0, True"] = 1
-    return answer
+def r2_static_values_hash_equal(calls) -> int:
+    return _r2_compiles(calls, static_by_type=False)
 
 
 @wrong(
@@ -111,10 +136,8 @@ def r2_static_values_hash_equal() -> dict[str, int]:
     "conflates traces with compiles; wrong on 'same shapes committed to 3 devices' (1, XLA "
     "compiles 3)",
 )
-def r2_devices_share_one_compile() -> dict[str, int]:
-    answer = dict(_R2_COMPILES)
-    answer["same shapes committed to 3 devices"] = 1
-    return answer
+def r2_devices_share_one_compile(calls) -> int:
+    return _r2_compiles(calls, devices=False)
 
 
 @wrong(
@@ -123,10 +146,8 @@ def r2_devices_share_one_compile() -> dict[str, int]:
     "Python int is int32 like np.int32; wrong on 'Python int 3 then np.int32(3)' (1, JAX "
     "compiles 2: weak_type differs)",
 )
-def r2_int_weak_type_ignored() -> dict[str, int]:
-    answer = dict(_R2_COMPILES)
-    answer["Python int 3 then np.int32(3)"] = 1
-    return answer
+def r2_int_weak_type_ignored(calls) -> int:
+    return _r2_compiles(calls, int_weak=False)
 
 
 @wrong(
@@ -134,10 +155,8 @@ def r2_int_weak_type_ignored() -> dict[str, int]:
     why="'which calls hit a cache': believes an explicit .lower().compile() always compiles; "
     "wrong on 'lower and compile twice by hand' (2, the second compile hits the cache: 1)",
 )
-def r2_aot_never_cached() -> dict[str, int]:
-    answer = dict(_R2_COMPILES)
-    answer["lower and compile twice by hand"] = 2
-    return answer
+def r2_aot_never_cached(calls) -> int:
+    return _r2_compiles(calls, aot_cached=False)
 
 
 # ---------------------------------------------------------------- bucketed_mean

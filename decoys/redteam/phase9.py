@@ -122,20 +122,43 @@ def param_shardings_per_argument(f, *args):
 
 # ---- predict_collectives (predict) -------------------------------------------------------------
 
-_PREDICTED = {
-    "x @ w, x row-split, w replicated": {},
-    "x.sum(), x row-split": {"all-reduce": 1},
-    "x.sum(axis=1), x row-split": {},
-    "x.sum(axis=0), x row-split": {"all-reduce": 1},
-    "x @ w, x column-split, w row-split": {"all-reduce": 1},
-    "x * 2 returned replicated, x row-split": {"all-gather": 1},
-    "x * 2 constrained to column-split, x row-split": {"all-to-all": 1},
-    "x.T, x row-split": {},
-    "x[::-1], x row-split": {"collective-permute": 1},
-    "softmax over axis 0, x row-split": {"all-reduce": 2},
-    "softmax over axis 1, x row-split": {},
-    "x + y, x row-split, y column-split": {"all-to-all": 1},
-}
+# The base rule each wrong answer below bends in one place. The red team wrote these answers as
+# tables for the task's first contract (a fixed bank); when the task came to take one case at a
+# time, each table was carried over as the same rule with the same one misconception.
+
+
+def _rt_splits(spec):
+    return [len(spec) > d and spec[d] is not None for d in (0, 1)]
+
+
+def _rt_collectives(case, *, softmax=2, reverse_moves=True, move="all-to-all", contract=True):
+    split = _rt_splits(case.specs[0])
+    counts = Counter()
+    result = list(split)
+    if case.op == "sum":
+        counts["all-reduce"] += sum(split)
+        result = []
+    elif case.op in ("sum0", "sum1"):
+        counts["all-reduce"] += split[int(case.op[-1])]
+        result = [split[1 - int(case.op[-1])]]
+    elif case.op in ("softmax0", "softmax1"):
+        counts["all-reduce"] += softmax * split[int(case.op[-1])]
+    elif case.op in ("reverse0", "reverse1"):
+        counts["collective-permute"] += int(reverse_moves and split[int(case.op[-1])])
+    elif case.op == "transpose":
+        result = split[::-1]
+    elif case.op == "matmul":
+        counts["all-reduce"] += int(contract and split[1])
+        result = [split[0], False]
+    elif case.op == "add" and _rt_splits(case.specs[1]) != split:
+        counts[move] += 1
+    replicated = case.out is not None and not any(_rt_splits(case.out))
+    if case.out is not None and not replicated and _rt_splits(case.out) != result:
+        counts[move] += 1
+        result = _rt_splits(case.out)
+    if replicated:
+        counts["all-gather"] += sum(result)
+    return {opcode: int(n) for opcode, n in counts.items() if n}
 
 
 @wrong(
@@ -143,8 +166,8 @@ _PREDICTED = {
     why="'How many separate reductions over the split dimension does softmax need': one; "
     "'softmax over axis 0, x row-split' needs a max and a sum: {'all-reduce': 2}, this says 1",
 )
-def predict_collectives_one_softmax_reduction():
-    return {**_PREDICTED, "softmax over axis 0, x row-split": {"all-reduce": 1}}
+def predict_collectives_one_softmax_reduction(case):
+    return _rt_collectives(case, softmax=1)
 
 
 @wrong(
@@ -152,8 +175,8 @@ def predict_collectives_one_softmax_reduction():
     why="'blocks handed to a neighbour': thinks a reversal is local; 'x[::-1], x row-split' "
     "moves row blocks between devices ({'collective-permute': 1}), this says {}",
 )
-def predict_collectives_reverse_is_local():
-    return {**_PREDICTED, "x[::-1], x row-split": {}}
+def predict_collectives_reverse_is_local(case):
+    return _rt_collectives(case, reverse_moves=False)
 
 
 @wrong(
@@ -162,12 +185,8 @@ def predict_collectives_reverse_is_local():
     "'x * 2 constrained to column-split' and 'x + y, row/column-split' are one all-to-all "
     "each, this says all-gather",
 )
-def predict_collectives_reshard_by_gather():
-    return {
-        **_PREDICTED,
-        "x * 2 constrained to column-split, x row-split": {"all-gather": 1},
-        "x + y, x row-split, y column-split": {"all-gather": 1},
-    }
+def predict_collectives_reshard_by_gather(case):
+    return _rt_collectives(case, move="all-gather")
 
 
 # ---- place_weights (decide) --------------------------------------------------------------------

@@ -22,27 +22,43 @@ _R2_COLLECTIVE_OPS = (
     "all-to-all",
 )
 
-# What the partitioner really inserts on CPU (jax 0.12); each wrong answer changes one entry.
-_R2_COLLECTIVES = {
-    "x @ w, x row-split, w replicated": {},
-    "x.sum(), x row-split": {"all-reduce": 1},
-    "x.sum(axis=1), x row-split": {},
-    "x.sum(axis=0), x row-split": {"all-reduce": 1},
-    "x @ w, x column-split, w row-split": {"all-reduce": 1},
-    "x * 2 returned replicated, x row-split": {"all-gather": 1},
-    "x * 2 constrained to column-split, x row-split": {"all-to-all": 1},
-    "x.T, x row-split": {},
-    "x[::-1], x row-split": {"collective-permute": 1},
-    "softmax over axis 0, x row-split": {"all-reduce": 2},
-    "softmax over axis 1, x row-split": {},
-    "x + y, x row-split, y column-split": {"all-to-all": 1},
-}
+# The base rule each wrong answer below bends in one place. The red team wrote these answers as
+# tables for the task's first contract (a fixed bank); when the task came to take one case at a
+# time, each table was carried over as the same rule with the same one misconception.
 
 
-def _r2_with(name: str, value: dict[str, int]) -> dict[str, dict[str, int]]:
-    answer = {k: dict(v) for k, v in _R2_COLLECTIVES.items()}
-    answer[name] = value
-    return answer
+def _r2_splits(spec):
+    return [len(spec) > d and spec[d] is not None for d in (0, 1)]
+
+
+def _r2_collectives(case, *, softmax=2, reverse_moves=True, move="all-to-all", contract=True):
+    split = _r2_splits(case.specs[0])
+    counts = Counter()
+    result = list(split)
+    if case.op == "sum":
+        counts["all-reduce"] += sum(split)
+        result = []
+    elif case.op in ("sum0", "sum1"):
+        counts["all-reduce"] += split[int(case.op[-1])]
+        result = [split[1 - int(case.op[-1])]]
+    elif case.op in ("softmax0", "softmax1"):
+        counts["all-reduce"] += softmax * split[int(case.op[-1])]
+    elif case.op in ("reverse0", "reverse1"):
+        counts["collective-permute"] += int(reverse_moves and split[int(case.op[-1])])
+    elif case.op == "transpose":
+        result = split[::-1]
+    elif case.op == "matmul":
+        counts["all-reduce"] += int(contract and split[1])
+        result = [split[0], False]
+    elif case.op == "add" and _r2_splits(case.specs[1]) != split:
+        counts[move] += 1
+    replicated = case.out is not None and not any(_r2_splits(case.out))
+    if case.out is not None and not replicated and _r2_splits(case.out) != result:
+        counts[move] += 1
+        result = _r2_splits(case.out)
+    if replicated:
+        counts["all-gather"] += sum(result)
+    return {opcode: int(n) for opcode, n in counts.items() if n}
 
 
 # ---------------------------------------------------------------- predict_collectives
@@ -54,8 +70,8 @@ def _r2_with(name: str, value: dict[str, int]) -> dict[str, dict[str, int]]:
     "sum); wrong on 'softmax over axis 0, x row-split' ({'all-reduce': 1}, XLA inserts 2: the "
     "max and the sum)",
 )
-def r2_softmax_one_reduction() -> dict[str, dict[str, int]]:
-    return _r2_with("softmax over axis 0, x row-split", {"all-reduce": 1})
+def r2_softmax_one_reduction(case) -> dict[str, int]:
+    return _r2_collectives(case, softmax=1)
 
 
 @wrong(
@@ -64,8 +80,8 @@ def r2_softmax_one_reduction() -> dict[str, dict[str, int]]:
     "(each device reverses its block); wrong on 'x[::-1], x row-split' ({}, XLA inserts a "
     "collective-permute: block i must move to position n-1-i)",
 )
-def r2_reverse_is_local() -> dict[str, dict[str, int]]:
-    return _r2_with("x[::-1], x row-split", {})
+def r2_reverse_is_local(case) -> dict[str, int]:
+    return _r2_collectives(case, reverse_moves=False)
 
 
 @wrong(
@@ -74,8 +90,8 @@ def r2_reverse_is_local() -> dict[str, dict[str, int]]:
     "gathers y whole; wrong on 'x + y, x row-split, y column-split' ({'all-gather': 1}, XLA "
     "inserts {'all-to-all': 1})",
 )
-def r2_mismatch_gathers() -> dict[str, dict[str, int]]:
-    return _r2_with("x + y, x row-split, y column-split", {"all-gather": 1})
+def r2_mismatch_gathers(case) -> dict[str, int]:
+    return _r2_collectives(case, move="all-gather")
 
 
 @wrong(
@@ -84,8 +100,8 @@ def r2_mismatch_gathers() -> dict[str, dict[str, int]]:
     "all-reduce': thinks a contraction with both operands split along it is local; wrong on "
     "'x @ w, x column-split, w row-split' ({}, XLA inserts {'all-reduce': 1})",
 )
-def r2_matched_contraction_local() -> dict[str, dict[str, int]]:
-    return _r2_with("x @ w, x column-split, w row-split", {})
+def r2_matched_contraction_local(case) -> dict[str, int]:
+    return _r2_collectives(case, contract=False)
 
 
 # ---------------------------------------------------------------- predict_shard_shape

@@ -105,27 +105,35 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     raise NotImplementedError("phase7 task 7: explain_miss")
 
 
-def predict_while_loops() -> dict[str, int]:
-    """Predict how many `while` instructions the optimized HLO of each LOOP_BANK program holds.
+def predict_while_loops(program) -> int:
+    """Predict how many `while` instructions the optimized HLO of a loop program holds.
 
-    LOOP_BANK (katas/phase7/programs.py) maps a name to a function of x = f32[8] (and of a traced
-    n for the names that say so). Return {name: count} for every name: the number of `while`
-    instructions in every computation of `jax.jit(f).lower(...).compile().as_text()`, on CPU.
-    Decide from the programs: what the loop primitives become, what unrolling, trip counts,
-    vmap and grad do to a loop. The tests compile the bank themselves; your function must not.
+    `program` is a LoopProgram (katas/phase7/predict_programs.py; read its attributes, this file
+    may not import it): `program.loops` run one after the other on x = f32[8], each a Loop with
+    `kind` ("fori", "fori_traced", "while", "scan", "map", "python_for", "cumsum"), `trips`,
+    `unroll` (an int >= 1 or True), `step` ("affine" or "tanh") and `body` (loops run inside
+    every step); `program.wrap` is "none", "vmap", "cond" or "grad". The docstrings there say
+    what each builds. Return the number of `while` instructions in every computation of
+    `jax.jit(f).lower(x, n).compile()` on CPU. Decide from the description: what the loop
+    primitives become, what unrolling and trip counts do, what a loop in an unrolled body
+    becomes, what vmap and grad do to a loop. The tests compile the programs; you may not.
     """
-    # TODO: one entry per LOOP_BANK name
+    # TODO: which loops survive, and how many copies of each body does the program hold?
     raise NotImplementedError("phase7 task 8: predict_while_loops")
 
 
-def predict_compiles() -> dict[str, int]:
-    """Predict how many XLA compiles each scenario of COMPILE_SCENARIOS costs.
+def predict_compiles(calls) -> int:
+    """Predict how many XLA compiles a calling pattern costs, starting from empty caches.
 
-    COMPILE_SCENARIOS (katas/phase7/programs.py) maps a name to a function that calls jitted
-    code; the tests clear JAX's caches, run it, and count the backend compiles jax.monitoring
-    reports. Return {name: count} for every name, decided from what each scenario does (which
-    calls hit a cache, what a cache is keyed on, which APIs trace or lower without compiling).
-    Your function must not run the scenarios or compile anything.
+    `calls` is a list of Call (katas/phase7/predict_programs.py; read its attributes): each
+    says which `function` is called ("scale", "shift", "count_up" defined once, or a new
+    "lambda" at every step), through which `api` ("call", "trace", "lower", "compile"), by
+    which wrapper (`jit`: the pattern's "shared" jax.jit wrapper or a "new" one), with n
+    `static` or traced, on which `x` (NumPy array, NumPy scalar or Python scalar) and `n`,
+    and x committed to which `device` (None: not committed). The tests clear JAX's caches, run
+    the calls in order and count the backend compiles jax.monitoring reports. JAX runs with its
+    default 32-bit types. Decide from the calls (what a cache is keyed on, which APIs trace or
+    lower without compiling); your function must not run them or compile anything.
     """
-    # TODO: one entry per COMPILE_SCENARIOS name
+    # TODO: which calls find a compiled program in a cache, and what is that cache keyed on?
     raise NotImplementedError("phase7 task 9: predict_compiles")

@@ -4,12 +4,11 @@ A bank of control-flow programs (`PROGRAMS`: conditionals, switches, loops neste
 and in branches), two modules XLA's own conversion or parser produces (`IF_STABLEHLO`,
 `SHARED_BRANCHES`), a bank of jaxprs with the loops each holds (`JAXPR_PROGRAMS`), and the
 functions whose traces and compiles the tests count. Every IR-reading task reads the IR of one
-of these, so `katas show` shows one program of each bank.
+of these, so `katas show` shows one program of each bank. The cases of the two predict tasks
+(loop programs, calling patterns) are in predict_programs.py.
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -371,116 +370,6 @@ def doubler():
 
 def mul(x, y):
     return x * y
-
-
-def affine_step(i, c):
-    return c * 1.01 + i
-
-
-def tanh_step(i, c):
-    return jnp.tanh(c) * 1.5 + i
-
-
-# Programs whose optimized HLO the learner predicts a `while` count for (jit of f on `vec()`;
-# "traced bound" programs also get n = 3 as an array).
-LOOP_BANK = {
-    "fori_loop(0, 5)": lambda x: lax.fori_loop(0, 5, affine_step, x),
-    "fori_loop(0, n), n traced": lambda x, n: lax.fori_loop(0, n, affine_step, x),
-    "fori_loop(0, 5, unroll=True)": lambda x: lax.fori_loop(0, 5, affine_step, x, unroll=True),
-    "fori_loop(0, 6, unroll=2)": lambda x: lax.fori_loop(0, 6, affine_step, x, unroll=2),
-    "fori_loop(0, 1)": lambda x: lax.fori_loop(0, 1, affine_step, x),
-    "while_loop counting to 7": lambda x: lax.while_loop(
-        lambda c: c[0] < 7, lambda c: (c[0] + 1, c[1] * 2.0), (0, x)
-    )[1],
-    "scan over 4 rows": lambda x: lax.scan(lambda c, r: (c + r, c * r), x, jnp.ones((4, 8)))[0],
-    "fori_loop inside fori_loop": lambda x: lax.fori_loop(
-        0, 3, lambda i, c: lax.fori_loop(0, 4, affine_step, c), x
-    ),
-    "Python for over range(5)": lambda x: functools.reduce(
-        lambda c, i: affine_step(i, c), range(5), x
-    ),
-    "lax.map over 3 rows": lambda x: lax.map(jnp.sin, jnp.stack([x, x * 2.0, x * 3.0])),
-    "vmap of a fori_loop": lambda x: jax.vmap(lambda r: lax.fori_loop(0, 5, affine_step, r))(
-        jnp.stack([x, x])
-    ),
-    "two fori_loops, one after the other": lambda x: (
-        lax.fori_loop(0, 3, affine_step, x) + lax.fori_loop(0, 4, affine_step, x * 2.0)
-    ),
-    "fori_loop in one branch of a cond": lambda x: lax.cond(
-        x[0] > 0, lambda c: lax.fori_loop(0, 4, affine_step, c), lambda c: c, x
-    ),
-    "jnp.cumsum": jnp.cumsum,
-    "grad of an affine fori_loop": jax.grad(lambda x: lax.fori_loop(0, 5, affine_step, x).sum()),
-    "grad of a tanh fori_loop": jax.grad(lambda x: lax.fori_loop(0, 5, tanh_step, x).sum()),
-}
-
-
-def _compile_once_each_for(*argument_sets):
-    f = jax.jit(lambda x: x * 2.0)
-    for args in argument_sets:
-        f(*args)
-
-
-def _static_values(*values):
-    f = jax.jit(lambda x, n: x * n, static_argnums=1)
-    for n in values:
-        f(vec(3), n)
-
-
-def _loop_bounds(static: bool):
-    f = jax.jit(
-        lambda x, n: lax.fori_loop(0, n, affine_step, x), static_argnums=1 if static else ()
-    )
-    for n in (3, 4):
-        f(vec(3), n)
-
-
-def _on_devices(count: int):
-    f = jax.jit(lambda x: x * 2.0)
-    for device in jax.devices()[:count]:
-        f(jax.device_put(vec(3), device))
-
-
-def _aot_twice():
-    f = jax.jit(lambda x: x * 2.0)
-    for _ in range(2):
-        f.lower(vec(3)).compile()
-
-
-def _fresh_lambdas():
-    for _ in range(3):
-        jax.jit(lambda x: x * 2.0)(vec(3))
-
-
-def _one_function_jitted_three_times():
-    for _ in range(3):
-        jax.jit(doubler_fn)(vec(3))
-
-
-def doubler_fn(x):
-    return x * 2.0
-
-
-# What each scenario runs, starting from empty caches; the learner predicts how many times
-# XLA compiles (backend compiles, as jax.monitoring reports them).
-COMPILE_SCENARIOS = {
-    "same shape twice": lambda: _compile_once_each_for((vec(3),), (vec(3) + 1,)),
-    "f32[3] then f32[4]": lambda: _compile_once_each_for((vec(3),), (vec(4),)),
-    "Python float 2.0 then np.float32(2.0)": lambda: _compile_once_each_for(
-        (2.0,), (np.float32(2.0),)
-    ),
-    "Python int 3 then np.int32(3)": lambda: _compile_once_each_for((3,), (np.int32(3),)),
-    "static argument 1, 1, 2": lambda: _static_values(1, 1, 2),
-    "static argument 2, 2.0, True": lambda: _static_values(2, 2.0, True),
-    "fori_loop bound 3 then 4, traced": lambda: _loop_bounds(static=False),
-    "fori_loop bound 3 then 4, static": lambda: _loop_bounds(static=True),
-    "same shapes committed to 3 devices": lambda: _on_devices(3),
-    "lower and compile twice by hand": _aot_twice,
-    "lower only": lambda: jax.jit(doubler_fn).lower(vec(3)),
-    "make_jaxpr only": lambda: jax.make_jaxpr(doubler_fn)(vec(3)),
-    "a fresh lambda jitted on each of 3 calls": _fresh_lambdas,
-    "one function, jax.jit applied on each of 3 calls": _one_function_jitted_three_times,
-}
 
 
 SHOWN = {

@@ -6,7 +6,6 @@ a pred-indexed conditional that XLA's own StableHLO->HLO conversion produces). T
 counts come from XLA's C++ HloModule of the same compile (opcodes and operands), not from text.
 """
 
-import contextlib
 import functools
 import itertools
 import logging
@@ -19,19 +18,24 @@ import numpy as np
 import pytest
 
 # XLA's own parser and converter, the oracles: jaxlib ships no stubs for these extension modules
-from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]
-from jaxlib import _hlo as xla_hlo  # pyright: ignore[reportAttributeAccessIssue]
 from pytest_check import check
 
-from kata_harness import metamorphic, oracles
-from kata_harness.predict import compiler_refused, predicted_entries
-from kata_harness.xla_shapes import xla_shape
-from katas.phase7.programs import (
+from kata_harness import compile_events, metamorphic, oracles, xla_counts
+from kata_harness.predict import compiler_refused
+from katas.phase7.predict_programs import (
     COMPILE_SCENARIOS,
+    LOOP_BANK,
+    LoopProgram,
+    build,
+    draw_calls,
+    draw_loop_program,
+    loop_arguments,
+    run_calls,
+)
+from katas.phase7.programs import (
     CONDITIONAL_PROGRAMS,
     IF_STABLEHLO,
     JAXPR_PROGRAMS,
-    LOOP_BANK,
     PROGRAMS,
     SHARED_BRANCHES,
     SIBLING_CALLS,
@@ -48,33 +52,25 @@ from xla_inspect.errors import HloParseError
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
 
 @functools.cache
 def _compiled(name: str):
     """(optimized HLO text, XLA's C++ HloModule) of a test-owned program."""
-    if name == "shared_branches":
-        return SHARED_BRANCHES, xla_hlo.hlo_module_from_text(SHARED_BRANCHES)
-    if name == "sibling_calls":
-        return SIBLING_CALLS, xla_hlo.hlo_module_from_text(SIBLING_CALLS)
-    if name == "while_in_condition":
-        return WHILE_IN_CONDITION, xla_hlo.hlo_module_from_text(WHILE_IN_CONDITION)
-    if name == "pred_if":
-        computation = _jax.mlir.mlir_module_to_xla_computation(
-            IF_STABLEHLO, use_tuple_args=False, return_tuple=False
-        )
-        return computation.as_hlo_text(), computation.get_hlo_module()
-    if name == "nested_while_unoptimized":  # no CPU call wrappers: whiles sit in loop bodies
-        lowered = jax.jit(nested_while).lower(vec())
-        computation = _jax.mlir.mlir_module_to_xla_computation(
-            lowered.as_text(), use_tuple_args=False, return_tuple=False
-        )
-        return computation.as_hlo_text(), computation.get_hlo_module()
+    written = {
+        "shared_branches": SHARED_BRANCHES,
+        "sibling_calls": SIBLING_CALLS,
+        "while_in_condition": WHILE_IN_CONDITION,
+    }
+    if name in written:
+        return written[name], oracles.xla_module(written[name])
+    if name in ("pred_if", "nested_while_unoptimized"):  # XLA's own StableHLO -> HLO conversion
+        # nested_while unoptimized: no CPU call wrappers, the whiles sit in loop bodies
+        mlir = IF_STABLEHLO if name == "pred_if" else jax.jit(nested_while).lower(vec()).as_text()
+        return xla_counts.module_of_stablehlo(mlir)
     compiled = jax.jit(PROGRAMS[name]).lower(vec()).compile()
-    text, executable = compiled.as_text(), compiled.runtime_executable()
-    assert text is not None and executable is not None, "this backend hides its executable"
-    return text, executable.hlo_modules()[0]
+    text = compiled.as_text()
+    assert text is not None, "this backend does not print its executable"
+    return text, xla_counts.module_of_compiled(compiled)
 
 
 def _hlo(name: str) -> str:
@@ -82,40 +78,14 @@ def _hlo(name: str) -> str:
 
 
 @functools.cache
-def _xla_instructions(name: str, opcode: str):
-    """(computation name, instruction) for every instruction of `opcode`, from XLA's C++ module."""
-    module = _compiled(name)[1]
-    return [
-        (c.name, i)
-        for c in module.computations()
-        for i in c.instructions()
-        if i.opcode.name == opcode
-    ]
-
-
-@functools.cache
-def _xla_conditionals(name: str) -> Counter:
-    """XLA's own view: (index element type, branch count) per conditional. A conditional's
-    operands are the index and one operand per branch."""
-    found = Counter()
-    for _, i in _xla_instructions(name, "kConditional"):
-        operands = i.operands()
-        found[(str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)] += 1
-    return found
-
-
-@functools.cache
 def _xla_conditionals_in_text_order(name: str) -> list[tuple[str, int]]:
-    """XLA's conditionals, put in the order the text lists their computations and instructions."""
-    module = parse_hlo(_hlo(name))
-    computations = [c.name for c in module]
-    positions = {(c.name, i.name): n for c in module for n, i in enumerate(c)}
-    found = []
-    for computation, i in _xla_instructions(name, "kConditional"):
-        operands = i.operands()
-        key = (computations.index(computation), positions[(computation, i.name)])
-        found.append((key, (str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)))
-    return [signature for _, signature in sorted(found)]
+    """XLA's conditionals (index type, branches), in the order the text lists them."""
+    text, module = _compiled(name)
+    return xla_counts.conditionals(module, text)
+
+
+def _xla_conditionals(name: str) -> Counter:
+    return Counter(_xla_conditionals_in_text_order(name))
 
 
 def _is_conditional_list(got) -> bool:
@@ -184,20 +154,8 @@ def _variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
 
 
 def _conditionals_of_text(text: str) -> list[tuple[str, int]]:
-    """XLA's own module of `text`: (index type, branches) per conditional, in the order the
-    text lists its computations and instructions."""
-    module = parse_hlo(text)
-    computations = [c.name for c in module]
-    positions = {(c.name, i.name): n for c in module for n, i in enumerate(c)}
-    found = []
-    for c in oracles.xla_module(text).computations():
-        for i in c.instructions():
-            if i.opcode.name != "kConditional":
-                continue
-            operands = i.operands()
-            key = (computations.index(c.name), positions[(c.name, i.name)])
-            found.append((key, (str(xla_shape(operands[0])).split("[")[0], len(operands) - 1)))
-    return [signature for _, signature in sorted(found)]
+    """XLA's own module of `text`: (index type, branches) per conditional, in text order."""
+    return xla_counts.conditionals(oracles.xla_module(text), text)
 
 
 # a cond inside a while body, a switch inside a cond branch, the CPU's call wrappers, a pred index
@@ -253,7 +211,7 @@ def test_while_loops_match_xla(kata):
     for program, got in found.items():
         assert type(got) is int, f"{program}: expected an int, got {got!r}"
     for program, got in found.items():
-        want = len(_xla_instructions(program, "kWhile"))
+        want = xla_counts.module_opcode_count(_compiled(program)[1], "while")
         with check:
             assert got == want, f"{program}: {got} while loops, XLA's module holds {want}"
     for program, (want, why) in WHILE_FACTS.items():
@@ -266,10 +224,7 @@ def test_while_loops_under_renaming_and_reordering(kata):
     for program in (*WHILE_PROGRAMS, "sibling_calls"):
         for variant in _variants(program):
             got = kata.while_loops(variant.text)
-            module = oracles.xla_module(variant.text)
-            want = sum(
-                i.opcode.name == "kWhile" for c in module.computations() for i in c.instructions()
-            )
+            want = xla_counts.module_opcode_count(oracles.xla_module(variant.text), "while")
             with check:
                 assert got == want, (
                     f"{program}, {variant.kind} (every computation and instruction under "
@@ -429,7 +384,7 @@ def test_traces_are_not_compiles(kata):
     if jax.device_count() < 3:
         pytest.skip("needs 3 CPU devices")
     calls = [(jax.device_put(vec(), d), 2.0) for d in jax.devices()[:3]]
-    with _measured_compiles() as measured:
+    with compile_events.measured_compiles() as measured:
         got, ran = _count(kata, scaler, (), calls)
     with check:
         assert len(measured) >= 3, f"XLA compiled {len(measured)} times, expected 3"
@@ -443,22 +398,6 @@ def test_traces_are_not_compiles(kata):
 # ---- compile_counter --------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _measured_compiles():
-    """The test's own count of backend compiles inside the block."""
-    events = []
-
-    def listener(event, duration_secs, **kwargs):
-        if event == BACKEND_COMPILE:
-            events.append(duration_secs)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield events
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-
-
 def _count_of(counter) -> int:
     count = getattr(counter, "count", None)
     assert type(count) is int, f"the counter's .count should be an int, got {count!r}"
@@ -469,7 +408,7 @@ def _count_of(counter) -> int:
 def test_compile_counter_counts_backend_compiles(kata):
     f = doubler()
     lowered = f.lower(vec(6))  # traced and lowered before the block: only its compile is inside
-    with kata.compile_counter() as counter, _measured_compiles() as measured:
+    with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
         for n in (3, 4, 3, 5, 4):
             f(vec(n))
         lowered.compile()
@@ -487,7 +426,7 @@ def test_compile_counter_counts_backend_compiles(kata):
 @pytest.mark.task("compile_counter")
 def test_tracing_and_lowering_are_not_compiles(kata):
     f = doubler()
-    with kata.compile_counter() as counter, _measured_compiles() as measured:
+    with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
         jax.make_jaxpr(lambda v: jnp.sin(v) + 1.0)(vec(3))
         jax.eval_shape(lambda v: v @ v, vec(5))
         f.lower(vec(7))  # traced and lowered, never compiled
@@ -503,7 +442,7 @@ def test_tracing_and_lowering_are_not_compiles(kata):
 @pytest.mark.task("compile_counter")
 def test_eager_ops_compile_without_tracing(kata):
     x = vec(9)
-    with kata.compile_counter() as counter, _measured_compiles() as measured:
+    with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
         jnp.sin(x)
         jnp.cos(x)
         jnp.sin(x)  # cached
@@ -537,7 +476,7 @@ def test_compile_counter_stops_at_exit(kata):
 @pytest.mark.task("compile_counter")
 def test_nested_counters_and_live_counts(kata):
     f = doubler()
-    with _measured_compiles() as everything:
+    with compile_events.measured_compiles() as everything:
         with kata.compile_counter() as outer:
             f(vec(3))
             seen_inside = _count_of(outer)
@@ -599,7 +538,7 @@ def _new_compiles(kata, lengths, buckets) -> list[int]:
     counts = []
     for n in lengths:
         x = np.arange(n, dtype=np.float32) + 0.5
-        with _measured_compiles() as measured:
+        with compile_events.measured_compiles() as measured:
             got = _mean(kata, x, buckets)
         counts.append(len(measured))
         with check:
@@ -706,7 +645,7 @@ def test_bucketed_mean_on_fresh_buckets_and_lengths(kata, fresh):
         x = _fresh_values(fresh, n, dtype)
         bucket = min(b for b in buckets if b >= n)
         case = f"length {n} ({np.dtype(dtype).name}), buckets {buckets}"
-        with _measured_compiles() as measured:
+        with compile_events.measured_compiles() as measured:
             got = _mean(kata, x, buckets)
         want = float(np.mean(x.astype(np.float64)))
         if got != pytest.approx(want, rel=2e-3, abs=1e-3):
@@ -832,64 +771,112 @@ def test_no_miss_no_explanation(kata):
 
 
 # ---- predict_while_loops and predict_compiles: predictions checked against XLA -----------------
+# Each prediction is asked for one case at a time (the harness refuses the compiler around every
+# call); the case is then compiled or run here. Fixed cases (the programs the task started with)
+# and cases drawn fresh every run over the whole domain the docstrings state, a few per trap.
 
 
-def _prediction(kata, task: str, bank) -> dict:
-    predicted = predicted_entries(task, getattr(kata, task)(), bank)
-    for name, count in predicted.items():
-        assert type(count) is int, f"{name}: expected an int, got {count!r}"
+def _predicted(kata, task: str, case) -> int:
+    predicted = getattr(kata, task)(case)
+    assert type(predicted) is int, f"{task}: expected an int, got {predicted!r}"
     return predicted
 
 
+def _whiles_in(program: LoopProgram) -> int:
+    """`while` instructions in XLA's module of the compiled program, every computation."""
+    return _whiles_of_text(repr(program), program)  # the repr tells unroll=True from unroll=1
+
+
 @functools.cache
-def _whiles_in(name: str) -> int:
-    args = (vec(), np.int32(3)) if "traced" in name else (vec(),)
-    text = jax.jit(LOOP_BANK[name]).lower(*args).compile().as_text()
-    assert text is not None, "the compiled program has no text"
-    return sum(i.opcode == "while" for c in parse_hlo(text) for i in c)
+def _whiles_of_text(_key: str, program: LoopProgram) -> int:
+    compiled = jax.jit(build(program)).lower(*loop_arguments()).compile()
+    return xla_counts.opcode_counts(compiled)["while"]
+
+
+LOOP_THEMES = ("copies", "short", "grad", "any")
 
 
 @pytest.mark.task("predict_while_loops")
-def test_predict_while_loops_matches_compiled_hlo(kata):
-    predicted = _prediction(kata, "predict_while_loops", LOOP_BANK)
+def test_predict_while_loops_on_the_bank(kata):
     if jax.default_backend() != "cpu":
         pytest.skip("CPU-only fact: while counts measured on XLA:CPU's optimized HLO")
-    for name, count in predicted.items():
-        with check:
-            assert count == _whiles_in(name), (
-                f"{name}: you predicted {count} while loop(s); the optimized HLO has another "
-                "number (which loops does XLA unroll or fold, and which stay?)"
+    for name, program in LOOP_BANK.items():
+        predicted = _predicted(kata, "predict_while_loops", program)
+        if predicted != _whiles_in(program):
+            pytest.fail(
+                f"{name} ({program.describe()}): you predicted {predicted} while loop(s); the "
+                "optimized HLO has another number (which loops does XLA unroll or fold, and "
+                "which stay?)"
+            )
+
+
+@pytest.mark.task("predict_while_loops")
+def test_predict_while_loops_on_fresh_programs(kata, fresh):
+    """Loop programs drawn over the whole domain, one per trap: loops copied by an unroll or a
+    Python for, trip counts of 0 and 1 and unrolls with a remainder, grad of a chain mixing
+    affine and tanh steps, and anything else the domain allows."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("CPU-only fact: while counts measured on XLA:CPU's optimized HLO")
+    for theme in LOOP_THEMES:
+        program = draw_loop_program(fresh, theme)
+        predicted = _predicted(kata, "predict_while_loops", program)
+        compiled = _whiles_in(program)
+        if predicted != compiled:
+            pytest.fail(
+                f"{program.describe()}: you predicted {predicted} while loop(s), the optimized "
+                f"HLO holds {compiled}; {fresh.where()}"
             )
 
 
 @pytest.mark.task("predict_while_loops")
 def test_predict_while_loops_does_not_compile(kata):
-    with compiler_refused("predict_while_loops"):
-        kata.predict_while_loops()
+    for program in (LOOP_BANK["fori_loop inside fori_loop"], LOOP_BANK["grad of a tanh fori_loop"]):
+        with compiler_refused("predict_while_loops"):
+            kata.predict_while_loops(program)
 
 
 @functools.cache
-def _compiles_of(name: str) -> int:
-    jax.clear_caches()
-    with _measured_compiles() as measured:
-        COMPILE_SCENARIOS[name]()
-    return len(measured)
+def _bank_compiles(name: str) -> int:
+    return compile_events.compiles_of(lambda: run_calls(COMPILE_SCENARIOS[name]))
+
+
+CALL_THEMES = ("keys", "apis", "devices", "any")
 
 
 @pytest.mark.task("predict_compiles")
-def test_predict_compiles_matches_measurement(kata):
-    predicted = _prediction(kata, "predict_compiles", COMPILE_SCENARIOS)
+def test_predict_compiles_on_the_bank(kata):
     if jax.device_count() < 3:
         pytest.skip("needs 3 devices: one scenario commits the same shapes to three of them")
-    for name, count in predicted.items():
-        with check:
-            assert count == _compiles_of(name), (
-                f"{name}: you predicted {count} compile(s); jax.monitoring counted another "
+    for name, calls in COMPILE_SCENARIOS.items():
+        predicted = _predicted(kata, "predict_compiles", list(calls))
+        if predicted != _bank_compiles(name):
+            pytest.fail(
+                f"{name}: you predicted {predicted} compile(s); jax.monitoring counted another "
                 "number (what is in jit's cache key: shapes, dtypes, static values, devices?)"
             )
 
 
 @pytest.mark.task("predict_compiles")
+def test_predict_compiles_on_fresh_patterns(kata, fresh):
+    """Calling patterns drawn over the whole domain, one per trap: repeated and new abstract
+    types and static values, trace/lower/compile/call through shared and new wrappers and
+    lambdas, uncommitted and committed devices, and anything else the domain allows."""
+    if jax.device_count() < 3:
+        pytest.skip("needs 3 devices: the patterns commit arguments to devices 0, 1 and 2")
+    for theme in CALL_THEMES:
+        calls = draw_calls(fresh, theme)
+        predicted = _predicted(kata, "predict_compiles", list(calls))
+        measured = compile_events.compiles_of(lambda calls=calls: run_calls(calls))
+        if predicted != measured:
+            steps = "; ".join(f"{n}. {call.describe()}" for n, call in enumerate(calls, 1))
+            pytest.fail(
+                f"from empty caches: {steps}. You predicted {predicted} compile(s), "
+                f"jax.monitoring counted {measured}; {fresh.where()}"
+            )
+
+
+@pytest.mark.task("predict_compiles")
 def test_predict_compiles_does_not_compile(kata):
-    with compiler_refused("predict_compiles"):
-        kata.predict_compiles()
+    for name in ("same shapes committed to 3 devices", "lower and compile twice by hand"):
+        with compiler_refused("predict_compiles"):
+            kata.predict_compiles(list(COMPILE_SCENARIOS[name]))

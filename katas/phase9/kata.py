@@ -105,16 +105,21 @@ def scatter_sum(x, mesh: Mesh) -> jax.Array:
     raise NotImplementedError("phase9 task 9: scatter_sum")
 
 
-def predict_collectives() -> dict[str, dict[str, int]]:
-    """Predict the collectives XLA's SPMD partitioner inserts into each PREDICT_BANK program.
+def predict_collectives(case) -> dict[str, int]:
+    """Predict the collectives XLA's SPMD partitioner inserts when it compiles one operation.
 
-    PREDICT_BANK (katas/phase9/programs.py) maps a name to a jitted program on mesh "8" and its
-    sharded arguments. Return {name: {collective opcode: count}} for every name, counting
-    all-reduce, all-gather, reduce-scatter, collective-permute and all-to-all over every
-    computation of the compiled module; leave out opcodes that do not occur ({} when none
-    does). Decide from the shardings and the math; your function must not jit or compile.
+    `case` is a ShardedOp (katas/phase9/collective_programs.py; read its attributes, this file
+    may not import it): `case.mesh` the mesh's axes ((name, size), ...) over 8 devices,
+    `case.op` the operation on x ("scale", "sum", "sum0", "sum1", "transpose", "reverse0",
+    "reverse1", "softmax0", "softmax1", "matmul" x @ w, "add" x + y), `case.shape` and
+    `case.dtype` x's global shape and type, `case.specs` one PartitionSpec per argument,
+    `case.out` the PartitionSpec the result is placed with (None: the partitioner chooses).
+    Return {collective opcode: count}, counting all-reduce, all-gather, reduce-scatter,
+    collective-permute and all-to-all over every computation of the compiled module; leave out
+    opcodes that do not occur ({} when none does). Decide from the shardings and the math;
+    your function must not jit or compile.
     """
-    # TODO: one entry per PREDICT_BANK name
+    # TODO: what does one device hold, and what must move for its part of the result?
     raise NotImplementedError("phase9 task 10: predict_collectives")
 
 

@@ -2,7 +2,8 @@
 
 Meshes over the 8 CPU devices (1-D, 2-D, and one whose axis "x" is the minor one), the arrays
 put on them, the bank of programs whose collectives the census task counts, the bank of programs
-whose parameters the HLO-reading tasks read, and the cases the shard_map tasks run on.
+whose parameters the HLO-reading tasks read, and the cases the shard_map tasks run on. The cases
+of predict_collectives are in collective_programs.py.
 
 Nothing here touches a device at import: meshes and arrays are made on first use, after the
 harness (or `katas show`) has set the CPU device count.
@@ -176,65 +177,6 @@ def param_bank():
             (0, 2, 3),
         ),
     ]
-
-
-def _replicated_out(f):
-    return jax.jit(f, out_shardings=NamedSharding(mesh_named(), P()))
-
-
-def _constrained(f, *spec):
-    return jax.jit(
-        lambda a: jax.lax.with_sharding_constraint(f(a), NamedSharding(mesh_named(), P(*spec)))
-    )
-
-
-def _weights() -> np.ndarray:
-    return small_ints((COLS, COLS), np.float32, 7)
-
-
-# Programs on mesh "8" (x is f32[16,8]): name -> (jitted function, argument maker). The learner
-# predicts which collectives the SPMD partitioner inserts into each compiled module.
-PREDICT_BANK = {
-    "x @ w, x row-split, w replicated": (
-        jax.jit(lambda a, w: a @ w),
-        lambda: (put(arange_rows(), "x", None), put(_weights())),
-    ),
-    "x.sum(), x row-split": (jax.jit(lambda a: a.sum()), lambda: (put(arange_rows(), "x", None),)),
-    "x.sum(axis=1), x row-split": (
-        jax.jit(lambda a: a.sum(axis=1)),
-        lambda: (put(arange_rows(), "x", None),),
-    ),
-    "x.sum(axis=0), x row-split": (
-        jax.jit(lambda a: a.sum(axis=0)),
-        lambda: (put(arange_rows(), "x", None),),
-    ),
-    "x @ w, x column-split, w row-split": (
-        jax.jit(lambda a, w: a @ w),
-        lambda: (put(arange_rows(), None, "x"), put(_weights(), "x", None)),
-    ),
-    "x * 2 returned replicated, x row-split": (
-        _replicated_out(lambda a: a * 2),
-        lambda: (put(arange_rows(), "x", None),),
-    ),
-    "x * 2 constrained to column-split, x row-split": (
-        _constrained(lambda a: a * 2, None, "x"),
-        lambda: (put(arange_rows(), "x", None),),
-    ),
-    "x.T, x row-split": (jax.jit(lambda a: a.T), lambda: (put(arange_rows(), "x", None),)),
-    "x[::-1], x row-split": (jax.jit(lambda a: a[::-1]), lambda: (put(arange_rows(), "x", None),)),
-    "softmax over axis 0, x row-split": (
-        jax.jit(lambda a: jax.nn.softmax(a, axis=0)),
-        lambda: (put(arange_rows(), "x", None),),
-    ),
-    "softmax over axis 1, x row-split": (
-        jax.jit(lambda a: jax.nn.softmax(a, axis=1)),
-        lambda: (put(arange_rows(), "x", None),),
-    ),
-    "x + y, x row-split, y column-split": (
-        jax.jit(lambda a, b: a + b),
-        lambda: (put(arange_rows(), "x", None), put(arange_rows(), None, "x")),
-    ),
-}
 
 
 def two_layer(x, w1, w2):

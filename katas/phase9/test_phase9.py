@@ -3,11 +3,11 @@
 Every task runs on several meshes (1-D (8,), 2-D (2, 4) and (4, 2), and a (2, 4) mesh whose axis
 "x" is the minor one), several array shapes (odd column counts, a single column) and dtypes.
 Oracles: NumPy for values, ``compiled.input_shardings`` for what each parameter holds, the
-Mesh's own device grid for which devices a collective groups or pairs.
+Mesh's own device grid for which devices a collective groups or pairs (kata_harness.collectives),
+XLA's own module for the collectives a compiled case holds (kata_harness.xla_counts).
 """
 
 import contextlib
-import re
 from collections import Counter
 from functools import cache
 
@@ -19,10 +19,12 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
-from kata_harness.predict import compiler_refused, predicted_entries
+from kata_harness import collectives, xla_counts
+from kata_harness.predict import compiler_refused
+from katas.phase9 import collective_programs
+from katas.phase9.collective_programs import PREDICT_BANK, ShardedOp
 from katas.phase9.programs import (
     PLACEMENT_CASES,
-    PREDICT_BANK,
     REFUSED_SHARD_CASES,
     ROW_CASES,
     SHARD_SHAPE_CASES,
@@ -79,65 +81,6 @@ def _collectives(f, *args) -> Counter:
     return Counter(i.opcode for i in _collective_ops(f, *args))
 
 
-# ---- independent oracles: the Mesh's device grid -----------------------------------------------
-
-
-def _positions(mesh) -> np.ndarray:
-    """Logical device numbers (the ones HLO prints) laid out like mesh.devices."""
-    return np.arange(mesh.devices.size).reshape(mesh.devices.shape)
-
-
-def _x_groups(mesh) -> set[tuple[int, ...]]:
-    """Devices that share every coordinate but "x", in order along "x"."""
-    grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
-    return {tuple(int(d) for d in g) for g in grid.reshape(-1, mesh.shape["x"])}
-
-
-def _x_ring(mesh) -> set[tuple[int, int]]:
-    """(source, target) pairs that move every block one step forward along "x"."""
-    grid = np.moveaxis(_positions(mesh), mesh.axis_names.index("x"), -1)
-    return {
-        (int(g[i]), int(g[(i + 1) % len(g)]))
-        for g in grid.reshape(-1, mesh.shape["x"])
-        for i in range(len(g))
-    }
-
-
-def _x_position(mesh, device) -> int:
-    """Where `device` sits along mesh axis "x"."""
-    where = np.argwhere(np.vectorize(lambda d: d.id)(mesh.devices) == device.id)[0]
-    return int(where[mesh.axis_names.index("x")])
-
-
-def _groups(text: str | None) -> set[tuple[int, ...]]:
-    """replica_groups in any of XLA's spellings: {{0,1},{2,3}}, [2,2]<=[4], mesh['x'=2,..] {'x'}."""
-    assert text, "the collective has no replica_groups"
-    mesh = re.fullmatch(r"mesh\[(.*)\]\s*\{(.*)\}", text.strip())
-    if mesh:
-        axes = re.findall(r"'(\w+)'=(\d+)", mesh.group(1))
-        names, sizes = [a for a, _ in axes], [int(s) for _, s in axes]
-        kept = re.findall(r"'(\w+)'", mesh.group(2))
-        grid = np.arange(int(np.prod(sizes))).reshape(sizes)
-        grid = np.moveaxis(
-            grid, [names.index(k) for k in kept], range(len(names) - len(kept), len(names))
-        )
-        size = int(np.prod([sizes[names.index(k)] for k in kept]))
-        return {tuple(int(d) for d in g) for g in grid.reshape(-1, size)}
-    iota = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
-    if iota:
-        dims = [int(d) for d in iota.group(3).split(",")]
-        grid = np.arange(int(np.prod(dims))).reshape(dims)
-        if iota.group(4):
-            grid = grid.transpose([int(d) for d in iota.group(4).split(",")])
-        return {tuple(int(d) for d in g) for g in grid.reshape(int(iota.group(1)), -1)}
-    return {tuple(int(d) for d in g.split(",")) for g in re.findall(r"\{([\d,]+)\}", text)}
-
-
-def _pairs(text: str | None) -> set[tuple[int, int]]:
-    assert text, "the collective-permute has no source_target_pairs"
-    return {(int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", text)}
-
-
 # ---- task 1: auto_mesh ------------------------------------------------------------------------
 
 
@@ -173,7 +116,7 @@ def test_each_device_holds_its_rows(kata):
         with check:
             assert len(shards) == DEVICES, f"mesh {mesh_name}: {len(shards)} shards"
         for shard in shards:
-            block = _x_position(mesh, shard.device)
+            block = collectives.axis_position(mesh, shard.device, "x")
             want = x[block * per_block : (block + 1) * per_block]
             with check:
                 assert np.asarray(shard.data).shape == want.shape, (
@@ -414,7 +357,9 @@ def test_psum_total(kata):
                 "then psum one number per device"
             )
         with check:
-            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: reduce "
                 "over mesh axis 'x' only"
             )
@@ -446,9 +391,11 @@ def test_ring_shift(kata):
                 f"mesh {mesh_name}: moves {op.shape}, expected one block {block} per device"
             )
         with check:
-            assert _pairs(op.attribute("source_target_pairs")) == _x_ring(mesh), (
+            assert collectives.source_target_pairs(
+                op.attribute("source_target_pairs")
+            ) == collectives.axis_ring(mesh, "x"), (
                 f"mesh {mesh_name}: source_target_pairs {op.attribute('source_target_pairs')}, "
-                f"expected {sorted(_x_ring(mesh))}"
+                f"expected {sorted(collectives.axis_ring(mesh, 'x'))}"
             )
 
 
@@ -492,7 +439,9 @@ def test_gather_rows(kata):
                 f"expected all {x.shape} gathered once, along the leading dimension"
             )
         with check:
-            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: gather "
                 "over mesh axis 'x' only"
             )
@@ -515,7 +464,7 @@ def test_scatter_sum(kata):
             )
         piece = want.shape[0] // n
         for shard in got.addressable_shards:
-            i = _x_position(mesh, shard.device)
+            i = collectives.axis_position(mesh, shard.device, "x")
             with check:
                 np.testing.assert_allclose(
                     np.asarray(shard.data),
@@ -540,7 +489,9 @@ def test_scatter_sum(kata):
                 f"{op.attribute('dimensions')}, expected {(piece, x.shape[1])} along rows"
             )
         with check:
-            assert _groups(op.attribute("replica_groups")) == _x_groups(mesh), (
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
                 f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}"
             )
         reducer = module[op.attribute("to_apply", "").removeprefix("%")]
@@ -551,30 +502,61 @@ def test_scatter_sum(kata):
 
 
 # ---- predict_collectives -----------------------------------------------------------------------
+# One case at a time (the harness refuses the compiler around every call), compiled here: the
+# fixed cases the task started with, and cases drawn fresh every run over the whole domain the
+# docstring states, one per trap. The expected counts come from XLA's own module.
+
+COLLECTIVE_THEMES = ("both", "reduce", "moves", "any")
+
+
+def _predicted_collectives(kata, case) -> dict[str, int]:
+    predicted = kata.predict_collectives(case)
+    assert isinstance(predicted, dict), f"expected a dict, got {predicted!r}"
+    assert all(type(v) is int and v > 0 for v in predicted.values()), (
+        f"expected positive int counts (leave out opcodes that do not occur), got {predicted!r}"
+    )
+    return dict(predicted)
 
 
 @cache
-def _bank_collectives(name: str) -> dict[str, int]:
-    program, arguments = PREDICT_BANK[name]
-    module = parse_hlo(_optimized_text(program.lower(*arguments()).compile()))
-    return dict(Counter(i.opcode for c in module for i in c if i.opcode in COLLECTIVES))
+def _compiled_collectives(case: ShardedOp) -> dict[str, int]:
+    counts = xla_counts.opcode_counts(collective_programs.compiled(case))
+    return {opcode: counts[opcode] for opcode in sorted(COLLECTIVES) if counts[opcode]}
 
 
 @pytest.mark.task("predict_collectives")
-def test_predict_collectives_matches_the_partitioned_module(kata):
-    predicted = predicted_entries("predict_collectives", kata.predict_collectives(), PREDICT_BANK)
-    for name, counts in predicted.items():
-        assert isinstance(counts, dict), f"{name}: expected a dict, got {counts!r}"
-        with check:
-            assert counts == _bank_collectives(name), (
-                f"{name}: you predicted {counts}, the compiled module has {_bank_collectives(name)}"
+def test_predict_collectives_on_the_bank(kata):
+    for name, case in PREDICT_BANK.items():
+        predicted = _predicted_collectives(kata, case)
+        if predicted != _compiled_collectives(case):
+            pytest.fail(
+                f"{name} ({case.describe()}): you predicted {predicted}; the partitioned module "
+                "holds other collectives (what does one device hold, and what must move?)"
+            )
+
+
+@pytest.mark.task("predict_collectives")
+def test_predict_collectives_on_fresh_cases(kata, fresh):
+    """Cases drawn over the whole domain: 1-D and 2-D meshes under any axis names, x split on
+    one or both dimensions by one or two axes, any op, results left to the partitioner,
+    replicated or moved to the other dimension; every run has x split on both dimensions (a
+    replicated result, a sum of everything) and a split moved to the other dimension."""
+    for theme in COLLECTIVE_THEMES:
+        case = collective_programs.draw_case(fresh, theme)
+        predicted = _predicted_collectives(kata, case)
+        compiled = _compiled_collectives(case)
+        if predicted != compiled:
+            pytest.fail(
+                f"{case.describe()}: you predicted {predicted}, the partitioned module holds "
+                f"{compiled}; {fresh.where()}"
             )
 
 
 @pytest.mark.task("predict_collectives")
 def test_predict_collectives_does_not_compile(kata):
-    with compiler_refused("predict_collectives"):
-        kata.predict_collectives()
+    for name in ("softmax over axis 0, x row-split", "x + y, x row-split, y column-split"):
+        with compiler_refused("predict_collectives"):
+            kata.predict_collectives(PREDICT_BANK[name])
 
 
 # ---- place_weights: a decision under a memory budget and a communication budget ----------------
@@ -582,14 +564,7 @@ def test_predict_collectives_does_not_compile(kata):
 
 def _collective_bytes(lowered) -> int:
     """Bytes of the results of every collective of the compiled module (per device)."""
-    total = 0
-    module = parse_hlo(_optimized_text(lowered.compile()))
-    for instruction in (i for c in module for i in c if i.opcode in COLLECTIVES):
-        shape = instruction.shape_info
-        for element in shape.elements if shape.is_tuple else (shape,):
-            width = int("".join(ch for ch in str(element.dtype) if ch.isdigit()) or 8)
-            total += int(np.prod(_static_dims(element))) * width // 8
-    return total
+    return collectives.collective_bytes(_optimized_text(lowered.compile()))
 
 
 @cache

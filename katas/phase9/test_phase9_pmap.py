@@ -1,9 +1,9 @@
 """Phase 9, inherited pmap code: what pmap hands each device, who talks to whom in a compiled
 module, and the inherited training step moved to shard_map or jit.
 
-Expected values come from katas/phase9/pmap_oracles.py: the compiled programs' own parameters,
-device groups computed from the mesh's grid (never from the text), the step in NumPy, and the
-bytes of the compiled collectives.
+Expected values come from katas/phase9/pmap_oracles.py (the compiled programs' own parameters,
+the step in NumPy) and kata_harness.collectives (device groups computed from the mesh's grid,
+never from the text, and the bytes of the compiled collectives).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata_harness import metamorphic, oracles
+from kata_harness import collectives, metamorphic, oracles
 from kata_harness.predict import compiler_refused
 from katas.phase9 import pmap_oracles as oracle
 from katas.phase9.pmap_programs import (
@@ -150,7 +150,7 @@ def _bank_texts() -> dict[str, str]:
 
 def _expected(name: str, text: str) -> Counter:
     sizes, kept = BANK_DEVICES[name]
-    groups = oracle.mesh_groups(sizes, kept)
+    groups = collectives.mesh_groups(sizes, kept)
     return Counter({(op, groups): n for op, n in oracle.opcode_counts(text).items()})
 
 
@@ -195,14 +195,14 @@ def _spellings(fresh, name: str) -> list[tuple[str, str | None]]:
     perm = list(range(len(sizes)))
     while len(sizes) > 1 and perm == sorted(perm):  # device_ids with a transpose
         perm = fresh.sample(range(len(sizes)), len(sizes))
-    permuted, _ = oracle.permuted_mesh(sizes, kept, names, perm)
+    permuted, _ = collectives.permuted_mesh(sizes, kept, names, perm)
     found: list[tuple[str, str | None]] = [
-        ("listed", oracle.listed(oracle.mesh_groups(sizes, kept))),
-        ("iota", oracle.iota(sizes, kept)),
-        ("mesh", oracle.mesh_spelling(sizes, kept, names)),
+        ("listed", collectives.listed(collectives.mesh_groups(sizes, kept))),
+        ("iota", collectives.iota(sizes, kept)),
+        ("mesh", collectives.mesh_spelling(sizes, kept, names)),
         ("mesh with device_ids", permuted),
     ]
-    if len(oracle.mesh_groups(sizes, kept)) == 1:  # one group of every device of the module
+    if len(collectives.mesh_groups(sizes, kept)) == 1:  # one group of every device of the module
         found += [("empty", "{}"), ("none", None)]
     return found
 
@@ -214,10 +214,10 @@ def test_collective_groups_in_every_spelling(kata, fresh):
     where this jaxlib's parser reads the text; every wrong spelling is reported."""
     problems, exercised = [], set()
     for name, text in _bank_texts().items():
-        if not oracle.count_groups(text):
+        if not collectives.count_groups(text):
             continue
         for label, spelling in _spellings(fresh, name):
-            variant = oracle.respelled(text, spelling)
+            variant = collectives.respelled(text, spelling)
             if not oracles.xla_accepts(variant):
                 continue  # a spelling this jaxlib's parser does not read
             problem = _check_groups(
@@ -261,7 +261,7 @@ def _inherited_bytes(w_shape, x_shape, y_shape, blocks: int) -> int:
     x = np.zeros((blocks, x_shape[0] // blocks, x_shape[1]), np.float32)
     y = np.zeros((blocks, y_shape[0] // blocks, y_shape[1]), np.float32)
     lowered = inherited_step.lower(w, x, y)
-    return oracle.collective_bytes(oracle.compiled_text(lowered.compile()))
+    return collectives.collective_bytes(oracle.compiled_text(lowered.compile()))
 
 
 def _check_step(case: str, result, mesh, w, x, y) -> None:
@@ -282,7 +282,7 @@ def _check_step(case: str, result, mesh, w, x, y) -> None:
 
 
 def _check_bytes(case: str, compiled, w, x, y, n: int) -> None:
-    moved = oracle.collective_bytes(oracle.compiled_text(compiled))
+    moved = collectives.collective_bytes(oracle.compiled_text(compiled))
     budget = _inherited_bytes(w.shape, x.shape, y.shape, n)
     assert moved <= budget, (
         f"{case}: the collectives move {moved} bytes per device, the inherited pmap step's {budget}"

@@ -131,48 +131,69 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     return [m for m in handler.messages if "CACHE MISS" in m]
 
 
-def predict_while_loops() -> dict[str, int]:
-    # Every loop primitive becomes one while unless unrolled away: a full unroll or a trip count
-    # of 1 leaves none, unroll=2 keeps one, vmap batches the carry of the same loop. A nested
-    # loop is a second while. grad adds a backward loop, and keeps the forward one only when
-    # the backward pass needs its residuals (tanh does; an affine step does not).
-    return {
-        "fori_loop(0, 5)": 1,
-        "fori_loop(0, n), n traced": 1,
-        "fori_loop(0, 5, unroll=True)": 0,
-        "fori_loop(0, 6, unroll=2)": 1,
-        "fori_loop(0, 1)": 0,
-        "while_loop counting to 7": 1,
-        "scan over 4 rows": 1,
-        "fori_loop inside fori_loop": 2,
-        "Python for over range(5)": 0,
-        "lax.map over 3 rows": 1,
-        "vmap of a fori_loop": 1,
-        "two fori_loops, one after the other": 2,
-        "fori_loop in one branch of a cond": 1,
-        "jnp.cumsum": 0,
-        "grad of an affine fori_loop": 1,
-        "grad of a tanh fori_loop": 2,
-    }
+def _kept_and_copies(loop) -> tuple[int, int]:
+    """(1 if XLA keeps a while for the loop, how many copies of its step the program holds)."""
+    if loop.kind == "cumsum":
+        return 0, 0
+    if loop.kind == "fori_traced":
+        return 1, 1  # an unknown trip count: always a loop, one body
+    if loop.kind == "python_for":
+        return 0, loop.trips  # unrolled while tracing
+    unroll = loop.trips if loop.unroll is True else loop.unroll
+    trips, remainder = divmod(loop.trips, unroll) if unroll else (0, loop.trips)
+    if unroll != 1 and trips == 1 and remainder == 0:
+        trips, remainder = 0, loop.trips  # scan unrolls this one completely
+    copies = (unroll if trips else 0) + remainder
+    return int(trips >= 2), copies  # XLA inlines a loop that runs at most once
 
 
-def predict_compiles() -> dict[str, int]:
-    # One compile per new key: abstract types (shape, dtype, weak type), static values by type
-    # and equality, the function object, the devices. Lowering and tracing alone never compile;
-    # a lowered-and-compiled stage is cached like a call.
-    return {
-        "same shape twice": 1,
-        "f32[3] then f32[4]": 2,
-        "Python float 2.0 then np.float32(2.0)": 2,
-        "Python int 3 then np.int32(3)": 2,
-        "static argument 1, 1, 2": 2,
-        "static argument 2, 2.0, True": 3,
-        "fori_loop bound 3 then 4, traced": 1,
-        "fori_loop bound 3 then 4, static": 2,
-        "same shapes committed to 3 devices": 3,
-        "lower and compile twice by hand": 1,
-        "lower only": 0,
-        "make_jaxpr only": 0,
-        "a fresh lambda jitted on each of 3 calls": 3,
-        "one function, jax.jit applied on each of 3 calls": 1,
-    }
+def _whiles(loop) -> int:
+    kept, copies = _kept_and_copies(loop)
+    return kept + copies * sum(_whiles(inner) for inner in loop.body)
+
+
+def predict_while_loops(program) -> int:
+    # A loop primitive is one while when it runs 2 trips or more after unrolling (XLA inlines a
+    # loop of 0 or 1 trip), and each copy of its step holds the loops of its body: a Python for
+    # or an unroll copies them. vmap batches the carry of the same loops, a cond branch keeps
+    # them. grad adds one backward loop per loop, and keeps a forward loop only when the
+    # backward pass reads what it computed: tanh's derivative needs its values, and a later
+    # tanh loop needs its input; an affine step needs nothing.
+    if program.wrap != "grad":
+        return sum(_whiles(loop) for loop in program.loops)
+    total = 0
+    for number, loop in enumerate(program.loops):
+        kept, _ = _kept_and_copies(loop)
+        needed = any(
+            later.step == "tanh" and later.kind != "cumsum" for later in program.loops[number:]
+        )
+        total += kept * (1 + needed)
+    return total
+
+
+def _abstract(value) -> tuple:
+    """What jit's cache remembers of an argument: shape, dtype (32-bit: x64 is off), weak type."""
+    if isinstance(value, bool):
+        return ((), "bool", False)
+    if isinstance(value, int):
+        return ((), "int32", True)
+    if isinstance(value, float):
+        return ((), "float32", True)
+    dtype = np.dtype(value.dtype)
+    narrow = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
+    return (np.shape(value), narrow.get(dtype.name, dtype.name), False)
+
+
+def predict_compiles(calls) -> int:
+    # One compile per new key: the function object (not the jax.jit wrapper), static or
+    # traced n, x's abstract type and where it is committed, n's abstract type when traced or
+    # its type and value when static. trace() and lower() never compile; lower().compile()
+    # and a call share one cache.
+    seen = set()
+    for number, call in enumerate(calls):
+        if call.api not in ("call", "compile"):
+            continue
+        function = (call.function, number) if call.function == "lambda" else call.function
+        n = (type(call.n), call.n) if call.static else _abstract(call.n)
+        seen.add((function, call.static, _abstract(call.x), call.device, n))
+    return len(seen)

@@ -94,26 +94,45 @@ def scatter_sum(x, mesh: Mesh) -> jax.Array:
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
-def predict_collectives() -> dict[str, dict[str, int]]:
-    # No communication while every device has what its slice of the result needs (a row-wise
-    # op on rows, a transpose that moves the split to the other dimension); a sum across the
-    # split is an all-reduce (softmax along it needs two: max and sum); a replicated result is
-    # an all-gather; changing which dimension is split is an all-to-all; rows moving between
-    # devices (a reversal) are a collective-permute.
-    return {
-        "x @ w, x row-split, w replicated": {},
-        "x.sum(), x row-split": {"all-reduce": 1},
-        "x.sum(axis=1), x row-split": {},
-        "x.sum(axis=0), x row-split": {"all-reduce": 1},
-        "x @ w, x column-split, w row-split": {"all-reduce": 1},
-        "x * 2 returned replicated, x row-split": {"all-gather": 1},
-        "x * 2 constrained to column-split, x row-split": {"all-to-all": 1},
-        "x.T, x row-split": {},
-        "x[::-1], x row-split": {"collective-permute": 1},
-        "softmax over axis 0, x row-split": {"all-reduce": 2},
-        "softmax over axis 1, x row-split": {},
-        "x + y, x row-split, y column-split": {"all-to-all": 1},
-    }
+def _split(spec) -> list[bool]:
+    """Whether each of the two dimensions is split (an entry that names any mesh axis)."""
+    return [len(spec) > d and spec[d] is not None for d in (0, 1)]
+
+
+def predict_collectives(case) -> dict[str, int]:
+    # A reduction over a split dimension is one all-reduce per split dimension it reduces
+    # (softmax reduces twice: max and sum; a matmul reduces its contracted dimension); a
+    # reversal along a split dimension is a collective-permute (blocks change places); moving
+    # a split to the other dimension is an all-to-all; a replicated result is one all-gather
+    # per dimension of the result that is still split. Everything else stays on its device.
+    split = _split(case.specs[0])
+    counts = Counter()
+    result = list(split)  # which dimensions of the result are split
+    if case.op == "sum":
+        counts["all-reduce"] += sum(split)
+        result = []
+    elif case.op in ("sum0", "sum1"):
+        reduced = int(case.op[-1])
+        counts["all-reduce"] += split[reduced]
+        result = [split[1 - reduced]]
+    elif case.op in ("softmax0", "softmax1"):
+        counts["all-reduce"] += 2 * split[int(case.op[-1])]
+    elif case.op in ("reverse0", "reverse1"):
+        counts["collective-permute"] += split[int(case.op[-1])]
+    elif case.op == "transpose":
+        result = split[::-1]
+    elif case.op == "matmul":
+        counts["all-reduce"] += split[1]
+        result = [split[0], False]
+    elif case.op == "add" and _split(case.specs[1]) != split:
+        counts["all-to-all"] += 1
+    replicated = case.out is not None and not any(_split(case.out))
+    if case.out is not None and not replicated and _split(case.out) != result:
+        counts["all-to-all"] += 1
+        result = _split(case.out)
+    if replicated:
+        counts["all-gather"] += sum(result)
+    return {opcode: n for opcode, n in counts.items() if n}
 
 
 def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:

@@ -175,9 +175,29 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     raise NotImplementedError("phase7 task 7: explain_miss")
 
 
-def predict_while_loops() -> dict[str, int]:
+_BY_DESCRIPTION = {  # the fixed programs' descriptions (program.describe())
+    "[fori(5, affine)]": "fori_loop(0, 5)",
+    "[fori_traced(3, affine)]": "fori_loop(0, n), n traced",
+    "[fori(5, unroll=True, affine)]": "fori_loop(0, 5, unroll=True)",
+    "[fori(6, unroll=2, affine)]": "fori_loop(0, 6, unroll=2)",
+    "[fori(1, affine)]": "fori_loop(0, 1)",
+    "[while(7, affine)]": "while_loop counting to 7",
+    "[scan(4, affine)]": "scan over 4 rows",
+    "[fori(3, affine, body [fori(4, affine)])]": "fori_loop inside fori_loop",
+    "[python_for(5, affine)]": "Python for over range(5)",
+    "[map(3, affine)]": "lax.map over 3 rows",
+    "[fori(5, affine)] under vmap": "vmap of a fori_loop",
+    "[fori(3, affine); fori(4, affine)]": "two fori_loops, one after the other",
+    "[fori(4, affine)] under cond": "fori_loop in one branch of a cond",
+    "[cumsum]": "jnp.cumsum",
+    "[fori(5, affine)] under grad": "grad of an affine fori_loop",
+    "[fori(5, tanh)] under grad": "grad of a tanh fori_loop",
+}
+
+
+def predict_while_loops(program) -> int:
     """'Predicted': the counts were compiled when the module was imported."""
-    return dict(_IMPORT_TIME_COUNTS)
+    return _IMPORT_TIME_COUNTS.get(_BY_DESCRIPTION.get(program.describe(), ""), 1)
 
 
 def predict_compiles() -> dict[str, int]:

@@ -1,0 +1,169 @@
+"""The cases of phase 9's `predict_collectives`: one sharded operation each, as plain data.
+
+A `ShardedOp` names a mesh, an operation on an array x, how each argument is placed and how the
+result must be placed; `compiled` compiles it (on `jax.ShapeDtypeStruct`s: nothing is placed on
+a device). The tests draw new cases every run (`draw_case`) and compile them; `PREDICT_BANK`
+holds the fixed cases every run includes (the programs the task started with).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+OPS = {
+    "scale": lambda a: a * 2,
+    "sum": lambda a: a.sum(),
+    "sum0": lambda a: a.sum(axis=0),
+    "sum1": lambda a: a.sum(axis=1),
+    "transpose": lambda a: a.T,
+    "reverse0": lambda a: a[::-1],
+    "reverse1": lambda a: a[:, ::-1],
+    "softmax0": lambda a: jax.nn.softmax(a, axis=0),
+    "softmax1": lambda a: jax.nn.softmax(a, axis=1),
+    "matmul": lambda a, w: a @ w,
+    "add": lambda a, b: a + b,
+}
+DTYPES = ("float32", "bfloat16")
+
+
+@dataclass(frozen=True)
+class ShardedOp:
+    """jax.jit of one operation on a 2-D array x, compiled for a mesh of 8 CPU devices.
+
+    mesh: the mesh's axes in order, ((name, size), ...), sizes multiplying to 8.
+    op: "scale" x * 2; "sum" x.sum(); "sum0"/"sum1" x.sum(axis=0/1); "transpose" x.T;
+    "reverse0"/"reverse1" x reversed along dimension 0/1; "softmax0"/"softmax1"
+    jax.nn.softmax(x, axis=0/1); "matmul" x @ w, w of shape (shape[1], 8); "add" x + y, y of
+    x's shape.
+    shape, dtype: x's global shape (every dimension divides by 8) and element type.
+    specs: one PartitionSpec per argument (x; then w or y), as each is placed on the mesh.
+    out: the PartitionSpec the result is placed with (jit's out_shardings); None lets the
+    partitioner choose.
+    """
+
+    mesh: tuple[tuple[str, int], ...]
+    op: str
+    shape: tuple[int, int]
+    dtype: str
+    specs: tuple[P, ...]
+    out: P | None = None
+
+    def describe(self) -> str:
+        sizes = ", ".join(f"{n!r}: {s}" for n, s in self.mesh)
+        specs = ", ".join(str(s) for s in self.specs)
+        out = "chosen by the partitioner" if self.out is None else f"placed {self.out}"
+        return (
+            f"{self.op} on {self.dtype}{list(self.shape)}, mesh {{{sizes}}}, arguments "
+            f"placed {specs}, result {out}"
+        )
+
+
+@cache
+def _mesh(axes: tuple[tuple[str, int], ...]):
+    sizes = tuple(size for _, size in axes)
+    names = tuple(name for name, _ in axes)
+    return jax.make_mesh(sizes, names, axis_types=(AxisType.Auto,) * len(axes))
+
+
+def _operand_shapes(case: ShardedOp) -> list[tuple[int, ...]]:
+    if case.op == "matmul":
+        return [case.shape, (case.shape[1], 8)]
+    if case.op == "add":
+        return [case.shape, case.shape]
+    return [case.shape]
+
+
+def compiled(case: ShardedOp) -> jax.stages.Compiled:
+    """The case compiled by jax.jit for its mesh (arguments given as ShapeDtypeStructs)."""
+    mesh = _mesh(case.mesh)
+    dtype = jnp.dtype(case.dtype)
+    arguments = [
+        jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, spec))
+        for shape, spec in zip(_operand_shapes(case), case.specs, strict=True)
+    ]
+    out = None if case.out is None else NamedSharding(mesh, case.out)
+    return jax.jit(OPS[case.op], out_shardings=out).lower(*arguments).compile()
+
+
+_EIGHT = (("x", 8),)
+
+
+def _bank(op: str, *specs: P, out: P | None = None) -> ShardedOp:
+    return ShardedOp(_EIGHT, op, (16, 8), "float32", specs, out)
+
+
+# The fixed cases every run includes: x f32[16,8] on a 1-D mesh of 8 devices.
+PREDICT_BANK = {
+    "x @ w, x row-split, w replicated": _bank("matmul", P("x", None), P()),
+    "x.sum(), x row-split": _bank("sum", P("x", None)),
+    "x.sum(axis=1), x row-split": _bank("sum1", P("x", None)),
+    "x.sum(axis=0), x row-split": _bank("sum0", P("x", None)),
+    "x @ w, x column-split, w row-split": _bank("matmul", P(None, "x"), P("x", None)),
+    "x * 2 returned replicated, x row-split": _bank("scale", P("x", None), out=P()),
+    "x * 2 placed column-split, x row-split": _bank("scale", P("x", None), out=P(None, "x")),
+    "x.T, x row-split": _bank("transpose", P("x", None)),
+    "x[::-1], x row-split": _bank("reverse0", P("x", None)),
+    "softmax over axis 0, x row-split": _bank("softmax0", P("x", None)),
+    "softmax over axis 1, x row-split": _bank("softmax1", P("x", None)),
+    "x + y, x row-split, y column-split": _bank("add", P("x", None), P(None, "x")),
+}
+
+MESH_SHAPES = ((8,), (2, 4), (4, 2))
+AXIS_NAMES = ("x", "y", "data", "model", "rows")
+
+
+def _entry(rng: random.Random, free: list[str]):
+    """None, one mesh axis, or a tuple of two, taken from the axes still free."""
+    kinds = ["none", "one"] + (["two"] if len(free) >= 2 else [])
+    kind = rng.choice(kinds) if free else "none"
+    if kind == "none":
+        return None
+    if kind == "one":
+        return free.pop(rng.randrange(len(free)))
+    return tuple(free.pop(rng.randrange(len(free))) for _ in range(2))
+
+
+def draw_case(rng: random.Random, theme: str = "any") -> ShardedOp:
+    """A case from the whole domain the task states (see ShardedOp; `theme` "any"): any mesh of
+    8 devices under any axis names, any op, dimensions multiples of 8, x split on none, one or
+    both of its dimensions by one or two axes; w split by rows like x's columns; y placed like
+    x or with x's one split moved to the other dimension; the result left to the partitioner,
+    replicated, or (scale) with x's one split moved to the other dimension. Other themes meet
+    a trap every run: "both" x split on both dimensions of a 2-D mesh by an op that keeps both
+    dimensions, its result replicated; "reduce" x.sum() with x split on both dimensions;
+    "moves" one split moved to the other dimension (scale or add)."""
+    two = theme in ("both", "reduce")
+    sizes = rng.choice(MESH_SHAPES[1:] if two else MESH_SHAPES)
+    mesh = tuple(zip(rng.sample(AXIS_NAMES, len(sizes)), sizes, strict=True))
+    keeps = ["scale", "transpose", "reverse0", "reverse1", "softmax0", "softmax1"]
+    ops = {"both": keeps, "reduce": ["sum"], "moves": ["add", "scale"]}.get(theme, sorted(OPS))
+    op = rng.choice(ops)
+    dtype = rng.choice(DTYPES)
+    shape = (8 * rng.randint(1, 4), 8 * rng.randint(1, 3))
+    free = [name for name, _ in mesh]
+    moves = theme == "moves" or (theme == "any" and op in ("add", "scale") and rng.random() < 0.5)
+    if moves:
+        split = _entry(rng, free) or free[0]
+        x = P(split, None) if rng.random() < 0.5 else P(None, split)
+    elif two:
+        first, second = rng.sample(free, 2)
+        x = P(first, second)
+    else:
+        x = P(_entry(rng, free), _entry(rng, free))
+    swapped = P(x[1], x[0])
+    specs: tuple[P, ...] = (x,)
+    if op == "matmul":
+        specs = (x, P(x[1], None))
+    elif op == "add":
+        specs = (x, swapped if moves else x)
+    out = P() if theme == "both" else rng.choice((None, P()))
+    if op == "scale" and moves:
+        out = swapped
+    return ShardedOp(mesh, op, shape, dtype, specs, out)
