@@ -790,11 +790,18 @@ def test_predict_bytes_accessed_of_the_listed_cases(kata):
 
 @pytest.mark.task("predict_bytes_accessed")
 def test_predict_bytes_accessed_on_fresh_cases(kata, fresh):
-    """Every program at each dtype of its domain (one of them twice when it has one), a shape
-    drawn for each; the expected bytes are XLA's cost analysis of the program compiled here."""
+    """Every program at two dtypes of its domain (a cast program at the dtype it casts to and
+    at one drawn), at one when it has one, a shape drawn for each; the expected bytes are XLA's
+    cost analysis of the program compiled here."""
     _cpu_fact("XLA:CPU's fusion decisions and cost model")
+    casts_to = {"x.astype(bf16) * 2": "bfloat16", "x.astype(f32) * 0.5": "float32"}
     for program, (_, _, dtypes) in BYTES_BANK.items():
-        for dtype in dtypes if len(dtypes) > 1 else dtypes * 2:
+        if program in casts_to:
+            others = [d for d in dtypes if d != casts_to[program]]
+            drawn = [casts_to[program], fresh.choice(others)]
+        else:
+            drawn = fresh.sample(dtypes, min(2, len(dtypes)))
+        for dtype in drawn:
             if program.startswith("x[:") and dtype == "bfloat16":
                 if not versions.holds("bf16-slice-reads-its-part"):
                     continue
