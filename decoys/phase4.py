@@ -769,6 +769,16 @@ def kernel_nothing_is_a_kernel(program, x, n):
 
 @decoy(
     "one_kernel",
+    caught_by=[_K_FRESH],
+    why="right on the listed cases (n = 3): a fori_loop is a while loop whatever its trip count, "
+    "so never one kernel (XLA unrolls a loop of one trip into its body)",
+)
+def kernel_loops_never_unrolled(program, x, n):
+    return False if program.startswith("fori_loop") else _one_kernel(program, n)
+
+
+@decoy(
+    "one_kernel",
     caught_by=["test_one_kernel_does_not_compile"],
     why="compiles the program and reads ENTRY instead of predicting",
 )
