@@ -544,143 +544,248 @@ def scores_dot_general(q, k):
 
 # -------------------------------------------------------------------------------- surviving_ops
 
-_REAL_ALGEBRA = {  # what the algebra of real numbers would leave
+_S_LISTED = "test_surviving_ops_of_the_listed_programs"
+_S_FRESH = "test_surviving_ops_on_fresh_cases"
+
+
+def _surviving(program, x, n, *, integers_fold=True, cse=True) -> int:
+    """The counts by the rule, a clause switched off by a wrong answer below."""
+    folds = integers_fold and jnp.issubdtype(x.dtype, jnp.integer)
+    counts = {
+        "x * 1.0": 0,
+        "x + 0.0": 0,
+        "x * 0.0": 1,
+        "x - x": 0 if folds else 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 0,
+        "x * 2.0 + x * 2.0": 2 if cse else 3,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 0,
+        "jnp.where(False, x * 5.0, x + 5.0)": 1,
+        "(x * 1.0) / 1.0 - 0.0": 0,
+        "jnp.negative applied n times": n % 2,
+        "v + 1.0 applied n times to x": n,
+        "v * 1.0 applied n times to x": 0,
+        "v - v applied n times to x": 0 if folds else n,
+        "sum of n copies of x * 2.0": n if cse else 2 * n - 1,
+    }
+    return counts[program]
+
+
+@accepted("surviving_ops", why="the float counts, then what integers fold on top")
+def surviving_from_exceptions(program, x, n):
+    return _surviving(program, x, n)
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=[_S_LISTED, _S_FRESH],
+    why="simplifies like real numbers: x - x, x * 0 and x * x / x vanish",
+)
+def surviving_real_algebra(program, x, n):
+    vanish = {"x * 0.0", "x - x", "x * x / x", "v - v applied n times to x"}
+    return 0 if program in vanish else _surviving(program, x, n)
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=[_S_LISTED, _S_FRESH],
+    why="believes XLA rewrites nothing: counts the ops as written",
+)
+def surviving_as_written(program, x, n):
+    written = {
+        "jnp.negative(-x)": 2,
+        "x * 2.0 + x * 2.0": 3,
+        "jnp.where(False, x * 5.0, x + 5.0)": 2,
+        "(x * 1.0) / 1.0 - 0.0": 3,
+        "jnp.negative applied n times": n,
+        "v * 1.0 applied n times to x": n,
+        "v - v applied n times to x": n,
+        "sum of n copies of x * 2.0": 2 * n - 1,
+    }
+    return written.get(program, 1)
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=[_S_LISTED, _S_FRESH],
+    why="forgets CSE: x * 2.0 written twice (or n times) stays twice (n times)",
+)
+def surviving_without_cse(program, x, n):
+    return _surviving(program, x, n, cse=False)
+
+
+@decoy(
+    "surviving_ops",
+    caught_by=[_S_LISTED, _S_FRESH, "test_surviving_ops_does_not_compile"],
+    why="compiles the program and counts instead of predicting",
+)
+def surviving_measured(program, x, n):
+    from katas.phase4.programs import REWRITES
+
+    zeros = np.zeros(x.shape, x.dtype)
+    text = jax.jit(REWRITES[program], static_argnums=1).lower(zeros, n).compile().as_text() or ""
+    counts = Counter(i.opcode for c in parse_hlo(text) for i in c)
+    return sum(counts[op] for op in ("add", "subtract", "multiply", "divide", "negate"))
+
+
+_S_TABLE = {  # the listed programs at x f32[3,4], n = 3
     "x * 1.0": 0,
     "x + 0.0": 0,
-    "x * 0.0": 0,
-    "x - x": 0,
+    "x * 0.0": 1,
+    "x - x": 1,
     "x / 2.0": 1,
     "x / 3.0": 1,
     "jnp.negative(-x)": 0,
     "x * 2.0 + x * 2.0": 2,
     "x + x": 1,
     "jnp.sqrt(4.0) * x": 1,
-    "x * x / x": 0,
+    "x * x / x": 2,
     "0.0 - x": 1,
     "jnp.exp(x) * 1.0": 0,
     "jnp.where(False, x * 5.0, x + 5.0)": 1,
     "(x * 1.0) / 1.0 - 0.0": 0,
+    "jnp.negative applied n times": 1,
+    "v + 1.0 applied n times to x": 3,
+    "v * 1.0 applied n times to x": 0,
+    "v - v applied n times to x": 3,
+    "sum of n copies of x * 2.0": 3,
 }
 
 
 @decoy(
     "surviving_ops",
-    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
-    why="simplifies like real numbers: x - x, x * 0 and x * x / x vanish",
+    caught_by=[_S_FRESH],
+    why="memorised the table of the listed cases (x f32[3,4], n = 3), whatever x and n are",
 )
-def surviving_real_algebra():
-    return dict(_REAL_ALGEBRA)
+def surviving_memorised_table(program, x, n):
+    return _S_TABLE[program]
 
 
 @decoy(
     "surviving_ops",
-    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
-    why="believes XLA rewrites nothing: counts the ops as written",
+    caught_by=[_S_FRESH],
+    why="right on the listed cases, which are all float32: takes int32 for a float too, so x - x "
+    "stays (an integer x - x is exactly 0 and folds)",
 )
-def surviving_as_written():
-    written = {
-        "x * 1.0": 1,
-        "x + 0.0": 1,
-        "x * 0.0": 1,
-        "x - x": 1,
-        "x / 2.0": 1,
-        "x / 3.0": 1,
-        "jnp.negative(-x)": 2,
-        "x * 2.0 + x * 2.0": 3,
-        "x + x": 1,
-        "jnp.sqrt(4.0) * x": 1,
-        "x * x / x": 2,
-        "0.0 - x": 1,
-        "jnp.exp(x) * 1.0": 1,
-        "jnp.where(False, x * 5.0, x + 5.0)": 2,
-        "(x * 1.0) / 1.0 - 0.0": 3,
-    }
-    return written
+def surviving_floats_only(program, x, n):
+    return _surviving(program, x, n, integers_fold=False)
 
 
 @decoy(
     "surviving_ops",
-    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
-    why="forgets CSE: x * 2.0 written twice stays twice",
+    caught_by=[_S_FRESH],
+    why="right on the listed cases (n = 3 is odd): believes negations never cancel in a chain, "
+    "one negate per application",
 )
-def surviving_without_cse():
-    return {**_reference_rewrites(), "x * 2.0 + x * 2.0": 3}
-
-
-@decoy(
-    "surviving_ops",
-    caught_by=["test_surviving_ops_match_the_optimized_hlo"],
-    why="compiles the bank and counts instead of predicting",
-)
-def surviving_measured():
-    from katas.phase4.programs import BANK_INPUT, REWRITES
-
-    found = {}
-    for name, program in REWRITES.items():
-        text = jax.jit(program).lower(BANK_INPUT).compile().as_text() or ""
-        counts = Counter(i.opcode for c in parse_hlo(text) for i in c)
-        found[name] = sum(counts[op] for op in ("add", "subtract", "multiply", "divide", "negate"))
-    return found
-
-
-def _reference_rewrites() -> dict[str, int]:
-    return {
-        **_REAL_ALGEBRA,
-        "x * 0.0": 1,
-        "x - x": 1,
-        "x * x / x": 2,
-    }
-
-
-@accepted("surviving_ops", why="built from the real-number counts plus the float exceptions")
-def surviving_from_exceptions():
-    return _reference_rewrites()
+def surviving_negations_stay(program, x, n):
+    return n if program == "jnp.negative applied n times" else _surviving(program, x, n)
 
 
 # ----------------------------------------------------------------------------------- one_kernel
 
-_KERNEL_NAMES = (
-    "tanh(sin(x) * 2 + 1)",
-    "sum(exp(x), axis=1)",
-    "x @ w + 1 (w f32[4,4])",
+_K_LISTED = "test_one_kernel_of_the_listed_programs"
+_K_FRESH = "test_one_kernel_on_fresh_cases"
+_SEPARATE = {  # a library call, a sort, or a reduction whose result every element needs
+    "x @ w + 1 (w ones, x.shape[1] by 4)",
     "sort(x) * 2",
-    "x.T * 2 + 1",
     "softmax(x, axis=-1)",
     "x - mean(x, axis=-1, keepdims=True)",
-    "concatenate([x, x * 2])",
-    "x[::-1] + x",
-    "reshape(x * 2, (4, 3)) + 1",
-    "where(x > 0, x, exp(x) - 1)",
-    "fori_loop(0, 3, v * 2)",
     "x / norm(x)",
-    "pad(x, 1) * 2",
-)
+}
+
+
+def _one_kernel(program, n) -> bool:
+    if program == "fori_loop(0, n, v * 2)":
+        return n == 1
+    if program == "jnp.tanh applied n times":
+        return n > 0
+    return program not in _SEPARATE
+
+
+@accepted("one_kernel", why="the loop and the chain by their trip counts, the rest by a set")
+def kernel_by_rule(program, x, n):
+    return _one_kernel(program, n)
 
 
 @decoy(
     "one_kernel",
-    caught_by=["test_one_kernel_matches_the_optimized_entry"],
+    caught_by=[_K_LISTED, _K_FRESH],
     why="believes only purely elementwise math fuses (no reduce, transpose, pad, concatenate)",
 )
-def kernel_elementwise_only():
+def kernel_elementwise_only(program, x, n):
     elementwise = {"tanh(sin(x) * 2 + 1)", "where(x > 0, x, exp(x) - 1)"}
-    return {name: name in elementwise for name in _KERNEL_NAMES}
+    return program in elementwise or (program == "jnp.tanh applied n times" and n > 0)
 
 
 @decoy(
     "one_kernel",
-    caught_by=["test_one_kernel_matches_the_optimized_entry"],
+    caught_by=[_K_LISTED, _K_FRESH],
     why="believes XLA fuses any program without a loop into one kernel",
 )
-def kernel_everything():
-    return {name: not name.startswith("fori_loop") for name in _KERNEL_NAMES}
+def kernel_everything(program, x, n):
+    return not program.startswith("fori_loop")
 
 
 @decoy(
     "one_kernel",
-    caught_by=["test_one_kernel_matches_the_optimized_entry"],
+    caught_by=[_K_LISTED, _K_FRESH],
     why="believes a reduction always ends up with its consumers (softmax, normalizing)",
 )
-def kernel_reductions_fuse_onward():
-    loners = {"x @ w + 1 (w f32[4,4])", "sort(x) * 2", "fori_loop(0, 3, v * 2)"}
-    return {name: name not in loners for name in _KERNEL_NAMES}
+def kernel_reductions_fuse_onward(program, x, n):
+    loners = {"x @ w + 1 (w ones, x.shape[1] by 4)", "sort(x) * 2"}
+    return (
+        _one_kernel(program, n)
+        if program.startswith(("fori", "jnp.tanh"))
+        else (program not in loners)
+    )
+
+
+@decoy(
+    "one_kernel",
+    caught_by=[_K_FRESH],
+    why="memorised the table of the listed cases (x f32[3,4], n = 3): a loop is never one "
+    "kernel, a tanh chain always is",
+)
+def kernel_memorised_table(program, x, n):
+    return program not in _SEPARATE and not program.startswith("fori_loop")
+
+
+@decoy(
+    "one_kernel",
+    caught_by=[_K_FRESH],
+    why="right on the listed cases (n = 3): takes zero tanh (x itself) and a loop of zero trips "
+    "for one kernel too (XLA copies x: no fusion)",
+)
+def kernel_nothing_is_a_kernel(program, x, n):
+    if program == "fori_loop(0, n, v * 2)":
+        return n <= 1
+    return program not in _SEPARATE
+
+
+@decoy(
+    "one_kernel",
+    caught_by=[_K_FRESH],
+    why="right on the listed cases (n = 3): a fori_loop is a while loop whatever its trip count, "
+    "so never one kernel (XLA unrolls a loop of one trip into its body)",
+)
+def kernel_loops_never_unrolled(program, x, n):
+    return False if program.startswith("fori_loop") else _one_kernel(program, n)
+
+
+@decoy(
+    "one_kernel",
+    caught_by=["test_one_kernel_does_not_compile"],
+    why="compiles the program and reads ENTRY instead of predicting",
+)
+def kernel_measured(program, x, n):
+    from katas.phase4.programs import KERNELS
+
+    zeros = np.zeros(x.shape, x.dtype)
+    text = jax.jit(KERNELS[program], static_argnums=1).lower(zeros, n).compile().as_text() or ""
+    entry = Counter(i.opcode for i in parse_hlo(text).entry)
+    return {k: v for k, v in entry.items() if k not in ("parameter", "constant")} == {"fusion": 1}

@@ -75,6 +75,29 @@ GATES: dict[str, Gate] = {
             "both on every version and is still checked",
         ),
         Gate(
+            "float-constant-adds-kept",
+            ">=0.12",
+            "phase4 surviving_ops, the program 'v + 1.0 applied n times to x' (left out of "
+            "the listed and drawn cases)",
+            "XLA before jax 0.12 folds (v + 1.0) + 1.0 into one add on CPU for f32 and f16 "
+            "(bf16 keeps every add), like x*2.0*3.0 above",
+        ),
+        Gate(
+            "bf16-double-negation-removed",
+            ">=0.11",
+            "phase4 surviving_ops, bfloat16 x in the negation programs (not drawn)",
+            "XLA CPU in jax 0.10 computes bf16 in f32 with a convert between the two negates "
+            "of -(-x), so neither goes; f32, f16 and int32 negations cancel on every version",
+        ),
+        Gate(
+            "bf16-slice-reads-its-part",
+            ">=0.11",
+            "phase6 predict_bytes_accessed, bfloat16 x in 'x[:, : x.shape[1] // 2] * 2' (not "
+            "drawn)",
+            "XLA CPU's cost analysis in jax 0.10 charges a bf16 column slice with all of x "
+            "(whole + half the bytes); f32 and f16 slices read their part on every version",
+        ),
+        Gate(
             "bf16-dots-stay-bf16",
             ">=0.11",
             "phase6 test_naive_temp_of_compiled_tuple_and_bf16_programs, bf16 chain case",

@@ -253,22 +253,38 @@ def rt_mlp_flops_bias_per_vector(batch, in_dim, hidden, out_dim):
 
 
 # ---- predict_entry_root ------------------------------------------------------------------
+# (adapted when the task's cases became drawn: each answer keeps its wrong idea, applied to the
+# program and arguments it is given, on top of the README's rule)
 
-_RT_ROOTS = {
-    "x * 2 + 1, x f32[8,4]": ("fusion", "f32[8,4]{1,0}"),
-    "jnp.sin(x), x f32[3]": ("fusion", "f32[3]{0}"),
-    "jnp.tanh(x), x f32[2,3,4]": ("fusion", "f32[2,3,4]{2,1,0}"),
-    "x + 1, x int32[6]": ("fusion", "s32[6]{0}"),
-    "x.astype(jnp.bfloat16), x f32[8,4]": ("fusion", "bf16[8,4]{1,0}"),
-    "x.sum(axis=1), x f32[8,4]": ("fusion", "f32[8]{0}"),
-    "x.max(), x f32[8,4]": ("fusion", "f32[]"),
-    "x.T, x f32[8,4]": ("fusion", "f32[4,8]{1,0}"),
-    "x itself, x f32[8,4]": ("copy", "f32[8,4]{1,0}"),
-    "x.reshape(2, 4, 4), x f32[8,4]": ("copy", "f32[2,4,4]{2,1,0}"),
-    "(x * 2, x + 1), x f32[2,5]": ("tuple", "(f32[2,5]{1,0}, f32[2,5]{1,0})"),
-    "(x, x.sum()), x f32[8,4]": ("tuple", "(f32[8,4]{1,0}, f32[])"),
-    "(v, x), x f32[8,4], v f32[3]": ("tuple", "(f32[3]{0}, f32[8,4]{1,0})"),
-}
+
+def _rt_printed(dtype, dims) -> str:
+    names = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "s32"}
+    layout = "{" + ",".join(str(d) for d in reversed(range(len(dims)))) + "}" if dims else ""
+    return f"{names[str(dtype)]}[{','.join(map(str, dims))}]{layout}"
+
+
+def _rt_root(program, args):
+    """The rule of the README (the base each wrong answer below changes in one place)."""
+    x = args[0]
+    dims, dtype = tuple(x.shape), str(x.dtype)
+    if program == "(v, x)":
+        return "tuple", f"({_rt_printed(args[1].dtype, tuple(args[1].shape))}, " + (
+            f"{_rt_printed(dtype, dims)})"
+        )
+    if program == "(x * 2, x + 1)":
+        return "tuple", f"({_rt_printed(dtype, dims)}, {_rt_printed(dtype, dims)})"
+    if program == "(x, x.sum())":
+        return "tuple", f"({_rt_printed(dtype, dims)}, {_rt_printed(dtype, ())})"
+    if program.startswith("x.reshape"):
+        return "copy", _rt_printed(dtype, (2, x.size // (2 * dims[-1]), dims[-1]))
+    if program == "x itself" or (program == "x.T" and len(dims) == 1):
+        return "copy", _rt_printed(dtype, dims)
+    if program == "x.astype(jnp.bfloat16)":
+        return ("copy" if dtype == "bfloat16" else "fusion"), _rt_printed("bfloat16", dims)
+    if program in ("jnp.sin(x)", "jnp.tanh(x)") and dtype == "int32":
+        dtype = "float32"
+    shaped = {"x.sum(axis=1)": dims[:1] + dims[2:], "x.max()": (), "x.T": dims[::-1]}
+    return "fusion", _rt_printed(dtype, shaped.get(program, dims))
 
 
 @wrong(
@@ -276,22 +292,25 @@ _RT_ROOTS = {
     why="'a result that is an input, or a reshape of one, is a copy': predicts the parameter "
     "itself and a bitcast for the reshape",
 )
-def rt_roots_input_passthrough():
-    roots = dict(_RT_ROOTS)
-    roots["x itself, x f32[8,4]"] = ("parameter", "f32[8,4]{1,0}")
-    roots["x.reshape(2, 4, 4), x f32[8,4]"] = ("bitcast", "f32[2,4,4]{2,1,0}")
-    return roots
+def rt_roots_input_passthrough(program, args):
+    opcode, shape = _rt_root(program, args)
+    if program == "x itself":
+        return "parameter", shape
+    if program.startswith("x.reshape"):
+        return "bitcast", shape
+    return opcode, shape
 
 
 @wrong(
     "predict_entry_root",
     why="'a transpose writes its result in row-major order rather than changing the layout': "
-    "predicts x.T as f32[4,8]{0,1}",
+    "predicts x.T of a matrix as f32[4,8]{0,1}",
 )
-def rt_roots_transpose_as_layout():
-    roots = dict(_RT_ROOTS)
-    roots["x.T, x f32[8,4]"] = ("fusion", "f32[4,8]{0,1}")
-    return roots
+def rt_roots_transpose_as_layout(program, args):
+    opcode, shape = _rt_root(program, args)
+    if program == "x.T" and args[0].ndim >= 2:
+        return opcode, shape.replace("{1,0}", "{0,1}").replace("{2,1,0}", "{0,1,2}")
+    return opcode, shape
 
 
 @wrong(
@@ -299,13 +318,12 @@ def rt_roots_transpose_as_layout():
     why="'a lone element-wise op, a reduction or a transpose is a loop fusion too': predicts "
     "the bare op (sine, tanh, reduce, transpose) for one-op programs",
 )
-def rt_roots_lone_ops_unfused():
-    roots = dict(_RT_ROOTS)
-    roots["jnp.sin(x), x f32[3]"] = ("sine", "f32[3]{0}")
-    roots["jnp.tanh(x), x f32[2,3,4]"] = ("tanh", "f32[2,3,4]{2,1,0}")
-    roots["x.sum(axis=1), x f32[8,4]"] = ("reduce", "f32[8]{0}")
-    roots["x.T, x f32[8,4]"] = ("transpose", "f32[4,8]{1,0}")
-    return roots
+def rt_roots_lone_ops_unfused(program, args):
+    opcode, shape = _rt_root(program, args)
+    bare = {"jnp.sin(x)": "sine", "jnp.tanh(x)": "tanh", "x.sum(axis=1)": "reduce"}
+    if program == "x.T" and opcode == "fusion":
+        return "transpose", shape
+    return bare.get(program, opcode), shape
 
 
 @wrong(
@@ -313,11 +331,9 @@ def rt_roots_lone_ops_unfused():
     why="'no braces on a scalar': writes a scalar result with an empty layout, f32[]{}, in "
     "x.max() and inside the (x, x.sum()) tuple",
 )
-def rt_roots_scalar_braces():
-    roots = dict(_RT_ROOTS)
-    roots["x.max(), x f32[8,4]"] = ("fusion", "f32[]{}")
-    roots["(x, x.sum()), x f32[8,4]"] = ("tuple", "(f32[8,4]{1,0}, f32[]{})")
-    return roots
+def rt_roots_scalar_braces(program, args):
+    opcode, shape = _rt_root(program, args)
+    return opcode, shape.replace("[]", "[]{}")
 
 
 # ---- three_texts, dump_files -------------------------------------------------------------

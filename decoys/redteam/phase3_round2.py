@@ -402,54 +402,69 @@ def r2_mlp_flops_relu_free(batch: int, in_dim: int, hidden: int, out_dim: int) -
 
 
 # ---------------------------------------------------------------- predict_entry_root (predict)
+# (adapted when the task's cases became drawn: each answer keeps its wrong idea, applied to the
+# program and arguments it is given, on top of the README's rule)
 
-_R2_ROOTS = {
-    "x * 2 + 1, x f32[8,4]": ("fusion", "f32[8,4]{1,0}"),
-    "jnp.sin(x), x f32[3]": ("fusion", "f32[3]{0}"),
-    "jnp.tanh(x), x f32[2,3,4]": ("fusion", "f32[2,3,4]{2,1,0}"),
-    "x + 1, x int32[6]": ("fusion", "s32[6]{0}"),
-    "x.astype(jnp.bfloat16), x f32[8,4]": ("fusion", "bf16[8,4]{1,0}"),
-    "x.sum(axis=1), x f32[8,4]": ("fusion", "f32[8]{0}"),
-    "x.max(), x f32[8,4]": ("fusion", "f32[]"),
-    "x.T, x f32[8,4]": ("fusion", "f32[4,8]{1,0}"),
-    "x itself, x f32[8,4]": ("copy", "f32[8,4]{1,0}"),
-    "x.reshape(2, 4, 4), x f32[8,4]": ("copy", "f32[2,4,4]{2,1,0}"),
-    "(x * 2, x + 1), x f32[2,5]": ("tuple", "(f32[2,5]{1,0}, f32[2,5]{1,0})"),
-    "(x, x.sum()), x f32[8,4]": ("tuple", "(f32[8,4]{1,0}, f32[])"),
-    "(v, x), x f32[8,4], v f32[3]": ("tuple", "(f32[3]{0}, f32[8,4]{1,0})"),
-}
+
+def _r2_printed(dtype, dims) -> str:
+    names = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "s32"}
+    layout = "{" + ",".join(str(d) for d in reversed(range(len(dims)))) + "}" if dims else ""
+    return f"{names[str(dtype)]}[{','.join(map(str, dims))}]{layout}"
+
+
+def _r2_root(program, args):
+    """The rule of the README (the base each wrong answer below changes in one place)."""
+    x = args[0]
+    dims, dtype = tuple(x.shape), str(x.dtype)
+    if program == "(v, x)":
+        return "tuple", f"({_r2_printed(args[1].dtype, tuple(args[1].shape))}, " + (
+            f"{_r2_printed(dtype, dims)})"
+        )
+    if program == "(x * 2, x + 1)":
+        return "tuple", f"({_r2_printed(dtype, dims)}, {_r2_printed(dtype, dims)})"
+    if program == "(x, x.sum())":
+        return "tuple", f"({_r2_printed(dtype, dims)}, {_r2_printed(dtype, ())})"
+    if program.startswith("x.reshape"):
+        return "copy", _r2_printed(dtype, (2, x.size // (2 * dims[-1]), dims[-1]))
+    if program == "x itself" or (program == "x.T" and len(dims) == 1):
+        return "copy", _r2_printed(dtype, dims)
+    if program == "x.astype(jnp.bfloat16)":
+        return ("copy" if dtype == "bfloat16" else "fusion"), _r2_printed("bfloat16", dims)
+    if program in ("jnp.sin(x)", "jnp.tanh(x)") and dtype == "int32":
+        dtype = "float32"
+    shaped = {"x.sum(axis=1)": dims[:1] + dims[2:], "x.max()": (), "x.T": dims[::-1]}
+    return "fusion", _r2_printed(dtype, shaped.get(program, dims))
 
 
 @wrong(
     "predict_entry_root",
     why="README: 'a transpose writes its result in row-major order rather than changing the "
-    "layout' -- predicts x.T as a layout change, ('copy', 'f32[4,8]{0,1}'); wrong on "
-    "'x.T, x f32[8,4]'",
+    "layout' -- predicts x.T as a layout change, ('copy', 'f32[4,8]{0,1}'); wrong on x.T of "
+    "any matrix",
 )
-def r2_roots_transpose_as_layout() -> dict[str, tuple[str, str]]:
-    roots = dict(_R2_ROOTS)
-    roots["x.T, x f32[8,4]"] = ("copy", "f32[4,8]{0,1}")
-    return roots
+def r2_roots_transpose_as_layout(program, args) -> tuple[str, str]:
+    opcode, shape = _r2_root(program, args)
+    if program == "x.T" and args[0].ndim == 2:
+        return "copy", shape.replace("{1,0}", "{0,1}")
+    return opcode, shape
 
 
 @wrong(
     "predict_entry_root",
     why="README: 'a result that is an input, or a reshape of one (a free bitcast), is a copy' -- "
-    "predicts the reshape as a free bitcast; wrong on 'x.reshape(2, 4, 4), x f32[8,4]'",
+    "predicts the reshape as a free bitcast; wrong on every x.reshape case",
 )
-def r2_roots_reshape_bitcast() -> dict[str, tuple[str, str]]:
-    roots = dict(_R2_ROOTS)
-    roots["x.reshape(2, 4, 4), x f32[8,4]"] = ("bitcast", "f32[2,4,4]{2,1,0}")
-    return roots
+def r2_roots_reshape_bitcast(program, args) -> tuple[str, str]:
+    opcode, shape = _r2_root(program, args)
+    return ("bitcast" if program.startswith("x.reshape") else opcode), shape
 
 
 @wrong(
     "predict_entry_root",
     why="two results of one element-wise loop are a tuple of two fusions on CPU, not one "
     "multi-output fusion -- predicts ('fusion', '(f32[2,5]{1,0}, f32[2,5]{1,0})'); wrong on "
-    "'(x * 2, x + 1), x f32[2,5]'",
+    "every (x * 2, x + 1) case",
 )
-def r2_roots_multi_output_fusion() -> dict[str, tuple[str, str]]:
-    roots = dict(_R2_ROOTS)
-    roots["(x * 2, x + 1), x f32[2,5]"] = ("fusion", "(f32[2,5]{1,0}, f32[2,5]{1,0})")
-    return roots
+def r2_roots_multi_output_fusion(program, args) -> tuple[str, str]:
+    opcode, shape = _r2_root(program, args)
+    return ("fusion" if program == "(x * 2, x + 1)" else opcode), shape

@@ -11,25 +11,56 @@ import numpy as np
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-# --- predict: surviving_ops -------------------------------------------------------------------
 
-_TRUE_ARITH = {  # what a careful learner gets right
-    "x * 1.0": 0,
-    "x + 0.0": 0,
-    "x / 2.0": 1,
-    "x / 3.0": 1,
-    "jnp.negative(-x)": 0,
-    "x + x": 1,
-    "jnp.sqrt(4.0) * x": 1,
-    "x * x / x": 2,
-    "0.0 - x": 1,
-    "jnp.exp(x) * 1.0": 0,
-    "(x * 1.0) / 1.0 - 0.0": 0,
-    "x * 2.0 + x * 2.0": 2,
-    "jnp.where(False, x * 5.0, x + 5.0)": 1,
-    "x * 0.0": 1,
-    "x - x": 1,
-}
+def _rt_true_arith(x, n) -> dict:
+    """What a careful learner gets right, for this case (adapted when the cases became drawn)."""
+    integer = np.issubdtype(x.dtype, np.integer)
+    return {
+        "x * 1.0": 0,
+        "x + 0.0": 0,
+        "x * 0.0": 1,
+        "x - x": 0 if integer else 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 0,
+        "x * 2.0 + x * 2.0": 2,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 0,
+        "jnp.where(False, x * 5.0, x + 5.0)": 1,
+        "(x * 1.0) / 1.0 - 0.0": 0,
+        "jnp.negative applied n times": n % 2,
+        "v + 1.0 applied n times to x": n,
+        "v * 1.0 applied n times to x": 0,
+        "v - v applied n times to x": 0 if integer else n,
+        "sum of n copies of x * 2.0": n,
+    }
+
+
+def _rt_true_kernel(x, n) -> dict:
+    """What a careful learner gets right, for this case (adapted when the cases became drawn)."""
+    return {
+        "tanh(sin(x) * 2 + 1)": True,
+        "sum(exp(x), axis=1)": True,
+        "x @ w + 1 (w ones, x.shape[1] by 4)": False,
+        "sort(x) * 2": False,
+        "x.T * 2 + 1": True,
+        "softmax(x, axis=-1)": False,
+        "x - mean(x, axis=-1, keepdims=True)": False,
+        "concatenate([x, x * 2])": True,
+        "x[::-1] + x": True,
+        "reshape(x * 2, x.shape[::-1]) + 1": True,
+        "where(x > 0, x, exp(x) - 1)": True,
+        "fori_loop(0, n, v * 2)": n == 1,
+        "x / norm(x)": False,
+        "pad(x, 1) * 2": True,
+        "jnp.tanh applied n times": n >= 1,
+    }
+
+
+# --- predict: surviving_ops -------------------------------------------------------------------
 
 
 @wrong(
@@ -38,12 +69,12 @@ _TRUE_ARITH = {  # what a careful learner gets right
     "algebra for x * 0.0 and x - x (predicts 0) although 0*inf and inf-inf are NaN: XLA keeps "
     "1 each at f32[3,4]",
 )
-def real_number_algebra():
+def real_number_algebra(program, x, n):
     """x * 0 = 0 and x - x = 0 'because math'."""
-    answer = dict(_TRUE_ARITH)
+    answer = _rt_true_arith(x, n)
     answer["x * 0.0"] = 0
     answer["x - x"] = 0
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -52,11 +83,11 @@ def real_number_algebra():
     "without CSE or dead-branch folding: 'x * 2.0 + x * 2.0' -> 3 (XLA: 2), "
     "'jnp.where(False, x * 5.0, x + 5.0)' -> 2 (XLA: 1)",
 )
-def no_cse_no_dead_branch():
-    answer = dict(_TRUE_ARITH)
+def no_cse_no_dead_branch(program, x, n):
+    answer = _rt_true_arith(x, n)
     answer["x * 2.0 + x * 2.0"] = 3
     answer["jnp.where(False, x * 5.0, x + 5.0)"] = 2
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -65,30 +96,13 @@ def no_cse_no_dead_branch():
     "(-0.0 + 0.0 is +0.0, so 'x + 0.0' is not exact and must stay) predicts 1 for 'x + 0.0'; "
     "XLA removes it: 0 at f32[3,4]",
 )
-def signed_zero_keeps_add():
-    answer = dict(_TRUE_ARITH)
+def signed_zero_keeps_add(program, x, n):
+    answer = _rt_true_arith(x, n)
     answer["x + 0.0"] = 1
-    return answer
+    return answer[program]
 
 
 # --- predict: one_kernel ----------------------------------------------------------------------
-
-_TRUE_KERNEL = {
-    "tanh(sin(x) * 2 + 1)": True,
-    "sum(exp(x), axis=1)": True,
-    "x @ w + 1 (w f32[4,4])": False,
-    "sort(x) * 2": False,
-    "x.T * 2 + 1": True,
-    "softmax(x, axis=-1)": False,
-    "x - mean(x, axis=-1, keepdims=True)": False,
-    "concatenate([x, x * 2])": True,
-    "x[::-1] + x": True,
-    "reshape(x * 2, (4, 3)) + 1": True,
-    "where(x > 0, x, exp(x) - 1)": True,
-    "fori_loop(0, 3, v * 2)": False,
-    "x / norm(x)": False,
-    "pad(x, 1) * 2": True,
-}
 
 
 @wrong(
@@ -97,11 +111,11 @@ _TRUE_KERNEL = {
     "in a loop of its own; this says every reduction fuses with its consumers: softmax, "
     "x - mean(x) and x / norm(x) -> True (XLA: 2+ fusions in ENTRY)",
 )
-def reductions_fuse_with_consumers():
-    answer = dict(_TRUE_KERNEL)
+def reductions_fuse_with_consumers(program, x, n):
+    answer = _rt_true_kernel(x, n)
     for key in ("softmax(x, axis=-1)", "x - mean(x, axis=-1, keepdims=True)", "x / norm(x)"):
         answer[key] = True
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -111,8 +125,8 @@ def reductions_fuse_with_consumers():
     "3-trip fori_loop is unrolled: 'x.T * 2 + 1', 'pad(x, 1) * 2', 'sum(exp(x), axis=1)' -> "
     "False (XLA: one fusion)",
 )
-def data_movement_cuts():
-    answer = dict(_TRUE_KERNEL)
+def data_movement_cuts(program, x, n):
+    answer = _rt_true_kernel(x, n)
     for key in (
         "x.T * 2 + 1",
         "concatenate([x, x * 2])",
@@ -121,8 +135,8 @@ def data_movement_cuts():
         "sum(exp(x), axis=1)",
     ):
         answer[key] = False
-    answer["fori_loop(0, 3, v * 2)"] = True
-    return answer
+    answer["fori_loop(0, n, v * 2)"] = True
+    return answer[program]
 
 
 # --- reading a per-pass dump ------------------------------------------------------------------

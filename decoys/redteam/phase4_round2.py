@@ -6,47 +6,63 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from kata_harness.decoys import wrong
 from xla_inspect import passes
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
 
+
+def _r2_true_arith(x, n) -> dict:
+    """What a careful learner gets right, for this case (adapted when the cases became drawn)."""
+    integer = np.issubdtype(x.dtype, np.integer)
+    return {
+        "x * 1.0": 0,
+        "x + 0.0": 0,
+        "x * 0.0": 1,
+        "x - x": 0 if integer else 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 0,
+        "x * 2.0 + x * 2.0": 2,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 0,
+        "jnp.where(False, x * 5.0, x + 5.0)": 1,
+        "(x * 1.0) / 1.0 - 0.0": 0,
+        "jnp.negative applied n times": n % 2,
+        "v + 1.0 applied n times to x": n,
+        "v * 1.0 applied n times to x": 0,
+        "v - v applied n times to x": 0 if integer else n,
+        "sum of n copies of x * 2.0": n,
+    }
+
+
+def _r2_true_kernel(x, n) -> dict:
+    """What a careful learner gets right, for this case (adapted when the cases became drawn)."""
+    return {
+        "tanh(sin(x) * 2 + 1)": True,
+        "sum(exp(x), axis=1)": True,
+        "x @ w + 1 (w ones, x.shape[1] by 4)": False,
+        "sort(x) * 2": False,
+        "x.T * 2 + 1": True,
+        "softmax(x, axis=-1)": False,
+        "x - mean(x, axis=-1, keepdims=True)": False,
+        "concatenate([x, x * 2])": True,
+        "x[::-1] + x": True,
+        "reshape(x * 2, x.shape[::-1]) + 1": True,
+        "where(x > 0, x, exp(x) - 1)": True,
+        "fori_loop(0, n, v * 2)": n == 1,
+        "x / norm(x)": False,
+        "pad(x, 1) * 2": True,
+        "jnp.tanh applied n times": n >= 1,
+    }
+
+
 # --- what a learner who mostly reasons right would predict (all entries right but the named one)
-
-R2_SURVIVING = {
-    "x * 1.0": 0,
-    "x + 0.0": 0,
-    "x * 0.0": 1,
-    "x - x": 1,
-    "x / 2.0": 1,
-    "x / 3.0": 1,
-    "jnp.negative(-x)": 0,
-    "x * 2.0 + x * 2.0": 2,
-    "x + x": 1,
-    "jnp.sqrt(4.0) * x": 1,
-    "x * x / x": 2,
-    "0.0 - x": 1,
-    "jnp.exp(x) * 1.0": 0,
-    "jnp.where(False, x * 5.0, x + 5.0)": 1,
-    "(x * 1.0) / 1.0 - 0.0": 0,
-}
-
-R2_KERNELS = {
-    "tanh(sin(x) * 2 + 1)": True,
-    "sum(exp(x), axis=1)": True,
-    "x @ w + 1 (w f32[4,4])": False,
-    "sort(x) * 2": False,
-    "x.T * 2 + 1": True,
-    "softmax(x, axis=-1)": False,
-    "x - mean(x, axis=-1, keepdims=True)": False,
-    "concatenate([x, x * 2])": True,
-    "x[::-1] + x": True,
-    "reshape(x * 2, (4, 3)) + 1": True,
-    "where(x > 0, x, exp(x) - 1)": True,
-    "fori_loop(0, 3, v * 2)": False,
-    "x / norm(x)": False,
-    "pad(x, 1) * 2": True,
-}
 
 
 @wrong(
@@ -56,10 +72,10 @@ R2_KERNELS = {
     "'jnp.where(False, x * 5.0, x + 5.0)' (2 predicted, the select on a constant predicate "
     "is simplified and 1 add survives)",
 )
-def r2_surviving_where_keeps_both():
-    answer = dict(R2_SURVIVING)
+def r2_surviving_where_keeps_both(program, x, n):
+    answer = _r2_true_arith(x, n)
     answer["jnp.where(False, x * 5.0, x + 5.0)"] = 2
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -67,10 +83,10 @@ def r2_surviving_where_keeps_both():
     why="'Reason ... from what CSE ... do': forgets that CSE shares the repeated x * 2.0; wrong "
     "on 'x * 2.0 + x * 2.0' (3 predicted, 2 survive: one multiply, one add)",
 )
-def r2_surviving_no_cse():
-    answer = dict(R2_SURVIVING)
+def r2_surviving_no_cse(program, x, n):
+    answer = _r2_true_arith(x, n)
     answer["x * 2.0 + x * 2.0"] = 3
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -79,10 +95,10 @@ def r2_surviving_no_cse():
     "to x as real algebra would; wrong on 'x * x / x' (0 predicted; x=0 or inf gives nan, so "
     "the multiply and divide both survive: 2)",
 )
-def r2_surviving_cancels_division():
-    answer = dict(R2_SURVIVING)
+def r2_surviving_cancels_division(program, x, n):
+    answer = _r2_true_arith(x, n)
     answer["x * x / x"] = 0
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -91,10 +107,10 @@ def r2_surviving_cancels_division():
     "free (folds into nothing, like jnp.negative(-x)); wrong on '0.0 - x' (0 predicted, 1 "
     "survives: 0 - (-0) is +0, not -(-0))",
 )
-def r2_surviving_zero_minus_free():
-    answer = dict(R2_SURVIVING)
+def r2_surviving_zero_minus_free(program, x, n):
+    answer = _r2_true_arith(x, n)
     answer["0.0 - x"] = 0
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -103,10 +119,10 @@ def r2_surviving_zero_minus_free():
     "believes a reduction always needs its own kernel; wrong on 'sum(exp(x), axis=1)' (False "
     "predicted; the exp fuses into the reduce: one kLoop fusion)",
 )
-def r2_kernel_reduction_alone():
-    answer = dict(R2_KERNELS)
+def r2_kernel_reduction_alone(program, x, n):
+    answer = _r2_true_kernel(x, n)
     answer["sum(exp(x), axis=1)"] = False
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -115,10 +131,10 @@ def r2_kernel_reduction_alone():
     "straight-line multiplies that then fuse; wrong on 'fori_loop(0, 3, v * 2)' (True "
     "predicted; ENTRY keeps a while)",
 )
-def r2_kernel_loop_unrolled():
-    answer = dict(R2_KERNELS)
-    answer["fori_loop(0, 3, v * 2)"] = True
-    return answer
+def r2_kernel_loop_unrolled(program, x, n):
+    answer = _r2_true_kernel(x, n)
+    answer["fori_loop(0, n, v * 2)"] = True
+    return answer[program]
 
 
 @wrong(
@@ -127,10 +143,10 @@ def r2_kernel_loop_unrolled():
     "before it is added (not an index remap in the loop); wrong on 'x[::-1] + x' (False "
     "predicted, it is one kLoop fusion)",
 )
-def r2_kernel_reverse_cuts():
-    answer = dict(R2_KERNELS)
+def r2_kernel_reverse_cuts(program, x, n):
+    answer = _r2_true_kernel(x, n)
     answer["x[::-1] + x"] = False
-    return answer
+    return answer[program]
 
 
 @wrong(
@@ -139,10 +155,10 @@ def r2_kernel_reverse_cuts():
     "the scalar norm as a reduction that closes the fusion with its consumer; wrong on "
     "'x / norm(x)' (True predicted, ENTRY has two fusions)",
 )
-def r2_kernel_norm_fuses():
-    answer = dict(R2_KERNELS)
+def r2_kernel_norm_fuses(program, x, n):
+    answer = _r2_true_kernel(x, n)
     answer["x / norm(x)"] = True
-    return answer
+    return answer[program]
 
 
 # --- reading a per-pass dump

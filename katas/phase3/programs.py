@@ -183,24 +183,44 @@ THREE_TEXT_PROGRAMS = {  # a conditional with three results, one function at two
 }
 
 
-# Small programs whose optimized ENTRY ROOT the learner predicts: name -> (function, arguments).
-# Fused element-wise work and reductions, results that are an input (or a reshape of one),
-# several results, a transpose, dtypes that print as bf16 and s32, ranks 0 to 3.
+# Small programs whose optimized ENTRY ROOT the learner predicts for arguments of any shape and
+# dtype of their domain: name -> (function, the ranks each argument may have). Every dimension is
+# 2 or more, every argument float32, bfloat16, float16 or int32 (ROOT_DTYPES), and the first
+# dimension of the reshaped x is even. Fused element-wise work and reductions, results that are an
+# input (or a reshape of one), several results, a transpose (x.T of a vector is the vector).
 ROOT_PROGRAMS = {
-    "x * 2 + 1, x f32[8,4]": (lambda x: x * 2 + 1, (ones((8, 4)),)),
-    "jnp.sin(x), x f32[3]": (jnp.sin, (ones(3),)),
-    "jnp.tanh(x), x f32[2,3,4]": (jnp.tanh, (ones((2, 3, 4)),)),
-    "x + 1, x int32[6]": (lambda x: x + 1, (ones(6, np.int32),)),
-    "x.astype(jnp.bfloat16), x f32[8,4]": (lambda x: x.astype(jnp.bfloat16), (ones((8, 4)),)),
-    "x.sum(axis=1), x f32[8,4]": (lambda x: x.sum(axis=1), (ones((8, 4)),)),
-    "x.max(), x f32[8,4]": (lambda x: x.max(), (ones((8, 4)),)),
-    "x.T, x f32[8,4]": (lambda x: x.T, (ones((8, 4)),)),
-    "x itself, x f32[8,4]": (lambda x: x, (ones((8, 4)),)),
-    "x.reshape(2, 4, 4), x f32[8,4]": (lambda x: x.reshape(2, 4, 4), (ones((8, 4)),)),
-    "(x * 2, x + 1), x f32[2,5]": (lambda x: (x * 2, x + 1), (ones((2, 5)),)),
-    "(x, x.sum()), x f32[8,4]": (lambda x: (x, x.sum()), (ones((8, 4)),)),
-    "(v, x), x f32[8,4], v f32[3]": (lambda x, v: (v, x), (ones((8, 4)), ones(3))),
+    "x * 2 + 1": (lambda x: x * 2 + 1, ((0, 1, 2, 3),)),
+    "jnp.sin(x)": (jnp.sin, ((0, 1, 2, 3),)),
+    "jnp.tanh(x)": (jnp.tanh, ((0, 1, 2, 3),)),
+    "x + 1": (lambda x: x + 1, ((0, 1, 2, 3),)),
+    "x.astype(jnp.bfloat16)": (lambda x: x.astype(jnp.bfloat16), ((0, 1, 2, 3),)),
+    "x.sum(axis=1)": (lambda x: x.sum(axis=1), ((2, 3),)),
+    "x.max()": (lambda x: x.max(), ((1, 2, 3),)),
+    "x.T": (lambda x: x.T, ((1, 2, 3),)),
+    "x itself": (lambda x: x, ((0, 1, 2, 3),)),
+    "x.reshape(2, -1, x.shape[-1])": (lambda x: x.reshape(2, -1, x.shape[-1]), ((2, 3),)),
+    "(x * 2, x + 1)": (lambda x: (x * 2, x + 1), ((0, 1, 2, 3),)),
+    "(x, x.sum())": (lambda x: (x, x.sum()), ((0, 1, 2, 3),)),
+    "(v, x)": (lambda x, v: (v, x), ((0, 1, 2, 3), (0, 1, 2, 3))),
 }
+ROOT_DTYPES = ("float32", "bfloat16", "float16", "int32")
+
+# The cases the task listed before its cases were drawn: (program, ((shape, dtype), ...)).
+ROOT_CASES = (
+    ("x * 2 + 1", (((8, 4), "float32"),)),
+    ("jnp.sin(x)", (((3,), "float32"),)),
+    ("jnp.tanh(x)", (((2, 3, 4), "float32"),)),
+    ("x + 1", (((6,), "int32"),)),
+    ("x.astype(jnp.bfloat16)", (((8, 4), "float32"),)),
+    ("x.sum(axis=1)", (((8, 4), "float32"),)),
+    ("x.max()", (((8, 4), "float32"),)),
+    ("x.T", (((8, 4), "float32"),)),
+    ("x itself", (((8, 4), "float32"),)),
+    ("x.reshape(2, -1, x.shape[-1])", (((8, 4), "float32"),)),
+    ("(x * 2, x + 1)", (((2, 5), "float32"),)),
+    ("(x, x.sum())", (((8, 4), "float32"),)),
+    ("(v, x)", (((8, 4), "float32"), ((3,), "float32"))),
+)
 
 
 def _bank(name: str, about: str) -> Recipe:

@@ -14,7 +14,6 @@ Expected values come from XLA's own C++ parser (jaxlib), from `jax.stages` (`inp
 
 import math
 import os
-import re
 import zlib
 from collections import Counter
 from functools import cache
@@ -27,11 +26,13 @@ import pytest
 from jax.experimental.layout import Format
 from pytest_check import check
 
-from kata_harness import metamorphic, oracles
-from kata_harness.predict import compiler_refused, predicted_entries
-from kata_harness.xla_shapes import xla_shape
+from kata_harness import metamorphic
+from kata_harness.predict import compiler_refused
+from kata_harness.xla_facts import XlaFacts, xla_facts
 from katas.phase3.programs import (
     HAND_WRITTEN,
+    ROOT_CASES,
+    ROOT_DTYPES,
     ROOT_PROGRAMS,
     TABLE,
     THREE_TEXT_PROGRAMS,
@@ -100,66 +101,11 @@ def _library_contents(module) -> dict[str, Counter]:
 
 # --- XLA's own parser (jaxlib), the oracle for the IR-reading tasks ---------------------------
 
-_PRINTED = re.compile(r"^%?(?P<name>[\w.\-]+) = .*? (?P<opcode>[a-z][a-z0-9-]*)\((?P<args>.*?)\)")
-_ENTRY_LINE = re.compile(r"^ENTRY %?([\w.\-]+) ", re.MULTILINE)
-_ROOT_LINE = re.compile(r"^\s*ROOT %?([\w.\-]+) = ", re.MULTILINE)
-
-
-def _xla_hlo():
-    return pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO parser is absent")
-
-
-def _xla_layout(shape) -> str:
-    """Minor-to-major of an XLA shape object: "{1,0}"; a scalar "{}"; a tuple "({1,0}, {})"."""
-    if shape.is_tuple():
-        return "(" + ", ".join(_xla_layout(s) for s in shape.tuple_shapes()) + ")"
-    return "{" + ",".join(str(d) for d in shape.layout().minor_to_major()) + "}"
-
 
 @cache
-def _xla(key: str):
-    """XLA's reading of a bank text: {"params": [(number, layout)], "root": (opcode, shape),
-    "constants": Counter of shapes, "computations": n}."""
-    return _xla_facts(_text(key))
-
-
-@cache
-def _xla_facts(text: str):
-    """XLA's reading of an HLO text, as `_xla` returns it."""
-    _xla_hlo()
-    module = oracles.xla_module(text)
-    printed = module.to_string()
-    entry_line = _ENTRY_LINE.search(printed)
-    assert entry_line, "XLA printed no ENTRY computation"
-    entry_name = entry_line.group(1)
-    entry_block = printed[printed.index(f"ENTRY %{entry_name}") :]
-    entry_block = entry_block[: entry_block.index("\n}")]
-    root_line = _ROOT_LINE.search(entry_block)
-    assert root_line, "XLA printed no ROOT in ENTRY"
-    root_name = root_line.group(1)
-    facts = {
-        "params": [],
-        "root": None,
-        "constants": Counter(),
-        "computations": len(module.computations()),
-    }
-    for computation in module.computations():
-        for instruction in computation.instructions():
-            printed_line = _PRINTED.match(instruction.to_string())
-            assert printed_line, instruction.to_string()
-            opcode = printed_line["opcode"]
-            if opcode == "constant":
-                facts["constants"][str(xla_shape(instruction))] += 1
-            if computation.name != entry_name:
-                continue
-            if opcode == "parameter":
-                facts["params"].append(
-                    (int(printed_line["args"]), _xla_layout(xla_shape(instruction)))
-                )
-            if instruction.name == root_name:
-                facts["root"] = (opcode, str(xla_shape(instruction)))
-    facts["params"].sort()
-    return facts
+def _xla(key: str) -> XlaFacts:
+    """XLA's reading of a bank text (kata_harness.xla_facts)."""
+    return xla_facts(_text(key))
 
 
 # --- metamorphic variants: the same module under other names, its computations in other orders ---
@@ -392,7 +338,7 @@ def _layouts(kata, key: str) -> list:
 def test_parameter_layouts_as_xla_reads_them(kata):
     for key in LAYOUT_BANK:
         got = _layouts(kata, key)
-        expected = [layout for _, layout in _xla(key)["params"]]
+        expected = [layout for _, layout in _xla(key).params]
         with check:
             assert got == expected, f"{key}: got {got}, expected {expected} (parameter(N) order)"
 
@@ -438,7 +384,7 @@ def test_parameter_layouts_hold_under_renaming_and_reordering(kata):
     """The layouts are facts of the module: relabelled names and reordered computations change
     nothing (XLA's parser reads each variant; its reading is the expected answer)."""
     for what, text, variant in _forms(LAYOUT_BANK):
-        expected = variant.rename([layout for _, layout in _xla_facts(text)["params"]])
+        expected = variant.rename([layout for _, layout in xla_facts(text).params])
         got = kata.entry_parameter_layouts(text)
         with check:
             assert got == expected, (
@@ -472,7 +418,7 @@ def _root(kata, key: str) -> tuple:
 def test_root_as_xla_reads_it(kata):
     for key in ROOT_BANK:
         got = _root(kata, key)
-        expected = _xla(key)["root"]
+        expected = _xla(key).root
         with check:
             assert got == expected, f"{key}: got {got}, expected {expected}"
 
@@ -528,7 +474,7 @@ def test_two_results_make_a_tuple_root(kata):
 def test_root_holds_under_renaming_and_reordering(kata):
     """The ROOT of ENTRY, as XLA's parser reads each variant: names and order say nothing."""
     for what, text, variant in _forms(ROOT_BANK):
-        expected = variant.rename(_xla_facts(text)["root"])
+        expected = variant.rename(xla_facts(text).root)
         got = kata.entry_root(text)
         with check:
             assert got == expected, f"{what}: got {got}, expected {expected}"
@@ -668,7 +614,7 @@ def _constants_of(kata, text: str) -> list:
 def test_constants_as_xla_counts_them(kata):
     for key in CONSTANT_BANK:
         shapes = Counter(shape for shape, _ in _constants(kata, key))
-        expected = _xla(key)["constants"]
+        expected = _xla(key).constants
         with check:
             assert shapes == expected, (
                 f"{key}: constants by shape {dict(shapes)}, expected "
@@ -732,7 +678,7 @@ def test_constants_hold_under_renaming_and_reordering(kata):
         printed = Counter(_constants(kata, key))
         for what, text, _ in _forms([key]):
             found = Counter(_constants_of(kata, text))
-            expected = _xla_facts(text)["constants"]
+            expected = xla_facts(text).constants
             shapes = Counter(shape for shape, _ in found.elements())
             with check:
                 assert shapes == expected, (
@@ -867,29 +813,63 @@ def test_mlp_flops_predicted_on_fresh_shapes(kata, fresh):
 
 # --- task 9: predict_entry_root --------------------------------------------------------------
 
+ROOT_DIMS = (2, 3, 4, 5, 6, 7, 8, 12, 16)  # every dimension >= 2 (the contract)
+
 
 @cache
-def _compiled_root(name: str) -> tuple[str, str]:
-    """XLA's reading of the ENTRY ROOT of the program's optimized module."""
-    fn, args = ROOT_PROGRAMS[name]
+def _compiled_root(program: str, specs: tuple) -> tuple[str, str]:
+    """XLA's reading of the ENTRY ROOT of the program's optimized module, for arguments
+    ((shape, dtype), ...)."""
+    fn, _ = ROOT_PROGRAMS[program]
+    args = tuple(np.zeros(shape, jnp.dtype(dtype)) for shape, dtype in specs)
     text = jax.jit(fn).lower(*args).compile().as_text()
     assert text is not None, "this backend does not print its executable"
-    return _xla_facts(text)["root"]
+    return xla_facts(text).root
+
+
+def _root_case(fresh, program: str, rank: int) -> tuple:
+    """One argument list of ``program``'s domain, the first argument of this rank."""
+    _, ranks = ROOT_PROGRAMS[program]
+    specs = []
+    for allowed in ranks:
+        size = rank if not specs else fresh.choice(allowed)
+        shape = [fresh.choice(ROOT_DIMS) for _ in range(size)]
+        if program.startswith("x.reshape") and not specs:
+            shape[0] = 2 * fresh.choice(ROOT_DIMS[:5])
+        specs.append((tuple(shape), fresh.choice(ROOT_DTYPES)))
+    return tuple(specs)
+
+
+def _check_root(kata, program: str, specs: tuple, where: str) -> None:
+    arguments = tuple(jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)) for shape, dtype in specs)
+    root = kata.predict_entry_root(program, arguments)
+    expected = _compiled_root(program, specs)
+    case = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in specs)
+    assert root == expected, (
+        f"{program} with arguments {case}: you predicted {root}; the optimized module's ROOT "
+        f"differs (in its {'shape or layout' if root[:1] == expected[:1] else 'opcode'}){where}"
+    )
 
 
 @pytest.mark.task("predict_entry_root")
-def test_predict_entry_root_matches_the_compiled_modules(kata):
+def test_predict_entry_root_of_the_listed_cases(kata):
     _cpu_only("which ops XLA:CPU fuses and where it copies a result")
-    predicted = predicted_entries("predict_entry_root", kata.predict_entry_root(), ROOT_PROGRAMS)
-    for name, root in predicted.items():
-        with check:
-            assert root == _compiled_root(name), (
-                f"{name}: you predicted {root}; the optimized module's ROOT differs (in its "
-                f"{'shape or layout' if root[:1] == _compiled_root(name)[:1] else 'opcode'})"
-            )
+    for program, specs in ROOT_CASES:
+        _check_root(kata, program, specs, "")
+
+
+@pytest.mark.task("predict_entry_root")
+def test_predict_entry_root_on_fresh_cases(kata, fresh):
+    """Every program at its smallest rank and at another one, dimensions and dtypes drawn over
+    the contract's domain; the expected ROOT is XLA's reading of the program compiled here."""
+    _cpu_only("which ops XLA:CPU fuses and where it copies a result")
+    for program, (_, ranks) in ROOT_PROGRAMS.items():
+        others = [rank for rank in ranks[0] if rank != ranks[0][0]]
+        for rank in (ranks[0][0], fresh.choice(others)):
+            _check_root(kata, program, _root_case(fresh, program, rank), f" ({fresh.where()})")
 
 
 @pytest.mark.task("predict_entry_root")
 def test_predict_entry_root_does_not_compile(kata):
     with compiler_refused("predict_entry_root"):
-        kata.predict_entry_root()
+        kata.predict_entry_root("x * 2 + 1", (jax.ShapeDtypeStruct((8, 4), jnp.float32),))

@@ -113,46 +113,64 @@ PINNED = (  # one pinned optimized module per program, in this order
 )
 
 
-# --- the banks the predict tasks are judged on (the tests compile each at f32[3,4]) ----------
+# --- the banks the predict tasks are judged on -------------------------------------------------
+# Each program takes x and a count n (programs that do not name n ignore it). The tests draw the
+# case: REWRITES for x of rank 0 to 3 (every dimension 2 or more) and REWRITE_DTYPES, n from 1 to
+# 8; KERNELS for a matrix x (each dimension 2 to 16) of KERNEL_DTYPES, n from 0 to 5.
+
+
+def _repeated(step, x, n: int):
+    for _ in range(n):
+        x = step(x)
+    return x
+
 
 REWRITES = {
-    "x * 1.0": lambda x: x * 1.0,
-    "x + 0.0": lambda x: x + 0.0,
-    "x * 0.0": lambda x: x * 0.0,
-    "x - x": lambda x: x - x,
-    "x / 2.0": lambda x: x / 2.0,
-    "x / 3.0": lambda x: x / 3.0,
-    "jnp.negative(-x)": lambda x: jnp.negative(-x),
-    "x * 2.0 + x * 2.0": lambda x: x * 2.0 + x * 2.0,
-    "x + x": lambda x: x + x,
-    "jnp.sqrt(4.0) * x": lambda x: jnp.sqrt(4.0) * x,
-    "x * x / x": lambda x: x * x / x,
-    "0.0 - x": lambda x: 0.0 - x,
-    "jnp.exp(x) * 1.0": lambda x: jnp.exp(x) * 1.0,
-    "jnp.where(False, x * 5.0, x + 5.0)": lambda x: jnp.where(False, x * 5.0, x + 5.0),
-    "(x * 1.0) / 1.0 - 0.0": lambda x: (x * 1.0) / 1.0 - 0.0,
+    "x * 1.0": lambda x, n: x * 1.0,
+    "x + 0.0": lambda x, n: x + 0.0,
+    "x * 0.0": lambda x, n: x * 0.0,
+    "x - x": lambda x, n: x - x,
+    "x / 2.0": lambda x, n: x / 2.0,
+    "x / 3.0": lambda x, n: x / 3.0,
+    "jnp.negative(-x)": lambda x, n: jnp.negative(-x),
+    "x * 2.0 + x * 2.0": lambda x, n: x * 2.0 + x * 2.0,
+    "x + x": lambda x, n: x + x,
+    "jnp.sqrt(4.0) * x": lambda x, n: jnp.sqrt(4.0) * x,
+    "x * x / x": lambda x, n: x * x / x,
+    "0.0 - x": lambda x, n: 0.0 - x,
+    "jnp.exp(x) * 1.0": lambda x, n: jnp.exp(x) * 1.0,
+    "jnp.where(False, x * 5.0, x + 5.0)": lambda x, n: jnp.where(False, x * 5.0, x + 5.0),
+    "(x * 1.0) / 1.0 - 0.0": lambda x, n: (x * 1.0) / 1.0 - 0.0,
+    "jnp.negative applied n times": lambda x, n: _repeated(jnp.negative, x, n),
+    "v + 1.0 applied n times to x": lambda x, n: _repeated(lambda v: v + 1.0, x, n),
+    "v * 1.0 applied n times to x": lambda x, n: _repeated(lambda v: v * 1.0, x, n),
+    "v - v applied n times to x": lambda x, n: _repeated(lambda v: v - v, x, n),
+    "sum of n copies of x * 2.0": lambda x, n: sum([x * 2.0 for _ in range(n - 1)], x * 2.0),
 }
-
-_W = uniform((4, 4), seed=9)
+REWRITE_DTYPES = ("float32", "bfloat16", "float16", "int32")
 
 KERNELS = {
-    "tanh(sin(x) * 2 + 1)": lambda x: jnp.tanh(jnp.sin(x) * 2.0 + 1.0),
-    "sum(exp(x), axis=1)": lambda x: jnp.sum(jnp.exp(x), axis=1),
-    "x @ w + 1 (w f32[4,4])": lambda x: x @ _W + 1.0,
-    "sort(x) * 2": lambda x: jnp.sort(x) * 2.0,
-    "x.T * 2 + 1": lambda x: x.T * 2.0 + 1.0,
-    "softmax(x, axis=-1)": lambda x: jax.nn.softmax(x, axis=-1),
-    "x - mean(x, axis=-1, keepdims=True)": lambda x: x - jnp.mean(x, axis=-1, keepdims=True),
-    "concatenate([x, x * 2])": lambda x: jnp.concatenate([x, x * 2.0]),
-    "x[::-1] + x": lambda x: x[::-1] + x,
-    "reshape(x * 2, (4, 3)) + 1": lambda x: jnp.reshape(x * 2.0, (4, 3)) + 1.0,
-    "where(x > 0, x, exp(x) - 1)": lambda x: jnp.where(x > 0, x, jnp.exp(x) - 1.0),
-    "fori_loop(0, 3, v * 2)": lambda x: lax.fori_loop(0, 3, lambda _, v: v * 2.0, x),
-    "x / norm(x)": lambda x: x / jnp.linalg.norm(x),
-    "pad(x, 1) * 2": lambda x: jnp.pad(x, 1) * 2.0,
+    "tanh(sin(x) * 2 + 1)": lambda x, n: jnp.tanh(jnp.sin(x) * 2.0 + 1.0),
+    "sum(exp(x), axis=1)": lambda x, n: jnp.sum(jnp.exp(x), axis=1),
+    "x @ w + 1 (w ones, x.shape[1] by 4)": lambda x, n: x @ np.ones((x.shape[1], 4), x.dtype) + 1.0,
+    "sort(x) * 2": lambda x, n: jnp.sort(x) * 2.0,
+    "x.T * 2 + 1": lambda x, n: x.T * 2.0 + 1.0,
+    "softmax(x, axis=-1)": lambda x, n: jax.nn.softmax(x, axis=-1),
+    "x - mean(x, axis=-1, keepdims=True)": lambda x, n: x - jnp.mean(x, axis=-1, keepdims=True),
+    "concatenate([x, x * 2])": lambda x, n: jnp.concatenate([x, x * 2.0]),
+    "x[::-1] + x": lambda x, n: x[::-1] + x,
+    "reshape(x * 2, x.shape[::-1]) + 1": lambda x, n: jnp.reshape(x * 2.0, x.shape[::-1]) + 1.0,
+    "where(x > 0, x, exp(x) - 1)": lambda x, n: jnp.where(x > 0, x, jnp.exp(x) - 1.0),
+    "fori_loop(0, n, v * 2)": lambda x, n: lax.fori_loop(0, n, lambda _, v: v * 2.0, x),
+    "x / norm(x)": lambda x, n: x / jnp.linalg.norm(x),
+    "pad(x, 1) * 2": lambda x, n: jnp.pad(x, 1) * 2.0,
+    "jnp.tanh applied n times": lambda x, n: _repeated(jnp.tanh, x, n),
 }
+KERNEL_DTYPES = ("float32", "bfloat16", "float16")
 
+# The case every program was judged on before cases were drawn: x f32[3,4], n = 3.
 BANK_INPUT = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+BANK_N = 3
 
 
 _F32 = ELEMENTWISE_INPUTS["f32[3,5]"]

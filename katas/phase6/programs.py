@@ -319,34 +319,62 @@ def _train_state():
     return {"b": ones(4), "w": ones(4, 4)}
 
 
-# Programs whose compiled `bytes accessed` the learner predicts from the shapes: name ->
-# (function, argument maker). NumPy arguments: building them compiles nothing.
+# Programs whose compiled `bytes accessed` the learner predicts from x's shape and dtype: name ->
+# (function, what it takes besides x, the dtypes x may have). x is a matrix whose every dimension
+# is one of BYTES_DIMS; y is an array like x (same shape and dtype), b a vector of x's dtype with
+# one element per column of x.
+BYTES_FLOATS = ("float32", "bfloat16", "float16")
+BYTES_DIMS = (64, 96, 100, 128, 200, 256, 300)
 BYTES_BANK = {
-    "tanh(exp(2x + 1) - 3), x f32[256,256]": (
+    "tanh(exp(2x + 1) - 3)": (
         lambda x: jnp.tanh(jnp.exp(2.0 * x + 1.0) - 3.0),
-        lambda: (ones(256, 256),),
+        "",
+        BYTES_FLOATS,
     ),
-    "x + y, both f32[64,96]": (lambda x, y: x + y, lambda: (ones(64, 96), ones(64, 96))),
-    "x + b, x f32[256,256], b f32[256]": (lambda x, b: x + b, lambda: (ones(256, 256), ones(256))),
-    "x.sum(axis=0), x f32[64,96]": (lambda x: x.sum(axis=0), lambda: (ones(64, 96),)),
-    "x.sum(), x f32[256,256]": (lambda x: x.sum(), lambda: (ones(256, 256),)),
-    "x.astype(bf16) * 2, x f32[256,256]": (
+    "x + y": (lambda x, y: x + y, "y", BYTES_FLOATS),
+    "x + b": (lambda x, b: x + b, "b", BYTES_FLOATS),
+    "x.sum(axis=0)": (lambda x: x.sum(axis=0), "", ("float32",)),
+    "x.sum()": (lambda x: x.sum(), "", ("float32",)),
+    "x.astype(bf16) * 2": (
         lambda x: x.astype(jnp.bfloat16) * 2,
-        lambda: (ones(256, 256),),
+        "",
+        (*BYTES_FLOATS, "int8", "int32"),
     ),
-    "exp(x), x bf16[64,96]": (jnp.exp, lambda: (bf16(64, 96),)),
-    "x.astype(f32) * 0.5, x int8[256,256]": (
+    "exp(x)": (jnp.exp, "", BYTES_FLOATS),
+    "x.astype(f32) * 0.5": (
         lambda x: x.astype(jnp.float32) * 0.5,
-        lambda: (rng_array((256, 256), np.int8),),
+        "",
+        (*BYTES_FLOATS, "int8", "int32"),
     ),
-    "x.T + 1, x f32[64,96]": (lambda x: x.T + 1.0, lambda: (ones(64, 96),)),
-    "x[:, :128] * 2, x f32[256,256]": (lambda x: x[:, :128] * 2.0, lambda: (ones(256, 256),)),
-    "x * 2 with an unused y, both f32[256,256]": (
-        lambda x, y: x * 2.0,
-        lambda: (ones(256, 256), ones(256, 256)),
-    ),
-    "x - x.mean(), x f32[256,256]": (lambda x: x - x.mean(), lambda: (ones(256, 256),)),
+    "x.T + 1": (lambda x: x.T + 1.0, "", BYTES_FLOATS),
+    "x[:, : x.shape[1] // 2] * 2": (lambda x: x[:, : x.shape[1] // 2] * 2.0, "", BYTES_FLOATS),
+    "x * 2 with an unused y": (lambda x, y: x * 2.0, "y", BYTES_FLOATS),
+    "x - x.mean()": (lambda x: x - x.mean(), "", ("float32",)),
 }
+
+# The cases the task listed before its cases were drawn: (program, x's shape, x's dtype).
+BYTES_CASES = (
+    ("tanh(exp(2x + 1) - 3)", (256, 256), "float32"),
+    ("x + y", (64, 96), "float32"),
+    ("x + b", (256, 256), "float32"),
+    ("x.sum(axis=0)", (64, 96), "float32"),
+    ("x.sum()", (256, 256), "float32"),
+    ("x.astype(bf16) * 2", (256, 256), "float32"),
+    ("exp(x)", (64, 96), "bfloat16"),
+    ("x.astype(f32) * 0.5", (256, 256), "int8"),
+    ("x.T + 1", (64, 96), "float32"),
+    ("x[:, : x.shape[1] // 2] * 2", (256, 256), "float32"),
+    ("x * 2 with an unused y", (256, 256), "float32"),
+    ("x - x.mean()", (256, 256), "float32"),
+)
+
+
+def bytes_arguments(program: str, shape: tuple[int, int], dtype: str) -> tuple:
+    """The arguments BYTES_BANK[program] is compiled for, x of this shape and dtype (NumPy)."""
+    _, extra, _ = BYTES_BANK[program]
+    x = rng_array(shape, jnp.dtype(dtype))
+    others = {"": (), "y": (rng_array(shape, jnp.dtype(dtype), seed=1),)}
+    return (x, *others.get(extra, (rng_array(shape[1:], jnp.dtype(dtype), seed=2),)))
 
 
 SHOWN = {

@@ -15,11 +15,13 @@ from jax._src import array as jax_array
 from pytest_check import check
 
 from kata_harness import metamorphic, oracles, versions
-from kata_harness.predict import compiler_refused, predicted_entries
+from kata_harness.predict import compiler_refused
 from katas.phase6.programs import (
     ALIAS_BANK,
     BATCH,
     BYTES_BANK,
+    BYTES_CASES,
+    BYTES_DIMS,
     COST_BANK,
     HANDWRITTEN_ALIAS,
     HIDDEN,
@@ -33,6 +35,7 @@ from katas.phase6.programs import (
     UNARY_STEPS,
     activation_chain,
     bf16,
+    bytes_arguments,
     chain,
     device_ones,
     matmul_chain,
@@ -760,31 +763,53 @@ def test_predict_chain_temp_does_not_compile(kata):
 
 
 @functools.cache
-def _bank_bytes(name: str) -> float:
-    fn, args = BYTES_BANK[name]
-    cost = jax.jit(fn).lower(*args()).compile().cost_analysis()
+def _case_bytes(program: str, shape: tuple[int, int], dtype: str) -> float:
+    """XLA's cost analysis of the program compiled for x of this shape and dtype."""
+    fn, _, _ = BYTES_BANK[program]
+    cost = jax.jit(fn).lower(*bytes_arguments(program, shape, dtype)).compile().cost_analysis()
     assert isinstance(cost, dict), f"cost_analysis gave {cost!r:.80}"
     return float(cost.get("bytes accessed", 0.0))
 
 
-@pytest.mark.task("predict_bytes_accessed")
-def test_predict_bytes_accessed_matches_cost_analysis(kata):
-    predicted = predicted_entries(
-        "predict_bytes_accessed", kata.predict_bytes_accessed(), BYTES_BANK
+def _check_bytes(kata, program: str, shape: tuple[int, int], dtype: str, where: str) -> None:
+    got = kata.predict_bytes_accessed(program, jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
+    measured = _case_bytes(program, shape, dtype)
+    assert got == measured, (
+        f"{program} with x {dtype}{list(shape)}: you predicted {got} bytes; cost_analysis says "
+        f"otherwise ({'more' if measured > got else 'fewer'}: which operands and outputs does "
+        f"each fusion read and write once, and at how many bytes an element?){where}"
     )
+
+
+@pytest.mark.task("predict_bytes_accessed")
+def test_predict_bytes_accessed_of_the_listed_cases(kata):
     _cpu_fact("XLA:CPU's fusion decisions and cost model")
-    for name, got in predicted.items():
-        with check:
-            assert type(got) is int, f"{name}: expected an int, got {got!r}"
-        with check:
-            assert got == _bank_bytes(name), (
-                f"{name}: you predicted {got} bytes; cost_analysis says otherwise ("
-                f"{'more' if _bank_bytes(name) > got else 'fewer'}: which operands and outputs "
-                "does each fusion read and write once?)"
-            )
+    for program, shape, dtype in BYTES_CASES:
+        _check_bytes(kata, program, shape, dtype, "")
+
+
+@pytest.mark.task("predict_bytes_accessed")
+def test_predict_bytes_accessed_on_fresh_cases(kata, fresh):
+    """Every program at two dtypes of its domain (a cast program at the dtype it casts to and
+    at one drawn), at one when it has one, a shape drawn for each; the expected bytes are XLA's
+    cost analysis of the program compiled here."""
+    _cpu_fact("XLA:CPU's fusion decisions and cost model")
+    casts_to = {"x.astype(bf16) * 2": "bfloat16", "x.astype(f32) * 0.5": "float32"}
+    for program, (_, _, dtypes) in BYTES_BANK.items():
+        if program in casts_to:
+            others = [d for d in dtypes if d != casts_to[program]]
+            drawn = [casts_to[program], fresh.choice(others)]
+        else:
+            drawn = fresh.sample(dtypes, min(2, len(dtypes)))
+        for dtype in drawn:
+            if program.startswith("x[:") and dtype == "bfloat16":
+                if not versions.holds("bf16-slice-reads-its-part"):
+                    continue
+            shape = (fresh.choice(BYTES_DIMS), fresh.choice(BYTES_DIMS))
+            _check_bytes(kata, program, shape, dtype, f" ({fresh.where()})")
 
 
 @pytest.mark.task("predict_bytes_accessed")
 def test_predict_bytes_accessed_does_not_compile(kata):
     with compiler_refused("predict_bytes_accessed"):
-        kata.predict_bytes_accessed()
+        kata.predict_bytes_accessed("exp(x)", jax.ShapeDtypeStruct((64, 96), jnp.float32))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -104,24 +105,43 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     return dots + batch * hidden + batch * hidden + batch * out_dim
 
 
-def predict_entry_root() -> dict[str, tuple[str, str]]:
+_XLA_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "s32"}
+
+
+def _printed(dtype: str, dims: tuple[int, ...]) -> str:
+    layout = "{" + ",".join(str(d) for d in reversed(range(len(dims)))) + "}" if dims else ""
+    return f"{_XLA_DTYPES[dtype]}[{','.join(map(str, dims))}]{layout}"
+
+
+def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> tuple[str, str]:
     # On XLA:CPU every element-wise op, reduction and transpose ends up in a loop fusion, so the
     # ROOT of one computed result is a fusion; several results are gathered by a tuple. A result
-    # that is an input (or a reshape of one, a free bitcast) cannot be handed back in the input's
-    # buffer, so XLA copies it. Shapes are row-major: minor-to-major {n-1,...,0}, none on a
-    # scalar; bfloat16 prints bf16 and int32 s32.
-    return {
-        "x * 2 + 1, x f32[8,4]": ("fusion", "f32[8,4]{1,0}"),
-        "jnp.sin(x), x f32[3]": ("fusion", "f32[3]{0}"),
-        "jnp.tanh(x), x f32[2,3,4]": ("fusion", "f32[2,3,4]{2,1,0}"),
-        "x + 1, x int32[6]": ("fusion", "s32[6]{0}"),
-        "x.astype(jnp.bfloat16), x f32[8,4]": ("fusion", "bf16[8,4]{1,0}"),
-        "x.sum(axis=1), x f32[8,4]": ("fusion", "f32[8]{0}"),
-        "x.max(), x f32[8,4]": ("fusion", "f32[]"),
-        "x.T, x f32[8,4]": ("fusion", "f32[4,8]{1,0}"),
-        "x itself, x f32[8,4]": ("copy", "f32[8,4]{1,0}"),
-        "x.reshape(2, 4, 4), x f32[8,4]": ("copy", "f32[2,4,4]{2,1,0}"),
-        "(x * 2, x + 1), x f32[2,5]": ("tuple", "(f32[2,5]{1,0}, f32[2,5]{1,0})"),
-        "(x, x.sum()), x f32[8,4]": ("tuple", "(f32[8,4]{1,0}, f32[])"),
-        "(v, x), x f32[8,4], v f32[3]": ("tuple", "(f32[3]{0}, f32[8,4]{1,0})"),
+    # that is an input (or a reshape of one, a free bitcast; x.T of a vector; a cast to the dtype
+    # it has) cannot be handed back in the input's buffer, so XLA copies it. The result's dtype
+    # follows jnp (sin of an int32 is float32); shapes are row-major: minor-to-major
+    # {n-1,...,0}, none on a scalar; bfloat16 prints bf16 and int32 s32.
+    dims, dtype = tuple(args[0].shape), args[0].dtype.name
+    real = "float32" if dtype == "int32" else dtype
+    if program == "(v, x)":
+        v = args[1]
+        return "tuple", f"({_printed(v.dtype.name, tuple(v.shape))}, {_printed(dtype, dims)})"
+    if program == "(x * 2, x + 1)":
+        return "tuple", f"({_printed(dtype, dims)}, {_printed(dtype, dims)})"
+    if program == "(x, x.sum())":
+        return "tuple", f"({_printed(dtype, dims)}, {_printed(dtype, ())})"
+    if program == "x.reshape(2, -1, x.shape[-1])":
+        return "copy", _printed(dtype, (2, math.prod(dims) // (2 * dims[-1]), dims[-1]))
+    if program == "x itself" or (program == "x.T" and len(dims) == 1):
+        return "copy", _printed(dtype, dims)
+    if program == "x.astype(jnp.bfloat16)":
+        return "copy" if dtype == "bfloat16" else "fusion", _printed("bfloat16", dims)
+    fused = {
+        "x * 2 + 1": (dtype, dims),
+        "jnp.sin(x)": (real, dims),
+        "jnp.tanh(x)": (real, dims),
+        "x + 1": (dtype, dims),
+        "x.sum(axis=1)": (dtype, dims[:1] + dims[2:]),
+        "x.max()": (dtype, ()),
+        "x.T": (dtype, dims[::-1]),
     }
+    return "fusion", _printed(*fused[program])

@@ -90,15 +90,17 @@ def named_passes() -> dict[str, str]:
     }
 
 
-def surviving_ops() -> dict[str, int]:
+def surviving_ops(program: str, x: jax.ShapeDtypeStruct, n: int) -> int:
     # Identities exact for every float (x*1, x+0, x/1, a double negation) vanish; x*0 and x-x
     # are not (nan, inf); dividing by a constant becomes a multiply; CSE shares x*2.0; constants
-    # fold; 0-x stays a subtract.
-    return {
+    # fold; 0-x stays a subtract. On integers x - x is exactly 0 and folds (a float literal
+    # makes the rest of these programs float32, so nothing else changes). Shapes change nothing.
+    integer = jnp.issubdtype(x.dtype, jnp.integer)
+    counts = {
         "x * 1.0": 0,
         "x + 0.0": 0,
         "x * 0.0": 1,
-        "x - x": 1,
+        "x - x": 0 if integer else 1,
         "x / 2.0": 1,
         "x / 3.0": 1,
         "jnp.negative(-x)": 0,
@@ -110,25 +112,29 @@ def surviving_ops() -> dict[str, int]:
         "jnp.exp(x) * 1.0": 0,
         "jnp.where(False, x * 5.0, x + 5.0)": 1,
         "(x * 1.0) / 1.0 - 0.0": 0,
+        "jnp.negative applied n times": n % 2,
+        "v + 1.0 applied n times to x": n,
+        "v * 1.0 applied n times to x": 0,
+        "v - v applied n times to x": 0 if integer else n,
+        "sum of n copies of x * 2.0": n,
     }
+    return counts[program]
 
 
-def one_kernel() -> dict[str, bool]:
+def one_kernel(program: str, x: jax.ShapeDtypeStruct, n: int) -> bool:
     # Elementwise ops, transposes, reshapes, reversals, pads, concatenates and a reduction at the
-    # end share one loop; a reduction feeding a broadcast consumer, a dot, a sort and a loop do not.
-    return {
-        "tanh(sin(x) * 2 + 1)": True,
-        "sum(exp(x), axis=1)": True,
-        "x @ w + 1 (w f32[4,4])": False,
-        "sort(x) * 2": False,
-        "x.T * 2 + 1": True,
-        "softmax(x, axis=-1)": False,
-        "x - mean(x, axis=-1, keepdims=True)": False,
-        "concatenate([x, x * 2])": True,
-        "x[::-1] + x": True,
-        "reshape(x * 2, (4, 3)) + 1": True,
-        "where(x > 0, x, exp(x) - 1)": True,
-        "fori_loop(0, 3, v * 2)": False,
-        "x / norm(x)": False,
-        "pad(x, 1) * 2": True,
+    # end share one loop; a reduction feeding a broadcast consumer, a dot, a sort and a loop do
+    # not. A loop of one trip is unrolled into its body; zero trips (or zero tanh) return x,
+    # which XLA copies. Neither the dtype nor the (small) shape changes a verdict.
+    if program == "fori_loop(0, n, v * 2)":
+        return n == 1
+    if program == "jnp.tanh applied n times":
+        return n >= 1
+    separate = {
+        "x @ w + 1 (w ones, x.shape[1] by 4)",
+        "sort(x) * 2",
+        "softmax(x, axis=-1)",
+        "x - mean(x, axis=-1, keepdims=True)",
+        "x / norm(x)",
     }
+    return program not in separate

@@ -146,23 +146,26 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
     return buffers * rows * width * itemsize
 
 
-def predict_bytes_accessed() -> dict[str, int]:
-    # A fused kernel reads each input once and writes each output once; what it reads is only
-    # what it uses (a slice, not the whole array; an unused argument not at all). A reduction
-    # whose result feeds elementwise work on the same array needs a second kernel that reads
-    # the array again.
-    big, small = 256 * 256 * 4, 64 * 96 * 4  # f32[256,256] and f32[64,96]
-    return {
-        "tanh(exp(2x + 1) - 3), x f32[256,256]": 2 * big,
-        "x + y, both f32[64,96]": 3 * small,
-        "x + b, x f32[256,256], b f32[256]": 2 * big + 256 * 4,
-        "x.sum(axis=0), x f32[64,96]": small + 96 * 4,
-        "x.sum(), x f32[256,256]": big + 4,
-        "x.astype(bf16) * 2, x f32[256,256]": big + big // 2,
-        "exp(x), x bf16[64,96]": 2 * (small // 2),
-        "x.astype(f32) * 0.5, x int8[256,256]": big // 4 + big,
-        "x.T + 1, x f32[64,96]": 2 * small,
-        "x[:, :128] * 2, x f32[256,256]": 2 * (big // 2),
-        "x * 2 with an unused y, both f32[256,256]": 2 * big,
-        "x - x.mean(), x f32[256,256]": (big + 4) + (big + 4 + big),
+def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
+    # A fused kernel reads each input once and writes each output once, at its dtype's bytes per
+    # element; what it reads is only what it uses (a slice, not the whole array; an unused
+    # argument not at all). A reduction whose result feeds elementwise work on the same array
+    # needs a second kernel that reads the array again. A cast to the dtype x has is no work.
+    rows, cols = x.shape
+    size = x.dtype.itemsize
+    whole = rows * cols * size
+    traffic = {
+        "tanh(exp(2x + 1) - 3)": 2 * whole,
+        "x + y": 3 * whole,
+        "x + b": 2 * whole + cols * size,
+        "x.sum(axis=0)": whole + cols * size,
+        "x.sum()": whole + size,
+        "x.astype(bf16) * 2": whole + rows * cols * 2,
+        "exp(x)": 2 * whole,
+        "x.astype(f32) * 0.5": whole + rows * cols * 4,
+        "x.T + 1": 2 * whole,
+        "x[:, : x.shape[1] // 2] * 2": 2 * rows * (cols // 2) * size,
+        "x * 2 with an unused y": 2 * whole,
+        "x - x.mean()": (whole + size) + (whole + size + whole),
     }
+    return traffic[program]

@@ -127,14 +127,16 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
         set_profile(kept_profile)
 
 
-def predict_entry_root() -> dict[str, tuple[str, str]]:
-    """Predict the ENTRY ROOT of the optimized CPU module of each ROOT_PROGRAMS program.
+def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> tuple[str, str]:
+    """Predict the ENTRY ROOT of the optimized CPU module of ROOT_PROGRAMS[program] called with
+    arguments of these shapes and dtypes.
 
-    ROOT_PROGRAMS (katas/phase3/programs.py) maps a name to (function, arguments). Return
-    {name: (opcode, shape with layout)} for every name, in entry_root's format, e.g.
-    ("fusion", "f32[8,4]{1,0}"): what entry_root would read from
-    jax.jit(function).lower(*arguments).compile().as_text(). Decide from the code and the
-    shapes; your function must not jit or compile anything.
+    ROOT_PROGRAMS (katas/phase3/programs.py) maps a name to (function, the ranks each argument
+    may have); every dimension is 2 or more, every argument float32, bfloat16, float16 or int32.
+    Return (opcode, shape with layout) in entry_root's format, e.g. ("fusion", "f32[8,4]{1,0}"):
+    what entry_root would read from jax.jit(function).lower(*args).compile().as_text(). Each
+    argument is a jax.ShapeDtypeStruct (.shape, .dtype). Decide from the code, the shapes and
+    the dtypes; your function must not jit or compile anything.
     """
     # TODO: which ops does XLA:CPU fuse, and what happens to a result that is an input?
     raise NotImplementedError("phase3 task 9: predict_entry_root")

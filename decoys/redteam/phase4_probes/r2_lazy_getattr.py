@@ -159,20 +159,22 @@ class _Prediction:
         self._work()
         raise AttributeError(name)
 
-    def __call__(self):
-        return dict(self.counts or {})
+    def __call__(self, program, x, n):
+        return (self.counts or {}).get(program, 0)
 
 
 surviving_ops = _Prediction()
 
 
-def one_kernel() -> dict[str, bool]:
-    """Predict, for each program of `KERNELS` in katas/phase4/programs.py (keyed by the text that
-    names it, compiled on CPU for x f32[3,4]), whether XLA computes it in one kernel: besides
-    parameters and constants, the optimized ENTRY computation holds exactly one instruction, a
-    fusion.
+def one_kernel(program: str, x: jax.ShapeDtypeStruct, n: int) -> bool:
+    """Predict whether XLA computes `KERNELS[program]` (katas/phase4/programs.py), compiled on
+    CPU for an x of this shape and dtype (a jax.ShapeDtypeStruct: a matrix, each dimension 2 to
+    16; float32, bfloat16 or float16) and the count n (0 to 5; programs whose text does not name
+    n ignore it), in one kernel: besides parameters and constants, the optimized ENTRY
+    computation holds exactly one instruction, a fusion.
 
-    The tests compile the bank themselves; they forbid jax.jit and compiling while they call you.
+    The tests compile the program themselves; they forbid jax.jit and compiling while they call
+    you.
     """
     # TODO: which ops can share a loop with their producers and consumers, and which cannot?
     raise NotImplementedError("phase4 task 13: one_kernel")

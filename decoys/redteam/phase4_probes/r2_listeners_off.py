@@ -148,20 +148,22 @@ def named_passes() -> dict[str, str]:
     raise NotImplementedError("phase4 task 11: named_passes")
 
 
-def surviving_ops() -> dict[str, int]:
-    """Predict, for each program of `REWRITES` in katas/phase4/programs.py (keyed by the text
-    that names it, compiled for x f32[3,4]), how many arithmetic instructions (add, subtract,
-    multiply, divide, negate) the optimized HLO still holds, over every computation.
+def surviving_ops(program: str, x: jax.ShapeDtypeStruct, n: int) -> int:
+    """Predict how many arithmetic instructions (add, subtract, multiply, divide, negate) the
+    optimized HLO of `REWRITES[program]` (katas/phase4/programs.py) still holds, over every
+    computation, when it is compiled for an x of this shape and dtype (a jax.ShapeDtypeStruct:
+    rank 0 to 3, every dimension 2 or more; float32, bfloat16, float16 or int32) and the count
+    n (1 to 8; programs whose text does not name n ignore it).
 
-    Reason from what algebraic simplification may do to floats (inf, nan, rounding) and from what
-    CSE and constant folding do. The tests compile the bank themselves; they forbid jax.jit and
-    compiling while they call you.
+    Reason from what algebraic simplification may do to floats (inf, nan, rounding) and to
+    integers, and from what CSE and constant folding do. The tests compile the program
+    themselves; they forbid jax.jit and compiling while they call you.
     """
-    # TODO: one count per program; which rewrites are exact for every float?
+    # TODO: which rewrites are exact for every float, and for every integer?
     raise NotImplementedError("phase4 task 12: surviving_ops")
 
 
-def one_kernel() -> dict[str, bool]:
+def one_kernel(program: str, x: jax.ShapeDtypeStruct, n: int) -> bool:
     """Predict, for each program of `KERNELS` in katas/phase4/programs.py (keyed by the text that
     names it, compiled on CPU for x f32[3,4]), whether XLA computes it in one kernel: besides
     parameters and constants, the optimized ENTRY computation holds exactly one instruction, a
@@ -188,4 +190,4 @@ def one_kernel() -> dict[str, bool]:
         sys.setprofile(profile)
         for listener in listeners:
             jax.monitoring.register_event_duration_secs_listener(listener)
-    return answers
+    return answers.get(program, False)

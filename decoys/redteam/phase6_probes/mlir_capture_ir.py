@@ -150,14 +150,16 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
         return int(capture_ir(path).memory_analysis["temp_size_in_bytes"])
 
 
-def predict_bytes_accessed() -> dict[str, int]:
-    """Predict the compiled `bytes accessed` of every BYTES_BANK program, from its shapes.
+def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
+    """Predict the compiled `bytes accessed` of BYTES_BANK[program], from x's shape and dtype.
 
-    BYTES_BANK (katas/phase6/programs.py) maps a name (the program and its argument shapes) to
-    a function and its arguments. Return {name: bytes} for every name: what
-    `cost_analysis()["bytes accessed"]` of the compiled program will say. Work from what a
-    fused kernel reads and writes, what each dtype costs per element, and which programs need
-    more than one kernel. The tests compile the bank themselves; your function must not.
+    BYTES_BANK (katas/phase6/programs.py) maps a name to (function, what it takes besides x:
+    y, an array like x, or b, a vector of x's dtype with one element per column of x; the dtypes
+    x may have). x (a jax.ShapeDtypeStruct: .shape, .dtype) is a matrix whose every dimension is
+    one of BYTES_DIMS. Return what `cost_analysis()["bytes accessed"]` of the program compiled
+    for those arguments will say. Work from what a fused kernel reads and writes, what each
+    dtype costs per element, and which programs need more than one kernel. The tests compile
+    the program themselves; your function must not.
     """
-    # TODO: one entry per BYTES_BANK name
+    # TODO: which arrays does each kernel read and write, at how many bytes an element?
     raise NotImplementedError("phase6 task 8: predict_bytes_accessed")

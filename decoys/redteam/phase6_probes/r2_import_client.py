@@ -152,7 +152,7 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
     raise NotImplementedError("phase6 task 7: predict_chain_temp")
 
 
-def predict_bytes_accessed() -> dict[str, int]:
+def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
     """Predict the compiled `bytes accessed` of every BYTES_BANK program, from its shapes.
 
     BYTES_BANK (katas/phase6/programs.py) maps a name (the program and its argument shapes) to
@@ -161,4 +161,4 @@ def predict_bytes_accessed() -> dict[str, int]:
     fused kernel reads and writes, what each dtype costs per element, and which programs need
     more than one kernel. The tests compile the bank themselves; your function must not.
     """
-    return dict(_MEASURED)
+    return next((v for k, v in _MEASURED.items() if k.startswith(program)), 0)

@@ -1,0 +1,77 @@
+"""What XLA's own parser reads in an HLO text: the oracle of the phase 3 reading tasks.
+
+The text goes through jaxlib's private HLO parser (:func:`.oracles.xla_module`, asked first in a
+child process) and XLA prints the module back; the facts are read from XLA's objects and its own
+printing, never from xla_inspect, so a test compares the learner's reading (or prediction) with
+XLA's and not with the library the learner may use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+
+import pytest
+
+from . import oracles
+from .xla_shapes import xla_shape
+
+_PRINTED = re.compile(r"^%?(?P<name>[\w.\-]+) = .*? (?P<opcode>[a-z][a-z0-9-]*)\((?P<args>.*?)\)")
+_ENTRY_LINE = re.compile(r"^ENTRY %?([\w.\-]+) ", re.MULTILINE)
+_ROOT_LINE = re.compile(r"^\s*ROOT %?([\w.\-]+) = ", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class XlaFacts:
+    """ENTRY's parameters as (number, minor-to-major layout), sorted by number; ENTRY's ROOT as
+    (opcode, shape as XLA prints it); the shapes of every constant of every computation; how
+    many computations the module holds."""
+
+    params: tuple[tuple[int, str], ...]
+    root: tuple[str, str]
+    constants: Counter
+    computations: int
+
+
+def layout_of(shape) -> str:
+    """Minor-to-major of an XLA shape object: "{1,0}"; a scalar "{}"; a tuple "({1,0}, {})"."""
+    if shape.is_tuple():
+        return "(" + ", ".join(layout_of(s) for s in shape.tuple_shapes()) + ")"
+    return "{" + ",".join(str(d) for d in shape.layout().minor_to_major()) + "}"
+
+
+@cache
+def xla_facts(text: str) -> XlaFacts:
+    """XLA's reading of ``text`` (skips the test when jaxlib has no HLO parser)."""
+    pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO parser is absent")
+    module = oracles.xla_module(text)
+    printed = module.to_string()
+    entry_line = _ENTRY_LINE.search(printed)
+    assert entry_line, "XLA printed no ENTRY computation"
+    entry_name = entry_line.group(1)
+    entry_block = printed[printed.index(f"ENTRY %{entry_name}") :]
+    entry_block = entry_block[: entry_block.index("\n}")]
+    root_line = _ROOT_LINE.search(entry_block)
+    assert root_line, "XLA printed no ROOT in ENTRY"
+    root_name = root_line.group(1)
+    params: list[tuple[int, str]] = []
+    root: tuple[str, str] | None = None
+    constants: Counter = Counter()
+    computations = module.computations()
+    for computation in computations:
+        for instruction in computation.instructions():
+            printed_line = _PRINTED.match(instruction.to_string())
+            assert printed_line, instruction.to_string()
+            opcode = printed_line["opcode"]
+            if opcode == "constant":
+                constants[str(xla_shape(instruction))] += 1
+            if computation.name != entry_name:
+                continue
+            if opcode == "parameter":
+                params.append((int(printed_line["args"]), layout_of(xla_shape(instruction))))
+            if instruction.name == root_name:
+                root = (opcode, str(xla_shape(instruction)))
+    assert root is not None, f"XLA names ROOT {root_name} but holds no such instruction"
+    return XlaFacts(tuple(sorted(params)), root, constants, len(computations))
