@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kata_harness import curriculum, iree, programs
+from kata_harness import curriculum, iree, programs, recordings
 from xla_inspect import iree_compile
 from xla_inspect.iree import read_flow
 
@@ -47,8 +47,8 @@ def test_flow_listing_is_current(request, phase, name, program):
         pytest.skip(f"cannot check against IREE: {reason}")
     kept = path.read_text(encoding="utf-8") if path.is_file() else None
     running = iree_compile.versions()
-    if kept is not None and not updating and iree.recorded_versions(kept) != running:
-        pytest.skip(f"recorded with {iree.recorded_versions(kept)}, running {running}")
+    if kept is not None and not updating and recordings.header_versions(kept) != running:
+        pytest.skip(f"recorded with {recordings.header_versions(kept)}, running {running}")
     fresh = iree.compile_flow(program)
     if updating:
         if request.config.getoption("--impl") != "reference":
@@ -99,8 +99,8 @@ def test_agreement_is_current(request, phase, module):
         pytest.skip(f"cannot measure with IREE: {reason}")
     kept = path.read_text(encoding="utf-8") if path.is_file() else None
     running = iree_compile.versions()
-    if kept is not None and not updating and iree.recorded_versions(kept) != running:
-        pytest.skip(f"recorded with {iree.recorded_versions(kept)}, running {running}")
+    if kept is not None and not updating and recordings.header_versions(kept) != running:
+        pytest.skip(f"recorded with {recordings.header_versions(kept)}, running {running}")
     fresh = iree.agreement_table(module.ROUND_TRIPS)
     if updating:
         if request.config.getoption("--impl") != "reference":

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from kata_harness import curriculum, programs, versions
+from kata_harness.recordings import header_versions
 from kata_harness.targets import (
     RECORD_COMMAND,
     Recording,
     compile_recording,
     recorded_path,
-    recorded_versions,
 )
 from xla_inspect import targets
 from xla_inspect.parse import parse_hlo
@@ -44,8 +44,8 @@ def test_recording_is_current(request, phase, name, recording):
         pytest.skip(f"cannot check against the compiler: {missing}")
     kept = path.read_text(encoding="utf-8") if path.is_file() else None
     running = target.versions()
-    if kept is not None and not updating and recorded_versions(kept) != running:
-        pytest.skip(f"recorded with {recorded_versions(kept)}, running {running}")
+    if kept is not None and not updating and header_versions(kept) != running:
+        pytest.skip(f"recorded with {header_versions(kept)}, running {running}")
     fresh = compile_recording(recording)
     if updating:
         if request.config.getoption("--impl") != "reference":
