@@ -201,32 +201,37 @@ def _libraries() -> list[Any]:
 
     stages = [jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped]
     client = type(jax.extend.backend.get_backend())
-    # the toolkit too: tests read profiles, listings and modules with it
-    toolkit = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "xla_inspect"]
+    # the toolkit too: tests read profiles, listings and modules with it (matched by a slice,
+    # not a method call per loaded module: see fingerprint)
+    toolkit = [m for n, m in list(sys.modules.items()) if n[:12] in ("xla_inspect", _TOOLKIT)]
     return [jax, jnp, jax.monitoring, np, np.testing, *stages, client, *toolkit]
 
 
+_TOOLKIT = "xla_inspect."
 Snapshot = dict[str, dict[str, Any]]
 
 
 def fingerprint() -> Snapshot:
     """``owner -> {name: value}`` over the libraries the tests measure with.
 
-    One dict copy per library and no call per name: a predict task's refusal watches every call
-    through ``sys.setprofile``, so a call per name would make each answer cost milliseconds.
-    Holding the values (not their ids) also keeps an id from being reused by a new object.
+    One dict copy per library, made by the interpreter (``{**...}``), and no call per name or
+    per loaded module: a predict task's refusal watches every call through ``sys.setprofile``,
+    so each call here would reach its hook, twice per answer. Holding the values (not their ids)
+    also keeps an id from being reused by a new object. Every library is a module or a class,
+    so each has a ``__name__``.
     """
-    return {getattr(owner, "__name__", str(owner)): dict(vars(owner)) for owner in _libraries()}
+    return {owner.__name__: {**owner.__dict__} for owner in _libraries()}
 
 
 def changed(before: Snapshot) -> list[str]:
-    """What was replaced or removed since ``before`` (an import adding a submodule is not)."""
-    after = fingerprint()
+    """What was replaced or removed since ``before`` (an import adding a submodule is not),
+    read from each library as it is now: no second copy."""
+    owners = {owner.__name__: owner for owner in _libraries()}
     found = []
     for owner, values in before.items():
-        now = after[owner]
-        for name, value in values.items():
-            if name not in now or now[name] is not value:
+        now = owners[owner].__dict__
+        for name in values:
+            if name not in now or now[name] is not values[name]:
                 found.append(f"{owner}.{name}")
     return sorted(found)
 

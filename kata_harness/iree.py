@@ -24,13 +24,12 @@ import pytest
 from xla_inspect import iree_compile
 from xla_inspect.targets import group_missing
 
-from . import curriculum
+from . import recordings
 
 RECORD_COMMAND = (
     "uv run pytest tests/harness/test_iree_recordings.py --impl=reference --snapshot-update"
 )
 TARGET = f"IREE llvm-cpu, --iree-llvmcpu-target-cpu={iree_compile.CPU} (any x86-64)"
-_VERSIONS_LINE = "// versions: "
 
 
 def missing() -> str | None:
@@ -47,25 +46,12 @@ def require() -> ModuleType:
 
 
 def recorded_path(phase: str, name: str) -> Path:
-    return curriculum.KATAS_DIR / phase / curriculum.RECORDED_DIR / f"{name}.mlir"
+    return recordings.recorded_path(phase, name, ".mlir")
 
 
 def recorded(phase: str, name: str) -> str:
     """The recorded flow listing ``name`` of ``phaseN`` (with its header)."""
-    path = recorded_path(phase, name)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: record it with {RECORD_COMMAND}")
-    return path.read_text(encoding="utf-8")
-
-
-def recorded_versions(text: str) -> str | None:
-    """The versions a recorded listing names in its header."""
-    for line in text.splitlines():
-        if line.startswith(_VERSIONS_LINE):
-            return line.removeprefix(_VERSIONS_LINE)
-        if not line.startswith("//"):
-            break
-    return None
+    return recordings.read_recorded(recorded_path(phase, name), RECORD_COMMAND)
 
 
 def compile_flow(program: Any) -> str:
@@ -74,7 +60,7 @@ def compile_flow(program: Any) -> str:
     header = [
         f"// recorded by: {RECORD_COMMAND}",
         f"// target: {TARGET}, --compile-to=flow",
-        f"{_VERSIONS_LINE}{iree_compile.versions()}",
+        f"{recordings.VERSIONS_LINE}{iree_compile.versions()}",
         f"// program: {program.what}",
     ]
     return "\n".join(header) + "\n" + listing
@@ -149,7 +135,7 @@ def agreement_table(programs: dict[str, Any]) -> str:
     lines = [
         f"// recorded by: {RECORD_COMMAND}",
         f"// target: {TARGET}, run by the local-task driver",
-        f"{_VERSIONS_LINE}{iree_compile.versions()}",
+        f"{recordings.VERSIONS_LINE}{iree_compile.versions()}",
         "// program: max |iree - jax| / max |jax| over the outputs, worst of seeds "
         f"{AGREEMENT_SEEDS.start}-{AGREEMENT_SEEDS.stop - 1}, standard-normal arguments",
     ]

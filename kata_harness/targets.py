@@ -24,13 +24,12 @@ import pytest
 from xla_inspect import targets
 from xla_inspect.targets import Target
 
-from . import curriculum
+from . import recordings
 
 if TYPE_CHECKING:
     import jax.stages
 
 RECORD_COMMAND = "uv run pytest tests/harness/test_recordings.py --impl=reference --snapshot-update"
-_VERSIONS_LINE = "// versions: "
 
 
 @dataclass(frozen=True)
@@ -55,25 +54,12 @@ def require(name: str) -> Target:
 
 
 def recorded_path(phase: str, name: str) -> Path:
-    return curriculum.KATAS_DIR / phase / curriculum.RECORDED_DIR / f"{name}.hlo"
+    return recordings.recorded_path(phase, name, ".hlo")
 
 
 def recorded(phase: str, name: str) -> str:
     """The recorded optimized HLO text of ``phaseN``'s recording ``name`` (with its header)."""
-    path = recorded_path(phase, name)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: record it with {RECORD_COMMAND}")
-    return path.read_text(encoding="utf-8")
-
-
-def recorded_versions(text: str) -> str | None:
-    """The compiler versions a recorded text names in its header."""
-    for line in text.splitlines():
-        if line.startswith(_VERSIONS_LINE):
-            return line.removeprefix(_VERSIONS_LINE)
-        if not line.startswith("//"):
-            break
-    return None
+    return recordings.read_recorded(recorded_path(phase, name), RECORD_COMMAND)
 
 
 @contextmanager
@@ -110,7 +96,7 @@ def compile_recording(recording: Recording) -> str:
     header = [
         f"// recorded by: {RECORD_COMMAND}",
         f"// target: {target.name} ({target.description}){options}",
-        f"{_VERSIONS_LINE}{target.versions()}",
+        f"{recordings.VERSIONS_LINE}{target.versions()}",
         f"// program: {recording.what}",
     ]
     return "\n".join(header) + "\n" + text

@@ -130,7 +130,7 @@ GATES: dict[str, Gate] = {
         Gate(
             "xla-attribute-table",
             ">=0.12",
-            "tests/xla_inspect/test_oracle.py, the attribute table and value syntax probes",
+            "tests/xla_inspect/test_oracle_*.py, the attribute table and value syntax probes",
             "the reader's table is read from jaxlib 0.12's parser; older parsers know other "
             "opcodes (no collective-reduce or shuffle) and reject the probes for other reasons",
         ),
@@ -144,7 +144,7 @@ GATES: dict[str, Gate] = {
         Gate(
             "xla-parser-checks-as-in-jaxlib-0.12",
             ">=0.12",
-            "tests/xla_inspect/test_oracle.py comparisons of shardings (named, mesh replica "
+            "tests/xla_inspect/test_oracle_*.py comparisons of shardings (named, mesh replica "
             "groups, a domain's), enumerated values, reshape element counts and operand and "
             "dimension counts",
             "XLA's parser before jax 0.12 checks less as it reads: it takes a named sharding or "

@@ -14,9 +14,10 @@ the task order of the moment they are read. `started` is the phase of the last
 `katas start phaseN` and when it was said (absent until then; see `status.working_phase`).
 
 A phase's cached outcomes are reused only while its key matches: the key hashes the phase's
-kata file, its test files, `programs.py` and `tasks.toml`, plus the harness, `xla_inspect`, the
-CLI's runner (which turns reports into outcomes) and the jax version
-(anything that can change a test's outcome). `KATAS_STATE_DIR` moves the folder (tests use it).
+kata file, its test files, `programs.py`, any other module beside them and `tasks.toml`, plus
+the harness, `xla_inspect`, the CLI's runner (which turns reports into outcomes) and the jax
+version (anything that can change a test's outcome). `KATAS_STATE_DIR` moves the folder (tests
+use it).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def phase_key(phase: Phase, salt: bytes | None = None) -> str:
     """Hash of everything a phase's outcome depends on (see the module docstring)."""
     digest = hashlib.sha256(salt if salt is not None else _salt())
     folder = phase.kata_path.parent
-    tests = [*folder.glob("test_*.py"), *folder.glob(phase.programs_path.name)]
+    # the test files, programs.py and any module they share (katas/phase9/pmap_oracles.py)
+    tests = [p for p in folder.glob("*.py") if p.name != phase.kata_path.name]
     recorded = sorted(folder.glob(f"{RECORDED_DIR}/*.hlo"))
     _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *tests, *recorded])
     if phase.needs:  # installing the group makes its skipped tests run

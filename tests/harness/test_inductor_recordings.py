@@ -20,6 +20,7 @@ from __future__ import annotations
 import pytest
 
 from kata_harness import inductor as lines
+from kata_harness import recordings
 from katas.phase16 import programs
 from xla_inspect import inductor_capture
 from xla_inspect.inductor import read_inductor, reduction_count
@@ -43,8 +44,7 @@ def _facts(codes: list[str]) -> list[tuple]:
     return facts
 
 
-def _header(name: str) -> dict[str, str]:
-    text = programs.recorded_path(name).read_text(encoding="utf-8")
+def _header(text: str) -> dict[str, str]:
     header = {}
     for line in text.splitlines():
         if not line.startswith("# ") or line.startswith(programs.GRAPH_LINE):
@@ -58,7 +58,7 @@ def _header(name: str) -> dict[str, str]:
 def test_inductor_recording_reads_alike(name):
     path = programs.recorded_path(name)
     assert path.is_file(), f"{path} is missing: record it with {programs.RECORD_COMMAND}"
-    header = _header(name)
+    header = _header(path.read_text(encoding="utf-8"))
     assert {"torch", "cpu", "program"} <= set(header), f"{path}: header lacks versions or CPU"
     codes = programs.recorded(name)
     assert len(codes) == (2 if name in programs.TRAIN else 1), f"{path}: graphs"
@@ -75,23 +75,27 @@ def test_inductor_recording_reads_alike(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_inductor_recording_is_current(request, name):
     missing = inductor_capture.missing()
-    if missing is not None:
-        pytest.skip(f"cannot check against Inductor: {missing}")
-    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
-
     path = programs.recorded_path(name)
-    updating = bool(getattr(request.config.option, "update_snapshots", False))
-    if path.is_file() and not updating and _header(name).get("torch") != torch.__version__:
-        pytest.skip(
-            f"recorded with torch {_header(name).get('torch')}, running {torch.__version__}"
+
+    def running() -> str:
+        import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+
+        return f"torch {torch.__version__}"
+
+    def compare(_kept: str, codes: list[str]) -> None:
+        assert _facts(codes) == _facts(programs.recorded(name)), (
+            f"{path} is stale: Inductor now generates other kernels; {programs.RECORD_COMMAND}"
         )
-    codes = programs.generate(name)
-    if updating:
-        if request.config.getoption("--impl") != "reference":
-            pytest.fail("recordings are written in reference mode only", pytrace=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(programs.recording_text(name, codes), encoding="utf-8")
-        return
-    assert _facts(codes) == _facts(programs.recorded(name)), (
-        f"{path} is stale: Inductor now generates other kernels; {programs.RECORD_COMMAND}"
+
+    recordings.check_current(
+        request,
+        path,
+        command=programs.RECORD_COMMAND,
+        unavailable=None if missing is None else f"cannot check against Inductor: {missing}",
+        running=running,
+        recorded_with=lambda text: f"torch {_header(text).get('torch')}",
+        make=lambda: programs.generate(name),
+        render=lambda codes: programs.recording_text(name, codes),
+        compare=compare,
+        fail_if_missing=False,
     )

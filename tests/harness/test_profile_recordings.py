@@ -10,26 +10,20 @@ from collections import Counter
 
 import pytest
 
-from kata_harness import curriculum, programs
+from kata_harness import recordings
 from xla_inspect.normalize import normalize_hlo
-from xla_inspect.profile import Profile
+from xla_inspect.profile import Profile, load_profile
 from xla_inspect.profile_query import instruction_info, op_runs, steps
 
 COMMAND = (
     "uv run pytest tests/harness/test_profile_recordings.py --impl=reference --snapshot-update"
 )
 
-
-def _profiles() -> list[tuple[str, str, object]]:
-    found = []
-    for phase in curriculum.phases():
-        module = programs.load(phase)
-        for name in sorted(getattr(module, "PROFILES", {})):
-            found.append((phase.name, name, module))
-    return found
-
-
-PROFILES = _profiles()
+PROFILES = [
+    (phase, name, module)
+    for phase, module in recordings.programs_with("PROFILES")
+    for name in sorted(module.PROFILES)
+]
 IDS = [f"{phase}/{name}" for phase, name, _ in PROFILES]
 
 
@@ -58,31 +52,30 @@ def _jax_of(profile: Profile) -> str:
 def test_profile_recording_is_current(request, phase, name, module):
     import jax
 
-    path = curriculum.KATAS_DIR / phase / curriculum.RECORDED_DIR / f"{name}.json"
-    updating = bool(getattr(request.config.option, "update_snapshots", False))
-    if not path.is_file() and not updating:
-        pytest.fail(f"{path} is missing: record it with {COMMAND}", pytrace=False)
-    kept = module.recorded_profile(name) if path.is_file() else None
-    if kept is not None and not updating and _jax_of(kept) != jax.__version__:
-        pytest.skip(f"recorded with jax {_jax_of(kept)}, running {jax.__version__}")
-    fresh = module.record_profile(name)
-    if updating:
-        if request.config.getoption("--impl") != "reference":
-            pytest.fail("recordings are written in reference mode only", pytrace=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(fresh.to_json(), encoding="utf-8")
-        return
-    assert kept is not None
-    before, now = _shape(kept), _shape(fresh)
-    for key in before:
-        assert before[key] == now[key], f"{path} is stale: its {key} changed; {COMMAND}"
+    path = recordings.recorded_path(phase, name, ".json")
+
+    def compare(kept: str, fresh: Profile) -> None:
+        before, now = _shape(load_profile(kept)), _shape(fresh)
+        for key in before:
+            assert before[key] == now[key], f"{path} is stale: its {key} changed; {COMMAND}"
+
+    recordings.check_current(
+        request,
+        path,
+        command=COMMAND,
+        unavailable=None,
+        running=lambda: f"jax {jax.__version__}",
+        recorded_with=lambda text: f"jax {_jax_of(load_profile(text))}",
+        make=lambda: module.record_profile(name),
+        render=Profile.to_json,
+        compare=compare,
+    )
 
 
 @pytest.mark.parametrize(("phase", "name", "module"), PROFILES, ids=IDS)
 def test_profile_recording_reads_back(phase, name, module):
-    path = curriculum.KATAS_DIR / phase / curriculum.RECORDED_DIR / f"{name}.json"
-    if not path.is_file():
-        pytest.skip(f"{path} is not recorded yet (test_profile_recording_is_current says so)")
+    path = recordings.recorded_path(phase, name, ".json")
+    recordings.recorded_or_skip(path, "test_profile_recording_is_current")
     profile = module.recorded_profile(name)
     found = steps(profile)
     assert found and all(s.runs for s in found), f"{path}: a step ran no instruction"

@@ -7,53 +7,41 @@ from __future__ import annotations
 
 import pytest
 
-from kata_harness import curriculum, programs, versions
-from kata_harness.targets import (
-    RECORD_COMMAND,
-    Recording,
-    compile_recording,
-    recorded_path,
-    recorded_versions,
-)
+from kata_harness import recordings, versions
+from kata_harness.targets import RECORD_COMMAND, compile_recording, recorded_path
 from xla_inspect import targets
 from xla_inspect.parse import parse_hlo
 
-
-def _recordings() -> list[tuple[str, str, Recording]]:
-    found = []
-    for phase in curriculum.phases():
-        module = programs.load(phase)
-        for name, recording in sorted(getattr(module, "RECORDINGS", {}).items()):
-            found.append((phase.name, name, recording))
-    return found
-
-
-RECORDINGS = _recordings()
+RECORDINGS = [
+    (phase, name, recording)
+    for phase, module in recordings.programs_with("RECORDINGS")
+    for name, recording in sorted(module.RECORDINGS.items())
+]
 IDS = [f"{phase}/{name}" for phase, name, _ in RECORDINGS]
 
 
 @pytest.mark.parametrize(("phase", "name", "recording"), RECORDINGS, ids=IDS)
 def test_recording_is_current(request, phase, name, recording):
     path = recorded_path(phase, name)
-    updating = bool(getattr(request.config.option, "update_snapshots", False))
     target = targets.get(recording.target)
     missing = target.missing()
-    if not path.is_file() and not updating:
-        pytest.fail(f"{path} is missing: record it with {RECORD_COMMAND}", pytrace=False)
-    if missing is not None:
-        pytest.skip(f"cannot check against the compiler: {missing}")
-    kept = path.read_text(encoding="utf-8") if path.is_file() else None
-    running = target.versions()
-    if kept is not None and not updating and recorded_versions(kept) != running:
-        pytest.skip(f"recorded with {recorded_versions(kept)}, running {running}")
-    fresh = compile_recording(recording)
-    if updating:
-        if request.config.getoption("--impl") != "reference":
-            pytest.fail("recordings are written in reference mode only", pytrace=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(fresh, encoding="utf-8")
-        return
-    assert fresh == kept, f"{path} is stale: the compiler now makes other text; {RECORD_COMMAND}"
+
+    def compare(kept: str, fresh: str) -> None:
+        assert fresh == kept, (
+            f"{path} is stale: the compiler now makes other text; {RECORD_COMMAND}"
+        )
+
+    recordings.check_current(
+        request,
+        path,
+        command=RECORD_COMMAND,
+        unavailable=None if missing is None else f"cannot check against the compiler: {missing}",
+        running=target.versions,
+        recorded_with=recordings.header_versions,
+        make=lambda: compile_recording(recording),
+        render=lambda text: text,
+        compare=compare,
+    )
 
 
 @pytest.mark.parametrize(("phase", "name", "recording"), RECORDINGS, ids=IDS)
@@ -61,9 +49,7 @@ def test_recording_reads_like_xla(phase, name, recording):
     from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
 
     path = recorded_path(phase, name)
-    if not path.is_file():
-        pytest.skip(f"{path} is not recorded yet (test_recording_is_current says so)")
-    text = path.read_text(encoding="utf-8")
+    text = recordings.recorded_or_skip(path, "test_recording_is_current")
     if versions.uses_newer_hlo_syntax(text) and not versions.holds(versions.NEWER_SYNTAX_GATE):
         pytest.skip(versions.GATES[versions.NEWER_SYNTAX_GATE].line())
     theirs = _hlo.hlo_module_from_text(text)

@@ -1,4 +1,5 @@
-"""Shared fixtures for the HLO reader tests (prefixed `hlo_` to stay clear of other tests)."""
+"""Shared fixtures for the HLO reader tests (prefixed `hlo_` to stay clear of other tests), and
+`run_cli`, which the CLI tests call."""
 
 from __future__ import annotations
 
@@ -21,3 +22,12 @@ def hlo_features_text() -> str:
 @pytest.fixture(scope="session")
 def hlo_short_text() -> str:
     return _fixture("minimal_short.hlo")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """xla-inspect run in this process with ``argv``: (exit code, stdout, stderr)."""
+    from xla_inspect.cli import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

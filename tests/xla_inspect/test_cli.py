@@ -1,4 +1,5 @@
-"""xla-inspect CLI: verbs in-process through main([...]), one console-script smoke test."""
+"""xla-inspect CLI: verbs in-process through main([...]), one console-script smoke test (how
+`capture` reads a function's arguments: test_cli_capture.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from xla_inspect.cli import main
+
+from .conftest import run_cli
 
 CORPUS = Path(__file__).parent / "corpus"
 MODEL = """\
@@ -39,12 +42,6 @@ def xi_cli_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_capture_writes_every_stage(xi_cli_out: Path) -> None:
     for name in ("jaxpr.txt", "stablehlo.mlir", "hlo.txt", "optimized_hlo.txt"):
         assert (xi_cli_out / name).stat().st_size > 0
@@ -54,7 +51,7 @@ def test_capture_writes_every_stage(xi_cli_out: Path) -> None:
 
 
 def test_summary_of_a_dump_directory(xi_cli_out: Path, capsys) -> None:
-    code, out, err = _run(capsys, "summary", str(xi_cli_out))
+    code, out, err = run_cli(capsys, "summary", str(xi_cli_out))
     assert (code, err) == (0, "")
     assert "after_optimizations.txt" in out
     assert "module        jit_mlp" in out
@@ -64,7 +61,7 @@ def test_summary_of_a_dump_directory(xi_cli_out: Path, capsys) -> None:
 
 
 def test_summary_json_counts_every_instruction(xi_cli_out: Path, capsys) -> None:
-    code, out, _ = _run(capsys, "summary", str(xi_cli_out), "--json")
+    code, out, _ = run_cli(capsys, "summary", str(xi_cli_out), "--json")
     (module,) = json.loads(out)["modules"]
     assert code == 0
     assert module["module"] == "jit_mlp"
@@ -80,7 +77,7 @@ def test_summary_json_of_a_dump_directory_with_many_modules(tmp_path: Path, caps
         text = (CORPUS / f"{name}.opt.hlo").read_text()
         (tmp_path / f"module_{number:04d}.jit_{name}.cpu_after_optimizations.txt").write_text(text)
         (tmp_path / f"module_{number:04d}.jit_{name}.before_optimizations.txt").write_text(text)
-    code, out, _ = _run(capsys, "summary", str(tmp_path), "--json")
+    code, out, _ = run_cli(capsys, "summary", str(tmp_path), "--json")
     modules = json.loads(out)["modules"]
     assert code == 0
     assert [Path(m["file"]).name.split(".")[1] for m in modules] == [f"jit_{n}" for n in names]
@@ -97,7 +94,7 @@ def test_summary_falls_back_to_every_hlo_file(tmp_path: Path, capsys) -> None:
     for name in ("shard_map_collectives.opt.hlo", "dtypes.unopt.hlo"):
         shutil.copy(CORPUS / name, tmp_path / name)
     (tmp_path / "notes.txt").write_text("not HLO\n")
-    code, out, _ = _run(capsys, "summary", str(tmp_path), "--json")
+    code, out, _ = run_cli(capsys, "summary", str(tmp_path), "--json")
     modules = json.loads(out)["modules"]
     assert code == 0
     assert [Path(m["file"]).name for m in modules] == [
@@ -109,194 +106,33 @@ def test_summary_falls_back_to_every_hlo_file(tmp_path: Path, capsys) -> None:
 
 def test_diff(xi_cli_out: Path, capsys) -> None:
     before, after = str(xi_cli_out / "hlo.txt"), str(xi_cli_out / "optimized_hlo.txt")
-    code, out, _ = _run(capsys, "diff", before, after)
+    code, out, _ = run_cli(capsys, "diff", before, after)
     assert code == 0
     assert "added:   fusion x4" in out
-    code, out, _ = _run(capsys, "diff", before, after, "--json")
+    code, out, _ = run_cli(capsys, "diff", before, after, "--json")
     assert json.loads(out)["fusions_by_kind"] == {"kCustom(__ynn_fusion)": 2, "kLoop": 2}
 
 
 def test_normalize(xi_cli_out: Path, capsys) -> None:
-    code, out, _ = _run(capsys, "normalize", str(xi_cli_out / "optimized_hlo.txt"))
+    code, out, _ = run_cli(capsys, "normalize", str(xi_cli_out / "optimized_hlo.txt"))
     assert code == 0
     assert out.startswith("HloModule module,")
     assert "metadata" not in out
 
 
 def test_passes(xi_cli_out: Path, capsys) -> None:
-    code, out, _ = _run(capsys, "passes", str(xi_cli_out))
+    code, out, _ = run_cli(capsys, "passes", str(xi_cli_out))
     assert code == 0
     assert "simplification/algsimp" in out
-    code, out, _ = _run(capsys, "passes", str(xi_cli_out), "--removed", "reshape")
+    code, out, _ = run_cli(capsys, "passes", str(xi_cli_out), "--removed", "reshape")
     assert code == 0
     assert "removed" in out and "reshape" in out
-    code, out, _ = _run(capsys, "passes", str(xi_cli_out), "--removed", "transpose", "--json")
+    code, out, _ = run_cli(capsys, "passes", str(xi_cli_out), "--removed", "transpose", "--json")
     assert code == 1
     assert json.loads(out) == {"opcode": "transpose", "removed": None}
-    code, out, _ = _run(capsys, "passes", str(xi_cli_out), "--json", "--added", "fusion")
+    code, out, _ = run_cli(capsys, "passes", str(xi_cli_out), "--json", "--added", "fusion")
     assert code == 0
     assert json.loads(out)["added"]["opcode_deltas"]["fusion"] > 0
-
-
-FORMS = """\
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-from flax import nnx
-
-
-def affine(x, w, *, b, scale=1.0):
-    return jnp.tanh(x @ w + b) * scale
-
-
-def power(x, n):
-    return x**n
-
-
-def apply(params, x):
-    return affine(x, params["w"], b=params["b"])
-
-
-def example_args():
-    f32 = jnp.float32
-    params = {"w": jax.ShapeDtypeStruct((16, 4), f32), "b": jax.ShapeDtypeStruct((4,), f32)}
-    return (params,), {"x": jnp.ones((8, 16))}
-
-
-def not_a_pair():
-    return [1, 2, 3]
-
-
-jitted = jax.jit(affine, static_argnames="scale")
-nnx_jitted = nnx.jit(affine)
-eqx_jitted = eqx.filter_jit(affine)
-"""
-KEYWORDS = ["--arg", "f32[8,16]", "--arg", "w=f32[16,4]", "--arg", "b = f32[4]"]
-
-
-def _oracle_facts(fn, *args) -> tuple[list[str], Counter[str]]:
-    import jax
-
-    text = jax.jit(fn).lower(*args).compile().as_text()
-    assert text is not None
-    return _optimized_facts(text)
-
-
-def _optimized_facts(text: str) -> tuple[list[str], Counter[str]]:
-    from xla_inspect.parse import parse_hlo
-    from xla_inspect.query import opcode_counts
-
-    module = parse_hlo(text)
-    params = sorted(
-        (int(i.payload or -1), i.shape)
-        for i in module.entry.instructions
-        if i.opcode == "parameter"
-    )
-    return [shape.split("{")[0] for _, shape in params], opcode_counts(module)
-
-
-def _affine_oracle(scale: float, order: str):
-    import jax
-    import jax.numpy as jnp
-
-    shapes = {"x": (8, 16), "w": (16, 4), "b": (4,)}
-    structs = [jax.ShapeDtypeStruct(shapes[name], jnp.float32) for name in order]
-
-    def fn(*arrays):
-        named = dict(zip(order, arrays, strict=True))
-        return jnp.tanh(named["x"] @ named["w"] + named["b"]) * scale
-
-    return _oracle_facts(fn, *structs)
-
-
-@pytest.mark.parametrize(
-    ("target", "extra", "scale", "order", "has_jaxpr"),
-    [
-        ("affine", [], 1.0, "xbw", True),  # keywords are flattened by sorted name
-        ("affine", ["--arg", "scale=3.0"], 3.0, "xbw", True),
-        ("jitted", ["--arg", "scale=3.0"], 3.0, "xbw", True),
-        ("nnx_jitted", [], 1.0, "xbw", True),
-        ("eqx_jitted", ["--arg", "scale=3.0"], 3.0, "xwb", False),  # equinox: as given
-    ],
-)
-def test_capture_keyword_and_static_args(
-    target: str, extra: list[str], scale: float, order: str, has_jaxpr: bool, tmp_path: Path, capsys
-) -> None:
-    (tmp_path / "forms.py").write_text(FORMS)
-    out = tmp_path / "out"
-    argv = ["capture", f"{tmp_path / 'forms.py'}:{target}", *KEYWORDS, *extra, "--out", str(out)]
-    code, stdout, err = _run(capsys, *argv)
-    assert (code, err) == (0, "")
-    assert stdout.startswith(f"captured {tmp_path / 'forms.py'}:{target} into {out}: ")
-    shapes, counts = _optimized_facts((out / "optimized_hlo.txt").read_text())
-    want_shapes, want_counts = _affine_oracle(scale, order)
-    assert shapes == want_shapes
-    if target == "eqx_jitted":  # equinox returns one more output, an s32[] zero
-        want_counts += Counter({"constant": 1, "copy": 1, "tuple": 1})
-    assert counts == want_counts
-    assert (out / "jaxpr.txt").exists() is has_jaxpr
-    assert ("jaxpr.txt" in stdout) is has_jaxpr
-    if has_jaxpr and scale != 1.0:
-        assert "3.0" in (out / "jaxpr.txt").read_text()
-
-
-def test_capture_static_positional_value(tmp_path: Path, capsys) -> None:
-    (tmp_path / "forms.py").write_text(FORMS)
-    target = f"{tmp_path / 'forms.py'}:power"
-    outs = {n: tmp_path / f"out{n}" for n in ("3", "5")}
-    for n, out in outs.items():
-        assert (
-            _run(capsys, "capture", target, "--arg", "f32[6]", "--arg", n, "--out", str(out))[0]
-            == 0
-        )
-    facts = {
-        n: _optimized_facts((out / "optimized_hlo.txt").read_text()) for n, out in outs.items()
-    }
-    import jax
-    import jax.numpy as jnp
-
-    x = jax.ShapeDtypeStruct((6,), jnp.float32)
-    for n in outs:
-        assert facts[n] == _oracle_facts(lambda x, n=int(n): x**n, x)
-        assert facts[n][0] == ["f32[6]"]  # the static n is no parameter
-    assert facts["3"][1] != facts["5"][1]
-
-
-def test_capture_args_from_a_builder(tmp_path: Path, capsys) -> None:
-    (tmp_path / "forms.py").write_text(FORMS)
-    forms = tmp_path / "forms.py"
-    out = tmp_path / "out"
-    argv = ["capture", f"{forms}:apply", "--args-from", f"{forms}:example_args", "--out", str(out)]
-    code, _, err = _run(capsys, *argv)
-    assert (code, err) == (0, "")
-    assert _optimized_facts((out / "optimized_hlo.txt").read_text()) == _affine_oracle(1.0, "bwx")
-
-
-def test_capture_of_ir_files(tmp_path: Path, capsys) -> None:
-    import jax
-    import jax.numpy as jnp
-
-    x = jax.ShapeDtypeStruct((4, 4), jnp.float32)
-    lowered = jax.jit(lambda a, b: jnp.sin(a) @ b).lower(x, x)
-    (tmp_path / "f.mlir").write_text(lowered.as_text())
-    (tmp_path / "f.hlo").write_text(lowered.as_text(dialect="hlo"))
-    code, stdout, err = _run(
-        capsys, "capture", str(tmp_path / "f.mlir"), "--out", str(tmp_path / "m")
-    )
-    assert (code, err) == (0, "")
-    names = ["stablehlo.mlir", "hlo.txt", "optimized_hlo.txt", "cost.json", "memory.json"]
-    assert stdout == f"captured {tmp_path / 'f.mlir'} into {tmp_path / 'm'}: {', '.join(names)}\n"
-    optimized = (tmp_path / "m" / "optimized_hlo.txt").read_text()
-    assert _optimized_facts(optimized) == _optimized_facts(lowered.compile().as_text() or "")
-    cost = lowered.compile().cost_analysis()
-    assert cost is not None
-    assert json.loads((tmp_path / "m" / "cost.json").read_text())["flops"] == cost["flops"]
-    code, stdout, err = _run(
-        capsys, "capture", str(tmp_path / "f.hlo"), "--out", str(tmp_path / "h")
-    )
-    assert (code, err) == (0, "")
-    assert sorted(p.name for p in (tmp_path / "h").iterdir()) == ["hlo.txt"]
-    assert (tmp_path / "h" / "hlo.txt").read_text() == (tmp_path / "f.hlo").read_text()
 
 
 @pytest.mark.parametrize(
@@ -363,7 +199,7 @@ def test_bad_input_is_one_line_and_exit_2(
     (tmp_path / "bad.mlir").write_text("module @m { nonsense }\n")
     paths = {key: tmp_path / name for key, name in files.items()}
     argv = [a.format(model=model, tmp=tmp_path, **paths) for a in argv]
-    code, out, err = _run(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 2
     assert out == ""
     assert err.startswith("xla-inspect: error: ")
@@ -375,7 +211,7 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_parse_errors_name_file_line_and_fix(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("HloModule m\n\nENTRY %e {\n  %p = f32[2]{0} parameter(0)\n  garbage here\n}\n")
-    code, _, err = _run(capsys, "summary", str(bad))
+    code, _, err = run_cli(capsys, "summary", str(bad))
     assert code == 2
     assert err.startswith(f"xla-inspect: error: {bad}:5:11: expected ")
     assert err.rstrip().endswith("— is this an HLO text file?")
@@ -386,7 +222,7 @@ def test_graph_without_graphviz_writes_dot_and_says_how_to_install(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     svg = tmp_path / "graphs" / "net.svg"
-    code, out, err = _run(capsys, "graph", str(CORPUS / "conv_net.opt.hlo"), "--out", str(svg))
+    code, out, err = run_cli(capsys, "graph", str(CORPUS / "conv_net.opt.hlo"), "--out", str(svg))
     dot = svg.with_suffix(".dot")
     assert (code, out) == (0, f"{dot}\n")
     assert dot.read_text().startswith("digraph ") and not svg.exists()
@@ -404,13 +240,13 @@ def test_graph_writes_the_svg_beside_the_file_by_default(
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     hlo = tmp_path / "net.opt.hlo"
     hlo.write_text((CORPUS / "conv_net.opt.hlo").read_text())
-    code, out, err = _run(capsys, "graph", str(hlo))
+    code, out, err = run_cli(capsys, "graph", str(hlo))
     assert (code, out, err) == (0, f"{tmp_path / 'net.opt.svg'}\n", "")
     assert (tmp_path / "net.opt.svg").read_text().startswith("digraph ")
 
 
 def test_help_exits_0(capsys) -> None:
-    code, out, _ = _run(capsys, "--help")
+    code, out, _ = run_cli(capsys, "--help")
     assert code == 0
     assert "summary" in out and "capture" in out and "graph" in out
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from xla_inspect._graph_labels import label, quote, source, summary
+from xla_inspect._graph_labels import label, quote, summary
 from xla_inspect._graph_layout import Layout, Unit
+from xla_inspect.op_metadata import source
 from xla_inspect.query import Fusion
 
 __all__ = ["Drawing"]

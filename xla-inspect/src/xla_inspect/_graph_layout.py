@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from xla_inspect._graph_labels import PLAIN, op_name, scope
+from xla_inspect._graph_labels import PLAIN
 from xla_inspect.model import HloComputation, HloModule
+from xla_inspect.op_metadata import op_name, scope
 
 __all__ = ["Layout", "Unit", "lay_out"]
 

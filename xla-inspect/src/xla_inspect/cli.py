@@ -20,10 +20,10 @@ from xla_inspect._cli_capture import CAPTURE
 from xla_inspect._cli_common import PROG, Command, UsageError, UsageParser
 from xla_inspect._cli_dumps import BLAME, PASSES
 from xla_inspect._cli_graph import GRAPH
+from xla_inspect._cli_profile import PROFILE
 from xla_inspect._cli_reading import DIFF, NORMALIZE, SUMMARY
 from xla_inspect.errors import InspectError
 from xla_inspect.passes import DumpError
-from xla_inspect.profile_cli import PROFILE
 
 __all__ = ["COMMANDS", "main"]
 

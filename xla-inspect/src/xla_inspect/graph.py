@@ -25,7 +25,8 @@ it when graphviz is missing.
 
 The parts, each in its own module: `_graph_layout` (which cluster each instruction goes in),
 `_graph_labels` (what a node says), `_graph_draw` (the `dot` lines), `_graph_budget` (what to
-collapse or leave out), `_flops` (flops from shapes) and `_graphviz` (running `dot`).
+collapse or leave out), `_flops` (flops from shapes) and `_graphviz` (running `dot`); the name
+scopes and source lines come from the public `op_metadata`, which the profile reads too.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from dataclasses import dataclass
 from xla_inspect._flops import instruction_flops
 from xla_inspect._graph_budget import fit
 from xla_inspect._graph_draw import Drawing
-from xla_inspect._graph_labels import frame_tables, listed, quote
+from xla_inspect._graph_labels import listed, quote
 from xla_inspect._graph_layout import lay_out
 from xla_inspect._graphviz import INSTALL_HINT, GraphvizMissing, render_svg, save_graph
 from xla_inspect.model import HloModule
+from xla_inspect.op_metadata import frame_tables
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import fused_computation_names, fusions
 

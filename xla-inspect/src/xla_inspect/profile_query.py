@@ -15,10 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from xla_inspect._graph_labels import frame_tables as _frame_tables
-from xla_inspect._graph_labels import op_name as _op_name
-from xla_inspect._graph_labels import scope as _scope
-from xla_inspect._graph_labels import source as _source
+from xla_inspect import op_metadata
 from xla_inspect.model import HloModule
 from xla_inspect.parse import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent
@@ -88,11 +85,11 @@ class Step:
 def instruction_info(hlo_text: str, module: HloModule | None = None) -> dict[str, InstructionInfo]:
     """name -> InstructionInfo for every instruction of every computation of the module."""
     module = module or parse_hlo(hlo_text)
-    frames = _frame_tables(hlo_text)
+    frames = op_metadata.frame_tables(hlo_text)
     found: dict[str, InstructionInfo] = {}
     for computation in module.computations:
         for ins in computation.instructions:
-            op_name = _op_name(ins)
+            op_name = op_metadata.op_name(ins)
             kind = ins.attribute("kind") if ins.opcode == "fusion" else None
             found[ins.name] = InstructionInfo(
                 ins.name,
@@ -100,8 +97,8 @@ def instruction_info(hlo_text: str, module: HloModule | None = None) -> dict[str
                 ins.opcode,
                 kind,
                 op_name,
-                _source(ins, frames),
-                _scope(op_name),
+                op_metadata.source(ins, frames),
+                op_metadata.scope(op_name),
             )
     return found
 

@@ -1,0 +1,382 @@
+"""Phase 14 tests of where the time went: shares by fusion kind, name scope and source line, the
+longest gap between steps, and a training loop that reads cleanly in a profile.
+
+The profiles are real (traces.py: recorded, or captured live on sizes drawn fresh for each
+version of the learner's file) and run renamed too. Shares are compared with shares of the same
+events read by xla_inspect.profile_query (within 1e-6); a gap's rank only where the host's delay
+dwarfs the device's work; never a duration.
+"""
+
+import inspect
+import random
+import re
+import time
+from collections import defaultdict
+
+import jax
+import numpy as np
+import pytest
+from pytest_check import check
+
+from katas.phase14.programs import (
+    PROFILES,
+    PROGRAMS,
+    STEP_NAME,
+    args_for,
+    sgd_step,
+)
+from katas.phase14.traces import (
+    BANK,
+    PLUMBING,
+    STEP_NAMES,
+    cases,
+    compiled_program,
+    instr_event,
+    messy_trace,
+    ready,
+    recording,
+    warm_profile,
+)
+from xla_inspect import parse_hlo
+from xla_inspect.profile import Profile, TraceEvent, trace_events
+from xla_inspect.profile_query import time_by
+
+SHARE_TOLERANCE = 1e-6
+HOST_DELAY_S = 0.25  # the host's delay in the gap tests: far above a step's device time here
+GAP_PLACES = ("end of step", "start of next step", "between steps")
+
+
+def _oracle_shares(profile: Profile, key) -> dict[str, float]:
+    table = time_by(profile, key)
+    total: dict[str, int] = defaultdict(int)
+    for groups in table.values():
+        for name, ns in groups.items():
+            total[name] += ns
+    whole = sum(total.values())
+    return {k: v / whole for k, v in total.items()}
+
+
+_WRAPPED = re.compile(r"^[\w-]+\((.*)\)$")
+
+
+def _scope_of(op_name: str) -> str:
+    for part in op_name.split(";", 1)[0].split("/")[1:-1]:
+        while match := _WRAPPED.match(part):
+            part = match.group(1)
+        if part:
+            return part
+    return ""
+
+
+SHARE_KEYS = {
+    "kind_shares": lambda i: i.label,
+    "scope_shares": lambda i: _scope_of(i.op_name),
+    "line_shares": lambda i: i.source,
+}
+
+
+# ---- checks --------------------------------------------------------------------------------------
+
+
+def _check_shares(got, expected: dict[str, float], what: str) -> None:
+    __tracebackhide__ = True
+    assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+    assert all(isinstance(v, float) for v in got.values()), f"{what}: shares must be floats"
+    assert set(got) == set(expected), (
+        f"{what}: groups {sorted(got)}; expected {len(expected)} groups "
+        f"(missing {sorted(set(expected) - set(got))[:3]}, "
+        f"extra {sorted(set(got) - set(expected))[:3]})"
+    )
+    off = {
+        k: (got[k], expected[k]) for k in expected if abs(got[k] - expected[k]) > SHARE_TOLERANCE
+    }
+    assert not off, f"{what}: {len(off)} shares off by more than {SHARE_TOLERANCE}, e.g. " + (
+        "{}: {:.4f} (expected {:.4f})".format(next(iter(off)), *next(iter(off.values())))
+    )
+
+
+# ---- kind_shares, scope_shares, line_shares ------------------------------------------------------
+
+
+def _shares_cases(fresh, task: str):
+    """Recordings and live traces of the bank (loops, and a loop in a loop, always among them),
+    each as it is and renamed."""
+    programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
+    yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
+    always = ("layered",) if task == "scope_shares" else ("looped", "nested")
+    for program in sorted({fresh.choice(programs), *always}):
+        seed = fresh.randrange(1 << 16)
+        yield (
+            f"{program} live ({fresh.where()})",
+            messy_trace(program, seed, 3, fresh.choice(STEP_NAMES)),
+        )
+
+
+def _run_shares(kata, fresh, task: str) -> None:
+    for what, profile in _shares_cases(fresh, task):
+        for label, case, _names in cases(profile, fresh):
+            expected = _oracle_shares(case, SHARE_KEYS[task])
+            got = getattr(kata, task)(list(case.events), case.hlo_text, case.step_name)
+            with check:
+                _check_shares(got, expected, f"{what} ({label})")
+
+
+@pytest.mark.task("kind_shares")
+def test_kind_shares(kata, fresh):
+    _run_shares(kata, fresh, "kind_shares")
+
+
+@pytest.mark.task("scope_shares")
+def test_scope_shares(kata, fresh):
+    _run_shares(kata, fresh, "scope_shares")
+
+
+@pytest.mark.task("scope_shares")
+def test_scope_shares_name_every_layer(kata, fresh):
+    """A fact of the layered program: every layer_i has time, forward and backward together."""
+    seed = fresh.randrange(1 << 16)
+    params, _x = args_for("layered", seed)
+    profile = messy_trace("layered", seed, 3, STEP_NAME)
+    got = kata.scope_shares(list(profile.events), profile.hlo_text, profile.step_name)
+    layers = {f"layer_{i}" for i in range(len(params))}
+    assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    assert layers <= set(got), f"layers {sorted(layers)} ({fresh.where()}): got {sorted(got)}"
+    assert not {k for k in got if "backward" in k or "(" in k}, f"unwrapped scopes: {sorted(got)}"
+
+
+@pytest.mark.task("line_shares")
+def test_line_shares(kata, fresh):
+    _run_shares(kata, fresh, "line_shares")
+
+
+@pytest.mark.task("line_shares")
+def test_line_shares_find_the_matmul_line(kata, fresh):
+    """A rank that holds under load: heavy_line's big matmul outweighs its elementwise lines."""
+    seed = fresh.randrange(1 << 16)
+    profile = warm_profile("heavy_line", seed, 4)
+    got = kata.line_shares(list(profile.events), profile.hlo_text, profile.step_name)
+    assert isinstance(got, dict) and got, f"expected a non-empty dict, got {got!r:.60}"
+    source, first = inspect.getsourcelines(PROGRAMS["heavy_line"])
+    matmul = first + next(i for i, line in enumerate(source) if "x @ w" in line)
+    top = max(got, key=lambda k: got[k])
+    assert top == f"programs.py:{matmul}", f"heaviest line ({fresh.where()}): got {top!r}"
+
+
+# ---- longest_gap ---------------------------------------------------------------------------------
+
+
+def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int, str]:
+    """Steps of a program; the host sleeps HOST_DELAY_S once after step k: at the end of step k
+    (inside it, after its work), at the start of step k + 1 (before its work), or between the
+    two step events; and a fifth of that between the step events of another pair j, j + 1."""
+    program = fresh.choice(("mlp_grad", "looped", "reshaping"))
+    compiled, args = compiled_program(program, fresh.randrange(1 << 16))
+    steps = fresh.randint(3, 5)
+    k, j = fresh.sample(range(steps - 1), 2)
+
+    def body():
+        for i in range(steps):
+            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
+                if i == k + 1 and where == "start of next step":
+                    time.sleep(HOST_DELAY_S)
+                ready(compiled(*args))
+                if i == k and where == "end of step":
+                    time.sleep(HOST_DELAY_S)
+            if i == k and where == "between steps":
+                time.sleep(HOST_DELAY_S)
+            if i == j:
+                time.sleep(HOST_DELAY_S / 5)
+
+    what = f"{program}, {steps} steps, the longer sleep at the {where} {k}, the shorter after {j}"
+    return trace_events(body), k, what
+
+
+@pytest.mark.task("longest_gap")
+def test_longest_gap(kata, fresh):
+    for where in fresh.sample(GAP_PLACES, len(GAP_PLACES)):
+        step_name = fresh.choice(STEP_NAMES)
+        events, expected, what = _gap_trace(fresh, step_name, where)
+        got = kata.longest_gap(list(events), step_name)
+        with check:
+            assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
+
+
+@pytest.mark.task("longest_gap")
+def test_longest_gap_renamed_and_shuffled(kata, fresh):
+    step_name = fresh.choice(STEP_NAMES)
+    events, expected, what = _gap_trace(fresh, step_name, fresh.choice(GAP_PLACES))
+    profile = Profile(tuple(events), "", "", step_name)
+    renamed, _names = _renamed_steps_only(profile, fresh)
+    got = kata.longest_gap(list(renamed.events), renamed.step_name)
+    assert got == expected, f"{what}, events shuffled ({fresh.where()}): got {got!r:.40}"
+
+
+def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
+    """A hand-built trace whose longest wait is known from the construction: host time before,
+    after and between the step events; a step whose device work outlasts every wait (start to
+    start, it is the longest); a step before the answer that runs the program twice or not at
+    all; runs on two execute threads, a while holding its body."""
+    steps = fresh.randint(5, 7)
+    k = fresh.randrange(2, steps - 1)
+    odd = fresh.randrange(k)
+    heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
+    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2))}
+    delay = fresh.randrange(3)  # where the long wait goes: end of k, between, start of k + 1
+    threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
+    events: list[TraceEvent] = []
+    t, run = 10_000, fresh.randrange(1000)
+    for n in range(steps):
+        waits = [fresh.randint(1, 5) * 1000 for _ in range(3)]  # before, after, between
+        if n == k + 1 and delay == 2:
+            waits[0] += 100_000
+        if n == k and delay < 2:
+            waits[1 + delay] += 100_000
+        start = t
+        t += waits[0]
+        for _ in range(runs_in[n]):
+            run += 1
+            thread = fresh.choice(threads)
+            work = 1_000_000 if n == heavy else fresh.randint(5, 9) * 1000
+            events.append(instr_event("while.1", thread, t, work, run))
+            events.append(instr_event("fusion.2", thread, t + 100, work // 2, run))
+            events.append(instr_event("copy.3", thread, t + work + 100, 500, run))
+            t += work + 600
+        t += waits[1]
+        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        t += waits[2]
+    fresh.shuffle(events)
+    what = (
+        f"a made trace: {steps} steps, step {odd} runs the program {runs_in[odd]} times, step "
+        f"{heavy} works 10 times longer than the longest wait, which follows step {k}"
+    )
+    return events, k, what
+
+
+@pytest.mark.task("longest_gap")
+def test_longest_gap_on_made_traces(kata, fresh):
+    for _ in range(4):
+        step_name = fresh.choice(STEP_NAMES)
+        events, expected, what = _made_gaps(fresh, step_name)
+        got = kata.longest_gap(events, step_name)
+        with check:
+            assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
+
+
+def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, dict]:
+    step_name = rng.choice([n for n in STEP_NAMES if n != profile.step_name])
+    events = [
+        TraceEvent(
+            step_name if e.name == profile.step_name else e.name,
+            f"th{rng.randrange(99)}{e.thread}",
+            e.start_ns,
+            e.duration_ns,
+            e.args,
+        )
+        for e in profile.events
+    ]
+    rng.shuffle(events)
+    return Profile(tuple(events), profile.hlo_text, profile.module, step_name), {}
+
+
+# ---- train_loop ----------------------------------------------------------------------------------
+
+
+def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, list]:
+    rng = np.random.default_rng(fresh.randrange(1 << 16))
+    scale = np.float32(1 / np.sqrt(features))
+    state = (rng.normal(size=(features, out)).astype(np.float32), np.zeros(out, np.float32))
+    batches = [
+        (
+            rng.normal(size=(batch, features)).astype(np.float32) * scale,
+            rng.normal(size=(batch, out)).astype(np.float32),
+        )
+        for _ in range(fresh.randint(2, 4))
+    ]
+    return state, batches
+
+
+def _expected_state(state, batches):
+    step = jax.jit(sgd_step)
+    for batch in batches:
+        state, _loss = step(state, batch)
+    return state
+
+
+def _step_program(state, batch) -> tuple[str, set[str]]:
+    """The module name and the working ENTRY instructions of sgd_step's optimized module (it
+    holds no loop: each runs once, at top level, in every execution)."""
+    module = parse_hlo(jax.jit(sgd_step).lower(state, batch).compile().as_text() or "")
+    return module.name, {i.name for i in module.entry if i.opcode not in PLUMBING}
+
+
+def _check_loop(kata, fresh, state, batches) -> None:
+    __tracebackhide__ = True
+    step_name = fresh.choice(STEP_NAMES)
+    shape = "x".join(map(str, np.shape(batches[0][0])))
+    what = f"{len(batches)} batches of {shape} ({fresh.where()})"
+    holder = []
+    events = trace_events(
+        lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))
+    )
+    module, working = _step_program(state, batches[0])  # after: the loop must compile it
+    steps = sorted(
+        (e for e in events if e.name == step_name and e.arg("step_num") is not None),
+        key=lambda e: e.start_ns,
+    )
+    numbers = [e.arg("step_num") for e in steps]
+    assert numbers == list(range(len(batches))), f"{what}: step_nums {numbers}"
+    for one, two in zip(steps, steps[1:], strict=False):
+        assert one.end_ns <= two.start_ns, f"{what}: steps {one.arg('step_num')} and after overlap"
+    ops = [e for e in events if e.hlo_op is not None]
+    runs: dict[tuple, list[TraceEvent]] = defaultdict(list)
+    for e in ops:
+        runs[(e.arg("hlo_module"), e.arg("run_id"))].append(e)
+    compiles = [e for e in events if e.name == "backend_compile_and_load"]
+    for step in steps:
+        n = step.arg("step_num")
+        inside = {
+            key
+            for key, group in runs.items()
+            if any(step.start_ns <= e.start_ns < step.end_ns for e in group)
+        }
+        with check:
+            assert len(inside) == 1, f"{what}: step {n} holds {len(inside)} executions, expected 1"
+        for key in inside:
+            group = runs[key]
+            outside = [
+                e for e in group if not (step.start_ns <= e.start_ns and e.end_ns <= step.end_ns)
+            ]
+            with check:
+                assert not outside, (
+                    f"{what}: {len(outside)} of step {n}'s {len(group)} instruction events lie "
+                    "outside its step event"
+                )
+            with check:
+                assert key[0] == module and {e.hlo_op for e in group} == working, (
+                    f"{what}: step {n} runs module {key[0]!r} ({len(group)} instruction events), "
+                    f"not an execution of the step program's optimized module {module!r} "
+                    f"(each of its {len(working)} working ENTRY instructions)"
+                )
+        held = [c for c in compiles if step.start_ns <= c.start_ns < step.end_ns]
+        with check:
+            assert not held, f"{what}: step {n} holds a backend compile"
+    got = holder[0]
+    expected = _expected_state(state, batches)
+    leaves, want = jax.tree.leaves(got), jax.tree.leaves(expected)
+    assert len(leaves) == len(want), (
+        f"{what}: the state has {len(leaves)} arrays, expected {len(want)}"
+    )
+    for a, b in zip(leaves, want, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+@pytest.mark.task("train_loop")
+def test_train_loop_reads_cleanly(kata, fresh):
+    _check_loop(kata, fresh, *_batches(fresh, fresh.randint(2, 12), fresh.randint(4, 40)))
+
+
+@pytest.mark.task("train_loop")
+def test_train_loop_waits_for_big_steps(kata, fresh):
+    """Batches big enough (x f32[2048,1024]) that a step's work outlasts its dispatch many times:
+    a loop that does not wait sees the work land after its step event."""
+    _check_loop(kata, fresh, *_batches(fresh, 1024, 2048, fresh.randint(32, 64)))

@@ -1,0 +1,225 @@
+"""Phase 15 tests of exports that travel: batch_polymorphic (one export for every batch size)
+and portable_solve (a solve that needs no LAPACK custom call), both decide tasks, checked by
+running what they return: through JAX and jax.export, and through IREE with the ``iree`` group.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from kata_harness import iree
+from katas.phase15.draws import (
+    bf16,
+    eps_of,
+    normal,
+)
+from katas.phase15.programs import (
+    spd_system,
+)
+from xla_inspect import iree_compile
+
+# ---- batch_polymorphic (decide) ------------------------------------------------------------
+
+
+def _row_functions(rng: random.Random, broadcasts: bool = True):
+    """(what, f, example): row-wise functions and an example of one batch size. With a
+    symbolic batch, IREE 3.13.0 refuses a row statistic broadcast back over the row (softmax,
+    x - mean: "failed to legalize operation 'stablehlo.dynamic_broadcast_in_dim'"), so the IREE
+    test leaves those out (``broadcasts=False``)."""
+    batch = rng.randint(2, 9)
+    features = rng.randint(2, 24)
+    hidden = rng.randint(2, 24)
+    w = normal(rng, (features, hidden))
+    b = normal(rng, (hidden,))
+    yield "dense+tanh", (lambda x: jnp.tanh(x @ w)), normal(rng, (batch, features))
+    yield "dense+bias+relu", (lambda x: jax.nn.relu(x @ w + b)), normal(rng, (batch, features))
+    rest = (rng.randint(2, 6), rng.randint(2, 6))
+    yield (
+        "bf16 row sums 3-d",
+        (lambda x: jnp.abs(x).sum((1, 2))),
+        normal(rng, (batch, *rest), bf16),
+    )
+    if broadcasts:
+        yield "softmax", (lambda x: jax.nn.softmax(x, axis=-1)), normal(rng, (batch, features))
+        yield (
+            "normalize 3-d",
+            (lambda x: x / (1 + jnp.abs(x).sum((1, 2), keepdims=True))),
+            normal(rng, (batch, *rest)),
+        )
+
+
+def _assert_close(got, want, what: str) -> None:
+    want = np.asarray(want)
+    assert got.dtype == want.dtype, f"{what}: {got.dtype}, f gives {want.dtype}"
+    tolerance = 4 * eps_of(want.dtype) if want.dtype == bf16 else 1e-5
+    np.testing.assert_allclose(
+        np.asarray(got, np.float64),
+        np.asarray(want, np.float64),
+        rtol=tolerance,
+        atol=tolerance,
+        err_msg=what,
+    )
+
+
+def _batches(rng: random.Random) -> list[int]:
+    return [1, rng.randint(2, 8), rng.randint(20, 70)]
+
+
+def _polymorphic_export(kata, what: str, fn, example: jax.Array) -> jax.export.Exported:
+    """The answer's export of `fn`, checked: one input, only its leading dimension symbolic, the
+    others and the dtype the example's. What a wrong export raises becomes a failure saying so."""
+    shown = f"{example.dtype}{list(example.shape)}"
+    try:
+        exported = kata.batch_polymorphic(fn, example)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (jax.export raises several types on a wrong spec)
+        pytest.fail(
+            f"batch_polymorphic: {what} on an example {shown}: exporting raised "
+            f"{type(exc).__name__}: {str(exc)[:300]}",
+            pytrace=False,
+        )
+    assert isinstance(exported, jax.export.Exported), f"{what}: not a jax.export.Exported"
+    assert len(exported.in_avals) == 1, f"{what}: {len(exported.in_avals)} inputs, f takes 1"
+    (aval,) = exported.in_avals
+    shape = tuple(aval.shape)
+    assert len(shape) == example.ndim, f"{what}: exported for rank {len(shape)}, example {shown}"
+    assert not isinstance(shape[0], int), f"{what}: the batch dimension is {shape[0]}"
+    symbolic = [i for i, d in enumerate(shape[1:], 1) if not isinstance(d, int)]
+    assert not symbolic, (
+        f"{what}: dimension(s) {symbolic} are symbolic too ({shape}); only the batch may be"
+    )
+    assert shape[1:] == example.shape[1:] and aval.dtype == example.dtype, (
+        f"{what}: exported for {aval.dtype}{list(shape)}, example is {shown}"
+    )
+    return exported
+
+
+@pytest.mark.task("batch_polymorphic")
+def test_batch_polymorphic_export(kata, fresh):
+    for what, fn, example in _row_functions(fresh):
+        exported = _polymorphic_export(kata, what, fn, example)
+        for batch in _batches(fresh):
+            x = normal(fresh, (batch, *example.shape[1:]), example.dtype)
+            try:
+                got = np.asarray(exported.call(x))
+            except Exception as exc:  # noqa: BLE001  (shape assertions raise several types)
+                raise AssertionError(f"{what}: the export refuses batch {batch}: {exc}") from exc
+            _assert_close(got, fn(x), f"{what} at batch {batch}")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.task("batch_polymorphic")
+def test_batch_polymorphic_one_iree_module(kata, fresh):
+    iree.require()
+    for what, fn, example in _row_functions(fresh, broadcasts=False):
+        exported = _polymorphic_export(kata, what, fn, example)
+        vmfb = iree_compile.compile_vmfb(exported.mlir_module())
+        for batch in _batches(fresh):
+            x = normal(fresh, (batch, *example.shape[1:]), example.dtype)
+            try:
+                (got,) = iree.run(vmfb, x)
+            except Exception as exc:  # noqa: BLE001  (IREE's runtime raises its own types)
+                raise AssertionError(f"{what}: IREE could not run batch {batch}: {exc}") from exc
+            _assert_close(got, fn(x), f"{what} at batch {batch}")
+
+
+# ---- portable_solve (decide) ---------------------------------------------------------------
+
+
+def _systems(rng: random.Random):
+    generator = np.random.default_rng(rng.getrandbits(32))
+    sizes = [1, rng.randint(2, 8), rng.randint(9, 40), 64]
+    for n in sizes:
+        k = rng.choice([None, rng.randint(1, 5)])
+        yield n, k, *spd_system(generator, n, k)
+
+
+def _relative_error(got, a, b) -> float:
+    exact = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
+    return float(np.linalg.norm(np.asarray(got, np.float64) - exact) / np.linalg.norm(exact))
+
+
+@pytest.mark.task("portable_solve")
+def test_portable_solve_values(kata, fresh):
+    for n, _, a, b in _systems(fresh):
+        got = kata.portable_solve(jnp.asarray(a), jnp.asarray(b))
+        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+        assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
+        error = _relative_error(got, a, b)
+        assert error <= 1e-3, f"{where}: relative error {error:.3g}"
+
+
+def _misleading_system(rng: np.random.Generator, n: int, k: int | None):
+    """An SPD f32 a of condition number 100 and a b almost all along eigenvectors of a's largest
+    eigenvalue (100), the rest (1e-4 to 9e-4 of b's norm, per column) along eigenvectors of
+    eigenvalues in [1, 2]. That small rest is most of x's error budget: leaving it unsolved
+    leaves a relative residual under 1e-3 but a relative error of at least 5e-3."""
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    top, low = int(rng.integers(1, n // 4 + 2)), int(rng.integers(1, n // 4 + 2))
+    top, low = min(top, n - 2), min(low, n - 1 - min(top, n - 2))
+    eigenvalues = rng.uniform(1.0, 100.0, n)
+    eigenvalues[:top] = 100.0
+    eigenvalues[top : top + low] = rng.uniform(1.0, 2.0, low)
+    eigenvalues[top] = 1.0
+    a = (q * eigenvalues) @ q.T
+    columns = 1 if k is None else k
+    large = q[:, :top] @ rng.standard_normal((top, columns))
+    small = q[:, top : top + low] @ rng.standard_normal((low, columns))
+    small *= (
+        rng.uniform(1e-4, 9e-4, columns)
+        * np.linalg.norm(large, axis=0)
+        / np.linalg.norm(small, axis=0)
+    )
+    b = large + small
+    return ((a + a.T) / 2).astype(np.float32), (b[:, 0] if k is None else b).astype(np.float32)
+
+
+@pytest.mark.task("portable_solve")
+def test_portable_solve_where_a_small_residual_misleads(kata, fresh):
+    generator = np.random.default_rng(fresh.getrandbits(32))
+    for n in [fresh.randint(4, 12), fresh.randint(13, 40), 64]:
+        k = fresh.choice([None, fresh.randint(1, 5)])
+        a, b = _misleading_system(generator, n, k)
+        got = kata.portable_solve(jnp.asarray(a), jnp.asarray(b))
+        where = f"n={n}, b {list(b.shape)}, cond(a) = 100 ({fresh.where()})"
+        assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
+        error = _relative_error(got, a, b)
+        assert error <= 1e-3, (
+            f"{where}: relative error {error:.3g}; a residual below 1e-3 of b can hide an error "
+            "up to cond(a) = 100 times larger"
+        )
+
+
+@pytest.mark.task("portable_solve")
+def test_portable_solve_exports_without_custom_calls(kata, fresh):
+    for n, _, a, b in _systems(fresh):
+        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+        try:
+            exported = jax.export.export(jax.jit(kata.portable_solve))(a, b)
+        except NotImplementedError as exc:
+            raise AssertionError(f"{where}: jax.export refuses it: {exc}") from exc
+        targets = re.findall(r"custom_call @(\w+)", exported.mlir_module())
+        assert not targets, f"{where}: the export calls {sorted(set(targets))}"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.task("portable_solve")
+def test_portable_solve_runs_in_iree(kata, fresh):
+    iree.require()
+    for n, _, a, b in _systems(fresh):
+        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+        module = jax.export.export(jax.jit(kata.portable_solve))(a, b).mlir_module()
+        try:
+            vmfb = iree_compile.compile_vmfb(module)
+        except iree_compile.IreeCompileError as exc:
+            raise AssertionError(f"{where}: {exc}") from exc
+        (got,) = iree.run(vmfb, a, b)
+        error = _relative_error(got, a, b)
+        assert error <= 1e-3, f"{where}: IREE's result is off by {error:.3g}"

@@ -1,0 +1,234 @@
+"""Phase 15 tests of running through IREE: iree_run and agreement_rtol (decide), iree_verdict
+(predict).
+
+A decide task is checked by running what it returns: through IREE with the ``iree`` group,
+through JAX and jax.export without it. IREE's verdicts come from IREE (recorded in
+programs.VERDICTS, compiled again for fresh cases with the group); the agreement from the
+recorded measurement (recorded/agreement.txt) and from fresh draws run now.
+"""
+
+from __future__ import annotations
+
+import random
+from contextlib import contextmanager
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness import iree
+from kata_harness.predict import BACKEND_COMPILE, compiler_refused
+from katas.phase15.draws import (
+    PHASE,
+    bf16,
+    eps_of,
+    normal,
+)
+from katas.phase15.programs import (
+    BANK,
+    ROUND_TRIPS,
+    VERDICTS,
+    layernorm_softmax,
+    mlp,
+    train_step,
+)
+
+# ---- iree_run (decide) ---------------------------------------------------------------------
+
+
+@contextmanager
+def _xla_compiles_counted():
+    """A list that receives one entry per XLA backend compile while the block runs. XLA's
+    in-memory caches are emptied first and its persistent cache is off: a program XLA ran
+    before (the test's own expected values, an eager op of the same shape) runs again only
+    after compiling again, so computing anything with XLA is seen."""
+    seen: list[str] = []
+    jax.clear_caches()
+    persistent = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+
+    def listener(event: str, duration_secs: float, **_: str | int) -> None:
+        if event == BACKEND_COMPILE:
+            seen.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seen
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+        jax.config.update("jax_enable_compilation_cache", persistent)
+
+
+def _run_cases(rng: random.Random):
+    """(what, function, args): fresh programs, several outputs, pytrees, int and bf16."""
+    n, d, h, o = rng.randint(2, 24), rng.randint(2, 40), rng.randint(2, 48), rng.randint(1, 12)
+    mlp_args = [normal(rng, s) for s in [(n, d), (d, h), (h,), (h, o), (o,)]]
+    yield f"mlp {n}x{d}x{h}x{o}", mlp, mlp_args
+    yield "layernorm_softmax", layernorm_softmax, [normal(rng, s) for s in [(n, h), (h,), (h,)]]
+    yield "train_step", train_step, [*mlp_args[1:], mlp_args[0], normal(rng, (n, o))]
+    scale = rng.uniform(0.5, 3.0)
+
+    def pytree_out(x, y):
+        return {"sum": (x * scale).sum(0), "both": (jnp.tanh(x), y.T @ x)}
+
+    yield "dict of outputs", pytree_out, [normal(rng, (n, d)), normal(rng, (n, o))]
+    k = rng.randint(2, 30)
+    ints = np.random.default_rng(rng.getrandbits(32)).integers(-9, 9, size=(n, k))
+    yield "int32", (lambda a: (a @ a.T + 3, a.max(1))), [jnp.asarray(ints, jnp.int32)]
+    yield "bf16", (lambda x: jax.nn.relu(x) * 2), [normal(rng, (n, d), bf16)]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.task("iree_run")
+def test_iree_run_matches_jax(kata, fresh):
+    iree.require()
+    for what, fn, args in _run_cases(fresh):
+        want = [np.asarray(w) for w in jax.tree.leaves(fn(*args))]
+        with _xla_compiles_counted() as compiles:
+            got = kata.iree_run(fn, *args)
+        where = f"{what} ({fresh.where()})"
+        assert not compiles, f"{where}: XLA compiled {len(compiles)} time(s): JAX ran it, not IREE"
+        assert isinstance(got, list), f"{where}: expected a list, got {type(got).__name__}"
+        assert len(got) == len(want), f"{where}: {len(got)} outputs, f returns {len(want)}"
+        for i, (mine, theirs) in enumerate(zip(got, want, strict=True)):
+            assert isinstance(mine, np.ndarray), f"{where} output {i}: not a NumPy array"
+            assert (mine.shape, mine.dtype) == (theirs.shape, theirs.dtype), (
+                f"{where} output {i}: {mine.dtype}{list(mine.shape)}, JAX gives "
+                f"{theirs.dtype}{list(theirs.shape)}"
+            )
+            exact = np.asarray(theirs, np.float64)
+            error = np.abs(np.asarray(mine, np.float64) - exact).max() / max(
+                np.abs(exact).max(), 1.0
+            )
+            # Ints exactly; floats within 1e-4 (a train step's gradients sum 50-odd products in
+            # another order) or 4 roundings of a coarser dtype: far below what a wrong output
+            # order or a wrong program would give.
+            bound = max(1e-4, 4 * eps_of(theirs.dtype)) if eps_of(theirs.dtype) else 0.0
+            assert error <= bound, f"{where} output {i}: off by {error:.3g}"
+
+
+# ---- agreement_rtol (decide) ---------------------------------------------------------------
+
+DTYPES = ("float32", "bfloat16")
+
+
+@pytest.mark.task("agreement_rtol")
+def test_agreement_rtol_is_no_looser_than_32_eps(kata):
+    for dtype in DTYPES:
+        got = kata.agreement_rtol(dtype)
+        assert isinstance(got, float), f"{dtype}: expected a float, got {type(got).__name__}"
+        bound = 32 * float(jnp.finfo(dtype).eps)
+        assert 0 < got <= bound, f"{dtype}: {got} is looser than 32 eps ({bound:.3g})"
+
+
+@pytest.mark.task("agreement_rtol")
+def test_agreement_rtol_covers_recorded_draws(kata):
+    """The worst disagreement measured on seeded draws (recorded/agreement.txt)."""
+    table = iree.read_agreement(
+        iree.recorded_path(PHASE, "agreement").with_suffix(".txt").read_text()
+    )
+    assert {d for d, _ in table} == set(DTYPES) and {n for _, n in table} == set(ROUND_TRIPS)
+    for (dtype, name), worst in sorted(table.items()):
+        got = kata.agreement_rtol(dtype)
+        with check:
+            assert got >= worst, f"{dtype}: IREE and JAX differ by {worst:.3g} on {name}: {got}"
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.task("agreement_rtol")
+def test_agreement_rtol_covers_fresh_draws(kata, fresh):
+    iree.require()
+    start = fresh.getrandbits(30)
+    for dtype in DTYPES:
+        got = kata.agreement_rtol(dtype)
+        for name, program in sorted(ROUND_TRIPS.items()):
+            worst = iree.agreement(program, dtype, range(start, start + 3))
+            with check:
+                assert got >= worst, (
+                    f"{dtype} {name} ({fresh.where()}): IREE and JAX differ by {worst:.3g}, "
+                    f"beyond {got}"
+                )
+
+
+# ---- iree_verdict (predict) ----------------------------------------------------------------
+
+_PRECEDENCE = ("export", "sdy", "lapack", "runs")
+
+
+@contextmanager
+def _iree_refused():
+    """IREE's compile entry points raise while the prediction runs (when IREE is installed)."""
+    if iree.missing() is not None:
+        yield
+        return
+    import iree.compiler as compiler  # pyright: ignore[reportMissingImports]  (the iree group)
+
+    def refuse(*_: object, **__: object):
+        raise AssertionError("iree_verdict is a prediction: it may not compile with IREE")
+
+    saved = {name: getattr(compiler, name) for name in ("compile_str", "compile_file")}
+    for name in saved:
+        setattr(compiler, name, refuse)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(compiler, name, value)
+
+
+def _wrapped(fn, how: str):
+    if how == "jit":
+        return jax.jit(fn)
+    if how == "checkpoint":
+        return jax.checkpoint(fn)
+    if how == "cond":
+
+        def in_cond(*args):
+            return jax.lax.cond(True, lambda a: fn(*a), lambda a: fn(*a), args)
+
+        return in_cond
+    return fn
+
+
+def _verdict_cases(rng: random.Random):
+    """(what, function, args, expected verdict without IREE): one draw of every family, each
+    wrapped one way, then pairs of families in one function."""
+    generator = np.random.default_rng(rng.getrandbits(32))
+    names = sorted(BANK)
+    for name in names:
+        how = rng.choice(["plain", "jit", "checkpoint", "cond"])
+        if name in ("typed_key", "key_result") and how == "cond":
+            how = "jit"  # a key through a cond's operands is the same verdict, but keep it simple
+        fn, args = BANK[name](generator)
+        yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
+    # Pairs that decide between two refusals, always; then pairs drawn.
+    pairs = [("solve", "typed_key"), ("sharding_constraint", "host_callback"), ("eigh", "scan")]
+    pairs += [("key_result", "cholesky")]  # a typed key among the results only
+    pairs += [tuple(rng.sample(names, 2)) for _ in range(3)]
+    for first, second in pairs:
+        f1, a1 = BANK[first](generator)
+        f2, a2 = BANK[second](generator)
+        split = len(a1)
+
+        def both(*args, f1=f1, f2=f2, split=split):
+            return f1(*args[:split]), f2(*args[split:])
+
+        expected = min(VERDICTS[first], VERDICTS[second], key=_PRECEDENCE.index)
+        yield f"{first} with {second}", both, (*a1, *a2), expected
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.task("iree_verdict")
+def test_iree_verdict(kata, fresh):
+    live = iree.missing() is None
+    for what, fn, args, expected in _verdict_cases(fresh):
+        if live:
+            expected = iree.verdict(fn, args)
+            assert expected in _PRECEDENCE, f"{what}: IREE did something unforeseen: {expected}"
+        jaxpr = jax.make_jaxpr(fn)(*args)
+        with compiler_refused("iree_verdict"), _iree_refused():
+            got = kata.iree_verdict(jaxpr)
+        with check:
+            assert got == expected, f"{what} ({fresh.where()}): predicted {got!r}"
