@@ -81,7 +81,7 @@ def _rt4_predict(
         if reverse_after_gather and replicated:
             gathers(split)  # "gather first, then reverse the whole array locally"
         else:
-            if (any(split) if reverse_any_split else split[k]):
+            if any(split) if reverse_any_split else split[k]:
                 counts["collective-permute"] += 1
             gathers(split)
     elif op == "matmul":
