@@ -2,8 +2,10 @@
 
 A `ShardedOp` names a mesh, an operation on an array x, how each argument is placed and how the
 result must be placed; `compiled` compiles it (on `jax.ShapeDtypeStruct`s: nothing is placed on
-a device). The tests draw new cases every run (`draw_case`) and compile them; `PREDICT_BANK`
-holds the fixed cases every run includes (the programs the task started with).
+a device). The tests draw new cases every run, one of each structural situation the contract
+allows (`SITUATIONS`, `draw_situation`) and one from the whole domain (`draw_case`), and compile
+them; `PREDICT_BANK` holds the fixed cases every run includes (the programs the task started
+with).
 """
 
 from __future__ import annotations
@@ -130,40 +132,86 @@ def _entry(rng: random.Random, free: list[str]):
     return tuple(free.pop(rng.randrange(len(free))) for _ in range(2))
 
 
-def draw_case(rng: random.Random, theme: str = "any") -> ShardedOp:
-    """A case from the whole domain the task states (see ShardedOp; `theme` "any"): any mesh of
-    8 devices under any axis names, any op, dimensions multiples of 8, x split on none, one or
-    both of its dimensions by one or two axes; w split by rows like x's columns; y placed like
-    x or with x's one split moved to the other dimension; the result left to the partitioner,
-    replicated, or (scale) with x's one split moved to the other dimension. Other themes meet
-    a trap every run: "both" x split on both dimensions of a 2-D mesh by an op that keeps both
-    dimensions, its result replicated; "reduce" x.sum() with x split on both dimensions;
-    "moves" one split moved to the other dimension (scale or add)."""
-    two = theme in ("both", "reduce")
-    sizes = rng.choice(MESH_SHAPES[1:] if two else MESH_SHAPES)
+def draw_case(rng: random.Random) -> ShardedOp:
+    """A case from the whole domain the task states (see ShardedOp): any mesh of 8 devices under
+    any axis names, any op, dimensions multiples of 8, x split on none, one or both of its
+    dimensions by one or two axes; w split by rows like x's columns; y placed like x or with x's
+    one split moved to the other dimension; the result left to the partitioner, replicated, or
+    (scale) with x's one split moved to the other dimension."""
+    sizes = rng.choice(MESH_SHAPES)
     mesh = tuple(zip(rng.sample(AXIS_NAMES, len(sizes)), sizes, strict=True))
-    keeps = ["scale", "transpose", "reverse0", "reverse1", "softmax0", "softmax1"]
-    ops = {"both": keeps, "reduce": ["sum"], "moves": ["add", "scale"]}.get(theme, sorted(OPS))
-    op = rng.choice(ops)
-    dtype = rng.choice(DTYPES)
-    shape = (8 * rng.randint(1, 4), 8 * rng.randint(1, 3))
+    op = rng.choice(sorted(OPS))
     free = [name for name, _ in mesh]
-    moves = theme == "moves" or (theme == "any" and op in ("add", "scale") and rng.random() < 0.5)
+    moves = op in ("add", "scale") and rng.random() < 0.5
     if moves:
         split = _entry(rng, free) or free[0]
         x = P(split, None) if rng.random() < 0.5 else P(None, split)
-    elif two:
-        first, second = rng.sample(free, 2)
-        x = P(first, second)
     else:
         x = P(_entry(rng, free), _entry(rng, free))
-    swapped = P(x[1], x[0])
+    out = P(x[1], x[0]) if op == "scale" and moves else rng.choice((None, P()))
+    return _case(rng, mesh, op, x, out, moved_y=op == "add" and moves)
+
+
+def _case(rng: random.Random, mesh, op: str, x: P, out: P | None, moved_y: bool) -> ShardedOp:
+    """The case of `op` with x placed `x`: w and y placed to match, shape and dtype drawn."""
+    shape = (8 * rng.randint(1, 4), 8 * rng.randint(1, 3))
     specs: tuple[P, ...] = (x,)
     if op == "matmul":
         specs = (x, P(x[1], None))
     elif op == "add":
-        specs = (x, swapped if moves else x)
-    out = P() if theme == "both" else rng.choice((None, P()))
-    if op == "scale" and moves:
-        out = swapped
-    return ShardedOp(mesh, op, shape, dtype, specs, out)
+        specs = (x, P(x[1], x[0]) if moved_y else x)
+    return ShardedOp(mesh, op, shape, rng.choice(DTYPES), specs, out)
+
+
+@dataclass(frozen=True)
+class Situation:
+    """One structural situation of the contract: the ops it draws from, where x is split, and
+    how the result is placed.
+
+    split: "along" x split only along the op's own dimension (the reduced or reversed one;
+    matmul's contracted one), "across" only along the other, "one" along either, "both" along
+    both (one axis each of a 2-D mesh), "moved" along either with y's split on the other (add).
+    out: "free" (None), "replicated" (P()), "moved" (x's split moved to the other dimension).
+    """
+
+    ops: tuple[str, ...]
+    split: str
+    out: str
+
+
+_REDUCE = ("sum0", "sum1", "softmax0", "softmax1")
+_REVERSE = ("reverse0", "reverse1")
+_PLACED = ("free", "replicated")
+
+# Every structural situation the contract allows; the tests draw one case of each every run.
+SITUATIONS = (
+    Situation(("add",), "moved", "free"),
+    Situation(("add",), "moved", "replicated"),
+    Situation(("add", "scale"), "both", "replicated"),
+    Situation(("scale",), "one", "moved"),
+    *(Situation(_REDUCE, split, out) for split in ("along", "across", "both") for out in _PLACED),
+    *(Situation(("sum",), split, out) for split in ("one", "both") for out in _PLACED),
+    *(Situation(_REVERSE, split, out) for split in ("along", "across", "both") for out in _PLACED),
+    *(Situation(("matmul",), split, out) for split in ("along", "both") for out in _PLACED),
+    Situation(("matmul",), "across", "replicated"),
+    Situation(("transpose",), "one", "replicated"),
+)
+
+
+def draw_situation(rng: random.Random, situation: Situation) -> ShardedOp:
+    """A case of `situation`; mesh, axis names, op among its ops, the axes that split x (one or
+    two per split dimension where the mesh allows), shape and dtype drawn."""
+    two = situation.split == "both"
+    sizes = rng.choice(MESH_SHAPES[1:] if two else MESH_SHAPES)
+    mesh = tuple(zip(rng.sample(AXIS_NAMES, len(sizes)), sizes, strict=True))
+    op = rng.choice(situation.ops)
+    free = [name for name, _ in mesh]
+    if two:
+        x = P(*rng.sample(free, 2))
+    else:
+        own = 1 if op == "matmul" else int(op[-1]) if op[-1] in "01" else rng.randrange(2)
+        dim = {"along": own, "across": 1 - own}.get(situation.split, own)
+        split = _entry(rng, free) or free[0]
+        x = P(split, None) if dim == 0 else P(None, split)
+    out = {"free": None, "replicated": P(), "moved": P(x[1], x[0])}[situation.out]
+    return _case(rng, mesh, op, x, out, moved_y=situation.split == "moved")

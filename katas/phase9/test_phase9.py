@@ -503,10 +503,10 @@ def test_scatter_sum(kata):
 
 # ---- predict_collectives -----------------------------------------------------------------------
 # One case at a time (the harness refuses the compiler around every call), compiled here: the
-# fixed cases the task started with, and cases drawn fresh every run over the whole domain the
-# docstring states, one per trap. The expected counts come from XLA's own module.
-
-COLLECTIVE_THEMES = ("both", "reduce", "moves", "any")
+# fixed cases the task started with, and cases drawn fresh every run: one of each structural
+# situation the contract allows (op family x where x is split x how the result is placed), so no
+# trap depends on the seed, and one from the whole domain. The expected counts come from XLA's
+# own module.
 
 
 def _predicted_collectives(kata, case) -> dict[str, int]:
@@ -537,12 +537,13 @@ def test_predict_collectives_on_the_bank(kata):
 
 @pytest.mark.task("predict_collectives")
 def test_predict_collectives_on_fresh_cases(kata, fresh):
-    """Cases drawn over the whole domain: 1-D and 2-D meshes under any axis names, x split on
-    one or both dimensions by one or two axes, any op, results left to the partitioner,
-    replicated or moved to the other dimension; every run has x split on both dimensions (a
-    replicated result, a sum of everything) and a split moved to the other dimension."""
-    for theme in COLLECTIVE_THEMES:
-        case = collective_programs.draw_case(fresh, theme)
+    """One case drawn for every situation of collective_programs.SITUATIONS (elementwise with a
+    moved split, reductions and reversals along x's split dimension, across it and with x split
+    on both, matmul with its contracted dimension split, each with the result left free and
+    replicated; a result moved), over 1-D and 2-D meshes under any axis names, then one case
+    from the whole domain."""
+    cases = [collective_programs.draw_situation(fresh, s) for s in collective_programs.SITUATIONS]
+    for case in [*cases, collective_programs.draw_case(fresh)]:
         predicted = _predicted_collectives(kata, case)
         compiled = _compiled_collectives(case)
         if predicted != compiled:
