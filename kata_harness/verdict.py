@@ -114,7 +114,7 @@ def _test_side(path: Path, phase: Phase) -> bool:
     folder = curriculum.KATAS_DIR / phase.name
     return (
         path.parent == folder and path.name != KATA_FILE
-    ) or path.parent == curriculum.HARNESS_DIR
+    ) or curriculum.HARNESS_DIR in path.parents
 
 
 def _is_timeout(error: BaseException) -> bool:

@@ -82,8 +82,8 @@ def _salt() -> bytes:
     shared = [
         root / "conftest.py",
         root / "katas_cli" / "runner.py",
-        *root.glob("kata_harness/*.py"),
-        *root.glob("xla-inspect/src/xla_inspect/*.py"),
+        *root.glob("kata_harness/**/*.py"),
+        *root.glob("xla-inspect/src/xla_inspect/**/*.py"),
     ]
     _hash_files(digest, [p for p in shared if p.is_file()])
     try:
@@ -97,8 +97,8 @@ def phase_key(phase: Phase, salt: bytes | None = None) -> str:
     """Hash of everything a phase's outcome depends on (see the module docstring)."""
     digest = hashlib.sha256(salt if salt is not None else _salt())
     folder = phase.kata_path.parent
-    # the test files, programs.py and any module they share (katas/phase9/pmap_oracles.py)
-    tests = [p for p in folder.glob("*.py") if p.name != phase.kata_path.name]
+    # the tests, the programs and the modules they share (the kata itself is hashed above)
+    tests = [p for p in folder.glob("*.py") if p != phase.kata_path]
     recorded = sorted(folder.glob(f"{RECORDED_DIR}/*.hlo"))
     _hash_files(digest, [phase.kata_path, folder / "tasks.toml", *tests, *recorded])
     if phase.needs:  # installing the group makes its skipped tests run

@@ -1,16 +1,19 @@
-"""Independent oracles the kata tests compare with, kept out of the test files.
+"""Independent oracles the kata tests compare with, kept out of the test files: this module's
+verdicts of XLA's HLO parser, and one module per phase or concern (:mod:`.tpu_hlo`: phase 11's
+facts of TPU HLO, ...), each stating which XLA fact it computes.
 
 XLA's own HLO parser (jaxlib's private ``jaxlib._hlo``, the one the reader's oracle tests use) is
 the judge of what a module is: whether XLA reads a text at all, and what it makes of it. It is
-asked first in a child process (:mod:`.xla_child`), as on some jaxlib versions it aborts the
-process on some invalid texts instead of raising: that is a verdict too (:class:`XlaAborted`).
+asked first in a child process (:mod:`kata_harness.xla_child`), as on some jaxlib versions it
+aborts the process on some invalid texts instead of raising: that is a verdict too
+(:class:`XlaAborted`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .xla_child import XLA_PARSER, Verdict
+from ..xla_child import XLA_PARSER, Verdict
 
 
 class XlaAborted(Exception):

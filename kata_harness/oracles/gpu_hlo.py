@@ -1,0 +1,244 @@
+"""Phase 12's oracles: facts of GPU HLO read with XLA's own parser (``jaxlib._hlo``: opcodes,
+the printed instruction, the module's schedule), NumPy arithmetic on a program's shapes, and,
+for the compiled programs of the decide tasks, counts read with the toolkit's reader.
+
+Each function takes a module's text (or a program's shapes) and never the kata's answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import cache
+
+from xla_inspect.parse import parse_hlo
+
+from . import xla_module
+
+_KIND = re.compile(r"\bkind=(\w+)")
+_CUSTOM = re.compile(r'"fusion_(?:backend_)?config":\{[^{}]*?"kind":"([^"]+)"')
+_CALLS = re.compile(r"\bcalls=%?([\w.-]+)")
+SHAPE = re.compile(r"\b([a-z]+\d*)\[([\d,]*)\]")
+_ANY_COLLECTIVE = re.compile(
+    r"^(all-gather|all-reduce|reduce-scatter|collective-permute|all-to-all)(-start)?$"
+)
+
+
+def opcode(instruction) -> str:
+    """The opcode as XLA prints it (all-gather-start, exponential): the word after the
+    instruction's shape in XLA's own printing (the enum's names differ: kExp is exponential)."""
+    rest = instruction.to_string().split(" = ", 1)[1]
+    depth = 0
+    for position, char in enumerate(rest):
+        depth += (char == "(") - (char == ")")
+        if char == " " and depth == 0:
+            return rest[position + 1 :].split("(", 1)[0]
+    raise AssertionError(f"no opcode in {rest[:80]}")
+
+
+@cache
+def parsed(text: str):
+    """XLA's parse of a module: [(computation, instruction name, opcode, printed text)]."""
+    module = xla_module(text)
+    return module, [
+        (c.name, i.name, opcode(i), i.to_string())
+        for c in module.computations()
+        for i in c.instructions()
+    ]
+
+
+def label(printed: str) -> str:
+    """A fusion's kind as printed (kLoop), with a kCustom fusion's config kind in brackets."""
+    kind = _KIND.search(printed)
+    custom = _CUSTOM.search(printed)
+    base = kind.group(1) if kind else ""
+    return f"{base}({custom.group(1)})" if custom else base
+
+
+def fusion_kinds(text: str) -> dict[str, int]:
+    """Fusions of every computation, counted by :func:`label`."""
+    _, rows = parsed(text)
+    return dict(Counter(label(p) for _, _, op, p in rows if op == "fusion"))
+
+
+def fusion_callers(text: str) -> dict[str, tuple[str, str]]:
+    """fused computation -> (computation holding the fusion, the fusion's kind label)."""
+    _, rows = parsed(text)
+    callers = {}
+    for computation, _, op, printed in rows:
+        called = _CALLS.search(printed)
+        if op == "fusion" and called:
+            callers[called.group(1)] = (computation, label(printed))
+    return callers
+
+
+def reduce_homes(text: str) -> dict[str, int]:
+    """Each reduce of XLA's parse, under the kind of the outermost fusion reaching it."""
+    _, rows = parsed(text)
+    callers = fusion_callers(text)
+    homes: Counter[str] = Counter()
+    for computation, _, op, _printed in rows:
+        if op != "reduce":
+            continue
+        kind = "unfused"
+        while computation in callers:
+            computation, kind = callers[computation]
+        homes[kind] += 1
+    return dict(homes)
+
+
+def library_calls(text: str, name: str) -> dict[str, str]:
+    """{cuBLAS or cuDNN custom-call: the epilogue or activation mode XLA prints in it}; ``name``
+    names the module when a call prints neither."""
+    _, rows = parsed(text)
+    found = {}
+    for _, instruction, op, printed in rows:
+        target = re.search(r'custom_call_target="(__(?:cublas|cudnn)\$[^"]*)"', printed)
+        if op != "custom-call" or not target:
+            continue
+        value = re.search(r'\\?"(?:epilogue|activation_mode)\\?":\\?"(\w+)', printed)
+        assert value, f"{name}: {instruction} prints no epilogue or activation mode"
+        found[instruction] = value.group(1)
+    return found
+
+
+def einsum_flops(specs, shapes) -> int:
+    """Flops of a chain of einsums (2 per multiply-add), from their specs and operand shapes."""
+    sizes: dict[str, int] = {}
+    operands = [shapes[0]] + list(shapes[1:])
+    letters = [specs[0].split("->")[0].split(",")[0]] + [
+        s.split("->")[0].split(",")[1] for s in specs
+    ]
+    for indices, shape in zip(letters, operands, strict=True):
+        sizes.update(zip(indices, shape, strict=True))
+    return sum(
+        2 * math.prod(sizes[i] for i in set(spec.split("->")[0].replace(",", ""))) for spec in specs
+    )
+
+
+def dense_flops(dense_shapes) -> int:
+    """Flops of the dense stack's matmuls, from its (shape, dtype) list: x first, then every
+    other 2-D shape a weight [k, n] multiplying x's rows."""
+    rows = dense_shapes[0][0][0]
+    weights = [s for s, _ in dense_shapes if len(s) == 2][1:]
+    return sum(2 * rows * k * n for k, n in weights)
+
+
+def schedule(text: str) -> dict[str, list[str]]:
+    """computation -> instruction names in XLA's own schedule."""
+    module, _ = parsed(text)
+    order: dict[str, list[str]] = {}
+    current = None
+    for line in module.schedule().to_string().splitlines():
+        head = re.match(r"computation ([^\s:]+)", line)  # "... (thread main):" on newer XLA
+        if head:
+            current = order.setdefault(head.group(1), [])
+        elif line.strip() and current is not None:
+            current.append(line.strip())
+    return order
+
+
+def async_wrapped(text: str) -> set[str]:
+    """Computations XLA treats as part of an async-start (it prints them inline, as sugar such
+    as reduce-scatter-start): those holding some async-start's wrapped root."""
+    module, _ = parsed(text)
+    roots = {
+        i.async_wrapped_root().name
+        for c in module.computations()
+        for i in c.instructions()
+        if str(i.opcode).endswith("kAsyncStart")
+    }
+    return {c.name for c in module.computations() if any(i.name in roots for i in c.instructions())}
+
+
+def overlaps(text: str) -> dict[str, list[str]]:
+    """{collective: opcodes XLA scheduled while it is in flight} in every computation that is
+    not an async-start's wrapped one (a synchronous collective: nothing)."""
+    _, rows = parsed(text)
+    opcode_of = {(c, n): op for c, n, op, _ in rows}
+    printed = {(c, n): p for c, n, _, p in rows}
+    plain = {"all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all"}
+    found: dict[str, list[str]] = {}
+    wrapped = async_wrapped(text)
+    for computation, names in schedule(text).items():
+        if computation in wrapped:
+            continue
+        for position, instruction in enumerate(names):
+            op = opcode_of[(computation, instruction)]
+            if op in plain:
+                found[instruction] = []
+            elif op.removesuffix("-start") in plain and op.endswith("-start"):
+                done = next(
+                    k
+                    for k in range(position + 1, len(names))
+                    if f"-done(%{instruction})" in printed[(computation, names[k])]
+                )
+                found[instruction] = [
+                    opcode_of[(computation, n)] for n in names[position + 1 : done]
+                ]
+    return found
+
+
+def _shape_bytes(shape: str) -> int:
+    produced = 0
+    for dtype, dims in SHAPE.findall(shape):
+        width = int(re.sub(r"\D", "", dtype) or 8)
+        produced += math.prod(int(d) for d in dims.split(",") if d) * width // 8
+    return produced
+
+
+def gathers(text: str) -> tuple[int, int, int]:
+    """(bytes the all-gathers produce, async gathers with a GEMM kernel in flight, gathers)."""
+    entry = parse_hlo(text).entry
+    order = list(entry)
+    produced, overlapped, count = 0, 0, 0
+    for position, instruction in enumerate(order):
+        if instruction.opcode in ("all-gather", "all-gather-done"):
+            count += 1
+            produced += _shape_bytes(instruction.shape)
+        if instruction.opcode == "all-gather-start":
+            rest = order[position + 1 :]
+            end = next(k for k, j in enumerate(rest) if instruction.name in j.operands)
+            overlapped += any("gemm" in (j.attribute("backend_config") or "") for j in rest[:end])
+    return produced, overlapped, count
+
+
+def collective_bytes(text: str) -> tuple[int, int]:
+    """(collectives in every computation, bytes their results hold)."""
+    count, produced = 0, 0
+    for computation in parse_hlo(text).computations:
+        for instruction in computation:
+            if _ANY_COLLECTIVE.match(instruction.opcode):
+                count += 1
+                produced += _shape_bytes(instruction.shape)
+    return count, produced
+
+
+def kernels(text: str) -> int:
+    """Kernels the ENTRY launches: fusions and custom calls."""
+    return sum(i.opcode in ("fusion", "custom-call") for i in parse_hlo(text).entry)
+
+
+def all_reduced(text: str) -> dict[str, int]:
+    """Elements all-reduced per dtype, from the all-reduces of XLA's parse."""
+    _, rows = parsed(text)
+    found: Counter[str] = Counter()
+    for _, _, op, printed in rows:
+        if op in ("all-reduce", "all-reduce-start"):
+            head = printed.split(" all-reduce")[0]
+            for dtype, dims in SHAPE.findall(head):
+                found[dtype] += math.prod(int(d) for d in dims.split(",") if d)
+    return dict(found)
+
+
+def all_reduced_read(text: str) -> dict[str, int]:
+    """Elements all-reduced per dtype, from the all-reduces the toolkit's reader finds in every
+    computation of a compiled module."""
+    found: Counter[str] = Counter()
+    for computation in parse_hlo(text).computations:
+        for instruction in computation:
+            if instruction.opcode in ("all-reduce", "all-reduce-start"):
+                for dtype, dims in SHAPE.findall(instruction.shape):
+                    found[dtype] += math.prod(int(d) for d in dims.split(",") if d)
+    return dict(found)

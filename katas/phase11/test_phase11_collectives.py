@@ -1,0 +1,272 @@
+"""Phase 11 tests, reading collectives: the device groups each one runs over and the bytes each
+kind moves.
+
+Expected values come from XLA's own parser and NumPy (kata_harness.oracles.tpu_hlo), the mesh a
+program was sharded over, and the programs' shapes; tests that compile for a TPU call
+`require(...)` and skip, naming `uv sync --group tpu`, without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.sharding import PartitionSpec as P
+from pytest_check import check
+
+from kata_harness import versions
+from kata_harness.oracles import tpu_hlo as oracle
+from kata_harness.targets import require
+from katas.phase11 import texts
+from katas.phase11.programs import (
+    CROSS_REPLICA,
+    FSDP_CASES,
+    GROUP_SPELLINGS,
+    HANDWRITTEN,
+    RECORDINGS,
+    collectives_module,
+    fsdp_weight_bytes,
+    group_module,
+)
+from katas.phase11.texts import DRAWN_SEEDS, FUSED_COLLECTIVES, V5E
+
+# ---- device_groups ------------------------------------------------------------------------------
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_every_spelling(kata):
+    for spelling in sorted(GROUP_SPELLINGS):
+        got = kata.device_groups(group_module(GROUP_SPELLINGS[spelling]))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        expected = oracle.spelled_groups()[spelling]
+        assert set(got) == {3}, f"one collective, channel_id=3; got channels {sorted(got)}"
+        with check:
+            assert sorted(got[3]) == sorted(expected), (
+                f"{GROUP_SPELLINGS[spelling]} means {expected}, got {got[3]}"
+            )
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_empty_means_every_device(kata):
+    """`replica_groups={}` is one group of every device of the module, not no group."""
+    for replicas, partitions in ((1, 4), (1, 8), (1, 2), (2, 4)):
+        text = group_module("{}", partitions)
+        if replicas > 1:
+            text = text.replace("HloModule groups,", f"HloModule groups, replica_count={replicas},")
+        devices = oracle.device_count(text)
+        assert devices == replicas * partitions, f"XLA reads {devices} devices"
+        got = kata.device_groups(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == {3: [list(range(devices))]}, (
+                f"replica_groups={{}} with replica_count={replicas}, num_partitions={partitions}: "
+                f"one group of all {devices} devices, got {got}"
+            )
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_one_entry_per_channel(kata):
+    for name in ("fsdp4_v5e", "fsdp6_v5e", "matmul_v5e", "handwritten", "handwritten_tpu"):
+        channels = oracle.grouped_channels(texts.any_text(name))
+        answers = []
+        for what, text, _ in texts.forms(name):
+            got = kata.device_groups(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            answers.append((what, got))
+            with check:
+                assert set(got) == channels, (
+                    f"{what}: channels with replica groups {sorted(channels)}, got {sorted(got)}"
+                )
+            for channel, groups in got.items():
+                flat = sorted(d for g in groups for d in g)
+                with check:
+                    assert flat == list(range(4)), (
+                        f"{what} channel {channel}: every one of the 4 devices in exactly one "
+                        f"group, got {groups}"
+                    )
+        for what, got in answers[1:]:
+            with check:
+                assert got == answers[0][1], (
+                    f"{what}: names and computation order change no group: {answers[0][1]}, "
+                    f"got {got}"
+                )
+
+
+# (mesh shape, axis names, axes the collective runs over)
+GROUP_CASES = [
+    ((2, 2), ("a", "b"), "a"),
+    ((2, 2), ("a", "b"), "b"),
+    ((2, 2), ("a", "b"), ("b", "a")),
+    ((4,), ("a",), "a"),
+    ((2, 2), ("b", "a"), "a"),
+    ((1, 4), ("a", "b"), "b"),
+]
+
+
+@functools.cache
+def _gather_text(shape, names, over) -> str:
+    target = require(V5E)
+    mesh = target.mesh(shape, names)
+    gather = jax.shard_map(
+        lambda x: jax.lax.all_gather(x * 2.0, over, tiled=True),
+        mesh=mesh,
+        in_specs=P(names),
+        out_specs=P(names),
+        check_vma=False,
+    )
+    x = target.place(jax.ShapeDtypeStruct((8 * math.prod(shape), 128), jnp.float32), mesh, names)
+    text = jax.jit(gather).lower(x).compile().as_text()
+    assert text is not None
+    return text
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_match_the_mesh(kata):
+    for shape, names, over in GROUP_CASES:
+        text = _gather_text(shape, names, over)
+        got = kata.device_groups(text)
+        assert isinstance(got, dict) and len(got) == 1, f"one all-gather, got {got!r}"
+        expected = oracle.mesh_groups(shape, names, over)
+        with check:
+            assert sorted(next(iter(got.values()))) == sorted(expected), (
+                f"all_gather over {over} on mesh {dict(zip(names, shape, strict=True))}: groups "
+                f"{expected}, got {next(iter(got.values()))}"
+            )
+
+
+# ---- collective_bytes ---------------------------------------------------------------------------
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_fsdp_gathers_every_weight(kata):
+    for name in sorted(FSDP_CASES):
+        got = kata.collective_bytes(texts.text(name))
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        layers, _, width, dtype, _, _ = FSDP_CASES[name]
+        # Default precision on TPU multiplies in bf16: f32 weights are rounded before the gather.
+        per_weight = fsdp_weight_bytes(name) * 2 // jnp.dtype(dtype).itemsize
+        with check:
+            assert got == {"all-gather": layers * per_weight}, (
+                f"{name}: every device gathers {layers} whole weights of {per_weight} bytes (bf16 "
+                f"[{width},{width}]; a collective copied into several async bodies counts once), "
+                f"got {got}"
+            )
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_gradient_all_reduce(kata):
+    got = kata.collective_bytes(texts.text("mlp_grad_v5e"))
+    assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    params = [(512, 1024), (1024,), (1024, 256), (256,)]
+    expected = sum(math.prod(s) for s in params) * jnp.dtype(jnp.bfloat16).itemsize
+    with check:
+        assert got == {"all-reduce": expected}, (
+            f"data-parallel gradients: one all-reduce of every bf16 gradient ({expected} bytes, "
+            f"a tuple-shaped result counts all its elements), got {got}"
+        )
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_without_channel_ids(kata):
+    """Cross-replica collectives carry no channel_id: each is a collective of its own."""
+    got = kata.collective_bytes(CROSS_REPLICA)
+    assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    expected = oracle.collective_bytes(CROSS_REPLICA)
+    with check:
+        assert got == expected, (
+            f"two all-reduces and an all-gather without channel_id, one all-reduce (channel 5) "
+            f"copied twice: XLA's shapes give {expected}, got {got}"
+        )
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_match_xla(kata):
+    """The recordings and the hand-written modules (an s8 all-reduce, a permute copied into
+    three bodies, every kind inside matmul fusions), under any names and computation order."""
+    for name in [*sorted(RECORDINGS), *HANDWRITTEN, FUSED_COLLECTIVES]:
+        expected = oracle.collective_bytes(texts.any_text(name))
+        for what, text, _ in texts.forms(name):
+            got = kata.collective_bytes(text)
+            assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: XLA's shapes give {expected}, got {got}"
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_of_drawn_modules(kata):
+    """Modules drawn from a seed (programs.collectives_module): every kind, element types from
+    4 to 64 bits, odd shapes under tiled layouts, collectives without channel_id, in a called
+    computation, in a while body, and one channel copied into two computations."""
+    for seed in DRAWN_SEEDS:
+        text = collectives_module(seed)
+        expected = oracle.collective_bytes(text)
+        got = kata.collective_bytes(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"programs.collectives_module({seed}): XLA's shapes give {expected} (element "
+                f"count times the dtype's bit width, never the tiles), got {got}"
+            )
+
+
+# (collective, dtype, global shape): the mesh is (2, 2) over ('a', 'b'), the array split four
+# ways by rows; expected bytes per device from the block's shape.
+SHARD_CASES = {
+    "psum over a, bf16": (lambda x: jax.lax.psum(x, "a"), jnp.bfloat16, (64, 384), "all-reduce", 1),
+    "all_gather over b, s32": (
+        lambda x: jax.lax.all_gather(x, "b", tiled=True),
+        jnp.int32,
+        (64, 130),
+        "all-gather",
+        2,
+    ),
+    "psum_scatter over b, f32": (
+        lambda x: jax.lax.psum_scatter(x, "b", tiled=True),
+        jnp.float32,
+        (64, 256),
+        "reduce-scatter",
+        0.5,
+    ),
+    "all_to_all over b, f32": (
+        lambda x: jax.lax.all_to_all(x, "b", 0, 1, tiled=True),
+        jnp.float32,
+        (64, 256),
+        "all-to-all",
+        1,
+    ),
+}
+
+
+@functools.cache
+def _shard_text(case: str) -> str:
+    target = require(V5E)
+    f, dtype, shape, _, _ = SHARD_CASES[case]
+    mesh = target.mesh((2, 2), ("a", "b"))
+    program = jax.shard_map(
+        f, mesh=mesh, in_specs=P(("a", "b")), out_specs=P(("a", "b")), check_vma=False
+    )
+    x = target.place(jax.ShapeDtypeStruct(shape, dtype), mesh, ("a", "b"))
+    text = jax.jit(program).lower(x).compile().as_text()
+    assert text is not None
+    return text
+
+
+@pytest.mark.task("collective_bytes")
+def test_collective_bytes_of_shard_map_collectives(kata):
+    for case in sorted(SHARD_CASES):
+        text = _shard_text(case)
+        got = kata.collective_bytes(text)
+        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+        _, dtype, shape, opcode, factor = SHARD_CASES[case]
+        block = shape[0] // 4 * shape[1] * jnp.dtype(dtype).itemsize
+        with check:
+            assert got == {opcode: int(block * factor)}, (
+                f"{case}: one {opcode} whose result is {int(block * factor)} bytes on each device "
+                f"(the block is {block} bytes; padded tiles are not data), got {got}"
+            )

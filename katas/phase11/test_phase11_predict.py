@@ -1,0 +1,256 @@
+"""Phase 11 tests, predicting and deciding: a sharded layer's flops and an MLP's all-reduce
+bytes from shapes alone, and weight specs that move no weight within a memory budget.
+
+Expected values come from cost and memory analyses of the compiled programs (libtpu's, and
+XLA:CPU's on cases drawn from a seed) and from XLA's own parser
+(kata_harness.oracles.tpu_hlo); tests that compile for a TPU call `require(...)` and skip,
+naming `uv sync --group tpu`, without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from pytest_check import check
+
+from kata_harness import versions
+from kata_harness.oracles import tpu_hlo as oracle
+from kata_harness.predict import compiler_refused
+from kata_harness.targets import require
+from katas.phase11.programs import (
+    ALLREDUCE_CASES,
+    AXES,
+    LAYER_CASES,
+    MLP_HIDDEN,
+    MLP_WIDTH,
+    doubled,
+    lower_dense_layer,
+    lower_mlp,
+    two_layer_mlp,
+)
+from katas.phase11.texts import V5E
+from xla_inspect import parse_hlo
+from xla_inspect.query import opcode_counts
+
+# ---- predict_layer_flops ------------------------------------------------------------------------
+
+
+@functools.cache
+def _layer_flops(m, k, n, mesh_shape, target_name: str = V5E) -> float:
+    target = require(target_name)
+    cost = lower_dense_layer(target, m, k, n, mesh_shape).compile().cost_analysis()
+    assert isinstance(cost, dict) and "flops" in cost
+    return float(cost["flops"])
+
+
+@pytest.mark.task("predict_layer_flops")
+def test_predict_layer_flops_matches_libtpu(kata):
+    for m, k, n, mesh_shape in LAYER_CASES:
+        with compiler_refused("predict_layer_flops"):
+            got = kata.predict_layer_flops(m, k, n, *mesh_shape)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        expected = _layer_flops(m, k, n, mesh_shape)
+        with check:
+            assert got == expected, (
+                f"relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: cost_analysis says "
+                f"{expected:.0f} flops per device, predicted {got}"
+            )
+
+
+# Meshes of the 8 CPU devices the tests run with, (data, model).
+CPU_MESHES = [(1, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2), (1, 8), (8, 1)]
+
+
+def _drawn_layers(seed: int, count: int = 8) -> list[tuple[int, int, int, tuple[int, int]]]:
+    """(m, k, n, mesh shape) drawn from `seed`: odd sizes that the mesh axes divide."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        data, model = rng.choice(CPU_MESHES)
+        cases.append(
+            (
+                data * rng.randint(1, 40),
+                rng.randint(1, 300),
+                model * rng.randint(1, 40),
+                (data, model),
+            )
+        )
+    return cases
+
+
+LAYER_SEED = 8
+
+
+@pytest.mark.task("predict_layer_flops")
+def test_predict_layer_flops_matches_cpu_cost_analysis(kata):
+    """The same sharded layer compiled by XLA:CPU: its cost analysis counts flops per device
+    as libtpu's does (2 per multiply-add of the device's block, one per element for the bias
+    add and for the relu), so it runs without libtpu, on cases drawn from a seed."""
+    cases = _drawn_layers(LAYER_SEED)
+    measured = [_layer_flops(m, k, n, mesh_shape, "cpu") for m, k, n, mesh_shape in cases]
+    for (m, k, n, mesh_shape), expected in zip(cases, measured, strict=True):
+        with compiler_refused("predict_layer_flops"):
+            got = kata.predict_layer_flops(m, k, n, *mesh_shape)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"seed {LAYER_SEED}, relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: "
+                f"XLA:CPU's cost_analysis says {expected:.0f} flops per device, predicted {got}"
+            )
+
+
+# ---- gather_free_specs --------------------------------------------------------------------------
+
+
+@functools.cache
+def _mlp_figures(
+    w1_spec: P, w2_spec: P, batch: int, target_name: str = V5E
+) -> tuple[dict[str, int], int]:
+    """(collective opcodes -> count over every computation, argument bytes per device)."""
+    target = require(target_name)
+    compiled = lower_mlp(target, tuple(w1_spec), tuple(w2_spec), batch).compile()
+    text = compiled.as_text()
+    assert text is not None
+    counts = opcode_counts(parse_hlo(text))
+    stats = compiled.memory_analysis()
+    assert stats is not None
+    moved = {o: c for o, c in counts.items() if o.startswith(("all-", "collective-", "reduce-sc"))}
+    return moved, int(stats.argument_size_in_bytes)
+
+
+@functools.cache
+def _x_bytes(batch: int, target_name: str = V5E) -> int:
+    target = require(target_name)
+    mesh = target.mesh((2, 2), AXES)
+    x = target.place(jax.ShapeDtypeStruct((batch, MLP_WIDTH), jnp.bfloat16), mesh, "data", None)
+    stats = jax.jit(doubled).lower(x).compile().memory_analysis()
+    assert stats is not None
+    return int(stats.argument_size_in_bytes)
+
+
+def _check_budget(kata, target_name: str) -> None:
+    for batch in (512, 128):
+        specs = kata.gather_free_specs()
+        assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
+        moved, arguments = _mlp_figures(specs[0], specs[1], batch, target_name)
+        _, replicated = _mlp_figures(P(), P(), batch, target_name)
+        x_bytes = _x_bytes(batch, target_name)
+        budget = x_bytes + (replicated - x_bytes) // 2
+        with check:
+            assert not any(o.startswith(("all-gather", "collective-permute")) for o in moved), (
+                f"{target_name}: weights moved between devices: {moved} (a gather or a permute "
+                "of a weight costs bandwidth every step)"
+            )
+        with check:
+            assert arguments <= budget, (
+                f"{target_name}: {arguments} argument bytes per device; replicated weights take "
+                f"{replicated}, the budget is half the weights plus x: {budget}"
+            )
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_budget(kata):
+    _check_budget(kata, V5E)
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_budget_on_cpu(kata):
+    """The same program partitioned by XLA:CPU over 4 CPU devices (the same SPMD partitioner;
+    no tiles pad the arguments): the same budget, without libtpu."""
+    _check_budget(kata, "cpu")
+
+
+@pytest.mark.task("gather_free_specs")
+def test_gather_free_specs_same_values_on_cpu(kata):
+    specs = kata.gather_free_specs()
+    assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
+    mesh = jax.make_mesh(
+        (2, 2), AXES, axis_types=(AxisType.Auto,) * 2, devices=jax.devices("cpu")[:4]
+    )
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(16, MLP_WIDTH)).astype(np.float32)
+    w1 = rng.normal(size=(MLP_WIDTH, MLP_HIDDEN)).astype(np.float32) / 16
+    w2 = rng.normal(size=(MLP_HIDDEN, MLP_WIDTH)).astype(np.float32) / 32
+    placed = [
+        jax.device_put(a, NamedSharding(mesh, s))
+        for a, s in ((x, P("data", None)), (w1, specs[0]), (w2, specs[1]))
+    ]
+    out = np.asarray(jax.jit(two_layer_mlp)(*placed))
+    expected = np.maximum(x @ w1, 0) @ w2
+    with check:
+        np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4)
+
+
+# ---- predict_allreduce_bytes --------------------------------------------------------------------
+
+
+@functools.cache
+def _allreduce_bytes(batch, width, hidden, dtype, mesh_shape, target_name: str = V5E) -> int:
+    """Bytes of the all-reduce results in the compiled program, read with XLA's parser."""
+    target = require(target_name)
+    split = (None, "model"), ("model", None)
+    text = lower_mlp(target, *split, batch, width, hidden, dtype, mesh_shape).compile().as_text()
+    assert text is not None
+    return oracle.all_reduce_bytes(text)
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("predict_allreduce_bytes")
+def test_predict_allreduce_bytes_matches_the_compiled_program(kata):
+    for batch, width, hidden, dtype, mesh_shape in ALLREDUCE_CASES:
+        itemsize = jnp.dtype(dtype).itemsize
+        with compiler_refused("predict_allreduce_bytes"):
+            got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        expected = _allreduce_bytes(batch, width, hidden, dtype, mesh_shape)
+        with check:
+            assert got == expected, (
+                f"x [{batch},{width}], hidden {hidden}, {jnp.dtype(dtype).name}, mesh "
+                f"{mesh_shape}: the compiled program all-reduces {expected} bytes per device, "
+                f"predicted {got}"
+            )
+
+
+ALLREDUCE_SEED = 10
+
+
+def _drawn_mlps(seed: int, count: int = 8) -> list[tuple[int, int, int, object, tuple[int, int]]]:
+    """(batch, width, hidden, dtype, mesh shape) drawn from `seed`. f32 and f16 only: XLA:CPU
+    sums bf16 partials in f32 (XLA:TPU in bf16: the libtpu test above)."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        data, model = rng.choice(CPU_MESHES)
+        dtype = rng.choice((jnp.float32, jnp.float16))
+        batch, width = data * rng.randint(1, 24), rng.randint(1, 200)
+        cases.append((batch, width, model * rng.randint(1, 40), dtype, (data, model)))
+    return cases
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("predict_allreduce_bytes")
+def test_predict_allreduce_bytes_matches_cpu(kata):
+    """The same split MLP partitioned by XLA:CPU over up to 8 CPU devices, on cases drawn from
+    a seed: the bytes of its all-reduce, read with XLA's parser, without libtpu."""
+    cases = _drawn_mlps(ALLREDUCE_SEED)
+    measured = [_allreduce_bytes(*case, "cpu") for case in cases]
+    for (batch, width, hidden, drawn, mesh_shape), expected in zip(cases, measured, strict=True):
+        dtype: Any = drawn
+        itemsize = jnp.dtype(dtype).itemsize
+        with compiler_refused("predict_allreduce_bytes"):
+            got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)
+        assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"seed {ALLREDUCE_SEED}, x [{batch},{width}], hidden {hidden}, "
+                f"{jnp.dtype(dtype).name}, mesh {mesh_shape}: XLA:CPU's program all-reduces "
+                f"{expected} bytes per device, predicted {got}"
+            )

@@ -1,0 +1,61 @@
+"""The modules phase 11's reading tests read: the recordings, the hand-written ones and the
+matmul fusions holding every collective kind, each as printed and as its metamorphic variants
+(every name relabelled, computations reordered, each confirmed by XLA's parser)."""
+
+from __future__ import annotations
+
+import functools
+import zlib
+
+from kata_harness import metamorphic
+from kata_harness.targets import recorded
+from katas.phase11.programs import HANDWRITTEN, RECORDINGS, fused_collectives_module
+
+PHASE = "phase11"
+V5E = "tpu-v5e:2x2"
+FUSED_COLLECTIVES = "fused_collectives"
+TEXTS = [*sorted(RECORDINGS), *HANDWRITTEN]
+DRAWN_SEEDS = range(16)
+
+
+def text(name: str) -> str:
+    return recorded(PHASE, name)
+
+
+def any_text(name: str) -> str:
+    """A recorded module, a hand-written one (programs.HANDWRITTEN), or the matmul fusions that
+    hold every collective kind."""
+    if name in HANDWRITTEN:
+        return HANDWRITTEN[name]
+    if name == FUSED_COLLECTIVES:
+        return fused_collectives_module()
+    return text(name)
+
+
+@functools.cache
+def variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The module with every name relabelled (%n17) and its computations reordered, each
+    confirmed by XLA's parser; seeded by the module's name."""
+    found = tuple(metamorphic.variants(any_text(name), seed=zlib.crc32(name.encode())))
+    assert any(v.kind == "renamed" for v in found), f"{name}: no renamed variant XLA accepts"
+    return found
+
+
+def forms(name: str):
+    """(what, text, variant): the module as printed (variant None), then each variant. An
+    answer must follow the module's facts, not its names or the order of its computations."""
+    yield name, any_text(name), None
+    for variant in variants(name):
+        seed = zlib.crc32(name.encode())
+        yield f"{name} ({variant.kind}, seed {seed})", variant.text, variant
+
+
+def renamed(variant, expected):
+    """expected with every name renamed as in the variant (keys and list items alike)."""
+    return expected if variant is None else variant.rename(expected)
+
+
+def renamed_keys(variant, expected: dict) -> dict:
+    """expected with its keys (instruction names) renamed; values kept (an opcode such as
+    "all-gather" or a word such as "copy" may also be some instruction's name)."""
+    return expected if variant is None else {variant.rename(k): v for k, v in expected.items()}

@@ -1,0 +1,260 @@
+"""Phase 12 tests, deciding and predicting: weight specs that need no collective within a
+memory budget, a dense layer XLA:GPU fuses into fewer kernels, and the elements a data-parallel
+step all-reduces.
+
+The decide tasks compile live for gpu-h100 and skip, naming the ``gpu`` group, without it; the
+memory budget is read from this host's CPU compile. Expected all-reduce sizes come from XLA's
+parser on recorded modules (kata_harness.oracles.gpu_hlo) and from NumPy arithmetic on seeded
+random parameter pytrees, checked against XLA:GPU's own compile with the group.
+"""
+
+import math
+import re
+from collections import Counter
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec
+from pytest_check import check
+
+from kata_harness.oracles import gpu_hlo as oracle
+from kata_harness.targets import require
+from katas.phase12 import texts as module_texts
+from katas.phase12.programs import (
+    BOTH_SPLIT,
+    CUBLAS,
+    DENSE_CASES,
+    GRADS,
+    SPEC_CASES,
+    SYNC_ALL_REDUCE,
+    handwritten_gelu_dense,
+    sds,
+    sharded_matmul,
+)
+from xla_inspect import targets
+
+# ---- gather_free_specs (decide) ----------------------------------------------------------------
+
+
+def _matmul_text(case: str, x_spec, w_spec) -> str:
+    target_name, x_shape, w_shape = SPEC_CASES[case]
+    target = require(target_name)
+    text = sharded_matmul(x_shape, w_shape, x_spec, w_spec)(target).compile().as_text()
+    assert text is not None
+    return text
+
+
+@cache
+def _original_matmul(case: str) -> tuple[int, int]:
+    return oracle.collective_bytes(_matmul_text(case, *BOTH_SPLIT))
+
+
+@pytest.mark.task("gather_free_specs")
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_gather_free_specs_need_no_collective(kata, case):
+    specs = kata.gather_free_specs()
+    assert isinstance(specs, tuple) and len(specs) == 2, f"expected (x spec, w spec), got {specs}"
+    assert all(isinstance(s, PartitionSpec) for s in specs), f"expected PartitionSpecs: {specs}"
+    original, original_bytes = _original_matmul(case)
+    count, produced = oracle.collective_bytes(_matmul_text(case, tuple(specs[0]), tuple(specs[1])))
+    with check:
+        assert original > 0, f"{case}: the original should need collectives"
+    with check:
+        assert count == 0, (
+            f"{case}: {count} collectives producing {produced} bytes are left; the original's "
+            f"{original} produce {original_bytes}: the budget is none"
+        )
+
+
+@cache
+def _argument_bytes(case: str, x_spec: tuple, w_spec: tuple) -> int:
+    """Argument bytes per device of the case's matmul compiled with these specs for this host's
+    CPU devices (memory_analysis; the same blocks of x and w a GPU would hold)."""
+    _, x_shape, w_shape = SPEC_CASES[case]
+    lowered = sharded_matmul(x_shape, w_shape, x_spec, w_spec)(targets.get("cpu"))
+    stats = lowered.compile().memory_analysis()
+    assert stats is not None
+    return int(stats.argument_size_in_bytes)
+
+
+@pytest.mark.task("gather_free_specs")
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_gather_free_specs_memory_budget(kata, case):
+    """No collective is easy with whole operands: the budget is half of the replicated bytes."""
+    specs = kata.gather_free_specs()
+    assert isinstance(specs, tuple) and len(specs) == 2, f"expected (x spec, w spec), got {specs}"
+    assert all(isinstance(s, PartitionSpec) for s in specs), f"expected PartitionSpecs: {specs}"
+    got = _argument_bytes(case, tuple(specs[0]), tuple(specs[1]))
+    replicated = _argument_bytes(case, (), ())
+    with check:
+        assert got <= replicated // 2, (
+            f"{case}: x and w take {got} bytes per device; replicated they take {replicated}, "
+            f"the budget is half of that: {replicated // 2}"
+        )
+
+
+# ---- fused_dense (decide) ----------------------------------------------------------------------
+
+
+def _dense_kernels(fn, case: str) -> int:
+    target = require("gpu-h100")
+    placed = [target.place(sds(s, d)) for s, d in DENSE_CASES[case]]
+    try:
+        text = jax.jit(fn).lower(*placed).compile(compiler_options=CUBLAS).as_text()
+    except Exception as error:  # noqa: BLE001  (XLA:GPU refusing the program is the answer's fault)
+        raise AssertionError(
+            f"{case}: XLA:GPU cannot compile it for gpu-h100 with Triton GEMMs off ({error!r:.300})"
+        ) from error
+    assert text is not None
+    return oracle.kernels(text)
+
+
+@cache
+def _original_dense_kernels(case: str) -> int:
+    return _dense_kernels(handwritten_gelu_dense, case)
+
+
+def _dense_inputs(case: str, seed: int):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.normal(size=s).astype(d) for s, d in DENSE_CASES[case])
+
+
+@pytest.mark.task("fused_dense")
+@pytest.mark.parametrize("case", sorted(DENSE_CASES))
+def test_fused_dense_values(kata, case):
+    for seed in (0, 1):
+        args = _dense_inputs(case, seed)
+        got = np.asarray(jax.jit(kata.fused_dense)(*args), np.float32)
+        want = np.asarray(jax.jit(handwritten_gelu_dense)(*args), np.float32)
+        assert got.shape == want.shape, f"{case}: shape {got.shape}, expected {want.shape}"
+        loose = args[0].dtype != np.float32
+        np.testing.assert_allclose(
+            got, want, rtol=5e-2 if loose else 1e-5, atol=5e-2 if loose else 1e-5
+        )
+
+
+@pytest.mark.task("fused_dense")
+@pytest.mark.parametrize("case", sorted(DENSE_CASES))
+def test_fused_dense_keeps_the_gemm_in_the_program(kata, case):
+    """On this host: the layer must stay a program XLA compiles, with the GEMM in it for cuBLAS
+    to run (a host callback computes the right values but leaves XLA no GEMM and no epilogue)."""
+    lowered = jax.jit(kata.fused_dense).lower(*(sds(s, d) for s, d in DENSE_CASES[case]))
+    text = lowered.as_text()
+    with check:
+        assert "stablehlo.dot" in text, f"{case}: the lowered program holds no dot (no GEMM)"
+    calls = sorted(set(re.findall(r"custom_call @([\w.]+)", text)))
+    with check:
+        assert not calls, f"{case}: the lowered program calls out of XLA ({calls})"
+
+
+@pytest.mark.task("fused_dense")
+@pytest.mark.parametrize("case", sorted(DENSE_CASES))
+def test_fused_dense_needs_fewer_kernels(kata, case):
+    original = _original_dense_kernels(case)
+    got = _dense_kernels(kata.fused_dense, case)
+    assert got < original, (
+        f"{case}: {got} kernels with Triton GEMMs off; the hand-written gelu takes {original}"
+    )
+
+
+# ---- allreduce_elements (predict) --------------------------------------------------------------
+
+
+@pytest.mark.task("allreduce_elements")
+def test_allreduce_elements(kata):
+    for name in sorted(GRADS):
+        _, params, _, _ = GRADS[name]
+        got = kata.allreduce_elements({k: sds(s, d) for k, (s, d) in params.items()})
+        expected = oracle.all_reduced(module_texts.text(name))
+        assert isinstance(got, dict), f"{name}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, f"{name}: predicted {got}, XLA all-reduces {expected}"
+
+
+@pytest.mark.task("allreduce_elements")
+def test_allreduce_elements_of_arrays(kata):
+    _, params, _, _ = GRADS["grad_towers_mixed"]
+    arrays = [np.zeros(s, d) for s, d in params.values()]
+    got = kata.allreduce_elements(arrays)
+    assert got == oracle.all_reduced(module_texts.text("grad_towers_mixed")), f"got {got}"
+
+
+# Fresh parameter pytrees: nested dicts, lists and tuples of 1-D to 4-D leaves in every float
+# dtype XLA:GPU all-reduces, some ShapeDtypeStructs and some arrays. XLA concatenates the
+# gradients of one dtype into one flat all-reduce (checked against XLA:GPU's own compile below,
+# with the gpu group), so the expected count is NumPy arithmetic on the shapes drawn here.
+_LEAF_DTYPES = (("f32", np.float32), ("bf16", jnp.bfloat16), ("f16", np.float16))
+
+
+RANDOM_SEEDS = range(40)
+
+
+def _random_pytree(rng: np.random.Generator, leaves: list, depth: int = 0):
+    """A pytree drawn from rng; appends (HLO dtype, shape) of each leaf to leaves."""
+    if depth == 3 or (depth > 0 and rng.random() < 0.45):
+        shape = tuple(int(d) for d in rng.integers(1, 7, size=int(rng.integers(1, 5))))
+        hlo, dtype = _LEAF_DTYPES[int(rng.integers(len(_LEAF_DTYPES)))]
+        leaves.append((hlo, shape))
+        return sds(shape, dtype) if rng.random() < 0.5 else np.zeros(shape, dtype)
+    children = [_random_pytree(rng, leaves, depth + 1) for _ in range(int(rng.integers(1, 4)))]
+    container = int(rng.integers(3))
+    if container == 0:
+        return {f"{'abcdefgh'[int(rng.integers(8))]}{k}": c for k, c in enumerate(children)}
+    return children if container == 1 else tuple(children)
+
+
+def _random_case(seed: int):
+    leaves: list = []
+    params = _random_pytree(np.random.default_rng(seed), leaves)
+    expected: Counter[str] = Counter()
+    for hlo, shape in leaves:
+        expected[hlo] += math.prod(shape)
+    shown = jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
+    return params, dict(expected), leaves, shown
+
+
+_HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
+@pytest.mark.task("allreduce_elements")
+def test_allreduce_elements_of_random_pytrees(kata):
+    """Nested pytrees, leaves of rank 1 to 4, f32/bf16/f16: a fresh draw per seed."""
+    drawn = [_random_case(seed) for seed in RANDOM_SEEDS]
+    ranks = {len(shape) for _, _, leaves, _ in drawn for _, shape in leaves}
+    dtypes = {hlo for _, _, leaves, _ in drawn for hlo, _ in leaves}
+    assert ranks == {1, 2, 3, 4} and dtypes == {h for h, _ in _LEAF_DTYPES}, (ranks, dtypes)
+    for seed, (params, expected, _, shown) in zip(RANDOM_SEEDS, drawn, strict=True):
+        got = kata.allreduce_elements(params)
+        assert got == expected, (
+            f"seed {seed}: params {shown}: predicted {got}, XLA:GPU all-reduces {expected} "
+            "(one flat all-reduce per dtype of every gradient's elements)"
+        )
+
+
+def _random_loss(params, x):
+    """Every element of every parameter's gradient depends on the whole (split) batch."""
+    total = jnp.zeros((), jnp.float32)
+    for leaf in jax.tree.leaves(params):
+        total += jnp.sum(jnp.tanh(x[:, :1].astype(leaf.dtype) * leaf.reshape(1, -1)))
+    return total
+
+
+@pytest.mark.task("allreduce_elements")
+@pytest.mark.parametrize("seed", (3, 11, 29))
+def test_allreduce_elements_of_random_pytrees_match_xla(kata, seed):
+    """The rule above against XLA:GPU itself: the gradients of a random pytree compiled for
+    gpu-h100, the batch split over 4 devices, the all-reduces read from the text."""
+    target = require("gpu-h100")
+    params, _, _, shown = _random_case(seed)
+    mesh = target.mesh((4,), ("d",))
+    placed = jax.tree.map(lambda x: target.place(sds(x.shape, x.dtype), mesh), params)
+    batch = target.place(sds((64, 8), jnp.float32), mesh, "d", None)
+    lowered = jax.jit(jax.grad(_random_loss)).lower(placed, batch)
+    text = lowered.compile(compiler_options=SYNC_ALL_REDUCE).as_text()
+    assert text is not None
+    found = oracle.all_reduced_read(text)
+    got = kata.allreduce_elements(params)
+    assert got == found, f"seed {seed}: params {shown}: predicted {got}, XLA {found}"

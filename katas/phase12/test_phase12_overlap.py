@@ -1,0 +1,190 @@
+"""Phase 12 tests, collectives in flight: what XLA schedules while each collective runs, read
+from recorded and hand-written GPU modules (as printed and renamed) against XLA's own schedule
+(kata_harness.oracles.gpu_hlo); and compiler options that overlap an FSDP stack's gathers with
+its GEMMs, compiled live for gpu-h100 / gpu-a100 (skipping, naming the ``gpu`` group, without
+it) and checked on this host against the flags XLA accepts.
+"""
+
+import re
+from functools import cache
+
+import jax
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import gpu_hlo as oracle
+from kata_harness.targets import require
+from katas.phase12 import texts as module_texts
+from katas.phase12.programs import BLOCK_SHAPES, FSDP_CASES, block, fsdp_lowering, sds
+
+# ---- collective_overlap ------------------------------------------------------------------------
+
+
+OVERLAP_RECORDINGS = (
+    "matmul_2x2_a100",
+    "matmul_2x2_h100",
+    "fsdp4_h100",
+    "grad_towers_mixed",
+    "mlp_cublas",
+)
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap(kata):
+    for name in OVERLAP_RECORDINGS:
+        for what, text, variant in module_texts.forms(name):
+            got = kata.collective_overlap(text)
+            expected = module_texts.renamed_keys(variant, oracle.overlaps(module_texts.text(name)))
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, f"{what}: got {got}, XLA's schedule says {expected}"
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_sync_and_async_side_by_side(kata):
+    """The same sharded matmul: A100 keeps one gather async, H100 makes both synchronous."""
+    for form in ("as printed", "renamed"):
+        a100, h100 = (
+            kata.collective_overlap(
+                module_texts.variants(n)[0].text if form == "renamed" else module_texts.text(n)
+            )
+            for n in ("matmul_2x2_a100", "matmul_2x2_h100")
+        )
+        assert isinstance(a100, dict) and isinstance(h100, dict)
+        with check:
+            assert sum(bool(ops) for ops in a100.values()) == 1, f"A100 {form}: {a100}"
+        with check:
+            assert len(h100) == 2 and not any(h100.values()), f"H100 {form}: {h100}"
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_out_of_order_and_outside_entry(kata):
+    """programs.NESTED_COLLECTIVES (hand-written): two all-gathers in flight at once, the
+    second finishing first; an async collective-permute and an all-reduce in a while body; an
+    async and a synchronous all-gather in a called computation."""
+    name = "nested_collectives"
+    _, rows = oracle.parsed(module_texts.text(name))
+    schedule = oracle.schedule(module_texts.text(name))
+    entry = re.findall(r"^ENTRY %([\w.-]+)", module_texts.text(name), re.MULTILINE)[0]
+    main = schedule[entry]
+    dones = [n for n in main if n.endswith("-done")]
+    printed = {n: p for c, n, _, p in rows if c == entry}
+    assert [module_texts.matched(r"-done\(%([\w.-]+)\)", printed[d]) for d in dones] == [
+        "second-start",
+        "first-start",
+    ], f"XLA schedules {main}"
+    elsewhere = {
+        c for c, _, opcode, _ in rows if c != entry and opcode.startswith(("all-", "coll"))
+    }
+    assert len(elsewhere) == 2, f"collectives outside ENTRY in {sorted(elsewhere)}"
+    for what, text, variant in module_texts.forms(name):
+        got = kata.collective_overlap(text)
+        expected = module_texts.renamed_keys(variant, oracle.overlaps(module_texts.text(name)))
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, XLA's schedule says {expected} (a start pairs with the done "
+                "that reads it; every computation that is not a fused one counts)"
+            )
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_async_start_wrapping_a_collective(kata):
+    """programs.ASYNC_COLLECTIVES (hand-written): a reduce-scatter and an all-reduce each started
+    by a generic async-start whose wrapped computation holds the collective (XLA reads them as
+    reduce-scatter-start / all-reduce-start), and a native all-gather-start with nothing in
+    flight. Key the async-start; the wrapped collective is not a synchronous one of its own."""
+    name = "async_collectives"
+    _, rows = oracle.parsed(module_texts.text(name))
+    starts = {n: op for _, n, op, _ in rows if op.endswith("-start")}
+    assert starts == {
+        "scatter-start": "reduce-scatter-start",
+        "sum-start": "all-reduce-start",
+        "gather-start": "all-gather-start",
+    }, f"XLA reads the starts as {starts}"
+    assert (
+        "async-start(" in module_texts.text(name)
+        and len(oracle.async_wrapped(module_texts.text(name))) == 2
+    )
+    expected = oracle.overlaps(module_texts.text(name))
+    assert expected == {
+        "scatter-start": ["negate"],
+        "sum-start": ["exponential", "multiply"],
+        "gather-start": [],
+    }, f"XLA's schedule says {expected}"
+    for what, text, variant in module_texts.forms(name):
+        got = kata.collective_overlap(text)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == module_texts.renamed_keys(variant, expected), (
+                f"{what}: got {got}, XLA's schedule says "
+                f"{module_texts.renamed_keys(variant, expected)} (an async-start whose wrapped "
+                "computation holds a collective is that collective's start)"
+            )
+
+
+# ---- overlap_options (decide) ------------------------------------------------------------------
+
+
+@cache
+def _fsdp_text(case: str, options: tuple = ()) -> str:
+    target_name, layers, rows, width = FSDP_CASES[case]
+    target = require(target_name)
+    lowered = fsdp_lowering(layers, rows, width)(target)
+    text = lowered.compile(compiler_options=dict(options) or None).as_text()
+    assert text is not None
+    return text
+
+
+@pytest.mark.task("overlap_options")
+@pytest.mark.parametrize("case", sorted(FSDP_CASES))
+def test_overlap_options_overlap_the_gathers(kata, case):
+    options = kata.overlap_options()
+    assert isinstance(options, dict) and all(isinstance(k, str) for k in options), (
+        f"expected a dict of option names, got {options!r:.120}"
+    )
+    layers = FSDP_CASES[case][1]
+    before_bytes, before_overlapped, _ = oracle.gathers(_fsdp_text(case))
+    after_bytes, overlapped, gathers = oracle.gathers(
+        _fsdp_text(case, tuple(sorted(options.items())))
+    )
+    with check:
+        assert after_bytes == before_bytes, (
+            f"{case}: the gathers produce {after_bytes} bytes, the original {before_bytes}: "
+            "the same weights must be gathered"
+        )
+    with check:
+        assert gathers == layers and overlapped >= layers - 1, (
+            f"{case}: {overlapped} of {gathers} all-gathers have a GEMM in flight (default "
+            f"options: {before_overlapped}); the budget is one gather per weight, each but the "
+            f"first layer's async with a GEMM in flight: {layers - 1} of {layers}"
+        )
+
+
+@pytest.mark.task("overlap_options")
+def test_overlap_options_are_flags_xla_accepts(kata):
+    """Runs without the gpu group. The recorded default compile (fsdp4_h100.hlo) gathers every
+    weight in one synchronous all-gather, so the defaults miss the budget; and every option must
+    be a flag XLA knows, with a value of its type: this host's XLA reads the same flag set as
+    XLA:GPU (one DebugOptions) and refuses an unknown name or a bad value, as XLA:GPU would."""
+    options = kata.overlap_options()
+    assert isinstance(options, dict) and all(isinstance(k, str) for k in options), (
+        f"expected a dict of option names, got {options!r:.120}"
+    )
+    _, overlapped, gathers = oracle.gathers(module_texts.text("fsdp4_h100"))
+    assert (overlapped, gathers) == (0, 1), "the recording: one combined synchronous gather"
+    with check:
+        assert options, (
+            "no options: the default compile (fsdp4_h100.hlo) combines the 4 weights' gathers "
+            "into one synchronous all-gather, none in flight with a GEMM"
+        )
+    with check:
+        assert all(isinstance(v, (bool, int, str)) for v in options.values()), options
+    lowered = jax.jit(block).lower(*(sds(s, d) for s, d in BLOCK_SHAPES))
+    refused = None
+    try:
+        lowered.compile(compiler_options=options)
+    except Exception as error:  # noqa: BLE001  (XLA raises its own error types)
+        refused = str(error)
+    with check:
+        assert refused is None, f"XLA refuses {options}: {refused}"

@@ -1,0 +1,203 @@
+"""Phase 5 tests, tasks 7-8 (vmap, per-example gradients): values against NumPy and a loop of
+grads, dimension numbers read from real jaxprs, optimized HLO through xla_inspect, and XLA's
+cost analysis. Expected values come from kata_harness.oracles.autodiff.
+"""
+
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import autodiff as oracle
+from katas.phase5.programs import (
+    BATCH,
+    IN_AXES_CASES,
+    MV_M,
+    MV_N,
+    matvec_case,
+    mlp_data,
+)
+from xla_inspect.jaxpr import primitive_census
+from xla_inspect.model import Shape
+from xla_inspect.query import dots, opcode_counts
+
+RTOL, ATOL = 1e-5, 1e-5
+
+
+# ---- task 7: vmap and dimension numbers ---------------------------------------------------------
+
+
+@pytest.mark.task("batched_matvec")
+def test_batched_matvec_values(kata):
+    axes = list(IN_AXES_CASES)
+    cases = [matvec_case(in_axes) for in_axes in axes]
+    results = jax.jit(
+        lambda arrays: [
+            kata.batched_matvec(w, v, a) for a, (w, v) in zip(axes, arrays, strict=True)
+        ]
+    )([(W, vs) for W, vs, _ in cases])
+    for in_axes, (_, _, expected), got in zip(axes, cases, results, strict=True):
+        assert isinstance(got, jax.Array), f"expected an array, got {type(got).__name__}"
+        with check:
+            assert tuple(got.shape) == expected.shape, (
+                f"in_axes={in_axes}: shape {got.shape}, expected (batch, m) {expected.shape}"
+            )
+        with check:
+            np.testing.assert_allclose(
+                np.asarray(got).reshape(-1)[: expected.size],
+                expected.reshape(-1),
+                rtol=RTOL,
+                atol=ATOL,
+                err_msg=f"in_axes={in_axes}",
+            )
+
+
+@pytest.mark.task("batched_matvec")
+def test_batched_matvec_maps_matvec_itself(kata, monkeypatch):
+    """vmap calls the function it maps once, with ONE example's shapes (a loop calls it per
+    example; einsum or `vs @ W.T` never calls it)."""
+    seen = []
+    given = kata.matvec
+
+    def spy(W, v):
+        seen.append((tuple(W.shape), tuple(v.shape)))
+        return given(W, v)
+
+    monkeypatch.setattr(kata, "matvec", spy)
+    for in_axes in IN_AXES_CASES:
+        W, vs, _ = matvec_case(in_axes)
+        seen.clear()
+        jax.make_jaxpr(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        with check:
+            assert seen == [((MV_M, MV_N), (MV_N,))], (
+                f"in_axes={in_axes}: matvec saw {seen}; expected one call with one example's "
+                f"shapes ({MV_M}, {MV_N}) and ({MV_N},): map `matvec` with jax.vmap"
+            )
+
+
+@pytest.mark.task("batched_matvec")
+def test_vmap_rewrites_dot_dimension_numbers(kata):
+    expected = {  # what vmap writes: the batch axis stays where in_axes put it
+        (None, 0): ([(((1,), (1,)), ((), ()))], 1),
+        (0, 0): ([(((2,), (1,)), ((0,), (0,)))], 0),
+        (1, 0): ([(((2,), (1,)), ((1,), (0,)))], 0),
+        (None, 1): ([(((1,), (0,)), ((), ()))], 1),
+    }
+    for in_axes, (dims, transposes) in expected.items():
+        W, vs, _ = matvec_case(in_axes)
+        jaxpr = jax.make_jaxpr(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        got = oracle.dot_dims(jaxpr)
+        with check:
+            assert got == dims, (
+                f"in_axes={in_axes}: dot_general dimension numbers {got}, expected {dims} "
+                "(contracting, then batch)"
+            )
+        with check:
+            count = primitive_census(jaxpr)["transpose"]
+            assert count == transposes, (
+                f"in_axes={in_axes}: transpose x{count}, expected {transposes}"
+                + (" (the (m, batch) result is moved to (batch, m))" if transposes else "")
+            )
+
+
+@pytest.mark.task("batched_matvec")
+def test_vmapped_matvec_compiles_to_one_matmul(kata):
+    W, vs, _ = matvec_case((None, 0))
+    module = oracle.optimized(lambda w, v: kata.batched_matvec(w, v, (None, 0)), W, vs)
+    found = dots(module)
+    counts = opcode_counts(module)
+    with check:
+        assert counts["while"] == 0, "a while loop: the batch is iterated, not vectorized"
+    with check:
+        assert len(found) == 1, f"{len(found)} dots, expected one for the whole batch"
+    with check:
+        ranks = [(len(Shape(d.lhs_shape).dims), len(Shape(d.rhs_shape).dims)) for d in found]
+        assert ranks == [(2, 2)], f"operand ranks {ranks}: expected a matrix-matrix product"
+
+
+# ---- task 8: per-example gradients --------------------------------------------------------------
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_grads_match_a_loop_of_grads(kata):
+    shapes = ((3, (6, 9, 2)),)
+    cases = [mlp_data(batch, 3, sizes) for batch, sizes in shapes]
+    results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(cases)
+    for (batch, _), case, got in zip(shapes, cases, results, strict=True):
+        expected = oracle.loop_of_grads(*case)
+        assert isinstance(got, dict) and set(got) == set(expected), "expected a dict like params"
+        assert all(isinstance(leaf, jax.Array) for leaf in got.values()), "expected array leaves"
+        for name, value in expected.items():
+            with check:
+                assert tuple(got[name].shape) == value.shape, (
+                    f"batch {batch}: {name} shape {got[name].shape}, expected {value.shape}"
+                )
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(got[name]).reshape(value.shape),
+                    value,
+                    rtol=1e-4,
+                    atol=1e-5,
+                    err_msg=f"per-example d loss / d {name}, batch {batch}",
+                )
+
+
+@cache
+def _loop_flops(batch: int) -> float:
+    """Flops of B separate single-example gradients: B times one example's (test-owned)."""
+    params, xs, ys = mlp_data(1)
+
+    def one_example(p, x, y):
+        return jnp.mean((jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"] - y) ** 2)
+
+    return batch * oracle.lowered_flops(jax.grad(one_example), params, xs[0], ys[0])
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_cost_grows_linearly_with_batch(kata):
+    flops = {b: oracle.lowered_flops(kata.per_example_grads, *mlp_data(b)) for b in (4, 8)}
+    with check:
+        assert flops[8] <= 2.1 * flops[4], (
+            f"flops {flops[4]} at batch 4, {flops[8]} at 8: per-example gradients cost linear "
+            "in the batch (a Jacobian of all the losses costs batch squared)"
+        )
+    with check:
+        assert flops[8] <= 1.1 * _loop_flops(8), (
+            f"{flops[8]} flops at batch 8, a loop of 8 single-example gradients costs "
+            f"{_loop_flops(8)}"
+        )
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_jaxpr_does_not_grow_with_batch(kata):
+    jaxprs = {b: jax.make_jaxpr(kata.per_example_grads)(*mlp_data(batch=b)) for b in (4, 8)}
+    census = {b: primitive_census(j) for b, j in jaxprs.items()}
+    with check:
+        assert census[4]["dot_general"] == census[8]["dot_general"], (
+            f"dot_general x{census[4]['dot_general']} at batch 4, x{census[8]['dot_general']} at 8"
+        )
+    with check:
+        loops = {p: census[8][p] for p in ("scan", "while") if census[8][p]}
+        assert not loops, f"{loops}: the batch must be a dimension, not a loop"
+    with check:
+        outer = (((), ()), ((0,), (0,)))
+        assert outer in oracle.dot_dims(jaxprs[8]), (
+            "expected a dot_general with batch dims only: per-example outer products dW"
+        )
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_grads_compile_to_few_batched_dots(kata):
+    module = oracle.optimized(kata.per_example_grads, *mlp_data())
+    counts = opcode_counts(module)
+    found = dots(module)
+    with check:
+        assert counts["while"] == 0, "a while loop over examples"
+    with check:
+        assert 1 <= len(found) < BATCH, f"{len(found)} dots for {BATCH} examples, expected a few"
+    with check:
+        batched = [d for d in found if BATCH in Shape(d.lhs_shape).dims + Shape(d.rhs_shape).dims]
+        assert batched == found, "every dot should take the whole batch as one operand axis"

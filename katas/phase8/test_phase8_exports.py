@@ -1,0 +1,139 @@
+"""Phase 8 tests, tasks 3-4: exports as bytes, deserialized and run on several dtypes, shapes
+and pytrees (katas/phase8/export_cases.py), against NumPy and `jax.eval_shape`.
+"""
+
+import jax
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import stablehlo as facts
+from katas.phase8.export_cases import EXPORTS, avals, close, deserialize, exported_blob, run
+from katas.phase8.programs import (
+    OUT,
+    mlp,
+    mlp_specs,
+    mlp_values,
+    scale_shift,
+)
+from xla_inspect.stablehlo import stablehlo_op_census
+
+# ---- task 3: export_bytes ---------------------------------------------------------------------
+
+
+@pytest.mark.task("export_bytes")
+def test_exported_bytes_deserialize(kata):
+    blob = kata.export_bytes(mlp, *mlp_specs())
+    exported = deserialize(blob, "mlp")
+    with check:
+        assert [a.shape for a in exported.in_avals] == [s.shape for s in mlp_specs()]
+    with check:
+        assert [a.shape for a in exported.out_avals] == [(8, OUT)]
+    with check:
+        assert stablehlo_op_census(exported.mlir_module())["stablehlo.dot_general"] == 2
+
+
+@pytest.mark.task("export_bytes")
+def test_exported_avals_on_several_dtypes_and_shapes(kata):
+    blobs = {name: kata.export_bytes(fn, *specs) for name, (fn, specs, _, _) in EXPORTS.items()}
+    for name, blob in blobs.items():
+        fn, specs, _, _ = EXPORTS[name]
+        exported = deserialize(blob, name)
+        want_in = avals(specs)
+        want_out = avals(jax.tree.leaves(jax.eval_shape(fn, *specs)))
+        with check:
+            assert avals(exported.in_avals) == want_in, (
+                f"{name}: inputs {avals(exported.in_avals)}, the specs say {want_in}"
+            )
+        with check:
+            assert avals(exported.out_avals) == want_out, (
+                f"{name}: outputs {avals(exported.out_avals)}, f returns {want_out}"
+            )
+
+
+@pytest.mark.task("export_bytes")
+def test_exported_bytes_run_without_python(kata):
+    traces = []
+
+    def counted(x, y):
+        traces.append(1)
+        return scale_shift(x, y)
+
+    _, specs, oracle, make = EXPORTS["bf16_and_int"]
+    blob = kata.export_bytes(counted, *specs)
+    traced = len(traces)
+    exported = deserialize(blob, "bf16_and_int")
+    for seed in (0, 1):
+        values = make(np.random.default_rng(seed))
+        got = run(exported, values, f"seed {seed}")
+        want = oracle(*values)
+        assert isinstance(got, tuple) and len(got) == 2, f"expected 2 outputs, got {got!r}"
+        with check:
+            close(got[0], want[0], f"seed {seed}, output 0")
+        with check:
+            close(got[1], want[1], f"seed {seed}, output 1")
+    with check:
+        assert traced == 1, f"export traces f once, it traced {traced} times"
+    with check:
+        assert len(traces) == traced, "calling the deserialized function must not run f again"
+
+
+# ---- task 4: call_exported --------------------------------------------------------------------
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_values(kata):
+    for seed in (0, 1):
+        values = mlp_values(8, seed)
+        got = kata.call_exported(exported_blob(), *values)
+        assert isinstance(got, jax.Array), f"expected a jax.Array, got {type(got).__name__}"
+        with check:
+            close(got, facts.np_mlp(*values), f"seed {seed}")
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_returns_an_array(kata):
+    got = kata.call_exported(exported_blob(), *mlp_values(8, 2))
+    with check:
+        assert isinstance(got, jax.Array), f"expected a jax.Array, got {type(got).__name__}"
+    with check:
+        assert np.shape(got) == (8, OUT), f"shape {np.shape(got)}, expected {(8, OUT)}"
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_round_trips_dtypes_and_pytrees(kata):
+    rng = np.random.default_rng(7)
+    cases = {}
+    for name in ("bf16_and_int", "f16_dict"):  # a tuple with an int32 leaf; a dict of f16
+        values = EXPORTS[name][3](rng)
+        cases[name] = (values, kata.call_exported(exported_blob(name), *values))
+    for name, (values, got) in cases.items():
+        fn, specs, oracle, _ = EXPORTS[name]
+        want_tree = jax.tree.structure(jax.eval_shape(fn, *specs))
+        assert jax.tree.structure(got) == want_tree, (
+            f"{name}: returned {jax.tree.structure(got)}, the function returns {want_tree}"
+        )
+        leaves, want_leaves = jax.tree.leaves(got), jax.tree.leaves(jax.eval_shape(fn, *specs))
+        for n, (leaf, want) in enumerate(zip(leaves, want_leaves, strict=True)):
+            with check:
+                assert isinstance(leaf, jax.Array) and leaf.dtype == want.dtype, (
+                    f"{name} output {n}: {type(leaf).__name__} {getattr(leaf, 'dtype', None)}, "
+                    f"expected a jax.Array of {want.dtype}"
+                )
+        for n, (leaf, want) in enumerate(
+            zip(leaves, jax.tree.leaves(oracle(*values)), strict=True)
+        ):
+            with check:
+                close(leaf, want, f"{name} output {n}")
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_runs_the_blob_it_is_given(kata):
+    values = mlp_values(8, 3)
+    first = kata.call_exported(exported_blob(), *values)
+    doubled = bytes(jax.export.export(jax.jit(lambda *a: 2.0 * mlp(*a)))(*mlp_specs()).serialize())
+    second = kata.call_exported(doubled, *values)
+    with check:
+        close(first, facts.np_mlp(*values), "the mlp blob")
+    with check:
+        close(second, 2.0 * facts.np_mlp(*values), "a second blob with the same input types")
