@@ -78,7 +78,7 @@ FUSED_COLLECTIVES = "fused_collectives"
 @functools.cache
 def _xla_text(text: str):
     """XLA's own parse of a module text."""
-    return oracles.xla_module(text)
+    return oracles.xla_parsed(text)
 
 
 def _xla(name: str):
@@ -363,7 +363,7 @@ def test_device_groups_every_spelling(kata):
 
 def _xla_device_count(text: str) -> int:
     """replica_count times num_partitions, as XLA's parser prints the module header back."""
-    header = oracles.xla_module(text).to_string().splitlines()[0]
+    header = oracles.xla_parsed(text).to_string().splitlines()[0]
     counts = dict(re.findall(r"\b(replica_count|num_partitions)=(\d+)", header))
     return int(counts.get("replica_count", 1)) * int(counts.get("num_partitions", 1))
 

@@ -110,7 +110,7 @@ def _opcode(instruction) -> str:
 @cache
 def _xla(name: str):
     """XLA's parse of a module: [(computation, instruction name, opcode, printed text)]."""
-    module = oracles.xla_module(_text(name))
+    module = oracles.xla_parsed(_text(name))
     return module, [
         (c.name, i.name, _opcode(i), i.to_string())
         for c in module.computations()

@@ -29,7 +29,7 @@ from pytest_check import check
 
 from kata_harness import metamorphic, oracles
 from kata_harness.predict import compiler_refused, predicted_entries
-from kata_harness.xla_shapes import xla_shape
+from kata_harness.xla_shapes import printed_shape
 from katas.phase3.programs import (
     HAND_WRITTEN,
     ROOT_PROGRAMS,
@@ -128,7 +128,7 @@ def _xla_facts(text: str):
     """XLA's reading of an HLO text, as `_xla` returns it."""
     _xla_hlo()
     module = oracles.xla_module(text)
-    printed = module.to_string()
+    printed = module.text
     entry_line = _ENTRY_LINE.search(printed)
     assert entry_line, "XLA printed no ENTRY computation"
     entry_name = entry_line.group(1)
@@ -141,23 +141,22 @@ def _xla_facts(text: str):
         "params": [],
         "root": None,
         "constants": Counter(),
-        "computations": len(module.computations()),
+        "computations": len(module.computations),
     }
-    for computation in module.computations():
-        for instruction in computation.instructions():
-            printed_line = _PRINTED.match(instruction.to_string())
-            assert printed_line, instruction.to_string()
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            printed_line = _PRINTED.match(instruction.printed)
+            assert printed_line, instruction.printed
             opcode = printed_line["opcode"]
+            shape = printed_shape(instruction.printed)
             if opcode == "constant":
-                facts["constants"][str(xla_shape(instruction))] += 1
+                facts["constants"][str(shape)] += 1
             if computation.name != entry_name:
                 continue
             if opcode == "parameter":
-                facts["params"].append(
-                    (int(printed_line["args"]), _xla_layout(xla_shape(instruction)))
-                )
+                facts["params"].append((int(printed_line["args"]), _xla_layout(shape)))
             if instruction.name == root_name:
-                facts["root"] = (opcode, str(xla_shape(instruction)))
+                facts["root"] = (opcode, str(shape))
     facts["params"].sort()
     return facts
 

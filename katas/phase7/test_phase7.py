@@ -190,7 +190,7 @@ def _conditionals_of_text(text: str) -> list[tuple[str, int]]:
     computations = [c.name for c in module]
     positions = {(c.name, i.name): n for c in module for n, i in enumerate(c)}
     found = []
-    for c in oracles.xla_module(text).computations():
+    for c in oracles.xla_parsed(text).computations():
         for i in c.instructions():
             if i.opcode.name != "kConditional":
                 continue
@@ -266,7 +266,7 @@ def test_while_loops_under_renaming_and_reordering(kata):
     for program in (*WHILE_PROGRAMS, "sibling_calls"):
         for variant in _variants(program):
             got = kata.while_loops(variant.text)
-            module = oracles.xla_module(variant.text)
+            module = oracles.xla_parsed(variant.text)
             want = sum(
                 i.opcode.name == "kWhile" for c in module.computations() for i in c.instructions()
             )
