@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kata_harness import curriculum, programs, versions
+from kata_harness import curriculum, oracles, programs, versions
 from kata_harness.targets import (
     RECORD_COMMAND,
     Recording,
@@ -58,17 +58,17 @@ def test_recording_is_current(request, phase, name, recording):
 
 @pytest.mark.parametrize(("phase", "name", "recording"), RECORDINGS, ids=IDS)
 def test_recording_reads_like_xla(phase, name, recording):
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
-
     path = recorded_path(phase, name)
     if not path.is_file():
         pytest.skip(f"{path} is not recorded yet (test_recording_is_current says so)")
     text = path.read_text(encoding="utf-8")
-    if versions.uses_newer_hlo_syntax(text) and not versions.holds(versions.NEWER_SYNTAX_GATE):
-        pytest.skip(versions.GATES[versions.NEWER_SYNTAX_GATE].line())
-    theirs = _hlo.hlo_module_from_text(text)
-    ours = parse_hlo(text)
-    assert len(ours.computations) == len(theirs.computations())
-    assert sorted(len(c.instructions) for c in ours.computations) == sorted(
-        len(c.instructions()) for c in theirs.computations()
-    ), f"{path}: instructions per computation differ from XLA's parser"
+    gate = versions.NEWER_SYNTAX_GATE if versions.uses_newer_hlo_syntax(text) else None
+    if gate is not None and not versions.checked(gate):
+        pytest.skip(versions.GATES[gate].line())
+    with versions.fact(gate):
+        theirs = oracles.xla_module(text)
+        ours = parse_hlo(text)
+        assert len(ours.computations) == len(theirs.computations)
+        assert sorted(len(c.instructions) for c in ours.computations) == sorted(
+            len(c.instructions) for c in theirs.computations
+        ), f"{path}: instructions per computation differ from XLA's parser"
