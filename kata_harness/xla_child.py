@@ -116,16 +116,29 @@ class ParserProcess:
 
     def _ask(self, texts: list[str]) -> list[Verdict]:
         answers: list[Verdict] = []
-        while len(answers) < len(texts):
-            process = self._started()
-            assert process.stdin is not None
-            process.stdin.write(json.dumps(texts[len(answers) :]).encode() + b"\n")
-            process.stdin.flush()
+        try:
             while len(answers) < len(texts):
-                answers.append(self._answer(process))
-                if self._process is None:  # it died on that text: a new one takes the rest
-                    break
+                process = self._started()
+                assert process.stdin is not None
+                process.stdin.write(json.dumps(texts[len(answers) :]).encode() + b"\n")
+                process.stdin.flush()
+                while len(answers) < len(texts):
+                    answers.append(self._answer(process))
+                    if self._process is None:  # it died on that text: a new one takes the rest
+                        break
+        except BaseException:
+            # interrupted mid-batch (a test's time limit, ^C): the helper's answers still to come
+            # would be read as the next batch's, and while it writes them it reads nothing, so
+            # the next batch's write would wait forever: it goes, a new one takes the next batch
+            self._discard()
+            raise
         return answers
+
+    def _discard(self) -> None:
+        process, self._process, self._buffer = self._process, None, b""
+        if process is not None:
+            process.kill()
+            process.wait()
 
     def verdicts(self, texts: list[str]) -> list[Verdict]:
         """The parser's verdict on each text, in order."""

@@ -62,6 +62,30 @@ def test_an_abort_is_a_verdict_and_the_rest_still_get_theirs(fake: ParserProcess
     assert verdicts[6].facts == {"seen": "ok 3"} and verdicts[1].facts is None
 
 
+def test_a_batch_cut_short_leaves_no_answers_for_the_next(fake: ParserProcess, monkeypatch) -> None:
+    """A test's time limit can stop the parent mid-batch: the helper then still has answers to
+    write (and, while it writes them, reads nothing). The next batch must get its own answers
+    and never wait on that helper."""
+    calls = 0
+    answer = ParserProcess._answer
+
+    def cut_short(self: ParserProcess, process):
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt  # as pytest-timeout's signal does, in the middle
+        return answer(self, process)
+
+    big = "x" * 200_000  # more than a pipe holds, so a helper still answering would block
+    monkeypatch.setattr(ParserProcess, "_answer", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        fake.verdicts([f"ok {n} {big}" for n in range(4)])
+    monkeypatch.setattr(ParserProcess, "_answer", answer)
+    texts = [f"reject {big}", f"ok 9 {big}"]
+    assert [v.kind for v in fake.verdicts(texts)] == ["rejected", "accepted"]
+    assert fake.verdict(texts[1]).facts == {"seen": texts[1]}
+
+
 def test_verdicts_are_remembered_per_text(fake: ParserProcess, tmp_path) -> None:
     assert fake.verdict("abort once").kind == "aborted"
     assert [v.kind for v in fake.verdicts(["abort once", "ok", "ok"])] == [
