@@ -301,16 +301,15 @@ def command(args: argparse.Namespace, console) -> int:
             else:
                 after = outcomes_of_tests(args.new, workdir, limit)
             tests = (before, after)
-    gate_ok = True
-    if tests is not None and args.gate:
-        lines, gate_ok = upgrade_tests.gate_lines(tests)
+    lines, gate_ok = upgrade_tests.gate_lines(tests) if tests and args.gate else ([], True)
     if args.json:
         runs = None if tests is None else [vars(run) for run in tests]
-        print(json.dumps({"old": old, "new": new, "tests": runs}, indent=1))
+        gate = {"passed": gate_ok, "lines": lines} if lines else None
+        print(json.dumps({"old": old, "new": new, "tests": runs, "gate": gate}, indent=1))
     else:
         console.print(render(old, new, tests, args.full_diff), markup=False, end="")
-    if tests is not None and args.gate:
-        console.print("\n".join(["", *lines]), markup=False)
+        if lines:
+            console.print("\n".join(["", *lines]), markup=False)
     return 0 if gate_ok else 1
 
 

@@ -111,3 +111,13 @@ def test_pyproject_admits_every_supported_jax():
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     for package in ("jax", "jaxlib"):
         assert f'"{package}>={versions.SUPPORTED[0]}",' in pyproject, package
+
+
+def test_upgrade_report_lists_gated_facts_per_side_and_what_flips():
+    gate = "xla-attribute-table"
+    old = upgrade.TestRun("0.10.2", {"a": "skipped", "b": "passed"}, {"a": {gate: False}})
+    new = upgrade.TestRun("0.12.0.1", {"a": "passed", "b": "passed"})
+    capture = {"jax": "0", "jaxlib": "0", "programs": {}}
+    text = upgrade.render(capture, capture, (old, new), full_diff=False)
+    assert f"  {gate}: jax 0.10.2: holds in 0, fails in 1; jax 0.12.0.1: asserted" in text
+    assert f"  a: {gate} fails -> passed" in text and "  b:" not in text
