@@ -25,13 +25,15 @@ _FILTERED_WORDS = ("snapshot", "pinned")  # TEST_FILTER, applied to a JUnit file
 @dataclass
 class TestRun:
     """One version's run: each test's ordinary outcome (passed, failed or skipped), the gated
-    facts each test evaluated ({test: {gate: True if it holds}}) and pytest's exit code."""
+    facts each test evaluated ({test: {gate: True if it holds}}), pytest's exit code and the
+    first line of each failure's message."""
 
     jax: str
     outcomes: dict[str, str]
     gated: dict[str, dict[str, bool]] = field(default_factory=dict)
     exit_code: int = 0
     source: str = "run here"
+    messages: dict[str, str] = field(default_factory=dict)
 
     def failures(self) -> list[str]:
         return sorted(name for name, outcome in self.outcomes.items() if outcome == "failed")
@@ -69,6 +71,10 @@ def read_junit(xml: Path, version: str, exit_code: int = 0, source: str = "run h
         kinds = {child.tag for child in case}
         outcome = "failed" if kinds & {"failure", "error"} else "passed"
         run.outcomes[name] = "skipped" if "skipped" in kinds else outcome
+        for child in case:
+            if child.tag in ("failure", "error"):
+                said = (child.get("message") or child.text or "").strip().splitlines()
+                run.messages[name] = said[0][:160] if said else ""
         for prop in case.iter("property"):
             if prop.get("name") == "gated-fact":
                 gate, _, said = (prop.get("value") or "").rpartition(" ")
@@ -104,6 +110,7 @@ def from_junit_elsewhere(xml: Path, version: str, old: TestRun) -> TestRun:
     kept &= set(old.outcomes)
     run = TestRun(version, {n: whole.outcomes[n] for n in sorted(kept)}, source=whole.source)
     run.gated = {n: g for n, g in whole.gated.items() if n in kept}
+    run.messages = {n: m for n, m in whole.messages.items() if n in kept}
     run.exit_code = 1 if run.failures() else 0
     return run
 
@@ -120,7 +127,7 @@ def gate_lines(runs: tuple[TestRun, TestRun]) -> tuple[list[str], bool]:
         if run.exit_code not in (0, 1):
             status += f", pytest exit {run.exit_code}"
         lines.append(f"gate: jax {run.jax} ({run.source}): {status}")
-        lines += [f"  {name}" for name in failed[:30]]
+        lines += [f"  {name}: {run.messages.get(name, '')}".rstrip(": ") for name in failed[:30]]
         if len(failed) > 30:
             lines.append(f"  ... {len(failed) - 30} more")
     lines.append("gate: passed" if ok else "gate: FAILED")

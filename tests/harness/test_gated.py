@@ -65,7 +65,7 @@ def test_off_facts_are_recorded_and_only_ordinary_failures_fail(pytester, monkey
     }
     lines, ok = upgrade_tests.gate_lines((run, run))
     assert not ok and lines[-1] == "gate: FAILED"
-    assert "  test_facts.py::test_ordinary_failure" in lines
+    assert "  test_facts.py::test_ordinary_failure: assert 1 == 2" in lines
     said = upgrade_tests._global_properties(xml)
     assert said["jax"] == "0.10.2" and said["katas-gated-facts"] == "record"
     assert OFF in said["katas-gates-off"]
