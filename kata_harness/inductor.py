@@ -147,7 +147,7 @@ def _opcode(instruction) -> str:
 
 
 def xla_kernels(text: str) -> list[XlaKernel]:
-    module = oracles.xla_module(text)
+    module = oracles.xla_parsed(text)
     entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
     assert entry_name is not None, "no ENTRY computation"
     by_name = {c.name: c for c in module.computations()}
@@ -183,7 +183,7 @@ def xla_kernels(text: str) -> list[XlaKernel]:
 
 
 def rank1_parameters(text: str) -> list[str]:
-    module = oracles.xla_module(text)
+    module = oracles.xla_parsed(text)
     entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
     assert entry_name is not None
     entry = next(c for c in module.computations() if c.name == entry_name[1])

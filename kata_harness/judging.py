@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import curriculum, guard, messages, records, verdict
+from . import curriculum, gated, guard, messages, records, verdict
 from .decoys import Accepted, Decoy
 from .variants import GUARD_REFUSED, RED_TEAM, Variant, task_of, variant_of
 
@@ -20,9 +20,12 @@ _call_error = pytest.StashKey[BaseException | None]()
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """Keep the test's own exception: pytest_check replaces it in the report."""
+    """Keep the test's own exception: pytest_check replaces it in the report. Record the gated
+    facts the test evaluated (kata_harness.gated)."""
     verdict.start()
+    gated.start()
     outcome = yield
+    gated.finish(item, outcome)
     item.stash[_call_error] = outcome.excinfo[1] if outcome.excinfo else None
 
 

@@ -10,13 +10,15 @@ Each job lives in its own module; this one gathers their hooks and fixtures for 
   (:mod:`.messages`) and the structured record of every outcome (:mod:`.records`);
 - :mod:`.fresh`: the ``fresh`` fixture, cases drawn per version of the learner's file;
 - :mod:`.pins`: the ``hlo_snapshot`` fixture (pins themselves: :mod:`.snapshots`);
-- :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done).
+- :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done);
+- :mod:`.gated`: version-gated facts recorded instead of asserted (``KATAS_GATED_FACTS=record``).
 
 Kata code may not reach into the test machinery (:mod:`.guard`, installed at configure time), and
 every task function returns the type its task asks for (:mod:`.contract`, applied on load).
 """
 
 from .fresh import fresh
+from .gated import pytest_sessionstart
 from .judging import pytest_runtest_call, pytest_runtest_makereport
 from .options import (
     pytest_addoption,
@@ -47,5 +49,6 @@ __all__ = [
     "pytest_runtest_call",
     "pytest_runtest_logreport",
     "pytest_runtest_makereport",
+    "pytest_sessionstart",
     "pytest_terminal_summary",
 ]

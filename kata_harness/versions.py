@@ -5,12 +5,19 @@ compiler changed between them is not skipped quietly: it gets an entry in ``GATE
 version range where it holds and a one-line reason naming the change, and a test asks
 ``holds(name)`` before asserting it (or carries ``requires_jax(name)`` when the whole test is the
 fact). Every gate that is off for the running JAX is listed in the header of every pytest run.
+
+Inside a test a gated fact is written ``if versions.checked(name):`` around
+``with check, versions.fact(name):`` and its assertions, so that ``KATAS_GATED_FACTS=record``
+(see :func:`recording`) can evaluate and record it where it is off, and every other outcome of
+that run is the ordinary one.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -187,22 +194,63 @@ def running_jax() -> str:
     return jax.__version__
 
 
+RECORD_VARIABLE = "KATAS_GATED_FACTS"
+# (gate, held) of each fact() evaluated and recorded during the running test, in order
+RECORDED: list[tuple[str, bool]] = []
+
+
 def check_all_facts() -> bool:
-    """``KATAS_CHECK_ALL_FACTS=1`` checks every gated fact on any JAX (``katas upgrade-report``
-    uses it to list the facts that flip between two versions)."""
+    """``KATAS_CHECK_ALL_FACTS=1`` asserts every gated fact on any JAX (a gated-off fact that
+    does not hold then fails its test)."""
     return os.environ.get("KATAS_CHECK_ALL_FACTS") == "1"
 
 
+def recording() -> bool:
+    """``KATAS_GATED_FACTS=record``: a gated fact that is off on the running JAX is evaluated and
+    recorded (the JUnit property ``gated-fact``, :mod:`.gated`) instead of asserted, so every
+    other outcome is what a plain run gives (``katas upgrade-report`` runs its tests so)."""
+    return os.environ.get(RECORD_VARIABLE) == "record"
+
+
 def holds(name: str) -> bool:
-    """Whether the gated fact ``name`` (a key of ``GATES``) is checked on the running JAX."""
+    """Whether the gated fact ``name`` (a key of ``GATES``) is asserted on the running JAX."""
     return check_all_facts() or in_range(running_jax(), GATES[name].spec)
 
 
+def checked(name: str) -> bool:
+    """Whether a test evaluates the gated fact ``name`` in a :func:`fact` block: where it is
+    asserted, and where it is recorded."""
+    return holds(name) or recording()
+
+
+@contextmanager
+def fact(name: str | None) -> Iterator[None]:
+    """Around a gated fact's assertions inside a test (``with check, versions.fact(name):``):
+    where the fact is off and recorded, a failure in the block is recorded, not raised; where it
+    is asserted (or ``name`` is None: the case is not gated), the block asserts as written."""
+    if name is None or holds(name) or not recording():
+        yield
+        return
+    try:
+        yield
+    except Exception:  # noqa: BLE001 - any failure of the fact's block is the fact failing
+        RECORDED.append((name, False))
+    else:
+        RECORDED.append((name, True))
+
+
 def requires_jax(name: str) -> pytest.MarkDecorator:
-    """Mark a test whose whole fact is gated: it skips, with the gate's reason, elsewhere."""
+    """Mark a test whose whole fact is gated: it skips, with the gate's reason, elsewhere (when
+    recording, it runs there and :mod:`.gated` records its outcome and reports it skipped)."""
     import pytest  # here: phases' programs.py import this module outside pytest
 
-    return pytest.mark.skipif(not holds(name), reason=f"jax {running_jax()}: {GATES[name].line()}")
+    if recording() and not holds(name):
+        return pytest.mark.katas_gate(name)
+    return pytest.mark.skipif(not holds(name), reason=skip_reason(name))
+
+
+def skip_reason(name: str) -> str:
+    return f"jax {running_jax()}: {GATES[name].line()}"
 
 
 def gated_off() -> list[Gate]:
@@ -215,5 +263,6 @@ def header_lines() -> list[str]:
     off = gated_off()
     if not off:
         return []
-    lines = [f"katas: jax {running_jax()}: {len(off)} fact(s) not checked on this version:"]
+    how = "recorded, not asserted" if recording() else "not checked"
+    lines = [f"katas: jax {running_jax()}: {len(off)} fact(s) {how} on this version:"]
     return lines + [f"katas:   {gate.line()}" for gate in off]

@@ -16,7 +16,7 @@ from functools import cache
 import pytest
 
 from . import oracles
-from .xla_shapes import xla_shape
+from .xla_shapes import printed_shape
 
 _PRINTED = re.compile(r"^%?(?P<name>[\w.\-]+) = .*? (?P<opcode>[a-z][a-z0-9-]*)\((?P<args>.*?)\)")
 _ENTRY_LINE = re.compile(r"^ENTRY %?([\w.\-]+) ", re.MULTILINE)
@@ -47,7 +47,7 @@ def xla_facts(text: str) -> XlaFacts:
     """XLA's reading of ``text`` (skips the test when jaxlib has no HLO parser)."""
     pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO parser is absent")
     module = oracles.xla_module(text)
-    printed = module.to_string()
+    printed = module.text
     entry_line = _ENTRY_LINE.search(printed)
     assert entry_line, "XLA printed no ENTRY computation"
     entry_name = entry_line.group(1)
@@ -59,19 +59,20 @@ def xla_facts(text: str) -> XlaFacts:
     params: list[tuple[int, str]] = []
     root: tuple[str, str] | None = None
     constants: Counter = Counter()
-    computations = module.computations()
+    computations = module.computations
     for computation in computations:
-        for instruction in computation.instructions():
-            printed_line = _PRINTED.match(instruction.to_string())
-            assert printed_line, instruction.to_string()
+        for instruction in computation.instructions:
+            printed_line = _PRINTED.match(instruction.printed)
+            assert printed_line, instruction.printed
             opcode = printed_line["opcode"]
+            shape = printed_shape(instruction.printed)
             if opcode == "constant":
-                constants[str(xla_shape(instruction))] += 1
+                constants[str(shape)] += 1
             if computation.name != entry_name:
                 continue
             if opcode == "parameter":
-                params.append((int(printed_line["args"]), layout_of(xla_shape(instruction))))
+                params.append((int(printed_line["args"]), layout_of(shape)))
             if instruction.name == root_name:
-                root = (opcode, str(xla_shape(instruction)))
+                root = (opcode, str(shape))
     assert root is not None, f"XLA names ROOT {root_name} but holds no such instruction"
     return XlaFacts(tuple(sorted(params)), root, constants, len(computations))

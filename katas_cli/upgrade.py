@@ -6,9 +6,11 @@ Each version runs in its own environment (``uv run --with jax==V --with jaxlib==
    recipes of ``katas/phaseN/programs.py`` that `katas show` uses, with the reference) and
    writes each one's normalized optimized HLO, plus the jax/jaxlib versions.
 2. unless ``--no-tests``: the kata tests and the toolkit's oracle tests run against the
-   reference with every version-gated fact checked (``KATAS_CHECK_ALL_FACTS=1``, see
-   ``kata_harness.versions``), snapshot and determinism tests left out (the HLO diff shows
-   those), and JUnit XML gives each test's outcome.
+   reference with every version-gated fact that is off for that JAX evaluated and recorded
+   instead of asserted (``KATAS_GATED_FACTS=record``, see ``kata_harness.gated``), snapshot
+   and determinism tests left out (the HLO diff shows those); JUnit XML gives each test's
+   ordinary outcome and the gated facts it recorded (:mod:`.upgrade_tests`). ``--new-junit``
+   takes NEW's side from the JUnit XML of a run made with jax NEW instead (CI's main run).
 
 Every step runs with a time limit (``--step-timeout``) and says on stderr what it is doing; a
 step that fails or runs out of time ends the report with the step, the version and the last
@@ -16,7 +18,9 @@ lines it printed (exit 1), never a silent wait.
 
 This process then parses both texts with ``xla_inspect`` and prints, per phase and program, what
 changed: opcode counts over all computations, fusions by kind, collectives, ENTRY layouts and
-the normalized HLO diff; then the tests whose outcome differs between the two versions.
+the normalized HLO diff; then which gated facts hold on each side and the tests whose facts
+differ between the two versions. With ``--gate`` it exits 1 when a test failed on either side
+that is not a recorded gated fact: the report is then also the test run of the older JAX.
 """
 
 from __future__ import annotations
@@ -24,20 +28,18 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from pathlib import Path
 
 from kata_harness import curriculum
 
+from . import upgrade_tests
 from .errors import RunError, UsageError
+from .upgrade_tests import TestRun
 
-TEST_PATHS = ("katas", "tests/xla_inspect")
-TEST_FILTER = "not snapshot and not pinned"
 DIFF_LINES = 40
 STEP_TIMEOUT = 1800  # seconds: a cold environment plus the whole reference run, on 2 cores
 
@@ -54,6 +56,19 @@ def add_parser(sub) -> None:
         "--full-diff", action="store_true", help=f"whole HLO diffs (default: {DIFF_LINES} lines)"
     )
     report.add_argument("--json", action="store_true", help="machine-readable output")
+    report.add_argument(
+        "--gate",
+        action="store_true",
+        help="exit 1 when a test fails on either side that is not a recorded gated fact "
+        "(CI's test run of the older JAX)",
+    )
+    report.add_argument(
+        "--new-junit",
+        type=Path,
+        metavar="XML",
+        help="NEW's test outcomes from this JUnit XML of a run with jax NEW (CI's main run) "
+        "instead of running the tests again",
+    )
     report.add_argument(
         "--step-timeout",
         type=float,
@@ -105,7 +120,8 @@ def _capture_main(argv: list[str]) -> int:
 
 
 def _uv_run(version: str) -> list[str]:
-    return ["uv", "run", "--quiet", "--with", f"jax=={version}", "--with", f"jaxlib=={version}"]
+    pins = ["--with", f"jax=={version}", "--with", f"jaxlib=={version}"]
+    return ["uv", "run", "--quiet", "--compile-bytecode", *pins]
 
 
 def _tail(output: str | bytes | None) -> str:
@@ -119,8 +135,9 @@ def _run(
     timeout: float,
     env: dict[str, str] | None = None,
     check: bool = True,
-) -> None:
-    """Run one step, saying so on stderr; fail with the step and its last lines."""
+) -> int:
+    """Run one step, saying so on stderr; fail with the step and its last lines. Its exit
+    code (0 when ``check``)."""
     print(f"upgrade-report: {what} ...", file=sys.stderr, flush=True)
     try:
         result = subprocess.run(
@@ -139,6 +156,7 @@ def _run(
         raise RunError(
             f"{what} failed (exit {result.returncode}): " + _tail(result.stdout + result.stderr)
         )
+    return result.returncode
 
 
 def capture_version(version: str, workdir: Path, timeout: float = STEP_TIMEOUT) -> dict:
@@ -148,24 +166,13 @@ def capture_version(version: str, workdir: Path, timeout: float = STEP_TIMEOUT) 
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def outcomes_of_tests(version: str, workdir: Path, timeout: float = STEP_TIMEOUT) -> dict[str, str]:
-    """{test id: passed | failed | skipped} of the reference with every gated fact checked."""
+def outcomes_of_tests(version: str, workdir: Path, timeout: float = STEP_TIMEOUT) -> TestRun:
+    """The reference's test run with jax ``version``, gated facts off there recorded."""
     xml = workdir / f"tests-{version}.xml"
-    command = _uv_run(version) + ["pytest", *TEST_PATHS, "-k", TEST_FILTER]
-    command += ["--impl=reference", "--no-honesty", "-q", "-p", "no:randomly"]
-    command += ["-p", "no:cacheprovider", f"--junit-xml={xml}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KATAS_"))}
-    env["KATAS_CHECK_ALL_FACTS"] = "1"
-    _run(command, f"running the reference's tests with jax {version}", timeout, env, check=False)
-    if not xml.is_file():
-        raise RunError(f"the tests did not run with jax {version} (no {xml.name})")
-    outcomes = {}
-    for case in ElementTree.parse(xml).getroot().iter("testcase"):
-        name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
-        kinds = {child.tag for child in case}
-        outcome = "failed" if kinds & {"failure", "error"} else "passed"
-        outcomes[name] = "skipped" if "skipped" in kinds else outcome
-    return outcomes
+    command = upgrade_tests.pytest_command(_uv_run(version), xml)
+    what = f"running the reference's tests with jax {version}"
+    code = _run(command, what, timeout, upgrade_tests.test_env(), check=False)
+    return upgrade_tests.read_junit(xml, version, code)
 
 
 # ---- comparing ------------------------------------------------------------------------------
@@ -242,7 +249,7 @@ def flips(old: dict[str, str], new: dict[str, str]) -> list[tuple[str, str, str]
     ]
 
 
-def render(old: dict, new: dict, tests: tuple[dict, dict] | None, full_diff: bool) -> str:
+def render(old: dict, new: dict, tests: tuple[TestRun, TestRun] | None, full_diff: bool) -> str:
     out = [
         f"JAX upgrade report: jax {old['jax']} (jaxlib {old['jaxlib']}) -> jax {new['jax']} "
         f"(jaxlib {new['jaxlib']})",
@@ -268,8 +275,11 @@ def render(old: dict, new: dict, tests: tuple[dict, dict] | None, full_diff: boo
     out.insert(2, f"programs: {changed} changed, {unchanged} identical after normalization")
     out.insert(3, "")
     if tests is not None:
-        flipped = flips(*tests)
-        out.append(f"## tests whose facts flip ({len(flipped)}; gated facts checked everywhere)")
+        out.append("## gated facts (recorded where off, asserted where on)")
+        out += upgrade_tests.gated_summary(tests) or ["  none evaluated"]
+        out.append("")
+        flipped = flips(tests[0].facts(), tests[1].facts())
+        out.append(f"## tests whose facts flip ({len(flipped)})")
         out += [f"  {name}: {a} -> {b}" for name, a, b in flipped] or ["  none"]
     return "\n".join(out).rstrip() + "\n"
 
@@ -277,21 +287,30 @@ def render(old: dict, new: dict, tests: tuple[dict, dict] | None, full_diff: boo
 def command(args: argparse.Namespace, console) -> int:
     if args.old == args.new:
         raise UsageError("upgrade-report compares two different jax versions")
+    if args.no_tests and (args.gate or args.new_junit):
+        raise UsageError("--gate and --new-junit need the tests (drop --no-tests)")
     with tempfile.TemporaryDirectory(prefix="katas-upgrade-") as tmp:
         workdir = Path(tmp)
         limit = args.step_timeout
         old, new = (capture_version(v, workdir, limit) for v in (args.old, args.new))
         tests = None
         if not args.no_tests:
-            tests = (
-                outcomes_of_tests(args.old, workdir, limit),
-                outcomes_of_tests(args.new, workdir, limit),
-            )
+            before = outcomes_of_tests(args.old, workdir, limit)
+            if args.new_junit is not None:
+                after = upgrade_tests.from_junit_elsewhere(args.new_junit, new["jax"], before)
+            else:
+                after = outcomes_of_tests(args.new, workdir, limit)
+            tests = (before, after)
+    lines, gate_ok = upgrade_tests.gate_lines(tests) if tests and args.gate else ([], True)
     if args.json:
-        print(json.dumps({"old": old, "new": new, "tests": tests}, indent=1))
+        runs = None if tests is None else [vars(run) for run in tests]
+        gate = {"passed": gate_ok, "lines": lines} if lines else None
+        print(json.dumps({"old": old, "new": new, "tests": runs, "gate": gate}, indent=1))
     else:
         console.print(render(old, new, tests, args.full_diff), markup=False, end="")
-    return 0
+        if lines:
+            console.print("\n".join(["", *lines]), markup=False)
+    return 0 if gate_ok else 1
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from functools import cache
 
 from xla_inspect.parse import parse_hlo
 
-from . import xla_module
+from . import xla_parsed
 
 _KIND = re.compile(r"\bkind=(\w+)")
 _CUSTOM = re.compile(r'"fusion_(?:backend_)?config":\{[^{}]*?"kind":"([^"]+)"')
@@ -40,7 +40,7 @@ def opcode(instruction) -> str:
 @cache
 def parsed(text: str):
     """XLA's parse of a module: [(computation, instruction name, opcode, printed text)]."""
-    module = xla_module(text)
+    module = xla_parsed(text)
     return module, [
         (c.name, i.name, opcode(i), i.to_string())
         for c in module.computations()

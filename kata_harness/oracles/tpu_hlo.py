@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import xla_module
+from . import xla_parsed
 
 # The collectives that move data, as XLA's enum names them.
 PLAIN_COLLECTIVES = {
@@ -34,7 +34,7 @@ _CALLED = r"(?:calls|to_apply)=%?([\w.\-]+)"
 @functools.cache
 def xla_text(text: str):
     """XLA's own parse of a module text."""
-    return xla_module(text)
+    return xla_parsed(text)
 
 
 def entry_of(text: str) -> list:
@@ -176,7 +176,7 @@ def spelled_groups() -> dict[str, list[list[int]]]:
 
 def device_count(text: str) -> int:
     """replica_count times num_partitions, as XLA's parser prints the module header back."""
-    header = xla_module(text).to_string().splitlines()[0]
+    header = xla_parsed(text).to_string().splitlines()[0]
     counts = dict(re.findall(r"\b(replica_count|num_partitions)=(\d+)", header))
     return int(counts.get("replica_count", 1)) * int(counts.get("num_partitions", 1))
 

@@ -225,7 +225,7 @@ def _last_parts(joined: list[str]) -> set[str]:
 
 def _xla_dot_kernel_names(hlo_text: str) -> set[str]:
     """Names held by XLA's kernels that hold a dot, read through XLA's own parser."""
-    module = oracles.xla_module(hlo_text)
+    module = oracles.xla_parsed(hlo_text)
     computations = {c.name: c for c in module.computations()}
     entry = re.search(r"^ENTRY %?([\w.-]+)", hlo_text, re.MULTILINE)
     assert entry is not None

@@ -378,8 +378,9 @@ def test_xla_keeps_float_rewrites_it_may_not_do(kata):
         with check:
             np.testing.assert_array_equal(zero, np.zeros_like(x), err_msg=what)
         # before jax 0.12 only bf16 keeps both (a gate, listed in the run's header)
-        if x.dtype != np.float32 or versions.holds("f32-constant-multiplies-kept"):
-            with check:
+        gate = "f32-constant-multiplies-kept" if x.dtype == np.float32 else None
+        if gate is None or versions.checked(gate):
+            with check, versions.fact(gate):
                 assert hlo["multiply"] == 2, (
                     f"{what}: optimized multiply x{hlo['multiply']}, want 2 (no reassociation)"
                 )

@@ -62,7 +62,7 @@ def _compiled(name: str):
         "while_in_condition": WHILE_IN_CONDITION,
     }
     if name in written:
-        return written[name], oracles.xla_module(written[name])
+        return written[name], oracles.xla_parsed(written[name])
     if name in ("pred_if", "nested_while_unoptimized"):  # XLA's own StableHLO -> HLO conversion
         # nested_while unoptimized: no CPU call wrappers, the whiles sit in loop bodies
         mlir = IF_STABLEHLO if name == "pred_if" else jax.jit(nested_while).lower(vec()).as_text()
@@ -155,7 +155,7 @@ def _variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
 
 def _conditionals_of_text(text: str) -> list[tuple[str, int]]:
     """XLA's own module of `text`: (index type, branches) per conditional, in text order."""
-    return xla_counts.conditionals(oracles.xla_module(text), text)
+    return xla_counts.conditionals(oracles.xla_parsed(text), text)
 
 
 # a cond inside a while body, a switch inside a cond branch, the CPU's call wrappers, a pred index
@@ -224,7 +224,7 @@ def test_while_loops_under_renaming_and_reordering(kata):
     for program in (*WHILE_PROGRAMS, "sibling_calls"):
         for variant in _variants(program):
             got = kata.while_loops(variant.text)
-            want = xla_counts.module_opcode_count(oracles.xla_module(variant.text), "while")
+            want = xla_counts.module_opcode_count(oracles.xla_parsed(variant.text), "while")
             with check:
                 assert got == want, (
                     f"{program}, {variant.kind} (every computation and instruction under "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kata_harness import recordings, versions
+from kata_harness import oracles, recordings, versions
 from kata_harness.targets import RECORD_COMMAND, compile_recording, recorded_path
 from xla_inspect import targets
 from xla_inspect.parse import parse_hlo
@@ -46,15 +46,15 @@ def test_recording_is_current(request, phase, name, recording):
 
 @pytest.mark.parametrize(("phase", "name", "recording"), RECORDINGS, ids=IDS)
 def test_recording_reads_like_xla(phase, name, recording):
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
-
     path = recorded_path(phase, name)
     text = recordings.recorded_or_skip(path, "test_recording_is_current")
-    if versions.uses_newer_hlo_syntax(text) and not versions.holds(versions.NEWER_SYNTAX_GATE):
-        pytest.skip(versions.GATES[versions.NEWER_SYNTAX_GATE].line())
-    theirs = _hlo.hlo_module_from_text(text)
-    ours = parse_hlo(text)
-    assert len(ours.computations) == len(theirs.computations())
-    assert sorted(len(c.instructions) for c in ours.computations) == sorted(
-        len(c.instructions()) for c in theirs.computations()
-    ), f"{path}: instructions per computation differ from XLA's parser"
+    gate = versions.NEWER_SYNTAX_GATE if versions.uses_newer_hlo_syntax(text) else None
+    if gate is not None and not versions.checked(gate):
+        pytest.skip(versions.GATES[gate].line())
+    with versions.fact(gate):
+        theirs = oracles.xla_module(text)
+        ours = parse_hlo(text)
+        assert len(ours.computations) == len(theirs.computations)
+        assert sorted(len(c.instructions) for c in ours.computations) == sorted(
+            len(c.instructions) for c in theirs.computations
+        ), f"{path}: instructions per computation differ from XLA's parser"

@@ -103,10 +103,21 @@ def test_ci_runs_the_oldest_supported_jax():
     ci = (Path(__file__).parents[2] / ".ci" / "run").read_text()
     oldest = next(line for line in ci.splitlines() if line.startswith("OLDEST_JAX="))
     assert versions.as_tuple(oldest.split("=")[1])[:2] == versions.as_tuple(versions.SUPPORTED[0])
-    assert '--with "jax==$OLDEST_JAX" --with "jaxlib==$OLDEST_JAX" pytest --impl=reference' in ci
+    # the upgrade report from the oldest JAX is that JAX's test run: --gate fails CI on a failure
+    assert 'katas upgrade-report "$OLDEST_JAX" "$LOCKED_JAX" --gate' in ci
 
 
 def test_pyproject_admits_every_supported_jax():
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     for package in ("jax", "jaxlib"):
         assert f'"{package}>={versions.SUPPORTED[0]}",' in pyproject, package
+
+
+def test_upgrade_report_lists_gated_facts_per_side_and_what_flips():
+    gate = "xla-attribute-table"
+    old = upgrade.TestRun("0.10.2", {"a": "skipped", "b": "passed"}, {"a": {gate: False}})
+    new = upgrade.TestRun("0.12.0.1", {"a": "passed", "b": "passed"})
+    capture = {"jax": "0", "jaxlib": "0", "programs": {}}
+    text = upgrade.render(capture, capture, (old, new), full_diff=False)
+    assert f"  {gate}: jax 0.10.2: holds in 0, fails in 1; jax 0.12.0.1: asserted" in text
+    assert f"  a: {gate} fails -> passed" in text and "  b:" not in text

@@ -2,7 +2,8 @@
 gives that text a verdict, the texts after it still get theirs, and the test process lives on.
 
 A fake parser stands in for jaxlib's (which aborts only on some versions and texts): it calls
-os.abort() on "abort", os._exit(3) on "exit", sleeps on "hang", raises on "reject".
+os.abort() on "abort", os._exit(3) on "exit", sleeps on "hang", raises on "reject", and gives
+back plain data ({"seen": text}) on the rest, as the real one's describer does.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def parse(text):
         time.sleep(600)
     if text.startswith("reject"):
         raise ValueError("fake parser: no " + text)
+    return {"seen": text}
 """
 
 
@@ -57,6 +59,31 @@ def test_an_abort_is_a_verdict_and_the_rest_still_get_theirs(fake: ParserProcess
     assert verdicts[1].message == "the parser ended its process (signal 6)"
     assert verdicts[2].message == "fake parser: no reject 1"
     assert verdicts[4].message == "the parser ended its process (exit 3)"
+    assert verdicts[6].facts == {"seen": "ok 3"} and verdicts[1].facts is None
+
+
+def test_a_batch_cut_short_leaves_no_answers_for_the_next(fake: ParserProcess, monkeypatch) -> None:
+    """A test's time limit can stop the parent mid-batch: the helper then still has answers to
+    write (and, while it writes them, reads nothing). The next batch must get its own answers
+    and never wait on that helper."""
+    calls = 0
+    answer = ParserProcess._answer
+
+    def cut_short(self: ParserProcess, process):
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt  # as pytest-timeout's signal does, in the middle
+        return answer(self, process)
+
+    big = "x" * 200_000  # more than a pipe holds, so a helper still answering would block
+    monkeypatch.setattr(ParserProcess, "_answer", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        fake.verdicts([f"ok {n} {big}" for n in range(4)])
+    monkeypatch.setattr(ParserProcess, "_answer", answer)
+    texts = [f"reject {big}", f"ok 9 {big}"]
+    assert [v.kind for v in fake.verdicts(texts)] == ["rejected", "accepted"]
+    assert fake.verdict(texts[1]).facts == {"seen": texts[1]}
 
 
 def test_verdicts_are_remembered_per_text(fake: ParserProcess, tmp_path) -> None:
@@ -82,4 +109,12 @@ def test_xla_itself_judges_through_the_helper() -> None:
     text = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n"
     assert oracles.xla_verdict(text).kind == "accepted"
     assert oracles.xla_verdict(text.replace("negate(p)", "negate(q)")).kind == "rejected"
-    assert oracles.xla_module(text).computations()
+    with pytest.raises(oracles.XlaRejected, match="q"):
+        oracles.xla_module(text.replace("negate(p)", "negate(q)"))
+    module = oracles.xla_module(text)  # plain data from the helper, no parser object here
+    (entry,) = module.computations
+    assert [(i.name, i.opcode) for i in entry.instructions] == [
+        ("p", "kParameter"),
+        ("n", "kNegate"),
+    ]
+    assert "negate(f32[2]{0} %p)" in module.long_text and "negate(%p)" in module.text

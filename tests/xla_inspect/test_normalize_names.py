@@ -46,8 +46,8 @@ def _xla_module(text: str):
 def _xla_counts(text: str) -> tuple[int, Counter[str]]:
     """Computations and opcodes (XLA's enum names) of the module XLA's parser builds."""
     module = _xla_module(text)
-    computations = module.computations()
-    opcodes = Counter(i.opcode.name for c in computations for i in c.instructions())
+    computations = module.computations
+    opcodes = Counter(i.opcode for c in computations for i in c.instructions)
     return len(computations), opcodes
 
 
@@ -57,8 +57,8 @@ def _assert_normal_form_reparses(text: str) -> str:
     normal = normalize_hlo(text)
     assert _xla_counts(normal) == _xla_counts(text)
     module = _xla_module(normal)
-    names = [c.name for c in module.computations()]
-    names += [i.name for c in module.computations() for i in c.instructions()]
+    names = [c.name for c in module.computations]
+    names += [i.name for c in module.computations for i in c.instructions]
     assert all(_CANONICAL.fullmatch(name) for name in names), names
     assert normalize_hlo(normal) == normal
     return normal

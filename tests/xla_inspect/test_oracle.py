@@ -67,7 +67,7 @@ def test_long_form_with_operand_shapes_matches_xla(path) -> None:
     operand's (a wrong one written in is rejected, as XLA rejects it)."""
     options = _hlo.HloPrintOptions()
     options.print_operand_shape = True
-    long_form = oracles.xla_module(path.read_text()).to_string(options)
+    long_form = oracles.xla_module(path.read_text()).long_text
     assert our_verdict(long_form) == xla_verdict(long_form) is not None
     typed = re.search(r"[a-z]\((pred|[a-z]+[0-9]+)\[", long_form)
     if typed is not None:  # the first operand shape written, made another element type's

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kata_harness import versions
+from kata_harness import oracles, versions
 from xla_inspect.errors import HloParseError
 from xla_inspect.hlo.lexical import split_attributes
 from xla_inspect.hlo.rules import REQUIRED
@@ -89,11 +89,8 @@ CASES = _cases()
 
 
 def _xla_requires(text: str) -> bool:
-    try:
-        _hlo.hlo_module_from_text(text)
-    except Exception as exc:  # noqa: BLE001 - the bindings raise a plain RuntimeError/ValueError
-        return "is expected but not seen" in str(exc)
-    return False
+    verdict = oracles.xla_verdict(text)  # in a helper process: an abort is a verdict there
+    return verdict.kind == "rejected" and "is expected but not seen" in verdict.message
 
 
 @versions.requires_jax("xla-attribute-table")

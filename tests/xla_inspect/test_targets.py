@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from kata_harness import oracles
 from kata_harness.targets import require
 from xla_inspect import targets
 from xla_inspect.capture import CaptureError, capture
@@ -48,9 +49,9 @@ def _text(compiled) -> str:
 
 def _same_as_xla(text: str) -> None:
     ours = parse_hlo(text)
-    theirs = _hlo.hlo_module_from_text(text)
+    theirs = oracles.xla_module(text)
     assert sorted(len(c.instructions) for c in ours.computations) == sorted(
-        len(c.instructions()) for c in theirs.computations()
+        len(c.instructions) for c in theirs.computations
     )
 
 
@@ -212,12 +213,12 @@ _ASYNC = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update", "kAsyncD
 
 def _xla_opcode_counts(text: str) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for computation in _hlo.hlo_module_from_text(text).computations():
-        for instruction in computation.instructions():
-            opcode = _ASYNC.get(instruction.opcode.name)
+    for computation in oracles.xla_module(text).computations:
+        for instruction in computation.instructions:
+            opcode = _ASYNC.get(instruction.opcode)
             if opcode is None:
-                printed = _PRINTED_OPCODE.search(instruction.to_string())
-                assert printed is not None, instruction.to_string()
+                printed = _PRINTED_OPCODE.search(instruction.printed)
+                assert printed is not None, instruction.printed
                 opcode = printed.group(1)
             counts[opcode] += 1
     return counts
@@ -289,6 +290,6 @@ def test_reader_counts_target_text_as_xla_does(name, kind):
     text = _text(jax.jit(fn).lower(*args).compile())
     module = parse_hlo(text)
     assert opcode_counts(module) == _xla_opcode_counts(text)
-    assert len(module.computations) == len(_hlo.hlo_module_from_text(text).computations())
+    assert len(module.computations) == len(oracles.xla_module(text).computations)
     normalized = normalize_hlo(text)
     assert opcode_counts(parse_hlo(normalized)) == _xla_opcode_counts(normalized)

@@ -32,15 +32,15 @@ ASYNC = {"kAsyncStart": "async-start", "kAsyncUpdate": "async-update", "kAsyncDo
 def oracle(text: str) -> tuple[int, Counter[str]]:
     module = oracles.xla_module(text)
     counts: Counter[str] = Counter()
-    for computation in module.computations():
-        for instruction in computation.instructions():
-            opcode = ASYNC.get(instruction.opcode.name)
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            opcode = ASYNC.get(instruction.opcode)
             if opcode is None:
-                printed = PRINTED_OPCODE.search(instruction.to_string())
-                assert printed is not None, instruction.to_string()
+                printed = PRINTED_OPCODE.search(instruction.printed)
+                assert printed is not None, instruction.printed
                 opcode = printed.group(1)
             counts[opcode] += 1
-    return len(module.computations()), counts
+    return len(module.computations), counts
 
 
 # -- the bank: reformatted-valid and invalid modules, each checked against XLA's verdict --------
