@@ -49,7 +49,10 @@ def _rt3b_surviving(program: str, x, n: int, **bug) -> int:
         table["jnp.negative applied n times"] = 1
     if bug.get("v_minus_v_once") and not is_int:
         table["v - v applied n times to x"] = 1
-    if bug.get("half_blocks_simplifier") and str(jax.numpy.dtype(x.dtype)) in ("bfloat16", "float16"):
+    if bug.get("half_blocks_simplifier") and str(jax.numpy.dtype(x.dtype)) in (
+        "bfloat16",
+        "float16",
+    ):
         # the converts XLA:CPU puts around half-precision arithmetic taken to hide the identities
         table.update(
             {
