@@ -795,12 +795,23 @@ def test_predict_bytes_accessed_on_fresh_cases(kata, fresh):
     cost analysis of the program compiled here."""
     _cpu_fact("XLA:CPU's fusion decisions and cost model")
     for program, (_, _, dtypes) in BYTES_BANK.items():
+        aligned = fresh.random() < 0.5
         for dtype in dtypes:
             if program.startswith("x[:") and dtype == "bfloat16":
                 if not versions.holds("bf16-slice-reads-its-part"):
                     continue
             rows, cols = fresh.sample(BYTES_DIMS, 2)
+            if program.startswith("x[:"):  # the cut on a 64-byte boundary and off it, in turn
+                cols = fresh.choice(_slice_cols(dtype, aligned))
+                rows = fresh.choice([d for d in BYTES_DIMS if d != cols])
+                aligned = not aligned
             _check_bytes(kata, program, (rows, cols), dtype, f" ({fresh.where()})")
+
+
+def _slice_cols(dtype: str, aligned: bool) -> list[int]:
+    """The widths of BYTES_DIMS whose half row is (or is not) a whole number of 64-byte lines."""
+    size = jnp.dtype(dtype).itemsize
+    return [d for d in BYTES_DIMS if ((d // 2) * size % 64 == 0) == aligned]
 
 
 @pytest.mark.task("predict_bytes_accessed")
