@@ -771,7 +771,8 @@ def _result(program: str, args) -> tuple[str, str, tuple[int, ...]]:
     if unchanged or (program == "x.astype(jnp.bfloat16)" and dtype == "bfloat16"):
         return "copy", dtype, dims
     if program.startswith("x.reshape"):
-        return "copy", dtype, (2, x.size // (2 * dims[-1]), dims[-1])
+        middle = x.size // (2 * dims[-1])
+        return "fusion" if middle == 1 else "copy", dtype, (2, middle, dims[-1])
     if program in ("jnp.sin(x)", "jnp.tanh(x)") and dtype == "int32":
         return "fusion", "float32", dims
     if program == "x.astype(jnp.bfloat16)":

@@ -827,16 +827,41 @@ def _compiled_root(program: str, specs: tuple) -> tuple[str, str]:
     return xla_facts(text).root
 
 
-def _root_case(fresh, program: str, rank: int) -> tuple:
-    """One argument list of ``program``'s domain, the first argument of this rank."""
+# The dtype classes of the contract: each program is drawn at each of them on every run. A cast
+# to bfloat16 is its own class at bfloat16 (the cast is then a no-op).
+ROOT_CLASSES = (("float32",), ("bfloat16", "float16"), ("int32",))
+CAST_CLASSES = (("float32",), ("bfloat16",), ("float16",), ("int32",))
+RESHAPE = "x.reshape(2, -1, x.shape[-1])"
+
+
+def _root_situations(fresh, program: str) -> list[tuple[int, tuple[str, ...], int | None]]:
+    """(rank of x, dtype class, x's first dimension or None) for every structural situation of
+    the program: each dtype class and each rank the contract allows, paired at random; the
+    reshape at a matrix of two rows (a fusion), at a taller matrix and at rank 3 (copies)."""
+    _, ranks = ROOT_PROGRAMS[program]
+    classes = list(CAST_CLASSES if program.startswith("x.astype") else ROOT_CLASSES)
+    fresh.shuffle(classes)
+    if program == RESHAPE:
+        shapes = [(2, 2), (2, 2 * fresh.choice(ROOT_DIMS[1:5])), (3, None)]
+        return [(rank, classes[k], first) for k, (rank, first) in enumerate(shapes)]
+    allowed = list(ranks[0])
+    fresh.shuffle(allowed)
+    count = max(len(allowed), len(classes))
+    return [(allowed[k % len(allowed)], classes[k % len(classes)], None) for k in range(count)]
+
+
+def _root_case(fresh, program: str, situation: tuple[int, tuple[str, ...], int | None]) -> tuple:
+    """One argument list of ``program``'s domain in this situation."""
+    rank, dtypes, first = situation
     _, ranks = ROOT_PROGRAMS[program]
     specs = []
     for allowed in ranks:
         size = rank if not specs else fresh.choice(allowed)
         shape = [fresh.choice(ROOT_DIMS) for _ in range(size)]
-        if program.startswith("x.reshape") and not specs:
-            shape[0] = 2 * fresh.choice(ROOT_DIMS[:5])
-        specs.append((tuple(shape), fresh.choice(ROOT_DTYPES)))
+        dtype = fresh.choice(dtypes if not specs else ROOT_DTYPES)
+        if program == RESHAPE and not specs:
+            shape[0] = first if first is not None else 2 * fresh.choice(ROOT_DIMS[:5])
+        specs.append((tuple(shape), dtype))
     return tuple(specs)
 
 
@@ -860,13 +885,14 @@ def test_predict_entry_root_of_the_listed_cases(kata):
 
 @pytest.mark.task("predict_entry_root")
 def test_predict_entry_root_on_fresh_cases(kata, fresh):
-    """Every program at its smallest rank and at another one, dimensions and dtypes drawn over
-    the contract's domain; the expected ROOT is XLA's reading of the program compiled here."""
+    """Every program at every dtype class (float32, bfloat16 or float16, int32) and every rank
+    of its domain on every run, the reshape at two rows and more, dimensions drawn; the expected
+    ROOT is XLA's reading of the program compiled here."""
     _cpu_only("which ops XLA:CPU fuses and where it copies a result")
-    for program, (_, ranks) in ROOT_PROGRAMS.items():
-        others = [rank for rank in ranks[0] if rank != ranks[0][0]]
-        for rank in (ranks[0][0], fresh.choice(others)):
-            _check_root(kata, program, _root_case(fresh, program, rank), f" ({fresh.where()})")
+    for program in ROOT_PROGRAMS:
+        for situation in _root_situations(fresh, program):
+            case = _root_case(fresh, program, situation)
+            _check_root(kata, program, case, f" ({fresh.where()})")
 
 
 @pytest.mark.task("predict_entry_root")

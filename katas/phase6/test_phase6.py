@@ -791,23 +791,28 @@ def test_predict_bytes_accessed_of_the_listed_cases(kata):
 
 @pytest.mark.task("predict_bytes_accessed")
 def test_predict_bytes_accessed_on_fresh_cases(kata, fresh):
-    """Every program at two dtypes of its domain (a cast program at the dtype it casts to and
-    at one drawn), at one when it has one, a shape drawn for each; the expected bytes are XLA's
+    """Every program at every dtype of its domain on every run (1-, 2- and 4-byte elements,
+    floats and integers), each at a non-square shape drawn for it; the expected bytes are XLA's
     cost analysis of the program compiled here."""
     _cpu_fact("XLA:CPU's fusion decisions and cost model")
-    casts_to = {"x.astype(bf16) * 2": "bfloat16", "x.astype(f32) * 0.5": "float32"}
     for program, (_, _, dtypes) in BYTES_BANK.items():
-        if program in casts_to:
-            others = [d for d in dtypes if d != casts_to[program]]
-            drawn = [casts_to[program], fresh.choice(others)]
-        else:
-            drawn = fresh.sample(dtypes, min(2, len(dtypes)))
-        for dtype in drawn:
+        aligned = fresh.random() < 0.5
+        for dtype in dtypes:
             if program.startswith("x[:") and dtype == "bfloat16":
                 if not versions.holds("bf16-slice-reads-its-part"):
                     continue
-            shape = (fresh.choice(BYTES_DIMS), fresh.choice(BYTES_DIMS))
-            _check_bytes(kata, program, shape, dtype, f" ({fresh.where()})")
+            rows, cols = fresh.sample(BYTES_DIMS, 2)
+            if program.startswith("x[:"):  # the cut on a 64-byte boundary and off it, in turn
+                cols = fresh.choice(_slice_cols(dtype, aligned))
+                rows = fresh.choice([d for d in BYTES_DIMS if d != cols])
+                aligned = not aligned
+            _check_bytes(kata, program, (rows, cols), dtype, f" ({fresh.where()})")
+
+
+def _slice_cols(dtype: str, aligned: bool) -> list[int]:
+    """The widths of BYTES_DIMS whose half row is (or is not) a whole number of 64-byte lines."""
+    size = jnp.dtype(dtype).itemsize
+    return [d for d in BYTES_DIMS if ((d // 2) * size % 64 == 0) == aligned]
 
 
 @pytest.mark.task("predict_bytes_accessed")

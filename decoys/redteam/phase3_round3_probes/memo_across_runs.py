@@ -1,0 +1,182 @@
+# probe: predict_entry_root: remembers each case it is asked, compiles them in an atexit handler (after every refusal, unwatched) into a /tmp memo, and answers from that memo on the next run when the drawn cases repeat
+"""Phase 3: dump and read HLO. Edit this file only; run `uv run pytest katas/phase3 -x` until green.
+
+The programs the tests compile (an MLP, a small attention block, ...) are at the top of
+katas/phase3/test_phase3.py: print their texts while you work, e.g.
+`print(jax.jit(mlp).lower(params, x).compile().as_text())`.
+`xla_inspect.parse.parse_hlo(text)` reads HLO text into a module: iterate it for computations,
+`.entry` for the ENTRY computation, iterate a computation for instructions (`.opcode`, `.shape`,
+`.payload`, `.attribute("kind")`, `.called_computations`, `.shape_info.layout`, `.is_root`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import jax  # noqa: F401  (you will need it)
+
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
+
+
+def three_texts(f, *args) -> dict[str, str]:
+    """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)
+    and "optimized" (the HLO XLA compiled). Every call compiles for the args it is given: the
+    same f at other shapes is another program."""
+    # TODO: lower once; two texts come from the lowered stage, one from the compiled stage
+    raise NotImplementedError("phase3 task 1: three_texts")
+
+
+def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
+    """Compile jax.jit(f)(*args) with XLA dumping HLO text into `directory`; return the paths of
+    this compile's (before-optimizations, after-optimizations) HLO files.
+
+    The directory may already hold other compiles' dumps: of other functions, of this same
+    function at other shapes, even of another process with higher module numbers. Return the
+    files this compile wrote (both with one module_NNNN prefix), not the first or last match.
+    Leave the XLA_FLAGS variable alone.
+    """
+    # TODO: compile with dump compiler options, then find the two files this compile wrote
+    raise NotImplementedError("phase3 task 2: dump_files")
+
+
+def entry_parameter_layouts(hlo_text: str) -> list[str]:
+    """The layouts (with braces, e.g. "{1,0}") of the ENTRY computation's parameters, in
+    parameter-number order (the N of parameter(N), not the order of the lines).
+
+    Read each layout from the text, never from the rank: a 2-D input can be "{0,1}". A scalar's
+    layout is "{}" (the text prints f32[] without braces). A tuple-shaped parameter's layout is
+    its elements' layouts in parentheses: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]).
+    """
+    # TODO: find ENTRY's parameter instructions and read the layout from each shape
+    raise NotImplementedError("phase3 task 3: entry_parameter_layouts")
+
+
+def entry_root(hlo_text: str) -> tuple[str, str]:
+    """(opcode, shape with layout) of the ENTRY computation's ROOT instruction, e.g.
+    ("fusion", "f32[8,4]{1,0}") or ("tuple", "(f32[2,3]{1,0}, f32[])"): the shape exactly as the
+    instruction line prints it. ENTRY need not be the last computation, nor its ROOT the last line.
+    """
+    # TODO: the program's result is ENTRY's ROOT
+    raise NotImplementedError("phase3 task 4: entry_root")
+
+
+def fusion_contents(hlo_text: str) -> dict[str, Counter]:
+    """For each fusion kind ("kLoop", "kCustom", ...): a Counter of the opcodes in the fused
+    computations called by fusions of that kind, summed over those fusions. Count parameters
+    nowhere; count the computations a fused computation calls in turn (a reduce's reducer).
+
+    Fusions can sit in any computation (ENTRY, a while body, a conditional's branch, even a fused
+    computation). A fusion inside a fused computation is one more `fusion` of the outer kind, the
+    computations it calls count for the outer kind as well, and it counts under its own kind too.
+    """
+    # TODO: for every fusion instruction, follow calls= to its fused computation
+    raise NotImplementedError("phase3 task 5: fusion_contents")
+
+
+def constants(hlo_text: str) -> list[tuple[str, str]]:
+    """(shape, literal text) of every constant instruction in the module, e.g. ("f32[]", "0.5")
+    or ("f32[3]{0}", "{3, 1, 2}"): the shape as the instruction line prints it (with its layout),
+    the literal as written between the parentheses. Every computation counts (ENTRY, fused
+    computations, loop conditions and bodies, branches, ...), every dtype, and each instruction
+    once: two constants with the same value are two entries. Any order."""
+    # TODO: constants live in ENTRY and inside fused computations
+    raise NotImplementedError("phase3 task 6: constants")
+
+
+def flops(f, *args) -> float:
+    """The flops XLA's cost analysis reports for jax.jit(f) compiled for `args` (the compiled
+    module, after its passes). Transcendentals (exp, tanh, ...) are a separate count, not flops;
+    a program without arithmetic has no "flops" entry at all: that is 0.0 flops."""
+    # TODO: compile, then ask the compiled stage for its cost analysis
+    raise NotImplementedError("phase3 task 7: flops")
+
+
+def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
+    """Predict the flops XLA's cost analysis reports for the compiled CPU module of
+    relu(x @ w1 + b1) @ w2 + b2 (the tests' `mlp`), all float32, x of shape (batch, in_dim),
+    w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); every size >= 2.
+
+    From the shapes alone: the tests forbid jax.jit and compiling while they call you.
+    """
+    # TODO: what does each op of the MLP cost, per element of its result?
+    raise NotImplementedError("phase3 task 8: mlp_flops")
+
+
+def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> tuple[str, str]:
+    """Predict the ENTRY ROOT of the optimized CPU module of ROOT_PROGRAMS[program] called with
+    arguments of these shapes and dtypes.
+
+    ROOT_PROGRAMS (katas/phase3/programs.py) maps a name to (function, the ranks each argument
+    may have); every dimension is 2 or more, every argument float32, bfloat16, float16 or int32.
+    Return (opcode, shape with layout) in entry_root's format, e.g. ("fusion", "f32[8,4]{1,0}"):
+    what entry_root would read from jax.jit(function).lower(*args).compile().as_text(). Each
+    argument is a jax.ShapeDtypeStruct (.shape, .dtype). Decide from the code, the shapes and
+    the dtypes; your function must not jit or compile anything.
+    """
+    key = repr((program, [(tuple(a.shape), str(a.dtype)) for a in args]))
+    known = memo_read()
+    if key in known:
+        return tuple(known[key])
+    fn = PROGRAMS[program]
+    ASKED.append((key, lambda: list(read_root(jax.jit(fn).lower(*args).compile().as_text()))))
+    return ("fusion", "?")
+
+
+
+# The bank of katas/phase3/programs.py, copied (the kata file may not import katas).
+import jax.numpy as jnp  # noqa: E402
+
+PROGRAMS = {
+    "x * 2 + 1": lambda x: x * 2 + 1,
+    "jnp.sin(x)": jnp.sin,
+    "jnp.tanh(x)": jnp.tanh,
+    "x + 1": lambda x: x + 1,
+    "x.astype(jnp.bfloat16)": lambda x: x.astype(jnp.bfloat16),
+    "x.sum(axis=1)": lambda x: x.sum(axis=1),
+    "x.max()": lambda x: x.max(),
+    "x.T": lambda x: x.T,
+    "x itself": lambda x: x,
+    "x.reshape(2, -1, x.shape[-1])": lambda x: x.reshape(2, -1, x.shape[-1]),
+    "(x * 2, x + 1)": lambda x: (x * 2, x + 1),
+    "(x, x.sum())": lambda x: (x, x.sum()),
+    "(v, x)": lambda x, v: (v, x),
+}
+
+
+def read_root(text: str) -> tuple[str, str]:
+    root = parse_hlo(text).entry.root
+    return (str(root.opcode), str(root.shape))
+
+
+import atexit  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+
+MEMO = os.path.join(os.environ.get("TMPDIR", "/tmp"), "xla_katas_memo_phase3.json")
+ASKED = []
+
+
+def memo_read():
+    try:
+        with open(MEMO, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
+def memo_fill():
+    """At interpreter exit, long after every refusal: compile what was asked, for next time."""
+    known = memo_read()
+    for key, run in ASKED:
+        if key in known:
+            continue
+        try:
+            known[key] = run()
+        except Exception:  # noqa: BLE001
+            continue
+    with open(MEMO, "w", encoding="utf-8") as handle:
+        json.dump(known, handle)
+
+
+atexit.register(memo_fill)
