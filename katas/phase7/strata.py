@@ -71,7 +71,7 @@ def _situations(rng: random.Random) -> dict[str, Loop | tuple[Loop, ...]]:
             rng, rng.choice(("fori", "scan")), 1, True
         ),
         "unroll leaving >= 2 trips and a remainder, a loop in the body": _unrolled(
-            rng, rng.randint(2, 3), True, True
+            rng, 2, True, True
         ),
         "unroll leaving >= 2 trips and no remainder": _unrolled(
             rng, rng.randint(2, 3), False, False
@@ -87,11 +87,11 @@ def _situations(rng: random.Random) -> dict[str, Loop | tuple[Loop, ...]]:
             rng, "while", rng.randint(2, 4), True
         ),
         "lax.map of 1 row, a loop in its body": _short(rng, "map", 1, True),
-        "lax.map of >= 2 rows": _short(rng, "map", rng.randint(2, 4), rng.random() < 0.5),
+        "lax.map of >= 2 rows": _short(rng, "map", rng.randint(2, 3), rng.random() < 0.5),
         "traced-bound fori_loop, n = 0, a loop in its body": _short(rng, "fori_traced", 0, True),
         "traced-bound fori_loop, n = 1": _short(rng, "fori_traced", 1, False),
         "Python for with a loop in its body, then cumsum": (
-            _short(rng, "python_for", rng.randint(0, 3), True),
+            _short(rng, "python_for", rng.randint(0, 2), True),
             Loop("cumsum", 0),
         ),
     }

@@ -795,6 +795,20 @@ def _whiles_of_text(_key: str, program: LoopProgram) -> int:
 
 
 @pytest.mark.task("predict_while_loops")
+def test_predict_while_loops_on_the_bank(kata):
+    if jax.default_backend() != "cpu":
+        pytest.skip("CPU-only fact: while counts measured on XLA:CPU's optimized HLO")
+    for name, program in LOOP_BANK.items():
+        predicted = _predicted(kata, "predict_while_loops", program)
+        if predicted != _whiles_in(program):
+            pytest.fail(
+                f"{name} ({program.describe()}): you predicted {predicted} while loop(s); the "
+                "optimized HLO has another number (which loops does XLA unroll or fold, and "
+                "which stay?)"
+            )
+
+
+@pytest.mark.task("predict_while_loops")
 def test_predict_while_loops_on_fresh_programs(kata, fresh):
     """One program drawn per situation the contract allows, every run (strata.loop_strata: each
     loop kind at 0, 1 and more trips, unrolls with and without a remainder, empty and nested
