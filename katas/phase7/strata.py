@@ -99,8 +99,8 @@ def _situations(rng: random.Random) -> dict[str, Loop | tuple[Loop, ...]]:
 
 def loop_strata(rng: random.Random) -> dict[str, LoopProgram]:
     """One drawn program per situation; the wraps none, vmap and cond spread over them, and
-    two grad situations: an affine loop before a tanh step kept or not kept as a loop (the
-    bank's grad programs hold a lone affine and a lone tanh loop)."""
+    three grad situations (an affine loop before a tanh step kept or not kept as a loop, and a
+    tanh loop before an affine one)."""
     situations = _situations(rng)
     wraps = [("none", "vmap", "cond")[k % 3] for k in range(len(situations))]
     rng.shuffle(wraps)
@@ -114,6 +114,7 @@ def loop_strata(rng: random.Random) -> dict[str, LoopProgram]:
         (affine, _grad_tail(rng)), "grad"
     )
     programs["grad: an affine loop, then a tanh loop"] = LoopProgram((affine, tanh), "grad")
+    programs["grad: a tanh loop, then an affine loop"] = LoopProgram((tanh, affine), "grad")
     return programs
 
 
