@@ -256,51 +256,17 @@ COMPILE_SCENARIOS = {
 
 # ---- drawing fresh cases over the whole domain --------------------------------------------------
 
-_KEPT = ("fori", "fori_traced", "while", "scan")  # kinds that stay a loop at 2 trips or more
 
-
-def _loop(rng: random.Random, kinds=LOOP_KINDS, depth: int = 0, low: int = 0) -> Loop:
+def _loop(rng: random.Random, kinds=LOOP_KINDS, depth: int = 0) -> Loop:
     kind = rng.choice(kinds)
-    trips = rng.randint(max(low, 1 if kind == "map" else 0), 5)
+    trips = rng.randint(1 if kind == "map" else 0, 5)
     unroll = rng.choice((1, 1, 2, 3, True)) if kind in ("fori", "scan") else 1
     body = tuple(_loop(rng, depth=depth - 1) for _ in range(rng.choice((0, 1, 1, 2)) * (depth > 0)))
     return Loop(kind, trips, unroll, rng.choice(STEPS), body if kind != "cumsum" else ())
 
 
-def _kept(rng: random.Random) -> Loop:
-    """A loop XLA keeps: a loop primitive of 2 trips or more, not unrolled."""
-    return Loop(rng.choice(_KEPT), rng.randint(2, 5), step=rng.choice(STEPS))
-
-
-def draw_loop_program(rng: random.Random, theme: str) -> LoopProgram:
-    """A program from the whole domain (`theme` "any"), or one that meets a trap every run:
-    "copies" an unrolled or Python loop with loops in its body; "short" an unroll that leaves
-    at most one trip (and maybe a loop of 0 or 1 trip); "grad" an affine loop before a tanh
-    loop under grad."""
-    if theme == "copies":
-        outer = rng.choice(("python_for", "fori", "scan"))
-        trips = rng.randint(2, 4)
-        unroll = 1 if outer == "python_for" else rng.choice((True, rng.randint(2, trips)))
-        inner = tuple(_kept(rng) for _ in range(rng.randint(1, 2)))
-        loop = Loop(outer, trips, unroll, rng.choice(STEPS), inner)
-        return LoopProgram((loop,), rng.choice(("none", "vmap", "cond")))
-    if theme == "short":
-        trips = rng.randint(2, 7)
-        unroll = rng.randint(trips // 2 + 1, trips + 2)  # one trip at most, maybe a remainder
-        body = (_kept(rng),) if rng.random() < 0.5 else ()
-        loops = [Loop(rng.choice(("fori", "scan")), trips, unroll, rng.choice(STEPS), body)]
-        if rng.random() < 0.5:
-            kind = rng.choice(("fori", "scan", "while"))
-            loops.insert(rng.randint(0, 1), Loop(kind, rng.randint(0, 1), step="tanh"))
-        return LoopProgram(tuple(loops))
-    if theme == "grad":
-        kinds = ("fori", "scan", "map", "python_for", "cumsum")
-        loops = [_loop(rng, kinds, low=2) for _ in range(rng.randint(1, 2))]
-        affine = Loop(rng.choice(("fori", "scan")), rng.randint(2, 5), step="affine")
-        tanh = Loop(rng.choice(("fori", "scan", "map")), rng.randint(2, 5), step="tanh")
-        loops.insert(rng.randint(0, len(loops)), affine)
-        loops.insert(rng.randint(loops.index(affine) + 1, len(loops)), tanh)
-        return LoopProgram(tuple(loops), "grad")
+def draw_loop_program(rng: random.Random) -> LoopProgram:
+    """A program drawn over the whole domain (katas/phase7/strata.py draws one per situation)."""
     wrap = rng.choice(WRAPS)
     if wrap == "grad":
         kinds = ("fori", "scan", "map", "python_for", "cumsum")
@@ -340,33 +306,7 @@ def _call(rng: random.Random, **fixed) -> Call:
     return Call(function=function, static=static, x=x, n=n, device=device, **settings)
 
 
-def draw_calls(rng: random.Random, theme: str) -> list[Call]:
-    """A calling pattern of 3 to 5 calls (`theme` "any": anything the domain allows), or one
-    that meets a trap every run: "keys" one function called on arguments whose abstract types
-    and static values repeat or differ; "apis" trace, lower, compile and call through shared
-    and new wrappers and lambdas; "devices" the same arguments uncommitted and committed."""
-    count = rng.randint(3, 5)
-    if theme == "keys":
-        function, static = rng.choice(("scale", "shift")), rng.random() < 0.5
-        pool = [_call(rng, function=function, static=static, api="call") for _ in range(2)]
-        calls = [rng.choice(pool) for _ in range(count - 2)] + pool
-        rng.shuffle(calls)
-        return calls
-    if theme == "apis":  # one key reached through every API, and a lambda of the same
-        base = _call(rng, function=rng.choice(("scale", "shift")), device=None)
-        apis = ["call", "compile"] + [rng.choice(APIS) for _ in range(count - 2)]
-        rng.shuffle(apis)
-        calls = [
-            Call(api, base.function, rng.choice(("shared", "new")), base.static, base.x, base.n)
-            for api in apis
-        ]
-        lambda_call = Call(rng.choice(APIS), "lambda", "new", base.static, base.x, base.n)
-        return calls + [lambda_call] * (rng.random() < 0.5)
-    if theme == "devices":  # the same arguments uncommitted, on device 0 and elsewhere
-        base = _call(rng, function=rng.choice(("scale", "shift")), api="call", device=0)
-        devices = [None, 0] + [rng.choice((None, 0, 1, 2)) for _ in range(count - 2)]
-        rng.shuffle(devices)
-        return [
-            Call("call", base.function, base.jit, base.static, base.x, base.n, d) for d in devices
-        ]
-    return [_call(rng) for _ in range(count)]
+def draw_calls(rng: random.Random) -> list[Call]:
+    """A calling pattern of 3 to 5 calls drawn over the whole domain (katas/phase7/strata.py
+    draws one per respect of the cache key)."""
+    return [_call(rng) for _ in range(rng.randint(3, 5))]

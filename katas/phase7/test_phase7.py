@@ -48,6 +48,7 @@ from katas.phase7.programs import (
     scaler,
     vec,
 )
+from katas.phase7.strata import call_strata, loop_strata
 from xla_inspect.errors import HloParseError
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
@@ -793,9 +794,6 @@ def _whiles_of_text(_key: str, program: LoopProgram) -> int:
     return xla_counts.opcode_counts(compiled)["while"]
 
 
-LOOP_THEMES = ("copies", "short", "grad", "any")
-
-
 @pytest.mark.task("predict_while_loops")
 def test_predict_while_loops_on_the_bank(kata):
     if jax.default_backend() != "cpu":
@@ -812,19 +810,19 @@ def test_predict_while_loops_on_the_bank(kata):
 
 @pytest.mark.task("predict_while_loops")
 def test_predict_while_loops_on_fresh_programs(kata, fresh):
-    """Loop programs drawn over the whole domain, one per trap: loops copied by an unroll or a
-    Python for, trip counts of 0 and 1 and unrolls with a remainder, grad of a chain mixing
-    affine and tanh steps, and anything else the domain allows."""
+    """One program drawn per situation the contract allows, every run (strata.loop_strata: each
+    loop kind at 0, 1 and more trips, unrolls with and without a remainder, empty and nested
+    bodies, every wrap, grad chains), and one drawn over the whole domain."""
     if jax.default_backend() != "cpu":
         pytest.skip("CPU-only fact: while counts measured on XLA:CPU's optimized HLO")
-    for theme in LOOP_THEMES:
-        program = draw_loop_program(fresh, theme)
+    programs = {**loop_strata(fresh), "anything the domain allows": draw_loop_program(fresh)}
+    for situation, program in programs.items():
         predicted = _predicted(kata, "predict_while_loops", program)
         compiled = _whiles_in(program)
         if predicted != compiled:
             pytest.fail(
-                f"{program.describe()}: you predicted {predicted} while loop(s), the optimized "
-                f"HLO holds {compiled}; {fresh.where()}"
+                f"{situation}: {program.describe()}: you predicted {predicted} while loop(s), "
+                f"the optimized HLO holds {compiled}; {fresh.where()}"
             )
 
 
@@ -838,9 +836,6 @@ def test_predict_while_loops_does_not_compile(kata):
 @functools.cache
 def _bank_compiles(name: str) -> int:
     return compile_events.compiles_of(lambda: run_calls(COMPILE_SCENARIOS[name]))
-
-
-CALL_THEMES = ("keys", "apis", "devices", "any")
 
 
 @pytest.mark.task("predict_compiles")
@@ -858,20 +853,20 @@ def test_predict_compiles_on_the_bank(kata):
 
 @pytest.mark.task("predict_compiles")
 def test_predict_compiles_on_fresh_patterns(kata, fresh):
-    """Calling patterns drawn over the whole domain, one per trap: repeated and new abstract
-    types and static values, trace/lower/compile/call through shared and new wrappers and
-    lambdas, uncommitted and committed devices, and anything else the domain allows."""
+    """One pattern drawn per respect of jit's cache key, every run (strata.call_strata: two
+    calls differing in exactly that respect, the rest drawn; APIs, wrappers, lambdas and
+    devices likewise), and one drawn over the whole domain."""
     if jax.device_count() < 3:
         pytest.skip("needs 3 devices: the patterns commit arguments to devices 0, 1 and 2")
-    for theme in CALL_THEMES:
-        calls = draw_calls(fresh, theme)
+    patterns = {**call_strata(fresh), "anything the domain allows": draw_calls(fresh)}
+    for situation, calls in patterns.items():
         predicted = _predicted(kata, "predict_compiles", list(calls))
         measured = compile_events.compiles_of(lambda calls=calls: run_calls(calls))
         if predicted != measured:
             steps = "; ".join(f"{n}. {call.describe()}" for n, call in enumerate(calls, 1))
             pytest.fail(
-                f"from empty caches: {steps}. You predicted {predicted} compile(s), "
-                f"jax.monitoring counted {measured}; {fresh.where()}"
+                f"{situation}, from empty caches: {steps}. You predicted {predicted} "
+                f"compile(s), jax.monitoring counted {measured}; {fresh.where()}"
             )
 
 

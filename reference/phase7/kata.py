@@ -171,8 +171,13 @@ def predict_while_loops(program) -> int:
     return total
 
 
+_NARROW = {"float64": "float32", "int64": "int32", "uint64": "uint32"}  # x64 is off
+
+
 def _abstract(value) -> tuple:
     """What jit's cache remembers of an argument: shape, dtype (32-bit: x64 is off), weak type."""
+    if isinstance(value, np.generic):  # before float: np.float64 subclasses it, yet is strong
+        return ((), _NARROW.get(value.dtype.name, value.dtype.name), False)
     if isinstance(value, bool):
         return ((), "bool", False)
     if isinstance(value, int):
@@ -180,8 +185,7 @@ def _abstract(value) -> tuple:
     if isinstance(value, float):
         return ((), "float32", True)
     dtype = np.dtype(value.dtype)
-    narrow = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
-    return (np.shape(value), narrow.get(dtype.name, dtype.name), False)
+    return (np.shape(value), _NARROW.get(dtype.name, dtype.name), False)
 
 
 def predict_compiles(calls) -> int:
