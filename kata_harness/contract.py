@@ -211,8 +211,19 @@ _TOOLKIT = "xla_inspect."
 Snapshot = dict[str, dict[str, Any]]
 
 
+# jax.config's settings are part of what the tests measure with: a kata file that sets, say,
+# ``jax_dump_ir_to`` at import would read the programs the tests compile from the dumps
+CONFIG = "jax.config"
+
+
+def _config_values() -> dict[str, Any]:
+    jax = sys.modules.get("jax")
+    return jax.config.values if jax is not None else {}
+
+
 def fingerprint() -> Snapshot:
-    """``owner -> {name: value}`` over the libraries the tests measure with.
+    """``owner -> {name: value}`` over the libraries the tests measure with, and JAX's settings
+    (under ``jax.config``).
 
     One dict copy per library, made by the interpreter (``{**...}``), and no call per name or
     per loaded module: a predict task's refusal watches every call through ``sys.setprofile``,
@@ -220,15 +231,26 @@ def fingerprint() -> Snapshot:
     also keeps an id from being reused by a new object. Every library is a module or a class,
     so each has a ``__name__``.
     """
-    return {owner.__name__: {**owner.__dict__} for owner in _libraries()}
+    found = {owner.__name__: {**owner.__dict__} for owner in _libraries()}
+    found[CONFIG] = {**_config_values()}
+    return found
 
 
 def changed(before: Snapshot) -> list[str]:
     """What was replaced or removed since ``before`` (an import adding a submodule is not),
-    read from each library as it is now: no second copy."""
+    read from each library as it is now: no second copy. A JAX setting counts when its value
+    is no longer equal (a setting set back to what it was is no change)."""
     owners = {owner.__name__: owner for owner in _libraries()}
     found = []
     for owner, values in before.items():
+        if owner == CONFIG:
+            settings = _config_values()
+            found += [
+                f"{CONFIG} setting {name}"
+                for name, value in values.items()
+                if name not in settings or settings[name] != value
+            ]
+            continue
         now = owners[owner].__dict__
         for name in values:
             if name not in now or now[name] is not values[name]:

@@ -173,3 +173,28 @@ def test_a_task_that_changes_a_library_it_is_measured_with_is_refused():
             module.fast_step()  # type: ignore[attr-defined]
     finally:
         jax.stages.Compiled.memory_analysis = original  # type: ignore[method-assign]
+
+
+def test_a_task_that_changes_a_jax_setting_is_refused_and_one_set_back_is_not():
+    module = types.ModuleType("_kata_settings")
+    original = jax.config.values["jax_dump_ir_to"]
+
+    def leaves_it(path: str) -> int:
+        jax.config.update("jax_dump_ir_to", path)
+        return 1
+
+    def sets_it_back(path: str) -> int:
+        jax.config.update("jax_dump_ir_to", path)
+        jax.config.update("jax_dump_ir_to", original)
+        return 1
+
+    module.leaves_it = leaves_it  # type: ignore[attr-defined]
+    module.sets_it_back = sets_it_back  # type: ignore[attr-defined]
+    tasks = {"leaves_it": "phase0.task1 (leaves_it)", "sets_it_back": "phase0.task2 (sets_it_back)"}
+    wrap(module, tasks, {"leaves_it": int, "sets_it_back": int}, __name__)
+    try:
+        assert module.sets_it_back("/tmp/elsewhere") == 1  # type: ignore[attr-defined]
+        with pytest.raises(ContractViolation, match="changed jax.config setting jax_dump_ir_to"):
+            module.leaves_it("/tmp/elsewhere")  # type: ignore[attr-defined]
+    finally:
+        jax.config.update("jax_dump_ir_to", original)

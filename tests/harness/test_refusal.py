@@ -126,6 +126,21 @@ def test_a_file_that_changes_a_library_while_it_loads_is_refused(tmp_path):
         jax.stages.Compiled.memory_analysis = original  # type: ignore[method-assign]
 
 
+def test_a_file_that_changes_a_jax_setting_while_it_loads_is_refused(tmp_path):
+    """A setting is what the tests measure with too: dumping every program the tests compile
+    (``jax_dump_ir_to``) would let an answer read them back."""
+    path = tmp_path / "dumper.py"
+    path.write_text(
+        f"import jax\njax.config.update('jax_dump_ir_to', {str(tmp_path / 'dump')!r})\n"
+    )
+    original = jax.config.values["jax_dump_ir_to"]
+    try:
+        with pytest.raises(loading.KataRefused, match="changes jax.config setting jax_dump_ir_to"):
+            loading.load_file(path, "_refusal_dumper", label="phase0")
+    finally:
+        jax.config.update("jax_dump_ir_to", original)
+
+
 def test_a_client_compile_bound_before_the_refusal_is_still_seen(tmp_path):
     """A compile method bound at import skips any patch made later; the count sees it."""
     mlir = tmp_path / "add.mlir"
