@@ -17,7 +17,11 @@ every task function returns the type its task asks for (:mod:`.contract`, applie
 """
 
 from .fresh import fresh
-from .judging import pytest_runtest_call, pytest_runtest_makereport
+from .judging import (
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_makereport_when_caught,
+)
 from .options import (
     pytest_addoption,
     pytest_cmdline_main,
@@ -47,5 +51,6 @@ __all__ = [
     "pytest_runtest_call",
     "pytest_runtest_logreport",
     "pytest_runtest_makereport",
+    "pytest_runtest_makereport_when_caught",
     "pytest_terminal_summary",
 ]
