@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
+import operator
 import sys
 import types
 import typing
@@ -192,18 +193,32 @@ def wrap(
         setattr(module, name, _checked(function, hint, module, label[name]))
 
 
-def _libraries() -> list[Any]:
+@functools.cache
+def _measuring_libraries() -> tuple[Any, ...]:
     """What the tests measure with: a task that changes them grades itself."""
     import jax
     import jax.extend.backend
     import jax.numpy as jnp
     import jax.stages
 
-    stages = [jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped]
+    stages = (jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped)
     client = type(jax.extend.backend.get_backend())
-    # the toolkit too: tests read profiles, listings and modules with it
-    toolkit = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "xla_inspect"]
-    return [jax, jnp, jax.monitoring, np, np.testing, *stages, client, *toolkit]
+    return (jax, jnp, jax.monitoring, np, np.testing, *stages, client)
+
+
+_toolkit: tuple[int, tuple[ModuleType, ...]] = (-1, ())  # (len(sys.modules), its modules then)
+
+
+def _libraries() -> tuple[Any, ...]:
+    """The measuring libraries and the toolkit's loaded modules (tests read profiles, listings
+    and modules with it). The toolkit's modules are looked up again only when the count of loaded
+    modules changed: walking every loaded module's name cost each task call a millisecond."""
+    global _toolkit
+    count = len(sys.modules)
+    if _toolkit[0] != count:
+        found = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "xla_inspect"]
+        _toolkit = (count, tuple(found))
+    return _measuring_libraries() + _toolkit[1]
 
 
 Snapshot = dict[str, dict[str, Any]]
@@ -216,15 +231,22 @@ def fingerprint() -> Snapshot:
     through ``sys.setprofile``, so a call per name would make each answer cost milliseconds.
     Holding the values (not their ids) also keeps an id from being reused by a new object.
     """
-    return {getattr(owner, "__name__", str(owner)): dict(vars(owner)) for owner in _libraries()}
+    return {owner.__name__: dict(vars(owner)) for owner in _libraries()}
 
 
 def changed(before: Snapshot) -> list[str]:
-    """What was replaced or removed since ``before`` (an import adding a submodule is not)."""
+    """What was replaced or removed since ``before`` (an import adding a submodule is not).
+
+    A library whose every name still holds the same object is passed over in one comparison
+    made in C (``operator.is_`` over both dicts' values), without a Python step per name."""
     after = fingerprint()
     found = []
     for owner, values in before.items():
         now = after[owner]
+        if values.keys() <= now.keys() and all(
+            map(operator.is_, map(now.__getitem__, values), values.values())
+        ):
+            continue
         for name, value in values.items():
             if name not in now or now[name] is not value:
                 found.append(f"{owner}.{name}")
