@@ -221,35 +221,35 @@ def _libraries() -> tuple[Any, ...]:
     return _measuring_libraries() + _toolkit[1]
 
 
-Snapshot = dict[str, dict[str, Any]]
+Snapshot = dict[str, tuple[Any, dict[str, Any]]]  # owner's name -> (owner, its names then)
 
 
 def fingerprint() -> Snapshot:
-    """``owner -> {name: value}`` over the libraries the tests measure with.
+    """``owner -> (owner, {name: value})`` over the libraries the tests measure with.
 
     One dict copy per library and no call per name: a predict task's refusal watches every call
     through ``sys.setprofile``, so a call per name would make each answer cost milliseconds.
     Holding the values (not their ids) also keeps an id from being reused by a new object.
     """
-    return {owner.__name__: dict(vars(owner)) for owner in _libraries()}
+    return {owner.__name__: (owner, dict(vars(owner))) for owner in _libraries()}
 
 
 def changed(before: Snapshot) -> list[str]:
     """What was replaced or removed since ``before`` (an import adding a submodule is not).
 
-    A library whose every name still holds the same object is passed over in one comparison
-    made in C (``operator.is_`` over both dicts' values), without a Python step per name."""
-    after = fingerprint()
+    Each library's names now are read where they live, without a copy; a library whose every
+    name still holds the same object is passed over in one comparison made in C
+    (``operator.is_`` over both dicts' values), without a Python step per name."""
     found = []
-    for owner, values in before.items():
-        now = after[owner]
+    for label, (owner, values) in before.items():
+        now = vars(owner)
         if values.keys() <= now.keys() and all(
             map(operator.is_, map(now.__getitem__, values), values.values())
         ):
             continue
         for name, value in values.items():
             if name not in now or now[name] is not value:
-                found.append(f"{owner}.{name}")
+                found.append(f"{label}.{name}")
     return sorted(found)
 
 
