@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
+import operator
 import sys
 import types
 import typing
@@ -192,24 +193,35 @@ def wrap(
         setattr(module, name, _checked(function, hint, module, label[name]))
 
 
-def _libraries() -> list[Any]:
+@functools.cache
+def _measuring_libraries() -> tuple[Any, ...]:
     """What the tests measure with: a task that changes them grades itself."""
     import jax
     import jax.extend.backend
     import jax.numpy as jnp
     import jax.stages
 
-    stages = [jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped]
+    stages = (jax.stages.Compiled, jax.stages.Lowered, jax.stages.Traced, jax.stages.Wrapped)
     client = type(jax.extend.backend.get_backend())
-    # the toolkit too: tests read profiles, listings and modules with it (matched by a slice,
-    # not a method call per loaded module: see fingerprint)
-    toolkit = [m for n, m in list(sys.modules.items()) if n[:12] in ("xla_inspect", _TOOLKIT)]
-    return [jax, jnp, jax.monitoring, np, np.testing, *stages, client, *toolkit]
+    return (jax, jnp, jax.monitoring, np, np.testing, *stages, client)
 
 
-_TOOLKIT = "xla_inspect."
-Snapshot = dict[str, dict[str, Any]]
+_toolkit: tuple[int, tuple[ModuleType, ...]] = (-1, ())  # (len(sys.modules), its modules then)
 
+
+def _libraries() -> tuple[Any, ...]:
+    """The measuring libraries and the toolkit's loaded modules (tests read profiles, listings
+    and modules with it). The toolkit's modules are looked up again only when the count of loaded
+    modules changed: walking every loaded module's name cost each task call a millisecond."""
+    global _toolkit
+    count = len(sys.modules)
+    if _toolkit[0] != count:
+        found = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "xla_inspect"]
+        _toolkit = (count, tuple(found))
+    return _measuring_libraries() + _toolkit[1]
+
+
+Snapshot = dict[str, tuple[Any, dict[str, Any]]]  # owner's name -> (owner, its names then)
 
 # jax.config's settings are part of what the tests measure with: a kata file that sets, say,
 # ``jax_dump_ir_to`` at import would read the programs the tests compile from the dumps
@@ -222,39 +234,43 @@ def _config_values() -> dict[str, Any]:
 
 
 def fingerprint() -> Snapshot:
-    """``owner -> {name: value}`` over the libraries the tests measure with, and JAX's settings
-    (under ``jax.config``).
+    """``owner -> (owner, {name: value})`` over the libraries the tests measure with, and JAX's
+    settings (``jax.config -> (None, {setting: value})``).
 
-    One dict copy per library, made by the interpreter (``{**...}``), and no call per name or
-    per loaded module: a predict task's refusal watches every call through ``sys.setprofile``,
-    so each call here would reach its hook, twice per answer. Holding the values (not their ids)
-    also keeps an id from being reused by a new object. Every library is a module or a class,
-    so each has a ``__name__``.
+    One dict copy per library and no call per name: a predict task's refusal watches every call
+    through ``sys.setprofile``, so a call per name would make each answer cost milliseconds.
+    Holding the values (not their ids) also keeps an id from being reused by a new object.
     """
-    found = {owner.__name__: {**owner.__dict__} for owner in _libraries()}
-    found[CONFIG] = {**_config_values()}
+    found = {owner.__name__: (owner, dict(vars(owner))) for owner in _libraries()}
+    found[CONFIG] = (None, dict(_config_values()))
     return found
 
 
 def changed(before: Snapshot) -> list[str]:
-    """What was replaced or removed since ``before`` (an import adding a submodule is not),
-    read from each library as it is now: no second copy. A JAX setting counts when its value
-    is no longer equal (a setting set back to what it was is no change)."""
-    owners = {owner.__name__: owner for owner in _libraries()}
+    """What was replaced or removed since ``before`` (an import adding a submodule is not).
+
+    Each library's names now are read where they live, without a copy; a library whose every
+    name still holds the same object is passed over in one comparison made in C
+    (``operator.is_`` over both dicts' values), without a Python step per name. A JAX setting
+    counts when its value is no longer equal (one set back to what it was is no change)."""
     found = []
-    for owner, values in before.items():
-        if owner == CONFIG:
+    for label, (owner, values) in before.items():
+        if owner is None:
             settings = _config_values()
             found += [
-                f"{CONFIG} setting {name}"
+                f"{label} setting {name}"
                 for name, value in values.items()
                 if name not in settings or settings[name] != value
             ]
             continue
-        now = owners[owner].__dict__
-        for name in values:
-            if name not in now or now[name] is not values[name]:
-                found.append(f"{owner}.{name}")
+        now = vars(owner)
+        if values.keys() <= now.keys() and all(
+            map(operator.is_, map(now.__getitem__, values), values.values())
+        ):
+            continue
+        for name, value in values.items():
+            if name not in now or now[name] is not value:
+                found.append(f"{label}.{name}")
     return sorted(found)
 
 

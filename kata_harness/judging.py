@@ -9,6 +9,8 @@ for the CLI (:mod:`.records`).
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from . import curriculum, gated, guard, messages, records, verdict
@@ -27,6 +29,29 @@ def pytest_runtest_call(item: pytest.Item):
     outcome = yield
     gated.finish(item, outcome)
     item.stash[_call_error] = outcome.excinfo[1] if outcome.excinfo else None
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
+def pytest_runtest_makereport_when_caught(
+    item: pytest.Item, call: pytest.CallInfo
+) -> pytest.TestReport | None:
+    """A stub, decoy or red-team run that failed for the right reason gets the report of a
+    pass at once: pytest would first format the failure with the source of every frame (parsing
+    the test file again each time: most of a stub run's time), which :func:`_invert` and
+    :func:`_judge_red_team` then throw away. Every other outcome is left to pytest. (pytest
+    registers only functions named ``pytest_*``: hence the name.)"""
+    if call.when != "call" or call.excinfo is None:
+        return None
+    variant = variant_of(item)
+    if variant is None or not (variant.expects_failure or variant.kind in RED_TEAM):
+        return None
+    phase, _ = task_of(item)
+    kind = "stub" if variant.kind == "stub" else "decoy"  # red-team answers are judged as decoys
+    if not verdict.judge(kind, phase, _errors(item)).caught:
+        return None
+    passed = copy.copy(call)
+    passed.excinfo = None
+    return pytest.TestReport.from_item_and_call(item, passed)
 
 
 def _errors(item: pytest.Item) -> list[BaseException]:

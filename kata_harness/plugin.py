@@ -19,7 +19,11 @@ every task function returns the type its task asks for (:mod:`.contract`, applie
 
 from .fresh import fresh
 from .gated import pytest_sessionstart
-from .judging import pytest_runtest_call, pytest_runtest_makereport
+from .judging import (
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_makereport_when_caught,
+)
 from .options import (
     pytest_addoption,
     pytest_cmdline_main,
@@ -49,6 +53,7 @@ __all__ = [
     "pytest_runtest_call",
     "pytest_runtest_logreport",
     "pytest_runtest_makereport",
+    "pytest_runtest_makereport_when_caught",
     "pytest_sessionstart",
     "pytest_terminal_summary",
 ]

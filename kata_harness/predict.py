@@ -296,7 +296,10 @@ def _entry_points_refused(
     def profile(frame: Any, event: str, _: Any) -> None:
         # A refused function reached under any name (saved at import, an alias, passed to
         # jax.tree.map) runs its own code all the same; only inside a function the task may
-        # call (eval_shape) does JAX run refused code on its own behalf.
+        # call (eval_shape) does JAX run refused code on its own behalf. A builtin's c_call,
+        # c_return or c_exception is neither (the first test: most events are those).
+        if event != "call" and event != "return":
+            return
         code = frame.f_code
         if code in allowed_codes:
             inside_allowed[0] += 1 if event == "call" else -1 if event == "return" else 0

@@ -376,6 +376,7 @@ def test_without_verbosity_one_line_per_match(pytester):
     result.stdout.no_fnmatch_line("*Full output truncated*")
 
 
+@pytest.mark.battery  # starts Python again in a subprocess: CI runs it once
 def test_the_plugin_comes_with_the_package_and_imports_no_jax(pytester):
     entry_points = importlib.metadata.entry_points(group="pytest11")
     assert [e.value for e in entry_points if e.value.startswith("xla_inspect")] == [

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 import xla_inspect
 
 
@@ -12,6 +14,7 @@ def test_every_public_name_resolves():
     assert xla_inspect.__all__ == sorted(set(xla_inspect.__all__))
 
 
+@pytest.mark.battery  # starts Python again in a subprocess: CI runs it once
 def test_reading_hlo_does_not_import_jax():
     code = (
         "import sys, xla_inspect as xi; "

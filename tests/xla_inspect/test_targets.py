@@ -197,6 +197,7 @@ def test_cli_capture_for_tpu_and_gpu_then_summary(tmp_path):
         assert summary.returncode == 0 and "fusions" in summary.stdout, summary.stderr
 
 
+@pytest.mark.battery  # starts Python again in a subprocess: CI runs it once
 def test_cli_refuses_an_unknown_target(tmp_path):
     argv = [SCRIPT, "capture", "--target", "tpu-v99"]
     argv += [f"{Path(__file__)}:_matmul", "--arg", "f32[2,2]", "--out", str(tmp_path)]
