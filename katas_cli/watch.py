@@ -22,6 +22,7 @@ import _thread
 import os
 import queue
 import select
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -312,6 +313,7 @@ class Watcher:
         """Show `start` (run now) or the current task's phase, then the other stale phases run;
         then react until quit."""
         self.start_inputs()
+        previous = _interruptible()
         try:
             if start is not None:
                 self.events.put(Event("changed", start.name))
@@ -329,6 +331,22 @@ class Watcher:
                     self.console.print("[dim]saved during the run: running again[/]")
         finally:
             self.stop.set()
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+
+def _interruptible() -> signal.Handlers | None:
+    """Make SIGINT raise KeyboardInterrupt in the main thread while the loop runs, and return the
+    handler it replaced (None when nothing changed). A process started in the background of a
+    script inherits SIGINT ignored, and with SIGINT ignored or left to the system's default
+    `_thread.interrupt_main` does nothing: a save could never cut a run short."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if not isinstance(previous, signal.Handlers):  # a Python handler (Ctrl-C's by default)
+        return None
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return previous
 
 
 def watch(console: Console, *, manual: bool, poll: bool, start: Phase | None = None) -> int:

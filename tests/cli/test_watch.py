@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import io
+import signal
 import time
 
 import pytest
@@ -75,8 +76,22 @@ def test_runs_say_so_and_keys_end_with_the_footer(fake_runner):
     assert "Enter reruns" in after_hint.split(last_task)[1], "and the list"
 
 
+@pytest.mark.parametrize(
+    "sigint",
+    [signal.default_int_handler, signal.SIG_IGN],
+    ids=["sigint-handled", "sigint-ignored"],  # ignored: started with `&` by a script
+)
 @pytest.mark.parametrize("lost", [0, 1], ids=["delivered", "first-interrupt-lost"])
-def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch, lost):
+def test_a_save_during_a_run_interrupts_it_and_runs_again(fake_runner, monkeypatch, lost, sigint):
+    before = signal.signal(signal.SIGINT, sigint)
+    try:
+        _save_during_a_run(fake_runner, monkeypatch, lost)
+        assert signal.getsignal(signal.SIGINT) is sigint, "the loop gives the handler back"
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _save_during_a_run(fake_runner, monkeypatch, lost):
     sent: list[int] = []
     deliver = _thread.interrupt_main
 
