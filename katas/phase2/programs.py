@@ -7,6 +7,7 @@ literals, dead code, closed-over constants); `katas show` shows one program of e
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -377,7 +378,7 @@ WRAPPERS = {
 LEAVES = {"sin": jnp.sin, "exp": jnp.exp, "tanh": jnp.tanh, "log1p": jnp.log1p, "cos": jnp.cos}
 
 
-def fresh_nestings(rng) -> dict[str, object]:
+def fresh_nestings(rng) -> dict[str, Callable]:
     """One program per higher-order construct, from a random.Random: the constructs in a drawn
     cyclic order, program i nesting construct i around construct i + 1 (and i + 2 in every
     other program) around a leaf primitive, so that every construct is met both outermost and
