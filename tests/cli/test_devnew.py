@@ -46,6 +46,7 @@ def test_total_on_fresh_lists(kata, fresh):
 """
 
 
+@pytest.mark.battery  # two census runs of the small course, in this process
 def test_the_census_draws_fresh_cases_from_the_seed_it_is_given(course, capsys):
     with (course / "katas" / "phase1" / "test_phase1.py").open("a") as tests:
         tests.write(_SEEDED_TEST)
