@@ -382,12 +382,12 @@ def fresh_nestings(rng) -> dict[str, Callable]:
     """One program per higher-order construct, from a random.Random: the constructs in a drawn
     cyclic order, program i nesting construct i around construct i + 1 (and i + 2 in every
     other program) around a leaf primitive, so that every construct is met both outermost and
-    nested in another, and five programs nest three deep."""
+    nested in another, and four programs nest three deep."""
     order = sorted(WRAPPERS)
     rng.shuffle(order)
     programs = {}
     for i in range(len(order)):
-        names = [order[(i + k) % len(order)] for k in range(3 if i % 2 == 0 else 2)]
+        names = [order[(i + k) % len(order)] for k in range(3 if i % 2 else 2)]
         leaf = rng.choice(sorted(LEAVES))
         f = LEAVES[leaf]
         for name in reversed(names):
