@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from kata_harness import curriculum, loading, records
+from kata_harness import curriculum, fresh, loading, records
 from kata_harness.curriculum import KINDS, Phase, Task
 from kata_harness.decoys import MIN_DECOYS, MIN_PROBES, MIN_RED_TEAM
 from kata_harness.records import TestRecord
@@ -115,7 +115,9 @@ def _short_red_teams(rows: list[TaskCensus]) -> list[str]:
     return lines
 
 
-def run(phases: list[Phase]) -> list[TestRecord]:
+def run(phases: list[Phase], seed: int | None = None) -> list[TestRecord]:
+    """Every test of ``phases`` in reference mode; ``seed`` draws every fresh case from that seed
+    (``--kata-seed``), else each kata file's content seeds its own."""
     import pytest
 
     collector = _Census()
@@ -133,6 +135,8 @@ def run(phases: list[Phase]) -> list[TestRecord]:
         "no:cacheprovider",
         "-q",
     ]
+    if seed is not None:
+        args.append(f"{fresh.OPTION}={seed}")
     if len(phases) == 1:  # one test file: worker processes would cost more than they save
         args += ["-p", "no:xdist"]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -198,6 +202,8 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
     return bad
 
 
-def check(console: Console, phases: list[Phase]) -> int:
-    rows = census(phases, run(phases))
+def check(console: Console, phases: list[Phase], seed: int | None = None) -> int:
+    if seed is not None:
+        console.print(f"fresh cases: seed {seed}", markup=False)
+    rows = census(phases, run(phases, seed))
     return 1 if render(console, rows) else 0

@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         "fails on any gap",
     )
     dev_check.add_argument("phase", nargs="*", help="phaseN ... (default: every phase)")
+    dev_check.add_argument(
+        "--kata-seed",
+        type=int,
+        metavar="N",
+        help="draw every fresh case from seed N (default: each kata file's content seeds its own)",
+    )
     dev_new = dev_sub.add_parser(
         "new", help="write the files of a new phase, with one worked task to start from"
     )
@@ -278,7 +284,7 @@ def _dev(args: argparse.Namespace, console) -> int:
     if args.dev_command == "new":
         return _dev_new(args.phase, console)
     phases = [parse_phase(p) for p in args.phase] if args.phase else list(all_phases())
-    return check(console, phases)
+    return check(console, phases, args.kata_seed)
 
 
 def _dev_new(phase: str, console) -> int:

@@ -7,6 +7,7 @@ literals, dead code, closed-over constants); `katas show` shows one program of e
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -106,9 +107,27 @@ AVAL_CASES = {  # (batch, in, hidden, out), param dtype, x dtype
 DTYPES = KINDS[:10]  # the ten dtype kinds (not the Python scalars): mlp_avals' whole domain
 
 
-def fresh_mlp_shape(rng) -> tuple[int, int, int, int]:
-    """(batch, in, hidden, out) drawn from a random.Random: widths 1 to 9, batch 1 to 6."""
-    return (rng.randint(1, 6), rng.randint(1, 9), rng.randint(1, 9), rng.randint(1, 9))
+SHAPE_EDGES = ("batch 1", "in 1", "hidden 1", "out 1", "every size distinct")
+
+
+def fresh_mlp_shape(rng, edge: str) -> tuple[int, int, int, int]:
+    """(batch, in, hidden, out) drawn from a random.Random in the shape situation `edge` (one of
+    SHAPE_EDGES): that size 1 and the others distinct from each other, widths 2 to 9, batch 2
+    to 6; or all four distinct."""
+    sizes = {"batch": rng.randint(2, 6)}
+    sizes.update(zip(("in", "hidden", "out"), rng.sample(range(2, 10), 3), strict=True))
+    while len(set(sizes.values())) < 4:
+        sizes["batch"] = rng.randint(2, 6)
+    if edge != SHAPE_EDGES[-1]:
+        sizes[edge.removesuffix(" 1")] = 1
+    return (sizes["batch"], sizes["in"], sizes["hidden"], sizes["out"])
+
+
+def shape_edges(rng, count: int) -> list[str]:
+    """`count` shape situations, each of SHAPE_EDGES as often as the others, in a drawn order."""
+    edges = [SHAPE_EDGES[k % len(SHAPE_EDGES)] for k in range(count)]
+    rng.shuffle(edges)
+    return edges
 
 
 def aval_case_args(shape, param_dtype: str, x_dtype: str):
@@ -359,13 +378,19 @@ WRAPPERS = {
 LEAVES = {"sin": jnp.sin, "exp": jnp.exp, "tanh": jnp.tanh, "log1p": jnp.log1p, "cos": jnp.cos}
 
 
-def fresh_nesting(rng, required: str):
-    """A program nesting `required` and 1 or 2 other wrappers (at random places, from a
-    random.Random) around a leaf primitive."""
-    names = [rng.choice(sorted(WRAPPERS)) for _ in range(rng.randint(1, 2))]
-    names.insert(rng.randint(0, len(names)), required)
-    leaf = rng.choice(sorted(LEAVES))
-    f = LEAVES[leaf]
-    for name in names:
-        f = WRAPPERS[name](f)
-    return f"{' of '.join(reversed(names))} of {leaf}", f
+def fresh_nestings(rng) -> dict[str, Callable]:
+    """One program per higher-order construct, from a random.Random: the constructs in a drawn
+    cyclic order, program i nesting construct i around construct i + 1 (and i + 2 in every
+    other program) around a leaf primitive, so that every construct is met both outermost and
+    nested in another, and four programs nest three deep."""
+    order = sorted(WRAPPERS)
+    rng.shuffle(order)
+    programs = {}
+    for i in range(len(order)):
+        names = [order[(i + k) % len(order)] for k in range(3 if i % 2 else 2)]
+        leaf = rng.choice(sorted(LEAVES))
+        f = LEAVES[leaf]
+        for name in reversed(names):
+            f = WRAPPERS[name](f)
+        programs[f"{' of '.join(names)} of {leaf}"] = f
+    return programs

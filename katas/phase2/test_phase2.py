@@ -27,12 +27,12 @@ from katas.phase2.programs import (
     IO_PROGRAMS,
     MLP_CASES,
     TABLE,
-    WRAPPERS,
     aval_case_args,
     census_programs,
     fresh_mlp_shape,
-    fresh_nesting,
+    fresh_nestings,
     mlp_args,
+    shape_edges,
 )
 from xla_inspect.jaxpr import in_avals, out_avals
 from xla_inspect.jaxpr import primitive_census as library_census
@@ -97,9 +97,11 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
 
 @pytest.mark.task("mlp_jaxpr")
 def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
-    """Every pair of the ten dtypes (params, x), fresh shapes: each input keeps its own dtype."""
-    for param_dtype, x_dtype in itertools.product(DTYPES, DTYPES):
-        shape = fresh_mlp_shape(fresh)
+    """Every pair of the ten dtypes (params, x), fresh shapes: each input keeps its own dtype.
+    Each shape situation (a size of 1 in each place, or all distinct) on a fifth of the pairs."""
+    pairs = list(itertools.product(DTYPES, DTYPES))
+    for (param_dtype, x_dtype), edge in zip(pairs, shape_edges(fresh, len(pairs)), strict=True):
+        shape = fresh_mlp_shape(fresh, edge)
         params, x = aval_case_args(shape, param_dtype, x_dtype)
         what = f"{param_dtype} params, {x_dtype} x, shape {shape} ({fresh.where()})"
         jaxpr = kata.mlp_jaxpr(params, x)
@@ -144,11 +146,10 @@ def test_census_counts_match_library(kata):
 
 @pytest.mark.task("primitive_census")
 def test_census_on_fresh_nestings(kata, fresh):
-    """Each higher-order construct, nested at a random place with fresh others: its jaxpr may sit
-    under any param name (callee, call, body_jaxpr, jaxprs, ...)."""
+    """Each higher-order construct, outermost in one program and nested in another, with fresh
+    neighbours: its jaxpr may sit under any param name (callee, call, body_jaxpr, jaxprs, ...)."""
     xs = np.arange(1.0, 4.0, dtype=F32)
-    for required in sorted(WRAPPERS):
-        name, fn = fresh_nesting(fresh, required)
+    for name, fn in fresh_nestings(fresh).items():
         jaxpr = jax.make_jaxpr(fn)(xs)
         got = kata.primitive_census(jaxpr)
         assert isinstance(got, dict), f"{name}: expected a Counter, got {type(got).__name__}"
@@ -275,10 +276,12 @@ def test_mlp_avals_match_the_jaxpr(kata):
 
 @pytest.mark.task("mlp_avals")
 def test_mlp_avals_every_dtype_pair(kata, fresh):
-    """Every pair of the ten dtypes (ints, unsigned, bool, floats), fresh shapes."""
+    """Every pair of the ten dtypes (ints, unsigned, bool, floats), fresh shapes: each shape
+    situation (a size of 1 in each place, or all distinct) on a fifth of the pairs."""
     mlp = kata.mlp
-    for param_dtype, x_dtype in itertools.product(DTYPES, DTYPES):
-        shape = fresh_mlp_shape(fresh)
+    pairs = list(itertools.product(DTYPES, DTYPES))
+    for (param_dtype, x_dtype), edge in zip(pairs, shape_edges(fresh, len(pairs)), strict=True):
+        shape = fresh_mlp_shape(fresh, edge)
         jaxpr = jax.make_jaxpr(mlp)(*aval_case_args(shape, param_dtype, x_dtype))
         expected = (_as_pairs(in_avals(jaxpr)), _as_pairs(out_avals(jaxpr)))
         got = kata.mlp_avals(*shape, param_dtype, x_dtype)

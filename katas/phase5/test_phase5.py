@@ -29,6 +29,7 @@ from katas.phase5.programs import (
     params_output,
     two_layer,
 )
+from katas.phase5.strata import jacobian_mode_strata, vmap_strata
 from xla_inspect.jaxpr import iter_eqns, primitive_census
 
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
@@ -171,16 +172,10 @@ def test_cheaper_jacobian_mode_counts_every_input(kata):
 @pytest.mark.task("cheaper_jacobian_mode")
 def test_cheaper_jacobian_mode_multi_dim_outputs(kata, fresh):
     """f(x) = (W @ x.reshape(-1)).reshape(out_shape): fresh input and output shapes of rank 0
-    to 3, every element one input or output; the answer checked against both Jacobians'
-    measured flops."""
-    for _ in range(3):
-        in_shape = tuple(fresh.randint(1, 4) for _ in range(fresh.randint(1, 3)))
-        n_in = int(np.prod(in_shape))
-        while True:
-            out_shape = tuple(fresh.randint(1, 5) for _ in range(fresh.randint(0, 3)))
-            n_out = int(np.prod(out_shape))
-            if max(n_in, n_out) >= 2 * min(n_in, n_out):
-                break
+    to 3, every element one input or output, one per situation (strata.jacobian_mode_strata);
+    the answer checked against both Jacobians' measured flops."""
+    for situation, (in_shape, out_shape) in jacobian_mode_strata(fresh).items():
+        n_in, n_out = int(np.prod(in_shape)), int(np.prod(out_shape))
         w = np.asarray(
             np.random.default_rng(fresh.randint(0, 2**31)).normal(size=(n_out, n_in)), np.float32
         )
@@ -190,8 +185,8 @@ def test_cheaper_jacobian_mode_multi_dim_outputs(kata, fresh):
         expected = min(flops, key=flops.__getitem__)
         got = kata.cheaper_jacobian_mode(f, x)
         assert got == expected, (
-            f"x {in_shape} -> f(x) {out_shape}: {got!r}, XLA's cost analysis says {expected!r} "
-            f"({flops}) ({fresh.where()})"
+            f"{situation}: x {in_shape} -> f(x) {out_shape}: {got!r}, XLA's cost analysis says "
+            f"{expected!r} ({flops}) ({fresh.where()})"
         )
 
 
@@ -234,28 +229,11 @@ def test_jacobian_shapes_match_eval_shape(kata):
             )
 
 
-def _fresh_vmap_case(rng) -> tuple:
-    """W (m, n) and v (n,) with the batch axis inserted at a random place in one or both (the
-    other shared: None), and an out_axes among 0, 1, -1, -2."""
-    m, n, batch = rng.randint(1, 9), rng.randint(1, 9), rng.randint(2, 9)
-    batched = rng.choice([(True, False), (False, True), (True, True)])
-    shapes, axes = [], []
-    for example, on in zip(([m, n], [n]), batched, strict=True):
-        if on:
-            axis = rng.randint(0, len(example))
-            example = example[:axis] + [batch] + example[axis:]
-            axes.append(axis)
-        else:
-            axes.append(None)
-        shapes.append(tuple(example))
-    return shapes[0], shapes[1], tuple(axes), rng.choice([0, 1, -1, -2])
-
-
 @pytest.mark.task("vmapped_shape")
 def test_vmapped_shape_on_fresh_cases(kata, fresh):
-    """Fresh shapes, batch axes anywhere (or shared), out_axes negative or not."""
-    for _ in range(24):
-        w_shape, v_shape, in_axes, out_axes = _fresh_vmap_case(fresh)
+    """Fresh shapes, the batch on every axis of W, of v or of both (the other shared), out_axes
+    negative or not: one case per situation (strata.vmap_strata)."""
+    for w_shape, v_shape, in_axes, out_axes in vmap_strata(fresh).values():
         mapped = jax.vmap(matmul, in_axes=in_axes, out_axes=out_axes)
         want = jax.eval_shape(
             mapped,

@@ -186,9 +186,16 @@ def test_ops_jax_does_not_emit(kata):
 
 
 # Fresh ops: the contract covers any op of the dialect, so each run draws its own from every op
-# the dialect registers that a tiny module instantiates (programs.probe_modules), multi-word
-# names (the spelling rule) and the rest (renames, kept names) both.
-FRESH_MULTI_WORD, FRESH_OTHERS = 16, 8
+# the dialect registers that a tiny module instantiates (programs.probe_modules): so many of each
+# situation (renamed, one word or several; spelled by the rule, two words or three and more; one
+# word kept), one of them an op no other test names where the situation has one.
+FRESH_STRATA = {
+    "renamed, one word": 1,
+    "renamed, several words": 1,
+    "two words, by the rule": 7,
+    "three words or more, by the rule": 8,
+    "one word, kept": 7,
+}
 
 
 @cache
@@ -198,14 +205,30 @@ def _fresh_bank() -> dict[str, str]:
     return facts.converted_ops(dialect_ops(), probe_modules)
 
 
-def _fresh_ops(fresh: Fresh) -> list[str]:
-    bank = _fresh_bank()
-    multi = sorted(op for op in bank if "_" in op.removeprefix("stablehlo."))
-    others = sorted(op for op in bank if op not in multi)
-    assert len(multi) >= FRESH_MULTI_WORD and len(others) >= FRESH_OTHERS, (
-        f"the dialect gave {len(multi)} multi-word and {len(others)} other ops XLA converts"
-    )
-    drawn = fresh.sample(multi, FRESH_MULTI_WORD) + fresh.sample(others, FRESH_OTHERS)
+def _situation(op: str, opcode: str) -> str:
+    name = op.removeprefix("stablehlo.")
+    words = name.count("_") + 1
+    if opcode != name.replace("_", "-"):
+        return "renamed, one word" if words == 1 else "renamed, several words"
+    if words == 1:
+        return "one word, kept"
+    return "two words, by the rule" if words == 2 else "three words or more, by the rule"
+
+
+def _fresh_ops(fresh: Fresh) -> list[tuple[str, str]]:
+    """(op, its situation), FRESH_STRATA[situation] of each, shuffled."""
+    named = {*RENAMED, *RESPELLED, *KEPT, *HAND_WRITTEN}
+    pools = {situation: [] for situation in FRESH_STRATA}
+    for op, opcode in sorted(_fresh_bank().items()):
+        pools[_situation(op, opcode)].append(op)
+    drawn = []
+    for situation, count in FRESH_STRATA.items():
+        pool = pools[situation]
+        assert len(pool) >= count, f"the dialect gave {len(pool)} ops {situation} XLA converts"
+        unnamed = [op for op in pool if op not in named]
+        first = [fresh.choice(unnamed)] if unnamed else []
+        rest = fresh.sample([op for op in pool if op not in first], count - len(first))
+        drawn += [(op, situation) for op in first + rest]
     fresh.shuffle(drawn)
     return drawn
 
@@ -215,10 +238,11 @@ def test_hlo_opcode_on_fresh_ops_of_the_dialect(kata, fresh):
     """Ops drawn from the whole dialect, each converted by XLA here: a table of the ops met while
     practising does not carry over."""
     bank = _fresh_bank()
-    for op in _fresh_ops(fresh):
+    for op, situation in _fresh_ops(fresh):
         got = kata.hlo_opcode(op)
         assert got == bank[op], (
-            f"{op}: you said {got!r}, XLA converts it to {bank[op]!r} ({fresh.where()})"
+            f"{op} ({situation}): you said {got!r}, XLA converts it to {bank[op]!r} "
+            f"({fresh.where()})"
         )
 
 

@@ -34,3 +34,25 @@ def test_an_existing_phase_is_left_alone(course, capsys):
     assert "phase1 already has katas/phase1/kata.py" in capsys.readouterr().err
     assert (course / "katas" / "phase1" / "kata.py").read_text() == before
     assert not (course / "katas" / "phase1" / "programs.py").exists()
+
+
+_SEEDED_TEST = """
+
+@pytest.mark.task("total")
+def test_total_on_fresh_lists(kata, fresh):
+    xs = [fresh.randrange(10) for _ in range(3)]
+    assert kata.total(xs) == sum(xs)
+    assert fresh.seed_value != 7, f"seed 7 drew {xs}; {fresh.where()}"
+"""
+
+
+@pytest.mark.battery  # two census runs of the small course, in this process
+def test_the_census_draws_fresh_cases_from_the_seed_it_is_given(course, capsys):
+    with (course / "katas" / "phase1" / "test_phase1.py").open("a") as tests:
+        tests.write(_SEEDED_TEST)
+    main(["dev", "check", "phase1", "--kata-seed", "7"])
+    out = capsys.readouterr().out
+    assert "fresh cases: seed 7" in out
+    assert "reference: test_total_on_fresh_lists" in out and "--kata-seed=7" in out
+    main(["dev", "check", "phase1", "--kata-seed", "8"])
+    assert "test_total_on_fresh_lists" not in capsys.readouterr().out
