@@ -109,8 +109,16 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
 
 def _watched() -> set[str]:
     """What any predict task refuses beyond the compiler (jnp.result_type...), watched while a
-    learner's file loads."""
-    return {name for phase in curriculum.phases() for task in phase.tasks for name in task.refuse}
+    learner's file loads; a library not imported yet is left out (torch.compile: importing
+    torch for it would cost every phase seconds, and a phase that needs torch imports it before
+    its files load)."""
+    return {
+        name
+        for phase in curriculum.phases()
+        for task in phase.tasks
+        for name in task.refuse
+        if name.split(".")[0] in sys.modules
+    }
 
 
 def _relative(path: Path) -> str:
