@@ -277,6 +277,8 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_f": ((1, 24), ((8, True, "tanh"),)),
     "mlp_g": ((8, 24), ((16, True, "sigmoid"), (16, False, "relu"), (16, True, "none"))),
     "mlp_h": ((3, 5, 24), ((12, False, "none"), (12, False, "none"))),
+    "mlp_i": ((1, 12), ((8, True, "relu"), (20, False, "gelu"), (6, True, "none"))),
+    "mlp_j": ((2, 3, 1), ((5, False, "tanh"), (4, True, "none"))),
 }
 
 
