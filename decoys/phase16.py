@@ -463,7 +463,7 @@ def inference_call_grad_disabled(compiled, x):
 
 @decoy(
     "predict_inductor_kernels",
-    caught_by=["test_predict_inductor_kernels_on_a_fresh_mlp"],
+    caught_by=["test_predict_inductor_kernels_on_fresh_mlps"],
     why="compiles the MLP with torch.compile and reads the count: not a prediction",
 )
 def predict_by_compiling(input_shape, layers):

@@ -12,7 +12,9 @@ code rather than about the grader:
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
   ``reference/`` or ``decoys/``, to write to the tests, the harness or the snapshots, however
   the path was spelled, and to start another program (where neither the hook nor the predict
-  refusal would see what it does). Threads are refused by the scan for the same reason.
+  refusal would see what it does), unless a compiler the kata code called does it for its own
+  work (Inductor's g++, Dynamo reading the source it compiles). Threads are refused by the scan
+  for the same reason.
 """
 
 from __future__ import annotations
@@ -344,6 +346,21 @@ def _protected(path: str, mode: object, flags: object) -> bool:
 _PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
 
 
+# Compilers whose own work, done for kata code that called them, the hook lets through (a
+# package's module name): Inductor runs g++, a Python that checks the CPU's vector ISA and
+# openssl when `torch.compile` compiles with an empty cache; Dynamo reads the source of the
+# frames it compiles (the kata file's own, a probe's under decoys/). Refused half-way, either
+# leaves torch broken for the rest of the process. Kata code reaches them only through
+# torch.compile (the scan refuses the private modules); what they call back in kata code is
+# checked again (that kata frame is then nearer the event than theirs).
+_COMPILERS = ("torch._inductor", "torch._dynamo")
+
+
+def _compiler_dirs() -> tuple[str, ...]:
+    found = (sys.modules.get(name) for name in _COMPILERS)
+    return tuple(os.path.dirname(m.__file__) + os.sep for m in found if m and m.__file__)
+
+
 def _audit(event: str, args: tuple) -> None:
     if event in _PROCESS_EVENTS or event.startswith("os.fork"):
         what = f"starts another program ({event})"
@@ -356,7 +373,10 @@ def _audit(event: str, args: tuple) -> None:
             return
         what = f"opens {Path(path).relative_to(curriculum.ROOT)}"
     frame = sys._getframe(1)
+    compilers = _compiler_dirs()
     while frame is not None:
+        if compilers and frame.f_code.co_filename.startswith(compilers):
+            return  # the compiler's own work, on behalf of the kata code that called it
         if is_kata_file(frame.f_code.co_filename):
             where = Path(frame.f_code.co_filename)
             raise KataGuardError(

@@ -21,7 +21,7 @@ from types import ModuleType
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, guard, predict
+from . import contract, curriculum, guard, inductor, predict
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -109,8 +109,16 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
 
 def _watched() -> set[str]:
     """What any predict task refuses beyond the compiler (jnp.result_type...), watched while a
-    learner's file loads."""
-    return {name for phase in curriculum.phases() for task in phase.tasks for name in task.refuse}
+    learner's file loads; a library not imported yet is left out (torch.compile: importing
+    torch for it would cost every phase seconds, and a phase that needs torch imports it before
+    its files load)."""
+    return {
+        name
+        for phase in curriculum.phases()
+        for task in phase.tasks
+        for name in task.refuse
+        if name.split(".")[0] in sys.modules
+    }
 
 
 def _relative(path: Path) -> str:
@@ -137,8 +145,22 @@ def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
     return module
 
 
+def import_needed(phase: Phase) -> None:
+    """Import the optional library the phase's tasks use before any of its files loads.
+
+    Importing torch starts a program (``ldconfig``, through ctypes), which the guard refuses
+    when kata code asked for the import; and torch cannot be imported again in a process where
+    one import failed half-way. One learner's ``import torch`` (or a probe's) would then break
+    every later test that imports torch. Imported here first, torch is in ``sys.modules``
+    before any kata code runs, so an ``import torch`` there starts nothing.
+    """
+    if phase.needs == "torch":
+        inductor.import_torch()
+
+
 def load_impl(phase: Phase, impl: str) -> ModuleType:
     """The learner's kata module (``katas``) or the reference module of a phase."""
+    import_needed(phase)
     if impl == "katas":
         module = load_file(phase.kata_path, f"_kata_{phase.name}", label=phase.name, scan=True)
     elif impl == "reference":
@@ -150,6 +172,7 @@ def load_impl(phase: Phase, impl: str) -> ModuleType:
 
 def load_stub(phase: Phase) -> ModuleType:
     """The shipped stub (``katas/phaseN/kata.py`` in reference mode)."""
+    import_needed(phase)
     module = load_file(phase.kata_path, f"_stub_{phase.name}", label=phase.name, scan=True)
     return _with_contract(module, phase)
 
@@ -186,6 +209,7 @@ def phase_probes(phase: Phase) -> list[Probe]:
 
 def load_probe(phase: Phase, probe: Probe) -> ModuleType:
     """A probe is loaded exactly as a learner's file is: scanned, imported, contract-wrapped."""
+    import_needed(phase)
     name = f"_probe_{phase.name}_{probe.name}"
     module = load_file(probe.path, name, label=f"{phase.name} probe {probe.name}", scan=True)
     return _with_contract(module, phase)
@@ -198,6 +222,7 @@ def load_variant(phase: Phase, variant: Decoy | Accepted | RedTeam) -> ModuleTyp
     module first (its ``matvec``, its ``Timing``, what a test patched there), then in the decoys
     file (its imports and helpers).
     """
+    import_needed(phase)
     kind = {Decoy: "decoy", Accepted: "accepted", RedTeam: "redteam"}[type(variant)]
     name = f"_{kind}_{phase.name}_{variant.name}"
     module = load_file(phase.reference_path, name, label=f"{phase.name} {kind} {variant.name}")

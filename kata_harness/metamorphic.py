@@ -6,7 +6,9 @@ module with every computation and instruction renamed to a label that says nothi
 (``%n17``), and with its computations in another order; each is confirmed by XLA's own parser
 (:mod:`.oracles`). A test runs the learner's function on each and compares with the expected
 answer carried through :meth:`HloVariant.rename`, so an answer that finds an instruction by its
-printed name, or pairs things by their order, fails on its own.
+printed name, or pairs things by their order, fails on its own. :func:`nested` moves what
+each ENTRY fusion calls one nested fusion further down, for tasks that read what a kernel's
+``calls=`` reach.
 """
 
 from __future__ import annotations
@@ -159,6 +161,49 @@ _BLOCK_NAME = re.compile(rf"(?:ENTRY )?%?({_WORD})")
 
 def _mentions(body: str, name: str) -> bool:
     return re.search(rf"(?<![\w.\-]){re.escape(name)}(?![\w\-]|\.\d)", body) is not None
+
+
+_ENTRY_BLOCK = re.compile(r"^ENTRY .*?^\}\n", re.MULTILINE | re.DOTALL)
+_PARAMETER = re.compile(rf"^\s*%({_WORD}) = (\S+) parameter\((\d+)\)", re.MULTILINE)
+_ROOT_SHAPE = re.compile(r"^\s*ROOT %\S+ = (.*?) [a-z][\w\-]*\(", re.MULTILINE)
+
+
+def nested(text: str) -> HloVariant | None:
+    """Each computation an ENTRY fusion calls moved one level down: the fusion calls a new
+    computation whose only work is a nested fusion calling the old one (what XLA prints for
+    nested fusions), so a fact found only in the computations an ENTRY instruction calls
+    directly is lost. None if ENTRY calls no fusion or XLA's parser refuses the result."""
+    entry = _ENTRY_BLOCK.search(text)
+    if entry is None:
+        return None
+    called = sorted(set(re.findall(rf" fusion\(.*?calls=%({_WORD})", entry[0])))
+    blocks = {_BLOCK_NAME.match(b[0])[1]: b[0] for b in _ANY_BLOCK.finditer(text)}  # type: ignore[index]
+    added = []
+    for name in called:
+        block = blocks.get(name)
+        if block is None:
+            return None
+        header = block[: block.index("{\n")]
+        params = sorted(_PARAMETER.findall(block), key=lambda p: int(p[2]))
+        root = _ROOT_SHAPE.search(block)
+        if root is None or "->" not in header:
+            return None
+        signature = ", ".join(
+            f"{p}.nest: {re.sub(r'{[^}]*}', '', shape)}" for p, shape, _ in params
+        )
+        lines = [f"  %{p}.nest = {shape} parameter({n})" for p, shape, n in params]
+        operands = ", ".join(f"%{p}.nest" for p, _, _ in params)
+        lines.append(
+            f"  ROOT %{name}.nest.root = {root[1]} fusion({operands}), kind=kLoop, calls=%{name}"
+        )
+        result = header.rsplit("->", 1)[1].strip()
+        added.append(f"%{name}.nest ({signature}) -> {result} {{\n" + "\n".join(lines) + "\n}\n\n")
+    if not added:
+        return None
+    names = "|".join(map(re.escape, sorted(called, key=len, reverse=True)))
+    body = re.sub(rf"(calls=%)({names})(?![\w.\-])", r"\1\2.nest", entry[0])
+    moved = text[: entry.start()] + "".join(added) + body + text[entry.end() :]
+    return HloVariant("nested", moved) if oracles.xla_accepts(moved) else None
 
 
 def variants(text: str, seed: int) -> Iterator[HloVariant]:

@@ -213,8 +213,17 @@ def refuse_in(module: Any, tasks: Iterable[Any], at_load: list[str]) -> None:
         if task.kind != "predict" or function is None or _refusers.get(id(function)) is function:
             continue
         label = f"{task.id} ({task.function})"
-        also = [_resolve(dotted) for dotted in task.refuse]
+        also = [_resolve(dotted) for dotted in task.refuse if _importable(dotted)]
         setattr(module, task.function, _refusing(function, label, task.allow, also, at_load))
+
+
+def _importable(dotted: str) -> bool:
+    """Whether the library a refused name lives in is installed (``torch.compile`` needs the
+    torch group; without it no answer can call it)."""
+    import importlib.util
+
+    root = dotted.split(".")[0]
+    return root in sys.modules or importlib.util.find_spec(root) is not None
 
 
 def _resolve(dotted: str) -> tuple[Any, str]:

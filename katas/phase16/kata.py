@@ -104,13 +104,15 @@ def predict_inductor_kernels(
     input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
 ) -> dict[str, int]:
     """Predict, without compiling anything, the kernels Inductor runs for an MLP called under
-    `torch.no_grad()` through `torch.compile` on one float32 input of `input_shape` (its last
-    dimension the features). Each layer is `(out_features, bias, activation)`: the layer
+    `torch.no_grad()` through `torch.compile` on one float32 input of `input_shape`: two or
+    more dimensions, the last the features, the others rows (a linear layer flattens them into
+    one), every size at least 1. Each layer is `(out_features, bias, activation)`: the layer
     computes `torch.nn.functional.linear(h, w, b if bias else None)` with `w`
     [out_features, in_features], then its activation, one of `"none"`, `"relu"`
     (`torch.relu`), `"gelu"` (`torch.nn.functional.gelu`), `"tanh"` (`torch.tanh`) and
     `"sigmoid"` (`torch.sigmoid`). Return `{"library": ..., "fused": ...}`, counted as in
-    kernel_census.
+    kernel_census, for any such MLP: one row or many, one feature or many (see the README on
+    tiny products).
     """
     # TODO: which layer becomes a library call, and what does a bias or an activation add?
     raise NotImplementedError("phase16 task 6: predict_inductor_kernels")
@@ -120,7 +122,9 @@ def inference_call(compiled: Any, x: Any) -> Any:
     """Return `compiled(x)`, where `compiled` is a `torch.compile`d MLP (a `torch.nn.Module`
     whose parameters require grad) and `x` a float32 tensor, called so that Inductor compiles
     one inference graph for it: a graph that returns only the output and keeps nothing for a
-    backward pass (no `primals_<n>` inputs). The values must equal the module's eager output.
+    backward pass (no `primals_<n>` inputs), run by the compiled module itself (not an eager
+    run of the module it wraps). The values must equal the module's eager output, and the
+    caller's module is left as it was: its parameters still require grad afterwards.
     """
     # TODO: how do you tell PyTorch that no gradient will be asked for?
     raise NotImplementedError("phase16 task 7: inference_call")

@@ -23,11 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kata_harness import curriculum
+from kata_harness import curriculum, inductor
 from kata_harness.programs import Recipe
 
 PHASE = "phase16"
-CACHE_DIR = curriculum.ROOT / ".cache" / "inductor"
+CACHE_DIR = inductor.cache_dir()
 RECORD_COMMAND = (
     "uv run --group torch pytest tests/harness/test_inductor_recordings.py --impl=reference "
     "--snapshot-update"
@@ -277,6 +277,8 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_f": ((1, 24), ((8, True, "tanh"),)),
     "mlp_g": ((8, 24), ((16, True, "sigmoid"), (16, False, "relu"), (16, True, "none"))),
     "mlp_h": ((3, 5, 24), ((12, False, "none"), (12, False, "none"))),
+    "mlp_i": ((1, 12), ((8, True, "relu"), (20, False, "gelu"), (6, True, "none"))),
+    "mlp_j": ((2, 3, 1), ((5, False, "tanh"), (4, True, "none"))),
 }
 
 

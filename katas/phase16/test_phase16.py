@@ -4,19 +4,21 @@ The reading tasks run on the generated code recorded in katas/phase16/recorded/ 
 without the ``torch`` group), on a module written by hand (programs.HANDWRITTEN: what the
 recordings never show), and on fresh variants of each (kata_harness.inductor.variant: buffers,
 inputs and kernel numbers renamed, kernel definitions reordered); the HLO side is the JAX twin
-compiled now by XLA on this host, its metamorphic variants (kata_harness.metamorphic) and
-hand-written modules (programs.HANDWRITTEN_HLO). Expected values come from
-kata_harness.inductor's line reader of the generated code and from XLA's own parser. The
-predict task is checked against the recorded MLPs (and one freshly drawn MLP compiled live when
-torch is installed); the decide task compiles live and skips, naming the group, without it.
+compiled now by XLA on this host, its metamorphic variants (kata_harness.metamorphic: renamed,
+reordered, every fused computation moved into a nested fusion) and hand-written modules
+(programs.HANDWRITTEN_HLO). Expected values come from kata_harness.inductor's line reader of the
+generated code and from XLA's own parser. The predict task is checked against the recorded MLPs
+(also with their rows under other leading dimensions) and, when torch is installed, against
+three MLPs drawn fresh and compiled live: several rows, one row, one input feature. The decide
+task compiles live and skips, naming the group, without it.
 """
 
+import math
 import random
 import sys
 import zlib
 from functools import cache
 
-import numpy as np
 import pytest
 from pytest_check import check
 
@@ -53,13 +55,16 @@ def _hlo(name: str) -> str:
 
 @cache
 def _hlo_forms(name: str) -> tuple[tuple[str, str], ...]:
-    """(label, text): the module as printed, then its metamorphic variants."""
+    """(label, text): the module as printed, its metamorphic variants, and the module with
+    every fused computation one nested fusion further down."""
     seed = zlib.crc32(name.encode())
     found = [(name, _hlo(name))]
     found += [
         (f"{name} ({v.kind}, seed {seed})", v.text) for v in metamorphic.variants(_hlo(name), seed)
     ]
-    return tuple(found)
+    deeper = metamorphic.nested(_hlo(name))
+    assert deeper is not None, f"{name}: XLA's parser refused the nested variant"
+    return (*found, (f"{name} (nested)", deeper.text))
 
 
 def _code_forms(code: str, label: str, rng: random.Random) -> list[tuple[str, str]]:
@@ -205,7 +210,7 @@ def test_reductions_per_kernel_of_both_compilers(kata, fresh):
 
 @pytest.mark.task("reductions_per_kernel")
 def test_reductions_per_kernel_of_training_graphs(kata, fresh):
-    hlo = _hlo("layernorm_softmax")
+    hlo = _hlo_forms("layernorm_softmax")[-1][1]  # nested one level further down
     for name in P.TRAIN:
         for code in P.recorded(name):
             text = oracle.variant(code, fresh)
@@ -217,8 +222,9 @@ def test_reductions_per_kernel_of_training_graphs(kata, fresh):
 def test_reductions_per_kernel_of_handwritten_code(kata, fresh):
     for label, text in _code_forms(P.HANDWRITTEN, "handwritten", fresh):
         for hlo_name in P.HANDWRITTEN_HLO:
-            got = kata.reductions_per_kernel(P.HANDWRITTEN_HLO[hlo_name], text)
-            assert got == _reductions(P.HANDWRITTEN_HLO[hlo_name], text), f"{label}: differ"
+            for hlo_label, hlo in _hlo_forms(hlo_name):
+                got = kata.reductions_per_kernel(hlo, text)
+                assert got == _reductions(hlo, text), f"{hlo_label} with {label}: differ"
 
 
 @pytest.mark.task("reductions_per_kernel")
@@ -278,38 +284,70 @@ def _predicted(kata, shape, layers):
     return got
 
 
+def _resplit(shape: tuple[int, ...], rng) -> tuple[int, ...]:
+    """The same rows under other leading dimensions: a linear layer flattens them into one."""
+    rows = math.prod(shape[:-1])
+    first = rng.choice([d for d in range(1, rows + 1) if rows % d == 0])
+    options = [(rows,), (first, rows // first), (rows // first, 1, first)]
+    return rng.choice([o for o in options if o != shape[:-1]]) + shape[-1:]
+
+
 @pytest.mark.task("predict_inductor_kernels")
 def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
     names = sorted(P.MLP_CASES)
     fresh.shuffle(names)
     for name in names:
         shape, layers = P.MLP_CASES[name]
-        got = _predicted(kata, shape, layers)
         want = _census(_hlo("dense_linear"), P.recorded(name)[0])["inductor"]
-        assert got == want, f"{P.what(name)}: predicted {got} ({fresh.where()})"
+        for given in (shape, _resplit(shape, fresh)):
+            got = _predicted(kata, given, layers)
+            assert got == want, f"x{list(given)}, {P.what(name)}: predicted {got} ({fresh.where()})"
+
+
+def _one_row(rng) -> tuple[tuple[int, ...], list]:
+    """One input row (a batch of one): the first product small enough to be decomposed."""
+    shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
+    first = (rng.randint(1, 16), True, rng.choice(P.ACTIVATIONS))
+    return shape, [first] + _layers(rng, 0, 3)
+
+
+def _one_feature(rng) -> tuple[tuple[int, ...], list]:
+    """One input feature: a product with no bias and few elements is a broadcast multiply."""
+    shape = rng.choice([(rng.randint(2, 12),), (rng.randint(1, 3), rng.randint(2, 4))]) + (1,)
+    first = (rng.randint(2, 32 - math.prod(shape)), False, rng.choice(P.ACTIVATIONS))
+    return shape, [first] + _layers(rng, 0, 3)
+
+
+def _several_rows(rng) -> tuple[tuple[int, ...], list]:
+    shape = tuple(rng.randint(1, 6) for _ in range(rng.randint(1, 2)))
+    return shape + (rng.randint(2, 24),), _layers(rng, 1, 4)
+
+
+def _layers(rng, least: int, most: int) -> list:
+    return [
+        (rng.randint(1, 24), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
+        for _ in range(rng.randint(least, most))
+    ]
 
 
 @pytest.mark.task("predict_inductor_kernels")
 @pytest.mark.timeout(LIVE_TIMEOUT)
-def test_predict_inductor_kernels_on_a_fresh_mlp(kata, fresh):
+def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
+    """A fresh MLP of each kind, compiled by Inductor now: several rows, one row, one feature."""
     _live()
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
-    shape = tuple(fresh.randint(1, 6) for _ in range(fresh.randint(1, 2))) + (fresh.randint(4, 20),)
-    layers = tuple(
-        (fresh.randint(2, 24), fresh.random() < 0.5, fresh.choice(P.ACTIVATIONS))
-        for _ in range(fresh.randint(1, 4))
-    )
-    got = _predicted(kata, shape, layers)
-    widths = [shape[-1]] + [out for out, _, _ in layers]
-    args = [torch.from_numpy(np.ones(shape, np.float32))]
-    for (out, bias, _), width in zip(layers, widths, strict=False):
-        args.append(torch.ones(out, width))
-        if bias:
-            args.append(torch.ones(out))
-    codes = inductor_capture.generated_code(P.torch_mlp(layers), *args, cache_dir=P.CACHE_DIR)
-    want = _census(_hlo("dense_linear"), codes[0])["inductor"]
-    assert got == want, f"x{list(shape)}, layers {list(layers)}: predicted {got} ({fresh.where()})"
+    for draw in (_several_rows, _one_row, _one_feature):
+        shape, layers = draw(fresh)
+        got = _predicted(kata, shape, layers)
+        widths = [shape[-1]] + [out for out, _, _ in layers]
+        args = [torch.ones(shape)]
+        for (out, bias, _), width in zip(layers, widths, strict=False):
+            args += [torch.ones(out, width)] + ([torch.ones(out)] if bias else [])
+        mlp = P.torch_mlp(tuple(layers))
+        codes = inductor_capture.generated_code(mlp, *args, cache_dir=P.CACHE_DIR)
+        want = _census(_hlo("dense_linear"), codes[0])["inductor"]
+        assert got == want, f"x{list(shape)}, layers {layers}: predicted {got} ({fresh.where()})"
 
 
 # ---- task 7 -------------------------------------------------------------------------------
@@ -331,9 +369,12 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     x = torch.randn(fresh.randint(1, 9), width)
     torch._dynamo.reset()
     out, codes = run_and_get_code(kata.inference_call, torch.compile(model), x)
+    with check:
+        frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+        assert not frozen, f"the call changed the caller's module: {frozen} no longer require grad"
     with torch.no_grad():
         eager = model(x)
-    assert len(codes) == 1, f"{len(codes)} graphs compiled"
+    assert len(codes) == 1, f"{len(codes)} graphs compiled: the compiled module must run one"
     names = oracle.inputs(codes[0])
     with check:
         assert not any(n.startswith(("primals_", "tangents_")) for n in names), "a training graph"

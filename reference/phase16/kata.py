@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from xla_inspect.inductor import read_inductor, reduction_count
@@ -123,14 +124,35 @@ def train_graphs(codes: list[str]) -> dict[str, int]:
     return {"forward": len(forward.calls), "backward": len(backward.calls), "saved": len(saved)}
 
 
+def _decomposed(rows: int, width: int, out: int, bias: bool) -> bool:
+    """Whether Inductor turns the layer's product into a fused multiply-and-sum instead of
+    calling the BLAS (torch/_inductor/decomposition.py: addmm and mm on CPU)."""
+    if bias:  # addmm: one row, and one output or a weight no larger than 16 x 16
+        return rows == 1 and (out == 1 or (width <= 16 and out <= 16))
+    # mm: one input feature and few elements (a broadcast multiply), or one row and one output
+    one_feature = width == 1 and rows != 1 and out != 1 and rows + out <= 32
+    return one_feature or (rows == 1 and out == 1)
+
+
 def predict_inductor_kernels(
     input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
 ) -> dict[str, int]:
-    # each linear is one GEMM call (the bias rides in addmm); each activation one fused kernel
-    return {
-        "library": len(layers),
-        "fused": sum(activation != "none" for _, _, activation in layers),
-    }
+    # a GEMM handed to the BLAS is one library call (the bias rides in addmm); everything else
+    # between two library calls (activations, tiny products Inductor decomposes) is one kernel
+    rows = math.prod(input_shape[:-1])
+    width = input_shape[-1]
+    library = fused = 0
+    pending = False  # work since the last library call, waiting for its fused kernel
+    for out, bias, activation in layers:
+        if _decomposed(rows, width, out, bias):
+            pending = True
+        else:
+            fused += pending
+            library += 1
+            pending = False
+        pending = pending or activation != "none"
+        width = out
+    return {"library": library, "fused": fused + pending}
 
 
 def inference_call(compiled: Any, x: Any) -> Any:
