@@ -52,10 +52,11 @@ def test_every_program_builds_and_compiles_on_the_reference(number):
         assert text is not None and "HloModule" in text, f"{phase.name} {name}"
 
 
-def _test_module(phase: curriculum.Phase) -> types.ModuleType:
-    """The phase's test file, imported under a private name (pytest's own copy is not
-    reachable from here: its name depends on the rootdir and import mode)."""
-    path = phase.programs_path.parent / f"test_{phase.name}.py"
+def _phase_module(phase: curriculum.Phase, file_name: str) -> types.ModuleType:
+    """A module of the phase's folder that the tests import (a test file, or the bank of
+    programs they compile), imported under a private name (pytest's own copy is not reachable
+    from here: its name depends on the rootdir and import mode)."""
+    path = phase.programs_path.parent / file_name
     spec = importlib.util.spec_from_file_location(f"_programs_check_{phase.name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -67,7 +68,9 @@ def test_show_compiles_the_objects_the_tests_import(capsys):
     phase = curriculum.phase(7)
     programs = load(phase)  # what `katas show` reads
     assert programs is not None
-    tests = _test_module(phase)  # its `from katas.phase7.programs import ...` finds the same
+    # the bank the while_loops tests compile: its `from katas.phase7.programs import ...` finds
+    # the same
+    tests = _phase_module(phase, "bank.py")
     assert tests.PROGRAMS is programs.PROGRAMS
     recipe = recipe_for(phase.task("while_loops"))
     assert recipe is not None and recipe.given

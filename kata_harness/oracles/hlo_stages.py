@@ -1,0 +1,110 @@
+"""Phase 3's oracles: what jax.stages says of a program (its StableHLO census, its HLO before and
+after optimization, the layouts it asked for its inputs, the shapes of its results), xla_inspect's
+view of every fusion's opcodes, XLA:CPU's cost analysis of the MLP at a shape, and XLA's reading of
+the ENTRY ROOT of a program compiled at given argument shapes.
+
+Each function takes a program, its compiled form or a parsed module, never the kata's answer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.layout import Format
+
+from xla_inspect.parse import parse_hlo
+from xla_inspect.query import fusions
+from xla_inspect.stablehlo import stablehlo_op_census
+
+from ..xla_facts import xla_facts
+
+# jax's dtype names as XLA prints them in a shape
+HLO_DTYPES = {"float32": "f32", "int32": "s32", "bfloat16": "bf16", "float16": "f16"}
+
+
+def default_layout(ndim: int) -> str:
+    """The row-major layout of a rank-``ndim`` array, minor-to-major: "{1,0}" for a matrix."""
+    return "{" + ",".join(str(d) for d in reversed(range(ndim))) + "}"
+
+
+def fusion_kinds(module) -> Counter:
+    """How many fusions of each kind the parsed module holds, in every computation."""
+    return Counter(f.kind for f in fusions(module))
+
+
+def library_contents(module) -> dict[str, Counter]:
+    """xla_inspect's view of every fusion's opcodes (nested calls included), parameters dropped."""
+    contents: dict[str, Counter] = {}
+    for fusion in fusions(module):
+        counts = contents.setdefault(fusion.kind, Counter())
+        counts.update({op: n for op, n in fusion.opcodes.items() if op != "parameter"})
+    return contents
+
+
+def stages(f: Callable, args: tuple):
+    """jax.stages' own texts of ``f`` at ``args``, read structurally: (the StableHLO op census,
+    the unoptimized HLO parsed, the optimized HLO parsed)."""
+    lowered = jax.jit(f).lower(*args)
+    text = lowered.compile().as_text()
+    assert text is not None, "this backend does not print its executable"
+    return (
+        stablehlo_op_census(lowered.as_text()),
+        parse_hlo(lowered.as_text(dialect="hlo")),
+        parse_hlo(text),
+    )
+
+
+def input_layouts(compiled: jax.stages.Compiled) -> list[str]:
+    """jax's own record of the layouts it asked for (``input_formats``), minor-to-major; an
+    unused input has none (it was dropped)."""
+    return [
+        "{" + ",".join(str(d) for d in reversed(f.layout.major_to_minor)) + "}"
+        for f in compiled.input_formats[0]
+        if f.layout is not None
+    ]
+
+
+def result_root(compiled: jax.stages.Compiled) -> tuple[str, str]:
+    """("tuple", the results' shapes as XLA prints them) of a program of several results, from
+    jax.stages (``out_info``, ``output_formats``), not from the text."""
+    parts = []
+    for info, fmt in zip(
+        jax.tree.leaves(compiled.out_info),
+        jax.tree.leaves(compiled.output_formats, is_leaf=lambda x: isinstance(x, Format)),
+        strict=True,
+    ):
+        order = ",".join(str(d) for d in reversed(fmt.layout.major_to_minor))
+        layout = f"{{{order}}}" if info.shape else ""
+        parts.append(f"{HLO_DTYPES[str(info.dtype)]}[{','.join(map(str, info.shape))}]{layout}")
+    return ("tuple", "(" + ", ".join(parts) + ")")
+
+
+@cache
+def mlp_flops(mlp: Callable, shape: tuple[int, int, int, int]) -> float:
+    """XLA's cost analysis of ``mlp(params, x)`` compiled at (batch, in, hidden, out), float32."""
+    batch, n_in, hidden, out = shape
+    params = {
+        "w1": np.ones((n_in, hidden), np.float32),
+        "b1": np.ones(hidden, np.float32),
+        "w2": np.ones((hidden, out), np.float32),
+        "b2": np.ones(out, np.float32),
+    }
+    x = np.ones((batch, n_in), np.float32)
+    cost = jax.jit(mlp).lower(params, x).compile().cost_analysis()
+    assert cost is not None and "flops" in cost, "this backend reports no flops"
+    return cost["flops"]
+
+
+@cache
+def compiled_root(fn: Callable, specs: tuple) -> tuple[str, str]:
+    """XLA's reading of the ENTRY ROOT of ``fn``'s optimized module, for arguments
+    ((shape, dtype), ...)."""
+    args = tuple(np.zeros(shape, jnp.dtype(dtype)) for shape, dtype in specs)
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    assert text is not None, "this backend does not print its executable"
+    return xla_facts(text).root

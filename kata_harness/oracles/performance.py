@@ -1,0 +1,126 @@
+"""Phase 13's oracles: the compiler figures the budgets are read from (cost and memory analyses
+of a lowered or compiled stage, its printed module), the bytes a compiled module's collectives
+move, the dots of a module and the steps and counted trips of its while loops, and whether this
+XLA keeps the recomputation jax.checkpoint asks for.
+
+Each function takes a stage, a module or its text, never the kata's answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+import jax
+import jax.numpy as jnp
+
+from xla_inspect import collectives, parse_hlo
+from xla_inspect.model import HloModule, Shape
+from xla_inspect.query import reachable
+
+
+def cost(stage) -> dict:
+    """cost_analysis() of a Lowered or Compiled stage, as a dict."""
+    return dict(stage.cost_analysis() or {})
+
+
+# bytes per element of the HLO element types a collective here can carry
+ELEMENT_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s32": 4, "u32": 4, "f32": 4}
+ELEMENT_BYTES |= {"s64": 8, "u64": 8, "f64": 8}
+
+
+def memory(compiled):
+    """memory_analysis() of a Compiled stage."""
+    stats = compiled.memory_analysis()
+    assert stats is not None, "this backend gives no memory_analysis()"
+    return stats
+
+
+def text(stage, **kwargs) -> str:
+    """The module a Lowered or Compiled stage prints."""
+    text = stage.as_text(**kwargs)
+    assert text is not None, "this backend does not print its module"
+    return text
+
+
+def shape_bytes(text: str) -> int:
+    """Bytes of an HLO shape (a tuple's: the sum of its elements')."""
+    shape = Shape(text)
+    if shape.is_tuple:
+        return sum(shape_bytes(e.text) for e in shape.elements)
+    dims = [d for d in shape.dims if d is not None]
+    dtype = shape.dtype
+    assert dtype is not None, f"no element type in {text}"
+    assert dtype in ELEMENT_BYTES, f"element type {dtype} of {text} has no size here"
+    return math.prod(dims) * ELEMENT_BYTES[dtype]
+
+
+def _probe_inner(x, w):
+    """The piece :func:`xla_keeps_recomputation` checkpoints."""
+    return jnp.tanh(x @ w) @ w.T
+
+
+@functools.cache
+def xla_keeps_recomputation() -> bool:
+    """Whether this XLA keeps what jax.checkpoint asks it to recompute: the grad of a loss with a
+    checkpointed piece costs more flops than the plain grad. Older CPU pipelines (jaxlib 0.10)
+    merge the recomputation back into the forward pass once the optimization barriers are gone,
+    and then no program can show remat in temp bytes."""
+    spec = jax.ShapeDtypeStruct((16, 16), jnp.float32)
+
+    def plain(w, x):
+        return jnp.sum(_probe_inner(x, w) ** 2)
+
+    def checkpointed(w, x):
+        return jnp.sum(jax.checkpoint(_probe_inner)(x, w) ** 2)
+
+    flops = [
+        cost(jax.jit(jax.grad(f)).lower(spec, spec).compile())["flops"]
+        for f in (plain, checkpointed)
+    ]
+    return flops[1] > flops[0]
+
+
+def dots(module: HloModule):
+    """(result shape, operand shapes) of every dot in every computation."""
+    return [
+        (i.shape, [c[o].shape for o in i.operands]) for c in module for i in c if i.opcode == "dot"
+    ]
+
+
+def loop_steps(module: HloModule) -> list[int]:
+    """Dots reached from each while's body: the steps one trip of that loop does."""
+    found = []
+    for c in module:
+        for i in c:
+            if i.opcode == "while":
+                body = i.attribute("body")
+                assert body is not None, f"a while without a body: {i.name}"
+                computations = reachable(module, (body.lstrip("%"),))
+                found.append(sum(j.opcode == "dot" for k in computations for j in k))
+    return found
+
+
+KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def loop_trips(module: HloModule, max_trips: int) -> list[tuple[str, int | None]]:
+    """(name, trips) of each while whose trips the compiler did not count to at most max_trips:
+    its known_trip_count, or None when the optimized HLO has none."""
+    found = []
+    for c in module:
+        for i in c:
+            if i.opcode == "while":
+                known = KNOWN_TRIPS.search(i.attributes_text)
+                trips = int(known.group(1)) if known else None
+                if trips is None or trips > max_trips:
+                    found.append((i.name, trips))
+    return found
+
+
+def collective_bytes(compiled) -> tuple[int, list[str]]:
+    """Bytes of the results of every collective of the compiled module, and each as
+    "opcode shape"."""
+    found = collectives(parse_hlo(text(compiled)))
+    return sum(shape_bytes(c.shape) for c in found), [f"{c.opcode} {c.shape}" for c in found]

@@ -1,0 +1,122 @@
+"""Phase 13 tests, task roofline: flops, bytes and arithmetic intensity predicted without
+compiling, checked against the compiler's cost analysis of the program (compiled in f32, lowered
+in bf16; kata_harness.oracles.performance), and the bound classified by each chip's ridge point.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import performance as oracle
+from kata_harness.predict import compiler_refused
+from katas.phase13.programs import PEAKS, ROOFLINE_PROGRAMS
+
+# ---- roofline -----------------------------------------------------------------------------------
+
+# (program, shapes): checked in f32 against the compiled program's cost_analysis().
+F32_CASES = [
+    ("matmul", ((256, 512), (512, 128))),
+    ("matmul", ((96, 40), (40, 300))),
+    ("batched_matmul", ((4, 64, 32), (4, 32, 48))),
+    ("matvec", ((1024, 512), (512,))),
+    ("add", ((1000, 300), (1000, 300))),
+    ("scale_add", ((123, 77), (123, 77))),
+    ("row_sums", ((1000, 300),)),
+    ("row_sums", ((64, 7),)),
+    ("total", ((50, 40, 3),)),
+]
+# bf16, checked against the lowered module's cost_analysis() (before the CPU backend widens bf16
+# arithmetic to f32, which its compiled figures count): the programs without a conversion.
+BF16_CASES = [
+    ("matmul", ((768, 768), (768, 768))),
+    ("batched_matmul", ((8, 128, 64), (8, 64, 256))),
+    ("matvec", ((512, 2048), (2048,))),
+    ("add", ((640, 480), (640, 480))),
+]
+CLASSIFIED = [
+    *BF16_CASES,
+    ("matmul", ((4096, 4096), (4096, 4096))),
+    ("matmul", ((32, 8192), (8192, 8192))),
+    ("matmul", ((900, 900), (900, 900))),
+]
+TOLERANCE = 0.05
+
+
+def _specs(shapes, dtype):
+    return [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
+
+
+@functools.cache
+def _compiled_cost(program, shapes) -> tuple[float, float]:
+    cost = oracle.cost(
+        jax.jit(ROOFLINE_PROGRAMS[program]).lower(*_specs(shapes, jnp.float32)).compile()
+    )
+    return cost["flops"], cost["bytes accessed"]
+
+
+@functools.cache
+def _lowered_cost(program, shapes) -> tuple[float, float]:
+    cost = oracle.cost(jax.jit(ROOFLINE_PROGRAMS[program]).lower(*_specs(shapes, jnp.bfloat16)))
+    return cost["flops"], cost["bytes accessed"]
+
+
+def _predicted(kata, program, shapes, dtype, chip):
+    got = kata.roofline(program, shapes, dtype, chip)
+    assert isinstance(got, tuple) and len(got) == 4, f"expected a 4-tuple, got {got!r}"
+    return got
+
+
+def _check_cost(got, want, where):
+    (flops, moved, intensity, _), (want_flops, want_bytes) = got, want
+    for name, value, expected in (
+        ("flops", flops, want_flops),
+        ("bytes", moved, want_bytes),
+        ("intensity", intensity, want_flops / want_bytes),
+    ):
+        with check:
+            assert value == pytest.approx(expected, rel=TOLERANCE), (
+                f"{where}: {name} {value:.6g}, the compiler's cost analysis says {expected:.6g}"
+            )
+
+
+@pytest.mark.task("roofline")
+def test_roofline_matches_compiled_f32_cost(kata):
+    for program, shapes in F32_CASES:
+        got = _predicted(kata, program, shapes, "float32", "v5e")
+        _check_cost(got, _compiled_cost(program, shapes), f"{program} {shapes} f32")
+
+
+@pytest.mark.task("roofline")
+def test_roofline_matches_bf16_cost(kata):
+    for program, shapes in BF16_CASES:
+        got = _predicted(kata, program, shapes, "bfloat16", "h100")
+        _check_cost(got, _lowered_cost(program, shapes), f"{program} {shapes} bf16")
+
+
+@pytest.mark.task("roofline")
+def test_roofline_classifies_by_the_ridge_point(kata):
+    for chip, (peak_flops, peak_bandwidth) in PEAKS.items():
+        ridge = peak_flops / peak_bandwidth
+        for program, shapes in CLASSIFIED:
+            flops, moved = (
+                _lowered_cost(program, shapes)
+                if (program, shapes) in BF16_CASES
+                else (_compiled_cost(program, shapes)[0], _compiled_cost(program, shapes)[1] / 2)
+            )
+            want = "compute" if flops / moved > ridge else "memory"
+            bound = _predicted(kata, program, shapes, "bfloat16", chip)[3]
+            with check:
+                assert bound == want, (
+                    f"{program} {shapes} bf16 on {chip}: {bound!r}, expected {want!r} "
+                    f"(intensity {flops / moved:.0f} flop/byte, ridge {ridge:.0f})"
+                )
+
+
+@pytest.mark.task("roofline")
+def test_roofline_predicts_without_compiling(kata):
+    with compiler_refused("roofline"):
+        for program, shapes in F32_CASES:
+            _predicted(kata, program, shapes, "float32", "v5e")

@@ -1,0 +1,268 @@
+"""Phase 13 tests, tasks serve, donating_step and cache_settings: decisions about running a
+program, each held to a budget read from the compiler or measured here (compiles counted by
+jax.monitoring, flops by the lowered module's cost analysis, peak memory by memory_analysis, a
+second process's cache hits), and each checked to compute what the original computes.
+"""
+
+import contextlib
+import functools
+import json
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import performance as oracle
+from katas.phase13 import budgets
+from katas.phase13.programs import (
+    CACHE_CHILD,
+    CACHE_CHILD_TIMEOUT,
+    DONATION_CASES,
+    PEAK_SHARE,
+    SERVE_CASES,
+    SERVE_WIDTH,
+    momentum_args,
+    momentum_step,
+    request_stream,
+    serve_model,
+    serve_weights,
+)
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def _measured_compiles():
+    """The test's own count of backend compiles inside the block."""
+    events = []
+
+    def listener(event, duration_secs, **kwargs):
+        if event == BACKEND_COMPILE:
+            events.append(duration_secs)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+# ---- serve --------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _lowered_serve_flops(rows: int, with_bias: bool) -> float:
+    w = jax.ShapeDtypeStruct((SERVE_WIDTH, SERVE_WIDTH), jnp.float32)
+    x = jax.ShapeDtypeStruct((rows, SERVE_WIDTH), jnp.float32)
+    bias = jax.ShapeDtypeStruct((SERVE_WIDTH,), jnp.float32) if with_bias else None
+    return oracle.cost(jax.jit(serve_model).lower(w, x, bias))["flops"]
+
+
+def _serve_flops(rows: int, with_bias: bool) -> float:
+    """Flops of one call on `rows` rows: the lowered module's cost analysis at 1 and 2 rows,
+    extended along the line it draws (checked at 200 rows: the model is row by row)."""
+    one, two = _lowered_serve_flops(1, with_bias), _lowered_serve_flops(2, with_bias)
+    far = _lowered_serve_flops(200, with_bias)
+    assert far == one + 199 * (two - one), f"flops are not linear in rows: {one}, {two}, {far}"
+    return one + (rows - 1) * (two - one)
+
+
+def _serve(kata, count, seed, max_compiles):
+    """(requests, answers, compiles, [(rows, bias given)] of every call of run)."""
+    requests = request_stream(count, seed)
+    w = serve_weights(seed)
+    jitted = jax.jit(serve_model)
+    calls = []
+
+    def run(x, bias):
+        calls.append((int(np.shape(x)[0]), bias is not None))
+        return jitted(w, x, bias)
+
+    with _measured_compiles() as compiles:
+        answers = kata.serve(requests, run, max_compiles)
+    assert isinstance(answers, list) and len(answers) == len(requests), (
+        f"expected a list of {len(requests)} answers, got {type(answers).__name__} of "
+        f"{len(answers)}"
+    )
+    return requests, answers, len(compiles), calls
+
+
+@pytest.mark.task("serve")
+@pytest.mark.parametrize("case", SERVE_CASES, ids=lambda c: "{}requests-seed{}".format(*c))
+def test_serve_answers_within_compile_and_flops_budgets(kata, case):
+    count, seed, max_compiles, factor = case
+    requests, answers, compiles, calls = _serve(kata, count, seed, max_compiles)
+    w = serve_weights(seed).astype(np.float64)
+    for index, ((x, bias), got) in enumerate(zip(requests, answers, strict=True)):
+        want = np.tanh(x @ w + (0.0 if bias is None else bias))
+        got = np.asarray(got)
+        with check:
+            assert got.shape == want.shape, (
+                f"request {index} ({len(x)} rows): answer {list(got.shape)}, expected "
+                f"{list(want.shape)}"
+            )
+            assert np.allclose(got, want, rtol=1e-4, atol=1e-5), (
+                f"request {index} ({len(x)} rows, bias {'given' if bias is not None else 'none'})"
+                f": differs from tanh(x @ w + bias) by up to {np.max(np.abs(got - want)):.3g}"
+            )
+    rows = sum(len(x) for x, _ in requests)
+    with check:
+        assert sum(n for n, _ in calls) >= rows, (
+            f"run saw {sum(n for n, _ in calls)} rows, the requests hold {rows}: every request "
+            "goes through run"
+        )
+    padded = sum(_serve_flops(n, b) for n, b in calls)
+    unpadded = sum(_serve_flops(len(x), b is not None) for x, b in requests)
+    budgets.within_budgets(
+        compiles <= max_compiles
+        or f"{compiles} compiles, budget {max_compiles}: how many shapes and pytree structures "
+        "reached the program?",
+        padded <= factor * unpadded
+        or f"padded flops {padded / 1e6:.2f} M, budget {factor * unpadded / 1e6:.2f} M "
+        f"({factor:g}x the unpadded {unpadded / 1e6:.2f} M): where does the padding go?",
+    )
+
+
+# ---- donating_step ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _donation_original(case) -> int:
+    compiled = jax.jit(momentum_step).lower(*momentum_args(*case)).compile()
+    return oracle.memory(compiled).peak_memory_in_bytes
+
+
+def _stepper(kata):
+    got = kata.donating_step(momentum_step)
+    assert hasattr(got, "lower"), "donating_step should return a jitted function (it has .lower)"
+    return got
+
+
+@pytest.mark.task("donating_step")
+@pytest.mark.parametrize(
+    "case",
+    [*DONATION_CASES, (256, 16, 4)],  # and one smaller than the listed cases
+    ids=lambda c: "width{}-batch{}".format(*c),
+)
+def test_donating_step_halves_peak_memory(kata, case):
+    step = _stepper(kata)
+    compiled = step.lower(*momentum_args(*case)).compile()
+    budgets.check_no_hidden_work(oracle.text(compiled), "the compiled step")
+    peak, original = oracle.memory(compiled).peak_memory_in_bytes, _donation_original(case)
+    budget = PEAK_SHARE * original
+    assert peak <= budget, (
+        f"peak memory {budgets.mb(peak)}, budget {budgets.mb(budget)} ({PEAK_SHARE:.0%} of the "
+        f"original's {budgets.mb(original)}): which buffers must exist at once, inputs and outputs?"
+    )
+    # the figure above is of .lower(); a call must run the same program: the old state's buffers,
+    # reused for the new state, are gone once the call returns
+    state, batch = jax.device_put(momentum_args(*case))
+    step(state, batch)
+    kept = [
+        jax.tree_util.keystr(path)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(state)
+        if not leaf.is_deleted()
+    ]
+    assert not kept, (
+        f"after a call of the returned step, the old state's buffers {kept} are still alive: "
+        "the call holds old and new state at once, whatever .lower() reports"
+    )
+
+
+@pytest.mark.task("donating_step")
+@pytest.mark.parametrize("case", [*DONATION_CASES, (64, 3, 2)])
+def test_donating_step_trains_like_the_original(kata, case):
+    state, batch = momentum_args(*case)
+    step, original = _stepper(kata), jax.jit(momentum_step)
+    got_state, want_state = jax.device_put(state), jax.device_put(state)
+    for _ in range(3):
+        got_state, got_loss = step(got_state, batch)
+        want_state, want_loss = original(want_state, batch)
+        budgets.close((got_state, got_loss), (want_state, want_loss), "state and loss", 1e-5, 1e-6)
+
+
+@pytest.mark.task("donating_step")
+def test_donating_step_moves_nothing_to_or_from_the_host(kata):
+    state, batch = momentum_args(256, 8, 3)
+    step = _stepper(kata)
+    state, batches = jax.device_put(state), [jax.device_put(batch)] * 4
+    step(state, batches[0])  # compile outside the guard (the guard is about the loop)
+    state = jax.device_put(momentum_args(256, 8, 3)[0])
+    losses = []
+    with jax.transfer_guard("disallow"):
+        try:
+            for batch in batches:
+                state, loss = step(state, batch)
+                losses.append(loss)
+        except Exception as error:  # jax raises its runtime error type, which moved across versions
+            pytest.fail(f"a step moved data between host and device: {str(error)[:200]}")
+    assert all(isinstance(loss, jax.Array) for loss in losses), (
+        "every step returns its loss as a device array (jax.Array)"
+    )
+
+
+# ---- cache_settings -----------------------------------------------------------------------------
+
+
+def _child(settings) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", CACHE_CHILD, json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        timeout=CACHE_CHILD_TIMEOUT,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "", "HOME": "/nonexistent"},
+        check=False,
+    )
+    assert done.returncode == 0, f"the process failed: {done.stderr.strip()[-300:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.task("cache_settings")
+def test_second_process_hits_the_cache(kata, tmp_path):
+    settings = kata.cache_settings(str(tmp_path / "cache"))
+    assert isinstance(settings, dict) and all(isinstance(k, str) for k in settings), (
+        f"expected a dict of jax config names to values, got {settings!r:.120}"
+    )
+    first = _child(settings)
+    written = sorted(p for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    with check:
+        assert written, (
+            f"the first process missed the cache {first['misses']} times and wrote nothing under "
+            "cache_dir: where did its entries go?"
+        )
+    second = _child(settings)
+    with check:
+        assert first["misses"] >= 1, (
+            f"the first process missed the cache {first['misses']} times: did it use one?"
+        )
+    with check:
+        assert second["misses"] == 0 and second["hits"] >= first["misses"], (
+            f"second process: {second['hits']} cache hits and {second['misses']} misses, expected "
+            f"{first['misses']} hits (the first process's misses) and none missed: was anything "
+            "written, and where did each process look?"
+        )
+    with check:
+        assert second["result"] == first["result"], (
+            f"the two processes computed {first['result']} and {second['result']}"
+        )
+
+
+@pytest.mark.task("cache_settings")
+def test_cache_settings_hold_for_every_compile(kata, tmp_path):
+    """ "Every compile" cannot hang on how fast this machine compiles: a minimum compile time or
+    entry size above zero leaves out the programs that compile fast or come out small, and
+    whether the test's program is one of them depends on the machine and its load."""
+    settings = kata.cache_settings(str(tmp_path / "cache"))
+    for name in (
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    ):
+        value = settings.get(name, getattr(jax.config, name))
+        assert float(value) <= 0, (
+            f"{name} is {value}: a compile faster (or an entry smaller) than that is not cached, "
+            "so whether a second process finds it depends on the machine"
+        )

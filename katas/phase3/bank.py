@@ -1,0 +1,83 @@
+"""The texts phase 3's tests share: the bank's programs compiled once per session (their
+unoptimized and optimized HLO, and the hand-written module), XLA's reading of each, each as its
+metamorphic variants (every name relabelled, computations reordered, each confirmed by XLA's
+parser), jax.stages' own texts of the three_texts programs; and the checks the test files share
+(the backend a fact needs, a returned text that must be HLO)."""
+
+import zlib
+from functools import cache
+
+import jax
+import pytest
+
+from kata_harness import metamorphic
+from kata_harness.oracles import hlo_stages as oracle
+from kata_harness.xla_facts import XlaFacts, xla_facts
+from katas.phase3.programs import HAND_WRITTEN, THREE_TEXT_PROGRAMS, bank_program
+from xla_inspect.errors import HloParseError
+from xla_inspect.parse import parse_hlo
+
+
+@cache
+def compiled(name: str):
+    """(lowered, compiled) of a test-owned program, compiled once per session."""
+    jitted, args = bank_program(name)
+    lowered = jitted.lower(*args)
+    return lowered, lowered.compile()
+
+
+@cache
+def hlo_texts(name: str) -> tuple[str, str]:
+    """(unoptimized, optimized) HLO of a test-owned program."""
+    lowered, compiled_program = compiled(name)
+    return lowered.as_text(dialect="hlo"), compiled_program.as_text()
+
+
+def text(key: str) -> str:
+    """A text of the bank: "hand", "<program>" (optimized) or "<program>:unoptimized"."""
+    if key == "hand":
+        return HAND_WRITTEN
+    name, _, stage = key.partition(":")
+    return hlo_texts(name)[0 if stage == "unoptimized" else 1]
+
+
+def cpu_only(fact: str) -> None:
+    if jax.default_backend() != "cpu":
+        pytest.skip(f"CPU-only fact: {fact} (running on {jax.default_backend()})")
+
+
+@cache
+def xla(key: str) -> XlaFacts:
+    """XLA's reading of a bank text (kata_harness.xla_facts)."""
+    return xla_facts(text(key))
+
+
+@cache
+def variants(key: str) -> tuple[metamorphic.HloVariant, ...]:
+    """The bank text's variants XLA's parser accepts: every computation and instruction relabelled
+    (%n17, %c3), the computations reordered, both; seeded by the key (the same every run)."""
+    found = tuple(metamorphic.variants(text(key), seed=zlib.crc32(key.encode())))
+    assert found, f"{key}: no metamorphic variant XLA accepts"
+    return found
+
+
+def forms(keys):
+    """(what, text, variant) for each variant of each key: a reading answer is a function of the
+    module, so it must not change (or change only by the renaming) from one form to another."""
+    for key in keys:
+        seed = zlib.crc32(key.encode())
+        for variant in variants(key):
+            yield f"{key} ({variant.kind}, variant seed {seed})", variant.text, variant
+
+
+@cache
+def stages(program: str):
+    """jax.stages' own texts of a THREE_TEXT_PROGRAMS entry, read structurally."""
+    return oracle.stages(*THREE_TEXT_PROGRAMS[program])
+
+
+def hlo_module(printed: str, what: str):
+    try:
+        return parse_hlo(printed)
+    except HloParseError as error:
+        pytest.fail(f"{what}: expected HLO text, got text that is not: {error}", pytrace=False)

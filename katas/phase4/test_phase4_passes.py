@@ -1,0 +1,263 @@
+"""Phase 4 tests, tasks 9-11 (pass_timeline, pass_that_changed, named_passes): the per-pass dump.
+
+Pass names are never written here: the true answer is read from a per-pass dump made in this run
+(xla_inspect.passes reads it; kata_harness.oracles.rewrites), or built into a timeline the test
+constructs.
+"""
+
+import shutil
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness import metamorphic
+from kata_harness.oracles import rewrites as oracle
+from katas.phase4.programs import DUMPED
+from xla_inspect import passes
+
+
+def _require_cpu(fact: str) -> None:
+    if jax.default_backend() != "cpu":
+        pytest.skip(f"CPU-only fact: {fact}")
+
+
+@pytest.fixture(scope="session")
+def dumps(tmp_path_factory):
+    """Per-pass dumps of the test-owned programs, made once per session."""
+    return oracle.pass_dumps(tmp_path_factory.mktemp("passes"), DUMPED)
+
+
+# --- tasks 9-11: the per-pass dump -----------------------------------------------------------
+
+
+def _timeline(kata, dump_dir) -> list:
+    timeline = kata.pass_timeline(str(dump_dir))
+    assert isinstance(timeline, list), f"expected a list, got {type(timeline).__name__}"
+    for entry in timeline:
+        assert isinstance(entry, tuple) and len(entry) == 2, f"not (name, counts): {entry!r:.60}"
+    return timeline
+
+
+# The per-pass pipelines of these programs differ where it matters (a dot, a fusion, CSE); the
+# other dumps repeat them, so the timeline tests read three (each dump is ~20 files to parse).
+TIMELINE_DUMPS = ("transpose", "fusion", "add")
+
+
+@pytest.mark.task("pass_timeline")
+def test_timeline_matches_the_dump(kata, dumps):
+    for key in TIMELINE_DUMPS:
+        dump = dumps[key]
+        timeline = _timeline(kata, dump["dir"])
+        names = [name for name, _ in timeline]
+        with check:
+            assert names == [name for name, _ in dump["files"]], f"{key}: pass names {names}"
+        with check:
+            assert [dict(c) for _, c in timeline] == [dict(c) for _, c in dump["files"]], (
+                f"{key}: opcode counts differ from the files'"
+            )
+
+
+@pytest.mark.task("pass_timeline")
+def test_timeline_runs_from_unoptimized_to_optimized(kata, dumps):
+    for key in TIMELINE_DUMPS:
+        dump = dumps[key]
+        timeline = _timeline(kata, dump["dir"])
+        with check:
+            assert timeline and timeline[0][1] == dump["before"], (
+                f"{key}: first entry is not the module XLA started from"
+            )
+        with check:
+            assert timeline and timeline[-1][1] == dump["after"], (
+                f"{key}: last entry is not the optimized module"
+            )
+
+
+@pytest.mark.task("pass_timeline")
+def test_timeline_shows_each_change_where_the_dump_does(kata, dumps):
+    """Every change xla_inspect's timeline reports (it skips files that changed nothing) is
+    between the same two neighbours of the kata's timeline."""
+    for key in TIMELINE_DUMPS:
+        dump = dumps[key]
+        timeline = _timeline(kata, dump["dir"])
+        changes = [
+            name
+            for (_, before), (name, after) in zip(timeline, timeline[1:], strict=False)
+            if Counter(before) != Counter(after)
+        ]
+        expected = [step.pass_name for step in dump["steps"] if step.opcode_deltas]
+        with check:
+            assert changes == expected, f"{key}: opcode counts change after {changes}, {expected}"
+
+
+def _variant_dump(source: Path, target: Path) -> list[str]:
+    """A copy of the dump in `target` whose per-pass files hold a metamorphic variant of their
+    module (every computation and instruction relabelled, computations reordered where XLA
+    accepts another order), seeded by the file name; other files copied as they are. Returns the
+    variant kinds written."""
+    target.mkdir()
+    pass_paths = {f.path.name for f in passes.pass_files(source)}
+    kinds = []
+    for path in sorted(source.iterdir()):
+        if path.name not in pass_paths:
+            shutil.copy(path, target / path.name)
+            continue
+        found = list(metamorphic.variants(path.read_text(), seed=zlib.crc32(path.name.encode())))
+        assert found, f"{path.name}: no metamorphic variant XLA accepts"
+        (target / path.name).write_text(found[-1].text)
+        kinds.append(found[-1].kind)
+    return kinds
+
+
+@pytest.mark.task("pass_timeline")
+def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path):
+    """The same dump with every file's module relabelled (%n17, %c3) and reordered: the pass
+    names come from the file names and the counts from the opcodes, so neither changes."""
+    for key in TIMELINE_DUMPS:
+        dump = dumps[key]
+        kinds = _variant_dump(dump["dir"], tmp_path / key)
+        timeline = _timeline(kata, tmp_path / key)
+        expected = [(name, dict(counts)) for name, counts in dump["files"]]
+        got = [(name, dict(counts)) for name, counts in timeline]
+        what = f"{key} (each file {sorted(set(kinds))}, seeded by its file name)"
+        with check:
+            assert [n for n, _ in got] == [n for n, _ in expected], f"{what}: pass names differ"
+        for index, ((name, counts), (_, want)) in enumerate(zip(got, expected, strict=False)):
+            if counts != want:
+                with check:
+                    assert counts == want, (
+                        f"{what}: entry {index} ({name}): counts {counts}, expected {want}"
+                    )
+                break
+
+
+# A constructed timeline, its opcode, and the answer by construction.
+def _entry(name, **counts):
+    return name, Counter(counts)
+
+
+CONSTRUCTED = {
+    "first pair, a removal": (
+        [
+            _entry("start", add=3, multiply=1),
+            _entry("cse", add=2, multiply=1),
+            _entry("algsimp", add=2),
+        ],
+        "add",
+        "cse",
+    ),
+    "appears from nothing": (
+        [
+            _entry("start", sine=1),
+            _entry("algsimp", sine=1, constant=2),
+            _entry("dce", sine=1, constant=1),
+            _entry("fusion", sine=1, constant=1, fusion=1),
+            _entry("fusion-wrapper", fusion=2),
+        ],
+        "fusion",
+        "fusion",
+    ),
+    "changes and changes back": (
+        [
+            _entry("start", copy=0, add=1),
+            _entry("layout", add=1, copy=2),
+            _entry("copy-insertion", add=1, copy=1),
+            _entry("simplify", add=1),
+        ],
+        "copy",
+        "layout",
+    ),
+    "others change, it never does": (
+        [
+            _entry("start", dot=1, transpose=1),
+            _entry("transpose-folding", dot=1),
+            _entry("fusion", dot=1, fusion=1),
+        ],
+        "dot",
+        None,
+    ),
+    "absent everywhere": ([_entry("start", add=1), _entry("cse", add=1, fusion=1)], "while", None),
+    "one entry": ([_entry("start", add=2)], "add", None),
+    "empty": ([], "add", None),
+    "a repeated pass name": (
+        [
+            _entry("pipeline-start", tanh=1, add=2),
+            _entry("algsimp", tanh=1, add=1),
+            _entry("pipeline-start", tanh=1, add=1),
+            _entry("simplify", tanh=0, add=1),
+        ],
+        "tanh",
+        "simplify",
+    ),
+}
+
+
+def _random_cases(count=6):
+    """Seeded random timelines: the answer is the index where the opcode's count is set to move."""
+    rng = np.random.default_rng(11)
+    pool = ["pipeline-start", "algsimp", "cse", "dce", "fusion", "layout-assignment", "simplify"]
+    cases = {}
+    for case in range(count):
+        length = int(rng.integers(3, 10))
+        change = int(rng.integers(1, length))
+        names = [str(n) for n in rng.choice(pool, size=length)]
+        level = int(rng.integers(0, 4))
+        timeline = []
+        for index, name in enumerate(names):
+            others = Counter({op: int(rng.integers(0, 4)) for op in ("add", "multiply", "fusion")})
+            if index == change:
+                level += int(rng.choice([-1, 1])) if level else 1
+            elif index > change:
+                level = int(rng.integers(0, 4))
+            timeline.append((name, others + Counter(tanh=level)))
+        cases[f"random {case}"] = (timeline, "tanh", names[change])
+    return cases
+
+
+@pytest.mark.task("pass_that_changed")
+def test_pass_that_changed_on_constructed_timelines(kata):
+    for what, (timeline, opcode, expected) in {**CONSTRUCTED, **_random_cases()}.items():
+        got = kata.pass_that_changed(timeline, opcode)
+        with check:
+            assert got == expected and type(got) is type(expected), (
+                f"{what}: {opcode} first changes after {expected!r}, got {got!r}"
+            )
+
+
+@pytest.mark.task("pass_that_changed")
+def test_pass_that_changed_names_the_culprit(kata, dumps):
+    for key, dump in dumps.items():
+        _, _, opcode, finder = DUMPED[key]
+        truth = oracle.culprit(dump, opcode, finder)
+        assert truth in {name for name, _ in dump["files"]}, f"{key}: no pass changes {opcode}"
+        got = kata.pass_that_changed(dump["files"], opcode)
+        with check:
+            assert got == truth, f"{key}: {opcode} changed by {truth!r} (per the dump), got {got!r}"
+
+
+@pytest.mark.task("pass_that_changed")
+def test_pass_that_changed_is_none_for_untouched_ops(kata, dumps):
+    for key, opcode in (("transpose", "dot"), ("refused", "subtract"), ("fusion", "reduce")):
+        deltas = [s.pass_name for s in dumps[key]["steps"] if s.opcode_deltas.get(opcode)]
+        assert not deltas, f"{key}: the dump shows {deltas} changing {opcode}"
+        got = kata.pass_that_changed(dumps[key]["files"], opcode)
+        with check:
+            assert got is None, f"{key}: no pass changes {opcode}, got {got!r}"
+
+
+@pytest.mark.task("named_passes")
+def test_named_passes_match_the_dump(kata, dumps):
+    _require_cpu("the pass pipeline and pass names are the CPU compiler's")
+    answers = kata.named_passes()
+    assert isinstance(answers, dict), f"expected a dict, got {type(answers).__name__}"
+    for key in ("transpose", "fusion", "add", "divide"):
+        _, _, opcode, finder = DUMPED[key]
+        truth = oracle.culprit(dumps[key], opcode, finder)
+        with check:
+            assert answers.get(key) == truth, (
+                f"{key}: the dump says {truth!r}, got {answers.get(key)!r}"
+            )

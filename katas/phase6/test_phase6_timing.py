@@ -1,0 +1,139 @@
+"""Phase 6 tests, task eager_vs_jit: the timing is measured as the contract says (warm-ups off
+the clock, every result awaited, mean seconds per call), checked with a counting and a fake
+clock rather than by asserting a duration."""
+
+import math
+import time
+
+import jax
+import jax.core
+import jax.numpy as jnp
+import pytest
+from jax._src import array as jax_array
+from pytest_check import check
+
+from katas.phase6.programs import device_ones, tracked
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_is_a_sane_measurement(kata):
+    timing = kata.eager_vs_jit(tracked([]), (device_ones(512),), 3)
+    for field in ("eager_s", "jit_s", "ratio"):
+        value = getattr(timing, field)
+        with check:
+            assert isinstance(value, float) and math.isfinite(value) and value > 0, (
+                f"{field}={value!r}: a positive, finite float"
+            )
+    with check:
+        assert timing.repeats == 3
+    with check:
+        assert timing.ratio == pytest.approx(timing.eager_s / timing.jit_s), "ratio = eager/jit"
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_runs_eager_and_jit(kata):
+    calls = []
+    kata.eager_vs_jit(tracked(calls), (device_ones(512),), 4)
+    eager, traced = calls.count(False), calls.count(True)
+    with check:
+        assert eager == 4 + 1, f"{eager} eager calls, expected 1 warm-up + 4 timed"
+    with check:
+        assert traced == 1, f"traced {traced} times, expected once (jit caches the trace)"
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_leaves_warm_ups_off_the_clock(kata, monkeypatch):
+    events = []  # "clock" for each perf_counter reading, then the calls of f in order
+    real = time.perf_counter
+
+    def clock():
+        events.append("clock")
+        return real()
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    if getattr(kata, "perf_counter", None) is real:  # `from time import perf_counter`
+        monkeypatch.setattr(kata, "perf_counter", clock)
+
+    def f(x):
+        events.append("trace" if isinstance(x, jax.core.Tracer) else "eager")
+        return jnp.sin(x) * 2.0
+
+    kata.eager_vs_jit(f, (device_ones(512),), 3)
+    monkeypatch.undo()
+    readings = events.count("clock")
+    with check:
+        assert readings >= 2, (
+            f"{readings} time.perf_counter() readings: time each loop with time.perf_counter()"
+        )
+    first = {}
+    for position, event in enumerate(events):
+        first.setdefault(event, position)
+    for call, what in (
+        ("eager", "the first eager call (it compiles each op)"),
+        ("trace", "the first jitted call (it traces and compiles)"),
+    ):
+        running = events[: first.get(call, 0)].count("clock") % 2 == 1
+        with check:
+            assert not running, (
+                f"{what} ran between a start and a stop reading of the clock: warm up before "
+                "you start timing, or the compile is part of the measurement"
+            )
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_blocks_on_every_result(kata, monkeypatch):
+    blocked = []
+    original = jax_array.ArrayImpl.block_until_ready
+
+    def counting(self):
+        blocked.append(1)
+        return original(self)
+
+    monkeypatch.setattr(jax_array.ArrayImpl, "block_until_ready", counting)
+    kata.eager_vs_jit(tracked([]), (device_ones(512),), 5)
+    assert len(blocked) >= 2 * 5, (
+        f"blocked {len(blocked)} times; each of the 2x5 timed calls must block_until_ready, or "
+        "the clock stops before the work is done (dispatch is asynchronous)"
+    )
+
+
+@pytest.mark.task("eager_vs_jit")
+def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
+    """A fake clock: time passes only while results are awaited (1 s per block_until_ready) and
+    while f's Python body runs eagerly (2 s per call). The honest means are then known exactly:
+    eager 3 s per call, jit 1 s per call (its Python body ran once, when it was traced)."""
+    now = [100.0]
+    original = jax_array.ArrayImpl.block_until_ready
+
+    def clock():
+        return now[0]
+
+    def blocking(self):
+        now[0] += 1.0
+        return original(self)
+
+    def f(x):
+        if not isinstance(x, jax.core.Tracer):
+            now[0] += 2.0
+        return jnp.sin(x) * 2.0
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    if getattr(kata, "perf_counter", None) is not None:  # `from time import perf_counter`
+        monkeypatch.setattr(kata, "perf_counter", clock)
+    monkeypatch.setattr(jax_array.ArrayImpl, "block_until_ready", blocking)
+    timing = kata.eager_vs_jit(f, (device_ones(64),), 4)
+    monkeypatch.undo()
+    assert isinstance(timing, kata.Timing), f"expected a Timing, got {type(timing).__name__}"
+    with check:
+        assert timing.eager_s == pytest.approx(3.0), (
+            f"eager_s {timing.eager_s}, expected 3.0 (the clock said 3 s per timed eager call: "
+            "mean seconds per call, warm-up excluded)"
+        )
+    with check:
+        assert timing.jit_s == pytest.approx(1.0), (
+            f"jit_s {timing.jit_s}, expected 1.0 (1 s per timed jitted call)"
+        )
+    with check:
+        assert timing.repeats == 4 and timing.ratio == pytest.approx(3.0), (
+            f"repeats {timing.repeats}, ratio {timing.ratio}: expected 4 and eager/jit = 3.0"
+        )

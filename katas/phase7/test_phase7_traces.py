@@ -1,0 +1,223 @@
+"""Phase 7 tests, tasks count_traces and compile_counter: traces counted by the function's own
+body running, compiles measured here with jax.monitoring (kata_harness.compile_events)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness import compile_events
+from katas.phase7.programs import doubler, powers, scaler, vec
+
+# ---- count_traces -----------------------------------------------------------------------------
+
+
+def _count(kata, make, static_argnums, calls) -> tuple[int, int]:
+    """(the kata's count, how many times the function's body ran while the kata counted)."""
+    traces = []
+    got = kata.count_traces(make(traces), static_argnums, calls)
+    assert type(got) is int, f"expected an int, got {got!r}"
+    return got, len(traces)
+
+
+@pytest.mark.task("count_traces")
+def test_one_trace_per_static_value(kata):
+    ns = [2, 3, 2, 3, 4, 2]
+    got, ran = _count(kata, powers, (1,), [(vec(), n) for n in ns])
+    with check:
+        assert got == len(set(ns)), f"{got} traces for static values {ns}: one per new value"
+    with check:
+        assert got == ran, f"you counted {got}, the function body ran {ran} times"
+
+
+@pytest.mark.task("count_traces")
+def test_new_shapes_trace_again(kata):
+    calls = [(vec(3), 2), (vec(4), 2), (vec(3), 2), (vec(4), 3)]
+    got, ran = _count(kata, powers, (1,), calls)
+    keys = {(x.shape, n) for x, n in calls}
+    with check:
+        assert got == len(keys), f"{got} traces, expected {len(keys)}: (shape, static value) pairs"
+    with check:
+        assert got == ran, f"you counted {got}, the function body ran {ran} times"
+
+
+@pytest.mark.task("count_traces")
+def test_static_values_that_hash_alike(kata):
+    # -1 and -2 have the same hash in CPython but are different values: two traces.
+    # 2, 2.0 and True compare equal to 2 or 1 and hash alike, yet their types differ: the jit
+    # cache keeps them apart, so each traces.
+    collide, ran_collide = _count(kata, powers, (1,), [(vec(), -1), (vec(), -2), (vec(), -1)])
+    typed, ran_typed = _count(
+        kata, powers, (1,), [(vec(), 2), (vec(), 2.0), (vec(), 2), (vec(), 1), (vec(), True)]
+    )
+    with check:
+        assert collide == ran_collide == 2, (
+            f"static -1, -2, -1: counted {collide}, the body ran {ran_collide} times, expected 2 "
+            "(equal hashes are not equal values)"
+        )
+    with check:
+        assert typed == ran_typed == 4, (
+            f"static 2, 2.0, 2, 1, True: counted {typed}, the body ran {ran_typed} times, "
+            "expected 4 (an int, a float and a bool are different cache keys)"
+        )
+
+
+@pytest.mark.task("count_traces")
+def test_dynamic_arguments_trace_per_type(kata):
+    # Not static: the value never matters, its abstract type does (shape, dtype, weak type).
+    calls = [
+        (vec(), 2),
+        (vec(), 3),
+        (vec(), 2.0),
+        (vec(), np.float32(2.0)),
+        (vec(), np.int32(2)),
+        (vec(), 5.0),
+        (vec(4, np.float16), 2.0),
+    ]
+    got, ran = _count(kata, scaler, (), calls)
+    with check:
+        assert got == ran == 5, (
+            f"counted {got}, the body ran {ran} times, expected 5: weak int, weak float, "
+            "f32, i32 and a new x; the values 2, 3 and 5.0 never retrace"
+        )
+
+
+@pytest.mark.task("count_traces")
+def test_traces_are_not_compiles(kata):
+    # One trace, three compiles: the same abstract types committed to three devices.
+    if jax.device_count() < 3:
+        pytest.skip("needs 3 CPU devices")
+    calls = [(jax.device_put(vec(), d), 2.0) for d in jax.devices()[:3]]
+    with compile_events.measured_compiles() as measured:
+        got, ran = _count(kata, scaler, (), calls)
+    with check:
+        assert len(measured) >= 3, f"XLA compiled {len(measured)} times, expected 3"
+    with check:
+        assert got == ran == 1, (
+            f"counted {got}, the body ran {ran} times, expected 1 trace: XLA compiled "
+            f"{len(measured)} times (once per device), but JAX traced once"
+        )
+
+
+# ---- compile_counter --------------------------------------------------------------------------
+
+
+def _count_of(counter) -> int:
+    count = getattr(counter, "count", None)
+    assert type(count) is int, f"the counter's .count should be an int, got {count!r}"
+    return count
+
+
+@pytest.mark.task("compile_counter")
+def test_compile_counter_counts_backend_compiles(kata):
+    f = doubler()
+    lowered = f.lower(vec(6))  # traced and lowered before the block: only its compile is inside
+    with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
+        for n in (3, 4, 3, 5, 4):
+            f(vec(n))
+        lowered.compile()
+    count = _count_of(counter)
+    with check:
+        assert count == len(measured), (
+            f"counted {count}, XLA compiled {len(measured)} times (three shapes traced "
+            "and compiled, plus one program lowered earlier and compiled in the block: tracing "
+            "and lowering are events of their own)"
+        )
+    with check:
+        assert len(measured) == 4, f"three shapes and one pre-lowered program, {len(measured)}"
+
+
+@pytest.mark.task("compile_counter")
+def test_tracing_and_lowering_are_not_compiles(kata):
+    f = doubler()
+    with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
+        jax.make_jaxpr(lambda v: jnp.sin(v) + 1.0)(vec(3))
+        jax.eval_shape(lambda v: v @ v, vec(5))
+        f.lower(vec(7))  # traced and lowered, never compiled
+    count = _count_of(counter)
+    with check:
+        assert len(measured) == 0, f"nothing should compile here, XLA compiled {len(measured)}"
+    with check:
+        assert count == 0, (
+            f"counted {count}: make_jaxpr, eval_shape and lower() trace and lower but never compile"
+        )
+
+
+@pytest.mark.task("compile_counter")
+def test_eager_ops_compile_without_tracing(kata):
+    x = vec(9)
+    with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
+        jnp.sin(x)
+        jnp.cos(x)
+        jnp.sin(x)  # cached
+    count = _count_of(counter)
+    with check:
+        assert len(measured) == 2, f"two eager ops, XLA compiled {len(measured)} programs"
+    with check:
+        assert count == len(measured), (
+            f"counted {count}, XLA compiled {len(measured)}: eager ops compile small programs "
+            "without a jit trace"
+        )
+
+
+@pytest.mark.task("compile_counter")
+def test_compile_counter_stops_at_exit(kata):
+    f = doubler()
+    with kata.compile_counter() as first:
+        f(vec(3))
+    with kata.compile_counter() as second:
+        f(vec(4))
+        f(vec(3))
+    f(vec(5))
+    with check:
+        assert _count_of(first) == 1, f"first counter: {first.count}, expected 1 (compiles "
+        "after its block must not count)"
+    with check:
+        assert _count_of(second) == 1, f"second counter: {second.count}, expected 1 (a cache "
+        "hit does not compile)"
+
+
+@pytest.mark.task("compile_counter")
+def test_nested_counters_and_live_counts(kata):
+    f = doubler()
+    with compile_events.measured_compiles() as everything:
+        with kata.compile_counter() as outer:
+            f(vec(3))
+            seen_inside = _count_of(outer)
+            with kata.compile_counter() as inner:
+                f(vec(4))
+                f(vec(10))
+            f(vec(11))
+        after_counters = len(everything)
+        f(vec(12))  # the test's own listener must still hear this one
+    with check:
+        assert seen_inside == 1, f".count inside the block read {seen_inside} after one compile"
+    with check:
+        assert _count_of(inner) == 2, f"inner counter {inner.count}, expected 2"
+    with check:
+        assert _count_of(outer) == 4, f"outer counter {outer.count}, expected 4 (it keeps "
+        "counting while and after an inner counter runs)"
+    with check:
+        assert len(everything) == after_counters + 1, (
+            "a listener registered by someone else stopped hearing compiles after your counter "
+            "exited: remove only your own listener"
+        )
+
+
+@pytest.mark.task("compile_counter")
+def test_counter_stops_when_the_block_raises(kata):
+    f = doubler()
+    counter = None
+    with pytest.raises(KeyError, match="leaving the block"):
+        with kata.compile_counter() as counter:
+            f(vec(3))
+            raise KeyError("leaving the block")
+    assert counter is not None
+    f(vec(4))
+    f(vec(5))
+    with check:
+        assert _count_of(counter) == 1, (
+            f"counted {counter.count}: compiles after a block that raised still counted "
+            "(unregister in a finally)"
+        )

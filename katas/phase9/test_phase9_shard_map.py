@@ -1,0 +1,214 @@
+"""Phase 9 tests, tasks 6-9 (psum_total, ring_shift, gather_rows, scatter_sum): shard_map
+collectives, each checked for its values (NumPy), its jaxpr and the one collective of its
+compiled module, on several meshes. Which devices a collective groups or pairs comes from the
+Mesh's own device grid (kata_harness.collectives), never from the text.
+"""
+
+import jax
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness import collectives
+from kata_harness.oracles import sharding as oracle
+from katas.phase9.programs import map_cases, scatter_cases
+from xla_inspect.jaxpr import primitive_census
+from xla_inspect.parse import parse_hlo
+
+DEVICES = 8
+
+pytestmark = pytest.mark.skipif(
+    len(jax.devices()) < DEVICES,
+    reason=f"needs {DEVICES} devices (the harness sets jax_num_cpu_devices={DEVICES} on CPU; "
+    f"this backend has {len(jax.devices())})",
+)
+
+
+# ---- tasks 6-9: shard_map collectives ---------------------------------------------------------
+
+
+def _only(ops, opcode, label):
+    """The single collective of the program, which must be `opcode`."""
+    assert [i.opcode for i in ops] == [opcode], (
+        f"{label}: collectives {[i.opcode for i in ops]}, expected exactly one {opcode}"
+    )
+    return ops[0]
+
+
+def _run(task, mesh, sharded):
+    """One compile of `jax.jit(task(., mesh))`: (result, compiled module, jaxpr census)."""
+    jitted = jax.jit(lambda a: task(a, mesh))
+    compiled = jitted.lower(sharded).compile()
+    census = primitive_census(jax.make_jaxpr(lambda a: task(a, mesh))(sharded))
+    return compiled(sharded), parse_hlo(oracle.optimized_text(compiled)), census
+
+
+# ---- task 6: psum_total -----------------------------------------------------------------------
+
+
+@pytest.mark.task("psum_total")
+def test_psum_total(kata):
+    for mesh_name, mesh, x, sharded in map_cases():
+        total, module, jaxpr = _run(kata.psum_total, mesh, sharded)
+        with check:
+            assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
+        with check:
+            np.testing.assert_allclose(
+                np.asarray(total, np.float64),
+                x.sum(dtype=np.float64),
+                err_msg=f"mesh {mesh_name}: the sum of every element",
+            )
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one psum (printed psum_invariant "
+                f"with check_vma), got {dict(jaxpr)}"
+            )
+        op = _only(oracle.collectives_in(module), "all-reduce", f"mesh {mesh_name}")
+        with check:
+            assert op.shape_info.dims == (), (
+                f"mesh {mesh_name}: the all-reduce moves {op.shape}: sum your own rows first, "
+                "then psum one number per device"
+            )
+        with check:
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: reduce "
+                "over mesh axis 'x' only"
+            )
+
+
+# ---- task 7: ring_shift -----------------------------------------------------------------------
+
+
+@pytest.mark.task("ring_shift")
+def test_ring_shift(kata):
+    for mesh_name, mesh, x, sharded in map_cases():
+        shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded)
+        per_block = x.shape[0] // mesh.shape["x"]
+        with check:
+            np.testing.assert_array_equal(
+                np.asarray(shifted),
+                np.roll(x, per_block, axis=0),
+                err_msg=f"mesh {mesh_name}: block i along 'x' must arrive at position i+1, "
+                "the last one at position 0",
+            )
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["ppermute"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one ppermute, got {dict(jaxpr)}"
+            )
+        op = _only(oracle.collectives_in(module), "collective-permute", f"mesh {mesh_name}")
+        block = (per_block, x.shape[1])
+        with check:
+            assert op.shape_info.dims == block, (
+                f"mesh {mesh_name}: moves {op.shape}, expected one block {block} per device"
+            )
+        with check:
+            assert collectives.source_target_pairs(
+                op.attribute("source_target_pairs")
+            ) == collectives.axis_ring(mesh, "x"), (
+                f"mesh {mesh_name}: source_target_pairs {op.attribute('source_target_pairs')}, "
+                f"expected {sorted(collectives.axis_ring(mesh, 'x'))}"
+            )
+
+
+# ---- task 8: gather_rows ----------------------------------------------------------------------
+
+
+@pytest.mark.task("gather_rows")
+def test_gather_rows(kata):
+    for mesh_name, mesh, x, sharded in map_cases():
+        gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded)
+        with check:
+            np.testing.assert_array_equal(
+                np.asarray(gathered), x, err_msg=f"mesh {mesh_name}: every row, in order"
+            )
+        with check:
+            assert gathered.sharding.is_fully_replicated, (
+                f"mesh {mesh_name}: sharding {gathered.sharding}"
+            )
+        with check:
+            for shard in gathered.addressable_shards:
+                np.testing.assert_array_equal(
+                    np.asarray(shard.data),
+                    x,
+                    err_msg=(
+                        f"mesh {mesh_name}: device {shard.device.id} must hold the whole array"
+                    ),
+                )
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one all_gather, got {dict(jaxpr)}: "
+                "write the collective yourself instead of asking the partitioner"
+            )
+        op = _only(oracle.collectives_in(module), "all-gather", f"mesh {mesh_name}")
+        with check:  # tiled: (rows, cols); untiled: (blocks, rows per block, cols)
+            assert (
+                np.prod(oracle.static_dims(op.shape_info)) == x.size
+                and op.shape_info.dims[-1] == x.shape[1]
+                and op.attribute("dimensions") == "{0}"
+            ), (
+                f"mesh {mesh_name}: all-gather {op.shape} along {op.attribute('dimensions')}, "
+                f"expected all {x.shape} gathered once, along the leading dimension"
+            )
+        with check:
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}: gather "
+                "over mesh axis 'x' only"
+            )
+
+
+# ---- task 9: scatter_sum ----------------------------------------------------------------------
+
+
+@pytest.mark.task("scatter_sum")
+def test_scatter_sum(kata):
+    for mesh_name, mesh, x, sharded in scatter_cases():
+        n = mesh.shape["x"]
+        got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded)
+        want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0).astype(x.dtype)
+        with check:
+            np.testing.assert_allclose(
+                np.asarray(got),
+                want,
+                err_msg=(f"mesh {mesh_name}: the element-wise sum of the {n} row blocks"),
+            )
+        piece = want.shape[0] // n
+        for shard in got.addressable_shards:
+            i = collectives.axis_position(mesh, shard.device, "x")
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(shard.data),
+                    want[i * piece : (i + 1) * piece],
+                    err_msg=f"mesh {mesh_name}: position {i} along 'x' keeps slice {i}",
+                )
+        with check:
+            assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
+                f"mesh {mesh_name}: expected shard_map with one psum_scatter (printed "
+                f"reduce_scatter), got {dict(jaxpr)}"
+            )
+        op = _only(
+            oracle.collectives_in(module),
+            "reduce-scatter",
+            f"mesh {mesh_name}: an all-reduce moves every sum to every device",
+        )
+        with check:
+            assert op.shape_info.dims == (piece, x.shape[1]) and (
+                op.attribute("dimensions") == "{0}"
+            ), (
+                f"mesh {mesh_name}: reduce-scatter {op.shape} along "
+                f"{op.attribute('dimensions')}, expected {(piece, x.shape[1])} along rows"
+            )
+        with check:
+            assert collectives.replica_groups(
+                op.attribute("replica_groups")
+            ) == collectives.axis_groups(mesh, "x"), (
+                f"mesh {mesh_name}: replica_groups {op.attribute('replica_groups')}"
+            )
+        reducer = module[op.attribute("to_apply", "").removeprefix("%")]
+        with check:
+            assert reducer.root.opcode == "add", (
+                f"mesh {mesh_name}: the reduce-scatter combines with {reducer.root.opcode}"
+            )

@@ -1,0 +1,266 @@
+"""Phase 9 tests, tasks 1-5 (auto_mesh, shard_rows, collective_census, device_param_shapes,
+param_shardings): shardings read from arrays and from HLO, collectives counted in compiled HLO.
+
+Every task runs on several meshes (1-D (8,), 2-D (2, 4) and (4, 2), and a (2, 4) mesh whose axis
+"x" is the minor one), several array shapes (odd column counts, a single column) and dtypes.
+Oracles (kata_harness.oracles.sharding): ``compiled.input_shardings`` for what each parameter
+holds, the collectives of the compiled module in every computation.
+"""
+
+from collections import Counter
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+from pytest_check import check
+
+from kata_harness import collectives
+from kata_harness.oracles import sharding as oracle
+from katas.phase9.programs import (
+    ROW_CASES,
+    arange_rows,
+    census_bank,
+    mesh_named,
+    param_bank,
+    put,
+    small_ints,
+    sum_in_loop,
+    two_hops_and_sum,
+)
+from xla_inspect.parse import parse_hlo
+
+DEVICES = 8
+
+pytestmark = pytest.mark.skipif(
+    len(jax.devices()) < DEVICES,
+    reason=f"needs {DEVICES} devices (the harness sets jax_num_cpu_devices={DEVICES} on CPU; "
+    f"this backend has {len(jax.devices())})",
+)
+
+
+# ---- task 1: auto_mesh ------------------------------------------------------------------------
+
+
+@pytest.mark.task("auto_mesh")
+def test_auto_mesh_axes(kata):
+    mesh = kata.auto_mesh()
+    assert isinstance(mesh, jax.sharding.Mesh), f"got a {type(mesh).__name__}, expected a Mesh"
+    with check:
+        assert dict(mesh.shape) == {"x": DEVICES}, f"mesh shape {dict(mesh.shape)}"
+    with check:
+        assert tuple(mesh.axis_names) == ("x",) and mesh.devices.shape == (DEVICES,), (
+            f"axes {mesh.axis_names}, device grid {mesh.devices.shape}: one axis of 8"
+        )
+    with check:
+        assert tuple(mesh.axis_types) == (AxisType.Auto,), (
+            f"axis types {mesh.axis_types}: jax.make_mesh defaults to Explicit"
+        )
+    with check:
+        assert sorted(d.id for d in mesh.devices.flat) == sorted(d.id for d in jax.devices())
+
+
+# ---- task 2: shard_rows -----------------------------------------------------------------------
+
+
+@pytest.mark.task("shard_rows")
+def test_each_device_holds_its_rows(kata):
+    for number, (mesh_name, shape, dtype) in enumerate(ROW_CASES):
+        mesh, x = mesh_named(mesh_name), small_ints(shape, dtype, number)
+        sharded = kata.shard_rows(x, mesh)
+        assert isinstance(sharded, jax.Array), f"got a {type(sharded).__name__}"
+        per_block = shape[0] // mesh.shape["x"]
+        shards = sharded.addressable_shards
+        with check:
+            assert len(shards) == DEVICES, f"mesh {mesh_name}: {len(shards)} shards"
+        for shard in shards:
+            block = collectives.axis_position(mesh, shard.device, "x")
+            want = x[block * per_block : (block + 1) * per_block]
+            with check:
+                assert np.asarray(shard.data).shape == want.shape, (
+                    f"mesh {mesh_name}, device {shard.device.id} (block {block} along 'x'): "
+                    f"holds {np.asarray(shard.data).shape}, expected rows {want.shape}"
+                )
+            with check:
+                np.testing.assert_array_equal(
+                    np.asarray(shard.data, np.float32),
+                    want.astype(np.float32),
+                    err_msg=f"mesh {mesh_name}: device {shard.device.id} sits at position "
+                    f"{block} of 'x' and holds rows {block * per_block}..",
+                )
+
+
+@pytest.mark.task("shard_rows")
+def test_row_sharding_is_named(kata):
+    for number, (mesh_name, shape, dtype) in enumerate(ROW_CASES):
+        mesh, x = mesh_named(mesh_name), small_ints(shape, dtype, number)
+        sharded = kata.shard_rows(x, mesh)
+        assert isinstance(sharded, jax.Array), f"got a {type(sharded).__name__}"
+        want = NamedSharding(mesh, P("x", None))
+        with check:
+            assert sharded.sharding.is_equivalent_to(want, 2), (
+                f"mesh {mesh_name}: sharding {sharded.sharding}, expected rows over 'x' of "
+                "the mesh you were given, columns whole"
+            )
+        with check:
+            assert sharded.dtype == x.dtype and sharded.shape == x.shape, (
+                f"{sharded.dtype}{sharded.shape}, expected {x.dtype}{x.shape}"
+            )
+        with check:
+            np.testing.assert_array_equal(np.asarray(sharded, np.float32), x.astype(np.float32))
+
+
+# ---- task 3: collective_census ----------------------------------------------------------------
+
+
+@cache
+def _census_oracle(index: int) -> Counter:
+    _, f, args, _ = census_bank()[index]
+    return oracle.collective_counts(f, *args)
+
+
+@pytest.mark.task("collective_census")
+def test_census_counts_collectives_by_opcode(kata):
+    for index, (name, f, args, fact) in enumerate(census_bank()):
+        got = kata.collective_census(f, *args)
+        assert isinstance(got, Counter), f"{name}: got a {type(got).__name__}, not a Counter"
+        want = _census_oracle(index)
+        with check:
+            assert got == want, f"{name}: got {dict(got)}, the compiled module has {dict(want)}"
+        if fact is not None:
+            with check:
+                assert dict(want) == fact, f"{name}: the module changed: {dict(want)}"
+
+
+@pytest.mark.task("collective_census")
+def test_census_looks_inside_loop_bodies(kata):
+    x = put(arange_rows(), "x", None)
+    local = kata.collective_census(jnp.sin, x)
+    with check:
+        assert local == Counter(), f"element-wise work stays local: got {dict(local)}"
+    got = kata.collective_census(sum_in_loop, x)
+    entry = parse_hlo(oracle.optimized_text(jax.jit(sum_in_loop).lower(x).compile())).entry
+    with check:
+        assert got == Counter({"all-reduce": 1}), (
+            f"got {dict(got)}, the while body has one all-reduce"
+        )
+    with check:
+        assert not any(i.opcode in oracle.COLLECTIVES for i in entry), (
+            "the all-reduce runs in the while body, a computation of its own, not in ENTRY"
+        )
+
+
+@pytest.mark.task("collective_census")
+def test_census_counts_opcodes_not_names(kata):
+    from xla_inspect import hlo_facts  # the API users assert with in their own CI
+
+    x = put(small_ints((8, 3), np.float32), "x", None, mesh="4x2")
+    got = kata.collective_census(two_hops_and_sum, x)
+    ops = hlo_facts(two_hops_and_sum, x).collectives()
+    with check:
+        assert any(c.name.split(".")[0] != c.opcode for c in ops), (
+            "this program was chosen for names (ppermute.N, psum_invariant.N) that differ from "
+            "opcodes"
+        )
+    with check:
+        assert got == Counter({"collective-permute": 2, "all-reduce": 1}), (
+            f"got {dict(got)}: two ppermutes and one psum; count opcodes, every instruction"
+        )
+
+
+# ---- task 4: device_param_shapes and task 5: param_shardings ----------------------------------
+
+
+@cache
+def _compiled_bank(index: int):
+    _, f, args, _ = param_bank()[index]
+    return jax.jit(f).lower(*args).compile()
+
+
+def _kept_shardings(index: int):
+    """compiled.input_shardings: None for an argument jit dropped; the rest, in argument order."""
+    _, _, args, kept = param_bank()[index]
+    return oracle.kept_shardings(_compiled_bank(index), args, kept)
+
+
+@pytest.mark.task("device_param_shapes")
+def test_entry_shapes_are_per_device(kata):
+    for index, (name, f, args, _) in enumerate(param_bank()):
+        got = kata.device_param_shapes(f, *args)
+        assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
+        want = [tuple(s.shard_shape(a.shape)) for a, s in _kept_shardings(index)]
+        with check:
+            assert [tuple(s) for s in got] == want, (
+                f"{name}: got {got}, parameter 0, 1, .. of the partitioned module hold {want}"
+            )
+
+
+@pytest.mark.task("device_param_shapes")
+def test_shapes_in_parameter_order(kata):
+    name, f, args, _ = param_bank()[3]
+    got = kata.device_param_shapes(f, *args)
+    printed = [
+        int(i.payload)
+        for i in parse_hlo(oracle.optimized_text(_compiled_bank(3))).entry
+        if i.opcode == "parameter" and i.payload is not None
+    ]
+    with check:
+        assert printed != sorted(printed), f"{name}: the module prints {printed} in order now"
+    with check:
+        assert got == [(2, 5), (6, 2), ()], (
+            f"{name}: got {got}: list parameter(0), parameter(1), parameter(2) by number (the "
+            "text prints them in schedule order); z is dropped, the scalar is ()"
+        )
+
+
+@pytest.mark.task("device_param_shapes")
+def test_unused_argument_is_not_a_parameter(kata):
+    name, f, args, kept = param_bank()[1]
+    got = kata.device_param_shapes(f, *args)
+    want = [tuple(a.sharding.shard_shape(a.shape)) for a in (args[k] for k in kept)]
+    assert got == want, (
+        f"got {got}, expected {want}: jit drops an unused argument from the compiled module "
+        "(keep_unused=False); read the ENTRY parameters, do not derive them from the inputs"
+    )
+
+
+@pytest.mark.task("param_shardings")
+def test_sharding_annotations(kata):
+    for index, (name, f, args, _) in enumerate(param_bank()):
+        got = kata.param_shardings(f, *args)
+        assert isinstance(got, list), f"{name}: got a {type(got).__name__}"
+        # XLA's own printer of each kept argument's input sharding.
+        want = [str(s._to_xla_hlo_sharding(a.ndim)) for a, s in _kept_shardings(index)]
+        with check:
+            assert got == want, f"{name}: got {got}, expected {want}"
+
+
+@pytest.mark.task("param_shardings")
+def test_annotations_in_parameter_order(kata):
+    _, f, args, _ = param_bank()[0]
+    got_1d = kata.param_shardings(f, *args)
+    with check:
+        assert got_1d == ["{devices=[8,1]<=[8]}", "{replicated}", "{devices=[1,8]<=[8]}"], (
+            f"1-D mesh: got {got_1d}"
+        )
+    name, f, args, _ = param_bank()[3]
+    got = kata.param_shardings(f, *args)
+    printed = [
+        int(i.payload)
+        for i in parse_hlo(jax.jit(f).lower(*args).as_text(dialect="hlo")).entry
+        if i.opcode == "parameter" and i.payload is not None
+    ]
+    with check:
+        assert printed != sorted(printed), f"{name}: the module prints {printed} in order now"
+    with check:
+        assert got == [
+            "{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+            "{devices=[1,8]<=[4,2]T(1,0)}",
+            "{replicated}",
+        ], (
+            f"{name}: got {got}: by parameter number, not in the order the text prints them; "
+            "the unused argument is not a parameter"
+        )
