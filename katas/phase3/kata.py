@@ -1,7 +1,7 @@
 """Phase 3: dump and read HLO. Edit this file only; run `uv run pytest katas/phase3 -x` until green.
 
-The programs the tests compile (an MLP, a small attention block, ...) are at the top of
-katas/phase3/test_phase3.py: print their texts while you work, e.g.
+The programs the tests compile (an MLP, a small attention block, ...) are in
+katas/phase3/programs.py: print their texts while you work, e.g.
 `print(jax.jit(mlp).lower(params, x).compile().as_text())`.
 `xla_inspect.parse.parse_hlo(text)` reads HLO text into a module: iterate it for computations,
 `.entry` for the ENTRY computation, iterate a computation for instructions (`.opcode`, `.shape`,
