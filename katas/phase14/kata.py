@@ -123,8 +123,10 @@ def train_loop(step: Callable, state: Any, batches: list, step_name: str) -> Any
     The trace must show, for the i-th batch, one step event named `step_name` with
     step_num i (`jax.profiler.StepTraceAnnotation`), step events that do not overlap, each
     holding exactly one execution of the jitted step (the instruction events of one `run_id` of
-    one module), all of it, and no backend compile: the one compile happens before step 0.
-    The returned state equals that of `jax.jit(step)` applied batch by batch.
+    one module, as XLA's runtime writes them when it runs the program), all of it, and no
+    backend compile: the one compile happens before step 0. Outside the step events the trace
+    holds at most one execution: a warm-up call before step 0. The returned state equals that
+    of `jax.jit(step)` applied batch by batch.
     """
     # TODO: when does the compile happen, and when does a step's work end?
     raise NotImplementedError("phase14 task 8: train_loop")

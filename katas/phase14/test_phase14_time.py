@@ -1,5 +1,5 @@
 """Phase 14 tests of where the time went: shares by fusion kind, name scope and source line, the
-longest gap between steps, and a training loop that reads cleanly in a profile.
+longest gap between steps (train_loop: test_phase14_loop.py).
 
 The profiles are real (traces.py: recorded, or captured live on sizes drawn fresh for each
 version of the learner's file) and run renamed too. Shares are compared with shares of the same
@@ -14,7 +14,6 @@ import time
 from collections import defaultdict
 
 import jax
-import numpy as np
 import pytest
 from pytest_check import check
 
@@ -23,11 +22,9 @@ from katas.phase14.programs import (
     PROGRAMS,
     STEP_NAME,
     args_for,
-    sgd_step,
 )
 from katas.phase14.traces import (
     BANK,
-    PLUMBING,
     STEP_NAMES,
     cases,
     compiled_program,
@@ -37,7 +34,6 @@ from katas.phase14.traces import (
     recording,
     warm_profile,
 )
-from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, trace_events
 from xla_inspect.profile_query import time_by
 
@@ -276,107 +272,3 @@ def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, 
     ]
     rng.shuffle(events)
     return Profile(tuple(events), profile.hlo_text, profile.module, step_name), {}
-
-
-# ---- train_loop ----------------------------------------------------------------------------------
-
-
-def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, list]:
-    rng = np.random.default_rng(fresh.randrange(1 << 16))
-    scale = np.float32(1 / np.sqrt(features))
-    state = (rng.normal(size=(features, out)).astype(np.float32), np.zeros(out, np.float32))
-    batches = [
-        (
-            rng.normal(size=(batch, features)).astype(np.float32) * scale,
-            rng.normal(size=(batch, out)).astype(np.float32),
-        )
-        for _ in range(fresh.randint(2, 4))
-    ]
-    return state, batches
-
-
-def _expected_state(state, batches):
-    step = jax.jit(sgd_step)
-    for batch in batches:
-        state, _loss = step(state, batch)
-    return state
-
-
-def _step_program(state, batch) -> tuple[str, set[str]]:
-    """The module name and the working ENTRY instructions of sgd_step's optimized module (it
-    holds no loop: each runs once, at top level, in every execution)."""
-    module = parse_hlo(jax.jit(sgd_step).lower(state, batch).compile().as_text() or "")
-    return module.name, {i.name for i in module.entry if i.opcode not in PLUMBING}
-
-
-def _check_loop(kata, fresh, state, batches) -> None:
-    __tracebackhide__ = True
-    step_name = fresh.choice(STEP_NAMES)
-    shape = "x".join(map(str, np.shape(batches[0][0])))
-    what = f"{len(batches)} batches of {shape} ({fresh.where()})"
-    holder = []
-    events = trace_events(
-        lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))
-    )
-    module, working = _step_program(state, batches[0])  # after: the loop must compile it
-    steps = sorted(
-        (e for e in events if e.name == step_name and e.arg("step_num") is not None),
-        key=lambda e: e.start_ns,
-    )
-    numbers = [e.arg("step_num") for e in steps]
-    assert numbers == list(range(len(batches))), f"{what}: step_nums {numbers}"
-    for one, two in zip(steps, steps[1:], strict=False):
-        assert one.end_ns <= two.start_ns, f"{what}: steps {one.arg('step_num')} and after overlap"
-    ops = [e for e in events if e.hlo_op is not None]
-    runs: dict[tuple, list[TraceEvent]] = defaultdict(list)
-    for e in ops:
-        runs[(e.arg("hlo_module"), e.arg("run_id"))].append(e)
-    compiles = [e for e in events if e.name == "backend_compile_and_load"]
-    for step in steps:
-        n = step.arg("step_num")
-        inside = {
-            key
-            for key, group in runs.items()
-            if any(step.start_ns <= e.start_ns < step.end_ns for e in group)
-        }
-        with check:
-            assert len(inside) == 1, f"{what}: step {n} holds {len(inside)} executions, expected 1"
-        for key in inside:
-            group = runs[key]
-            outside = [
-                e for e in group if not (step.start_ns <= e.start_ns and e.end_ns <= step.end_ns)
-            ]
-            with check:
-                assert not outside, (
-                    f"{what}: {len(outside)} of step {n}'s {len(group)} instruction events lie "
-                    "outside its step event"
-                )
-            with check:
-                assert key[0] == module and {e.hlo_op for e in group} == working, (
-                    f"{what}: step {n} runs module {key[0]!r} ({len(group)} instruction events), "
-                    f"not an execution of the step program's optimized module {module!r} "
-                    f"(each of its {len(working)} working ENTRY instructions)"
-                )
-        held = [c for c in compiles if step.start_ns <= c.start_ns < step.end_ns]
-        with check:
-            assert not held, f"{what}: step {n} holds a backend compile"
-    got = holder[0]
-    expected = _expected_state(state, batches)
-    leaves, want = jax.tree.leaves(got), jax.tree.leaves(expected)
-    assert len(leaves) == len(want), (
-        f"{what}: the state has {len(leaves)} arrays, expected {len(want)}"
-    )
-    for a, b in zip(leaves, want, strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6, err_msg=what)
-
-
-@pytest.mark.task("train_loop")
-def test_train_loop_reads_cleanly(kata, fresh):
-    _check_loop(kata, fresh, *_batches(fresh, fresh.randint(2, 12), fresh.randint(4, 40)))
-
-
-@pytest.mark.task("train_loop")
-def test_train_loop_waits_for_big_steps(kata, fresh):
-    """Batches big enough (x f32[2048,1024]) that a step's work outlasts its dispatch many times:
-    a loop that does not wait sees the work land after its step event."""
-    _check_loop(kata, fresh, *_batches(fresh, 1024, 2048, fresh.randint(32, 64)))
