@@ -32,6 +32,7 @@ from katas.phase14.traces import (
     messy_trace,
     ready,
     recording,
+    renumbered,
     warm_profile,
 )
 from xla_inspect.profile import Profile, TraceEvent, trace_events
@@ -169,10 +170,11 @@ def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int
     compiled, args = compiled_program(program, fresh.randrange(1 << 16))
     steps = fresh.randint(3, 5)
     k, j = fresh.sample(range(steps - 1), 2)
+    first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
 
     def body():
         for i in range(steps):
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
+            with jax.profiler.StepTraceAnnotation(step_name, step_num=first + i):
                 if i == k + 1 and where == "start of next step":
                     time.sleep(HOST_DELAY_S)
                 ready(compiled(*args))
@@ -183,8 +185,11 @@ def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int
             if i == j:
                 time.sleep(HOST_DELAY_S / 5)
 
-    what = f"{program}, {steps} steps, the longer sleep at the {where} {k}, the shorter after {j}"
-    return trace_events(body), k, what
+    what = (
+        f"{program}, steps {first} to {first + steps - 1}, the longer sleep at the {where} "
+        f"{first + k}, the shorter after {first + j}"
+    )
+    return trace_events(body), first + k, what
 
 
 @pytest.mark.task("longest_gap")
@@ -202,9 +207,11 @@ def test_longest_gap_renamed_and_shuffled(kata, fresh):
     step_name = fresh.choice(STEP_NAMES)
     events, expected, what = _gap_trace(fresh, step_name, fresh.choice(GAP_PLACES))
     profile = Profile(tuple(events), "", "", step_name)
-    renamed, _names = _renamed_steps_only(profile, fresh)
+    renamed, shift = _renamed_steps_only(profile, fresh)
     got = kata.longest_gap(list(renamed.events), renamed.step_name)
-    assert got == expected, f"{what}, events shuffled ({fresh.where()}): got {got!r:.40}"
+    assert got == expected + shift, (
+        f"{what}, renumbered from +{shift}, events shuffled ({fresh.where()}): got {got!r:.40}"
+    )
 
 
 def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
@@ -221,6 +228,7 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
     threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
     events: list[TraceEvent] = []
     t, run = 10_000, fresh.randrange(1000)
+    first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
     for n in range(steps):
         waits = [fresh.randint(1, 5) * 1000 for _ in range(3)]  # before, after, between
         if n == k + 1 and delay == 2:
@@ -238,14 +246,16 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
             events.append(instr_event("copy.3", thread, t + work + 100, 500, run))
             t += work + 600
         t += waits[1]
-        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        number = (("step_num", first + n),)
+        events.append(TraceEvent(step_name, "python", start, t - start, number))
         t += waits[2]
     fresh.shuffle(events)
     what = (
-        f"a made trace: {steps} steps, step {odd} runs the program {runs_in[odd]} times, step "
-        f"{heavy} works 10 times longer than the longest wait, which follows step {k}"
+        f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "
+        f"{runs_in[odd]} times, step {first + heavy} works 10 times longer than the longest "
+        f"wait, which follows step {first + k}"
     )
-    return events, k, what
+    return events, first + k, what
 
 
 @pytest.mark.task("longest_gap")
@@ -258,8 +268,11 @@ def test_longest_gap_on_made_traces(kata, fresh):
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
 
 
-def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, dict]:
+def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, int]:
+    """The steps renamed and numbered from another first number, threads relabelled, events
+    shuffled; and the shift of the step numbers."""
     step_name = rng.choice([n for n in STEP_NAMES if n != profile.step_name])
+    shift = rng.randint(1, 5000)
     events = [
         TraceEvent(
             step_name if e.name == profile.step_name else e.name,
@@ -270,5 +283,6 @@ def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, 
         )
         for e in profile.events
     ]
+    events = [renumbered(e, step_name, shift) for e in events]
     rng.shuffle(events)
-    return Profile(tuple(events), profile.hlo_text, profile.module, step_name), {}
+    return Profile(tuple(events), profile.hlo_text, profile.module, step_name), shift

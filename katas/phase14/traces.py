@@ -86,15 +86,32 @@ def recording(name: str) -> Profile:
 # ---- renaming ------------------------------------------------------------------------------------
 
 
+def renumbered(event: TraceEvent, step_name: str, first: int) -> TraceEvent:
+    """A step event numbered from `first` instead of 0 (a loop resumed at step `first`)."""
+    number = event.arg("step_num")
+    if event.name != step_name or not isinstance(number, int):
+        return event
+    args = tuple((k, number + first if k == "step_num" else v) for k, v in event.args)
+    return TraceEvent(event.name, event.thread, event.start_ns, event.duration_ns, args)
+
+
+def step_numbers(profile: Profile) -> list[int]:
+    """The step_nums of the profile's step events, in the order they start."""
+    steps = [e for e in profile.events if e.name == profile.step_name]
+    return [int(e.arg("step_num") or 0) for e in sorted(steps, key=lambda e: e.start_ns)]
+
+
 def renamed_profile(profile: Profile, rng: random.Random) -> tuple[Profile, dict[str, str]]:
     """The profile with the module renamed (XLA's parser accepts it), the events following the
-    new names, another step name, relabelled threads, and the events shuffled."""
+    new names, another step name, the steps numbered from another first number, relabelled
+    threads, and the events shuffled."""
     variant = next(
         (v for v in metamorphic.variants(profile.hlo_text, rng.randrange(1 << 30))), None
     )
     names = dict(variant.names) if variant is not None else {}
     text = variant.text if variant is not None else profile.hlo_text
     step_name = rng.choice([n for n in STEP_NAMES if n != profile.step_name])
+    first = rng.randint(1, 5000)
     threads = {t: f"t{rng.randrange(1000)}-{t}" for t in {e.thread for e in profile.events}}
     own = set(names) & {i.name for c in parse_hlo(profile.hlo_text).computations for i in c}
     module = profile.module
@@ -111,7 +128,7 @@ def renamed_profile(profile: Profile, rng: random.Random) -> tuple[Profile, dict
             name = step_name
         return TraceEvent(name, threads[e.thread], e.start_ns, e.duration_ns, args)
 
-    events = [event(e) for e in profile.events]
+    events = [renumbered(event(e), step_name, first) for e in profile.events]
     rng.shuffle(events)
     return Profile(tuple(events), text, module, step_name), names
 
