@@ -162,14 +162,19 @@ def test_line_shares_find_the_matmul_line(kata, fresh):
 # ---- longest_gap ---------------------------------------------------------------------------------
 
 
-def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int, str]:
+def _gap_trace(
+    fresh, step_name: str, where: str, split: bool = False
+) -> tuple[list[TraceEvent], int, str]:
     """Steps of a program; the host sleeps HOST_DELAY_S once after step k: at the end of step k
     (inside it, after its work), at the start of step k + 1 (before its work), or between the
-    two step events; and a fifth of that between the step events of another pair j, j + 1."""
+    two step events; and a fifth of that between the step events of another pair j, j + 1.
+    With `split`, a step m runs the program twice with longer host work between the two calls,
+    inside the step: not a wait between steps."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = compiled_program(program, fresh.randrange(1 << 16))
     steps = fresh.randint(3, 5)
     k, j = fresh.sample(range(steps - 1), 2)
+    m = fresh.choice([i for i in range(steps) if i != k + 1]) if split else -1
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
 
     def body():
@@ -178,6 +183,9 @@ def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int
                 if i == k + 1 and where == "start of next step":
                     time.sleep(HOST_DELAY_S)
                 ready(compiled(*args))
+                if i == m:
+                    time.sleep(HOST_DELAY_S * 1.6)
+                    ready(compiled(*args))
                 if i == k and where == "end of step":
                     time.sleep(HOST_DELAY_S)
             if i == k and where == "between steps":
@@ -188,15 +196,17 @@ def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int
     what = (
         f"{program}, steps {first} to {first + steps - 1}, the longer sleep at the {where} "
         f"{first + k}, the shorter after {first + j}"
+        + (f", host work inside step {first + m}" if split else "")
     )
     return trace_events(body), first + k, what
 
 
 @pytest.mark.task("longest_gap")
 def test_longest_gap(kata, fresh):
-    for where in fresh.sample(GAP_PLACES, len(GAP_PLACES)):
+    places = fresh.sample(GAP_PLACES, len(GAP_PLACES))
+    for where in places:
         step_name = fresh.choice(STEP_NAMES)
-        events, expected, what = _gap_trace(fresh, step_name, where)
+        events, expected, what = _gap_trace(fresh, step_name, where, split=where == places[0])
         got = kata.longest_gap(list(events), step_name)
         with check:
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
@@ -218,12 +228,14 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
     """A hand-built trace whose longest wait is known from the construction: host time before,
     after and between the step events; a step whose device work outlasts every wait (start to
     start, it is the longest); a step before the answer that runs the program twice or not at
-    all; runs on two execute threads, a while holding its body."""
+    all; a step whose host work between its two runs lasts longer than every wait (inside the
+    step: not a wait between steps); runs on two execute threads, a while holding its body."""
     steps = fresh.randint(5, 7)
     k = fresh.randrange(2, steps - 1)
     odd = fresh.randrange(k)
     heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
-    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2))}
+    split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy)])
+    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2)), split: 2}
     delay = fresh.randrange(3)  # where the long wait goes: end of k, between, start of k + 1
     threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
     events: list[TraceEvent] = []
@@ -237,7 +249,9 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
             waits[1 + delay] += 100_000
         start = t
         t += waits[0]
-        for _ in range(runs_in[n]):
+        for i in range(runs_in[n]):
+            if i and n == split:
+                t += 300_000  # host work between the two calls of the step
             run += 1
             thread = fresh.choice(threads)
             work = 1_000_000 if n == heavy else fresh.randint(5, 9) * 1000
@@ -253,7 +267,8 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
     what = (
         f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "
         f"{runs_in[odd]} times, step {first + heavy} works 10 times longer than the longest "
-        f"wait, which follows step {first + k}"
+        f"wait, step {first + split} holds longer host work, the longest wait follows step "
+        f"{first + k}"
     )
     return events, first + k, what
 
