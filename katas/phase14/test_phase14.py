@@ -88,7 +88,9 @@ def test_step_instructions_on_recordings(kata):
 
 @pytest.mark.task("step_instructions")
 def test_step_instructions_live(kata, fresh):
-    """Fresh sizes; a run before the first step and another module's run inside each step."""
+    """Fresh sizes; a run before the first step, and inside each step, in a drawn order, a run
+    of the program, of its twin under another module name and of a small module XLA runs on
+    the Python thread."""
     for program in ("looped", fresh.choice(BANK)):
         seed = fresh.randrange(1 << 16)
         profile = messy_trace(program, seed, fresh.randint(2, 4), fresh.choice(STEP_NAMES))
