@@ -133,7 +133,9 @@ def _rt2_fields(row: str) -> dict[str, int]:
     "conditional*): names are labels, the tests rename instructions; wrong on a renamed looped "
     "profile (the while's body events are listed at top level)",
 )
-def step_instructions_nested_by_name(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
+def step_instructions_nested_by_name(
+    events: list[TraceEvent], step_name: str
+) -> dict[int, list[str]]:
     result: dict[int, list[str]] = {}
     instr = sorted((e for e in events if _rt2_is_instr(e)), key=lambda e: e.start_ns)
     loops = [e for e in instr if str(e.hlo_op).split(".")[0] in ("while", "conditional")]
@@ -173,7 +175,9 @@ def step_instructions_given_order(events: list[TraceEvent], step_name: str) -> d
     "kernel starts inside the step and ends after it, and is listed",
 )
 def step_instructions_start_only(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
-    instr = sorted((e for e in events if _rt2_is_instr(e)), key=lambda e: (e.start_ns, -e.duration_ns))
+    instr = sorted(
+        (e for e in events if _rt2_is_instr(e)), key=lambda e: (e.start_ns, -e.duration_ns)
+    )
     top: list[TraceEvent] = []
     open_end = -1
     for e in instr:
@@ -194,7 +198,9 @@ def step_instructions_start_only(events: list[TraceEvent], step_name: str) -> di
     "(dict.fromkeys) to drop what looked like repeated loop trips; wrong on a step that "
     "executes the module twice (two run_ids in one step event)",
 )
-def step_instructions_deduplicated(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
+def step_instructions_deduplicated(
+    events: list[TraceEvent], step_name: str
+) -> dict[int, list[str]]:
     instr = [e for e in events if _rt2_is_instr(e)]
     rows = sorted(_rt2_nest(instr), key=lambda r: r[0].start_ns)
     result: dict[int, list[str]] = {}
@@ -211,7 +217,9 @@ def step_instructions_deduplicated(events: list[TraceEvent], step_name: str) -> 
     "threads'); wrong on a trace of a tiny jitted program (jax.jit(lambda x: x + 1) on f32[3]), "
     "which XLA:CPU runs inline on the calling Python thread: its step lists nothing",
 )
-def step_instructions_execute_thread(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
+def step_instructions_execute_thread(
+    events: list[TraceEvent], step_name: str
+) -> dict[int, list[str]]:
     picked = [
         e
         for e in events
@@ -220,7 +228,9 @@ def step_instructions_execute_thread(events: list[TraceEvent], step_name: str) -
     rows = sorted(_rt2_nest(picked), key=lambda r: r[0].start_ns)
     result: dict[int, list[str]] = {}
     for s in _rt2_steps(events, step_name):
-        result[int(s.arg("step_num"))] = [e.name for e, d, _ in rows if d == 0 and _rt2_inside(e, s)]
+        result[int(s.arg("step_num"))] = [
+            e.name for e, d, _ in rows if d == 0 and _rt2_inside(e, s)
+        ]
     return result
 
 
@@ -232,8 +242,9 @@ def _rt2_trips(ins) -> int:
     return int(m.group(1)) if m else 1
 
 
-def _rt2_count(hlo_text: str, *, views, body=True, multiply=True, small_call_inside=False,
-               cond=False) -> dict[str, int]:
+def _rt2_count(
+    hlo_text: str, *, views, body=True, multiply=True, small_call_inside=False, cond=False
+) -> dict[str, int]:
     module = parse_hlo(hlo_text)
     counts: dict[str, int] = defaultdict(int)
 
@@ -307,9 +318,14 @@ def expected_counts_by_name(hlo_text: str) -> dict[str, int]:
     def walk(comp, times: int) -> None:
         for ins in comp.instructions:
             base = re.sub(r"\.\d+$", "", ins.name).replace("_", "-")
-            if base in _RT2_VIEWS or base in ("copy", "arg-tuple") or ins.opcode in (
-                "parameter",
-                "constant",
+            if (
+                base in _RT2_VIEWS
+                or base in ("copy", "arg-tuple")
+                or ins.opcode
+                in (
+                    "parameter",
+                    "constant",
+                )
             ):
                 continue
             counts[ins.name] = counts.get(ins.name, 0) + times
@@ -393,7 +409,9 @@ def compiled_steps_by_position(events: list[TraceEvent], step_name: str) -> list
     "its duration minus the instruction events nested directly in it'); wrong on looped "
     "(the 'while' share is ~half the total instead of a few percent)",
 )
-def kind_shares_durations(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def kind_shares_durations(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     known = _rt2_all_instructions(hlo_text)
     groups: dict[str, int] = defaultdict(int)
     for op, _self, e in _rt2_selftimes(events, hlo_text, step_name):
@@ -407,7 +425,9 @@ def kind_shares_durations(events: list[TraceEvent], hlo_text: str, step_name: st
     "computation'): a while body's fusions are dropped and their time left in the while; wrong "
     "on looped (kCustom of the scan body's ynn_fusion missing, 'while' far too big)",
 )
-def kind_shares_entry_only(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def kind_shares_entry_only(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     module = parse_hlo(hlo_text)
     entry = {i.name: i for i in module.entry.instructions}
     name = module.name
@@ -427,7 +447,9 @@ def kind_shares_entry_only(events: list[TraceEvent], hlo_text: str, step_name: s
     "events named step_name', all of them); wrong on mlp_grad_cold, where step 0's first run "
     "(dot.1 ~59 ms) dominates the 'dot' share",
 )
-def kind_shares_skip_first(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def kind_shares_skip_first(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     steps = _rt2_steps(events, step_name)
     first = min(steps, key=lambda s: int(s.arg("step_num"))) if len(steps) > 1 else None
     rest = [e for e in events if e is not first]
@@ -441,7 +463,9 @@ def kind_shares_skip_first(events: list[TraceEvent], hlo_text: str, step_name: s
     "looped and then jitted nested (jit_nested's ynn_fusion, copy.*, wrapped_add share names "
     "with jit_looped's)",
 )
-def kind_shares_any_module(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def kind_shares_any_module(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     known = _rt2_all_instructions(hlo_text)
     steps = _rt2_steps(events, step_name)
     instr = [e for e in events if _rt2_is_instr(e) and e.hlo_op in known]
@@ -461,7 +485,9 @@ def kind_shares_any_module(events: list[TraceEvent], hlo_text: str, step_name: s
     "labels the backward pass 'layer_1 (backward)' and the unscoped '(no scope)', where the "
     "contract wants 'layer_1' and ''; wrong on layered",
 )
-def scope_shares_toolkit(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def scope_shares_toolkit(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     from xla_inspect.profile import Profile
     from xla_inspect.profile_query import shares, time_by
 
@@ -485,7 +511,9 @@ def _rt2_scope_no_semicolon(op_name: str) -> str:
     "two op_names yields a part 'mul;jit(layered)'; wrong on layered (broadcast_multiply_fusion's "
     "'jit(layered)/transpose(jvp())/mul;jit(layered)/...' gets scope 'mul;jit(layered)', not '')",
 )
-def scope_shares_no_semicolon(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def scope_shares_no_semicolon(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     return _rt2_group(
         events, hlo_text, step_name, lambda i: _rt2_scope_no_semicolon(_rt2_op_name(i))
     )
@@ -507,7 +535,9 @@ def _rt2_scope_one_unwrap(op_name: str) -> str:
     why="unwraps one transformation only ('to its innermost content'): transpose(jvp(layer_1)) "
     "becomes 'jvp(layer_1)', so the backward pass is its own group; wrong on layered",
 )
-def scope_shares_one_unwrap(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def scope_shares_one_unwrap(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     return _rt2_group(events, hlo_text, step_name, lambda i: _rt2_scope_one_unwrap(_rt2_op_name(i)))
 
 
@@ -527,7 +557,9 @@ def _rt2_scope_correct(op_name: str) -> str:
     "the scoped time only ('No op_name, or no such part: \"\"'; shares of the total); wrong on "
     "layered (the loss, outside every scope, missing and every layer's share too big)",
 )
-def scope_shares_drop_unscoped(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
+def scope_shares_drop_unscoped(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
     shares = _rt2_group(events, hlo_text, step_name, lambda i: _rt2_scope_correct(_rt2_op_name(i)))
     shares.pop("", None)
     total = sum(shares.values())
@@ -572,8 +604,12 @@ def _rt2_source(ins, hlo_text: str, *, skip_frames=False, full_path=False, outer
     "heavy_line and looped, where frame ids and location ids differ (looped: frame 10 -> "
     "location 7)",
 )
-def line_shares_skip_frames(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
-    return _rt2_group(events, hlo_text, step_name, lambda i: _rt2_source(i, hlo_text, skip_frames=True))
+def line_shares_skip_frames(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
+    return _rt2_group(
+        events, hlo_text, step_name, lambda i: _rt2_source(i, hlo_text, skip_frames=True)
+    )
 
 
 @wrong(
@@ -582,8 +618,12 @@ def line_shares_skip_frames(events: list[TraceEvent], hlo_text: str, step_name: 
     "the recorded profiles (their FileNames were cut) and wrong on every live capture, whose "
     "FileNames hold /.../katas/phase14/programs.py",
 )
-def line_shares_full_path(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
-    return _rt2_group(events, hlo_text, step_name, lambda i: _rt2_source(i, hlo_text, full_path=True))
+def line_shares_full_path(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
+    return _rt2_group(
+        events, hlo_text, step_name, lambda i: _rt2_source(i, hlo_text, full_path=True)
+    )
 
 
 @wrong(
@@ -592,8 +632,12 @@ def line_shares_full_path(events: list[TraceEvent], hlo_text: str, step_name: st
     "frame's file location'; wrong on looped (scan body lines become the line of the scan call, "
     "or <string>/profile.py)",
 )
-def line_shares_outermost(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
-    return _rt2_group(events, hlo_text, step_name, lambda i: _rt2_source(i, hlo_text, outermost=True))
+def line_shares_outermost(
+    events: list[TraceEvent], hlo_text: str, step_name: str
+) -> dict[str, float]:
+    return _rt2_group(
+        events, hlo_text, step_name, lambda i: _rt2_source(i, hlo_text, outermost=True)
+    )
 
 
 # ---- task 7: longest_gap -------------------------------------------------------------------------
@@ -685,7 +729,11 @@ def longest_gap_list_order(events: list[TraceEvent], step_name: str) -> int:
         inside = [e for e in instr if _rt2_inside(e, s)]
         if inside:
             bounds.append(
-                (int(s.arg("step_num")), min(e.start_ns for e in inside), max(e.end_ns for e in inside))
+                (
+                    int(s.arg("step_num")),
+                    min(e.start_ns for e in inside),
+                    max(e.end_ns for e in inside),
+                )
             )
     best, best_n = None, 0
     for (n, _a, end), (_m, start, _b) in zip(bounds, bounds[1:]):
@@ -759,4 +807,3 @@ def train_loop_lower_only(step: Callable, state: Any, batches: list, step_name: 
             state, loss = jitted(state, batch)
             jax.block_until_ready((state, loss))
     return state
-
