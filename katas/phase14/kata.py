@@ -10,9 +10,10 @@ Words used below:
 - an *instruction event* is an event with an `hlo_op` arg (the name of the HLO instruction it
   ran) and an `hlo_module` arg (the module's name, `jit_<fn>`); the `end: <op>` markers and the
   profiler's own events have no `hlo_op`.
-- a *step event* is an event named `step_name` with a `step_num` arg (an int); an event is
-  *inside* a step event when it starts at or after the step's start and ends at or before its
-  end (end = start_ns + duration_ns).
+- a *step event* is an event named `step_name` with a `step_num` arg (an int; a loop need not
+  start at 0: one resumed at step 5 numbers its steps 5, 6, 7...); an event is *inside* a step
+  event when it starts at or after the step's start and ends at or before its end
+  (end = start_ns + duration_ns).
 - an event is *nested* in another of the same thread when it lies inside it; instruction events
   nest when one instruction runs others (a `while` runs its body, a `conditional` a branch).
 - an instruction event's *self time* is its duration minus the durations of the instruction
@@ -110,7 +111,8 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     For each pair of consecutive step events named `step_name` (step_num n and n + 1), the gap
     runs from the end of the last instruction event inside step n to the start of the first
     instruction event inside step n + 1. Return the n with the longest gap. Steps are numbered
-    0, 1, 2...; at least two steps hold instruction events.
+    consecutively from any first number (a loop resumed at step 5 numbers them 5, 6, 7...); at
+    least two steps hold instruction events.
     """
     # TODO: per step, the first start and the last end of its instruction events
     raise NotImplementedError("phase14 task 7: longest_gap")
@@ -123,8 +125,10 @@ def train_loop(step: Callable, state: Any, batches: list, step_name: str) -> Any
     The trace must show, for the i-th batch, one step event named `step_name` with
     step_num i (`jax.profiler.StepTraceAnnotation`), step events that do not overlap, each
     holding exactly one execution of the jitted step (the instruction events of one `run_id` of
-    one module), all of it, and no backend compile: the one compile happens before step 0.
-    The returned state equals that of `jax.jit(step)` applied batch by batch.
+    one module, as XLA's runtime writes them when it runs the program), all of it, and no
+    backend compile: the one compile happens before step 0. Outside the step events the trace
+    holds at most one execution: a warm-up call before step 0. The returned state equals that
+    of `jax.jit(step)` applied batch by batch.
     """
     # TODO: when does the compile happen, and when does a step's work end?
     raise NotImplementedError("phase14 task 8: train_loop")

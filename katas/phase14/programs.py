@@ -9,11 +9,14 @@ with `uv run pytest tests/harness/test_profile_recordings.py --impl=reference
 --snapshot-update`).
 
 `args_for(name, seed)` builds NumPy arguments: the sizes are drawn from the seed, so every run of
-the tests profiles programs of other shapes. Nothing here touches a device at import.
+the tests profiles programs of other shapes. `drawn_program(seed)` draws a whole program (name,
+loops, trip counts) that no other task runs, for the predict task. Nothing here touches a device
+at import.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -142,6 +145,58 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
         n = int(rng.integers(192, 320))
         return _normal(rng, n, n), _normal(rng, n, n), _normal(rng, int(rng.integers(4, 16)))
     raise KeyError(f"no program {name!r}; known: {sorted(PROGRAMS)}")
+
+
+# ---- drawn programs (expected_counts) ------------------------------------------------------------
+
+_STAGES = ("matmul", "elementwise", "view", "scan", "fori", "nested")
+_LOOPS = ("scan", "fori", "nested")
+_WORDS = ("encode", "mix", "refine", "update", "propagate", "smooth", "blend", "block")
+
+
+def drawn_program(seed: int) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
+    """A program no other task runs, drawn from `seed`: its name (so its module's, `jit_<name>`),
+    2 to 4 stages (a matmul, elementwise work, views and copies, a `lax.scan`, a
+    `lax.fori_loop`, a scan holding a fori_loop), at least one of them a loop, trip counts from
+    2 to 8, one array or a tuple out. Returns (fn, args, what it is)."""
+    rng = random.Random(seed)
+    n = 2 * rng.randint(2, 20)
+    trips = [rng.randint(2, 7) for _ in range(3)]
+    stages = [rng.choice(_STAGES) for _ in range(rng.randint(2, 4))]
+    if not set(_LOOPS) & set(stages):
+        stages[rng.randrange(len(stages))] = rng.choice(_LOOPS)
+    tupled = rng.random() < 0.5
+
+    def program(x, w):
+        h = x
+        for i, stage in enumerate(stages):
+            t = trips[i % 3]
+            if stage == "matmul":
+                h = jnp.tanh(h @ w)
+            elif stage == "elementwise":
+                h = jnp.sin(h) * 0.5 + 1.0
+            elif stage == "view":
+                halves = (h[: n // 2].T.reshape(n, n // 2), h[n // 2 :].T.reshape(n, n // 2))
+                h = jnp.concatenate(halves, axis=1)
+            elif stage == "scan":
+                h = jax.lax.scan(lambda c, _: (jnp.tanh(c @ w) + 1.0, c.sum()), h, None, t)[0]
+            elif stage == "fori":
+                h = jax.lax.fori_loop(0, t, lambda _, a: a * 0.5 + jnp.cos(a), h)
+            else:
+                inner = t + 1
+
+                def body(c, _, inner=inner):
+                    return jax.lax.fori_loop(0, inner, lambda _, a: jnp.sin(a) @ w, c) * 0.5, None
+
+                h = jax.lax.scan(body, h, None, t)[0]
+        return (h, h.sum()) if tupled else h
+
+    name = f"{rng.choice(_WORDS)}_{rng.randrange(1000)}"
+    program.__name__ = program.__qualname__ = name
+    data = np.random.default_rng(seed)
+    args = (_normal(data, n, n) / np.float32(np.sqrt(n)), _normal(data, n, n))
+    out = "a tuple" if tupled else "one array"
+    return program, args, f"{name}: {'+'.join(stages)}, trips {trips}, f32[{n},{n}], {out}"
 
 
 PROGRAMS: dict[str, Callable[..., Any]] = {

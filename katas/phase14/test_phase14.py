@@ -1,5 +1,6 @@
 """Phase 14 tests: profiles joined back to the HLO (step_instructions, expected_counts,
-compiled_steps; where the time went: test_phase14_time.py; the traces: traces.py).
+compiled_steps; where the time went: test_phase14_time.py; train_loop: test_phase14_loop.py;
+the traces: traces.py).
 
 Every profile here is real: recorded in recorded/ (trimmed), or captured live with JAX's own
 profiler from the programs of programs.py on sizes drawn fresh for each version of the learner's
@@ -26,6 +27,7 @@ from katas.phase14.programs import (
     PROFILES,
     PROGRAMS,
     args_for,
+    drawn_program,
 )
 from katas.phase14.traces import (
     BANK,
@@ -37,6 +39,7 @@ from katas.phase14.traces import (
     messy_trace,
     ready,
     recording,
+    step_numbers,
     warm_profile,
 )
 from xla_inspect import parse_hlo
@@ -86,7 +89,9 @@ def test_step_instructions_on_recordings(kata):
 
 @pytest.mark.task("step_instructions")
 def test_step_instructions_live(kata, fresh):
-    """Fresh sizes; a run before the first step and another module's run inside each step."""
+    """Fresh sizes; a run before the first step, and inside each step, in a drawn order, a run
+    of the program, of its twin under another module name and of a small module XLA runs on
+    the Python thread."""
     for program in ("looped", fresh.choice(BANK)):
         seed = fresh.randrange(1 << 16)
         profile = messy_trace(program, seed, fresh.randint(2, 4), fresh.choice(STEP_NAMES))
@@ -132,6 +137,7 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
+    first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
     t = 1000
     for n in range(-1, steps):
         start, top = t, []
@@ -165,8 +171,9 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
             t = max(cursor, at)
         t += 100 + 10 * fresh.randrange(5)  # host time after the work
         if n >= 0:
-            events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
-            expected[n] = [op for _, op in sorted(top)]
+            number = (("step_num", first + n),)
+            events.append(TraceEvent(step_name, "python", start, t - start, number))
+            expected[first + n] = [op for _, op in sorted(top)]
         if n == straddle:  # a while that outlasts the step; its body's event lies inside it
             events.append(instr_event(next(label), threads[0], t - 50, 120, -n))
             events.append(instr_event(next(label), threads[0], t - 40, 20, -n))
@@ -198,16 +205,26 @@ def _counted(profile: Profile, step: int) -> dict[str, int]:
     return dict(Counter(r.instruction for r in op_runs(profile) if r.step == step))
 
 
+def _live_counts(fresh):
+    """(what, profile) for programs drawn fresh, which no other task runs (their names, loops
+    and trip counts drawn here), and for programs of the bank at fresh sizes: rooted (its ROOT
+    is work, not a tuple) always."""
+    for _ in range(4):
+        fn, args, what = drawn_program(fresh.randrange(1 << 30))
+        yield what, capture_profile(fn, *args, steps=1)
+    others = [p for p in PREDICT_BANK if p != "rooted"]
+    for program in ("rooted", *fresh.sample(others, 2)):
+        yield program, warm_profile(program, fresh.randrange(1 << 16), 1)
+
+
 @pytest.mark.task("expected_counts")
 def test_expected_counts_match_a_live_profile(kata, fresh):
-    for program in PREDICT_BANK:
-        seed = fresh.randrange(1 << 16)
-        profile = warm_profile(program, seed, 1)
+    for what, profile in _live_counts(fresh):
         got = kata.expected_counts(profile.hlo_text)
         expected = _counted(profile, 0)
         with check:
             assert got == expected, (
-                f"{program} ({fresh.where()}): {len(got) if isinstance(got, dict) else got!r:.60} "
+                f"{what} ({fresh.where()}): {len(got) if isinstance(got, dict) else got!r:.60} "
                 f"instructions, {sum(got.values()) if isinstance(got, dict) else '?'} events; "
                 f"the profile shows {len(expected)} instructions, {sum(expected.values())} events"
             )
@@ -233,7 +250,8 @@ def test_expected_counts_on_renamed_modules(kata, fresh):
 def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], str]:
     """Steps that run a compiled program, compile it for a new shape, compile a program that
     gives XLA no kernel to generate (a lone matmul: a backend compile, no fusion compiled), or
-    only lower one; the steps that compiled are known from the construction."""
+    only lower one, numbered from 0 or from a later step (a resumed loop); the steps that
+    compiled are known from the construction."""
     program = fresh.choice(("looped", "heavy_line", "mlp_grad"))
     seeds = [fresh.randrange(1 << 16) for _ in range(3)]
     warm, warm_args = compiled_program(program, seeds[0])
@@ -249,9 +267,10 @@ def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int]
     shapes = iter(seeds[1:])
     bare = jax.jit(lambda a: a @ a)
     square = np.ones((fresh.randint(3, 40),) * 2, np.float32)
+    first = fresh.choice((0, fresh.randint(1, 900)))
 
     def body():
-        for i, what in enumerate(plan):
+        for i, what in enumerate(plan, start=first):
             with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
                 if what == "compile":
                     jax.clear_caches()  # so the call compiles, whatever shapes it draws
@@ -266,7 +285,11 @@ def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int]
                     ready(warm(*warm_args))
 
     jax.clear_caches()
-    return trace_events(body), compiling, f"{program}, plan {plan}"
+    return (
+        trace_events(body),
+        [first + i for i in compiling],
+        f"{program}, plan {plan} from {first}",
+    )
 
 
 @pytest.mark.task("compiled_steps")
@@ -285,8 +308,9 @@ def test_compiled_steps_cold_and_warm(kata, fresh):
     cold = capture_profile(PROGRAMS[program], *args_for(program, seed), steps=steps, cold=True)
     for label, profile, _names in cases(cold, fresh):
         got = kata.compiled_steps(list(profile.events), profile.step_name)
+        first = step_numbers(profile)[0]  # the cold call compiles in the first step
         with check:
-            assert got == [0], f"{program} cold ({label}, {fresh.where()}): got {got!r:.60}"
+            assert got == [first], f"{program} cold ({label}, {fresh.where()}): got {got!r:.60}"
     warm = warm_profile(program, seed, steps)
     got = kata.compiled_steps(list(warm.events), warm.step_name)
     assert got == [], f"{program} warm ({fresh.where()}): got {got!r:.60}"
@@ -298,4 +322,4 @@ def test_compiled_steps_on_recording(kata):
     for label, case, _names in cases(profile, random.Random(3)):
         got = kata.compiled_steps(list(case.events), case.step_name)
         with check:
-            assert got == [0], f"mlp_grad_cold ({label}): got {got!r:.60}"
+            assert got == step_numbers(case)[:1], f"mlp_grad_cold ({label}): got {got!r:.60}"

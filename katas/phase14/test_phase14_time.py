@@ -1,5 +1,5 @@
 """Phase 14 tests of where the time went: shares by fusion kind, name scope and source line, the
-longest gap between steps, and a training loop that reads cleanly in a profile.
+longest gap between steps (train_loop: test_phase14_loop.py).
 
 The profiles are real (traces.py: recorded, or captured live on sizes drawn fresh for each
 version of the learner's file) and run renamed too. Shares are compared with shares of the same
@@ -14,7 +14,6 @@ import time
 from collections import defaultdict
 
 import jax
-import numpy as np
 import pytest
 from pytest_check import check
 
@@ -23,11 +22,9 @@ from katas.phase14.programs import (
     PROGRAMS,
     STEP_NAME,
     args_for,
-    sgd_step,
 )
 from katas.phase14.traces import (
     BANK,
-    PLUMBING,
     STEP_NAMES,
     cases,
     compiled_program,
@@ -35,9 +32,9 @@ from katas.phase14.traces import (
     messy_trace,
     ready,
     recording,
+    renumbered,
     warm_profile,
 )
-from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, trace_events
 from xla_inspect.profile_query import time_by
 
@@ -165,21 +162,30 @@ def test_line_shares_find_the_matmul_line(kata, fresh):
 # ---- longest_gap ---------------------------------------------------------------------------------
 
 
-def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int, str]:
+def _gap_trace(
+    fresh, step_name: str, where: str, split: bool = False
+) -> tuple[list[TraceEvent], int, str]:
     """Steps of a program; the host sleeps HOST_DELAY_S once after step k: at the end of step k
     (inside it, after its work), at the start of step k + 1 (before its work), or between the
-    two step events; and a fifth of that between the step events of another pair j, j + 1."""
+    two step events; and a fifth of that between the step events of another pair j, j + 1.
+    With `split`, a step m runs the program twice with longer host work between the two calls,
+    inside the step: not a wait between steps."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = compiled_program(program, fresh.randrange(1 << 16))
     steps = fresh.randint(3, 5)
     k, j = fresh.sample(range(steps - 1), 2)
+    m = fresh.choice([i for i in range(steps) if i != k + 1]) if split else -1
+    first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
 
     def body():
         for i in range(steps):
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
+            with jax.profiler.StepTraceAnnotation(step_name, step_num=first + i):
                 if i == k + 1 and where == "start of next step":
                     time.sleep(HOST_DELAY_S)
                 ready(compiled(*args))
+                if i == m:
+                    time.sleep(HOST_DELAY_S * 1.6)
+                    ready(compiled(*args))
                 if i == k and where == "end of step":
                     time.sleep(HOST_DELAY_S)
             if i == k and where == "between steps":
@@ -187,15 +193,20 @@ def _gap_trace(fresh, step_name: str, where: str) -> tuple[list[TraceEvent], int
             if i == j:
                 time.sleep(HOST_DELAY_S / 5)
 
-    what = f"{program}, {steps} steps, the longer sleep at the {where} {k}, the shorter after {j}"
-    return trace_events(body), k, what
+    what = (
+        f"{program}, steps {first} to {first + steps - 1}, the longer sleep at the {where} "
+        f"{first + k}, the shorter after {first + j}"
+        + (f", host work inside step {first + m}" if split else "")
+    )
+    return trace_events(body), first + k, what
 
 
 @pytest.mark.task("longest_gap")
 def test_longest_gap(kata, fresh):
-    for where in fresh.sample(GAP_PLACES, len(GAP_PLACES)):
+    places = fresh.sample(GAP_PLACES, len(GAP_PLACES))
+    for where in places:
         step_name = fresh.choice(STEP_NAMES)
-        events, expected, what = _gap_trace(fresh, step_name, where)
+        events, expected, what = _gap_trace(fresh, step_name, where, split=where == places[0])
         got = kata.longest_gap(list(events), step_name)
         with check:
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
@@ -206,25 +217,30 @@ def test_longest_gap_renamed_and_shuffled(kata, fresh):
     step_name = fresh.choice(STEP_NAMES)
     events, expected, what = _gap_trace(fresh, step_name, fresh.choice(GAP_PLACES))
     profile = Profile(tuple(events), "", "", step_name)
-    renamed, _names = _renamed_steps_only(profile, fresh)
+    renamed, shift = _renamed_steps_only(profile, fresh)
     got = kata.longest_gap(list(renamed.events), renamed.step_name)
-    assert got == expected, f"{what}, events shuffled ({fresh.where()}): got {got!r:.40}"
+    assert got == expected + shift, (
+        f"{what}, renumbered from +{shift}, events shuffled ({fresh.where()}): got {got!r:.40}"
+    )
 
 
 def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
     """A hand-built trace whose longest wait is known from the construction: host time before,
     after and between the step events; a step whose device work outlasts every wait (start to
     start, it is the longest); a step before the answer that runs the program twice or not at
-    all; runs on two execute threads, a while holding its body."""
+    all; a step whose host work between its two runs lasts longer than every wait (inside the
+    step: not a wait between steps); runs on two execute threads, a while holding its body."""
     steps = fresh.randint(5, 7)
     k = fresh.randrange(2, steps - 1)
     odd = fresh.randrange(k)
     heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
-    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2))}
+    split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy)])
+    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2)), split: 2}
     delay = fresh.randrange(3)  # where the long wait goes: end of k, between, start of k + 1
     threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
     events: list[TraceEvent] = []
     t, run = 10_000, fresh.randrange(1000)
+    first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
     for n in range(steps):
         waits = [fresh.randint(1, 5) * 1000 for _ in range(3)]  # before, after, between
         if n == k + 1 and delay == 2:
@@ -233,7 +249,9 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
             waits[1 + delay] += 100_000
         start = t
         t += waits[0]
-        for _ in range(runs_in[n]):
+        for i in range(runs_in[n]):
+            if i and n == split:
+                t += 300_000  # host work between the two calls of the step
             run += 1
             thread = fresh.choice(threads)
             work = 1_000_000 if n == heavy else fresh.randint(5, 9) * 1000
@@ -242,14 +260,17 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
             events.append(instr_event("copy.3", thread, t + work + 100, 500, run))
             t += work + 600
         t += waits[1]
-        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        number = (("step_num", first + n),)
+        events.append(TraceEvent(step_name, "python", start, t - start, number))
         t += waits[2]
     fresh.shuffle(events)
     what = (
-        f"a made trace: {steps} steps, step {odd} runs the program {runs_in[odd]} times, step "
-        f"{heavy} works 10 times longer than the longest wait, which follows step {k}"
+        f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "
+        f"{runs_in[odd]} times, step {first + heavy} works 10 times longer than the longest "
+        f"wait, step {first + split} holds longer host work, the longest wait follows step "
+        f"{first + k}"
     )
-    return events, k, what
+    return events, first + k, what
 
 
 @pytest.mark.task("longest_gap")
@@ -262,8 +283,11 @@ def test_longest_gap_on_made_traces(kata, fresh):
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
 
 
-def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, dict]:
+def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, int]:
+    """The steps renamed and numbered from another first number, threads relabelled, events
+    shuffled; and the shift of the step numbers."""
     step_name = rng.choice([n for n in STEP_NAMES if n != profile.step_name])
+    shift = rng.randint(1, 5000)
     events = [
         TraceEvent(
             step_name if e.name == profile.step_name else e.name,
@@ -274,109 +298,6 @@ def _renamed_steps_only(profile: Profile, rng: random.Random) -> tuple[Profile, 
         )
         for e in profile.events
     ]
+    events = [renumbered(e, step_name, shift) for e in events]
     rng.shuffle(events)
-    return Profile(tuple(events), profile.hlo_text, profile.module, step_name), {}
-
-
-# ---- train_loop ----------------------------------------------------------------------------------
-
-
-def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, list]:
-    rng = np.random.default_rng(fresh.randrange(1 << 16))
-    scale = np.float32(1 / np.sqrt(features))
-    state = (rng.normal(size=(features, out)).astype(np.float32), np.zeros(out, np.float32))
-    batches = [
-        (
-            rng.normal(size=(batch, features)).astype(np.float32) * scale,
-            rng.normal(size=(batch, out)).astype(np.float32),
-        )
-        for _ in range(fresh.randint(2, 4))
-    ]
-    return state, batches
-
-
-def _expected_state(state, batches):
-    step = jax.jit(sgd_step)
-    for batch in batches:
-        state, _loss = step(state, batch)
-    return state
-
-
-def _step_program(state, batch) -> tuple[str, set[str]]:
-    """The module name and the working ENTRY instructions of sgd_step's optimized module (it
-    holds no loop: each runs once, at top level, in every execution)."""
-    module = parse_hlo(jax.jit(sgd_step).lower(state, batch).compile().as_text() or "")
-    return module.name, {i.name for i in module.entry if i.opcode not in PLUMBING}
-
-
-def _check_loop(kata, fresh, state, batches) -> None:
-    __tracebackhide__ = True
-    step_name = fresh.choice(STEP_NAMES)
-    shape = "x".join(map(str, np.shape(batches[0][0])))
-    what = f"{len(batches)} batches of {shape} ({fresh.where()})"
-    holder = []
-    events = trace_events(
-        lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))
-    )
-    module, working = _step_program(state, batches[0])  # after: the loop must compile it
-    steps = sorted(
-        (e for e in events if e.name == step_name and e.arg("step_num") is not None),
-        key=lambda e: e.start_ns,
-    )
-    numbers = [e.arg("step_num") for e in steps]
-    assert numbers == list(range(len(batches))), f"{what}: step_nums {numbers}"
-    for one, two in zip(steps, steps[1:], strict=False):
-        assert one.end_ns <= two.start_ns, f"{what}: steps {one.arg('step_num')} and after overlap"
-    ops = [e for e in events if e.hlo_op is not None]
-    runs: dict[tuple, list[TraceEvent]] = defaultdict(list)
-    for e in ops:
-        runs[(e.arg("hlo_module"), e.arg("run_id"))].append(e)
-    compiles = [e for e in events if e.name == "backend_compile_and_load"]
-    for step in steps:
-        n = step.arg("step_num")
-        inside = {
-            key
-            for key, group in runs.items()
-            if any(step.start_ns <= e.start_ns < step.end_ns for e in group)
-        }
-        with check:
-            assert len(inside) == 1, f"{what}: step {n} holds {len(inside)} executions, expected 1"
-        for key in inside:
-            group = runs[key]
-            outside = [
-                e for e in group if not (step.start_ns <= e.start_ns and e.end_ns <= step.end_ns)
-            ]
-            with check:
-                assert not outside, (
-                    f"{what}: {len(outside)} of step {n}'s {len(group)} instruction events lie "
-                    "outside its step event"
-                )
-            with check:
-                assert key[0] == module and {e.hlo_op for e in group} == working, (
-                    f"{what}: step {n} runs module {key[0]!r} ({len(group)} instruction events), "
-                    f"not an execution of the step program's optimized module {module!r} "
-                    f"(each of its {len(working)} working ENTRY instructions)"
-                )
-        held = [c for c in compiles if step.start_ns <= c.start_ns < step.end_ns]
-        with check:
-            assert not held, f"{what}: step {n} holds a backend compile"
-    got = holder[0]
-    expected = _expected_state(state, batches)
-    leaves, want = jax.tree.leaves(got), jax.tree.leaves(expected)
-    assert len(leaves) == len(want), (
-        f"{what}: the state has {len(leaves)} arrays, expected {len(want)}"
-    )
-    for a, b in zip(leaves, want, strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6, err_msg=what)
-
-
-@pytest.mark.task("train_loop")
-def test_train_loop_reads_cleanly(kata, fresh):
-    _check_loop(kata, fresh, *_batches(fresh, fresh.randint(2, 12), fresh.randint(4, 40)))
-
-
-@pytest.mark.task("train_loop")
-def test_train_loop_waits_for_big_steps(kata, fresh):
-    """Batches big enough (x f32[2048,1024]) that a step's work outlasts its dispatch many times:
-    a loop that does not wait sees the work land after its step event."""
-    _check_loop(kata, fresh, *_batches(fresh, 1024, 2048, fresh.randint(32, 64)))
+    return Profile(tuple(events), profile.hlo_text, profile.module, step_name), shift
