@@ -112,7 +112,7 @@ def verdict(fn: Any, args: tuple[Any, ...]) -> str:
     return "runs"
 
 
-AGREEMENT_SEEDS = range(8)
+AGREEMENT_SEEDS = range(64)
 AGREEMENT_DTYPES = ("float32", "bfloat16")
 
 
