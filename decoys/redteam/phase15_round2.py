@@ -148,7 +148,7 @@ def _rt2_matmul_flops_f32_only(flow_text: str) -> int:
         r"flow\.executable\.export public @\w+?_dispatch_\d+_"
         r"(batch_matmul|matmul|matvec|vecmat)_(\d+(?:x\d+)*)_f32\b"
     )
-    for kind, dims in re.findall(pattern, flow_text):
+    for _kind, dims in re.findall(pattern, flow_text):
         total += 2 * math.prod(int(d) for d in dims.split("x"))
     return total
 
