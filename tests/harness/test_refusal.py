@@ -273,12 +273,16 @@ _LOWERS = textwrap.dedent("""
     from jax.interpreters import mlir as _m
     _lower = _m.lower_jaxpr_to_module
     def _text(jaxpr):
-        return str(_lower(
-            "m", jaxpr, num_const_args=0, in_avals=jaxpr.in_avals, out_avals=jaxpr.out_avals,
-            ordered_effects=[], platforms=["cpu"], backend=None,
-            axis_context=_m.ShardingContext(1), donated_args=[False] * len(jaxpr.in_avals),
+        given = dict(
+            num_const_args=0, in_avals=jaxpr.in_avals, ordered_effects=[], platforms=["cpu"],
+            backend=None, axis_context=_m.ShardingContext(1),
+            donated_args=[False] * len(jaxpr.in_avals),
             lowering_parameters=_m.LoweringParameters(),
-        ).module)
+        )
+        try:
+            return str(_lower("m", jaxpr, out_avals=jaxpr.out_avals, **given).module)
+        except TypeError:  # jax 0.10 takes no out_avals
+            return str(_lower("m", jaxpr, **given).module)
 """)
 
 
