@@ -21,7 +21,7 @@ from types import ModuleType
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, guard, inductor, predict
+from . import contract, curriculum, entry_points, guard, inductor, predict
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -86,7 +86,9 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     try:
         with (
             predict.compiles_seen() as seen,
-            predict.calls_seen(_watched() if scan else ()) as called,
+            predict.calls_seen(
+                _watched() if scan else (), entry_points.lowering_layer() if scan else ()
+            ) as called,
         ):
             spec.loader.exec_module(module)
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything

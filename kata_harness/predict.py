@@ -1,7 +1,8 @@
 """Predict tasks: the answer must come from the program and its shapes, not from the compiler.
 
 A test calls the learner's prediction inside :func:`compiler_refused`; while it runs, JAX's
-tracing and compiling entry points refuse, and any XLA compile (eager ops compile too) is counted
+tracing, lowering and compiling entry points refuse (public or internal:
+:mod:`.entry_points`), and any XLA compile (eager ops compile too) is counted
 through ``jax.monitoring``. Either fails the test with one line naming the task. The refusal is a
 ``BaseException``, so the learner's ``except Exception`` cannot swallow it.
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from . import contract
+from . import contract, entry_points
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
@@ -40,42 +41,11 @@ class _Consulted(BaseException):
     """Raised by a refused entry point; names what was called."""
 
 
-def _refused_entry_points() -> list[tuple[Any, str]]:
-    import jax
-    import jax.stages
-
-    return [
-        (jax, "jit"),
-        (jax, "make_jaxpr"),
-        (jax, "eval_shape"),
-        (jax.stages.Traced, "lower"),
-        (jax.stages.Lowered, "compile"),
-        (jax.stages.Lowered, "cost_analysis"),
-        (jax.stages.Compiled, "cost_analysis"),
-        (jax.stages.Compiled, "memory_analysis"),
-        *_client_compiles(),
-    ]
-
-
 def _frozen(value: Any) -> Any:
     try:
         return copy.deepcopy(value)
     except Exception:  # noqa: BLE001  (an object that cannot be copied is compared as it is)
         return value
-
-
-def _label(owner: Any, name: str) -> str:
-    if name in _CLIENT_COMPILES and getattr(owner, "__name__", "") == "Client":
-        return "XLA's compiler (an eager jnp operation compiles too)"
-    return f"{getattr(owner, '__name__', owner)}.{name}"
-
-
-def _client_compiles() -> list[tuple[Any, str]]:
-    """The compile methods of jaxlib's XLA client: text that was never traced compiles there."""
-    import jax.extend.backend
-
-    client = type(jax.extend.backend.get_backend())
-    return [(client, name) for name in sorted(_CLIENT_COMPILES) if hasattr(client, name)]
 
 
 @contextmanager
@@ -89,7 +59,7 @@ def compiler_refused(
     import jax
 
     keep = set(allowed)
-    patched = [(o, n) for o, n in _refused_entry_points() if n not in keep] + list(also)
+    patched = [(o, n) for o, n in entry_points.refused() if n not in keep] + list(also)
     # (owner, name, the owner's own attribute or None when it inherits it)
     saved = [(owner, name, vars(owner).get(name)) for owner, name in patched]
 
@@ -106,7 +76,7 @@ def compiler_refused(
             compiles.append(duration_secs)
 
     for owner, name, _ in saved:
-        _stand_in(owner, name, refusing(_label(owner, name)))
+        _stand_in(owner, name, refusing(entry_points.label(owner, name)))
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield
@@ -171,7 +141,7 @@ def count_client_compiles() -> None:
     if _counting:
         return
     _counting = True  # once: later the class may hold a refusal's stand-in
-    for client, name in _client_compiles():
+    for client, name in entry_points.client_compiles():
         original = vars(client).get(name)
         if original is None:
             continue
@@ -186,10 +156,11 @@ def count_client_compiles() -> None:
 
 
 @contextmanager
-def calls_seen(dotted: Iterable[str]) -> Iterator[list[str]]:
-    """The functions named in ``dotted`` that the block called, under any name (a file that
-    builds a table with jnp.result_type while it loads neither traces nor compiles)."""
-    codes = _codes([_resolve(name) for name in dotted])
+def calls_seen(dotted: Iterable[str], pairs: Iterable[tuple[Any, str]] = ()) -> Iterator[list[str]]:
+    """The functions named in ``dotted`` (and the ``(owner, attribute)`` ``pairs``) that the
+    block called, under any name (a file that builds a table with jnp.result_type, or lowers
+    jaxprs with jax.interpreters.mlir, while it loads records no trace or compile event)."""
+    codes = _codes([_resolve(name) for name in dotted] + list(pairs))
     called: list[str] = []
     previous = sys.getprofile()
 
@@ -295,10 +266,10 @@ def _entry_points_refused(
     allowed: Iterable[str], also: list[tuple[Any, str]], attempts: list[str]
 ) -> Iterator[None]:
     keep = set(allowed)
-    pairs = [(o, n) for o, n in _refused_entry_points() if n not in keep] + also
+    pairs = [(o, n) for o, n in entry_points.refused() if n not in keep] + also
     saved = [(o, n, vars(o).get(n)) for o, n in pairs]
     codes = _codes(pairs)
-    allowed_codes = set(_codes([(o, n) for o, n in _refused_entry_points() if n in keep]))
+    allowed_codes = set(_codes([(o, n) for o, n in entry_points.refused() if n in keep]))
     inside_allowed = [0]
     previous = sys.getprofile()
 
@@ -319,7 +290,7 @@ def _entry_points_refused(
     sys.setprofile(profile)
     for owner, name, _ in saved:
 
-        def refuse(*_: Any, _label: str = _label(owner, name), **__: Any) -> Any:
+        def refuse(*_: Any, _label: str = entry_points.label(owner, name), **__: Any) -> Any:
             attempts.append(_label)
             raise _Consulted(_label)
 
@@ -379,19 +350,8 @@ def _codes(pairs: list[tuple[Any, str]]) -> dict[Any, str]:
             function = function.__wrapped__  # type: ignore[union-attr]
         code = getattr(function, "__code__", None)
         if code is not None:
-            codes[code] = _label(owner, name)
+            codes[code] = entry_points.label(owner, name)
     return codes
-
-
-_CLIENT_COMPILES = frozenset(
-    {
-        "compile",
-        "compile_and_load",
-        "compile_ifrt_program",
-        "compile_and_load_ifrt_program",
-        "deserialize_executable",
-    }
-)
 
 
 def predicted_entries(task: str, predicted: object, bank: Iterable[Any]) -> dict[Any, Any]:

@@ -1,14 +1,19 @@
 """What several phase-15 test files share: the phase's name, its dtypes, standard-normal arrays
-drawn from a test's rng, and a dtype's machine epsilon.
+drawn from a test's rng, a dtype's machine epsilon, and the recorded flow listings in the forms
+the reading tasks read them in.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
+import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from kata_harness import iree
 
 PHASE = "phase15"
 f32 = jnp.float32
@@ -22,3 +27,46 @@ def normal(rng: random.Random, shape, dtype=f32) -> jax.Array:
 
 def eps_of(dtype) -> float:
     return float(jnp.finfo(dtype).eps) if jnp.issubdtype(dtype, jnp.floating) else 0.0
+
+
+def recorded(name: str) -> str:
+    return iree.recorded(PHASE, name)
+
+
+# ---- flow listings in other forms ----------------------------------------------------------
+
+_EXECUTABLE_START = re.compile(r"^  flow\.executable ", re.MULTILINE)
+
+
+def _renamed_function(text: str, word: str) -> str:
+    """The listing IREE prints when the module's public function is called `word`."""
+    return re.sub(r"\bmain(?=_dispatch_\d)", word, text).replace("@main(", f"@{word}(")
+
+
+def _reordered_executables(text: str, rng: random.Random) -> str:
+    """The flow.executable blocks in another order (each kept whole, in the same place)."""
+    lines = text.split("\n")
+    blocks, at = [], 0
+    while at < len(lines):
+        if _EXECUTABLE_START.match(lines[at]):
+            end = next(i for i in range(at, len(lines)) if lines[i].startswith("  }"))
+            blocks.append((at, end))
+            at = end + 1
+        else:
+            at += 1
+    if len(blocks) < 2:
+        return text
+    first, last = blocks[0][0], blocks[-1][1]
+    assert all(lines[b[1] + 1 : n[0]] == [] for b, n in itertools.pairwise(blocks)), (
+        "flow.executables are not adjacent"
+    )
+    shuffled = [lines[s : e + 1] for s, e in blocks]
+    rng.shuffle(shuffled)
+    return "\n".join(lines[:first] + [x for b in shuffled for x in b] + lines[last + 1 :])
+
+
+def flow_forms(name: str, text: str, rng: random.Random):
+    yield name, text
+    word = rng.choice(["forward", "step", "f", "apply_model", "run"])
+    yield f"{name} (function renamed to {word})", _renamed_function(text, word)
+    yield f"{name} (executables reordered)", _reordered_executables(text, rng)

@@ -24,7 +24,8 @@ def iree_run(f, *args) -> list[np.ndarray]:
     `stablehlo`, CPU `--iree-llvmcpu-target-cpu=generic`), load the result in IREE's runtime
     with the `local-task` driver and call its `main`. Return every output, in the order of
     `jax.tree.leaves(f(*args))`, as a NumPy array of the shape and dtype JAX's would have.
-    Nothing may be computed by XLA (the test watches for XLA compiles while this runs).
+    Nothing may be computed by XLA: the test watches for XLA compiles while this runs, and
+    values equal to XLA's to the last bit where IREE's own run of the export differs fail.
     """
     # TODO: jax.export.export(...).mlir_module(); iree.compiler.compile_str; iree.runtime
     raise NotImplementedError("phase15 task 1: iree_run")
@@ -46,8 +47,9 @@ def matmul_flops(flow_text: str) -> int:
     read from the names of its dispatches: each `flow.executable.export` is named
     `<function>_dispatch_<index>_<kind>_<dims>_<dtype>`. A `matmul` named MxNxK does 2*M*N*K
     flops, a `batch_matmul` BxMxNxK 2*B*M*N*K, a `matvec` MxK 2*M*K and a `vecmat` NxK 2*N*K;
-    every other kind (elementwise, reduction, softmax, conv, transpose, ...) counts 0, and so
-    does a dispatch whose dims hold a dynamic size (printed `D`).
+    every other kind (elementwise, reduction, softmax, conv, transpose, and contractions IREE
+    names otherwise, such as `matvec_like` or `dot`) counts 0, and so does a dispatch whose dims
+    hold a dynamic size (printed `D`).
     """
     # TODO: find the export names; which part is the kind and which the sizes?
     raise NotImplementedError("phase15 task 3: matmul_flops")

@@ -1,6 +1,6 @@
 """Phase 15 tests: JAX programs exported as StableHLO, compiled and run by IREE. This file holds
-the reading tasks (matmul_flops, merged_by_iree, export_facts); test_phase15_run.py the runs
-and verdicts, test_phase15_portable.py the portable exports.
+the reading tasks merged_by_iree and export_facts; test_phase15_flops.py matmul_flops,
+test_phase15_run.py the runs and verdicts, test_phase15_portable.py the portable exports.
 
 The reading tasks run on IREE flow listings recorded with the ``iree`` group
 (katas/phase15/recorded/, programs.FLOWS; tests/harness/test_iree_recordings.py keeps them
@@ -16,8 +16,6 @@ running what they return: through IREE with the group, through JAX and jax.expor
 
 from __future__ import annotations
 
-import itertools
-import math
 import random
 import re
 
@@ -28,189 +26,16 @@ from pytest_check import check
 
 from kata_harness import iree, metamorphic, oracles
 from katas.phase15.draws import (
-    PHASE,
-    bf16,
     f32,
+    flow_forms,
+    recorded,
 )
 from katas.phase15.programs import (
     FLOWS,
     Flow,
-    attention,
-    mlp,
 )
 from xla_inspect import iree_compile
 from xla_inspect.iree import read_flow
-
-
-def _recorded(name: str) -> str:
-    return iree.recorded(PHASE, name)
-
-
-# ---- flow listings in other forms ----------------------------------------------------------
-
-_EXECUTABLE_START = re.compile(r"^  flow\.executable ", re.MULTILINE)
-
-
-def _renamed_function(text: str, word: str) -> str:
-    """The listing IREE prints when the module's public function is called `word`."""
-    return re.sub(r"\bmain(?=_dispatch_\d)", word, text).replace("@main(", f"@{word}(")
-
-
-def _reordered_executables(text: str, rng: random.Random) -> str:
-    """The flow.executable blocks in another order (each kept whole, in the same place)."""
-    lines = text.split("\n")
-    blocks, at = [], 0
-    while at < len(lines):
-        if _EXECUTABLE_START.match(lines[at]):
-            end = next(i for i in range(at, len(lines)) if lines[i].startswith("  }"))
-            blocks.append((at, end))
-            at = end + 1
-        else:
-            at += 1
-    if len(blocks) < 2:
-        return text
-    first, last = blocks[0][0], blocks[-1][1]
-    assert all(lines[b[1] + 1 : n[0]] == [] for b, n in itertools.pairwise(blocks)), (
-        "flow.executables are not adjacent"
-    )
-    shuffled = [lines[s : e + 1] for s, e in blocks]
-    rng.shuffle(shuffled)
-    return "\n".join(lines[:first] + [x for b in shuffled for x in b] + lines[last + 1 :])
-
-
-def _flow_forms(name: str, text: str, rng: random.Random):
-    yield name, text
-    word = rng.choice(["forward", "step", "f", "apply_model", "run"])
-    yield f"{name} (function renamed to {word})", _renamed_function(text, word)
-    yield f"{name} (executables reordered)", _reordered_executables(text, rng)
-
-
-# ---- matmul_flops (read) -------------------------------------------------------------------
-
-
-def _jaxpr_dot_flops(fn, args) -> int:
-    """2 * output elements * contracted size for every dot_general of fn's jaxpr (sub-jaxprs
-    included): the program's matmul work, known without IREE."""
-    total = 0
-    pending = [jax.make_jaxpr(fn)(*args).jaxpr]
-    while pending:
-        jaxpr = pending.pop()
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "dot_general":
-                (contract, _), _ = eqn.params["dimension_numbers"]
-                lhs = getattr(eqn.invars[0].aval, "shape")  # noqa: B009  (AbstractValue in stubs)
-                out = getattr(eqn.outvars[0].aval, "shape")  # noqa: B009
-                dims = [*out, *(lhs[d] for d in contract)]
-                if all(isinstance(d, int) for d in dims):  # a symbolic size: no known work
-                    total += 2 * math.prod(dims)
-            for value in eqn.params.values():
-                for inner in value if isinstance(value, list | tuple) else [value]:
-                    sub = getattr(inner, "jaxpr", inner)
-                    if hasattr(sub, "eqns"):
-                        pending.append(sub)
-    return total
-
-
-@pytest.mark.task("matmul_flops")
-def test_matmul_flops_of_recorded_listings(kata):
-    rng = random.Random(15)
-    for name, program in sorted(FLOWS.items()):
-        expected = _jaxpr_dot_flops(program.fn, program.args())
-        for what, text in _flow_forms(name, _recorded(name), rng):
-            got = kata.matmul_flops(text)
-            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
-            with check:
-                assert got == expected, (
-                    f"{what}: the program's dot_generals do {expected}, got {got}"
-                )
-
-
-def _fresh_contractions(rng: random.Random) -> list[tuple[str, Flow]]:
-    m, n, k, b = (rng.randint(2, 96) for _ in range(4))
-    q, kv, d = rng.randint(2, 40), rng.randint(2, 40), rng.randint(2, 64)
-    dtype = rng.choice([f32, bf16])
-    return [
-        (
-            "mlp",
-            Flow(
-                "mlp", mlp, (((m, k), f32), ((k, n), f32), ((n,), f32), ((n, b), f32), ((b,), f32))
-            ),
-        ),
-        (
-            "attention",
-            Flow(
-                "attention",
-                attention,
-                (((b % 7 + 2, q, d), f32), ((b % 7 + 2, kv, d), f32), ((b % 7 + 2, kv, d), f32)),
-            ),
-        ),
-        ("matvec", Flow("m @ v", lambda a, v: a @ v, (((m, k), dtype), ((k,), dtype)))),
-        ("vecmat", Flow("v @ a", lambda v, a: v @ a, (((k,), f32), ((k, n), f32)))),
-        (
-            "mixed",
-            Flow(
-                "bf16 matmul into f32",
-                lambda a, c: jnp.dot(a, c, preferred_element_type=f32),
-                (((m, k), bf16), ((k, n), bf16)),
-            ),
-        ),
-    ]
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.task("matmul_flops")
-def test_matmul_flops_of_fresh_programs(kata, fresh):
-    iree.require()
-    for name, program in _fresh_contractions(fresh):
-        args = program.args()
-        text = iree_compile.flow_listing(program.fn, *args)
-        expected = _jaxpr_dot_flops(program.fn, args)
-        shapes = [f"{a.dtype}{list(a.shape)}" for a in args]
-        got = kata.matmul_flops(text)
-        with check:
-            assert got == expected, (
-                f"{name} {shapes} ({fresh.where()}): expected {expected}, got {got}"
-            )
-
-
-def _batch_polymorphic_contractions(rng: random.Random):
-    """(what, f, args): matmuls on a symbolic batch (IREE names their dispatches with a `D`)
-    next to matmuls of static sizes, in one program."""
-    (batch,) = jax.export.symbolic_shape("batch")
-    d, h, o = rng.randint(2, 96), rng.randint(2, 96), rng.randint(2, 48)
-
-    def dense_and_static(x, w1, w2):
-        return jnp.tanh(x @ w1) @ w2, w1 @ w2
-
-    yield (
-        f"f32[batch,{d}] @ [{d},{h}] @ [{h},{o}], and [{d},{h}] @ [{h},{o}]",
-        dense_and_static,
-        [jax.ShapeDtypeStruct(s, f32) for s in [(batch, d), (d, h), (h, o)]],
-    )
-    # (x @ v for a vector v on a symbolic batch: IREE 3.13.0 refuses its `tensor<?x1xf32>`
-    # reshape, so there is no dynamic matvec here.)
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.task("matmul_flops")
-def test_matmul_flops_with_a_symbolic_batch(kata, fresh):
-    iree.require()
-    for what, fn, args in _batch_polymorphic_contractions(fresh):
-        text = iree_compile.flow_listing(fn, *args)
-        expected = _jaxpr_dot_flops(fn, args)
-        got = kata.matmul_flops(text)
-        with check:
-            assert got == expected, (
-                f"{what} ({fresh.where()}): a dispatch with a dynamic size counts 0; the static "
-                f"ones do {expected}, got {got}"
-            )
-
-
-@pytest.mark.task("matmul_flops")
-def test_matmul_flops_counts_no_other_kind(kata):
-    text = _recorded("layernorm_softmax")
-    assert kata.matmul_flops(text) == 0, "reductions and softmax do no matmul work"
-
 
 # ---- merged_by_iree (read) -----------------------------------------------------------------
 
@@ -281,7 +106,7 @@ def test_merged_by_iree_on_recorded_listings(kata):
             (v.kind, v.text) for v in metamorphic.variants(hlo, seed=rng.getrandbits(16))
         ]
         for (hlo_form, hlo_text), (flow_form, flow_text) in zip(
-            variants, _flow_forms(name, _recorded(name), rng), strict=False
+            variants, flow_forms(name, recorded(name), rng), strict=False
         ):
             expected = _merged(hlo_text, flow_text)
             got = kata.merged_by_iree(hlo_text, flow_text)

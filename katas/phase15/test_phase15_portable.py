@@ -146,14 +146,28 @@ def _relative_error(got, a, b) -> float:
     return float(np.linalg.norm(np.asarray(got, np.float64) - exact) / np.linalg.norm(exact))
 
 
+def _solutions(kata, a, b):
+    """(how, x): the answer called on arrays, and its export run (what IREE would be given;
+    jax.export's call runs the exported module): a solve that is another one when traced is
+    measured on both."""
+    yield "called", kata.portable_solve(jnp.asarray(a), jnp.asarray(b))
+    try:
+        exported = jax.export.export(jax.jit(kata.portable_solve))(a, b)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (tracing a NumPy-only solve raises several types)
+        raise AssertionError(f"n={a.shape[0]}: jax.export cannot trace it: {exc}") from exc
+    yield "exported and run", exported.call(a, b)
+
+
 @pytest.mark.task("portable_solve")
 def test_portable_solve_values(kata, fresh):
     for n, _, a, b in _systems(fresh):
-        got = kata.portable_solve(jnp.asarray(a), jnp.asarray(b))
-        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
-        assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
-        error = _relative_error(got, a, b)
-        assert error <= 1e-3, f"{where}: relative error {error:.3g}"
+        for how, got in _solutions(kata, a, b):
+            where = f"n={n}, b {list(b.shape)}, {how} ({fresh.where()})"
+            assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
+            error = _relative_error(got, a, b)
+            assert error <= 1e-3, f"{where}: relative error {error:.3g}"
 
 
 def _misleading_system(rng: np.random.Generator, n: int, k: int | None):
@@ -187,14 +201,14 @@ def test_portable_solve_where_a_small_residual_misleads(kata, fresh):
     for n in [fresh.randint(4, 12), fresh.randint(13, 40), 64]:
         k = fresh.choice([None, fresh.randint(1, 5)])
         a, b = _misleading_system(generator, n, k)
-        got = kata.portable_solve(jnp.asarray(a), jnp.asarray(b))
-        where = f"n={n}, b {list(b.shape)}, cond(a) = 100 ({fresh.where()})"
-        assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
-        error = _relative_error(got, a, b)
-        assert error <= 1e-3, (
-            f"{where}: relative error {error:.3g}; a residual below 1e-3 of b can hide an error "
-            "up to cond(a) = 100 times larger"
-        )
+        for how, got in _solutions(kata, a, b):
+            where = f"n={n}, b {list(b.shape)}, cond(a) = 100, {how} ({fresh.where()})"
+            assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
+            error = _relative_error(got, a, b)
+            assert error <= 1e-3, (
+                f"{where}: relative error {error:.3g}; a residual below 1e-3 of b can hide an "
+                "error up to cond(a) = 100 times larger"
+            )
 
 
 @pytest.mark.task("portable_solve")

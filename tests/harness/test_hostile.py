@@ -221,3 +221,22 @@ def test_the_scan_leaves_a_kata_class_its_private_attributes():
 )
 def test_the_scan_refuses_reaching_names_through_a_dict_or_a_getter(source):
     assert guard.scan(source, "kata.py") is not None
+
+
+def test_a_refused_modules_attribute_names_what_iree_code_writes_instead():
+    """IREE's documented runner reads ``context.modules.module["main"]``; ``.modules`` is refused
+    on every object (``sys.modules`` reaches the tests through any expression that returns
+    ``sys``), so the message names the spelling that runs: load_vm_flatbuffer(...).main."""
+    refused = (
+        "import iree.runtime as rt\ndef run(vmfb, x):\n"
+        "    context = rt.SystemContext(config=rt.Config('local-task'))\n"
+        "    context.add_vm_module(rt.VmModule.copy_buffer(context.instance, vmfb))\n"
+        "    return context.modules.module['main'](x)\n"
+    )
+    found = guard.scan(refused, "kata.py")
+    assert found is not None and "load_vm_flatbuffer" in found
+    written = (
+        "import iree.runtime as rt\ndef run(vmfb, x):\n"
+        "    return rt.load_vm_flatbuffer(vmfb, driver='local-task').main(x)\n"
+    )
+    assert guard.scan(written, "kata.py") is None

@@ -266,3 +266,56 @@ def test_the_answer_may_not_call_refused_functions_inside_what_eval_shape_traces
     predict.refuse_in(module, [task], [])
     with pytest.raises(pytest.fail.Exception, match="make_jaxpr"):
         module.predict_flops(2)
+
+
+_LOWERS = textwrap.dedent("""
+    import jax
+    from jax.interpreters import mlir as _m
+    _lower = _m.lower_jaxpr_to_module
+    def _text(jaxpr):
+        given = dict(
+            num_const_args=0, in_avals=jaxpr.in_avals, ordered_effects=[], platforms=["cpu"],
+            backend=None, axis_context=_m.ShardingContext(1),
+            donated_args=[False] * len(jaxpr.in_avals),
+            lowering_parameters=_m.LoweringParameters(),
+        )
+        try:
+            return str(_lower("m", jaxpr, out_avals=jaxpr.out_avals, **given).module)
+        except TypeError:  # jax 0.10 takes no out_avals
+            return str(_lower("m", jaxpr, **given).module)
+""")
+
+
+def test_a_jaxpr_lowered_through_jaxs_internals_is_refused(tmp_path):
+    """``jax.interpreters.mlir.lower_jaxpr_to_module`` on a closed jaxpr records no trace, lower
+    or compile event; saved at import and caught with ``except BaseException`` it is still seen,
+    as is every lowering (each builds a ModuleContext)."""
+    path = tmp_path / "lowers.py"
+    path.write_text(
+        _LOWERS + "def predict_verdict(jaxpr):\n"
+        "    try:\n"
+        "        return 'sine' if 'sine' in _text(jaxpr) else 'other'\n"
+        "    except BaseException:\n"
+        "        return 'sine'\n"
+    )
+    task = Task(0, 1, "predict_verdict", "t", (), kind="predict")
+    module = loading.load_file(path, "_refusal_lowers", label="phase0")
+    predict.refuse_in(module, [task], [])
+    jaxpr = jax.make_jaxpr(jax.numpy.sin)(1.0)
+    assert "sine" in module.__dict__["_text"](jaxpr)  # the path lowers outside a prediction
+    with pytest.raises(pytest.fail.Exception, match=r"phase0\.task1 .*JAX's lowering"):
+        module.predict_verdict(jaxpr)
+    from jax._src.interpreters import mlir
+
+    assert "refuse" not in mlir.ModuleContext.__init__.__name__
+
+
+def test_a_table_lowered_while_the_file_loads_is_refused(tmp_path):
+    path = tmp_path / "lowered_table.py"
+    path.write_text(
+        _LOWERS + "_TABLE = _text(jax.make_jaxpr(jax.numpy.sin)(1.0))\n"
+        "def predict_verdict(jaxpr):\n    return 'sine' if 'sine' in _TABLE else 'other'\n"
+    )
+    module = loading.load_file(path, "_refusal_lowered_table", label="phase0", scan=True)
+    at_load = loading._compiled_at_load[module.__name__]
+    assert any("JAX's lowering" in entry for entry in at_load), at_load

@@ -1,0 +1,208 @@
+"""Phase 15 tests of matmul_flops (a reading task): multiply-add flops read from the names of an
+IREE flow listing's dispatches.
+
+The listings are the recorded ones (katas/phase15/recorded/, programs.FLOWS), read as printed, with
+their function renamed and with their executables reordered, and, with the ``iree`` group,
+listings of freshly drawn programs compiled now. Expected values come from the dot_generals of
+the program's jaxpr, never from the listing's names.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from pytest_check import check
+
+from kata_harness import iree
+from katas.phase15.draws import (
+    bf16,
+    f32,
+    flow_forms,
+    normal,
+    recorded,
+)
+from katas.phase15.programs import (
+    FLOWS,
+    Flow,
+    attention,
+    mlp,
+)
+from xla_inspect import iree_compile
+
+# ---- matmul_flops (read) -------------------------------------------------------------------
+
+
+def _jaxpr_dot_flops(fn, args) -> int:
+    """2 * output elements * contracted size for every dot_general of fn's jaxpr (sub-jaxprs
+    included): the program's matmul work, known without IREE."""
+    total = 0
+    pending = [jax.make_jaxpr(fn)(*args).jaxpr]
+    while pending:
+        jaxpr = pending.pop()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "dot_general":
+                (contract, _), _ = eqn.params["dimension_numbers"]
+                lhs = getattr(eqn.invars[0].aval, "shape")  # noqa: B009  (AbstractValue in stubs)
+                out = getattr(eqn.outvars[0].aval, "shape")  # noqa: B009
+                dims = [*out, *(lhs[d] for d in contract)]
+                if all(isinstance(d, int) for d in dims):  # a symbolic size: no known work
+                    total += 2 * math.prod(dims)
+            for value in eqn.params.values():
+                for inner in value if isinstance(value, list | tuple) else [value]:
+                    sub = getattr(inner, "jaxpr", inner)
+                    if hasattr(sub, "eqns"):
+                        pending.append(sub)
+    return total
+
+
+@pytest.mark.task("matmul_flops")
+def test_matmul_flops_of_recorded_listings(kata):
+    rng = random.Random(15)
+    for name, program in sorted(FLOWS.items()):
+        expected = _jaxpr_dot_flops(program.fn, program.args())
+        for what, text in flow_forms(name, recorded(name), rng):
+            got = kata.matmul_flops(text)
+            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: the program's dot_generals do {expected}, got {got}"
+                )
+
+
+def _fresh_contractions(rng: random.Random) -> list[tuple[str, Flow]]:
+    m, n, k, b = (rng.randint(2, 96) for _ in range(4))
+    q, kv, d = rng.randint(2, 40), rng.randint(2, 40), rng.randint(2, 64)
+    dtype = rng.choice([f32, bf16])
+    return [
+        (
+            "mlp",
+            Flow(
+                "mlp", mlp, (((m, k), f32), ((k, n), f32), ((n,), f32), ((n, b), f32), ((b,), f32))
+            ),
+        ),
+        (
+            "attention",
+            Flow(
+                "attention",
+                attention,
+                (((b % 7 + 2, q, d), f32), ((b % 7 + 2, kv, d), f32), ((b % 7 + 2, kv, d), f32)),
+            ),
+        ),
+        ("matvec", Flow("m @ v", lambda a, v: a @ v, (((m, k), dtype), ((k,), dtype)))),
+        ("vecmat", Flow("v @ a", lambda v, a: v @ a, (((k,), f32), ((k, n), f32)))),
+        (
+            "mixed",
+            Flow(
+                "bf16 matmul into f32",
+                lambda a, c: jnp.dot(a, c, preferred_element_type=f32),
+                (((m, k), bf16), ((k, n), bf16)),
+            ),
+        ),
+    ]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.task("matmul_flops")
+def test_matmul_flops_of_fresh_programs(kata, fresh):
+    iree.require()
+    for name, program in _fresh_contractions(fresh):
+        args = program.args()
+        text = iree_compile.flow_listing(program.fn, *args)
+        expected = _jaxpr_dot_flops(program.fn, args)
+        shapes = [f"{a.dtype}{list(a.shape)}" for a in args]
+        got = kata.matmul_flops(text)
+        with check:
+            assert got == expected, (
+                f"{name} {shapes} ({fresh.where()}): expected {expected}, got {got}"
+            )
+
+
+def _other_contraction_kinds(rng: random.Random):
+    """(what, f, args, counted, kind): a contraction IREE names with a kind other than the four
+    the contract counts (a batched matrix-vector product is `matvec_like`, a vector dot `dot`)
+    next to a plain matmul; ``counted`` is the plain matmul alone, whose work is what counts."""
+    m, n, k = rng.randint(2, 64), rng.randint(2, 64), rng.randint(2, 64)
+    b, i, j = rng.randint(2, 8), rng.randint(2, 32), rng.randint(2, 48)
+    x, w = normal(rng, (m, k)), normal(rng, (k, n))
+
+    def matmul(x, w):
+        return x @ w
+
+    spelling = rng.choice(["bij,bj->bi", "bi,bij->bj"])
+    a, v = normal(rng, (b, i, j)), normal(rng, (b, i if spelling == "bi,bij->bj" else j))
+    operands = (v, a) if spelling == "bi,bij->bj" else (a, v)
+    yield (
+        f"einsum {spelling} {list(a.shape)} next to [{m},{k}] @ [{k},{n}]",
+        lambda p, q, x, w, s=spelling: (jnp.einsum(s, p, q), matmul(x, w)),
+        [*operands, x, w],
+        (matmul, [x, w]),
+        "matvec_like",
+    )
+    u, t = normal(rng, (j,)), normal(rng, (j,))
+    yield (
+        f"vector dot [{j}] . [{j}] next to [{m},{k}] @ [{k},{n}]",
+        lambda u, t, x, w: (u @ t, matmul(x, w)),
+        [u, t, x, w],
+        (matmul, [x, w]),
+        "dot",
+    )
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.task("matmul_flops")
+def test_matmul_flops_counts_only_the_four_kinds(kata, fresh):
+    iree.require()
+    for what, fn, args, (counted, counted_args), kind in _other_contraction_kinds(fresh):
+        text = iree_compile.flow_listing(fn, *args)
+        assert re.search(rf"_dispatch_\d+_{kind}_\d", text), f"{what}: IREE named no {kind}"
+        expected = _jaxpr_dot_flops(counted, counted_args)
+        got = kata.matmul_flops(text)
+        with check:
+            assert got == expected, (
+                f"{what} ({fresh.where()}): IREE names the first `{kind}`, which counts 0; the "
+                f"matmul does {expected}, got {got}"
+            )
+
+
+def _batch_polymorphic_contractions(rng: random.Random):
+    """(what, f, args): matmuls on a symbolic batch (IREE names their dispatches with a `D`)
+    next to matmuls of static sizes, in one program."""
+    (batch,) = jax.export.symbolic_shape("batch")
+    d, h, o = rng.randint(2, 96), rng.randint(2, 96), rng.randint(2, 48)
+
+    def dense_and_static(x, w1, w2):
+        return jnp.tanh(x @ w1) @ w2, w1 @ w2
+
+    yield (
+        f"f32[batch,{d}] @ [{d},{h}] @ [{h},{o}], and [{d},{h}] @ [{h},{o}]",
+        dense_and_static,
+        [jax.ShapeDtypeStruct(s, f32) for s in [(batch, d), (d, h), (h, o)]],
+    )
+    # (x @ v for a vector v on a symbolic batch: IREE 3.13.0 refuses its `tensor<?x1xf32>`
+    # reshape, so there is no dynamic matvec here.)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.task("matmul_flops")
+def test_matmul_flops_with_a_symbolic_batch(kata, fresh):
+    iree.require()
+    for what, fn, args in _batch_polymorphic_contractions(fresh):
+        text = iree_compile.flow_listing(fn, *args)
+        expected = _jaxpr_dot_flops(fn, args)
+        got = kata.matmul_flops(text)
+        with check:
+            assert got == expected, (
+                f"{what} ({fresh.where()}): a dispatch with a dynamic size counts 0; the static "
+                f"ones do {expected}, got {got}"
+            )
+
+
+@pytest.mark.task("matmul_flops")
+def test_matmul_flops_counts_no_other_kind(kata):
+    text = recorded("layernorm_softmax")
+    assert kata.matmul_flops(text) == 0, "reductions and softmax do no matmul work"
