@@ -66,7 +66,7 @@ def test_dump_finds_this_compiles_files(kata, tmp_path):
 def test_dump_of_the_same_function_again(kata, tmp_path):
     """Another process's dump with a higher module number is there, and this function was
     dumped before at another shape: only the files this compile wrote are the answer."""
-    stale = "module_9999.jit_value_and_total"
+    stale = "module_999999999.jit_value_and_total"  # above any number a process reaches
     for suffix, text in (
         (".before_optimizations.txt", bank.hlo_texts("value_and_total")[0]),
         (".cpu_after_optimizations.txt", bank.hlo_texts("value_and_total")[1]),
