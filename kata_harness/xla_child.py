@@ -4,13 +4,15 @@ jaxlib's HLO parser does not always raise on bad text: some versions hit a CHECK
 whole process (jaxlib 0.11.2 on a `dot` with one operand), and jaxlib 0.10.2 has crashed
 re-reading in the test process a text its helper had already judged; under pytest-xdist that
 kills the worker and leaves the run waiting. So no text reaches the parser in the test process:
-one helper process per test process imports only the parser (no JAX client) and answers a batch
-of texts one verdict at a time, with what the parser made of an accepted text as plain data
-(kata_harness.xla_describe), so no comparison needs the parser's objects in the test process.
-When the helper dies on a text, that text's verdict is "aborted" and a new helper takes the rest
-of the batch; when it gives no answer within the time limit, it is killed and the verdict is
-"timed out". Verdicts are remembered per text: the parser's answer on one text does not change
-within a run.
+one helper process per test process answers a batch of texts one verdict at a time, with
+what the parser made of an accepted text as plain data (kata_harness.xla_describe), so no
+comparison needs the parser's objects in the test process. The helper itself never parses: it
+forks a worker that imports the parser and parses, and when a text kills the worker, that text's
+verdict is "aborted" and a new worker, forked in milliseconds, takes the rest (the helper does not
+import the parser before it forks, so a worker never inherits the parser's threads). When no
+answer comes within the time limit, the helper and its worker are killed and the verdict is "timed
+out"; if the helper itself dies, a new one takes the rest of the batch. Verdicts are remembered
+per text: the parser's answer on one text does not change within a run.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import atexit
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -35,17 +38,64 @@ CASE_TIMEOUT = 120.0  # seconds per text; XLA parses a module in milliseconds
 _HELPER = r"""
 import importlib, json, os, sys
 os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # XLA logs its CHECK failures on stderr
-module, _, name = sys.argv[1].partition(":")
-parse = getattr(importlib.import_module(module), name)
-for line in sys.stdin:
-    for text in json.loads(line):
+
+def work(inbox, outbox):
+    module, _, name = sys.argv[1].partition(":")
+    parse = getattr(importlib.import_module(module), name)
+    for line in inbox:
         try:
-            answer = ["accepted", "", parse(text)]
+            answer = ["accepted", "", parse(json.loads(line))]
         except Exception as exc:
             answer = ["rejected", str(exc), None]
-        sys.stdout.write(json.dumps(answer) + "\n")
+        outbox.write(json.dumps(answer) + "\n")
+        outbox.flush()
+
+def fork_worker():
+    down, up = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(down[1]); os.close(up[0])
+        quiet = os.open(os.devnull, os.O_RDWR)
+        os.dup2(quiet, 0); os.dup2(quiet, 1)  # the helper's own pipes stay the helper's
+        work(os.fdopen(down[0]), os.fdopen(up[1], "w"))
+        os._exit(0)
+    os.close(down[0]); os.close(up[1])
+    return pid, os.fdopen(down[1], "w"), os.fdopen(up[0])
+
+def ask(worker, text):
+    pid, inbox, outbox = worker
+    try:
+        inbox.write(json.dumps(text) + "\n")
+        inbox.flush()
+    except BrokenPipeError:
+        pass
+    return outbox.readline()
+
+worker = None
+for line in sys.stdin:
+    for text in json.loads(line):
+        worker = worker or fork_worker()
+        answer = ask(worker, text)
+        if not answer:
+            status = os.waitpid(worker[0], 0)[1]
+            worker[1].close(); worker[2].close(); worker = None
+            if os.WIFSIGNALED(status):
+                how = "signal %d" % os.WTERMSIG(status)
+            else:
+                how = "exit %d" % os.WEXITSTATUS(status)
+            answer = json.dumps(["aborted", "the parser ended its process (%s)" % how, None]) + "\n"
+        sys.stdout.write(answer)
         sys.stdout.flush()
 """
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Kill the helper and its worker (the helper leads its own process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +129,7 @@ class ParserProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
+                start_new_session=True,  # its worker is killed with it (_kill)
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             )
         return self._process
@@ -107,8 +158,7 @@ class ParserProcess:
             return Verdict(kind, message, facts)
         self._process, self._buffer = None, b""
         if line is None:
-            process.kill()
-            process.wait()
+            _kill(process)
             return Verdict("timed out", f"no verdict within {self.timeout:.0f} s")
         code = process.wait()
         how = f"signal {-code}" if code < 0 else f"exit {code}"
@@ -137,8 +187,7 @@ class ParserProcess:
     def _discard(self) -> None:
         process, self._process, self._buffer = self._process, None, b""
         if process is not None:
-            process.kill()
-            process.wait()
+            _kill(process)
 
     def verdicts(self, texts: list[str]) -> list[Verdict]:
         """The parser's verdict on each text, in order."""
@@ -158,8 +207,7 @@ class ParserProcess:
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                _kill(process)
 
 
 XLA_PARSER = ParserProcess()

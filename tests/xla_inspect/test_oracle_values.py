@@ -277,6 +277,10 @@ def built_instruction(draw: st.DrawFn) -> str:
     return "\n".join([*lines, "}", ""])
 
 
+# jaxlib 0.10's parser aborts on 25 of the 138 texts drawn: each abort costs a new worker in the
+# helper (fork, import the parser, its first parse: about 0.3 s idle, several times that on a
+# loaded machine), more than the suite's 30 s in CI's run under jax 0.10.2 once in three
+@pytest.mark.timeout(180)
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(built_instruction())
 def test_build_checks_match_xla(text: str) -> None:
