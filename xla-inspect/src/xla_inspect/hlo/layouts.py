@@ -283,12 +283,13 @@ def read_tail(text: str) -> _Tail:
 
 
 _ARRAY_PARTS = re.compile(r"[^\[]*\[([^\]]*)\](?:\{([^}:]*))?")
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)  # XLA reads `f32[/**/4]{/* c */0}`
 
 
 def invalid_layout(shape: str, tail: _Tail | None) -> str | None:
     """What XLA's layout validation (of tuple elements only) refuses in an array shape's
     layout whose rank fits, or None."""
-    parts = _ARRAY_PARTS.match(shape)
+    parts = _ARRAY_PARTS.match(_BLOCK_COMMENT.sub("", shape))
     assert parts is not None  # an array shape with a layout
     dims = [int(d.removeprefix("<=")) if d != "?" else -1 for d in parts[1].split(",") if d]
     order = [int(d) for d in parts[2].split(",") if d]
