@@ -15,7 +15,7 @@ import pytest
 
 from . import curriculum, gated, guard, messages, records, verdict
 from .decoys import Accepted, Decoy
-from .variants import GUARD_REFUSED, RED_TEAM, Variant, task_of, variant_of
+from .variants import CAUGHT, GUARD_REFUSED, RED_TEAM, Variant, task_of, variant_of
 
 _call_error = pytest.StashKey[BaseException | None]()
 
@@ -75,6 +75,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         _judge(item, call, report, variant)
     elif report.when == "setup" and GUARD_REFUSED in item.stash:
         caught = True
+    if caught:
+        phase, task = task_of(item)
+        CAUGHT[(phase.name, task.function, variant.id)] = getattr(item, "originalname", item.name)
     if report.when == "call" or report.failed or report.skipped or caught:
         _record(item, report, variant, caught)
 

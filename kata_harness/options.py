@@ -1,8 +1,9 @@
 """Command-line options, configuration and the report header of the kata plugin.
 
 - ``--impl {katas,reference}`` (or ``KATAS_IMPL``) picks the module the ``kata`` fixture hands to
-  a test; ``--decoys`` adds the decoy sweep in reference mode; ``--no-honesty`` drops the stub and
-  variant runs (for a tree whose katas/ holds solved work).
+  a test; ``--spellings`` adds the accepted spellings in reference mode, ``--decoys`` the decoy
+  sweep and the spellings; ``--no-honesty`` drops the stub and variant runs (for a tree whose
+  katas/ holds solved work).
 - A user's ``XLA_FLAGS`` keep only their dump flags, so tuning flags cannot change the facts.
 - Reference mode spreads its runs over the cores (pytest-xdist) unless told otherwise.
 """
@@ -33,6 +34,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("KATAS_DECOYS") == "1",
         help="in reference mode, also run every decoy against the tests it names (the full "
         "sweep; `katas dev check` runs it and prints the census); KATAS_DECOYS=1 sets it",
+    )
+    group.addoption(
+        "--spellings",
+        action="store_true",
+        default=os.environ.get("KATAS_SPELLINGS") == "1",
+        help="in reference mode, also run every accepted spelling of a task (a correct answer "
+        "written differently from the reference) against its tests; --decoys and `katas dev "
+        "check` run them too; KATAS_SPELLINGS=1 sets it",
     )
     group.addoption(
         "--no-honesty",

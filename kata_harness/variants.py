@@ -1,8 +1,10 @@
 """What each kata test runs against, and the ``kata`` fixture that hands it over.
 
 With ``--impl=katas`` a test runs once, on the learner's file. In reference mode it runs on the
-reference and, for the honest-kata checks, on the shipped stub, on the accepted variants of its
-task and (with ``--decoys``) on every decoy that names it.
+reference and, for the honest-kata checks, on the shipped stub; with ``--spellings`` also on the
+accepted variants of its task, and with ``--decoys`` on those and on every decoy that names it.
+The accepted variants check the tests (they must not reject a correct answer), not the course:
+the census (``katas dev check``) and CI run them, the README's test command leaves them out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from .decoys import Accepted, Decoy, Probe, RedTeam
 # Run by every test of their task; judged over the task (one failing test catches them).
 RED_TEAM = ("redteam", "probe")
 GUARD_REFUSED = pytest.StashKey[str]()  # a probe the guard refused to load
+# (phase, function, variant id) -> the test that caught that red-team answer or probe in this
+# process: the task's later tests skip it, as one catch is the verdict (kata_harness.judging)
+CAUGHT: dict[tuple[str, str, str], str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +86,12 @@ def _variants(
         variants += [
             Variant("probe", p) for p in loading.phase_probes(phase) if p.replaces == task.function
         ]
-    variants += [
-        Variant("accepted", a) for a in loading.phase_accepted(phase) if a.replaces == task.function
-    ]
+    if config.getoption("--spellings") or config.getoption("--decoys"):
+        variants += [
+            Variant("accepted", a)
+            for a in loading.phase_accepted(phase)
+            if a.replaces == task.function
+        ]
     return variants
 
 
@@ -101,7 +109,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def kata(request: pytest.FixtureRequest) -> ModuleType:
     """The module under test: learner's kata, reference, shipped stub or a decoy."""
     variant: Variant = getattr(request, "param", Variant("katas"))
-    phase, _ = task_of(request.node)
+    phase, task = task_of(request.node)
+    caught_by = CAUGHT.get((phase.name, task.function, variant.id))
+    if caught_by is not None:
+        pytest.skip(f"{variant.id} is caught already (by {caught_by})")
     try:
         if isinstance(variant.spec, Probe):
             return loading.load_probe(phase, variant.spec)
