@@ -85,8 +85,11 @@ def overlap_options() -> dict[str, bool | int | str]:
 
     Budget, read from the compiled schedule: one all-gather per weight, and every one of them
     but the first layer's (the first GEMM waits for it, with nothing before it to overlap) an
-    async pair with a GEMM between its start and its done: 5 of 6 for six layers. Every option
-    must be one today's XLA knows, with a value of its type (XLA refuses the compile otherwise).
+    async pair with a GEMM between its start and its done: 5 of 6 for six layers. The budget
+    holds for every stack of programs.FSDP_DOMAIN (programs.FSDP_CASES and stacks drawn from it:
+    2 to 16 layers, weights from 32 to 256 wide, x's rows 64 to 256), not only the listed cases.
+    Every option must be one today's XLA knows, with a value of its type (XLA refuses the compile
+    otherwise).
     """
     # TODO: read the fsdp recordings: how many all-gathers are there, and why is none async?
     raise NotImplementedError("phase12 task 6: overlap_options")

@@ -284,6 +284,9 @@ FSDP_CASES = {
     "6 layers of 64 on gpu-h100": ("gpu-h100", 6, 128, 64),
 }
 
+# The stacks overlap_options must serve (the tests draw from it): layers, weight widths, x's rows.
+FSDP_DOMAIN = {"layers": range(2, 17), "widths": range(32, 257, 32), "rows": (64, 128, 256)}
+
 
 # ---- data-parallel gradients -------------------------------------------------------------------
 

@@ -147,10 +147,11 @@ def _wraps_collective(module, instruction) -> bool:
 def overlap_options() -> dict[str, bool | int | str]:
     # The GPU combiner merges every weight's all-gather into one, which nothing can overlap;
     # uncombined, each later layer's gather can run while an earlier layer's GEMM computes, once
-    # the scheduler may keep more than one collective in flight (its default limit is 1).
+    # the scheduler may keep more than one collective in flight (its default limit is 1). Small
+    # weights' gathers all start at once, so a stack of 16 layers needs 15 in flight.
     return {
         "xla_gpu_all_gather_combine_threshold_bytes": 0,
-        "xla_gpu_experimental_parallel_collective_overlap_limit": 8,
+        "xla_gpu_experimental_parallel_collective_overlap_limit": 16,
     }
 
 
