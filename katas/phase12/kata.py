@@ -44,7 +44,8 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
     cuBLAS custom call (`custom_call_target` starting `__cublas$`) the `epilogue` of its
     gemm_backend_config (`DEFAULT`, `BIAS`, `RELU`, `BIAS_RELU`, `BIAS_GELU`, ...), for a cuDNN
     one (`__cudnn$...`) the `activation_mode` of its cudnn_conv_backend_config (`kNone`,
-    `kRelu`, ...). Other custom calls are not library calls.
+    `kRelu`, ...). Other custom calls are not library calls (and their backend_config need not
+    be JSON: a typed-FFI call such as cuSOLVER's prints `{lower = true}`).
     """
     # TODO: custom-call instructions, their target, their backend_config as JSON
     raise NotImplementedError("phase12 task 3: library_epilogues")

@@ -54,8 +54,13 @@ def _label_of(module, fusion) -> str:
 
 
 def _config(instruction) -> dict:
-    raw = instruction.attribute("backend_config")
-    return json.loads(raw) if raw and raw.startswith("{") else {}
+    # A library call's backend_config is JSON; a typed-FFI custom call (cuSOLVER, __gpu$TopK)
+    # prints an MLIR dictionary ({lower = true}) instead.
+    try:
+        value = json.loads(instruction.attribute("backend_config") or "")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def library_epilogues(hlo_text: str) -> dict[str, str]:
