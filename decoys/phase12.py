@@ -480,11 +480,15 @@ def overlap_options_removed_flag():
     }
 
 
-@accepted("overlap_options", why="a threshold below one weight's bytes stops the combining too")
+@accepted(
+    "overlap_options",
+    why="a threshold below the smallest weight's bytes (2 KiB) stops the combining too, and a "
+    "limit above the deepest stack's 15 overlappable gathers keeps them all in flight",
+)
 def overlap_options_tiny_threshold():
     return {
         "xla_gpu_all_gather_combine_threshold_bytes": 1024,
-        "xla_gpu_experimental_parallel_collective_overlap_limit": 6,
+        "xla_gpu_experimental_parallel_collective_overlap_limit": 20,
     }
 
 

@@ -73,6 +73,29 @@ def fusion_callers(text: str) -> dict[str, tuple[str, str]]:
     return callers
 
 
+_CALLED = re.compile(
+    r"\b(?:calls|to_apply|body|condition|true_computation|false_computation)=%([\w.-]+)"
+    r"|\bbranch_computations=\{([^}]*)\}"
+)
+
+
+def fusion_places(text: str) -> set[str]:
+    """Where a module's fusions sit: the opcode of every instruction (of XLA's parse) calling a
+    computation that holds a fusion (while, conditional, call, fusion, ...), "ENTRY" when the
+    entry computation holds one, and the opcode of every asynchronous fusion start."""
+    _, rows = parsed(text)
+    holders = {c for c, _, op, _ in rows if op == "fusion"}
+    places = {op for _, _, op, _ in rows if op == "fusion-start"}
+    if holders.intersection(re.findall(r"^ENTRY %?([\w.-]+)", text, re.MULTILINE)):
+        places.add("ENTRY")
+    for _, _, op, printed in rows:
+        for single, many in _CALLED.findall(printed):
+            called = [single] if single else [n.strip().lstrip("%") for n in many.split(",")]
+            if holders.intersection(called):
+                places.add(op)
+    return places
+
+
 def reduce_homes(text: str) -> dict[str, int]:
     """Each reduce of XLA's parse, under the kind of the outermost fusion reaching it."""
     _, rows = parsed(text)

@@ -44,7 +44,8 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
     cuBLAS custom call (`custom_call_target` starting `__cublas$`) the `epilogue` of its
     gemm_backend_config (`DEFAULT`, `BIAS`, `RELU`, `BIAS_RELU`, `BIAS_GELU`, ...), for a cuDNN
     one (`__cudnn$...`) the `activation_mode` of its cudnn_conv_backend_config (`kNone`,
-    `kRelu`, ...). Other custom calls are not library calls.
+    `kRelu`, ...). Other custom calls are not library calls (and their backend_config need not
+    be JSON: a typed-FFI call such as cuSOLVER's prints `{lower = true}`).
     """
     # TODO: custom-call instructions, their target, their backend_config as JSON
     raise NotImplementedError("phase12 task 3: library_epilogues")
@@ -85,8 +86,11 @@ def overlap_options() -> dict[str, bool | int | str]:
 
     Budget, read from the compiled schedule: one all-gather per weight, and every one of them
     but the first layer's (the first GEMM waits for it, with nothing before it to overlap) an
-    async pair with a GEMM between its start and its done: 5 of 6 for six layers. Every option
-    must be one today's XLA knows, with a value of its type (XLA refuses the compile otherwise).
+    async pair with a GEMM between its start and its done: 5 of 6 for six layers. The budget
+    holds for every stack of programs.FSDP_DOMAIN (programs.FSDP_CASES and stacks drawn from it:
+    2 to 16 layers, weights from 32 to 256 wide, x's rows 64 to 256), not only the listed cases.
+    Every option must be one today's XLA knows, with a value of its type (XLA refuses the compile
+    otherwise).
     """
     # TODO: read the fsdp recordings: how many all-gathers are there, and why is none async?
     raise NotImplementedError("phase12 task 6: overlap_options")

@@ -75,6 +75,32 @@ def reductions(x, y):
 REDUCTION_SHAPES = (((256, 1024), f32), ((64, 1024), f32))
 
 
+def scanned_softmax(x, ws):
+    """A scan over stacked weights: softmax(c @ w) per step, the step's sum collected."""
+
+    def step(c, w):
+        h = jax.nn.softmax(c @ w, axis=-1)
+        return h, jnp.sum(h)
+
+    return jax.lax.scan(step, x, ws)
+
+
+SCAN_SHAPES = (((64, 128), f32), ((6, 128, 128), f32))
+
+
+def branches(p, x, w):
+    """A cond on a runtime scalar whose branches hold a GEMM and reductions each."""
+    return jax.lax.cond(
+        p > 0,
+        lambda x: jax.nn.softmax(x @ w, axis=-1),
+        lambda x: jnp.tanh(x @ w.T @ w) - jnp.max(x),
+        x,
+    )
+
+
+BRANCH_SHAPES = (((), f32), ((64, 256), f32), ((256, 256), f32))
+
+
 def mlp_loss(params, x, y):
     w1, b1, w2, b2 = params
     out = jax.nn.relu(x @ w1 + b1) @ w2 + b2
@@ -103,6 +129,17 @@ DENSE_SHAPES = (
     ((128, 64), bf16),
     ((64,), bf16),
 )
+
+
+def solvers(x, a, w, b):
+    """Custom calls that are not cuBLAS or cuDNN (top_k, a Cholesky factorization) beside a
+    GEMM with a bias and relu."""
+    values, indices = jax.lax.top_k(x, 8)
+    spd = a @ a.T + a.shape[0] * jnp.eye(a.shape[0], dtype=a.dtype)
+    return values, indices, jnp.linalg.cholesky(spd), jax.nn.relu(values @ w + b)
+
+
+SOLVER_SHAPES = (((64, 4096), f32), ((64, 64), f32), ((8, 512), f32), ((512,), f32))
 
 
 def scaled_dense(x, w, b, r):
@@ -247,6 +284,9 @@ FSDP_CASES = {
     "6 layers of 64 on gpu-h100": ("gpu-h100", 6, 128, 64),
 }
 
+# The stacks overlap_options must serve (the tests draw from it): layers, weight widths, x's rows.
+FSDP_DOMAIN = {"layers": range(2, 17), "widths": range(32, 257, 32), "rows": (64, 128, 256)}
+
 
 # ---- data-parallel gradients -------------------------------------------------------------------
 
@@ -346,6 +386,25 @@ RECORDINGS = {
         "reductions(x f32[256,1024], y f32[64,1024]): column sum, row max, full mean, softmax, "
         "bf16 x @ y.T",
         _single(*REDUCTION_SHAPES)(reductions),
+    ),
+    "scan_h100": Recording(
+        "gpu-h100",
+        "scanned_softmax: jax.lax.scan of softmax(c @ w) over 6 stacked f32[128,128] weights, "
+        "x f32[64,128]",
+        _single(*SCAN_SHAPES)(scanned_softmax),
+    ),
+    "branches_h100": Recording(
+        "gpu-h100",
+        "branches: jax.lax.cond(p > 0) of softmax(x @ w) or tanh(x @ w.T @ w) - max(x), f32 "
+        "x[64,256] w[256,256]",
+        _single(*BRANCH_SHAPES)(branches),
+    ),
+    "solvers_h100": Recording(
+        "gpu-h100",
+        "solvers: top_k(x f32[64,4096], 8), cholesky of a f32[64,64] SPD matrix, relu(values @ "
+        "w + b), triton gemm off",
+        _single(*SOLVER_SHAPES)(solvers),
+        CUBLAS,
     ),
     "mlp_grad_h100": Recording(
         "gpu-h100",
@@ -690,9 +749,59 @@ ENTRY %main (x: f32[64,32], w: f32[64,16], a: f32[32,24], v: f32[24,8], bias: f3
 """
 
 
+# fusion_kinds / reduction_kinds: fusions reached other than from ENTRY or a fusion: a kInput
+# fusion (holding a nested kLoop fusion) in a called computation, and a kLoop fusion holding a
+# reduce started asynchronously by a generic async-start (XLA reads it as fusion-start).
+FUSIONS_ELSEWHERE = """\
+HloModule fusions_elsewhere, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%fused_square (s0: f32[64,32]) -> f32[64,32] {
+  %s0 = f32[64,32]{1,0} parameter(0)
+  ROOT %square = f32[64,32]{1,0} multiply(%s0, %s0)
+}
+
+%fused_row_sums (r0: f32[64,32]) -> f32[64] {
+  %r0 = f32[64,32]{1,0} parameter(0)
+  %squared = f32[64,32]{1,0} fusion(%r0), kind=kLoop, calls=%fused_square
+  %zero = f32[] constant(0)
+  ROOT %reduce.1 = f32[64]{0} reduce(%squared, %zero), dimensions={1}, to_apply=%add
+}
+
+%helper (h0: f32[64,32]) -> f32[64] {
+  %h0 = f32[64,32]{1,0} parameter(0)
+  ROOT %input_fusion = f32[64]{0} fusion(%h0), kind=kInput, calls=%fused_row_sums
+}
+
+%fused_column_sums (c0: f32[64,32]) -> f32[32] {
+  %c0 = f32[64,32]{1,0} parameter(0)
+  %zero.1 = f32[] constant(0)
+  ROOT %reduce.2 = f32[32]{0} reduce(%c0, %zero.1), dimensions={0}, to_apply=%add
+}
+
+%wrapped_columns (w0: f32[64,32]) -> f32[32] {
+  %w0 = f32[64,32]{1,0} parameter(0)
+  ROOT %column_fusion = f32[32]{0} fusion(%w0), kind=kLoop, calls=%fused_column_sums
+}
+
+ENTRY %main (x: f32[64,32]) -> (f32[64], f32[32]) {
+  %x = f32[64,32]{1,0} parameter(0)
+  %columns-start = ((f32[64,32]{1,0}), f32[32]{0}, s32[]) async-start(%x), calls=%wrapped_columns
+  %call = f32[64]{0} call(%x), to_apply=%helper
+  %columns-done = f32[32]{0} async-done(%columns-start)
+  ROOT %out = (f32[64]{0}, f32[32]{0}) tuple(%call, %columns-done)
+}
+"""
+
 HANDWRITTEN = {
     "nested_reductions": NESTED_REDUCTIONS,
     "nested_collectives": NESTED_COLLECTIVES,
     "async_collectives": ASYNC_COLLECTIVES,
     "gemms_everywhere": GEMMS_EVERYWHERE,
+    "fusions_elsewhere": FUSIONS_ELSEWHERE,
 }

@@ -15,7 +15,14 @@ from pytest_check import check
 from kata_harness.oracles import gpu_hlo as oracle
 from kata_harness.targets import require
 from katas.phase12 import texts as module_texts
-from katas.phase12.programs import BLOCK_SHAPES, FSDP_CASES, block, fsdp_lowering, sds
+from katas.phase12.programs import (
+    BLOCK_SHAPES,
+    FSDP_CASES,
+    FSDP_DOMAIN,
+    block,
+    fsdp_lowering,
+    sds,
+)
 
 # ---- collective_overlap ------------------------------------------------------------------------
 
@@ -158,6 +165,46 @@ def test_overlap_options_overlap_the_gathers(kata, case):
             f"{case}: {overlapped} of {gathers} all-gathers have a GEMM in flight (default "
             f"options: {before_overlapped}); the budget is one gather per weight, each but the "
             f"first layer's async with a GEMM in flight: {layers - 1} of {layers}"
+        )
+
+
+# Strata of programs.FSDP_DOMAIN: deep stacks of the narrowest weights (2 KiB each, where a
+# combine threshold sized to the listed cases still merges gathers and XLA starts every gather
+# at once), deep stacks of 64-wide weights (also all started at once), and any stack.
+FSDP_STRATA = {
+    "deep, 32 wide": (range(9, 17), (32,)),
+    "deep, 64 wide": (range(9, 17), (64,)),
+    "anywhere": (FSDP_DOMAIN["layers"], FSDP_DOMAIN["widths"]),
+}
+
+
+@pytest.mark.task("overlap_options")
+@pytest.mark.parametrize("stratum", sorted(FSDP_STRATA))
+def test_overlap_options_on_drawn_stacks(kata, fresh, stratum):
+    """The budget on a stack drawn from programs.FSDP_DOMAIN, not only the listed cases: one
+    gather per weight (each weight's bf16 bytes, by arithmetic on the drawn shape), all but the
+    first with a GEMM in flight."""
+    options = kata.overlap_options()
+    assert isinstance(options, dict) and all(isinstance(k, str) for k in options), (
+        f"expected a dict of option names, got {options!r:.120}"
+    )
+    depths, widths = FSDP_STRATA[stratum]
+    layers, width = fresh.choice(depths), fresh.choice(widths)
+    rows = fresh.choice(FSDP_DOMAIN["rows"])
+    assert layers in FSDP_DOMAIN["layers"] and width in FSDP_DOMAIN["widths"]
+    lowered = fsdp_lowering(layers, rows, width)(require("gpu-h100"))
+    text = lowered.compile(compiler_options=options).as_text()
+    assert text is not None
+    produced, overlapped, gathers = oracle.gathers(text)
+    case = f"{layers} layers of {width}, x of {rows} rows on gpu-h100 ({fresh.where()})"
+    with check:
+        assert produced == layers * width * width * 2, (
+            f"{case}: the gathers produce {produced} bytes: the same weights must be gathered"
+        )
+    with check:
+        assert gathers == layers and overlapped >= layers - 1, (
+            f"{case}: {overlapped} of {gathers} all-gathers have a GEMM in flight; the budget "
+            f"is one gather per weight, each but the first layer's async with a GEMM in flight"
         )
 
 

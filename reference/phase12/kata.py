@@ -54,8 +54,13 @@ def _label_of(module, fusion) -> str:
 
 
 def _config(instruction) -> dict:
-    raw = instruction.attribute("backend_config")
-    return json.loads(raw) if raw and raw.startswith("{") else {}
+    # A library call's backend_config is JSON; a typed-FFI custom call (cuSOLVER, __gpu$TopK)
+    # prints an MLIR dictionary ({lower = true}) instead.
+    try:
+        value = json.loads(instruction.attribute("backend_config") or "")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def library_epilogues(hlo_text: str) -> dict[str, str]:
@@ -147,10 +152,11 @@ def _wraps_collective(module, instruction) -> bool:
 def overlap_options() -> dict[str, bool | int | str]:
     # The GPU combiner merges every weight's all-gather into one, which nothing can overlap;
     # uncombined, each later layer's gather can run while an earlier layer's GEMM computes, once
-    # the scheduler may keep more than one collective in flight (its default limit is 1).
+    # the scheduler may keep more than one collective in flight (its default limit is 1). Small
+    # weights' gathers all start at once, so a stack of 16 layers needs 15 in flight.
     return {
         "xla_gpu_all_gather_combine_threshold_bytes": 0,
-        "xla_gpu_experimental_parallel_collective_overlap_limit": 8,
+        "xla_gpu_experimental_parallel_collective_overlap_limit": 16,
     }
 
 

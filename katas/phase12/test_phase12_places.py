@@ -1,0 +1,142 @@
+"""Phase 12 tests, fusions and custom calls where a reader who walks ENTRY and its fusions never
+looks: fusions in while bodies and conditions (a jax.lax.scan), in conditional branches (a
+jax.lax.cond), in called computations and started asynchronously (fusion-start), and custom calls
+that are not library calls (top_k's __gpu$TopK, cuSOLVER's Cholesky, whose backend_config is
+not JSON).
+
+The modules are recorded from deviceless gpu-h100 compiles (scan_h100, branches_h100,
+solvers_h100) or hand-written (programs.FUSIONS_ELSEWHERE), each read as printed and as its
+metamorphic variants; where the fusions sit and what is expected come from XLA's parser
+(kata_harness.oracles.gpu_hlo).
+"""
+
+import re
+
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import gpu_hlo as oracle
+from katas.phase12 import texts as module_texts
+from katas.phase12.programs import BRANCH_SHAPES, SCAN_SHAPES, SOLVER_SHAPES
+
+ELSEWHERE = ("scan_h100", "branches_h100", "fusions_elsewhere")
+
+
+def _places_covered() -> None:
+    """The modules put fusions in every place the contract's "every computation" covers."""
+    places = set().union(*(oracle.fusion_places(module_texts.text(n)) for n in ELSEWHERE))
+    want = {"while", "conditional", "call", "fusion", "fusion-start"}
+    assert want <= places, f"XLA's parse puts fusions only under {sorted(places)}"
+
+
+def _read(fn, text: str, what: str):
+    """fn(text). A crash on a module XLA printed is a wrong answer, not a broken test (the stub's
+    NotImplementedError passes through)."""
+    try:
+        return fn(text)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (any exception: the module is valid)
+        crash = f"{type(error).__name__}: {str(error)[:160]}"
+    pytest.fail(f"{what}: raised {crash} on a module XLA printed and parses", pytrace=False)
+
+
+def _differing(got: dict, expected: dict) -> list[str]:
+    """The keys whose counts differ (not the counts: a failure must not hand out the answer)."""
+    return sorted(str(k) for k in set(got) | set(expected) if got.get(k) != expected.get(k))
+
+
+@pytest.mark.task("fusion_kinds")
+def test_fusion_kinds_outside_entry(kata):
+    """Fusions in a scan's while body and condition, asynchronous fusion starts, fusions in a
+    cond's branches and in a called computation are fusions of the module too."""
+    _places_covered()
+    for name in ELSEWHERE:
+        expected = oracle.fusion_kinds(module_texts.text(name))
+        for what, text, _ in module_texts.forms(name):
+            got = _read(kata.fusion_kinds, text, what)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: got {got}; XLA's parser counts other numbers of "
+                    f"{_differing(got, expected)} (every computation's "
+                    "fusions: loop bodies and conditions, branches, called and async-wrapped "
+                    "computations too)"
+                )
+
+
+@pytest.mark.task("reduction_kinds")
+def test_reduction_kinds_outside_entry(kata):
+    """A reduce in a fusion that sits in a while body, a conditional branch, a called
+    computation or an async fusion start runs in that fusion's kernel, not unfused."""
+    _places_covered()
+    for name in ELSEWHERE:
+        expected = oracle.reduce_homes(module_texts.text(name))
+        assert set(expected) - {"unfused"}, f"{name}: XLA's parse fuses no reduce"
+        for what, text, _ in module_texts.forms(name):
+            got = _read(kata.reduction_kinds, text, what)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: got {got}; XLA's parse puts other numbers of reduces under "
+                    f"{_differing(got, expected)} (a fusion "
+                    "in a loop body, a branch or a called computation is a kernel too)"
+                )
+
+
+@pytest.mark.task("library_epilogues")
+def test_library_epilogues_skip_other_custom_calls(kata):
+    """solvers_h100: top_k (__gpu$TopK) and cholesky (cuSOLVER) are custom calls beside two
+    cuBLAS-Lt GEMMs; only the cuBLAS and cuDNN calls are library calls."""
+    name = "solvers_h100"
+    text = module_texts.text(name)
+    called = set(re.findall(r'custom_call_target="([^"]+)"', text))
+    others = {t for t in called if not t.startswith(("__cublas$", "__cudnn$"))}
+    assert len(others) >= 2 and called - others, f"XLA calls {sorted(called)}"
+    expected = oracle.library_calls(text, name)
+    for what, form, variant in module_texts.forms(name):
+        got = _read(kata.library_epilogues, form, what)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == module_texts.renamed_keys(variant, expected), (
+                f"{what}: got {len(got)} calls, XLA prints {len(expected)} cuBLAS/cuDNN calls "
+                "(a custom call whose target starts neither __cublas$ nor __cudnn$ is not a "
+                "library call)"
+            )
+
+
+def _flops(m: int, k: int, n: int) -> int:
+    return 2 * m * k * n
+
+
+# By hand from the programs' shapes (programs.scanned_softmax, branches, solvers): the scan's
+# step c @ w (one dot instruction in the while body, counted once, not per trip); the cond's
+# x @ w in one branch, x @ w.T and (...) @ w in the other; solvers' a @ a.T and values @ w.
+(X_ROWS, SCAN_K), _ = SCAN_SHAPES[0]
+(_, _, SCAN_N), _ = SCAN_SHAPES[1]
+(B_ROWS, B_K), _ = BRANCH_SHAPES[1]
+(_, B_N), _ = BRANCH_SHAPES[2]
+(TOP_ROWS, _), _ = SOLVER_SHAPES[0]
+(A_ROWS, A_K), _ = SOLVER_SHAPES[1]
+(TOP_K, V_N), _ = SOLVER_SHAPES[2]
+GEMM_FLOPS_ELSEWHERE = {
+    "scan_h100": _flops(X_ROWS, SCAN_K, SCAN_N),
+    "branches_h100": 3 * _flops(B_ROWS, B_K, B_N),
+    "solvers_h100": _flops(A_ROWS, A_K, A_ROWS) + _flops(TOP_ROWS, TOP_K, V_N),
+}
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_in_loops_branches_and_beside_other_custom_calls(kata):
+    """A Triton GEMM in a scan's while body, cuBLAS-free GEMMs in a cond's branches, and
+    cuBLAS-Lt GEMMs beside custom calls whose backend_config is not JSON (cuSOLVER, TopK)."""
+    for name, expected in sorted(GEMM_FLOPS_ELSEWHERE.items()):
+        for what, text, _ in module_texts.forms(name):
+            got = _read(kata.gemm_flops, text, what)
+            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: got {got}, the program's GEMMs take {expected} flops (a GEMM in a "
+                    "loop body or a branch counts once; a custom call that is not cuBLAS is no "
+                    "GEMM)"
+                )
