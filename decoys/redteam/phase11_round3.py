@@ -207,7 +207,7 @@ def _rt3_overlap(hlo_text: str, *, by_signature=False, skip=_SKIP_WORK) -> dict[
     position = {n: k for k, n in enumerate(order)}
     starts = _rt3_starts(module)
     result = {}
-    for name, (kind, channel, _) in starts.items():
+    for name, (_, channel, _) in starts.items():
         start = entry[name]
         done = None
         after = entry.instructions[position[name] + 1 :]
