@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 
 import numpy as np
 
@@ -224,9 +225,9 @@ def _op(kind: str, dtype: str, dims: list[int], channel: int | None, rng: random
 
 def bytes_module(rng: random.Random) -> str:
     """Collectives of every known element type (one each, of drawn kinds and shapes), scalar
-    ones, a tuple-shaped all-reduce, some without channel_id; in ENTRY, called computations,
-    while bodies, TPU async bodies (one channel in the start's and the done's body) and one
-    channel copied into two computations."""
+    ones, a tuple-shaped all-reduce, some without channel_id; in ENTRY, called computations
+    and while bodies, and channels held by two computations (as a TPU async start's and done's
+    bodies hold one)."""
     name, dtypes = Names(rng), list(known_dtypes())
     cases = [
         (
@@ -309,6 +310,4 @@ def bytes_module(rng: random.Random) -> str:
 
 def _bare(shape: str) -> str:
     """A shape without its layouts (a tuple's too), as a signature writes it."""
-    import re
-
     return re.sub(r"\{[^{}]*\}", "", shape)

@@ -77,7 +77,7 @@ class Computations:
         ]
         body += [f"  {line}" for line in lines(names)]
         body.append(f"  ROOT %{self.name()} = {root(names)}")
-        result_type = result if result.startswith("(") else result.split("{")[0]
+        result_type = result.split("{")[0]
         if result.startswith("("):
             result_type = "(" + ", ".join(s.split("{")[0] for s in _tuple_parts(result)) + ")"
         self.texts.append(f"%{name} ({head}) -> {result_type} {{\n" + "\n".join(body) + "\n}\n")
@@ -237,7 +237,6 @@ def work(c: Computations, kind: str, operand: str, channel: int) -> list[str]:
             "slice": f"%{n} = f32[4,128]{{1,0}} slice(%{operand}), slice={{[0:4], [0:128]}}",
             "opt-barrier": f"%{n} = {F} opt-barrier(%{operand})",
             "bitcast": f"%{n} = f32[1024]{{0}} bitcast(%{operand})",
-            "parameter": "",  # placed by the module: a parameter inside a window
         }[kind]
     ]
 
