@@ -118,7 +118,12 @@ def generic_spelling_only(hlo_text):
     }
 
 
-@accepted("async_collectives", why="reads the ROOT of the fused computation, not every body")
+@decoy(
+    "async_collectives",
+    caught_by=["test_async_collectives_of_drawn_schedules"],
+    why="reads only the ROOT of the fused computation: a start body that holds the marker and "
+    "ends in a tuple of its elements is missed (the contract says the body holds it)",
+)
 def starts_from_fused_root(hlo_text):
     module = parse_hlo(hlo_text)
     found = {}

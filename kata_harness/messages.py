@@ -94,3 +94,20 @@ def truncate_sections(report: pytest.TestReport) -> None:
             text = f"{text[:MAX_CAPTURED]}\n... ({len(text) - MAX_CAPTURED} more characters cut)"
         cut.append((title, text))
     report.sections = cut
+
+
+def mismatch(got: object, want: dict) -> str:
+    """What is wrong with an answer dict, named without the expected values (a failure on a
+    drawn case must not print a table to copy): missing, extra and wrong keys, one of each."""
+    if not isinstance(got, dict):
+        return f"expected a dict, got {type(got).__name__}"
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+    wrong = sorted(k for k in set(want) & set(got) if got[k] != want[k])
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} entries missing (e.g. {missing[0]!r})")
+    if extra:
+        parts.append(f"{len(extra)} entries that should not be there (e.g. {extra[0]!r})")
+    if wrong:
+        parts.append(f"{len(wrong)} wrong (e.g. {wrong[0]!r}: you gave {got[wrong[0]]!r})")
+    return "; ".join(parts)

@@ -86,7 +86,11 @@ def _rt3_starts(module, *, every_computation=False, root_only=False, async_any_r
                 if body is None:
                     continue
                 if async_any_root or body.root.opcode in _COLLECTIVES:
-                    found[i.name] = (body.root.opcode, body.root.attribute("channel_id"), computation)
+                    found[i.name] = (
+                        body.root.opcode,
+                        body.root.attribute("channel_id"),
+                        computation,
+                    )
             elif i.opcode.endswith("-start") and i.opcode != "copy-start":
                 kind = i.opcode.removesuffix("-start")
                 if kind in _COLLECTIVES:
@@ -203,7 +207,7 @@ def _rt3_overlap(hlo_text: str, *, by_signature=False, skip=_SKIP_WORK) -> dict[
     position = {n: k for k, n in enumerate(order)}
     starts = _rt3_starts(module)
     result = {}
-    for name, (kind, channel, _) in starts.items():
+    for name, (_, channel, _) in starts.items():
         start = entry[name]
         done = None
         after = entry.instructions[position[name] + 1 :]
@@ -253,9 +257,7 @@ def _rt3_overlapped_work_same_signature(hlo_text: str) -> dict[str, list[str]]:
     "a transpose, which move data on TPU",
 )
 def _rt3_overlapped_work_views_too(hlo_text: str) -> dict[str, list[str]]:
-    return _rt3_overlap(
-        hlo_text, skip=_SKIP_WORK | {"copy", "reshape", "transpose", "slice"}
-    )
+    return _rt3_overlap(hlo_text, skip=_SKIP_WORK | {"copy", "reshape", "transpose", "slice"})
 
 
 @wrong(

@@ -50,8 +50,12 @@ def opcode(instruction) -> str:
 
 
 def text_opcode(instruction) -> str:
-    """XLA's enum name (kGetTupleElement) as the text prints it (get-tuple-element)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", opcode(instruction).removeprefix("k")).lower()
+    """The opcode as XLA prints the instruction (exponential, opt-barrier: the enum names
+    kExp and kOptimizationBarrier are spelled otherwise): the first lower-case word followed
+    by "(" after the name, which no shape holds."""
+    printed = re.search(r" ([a-z][a-z0-9\-]*)\(", instruction.to_string().split(" = ", 1)[1])
+    assert printed is not None, instruction.to_string()[:200]
+    return printed.group(1)
 
 
 def bits(shape) -> int:
