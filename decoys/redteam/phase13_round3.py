@@ -202,17 +202,6 @@ def _rt3_rollout_unroll16(w, b, x):
 
 @wrong(
     "rollout",
-    why="'a loop that runs at most 8 trips' whose body does a quarter of the steps: unroll=5 "
-    "(6 trips) leaves a remainder of 2 steps and a body of 5 < 8 steps; wrong on "
-    "ROLLOUT_CASES[0]",
-)
-def _rt3_rollout_unroll5(w, b, x):
-    x, _ = jax.lax.scan(lambda x, _: (_step(w, b, x), None), x, None, length=STEPS, unroll=5)
-    return x
-
-
-@wrong(
-    "rollout",
     why="'32 steps of x = tanh(x @ w + b)' compiled into the module: the 8-trip loop's body "
     "calls a host pure_callback doing 4 NumPy steps, so the module holds a custom-call and its "
     "instruction count says nothing of the work; wrong on ROLLOUT_CASES[0]",
