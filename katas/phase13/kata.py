@@ -74,7 +74,8 @@ def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
 
 
 def donating_step(step: Callable) -> Callable:
-    """A jitted step(state, batch) -> (state, loss) (programs.momentum_step) that computes what
+    """A jitted step(state, batch) -> (state, loss) (programs.momentum_step; what jax.jit
+    returns, so a call runs the program its .lower() gives) that computes what
     jax.jit(step) does with at most 55% of its peak memory (memory_analysis of its .lower()),
     and each call of it runs that program: after a call the old state's buffers are deleted. It
     moves nothing between host and device when state and batch are already on the device."""
