@@ -157,7 +157,7 @@ def _rt3_mixed_bf16_loss(params, x, y):
         h = jnp.dot(x.astype(BF16), w1.astype(BF16), preferred_element_type=jnp.float32) + b1
         h = jax.nn.gelu(h.astype(BF16))
         out = jnp.dot(h, w2.astype(BF16), preferred_element_type=jnp.float32) + b2
-        return jnp.mean(((out.astype(BF16) - y.astype(BF16)) ** 2)).astype(jnp.float32)
+        return jnp.mean((out.astype(BF16) - y.astype(BF16)) ** 2).astype(jnp.float32)
 
     loss, grads = jax.value_and_grad(mse)(params, x, y)
     return jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads), loss
@@ -491,7 +491,9 @@ def _rt3_serve_pow2(requests, run, max_compiles):
 def _rt3_serve_quantiles(requests, run, max_compiles):
     sizes = sorted(np.shape(x)[0] for x, _ in requests)
     k = max_compiles
-    buckets = sorted({sizes[min(len(sizes) - 1, (len(sizes) * (i + 1)) // k - 1)] for i in range(k)})
+    buckets = sorted(
+        {sizes[min(len(sizes) - 1, (len(sizes) * (i + 1)) // k - 1)] for i in range(k)}
+    )
     buckets[-1] = sizes[-1]
     return _answer(requests, run, buckets)
 
