@@ -124,3 +124,24 @@ def collective_bytes(compiled) -> tuple[int, list[str]]:
     "opcode shape"."""
     found = collectives(parse_hlo(text(compiled)))
     return sum(shape_bytes(c.shape) for c in found), [f"{c.opcode} {c.shape}" for c in found]
+
+
+def fewest_padded_rows(sizes: list[int], max_buckets: int) -> int:
+    """The fewest rows a stream of requests of `sizes` rows pads to with at most `max_buckets`
+    bucket sizes, each request padded to the smallest bucket that holds it: a best bucket is
+    always one of the sizes, so a shortest path over the sorted distinct sizes, one bucket per
+    edge (edge i -> j: the requests of sizes after the i-th up to the j-th pad to the j-th)."""
+    distinct = sorted(set(sizes))
+    before = [0]  # requests of the sizes before each distinct size
+    for size in distinct:
+        before.append(before[-1] + sizes.count(size))
+    inf = math.inf
+    reach = [0.0] + [inf] * len(distinct)  # fewest rows covering the first j sizes
+    best = inf
+    for _ in range(max_buckets):
+        reach = [0.0] + [
+            min(reach[i] + top * (before[j] - before[i]) for i in range(j))
+            for j, top in enumerate(distinct, start=1)
+        ]
+        best = min(best, reach[-1])
+    return int(best)

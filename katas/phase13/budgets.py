@@ -1,7 +1,8 @@
 """The checks phase 13's test files share: a failure that names every budget missed in one
 line, the check that no work hides outside the module (host callbacks, custom-calls, host
-transfers; read from the text, as a callback's attributes need not parse), the comparison of a
-changed program's results with the original's, and the sizes messages print."""
+transfers; read from the text, as a callback's attributes need not parse), the check that no
+loop hides its trips from cost_analysis, the comparison of a changed program's results with the
+original's, and the sizes messages print."""
 
 import re
 
@@ -46,6 +47,17 @@ def check_no_hidden_work(text: str, what: str) -> None:
         f"{f' to {target.group(1)}' if target else ''}: the figures count only the module's "
         "own instructions, so the work must stay in them (no host callbacks, custom-calls or "
         "host transfers)"
+    )
+
+
+def check_counted_once(module, what: str) -> None:
+    """Fail on a loop: cost_analysis counts a while's body once, whatever its trips, so the
+    figures of a module with a loop are not what it does."""
+    loop = next((i.name for c in module for i in c if i.opcode == "while"), None)
+    assert loop is None, (
+        f"{what} runs a loop, the while {loop}: cost_analysis counts a loop's body once, however "
+        "many trips it runs, so the module's figures would not be the step's; write it without "
+        "a loop"
     )
 
 

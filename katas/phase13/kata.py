@@ -20,7 +20,7 @@ def remat_loss(params: list, x) -> jax.Array:
     """programs.deep_loss(params, x), the same value and the same gradients, but the compiled
     jax.grad of it needs at most half the original's temp bytes (memory_analysis) with at most
     25% more flops (cost_analysis), all of the work inside the compiled module (no host
-    callbacks or custom-calls)."""
+    callbacks or custom-calls) and no loop (cost_analysis counts a loop's body once)."""
     # TODO: decide what the backward pass may keep from each block, and recompute the rest
     raise NotImplementedError("phase13 task 1: remat_loss")
 
@@ -30,7 +30,8 @@ def mixed_step(params: tuple, x, y) -> tuple:
     step's bytes accessed (the lowered module's cost_analysis) are at most 3/4 of the f32 step's.
     Params stay float32 (given and returned), every dot's operands are bfloat16 (not float16)
     or float32 and it accumulates into float32, the loss is a float32 scalar within 2e-3 of the
-    f32 loss, and each param's update within 5% of the f32 step's."""
+    f32 loss, and each param's update within 5% of the f32 step's. No loop: cost_analysis counts
+    a loop's body once, however many trips it runs."""
     # TODO: choose which values may be bf16 and which must stay f32
     raise NotImplementedError("phase13 task 2: mixed_step")
 
@@ -66,13 +67,15 @@ def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
     """Answer every request (x of shape (n, width), bias of shape (width,) or None) with
     run(x, bias) = programs.serve_model(w, x, bias) for the test's w, as a NumPy array of shape
     (n, width); in all, at most `max_compiles` compiles, and padded flops within the factor the
-    test states of the flops of the requests unpadded."""
+    test states of the flops of the requests unpadded (on a stream it draws: within 5% of the
+    padded flops of the best `max_compiles` buckets for that stream)."""
     # TODO: decide which shapes and pytree structures run may see, for this stream of requests
     raise NotImplementedError("phase13 task 6: serve")
 
 
 def donating_step(step: Callable) -> Callable:
-    """A jitted step(state, batch) -> (state, loss) (programs.momentum_step) that computes what
+    """A jitted step(state, batch) -> (state, loss) (programs.momentum_step; what jax.jit
+    returns, so a call runs the program its .lower() gives) that computes what
     jax.jit(step) does with at most 55% of its peak memory (memory_analysis of its .lower()),
     and each call of it runs that program: after a call the old state's buffers are deleted. It
     moves nothing between host and device when state and batch are already on the device."""

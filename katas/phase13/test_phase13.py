@@ -61,7 +61,9 @@ def _remat_original(case) -> tuple[int, float]:
 )
 def test_remat_meets_the_memory_budget(kata, case):
     compiled = jax.jit(jax.grad(kata.remat_loss)).lower(*deep_args(*case)).compile()
-    budgets.check_no_hidden_work(oracle.text(compiled), "the compiled grad")
+    text = oracle.text(compiled)
+    budgets.check_no_hidden_work(text, "the compiled grad")
+    budgets.check_counted_once(parse_hlo(text), "the compiled grad")
     if not oracle.xla_keeps_recomputation():
         pytest.skip(
             f"jax {jax.__version__}: this XLA merges jax.checkpoint's recomputation back into the "
@@ -108,7 +110,9 @@ def test_mixed_step_meets_the_bytes_budget(kata, case):
     budget = BYTES_SHARE * original
     text = oracle.text(lowered, dialect="hlo")
     budgets.check_no_hidden_work(text, "the step")
-    dots = oracle.dots(parse_hlo(text))
+    module = parse_hlo(text)
+    budgets.check_counted_once(module, "the step")
+    dots = oracle.dots(module)
     with check:
         assert dots, "no dot in the step: where did the matmuls go?"
     low = [(r, ops) for r, ops in dots if any(Shape(o).dtype != "f32" for o in ops)]

@@ -148,6 +148,7 @@ VALUES_OF_NAME = {
             "{{replicated}, {maximal device=1}}",
             "{mesh['a'=2], [{'a'}, {}]}",
             "{maximal_mesh[device_id=0]}",
+            "{single_device[device_id=0]}",
         ],
     ),
     "padding": (

@@ -113,7 +113,7 @@ ATTRIBUTE_SYNTAX: dict[str, tuple[str, ValueSyntax]] = {
         "a sharding like {replicated}, {maximal device=0}, {devices=[2,1]0,1},"
         " {devices=[2,2]<=[4]} (with last_tile_dim_replicate, last_tile_dims={...},"
         " metadata={...}, shard_as/shard_like N), {mesh['a'=2], [{'a'}, {}]} (each axis"
-        " named once, one of the mesh's) or a tuple {{...}, {...}}",
+        " named once, one of the mesh's), {single_device[device_id=0]} or a tuple {{...}, {...}}",
         Checked(braced(4), sharding_ok),
     ),
     "padding": (

@@ -71,7 +71,7 @@ _SHARDING_TOKEN = re.compile(
 )
 
 
-_NAMED_SHARDING = re.compile(r"\s*(?:maximal_)?mesh\s*\[")
+_NAMED_SHARDING = re.compile(r"\s*(?:(?:maximal_)?mesh|single_device)\s*\[")
 
 
 # a mesh and what refers to its axes: mesh['a'=2,'b'=4] (axes named by quoted strings), an axis
@@ -91,7 +91,9 @@ _MESH_AXIS = re.compile(rf"({_QUOTED_NAME})\s*=\s*([0-9]+)")
 _AXIS_REF = re.compile(rf"\s*({_QUOTED_NAME})(\s*:\s*\(\s*[0-9]+\s*\)\s*[0-9]+)?\s*|\s*\?\s*")
 
 
-_MAXIMAL_MESH = re.compile(r"\s*maximal_mesh\s*\[\s*device_id=\s*[0-9]+\s*\]\s*")
+# one device: maximal_mesh[device_id=N], which XLA of jax 0.12 also reads (and prints, on a host
+# callback) as single_device[device_id=N]
+_MAXIMAL_MESH = re.compile(rf"\s*(?:maximal_mesh|single_device)\s*\[\s*device_id=\s*{INT}\s*\]\s*")
 
 
 _SHARDED_AS = re.compile(r"\s*,\s*(replicated|unreduced|manual)(?![\w.\-])\s*(=)?\s*")
