@@ -59,6 +59,16 @@ FORBIDDEN_MODULES = frozenset(
         "posix",
         "nt",
         "jaxlib",  # the XLA client, its cost model and parser, under JAX's refusals
+        # unpickling imports any module and calls any function named in its bytes, out of the
+        # scan's sight (pickle.loads(b"ctorch._dynamo\noptimize\n.")): an import by a string
+        "pickle",
+        "_pickle",
+        "copyreg",
+        "marshal",
+        "shelve",
+        "dill",
+        "cloudpickle",
+        "joblib",
     }
 )
 # os functions that start another program

@@ -205,6 +205,23 @@ def test_the_scan_refuses_the_xla_client_and_library_internals(source):
     assert guard.scan(source, "kata.py") is not None
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import pickle\noptimize = pickle.loads(b'ctorch._dynamo\\noptimize\\n.')\n",
+        "from pickle import loads\n",
+        "import _pickle\n",
+        "import copyreg\n",
+        "import marshal\ncode = marshal.loads(b'')\n",
+        "import shelve\n",
+    ],
+)
+def test_the_scan_refuses_unpickling(source):
+    """Unpickling imports a module and calls a function named by a byte string (an import the
+    scan never sees), and marshal loads code: both are a dynamic import."""
+    assert guard.scan(source, "kata.py") is not None
+
+
 def test_the_scan_leaves_a_kata_class_its_private_attributes():
     source = "class Cache:\n    def get(self):\n        return self._entries\n"
     assert guard.scan(source, "kata.py") is None
