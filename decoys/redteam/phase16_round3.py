@@ -232,7 +232,23 @@ def _rt3_inductor_kernels_lines(code: str) -> list[str]:
     "in `with record_function(...):` (answers [])",
 )
 def _rt3_inductor_kernels_flat_body(code: str) -> list[str]:
-    return [c.short_name for c in read_inductor(code).calls]
+    # (fixer: read_inductor now reads nested statements too, so this answer walks `call`'s
+    # direct statements itself, as read_inductor used to)
+    tree = ast.parse(code)
+    call = next(
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "call"
+    )
+    out: list[str] = []
+    for statement in call.body:
+        if isinstance(statement, ast.Expr | ast.Assign) and isinstance(statement.value, ast.Call):
+            name = ast.unparse(statement.value.func)
+            if name.startswith("cpp_fused_"):
+                out.append(re.sub(r"_\d+$", "", name.removeprefix("cpp_fused_")))
+            elif name.startswith("extern_kernels."):
+                out.append(name.removeprefix("extern_kernels."))
+            elif name.startswith("torch.ops.aten."):
+                out.append(name.split(".")[3])
+    return out
 
 
 # ---- task 2: kernel_census ------------------------------------------------------------------
