@@ -3,8 +3,10 @@
 `PAIRS` holds inference programs written both ways over the same arrays (PyTorch's convention:
 a weight is [out_features, in_features] and a layer computes `x @ w.T + b`). `TRAIN` holds
 training losses written in PyTorch, whose forward and backward Inductor compiles as two graphs,
-beside the same loss written in JAX, whose `jax.grad` XLA compiles as one module. `MLP_CASES`
-are the MLPs of the predict task.
+beside the same loss written in JAX, whose `jax.grad` XLA compiles as one module. `MARKED`
+names programs of PAIRS compiled again with an Inductor option that changes how `call` is
+written. `MLP_CASES` are the MLPs of the predict task. The modules written by hand are in
+handwritten.py.
 
 Inductor's generated code for each of them is kept in `recorded/<name>.txt` (a `#` header names
 torch's version, the CPU and the program; each graph follows a `# ---- graph N of M` line), so
