@@ -169,6 +169,24 @@ def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
         module.run()
 
 
+@pytest.mark.parametrize("where", ["course", "chosen"])
+def test_kata_code_may_not_read_inductors_cache(tmp_path, monkeypatch, where):
+    """The code Inductor generated for earlier compiles (a live test's compile of the MLP a
+    prediction is asked about among it) is refused to kata code, in the course's cache and in
+    one TORCHINDUCTOR_CACHE_DIR names (red-team probe r3_recorded_lookup)."""
+    cache = tmp_path / "chosen"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    if where == "course":
+        cache = curriculum.ROOT / ".cache" / "inductor"
+    path = tmp_path / "kata.py"
+    path.write_text(f"def run():\n    return open({str(cache / 'x' / 'c.py')!r}).read()\n")
+    module = loading.load_file(path, "_hostile_cache", label="phase0")
+    guard.install()
+    monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path.resolve()))
+    with pytest.raises(guard.KataGuardError, match="opens"):
+        module.run()
+
+
 @pytest.mark.parametrize(
     "source",
     [
