@@ -361,6 +361,11 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_j": ((2, 3, 1), ((5, False, "tanh"), (4, True, "none"))),
     "mlp_k": ((1, 8), ((8, True, "relu"), (8, True, "gelu"))),
     "mlp_l": ((1, 5, 12), ((8, True, "relu"),)),
+    # the limits themselves: a 16 x 16 weight on one row, one feature with rows + outputs = 32,
+    # and a layer whose input (the previous layer's output) has one feature
+    "mlp_m": ((1, 16), ((16, True, "none"),)),
+    "mlp_n": ((12, 1), ((20, False, "none"),)),
+    "mlp_o": ((8, 24), ((1, False, "none"), (4, False, "none"))),
 }
 
 
