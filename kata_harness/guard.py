@@ -10,11 +10,11 @@ code rather than about the grader:
   never needs them; they are how a file would skip its own tests, patch pytest's reports or the
   functions the tests compare with, or load the reference.
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
-  ``reference/`` or ``decoys/``, to write to the tests, the harness or the snapshots, however
-  the path was spelled, and to start another program (where neither the hook nor the predict
-  refusal would see what it does), unless a compiler the kata code called does it for its own
-  work (Inductor's g++, Dynamo reading the source it compiles). Threads are refused by the scan
-  for the same reason.
+  ``reference/``, ``decoys/`` or Inductor's cache, to write to the tests, the harness or the
+  snapshots, however the path was spelled, and to start another program (where neither the
+  hook nor the predict refusal would see what it does), unless a compiler the kata code called
+  does it for its own work (Inductor's g++ and its cache, Dynamo reading the source it
+  compiles). Threads are refused by the scan for the same reason.
 """
 
 from __future__ import annotations
@@ -59,6 +59,16 @@ FORBIDDEN_MODULES = frozenset(
         "posix",
         "nt",
         "jaxlib",  # the XLA client, its cost model and parser, under JAX's refusals
+        # unpickling imports any module and calls any function named in its bytes, out of the
+        # scan's sight (pickle.loads(b"ctorch._dynamo\noptimize\n.")): an import by a string
+        "pickle",
+        "_pickle",
+        "copyreg",
+        "marshal",
+        "shelve",
+        "dill",
+        "cloudpickle",
+        "joblib",
     }
 )
 # os functions that start another program
@@ -321,7 +331,19 @@ def is_kata_file(filename: str) -> bool:
 
 
 def _unreadable() -> tuple[str, ...]:
-    return tuple(str(d) + os.sep for d in (curriculum.REFERENCE_DIR, curriculum.DECOYS_DIR))
+    """The answers (reference/, decoys/) and Inductor's cache (the course's, .cache/inductor,
+    and one TORCHINDUCTOR_CACHE_DIR names): the code Inductor generated for earlier compiles,
+    among them a live test's compile of the program a prediction is asked about. Inductor reads
+    its cache itself, as a compiler the kata code called."""
+    dirs = [
+        curriculum.REFERENCE_DIR,
+        curriculum.DECOYS_DIR,
+        curriculum.ROOT / ".cache" / "inductor",
+    ]
+    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if chosen:
+        dirs.append(Path(chosen))
+    return tuple(os.path.realpath(d) + os.sep for d in dirs)
 
 
 def _unwritable() -> tuple[str, ...]:
@@ -379,7 +401,10 @@ def _audit(event: str, args: tuple) -> None:
         mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else None)
         if not _protected(path, mode, flags):
             return
-        what = f"opens {Path(path).relative_to(curriculum.ROOT)}"
+        shown = Path(path)
+        if shown.is_relative_to(curriculum.ROOT):
+            shown = shown.relative_to(curriculum.ROOT)
+        what = f"opens {shown}"
     frame = sys._getframe(1)
     compilers = _compiler_dirs()
     while frame is not None:

@@ -217,9 +217,28 @@ def rank1_parameters(text: str) -> list[str]:
 # ---- metamorphic variants of generated code --------------------------------------------
 
 
+def census(hlo: str, code: str) -> dict[str, dict[str, int]]:
+    """Library and fused kernels of each compiler, as kernel_census counts them."""
+    xla = {"library": 0, "fused": 0}
+    for k in xla_kernels(hlo):
+        if k.opcode in ("dot", "custom-call") or (k.opcode == "fusion" and k.kind == "kCustom"):
+            xla["library"] += 1
+        elif k.opcode == "fusion":
+            xla["fused"] += 1
+    return {"xla": xla, "inductor": kernel_kinds(code)}
+
+
+def kernel_kinds(code: str) -> dict[str, int]:
+    """Inductor's library calls and fallbacks ("library") and fused kernel calls ("fused")."""
+    found = calls(code)
+    fused = sum(c.kind == "fused" for c in found)
+    return {"library": len(found) - fused, "fused": fused}
+
+
 def variant(code: str, rng: random.Random) -> str:
-    """`code` with every buffer and every non-tangent input of `call` renamed, each fused
-    kernel renumbered (its ops kept), and the kernel definitions in another order."""
+    """`code` with every buffer and every non-tangent input of `call` renamed, `call`'s inputs
+    unpacked in another order, each fused kernel renumbered (its ops kept), and the kernel
+    definitions in another order."""
     names: dict[str, str] = {}
     labels = rng.sample(range(1000), 1000)
     for name in inputs(code):
@@ -229,7 +248,19 @@ def variant(code: str, rng: random.Random) -> str:
         names[name] = f"tmp{labels.pop()}"
     for name in kernel_sources(code):
         names[name] = f"cpp_fused_{fused_ops(name)}_{labels.pop()}"
-    return _reorder_definitions(_rename_tokens(code, names), rng)
+    return _reorder_definitions(_shuffle_inputs(_rename_tokens(code, names), rng), rng)
+
+
+def _shuffle_inputs(code: str, rng: random.Random) -> str:
+    """`call`'s `a, b, c = args` with its names in another order (each keeps its asserts)."""
+    unpack = re.compile(r"^(?P<indent>\s+)(?P<names>\w+(?:, \w+)+) = args$", re.M)
+
+    def shuffled(match: re.Match[str]) -> str:
+        names = match["names"].split(", ")
+        rng.shuffle(names)
+        return f"{match['indent']}{', '.join(names)} = args"
+
+    return unpack.sub(shuffled, code, count=1)
 
 
 def _rename_tokens(code: str, names: dict[str, str]) -> str:

@@ -10,9 +10,11 @@ that calls one of:
 - a fused C++ kernel, `cpp_fused_<ops>_<n>(...)`, defined in the same module;
 - a library call, `extern_kernels.<name>(...)` (`addmm`, `mm`, `bmm`, `baddbmm`...);
 - an ATen operator Inductor did not lower, `torch.ops.aten.<op>.<overload>(...)` (a fallback).
-Allocations (`empty_strided_cpu`), views (`reinterpret_tensor`), `assert_*` lines and `del`s are
-not kernels. On the XLA side a *kernel* is an ENTRY instruction that is a `fusion`, or whose
-opcode is `dot`, `custom-call`, `reduce` or `reduce-window`.
+A statement nested in a block of `call` counts too (a profiled module runs its whole body inside
+`with record_function(...):`); a comment that names a kernel is not a statement. Allocations
+(`empty_strided_cpu`), views (`reinterpret_tensor`), `assert_*` lines and `del`s are not kernels.
+On the XLA side a *kernel* is an ENTRY instruction that is a `fusion`, or whose opcode is `dot`,
+`custom-call`, `reduce` or `reduce-window`.
 
 torch is optional here (`uv sync --group torch`): import it inside a function, never at the top
 of this file.
@@ -43,7 +45,8 @@ def kernel_census(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]
     """One program compiled twice: `hlo_text` by XLA (its JAX spelling) and `inductor_code` by
     Inductor (its PyTorch spelling). For each compiler, `"xla"` and `"inductor"`, its kernels
     counted as `"library"` or `"fused"`, both keys always present:
-    - XLA: `"library"` counts the ENTRY `dot` and `custom-call` instructions and the ENTRY
+    - XLA: `"library"` counts the ENTRY `dot` and `custom-call` instructions (whatever the
+      custom call's target: a GEMM, a LAPACK factorization...) and the ENTRY
       fusions of `kind=kCustom` (a matrix product handed to a library); `"fused"` counts every
       other ENTRY fusion. Other ENTRY instructions are not counted.
     - Inductor: `"library"` counts library calls and fallbacks; `"fused"` the fused C++ kernel
@@ -123,8 +126,11 @@ def inference_call(compiled: Any, x: Any) -> Any:
     whose parameters require grad) and `x` a float32 tensor, called so that Inductor compiles
     one inference graph for it: a graph that returns only the output and keeps nothing for a
     backward pass (no `primals_<n>` inputs), run by the compiled module itself (not an eager
-    run of the module it wraps). The values must equal the module's eager output, and the
-    caller's module is left as it was: its parameters still require grad afterwards.
+    run of the module it wraps, nor a module compiled afresh). The values must equal the
+    module's eager output, also when `x` itself requires grad, and the caller is left as it was:
+    the module's parameters still require grad afterwards, the module stays in the mode it was
+    in (train or eval), and grad mode is what it was before the call (which may come from inside
+    `torch.no_grad()`).
     """
     # TODO: how do you tell PyTorch that no gradient will be asked for?
     raise NotImplementedError("phase16 task 7: inference_call")

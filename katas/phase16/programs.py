@@ -3,8 +3,10 @@
 `PAIRS` holds inference programs written both ways over the same arrays (PyTorch's convention:
 a weight is [out_features, in_features] and a layer computes `x @ w.T + b`). `TRAIN` holds
 training losses written in PyTorch, whose forward and backward Inductor compiles as two graphs,
-beside the same loss written in JAX, whose `jax.grad` XLA compiles as one module. `MLP_CASES`
-are the MLPs of the predict task.
+beside the same loss written in JAX, whose `jax.grad` XLA compiles as one module. `MARKED`
+names programs of PAIRS compiled again with an Inductor option that changes how `call` is
+written. `MLP_CASES` are the MLPs of the predict task. The modules written by hand are in
+handwritten.py.
 
 Inductor's generated code for each of them is kept in `recorded/<name>.txt` (a `#` header names
 torch's version, the CPU and the program; each graph follows a `# ---- graph N of M` line), so
@@ -137,6 +139,35 @@ def j_addmm_gelu(x, w, b):
     return jax.nn.gelu(x @ w.T + b, approximate=True)
 
 
+def t_conv_relu(x, w, b):
+    torch = _torch()
+    return torch.relu(torch.nn.functional.conv2d(x, w, b))
+
+
+def j_conv_relu(x, w, b):
+    dims = ("NCHW", "OIHW", "NCHW")
+    y = jax.lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dims)
+    return jax.nn.relu(y + b[None, :, None, None])
+
+
+def t_row_stats(x):
+    var, mean = _torch().var_mean(x, -1)
+    return var, mean, x.argmax(-1)
+
+
+def j_row_stats(x):
+    return jnp.var(x, -1, ddof=1), jnp.mean(x, -1), jnp.argmax(x, -1)
+
+
+def t_cholesky(x):
+    torch = _torch()
+    return torch.linalg.cholesky(x @ x.T + 64 * torch.eye(x.shape[0]))
+
+
+def j_cholesky(x):
+    return jnp.linalg.cholesky(x @ x.T + 64 * jnp.eye(x.shape[0]))
+
+
 PAIRS: dict[str, Pair] = {
     "mlp_gelu": Pair(
         "linear(64->128) + GELU + linear(128->32) on x[32,64]",
@@ -192,7 +223,35 @@ PAIRS: dict[str, Pair] = {
         t_attention,
         j_attention,
     ),
+    "dense_relu_row": Pair(
+        "relu(x @ w.T + b) on one row, x[1,8], w[8,8]: a product small enough to decompose",
+        ((1, 8), (8, 8), (8,)),
+        t_dense_relu,
+        j_dense_relu,
+    ),
+    "conv_relu": Pair(
+        "relu(conv2d(x, w, b)) on x[2,3,16,16], w[8,3,3,3]: a convolution",
+        ((2, 3, 16, 16), (8, 3, 3, 3), (8,)),
+        t_conv_relu,
+        j_conv_relu,
+    ),
+    "row_stats": Pair(
+        "var_mean(x, -1) and argmax(x, -1) of x[32,64]: Welford and index accumulators",
+        ((32, 64),),
+        t_row_stats,
+        j_row_stats,
+    ),
+    "cholesky": Pair(
+        "cholesky(x @ x.T + 64 I) of x[8,8]: a LAPACK factorization",
+        ((8, 8),),
+        t_cholesky,
+        j_cholesky,
+    ),
 }
+
+# Programs of PAIRS compiled again with an Inductor option that changes how `call` is written:
+# profiler_mark_wrapper_call puts `call`'s whole body in a `with record_function(...)` block.
+MARKED: dict[str, str] = {"mlp_gelu_marked": "mlp_gelu"}
 
 # ---- training losses ------------------------------------------------------------------------
 
@@ -203,6 +262,18 @@ def t_mlp_loss(w1, b1, w2, b2, x, y):
 
 def j_mlp_loss(w1, b1, w2, b2, x, y):
     return jnp.mean((j_mlp_gelu(x, w1, b1, w2, b2) - y) ** 2)
+
+
+def t_mlp_outputs_loss(w1, b1, w2, b2, w3, b3, x, y):
+    f = _torch().nn.functional
+    h = f.gelu(f.linear(f.gelu(f.linear(x, w1, b1)), w2, b2))
+    out = f.linear(h, w3, b3)
+    return ((out - y) ** 2).mean(), h, out.argmax(-1)
+
+
+def j_mlp_outputs_loss(w1, b1, w2, b2, w3, b3, x, y):
+    h = jax.nn.gelu(jax.nn.gelu(x @ w1.T + b1, approximate=False) @ w2.T + b2, approximate=False)
+    return jnp.mean((h @ w3.T + b3 - y) ** 2)
 
 
 def t_dense_loss(w, b, x, y):
@@ -254,6 +325,15 @@ TRAIN: dict[str, Train] = {
         t_layernorm_loss,
         j_layernorm_loss,
     ),
+    "train_mlp_outputs": Train(
+        "mean squared error of x[8,24] -> linear(32)+GELU -> linear(32)+GELU -> linear(16), the "
+        "compiled function returning (loss, the last hidden layer, argmax of the output) (the "
+        "JAX twin: the loss alone)",
+        ((32, 24), (32,), (32, 32), (32,), (16, 32), (16,), (8, 24), (8, 16)),
+        6,
+        t_mlp_outputs_loss,
+        j_mlp_outputs_loss,
+    ),
 }
 
 
@@ -279,6 +359,13 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_h": ((3, 5, 24), ((12, False, "none"), (12, False, "none"))),
     "mlp_i": ((1, 12), ((8, True, "relu"), (20, False, "gelu"), (6, True, "none"))),
     "mlp_j": ((2, 3, 1), ((5, False, "tanh"), (4, True, "none"))),
+    "mlp_k": ((1, 8), ((8, True, "relu"), (8, True, "gelu"))),
+    "mlp_l": ((1, 5, 12), ((8, True, "relu"),)),
+    # the limits themselves: a 16 x 16 weight on one row, one feature with rows + outputs = 32,
+    # and a layer whose input (the previous layer's output) has one feature
+    "mlp_m": ((1, 16), ((16, True, "none"),)),
+    "mlp_n": ((12, 1), ((20, False, "none"),)),
+    "mlp_o": ((8, 24), ((1, False, "none"), (4, False, "none"))),
 }
 
 
@@ -323,7 +410,7 @@ def arrays(shapes: tuple[tuple[int, ...], ...], seed: int = 0) -> list[np.ndarra
 
 def recorded_names() -> list[str]:
     """Every program whose generated code is recorded."""
-    return [*PAIRS, *TRAIN, *MLP_CASES]
+    return [*PAIRS, *MARKED, *TRAIN, *MLP_CASES]
 
 
 def recorded_path(name: str):
@@ -355,6 +442,13 @@ def generate(name: str) -> list[str]:
         pair = PAIRS[name]
         args = [torch.from_numpy(a) for a in arrays(pair.shapes)]
         return generated_code(pair.torch_fn, *args, cache_dir=CACHE_DIR)
+    if name in MARKED:
+        from torch._inductor import config  # pyright: ignore[reportMissingImports]  (the torch group)
+
+        pair = PAIRS[MARKED[name]]
+        args = [torch.from_numpy(a) for a in arrays(pair.shapes)]
+        with config.patch(profiler_mark_wrapper_call=True):
+            return generated_code(pair.torch_fn, *args, cache_dir=CACHE_DIR)
     if name in TRAIN:
         train = TRAIN[name]
         args = [torch.from_numpy(a) for a in arrays(train.shapes)]
@@ -389,16 +483,19 @@ def recording_text(name: str, codes: list[str]) -> str:
 def what(name: str) -> str:
     if name in PAIRS:
         return PAIRS[name].what
+    if name in MARKED:
+        return f"{PAIRS[MARKED[name]].what}, with profiler_mark_wrapper_call=True"
     if name in TRAIN:
         return TRAIN[name].what + ", forward and backward"
     shape, layers = MLP_CASES[name]
     return f"MLP on x{list(shape)}, layers (out_features, bias, activation) {list(layers)}"
 
 
-def jax_hlo(name: str) -> str:
-    """The optimized HLO XLA makes for the JAX twin of PAIRS[name] on this host's CPU."""
+def jax_hlo(name: str, dtype: Any = jnp.float32) -> str:
+    """The optimized HLO XLA makes for the JAX twin of PAIRS[name] on this host's CPU, its
+    arrays float32 or `dtype`."""
     pair = PAIRS[name]
-    shapes = [jax.ShapeDtypeStruct(s, jnp.float32) for s in pair.shapes]
+    shapes = [jax.ShapeDtypeStruct(s, dtype) for s in pair.shapes]
     text = jax.jit(pair.jax_fn).lower(*shapes).compile().as_text()
     assert text is not None
     return text
@@ -414,126 +511,4 @@ SHOWN = {
     "kernel_census": _given_pair("mlp_gelu"),
     "bias_homes": _given_pair("dense_relu"),
     "reductions_per_kernel": _given_pair("layernorm_softmax"),
-}
-
-
-# A module written by hand in the form Inductor generates, for what the recordings never show:
-# `call` at module level (as releases before the Runner class print it), one fused kernel
-# called twice, two kernels defined but never called, an ATen fallback assigned to a buffer, and
-# library calls other than addmm/mm. Its kernels: bmm, fused add_relu (2 reductions), baddbmm,
-# fused add_relu again, fallback _addmm_activation.
-HANDWRITTEN = """# AOT ID: ['0_inference']
-import torch
-from torch._inductor.async_compile import AsyncCompile
-from torch._inductor.select_algorithm import extern_kernels
-empty_strided_cpu = torch._C._dynamo.guards._empty_strided_cpu
-reinterpret_tensor = torch._C._dynamo.guards._reinterpret_tensor
-assert_size_stride = torch._C._dynamo.guards.assert_size_stride
-async_compile = AsyncCompile()
-
-
-cpp_fused_add_relu_3 = async_compile.cpp_pybinding(['float*', 'const float*'], r'''
-extern "C" void kernel(float* in_out_ptr0, const float* in_ptr0)
-{
-    for(int64_t x0=0; x0<8; x0+=1)
-    {
-        float tmp_acc0 = 0;
-        float tmp_acc1 = -std::numeric_limits<float>::infinity();
-        for(int64_t x1=0; x1<16; x1+=1)
-        {
-            auto tmp0 = in_out_ptr0[x1 + 16*x0] + in_ptr0[x1];
-            tmp_acc0 = tmp_acc0 + tmp0;
-            tmp_acc1 = max_propagate_nan(tmp_acc1, tmp0);
-        }
-        in_out_ptr0[x0] = std::max(tmp_acc0 - tmp_acc1, 0.0f);
-    }
-}
-''')
-
-
-cpp_fused_exp_1 = async_compile.cpp_pybinding(['float*'], r'''
-extern "C" void kernel(float* in_out_ptr0)
-{
-    for(int64_t x0=0; x0<8; x0+=1) { in_out_ptr0[x0] = std::exp(in_out_ptr0[x0]); }
-}
-''')
-
-
-cpp_fused_mul_2 = async_compile.cpp_pybinding(['float*'], r'''
-extern "C" void kernel(float* in_out_ptr0)
-{
-    for(int64_t x0=0; x0<8; x0+=1) { in_out_ptr0[x0] = 2.0f * in_out_ptr0[x0]; }
-}
-''')
-
-
-async_compile.wait(globals())
-del async_compile
-
-
-def call(args):
-    q, k, bias, w = args
-    args.clear()
-    assert_size_stride(q, (2, 8, 16), (128, 16, 1), 'input')
-    assert_size_stride(k, (2, 8, 16), (128, 16, 1), 'input')
-    assert_size_stride(bias, (16, ), (1, ), 'input')
-    assert_size_stride(w, (16, 16), (16, 1), 'input')
-    scores = empty_strided_cpu((2, 8, 8), (64, 8, 1), torch.float32)
-    # Topologically Sorted Source Nodes: [matmul], Original ATen: [aten.bmm]
-    extern_kernels.bmm(q, reinterpret_tensor(k, (2, 16, 8), (128, 1, 16), 0), out=scores)
-    cpp_fused_add_relu_3(scores, bias)
-    more = empty_strided_cpu((2, 8, 8), (64, 8, 1), torch.float32)
-    # Topologically Sorted Source Nodes: [baddbmm], Original ATen: [aten.baddbmm]
-    kt = reinterpret_tensor(k, (2, 16, 8), (128, 1, 16), 0)
-    extern_kernels.baddbmm(scores, q, kt, alpha=1, beta=1, out=more)
-    cpp_fused_add_relu_3(more, bias)
-    del q
-    flat = reinterpret_tensor(more, (16, 8), (8, 1), 0)
-    out = torch.ops.aten._addmm_activation.default(bias, flat, w, use_gelu=True)
-    del more
-    return (out, )
-"""
-
-# Dense layers relu(x @ w + b) as other XLA backends print them, for what XLA:CPU here never
-# shows: the bias inside the GEMM's kernel (a kOutput fusion holding the dot and its epilogue; a
-# library custom call taking the bias as an operand).
-HANDWRITTEN_HLO = {
-    "dense_output_fusion": """HloModule dense_output_fusion
-
-%fused_dot (p0: f32[16,48], p1: f32[48,24], p2: f32[24]) -> f32[16,24] {
-  %p0 = f32[16,48]{1,0} parameter(0)
-  %p1 = f32[48,24]{1,0} parameter(1)
-  %dot = f32[16,24]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %p2 = f32[24]{0} parameter(2)
-  %broadcast = f32[16,24]{1,0} broadcast(%p2), dimensions={1}
-  %add = f32[16,24]{1,0} add(%dot, %broadcast)
-  %zero = f32[] constant(0)
-  %zeros = f32[16,24]{1,0} broadcast(%zero), dimensions={}
-  ROOT %max = f32[16,24]{1,0} maximum(%add, %zeros)
-}
-
-ENTRY %main (x: f32[16,48], w: f32[48,24], b: f32[24]) -> f32[16,24] {
-  %x = f32[16,48]{1,0} parameter(0)
-  %w = f32[48,24]{1,0} parameter(1)
-  %b = f32[24]{0} parameter(2)
-  ROOT %fusion = f32[16,24]{1,0} fusion(%x, %w, %b), kind=kOutput, calls=%fused_dot
-}
-""",
-    "dense_library_call": """HloModule dense_library_call
-
-%fused_relu (p0: f32[16,24]) -> f32[16,24] {
-  %p0 = f32[16,24]{1,0} parameter(0)
-  %zero = f32[] constant(0)
-  %zeros = f32[16,24]{1,0} broadcast(%zero), dimensions={}
-  ROOT %max = f32[16,24]{1,0} maximum(%p0, %zeros)
-}
-
-ENTRY %main (b: f32[24], x: f32[16,48], w: f32[48,24]) -> f32[16,24] {
-  %b = f32[24]{0} parameter(0)
-  %x = f32[16,48]{1,0} parameter(1)
-  %w = f32[48,24]{1,0} parameter(2)
-  %matmul = f32[16,24]{1,0} custom-call(%x, %w, %b), custom_call_target="__onednn$matmul"
-  ROOT %relu = f32[16,24]{1,0} fusion(%matmul), kind=kLoop, calls=%fused_relu
-}
-""",
 }

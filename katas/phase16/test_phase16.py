@@ -1,33 +1,32 @@
-"""Phase 16 tests: Inductor's generated code beside XLA's optimized HLO for the same programs.
+"""Phase 16 tests of the reading tasks: Inductor's generated code beside XLA's optimized HLO.
 
-The reading tasks run on the generated code recorded in katas/phase16/recorded/ (so they run
-without the ``torch`` group), on a module written by hand (programs.HANDWRITTEN: what the
-recordings never show), and on fresh variants of each (kata_harness.inductor.variant: buffers,
-inputs and kernel numbers renamed, kernel definitions reordered); the HLO side is the JAX twin
-compiled now by XLA on this host, its metamorphic variants (kata_harness.metamorphic: renamed,
-reordered, every fused computation moved into a nested fusion) and hand-written modules
-(programs.HANDWRITTEN_HLO). Expected values come from kata_harness.inductor's line reader of the
-generated code and from XLA's own parser. The predict task is checked against the recorded MLPs
-(also with their rows under other leading dimensions) and, when torch is installed, against
-three MLPs drawn fresh and compiled live: several rows, one row, one input feature. The decide
-task compiles live and skips, naming the group, without it.
+They run on the generated code recorded in katas/phase16/recorded/ (so they run without the
+``torch`` group; among them a convolution, a Cholesky factorization's fallbacks, argmax and
+var_mean accumulators, a product decomposed into a fused kernel, a profiled module whose `call`
+runs inside `with record_function(...)`, and a training step returning more than its loss), on a
+module written by hand (handwritten.HANDWRITTEN: what the recordings never show), and on fresh
+variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
+inputs unpacked in another order, kernel definitions reordered); the HLO side is the JAX twin
+compiled now by XLA on this host (the bias task also in bfloat16), its metamorphic variants
+(kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
+fusion) and hand-written modules (handwritten.HANDWRITTEN_HLO). Expected values come from
+kata_harness.inductor's line reader of the generated code and from XLA's own parser. The predict
+and decide tasks are in test_phase16_live.py.
 """
 
-import math
 import random
-import sys
 import zlib
 from functools import cache
 
+import jax.numpy as jnp
 import pytest
 from pytest_check import check
 
 import katas.phase16.programs as P
 from kata_harness import inductor as oracle
 from kata_harness import metamorphic
-from xla_inspect import inductor_capture
+from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO
 
-LIVE_TIMEOUT = 600  # a first compile with an empty Inductor cache takes about a minute here
 BIAS_BANK = (
     "dense_relu",
     "dense_tanh_nobias",
@@ -36,21 +35,13 @@ BIAS_BANK = (
     "dense_linear",
     "addmm_gelu",
     "attention",
+    "dense_relu_row",
 )
-
-
-def _live() -> None:
-    """Skip without torch; otherwise Inductor's cache in the checkout and one compile worker,
-    set before this process imports torch."""
-    missing = inductor_capture.missing()
-    if missing is not None:
-        pytest.skip(f"needs: {inductor_capture.INSTALL} ({missing})")
-    inductor_capture.prepare_environment(P.CACHE_DIR)
 
 
 @cache
 def _hlo(name: str) -> str:
-    return P.HANDWRITTEN_HLO[name] if name in P.HANDWRITTEN_HLO else P.jax_hlo(name)
+    return HANDWRITTEN_HLO[name] if name in HANDWRITTEN_HLO else P.jax_hlo(name)
 
 
 @cache
@@ -76,18 +67,6 @@ def _kernels(code: str) -> list[str]:
     return [c.name if c.kind != "fused" else oracle.fused_ops(c.name) for c in oracle.calls(code)]
 
 
-def _census(hlo: str, code: str) -> dict[str, dict[str, int]]:
-    xla = {"library": 0, "fused": 0}
-    for k in oracle.xla_kernels(hlo):
-        if k.opcode in ("dot", "custom-call") or (k.opcode == "fusion" and k.kind == "kCustom"):
-            xla["library"] += 1
-        elif k.opcode == "fusion":
-            xla["fused"] += 1
-    calls = oracle.calls(code)
-    fused = sum(c.kind == "fused" for c in calls)
-    return {"xla": xla, "inductor": {"library": len(calls) - fused, "fused": fused}}
-
-
 GRAPHS = [(name, i) for name in P.recorded_names() for i in range(len(P.recorded(name)))]
 
 
@@ -105,7 +84,7 @@ def test_inductor_kernels_of_recorded_code(kata, fresh):
 
 @pytest.mark.task("inductor_kernels")
 def test_inductor_kernels_of_handwritten_code(kata, fresh):
-    for label, text in _code_forms(P.HANDWRITTEN, "handwritten", fresh):
+    for label, text in _code_forms(HANDWRITTEN, "handwritten", fresh):
         got = kata.inductor_kernels(text)
         assert got == _kernels(text), f"{label}: kernels differ ({fresh.where()})"
 
@@ -126,16 +105,18 @@ def _pairs(names, fresh):
 def test_kernel_census_of_both_compilers(kata, fresh):
     for label, hlo, text in _pairs(P.PAIRS, fresh):
         got = kata.kernel_census(hlo, text)
-        assert got == _census(hlo, text), f"{label}: census differs"
+        assert got == oracle.census(hlo, text), f"{label}: census differs"
 
 
 @pytest.mark.task("kernel_census")
 def test_kernel_census_of_other_spellings(kata, fresh):
-    for hlo_name in P.HANDWRITTEN_HLO:
-        for label, hlo in _hlo_forms(hlo_name):
-            for code_label, text in _code_forms(P.HANDWRITTEN, "handwritten", fresh):
+    codes = [("handwritten", HANDWRITTEN)] + [(n, P.recorded(n)[0]) for n in P.MARKED]
+    for hlo_name in HANDWRITTEN_HLO:
+        for i, (label, hlo) in enumerate(_hlo_forms(hlo_name)):
+            code_name, code = codes[i % len(codes)]
+            for code_label, text in _code_forms(code, code_name, fresh):
                 got = kata.kernel_census(hlo, text)
-                assert got == _census(hlo, text), f"{label} with {code_label}: census differs"
+                assert got == oracle.census(hlo, text), f"{label} with {code_label}: census differs"
 
 
 @pytest.mark.task("kernel_census")
@@ -180,8 +161,19 @@ def test_bias_homes_of_both_compilers(kata, fresh):
 
 
 @pytest.mark.task("bias_homes")
+def test_bias_homes_of_bfloat16_layers(kata, fresh):
+    """The JAX twins on bfloat16 arrays: the bias parameter is bf16[n], still the only rank-1
+    parameter."""
+    for name in BIAS_BANK:
+        hlo = P.jax_hlo(name, jnp.bfloat16)
+        text = oracle.variant(P.recorded(name)[0], fresh)
+        got = kata.bias_homes(hlo, text)
+        assert got == _bias_home(hlo, text), f"{name} in bfloat16: bias homes differ"
+
+
+@pytest.mark.task("bias_homes")
 def test_bias_homes_when_xla_keeps_the_bias_with_the_product(kata, fresh):
-    for hlo_name in P.HANDWRITTEN_HLO:
+    for hlo_name in HANDWRITTEN_HLO:
         for label, hlo in _hlo_forms(hlo_name):
             for code_name in ("dense_relu", "bias_after_relu"):
                 text = oracle.variant(P.recorded(code_name)[0], fresh)
@@ -220,8 +212,8 @@ def test_reductions_per_kernel_of_training_graphs(kata, fresh):
 
 @pytest.mark.task("reductions_per_kernel")
 def test_reductions_per_kernel_of_handwritten_code(kata, fresh):
-    for label, text in _code_forms(P.HANDWRITTEN, "handwritten", fresh):
-        for hlo_name in P.HANDWRITTEN_HLO:
+    for label, text in _code_forms(HANDWRITTEN, "handwritten", fresh):
+        for hlo_name in HANDWRITTEN_HLO:
             for hlo_label, hlo in _hlo_forms(hlo_name):
                 got = kata.reductions_per_kernel(hlo, text)
                 assert got == _reductions(hlo, text), f"{hlo_label} with {label}: differ"
@@ -265,124 +257,3 @@ def test_train_graphs_in_any_order(kata, fresh):
 def test_train_graphs_mlp_facts(kata):
     got = kata.train_graphs(P.recorded("train_mlp_gelu")[::-1])
     assert got == {"forward": 4, "backward": 6, "saved": 5}, "the README's figures"
-
-
-# ---- task 6 -------------------------------------------------------------------------------
-
-
-def _torch_compiles() -> int:
-    """Graphs torch.compile has compiled in this process (0 before torch is imported): the
-    harness refuses JAX's compiler to a prediction, this catches Inductor's."""
-    dynamo = sys.modules.get("torch._dynamo.utils")
-    return 0 if dynamo is None else int(dynamo.counters["stats"]["unique_graphs"])
-
-
-def _predicted(kata, shape, layers):
-    before = _torch_compiles()
-    got = kata.predict_inductor_kernels(shape, list(layers))
-    assert _torch_compiles() == before, "a prediction comes from the layers, not torch.compile"
-    return got
-
-
-def _resplit(shape: tuple[int, ...], rng) -> tuple[int, ...]:
-    """The same rows under other leading dimensions: a linear layer flattens them into one."""
-    rows = math.prod(shape[:-1])
-    first = rng.choice([d for d in range(1, rows + 1) if rows % d == 0])
-    options = [(rows,), (first, rows // first), (rows // first, 1, first)]
-    return rng.choice([o for o in options if o != shape[:-1]]) + shape[-1:]
-
-
-@pytest.mark.task("predict_inductor_kernels")
-def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
-    names = sorted(P.MLP_CASES)
-    fresh.shuffle(names)
-    for name in names:
-        shape, layers = P.MLP_CASES[name]
-        want = _census(_hlo("dense_linear"), P.recorded(name)[0])["inductor"]
-        for given in (shape, _resplit(shape, fresh)):
-            got = _predicted(kata, given, layers)
-            assert got == want, f"x{list(given)}, {P.what(name)}: predicted {got} ({fresh.where()})"
-
-
-def _one_row(rng) -> tuple[tuple[int, ...], list]:
-    """One input row (a batch of one): the first product small enough to be decomposed."""
-    shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
-    first = (rng.randint(1, 16), True, rng.choice(P.ACTIVATIONS))
-    return shape, [first] + _layers(rng, 0, 3)
-
-
-def _one_feature(rng) -> tuple[tuple[int, ...], list]:
-    """One input feature: a product with no bias and few elements is a broadcast multiply."""
-    shape = rng.choice([(rng.randint(2, 12),), (rng.randint(1, 3), rng.randint(2, 4))]) + (1,)
-    first = (rng.randint(2, 32 - math.prod(shape)), False, rng.choice(P.ACTIVATIONS))
-    return shape, [first] + _layers(rng, 0, 3)
-
-
-def _several_rows(rng) -> tuple[tuple[int, ...], list]:
-    shape = tuple(rng.randint(1, 6) for _ in range(rng.randint(1, 2)))
-    return shape + (rng.randint(2, 24),), _layers(rng, 1, 4)
-
-
-def _layers(rng, least: int, most: int) -> list:
-    return [
-        (rng.randint(1, 24), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
-        for _ in range(rng.randint(least, most))
-    ]
-
-
-@pytest.mark.task("predict_inductor_kernels")
-@pytest.mark.timeout(LIVE_TIMEOUT)
-def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
-    """A fresh MLP of each kind, compiled by Inductor now: several rows, one row, one feature."""
-    _live()
-    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
-
-    for draw in (_several_rows, _one_row, _one_feature):
-        shape, layers = draw(fresh)
-        got = _predicted(kata, shape, layers)
-        widths = [shape[-1]] + [out for out, _, _ in layers]
-        args = [torch.ones(shape)]
-        for (out, bias, _), width in zip(layers, widths, strict=False):
-            args += [torch.ones(out, width)] + ([torch.ones(out)] if bias else [])
-        mlp = P.torch_mlp(tuple(layers))
-        codes = inductor_capture.generated_code(mlp, *args, cache_dir=P.CACHE_DIR)
-        want = _census(_hlo("dense_linear"), codes[0])["inductor"]
-        assert got == want, f"x{list(shape)}, layers {layers}: predicted {got} ({fresh.where()})"
-
-
-# ---- task 7 -------------------------------------------------------------------------------
-
-
-@pytest.mark.task("inference_call")
-@pytest.mark.timeout(LIVE_TIMEOUT)
-def test_inference_call_compiles_one_inference_graph(kata, fresh):
-    _live()
-    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
-    import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
-    from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
-
-    torch.manual_seed(fresh.randint(0, 2**31))
-    width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, 3)
-    )
-    x = torch.randn(fresh.randint(1, 9), width)
-    torch._dynamo.reset()
-    out, codes = run_and_get_code(kata.inference_call, torch.compile(model), x)
-    with check:
-        frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
-        assert not frozen, f"the call changed the caller's module: {frozen} no longer require grad"
-    with torch.no_grad():
-        eager = model(x)
-    assert len(codes) == 1, f"{len(codes)} graphs compiled: the compiled module must run one"
-    names = oracle.inputs(codes[0])
-    with check:
-        assert not any(n.startswith(("primals_", "tangents_")) for n in names), "a training graph"
-    with check:
-        assert codes[0].count("\n        return (") == 1
-        returned = codes[0].split("\n        return (", 1)[1].split(")\n", 1)[0]
-        assert returned.count(",") == 1, f"the graph returns more than its output: ({returned})"
-    with check:
-        assert isinstance(out, torch.Tensor) and not out.requires_grad
-    with check:
-        assert isinstance(out, torch.Tensor) and torch.allclose(out, eager, atol=1e-5)

@@ -169,6 +169,24 @@ def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
         module.run()
 
 
+@pytest.mark.parametrize("where", ["course", "chosen"])
+def test_kata_code_may_not_read_inductors_cache(tmp_path, monkeypatch, where):
+    """The code Inductor generated for earlier compiles (a live test's compile of the MLP a
+    prediction is asked about among it) is refused to kata code, in the course's cache and in
+    one TORCHINDUCTOR_CACHE_DIR names (red-team probe r3_recorded_lookup)."""
+    cache = tmp_path / "chosen"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    if where == "course":
+        cache = curriculum.ROOT / ".cache" / "inductor"
+    path = tmp_path / "kata.py"
+    path.write_text(f"def run():\n    return open({str(cache / 'x' / 'c.py')!r}).read()\n")
+    module = loading.load_file(path, "_hostile_cache", label="phase0")
+    guard.install()
+    monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path.resolve()))
+    with pytest.raises(guard.KataGuardError, match="opens"):
+        module.run()
+
+
 @pytest.mark.parametrize(
     "source",
     [
@@ -202,6 +220,23 @@ def test_the_scan_refuses_computed_names_and_what_wrappers_keep(source):
 def test_the_scan_refuses_the_xla_client_and_library_internals(source):
     """jaxlib's client compiles and costs programs beside JAX's refusals; a library's private
     attributes are its internals, whatever expression reaches them."""
+    assert guard.scan(source, "kata.py") is not None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import pickle\noptimize = pickle.loads(b'ctorch._dynamo\\noptimize\\n.')\n",
+        "from pickle import loads\n",
+        "import _pickle\n",
+        "import copyreg\n",
+        "import marshal\ncode = marshal.loads(b'')\n",
+        "import shelve\n",
+    ],
+)
+def test_the_scan_refuses_unpickling(source):
+    """Unpickling imports a module and calls a function named by a byte string (an import the
+    scan never sees), and marshal loads code: both are a dynamic import."""
     assert guard.scan(source, "kata.py") is not None
 
 

@@ -11,11 +11,12 @@ import pytest
 
 from kata_harness import inductor
 from katas.phase16 import programs
+from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO
 
 TEXTS = [
     (f"{n}-{i}", c) for n in programs.recorded_names() for i, c in enumerate(programs.recorded(n))
 ]
-TEXTS.append(("handwritten", programs.HANDWRITTEN))
+TEXTS.append(("handwritten", HANDWRITTEN))
 
 
 def _facts(code: str) -> list:
@@ -41,6 +42,15 @@ def test_a_variant_keeps_the_facts_and_changes_the_names(name: str, code: str) -
     )
 
 
+def test_a_variant_unpacks_the_inputs_in_another_order() -> None:
+    code = programs.recorded("train_mlp_outputs")[1]  # ten inputs, two of them tangents
+    orders = set()
+    for seed in range(4):
+        names = inductor.inputs(inductor.variant(code, random.Random(seed)))
+        orders.add(tuple(n if n.startswith("tangents_") else "in" for n in names))
+    assert len(orders) > 1, "the tangents sit at other places of the unpacking"
+
+
 def test_variants_are_drawn_from_the_seed() -> None:
     code = programs.recorded("train_mlp_gelu")[1]
     assert inductor.variant(code, random.Random(7)) == inductor.variant(code, random.Random(7))
@@ -48,7 +58,15 @@ def test_variants_are_drawn_from_the_seed() -> None:
 
 
 def test_the_line_reader_on_what_xla_prints() -> None:
-    kernels = inductor.xla_kernels(programs.HANDWRITTEN_HLO["dense_library_call"])
+    kernels = inductor.xla_kernels(HANDWRITTEN_HLO["dense_library_call"])
     assert [(k.opcode, k.holds_dot) for k in kernels] == [("custom-call", True), ("fusion", False)]
-    assert inductor.rank1_parameters(programs.HANDWRITTEN_HLO["dense_output_fusion"]) == ["b"]
-    assert inductor.asserted_sizes(programs.HANDWRITTEN)["bias"] == (16,)
+    assert inductor.rank1_parameters(HANDWRITTEN_HLO["dense_output_fusion"]) == ["b"]
+    assert inductor.asserted_sizes(HANDWRITTEN)["bias"] == (16,)
+    reductions = inductor.xla_kernels(HANDWRITTEN_HLO["row_reductions"])
+    assert [(k.opcode, k.reductions) for k in reductions] == [
+        ("fusion", 2),
+        ("fusion", 0),
+        ("reduce", 1),
+        ("fusion", 0),
+    ]
+    assert len(inductor.rank1_parameters(HANDWRITTEN_HLO["row_reductions"])) == 1

@@ -91,6 +91,46 @@ def test_call_at_module_level_and_a_kernel_called_twice() -> None:
     assert fused_ops("cpp_fused__softmax_native_layer_norm_12") == "_softmax_native_layer_norm"
 
 
+def test_a_profiled_module_runs_its_kernels_inside_record_function() -> None:
+    # torch._inductor.config.profiler_mark_wrapper_call: call's body is one `with` block
+    graph = read_inductor(_graphs("mlp_gelu_marked")[0])
+    assert [(c.kind, c.short_name) for c in graph.calls] == [
+        ("extern", "addmm"),
+        ("fused", "gelu"),
+        ("extern", "addmm"),
+    ]
+    assert len(graph.inputs) == 5 and len(graph.outputs) == 1
+
+
+def test_a_convolution_is_a_library_call_assigned_to_a_buffer() -> None:
+    graph = read_inductor(_graphs("conv_relu")[0])
+    assert [(c.kind, c.short_name) for c in graph.calls] == [
+        ("fused", "convolution"),
+        ("extern", "convolution"),
+        ("fused", "relu"),
+    ]
+    assert graph.calls[1].out == "buf2"
+
+
+def test_argmax_and_var_mean_accumulators_are_reductions() -> None:
+    # `IndexValue<float> tmp_acc1 = ...` (argmax) beside the float sums of var_mean
+    graph = read_inductor(_graphs("row_stats")[0])
+    [call] = graph.calls
+    assert reduction_count(graph.kernels[call.kernel]) == 3
+
+
+def test_a_comment_naming_a_kernel_is_not_a_call() -> None:
+    code = (
+        "def call(args):\n"
+        "    a, = args\n"
+        "    # cpp_fused_relu_0(a) would run here; extern_kernels.mm(a, a, out=b) too\n"
+        "    if a is not None:\n"
+        "        cpp_fused_relu_0(a)\n"
+        "    return (a, )\n"
+    )
+    assert [c.short_name for c in read_inductor(code).calls] == ["relu"]
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [

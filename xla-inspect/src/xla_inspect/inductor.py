@@ -96,8 +96,9 @@ class KernelCall:
 class InductorGraph:
     """One generated module: `inputs` are `call`'s argument names in order (`primals_1`,
     `tangents_1`, `arg0_1`...), `outputs` the names `call` returns (None for a literal None),
-    `calls` the kernel calls in the order `call` runs them, and `kernels` each fused kernel's
-    C++ source by name."""
+    `calls` the kernel calls in the order `call` runs them (also those nested in a block, as
+    in the `with record_function(...):` of a profiled module), and `kernels` each fused
+    kernel's C++ source by name."""
 
     inputs: tuple[str, ...]
     outputs: tuple[str | None, ...]
@@ -142,7 +143,7 @@ def read_inductor(code: str) -> InductorGraph:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str | None, ...] = ()
     calls: list[KernelCall] = []
-    for statement in call.body:
+    for statement in _statements(call.body):
         if _unpacks_args(statement):
             assert isinstance(statement, ast.Assign)
             target = statement.targets[0]
@@ -171,6 +172,24 @@ def _call_function(tree: ast.Module) -> ast.FunctionDef | None:
                 if isinstance(item, ast.FunctionDef) and item.name == "call":
                     return item
     return None
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a function body in the order they are written, also those nested in
+    a block (`with record_function(...):`, which torch._inductor.config.profiler_mark_wrapper_call
+    wraps `call`'s body in, `if`, `for`, `try`), not those of a nested function or class."""
+    found: list[ast.stmt] = []
+    for statement in body:
+        found.append(statement)
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                found += _statements(inner)
+        for handler in getattr(statement, "handlers", []):
+            found += _statements(handler.body)
+    return found
 
 
 def _unpacks_args(statement: ast.stmt) -> bool:

@@ -57,7 +57,8 @@ def generated_code(
 
     `inference` runs under `torch.no_grad()` (one inference graph); otherwise the arguments
     that require grad make AOTAutograd split a forward and a backward graph, and `backward`
-    calls `.backward()` on the (scalar) result so that the backward graph is compiled too.
+    calls `.backward()` on the (scalar) result, or on its first element when `fn` returns a
+    tuple (the loss, then other outputs), so that the backward graph is compiled too.
     Dynamo's caches are reset first, so every call compiles afresh.
     """
     reason = missing()
@@ -74,7 +75,7 @@ def generated_code(
     def run() -> Any:
         out = compiled(*args)
         if backward:
-            out.backward()
+            (out[0] if isinstance(out, tuple) else out).backward()
         return out
 
     if inference:

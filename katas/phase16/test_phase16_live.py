@@ -1,0 +1,178 @@
+"""Phase 16 tests of the predict and decide tasks: Inductor's kernels for an MLP, and the call
+that makes Inductor compile an inference graph.
+
+The predict task is checked against the recorded MLPs (also with their rows under other leading
+dimensions, one of them a leading 1) and, when torch is installed, against three MLPs drawn fresh
+and compiled live: several rows, one row (two products small enough to decompose in a row), one
+input feature. The decide task compiles live, through a backend that counts what the caller's
+compiled module hands to Inductor, and skips, naming the group, without torch.
+"""
+
+import math
+import sys
+
+import pytest
+from pytest_check import check
+
+import katas.phase16.programs as P
+from kata_harness import inductor as oracle
+from xla_inspect import inductor_capture
+
+LIVE_TIMEOUT = 600  # a first compile with an empty Inductor cache takes about a minute here
+
+
+def _live() -> None:
+    """Skip without torch; otherwise Inductor's cache in the checkout and one compile worker,
+    set before this process imports torch."""
+    missing = inductor_capture.missing()
+    if missing is not None:
+        pytest.skip(f"needs: {inductor_capture.INSTALL} ({missing})")
+    inductor_capture.prepare_environment(P.CACHE_DIR)
+
+
+# ---- task 6 -------------------------------------------------------------------------------
+
+
+def _torch_compiles() -> int:
+    """Graphs torch.compile has compiled in this process (0 before torch is imported): the
+    harness refuses JAX's compiler to a prediction, this catches Inductor's."""
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    return 0 if dynamo is None else int(dynamo.counters["stats"]["unique_graphs"])
+
+
+def _predicted(kata, shape, layers):
+    before = _torch_compiles()
+    got = kata.predict_inductor_kernels(shape, list(layers))
+    assert _torch_compiles() == before, "a prediction comes from the layers, not torch.compile"
+    return got
+
+
+def _resplit(shape: tuple[int, ...], rng) -> tuple[int, ...]:
+    """The same rows under other leading dimensions: a linear layer flattens them into one."""
+    rows = math.prod(shape[:-1])
+    first = rng.choice([d for d in range(1, rows + 1) if rows % d == 0])
+    options = [(rows,), (1, rows), (first, rows // first), (rows // first, 1, first)]
+    return rng.choice([o for o in options if o != shape[:-1]]) + shape[-1:]
+
+
+@pytest.mark.task("predict_inductor_kernels")
+def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
+    names = sorted(P.MLP_CASES)
+    fresh.shuffle(names)
+    for name in names:
+        shape, layers = P.MLP_CASES[name]
+        want = oracle.kernel_kinds(P.recorded(name)[0])
+        for given in (shape, _resplit(shape, fresh)):
+            got = _predicted(kata, given, layers)
+            assert got == want, f"x{list(given)}, {P.what(name)}: predicted {got} ({fresh.where()})"
+
+
+def _one_row(rng) -> tuple[tuple[int, ...], list]:
+    """One input row (a batch of one): the first two products small enough to be decomposed."""
+    shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
+    small = [(rng.randint(1, 16), True, rng.choice(P.ACTIVATIONS)) for _ in range(2)]
+    return shape, small + _layers(rng, 0, 2)
+
+
+def _one_feature(rng) -> tuple[tuple[int, ...], list]:
+    """One input feature: a product with no bias and few elements is a broadcast multiply."""
+    shape = rng.choice([(rng.randint(2, 12),), (rng.randint(1, 3), rng.randint(2, 4))]) + (1,)
+    first = (rng.randint(2, 32 - math.prod(shape)), False, rng.choice(P.ACTIVATIONS))
+    return shape, [first] + _layers(rng, 0, 3)
+
+
+def _several_rows(rng) -> tuple[tuple[int, ...], list]:
+    shape = tuple(rng.randint(1, 6) for _ in range(rng.randint(1, 2)))
+    return shape + (rng.randint(2, 24),), _layers(rng, 1, 4)
+
+
+def _layers(rng, least: int, most: int) -> list:
+    return [
+        (rng.randint(1, 24), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
+        for _ in range(rng.randint(least, most))
+    ]
+
+
+@pytest.mark.task("predict_inductor_kernels")
+@pytest.mark.timeout(LIVE_TIMEOUT)
+def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
+    """A fresh MLP of each kind, compiled by Inductor now: several rows, one row, one feature."""
+    _live()
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+
+    for draw in (_several_rows, _one_row, _one_feature):
+        shape, layers = draw(fresh)
+        got = _predicted(kata, shape, layers)
+        widths = [shape[-1]] + [out for out, _, _ in layers]
+        args = [torch.ones(shape)]
+        for (out, bias, _), width in zip(layers, widths, strict=False):
+            args += [torch.ones(out, width)] + ([torch.ones(out)] if bias else [])
+        mlp = P.torch_mlp(tuple(layers))
+        codes = inductor_capture.generated_code(mlp, *args, cache_dir=P.CACHE_DIR)
+        want = oracle.kernel_kinds(codes[0])
+        assert got == want, f"x{list(shape)}, layers {layers}: predicted {got} ({fresh.where()})"
+
+
+# ---- task 7 -------------------------------------------------------------------------------
+
+
+@pytest.mark.task("inference_call")
+@pytest.mark.timeout(LIVE_TIMEOUT)
+def test_inference_call_compiles_one_inference_graph(kata, fresh):
+    """The caller's compiled module, compiled through a backend that counts the graphs it hands
+    to Inductor, runs one inference graph of its own MLP (the module's inputs, its output only),
+    also when x requires grad; the module, its train mode and the caller's grad mode are left as
+    they were, also when the caller calls from inside torch.no_grad()."""
+    _live()
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+    import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor.compile_fx import compile_fx  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
+
+    torch.manual_seed(fresh.randint(0, 2**31))
+    width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, 3)
+    ).train()
+    handed = []
+
+    def backend(graph, example_inputs):
+        handed.append(graph)
+        return compile_fx(graph, example_inputs)
+
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(fresh.randint(1, 9), width, requires_grad=True)
+    torch._dynamo.reset()
+    out, codes = run_and_get_code(kata.inference_call, compiled, x)
+    with check:
+        frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+        assert not frozen, f"the call changed the caller's module: {frozen} no longer require grad"
+    with check:
+        assert model.training and compiled.training, "the call left the module in eval mode"
+    with torch.no_grad():
+        eager = model(x)
+    assert len(handed) == 1, f"the caller's compiled module compiled {len(handed)} graphs, not 1"
+    assert len(codes) == 1, f"{len(codes)} graphs compiled: the compiled module must run one"
+    names = oracle.inputs(codes[0])
+    with check:
+        assert not any(n.startswith(("primals_", "tangents_")) for n in names), "a training graph"
+    with check:
+        shapes = [tuple(x.shape)] + [tuple(p.shape) for p in model.parameters()]
+        got = sorted(oracle.asserted_sizes(codes[0]).values())
+        assert got == sorted(shapes), "the compiled graph's inputs are not x and the module's"
+    with check:
+        assert codes[0].count("\n        return (") == 1
+        returned = codes[0].split("\n        return (", 1)[1].split(")\n", 1)[0]
+        assert returned.count(",") == 1, f"the graph returns more than its output: ({returned})"
+    with check:
+        assert isinstance(out, torch.Tensor) and not out.requires_grad
+    with check:
+        assert isinstance(out, torch.Tensor) and torch.allclose(out, eager, atol=1e-5)
+    with torch.no_grad():
+        again = kata.inference_call(compiled, x)
+        with check:
+            assert not torch.is_grad_enabled(), "called under no_grad, it turned gradients on"
+    with check:
+        assert torch.is_grad_enabled(), "the call left gradients switched off"
+    with check:
+        assert isinstance(again, torch.Tensor) and torch.allclose(again, eager, atol=1e-5)
