@@ -134,8 +134,8 @@ def measure_traces(stream: list[tuple]) -> int:
 
     Each call goes through ``.trace``, which looks the arguments up in the same cache of traced
     programs that a call does and so traces g exactly when a call would, without lowering or
-    compiling (checked here on 300 random streams of arrays, NumPy and Python scalars of every
-    dtype: the same count as calling, JAX 0.12.0.1).
+    compiling: on the 2,000 streams katas/phase1/strata.py draws for seeds 1-200 the count is
+    the same as calling the jitted g, on JAX 0.12.0.1 and 0.10.2.
     """
     calls: list = []
 
