@@ -61,68 +61,6 @@ ABS_INPUTS = (
 )
 
 
-_F32_3 = np.ones(3, np.float32)
-
-# Streams of calls g(x, n) to one jax.jit(g, static_argnums=1), from an empty cache.
-CALL_STREAMS = {
-    "new values, one shape": [(_F32_3, 1), (np.zeros(3, np.float32), 1), (_F32_3 * 2, 1)],
-    "64-bit NumPy arrays": [
-        (np.ones(3), 1),
-        (_F32_3, 1),
-        (np.ones(3, np.int64), 1),
-        (np.ones(3, np.int32), 1),
-    ],
-    "Python and NumPy scalars": [
-        (1.0, 2),
-        (2.5, 2),
-        (np.float32(1.0), 2),
-        (1, 2),
-        (np.int32(1), 2),
-        (7, 2),
-    ],
-    "static values": [(_F32_3, 1), (_F32_3, 2), (_F32_3, 1), (_F32_3, 3)],
-    "shapes": [
-        (np.ones((3, 1), np.float32), 1),
-        (np.ones((1, 3), np.float32), 1),
-        (_F32_3, 1),
-        (np.ones((3, 1), np.float32), 1),
-    ],
-    "16-bit floats": [
-        (np.ones(3, ml_dtypes.bfloat16), 1),
-        (np.ones(3, np.float16), 1),
-        (_F32_3, 1),
-        (np.ones(3, ml_dtypes.bfloat16), 1),
-    ],
-    "bools": [(True, 1), (np.bool_(False), 1), (np.ones(2, bool), 1), (False, 1)],
-    "one call": [(np.ones((2, 2), np.float32), 4)],
-    "no calls": [],
-}
-
-_POOL = (
-    1.0,
-    3,
-    np.float32(2.0),
-    np.float64(2.0),
-    np.int32(4),
-    np.ones(2),
-    np.ones(2, np.float32),
-    np.ones((2, 1), np.float32),
-    np.ones(2, np.int64),
-    np.ones(2, ml_dtypes.bfloat16),
-)
-
-
-def random_streams(count: int = 4, length: int = 9) -> dict[str, list[tuple]]:
-    """Seeded streams drawn from a pool of arguments, with n in {1, 2}."""
-    rng = np.random.default_rng(5)
-    return {
-        f"random {index}": [
-            (_POOL[int(rng.integers(len(_POOL)))], int(rng.integers(1, 3))) for _ in range(length)
-        ]
-        for index in range(count)
-    }
-
-
 SHOWN = {
     "init_params": Recipe(
         lambda m: (lambda key: m.init_params(key, *SHAPES[0][1:]), (jax.random.key(0),)),

@@ -6,8 +6,6 @@ are the ones every correct spelling shares (a relu written with jnp.maximum, jnp
 jax.nn.relu passes alike). Expected values come from kata_harness.oracles.jax_basics.
 """
 
-import functools
-
 import jax
 import ml_dtypes
 import numpy as np
@@ -20,14 +18,13 @@ from kata_harness.oracles import jax_basics as oracle
 from kata_harness.predict import compiler_refused
 from katas.phase1.programs import (
     ABS_INPUTS,
-    CALL_STREAMS,
     KEYS,
     SHAPES,
     counting_power,
     data,
     if_positive,
-    random_streams,
 )
+from katas.phase1.strata import count_traces_strata, describe
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.stablehlo import stablehlo_op_census
 
@@ -221,24 +218,21 @@ def test_predict_traces_does_not_run_jit(kata):
 # -------------------------------------------------------------------------------- count_traces
 
 
-@functools.cache  # test-owned streams: measured once per session
-def _measured_streams() -> dict[str, int]:
-    return {
-        name: oracle.measure_traces(s) for name, s in {**CALL_STREAMS, **random_streams()}.items()
-    }
-
-
 @pytest.mark.task("count_traces")
-def test_count_traces_matches_jit(kata):
-    measured = _measured_streams()
-    streams = {**CALL_STREAMS, **random_streams()}
-    for name, stream in streams.items():
+def test_count_traces_matches_jit(kata, fresh):
+    """Fresh streams of calls, one per situation the cache key distinguishes (shapes, narrow and
+    64-bit dtypes, weak Python scalars, bools, static values, every kind mixed; see
+    strata.count_traces_strata), each measured by a fresh jitted function's trace counter."""
+    for situation, stream in count_traces_strata(fresh).items():
+        measured = oracle.measure_traces(stream)  # before the answer sees the arguments
         with compiler_refused("count_traces"):
             predicted = kata.count_traces(list(stream))
-        with check:
-            assert predicted == measured[name], (
-                f"{name}: you predicted {predicted} traces, jit traced {measured[name]}"
-            )
+        calls = ", ".join(f"g({describe(x)}, {n})" for x, n in stream) or "no calls"
+        assert type(predicted) is int, f"{situation}: expected an int, got {predicted!r}"
+        assert predicted == measured, (
+            f"{situation}: {calls}: you predicted {predicted} traces, jit traced {measured} "
+            f"({fresh.where()})"
+        )
 
 
 # ------------------------------------------------------------------------------ python_if_error

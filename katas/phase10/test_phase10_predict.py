@@ -1,31 +1,24 @@
 """Phase 10 tests, predictions: aliased bytes and a step's flops from the sizes alone, checked
 against ``memory_analysis()`` and ``cost_analysis()`` of the compiled step.
+
+The sizes are drawn fresh on every run, one case per situation the contract distinguishes
+(katas/phase10/strata.py): each optimizer for the aliased bytes, each layer's products
+dominating for the flops. A failure names its one case and the seed that draws it again.
 """
 
 import warnings
-from functools import cache
 
 import jax
 import pytest
-from pytest_check import check
 
 from kata_harness.predict import compiler_refused
-from katas.phase10.programs import (
-    OPTIMIZERS,
-    SIZES,
-    donated_step,
-    sized_step_args,
-)
+from katas.phase10.programs import donated_step, sized_step_args
+from katas.phase10.strata import alias_strata, flops_strata
 
 # ---- predict_alias_bytes and predict_step_flops: predictions checked against the compiler ------
 
 
-# (features, hidden, out): two of the phase's sizes and a larger one
-ALIAS_SIZES = [SIZES["wide"][:3], SIZES["odd"][:3], (100, 300, 10)]
-
-
-@cache
-def _sized_step(features: int, hidden: int, out: int, batch: int, optimizer: str):
+def _compiled_step(features: int, hidden: int, out: int, batch: int, optimizer: str):
     args = sized_step_args(features, hidden, out, batch, optimizer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # NumPy arguments cannot be donated: the plan can
@@ -33,50 +26,48 @@ def _sized_step(features: int, hidden: int, out: int, batch: int, optimizer: str
 
 
 @pytest.mark.task("predict_alias_bytes")
-def test_predict_alias_bytes_matches_memory_analysis(kata):
-    cases = [(*sizes, optimizer) for sizes in ALIAS_SIZES for optimizer in OPTIMIZERS]
-    got = {case: kata.predict_alias_bytes(*case) for case in cases}
-    for case, predicted in got.items():
+def test_predict_alias_bytes_matches_memory_analysis(kata, fresh):
+    """Fresh sizes for each optimizer (strata.alias_strata), the step compiled at those sizes."""
+    for situation, (features, hidden, out, optimizer, batch) in alias_strata(fresh).items():
+        predicted = kata.predict_alias_bytes(features, hidden, out, optimizer)
+        case = f"{situation}: ({features}, {hidden}, {out}, {optimizer!r})"
         assert type(predicted) is int, f"{case}: expected an int, got {predicted!r}"
-        stats = _sized_step(*case[:3], 4, case[3]).memory_analysis()
+        stats = _compiled_step(features, hidden, out, batch, optimizer).memory_analysis()
         assert stats is not None, "this backend has no memory analysis"
-        with check:
-            assert predicted == stats.alias_size_in_bytes, (
-                f"sizes {case[:3]}, {case[3]}: you predicted {predicted} aliased bytes, "
-                f"memory_analysis says {stats.alias_size_in_bytes}"
-            )
+        assert predicted == stats.alias_size_in_bytes, (
+            f"{case}: you predicted {predicted} aliased bytes, memory_analysis says "
+            f"{stats.alias_size_in_bytes} ({fresh.where()})"
+        )
 
 
 @pytest.mark.task("predict_alias_bytes")
-def test_predict_alias_bytes_does_not_compile(kata):
+def test_predict_alias_bytes_does_not_compile(kata, fresh):
     with compiler_refused("predict_alias_bytes"):
-        for optimizer in OPTIMIZERS:
-            kata.predict_alias_bytes(16, 32, 4, optimizer)
-
-
-# (features, hidden, out, batch): batches large enough that the matrix products dominate
-FLOP_SIZES = [(64, 128, 32, 16), (128, 256, 64, 32), (100, 300, 10, 50), (32, 64, 16, 64)]
+        for features, hidden, out, optimizer, _ in alias_strata(fresh).values():
+            kata.predict_alias_bytes(features, hidden, out, optimizer)
 
 
 @pytest.mark.task("predict_step_flops")
-def test_predict_step_flops_within_ten_percent(kata):
-    got = {sizes: kata.predict_step_flops(*sizes) for sizes in FLOP_SIZES}
-    if jax.default_backend() != "cpu":
-        pytest.skip("CPU-only fact: XLA:CPU's cost model, where the products dominate")
-    for sizes, predicted in got.items():
+def test_predict_step_flops_within_ten_percent(kata, fresh):
+    """Fresh sizes with each layer's products dominating (strata.flops_strata), the momentum
+    step compiled at those sizes."""
+    for situation, sizes in flops_strata(fresh).items():
+        predicted = kata.predict_step_flops(*sizes)
         assert type(predicted) is int, f"{sizes}: expected an int, got {predicted!r}"
-        cost = _sized_step(*sizes, "momentum").cost_analysis()
+        if jax.default_backend() != "cpu":
+            pytest.skip("CPU-only fact: XLA:CPU's cost model, where the products dominate")
+        cost = _compiled_step(*sizes, "momentum").cost_analysis()
         assert isinstance(cost, dict) and "flops" in cost, f"no flops in {cost!r:.80}"
         measured = cost["flops"]
-        with check:
-            assert abs(predicted - measured) <= 0.1 * measured, (
-                f"sizes {sizes}: you predicted {predicted} flops, cost_analysis says "
-                f"{measured:.0f} (accepted: {0.9 * measured:.0f} to {1.1 * measured:.0f})"
-            )
+        assert abs(predicted - measured) <= 0.1 * measured, (
+            f"{situation}: sizes (features, hidden, out, batch) = {sizes}: you predicted "
+            f"{predicted} flops, cost_analysis says {measured:.0f} (accepted: "
+            f"{0.9 * measured:.0f} to {1.1 * measured:.0f}) ({fresh.where()})"
+        )
 
 
 @pytest.mark.task("predict_step_flops")
-def test_predict_step_flops_does_not_compile(kata):
+def test_predict_step_flops_does_not_compile(kata, fresh):
     with compiler_refused("predict_step_flops"):
-        for sizes in FLOP_SIZES:
+        for sizes in flops_strata(fresh).values():
             kata.predict_step_flops(*sizes)

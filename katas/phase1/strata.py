@@ -1,0 +1,213 @@
+"""Stratified draws for phase 1's count_traces: one drawn stream of calls per situation the
+contract distinguishes, every run, whatever the seed.
+
+What enters jit's cache key for g(x, n) is x's shape, its dtype once 64-bit NumPy types are
+canonicalized to 32 bits, whether it is weakly typed (a Python int or float, not a bool), and the
+static n; values never do, and the cache keeps every key it has seen, not only the last. Each
+situation below is a stream built so that one of those facts decides its count; the shapes, the
+dtypes, the values, the order and the lengths inside it are drawn. A last stream mixes the
+whole domain (arrays, NumPy scalars and Python scalars of every dtype, several n).
+"""
+
+from __future__ import annotations
+
+import random
+
+import ml_dtypes
+import numpy as np
+
+# dtypes JAX keeps as they are in its default 32-bit mode, and each 64-bit type's 32-bit twin
+NARROW = (
+    np.dtype(np.bool_),
+    np.dtype(np.int8),
+    np.dtype(np.int16),
+    np.dtype(np.int32),
+    np.dtype(np.uint8),
+    np.dtype(np.uint16),
+    np.dtype(np.uint32),
+    np.dtype(np.float16),
+    np.dtype(ml_dtypes.bfloat16),
+    np.dtype(np.float32),
+    np.dtype(np.complex64),
+)
+TWINS = {
+    np.dtype(np.float64): np.dtype(np.float32),
+    np.dtype(np.int64): np.dtype(np.int32),
+    np.dtype(np.uint64): np.dtype(np.uint32),
+    np.dtype(np.complex128): np.dtype(np.complex64),
+}
+SIXTEEN_BIT_FLOATS = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+Call = tuple[object, int]
+
+
+def _shape(rng: random.Random, ranks: tuple[int, int] = (0, 3)) -> tuple[int, ...]:
+    return tuple(rng.randint(1, 4) for _ in range(rng.randint(*ranks)))
+
+
+def _array(rng: random.Random, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An array of that shape and dtype with drawn values (0 and 1 for bools)."""
+    values = np.asarray(np.random.default_rng(rng.randrange(2**32)).integers(0, 5, size=shape))
+    return (values % 2 if dtype == np.bool_ else values).astype(dtype)
+
+
+def _scalar(rng: random.Random, dtype: np.dtype):
+    """A NumPy scalar of that dtype (np.float32(3.0), np.bool_(True), ...)."""
+    return dtype.type(rng.randint(0, 1) if dtype == np.bool_ else rng.randint(0, 9))
+
+
+def _with_repeat(rng: random.Random, xs: list) -> list:
+    """xs (distinct keys) shuffled, a few of them again, and then one more that is not the call
+    just before it: a cache that remembers only the last key counts that one again, jit does
+    not."""
+    order = list(range(len(xs)))
+    rng.shuffle(order)
+    order += rng.sample(order, rng.randint(0, len(xs) - 1))
+    order.append(rng.choice([i for i in range(len(xs)) if i != order[-1]]))
+    return [xs[i] for i in order]
+
+
+def _calls(xs: list, n: int) -> list[Call]:
+    return [(x, n) for x in xs]
+
+
+def values_only(rng: random.Random) -> list[Call]:
+    """One x of drawn kind, shape and dtype, called 2 to 5 times with other values: 1 trace."""
+    kind = rng.choice(("array", "numpy scalar", "python float", "python int"))
+    count, n = rng.randint(2, 5), rng.randint(0, 9)
+    if kind == "python float":
+        return [(v / 4, n) for v in rng.sample(range(-40, 40), count)]
+    if kind == "python int":
+        return [(v, n) for v in rng.sample(range(-100, 100), count)]
+    dtype = rng.choice(NARROW + tuple(TWINS))
+    if kind == "numpy scalar":
+        return [(_scalar(rng, dtype), n) for _ in range(count)]
+    shape = _shape(rng)
+    return [(_array(rng, shape, dtype), n) for _ in range(count)]
+
+
+def shapes(rng: random.Random) -> list[Call]:
+    """One dtype, shapes of the same size arranged differently ((a, b), (b, a), (a*b,), and a
+    size-0 or rank-0 one sometimes): the shape enters the key, not the size."""
+    a, b = rng.sample(range(2, 6), 2)
+    arranged = [(a, b), (b, a), (a * b,), (1, a * b), (a, 1, b)]
+    picked = rng.sample(arranged, rng.randint(3, 5))
+    if rng.random() < 0.5:
+        picked.append(rng.choice([(), (0,), (a, 0)]))
+    dtype = rng.choice(NARROW + tuple(TWINS))
+    xs = [_array(rng, shape, dtype) for shape in picked]
+    return _calls(_with_repeat(rng, xs), rng.randint(0, 9))
+
+
+def narrow_dtypes(rng: random.Random) -> list[Call]:
+    """One shape, both 16-bit floats and 1 to 3 more dtypes that stay as they are: each its own
+    key (no dtype is widened in 32-bit mode)."""
+    shape = _shape(rng)
+    others = [d for d in NARROW if d not in SIXTEEN_BIT_FLOATS]
+    dtypes = [*SIXTEEN_BIT_FLOATS, *rng.sample(others, rng.randint(1, 3))]
+    xs = [_array(rng, shape, d) for d in dtypes]
+    return _calls(_with_repeat(rng, xs), rng.randint(0, 9))
+
+
+def wide_arrays(rng: random.Random) -> list[Call]:
+    """One shape, 1 to 3 of the 64-bit NumPy types each next to its 32-bit twin: a 64-bit array
+    is looked up as its twin."""
+    shape = _shape(rng, (1, 3))
+    wide = rng.sample(sorted(TWINS, key=str), rng.randint(1, 3))
+    xs = [_array(rng, shape, d) for w in wide for d in (w, TWINS[w])]
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
+
+
+def wide_scalars(rng: random.Random) -> list[Call]:
+    """Python floats and np.float64 scalars (a subclass of Python's float) only: np.float64 is
+    looked up as float32, not weak, so the two kinds are two keys."""
+    xs: list = [v / 4 for v in rng.sample(range(-40, 40), rng.randint(1, 3))]
+    xs += [np.float64(rng.randint(-40, 40) / 4) for _ in range(rng.randint(1, 3))]
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
+
+
+def weak_scalars(rng: random.Random) -> list[Call]:
+    """Two or more Python floats and ints (weak, other values each) among NumPy scalars and 0-d
+    arrays of their 32-bit dtypes or 64-bit scalars (not weak): each kind one key."""
+    xs: list = []
+    for python, narrow, wide in ((float, np.float32, np.float64), (int, np.int32, np.int64)):
+        xs += [python(v) for v in rng.sample(range(-9, 10), rng.randint(2, 3))]
+        for kind in rng.sample(("scalar", "0-d array", "64-bit scalar"), rng.randint(1, 2)):
+            value = rng.randint(-9, 9)
+            if kind == "scalar":
+                xs.append(narrow(value))
+            elif kind == "0-d array":
+                xs.append(np.array(value, narrow))
+            else:
+                xs.append(wide(value))
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
+
+
+def bools(rng: random.Random) -> list[Call]:
+    """Python bools next to np.bool_ scalars and 0-d bool arrays (one key: a Python bool is not
+    weak), and sometimes a bool array or a Python int (a key of its own)."""
+    xs: list = [rng.random() < 0.5 for _ in range(rng.randint(1, 3))]
+    xs.append(rng.choice((np.bool_(rng.random() < 0.5), _array(rng, (), np.dtype(np.bool_)))))
+    if rng.random() < 0.5:
+        xs.append(_array(rng, _shape(rng, (1, 2)), np.dtype(np.bool_)))
+    if rng.random() < 0.5:
+        xs.append(rng.randint(0, 1))
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
+
+
+def static_values(rng: random.Random) -> list[Call]:
+    """One x, 3 to 6 calls whose static n repeats, not always in a row: one key per distinct n."""
+    x = _array(rng, _shape(rng), rng.choice(NARROW))
+    ns = rng.sample(range(-2, 10), rng.randint(2, 4))
+    stream = _with_repeat(rng, ns)
+    return [(x, n) for n in stream]
+
+
+def mixed(rng: random.Random) -> list[Call]:
+    """6 to 12 calls from 4 to 6 drawn arguments of every kind (arrays and NumPy scalars of any
+    dtype, Python bools, ints and floats), each with n drawn from two values."""
+    pool: list = []
+    for _ in range(rng.randint(4, 6)):
+        kind = rng.choice(("array", "numpy scalar", "python"))
+        dtype = rng.choice(NARROW + tuple(TWINS))
+        if kind == "array":
+            pool.append(_array(rng, _shape(rng, (0, 2)), dtype))
+        elif kind == "numpy scalar":
+            pool.append(_scalar(rng, dtype))
+        else:
+            pool.append(rng.choice((rng.random() < 0.5, rng.randint(-9, 9), rng.random() * 8)))
+    ns = rng.sample(range(0, 5), 2)
+    return [(rng.choice(pool), rng.choice(ns)) for _ in range(rng.randint(6, 12))]
+
+
+SITUATIONS = {
+    "new values, one shape and dtype": values_only,
+    "shapes of one size, arranged differently": shapes,
+    "16-bit floats among other narrow dtypes": narrow_dtypes,
+    "64-bit NumPy arrays next to their 32-bit twins": wide_arrays,
+    "Python floats and np.float64 scalars": wide_scalars,
+    "Python ints and floats among NumPy scalars and 0-d arrays": weak_scalars,
+    "Python bools among NumPy bools": bools,
+    "static values repeated": static_values,
+    "every kind of argument, two static values": mixed,
+}
+
+
+def count_traces_strata(rng: random.Random) -> dict[str, list[Call]]:
+    """A stream of calls g(x, n) per situation (see the module docstring), and the empty one."""
+    streams = {name: draw(rng) for name, draw in SITUATIONS.items()}
+    return {**streams, "no calls": []}
+
+
+def describe(x: object) -> str:
+    """How a call's x reads in a failure message: its kind, dtype and shape, not its values."""
+    if type(x) in (bool, int, float):
+        return f"{x!r} (Python {type(x).__name__})"
+    if isinstance(x, np.generic):
+        return f"np.{x.dtype.name}({x.item()!r})"
+    array = np.asarray(x)
+    return f"{array.dtype.name}{list(array.shape)} array"

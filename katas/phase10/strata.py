@@ -1,0 +1,58 @@
+"""Stratified draws for phase 10's two predict tasks: one drawn case per situation the contract
+distinguishes, every run, whatever the seed.
+
+predict_alias_bytes tells the three optimizers apart (sgd keeps nothing between steps, momentum a
+trace per parameter, adam a step count and two moments); predict_step_flops tells the two layers'
+products apart (no gradient flows into the data x, one flows into the hidden layer), and which of
+them an answer gets wrong shows only where that layer's products weigh: with the first layer's
+products dominating (features >= 4 x out) or the second's (out >= 4 x features). Each situation
+is a stratum; only the sizes inside it are drawn.
+"""
+
+from __future__ import annotations
+
+import random
+
+# ---- predict_alias_bytes: (features, hidden, out, optimizer), with the batch the step is built on
+
+
+def alias_strata(rng: random.Random) -> dict[str, tuple[int, int, int, str, int]]:
+    """(features, hidden, out, optimizer, batch) per optimizer; the three sizes drawn distinct
+    from 1 to 128 (so that an answer taking one for another differs), one of them 1 in one case
+    drawn among the three; the batch (not donated, so it changes nothing) from 1 to 16."""
+    optimizers = {
+        "sgd: the params only": "sgd",
+        "momentum: a trace per parameter": "momentum",
+        "adam: a step count and two moments per parameter": "adam",
+    }
+    with_one = rng.choice(list(optimizers))
+    cases = {}
+    for situation, optimizer in optimizers.items():
+        sizes = rng.sample(range(2, 129), 3)
+        if situation == with_one:
+            sizes[rng.randrange(3)] = 1
+        features, hidden, out = sizes
+        cases[situation] = (features, hidden, out, optimizer, rng.randint(1, 16))
+    return cases
+
+
+# ---- predict_step_flops: (features, hidden, out, batch) of a momentum step ----------------------
+
+
+def flops_strata(rng: random.Random) -> dict[str, tuple[int, int, int, int]]:
+    """(features, hidden, out, batch) per layer whose products dominate: features >= 4 x out
+    (out 1 to 16), or out >= 4 x features (features 1 to 12); the larger of the two from 48 to
+    256, hidden 32 to 256 and the batch 48 to 128, where the elementwise work stays within 6% of
+    the products (measured), so the 10% the tests accept is the products' count's to lose."""
+    cases = {}
+    for situation in ("first", "second"):
+        small = rng.randint(1, 16 if situation == "first" else 12)
+        large = rng.randint(max(48, 4 * small), 256)
+        hidden, batch = rng.randint(32, 256), rng.randint(48, 128)
+        if situation == "first":
+            key = "the first layer's products dominate (features >= 4 x out)"
+            cases[key] = (large, hidden, small, batch)
+        else:
+            key = "the second layer's products dominate (out >= 4 x features)"
+            cases[key] = (small, hidden, large, batch)
+    return cases
