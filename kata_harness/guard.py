@@ -26,107 +26,14 @@ from pathlib import Path
 
 from . import curriculum
 from .curriculum import KATA_FILE
+from .guard_lists import (
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_MODULES,
+    FORBIDDEN_NAMES,
+    NOTES,
+    PROCESS_ATTRIBUTES,
+)
 
-FORBIDDEN_MODULES = frozenset(
-    {
-        "pytest",
-        "_pytest",
-        "pytest_check",
-        "pluggy",
-        "syrupy",
-        "pytest_timeout",
-        "conftest",
-        "kata_harness",
-        "katas_cli",
-        "katas",  # the phases' programs.py: the tests' banks, shared by identity
-        "reference",
-        "decoys",
-        "importlib",
-        "runpy",
-        "builtins",
-        "gc",
-        "ctypes",
-        # another process or thread is out of the audit hook's and the refusal's sight
-        "subprocess",
-        "multiprocessing",
-        "threading",
-        "concurrent",
-        "_thread",
-        "pty",
-        "asyncio",
-        "inspect",  # getmodule reaches JAX's private modules; frames reach the harness
-        "traceback",  # walk_stack and extract_stack(capture_locals) reach the tests' frames
-        "posix",
-        "nt",
-        "jaxlib",  # the XLA client, its cost model and parser, under JAX's refusals
-        # unpickling imports any module and calls any function named in its bytes, out of the
-        # scan's sight (pickle.loads(b"ctorch._dynamo\noptimize\n.")): an import by a string
-        "pickle",
-        "_pickle",
-        "copyreg",
-        "marshal",
-        "shelve",
-        "dill",
-        "cloudpickle",
-        "joblib",
-    }
-)
-# os functions that start another program
-PROCESS_ATTRIBUTES = frozenset(
-    {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}
-    | {f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
-    | {f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
-)
-FORBIDDEN_NAMES = frozenset(
-    {"__import__", "exec", "eval", "compile", "breakpoint", "vars", "attrgetter", "methodcaller"}
-)
-FORBIDDEN_ATTRIBUTES = frozenset(
-    {
-        "modules",
-        "_getframe",
-        "f_back",
-        "f_globals",
-        "f_locals",
-        "tb_frame",
-        "gi_frame",
-        "cr_frame",
-        "ag_frame",
-        "currentframe",  # logging.currentframe: the caller's frame, like sys._getframe
-        "__globals__",
-        "__subclasses__",
-        "__builtins__",
-        "__loader__",
-        "__spec__",
-        "__dict__",  # jax.__dict__["_src"]: any name, by a string
-        "__getattribute__",
-        "attrgetter",
-        "methodcaller",
-        "__setattr__",  # object.__setattr__(jax, "jit", ...) is an assignment too
-        "__delattr__",
-        "_src",  # JAX's internals: its monitoring listeners, its compiler
-        "__kwdefaults__",  # what a function keeps: the originals behind the harness's wrappers
-        "__defaults__",
-        "__closure__",
-        "__code__",
-        "__func__",
-        "__wrapped__",
-        "setprofile",  # the predict refusal's profiler
-        "settrace",
-        "getprofile",
-        "gettrace",
-        "get_event_duration_listeners",
-        "clear_event_listeners",
-        "_event_duration_secs_listeners",
-    }
-)
-# What to write instead of an attribute refused under every name, where honest code meets it
-_NOTES = {
-    "modules": (
-        " (refused on any object, as sys.modules reaches the tests; for IREE's"
-        " context.modules[...]['main'] write iree.runtime.load_vm_flatbuffer(vmfb,"
-        " driver=...).main)"
-    ),
-}
 # Builtins that reach an attribute by a name given as a string: only called directly with a
 # literal name (checked by `_named_attribute`), never passed on as a value, where the name they
 # get is out of the scan's sight (`reduce(getattr, ["f_" + "locals"], frame)`, `put = setattr`).
@@ -290,7 +197,7 @@ def _forbidden(node: ast.AST) -> str | None:
     elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
         return f"uses {node.id}"
     elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
-        return f"uses .{node.attr}{_NOTES.get(node.attr, '')}"
+        return f"uses .{node.attr}{NOTES.get(node.attr, '')}"
     elif isinstance(node, ast.Attribute) and node.attr in PROCESS_ATTRIBUTES:
         return f"uses .{node.attr}"  # os.popen under any name
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
