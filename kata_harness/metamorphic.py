@@ -56,7 +56,7 @@ def renamed(text: str, rng: random.Random) -> HloVariant | None:
     defined twice)."""
     module = parse_hlo(text)
     computations = [c.name for c in module.computations]
-    instructions = [i.name for c in module.computations for i in c]
+    instructions = _written([i.name for c in module.computations for i in c], text)
     if len(set(instructions)) != len(instructions) or set(instructions) & set(computations):
         return None  # a name used twice: not the printed form one table can rename
     labels = rng.sample(range(10 * len(instructions) + 10), len(instructions))
@@ -71,9 +71,20 @@ def renamed(text: str, rng: random.Random) -> HloVariant | None:
     if relabelled is None:
         return None
     found = parse_hlo(relabelled)
-    if [i.name for c in found.computations for i in c] != [names[n] for n in instructions]:
+    relabelled_names = [i.name for c in found.computations for i in c]
+    if _written(relabelled_names, relabelled) != [names[n] for n in instructions]:
         return None  # a name the relabelling did not reach
     return HloVariant("renamed", relabelled, names)
+
+
+def _written(names: list[str], text: str) -> list[str]:
+    """The names of ``names`` the text writes: in XLA's printed form, not those of the
+    computations the reader builds for ``X-start`` sugar (``fusion-start(...), calls=...``),
+    whose instructions XLA names for itself and the text never shows."""
+    if "%" not in text:
+        return names
+    shown = set(_NAME.findall(text))
+    return [n for n in names if n in shown]
 
 
 def _relabel_printed(text: str, names: dict[str, str]) -> str:

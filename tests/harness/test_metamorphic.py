@@ -30,7 +30,8 @@ def test_variants_keep_the_facts_and_drop_the_names(path: Path):
     renamed = parse_hlo(found[0].text)
     for computation in renamed.computations:
         for instruction in computation:
-            assert instruction.opcode.split("-")[0] not in instruction.name
+            if f"%{instruction.name} " in found[0].text:  # not one the reader made up
+                assert instruction.opcode.split("-")[0] not in instruction.name
 
 
 def test_rename_carries_an_expected_answer_through():
