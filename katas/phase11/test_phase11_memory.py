@@ -219,21 +219,21 @@ def test_step_donation_peak_budget(kata):
 
 
 @pytest.mark.task("step_donation")
-def test_step_donation_same_values(kata):
+def test_step_donation_same_values(kata, fresh):
+    """Fresh parameters, momentum and batch (1 to 32 rows): the donated step computes what the
+    undonated one does."""
     donate = kata.step_donation()
     assert isinstance(donate, tuple), f"a tuple of argument numbers, got {donate!r}"
-    rng = np.random.default_rng(5)
-
-    def fresh():
-        params = {k: rng.normal(size=s).astype(np.float32) / 8 for k, s in SGD_SHAPES.items()}
-        momentum = {k: np.zeros(s, np.float32) for k, s in SGD_SHAPES.items()}
-        batch = (
-            rng.normal(size=(16, SGD_SHAPES["w"][0])).astype(np.float32),
-            rng.normal(size=(16, SGD_SHAPES["v"][1])).astype(np.float32),
-        )
-        return params, momentum, batch
-
-    params, momentum, batch = fresh()
+    rng = np.random.default_rng(fresh.randint(0, 2**31))
+    params, momentum = (
+        {k: rng.normal(size=s).astype(np.float32) / 8 for k, s in SGD_SHAPES.items()}
+        for _ in range(2)
+    )
+    rows = fresh.randint(1, 32)
+    batch = (
+        rng.normal(size=(rows, SGD_SHAPES["w"][0])).astype(np.float32),
+        rng.normal(size=(rows, SGD_SHAPES["v"][1])).astype(np.float32),
+    )
     expected = jax.jit(sgd_step)(params, momentum, batch)
     placed = jax.device_put((params, momentum, batch))
     with warnings.catch_warnings():
@@ -241,4 +241,6 @@ def test_step_donation_same_values(kata):
         got = jax.jit(sgd_step, donate_argnums=donate)(*placed)
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
         with check:
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+            np.testing.assert_allclose(
+                np.asarray(a), np.asarray(b), rtol=1e-6, err_msg=fresh.where()
+            )
