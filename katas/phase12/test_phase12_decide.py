@@ -8,9 +8,7 @@ parser on recorded modules (kata_harness.oracles.gpu_hlo) and from NumPy arithme
 random parameter pytrees, checked against XLA:GPU's own compile with the group.
 """
 
-import math
 import re
-from collections import Counter
 from functools import cache
 
 import jax
@@ -34,6 +32,7 @@ from katas.phase12.programs import (
     sds,
     sharded_matmul,
 )
+from katas.phase12.strata import pytree_strata
 from xla_inspect import targets
 
 # ---- gather_free_specs (decide) ----------------------------------------------------------------
@@ -182,55 +181,30 @@ def test_allreduce_elements_of_arrays(kata):
     assert got == oracle.all_reduced(module_texts.text("grad_towers_mixed")), f"got {got}"
 
 
-# Fresh parameter pytrees: nested dicts, lists and tuples of 1-D to 4-D leaves in every float
-# dtype XLA:GPU all-reduces, some ShapeDtypeStructs and some arrays. XLA concatenates the
-# gradients of one dtype into one flat all-reduce (checked against XLA:GPU's own compile below,
-# with the gpu group), so the expected count is NumPy arithmetic on the shapes drawn here.
-_LEAF_DTYPES = (("f32", np.float32), ("bf16", jnp.bfloat16), ("f16", np.float16))
+# Fresh parameter pytrees, one per situation (katas/phase12/strata.py): nested dicts, lists and
+# tuples of 1-D to 4-D leaves in every float dtype XLA:GPU all-reduces, ShapeDtypeStructs and
+# arrays. XLA concatenates the gradients of one dtype into one flat all-reduce (checked against
+# XLA:GPU's own compile below, with the gpu group): kata_harness.oracles.gpu_hlo counts them.
 
 
-RANDOM_SEEDS = range(40)
-
-
-def _random_pytree(rng: np.random.Generator, leaves: list, depth: int = 0):
-    """A pytree drawn from rng; appends (HLO dtype, shape) of each leaf to leaves."""
-    if depth == 3 or (depth > 0 and rng.random() < 0.45):
-        shape = tuple(int(d) for d in rng.integers(1, 7, size=int(rng.integers(1, 5))))
-        hlo, dtype = _LEAF_DTYPES[int(rng.integers(len(_LEAF_DTYPES)))]
-        leaves.append((hlo, shape))
-        return sds(shape, dtype) if rng.random() < 0.5 else np.zeros(shape, dtype)
-    children = [_random_pytree(rng, leaves, depth + 1) for _ in range(int(rng.integers(1, 4)))]
-    container = int(rng.integers(3))
-    if container == 0:
-        return {f"{'abcdefgh'[int(rng.integers(8))]}{k}": c for k, c in enumerate(children)}
-    return children if container == 1 else tuple(children)
-
-
-def _random_case(seed: int):
-    leaves: list = []
-    params = _random_pytree(np.random.default_rng(seed), leaves)
-    expected: Counter[str] = Counter()
-    for hlo, shape in leaves:
-        expected[hlo] += math.prod(shape)
-    shown = jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
-    return params, dict(expected), leaves, shown
+def _shown(params) -> object:
+    return jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
 
 
 _HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 
 @pytest.mark.task("allreduce_elements")
-def test_allreduce_elements_of_random_pytrees(kata):
-    """Nested pytrees, leaves of rank 1 to 4, f32/bf16/f16: a fresh draw per seed."""
-    drawn = [_random_case(seed) for seed in RANDOM_SEEDS]
-    ranks = {len(shape) for _, _, leaves, _ in drawn for _, shape in leaves}
-    dtypes = {hlo for _, _, leaves, _ in drawn for hlo, _ in leaves}
-    assert ranks == {1, 2, 3, 4} and dtypes == {h for h, _ in _LEAF_DTYPES}, (ranks, dtypes)
-    for seed, (params, expected, _, shown) in zip(RANDOM_SEEDS, drawn, strict=True):
+def test_allreduce_elements_of_random_pytrees(kata, fresh):
+    """Fresh nested pytrees: each dtype alone, in pairs and all three, arrays and
+    ShapeDtypeStructs, every rank from 1 to 4 in each, containers 1 to 3 deep."""
+    for situation, (params, leaves) in pytree_strata(fresh).items():
+        expected = oracle.data_parallel_all_reduces(leaves)
         got = kata.allreduce_elements(params)
         assert got == expected, (
-            f"seed {seed}: params {shown}: predicted {got}, XLA:GPU all-reduces {expected} "
-            "(one flat all-reduce per dtype of every gradient's elements)"
+            f"{situation}: params {_shown(params)}: predicted {got}, XLA:GPU all-reduces "
+            f"{expected} (one flat all-reduce per dtype of every gradient's elements) "
+            f"({fresh.where()})"
         )
 
 
@@ -243,12 +217,13 @@ def _random_loss(params, x):
 
 
 @pytest.mark.task("allreduce_elements")
-@pytest.mark.parametrize("seed", (3, 11, 29))
-def test_allreduce_elements_of_random_pytrees_match_xla(kata, seed):
-    """The rule above against XLA:GPU itself: the gradients of a random pytree compiled for
-    gpu-h100, the batch split over 4 devices, the all-reduces read from the text."""
+@pytest.mark.parametrize("situation", ("f32 and bf16 and f16", "bf16", "f32 and f16"))
+def test_allreduce_elements_of_random_pytrees_match_xla(kata, fresh, situation):
+    """The rule above against XLA:GPU itself: the gradients of a fresh pytree (three of the
+    situations above) compiled for gpu-h100, the batch split over 4 devices, the all-reduces
+    read from the text."""
     target = require("gpu-h100")
-    params, _, _, shown = _random_case(seed)
+    params, _ = pytree_strata(fresh)[situation]
     mesh = target.mesh((4,), ("d",))
     placed = jax.tree.map(lambda x: target.place(sds(x.shape, x.dtype), mesh), params)
     batch = target.place(sds((64, 8), jnp.float32), mesh, "d", None)
@@ -257,4 +232,6 @@ def test_allreduce_elements_of_random_pytrees_match_xla(kata, seed):
     assert text is not None
     found = oracle.all_reduced_read(text)
     got = kata.allreduce_elements(params)
-    assert got == found, f"seed {seed}: params {shown}: predicted {got}, XLA {found}"
+    assert got == found, (
+        f"{situation}: params {_shown(params)}: predicted {got}, XLA {found} ({fresh.where()})"
+    )
