@@ -92,3 +92,25 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
         only = {"either": "", "array": ", arrays only", "sds": ", ShapeDtypeStructs only"}[kind]
         cases[f"{' and '.join(dtypes)}{only}"] = (_nested(rng, values, kinds), leaves)
     return cases
+
+
+# ---- fused_dense: the dense layer x [m, k] @ w [k, n] + b [n] on this host -------------------
+
+DenseCase = tuple[tuple[tuple[int, ...], object], ...]  # ((shape, dtype) of x, w, b)
+
+
+def dense_strata(rng: random.Random) -> dict[str, DenseCase]:
+    """The shapes and dtypes of (x, w, b) per situation: f32, bf16 (the dtypes of
+    programs.DENSE_CASES), and x of a single row in either; sizes odd or even, the output 64
+    elements or more, so that a function close to the tanh gelu (erf's gelu: up to ~5e-4 off
+    in f32) shows on values of order one."""
+
+    def case(m: int, dtype) -> DenseCase:
+        k, n = rng.randint(3, 256), rng.randint(64 if m == 1 else 4, 256)
+        return ((m, k), dtype), ((k, n), dtype), ((n,), dtype)
+
+    return {
+        "f32": case(rng.randint(16, 128), np.float32),
+        "bf16": case(rng.randint(16, 128), jnp.bfloat16),
+        "x of one row": case(1, rng.choice((np.float32, jnp.bfloat16))),
+    }

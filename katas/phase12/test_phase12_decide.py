@@ -32,7 +32,7 @@ from katas.phase12.programs import (
     sds,
     sharded_matmul,
 )
-from katas.phase12.strata import pytree_strata
+from katas.phase12.strata import dense_strata, pytree_strata
 from xla_inspect import targets
 
 # ---- gather_free_specs (decide) ----------------------------------------------------------------
@@ -116,37 +116,53 @@ def _original_dense_kernels(case: str) -> int:
     return _dense_kernels(handwritten_gelu_dense, case)
 
 
-def _dense_inputs(case: str, seed: int):
-    rng = np.random.default_rng(seed)
-    return tuple(rng.normal(size=s).astype(d) for s, d in DENSE_CASES[case])
+def _dense_inputs(rng: np.random.Generator, case):
+    """x, w and b of the case's shapes and dtypes, w scaled by 1/sqrt(k): x @ w + b of order one,
+    where the tanh gelu bends."""
+    (x_shape, dtype), (w_shape, _), (b_shape, _) = case
+    x, b = rng.normal(size=x_shape), rng.normal(size=b_shape)
+    w = rng.normal(size=w_shape) / np.sqrt(w_shape[0])
+    return tuple(a.astype(dtype) for a in (x, w, b))
 
 
 @pytest.mark.task("fused_dense")
-@pytest.mark.parametrize("case", sorted(DENSE_CASES))
-def test_fused_dense_values(kata, case):
-    for seed in (0, 1):
-        args = _dense_inputs(case, seed)
+def test_fused_dense_values(kata, fresh):
+    """Fresh shapes and values, one case per situation (strata.dense_strata), against the
+    hand-written layer itself."""
+    rng = np.random.default_rng(fresh.randint(0, 2**31))
+    for situation, case in dense_strata(fresh).items():
+        args = _dense_inputs(rng, case)
+        shapes = " @ ".join(f"{list(a.shape)}" for a in args[:2])
         got = np.asarray(jax.jit(kata.fused_dense)(*args), np.float32)
         want = np.asarray(jax.jit(handwritten_gelu_dense)(*args), np.float32)
-        assert got.shape == want.shape, f"{case}: shape {got.shape}, expected {want.shape}"
+        assert got.shape == want.shape, (
+            f"{situation} {shapes}: shape {got.shape}, expected {want.shape} ({fresh.where()})"
+        )
         loose = args[0].dtype != np.float32
         np.testing.assert_allclose(
-            got, want, rtol=5e-2 if loose else 1e-5, atol=5e-2 if loose else 1e-5
+            got,
+            want,
+            rtol=5e-2 if loose else 1e-5,
+            atol=5e-2 if loose else 1e-5,
+            err_msg=f"{situation} {shapes} ({fresh.where()})",
         )
 
 
 @pytest.mark.task("fused_dense")
-@pytest.mark.parametrize("case", sorted(DENSE_CASES))
-def test_fused_dense_keeps_the_gemm_in_the_program(kata, case):
-    """On this host: the layer must stay a program XLA compiles, with the GEMM in it for cuBLAS
-    to run (a host callback computes the right values but leaves XLA no GEMM and no epilogue)."""
-    lowered = jax.jit(kata.fused_dense).lower(*(sds(s, d) for s, d in DENSE_CASES[case]))
-    text = lowered.as_text()
-    with check:
-        assert "stablehlo.dot" in text, f"{case}: the lowered program holds no dot (no GEMM)"
-    calls = sorted(set(re.findall(r"custom_call @([\w.]+)", text)))
-    with check:
-        assert not calls, f"{case}: the lowered program calls out of XLA ({calls})"
+def test_fused_dense_keeps_the_gemm_in_the_program(kata, fresh):
+    """On this host, at fresh shapes: the layer must stay a program XLA compiles, with the GEMM
+    in it for cuBLAS to run (a host callback computes the right values but leaves XLA no GEMM
+    and no epilogue)."""
+    for situation, case in dense_strata(fresh).items():
+        lowered = jax.jit(kata.fused_dense).lower(*(sds(s, d) for s, d in case))
+        text = lowered.as_text()
+        with check:
+            assert "stablehlo.dot" in text, (
+                f"{situation}: the lowered program holds no dot (no GEMM) ({fresh.where()})"
+            )
+        calls = sorted(set(re.findall(r"custom_call @([\w.]+)", text)))
+        with check:
+            assert not calls, f"{situation}: the lowered program calls out of XLA ({calls})"
 
 
 @pytest.mark.task("fused_dense")
