@@ -254,3 +254,9 @@ def data_parallel_all_reduces(leaves: list[tuple[str, tuple[int, ...]]]) -> dict
     for dtype, shape in leaves:
         found[dtype] += math.prod(shape)
     return dict(found)
+
+
+def replicated_bytes(shapes, itemsize: int) -> int:
+    """Bytes that arrays of these shapes and `itemsize`-byte elements take on one device when
+    every device holds all of them (XLA:CPU's memory analysis: no tiles, no padding)."""
+    return sum(math.prod(shape) for shape in shapes) * itemsize

@@ -114,3 +114,26 @@ def dense_strata(rng: random.Random) -> dict[str, DenseCase]:
         "bf16": case(rng.randint(16, 128), jnp.bfloat16),
         "x of one row": case(1, rng.choice((np.float32, jnp.bfloat16))),
     }
+
+
+# ---- gather_free_specs: x [m, k] @ w [k, n] on the (2, 2) mesh, this host's memory analysis --
+
+
+def matmul_strata(rng: random.Random) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+    """(x shape, w shape) per situation: x the larger operand (at least twice w's elements), w
+    the larger, and the two within a factor of 1.5; every size a multiple of 8 (any split over
+    one mesh axis or both divides it), from 32 to 1024. Which operand is larger decides whether
+    an answer that replicates one and splits the other four ways stays within half the
+    replicated bytes."""
+
+    def drawn(holds) -> tuple[tuple[int, int], tuple[int, int]]:
+        while True:
+            m, k, n = (8 * rng.randint(4, 128) for _ in range(3))
+            if holds(m * k, k * n):
+                return (m, k), (k, n)
+
+    return {
+        "x the larger operand": drawn(lambda x, w: x >= 2 * w),
+        "w the larger operand": drawn(lambda x, w: w >= 2 * x),
+        "x and w of about the same size": drawn(lambda x, w: max(x, w) <= 1.5 * min(x, w)),
+    }

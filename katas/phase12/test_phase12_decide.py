@@ -32,7 +32,7 @@ from katas.phase12.programs import (
     sds,
     sharded_matmul,
 )
-from katas.phase12.strata import dense_strata, pytree_strata
+from katas.phase12.strata import dense_strata, matmul_strata, pytree_strata
 from xla_inspect import targets
 
 # ---- gather_free_specs (decide) ----------------------------------------------------------------
@@ -68,11 +68,9 @@ def test_gather_free_specs_need_no_collective(kata, case):
         )
 
 
-@cache
-def _argument_bytes(case: str, x_spec: tuple, w_spec: tuple) -> int:
-    """Argument bytes per device of the case's matmul compiled with these specs for this host's
-    CPU devices (memory_analysis; the same blocks of x and w a GPU would hold)."""
-    _, x_shape, w_shape = SPEC_CASES[case]
+def _argument_bytes(x_shape, w_shape, x_spec: tuple, w_spec: tuple) -> int:
+    """Argument bytes per device of x @ w compiled with these specs for this host's CPU devices
+    (memory_analysis; the same blocks of x and w a GPU would hold)."""
     lowered = sharded_matmul(x_shape, w_shape, x_spec, w_spec)(targets.get("cpu"))
     stats = lowered.compile().memory_analysis()
     assert stats is not None
@@ -80,19 +78,21 @@ def _argument_bytes(case: str, x_spec: tuple, w_spec: tuple) -> int:
 
 
 @pytest.mark.task("gather_free_specs")
-@pytest.mark.parametrize("case", sorted(SPEC_CASES))
-def test_gather_free_specs_memory_budget(kata, case):
-    """No collective is easy with whole operands: the budget is half of the replicated bytes."""
+def test_gather_free_specs_memory_budget(kata, fresh):
+    """No collective is easy with whole operands: the budget is half of the replicated bytes,
+    on fresh shapes, one per situation (strata.matmul_strata)."""
     specs = kata.gather_free_specs()
     assert isinstance(specs, tuple) and len(specs) == 2, f"expected (x spec, w spec), got {specs}"
     assert all(isinstance(s, PartitionSpec) for s in specs), f"expected PartitionSpecs: {specs}"
-    got = _argument_bytes(case, tuple(specs[0]), tuple(specs[1]))
-    replicated = _argument_bytes(case, (), ())
-    with check:
-        assert got <= replicated // 2, (
-            f"{case}: x and w take {got} bytes per device; replicated they take {replicated}, "
-            f"the budget is half of that: {replicated // 2}"
-        )
+    for situation, (x_shape, w_shape) in matmul_strata(fresh).items():
+        got = _argument_bytes(x_shape, w_shape, tuple(specs[0]), tuple(specs[1]))
+        replicated = oracle.replicated_bytes((x_shape, w_shape), itemsize=2)
+        with check:
+            assert got <= replicated // 2, (
+                f"{situation}: x {list(x_shape)} and w {list(w_shape)} take {got} bytes per "
+                f"device; replicated they take {replicated}, the budget is half of that: "
+                f"{replicated // 2} ({fresh.where()})"
+            )
 
 
 # ---- fused_dense (decide) ----------------------------------------------------------------------
