@@ -3,9 +3,11 @@ memory budget, a dense layer XLA:GPU fuses into fewer kernels, and the elements 
 step all-reduces.
 
 The decide tasks compile live for gpu-h100 and skip, naming the ``gpu`` group, without it; the
-memory budget is read from this host's CPU compile. Expected all-reduce sizes come from XLA's
-parser on recorded modules (kata_harness.oracles.gpu_hlo) and from NumPy arithmetic on seeded
-random parameter pytrees, checked against XLA:GPU's own compile with the group.
+memory budget is read from this host's CPU compile, and the dense layer's values and lowering
+are checked on this host, both on fresh shapes. Expected all-reduce sizes come from XLA's
+parser on recorded modules and from arithmetic on fresh parameter pytrees
+(kata_harness.oracles.gpu_hlo), checked against XLA:GPU's own compile with the group. Fresh
+cases are drawn one per situation of the contract (katas/phase12/strata.py).
 """
 
 import re
