@@ -500,8 +500,8 @@ COLLECTIVE_DTYPES = (
     "pred", "s4", "u4", "s8", "u8", "s16", "u16", "f16", "bf16", "s32", "u32", "f32", "s64",
     "f64", "c64",
 )  # fmt: skip
-_FIRST_TILES = ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)", "T(128)", "T(256)", "T(1024)")
-_LATER_TILES = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
+FIRST_TILES = ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)", "T(128)", "T(256)", "T(1024)")
+LATER_TILES = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
 _GROUP = 4  # devices in the one replica group
 
 
@@ -511,8 +511,8 @@ def _layout(rng: random.Random, rank: int, tiled: bool) -> str:
     minor_to_major = ",".join(str(d) for d in order)
     if not tiled:
         return f"{{{minor_to_major}}}"
-    tiles = [t for t in _FIRST_TILES if t.count(",") < rank]
-    return f"{{{minor_to_major}:{rng.choice(tiles)}{rng.choice(_LATER_TILES)}}}"
+    tiles = [t for t in FIRST_TILES if t.count(",") < rank]
+    return f"{{{minor_to_major}:{rng.choice(tiles)}{rng.choice(LATER_TILES)}}}"
 
 
 def _dims(rng: random.Random, rank: int, dtype: str) -> list[int]:
@@ -718,23 +718,6 @@ def fused_collectives_module() -> str:
         + "\n".join(entry)
         + f"\n  ROOT %out = ({shapes}) tuple({', '.join('%' + n for n, _ in outputs)})\n}}\n"
     )
-
-
-def tiled_shapes(seed: int, count: int = 24) -> list[str]:
-    """`count` array shapes with TPU-style tiled layouts drawn from `seed`: every element width
-    (4-bit to 16-byte), 1 to 4 dimensions of odd sizes, any minor-to-major order, first tiles of
-    one or two sizes and later tiles that split them."""
-    rng = random.Random(seed)
-    shapes = []
-    for _ in range(count):
-        dtype = rng.choice(COLLECTIVE_DTYPES)
-        rank = rng.randint(1, 4)
-        dims = [rng.randint(1, 300) for _ in range(rank)]
-        tiled = rng.random() < 0.85
-        if dtype in ("s4", "u4") and not tiled and dims[-1] % 2:
-            dims[-1] += 1  # whole bytes
-        shapes.append(f"{dtype}[{','.join(map(str, dims))}]{_layout(rng, rank, tiled)}")
-    return shapes
 
 
 # replica_groups in the three spellings XLA prints: explicit lists, iota lists (reshaped,

@@ -1,5 +1,6 @@
 """Stratified draws for phase 11's two predict tasks, checked against XLA:CPU over up to 8 CPU
-devices: one drawn case per situation the contract distinguishes, every run, whatever the seed.
+devices, and for the tiled shapes padded_bytes reads: one drawn case per situation the contract
+distinguishes, every run, whatever the seed.
 
 Independent random cases meet a situation only by chance (a mesh whose 'model' axis has one
 device, a block of one row, a hidden layer of one unit per device); here each situation is a
@@ -13,6 +14,8 @@ from __future__ import annotations
 import random
 
 import jax.numpy as jnp
+
+from katas.phase11.programs import COLLECTIVE_DTYPES, FIRST_TILES, LATER_TILES
 
 CPU_DEVICES = 8
 _BOTH_UNEQUAL = ((2, 3), (3, 2), (2, 4), (4, 2))
@@ -110,3 +113,50 @@ def mlp_strata(rng: random.Random) -> dict[str, MlpCase]:
             rng.choice(_BOTH), 1, rng.randint(2, 200), rng.randint(2, 40), dtype()
         ),
     }
+
+
+# ---- padded_bytes: array shapes under TPU-style tiled layouts --------------------------------
+
+
+def _layout(rng: random.Random, rank: int, tile: str) -> str:
+    order = list(range(rank))
+    rng.shuffle(order)
+    minor_to_major = ",".join(str(d) for d in order)
+    return f"{{{minor_to_major}:{tile}}}" if tile else f"{{{minor_to_major}}}"
+
+
+def _shape(rng: random.Random, dtype: str, rank: int, tile: str) -> str:
+    dims = [rng.randint(1, 300) for _ in range(rank)]
+    if dtype in ("s4", "u4") and not tile:
+        dims[-1] += dims[-1] % 2  # whole bytes
+    return f"{dtype}[{','.join(map(str, dims))}]{_layout(rng, rank, tile)}"
+
+
+def tiled_strata(rng: random.Random) -> dict[str, str]:
+    """Shape texts per situation: every element type (4-bit to 16-byte) under a tiled layout
+    (programs.COLLECTIVE_DTYPES, in a drawn order); every 1-D first tile at rank 1 and at rank
+    2 to 4 (it covers the most minor dimension only); every 2-D first tile twice, at ranks 2 to
+    4; the later tiles that split a first one spread over them (each three times); and one
+    untiled shape of each rank 1 to 4, one of them of a 4-bit type. Sizes 1 to 300, any
+    minor-to-major order."""
+    one_d = [t for t in FIRST_TILES if "," not in t]
+    two_d = [t for t in FIRST_TILES if "," in t]
+    ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
+    rng.shuffle(ranks_2d)
+    placed = [(t, 1) for t in one_d] + [(t, rng.randint(2, 4)) for t in one_d]
+    placed += list(zip(two_d * 2, ranks_2d, strict=True))
+    spare = rng.choice(FIRST_TILES)
+    placed.append((spare, rng.randint(1 if "," not in spare else 2, 4)))
+    dtypes = list(COLLECTIVE_DTYPES)
+    rng.shuffle(dtypes)
+    later = list(LATER_TILES) * 3
+    rng.shuffle(later)
+    cases = {
+        f"{dtype}, rank {rank}, first tile {first}": _shape(rng, dtype, rank, first + then)
+        for dtype, (first, rank), then in zip(dtypes, placed, later, strict=True)
+    }
+    sub_byte = rng.randrange(4)
+    for rank in range(1, 5):
+        dtype = rng.choice(("s4", "u4")) if rank - 1 == sub_byte else rng.choice(COLLECTIVE_DTYPES)
+        cases[f"{dtype}, rank {rank}, untiled"] = _shape(rng, dtype, rank, "")
+    return cases

@@ -30,9 +30,9 @@ from katas.phase11.programs import (
     doubled,
     lower_sgd,
     sgd_step,
-    tiled_shapes,
 )
-from katas.phase11.texts import DRAWN_SEEDS, V5E
+from katas.phase11.strata import tiled_strata
+from katas.phase11.texts import V5E
 from xla_inspect import parse_hlo
 
 # ---- padded_bytes -------------------------------------------------------------------------------
@@ -92,20 +92,20 @@ def test_padded_bytes_of_recorded_parameters(kata):
 
 @versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("padded_bytes")
-def test_padded_bytes_of_drawn_shapes(kata):
-    """Shapes drawn from a seed (programs.tiled_shapes): element types from 4 to 128 bits
-    (an s4 takes half a byte), 1 to 4 odd dimensions in any layout order, tiles of one or two
-    sizes with later tiles that split them."""
-    for seed in DRAWN_SEEDS:
-        shapes = tiled_shapes(seed)
-        for text, shape in zip(shapes, oracle.shapes(shapes), strict=True):
-            got = kata.padded_bytes(text)
-            with check:
-                assert got == oracle.padded_bytes(shape), (
-                    f"programs.tiled_shapes({seed}): {text} takes "
-                    f"{oracle.padded_bytes(shape)} bytes "
-                    f"({oracle.bits(shape)} bits an element), got {got}"
-                )
+def test_padded_bytes_of_drawn_shapes(kata, fresh):
+    """Fresh shapes, one per situation (strata.tiled_strata): every element type from 4 to 128
+    bits (an s4 takes half a byte) under a tile, every first tile (1-D ones at rank 1 and
+    above), later tiles that split them, untiled shapes of every rank, dimensions in any
+    layout order; bytes from XLA's parse of each."""
+    cases = tiled_strata(fresh)
+    parsed = oracle.shapes(list(cases.values()))
+    for (situation, text), shape in zip(cases.items(), parsed, strict=True):
+        got = kata.padded_bytes(text)
+        expected = oracle.padded_bytes(shape)
+        assert got == expected, (
+            f"{situation}: {text} takes {expected} bytes ({oracle.bits(shape)} bits an "
+            f"element), got {got} ({fresh.where()})"
+        )
 
 
 # ---- prefetched_parameters ----------------------------------------------------------------------
