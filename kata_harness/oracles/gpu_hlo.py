@@ -265,3 +265,21 @@ def all_reduced_read(text: str) -> dict[str, int]:
                 for dtype, dims in SHAPE.findall(instruction.shape):
                     found[dtype] += math.prod(int(d) for d in dims.split(",") if d)
     return dict(found)
+
+
+def data_parallel_all_reduces(leaves: list[tuple[str, tuple[int, ...]]]) -> dict[str, int]:
+    """Elements XLA:GPU all-reduces per dtype for the data-parallel gradients of parameters with
+    these (HLO dtype, shape) leaves: its all-reduce combiner concatenates every gradient of one
+    dtype into one flat all-reduce, so each dtype's count is the sum of its leaves' elements
+    (checked against XLA:GPU's compile, with the gpu group, by phase 12's
+    test_allreduce_elements_of_random_pytrees_match_xla)."""
+    found: Counter[str] = Counter()
+    for dtype, shape in leaves:
+        found[dtype] += math.prod(shape)
+    return dict(found)
+
+
+def replicated_bytes(shapes, itemsize: int) -> int:
+    """Bytes that arrays of these shapes and `itemsize`-byte elements take on one device when
+    every device holds all of them (XLA:CPU's memory analysis: no tiles, no padding)."""
+    return sum(math.prod(shape) for shape in shapes) * itemsize

@@ -125,7 +125,9 @@ def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     `relu(x @ w + b)` in f32 with x [m, k] split P('data', None), w [k, n] split
     P(None, 'model'), b [n] split P('model') and the output P('data', 'model'), on a mesh of
     `data` x `model` TPU devices. Sizes divide evenly. (XLA:CPU's cost_analysis of the same
-    sharded program counts the same flops: the tests check against it when libtpu is missing.)
+    sharded program counts the same flops when k >= 2 and a device's block has two or more
+    elements: the tests check against it when libtpu is missing, on such sizes. A smaller dot
+    XLA:CPU rewrites into elementwise ops, which count less.)
     """
     # TODO: what block of the output does one device compute, and what does each element cost?
     raise NotImplementedError("phase11 task 8: predict_layer_flops")

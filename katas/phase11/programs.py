@@ -500,8 +500,8 @@ COLLECTIVE_DTYPES = (
     "pred", "s4", "u4", "s8", "u8", "s16", "u16", "f16", "bf16", "s32", "u32", "f32", "s64",
     "f64", "c64",
 )  # fmt: skip
-_FIRST_TILES = ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)", "T(128)", "T(256)", "T(1024)")
-_LATER_TILES = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
+FIRST_TILES = ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)", "T(128)", "T(256)", "T(1024)")
+LATER_TILES = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
 _GROUP = 4  # devices in the one replica group
 
 
@@ -511,8 +511,8 @@ def _layout(rng: random.Random, rank: int, tiled: bool) -> str:
     minor_to_major = ",".join(str(d) for d in order)
     if not tiled:
         return f"{{{minor_to_major}}}"
-    tiles = [t for t in _FIRST_TILES if t.count(",") < rank]
-    return f"{{{minor_to_major}:{rng.choice(tiles)}{rng.choice(_LATER_TILES)}}}"
+    tiles = [t for t in FIRST_TILES if t.count(",") < rank]
+    return f"{{{minor_to_major}:{rng.choice(tiles)}{rng.choice(LATER_TILES)}}}"
 
 
 def _dims(rng: random.Random, rank: int, dtype: str) -> list[int]:
@@ -522,20 +522,30 @@ def _dims(rng: random.Random, rank: int, dtype: str) -> list[int]:
     return dims
 
 
-def collectives_module(seed: int) -> str:
-    """A module of collectives drawn from `seed`: every kind, element types of every width,
-    odd shapes under tiled layouts (the tiles pad; the data does not), some without a
-    channel_id, one in a called computation, one in a while loop's body, and one channel
-    copied into two computations (one collective)."""
-    rng = random.Random(seed)
+def _op(name: str, operand: str, collective: str) -> str:
+    """The instruction `name` of a collective text whose operand is `%OPERAND`."""
+    return f"%{name} = " + collective.replace("%OPERAND", f"%{operand}")
+
+
+def collectives_module(rng: random.Random) -> str:
+    """A module of collectives drawn from `rng`, stratified: every kind three times, each of
+    the 15 element types once (in a drawn order), odd shapes, each kind's first and last
+    collective under a tiled layout (the tiles pad; the data does not) and its second under a
+    plain one, each kind's first collective in ENTRY without a channel_id, one collective in a
+    called computation, one in a while loop's body, and one channel copied into two
+    computations (one collective)."""
     reducers: set[str] = set()
     computations: list[str] = []
     params: list[str] = []
     entry: list[str] = []
     outputs: list[tuple[str, str]] = []  # (name, shape text)
     channel = 0
-    kinds = list(COLLECTIVE_KINDS) + [rng.choice(COLLECTIVE_KINDS) for _ in range(3)]
+    kinds = list(COLLECTIVE_KINDS) * 3
     rng.shuffle(kinds)
+    dtypes = list(COLLECTIVE_DTYPES)
+    rng.shuffle(dtypes)
+    seen: dict[str, int] = {}  # collectives of each kind so far
+    in_entry: set[str] = set()  # kinds with a collective in ENTRY so far
     places = ["entry"] * len(kinds)
     same_shape = [
         k
@@ -543,13 +553,19 @@ def collectives_module(seed: int) -> str:
         if kind in ("all-reduce", "collective-permute", "all-to-all")
     ]
     places[same_shape[0]] = "while"
-    places[rng.choice([k for k in range(len(kinds)) if places[k] == "entry"])] = "call"
-    places[rng.choice([k for k in range(len(kinds)) if places[k] == "entry"])] = "copied"
-    for k, (kind, place) in enumerate(zip(kinds, places, strict=True)):
-        dtype = rng.choice(COLLECTIVE_DTYPES)
+    # the first collective of each kind left in ENTRY stays there (it goes without a channel_id)
+    firsts = {
+        next(k for k, c in enumerate(kinds) if c == kind and places[k] == "entry")
+        for kind in COLLECTIVE_KINDS
+    }
+    for moved in ("call", "copied"):
+        free = [k for k in range(len(kinds)) if places[k] == "entry" and k not in firsts]
+        places[rng.choice(free)] = moved
+    for k, (kind, place, dtype) in enumerate(zip(kinds, places, dtypes, strict=True)):
         rank = rng.randint(1, 3)
         dims = _dims(rng, rank, dtype)
-        layout = _layout(rng, rank, tiled=rng.random() < 0.8)
+        layout = _layout(rng, rank, tiled=seen.get(kind, 0) != 1)
+        seen[kind] = seen.get(kind, 0) + 1
         result = list(dims)
         if kind == "all-gather":
             result[0] *= _GROUP
@@ -558,7 +574,10 @@ def collectives_module(seed: int) -> str:
         operand_shape = f"{dtype}[{','.join(map(str, dims))}]{layout}"
         result_shape = f"{dtype}[{','.join(map(str, result))}]{layout}"
         bare = f"{dtype}[{','.join(map(str, dims))}]"
-        if place in ("call", "copied", "while") or rng.random() < 0.6:
+        first_in_entry = place == "entry" and kind not in in_entry
+        if place == "entry":
+            in_entry.add(kind)
+        if not first_in_entry:
             channel += 1
             groups = (
                 f"channel_id={channel}, replica_groups={{{{0,1,2,3}}}}, use_global_device_ids=true"
@@ -584,16 +603,13 @@ def collectives_module(seed: int) -> str:
 
         collective = f"{result_shape} {kind}(%OPERAND), {groups}{extra}"
 
-        def op(name: str, operand: str, collective: str = collective) -> str:
-            return f"%{name} = " + collective.replace("%OPERAND", f"%{operand}")
-
         params.append(f"arg{k}: {bare}")
         entry.append(f"  %arg{k} = {operand_shape} parameter({k})")
         if place == "call":
             computations.append(
                 f"%moved{k} (inner{k}: {bare}) -> {result_shape.split('{')[0]} {{\n"
                 f"  %inner{k} = {operand_shape} parameter(0)\n"
-                f"  ROOT {op(f'coll{k}', f'inner{k}')}\n}}\n"
+                f"  ROOT {_op(f'coll{k}', f'inner{k}', collective)}\n}}\n"
             )
             entry.append(f"  %call{k} = {result_shape} call(%arg{k}), to_apply=%moved{k}")
             outputs.append((f"call{k}", result_shape))
@@ -604,7 +620,7 @@ def collectives_module(seed: int) -> str:
                 f"  %state{k} = (s32[], {operand_shape}) parameter(0)\n"
                 f"  %iter{k} = s32[] get-tuple-element(%state{k}), index=0\n"
                 f"  %val{k} = {operand_shape} get-tuple-element(%state{k}), index=1\n"
-                f"  {op(f'coll{k}', f'val{k}')}\n"
+                f"  {_op(f'coll{k}', f'val{k}', collective)}\n"
                 f"  %one{k} = s32[] constant(1)\n"
                 f"  %next{k} = s32[] add(%iter{k}, %one{k})\n"
                 f"  ROOT %carry{k} = (s32[], {result_shape}) tuple(%next{k}, %coll{k})\n}}\n"
@@ -625,13 +641,13 @@ def collectives_module(seed: int) -> str:
             entry.append(f"  %out{k} = {result_shape} get-tuple-element(%loop_out{k}), index=1")
             outputs.append((f"out{k}", result_shape))
         else:
-            entry.append(f"  {op(f'coll{k}', f'arg{k}')}")
+            entry.append(f"  {_op(f'coll{k}', f'arg{k}', collective)}")
             outputs.append((f"coll{k}", result_shape))
             if place == "copied":
                 computations.append(
                     f"%copied{k} (copy_in{k}: {bare}) -> {result_shape.split('{')[0]} {{\n"
                     f"  %copy_in{k} = {operand_shape} parameter(0)\n"
-                    f"  ROOT {op(f'copy_coll{k}', f'copy_in{k}')}\n}}\n"
+                    f"  ROOT {_op(f'copy_coll{k}', f'copy_in{k}', collective)}\n}}\n"
                 )
                 entry.append(f"  %again{k} = {result_shape} call(%arg{k}), to_apply=%copied{k}")
                 outputs.append((f"again{k}", result_shape))
@@ -647,7 +663,7 @@ def collectives_module(seed: int) -> str:
     entry.append(f"  ROOT %all = ({root_shape}) tuple({', '.join('%' + n for n, _ in outputs)})")
     result_type = ", ".join(s.split("{")[0] for _, s in outputs)
     return (
-        f"HloModule collectives_{seed}, num_partitions=4\n\n"
+        "HloModule collectives, num_partitions=4\n\n"
         + "\n".join(computations)
         + f"\nENTRY %main ({', '.join(params)}) -> ({result_type}) {{\n"
         + "\n".join(entry)
@@ -718,23 +734,6 @@ def fused_collectives_module() -> str:
         + "\n".join(entry)
         + f"\n  ROOT %out = ({shapes}) tuple({', '.join('%' + n for n, _ in outputs)})\n}}\n"
     )
-
-
-def tiled_shapes(seed: int, count: int = 24) -> list[str]:
-    """`count` array shapes with TPU-style tiled layouts drawn from `seed`: every element width
-    (4-bit to 16-byte), 1 to 4 dimensions of odd sizes, any minor-to-major order, first tiles of
-    one or two sizes and later tiles that split them."""
-    rng = random.Random(seed)
-    shapes = []
-    for _ in range(count):
-        dtype = rng.choice(COLLECTIVE_DTYPES)
-        rank = rng.randint(1, 4)
-        dims = [rng.randint(1, 300) for _ in range(rank)]
-        tiled = rng.random() < 0.85
-        if dtype in ("s4", "u4") and not tiled and dims[-1] % 2:
-            dims[-1] += 1  # whole bytes
-        shapes.append(f"{dtype}[{','.join(map(str, dims))}]{_layout(rng, rank, tiled)}")
-    return shapes
 
 
 # replica_groups in the three spellings XLA prints: explicit lists, iota lists (reshaped,

@@ -31,7 +31,7 @@ from katas.phase11.programs import (
     fsdp_weight_bytes,
     group_module,
 )
-from katas.phase11.texts import DRAWN_SEEDS, FUSED_COLLECTIVES, V5E
+from katas.phase11.texts import FUSED_COLLECTIVES, V5E
 
 # ---- device_groups ------------------------------------------------------------------------------
 
@@ -199,20 +199,22 @@ def test_collective_bytes_match_xla(kata):
 
 @versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("collective_bytes")
-def test_collective_bytes_of_drawn_modules(kata):
-    """Modules drawn from a seed (programs.collectives_module): every kind, element types from
-    4 to 64 bits, odd shapes under tiled layouts, collectives without channel_id, in a called
-    computation, in a while body, and one channel copied into two computations."""
-    for seed in DRAWN_SEEDS:
-        text = collectives_module(seed)
-        expected = oracle.collective_bytes(text)
-        got = kata.collective_bytes(text)
-        assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
-        with check:
-            assert got == expected, (
-                f"programs.collectives_module({seed}): XLA's shapes give {expected} (element "
-                f"count times the dtype's bit width, never the tiles), got {got}"
-            )
+def test_collective_bytes_of_drawn_modules(kata, fresh):
+    """A fresh module, stratified (programs.collectives_module): every kind three times, every
+    element type from 4 to 128 bits once, odd shapes under tiled and plain layouts, each kind
+    once without channel_id, collectives in a called computation and in a while body, and one
+    channel copied into two computations."""
+    text = collectives_module(fresh)
+    expected = oracle.collective_bytes(text)
+    got = kata.collective_bytes(text)
+    assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
+    names = expected.keys() | got.keys()
+    wrong = sorted((k for k in names if got.get(k) != expected.get(k)), key=str)
+    assert not wrong, (
+        f"programs.collectives_module: {wrong[0]!r}: XLA's shapes give {expected.get(wrong[0])} "
+        f"bytes (element count times the dtype's bit width, never the tiles), got "
+        f"{got.get(wrong[0])}; {len(wrong)} of {len(expected)} differ ({fresh.where()})"
+    )
 
 
 # (collective, dtype, global shape): the mesh is (2, 2) over ('a', 'b'), the array split four

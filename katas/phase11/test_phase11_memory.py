@@ -30,9 +30,9 @@ from katas.phase11.programs import (
     doubled,
     lower_sgd,
     sgd_step,
-    tiled_shapes,
 )
-from katas.phase11.texts import DRAWN_SEEDS, V5E
+from katas.phase11.strata import tiled_strata
+from katas.phase11.texts import V5E
 from xla_inspect import parse_hlo
 
 # ---- padded_bytes -------------------------------------------------------------------------------
@@ -92,20 +92,20 @@ def test_padded_bytes_of_recorded_parameters(kata):
 
 @versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("padded_bytes")
-def test_padded_bytes_of_drawn_shapes(kata):
-    """Shapes drawn from a seed (programs.tiled_shapes): element types from 4 to 128 bits
-    (an s4 takes half a byte), 1 to 4 odd dimensions in any layout order, tiles of one or two
-    sizes with later tiles that split them."""
-    for seed in DRAWN_SEEDS:
-        shapes = tiled_shapes(seed)
-        for text, shape in zip(shapes, oracle.shapes(shapes), strict=True):
-            got = kata.padded_bytes(text)
-            with check:
-                assert got == oracle.padded_bytes(shape), (
-                    f"programs.tiled_shapes({seed}): {text} takes "
-                    f"{oracle.padded_bytes(shape)} bytes "
-                    f"({oracle.bits(shape)} bits an element), got {got}"
-                )
+def test_padded_bytes_of_drawn_shapes(kata, fresh):
+    """Fresh shapes, one per situation (strata.tiled_strata): every element type from 4 to 128
+    bits (an s4 takes half a byte) under a tile, every first tile (1-D ones at rank 1 and
+    above), later tiles that split them, untiled shapes of every rank, dimensions in any
+    layout order; bytes from XLA's parse of each."""
+    cases = tiled_strata(fresh)
+    parsed = oracle.shapes(list(cases.values()))
+    for (situation, text), shape in zip(cases.items(), parsed, strict=True):
+        got = kata.padded_bytes(text)
+        expected = oracle.padded_bytes(shape)
+        assert got == expected, (
+            f"{situation}: {text} takes {expected} bytes ({oracle.bits(shape)} bits an "
+            f"element), got {got} ({fresh.where()})"
+        )
 
 
 # ---- prefetched_parameters ----------------------------------------------------------------------
@@ -219,21 +219,21 @@ def test_step_donation_peak_budget(kata):
 
 
 @pytest.mark.task("step_donation")
-def test_step_donation_same_values(kata):
+def test_step_donation_same_values(kata, fresh):
+    """Fresh parameters, momentum and batch (1 to 32 rows): the donated step computes what the
+    undonated one does."""
     donate = kata.step_donation()
     assert isinstance(donate, tuple), f"a tuple of argument numbers, got {donate!r}"
-    rng = np.random.default_rng(5)
-
-    def fresh():
-        params = {k: rng.normal(size=s).astype(np.float32) / 8 for k, s in SGD_SHAPES.items()}
-        momentum = {k: np.zeros(s, np.float32) for k, s in SGD_SHAPES.items()}
-        batch = (
-            rng.normal(size=(16, SGD_SHAPES["w"][0])).astype(np.float32),
-            rng.normal(size=(16, SGD_SHAPES["v"][1])).astype(np.float32),
-        )
-        return params, momentum, batch
-
-    params, momentum, batch = fresh()
+    rng = np.random.default_rng(fresh.randint(0, 2**31))
+    params, momentum = (
+        {k: rng.normal(size=s).astype(np.float32) / 8 for k, s in SGD_SHAPES.items()}
+        for _ in range(2)
+    )
+    rows = fresh.randint(1, 32)
+    batch = (
+        rng.normal(size=(rows, SGD_SHAPES["w"][0])).astype(np.float32),
+        rng.normal(size=(rows, SGD_SHAPES["v"][1])).astype(np.float32),
+    )
     expected = jax.jit(sgd_step)(params, momentum, batch)
     placed = jax.device_put((params, momentum, batch))
     with warnings.catch_warnings():
@@ -241,4 +241,6 @@ def test_step_donation_same_values(kata):
         got = jax.jit(sgd_step, donate_argnums=donate)(*placed)
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
         with check:
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+            np.testing.assert_allclose(
+                np.asarray(a), np.asarray(b), rtol=1e-6, err_msg=fresh.where()
+            )

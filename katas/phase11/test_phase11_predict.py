@@ -2,7 +2,7 @@
 bytes from shapes alone, and weight specs that move no weight within a memory budget.
 
 Expected values come from cost and memory analyses of the compiled programs (libtpu's, and
-XLA:CPU's on cases drawn from a seed) and from XLA's own parser
+XLA:CPU's on fresh cases, one per situation: katas/phase11/strata.py) and from XLA's own parser
 (kata_harness.oracles.tpu_hlo); tests that compile for a TPU call `require(...)` and skip,
 naming `uv sync --group tpu`, without it.
 """
@@ -10,7 +10,6 @@ naming `uv sync --group tpu`, without it.
 from __future__ import annotations
 
 import functools
-import random
 from typing import Any
 
 import jax
@@ -36,6 +35,7 @@ from katas.phase11.programs import (
     lower_mlp,
     two_layer_mlp,
 )
+from katas.phase11.strata import layer_strata, mlp_strata
 from katas.phase11.texts import V5E
 from xla_inspect import parse_hlo
 from xla_inspect.query import opcode_counts
@@ -65,46 +65,22 @@ def test_predict_layer_flops_matches_libtpu(kata):
             )
 
 
-# Meshes of the 8 CPU devices the tests run with, (data, model).
-CPU_MESHES = [(1, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2), (1, 8), (8, 1)]
-
-
-def _drawn_layers(seed: int, count: int = 8) -> list[tuple[int, int, int, tuple[int, int]]]:
-    """(m, k, n, mesh shape) drawn from `seed`: odd sizes that the mesh axes divide."""
-    rng = random.Random(seed)
-    cases = []
-    for _ in range(count):
-        data, model = rng.choice(CPU_MESHES)
-        cases.append(
-            (
-                data * rng.randint(1, 40),
-                rng.randint(1, 300),
-                model * rng.randint(1, 40),
-                (data, model),
-            )
-        )
-    return cases
-
-
-LAYER_SEED = 8
-
-
 @pytest.mark.task("predict_layer_flops")
-def test_predict_layer_flops_matches_cpu_cost_analysis(kata):
+def test_predict_layer_flops_matches_cpu_cost_analysis(kata, fresh):
     """The same sharded layer compiled by XLA:CPU: its cost analysis counts flops per device
     as libtpu's does (2 per multiply-add of the device's block, one per element for the bias
-    add and for the relu), so it runs without libtpu, on cases drawn from a seed."""
-    cases = _drawn_layers(LAYER_SEED)
-    measured = [_layer_flops(m, k, n, mesh_shape, "cpu") for m, k, n, mesh_shape in cases]
-    for (m, k, n, mesh_shape), expected in zip(cases, measured, strict=True):
+    add and for the relu), so it runs without libtpu, on fresh cases, one per situation of
+    the contract (strata.layer_strata)."""
+    for situation, (m, k, n, mesh_shape) in layer_strata(fresh).items():
         with compiler_refused("predict_layer_flops"):
             got = kata.predict_layer_flops(m, k, n, *mesh_shape)
         assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
-        with check:
-            assert got == expected, (
-                f"seed {LAYER_SEED}, relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: "
-                f"XLA:CPU's cost_analysis says {expected:.0f} flops per device, predicted {got}"
-            )
+        expected = _layer_flops(m, k, n, mesh_shape, "cpu")
+        assert got == expected, (
+            f"{situation}: relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: XLA:CPU's "
+            f"cost_analysis says {expected:.0f} flops per device, predicted {got} "
+            f"({fresh.where()})"
+        )
 
 
 # ---- gather_free_specs --------------------------------------------------------------------------
@@ -137,6 +113,10 @@ def _x_bytes(batch: int, target_name: str = V5E) -> int:
 
 
 def _check_budget(kata, target_name: str) -> None:
+    """The contract's batch is free, but not drawn: on XLA:CPU no pair of 9 specs per weight
+    (replicated, either dimension over 'data', 'model' or both, both dimensions) changes its
+    verdict between batches 2, 16, 128, 512 and 2048 (measured), so a drawn batch would only
+    add compiles."""
     for batch in (512, 128):
         specs = kata.gather_free_specs()
         assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
@@ -169,14 +149,16 @@ def test_gather_free_specs_budget_on_cpu(kata):
 
 
 @pytest.mark.task("gather_free_specs")
-def test_gather_free_specs_same_values_on_cpu(kata):
+def test_gather_free_specs_same_values_on_cpu(kata, fresh):
+    """Fresh values, and a fresh batch (any even number of rows up to 64, split over 'data')."""
     specs = kata.gather_free_specs()
     assert isinstance(specs, tuple) and len(specs) == 2, f"two PartitionSpecs, got {specs!r}"
     mesh = jax.make_mesh(
         (2, 2), AXES, axis_types=(AxisType.Auto,) * 2, devices=jax.devices("cpu")[:4]
     )
-    rng = np.random.default_rng(11)
-    x = rng.normal(size=(16, MLP_WIDTH)).astype(np.float32)
+    rng = np.random.default_rng(fresh.randint(0, 2**31))
+    batch = 2 * fresh.randint(1, 32)
+    x = rng.normal(size=(batch, MLP_WIDTH)).astype(np.float32)
     w1 = rng.normal(size=(MLP_WIDTH, MLP_HIDDEN)).astype(np.float32) / 16
     w2 = rng.normal(size=(MLP_HIDDEN, MLP_WIDTH)).astype(np.float32) / 32
     placed = [
@@ -186,7 +168,13 @@ def test_gather_free_specs_same_values_on_cpu(kata):
     out = np.asarray(jax.jit(two_layer_mlp)(*placed))
     expected = np.maximum(x @ w1, 0) @ w2
     with check:
-        np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(
+            out,
+            expected,
+            rtol=2e-4,
+            atol=2e-4,
+            err_msg=f"x [{batch}, {MLP_WIDTH}] ({fresh.where()})",
+        )
 
 
 # ---- predict_allreduce_bytes --------------------------------------------------------------------
@@ -219,38 +207,21 @@ def test_predict_allreduce_bytes_matches_the_compiled_program(kata):
             )
 
 
-ALLREDUCE_SEED = 10
-
-
-def _drawn_mlps(seed: int, count: int = 8) -> list[tuple[int, int, int, object, tuple[int, int]]]:
-    """(batch, width, hidden, dtype, mesh shape) drawn from `seed`. f32 and f16 only: XLA:CPU
-    sums bf16 partials in f32 (XLA:TPU in bf16: the libtpu test above)."""
-    rng = random.Random(seed)
-    cases = []
-    for _ in range(count):
-        data, model = rng.choice(CPU_MESHES)
-        dtype = rng.choice((jnp.float32, jnp.float16))
-        batch, width = data * rng.randint(1, 24), rng.randint(1, 200)
-        cases.append((batch, width, model * rng.randint(1, 40), dtype, (data, model)))
-    return cases
-
-
 @versions.requires_jax("tpu-shapes-read-by-xla")
 @pytest.mark.task("predict_allreduce_bytes")
-def test_predict_allreduce_bytes_matches_cpu(kata):
-    """The same split MLP partitioned by XLA:CPU over up to 8 CPU devices, on cases drawn from
-    a seed: the bytes of its all-reduce, read with XLA's parser, without libtpu."""
-    cases = _drawn_mlps(ALLREDUCE_SEED)
-    measured = [_allreduce_bytes(*case, "cpu") for case in cases]
-    for (batch, width, hidden, drawn, mesh_shape), expected in zip(cases, measured, strict=True):
+def test_predict_allreduce_bytes_matches_cpu(kata, fresh):
+    """The same split MLP partitioned by XLA:CPU over up to 8 CPU devices, on fresh cases, one
+    per situation of the contract (strata.mlp_strata): the bytes of its all-reduce, read with
+    XLA's parser, without libtpu."""
+    for situation, (batch, width, hidden, drawn, mesh_shape) in mlp_strata(fresh).items():
         dtype: Any = drawn
         itemsize = jnp.dtype(dtype).itemsize
         with compiler_refused("predict_allreduce_bytes"):
             got = kata.predict_allreduce_bytes(batch, width, hidden, *mesh_shape, itemsize)
         assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
-        with check:
-            assert got == expected, (
-                f"seed {ALLREDUCE_SEED}, x [{batch},{width}], hidden {hidden}, "
-                f"{jnp.dtype(dtype).name}, mesh {mesh_shape}: XLA:CPU's program all-reduces "
-                f"{expected} bytes per device, predicted {got}"
-            )
+        expected = _allreduce_bytes(batch, width, hidden, dtype, mesh_shape, "cpu")
+        assert got == expected, (
+            f"{situation}: x [{batch},{width}], hidden {hidden}, {jnp.dtype(dtype).name}, mesh "
+            f"{mesh_shape}: XLA:CPU's program all-reduces {expected} bytes per device, "
+            f"predicted {got} ({fresh.where()})"
+        )

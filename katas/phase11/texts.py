@@ -15,7 +15,6 @@ PHASE = "phase11"
 V5E = "tpu-v5e:2x2"
 FUSED_COLLECTIVES = "fused_collectives"
 TEXTS = [*sorted(RECORDINGS), *HANDWRITTEN]
-DRAWN_SEEDS = range(16)
 
 
 def text(name: str) -> str:

@@ -3,14 +3,14 @@ memory budget, a dense layer XLA:GPU fuses into fewer kernels, and the elements 
 step all-reduces.
 
 The decide tasks compile live for gpu-h100 and skip, naming the ``gpu`` group, without it; the
-memory budget is read from this host's CPU compile. Expected all-reduce sizes come from XLA's
-parser on recorded modules (kata_harness.oracles.gpu_hlo) and from NumPy arithmetic on seeded
-random parameter pytrees, checked against XLA:GPU's own compile with the group.
+memory budget is read from this host's CPU compile, and the dense layer's values and lowering
+are checked on this host, both on fresh shapes. Expected all-reduce sizes come from XLA's
+parser on recorded modules and from arithmetic on fresh parameter pytrees
+(kata_harness.oracles.gpu_hlo), checked against XLA:GPU's own compile with the group. Fresh
+cases are drawn one per situation of the contract (katas/phase12/strata.py).
 """
 
-import math
 import re
-from collections import Counter
 from functools import cache
 
 import jax
@@ -34,6 +34,7 @@ from katas.phase12.programs import (
     sds,
     sharded_matmul,
 )
+from katas.phase12.strata import dense_strata, matmul_strata, pytree_strata
 from xla_inspect import targets
 
 # ---- gather_free_specs (decide) ----------------------------------------------------------------
@@ -69,11 +70,9 @@ def test_gather_free_specs_need_no_collective(kata, case):
         )
 
 
-@cache
-def _argument_bytes(case: str, x_spec: tuple, w_spec: tuple) -> int:
-    """Argument bytes per device of the case's matmul compiled with these specs for this host's
-    CPU devices (memory_analysis; the same blocks of x and w a GPU would hold)."""
-    _, x_shape, w_shape = SPEC_CASES[case]
+def _argument_bytes(x_shape, w_shape, x_spec: tuple, w_spec: tuple) -> int:
+    """Argument bytes per device of x @ w compiled with these specs for this host's CPU devices
+    (memory_analysis; the same blocks of x and w a GPU would hold)."""
     lowered = sharded_matmul(x_shape, w_shape, x_spec, w_spec)(targets.get("cpu"))
     stats = lowered.compile().memory_analysis()
     assert stats is not None
@@ -81,19 +80,21 @@ def _argument_bytes(case: str, x_spec: tuple, w_spec: tuple) -> int:
 
 
 @pytest.mark.task("gather_free_specs")
-@pytest.mark.parametrize("case", sorted(SPEC_CASES))
-def test_gather_free_specs_memory_budget(kata, case):
-    """No collective is easy with whole operands: the budget is half of the replicated bytes."""
+def test_gather_free_specs_memory_budget(kata, fresh):
+    """No collective is easy with whole operands: the budget is half of the replicated bytes,
+    on fresh shapes, one per situation (strata.matmul_strata)."""
     specs = kata.gather_free_specs()
     assert isinstance(specs, tuple) and len(specs) == 2, f"expected (x spec, w spec), got {specs}"
     assert all(isinstance(s, PartitionSpec) for s in specs), f"expected PartitionSpecs: {specs}"
-    got = _argument_bytes(case, tuple(specs[0]), tuple(specs[1]))
-    replicated = _argument_bytes(case, (), ())
-    with check:
-        assert got <= replicated // 2, (
-            f"{case}: x and w take {got} bytes per device; replicated they take {replicated}, "
-            f"the budget is half of that: {replicated // 2}"
-        )
+    for situation, (x_shape, w_shape) in matmul_strata(fresh).items():
+        got = _argument_bytes(x_shape, w_shape, tuple(specs[0]), tuple(specs[1]))
+        replicated = oracle.replicated_bytes((x_shape, w_shape), itemsize=2)
+        with check:
+            assert got <= replicated // 2, (
+                f"{situation}: x {list(x_shape)} and w {list(w_shape)} take {got} bytes per "
+                f"device; replicated they take {replicated}, the budget is half of that: "
+                f"{replicated // 2} ({fresh.where()})"
+            )
 
 
 # ---- fused_dense (decide) ----------------------------------------------------------------------
@@ -117,37 +118,53 @@ def _original_dense_kernels(case: str) -> int:
     return _dense_kernels(handwritten_gelu_dense, case)
 
 
-def _dense_inputs(case: str, seed: int):
-    rng = np.random.default_rng(seed)
-    return tuple(rng.normal(size=s).astype(d) for s, d in DENSE_CASES[case])
+def _dense_inputs(rng: np.random.Generator, case):
+    """x, w and b of the case's shapes and dtypes, w scaled by 1/sqrt(k): x @ w + b of order one,
+    where the tanh gelu bends."""
+    (x_shape, dtype), (w_shape, _), (b_shape, _) = case
+    x, b = rng.normal(size=x_shape), rng.normal(size=b_shape)
+    w = rng.normal(size=w_shape) / np.sqrt(w_shape[0])
+    return tuple(a.astype(dtype) for a in (x, w, b))
 
 
 @pytest.mark.task("fused_dense")
-@pytest.mark.parametrize("case", sorted(DENSE_CASES))
-def test_fused_dense_values(kata, case):
-    for seed in (0, 1):
-        args = _dense_inputs(case, seed)
+def test_fused_dense_values(kata, fresh):
+    """Fresh shapes and values, one case per situation (strata.dense_strata), against the
+    hand-written layer itself."""
+    rng = np.random.default_rng(fresh.randint(0, 2**31))
+    for situation, case in dense_strata(fresh).items():
+        args = _dense_inputs(rng, case)
+        shapes = " @ ".join(f"{list(a.shape)}" for a in args[:2])
         got = np.asarray(jax.jit(kata.fused_dense)(*args), np.float32)
         want = np.asarray(jax.jit(handwritten_gelu_dense)(*args), np.float32)
-        assert got.shape == want.shape, f"{case}: shape {got.shape}, expected {want.shape}"
+        assert got.shape == want.shape, (
+            f"{situation} {shapes}: shape {got.shape}, expected {want.shape} ({fresh.where()})"
+        )
         loose = args[0].dtype != np.float32
         np.testing.assert_allclose(
-            got, want, rtol=5e-2 if loose else 1e-5, atol=5e-2 if loose else 1e-5
+            got,
+            want,
+            rtol=5e-2 if loose else 1e-5,
+            atol=5e-2 if loose else 1e-5,
+            err_msg=f"{situation} {shapes} ({fresh.where()})",
         )
 
 
 @pytest.mark.task("fused_dense")
-@pytest.mark.parametrize("case", sorted(DENSE_CASES))
-def test_fused_dense_keeps_the_gemm_in_the_program(kata, case):
-    """On this host: the layer must stay a program XLA compiles, with the GEMM in it for cuBLAS
-    to run (a host callback computes the right values but leaves XLA no GEMM and no epilogue)."""
-    lowered = jax.jit(kata.fused_dense).lower(*(sds(s, d) for s, d in DENSE_CASES[case]))
-    text = lowered.as_text()
-    with check:
-        assert "stablehlo.dot" in text, f"{case}: the lowered program holds no dot (no GEMM)"
-    calls = sorted(set(re.findall(r"custom_call @([\w.]+)", text)))
-    with check:
-        assert not calls, f"{case}: the lowered program calls out of XLA ({calls})"
+def test_fused_dense_keeps_the_gemm_in_the_program(kata, fresh):
+    """On this host, at fresh shapes: the layer must stay a program XLA compiles, with the GEMM
+    in it for cuBLAS to run (a host callback computes the right values but leaves XLA no GEMM
+    and no epilogue)."""
+    for situation, case in dense_strata(fresh).items():
+        lowered = jax.jit(kata.fused_dense).lower(*(sds(s, d) for s, d in case))
+        text = lowered.as_text()
+        with check:
+            assert "stablehlo.dot" in text, (
+                f"{situation}: the lowered program holds no dot (no GEMM) ({fresh.where()})"
+            )
+        calls = sorted(set(re.findall(r"custom_call @([\w.]+)", text)))
+        with check:
+            assert not calls, f"{situation}: the lowered program calls out of XLA ({calls})"
 
 
 @pytest.mark.task("fused_dense")
@@ -182,55 +199,30 @@ def test_allreduce_elements_of_arrays(kata):
     assert got == oracle.all_reduced(module_texts.text("grad_towers_mixed")), f"got {got}"
 
 
-# Fresh parameter pytrees: nested dicts, lists and tuples of 1-D to 4-D leaves in every float
-# dtype XLA:GPU all-reduces, some ShapeDtypeStructs and some arrays. XLA concatenates the
-# gradients of one dtype into one flat all-reduce (checked against XLA:GPU's own compile below,
-# with the gpu group), so the expected count is NumPy arithmetic on the shapes drawn here.
-_LEAF_DTYPES = (("f32", np.float32), ("bf16", jnp.bfloat16), ("f16", np.float16))
+# Fresh parameter pytrees, one per situation (katas/phase12/strata.py): nested dicts, lists and
+# tuples of 1-D to 4-D leaves in every float dtype XLA:GPU all-reduces, ShapeDtypeStructs and
+# arrays. XLA concatenates the gradients of one dtype into one flat all-reduce (checked against
+# XLA:GPU's own compile below, with the gpu group): kata_harness.oracles.gpu_hlo counts them.
 
 
-RANDOM_SEEDS = range(40)
-
-
-def _random_pytree(rng: np.random.Generator, leaves: list, depth: int = 0):
-    """A pytree drawn from rng; appends (HLO dtype, shape) of each leaf to leaves."""
-    if depth == 3 or (depth > 0 and rng.random() < 0.45):
-        shape = tuple(int(d) for d in rng.integers(1, 7, size=int(rng.integers(1, 5))))
-        hlo, dtype = _LEAF_DTYPES[int(rng.integers(len(_LEAF_DTYPES)))]
-        leaves.append((hlo, shape))
-        return sds(shape, dtype) if rng.random() < 0.5 else np.zeros(shape, dtype)
-    children = [_random_pytree(rng, leaves, depth + 1) for _ in range(int(rng.integers(1, 4)))]
-    container = int(rng.integers(3))
-    if container == 0:
-        return {f"{'abcdefgh'[int(rng.integers(8))]}{k}": c for k, c in enumerate(children)}
-    return children if container == 1 else tuple(children)
-
-
-def _random_case(seed: int):
-    leaves: list = []
-    params = _random_pytree(np.random.default_rng(seed), leaves)
-    expected: Counter[str] = Counter()
-    for hlo, shape in leaves:
-        expected[hlo] += math.prod(shape)
-    shown = jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
-    return params, dict(expected), leaves, shown
+def _shown(params) -> object:
+    return jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
 
 
 _HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 
 @pytest.mark.task("allreduce_elements")
-def test_allreduce_elements_of_random_pytrees(kata):
-    """Nested pytrees, leaves of rank 1 to 4, f32/bf16/f16: a fresh draw per seed."""
-    drawn = [_random_case(seed) for seed in RANDOM_SEEDS]
-    ranks = {len(shape) for _, _, leaves, _ in drawn for _, shape in leaves}
-    dtypes = {hlo for _, _, leaves, _ in drawn for hlo, _ in leaves}
-    assert ranks == {1, 2, 3, 4} and dtypes == {h for h, _ in _LEAF_DTYPES}, (ranks, dtypes)
-    for seed, (params, expected, _, shown) in zip(RANDOM_SEEDS, drawn, strict=True):
+def test_allreduce_elements_of_random_pytrees(kata, fresh):
+    """Fresh nested pytrees: each dtype alone, in pairs and all three, arrays and
+    ShapeDtypeStructs, every rank from 1 to 4 in each, containers 1 to 3 deep."""
+    for situation, (params, leaves) in pytree_strata(fresh).items():
+        expected = oracle.data_parallel_all_reduces(leaves)
         got = kata.allreduce_elements(params)
         assert got == expected, (
-            f"seed {seed}: params {shown}: predicted {got}, XLA:GPU all-reduces {expected} "
-            "(one flat all-reduce per dtype of every gradient's elements)"
+            f"{situation}: params {_shown(params)}: predicted {got}, XLA:GPU all-reduces "
+            f"{expected} (one flat all-reduce per dtype of every gradient's elements) "
+            f"({fresh.where()})"
         )
 
 
@@ -243,12 +235,13 @@ def _random_loss(params, x):
 
 
 @pytest.mark.task("allreduce_elements")
-@pytest.mark.parametrize("seed", (3, 11, 29))
-def test_allreduce_elements_of_random_pytrees_match_xla(kata, seed):
-    """The rule above against XLA:GPU itself: the gradients of a random pytree compiled for
-    gpu-h100, the batch split over 4 devices, the all-reduces read from the text."""
+@pytest.mark.parametrize("situation", ("f32 and bf16 and f16", "bf16", "f32 and f16"))
+def test_allreduce_elements_of_random_pytrees_match_xla(kata, fresh, situation):
+    """The rule above against XLA:GPU itself: the gradients of a fresh pytree (three of the
+    situations above) compiled for gpu-h100, the batch split over 4 devices, the all-reduces
+    read from the text."""
     target = require("gpu-h100")
-    params, _, _, shown = _random_case(seed)
+    params, _ = pytree_strata(fresh)[situation]
     mesh = target.mesh((4,), ("d",))
     placed = jax.tree.map(lambda x: target.place(sds(x.shape, x.dtype), mesh), params)
     batch = target.place(sds((64, 8), jnp.float32), mesh, "d", None)
@@ -257,4 +250,6 @@ def test_allreduce_elements_of_random_pytrees_match_xla(kata, seed):
     assert text is not None
     found = oracle.all_reduced_read(text)
     got = kata.allreduce_elements(params)
-    assert got == found, f"seed {seed}: params {shown}: predicted {got}, XLA {found}"
+    assert got == found, (
+        f"{situation}: params {_shown(params)}: predicted {got}, XLA {found} ({fresh.where()})"
+    )

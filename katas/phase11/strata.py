@@ -1,0 +1,162 @@
+"""Stratified draws for phase 11's two predict tasks, checked against XLA:CPU over up to 8 CPU
+devices, and for the tiled shapes padded_bytes reads: one drawn case per situation the contract
+distinguishes, every run, whatever the seed.
+
+Independent random cases meet a situation only by chance (a mesh whose 'model' axis has one
+device, a block of one row, a hidden layer of one unit per device); here each situation is a
+stratum and only the values inside it are drawn: the mesh within the situation (any
+data x model of at most 8 devices), the sizes (multiples of the mesh axes that split them) and
+the dtype. The first stratum is the general one, where most wrong answers already differ.
+"""
+
+from __future__ import annotations
+
+import random
+
+import jax.numpy as jnp
+
+from katas.phase11.programs import COLLECTIVE_DTYPES, FIRST_TILES, LATER_TILES
+
+CPU_DEVICES = 8
+_BOTH_UNEQUAL = ((2, 3), (3, 2), (2, 4), (4, 2))
+_BOTH = ((2, 2), *_BOTH_UNEQUAL)
+
+
+def _axis(rng: random.Random) -> int:
+    """The size of a mesh axis that splits something, the other axis of one device."""
+    return rng.randint(2, CPU_DEVICES)
+
+
+def _distinct(rng: random.Random, count: int, low: int, high: int) -> list[int]:
+    return rng.sample(range(low, high + 1), count)
+
+
+# ---- predict_layer_flops: relu(x @ w + b), x [m, k] P('data', None), w [k, n] P(None, 'model') --
+
+LayerCase = tuple[int, int, int, tuple[int, int]]
+
+
+def layer_strata(rng: random.Random) -> dict[str, LayerCase]:
+    """(m, k, n, (data, model)) per situation: both axes split (data != model, so an answer that
+    swaps them differs), one device, rows split over 'data' only with one column per device,
+    columns split over 'model' only with one row per device, and both split with the smallest
+    contraction, k = 2. Block sides and k distinct where both exceed 1, so that an answer
+    taking one for another differs.
+
+    k >= 2 and blocks of at least 2 elements: XLA:CPU rewrites a dot with k = 1, or with a 1x1
+    output block, into elementwise ops and counts fewer flops (measured: [3,1]x[1,3] on (3, 1)
+    gives 9, not 12; [2,5]x[5,3] on (2, 3) gives 11, not 12), so the contract leaves them out.
+    """
+
+    def case(mesh: tuple[int, int], rows: int, k: int, cols: int) -> LayerCase:
+        return mesh[0] * rows, k, mesh[1] * cols, mesh
+
+    rows, cols = _distinct(rng, 2, 2, 40)
+    column_rows, column_k = _distinct(rng, 2, 2, 40)
+    row_k, row_cols = _distinct(rng, 2, 2, 40)
+    short_rows, short_cols = _distinct(rng, 2, 3, 40)
+    return {
+        "data and model both split, data != model": case(
+            rng.choice(_BOTH_UNEQUAL), rows, rng.randint(41, 300), cols
+        ),
+        "one device": case((1, 1), *_distinct(rng, 3, 2, 40)),
+        "rows over data only, one column per device": case(
+            (_axis(rng), 1), column_rows, column_k, 1
+        ),
+        "columns over model only, one row per device": case((1, _axis(rng)), 1, row_k, row_cols),
+        "both split, k = 2": case(rng.choice(_BOTH), short_rows, 2, short_cols),
+    }
+
+
+# ---- predict_allreduce_bytes: relu(x @ w1) @ w2, w1 by columns and w2 by rows over 'model' -----
+
+MlpCase = tuple[int, int, int, object, tuple[int, int]]
+
+
+def mlp_strata(rng: random.Random) -> dict[str, MlpCase]:
+    """(batch, width, hidden, dtype, (data, model)) per situation: both axes split, 'model' of
+    3 or more devices, in f32 (every size distinct from the others, so an answer that sums the
+    hidden activations, the whole batch, a device's share of the output, bf16, or a ring's
+    traffic, equal to the result on 2 devices, differs); a 'model' axis of one device
+    (nothing to sum), on one device and with rows over 'data'; columns over 'model' only; both
+    split with one hidden unit per device; both split with one row of x per device. f32 and f16
+    only: XLA:CPU sums bf16 partials in f32 (XLA:TPU in bf16: the libtpu test)."""
+
+    def case(mesh, rows: int, width: int, units: int, dtype) -> MlpCase:
+        return mesh[0] * rows, width, mesh[1] * units, dtype, mesh
+
+    def dtype() -> object:
+        return rng.choice((jnp.float32, jnp.float16))
+
+    rows, width, units = _distinct(rng, 3, 2, 24)
+    return {
+        "data and model both split, model of 3 or more, f32": case(
+            rng.choice(((2, 3), (2, 4))), rows, rng.randint(25, 200), units, jnp.float32
+        ),
+        "model of one device, rows over data": case(
+            (_axis(rng), 1), rng.randint(1, 24), rng.randint(1, 200), rng.randint(1, 40), dtype()
+        ),
+        "one device": case(
+            (1, 1), rng.randint(1, 24), rng.randint(1, 200), rng.randint(1, 40), dtype()
+        ),
+        "columns over model only, f16": case(
+            (1, _axis(rng)),
+            rng.randint(2, 24),
+            rng.randint(1, 200),
+            rng.randint(1, 40),
+            jnp.float16,
+        ),
+        "both split, one hidden unit per device": case(
+            rng.choice(_BOTH), rng.randint(2, 24), rng.randint(2, 200), 1, dtype()
+        ),
+        "both split, one row per device": case(
+            rng.choice(_BOTH), 1, rng.randint(2, 200), rng.randint(2, 40), dtype()
+        ),
+    }
+
+
+# ---- padded_bytes: array shapes under TPU-style tiled layouts --------------------------------
+
+
+def _layout(rng: random.Random, rank: int, tile: str) -> str:
+    order = list(range(rank))
+    rng.shuffle(order)
+    minor_to_major = ",".join(str(d) for d in order)
+    return f"{{{minor_to_major}:{tile}}}" if tile else f"{{{minor_to_major}}}"
+
+
+def _shape(rng: random.Random, dtype: str, rank: int, tile: str) -> str:
+    dims = [rng.randint(1, 300) for _ in range(rank)]
+    if dtype in ("s4", "u4") and not tile:
+        dims[-1] += dims[-1] % 2  # whole bytes
+    return f"{dtype}[{','.join(map(str, dims))}]{_layout(rng, rank, tile)}"
+
+
+def tiled_strata(rng: random.Random) -> dict[str, str]:
+    """Shape texts per situation: every element type (4-bit to 16-byte) under a tiled layout
+    (programs.COLLECTIVE_DTYPES, in a drawn order); every 1-D first tile at rank 1 and at rank
+    2 to 4 (it covers the most minor dimension only); every 2-D first tile twice, at ranks 2 to
+    4; the later tiles that split a first one spread over them (each three times); and one
+    untiled shape of each rank 1 to 4, one of them of a 4-bit type. Sizes 1 to 300, any
+    minor-to-major order."""
+    one_d = [t for t in FIRST_TILES if "," not in t]
+    two_d = [t for t in FIRST_TILES if "," in t]
+    ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
+    rng.shuffle(ranks_2d)
+    placed = [(t, 1) for t in one_d] + [(t, rng.randint(2, 4)) for t in one_d]
+    placed += list(zip(two_d * 2, ranks_2d, strict=True))
+    spare = rng.choice(FIRST_TILES)
+    placed.append((spare, rng.randint(1 if "," not in spare else 2, 4)))
+    dtypes = list(COLLECTIVE_DTYPES)
+    rng.shuffle(dtypes)
+    later = list(LATER_TILES) * 3
+    rng.shuffle(later)
+    cases = {
+        f"{dtype}, rank {rank}, first tile {first}": _shape(rng, dtype, rank, first + then)
+        for dtype, (first, rank), then in zip(dtypes, placed, later, strict=True)
+    }
+    sub_byte = rng.randrange(4)
+    for rank in range(1, 5):
+        dtype = rng.choice(("s4", "u4")) if rank - 1 == sub_byte else rng.choice(COLLECTIVE_DTYPES)
+        cases[f"{dtype}, rank {rank}, untiled"] = _shape(rng, dtype, rank, "")
+    return cases

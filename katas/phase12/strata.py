@@ -1,0 +1,134 @@
+"""Stratified draws for phase 12's predict and decide tasks that draw fresh cases: one drawn case
+per situation the contract distinguishes, every run, whatever the seed.
+
+Independent random pytrees meet a situation only by chance (a dtype alone or with one other, a
+leaf three containers deep, a rank-4 leaf next to a rank-1 one); here each situation is a
+stratum and only the values inside it are drawn: the shapes, the order of the leaves, the
+containers that hold them and the names of their keys.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# ---- allreduce_elements: pytrees of gradients, one flat all-reduce per dtype ------------------
+
+# The float dtypes XLA:GPU all-reduces, by their HLO names.
+LEAF_DTYPES = {"f32": np.float32, "bf16": jnp.bfloat16, "f16": np.float16}
+Leaf = tuple[str, tuple[int, ...]]  # (HLO dtype, shape)
+
+
+def _leaves(rng: random.Random, dtypes: tuple[str, ...]) -> list[Leaf]:
+    """4 to 6 leaves covering `dtypes`, one of them at least twice, and ranks 1 to 4 each at
+    least once; dimensions 1 to 6."""
+    count = rng.randint(max(4, len(dtypes) + 1), 6)
+    named = [*dtypes, *(rng.choice(dtypes) for _ in range(count - len(dtypes)))]
+    first = rng.randrange(4)
+    ranks = [(first + i) % 4 + 1 for i in range(count)]
+    rng.shuffle(named)
+    rng.shuffle(ranks)
+    return [
+        (hlo, tuple(rng.randint(1, 6) for _ in range(rank)))
+        for hlo, rank in zip(named, ranks, strict=True)
+    ]
+
+
+def _value(rng: random.Random, leaf: Leaf, kind: str):
+    """The leaf as a ShapeDtypeStruct or a NumPy array (`kind` "sds", "array" or "either")."""
+    hlo, shape = leaf
+    if kind == "either":
+        kind = rng.choice(("sds", "array"))
+    if kind == "sds":
+        return jax.ShapeDtypeStruct(shape, LEAF_DTYPES[hlo])
+    return np.zeros(shape, LEAF_DTYPES[hlo])
+
+
+def _container(rng: random.Random, kind: str, children: list):
+    if kind == "dict":
+        letters = rng.sample("abcdefghkmnpqrstuvwxyz", len(children))
+        return {f"{letters[i]}{i}": child for i, child in enumerate(children)}
+    return children if kind == "list" else tuple(children)
+
+
+def _nested(rng: random.Random, values: list, kinds: list[str]):
+    """`values` in containers `depth = len(kinds)` deep: the outermost holds some leaves and a
+    container of the rest, and so on; the innermost holds at least one leaf."""
+    if len(kinds) == 1:
+        return _container(rng, kinds[0], values)
+    keep = rng.randint(1, len(values) - len(kinds) + 1)
+    children = [*values[:keep], _nested(rng, values[keep:], kinds[1:])]
+    rng.shuffle(children)
+    return _container(rng, kinds[0], children)
+
+
+_SUBSETS = [s for n in (1, 2, 3) for s in itertools.combinations(tuple(LEAF_DTYPES), n)]
+_KINDS = ("dict", "list", "tuple")
+
+
+def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
+    """(params, its leaves) per situation: each dtype alone, each pair of them, all three (leaves
+    that are ShapeDtypeStructs and arrays mixed), all three as arrays only and as
+    ShapeDtypeStructs only. Every pytree holds every rank from 1 to 4 and one dtype in two
+    leaves or more; its containers are 1, 2 or 3 deep, each depth in three of the nine cases,
+    and the outermost container a dict, a list and a tuple in three cases each."""
+    situations = [(subset, "either") for subset in _SUBSETS]
+    situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
+    depths = [1 + i % 3 for i in range(len(situations))]
+    outer = [_KINDS[i % 3] for i in range(len(situations))]
+    rng.shuffle(depths)
+    rng.shuffle(outer)
+    cases = {}
+    for (dtypes, kind), depth, first in zip(situations, depths, outer, strict=True):
+        leaves = _leaves(rng, dtypes)
+        values = [_value(rng, leaf, kind) for leaf in leaves]
+        if kind == "either" and len(values) >= 2:  # both kinds, whatever the draw
+            values[0], values[1] = _value(rng, leaves[0], "sds"), _value(rng, leaves[1], "array")
+        kinds = [first, *(rng.choice(_KINDS) for _ in range(depth - 1))]
+        only = {"either": "", "array": ", arrays only", "sds": ", ShapeDtypeStructs only"}[kind]
+        cases[f"{' and '.join(dtypes)}{only}"] = (_nested(rng, values, kinds), leaves)
+    return cases
+
+
+# ---- fused_dense: the dense layer x [m, k] @ w [k, n] + b [n] on this host -------------------
+
+DenseCase = tuple[tuple[tuple[int, ...], object], ...]  # ((shape, dtype) of x, w, b)
+
+
+def dense_strata(rng: random.Random) -> dict[str, DenseCase]:
+    """The shapes of (x, w, b) per dtype of programs.DENSE_CASES, f32 and bf16: sizes odd or
+    even up to 256, the output 64 elements or more, so that a function close to the tanh gelu
+    (erf's gelu: up to ~5e-4 off in f32) shows on values of order one."""
+
+    def case(dtype) -> DenseCase:
+        m, k, n = rng.randint(16, 128), rng.randint(3, 256), rng.randint(4, 256)
+        return ((m, k), dtype), ((k, n), dtype), ((n,), dtype)
+
+    return {"f32": case(np.float32), "bf16": case(jnp.bfloat16)}
+
+
+# ---- gather_free_specs: x [m, k] @ w [k, n] on the (2, 2) mesh, this host's memory analysis --
+
+
+def matmul_strata(rng: random.Random) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+    """(x shape, w shape) per situation: x the larger operand (at least twice w's elements), w
+    the larger, and the two within a factor of 1.5; every size a multiple of 8 (any split over
+    one mesh axis or both divides it), from 32 to 1024. Which operand is larger decides whether
+    an answer that replicates one and splits the other four ways stays within half the
+    replicated bytes."""
+
+    def drawn(holds) -> tuple[tuple[int, int], tuple[int, int]]:
+        while True:
+            m, k, n = (8 * rng.randint(4, 128) for _ in range(3))
+            if holds(m * k, k * n):
+                return (m, k), (k, n)
+
+    return {
+        "x the larger operand": drawn(lambda x, w: x >= 2 * w),
+        "w the larger operand": drawn(lambda x, w: w >= 2 * x),
+        "x and w of about the same size": drawn(lambda x, w: max(x, w) <= 1.5 * min(x, w)),
+    }
