@@ -1,5 +1,6 @@
 """Phase 10's oracles: a training step by hand in NumPy (per-example losses, gradients, the
-optimizers' update rules), and facts of a compiled step read from its optimized HLO, its
+optimizers' update rules), the matmuls JAX executes when a function runs eagerly, and facts of
+a compiled program read from its optimized HLO (through xla_inspect and XLA's own parser), its
 ``memory_analysis()`` and JAX's flattening of the donated arguments.
 
 Each function takes the program's inputs or its compiled form, never the kata's answer.
@@ -8,6 +9,9 @@ Each function takes the program's inputs or its compiled form, never the kata's 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import jax
 import numpy as np
@@ -64,6 +68,30 @@ def np_adamw(lr, weight_decay, b1=0.9, b2=0.999, eps=1e-8):
 
     zeros = lambda p: {k: np.zeros_like(v) for k, v in p.items()}  # noqa: E731
     return lambda p: (zeros(p), zeros(p)), update
+
+
+@contextmanager
+def eager_matmuls() -> Iterator[list[tuple[tuple[int, ...], ...]]]:
+    """The operand shapes of every dot_general JAX executes inside the block, run eagerly with
+    jit disabled (a jit inside, jnp's own jitted functions and lax.map run op by op too, so a
+    loop over the examples executes one matmul pair per example and vmap one pair in all).
+
+    JAX runs an eager primitive through its ``impl`` (EvalTrace.process_primitive, jax
+    0.10-0.12); the block counts through a wrapper it removes when it ends."""
+    primitive = jax.lax.dot_general_p
+    original = primitive.impl
+    executed: list[tuple[tuple[int, ...], ...]] = []
+
+    def counted(*args: Any, **params: Any) -> Any:
+        executed.append(tuple(tuple(np.shape(a)) for a in args))
+        return original(*args, **params)
+
+    primitive.impl = counted
+    try:
+        with jax.disable_jit():
+            yield executed
+    finally:
+        primitive.impl = original
 
 
 def optimized_text(compiled: jax.stages.Compiled) -> str:
