@@ -8,6 +8,7 @@ Each function takes the program's inputs or its compiled form, never the kata's 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,8 @@ import numpy as np
 
 from xla_inspect.model import Shape
 from xla_inspect.parse import parse_hlo
+
+from . import xla_module
 
 # Bytes of one element of each HLO element type the tests' programs hold.
 _BYTES = {"f32": 4, "s32": 4, "u32": 4, "f16": 2, "bf16": 2, "f64": 8, "s64": 8, "pred": 1}
@@ -104,6 +107,29 @@ def optimized_text(compiled: jax.stages.Compiled) -> str:
 def opcodes(compiled) -> Counter:
     """Opcode census of a compiled program's optimized HLO, every computation included."""
     return Counter(i.opcode for c in parse_hlo(compiled.as_text()) for i in c)
+
+
+def xla_fusion_count(compiled) -> int:
+    """Fusion instructions in every computation, as XLA's own parser reads the optimized HLO."""
+    module = xla_module(optimized_text(compiled))
+    return sum(i.opcode == "kFusion" for c in module.computations for i in c.instructions)
+
+
+_BRANCHES = ("true_computation", "false_computation", "branch_computations")
+
+
+def branch_fusions(compiled) -> int:
+    """Fusion instructions in the computations a conditional calls as its branches."""
+    module = parse_hlo(optimized_text(compiled))
+    names = {
+        name
+        for c in module
+        for i in c
+        if i.opcode == "conditional"
+        for key in _BRANCHES
+        for name in re.findall(r"[\w.\-]+", i.attribute(key) or "")
+    }
+    return sum(i.opcode == "fusion" for c in module if c.name in names for i in c)
 
 
 def dot_dims(compiled):
