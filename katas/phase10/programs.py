@@ -197,6 +197,20 @@ BOTH_TRANSPOSED_PROGRAMS = {
 }
 
 
+def sized_data(features: int, hidden: int, out: int, batch: int, seed: int):
+    """(params, x, y) of an MLP of any sizes, as NumPy float32 (the tests draw the sizes)."""
+    rng = np.random.default_rng(seed)
+    params = {
+        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
+        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
+        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
+        "b2": rng.normal(size=out).astype(np.float32) / 4,
+    }
+    x = rng.normal(size=(batch, features)).astype(np.float32)
+    y = rng.normal(size=(batch, out)).astype(np.float32)
+    return params, x, y
+
+
 # Programs whose work sits in conditional branches and loop bodies (w square, h a batch of rows):
 # the places a kernel count or a flop count must reach besides ENTRY.
 BRANCH_KINDS = (

@@ -12,22 +12,13 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import training as oracle
+from katas.phase10.programs import sized_data
 
 
 def _drawn_case(fresh):
-    """(sizes, params, x, y) on the device: fresh widths and a batch of at least two."""
-    features, hidden, out = fresh.randint(2, 9), fresh.randint(2, 12), fresh.randint(1, 5)
-    batch = fresh.randint(2, 9)
-    rng = np.random.default_rng(fresh.getrandbits(32))
-    params = {
-        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
-        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
-        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
-        "b2": rng.normal(size=out).astype(np.float32) / 4,
-    }
-    x = rng.normal(size=(batch, features)).astype(np.float32)
-    y = rng.normal(size=(batch, out)).astype(np.float32)
-    return (features, hidden, out, batch), params, x, y
+    """(sizes, params, x, y): fresh widths and a batch of at least two."""
+    sizes = (fresh.randint(2, 9), fresh.randint(2, 12), fresh.randint(1, 5), fresh.randint(2, 9))
+    return (sizes, *sized_data(*sizes, seed=fresh.getrandbits(32)))
 
 
 @pytest.mark.task("per_example_losses")
