@@ -21,7 +21,7 @@ from types import ModuleType
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, entry_points, guard, inductor, predict
+from . import contract, curriculum, entry_points, guard, inductor, predict, sealed
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -89,14 +89,19 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
             predict.calls_seen(
                 _watched() if scan else (), entry_points.lowering_layer() if scan else ()
             ) as called,
+            sealed.sealed() as reads,
         ):
             spec.loader.exec_module(module)
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything
         sys.modules.pop(module_name, None)
+        _refuse_reads(scan, reads, label, path)  # a refused read the file did not catch
         raise KataLoadError(
             f"{label}: {_relative(path)} does not import ({_describe(error, path)}); "
             "fix that file, the other phases are unaffected"
         ) from None
+    if scan and reads:
+        sys.modules.pop(module_name, None)
+        _refuse_reads(scan, reads, label, path)
     patched = contract.changed(before)
     if patched:
         sys.modules.pop(module_name, None)
@@ -107,6 +112,15 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     _compiled_at_load[module_name] = seen + called
     _cache[(module_name, path)] = (stamp, module)
     return module
+
+
+def _refuse_reads(scan: bool, reads: list[str], label: str, path: Path) -> None:
+    """A learner's file that read a file while it loaded (:mod:`.sealed`) is refused."""
+    if scan and reads:
+        raise KataRefused(
+            f"{label}: {_relative(path)} reads a file while it loads ({reads[0]}): kata code "
+            "reads what a test hands it, in the function that needs it; remove that"
+        )
 
 
 def _watched() -> set[str]:
@@ -147,6 +161,19 @@ def _with_contract(module: ModuleType, phase: Phase) -> ModuleType:
     return module
 
 
+def _with_sealed_predictions(
+    module: ModuleType, phase: Phase, path: Path, label: str
+) -> ModuleType:
+    """A learner's file (or a probe) with its predict tasks answered by a second copy of the
+    file, loaded with it and wrapped the same way (:mod:`.sealed`)."""
+    module = _with_contract(module, phase)
+    predictions = [task.function for task in phase.tasks if task.kind == "predict"]
+    if predictions:
+        copy = load_file(path, f"{module.__name__}_sealed", label=label, scan=True)
+        sealed.answered_by(module, _with_contract(copy, phase), predictions)
+    return module
+
+
 def import_needed(phase: Phase) -> None:
     """Import the optional library the phase's tasks use before any of its files loads.
 
@@ -165,7 +192,8 @@ def load_impl(phase: Phase, impl: str) -> ModuleType:
     import_needed(phase)
     if impl == "katas":
         module = load_file(phase.kata_path, f"_kata_{phase.name}", label=phase.name, scan=True)
-    elif impl == "reference":
+        return _with_sealed_predictions(module, phase, phase.kata_path, phase.name)
+    if impl == "reference":
         module = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
     else:
         raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
@@ -212,9 +240,9 @@ def phase_probes(phase: Phase) -> list[Probe]:
 def load_probe(phase: Phase, probe: Probe) -> ModuleType:
     """A probe is loaded exactly as a learner's file is: scanned, imported, contract-wrapped."""
     import_needed(phase)
-    name = f"_probe_{phase.name}_{probe.name}"
-    module = load_file(probe.path, name, label=f"{phase.name} probe {probe.name}", scan=True)
-    return _with_contract(module, phase)
+    name, label = f"_probe_{phase.name}_{probe.name}", f"{phase.name} probe {probe.name}"
+    module = load_file(probe.path, name, label=label, scan=True)
+    return _with_sealed_predictions(module, phase, probe.path, label)
 
 
 def load_variant(phase: Phase, variant: Decoy | Accepted | RedTeam) -> ModuleType:

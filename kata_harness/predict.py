@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from . import contract, entry_points
+from . import contract, entry_points, guard, sealed
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
@@ -236,16 +236,28 @@ def _refusing(
                 pytrace=False,
             )
         attempts: list[str] = []
-        with compiles_seen(events) as seen, _entry_points_refused(allowed, also, attempts):
+        with (
+            compiles_seen(events) as seen,
+            _entry_points_refused(allowed, also, attempts),
+            sealed.sealed() as reads,
+        ):
             try:
                 value = function(*args, **kwargs)
             except _Consulted:
                 value = None
+            except guard.KataGuardError:
+                value = None  # a refused read: failed below, whatever the answer made of it
         # What the test compares is what the answer returned now: a copy, which a listener or
         # anything else the file left behind cannot fill in later.
         value = _frozen(value)
-        if attempts or seen:
-            what = f"called {attempts[0]}" if attempts else f"made JAX {seen[0].replace('_', ' ')}"
+        if reads or attempts or seen:
+            what = (
+                f"read a file ({reads[0]})"
+                if reads
+                else f"called {attempts[0]}"
+                if attempts
+                else f"made JAX {seen[0].replace('_', ' ')}"
+            )
             pytest.fail(
                 f"{label} {what}: a prediction comes from the program and its shapes, before "
                 "anything is traced or compiled (predict with plain Python)",

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from kata_harness.decoys import wrong
 import xla_inspect as rt3_xla_inspect
+from kata_harness.decoys import wrong
 
 
 def _rt3_helper_forward(params, x):
@@ -229,7 +229,9 @@ def _rt3_alias_by_matching_shape(compiled) -> list[int]:
     shape = r"\w+\[[\d,]*\]"
     inputs = rt3_re.findall(shape, rt3_re.sub(r"/\*index=\d+\*/", "", layout.group(1)))
     outputs = rt3_re.findall(shape, rt3_re.sub(r"/\*index=\d+\*/", "", layout.group(2)))
-    taken = {outputs[int(k)] for k in rt3_re.findall(r"\{(\d+)\}: \(", aliases) if int(k) < len(outputs)}
+    taken = {
+        outputs[int(k)] for k in rt3_re.findall(r"\{(\d+)\}: \(", aliases) if int(k) < len(outputs)
+    }
     return [number for number, s in enumerate(inputs) if s in taken]
 
 
@@ -239,7 +241,9 @@ def _rt3_alias_by_matching_shape(compiled) -> list[int]:
     "right for the momentum step (8 leaves), wrong for adam (13 leaves) and batch_first",
 )
 def _rt3_alias_single_digit(compiled) -> list[int]:
-    return sorted({int(n) for n in rt3_re.findall(r"\}: \((\d), ", _rt3_helper_alias_text(compiled))})
+    return sorted(
+        {int(n) for n in rt3_re.findall(r"\}: \((\d), ", _rt3_helper_alias_text(compiled))}
+    )
 
 
 # ---------------------------------------------------------------- task 5: flops_per_step
@@ -282,8 +286,16 @@ def _rt3_flops_plus_transcendentals(compiled) -> float:
 def _rt3_flops_from_dots(compiled) -> float:
     total = 0.0
     for d in rt3_xla_inspect.dots(rt3_xla_inspect.parse_hlo(compiled.as_text())):
-        lhs = [int(v) for v in rt3_re.search(r"\[([\d,]*)\]", str(d.lhs_shape)).group(1).split(",") if v]
-        rhs = [int(v) for v in rt3_re.search(r"\[([\d,]*)\]", str(d.rhs_shape)).group(1).split(",") if v]
+        lhs = [
+            int(v)
+            for v in rt3_re.search(r"\[([\d,]*)\]", str(d.lhs_shape)).group(1).split(",")
+            if v
+        ]
+        rhs = [
+            int(v)
+            for v in rt3_re.search(r"\[([\d,]*)\]", str(d.rhs_shape)).group(1).split(",")
+            if v
+        ]
         if len(lhs) != 2 or len(rhs) != 2:
             continue
         lc = d.lhs_contracting_dims[0] if d.lhs_contracting_dims else 1
@@ -302,7 +314,7 @@ def _rt3_helper_jaxpr_transposes(step, *args) -> int:
 @wrong(
     "transpose_counts",
     why="HLO count by opcode; counting the text 'transpose(' also counts autodiff's "
-    "op_name=\".../transpose(jvp())/dot_general\" metadata: wrong on the momentum step "
+    'op_name=".../transpose(jvp())/dot_general" metadata: wrong on the momentum step '
     "(0 transpose instructions, this says 18)",
 )
 def _rt3_transposes_text_count(step, *args) -> tuple[int, int]:
@@ -359,7 +371,10 @@ def _rt3_transposes_skip_fused(step, *args) -> tuple[int, int]:
     "not g @ w2^T (rhs_contracting_dims={1}): momentum step 2 vs 3",
 )
 def _rt3_absorbed_lhs_only(compiled) -> int:
-    return sum(tuple(d.lhs_contracting_dims) != (1,) for d in rt3_xla_inspect.dots(rt3_xla_inspect.parse_hlo(compiled.as_text())))
+    return sum(
+        tuple(d.lhs_contracting_dims) != (1,)
+        for d in rt3_xla_inspect.dots(rt3_xla_inspect.parse_hlo(compiled.as_text()))
+    )
 
 
 @wrong(

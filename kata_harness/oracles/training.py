@@ -1,5 +1,6 @@
 """Phase 10's oracles: a training step by hand in NumPy (per-example losses, gradients, the
-optimizers' update rules), and facts of a compiled step read from its optimized HLO, its
+optimizers' update rules), the matmuls JAX executes when a function runs eagerly, and facts of
+a compiled program read from its optimized HLO (through xla_inspect and XLA's own parser), its
 ``memory_analysis()`` and JAX's flattening of the donated arguments.
 
 Each function takes the program's inputs or its compiled form, never the kata's answer.
@@ -7,13 +8,19 @@ Each function takes the program's inputs or its compiled form, never the kata's 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import jax
 import numpy as np
 
 from xla_inspect.model import Shape
 from xla_inspect.parse import parse_hlo
+
+from . import xla_module
 
 # Bytes of one element of each HLO element type the tests' programs hold.
 _BYTES = {"f32": 4, "s32": 4, "u32": 4, "f16": 2, "bf16": 2, "f64": 8, "s64": 8, "pred": 1}
@@ -66,6 +73,30 @@ def np_adamw(lr, weight_decay, b1=0.9, b2=0.999, eps=1e-8):
     return lambda p: (zeros(p), zeros(p)), update
 
 
+@contextmanager
+def eager_matmuls() -> Iterator[list[tuple[tuple[int, ...], ...]]]:
+    """The operand shapes of every dot_general JAX executes inside the block, run eagerly with
+    jit disabled (a jit inside, jnp's own jitted functions and lax.map run op by op too, so a
+    loop over the examples executes one matmul pair per example and vmap one pair in all).
+
+    JAX runs an eager primitive through its ``impl`` (EvalTrace.process_primitive, jax
+    0.10-0.12); the block counts through a wrapper it removes when it ends."""
+    primitive = jax.lax.dot_general_p
+    original = primitive.impl
+    executed: list[tuple[tuple[int, ...], ...]] = []
+
+    def counted(*args: Any, **params: Any) -> Any:
+        executed.append(tuple(tuple(np.shape(a)) for a in args))
+        return original(*args, **params)
+
+    primitive.impl = counted
+    try:
+        with jax.disable_jit():
+            yield executed
+    finally:
+        primitive.impl = original
+
+
 def optimized_text(compiled: jax.stages.Compiled) -> str:
     """The optimized HLO text of a compiled program."""
     text = compiled.as_text()
@@ -76,6 +107,29 @@ def optimized_text(compiled: jax.stages.Compiled) -> str:
 def opcodes(compiled) -> Counter:
     """Opcode census of a compiled program's optimized HLO, every computation included."""
     return Counter(i.opcode for c in parse_hlo(compiled.as_text()) for i in c)
+
+
+def xla_fusion_count(compiled) -> int:
+    """Fusion instructions in every computation, as XLA's own parser reads the optimized HLO."""
+    module = xla_module(optimized_text(compiled))
+    return sum(i.opcode == "kFusion" for c in module.computations for i in c.instructions)
+
+
+_BRANCHES = ("true_computation", "false_computation", "branch_computations")
+
+
+def branch_fusions(compiled) -> int:
+    """Fusion instructions in the computations a conditional calls as its branches."""
+    module = parse_hlo(optimized_text(compiled))
+    names = {
+        name
+        for c in module
+        for i in c
+        if i.opcode == "conditional"
+        for key in _BRANCHES
+        for name in re.findall(r"[\w.\-]+", i.attribute(key) or "")
+    }
+    return sum(i.opcode == "fusion" for c in module if c.name in names for i in c)
 
 
 def dot_dims(compiled):

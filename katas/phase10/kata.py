@@ -28,7 +28,9 @@ def per_example_losses(params: dict, x, y) -> jax.Array:
     """`example_loss` for every row of x and y, shape (batch,), for any batch size (also 1).
 
     One batched program: no Python loop and no lax.map/scan over the examples, so the optimized
-    HLO has just the two matmuls, each over the whole batch, and no while loop.
+    HLO has just the two matmuls, each over the whole batch, and no while loop. The same holds
+    when it is called eagerly, outside jit: two matmuls over the whole batch run, not one pair
+    per example.
     """
     # TODO: one transformation maps example_loss over the batch; params are shared
     raise NotImplementedError("phase10 task 1: per_example_losses")
@@ -51,7 +53,8 @@ def make_train_step(optimizer) -> Callable:
 
 def fusion_count(compiled) -> int:
     """How many fusion instructions the optimized HLO of `compiled` has (any kind, kLoop or
-    kCustom, in every computation: ENTRY, while bodies, ...), counted by opcode."""
+    kCustom, in every computation: ENTRY, while bodies and conditions, conditional branches,
+    fused computations), counted by opcode."""
     # TODO: parse compiled.as_text(); count by opcode in every computation
     raise NotImplementedError("phase10 task 3: fusion_count")
 
@@ -69,10 +72,13 @@ def aliased_parameters(compiled) -> list[int]:
 
 
 def flops_per_step(compiled) -> float:
-    """Floating-point operations per call, as XLA's cost model counts them.
+    """Floating-point operations per call, as XLA's cost model counts them: the "flops" its
+    cost analysis reports, taken as it is.
 
     Only "flops": transcendentals (tanh, exp, sqrt) are a separate count, not added. A program
-    with no arithmetic (a bare transpose) costs 0.0 flops.
+    with no arithmetic (a bare transpose) costs 0.0 flops. The cost model counts a while loop's
+    body once, whatever its trip count (two steps in a fori_loop cost about one step's flops):
+    report that, do not scale a loop by its trip count yourself.
     """
     # TODO: one method of the compiled object; it returns a dict
     raise NotImplementedError("phase10 task 5: flops_per_step")

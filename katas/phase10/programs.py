@@ -197,6 +197,71 @@ BOTH_TRANSPOSED_PROGRAMS = {
 }
 
 
+def sized_data(features: int, hidden: int, out: int, batch: int, seed: int):
+    """(params, x, y) of an MLP of any sizes, as NumPy float32 (the tests draw the sizes)."""
+    rng = np.random.default_rng(seed)
+    params = {
+        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
+        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
+        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
+        "b2": rng.normal(size=out).astype(np.float32) / 4,
+    }
+    x = rng.normal(size=(batch, features)).astype(np.float32)
+    y = rng.normal(size=(batch, out)).astype(np.float32)
+    return params, x, y
+
+
+# Programs whose work sits in conditional branches and loop bodies (w square, h a batch of rows):
+# the places a kernel count or a flop count must reach besides ENTRY.
+BRANCH_KINDS = (
+    lambda w, h: jnp.tanh(h @ w),
+    lambda w, h: (h @ w) * 2.0 + h,
+    lambda w, h: jnp.exp(-((h @ w.T) ** 2)),
+    lambda w, h: jax.nn.sigmoid(h) * (h @ w),
+)
+
+
+def switch_program(branches: int):
+    """lax.switch(k, ...) over the first `branches` kinds: each branch has its own kernels."""
+    return lambda w, h, k: jax.lax.switch(k, BRANCH_KINDS[:branches], w, h)
+
+
+def loop_with_a_branch(trips: int):
+    """A fori_loop of `trips` whose body takes one of two branches (a conditional in a while)."""
+
+    def program(w, h):
+        def body(i, g):
+            return jax.lax.cond(i % 2 == 0, BRANCH_KINDS[0], BRANCH_KINDS[1], w, g)
+
+        return jax.lax.fori_loop(0, trips, body, h)
+
+    return program
+
+
+def branch_with_a_loop(trips: int):
+    """A lax.cond whose first branch runs a fori_loop of `trips` (a while in a conditional)."""
+
+    def program(w, h):
+        def looped(w, h):
+            return jax.lax.fori_loop(0, trips, lambda _, g: BRANCH_KINDS[3](w, g), h)
+
+        return jax.lax.cond(h.sum() > 0, looped, BRANCH_KINDS[2], w, h)
+
+    return program
+
+
+def nested_loops(outer: int, inner: int):
+    """A fori_loop of `inner` steps inside one of `outer` (a while in a while body)."""
+
+    def program(w, h):
+        def outer_body(_, g):
+            return jax.lax.fori_loop(0, inner, lambda _, f: BRANCH_KINDS[1](w, f), jnp.tanh(g))
+
+        return jax.lax.fori_loop(0, outer, outer_body, h)
+
+    return program
+
+
 def _tests_step(reads: str) -> Recipe:
     return Recipe(
         lambda _m: (jax.jit(momentum_step, donate_argnums=(0, 1)), step_args()),

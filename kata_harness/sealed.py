@@ -1,0 +1,79 @@
+"""Predictions sealed off from what kata code measured elsewhere.
+
+A predict task's answer may compute from its arguments and the file's own code, nothing else.
+Two ways around that are closed here:
+
+- Files. While a predict answer runs or a learner's file loads (:func:`sealed`), an audit hook
+  refuses kata code reading or listing files: a memo a read task or an exit hook wrote in an
+  earlier run (numbers the compiler gave, keyed by the cases a prediction was asked about) cannot
+  come back into a prediction, neither in the answer nor into the module while it loads. Imports
+  (the import machinery opens the files), and the source lines warnings and tracebacks print,
+  are not kata code reading.
+- Module state. The harness answers a learner's predict tasks from a second copy of the file,
+  loaded with the first (:func:`answered_by`): what the read tasks (which may compile) stored in
+  the module the tests call cannot reach a prediction, whatever order the tests run in.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+from . import guard
+
+_EVENTS = ("open", "os.listdir", "os.scandir", "glob.glob", "os.walk")
+# Frames that read files on their own account when kata code merely imports or warns.
+_NOT_KATA_READING = ("<frozen importlib", "<frozen zipimport")
+_STDLIB_READERS = ("linecache.py", "traceback.py", "warnings.py", "tokenize.py")
+
+_active: list[list[str]] = []  # one list of refused reads per sealed block, innermost last
+_installed = False
+
+
+@contextmanager
+def sealed() -> Iterator[list[str]]:
+    """While the block runs, kata code's file reads are refused; yields what was refused (one
+    line each), for the caller to fail the test with, as the answer may catch the error."""
+    global _installed
+    if not _installed:
+        sys.addaudithook(_audit)  # once per process: audit hooks cannot be removed
+        _installed = True
+    refused: list[str] = []
+    _active.append(refused)
+    try:
+        yield refused
+    finally:
+        _active.remove(refused)
+
+
+def _audit(event: str, args: tuple) -> None:
+    if not _active or event not in _EVENTS:
+        return
+    target = args[0] if args else None
+    if event == "open" and (target is None or isinstance(target, int)):
+        return
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_NOT_KATA_READING) or filename.endswith(_STDLIB_READERS):
+            return
+        if guard.is_kata_file(filename):
+            line = f"{event} {target}"
+            _active[-1].append(line)
+            raise guard.KataGuardError(
+                f"kata code read a file where a prediction is sealed off ({line}): a "
+                "prediction comes from its arguments, not from what was measured and kept"
+            )
+        frame = frame.f_back
+
+
+def answered_by(module: ModuleType, copy: ModuleType, functions: list[str]) -> None:
+    """Each of ``functions`` of ``module`` becomes the same function of ``copy``, a second load
+    of the same file that no test calls anything else of."""
+    for name in functions:
+        answer = getattr(copy, name, None)
+        if answer is not None:
+            setattr(module, name, answer)
