@@ -188,8 +188,12 @@ def _rt3_reduction_kinds_entry_kernels(hlo_text: str) -> dict[str, int]:
             if name in kernel_of or name not in module:
                 continue
             kernel_of[name] = kind
-            todo.extend(c for i in module[name] if i.opcode == "fusion" for c in i.called_computations)
-    counts: Counter[str] = Counter(kernel_of.get(comp.name, "unfused") for comp, _ in _reduces(module))
+            todo.extend(
+                c for i in module[name] if i.opcode == "fusion" for c in i.called_computations
+            )
+    counts: Counter[str] = Counter(
+        kernel_of.get(comp.name, "unfused") for comp, _ in _reduces(module)
+    )
     return dict(counts)
 
 
@@ -300,10 +304,12 @@ def _gemm_parts(module):
                 contracting = ins.attribute("lhs_contracting_dims", "{}").strip("{}")
                 dims = tuple(int(d) for d in contracting.split(",") if d.strip())
                 yield ins, comp, _dims(ins.shape), _dims(shapes[ins.operands[0]]), dims
-            elif ins.opcode == "custom-call" and (
-                ins.attribute("custom_call_target") or ""
-            ).strip('"').startswith("__cublas$"):
-                numbers = _config(ins).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+            elif ins.opcode == "custom-call" and (ins.attribute("custom_call_target") or "").strip(
+                '"'
+            ).startswith("__cublas$"):
+                numbers = (
+                    _config(ins).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+                )
                 dims = tuple(int(d) for d in numbers.get("lhs_contracting_dimensions", []))
                 yield ins, comp, _dims(ins.shape), _dims(shapes[ins.operands[0]]), dims
 
@@ -402,7 +408,8 @@ def _overlap(module, skip: set[str], key_wrapped: bool = False, only_compute: bo
                     break
                 if only_compute and (
                     later.opcode.endswith(("-start", "-done"))
-                    or later.opcode in ("parameter", "constant", "get-tuple-element", "bitcast", "tuple")
+                    or later.opcode
+                    in ("parameter", "constant", "get-tuple-element", "bitcast", "tuple")
                 ):
                     continue
                 between.append(later.opcode)
@@ -625,5 +632,7 @@ def _rt3_allreduce_elements_flat_dict(params) -> dict[str, int]:
     for leaf in values:
         if not hasattr(leaf, "shape"):
             continue
-        out[names.get(jnp.dtype(leaf.dtype).name, jnp.dtype(leaf.dtype).name)] += math.prod(leaf.shape)
+        out[names.get(jnp.dtype(leaf.dtype).name, jnp.dtype(leaf.dtype).name)] += math.prod(
+            leaf.shape
+        )
     return dict(out)
