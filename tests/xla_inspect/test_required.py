@@ -16,7 +16,7 @@ import pytest
 from kata_harness import oracles, versions
 from xla_inspect.errors import HloParseError
 from xla_inspect.hlo.lexical import split_attributes
-from xla_inspect.hlo.rules import REQUIRED
+from xla_inspect.hlo.rules import REQUIRED, REQUIRED_TOGETHER
 from xla_inspect.parse import parse_hlo
 
 _hlo = pytest.importorskip("jaxlib._hlo", reason="jaxlib's private HLO bindings are absent")
@@ -96,7 +96,7 @@ def _xla_requires(text: str) -> bool:
 @versions.requires_jax("xla-attribute-table")
 @pytest.mark.parametrize(("opcode", "key", "text"), CASES, ids=[f"{o}-{k}" for o, k, _ in CASES])
 def test_required_attributes_match_xla(opcode: str, key: str, text: str) -> None:
-    required = key in REQUIRED.get(opcode, frozenset())
+    required = key in REQUIRED.get(opcode, frozenset()) | REQUIRED_TOGETHER.get(opcode, set())
     assert _xla_requires(text) == required
     if required:
         with pytest.raises(HloParseError, match=f"'{opcode}' requires: .*{key}="):

@@ -21,7 +21,15 @@ from xla_inspect.hlo.opcodes import (
     async_sugar,
     is_opcode,
 )
-from xla_inspect.hlo.rules import ASYNC, BUILT, CALLERS, NOT_WRAPPED, REQUIRED, THREAD
+from xla_inspect.hlo.rules import (
+    ASYNC,
+    BUILT,
+    CALLERS,
+    NOT_WRAPPED,
+    REQUIRED,
+    REQUIRED_TOGETHER,
+    THREAD,
+)
 from xla_inspect.hlo.shapes import leaf_count
 from xla_inspect.hlo.strings import strings_ok
 from xla_inspect.hlo.tokens import TokenReader
@@ -179,8 +187,9 @@ class InstructionChecks(TokenReader):
         if after and self.text.startswith(",", self.skip(after)):
             return
         given = {key for key, _ in split_attributes(tail)}
-        if opcode == "conditional" and {"true_computation", "false_computation"} <= given:
-            return
+        together = REQUIRED_TOGETHER.get(opcode, frozenset())
+        if together and together & given:  # the pair stands in for what is required: all of it
+            required = together
         missing = sorted(required - given)
         if missing:
             raise self.error(

@@ -167,5 +167,11 @@ REQUIRED = {
 }
 
 
+# Attributes that stand in for a required one only together: a conditional names its
+# branch_computations, or true_computation and false_computation, and with one of the two XLA's
+# parser expects the other ('attribute false_computation is expected but not seen')
+REQUIRED_TOGETHER = {"conditional": frozenset({"true_computation", "false_computation"})}
+
+
 # opcodes whose parentheses hold a payload (a parameter number, a literal), not operands
 PAYLOAD_OPCODES = frozenset({"parameter", "constant"})
