@@ -27,17 +27,8 @@ LEARNING_RATE = 0.05
 
 
 def data(size: str = "wide", seed: int = 0):
-    features, hidden, out, batch = SIZES[size]
-    rng = np.random.default_rng(seed)
-    params = {
-        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 2,
-        "b1": rng.normal(size=hidden).astype(np.float32) / 4,
-        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 3,
-        "b2": rng.normal(size=out).astype(np.float32) / 4,
-    }
-    x = rng.normal(size=(batch, features)).astype(np.float32)
-    y = rng.normal(size=(batch, out)).astype(np.float32)
-    return params, x, y
+    """(params, x, y) of the MLP of a named size (SIZES)."""
+    return sized_data(*SIZES[size], seed=seed)
 
 
 def device_params(params):
