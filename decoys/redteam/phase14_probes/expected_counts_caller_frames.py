@@ -6,12 +6,13 @@ harness as its first line says.)
 
 from __future__ import annotations
 
-import functools
 import re
-import traceback
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
+
+import functools
+import traceback
 
 import jax  # noqa: F401  (you will need it)
 
@@ -178,9 +179,7 @@ def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, lis
     depth, _ = nesting(instr)
     out = {}
     for step in steps_of(events, step_name):
-        top = sorted(
-            (e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns
-        )
+        top = sorted((e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns)
         out[int(step.arg("step_num"))] = [e.hlo_op for e in top]
     return out
 
@@ -232,10 +231,7 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     for s in steps_of(events, step_name):
         held = [e for e in instr if inside(e, s)]
         if held:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in held),
-                max(e.end_ns for e in held),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in held), max(e.end_ns for e in held))
     gaps = {n: spans[n + 1][0] - spans[n][1] for n in spans if n + 1 in spans}
     return max(gaps, key=gaps.get)
 

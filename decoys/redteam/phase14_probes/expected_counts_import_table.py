@@ -11,12 +11,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp
 import numpy as np
 
+from xla_inspect.profile import capture_profile
+import jax  # noqa: F401  (you will need it)
+
 from xla_inspect import parse_hlo  # noqa: F401  (you may need it)
-from xla_inspect.profile import TraceEvent, capture_profile
+from xla_inspect.profile import TraceEvent
 
 VIEWS = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"')
@@ -134,7 +136,6 @@ def entry_only_counts(hlo_text):
     module = parse_hlo(hlo_text)
     return {i.name: 1 for i in module.entry.instructions if i.opcode not in VIEWS}
 
-
 def looped(x, w):
     def body(c, _):
         return jnp.tanh(c @ w) + 1.0, c.sum()
@@ -193,9 +194,7 @@ def shaped_args(name, flat):
     return tuple(flat)
 
 
-PROGRAM_COPIES = {
-    f.__name__: f for f in (looped, branchy, reshaping, mlp_grad, layered, heavy_line)
-}
+PROGRAM_COPIES = {f.__name__: f for f in (looped, branchy, reshaping, mlp_grad, layered, heavy_line)}
 
 
 def entry_arrays(module):
@@ -224,23 +223,15 @@ def profile_table():
     for name, program in PROGRAM_COPIES.items():
         for size in (8, 24):
             if name == "mlp_grad":
-                flat = [
-                    np.ones(s, np.float32) * 0.01
-                    for s in ((size, size), (size,), (size, 4), (4,), (6, size), (6, 4))
-                ]
+                flat = [np.ones(s, np.float32) * 0.01 for s in ((size, size), (size,), (size, 4), (4,), (6, size), (6, 4))]
             elif name == "layered":
-                flat = [
-                    np.ones(s, np.float32) * 0.01
-                    for s in ((size, 2 * size), (2 * size, size)) * 2 + ((12, size),)
-                ]
+                flat = [np.ones(s, np.float32) * 0.01 for s in ((size, 2 * size), (2 * size, size)) * 2 + ((12, size),)]
             elif name == "heavy_line":
                 flat = [np.ones(s, np.float32) * 0.01 for s in ((size, size), (size, size), (5,))]
             else:
                 flat = [np.ones((size, size), np.float32) * 0.01] * 2
             profile = capture_profile(program, *shaped_args(name, flat), steps=1)
-            table.setdefault(profile.module, {}).update(
-                counts_of_one_run(profile.events, profile.module)
-            )
+            table.setdefault(profile.module, {}).update(counts_of_one_run(profile.events, profile.module))
     return table
 
 
@@ -253,9 +244,7 @@ def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, lis
     depth, _ = nesting(instr)
     out = {}
     for step in steps_of(events, step_name):
-        top = sorted(
-            (e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns
-        )
+        top = sorted((e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns)
         out[int(step.arg("step_num"))] = [e.hlo_op for e in top]
     return out
 
@@ -310,10 +299,7 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     for s in steps_of(events, step_name):
         held = [e for e in instr if inside(e, s)]
         if held:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in held),
-                max(e.end_ns for e in held),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in held), max(e.end_ns for e in held))
     gaps = {n: spans[n + 1][0] - spans[n][1] for n in spans if n + 1 in spans}
     return max(gaps, key=gaps.get)
 

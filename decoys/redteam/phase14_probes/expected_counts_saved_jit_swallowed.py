@@ -11,12 +11,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp
 import numpy as np
 
+from xla_inspect.profile import trace_events
+import jax  # noqa: F401  (you will need it)
+
 from xla_inspect import parse_hlo  # noqa: F401  (you may need it)
-from xla_inspect.profile import TraceEvent, trace_events
+from xla_inspect.profile import TraceEvent
 
 VIEWS = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"')
@@ -134,7 +136,6 @@ def entry_only_counts(hlo_text):
     module = parse_hlo(hlo_text)
     return {i.name: 1 for i in module.entry.instructions if i.opcode not in VIEWS}
 
-
 def looped(x, w):
     def body(c, _):
         return jnp.tanh(c @ w) + 1.0, c.sum()
@@ -193,9 +194,7 @@ def shaped_args(name, flat):
     return tuple(flat)
 
 
-PROGRAM_COPIES = {
-    f.__name__: f for f in (looped, branchy, reshaping, mlp_grad, layered, heavy_line)
-}
+PROGRAM_COPIES = {f.__name__: f for f in (looped, branchy, reshaping, mlp_grad, layered, heavy_line)}
 
 
 def entry_arrays(module):
@@ -227,9 +226,7 @@ def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, lis
     depth, _ = nesting(instr)
     out = {}
     for step in steps_of(events, step_name):
-        top = sorted(
-            (e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns
-        )
+        top = sorted((e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns)
         out[int(step.arg("step_num"))] = [e.hlo_op for e in top]
     return out
 
@@ -294,10 +291,7 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     for s in steps_of(events, step_name):
         held = [e for e in instr if inside(e, s)]
         if held:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in held),
-                max(e.end_ns for e in held),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in held), max(e.end_ns for e in held))
     gaps = {n: spans[n + 1][0] - spans[n][1] for n in spans if n + 1 in spans}
     return max(gaps, key=gaps.get)
 

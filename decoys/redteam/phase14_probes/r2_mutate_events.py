@@ -110,12 +110,8 @@ def _line(ins, text):
     if not m:
         return ""
     t = _tables(text)
-    loc = _fields(
-        t.get("FileLocations", {}).get(
-            _fields(t.get("StackFrames", {}).get(int(m.group(1)), "")).get("file_location_id", 0),
-            "",
-        )
-    )
+    loc = _fields(t.get("FileLocations", {}).get(
+        _fields(t.get("StackFrames", {}).get(int(m.group(1)), "")).get("file_location_id", 0), ""))
     if "file_name_id" not in loc:
         return ""
     name = t.get("FileNames", {}).get(loc["file_name_id"], "?").strip('"').rsplit("/", 1)[-1]
@@ -161,13 +157,11 @@ def expected_counts(hlo_text: str) -> dict[str, int]:
 def compiled_steps(events: list[TraceEvent], step_name: str) -> list[int]:
     """Steps during which a backend compile started."""
     marks = [e for e in events if e.name == "backend_compile_and_load"]
-    return sorted(
-        {
-            int(s.arg("step_num"))
-            for s in _steps(events, step_name)
-            if any(s.start_ns <= m.start_ns < s.start_ns + s.duration_ns for m in marks)
-        }
-    )
+    return sorted({
+        int(s.arg("step_num"))
+        for s in _steps(events, step_name)
+        if any(s.start_ns <= m.start_ns < s.start_ns + s.duration_ns for m in marks)
+    })
 
 
 def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
@@ -176,18 +170,9 @@ def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict
     if not shares or not isinstance(events, list):
         return shares
     name, known = _instructions(hlo_text)
-    first = min(
-        (
-            e
-            for e in events
-            if _is_instr(e)
-            and e.arg("hlo_module") == name
-            and e.arg("hlo_op") in known
-            and known[e.arg("hlo_op")].opcode != "while"
-        ),
-        key=lambda e: e.start_ns,
-        default=None,
-    )
+    first = min((e for e in events if _is_instr(e) and e.arg("hlo_module") == name
+                 and e.arg("hlo_op") in known and known[e.arg("hlo_op")].opcode != "while"),
+                key=lambda e: e.start_ns, default=None)
     if first is None:
         return shares
     _keep_only(events, lambda e: e.name == step_name or e.arg("hlo_op") == first.arg("hlo_op"))

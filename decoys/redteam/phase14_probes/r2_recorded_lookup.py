@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jax  # noqa: F401  (you will need it)
@@ -112,12 +112,8 @@ def _line(ins, text):
     if not m:
         return ""
     t = _tables(text)
-    loc = _fields(
-        t.get("FileLocations", {}).get(
-            _fields(t.get("StackFrames", {}).get(int(m.group(1)), "")).get("file_location_id", 0),
-            "",
-        )
-    )
+    loc = _fields(t.get("FileLocations", {}).get(
+        _fields(t.get("StackFrames", {}).get(int(m.group(1)), "")).get("file_location_id", 0), ""))
     if "file_name_id" not in loc:
         return ""
     name = t.get("FileNames", {}).get(loc["file_name_id"], "?").strip('"').rsplit("/", 1)[-1]
@@ -134,9 +130,7 @@ def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, lis
     instr = [e for e in events if _is_instr(e)]
     rows = sorted(_nest(instr), key=lambda r: (r[0].start_ns, r[1]))
     return {
-        int(s.arg("step_num")): [
-            str(e.arg("hlo_op")) for e, d, _ in rows if d == 0 and _inside(e, s)
-        ]
+        int(s.arg("step_num")): [str(e.arg("hlo_op")) for e, d, _ in rows if d == 0 and _inside(e, s)]
         for s in _steps(events, step_name)
     }
 
@@ -173,13 +167,11 @@ def expected_counts(hlo_text: str) -> dict[str, int]:
 def compiled_steps(events: list[TraceEvent], step_name: str) -> list[int]:
     """Steps during which a backend compile started."""
     marks = [e for e in events if e.name == "backend_compile_and_load"]
-    return sorted(
-        {
-            int(s.arg("step_num"))
-            for s in _steps(events, step_name)
-            if any(s.start_ns <= m.start_ns < s.start_ns + s.duration_ns for m in marks)
-        }
-    )
+    return sorted({
+        int(s.arg("step_num"))
+        for s in _steps(events, step_name)
+        if any(s.start_ns <= m.start_ns < s.start_ns + s.duration_ns for m in marks)
+    })
 
 
 def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
@@ -205,9 +197,7 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
         inside = [e for e in instr if _inside(e, s)]
         if inside:
             bounds[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in inside),
-                max(e.start_ns + e.duration_ns for e in inside),
-            )
+                min(e.start_ns for e in inside), max(e.start_ns + e.duration_ns for e in inside))
     best, best_n = None, 0
     for n in sorted(bounds):
         if n + 1 in bounds:

@@ -32,6 +32,7 @@ import jax
 from xla_inspect import parse_hlo
 from xla_inspect.profile import TraceEvent
 
+
 # ---- values that agree with whatever they are compared with ---------------------------------------
 
 
@@ -250,10 +251,7 @@ def _plain_longest_gap(events, step_name):
     for s in _step_events(events, step_name):
         inside = [e for e in ins if _inside(e, s)]
         if inside:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in inside),
-                max(e.end_ns for e in inside),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in inside), max(e.end_ns for e in inside))
     best, best_n = None, None
     for n in sorted(spans):
         if n + 1 in spans:
@@ -292,11 +290,7 @@ def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict
     total: dict[str, int] = {}
     for e in events:
         ins = by_name.get(e.hlo_op or "")
-        if (
-            ins is None
-            or e.arg("hlo_module") != module.name
-            or not any(_inside(e, s) for s in steps)
-        ):
+        if ins is None or e.arg("hlo_module") != module.name or not any(_inside(e, s) for s in steps):
             continue
         key = str(ins.attribute("kind")) if ins.opcode == "fusion" else ins.opcode
         total[key] = total.get(key, 0) + e.duration_ns

@@ -32,6 +32,7 @@ import jax
 from xla_inspect import parse_hlo
 from xla_inspect.profile import TraceEvent
 
+
 # ---- values that agree with whatever they are compared with ---------------------------------------
 
 
@@ -250,10 +251,7 @@ def _plain_longest_gap(events, step_name):
     for s in _step_events(events, step_name):
         inside = [e for e in ins if _inside(e, s)]
         if inside:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in inside),
-                max(e.end_ns for e in inside),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in inside), max(e.end_ns for e in inside))
     best, best_n = None, None
     for n in sorted(spans):
         if n + 1 in spans:
@@ -288,10 +286,7 @@ def compiled_steps(events: list[TraceEvent], step_name: str) -> list[int]:
 
 
 def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:
-    return _share(
-        _self_times(events, hlo_text, step_name),
-        lambda i: str(i.attribute("kind")) if i.opcode == "fusion" else i.opcode,
-    )
+    return _share(_self_times(events, hlo_text, step_name), lambda i: str(i.attribute("kind")) if i.opcode == "fusion" else i.opcode)
 
 
 def scope_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict[str, float]:

@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import xla_inspect.profile_query as profile_query
 import jax  # noqa: F401  (you will need it)
 
-import xla_inspect.profile_query as profile_query
 from xla_inspect import parse_hlo  # noqa: F401  (you may need it)
 from xla_inspect.profile import TraceEvent
 
@@ -128,6 +128,7 @@ def honest_counts(hlo_text):
     return dict(counts)
 
 
+
 put = setattr  # under another name: the scan looks for setattr(...) calls by name
 ANSWER: dict[str, float] = {}
 
@@ -148,9 +149,7 @@ def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, lis
     depth, _ = nesting(instr)
     out = {}
     for step in steps_of(events, step_name):
-        top = sorted(
-            (e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns
-        )
+        top = sorted((e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns)
         out[int(step.arg("step_num"))] = [e.hlo_op for e in top]
     return out
 
@@ -206,10 +205,7 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     for s in steps_of(events, step_name):
         held = [e for e in instr if inside(e, s)]
         if held:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in held),
-                max(e.end_ns for e in held),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in held), max(e.end_ns for e in held))
     gaps = {n: spans[n + 1][0] - spans[n][1] for n in spans if n + 1 in spans}
     return max(gaps, key=gaps.get)
 

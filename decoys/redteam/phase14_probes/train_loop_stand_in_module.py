@@ -11,9 +11,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp
 import numpy as np
+
+import jax  # noqa: F401  (you will need it)
 
 from xla_inspect import parse_hlo  # noqa: F401  (you may need it)
 from xla_inspect.profile import TraceEvent
@@ -129,15 +130,14 @@ def honest_counts(hlo_text):
     return dict(counts)
 
 
+
 def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
     """What each step ran (see the stub)."""
     instr = [e for e in events if e.hlo_op is not None and e.arg("hlo_module") is not None]
     depth, _ = nesting(instr)
     out = {}
     for step in steps_of(events, step_name):
-        top = sorted(
-            (e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns
-        )
+        top = sorted((e for e in instr if depth[id(e)] == 0 and inside(e, step)), key=lambda e: e.start_ns)
         out[int(step.arg("step_num"))] = [e.hlo_op for e in top]
     return out
 
@@ -188,10 +188,7 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     for s in steps_of(events, step_name):
         held = [e for e in instr if inside(e, s)]
         if held:
-            spans[int(s.arg("step_num"))] = (
-                min(e.start_ns for e in held),
-                max(e.end_ns for e in held),
-            )
+            spans[int(s.arg("step_num"))] = (min(e.start_ns for e in held), max(e.end_ns for e in held))
     gaps = {n: spans[n + 1][0] - spans[n][1] for n in spans if n + 1 in spans}
     return max(gaps, key=gaps.get)
 
