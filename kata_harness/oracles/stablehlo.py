@@ -111,3 +111,28 @@ def stablehlo_ops(lowered) -> dict[str, int]:
     """stablehlo.* ops of a lowered module, counted by xla_inspect's walk."""
     census = stablehlo_op_census(lowered)
     return {op: n for op, n in census.items() if op.startswith("stablehlo.")}
+
+
+def shape_assertions(exported) -> int:
+    """How many `shape_assertion` custom calls (the checks a symbolic export runs on the call's
+    shapes) the exported module holds, read with MLIR."""
+    from jax._src.interpreters import mlir
+
+    found = 0
+
+    def visit(operation):
+        nonlocal found
+        if operation.name == "stablehlo.custom_call":
+            target = ir.StringAttr(operation.attributes["call_target_name"]).value
+            found += target == "shape_assertion"
+        return ir.WalkResult.ADVANCE
+
+    with mlir.make_ir_context():
+        ir.Module.parse(exported.mlir_module()).operation.walk(visit)
+    return found
+
+
+def unconstrained_batch_export(fn, features: int, rest):
+    """``fn`` exported for x float32 (b, features), b a symbol with no constraint, and ``rest``."""
+    x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(f"b, {features}"), jnp.float32)
+    return jax.export.export(jax.jit(fn))(x, *rest)

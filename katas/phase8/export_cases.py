@@ -18,7 +18,9 @@ from katas.phase8.programs import (
     pair,
     scalar_mean,
     scale_shift,
+    sines,
     spec,
+    sum_and_difference,
 )
 
 # name: (function, specs, NumPy oracle of the outputs, value maker)
@@ -43,6 +45,18 @@ EXPORTS = {
         (spec((2, 3, 5)),),
         lambda x: np.mean(x),
         lambda rng: (rng.normal(size=(2, 3, 5)).astype(np.float32),),
+    ),
+    "i32_list": (
+        sum_and_difference,
+        (spec((4,), jnp.int32), spec((4,), jnp.int32)),
+        lambda x, y: [x + y, x - y],
+        lambda rng: tuple(rng.integers(-9, 9, size=4).astype(np.int32) for _ in "xy"),
+    ),
+    "one_tuple": (
+        sines,
+        (spec((2, 3)),),
+        lambda x: (np.sin(x),),
+        lambda rng: (rng.normal(size=(2, 3)).astype(np.float32),),
     ),
     "mlp": (mlp, mlp_specs(), facts.np_mlp, lambda rng: mlp_values(8, int(rng.integers(99)))),
 }

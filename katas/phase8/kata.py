@@ -19,7 +19,8 @@ def op_census(lowered) -> Counter:
     a region has `.blocks`, a block has `.operations`. Count every operation nested anywhere
     (reduce and sort bodies, while loops, every branch of a case, every function including the
     private ones nested jit calls become), of every dialect (`func`, `stablehlo`, `chlo`, ...);
-    do not count the outer module. Return a `collections.Counter`.
+    do not count the outer module. Return a `collections.Counter`. Write the walk yourself: an
+    answer that calls xla_inspect's census (`stablehlo_op_census`, `iter_operations`) fails.
     """
     # TODO: recurse operation -> regions -> blocks -> operations, counting op.operation.name
     raise NotImplementedError("phase8 task 1: op_census")

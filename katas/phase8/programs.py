@@ -737,6 +737,14 @@ def scalar_mean(x):
     return jnp.mean(x)
 
 
+def sum_and_difference(x, y):
+    return [x + y, x - y]
+
+
+def sines(x):
+    return (jnp.sin(x),)
+
+
 def column_sums(x):
     return jnp.sin(x).sum(axis=0)
 

@@ -1,10 +1,11 @@
-"""Phase 8 tests, reading and predicting StableHLO: op counts read through MLIR, the HLO opcode
-XLA converts each op to, which calls an exported function accepts and what a program lowers to.
+"""Phase 8 tests, reading and predicting StableHLO: the HLO opcode XLA converts each op to,
+which calls an exported function accepts and what a program lowers to (the op census is in
+test_phase8_census.py).
 
-Oracles (kata_harness.oracles.stablehlo): MLIR's own `Operation.walk` (and xla_inspect's census)
-for op counts; XLA's StableHLO -> HLO conversion of tiny programs (JAX-lowered and hand-written
-StableHLO, and every op of the dialect a tiny module instantiates) for op names; the exported
-function itself, called, for what it accepts.
+Oracles (kata_harness.oracles.stablehlo): xla_inspect's census for the ops of a program; XLA's
+StableHLO -> HLO conversion of tiny programs (JAX-lowered and hand-written StableHLO, and every op
+of the dialect a tiny module instantiates) for op names; the exported function itself, called,
+for what it accepts.
 """
 
 from collections import Counter
@@ -14,11 +15,9 @@ import jax
 import pytest
 from pytest_check import check
 
-from kata_harness.fresh import Fresh
 from kata_harness.oracles import stablehlo as facts
 from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase8.programs import (
-    CENSUS_PROGRAMS,
     EXPORTED_CALLS,
     HAND_WRITTEN,
     KEPT,
@@ -43,10 +42,6 @@ def _program(op: str):
 def _lower(program):
     fn, specs = program
     return jax.jit(fn).lower(*specs)
-
-
-def _lowered(op: str):
-    return _lower(_program(op))
 
 
 @cache
@@ -86,82 +81,6 @@ def _check_mapping(kata, ops) -> None:
             )
 
 
-@cache
-def _census_lowered(name: str):
-    fn, specs = CENSUS_PROGRAMS[name]
-    return jax.jit(fn).lower(*specs)
-
-
-def _is_census(got) -> bool:
-    return isinstance(got, Counter) and all(
-        isinstance(k, str) and type(v) is int for k, v in got.items()
-    )
-
-
-# ---- task 1: op_census ------------------------------------------------------------------------
-
-
-@pytest.mark.task("op_census")
-def test_census_matches_mlir_walk(kata):
-    found = {name: kata.op_census(_census_lowered(name)) for name in CENSUS_PROGRAMS}
-    for name, got in found.items():
-        assert _is_census(got), f"{name}: expected a Counter of str -> int, got {got!r}"
-    for name, got in found.items():
-        want = facts.walk_census(_census_lowered(name))
-        with check:
-            assert +got == want, f"{name}: got {dict(got)}, MLIR's walk finds {dict(want)}"
-
-
-@pytest.mark.task("op_census")
-def test_census_matches_library_on_nested_regions(kata):
-    for op in ("stablehlo.case", "stablehlo.while", "stablehlo.reduce", "stablehlo.dot_general"):
-        lowered = _lowered(op)
-        got, want = kata.op_census(lowered), stablehlo_op_census(lowered)
-        assert _is_census(got), f"expected a Counter of str -> int, got {got!r}"
-        with check:
-            assert +got == +want, f"{op} program: got {dict(got)}, expected {dict(want)}"
-
-
-@pytest.mark.task("op_census")
-def test_census_sees_ops_inside_regions(kata):
-    census = kata.op_census(_census_lowered("case"))
-    assert _is_census(census), f"expected a Counter of str -> int, got {census!r}"
-    with check:
-        assert census["stablehlo.case"] == 2, (
-            f"a switch whose third branch holds a cond: 2 case ops, got {census['stablehlo.case']}"
-        )
-    with check:
-        assert census["stablehlo.exponential"] == 1 and census["stablehlo.tanh"] == 1, (
-            "the inner cond's branches live in regions of a region"
-        )
-    with check:
-        assert census["builtin.module"] == 0, "the module is the container, not an op to count"
-    with check:
-        assert census["func.func"] >= 1 and census["func.return"] >= 1, dict(census)
-
-
-@pytest.mark.task("op_census")
-def test_census_counts_every_function(kata):
-    census = kata.op_census(_census_lowered("nested_calls"))
-    assert _is_census(census), f"expected a Counter of str -> int, got {census!r}"
-    walked = facts.walk_census(_census_lowered("nested_calls"))
-    with check:
-        assert census["func.func"] == walked["func.func"] >= 2, (
-            f"{census['func.func']} functions, the module defines {walked['func.func']}: nested "
-            "jit calls become private functions reached by func.call"
-        )
-    with check:
-        assert census["stablehlo.sine"] == walked["stablehlo.sine"], (
-            "the sine lives in a private function, count it there"
-        )
-    with check:
-        assert census["chlo.erf"] == 0 and census["func.call"] == walked["func.call"], dict(census)
-    other = kata.op_census(_census_lowered("chlo_and_tuple_out"))
-    assert _is_census(other), f"expected a Counter of str -> int, got {other!r}"
-    with check:
-        assert other["chlo.erf"] == 1, f"chlo ops are operations too: {dict(other)}"
-
-
 # ---- task 2: hlo_opcode -----------------------------------------------------------------------
 
 
@@ -185,11 +104,12 @@ def test_ops_jax_does_not_emit(kata):
     _check_mapping(kata, HAND_WRITTEN)
 
 
-# Fresh ops: the contract covers any op of the dialect, so each run draws its own from every op
-# the dialect registers that a tiny module instantiates (programs.probe_modules): so many of each
-# situation (renamed, one word or several; spelled by the rule, two words or three and more; one
-# word kept), one of them an op no other test names where the situation has one.
-FRESH_STRATA = {
+# Every op of the dialect: the contract covers any op, so the test asks for each one the dialect
+# registers that a tiny module instantiates (programs.probe_modules), in an order drawn afresh:
+# a table of the ops met while practising, or a belief about one family of ops (collectives,
+# linear algebra, batch norms), does not carry over. So many of each situation must be there
+# (renamed, one word or several; spelled by the rule, two words or three and more; one word kept).
+SITUATIONS = {
     "renamed, one word": 1,
     "renamed, several words": 1,
     "two words, by the rule": 7,
@@ -199,7 +119,7 @@ FRESH_STRATA = {
 
 
 @cache
-def _fresh_bank() -> dict[str, str]:
+def _dialect_bank() -> dict[str, str]:
     """op -> the opcode of XLA's conversion of it, for every dialect op some module instantiates
     (MLIR parses and verifies the module first, with the op in it once)."""
     return facts.converted_ops(dialect_ops(), probe_modules)
@@ -215,34 +135,22 @@ def _situation(op: str, opcode: str) -> str:
     return "two words, by the rule" if words == 2 else "three words or more, by the rule"
 
 
-def _fresh_ops(fresh: Fresh) -> list[tuple[str, str]]:
-    """(op, its situation), FRESH_STRATA[situation] of each, shuffled."""
-    named = {*RENAMED, *RESPELLED, *KEPT, *HAND_WRITTEN}
-    pools = {situation: [] for situation in FRESH_STRATA}
-    for op, opcode in sorted(_fresh_bank().items()):
-        pools[_situation(op, opcode)].append(op)
-    drawn = []
-    for situation, count in FRESH_STRATA.items():
-        pool = pools[situation]
-        assert len(pool) >= count, f"the dialect gave {len(pool)} ops {situation} XLA converts"
-        unnamed = [op for op in pool if op not in named]
-        first = [fresh.choice(unnamed)] if unnamed else []
-        rest = fresh.sample([op for op in pool if op not in first], count - len(first))
-        drawn += [(op, situation) for op in first + rest]
-    fresh.shuffle(drawn)
-    return drawn
-
-
 @pytest.mark.task("hlo_opcode")
-def test_hlo_opcode_on_fresh_ops_of_the_dialect(kata, fresh):
-    """Ops drawn from the whole dialect, each converted by XLA here: a table of the ops met while
-    practising does not carry over."""
-    bank = _fresh_bank()
-    for op, situation in _fresh_ops(fresh):
+def test_hlo_opcode_on_every_op_of_the_dialect(kata, fresh):
+    """Every op of the dialect XLA converts here, asked in a fresh order."""
+    bank = _dialect_bank()
+    found = Counter(_situation(op, opcode) for op, opcode in bank.items())
+    for situation, count in SITUATIONS.items():
+        assert found[situation] >= count, (
+            f"the dialect gave {found[situation]} ops {situation} that XLA converts"
+        )
+    ops = sorted(bank)
+    fresh.shuffle(ops)
+    for op in ops:
         got = kata.hlo_opcode(op)
         assert got == bank[op], (
-            f"{op} ({situation}): you said {got!r}, XLA converts it to {bank[op]!r} "
-            f"({fresh.where()})"
+            f"{op} ({_situation(op, bank[op])}): you said {got!r}, XLA converts it to "
+            f"{bank[op]!r} ({fresh.where()})"
         )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
+from kata_harness.fresh import Fresh
 from kata_harness.oracles import stablehlo as facts
 from katas.phase8.export_cases import avals, close, deserialize, exported_blob, run
 from katas.phase8.programs import (
@@ -80,9 +81,10 @@ def _export_any(kata, name: str):
 
 
 @pytest.mark.task("export_any_batch")
-def test_any_batch_runs_for_several_batches(kata):
+def test_any_batch_runs_for_several_batches(kata, fresh: Fresh):
+    """Batches from one to tens of thousands (a fresh large one each run): any batch b."""
     exported = _export_any(kata, "mlp")
-    for batch in (1, 8, 33):
+    for batch in (1, 8, 33, fresh.randint(1025, 40_000)):
         values = mlp_values(batch, batch)
         got = run(exported, values, f"batch {batch}")
         with check:
@@ -162,3 +164,40 @@ def test_symbolic_module_checks_its_shapes(kata):
     empty = (np.ones((0, FEATURES), np.float32), *mlp_values(1)[1:])
     with pytest.raises(ValueError, match="dimension variable"):
         exported.call(*empty)  # the module's shape assertion: b >= 1
+    fn, features, rest, _, _ = _any_batch_cases()["mlp"]
+    unconstrained = facts.unconstrained_batch_export(fn, features, rest)
+    with check:
+        assert facts.shape_assertions(exported) == facts.shape_assertions(unconstrained), (
+            "the module checks more than b >= 1 at call time: the batch takes any size >= 1, "
+            "with no constraint on the symbol"
+        )
+
+
+# other weights for mlp, x f32[b, 16] kept: (hidden size, outputs, dtype of both weights)
+OTHER_WEIGHTS = [
+    (hidden, out, dtype)
+    for hidden in (5, 8)
+    for out in (2, 4)
+    for dtype in (jnp.float32, jnp.bfloat16, jnp.float16)
+]
+
+
+@pytest.mark.task("export_any_batch")
+def test_one_function_exported_with_several_rest_specs(kata, fresh: Fresh):
+    """The same function exported again with other specs for the other arguments (same
+    feature size): each export is of its own specs."""
+    first, second = fresh.sample(OTHER_WEIGHTS, 2)
+    cases = [
+        (spec((FEATURES, hidden), dtype), spec((hidden, out), dtype))
+        for hidden, out, dtype in (first, second)
+    ]
+    exports = [deserialize(kata.export_any_batch(mlp, FEATURES, *rest), "mlp") for rest in cases]
+    for n, (exported, rest) in enumerate(zip(exports, cases, strict=True)):
+        assert avals(exported.in_avals[1:]) == avals(rest), (
+            f"export {n + 1} of mlp with weights {avals(rest)}: its other inputs are "
+            f"{avals(exported.in_avals[1:])} ({fresh.where()})"
+        )
+        assert exported.out_avals[0].shape[1] == rest[1].shape[1], (
+            f"export {n + 1} of mlp with weights {avals(rest)}: output "
+            f"{exported.out_avals[0].shape} ({fresh.where()})"
+        )

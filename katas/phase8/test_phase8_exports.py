@@ -3,10 +3,12 @@ and pytrees (katas/phase8/export_cases.py), against NumPy and `jax.eval_shape`.
 """
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from pytest_check import check
 
+from kata_harness.fresh import Fresh
 from kata_harness.oracles import stablehlo as facts
 from katas.phase8.export_cases import EXPORTS, avals, close, deserialize, exported_blob, run
 from katas.phase8.programs import (
@@ -15,6 +17,7 @@ from katas.phase8.programs import (
     mlp_specs,
     mlp_values,
     scale_shift,
+    spec,
 )
 from xla_inspect.stablehlo import stablehlo_op_census
 
@@ -49,6 +52,42 @@ def test_exported_avals_on_several_dtypes_and_shapes(kata):
             assert avals(exported.out_avals) == want_out, (
                 f"{name}: outputs {avals(exported.out_avals)}, f returns {want_out}"
             )
+        want_tree = jax.tree.structure(jax.eval_shape(fn, *specs))
+        with check:
+            assert exported.out_tree == want_tree, (
+                f"{name}: the export returns {exported.out_tree}, f returns {want_tree}"
+            )
+
+
+# dtypes an exported argument may have (x of scale_shift: a float; y: cast to x's dtype)
+FLOATS = (jnp.float32, jnp.bfloat16, jnp.float16)
+Y_DTYPES = (jnp.int32, jnp.float32, jnp.int8)
+
+
+@pytest.mark.task("export_bytes")
+def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
+    """One function exported again for the same shapes and other dtypes, then other shapes:
+    each export is of its own specs."""
+    rows, cols = fresh.randint(2, 6), fresh.randint(2, 6)
+    x_dtypes = fresh.sample(FLOATS, 2)
+    y_dtypes = [fresh.choice(Y_DTYPES), fresh.choice(Y_DTYPES)]
+    cases = [
+        (spec((rows, cols), x_dtypes[0]), spec((cols,), y_dtypes[0])),
+        (spec((rows, cols), x_dtypes[1]), spec((cols,), y_dtypes[1])),
+        (spec((cols + 1, rows), x_dtypes[0]), spec((rows,), y_dtypes[1])),
+    ]
+    blobs = [kata.export_bytes(scale_shift, *specs) for specs in cases]
+    for n, (blob, specs) in enumerate(zip(blobs, cases, strict=True)):
+        exported = deserialize(blob, f"export {n + 1}")
+        want_out = avals(jax.tree.leaves(jax.eval_shape(scale_shift, *specs)))
+        assert avals(exported.in_avals) == avals(specs), (
+            f"export {n + 1} of scale_shift for {avals(specs)}: its inputs are "
+            f"{avals(exported.in_avals)} ({fresh.where()})"
+        )
+        assert avals(exported.out_avals) == want_out, (
+            f"export {n + 1} of scale_shift for {avals(specs)}: outputs "
+            f"{avals(exported.out_avals)}, f returns {want_out} ({fresh.where()})"
+        )
 
 
 @pytest.mark.task("export_bytes")
@@ -104,7 +143,8 @@ def test_call_exported_returns_an_array(kata):
 def test_call_exported_round_trips_dtypes_and_pytrees(kata):
     rng = np.random.default_rng(7)
     cases = {}
-    for name in ("bf16_and_int", "f16_dict"):  # a tuple with an int32 leaf; a dict of f16
+    # a tuple with an int32 leaf; a dict of f16; a list of int32; a tuple of one array
+    for name in ("bf16_and_int", "f16_dict", "i32_list", "one_tuple"):
         values = EXPORTS[name][3](rng)
         cases[name] = (values, kata.call_exported(exported_blob(name), *values))
     for name, (values, got) in cases.items():
@@ -137,3 +177,18 @@ def test_call_exported_runs_the_blob_it_is_given(kata):
         close(first, facts.np_mlp(*values), "the mlp blob")
     with check:
         close(second, 2.0 * facts.np_mlp(*values), "a second blob with the same input types")
+
+
+WRONG_DTYPES = (np.int32, np.float16, jnp.bfloat16, np.int8)
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_rejects_a_wrong_dtype(kata, fresh: Fresh):
+    """The exported function checks its arguments' dtypes and converts nothing: an argument of
+    another dtype is refused with the export's own error."""
+    values = list(mlp_values(8, fresh.randrange(99)))
+    position = fresh.randrange(len(values))
+    wrong = fresh.choice(WRONG_DTYPES)
+    values[position] = values[position].astype(wrong)
+    with pytest.raises(ValueError, match="(?i)dtype"):
+        kata.call_exported(exported_blob(), *values)
