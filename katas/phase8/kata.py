@@ -41,15 +41,18 @@ def hlo_opcode(stablehlo_op: str) -> str:
 
 def export_bytes(f, *specs) -> bytes:
     """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`, any shapes and dtypes)
-    and serialize it: the bytes deserialize to an Exported whose in_avals are the specs and whose
-    out_avals are what f returns (any pytree of arrays)."""
+    and serialize it: the bytes deserialize to an Exported whose in_avals are the specs, whose
+    out_avals are what f returns (any pytree of arrays) and whose call returns f's own pytree
+    (`out_tree`)."""
     # TODO: jax.export.export, then serialize
     raise NotImplementedError("phase8 task 3: export_bytes")
 
 
 def call_exported(blob: bytes, *args):
-    """Rebuild the exported function from `blob` and call it on `args`; return what the
-    function returns: the same pytree (array, tuple, dict) of jax.Arrays, dtypes unchanged."""
+    """Rebuild the exported function from `blob` and call it on `args` as given; return what the
+    function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
+    The exported function checks the arguments itself: a call it rejects (a wrong dtype or
+    shape) raises its error."""
     # TODO: the inverse of serialize, then call
     raise NotImplementedError("phase8 task 4: call_exported")
 
