@@ -139,7 +139,7 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     4; the later tiles that split a first one spread over them (each three times); and one
     untiled shape of each rank 1 to 4, one of them of a 4-bit type. Sizes 1 to 300, any
     minor-to-major order; and one tiled shape of two dimensions of 2**31 to 2**34 (XLA's parser
-    takes it: the size is an exact integer past 2**63 bytes)."""
+    takes it; its size in bits, an exact integer, is past 2**63, where int64 wraps)."""
     one_d = [t for t in FIRST_TILES if "," not in t]
     two_d = [t for t in FIRST_TILES if "," in t]
     ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
@@ -159,7 +159,7 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     huge = rng.choice([t for t in FIRST_TILES if "," in t]) + rng.choice(LATER_TILES)
     dims = [rng.randint(2**31, 2**34) for _ in range(2)]
     dtype = rng.choice(COLLECTIVE_DTYPES)
-    cases[f"{dtype}, rank 2, over 2**63 bytes"] = f"{dtype}[{dims[0]},{dims[1]}]{{1,0:{huge}}}"
+    cases[f"{dtype}, rank 2, past 2**63 bits"] = f"{dtype}[{dims[0]},{dims[1]}]{{1,0:{huge}}}"
     sub_byte = rng.randrange(4)
     for rank in range(1, 5):
         dtype = rng.choice(("s4", "u4")) if rank - 1 == sub_byte else rng.choice(COLLECTIVE_DTYPES)
