@@ -248,3 +248,25 @@ def test_predict_allreduce_bytes_matches_cpu(kata, fresh):
             f"{mesh_shape}: XLA:CPU's program all-reduces {expected} bytes per device, "
             f"predicted {got} ({fresh.where()})"
         )
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("predict_allreduce_bytes")
+def test_predict_allreduce_bytes_exact_at_any_size(kata, fresh):
+    """A fresh MLP of the general situation with the batch scaled by a huge odd factor: the
+    all-reduce's result gets that many times the rows, so its bytes scale by it exactly (past
+    2**53, where a float loses integers, and past 2**63, where int64 wraps)."""
+    situation = "data and model both split, model of 3 or more, f32"
+    batch, width, hidden, drawn, mesh_shape = mlp_strata(fresh)[situation]
+    dtype: Any = drawn
+    factor = huge_factor(fresh)
+    itemsize = jnp.dtype(dtype).itemsize
+    with compiler_refused("predict_allreduce_bytes"):
+        got = kata.predict_allreduce_bytes(batch * factor, width, hidden, *mesh_shape, itemsize)
+    assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+    expected = _allreduce_bytes(batch, width, hidden, dtype, mesh_shape, "cpu") * factor
+    assert got == expected, (
+        f"x [{batch * factor},{width}], hidden {hidden}, mesh {mesh_shape}, itemsize "
+        f"{itemsize}: {factor} times the bytes XLA:CPU's program all-reduces for a batch of "
+        f"{batch}, an exact int; predicted {got}, off by {got - expected} ({fresh.where()})"
+    )
