@@ -4,8 +4,9 @@ Every draw holds every situation: ENTRY fusions whose convolution sits in the fu
 or in a nested fusion, epilogues using every kind of op (elementwise, pad, slice, concatenate,
 reverse, iota, dynamic slices, select, clamp, sort, and the reducers called by reduce,
 reduce-window and map), conversions that only move data, an ENTRY fusion with no convolution,
-a bare convolution in ENTRY, and matmul fusions in a while body and in a called computation
-(no ENTRY fusion). The facts come from XLA's parse (:func:`.tpu_hlo.matmul_fusions`).
+a bare convolution in ENTRY, two ENTRY fusions calling one body, and matmul fusions in a while
+body and in a called computation (no ENTRY fusion). The facts come from XLA's parse
+(:func:`.tpu_hlo.matmul_fusions`).
 """
 
 from __future__ import annotations
@@ -202,6 +203,10 @@ def matmul_module(rng: random.Random) -> str:
         )
         entry.append(f"%{f} = {G} fusion(%{x}, %{w}), kind=kOutput, calls=%{body}")
         results.append(f)
+    # two ENTRY fusions calling one body (two identical layers): each is a matmul fusion
+    twin = c.name()
+    entry.append(f"%{twin} = {G} fusion(%{w}, %{x}), kind=kOutput, calls=%{body}")
+    results.append(twin)
     # no convolution in this fusion; a bare one in ENTRY
     plain = c.add([G], lambda n: [], lambda n: f"{G} {rng.choice(UNARY)}(%{n[0]})")
     loose, bare = c.name(), c.name()

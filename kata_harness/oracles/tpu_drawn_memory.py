@@ -4,7 +4,8 @@ prefetched_parameters.
 Every draw holds every situation: ENTRY parameters (numbered apart from their order and names)
 prefetched by a copy-start into S(1), tiled and untiled, scalars among them (``f32[]{:S(1)}``,
 no tile); cross-program prefetches of index 0 and 1; plain copies into S(1); copies that stay in
-the default memory (another layout, a copy-start there, an eviction out of S(1)); a parameter
+the default memory (another layout, a copy-start there, an eviction out of S(1)); a copy-start
+and a copy of a parameter into another memory space (the host's S(5), S(2), ...); a parameter
 moved through a bitcast (no parameter is the operand); a constant moved into S(1); and a while
 body whose own parameter is prefetched (no ENTRY parameter). The facts come from XLA's parse
 (:func:`.tpu_hlo.prefetches`).
@@ -29,8 +30,12 @@ MOVES = (
     "stay",
     "untouched",
     "via bitcast",
+    "offload",
+    "offload copy",
 )
-_STILL = ("layout", "evict", "stay", "untouched", "via bitcast")
+_STILL = ("layout", "evict", "stay", "untouched", "via bitcast", "offload", "offload copy")
+# memory spaces other than S(1): the host's (S(5) on TPU) and others a layout may name
+_ELSEWHERE = (2, 3, 4, 5, 10)
 
 
 def _shape(rng: random.Random, scalar: bool) -> tuple[str, str, str]:
@@ -87,6 +92,14 @@ def prefetch_module(rng: random.Random) -> str:
         elif move in ("evict", "stay"):
             lines.append(f"%{out} = ({default}, {given}, {U32}) copy-start(%{p})")
             later.append((f"%{done} = {default} copy-done(%{out})", done, default))
+        elif move.startswith("offload"):
+            away = fast.replace("S(1)", f"S({rng.choice(_ELSEWHERE)})")
+            if move == "offload copy":
+                lines.append(f"%{out} = {away} copy(%{p})")
+                outputs.append((out, away))
+            else:
+                lines.append(f"%{out} = ({away}, {default}, {U32}) copy-start(%{p})")
+                later.append((f"%{done} = {away} copy-done(%{out})", done, away))
         elif move == "via bitcast":
             view = name()
             lines.append(f"%{view} = {default} bitcast(%{p})")

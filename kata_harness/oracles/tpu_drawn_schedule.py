@@ -6,9 +6,10 @@ windows drawn afresh): TPU kCustom starts whose body ends in the AsyncCollective
 in a tuple of its elements, generic ``X-start`` ops, ``async-start`` wrappers of a collective
 and of plain compute, an async ``copy-start``, two starts of one signature (same kind, shape and
 pairs, other channels) finishing in the other order, a while body with an async pair of its
-own, and windows holding every kind of work (copies, transposes, slices, barriers, tokens, a
-synchronous collective, a fusion) beside the views. The facts come from XLA's parse of the text
-(:mod:`.tpu_hlo`), never from the builder.
+own, two generic starts of one kind without a channel_id (cross-replica) finishing in the
+other order, and windows holding every kind of work (copies, transposes, slices, barriers,
+tokens, a synchronous collective, a fusion) beside the views. The facts come from XLA's
+parse of the text (:mod:`.tpu_hlo`), never from the builder.
 """
 
 from __future__ import annotations
@@ -161,8 +162,9 @@ def tpu_pair(c: Computations, kind: str, operand: str, channel: int, tuple_root:
     )
 
 
-def generic_pair(c: Computations, kind: str, operand: str, channel: int) -> Pair:
-    """An `X-start` op and the `X-done` that takes it."""
+def generic_pair(c: Computations, kind: str, operand: str, channel: int | None) -> Pair:
+    """An `X-start` op and the `X-done` that takes it; channel None: a cross-replica one,
+    printed without a channel_id."""
     start, done = c.name(), c.name()
     shape, rest = {
         "all-gather": (
@@ -173,9 +175,13 @@ def generic_pair(c: Computations, kind: str, operand: str, channel: int) -> Pair
         "collective-permute": (f"({F}, {F}, u32[], u32[])", PAIRS),
     }[kind]
     return (
-        [f"%{start} = {shape} {kind}-start(%{operand}), channel_id={channel}, {rest}"],
+        [f"%{start} = {shape} {kind}-start(%{operand}), {_channel(channel)}{rest}"],
         [f"%{done} = {F} {kind}-done(%{start})"],
     )
+
+
+def _channel(channel: int | None) -> str:
+    return "" if channel is None else f"channel_id={channel}, "
 
 
 def async_pair(c: Computations, root: str, operand: str, channel: int) -> Pair:
@@ -310,6 +316,12 @@ def async_module(rng: random.Random) -> str:
     at = rng.randint(0, len(seq))
     late = work(c, rng.choice(COMPUTE), x, 0)
     seq = [p[0], *seq[:at], q[0], *seq[at:], q[1], late, p[1]]
+    # two generic starts of one kind without a channel_id, finishing in the other order
+    kind = rng.choice(GENERIC)
+    outer = generic_pair(c, kind, params[OPERAND.get(kind, F)], None)
+    inner = generic_pair(c, kind, params[OPERAND.get(kind, F)], None)
+    at = rng.randint(0, len(seq))
+    seq[at:at] = [outer[0], inner[0], inner[1], work(c, rng.choice(COMPUTE), x, 0), outer[1]]
     pieces = [*WORK, "parameter", "loop", *(rng.choice(WORK) for _ in range(4))]
     slots: dict[int, list[list[str]]] = {}
     for piece in pieces:
@@ -325,7 +337,7 @@ def async_module(rng: random.Random) -> str:
         for lines in slots.get(k, []):
             entry += lines
         entry += event
-    results = [_name_of(done[-1]) for _, done in [*pairs, p, q]]
+    results = [_name_of(done[-1]) for _, done in [*pairs, p, q, outer, inner]]
     shapes = [*params, F]
     head = ", ".join(f"i{k}: {s.split('{')[0]}" for k, s in enumerate(shapes))
     out = ", ".join(F.split("{")[0] for _ in results)

@@ -211,7 +211,7 @@ def logical_bytes(shape) -> int:
     """Element count times bit width of an XLA shape (a tuple: the sum of its elements)."""
     if shape.is_tuple():
         return sum(logical_bytes(e) for e in shape.tuple_shapes())
-    return int(np.prod(shape.dimensions(), dtype=np.int64)) * bits(shape) // 8
+    return math.prod(int(d) for d in shape.dimensions()) * bits(shape) // 8
 
 
 @functools.cache
@@ -245,7 +245,7 @@ def all_reduce_bytes(text: str) -> int:
 def padded_bytes(shape) -> int:
     """Padded bytes from XLA's parse of a shape: dims rounded up to the first tile along the
     layout's most minor dimensions."""
-    dims = list(shape.dimensions())
+    dims = [int(d) for d in shape.dimensions()]
     layout = shape.layout()
     tiles = layout.tiling()
     if tiles:
@@ -253,7 +253,7 @@ def padded_bytes(shape) -> int:
         order = list(layout.minor_to_major())
         for dim, size in zip(order, reversed(first), strict=False):
             dims[dim] = -(-dims[dim] // size) * size
-    return int(np.prod(dims, dtype=np.int64)) * bits(shape) // 8
+    return math.prod(dims) * bits(shape) // 8  # exact, however large
 
 
 def shapes(texts: list[str]) -> list:

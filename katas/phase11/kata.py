@@ -124,10 +124,13 @@ def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     """Predict, without compiling, the flops per device libtpu's cost_analysis gives for
     `relu(x @ w + b)` in f32 with x [m, k] split P('data', None), w [k, n] split
     P(None, 'model'), b [n] split P('model') and the output P('data', 'model'), on a mesh of
-    `data` x `model` TPU devices. Sizes divide evenly. (XLA:CPU's cost_analysis of the same
-    sharded program counts the same flops when k >= 2 and a device's block has two or more
-    elements: the tests check against it when libtpu is missing, on such sizes. A smaller dot
-    XLA:CPU rewrites into elementwise ops, which count less.)
+    `data` x `model` TPU devices. Sizes divide evenly, and may be of any size: an exact int.
+    libtpu counts the dot by what it compiles it into: a matmul when a device's output block
+    has two or more rows and two or more columns; a multiply and a reduce over k when the
+    block is a single row or a single column; a multiply alone when k = 1 (read each one's
+    count in cost_analysis; a reduce of k values takes k - 1 adds). (XLA:CPU's cost_analysis
+    counts the same flops on blocks of two or more rows and columns with k >= 2: the tests
+    check against it there when libtpu is missing; smaller dots it rewrites otherwise.)
     """
     # TODO: what block of the output does one device compute, and what does each element cost?
     raise NotImplementedError("phase11 task 8: predict_layer_flops")

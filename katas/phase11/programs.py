@@ -531,7 +531,8 @@ def collectives_module(rng: random.Random) -> str:
     """A module of collectives drawn from `rng`, stratified: every kind three times, each of
     the 15 element types once (in a drawn order), odd shapes, each kind's first and last
     collective under a tiled layout (the tiles pad; the data does not) and its second under a
-    plain one, each kind's first collective in ENTRY without a channel_id, one collective in a
+    plain one, each kind's first collective in ENTRY without a channel_id (one of them twice,
+    the same shape on the same operand: two collectives), one collective in a
     called computation, one in a while loop's body, and one channel copied into two
     computations (one collective)."""
     reducers: set[str] = set()
@@ -545,6 +546,7 @@ def collectives_module(rng: random.Random) -> str:
     dtypes = list(COLLECTIVE_DTYPES)
     rng.shuffle(dtypes)
     seen: dict[str, int] = {}  # collectives of each kind so far
+    twinned = rng.choice(COLLECTIVE_KINDS)
     in_entry: set[str] = set()  # kinds with a collective in ENTRY so far
     places = ["entry"] * len(kinds)
     same_shape = [
@@ -643,6 +645,9 @@ def collectives_module(rng: random.Random) -> str:
         else:
             entry.append(f"  {_op(f'coll{k}', f'arg{k}', collective)}")
             outputs.append((f"coll{k}", result_shape))
+            if first_in_entry and kind == twinned:  # the same collective again, no channel_id
+                entry.append(f"  {_op(f'twin{k}', f'arg{k}', collective)}")
+                outputs.append((f"twin{k}", result_shape))
             if place == "copied":
                 computations.append(
                     f"%copied{k} (copy_in{k}: {bare}) -> {result_shape.split('{')[0]} {{\n"
@@ -810,6 +815,8 @@ LAYER_CASES = [
     (64, 128, 512, (4, 1)),
     (40, 24, 1024, (1, 4)),
     (8, 8, 8, (1, 1)),
+    (2, 8, 8, (2, 2)),
+    (64, 1, 128, (2, 2)),
 ]
 
 

@@ -31,40 +31,67 @@ def _distinct(rng: random.Random, count: int, low: int, high: int) -> list[int]:
     return rng.sample(range(low, high + 1), count)
 
 
+def huge_factor(rng: random.Random) -> int:
+    """An odd factor near 2**55: a size scaled by it is past 2**53 (where a float loses
+    integers) and a count or byte total past 2**63 (where int64 wraps), while a device's share
+    of a size (at most 40 times it) stays below 2**63."""
+    return rng.randint(2**55, 2**56) | 1
+
+
 # ---- predict_layer_flops: relu(x @ w + b), x [m, k] P('data', None), w [k, n] P(None, 'model') --
 
 LayerCase = tuple[int, int, int, tuple[int, int]]
 
 
+def _layer(mesh: tuple[int, int], rows: int, k: int, cols: int) -> LayerCase:
+    return mesh[0] * rows, k, mesh[1] * cols, mesh
+
+
 def layer_strata(rng: random.Random) -> dict[str, LayerCase]:
-    """(m, k, n, (data, model)) per situation: both axes split (data != model, so an answer that
-    swaps them differs), one device, rows split over 'data' only with one column per device,
-    columns split over 'model' only with one row per device, and both split with the smallest
-    contraction, k = 2. Block sides and k distinct where both exceed 1, so that an answer
-    taking one for another differs.
+    """(m, k, n, (data, model)) per situation XLA:CPU counts as libtpu does (blocks of two or
+    more rows and columns, k >= 2): both axes split (data != model, so an answer that swaps
+    them differs), one device, rows split over 'data' only, columns split over 'model' only,
+    and both split with the smallest contraction, k = 2. Block sides and k distinct, so that an
+    answer taking one for another differs.
 
-    k >= 2 and blocks of at least 2 elements: XLA:CPU rewrites a dot with k = 1, or with a 1x1
-    output block, into elementwise ops and counts fewer flops (measured: [3,1]x[1,3] on (3, 1)
-    gives 9, not 12; [2,5]x[5,3] on (2, 3) gives 11, not 12), so the contract leaves them out.
+    The smaller dots are left to libtpu (tpu_layer_strata): XLA:CPU counts a block of one row
+    or column as a matmul (libtpu as a multiply and a reduce) and rewrites a dot with k = 1 or
+    a 1x1 block otherwise (measured: [3,1]x[1,3] on (3, 1) gives 9, not 12; [2,5]x[5,3] on
+    (2, 3) gives 11, not 12).
     """
-
-    def case(mesh: tuple[int, int], rows: int, k: int, cols: int) -> LayerCase:
-        return mesh[0] * rows, k, mesh[1] * cols, mesh
-
     rows, cols = _distinct(rng, 2, 2, 40)
-    column_rows, column_k = _distinct(rng, 2, 2, 40)
-    row_k, row_cols = _distinct(rng, 2, 2, 40)
+    row_rows, row_k, row_cols = _distinct(rng, 3, 2, 40)
+    col_rows, col_k, col_cols = _distinct(rng, 3, 2, 40)
     short_rows, short_cols = _distinct(rng, 2, 3, 40)
     return {
-        "data and model both split, data != model": case(
+        "data and model both split, data != model": _layer(
             rng.choice(_BOTH_UNEQUAL), rows, rng.randint(41, 300), cols
         ),
-        "one device": case((1, 1), *_distinct(rng, 3, 2, 40)),
-        "rows over data only, one column per device": case(
-            (_axis(rng), 1), column_rows, column_k, 1
-        ),
-        "columns over model only, one row per device": case((1, _axis(rng)), 1, row_k, row_cols),
-        "both split, k = 2": case(rng.choice(_BOTH), short_rows, 2, short_cols),
+        "one device": _layer((1, 1), *_distinct(rng, 3, 2, 40)),
+        "rows over data only": _layer((_axis(rng), 1), row_rows, row_k, row_cols),
+        "columns over model only": _layer((1, _axis(rng)), col_rows, col_k, col_cols),
+        "both split, k = 2": _layer(rng.choice(_BOTH), short_rows, 2, short_cols),
+    }
+
+
+TPU_DEVICES = 4  # the compile-only v5e topology the predict tests use
+
+
+def tpu_layer_strata(rng: random.Random) -> dict[str, LayerCase]:
+    """(m, k, n, (data, model)) per situation of the small dots libtpu compiles otherwise than
+    a matmul, on meshes of at most TPU_DEVICES devices: one row per device (columns split or
+    not), one column per device, a 1x1 block, k = 1 on blocks of two or more rows and columns,
+    and k = 1 on a single row."""
+
+    def mesh() -> tuple[int, int]:
+        return rng.choice(((2, 2), (4, 1), (1, 4), (2, 1), (1, 2), (1, 1)))
+
+    return {
+        "one row per device": _layer(mesh(), 1, rng.randint(2, 300), rng.randint(2, 64)),
+        "one column per device": _layer(mesh(), rng.randint(2, 64), rng.randint(2, 300), 1),
+        "one element per device": _layer(mesh(), 1, rng.randint(2, 300), 1),
+        "k = 1": _layer(mesh(), rng.randint(2, 64), 1, rng.randint(2, 64)),
+        "k = 1, one row per device": _layer(mesh(), 1, 1, rng.randint(2, 64)),
     }
 
 
@@ -138,7 +165,8 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     2 to 4 (it covers the most minor dimension only); every 2-D first tile twice, at ranks 2 to
     4; the later tiles that split a first one spread over them (each three times); and one
     untiled shape of each rank 1 to 4, one of them of a 4-bit type. Sizes 1 to 300, any
-    minor-to-major order."""
+    minor-to-major order; and one tiled shape of two dimensions of 2**31 to 2**34 (XLA's parser
+    takes it; its size in bits, an exact integer, is past 2**63, where int64 wraps)."""
     one_d = [t for t in FIRST_TILES if "," not in t]
     two_d = [t for t in FIRST_TILES if "," in t]
     ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
@@ -155,6 +183,10 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
         f"{dtype}, rank {rank}, first tile {first}": _shape(rng, dtype, rank, first + then)
         for dtype, (first, rank), then in zip(dtypes, placed, later, strict=True)
     }
+    huge = rng.choice([t for t in FIRST_TILES if "," in t]) + rng.choice(LATER_TILES)
+    dims = [rng.randint(2**31, 2**34) for _ in range(2)]
+    dtype = rng.choice(COLLECTIVE_DTYPES)
+    cases[f"{dtype}, rank 2, past 2**63 bits"] = f"{dtype}[{dims[0]},{dims[1]}]{{1,0:{huge}}}"
     sub_byte = rng.randrange(4)
     for rank in range(1, 5):
         dtype = rng.choice(("s4", "u4")) if rank - 1 == sub_byte else rng.choice(COLLECTIVE_DTYPES)

@@ -35,7 +35,7 @@ from katas.phase11.programs import (
     lower_mlp,
     two_layer_mlp,
 )
-from katas.phase11.strata import layer_strata, mlp_strata
+from katas.phase11.strata import huge_factor, layer_strata, mlp_strata, tpu_layer_strata
 from katas.phase11.texts import V5E
 from xla_inspect import parse_hlo
 from xla_inspect.query import opcode_counts
@@ -52,16 +52,20 @@ def _layer_flops(m, k, n, mesh_shape, target_name: str = V5E) -> float:
 
 
 @pytest.mark.task("predict_layer_flops")
-def test_predict_layer_flops_matches_libtpu(kata):
-    for m, k, n, mesh_shape in LAYER_CASES:
+def test_predict_layer_flops_matches_libtpu(kata, fresh):
+    """The fixed cases, then fresh ones of every small dot libtpu compiles into something else
+    than a matmul (strata.tpu_layer_strata: one row or column per device, k = 1)."""
+    cases = {f"case {k}": case for k, case in enumerate(LAYER_CASES)}
+    for situation, (m, k, n, mesh_shape) in {**cases, **tpu_layer_strata(fresh)}.items():
         with compiler_refused("predict_layer_flops"):
             got = kata.predict_layer_flops(m, k, n, *mesh_shape)
         assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
         expected = _layer_flops(m, k, n, mesh_shape)
         with check:
             assert got == expected, (
-                f"relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: cost_analysis says "
-                f"{expected:.0f} flops per device, predicted {got}"
+                f"{situation}: relu(x@w+b) [{m},{k}]x[{k},{n}] on a {mesh_shape} mesh: "
+                f"cost_analysis says {expected:.0f} flops per device, predicted {got} "
+                f"({fresh.where()})"
             )
 
 
@@ -81,6 +85,25 @@ def test_predict_layer_flops_matches_cpu_cost_analysis(kata, fresh):
             f"cost_analysis says {expected:.0f} flops per device, predicted {got} "
             f"({fresh.where()})"
         )
+
+
+@pytest.mark.task("predict_layer_flops")
+def test_predict_layer_flops_exact_at_any_size(kata, fresh):
+    """A fresh layer of the general situation with m scaled by a huge odd factor: a device's
+    block gets that many times the rows, each costing what it did, so the flops scale by it
+    exactly (past 2**53, where a float loses integers, and past 2**63, where int64 wraps)."""
+    situation = "data and model both split, data != model"
+    m, k, n, mesh_shape = layer_strata(fresh)[situation]
+    factor = huge_factor(fresh)
+    with compiler_refused("predict_layer_flops"):
+        got = kata.predict_layer_flops(m * factor, k, n, *mesh_shape)
+    assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+    expected = int(_layer_flops(m, k, n, mesh_shape, "cpu")) * factor
+    assert got == expected, (
+        f"relu(x@w+b) [{m * factor},{k}]x[{k},{n}] on a {mesh_shape} mesh: {factor} times the "
+        f"flops of [{m},{k}]x[{k},{n}] (XLA:CPU's cost_analysis), an exact int; predicted "
+        f"{got}, off by {got - expected} ({fresh.where()})"
+    )
 
 
 # ---- gather_free_specs --------------------------------------------------------------------------
@@ -225,3 +248,25 @@ def test_predict_allreduce_bytes_matches_cpu(kata, fresh):
             f"{mesh_shape}: XLA:CPU's program all-reduces {expected} bytes per device, "
             f"predicted {got} ({fresh.where()})"
         )
+
+
+@versions.requires_jax("tpu-shapes-read-by-xla")
+@pytest.mark.task("predict_allreduce_bytes")
+def test_predict_allreduce_bytes_exact_at_any_size(kata, fresh):
+    """A fresh MLP of the general situation with the batch scaled by a huge odd factor: the
+    all-reduce's result gets that many times the rows, so its bytes scale by it exactly (past
+    2**53, where a float loses integers, and past 2**63, where int64 wraps)."""
+    situation = "data and model both split, model of 3 or more, f32"
+    batch, width, hidden, drawn, mesh_shape = mlp_strata(fresh)[situation]
+    dtype: Any = drawn
+    factor = huge_factor(fresh)
+    itemsize = jnp.dtype(dtype).itemsize
+    with compiler_refused("predict_allreduce_bytes"):
+        got = kata.predict_allreduce_bytes(batch * factor, width, hidden, *mesh_shape, itemsize)
+    assert isinstance(got, int), f"expected an int, got {type(got).__name__}"
+    expected = _allreduce_bytes(batch, width, hidden, dtype, mesh_shape, "cpu") * factor
+    assert got == expected, (
+        f"x [{batch * factor},{width}], hidden {hidden}, mesh {mesh_shape}, itemsize "
+        f"{itemsize}: {factor} times the bytes XLA:CPU's program all-reduces for a batch of "
+        f"{batch}, an exact int; predicted {got}, off by {got - expected} ({fresh.where()})"
+    )

@@ -239,9 +239,17 @@ def prefetched_parameters(hlo_text: str) -> dict[int, str]:
 
 def predict_layer_flops(m: int, k: int, n: int, data: int, model: int) -> int:
     # Each device multiplies its rows of x by its columns of w (the whole k), then adds the
-    # bias and takes the max once per element of its output block.
+    # bias and takes the max once per element of its output block. libtpu counts a matmul as
+    # k multiplies and k adds per element; a dot with k = 1 it makes a multiply, and one whose
+    # block is a single row or column a multiply and a reduce over k (k - 1 adds).
     rows, cols = m // data, n // model
-    return 2 * rows * k * cols + 2 * rows * cols
+    if k == 1:
+        dot = 1
+    elif rows == 1 or cols == 1:
+        dot = 2 * k - 1
+    else:
+        dot = 2 * k
+    return rows * cols * (dot + 2)
 
 
 def predict_allreduce_bytes(
