@@ -207,10 +207,11 @@ def _counted(profile: Profile, step: int) -> dict[str, int]:
 
 def _live_counts(fresh):
     """(what, profile) for programs drawn fresh, which no other task runs (their names, loops
-    and trip counts drawn here), and for programs of the bank at fresh sizes: rooted (its ROOT
-    is work, not a tuple) always."""
-    for _ in range(4):
-        fn, args, what = drawn_program(fresh.randrange(1 << 30))
+    and trip counts drawn here; a while_loop stepping by 2 or 3 from anywhere, whose condition
+    bound is not its trip count, always among them), and for programs of the bank at fresh
+    sizes: rooted (its ROOT is work, not a tuple) always."""
+    for stage in ("stride", None, None, None):
+        fn, args, what = drawn_program(fresh.randrange(1 << 30), with_stage=stage)
         yield what, capture_profile(fn, *args, steps=1)
     others = [p for p in PREDICT_BANK if p != "rooted"]
     for program in ("rooted", *fresh.sample(others, 2)):
