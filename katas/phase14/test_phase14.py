@@ -124,13 +124,17 @@ def test_step_instructions_match_the_entry(kata, fresh):
             )
 
 
-def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list[str]]]:
+def _made_steps(
+    fresh, step_name: str, children_first: bool
+) -> tuple[list[TraceEvent], dict[int, list[str]]]:
     """A hand-built trace, its answer known from the construction: steps whose work runs on two
     execute threads at once (one thread's short events inside the other's long while, one of
-    them the same instruction run again), whiles
-    holding bodies two levels deep, an empty step, a run before the first step, and a while
+    them the same instruction run again), whiles holding bodies two levels deep (a while, its
+    first inner while and that one's first body event start at the same ns: the clock's
+    resolution makes such ties), an empty step, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
-    (nested in the while: not listed either)."""
+    (nested in the while: not listed either). The events come shuffled, or with
+    `children_first` by start with the shorter of two events that start together first."""
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle = fresh.sample(range(steps), 2)
@@ -145,11 +149,11 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
         if n != empty:
             # thread 0: a long while holding its body (a loop holding another), then more
             outer = next(label)
-            cursor = t + 10
-            for _ in range(fresh.randint(1, 3)):
+            cursor = t  # the outer while, its first inner while and its first body event tie
+            for i in range(fresh.randint(1, 3)):
                 inner = next(label)
                 events.append(instr_event(inner, threads[0], cursor, 200, n))
-                events.append(instr_event(next(label), threads[0], cursor + 20, 60, n))
+                events.append(instr_event(next(label), threads[0], cursor + 20 * i, 60, n))
                 events.append(instr_event(next(label), threads[0], cursor + 100, 60, n))
                 cursor += 300
             events.append(instr_event(outer, threads[0], t, cursor - t, n))
@@ -180,16 +184,19 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
         events.append(TraceEvent("end: x", threads[0], t - 60, 1))
         t += 200
     fresh.shuffle(events)
+    if children_first:
+        events.sort(key=lambda e: (e.start_ns, e.duration_ns))
     return events, expected
 
 
 @pytest.mark.task("step_instructions")
 def test_step_instructions_on_a_made_trace(kata, fresh):
-    """Events on two execute threads at once, loops in loops, an empty step, and an event that
-    starts in a step and ends after it; the answer is known from how the trace was built."""
-    for _ in range(3):
+    """Events on two execute threads at once, loops in loops (a loop and its body starting at
+    the same ns), an empty step, and an event that starts in a step and ends after it; the
+    answer is known from how the trace was built."""
+    for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
-        events, expected = _made_steps(fresh, step_name)
+        events, expected = _made_steps(fresh, step_name, children_first)
         got = kata.step_instructions(events, step_name)
         assert got == expected, (
             f"a made trace of {len(expected)} steps ({fresh.where()}): the steps' instruction "
