@@ -53,15 +53,16 @@ def other_module():
 
 
 @functools.cache
-def twin_program(program: str, seed: int):
-    """The program under another name (its module is `jit_twin_<program>`, not the profiled
-    one), compiled for other sizes: its instructions bear (mostly) the profiled module's names."""
+def twin_program(program: str, seed: int, name: str = ""):
+    """The program under another name (`name`, or `twin_<program>`: its module is `jit_<name>`,
+    not the profiled one), compiled for other sizes: its instructions bear (mostly) the profiled
+    module's names."""
     fn = PROGRAMS[program]
 
     def twin(*args):
         return fn(*args)
 
-    twin.__name__ = twin.__qualname__ = f"twin_{program}"
+    twin.__name__ = twin.__qualname__ = name or f"twin_{program}"
     args = args_for(program, seed)
     compiled = jax.jit(twin).lower(*args).compile()
     ready(compiled(*args))
