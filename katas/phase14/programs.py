@@ -115,6 +115,18 @@ def rooted(x, w):
     return jax.lax.fori_loop(0, 2, lambda i, a: jnp.tanh(a @ w), x) @ w
 
 
+def spread(x, w):
+    """Calls written over several lines: a source location spans them (its `line` is where the
+    call starts, its `end_line` where it closes)."""
+    y = jnp.matmul(
+        x,
+        w,
+    )
+    return jnp.tanh(
+        y * 0.5,
+    ) + jnp.sin(x)
+
+
 def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (rng.normal(size=shape) / np.sqrt(shape[0])).astype(np.float32)
 
@@ -131,7 +143,7 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
             _normal(rng, out),
         )
         return params, _normal(rng, batch, width), _normal(rng, batch, out)
-    if name in ("looped", "reshaping", "branchy", "nested", "rooted"):
+    if name in ("looped", "reshaping", "branchy", "nested", "rooted", "spread"):
         n = 2 * int(rng.integers(2, 24))
         return _normal(rng, n, n), _normal(rng, n, n)
     if name == "layered":
@@ -223,6 +235,7 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
     "heavy_line": heavy_line,
     "nested": nested,
     "rooted": rooted,
+    "spread": spread,
 }
 
 #: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to

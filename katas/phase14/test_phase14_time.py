@@ -25,6 +25,7 @@ from katas.phase14.programs import (
 )
 from katas.phase14.traces import (
     BANK,
+    PLUMBING,
     STEP_NAMES,
     cases,
     compiled_program,
@@ -35,6 +36,7 @@ from katas.phase14.traces import (
     renumbered,
     warm_profile,
 )
+from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, trace_events
 from xla_inspect.profile_query import time_by
 
@@ -95,18 +97,67 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 # ---- kind_shares, scope_shares, line_shares ------------------------------------------------------
 
 
+def _made_profile(fresh, program: str, step_name: str) -> Profile:
+    """A hand-built trace over a real module (`program` compiled at fresh sizes): in every step
+    two executions of it at once on two execute threads (the second starting while the first's
+    events are open; a while's body runs twice inside its event, its first body event starting
+    with the while), then one of another module bearing the same names; an execution before the
+    first step. Durations are drawn: the shares are the construction's."""
+    text = compiled_program(program, fresh.randrange(1 << 16))[0].as_text() or ""
+    module = parse_hlo(text)
+    threads = fresh.sample([f"execute:{i}" for i in range(100)], 2)
+    events: list[TraceEvent] = []
+
+    def lay(computation: str, at: int, thread: int, run: int, name: str = module.name) -> int:
+        t = at
+        for ins in module[computation].instructions:
+            if ins.opcode in PLUMBING:
+                continue
+            end = t
+            if ins.opcode == "while":
+                for _ in range(2):
+                    end = lay(ins.attribute("body", "").lstrip("%"), end, thread, run, name)
+            end += 10 * fresh.randint(2, 60)
+            events.append(instr_event(ins.name, threads[thread], t, end - t, run, name))
+            t = end + 10 * fresh.randint(0, 3)
+        return t
+
+    t = lay(module.entry.name, 0, 0, 0) + 1000
+    for n in range(3):
+        start, t = t, t + 500
+        ends = [
+            lay(module.entry.name, t, 0, 2 * n + 1),
+            lay(module.entry.name, t + 30, 1, 2 * n + 2),
+        ]
+        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin") + 500
+        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        t += 1000
+    fresh.shuffle(events)
+    return Profile(tuple(events), text, module.name, step_name)
+
+
 def _shares_cases(fresh, task: str):
-    """Recordings and live traces of the bank (loops, and a loop in a loop, always among them),
-    each as it is and renamed."""
+    """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
+    calls written over several lines for line_shares) and a made trace of two executions at
+    once, each as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
     yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
-    always = ("layered",) if task == "scope_shares" else ("looped", "nested")
+    always = {
+        "kind_shares": ("looped", "nested"),
+        "scope_shares": ("layered",),
+        "line_shares": ("looped", "nested", "spread"),
+    }[task]
     for program in sorted({fresh.choice(programs), *always}):
         seed = fresh.randrange(1 << 16)
         yield (
             f"{program} live ({fresh.where()})",
             messy_trace(program, seed, 3, fresh.choice(STEP_NAMES)),
         )
+    program = fresh.choice(programs if task == "scope_shares" else ("looped", "nested", "branchy"))
+    yield (
+        f"{program}: two executions at once ({fresh.where()})",
+        _made_profile(fresh, program, fresh.choice(STEP_NAMES)),
+    )
 
 
 def _run_shares(kata, fresh, task: str) -> None:

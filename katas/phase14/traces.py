@@ -24,7 +24,17 @@ from katas.phase14.programs import (
 from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, capture_profile, trace_events
 
-BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "branchy", "nested", "rooted")
+BANK = (
+    "mlp_grad",
+    "looped",
+    "reshaping",
+    "layered",
+    "heavy_line",
+    "branchy",
+    "nested",
+    "rooted",
+    "spread",
+)
 STEP_NAMES = ("train", "step", "iteration", "batch_step")
 
 
@@ -165,6 +175,8 @@ def cases(profile: Profile, rng: random.Random):
 PLUMBING = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
 
-def instr_event(op: str, thread: str, start: int, duration: int, run: int) -> TraceEvent:
-    args = (("hlo_module", "jit_made"), ("hlo_op", op), ("run_id", run))
+def instr_event(
+    op: str, thread: str, start: int, duration: int, run: int, module: str = "jit_made"
+) -> TraceEvent:
+    args = (("hlo_module", module), ("hlo_op", op), ("run_id", run))
     return TraceEvent(op, thread, start, duration, args)
