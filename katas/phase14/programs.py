@@ -115,6 +115,18 @@ def rooted(x, w):
     return jax.lax.fori_loop(0, 2, lambda i, a: jnp.tanh(a @ w), x) @ w
 
 
+def spread(x, w):
+    """Calls written over several lines: a source location spans them (its `line` is where the
+    call starts, its `end_line` where it closes)."""
+    y = jnp.matmul(
+        x,
+        w,
+    )
+    return jnp.tanh(
+        y * 0.5,
+    ) + jnp.sin(x)
+
+
 def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (rng.normal(size=shape) / np.sqrt(shape[0])).astype(np.float32)
 
@@ -131,7 +143,7 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
             _normal(rng, out),
         )
         return params, _normal(rng, batch, width), _normal(rng, batch, out)
-    if name in ("looped", "reshaping", "branchy", "nested", "rooted"):
+    if name in ("looped", "reshaping", "branchy", "nested", "rooted", "spread"):
         n = 2 * int(rng.integers(2, 24))
         return _normal(rng, n, n), _normal(rng, n, n)
     if name == "layered":
@@ -149,22 +161,29 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
 
 # ---- drawn programs (expected_counts) ------------------------------------------------------------
 
-_STAGES = ("matmul", "elementwise", "view", "scan", "fori", "nested")
-_LOOPS = ("scan", "fori", "nested")
+_STAGES = ("matmul", "elementwise", "view", "scan", "fori", "nested", "stride")
+_LOOPS = ("scan", "fori", "nested", "stride")
 _WORDS = ("encode", "mix", "refine", "update", "propagate", "smooth", "blend", "block")
 
 
-def drawn_program(seed: int) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
+def drawn_program(
+    seed: int, with_stage: str | None = None
+) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
     """A program no other task runs, drawn from `seed`: its name (so its module's, `jit_<name>`),
     2 to 4 stages (a matmul, elementwise work, views and copies, a `lax.scan`, a
-    `lax.fori_loop`, a scan holding a fori_loop), at least one of them a loop, trip counts from
-    2 to 8, one array or a tuple out. Returns (fn, args, what it is)."""
+    `lax.fori_loop`, a scan holding a fori_loop, a `lax.while_loop` whose counter starts
+    anywhere and steps by 2 or 3, so its condition's bound is not its trip count), at least one
+    of them a loop (`with_stage`, when given, always among them), trip counts from 2 to 8, one
+    array or a tuple out. Returns (fn, args, what it is)."""
     rng = random.Random(seed)
     n = 2 * rng.randint(2, 20)
     trips = [rng.randint(2, 7) for _ in range(3)]
+    strides = [(rng.randint(0, 9), rng.choice((2, 3)), rng.randint(1, 2)) for _ in range(3)]
     stages = [rng.choice(_STAGES) for _ in range(rng.randint(2, 4))]
     if not set(_LOOPS) & set(stages):
         stages[rng.randrange(len(stages))] = rng.choice(_LOOPS)
+    if with_stage is not None and with_stage not in stages:
+        stages[rng.randrange(len(stages))] = with_stage
     tupled = rng.random() < 0.5
 
     def program(x, w):
@@ -182,6 +201,14 @@ def drawn_program(seed: int) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
                 h = jax.lax.scan(lambda c, _: (jnp.tanh(c @ w) + 1.0, c.sum()), h, None, t)[0]
             elif stage == "fori":
                 h = jax.lax.fori_loop(0, t, lambda _, a: a * 0.5 + jnp.cos(a), h)
+            elif stage == "stride":  # t trips: lo, lo + by, ..., lo + by * (t - 1) < stop
+                lo, by, past = strides[i % 3]
+                stop = lo + by * (t - 1) + past
+                h = jax.lax.while_loop(
+                    lambda c, stop=stop: c[0] < stop,
+                    lambda c, by=by: (c[0] + by, jnp.sin(c[1]) @ w),
+                    (jnp.int32(lo), h),
+                )[1]
             else:
                 inner = t + 1
 
@@ -208,6 +235,7 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
     "heavy_line": heavy_line,
     "nested": nested,
     "rooted": rooted,
+    "spread": spread,
 }
 
 #: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to

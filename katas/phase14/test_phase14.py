@@ -1,6 +1,6 @@
-"""Phase 14 tests: profiles joined back to the HLO (step_instructions, expected_counts,
-compiled_steps; where the time went: test_phase14_time.py; train_loop: test_phase14_loop.py;
-the traces: traces.py).
+"""Phase 14 tests: profiles joined back to the HLO (step_instructions, expected_counts;
+compiled_steps: test_phase14_compile.py; where the time went: test_phase14_time.py; train_loop:
+test_phase14_loop.py; the traces: traces.py).
 
 Every profile here is real: recorded in recorded/ (trimmed), or captured live with JAX's own
 profiler from the programs of programs.py on sizes drawn fresh for each version of the learner's
@@ -17,16 +17,12 @@ the threads relabelled and the events shuffled.
 import random
 from collections import Counter
 
-import jax
-import numpy as np
 import pytest
 from pytest_check import check
 
 from kata_harness import metamorphic
 from katas.phase14.programs import (
     PROFILES,
-    PROGRAMS,
-    args_for,
     drawn_program,
 )
 from katas.phase14.traces import (
@@ -34,16 +30,13 @@ from katas.phase14.traces import (
     PLUMBING,
     STEP_NAMES,
     cases,
-    compiled_program,
     instr_event,
     messy_trace,
-    ready,
     recording,
-    step_numbers,
     warm_profile,
 )
 from xla_inspect import parse_hlo
-from xla_inspect.profile import Profile, TraceEvent, capture_profile, trace_events
+from xla_inspect.profile import Profile, TraceEvent, capture_profile
 from xla_inspect.profile_query import op_runs
 
 PREDICT_BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "nested", "rooted")
@@ -124,13 +117,17 @@ def test_step_instructions_match_the_entry(kata, fresh):
             )
 
 
-def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list[str]]]:
+def _made_steps(
+    fresh, step_name: str, children_first: bool
+) -> tuple[list[TraceEvent], dict[int, list[str]]]:
     """A hand-built trace, its answer known from the construction: steps whose work runs on two
     execute threads at once (one thread's short events inside the other's long while, one of
-    them the same instruction run again), whiles
-    holding bodies two levels deep, an empty step, a run before the first step, and a while
+    them the same instruction run again), whiles holding bodies two levels deep (a while, its
+    first inner while and that one's first body event start at the same ns: the clock's
+    resolution makes such ties), an empty step, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
-    (nested in the while: not listed either)."""
+    (nested in the while: not listed either). The events come shuffled, or with
+    `children_first` by start with the shorter of two events that start together first."""
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle = fresh.sample(range(steps), 2)
@@ -145,11 +142,11 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
         if n != empty:
             # thread 0: a long while holding its body (a loop holding another), then more
             outer = next(label)
-            cursor = t + 10
-            for _ in range(fresh.randint(1, 3)):
+            cursor = t  # the outer while, its first inner while and its first body event tie
+            for i in range(fresh.randint(1, 3)):
                 inner = next(label)
                 events.append(instr_event(inner, threads[0], cursor, 200, n))
-                events.append(instr_event(next(label), threads[0], cursor + 20, 60, n))
+                events.append(instr_event(next(label), threads[0], cursor + 20 * i, 60, n))
                 events.append(instr_event(next(label), threads[0], cursor + 100, 60, n))
                 cursor += 300
             events.append(instr_event(outer, threads[0], t, cursor - t, n))
@@ -180,16 +177,19 @@ def _made_steps(fresh, step_name: str) -> tuple[list[TraceEvent], dict[int, list
         events.append(TraceEvent("end: x", threads[0], t - 60, 1))
         t += 200
     fresh.shuffle(events)
+    if children_first:
+        events.sort(key=lambda e: (e.start_ns, e.duration_ns))
     return events, expected
 
 
 @pytest.mark.task("step_instructions")
 def test_step_instructions_on_a_made_trace(kata, fresh):
-    """Events on two execute threads at once, loops in loops, an empty step, and an event that
-    starts in a step and ends after it; the answer is known from how the trace was built."""
-    for _ in range(3):
+    """Events on two execute threads at once, loops in loops (a loop and its body starting at
+    the same ns), an empty step, and an event that starts in a step and ends after it; the
+    answer is known from how the trace was built."""
+    for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
-        events, expected = _made_steps(fresh, step_name)
+        events, expected = _made_steps(fresh, step_name, children_first)
         got = kata.step_instructions(events, step_name)
         assert got == expected, (
             f"a made trace of {len(expected)} steps ({fresh.where()}): the steps' instruction "
@@ -207,10 +207,11 @@ def _counted(profile: Profile, step: int) -> dict[str, int]:
 
 def _live_counts(fresh):
     """(what, profile) for programs drawn fresh, which no other task runs (their names, loops
-    and trip counts drawn here), and for programs of the bank at fresh sizes: rooted (its ROOT
-    is work, not a tuple) always."""
-    for _ in range(4):
-        fn, args, what = drawn_program(fresh.randrange(1 << 30))
+    and trip counts drawn here; a while_loop stepping by 2 or 3 from anywhere, whose condition
+    bound is not its trip count, always among them), and for programs of the bank at fresh
+    sizes: rooted (its ROOT is work, not a tuple) always."""
+    for stage in ("stride", None, None, None):
+        fn, args, what = drawn_program(fresh.randrange(1 << 30), with_stage=stage)
         yield what, capture_profile(fn, *args, steps=1)
     others = [p for p in PREDICT_BANK if p != "rooted"]
     for program in ("rooted", *fresh.sample(others, 2)):
@@ -242,84 +243,3 @@ def test_expected_counts_on_renamed_modules(kata, fresh):
                     f"{program} ({variant.kind}, {fresh.where()}): the counts differ from the "
                     "profile's once the names change"
                 )
-
-
-# ---- compiled_steps ------------------------------------------------------------------------------
-
-
-def _compiling_trace(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], str]:
-    """Steps that run a compiled program, compile it for a new shape, compile a program that
-    gives XLA no kernel to generate (a lone matmul: a backend compile, no fusion compiled), or
-    only lower one, numbered from 0 or from a later step (a resumed loop); the steps that
-    compiled are known from the construction."""
-    program = fresh.choice(("looped", "heavy_line", "mlp_grad"))
-    seeds = [fresh.randrange(1 << 16) for _ in range(3)]
-    warm, warm_args = compiled_program(program, seeds[0])
-    steps = fresh.randint(4, 6)
-    plan = ["run"] * steps
-    compiling = sorted(fresh.sample(range(steps), 2))
-    lowering = fresh.choice([i for i in range(steps) if i not in compiling])
-    for i in compiling:
-        plan[i] = "compile"
-    plan[fresh.choice(compiling)] = "compile bare"
-    plan[lowering] = "lower"
-    fn = jax.jit(PROGRAMS[program])
-    shapes = iter(seeds[1:])
-    bare = jax.jit(lambda a: a @ a)
-    square = np.ones((fresh.randint(3, 40),) * 2, np.float32)
-    first = fresh.choice((0, fresh.randint(1, 900)))
-
-    def body():
-        for i, what in enumerate(plan, start=first):
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
-                if what == "compile":
-                    jax.clear_caches()  # so the call compiles, whatever shapes it draws
-                    ready(fn(*args_for(program, next(shapes))))
-                elif what == "compile bare":
-                    jax.clear_caches()
-                    ready(bare(square))
-                elif what == "lower":
-                    jax.clear_caches()
-                    fn.lower(*args_for(program, seeds[0]))
-                else:
-                    ready(warm(*warm_args))
-
-    jax.clear_caches()
-    return (
-        trace_events(body),
-        [first + i for i in compiling],
-        f"{program}, plan {plan} from {first}",
-    )
-
-
-@pytest.mark.task("compiled_steps")
-def test_compiled_steps_live(kata, fresh):
-    step_name = fresh.choice(STEP_NAMES)
-    events, expected, what = _compiling_trace(fresh, step_name)
-    got = kata.compiled_steps(list(events), step_name)
-    assert got == expected, f"{what} ({fresh.where()}): got {got!r:.80}"
-
-
-@pytest.mark.task("compiled_steps")
-def test_compiled_steps_cold_and_warm(kata, fresh):
-    program, seed = _fresh_program(fresh)
-    steps = fresh.randint(2, 4)
-    jax.clear_caches()
-    cold = capture_profile(PROGRAMS[program], *args_for(program, seed), steps=steps, cold=True)
-    for label, profile, _names in cases(cold, fresh):
-        got = kata.compiled_steps(list(profile.events), profile.step_name)
-        first = step_numbers(profile)[0]  # the cold call compiles in the first step
-        with check:
-            assert got == [first], f"{program} cold ({label}, {fresh.where()}): got {got!r:.60}"
-    warm = warm_profile(program, seed, steps)
-    got = kata.compiled_steps(list(warm.events), warm.step_name)
-    assert got == [], f"{program} warm ({fresh.where()}): got {got!r:.60}"
-
-
-@pytest.mark.task("compiled_steps")
-def test_compiled_steps_on_recording(kata):
-    profile = recording("mlp_grad_cold")
-    for label, case, _names in cases(profile, random.Random(3)):
-        got = kata.compiled_steps(list(case.events), case.step_name)
-        with check:
-            assert got == step_numbers(case)[:1], f"mlp_grad_cold ({label}): got {got!r:.60}"

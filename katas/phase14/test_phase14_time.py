@@ -25,16 +25,19 @@ from katas.phase14.programs import (
 )
 from katas.phase14.traces import (
     BANK,
+    PLUMBING,
     STEP_NAMES,
     cases,
     compiled_program,
     instr_event,
     messy_trace,
+    other_module,
     ready,
     recording,
     renumbered,
     warm_profile,
 )
+from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, trace_events
 from xla_inspect.profile_query import time_by
 
@@ -95,18 +98,67 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 # ---- kind_shares, scope_shares, line_shares ------------------------------------------------------
 
 
+def _made_profile(fresh, program: str, step_name: str) -> Profile:
+    """A hand-built trace over a real module (`program` compiled at fresh sizes): in every step
+    two executions of it at once on two execute threads (the second starting while the first's
+    events are open; a while's body runs twice inside its event, its first body event starting
+    with the while), then one of another module bearing the same names; an execution before the
+    first step. Durations are drawn: the shares are the construction's."""
+    text = compiled_program(program, fresh.randrange(1 << 16))[0].as_text() or ""
+    module = parse_hlo(text)
+    threads = fresh.sample([f"execute:{i}" for i in range(100)], 2)
+    events: list[TraceEvent] = []
+
+    def lay(computation: str, at: int, thread: int, run: int, name: str = module.name) -> int:
+        t = at
+        for ins in module[computation].instructions:
+            if ins.opcode in PLUMBING:
+                continue
+            end = t
+            if ins.opcode == "while":
+                for _ in range(2):
+                    end = lay(ins.attribute("body", "").lstrip("%"), end, thread, run, name)
+            end += 10 * fresh.randint(2, 60)
+            events.append(instr_event(ins.name, threads[thread], t, end - t, run, name))
+            t = end + 10 * fresh.randint(0, 3)
+        return t
+
+    t = lay(module.entry.name, 0, 0, 0) + 1000
+    for n in range(3):
+        start, t = t, t + 500
+        ends = [
+            lay(module.entry.name, t, 0, 2 * n + 1),
+            lay(module.entry.name, t + 30, 1, 2 * n + 2),
+        ]
+        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin") + 500
+        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        t += 1000
+    fresh.shuffle(events)
+    return Profile(tuple(events), text, module.name, step_name)
+
+
 def _shares_cases(fresh, task: str):
-    """Recordings and live traces of the bank (loops, and a loop in a loop, always among them),
-    each as it is and renamed."""
+    """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
+    calls written over several lines for line_shares) and a made trace of two executions at
+    once, each as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
     yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
-    always = ("layered",) if task == "scope_shares" else ("looped", "nested")
+    always = {
+        "kind_shares": ("looped", "nested"),
+        "scope_shares": ("layered",),
+        "line_shares": ("looped", "nested", "spread"),
+    }[task]
     for program in sorted({fresh.choice(programs), *always}):
         seed = fresh.randrange(1 << 16)
         yield (
             f"{program} live ({fresh.where()})",
             messy_trace(program, seed, 3, fresh.choice(STEP_NAMES)),
         )
+    program = fresh.choice(programs if task == "scope_shares" else ("looped", "nested", "branchy"))
+    yield (
+        f"{program}: two executions at once ({fresh.where()})",
+        _made_profile(fresh, program, fresh.choice(STEP_NAMES)),
+    )
 
 
 def _run_shares(kata, fresh, task: str) -> None:
@@ -167,19 +219,26 @@ def _gap_trace(
 ) -> tuple[list[TraceEvent], int, str]:
     """Steps of a program; the host sleeps HOST_DELAY_S once after step k: at the end of step k
     (inside it, after its work), at the start of step k + 1 (before its work), or between the
-    two step events; and a fifth of that between the step events of another pair j, j + 1.
-    With `split`, a step m runs the program twice with longer host work between the two calls,
-    inside the step: not a wait between steps."""
+    two step events, then runs a small jitted op (another module) outside every step event;
+    and a fifth of that between the step events of another pair j, j + 1. With `split`, a step
+    m runs the program twice with longer host work between the two calls, and a step p opens
+    with the small op, then longer host work, then the program: inside the steps, not waits
+    between steps."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = compiled_program(program, fresh.randrange(1 << 16))
+    small, small_args = other_module()
     steps = fresh.randint(3, 5)
     k, j = fresh.sample(range(steps - 1), 2)
     m = fresh.choice([i for i in range(steps) if i != k + 1]) if split else -1
+    p = fresh.choice([i for i in range(1, steps) if i != k + 1]) if split else -1
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
 
     def body():
         for i in range(steps):
             with jax.profiler.StepTraceAnnotation(step_name, step_num=first + i):
+                if i == p:
+                    ready(small(small_args))
+                    time.sleep(HOST_DELAY_S * 1.6)
                 if i == k + 1 and where == "start of next step":
                     time.sleep(HOST_DELAY_S)
                 ready(compiled(*args))
@@ -190,13 +249,15 @@ def _gap_trace(
                     time.sleep(HOST_DELAY_S)
             if i == k and where == "between steps":
                 time.sleep(HOST_DELAY_S)
+            if i == k:
+                ready(small(small_args))  # in no step: not the device's work of step k
             if i == j:
                 time.sleep(HOST_DELAY_S / 5)
 
     what = (
         f"{program}, steps {first} to {first + steps - 1}, the longer sleep at the {where} "
         f"{first + k}, the shorter after {first + j}"
-        + (f", host work inside step {first + m}" if split else "")
+        + (f", host work inside steps {first + m} and {first + p}" if split else "")
     )
     return trace_events(body), first + k, what
 
@@ -224,19 +285,22 @@ def test_longest_gap_renamed_and_shuffled(kata, fresh):
     )
 
 
-def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
+def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int, str]:
     """A hand-built trace whose longest wait is known from the construction: host time before,
-    after and between the step events; a step whose device work outlasts every wait (start to
-    start, it is the longest); a step before the answer that runs the program twice or not at
-    all; a step whose host work between its two runs lasts longer than every wait (inside the
-    step: not a wait between steps); runs on two execute threads, a while holding its body."""
+    after and between the step events, the long wait after step k at the end of k (`delay` 0),
+    between the step events (1) or at the start of k + 1 (2), then an op of another module
+    outside every step; a step whose device work outlasts every wait (start to start, it is the
+    longest); a step before the answer that runs the program twice or not at all; a step whose
+    host work between its two runs lasts longer than every wait, and one that opens with an op
+    of another module and then does such host work (inside the steps: not waits between steps);
+    runs on two execute threads, a while holding its body."""
     steps = fresh.randint(5, 7)
     k = fresh.randrange(2, steps - 1)
     odd = fresh.randrange(k)
     heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
-    split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy)])
+    opens = fresh.choice([n for n in range(1, steps) if n not in (k + 1, odd, odd + 1)])
+    split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy, opens)])
     runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2)), split: 2}
-    delay = fresh.randrange(3)  # where the long wait goes: end of k, between, start of k + 1
     threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
     events: list[TraceEvent] = []
     t, run = 10_000, fresh.randrange(1000)
@@ -249,6 +313,9 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
             waits[1 + delay] += 100_000
         start = t
         t += waits[0]
+        if n == opens:  # another module's op, then host work longer than every wait
+            events.append(instr_event("fusion.2", fresh.choice(threads), t, 800, 0, "jit_other"))
+            t += 300_000
         for i in range(runs_in[n]):
             if i and n == split:
                 t += 300_000  # host work between the two calls of the step
@@ -263,21 +330,23 @@ def _made_gaps(fresh, step_name: str) -> tuple[list[TraceEvent], int, str]:
         number = (("step_num", first + n),)
         events.append(TraceEvent(step_name, "python", start, t - start, number))
         t += waits[2]
+        if n == k:  # an op outside every step, late in the wait: no step's work
+            events.append(instr_event("copy.3", threads[0], t - 900, 400, 1, "jit_other"))
     fresh.shuffle(events)
     what = (
         f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "
         f"{runs_in[odd]} times, step {first + heavy} works 10 times longer than the longest "
-        f"wait, step {first + split} holds longer host work, the longest wait follows step "
-        f"{first + k}"
+        f"wait, steps {first + split} and {first + opens} hold longer host work, the longest "
+        f"wait follows step {first + k}"
     )
     return events, first + k, what
 
 
 @pytest.mark.task("longest_gap")
 def test_longest_gap_on_made_traces(kata, fresh):
-    for _ in range(4):
+    for delay in (0, 1, 2, fresh.randrange(3)):
         step_name = fresh.choice(STEP_NAMES)
-        events, expected, what = _made_gaps(fresh, step_name)
+        events, expected, what = _made_gaps(fresh, step_name, delay)
         got = kata.longest_gap(events, step_name)
         with check:
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"

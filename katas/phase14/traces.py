@@ -24,7 +24,17 @@ from katas.phase14.programs import (
 from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, capture_profile, trace_events
 
-BANK = ("mlp_grad", "looped", "reshaping", "layered", "heavy_line", "branchy", "nested", "rooted")
+BANK = (
+    "mlp_grad",
+    "looped",
+    "reshaping",
+    "layered",
+    "heavy_line",
+    "branchy",
+    "nested",
+    "rooted",
+    "spread",
+)
 STEP_NAMES = ("train", "step", "iteration", "batch_step")
 
 
@@ -53,15 +63,16 @@ def other_module():
 
 
 @functools.cache
-def twin_program(program: str, seed: int):
-    """The program under another name (its module is `jit_twin_<program>`, not the profiled
-    one), compiled for other sizes: its instructions bear (mostly) the profiled module's names."""
+def twin_program(program: str, seed: int, name: str = ""):
+    """The program under another name (`name`, or `twin_<program>`: its module is `jit_<name>`,
+    not the profiled one), compiled for other sizes: its instructions bear (mostly) the profiled
+    module's names."""
     fn = PROGRAMS[program]
 
     def twin(*args):
         return fn(*args)
 
-    twin.__name__ = twin.__qualname__ = f"twin_{program}"
+    twin.__name__ = twin.__qualname__ = name or f"twin_{program}"
     args = args_for(program, seed)
     compiled = jax.jit(twin).lower(*args).compile()
     ready(compiled(*args))
@@ -164,6 +175,8 @@ def cases(profile: Profile, rng: random.Random):
 PLUMBING = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
 
-def instr_event(op: str, thread: str, start: int, duration: int, run: int) -> TraceEvent:
-    args = (("hlo_module", "jit_made"), ("hlo_op", op), ("run_id", run))
+def instr_event(
+    op: str, thread: str, start: int, duration: int, run: int, module: str = "jit_made"
+) -> TraceEvent:
+    args = (("hlo_module", module), ("hlo_op", op), ("run_id", run))
     return TraceEvent(op, thread, start, duration, args)
