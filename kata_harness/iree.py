@@ -14,6 +14,7 @@ compiles every one again when the group is installed and compares, and writes th
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
@@ -79,13 +80,33 @@ def run(vmfb: bytes, *args: Any) -> list[Any]:
     return [np.asarray(o.to_host()) for o in outputs]
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(module: str) -> bytes | iree_compile.IreeCompileError:
+    """IREE's compile of ``module`` (StableHLO text), or the refusal: once per text and process.
+    The census runs a test on many versions of a kata file, each with the same expected answers
+    under one ``--kata-seed``; the answers' own compiles are theirs and not kept here."""
+    try:
+        return iree_compile.compile_vmfb(module)
+    except iree_compile.IreeCompileError as refused:
+        return refused
+
+
+def compiled(module: str) -> bytes:
+    """The ``.vmfb`` of ``module`` (StableHLO text) for the CPU ``generic``; raises
+    ``IreeCompileError`` when IREE refuses it."""
+    result = _compiled(module)
+    if isinstance(result, iree_compile.IreeCompileError):
+        raise result
+    return result
+
+
 def outputs(fn: Any, args: Any) -> list[Any]:
     """IREE's own outputs of ``fn`` on ``args`` (a pytree of arrays): exported, compiled for the
     CPU ``generic`` and run by local-task, as NumPy arrays in the order of its leaves."""
     import jax
 
     leaves = jax.tree.leaves(args)
-    return run(iree_compile.compile_vmfb(iree_compile.export(fn, *args).mlir_module()), *leaves)
+    return run(compiled(iree_compile.export(fn, *args).mlir_module()), *leaves)
 
 
 def verdict(fn: Any, args: tuple[Any, ...]) -> str:
@@ -100,7 +121,7 @@ def verdict(fn: Any, args: tuple[Any, ...]) -> str:
     except NotImplementedError as exc:
         return "export" if "host_callback" in str(exc) else f"other: {exc}"
     try:
-        vmfb = iree_compile.compile_vmfb(exported.mlir_module())
+        vmfb = compiled(exported.mlir_module())
     except iree_compile.IreeCompileError as exc:
         message = str(exc)
         if "Dialect `sdy' not found" in message:
@@ -125,7 +146,7 @@ def agreement(program: Any, dtype: str, seeds: range) -> float:
     import numpy as np
 
     shapes = [jax.ShapeDtypeStruct(a.shape, dtype) for a in program.args()]
-    vmfb = iree_compile.compile_vmfb(iree_compile.export(program.fn, *shapes).mlir_module())
+    vmfb = compiled(iree_compile.export(program.fn, *shapes).mlir_module())
     worst = 0.0
     for seed in seeds:
         rng = np.random.default_rng(seed)

@@ -50,6 +50,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(needed when katas/ holds solved work instead of the shipped stubs)",
     )
     group.addoption(
+        "--group-skips",
+        metavar="PATH",
+        default=None,
+        help="write the node ids of the tests that skipped because an optional group is "
+        "missing to PATH, one per line (CI runs just those again once the groups are "
+        "installed: `pytest @PATH`)",
+    )
+    group.addoption(
         fresh.OPTION,
         type=int,
         default=None,

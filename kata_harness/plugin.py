@@ -10,7 +10,8 @@ Each job lives in its own module; this one gathers their hooks and fixtures for 
   (:mod:`.messages`) and the structured record of every outcome (:mod:`.records`);
 - :mod:`.fresh`: the ``fresh`` fixture, cases drawn per version of the learner's file;
 - :mod:`.pins`: the ``hlo_snapshot`` fixture (pins themselves: :mod:`.snapshots`);
-- :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done);
+- :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done), and
+  ``--group-skips`` (the tests a missing group skipped, for CI to run once the groups are in);
 - :mod:`.gated`: version-gated facts recorded instead of asserted (``KATAS_GATED_FACTS=record``).
 
 Kata code may not reach into the test machinery (:mod:`.guard`, installed at configure time), and
@@ -31,7 +32,7 @@ from .options import (
     pytest_report_header,
 )
 from .pins import hlo_snapshot
-from .unchecked import pytest_runtest_logreport, pytest_terminal_summary
+from .unchecked import pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary
 from .variants import (
     _fresh_jax_caches,
     kata,
@@ -54,6 +55,7 @@ __all__ = [
     "pytest_runtest_logreport",
     "pytest_runtest_makereport",
     "pytest_runtest_makereport_when_caught",
+    "pytest_sessionfinish",
     "pytest_sessionstart",
     "pytest_terminal_summary",
 ]
