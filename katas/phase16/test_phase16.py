@@ -3,15 +3,17 @@
 They run on the generated code recorded in katas/phase16/recorded/ (so they run without the
 ``torch`` group; among them a convolution, a Cholesky factorization's fallbacks, argmax and
 var_mean accumulators, a product decomposed into a fused kernel, a profiled module whose `call`
-runs inside `with record_function(...)`, and a training step returning more than its loss), on a
-module written by hand (handwritten.HANDWRITTEN: what the recordings never show), and on fresh
+runs inside `with record_function(...)`, training steps returning more than their loss, of a
+convolution, and of inputs that all require grad), on modules written by hand
+(handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
 inputs unpacked in another order, kernel definitions reordered); the HLO side is the JAX twin
 compiled now by XLA on this host (the bias task also in bfloat16), its metamorphic variants
 (kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
-fusion) and hand-written modules (handwritten.HANDWRITTEN_HLO). Expected values come from
-kata_harness.inductor's line reader of the generated code and from XLA's own parser. The predict
-and decide tasks are in test_phase16_live.py.
+fusion), hand-written modules (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch
+twin (xla_only.XLA_ONLY: an int32 layer, a bias passed first, a loop, a cond). Expected values
+come from kata_harness.inductor's line reader of the generated code and from XLA's own parser.
+The predict and decide tasks are in test_phase16_live.py.
 """
 
 import random

@@ -3,9 +3,10 @@ that makes Inductor compile an inference graph.
 
 The predict task is checked against the recorded MLPs (also with their rows under other leading
 dimensions, one of them a leading 1) and, when torch is installed, against three MLPs drawn fresh
-and compiled live: several rows, one row (two products small enough to decompose in a row), one
-input feature. The decide task compiles live, through a backend that counts what the caller's
-compiled module hands to Inductor, and skips, naming the group, without torch.
+and compiled live: several rows, one row (two small weights, each with a bias or none), one input
+feature (a bias or none, rows plus outputs on either side of 32). The decide task compiles live,
+through a backend that counts what the caller's compiled module hands to Inductor (then once more
+with the module in eval mode), and skips, naming the group, without torch.
 """
 
 import math
