@@ -7,7 +7,7 @@ from xla_inspect.inductor import fused_ops, read_inductor, reduction_count
 from xla_inspect.parse import parse_hlo
 
 _KERNEL = re.compile(
-    r"^\s+(?:\w+ = )?(?:cpp_fused_(?P<fused>\w+?)_\d+|extern_kernels\.(?P<extern>\w+)"
+    r"^\s+(?:\w+ = )?(?:cpp_fused_(?:(?P<fused>\w+?)_)?\d+|extern_kernels\.(?P<extern>\w+)"
     r"|torch\.ops\.aten\.(?P<fallback>\w+)\.\w+)\("
 )
 
@@ -170,7 +170,7 @@ def inductor_kernels_by_lines(code):
     for line in _call_lines(code):
         match = _KERNEL.match(line)
         if match:
-            found.append(match["fused"] or match["extern"] or match["fallback"])
+            found.append(match["extern"] or match["fallback"] or match["fused"] or "")
     return found
 
 

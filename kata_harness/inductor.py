@@ -30,7 +30,7 @@ _KERNEL_LINE = re.compile(
 )
 _ASSERT = re.compile(r"^\s+assert_size_stride(?P<grouped>_grouped)?\((?P<rest>.*)\)\s*$")
 _KERNEL_DEF = re.compile(r"^(cpp_fused_\w+) = async_compile\.\w+\(", re.M)
-_FUSED_NAME = re.compile(r"^cpp_fused_(?P<ops>\w+?)_(?P<n>\d+)$")
+_FUSED_NAME = re.compile(r"^cpp_fused_(?:(?P<ops>\w+?)_)?(?P<n>\d+)$")  # cpp_fused_0: no ops
 
 
 def cache_dir() -> Path:
@@ -85,7 +85,7 @@ def calls(code: str) -> list[Call]:
 def fused_ops(name: str) -> str:
     match = _FUSED_NAME.match(name)
     assert match is not None, name
-    return match["ops"]
+    return match["ops"] or ""
 
 
 def inputs(code: str) -> list[str]:
@@ -247,7 +247,8 @@ def variant(code: str, rng: random.Random) -> str:
     for name in sorted(set(re.findall(r"\bbuf\d+\b", code))):
         names[name] = f"tmp{labels.pop()}"
     for name in kernel_sources(code):
-        names[name] = f"cpp_fused_{fused_ops(name)}_{labels.pop()}"
+        ops = fused_ops(name)
+        names[name] = f"cpp_fused_{ops}_{labels.pop()}" if ops else f"cpp_fused_{labels.pop()}"
     return _reorder_definitions(_shuffle_inputs(_rename_tokens(code, names), rng), rng)
 
 

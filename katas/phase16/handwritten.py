@@ -1,8 +1,8 @@
 """Modules written by hand for phase 16, for what the recorded and compiled ones never show.
 
-`HANDWRITTEN` is a module in the form Inductor generates; `HANDWRITTEN_HLO` holds optimized HLO
-modules as XLA prints them (each one XLA's parser accepts, which the tests check through the
-oracles).
+`HANDWRITTEN` and `HANDWRITTEN_ROWS` are modules in the form Inductor generates;
+`HANDWRITTEN_HLO` holds optimized HLO modules as XLA prints them (each one XLA's parser accepts,
+which the tests check through the oracles).
 """
 
 # A module written by hand in the form Inductor generates, for what the recordings never show:
@@ -82,6 +82,93 @@ def call(args):
     out = torch.ops.aten._addmm_activation.default(bias, flat, w, use_gelu=True)
     del more
     return (out, )
+"""
+
+# A second module in the form torch 2.15 generates (`call` a method of a Runner class), for what
+# neither the recordings nor HANDWRITTEN show: the bias reaching the library GEMM through a view
+# (`reinterpret_tensor(b, ...)`, a broadcast), kernel calls nested in `if`, `try` and `for`
+# blocks, a fallback with an overload other than `.default`, two fused kernels with the same
+# operators (and so the same name once their numbers are cut) but different reductions, and
+# accumulators of types the float32 recordings never declare (double, int32_t, Welford<double>).
+# Its kernels: addmm (the bias in it), fused sum (2 reductions), fused sum (1), fallback index.
+HANDWRITTEN_ROWS = """# AOT ID: ['1_inference']
+import torch
+from torch._inductor.async_compile import AsyncCompile
+from torch._inductor.select_algorithm import extern_kernels
+empty_strided_cpu = torch._C._dynamo.guards._empty_strided_cpu
+reinterpret_tensor = torch._C._dynamo.guards._reinterpret_tensor
+assert_size_stride = torch._C._dynamo.guards.assert_size_stride
+async_compile = AsyncCompile()
+
+
+cpp_fused_sum_4 = async_compile.cpp_pybinding(['const double*', 'double*', 'int32_t*'], r'''
+extern "C" void kernel(const double* in_ptr0, double* out_ptr0, int32_t* out_ptr1)
+{
+    for(int64_t x0=0; x0<16; x0+=1)
+    {
+        Welford<double> tmp_acc0 = Welford<double>();
+        int32_t tmp_acc1 = 0;
+        for(int64_t x1=0; x1<24; x1+=1)
+        {
+            auto tmp0 = in_ptr0[x1 + 24*x0];
+            tmp_acc0 = welford_combine(tmp_acc0, tmp0);
+            tmp_acc1 = tmp_acc1 + static_cast<int32_t>(tmp0 > 0);
+        }
+        out_ptr0[x0] = tmp_acc0.m2 / 23.0;
+        out_ptr1[x0] = tmp_acc1;
+    }
+}
+''')
+
+
+cpp_fused_sum_1 = async_compile.cpp_pybinding(['const double*', 'double*'], r'''
+extern "C" void kernel(const double* in_ptr0, double* out_ptr0)
+{
+    double tmp_acc0 = 0;
+    for(int64_t x0=0; x0<16; x0+=1)
+    {
+        tmp_acc0 = tmp_acc0 + in_ptr0[x0];
+    }
+    out_ptr0[0] = tmp_acc0;
+}
+''')
+
+
+async_compile.wait(globals())
+del async_compile
+
+class Runner:
+    def __init__(self, partitions):
+        self.partitions = partitions
+
+    def call(self, args):
+        x, w, b, rows = args
+        args.clear()
+        assert_size_stride(x, (16, 48), (48, 1), 'input')
+        assert_size_stride(w, (24, 48), (48, 1), 'input')
+        assert_size_stride(b, (24, ), (1, ), 'input')
+        assert_size_stride(rows, (4, 2), (2, 1), 'input')
+        buf0 = empty_strided_cpu((16, 24), (24, 1), torch.float64)
+        # Topologically Sorted Source Nodes: [linear], Original ATen: [aten.view, aten.addmm]
+        wt = reinterpret_tensor(w, (48, 24), (1, 48), 0)
+        extern_kernels.addmm(reinterpret_tensor(b, (16, 24), (0, 1), 0), x, wt, beta=1, out=buf0)
+        del x
+        buf1 = empty_strided_cpu((16, ), (1, ), torch.float64)
+        buf2 = empty_strided_cpu((16, ), (1, ), torch.int32)
+        if buf0.numel():
+            cpp_fused_sum_4(buf0, buf1, buf2)
+        buf3 = empty_strided_cpu((1, ), (1, ), torch.float64)
+        try:
+            cpp_fused_sum_1(buf1, buf3)
+        finally:
+            del buf1
+        for _ in range(1):
+            buf4 = torch.ops.aten.index.Tensor(buf0, [rows])
+        return (buf2, buf3, buf4, )
+
+
+runner = Runner(partitions=[])
+call = runner.call
 """
 
 # Dense layers relu(x @ w + b) as other XLA backends print them, for what XLA:CPU here never

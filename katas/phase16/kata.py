@@ -35,7 +35,9 @@ def inductor_kernels(code: str) -> list[str]:
     `torch.ops.aten.<op>.<overload>(...)` as `"<op>"`, and a fused C++ kernel
     `cpp_fused_<ops>_<n>(...)` as `"<ops>"`: its name without the `cpp_fused_` prefix and the
     `_<n>` number (`"gelu"` for `cpp_fused_gelu_0`, `"_softmax_native_layer_norm"` for
-    `cpp_fused__softmax_native_layer_norm_0`). A kernel called twice appears twice.
+    `cpp_fused__softmax_native_layer_norm_0`, `""` for `cpp_fused_0`, a kernel that fuses no
+    named operator, as the layout copy before a convolution's training step). A kernel called
+    twice appears twice.
     """
     # TODO: find `call` and the kernel calls in its body, in order
     raise NotImplementedError("phase16 task 1: inductor_kernels")

@@ -292,6 +292,31 @@ def j_layernorm_loss(g, b, x, y):
     return jnp.sum(j_layernorm_softmax(x, g, b) * y)
 
 
+def t_conv_loss(w, b, x, y):
+    return ((t_conv_relu(x, w, b) - y) ** 2).mean()
+
+
+def j_conv_loss(w, b, x, y):
+    return jnp.mean((j_conv_relu(x, w, b) - y) ** 2)
+
+
+def t_square_relu_loss(w, x):
+    return (_torch().relu(x @ w.T) ** 2).mean()
+
+
+def j_square_relu_loss(w, x):
+    return jnp.mean(jax.nn.relu(x @ w.T) ** 2)
+
+
+def t_relu_outputs_loss(w):
+    h = _torch().relu(w)
+    return (h * 3).sum(), h
+
+
+def j_relu_outputs_loss(w):
+    return jnp.sum(jax.nn.relu(w) * 3)
+
+
 @dataclass(frozen=True, slots=True)
 class Train:
     """A loss over `params` parameters (the first arguments, which require grad) and data."""
@@ -334,6 +359,28 @@ TRAIN: dict[str, Train] = {
         t_mlp_outputs_loss,
         j_mlp_outputs_loss,
     ),
+    "train_conv_relu": Train(
+        "mean squared error of relu(conv2d(x, w, b)) (x[2,3,16,16] -> y[2,8,14,14])",
+        ((8, 3, 3, 3), (8,), (2, 3, 16, 16), (2, 8, 14, 14)),
+        2,
+        t_conv_loss,
+        j_conv_loss,
+    ),
+    "train_every_input": Train(
+        "mean(relu(x @ w.T) ** 2) on x[16,48], w[24,48], both requiring grad (no data input)",
+        ((24, 48), (16, 48)),
+        2,
+        t_square_relu_loss,
+        j_square_relu_loss,
+    ),
+    "train_relu_outputs": Train(
+        "(relu(w) * 3).sum() of w[16,24], the compiled function returning (loss, relu(w)): no "
+        "input saved for the backward (the JAX twin: the loss alone)",
+        ((16, 24),),
+        1,
+        t_relu_outputs_loss,
+        j_relu_outputs_loss,
+    ),
 }
 
 
@@ -366,6 +413,11 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_m": ((1, 16), ((16, True, "none"),)),
     "mlp_n": ((12, 1), ((20, False, "none"),)),
     "mlp_o": ((8, 24), ((1, False, "none"), (4, False, "none"))),
+    # the other side of each limit: one feature but a bias (not decomposed: addmm), one row and
+    # a small weight but no bias (mm), one feature with 4 x 8 rows + 5 outputs > 32 (mm)
+    "mlp_p": ((4, 1), ((5, True, "none"),)),
+    "mlp_q": ((1, 8), ((8, False, "relu"),)),
+    "mlp_r": ((4, 8, 1), ((5, False, "none"),)),
 }
 
 

@@ -3,15 +3,17 @@
 They run on the generated code recorded in katas/phase16/recorded/ (so they run without the
 ``torch`` group; among them a convolution, a Cholesky factorization's fallbacks, argmax and
 var_mean accumulators, a product decomposed into a fused kernel, a profiled module whose `call`
-runs inside `with record_function(...)`, and a training step returning more than its loss), on a
-module written by hand (handwritten.HANDWRITTEN: what the recordings never show), and on fresh
+runs inside `with record_function(...)`, training steps returning more than their loss, of a
+convolution, and of inputs that all require grad), on modules written by hand
+(handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
 inputs unpacked in another order, kernel definitions reordered); the HLO side is the JAX twin
 compiled now by XLA on this host (the bias task also in bfloat16), its metamorphic variants
 (kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
-fusion) and hand-written modules (handwritten.HANDWRITTEN_HLO). Expected values come from
-kata_harness.inductor's line reader of the generated code and from XLA's own parser. The predict
-and decide tasks are in test_phase16_live.py.
+fusion), hand-written modules (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch
+twin (xla_only.XLA_ONLY: an int32 layer, a bias passed first, a loop, a cond). Expected values
+come from kata_harness.inductor's line reader of the generated code and from XLA's own parser.
+The predict and decide tasks are in test_phase16_live.py.
 """
 
 import random
@@ -25,7 +27,8 @@ from pytest_check import check
 import katas.phase16.programs as P
 from kata_harness import inductor as oracle
 from kata_harness import metamorphic
-from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO
+from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO, HANDWRITTEN_ROWS
+from katas.phase16.xla_only import LAYERS, XLA_ONLY, xla_hlo
 
 BIAS_BANK = (
     "dense_relu",
@@ -39,9 +42,16 @@ BIAS_BANK = (
 )
 
 
+# the Inductor modules written by hand; the HLO modules no float32 twin of PAIRS shows
+CODES = {"handwritten": HANDWRITTEN, "handwritten_rows": HANDWRITTEN_ROWS}
+OTHER_HLO = (*HANDWRITTEN_HLO, *XLA_ONLY)
+
+
 @cache
 def _hlo(name: str) -> str:
-    return HANDWRITTEN_HLO[name] if name in HANDWRITTEN_HLO else P.jax_hlo(name)
+    if name in HANDWRITTEN_HLO:
+        return HANDWRITTEN_HLO[name]
+    return xla_hlo(name) if name in XLA_ONLY else P.jax_hlo(name)
 
 
 @cache
@@ -54,6 +64,8 @@ def _hlo_forms(name: str) -> tuple[tuple[str, str], ...]:
         (f"{name} ({v.kind}, seed {seed})", v.text) for v in metamorphic.variants(_hlo(name), seed)
     ]
     deeper = metamorphic.nested(_hlo(name))
+    if not any(k.opcode == "fusion" for k in oracle.xla_kernels(_hlo(name))):
+        return tuple(found)  # no ENTRY fusion to nest (a loop: ENTRY holds the while)
     assert deeper is not None, f"{name}: XLA's parser refused the nested variant"
     return (*found, (f"{name} (nested)", deeper.text))
 
@@ -84,9 +96,10 @@ def test_inductor_kernels_of_recorded_code(kata, fresh):
 
 @pytest.mark.task("inductor_kernels")
 def test_inductor_kernels_of_handwritten_code(kata, fresh):
-    for label, text in _code_forms(HANDWRITTEN, "handwritten", fresh):
-        got = kata.inductor_kernels(text)
-        assert got == _kernels(text), f"{label}: kernels differ ({fresh.where()})"
+    for name, code in CODES.items():
+        for label, text in _code_forms(code, name, fresh):
+            got = kata.inductor_kernels(text)
+            assert got == _kernels(text), f"{label}: kernels differ ({fresh.where()})"
 
 
 # ---- task 2 -------------------------------------------------------------------------------
@@ -110,8 +123,8 @@ def test_kernel_census_of_both_compilers(kata, fresh):
 
 @pytest.mark.task("kernel_census")
 def test_kernel_census_of_other_spellings(kata, fresh):
-    codes = [("handwritten", HANDWRITTEN)] + [(n, P.recorded(n)[0]) for n in P.MARKED]
-    for hlo_name in HANDWRITTEN_HLO:
+    codes = [*CODES.items()] + [(n, P.recorded(n)[0]) for n in P.MARKED]
+    for hlo_name in OTHER_HLO:
         for i, (label, hlo) in enumerate(_hlo_forms(hlo_name)):
             code_name, code = codes[i % len(codes)]
             for code_label, text in _code_forms(code, code_name, fresh):
@@ -172,14 +185,17 @@ def test_bias_homes_of_bfloat16_layers(kata, fresh):
 
 
 @pytest.mark.task("bias_homes")
-def test_bias_homes_when_xla_keeps_the_bias_with_the_product(kata, fresh):
-    for hlo_name in HANDWRITTEN_HLO:
-        for label, hlo in _hlo_forms(hlo_name):
-            for code_name in ("dense_relu", "bias_after_relu"):
-                text = oracle.variant(P.recorded(code_name)[0], fresh)
-                got = kata.bias_homes(hlo, text)
-                want = _bias_home(hlo, text)
-                assert got == want, f"{label} with {code_name}: bias homes differ"
+def test_bias_homes_of_other_spellings(kata, fresh):
+    """XLA keeping the bias with the product (hand-written), an integer twin and a bias written
+    first; Inductor handing the bias to the GEMM through a view (hand-written)."""
+    codes = [(n, P.recorded(n)[0]) for n in ("dense_relu", "bias_after_relu")]
+    codes += CODES.items()
+    forms = [form for name in (*HANDWRITTEN_HLO, *LAYERS) for form in _hlo_forms(name)]
+    for i, (label, hlo) in enumerate(forms):
+        code_name, code = codes[i % len(codes)]
+        text = oracle.variant(code, fresh)
+        got = kata.bias_homes(hlo, text)
+        assert got == _bias_home(hlo, text), f"{label} with {code_name}: bias homes differ"
 
 
 # ---- task 4 -------------------------------------------------------------------------------
@@ -212,11 +228,12 @@ def test_reductions_per_kernel_of_training_graphs(kata, fresh):
 
 @pytest.mark.task("reductions_per_kernel")
 def test_reductions_per_kernel_of_handwritten_code(kata, fresh):
-    for label, text in _code_forms(HANDWRITTEN, "handwritten", fresh):
-        for hlo_name in HANDWRITTEN_HLO:
-            for hlo_label, hlo in _hlo_forms(hlo_name):
-                got = kata.reductions_per_kernel(hlo, text)
-                assert got == _reductions(hlo, text), f"{hlo_label} with {label}: differ"
+    texts = [form for name, code in CODES.items() for form in _code_forms(code, name, fresh)]
+    forms = [form for name in OTHER_HLO for form in _hlo_forms(name)]
+    for i, (hlo_label, hlo) in enumerate(forms):  # more forms than texts: each text is read
+        label, text = texts[i % len(texts)]
+        got = kata.reductions_per_kernel(hlo, text)
+        assert got == _reductions(hlo, text), f"{hlo_label} with {label}: differ"
 
 
 @pytest.mark.task("reductions_per_kernel")

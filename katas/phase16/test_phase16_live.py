@@ -3,9 +3,10 @@ that makes Inductor compile an inference graph.
 
 The predict task is checked against the recorded MLPs (also with their rows under other leading
 dimensions, one of them a leading 1) and, when torch is installed, against three MLPs drawn fresh
-and compiled live: several rows, one row (two products small enough to decompose in a row), one
-input feature. The decide task compiles live, through a backend that counts what the caller's
-compiled module hands to Inductor, and skips, naming the group, without torch.
+and compiled live: several rows, one row (two small weights, each with a bias or none), one input
+feature (a bias or none, rows plus outputs on either side of 32). The decide task compiles live,
+through a backend that counts what the caller's compiled module hands to Inductor (then once more
+with the module in eval mode), and skips, naming the group, without torch.
 """
 
 import math
@@ -68,16 +69,21 @@ def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
 
 
 def _one_row(rng) -> tuple[tuple[int, ...], list]:
-    """One input row (a batch of one): the first two products small enough to be decomposed."""
+    """One input row (a batch of one): the first two weights small enough to be decomposed
+    with a bias (without one only when it has one output)."""
     shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
-    small = [(rng.randint(1, 16), True, rng.choice(P.ACTIVATIONS)) for _ in range(2)]
+    small = [(rng.randint(1, 16), rng.random() < 0.5, rng.choice(P.ACTIVATIONS)) for _ in "ab"]
     return shape, small + _layers(rng, 0, 2)
 
 
 def _one_feature(rng) -> tuple[tuple[int, ...], list]:
-    """One input feature: a product with no bias and few elements is a broadcast multiply."""
-    shape = rng.choice([(rng.randint(2, 12),), (rng.randint(1, 3), rng.randint(2, 4))]) + (1,)
-    first = (rng.randint(2, 32 - math.prod(shape)), False, rng.choice(P.ACTIVATIONS))
+    """One input feature: a product with no bias whose rows plus outputs are at most 32 is a
+    broadcast multiply. The rows are one or two leading dimensions, the outputs drawn on both
+    sides of that limit, the first layer with or without a bias."""
+    shape = rng.choice([(rng.randint(2, 24),), (rng.randint(2, 4), rng.randint(2, 8))]) + (1,)
+    rows = math.prod(shape[:-1])
+    out = rng.randint(max(2, 28 - rows), 36 - rows)
+    first = (out, rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
     return shape, [first] + _layers(rng, 0, 3)
 
 
@@ -122,7 +128,8 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     """The caller's compiled module, compiled through a backend that counts the graphs it hands
     to Inductor, runs one inference graph of its own MLP (the module's inputs, its output only),
     also when x requires grad; the module, its train mode and the caller's grad mode are left as
-    they were, also when the caller calls from inside torch.no_grad()."""
+    they were, also when the caller calls from inside torch.no_grad(), and a later call (the
+    module in eval mode) runs an inference graph too."""
     _live()
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
     import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
@@ -176,3 +183,25 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
         assert torch.is_grad_enabled(), "the call left gradients switched off"
     with check:
         assert isinstance(again, torch.Tensor) and torch.allclose(again, eager, atol=1e-5)
+    _inference_call_again_in_eval_mode(kata, model, compiled, x, eager)
+
+
+def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager) -> None:
+    """A later call, the caller's module now in eval mode and gradients on: whatever Inductor
+    compiles for it is an inference graph, and the module is still in eval mode after it."""
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
+
+    model.eval()
+    out, codes = run_and_get_code(kata.inference_call, compiled, x)
+    with check:
+        assert not model.training and not compiled.training, "the call left eval mode"
+    with check:
+        assert torch.is_grad_enabled(), "the call left gradients switched off"
+    with check:
+        names = [n for code in codes for n in oracle.inputs(code)]
+        assert not any(n.startswith(("primals_", "tangents_")) for n in names), "a training graph"
+    with check:
+        assert isinstance(out, torch.Tensor) and not out.requires_grad, "a graph for autograd"
+    with check:
+        assert isinstance(out, torch.Tensor) and torch.allclose(out, eager, atol=1e-5)

@@ -114,8 +114,11 @@ class InductorGraph:
 
 def fused_ops(kernel: str) -> str:
     """The operator part of a fused kernel's name: `_softmax_native_layer_norm` for
-    `cpp_fused__softmax_native_layer_norm_0` (the `_<n>` numbering removed)."""
-    return _NUMBER.sub("", kernel.removeprefix(FUSED_PREFIX))
+    `cpp_fused__softmax_native_layer_norm_0` (the `_<n>` numbering removed), and "" for a
+    kernel that fuses no named operator (`cpp_fused_0`: torch 2.15 names so the layout copy
+    before a convolution's training step)."""
+    rest = kernel.removeprefix(FUSED_PREFIX)
+    return "" if rest.isdigit() else _NUMBER.sub("", rest)
 
 
 def reduction_count(cpp_source: str) -> int:
