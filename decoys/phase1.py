@@ -15,7 +15,7 @@ from kata_harness.decoys import accepted, decoy
 
 
 def _forward(params, x):
-    hidden = jnp.maximum(x @ params["w1"] + params["b1"], 0)
+    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
     return hidden @ params["w2"] + params["b2"]
 
 
@@ -195,7 +195,11 @@ def forward_where(params, x):
     return jnp.where(h > 0, h, 0.0) @ params["w2"] + params["b2"]
 
 
-@accepted("mlp_forward", why="relu via jnp.maximum(h, 0), jnp.dot for the matmuls")
+@decoy(
+    "mlp_forward",
+    caught_by=["test_mlp_forward_is_a_pure_differentiable_function"],
+    why="relu via jnp.maximum(h, 0): its gradient at exactly 0 is 0.5 (max splits a tie), not 0",
+)
 def forward_maximum(params, x):
     h = jnp.maximum(jnp.dot(x, params["w1"]) + params["b1"], 0)
     return jnp.dot(h, params["w2"]) + params["b2"]
@@ -348,7 +352,14 @@ def power_wrapped(f):
     return power
 
 
-@accepted("make_power_jit", why="static_argnames='n' instead of static_argnums")
+@decoy(
+    "make_power_jit",
+    caught_by=[
+        "test_power_jit_traces_once_per_static_value",
+        "test_power_jit_is_compiled_with_n_baked_in",
+    ],
+    why="static_argnames='n': jit refuses an f whose second parameter is called otherwise",
+)
 def power_by_name(f):
     return jax.jit(f, static_argnames="n")
 

@@ -118,19 +118,6 @@ def _rt3_mlp_jaxpr_cache_ignores_param_dtype(params: dict, x):
 @wrong(
     "mlp_jaxpr",
     why=(
-        "returns the jaxpr of jax.jit(mlp), not of mlp: its only top-level equation is one "
-        "`jit` (dot_general, add, broadcast_in_dim are a level down, the relu's max three "
-        "levels down instead of two); wrong on every input, e.g. the f32 8x16->32->4 example "
-        "when anything reads the top-level equations"
-    ),
-)
-def _rt3_mlp_jaxpr_of_jitted(params: dict, x):
-    return jax.make_jaxpr(jax.jit(_rt3_mlp))(params, x)
-
-
-@wrong(
-    "mlp_jaxpr",
-    why=(
         "x is traced with its own shape; promoting a vector to a batch of one changes x's aval "
         "and the output's: wrong on x of shape (in_dim,) (mlp(params, x) of one example: "
         "in aval f32[in_dim], out f32[out]; this answer gives f32[1,in_dim] and f32[1,out])"
@@ -452,18 +439,6 @@ def _rt3_unused_equations_multi_result_live(jaxpr) -> list[str]:
 
 # ----------------------------------------------------------------------------------------------
 # task 6: stablehlo_of
-
-
-@wrong(
-    "stablehlo_of",
-    why=(
-        "@main takes one tensor per argument; jax.jit's default keep_unused=False prunes an "
-        "argument the function never reads: wrong on stablehlo_of(lambda x, y: x * 2, f32[3], "
-        "i32[]) (@main has one argument, not two)"
-    ),
-)
-def _rt3_stablehlo_of_prunes_unused(f, *args) -> str:
-    return jax.jit(f).lower(*args).as_text()
 
 
 @wrong(

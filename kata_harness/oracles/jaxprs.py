@@ -24,12 +24,34 @@ def np_mlp(params, x):
 
 
 def expected_avals(fn, args):
-    """([(shape, dtype)] of the arguments' leaves, the same of fn's outputs by eval_shape)."""
+    """([(shape, dtype)] of the arguments' leaves as JAX takes them (a Python scalar as an int32
+    or float32 scalar), the same of fn's outputs, both by eval_shape)."""
 
     def describe(leaves):
         return [(tuple(v.shape), str(v.dtype)) for v in leaves]
 
-    return describe(jax.tree.leaves(args)), describe(jax.tree.leaves(jax.eval_shape(fn, *args)))
+    taken = jax.eval_shape(lambda *a: a, *args)
+    return describe(jax.tree.leaves(taken)), describe(jax.tree.leaves(jax.eval_shape(fn, *args)))
+
+
+MLIR_ELEMENT_TYPES = {
+    "bool": "i1",
+    "uint8": "ui8",
+    "uint16": "ui16",
+    "uint32": "ui32",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "float32": "f32",
+}
+
+
+def mlir_tensor_type(shape: tuple[int, ...], dtype: str) -> str:
+    """How StableHLO writes an argument's type: tensor<2x3xbf16>, tensor<i32> (MLIR's builtin
+    tensor type, its element types as the StableHLO spec names them)."""
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{MLIR_ELEMENT_TYPES[dtype]}>"
 
 
 def promotions(kinds: Sequence[str], value_of: Callable) -> dict[tuple[str, str], str]:
@@ -39,3 +61,9 @@ def promotions(kinds: Sequence[str], value_of: Callable) -> dict[tuple[str, str]
         (a, b): out_avals(jax.make_jaxpr(jnp.add)(value_of(a), value_of(b)))[0].dtype
         for a, b in itertools.product(kinds, kinds)
     }
+
+
+def describe_array(array) -> tuple[str, tuple[int, ...], bytes]:
+    """An array's dtype name, shape and bytes (a NumPy array, or a jax Array read back)."""
+    value = np.asarray(array)
+    return str(value.dtype), tuple(value.shape), value.tobytes()

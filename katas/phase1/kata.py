@@ -28,9 +28,11 @@ def mlp_forward(params: dict, x):
     """relu(x @ w1 + b1) @ w2 + b2 for x of shape (batch, in_dim).
 
     A pure function of params and x: it reads the arrays only through its arguments (no
-    closed-over arrays) and jax.grad differentiates it (the relu's gradient is 1 where its input
-    is positive, 0 elsewhere). No activation after the last layer. The result keeps the inputs'
-    dtype (bf16 params and x give a bf16 result). Any relu spelling works.
+    closed-over arrays, nothing kept from an earlier call), called under jit or eagerly, and
+    jax.grad differentiates it (the relu's gradient is 1 where its input is positive, 0
+    elsewhere: 0 at exactly 0 too, which zero biases and all-zero rows of x give). No activation
+    after the last layer. The result keeps the inputs' dtype (bf16 params and x give a bf16
+    result, f16 an f16 one). Any relu spelling with that gradient works.
     """
     # TODO: two affine layers with a relu between them
     raise NotImplementedError("phase1 task 2: mlp_forward")
@@ -49,7 +51,9 @@ def mse_loss(params: dict, x, y):
 def loss_and_grad(params: dict, x, y):
     """Return (loss, grads): mse_loss and its gradient with respect to params (not x).
 
-    grads has the same structure as params (a dict with the same keys and shapes).
+    grads has the same structure as params (a dict with the same keys, shapes and dtypes: bf16
+    params and data give bf16 grads and a bf16 loss). Every call computes on its own arguments,
+    under jit or eagerly.
     """
     # TODO: one JAX transformation gives both at once
     raise NotImplementedError("phase1 task 4: loss_and_grad")
@@ -58,9 +62,10 @@ def loss_and_grad(params: dict, x, y):
 def make_power_jit(f):
     """Return jax.jit of f(x, n) where n is a Python int that drives a Python loop.
 
-    Return what jax.jit returns (it has .lower and .trace). n must be static: one trace per
-    distinct n, none for new values of x, and n is baked into the program (not one of its
-    inputs).
+    Return what jax.jit returns (it has .lower and .trace), for the f you are given. n is f's
+    second positional parameter, whatever it is called; f may take more parameters after it,
+    with defaults, which the calls leave out. n must be static: one trace per distinct n, none
+    for new values of x, and n is baked into the program (not one of its inputs).
     """
     # TODO: tell jit which argument is static
     raise NotImplementedError("phase1 task 5: make_power_jit")
@@ -89,8 +94,9 @@ def python_if_error() -> type[Exception]:
 def abs_where(x):
     """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
 
-    The result has x's shape and dtype (int32 in, int32 out). The jaxpr selects (select_n):
-    do not call jnp.abs, jnp.sign or jnp.maximum.
+    The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
+    the dtype (the largest magnitudes, int32 beyond 2**24, infinities). The jaxpr selects
+    (select_n), also when x is a concrete array: do not call jnp.abs, jnp.sign or jnp.maximum.
     """
     # TODO: a jit-safe select
     raise NotImplementedError("phase1 task 8: abs_where")
@@ -99,8 +105,9 @@ def abs_where(x):
 def abs_cond(x):
     """|x| for a traced scalar x, without Python `if`, using lax.cond.
 
-    The result keeps x's dtype (f32, int32, bf16). The negation happens inside a branch, so only
-    the branch taken runs; nothing is computed outside the cond but the predicate.
+    The result keeps x's dtype (f32, int32, bf16) and is exact for every value of it (int32
+    beyond 2**24 too). The negation happens inside a branch, so only the branch taken runs;
+    nothing is computed outside the cond but the predicate (no conversion before or after it).
     """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")
@@ -112,7 +119,8 @@ def count_traces(calls: list[tuple]) -> int:
 
     x is a NumPy array, a NumPy scalar or a Python scalar (bool, int, float); n is a Python int.
     JAX runs with its default 32-bit types. Work it out from the arguments alone: the tests
-    forbid jax.jit, tracing and compiling while they call you.
+    forbid jax.jit, tracing and compiling, and asking JAX for an argument's abstract value
+    (jax.typeof), while they call you.
     """
     # TODO: what does one entry of jit's cache remember about x, and about n?
     raise NotImplementedError("phase1 task 10: count_traces")

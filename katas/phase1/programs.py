@@ -19,8 +19,19 @@ SHAPES = ((8, 16, 32, 4), (1, 1, 3, 1), (7, 5, 9, 3))
 KEYS = ("w1", "b1", "w2", "b2")
 
 
-def data(seed: int = 0, shape=SHAPES[0], dtype: type | np.dtype = np.float32, order=KEYS):
-    """Params (inserted in `order`), x and y; the hidden layer has large values of both signs."""
+def data(
+    seed: int = 0,
+    shape=SHAPES[0],
+    dtype: type | np.dtype = np.float32,
+    order=KEYS,
+    zero_rows: bool = False,
+):
+    """Params (inserted in `order`), x and y; the hidden layer has large values of both signs.
+
+    zero_rows: a third of b1's entries are 0 and one or two rows of x are all zeros (padding
+    rows), so those rows' hidden pre-activations are b1 exactly: 0 at those entries, where the
+    relu's gradient is 0 (jax.nn.relu's; jnp.maximum(h, 0) gives 0.5 there, h >= 0 gives 1).
+    """
     batch, n_in, hidden, out = shape
     rng = np.random.default_rng(seed)
     made = {
@@ -29,10 +40,13 @@ def data(seed: int = 0, shape=SHAPES[0], dtype: type | np.dtype = np.float32, or
         "w2": rng.normal(size=(hidden, out)) / 2,
         "b2": rng.normal(size=(out,)) * 2.0,
     }
+    x = rng.normal(size=(batch, n_in))
+    y = rng.normal(size=(batch, out))
+    if zero_rows:
+        made["b1"][rng.permutation(hidden)[: max(1, hidden // 3)]] = 0.0
+        x[rng.permutation(batch)[: min(2, max(1, batch - 1))]] = 0.0
     params = {name: made[name].astype(dtype) for name in order}
-    x = rng.normal(size=(batch, n_in)).astype(dtype)
-    y = rng.normal(size=(batch, out)).astype(dtype)
-    return params, x, y
+    return params, x.astype(dtype), y.astype(dtype)
 
 
 def counting_power(counter):
@@ -44,6 +58,25 @@ def counting_power(counter):
         return result
 
     return power
+
+
+def counting_power_renamed(counter):
+    """The same power with its static parameter called k and a third, defaulted parameter (the
+    contract names n's position, not its name, and f may take more parameters)."""
+
+    def power(x, k, offset=None):
+        counter.append(k)
+        result = x
+        for _ in range(k - 1):
+            result = result * x
+        return result if offset is None else result + offset
+
+    return power
+
+
+# f's spellings the make_power_jit tests jit in turn; counting_power twice, so that two
+# different functions share one __qualname__
+POWERS = (counting_power, counting_power_renamed, counting_power)
 
 
 def if_positive(x):

@@ -1,5 +1,12 @@
-"""Stratified draws for phase 1's count_traces: one drawn stream of calls per situation the
-contract distinguishes, every run, whatever the seed.
+"""Drawn inputs for phase 1's tests: the settings of its Hypothesis tests, the arrays the
+absolute values run on, and stratified draws for count_traces.
+
+abs_where and abs_cond run on every dtype their contract names, with the values where a spelling
+that detours through another dtype or squares its input goes wrong: the dtype's largest
+magnitudes, its smallest normal floats, infinities, int32 beyond 2**24.
+
+count_traces gets one drawn stream of calls per situation the contract distinguishes, every run,
+whatever the seed.
 
 What enters jit's cache key for g(x, n) is x's shape, its dtype once 64-bit NumPy types are
 canonicalized to 32 bits, whether it is weakly typed (a Python int or float, not a bool), and the
@@ -15,6 +22,16 @@ import random
 
 import ml_dtypes
 import numpy as np
+from hypothesis import HealthCheck, Phase, settings
+
+VALUES = settings(
+    derandomize=True,
+    max_examples=6,
+    deadline=None,
+    phases=[Phase.generate],
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 # dtypes JAX keeps as they are in its default 32-bit mode, and each 64-bit type's 32-bit twin
 NARROW = (
@@ -39,6 +56,69 @@ TWINS = {
 SIXTEEN_BIT_FLOATS = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 Call = tuple[object, int]
+
+# abs_where: "any shape and dtype" of a number with a sign (64-bit types excepted: JAX's default
+# 32-bit mode turns them into their 32-bit twins); abs_cond: the dtypes its contract names
+ABS_DTYPES = tuple(d for d in NARROW if d not in (np.dtype(np.bool_), np.dtype(np.complex64)))
+COND_DTYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(ml_dtypes.bfloat16))
+SHAPES_OF_12 = ((12,), (3, 4), (4, 3), (2, 3, 2), (1, 12), (2, 2, 3))
+
+
+def _extremes(rng: random.Random, dtype: np.dtype) -> list[float]:
+    """0 and the dtype's values at its edges: the largest magnitudes (an int's most negative
+    value but one, whose |x| fits), the smallest normal floats and the infinities, and for int32
+    an odd value beyond 2**24 (float32 cannot hold it) of each sign."""
+    if dtype.kind == "f" or dtype == ml_dtypes.bfloat16:
+        info = ml_dtypes.finfo(dtype)
+        big, tiny = float(info.max), float(info.tiny)
+        return [0.0, -0.0, big, -big, tiny, -tiny, np.inf, -np.inf]
+    info = np.iinfo(dtype)
+    edges: list[float] = [0, int(info.max), int(info.min) + 1 if dtype.kind == "i" else 0]
+    if dtype == np.int32:
+        edges += [sign * (2**24 + 1 + 2 * rng.randrange(2**20)) for sign in (1, -1)]
+    return edges
+
+
+def _any_value(rng: random.Random, dtype: np.dtype) -> float:
+    """A value of any magnitude the dtype holds, of either sign (ints: drawn uniformly)."""
+    if dtype.kind == "f" or dtype == ml_dtypes.bfloat16:
+        info = ml_dtypes.finfo(dtype)
+        low, high = np.log10(float(info.tiny)), np.log10(float(info.max))
+        return rng.choice((-1, 1)) * 10 ** rng.uniform(low, high)
+    info = np.iinfo(dtype)
+    return rng.randint(int(info.min) + 1 if dtype.kind == "i" else 0, int(info.max))
+
+
+def _of(values: list[float], dtype: np.dtype) -> np.ndarray:
+    wide = np.float64 if dtype.kind == "f" or dtype == ml_dtypes.bfloat16 else np.int64
+    return np.asarray(values, wide).astype(dtype)
+
+
+def abs_inputs(rng: random.Random) -> list[np.ndarray]:
+    """One array of 12 values per dtype of ABS_DTYPES, of a drawn shape: the dtype's extremes
+    and drawn values, shuffled; then a 0-d and a size-0 array of drawn dtypes."""
+    arrays = []
+    for dtype in ABS_DTYPES:
+        values = _extremes(rng, dtype)
+        values += [_any_value(rng, dtype) for _ in range(12 - len(values))]
+        rng.shuffle(values)
+        arrays.append(_of(values, dtype).reshape(rng.choice(SHAPES_OF_12)))
+    scalar = rng.choice(ABS_DTYPES)
+    arrays.append(_of([-abs(_any_value(rng, scalar))], scalar).reshape(()))
+    arrays.append(np.zeros((0, rng.randint(1, 3)), rng.choice(ABS_DTYPES)))
+    return arrays
+
+
+def cond_inputs(rng: random.Random) -> list[np.generic]:
+    """Scalars of each dtype of COND_DTYPES: 0, the most negative value whose |x| fits, a
+    negative and a positive drawn value of any magnitude, and for int32 an odd value beyond
+    -2**24."""
+    scalars = []
+    for dtype in COND_DTYPES:
+        values = [0, -abs(_any_value(rng, dtype)), abs(_any_value(rng, dtype))]
+        values += [v for v in _extremes(rng, dtype) if v < 0 and np.isfinite(v)][:2]
+        scalars += [dtype.type(_of([v], dtype)[0]) for v in values]
+    return scalars
 
 
 def _shape(rng: random.Random, ranks: tuple[int, int] = (0, 3)) -> tuple[int, ...]:
@@ -110,11 +190,10 @@ def narrow_dtypes(rng: random.Random) -> list[Call]:
 
 
 def wide_arrays(rng: random.Random) -> list[Call]:
-    """One shape, 1 to 3 of the 64-bit NumPy types each next to its 32-bit twin: a 64-bit array
-    is looked up as its twin."""
+    """One shape, each of the four 64-bit NumPy types (uint64 and complex128 too) next to its
+    32-bit twin, in a drawn order: a 64-bit array is looked up as its twin."""
     shape = _shape(rng, (1, 3))
-    wide = rng.sample(sorted(TWINS, key=str), rng.randint(1, 3))
-    xs = [_array(rng, shape, d) for w in wide for d in (w, TWINS[w])]
+    xs = [_array(rng, shape, d) for w in TWINS for d in (w, TWINS[w])]
     rng.shuffle(xs)
     return _calls(xs, rng.randint(0, 9))
 
@@ -129,19 +208,14 @@ def wide_scalars(rng: random.Random) -> list[Call]:
 
 
 def weak_scalars(rng: random.Random) -> list[Call]:
-    """Two or more Python floats and ints (weak, other values each) among NumPy scalars and 0-d
-    arrays of their 32-bit dtypes or 64-bit scalars (not weak): each kind one key."""
+    """Two or more Python floats and ints (weak, other values each) among a NumPy scalar and a
+    0-d array of their 32-bit dtype and a 64-bit NumPy scalar (not weak, and one key among the
+    three: a scalar and a 0-d array are alike, a 64-bit one is looked up as 32-bit)."""
     xs: list = []
     for python, narrow, wide in ((float, np.float32, np.float64), (int, np.int32, np.int64)):
         xs += [python(v) for v in rng.sample(range(-9, 10), rng.randint(2, 3))]
-        for kind in rng.sample(("scalar", "0-d array", "64-bit scalar"), rng.randint(1, 2)):
-            value = rng.randint(-9, 9)
-            if kind == "scalar":
-                xs.append(narrow(value))
-            elif kind == "0-d array":
-                xs.append(np.array(value, narrow))
-            else:
-                xs.append(wide(value))
+        xs += [narrow(rng.randint(-9, 9)), np.array(rng.randint(-9, 9), narrow)]
+        xs.append(wide(rng.randint(-9, 9)))
     rng.shuffle(xs)
     return _calls(xs, rng.randint(0, 9))
 

@@ -166,20 +166,44 @@ def test_mlp_forward_matches_numpy(kata):
 
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_keeps_the_dtype(kata):
-    params, x, _ = data(5, SHAPES[2], dtype=ml_dtypes.bfloat16)
-    out = jax.jit(kata.mlp_forward)(params, x)
-    assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
-    with check:
-        assert str(out.dtype) == "bfloat16", f"bf16 params and x gave {out.dtype}; keep bf16"
-    with check:
-        np.testing.assert_allclose(
-            np.asarray(out, np.float32), oracle.np_forward(params, x), rtol=0.05, atol=0.3
-        )
+    forward = jax.jit(kata.mlp_forward)
+    for dtype in (ml_dtypes.bfloat16, np.float16):  # bf16 is not the only narrow float
+        params, x, _ = data(5, SHAPES[2], dtype=dtype)
+        out = forward(params, x)
+        assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
+        name = np.dtype(dtype).name
+        with check:
+            assert str(out.dtype) == name, f"{name} params and x gave {out.dtype}; keep {name}"
+        with check:
+            np.testing.assert_allclose(
+                np.asarray(out, np.float32), oracle.np_forward(params, x), rtol=0.05, atol=0.3
+            )
+
+
+@pytest.mark.task("mlp_forward")
+def test_mlp_forward_reads_its_arguments_on_every_call(kata):
+    """Called eagerly (concrete arrays, no jit around it) with other params and then another x
+    of the same shapes: each result is that call's network on that call's x."""
+    shape = SHAPES[2]
+    calls = [data(seed, shape)[:2] for seed in (11, 12)]
+    calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
+    for index, (params, x) in enumerate(calls):
+        out = kata.mlp_forward(jax.device_put(params), jax.device_put(x))
+        with check:
+            np.testing.assert_allclose(
+                np.asarray(out, np.float64),
+                oracle.np_forward(params, x),
+                rtol=1e-4,
+                atol=1e-3,
+                err_msg=f"eager call {index + 1} of 3 (same shapes, other values each time)",
+            )
 
 
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_is_a_pure_differentiable_function(kata):
-    params, x, _ = data(2, SHAPES[2])
+    """Gradients on a batch with all-zero rows and zero entries in b1: pre-activations exactly
+    0, where the relu's gradient is 0 (as jax.nn.relu defines it)."""
+    params, x, _ = data(2, SHAPES[2], zero_rows=True)
     jaxpr = jax.make_jaxpr(kata.mlp_forward)(params, x)
     census = primitive_census(jaxpr)
     grads = jax.jit(jax.grad(lambda p, v: kata.mlp_forward(p, v).sum()))(params, x)
@@ -199,5 +223,5 @@ def test_mlp_forward_is_a_pure_differentiable_function(kata):
                 expected[name],
                 rtol=1e-3,
                 atol=1e-3,
-                err_msg=f"d sum(mlp_forward) / d {name}",
+                err_msg=f"d sum(mlp_forward) / d {name} (the relu's gradient at exactly 0 is 0)",
             )

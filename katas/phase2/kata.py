@@ -27,8 +27,10 @@ def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignor
     (`jax.extend.core.ClosedJaxpr` remains as another name for it).
 
     params and x are traced as inputs (four params leaves, then x; nothing closed over), with
-    their own shapes and dtypes (bf16 stays bf16, and x keeps its dtype when it differs from the
-    params'): the jaxpr's avals follow the arguments.
+    their own shapes and dtypes (bf16 stays bf16, x keeps its dtype when it differs from the
+    params', and its rank: x may be one example (in_dim,) or a batch (batch, in_dim) or more):
+    the jaxpr's avals follow the arguments of each call. The jaxpr of jax.jit(mlp) (one jit
+    equation holding mlp's) is mlp's jaxpr too.
     """
     # TODO: one call traces mlp with abstract values
     raise NotImplementedError("phase2 task 1: mlp_jaxpr")
@@ -37,13 +39,14 @@ def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignor
 def primitive_census(jaxpr) -> Counter:
     """Count primitives by name in `jaxpr` and in every jaxpr nested in equation params.
 
-    Nested jaxprs hide in params such as `jaxpr` (jit, scan, remat), `call_jaxpr`
+    Nested jaxprs hide in params such as `jaxpr` (jit, scan, remat, reduce), `call_jaxpr`
     (custom_jvp_call, custom_vjp_call, closed calls), `branches` (cond and switch: a tuple),
     `cond_jaxpr` and `body_jaxpr` (while), `jaxprs` (custom_linear_solve: a named tuple of
-    four), at any depth. The nesting equation itself counts too
-    (one `cond` plus what each of its branches contains). Count per equation: a jitted function
-    called twice shares one jaxpr object between two `jit` equations, and its contents count
-    twice. Functions kept in params (a custom_vjp's fwd/bwd) are not jaxprs: skip them.
+    four, some of them None), `update_jaxpr` (scatter-add), and others, at any depth. The
+    nesting equation itself counts too (one `cond` plus what each of its branches contains).
+    Count per equation: a jitted function called twice shares one jaxpr object between two
+    `jit` equations, and its contents count twice. Functions kept in params (a custom_vjp's
+    fwd/bwd) are not jaxprs: skip them.
     """
     # TODO: walk jaxpr.eqns, count eqn.primitive.name, recurse into nested jaxprs
     raise NotImplementedError("phase2 task 2: primitive_census")
@@ -53,7 +56,10 @@ def io_avals(jaxpr) -> tuple[Avals, Avals]:
     """Return (inputs, outputs): lists of (shape tuple, dtype name) for the jaxpr's avals.
 
     One entry per input (not the constvars) and per output, in order, repeats kept; a shape is a
-    tuple of ints, a dtype a name such as "float32", "bfloat16", "int32" or "bool".
+    tuple of ints, a dtype a name such as "float32", "bfloat16", "int32", "uint16" or "bool"
+    (numpy's name of the dtype, for every dtype; a Python scalar argument is a "float32" or
+    "int32" input). An output may be an input, an equation's result, a literal or a constvar
+    (a closed-over array returned as it is).
     """
     # TODO: the closed jaxpr knows its input and output abstract values
     raise NotImplementedError("phase2 task 3: io_avals")
@@ -63,9 +69,11 @@ def literal_operands(jaxpr, primitive: str) -> list[float]:
     """The literal (inline constant) operands of every top-level equation of `primitive`.
 
     In equation order, operand order within an equation, repeats kept, as floats (an int8 3
-    gives 3.0, True gives 1.0). Only operands count (not params such as integer_pow's y), only
-    top-level equations (not those of nested jaxprs), and only literals (a closed-over array is
-    a constvar, not a literal).
+    gives 3.0, True gives 1.0), exactly (an int32 16777217 gives 16777217.0), whatever the
+    literal's dtype (unsigned ones too). Only equations of that primitive count, by its whole
+    name (`or` is not `xor`, `add` not `scatter-add`). Only operands count (not params such as
+    integer_pow's y), only top-level equations (not those of nested jaxprs), and only literals
+    (a closed-over array is a constvar, not a literal).
     """
     # TODO: a literal invar carries its value in `.val`
     raise NotImplementedError("phase2 task 4: literal_operands")
@@ -75,8 +83,10 @@ def unused_equations(jaxpr) -> list[str]:
     """Primitive names of top-level equations whose results nothing reads, in equation order.
 
     "Reads" means an output of the jaxpr or a live equation: an equation read only by dead
-    equations is dead too (a chain sin -> mul -> unused cos is three dead equations). An
-    equation with several results is live when any of them is read. Repeats are kept. The
+    equations is dead too (a chain sin -> mul -> unused cos is three dead equations), however
+    many times they read it. An equation with several results is live when any of them is read,
+    dead when none is. Repeats are kept. Only top-level equations are reported (dead code
+    inside a live jit's own jaxpr is not). The
     printer shows a result nobody reads as `_`, but only for the last link of a dead chain.
     """
     # TODO: walk backwards from the outputs, remembering which variables are read
@@ -87,7 +97,8 @@ def stablehlo_of(f, *args) -> str:
     """The StableHLO text (MLIR, parseable) of jax.jit(f) lowered for `args`.
 
     Not the optimized HLO and not a jaxpr: the module whose @main takes one tensor per argument,
-    with the arguments' shapes and dtypes.
+    with the arguments' shapes and dtypes, as jax.jit lowers it by default: an argument f never
+    reads is pruned along with the dead equations (jit's keep_unused=True would keep both).
     """
     # TODO: jit, lower, as text
     raise NotImplementedError("phase2 task 6: stablehlo_of")
@@ -97,9 +108,10 @@ def closure_consts(jaxpr) -> list[np.ndarray]:
     """The values of the jaxpr's constvars (arrays the traced function closed over).
 
     Plain NumPy arrays (np.ndarray), each with its own dtype, in the order of the constvars
-    (running the jaxpr with them must reproduce the function). Top level only: a nested jit
-    keeps the arrays it closed over in its own jaxpr. Python scalars and 0-d arrays are
-    inlined as literals, so they are not consts.
+    (running the jaxpr with them must reproduce the function). A const may have been a NumPy
+    array or a jax Array, of any dtype (bfloat16 too) and any shape (a 0-d jax Array is a
+    const). Top level only: a nested jit keeps the arrays it closed over in its own jaxpr.
+    Python scalars and 0-d NumPy arrays are inlined as literals, so they are not consts.
     """
     # TODO: the closed jaxpr keeps them beside its constvars
     raise NotImplementedError("phase2 task 7: closure_consts")

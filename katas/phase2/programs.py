@@ -7,7 +7,6 @@ literals, dead code, closed-over constants); `katas show` shows one program of e
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -315,82 +314,3 @@ SHOWN = {
         two_consts, (np.ones((2, 3), F32),), "x * HALVES + INTS: two closed-over arrays"
     ),
 }
-
-
-def _wrap_jit(f):
-    return jax.jit(f)
-
-
-def _wrap_remat(f):
-    return jax.checkpoint(f)
-
-
-def _wrap_cond(f):
-    return lambda x: lax.cond(x.sum() > 0, f, lambda v: v - 1.0, x)
-
-
-def _wrap_while(f):
-    return lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, f(c[1])), (0, x))[1]
-
-
-def _wrap_scan(f):
-    return lambda x: lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0]
-
-
-def _wrap_linear_call(f):
-    # linear in v: f's equations sit in the `callee` param, the transpose is a function
-    return lambda x: jax.custom_derivatives.linear_call(
-        lambda c, v: v * c + f(c) * 0.0, lambda c, t: t * c, x, x
-    )
-
-
-def _wrap_custom_vmap(f):
-    g = custom_vmap(f)
-    g.def_vmap(lambda axis_size, in_batched, x: (f(x), in_batched[0]))
-    return g
-
-
-def _wrap_custom_jvp(f):
-    g = jax.custom_jvp(f)
-    g.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
-    return g
-
-
-def _wrap_linear_solve(f):
-    return lambda x: lax.custom_linear_solve(
-        lambda v: v * 2.0, f(x), solve=lambda m, r: r / 2.0, symmetric=True
-    )
-
-
-# Higher-order constructs, each keeping its body's jaxpr in some param (jaxpr, branches,
-# body_jaxpr, callee, call, call_jaxpr, jaxprs): the fresh census nests a few of them.
-WRAPPERS = {
-    "jit": _wrap_jit,
-    "checkpoint": _wrap_remat,
-    "cond": _wrap_cond,
-    "while_loop": _wrap_while,
-    "scan": _wrap_scan,
-    "linear_call": _wrap_linear_call,
-    "custom_vmap": _wrap_custom_vmap,
-    "custom_jvp": _wrap_custom_jvp,
-    "custom_linear_solve": _wrap_linear_solve,
-}
-LEAVES = {"sin": jnp.sin, "exp": jnp.exp, "tanh": jnp.tanh, "log1p": jnp.log1p, "cos": jnp.cos}
-
-
-def fresh_nestings(rng) -> dict[str, Callable]:
-    """One program per higher-order construct, from a random.Random: the constructs in a drawn
-    cyclic order, program i nesting construct i around construct i + 1 (and i + 2 in every
-    other program) around a leaf primitive, so that every construct is met both outermost and
-    nested in another, and four programs nest three deep."""
-    order = sorted(WRAPPERS)
-    rng.shuffle(order)
-    programs = {}
-    for i in range(len(order)):
-        names = [order[(i + k) % len(order)] for k in range(3 if i % 2 else 2)]
-        leaf = rng.choice(sorted(LEAVES))
-        f = LEAVES[leaf]
-        for name in reversed(names):
-            f = WRAPPERS[name](f)
-        programs[f"{' of '.join(names)} of {leaf}"] = f
-    return programs

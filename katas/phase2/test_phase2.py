@@ -30,10 +30,10 @@ from katas.phase2.programs import (
     aval_case_args,
     census_programs,
     fresh_mlp_shape,
-    fresh_nestings,
     mlp_args,
     shape_edges,
 )
+from katas.phase2.strata import LITERAL_DTYPES, fresh_nestings, io_program, literal_program
 from xla_inspect.jaxpr import in_avals, out_avals
 from xla_inspect.jaxpr import primitive_census as library_census
 
@@ -42,6 +42,13 @@ def _is_jaxpr(jaxpr, what: str) -> None:
     assert hasattr(jaxpr, "in_avals") and hasattr(jaxpr, "eqns") and hasattr(jaxpr, "consts"), (
         f"{what}: expected a closed jaxpr (what jax.make_jaxpr(f)(*args) returns), "
         f"got {type(jaxpr).__name__}"
+    )
+
+
+def _avals(jaxpr) -> tuple[list, list]:
+    return (
+        [(a.shape, a.dtype) for a in in_avals(jaxpr)],
+        [(a.shape, a.dtype) for a in out_avals(jaxpr)],
     )
 
 
@@ -97,25 +104,27 @@ def test_mlp_jaxpr_computes_the_mlp(kata):
 
 @pytest.mark.task("mlp_jaxpr")
 def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
-    """Every pair of the ten dtypes (params, x), fresh shapes: each input keeps its own dtype.
-    Each shape situation (a size of 1 in each place, or all distinct) on a fifth of the pairs."""
-    pairs = list(itertools.product(DTYPES, DTYPES))
-    for (param_dtype, x_dtype), edge in zip(pairs, shape_edges(fresh, len(pairs)), strict=True):
+    """Every pair of the ten dtypes (params, x): each input keeps its own dtype. The pairs come
+    in ten groups of one x dtype, each group one fresh shape (so one shape meets ten params
+    dtypes in a row) and one rank of x (x of shape (in,), (batch, in) or (2, batch, in)); each
+    shape situation (a size of 1 in each place, or all distinct) on a fifth of the pairs. The
+    expected avals are those of jax.make_jaxpr(mlp) traced here."""
+    x_dtypes, edges = fresh.sample(DTYPES, len(DTYPES)), shape_edges(fresh, len(DTYPES))
+    for group, (x_dtype, edge) in enumerate(zip(x_dtypes, edges, strict=True)):
         shape = fresh_mlp_shape(fresh, edge)
-        params, x = aval_case_args(shape, param_dtype, x_dtype)
-        what = f"{param_dtype} params, {x_dtype} x, shape {shape} ({fresh.where()})"
-        jaxpr = kata.mlp_jaxpr(params, x)
-        _is_jaxpr(jaxpr, what)
-        expected_in = [(tuple(v.shape), str(v.dtype)) for v in jax.tree.leaves((params, x))]
-        expected_out = [
-            (tuple(v.shape), str(v.dtype))
-            for v in jax.tree.leaves(jax.eval_shape(kata.mlp, params, x))
-        ]
-        got_in = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.in_avals]
-        got_out = [(tuple(a.shape), str(a.dtype)) for a in jaxpr.out_avals]
-        assert (got_in, got_out) == (expected_in, expected_out), (
-            f"{what}: inputs {got_in}, outputs {got_out}; expected {expected_in}, {expected_out}"
-        )
+        lead = ((), (shape[0],), (2, shape[0]))[group % 3]  # x's rank: 1, 2, 3 in turn
+        for param_dtype in fresh.sample(DTYPES, len(DTYPES)):
+            params, x = aval_case_args(shape, param_dtype, x_dtype)
+            x = np.ones((*lead, shape[1]), x.dtype)
+            what = f"{param_dtype} params, {x_dtype} x{list(x.shape)}, shape {shape}"
+            jaxpr = kata.mlp_jaxpr(params, x)
+            _is_jaxpr(jaxpr, what)
+            traced = jax.make_jaxpr(kata.mlp)(params, x)
+            got, expected = _avals(jaxpr), _avals(traced)
+            assert got == expected, (
+                f"{what} ({fresh.where()}): inputs {got[0]}, outputs {got[1]}; expected "
+                f"{expected[0]}, {expected[1]}"
+            )
 
 
 # ------------------------------------------------------------------------------ primitive_census
@@ -185,6 +194,22 @@ def test_io_avals_read_dtypes(kata):
         assert outputs == [((3,), "bool"), ((), "int32")], f"outputs: got {outputs}"
 
 
+@pytest.mark.task("io_avals")
+def test_io_avals_on_fresh_programs(kata, fresh):
+    """Six drawn programs (strata.io_program): arguments of every dtype, rank 0 to 3, zero-size,
+    Python scalars; outputs that are inputs, closed-over arrays or computed, in a drawn order."""
+    for index in range(6):
+        fn, args = io_program(fresh)
+        got = kata.io_avals(jax.make_jaxpr(fn)(*args))
+        assert isinstance(got, tuple) and len(got) == 2, "expected (inputs, outputs)"
+        expected_in, expected_out = oracle.expected_avals(fn, args)
+        what = f"drawn program {index + 1} ({fresh.where()})"
+        with check:
+            assert got[0] == expected_in, f"{what}: inputs {got[0]}, expected {expected_in}"
+        with check:
+            assert got[1] == expected_out, f"{what}: outputs {got[1]}, expected {expected_out}"
+
+
 # ------------------------------------------------------------------------------ literal_operands
 
 
@@ -245,6 +270,24 @@ def test_literals_only_at_top_level(kata):
         f"mul literals {got}: only top-level equations count (not the jit's 5.0 or the loop's "
         "4.0), and a closed-over array is a constvar, not a literal"
     )
+
+
+@pytest.mark.task("literal_operands")
+def test_literals_on_fresh_programs(kata, fresh):
+    """A drawn program per dtype (strata.literal_program), in a drawn order: literals at the
+    dtype's edges (unsigned, int32 beyond 2**24, ...), beside primitives whose names contain
+    the one asked."""
+    for name in fresh.sample(LITERAL_DTYPES, len(LITERAL_DTYPES)):
+        program = literal_program(fresh, name)
+        jaxpr = jax.make_jaxpr(program.f)(program.arg)
+        for primitive, expected in program.expected.items():
+            got = kata.literal_operands(jaxpr, primitive)
+            assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+            with check:
+                assert [float(v) for v in got] == expected, (
+                    f"{program.dtype} program, {primitive!r}: literals {got}, expected "
+                    f"{expected} ({fresh.where()})"
+                )
 
 
 # ------------------------------------------------------------------------------------ mlp_avals

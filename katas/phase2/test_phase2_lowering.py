@@ -32,6 +32,13 @@ from katas.phase2.programs import (
     scan_consts,
     two_consts,
 )
+from katas.phase2.strata import (
+    DTYPE_NAMES,
+    closed_over,
+    dead_code_program,
+    dtype_of,
+    uses_all,
+)
 from xla_inspect.stablehlo import stablehlo_op_census
 
 # ------------------------------------------------------------------------------ unused_equations
@@ -74,6 +81,25 @@ def test_dead_code_on_varied_programs(kata):
         assert inside == [], (
             f"got {inside}: a jit or while with one output read is live; what is dead inside "
             "their bodies is not a top-level equation"
+        )
+
+
+@pytest.mark.task("unused_equations")
+def test_dead_code_on_fresh_programs(kata, fresh):
+    """Six drawn chains of equations (strata.dead_code_program): dead ones read only by dead
+    ones, read twice by one, jits with two results none of which is read, a live jit with dead
+    code inside (not a top-level equation). Which are dead follows from how each was drawn."""
+    xs = np.arange(1.0, 4.0, dtype=F32)
+    for index in range(6):
+        program = dead_code_program(fresh)
+        jaxpr = jax.make_jaxpr(program.f)(xs)
+        eqns = jaxpr.jaxpr.eqns
+        assert len(eqns) == program.steps, "strata.dead_code_program: one equation per step"
+        expected = [eqns[step].primitive.name for step in program.dead_steps]
+        got = kata.unused_equations(jaxpr)
+        assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+        assert got == expected, (
+            f"drawn program {index + 1} ({fresh.where()}): got {got}, expected {expected}"
         )
 
 
@@ -130,6 +156,27 @@ def test_lowering_keeps_argument_types(kata):
     ):
         with check:
             assert census[op] == count, f"{op} x{census[op]}, expected {count} (not optimized)"
+
+
+@pytest.mark.task("stablehlo_of")
+def test_lowering_prunes_unused_arguments(kata, fresh):
+    """Drawn arguments (dtypes, shapes, which one f reads): @main takes the one f reads, with
+    its shape and dtype; jit's default lowering prunes the others with the dead code."""
+    for _ in range(2):
+        names = [fresh.choice(DTYPE_NAMES) for _ in range(fresh.randint(2, 4))]
+        shapes = [tuple(fresh.randint(1, 3) for _ in range(fresh.randint(0, 2))) for _ in names]
+        args = [np.ones(shape, dtype_of(n)) for shape, n in zip(shapes, names, strict=True)]
+        read = fresh.randrange(len(args))
+
+        def f(*values, read=read):
+            return values[read].astype(F32).sum() * 2.0
+
+        _, inputs = _mlir_module(kata.stablehlo_of(f, *args))
+        expected = [oracle.mlir_tensor_type(shapes[read], names[read])]
+        assert inputs == expected, (
+            f"f reads argument {read} of {len(args)}: @main takes {inputs}, expected {expected} "
+            f"({fresh.where()})"
+        )
 
 
 # -------------------------------------------------------------------------------- closure_consts
@@ -234,4 +281,36 @@ def test_promoted_dtype_weak_python_scalars(kata):
             with check:
                 assert predicted == traced, (
                     f"{kind} + Python {scalar}: got {predicted!r}, want {traced!r}"
+                )
+
+
+@pytest.mark.task("closure_consts")
+def test_closure_consts_on_fresh_programs(kata, fresh):
+    """Three drawn sets of closed-over arrays (strata.closed_over): NumPy arrays and jax Arrays
+    (0-d ones included) of any dtype, each a const with its own dtype and values, in the order
+    that makes the jaxpr reproduce the function."""
+    x = np.arange(3.0, dtype=F32)
+    for index in range(3):
+        arrays = closed_over(fresh)
+        fn = uses_all(arrays)
+        jaxpr = jax.make_jaxpr(fn)(x)
+        consts = _consts(kata, jaxpr)
+        what = f"drawn set {index + 1} ({fresh.where()})"
+        made = sorted(oracle.describe_array(a) for a in arrays)
+        got = sorted(oracle.describe_array(c) for c in consts)
+        with check:
+            assert got == made, (
+                f"{what}: {len(consts)} consts of {[str(c.dtype) for c in consts]}; the function "
+                f"closed over {len(arrays)} of {[str(a.dtype) for a in arrays]} (values kept)"
+            )
+        if got == made:
+            try:
+                value = jax.core.eval_jaxpr(jaxpr.jaxpr, consts, x)[0]
+            except (TypeError, ValueError) as error:
+                pytest.fail(f"{what}: the jaxpr run with your consts failed: {error}")
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(value),
+                    np.asarray(fn(x)),
+                    err_msg=f"{what}: the jaxpr run with your consts, in your order",
                 )

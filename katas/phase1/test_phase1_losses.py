@@ -1,0 +1,164 @@
+"""Phase 1 tests, mse_loss and loss_and_grad: values checked against NumPy computed in float64
+(kata_harness.oracles.jax_basics), on several shapes, under jit and called eagerly, in float32
+and in both 16-bit floats, with exact-zero hidden pre-activations where the relu's gradient is 0.
+"""
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pytest_check import check
+
+from kata_harness.oracles import jax_basics as oracle
+from katas.phase1.programs import KEYS, SHAPES, data
+from katas.phase1.strata import VALUES
+
+NARROW_FLOATS = (ml_dtypes.bfloat16, np.float16)
+
+
+# ------------------------------------------------------------------------------------- mse_loss
+
+
+@pytest.mark.task("mse_loss")
+@settings(VALUES, max_examples=4)
+@given(batch=st.integers(1, 9), out=st.integers(2, 5), seed=st.integers(0, 2**16))
+def test_mse_loss_matches_numpy(kata, batch, out, seed):
+    params, x, y = data(seed, (batch, 3, 5, out))
+    loss = jax.jit(kata.mse_loss)(params, x, y)
+    assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
+    np.testing.assert_allclose(
+        float(loss),
+        oracle.np_loss(params, x, y),
+        rtol=1e-4,
+        err_msg=f"batch {batch}, {out} outputs",
+    )
+
+
+@pytest.mark.task("mse_loss")
+def test_mse_loss_does_not_grow_with_the_batch(kata):
+    params, x, y = data(4, SHAPES[2])
+    loss = jax.jit(kata.mse_loss)
+    once = loss(params, x, y)
+    twice = loss(params, np.concatenate([x, x]), np.concatenate([y, y]))
+    assert np.shape(once) == () and np.shape(twice) == (), "the loss is a scalar"
+    np.testing.assert_allclose(
+        float(twice),
+        float(once),
+        rtol=1e-5,
+        err_msg="the same rows twice must give the same loss (a mean)",
+    )
+
+
+@pytest.mark.task("mse_loss")
+def test_mse_loss_counts_every_element(kata, fresh):
+    """A NaN target anywhere makes the mean over every element NaN: no element is skipped."""
+    params, x, y = data(6, SHAPES[2])
+    row, column = fresh.randrange(y.shape[0]), fresh.randrange(y.shape[1])
+    y[row, column] = np.nan
+    loss = float(jax.jit(kata.mse_loss)(params, x, y))
+    assert np.isnan(loss), (
+        f"y[{row}, {column}] is NaN, so the mean over every element is NaN; the loss was {loss} "
+        f"(an element was left out of the mean; {fresh.where()})"
+    )
+
+
+# -------------------------------------------------------------------------------- loss_and_grad
+
+
+def _loss_and_grad(run, params, x, y):
+    result = run(params, x, y)
+    assert isinstance(result, tuple) and len(result) == 2, "expected a pair (loss, grads)"
+    loss, grads = result
+    assert np.shape(loss) == (), f"the first item has shape {np.shape(loss)}: the loss is a scalar"
+    assert isinstance(grads, dict), (
+        f"grads is a {type(grads).__name__}, expected a dict like params"
+    )
+    return loss, grads
+
+
+def _check_against_numpy(loss, grads, params, x, y, where: str, rtol=1e-3, atol=1e-5):
+    """The loss within rtol / 10 (1e-4 at least), each grad within rtol and atol."""
+    expected = oracle.np_grads(params, x, y)
+    with check:
+        np.testing.assert_allclose(
+            float(loss), oracle.np_loss(params, x, y), rtol=max(rtol / 10, 1e-4), err_msg=where
+        )
+    with check:
+        assert jax.tree.structure(grads) == jax.tree.structure(params), (
+            f"{where}: grads structure {jax.tree.structure(grads)}, expected that of params"
+        )
+    for name in KEYS:
+        if name in grads:
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(grads[name], np.float64),
+                    expected[name],
+                    rtol=rtol,
+                    atol=atol,
+                    err_msg=f"{where}: d loss / d {name}",
+                )
+
+
+@pytest.mark.task("loss_and_grad")
+def test_loss_and_grad_matches_numpy(kata):
+    """Under jit, on batches with all-zero rows and zero entries in b1 (hidden pre-activations
+    exactly 0, where the relu's gradient is 0)."""
+    run = jax.jit(kata.loss_and_grad)
+    for seed, shape in enumerate(SHAPES[1:]):  # size 1 and odd; finite differences use SHAPES[0]
+        params, x, y = data(seed, shape, zero_rows=True)
+        loss, grads = _loss_and_grad(run, params, x, y)
+        _check_against_numpy(loss, grads, params, x, y, f"{shape}, some pre-activations 0")
+
+
+@pytest.mark.task("loss_and_grad")
+def test_loss_and_grad_reads_its_arguments_on_every_call(kata):
+    """Called eagerly (no jit around it) on one params and batches of the same shapes with
+    other values: each result is that batch's loss and gradient."""
+    params = data(21, SHAPES[2])[0]
+    for index, seed in enumerate((22, 23)):
+        _, x, y = data(seed, SHAPES[2])
+        loss, grads = _loss_and_grad(kata.loss_and_grad, jax.device_put(params), x, y)
+        _check_against_numpy(loss, grads, params, x, y, f"eager call {index + 1} of 2")
+
+
+@pytest.mark.task("loss_and_grad")
+def test_loss_and_grad_keeps_the_dtype(kata):
+    """16-bit params and data give a loss and grads of that dtype (grads like params)."""
+    run = jax.jit(kata.loss_and_grad)
+    for dtype in NARROW_FLOATS:
+        name = np.dtype(dtype).name
+        params, x, y = data(8, SHAPES[2], dtype=dtype)
+        loss, grads = _loss_and_grad(run, params, x, y)
+        dtypes = {key: str(getattr(value, "dtype", None)) for key, value in grads.items()}
+        with check:
+            assert set(dtypes.values()) == {name}, (
+                f"{name} params and data gave grads of dtypes {dtypes}; grads keep the params' "
+                "dtype"
+            )
+        with check:
+            assert str(getattr(loss, "dtype", None)) == name, (
+                f"{name} params and data gave a loss of dtype {getattr(loss, 'dtype', None)}"
+            )
+        _check_against_numpy(loss, grads, params, x, y, name, rtol=0.2, atol=0.1)
+
+
+@pytest.mark.task("loss_and_grad")
+def test_grad_matches_finite_differences(kata):
+    params, x, y = data(1)
+    _, grads = _loss_and_grad(jax.jit(kata.loss_and_grad), params, x, y)
+    p64 = oracle.f64(params)
+    eps = 1e-6
+    for name, index in (("w1", (3, 5)), ("b1", (7,)), ("w2", (11, 2)), ("b2", (1,))):
+        up = {k: v.copy() for k, v in p64.items()}
+        down = {k: v.copy() for k, v in p64.items()}
+        up[name][index] += eps
+        down[name][index] -= eps
+        numeric = (oracle.np_loss(up, x, y) - oracle.np_loss(down, x, y)) / (2 * eps)
+        assert name in grads, f"no gradient for {name}"
+        got = float(np.asarray(grads[name])[index])
+        with check:
+            assert abs(got - numeric) <= 1e-3 + 1e-2 * abs(numeric), (
+                f"d loss / d {name}{list(index)}: got {got:.5f}, finite differences {numeric:.5f}"
+            )

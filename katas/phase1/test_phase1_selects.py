@@ -1,0 +1,146 @@
+"""Phase 1 tests, abs_where and abs_cond: values on fresh arrays of every dtype the contracts
+name, edges included (katas/phase1/strata.py), against NumPy's |x| in float64; IR facts on real
+jaxprs for several dtypes, traced from an argument and from a concrete array the answer gets
+as is (a select, or a negation inside the branch, whatever the answer is given).
+"""
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pytest_check import check
+
+from katas.phase1.strata import COND_DTYPES, VALUES, abs_inputs, cond_inputs
+from xla_inspect.jaxpr import primitive_census
+
+
+def _label(x) -> str:
+    return f"{np.asarray(x).dtype}{list(np.shape(x))}"
+
+
+def _traced_both_ways(function, x):
+    """The jaxpr of function traced on x as an argument, and on x as a concrete array it is
+    called with inside a trace (an answer that looks at its argument's type sees an array)."""
+    concrete = jax.device_put(x)
+    return {
+        "traced": jax.make_jaxpr(function)(x),
+        "concrete": jax.make_jaxpr(lambda: function(concrete))(),
+    }
+
+
+# ------------------------------------------------------------------------------------ abs_where
+
+
+@pytest.mark.task("abs_where")
+def test_abs_where_values_under_jit(kata, fresh):
+    """Fresh arrays of every signed and unsigned int and float dtype JAX keeps in its 32-bit
+    mode, holding each dtype's edges (see strata.abs_inputs)."""
+    run = jax.jit(kata.abs_where)
+    for x in abs_inputs(fresh):
+        got = run(x)
+        assert hasattr(got, "dtype"), f"abs_where returned {type(got).__name__}, not an array"
+        with check:
+            assert (got.shape, str(got.dtype)) == (x.shape, str(x.dtype)), (
+                f"|x| of {_label(x)} came back as {_label(got)}"
+            )
+        with check:
+            np.testing.assert_array_equal(
+                np.asarray(got, np.float64),
+                np.abs(np.asarray(x, np.float64)),
+                err_msg=f"abs_where on {_label(x)} ({fresh.where()})",
+            )
+
+
+@pytest.mark.task("abs_where")
+@VALUES
+@given(
+    values=st.lists(st.floats(-1e6, 1e6, width=32, allow_subnormal=False), min_size=6, max_size=6)
+)  # one shape: one compile
+def test_abs_where_any_floats(kata, values):
+    x = np.array(values, np.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(kata.abs_where)(x)), np.abs(x))
+
+
+@pytest.mark.task("abs_where")
+def test_abs_where_selects(kata):
+    for dtype in COND_DTYPES:
+        x = np.arange(-3, 3).reshape(2, 3).astype(dtype)
+        for how, jaxpr in _traced_both_ways(kata.abs_where, x).items():
+            census = primitive_census(jaxpr)
+            where = f"{_label(x)}, {how}"
+            with check:
+                assert census["select_n"] >= 1, f"{where}: no select_n in the jaxpr"
+            with check:
+                assert census["cond"] == 0, f"{where}: jnp.where selects per element; no cond"
+            with check:
+                assert census["abs"] == 0 and census["sign"] == 0 and census["max"] == 0, (
+                    f"{where}: the jaxpr computes |x| without a select "
+                    f"(abs x{census['abs']}, sign x{census['sign']}, max x{census['max']})"
+                )
+
+
+# ------------------------------------------------------------------------------------- abs_cond
+
+
+@pytest.mark.task("abs_cond")
+def test_abs_cond_values(kata, fresh):
+    """Fresh scalars of f32, int32 and bf16, edges included (see strata.cond_inputs)."""
+    run = jax.jit(kata.abs_cond)
+    for x in cond_inputs(fresh):
+        got = run(x)
+        assert hasattr(got, "dtype"), f"abs_cond returned {type(got).__name__}, not an array"
+        with check:
+            assert (got.shape, str(got.dtype)) == ((), str(np.asarray(x).dtype)), (
+                f"abs_cond on {_label(x)} came back as {_label(got)}"
+            )
+        with check:
+            assert float(got) == abs(float(x)), (
+                f"abs_cond({x!r}) gave {float(got)!r} ({fresh.where()})"
+            )
+
+
+def _outside_the_cond(jaxpr) -> list[str]:
+    """Top-level primitives that compute more than the cond's predicate: those after the cond,
+    those before it that the predicate does not read, and those the predicate reads whose
+    results also go into the cond's operands or the outputs."""
+    eqns = jaxpr.jaxpr.eqns
+    at = [i for i, eqn in enumerate(eqns) if eqn.primitive.name == "cond"]
+    if len(at) != 1:
+        return []  # the census check names a missing or extra cond
+    cond = eqns[at[0]]
+    read = {id(cond.invars[0])}
+    predicate = []
+    for eqn in reversed(eqns[: at[0]]):  # what the predicate is computed from
+        if any(id(v) in read for v in eqn.outvars):
+            predicate.append(eqn)
+            read |= {id(v) for v in eqn.invars}
+    shared = {id(v) for v in [*cond.invars[1:], *jaxpr.jaxpr.outvars]}
+    return [
+        eqn.primitive.name
+        for eqn in eqns
+        if eqn is not cond
+        and (all(eqn is not p for p in predicate) or any(id(v) in shared for v in eqn.outvars))
+    ]
+
+
+@pytest.mark.task("abs_cond")
+def test_abs_cond_runs_one_branch(kata):
+    for dtype in COND_DTYPES:
+        x = dtype.type(1)
+        for how, jaxpr in _traced_both_ways(kata.abs_cond, x).items():
+            everywhere = primitive_census(jaxpr)
+            where = f"{_label(x)}, {how}"
+            with check:
+                assert everywhere["cond"] == 1, (
+                    f"{where}: cond x{everywhere['cond']} in the jaxpr, expected 1"
+                )
+            with check:
+                assert everywhere["select_n"] == 0, f"{where}: a select computes both sides"
+            outside = _outside_the_cond(jaxpr)
+            with check:
+                assert not outside, (
+                    f"{where}: {outside} computed outside the cond, not for its predicate: the "
+                    "negation (and any conversion) must happen inside a branch, so that only "
+                    "the branch taken runs"
+                )

@@ -1,0 +1,375 @@
+"""Programs phase 2's tests draw fresh for every run (from a ``random.Random``), each built so
+that its answer is known by construction, not read from the jaxpr (or, for the census, so that
+xla_inspect's census of it is the answer).
+
+- fresh_nestings: higher-order constructs nested in a drawn order, 2 to 7 deep, around leaves
+  that may hold a jaxpr of their own.
+- io_program: arguments of every dtype and kind (arrays of any rank, zero-size ones, Python
+  scalars), outputs that are inputs, closed-over arrays or computed values, in a drawn order.
+- literal_program: literals of a drawn dtype at its edges (int32 beyond 2**24, uint32 beyond
+  2**31), next to primitives whose names contain one another (or, xor; add, scatter-add).
+- dead_code_program: a drawn chain of equations, some dead, with three set pieces in every
+  program (a value read twice by one equation, both dead; several results none of which is
+  read; dead code inside a live jit).
+- closed_over: arrays closed over as NumPy arrays or jax Arrays, of any dtype, 0-d jax Arrays
+  included.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax import lax
+from jax.custom_batching import custom_vmap
+
+DTYPE_NAMES = (
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "int8",
+    "int16",
+    "int32",
+    "bfloat16",
+    "float16",
+    "float32",
+)
+F32 = np.float32
+
+
+def dtype_of(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
+
+
+def _shape(rng: random.Random) -> tuple[int, ...]:
+    """Rank 0 to 3, sizes 1 to 4, and a zero-size dimension now and then."""
+    shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+    if shape and rng.random() < 0.2:
+        shape[rng.randrange(len(shape))] = 0
+    return tuple(shape)
+
+
+def _array(rng: random.Random, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    values = np.random.default_rng(rng.randrange(2**32)).integers(0, 3, size=shape)
+    return values.astype(dtype_of(name))
+
+
+# ------------------------------------------------------------------------------------- io_avals
+
+
+def io_program(rng: random.Random) -> tuple[Callable, tuple]:
+    """f(*args) and args: 3 to 5 arguments (arrays of drawn dtypes and shapes, Python ints and
+    floats), returning a drawn mix of arguments as they are, closed-over arrays as they are
+    (constvars) and values computed from the arguments, in a drawn order."""
+    args: list = []
+    for _ in range(rng.randint(3, 5)):
+        kind = rng.choice(("array", "array", "array", "python int", "python float"))
+        if kind == "python int":
+            args.append(rng.randint(-9, 9))
+        elif kind == "python float":
+            args.append(rng.randint(-9, 9) / 4)
+        else:
+            args.append(_array(rng, rng.choice(DTYPE_NAMES), _shape(rng)))
+    closed = [
+        _array(rng, rng.choice(DTYPE_NAMES), _shape(rng) or (2,)) for _ in range(rng.randint(1, 2))
+    ]
+    picks: list[tuple[str, int]] = [("arg", i) for i in rng.sample(range(len(args)), 2)]
+    picks += [("closed", i) for i in range(len(closed))]
+    picks += [("computed", rng.randrange(len(args))) for _ in range(rng.randint(1, 2))]
+    rng.shuffle(picks)
+
+    def f(*values):
+        outputs = []
+        for kind, index in picks:
+            if kind == "arg":
+                outputs.append(values[index])
+            elif kind == "closed":
+                outputs.append(closed[index])
+            else:
+                outputs.append(jnp.asarray(values[index]).astype(jnp.float16).sum())
+        return tuple(outputs)
+
+    return f, tuple(args)
+
+
+# ------------------------------------------------------------------------------ literal_operands
+
+_EDGES = {
+    "uint8": (200, 255),
+    "uint16": (40000, 65535),
+    "uint32": (2**31 + 7, 4_000_000_001),
+    "int8": (-128, 127),
+    "int16": (-32768, 30001),
+    "int32": (2**24 + 1, -(2**31) + 3),
+    "bfloat16": (-1.5, 3.0e38),
+    "float16": (0.1, -65504.0),
+    "float32": (16777217.0, -1.0e-30),
+}
+
+
+@dataclass(frozen=True)
+class LiteralProgram:
+    f: Callable
+    arg: np.ndarray
+    expected: dict[str, list[float]]  # primitive asked -> the literal operands it has
+    dtype: str
+
+
+LITERAL_DTYPES = tuple(_EDGES)
+
+
+def literal_program(rng: random.Random, name: str) -> LiteralProgram:
+    """A program on an array of dtype `name` (one of LITERAL_DTYPES) with literals at that
+    dtype's edges (as 0-d NumPy scalars: inlined), in a drawn order, beside primitives whose
+    names contain the asked one: `or` beside `xor` for integers, `add` beside `scatter-add` for
+    floats."""
+    dtype = dtype_of(name)
+    a, b = (dtype.type(v) for v in rng.sample(_EDGES[name], 2))
+    c = dtype.type(rng.randint(1, 9))
+    arg = np.ones((3,), dtype)
+    if dtype.kind in "iu":
+        first, second = ("or", "xor") if rng.random() < 0.5 else ("xor", "or")
+        ops = {"or": jnp.bitwise_or, "xor": jnp.bitwise_xor}
+
+        def f(v):
+            return ops[second](ops[first](v + a, b), c) * a
+
+        expected = {"add": [float(a)], first: [float(b)], second: [float(c)], "mul": [float(a)]}
+        return LiteralProgram(f, arg, expected, name)
+
+    def g(v):
+        return (v.at[1].add(c) + a) * b + v.at[0].add(b)
+
+    expected = {"add": [float(a)], "mul": [float(b)], "scatter-add": [float(c), float(b)]}
+    return LiteralProgram(g, arg, expected, name)
+
+
+# ------------------------------------------------------------------------------ unused_equations
+
+_UNARY = (jnp.sin, jnp.cos, jnp.exp, jnp.tanh, jnp.negative)
+
+
+def _pair(a, b):
+    return a + b, a * b
+
+
+def _dead_inside(a):
+    return (a * 2.0, a + 1.0)[1]  # the jit's mul is dead inside it, not at the top level
+
+
+@dataclass(frozen=True)
+class DeadCodeProgram:
+    f: Callable
+    dead_steps: list[int]  # the steps (one top-level equation each) nothing live reads
+    steps: int
+
+
+def _steps(rng: random.Random) -> list[tuple[str, int]]:
+    """The kinds of the steps, each with its role: 4 to 7 free steps, and three set pieces at
+    drawn places (roles 1-3: a value read twice by one equation, both dead; a jit with two
+    results, neither read; a live jit with dead code inside)."""
+    kinds = ("unary", "binary", "twice", "pair", "dead inside")
+    steps = [(rng.choice(kinds), 0) for _ in range(rng.randint(4, 7))]
+    for piece in ([("unary", 1), ("twice", 1)], [("pair", 2)], [("dead inside", 3)]):
+        at = rng.randint(0, len(steps))
+        steps[at:at] = piece
+    return steps
+
+
+def dead_code_program(rng: random.Random) -> DeadCodeProgram:
+    """Steps on f32[3] values (see _steps), each one top-level equation: a unary function, a
+    product of two values or of one value with itself, a jit with two results, a jit with dead
+    code inside; the outputs are 1 to 3 drawn values. Which steps are dead is worked out from
+    the steps themselves."""
+    plan: list[tuple[str, list[int], int]] = []  # (kind, values read, first value written)
+    free = [0]  # values the free steps and the outputs may read: value 0 is the argument
+    count, outputs, twice_of = 1, [], 0
+    for kind, role in _steps(rng):
+        if role == 1 and kind == "twice":
+            read = [twice_of]  # the dead unary's value, and nothing else reads it
+        elif kind in ("binary", "pair"):
+            read = [rng.choice(free), rng.choice(free)]
+        else:
+            read = [rng.choice(free)]
+        plan.append((kind, read, count))
+        written = list(range(count, count + (2 if kind == "pair" else 1)))
+        count += len(written)
+        if role == 0:
+            free += written
+        elif role == 1 and kind == "unary":
+            twice_of = written[0]
+        elif role == 3:
+            outputs += written
+    outputs += rng.sample(free, min(len(free), rng.randint(0, 2)))
+    unary = [rng.choice(_UNARY) for _ in plan]
+
+    def f(x):
+        values = [x]
+        for (kind, read, _), fn in zip(plan, unary, strict=True):
+            if kind == "unary":
+                values.append(fn(values[read[0]]))
+            elif kind == "binary":
+                values.append(values[read[0]] * values[read[1]])
+            elif kind == "twice":
+                values.append(values[read[0]] * values[read[0]])
+            elif kind == "pair":
+                values.extend(jax.jit(_pair)(values[read[0]], values[read[1]]))
+            else:
+                values.append(jax.jit(_dead_inside)(values[read[0]]))
+        return tuple(values[i] for i in outputs)
+
+    live = set(outputs)
+    dead = []
+    for step in range(len(plan) - 1, -1, -1):
+        kind, read, first = plan[step]
+        written = range(first, first + (2 if kind == "pair" else 1))
+        if any(v in live for v in written):
+            live.update(read)
+        else:
+            dead.append(step)
+    return DeadCodeProgram(f, sorted(dead), len(plan))
+
+
+# -------------------------------------------------------------------------------- closure_consts
+
+
+def closed_over(rng: random.Random) -> list:
+    """3 to 5 arrays to close over, in a drawn order: a 0-d jax Array, a bfloat16 jax Array, a
+    NumPy array (rank 1 or more: a 0-d one is inlined), and up to two more of either kind; the
+    dtypes and shapes drawn."""
+    arrays: list = [
+        jax.device_put(_array(rng, rng.choice(DTYPE_NAMES), ())),
+        jax.device_put(_array(rng, "bfloat16", _shape(rng))),
+        _array(rng, rng.choice(DTYPE_NAMES), _shape(rng) or (rng.randint(1, 3),)),
+    ]
+    for _ in range(rng.randint(0, 2)):
+        name = rng.choice(DTYPE_NAMES)
+        if rng.random() < 0.5:
+            arrays.append(_array(rng, name, _shape(rng) or (rng.randint(1, 3),)))
+        else:
+            arrays.append(jax.device_put(_array(rng, name, _shape(rng))))
+    rng.shuffle(arrays)
+    return arrays
+
+
+def uses_all(arrays: list) -> Callable:
+    """x + the sum of each array (as float32) times a weight of its own: running the jaxpr with
+    the consts in another order gives another value."""
+
+    def f(x):
+        total = x
+        for weight, array in enumerate(arrays, start=1):
+            total = total + jnp.asarray(array).astype(F32).sum() * F32(weight * 10)
+        return total
+
+    return f
+
+
+# ------------------------------------------------------------------------------ primitive_census
+
+
+def _wrap_jit(f):
+    return jax.jit(f)
+
+
+def _wrap_remat(f):
+    return jax.checkpoint(f)
+
+
+def _wrap_cond(f):
+    return lambda x: lax.cond(x.sum() > 0, f, lambda v: v - 1.0, x)
+
+
+def _wrap_while(f):
+    return lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, f(c[1])), (0, x))[1]
+
+
+def _wrap_scan(f):
+    return lambda x: lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0]
+
+
+def _wrap_linear_call(f):
+    # linear in v: f's equations sit in the `callee` param, the transpose is a function
+    return lambda x: jax.custom_derivatives.linear_call(
+        lambda c, v: v * c + f(c) * 0.0, lambda c, t: t * c, x, x
+    )
+
+
+def _wrap_custom_vmap(f):
+    g = custom_vmap(f)
+    g.def_vmap(lambda axis_size, in_batched, x: (f(x), in_batched[0]))
+    return g
+
+
+def _wrap_custom_jvp(f):
+    g = jax.custom_jvp(f)
+    g.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+    return g
+
+
+def _wrap_linear_solve(f):
+    return lambda x: lax.custom_linear_solve(
+        lambda v: v * 2.0, f(x), solve=lambda m, r: r / 2.0, symmetric=True
+    )
+
+
+def _wrap_linear_solve_transposable(f):
+    # not symmetric, no transpose_solve: None stands beside jaxprs in the `jaxprs` tuple
+    return lambda x: lax.custom_linear_solve(lambda v: v * 2.0, f(x), solve=lambda m, r: r / 2.0)
+
+
+# Higher-order constructs, each keeping its body's jaxpr in some param (jaxpr, branches,
+# body_jaxpr, callee, call, call_jaxpr, jaxprs): the fresh census nests a few of them. Leaves
+# may hold a jaxpr too: scatter-add's combiner in `update_jaxpr`, a reduce's in `jaxpr`.
+WRAPPERS = {
+    "jit": _wrap_jit,
+    "checkpoint": _wrap_remat,
+    "cond": _wrap_cond,
+    "while_loop": _wrap_while,
+    "scan": _wrap_scan,
+    "linear_call": _wrap_linear_call,
+    "custom_vmap": _wrap_custom_vmap,
+    "custom_jvp": _wrap_custom_jvp,
+    "custom_linear_solve": _wrap_linear_solve,
+    "custom_linear_solve (not symmetric)": _wrap_linear_solve_transposable,
+}
+LEAVES = {
+    "sin": jnp.sin,
+    "exp": jnp.exp,
+    "tanh": jnp.tanh,
+    "log1p": jnp.log1p,
+    "cos": jnp.cos,
+    "scatter-add": lambda v: v.at[1].add(jnp.sin(v[0])),
+    "reduce": lambda v: v + lax.reduce(v, F32(0.0), lambda a, b: a + jnp.cos(b), (0,)),
+}
+
+
+def fresh_nestings(rng) -> dict[str, Callable]:
+    """One program per higher-order construct, from a random.Random: the constructs in a drawn
+    cyclic order, program i nesting construct i around construct i + 1 (and i + 2 in every
+    other program) around a leaf, so that every construct is met both outermost and nested in
+    another, and every other program nests three deep; then one program nesting 5 to 7 drawn
+    constructs that hold the function they wrap (not custom_linear_solve, whose right-hand
+    side is computed outside it)."""
+    order, leaves = sorted(WRAPPERS), sorted(LEAVES)
+    rng.shuffle(order)
+    rng.shuffle(leaves)
+    nesting = [n for n in order if not n.startswith("custom_linear_solve")]  # b is outside
+    chains = [
+        [order[(i + k) % len(order)] for k in range(3 if i % 2 else 2)] for i in range(len(order))
+    ]
+    chains.append([rng.choice(nesting) for _ in range(rng.randint(5, 7))])
+    programs = {}
+    for i, names in enumerate(chains):
+        leaf = leaves[i % len(leaves)]  # every leaf in every run
+        f = LEAVES[leaf]
+        for name in reversed(names):
+            f = WRAPPERS[name](f)
+        programs[f"{' of '.join(names)} of {leaf}"] = f
+    return programs
