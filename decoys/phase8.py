@@ -338,7 +338,7 @@ _PRACTISED = (
 
 @decoy(
     "hlo_opcode",
-    caught_by=["test_hlo_opcode_on_fresh_ops_of_the_dialect"],
+    caught_by=["test_hlo_opcode_on_every_op_of_the_dialect"],
     why="every rename, and a table of the multi-word ops practised, else the name unchanged: "
     "right on every op the fixed tests name, wrong on all_gather, triangular_solve, "
     "get_tuple_element and the rest of the dialect",
