@@ -223,7 +223,7 @@ def kernel_census_no_fallbacks(hlo_text, inductor_code):
     "bias_homes",
     caught_by=[
         "test_bias_homes_of_both_compilers",
-        "test_bias_homes_when_xla_keeps_the_bias_with_the_product",
+        "test_bias_homes_of_other_spellings",
     ],
     why="assumes Inductor always folds a bias into addmm: added after the activation it is not",
 )
@@ -236,7 +236,7 @@ def bias_homes_inductor_always_library(hlo_text, inductor_code):
 
 @decoy(
     "bias_homes",
-    caught_by=["test_bias_homes_when_xla_keeps_the_bias_with_the_product"],
+    caught_by=["test_bias_homes_of_other_spellings"],
     why="assumes XLA always adds the bias in a loop fusion: another backend keeps it in the GEMM",
 )
 def bias_homes_xla_always_fused(hlo_text, inductor_code):
@@ -250,7 +250,7 @@ def bias_homes_xla_always_fused(hlo_text, inductor_code):
     "bias_homes",
     caught_by=[
         "test_bias_homes_of_both_compilers",
-        "test_bias_homes_when_xla_keeps_the_bias_with_the_product",
+        "test_bias_homes_of_other_spellings",
     ],
     why="takes the first argument of the library call as the bias: mm and bmm take none",
 )

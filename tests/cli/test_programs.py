@@ -32,7 +32,9 @@ def test_every_phase_has_programs_for_its_own_tasks():
 
 
 def test_the_tests_import_their_programs_from_programs_py():
-    """Or draw every input afresh (the ``fresh`` fixture), as phase 11's drawn modules."""
+    """Or from the phase's strata.py (the cases drawn afresh each run, beside programs.py in
+    the phase folder), or draw every input afresh (the ``fresh`` fixture), as phase 11's drawn
+    modules."""
     for phase in curriculum.phases():
         for test_file in phase.programs_path.parent.glob("test_*.py"):
             tree = ast.parse(test_file.read_text(encoding="utf-8"))
@@ -45,7 +47,8 @@ def test_the_tests_import_their_programs_from_programs_py():
             ]
             drawn = tests and all("fresh" in {a.arg for a in t.args.args} for t in tests)
             # a file whose every test draws its inputs afresh has no program to show
-            assert drawn or f"katas.{phase.name}.programs" in sources, f"{test_file.name}"
+            shown = {f"katas.{phase.name}.programs", f"katas.{phase.name}.strata"}
+            assert drawn or shown & sources, f"{test_file.name}"
 
 
 @pytest.mark.parametrize("number", NUMBERS)
