@@ -5,16 +5,20 @@ code rather than about the grader:
 
 - Before the file is imported its source is scanned (:func:`scan`). Importing pytest, the
   harness, the reference or anything that loads code by path, the builtins that run or import
-  code from a string, and assigning to (or deleting, or ``setattr`` on) an attribute of an
-  imported module (``np.allclose = ...``) are refused with one line naming the line. Kata code
-  never needs them; they are how a file would skip its own tests, patch pytest's reports or the
-  functions the tests compare with, or load the reference.
+  code from a string, assigning to (or deleting, or ``setattr`` on) an attribute of an
+  imported module (``np.allclose = ...``) or calling a mutating method on one
+  (``os.environ.update(...)``), reaching a private name through ``__getattr__``, and signal
+  handlers and timers are refused with one line naming the line. Kata code never needs them;
+  they are how a file would skip its own tests, patch pytest's reports or the functions the
+  tests compare with, load the reference, carry what a read task measured into the copy that
+  answers predictions, or run code between the harness's checks.
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
   ``reference/``, ``decoys/`` or Inductor's cache, to write to the tests, the harness or the
   snapshots, however the path was spelled, and to start another program (where neither the
-  hook nor the predict refusal would see what it does), unless a compiler the kata code called
-  does it for its own work (Inductor's g++ and its cache, Dynamo reading the source it
-  compiles). Threads are refused by the scan for the same reason.
+  hook nor the predict refusal would see what it does), or to change the environment
+  variables, unless a compiler the kata code called does it for its own work (Inductor's g++
+  and its cache, Dynamo reading the source it compiles). Threads are refused by the scan for
+  the same reason.
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ from pathlib import Path
 from . import curriculum
 from .curriculum import KATA_FILE
 from .guard_lists import (
+    DUNDER_REFLECTION,
     FORBIDDEN_ATTRIBUTES,
     FORBIDDEN_MODULES,
     FORBIDDEN_NAMES,
+    MUTATORS,
     NOTES,
     PROCESS_ATTRIBUTES,
+    STATE,
 )
 
 # Builtins that reach an attribute by a name given as a string: only called directly with a
@@ -59,8 +66,14 @@ def scan(source: str, filename: str) -> str | None:
         return None
     modules = _imported_names(tree)
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    plain = _module_names(tree)
     for node in ast.walk(tree):
-        found = _forbidden(node) or _patches(node, modules) or _passed_on(node, called)
+        found = (
+            _forbidden(node)
+            or _patches(node, modules)
+            or _mutates(node, modules, plain)
+            or _passed_on(node, called)
+        )
         if found:
             return f"line {getattr(node, 'lineno', '?')} {found}"
     return None
@@ -180,6 +193,53 @@ def _patches(node: ast.AST, modules: set[str]) -> str | None:
     return None
 
 
+def _module_names(tree: ast.AST) -> set[str]:
+    """Names the file binds to a module itself (``np``, ``jnp`` in ``from jax import numpy as
+    jnp``): ``np.add(a, b)`` calls a function, where ``os.environ.update(...)`` changes state."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {
+                a.asname or a.name for a in node.names if f"{node.module}.{a.name}" in sys.modules
+            }
+    return names
+
+
+def _mutates(node: ast.AST, modules: set[str], plain: set[str]) -> str | None:
+    """A mutating method called on state an imported module holds (``os.environ.update``,
+    ``sys.path.append``, ``np.typecodes.update``, through any alias): process-wide state, shared
+    with the sealed copy that answers predictions, like an assignment to it."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MUTATORS
+    ):
+        return None
+    owner = node.func.value
+    if isinstance(owner, ast.Name) and owner.id in plain:
+        return None  # a module's own function (np.append), not a method of its state
+    if ast.unparse(owner) == "jax.config":
+        return None  # JAX's settings, checked by name and value (explain_cache_misses)
+    if _foreign(owner, modules):
+        return f"changes {ast.unparse(owner)} (.{node.func.attr}): {STATE}"
+    return None
+
+
+def _dunder_reflection(call: ast.Call) -> str | None:
+    """``m.__getattr__("_orig_mod")``, ``nn.Module.__getattr__(m, name)``: judged like getattr,
+    by the name it is given (the last positional argument)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in DUNDER_REFLECTION):
+        return None
+    name = call.args[-1] if call.args else None
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return f"uses {call.func.attr} with a computed name"
+    if name.value in FORBIDDEN_ATTRIBUTES or _private(name.value):
+        return f"uses .{name.value}"
+    return None
+
+
 def _forbidden(node: ast.AST) -> str | None:
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -202,13 +262,22 @@ def _forbidden(node: ast.AST) -> str | None:
         return f"uses .{node.attr}"  # os.popen under any name
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _named_attribute(node)
+    elif isinstance(node, ast.Call):
+        return _dunder_reflection(node)
     return None
 
 
 def _passed_on(node: ast.AST, called: set[int]) -> str | None:
-    """A reflection builtin used other than by calling it (its names would go unchecked)."""
+    """A reflection builtin or method used other than by calling it (its names would go
+    unchecked)."""
     if isinstance(node, ast.Name) and node.id in REFLECTION and id(node) not in called:
         return f"uses {node.id} other than by calling it"
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr in DUNDER_REFLECTION
+        and id(node) not in called
+    ):
+        return f"uses {node.attr} other than by calling it"
     return None
 
 
@@ -281,6 +350,9 @@ def _protected(path: str, mode: object, flags: object) -> bool:
 
 
 _PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
+# os.environ[...] = ..., .update(...), .pop(...) under any name: the environment is the
+# process's, read by the copy of the file that answers predictions
+_ENVIRONMENT_EVENTS = ("os.putenv", "os.unsetenv")
 
 
 # Compilers whose own work, done for kata code that called them, the hook lets through (a
@@ -301,6 +373,8 @@ def _compiler_dirs() -> tuple[str, ...]:
 def _audit(event: str, args: tuple) -> None:
     if event in _PROCESS_EVENTS or event.startswith("os.fork"):
         what = f"starts another program ({event})"
+    elif event in _ENVIRONMENT_EVENTS:
+        what = f"changes the environment ({event} {args[0] if args else ''}): {STATE}"
     elif event != "open" or not args or isinstance(args[0], int) or args[0] is None:
         return
     else:

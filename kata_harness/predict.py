@@ -341,12 +341,14 @@ def _asked_by_kata(frame: Any, allowed_codes: set[Any], own: str) -> bool:
 
 @functools.cache
 def _library_dirs() -> tuple[str, ...]:
-    """Where installed code lives (the standard library, site-packages), and code with no file
-    (``<frozen importlib._bootstrap>``, a dataclass's generated ``__init__``)."""
+    """Where installed code lives (the standard library, every site-packages on the path: ``uv
+    run --with`` adds its own), and code with no file (``<frozen importlib._bootstrap>``, a
+    dataclass's generated ``__init__``)."""
     import sysconfig
 
     paths = sysconfig.get_paths()
     dirs = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs |= {d for d in sys.path if os.path.basename(d) in ("site-packages", "dist-packages")}
     return (*{os.path.join(p, "") for d in dirs for p in (d, os.path.realpath(d))}, "<")
 
 
