@@ -24,6 +24,7 @@ code rather than about the grader:
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from pathlib import Path
@@ -322,6 +323,22 @@ def _unreadable() -> tuple[str, ...]:
     return tuple(os.path.realpath(d) + os.sep for d in dirs)
 
 
+@functools.cache
+def installed_dirs() -> tuple[str, ...]:
+    """Where installed Python code lives: the entries of ``sys.path`` the first time this is
+    asked, before kata code runs (the standard library, site-packages, the course's toolkit), but
+    the course's root and the current directory, where kata code may write. A sealed prediction
+    may read there (:mod:`.sealed`), so kata code may not write there."""
+    root = os.path.realpath(curriculum.ROOT)
+    found = {os.path.realpath(entry) for entry in sys.path if entry and os.path.isdir(entry)}
+    found.discard(os.path.realpath(os.getcwd()))
+    return tuple(
+        os.path.join(d, "")
+        for d in sorted(found)
+        if not root.startswith(os.path.join(d, "")) and d != root
+    )
+
+
 def _unwritable() -> tuple[str, ...]:
     root = curriculum.ROOT
     return (
@@ -329,6 +346,7 @@ def _unwritable() -> tuple[str, ...]:
         str(curriculum.HARNESS_DIR) + os.sep,
         str(root / "conftest.py"),
         str(root / "pyproject.toml"),
+        *installed_dirs(),
     )
 
 
