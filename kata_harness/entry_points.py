@@ -2,7 +2,9 @@
 refuses each one, under any name, while a predict task's answer runs).
 
 - JAX's public staging functions (``jit``, ``make_jaxpr``, ``eval_shape``, ``closure_convert``,
-  ``Traced.lower``, ``Lowered.compile`` and the analyses of compiled programs);
+  ``Traced.lower``, ``Lowered.compile`` and the analyses of compiled programs), and
+  ``jax.export.deserialize``: an ``Exported`` pasted into the file as bytes holds the StableHLO
+  JAX lowered when it was made, the lowering's answer without a lowering now;
 - the tracing core under them: every route from a Python function to a jaxpr (those functions,
   ``jax.linearize``, a control-flow primitive tracing its body, an eager ``jnp`` operation, and
   any public function added later) builds a ``DynamicJaxprTrace`` (or the older ``JaxprTrace``),
@@ -50,6 +52,7 @@ def allowed_pairs(allowed: Iterable[str]) -> list[tuple[Any, str]]:
 
 def _public() -> list[tuple[Any, str]]:
     import jax
+    import jax.export
     import jax.stages
 
     return [
@@ -57,6 +60,7 @@ def _public() -> list[tuple[Any, str]]:
         (jax, "make_jaxpr"),
         (jax, "eval_shape"),
         (jax, "closure_convert"),
+        (jax.export, "deserialize"),  # what JAX lowered before, kept as bytes in the file
         (jax.stages.Traced, "lower"),
         (jax.stages.Lowered, "compile"),
         (jax.stages.Lowered, "cost_analysis"),

@@ -124,3 +124,23 @@ def test_eval_shape_of_the_tests_program_passes_with_what_jax_traces_inside(tmp_
 
     assert module.predict_traces(programs.f, jnp.ones(3)) == "jacfwd"
     assert module.predict_traces(lambda v: jnp.sum(v), jnp.ones(3)) == "jacrev"
+
+
+def test_a_serialized_export_deserialized_in_any_prediction_is_refused(tmp_path):
+    """An Exported kept as bytes in the file is what JAX lowered when it was made: refused for
+    every predict task, not only where a phase lists it."""
+    import jax
+    import jax.export
+    import jax.numpy as jnp
+
+    blob = bytes(jax.export.export(jax.jit(jnp.sin))(jnp.ones(3)).serialize())
+    source = (
+        "from jax import export as _e\n"
+        f"_BLOB = {blob!r}\n"
+        "def predict_traces():\n"
+        "    text = _e.deserialize(bytearray(_BLOB)).mlir_module()\n"
+        "    return int('sine' in text)\n"
+    )
+    module = _load(tmp_path, "deserialized", source)
+    with pytest.raises(pytest.fail.Exception, match=r"phase0\.task1 .*deserialize"):
+        module.predict_traces()
