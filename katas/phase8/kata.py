@@ -46,7 +46,7 @@ def export_bytes(f, *specs) -> bytes:
     raise NotImplementedError("phase8 task 3: export_bytes")
 
 
-def call_exported(blob: bytes, *args):
+def call_exported(blob: bytes, *args) -> jax.Array | tuple[jax.Array, ...] | dict[str, jax.Array]:
     """Rebuild the exported function from `blob` and call it on `args`; return what the
     function returns: the same pytree (array, tuple, dict) of jax.Arrays, dtypes unchanged."""
     # TODO: the inverse of serialize, then call
