@@ -22,7 +22,7 @@ from typing import Any
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, entry_points, guard, inductor, predict, sealed
+from . import contract, curriculum, entry_points, guard, inductor, predict, sealed, source_scan
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -72,7 +72,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     if cached and cached[0] == stamp:
         return cached[1]
     if scan:
-        found = guard.scan(path.read_text(encoding="utf-8"), str(path))
+        found = source_scan.scan(path.read_text(encoding="utf-8"), str(path))
         if found:
             raise KataRefused(f"{label}: {_relative(path)} {found}: {guard.WHY}")
     spec = importlib.util.spec_from_file_location(module_name, path)
