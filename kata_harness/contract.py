@@ -40,6 +40,7 @@ _EXACT: dict[type, tuple[type, ...]] = {
     tuple: (tuple,),
     dict: (dict, collections.defaultdict, collections.OrderedDict, collections.Counter),
     set: (set, frozenset),
+    np.ndarray: (np.ndarray,),  # a subclass's __array_ufunc__ can take the other operand's values
 }
 _UNCHECKED = (
     collections.abc.Callable,
@@ -111,7 +112,8 @@ def mismatch(value: Any, hint: Any, module: ModuleType, where: str = "") -> str 
         return _items(value.items(), (args[0] if args else Any, int), module, where)
     if base in _EXACT:
         if not _exact(value, _EXACT[base]):
-            return f"{where}expected {_name(base)}, got {type(value).__name__}"
+            own = " defined in the kata" if type(value).__module__ == module.__name__ else ""
+            return f"{where}expected {_name(base)}, got {type(value).__name__}{own}"
         if base in (list, set) and args:
             return _each(value, args[0], module, where)
         if base is tuple and args:

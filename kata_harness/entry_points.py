@@ -1,8 +1,14 @@
 """What a prediction may not call: every path from a program to the compiler (kata_harness.predict
 refuses each one, under any name, while a predict task's answer runs).
 
-- JAX's public staging functions (``jit``, ``make_jaxpr``, ``eval_shape``, ``Traced.lower``,
-  ``Lowered.compile`` and the analyses of compiled programs);
+- JAX's public staging functions (``jit``, ``make_jaxpr``, ``eval_shape``, ``closure_convert``,
+  ``Traced.lower``, ``Lowered.compile`` and the analyses of compiled programs), and
+  ``jax.export.deserialize``: an ``Exported`` pasted into the file as bytes holds the StableHLO
+  JAX lowered when it was made, the lowering's answer without a lowering now;
+- the tracing core under them: every route from a Python function to a jaxpr (those functions,
+  ``jax.linearize``, a control-flow primitive tracing its body, an eager ``jnp`` operation, and
+  any public function added later) builds a ``DynamicJaxprTrace`` (or the older ``JaxprTrace``),
+  and only the public ``jit`` records a trace event, so a route that skips it passes there;
 - the lowering layer under them: ``jit(f).lower()``, ``jax.export`` and a closed jaxpr handed
   straight to ``jax.interpreters.mlir.lower_jaxpr_to_module`` all build a ``ModuleContext`` and
   lower each equation through ``jaxpr_subcomp``, so a path that skips the public functions (and
@@ -12,6 +18,7 @@ refuses each one, under any name, while a predict task's answer runs).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 CLIENT_COMPILES = frozenset(
@@ -28,15 +35,32 @@ CLIENT_COMPILES = frozenset(
 _LOWERING = ("lower_jaxpr_to_module", "lower_jaxpr_to_fun", "jaxpr_subcomp")
 
 
-def refused() -> list[tuple[Any, str]]:
-    """``(owner, attribute)`` of every function a prediction may not call."""
+def refused(allowed: Iterable[str] = ()) -> list[tuple[Any, str]]:
+    """``(owner, attribute)`` of every function a prediction may not call, but the ``allowed``
+    names (``eval_shape`` where a task may ask for an output's shape: it traces, so the tracing
+    core is then left to :func:`tracing_core`'s callers to judge)."""
+    keep = set(allowed)
+    core = [] if "eval_shape" in keep else tracing_core()
+    return [(o, n) for o, n in _public() + core if n not in keep]
+
+
+def allowed_pairs(allowed: Iterable[str]) -> list[tuple[Any, str]]:
+    """``(owner, attribute)`` of the refused functions a task's ``allowed`` names."""
+    keep = set(allowed)
+    return [(o, n) for o, n in _public() if n in keep]
+
+
+def _public() -> list[tuple[Any, str]]:
     import jax
+    import jax.export
     import jax.stages
 
     return [
         (jax, "jit"),
         (jax, "make_jaxpr"),
         (jax, "eval_shape"),
+        (jax, "closure_convert"),
+        (jax.export, "deserialize"),  # what JAX lowered before, kept as bytes in the file
         (jax.stages.Traced, "lower"),
         (jax.stages.Lowered, "compile"),
         (jax.stages.Lowered, "cost_analysis"),
@@ -45,6 +69,15 @@ def refused() -> list[tuple[Any, str]]:
         *lowering_layer(),
         *client_compiles(),
     ]
+
+
+def tracing_core() -> list[tuple[Any, str]]:
+    """The constructors of JAX's traces that build jaxprs: what every trace runs, by whatever
+    public function (or none) it was asked for."""
+    from jax._src.interpreters import partial_eval as pe
+
+    pairs = [(pe.DynamicJaxprTrace, "__init__"), (pe.JaxprTrace, "__init__")]
+    return [(owner, name) for owner, name in pairs if name in vars(owner)]
 
 
 def lowering_layer() -> list[tuple[Any, str]]:
@@ -67,6 +100,8 @@ def label(owner: Any, name: str) -> str:
     """How a refusal names what was called."""
     if name in CLIENT_COMPILES and getattr(owner, "__name__", "") == "Client":
         return "XLA's compiler (an eager jnp operation compiles too)"
+    if name == "__init__" and getattr(owner, "__name__", "").endswith("JaxprTrace"):
+        return f"JAX's tracing ({owner.__name__}; an eager jnp operation traces too)"
     if name == "__init__" or getattr(owner, "__name__", "") == "jax._src.interpreters.mlir":
         where = f"{getattr(owner, '__name__', owner)}.{name}".replace("._src.", ".")
         return f"JAX's lowering ({where}; an eager jnp operation lowers too)"

@@ -46,8 +46,21 @@ FORBIDDEN_MODULES = frozenset(
         "dill",
         "cloudpickle",
         "joblib",
+        # a signal handler or timer runs kata code between the harness's checks, outside any
+        # refusal (a SIGALRM armed at import compiles while no prediction is running)
+        "signal",
+        "_signal",
     }
 )
+# Methods that change the object they are called on: called on state an imported module holds
+# (os.environ, sys.path, a module's dict), they change the whole process
+MUTATORS = frozenset(
+    {"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove"}
+    | {"add", "discard", "sort", "reverse", "__setitem__", "__delitem__", "__ior__", "__iadd__"}
+)
+STATE = "process-wide state reaches the copy of the file that answers predictions"
+# Dunder methods that reach an attribute by a name given as a string, judged like getattr
+DUNDER_REFLECTION = frozenset({"__getattr__"})
 # os functions that start another program
 PROCESS_ATTRIBUTES = frozenset(
     {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}

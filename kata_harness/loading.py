@@ -18,10 +18,11 @@ import traceback
 import types
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, entry_points, guard, inductor, predict, sealed
+from . import contract, curriculum, entry_points, guard, inductor, predict, sealed, source_scan
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -71,7 +72,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     if cached and cached[0] == stamp:
         return cached[1]
     if scan:
-        found = guard.scan(path.read_text(encoding="utf-8"), str(path))
+        found = source_scan.scan(path.read_text(encoding="utf-8"), str(path))
         if found:
             raise KataRefused(f"{label}: {_relative(path)} {found}: {guard.WHY}")
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -87,7 +88,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
         with (
             predict.compiles_seen() as seen,
             predict.calls_seen(
-                _watched() if scan else (), entry_points.lowering_layer() if scan else ()
+                _watched() if scan else (), _watched_layers() if scan else ()
             ) as called,
             sealed.sealed() as reads,
         ):
@@ -135,6 +136,13 @@ def _watched() -> set[str]:
         for name in task.refuse
         if name.split(".")[0] in sys.modules
     }
+
+
+def _watched_layers() -> list[tuple[Any, str]]:
+    """JAX's tracing core and lowering layer, watched while a learner's file loads: a trace that
+    no public function recorded (``jax.closure_convert``), or a lowering, counts as what the
+    file did before any prediction."""
+    return entry_points.tracing_core() + entry_points.lowering_layer()
 
 
 def _relative(path: Path) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -58,8 +59,7 @@ def compiler_refused(
     test if any of them was called or XLA compiled anything."""
     import jax
 
-    keep = set(allowed)
-    patched = [(o, n) for o, n in entry_points.refused() if n not in keep] + list(also)
+    patched = entry_points.refused(allowed) + list(also)
     # (owner, name, the owner's own attribute or None when it inherits it)
     saved = [(owner, name, vars(owner).get(name)) for owner, name in patched]
 
@@ -224,6 +224,9 @@ def _refusing(
         (LOWER, BACKEND_COMPILE) if "eval_shape" in allowed else (TRACE, LOWER, BACKEND_COMPILE)
     )
 
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    own = code.co_filename if code is not None else "?"  # the file the answer is written in
+
     @functools.wraps(function)
     def refused(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
@@ -238,7 +241,7 @@ def _refusing(
         attempts: list[str] = []
         with (
             compiles_seen(events) as seen,
-            _entry_points_refused(allowed, also, attempts),
+            _entry_points_refused(allowed, also, attempts, own),
             sealed.sealed() as reads,
         ):
             try:
@@ -275,13 +278,15 @@ _refusers: dict[int, Any] = {}  # the harness's wrappers, by identity (see contr
 
 @contextmanager
 def _entry_points_refused(
-    allowed: Iterable[str], also: list[tuple[Any, str]], attempts: list[str]
+    allowed: Iterable[str], also: list[tuple[Any, str]], attempts: list[str], own: str
 ) -> Iterator[None]:
-    keep = set(allowed)
-    pairs = [(o, n) for o, n in entry_points.refused() if n not in keep] + also
+    pairs = entry_points.refused(allowed) + also
     saved = [(o, n, vars(o).get(n)) for o, n in pairs]
     codes = _codes(pairs)
-    allowed_codes = set(_codes([(o, n) for o, n in entry_points.refused() if n in keep]))
+    allowed_codes = set(_codes(entry_points.allowed_pairs(allowed)))
+    # With eval_shape allowed, the tracing core runs for it (and for every jnp function the
+    # traced program calls): refused only outside it.
+    core = _codes(entry_points.tracing_core()) if allowed_codes else {}
     inside_allowed = [0]
     previous = sys.getprofile()
 
@@ -294,10 +299,12 @@ def _entry_points_refused(
             return
         code = frame.f_code
         if code in allowed_codes:
-            inside_allowed[0] += 1 if event == "call" else -1 if event == "return" else 0
+            inside_allowed[0] += 1 if event == "call" else -1
         elif event == "call" and code in codes:
-            if not inside_allowed[0] or not _called_by_jax(frame):
+            if not inside_allowed[0] or _asked_by_kata(frame, allowed_codes, own):
                 attempts.append(codes[code])
+        elif event == "call" and code in core and not inside_allowed[0]:
+            attempts.append(core[code])
 
     sys.setprofile(profile)
     for owner, name, _ in saved:
@@ -314,20 +321,35 @@ def _entry_points_refused(
         _restore(saved)
 
 
-def _called_by_jax(frame: Any) -> bool:
-    """Whether the refused function was called by JAX itself (eval_shape tracing with jit), not
-    by the answer's own code inside the function eval_shape traces."""
+def _asked_by_kata(frame: Any, allowed_codes: set[Any], own: str) -> bool:
+    """Whether kata code (the answer's file ``own``, or any learner's file) asked for the refused
+    function called in ``frame`` inside a function the task may call: the nearest caller that is
+    not a library (JAX, the standard library, another package: the trampolines ``jax.tree.map``,
+    ``numpy.vectorize``...) is kata code. JAX's own calls (eval_shape tracing with jit,
+    ``jnp.einsum`` jitting its body under a test's program) have the allowed function or the
+    test's code there."""
     caller = frame.f_back
-    while caller is not None and caller.f_code.co_name == "reraise_with_filtered_traceback":
-        caller = caller.f_back  # jax's api_boundary layer
-    return caller is not None and caller.f_code.co_filename.startswith(_jax_dir())
+    while caller is not None and caller.f_code not in allowed_codes:
+        filename = caller.f_code.co_filename
+        if filename == own or guard.is_kata_file(filename):
+            return True
+        if not filename.startswith(_library_dirs()):
+            return False  # the test's program: JAX traces it for eval_shape
+        caller = caller.f_back
+    return False
 
 
 @functools.cache
-def _jax_dir() -> str:
-    import jax
+def _library_dirs() -> tuple[str, ...]:
+    """Where installed code lives (the standard library, every site-packages on the path: ``uv
+    run --with`` adds its own), and code with no file (``<frozen importlib._bootstrap>``, a
+    dataclass's generated ``__init__``)."""
+    import sysconfig
 
-    return os.path.dirname(jax.__file__) + os.sep
+    paths = sysconfig.get_paths()
+    dirs = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs |= {d for d in sys.path if os.path.basename(d) in ("site-packages", "dist-packages")}
+    return (*{os.path.join(p, "") for d in dirs for p in (d, os.path.realpath(d))}, "<")
 
 
 _stand_ins: dict[int, Any] = {}  # id of a refusing stand-in -> what it stands in for

@@ -6,9 +6,10 @@ Two ways around that are closed here:
 - Files. While a predict answer runs or a learner's file loads (:func:`sealed`), an audit hook
   refuses kata code reading or listing files: a memo a read task or an exit hook wrote in an
   earlier run (numbers the compiler gave, keyed by the cases a prediction was asked about) cannot
-  come back into a prediction, neither in the answer nor into the module while it loads. Imports
-  (the import machinery opens the files), and the source lines warnings and tracebacks print,
-  are not kata code reading.
+  come back into a prediction, neither in the answer nor into the module while it loads. The
+  rule is about what is read, whoever opens it (``linecache.getline`` reads any file): an
+  installed module's files (the standard library, site-packages, the course's toolkit; kata code
+  may not write there) and the kata file's own source are all a sealed block may read.
 - Module state. The harness answers a learner's predict tasks from a second copy of the file,
   loaded with the first (:func:`answered_by`): what the read tasks (which may compile) stored in
   the module the tests call cannot reach a prediction, whatever order the tests run in.
@@ -16,6 +17,7 @@ Two ways around that are closed here:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,9 +27,9 @@ from typing import Any
 from . import guard
 
 _EVENTS = ("open", "os.listdir", "os.scandir", "glob.glob", "os.walk")
-# Frames that read files on their own account when kata code merely imports or warns.
-_NOT_KATA_READING = ("<frozen importlib", "<frozen zipimport")
-_STDLIB_READERS = ("linecache.py", "traceback.py", "warnings.py", "tokenize.py")
+# The import machinery lists the folders on sys.path to find a module (names only); what it then
+# opens is judged like any read.
+_LISTING_IMPORTS = ("<frozen importlib", "<frozen zipimport")
 
 _active: list[list[str]] = []  # one list of refused reads per sealed block, innermost last
 _installed = False
@@ -55,12 +57,17 @@ def _audit(event: str, args: tuple) -> None:
     target = args[0] if args else None
     if event == "open" and (target is None or isinstance(target, int)):
         return
+    path = _path(target)
+    if path is not None and path.startswith(guard.installed_dirs()):
+        return  # an installed module's source or data: nothing kata code can have written
     frame: Any = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename.startswith(_NOT_KATA_READING) or filename.endswith(_STDLIB_READERS):
+        if event != "open" and filename.startswith(_LISTING_IMPORTS):
             return
         if guard.is_kata_file(filename):
+            if path == os.path.realpath(filename):
+                return  # the file's own source (a warning or a traceback quoting it)
             line = f"{event} {target}"
             _active[-1].append(line)
             raise guard.KataGuardError(
@@ -68,6 +75,14 @@ def _audit(event: str, args: tuple) -> None:
                 "prediction comes from its arguments, not from what was measured and kept"
             )
         frame = frame.f_back
+
+
+def _path(target: object) -> str | None:
+    """The real path an event names (a folder's for os.walk, glob's pattern as given)."""
+    try:
+        return os.path.realpath(os.fsdecode(target))  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def answered_by(module: ModuleType, copy: ModuleType, functions: list[str]) -> None:

@@ -5,6 +5,8 @@ Every function below is one task. Replace each `raise NotImplementedError(...)` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp  # noqa: F401
 from jax import lax  # noqa: F401
@@ -24,7 +26,7 @@ def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
     raise NotImplementedError("phase1 task 1: init_params")
 
 
-def mlp_forward(params: dict, x):
+def mlp_forward(params: dict, x) -> jax.Array:
     """relu(x @ w1 + b1) @ w2 + b2 for x of shape (batch, in_dim).
 
     A pure function of params and x: it reads the arrays only through its arguments (no
@@ -38,7 +40,7 @@ def mlp_forward(params: dict, x):
     raise NotImplementedError("phase1 task 2: mlp_forward")
 
 
-def mse_loss(params: dict, x, y):
+def mse_loss(params: dict, x, y) -> jax.Array:
     """Mean squared error between mlp_forward(params, x) and y: a scalar.
 
     The mean runs over every element (batch and outputs alike), so repeating the batch does not
@@ -48,7 +50,7 @@ def mse_loss(params: dict, x, y):
     raise NotImplementedError("phase1 task 3: mse_loss")
 
 
-def loss_and_grad(params: dict, x, y):
+def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
     """Return (loss, grads): mse_loss and its gradient with respect to params (not x).
 
     grads has the same structure as params (a dict with the same keys, shapes and dtypes: bf16
@@ -59,7 +61,7 @@ def loss_and_grad(params: dict, x, y):
     raise NotImplementedError("phase1 task 4: loss_and_grad")
 
 
-def make_power_jit(f):
+def make_power_jit(f) -> Callable:
     """Return jax.jit of f(x, n) where n is a Python int that drives a Python loop.
 
     Return what jax.jit returns (it has .lower and .trace), for the f you are given. n is f's
@@ -91,7 +93,7 @@ def python_if_error() -> type[Exception]:
     raise NotImplementedError("phase1 task 7: python_if_error")
 
 
-def abs_where(x):
+def abs_where(x) -> jax.Array:
     """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
 
     The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
@@ -102,7 +104,7 @@ def abs_where(x):
     raise NotImplementedError("phase1 task 8: abs_where")
 
 
-def abs_cond(x):
+def abs_cond(x) -> jax.Array:
     """|x| for a traced scalar x, without Python `if`, using lax.cond.
 
     The result keeps x's dtype (f32, int32, bf16) and is exact for every value of it (int32

@@ -109,7 +109,7 @@ def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
     raise NotImplementedError("phase12 task 7: gather_free_specs")
 
 
-def fused_dense(x, w, b):
+def fused_dense(x, w, b) -> jax.Array:
     """The same values as programs.handwritten_gelu_dense(x, w, b), written so that XLA:GPU with
     Triton GEMMs off (`programs.CUBLAS`) runs it in fewer kernels: the activation fused into
     the cuBLAS call's epilogue.

@@ -27,14 +27,14 @@ def stages(f, *args) -> tuple[str, str]:
     raise NotImplementedError("phase4 task 1: stages")
 
 
-def algebraic_identity(x):
+def algebraic_identity(x) -> jax.Array:
     """Return x itself (for every float: inf, nan, 3e38 too; same dtype), through at least two
     arithmetic ops (+ - * /) that XLA removes entirely."""
     # TODO: which arithmetic with a constant is exact for every float, inf and nan included?
     raise NotImplementedError("phase4 task 2: algebraic_identity")
 
 
-def folded_scale(x):
+def folded_scale(x) -> jax.Array:
     """Return x / sqrt(2), dividing x by a square root computed by jnp inside the function, so
     that StableHLO holds a sqrt and a divide (no multiply) and the optimized HLO holds neither sqrt
     nor divide: the multiply must be XLA's rewrite, not yours."""
@@ -42,14 +42,14 @@ def folded_scale(x):
     raise NotImplementedError("phase4 task 3: folded_scale")
 
 
-def shared_subexpression(a, b, c, d):
+def shared_subexpression(a, b, c, d) -> jax.Array:
     """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype, written so
     that the jaxpr has 3 adds and the optimized HLO (fused computations included) has 2."""
     # TODO: repeat yourself on purpose
     raise NotImplementedError("phase4 task 4: shared_subexpression")
 
 
-def dead_branch(x):
+def dead_branch(x) -> jax.Array:
     """Return x + 1, but compute jnp.exp(x) in a way that survives into StableHLO and that XLA
     then proves useless and deletes: StableHLO holds an `exponential` (JAX kept it because
     something uses it) and the optimized HLO holds none."""
@@ -57,20 +57,20 @@ def dead_branch(x):
     raise NotImplementedError("phase4 task 5: dead_branch")
 
 
-def elementwise_chain(x):
+def elementwise_chain(x) -> jax.Array:
     """At least four elementwise ops on x (same shape out) that XLA turns into ONE loop fusion."""
     # TODO: which kinds of op keep a chain fusible, and which would cut it?
     raise NotImplementedError("phase4 task 6: elementwise_chain")
 
 
-def attention_scores(q, k):
+def attention_scores(q, k) -> jax.Array:
     """Scores q @ k^T for q of shape (seq_q, dim) and k of shape (seq_k, dim) (any sizes;
     seq_q and seq_k may differ), written with an explicit transpose of k."""
     # TODO: the transpose must be in the jaxpr; XLA decides whether it survives
     raise NotImplementedError("phase4 task 7: attention_scores")
 
 
-def refused_rewrites(x):
+def refused_rewrites(x) -> tuple[jax.Array, jax.Array]:
     """Return the pair (six times x, zeros), each computed in a form that real-number algebra
     would simplify but XLA must not for floats: the optimized HLO keeps two multiplies (no
     reassociation of the constants) and one subtract (no folding to zero). Both results have

@@ -45,13 +45,13 @@ def jvp_tangent(f, x, v) -> tuple:
     raise NotImplementedError("phase5 task 2: jvp_tangent")
 
 
-def vjp_cotangent(f, x, ct):
+def vjp_cotangent(f, x, ct) -> jax.Array:
     """Reverse mode: return ct @ J (that is J.T @ ct), an array shaped like x."""
     # TODO: pull the cotangent ct back through f without ever building J
     raise NotImplementedError("phase5 task 3: vjp_cotangent")
 
 
-def jacobian(f, x, mode: str):
+def jacobian(f, x, mode: str) -> jax.Array:
     """The full Jacobian of f at x, shape (out, in): mode "fwd" builds it column by column
     (forward mode), mode "rev" row by row (reverse mode)."""
     # TODO: JAX has one function per mode
@@ -81,7 +81,7 @@ def cheaper_jacobian_mode(f, x) -> str:
     raise NotImplementedError("phase5 task 6: cheaper_jacobian_mode")
 
 
-def batched_matvec(W, vs, in_axes: tuple):
+def batched_matvec(W, vs, in_axes: tuple) -> jax.Array:
     """`matvec` mapped over a batch with jax.vmap: `in_axes` has one entry per argument (W, vs),
     the axis of that argument that carries the batch, or None when the argument is shared by
     every example; e.g. (None, 0): one W, vs is (batch, n); (1, 0): W is (m, batch, n);
@@ -102,7 +102,7 @@ def per_example_grads(params: dict, xs, ys) -> dict:
     raise NotImplementedError("phase5 task 8: per_example_grads")
 
 
-def directional_derivative(f, x, v):
+def directional_derivative(f, x, v) -> jax.Array:
     """J @ v, the derivative of f at x along v, for f: R^n -> R^m (x and v of shape (n,)).
 
     The program to improve: `jax.jacfwd(f)(x) @ v` builds the whole (m, n) Jacobian first. The
@@ -114,7 +114,7 @@ def directional_derivative(f, x, v):
     raise NotImplementedError("phase5 task 9: directional_derivative")
 
 
-def hessian_vector_product(g, x, v):
+def hessian_vector_product(g, x, v) -> jax.Array:
     """H @ v, where H is the Hessian of the scalar function g at x (x and v of shape (n,)).
 
     The program to improve: `jax.hessian(g)(x) @ v` builds the whole (n, n) Hessian first. The

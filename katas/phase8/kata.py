@@ -48,7 +48,9 @@ def export_bytes(f, *specs) -> bytes:
     raise NotImplementedError("phase8 task 3: export_bytes")
 
 
-def call_exported(blob: bytes, *args):
+def call_exported(
+    blob: bytes, *args
+) -> jax.Array | tuple[jax.Array, ...] | list[jax.Array] | dict[str, jax.Array]:
     """Rebuild the exported function from `blob` and call it on `args` as given; return what the
     function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
     The exported function checks the arguments itself: a call it rejects (a wrong dtype or

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,23 +21,23 @@ def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
     }
 
 
-def mlp_forward(params: dict, x):
+def mlp_forward(params: dict, x) -> jax.Array:
     # relu between the layers, none after the last one.
     hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
     return hidden @ params["w2"] + params["b2"]
 
 
-def mse_loss(params: dict, x, y):
+def mse_loss(params: dict, x, y) -> jax.Array:
     # Mean over every element, not the sum: the scale of the loss must not grow with the batch.
     return jnp.mean((mlp_forward(params, x) - y) ** 2)
 
 
-def loss_and_grad(params: dict, x, y):
+def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
     # value_and_grad differentiates with respect to the first argument only: the params.
     return jax.value_and_grad(mse_loss)(params, x, y)
 
 
-def make_power_jit(f):
+def make_power_jit(f) -> Callable:
     # n drives a Python loop, so it must be a compile-time constant: one trace per value of n.
     return jax.jit(f, static_argnums=1)
 
@@ -56,12 +58,12 @@ def python_if_error() -> type[Exception]:
     return jax.errors.TracerBoolConversionError
 
 
-def abs_where(x):
+def abs_where(x) -> jax.Array:
     # Both branches are computed; select_n picks per element. Fine for cheap branches.
     return jnp.where(x > 0, x, -x)
 
 
-def abs_cond(x):
+def abs_cond(x) -> jax.Array:
     # Only one branch runs; the predicate must be a scalar.
     return lax.cond(x > 0, lambda v: v, lambda v: -v, x)
 

@@ -166,7 +166,7 @@ def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
     return PartitionSpec("data", None), PartitionSpec(None, "model")
 
 
-def fused_dense(x, w, b):
+def fused_dense(x, w, b) -> jax.Array:
     # cuBLAS-Lt has a GELU epilogue for the tanh approximation only; jax.nn.gelu spells it so
     # that XLA's GEMM rewriter recognises it.
     return jax.nn.gelu(x @ w + b, approximate=True)

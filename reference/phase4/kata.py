@@ -23,37 +23,37 @@ def stages(f, *args) -> tuple[str, str]:
     return lowered.as_text(), optimized
 
 
-def algebraic_identity(x):
+def algebraic_identity(x) -> jax.Array:
     # Three ops in StableHLO, none in optimized HLO: x*1, +0 and /1 are identities.
     return (x * 1.0 + 0.0) / 1.0
 
 
-def folded_scale(x):
+def folded_scale(x) -> jax.Array:
     # jnp.sqrt(2.0) is staged into the graph; XLA folds it and turns the divide into a multiply.
     return x / jnp.sqrt(2.0)
 
 
-def shared_subexpression(a, b, c, d):
+def shared_subexpression(a, b, c, d) -> jax.Array:
     # a+b written twice: 3 adds in the jaxpr, CSE leaves 2.
     return (a + b) * c + (a + b) * d
 
 
-def dead_branch(x):
+def dead_branch(x) -> jax.Array:
     # The predicate is a constant: simplification picks x+1, the exp has no user left.
     return jnp.where(True, x + 1.0, jnp.exp(x))
 
 
-def elementwise_chain(x):
+def elementwise_chain(x) -> jax.Array:
     # Four elementwise ops, no reduction or data movement between them: one loop fusion.
     return jnp.tanh(jnp.sin(x) * 2.0 + 1.0)
 
 
-def attention_scores(q, k):
+def attention_scores(q, k) -> jax.Array:
     # The explicit transpose becomes rhs_contracting_dims={1} of the dot.
     return q @ k.T
 
 
-def refused_rewrites(x):
+def refused_rewrites(x) -> tuple[jax.Array, jax.Array]:
     # Float math is not associative and x-x is NaN for inf: XLA keeps both forms.
     return x * 2.0 * 3.0, x - x
 

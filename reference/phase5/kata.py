@@ -34,14 +34,14 @@ def jvp_tangent(f, x, v) -> tuple:
     return y, tangent
 
 
-def vjp_cotangent(f, x, ct):
+def vjp_cotangent(f, x, ct) -> jax.Array:
     # vjp records the forward pass, then runs its transpose on ct: dots with swapped dims.
     _, pullback = jax.vjp(f, x)
     (x_bar,) = pullback(ct)
     return x_bar
 
 
-def jacobian(f, x, mode: str):
+def jacobian(f, x, mode: str) -> jax.Array:
     # jacfwd = vmap(jvp) over the input basis; jacrev = vmap(vjp) over the output basis.
     if mode == "fwd":
         return jax.jacfwd(f)(x)
@@ -81,7 +81,7 @@ def cheaper_jacobian_mode(f, x) -> str:
     return "jacfwd" if np.size(x) < np.prod(outputs.shape) else "jacrev"
 
 
-def batched_matvec(W, vs, in_axes: tuple):
+def batched_matvec(W, vs, in_axes: tuple) -> jax.Array:
     # vmap adds a batch dimension to dot_general's dimension numbers: one matmul, no loop.
     return jax.vmap(matvec, in_axes=in_axes)(W, vs)
 
@@ -91,12 +91,12 @@ def per_example_grads(params: dict, xs, ys) -> dict:
     return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, xs, ys)
 
 
-def directional_derivative(f, x, v):
+def directional_derivative(f, x, v) -> jax.Array:
     # One jvp pushes the single tangent v: about the cost of one more forward pass.
     return jax.jvp(f, (x,), (v,))[1]
 
 
-def hessian_vector_product(g, x, v):
+def hessian_vector_product(g, x, v) -> jax.Array:
     # Forward-over-reverse: the jvp of grad(g) along v, never the whole Hessian.
     return jax.jvp(jax.grad(g), (x,), (v,))[1]
 

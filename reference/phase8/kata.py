@@ -46,7 +46,9 @@ def export_bytes(f, *specs) -> bytes:
     return bytes(jax.export.export(jax.jit(f))(*specs).serialize())
 
 
-def call_exported(blob: bytes, *args):
+def call_exported(
+    blob: bytes, *args
+) -> jax.Array | tuple[jax.Array, ...] | list[jax.Array] | dict[str, jax.Array]:
     # deserialize() needs no Python source of f: the StableHLO inside is compiled and run.
     return jax.export.deserialize(bytearray(blob)).call(*args)
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kata_harness import curriculum, guard, loading
+from kata_harness import curriculum, guard, loading, source_scan
 from kata_harness.decoys import MIN_DECOYS
 
 PHASES = curriculum.phases()
@@ -116,7 +116,7 @@ def test_accepted_variants_name_tasks(phase):
 def test_stub_and_reference_pass_the_guard(phase):
     """The guard refuses nothing a correct answer needs: the reference is one."""
     for path in (phase.kata_path, phase.reference_path):
-        found = guard.scan(path.read_text(encoding="utf-8"), str(path))
+        found = source_scan.scan(path.read_text(encoding="utf-8"), str(path))
         assert found is None, f"{path.relative_to(curriculum.ROOT)} {found}: {guard.WHY}"
 
 

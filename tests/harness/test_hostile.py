@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kata_harness import curriculum, guard, loading
+from kata_harness import curriculum, guard, loading, source_scan
 
 pytestmark = pytest.mark.skipif(len(curriculum.phases()) < 2, reason="needs two phases")
 
@@ -117,7 +117,7 @@ def test_broken_phases_fail_alone_with_one_line_each(tmp_path):
     ],
 )
 def test_the_scan_refuses_reaching_into_the_tests_programs_or_patching_libraries(source):
-    found = guard.scan(source, "kata.py")
+    found = source_scan.scan(source, "kata.py")
     assert found is not None and found.startswith(("line 1 ", "line 2 ")), found
 
 
@@ -136,7 +136,7 @@ def test_the_scan_refuses_reaching_into_the_tests_programs_or_patching_libraries
 )
 def test_the_scan_refuses_patching_through_an_alias(source):
     """A library class or function reached through another name is still the library's."""
-    assert guard.scan(source, "kata.py") is not None
+    assert source_scan.scan(source, "kata.py") is not None
 
 
 @pytest.mark.parametrize(
@@ -154,7 +154,7 @@ def test_the_scan_refuses_patching_through_an_alias(source):
 )
 def test_the_scan_leaves_honest_stores_alone(source):
     """An index or key computed with a library is not a change to the library."""
-    assert guard.scan(source, "kata.py") is None
+    assert source_scan.scan(source, "kata.py") is None
 
 
 def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
@@ -205,7 +205,7 @@ def test_kata_code_may_not_read_inductors_cache(tmp_path, monkeypatch, where):
 def test_the_scan_refuses_computed_names_and_what_wrappers_keep(source):
     """A name built at run time reaches any attribute; a wrapper's defaults, closure and
     __wrapped__ reach the function the harness put it around."""
-    assert guard.scan(source, "kata.py") is not None
+    assert source_scan.scan(source, "kata.py") is not None
 
 
 @pytest.mark.parametrize(
@@ -220,7 +220,7 @@ def test_the_scan_refuses_computed_names_and_what_wrappers_keep(source):
 def test_the_scan_refuses_the_xla_client_and_library_internals(source):
     """jaxlib's client compiles and costs programs beside JAX's refusals; a library's private
     attributes are its internals, whatever expression reaches them."""
-    assert guard.scan(source, "kata.py") is not None
+    assert source_scan.scan(source, "kata.py") is not None
 
 
 @pytest.mark.parametrize(
@@ -237,12 +237,12 @@ def test_the_scan_refuses_the_xla_client_and_library_internals(source):
 def test_the_scan_refuses_unpickling(source):
     """Unpickling imports a module and calls a function named by a byte string (an import the
     scan never sees), and marshal loads code: both are a dynamic import."""
-    assert guard.scan(source, "kata.py") is not None
+    assert source_scan.scan(source, "kata.py") is not None
 
 
 def test_the_scan_leaves_a_kata_class_its_private_attributes():
     source = "class Cache:\n    def get(self):\n        return self._entries\n"
-    assert guard.scan(source, "kata.py") is None
+    assert source_scan.scan(source, "kata.py") is None
 
 
 @pytest.mark.parametrize(
@@ -255,7 +255,7 @@ def test_the_scan_leaves_a_kata_class_its_private_attributes():
     ],
 )
 def test_the_scan_refuses_reaching_names_through_a_dict_or_a_getter(source):
-    assert guard.scan(source, "kata.py") is not None
+    assert source_scan.scan(source, "kata.py") is not None
 
 
 def test_a_refused_modules_attribute_names_what_iree_code_writes_instead():
@@ -268,10 +268,10 @@ def test_a_refused_modules_attribute_names_what_iree_code_writes_instead():
         "    context.add_vm_module(rt.VmModule.copy_buffer(context.instance, vmfb))\n"
         "    return context.modules.module['main'](x)\n"
     )
-    found = guard.scan(refused, "kata.py")
+    found = source_scan.scan(refused, "kata.py")
     assert found is not None and "load_vm_flatbuffer" in found
     written = (
         "import iree.runtime as rt\ndef run(vmfb, x):\n"
         "    return rt.load_vm_flatbuffer(vmfb, driver='local-task').main(x)\n"
     )
-    assert guard.scan(written, "kata.py") is None
+    assert source_scan.scan(written, "kata.py") is None

@@ -173,9 +173,9 @@ def test_a_client_compile_bound_before_the_refusal_is_still_seen(tmp_path):
     ],
 )
 def test_the_scan_refuses_switching_the_refusal_off(source):
-    from kata_harness import guard
+    from kata_harness import source_scan
 
-    assert guard.scan(source, "kata.py") is not None
+    assert source_scan.scan(source, "kata.py") is not None
 
 
 def test_a_marker_copied_onto_the_answer_does_not_switch_the_refusal_off(tmp_path):

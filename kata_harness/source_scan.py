@@ -1,0 +1,276 @@
+"""The scan of a learner's file before it is imported (:func:`scan`): what the guard
+(:mod:`.guard`) refuses by reading the source.
+
+Importing pytest, the harness, the reference or anything that loads code by path, the builtins
+that run or import code from a string, assigning to (or deleting, or ``setattr`` on) an attribute
+of an imported module (``np.allclose = ...``) or calling a mutating method on what one holds
+(``os.environ.update(...)``), reaching a private name through ``getattr`` or ``__getattr__``,
+threads, and signal handlers and timers are refused with one line naming the line. Kata code
+never needs them; they are how a file would skip its own tests, patch pytest's reports or the
+functions the tests compare with, load the reference, carry what a read task measured into the
+copy that answers predictions, or run code between the harness's checks.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from .guard_lists import (
+    DUNDER_REFLECTION,
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_MODULES,
+    FORBIDDEN_NAMES,
+    MUTATORS,
+    NOTES,
+    PROCESS_ATTRIBUTES,
+    STATE,
+)
+
+# Builtins that reach an attribute by a name given as a string: only called directly with a
+# literal name (checked by `_named_attribute`), never passed on as a value, where the name they
+# get is out of the scan's sight (`reduce(getattr, ["f_" + "locals"], frame)`, `put = setattr`).
+REFLECTION = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+
+
+def scan(source: str, filename: str) -> str | None:
+    """The first forbidden construct in a kata file's source, as 'line N: what' (None if clean).
+
+    A file that does not parse is left to the import, which reports the syntax error.
+    """
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:
+        return None
+    modules = _imported_names(tree)
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    plain = _module_names(tree)
+    for node in ast.walk(tree):
+        found = (
+            _forbidden(node)
+            or _patches(node, modules)
+            or _mutates(node, modules, plain)
+            or _passed_on(node, called)
+        )
+        if found:
+            return f"line {getattr(node, 'lineno', '?')} {found}"
+    return None
+
+
+def _imported_names(tree: ast.AST) -> set[str]:
+    """Names bound to what the file imports, and their aliases.
+
+    ``np`` in ``import numpy as np``, ``jit`` in ``from jax import jit``, and every name later
+    assigned an expression that reaches one of them (``C = jax.stages.Compiled``,
+    ``m = getattr(np, "sum")``, ``T = type(np.float32(1))``), however many steps it takes.
+    """
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    aliases = [
+        (target, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    ]
+    for node in ast.walk(tree):  # for x in (np, jnp): ... / with ... as x
+        if isinstance(node, (ast.For, ast.comprehension)):
+            aliases.append((node.target, node.iter))
+    grew = True
+    while grew:
+        grew = False
+        for target, value in aliases:
+            if not _reference(value, names):
+                continue
+            for part in ast.walk(target):
+                if isinstance(part, ast.Name) and part.id not in names:
+                    names.add(part.id)
+                    grew = True
+    return names
+
+
+def _reference(value: ast.AST, names: set[str]) -> bool:
+    """Whether ``value`` is (an attribute, item or class of) one of ``names`` rather than a new
+    object: ``jax.stages.Compiled`` and ``type(x)`` are, ``np.zeros(3)`` and ``Counter()`` not."""
+    if isinstance(value, ast.Name):
+        return value.id in names
+    if isinstance(value, ast.Attribute) and value.attr == "__class__":
+        return True  # get_backend().__class__ is a library class
+    if isinstance(value, (ast.Attribute, ast.Subscript, ast.Starred)):
+        return _reference(value.value, names)
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        return any(_reference(e, names) for e in value.elts)
+    if isinstance(value, ast.IfExp):
+        return _reference(value.body, names) or _reference(value.orelse, names)
+    if isinstance(value, ast.NamedExpr):
+        return _reference(value.value, names)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id == "type":
+            return True
+        if value.func.id in ("getattr", "vars") and value.args:
+            return _reference(value.args[0], names)
+    return False
+
+
+def _base(node: ast.AST) -> ast.AST:
+    """What an assignment target is stored into: ``a`` in ``a.b[c].d`` (not ``c``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node
+
+
+def _foreign(base: ast.AST, modules: set[str]) -> bool:
+    """Something the kata file did not make: an imported name, an alias of one, or a class
+    reached through ``type(...)`` or ``getattr``/``vars`` of one."""
+    return _reference(base, modules)
+
+
+def _stores(target: ast.AST) -> list[ast.AST]:
+    """The attribute and item stores of an assignment target (tuples unpacked)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [store for element in target.elts for store in _stores(element)]
+    if isinstance(target, ast.Starred):
+        return _stores(target.value)
+    if isinstance(target, ast.Attribute):
+        return [target]
+    if isinstance(target, ast.Subscript):
+        return [target]
+    return []
+
+
+def _patches(node: ast.AST, modules: set[str]) -> str | None:
+    """An assignment to, or deletion of, something inside an imported module, class or function
+    (through any alias), or ``setattr``/``delattr`` on one."""
+    targets: list[ast.AST] = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("setattr", "delattr", "vars")
+        and node.args
+    ):
+        if _foreign(node.args[0], modules) or _foreign(_base(node.args[0]), modules):
+            return f"uses {node.func.id} on {ast.unparse(node.args[0])}"
+    if (
+        isinstance(node, ast.Attribute)
+        and _private(node.attr)
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ):
+        return f"uses .{node.attr}"  # a library's internals (xla_client._xla, backend._client)
+    for target in targets:
+        for store in _stores(target):
+            if isinstance(store, ast.Attribute) and store.attr == "__class__":
+                return f"changes {ast.unparse(store)}"
+            if _foreign(_base(store), modules):
+                return f"changes {ast.unparse(store)}"
+    return None
+
+
+def _module_names(tree: ast.AST) -> set[str]:
+    """Names the file binds to a module itself (``np``, ``jnp`` in ``from jax import numpy as
+    jnp``): ``np.add(a, b)`` calls a function, where ``os.environ.update(...)`` changes state."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {
+                a.asname or a.name for a in node.names if f"{node.module}.{a.name}" in sys.modules
+            }
+    return names
+
+
+def _mutates(node: ast.AST, modules: set[str], plain: set[str]) -> str | None:
+    """A mutating method called on state an imported module holds (``os.environ.update``,
+    ``sys.path.append``, ``np.typecodes.update``, through any alias): process-wide state, shared
+    with the sealed copy that answers predictions, like an assignment to it."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MUTATORS
+    ):
+        return None
+    owner = node.func.value
+    if isinstance(owner, ast.Name) and owner.id in plain:
+        return None  # a module's own function (np.append), not a method of its state
+    if ast.unparse(owner) == "jax.config":
+        return None  # JAX's settings, checked by name and value (explain_cache_misses)
+    if _foreign(owner, modules):
+        return f"changes {ast.unparse(owner)} (.{node.func.attr}): {STATE}"
+    return None
+
+
+def _dunder_reflection(call: ast.Call) -> str | None:
+    """``m.__getattr__("_orig_mod")``, ``nn.Module.__getattr__(m, name)``: judged like getattr,
+    by the name it is given (the last positional argument)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in DUNDER_REFLECTION):
+        return None
+    name = call.args[-1] if call.args else None
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return f"uses {call.func.attr} with a computed name"
+    if name.value in FORBIDDEN_ATTRIBUTES or _private(name.value):
+        return f"uses .{name.value}"
+    return None
+
+
+def _forbidden(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.split(".")[0] in FORBIDDEN_MODULES or _private(alias.name):
+                return f"imports {alias.name}"
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            return "uses a relative import"
+        module = node.module or ""
+        if module.split(".")[0] in FORBIDDEN_MODULES or _private(module):
+            return f"imports from {module}"
+        for alias in node.names:
+            if alias.name in FORBIDDEN_ATTRIBUTES | PROCESS_ATTRIBUTES or _private(alias.name):
+                return f"imports {alias.name} from {module}"
+    elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        return f"uses {node.id}"
+    elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
+        return f"uses .{node.attr}{NOTES.get(node.attr, '')}"
+    elif isinstance(node, ast.Attribute) and node.attr in PROCESS_ATTRIBUTES:
+        return f"uses .{node.attr}"  # os.popen under any name
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _named_attribute(node)
+    elif isinstance(node, ast.Call):
+        return _dunder_reflection(node)
+    return None
+
+
+def _passed_on(node: ast.AST, called: set[int]) -> str | None:
+    """A reflection builtin or method used other than by calling it (its names would go
+    unchecked)."""
+    if isinstance(node, ast.Name) and node.id in REFLECTION and id(node) not in called:
+        return f"uses {node.id} other than by calling it"
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr in DUNDER_REFLECTION
+        and id(node) not in called
+    ):
+        return f"uses {node.attr} other than by calling it"
+    return None
+
+
+def _private(dotted: str) -> bool:
+    """A private module or name (``jax._src``); ``__future__`` is not one."""
+    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
+
+
+def _named_attribute(call: ast.Call) -> str | None:
+    """``getattr(sys, "modules")``: a forbidden attribute reached by its name as a string."""
+    if call.func.id not in ("getattr", "hasattr", "setattr", "delattr") or len(call.args) < 2:  # type: ignore[union-attr]
+        return None
+    name = call.args[1]
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return f"uses {call.func.id} with a computed name"  # type: ignore[union-attr]
+    if name.value in FORBIDDEN_ATTRIBUTES or _private(name.value):
+        return f"uses .{name.value}"
+    return None
