@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from numpy.typing import DTypeLike
 
 from kata_harness.programs import Recipe
 
@@ -40,7 +41,7 @@ GRAD_CASES = [(BATCH, (IN, HIDDEN, OUT)), (1, (5, 7, 3)), (3, (6, 9, 11))]
 VALUE_CASES = [GRAD_CASES[0], GRAD_CASES[2]]
 
 
-def mlp_ties(batch: int, seed: int, sizes: tuple, dtype=np.float32):
+def mlp_ties(batch: int, seed: int, sizes: tuple, dtype: DTypeLike = np.float32):
     """mlp_data with relu's kink hit exactly: the first example is all zeros and every other
     hidden bias is 0, so those pre-activations are exactly 0 (relu's derivative there is JAX's
     0); in ``dtype`` (params, x and y)."""
@@ -71,7 +72,7 @@ def abs_layer(A, X):
 ABS_X_SHAPES = [(1,), (4, 1), (3, 2)]
 
 
-def abs_data(m: int, x_shape: tuple, dtype=np.float32):
+def abs_data(m: int, x_shape: tuple, dtype: DTypeLike = np.float32):
     """A, x, v (shaped like x) and ct (shaped like f(x)) for abs_layer, in ``dtype``."""
     rng = np.random.default_rng(100 * m + sum(x_shape) + len(x_shape))
     A = rng.normal(size=(m, x_shape[0]))
@@ -198,7 +199,7 @@ IN_AXES_CASES = {
 }
 
 
-def matvec_case(in_axes, dtype=np.float32):
+def matvec_case(in_axes, dtype: DTypeLike = np.float32):
     """W, vs and the expected (batch, m) result; in an integer dtype, small integers whose
     products and sums fit that dtype."""
     w_shape, v_shape, spec = IN_AXES_CASES[in_axes]

@@ -62,17 +62,20 @@ def _want(task: str, holomorphic: bool, w1, w2, x, v):
 
 
 def _decide_values(kata, task: str) -> None:
-    """Compiled and called eagerly (one function, several points in a row), on the tanh programs
-    and on programs built from abs (not holomorphic), along the zero vector too."""
-    for size, (n, h, m) in DECIDE_SHAPES.items():
+    """Compiled on the tanh programs and on programs built from abs (not holomorphic), along the
+    zero vector too; and called eagerly (one function, several points in a row) at the first
+    size (op by op is slow)."""
+    for index, (size, (n, h, m)) in enumerate(DECIDE_SHAPES.items()):
         w1, w2 = tanh_pair(n, h, m)
         x0 = points(n)[0][0]
         for holomorphic in (True, False):
             program = _answer(kata, task, w1, w2, holomorphic)
             compiled = jax.jit(program)
+            eager = index == 0 and holomorphic
             for x, v in [*points(n), (x0, np.zeros(n, np.float32))]:
                 want = _want(task, holomorphic, w1, w2, x, v)
-                for how, got in (("compiled", compiled(x, v)), ("eager", program(x, v))):
+                calls = [("compiled", compiled)] + [("eager", program)] * eager
+                for how, got in ((how, call(x, v)) for how, call in calls):
                     case = f"{size}, {'tanh' if holomorphic else 'abs'} program, {how}"
                     assert np.shape(got) == want.shape, (
                         f"{case}: shape {np.shape(got)}, expected {want.shape}"
