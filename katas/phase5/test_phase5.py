@@ -104,7 +104,7 @@ def test_jacobian_is_shaped_output_then_input(kata):
     cases: list = [
         ("outer(tanh(A x), x), x (4,)", outer_tanh(A), x, oracle.np_outer_tanh_jacobian(A, x))
     ]
-    for x_shape in ABS_X_SHAPES[1:]:
+    for x_shape in ABS_X_SHAPES:
         A, X, _, _ = abs_data(2, x_shape)
         cases.append(
             (f"|A @ X| * sum(X), X {x_shape}", partial(abs_layer, A), X,

@@ -62,16 +62,17 @@ def _want(task: str, holomorphic: bool, w1, w2, x, v):
 
 
 def _decide_values(kata, task: str) -> None:
-    """Compiled on the tanh programs and on programs built from abs (not holomorphic), along the
-    zero vector too; and called eagerly (one function, several points in a row) at the first
-    size (op by op is slow)."""
-    for index, (size, (n, h, m)) in enumerate(DECIDE_SHAPES.items()):
+    """Compiled on the tanh programs at every size and on programs built from abs (not
+    holomorphic) at the last, along the zero vector too; and called eagerly (one function,
+    several points in a row) at the first size (op by op is slow)."""
+    sizes = list(DECIDE_SHAPES.items())
+    for index, (size, (n, h, m)) in enumerate(sizes):
         w1, w2 = tanh_pair(n, h, m)
         x0 = points(n)[0][0]
-        for holomorphic in (True, False):
+        for holomorphic in (True, False)[: 1 + (index == len(sizes) - 1)]:
             program = _answer(kata, task, w1, w2, holomorphic)
             compiled = jax.jit(program)
-            eager = index == 0 and holomorphic
+            eager = index == 0
             for x, v in [*points(n), (x0, np.zeros(n, np.float32))]:
                 want = _want(task, holomorphic, w1, w2, x, v)
                 calls = [("compiled", compiled)] + [("eager", program)] * eager

@@ -172,7 +172,7 @@ def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
 
 @pytest.mark.task("jvp_tangent")
 def test_jvp_for_any_x_and_dtype(kata):
-    """f = |A @ x| * sum(x) (not holomorphic) at x of shape (1,), (4, 1), (3, 2), then in
+    """f = |A @ x| * sum(x) (not holomorphic) at x of shape (4, 1) and (3, 2), then in
     bfloat16: the tangent is f's derivative along v (contracting every axis of x), shaped and
     typed like f(x)."""
     answer = jax.jit(lambda a, p, t: kata.jvp_tangent(partial(abs_layer, a), p, t))
@@ -245,7 +245,7 @@ def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
 
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_shaped_like_x_for_any_x_and_dtype(kata):
-    """f = |A @ x| * sum(x) (not holomorphic) at x of shape (1,), (4, 1), (3, 2), then in
+    """f = |A @ x| * sum(x) (not holomorphic) at x of shape (4, 1) and (3, 2), then in
     bfloat16: ct pulled back to an array shaped and typed like x."""
     answer = jax.jit(lambda a, p, c: kata.vjp_cotangent(partial(abs_layer, a), p, c))
     for x_shape, dtype in [*((s, np.float32) for s in ABS_X_SHAPES), ((5,), BF16)]:
