@@ -75,8 +75,8 @@ def _decide_values(kata, task: str) -> None:
             eager = index == 0
             for x, v in [*points(n), (x0, np.zeros(n, np.float32))]:
                 want = _want(task, holomorphic, w1, w2, x, v)
-                calls = [("compiled", compiled)] + [("eager", program)] * eager
-                for how, got in ((how, call(x, v)) for how, call in calls):
+                for how, call in [("compiled", compiled)] + [("eager", program)] * eager:
+                    got = call(x, v)
                     case = f"{size}, {'tanh' if holomorphic else 'abs'} program, {how}"
                     assert np.shape(got) == want.shape, (
                         f"{case}: shape {np.shape(got)}, expected {want.shape}"
