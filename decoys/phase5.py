@@ -267,10 +267,10 @@ def grad_mean_hard_coded(params, x, y):
     return jax.grad(lambda p: jnp.sum((_mlp(p, x) - y) ** 2) / 32.0)(params)
 
 
-@accepted("mlp_grad", why="the pullback of the loss applied to 1.0")
+@accepted("mlp_grad", why="the pullback of the loss applied to 1.0 (of the loss's dtype)")
 def grad_via_vjp(params, x, y):
-    _, pullback = jax.vjp(lambda p: jnp.mean((_mlp(p, x) - y) ** 2), params)
-    return pullback(jnp.ones((), jnp.float32))[0]
+    loss, pullback = jax.vjp(lambda p: jnp.mean((_mlp(p, x) - y) ** 2), params)
+    return pullback(jnp.ones_like(loss))[0]
 
 
 @decoy(
@@ -307,15 +307,17 @@ def vjp_via_grad_of_dot(f, x, ct):
 
 @accepted("jacobian", why="vmap of jvp over the input basis / of vjp over the output basis")
 def jacobian_by_hand(f, x, mode):
+    out = jax.eval_shape(f, x)
     if mode == "fwd":
 
         def column(t):
             return jax.jvp(f, (x,), (t,))[1]
 
-        return jax.vmap(column, out_axes=1)(jnp.eye(x.size, dtype=x.dtype))
+        basis = jnp.eye(x.size, dtype=x.dtype).reshape(x.size, *x.shape)
+        return jax.vmap(column, out_axes=-1)(basis).reshape(out.shape + x.shape)
     _, pullback = jax.vjp(f, x)
-    out = jax.eval_shape(f, x)
-    return jax.vmap(lambda c: pullback(c)[0])(jnp.eye(out.size, dtype=out.dtype))
+    basis = jnp.eye(out.size, dtype=out.dtype).reshape(out.size, *out.shape)
+    return jax.vmap(lambda c: pullback(c)[0])(basis).reshape(out.shape + x.shape)
 
 
 @decoy(

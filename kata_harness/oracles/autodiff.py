@@ -55,6 +55,53 @@ def np_hv(w1, x, v):
     return w1.T @ (curvature * (w1 @ v)) + (2 * np.cos(x) - x * np.sin(x)) * v
 
 
+def np_abs_layer_jv(A, X, V):
+    """The derivative of |A @ X| * sum(X) along V, by the product and chain rules in float64
+    (abs' derivative is the sign)."""
+    A, X, V = (np.asarray(a, np.float64) for a in (A, X, V))
+    z = A @ X
+    return np.sign(z) * (A @ V) * X.sum() + np.abs(z) * V.sum()
+
+
+def np_abs_layer_vjp(A, X, CT):
+    """CT pulled back through |A @ X| * sum(X): an array shaped like X, in float64."""
+    A, X, CT = (np.asarray(a, np.float64) for a in (A, X, CT))
+    z = A @ X
+    return A.T @ (np.sign(z) * CT * X.sum()) + np.sum(np.abs(z) * CT) * np.ones_like(X)
+
+
+def np_abs_layer_jacobian(A, X):
+    """The Jacobian of |A @ X| * sum(X), shaped f(X).shape + X.shape: one derivative along each
+    unit direction of X."""
+    X = np.asarray(X, np.float64)
+    columns = [np_abs_layer_jv(A, X, e.reshape(X.shape)) for e in np.eye(X.size)]
+    return np.stack(columns, axis=-1).reshape(columns[0].shape + X.shape)
+
+
+def np_outer_tanh_jacobian(A, x):
+    """The Jacobian of outer(tanh(A @ x), x), shaped (m, n, n): d[t_i x_j] / d x_k =
+    (1 - t_i^2) A_ik x_j + t_i [j = k]."""
+    A, x = np.asarray(A, np.float64), np.asarray(x, np.float64)
+    t = np.tanh(A @ x)
+    n = x.size
+    return ((1 - t * t)[:, None] * A)[:, None, :] * x[None, :, None] + t[:, None, None] * np.eye(n)[
+        None
+    ]
+
+
+def np_jv_abs(w1, w2, x, v):
+    """J @ v of w2 @ |w1 @ x| in float64."""
+    w1, w2, x, v = (np.asarray(a, np.float64) for a in (w1, w2, x, v))
+    return w2 @ (np.sign(w1 @ x) * (w1 @ v))
+
+
+def np_hv_abs(w1, x, v):
+    """H @ v of sum(|w1 x|^3) / 3 + sum(sin(x) x) in float64."""
+    w1, x, v = (np.asarray(a, np.float64) for a in (w1, x, v))
+    z = w1 @ x
+    return w1.T @ (2 * np.abs(z) * (w1 @ v)) + (2 * np.cos(x) - x * np.sin(x)) * v
+
+
 def dot_dims(jaxpr) -> list:
     """Dimension numbers of every dot_general (nested too) as plain tuples of ints."""
     return [
@@ -91,6 +138,17 @@ def optimized(fn, *args):
 def lowered_flops(fn, *args) -> float:
     """XLA's cost analysis of the lowered program (same flops as compiled here, no compile)."""
     cost = jax.jit(fn).lower(*args).cost_analysis()
+    assert cost is not None, "this backend has no cost analysis"
+    return cost["flops"]
+
+
+def lowered_flops_of_constants(fn, *args) -> float:
+    """XLA's cost analysis of ``fn(*args)`` traced with ``args`` closed over as concrete arrays:
+    the program an eager call runs op by op (every op is still staged), which an answer that
+    asks whether its arguments are tracers cannot tell from a plain call. Lowered, not
+    compiled: compiling would fold the constants away."""
+    concrete = [jax.numpy.asarray(a) for a in args]
+    cost = jax.jit(lambda: fn(*concrete)).lower().cost_analysis()
     assert cost is not None, "this backend has no cost analysis"
     return cost["flops"]
 

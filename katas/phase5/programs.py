@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from numpy.typing import DTypeLike
 
 from kata_harness.programs import Recipe
 
@@ -40,6 +41,17 @@ GRAD_CASES = [(BATCH, (IN, HIDDEN, OUT)), (1, (5, 7, 3)), (3, (6, 9, 11))]
 VALUE_CASES = [GRAD_CASES[0], GRAD_CASES[2]]
 
 
+def mlp_ties(batch: int, seed: int, sizes: tuple, dtype: DTypeLike = np.float32):
+    """mlp_data with relu's kink hit exactly: the first example is all zeros and every other
+    hidden bias is 0, so those pre-activations are exactly 0 (relu's derivative there is JAX's
+    0); in ``dtype`` (params, x and y)."""
+    params, x, y = mlp_data(batch, seed, sizes)
+    params = dict(params, b1=np.where(np.arange(sizes[1]) % 2 == 0, 0, params["b1"]))
+    x = np.concatenate([np.zeros_like(x[:1]), x[1:]])
+    cast = lambda a: np.asarray(a).astype(dtype)  # noqa: E731
+    return {k: cast(v) for k, v in params.items()}, cast(x), cast(y)
+
+
 # (outputs, inputs) of f: square first (a transposed answer has the right shape there), wide,
 # tall. A square J is not symmetric, so J @ v and J.T @ v differ.
 F_SHAPES = [(4, 4), (3, 5), (6, 2)]
@@ -48,6 +60,25 @@ F_SHAPES = [(4, 4), (3, 5), (6, 2)]
 def sin_ax_norm(A, x):
     """R^N -> R^M, not elementwise: sin(A x) * |x|^2 (a product rule inside)."""
     return jnp.sin(A @ x) * jnp.sum(x * x)
+
+
+def abs_layer(A, X):
+    """|A @ X| * sum(X): not holomorphic (abs), a product rule inside; X a vector (n,) or a
+    matrix (n, q), f(X) shaped (m,) or (m, q)."""
+    return jnp.abs(A @ X) * jnp.sum(X)
+
+
+# x's shape for abs_layer: a column (a size-1 axis), a matrix (A is (m, x.shape[0])).
+ABS_X_SHAPES = [(4, 1), (3, 2)]
+
+
+def abs_data(m: int, x_shape: tuple, dtype: DTypeLike = np.float32):
+    """A, x, v (shaped like x) and ct (shaped like f(x)) for abs_layer, in ``dtype``."""
+    rng = np.random.default_rng(100 * m + sum(x_shape) + len(x_shape))
+    A = rng.normal(size=(m, x_shape[0]))
+    x, v = rng.normal(size=x_shape) / 2, rng.normal(size=x_shape)
+    ct = rng.normal(size=(m, *x_shape[1:]))
+    return tuple(np.asarray(a).astype(dtype) for a in (A, x, v, ct))
 
 
 def fvec_data(m: int, n: int):
@@ -95,6 +126,11 @@ def in_scan(a, b):
     return lax.scan(body, a, None, length=3)[0]
 
 
+def in_while(a, b):
+    """A dot in a while loop's condition and one in its body (each counted once)."""
+    return lax.while_loop(lambda c: jnp.sum(c @ b) < 10.0, lambda c: (c @ b) / 2.0, a)
+
+
 def in_custom_jvp_and_remat(a, b):
     @jax.custom_jvp
     def inner(u):
@@ -132,6 +168,11 @@ def flops_cases():
             2 * 7 * 9,
         ),
         "no dots": (jnp.add, (ones(3, f32), ones(3, f32)), 0),
+        "past 2**31 (shapes only, nothing allocated)": (
+            jnp.matmul,
+            (jax.ShapeDtypeStruct((4096, 4096), f32), jax.ShapeDtypeStruct((4096, 4096), f32)),
+            2 * (4096 * 4096) * 4096,
+        ),
     }
 
 
@@ -154,15 +195,20 @@ IN_AXES_CASES = {
     (1, 0): ((MV_M, BATCH, MV_N), (BATCH, MV_N), "mbn,bn->bm"),
     (None, 1): ((MV_M, MV_N), (MV_N, BATCH), "mn,nb->bm"),
     (2, None): ((MV_M, MV_N, BATCH), (MV_N,), "mnb,n->bm"),
+    (-2, -1): ((MV_M, BATCH, MV_N), (MV_N, BATCH), "mbn,nb->bm"),  # counted from the end
 }
 
 
-def matvec_case(in_axes):
+def matvec_case(in_axes, dtype: DTypeLike = np.float32):
+    """W, vs and the expected (batch, m) result; in an integer dtype, small integers whose
+    products and sums fit that dtype."""
     w_shape, v_shape, spec = IN_AXES_CASES[in_axes]
     rng = np.random.default_rng(len(w_shape) * 10 + len(v_shape))
-    W = rng.normal(size=w_shape).astype(np.float32)
-    vs = rng.normal(size=v_shape).astype(np.float32)
-    return W, vs, np.einsum(spec, W, vs)
+    W, vs = rng.normal(size=w_shape), rng.normal(size=v_shape)
+    if np.issubdtype(dtype, np.integer):
+        W, vs = np.clip(np.round(2 * W), -3, 3), np.clip(np.round(2 * vs), -3, 3)
+    W, vs = W.astype(dtype), vs.astype(dtype)
+    return W, vs, np.einsum(spec, W.astype(np.float64), vs.astype(np.float64))
 
 
 def matvec_data():
@@ -195,6 +241,16 @@ def layer_energy(w1):
     return lambda x: jnp.sum(jnp.tanh(w1 @ x) ** 2) + jnp.sum(jnp.sin(x) * x)
 
 
+def abs_map(w1, w2):
+    """A vector-valued f that is not holomorphic: w2 @ |w1 @ x|."""
+    return lambda x: w2 @ jnp.abs(w1 @ x)
+
+
+def abs_energy(w1):
+    """A scalar g that is not holomorphic: sum(|w1 x|^3) / 3 + sum(sin(x) * x)."""
+    return lambda x: jnp.sum(jnp.abs(w1 @ x) ** 3) / 3 + jnp.sum(jnp.sin(x) * x)
+
+
 def points(n: int, count: int = 3):
     """`count` pairs (x, v) in R^n: the inputs the answers are checked on."""
     rng = np.random.default_rng(n)
@@ -215,6 +271,12 @@ VMAP_SHAPE_CASES = (
     ((2, 4, 3), (3, 2), (0, 1), 1),
     ((1, 3), (9, 3), (None, 0), 1),
 )
+
+
+def outer_tanh(A):
+    """R^n -> R^(m x n): outer(tanh(A @ x), x), a vector input with a matrix output."""
+    return lambda x: jnp.outer(jnp.tanh(A @ x), x)
+
 
 # (output shape of f, shapes of the params dict) for jax.jacrev(f)(params)
 JACOBIAN_SHAPE_CASES = (

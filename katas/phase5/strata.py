@@ -18,21 +18,36 @@ def _shape(rng: random.Random, ranks: tuple[int, int], high: int) -> tuple[int, 
     return tuple(rng.randint(1, high) for _ in range(rng.randint(*ranks)))
 
 
-def _drawn(rng: random.Random, x_ranks, out_ranks, holds) -> tuple[tuple, tuple]:
-    """x and f(x) shapes of those ranks, one side at least twice the other's size, drawn until
-    `holds(x, out)`."""
+def _drawn(rng: random.Random, x_ranks, out_ranks, holds, near: bool = False):
+    """x and f(x) shapes of those ranks, drawn until `holds(x, out)`: one side at least twice
+    the other's size, or (`near`) larger by less than twice."""
     while True:
         x, out = _shape(rng, x_ranks, 4), _shape(rng, out_ranks, 5)
         n_in, n_out = math.prod(x), math.prod(out)
-        if max(n_in, n_out) >= 2 * min(n_in, n_out) and holds(x, out):
+        far = max(n_in, n_out) >= 2 * min(n_in, n_out)
+        if n_in != n_out and far != near and holds(x, out):
             return x, out
 
 
-def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple]]:
-    """(x shape, f(x) shape) per situation: a scalar output; more inputs than outputs though
-    every axis of x alone is shorter than f(x); more outputs than inputs though every axis of
-    f(x) alone is shorter than x (so an answer reading one axis instead of the size flips)."""
-    return {
+def _wide(x, out):
+    return math.prod(x) > math.prod(out)
+
+
+def _tall(x, out):
+    return math.prod(x) < math.prod(out)
+
+
+F32, BF16 = "float32", "bfloat16"
+
+
+def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, str, str]]:
+    """(x shape, f(x) shape, x dtype, f(x) dtype) per situation: a scalar output; more inputs
+    than outputs though every axis of x alone is shorter than f(x); more outputs than inputs
+    though every axis of f(x) alone is shorter than x (so an answer reading one axis instead of
+    the size flips); one side larger by less than twice, both ways (so an answer that weighs a
+    reverse pass against a forward one flips); dtypes of another width on either side, one
+    side larger by less than twice (so an answer comparing bytes flips)."""
+    strata = {
         "wide: f(x) a scalar": _drawn(rng, (1, 3), (0, 0), lambda x, out: math.prod(x) >= 2),
         "wide: x of rank >= 2, each axis of x shorter than f(x)'s size": _drawn(
             rng, (2, 3), (1, 3), lambda x, out: max(x) < math.prod(out) < math.prod(x)
@@ -40,7 +55,18 @@ def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple]]:
         "tall: f(x) of rank >= 2, each axis of f(x) shorter than x's size": _drawn(
             rng, (1, 3), (2, 3), lambda x, out: max(out) < math.prod(x) < math.prod(out)
         ),
+        "wide: fewer than twice as many inputs as outputs": _drawn(
+            rng, (1, 3), (0, 3), _wide, True
+        ),
+        "tall: fewer than twice as many outputs as inputs": _drawn(
+            rng, (1, 3), (0, 3), _tall, True
+        ),
     }
+    cases = {name: (*shapes, F32, F32) for name, shapes in strata.items()}
+    wide, tall = _drawn(rng, (1, 3), (0, 3), _wide, True), _drawn(rng, (1, 3), (1, 3), _tall, True)
+    cases["wide: a bfloat16 x, a float32 f(x) of more bytes"] = (*wide, BF16, F32)
+    cases["tall: a float32 x, a bfloat16 f(x) of fewer bytes"] = (*tall, F32, BF16)
+    return cases
 
 
 # ---- vmapped_shape: W (m, n), v (n,), the batch on any axis of one or both -----------------------
@@ -70,5 +96,36 @@ def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]
             tuple(example if axis is None else [*example[:axis], batch, *example[axis:]])
             for example, axis in zip(([m, n], [n]), in_axes, strict=True)
         ]
+        if k % 2:  # the same axes counted from the end, as vmap also takes them
+            in_axes = tuple(
+                None if axis is None else axis - len(shape)
+                for axis, shape in zip(in_axes, shapes, strict=True)
+            )
         cases[f"in_axes {in_axes}, out_axes {out}"] = (shapes[0], shapes[1], in_axes, out)
     return cases
+
+
+# ---- jacobian_shapes: f(x) of rank 0 to 3 with size-1 axes, leaves of rank 0 to 3 ------------
+
+
+def jacobian_shape_strata(rng: random.Random) -> dict[str, tuple[tuple, dict[str, tuple]]]:
+    """(f(params) shape, {name: leaf shape}) per situation: a scalar output with a scalar leaf;
+    an output with size-1 axes; a rank-3 output; names drawn fresh, leaves of rank 0 to 3 (one
+    with a size-1 axis), sizes 1 to 5."""
+
+    def leaves() -> dict[str, tuple]:
+        names = rng.sample(["w", "b", "k", "a", "z", "scale", "bias", "emb"], rng.randint(2, 4))
+        shapes = [_shape(rng, (0, 3), 5) for _ in names]
+        shapes[0] = (*_shape(rng, (0, 2), 5), 1)
+        rng.shuffle(shapes)
+        return dict(zip(names, shapes, strict=True))
+
+    scalar = leaves()
+    scalar[rng.choice(list(scalar))] = ()
+    unit = [*_shape(rng, (0, 2), 5), 1]
+    rng.shuffle(unit)
+    return {
+        "a scalar output, a scalar leaf": ((), scalar),
+        "an output with a size-1 axis": (tuple(unit), leaves()),
+        "an output of rank 3": (_shape(rng, (3, 3), 4), leaves()),
+    }

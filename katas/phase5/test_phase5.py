@@ -5,7 +5,7 @@ from kata_harness.oracles.autodiff. The tests that draw fresh cases stay in this
 draws are seeded by their test id.
 """
 
-from functools import cache
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -16,20 +16,25 @@ from pytest_check import check
 from kata_harness.oracles import autodiff as oracle
 from kata_harness.predict import compiler_refused
 from katas.phase5.programs import (
+    ABS_X_SHAPES,
     COST_SHAPES,
     JACOBIAN_SHAPE_CASES,
     SHAPES,
     VMAP_SHAPE_CASES,
+    abs_data,
+    abs_layer,
     flops_cases,
     in_cond,
     in_custom_jvp_and_remat,
     in_scan,
+    in_while,
     matmul,
     matrix_input,
+    outer_tanh,
     params_output,
     two_layer,
 )
-from katas.phase5.strata import jacobian_mode_strata, vmap_strata
+from katas.phase5.strata import jacobian_mode_strata, jacobian_shape_strata, vmap_strata
 from xla_inspect.jaxpr import iter_eqns, primitive_census
 
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
@@ -90,6 +95,41 @@ def test_jacobian_modes_push_different_bases(kata):
                     assert census["transpose"] == 0, f"rev: transpose x{census['transpose']}"
 
 
+@pytest.mark.task("jacobian")
+def test_jacobian_is_shaped_output_then_input(kata):
+    """A matrix output (f(x) = outer(tanh(A x), x)), then matrix inputs (|A @ X| * sum(X) at X
+    of shape (4, 1) and (3, 2)): the Jacobian is shaped f(x).shape + x.shape in both modes."""
+    A = np.random.default_rng(3).normal(size=(3, 4)).astype(np.float32)
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    cases: list = [
+        ("outer(tanh(A x), x), x (4,)", outer_tanh(A), x, oracle.np_outer_tanh_jacobian(A, x))
+    ]
+    for x_shape in ABS_X_SHAPES:
+        A, X, _, _ = abs_data(2, x_shape)
+        cases.append(
+            (f"|A @ X| * sum(X), X {x_shape}", partial(abs_layer, A), X,
+             oracle.np_abs_layer_jacobian(A, X))
+        )  # fmt: skip
+    for name, f, point, expected in cases:
+        # compiled (faster than op by op), one case at a time: a case that raises comes after
+        # the assertions of the cases before it
+        both = jax.jit(lambda p, f=f: (kata.jacobian(f, p, "fwd"), kata.jacobian(f, p, "rev")))
+        for mode, got in zip(("fwd", "rev"), both(point), strict=True):
+            with check:
+                assert tuple(np.shape(got)) == expected.shape, (
+                    f"{name} {mode}: shape {np.shape(got)}, expected f(x).shape + x.shape "
+                    f"{expected.shape}"
+                )
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(got, np.float64).reshape(-1)[: expected.size],
+                    expected.reshape(-1),
+                    rtol=1e-4,
+                    atol=1e-5,
+                    err_msg=f"{name} {mode}",
+                )
+
+
 @pytest.mark.task("dot_flops")
 def test_dot_flops_from_dimension_numbers(kata):
     for name, (fn, args, expected) in flops_cases().items():
@@ -112,6 +152,10 @@ def test_dot_flops_counts_nested_jaxprs(kata):
         "a scan body (counted once, not per iteration)": (
             jax.make_jaxpr(in_scan)(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)),
             2 * 8 * 8 * 8,
+        ),
+        "a while loop's condition and body (each once)": (
+            jax.make_jaxpr(in_while)(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)),
+            2 * (2 * 8 * 8 * 8),
         ),
         "custom_jvp inside checkpoint": (
             jax.make_jaxpr(in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
@@ -171,22 +215,27 @@ def test_cheaper_jacobian_mode_counts_every_input(kata):
 
 @pytest.mark.task("cheaper_jacobian_mode")
 def test_cheaper_jacobian_mode_multi_dim_outputs(kata, fresh):
-    """f(x) = (W @ x.reshape(-1)).reshape(out_shape): fresh input and output shapes of rank 0
-    to 3, every element one input or output, one per situation (strata.jacobian_mode_strata);
-    the answer checked against both Jacobians' measured flops."""
-    for situation, (in_shape, out_shape) in jacobian_mode_strata(fresh).items():
+    """f(x) = tanh(W @ x.reshape(-1)).reshape(out_shape): fresh input and output shapes of rank
+    0 to 3 and dtypes, every element one input or output, one per situation
+    (strata.jacobian_mode_strata); the answer checked against both Jacobians' measured flops."""
+    for situation, (in_shape, out_shape, x_dtype, out_dtype) in jacobian_mode_strata(fresh).items():
         n_in, n_out = int(np.prod(in_shape)), int(np.prod(out_shape))
         w = np.asarray(
             np.random.default_rng(fresh.randint(0, 2**31)).normal(size=(n_out, n_in)), np.float32
         )
-        f = lambda x, w=w, out_shape=out_shape: jnp.tanh(w @ x.reshape(-1)).reshape(out_shape)  # noqa: E731
-        x = np.ones(in_shape, np.float32)
+
+        def f(x, w=w, out_shape=out_shape, out_dtype=out_dtype):
+            return (
+                jnp.tanh(w @ x.reshape(-1).astype(np.float32)).astype(out_dtype).reshape(out_shape)
+            )
+
+        x = jnp.ones(in_shape, x_dtype)
         flops = oracle.jacobian_flops(f, x)
         expected = min(flops, key=flops.__getitem__)
         got = kata.cheaper_jacobian_mode(f, x)
         assert got == expected, (
-            f"{situation}: x {in_shape} -> f(x) {out_shape}: {got!r}, XLA's cost analysis says "
-            f"{expected!r} ({flops}) ({fresh.where()})"
+            f"{situation}: x {x_dtype}{list(in_shape)} -> f(x) {out_dtype}{list(out_shape)}: "
+            f"{got!r}, XLA's cost analysis says {expected!r} ({flops}) ({fresh.where()})"
         )
 
 
@@ -244,4 +293,19 @@ def test_vmapped_shape_on_fresh_cases(kata, fresh):
         assert got == tuple(want), (
             f"W {w_shape}, v {v_shape}, in_axes={in_axes}, out_axes={out_axes}: got {got}, "
             f"jax says {tuple(want)} ({fresh.where()})"
+        )
+
+
+@pytest.mark.task("jacobian_shapes")
+def test_jacobian_shapes_on_fresh_cases(kata, fresh):
+    """Fresh outputs and leaves, scalars and size-1 axes included: one case per situation
+    (strata.jacobian_shape_strata)."""
+    for situation, (out_shape, param_shapes) in jacobian_shape_strata(fresh).items():
+        params = {k: jax.ShapeDtypeStruct(s, np.float32) for k, s in param_shapes.items()}
+        want = jax.eval_shape(jax.jacrev(params_output(out_shape)), params)
+        want = {name: tuple(leaf.shape) for name, leaf in want.items()}
+        got = kata.jacobian_shapes(out_shape, dict(param_shapes))
+        assert got == want, (
+            f"{situation}: f -> {out_shape}, params {param_shapes}: got {got}, jax says {want} "
+            f"({fresh.where()})"
         )

@@ -7,6 +7,7 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from pytest_check import check
@@ -19,6 +20,7 @@ from katas.phase5.programs import (
     MV_N,
     matvec_case,
     mlp_data,
+    mlp_ties,
 )
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.model import Shape
@@ -104,6 +106,31 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
 
 
 @pytest.mark.task("batched_matvec")
+def test_batched_matvec_keeps_the_dtype(kata):
+    """int8, int32 and bfloat16 W and vs: vmap maps matvec as it is, so the batch comes back in
+    the dtype one matvec gives (small integers here: no wrap-around to argue about)."""
+    kinds = [(d, a) for d in (np.int8, np.int32, ml_dtypes.bfloat16) for a in ((None, 0), (1, 0))]
+    cases = [matvec_case(in_axes, dtype) for dtype, in_axes in kinds]
+    results = jax.jit(  # one compile for every case
+        lambda arrays: [
+            kata.batched_matvec(w, v, a) for (_, a), (w, v) in zip(kinds, arrays, strict=True)
+        ]
+    )([(W, vs) for W, vs, _ in cases])
+    for (dtype, in_axes), (_, _, expected), got in zip(kinds, cases, results, strict=True):
+        name = np.dtype(dtype).name
+        with check:
+            assert str(got.dtype) == name, f"{name} W and vs, in_axes={in_axes}: {got.dtype}"
+        with check:
+            np.testing.assert_allclose(
+                np.asarray(got, np.float64).reshape(-1)[: expected.size],
+                expected.reshape(-1),
+                rtol=2e-2 if name == "bfloat16" else 0,
+                atol=2e-1 if name == "bfloat16" else 0,
+                err_msg=f"{name}, in_axes={in_axes}",
+            )
+
+
+@pytest.mark.task("batched_matvec")
 def test_vmapped_matvec_compiles_to_one_matmul(kata):
     W, vs, _ = matvec_case((None, 0))
     module = oracle.optimized(lambda w, v: kata.batched_matvec(w, v, (None, 0)), W, vs)
@@ -123,8 +150,10 @@ def test_vmapped_matvec_compiles_to_one_matmul(kata):
 
 @pytest.mark.task("per_example_grads")
 def test_per_example_grads_match_a_loop_of_grads(kata):
-    shapes = ((3, (6, 9, 2)),)
-    cases = [mlp_data(batch, 3, sizes) for batch, sizes in shapes]
+    """Random data, then data on relu's kink (an example of zeros, zero biases: jax.nn.relu's
+    derivative there is 0)."""
+    shapes = ((3, (6, 9, 2)), (4, (5, 8, 3)))
+    cases = [mlp_data(3, 3, shapes[0][1]), mlp_ties(4, 6, shapes[1][1])]
     results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(cases)
     for (batch, _), case, got in zip(shapes, cases, results, strict=True):
         expected = oracle.loop_of_grads(*case)
@@ -143,6 +172,30 @@ def test_per_example_grads_match_a_loop_of_grads(kata):
                     atol=1e-5,
                     err_msg=f"per-example d loss / d {name}, batch {batch}",
                 )
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_grads_keep_the_params_dtype(kata):
+    """bfloat16 params and data: every per-example gradient is bfloat16, computed in bfloat16."""
+    case = mlp_ties(3, 7, (5, 6, 2), ml_dtypes.bfloat16)
+    got = jax.jit(kata.per_example_grads)(*case)
+    expected = oracle.loop_of_grads(*jax.tree.map(lambda a: a.astype(np.float64), case))
+    assert isinstance(got, dict) and set(got) == set(expected), "expected a dict like params"
+    for name, value in expected.items():
+        with check:
+            assert (got[name].shape, str(got[name].dtype)) == (value.shape, "bfloat16"), (
+                f"{name}: {got[name].dtype}{list(got[name].shape)} for bfloat16 params, "
+                f"expected bfloat16{list(value.shape)}"
+            )
+        with check:
+            scale = max(1.0, float(np.abs(value).max()))
+            np.testing.assert_allclose(
+                np.asarray(got[name], np.float64).reshape(-1)[: value.size],
+                value.reshape(-1),
+                rtol=3e-2,
+                atol=3e-2 * scale,
+                err_msg=f"per-example d loss / d {name}, bfloat16",
+            )
 
 
 @cache

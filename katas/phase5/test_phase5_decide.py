@@ -14,6 +14,8 @@ from pytest_check import check
 from kata_harness.oracles import autodiff as oracle
 from katas.phase5.programs import (
     DECIDE_SHAPES,
+    abs_energy,
+    abs_map,
     layer_energy,
     layer_map,
     points,
@@ -23,44 +25,66 @@ from katas.phase5.programs import (
 # ---- tasks 9-10: decide, under a flops budget -----------------------------------------------
 
 
+def _original(task: str, w1, w2):
+    """The program the task improves, as a function of (x, v), for one size's weights."""
+    if task == "directional_derivative":
+        f = layer_map(w1, w2)
+        return lambda a, b: jax.jacfwd(f)(a) @ b
+    g = layer_energy(w1)
+    return lambda a, b: jax.hessian(g)(a) @ b
+
+
 @cache
-def _original_cost(task: str, size: str) -> tuple[float, Counter]:
-    """The cost of the program the task improves (test-owned, compiled once per session)."""
+def _original_cost(task: str, size: str) -> tuple[float, Counter, float]:
+    """The cost of the program the task improves (test-owned, compiled once per session):
+    compiled with (x, v) as arguments, and lowered with them as concrete arrays."""
     w1, w2 = tanh_pair(*DECIDE_SHAPES[size])
     x, v = points(DECIDE_SHAPES[size][0])[0]
-    if task == "directional_derivative":
-        f = layer_map(w1, w2)
-        return oracle.compiled_cost(lambda a, b: jax.jacfwd(f)(a) @ b, x, v)
-    g = layer_energy(w1)
-    return oracle.compiled_cost(lambda a, b: jax.hessian(g)(a) @ b, x, v)
+    original = _original(task, w1, w2)
+    flops, unseen = oracle.compiled_cost(original, x, v)
+    return flops, unseen, oracle.lowered_flops_of_constants(original, x, v)
 
 
-def _answer(kata, task: str, w1, w2):
-    """The learner's program as a function of (x, v), for one size's weights."""
+def _answer(kata, task: str, w1, w2, holomorphic: bool = True):
+    """The learner's program as a function of (x, v), for one size's weights: on the tanh
+    programs, or (``holomorphic=False``) on ones built from abs."""
     if task == "directional_derivative":
-        f = layer_map(w1, w2)
+        f = (layer_map if holomorphic else abs_map)(w1, w2)
         return lambda a, b: kata.directional_derivative(f, a, b)
-    g = layer_energy(w1)
+    g = (layer_energy if holomorphic else abs_energy)(w1)
     return lambda a, b: kata.hessian_vector_product(g, a, b)
 
 
+def _want(task: str, holomorphic: bool, w1, w2, x, v):
+    if task == "directional_derivative":
+        return (oracle.np_jv if holomorphic else oracle.np_jv_abs)(w1, w2, x, v)
+    return (oracle.np_hv if holomorphic else oracle.np_hv_abs)(w1, x, v)
+
+
 def _decide_values(kata, task: str) -> None:
-    for size, (n, h, m) in DECIDE_SHAPES.items():
+    """Compiled on the tanh programs at every size and on programs built from abs (not
+    holomorphic) at the last, along the zero vector too; and called eagerly (one function,
+    several points in a row) at the first size (op by op is slow)."""
+    sizes = list(DECIDE_SHAPES.items())
+    for index, (size, (n, h, m)) in enumerate(sizes):
         w1, w2 = tanh_pair(n, h, m)
-        answer = jax.jit(_answer(kata, task, w1, w2))
-        for x, v in points(n):
-            got = answer(x, v)
-            if task == "directional_derivative":
-                want = oracle.np_jv(w1, w2, x, v)
-            else:
-                want = oracle.np_hv(w1, x, v)
-            assert np.shape(got) == want.shape, (
-                f"{size}: shape {np.shape(got)}, expected {want.shape}"
-            )
-            with check:
-                np.testing.assert_allclose(
-                    np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-5, err_msg=f"{size}"
-                )
+        x0 = points(n)[0][0]
+        for holomorphic in (True, False)[: 1 + (index == len(sizes) - 1)]:
+            program = _answer(kata, task, w1, w2, holomorphic)
+            compiled = jax.jit(program)
+            eager = index == 0
+            for x, v in [*points(n), (x0, np.zeros(n, np.float32))]:
+                want = _want(task, holomorphic, w1, w2, x, v)
+                for how, call in [("compiled", compiled)] + [("eager", program)] * eager:
+                    got = call(x, v)
+                    case = f"{size}, {'tanh' if holomorphic else 'abs'} program, {how}"
+                    assert np.shape(got) == want.shape, (
+                        f"{case}: shape {np.shape(got)}, expected {want.shape}"
+                    )
+                    with check:
+                        np.testing.assert_allclose(
+                            np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-5, err_msg=case
+                        )
 
 
 def _decide_budget(kata, task: str) -> None:
@@ -71,8 +95,9 @@ def _decide_budget(kata, task: str) -> None:
     for size, (n, h, m) in DECIDE_SHAPES.items():
         w1, w2 = tanh_pair(n, h, m)
         x, v = points(n)[0]
-        flops, unseen = oracle.compiled_cost(_answer(kata, task, w1, w2), x, v)
-        original_flops, original_unseen = _original_cost(task, size)
+        answer = _answer(kata, task, w1, w2)
+        flops, unseen = oracle.compiled_cost(answer, x, v)
+        original_flops, original_unseen, original_concrete = _original_cost(task, size)
         # the flops figure is only a budget when it sees all the work: no more hidden work
         # (loops, host calls) than the original program holds (which has none)
         hidden = sorted(unseen - original_unseen)
@@ -87,6 +112,14 @@ def _decide_budget(kata, task: str) -> None:
             assert flops <= budget, (
                 f"{size}: {flops:.0f} flops, budget {budget:.0f} (a quarter of {original}'s "
                 f"{4 * budget:.0f})"
+            )
+        # the same program when x and v are concrete arrays (what an eager call runs, op by op)
+        eager = oracle.lowered_flops_of_constants(answer, x, v)
+        with check:
+            assert eager <= original_concrete / 4, (
+                f"{size}: called on concrete arrays (as an eager call runs it) your program costs "
+                f"{eager:.0f} flops, over a quarter of {original}'s {original_concrete:.0f}: "
+                "the budget holds for every call, traced or not"
             )
 
 

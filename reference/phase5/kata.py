@@ -105,7 +105,9 @@ def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int)
     # One example gives matvec's (m,); vmap inserts the batch axis where out_axes says.
     w_axis, v_axis = in_axes
     batch = w_shape[w_axis] if w_axis is not None else v_shape[v_axis]
-    per_example = [size for axis, size in enumerate(w_shape) if axis != w_axis]
+    per_example = list(w_shape)
+    if w_axis is not None:
+        del per_example[w_axis]  # an axis counted from the end too, as vmap takes it
     out = [per_example[0]]
     out.insert(out_axes % (len(out) + 1), batch)
     return tuple(out)
