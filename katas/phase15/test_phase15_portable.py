@@ -39,6 +39,8 @@ def _row_functions(rng: random.Random, broadcasts: bool = True):
     b = normal(rng, (hidden,))
     yield "dense+tanh", (lambda x: jnp.tanh(x @ w)), normal(rng, (batch, features))
     yield "dense+bias+relu", (lambda x: jax.nn.relu(x @ w + b)), normal(rng, (batch, features))
+    square = normal(rng, (batch, hidden))  # rows as long as the example's batch
+    yield "dense on a square example", (lambda x: jnp.tanh(x @ square)), normal(rng, (batch, batch))
     rest = (rng.randint(2, 6), rng.randint(2, 6))
     yield (
         "bf16 row sums 3-d",
