@@ -1,6 +1,6 @@
 """What several phase-15 test files share: the phase's name, its dtypes, standard-normal arrays
-drawn from a test's rng, a dtype's machine epsilon, and the recorded flow listings in the forms
-the reading tasks read them in.
+drawn from a test's rng, a dtype's machine epsilon, the recorded flow listings in the forms the
+reading tasks read them in, and an optimized HLO module with joined op_names.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kata_harness import iree
+from kata_harness import iree, oracles
 
 PHASE = "phase15"
 f32 = jnp.float32
@@ -70,3 +70,24 @@ def flow_forms(name: str, text: str, rng: random.Random):
     word = rng.choice(["forward", "step", "f", "apply_model", "run"])
     yield f"{name} (function renamed to {word})", _renamed_function(text, word)
     yield f"{name} (executables reordered)", _reordered_executables(text, rng)
+
+
+# ---- an optimized HLO module in another form -------------------------------------------------
+
+_DOT_OP_NAME = re.compile(r'([\]}] dot\([^\n]*?op_name=")([^"]*)(")')
+_ABSENT_OPS = ("cos", "log1p", "erf_inv", "sign", "cbrt", "atan2")
+
+
+def joined_op_names(hlo_text: str, rng: random.Random) -> str | None:
+    """Every dot's op_name with a second name joined in front (`"jit(f)/cos;jit(f)/dot_general"`,
+    how XLA names an instruction that stands for several), of an operation the program does not
+    hold; None if there is no dot or XLA's parser refuses the result."""
+    absent = [op for op in _ABSENT_OPS if f"/{op}" not in hlo_text]
+    name = rng.choice(absent)
+
+    def join(match: re.Match[str]) -> str:
+        prefix = match[2].split(";")[0].rsplit("/", 1)[0]
+        return f"{match[1]}{prefix}/{name};{match[2]}{match[3]}"
+
+    joined, count = _DOT_OP_NAME.subn(join, hlo_text)
+    return joined if count and oracles.xla_accepts(joined) else None

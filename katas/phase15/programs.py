@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 import jax
+import jax.experimental
 import jax.numpy as jnp
 import numpy as np
 
@@ -148,6 +149,23 @@ def _triangular(rng):
     return (lambda a, b: solve(a, b) + 1.0), (a, a[:, :1])
 
 
+def _qr(rng):
+    return (lambda a: jnp.linalg.qr(a)[0] * 2.0), (_matrix(rng),)
+
+
+def _svd(rng):
+    return (lambda a: jnp.linalg.svd(a, compute_uv=False).sum()), (_matrix(rng),)
+
+
+def _eig(rng):
+    a = rng.standard_normal((int(rng.integers(2, 7)),) * 2).astype(np.float32)
+    return (lambda a: jnp.abs(jnp.linalg.eigvals(a))), (a,)
+
+
+def _determinant(rng):
+    return (lambda a: jnp.linalg.det(a) + 1.0), (_square(rng),)
+
+
 def _host_callback(rng):
     x = _matrix(rng)
     shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
@@ -160,6 +178,12 @@ def _debug_print(rng):
         return x * 2
 
     return f, (_matrix(rng),)
+
+
+def _io_callback(rng):
+    x = _matrix(rng)
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return (lambda x: jax.experimental.io_callback(np.cos, shape, x) * x), (x,)
 
 
 def _typed_key(rng):
@@ -220,7 +244,12 @@ BANK: dict[str, Callable[[np.random.Generator], tuple[Callable[..., Any], tuple[
     "cholesky": _cholesky,
     "eigh": _eigh,
     "triangular_solve": _triangular,
+    "qr": _qr,
+    "svd": _svd,
+    "eig": _eig,
+    "determinant": _determinant,
     "host_callback": _host_callback,
+    "io_callback": _io_callback,
     "debug_print": _debug_print,
     "typed_key": _typed_key,
     "key_result": _key_result,
@@ -242,7 +271,12 @@ VERDICTS = {
     "cholesky": "lapack",
     "eigh": "lapack",
     "triangular_solve": "lapack",
+    "qr": "lapack",
+    "svd": "lapack",
+    "eig": "lapack",
+    "determinant": "lapack",
     "host_callback": "export",
+    "io_callback": "export",
     "debug_print": "export",
     "typed_key": "sdy",
     "key_result": "sdy",

@@ -103,6 +103,22 @@ def _fresh_contractions(rng: random.Random) -> list[tuple[str, Flow]]:
                 (((m, k), bf16), ((k, n), bf16)),
             ),
         ),
+        (
+            "three projections of one shape",  # IREE: one executable, dispatched three times
+            Flow(
+                "x @ wq, x @ wk, x @ wv",
+                lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv),
+                (((m, k), f32), *[((k, n), f32)] * 3),
+            ),
+        ),
+        (
+            "two bodies of one shape",  # two executables whose names differ only in the index
+            Flow(
+                "tanh(x @ w1), y @ w2",
+                lambda x, y, w1, w2: (jnp.tanh(x @ w1), y @ w2),
+                (((m, k), f32), ((m, k), f32), ((k, n), f32), ((k, n), f32)),
+            ),
+        ),
     ]
 
 

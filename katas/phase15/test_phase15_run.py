@@ -24,6 +24,7 @@ from katas.phase15.draws import (
     PHASE,
     bf16,
     eps_of,
+    f32,
     normal,
 )
 from katas.phase15.programs import (
@@ -71,6 +72,15 @@ def _run_cases(rng: random.Random):
     ints = np.random.default_rng(rng.getrandbits(32)).integers(-9, 9, size=(n, k))
     yield "int32", (lambda a: (a @ a.T + 3, a.max(1))), [jnp.asarray(ints, jnp.int32)]
     yield "bf16", (lambda x: jax.nn.relu(x) * 2), [normal(rng, (n, d), bf16)]
+
+    def mixed(x, w):  # outputs of three dtypes, none of them the arguments'
+        return jnp.dot(x, w, preferred_element_type=f32), x > 0, (x > 0).sum(1)
+
+    yield (
+        "bf16 in, f32, bool and int32 out",
+        mixed,
+        [normal(rng, s, bf16) for s in [(n, d), (d, o)]],
+    )
 
 
 @pytest.mark.timeout(180)
@@ -201,7 +211,21 @@ def _wrapped(fn, how: str):
             return jax.lax.cond(True, lambda a: fn(*a), lambda a: fn(*a), args)
 
         return in_cond
+    if how == "while":
+
+        def in_while(*args):
+            shapes = jax.eval_shape(fn, *args)
+            start = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+            _, out = jax.lax.while_loop(
+                lambda carry: carry[0] < 1, lambda carry: (carry[0] + 1, fn(*args)), (0, start)
+            )
+            return out
+
+        return in_while
     return fn
+
+
+_KEYED = ("typed_key", "key_result")  # kept out of loops: no zeros of a key type to start from
 
 
 def _verdict_cases(rng: random.Random):
@@ -210,9 +234,15 @@ def _verdict_cases(rng: random.Random):
     generator = np.random.default_rng(rng.getrandbits(32))
     names = sorted(BANK)
     for name in names:
-        how = rng.choice(["plain", "jit", "checkpoint", "cond"])
-        if name in ("typed_key", "key_result") and how == "cond":
+        how = rng.choice(["plain", "jit", "checkpoint", "cond", "while"])
+        if name in _KEYED and how in ("cond", "while"):
             how = "jit"  # a key through a cond's operands is the same verdict, but keep it simple
+        fn, args = BANK[name](generator)
+        yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
+    # A refusal inside a cond's branches and one inside a while's body, always.
+    refused = [n for n in names if VERDICTS[n] != "runs" and n not in _KEYED]
+    for how in ("cond", "while"):
+        name = rng.choice(refused)
         fn, args = BANK[name](generator)
         yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
     # Pairs that decide between two refusals, always; then pairs drawn.

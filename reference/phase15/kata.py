@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 import jax
@@ -73,8 +74,16 @@ def _contraction_flops(kind: str, sizes: tuple[int | None, ...]) -> int:
     return 2 * product  # each kind's sizes are exactly the dims of its multiply-adds
 
 
+_DISPATCH_CALL = re.compile(r"\bflow\.dispatch\s+@[\w$.-]+::@([\w$.-]+)")
+
+
 def matmul_flops(flow_text: str) -> int:
-    return sum(_contraction_flops(d.kind, d.sizes) for d in iree.read_flow(flow_text))
+    # IREE keeps one executable for identical dispatches (x @ wq, x @ wk, x @ wv of one shape)
+    # and runs it once per flow.dispatch op that names its export.
+    calls = Counter(_DISPATCH_CALL.findall(flow_text))
+    return sum(
+        calls[d.name] * _contraction_flops(d.kind, d.sizes) for d in iree.read_flow(flow_text)
+    )
 
 
 def _names(op_names: list[str]) -> set[str]:
