@@ -177,10 +177,11 @@ def test_one_kernel_of_the_listed_programs(kata):
 @pytest.mark.task("one_kernel")
 def test_one_kernel_on_fresh_cases(kata, fresh):
     """Every program at a drawn matrix shape (2 to 16 each way) and dtype; a program that names n
-    at n = 0, n = 1 and a drawn n of 2 to 5. The verdict is read from the program compiled here."""
+    at n = 0, 1 and 2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 8.
+    The verdict is read from the program compiled here."""
     _require_cpu("fusion decisions are the CPU backend's")
     for name in KERNELS:
-        counts = (0, 1, fresh.randint(2, 5)) if NAMES_N.search(name) else (BANK_N,)
+        counts = (0, 1, 2, fresh.randint(3, 8)) if NAMES_N.search(name) else (BANK_N,)
         for n in counts:
             shape = (fresh.randint(2, 16), fresh.randint(2, 16))
             _check_kernel(kata, name, shape, fresh.choice(KERNEL_DTYPES), n, f" ({fresh.where()})")
