@@ -1,13 +1,16 @@
 """--group-skips: the tests a missing optional group skipped, listed for a run with the groups."""
 
 from types import SimpleNamespace
+from typing import Literal
 
 import pytest
 
 from kata_harness import unchecked
 
 
-def _report(nodeid: str, outcome: str, reason: str = "") -> pytest.TestReport:
+def _report(
+    nodeid: str, outcome: Literal["passed", "skipped"], reason: str = ""
+) -> pytest.TestReport:
     longrepr = ("tests/x.py", 3, f"Skipped: {reason}") if outcome == "skipped" else None
     return pytest.TestReport(nodeid, ("tests/x.py", 3, "x"), {}, outcome, longrepr, "setup")
 
