@@ -72,9 +72,12 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     if cached and cached[0] == stamp:
         return cached[1]
     if scan:
-        found = source_scan.scan(path.read_text(encoding="utf-8"), str(path))
+        source = path.read_text(encoding="utf-8")
+        found = source_scan.scan(source, str(path))
         if found:
             raise KataRefused(f"{label}: {_relative(path)} {found}: {guard.WHY}")
+        if "torch" in source_scan.imported_roots(source):
+            inductor.import_torch()  # whatever the phase: see import_needed
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -189,7 +192,9 @@ def import_needed(phase: Phase) -> None:
     when kata code asked for the import; and torch cannot be imported again in a process where
     one import failed half-way. One learner's ``import torch`` (or a probe's) would then break
     every later test that imports torch. Imported here first, torch is in ``sys.modules``
-    before any kata code runs, so an ``import torch`` there starts nothing.
+    before any kata code runs, so an ``import torch`` there starts nothing. A scanned file of
+    any other phase that imports torch gets the same (:func:`load_file`): a phase 11 answer
+    importing torch broke phase 16 for the rest of the census's process.
     """
     if phase.needs == "torch":
         inductor.import_torch()

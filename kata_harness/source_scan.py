@@ -57,6 +57,22 @@ def scan(source: str, filename: str) -> str | None:
     return None
 
 
+def imported_roots(source: str) -> set[str]:
+    """The top-level packages a file imports anywhere (in a function too): ``{"torch"}`` for
+    ``from torch.utils import flop_counter``; empty for a file that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
 def _imported_names(tree: ast.AST) -> set[str]:
     """Names bound to what the file imports, and their aliases.
 

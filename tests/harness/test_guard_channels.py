@@ -85,3 +85,10 @@ def test_kata_code_may_not_change_the_environment(tmp_path, monkeypatch):
     import os
 
     assert "KATA_MEMO" not in os.environ
+
+
+def test_imported_roots_sees_imports_inside_functions():
+    source = "import numpy as np\n\ndef f():\n    from torch.utils import flop_counter\n"
+    assert source_scan.imported_roots(source) == {"numpy", "torch"}
+    assert source_scan.imported_roots("from . import programs\n") == set()
+    assert source_scan.imported_roots("def broken(:\n") == set()

@@ -78,12 +78,13 @@ def test_import_torch_in_kata_code_breaks_nothing(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_without_the_harness_importing_torch_first_one_import_breaks_the_process(tmp_path):
-    """Why the harness imports torch first: the guard refuses ldconfig, the import fails half-way,
-    and torch can never be imported again in that process."""
+def test_a_file_of_a_phase_without_torch_that_imports_it_breaks_nothing(tmp_path):
+    """A phase 11 answer importing torch inside a function, loaded with nothing imported for
+    the phase: without the harness importing torch first the guard refuses ldconfig, the import
+    fails half-way, and torch can never be imported again in that process (a census's phase 16
+    tests then all failed)."""
     out = _run(tmp_path, "bare", "imports", tmp_path / "cache")
-    assert "kata failed: KataGuardError" in out, out
-    assert "can only be initialized once per process" in out, out
+    assert "kata: " in out and "later import: " in out, out
 
 
 @pytest.mark.timeout(600)  # a compile with an empty Inductor cache: about a minute here
