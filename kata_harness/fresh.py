@@ -7,6 +7,10 @@ else by the content of the module under test and the test's id. The same file ge
 cases, so a grade never changes between runs; an edited file gets new ones, so a table copied
 from failure messages does not carry over. A failure names its one case and the seed
 (:meth:`Fresh.where`); ``--kata-seed N`` draws those cases again.
+
+In reference mode the shipped stub draws the reference's cases: it fails at its first call
+whatever it is given, and the expected side that tests keep per case (compiles, captured
+profiles) then serves both.
 """
 
 from __future__ import annotations
@@ -43,4 +47,15 @@ def seed_of(module: ModuleType, test_id: str) -> int:
 def fresh(request: pytest.FixtureRequest, kata: ModuleType) -> Fresh:
     """Cases drawn for this test and this module under test (see the module docstring)."""
     fixed = request.config.getoption(OPTION)
-    return Fresh(fixed if fixed is not None else seed_of(kata, request.node.nodeid))
+    if fixed is not None:
+        return Fresh(fixed)
+    callspec = getattr(request.node, "callspec", None)
+    variant = callspec.params.get("kata") if callspec is not None else None
+    if getattr(variant, "kind", None) == "stub":
+        from . import curriculum, loading
+
+        phase = curriculum.phase_of_path(Path(request.node.path))
+        if phase is not None:
+            reference = loading.load_impl(phase, "reference")
+            return Fresh(seed_of(reference, request.node.nodeid.replace("[stub", "[reference")))
+    return Fresh(seed_of(kata, request.node.nodeid))

@@ -16,6 +16,7 @@ installed (`uv sync --group torch`). Nothing here imports torch at import time.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -543,6 +544,7 @@ def what(name: str) -> str:
     return f"MLP on x{list(shape)}, layers (out_features, bias, activation) {list(layers)}"
 
 
+@functools.cache  # one compile per twin and dtype: several tests read each
 def jax_hlo(name: str, dtype: Any = jnp.float32) -> str:
     """The optimized HLO XLA makes for the JAX twin of PAIRS[name] on this host's CPU, its
     arrays float32 or `dtype`."""

@@ -12,6 +12,7 @@ Inductor code: spellings of XLA's module that the float32 twins of programs.PAIR
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,7 @@ XLA_ONLY: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...], Any]]
 LAYERS = ("dense_relu_int32", "dense_relu_bias_first")
 
 
+@functools.cache  # one compile per program: several tests read each
 def xla_hlo(name: str) -> str:
     """The optimized HLO XLA makes for XLA_ONLY[name] on this host's CPU."""
     fn, shapes, dtype = XLA_ONLY[name]
