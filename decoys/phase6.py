@@ -561,13 +561,7 @@ def naive_arrays_only(hlo_text):
     return _sum_sizes(hlo_text, size, skip=_VIEWS - {"constant"})
 
 
-_NUMPY_NAMES = {
-    "pred": "bool",
-    "bf16": "bfloat16",
-    "f8e4m3fn": "float8_e4m3fn",
-    "f8e5m2": "float8_e5m2",
-}
-_KINDS = {"s": "int", "u": "uint", "f": "float", "c": "complex"}
+_KINDS = {"bf": "bfloat", "s": "int", "u": "uint", "f": "float", "c": "complex"}
 
 
 @decoy(
@@ -587,17 +581,29 @@ def naive_entry_named_main(hlo_text):
     )
 
 
-@accepted("naive_temp_bytes", why="bytes per element from NumPy/ml_dtypes itemsize")
+@accepted(
+    "naive_temp_bytes",
+    why="bytes per element from NumPy/ml_dtypes itemsize (f8e5m2 is float8_e5m2), bits from "
+    "a packing layout's E(n)",
+)
 def naive_by_itemsize(hlo_text):
     import ml_dtypes
 
     def itemsize(dtype):
-        name = _NUMPY_NAMES.get(dtype) or _KINDS[dtype[0]] + dtype[1:]
+        if dtype == "pred":
+            return 1
+        match = re.fullmatch(r"(bf|[sufc])(\d+)(e\w+)?", dtype)
+        assert match is not None, f"not an XLA array type: {dtype}"
+        kind, bits, rest = match.groups()
+        name = _KINDS[kind] + bits + (f"_{rest}" if rest else "")
         return np.dtype(getattr(ml_dtypes, name, None) or name).itemsize
 
     def size(shape):
         if shape.is_tuple:
             return sum(size(e) for e in shape.elements)
+        packed = re.search(r":.*E\((\d+)\)", shape.layout or "")
+        if packed:
+            return (math.prod(shape.dims) * int(packed.group(1)) + 7) // 8
         return math.prod(shape.dims) * itemsize(shape.dtype)
 
     return _sum_sizes(hlo_text, size)

@@ -1,12 +1,15 @@
 """Phase 6's oracles: XLA's cost and memory analyses of compiled programs (a list of steps
 compiled one by one and as one program, a program with donated arguments, a matmul chain's temp
-buffers, a program's bytes accessed), and XLA's own parser's verdict on a module.
+buffers, a program's bytes accessed), XLA's own parser's verdict on a module, and the bytes of
+each ENTRY result of a module as XLA's parser prints its shape.
 
 Each function takes a program and its arguments or a module's text, never the kata's answer.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import warnings
 from collections.abc import Mapping
 
@@ -64,3 +67,71 @@ def bytes_accessed(fn, *args) -> float:
     cost = jax.jit(fn).lower(*args).compile().cost_analysis()
     assert isinstance(cost, dict), f"cost_analysis gave {cost!r:.80}"
     return float(cost.get("bytes accessed", 0.0))
+
+
+_NOT_ARRAYS = {"TOKEN", "TUPLE", "OPAQUE_TYPE", "PRIMITIVE_TYPE_INVALID"}
+
+
+def element_types() -> tuple[str, ...]:
+    """The array element types this jaxlib's XLA knows, as HLO text spells them (``f8e5m2``),
+    from its own ``PrimitiveType`` enum."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    names = [n for n in dir(_hlo.PrimitiveType) if n.isupper() and n not in _NOT_ARRAYS]
+    return tuple(sorted(n.lower() for n in names))
+
+
+_TYPE = re.compile(r"(bf|s|u|f|c)(\d+)(e\w+)?")
+_KIND = {"bf": "bfloat", "s": "int", "u": "uint", "f": "float", "c": "complex"}
+
+
+def element_bytes(name: str) -> int:
+    """Bytes of one unpacked element of XLA type ``name``: the item size of the NumPy dtype (from
+    ml_dtypes, through JAX) that the type is (``s4`` is ``int4``, ``f8e4m3fn`` is
+    ``float8_e4m3fn``)."""
+    if name == "pred":
+        return np.dtype(np.bool_).itemsize
+    match = _TYPE.fullmatch(name)
+    assert match is not None, f"not an XLA array type: {name}"
+    kind, bits, rest = match.groups()
+    return np.dtype(f"{_KIND[kind]}{bits}" + (f"_{rest}" if rest else "")).itemsize
+
+
+_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\](\{[^}]*\})?")
+_PACKED = re.compile(r"E\((\d+)\)")
+
+
+def _shape_bytes(shape: str) -> int:
+    """A printed shape's bytes: per array, elements times an element's bytes, or, where the
+    layout packs elements (``{0:E(4)}``), their bits rounded up to whole bytes."""
+    total = 0
+    for name, dims, layout in _ARRAY.findall(shape):
+        count = math.prod(int(d) for d in dims.split(",") if d)
+        packed = _PACKED.search(layout or "")
+        bits = int(packed.group(1)) if packed else 8 * element_bytes(name)
+        total += -(-count * bits // 8)
+    return total
+
+
+def entry_result_bytes(text: str) -> dict[str, int]:
+    """Each ENTRY instruction's result bytes, read from XLA's canonical print of it (every
+    array of a tuple shape summed), by instruction name."""
+    module = xla_module(text)
+    entry = re.search(r"^ENTRY %?([^\s(]+)", module.text, re.MULTILINE)
+    assert entry is not None, "XLA printed no ENTRY computation"
+    (computation,) = [c for c in module.computations if c.name == entry.group(1)]
+    sizes = {}
+    for instruction in computation.instructions:
+        printed = instruction.printed.removeprefix("ROOT ").partition(" = ")[2]
+        if printed.startswith("("):  # a tuple shape: up to its closing parenthesis
+            depth, end = 0, 0
+            while True:
+                depth += (printed[end] == "(") - (printed[end] == ")")
+                end += 1
+                if depth == 0:
+                    break
+            shape = printed[:end]
+        else:
+            shape = printed.partition(" ")[0]
+        sizes[instruction.name] = _shape_bytes(shape)
+    return sizes

@@ -81,13 +81,17 @@ def naive_temp_bytes(hlo_text: str) -> int:
 
     Sum the result sizes of the ENTRY instructions, except: parameters (the arguments), the
     ROOT and, when the ROOT is a `tuple`, the instructions it gathers (those are the outputs),
-    constants (literals, not intermediates) and instructions that only re-view a buffer
-    (bitcast, tuple, get-tuple-element). Instructions inside called computations (fusion
-    bodies, reducers) get no buffers: do not count them. A result's size is its element count
-    times the bytes per element of its dtype, read from the dtype's bit width (f32: 32 bits,
-    bf16: 16, s8: 8, c64: 64, f8e4m3fn: 8; pred: 1 byte); a tuple-shaped result (a multi-output
-    fusion) counts the sizes of its elements. Compare with memory_analysis' temp size to see
-    buffer reuse.
+    constants (the opcode `constant`: literals, not intermediates) and instructions that only
+    re-view a buffer (the opcodes bitcast, tuple, get-tuple-element). Instructions inside
+    called computations (fusion bodies, while bodies and conditions, reducers) get no buffers:
+    do not count them. The ROOT is the instruction marked ROOT, wherever its line is. A
+    result's size is its element count times the bytes per element of its dtype, read from the
+    dtype's bit width rounded up to a whole byte (f32: 32 bits, bf16: 16, s8: 8, c64: 64,
+    c128: 128, f8e5m2: 8; s4: 4 bits, one byte; pred: 1 byte), unless its layout packs the
+    elements: `s4[9]{0:E(4)}` stores 4 bits an element, 36 bits, rounded up to 5 bytes
+    (XLA:CPU packs 4-bit types so). A tuple-shaped result (a multi-output fusion, a while loop)
+    counts the sizes of its elements. Compare with memory_analysis' temp size to see buffer
+    reuse.
     """
     # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype, .dims, .is_tuple
     raise NotImplementedError("phase6 task 5: naive_temp_bytes")

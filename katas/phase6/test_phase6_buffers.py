@@ -12,7 +12,7 @@ from pytest_check import check
 
 from kata_harness import versions
 from kata_harness.oracles import memory as oracle
-from katas.phase6 import captures
+from katas.phase6 import captures, drawn
 from katas.phase6.programs import (
     NAIVE_COPIES,
     NAIVE_ODD_TYPES,
@@ -122,6 +122,24 @@ def test_naive_temp_under_renaming_and_reordering(kata):
                     f"bytes, expected {expected}: find ENTRY, views and outputs by what they are "
                     "(the ENTRY keyword, opcodes, the ROOT), not by their names"
                 )
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_of_fresh_modules(kata, fresh):
+    """ENTRY computations drawn for this run (katas/phase6/drawn.py): a result of every element
+    type XLA knows (4-bit ones packed or not), an iota, a bitcast-convert, a while loop whose
+    body and condition compute values of their own, a ROOT that is not the last line. Each
+    result's bytes are read from XLA's own print of the module (kata_harness.oracles.memory)."""
+    for _ in range(2):
+        text, counted = drawn.naive_module(fresh)
+        sizes = oracle.entry_result_bytes(text)
+        got = kata.naive_temp_bytes(text)
+        expected = sum(sizes[name] for name in counted)
+        assert got == expected, (
+            f"{got} bytes, expected {expected} ({fresh.where()}): the widths of every element "
+            "type, packed layouts ({0:E(4)}), which opcodes write a buffer, which instruction is "
+            "the ROOT, and what lives outside ENTRY"
+        )
 
 
 @functools.cache

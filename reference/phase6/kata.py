@@ -94,14 +94,18 @@ _NO_NEW_BUFFER = {"parameter", "constant", "bitcast", "get-tuple-element", "tupl
 
 
 def _byte_size(shape) -> int:
-    # Bytes per element from the dtype's bit width (c64: 64 bits, f8e4m3fn: 8); pred is a byte.
-    # A tuple-shaped result (a multi-output fusion) owns one buffer per element.
+    # Bytes per element from the dtype's bit width rounded up to a byte (c64: 64 bits, s4: 4
+    # bits, one byte); pred is a byte. A layout that packs elements ({0:E(4)}) stores them at
+    # that many bits, the buffer rounded up to a whole byte. A tuple-shaped result (a
+    # multi-output fusion) owns one buffer per element.
     if shape.is_tuple:
         return sum(_byte_size(element) for element in shape.elements)
     width = re.match(r"[a-z]+?(\d+)", shape.dtype)
     if width is None:  # pred is one byte; a token holds no data
         return math.prod(shape.dims) if shape.dtype == "pred" else 0
-    return math.prod(shape.dims) * -(-int(width.group(1)) // 8)
+    packed = re.search(r"E\((\d+)\)", shape.layout or "")
+    bits = int(packed.group(1)) if packed else 8 * -(-int(width.group(1)) // 8)
+    return -(-math.prod(shape.dims) * bits // 8)
 
 
 def naive_temp_bytes(hlo_text: str) -> int:
