@@ -69,6 +69,14 @@ def bytes_accessed(fn, *args) -> float:
     return float(cost.get("bytes accessed", 0.0))
 
 
+def cost(fn, *args) -> dict[str, float]:
+    """XLA's cost analysis of ``fn`` compiled at ``args`` exactly as given (a Python number
+    stays weakly typed), keys as XLA spells them."""
+    analysis = jax.jit(fn).lower(*args).compile().cost_analysis()
+    assert isinstance(analysis, dict), f"cost_analysis gave {analysis!r:.80}"
+    return {key: float(value) for key, value in analysis.items()}
+
+
 _NOT_ARRAYS = {"TOKEN", "TUPLE", "OPAQUE_TYPE", "PRIMITIVE_TYPE_INVALID"}
 
 

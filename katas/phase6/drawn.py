@@ -1,14 +1,95 @@
-"""Cases phase 6's tests draw on every run (the `fresh` fixture): ENTRY computations of
-naive_temp_bytes. Each is built so that the property it varies (every element type XLA has, a
-ROOT that is not the last line, a while loop's body) changes the answer on every draw; the
-expected values come from XLA (kata_harness.oracles.memory), never from a formula here.
+"""Cases phase 6's tests draw on every run (the `fresh` fixture): calls of cost_of, step lists of
+fusion_traffic, programs of memory_report, and ENTRY computations of naive_temp_bytes. Each is
+built so that the property it varies (a Python number's weak type, the same function at another
+dtype or shape, a step listed twice or two steps with one name, the order of the steps, several
+donated arguments, an argument the program ignores, every element type XLA has, a ROOT that is
+not the last line, a while loop's body) changes the answer on every draw; the expected values
+come from XLA (kata_harness.oracles.memory), never from a formula here.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+
+import jax.numpy as jnp
+import numpy as np
 
 from kata_harness.oracles import memory as oracle
+from katas.phase6.programs import BYTES_DIMS, rng_array
+
+NARROW_FLOATS = ("bfloat16", "float16")
+
+
+def cost_calls(fresh: random.Random) -> list[tuple[Callable, tuple]]:
+    """Calls of cost_of in a drawn order: one function at a narrow float dtype and at float32 on
+    one shape, and at the narrow dtype on another shape; a second function with the same name
+    (`<lambda>`) on the same arguments. Each takes a Python float first: weakly typed, it keeps
+    a bfloat16 or float16 x in its dtype."""
+    scale = fresh.choice([0.5, 1.5, 3.0])
+    narrow = fresh.choice(NARROW_FLOATS)
+    first, other = fresh.sample(BYTES_DIMS, 2), fresh.sample(BYTES_DIMS, 2)
+
+    def x(shape, dtype):
+        return rng_array(tuple(shape), jnp.dtype(dtype), seed=fresh.randrange(1000))
+
+    exp_scaled = lambda s, v: jnp.exp(v) * s  # noqa: E731  (both are named <lambda>)
+    column_sums = lambda s, v: (v * s).sum(axis=0)  # noqa: E731
+    calls = [
+        (exp_scaled, (scale, x(first, narrow))),
+        (exp_scaled, (scale, x(first, "float32"))),
+        (exp_scaled, (scale, x(other, narrow))),
+        (column_sums, (scale, x(first, narrow))),
+    ]
+    fresh.shuffle(calls)
+    return calls
+
+
+def step_list(fresh: random.Random) -> tuple[list[Callable], np.ndarray]:
+    """A step list and its x: a cast to a narrow float and a widening cast at the two ends (in a
+    drawn order, so the list reversed ends in another dtype), between them a scaling and a sum
+    over an axis (two lambdas on one input shape and dtype) and one jnp function listed twice,
+    in a drawn order; x float32 or a narrow float of a drawn shape."""
+    narrow = jnp.dtype(fresh.choice(NARROW_FLOATS))
+    factor, axis = fresh.choice([0.5, 2.0, 3.0]), fresh.randint(0, 1)
+    ends = [lambda v: v.astype(narrow), lambda v: v.astype(jnp.float32) * 2.0]
+    fresh.shuffle(ends)
+    shared = fresh.choice([jnp.exp, jnp.tanh, jnp.sin])
+    units = [[lambda v: v * factor, lambda v: v.sum(axis=axis)], [shared], [shared]]
+    fresh.shuffle(units)
+    steps = [ends[0], *(step for unit in units for step in unit), ends[1]]
+    shape = tuple(fresh.sample(BYTES_DIMS, 2))
+    dtype = fresh.choice(["float32", *NARROW_FLOATS])
+    return steps, rng_array(shape, jnp.dtype(dtype), seed=fresh.randrange(1000))
+
+
+def memory_case(fresh: random.Random, several: bool) -> tuple[Callable, tuple, tuple[int, ...]]:
+    """A program of a Python number s and arrays a, b and u of one narrow dtype (u unused), its
+    arguments in a drawn order, returning (a * s + b, a - b): two outputs that could take a's
+    and b's buffers. s is weakly typed (an int for integer arrays), so the outputs keep the
+    narrow dtype. `several`: a and b donated (and u, on some draws); else one of a and b only."""
+    dtype = jnp.dtype(fresh.choice(["bfloat16", "float16", "int8", "int16", "uint8"]))
+    integer = jnp.issubdtype(dtype, jnp.integer)
+    scalar = fresh.choice([2, 3]) if integer else fresh.choice([0.5, 1.5])
+    shape = (fresh.randint(3, 40), fresh.randint(3, 40))
+    order = ["s", "a", "b", "u"]
+    fresh.shuffle(order)
+    values = {"s": scalar}
+    for seed, name in enumerate("abu"):
+        values[name] = rng_array(shape, dtype, seed=seed)
+    position = {name: order.index(name) for name in order}
+
+    def program(*args):
+        s, a, b = (args[position[n]] for n in "sab")
+        return a * s + b, a - b
+
+    if several:
+        donated = ["a", "b"] + (["u"] if fresh.random() < 0.5 else [])
+    else:
+        donated = [fresh.choice("ab")]
+    donate = tuple(sorted(position[n] for n in donated))
+    return program, tuple(values[n] for n in order), donate
+
 
 PACKABLE = ("s4", "u4", "f4e2m1fn")  # 4-bit types XLA:CPU packs two to a byte ({0:E(4)})
 

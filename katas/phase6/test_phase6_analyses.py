@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import pytest
 from pytest_check import check
 
-from katas.phase6 import captures
+from kata_harness.oracles import memory as oracle
+from katas.phase6 import captures, drawn
 from katas.phase6.programs import (
     BATCH,
     COST_BANK,
@@ -84,6 +85,25 @@ def test_cost_of_matches_compiled_cost_analysis_on_a_bank(kata):
                 )
 
 
+@pytest.mark.task("cost_of")
+def test_cost_of_on_fresh_calls(kata, fresh):
+    """Calls drawn for this run (katas/phase6/drawn.py), in a drawn order: one function at two
+    dtypes on one shape and on two shapes, another function named like it (`<lambda>`) on the
+    same arguments, each taking a Python float, which stays weakly typed (a bfloat16 x stays
+    bfloat16). Expected: the cost analysis of each program compiled for its arguments."""
+    calls = drawn.cost_calls(fresh)
+    got = [kata.cost_of(fn, *args) for fn, args in calls]
+    for (fn, (scale, x)), cost in zip(calls, got, strict=True):
+        expected = oracle.cost(fn, scale, x)
+        for key, xla_key in COST_KEYS.items():
+            with check:
+                assert cost[key] == expected.get(xla_key, 0.0), (
+                    f"x {x.dtype}{list(x.shape)} and the Python float {scale}: {key} {cost[key]}, "
+                    f"the program compiled for exactly these arguments says "
+                    f"{expected.get(xla_key, 0.0)} ({fresh.where()})"
+                )
+
+
 @pytest.mark.task("fusion_traffic")
 def test_fusion_cuts_memory_traffic(kata):
     x = ones(256, 256)
@@ -118,6 +138,27 @@ def test_fusion_traffic_on_a_bank_of_step_lists(kata):
                 f"{name}: fused {got['fused']}, the compiled composition accesses {fused} "
                 "(measure it: a row sum's output is not shaped like x)"
             )
+
+
+@pytest.mark.task("fusion_traffic")
+def test_fusion_traffic_on_fresh_step_lists(kata, fresh):
+    """A step list drawn for this run (katas/phase6/drawn.py): casts at both ends, one step
+    object listed twice, two lambdas on one input shape and dtype, the middle in a drawn order;
+    x of a drawn shape and dtype. Expected: each step compiled on the previous step's real
+    output, and the steps composed in their order, as XLA's cost analysis counts them."""
+    steps, x = drawn.step_list(fresh)
+    got = kata.fusion_traffic(steps, x)
+    op_by_op, fused = oracle.step_bytes(steps, lambda: x)
+    where = f"{len(steps)} steps on x {x.dtype}{list(x.shape)}, {fresh.where()}"
+    with check:
+        assert got["op_by_op"] == op_by_op, (
+            f"op by op {got['op_by_op']}, the steps compiled one by one access {op_by_op} "
+            f"bytes ({where}: every step of the list counts, in the list's order)"
+        )
+    with check:
+        assert got["fused"] == fused, (
+            f"fused {got['fused']}, the steps composed in their order access {fused} ({where})"
+        )
 
 
 @pytest.mark.task("memory_report")
@@ -178,4 +219,25 @@ def test_memory_report_matches_memory_analysis_on_a_bank(kata):
                 assert got[key] == expected[field], (
                     f"{name} (donate_argnums={donate}): {key} {got[key]}, the compiled "
                     f"program's memory_analysis() says {field}={expected[field]}"
+                )
+
+
+@pytest.mark.task("memory_report")
+def test_memory_report_on_fresh_programs(kata, fresh):
+    """Programs drawn for this run (katas/phase6/drawn.py): a weakly typed Python number and
+    three arrays of a narrow dtype in a drawn order, one of them unused; two of them donated
+    (and on some draws the unused one), then one. Expected: XLA's memory analysis of the
+    program compiled for exactly these arguments with exactly these donations."""
+    for several in (True, False):
+        fn, args, donate = drawn.memory_case(fresh, several)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = kata.memory_report(fn, *args, donate_argnums=donate)
+        expected = oracle.memory(fn, args, donate)
+        for key, field in MEMORY_KEYS.items():
+            with check:
+                assert got[key] == expected[field], (
+                    f"donate_argnums={donate} of {len(args)} arguments (one unused, a Python "
+                    f"number among them), arrays {args[donate[0]].dtype}: {key} {got[key]}, "
+                    f"memory_analysis() says {expected[field]} ({fresh.where()})"
                 )
