@@ -140,6 +140,15 @@ def shared_first(scale, state):
     return state * scale
 
 
+def factor(a, b):
+    # LAPACK's custom calls on XLA:CPU state their own output_to_operand_aliasing
+    return b * 2.0, jnp.linalg.cholesky(a), jnp.linalg.qr(b)[1]
+
+
+def factor_args():
+    return np.eye(4, dtype=np.float32) * 2.0, ones(6, 3)
+
+
 # name: (function, argument maker, donate_argnums, {parameter number: output index}). Expected
 # aliases follow from how each program is built: parameters are the flattened argument leaves
 # (dict keys sorted), outputs the flattened result leaves; each donated leaf is taken by the
@@ -163,6 +172,8 @@ ALIAS_BANK = {
         (1,),
         {1: ()},
     ),
+    "LAPACK custom calls, second argument donated": (factor, factor_args, (1,), {1: (0,)}),
+    "LAPACK custom calls, nothing donated": (factor, factor_args, (), {}),
 }
 
 

@@ -76,8 +76,9 @@ def test_aliases_of_a_handwritten_header(kata):
 
 def _alias_module(fresh) -> tuple[str, dict[int, tuple[int, ...]]]:
     """A module drawn for this run: 11 to 16 parameters, outputs nested one tuple deep, 3 or 4
-    of them aliased to parameters with two-digit numbers among them; with the answer it was
-    drawn from (XLA's parser must accept it)."""
+    of them aliased to parameters with two-digit numbers among them, and a custom call in ENTRY
+    with an output_to_operand_aliasing of its own; with the answer it was drawn from (XLA's
+    parser must accept it)."""
     n = fresh.randint(11, 16)
     chosen = [fresh.randint(10, n - 1), *fresh.sample(range(10), fresh.randint(2, 3))]
     fresh.shuffle(chosen)
@@ -90,6 +91,12 @@ def _alias_module(fresh) -> tuple[str, dict[int, tuple[int, ...]]]:
     lines.append(f"  %pair = {pair} tuple(%o0, %o1)")
     rest = ", ".join(shape[2:])
     result = f"({pair}, {rest})"
+    # a custom call stating its own aliasing (as LAPACK's do on XLA:CPU), which is no donation
+    solved = fresh.randrange(n)
+    lines.append(
+        f"  %solve = (f32[{solved + 1}]{{0}}, s32[]) custom-call(%p{solved}), "
+        'custom_call_target="drawn_solver", output_to_operand_aliasing={{0}: (0, {})}'
+    )
     lines.append(
         f"  ROOT %out = {result} tuple(%pair, {', '.join(f'%o{k}' for k in range(2, len(chosen)))})"
     )
