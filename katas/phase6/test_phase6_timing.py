@@ -97,43 +97,63 @@ def test_timing_blocks_on_every_result(kata, monkeypatch):
     )
 
 
+def _call_costs(fresh, repeats: int) -> list[float]:
+    """Fake seconds for a warm-up call and `repeats` timed calls: a slow warm-up, then fast
+    calls with one slow call among them, so that their mean is neither their median nor the
+    fastest of them."""
+    fast = fresh.choice([1.0, 2.0])
+    timed = [fast] * repeats
+    timed[fresh.randrange(repeats)] = fast + fresh.randint(3, 9)
+    return [fresh.randint(20, 40) + 0.5, *timed]
+
+
 @pytest.mark.task("eager_vs_jit")
-def test_timing_reports_mean_seconds_per_call(kata, monkeypatch):
-    """A fake clock: time passes only while results are awaited (1 s per block_until_ready) and
-    while f's Python body runs eagerly (2 s per call). The honest means are then known exactly:
-    eager 3 s per call, jit 1 s per call (its Python body ran once, when it was traced)."""
-    now = [100.0]
+def test_timing_reports_mean_seconds_per_call(kata, monkeypatch, fresh):
+    """A fake clock: time passes only while f's Python body runs eagerly (the n-th eager call
+    takes eager[n] seconds) and while a jitted result is first awaited (the n-th takes jit[n]
+    seconds; jitted results are one element shorter, which is how the clock tells them apart).
+    Both are drawn for this run, the warm-up slow and one timed call slower than the others, so
+    the honest means are known exactly and differ from a median or a best call."""
+    repeats = fresh.randint(3, 6)
+    eager, jitted = _call_costs(fresh, repeats), _call_costs(fresh, repeats)
+    now, eager_calls, awaited = [100.0], [0], []
     original = jax_array.ArrayImpl.block_until_ready
 
     def clock():
         return now[0]
 
     def blocking(self):
-        now[0] += 1.0
+        if self.shape == (63,) and not any(self is seen for seen in awaited):
+            now[0] += jitted[min(len(awaited), repeats)]
+            awaited.append(self)
         return original(self)
 
     def f(x):
-        if not isinstance(x, jax.core.Tracer):
-            now[0] += 2.0
+        if isinstance(x, jax.core.Tracer):
+            return (jnp.sin(x) * 2.0)[1:]
+        now[0] += eager[min(eager_calls[0], repeats)]
+        eager_calls[0] += 1
         return jnp.sin(x) * 2.0
 
     monkeypatch.setattr(time, "perf_counter", clock)
     if getattr(kata, "perf_counter", None) is not None:  # `from time import perf_counter`
         monkeypatch.setattr(kata, "perf_counter", clock)
     monkeypatch.setattr(jax_array.ArrayImpl, "block_until_ready", blocking)
-    timing = kata.eager_vs_jit(f, (device_ones(64),), 4)
+    timing = kata.eager_vs_jit(f, (device_ones(64),), repeats)
     monkeypatch.undo()
     assert isinstance(timing, kata.Timing), f"expected a Timing, got {type(timing).__name__}"
+    eager_mean, jit_mean = sum(eager[1:]) / repeats, sum(jitted[1:]) / repeats
     with check:
-        assert timing.eager_s == pytest.approx(3.0), (
-            f"eager_s {timing.eager_s}, expected 3.0 (the clock said 3 s per timed eager call: "
-            "mean seconds per call, warm-up excluded)"
+        assert timing.eager_s == pytest.approx(eager_mean), (
+            f"eager_s {timing.eager_s}, expected {eager_mean}: the mean of the clock's seconds "
+            f"over the {repeats} timed eager calls, warm-up excluded ({fresh.where()})"
         )
     with check:
-        assert timing.jit_s == pytest.approx(1.0), (
-            f"jit_s {timing.jit_s}, expected 1.0 (1 s per timed jitted call)"
+        assert timing.jit_s == pytest.approx(jit_mean), (
+            f"jit_s {timing.jit_s}, expected {jit_mean}: the mean over the {repeats} timed "
+            f"jitted calls, warm-up excluded ({fresh.where()})"
         )
     with check:
-        assert timing.repeats == 4 and timing.ratio == pytest.approx(3.0), (
-            f"repeats {timing.repeats}, ratio {timing.ratio}: expected 4 and eager/jit = 3.0"
+        assert timing.repeats == repeats and timing.ratio == pytest.approx(eager_mean / jit_mean), (
+            f"repeats {timing.repeats}, ratio {timing.ratio}: expected {repeats} and eager/jit"
         )
