@@ -36,8 +36,12 @@ class KataGuardError(RuntimeError):
     """Kata code tried to open the reference or the decoys."""
 
 
+@functools.cache
 def is_kata_file(filename: str) -> bool:
-    """A learner's file: katas/phaseN/kata.py, or a red-team probe standing in for one."""
+    """A learner's file: katas/phaseN/kata.py, or a red-team probe standing in for one. Cached
+    by name: the audit hooks ask it for every frame of the stack on every event they judge
+    (pytest sets an environment variable three times per test), and a Path per frame made
+    that a millisecond an event."""
     path = Path(filename)
     if path.name == KATA_FILE and path.parent.parent == curriculum.KATAS_DIR:
         return True
