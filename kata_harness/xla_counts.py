@@ -62,6 +62,23 @@ def module_opcode_count(module: Any, opcode: str) -> int:
     )
 
 
+def _text_positions(instructions: list[Any], printed: list[tuple[str, str]]) -> list[int]:
+    """Where each of XLA's instructions of a computation stands in the text's computation.
+
+    By name when XLA kept the text's names (a compiled module, whose instructions XLA holds in
+    another order than it prints them); by position otherwise: XLA's parser keeps the text's
+    order but renames an instruction whose name another computation uses (``%k`` becomes
+    ``k.1``); the opcodes must then agree one by one."""
+    names = [n for n, _ in printed]
+    if sorted(i.name for i in instructions) == sorted(names):
+        return [names.index(i.name) for i in instructions]
+    opcodes = [opcode_name(i.opcode) for i in instructions]
+    assert opcodes == [o for _, o in printed], (
+        f"XLA's instructions {opcodes} differ from the text's"
+    )
+    return list(range(len(instructions)))
+
+
 def conditionals(module: Any, text: str) -> list[tuple[str, int]]:
     """(index element type, branch count) of every conditional of ``module``, in the order
     ``text`` (the module's text, as the learner gets it) lists computations and instructions.
@@ -71,19 +88,17 @@ def conditionals(module: Any, text: str) -> list[tuple[str, int]]:
 
     from .xla_shapes import xla_shape
 
-    printed = parse_hlo(text)
-    computations = [c.name for c in printed]
-    positions = {(c.name, i.name): n for c in printed for n, i in enumerate(c)}
+    printed = {c.name: [(i.name, i.opcode) for i in c] for c in parse_hlo(text)}
+    order = list(printed)
     found = []
     for computation in module.computations():
-        for instruction in computation.instructions():
+        instructions = list(computation.instructions())
+        positions = _text_positions(instructions, printed[computation.name])
+        for position, instruction in zip(positions, instructions, strict=True):
             if opcode_name(instruction.opcode) != "conditional":
                 continue
             operands = instruction.operands()
             index_type = str(xla_shape(operands[0])).split("[")[0]
-            where = (
-                computations.index(computation.name),
-                positions[(computation.name, instruction.name)],
-            )
+            where = (order.index(computation.name), position)
             found.append((where, (index_type, len(operands) - 1)))
     return [signature for _, signature in sorted(found)]

@@ -32,9 +32,11 @@ def conditionals(hlo_text: str) -> list[tuple[str, int]]:
     of its branch-index operand and its number of branches, e.g. ("s32", 3) or ("pred", 2). A
     branch is an entry of branch_computations: one computation may serve several branches.
 
-    Look in every computation (branches, loop bodies, called computations), find conditionals by
-    opcode, and list them in module order: computation by computation as the text lists them,
-    instruction by instruction inside each. One entry per instruction, duplicates included.
+    Look in every computation (branches, loop bodies and conditions, called computations, and
+    computations nothing calls), find conditionals by opcode, and list them in module order:
+    computation by computation as the text lists them, instruction by instruction inside each.
+    One entry per instruction, duplicates included. Instruction names are per computation: the
+    same name may stand for another instruction in another computation.
     """
     # TODO: the first operand is the index; look it up in the same computation
     raise NotImplementedError("phase7 task 1: conditionals")
@@ -42,18 +44,22 @@ def conditionals(hlo_text: str) -> list[tuple[str, int]]:
 
 def while_loops(hlo_text: str) -> int:
     """How many instructions with opcode `while` an HLO module (optimized or not) holds, in
-    all its computations (loop bodies, branches, computations reached through calls).
+    all its computations (loop bodies and conditions, branches of either conditional form,
+    computations reached through calls, computations nothing calls). Each instruction counts
+    once, however many call sites reach its computation.
 
     Count by opcode: instruction and computation names are not opcodes (a parameter may be
-    called `while.2`)."""
+    called `while.2`), and names may repeat across computations."""
     # TODO: print the HLO of a fori_loop: is the while in ENTRY?
     raise NotImplementedError("phase7 task 2: while_loops")
 
 
 def loop_primitives(jaxpr) -> list[str]:
     """Names of the loop primitives (`scan`, `while`) in a jaxpr (closed or open) and in every
-    jaxpr nested in equation params (alone or in a tuple/list: loop bodies and conditions, cond
-    branches, nested jit, checkpoint, custom_jvp, ...), one entry per equation.
+    jaxpr nested in equation params (alone or in a tuple/list, namedtuples included: loop bodies
+    and conditions, cond branches, nested jit, checkpoint, custom_jvp, custom_vjp,
+    custom_linear_solve, ...), one entry per equation: a jaxpr that two equations hold (one
+    jitted function called twice) counts for each.
 
     Order: depth first. Walk the equations in order; for each, first the equation itself if it
     is a loop, then the loops inside the jaxprs of its params (in the order the params list
@@ -86,7 +92,8 @@ def compile_counter() -> Iterator[CompileCount]:
 
 
 def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
-    """mean(x) as a Python float, for a 1-D float array (any float dtype), computed by a jitted
+    """mean(x) as a Python float (NaN and infinities in x count as in NumPy's mean), for a 1-D
+    float array (any float dtype, any length a bucket holds), computed by a jitted
     program that compiles once per bucket, not once per length: pad to the smallest bucket
     >= len(x) (buckets come in any order), mask the padding. Raise ValueError when x is longer
     than every bucket."""
@@ -98,8 +105,9 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     """Call jax.jit(f) on first_args, then on second_args, with cache-miss explanations on.
 
     Return the messages (whole, as logged) of the tracing-cache-miss explanations logged by the
-    *second* call, one per miss ([] when it hit the cache); other log records, f's own
-    included, are not explanations. Leave the jax_explain_cache_misses setting as you found it.
+    *second* call, one per miss ([] when it hit the cache; jitted functions f calls can miss
+    too while f traces, each miss its own message); other log records, f's own included, are
+    not explanations. Leave the jax_explain_cache_misses setting as you found it.
     """
     # TODO: the explanations are log records (logger "jax"); collect them with a handler
     raise NotImplementedError("phase7 task 7: explain_miss")

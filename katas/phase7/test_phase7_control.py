@@ -17,6 +17,8 @@ from pytest_check import check
 from kata_harness import oracles, xla_counts
 from kata_harness.oracles import control_flow as oracle
 from katas.phase7 import bank
+from katas.phase7.hlo_draws import draw_control_module
+from katas.phase7.jaxpr_draws import chain, draw_pieces
 from katas.phase7.programs import CONDITIONAL_PROGRAMS, JAXPR_PROGRAMS, WHILE_PROGRAMS
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
@@ -157,6 +159,47 @@ def test_cpu_wraps_while_in_a_call(kata):
         assert counted == 1, f"{counted}: the while is one call away from ENTRY"
 
 
+def _drawn_modules(fresh, count: int = 2) -> list[str]:
+    """Modules drawn afresh (hlo_draws: a computation nothing calls, conditionals in a while's
+    condition, a while in a pred-indexed branch, a computation called from two sites, names
+    repeated across computations), each accepted by XLA's parser."""
+    drawn = [draw_control_module(fresh) for _ in range(count)]
+    for text in drawn:
+        assert oracles.xla_accepts(text), f"XLA's parser refuses a drawn module; {fresh.where()}"
+    return drawn
+
+
+@pytest.mark.task("conditionals")
+def test_conditionals_in_every_place_of_a_drawn_module(kata, fresh):
+    for text in _drawn_modules(fresh):
+        got = kata.conditionals(text)
+        assert _is_conditional_list(got), f"expected a list of (str, int), got {got!r}"
+        want = oracle.conditionals_of_text(text)
+        if got != want:
+            pytest.fail(
+                f"a drawn module: got {len(got)} conditionals {got}, XLA's module of that text "
+                "holds another list. Every computation counts (one nothing calls, a while's "
+                "condition, a pred-indexed branch), in the order the text prints them; an "
+                "instruction name may repeat in another computation, so look the index up in "
+                f"the conditional's own computation; {fresh.where()}"
+            )
+
+
+@pytest.mark.task("while_loops")
+def test_while_loops_in_every_place_of_a_drawn_module(kata, fresh):
+    for text in _drawn_modules(fresh):
+        got = kata.while_loops(text)
+        assert type(got) is int, f"expected an int, got {got!r}"
+        want = xla_counts.module_opcode_count(oracles.xla_parsed(text), "while")
+        if got != want:
+            pytest.fail(
+                f"a drawn module: {got} while instructions, XLA's module of that text holds "
+                f"{want}. Count instructions, once each, in every computation (one nothing "
+                "calls, true_computation= and false_computation= branches, one called from two "
+                f"sites counts once); names repeat across computations; {fresh.where()}"
+            )
+
+
 # ---- loop_primitives: a bank of jaxprs, expected lists read off each program ------------------
 
 
@@ -208,4 +251,23 @@ def test_open_and_closed_jaxprs_alike(kata):
         with check:
             assert from_open == from_closed == JAXPR_PROGRAMS[program][1], (
                 f"{program}: closed jaxpr {from_closed}, its .jaxpr {from_open}"
+            )
+
+
+@pytest.mark.task("loop_primitives")
+def test_loop_primitives_of_drawn_chains(kata, fresh):
+    """Pieces (jaxpr_draws: custom_vjp, custom_linear_solve's namedtuple of jaxprs, one jitted
+    function called twice, ...) run one after the other in a drawn order, closed and open."""
+    names = draw_pieces(fresh)
+    run, want = chain(names)
+    closed = jax.make_jaxpr(run)(1.0, 4)
+    census = primitive_census(closed)
+    assert dict(Counter(want)) == {n: census[n] for n in ("scan", "while") if census[n]}
+    for form, jaxpr in (("closed", closed), ("open", closed.jaxpr)):
+        got = kata.loop_primitives(jaxpr)
+        assert isinstance(got, list), f"expected a list, got {got!r}"
+        if got != want:
+            pytest.fail(
+                f"{form} jaxpr of {' then '.join(names)}: got {got}, expected {want} (every "
+                f"equation's params, each jaxpr as often as an equation holds it); {fresh.where()}"
             )

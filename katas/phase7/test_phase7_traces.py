@@ -1,6 +1,8 @@
 """Phase 7 tests, tasks count_traces and compile_counter: traces counted by the function's own
 body running, compiles measured here with jax.monitoring (kata_harness.compile_events)."""
 
+from collections import namedtuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -97,6 +99,36 @@ def test_traces_are_not_compiles(kata):
         assert got == ran == 1, (
             f"counted {got}, the body ran {ran} times, expected 1 trace: XLA compiled "
             f"{len(measured)} times (once per device), but JAX traced once"
+        )
+
+
+Pair = namedtuple("Pair", "first second")
+
+
+def _through_an_inner_jit(traces):
+    inner = jax.jit(lambda v: v * 2.0)  # made afresh: it misses the cache once, traces once
+
+    def summed(tree):
+        traces.append(1)
+        first, second = jax.tree_util.tree_leaves(tree)
+        return inner(first) + second
+
+    return summed
+
+
+@pytest.mark.task("count_traces")
+def test_pytree_structures_trace_apart(kata):
+    # One f32[3] leaf twice in a tuple, a list, a dict and a namedtuple: the leaves flatten
+    # alike, the structures differ, so each is a cache key. f calls a jitted function of its
+    # own: tracing that one is not a trace of f.
+    x = vec(3)
+    shapes = [(x, x), [x, x], (x, x), {"a": x, "b": x}, Pair(x, x), [x, x], {"b": x, "a": x}]
+    got, ran = _count(kata, _through_an_inner_jit, (), [(tree,) for tree in shapes])
+    with check:
+        assert got == ran == 4, (
+            f"counted {got}, the body ran {ran} times, expected 4: a tuple, a list, a dict and "
+            "a namedtuple of the same leaves are four structures (a dict's key order is not "
+            "part of it); the inner jitted function's own trace is not f's"
         )
 
 
@@ -220,4 +252,40 @@ def test_counter_stops_when_the_block_raises(kata):
         assert _count_of(counter) == 1, (
             f"counted {counter.count}: compiles after a block that raised still counted "
             "(unregister in a finally)"
+        )
+
+
+def _unregister(listener) -> None:
+    try:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    except (AssertionError, ValueError):  # the kata's counter removed it already
+        pass
+
+
+@pytest.mark.task("compile_counter")
+def test_a_listener_registered_in_the_block_stays(kata):
+    f = doubler()
+    heard = []
+
+    def mine(event: str, duration_secs: float, **_) -> None:
+        if event == compile_events.BACKEND_COMPILE:
+            heard.append(duration_secs)
+
+    try:
+        with kata.compile_counter() as counter:
+            f(vec(3))
+            jax.monitoring.register_event_duration_secs_listener(mine)  # kept after the block
+            f(vec(4))
+        f(vec(5))
+    finally:
+        _unregister(mine)
+    with check:
+        assert _count_of(counter) == 2, (
+            f"counted {counter.count}, expected 2: your listener still counts after the block, "
+            "or stopped early (remove your own listener, not the last one registered)"
+        )
+    with check:
+        assert len(heard) == 2, (
+            f"a listener registered inside the block heard {len(heard)} of the 2 compiles after "
+            "it was registered: your counter removed someone else's listener"
         )

@@ -1,0 +1,198 @@
+"""HLO modules drawn for phase 7's reading tasks (conditionals, while_loops): a new module every
+run, with every place a conditional or a while may sit in a module that XLA's parser reads.
+
+Compiled programs put control flow in few places (ENTRY, loop bodies, s32-indexed branches,
+the CPU's call wrappers), and the metamorphic variants give every instruction a name of its
+own. A drawn module always holds, whatever the seed:
+
+- a computation nothing calls, with a conditional and a while in it;
+- a while whose condition picks its predicate with a conditional;
+- a pred-indexed conditional (true_computation=, false_computation=) whose true branch holds a
+  while;
+- one computation holding two whiles and a conditional, called from two call sites;
+- instruction names that repeat across computations: every conditional's index is `%k` (pred
+  in some computations, s32 in others), every while is `%loop`.
+
+What is drawn: the computation names, which leaf computations serve as branches (repeats
+included) and how many branches an s32 conditional has, which index the condition's
+conditional reads, the order of the features in ENTRY and the order the computations are
+printed in (callees before callers, as XLA's parser requires). The expected answers come from
+XLA's parser (kata_harness.oracles), never from this description.
+"""
+
+from __future__ import annotations
+
+import random
+
+_NAMES = (
+    "alder", "birch", "cedar", "dogwood", "elm", "fir", "ginkgo", "hazel", "ivy", "juniper",
+    "larch", "maple", "oak", "pine", "rowan", "spruce", "tamarack", "willow", "yew", "aspen",
+)  # fmt: skip
+_LEAF_OPS = ("add(%a, %a)", "negate(%a)", "multiply(%a, %a)", "subtract(%a, %a)")
+_PAIR = "(s32[], f32[4]{0})"
+
+
+def _computation(name: str, params: str, result: str, lines: list[str], entry=False) -> str:
+    head = f"ENTRY %{name}" if entry else f"%{name}"
+    body = "\n".join(f"  {line}" for line in lines)
+    return f"{head} ({params}) -> {result} {{\n{body}\n}}\n"
+
+
+def _index(kind: str, value: str, tag: str = "") -> list[str]:
+    """Lines computing the conditional index %k (pred or s32) from f32[4] %value."""
+    lines = [
+        f"%e{tag} = f32[1]{{0}} slice({value}), slice={{[0:1]}}",
+        f"%sc{tag} = f32[] reshape(%e{tag})",
+    ]
+    if kind == "pred":
+        compare = f"%k{tag} = pred[] compare(%sc{tag}, %zero{tag}), direction=GT"
+        return [*lines, f"%zero{tag} = f32[] constant(0)", compare]
+    return [*lines, f"%k{tag} = s32[] convert(%sc{tag})"]
+
+
+def _conditional(result: str, value: str, branches: list[str], kind: str, tag: str = "") -> str:
+    if kind == "pred":
+        true, false = branches
+        return (
+            f"{result} = f32[4]{{0}} conditional(%k{tag}, {value}, {value}), "
+            f"true_computation=%{true}, false_computation=%{false}"
+        )
+    operands = ", ".join([value] * len(branches))
+    listed = ", ".join(f"%{b}" for b in branches)
+    listing = f"branch_computations={{{listed}}}"
+    return f"{result} = f32[4]{{0}} conditional(%k{tag}, {operands}), {listing}"
+
+
+def _while(result: str, value: str, loop: tuple[str, str], tag: str = "") -> list[str]:
+    condition, body = loop
+    return [
+        f"%start{tag} = s32[] constant(0)",
+        f"%init{tag} = {_PAIR} tuple(%start{tag}, {value})",
+        f"%loop{tag} = {_PAIR} while(%init{tag}), condition=%{condition}, body=%{body}",
+        f"{result} = f32[4]{{0}} get-tuple-element(%loop{tag}), index=1",
+    ]
+
+
+class _Draw:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.names = iter(rng.sample(_NAMES, len(_NAMES)))
+        self.texts: dict[str, str] = {}
+        self.calls: dict[str, set[str]] = {}
+
+    def add(self, text: str, name: str, calls: set[str]) -> str:
+        self.texts[name], self.calls[name] = text, calls
+        return name
+
+    def leaf(self) -> str:
+        name = next(self.names)
+        op = self.rng.choice(_LEAF_OPS)
+        lines = ["%a = f32[4]{0} parameter(0)", f"ROOT %r = f32[4]{{0}} {op}"]
+        return self.add(_computation(name, "a: f32[4]", "f32[4]", lines), name, set())
+
+    def branches(self, leaves: list[str]) -> list[str]:
+        return [self.rng.choice(leaves) for _ in range(self.rng.randint(1, 4))]
+
+    def condition(self, keep: str) -> str:
+        """A loop condition (counter < 3) whose ROOT is a conditional choosing the predicate."""
+        name = next(self.names)
+        lines = [
+            f"%s = {_PAIR} parameter(0)",
+            "%i = s32[] get-tuple-element(%s), index=0",
+            "%three = s32[] constant(3)",
+            "%lt = pred[] compare(%i, %three), direction=LT",
+        ]
+        if self.rng.random() < 0.5:
+            lines += ["%k = pred[] compare(%i, %three), direction=NE"]
+            lines += [
+                "ROOT %c = pred[] conditional(%k, %lt, %lt), "
+                f"true_computation=%{keep}, false_computation=%{keep}"
+            ]
+        else:
+            lines += ["%k = s32[] add(%i, %three)"]
+            lines += [f"ROOT %c = pred[] conditional(%k, %lt), branch_computations={{%{keep}}}"]
+        return self.add(_computation(name, f"s: {_PAIR}", "pred[]", lines), name, {keep})
+
+    def body(self, leaves: list[str], conditional: bool) -> str:
+        """A loop body: counter + 1, and the f32[4] through a conditional (s32) or a leaf."""
+        name = next(self.names)
+        lines = [
+            f"%t = {_PAIR} parameter(0)",
+            "%i = s32[] get-tuple-element(%t), index=0",
+            "%x = f32[4]{0} get-tuple-element(%t), index=1",
+            "%one = s32[] constant(1)",
+            "%next = s32[] add(%i, %one)",
+        ]
+        if conditional:
+            called = self.branches(leaves)
+            lines += [*_index("s32", "%x"), _conditional("%y", "%x", called, "s32")]
+        else:
+            called = [self.rng.choice(leaves)]
+            lines += [f"%y = f32[4]{{0}} call(%x), to_apply=%{called[0]}"]
+        lines += [f"ROOT %out = {_PAIR} tuple(%next, %y)"]
+        return self.add(_computation(name, f"t: {_PAIR}", _PAIR, lines), name, set(called))
+
+    def region(self, leaves: list[str], loops: list[tuple[str, str]], kind: str | None) -> str:
+        """f32[4] -> f32[4] holding one while per (condition, body) in `loops`, one after the
+        other, and, unless kind is None, a conditional of that index kind over leaves."""
+        name = next(self.names)
+        lines = ["%x0 = f32[4]{0} parameter(0)"]
+        for n, loop in enumerate(loops):
+            lines += _while(f"%x{n + 1}", f"%x{n}", loop, str(n or ""))
+        called = {c for loop in loops for c in loop}
+        root = f"%x{len(loops)}"
+        if kind is not None:
+            branches = self.branches(leaves) if kind == "s32" else self.rng.sample(leaves, 2)
+            lines += [*_index(kind, root), _conditional("%c", root, branches, kind)]
+            called |= set(branches)
+            root = "%c"
+        lines += [f"ROOT %r = f32[4]{{0}} copy({root})"]
+        return self.add(_computation(name, "x0: f32[4]", "f32[4]", lines), name, called)
+
+    def ordered(self) -> str:
+        """The computations in a drawn order that defines every callee before its callers."""
+        done: list[str] = []
+        waiting = dict(self.calls)
+        while waiting:
+            ready = sorted(n for n, calls in waiting.items() if calls <= set(done))
+            pick = self.rng.choice(ready)
+            done.append(pick)
+            del waiting[pick]
+        return "HloModule drawn_control_flow\n\n" + "\n".join(self.texts[n] for n in done)
+
+
+def draw_control_module(rng: random.Random) -> str:
+    """A module holding every place listed in the module docstring, drawn afresh."""
+    draw = _Draw(rng)
+    leaves = [draw.leaf() for _ in range(rng.randint(2, 3))]
+    keep = next(draw.names)
+    draw.add(
+        _computation(keep, "a: pred[]", "pred[]", ["ROOT %a = pred[] parameter(0)"]), keep, set()
+    )
+    plain = draw.body(leaves, conditional=False)
+    draw.region(leaves, [(draw.condition(keep), plain)], "pred")  # nothing calls it
+    twice = [(draw.condition(keep), draw.body(leaves, True)), (draw.condition(keep), plain)]
+    shared = draw.region(leaves, twice, "s32")  # two whiles, called from two sites
+    hoisted = draw.region(
+        leaves, [(draw.condition(keep), plain)], rng.choice((None, "s32", "pred"))
+    )
+    outer = (draw.condition(keep), draw.body(leaves, rng.random() < 0.5))
+    features = [
+        lambda v, y, tag: [f"{y} = f32[4]{{0}} call({v}), to_apply=%{shared}"],
+        lambda v, y, tag: [
+            *_index("pred", v, tag),
+            _conditional(y, v, [hoisted, rng.choice(leaves)], "pred", tag),
+        ],
+        lambda v, y, tag: [f"{y} = f32[4]{{0}} call({v}), to_apply=%{shared}"],
+        lambda v, y, tag: _while(y, v, outer, tag),
+    ]
+    if rng.random() < 0.5:  # a second while of ENTRY, through the same computations
+        features.append(lambda v, y, tag: _while(y, v, outer, tag))
+    rng.shuffle(features)
+    lines = ["%x0 = f32[4]{0} parameter(0)"]
+    for n, feature in enumerate(features):
+        lines += feature(f"%x{n}", f"%x{n + 1}", str(n))
+    lines += [f"ROOT %out = f32[4]{{0}} copy(%x{len(features)})"]
+    entry = _computation(next(draw.names), "x0: f32[4]", "f32[4]", lines, entry=True)
+    draw.add(entry, "ENTRY", {shared, hoisted, *leaves, *outer})
+    return draw.ordered()

@@ -1,0 +1,346 @@
+"""Phase 7 tests, tasks explain_miss and bucketed_mean: cache misses explained by JAX's own log
+records, and compiles bounded by bucketing (compiles counted by jax.monitoring, means by NumPy).
+"""
+
+import itertools
+import logging
+import math
+
+import jax
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness import compile_events
+from katas.phase7.programs import mul, vec
+
+# ---- explain_miss -----------------------------------------------------------------------------
+
+
+def _explain(kata, f, first, second) -> list[str]:
+    got = kata.explain_miss(f, first, second)
+    assert isinstance(got, list) and all(isinstance(m, str) for m in got), (
+        f"expected a list of str, got {got!r}"
+    )
+    return got
+
+
+def _one_explanation(kata, f, first, second) -> str:
+    messages = _explain(kata, f, first, second)
+    assert len(messages) == 1, (
+        f"{len(messages)} explanations, expected one for the second call: {messages}"
+    )
+    return messages[0]
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_shape_miss(kata):
+    text = _one_explanation(kata, mul, (vec(3), 2.0), (vec(4), 2.0))
+    with check:
+        assert "at x" in text, f"the explanation should name argument x:\n{text}"
+    with check:
+        assert "f32[4]" in text and "f32[3]" in text, f"expected f32[4] and f32[3] in:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_dtype_miss(kata):
+    def scale(x, y):
+        return x * y
+
+    text = _one_explanation(kata, scale, (vec(3), 2.0), (vec(3, np.float16), 2.0))
+    with check:
+        assert "at x" in text, f"the explanation should name argument x:\n{text}"
+    with check:
+        assert "f16[3]" in text and "f32[3]" in text, f"expected f16[3] and f32[3] in:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_weak_type_miss(kata):
+    def shift(x, y):
+        return x + y
+
+    text = _one_explanation(kata, shift, (vec(3), 2.0), (vec(3), np.float32(2.0)))
+    with check:
+        assert "at y" in text, f"the explanation should name argument y:\n{text}"
+    with check:
+        assert "weak_type" in text, f"a Python float is weakly typed, np.float32 is not:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_explains_a_pytree_miss(kata):
+    def pair(t):
+        return t[0] * t[1]
+
+    text = _one_explanation(kata, pair, ((vec(3), vec(3)),), ([vec(3), vec(3)],))
+    with check:
+        assert "list" in text and "tuple" in text, f"a tuple became a list:\n{text}"
+
+
+@pytest.mark.task("explain_miss")
+def test_only_explanations_are_returned(kata):
+    def noisy(x):
+        logging.getLogger("jax").warning("noisy traced again")  # a log record, not a miss
+        return x + 1.0
+
+    messages = _explain(kata, noisy, (vec(3),), (vec(5),))
+    with check:
+        assert len(messages) == 1 and "noisy traced again" not in messages[0], (
+            f"expected only the cache-miss explanation, got {messages}"
+        )
+
+
+@pytest.mark.task("explain_miss")
+def test_no_miss_no_explanation(kata):
+    original = jax.config.jax_explain_cache_misses
+    found = {}
+    try:
+        for before in (False, True):
+            jax.config.update("jax_explain_cache_misses", before)
+            messages = _explain(kata, mul, (vec(3), 2.0), (vec(3), 3.0))
+            found[before] = (messages, jax.config.jax_explain_cache_misses)
+    finally:
+        jax.config.update("jax_explain_cache_misses", original)  # keep other tests quiet
+    for before, (messages, after) in found.items():
+        with check:
+            assert messages == [], f"a new Python float is not a new cache key; got {messages}"
+        with check:
+            assert after == before, (
+                f"the setting was {before} before the call and {after} after it: restore "
+                "the value you found, not a fixed one"
+            )
+
+
+class _Logged(logging.Handler):
+    """Every record the 'jax' logger tree hands on, as its message."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.task("explain_miss")
+def test_every_miss_of_the_second_call_whole(kata):
+    inner = jax.jit(lambda v: v * 2.0)  # made afresh: a new shape misses its cache too
+
+    def outer(x):
+        return inner(x) + 1.0
+
+    logged = _Logged()
+    logger = logging.getLogger("jax")
+    logger.addHandler(logged)
+    try:
+        messages = _explain(kata, outer, (vec(3),), (vec(6),))
+    finally:
+        logger.removeHandler(logged)
+    with check:
+        assert len(messages) == 2, (
+            f"{len(messages)} explanations: the second call misses twice, outer's cache and "
+            "then, while outer traces, the cache of the jitted function it calls"
+        )
+    for message in messages:
+        with check:
+            assert message in logged.messages, (
+                f"not a message JAX logged (return each whole, first line included):\n{message}"
+            )
+        with check:
+            assert "f32[6]" in message, f"not an explanation of the second call:\n{message}"
+
+
+# ---- bucketed_mean ----------------------------------------------------------------------------
+
+BUCKETS = (8, 16, 32)
+ODD_BUCKETS = (40, 5, 12)  # unsorted, not powers of two
+
+
+def _mean(kata, x, buckets) -> float:
+    try:
+        got = kata.bucketed_mean(x, buckets)
+    except ValueError as error:
+        pytest.fail(f"length {len(x)} fits a bucket of {buckets}, yet: ValueError {error}")
+    assert type(got) is float, f"expected a Python float, got {type(got).__name__}"
+    return got
+
+
+def _new_compiles(kata, lengths, buckets) -> list[int]:
+    """Backend compiles caused by each call, in order; each result is checked against NumPy."""
+    counts = []
+    for n in lengths:
+        x = np.arange(n, dtype=np.float32) + 0.5
+        with compile_events.measured_compiles() as measured:
+            got = _mean(kata, x, buckets)
+        counts.append(len(measured))
+        with check:
+            assert got == pytest.approx(float(np.mean(x)), rel=1e-5), (
+                f"length {n}, buckets {buckets}: {got}, expected {np.mean(x)}"
+            )
+    return counts
+
+
+@pytest.mark.task("bucketed_mean")
+def test_bucketing_bounds_compiles(kata):
+    first = _new_compiles(kata, (1,), BUCKETS)[0]  # bucket 8: whatever a first call compiles
+    same_bucket = sum(_new_compiles(kata, (5, 8, 3, 7), BUCKETS))
+    new_bucket = _new_compiles(kata, (9,), BUCKETS)[0]
+    again = sum(_new_compiles(kata, (12, 16, 10), BUCKETS))
+    with check:
+        assert first >= 1, f"the first call compiled {first} programs: is anything jitted?"
+    with check:
+        assert same_bucket == 0, (
+            f"new lengths in a bucket already compiled cost {same_bucket} compiles, expected 0: "
+            "is the length static, or is an eager op run on each new length?"
+        )
+    with check:
+        assert new_bucket >= 1, (
+            "length 9 needs bucket 16, a new shape, yet nothing compiled: is every input "
+            "padded to the same size? Short inputs then pay for the largest bucket"
+        )
+    with check:
+        assert again == 0, (
+            f"lengths 12, 16, 10 fit bucket 16, compiled for length 9; {again} compiles, expected 0"
+        )
+
+
+@pytest.mark.task("bucketed_mean")
+def test_smallest_bucket_of_an_unsorted_tuple(kata):
+    # buckets (40, 5, 12): 3 -> 5, 5 -> 5, 6 -> 12, 12 -> 12, 13 -> 40, 40 -> 40, 2 -> 5
+    lengths = (3, 5, 4, 6, 12, 13, 40, 2)
+    fits = {3: 5, 5: 5, 4: 5, 6: 12, 12: 12, 13: 40, 40: 40, 2: 5}
+    counts = _new_compiles(kata, lengths, ODD_BUCKETS)
+    seen = set()
+    for n, compiles in zip(lengths, counts, strict=True):
+        bucket = fits[n]
+        with check:
+            if bucket in seen:
+                assert compiles == 0, (
+                    f"length {n} fits bucket {bucket} (smallest bucket >= length, buckets "
+                    f"{ODD_BUCKETS}), already compiled, yet {compiles} compiles"
+                )
+            else:
+                assert compiles >= 1, (
+                    f"length {n} is the first to need bucket {bucket} of {ODD_BUCKETS}, yet "
+                    "nothing compiled: which bucket did you pad to?"
+                )
+        seen.add(bucket)
+
+
+@pytest.mark.task("bucketed_mean")
+def test_bucketed_mean_is_correct(kata):
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 8, 9, 31, 32):
+        x = rng.normal(size=n).astype(np.float32) * 10.0 + 100.0
+        got = _mean(kata, x, BUCKETS)
+        with check:
+            assert got == pytest.approx(float(np.mean(x)), rel=1e-5), (
+                f"length {n}, buckets {BUCKETS}: {got}, expected {np.mean(x)} (padding must "
+                "not count)"
+            )
+
+
+@pytest.mark.task("bucketed_mean")
+def test_bucketed_mean_other_dtypes(kata):
+    rng = np.random.default_rng(3)
+    for dtype in (np.float16, np.float32, np.float64):
+        for n in (2, 11):
+            x = (rng.normal(size=n) + 4.0).astype(dtype)
+            got = _mean(kata, x, BUCKETS)
+            with check:
+                assert got == pytest.approx(float(np.mean(x.astype(np.float64))), rel=2e-3), (
+                    f"{np.dtype(dtype).name} length {n}: {got}, expected {np.mean(x)}"
+                )
+
+
+def _fresh_values(fresh, n: int, dtype) -> np.ndarray:
+    """Small integers (exact in every float dtype), zeros among them."""
+    x = np.array([fresh.randint(-3, 4) for _ in range(n)], dtype=dtype)
+    x[fresh.randrange(n)] = 0
+    return x
+
+
+@pytest.mark.task("bucketed_mean")
+def test_bucketed_mean_on_fresh_buckets_and_lengths(kata, fresh):
+    """Buckets drawn in any order (sizes no other test uses, so each is new to this process),
+    lengths in every bucket and at its edges, a float dtype, values with zeros: the mean must
+    be NumPy's, a bucket's first length must compile and the next ones must not."""
+    buckets = tuple(fresh.sample(range(41, 161), fresh.randint(2, 4)))
+    dtype = fresh.choice((np.float16, np.float32, np.float64))
+    edges = [0, *sorted(buckets)]
+    lengths = []
+    for low, high in itertools.pairwise(edges):
+        lengths += [high, fresh.randint(low + 1, high), fresh.randint(low + 1, high)]
+    fresh.shuffle(lengths)
+    seen = set()
+    for n in lengths:
+        x = _fresh_values(fresh, n, dtype)
+        bucket = min(b for b in buckets if b >= n)
+        case = f"length {n} ({np.dtype(dtype).name}), buckets {buckets}"
+        with compile_events.measured_compiles() as measured:
+            got = _mean(kata, x, buckets)
+        want = float(np.mean(x.astype(np.float64)))
+        if got != pytest.approx(want, rel=2e-3, abs=1e-3):
+            pytest.fail(f"{case}, x {x.tolist()}: mean {got}, NumPy says {want}; {fresh.where()}")
+        if bucket in seen and measured:
+            pytest.fail(
+                f"{case}: bucket {bucket} was compiled already, yet {len(measured)} compiles "
+                f"(which bucket did you pad to? is anything static?); {fresh.where()}"
+            )
+        if bucket not in seen and not measured:
+            pytest.fail(
+                f"{case}: the first length needing bucket {bucket} (smallest bucket >= length), "
+                f"yet nothing compiled: which size did you pad to?; {fresh.where()}"
+            )
+        seen.add(bucket)
+    too_long = max(buckets) + fresh.randint(1, 20)
+    with pytest.raises(ValueError):
+        kata.bucketed_mean(np.ones(too_long, dtype), buckets)
+        pytest.fail(f"length {too_long} exceeds buckets {buckets}: expected ValueError")
+
+
+@pytest.mark.task("bucketed_mean")
+def test_too_long_raises(kata):
+    for buckets, n in ((BUCKETS, 33), (ODD_BUCKETS, 41), ((3,), 4)):
+        with pytest.raises(ValueError):
+            kata.bucketed_mean(np.ones(n, np.float32), buckets)
+
+
+def _same_mean(got: float, want: float) -> bool:
+    return math.isnan(got) if math.isnan(want) else got == pytest.approx(want, rel=1e-5)
+
+
+@pytest.mark.task("bucketed_mean")
+def test_long_float16_inputs(kata, fresh):
+    """float16 holds every integer up to 2048 only (then every other one) and none past 65504:
+    a length stored in x's dtype is off. The weight sits at the end, where a wrong mask cuts."""
+    odd = 2 * fresh.randint(1025, 2047) + 1
+    beyond = fresh.randint(65505, 80000)
+    buckets = tuple(fresh.sample((4096, 131072, odd + 2), 3))
+    for n in (odd, beyond):
+        x = np.zeros(n, np.float16)
+        for k in fresh.sample(range(n - 1), 3):
+            x[k] = fresh.randint(-3, 3)
+        x[-1] = fresh.randint(4, 9)
+        got = _mean(kata, x, buckets)
+        want = float(np.mean(x.astype(np.float64)))
+        if not _same_mean(got, want):
+            pytest.fail(
+                f"float16 x of length {n}, last element {x[-1]}, buckets {buckets}: mean {got}, "
+                f"NumPy says {want} (is the length exact?); {fresh.where()}"
+            )
+
+
+@pytest.mark.task("bucketed_mean")
+def test_non_finite_values_count(kata, fresh):
+    """mean(x) of data holding NaN or infinities is NumPy's: NaN stays NaN, inf stays inf, inf
+    and -inf make NaN. Only the padding is masked."""
+    nan, inf = float("nan"), float("inf")
+    for values in ([1.0, nan], [nan], [2.0, inf, 3.0], [-inf, 1.0, 5.0], [inf, -inf, 0.0]):
+        fresh.shuffle(values)
+        for dtype in (np.float16, np.float32):
+            x = np.array(values, dtype)
+            got = _mean(kata, x, BUCKETS)
+            with np.errstate(invalid="ignore"):
+                want = float(np.mean(x.astype(np.float64)))
+            with check:
+                assert _same_mean(got, want), f"x {x.tolist()}: mean {got}, NumPy says {want}"
