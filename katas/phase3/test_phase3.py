@@ -245,13 +245,17 @@ def _root_situations(fresh, program: str) -> list[tuple[int, tuple[str, ...], in
 
 
 def _root_case(fresh, program: str, situation: tuple[int, tuple[str, ...], int | None]) -> tuple:
-    """One argument list of ``program``'s domain in this situation."""
+    """One argument list of ``program``'s domain in this situation. A 3-D x has three different
+    dimensions (equal ones would hide which axes a transpose moves); a 2-D one may be square."""
     rank, dtypes, first = situation
     _, ranks = ROOT_PROGRAMS[program]
     specs = []
     for allowed in ranks:
         size = rank if not specs else fresh.choice(allowed)
-        shape = [fresh.choice(ROOT_DIMS) for _ in range(size)]
+        if size == 3 and not specs:
+            shape = fresh.sample(ROOT_DIMS, 3)
+        else:
+            shape = [fresh.choice(ROOT_DIMS) for _ in range(size)]
         dtype = fresh.choice(dtypes if not specs else ROOT_DTYPES)
         if program == RESHAPE and not specs:
             shape[0] = first if first is not None else 2 * fresh.choice(ROOT_DIMS[:5])
