@@ -202,18 +202,22 @@ def dump_loose_glob(f, args, directory):
 _DUMPED = re.compile(r"(module_\d+\..+)\.before_optimizations\.txt")
 
 
-@accepted("dump_files", why="the new before file names the module; the after file shares it")
+@accepted(
+    "dump_files",
+    why="the before file this compile wrote (new or rewritten) names the module; the after file "
+    "shares it",
+)
 def dump_by_prefix(f, args, directory):
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    existing = {p.name for p in folder.iterdir()}
+    existing = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
     jax.jit(f).lower(*args).compile(
         compiler_options={"xla_dump_to": str(folder), "xla_dump_hlo_as_text": True}
     )
     prefix = next(
         m.group(1)
         for p in folder.iterdir()
-        if p.name not in existing and (m := _DUMPED.fullmatch(p.name))
+        if existing.get(p.name) != p.stat().st_mtime_ns and (m := _DUMPED.fullmatch(p.name))
     )
     after = next(
         p
@@ -291,10 +295,10 @@ def layouts_from_header(hlo_text):
 def _layout_text(shape: Shape) -> str:
     if shape.is_tuple:
         return "(" + ", ".join(_layout_text(e) for e in shape.elements) + ")"
-    return "{" + ",".join(map(str, shape.minor_to_major or ())) + "}"
+    return shape.layout if shape.layout is not None else "{}"
 
 
-@accepted("entry_parameter_layouts", why="by parameter number through a dict, minor_to_major")
+@accepted("entry_parameter_layouts", why="by parameter number through a dict, layout as printed")
 def layouts_by_number(hlo_text):
     by_number = {_number(i): i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"}
     return [_layout_text(by_number[n].shape_info) for n in sorted(by_number)]
@@ -362,7 +366,7 @@ def root_marked(hlo_text):
 
 # --- fusion_contents --------------------------------------------------------------------------
 
-_LIBRARY = "test_fusion_contents_match_the_library"
+_LIBRARY = "test_fusion_contents_as_xla_calls_them"
 _NESTED = "test_nested_fusion_counts_for_both_kinds"
 
 
@@ -519,12 +523,32 @@ def fusions_callee_printed_above(hlo_text):
     return contents
 
 
-@accepted("fusion_contents", why="xla_inspect.query.fusions, parameters dropped")
+@decoy(
+    "fusion_contents",
+    caught_by=[_LIBRARY, "test_branches_multi_output_and_shared_reducer"],
+    why="xla_inspect.query.fusions: each computation a fusion reaches counts once, so a reducer "
+    "called by two reduces of one fused computation counts once",
+)
 def fusions_from_library(hlo_text):
     contents = {}
     for fusion in fusions(parse_hlo(hlo_text)):
         counts = contents.setdefault(fusion.kind, Counter())
         counts.update({op: n for op, n in fusion.opcodes.items() if op != "parameter"})
+    return contents
+
+
+@accepted("fusion_contents", why="a work list of (computation name) per call, no recursion")
+def fusions_by_work_list(hlo_text):
+    module = parse_hlo(hlo_text)
+    contents = {}
+    for instruction in (i for c in module for i in c if i.opcode == "fusion"):
+        counts = contents.setdefault(instruction.attribute("kind"), Counter())
+        pending = list(instruction.called_computations)
+        while pending:
+            for inner in module[pending.pop()]:
+                if inner.opcode != "parameter":
+                    counts[inner.opcode] += 1
+                pending.extend(inner.called_computations)
     return contents
 
 

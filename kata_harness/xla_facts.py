@@ -25,21 +25,69 @@ _ROOT_LINE = re.compile(r"^\s*ROOT %?([\w.\-]+) = ", re.MULTILINE)
 
 @dataclass(frozen=True, slots=True)
 class XlaFacts:
-    """ENTRY's parameters as (number, minor-to-major layout), sorted by number; ENTRY's ROOT as
-    (opcode, shape as XLA prints it); the shapes of every constant of every computation; how
-    many computations the module holds."""
+    """ENTRY's parameters as (number, layout as XLA prints it), sorted by number; ENTRY's ROOT
+    as (opcode, shape as XLA prints it); the shapes of every constant of every computation, and
+    (shape, literal) of each; how many computations the module holds; per fusion kind, the
+    opcodes of the computations its fusions call, each call counted (parameters left out)."""
 
     params: tuple[tuple[int, str], ...]
     root: tuple[str, str]
     constants: Counter
+    literals: Counter
     computations: int
+    fusions: dict[str, Counter]
+
+
+_LAYOUT = re.compile(r"\{[^{}]*\}$")
+_CALLED = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
+_KIND = re.compile(r", kind=(\w+)")
 
 
 def layout_of(shape) -> str:
-    """Minor-to-major of an XLA shape object: "{1,0}"; a scalar "{}"; a tuple "({1,0}, {})"."""
+    """The layout XLA prints for a shape, braces and all ("{1,0}", tiles too: "{1,0:T(2)}"); a
+    scalar's "{}"; a tuple's its elements' in parentheses: "({1,0}, {})"."""
     if shape.is_tuple():
         return "(" + ", ".join(layout_of(s) for s in shape.tuple_shapes()) + ")"
-    return "{" + ",".join(str(d) for d in shape.layout().minor_to_major()) + "}"
+    found = _LAYOUT.search(str(shape))
+    return found[0] if found else "{}"
+
+
+def _literal(printed: str) -> str:
+    """The text between a printed constant's parentheses (a complex literal has its own)."""
+    start = printed.index(" constant(") + len(" constant(")
+    depth = 1
+    for at in range(start, len(printed)):
+        depth += {"(": 1, ")": -1}.get(printed[at], 0)
+        if depth == 0:
+            return printed[start:at]
+    raise AssertionError(f"unbalanced constant: {printed}")
+
+
+def _fusion_contents(computations) -> dict[str, Counter]:
+    """What each fusion runs, read from XLA's printed instructions: the opcodes of the computation
+    its calls= names, and of what those call in turn (calls=, to_apply=), once per call."""
+    lines = {c.name: [_PRINTED.match(i.printed) for i in c.instructions] for c in computations}
+
+    def reached(name: str) -> Counter:
+        counts: Counter = Counter()
+        for line in lines[name]:
+            assert line, name
+            if line["opcode"] != "parameter":
+                counts[line["opcode"]] += 1
+            for called in _CALLED.findall(line.string):
+                counts += reached(called)
+        return counts
+
+    contents: dict[str, Counter] = {}
+    for computation in computations:
+        for line in lines[computation.name]:
+            if line and line["opcode"] == "fusion":
+                kind = _KIND.search(line.string)
+                assert kind, line.string
+                counts = contents.setdefault(kind[1], Counter())
+                for called in _CALLED.findall(line.string):
+                    counts += reached(called)
+    return contents
 
 
 @cache
@@ -59,6 +107,7 @@ def xla_facts(text: str) -> XlaFacts:
     params: list[tuple[int, str]] = []
     root: tuple[str, str] | None = None
     constants: Counter = Counter()
+    literals: Counter = Counter()
     computations = module.computations
     for computation in computations:
         for instruction in computation.instructions:
@@ -68,6 +117,7 @@ def xla_facts(text: str) -> XlaFacts:
             shape = printed_shape(instruction.printed)
             if opcode == "constant":
                 constants[str(shape)] += 1
+                literals[(str(shape), _literal(instruction.printed))] += 1
             if computation.name != entry_name:
                 continue
             if opcode == "parameter":
@@ -75,4 +125,11 @@ def xla_facts(text: str) -> XlaFacts:
             if instruction.name == root_name:
                 root = (opcode, str(shape))
     assert root is not None, f"XLA names ROOT {root_name} but holds no such instruction"
-    return XlaFacts(tuple(sorted(params)), root, constants, len(computations))
+    return XlaFacts(
+        tuple(sorted(params)),
+        root,
+        constants,
+        literals,
+        len(computations),
+        _fusion_contents(computations),
+    )

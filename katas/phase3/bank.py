@@ -9,13 +9,21 @@ from functools import cache
 
 import jax
 import pytest
+from pytest_check import check
 
 from kata_harness import metamorphic
 from kata_harness.oracles import hlo_stages as oracle
 from kata_harness.xla_facts import XlaFacts, xla_facts
-from katas.phase3.programs import HAND_WRITTEN, THREE_TEXT_PROGRAMS, bank_program
+from katas.phase3.programs import (
+    HAND_BRANCHES,
+    HAND_WRITTEN,
+    THREE_TEXT_PROGRAMS,
+    bank_program,
+)
 from xla_inspect.errors import HloParseError
 from xla_inspect.parse import parse_hlo
+from xla_inspect.query import opcode_counts
+from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
 
 
 @cache
@@ -34,9 +42,12 @@ def hlo_texts(name: str) -> tuple[str, str]:
 
 
 def text(key: str) -> str:
-    """A text of the bank: "hand", "<program>" (optimized) or "<program>:unoptimized"."""
+    """A text of the bank: "hand", "hand_branches", "<program>" (optimized) or
+    "<program>:unoptimized"."""
     if key == "hand":
         return HAND_WRITTEN
+    if key == "hand_branches":
+        return HAND_BRANCHES
     name, _, stage = key.partition(":")
     return hlo_texts(name)[0 if stage == "unoptimized" else 1]
 
@@ -81,3 +92,34 @@ def hlo_module(printed: str, what: str):
         return parse_hlo(printed)
     except HloParseError as error:
         pytest.fail(f"{what}: expected HLO text, got text that is not: {error}", pytrace=False)
+
+
+def stablehlo_census(text: str, what: str):
+    try:
+        return stablehlo_op_census(text)
+    except StableHloError as error:
+        pytest.fail(
+            f"{what}: expected StableHLO (an MLIR module), got text that is not: {error}",
+            pytrace=False,
+        )
+
+
+def check_stages(texts: dict, want: tuple, what: str) -> None:
+    """three_texts' answer against jax.stages' own texts of the program (oracle.stages): the
+    StableHLO ops, and per HLO text its module name, opcodes (parameters too) and result."""
+    census = stablehlo_census(texts["stablehlo"], f"{what} stablehlo")
+    want_census, want_hlo, want_optimized = want
+    with check:
+        assert census == want_census, f"{what}: stablehlo ops {dict(census)} differ"
+    for stage, want_module in (("hlo", want_hlo), ("optimized", want_optimized)):
+        got = hlo_module(texts[stage], f"{what} {stage}")
+        with check:
+            assert got.name == want_module.name, f"{what} {stage}: module {got.name}"
+        with check:
+            assert opcode_counts(got) == opcode_counts(want_module), (
+                f"{what} {stage}: opcodes {dict(opcode_counts(got))} are another program's"
+            )
+        with check:
+            assert got.entry.root.shape == want_module.entry.root.shape, (
+                f"{what} {stage}: result {got.entry.root.shape} is another program's"
+            )

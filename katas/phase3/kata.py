@@ -31,8 +31,9 @@ def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
     this compile's (before-optimizations, after-optimizations) HLO files.
 
     The directory may already hold other compiles' dumps: of other functions, of this same
-    function at other shapes, even of another process with higher module numbers. Return the
-    files this compile wrote (both with one module_NNNN prefix), not the first or last match.
+    function at other shapes, even of another process with higher module numbers or with the
+    very names this compile writes (XLA rewrites those files). Return the files this compile
+    wrote (both with one module_NNNN prefix), not the first or last match.
     Leave the XLA_FLAGS variable alone.
     """
     # TODO: compile with dump compiler options, then find the two files this compile wrote
@@ -43,9 +44,10 @@ def entry_parameter_layouts(hlo_text: str) -> list[str]:
     """The layouts (with braces, e.g. "{1,0}") of the ENTRY computation's parameters, in
     parameter-number order (the N of parameter(N), not the order of the lines).
 
-    Read each layout from the text, never from the rank: a 2-D input can be "{0,1}". A scalar's
-    layout is "{}" (the text prints f32[] without braces). A tuple-shaped parameter's layout is
-    its elements' layouts in parentheses: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]).
+    Read each layout from the text, never from the rank: a 2-D input can be "{0,1}", and a layout
+    is all the text between its braces, tiles too ("{1,0:T(8,128)}"). A scalar's layout is "{}"
+    (the text prints f32[] without braces). A tuple-shaped parameter's layout is its elements'
+    layouts in parentheses, at every depth: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]).
     """
     # TODO: find ENTRY's parameter instructions and read the layout from each shape
     raise NotImplementedError("phase3 task 3: entry_parameter_layouts")
@@ -63,7 +65,8 @@ def entry_root(hlo_text: str) -> tuple[str, str]:
 def fusion_contents(hlo_text: str) -> dict[str, Counter]:
     """For each fusion kind ("kLoop", "kCustom", ...): a Counter of the opcodes in the fused
     computations called by fusions of that kind, summed over those fusions. Count parameters
-    nowhere; count the computations a fused computation calls in turn (a reduce's reducer).
+    nowhere; count the computations a fused computation calls in turn (a reduce's reducer), once
+    per call: a reducer that two reduces call counts twice.
 
     Fusions can sit in any computation (ENTRY, a while body, a conditional's branch, even a fused
     computation). A fusion inside a fused computation is one more `fusion` of the outer kind, the
@@ -95,6 +98,8 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     """Predict the flops XLA's cost analysis reports for the compiled CPU module of
     relu(x @ w1 + b1) @ w2 + b2 (the tests' `mlp`), all float32, x of shape (batch, in_dim),
     w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); every size >= 2.
+    Return the exact count (a Python int, any size). Cost analysis reports a float32, so the
+    tests use shapes where its count is exact, some past 2**31 flops.
 
     From the shapes alone: the tests forbid jax.jit and compiling while they call you.
     """

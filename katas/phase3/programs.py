@@ -35,6 +35,28 @@ def value_and_total(x):
     return x + 1, x.sum()
 
 
+# three_texts and flops are handed these in a drawn order, at drawn shapes and dtypes: lambdas that
+# share one __qualname__ and differ in their work, a Python scalar (weakly typed) scaling a
+# half-precision array, and an input the program never uses.
+ELEMENTWISE = (
+    lambda x: x + 1,
+    lambda x: x * x + x,
+    lambda x: (x - 1) * (x + 1),
+)
+
+
+def scaled(x, s):
+    return x * s + s
+
+
+def doubled_ignoring(x, unused):
+    return x * 2
+
+
+def rotate(x):
+    return x * (1 + 2j)
+
+
 def matmul(a, b):
     return a @ b
 
@@ -129,6 +151,78 @@ ENTRY %compute (s: f32[], pair: (f32[2,3], s32[]), w: f16[4,2], bias: f32[2]) ->
 )
 
 
+# A second hand-written module (checked against XLA's parser): a multi-output kInput fusion whose
+# fused computation holds two reduces calling one reducer and returns a tuple; a conditional that
+# names its branches true_computation=/false_computation=, each branch holding a kLoop fusion; a
+# computation nothing calls holding a kOutput fusion; two equal constants in ENTRY; a complex one.
+HAND_BRANCHES = """HloModule hand_branches
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %ab = f32[] add(%a, %b)
+}
+
+%no_fused (u: f32[4]) -> f32[4] {
+  %u = f32[4]{0} parameter(0)
+  %cos = f32[4]{0} cosine(%u)
+  ROOT %neg = f32[4]{0} negate(%cos)
+}
+
+%two_sums (p: f32[4,3]) -> (f32[4], f32[4]) {
+  %p = f32[4,3]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  %r1 = f32[4]{0} reduce(%p, %zero), dimensions={1}, to_apply=%sum
+  %sq = f32[4,3]{1,0} multiply(%p, %p)
+  %r2 = f32[4]{0} reduce(%sq, %zero), dimensions={1}, to_apply=%sum
+  ROOT %both = (f32[4]{0}, f32[4]{0}) tuple(%r1, %r2)
+}
+
+%yes_fused (v: f32[4]) -> f32[4] {
+  %v = f32[4]{0} parameter(0)
+  %sin = f32[4]{0} sine(%v)
+  %three = f32[] constant(3)
+  %threes = f32[4]{0} broadcast(%three), dimensions={}
+  ROOT %scaled = f32[4]{0} multiply(%sin, %threes)
+}
+
+%yes (t: f32[4]) -> f32[4] {
+  %t = f32[4]{0} parameter(0)
+  ROOT %tf = f32[4]{0} fusion(%t), kind=kLoop, calls=%yes_fused
+}
+
+%no (f: f32[4]) -> f32[4] {
+  %f = f32[4]{0} parameter(0)
+  ROOT %ff = f32[4]{0} fusion(%f), kind=kLoop, calls=%no_fused
+}
+
+ENTRY %main (x: f32[4,3], flag: pred[]) -> (f32[4], c64[], f32[]) {
+  %flag = pred[] parameter(1)
+  %x = f32[4,3]{1,0} parameter(0)
+  %sums = (f32[4]{0}, f32[4]{0}) fusion(%x), kind=kInput, calls=%two_sums
+  %first = f32[4]{0} get-tuple-element(%sums), index=0
+  %pick = f32[4]{0} conditional(%flag, %first, %first), true_computation=%yes, false_computation=%no
+  %two_a = f32[] constant(2)
+  %two_b = f32[] constant(2)
+  %twice = f32[] add(%two_a, %two_b)
+  %w = c64[] constant((1, 2))
+  ROOT %out = (f32[4]{0}, c64[], f32[]) tuple(%pick, %w, %twice)
+}
+
+%orphan_fused (o: s32[2]) -> s32[2] {
+  %o = s32[2]{0} parameter(0)
+  %one = s32[] constant(1)
+  %ones = s32[2]{0} broadcast(%one), dimensions={}
+  ROOT %less = s32[2]{0} subtract(%o, %ones)
+}
+
+%orphan (q: s32[2]) -> s32[2] {
+  %q = s32[2]{0} parameter(0)
+  ROOT %of = s32[2]{0} fusion(%q), kind=kOutput, calls=%orphan_fused
+}
+"""
+
+
 def ones(shape: int | tuple[int, ...], dtype: type | np.dtype = np.float32) -> np.ndarray:
     # NumPy, not jnp: after the per-test cache clear every jnp.ones would compile an eager op.
     return np.ones(shape, dtype=dtype)
@@ -172,6 +266,7 @@ def bank_program(name: str):
         "shared_sum": (jax.jit(shared_sum), tuple(ones(8) for _ in range(4))),
         "mixed": (jax.jit(mixed, in_shardings=mixed_formats), mixed_args()),
         "branches": (jax.jit(branches), branches_args()),
+        "rotate": (jax.jit(rotate), (ones((4, 5)),)),
     }
     return programs[name]
 

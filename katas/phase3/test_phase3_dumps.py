@@ -3,8 +3,11 @@ as HLO and compared with the texts `jax.stages` gives for the same program (bank
 """
 
 import os
+import re
+import time
 from pathlib import Path
 
+import jax
 import pytest
 from pytest_check import check
 
@@ -84,3 +87,60 @@ def test_dump_of_the_same_function_again(kata, tmp_path):
         assert before.name.split(".")[0] == after.name.split(".")[0], (
             f"{before.name} and {after.name} are not one compile's files"
         )
+
+
+def _stale(directory: Path, prefix: str) -> None:
+    """An earlier process's dump of value_and_total at f32[2,3] under ``prefix``, a day old."""
+    old = time.time() - 86400
+    for suffix, text in zip(
+        (".before_optimizations.txt", ".cpu_after_optimizations.txt"),
+        bank.hlo_texts("value_and_total"),
+        strict=True,
+    ):
+        path = directory / f"{prefix}.jit_value_and_total{suffix}"
+        path.write_text(text)
+        os.utime(path, (old, old))
+
+
+def _last_module_number(directory: Path) -> int:
+    """The module number of the last compile this process dumped (the test's own compile)."""
+    jax.jit(value_and_total).lower(ones((2, 3))).compile(
+        compiler_options={"xla_dump_to": str(directory), "xla_dump_hlo_as_text": True}
+    )
+    return max(int(m[1]) for p in directory.iterdir() if (m := re.match(r"module_(\d+)\.", p.name)))
+
+
+@pytest.mark.task("dump_files")
+def test_dump_rewrites_an_earlier_process_files(kata, tmp_path):
+    """An earlier process left dumps of this function under the very module numbers this compile
+    will take (XLA rewrites those files: no name is new) and one with a higher number: the answer
+    is the pair this compile wrote."""
+    number = _last_module_number(tmp_path / "scratch")
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for taken in range(number + 1, number + 129):  # the next compiles' numbers, whatever they are
+        _stale(dump, f"module_{taken:04d}")
+    _stale(dump, "module_999999999")
+    before, after = _dumped(kata, value_and_total, (ones((5, 1)),), dump)
+    for module in _modules(before, after):
+        parameter = next(i for i in module.entry if i.opcode == "parameter")
+        with check:
+            assert parameter.shape_info.dims == (5, 1), (
+                f"{module.name} takes {parameter.shape}: an earlier process's file, not this "
+                "compile's (f32[5,1])"
+            )
+    with check:
+        assert before.name.split(".")[0] == after.name.split(".")[0], (
+            f"{before.name} and {after.name} are not one compile's files"
+        )
+
+
+@pytest.mark.task("dump_files")
+def test_dump_of_a_lambda(kata, tmp_path):
+    """XLA names the files after the module (jit__lambda for a lambda), not after f.__name__."""
+    program = lambda x: x * 3.0 - 1.0  # noqa: E731  (a lambda is the case under test)
+    expected = jax.jit(program).lower(ones(4)).as_text(dialect="hlo").split()[1].rstrip(",")
+    kata.dump_files(scale_and_shift, (ones(3),), str(tmp_path))
+    for module in _modules(*_dumped(kata, program, (ones(4),), tmp_path)):
+        with check:
+            assert module.name == expected, f"got module {module.name}, expected {expected}"

@@ -1,8 +1,10 @@
 """Phase 3 tests, tasks 5-6 (fusion_contents, constants): what each fusion runs and which
 constants a module holds, read from a bank of texts (bank.py) with fusions in while and
-conditional bodies, a fusion nested in a fused computation and constants of several dtypes; each
-text also as its metamorphic variants. Expected values come from XLA's own C++ parser (jaxlib),
-from xla_inspect's queries (kata_harness.oracles.hlo_stages) or from the program itself.
+conditional bodies (also named true_computation=/false_computation=), in a computation nothing
+calls, a fusion nested in a fused computation, a multi-output fusion, a reducer shared by two
+reduces, constants of several dtypes (complex too) in optimized and unoptimized texts; each text
+also as its metamorphic variants. Expected values come from XLA's own C++ parser (jaxlib,
+kata_harness.xla_facts) or from the program itself.
 """
 
 import math
@@ -11,7 +13,6 @@ from collections import Counter
 import pytest
 from pytest_check import check
 
-from kata_harness.oracles import hlo_stages as oracle
 from kata_harness.xla_facts import xla_facts
 from katas.phase3 import bank
 from katas.phase3.programs import TABLE
@@ -20,7 +21,7 @@ from xla_inspect.query import opcode_counts
 
 # --- task 5: fusion_contents -----------------------------------------------------------------
 
-FUSION_BANK = ["mlp", "attention", "looped", "mixed", "branches", "hand"]
+FUSION_BANK = ["mlp", "attention", "looped", "mixed", "branches", "hand", "hand_branches"]
 
 
 def _contents(kata, key: str) -> dict:
@@ -36,10 +37,11 @@ def _contents_of(kata, text: str) -> dict:
 
 
 @pytest.mark.task("fusion_contents")
-def test_fusion_contents_match_the_library(kata):
+def test_fusion_contents_as_xla_calls_them(kata):
+    """XLA's own reading of each module: every fusion in every computation (called or not), the
+    computations its calls= names and what they call in turn (to_apply=), once per call."""
     for key in FUSION_BANK:
-        module = parse_hlo(bank.text(key))
-        expected = {kind: dict(counts) for kind, counts in oracle.library_contents(module).items()}
+        expected = {kind: dict(counts) for kind, counts in bank.xla(key).fusions.items()}
         got = {kind: dict(+counts) for kind, counts in _contents(kata, key).items()}
         with check:
             assert sorted(got) == sorted(expected), f"{key}: kinds {sorted(got)}"
@@ -117,13 +119,38 @@ def test_nested_fusion_counts_for_both_kinds(kata):
 
 
 @pytest.mark.task("fusion_contents")
+def test_branches_multi_output_and_shared_reducer(kata):
+    """The second hand-written module: branches named true_computation=/false_computation=, a
+    computation nothing calls, a fusion returning a tuple, one reducer called by two reduces."""
+    contents = {kind: dict(+counts) for kind, counts in _contents(kata, "hand_branches").items()}
+    expected = {
+        "kLoop": {
+            "sine": 1,
+            "cosine": 1,
+            "negate": 1,
+            "multiply": 1,
+            "constant": 1,
+            "broadcast": 1,
+        },
+        "kInput": {"reduce": 2, "add": 2, "multiply": 1, "constant": 1, "tuple": 1},
+        "kOutput": {"subtract": 1, "constant": 1, "broadcast": 1},
+    }
+    for kind, why in (
+        ("kLoop", "the fusions of both branches"),
+        ("kInput", "two reduces each call the reducer, and the fused ROOT is a tuple"),
+        ("kOutput", "a fusion in a computation nothing calls"),
+    ):
+        with check:
+            assert contents.get(kind) == expected[kind], f"{kind}: {why}"
+
+
+@pytest.mark.task("fusion_contents")
 def test_fusion_contents_hold_under_renaming_and_reordering(kata):
     """Counts stay what they are in the printed module when every computation and instruction is
     relabelled and the computations are printed in another order XLA accepts: a fusion finds its
     computation, and a reduce its reducer, by the name it calls, not by position or by spelling."""
     for key in FUSION_BANK:
-        module = parse_hlo(bank.text(key))
-        want = {kind: dict(counts) for kind, counts in oracle.library_contents(module).items()}
+        want = {kind: dict(counts) for kind, counts in bank.xla(key).fusions.items()}
         for what, text, variant in bank.forms([key]):
             expected = variant.rename(want)
             got = {kind: dict(+counts) for kind, counts in _contents_of(kata, text).items()}
@@ -133,7 +160,18 @@ def test_fusion_contents_hold_under_renaming_and_reordering(kata):
 
 # --- task 6: constants -----------------------------------------------------------------------
 
-CONSTANT_BANK = ["scale_and_shift", "attention", "looped", "branches", "mixed", "hand"]
+CONSTANT_BANK = [
+    "scale_and_shift",
+    "scale_and_shift:unoptimized",
+    "attention",
+    "looped",
+    "branches",
+    "branches:unoptimized",
+    "mixed",
+    "rotate",
+    "hand",
+    "hand_branches",
+]
 
 
 def _constants(kata, key: str) -> list:
@@ -157,6 +195,21 @@ def test_constants_as_xla_counts_them(kata):
             assert shapes == expected, (
                 f"{key}: constants by shape {dict(shapes)}, expected "
                 f"{dict(expected)} (every computation, each once)"
+            )
+
+
+@pytest.mark.task("constants")
+def test_constant_literals_as_xla_prints_them(kata):
+    """Each constant's literal as XLA prints it (a complex literal has parentheses of its own),
+    names with or without %, equal constants in one computation each counted."""
+    for key in CONSTANT_BANK:
+        found = Counter(_constants(kata, key))
+        expected = bank.xla(key).literals
+        extra, missing = found - expected, expected - found
+        with check:
+            assert not extra and not missing, (
+                f"{key}: {sum(extra.values())} of your constants are not the module's "
+                f"(e.g. {next(iter(extra), None)}), {sum(missing.values())} of its are missing"
             )
 
 

@@ -23,16 +23,21 @@ def three_texts(f, *args) -> dict[str, str]:
     }
 
 
+def _stamps(folder: Path) -> dict[Path, tuple[int, int, int]]:
+    return {p: (s.st_mtime_ns, s.st_size, s.st_ino) for p in folder.iterdir() if (s := p.stat())}
+
+
 def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
-    # Compiler options scope the dump to this compile; the new files are the ones it wrote.
+    # Compiler options scope the dump to this compile; its files are the ones it wrote: new, or
+    # rewritten when an earlier process had left files with these very names.
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    before = set(folder.iterdir())
+    before = _stamps(folder)
     options = {"xla_dump_to": str(folder), "xla_dump_hlo_as_text": True}
     jax.jit(f).lower(*args).compile(compiler_options=options)
-    new = sorted(set(folder.iterdir()) - before)
-    first = next(p for p in new if p.name.endswith(".before_optimizations.txt"))
-    last = next(p for p in new if p.name.endswith("after_optimizations.txt"))
+    written = sorted(p for p, stamp in _stamps(folder).items() if before.get(p) != stamp)
+    first = next(p for p in written if p.name.endswith(".before_optimizations.txt"))
+    last = next(p for p in written if p.name.endswith("after_optimizations.txt"))
     return first, last
 
 
