@@ -146,18 +146,18 @@ def test_surviving_ops_of_the_listed_programs(kata):
 
 @pytest.mark.task("surviving_ops")
 def test_surviving_ops_on_fresh_cases(kata, fresh):
-    """Every program at a drawn float dtype and at int32, x of a drawn rank (0 to 3) and dims.
-    A program that names n meets n = 1 at both, and n = 2 and a drawn even n of 4 to 8 one at
-    each (which where is drawn); the others a drawn n. The count is read from the program
-    compiled here."""
+    """Every program at a drawn float dtype and at int32, x of a drawn rank (0 to 3) and dims,
+    an odd n at one and an even n at the other (which where is drawn); a program that names n
+    meets one more case at each: n = 1 where its n was even, n = 2 where it was odd. The count
+    is read from the program compiled here."""
     for name in REWRITES:
         floats = [d for d in REWRITE_DTYPES if d != "int32" and oracle.rewrite_holds(name, d)]
         dtypes = [fresh.choice(floats), "int32"] if oracle.rewrite_holds(name, "int32") else []
-        cases = [(dtype, fresh.randint(1, 8)) for dtype in dtypes]
-        if NAMES_N.search(name) and dtypes:
-            cases = [(dtype, 1) for dtype in dtypes]
-            fresh.shuffle(dtypes)
-            cases += [(dtypes[0], 2), (dtypes[1], fresh.randrange(4, 9, 2))]
+        counts = [fresh.randrange(1, 9, 2), fresh.randrange(2, 9, 2)]
+        fresh.shuffle(counts)
+        cases = list(zip(dtypes, counts, strict=False))
+        if NAMES_N.search(name):
+            cases += [(dtype, 1 if n % 2 == 0 else 2) for dtype, n in cases]
         for dtype, n in cases:
             shape = tuple(fresh.choice(REWRITE_DIMS) for _ in range(fresh.randint(0, 3)))
             _check_surviving(kata, name, shape, dtype, n, f" ({fresh.where()})")

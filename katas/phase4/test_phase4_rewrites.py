@@ -102,10 +102,10 @@ def _require_cpu(fact: str) -> None:
 @pytest.mark.task("algebraic_identity")
 def test_algebraic_identity_disappears(kata):
     """Compiled at every input; called eagerly (op by op, as written: jit disabled, nothing
-    simplified) at a float32 and a float16 one, each with a -0.0."""
-    for what, x in IDENTITY_INPUTS.items():
+    simplified) at the first, a float32 matrix with a -0.0 (each op compiles on its own then)."""
+    for index, (what, x) in enumerate(IDENTITY_INPUTS.items()):
         shlo, optimized, out = _compile(what, kata.algebraic_identity, x)
-        if x.dtype in (np.float32, np.float16) and x.ndim:
+        if index == 0:
             with jax.disable_jit(), check:
                 eager = np.asarray(kata.algebraic_identity(jnp.asarray(x)))
                 _is_x(f"{what}, called eagerly", eager, x, subnormals=False)
