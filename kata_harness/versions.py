@@ -77,9 +77,9 @@ GATES: dict[str, Gate] = {
         Gate(
             "f32-constant-multiplies-kept",
             ">=0.12",
-            "phase4 test_xla_keeps_float_rewrites_it_may_not_do, f32 case, multiply count",
-            "XLA before jax 0.12 folds f32 x*2.0*3.0 into one multiply on CPU; bf16 keeps "
-            "both on every version and is still checked",
+            "phase4 test_xla_keeps_float_rewrites_it_may_not_do, f32 and f16 cases, multiply count",
+            "XLA before jax 0.12 folds f32 and f16 x*2.0*3.0 into one multiply on CPU; bf16 "
+            "keeps both on every version and is still checked",
         ),
         Gate(
             "float-constant-adds-kept",

@@ -206,7 +206,7 @@ def _rt4_dead_branch_squeezed(x):
     "wrong on every input (f32[3,5]: fused computation has 2 elementwise ops)",
 )
 def _rt4_chain_double_negation(x):
-    return jnp.sin(jnp.cos(-(-x)))
+    return jnp.sin(jnp.cos(jnp.negative(-x)))
 
 
 @wrong(

@@ -1,7 +1,8 @@
 """Phase 4's oracles: opcode counts of HLO texts (every computation), jax.stages' own before and
 after of a program, the per-pass dumps XLA writes for test-owned programs (read file by file with
 xla_inspect.passes) and the pass a dump shows changing an opcode, the optimized module of a
-predict case compiled here, and which of the lesson's rewrites this JAX's XLA makes.
+predict case compiled here, which of the lesson's rewrites this JAX's XLA makes, the types a
+program's stages take and return, and which inputs a jaxpr transposes.
 
 Each function takes a program, its compiled form, a dump or a module's text, never the kata's
 answer.
@@ -9,10 +10,12 @@ answer.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -20,9 +23,11 @@ import numpy as np
 from xla_inspect import passes
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
-from xla_inspect.stablehlo import stablehlo_op_census
+from xla_inspect.stablehlo import iter_operations, stablehlo_op_census
 
 from .. import versions
+
+_LAYOUT = re.compile(r"\{[^{}]*\}")
 
 
 def counts(hlo_text: str) -> Counter:
@@ -36,17 +41,38 @@ def optimized_text(compiled: jax.stages.Compiled) -> str:
     return text
 
 
-def stages(f: Callable, args: tuple) -> tuple[Counter, Counter]:
-    """jax.stages' own before and after of ``f`` at ``args``, as counts."""
+def stages(f: Callable, args: tuple) -> tuple[Counter, Counter, tuple[str, str]]:
+    """jax.stages' own before and after of ``f`` at ``args``, as counts, and their signature."""
     lowered = jax.jit(f).lower(*args)
-    return stablehlo_op_census(lowered.as_text()), counts(optimized_text(lowered.compile()))
+    before, after = lowered.as_text(), optimized_text(lowered.compile())
+    return stablehlo_op_census(before), counts(after), signature(before, after)
+
+
+def signature(before: str, after: str) -> tuple[str, str]:
+    """The types StableHLO's `main` takes and returns, and the shapes the optimized ENTRY takes
+    (parameters in order) and returns, layouts left out: what a stage of other arguments (a
+    scalar made a vector, an unused argument kept) changes even where opcode counts do not."""
+    main = [
+        str(op.attributes["function_type"])
+        for op in iter_operations(before)
+        if op.name == "func.func" and str(op.attributes["sym_name"]) == '"main"'
+    ]
+    entry = parse_hlo(after).entry
+    parameters = sorted(
+        (int(i.payload or 0), _LAYOUT.sub("", i.shape))
+        for i in entry.instructions
+        if i.opcode == "parameter"
+    )
+    root = next(_LAYOUT.sub("", i.shape) for i in entry.instructions if i.is_root)
+    return " ".join(main), f"({', '.join(shape for _, shape in parameters)}) -> {root}"
 
 
 def pass_dumps(base: Path, programs: dict) -> dict:
     """Per-pass dumps of the programs ({key: (program, args, ...)}), each in ``base / key``.
 
     "files" is the dump read file by file: xla_inspect.passes lists the per-pass files in
-    sequence order, parse_hlo reads each one; nothing here parses a file name."""
+    sequence order, parse_hlo reads each one; nothing here parses a file name. "before" is the
+    module XLA starts from (its own before_optimizations file), "after" the one it compiled."""
     made = {}
     for key, (program, args, _, _) in programs.items():
         directory = base / key
@@ -59,13 +85,13 @@ def pass_dumps(base: Path, programs: dict) -> dict:
                 "xla_dump_hlo_pass_re": ".*",
             }
         )
-        files = [(f.pass_name, counts(f.path.read_text())) for f in passes.pass_files(directory)]
-        assert files, f"XLA wrote no per-pass files for {key} into {directory}"
+        found = passes.pass_files(directory)
+        start = found[0].path.with_name(f"{found[0].module_key}.before_optimizations.txt")
         made[key] = {
             "dir": directory,
-            "files": files,
+            "files": [(f.pass_name, counts(f.path.read_text())) for f in found],
             "steps": passes.pass_timeline(directory),
-            "before": counts(lowered.as_text(dialect="hlo")),
+            "before": counts(start.read_text()),
             "after": counts(optimized_text(compiled)),
         }
     return made
@@ -82,6 +108,29 @@ def case_module(program: Callable, shape: tuple[int, ...], dtype: str, n: int):
     """xla_inspect's parse of the optimized module of one program at x of this shape and dtype."""
     x = np.zeros(shape, jax.numpy.dtype(dtype))
     return parse_hlo(optimized_text(jax.jit(program, static_argnums=1).lower(x, n).compile()))
+
+
+def transposed_inputs(jaxpr: Any) -> set[int]:
+    """The positions of the jaxpr's inputs that a `transpose` equation takes as its operand
+    (the input itself, not a value computed from it), inside nested jaxprs (jit, custom rules)
+    too."""
+    open_jaxpr = jaxpr if hasattr(jaxpr, "invars") else jaxpr.jaxpr
+    return _transposed(open_jaxpr, dict(enumerate(open_jaxpr.invars)))
+
+
+def _transposed(jaxpr: Any, inputs: dict[int, Any]) -> set[int]:
+    position = {id(var): index for index, var in inputs.items()}
+    found: set[int] = set()
+    for eqn in jaxpr.eqns:
+        operands = {i: position.get(id(v)) for i, v in enumerate(eqn.invars)}
+        if eqn.primitive.name == "transpose" and operands[0] is not None:
+            found.add(operands[0])
+        for value in eqn.params.values():
+            inner: Any = value if hasattr(value, "invars") else getattr(value, "jaxpr", None)
+            if hasattr(inner, "eqns") and len(inner.invars) == len(eqn.invars):
+                mapped = {p: inner.invars[i] for i, p in operands.items() if p is not None}
+                found |= _transposed(inner, mapped)
+    return found
 
 
 def rewrite_holds(name: str, dtype: str) -> bool:

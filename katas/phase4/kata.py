@@ -3,9 +3,10 @@
 Tasks 2-8 ask for a *demonstration*: a small program that makes one optimization visible. The
 tests compile your program and check the before (StableHLO) and after (optimized HLO) counts, so
 a program that merely computes the right numbers is not enough: the optimization must happen.
-They run it at several shapes and dtypes (float32 matrices, bfloat16 vectors): the result has
-the shape and dtype of the input (Python float constants keep bfloat16; NumPy float32 ones
-do not), and the optimization must show at every one of them.
+They run it at several shapes and dtypes (float32, bfloat16 and float16; scalars, vectors,
+matrices, a dimension of 1 among them): the result has the shape and dtype of the input (Python
+float constants keep bfloat16 and float16; NumPy float32 ones do not), and the optimization must
+show at every one of them.
 Tasks 9-11 read a per-pass dump, one HLO file per pass that changed the module.
 """
 
@@ -28,8 +29,9 @@ def stages(f, *args) -> tuple[str, str]:
 
 
 def algebraic_identity(x) -> jax.Array:
-    """Return x itself (for every float: inf, nan, 3e38 too; same dtype), through at least two
-    arithmetic ops (+ - * /) that XLA removes entirely."""
+    """Return x itself (for every float: -0.0, inf, nan, 3e38 too; same dtype), compiled and
+    called eagerly alike, through at least two arithmetic ops (+ - * /) that XLA removes
+    entirely."""
     # TODO: which arithmetic with a constant is exact for every float, inf and nan included?
     raise NotImplementedError("phase4 task 2: algebraic_identity")
 
@@ -43,8 +45,9 @@ def folded_scale(x) -> jax.Array:
 
 
 def shared_subexpression(a, b, c, d) -> jax.Array:
-    """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype, written so
-    that the jaxpr has 3 adds and the optimized HLO (fused computations included) has 2."""
+    """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype (for every
+    value: a + b may be negative or 0, or so large that its square overflows), written so that
+    the jaxpr has 3 adds and the optimized HLO (fused computations included) has 2."""
     # TODO: repeat yourself on purpose
     raise NotImplementedError("phase4 task 4: shared_subexpression")
 
@@ -64,8 +67,10 @@ def elementwise_chain(x) -> jax.Array:
 
 
 def attention_scores(q, k) -> jax.Array:
-    """Scores q @ k^T for q of shape (seq_q, dim) and k of shape (seq_k, dim) (any sizes;
-    seq_q and seq_k may differ), written with an explicit transpose of k."""
+    """Scores q @ k^T for q of shape (seq_q, dim) and k of shape (seq_k, dim) (any sizes, 1
+    included; seq_q and seq_k may differ), of shape (seq_q, seq_k) and q's dtype (q and k share
+    one: float32, bfloat16 or float16), written with an explicit transpose of k itself (the
+    jaxpr transposes the input k)."""
     # TODO: the transpose must be in the jaxpr; XLA decides whether it survives
     raise NotImplementedError("phase4 task 7: attention_scores")
 
@@ -83,8 +88,10 @@ def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
     """Read a per-pass dump of one module: [(pass name, opcode counts after it), ...] in order.
 
     Per-pass files are named `module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
-    (some have no `.before_<next>` part); the pass name is the text after `after_`. Order by seq.
-    Counts: Counter of opcodes over every instruction of every computation (parameters too).
+    (some have no `.before_<next>` part; <name> may hold dots); the pass name is the text after
+    `after_`. Order by seq, a number of four digits or more (10000 follows 9999).
+    Counts: Counter of opcodes over every instruction of every computation (parameters too,
+    tuple-shaped instructions too, while bodies and conditions and conditional branches too).
     One entry per per-pass file, even when its counts equal the previous entry's.
     Other files in the directory (before_optimizations, cpu_after_optimizations...) are not passes.
     """
@@ -94,8 +101,9 @@ def pass_timeline(dump_dir: str) -> list[tuple[str, Counter]]:
 
 def pass_that_changed(timeline: list[tuple[str, Counter]], opcode: str) -> str | None:
     """The name of the first entry whose count of `opcode` differs from the entry before it
-    (more or fewer; an opcode missing from a Counter counts 0). The first entry has nothing
-    before it. None when the count never changes, including for a timeline of 0 or 1 entries."""
+    (more or fewer; an opcode missing from a Counter counts 0, like an explicit 0; only that
+    opcode counts, not others whose names contain it). The first entry has nothing before it.
+    None when the count never changes, including for a timeline of 0 or 1 entries."""
     # TODO: each entry is the module *after* its pass; compare neighbours
     raise NotImplementedError("phase4 task 10: pass_that_changed")
 

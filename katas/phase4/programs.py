@@ -27,18 +27,78 @@ def uniform(
     return np.random.default_rng(seed).uniform(0.1, 1.0, size=shape).astype(dtype)
 
 
-# An odd-shaped float32 matrix and a bfloat16 vector: an
-# elementwise demonstration keeps the shape and dtype of its input, and the optimization must show
-# at each of them.
-ELEMENTWISE_INPUTS = {"f32[3,5]": uniform((3, 5), seed=3), "bf16[6]": uniform(6, 4, BF16)}
+# An odd-shaped float32 matrix, a bfloat16 vector, a float16 matrix of one row holding a value
+# whose double overflows, and a float32 scalar near the largest float32: an elementwise
+# demonstration keeps the shape and dtype of its input (rank 0 and a leading dimension of 1
+# included) and its values where a rewrite that is exact for real numbers is not for floats,
+# and the optimization must show at each of them.
+ELEMENTWISE_INPUTS = {
+    "f32[3,5]": uniform((3, 5), seed=3),
+    "bf16[6]": uniform(6, 4, BF16),
+    "f16[1,5] with 40000": np.array([[0.25, 40000.0, 0.5, 0.75, 0.125]], dtype=np.float16),
+    "f32[] 3e38": np.array(3e38, dtype=np.float32),
+}
+
+# algebraic_identity's inputs: the values where rewrites that are exact for real numbers are not
+# for floats (a signed zero, inf, nan, the largest finite values, subnormals), in each float
+# dtype and at rank 0.
+_SPECIAL = [0.5, -0.0, np.inf, -np.inf, np.nan]
+IDENTITY_INPUTS = {
+    "f32[3,5] with inf, nan, -0, 3e38": np.array(
+        [_SPECIAL, [3e38, -3e38, 1e-30, -7.25, 1.0], [2.0, 0.1, -0.1, 65504.0, 1e-45]],
+        dtype=np.float32,
+    ),
+    "bf16[2,5] with inf, nan, -0, 3e38": np.array(
+        [_SPECIAL, [3e38, -3e38, 1e-30, -0.0, 2.0]], dtype=BF16
+    ),
+    "f16[8] with inf, nan, -0, 65504": np.array(
+        [*_SPECIAL, 65504.0, -65504.0, 6e-8], dtype=np.float16
+    ),
+    "f32[] -0": np.array(-0.0, dtype=np.float32),
+}
 
 
-def qk(q_shape=(8, 16), k_shape=(8, 16), seed=1):
+def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: float):
+    """a, b signed (so a + b is negative as often as not), c, d in [0.1, 1), with three planted
+    elements: a + b == 0, a negative sum, and a + b so large that its square overflows the dtype
+    while (a + b) * (c + d) does not."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.uniform(-1.0, 1.0, size=(2, *shape))
+    c, d = rng.uniform(0.1, 1.0, size=(2, *shape))
+    planted = ((1.0, -1.0, 0.5, 0.25), (-1.0, -0.5, 0.5, 0.5), (big, big, 1 / big, 1 / big))
+    for index, values in enumerate(planted):
+        for array, value in zip((a, b, c, d), values, strict=True):
+            array.flat[index] = value
+    return tuple(array.astype(dtype) for array in (a, b, c, d))
+
+
+CSE_INPUTS = {
+    "f32[8]": _cse_args((8,), np.float32, 0, 2e19),
+    "f16[3,4]": _cse_args((3, 4), np.float16, 1, 200.0),
+    "bf16[1,6]": _cse_args((1, 6), BF16, 2, 2e19),
+    "f32[] a negative sum": tuple(np.array(v, np.float32) for v in (-1.0, -0.5, 0.5, 0.25)),
+}
+
+
+def qk(q_shape=(8, 16), k_shape=(8, 16), seed=1, dtype: type | np.dtype = np.float32):
     rng = np.random.default_rng(seed)
     return (
-        rng.normal(size=q_shape).astype(np.float32),
-        rng.normal(size=k_shape).astype(np.float32),
+        rng.normal(size=q_shape).astype(dtype),
+        rng.normal(size=k_shape).astype(dtype),
     )
+
+
+# attention_scores' cases: q shape, k shape, dtype. seq_q and seq_k differ; a side of size 1
+# (seq_q = 1, seq_k = 1) makes the dot a matrix-vector product, which XLA lays out otherwise
+# (it may keep a transpose there), so the tests check the folding where every size is 2 or more
+# and the result everywhere.
+SCORE_CASES = (
+    ((5, 3), (7, 3), np.float32),
+    ((4, 8), (3, 8), BF16),
+    ((3, 6), (5, 6), np.float16),
+    ((1, 6), (9, 6), np.float32),
+    ((2, 6), (1, 6), BF16),
+)
 
 
 # --- test-owned programs ------------------------------------------------------------------
@@ -70,6 +130,27 @@ def moments(x):
     return jnp.mean(x), jnp.mean(x * x)
 
 
+def scaled_sine(s, x):
+    return s * jnp.sin(x)
+
+
+def ignores_second(x, unused):
+    return jnp.exp(x) - 1.0
+
+
+def loop_stats(x):
+    def step(_, v):
+        return lax.cond(jnp.sum(v) > 0, lambda u: u * 2.0, lambda u: u - 1.0, v)
+
+    y = lax.fori_loop(0, 3, step, x)
+    return y, jnp.max(y)
+
+
+# A name with a dot, as wrappers that copy a qualified name give: the module is jit_loop.stats
+# and so are the dump's file names (module_0000.jit_loop.stats.0006.<pipeline>...).
+loop_stats.__name__ = loop_stats.__qualname__ = "loop.stats"
+
+
 def cse_args(shape: int | tuple[int, ...] = 8):
     return tuple(uniform(shape, seed=s) for s in range(4))
 
@@ -92,14 +173,23 @@ DUMPED = {  # program, args, the opcode the optimization removes or adds
     "add": (repeated_affine, pair(), "add", passes.first_pass_removing),
     "divide": (quarter, (uniform(),), "divide", passes.first_pass_removing),
     "refused": (exp_gap, (uniform(),), "fusion", passes.first_pass_adding),
+    # a dotted module name, tuple-shaped instructions, a while loop's body and condition and a
+    # conditional's branches
+    "loop": (loop_stats, (uniform(4),), "subtract", passes.first_pass_removing),
 }
 
 
-STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, one function at two shapes (size 1)
+STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, one function at two shapes (size 1),
+    # a scalar argument, an argument the function ignores (jit prunes it), two different
+    # functions of one name (both `<lambda>`) at the same argument
     "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
     "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
     "lhs_transposed 5x1, 5x7": (lhs_transposed, transposed_args(5, 1, 7)),
     "lhs_transposed 16x8, 16x5": (lhs_transposed, transposed_args()),
+    "scaled_sine f32[] (a NumPy scalar), f32[4]": (scaled_sine, (np.float32(1.5), uniform(4))),
+    "ignores_second f32[4], f32[2,3]": (ignores_second, (uniform(4), uniform((2, 3), 2))),
+    "<lambda> x * 2.0 at f32[8]": (lambda x: x * 2.0, (uniform(),)),
+    "<lambda> sin(x) at f32[8]": (lambda x: jnp.sin(x), (uniform(),)),
 }
 
 

@@ -78,21 +78,29 @@ def test_stages_before_is_stablehlo_after_is_optimized(kata):
 
 
 @cache
-def _stages_oracle(key: str) -> tuple[Counter, Counter]:
-    """jax.stages' own before and after of a STAGE_PROGRAMS entry, as counts (once a session)."""
+def _stages_oracle(key: str) -> tuple[Counter, Counter, tuple[str, str]]:
+    """jax.stages' own before and after of a STAGE_PROGRAMS entry, as counts and a signature
+    (once a session)."""
     return oracle.stages(*STAGE_PROGRAMS[key])
 
 
 @pytest.mark.task("stages")
 def test_stages_of_several_programs(kata):
+    """Each program at its own arguments: a scalar stays a scalar, an unused argument is pruned
+    as jax.jit prunes it, and two functions of one name are two programs."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
-        want_shlo, want_hlo = _stages_oracle(key)
+        want_shlo, want_hlo, (want_main, want_entry) = _stages_oracle(key)
+        main, entry = oracle.signature(before, after)
         with check:
             assert shlo == want_shlo, f"{key} before: {dict(shlo)}, expected {dict(want_shlo)}"
         with check:
             assert hlo == want_hlo, f"{key} after: {dict(hlo)}, expected {dict(want_hlo)}"
+        with check:
+            assert main == want_main, f"{key} before: main is {main}, expected {want_main}"
+        with check:
+            assert entry == want_entry, f"{key} after: ENTRY is {entry}, expected {want_entry}"
 
 
 @pytest.mark.task("stages")
@@ -138,14 +146,19 @@ def test_surviving_ops_of_the_listed_programs(kata):
 
 @pytest.mark.task("surviving_ops")
 def test_surviving_ops_on_fresh_cases(kata, fresh):
-    """Every program at a float dtype and at int32, x of a drawn rank (0 to 3) and dims, an odd
-    and an even n from 1 to 8; the count is read from the program compiled here."""
+    """Every program at a drawn float dtype and at int32, x of a drawn rank (0 to 3) and dims,
+    an odd n at one and an even n at the other (which where is drawn); a program that names n
+    meets one more case at each: n = 1 where its n was even, n = 2 where it was odd. The count
+    is read from the program compiled here."""
     for name in REWRITES:
         floats = [d for d in REWRITE_DTYPES if d != "int32" and oracle.rewrite_holds(name, d)]
-        dtypes = (fresh.choice(floats), "int32") if oracle.rewrite_holds(name, "int32") else ()
+        dtypes = [fresh.choice(floats), "int32"] if oracle.rewrite_holds(name, "int32") else []
         counts = [fresh.randrange(1, 9, 2), fresh.randrange(2, 9, 2)]
         fresh.shuffle(counts)
-        for dtype, n in zip(dtypes, counts, strict=False):
+        cases = list(zip(dtypes, counts, strict=False))
+        if NAMES_N.search(name):
+            cases += [(dtype, 1 if n % 2 == 0 else 2) for dtype, n in cases]
+        for dtype, n in cases:
             shape = tuple(fresh.choice(REWRITE_DIMS) for _ in range(fresh.randint(0, 3)))
             _check_surviving(kata, name, shape, dtype, n, f" ({fresh.where()})")
 

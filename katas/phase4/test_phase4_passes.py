@@ -43,9 +43,10 @@ def _timeline(kata, dump_dir) -> list:
     return timeline
 
 
-# The per-pass pipelines of these programs differ where it matters (a dot, a fusion, CSE); the
-# other dumps repeat them, so the timeline tests read three (each dump is ~20 files to parse).
-TIMELINE_DUMPS = ("transpose", "fusion", "add")
+# The per-pass pipelines of these programs differ where it matters (a dot, a fusion, CSE and a
+# loop with a conditional, tuple-shaped instructions and a dotted module name); the other dumps
+# repeat them, so the timeline tests read three (each dump is 25 to 40 files to parse).
+TIMELINE_DUMPS = ("transpose", "fusion", "loop")
 
 
 @pytest.mark.task("pass_timeline")
@@ -97,27 +98,38 @@ def test_timeline_shows_each_change_where_the_dump_does(kata, dumps):
 def _variant_dump(source: Path, target: Path) -> list[str]:
     """A copy of the dump in `target` whose per-pass files hold a metamorphic variant of their
     module (every computation and instruction relabelled, computations reordered where XLA
-    accepts another order), seeded by the file name; other files copied as they are. Returns the
-    variant kinds written."""
+    accepts another order), seeded by the file name, under the name XLA would give it in a
+    longer compile: sequence numbers moved to run across 9999 to 10000 (XLA pads them to four
+    digits, no more); other files copied as they are. Returns the variant kinds written."""
     target.mkdir()
-    pass_paths = {f.path.name for f in passes.pass_files(source)}
+    files = passes.pass_files(source)
+    first = 10_000 - len(files) // 2
+    renamed = {f.path.name: _renumbered(f, first + index) for index, f in enumerate(files)}
     kinds = []
     for path in sorted(source.iterdir()):
-        if path.name not in pass_paths:
+        if path.name not in renamed:
             shutil.copy(path, target / path.name)
             continue
         found = list(metamorphic.variants(path.read_text(), seed=zlib.crc32(path.name.encode())))
         assert found, f"{path.name}: no metamorphic variant XLA accepts"
-        (target / path.name).write_text(found[-1].text)
+        (target / renamed[path.name]).write_text(found[-1].text)
         kinds.append(found[-1].kind)
     return kinds
 
 
+def _renumbered(file: passes.PassFile, seq: int) -> str:
+    """The file's name with another sequence number, printed as XLA prints it (%04d)."""
+    prefix = f"{file.module_key}.{file.seq:04d}."
+    assert file.path.name.startswith(prefix), f"{file.path.name}: not {prefix}..."
+    return f"{file.module_key}.{seq:04d}.{file.path.name.removeprefix(prefix)}"
+
+
 @pytest.mark.task("pass_timeline")
 def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path):
-    """The same dump with every file's module relabelled (%n17, %c3) and reordered: the pass
-    names come from the file names and the counts from the opcodes, so neither changes."""
-    for key in TIMELINE_DUMPS:
+    """The same dump with every file's module relabelled (%n17, %c3) and reordered, and its
+    sequence numbers running past 9999: the pass names come from the file names, the order from
+    the numbers and the counts from the opcodes, so nothing changes."""
+    for key in ("fusion", "loop"):  # a reduction and its fusion; a loop, tuples, a dotted name
         dump = dumps[key]
         kinds = _variant_dump(dump["dir"], tmp_path / key)
         timeline = _timeline(kata, tmp_path / key)
@@ -183,6 +195,31 @@ CONSTRUCTED = {
     "absent everywhere": ([_entry("start", add=1), _entry("cse", add=1, fusion=1)], "while", None),
     "one entry": ([_entry("start", add=2)], "add", None),
     "empty": ([], "add", None),
+    "an explicit zero is a missing opcode": (
+        [
+            _entry("start", add=0, multiply=1),
+            _entry("algsimp", multiply=1),
+            _entry("cse", add=0, multiply=2),
+            _entry("dce", multiply=2),
+        ],
+        "add",
+        None,
+    ),
+    "from an explicit zero": (
+        [_entry("start", multiply=1), _entry("dce", add=0), _entry("algsimp", add=1)],
+        "add",
+        "algsimp",
+    ),
+    "opcodes whose names hold another's": (
+        [
+            _entry("start", reduce=1, **{"all-reduce": 2, "reduce-window": 1}),
+            _entry("all-reduce-combiner", reduce=1, **{"all-reduce": 1, "reduce-window": 1}),
+            _entry("simplify", reduce=1, **{"reduce-scatter": 1}),
+            _entry("fusion", reduce=2, **{"reduce-scatter": 1}),
+        ],
+        "reduce",
+        "fusion",
+    ),
     "a repeated pass name": (
         [
             _entry("pipeline-start", tanh=1, add=2),
@@ -197,9 +234,12 @@ CONSTRUCTED = {
 
 
 def _random_cases(count=6):
-    """Seeded random timelines: the answer is the index where the opcode's count is set to move."""
+    """Seeded random timelines: the answer is the index where the opcode's count is set to move.
+    Opcodes whose names hold the asked one's move at random, and a count of 0 is written out or
+    left out at random."""
     rng = np.random.default_rng(11)
     pool = ["pipeline-start", "algsimp", "cse", "dce", "fusion", "layout-assignment", "simplify"]
+    others = ("add", "multiply", "all-reduce", "reduce-window", "reduce-scatter")
     cases = {}
     for case in range(count):
         length = int(rng.integers(3, 10))
@@ -208,13 +248,15 @@ def _random_cases(count=6):
         level = int(rng.integers(0, 4))
         timeline = []
         for index, name in enumerate(names):
-            others = Counter({op: int(rng.integers(0, 4)) for op in ("add", "multiply", "fusion")})
+            counts = Counter({op: int(rng.integers(0, 4)) for op in others})
             if index == change:
                 level += int(rng.choice([-1, 1])) if level else 1
             elif index > change:
                 level = int(rng.integers(0, 4))
-            timeline.append((name, others + Counter(tanh=level)))
-        cases[f"random {case}"] = (timeline, "tanh", names[change])
+            if level or rng.random() < 0.5:
+                counts["reduce"] = level
+            timeline.append((name, counts))
+        cases[f"random {case}"] = (timeline, "reduce", names[change])
     return cases
 
 

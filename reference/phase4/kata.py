@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from xla_inspect.parse import parse_hlo
 
-_PASS_FILE = re.compile(r"module_\d+\..+?\.(\d{4})\.[^.]+\.after_(.+?)(?:\.before_.+)?\.txt")
+_PASS_FILE = re.compile(r"module_\d+\..+?\.(\d{4,})\.[^.]+\.after_(.+?)(?:\.before_.+)?\.txt")
 
 
 def stages(f, *args) -> tuple[str, str]:
@@ -24,8 +24,9 @@ def stages(f, *args) -> tuple[str, str]:
 
 
 def algebraic_identity(x) -> jax.Array:
-    # Three ops in StableHLO, none in optimized HLO: x*1, +0 and /1 are identities.
-    return (x * 1.0 + 0.0) / 1.0
+    # Three ops in StableHLO, none in optimized HLO: x*1, -0 and /1 are identities. (x + 0.0 is
+    # not: -0.0 + 0.0 is +0.0. XLA deletes it all the same, so only an eager call shows it.)
+    return (x * 1.0 - 0.0) / 1.0
 
 
 def folded_scale(x) -> jax.Array:
@@ -91,10 +92,11 @@ def named_passes() -> dict[str, str]:
 
 
 def surviving_ops(program: str, x: jax.ShapeDtypeStruct, n: int) -> int:
-    # Identities exact for every float (x*1, x+0, x/1, a double negation) vanish; x*0 and x-x
-    # are not (nan, inf); dividing by a constant becomes a multiply; CSE shares x*2.0; constants
-    # fold; 0-x stays a subtract. On integers x - x is exactly 0 and folds (a float literal
-    # makes the rest of these programs float32, so nothing else changes). Shapes change nothing.
+    # Identities (x*1, x/1, a double negation, and x+0, which XLA deletes though -0.0 + 0.0 is
+    # +0.0) vanish; x*0 and x-x are not (nan, inf); dividing by a constant becomes a multiply;
+    # CSE shares x*2.0; constants fold; 0-x stays a subtract. On integers x - x is exactly 0
+    # and folds (a float literal makes the rest of these programs float32, so nothing else
+    # changes). Shapes change nothing.
     integer = jnp.issubdtype(x.dtype, jnp.integer)
     counts = {
         "x * 1.0": 0,
