@@ -77,8 +77,9 @@ def test_predict_collectives_on_fresh_cases(kata, fresh):
     """One case drawn for every situation of collective_programs.SITUATIONS (elementwise with a
     moved split, reductions and reversals along x's split dimension, across it and with x split
     on both, matmul with its contracted dimension split, each with the result left free and
-    replicated; a result moved), over 1-D and 2-D meshes under any axis names, then one case
-    from the whole domain."""
+    replicated; a result moved; a transpose split on both dimensions, a dimension split by a
+    tuple of axes, an axis of size 1 named), over meshes of one to three axes under any axis
+    names, then one case from the whole domain."""
     cases = [collective_programs.draw_situation(fresh, s) for s in collective_programs.SITUATIONS]
     for case in [*cases, collective_programs.draw_case(fresh)]:
         predicted = _predicted_collectives(kata, case)
