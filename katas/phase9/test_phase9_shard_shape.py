@@ -3,8 +3,8 @@ sharding, predicted from the shapes alone.
 
 Fixed cases (programs.SHARD_SHAPE_CASES, REFUSED_SHARD_CASES) and cases drawn fresh every run:
 shapes of rank 0 to 3, specs of None, one axis and tuples, meshes of one to three axes under any
-names. Oracles (kata_harness.oracles.sharding): the compiled ENTRY parameter and
-jax.device_put (None where jax refuses the placement).
+names, and one placement of every kind jax refuses. Oracles (kata_harness.oracles.sharding): the
+compiled ENTRY parameter and jax.device_put (None where jax refuses the placement).
 """
 
 import contextlib
@@ -143,6 +143,79 @@ def test_predict_shard_shape_on_fresh_cases(kata, fresh):
                     else f"one device holds {placed} after jax.device_put"
                 )
                 + f"; {fresh.where()}"
+            )
+
+
+# Every kind of placement jax refuses though each dimension divides by its axes' pieces.
+REFUSALS = (
+    "an axis the mesh lacks",
+    "an axis the mesh lacks, in a tuple",
+    "an axis in two entries",
+    "an axis twice in one tuple",
+    "an axis of size 1 named twice",
+    "more entries than dimensions",
+)
+
+
+def _refused_entries(fresh, refusal: str, mesh_shape: dict[str, int]) -> list:
+    names = list(mesh_shape)
+    unit = [n for n in names if mesh_shape[n] == 1]
+    axis = unit[0] if refusal == REFUSALS[4] else fresh.choice(names)
+    other = fresh.choice([n for n in names if n != axis])
+    lacking = fresh.choice([n for n in (*FRESH_AXIS_NAMES, "w") if n not in mesh_shape])
+    pair = fresh.sample([axis, lacking], 2)
+    longer = [axis, *[None] * fresh.randint(0, 2)]
+    fresh.shuffle(longer)
+    return {
+        REFUSALS[0]: [lacking],
+        REFUSALS[1]: [tuple(pair)],
+        REFUSALS[2]: fresh.choice(([axis, axis], [axis, (other, axis)], [(axis, other), axis])),
+        REFUSALS[3]: [(axis, axis)],
+        REFUSALS[4]: fresh.choice(([axis, axis], [(axis, axis)], [(other, axis), axis])),
+        REFUSALS[5]: longer,
+    }[refusal]
+
+
+def _fresh_refused_case(fresh, refusal: str) -> tuple[tuple[int, ...], P, dict[str, int]]:
+    """A placement of kind `refusal` on a drawn mesh (one with an axis of size 1 for that
+    kind), each dimension a multiple of the sizes its entry names (repeats counted)."""
+    sizes = fresh.choice(
+        ((8, 1), (1, 8), (2, 1, 4), (4, 2, 1)) if refusal == REFUSALS[4] else FRESH_MESH_SIZES[:4]
+    )
+    mesh_shape = dict(zip(fresh.sample(FRESH_AXIS_NAMES, len(sizes)), sizes, strict=True))
+    if len(sizes) == 1:
+        mesh_shape[fresh.choice([n for n in FRESH_AXIS_NAMES if n not in mesh_shape])] = 1
+    entries = _refused_entries(fresh, refusal, mesh_shape)
+    if refusal == REFUSALS[5]:
+        return tuple(8 * fresh.randint(1, 2) for _ in entries[1:]), P(*entries), mesh_shape
+    rank = fresh.randint(len(entries), 3)
+    at = sorted(fresh.sample(range(rank), len(entries)))
+    spec = [entries[at.index(d)] if d in at else None for d in range(rank)]
+    shape = []
+    for entry in spec:
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        shape.append(int(np.prod([mesh_shape.get(a, 1) for a in axes])) * fresh.randint(1, 3))
+    return tuple(shape), P(*spec), mesh_shape
+
+
+@pytest.mark.task("predict_shard_shape")
+def test_predict_shard_shape_none_for_every_refusal(kata, fresh):
+    """One placement of each kind jax refuses though every dimension divides, drawn every run
+    (an axis the mesh lacks, alone or in a tuple; an axis named twice, in two entries or in one
+    tuple, also one of size 1; more entries than dimensions): the answer is None."""
+    for refusal in REFUSALS:
+        shape, spec, mesh_shape = _fresh_refused_case(fresh, refusal)
+        case = f"f32{list(shape)} with {spec} on mesh {mesh_shape}"
+        placed = oracle.device_put_shard_shape(shape, spec, mesh_of(tuple(mesh_shape.items())))
+        assert placed is None, f"{case} ({refusal}): jax placed it as {placed}"
+        try:
+            predicted = kata.predict_shard_shape(shape, spec, dict(mesh_shape))
+        except (KeyError, IndexError, ValueError) as error:
+            predicted = f"{type(error).__name__}: {error}"
+        if predicted is not None:
+            pytest.fail(
+                f"{case}: you predicted {predicted}; jax.device_put refuses this placement "
+                f"(the answer is None); {fresh.where()}"
             )
 
 
