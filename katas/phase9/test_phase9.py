@@ -11,6 +11,7 @@ test_phase9_shard_shape.py, the inherited pmap code in test_phase9_pmap.py.
 from functools import cache
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding
@@ -150,6 +151,8 @@ def test_place_weights_halves_collective_bytes(kata):
             )
 
 
+DTYPES = ("float32", "bfloat16", "float16")
+
 # Meshes over the 8 devices with an axis "x" of 2, 4 or 8 positions, first, minor or in the
 # middle, beside axes of other names. The first one drawn has "x" after a shorter axis.
 FRESH_PLACEMENT_MESHES = (
@@ -163,8 +166,8 @@ FRESH_PLACEMENT_MESHES = (
 )
 
 
-def _fresh_placement(fresh, axes):
-    """x, w1, w2 for a two-layer case on `axes`, shaped like the listed cases: features a
+def _fresh_placement(fresh, axes, dtype: str):
+    """x, w1, w2 of `dtype` for a two-layer case on `axes`, shaped like the listed cases: features a
     multiple of x's n positions and at least 2n and 8, hidden a multiple of the 8 devices, out
     at most hidden / 4 (where the first placement moves at least twice what is needed; with
     fewer features or a wide out, XLA finds a cheap plan for it too)."""
@@ -174,27 +177,27 @@ def _fresh_placement(fresh, axes):
     hidden = 8 * fresh.randint(2, 6)
     out = fresh.randint(1, hidden // 4)
     rng = np.random.default_rng(fresh.randrange(2**32))
-    return (
-        rng.normal(size=(batch, features)).astype(np.float32),
-        rng.normal(size=(features, hidden)).astype(np.float32) / 4,
-        rng.normal(size=(hidden, out)).astype(np.float32) / 8,
+    return tuple(
+        (rng.normal(size=shape) / scale).astype(jnp.dtype(dtype))
+        for shape, scale in (((batch, features), 1), ((features, hidden), 4), ((hidden, out), 8))
     )
 
 
 @pytest.mark.task("place_weights")
 def test_place_weights_on_fresh_meshes_and_shapes(kata, fresh):
     """Meshes whose axis "x" comes after a shorter one (one drawn every time), 3-D meshes,
-    other shapes: values kept, at most 1/n of each weight per device, at most half the first
-    placement's collective bytes (both measured on the compiled program), the right result."""
-    drawn = [FRESH_PLACEMENT_MESHES[fresh.randrange(2)]]
-    drawn += fresh.sample(FRESH_PLACEMENT_MESHES, 2)
-    for axes in drawn:
+    other shapes, weights in float32, bfloat16 or float16 (one 16-bit case every time): values
+    and dtypes kept, at most 1/n of each weight per device, at most half the first placement's
+    collective bytes (both measured on the compiled program), the right result."""
+    drawn = [(FRESH_PLACEMENT_MESHES[fresh.randrange(2)], fresh.choice(DTYPES[1:]))]
+    drawn += [(axes, fresh.choice(DTYPES)) for axes in fresh.sample(FRESH_PLACEMENT_MESHES, 2)]
+    for axes, dtype in drawn:
         mesh = mesh_of(axes)
         n = mesh.shape["x"]
-        x, w1, w2 = _fresh_placement(fresh, axes)
+        x, w1, w2 = _fresh_placement(fresh, axes, dtype)
         case = (
-            f"mesh {dict(axes)}, x f32{list(x.shape)}, w1 f32{list(w1.shape)}, "
-            f"w2 f32{list(w2.shape)}; {fresh.where()}"
+            f"mesh {dict(axes)}, {dtype} x {list(x.shape)}, w1 {list(w1.shape)}, "
+            f"w2 {list(w2.shape)}; {fresh.where()}"
         )
         try:
             placed = kata.place_weights(w1, w2, mesh)
@@ -223,8 +226,11 @@ def test_place_weights_on_fresh_meshes_and_shapes(kata, fresh):
                 f"{case}: collectives move {moved} bytes, budget half of the first "
                 f"placement's {first}"
             )
-        result = np.asarray(lowered.compile()(jax.device_put(x, NamedSharding(mesh, P())), *placed))
-        if not np.allclose(result, np.maximum(x @ w1, 0) @ w2, rtol=1e-4, atol=1e-4):
+        result = lowered.compile()(jax.device_put(x, NamedSharding(mesh, P())), *placed)
+        x32, w1_32, w2_32 = (np.asarray(a, np.float32) for a in (x, w1, w2))
+        close = 1e-4 if dtype == "float32" else 2e-2  # 16-bit products and sums round
+        want = np.maximum(x32 @ w1_32, 0) @ w2_32
+        if not np.allclose(np.asarray(result, np.float32), want, rtol=close, atol=close):
             pytest.fail(f"{case}: two_layer on the placed weights gives other numbers")
 
 
