@@ -201,7 +201,6 @@ SITUATIONS = (
     *(Situation(_REVERSE, split, out) for split in ("along", "across", "both") for out in _PLACED),
     *(Situation(("matmul",), split, out) for split in ("along", "both") for out in _PLACED),
     Situation(("matmul",), "across", "replicated"),
-    Situation(("transpose",), "one", "replicated"),
     Situation(("transpose",), "both", "replicated"),
     Situation((*_REDUCE, *_REVERSE, "scale", "transpose", "matmul", "add"), "tuple", "replicated"),
     Situation((*_REDUCE, *_REVERSE, "sum", "matmul"), "size-one", "drawn"),
