@@ -200,11 +200,9 @@ def _first_difference(got: list, want: list) -> str:
     return f"parameter({number}) is not what you give at index {number}"
 
 
-def _fresh_parameters(fresh):
-    """A drawn many-argument function, its placed arguments and their kept shardings."""
-    label, f, args, kept = drawn_programs.parameter_program(fresh)
-    compiled = jax.jit(f).lower(*args).compile()
-    return label, f, args, oracle.kept_shardings(compiled, args, kept)
+def _kept(f, args, kept):
+    """The kept arguments of a drawn function with their shardings, from its compiled form."""
+    return oracle.kept_shardings(jax.jit(f).lower(*args).compile(), args, kept)
 
 
 @cache
@@ -265,21 +263,22 @@ def test_entry_shapes_of_a_fresh_many_argument_function(kata, fresh):
     """12 or 13 arguments drawn every run (names out of alphabetical order, ranks 0 to 3, bool
     and 8-bit types among others, one or two never read) on a drawn mesh: more than ten
     parameters, so parameter(10) comes after parameter(9)."""
-    label, f, args, kept = _fresh_parameters(fresh)
+    label, f, args, kept = drawn_programs.parameter_program(fresh)
     got = kata.device_param_shapes(f, *args)
     assert isinstance(got, list), f"{label}: got a {type(got).__name__}"
-    want = [tuple(s.shard_shape(a.shape)) for a, s in kept]
-    if [tuple(s) for s in got] != want:
+    want = [tuple(s.shard_shape(a.shape)) for a, s in _kept(f, args, kept)]
+    got = [tuple(s) for s in got]
+    if got != want:
         pytest.fail(f"{label}: {_first_difference(got, want)}; {fresh.where()}")
 
 
 @pytest.mark.task("param_shardings")
 def test_annotations_of_a_fresh_many_argument_function(kata, fresh):
     """The drawn function of the test above: sharding annotations by parameter number."""
-    label, f, args, kept = _fresh_parameters(fresh)
+    label, f, args, kept = drawn_programs.parameter_program(fresh)
     got = kata.param_shardings(f, *args)
     assert isinstance(got, list), f"{label}: got a {type(got).__name__}"
-    want = [str(s._to_xla_hlo_sharding(a.ndim)) for a, s in kept]
+    want = [str(s._to_xla_hlo_sharding(a.ndim)) for a, s in _kept(f, args, kept)]
     if got != want:
         pytest.fail(f"{label}: {_first_difference(got, want)}; {fresh.where()}")
 
