@@ -699,7 +699,14 @@ def collectives_measured(case):
 
 @accepted("predict_collectives", why="the same rule, walking what each dimension of x becomes")
 def collectives_by_dimension(case):
-    x = [len(case.specs[0]) > d and case.specs[0][d] is not None for d in (0, 1)]
+    sizes = dict(case.mesh)
+
+    def cut(spec) -> list[bool]:  # a dimension is split when its axes make more than 1 piece
+        entries = [spec[d] if len(spec) > d else None for d in (0, 1)]
+        named = [(e,) if isinstance(e, str) else tuple(e or ()) for e in entries]
+        return [int(np.prod([sizes[a] for a in axes])) > 1 for axes in named]
+
+    x = cut(case.specs[0])
     reduced = {"sum": (0, 1), "sum0": (0,), "sum1": (1,), "matmul": (1,)}.get(case.op, ())
     found: dict[str, int] = {}
 
@@ -716,10 +723,9 @@ def collectives_by_dimension(case):
     if case.op == "transpose":
         kept = kept[::-1]
     if case.op == "add":
-        y = [len(case.specs[1]) > d and case.specs[1][d] is not None for d in (0, 1)]
-        add("all-to-all", 1 if y != x else 0)
+        add("all-to-all", 1 if cut(case.specs[1]) != x else 0)
     if case.out is not None:
-        out = [len(case.out) > d and case.out[d] is not None for d in (0, 1)]
+        out = cut(case.out)
         if any(out):
             add("all-to-all", 1 if out != kept else 0)
         else:

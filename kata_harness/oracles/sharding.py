@@ -53,6 +53,12 @@ def collective_counts(f, *args) -> Counter:
     return Counter(i.opcode for i in collective_ops(f, *args))
 
 
+def xla_census(f, *args) -> Counter:
+    """The collectives of jax.jit(f)(*args) by opcode, counted in XLA's own compiled module
+    (every computation: branches, loop bodies), not in its text."""
+    return Counter(xla_collective_counts(jax.jit(f).lower(*args).compile()))
+
+
 def kept_shardings(compiled: jax.stages.Compiled, args, kept):
     """compiled.input_shardings: None for an argument jit dropped; the rest, in argument order."""
     shardings = compiled.input_shardings[0]

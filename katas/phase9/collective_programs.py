@@ -39,7 +39,8 @@ DTYPES = ("float32", "bfloat16")
 class ShardedOp:
     """jax.jit of one operation on a 2-D array x, compiled for a mesh of 8 CPU devices.
 
-    mesh: the mesh's axes in order, ((name, size), ...), sizes multiplying to 8.
+    mesh: the mesh's axes in order, ((name, size), ...), sizes multiplying to 8 (one, two or
+    three axes; an axis may have size 1).
     op: "scale" x * 2; "sum" x.sum(); "sum0"/"sum1" x.sum(axis=0/1); "transpose" x.T;
     "reverse0"/"reverse1" x reversed along dimension 0/1; "softmax0"/"softmax1"
     jax.nn.softmax(x, axis=0/1); "matmul" x @ w, w of shape (shape[1], 8); "add" x + y, y of
@@ -117,7 +118,9 @@ PREDICT_BANK = {
     "x + y, x row-split, y column-split": _bank("add", P("x", None), P(None, "x")),
 }
 
-MESH_SHAPES = ((8,), (2, 4), (4, 2))
+SPLIT_MESHES = ((8,), (2, 4), (4, 2), (2, 2, 2))  # every axis splits
+SIZE_ONE_MESHES = ((8, 1), (1, 8), (2, 1, 4), (4, 2, 1))  # one axis of size 1
+MESH_SHAPES = SPLIT_MESHES + SIZE_ONE_MESHES
 AXIS_NAMES = ("x", "y", "data", "model", "rows")
 
 
@@ -133,11 +136,12 @@ def _entry(rng: random.Random, free: list[str]):
 
 
 def draw_case(rng: random.Random) -> ShardedOp:
-    """A case from the whole domain the task states (see ShardedOp): any mesh of 8 devices under
-    any axis names, any op, dimensions multiples of 8, x split on none, one or both of its
-    dimensions by one or two axes; w split by rows like x's columns; y placed like x or with x's
-    one split moved to the other dimension; the result left to the partitioner, replicated, or
-    (scale) with x's one split moved to the other dimension."""
+    """A case from the whole domain the task states (see ShardedOp): any mesh of 8 devices (one
+    to three axes, some of size 1) under any axis names, any op, dimensions multiples of 8, x
+    split on none, one or both of its dimensions by one or two axes; w split by rows like x's
+    columns; y placed like x or with x's one split moved to the other dimension; the result
+    left to the partitioner, replicated, or (scale) with x's one split moved to the other
+    dimension."""
     sizes = rng.choice(MESH_SHAPES)
     mesh = tuple(zip(rng.sample(AXIS_NAMES, len(sizes)), sizes, strict=True))
     op = rng.choice(sorted(OPS))
@@ -170,8 +174,11 @@ class Situation:
 
     split: "along" x split only along the op's own dimension (the reduced or reversed one;
     matmul's contracted one), "across" only along the other, "one" along either, "both" along
-    both (one axis each of a 2-D mesh), "moved" along either with y's split on the other (add).
-    out: "free" (None), "replicated" (P()), "moved" (x's split moved to the other dimension).
+    both (one axis each), "tuple" one dimension split by a tuple of two axes (one the result
+    keeps), "size-one" the op's own dimension named with an axis of size 1 (the other split or
+    not), "moved" along either with y's split on the other (add).
+    out: "free" (None), "replicated" (P()), "moved" (x's split moved to the other dimension),
+    "drawn" (free or replicated).
     """
 
     ops: tuple[str, ...]
@@ -194,24 +201,48 @@ SITUATIONS = (
     *(Situation(_REVERSE, split, out) for split in ("along", "across", "both") for out in _PLACED),
     *(Situation(("matmul",), split, out) for split in ("along", "both") for out in _PLACED),
     Situation(("matmul",), "across", "replicated"),
-    Situation(("transpose",), "one", "replicated"),
+    Situation(("transpose",), "both", "replicated"),
+    Situation((*_REDUCE, *_REVERSE, "scale", "transpose", "matmul", "add"), "tuple", "replicated"),
+    Situation((*_REDUCE, *_REVERSE, "sum", "matmul"), "size-one", "drawn"),
 )
+
+
+def _own(rng: random.Random, op: str) -> int:
+    """The op's own dimension: the reduced or reversed one, matmul's contracted one."""
+    return 1 if op == "matmul" else int(op[-1]) if op[-1] in "01" else rng.randrange(2)
+
+
+def _size_one_spec(rng: random.Random, mesh, op: str) -> P:
+    """The op's own dimension named with the mesh's axis of size 1, the other split or not."""
+    unit = next(name for name, size in mesh if size == 1)
+    real = rng.choice([None, *(name for name, size in mesh if size > 1)])
+    return P(unit, real) if _own(rng, op) == 0 else P(real, unit)
 
 
 def draw_situation(rng: random.Random, situation: Situation) -> ShardedOp:
     """A case of `situation`; mesh, axis names, op among its ops, the axes that split x (one or
     two per split dimension where the mesh allows), shape and dtype drawn."""
-    two = situation.split == "both"
-    sizes = rng.choice(MESH_SHAPES[1:] if two else MESH_SHAPES)
+    two = situation.split in ("both", "tuple")
+    meshes = {"size-one": SIZE_ONE_MESHES}.get(situation.split, SPLIT_MESHES)
+    sizes = rng.choice(meshes[1:] if two else meshes)
     mesh = tuple(zip(rng.sample(AXIS_NAMES, len(sizes)), sizes, strict=True))
     op = rng.choice(situation.ops)
     free = [name for name, _ in mesh]
-    if two:
+    if situation.split == "both":
         x = P(*rng.sample(free, 2))
+    elif situation.split == "tuple":  # on a dimension the result keeps
+        dim = {"sum0": 1, "sum1": 0, "matmul": 0}.get(op, rng.randrange(2))
+        split = tuple(rng.sample(free, 2))
+        x = P(split, None) if dim == 0 else P(None, split)
+    elif situation.split == "size-one":
+        x = _size_one_spec(rng, mesh, op)
     else:
-        own = 1 if op == "matmul" else int(op[-1]) if op[-1] in "01" else rng.randrange(2)
+        own = _own(rng, op)
         dim = {"along": own, "across": 1 - own}.get(situation.split, own)
         split = _entry(rng, free) or free[0]
         x = P(split, None) if dim == 0 else P(None, split)
-    out = {"free": None, "replicated": P(), "moved": P(x[1], x[0])}[situation.out]
+    if situation.out == "drawn":
+        out = rng.choice((None, P()))
+    else:
+        out = {"free": None, "replicated": P(), "moved": P(x[1], x[0])}[situation.out]
     return _case(rng, mesh, op, x, out, moved_y=situation.split == "moved")

@@ -34,9 +34,10 @@ def collective_census(f, *args) -> Counter:
     """Collective ops XLA inserted when it compiled `jax.jit(f)(*args)`, counted by opcode.
 
     Count only collectives (all-reduce, all-gather, reduce-scatter, collective-permute,
-    all-to-all), in every computation of the optimized (partitioned) HLO (loop bodies too), by
-    opcode: instructions from shard_map are named after JAX's primitives (`%ppermute.3` is a
-    collective-permute). A program with none gives an empty Counter.
+    all-to-all), in every computation of the optimized (partitioned) HLO (loop bodies and
+    lax.cond branches too), by opcode: instructions from shard_map are named after JAX's
+    primitives (`%ppermute.3` is a collective-permute, `%pmax.2` an all-reduce). A program with
+    none gives an empty Counter.
     """
     # TODO: compile, parse (xla_inspect.parse.parse_hlo), count opcodes
     raise NotImplementedError("phase9 task 3: collective_census")
@@ -109,15 +110,15 @@ def predict_collectives(case) -> dict[str, int]:
     """Predict the collectives XLA's SPMD partitioner inserts when it compiles one operation.
 
     `case` is a ShardedOp (katas/phase9/collective_programs.py; read its attributes, this file
-    may not import it): `case.mesh` the mesh's axes ((name, size), ...) over 8 devices,
-    `case.op` the operation on x ("scale", "sum", "sum0", "sum1", "transpose", "reverse0",
-    "reverse1", "softmax0", "softmax1", "matmul" x @ w, "add" x + y), `case.shape` and
-    `case.dtype` x's global shape and type, `case.specs` one PartitionSpec per argument,
-    `case.out` the PartitionSpec the result is placed with (None: the partitioner chooses).
-    Return {collective opcode: count}, counting all-reduce, all-gather, reduce-scatter,
-    collective-permute and all-to-all over every computation of the compiled module; leave out
-    opcodes that do not occur ({} when none does). Decide from the shardings and the math;
-    your function must not jit or compile.
+    may not import it): `case.mesh` the mesh's axes ((name, size), ...) over 8 devices (one to
+    three axes; an axis may have size 1), `case.op` the operation on x ("scale", "sum", "sum0",
+    "sum1", "transpose", "reverse0", "reverse1", "softmax0", "softmax1", "matmul" x @ w, "add"
+    x + y), `case.shape` and `case.dtype` x's global shape and type, `case.specs` one
+    PartitionSpec per argument, `case.out` the PartitionSpec the result is placed with (None:
+    the partitioner chooses). Return {collective opcode: count}, counting all-reduce,
+    all-gather, reduce-scatter, collective-permute and all-to-all over every computation of the
+    compiled module; leave out opcodes that do not occur ({} when none does). Decide from the
+    shardings and the math; your function must not jit or compile.
     """
     # TODO: what does one device hold, and what must move for its part of the result?
     raise NotImplementedError("phase9 task 10: predict_collectives")
@@ -180,7 +181,8 @@ def collective_groups(hlo_text: str) -> Counter:
     Read `replica_groups` in each spelling XLA prints: listed, `{{0,4},{1,5},{2,6},{3,7}}`;
     an iota list, `[4,2]<=[2,4]T(1,0)` (arange(8) reshaped to [2,4], transposed by (1,0), read
     as 4 groups of 2); a mesh, `mesh['x'=2,'y'=4] {'x'}` (devices numbered in row-major order
-    over the mesh; a group is the devices that differ only along the named axes), optionally
+    over the mesh; a group is the devices that differ only along the named axes; a name is any
+    quoted text, not only word characters: 'data-parallel', 'model.0'), optionally
     with `device_ids=(...)` (an iota list giving the device number at each mesh position, in
     row-major order; older XLA writes it short, `[2,4]T(1,0)`: arange(8) reshaped to [2,4] and
     transposed, read in row-major order); and an empty `{}` or no replica_groups at all: one

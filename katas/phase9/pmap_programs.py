@@ -10,9 +10,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from katas.phase9.programs import mesh_named, put, small_ints
+from katas.phase9.programs import mesh_named, mesh_of, put, small_ints
 
 LEARNING_RATE = 0.05
 
@@ -70,10 +71,10 @@ def pmap_collectives(a):  # psum, all_gather, psum_scatter and a ppermute over p
     return jax.lax.psum(a, "i") + jax.lax.ppermute(gathered, "i", ring), scattered
 
 
-def _on(mesh: str, axes, loop: bool = False):
+def _on(mesh, axes, loop: bool = False):
     """A shard_map program on `mesh` whose collectives all work over `axes` (in a fori_loop's
     body when `loop`); its argument is split over every axis of the mesh."""
-    names = mesh_named(mesh).axis_names
+    names = mesh.axis_names
 
     def local(block):
         if loop:
@@ -81,7 +82,7 @@ def _on(mesh: str, axes, loop: bool = False):
         return jax.lax.psum(block, axes) + jax.lax.all_gather(block.sum(1), axes, tiled=True)[0]
 
     spec = P(*names)
-    return jax.shard_map(local, mesh=mesh_named(mesh), in_specs=spec, out_specs=spec)
+    return jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec)
 
 
 def _jit_step(mesh: str):
@@ -100,16 +101,26 @@ def groups_bank():
     program's collectives all work over the same devices)."""
     w, x, y = migrate_arrays(2)
     block = small_ints((8, 16), np.float32, 3)
+    cube = mesh_of((("x", 2), ("y", 2), ("z", 2)))
     return [
         ("pmap over 8 devices", jax.pmap(pmap_collectives, axis_name="i"), (block,)),
         ("pmap over 4 devices", jax.pmap(pmap_collectives, axis_name="i"), (block[:4],)),
         ("pmap without collectives", jax.pmap(lambda a: a * 2), (block,)),
-        ("shard_map over y, 2x4", _on("2x4", "y"), (put(block, "x", "y", mesh="2x4"),)),
-        ("shard_map over x, 4x2", _on("4x2", "x"), (put(block, "x", "y", mesh="4x2"),)),
-        ("shard_map over both, 2x4", _on("2x4", ("x", "y")), (put(block, "x", "y", mesh="2x4"),)),
+        ("shard_map over y, 2x4", _on(mesh_named("2x4"), "y"), (put(block, "x", "y", mesh="2x4"),)),
+        ("shard_map over x, 4x2", _on(mesh_named("4x2"), "x"), (put(block, "x", "y", mesh="4x2"),)),
+        (
+            "shard_map over both, 2x4",
+            _on(mesh_named("2x4"), ("x", "y")),
+            (put(block, "x", "y", mesh="2x4"),),
+        ),
+        (
+            "shard_map over the middle axis, 2x2x2",
+            _on(cube, "y"),
+            (jax.device_put(block.reshape(2, 4, 16), NamedSharding(cube, P("x", "y", "z"))),),
+        ),
         (
             "shard_map over x in a loop, (y, x) 2x4",
-            _on("y2x4", "x", loop=True),
+            _on(mesh_named("y2x4"), "x", loop=True),
             (put(block, "y", "x", mesh="y2x4"),),
         ),
         (

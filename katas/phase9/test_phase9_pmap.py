@@ -75,36 +75,55 @@ def test_predict_pmap_shapes_matches_the_compiled_parameters(kata):
             )
 
 
-def _fresh_pmap_case(fresh, whole_of_mapped_size: bool):
-    """`whole_of_mapped_size`: one in_axes=None argument whose first dimension is the mapped
-    size (it stays whole all the same)."""
+# What every run draws one case of: an unmapped argument as long as the mapped size along its
+# first dimension; argument 0 unmapped (its first dimension at most half the mapped size); an
+# argument mapped on a later dimension with an earlier one of the mapped size too.
+PMAP_TRAPS = ("whole of mapped size", "whole first", "mapped later")
+
+
+def _mapped(fresh, devices: int, trap: str) -> tuple[tuple[int, ...], int]:
+    rank = fresh.randint(2, 3) if trap == "mapped later" else fresh.randint(1, 3)
+    shape = [fresh.randint(1, 6) for _ in range(rank)]
+    axis = fresh.randint(1, rank - 1) if trap == "mapped later" else fresh.randrange(rank)
+    shape[axis] = devices
+    if trap == "mapped later":
+        shape[fresh.randrange(axis)] = devices
+    return tuple(shape), axis
+
+
+def _fresh_pmap_case(fresh, trap: str):
+    """One to four arguments over 2 to 8 devices, with the case `trap` (PMAP_TRAPS)."""
     devices = fresh.choice((2, 3, 4, 5, 8))
     shapes, in_axes = [], []
-    if whole_of_mapped_size:
+    if trap == "whole of mapped size":
         shapes.append((devices, *(fresh.randint(1, 6) for _ in range(fresh.randint(0, 2)))))
         in_axes.append(None)
-    for number in range(fresh.randint(1, 3 if whole_of_mapped_size else 4)):
+    for number in range(fresh.randint(1, 3)):
         if number == 0 or fresh.random() < 0.6:
-            rank = fresh.randint(1, 3)
-            shape = [fresh.randint(1, 6) for _ in range(rank)]
-            axis = fresh.randrange(rank)
-            shape[axis] = devices
-            shapes.append(tuple(shape))
+            shape, axis = _mapped(fresh, devices, trap if number == 0 else "")
+            shapes.append(shape)
             in_axes.append(axis)
         else:
             shapes.append(tuple(fresh.randint(1, 6) for _ in range(fresh.randint(0, 3))))
             in_axes.append(None)
     order = fresh.sample(range(len(shapes)), len(shapes))
-    return [shapes[i] for i in order], [in_axes[i] for i in order]
+    shapes, in_axes = [shapes[i] for i in order], [in_axes[i] for i in order]
+    if trap == "whole first":
+        rest = [fresh.randint(1, 6) for _ in range(fresh.randint(0, 1))]
+        shapes.insert(0, fresh.choice(((), (fresh.randint(1, devices // 2), *rest))))
+        in_axes.insert(0, None)
+    return shapes, in_axes
 
 
 @pytest.mark.task("predict_pmap_shapes")
 def test_predict_pmap_shapes_on_fresh_cases(kata, fresh):
-    """One to four arguments of rank 0 to 3, mapped on any dimension over 2 to 8 devices or
-    whole (one of them as long as the mapped size along its first dimension), in any order;
-    the answer is what pmap's compiled program receives."""
-    for number in range(3):
-        shapes, in_axes = _fresh_pmap_case(fresh, whole_of_mapped_size=number == 0)
+    """One to five arguments of rank 0 to 3, mapped on any dimension over 2 to 8 devices or
+    whole, in any order; every run one case of each PMAP_TRAPS: an unmapped argument as long as
+    the mapped size along its first dimension, argument 0 unmapped, an argument mapped on a
+    later dimension with an earlier one of the mapped size. The answer is what pmap's compiled
+    program receives."""
+    for trap in PMAP_TRAPS:
+        shapes, in_axes = _fresh_pmap_case(fresh, trap)
         predicted = _predicted(kata, shapes, in_axes)
         compiled = _compiled_shapes(tuple(shapes), tuple(in_axes))
         if predicted != compiled:
@@ -132,11 +151,13 @@ BANK_DEVICES = {
     "shard_map over y, 2x4": ((2, 4), (1,)),
     "shard_map over x, 4x2": ((4, 2), (0,)),
     "shard_map over both, 2x4": ((2, 4), (0, 1)),
+    "shard_map over the middle axis, 2x2x2": ((2, 2, 2), (1,)),
     "shard_map over x in a loop, (y, x) 2x4": ((2, 4), (1,)),
     "jit step, batch over x, (y, x) 2x4": ((2, 4), (1,)),
     "inherited pmap step over 8 devices": ((8,), (0,)),
 }
 AXIS_NAMES = ("x", "y", "batch", "data", "i", "model_2")
+ODD_NAMES = ("data-parallel", "model.0", "tp-2", "a.b-c")  # not word characters: XLA reads them
 
 
 @cache
@@ -177,8 +198,8 @@ def _check_groups(kata, label: str, text: str, expected: Counter) -> str | None:
 @pytest.mark.task("collective_groups")
 def test_collective_groups_of_compiled_programs(kata):
     """pmap over 8 and 4 devices (a ppermute left out), a pmap without collectives, shard_map
-    over one axis, both, and in a loop body, the partitioner's all-reduce, as this JAX prints
-    them."""
+    over one axis, both, the middle axis of a 2x2x2 mesh, and in a loop body, the partitioner's
+    all-reduce, as this JAX prints them."""
     for name, text in _bank_texts().items():
         problem = _check_groups(kata, name, text, _expected(name, text))
         with check:
@@ -191,7 +212,8 @@ SPELLINGS = ("listed", "iota", "mesh", "mesh with device_ids", "empty", "none")
 def _spellings(fresh, name: str) -> list[tuple[str, str | None]]:
     """(label, replica_groups value or None for none) for the bank program `name`."""
     sizes, kept = BANK_DEVICES[name]
-    names = fresh.sample(AXIS_NAMES, len(sizes))
+    names = [*fresh.sample(AXIS_NAMES, len(sizes) - 1), fresh.choice(ODD_NAMES)]
+    fresh.shuffle(names)
     perm = list(range(len(sizes)))
     while len(sizes) > 1 and perm == sorted(perm):  # device_ids with a transpose
         perm = fresh.sample(range(len(sizes)), len(sizes))
@@ -210,7 +232,8 @@ def _spellings(fresh, name: str) -> list[tuple[str, str | None]]:
 @pytest.mark.task("collective_groups")
 def test_collective_groups_in_every_spelling(kata, fresh):
     """Every program's groups written in each spelling XLA prints (listed, iota, mesh with
-    fresh axis names, mesh with device_ids, and {} or none for one group of all devices),
+    fresh axis names, one of them not word characters such as 'data-parallel', mesh with
+    device_ids, and {} or none for one group of all devices),
     where this jaxlib's parser reads the text; every wrong spelling is reported."""
     problems, exercised = [], set()
     for name, text in _bank_texts().items():

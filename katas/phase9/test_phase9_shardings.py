@@ -20,6 +20,7 @@ from pytest_check import check
 
 from kata_harness import collectives
 from kata_harness.oracles import sharding as oracle
+from katas.phase9 import drawn_programs
 from katas.phase9.programs import (
     ROW_CASES,
     arange_rows,
@@ -171,7 +172,37 @@ def test_census_counts_opcodes_not_names(kata):
         )
 
 
+@pytest.mark.task("collective_census")
+def test_census_on_fresh_programs(kata, fresh):
+    """shard_map programs drawn every run: pmax and pmin in the two branches of a lax.cond (at
+    top level or in a loop body), then two from every primitive (psum, pmax, pmin, pmean,
+    all_gather, ppermute, psum_scatter, all_to_all) and place (the body, a cond branch, a loop
+    body, a branch in a loop body); the counts are XLA's own module's."""
+    for label, f, args in drawn_programs.draw_census_programs(fresh):
+        got = kata.collective_census(f, *args)
+        assert isinstance(got, Counter), f"{label}: got a {type(got).__name__}, not a Counter"
+        want = oracle.xla_census(f, *args)
+        if got != want:
+            wrong = sorted(k for k in set(got) | set(want) if got[k] != want[k])
+            pytest.fail(
+                f"{label}: your count of {wrong[0]!r} differs from the compiled module's (every "
+                f"computation: branches, loop bodies; opcodes, not names); {fresh.where()}"
+            )
+
+
 # ---- task 4: device_param_shapes and task 5: param_shardings ----------------------------------
+
+
+def _first_difference(got: list, want: list) -> str:
+    if len(got) != len(want):
+        return f"{len(got)} entries for {len(want)} parameters"
+    number = next(k for k, (g, w) in enumerate(zip(got, want, strict=True)) if g != w)
+    return f"parameter({number}) is not what you give at index {number}"
+
+
+def _kept(f, args, kept):
+    """The kept arguments of a drawn function with their shardings, from its compiled form."""
+    return oracle.kept_shardings(jax.jit(f).lower(*args).compile(), args, kept)
 
 
 @cache
@@ -225,6 +256,31 @@ def test_unused_argument_is_not_a_parameter(kata):
         f"got {got}, expected {want}: jit drops an unused argument from the compiled module "
         "(keep_unused=False); read the ENTRY parameters, do not derive them from the inputs"
     )
+
+
+@pytest.mark.task("device_param_shapes")
+def test_entry_shapes_of_a_fresh_many_argument_function(kata, fresh):
+    """12 or 13 arguments drawn every run (names out of alphabetical order, ranks 0 to 3, bool
+    and 8-bit types among others, one or two never read) on a drawn mesh: more than ten
+    parameters, so parameter(10) comes after parameter(9)."""
+    label, f, args, kept = drawn_programs.parameter_program(fresh)
+    got = kata.device_param_shapes(f, *args)
+    assert isinstance(got, list), f"{label}: got a {type(got).__name__}"
+    want = [tuple(s.shard_shape(a.shape)) for a, s in _kept(f, args, kept)]
+    got = [tuple(s) for s in got]
+    if got != want:
+        pytest.fail(f"{label}: {_first_difference(got, want)}; {fresh.where()}")
+
+
+@pytest.mark.task("param_shardings")
+def test_annotations_of_a_fresh_many_argument_function(kata, fresh):
+    """The drawn function of the test above: sharding annotations by parameter number."""
+    label, f, args, kept = drawn_programs.parameter_program(fresh)
+    got = kata.param_shardings(f, *args)
+    assert isinstance(got, list), f"{label}: got a {type(got).__name__}"
+    want = [str(s._to_xla_hlo_sharding(a.ndim)) for a, s in _kept(f, args, kept)]
+    if got != want:
+        pytest.fail(f"{label}: {_first_difference(got, want)}; {fresh.where()}")
 
 
 @pytest.mark.task("param_shardings")

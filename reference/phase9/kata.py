@@ -94,9 +94,13 @@ def scatter_sum(x, mesh: Mesh) -> jax.Array:
     return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
-def _split(spec) -> list[bool]:
-    """Whether each of the two dimensions is split (an entry that names any mesh axis)."""
-    return [len(spec) > d and spec[d] is not None for d in (0, 1)]
+def _split(spec, mesh) -> list[bool]:
+    """Whether each of the two dimensions is split: its entry names mesh axes whose sizes
+    multiply to more than 1 (an axis of size 1 cuts nothing)."""
+    sizes = dict(mesh)
+    entries = [spec[d] if len(spec) > d else None for d in (0, 1)]
+    axes = [() if e is None else (e,) if isinstance(e, str) else tuple(e) for e in entries]
+    return [math.prod(sizes[a] for a in names) > 1 for names in axes]
 
 
 def predict_collectives(case) -> dict[str, int]:
@@ -105,7 +109,7 @@ def predict_collectives(case) -> dict[str, int]:
     # reversal along a split dimension is a collective-permute (blocks change places); moving
     # a split to the other dimension is an all-to-all; a replicated result is one all-gather
     # per dimension of the result that is still split. Everything else stays on its device.
-    split = _split(case.specs[0])
+    split = _split(case.specs[0], case.mesh)
     counts = Counter()
     result = list(split)  # which dimensions of the result are split
     if case.op == "sum":
@@ -124,12 +128,12 @@ def predict_collectives(case) -> dict[str, int]:
     elif case.op == "matmul":
         counts["all-reduce"] += split[1]
         result = [split[0], False]
-    elif case.op == "add" and _split(case.specs[1]) != split:
+    elif case.op == "add" and _split(case.specs[1], case.mesh) != split:
         counts["all-to-all"] += 1
-    replicated = case.out is not None and not any(_split(case.out))
-    if case.out is not None and not replicated and _split(case.out) != result:
+    replicated = case.out is not None and not any(_split(case.out, case.mesh))
+    if case.out is not None and not replicated and _split(case.out, case.mesh) != result:
         counts["all-to-all"] += 1
-        result = _split(case.out)
+        result = _split(case.out, case.mesh)
     if replicated:
         counts["all-gather"] += sum(result)
     return {opcode: n for opcode, n in counts.items() if n}

@@ -1,0 +1,179 @@
+"""Programs phase 9's HLO-reading tests draw fresh every run (the fixed banks are in
+programs.py): shard_map bodies whose collectives sit in the places a module nests computations
+(lax.cond branches, loop bodies, a branch inside a loop), for collective_census; and functions
+of many arguments (more than ten, names out of alphabetical order, ranks 0 to 3, boolean and
+8-bit types, some never read), for device_param_shapes and param_shardings.
+
+Each draw takes a `random.Random` and returns a label, the function and its placed arguments;
+nothing is compiled here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from katas.phase9.programs import mesh_of, small_ints
+
+# Meshes with an axis "x" of 2, 4 or 8 positions, first, minor or in the middle.
+MESHES = (
+    (("x", 8),),
+    (("x", 2), ("y", 4)),
+    (("y", 2), ("x", 4)),
+    (("data", 4), ("x", 2)),
+    (("z", 2), ("x", 2), ("y", 2)),
+)
+
+# ---- collective_census: collectives where the module nests them ---------------------------------
+
+
+def _ring(block, axis: str):
+    n = jax.lax.axis_size(axis)
+    return jax.lax.ppermute(block, axis, [(i, (i + 1) % n) for i in range(n)])
+
+
+def _scattered(block, axis: str):
+    part = jax.lax.psum_scatter(block, axis, scatter_dimension=0, tiled=True)
+    return jnp.tile(part, (jax.lax.axis_size(axis), 1))
+
+
+# Each keeps the block's shape (so it fits either branch of a cond and a loop's carry).
+PRIMITIVES = {
+    "psum": lambda b, axis: jax.lax.psum(b, axis),
+    "pmax": lambda b, axis: jax.lax.pmax(b, axis),
+    "pmin": lambda b, axis: jax.lax.pmin(b, axis),
+    "pmean": lambda b, axis: jax.lax.pmean(b, axis),
+    "all_gather": lambda b, axis: jax.lax.all_gather(b, axis).max(0),
+    "ppermute": _ring,
+    "psum_scatter": _scattered,
+    "all_to_all": lambda b, axis: jax.lax.all_to_all(b, axis, 0, 0, tiled=True),
+}
+PLACES = ("body", "cond", "loop", "cond in loop")
+
+
+def _placed_body(place: str, first, second):
+    """A shard_map body applying `first` (and `second` in the other branch of a cond)."""
+
+    def branch(block):
+        return jax.lax.cond(block.sum() > 0, first, second, block)
+
+    def looped(step):
+        return lambda block: jax.lax.fori_loop(0, 2, lambda _, c: step(c) * 0.5, block)
+
+    return {
+        "body": first,
+        "cond": branch,
+        "loop": looped(first),
+        "cond in loop": looped(branch),
+    }[place]
+
+
+def census_program(rng: random.Random, place: str, first: str, second: str):
+    """(label, function, (x,)): a shard_map over "x" of a drawn mesh whose body applies the
+    collectives `first` and `second` (PRIMITIVES) at `place` (PLACES; `second` only in the
+    other branch of a cond)."""
+    axes = rng.choice(MESHES)
+    mesh = mesh_of(axes)
+    n = mesh.shape["x"]
+    one, other = ((lambda b, name=name: PRIMITIVES[name](b, "x")) for name in (first, second))
+    body = _placed_body(place, one, other)
+    mapped = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"), check_vma=False)
+    shape = (n * n * rng.randint(1, 2), rng.randint(1, 5))
+    values = small_ints(shape, np.float32, rng.randrange(100))
+    x = jax.device_put(values, NamedSharding(mesh, P("x")))
+    used = first if place in ("body", "loop") else f"{first} / {second}"
+    label = f"shard_map on mesh {dict(axes)}: {used} at {place}, x f32{list(shape)}"
+    return label, mapped, (x,)
+
+
+def draw_census_programs(rng: random.Random) -> list:
+    """Every run: pmax and pmin in the two branches of a lax.cond (at top level or in a loop
+    body), then two programs drawn from every primitive and place."""
+    extremes = rng.sample(("pmax", "pmin"), 2)
+    drawn = [census_program(rng, rng.choice(("cond", "cond in loop")), *extremes)]
+    for _ in range(2):
+        first, second = rng.sample(sorted(PRIMITIVES), 2)
+        drawn.append(census_program(rng, rng.choice(PLACES), first, second))
+    return drawn
+
+
+# ---- device_param_shapes, param_shardings: many arguments -------------------------------------
+
+NAMES = (
+    "x", "w", "b", "kernel", "scale", "bias", "mask", "ids", "tokens", "gamma", "beta", "mu",
+    "sigma", "alpha", "state", "step", "h", "q", "k", "v",
+)  # fmt: skip
+DTYPES = ("float32", "bfloat16", "float16", "int32", "bool", "uint8", "int8")
+
+
+def _array(rng: random.Random, shape, dtype: str) -> np.ndarray:
+    values = small_ints(shape, np.int32, rng.randrange(1000))
+    if dtype == "bool":
+        return values > 0
+    if dtype == "uint8":
+        return np.abs(values).astype(np.uint8)
+    return values.astype(jnp.dtype(dtype))
+
+
+def _spec(rng: random.Random, shape, names: list[str], mesh) -> P:
+    """A spec splitting some dimensions of `shape` over axes that divide them."""
+    entries, free = [], list(names)
+    for size in shape:
+        fits = [a for a in free if size % mesh.shape[a] == 0]
+        if fits and rng.random() < 0.6:
+            entries.append(free.pop(free.index(rng.choice(fits))))
+        else:
+            entries.append(None)
+    return P(*entries)
+
+
+def parameter_program(rng: random.Random):
+    """(label, function, args, kept): 12 or 13 arguments on a drawn mesh, named out of
+    alphabetical order (argument 0 after argument 1), one or two of them never read.
+
+    Argument 0 is the only one of rank 3, split over "x" along one dimension; among the read
+    arguments after it: at least one bool, uint8 or int8; the third read one replicated and the
+    last read one split over "x" (so the sharding annotations of parameters 2 and 10 differ)."""
+    axes = rng.choice(MESHES)
+    mesh = mesh_of(axes)
+    n, names = mesh.shape["x"], [a for a, _ in axes]
+    count = rng.randint(12, 13)
+    arg_names = rng.sample(NAMES, count)
+    if arg_names[0] < arg_names[1]:
+        arg_names[0], arg_names[1] = arg_names[1], arg_names[0]
+    unused = set(rng.sample(range(3, count - 1), count - 11))
+    kept = [k for k in range(count) if k not in unused]
+    narrow, narrow_at = rng.choice(("bool", "uint8", "int8")), rng.choice(kept[1:])
+    args = []
+    for k in range(count):
+        if k == 0:
+            dim = rng.randrange(3)
+            shape = tuple(
+                n * rng.randint(1, 3) if d == dim else rng.randint(2, 5) for d in range(3)
+            )
+            spec, dtype = P(*("x" if d == dim else None for d in range(3))), "float32"
+        else:
+            shape = tuple(n * rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
+            dtype = narrow if k == narrow_at else rng.choice(DTYPES)
+            spec = _spec(rng, shape, names, mesh)
+            if k == kept[2]:
+                spec = P()
+            elif k == kept[-1]:
+                shape, spec = shape or (n,), P("x")
+        args.append(jax.device_put(_array(rng, shape, dtype), NamedSharding(mesh, spec)))
+
+    def read_some(*given):
+        return sum(jnp.sum(given[k].astype(jnp.float32)) for k in kept)
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    read_some.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, kind) for name in arg_names]
+    )
+    label = f"f({', '.join(arg_names)}) on mesh {dict(axes)}, {len(kept)} of them read"
+    return label, read_some, tuple(args), tuple(kept)
