@@ -115,26 +115,6 @@ def _rt4_fusion_kinds_word_kind(hlo_text: str) -> dict[str, int]:
 @wrong(
     "fusion_kinds",
     why=(
-        "spells a fusion with a backend_config kind as <printed kind>(<kind>) instead of "
-        "kCustom(<kind>): right whenever the printed kind is kCustom (every recording), wrong on "
-        "a kLoop or kInput fusion whose fusion_backend_config names a kind (e.g. kind=kLoop, "
-        'backend_config={"fusion_backend_config":{"kind":"__dynamic_memcpy"}}): gives '
-        "'kLoop(__dynamic_memcpy)' where the contract says 'kCustom(__dynamic_memcpy)'"
-    ),
-)
-def _rt4_fusion_kinds_printed_prefix(hlo_text: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for _, fusion in _rt4_fusions(parse_hlo(hlo_text)):
-        printed = fusion.attribute("kind") or "kCustom"
-        custom = _rt4_backend_kind(fusion)
-        key = f"{printed}({custom})" if custom else printed
-        counts[key] = counts.get(key, 0) + 1
-    return counts
-
-
-@wrong(
-    "fusion_kinds",
-    why=(
         "counts fused computations (one per distinct calls=) instead of fusion instructions: "
         "'Fusion instructions of every computation ... counted'; wrong on a module where two "
         "fusion instructions share one fused computation (XLA:GPU's computation deduplication "

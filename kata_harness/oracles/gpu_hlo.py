@@ -49,7 +49,8 @@ def parsed(text: str):
 
 
 def label(printed: str) -> str:
-    """A fusion's kind as printed (kLoop), with a kCustom fusion's config kind in brackets."""
+    """A fusion's kind as printed (kLoop), with the kind its backend_config names, if any, in
+    brackets (kCustom(__triton), and kLoop(__dynamic_memcpy) for a kLoop fusion so marked)."""
     kind = _KIND.search(printed)
     custom = _CUSTOM.search(printed)
     base = kind.group(1) if kind else ""
@@ -96,19 +97,50 @@ def fusion_places(text: str) -> set[str]:
     return places
 
 
-def reduce_homes(text: str) -> dict[str, int]:
-    """Each reduce of XLA's parse, under the kind of the outermost fusion reaching it."""
+def _fusion_calls(text: str) -> dict[str, set[str]]:
+    """computation -> the computations its fusions call (XLA's parse)."""
     _, rows = parsed(text)
-    callers = fusion_callers(text)
+    calls: dict[str, set[str]] = {}
+    for computation, _, op, printed in rows:
+        called = _CALLS.search(printed)
+        if op == "fusion" and called:
+            calls.setdefault(computation, set()).add(called.group(1))
+    return calls
+
+
+def _reached(start: str, calls: dict[str, set[str]]) -> set[str]:
+    """``start`` and every computation its fusions reach, nested ones too."""
+    found, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo.extend(calls.get(name, ()))
+    return found
+
+
+def fused_computations(text: str) -> set[str]:
+    """Computations some fusion reaches (its fused computation and those nested in it)."""
+    calls = _fusion_calls(text)
+    return set().union(*(_reached(c, calls) for called in calls.values() for c in called))
+
+
+def reduce_homes(text: str) -> dict[str, int]:
+    """The reduces of XLA's parse by kernel: those a fusion of a computation that no fusion
+    calls reaches (its fused computation and the fusions nested in it), under that outermost
+    fusion's :func:`label`, once per such fusion (two fusions calling one fused computation
+    are two kernels); the rest "unfused"."""
+    _, rows = parsed(text)
+    calls = _fusion_calls(text)
+    fused = fused_computations(text)
+    reduces = Counter(computation for computation, _, op, _ in rows if op == "reduce")
     homes: Counter[str] = Counter()
-    for computation, _, op, _printed in rows:
-        if op != "reduce":
-            continue
-        kind = "unfused"
-        while computation in callers:
-            computation, kind = callers[computation]
-        homes[kind] += 1
-    return dict(homes)
+    for computation, _, op, printed in rows:
+        called = _CALLS.search(printed)
+        if op == "fusion" and called and computation not in fused:
+            homes[label(printed)] += sum(reduces[c] for c in _reached(called.group(1), calls))
+    homes["unfused"] += sum(n for c, n in reduces.items() if c not in fused)
+    return {kind: n for kind, n in homes.items() if n}
 
 
 def library_calls(text: str, name: str) -> dict[str, str]:
@@ -175,23 +207,43 @@ def async_wrapped(text: str) -> set[str]:
     return {c.name for c in module.computations() if any(i.name in roots for i in c.instructions())}
 
 
+_PLAIN_COLLECTIVES = {
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+}
+
+
+def _collective_start(op: str, printed: str, holders: set[str]) -> bool:
+    """A collective's start: <collective>-start, or an async-start whose wrapped computation
+    (its calls=) holds a collective, wherever in it (XLA names such a start after the wrapped
+    computation's root, which may be a tuple or bitcast of the collective)."""
+    if op.endswith("-start") and op.removesuffix("-start") in _PLAIN_COLLECTIVES:
+        return True
+    called = _CALLS.search(printed)
+    return op == "async-start" and called is not None and called.group(1) in holders
+
+
 def overlaps(text: str) -> dict[str, list[str]]:
     """{collective: opcodes XLA scheduled while it is in flight} in every computation that is
-    not an async-start's wrapped one (a synchronous collective: nothing)."""
+    neither an async-start's wrapped one nor reached by a fusion (a synchronous collective:
+    nothing)."""
     _, rows = parsed(text)
     opcode_of = {(c, n): op for c, n, op, _ in rows}
     printed = {(c, n): p for c, n, _, p in rows}
-    plain = {"all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all"}
+    holders = {c for c, _, op, _ in rows if op in _PLAIN_COLLECTIVES}
+    skipped = async_wrapped(text) | fused_computations(text)
     found: dict[str, list[str]] = {}
-    wrapped = async_wrapped(text)
     for computation, names in schedule(text).items():
-        if computation in wrapped:
+        if computation in skipped:
             continue
         for position, instruction in enumerate(names):
             op = opcode_of[(computation, instruction)]
-            if op in plain:
+            if op in _PLAIN_COLLECTIVES:
                 found[instruction] = []
-            elif op.removesuffix("-start") in plain and op.endswith("-start"):
+            elif _collective_start(op, printed[(computation, instruction)], holders):
                 done = next(
                     k
                     for k in range(position + 1, len(names))

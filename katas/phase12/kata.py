@@ -21,8 +21,10 @@ def fusion_kinds(hlo_text: str) -> dict[str, int]:
     """Fusion instructions of every computation (fusions nested in fusions included), counted
     by kind. A kind is the `kind=` XLA printed (`kLoop`, `kInput`, `kOutput`, `kCustom`); a
     fusion whose backend_config names a `"kind"` in its `fusion_config` or
-    `fusion_backend_config` is counted as `kCustom(that kind)`, e.g.
-    `kCustom(__triton_nested_gemm_fusion)`. Works on CPU, GPU and TPU text alike.
+    `fusion_backend_config` is counted as its printed kind with that kind in brackets, e.g.
+    `kCustom(__triton_nested_gemm_fusion)`, `kCustom(__cudnn$fusion)`, and
+    `kLoop(__dynamic_memcpy)` for a kLoop fusion so marked (as xla_inspect's `Fusion.label`
+    spells it). Works on CPU, GPU and TPU text alike.
     """
     # TODO: walk every computation's fusions; read kind= and the backend_config's kind
     raise NotImplementedError("phase12 task 1: fusion_kinds")
@@ -32,8 +34,10 @@ def reduction_kinds(hlo_text: str) -> dict[str, int]:
     """Where the module's `reduce` instructions (opcode `reduce`: an all-reduce,
     reduce-scatter or reduce-window is not one) run: each reduce counted under the kind (as
     fusion_kinds spells it) of the outermost fusion whose fused computation reaches it, or under
-    "unfused" when no fusion holds it. A reducer computation (`to_apply`) is not a reduce. Leave
-    out kinds with no reduce.
+    "unfused" when no fusion holds it. A variadic reduce (tuple-shaped, e.g. an argmax's value
+    and index) is one reduce; a fused computation that several fusions call runs in each of
+    their kernels, so its reduces count once per outermost fusion reaching them. A reducer
+    computation (`to_apply`) is not a reduce. Leave out kinds with no reduce.
     """
     # TODO: find each reduce's kernel: the fusion instruction in a computation no fusion calls
     raise NotImplementedError("phase12 task 2: reduction_kinds")
@@ -112,7 +116,8 @@ def gather_free_specs() -> tuple[PartitionSpec, PartitionSpec]:
 def fused_dense(x, w, b) -> jax.Array:
     """The same values as programs.handwritten_gelu_dense(x, w, b), written so that XLA:GPU with
     Triton GEMMs off (`programs.CUBLAS`) runs it in fewer kernels: the activation fused into
-    the cuBLAS call's epilogue.
+    the cuBLAS call's epilogue. x may have any rank from 2 (a batch of sequences [a, m, k] too):
+    the layer maps x's last dimension, and the result keeps x's leading dimensions.
     """
     # TODO: which activations does cuBLAS-Lt offer as epilogues, and how must the math be spelled?
     raise NotImplementedError("phase12 task 8: fused_dense")

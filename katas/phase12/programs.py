@@ -16,6 +16,7 @@ import numpy as np
 
 from kata_harness.programs import given
 from kata_harness.targets import Recording
+from katas.phase12 import handwritten
 
 bf16 = jnp.bfloat16
 f32 = jnp.float32
@@ -101,6 +102,16 @@ def branches(p, x, w):
 BRANCH_SHAPES = (((), f32), ((64, 256), f32), ((256, 256), f32))
 
 
+def reduce_places(x):
+    """Variadic reduces (argmax, argmin: a value and an index per row or column) and a while
+    loop whose condition reduces (its max) every trip."""
+    grown = jax.lax.while_loop(lambda c: jnp.max(c) < 10.0, lambda c: c * 1.5 + 0.1, x)
+    return jnp.argmax(x, axis=1), jnp.argmin(x, axis=0), grown
+
+
+REDUCE_PLACE_SHAPES = (((256, 512), f32),)
+
+
 def mlp_loss(params, x, y):
     w1, b1, w2, b2 = params
     out = jax.nn.relu(x @ w1 + b1) @ w2 + b2
@@ -149,6 +160,14 @@ def scaled_dense(x, w, b, r):
 
 
 SCALED_SHAPES = (((96, 160), f32), ((160, 224), f32), ((224,), f32), ((96, 160), f32))
+
+
+def fp8_dense(x, w, b):
+    """relu(x @ w + b) of FP8 (float8_e4m3fn) x and w, the product in bf16."""
+    return jax.nn.relu(jnp.dot(x, w, preferred_element_type=bf16) + b)
+
+
+FP8_SHAPES = (((64, 128), jnp.float8_e4m3fn), ((128, 256), jnp.float8_e4m3fn), ((256,), bf16))
 
 CONV = ("NHWC", "HWIO", "NHWC")
 
@@ -398,6 +417,31 @@ RECORDINGS = {
         "branches: jax.lax.cond(p > 0) of softmax(x @ w) or tanh(x @ w.T @ w) - max(x), f32 "
         "x[64,256] w[256,256]",
         _single(*BRANCH_SHAPES)(branches),
+    ),
+    "scan_cublas_h100": Recording(
+        "gpu-h100",
+        "scanned_softmax as scan_h100, triton gemm off",
+        _single(*SCAN_SHAPES)(scanned_softmax),
+        CUBLAS,
+    ),
+    "branches_cublas_h100": Recording(
+        "gpu-h100",
+        "branches as branches_h100, triton gemm off",
+        _single(*BRANCH_SHAPES)(branches),
+        CUBLAS,
+    ),
+    "reduce_places_h100": Recording(
+        "gpu-h100",
+        "reduce_places(x f32[256,512]): argmax over rows, argmin over columns, "
+        "while_loop(max(c) < 10, c * 1.5 + 0.1)",
+        _single(*REDUCE_PLACE_SHAPES)(reduce_places),
+    ),
+    "fp8_h100": Recording(
+        "gpu-h100",
+        "fp8_dense: relu(x @ w + b), x f8e4m3fn[64,128], w f8e4m3fn[128,256], b bf16[256], "
+        "triton gemm off",
+        _single(*FP8_SHAPES)(fp8_dense),
+        CUBLAS,
     ),
     "solvers_h100": Recording(
         "gpu-h100",
@@ -804,4 +848,5 @@ HANDWRITTEN = {
     "async_collectives": ASYNC_COLLECTIVES,
     "gemms_everywhere": GEMMS_EVERYWHERE,
     "fusions_elsewhere": FUSIONS_ELSEWHERE,
+    **handwritten.MODULES,  # katas/phase12/handwritten.py: spellings, sharing, odd places
 }

@@ -94,21 +94,27 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     return cases
 
 
-# ---- fused_dense: the dense layer x [m, k] @ w [k, n] + b [n] on this host -------------------
+# ---- fused_dense: the dense layer x [..., m, k] @ w [k, n] + b [n] on this host --------------
 
 DenseCase = tuple[tuple[tuple[int, ...], object], ...]  # ((shape, dtype) of x, w, b)
 
 
 def dense_strata(rng: random.Random) -> dict[str, DenseCase]:
-    """The shapes of (x, w, b) per dtype of programs.DENSE_CASES, f32 and bf16: sizes odd or
-    even up to 256, the output 64 elements or more, so that a function close to the tanh gelu
-    (erf's gelu: up to ~5e-4 off in f32) shows on values of order one."""
+    """The shapes of (x, w, b) per dtype of programs.DENSE_CASES, f32 and bf16, and x of rank
+    3 (a batch of sequences [a, m, k]: the layer maps its last dimension): sizes odd or even up
+    to 256, the output 64 elements or more, so that a function close to the tanh gelu (erf's
+    gelu: up to ~5e-4 off in f32) shows on values of order one."""
 
-    def case(dtype) -> DenseCase:
+    def case(dtype, rank: int = 2) -> DenseCase:
         m, k, n = rng.randint(16, 128), rng.randint(3, 256), rng.randint(4, 256)
-        return ((m, k), dtype), ((k, n), dtype), ((n,), dtype)
+        rows = (rng.randint(2, 6), m // 2) if rank == 3 else (m,)
+        return ((*rows, k), dtype), ((k, n), dtype), ((n,), dtype)
 
-    return {"f32": case(np.float32), "bf16": case(jnp.bfloat16)}
+    return {
+        "f32": case(np.float32),
+        "bf16": case(jnp.bfloat16),
+        "bf16, x of rank 3": case(jnp.bfloat16, rank=3),
+    }
 
 
 # ---- gather_free_specs: x [m, k] @ w [k, n] on the (2, 2) mesh, this host's memory analysis --

@@ -33,6 +33,7 @@ OVERLAP_RECORDINGS = (
     "fsdp4_h100",
     "grad_towers_mixed",
     "mlp_cublas",
+    "block_tpu_v5e",  # copy-start / copy-done pairs: copies, not collectives
 )
 
 
@@ -130,6 +131,37 @@ def test_collective_overlap_async_start_wrapping_a_collective(kata):
             )
 
 
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_wrapped_under_a_tuple_copies_and_fused_collectives(kata):
+    """handwritten.ODD_COLLECTIVES: an async-start whose wrapped computation holds a
+    reduce-scatter under a tuple ROOT (XLA names that start async-start, not
+    reduce-scatter-start: it is still the collective's start), a copy-start / copy-done pair in
+    flight beside it (not a collective), and an all-reduce inside a fused computation (not
+    listed: fused computations are not walked)."""
+    name = "odd_collectives"
+    _, rows = oracle.parsed(module_texts.text(name))
+    opcodes = {n: op for _, n, op, _ in rows}
+    fused = oracle.fused_computations(module_texts.text(name))
+    assert {"async-start", "copy-start"} <= set(opcodes.values()), f"XLA reads {opcodes}"
+    assert any(c in fused and op == "all-reduce" for c, _, op, _ in rows), "no fused all-reduce"
+    wrapped = oracle.async_wrapped(module_texts.text(name))
+    roots = {c: op for c, _, op, p in rows if c in wrapped and p.startswith("ROOT")}
+    assert wrapped and "reduce-scatter" not in roots.values(), f"wrapped roots {roots}"
+    expected = oracle.overlaps(module_texts.text(name))
+    assert len(expected) == 1, f"XLA's schedule has {len(expected)} collectives in flight"
+    for what, text, variant in module_texts.forms(name):
+        got = kata.collective_overlap(text)
+        want = module_texts.renamed_keys(variant, expected)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == want, (
+                f"{what}: got {sorted(got)} as collectives, XLA's schedule has {len(want)}, "
+                "with what runs while it is in flight (an async-start whose wrapped computation "
+                "holds a collective anywhere is its start; a copy-start is no collective; a "
+                "fused computation's collectives are not listed)"
+            )
+
+
 # ---- overlap_options (decide) ------------------------------------------------------------------
 
 
@@ -170,10 +202,11 @@ def test_overlap_options_overlap_the_gathers(kata, case):
 
 # Strata of programs.FSDP_DOMAIN: deep stacks of the narrowest weights (2 KiB each, where a
 # combine threshold sized to the listed cases still merges gathers and XLA starts every gather
-# at once), deep stacks of 64-wide weights (also all started at once), and any stack.
+# at once), the deepest stack of 64-wide weights (also all started at once: 15 in flight, so
+# any in-flight limit below 15 falls short whatever the seed), and any stack.
 FSDP_STRATA = {
     "deep, 32 wide": (range(9, 17), (32,)),
-    "deep, 64 wide": (range(9, 17), (64,)),
+    "deepest, 64 wide": (FSDP_DOMAIN["layers"][-1:], (64,)),
     "anywhere": (FSDP_DOMAIN["layers"], FSDP_DOMAIN["widths"]),
 }
 

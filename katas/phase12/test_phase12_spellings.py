@@ -1,0 +1,213 @@
+"""Phase 12 tests, the spellings and places the first modules never showed: fusion kinds with a
+'$' or named on a kLoop fusion, fused computations two fusions share, reduces three fusions
+deep, tuple-shaped, in a loop's condition or wrapped by an async-start, library calls in loop
+bodies, branches and fusions, cuBLAS targets beyond the two common ones and custom calls that
+only look like library calls, and GEMMs that contract nothing or make a scalar.
+
+The modules are recorded from deviceless gpu-h100 compiles (scan_cublas_h100,
+branches_cublas_h100, reduce_places_h100, fp8_h100) or hand-written
+(katas/phase12/handwritten.py), each read as printed, renamed and reordered, and the reduction
+modules also with every ENTRY fusion's computation moved one nested fusion down
+(kata_harness.metamorphic.nested). What each module holds is checked with XLA's parser first;
+expected values come from it (kata_harness.oracles.gpu_hlo) or, for flops, from arithmetic on
+shapes stated here and in programs.py.
+"""
+
+import re
+from collections import Counter
+
+import pytest
+from pytest_check import check
+
+from kata_harness import metamorphic
+from kata_harness.oracles import gpu_hlo as oracle
+from katas.phase12 import texts as module_texts
+from katas.phase12.programs import BRANCH_SHAPES, FP8_SHAPES, SCAN_SHAPES
+
+
+def _read(fn, text: str, what: str):
+    """fn(text); a crash on a module XLA parses is a wrong answer (NotImplementedError passes)."""
+    try:
+        return fn(text)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (any exception: the module is valid)
+        crash = f"{type(error).__name__}: {str(error)[:160]}"
+    pytest.fail(f"{what}: raised {crash} on a module XLA printed and parses", pytrace=False)
+
+
+def _differing(got: dict, expected: dict) -> list[str]:
+    """The keys whose values differ (not the values: a failure must not hand out the answer)."""
+    return sorted(str(k) for k in set(got) | set(expected) if got.get(k) != expected.get(k))
+
+
+def _rows(name: str):
+    return oracle.parsed(module_texts.text(name))[1]
+
+
+# ---- fusion_kinds ------------------------------------------------------------------------------
+
+
+@pytest.mark.task("fusion_kinds")
+def test_fusion_kinds_other_spellings_and_shared_computations(kata):
+    """A kind holding a '$' (__cudnn$fusion), a kind named on a kLoop fusion (printed kind and
+    named kind both count), fused computations that two fusion instructions call (two fusions,
+    two counts), and a cuBLAS call's dynamic-slice fusion in a loop body (__custom_fusion)."""
+    printed = [p for _, _, op, p in _rows("fusion_spellings") if op == "fusion"]
+    assert any("$" in oracle.label(p) for p in printed), "no kind with a '$'"
+    assert any(oracle.label(p).startswith("kLoop(") for p in printed), "no kLoop with a kind"
+    called = Counter(module_texts.matched(r"calls=%([\w.-]+)", p) for p in printed)
+    assert sorted(called.values())[-2:] == [2, 2], f"XLA reads the fusions calling {called}"
+    for name in ("fusion_spellings", "odd_gemms", "scan_cublas_h100"):
+        expected = oracle.fusion_kinds(module_texts.text(name))
+        for what, text, _ in module_texts.forms(name):
+            got = _read(kata.fusion_kinds, text, what)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: XLA's parser counts other numbers of {_differing(got, expected)} "
+                    "(every fusion instruction; a kind its backend_config names, whatever "
+                    "characters it holds, in brackets after the printed kind)"
+                )
+
+
+# ---- reduction_kinds ---------------------------------------------------------------------------
+
+
+REDUCE_MODULES = ("reduces_elsewhere", "reduce_places_h100", "fusion_spellings")
+
+
+def _reduce_places() -> None:
+    """The modules hold reduces in the places the test is about (XLA's parse)."""
+    text = module_texts.text("reduces_elsewhere")
+    rows = _rows("reduces_elsewhere")
+    callers = oracle.fusion_callers(text)
+    reduces = [c for c, _, op, _ in rows if op == "reduce"]
+    depths = []
+    for computation in reduces:
+        depth = 0
+        while computation in callers:
+            computation, depth = callers[computation][0], depth + 1
+        depths.append(depth)
+    assert max(depths) >= 3, f"reduces are at most {max(depths)} fusions deep"
+    assert oracle.async_wrapped(text) & set(reduces), "no reduce wrapped by an async-start"
+    conditions = set(re.findall(r"condition=%([\w.-]+)", text))
+    assert conditions & set(reduces), "no reduce in a while condition"
+    for name in ("reduces_elsewhere", "reduce_places_h100"):
+        shapes = [p.split(" = ", 1)[1] for _, _, op, p in _rows(name) if op == "reduce"]
+        assert any(s.startswith("(") for s in shapes), f"{name}: no variadic reduce"
+
+
+def _reduce_forms():
+    """(what, text, expected) for each module as printed, renamed and reordered, and each
+    module with its reduces one fusion deeper (metamorphic.nested)."""
+    for name in REDUCE_MODULES:
+        expected = oracle.reduce_homes(module_texts.text(name))
+        for what, text, _ in module_texts.forms(name):
+            yield what, text, expected
+    for name in ("nested_reductions", "reductions_h100", "reduce_places_h100"):
+        deeper = metamorphic.nested(module_texts.text(name))
+        assert deeper is not None, f"{name}: XLA refuses the module one fusion deeper"
+        expected = oracle.reduce_homes(deeper.text)
+        assert expected == oracle.reduce_homes(module_texts.text(name)), "nesting moved a reduce"
+        yield f"{name} (each ENTRY fusion's body one fusion deeper)", deeper.text, expected
+
+
+@pytest.mark.task("reduction_kinds")
+def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
+    """Reduces three fusions deep, tuple-shaped (argmax), in a while condition (fused and not),
+    wrapped by an async-start (no fusion holds it: unfused), and in a fused computation two
+    fusions share (counted once per fusion)."""
+    _reduce_places()
+    for what, text, expected in _reduce_forms():
+        got = _read(kata.reduction_kinds, text, what)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: XLA's parse puts other numbers of reduces under "
+                f"{_differing(got, expected)} (every reduce, variadic ones too, in every "
+                "computation, under the outermost fusion reaching it, once per such fusion)"
+            )
+
+
+# ---- library_epilogues -------------------------------------------------------------------------
+
+
+LIBRARY_MODULES = ("scan_cublas_h100", "branches_cublas_h100", "fp8_h100", "odd_gemms")
+
+
+@pytest.mark.task("library_epilogues")
+def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
+    """cuBLAS calls in a scan's loop body (inside a fusion) and in a cond's branches, an FP8
+    call (__cublas$lt$matmul$f8), and typed-FFI calls whose targets only contain 'cublas' or
+    'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi: not library calls)."""
+    entry = re.compile(r"^ENTRY %([\w.-]+)", re.MULTILINE)
+    for name in ("scan_cublas_h100", "branches_cublas_h100"):
+        homes = {c for c, _, _, p in _rows(name) if "__cublas$" in p}
+        assert homes and entry.findall(module_texts.text(name))[0] not in homes, name
+    targets = set(re.findall(r'custom_call_target="([^"]+)"', module_texts.text("odd_gemms")))
+    assert {t for t in targets if re.search("cublas|cudnn", t) and t[:2] != "__"}, targets
+    assert "__cublas$lt$matmul$f8" in module_texts.text("fp8_h100")
+    for name in LIBRARY_MODULES:
+        expected = oracle.library_calls(module_texts.text(name), name)
+        assert expected, f"{name}: XLA prints no library call"
+        for what, text, variant in module_texts.forms(name):
+            got = _read(kata.library_epilogues, text, what)
+            want = module_texts.renamed_keys(variant, expected)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == want, (
+                    f"{what}: {len(got)} calls where XLA prints {len(want)}, "
+                    f"{len(_differing(got, want))} of them differ (every computation's calls "
+                    "whose target starts __cublas$ or __cudnn$, and only those)"
+                )
+
+
+# ---- gemm_flops --------------------------------------------------------------------------------
+
+
+# handwritten.ODD_GEMMS, by hand from its shapes: name -> (opcode, printed output, flops).
+ODD_GEMMS = {
+    "outer": ("dot", "f32[64,32]", 2 * 64 * 32),  # contracts nothing: x 1
+    "batched_outer": ("dot", "f32[8,64,32]", 2 * 8 * 64 * 32),  # batch dimension only
+    "inner": ("dot", "f32[]", 2 * 256),  # one output element
+    "f8-gemm": ("custom-call", "bf16[48,80]", 2 * 48 * 80 * 96),
+    "cudnn_dot": ("dot", "bf16[64,256]", 2 * 64 * 256 * 128),
+}
+(SCAN_ROWS, SCAN_K), _ = SCAN_SHAPES[0]
+(B_ROWS, B_K), _ = BRANCH_SHAPES[1]
+(_, B_N), _ = BRANCH_SHAPES[2]
+(FP8_ROWS, FP8_K), _ = FP8_SHAPES[0]
+(_, FP8_N), _ = FP8_SHAPES[1]
+GEMM_FLOPS = {
+    "odd_gemms": sum(flops for _, _, flops in ODD_GEMMS.values()),
+    "scan_cublas_h100": 2 * SCAN_ROWS * SCAN_K * SCAN_SHAPES[1][0][2],
+    "branches_cublas_h100": 3 * 2 * B_ROWS * B_K * B_N,
+    "fp8_h100": 2 * FP8_ROWS * FP8_K * FP8_N,
+}
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_outer_products_scalars_fp8_and_loops(kata):
+    """Dots that contract nothing (lhs_contracting_dims={} or none printed: the size is 1),
+    a scalar output, an FP8 cuBLAS call, a dot in a cuDNN fusion beside look-alike custom calls
+    (no GEMMs), and cuBLAS calls in a loop body and in branches."""
+    gemms = {
+        n: (op, p.split(" = ", 1)[1].split("{")[0].lstrip("(").split(" ")[0])
+        for _, n, op, p in _rows("odd_gemms")
+        if op == "dot" or "__cublas$" in p
+    }
+    assert gemms == {n: v[:2] for n, v in ODD_GEMMS.items()}, f"XLA reads {gemms}"
+    printed = {n: p for _, n, _, p in _rows("odd_gemms")}
+    for name in ("outer", "batched_outer"):
+        assert "lhs_contracting_dims={}" in printed[name], f"XLA reads {printed[name]}"
+    for name, expected in sorted(GEMM_FLOPS.items()):
+        for what, text, _ in module_texts.forms(name):
+            got = _read(kata.gemm_flops, text, what)
+            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: got {got}, the module's GEMMs take other flops (a dot that "
+                    "contracts nothing multiplies by 1, a scalar output is one element, every "
+                    "__cublas$ call is a GEMM, a custom call that only looks like one is not)"
+                )
