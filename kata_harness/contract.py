@@ -276,13 +276,38 @@ def changed(before: Snapshot) -> list[str]:
     return sorted(found)
 
 
+def restore(before: Snapshot) -> list[str]:
+    """Put back what was replaced or removed since ``before`` (see :func:`changed`) and return
+    what it was: a refused file's patch (``Compiled.as_text`` replaced at import) must not
+    outlive it, or every later test of the process reads the kata's answer as the library's."""
+    patched = changed(before)
+    for label, (owner, values) in before.items():
+        if owner is None:
+            jax = sys.modules.get("jax")
+            settings = _config_values()
+            for name, value in values.items():
+                if jax is not None and name in settings and settings[name] != value:
+                    jax.config.update(name, value)
+            continue
+        now = vars(owner)
+        for name, value in values.items():
+            if name not in now or now[name] is not value:
+                try:
+                    setattr(owner, name, value)
+                except (AttributeError, TypeError):  # a read-only owner: changed() still says so
+                    pass
+    return patched
+
+
 def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         before = fingerprint()
-        value = function(*args, **kwargs)
-        patched = changed(before)
+        try:
+            value = function(*args, **kwargs)
+        finally:
+            patched = restore(before)
         if patched:
             raise ContractViolation(
                 f"{task} changed {patched[0]}: kata code may not change the libraries the tests "

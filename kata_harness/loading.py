@@ -97,6 +97,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
         ):
             spec.loader.exec_module(module)
     except (Exception, OutcomeException) as error:  # a learner's file may raise anything
+        contract.restore(before)
         sys.modules.pop(module_name, None)
         _refuse_reads(scan, reads, label, path)  # a refused read the file did not catch
         raise KataLoadError(
@@ -106,7 +107,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
     if scan and reads:
         sys.modules.pop(module_name, None)
         _refuse_reads(scan, reads, label, path)
-    patched = contract.changed(before)
+    patched = contract.restore(before)
     if patched:
         sys.modules.pop(module_name, None)
         raise KataRefused(

@@ -1,0 +1,43 @@
+"""What a refused file replaced in a library is put back: the refusal alone left the patch in
+place for every later test of the process (phase 12's probe replaced ``Compiled.as_text`` at
+import, was refused, and the census then blamed phase 12's reference for the printed text)."""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+from kata_harness import contract, curriculum, loading
+
+
+def test_restore_puts_back_what_was_replaced_and_says_what():
+    original = jax.stages.Compiled.as_text
+    before = contract.fingerprint()
+    jax.stages.Compiled.as_text = lambda self: ""  # type: ignore[method-assign]
+    try:
+        assert contract.restore(before) == ["Compiled.as_text"]
+    finally:
+        jax.stages.Compiled.as_text = original  # type: ignore[method-assign]
+    assert jax.stages.Compiled.as_text is original
+    assert contract.restore(contract.fingerprint()) == []
+
+
+def test_a_file_refused_for_a_patch_leaves_the_library_as_it_was(tmp_path):
+    original = jax.stages.Compiled.as_text
+    kata = tmp_path / "kata.py"
+    kata.write_text(
+        "import jax\n"
+        "owner = next(iter((jax.stages.Compiled,)))\n"
+        "setattr(owner, 'as_text', lambda self, *a, **k: '')\n"
+    )
+    with pytest.raises(loading.KataLoadError):
+        loading.load_file(kata, "_restore_probe", label="probe", scan=True)
+    assert jax.stages.Compiled.as_text is original
+
+
+def test_the_phase12_probe_leaves_compiled_as_text_alone():
+    original = jax.stages.Compiled.as_text
+    probe = curriculum.DECOYS_DIR / "redteam" / "phase12_probes" / "r4_alias_patch_as_text.py"
+    with pytest.raises(loading.KataLoadError):
+        loading.load_file(probe, "_restore_phase12_probe", label="probe", scan=True)
+    assert jax.stages.Compiled.as_text is original
