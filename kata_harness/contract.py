@@ -281,7 +281,7 @@ def restore(before: Snapshot) -> list[str]:
     what it was: a refused file's patch (``Compiled.as_text`` replaced at import) must not
     outlive it, or every later test of the process reads the kata's answer as the library's."""
     patched = changed(before)
-    for label, (owner, values) in before.items():
+    for owner, values in before.values():
         if owner is None:
             jax = sys.modules.get("jax")
             settings = _config_values()
