@@ -57,6 +57,7 @@ FORBIDDEN_MODULES = frozenset(
         "warnings",
         "faulthandler",
         "site",
+        "random",  # its global generator is the process's (np.random.default_rng draws apart)
     }
 )
 # Methods that change the object they are called on: called on state an imported module holds

@@ -3,16 +3,16 @@ task function leaves it as it found it.
 
 The copy of a learner's file that answers predictions (:mod:`.sealed`) shares the process with
 the copy whose read tasks compile. What a read task leaves in an object every caller of a library
-gets back (the logger ``logging.getLogger(name)`` returns, a filter or handler on it, the global
-random generators' state) reaches the prediction. The scan refuses the setters and registries
-kata code never needs (:mod:`.guard_lists`); these are the ones honest code uses (phase 7 adds a
-handler to JAX's logger and removes it again), so a call is judged by what it leaves behind.
+gets back (the logger ``logging.getLogger(name)`` returns, a filter or handler on it, the state
+of NumPy's global random generator) reaches the prediction. The scan refuses the setters and
+registries kata code never needs (:mod:`.guard_lists`); these are the ones honest code uses
+(phase 7 adds a handler to JAX's logger and removes it again), so a call is judged by what it
+leaves behind.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import sys
 from typing import Any
 
@@ -49,14 +49,14 @@ def _loggers() -> dict[str, tuple[Any, ...]]:
 
 def snapshot() -> dict[str, Any]:
     """``what -> its state``: each logger's settings, filters and handlers (by identity), the
-    logging manager's, and the state of NumPy's and Python's global random generators."""
+    logging manager's, and the state of NumPy's global random generator (the scan refuses
+    Python's ``random``)."""
     state = np.random.get_state()
     return {
         "logging": _loggers(),
         "logging.disable": logging.Logger.manager.disable,
         "the logger class": logging.getLoggerClass(),
         "numpy's global random generator": (state[0], state[1].tobytes(), *state[2:]),
-        "Python's global random generator": random.getstate(),
     }
 
 

@@ -9,7 +9,6 @@ checkout. Honest code (phase 7's handler added and removed again) is left alone.
 from __future__ import annotations
 
 import logging
-import random
 import types
 
 import numpy as np
@@ -31,6 +30,7 @@ from kata_harness.contract import ContractViolation, wrap
         "import warnings\ndef f(t):\n    warnings.filterwarnings('ignore', message=str(t))\n",
         "import atexit\natexit.register(print)\n",
         "import codecs\n",
+        "import random\ndef f(t):\n    random.random()\n",
         "import jax\ndef f(t):\n    next(iter((jax,))).memo = t\n",
         "import jax\ndef f(t):\n    {'m': jax}['m'].memo = t\n",
         "import jax\ndef pick(a, b):\n    return b\ndef f(t):\n    pick(None, jax).memo = t\n",
@@ -110,15 +110,13 @@ def test_a_handler_added_and_removed_again_is_not_a_change():
     assert _task("_kata_logger_honest", collects).read(3) == 3  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("generator", ["numpy", "python"])
-def test_a_read_task_that_moves_a_global_random_generator_is_refused(generator):
+def test_a_read_task_that_moves_numpys_global_random_generator_is_refused():
     def draws(flops: int) -> int:
-        for _ in range(flops):
-            np.random.random() if generator == "numpy" else random.random()
+        np.random.random(flops)
         return flops
 
     with pytest.raises(ContractViolation, match="global random generator"):
-        _task(f"_kata_draws_{generator}", draws).read(5)  # type: ignore[attr-defined]
+        _task("_kata_draws", draws).read(5)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("target", ["katas/phase1/kata.py", "pytest.ini", "tools/memo.py"])
