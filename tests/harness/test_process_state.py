@@ -32,6 +32,7 @@ from kata_harness.contract import ContractViolation, wrap
         "import codecs\n",
         "import random\ndef f(t):\n    random.random()\n",
         "import jax\ndef f(t):\n    next(iter((jax,))).memo = t\n",
+        "import math\nSHELF = next(iter((math,)))\ndef f(t):\n    SHELF.memo = t\n",
         "import jax\ndef f(t):\n    {'m': jax}['m'].memo = t\n",
         "import jax\ndef pick(a, b):\n    return b\ndef f(t):\n    pick(None, jax).memo = t\n",
         "import jax\nimport functools\n"
