@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from . import process_state
+
 # A builtin annotation and the concrete types that satisfy it. NumPy scalars count as numbers
 # (``np.sum`` returns them), the standard library's dicts as dicts (a ``defaultdict(Counter)`` is
 # a fine answer); other subclasses do not (they can redefine ``__eq__``).
@@ -245,7 +247,11 @@ def fingerprint() -> Snapshot:
     """
     found = {owner.__name__: (owner, dict(vars(owner))) for owner in _libraries()}
     found[CONFIG] = (None, dict(_config_values()))
+    found[_PROCESS] = (None, process_state.snapshot())
     return found
+
+
+_PROCESS = "process-wide state"  # what a library keeps for every caller (:mod:`.process_state`)
 
 
 def changed(before: Snapshot) -> list[str]:
@@ -257,6 +263,9 @@ def changed(before: Snapshot) -> list[str]:
     counts when its value is no longer equal (one set back to what it was is no change)."""
     found = []
     for label, (owner, values) in before.items():
+        if label == _PROCESS:
+            found += process_state.changed(values)
+            continue
         if owner is None:
             settings = _config_values()
             found += [
@@ -311,7 +320,7 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
         if patched:
             raise ContractViolation(
                 f"{task} changed {patched[0]}: kata code may not change the libraries the tests "
-                "measure with"
+                "measure with, nor leave anything in what a library keeps for the whole process"
             )
         reason = mismatch(value, hint, module)
         if reason:

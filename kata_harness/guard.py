@@ -7,12 +7,12 @@ code rather than about the grader:
   pytest, the harness or the reference, dynamic imports, patching a library, storing into what
   a module holds, threads and signal handlers are refused with one line naming the line.
 - While any kata file runs, an audit hook (:func:`install`) refuses to open a file under
-  ``reference/``, ``decoys/`` or Inductor's cache, to write to the tests, the harness or the
-  snapshots, however the path was spelled, and to start another program (where neither the
-  hook nor the predict refusal would see what it does), or to change the environment
-  variables, unless a compiler the kata code called does it for its own work (Inductor's g++
-  and its cache, Dynamo reading the source it compiles). Threads are refused by the scan for
-  the same reason.
+  ``reference/``, ``decoys/`` or Inductor's cache, to write anywhere in the course's checkout
+  (the kata files too) or to the harness, however the path was spelled, and to start another
+  program (where neither the hook nor the predict refusal would see what it does), or to
+  change the environment variables, unless a compiler the kata code called does it for its own
+  work (Inductor's g++ and its cache, Dynamo reading the source it compiles). Threads are
+  refused by the scan for the same reason.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def _unreadable() -> tuple[str, ...]:
 def installed_dirs() -> tuple[str, ...]:
     """Where installed Python code lives: the entries of ``sys.path`` the first time this is
     asked, before kata code runs (the standard library, site-packages, the course's toolkit), but
-    the course's root and the current directory, where kata code may write. A sealed prediction
-    may read there (:mod:`.sealed`), so kata code may not write there."""
+    the course's root (kata code may not write there either) and the current directory. A
+    sealed prediction may read there (:mod:`.sealed`), so kata code may not write there."""
     root = os.path.realpath(curriculum.ROOT)
     found = {os.path.realpath(entry) for entry in sys.path if entry and os.path.isdir(entry)}
     found.discard(os.path.realpath(os.getcwd()))
@@ -81,12 +81,12 @@ def installed_dirs() -> tuple[str, ...]:
 
 
 def _unwritable() -> tuple[str, ...]:
-    root = curriculum.ROOT
+    """The course's checkout (a kata file, its own included, that a read task appends a table
+    of compiled answers to is read back as code by the next run's import; a ``pytest.ini``
+    there changes how the tests run), the harness, and where installed code lives."""
     return (
-        *(str(root / d) + os.sep for d in ("kata_harness", "snapshots")),
+        os.path.realpath(curriculum.ROOT) + os.sep,
         str(curriculum.HARNESS_DIR) + os.sep,
-        str(root / "conftest.py"),
-        str(root / "pyproject.toml"),
         *installed_dirs(),
     )
 
@@ -103,9 +103,7 @@ def _protected(path: str, mode: object, flags: object) -> bool:
     )
     if not writes:
         return False
-    name = os.path.basename(path)
-    in_tests = path.startswith(str(curriculum.KATAS_DIR) + os.sep) and name != KATA_FILE
-    return in_tests or path.startswith(_unwritable())
+    return path.startswith(_unwritable())
 
 
 _PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")

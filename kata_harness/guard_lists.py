@@ -55,6 +55,14 @@ FORBIDDEN_MODULES = frozenset(
         # (every later test of the process reads the kata's numbers as the compiler's)
         "unittest",
         "mock",
+        # process-wide registries with no reader the harness can check: a handler, codec or
+        # warning filter a read task registers is there for the copy that answers predictions
+        "atexit",
+        "codecs",
+        "warnings",
+        "faulthandler",
+        "site",
+        "random",  # its global generator is the process's (np.random.default_rng draws apart)
     }
 )
 # Methods that change the object they are called on: called on state an imported module holds
@@ -112,10 +120,38 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "get_event_duration_listeners",
         "clear_event_listeners",
         "_event_duration_secs_listeners",
+        # setters of process-wide state a library keeps, whose value the copy of the file that
+        # answers predictions reads back (a printoptions formatter holding compiled numbers)
+        "addaudithook",
+        "setrecursionlimit",
+        "setswitchinterval",
+        "set_int_max_str_digits",
+        "set_printoptions",
+        "printoptions",
+        "set_string_function",
+        "seterr",
+        "seterrcall",
+        "setbufsize",
+        "seed",  # np.random.seed, random.seed: the global generator
+        "set_state",
+        "setstate",
+        "setLoggerClass",
+        "setLogRecordFactory",
+        "register_callback",  # sys.monitoring
+        "use_tool_id",
+        "set_events",
+        "set_local_events",
     }
 )
+# Third-party libraries any phase's kata file may import (the standard library aside); a phase
+# whose tasks use another one names it in its tasks.toml's `needs` (NEEDS_LIBRARIES). Another
+# compiler or measuring library (torch's FlopCounterMode on meta tensors) answers a prediction
+# without JAX's compiler, out of the refusal's sight.
+LIBRARIES = frozenset({"jax", "numpy", "optax", "ml_dtypes", "xla_inspect"})
+NEEDS_LIBRARIES = {"torch": frozenset({"torch"}), "iree": frozenset({"iree"})}
 # What to write instead of an attribute refused under every name, where honest code meets it
 NOTES = {
+    "seed": " (the global generator is the process's: draw with np.random.default_rng(seed))",
     "modules": (
         " (refused on any object, as sys.modules reaches the tests; for IREE's"
         " context.modules[...]['main'] write iree.runtime.load_vm_flatbuffer(vmfb,"

@@ -34,6 +34,7 @@ from .decoys import (
     probe_of,
     redteam_in,
 )
+from .guard_lists import LIBRARIES, NEEDS_LIBRARIES
 
 IMPLS = ("katas", "reference")
 
@@ -58,10 +59,18 @@ def _describe(error: BaseException, path: Path) -> str:
     return f"{type(error).__name__}{where}: {error}"
 
 
-def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -> ModuleType:
+def load_file(
+    path: Path,
+    module_name: str,
+    *,
+    label: str,
+    scan: bool = False,
+    libraries: frozenset[str] | None = None,
+) -> ModuleType:
     """Import ``path`` as ``module_name``; re-import only when the file changed.
 
-    ``scan``: refuse a file that reaches into the test machinery (a learner's file).
+    ``scan``: refuse a file that reaches into the test machinery (a learner's file);
+    ``libraries``: the third-party packages it may import (:func:`libraries`; None: any).
     """
     path = path.resolve()
     try:
@@ -73,7 +82,7 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
         return cached[1]
     if scan:
         source = path.read_text(encoding="utf-8")
-        found = source_scan.scan(source, str(path))
+        found = source_scan.scan(source, str(path), libraries)
         if found:
             raise KataRefused(f"{label}: {_relative(path)} {found}: {guard.WHY}")
         if "torch" in source_scan.imported_roots(source):
@@ -112,11 +121,18 @@ def load_file(path: Path, module_name: str, *, label: str, scan: bool = False) -
         sys.modules.pop(module_name, None)
         raise KataRefused(
             f"{label}: {_relative(path)} changes {patched[0]} while it loads: kata code may "
-            "not change the libraries the tests measure with; remove that"
+            "not change the libraries the tests measure with, nor leave anything in what a "
+            "library keeps for the whole process; remove that"
         )
     _compiled_at_load[module_name] = seen + called
     _cache[(module_name, path)] = (stamp, module)
     return module
+
+
+def allowed_libraries(phase: Phase) -> frozenset[str]:
+    """The third-party packages a kata file of ``phase`` may import: the course's, and the one
+    its ``needs`` names (torch for phase 16)."""
+    return LIBRARIES | NEEDS_LIBRARIES.get(phase.needs or "", frozenset())
 
 
 def _refuse_reads(scan: bool, reads: list[str], label: str, path: Path) -> None:
@@ -181,7 +197,13 @@ def _with_sealed_predictions(
     module = _with_contract(module, phase)
     predictions = [task.function for task in phase.tasks if task.kind == "predict"]
     if predictions:
-        copy = load_file(path, f"{module.__name__}_sealed", label=label, scan=True)
+        copy = load_file(
+            path,
+            f"{module.__name__}_sealed",
+            label=label,
+            scan=True,
+            libraries=allowed_libraries(phase),
+        )
         sealed.answered_by(module, _with_contract(copy, phase), predictions)
     return module
 
@@ -205,7 +227,13 @@ def load_impl(phase: Phase, impl: str) -> ModuleType:
     """The learner's kata module (``katas``) or the reference module of a phase."""
     import_needed(phase)
     if impl == "katas":
-        module = load_file(phase.kata_path, f"_kata_{phase.name}", label=phase.name, scan=True)
+        module = load_file(
+            phase.kata_path,
+            f"_kata_{phase.name}",
+            label=phase.name,
+            scan=True,
+            libraries=allowed_libraries(phase),
+        )
         return _with_sealed_predictions(module, phase, phase.kata_path, phase.name)
     if impl == "reference":
         module = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
@@ -217,7 +245,13 @@ def load_impl(phase: Phase, impl: str) -> ModuleType:
 def load_stub(phase: Phase) -> ModuleType:
     """The shipped stub (``katas/phaseN/kata.py`` in reference mode)."""
     import_needed(phase)
-    module = load_file(phase.kata_path, f"_stub_{phase.name}", label=phase.name, scan=True)
+    module = load_file(
+        phase.kata_path,
+        f"_stub_{phase.name}",
+        label=phase.name,
+        scan=True,
+        libraries=allowed_libraries(phase),
+    )
     return _with_contract(module, phase)
 
 
@@ -255,7 +289,7 @@ def load_probe(phase: Phase, probe: Probe) -> ModuleType:
     """A probe is loaded exactly as a learner's file is: scanned, imported, contract-wrapped."""
     import_needed(phase)
     name, label = f"_probe_{phase.name}_{probe.name}", f"{phase.name} probe {probe.name}"
-    module = load_file(probe.path, name, label=label, scan=True)
+    module = load_file(probe.path, name, label=label, scan=True, libraries=allowed_libraries(phase))
     return _with_sealed_predictions(module, phase, probe.path, label)
 
 

@@ -27,16 +27,21 @@ from .guard_lists import (
     STATE,
 )
 
+# Builtins whose first argument is the function they apply, not what they hand back
+_APPLIERS = frozenset({"map", "filter"})
+
 # Builtins that reach an attribute by a name given as a string: only called directly with a
 # literal name (checked by `_named_attribute`), never passed on as a value, where the name they
 # get is out of the scan's sight (`reduce(getattr, ["f_" + "locals"], frame)`, `put = setattr`).
 REFLECTION = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 
 
-def scan(source: str, filename: str) -> str | None:
+def scan(source: str, filename: str, libraries: frozenset[str] | None = None) -> str | None:
     """The first forbidden construct in a kata file's source, as 'line N: what' (None if clean).
 
-    A file that does not parse is left to the import, which reports the syntax error.
+    ``libraries``: the third-party packages the file's phase may import (the standard library
+    aside); None leaves imports to the other rules. A file that does not parse is left to the
+    import, which reports the syntax error.
     """
     try:
         tree = ast.parse(source, filename)
@@ -54,7 +59,7 @@ def scan(source: str, filename: str) -> str | None:
         )
         if found:
             return f"line {getattr(node, 'lineno', '?')} {found}"
-    return None
+    return _foreign_library(tree, libraries) if libraries is not None else None
 
 
 def imported_roots(source: str) -> set[str]:
@@ -73,17 +78,50 @@ def imported_roots(source: str) -> set[str]:
     return roots
 
 
-def _imported_names(tree: ast.AST) -> set[str]:
+def _foreign_library(tree: ast.AST, libraries: frozenset[str]) -> str | None:
+    """An import of a third-party package the phase does not use, as 'line N imports x: ...'."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots = [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots = [node.module.split(".")[0]]
+        else:
+            continue
+        for root in roots:
+            if root not in libraries and root not in sys.stdlib_module_names:
+                allowed = ", ".join(sorted(libraries))
+                return (
+                    f"line {node.lineno} imports {root}: this phase's kata file may import the "
+                    f"standard library and {allowed} (another compiler or measuring library "
+                    "would answer a prediction in the compiler's place)"
+                )
+    return None
+
+
+class _Names(set[str]):
+    """Names bound to what the file imports (the set), and ``stdlib``: those bound to the
+    standard library (``logging``, ``reduce`` in ``from functools import reduce``)."""
+
+    stdlib: frozenset[str] = frozenset()
+
+
+def _imported_names(tree: ast.AST) -> _Names:
     """Names bound to what the file imports, and their aliases.
 
     ``np`` in ``import numpy as np``, ``jit`` in ``from jax import jit``, and every name later
     assigned an expression that reaches one of them (``C = jax.stages.Compiled``,
     ``m = getattr(np, "sum")``, ``T = type(np.float32(1))``), however many steps it takes.
     """
-    names: set[str] = set()
+    names = _Names()
+    stdlib: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+            names |= bound
+            module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            if (module or "").split(".")[0] in sys.stdlib_module_names:
+                stdlib |= bound
+    names.stdlib = frozenset(stdlib)
     aliases = [
         (target, node.value)
         for node in ast.walk(tree)
@@ -108,7 +146,12 @@ def _imported_names(tree: ast.AST) -> set[str]:
 
 def _reference(value: ast.AST, names: set[str]) -> bool:
     """Whether ``value`` is (an attribute, item or class of) one of ``names`` rather than a new
-    object: ``jax.stages.Compiled`` and ``type(x)`` are, ``np.zeros(3)`` and ``Counter()`` not."""
+    object: ``jax.stages.Compiled`` and ``type(x)`` are, ``np.zeros(3)`` and ``Counter()`` not.
+
+    What a call hands back counts as what it was given when the scan cannot tell it is new: a
+    builtin, a lambda, the file's own function or the standard library's given one of ``names``
+    (``next(iter((jax,)))``, ``functools.reduce(pick, [np])``), and the standard library's
+    getters of the objects it keeps for the whole process (``logging.getLogger(...)``)."""
     if isinstance(value, ast.Name):
         return value.id in names
     if isinstance(value, ast.Attribute) and value.attr == "__class__":
@@ -117,6 +160,8 @@ def _reference(value: ast.AST, names: set[str]) -> bool:
         return _reference(value.value, names)
     if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
         return any(_reference(e, names) for e in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(_reference(v, names) for v in value.values)
     if isinstance(value, ast.IfExp):
         return _reference(value.body, names) or _reference(value.orelse, names)
     if isinstance(value, ast.NamedExpr):
@@ -126,7 +171,24 @@ def _reference(value: ast.AST, names: set[str]) -> bool:
             return True
         if value.func.id in ("getattr", "vars") and value.args:
             return _reference(value.args[0], names)
+    if isinstance(value, ast.Call):
+        return _hands_back(value, names)
     return False
+
+
+def _hands_back(call: ast.Call, names: set[str]) -> bool:
+    """Whether ``call`` may hand back one of ``names`` (see :func:`_reference`)."""
+    stdlib = getattr(names, "stdlib", frozenset())
+    root = _base(call.func)
+    library = isinstance(root, ast.Name) and root.id in names
+    from_stdlib = isinstance(root, ast.Name) and root.id in stdlib
+    last = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if from_stdlib and last.startswith("get"):
+        return True  # logging.getLogger: the process's one logger of that name
+    if library and not from_stdlib:
+        return False  # a library's function makes a new object (jax.tree.map, np.asarray)
+    given = call.args[1:] if last in _APPLIERS else call.args
+    return any(_reference(argument, names) for argument in given)
 
 
 def _base(node: ast.AST) -> ast.AST:
