@@ -25,13 +25,10 @@ def test_restore_puts_back_what_was_replaced_and_says_what():
 def test_a_file_refused_for_a_patch_leaves_the_library_as_it_was(tmp_path):
     original = jax.stages.Compiled.as_text
     kata = tmp_path / "kata.py"
-    kata.write_text(
-        "import jax\n"
-        "owner = next(iter((jax.stages.Compiled,)))\n"
-        "setattr(owner, 'as_text', lambda self, *a, **k: '')\n"
-    )
+    kata.write_text("import jax\njax.stages.Compiled.as_text = lambda self, *a, **k: ''\n")
+    # unscanned, so the patch runs whatever routes the scan knows: what is judged is the load
     with pytest.raises(loading.KataLoadError):
-        loading.load_file(kata, "_restore_probe", label="probe", scan=True)
+        loading.load_file(kata, "_restore_probe", label="probe", scan=False)
     assert jax.stages.Compiled.as_text is original
 
 
