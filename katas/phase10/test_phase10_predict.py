@@ -6,23 +6,19 @@ The sizes are drawn fresh on every run, one case per situation the contract dist
 dominating for the flops. A failure names its one case and the seed that draws it again.
 """
 
-import warnings
-
 import jax
 import pytest
 
 from kata_harness.predict import compiler_refused
-from katas.phase10.programs import donated_step, sized_step_args
+from katas.phase10.programs import donated_step, sized_step_specs
 from katas.phase10.strata import alias_strata, flops_strata
 
 # ---- predict_alias_bytes and predict_step_flops: predictions checked against the compiler ------
 
 
 def _compiled_step(features: int, hidden: int, out: int, batch: int, optimizer: str):
-    args = sized_step_args(features, hidden, out, batch, optimizer)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # NumPy arguments cannot be donated: the plan can
-        return donated_step(optimizer).lower(*args).compile()
+    args = sized_step_specs(features, hidden, out, batch, optimizer)
+    return donated_step(optimizer).lower(*args).compile()
 
 
 @pytest.mark.task("predict_alias_bytes")
