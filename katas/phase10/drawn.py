@@ -64,7 +64,9 @@ def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bo
     none is unused); outputs in `order`, with the sum itself at `loss_at` when not None."""
 
     def program(*args):
-        total = sum(jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(args))
+        total = jnp.sum(
+            jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(args)])
+        )
         new = {
             i: jax.tree.map(lambda leaf: leaf + total.astype(leaf.dtype), args[i]) for i in donated
         }
