@@ -608,9 +608,9 @@ def alias_weights_only(features, hidden, out, optimizer):
     why="measures instead of predicting: compiles the donated step",
 )
 def alias_measured(features, hidden, out, optimizer):
-    from katas.phase10.programs import donated_step, sized_step_args
+    from katas.phase10.programs import donated_step, sized_step_specs
 
-    args = sized_step_args(features, hidden, out, 4, optimizer)
+    args = sized_step_specs(features, hidden, out, 4, optimizer)
     stats = donated_step(optimizer).lower(*args).compile().memory_analysis()
     return int(getattr(stats, "alias_size_in_bytes", 0))
 
@@ -659,9 +659,9 @@ def flops_one_per_mac(features, hidden, out, batch):
     why="measures instead of predicting: reads the compiled step's cost analysis",
 )
 def flops_measured(features, hidden, out, batch):
-    from katas.phase10.programs import donated_step, sized_step_args
+    from katas.phase10.programs import donated_step, sized_step_specs
 
-    args = sized_step_args(features, hidden, out, batch, "momentum")
+    args = sized_step_specs(features, hidden, out, batch, "momentum")
     cost = donated_step("momentum").lower(*args).compile().cost_analysis() or {}
     return int(cost.get("flops", 0))
 

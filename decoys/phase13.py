@@ -209,8 +209,14 @@ def mixed_with_matmul(params, x, y):
 # ---- rollout ------------------------------------------------------------------------------------
 
 
+def _promoted(w, b, x):
+    """x in the dtype the original's first step gives it (a loop's carry keeps one type)."""
+    return x.astype(jnp.result_type(x, w, b))
+
+
 def _scan(w, b, x, unroll=1, length=32):
-    return jax.lax.scan(lambda c, _: (jnp.tanh(c @ w + b), None), x, None, length, unroll=unroll)[0]
+    body = lambda c, _: (jnp.tanh(c @ w + b), None)  # noqa: E731
+    return jax.lax.scan(body, _promoted(w, b, x), None, length, unroll=unroll)[0]
 
 
 @decoy(
@@ -247,7 +253,7 @@ def rollout_31_steps(w, b, x):
 )
 def rollout_reordered_step(w, b, x):
     body = lambda c, _: (jnp.tanh(c) @ w + b, None)  # noqa: E731
-    return jax.lax.scan(body, x, None, 32, unroll=4)[0]
+    return jax.lax.scan(body, _promoted(w, b, x), None, 32, unroll=4)[0]
 
 
 @decoy(
@@ -263,11 +269,12 @@ def rollout_idle_branch(w, b, x):
     def body(i, h):
         return jax.lax.cond(i < 0, lambda h: step(step(step(step(h)))), step, h)
 
-    return jax.lax.fori_loop(0, 32, body, x)
+    return jax.lax.fori_loop(0, 32, body, _promoted(w, b, x))
 
 
 @accepted("rollout", why="fori_loop with unroll=8: 4 trips of 8 steps")
 def rollout_fori(w, b, x):
+    x = x.astype(jnp.promote_types(jnp.promote_types(x.dtype, w.dtype), b.dtype))
     return jax.lax.fori_loop(0, 32, lambda _, c: jnp.tanh(c @ w + b), x, unroll=8)
 
 
@@ -652,6 +659,8 @@ def roofline_from_output_shape(program, shapes, dtype, chip):
         flops = out * (1 if program == "add" else 2)
     else:
         flops = math.prod(shapes[0]) - out
+        if dtype == "bfloat16":  # summed in f32: each element converted up, each result down
+            flops += math.prod(shapes[0]) + out
     moved = (reads + out) * size
     peak_flops, peak_bandwidth = PEAKS[chip]
     bound = "memory" if flops / moved <= peak_flops / peak_bandwidth else "compute"

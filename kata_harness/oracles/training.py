@@ -176,3 +176,33 @@ def parameter_bytes(compiled: jax.stages.Compiled, numbers: tuple[int, ...]) -> 
             assert i.payload is not None and shape.dtype is not None, i.shape
             sizes[int(i.payload)] = int(np.prod(_static_dims(shape))) * _BYTES[shape.dtype]
     return sum(sizes[n] for n in numbers)
+
+
+def tuple_fusions(compiled) -> int:
+    """Fusion instructions whose result is a tuple (a kernel with several outputs)."""
+    return sum(
+        i.opcode == "fusion" and i.shape.startswith("(")
+        for c in parse_hlo(optimized_text(compiled))
+        for i in c
+    )
+
+
+def branch_dot_dims(compiled):
+    """(lhs contracting dims, rhs contracting dims) of every dot in a computation a conditional
+    calls as a branch."""
+    module = parse_hlo(optimized_text(compiled))
+    names = {
+        name
+        for c in module
+        for i in c
+        if i.opcode == "conditional"
+        for key in _BRANCHES
+        for name in re.findall(r"[\w.\-]+", i.attribute(key) or "")
+    }
+    return [
+        (i.attribute("lhs_contracting_dims"), i.attribute("rhs_contracting_dims"))
+        for c in module
+        if c.name in names
+        for i in c
+        if i.opcode == "dot"
+    ]

@@ -57,18 +57,21 @@ SGD = optax.sgd(LEARNING_RATE)  # no optimizer state at all
 OPTIMIZERS = {"sgd": SGD, "momentum": MOMENTUM, "adam": ADAM}
 
 
-def sized_step_args(features: int, hidden: int, out: int, batch: int, optimizer: str):
-    """(params, optimizer state, x, y) of an MLP of these sizes, all float32."""
-    rng = np.random.default_rng(features * 1000 + hidden)
+def sized_step_specs(features: int, hidden: int, out: int, batch: int, optimizer: str):
+    """(params, optimizer state, x, y) of an MLP of these sizes as float32 ShapeDtypeStructs:
+    enough to compile the step at any size (a step past 2**31 bytes allocates nothing)."""
+
+    def f32(*shape: int) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(shape, jnp.float32)
+
     params = {
-        "w1": rng.normal(size=(features, hidden)).astype(np.float32) / 4,
-        "b1": np.zeros(hidden, np.float32),
-        "w2": rng.normal(size=(hidden, out)).astype(np.float32) / 4,
-        "b2": np.zeros(out, np.float32),
+        "w1": f32(features, hidden),
+        "b1": f32(hidden),
+        "w2": f32(hidden, out),
+        "b2": f32(out),
     }
-    x = rng.normal(size=(batch, features)).astype(np.float32)
-    y = rng.normal(size=(batch, out)).astype(np.float32)
-    return params, OPTIMIZERS[optimizer].init(params), x, y
+    state = jax.eval_shape(OPTIMIZERS[optimizer].init, params)
+    return params, state, f32(batch, features), f32(batch, out)
 
 
 def donated_step(optimizer: str):

@@ -6,23 +6,19 @@ The sizes are drawn fresh on every run, one case per situation the contract dist
 dominating for the flops. A failure names its one case and the seed that draws it again.
 """
 
-import warnings
-
 import jax
 import pytest
 
 from kata_harness.predict import compiler_refused
-from katas.phase10.programs import donated_step, sized_step_args
-from katas.phase10.strata import alias_strata, flops_strata
+from katas.phase10.programs import donated_step, sized_step_specs
+from katas.phase10.strata import alias_past_2_31, alias_strata, flops_strata
 
 # ---- predict_alias_bytes and predict_step_flops: predictions checked against the compiler ------
 
 
 def _compiled_step(features: int, hidden: int, out: int, batch: int, optimizer: str):
-    args = sized_step_args(features, hidden, out, batch, optimizer)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # NumPy arguments cannot be donated: the plan can
-        return donated_step(optimizer).lower(*args).compile()
+    args = sized_step_specs(features, hidden, out, batch, optimizer)
+    return donated_step(optimizer).lower(*args).compile()
 
 
 @pytest.mark.task("predict_alias_bytes")
@@ -38,6 +34,21 @@ def test_predict_alias_bytes_matches_memory_analysis(kata, fresh):
             f"{case}: you predicted {predicted} aliased bytes, memory_analysis says "
             f"{stats.alias_size_in_bytes} ({fresh.where()})"
         )
+
+
+@pytest.mark.task("predict_alias_bytes")
+def test_predict_alias_bytes_past_2_31(kata, fresh):
+    """A step of more than 2**31 aliased bytes, compiled from shapes (nothing allocated)."""
+    features, hidden, out, optimizer, batch = alias_past_2_31(fresh)
+    predicted = kata.predict_alias_bytes(features, hidden, out, optimizer)
+    case = f"({features}, {hidden}, {out}, {optimizer!r})"
+    assert type(predicted) is int, f"{case}: expected an int, got {predicted!r}"
+    stats = _compiled_step(features, hidden, out, batch, optimizer).memory_analysis()
+    assert stats is not None, "this backend has no memory analysis"
+    assert predicted == stats.alias_size_in_bytes > 2**31, (
+        f"{case}: you predicted {predicted} aliased bytes, memory_analysis says "
+        f"{stats.alias_size_in_bytes}: past 2**31, does your arithmetic wrap? ({fresh.where()})"
+    )
 
 
 @pytest.mark.task("predict_alias_bytes")

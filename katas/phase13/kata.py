@@ -20,7 +20,9 @@ def remat_loss(params: list, x) -> jax.Array:
     """programs.deep_loss(params, x), the same value and the same gradients, but the compiled
     jax.grad of it needs at most half the original's temp bytes (memory_analysis) with at most
     25% more flops (cost_analysis), all of the work inside the compiled module (no host
-    callbacks or custom-calls) and no loop (cost_analysis counts a loop's body once)."""
+    callbacks or custom-calls) and no loop (cost_analysis counts a loop's body once). The budget
+    tests run programs.REMAT_CASES, depth 16 and a drawn depth 4 (width 32 to 64, batch 384 to
+    512): shapes where a checkpoint on every block meets it (README.md)."""
     # TODO: decide what the backward pass may keep from each block, and recompute the rest
     raise NotImplementedError("phase13 task 1: remat_loss")
 
@@ -39,14 +41,19 @@ def mixed_step(params: tuple, x, y) -> tuple:
 def rollout(w, b, x) -> jax.Array:
     """programs.unrolled_rollout(w, b, x): 32 steps of x = tanh(x @ w + b), compiled to at most
     40% of the unrolled original's instructions, by a loop that runs at most 8 trips (counted by
-    the compiler: its known_trip_count)."""
+    the compiler: its known_trip_count). w, b and x may each be float32 or bfloat16, as the
+    original allows: the result has the original's dtype and values (x bfloat16 with w float32
+    is float32 from the first step on)."""
     # TODO: write the recurrence as a loop and choose how many steps one trip does
     raise NotImplementedError("phase13 task 3: rollout")
 
 
 def sharded_mlp(x, w1, w2) -> jax.Array:
     """programs.replicated_hidden_mlp(x, w1, w2) on the 8-device mesh (x replicated, w1 split by
-    columns, w2 by rows): the same result, with at most half the original's collective bytes."""
+    columns, w2 by rows): the same result, with at most half the original's collective bytes.
+    The budget tests run hidden at least twice the width (the listed cases and one drawn with
+    hidden from 2 to 2.5 x width): below that the output's own all-reduce weighs too much for
+    any answer to meet it."""
     # TODO: read the original's optimized HLO: which collective moves what, and is it needed?
     raise NotImplementedError("phase13 task 4: sharded_mlp")
 
@@ -58,7 +65,9 @@ def roofline(
     [program] on arguments of `shapes` and `dtype` ("float32", "bfloat16"), predicted from the
     shapes alone (compile nothing): bytes as a fused program moves them (each input read once,
     the output written once), and whether it is compute- or memory-bound on `chip` (a key of
-    PEAKS). The tests compare with the compiler's cost_analysis() within 5%."""
+    PEAKS). Flops as the cost model counts the program as written (a bfloat16 jnp.sum
+    accumulates in float32: read which converts that adds). The tests compare with the
+    compiler's cost_analysis() within 5%."""
     # TODO: count the multiply-adds and the elements each program reads and writes
     raise NotImplementedError("phase13 task 5: roofline")
 

@@ -107,11 +107,18 @@ def unrolled_rollout(w, b, x):
     return x
 
 
-def rollout_args(batch: int = 16, width: int = 64, seed: int = 0):
+def rollout_args(
+    batch: int = 16, width: int = 64, seed: int = 0, dtypes: tuple[str, str, str] | None = None
+):
+    """(w, b, x), float32 unless `dtypes` gives w's, b's and x's (float32 or bfloat16 each): the
+    original promotes as jnp does, so x bfloat16 with w float32 gives float32 from the first
+    step on."""
     rng = np.random.default_rng(seed)
-    w = (rng.normal(size=(width, width)) / np.sqrt(width)).astype(np.float32)
-    b = (rng.normal(size=width) * 0.1).astype(np.float32)
-    return w, b, rng.normal(size=(batch, width)).astype(np.float32)
+    w = rng.normal(size=(width, width)) / np.sqrt(width)
+    b = rng.normal(size=width) * 0.1
+    x = rng.normal(size=(batch, width))
+    kinds = dtypes or ("float32", "float32", "float32")
+    return tuple(a.astype(jnp.dtype(kind)) for a, kind in zip((w, b, x), kinds, strict=True))
 
 
 ROLLOUT_CASES = [(16, 64, 0), (5, 48, 1), (32, 80, 2)]

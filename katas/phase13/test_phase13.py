@@ -53,13 +53,21 @@ def _remat_original(case) -> tuple[int, float]:
     return oracle.memory(compiled).temp_size_in_bytes, oracle.cost(compiled)["flops"]
 
 
+def _remat_drawn(fresh) -> tuple[int, int, int, int]:
+    """(depth, width, batch, seed): depth 4, width 32 to 64, batch 384 to 512 (at least 6 x the
+    width). There a checkpoint on every block keeps 48% of the original's temp bytes (jax 0.12),
+    and leaving any one block out of it keeps more than half: at depth 4 each block weighs."""
+    return 4, 8 * fresh.randint(4, 8), 64 * fresh.randint(6, 8), fresh.getrandbits(16)
+
+
 @pytest.mark.task("remat_loss")
 @pytest.mark.parametrize(
     "case",
-    [*REMAT_CASES, (16, 64, 128, 3)],  # and one deeper than the listed cases
-    ids=lambda c: "depth{}-width{}-batch{}".format(*c),
+    [*REMAT_CASES, (16, 64, 128, 3), "drawn"],  # one deeper than the listed cases, one shallower
+    ids=lambda c: c if c == "drawn" else "depth{}-width{}-batch{}".format(*c),
 )
-def test_remat_meets_the_memory_budget(kata, case):
+def test_remat_meets_the_memory_budget(kata, case, fresh):
+    case = _remat_drawn(fresh) if case == "drawn" else case
     compiled = jax.jit(jax.grad(kata.remat_loss)).lower(*deep_args(*case)).compile()
     text = oracle.text(compiled)
     budgets.check_no_hidden_work(text, "the compiled grad")
@@ -75,8 +83,9 @@ def test_remat_meets_the_memory_budget(kata, case):
     temp_budget, flops_budget = TEMP_SHARE * original_temp, (1 + FLOPS_ABOVE) * original_flops
     budgets.within_budgets(
         temp <= temp_budget
-        or f"temp bytes {budgets.mb(temp)}, budget {budgets.mb(temp_budget)} (half the original's "
-        f"{budgets.mb(original_temp)}): what does the backward pass keep from each block?",
+        or f"(depth, width, batch) {case[:3]}: temp bytes {budgets.mb(temp)}, budget "
+        f"{budgets.mb(temp_budget)} (half the original's {budgets.mb(original_temp)}): what "
+        "does the backward pass keep from each block?",
         flops <= flops_budget
         or f"flops {flops / 1e6:.1f} M, budget {flops_budget / 1e6:.1f} M (the original's "
         f"{original_flops / 1e6:.1f} M + {FLOPS_ABOVE:.0%}): how much is recomputed?",
@@ -210,13 +219,33 @@ def test_rollout_meets_the_size_and_trip_budgets(kata, case):
     )
 
 
+_BF16_X = ("float32", "float32", "bfloat16")  # w, b, x: the original is f32 after one step
+
+
 @pytest.mark.task("rollout")
-@pytest.mark.parametrize("case", [*ROLLOUT_CASES, (1, 8, 3), (7, 33, 4)])
+@pytest.mark.parametrize(
+    "case",
+    [
+        *ROLLOUT_CASES,
+        (1, 8, 3),
+        (7, 33, 4),
+        (6, 24, 5, _BF16_X),
+        (3, 40, 6, ("bfloat16", "bfloat16", "float32")),
+        (4, 16, 7, ("bfloat16",) * 3),
+    ],
+)
 def test_rollout_computes_the_original(kata, case):
     args = rollout_args(*case)
     got = jax.jit(kata.rollout)(*args)
     want = jax.jit(unrolled_rollout)(*args)
-    budgets.close(got, want, f"rollout of batch {case[0]}, width {case[1]}", rtol=1e-5, atol=1e-6)
+    low = np.asarray(want).dtype != np.float32  # a bf16 result rounds as the fusions fall
+    budgets.close(
+        got,
+        want,
+        f"rollout of batch {case[0]}, width {case[1]}, (w, b, x) {[str(a.dtype) for a in args]}",
+        rtol=3e-2 if low else 1e-5,
+        atol=3e-2 if low else 1e-6,
+    )
 
 
 # ---- sharded_mlp --------------------------------------------------------------------------------
@@ -229,18 +258,32 @@ def _sharded_original(case) -> int:
     )[0]
 
 
+def _sharded_drawn(fresh) -> tuple[int, int, int, int]:
+    """(batch, width, hidden, seed) with hidden from 2 to 2.5 x width, the low end of the range
+    the contract states: the output's all-reduce is a third of the original's bytes there, so an
+    answer that moves the output twice misses what dropping the pin meets."""
+    width = 4 * fresh.randint(12, 32)
+    return fresh.randint(4, 32), width, 8 * fresh.randint(width // 4, width * 5 // 16), 9
+
+
 @pytest.mark.task("sharded_mlp")
-@pytest.mark.parametrize("case", SHARDED_CASES, ids=lambda c: "batch{}-width{}-hidden{}".format(*c))
-def test_sharded_mlp_meets_the_collective_budget(kata, case):
+@pytest.mark.parametrize(
+    "case",
+    [*SHARDED_CASES, "drawn"],
+    ids=lambda c: c if c == "drawn" else "batch{}-width{}-hidden{}".format(*c),
+)
+def test_sharded_mlp_meets_the_collective_budget(kata, case, fresh):
+    case = _sharded_drawn(fresh) if case == "drawn" else case
     compiled = jax.jit(kata.sharded_mlp).lower(*sharded_args(*case)).compile()
     moved, found = oracle.collective_bytes(compiled)
     original = _sharded_original(case)
     budget = COLLECTIVE_SHARE * original
     budgets.within_budgets(
         moved <= budget
-        or f"collective bytes {budgets.kb(moved)} ({found}), budget {budgets.kb(budget)} "
-        f"({COLLECTIVE_SHARE:.0%} of the original's {budgets.kb(original)}): which collective "
-        "moves the hidden layer, and does the second matmul need it whole?"
+        or f"(batch, width, hidden) {case[:3]}: collective bytes {budgets.kb(moved)} ({found}), "
+        f"budget {budgets.kb(budget)} ({COLLECTIVE_SHARE:.0%} of the original's "
+        f"{budgets.kb(original)}): which collective moves the hidden layer, and does the second "
+        "matmul need it whole?"
     )
 
 

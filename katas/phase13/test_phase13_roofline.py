@@ -1,6 +1,7 @@
 """Phase 13 tests, task roofline: flops, bytes and arithmetic intensity predicted without
 compiling, checked against the compiler's cost analysis of the program (compiled in f32, lowered
 in bf16; kata_harness.oracles.performance), and the bound classified by each chip's ridge point.
+bf16 sums are drawn fresh: jnp.sum widens them to f32, and the cost model counts the converts.
 """
 
 import functools
@@ -94,6 +95,28 @@ def test_roofline_matches_bf16_cost(kata):
     for program, shapes in BF16_CASES:
         got = _predicted(kata, program, shapes, "bfloat16", "h100")
         _check_cost(got, _lowered_cost(program, shapes), f"{program} {shapes} bf16")
+
+
+@pytest.mark.task("roofline")
+def test_roofline_bf16_sums(kata, fresh):
+    """The flops of bf16 row sums and totals of drawn shapes, as the lowered bf16 module counts
+    them: jnp.sum accumulates in f32, and its converts are counted. (Bytes are checked where the
+    compiled program moves exactly what a fused one would: the listed f32 cases; XLA:CPU splits
+    some small 1-D reductions, which moves more.)"""
+    rank = fresh.randint(1, 3)
+    drawn = [
+        ("row_sums", ((fresh.randint(2, 400), fresh.randint(2, 400)),)),
+        ("total", (tuple(fresh.randint(2, 200 // rank) for _ in range(rank)),)),
+    ]
+    for program, shapes in drawn:
+        flops = _predicted(kata, program, shapes, "bfloat16", fresh.choice(sorted(PEAKS)))[0]
+        want = _lowered_cost(program, shapes)[0]
+        with check:
+            assert flops == pytest.approx(want, rel=TOLERANCE), (
+                f"{program} {shapes} bf16 ({fresh.where()}): flops {flops:.6g}, the lowered "
+                f"module's cost analysis says {want:.6g} (which instructions does jnp.sum of "
+                "bf16 add?)"
+            )
 
 
 @pytest.mark.task("roofline")

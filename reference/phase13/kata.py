@@ -44,10 +44,12 @@ def mixed_step(params: tuple, x, y) -> tuple:
 
 def rollout(w, b, x) -> jax.Array:
     # A scan keeps one copy of the step; unroll=4 puts 4 steps in each trip, so the loop runs 8
-    # times while the module stays a fraction of the fully unrolled one.
+    # times while the module stays a fraction of the fully unrolled one. The carry starts in the
+    # dtype the original's first step promotes to (a scan's carry keeps one type).
     def step(carry, _):
         return jnp.tanh(carry @ w + b), None
 
+    x = x.astype(jnp.result_type(x, w, b))
     return jax.lax.scan(step, x, None, length=32, unroll=4)[0]
 
 
@@ -79,9 +81,13 @@ def roofline(
     elif program == "row_sums":
         ((rows, cols),) = shapes
         flops, elements = rows * (cols - 1), rows * cols + rows
+        if dtype == "bfloat16":  # jnp.sum widens: a convert per element in, one per row out
+            flops += rows * cols + rows
     elif program == "total":
         n = math.prod(shapes[0])
         flops, elements = n - 1, n + 1
+        if dtype == "bfloat16":
+            flops += n + 1
     else:
         raise ValueError(f"unknown program {program!r}")
     bytes_moved = elements * size

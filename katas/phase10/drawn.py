@@ -1,0 +1,180 @@
+"""Programs phase 10's tests draw fresh on every run, each built so that what the contract
+distinguishes is in it by construction: a fusion returning a tuple (a multi-output kernel),
+donated arguments that are not adjacent or a single array returned, transposes in a
+lax.while_loop's body or condition, and dots of any element type in conditional branches.
+
+Every builder takes the test's ``fresh`` generator (a random.Random) and returns
+(label, function, arguments, ...); the arguments are ShapeDtypeStructs when only the compiled
+form is read, arrays when the function also runs.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "int32": jnp.int32}
+
+
+def _spec(shape: tuple[int, ...], dtype: str) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, DTYPES[dtype])
+
+
+# ---- fusion_count: fusions whose shape is a tuple ----------------------------------------------
+
+
+def multi_output_fusions(rng, dtype: str):
+    """(label, function, (a,)): arg-reductions that XLA fuses into one kernel with two results,
+    `(f32[n], s32[n]) fusion(...)`, in ENTRY and, drawn, once more in a fori_loop body."""
+    rows, cols, axis = rng.randint(2, 9), rng.randint(2, 9), rng.randint(0, 1)
+    trips, low = rng.randint(2, 4), rng.random() < 0.5
+    best, arg = (jnp.min, jnp.argmin) if low else (jnp.max, jnp.argmax)
+
+    def program(a):
+        def body(_, carry):
+            return carry + best(a, axis).astype(carry.dtype) + arg(a, axis).astype(carry.dtype)
+
+        first = (best(a, axis), arg(a, axis))
+        return first, jax.lax.fori_loop(0, trips, body, jnp.zeros(a.shape[1 - axis], a.dtype))
+
+    label = f"{arg.__name__} and {best.__name__} over axis {axis} of {dtype}[{rows},{cols}]"
+    return f"{label}, also in a fori_loop of {trips}", program, (_spec((rows, cols), dtype),)
+
+
+# ---- aliased_parameters: which leaves were donated ----------------------------------------------
+
+
+def _tree(rng, dtype_choices: list[str]):
+    """An argument: one array, a pair or a dict of one to three leaves of drawn shapes."""
+    leaves = [
+        _spec(tuple(rng.randint(1, 6) for _ in range(rng.randint(0, 2))), rng.choice(dtype_choices))
+        for _ in range(rng.randint(1, 3))
+    ]
+    kind = rng.choice(["array", "tuple", "dict"])
+    if kind == "array" or len(leaves) == 1:
+        return leaves[0]
+    if kind == "tuple":
+        return tuple(leaves)
+    return {f"k{i}": leaf for i, leaf in enumerate(leaves)}
+
+
+def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bool):
+    """Each donated argument comes back updated (every leaf plus the sum of every argument, so
+    none is unused); outputs in `order`, with the sum itself at `loss_at` when not None."""
+
+    def program(*args):
+        total = jnp.sum(
+            jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(args)])
+        )
+        new = {
+            i: jax.tree.map(lambda leaf: leaf + total.astype(leaf.dtype), args[i]) for i in donated
+        }
+        if bare:
+            return new[donated[0]]
+        outputs = [new[donated[i]] for i in order]
+        if loss_at is not None:
+            outputs.insert(loss_at, total)
+        return tuple(outputs)
+
+    return program
+
+
+def single_array_donation(rng):
+    """(label, function, args, donate_argnums): one array donated and returned alone, so the
+    alias entry's output index is `{}`; other arguments before and after it."""
+    dtypes = sorted(DTYPES)
+    args = [_tree(rng, dtypes) for _ in range(rng.randint(1, 4))]
+    position = rng.randint(0, len(args) - 1)
+    args[position] = _spec((rng.randint(2, 6), rng.randint(2, 6)), rng.choice(dtypes))
+    label = f"one array returned, argument {position} of {len(args)} donated"
+    return label, _program([position], [0], None, True), tuple(args), (position,)
+
+
+def scattered_donation(rng):
+    """(label, function, args, donate_argnums): at least three arguments, the donated ones not
+    adjacent (an undonated one between them), more than ten leaves in all, outputs in a drawn
+    order with a scalar at a drawn place."""
+    dtypes = sorted(DTYPES)
+    while True:
+        args = [_tree(rng, dtypes) for _ in range(rng.randint(4, 7))]
+        if len(jax.tree.leaves(args)) > 10:
+            break
+    first = rng.randint(0, len(args) - 3)
+    last = rng.randint(first + 2, len(args) - 1)
+    middle = [i for i in range(first + 2, last) if rng.random() < 0.5]
+    donated = sorted({first, *middle, last})
+    order = rng.sample(range(len(donated)), len(donated))
+    loss_at = rng.choice([None, *range(len(donated) + 1)])
+    label = f"{len(args)} arguments, {donated} donated, returned in the order {order}"
+    return label, _program(donated, order, loss_at, False), tuple(args), tuple(donated)
+
+
+# ---- transpose_counts: transposes in a lax.while_loop ------------------------------------------
+
+PLACES = ("while body", "while condition", "nested jit", "scan body", "cond branch")
+
+
+def while_transposes(rng):
+    """(label, function, (m, w), transposes in its jaxpr by construction): a lax.while_loop with a
+    transpose in its body, its condition or both, and drawn other places; m and w square."""
+    places = [p for p in PLACES if rng.random() < 0.5]
+    if not {"while body", "while condition"} & set(places):
+        places.insert(0, rng.choice(PLACES[:2]))
+    n, dtype, trips = rng.randint(2, 7), rng.choice(["float32", "bfloat16"]), rng.randint(1, 4)
+    where = set(places)
+
+    def program(m, w):
+        if "nested jit" in where:
+            m = jax.jit(lambda a: a.T + a)(m)
+
+        def condition(carry):
+            i, c = carry
+            bound = jnp.sum(c.T[0]) if "while condition" in where else jnp.sum(c[0])
+            return (i < trips) & (bound < 1e30)
+
+        def body(carry):
+            i, c = carry
+            return i + 1, (c.T if "while body" in where else c) * 0.5 + w
+
+        _, out = jax.lax.while_loop(condition, body, (0, m))
+        if "scan body" in where:
+            out = jax.lax.scan(lambda c, _: (c + w.T, None), out, None, length=2)[0]
+        if "cond branch" in where:
+            out = jax.lax.cond(out.sum() > 0, lambda a: a.T * 3, lambda a: a * 1, out)
+        return out
+
+    label = f"lax.while_loop of {trips} trips with transposes in {places}, {dtype}[{n},{n}]"
+    return label, program, (_spec((n, n), dtype), _spec((n, n), dtype)), len(places)
+
+
+# ---- absorbed_transposes: dots of any element type, in branches --------------------------------
+
+_FORMS = {
+    "a @ b": lambda a, b: a @ b,
+    "a.T @ b": lambda a, b: a.T @ b,
+    "a @ b.T": lambda a, b: a @ b.T,
+    "a.T @ b.T": lambda a, b: a.T @ b.T,
+}
+
+
+def branch_dots(rng, dtype: str):
+    """(label, function, args): a lax.switch whose branches each compute one dot of a drawn form
+    (one branch always reads an operand transposed), next to one dot in ENTRY; square operands,
+    every dot a matrix times a matrix."""
+    n, count = rng.randint(2, 8), rng.randint(2, 4)
+    forms = [rng.choice(sorted(_FORMS)) for _ in range(count)]
+    forms[rng.randrange(count)] = rng.choice(["a.T @ b", "a @ b.T", "a.T @ b.T"])
+    outside = rng.choice(sorted(_FORMS))
+    branches = [lambda a, b, f=_FORMS[form]: f(a, b) for form in forms]
+
+    def program(a, b, k):
+        return jax.lax.switch(k, branches, a, b) + _FORMS[outside](b, a)
+
+    args = (
+        _spec((n, n), dtype),
+        _spec((n, n), dtype),
+        jax.ShapeDtypeStruct((), np.int32),
+    )
+    label = f"lax.switch over {forms}, then {outside} in ENTRY, {dtype}[{n},{n}]"
+    return label, program, args

@@ -1,0 +1,95 @@
+"""Phase 10 tests, tasks 3, 4, 6 and 7 on programs drawn fresh every run (katas/phase10/drawn.py):
+fusions whose result is a tuple, donated arguments that are not adjacent or a single array
+returned alone, transposes in a lax.while_loop's body or condition, and dots of every element
+type (integer ones too) in conditional branches.
+
+Oracles (kata_harness.oracles.training): XLA's own parser's count of fusion instructions, the
+parsed optimized HLO (tuple-shaped fusions, opcodes, every dot's dimension numbers and which of
+them sit in a branch), JAX's flattening of the donated arguments and ``memory_analysis()``; the
+jaxpr's transposes are known by construction.
+"""
+
+import warnings
+
+import jax
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import training as oracle
+from katas.phase10 import drawn
+
+
+def _compile(program, args, donate=()):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = jax.jit(program, donate_argnums=donate).lower(*args).compile()
+    unusable = [w for w in caught if "donated buffers were not usable" in str(w.message)]
+    assert not unusable, "every donated buffer of the tests' own programs must be usable"
+    return compiled
+
+
+@pytest.mark.task("fusion_count")
+def test_fusions_with_several_outputs(kata, fresh):
+    for dtype in sorted(drawn.DTYPES):
+        label, program, args = drawn.multi_output_fusions(fresh, dtype)
+        compiled = _compile(program, args)
+        assert oracle.tuple_fusions(compiled) > 0, f"{label}: XLA fused no tuple-shaped kernel"
+        got, want = kata.fusion_count(compiled), oracle.xla_fusion_count(compiled)
+        with check:
+            assert got == want, (
+                f"{label} ({fresh.where()}): got {got}, XLA's parser finds {want} fusion "
+                "instructions (a fusion with several outputs has a tuple shape, and is one fusion)"
+            )
+
+
+@pytest.mark.task("aliased_parameters")
+def test_drawn_donations(kata, fresh):
+    for label, program, args, donate in (
+        drawn.single_array_donation(fresh),
+        drawn.scattered_donation(fresh),
+    ):
+        compiled = _compile(program, args, donate)
+        want = oracle.leaf_numbers(args, donate)
+        assert oracle.parameter_bytes(compiled, tuple(want)) == oracle.aliased_bytes(compiled), (
+            f"{label}: memory_analysis does not alias exactly the donated leaves"
+        )
+        got = kata.aliased_parameters(compiled)
+        with check:
+            assert got == want, (
+                f"{label} ({fresh.where()}): got {got}, expected the HLO parameter numbers of "
+                f"the {len(want)} donated leaves, sorted as numbers (the header's alias list, "
+                "whatever the output index says: `{}` is the whole output)"
+            )
+
+
+@pytest.mark.task("transpose_counts")
+def test_transposes_in_while_loops(kata, fresh):
+    label, program, args, transposes = drawn.while_transposes(fresh)
+    compiled = jax.jit(program).lower(*args).compile()
+    want = (transposes, oracle.opcodes(compiled)["transpose"])
+    got = kata.transpose_counts(program, *args)
+    assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
+    assert tuple(got) == want, (
+        f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition are "
+        "jaxprs too (the pair counts the transpose equations of every inner jaxpr, then the "
+        "transpose opcodes of every computation of the optimized HLO)"
+    )
+
+
+@pytest.mark.task("absorbed_transposes")
+def test_absorbed_transposes_any_dtype_any_branch(kata, fresh):
+    for dtype in ("int32", fresh.choice(["float32", "bfloat16"])):
+        label, program, args = drawn.branch_dots(fresh, dtype)
+        compiled = _compile(program, args)
+        plain = ("{1}", "{0}")
+        assert any(d != plain for d in oracle.branch_dot_dims(compiled)), (
+            f"{label}: XLA left no transposed dot in a branch"
+        )
+        got = kata.absorbed_transposes(compiled)
+        want = sum(d != plain for d in oracle.dot_dims(compiled))
+        with check:
+            assert got == want, (
+                f"{label} ({fresh.where()}): got {got}, the module has {want} dots contracting "
+                "other dimensions than a plain a @ b (any element type, conditional branches "
+                "included)"
+            )
