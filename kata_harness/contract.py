@@ -290,13 +290,11 @@ def restore(before: Snapshot) -> list[str]:
     what it was: a refused file's patch (``Compiled.as_text`` replaced at import) must not
     outlive it, or every later test of the process reads the kata's answer as the library's."""
     patched = changed(before)
-    for owner, values in before.values():
+    for label, (owner, values) in before.items():
+        if label == _PROCESS:
+            continue  # a logger's filters or the global generator: refused, not put back
         if owner is None:
-            jax = sys.modules.get("jax")
-            settings = _config_values()
-            for name, value in values.items():
-                if jax is not None and name in settings and settings[name] != value:
-                    jax.config.update(name, value)
+            _restore_config(values)
             continue
         now = vars(owner)
         for name, value in values.items():
@@ -306,6 +304,14 @@ def restore(before: Snapshot) -> list[str]:
                 except (AttributeError, TypeError):  # a read-only owner: changed() still says so
                     pass
     return patched
+
+
+def _restore_config(values: dict[str, Any]) -> None:
+    jax = sys.modules.get("jax")
+    settings = _config_values()
+    for name, value in values.items():
+        if jax is not None and name in settings and settings[name] != value:
+            jax.config.update(name, value)
 
 
 def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:

@@ -135,6 +135,11 @@ def allowed_libraries(phase: Phase) -> frozenset[str]:
     return LIBRARIES | NEEDS_LIBRARIES.get(phase.needs or "", frozenset())
 
 
+def _load_scanned(path: Path, module_name: str, label: str, phase: Phase) -> ModuleType:
+    """A learner's file (or a probe standing in for one): scanned, with its phase's libraries."""
+    return load_file(path, module_name, label=label, scan=True, libraries=allowed_libraries(phase))
+
+
 def _refuse_reads(scan: bool, reads: list[str], label: str, path: Path) -> None:
     """A learner's file that read a file while it loaded (:mod:`.sealed`) is refused."""
     if scan and reads:
@@ -197,13 +202,7 @@ def _with_sealed_predictions(
     module = _with_contract(module, phase)
     predictions = [task.function for task in phase.tasks if task.kind == "predict"]
     if predictions:
-        copy = load_file(
-            path,
-            f"{module.__name__}_sealed",
-            label=label,
-            scan=True,
-            libraries=allowed_libraries(phase),
-        )
+        copy = _load_scanned(path, f"{module.__name__}_sealed", label, phase)
         sealed.answered_by(module, _with_contract(copy, phase), predictions)
     return module
 
@@ -227,13 +226,7 @@ def load_impl(phase: Phase, impl: str) -> ModuleType:
     """The learner's kata module (``katas``) or the reference module of a phase."""
     import_needed(phase)
     if impl == "katas":
-        module = load_file(
-            phase.kata_path,
-            f"_kata_{phase.name}",
-            label=phase.name,
-            scan=True,
-            libraries=allowed_libraries(phase),
-        )
+        module = _load_scanned(phase.kata_path, f"_kata_{phase.name}", phase.name, phase)
         return _with_sealed_predictions(module, phase, phase.kata_path, phase.name)
     if impl == "reference":
         module = load_file(phase.reference_path, f"_reference_{phase.name}", label=phase.name)
@@ -245,13 +238,7 @@ def load_impl(phase: Phase, impl: str) -> ModuleType:
 def load_stub(phase: Phase) -> ModuleType:
     """The shipped stub (``katas/phaseN/kata.py`` in reference mode)."""
     import_needed(phase)
-    module = load_file(
-        phase.kata_path,
-        f"_stub_{phase.name}",
-        label=phase.name,
-        scan=True,
-        libraries=allowed_libraries(phase),
-    )
+    module = _load_scanned(phase.kata_path, f"_stub_{phase.name}", phase.name, phase)
     return _with_contract(module, phase)
 
 
@@ -289,7 +276,7 @@ def load_probe(phase: Phase, probe: Probe) -> ModuleType:
     """A probe is loaded exactly as a learner's file is: scanned, imported, contract-wrapped."""
     import_needed(phase)
     name, label = f"_probe_{phase.name}_{probe.name}", f"{phase.name} probe {probe.name}"
-    module = load_file(probe.path, name, label=label, scan=True, libraries=allowed_libraries(phase))
+    module = _load_scanned(probe.path, name, label, phase)
     return _with_sealed_predictions(module, phase, probe.path, label)
 
 
