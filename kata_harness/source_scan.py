@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 
 from .guard_lists import (
     DUNDER_REFLECTION,
@@ -62,39 +63,35 @@ def scan(source: str, filename: str, libraries: frozenset[str] | None = None) ->
     return _foreign_library(tree, libraries) if libraries is not None else None
 
 
-def imported_roots(source: str) -> set[str]:
-    """The top-level packages a file imports anywhere (in a function too): ``{"torch"}`` for
-    ``from torch.utils import flop_counter``; empty for a file that does not parse."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    roots = set()
+def _imports(tree: ast.AST) -> Iterator[tuple[ast.stmt, str]]:
+    """Each absolute import anywhere in ``tree`` (a function too) with the top-level package it
+    imports: ``torch`` for ``from torch.utils import flop_counter``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            for alias in node.names:
+                yield node, alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module.split(".")[0])
-    return roots
+            yield node, node.module.split(".")[0]
+
+
+def imported_roots(source: str) -> set[str]:
+    """The top-level packages a file imports anywhere; empty for a file that does not parse."""
+    try:
+        return {root for _, root in _imports(ast.parse(source))}
+    except SyntaxError:
+        return set()
 
 
 def _foreign_library(tree: ast.AST, libraries: frozenset[str]) -> str | None:
     """An import of a third-party package the phase does not use, as 'line N imports x: ...'."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots = [alias.name.split(".")[0] for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots = [node.module.split(".")[0]]
-        else:
-            continue
-        for root in roots:
-            if root not in libraries and root not in sys.stdlib_module_names:
-                allowed = ", ".join(sorted(libraries))
-                return (
-                    f"line {node.lineno} imports {root}: this phase's kata file may import the "
-                    f"standard library and {allowed} (another compiler or measuring library "
-                    "would answer a prediction in the compiler's place)"
-                )
+    for node, root in _imports(tree):
+        if root not in libraries and root not in sys.stdlib_module_names:
+            allowed = ", ".join(sorted(libraries))
+            return (
+                f"line {node.lineno} imports {root}: this phase's kata file may import the "
+                f"standard library and {allowed} (another compiler or measuring library "
+                "would answer a prediction in the compiler's place)"
+            )
     return None
 
 
