@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from . import curriculum, loading
+from . import catchers, curriculum, loading
 from .decoys import Accepted, Decoy, Probe, RedTeam
 
 # Run by every test of their task; judged over the task (one failing test catches them).
@@ -142,8 +142,10 @@ def _fresh_jax_caches():
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test of a phase carries its phase's and task's marks (``-m phase3_task2``), and
     kata tests run in curriculum order: by phase, then by the task's place in ``tasks.toml``
-    (tests of one task in file order), so ``-x`` stops at the first unfinished task. Other
-    tests keep their places; ``--random-order`` still shuffles after this."""
+    (tests of one task in file order), so ``-x`` stops at the first unfinished task; with
+    ``--decoys`` a red-team answer's run by the test that caught it last time comes first
+    (:mod:`.catchers`). Other tests keep their places; ``--random-order`` still shuffles after
+    this."""
     slots, ordered = [], []
     for index, item in enumerate(items):
         if curriculum.phase_of_path(Path(item.path)) is None:
@@ -156,3 +158,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ordered.sort(key=lambda entry: entry[0])
     for index, (_, item) in zip(slots, ordered, strict=True):
         items[index] = item
+    if config.getoption("--decoys"):
+        catchers.catchers_first(items, _red_team_key)
+
+
+def _red_team_key(item: pytest.Item) -> tuple[str, str, str] | None:
+    """(phase name, variant id, test name) of a test run on a red-team answer or probe."""
+    variant = variant_of(item)
+    if variant is None or variant.kind not in RED_TEAM:
+        return None
+    phase, _ = task_of(item)
+    return phase.name, variant.id, getattr(item, "originalname", item.name)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from kata_harness import curriculum, fresh, loading, records
+from kata_harness import catchers, curriculum, fresh, loading, records
 from kata_harness.curriculum import KINDS, Phase, Task
 from kata_harness.decoys import MIN_DECOYS, MIN_PROBES, MIN_RED_TEAM
 from kata_harness.records import TestRecord
@@ -202,8 +202,16 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
     return bad
 
 
-def check(console: Console, phases: list[Phase], seed: int | None = None) -> int:
+def check(
+    console: Console, phases: list[Phase], seed: int | None = None, update_catchers: bool = False
+) -> int:
     if seed is not None:
         console.print(f"fresh cases: seed {seed}", markup=False)
-    rows = census(phases, run(phases, seed))
+    found = run(phases, seed)
+    rows = census(phases, found)
+    if update_catchers:
+        caught = [(r.phase, r.variant, r.test) for r in found if r.caught]
+        written = catchers.update(caught, [p.name for p in phases])
+        path = catchers.PATH.relative_to(curriculum.ROOT)
+        console.print(f"{written} catching tests written to {path}", markup=False)
     return 1 if render(console, rows) else 0
