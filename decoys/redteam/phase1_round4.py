@@ -329,7 +329,7 @@ def _rt4_python_if_error_sibling() -> type[Exception]:
     return jax.errors.TracerIntegerConversionError
 
 
-class _rt4_TracerBoolConversionError(jax.errors._rt4_TracerBoolConversionError):
+class _rt4_TracerBoolConversionError(jax.errors.TracerBoolConversionError):
     """A same-named subclass: issubclass(it, the real one) holds, but it is not the class raised."""
 
 
