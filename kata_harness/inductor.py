@@ -5,7 +5,6 @@ the references use): Inductor's generated module line by line, and XLA's module 
 own parser (:mod:`.oracles`). The variants are the generated module with its buffers, its
 ``call`` inputs and its fused kernels' numbers renamed and its kernel definitions reordered, each
 still a module Python parses; a reading task's answer must not change under any of them.
-:func:`import_torch` imports torch for the harness before any kata file of the phase loads.
 """
 
 from __future__ import annotations
@@ -14,14 +13,10 @@ import ast
 import io
 import random
 import re
-import sys
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
 
-from xla_inspect import inductor_capture
-
-from . import curriculum, oracles
+from . import oracles
 
 _CALL_DEF = re.compile(r"^(?P<indent>\s*)def call\((?:self, )?args\):\s*$", re.M)
 _KERNEL_LINE = re.compile(
@@ -31,18 +26,6 @@ _KERNEL_LINE = re.compile(
 _ASSERT = re.compile(r"^\s+assert_size_stride(?P<grouped>_grouped)?\((?P<rest>.*)\)\s*$")
 _KERNEL_DEF = re.compile(r"^(cpp_fused_\w+) = async_compile\.\w+\(", re.M)
 _FUSED_NAME = re.compile(r"^cpp_fused_(?:(?P<ops>\w+?)_)?(?P<n>\d+)$")  # cpp_fused_0: no ops
-
-
-def cache_dir() -> Path:
-    """Inductor's cache for the course's compiles: ``.cache/inductor`` in the checkout."""
-    return curriculum.ROOT / ".cache" / "inductor"
-
-
-def import_torch() -> None:
-    """Import torch (when its group is installed), its cache and compile workers set first."""
-    if inductor_capture.missing() is None and "torch" not in sys.modules:
-        inductor_capture.prepare_environment(cache_dir())
-        import torch  # noqa: F401  # pyright: ignore[reportMissingImports]  (the torch group)
 
 
 # ---- Inductor's generated module, read line by line -------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 from _pytest.outcomes import OutcomeException
 
-from . import contract, curriculum, entry_points, guard, inductor, predict, sealed, source_scan
+from . import contract, curriculum, entry_points, guard, predict, sealed, source_scan, torch_setup
 from .curriculum import Phase
 from .decoys import (
     Accepted,
@@ -86,7 +86,7 @@ def load_file(
         if found:
             raise KataRefused(f"{label}: {_relative(path)} {found}: {guard.WHY}")
         if "torch" in source_scan.imported_roots(source):
-            inductor.import_torch()  # whatever the phase: see import_needed
+            torch_setup.import_torch()  # whatever the phase: see import_needed
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -219,7 +219,7 @@ def import_needed(phase: Phase) -> None:
     importing torch broke phase 16 for the rest of the census's process.
     """
     if phase.needs == "torch":
-        inductor.import_torch()
+        torch_setup.import_torch()
 
 
 def load_impl(phase: Phase, impl: str) -> ModuleType:

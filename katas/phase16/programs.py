@@ -26,11 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kata_harness import curriculum, inductor
+from kata_harness import curriculum, torch_setup
 from kata_harness.programs import Recipe
 
 PHASE = "phase16"
-CACHE_DIR = inductor.cache_dir()
+CACHE_DIR = torch_setup.cache_dir()
 RECORD_COMMAND = (
     "uv run --group torch pytest tests/harness/test_inductor_recordings.py --impl=reference "
     "--snapshot-update"
