@@ -57,9 +57,10 @@ def io_avals(jaxpr) -> tuple[Avals, Avals]:
 
     One entry per input (not the constvars) and per output, in order, repeats kept; a shape is a
     tuple of ints, a dtype a name such as "float32", "bfloat16", "int32", "uint16" or "bool"
-    (numpy's name of the dtype, for every dtype; a Python scalar argument is a "float32" or
-    "int32" input). An output may be an input, an equation's result, a literal or a constvar
-    (a closed-over array returned as it is).
+    (numpy's name of the dtype, for every dtype, ml_dtypes' "float8_e4m3fn" or "int4" too; a
+    Python scalar argument is a "float32" or "int32" input). An output may be an input, an
+    equation's result, a literal (a 0-d NumPy value returned is inlined, with its own dtype) or
+    a constvar (a closed-over array returned as it is).
     """
     # TODO: the closed jaxpr knows its input and output abstract values
     raise NotImplementedError("phase2 task 3: io_avals")
