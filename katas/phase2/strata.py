@@ -6,9 +6,9 @@ that its answer is known by construction, not read from the jaxpr.
   literals of any dtype or computed values, one of them twice, in a drawn order.
 - literal_program: literals of a drawn dtype at its edges (int32 beyond 2**24, uint32 beyond
   2**31), next to primitives whose names contain one another (or, xor; add, scatter-add).
-- dead_code_program: a drawn chain of equations, some dead, with three set pieces in every
+- dead_code_program: a drawn chain of equations, some dead, with four set pieces in every
   program (a value read twice by one equation, both dead; several results none of which is
-  read; dead code inside a live jit).
+  read; dead code inside a live jit; a dead chain four to six links long, spread out).
 - closed_over: arrays closed over as NumPy arrays or jax Arrays, of any dtype, 0-d jax Arrays
   included.
 
@@ -185,14 +185,20 @@ class DeadCodeProgram:
 
 
 def _steps(rng: random.Random) -> list[tuple[str, int]]:
-    """The kinds of the steps, each with its role: 4 to 7 free steps, and three set pieces at
+    """The kinds of the steps, each with its role: 4 to 7 free steps, and four set pieces at
     drawn places (roles 1-3: a value read twice by one equation, both dead; a jit with two
-    results, neither read; a live jit with dead code inside)."""
+    results, neither read; a live jit with dead code inside; role 4: a dead chain of 4 to 6
+    links, each reading only the one before, spread among the other steps)."""
     kinds = ("unary", "binary", "twice", "pair", "dead inside")
     steps = [(rng.choice(kinds), 0) for _ in range(rng.randint(4, 7))]
     for piece in ([("unary", 1), ("twice", 1)], [("pair", 2)], [("dead inside", 3)]):
         at = rng.randint(0, len(steps))
         steps[at:at] = piece
+    at = 0
+    for _ in range(rng.randint(4, 6)):
+        at = rng.randint(at, len(steps))
+        steps.insert(at, (rng.choice(("unary", "twice")), 4))
+        at += 1
     return steps
 
 
@@ -203,10 +209,12 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
     the steps themselves."""
     plan: list[tuple[str, list[int], int]] = []  # (kind, values read, first value written)
     free = [0]  # values the free steps and the outputs may read: value 0 is the argument
-    count, outputs, twice_of = 1, [], 0
+    count, outputs, twice_of, link = 1, [], 0, None
     for kind, role in _steps(rng):
         if role == 1 and kind == "twice":
             read = [twice_of]  # the dead unary's value, and nothing else reads it
+        elif role == 4:
+            read = [rng.choice(free) if link is None else link]  # the chain's link before
         elif kind in ("binary", "pair"):
             read = [rng.choice(free), rng.choice(free)]
         else:
@@ -220,6 +228,8 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
             twice_of = written[0]
         elif role == 3:
             outputs += written
+        elif role == 4:
+            link = written[0]
     outputs += rng.sample(free, min(len(free), rng.randint(0, 2)))
     unary = [rng.choice(_UNARY) for _ in plan]
 
@@ -283,4 +293,3 @@ def uses_all(arrays: list) -> Callable:
         return total
 
     return f
-
