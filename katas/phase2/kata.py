@@ -98,8 +98,10 @@ def stablehlo_of(f, *args) -> str:
     """The StableHLO text (MLIR, parseable) of jax.jit(f) lowered for `args`.
 
     Not the optimized HLO and not a jaxpr: the module whose @main takes one tensor per argument,
-    with the arguments' shapes and dtypes, as jax.jit lowers it by default: an argument f never
-    reads is pruned along with the dead equations (jit's keep_unused=True would keep both).
+    with the arguments' shapes and dtypes, as jax.jit lowers it by default: a Python scalar
+    argument is a 0-d tensor too, weakly typed (w * 2.5 stays bf16 for a bf16 w), and an
+    argument f never reads is pruned along with the dead equations (jit's keep_unused=True
+    would keep both).
     """
     # TODO: jit, lower, as text
     raise NotImplementedError("phase2 task 6: stablehlo_of")

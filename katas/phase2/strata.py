@@ -12,6 +12,8 @@ that its answer is known by construction, not read from the jaxpr.
 - closed_over: arrays closed over as NumPy arrays or jax Arrays, of any dtype, 0-d jax Arrays
   included.
 
+- lowering_case: arrays and Python scalars as jit arguments, some of them never read.
+
 The census's nestings are in nestings.py.
 """
 
@@ -293,3 +295,42 @@ def uses_all(arrays: list) -> Callable:
         return total
 
     return f
+
+
+# ---------------------------------------------------------------------------------- stablehlo_of
+
+# dtypes that a strongly typed 32-bit scalar would widen (a weak Python scalar leaves them be)
+_NARROW_NAMES = ("uint8", "uint16", "uint32", "int8", "int16", "bfloat16", "float16")
+
+
+def _python_scalar(rng: random.Random, kind: str):
+    return {"int": rng.randint(-9, 9), "float": rng.randint(-9, 9) / 4, "bool": True}[kind]
+
+
+def lowering_case(rng: random.Random) -> tuple[Callable, list, list[int]]:
+    """f, its arguments and the indices of those it reads: 3 to 6 arguments in a drawn order,
+    an array of a dtype a strong 32-bit scalar would widen and a Python int (or float, beside a
+    float array) that f reads, one argument f never reads, and up to three more arrays of drawn
+    dtypes and shapes or Python scalars (int, float, bool), each read or not. f returns every
+    array it reads times every Python scalar it reads."""
+    narrow = rng.choice(_NARROW_NAMES)
+    scalar = "float" if narrow in ("bfloat16", "float16") and rng.random() < 0.5 else "int"
+    args: list = [_array(rng, narrow, _shape(rng)), _python_scalar(rng, scalar)]
+    read = [True, True, False]
+    args.append(rng.choice((_array(rng, rng.choice(DTYPE_NAMES), _shape(rng)), 2.5, 3)))
+    for _ in range(rng.randint(0, 3)):
+        if rng.random() < 0.5:
+            args.append(_array(rng, rng.choice(DTYPE_NAMES), _shape(rng)))
+        else:
+            args.append(_python_scalar(rng, rng.choice(("int", "float", "bool"))))
+        read.append(rng.random() < 0.5)
+    order = rng.sample(range(len(args)), len(args))
+    args, read = [args[k] for k in order], [read[k] for k in order]
+    reads = [k for k, r in enumerate(read) if r]
+    arrays = [k for k in reads if isinstance(args[k], np.ndarray)]
+    scalars = [k for k in reads if not isinstance(args[k], np.ndarray)]
+
+    def f(*values):
+        return tuple(values[a] * values[s] for a in arrays for s in scalars)
+
+    return f, args, reads
