@@ -1,5 +1,6 @@
 """Phase 2's oracles: the MLP in float64 NumPy, the input and output avals ``jax.eval_shape``
-gives a program, and the dtype ``x + y`` gets in its jaxpr for every pair of kinds.
+gives a program, the tensor types of a lowered @main, and the dtype ``x + y`` gets in its jaxpr
+for every pair of kinds.
 
 Each function takes the program or its inputs, never the kata's answer.
 """
@@ -52,6 +53,18 @@ def mlir_tensor_type(shape: tuple[int, ...], dtype: str) -> str:
     """How StableHLO writes an argument's type: tensor<2x3xbf16>, tensor<i32> (MLIR's builtin
     tensor type, its element types as the StableHLO spec names them)."""
     return f"tensor<{''.join(f'{d}x' for d in shape)}{MLIR_ELEMENT_TYPES[dtype]}>"
+
+
+def main_signature(fn, args, reads: Sequence[int]) -> tuple[list[str], list[str]]:
+    """The tensor types @main of jax.jit(fn) lowered for `args` takes and returns: those of the
+    arguments at `reads` as JAX takes them (a Python int an i32, a float an f32, a bool an i1,
+    by eval_shape), then those of fn's outputs (by eval_shape)."""
+    taken = jax.eval_shape(lambda *a: a, *args)
+    outputs = jax.tree.leaves(jax.eval_shape(fn, *args))
+    return (
+        [mlir_tensor_type(tuple(taken[k].shape), str(taken[k].dtype)) for k in reads],
+        [mlir_tensor_type(tuple(v.shape), str(v.dtype)) for v in outputs],
+    )
 
 
 def promotions(kinds: Sequence[str], value_of: Callable) -> dict[tuple[str, str], str]:

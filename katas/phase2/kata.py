@@ -57,9 +57,10 @@ def io_avals(jaxpr) -> tuple[Avals, Avals]:
 
     One entry per input (not the constvars) and per output, in order, repeats kept; a shape is a
     tuple of ints, a dtype a name such as "float32", "bfloat16", "int32", "uint16" or "bool"
-    (numpy's name of the dtype, for every dtype; a Python scalar argument is a "float32" or
-    "int32" input). An output may be an input, an equation's result, a literal or a constvar
-    (a closed-over array returned as it is).
+    (numpy's name of the dtype, for every dtype, ml_dtypes' "float8_e4m3fn" or "int4" too; a
+    Python scalar argument is a "float32" or "int32" input). An output may be an input, an
+    equation's result, a literal (a 0-d NumPy value returned is inlined, with its own dtype) or
+    a constvar (a closed-over array returned as it is).
     """
     # TODO: the closed jaxpr knows its input and output abstract values
     raise NotImplementedError("phase2 task 3: io_avals")
@@ -84,10 +85,10 @@ def unused_equations(jaxpr) -> list[str]:
 
     "Reads" means an output of the jaxpr or a live equation: an equation read only by dead
     equations is dead too (a chain sin -> mul -> unused cos is three dead equations), however
-    many times they read it. An equation with several results is live when any of them is read,
-    dead when none is. Repeats are kept. Only top-level equations are reported (dead code
-    inside a live jit's own jaxpr is not). The
-    printer shows a result nobody reads as `_`, but only for the last link of a dead chain.
+    long the chain and however many times they read it. An equation with several results is
+    live when any of them is read, dead when none is. Repeats are kept. Only top-level
+    equations are reported (dead code inside a live jit's own jaxpr is not). The printer shows
+    a result nobody reads as `_`, but only for the last link of a dead chain.
     """
     # TODO: walk backwards from the outputs, remembering which variables are read
     raise NotImplementedError("phase2 task 5: unused_equations")
@@ -97,8 +98,10 @@ def stablehlo_of(f, *args) -> str:
     """The StableHLO text (MLIR, parseable) of jax.jit(f) lowered for `args`.
 
     Not the optimized HLO and not a jaxpr: the module whose @main takes one tensor per argument,
-    with the arguments' shapes and dtypes, as jax.jit lowers it by default: an argument f never
-    reads is pruned along with the dead equations (jit's keep_unused=True would keep both).
+    with the arguments' shapes and dtypes, as jax.jit lowers it by default: a Python scalar
+    argument is a 0-d tensor too, weakly typed (w * 2.5 stays bf16 for a bf16 w), and an
+    argument f never reads is pruned along with the dead equations (jit's keep_unused=True
+    would keep both).
     """
     # TODO: jit, lower, as text
     raise NotImplementedError("phase2 task 6: stablehlo_of")

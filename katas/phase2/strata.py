@@ -1,18 +1,20 @@
 """Programs phase 2's tests draw fresh for every run (from a ``random.Random``), each built so
-that its answer is known by construction, not read from the jaxpr (or, for the census, so that
-xla_inspect's census of it is the answer).
+that its answer is known by construction, not read from the jaxpr.
 
-- fresh_nestings: higher-order constructs nested in a drawn order, 2 to 7 deep, around leaves
-  that may hold a jaxpr of their own.
-- io_program: arguments of every dtype and kind (arrays of any rank, zero-size ones, Python
-  scalars), outputs that are inputs, closed-over arrays or computed values, in a drawn order.
+- io_program: arguments of every dtype and kind (ml_dtypes' float8 and int4 types, arrays of
+  any rank, zero-size ones, Python scalars), outputs that are inputs, closed-over arrays,
+  literals of any dtype or computed values, one of them twice, in a drawn order.
 - literal_program: literals of a drawn dtype at its edges (int32 beyond 2**24, uint32 beyond
   2**31), next to primitives whose names contain one another (or, xor; add, scatter-add).
-- dead_code_program: a drawn chain of equations, some dead, with three set pieces in every
+- dead_code_program: a drawn chain of equations, some dead, with four set pieces in every
   program (a value read twice by one equation, both dead; several results none of which is
-  read; dead code inside a live jit).
+  read; dead code inside a live jit; a dead chain four to six links long, spread out).
 - closed_over: arrays closed over as NumPy arrays or jax Arrays, of any dtype, 0-d jax Arrays
   included.
+
+- lowering_case: arrays and Python scalars as jit arguments, some of them never read.
+
+The census's nestings are in nestings.py.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-from jax import lax
-from jax.custom_batching import custom_vmap
 
 DTYPE_NAMES = (
     "bool",
@@ -63,24 +63,38 @@ def _array(rng: random.Random, name: str, shape: tuple[int, ...]) -> np.ndarray:
 # ------------------------------------------------------------------------------------- io_avals
 
 
-def io_program(rng: random.Random) -> tuple[Callable, tuple]:
-    """f(*args) and args: 3 to 5 arguments (arrays of drawn dtypes and shapes, Python ints and
-    floats), returning a drawn mix of arguments as they are, closed-over arrays as they are
-    (constvars) and values computed from the arguments, in a drawn order."""
+# ml_dtypes' types beside bfloat16: NumPy names each one, jax takes them as they are
+EXTENSION_NAMES = ("float8_e4m3fn", "float8_e5m2", "int4", "uint4")
+# a literal output's first dtype: none that a Python scalar gives (bool, int32, float32)
+_LITERAL_NAMES = ("uint8", "uint16", "uint32", "int8", "int16", "bfloat16", "float16")
+
+
+def io_program(rng: random.Random, featured: str) -> tuple[Callable, tuple]:
+    """f(*args) and args: 3 to 5 arguments (arrays of drawn dtypes and shapes, one of them of
+    dtype `featured`, Python ints and floats), returning a drawn mix of arguments as they are,
+    closed-over arrays as they are (constvars), literals (a 0-d NumPy value of a dtype no
+    Python scalar gives, maybe a Python scalar or another 0-d value: inlined), values computed
+    from the arguments, and one argument or closed-over array a second time, in a drawn
+    order."""
+    names = DTYPE_NAMES + EXTENSION_NAMES
     args: list = []
-    for _ in range(rng.randint(3, 5)):
+    for _ in range(rng.randint(2, 4)):
         kind = rng.choice(("array", "array", "array", "python int", "python float"))
         if kind == "python int":
             args.append(rng.randint(-9, 9))
         elif kind == "python float":
             args.append(rng.randint(-9, 9) / 4)
         else:
-            args.append(_array(rng, rng.choice(DTYPE_NAMES), _shape(rng)))
-    closed = [
-        _array(rng, rng.choice(DTYPE_NAMES), _shape(rng) or (2,)) for _ in range(rng.randint(1, 2))
-    ]
+            args.append(_array(rng, rng.choice(names), _shape(rng)))
+    args.insert(rng.randint(0, len(args)), _array(rng, featured, _shape(rng)))
+    closed = [_array(rng, rng.choice(names), _shape(rng) or (2,)) for _ in range(rng.randint(1, 2))]
+    literals: list = [_array(rng, rng.choice(_LITERAL_NAMES + EXTENSION_NAMES), ())]
+    if rng.random() < 0.5:
+        literals.append(rng.choice((True, rng.randint(-9, 9), 2.5, _array(rng, featured, ()))))
     picks: list[tuple[str, int]] = [("arg", i) for i in rng.sample(range(len(args)), 2)]
     picks += [("closed", i) for i in range(len(closed))]
+    picks.append(rng.choice(picks))  # returned twice: the same variable twice in the outputs
+    picks += [("literal", i) for i in range(len(literals))]
     picks += [("computed", rng.randrange(len(args))) for _ in range(rng.randint(1, 2))]
     rng.shuffle(picks)
 
@@ -91,6 +105,8 @@ def io_program(rng: random.Random) -> tuple[Callable, tuple]:
                 outputs.append(values[index])
             elif kind == "closed":
                 outputs.append(closed[index])
+            elif kind == "literal":
+                outputs.append(literals[index])
             else:
                 outputs.append(jnp.asarray(values[index]).astype(jnp.float16).sum())
         return tuple(outputs)
@@ -171,14 +187,20 @@ class DeadCodeProgram:
 
 
 def _steps(rng: random.Random) -> list[tuple[str, int]]:
-    """The kinds of the steps, each with its role: 4 to 7 free steps, and three set pieces at
+    """The kinds of the steps, each with its role: 4 to 7 free steps, and four set pieces at
     drawn places (roles 1-3: a value read twice by one equation, both dead; a jit with two
-    results, neither read; a live jit with dead code inside)."""
+    results, neither read; a live jit with dead code inside; role 4: a dead chain of 4 to 6
+    links, each reading only the one before, spread among the other steps)."""
     kinds = ("unary", "binary", "twice", "pair", "dead inside")
     steps = [(rng.choice(kinds), 0) for _ in range(rng.randint(4, 7))]
     for piece in ([("unary", 1), ("twice", 1)], [("pair", 2)], [("dead inside", 3)]):
         at = rng.randint(0, len(steps))
         steps[at:at] = piece
+    at = 0
+    for _ in range(rng.randint(4, 6)):
+        at = rng.randint(at, len(steps))
+        steps.insert(at, (rng.choice(("unary", "twice")), 4))
+        at += 1
     return steps
 
 
@@ -189,10 +211,12 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
     the steps themselves."""
     plan: list[tuple[str, list[int], int]] = []  # (kind, values read, first value written)
     free = [0]  # values the free steps and the outputs may read: value 0 is the argument
-    count, outputs, twice_of = 1, [], 0
+    count, outputs, twice_of, link = 1, [], 0, None
     for kind, role in _steps(rng):
         if role == 1 and kind == "twice":
             read = [twice_of]  # the dead unary's value, and nothing else reads it
+        elif role == 4:
+            read = [rng.choice(free) if link is None else link]  # the chain's link before
         elif kind in ("binary", "pair"):
             read = [rng.choice(free), rng.choice(free)]
         else:
@@ -206,6 +230,8 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
             twice_of = written[0]
         elif role == 3:
             outputs += written
+        elif role == 4:
+            link = written[0]
     outputs += rng.sample(free, min(len(free), rng.randint(0, 2)))
     unary = [rng.choice(_UNARY) for _ in plan]
 
@@ -271,105 +297,40 @@ def uses_all(arrays: list) -> Callable:
     return f
 
 
-# ------------------------------------------------------------------------------ primitive_census
+# ---------------------------------------------------------------------------------- stablehlo_of
+
+# dtypes that a strongly typed 32-bit scalar would widen (a weak Python scalar leaves them be)
+_NARROW_NAMES = ("uint8", "uint16", "uint32", "int8", "int16", "bfloat16", "float16")
 
 
-def _wrap_jit(f):
-    return jax.jit(f)
+def _python_scalar(rng: random.Random, kind: str):
+    return {"int": rng.randint(-9, 9), "float": rng.randint(-9, 9) / 4, "bool": True}[kind]
 
 
-def _wrap_remat(f):
-    return jax.checkpoint(f)
+def lowering_case(rng: random.Random) -> tuple[Callable, list, list[int]]:
+    """f, its arguments and the indices of those it reads: 3 to 6 arguments in a drawn order,
+    an array of a dtype a strong 32-bit scalar would widen and a Python int (or float, beside a
+    float array) that f reads, one argument f never reads, and up to three more arrays of drawn
+    dtypes and shapes or Python scalars (int, float, bool), each read or not. f returns every
+    array it reads times every Python scalar it reads."""
+    narrow = rng.choice(_NARROW_NAMES)
+    scalar = "float" if narrow in ("bfloat16", "float16") and rng.random() < 0.5 else "int"
+    args: list = [_array(rng, narrow, _shape(rng)), _python_scalar(rng, scalar)]
+    read = [True, True, False]
+    args.append(rng.choice((_array(rng, rng.choice(DTYPE_NAMES), _shape(rng)), 2.5, 3)))
+    for _ in range(rng.randint(0, 3)):
+        if rng.random() < 0.5:
+            args.append(_array(rng, rng.choice(DTYPE_NAMES), _shape(rng)))
+        else:
+            args.append(_python_scalar(rng, rng.choice(("int", "float", "bool"))))
+        read.append(rng.random() < 0.5)
+    order = rng.sample(range(len(args)), len(args))
+    args, read = [args[k] for k in order], [read[k] for k in order]
+    reads = [k for k, r in enumerate(read) if r]
+    arrays = [k for k in reads if isinstance(args[k], np.ndarray)]
+    scalars = [k for k in reads if not isinstance(args[k], np.ndarray)]
 
+    def f(*values):
+        return tuple(values[a] * values[s] for a in arrays for s in scalars)
 
-def _wrap_cond(f):
-    return lambda x: lax.cond(x.sum() > 0, f, lambda v: v - 1.0, x)
-
-
-def _wrap_while(f):
-    return lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, f(c[1])), (0, x))[1]
-
-
-def _wrap_scan(f):
-    return lambda x: lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0]
-
-
-def _wrap_linear_call(f):
-    # linear in v: f's equations sit in the `callee` param, the transpose is a function
-    return lambda x: jax.custom_derivatives.linear_call(
-        lambda c, v: v * c + f(c) * 0.0, lambda c, t: t * c, x, x
-    )
-
-
-def _wrap_custom_vmap(f):
-    g = custom_vmap(f)
-    g.def_vmap(lambda axis_size, in_batched, x: (f(x), in_batched[0]))
-    return g
-
-
-def _wrap_custom_jvp(f):
-    g = jax.custom_jvp(f)
-    g.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
-    return g
-
-
-def _wrap_linear_solve(f):
-    return lambda x: lax.custom_linear_solve(
-        lambda v: v * 2.0, f(x), solve=lambda m, r: r / 2.0, symmetric=True
-    )
-
-
-def _wrap_linear_solve_transposable(f):
-    # not symmetric, no transpose_solve: None stands beside jaxprs in the `jaxprs` tuple
-    return lambda x: lax.custom_linear_solve(lambda v: v * 2.0, f(x), solve=lambda m, r: r / 2.0)
-
-
-# Higher-order constructs, each keeping its body's jaxpr in some param (jaxpr, branches,
-# body_jaxpr, callee, call, call_jaxpr, jaxprs): the fresh census nests a few of them. Leaves
-# may hold a jaxpr too: scatter-add's combiner in `update_jaxpr`, a reduce's in `jaxpr`.
-WRAPPERS = {
-    "jit": _wrap_jit,
-    "checkpoint": _wrap_remat,
-    "cond": _wrap_cond,
-    "while_loop": _wrap_while,
-    "scan": _wrap_scan,
-    "linear_call": _wrap_linear_call,
-    "custom_vmap": _wrap_custom_vmap,
-    "custom_jvp": _wrap_custom_jvp,
-    "custom_linear_solve": _wrap_linear_solve,
-    "custom_linear_solve (not symmetric)": _wrap_linear_solve_transposable,
-}
-LEAVES = {
-    "sin": jnp.sin,
-    "exp": jnp.exp,
-    "tanh": jnp.tanh,
-    "log1p": jnp.log1p,
-    "cos": jnp.cos,
-    "scatter-add": lambda v: v.at[1].add(jnp.sin(v[0])),
-    "reduce": lambda v: v + lax.reduce(v, F32(0.0), lambda a, b: a + jnp.cos(b), (0,)),
-}
-
-
-def fresh_nestings(rng) -> dict[str, Callable]:
-    """One program per higher-order construct, from a random.Random: the constructs in a drawn
-    cyclic order, program i nesting construct i around construct i + 1 (and i + 2 in every
-    other program) around a leaf, so that every construct is met both outermost and nested in
-    another, and every other program nests three deep; then one program nesting 5 to 7 drawn
-    constructs that hold the function they wrap (not custom_linear_solve, whose right-hand
-    side is computed outside it)."""
-    order, leaves = sorted(WRAPPERS), sorted(LEAVES)
-    rng.shuffle(order)
-    rng.shuffle(leaves)
-    nesting = [n for n in order if not n.startswith("custom_linear_solve")]  # b is outside
-    chains = [
-        [order[(i + k) % len(order)] for k in range(3 if i % 2 else 2)] for i in range(len(order))
-    ]
-    chains.append([rng.choice(nesting) for _ in range(rng.randint(5, 7))])
-    programs = {}
-    for i, names in enumerate(chains):
-        leaf = leaves[i % len(leaves)]  # every leaf in every run
-        f = LEAVES[leaf]
-        for name in reversed(names):
-            f = WRAPPERS[name](f)
-        programs[f"{' of '.join(names)} of {leaf}"] = f
-    return programs
+    return f, args, reads

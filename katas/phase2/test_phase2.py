@@ -20,6 +20,7 @@ from jax import lax
 from pytest_check import check
 
 from kata_harness.oracles import jaxprs as oracle
+from katas.phase2.nestings import fresh_nestings
 from katas.phase2.programs import (
     AVAL_CASES,
     DTYPES,
@@ -33,7 +34,7 @@ from katas.phase2.programs import (
     mlp_args,
     shape_edges,
 )
-from katas.phase2.strata import LITERAL_DTYPES, fresh_nestings, io_program, literal_program
+from katas.phase2.strata import EXTENSION_NAMES, LITERAL_DTYPES, io_program, literal_program
 from xla_inspect.jaxpr import in_avals, out_avals
 from xla_inspect.jaxpr import primitive_census as library_census
 
@@ -196,10 +197,13 @@ def test_io_avals_read_dtypes(kata):
 
 @pytest.mark.task("io_avals")
 def test_io_avals_on_fresh_programs(kata, fresh):
-    """Six drawn programs (strata.io_program): arguments of every dtype, rank 0 to 3, zero-size,
-    Python scalars; outputs that are inputs, closed-over arrays or computed, in a drawn order."""
+    """Six drawn programs (strata.io_program): arguments of every dtype (each of ml_dtypes'
+    float8 and int4 types in every run), rank 0 to 3, zero-size, Python scalars; outputs that
+    are inputs, closed-over arrays, literals of any dtype or computed, one of them twice, in a
+    drawn order."""
+    featured = fresh.sample(EXTENSION_NAMES, len(EXTENSION_NAMES))
     for index in range(6):
-        fn, args = io_program(fresh)
+        fn, args = io_program(fresh, featured[index % len(featured)])
         got = kata.io_avals(jax.make_jaxpr(fn)(*args))
         assert isinstance(got, tuple) and len(got) == 2, "expected (inputs, outputs)"
         expected_in, expected_out = oracle.expected_avals(fn, args)

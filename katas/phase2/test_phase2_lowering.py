@@ -32,13 +32,7 @@ from katas.phase2.programs import (
     scan_consts,
     two_consts,
 )
-from katas.phase2.strata import (
-    DTYPE_NAMES,
-    closed_over,
-    dead_code_program,
-    dtype_of,
-    uses_all,
-)
+from katas.phase2.strata import closed_over, dead_code_program, lowering_case, uses_all
 from xla_inspect.stablehlo import stablehlo_op_census
 
 # ------------------------------------------------------------------------------ unused_equations
@@ -123,11 +117,9 @@ def _mlir_module(text):
             and ir.StringAttr(op.attributes["sym_name"]).value == "main"
         ]
         assert len(mains) == 1, "expected one func.func @main"
-        inputs = [
-            str(t)
-            for t in ir.FunctionType(ir.TypeAttr(mains[0].attributes["function_type"]).value).inputs
-        ]
-    return module, inputs
+        signature = ir.FunctionType(ir.TypeAttr(mains[0].attributes["function_type"]).value)
+        inputs, results = [str(t) for t in signature.inputs], [str(t) for t in signature.results]
+    return module, inputs, results
 
 
 @pytest.mark.task("stablehlo_of")
@@ -144,7 +136,7 @@ def test_lowering_drops_dead_code(kata):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_keeps_argument_types(kata):
     text = kata.stablehlo_of(mixed, *MIXED_ARGS)
-    _, inputs = _mlir_module(text)
+    _, inputs, _ = _mlir_module(text)
     census = stablehlo_op_census(text)
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
     with check:
@@ -159,24 +151,25 @@ def test_lowering_keeps_argument_types(kata):
 
 
 @pytest.mark.task("stablehlo_of")
-def test_lowering_prunes_unused_arguments(kata, fresh):
-    """Drawn arguments (dtypes, shapes, which one f reads): @main takes the one f reads, with
-    its shape and dtype; jit's default lowering prunes the others with the dead code."""
-    for _ in range(2):
-        names = [fresh.choice(DTYPE_NAMES) for _ in range(fresh.randint(2, 4))]
-        shapes = [tuple(fresh.randint(1, 3) for _ in range(fresh.randint(0, 2))) for _ in names]
-        args = [np.ones(shape, dtype_of(n)) for shape, n in zip(shapes, names, strict=True)]
-        read = fresh.randrange(len(args))
-
-        def f(*values, read=read):
-            return values[read].astype(F32).sum() * 2.0
-
-        _, inputs = _mlir_module(kata.stablehlo_of(f, *args))
-        expected = [oracle.mlir_tensor_type(shapes[read], names[read])]
-        assert inputs == expected, (
-            f"f reads argument {read} of {len(args)}: @main takes {inputs}, expected {expected} "
-            f"({fresh.where()})"
+def test_lowering_on_fresh_arguments(kata, fresh):
+    """Three drawn argument lists (strata.lowering_case): arrays of drawn dtypes and shapes and
+    Python scalars (weakly typed as jit takes them), some never read. @main takes a tensor per
+    argument f reads, each with its shape and dtype (jit's default lowering prunes the others
+    with the dead code), and returns f's outputs in the dtypes the weak scalars leave."""
+    for index in range(3):
+        f, args, reads = lowering_case(fresh)
+        _, inputs, results = _mlir_module(kata.stablehlo_of(f, *args))
+        expected_in, expected_out = oracle.main_signature(f, args, reads)
+        what = (
+            f"drawn case {index + 1}, f reads arguments {reads} of "
+            f"{[type(a).__name__ for a in args]} ({fresh.where()})"
         )
+        with check:
+            assert inputs == expected_in, f"{what}: @main takes {inputs}, expected {expected_in}"
+        with check:
+            assert results == expected_out, (
+                f"{what}: @main returns {results}, expected {expected_out}"
+            )
 
 
 # -------------------------------------------------------------------------------- closure_consts
