@@ -36,6 +36,12 @@ class KataGuardError(RuntimeError):
     """Kata code tried to open the reference or the decoys."""
 
 
+class KataGuardBytecodeError(KataGuardError, OSError):
+    """A write of compiled bytecode (``__pycache__/*.pyc``) refused while kata code runs: an
+    ``OSError`` too, so an import the kata code makes goes on without caching its bytecode (the
+    import system skips a cache it cannot write) while a write of its own is still refused."""
+
+
 @functools.cache
 def is_kata_file(filename: str) -> bool:
     """A learner's file: katas/phaseN/kata.py, or a red-team probe standing in for one. Cached
@@ -128,6 +134,7 @@ def _compiler_dirs() -> tuple[str, ...]:
 
 
 def _audit(event: str, args: tuple) -> None:
+    error = KataGuardError
     if event in _PROCESS_EVENTS or event.startswith("os.fork"):
         what = f"starts another program ({event})"
     elif event in _ENVIRONMENT_EVENTS:
@@ -143,6 +150,8 @@ def _audit(event: str, args: tuple) -> None:
         if shown.is_relative_to(curriculum.ROOT):
             shown = shown.relative_to(curriculum.ROOT)
         what = f"opens {shown}"
+        if _is_bytecode(path):
+            error = KataGuardBytecodeError
     frame = sys._getframe(1)
     compilers = _compiler_dirs()
     while frame is not None:
@@ -150,10 +159,14 @@ def _audit(event: str, args: tuple) -> None:
             return  # the compiler's own work, on behalf of the kata code that called it
         if is_kata_file(frame.f_code.co_filename):
             where = Path(frame.f_code.co_filename)
-            raise KataGuardError(
-                f"{where.parent.name}/{where.name} line {frame.f_lineno} {what}: {WHY}"
-            )
+            raise error(f"{where.parent.name}/{where.name} line {frame.f_lineno} {what}: {WHY}")
         frame = frame.f_back
+
+
+def _is_bytecode(path: str) -> bool:
+    """``__pycache__/x.cpython-312.pyc`` and the import system's temporary ``....pyc.<id>``."""
+    head, name = os.path.split(path)
+    return os.path.basename(head) == "__pycache__" and ".pyc" in name
 
 
 def install() -> None:

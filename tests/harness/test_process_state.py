@@ -1,10 +1,11 @@
 """Process-wide state as a channel from a read task to the copy of the file that answers
 predictions (red-team round 4: a memo kept on ``logging.getLogger(...)``, a printoptions
 formatter, an audit hook), another measuring library answering a prediction (torch's
-FlopCounterMode), and a kata file writing to its own source. The scan refuses the setters and
-registries kata code never needs and a phase's foreign libraries; a task call that leaves a
-logger or a global random generator changed is refused; kata code writes nowhere in the course's
-checkout. Honest code (phase 7's handler added and removed again) is left alone."""
+FlopCounterMode), and a kata file writing to its own source or to compiled bytecode. The scan
+refuses the setters and registries kata code never needs and a phase's foreign libraries; a task
+call that leaves a logger or a global random generator changed is refused; kata code writes
+nowhere in the course's checkout. Honest code (phase 7's handler added and removed again, an
+import whose bytecode is not cached yet) is left alone."""
 
 from __future__ import annotations
 
@@ -135,3 +136,32 @@ def test_kata_code_may_not_write_to_the_course_its_own_file_included(tmp_path, m
     with pytest.raises(guard.KataGuardError, match="opens"):
         module.run()
     assert not (root / target).exists()
+
+
+def test_an_import_in_kata_code_goes_on_uncached_and_a_bytecode_write_of_its_own_is_refused(
+    tmp_path, monkeypatch
+):
+    # the suite keeps compiled bytecode in __pycache__ (conftest.py); a module kata code is the
+    # first to import has none there yet, and the import system's write of it is refused too
+    root = (tmp_path / "course").resolve()
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "helper_for_kata.py").write_text("VALUE = 7\n")
+    cached = root / "tools" / "__pycache__" / "helper_for_kata.cpython-312.pyc"
+    monkeypatch.setattr(curriculum, "ROOT", root)
+    monkeypatch.syspath_prepend(str(root / "tools"))
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    path = (tmp_path / "importer.py").resolve()
+    path.write_text(
+        "def run():\n    import helper_for_kata\n    return helper_for_kata.VALUE\n"
+        f"def write():\n    open({str(cached)!r}, 'wb').write(b'poison')\n"
+    )
+    module = loading.load_file(path, "_importer_kata", label="phase0")
+    guard.install()
+    monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path))
+    monkeypatch.delitem(__import__("sys").modules, "helper_for_kata", raising=False)
+    assert module.run() == 7
+    assert not cached.parent.exists() or not list(cached.parent.iterdir())
+    cached.parent.mkdir(exist_ok=True)
+    with pytest.raises(guard.KataGuardError, match="opens"):
+        module.write()
+    assert not cached.exists()
