@@ -15,8 +15,8 @@ from kata_harness.decoys import accepted, decoy
 
 
 def _forward(params, x):
-    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
-    return hidden @ params["w2"] + params["b2"]
+    hidden = jax.nn.relu(jnp.matmul(x, params["w1"]) + params["b1"])
+    return jnp.matmul(hidden, params["w2"]) + params["b2"]
 
 
 def _mse(params, x, y):
@@ -189,10 +189,10 @@ def forward_straight_through(params, x):
     return hidden @ params["w2"] + params["b2"]
 
 
-@accepted("mlp_forward", why="relu via jnp.where(h > 0, h, 0.)")
+@accepted("mlp_forward", why="relu via jnp.where(h > 0, h, 0.), matmuls as jnp.dot")
 def forward_where(params, x):
-    h = x @ params["w1"] + params["b1"]
-    return jnp.where(h > 0, h, 0.0) @ params["w2"] + params["b2"]
+    h = jnp.dot(x, params["w1"]) + params["b1"]
+    return jnp.dot(jnp.where(h > 0, h, 0.0), params["w2"]) + params["b2"]
 
 
 @decoy(

@@ -220,21 +220,6 @@ def _rt4_loss_and_grad_maximum(params: dict, x, y):
 
 # ---------------------------------------------------------------- make_power_jit
 
-_rt4_BY_ID: dict = {}
-
-
-@wrong(
-    "make_power_jit",
-    why="must jit the f given; caching by id(f) returns a stale jit of an "
-    "earlier, freed f when CPython reuses its id; wrong on make_power_jit(counting_power(a)) "
-    "after a previous counting_power(b) was dropped (its counter sees no traces)",
-)
-def _rt4_make_power_jit_id_cache(f):
-    key = id(f)
-    if key not in _rt4_BY_ID:
-        _rt4_BY_ID[key] = jax.jit(f, static_argnums=1)
-    return _rt4_BY_ID[key]
-
 
 @wrong(
     "make_power_jit",

@@ -30,11 +30,12 @@ def mlp_forward(params: dict, x) -> jax.Array:
     """relu(x @ w1 + b1) @ w2 + b2 for x of shape (batch, in_dim).
 
     A pure function of params and x: it reads the arrays only through its arguments (no
-    closed-over arrays, nothing kept from an earlier call), called under jit or eagerly, and
-    jax.grad differentiates it (the relu's gradient is 1 where its input is positive, 0
-    elsewhere: 0 at exactly 0 too, which zero biases and all-zero rows of x give). No activation
-    after the last layer. The result keeps the inputs' dtype (bf16 params and x give a bf16
-    result, f16 an f16 one). Any relu spelling with that gradient works.
+    closed-over arrays, nothing kept from an earlier call), called under jit or eagerly, on NumPy
+    arrays or JAX arrays, and jax.grad differentiates it (the relu's gradient is 1 where its
+    input is positive, 0 elsewhere: 0 at exactly 0 too, which zero biases and all-zero rows of x
+    give). No activation after the last layer. The result is a JAX array of the inputs' dtype
+    (bf16 params and x give a bf16 result, f16 an f16 one), called eagerly on NumPy arrays too.
+    Any relu spelling with that gradient works.
     """
     # TODO: two affine layers with a relu between them
     raise NotImplementedError("phase1 task 2: mlp_forward")
@@ -44,7 +45,8 @@ def mse_loss(params: dict, x, y) -> jax.Array:
     """Mean squared error between mlp_forward(params, x) and y: a scalar.
 
     The mean runs over every element (batch and outputs alike), so repeating the batch does not
-    change the loss.
+    change the loss. The loss keeps the inputs' dtype (bf16 params and data give a bf16 loss, f16
+    an f16 one), under jit or called eagerly on NumPy arrays or JAX arrays.
     """
     # TODO: which reduction leaves the loss unchanged when the batch is repeated?
     raise NotImplementedError("phase1 task 3: mse_loss")
@@ -55,7 +57,7 @@ def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
 
     grads has the same structure as params (a dict with the same keys, shapes and dtypes: bf16
     params and data give bf16 grads and a bf16 loss). Every call computes on its own arguments,
-    under jit or eagerly.
+    under jit or eagerly, on NumPy arrays or JAX arrays.
     """
     # TODO: one JAX transformation gives both at once
     raise NotImplementedError("phase1 task 4: loss_and_grad")

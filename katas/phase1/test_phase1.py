@@ -5,6 +5,7 @@ Every task is tried on several shapes (non-square, size 1, odd), and where the t
 several dtypes. Expected values come from kata_harness.oracles.jax_basics.
 """
 
+import contextlib
 import functools
 
 import jax
@@ -164,39 +165,75 @@ def test_mlp_forward_matches_numpy(kata):
                 )
 
 
+def _as_given(tree):
+    return tree
+
+
+# how the tests call mlp_forward: on NumPy arrays as data() makes them, or on JAX arrays
+ARRAY_KINDS = (("NumPy arrays", _as_given), ("JAX arrays", jax.device_put))
+
+
+@contextlib.contextmanager
+def _keeps_nothing(where: str):
+    """A tracer of an earlier jitted call reaching this one was kept from that call."""
+    try:
+        yield
+    except jax.errors.UnexpectedTracerError:
+        pytest.fail(
+            f"{where}: a tracer of an earlier jitted call reached this call; a pure function "
+            "keeps nothing from an earlier call"
+        )
+
+
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_keeps_the_dtype(kata):
-    forward = jax.jit(kata.mlp_forward)
+    """16-bit params and x give a result of that dtype, under jit and called eagerly on NumPy
+    and on JAX arrays."""
     for dtype in (ml_dtypes.bfloat16, np.float16):  # bf16 is not the only narrow float
         params, x, _ = data(5, SHAPES[2], dtype=dtype)
-        out = forward(params, x)
-        assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
         name = np.dtype(dtype).name
-        with check:
-            assert str(out.dtype) == name, f"{name} params and x gave {out.dtype}; keep {name}"
-        with check:
-            np.testing.assert_allclose(
-                np.asarray(out, np.float32), oracle.np_forward(params, x), rtol=0.05, atol=0.3
-            )
+        runs = [("under jit", jax.jit(kata.mlp_forward), _as_given)]
+        runs += [(f"eagerly on {kind}", kata.mlp_forward, put) for kind, put in ARRAY_KINDS]
+        for how, forward, put in runs:
+            out = forward(put(params), put(x))
+            assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
+            with check:
+                assert str(out.dtype) == name, (
+                    f"{name} params and x, called {how}, gave {out.dtype}; keep {name}"
+                )
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(out, np.float32),
+                    oracle.np_forward(params, x),
+                    rtol=0.05,
+                    atol=0.3,
+                    err_msg=f"{name}, called {how}",
+                )
 
 
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_reads_its_arguments_on_every_call(kata):
-    """Called eagerly (concrete arrays, no jit around it) with other params and then another x
-    of the same shapes: each result is that call's network on that call's x."""
+    """After a call under jit, called eagerly (concrete arrays, no jit around it), on NumPy and
+    on JAX arrays, with other params and then another x of the same shapes: each result is that
+    call's network on that call's x."""
     shape = SHAPES[2]
+    with _keeps_nothing("a call under jit"):
+        jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
     calls = [data(seed, shape)[:2] for seed in (11, 12)]
     calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
     for index, (params, x) in enumerate(calls):
-        out = kata.mlp_forward(jax.device_put(params), jax.device_put(x))
-        with check:
-            np.testing.assert_allclose(
-                np.asarray(out, np.float64),
-                oracle.np_forward(params, x),
-                rtol=1e-4,
-                atol=1e-3,
-                err_msg=f"eager call {index + 1} of 3 (same shapes, other values each time)",
-            )
+        for kind, put in ARRAY_KINDS:
+            where = f"eager call {index + 1} of 3 on {kind} (same shapes, other values each time)"
+            with _keeps_nothing(where):
+                out = kata.mlp_forward(put(params), put(x))
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(out, np.float64),
+                    oracle.np_forward(params, x),
+                    rtol=1e-4,
+                    atol=1e-3,
+                    err_msg=where,
+                )
 
 
 @pytest.mark.task("mlp_forward")

@@ -22,9 +22,10 @@ def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
 
 
 def mlp_forward(params: dict, x) -> jax.Array:
-    # relu between the layers, none after the last one.
-    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
-    return hidden @ params["w2"] + params["b2"]
+    # relu between the layers, none after the last one. jnp.matmul, not `@`: on two NumPy arrays
+    # `@` is NumPy's own matmul (ml_dtypes' bf16 @ bf16 gives float32), called eagerly.
+    hidden = jax.nn.relu(jnp.matmul(x, params["w1"]) + params["b1"])
+    return jnp.matmul(hidden, params["w2"]) + params["b2"]
 
 
 def mse_loss(params: dict, x, y) -> jax.Array:
