@@ -268,6 +268,8 @@ def changed(before: Snapshot) -> list[str]:
             continue
         if owner is None:
             settings = _config_values()
+            if settings == values:  # one comparison in C, the usual case
+                continue
             found += [
                 f"{label} setting {name}"
                 for name, value in values.items()
@@ -290,6 +292,8 @@ def restore(before: Snapshot) -> list[str]:
     what it was: a refused file's patch (``Compiled.as_text`` replaced at import) must not
     outlive it, or every later test of the process reads the kata's answer as the library's."""
     patched = changed(before)
+    if not patched:
+        return patched
     for label, (owner, values) in before.items():
         if label == _PROCESS:
             continue  # a logger's filters or the global generator: refused, not put back

@@ -29,7 +29,7 @@ def _logger(logger: Any) -> tuple[Any, ...]:
         logger.propagate,
         logger.disabled,
         tuple(map(id, logger.filters)),
-        tuple(map(_handler, logger.handlers)),
+        tuple(map(_handler, logger.handlers)) if logger.handlers else (),
         len(vars(logger)),
     )
 
@@ -67,6 +67,8 @@ def changed(before: dict[str, Any]) -> list[str]:
     carries a filter."""
     now = snapshot()
     found = [what for what in before if what != "logging" and now[what] != before[what]]
+    if now["logging"] == before["logging"]:  # one comparison in C, the usual case
+        return found
     for name, state in now["logging"].items():
         was = before["logging"].get(name)
         if was is None:
