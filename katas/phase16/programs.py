@@ -88,6 +88,24 @@ def j_dense_relu(x, w, b):
     return jax.nn.relu(x @ w.T + b)
 
 
+def t_dense_relu_scaled(x, w, s):
+    torch = _torch()
+    return torch.relu(s * (x @ w.T))
+
+
+def j_dense_relu_scaled(x, w, s):
+    return jax.nn.relu(s * (x @ w.T))
+
+
+def t_dense_scaled_residual(x, w, b, s, r):
+    torch = _torch()
+    return torch.relu(s * torch.nn.functional.linear(x, w, b)) + r
+
+
+def j_dense_scaled_residual(x, w, b, s, r):
+    return jax.nn.relu(s * (x @ w.T + b)) + r
+
+
 def t_dense_tanh_nobias(x, w):
     torch = _torch()
     return torch.tanh(x @ w.T)
@@ -199,6 +217,18 @@ PAIRS: dict[str, Pair] = {
         ((16, 48), (24, 48), (24,)),
         t_bias_after_relu,
         j_bias_after_relu,
+    ),
+    "dense_relu_scaled": Pair(
+        "relu(s * (x @ w.T)) on x[16,48], w[24,48] and a scalar s[]: no bias",
+        ((16, 48), (24, 48), ()),
+        t_dense_relu_scaled,
+        j_dense_relu_scaled,
+    ),
+    "dense_scaled_residual": Pair(
+        "relu(s * (x @ w.T + b)) + r on x[16,48], a scalar s[] and r[16,24]: one rank-1 argument",
+        ((16, 48), (24, 48), (24,), (), (16, 24)),
+        t_dense_scaled_residual,
+        j_dense_scaled_residual,
     ),
     "dense_sigmoid_3d": Pair(
         "sigmoid(x @ w.T + b) on x[4,8,48]: a batch of sequences",
@@ -458,7 +488,7 @@ def torch_mlp(layers: tuple[Layer, ...]) -> Callable[..., Any]:
 
 def arrays(shapes: tuple[tuple[int, ...], ...], seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return [np.asarray(rng.standard_normal(s), dtype=np.float32) for s in shapes]  # () too
 
 
 def recorded_names() -> list[str]:
