@@ -449,6 +449,15 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_p": ((4, 1), ((5, True, "none"),)),
     "mlp_q": ((1, 8), ((8, False, "relu"),)),
     "mlp_r": ((4, 8, 1), ((5, False, "none"),)),
+    # one row: a GEMM then its activation and a rewritten product with a bias and one output
+    # (its weight wider than 16), then again with one without a bias
+    "mlp_s": (
+        (1, 20),
+        ((20, False, "relu"), (1, True, "none"), (20, True, "gelu"), (1, False, "none")),
+    ),
+    # one feature but one row (mm), one feature but one output (mm)
+    "mlp_t": ((1, 1), ((6, False, "relu"),)),
+    "mlp_u": ((6, 1), ((1, False, "none"),)),
 }
 
 
