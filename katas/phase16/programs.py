@@ -5,8 +5,8 @@ a weight is [out_features, in_features] and a layer computes `x @ w.T + b`). `TR
 training losses written in PyTorch, whose forward and backward Inductor compiles as two graphs,
 beside the same loss written in JAX, whose `jax.grad` XLA compiles as one module. `MARKED`
 names programs of PAIRS compiled again with an Inductor option that changes how `call` is
-written. `MLP_CASES` are the MLPs of the predict task. The modules written by hand are in
-handwritten.py.
+written (`Train.marked`: a training loss so compiled). `MLP_CASES` are the MLPs of the predict
+task. The modules written by hand are in handwritten.py.
 
 Inductor's generated code for each of them is kept in `recorded/<name>.txt` (a `#` header names
 torch's version, the CPU and the program; each graph follows a `# ---- graph N of M` line), so
@@ -350,13 +350,15 @@ def j_relu_outputs_loss(w):
 
 @dataclass(frozen=True, slots=True)
 class Train:
-    """A loss over `params` parameters (the first arguments, which require grad) and data."""
+    """A loss over `params` parameters (the first arguments, which require grad) and data;
+    `marked`: compiled with profiler_mark_wrapper_call, as the MARKED programs."""
 
     what: str
     shapes: tuple[tuple[int, ...], ...]
     params: int
     torch_fn: Callable[..., Any]
     jax_fn: Callable[..., Any]
+    marked: bool = False
 
 
 TRAIN: dict[str, Train] = {
@@ -366,6 +368,15 @@ TRAIN: dict[str, Train] = {
         4,
         t_mlp_loss,
         j_mlp_loss,
+    ),
+    "train_mlp_gelu_marked": Train(
+        "mean squared error of mlp_gelu (x[32,64] -> y[32,32]), with "
+        "profiler_mark_wrapper_call=True: each graph's `call` runs inside a `with` block",
+        ((128, 64), (128,), (32, 128), (32,), (32, 64), (32, 32)),
+        4,
+        t_mlp_loss,
+        j_mlp_loss,
+        marked=True,
     ),
     "train_dense_relu": Train(
         "mean squared error of relu(x @ w.T + b) (x[16,48] -> y[16,24])",
@@ -542,13 +553,16 @@ def generate(name: str) -> list[str]:
         with config.patch(profiler_mark_wrapper_call=True):
             return generated_code(pair.torch_fn, *args, cache_dir=CACHE_DIR)
     if name in TRAIN:
+        from torch._inductor import config  # pyright: ignore[reportMissingImports]  (the torch group)
+
         train = TRAIN[name]
         args = [torch.from_numpy(a) for a in arrays(train.shapes)]
         for param in args[: train.params]:
             param.requires_grad_(True)
-        return generated_code(
-            train.torch_fn, *args, cache_dir=CACHE_DIR, inference=False, backward=True
-        )
+        with config.patch(profiler_mark_wrapper_call=train.marked):
+            return generated_code(
+                train.torch_fn, *args, cache_dir=CACHE_DIR, inference=False, backward=True
+            )
     shape, layers = MLP_CASES[name]
     args = [torch.from_numpy(a) for a in arrays(mlp_shapes(name))]
     return generated_code(torch_mlp(layers), *args, cache_dir=CACHE_DIR)

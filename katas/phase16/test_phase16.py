@@ -3,9 +3,9 @@
 They run on the generated code recorded in katas/phase16/recorded/ (so they run without the
 ``torch`` group; among them a convolution, a Cholesky factorization's fallbacks, argmax and
 var_mean accumulators, a product decomposed into a fused kernel, layers taking a scalar (f32[],
-size ()) instead of a bias or beside one, a profiled module whose `call` runs inside
-`with record_function(...)`, training steps returning more than their loss, of a convolution,
-and of inputs that all require grad), on modules written by hand
+size ()) instead of a bias or beside one, profiled modules (inference and training) whose
+`call` runs inside `with record_function(...)`, training steps returning more than their
+loss, of a convolution, and of inputs that all require grad), on modules written by hand
 (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
 inputs unpacked in another order, kernel calls nested in blocks, comments such as the `# AOT ID`
