@@ -3,14 +3,17 @@
 The oracles read the facts a phase-16 test compares with without ``xla_inspect.inductor`` (which
 the references use): Inductor's generated module line by line, and XLA's module through XLA's
 own parser (:mod:`.oracles`). The variants are the generated module with its buffers, its
-``call`` inputs and its fused kernels' numbers renamed and its kernel definitions reordered, each
-still a module Python parses; a reading task's answer must not change under any of them.
+``call`` inputs and its fused kernels' numbers renamed, its kernel definitions reordered, kernel
+calls of ``call`` nested in blocks and maybe its comments (the ``# AOT ID`` header among them)
+dropped, each still a module Python parses; a reading task's answer must not change under any of
+them.
 """
 
 from __future__ import annotations
 
 import ast
 import io
+import itertools
 import random
 import re
 import tokenize
@@ -218,10 +221,12 @@ def kernel_kinds(code: str) -> dict[str, int]:
     return {"library": len(found) - fused, "fused": fused}
 
 
-def variant(code: str, rng: random.Random) -> str:
+def variant(code: str, rng: random.Random, comments: bool | None = None) -> str:
     """`code` with every buffer and every non-tangent input of `call` renamed, `call`'s inputs
-    unpacked in another order, each fused kernel renumbered (its ops kept), and the kernel
-    definitions in another order."""
+    unpacked in another order, each fused kernel renumbered (its ops kept), kernel calls nested
+    in blocks (:func:`_nest_calls`), and the kernel definitions in another order; its comments
+    kept when `comments` is true, dropped when false, either when None."""
+    keep = rng.random() < 0.5 if comments is None else comments
     names: dict[str, str] = {}
     labels = rng.sample(range(1000), 1000)
     for name in inputs(code):
@@ -232,7 +237,8 @@ def variant(code: str, rng: random.Random) -> str:
     for name in kernel_sources(code):
         ops = fused_ops(name)
         names[name] = f"cpp_fused_{ops}_{labels.pop()}" if ops else f"cpp_fused_{labels.pop()}"
-    return _reorder_definitions(_shuffle_inputs(_rename_tokens(code, names), rng), rng)
+    renamed = _rename_tokens(code, names, keep)
+    return _reorder_definitions(_nest_calls(_shuffle_inputs(renamed, rng), rng), rng)
 
 
 def _shuffle_inputs(code: str, rng: random.Random) -> str:
@@ -247,12 +253,14 @@ def _shuffle_inputs(code: str, rng: random.Random) -> str:
     return unpack.sub(shuffled, code, count=1)
 
 
-def _rename_tokens(code: str, names: dict[str, str]) -> str:
+def _rename_tokens(code: str, names: dict[str, str], comments: bool) -> str:
     out = []
     previous = None
     listed = "|".join(map(re.escape, names))
     word = re.compile(rf"(?<![\w.])({listed})\b") if names else None  # not aten.addmm
     for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.COMMENT and not comments:
+            continue  # the line keeps its NL token: a blank line where the comment was
         if token.type == tokenize.NAME and token.string in names and previous != ".":
             token = token._replace(string=names[token.string])
         elif token.type == tokenize.COMMENT and word is not None:  # "# buffer buf0 (op: ...)"
@@ -260,6 +268,47 @@ def _rename_tokens(code: str, names: dict[str, str]) -> str:
         out.append(token)
         previous = token.string if token.type == tokenize.OP else None
     return tokenize.untokenize(out)
+
+
+# blocks a statement of `call` may run in: (the line opening it, the lines closing it)
+_BLOCKS = (
+    ("with record_function('graph_call'):", ()),
+    ("if len(args) == 0:", ()),
+    ("for _ in range(1):", ()),
+    ("while True:", ("    break",)),
+    ("try:", ("finally:", "    pass")),
+)
+
+
+def _nest_calls(code: str, rng: random.Random) -> str:
+    """`code` with some kernel calls of `call` each in a block of its own (one or two deep),
+    among them, when `call` runs two kernels or more, one that runs before a kernel left where
+    it was: `call` runs the same kernels in the same order."""
+    lines = code.split("\n")
+    match = _CALL_DEF.search(code)
+    assert match is not None, "no call function in the generated code"
+    first = code[: match.end()].count("\n") + 1  # the line after `def call`
+    depth = len(lines[first - 1]) - len(lines[first - 1].lstrip())
+    at = []
+    for i in range(first, len(lines)):
+        if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= depth:
+            break
+        if _KERNEL_LINE.match(lines[i]):
+            at.append(i)
+    wrapped = {i for i in at if rng.random() < 0.5}
+    pairs = itertools.pairwise(at)
+    if len(at) > 1 and not any(a in wrapped and b not in wrapped for a, b in pairs):
+        cut = rng.randrange(1, len(at))  # nested before the cut, in place after it
+        wrapped = set(at[:cut])
+    for i in sorted(wrapped, reverse=True):
+        for _ in range(rng.choice((1, 1, 2))):
+            line = lines[i].split("\n")[0]
+            indent = line[: len(line) - len(line.lstrip())]
+            opening, closing = rng.choice(_BLOCKS)
+            inner = lines[i].replace("\n", "\n    ")
+            block = [indent + opening, "    " + inner] + [indent + c for c in closing]
+            lines[i] = "\n".join(block)
+    return "\n".join(lines)
 
 
 def _reorder_definitions(code: str, rng: random.Random) -> str:

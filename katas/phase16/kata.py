@@ -59,11 +59,12 @@ def kernel_census(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]
 
 
 def bias_homes(hlo_text: str, inductor_code: str) -> dict[str, str]:
-    """A layer with at most one bias, a matrix product and maybe an activation, compiled by XLA
-    (`hlo_text`) and by Inductor (`inductor_code`). The bias is the program's only rank-1
-    argument: in the HLO, the only ENTRY parameter of rank 1; in `call`, the only input whose
-    `assert_size_stride` size has one dimension. For each compiler, `"xla"` and `"inductor"`,
-    where the bias is added:
+    """A layer with at most one bias, a matrix product and maybe an activation (maybe also other
+    arguments: a scalar scale, a matrix added to the output), compiled by XLA (`hlo_text`) and
+    by Inductor (`inductor_code`). The bias is the program's only rank-1 argument: in the HLO,
+    the only ENTRY parameter of rank 1; in `call`, the only input whose `assert_size_stride`
+    size has one dimension (a scalar, `f32[]` or size `()`, has none: it is not a bias). For
+    each compiler, `"xla"` and `"inductor"`, where the bias is added:
     - `"library"`: in the kernel that computes the matrix product (Inductor: the bias is an
       argument of the library call or fallback; XLA: the bias parameter is an operand of the
       ENTRY kernel whose computation, or a computation it calls, holds the `dot`, or of a `dot`

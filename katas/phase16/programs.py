@@ -5,8 +5,8 @@ a weight is [out_features, in_features] and a layer computes `x @ w.T + b`). `TR
 training losses written in PyTorch, whose forward and backward Inductor compiles as two graphs,
 beside the same loss written in JAX, whose `jax.grad` XLA compiles as one module. `MARKED`
 names programs of PAIRS compiled again with an Inductor option that changes how `call` is
-written. `MLP_CASES` are the MLPs of the predict task. The modules written by hand are in
-handwritten.py.
+written (`Train.marked`: a training loss so compiled). `MLP_CASES` are the MLPs of the predict
+task. The modules written by hand are in handwritten.py.
 
 Inductor's generated code for each of them is kept in `recorded/<name>.txt` (a `#` header names
 torch's version, the CPU and the program; each graph follows a `# ---- graph N of M` line), so
@@ -86,6 +86,24 @@ def t_dense_relu(x, w, b):
 
 def j_dense_relu(x, w, b):
     return jax.nn.relu(x @ w.T + b)
+
+
+def t_dense_relu_scaled(x, w, s):
+    torch = _torch()
+    return torch.relu(s * (x @ w.T))
+
+
+def j_dense_relu_scaled(x, w, s):
+    return jax.nn.relu(s * (x @ w.T))
+
+
+def t_dense_scaled_residual(x, w, b, s, r):
+    torch = _torch()
+    return torch.relu(s * torch.nn.functional.linear(x, w, b)) + r
+
+
+def j_dense_scaled_residual(x, w, b, s, r):
+    return jax.nn.relu(s * (x @ w.T + b)) + r
 
 
 def t_dense_tanh_nobias(x, w):
@@ -199,6 +217,18 @@ PAIRS: dict[str, Pair] = {
         ((16, 48), (24, 48), (24,)),
         t_bias_after_relu,
         j_bias_after_relu,
+    ),
+    "dense_relu_scaled": Pair(
+        "relu(s * (x @ w.T)) on x[16,48], w[24,48] and a scalar s[]: no bias",
+        ((16, 48), (24, 48), ()),
+        t_dense_relu_scaled,
+        j_dense_relu_scaled,
+    ),
+    "dense_scaled_residual": Pair(
+        "relu(s * (x @ w.T + b)) + r on x[16,48], a scalar s[] and r[16,24]: one rank-1 argument",
+        ((16, 48), (24, 48), (24,), (), (16, 24)),
+        t_dense_scaled_residual,
+        j_dense_scaled_residual,
     ),
     "dense_sigmoid_3d": Pair(
         "sigmoid(x @ w.T + b) on x[4,8,48]: a batch of sequences",
@@ -320,13 +350,15 @@ def j_relu_outputs_loss(w):
 
 @dataclass(frozen=True, slots=True)
 class Train:
-    """A loss over `params` parameters (the first arguments, which require grad) and data."""
+    """A loss over `params` parameters (the first arguments, which require grad) and data;
+    `marked`: compiled with profiler_mark_wrapper_call, as the MARKED programs."""
 
     what: str
     shapes: tuple[tuple[int, ...], ...]
     params: int
     torch_fn: Callable[..., Any]
     jax_fn: Callable[..., Any]
+    marked: bool = False
 
 
 TRAIN: dict[str, Train] = {
@@ -336,6 +368,15 @@ TRAIN: dict[str, Train] = {
         4,
         t_mlp_loss,
         j_mlp_loss,
+    ),
+    "train_mlp_gelu_marked": Train(
+        "mean squared error of mlp_gelu (x[32,64] -> y[32,32]), with "
+        "profiler_mark_wrapper_call=True: each graph's `call` runs inside a `with` block",
+        ((128, 64), (128,), (32, 128), (32,), (32, 64), (32, 32)),
+        4,
+        t_mlp_loss,
+        j_mlp_loss,
+        marked=True,
     ),
     "train_dense_relu": Train(
         "mean squared error of relu(x @ w.T + b) (x[16,48] -> y[16,24])",
@@ -419,6 +460,15 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     "mlp_p": ((4, 1), ((5, True, "none"),)),
     "mlp_q": ((1, 8), ((8, False, "relu"),)),
     "mlp_r": ((4, 8, 1), ((5, False, "none"),)),
+    # one row: a GEMM then its activation and a rewritten product with a bias and one output
+    # (its weight wider than 16), then again with one without a bias
+    "mlp_s": (
+        (1, 20),
+        ((20, False, "relu"), (1, True, "none"), (20, True, "gelu"), (1, False, "none")),
+    ),
+    # one feature but one row (mm), one feature but one output (mm)
+    "mlp_t": ((1, 1), ((6, False, "relu"),)),
+    "mlp_u": ((6, 1), ((1, False, "none"),)),
 }
 
 
@@ -458,7 +508,7 @@ def torch_mlp(layers: tuple[Layer, ...]) -> Callable[..., Any]:
 
 def arrays(shapes: tuple[tuple[int, ...], ...], seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return [np.asarray(rng.standard_normal(s), dtype=np.float32) for s in shapes]  # () too
 
 
 def recorded_names() -> list[str]:
@@ -503,13 +553,16 @@ def generate(name: str) -> list[str]:
         with config.patch(profiler_mark_wrapper_call=True):
             return generated_code(pair.torch_fn, *args, cache_dir=CACHE_DIR)
     if name in TRAIN:
+        from torch._inductor import config  # pyright: ignore[reportMissingImports]  (the torch group)
+
         train = TRAIN[name]
         args = [torch.from_numpy(a) for a in arrays(train.shapes)]
         for param in args[: train.params]:
             param.requires_grad_(True)
-        return generated_code(
-            train.torch_fn, *args, cache_dir=CACHE_DIR, inference=False, backward=True
-        )
+        with config.patch(profiler_mark_wrapper_call=train.marked):
+            return generated_code(
+                train.torch_fn, *args, cache_dir=CACHE_DIR, inference=False, backward=True
+            )
     shape, layers = MLP_CASES[name]
     args = [torch.from_numpy(a) for a in arrays(mlp_shapes(name))]
     return generated_code(torch_mlp(layers), *args, cache_dir=CACHE_DIR)

@@ -2,12 +2,14 @@
 
 They run on the generated code recorded in katas/phase16/recorded/ (so they run without the
 ``torch`` group; among them a convolution, a Cholesky factorization's fallbacks, argmax and
-var_mean accumulators, a product decomposed into a fused kernel, a profiled module whose `call`
-runs inside `with record_function(...)`, training steps returning more than their loss, of a
-convolution, and of inputs that all require grad), on modules written by hand
+var_mean accumulators, a product decomposed into a fused kernel, layers taking a scalar (f32[],
+size ()) instead of a bias or beside one, profiled modules (inference and training) whose
+`call` runs inside `with record_function(...)`, training steps returning more than their
+loss, of a convolution, and of inputs that all require grad), on modules written by hand
 (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
-inputs unpacked in another order, kernel definitions reordered); the HLO side is the JAX twin
+inputs unpacked in another order, kernel calls nested in blocks, comments such as the `# AOT ID`
+header dropped or kept, kernel definitions reordered); the HLO side is the JAX twin
 compiled now by XLA on this host (the bias task also in bfloat16), its metamorphic variants
 (kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
 fusion), hand-written modules (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch
@@ -16,6 +18,7 @@ come from kata_harness.inductor's line reader of the generated code and from XLA
 The predict and decide tasks are in test_phase16_live.py.
 """
 
+import itertools
 import random
 import zlib
 from functools import cache
@@ -39,6 +42,8 @@ BIAS_BANK = (
     "addmm_gelu",
     "attention",
     "dense_relu_row",
+    "dense_relu_scaled",
+    "dense_scaled_residual",
 )
 
 
@@ -262,10 +267,12 @@ def _train(codes: list[str]) -> dict[str, int]:
 
 @pytest.mark.task("train_graphs")
 def test_train_graphs_in_any_order(kata, fresh):
+    """Forward first or backward first, with their comments (the `# AOT ID` header naming each
+    graph) or without: the graphs are told apart by their inputs."""
     for name in P.TRAIN:
         codes = P.recorded(name)
-        for order in (codes, codes[::-1]):
-            texts = [oracle.variant(c, fresh) for c in order]
+        for order, comments in itertools.product((codes, codes[::-1]), (True, False)):
+            texts = [oracle.variant(c, fresh, comments) for c in order]
             got = kata.train_graphs(texts)
             assert got == _train(texts), f"{name}: graphs read wrong ({fresh.where()})"
 

@@ -3,7 +3,8 @@ that makes Inductor compile an inference graph.
 
 The predict task is checked against the recorded MLPs (also with their rows under other leading
 dimensions, one of them a leading 1) and, when torch is installed, against three MLPs drawn fresh
-and compiled live: several rows, one row (two small weights, each with a bias or none), one input
+and compiled live: several rows, one row (a small weight with a bias or none, then GEMMs to more
+than 16 outputs, each followed by a layer to one output, with a bias or without), one input
 feature (a bias or none, rows plus outputs on either side of 32). The decide task compiles live,
 through a backend that counts what the caller's compiled module hands to Inductor (then once more
 with the module in eval mode), and skips, naming the group, without torch.
@@ -69,11 +70,19 @@ def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
 
 
 def _one_row(rng) -> tuple[tuple[int, ...], list]:
-    """One input row (a batch of one): the first two weights small enough to be decomposed
-    with a bias (without one only when it has one output)."""
+    """One input row (a batch of one), the clauses of the rule on it: a small weight (at most
+    16 x 16) with a bias or none, then twice a GEMM to more than 16 outputs and an activation
+    (a GEMM on one feature: with a bias), each followed by a layer to one output (decomposed,
+    merging into the activation's kernel), one with a bias (its weight wider than 16) and one
+    without, in either order."""
     shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
-    small = [(rng.randint(1, 16), rng.random() < 0.5, rng.choice(P.ACTIVATIONS)) for _ in "ab"]
-    return shape, small + _layers(rng, 0, 2)
+    small = (rng.randint(2, 16), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
+    ones = [(1, bias, rng.choice(P.ACTIVATIONS)) for bias in rng.sample([True, False], 2)]
+    layers = [small]
+    for i, one in enumerate(ones):
+        wide = (rng.randint(17, 24), i > 0 or rng.random() < 0.5, rng.choice(P.ACTIVATIONS[1:]))
+        layers += [wide, one]
+    return shape, layers
 
 
 def _one_feature(rng) -> tuple[tuple[int, ...], list]:
