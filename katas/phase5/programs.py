@@ -62,14 +62,15 @@ def sin_ax_norm(A, x):
     return jnp.sin(A @ x) * jnp.sum(x * x)
 
 
-def flat_abs(A, out_shape: tuple, out_dtype: DTypeLike):
-    """x of any shape and dtype -> (|A @ x.ravel()| * sum(x)) in float32, then cast to
-    ``out_dtype`` and shaped ``out_shape`` (A is (size of out_shape, size of x)): f changes the
-    rank, the shape and the dtype, and is not holomorphic."""
+def flat_abs(A, out_shape: tuple, out_dtype: DTypeLike | None = None):
+    """x of any shape and dtype -> |A @ x.ravel()| * sum(x) computed in x's dtype, cast to
+    ``out_dtype`` (None: left in x's dtype) and shaped ``out_shape`` (A is (size of out_shape,
+    size of x)): f changes the rank, the shape and maybe the dtype, and is not holomorphic."""
 
     def f(x):
-        flat = x.reshape(-1).astype(jnp.float32)
-        return (jnp.abs(A @ flat) * jnp.sum(flat)).astype(out_dtype).reshape(out_shape)
+        flat = x.reshape(-1)
+        y = jnp.abs(A.astype(flat.dtype) @ flat) * jnp.sum(flat)
+        return (y if out_dtype is None else y.astype(out_dtype)).reshape(out_shape)
 
     return f
 

@@ -85,7 +85,8 @@ def _dims(rng: random.Random, rank: int, high: int = 3) -> tuple[int, ...]:
 def tangent_strata(rng: random.Random) -> dict[str, tuple]:
     """(x shape, f(x) shape, x dtype, f(x) dtype, zero direction) per situation: a scalar x; a
     scalar f(x) of a rank-3 x; size-1 axes; f casting up (bfloat16 -> float32) and down
-    (float32 -> bfloat16); bfloat16 through; the zero direction (or cotangent)."""
+    (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None: x's); the
+    zero direction (or cotangent)."""
 
     def any_rank() -> tuple[int, ...]:
         return _dims(rng, rng.randint(0, 3))
@@ -102,19 +103,20 @@ def tangent_strata(rng: random.Random) -> dict[str, tuple]:
         ),
         "a bfloat16 x, a float32 f(x)": (any_rank(), any_rank(), BF16, F32, False),
         "a float32 x, a bfloat16 f(x)": (any_rank(), any_rank(), F32, BF16, False),
-        "a bfloat16 x and f(x)": (any_rank(), any_rank(), BF16, BF16, False),
+        "a bfloat16 x, f(x) left in its dtype": (any_rank(), any_rank(), BF16, None, False),
         "the zero direction": (_dims(rng, rng.randint(1, 3)), any_rank(), F32, F32, True),
     }
 
 
 def tangent_data(rng: random.Random, x_shape, out_shape, x_dtype, out_dtype, zero: bool):
     """A (f(x).size, x.size) in float32, x and v (shaped like x, in x's dtype), ct (shaped like
-    f(x), in its dtype); v and ct zero when ``zero``."""
+    f(x), in its dtype: x's when ``out_dtype`` is None); v and ct zero when ``zero``."""
     g = np.random.default_rng(rng.randint(0, 2**31))
-    A = g.normal(size=(math.prod(out_shape), math.prod(x_shape))).astype(np.float32)
+    # A's entries are bfloat16 numbers: f casting A to x's dtype changes nothing
+    A = g.normal(size=(math.prod(out_shape), math.prod(x_shape))).astype(BF16).astype(np.float32)
     x = (g.normal(size=x_shape) / 2).astype(x_dtype)
     v = (g.normal(size=x_shape) * (not zero)).astype(x_dtype)
-    ct = (g.normal(size=out_shape) * (not zero)).astype(out_dtype)
+    ct = (g.normal(size=out_shape) * (not zero)).astype(out_dtype or x_dtype)
     return A, x, v, ct
 
 

@@ -99,15 +99,15 @@ def test_per_example_grads_on_fresh_params(kata, fresh):
 def _tangent_cases(fresh):
     for situation, (x_shape, out_shape, x_dtype, out_dtype, zero) in tangent_strata(fresh).items():
         A, x, v, ct = tangent_data(fresh, x_shape, out_shape, x_dtype, out_dtype, zero)
-        case = f"{situation}: x {x_dtype}{list(x_shape)} -> f(x) {out_dtype}{list(out_shape)}"
+        case = f"{situation}: x {x_dtype}{list(x_shape)} -> f(x) {ct.dtype}{list(out_shape)}"
         yield f"{case} ({fresh.where()})", (out_shape, out_dtype), (A, x, v, ct)
 
 
 @pytest.mark.task("jvp_tangent")
 def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
-    """f = |A @ x.ravel()| * sum(x) cast and reshaped (not holomorphic): (f(x), J @ v) shaped
-    and typed like f(x), J @ v contracting every axis of x."""
-    for case, (out_shape, out_dtype), (A, x, v, _) in _tangent_cases(fresh):
+    """f = |A @ x.ravel()| * sum(x) in x's dtype, cast (or not) and reshaped (not holomorphic):
+    (f(x), J @ v) shaped and typed like f(x), J @ v contracting every axis of x."""
+    for case, (out_shape, out_dtype), (A, x, v, ct) in _tangent_cases(fresh):
         f = flat_abs(A, out_shape, out_dtype)
         result = jax.jit(lambda p, t, f=f: kata.jvp_tangent(f, p, t))(x, v)
         assert isinstance(result, tuple) and len(result) == 2, f"{case}: expected (f(x), J @ v)"
@@ -118,11 +118,11 @@ def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
             ("J @ v", result[1], oracle.np_flat_abs_jv(A, x, v)),
         ):
             with check:
-                assert (tuple(np.shape(got)), str(got.dtype)) == (out_shape, str(out_dtype)), (
+                assert (tuple(np.shape(got)), str(got.dtype)) == (out_shape, str(ct.dtype)), (
                     f"{case}: {what} is {got.dtype}{list(np.shape(got))}, expected f(x)'s"
                 )
             with check:
-                _close(got, value, (x.dtype, out_dtype), f"{what}, {case}")
+                _close(got, value, (x.dtype, ct.dtype), f"{what}, {case}")
 
 
 @pytest.mark.task("vjp_cotangent")
@@ -138,7 +138,7 @@ def test_vjp_on_fresh_shapes_and_dtypes(kata, fresh):
                 f"{case}: got {got.dtype}{list(got.shape)}, expected x's shape and dtype"
             )
         with check:
-            _close(got, oracle.np_flat_abs_vjp(A, x, ct), (x.dtype, out_dtype), f"ct @ J, {case}")
+            _close(got, oracle.np_flat_abs_vjp(A, x, ct), (x.dtype, ct.dtype), f"ct @ J, {case}")
 
 
 # ---- task 5: exact counts past 2**53 and 2**64, shared jaxprs --------------------------------
