@@ -70,7 +70,7 @@ def flat_abs(A, out_shape: tuple, out_dtype: DTypeLike | None = None):
     def f(x):
         flat = x.reshape(-1)
         y = jnp.abs(A.astype(flat.dtype) @ flat) * jnp.sum(flat)
-        return (y if out_dtype is None else y.astype(out_dtype)).reshape(out_shape)
+        return (y if out_dtype is None else y.astype(np.dtype(out_dtype))).reshape(out_shape)
 
     return f
 
