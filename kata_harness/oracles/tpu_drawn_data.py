@@ -48,9 +48,9 @@ def known_dtypes() -> tuple[str, ...]:
 
 
 def tiled_shape(rng: random.Random, dtype: str, rank: int, tile_rank: int, space: str = "") -> str:
-    """An array shape of `rank` odd dimensions in a drawn layout order, tiled over `tile_rank`
-    of them (0: no tile), maybe with a memory space."""
-    dims = [rng.randint(1, 150) for _ in range(rank)]
+    """An array shape of `rank` odd dimensions (a fifth of them 1) in a drawn layout order,
+    tiled over `tile_rank` of them (0: no tile), maybe with a memory space."""
+    dims = [1 if rng.random() < 0.2 else rng.randint(2, 150) for _ in range(rank)]
     order = list(range(rank))
     rng.shuffle(order)
     if dtype in _SUB_BYTE and not tile_rank and rank:
