@@ -30,6 +30,10 @@ DTYPES = (
     "f8e5m2fnuz", "f8e4m3", "f8e3m4", "f4e2m1fn", "f8e8m0fnu",
 )  # fmt: skip
 _SUB_BYTE = ("s2", "u2", "s4", "u4", "f4e2m1fn")
+# libtpu 0.0.50.1 stops the whole process (SIGILL in ShrinkWindowForMultiPackedChunks) when it
+# compiles a rank-1 s2 or u2 array: an answer that asks libtpu for the padding would take the run
+# down with it, so those two types are drawn at rank 2 and up (s4 and f4e2m1fn keep rank 1)
+_LEAST_RANK = {"s2": 2, "u2": 2}
 _LATER = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
 _FIRST = {1: ("T(128)", "T(256)", "T(1024)"), 2: ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)")}
 _FIRST[3] = ("T(2,8,128)", "T(4,8,128)", "T(3,2,128)")
@@ -69,7 +73,7 @@ def padded_shapes(rng: random.Random) -> list[str]:
     shapes = []
     for dtype in known_dtypes():
         for tile_rank in rng.sample((0, 1, 2, 3), 2):
-            rank = rng.randint(max(tile_rank, 1), 4)
+            rank = rng.randint(max(tile_rank, 1, _LEAST_RANK.get(dtype, 1)), 4)
             space = rng.choice(("", "", "S(1)"))
             shapes.append(tiled_shape(rng, dtype, rank, tile_rank, space))
     rng.shuffle(shapes)
