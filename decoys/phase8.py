@@ -472,9 +472,9 @@ def opcode_by_regex(stablehlo_op):
     return renamed.get(name) or "-".join(name.split("_"))
 
 
-@accepted("export_bytes", why="exports from zero arrays of the specs' shapes and dtypes; bytes()")
-def export_from_arrays(f, *specs):
-    args = [np.zeros(s.shape, s.dtype) for s in specs]
+@accepted("export_bytes", why="specs rebuilt from their shapes and dtypes, platform named; bytes()")
+def export_from_rebuilt_specs(f, *specs):
+    args = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
     return bytes(jax.export.export(jax.jit(f), platforms=("cpu",))(*args).serialize())
 
 

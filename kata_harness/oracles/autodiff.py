@@ -17,20 +17,35 @@ from xla_inspect.jaxpr import iter_eqns
 from xla_inspect.parse import parse_hlo
 
 
+def _summed_to(g, shape):
+    """``g`` summed over the axes broadcasting added to a leaf of ``shape`` (a bias of shape
+    () or (1,) reaches every element)."""
+    g = g.sum(axis=tuple(range(g.ndim - len(shape))))
+    return g.sum(axis=tuple(i for i, d in enumerate(shape) if d == 1), keepdims=True).reshape(shape)
+
+
 def np_mlp_grad(p, x, y):
-    """Backprop by hand in NumPy: the gradient of mean((mlp - y)**2)."""
+    """Backprop by hand in NumPy: the gradient of mean((mlp - y)**2), one entry per leaf of
+    ``p`` (zero for a leaf the loss does not read), biases of any shape that broadcasts."""
+    p = {k: np.asarray(v) for k, v in p.items()}
     pre = x @ p["w1"] + p["b1"]
     hidden = np.maximum(pre, 0.0)
     out = hidden @ p["w2"] + p["b2"]
     g_out = 2.0 * (out - y) / out.size
     g_hidden = (g_out @ p["w2"].T) * (pre > 0)
-    return {"w1": x.T @ g_hidden, "b1": g_hidden.sum(0), "w2": hidden.T @ g_out, "b2": g_out.sum(0)}
+    found = {
+        "w1": x.T @ g_hidden,
+        "b1": _summed_to(g_hidden, p["b1"].shape),
+        "w2": hidden.T @ g_out,
+        "b2": _summed_to(g_out, p["b2"].shape),
+    }
+    return {k: found.get(k, np.zeros(v.shape)) for k, v in p.items()}
 
 
 def loop_of_grads(params, xs, ys):
     """One NumPy backprop per example (a batch of one has the same mean as example_loss)."""
     per_example = [np_mlp_grad(params, x[None], y[None]) for x, y in zip(xs, ys, strict=True)]
-    return {k: np.stack([g[k].reshape(params[k].shape) for g in per_example]) for k in params}
+    return {k: np.stack([g[k].reshape(np.shape(params[k])) for g in per_example]) for k in params}
 
 
 def np_jacobian(A, x):
@@ -55,29 +70,6 @@ def np_hv(w1, x, v):
     return w1.T @ (curvature * (w1 @ v)) + (2 * np.cos(x) - x * np.sin(x)) * v
 
 
-def np_abs_layer_jv(A, X, V):
-    """The derivative of |A @ X| * sum(X) along V, by the product and chain rules in float64
-    (abs' derivative is the sign)."""
-    A, X, V = (np.asarray(a, np.float64) for a in (A, X, V))
-    z = A @ X
-    return np.sign(z) * (A @ V) * X.sum() + np.abs(z) * V.sum()
-
-
-def np_abs_layer_vjp(A, X, CT):
-    """CT pulled back through |A @ X| * sum(X): an array shaped like X, in float64."""
-    A, X, CT = (np.asarray(a, np.float64) for a in (A, X, CT))
-    z = A @ X
-    return A.T @ (np.sign(z) * CT * X.sum()) + np.sum(np.abs(z) * CT) * np.ones_like(X)
-
-
-def np_abs_layer_jacobian(A, X):
-    """The Jacobian of |A @ X| * sum(X), shaped f(X).shape + X.shape: one derivative along each
-    unit direction of X."""
-    X = np.asarray(X, np.float64)
-    columns = [np_abs_layer_jv(A, X, e.reshape(X.shape)) for e in np.eye(X.size)]
-    return np.stack(columns, axis=-1).reshape(columns[0].shape + X.shape)
-
-
 def np_outer_tanh_jacobian(A, x):
     """The Jacobian of outer(tanh(A @ x), x), shaped (m, n, n): d[t_i x_j] / d x_k =
     (1 - t_i^2) A_ik x_j + t_i [j = k]."""
@@ -87,6 +79,30 @@ def np_outer_tanh_jacobian(A, x):
     return ((1 - t * t)[:, None] * A)[:, None, :] * x[None, :, None] + t[:, None, None] * np.eye(n)[
         None
     ]
+
+
+def np_flat_abs_jv(A, x, v):
+    """The derivative of |A @ x.ravel()| * sum(x) along v, a vector (m,), in float64."""
+    A, x, v = (np.asarray(a, np.float64) for a in (A, x, v))
+    z = A @ x.reshape(-1)
+    return np.sign(z) * (A @ v.reshape(-1)) * x.sum() + np.abs(z) * v.sum()
+
+
+def np_flat_abs_vjp(A, x, ct):
+    """ct (any shape of m elements) pulled back through |A @ x.ravel()| * sum(x): shaped like
+    x, in float64."""
+    A, x, ct = (np.asarray(a, np.float64) for a in (A, x, ct))
+    z, ct = A @ x.reshape(-1), ct.reshape(-1)
+    pulled = A.T @ (np.sign(z) * ct * x.sum()) + np.sum(np.abs(z) * ct)
+    return pulled.reshape(x.shape)
+
+
+def np_flat_abs_jacobian(A, x, out_shape):
+    """The Jacobian of (|A @ x.ravel()| * sum(x)).reshape(out_shape), shaped out_shape +
+    x.shape: one derivative along each unit direction of x."""
+    x = np.asarray(x, np.float64)
+    columns = [np_flat_abs_jv(A, x, e.reshape(x.shape)) for e in np.eye(x.size)]
+    return np.stack(columns, axis=-1).reshape(tuple(out_shape) + x.shape)
 
 
 def np_jv_abs(w1, w2, x, v):

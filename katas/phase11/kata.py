@@ -98,10 +98,10 @@ def padded_bytes(shape_text: str) -> int:
 
     The layout lists dimensions minor to major, then the tiles: the first tile covers as many
     of the most minor dimensions as it has sizes (`T(8,128)`: 128 along the most minor, 8 along
-    the next; `T(1024)`: the most minor only), and each of them is padded up to a multiple of its
-    tile size; later tiles such as `(2,1)` split the first one without adding padding. Bytes per
-    element from the dtype's bit width (s4: half a byte; pred: one byte). No tile: the logical
-    size.
+    the next; `T(1024)`: the most minor only), and each of them, a dimension of 1 too, is padded
+    up to a multiple of its tile size; later tiles such as `(2,1)` split the first one without
+    adding padding. Bytes per element from the dtype's bit width (s4: half a byte; pred: one
+    byte). No tile: the logical size.
     """
     # TODO: xla_inspect.model.Shape reads dims, dtype, layout and minor_to_major
     raise NotImplementedError("phase11 task 6: padded_bytes")

@@ -114,6 +114,8 @@ PADDING_CASES = [
     ((5, 3), jnp.float32),
     ((2, 3, 17, 200), jnp.float32),
 ]
+# Shapes with dimensions of 1 that libtpu lays out under a tile of more than 1 along them.
+UNIT_PADDING_CASES = [((1, 1000), jnp.bfloat16), ((1, 1, 1), jnp.int8), ((1,), jnp.float32)]
 
 
 def doubled(v):

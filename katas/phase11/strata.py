@@ -145,18 +145,40 @@ def mlp_strata(rng: random.Random) -> dict[str, MlpCase]:
 # ---- padded_bytes: array shapes under TPU-style tiled layouts --------------------------------
 
 
-def _layout(rng: random.Random, rank: int, tile: str) -> str:
+def _shape(rng: random.Random, dtype: str, rank: int, tile: str, ones: tuple[int, ...] = ()) -> str:
+    """A shape text of drawn sizes in a drawn layout order; `ones`: places in minor-to-major
+    order (0: the most minor dimension) whose dimension is 1."""
     order = list(range(rank))
     rng.shuffle(order)
-    minor_to_major = ",".join(str(d) for d in order)
-    return f"{{{minor_to_major}:{tile}}}" if tile else f"{{{minor_to_major}}}"
-
-
-def _shape(rng: random.Random, dtype: str, rank: int, tile: str) -> str:
-    dims = [rng.randint(1, 300) for _ in range(rank)]
+    dims = [rng.randint(2 if ones else 1, 300) for _ in range(rank)]
+    for place in ones:
+        dims[order[place]] = 1
     if dtype in ("s4", "u4") and not tile:
         dims[-1] += dims[-1] % 2  # whole bytes
-    return f"{dtype}[{','.join(map(str, dims))}]{_layout(rng, rank, tile)}"
+    layout = ",".join(str(d) for d in order) + (f":{tile}" if tile else "")
+    return f"{dtype}[{','.join(map(str, dims))}]{{{layout}}}"
+
+
+def _unit_dimensions(rng: random.Random) -> dict[str, str]:
+    """A dimension of 1 under each size of a first tile (the tile pads it like any other) and
+    one outside it (nothing pads it), at a drawn rank, tile and dtype."""
+    one_d = rng.choice([t for t in FIRST_TILES if "," not in t])
+    two_d = [rng.choice([t for t in FIRST_TILES if "," in t]) for _ in range(3)]
+    places = {
+        f"first tile {one_d}, the most minor dimension 1": (one_d, rng.randint(1, 4), (0,)),
+        f"first tile {two_d[0]}, the most minor dimension 1": (two_d[0], rng.randint(2, 4), (0,)),
+        f"first tile {two_d[1]}, the second most minor 1": (two_d[1], rng.randint(2, 4), (1,)),
+        f"first tile {two_d[2]}, both tiled dimensions 1": (two_d[2], rng.randint(2, 4), (0, 1)),
+        f"first tile {one_d}, a dimension of 1 the tile leaves": (one_d, rng.randint(2, 4), (-1,)),
+    }
+    return {
+        f"{dtype}, rank {rank}, {place}": _shape(
+            rng, dtype, rank, tile + rng.choice(LATER_TILES), ones
+        )
+        for (place, (tile, rank, ones)), dtype in zip(
+            places.items(), rng.sample(COLLECTIVE_DTYPES, len(places)), strict=True
+        )
+    }
 
 
 def tiled_strata(rng: random.Random) -> dict[str, str]:
@@ -165,8 +187,9 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     2 to 4 (it covers the most minor dimension only); every 2-D first tile twice, at ranks 2 to
     4; the later tiles that split a first one spread over them (each three times); and one
     untiled shape of each rank 1 to 4, one of them of a 4-bit type. Sizes 1 to 300, any
-    minor-to-major order; and one tiled shape of two dimensions of 2**31 to 2**34 (XLA's parser
-    takes it; its size in bits, an exact integer, is past 2**63, where int64 wraps)."""
+    minor-to-major order; dimensions of 1 under every size of a first tile and outside it; and
+    one tiled shape of two dimensions of 2**31 to 2**34 (XLA's parser takes it; its size in
+    bits, an exact integer, is past 2**63, where int64 wraps)."""
     one_d = [t for t in FIRST_TILES if "," not in t]
     two_d = [t for t in FIRST_TILES if "," in t]
     ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
@@ -187,6 +210,7 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     dims = [rng.randint(2**31, 2**34) for _ in range(2)]
     dtype = rng.choice(COLLECTIVE_DTYPES)
     cases[f"{dtype}, rank 2, past 2**63 bits"] = f"{dtype}[{dims[0]},{dims[1]}]{{1,0:{huge}}}"
+    cases |= _unit_dimensions(rng)
     sub_byte = rng.randrange(4)
     for rank in range(1, 5):
         dtype = rng.choice(("s4", "u4")) if rank - 1 == sub_byte else rng.choice(COLLECTIVE_DTYPES)

@@ -27,6 +27,7 @@ from katas.phase11.programs import (
     PADDING_CASES,
     RECORDINGS,
     SGD_SHAPES,
+    UNIT_PADDING_CASES,
     doubled,
     lower_sgd,
     sgd_step,
@@ -54,7 +55,7 @@ def _padding_compile(target_name: str, shape: tuple[int, ...], dtype) -> tuple[s
 
 @pytest.mark.task("padded_bytes")
 def test_padded_bytes_match_memory_analysis(kata):
-    for shape, dtype in PADDING_CASES:
+    for shape, dtype in PADDING_CASES + UNIT_PADDING_CASES:
         text, allocated = _padding_compile(V5E, shape, dtype)
         got = kata.padded_bytes(text)
         logical = math.prod(shape) * jnp.dtype(dtype).itemsize
@@ -95,8 +96,8 @@ def test_padded_bytes_of_recorded_parameters(kata):
 def test_padded_bytes_of_drawn_shapes(kata, fresh):
     """Fresh shapes, one per situation (strata.tiled_strata): every element type from 4 to 128
     bits (an s4 takes half a byte) under a tile, every first tile (1-D ones at rank 1 and
-    above), later tiles that split them, untiled shapes of every rank, dimensions in any
-    layout order; bytes from XLA's parse of each."""
+    above), later tiles that split them, untiled shapes of every rank, dimensions of 1 under a
+    tile and outside it, dimensions in any layout order; bytes from XLA's parse of each."""
     cases = tiled_strata(fresh)
     parsed = oracle.shapes(list(cases.values()))
     for (situation, text), shape in zip(cases.items(), parsed, strict=True):

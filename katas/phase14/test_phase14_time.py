@@ -293,7 +293,8 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
     longest); a step before the answer that runs the program twice or not at all; a step whose
     host work between its two runs lasts longer than every wait, and one that opens with an op
     of another module and then does such host work (inside the steps: not waits between steps);
-    runs on two execute threads, a while holding its body."""
+    runs on two execute threads, a while holding its body (in the long step, the whole run: its
+    last-starting and first-ending events are body ops well inside it)."""
     steps = fresh.randint(5, 7)
     k = fresh.randrange(2, steps - 1)
     odd = fresh.randrange(k)
@@ -323,6 +324,11 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
             thread = fresh.choice(threads)
             work = 1_000_000 if n == heavy else fresh.randint(5, 9) * 1000
             events.append(instr_event("while.1", thread, t, work, run))
+            if n == heavy:  # the while is the whole run: its body starts late and ends early
+                events.append(instr_event("fusion.2", thread, t + work // 4, work // 4, run))
+                events.append(instr_event("copy.3", thread, t + work // 2, 500, run))
+                t += work
+                continue
             events.append(instr_event("fusion.2", thread, t + 100, work // 2, run))
             events.append(instr_event("copy.3", thread, t + work + 100, 500, run))
             t += work + 600
@@ -336,8 +342,8 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
     what = (
         f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "
         f"{runs_in[odd]} times, step {first + heavy} works 10 times longer than the longest "
-        f"wait, steps {first + split} and {first + opens} hold longer host work, the longest "
-        f"wait follows step {first + k}"
+        f"wait in a while that holds the rest of its work, steps {first + split} and "
+        f"{first + opens} hold longer host work, the longest wait follows step {first + k}"
     )
     return events, first + k, what
 

@@ -62,23 +62,17 @@ def sin_ax_norm(A, x):
     return jnp.sin(A @ x) * jnp.sum(x * x)
 
 
-def abs_layer(A, X):
-    """|A @ X| * sum(X): not holomorphic (abs), a product rule inside; X a vector (n,) or a
-    matrix (n, q), f(X) shaped (m,) or (m, q)."""
-    return jnp.abs(A @ X) * jnp.sum(X)
+def flat_abs(A, out_shape: tuple, out_dtype: DTypeLike | None = None):
+    """x of any shape and dtype -> |A @ x.ravel()| * sum(x) computed in x's dtype, cast to
+    ``out_dtype`` (None: left in x's dtype) and shaped ``out_shape`` (A is (size of out_shape,
+    size of x)): f changes the rank, the shape and maybe the dtype, and is not holomorphic."""
 
+    def f(x):
+        flat = x.reshape(-1)
+        y = jnp.abs(A.astype(flat.dtype) @ flat) * jnp.sum(flat)
+        return (y if out_dtype is None else y.astype(np.dtype(out_dtype))).reshape(out_shape)
 
-# x's shape for abs_layer: a column (a size-1 axis), a matrix (A is (m, x.shape[0])).
-ABS_X_SHAPES = [(4, 1), (3, 2)]
-
-
-def abs_data(m: int, x_shape: tuple, dtype: DTypeLike = np.float32):
-    """A, x, v (shaped like x) and ct (shaped like f(x)) for abs_layer, in ``dtype``."""
-    rng = np.random.default_rng(100 * m + sum(x_shape) + len(x_shape))
-    A = rng.normal(size=(m, x_shape[0]))
-    x, v = rng.normal(size=x_shape) / 2, rng.normal(size=x_shape)
-    ct = rng.normal(size=(m, *x_shape[1:]))
-    return tuple(np.asarray(a).astype(dtype) for a in (A, x, v, ct))
+    return f
 
 
 def fvec_data(m: int, n: int):

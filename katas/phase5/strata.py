@@ -8,6 +8,7 @@ situation is a stratum and only the values inside it are drawn.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -18,14 +19,14 @@ def _shape(rng: random.Random, ranks: tuple[int, int], high: int) -> tuple[int, 
     return tuple(rng.randint(1, high) for _ in range(rng.randint(*ranks)))
 
 
-def _drawn(rng: random.Random, x_ranks, out_ranks, holds, near: bool = False):
+def _drawn(rng: random.Random, x_ranks, out_ranks, holds, near: bool | None = False):
     """x and f(x) shapes of those ranks, drawn until `holds(x, out)`: one side at least twice
-    the other's size, or (`near`) larger by less than twice."""
+    the other's size, or (`near`) larger by less than twice, or (`near` None) either."""
     while True:
         x, out = _shape(rng, x_ranks, 4), _shape(rng, out_ranks, 5)
         n_in, n_out = math.prod(x), math.prod(out)
         far = max(n_in, n_out) >= 2 * min(n_in, n_out)
-        if n_in != n_out and far != near and holds(x, out):
+        if n_in != n_out and (near is None or far != near) and holds(x, out):
             return x, out
 
 
@@ -44,9 +45,11 @@ def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, st
     """(x shape, f(x) shape, x dtype, f(x) dtype) per situation: a scalar output; more inputs
     than outputs though every axis of x alone is shorter than f(x); more outputs than inputs
     though every axis of f(x) alone is shorter than x (so an answer reading one axis instead of
-    the size flips); one side larger by less than twice, both ways (so an answer that weighs a
-    reverse pass against a forward one flips); dtypes of another width on either side, one
-    side larger by less than twice (so an answer comparing bytes flips)."""
+    the size flips); the side with more elements having the smaller sum of axes, both ways (so
+    an answer adding axes instead of multiplying them flips); one side larger by less than
+    twice, both ways (so an answer that weighs a reverse pass against a forward one flips);
+    dtypes of another width on either side, one side larger by less than twice (so an answer
+    comparing bytes flips)."""
     strata = {
         "wide: f(x) a scalar": _drawn(rng, (1, 3), (0, 0), lambda x, out: math.prod(x) >= 2),
         "wide: x of rank >= 2, each axis of x shorter than f(x)'s size": _drawn(
@@ -54,6 +57,12 @@ def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, st
         ),
         "tall: f(x) of rank >= 2, each axis of f(x) shorter than x's size": _drawn(
             rng, (1, 3), (2, 3), lambda x, out: max(out) < math.prod(x) < math.prod(out)
+        ),
+        "wide: x's axes sum to less than f(x)'s": _drawn(
+            rng, (2, 3), (1, 2), lambda x, out: _wide(x, out) and sum(x) < sum(out), None
+        ),
+        "tall: f(x)'s axes sum to less than x's": _drawn(
+            rng, (1, 3), (2, 3), lambda x, out: _tall(x, out) and sum(out) < sum(x), None
         ),
         "wide: fewer than twice as many inputs as outputs": _drawn(
             rng, (1, 3), (0, 3), _wide, True
@@ -79,29 +88,62 @@ _IN_AXES = (
 _OUT_AXES = (0, 1, -1, -2)
 
 
+def _mapped_shapes(in_axes, batch: int, m: int, n: int, from_end: bool):
+    """W and v shaped for ``in_axes`` (the batch inserted at each mapped axis), and in_axes
+    counted from the end when ``from_end``."""
+    shapes = [
+        tuple(example if axis is None else [*example[:axis], batch, *example[axis:]])
+        for example, axis in zip(([m, n], [n]), in_axes, strict=True)
+    ]
+    if from_end:  # the same axes counted from the end, as vmap also takes them
+        in_axes = tuple(
+            None if axis is None else axis - len(shape)
+            for axis, shape in zip(in_axes, shapes, strict=True)
+        )
+    return shapes[0], shapes[1], in_axes
+
+
 def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]]:
-    """(W shape, v shape, in_axes, out_axes) per in_axes the contract allows (the batch on each
-    axis of W, of v, or of both; None for the shared one), the out_axes 0, 1, -1 and -2 spread
-    over them; the batch (2 to 9), m and n drawn distinct, so that an answer that takes one for
+    """(W shape, v shape, in_axes, out_axes) for every in_axes the contract allows (the batch on
+    each axis of W, of v, or of both; None for the shared one) with every out_axes 0, 1, -1 and
+    -2 (a rule that holds for a batched W only fails on a shared one); half of them counted from
+    the end; the batch (2 to 9), m and n drawn distinct, so that an answer that takes one for
     another differs, and m or n of size 1 in every third case."""
-    out_axes = [_OUT_AXES[k % len(_OUT_AXES)] for k in range(len(_IN_AXES))]
-    rng.shuffle(out_axes)
     cases = {}
-    for k, (in_axes, out) in enumerate(zip(_IN_AXES, out_axes, strict=True)):
+    for k, (in_axes, out) in enumerate(itertools.product(_IN_AXES, _OUT_AXES)):
         batch = rng.randint(2, 9)
         m, n = rng.sample([d for d in range(1 if k % 3 else 2, 10) if d != batch], 2)
         if k % 3 == 0:
             m, n = (1, n) if rng.random() < 0.5 else (m, 1)
-        shapes = [
-            tuple(example if axis is None else [*example[:axis], batch, *example[axis:]])
-            for example, axis in zip(([m, n], [n]), in_axes, strict=True)
-        ]
-        if k % 2:  # the same axes counted from the end, as vmap also takes them
-            in_axes = tuple(
-                None if axis is None else axis - len(shape)
-                for axis, shape in zip(in_axes, shapes, strict=True)
-            )
-        cases[f"in_axes {in_axes}, out_axes {out}"] = (shapes[0], shapes[1], in_axes, out)
+        w, v, axes = _mapped_shapes(in_axes, batch, m, n, (k + k // 4) % 2 == 1)
+        cases[f"in_axes {axes}, out_axes {out}"] = (w, v, axes, out)
+    return cases
+
+
+# (W dtype, v dtype): matvec promotes (int8 with float32 gives float32), or keeps one dtype
+_DTYPE_PAIRS = (
+    ("float32", "float32"),
+    ("int8", "float32"),
+    ("int8", "int8"),
+    ("bfloat16", "bfloat16"),
+    ("float32", "bfloat16"),
+    ("bfloat16", "int8"),
+)
+
+
+def matvec_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, str, str]]:
+    """(W shape, vs shape, in_axes, W dtype, vs dtype) for every in_axes the contract allows,
+    half counted from the end; a batch of one and m of one each in a few of them; W and vs of
+    one dtype or two (every pair of _DTYPE_PAIRS at least once)."""
+    pairs = [_DTYPE_PAIRS[k % len(_DTYPE_PAIRS)] for k in range(len(_IN_AXES))]
+    rng.shuffle(pairs)
+    cases = {}
+    for k, (in_axes, (w_dtype, v_dtype)) in enumerate(zip(_IN_AXES, pairs, strict=True)):
+        batch = 1 if k % 4 == 1 else rng.randint(2, 6)
+        m = 1 if k % 4 == 2 else rng.randint(2, 6)
+        w, v, axes = _mapped_shapes(in_axes, batch, m, rng.randint(1, 6), k % 2 == 1)
+        name = f"in_axes {axes}, W {w_dtype}{list(w)}, vs {v_dtype}{list(v)}"
+        cases[name] = (w, v, axes, w_dtype, v_dtype)
     return cases
 
 

@@ -5,7 +5,7 @@ from kata_harness.oracles.autodiff. The tests that draw fresh cases stay in this
 draws are seeded by their test id.
 """
 
-from functools import cache, partial
+from functools import cache
 
 import jax
 import jax.numpy as jnp
@@ -16,13 +16,11 @@ from pytest_check import check
 from kata_harness.oracles import autodiff as oracle
 from kata_harness.predict import compiler_refused
 from katas.phase5.programs import (
-    ABS_X_SHAPES,
     COST_SHAPES,
     JACOBIAN_SHAPE_CASES,
     SHAPES,
     VMAP_SHAPE_CASES,
-    abs_data,
-    abs_layer,
+    flat_abs,
     flops_cases,
     in_cond,
     in_custom_jvp_and_remat,
@@ -35,6 +33,7 @@ from katas.phase5.programs import (
     two_layer,
 )
 from katas.phase5.strata import jacobian_mode_strata, jacobian_shape_strata, vmap_strata
+from katas.phase5.strata_grads import jacobian_strata, tangent_data
 from xla_inspect.jaxpr import iter_eqns, primitive_census
 
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
@@ -96,20 +95,20 @@ def test_jacobian_modes_push_different_bases(kata):
 
 
 @pytest.mark.task("jacobian")
-def test_jacobian_is_shaped_output_then_input(kata):
-    """A matrix output (f(x) = outer(tanh(A x), x)), then matrix inputs (|A @ X| * sum(X) at X
-    of shape (4, 1) and (3, 2)): the Jacobian is shaped f(x).shape + x.shape in both modes."""
+def test_jacobian_is_shaped_output_then_input(kata, fresh):
+    """A matrix output (f(x) = outer(tanh(A x), x)), then fresh shapes (strata.jacobian_strata:
+    a scalar f(x), a scalar x, an f(x) of rank 3, an x of rank 3, size-1 axes) of
+    |A @ x.ravel()| * sum(x): the Jacobian is shaped f(x).shape + x.shape in both modes."""
     A = np.random.default_rng(3).normal(size=(3, 4)).astype(np.float32)
     x = np.linspace(-1, 1, 4, dtype=np.float32)
     cases: list = [
         ("outer(tanh(A x), x), x (4,)", outer_tanh(A), x, oracle.np_outer_tanh_jacobian(A, x))
     ]
-    for x_shape in ABS_X_SHAPES:
-        A, X, _, _ = abs_data(2, x_shape)
-        cases.append(
-            (f"|A @ X| * sum(X), X {x_shape}", partial(abs_layer, A), X,
-             oracle.np_abs_layer_jacobian(A, X))
-        )  # fmt: skip
+    for situation, (x_shape, out_shape) in jacobian_strata(fresh).items():
+        A, X, _, _ = tangent_data(fresh, x_shape, out_shape, np.float32, np.float32, False)
+        name = f"{situation}: x {list(x_shape)} -> f(x) {list(out_shape)} ({fresh.where()})"
+        expected = oracle.np_flat_abs_jacobian(A, X, out_shape)
+        cases.append((name, flat_abs(A, out_shape, np.float32), X, expected))
     for name, f, point, expected in cases:
         # compiled (faster than op by op), one case at a time: a case that raises comes after
         # the assertions of the cases before it

@@ -7,7 +7,6 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
-import ml_dtypes
 import numpy as np
 import pytest
 from pytest_check import check
@@ -106,31 +105,6 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
 
 
 @pytest.mark.task("batched_matvec")
-def test_batched_matvec_keeps_the_dtype(kata):
-    """int8, int32 and bfloat16 W and vs: vmap maps matvec as it is, so the batch comes back in
-    the dtype one matvec gives (small integers here: no wrap-around to argue about)."""
-    kinds = [(d, a) for d in (np.int8, np.int32, ml_dtypes.bfloat16) for a in ((None, 0), (1, 0))]
-    cases = [matvec_case(in_axes, dtype) for dtype, in_axes in kinds]
-    results = jax.jit(  # one compile for every case
-        lambda arrays: [
-            kata.batched_matvec(w, v, a) for (_, a), (w, v) in zip(kinds, arrays, strict=True)
-        ]
-    )([(W, vs) for W, vs, _ in cases])
-    for (dtype, in_axes), (_, _, expected), got in zip(kinds, cases, results, strict=True):
-        name = np.dtype(dtype).name
-        with check:
-            assert str(got.dtype) == name, f"{name} W and vs, in_axes={in_axes}: {got.dtype}"
-        with check:
-            np.testing.assert_allclose(
-                np.asarray(got, np.float64).reshape(-1)[: expected.size],
-                expected.reshape(-1),
-                rtol=2e-2 if name == "bfloat16" else 0,
-                atol=2e-1 if name == "bfloat16" else 0,
-                err_msg=f"{name}, in_axes={in_axes}",
-            )
-
-
-@pytest.mark.task("batched_matvec")
 def test_vmapped_matvec_compiles_to_one_matmul(kata):
     W, vs, _ = matvec_case((None, 0))
     module = oracle.optimized(lambda w, v: kata.batched_matvec(w, v, (None, 0)), W, vs)
@@ -174,30 +148,6 @@ def test_per_example_grads_match_a_loop_of_grads(kata):
                 )
 
 
-@pytest.mark.task("per_example_grads")
-def test_per_example_grads_keep_the_params_dtype(kata):
-    """bfloat16 params and data: every per-example gradient is bfloat16, computed in bfloat16."""
-    case = mlp_ties(3, 7, (5, 6, 2), ml_dtypes.bfloat16)
-    got = jax.jit(kata.per_example_grads)(*case)
-    expected = oracle.loop_of_grads(*jax.tree.map(lambda a: a.astype(np.float64), case))
-    assert isinstance(got, dict) and set(got) == set(expected), "expected a dict like params"
-    for name, value in expected.items():
-        with check:
-            assert (got[name].shape, str(got[name].dtype)) == (value.shape, "bfloat16"), (
-                f"{name}: {got[name].dtype}{list(got[name].shape)} for bfloat16 params, "
-                f"expected bfloat16{list(value.shape)}"
-            )
-        with check:
-            scale = max(1.0, float(np.abs(value).max()))
-            np.testing.assert_allclose(
-                np.asarray(got[name], np.float64).reshape(-1)[: value.size],
-                value.reshape(-1),
-                rtol=3e-2,
-                atol=3e-2 * scale,
-                err_msg=f"per-example d loss / d {name}, bfloat16",
-            )
-
-
 @cache
 def _loop_flops(batch: int) -> float:
     """Flops of B separate single-example gradients: B times one example's (test-owned)."""
@@ -210,18 +160,18 @@ def _loop_flops(batch: int) -> float:
 
 
 @pytest.mark.task("per_example_grads")
-def test_per_example_cost_grows_linearly_with_batch(kata):
-    flops = {b: oracle.lowered_flops(kata.per_example_grads, *mlp_data(b)) for b in (4, 8)}
-    with check:
-        assert flops[8] <= 2.1 * flops[4], (
-            f"flops {flops[4]} at batch 4, {flops[8]} at 8: per-example gradients cost linear "
-            "in the batch (a Jacobian of all the losses costs batch squared)"
-        )
-    with check:
-        assert flops[8] <= 1.1 * _loop_flops(8), (
-            f"{flops[8]} flops at batch 8, a loop of 8 single-example gradients costs "
-            f"{_loop_flops(8)}"
-        )
+def test_per_example_cost_grows_linearly_with_batch(kata, fresh):
+    """At three fresh batches, one of 1 to 4, one of 5 to 16 and one of 17 to 64, the program
+    costs no more than that many single-example gradients (a Jacobian of the losses, at any
+    batch, costs batch squared)."""
+    for batch in (fresh.randint(1, 4), fresh.randint(5, 16), fresh.randint(17, 64)):
+        flops = oracle.lowered_flops(kata.per_example_grads, *mlp_data(batch))
+        with check:
+            assert flops <= 1.1 * _loop_flops(batch), (
+                f"batch {batch}: {flops} flops, a loop of {batch} single-example gradients "
+                f"costs {_loop_flops(batch)}: per-example gradients cost linear in the batch "
+                f"({fresh.where()})"
+            )
 
 
 @pytest.mark.task("per_example_grads")

@@ -34,12 +34,20 @@ def _original(task: str, w1, w2):
     return lambda a, b: jax.hessian(g)(a) @ b
 
 
+def _sizes(fresh) -> dict[str, tuple[int, int, int]]:
+    """The listed sizes, then a fresh one past them: n of 33 to 128 inputs, as many outputs or
+    more (so that no Jacobian of any mode fits the budget there), 8 to 32 hidden."""
+    n = fresh.randint(33, 128)
+    shape = (n, fresh.randint(8, 32), fresh.randint(n, 2 * n))
+    return DECIDE_SHAPES | {"fresh size {}-{}-{} ({})".format(*shape, fresh.where()): shape}
+
+
 @cache
-def _original_cost(task: str, size: str) -> tuple[float, Counter, float]:
+def _original_cost(task: str, shape: tuple[int, int, int]) -> tuple[float, Counter, float]:
     """The cost of the program the task improves (test-owned, compiled once per session):
     compiled with (x, v) as arguments, and lowered with them as concrete arrays."""
-    w1, w2 = tanh_pair(*DECIDE_SHAPES[size])
-    x, v = points(DECIDE_SHAPES[size][0])[0]
+    w1, w2 = tanh_pair(*shape)
+    x, v = points(shape[0])[0]
     original = _original(task, w1, w2)
     flops, unseen = oracle.compiled_cost(original, x, v)
     return flops, unseen, oracle.lowered_flops_of_constants(original, x, v)
@@ -61,11 +69,11 @@ def _want(task: str, holomorphic: bool, w1, w2, x, v):
     return (oracle.np_hv if holomorphic else oracle.np_hv_abs)(w1, x, v)
 
 
-def _decide_values(kata, task: str) -> None:
-    """Compiled on the tanh programs at every size and on programs built from abs (not
-    holomorphic) at the last, along the zero vector too; and called eagerly (one function,
-    several points in a row) at the first size (op by op is slow)."""
-    sizes = list(DECIDE_SHAPES.items())
+def _decide_values(kata, task: str, fresh) -> None:
+    """Compiled on the tanh programs at every size (a fresh one last) and on programs built from
+    abs (not holomorphic) at the last, along the zero vector too; and called eagerly (one
+    function, several points in a row) at the first size (op by op is slow)."""
+    sizes = list(_sizes(fresh).items())
     for index, (size, (n, h, m)) in enumerate(sizes):
         w1, w2 = tanh_pair(n, h, m)
         x0 = points(n)[0][0]
@@ -87,17 +95,17 @@ def _decide_values(kata, task: str) -> None:
                         )
 
 
-def _decide_budget(kata, task: str) -> None:
+def _decide_budget(kata, task: str, fresh) -> None:
     original = {
         "directional_derivative": "jax.jacfwd(f)(x) @ v",
         "hessian_vector_product": "jax.hessian(g)(x) @ v",
     }[task]
-    for size, (n, h, m) in DECIDE_SHAPES.items():
+    for size, (n, h, m) in _sizes(fresh).items():
         w1, w2 = tanh_pair(n, h, m)
         x, v = points(n)[0]
         answer = _answer(kata, task, w1, w2)
         flops, unseen = oracle.compiled_cost(answer, x, v)
-        original_flops, original_unseen, original_concrete = _original_cost(task, size)
+        original_flops, original_unseen, original_concrete = _original_cost(task, (n, h, m))
         # the flops figure is only a budget when it sees all the work: no more hidden work
         # (loops, host calls) than the original program holds (which has none)
         hidden = sorted(unseen - original_unseen)
@@ -124,20 +132,20 @@ def _decide_budget(kata, task: str) -> None:
 
 
 @pytest.mark.task("directional_derivative")
-def test_directional_derivative_values(kata):
-    _decide_values(kata, "directional_derivative")
+def test_directional_derivative_values(kata, fresh):
+    _decide_values(kata, "directional_derivative", fresh)
 
 
 @pytest.mark.task("directional_derivative")
-def test_directional_derivative_within_budget(kata):
-    _decide_budget(kata, "directional_derivative")
+def test_directional_derivative_within_budget(kata, fresh):
+    _decide_budget(kata, "directional_derivative", fresh)
 
 
 @pytest.mark.task("hessian_vector_product")
-def test_hessian_vector_product_values(kata):
-    _decide_values(kata, "hessian_vector_product")
+def test_hessian_vector_product_values(kata, fresh):
+    _decide_values(kata, "hessian_vector_product", fresh)
 
 
 @pytest.mark.task("hessian_vector_product")
-def test_hessian_vector_product_within_budget(kata):
-    _decide_budget(kata, "hessian_vector_product")
+def test_hessian_vector_product_within_budget(kata, fresh):
+    _decide_budget(kata, "hessian_vector_product", fresh)

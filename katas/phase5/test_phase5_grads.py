@@ -6,19 +6,15 @@ xla_inspect. Expected values come from kata_harness.oracles.autodiff.
 from functools import partial
 
 import jax
-import ml_dtypes
 import numpy as np
 import pytest
 from pytest_check import check
 
 from kata_harness.oracles import autodiff as oracle
 from katas.phase5.programs import (
-    ABS_X_SHAPES,
     F_SHAPES,
     GRAD_CASES,
     VALUE_CASES,
-    abs_data,
-    abs_layer,
     fvec_data,
     mlp_data,
     mlp_ties,
@@ -28,19 +24,6 @@ from xla_inspect.jaxpr import primitive_census
 from xla_inspect.query import dots, opcode_counts
 
 RTOL, ATOL = 1e-5, 1e-5
-BF16 = ml_dtypes.bfloat16
-
-
-def _close(got, want, dtype, what: str) -> None:
-    """Values against a float64 oracle; bfloat16 keeps 8 bits of mantissa, so there the scale
-    is the largest expected value."""
-    want = np.asarray(want, np.float64)
-    got = np.asarray(got, np.float64).reshape(-1)
-    assert got.size == want.size, f"{what}: {got.size} values, expected {want.size}"
-    got = got.reshape(want.shape)
-    tolerance = 3e-2 if dtype == BF16 else 1e-4
-    scale = max(1.0, float(np.abs(want).max(initial=0.0))) if dtype == BF16 else 1e-1
-    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * scale, err_msg=what)
 
 
 # ---- task 1: grad -------------------------------------------------------------------------------
@@ -102,22 +85,6 @@ def test_optimized_grad_folds_transposes_into_dots(kata):
         ), "expected a dot contracting dim 0 of both operands (x.T @ g)"
 
 
-@pytest.mark.task("mlp_grad")
-def test_mlp_grad_keeps_the_params_dtype(kata):
-    """bfloat16 params, x and y: the gradient of mse_loss is bfloat16, computed in bfloat16."""
-    params, x, y = mlp_ties(4, 2, (5, 7, 3), BF16)
-    grads = jax.jit(kata.mlp_grad)(params, x, y)
-    assert isinstance(grads, dict) and set(grads) == set(params), "expected a dict like params"
-    expected = oracle.np_mlp_grad(*(jax.tree.map(lambda a: a.astype(np.float64), (params, x, y))))
-    for name, value in expected.items():
-        with check:
-            assert str(grads[name].dtype) == "bfloat16", (
-                f"d loss / d {name} is {grads[name].dtype} for bfloat16 params"
-            )
-        with check:
-            _close(grads[name], value, BF16, f"d loss / d {name}, bfloat16")
-
-
 # ---- tasks 2-3: jvp and vjp ---------------------------------------------------------------------
 
 
@@ -170,32 +137,6 @@ def test_jvp_jaxpr_adds_tangents_and_never_builds_j(kata):
             )
 
 
-@pytest.mark.task("jvp_tangent")
-def test_jvp_for_any_x_and_dtype(kata):
-    """f = |A @ x| * sum(x) (not holomorphic) at x of shape (4, 1) and (3, 2), then in
-    bfloat16: the tangent is f's derivative along v (contracting every axis of x), shaped and
-    typed like f(x)."""
-    answer = jax.jit(lambda a, p, t: kata.jvp_tangent(partial(abs_layer, a), p, t))
-    for x_shape, dtype in [*((s, np.float32) for s in ABS_X_SHAPES), ((5,), BF16)]:
-        A, x, v, _ = abs_data(3, x_shape, dtype)
-        result = answer(A, x, v)  # one case at a time: one that raises comes after the others
-        assert isinstance(result, tuple) and len(result) == 2, "expected (f(x), J @ v)"
-        want = jax.eval_shape(partial(abs_layer, A), x)
-        primal = np.abs(A.astype(np.float64) @ x.astype(np.float64)) * x.astype(np.float64).sum()
-        for what, got, value in (
-            ("f(x)", result[0], primal),
-            ("J @ v", result[1], oracle.np_abs_layer_jv(A, x, v)),
-        ):
-            case = f"x {np.dtype(dtype).name}{list(x_shape)}"
-            with check:
-                assert (np.shape(got), str(got.dtype)) == (want.shape, str(want.dtype)), (
-                    f"{case}: {what} is {got.dtype}{list(np.shape(got))}, f(x) is "
-                    f"{want.dtype}{list(want.shape)}"
-                )
-            with check:
-                _close(got, value, dtype, f"{what}, {case}")
-
-
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_gives_cotangent_times_jacobian(kata):
     shapes = F_SHAPES[:2]  # square and wide here; the jaxpr test adds tall
@@ -241,21 +182,3 @@ def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
             )
         with check:
             assert census["add_any"] >= 1, "expected add_any: x reaches the output along two paths"
-
-
-@pytest.mark.task("vjp_cotangent")
-def test_vjp_shaped_like_x_for_any_x_and_dtype(kata):
-    """f = |A @ x| * sum(x) (not holomorphic) at x of shape (4, 1) and (3, 2), then in
-    bfloat16: ct pulled back to an array shaped and typed like x."""
-    answer = jax.jit(lambda a, p, c: kata.vjp_cotangent(partial(abs_layer, a), p, c))
-    for x_shape, dtype in [*((s, np.float32) for s in ABS_X_SHAPES), ((5,), BF16)]:
-        A, x, _, ct = abs_data(3, x_shape, dtype)
-        got = answer(A, x, ct)  # one case at a time: one that raises comes after the others
-        case = f"x {np.dtype(dtype).name}{list(x_shape)}"
-        assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
-        with check:
-            assert (got.shape, str(got.dtype)) == (x.shape, str(x.dtype)), (
-                f"{case}: got {got.dtype}{list(got.shape)}, expected x's shape and dtype"
-            )
-        with check:
-            _close(got, oracle.np_abs_layer_vjp(A, x, ct), dtype, f"ct @ J, {case}")

@@ -87,6 +87,26 @@ def run(exported, values, what: str):
         )
 
 
+def exported_by(kata, fn, *specs, what: str) -> bytes:
+    """The kata's export_bytes of valid specs; an export that raises fails the test."""
+    try:
+        return kata.export_bytes(fn, *specs)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (valid specs refused: they are not arrays)
+        pytest.fail(f"exporting for the specs {what} raised {error!r:.300}")
+
+
+def called(kata, blob: bytes, *values, what: str):
+    """The kata's call_exported of arguments the export takes; a refusal fails the test."""
+    try:
+        return kata.call_exported(blob, *values)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (a valid call refused: the wrong blob ran)
+        pytest.fail(f"{what}: a valid call raised {error!r:.300}")
+
+
 def close(got, want, what: str) -> None:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
@@ -94,4 +114,9 @@ def close(got, want, what: str) -> None:
 
 
 def avals(avals) -> list[tuple[tuple, str]]:
-    return [(tuple(a.shape), np.dtype(a.dtype).name) for a in avals]
+    """(shape, dtype) of each aval; a symbolic dimension as its name (symbols of two scopes do
+    not compare)."""
+    return [
+        (tuple(d if isinstance(d, int) else str(d) for d in a.shape), np.dtype(a.dtype).name)
+        for a in avals
+    ]

@@ -43,7 +43,9 @@ def export_bytes(f, *specs) -> bytes:
     """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`, any shapes and dtypes)
     and serialize it: the bytes deserialize to an Exported whose in_avals are the specs, whose
     out_avals are what f returns (any pytree of arrays) and whose call returns f's own pytree
-    (`out_tree`)."""
+    (`out_tree`). A spec describes an argument without being one: its shape may have a symbolic
+    dimension (`jax.export.symbolic_shape`) or be too large to allocate, so export from the
+    specs themselves."""
     # TODO: jax.export.export, then serialize
     raise NotImplementedError("phase8 task 3: export_bytes")
 

@@ -10,9 +10,19 @@ from pytest_check import check
 
 from kata_harness.fresh import Fresh
 from kata_harness.oracles import stablehlo as facts
-from katas.phase8.export_cases import EXPORTS, avals, close, deserialize, exported_blob, run
+from katas.phase8.export_cases import (
+    EXPORTS,
+    avals,
+    called,
+    close,
+    deserialize,
+    exported_blob,
+    exported_by,
+    run,
+)
 from katas.phase8.programs import (
     OUT,
+    column_sums,
     mlp,
     mlp_specs,
     mlp_values,
@@ -66,17 +76,20 @@ Y_DTYPES = (jnp.int32, jnp.float32, jnp.int8)
 
 @pytest.mark.task("export_bytes")
 def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
-    """One function exported again for the same shapes and other dtypes, then other shapes:
-    each export is of its own specs."""
+    """One function exported again for the same shapes and other dtypes, then other shapes, then
+    a symbolic number of rows: each export is of its own specs."""
     rows, cols = fresh.randint(2, 6), fresh.randint(2, 6)
     x_dtypes = fresh.sample(FLOATS, 2)
     y_dtypes = [fresh.choice(Y_DTYPES), fresh.choice(Y_DTYPES)]
+    # a spec may have a symbolic dimension: it describes arguments, it is not one
+    (symbol,) = jax.export.symbolic_shape(fresh.choice(("r", "n", "rows")))
     cases = [
         (spec((rows, cols), x_dtypes[0]), spec((cols,), y_dtypes[0])),
         (spec((rows, cols), x_dtypes[1]), spec((cols,), y_dtypes[1])),
         (spec((cols + 1, rows), x_dtypes[0]), spec((rows,), y_dtypes[1])),
+        (spec((symbol, cols), x_dtypes[1]), spec((cols,), y_dtypes[0])),
     ]
-    blobs = [kata.export_bytes(scale_shift, *specs) for specs in cases]
+    blobs = [exported_by(kata, scale_shift, *specs, what=str(avals(specs))) for specs in cases]
     for n, (blob, specs) in enumerate(zip(blobs, cases, strict=True)):
         exported = deserialize(blob, f"export {n + 1}")
         want_out = avals(jax.tree.leaves(jax.eval_shape(scale_shift, *specs)))
@@ -168,27 +181,52 @@ def test_call_exported_round_trips_dtypes_and_pytrees(kata):
 
 
 @pytest.mark.task("call_exported")
-def test_call_exported_runs_the_blob_it_is_given(kata):
-    values = mlp_values(8, 3)
-    first = kata.call_exported(exported_blob(), *values)
-    doubled = bytes(jax.export.export(jax.jit(lambda *a: 2.0 * mlp(*a)))(*mlp_specs()).serialize())
-    second = kata.call_exported(doubled, *values)
-    with check:
-        close(first, facts.np_mlp(*values), "the mlp blob")
-    with check:
-        close(second, 2.0 * facts.np_mlp(*values), "a second blob with the same input types")
+def test_call_exported_runs_the_blob_it_is_given(kata, fresh: Fresh):
+    """Blobs of the same length and input types that differ in one constant, and exports of one
+    function for two shapes, called in turn and again: each call runs the blob it is given."""
+    values = mlp_values(8, fresh.randrange(99))
+    scales = fresh.sample((2.0, 3.0, -0.5, 1.75, 4.0), 2)
+    blobs = [exported_blob()] + [
+        bytes(jax.export.export(jax.jit(lambda *a, c=c: c * mlp(*a)))(*mlp_specs()).serialize())
+        for c in scales
+    ]
+    wants = [facts.np_mlp(*values)] + [c * facts.np_mlp(*values) for c in scales]
+    for n in (1, 2, 0, 2, 1):
+        close(kata.call_exported(blobs[n], *values), wants[n], f"blob {n} ({fresh.where()})")
+    rows = fresh.sample((2, 3, 5, 7), 2)
+    sums = {
+        r: bytes(jax.export.export(jax.jit(column_sums))(spec((r, 4))).serialize()) for r in rows
+    }
+    for r in (*rows, rows[0]):
+        x = np.random.default_rng(r).normal(size=(r, 4)).astype(np.float32)
+        close(
+            called(kata, sums[r], x, what=f"column_sums exported for f32[{r},4]"),
+            np.sin(x).sum(axis=0),
+            f"column_sums exported for f32[{r},4] ({fresh.where()})",
+        )
 
 
+# arguments the mlp export refuses: every other dtype, and other shapes
 WRONG_DTYPES = (np.int32, np.float16, jnp.bfloat16, np.int8)
 
 
+def _refused(kata, values, what: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        kata.call_exported(exported_blob(), *values)
+        pytest.fail(f"{what}: the call ran, the exported function refuses it")
+
+
 @pytest.mark.task("call_exported")
-def test_call_exported_rejects_a_wrong_dtype(kata, fresh: Fresh):
-    """The exported function checks its arguments' dtypes and converts nothing: an argument of
-    another dtype is refused with the export's own error."""
+def test_call_exported_rejects_a_wrong_dtype_or_shape(kata, fresh: Fresh):
+    """The exported function checks its arguments' dtypes and shapes and converts nothing: an
+    argument of any other dtype, or another shape, is refused with the export's own error."""
+    for wrong in WRONG_DTYPES:
+        values = list(mlp_values(8, fresh.randrange(99)))
+        position = fresh.randrange(len(values))
+        values[position] = values[position].astype(wrong)
+        what = f"argument {position} as {np.dtype(wrong).name} ({fresh.where()})"
+        _refused(kata, values, what, "(?i)dtype")
     values = list(mlp_values(8, fresh.randrange(99)))
     position = fresh.randrange(len(values))
-    wrong = fresh.choice(WRONG_DTYPES)
-    values[position] = values[position].astype(wrong)
-    with pytest.raises(ValueError, match="(?i)dtype"):
-        kata.call_exported(exported_blob(), *values)
+    values[position] = values[position][..., :-1]
+    _refused(kata, values, f"argument {position} one column short ({fresh.where()})", "(?i)shape")

@@ -1,0 +1,183 @@
+"""Stratified draws for phase 5's derivative tasks (1-5, 8): one drawn case per situation the
+contract covers, every run, whatever the seed.
+
+The contract says "same structure and dtypes as params", "x of any shape", "shaped and typed
+like f(x)", "an exact int, however large": each of those is a stratum here (another float
+width, leaves of several dtypes, a leaf the loss does not read, scalar biases, a batch of one,
+scalars and rank-3 arrays, a function that changes the dtype, the zero direction, flop counts
+past 2**53 and 2**64, one jitted function called twice), and only the values inside it are drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax import lax
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+
+# ---- mlp_grad and per_example_grads: params dicts ---------------------------------------------
+
+
+def _mlp_case(rng: random.Random, leaf_dtypes, data_dtype, *, batch=None, n_out=None, b1=None,
+              b2=None, extra=False):  # fmt: skip
+    """(params, x, y) for mse_loss: |x @ w1| <= 0.5 and |b1| >= 0.75, so no pre-activation is
+    near relu's kink in any dtype; ``b1``/``b2``: the bias shapes, () or (1,) broadcast."""
+    batch = batch or rng.randint(2, 6)
+    n_in, hidden, n_out = rng.randint(1, 6), rng.randint(2, 8), n_out or rng.randint(2, 5)
+    g = np.random.default_rng(rng.randint(0, 2**31))
+    x = g.uniform(-0.5, 0.5, (batch, n_in))
+    b1_values = g.choice([-1.0, 1.0], hidden) * g.uniform(0.75, 1.5, hidden)
+    params = {
+        "w1": g.uniform(-1.0, 1.0, (n_in, hidden)) / n_in,
+        # a broadcast b1 is positive: every hidden unit live
+        "b1": b1_values if b1 is None else np.full(b1, abs(b1_values[0])),
+        "w2": g.normal(size=(hidden, n_out)) / hidden,
+        "b2": g.normal(size=b2 if b2 is not None else (n_out,)),
+    }
+    if extra:  # a leaf mse_loss never reads: its gradient is zero, and it is still there
+        name = rng.choice(["scale", "gamma", "w3", "emb", "temperature"])
+        params[name] = g.normal(size=tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2))))
+    dtypes = dict(zip(params, leaf_dtypes(len(params)), strict=True))
+    params = {k: np.asarray(v).astype(dtypes[k]) for k, v in params.items()}
+    y = g.normal(size=(batch, n_out))
+    return params, x.astype(data_dtype), y.astype(data_dtype)
+
+
+def mlp_strata(rng: random.Random) -> dict[str, tuple]:
+    """(params, x, y) per situation: bfloat16 params with float32 data; float16 params and data
+    with a batch of one and one output; leaves of three dtypes; scalar biases; a leaf the loss
+    does not read (and a b2 of shape (1,) broadcast over the outputs)."""
+
+    def mixed(count: int) -> list:
+        kinds = [F16, BF16, F32] + [rng.choice([F16, BF16, F32]) for _ in range(count - 3)]
+        rng.shuffle(kinds)
+        return kinds
+
+    def every(dtype):
+        return lambda count: [dtype] * count
+
+    return {
+        "bfloat16 params, float32 data": _mlp_case(rng, every(BF16), F32),
+        "float16 params and data, a batch of one, one output": _mlp_case(
+            rng, every(F16), F16, batch=1, n_out=1
+        ),
+        "leaves of three dtypes, float32 data": _mlp_case(rng, mixed, F32),
+        "scalar biases b1 and b2": _mlp_case(rng, every(F32), F32, b1=(), b2=()),
+        "a leaf the loss does not read, b2 of shape (1,)": _mlp_case(
+            rng, mixed, rng.choice([F32, BF16]), b2=(1,), extra=True
+        ),
+    }
+
+
+# ---- jvp_tangent, vjp_cotangent, jacobian: x and f(x) of any rank and dtype -------------------
+
+
+def _dims(rng: random.Random, rank: int, high: int = 3) -> tuple[int, ...]:
+    return tuple(rng.randint(1, high) for _ in range(rank))
+
+
+def tangent_strata(rng: random.Random) -> dict[str, tuple]:
+    """(x shape, f(x) shape, x dtype, f(x) dtype, zero direction) per situation: a scalar x; a
+    scalar f(x) of a rank-3 x; size-1 axes; f casting up (bfloat16 -> float32) and down
+    (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None: x's); the
+    zero direction (or cotangent)."""
+
+    def any_rank() -> tuple[int, ...]:
+        return _dims(rng, rng.randint(0, 3))
+
+    return {
+        "x a scalar, f(x) a vector": ((), (rng.randint(2, 5),), F32, F32, False),
+        "x of rank 3, f(x) a scalar": (_dims(rng, 3), (), F32, F32, False),
+        "x a column, f(x) with a size-1 axis": (
+            (rng.randint(2, 5), 1),
+            tuple(rng.sample([rng.randint(2, 4), 1], 2)),
+            F32,
+            F32,
+            False,
+        ),
+        "a bfloat16 x, a float32 f(x)": (any_rank(), any_rank(), BF16, F32, False),
+        "a float32 x, a bfloat16 f(x)": (any_rank(), any_rank(), F32, BF16, False),
+        "a bfloat16 x, f(x) left in its dtype": (any_rank(), any_rank(), BF16, None, False),
+        "the zero direction": (_dims(rng, rng.randint(1, 3)), any_rank(), F32, F32, True),
+    }
+
+
+def tangent_data(rng: random.Random, x_shape, out_shape, x_dtype, out_dtype, zero: bool):
+    """A (f(x).size, x.size) in float32, x and v (shaped like x, in x's dtype), ct (shaped like
+    f(x), in its dtype: x's when ``out_dtype`` is None); v and ct zero when ``zero``."""
+    g = np.random.default_rng(rng.randint(0, 2**31))
+    # A's entries are bfloat16 numbers: f casting A to x's dtype changes nothing
+    A = g.normal(size=(math.prod(out_shape), math.prod(x_shape))).astype(BF16).astype(np.float32)
+    x = (g.normal(size=x_shape) / 2).astype(x_dtype)
+    v = (g.normal(size=x_shape) * (not zero)).astype(x_dtype)
+    ct = (g.normal(size=out_shape) * (not zero)).astype(out_dtype or x_dtype)
+    return A, x, v, ct
+
+
+def jacobian_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple]]:
+    """(x shape, f(x) shape) per situation: a scalar f(x); a scalar x; an f(x) of rank 3; an x of
+    rank 3 with an f(x) of rank 2 that has a size-1 axis."""
+    return {
+        "f(x) a scalar, x a vector": ((rng.randint(2, 5),), ()),
+        "x a scalar, f(x) a vector": ((), (rng.randint(2, 5),)),
+        "f(x) of rank 3": ((rng.randint(2, 4),), _dims(rng, 3)),
+        "x of rank 3, f(x) with a size-1 axis": (
+            _dims(rng, 3),
+            tuple(rng.sample([rng.randint(2, 3), 1], 2)),
+        ),
+    }
+
+
+# ---- dot_flops: counts past 2**53 and 2**64, a jaxpr shared by two calls ---------------------
+
+
+def _odd(rng: random.Random, bits: int) -> int:
+    return rng.randrange(2**bits + 1, 2 ** (bits + 1), 2)
+
+
+def _placed(rng: random.Random, fn):
+    """``fn`` (two arguments) placed at the top level, in a nested jit, in both branches of a
+    cond, in a scan body or in a checkpoint: (where, program, how many times it counts)."""
+    where = rng.choice(["top level", "a nested jit", "a cond", "a scan body", "a checkpoint"])
+    if where == "a nested jit":
+        return where, jax.jit(fn), 1
+    if where == "a cond":
+        return where, lambda a, b: lax.cond(a[(0,) * a.ndim] > 0, fn, fn, a, b), 2
+    if where == "a scan body":
+        return where, lambda a, b: lax.scan(lambda c, _: (c, fn(a, b)), 0, None, length=3)[1], 1
+    if where == "a checkpoint":
+        return where, jax.checkpoint(fn), 1
+    return where, fn, 1
+
+
+def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
+    """name -> (program, argument shapes, float32, expected flops): one matmul of odd sizes whose
+    count passes 2**53 (not a float64); a batched dot contracting two axes whose count passes
+    2**64 (not an int64); one jitted function called twice (one jaxpr, two equations); each
+    placed at a drawn nesting place. Nothing is allocated: the arguments are shapes."""
+    a, k, b = (_odd(rng, 18) for _ in range(3))
+    bt, m, k1, k2, n = (_odd(rng, 13) for _ in range(5))
+    s, t, u = (rng.randint(2, 40) for _ in range(3))
+    shared = jax.jit(lambda p, q: p @ q)
+    general = (((2, 3), (1, 2)), ((0,), (0,)))
+    programs = {
+        "past 2**53, odd sizes": (
+            jnp.matmul, [(a, k), (k, b)], 2 * a * b * k),
+        "past 2**64, a batched dot contracting two axes": (
+            lambda p, q: lax.dot_general(p, q, general), [(bt, m, k1, k2), (bt, k1, k2, n)],
+            2 * bt * m * n * k1 * k2),
+        "one jitted function called twice": (
+            lambda p, q: shared(p, q) + shared(p, q), [(s, t), (t, u)], 2 * (2 * s * t * u)),
+    }  # fmt: skip
+    cases = {}
+    for name, (fn, shapes, flops) in programs.items():
+        where, program, times = _placed(rng, fn)
+        args = [jax.ShapeDtypeStruct(shape, np.float32) for shape in shapes]
+        cases[f"{name}, in {where}"] = (program, args, times * flops)
+    return cases

@@ -1,0 +1,212 @@
+"""Phase 5 tests on freshly drawn cases over the whole domain each contract states (tasks 1-3, 5,
+7-8): params dicts of other float widths, of several dtypes, with scalar biases or a leaf the loss
+does not read; x and f(x) of rank 0 to 3 in float32 or bfloat16, f changing the dtype, the zero
+direction; flop counts past 2**53 and 2**64 and a jaxpr two equations share; every in_axes with
+mixed dtypes and batches of one. One case per situation (katas/phase5/strata*.py), values from
+kata_harness.oracles.autodiff, dtypes and shapes from jax.eval_shape. The draws are seeded by the
+test id, so these tests stay in this file.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata_harness.oracles import autodiff as oracle
+from katas.phase5.programs import flat_abs
+from katas.phase5.strata import matvec_strata
+from katas.phase5.strata_grads import (
+    BF16,
+    F16,
+    dot_flops_strata,
+    mlp_strata,
+    tangent_data,
+    tangent_strata,
+)
+
+
+def _close(got, want, dtypes, what: str) -> None:
+    """Values against a float64 oracle at the precision of the narrowest of ``dtypes``: bfloat16
+    keeps 8 bits of mantissa and float16 11, so there the scale is the largest expected value."""
+    want = np.asarray(want, np.float64)
+    got = np.asarray(got, np.float64).reshape(-1)
+    assert got.size == want.size, f"{what}: {got.size} values, expected {want.size}"
+    narrow = {np.dtype(d) for d in dtypes}
+    tolerance = 3e-2 if BF16 in narrow else 1e-2 if F16 in narrow else 1e-4
+    scale = max(1.0, float(np.abs(want).max(initial=0.0))) if tolerance > 1e-4 else 1e-1
+    np.testing.assert_allclose(
+        got.reshape(want.shape), want, rtol=tolerance, atol=tolerance * scale, err_msg=what
+    )
+
+
+def _check_tree(got, params, expected, situation: str, batch: int | None = None) -> None:
+    """``got`` has params' keys, each leaf params' dtype and the expected shape and values."""
+    assert isinstance(got, dict) and set(got) == set(params), (
+        f"{situation}: keys {sorted(got) if isinstance(got, dict) else type(got).__name__}, "
+        f"expected params' {sorted(params)}"
+    )
+    for name, value in expected.items():
+        leaf, dtype = got[name], np.asarray(params[name]).dtype
+        shape = np.shape(params[name]) if batch is None else (batch, *np.shape(params[name]))
+        with check:
+            assert (tuple(np.shape(leaf)), str(leaf.dtype)) == (shape, str(dtype)), (
+                f"{situation}: {name} is {leaf.dtype}{list(np.shape(leaf))}, the leaf is "
+                f"{dtype}{list(np.shape(params[name]))}"
+            )
+        with check:
+            dtypes = [dtype, *(np.asarray(a).dtype for a in jax.tree.leaves(params))]
+            _close(leaf, value, dtypes, f"{situation}: d loss / d {name}")
+
+
+def _wide(tree):
+    return jax.tree.map(lambda a: np.asarray(a).astype(np.float64), tree)
+
+
+# ---- task 1 and task 8: params of any float dtype and structure ------------------------------
+
+
+@pytest.mark.task("mlp_grad")
+def test_mlp_grad_on_fresh_params(kata, fresh):
+    """Params in bfloat16, float16 or several dtypes, scalar biases, a leaf the loss does not
+    read, a batch of one: the gradient has params' structure, each leaf its dtype."""
+    cases = mlp_strata(fresh)
+    results = jax.jit(lambda all_cases: [kata.mlp_grad(*c) for c in all_cases])(
+        list(cases.values())
+    )
+    for (situation, case), got in zip(cases.items(), results, strict=True):
+        expected = oracle.np_mlp_grad(*_wide(case))
+        _check_tree(got, case[0], expected, f"{situation} ({fresh.where()})")
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_grads_on_fresh_params(kata, fresh):
+    """The same params and data: every leaf gets a leading batch axis (a batch of one too) and
+    keeps its dtype."""
+    cases = mlp_strata(fresh)
+    results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(
+        list(cases.values())
+    )
+    for (situation, case), got in zip(cases.items(), results, strict=True):
+        expected = oracle.loop_of_grads(*_wide(case))
+        where = f"{situation} ({fresh.where()})"
+        _check_tree(got, case[0], expected, where, batch=len(case[1]))
+
+
+# ---- tasks 2-3: x and f(x) of any rank and dtype, the zero direction -------------------------
+
+
+def _tangent_cases(fresh):
+    for situation, (x_shape, out_shape, x_dtype, out_dtype, zero) in tangent_strata(fresh).items():
+        A, x, v, ct = tangent_data(fresh, x_shape, out_shape, x_dtype, out_dtype, zero)
+        case = f"{situation}: x {x_dtype}{list(x_shape)} -> f(x) {ct.dtype}{list(out_shape)}"
+        yield f"{case} ({fresh.where()})", (out_shape, out_dtype), (A, x, v, ct)
+
+
+@pytest.mark.task("jvp_tangent")
+def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
+    """f = |A @ x.ravel()| * sum(x) in x's dtype, cast (or not) and reshaped (not holomorphic):
+    (f(x), J @ v) shaped and typed like f(x), J @ v contracting every axis of x."""
+    for case, (out_shape, out_dtype), (A, x, v, ct) in _tangent_cases(fresh):
+        f = flat_abs(A, out_shape, out_dtype)
+        result = jax.jit(lambda p, t, f=f: kata.jvp_tangent(f, p, t))(x, v)
+        assert isinstance(result, tuple) and len(result) == 2, f"{case}: expected (f(x), J @ v)"
+        A64, x64 = np.asarray(A, np.float64), np.asarray(x, np.float64)
+        primal = np.abs(A64 @ x64.reshape(-1)) * x64.sum()
+        for what, got, value in (
+            ("f(x)", result[0], primal),
+            ("J @ v", result[1], oracle.np_flat_abs_jv(A, x, v)),
+        ):
+            with check:
+                assert (tuple(np.shape(got)), str(got.dtype)) == (out_shape, str(ct.dtype)), (
+                    f"{case}: {what} is {got.dtype}{list(np.shape(got))}, expected f(x)'s"
+                )
+            with check:
+                _close(got, value, (x.dtype, ct.dtype), f"{what}, {case}")
+
+
+@pytest.mark.task("vjp_cotangent")
+def test_vjp_on_fresh_shapes_and_dtypes(kata, fresh):
+    """The same functions: ct (shaped and typed like f(x)) pulled back to an array shaped and
+    typed like x."""
+    for case, (out_shape, out_dtype), (A, x, _, ct) in _tangent_cases(fresh):
+        f = flat_abs(A, out_shape, out_dtype)
+        got = jax.jit(lambda p, c, f=f: kata.vjp_cotangent(f, p, c))(x, ct)
+        assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
+        with check:
+            assert (tuple(got.shape), str(got.dtype)) == (x.shape, str(x.dtype)), (
+                f"{case}: got {got.dtype}{list(got.shape)}, expected x's shape and dtype"
+            )
+        with check:
+            _close(got, oracle.np_flat_abs_vjp(A, x, ct), (x.dtype, ct.dtype), f"ct @ J, {case}")
+
+
+# ---- task 5: exact counts past 2**53 and 2**64, shared jaxprs --------------------------------
+
+
+@pytest.mark.task("dot_flops")
+def test_dot_flops_on_fresh_programs(kata, fresh):
+    """Odd sizes whose count passes 2**53 (not a float) and 2**64 (not an int64), one jitted
+    function called twice (two equations, one jaxpr), each at a drawn nesting place; expected
+    counts from the drawn sizes by the formula."""
+    for name, (program, args, expected) in dot_flops_strata(fresh).items():
+        got = kata.dot_flops(jax.make_jaxpr(program)(*args))
+        with check:
+            assert type(got) is int and got == expected, (
+                f"{name}: {got!r}, expected the exact int {expected} ({fresh.where()})"
+            )
+
+
+# ---- task 7: every in_axes, mixed dtypes, batches of one ---------------------------------------
+
+
+@pytest.mark.task("batched_matvec")
+def test_batched_matvec_on_fresh_cases(kata, fresh, monkeypatch):
+    """Every in_axes (counted from either end), W and vs of one dtype or two, a batch of one and
+    m of one: matvec called once with one example's shapes, a (batch, m) result in the dtype one
+    matvec gives (jax.eval_shape of one example), the values of W @ v per example (small
+    integers: exact in every dtype here)."""
+    seen = []
+    given = kata.matvec
+
+    def spy(W, v):
+        seen.append((tuple(W.shape), tuple(v.shape)))
+        return given(W, v)
+
+    monkeypatch.setattr(kata, "matvec", spy)
+    rng = np.random.default_rng(fresh.randint(0, 2**31))
+    for name, (w_shape, v_shape, in_axes, w_dtype, v_dtype) in matvec_strata(fresh).items():
+        case = f"{name} ({fresh.where()})"
+        W = rng.integers(-3, 4, w_shape).astype(jnp.dtype(w_dtype))
+        vs = rng.integers(-3, 4, v_shape).astype(jnp.dtype(v_dtype))
+        per_w = np.moveaxis(W, in_axes[0], 0) if in_axes[0] is not None else W[None]
+        per_v = np.moveaxis(vs, in_axes[1], 0) if in_axes[1] is not None else vs[None]
+        one = jax.eval_shape(given, per_w[0], per_v[0])
+        expected = np.einsum("bmn,bn->bm", *_paired(per_w, per_v))
+        seen.clear()
+        got = jax.jit(lambda w, v, a=in_axes: kata.batched_matvec(w, v, a))(W, vs)
+        with check:
+            assert seen == [(per_w.shape[1:], per_v.shape[1:])], (
+                f"{case}: matvec saw {seen}; expected one call with one example's shapes "
+                f"{per_w.shape[1:]} and {per_v.shape[1:]}: map `matvec` with jax.vmap"
+            )
+        with check:
+            assert (tuple(got.shape), str(got.dtype)) == (expected.shape, str(one.dtype)), (
+                f"{case}: got {got.dtype}{list(got.shape)}, expected (batch, m) "
+                f"{expected.shape} in {one.dtype}, the dtype of one matvec"
+            )
+        with check:
+            np.testing.assert_array_equal(
+                np.asarray(got, np.float64).reshape(-1)[: expected.size],
+                expected.reshape(-1),
+                err_msg=case,
+            )
+
+
+def _paired(per_w, per_v):
+    """Per-example W and v in float64, a shared one repeated over the batch."""
+    batch = max(len(per_w), len(per_v))
+    return (
+        np.broadcast_to(per_w.astype(np.float64), (batch, *per_w.shape[1:])),
+        np.broadcast_to(per_v.astype(np.float64), (batch, *per_v.shape[1:])),
+    )
