@@ -101,8 +101,9 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     """Predict the flops XLA's cost analysis reports for the compiled CPU module of
     relu(x @ w1 + b1) @ w2 + b2 (the tests' `mlp`), all float32, x of shape (batch, in_dim),
     w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); every size >= 2.
-    Return the exact count (a Python int, any size). Cost analysis reports a float32, so the
-    tests use shapes where its count is exact, some past 2**31 flops.
+    Return the exact count (a Python int, any size). Cost analysis reports a float32, exact up
+    to 2**24 and rounded past it; the tests also use shapes whose count is past 2**24 (and past
+    2**31) and that no float32 holds, and compare with the exact count there.
 
     From the shapes alone: the tests forbid jax.jit and compiling while they call you.
     """
