@@ -39,7 +39,12 @@ class XlaFacts:
 
 
 _LAYOUT = re.compile(r"\{[^{}]*\}$")
-_CALLED = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
+# Every attribute by which XLA prints a called computation: one name, or a list in braces.
+_CALLED = re.compile(
+    r"\b(?:calls|to_apply|select|scatter|condition|body|true_computation|false_computation)"
+    r"=%?([\w.\-]+)"
+)
+_CALLED_LIST = re.compile(r"\b(?:branch_computations|called_computations)=\{([^{}]*)\}")
 _KIND = re.compile(r", kind=(\w+)")
 
 
@@ -63,9 +68,33 @@ def _literal(printed: str) -> str:
     raise AssertionError(f"unbalanced constant: {printed}")
 
 
+def _full_literals(text: str) -> dict[str, str]:
+    """Each constant's literal by instruction name (unique in XLA's print), printed in full: XLA's
+    default print elides a tuple-shaped literal and an array's of more than ten elements as
+    "{...}", which is not the literal the text holds."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True
+    full = oracles.xla_parsed(text).to_string(options)
+    rows = (row.strip().removeprefix("ROOT ") for row in full.splitlines())
+    return {
+        line["name"]: _literal(line.string)
+        for line in map(_PRINTED.match, rows)
+        if line and line["opcode"] == "constant"
+    }
+
+
+def _called(printed: str) -> list[str]:
+    """The computations a printed instruction calls, by every attribute that names them."""
+    listed = [name for names in _CALLED_LIST.findall(printed) for name in names.split(",")]
+    return _CALLED.findall(printed) + [name.strip().lstrip("%") for name in listed]
+
+
 def _fusion_contents(computations) -> dict[str, Counter]:
     """What each fusion runs, read from XLA's printed instructions: the opcodes of the computation
-    its calls= names, and of what those call in turn (calls=, to_apply=), once per call."""
+    its calls= names, and of what those call in turn (calls=, to_apply=, select=, scatter=, a
+    nested fusion's calls=, ...), once per call."""
     lines = {c.name: [_PRINTED.match(i.printed) for i in c.instructions] for c in computations}
 
     def reached(name: str) -> Counter:
@@ -74,7 +103,7 @@ def _fusion_contents(computations) -> dict[str, Counter]:
             assert line, name
             if line["opcode"] != "parameter":
                 counts[line["opcode"]] += 1
-            for called in _CALLED.findall(line.string):
+            for called in _called(line.string):
                 counts += reached(called)
         return counts
 
@@ -85,7 +114,7 @@ def _fusion_contents(computations) -> dict[str, Counter]:
                 kind = _KIND.search(line.string)
                 assert kind, line.string
                 counts = contents.setdefault(kind[1], Counter())
-                for called in _CALLED.findall(line.string):
+                for called in _called(line.string):
                     counts += reached(called)
     return contents
 
@@ -109,6 +138,7 @@ def xla_facts(text: str) -> XlaFacts:
     constants: Counter = Counter()
     literals: Counter = Counter()
     computations = module.computations
+    full: dict[str, str] | None = None
     for computation in computations:
         for instruction in computation.instructions:
             printed_line = _PRINTED.match(instruction.printed)
@@ -117,7 +147,11 @@ def xla_facts(text: str) -> XlaFacts:
             shape = printed_shape(instruction.printed)
             if opcode == "constant":
                 constants[str(shape)] += 1
-                literals[(str(shape), _literal(instruction.printed))] += 1
+                literal = _literal(instruction.printed)
+                if literal == "{...}":
+                    full = full if full is not None else _full_literals(text)
+                    literal = full[instruction.name]
+                literals[(str(shape), literal)] += 1
             if computation.name != entry_name:
                 continue
             if opcode == "parameter":

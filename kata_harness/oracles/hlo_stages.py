@@ -1,13 +1,14 @@
 """Phase 3's oracles: what jax.stages says of a program (its StableHLO census, its HLO before and
 after optimization, the layouts it asked for its inputs, the shapes of its results), XLA:CPU's cost
-analysis of a program (the MLP at a shape), and XLA's reading of the ENTRY ROOT of a program
-compiled at given argument shapes.
+analysis of a program (the MLP at a shape, and its exact count where the float32 report rounds),
+and XLA's reading of the ENTRY ROOT of a program compiled at given argument shapes.
 
 Each function takes a program, its compiled form or a parsed module, never the kata's answer.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
@@ -99,6 +100,31 @@ def mlp_flops(mlp: Callable, shape: tuple[int, int, int, int]) -> float:
         "b2": spec((out,), np.float32),
     }
     return compiled_flops(mlp, (params, spec((batch, n_in), np.float32)))
+
+
+# Every size at 2 or 3: the MLP's flops at each of these 16 shapes are far below 2**24, so XLA's
+# float32 count of them is exact.
+_CORNERS = tuple(itertools.product((2, 3), repeat=4))
+
+
+def mlp_flops_exact(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
+    """The exact flops XLA's cost model gives the MLP at (batch, in, hidden, out), also past
+    2**24 where its float32 report is rounded: the count is affine in each size separately (every
+    op's cost is a product of distinct sizes), so it is the multilinear interpolation of XLA's
+    exact counts at the 16 shapes of sizes 2 and 3, in integers. Checked against XLA's own
+    report at ``shape``, to float32 precision."""
+    exact = 0
+    for corner in _CORNERS:
+        weight = 1
+        for size, at in zip(shape, corner, strict=True):
+            weight *= size - 2 if at == 3 else 3 - size
+        exact += weight * int(mlp_flops(mlp, corner))
+    reported = mlp_flops(mlp, shape)
+    assert abs(reported - exact) <= exact * 2.0**-20, (
+        f"XLA's cost model of the MLP is not multilinear at {shape}: {reported:.0f} reported, "
+        f"{exact} interpolated"
+    )
+    return exact
 
 
 @cache

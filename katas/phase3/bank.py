@@ -14,6 +14,7 @@ from pytest_check import check
 from kata_harness import metamorphic
 from kata_harness.oracles import hlo_stages as oracle
 from kata_harness.xla_facts import XlaFacts, xla_facts
+from katas.phase3.hand_modules import HAND_CONSTANTS, HAND_NESTED
 from katas.phase3.programs import (
     HAND_BRANCHES,
     HAND_WRITTEN,
@@ -42,12 +43,16 @@ def hlo_texts(name: str) -> tuple[str, str]:
 
 
 def text(key: str) -> str:
-    """A text of the bank: "hand", "hand_branches", "<program>" (optimized) or
-    "<program>:unoptimized"."""
+    """A text of the bank: "hand", "hand_branches", "hand_nested", "hand_constants" (the
+    hand-written modules), "<program>" (optimized) or "<program>:unoptimized"."""
     if key == "hand":
         return HAND_WRITTEN
     if key == "hand_branches":
         return HAND_BRANCHES
+    if key == "hand_nested":
+        return HAND_NESTED
+    if key == "hand_constants":
+        return HAND_CONSTANTS
     name, _, stage = key.partition(":")
     return hlo_texts(name)[0 if stage == "unoptimized" else 1]
 

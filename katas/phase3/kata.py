@@ -65,8 +65,10 @@ def entry_root(hlo_text: str) -> tuple[str, str]:
 def fusion_contents(hlo_text: str) -> dict[str, Counter]:
     """For each fusion kind ("kLoop", "kCustom", ...): a Counter of the opcodes in the fused
     computations called by fusions of that kind, summed over those fusions. Count parameters
-    nowhere; count the computations a fused computation calls in turn (a reduce's reducer), once
-    per call: a reducer that two reduces call counts twice.
+    nowhere; count the computations a fused computation calls in turn, by whatever attribute it
+    names them (a reduce's to_apply=, a select-and-scatter's select= and scatter=, a nested
+    fusion's calls=, at any depth), once per call: a reducer that two reduces call counts twice,
+    and a fused computation that two fusions call counts for each.
 
     Fusions can sit in any computation (ENTRY, a while body, a conditional's branch, even a fused
     computation). A fusion inside a fused computation is one more `fusion` of the outer kind, the
@@ -80,8 +82,9 @@ def constants(hlo_text: str) -> list[tuple[str, str]]:
     """(shape, literal text) of every constant instruction in the module, e.g. ("f32[]", "0.5")
     or ("f32[3]{0}", "{3, 1, 2}"): the shape as the instruction line prints it (with its layout),
     the literal as written between the parentheses. Every computation counts (ENTRY, fused
-    computations, loop conditions and bodies, branches, ...), every dtype, and each instruction
-    once: two constants with the same value are two entries. Any order."""
+    computations, loop conditions and bodies, branches, ...), every element type (f8e4m3fn, c64,
+    ... too) and tuple-shaped constants, and each instruction once: two constants with the same
+    value, or with the same name in two computations, are two entries. Any order."""
     # TODO: constants live in ENTRY and inside fused computations
     raise NotImplementedError("phase3 task 6: constants")
 
@@ -98,8 +101,9 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     """Predict the flops XLA's cost analysis reports for the compiled CPU module of
     relu(x @ w1 + b1) @ w2 + b2 (the tests' `mlp`), all float32, x of shape (batch, in_dim),
     w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); every size >= 2.
-    Return the exact count (a Python int, any size). Cost analysis reports a float32, so the
-    tests use shapes where its count is exact, some past 2**31 flops.
+    Return the exact count (a Python int, any size). Cost analysis reports a float32, exact up
+    to 2**24 and rounded past it; the tests also use shapes whose count is past 2**24 (and past
+    2**31) and that no float32 holds, and compare with the exact count there.
 
     From the shapes alone: the tests forbid jax.jit and compiling while they call you.
     """

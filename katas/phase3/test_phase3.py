@@ -215,6 +215,33 @@ def test_mlp_flops_predicted_on_fresh_shapes(kata, fresh):
         )
 
 
+# sizes past 100 for counts past 2**24: the interpolation reads XLA's exact counts at sizes 2 and 3
+MLP_WIDE = (97, 131, 257, 1000, 1001, 2049, 4097)
+
+
+@pytest.mark.task("mlp_flops")
+def test_mlp_flops_exact_past_float32(kata, fresh):
+    """The exact count where cost analysis's float32 cannot hold it: shapes drawn until the count
+    is no float32, the expected count interpolated from XLA's exact counts at small shapes
+    (oracle.mlp_flops_exact, checked there against XLA's rounded report at the shape)."""
+    bank.cpu_only("the flops of XLA:CPU's cost model")
+    shapes = [(3, 4097, 4099, 5)]
+    while len(shapes) < 3:
+        shape = tuple(fresh.choice(MLP_WIDE if k else MLP_SIZES) for k in range(4))
+        exact = oracle.mlp_flops_exact(mlp, shape)
+        if int(np.float32(exact)) != exact:
+            shapes.append(shape)
+    for shape in shapes:
+        with compiler_refused("mlp_flops"):
+            predicted = kata.mlp_flops(*shape)
+        exact = oracle.mlp_flops_exact(mlp, shape)
+        with check:
+            assert isinstance(predicted, int) and predicted == exact, (
+                f"(batch, in, hidden, out) = {shape}: you predicted {predicted!r} flops, not the "
+                f"exact count (past 2**24: no float32 holds it; {fresh.where()})"
+            )
+
+
 # --- task 9: predict_entry_root --------------------------------------------------------------
 
 ROOT_DIMS = (2, 3, 4, 5, 6, 7, 8, 12, 16)  # every dimension >= 2 (the contract)

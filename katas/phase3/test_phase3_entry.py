@@ -1,7 +1,8 @@
 """Phase 3 tests, tasks 3-4 (entry_parameter_layouts, entry_root): ENTRY's parameter layouts
 and its ROOT, read from a bank of texts (bank.py) that differ in what a shortcut gets wrong:
 parameters used out of order, scalar, unused and tuple-shaped parameters, non-default layouts,
-tuple roots, and a hand-written module whose ENTRY is not the last computation; each text also as
+tuple roots, hand-written modules whose ENTRY is not the last computation or holds dead
+instructions before its ROOT; each text also as
 its metamorphic variants. Expected values come from XLA's own C++ parser (jaxlib), from
 `jax.stages` (`input_formats`, `out_info`, `output_formats`; kata_harness.oracles.hlo_stages) or
 from the program itself.
@@ -102,6 +103,8 @@ ROOT_BANK = [
     "branches",
     "attention:unoptimized",
     "hand",
+    "hand_nested",
+    "hand_constants",
 ]
 
 

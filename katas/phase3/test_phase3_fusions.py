@@ -2,8 +2,10 @@
 constants a module holds, read from a bank of texts (bank.py) with fusions in while and
 conditional bodies (also named true_computation=/false_computation=), in a computation nothing
 calls, a fusion nested in a fused computation, a multi-output fusion, a reducer shared by two
-reduces, constants of several dtypes (complex too) in optimized and unoptimized texts; each text
-also as its metamorphic variants. Expected values come from XLA's own C++ parser (jaxlib,
+reduces, fusions nested three deep, a fused select-and-scatter (select=, scatter=), one fused
+computation called by two fusions (hand_modules.py), constants of every element type (f8,
+complex, tuple-shaped too) and one name in two computations, in optimized and unoptimized texts;
+each text also as its metamorphic variants. Expected values come from XLA's own C++ parser (jaxlib,
 kata_harness.xla_facts) or from the program itself.
 """
 
@@ -21,7 +23,17 @@ from xla_inspect.query import opcode_counts
 
 # --- task 5: fusion_contents -----------------------------------------------------------------
 
-FUSION_BANK = ["mlp", "attention", "looped", "mixed", "branches", "hand", "hand_branches"]
+FUSION_BANK = [
+    "mlp",
+    "attention",
+    "looped",
+    "mixed",
+    "branches",
+    "hand",
+    "hand_branches",
+    "hand_nested",
+    "hand_constants",
+]
 
 
 def _contents(kata, key: str) -> dict:
@@ -171,6 +183,8 @@ CONSTANT_BANK = [
     "rotate",
     "hand",
     "hand_branches",
+    "hand_nested",
+    "hand_constants",
 ]
 
 
