@@ -81,32 +81,34 @@ def run(vmfb: bytes, *args: Any) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(module: str) -> bytes | iree_compile.IreeCompileError:
-    """IREE's compile of ``module`` (StableHLO text), or the refusal: once per text and process.
-    The census runs a test on many versions of a kata file, each with the same expected answers
-    under one ``--kata-seed``; the answers' own compiles are theirs and not kept here."""
+def _compiled(module: str, cpu: str) -> bytes | iree_compile.IreeCompileError:
+    """IREE's compile of ``module`` (StableHLO text) for ``cpu``, or the refusal: once per text,
+    CPU and process. The census runs a test on many versions of a kata file, each with the same
+    expected answers under one ``--kata-seed``; the answers' own compiles are theirs and not
+    kept here."""
     try:
-        return iree_compile.compile_vmfb(module)
+        return iree_compile.compile_vmfb(module, cpu=cpu)
     except iree_compile.IreeCompileError as refused:
         return refused
 
 
-def compiled(module: str) -> bytes:
-    """The ``.vmfb`` of ``module`` (StableHLO text) for the CPU ``generic``; raises
-    ``IreeCompileError`` when IREE refuses it."""
-    result = _compiled(module)
+def compiled(module: str, cpu: str = iree_compile.CPU) -> bytes:
+    """The ``.vmfb`` of ``module`` (StableHLO text) for ``cpu`` (``generic`` unless told, or
+    ``host``: this machine's); raises ``IreeCompileError`` when IREE refuses it."""
+    result = _compiled(module, cpu)
     if isinstance(result, iree_compile.IreeCompileError):
         raise result
     return result
 
 
-def outputs(fn: Any, args: Any) -> list[Any]:
-    """IREE's own outputs of ``fn`` on ``args`` (a pytree of arrays): exported, compiled for the
-    CPU ``generic`` and run by local-task, as NumPy arrays in the order of its leaves."""
+def outputs(fn: Any, args: Any, cpu: str = iree_compile.CPU) -> list[Any]:
+    """IREE's own outputs of ``fn`` on ``args`` (a pytree of arrays): exported, compiled for
+    ``cpu`` (``generic`` unless told) and run by local-task, as NumPy arrays in the order of its
+    leaves."""
     import jax
 
     leaves = jax.tree.leaves(args)
-    return run(compiled(iree_compile.export(fn, *args).mlir_module()), *leaves)
+    return run(compiled(iree_compile.export(fn, *args).mlir_module(), cpu), *leaves)
 
 
 def verdict(fn: Any, args: tuple[Any, ...]) -> str:

@@ -25,7 +25,8 @@ def iree_run(f, *args) -> list[np.ndarray]:
     with the `local-task` driver and call its `main`. Return every output, in the order of
     `jax.tree.leaves(f(*args))`, as a NumPy array of the shape and dtype JAX's would have.
     Nothing may be computed by XLA: the test watches for XLA compiles while this runs, and
-    values equal to XLA's to the last bit where IREE's own run of the export differs fail.
+    values equal to XLA's to the last bit on every output, where IREE's own runs of the export
+    (for the CPU `generic` and for this machine's) differ, fail.
     """
     # TODO: jax.export.export(...).mlir_module(); iree.compiler.compile_str; iree.runtime
     raise NotImplementedError("phase15 task 1: iree_run")
