@@ -232,7 +232,9 @@ def test_export_facts(kata, fresh):
                 platforms = tuple(fresh.sample(_PLATFORMS, size))
                 if drawn == 0 and platforms == tuple(sorted(platforms)):
                     platforms = platforms[::-1]  # one case is never in alphabetical order
-                fn = fresh.choice(functions)
+                # A cumsum exported for CUDA holds a `chlo.scan` composite that StableHLO cannot
+                # write for another version: the rewritten case draws among the others.
+                fn = fresh.choice(functions if drawn != 1 else functions[:3])
                 shape = (fresh.randint(1, 9), fresh.randint(1, 9))
                 jax.config.update("jax_export_calling_convention_version", version)
                 exported = jax.export.export(jax.jit(fn), platforms=platforms)(
