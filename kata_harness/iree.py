@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -175,7 +176,7 @@ AGREEMENT_SEEDS = range(64)
 AGREEMENT_DTYPES = ("float32", "bfloat16")
 
 
-def agreement(program: Any, dtype: str, seeds: range) -> float:
+def agreement(program: Any, dtype: str, seeds: Iterable[int]) -> float:
     """The worst max |iree - jax| / max |jax| over every output of ``program`` (a FLOWS entry)
     computed in ``dtype``, on standard-normal arguments drawn from each of ``seeds`` (one
     compile serves every draw)."""

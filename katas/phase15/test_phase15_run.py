@@ -167,6 +167,17 @@ def test_agreement_rtol_covers_recorded_draws(kata):
             assert got >= worst, f"{dtype}: IREE and JAX differ by {worst:.3g} on {name}: {got}"
 
 
+# Draws past the recorded seeds 0-63 where IREE and JAX differ more than on any of them (found
+# by searching seeds 64-363 here): a tolerance of the recorded worst, with no margin, is
+# exceeded on every run, not only when the fresh draws happen to find such a draw.
+_BEYOND_RECORDED = {
+    ("float32", "layernorm_softmax"): 77,
+    ("float32", "mlp"): 119,
+    ("bfloat16", "layernorm_softmax"): 74,
+    ("bfloat16", "mlp"): 203,
+}
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.task("agreement_rtol")
 def test_agreement_rtol_covers_fresh_draws(kata, fresh):
@@ -175,7 +186,8 @@ def test_agreement_rtol_covers_fresh_draws(kata, fresh):
     for dtype in DTYPES:
         got = kata.agreement_rtol(dtype)
         for name, program in sorted(ROUND_TRIPS.items()):
-            worst = iree.agreement(program, dtype, range(start, start + 8))
+            seeds = [*range(start, start + 8), _BEYOND_RECORDED[dtype, name]]
+            worst = iree.agreement(program, dtype, seeds)
             with check:
                 assert got >= worst, (
                     f"{dtype} {name} ({fresh.where()}): IREE and JAX differ by {worst:.3g}, "
