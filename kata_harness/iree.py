@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -81,52 +83,89 @@ def run(vmfb: bytes, *args: Any) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(module: str) -> bytes | iree_compile.IreeCompileError:
-    """IREE's compile of ``module`` (StableHLO text), or the refusal: once per text and process.
-    The census runs a test on many versions of a kata file, each with the same expected answers
-    under one ``--kata-seed``; the answers' own compiles are theirs and not kept here."""
+def _compiled(module: str, cpu: str) -> bytes | iree_compile.IreeCompileError:
+    """IREE's compile of ``module`` (StableHLO text) for ``cpu``, or the refusal: once per text,
+    CPU and process. The census runs a test on many versions of a kata file, each with the same
+    expected answers under one ``--kata-seed``; the answers' own compiles are theirs and not
+    kept here."""
     try:
-        return iree_compile.compile_vmfb(module)
+        return iree_compile.compile_vmfb(module, cpu=cpu)
     except iree_compile.IreeCompileError as refused:
         return refused
 
 
-def compiled(module: str) -> bytes:
-    """The ``.vmfb`` of ``module`` (StableHLO text) for the CPU ``generic``; raises
-    ``IreeCompileError`` when IREE refuses it."""
-    result = _compiled(module)
+def compiled(module: str, cpu: str = iree_compile.CPU) -> bytes:
+    """The ``.vmfb`` of ``module`` (StableHLO text) for ``cpu`` (``generic`` unless told, or
+    ``host``: this machine's); raises ``IreeCompileError`` when IREE refuses it."""
+    result = _compiled(module, cpu)
     if isinstance(result, iree_compile.IreeCompileError):
         raise result
     return result
 
 
-def outputs(fn: Any, args: Any) -> list[Any]:
-    """IREE's own outputs of ``fn`` on ``args`` (a pytree of arrays): exported, compiled for the
-    CPU ``generic`` and run by local-task, as NumPy arrays in the order of its leaves."""
+def outputs(fn: Any, args: Any, cpu: str = iree_compile.CPU) -> list[Any]:
+    """IREE's own outputs of ``fn`` on ``args`` (a pytree of arrays): exported, compiled for
+    ``cpu`` (``generic`` unless told) and run by local-task, as NumPy arrays in the order of its
+    leaves."""
     import jax
 
     leaves = jax.tree.leaves(args)
-    return run(compiled(iree_compile.export(fn, *args).mlir_module()), *leaves)
+    return run(compiled(iree_compile.export(fn, *args).mlir_module(), cpu), *leaves)
+
+
+_NO_GUARANTEE = "custom calls whose targets have no compatibility guarantees"
+# A Shardy operation: a line whose operation (after `%x = `, if it has a result) is `sdy.<op>`.
+# Shardy attributes (`sdy.sharding_rule = #sdy.op_sharding_rule<...>` on a LAPACK custom call)
+# sit inside an op's `{...}` and are parsed by IREE; only the operations are refused.
+_SHARDY_OP = re.compile(r'^\s*(?:%[^=\n]*=\s*)?"?sdy\.\w+', re.MULTILINE)
+_LAPACK_CALL = re.compile(r'custom_call\s*@lapack_|call_target_name\s*=\s*"lapack_')
+
+
+def _exported(fn: Any, args: tuple[Any, ...]) -> Any:
+    """The export of ``fn`` on ``args``; "export" when jax.export refuses it (a host callback, a
+    custom call with no compatibility guarantee), "other: <message>" when it fails otherwise."""
+    try:
+        return iree_compile.export(fn, *args)
+    except (NotImplementedError, ValueError) as exc:
+        refused = "host_callback" in str(exc) or _NO_GUARANTEE in str(exc)
+        return "export" if refused else f"other: {exc}"
+
+
+def export_verdict(fn: Any, args: tuple[Any, ...]) -> str:
+    """IREE's verdict on ``fn`` (see ``verdict``) read from what jax.export writes, without
+    IREE: "export" when jax.export refuses it, "sdy" when the module holds a Shardy operation,
+    "lapack" when it calls a LAPACK custom call, else "runs". The phase's test checks it
+    against ``verdict`` on every case when the group is installed."""
+    exported = _exported(fn, args)
+    if isinstance(exported, str):
+        return exported
+    text = exported.mlir_module()
+    if _SHARDY_OP.search(text):
+        return "sdy"
+    return "lapack" if _LAPACK_CALL.search(text) else "runs"
 
 
 def verdict(fn: Any, args: tuple[Any, ...]) -> str:
     """What jax.export and IREE (llvm-cpu) do with ``fn`` on ``args``: "runs" (compiled and ran),
-    "export" (jax.export refused a host callback), "sdy" (IREE has no Shardy dialect), "lapack"
-    (a LAPACK custom call IREE cannot legalize), or "other: <message>"."""
+    "export" (jax.export refused a host callback or a custom call with no compatibility
+    guarantee), "sdy" (IREE has no Shardy dialect), "lapack" (a LAPACK custom call IREE cannot
+    legalize), or "other: <message>"."""
     import jax
     import numpy as np
 
+    exported = _exported(fn, args)
+    if isinstance(exported, str):
+        return exported
+    module = exported.mlir_module()
     try:
-        exported = iree_compile.export(fn, *args)
-    except NotImplementedError as exc:
-        return "export" if "host_callback" in str(exc) else f"other: {exc}"
-    try:
-        vmfb = compiled(exported.mlir_module())
+        vmfb = compiled(module)
     except iree_compile.IreeCompileError as exc:
         message = str(exc)
         if "Dialect `sdy' not found" in message:
             return "sdy"
-        if "stablehlo.custom_call" in message and "lapack_" in message:
+        # The message names the call's target only when its location is short enough to leave
+        # room: the module says which custom calls it makes.
+        if "operation 'stablehlo.custom_call'" in message and _LAPACK_CALL.search(module):
             return "lapack"
         return f"other: {message[:200]}"
     run(vmfb, *(np.asarray(a) for a in jax.tree.leaves(args)))
@@ -137,7 +176,7 @@ AGREEMENT_SEEDS = range(64)
 AGREEMENT_DTYPES = ("float32", "bfloat16")
 
 
-def agreement(program: Any, dtype: str, seeds: range) -> float:
+def agreement(program: Any, dtype: str, seeds: Iterable[int]) -> float:
     """The worst max |iree - jax| / max |jax| over every output of ``program`` (a FLOWS entry)
     computed in ``dtype``, on standard-normal arguments drawn from each of ``seeds`` (one
     compile serves every draw)."""

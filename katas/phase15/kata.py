@@ -25,7 +25,8 @@ def iree_run(f, *args) -> list[np.ndarray]:
     with the `local-task` driver and call its `main`. Return every output, in the order of
     `jax.tree.leaves(f(*args))`, as a NumPy array of the shape and dtype JAX's would have.
     Nothing may be computed by XLA: the test watches for XLA compiles while this runs, and
-    values equal to XLA's to the last bit where IREE's own run of the export differs fail.
+    values equal to XLA's to the last bit on every output, where IREE's own runs of the export
+    (for the CPU `generic` and for this machine's) differ, fail.
     """
     # TODO: jax.export.export(...).mlir_module(); iree.compiler.compile_str; iree.runtime
     raise NotImplementedError("phase15 task 1: iree_run")
@@ -85,11 +86,16 @@ def iree_verdict(jaxpr) -> str:
     function this closed jaxpr was made from (`jax.make_jaxpr(f)(*args)`) is exported with
     `jax.export` and compiled by IREE 3.13.0 for `llvm-cpu`:
     "export" when jax.export refuses it (a host callback: pure_callback, io_callback, debug
-    print), else "sdy" when the export holds Shardy sharding ops or attributes, which IREE
-    cannot parse (a sharding constraint; a typed PRNG key among the arguments or results),
-    else "lapack" when it holds a LAPACK custom call IREE cannot legalize (linalg solves and
-    factorizations on CPU), else "runs". Operations inside called jaxprs (jit, cond, scan,
-    while, custom_jvp, remat, ...) count as well.
+    print; or a custom call jax gives no compatibility guarantee: LAPACK's `geqp3`, which a
+    `qr` with pivoting=True lowers to, and `ormqr`), else "sdy" when the export holds Shardy
+    operations, which IREE cannot parse (`sdy.mesh`, `sdy.sharding_constraint`: JAX writes them
+    for a sharding constraint and for a typed PRNG key among the arguments or results), else
+    "lapack" when it holds a LAPACK custom call IREE cannot legalize (linalg solves,
+    factorizations and decompositions on CPU; the `sdy.sharding_rule` attribute JAX puts on
+    such a call is not a Shardy operation, and IREE parses it), else "runs". Operations inside
+    called jaxprs (jit, cond, scan, while, custom_jvp, remat, ...) count as well. The functions
+    asked about are of the kinds programs.BANK draws; other refusals (an FFT IREE cannot lower)
+    are not asked about.
     """
     # TODO: walk every equation, sub-jaxprs too; which primitives and avals decide each verdict?
     raise NotImplementedError("phase15 task 5: iree_verdict")

@@ -115,7 +115,9 @@ ROUND_TRIPS = {name: FLOWS[name] for name in ("mlp", "layernorm_softmax")}
 
 # ---- the bank: which functions does IREE accept? ------------------------------------------
 # Each family draws a function and its arguments from a generator; the verdict is the same for
-# every draw of a family (IREE's outcome depends on the operations, not on the sizes).
+# every draw of a family: IREE's outcome depends on the operations the export holds, and each
+# family draws only sizes that trace to the same operations (jnp.linalg.det of a 2x2 or 3x3
+# matrix is a closed form with no `lu`, so "small_determinant" and "determinant" are two).
 
 
 def _square(rng: np.random.Generator, n: int | None = None) -> np.ndarray:
@@ -157,13 +159,73 @@ def _svd(rng):
     return (lambda a: jnp.linalg.svd(a, compute_uv=False).sum()), (_matrix(rng),)
 
 
+def _matrix_square(rng: np.random.Generator) -> np.ndarray:
+    return rng.standard_normal((int(rng.integers(2, 9)),) * 2).astype(np.float32)
+
+
 def _eig(rng):
-    a = rng.standard_normal((int(rng.integers(2, 7)),) * 2).astype(np.float32)
-    return (lambda a: jnp.abs(jnp.linalg.eigvals(a))), (a,)
+    return (lambda a: jnp.abs(jnp.linalg.eigvals(a))), (_matrix_square(rng),)
 
 
 def _determinant(rng):
-    return (lambda a: jnp.linalg.det(a) + 1.0), (_square(rng),)
+    """From 4x4 up jnp.linalg.det factors the matrix (`lu`, LAPACK's getrf on CPU)."""
+    return (lambda a: jnp.linalg.det(a) + 1.0), (_square(rng, int(rng.integers(4, 9))),)
+
+
+def _small_determinant(rng):
+    """jnp.linalg.det of a 2x2 or 3x3 matrix is a closed form: no `lu`, no LAPACK."""
+    return (lambda a: jnp.linalg.det(a) * 2.0), (_square(rng, int(rng.integers(2, 4))),)
+
+
+def _schur(rng):
+    return (lambda a: jax.scipy.linalg.schur(a)[0] + 1.0), (_matrix_square(rng),)
+
+
+def _hessenberg(rng):
+    return (lambda a: jax.scipy.linalg.hessenberg(a, calc_q=False) * 2.0), (_matrix_square(rng),)
+
+
+def _tridiagonal(rng):
+    return (lambda a: jax.lax.linalg.tridiagonal(a)[1].sum()), (_square(rng),)
+
+
+def _tridiagonal_solve(rng):
+    n, k = int(rng.integers(3, 9)), int(rng.integers(1, 4))
+    d = (rng.standard_normal(n) + 4.0).astype(np.float32)
+    off = (0.1 * rng.standard_normal(n)).astype(np.float32)
+    lower, upper = off.copy(), off.copy()
+    lower[0], upper[-1] = 0.0, 0.0  # LAPACK's convention: dl[0] and du[n-1] are not read
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    solve = jax.lax.linalg.tridiagonal_solve
+    return (lambda dl, d, du, b: solve(dl, d, du, b) - b), (lower, d, upper, b)
+
+
+def _householder_product(rng):
+    a = _matrix_square(rng)
+    taus = rng.uniform(0.5, 1.5, size=a.shape[0] - 1).astype(np.float32)
+    return (lambda a, t: jax.lax.linalg.householder_product(a, t) * 2.0), (a, taus)
+
+
+def _pivoted_qr(rng):
+    return (lambda a: jax.lax.linalg.qr(a, pivoting=True)[1].sum(0)), (_matrix_square(rng),)
+
+
+def _ormqr(rng):
+    a = _matrix_square(rng)
+    taus = rng.uniform(0.5, 1.5, size=a.shape[0] - 1).astype(np.float32)
+    return (lambda a, t: jax.lax.linalg.ormqr(a, t, a) + 1.0), (a, taus)
+
+
+def _linalg_without_lapack(rng):
+    """Two jax.lax.linalg operations that XLA:CPU writes as plain StableHLO, no LAPACK."""
+    a, n = _matrix(rng), int(rng.integers(3, 9))
+    pivots = np.array([rng.integers(i, n) for i in range(n)], np.int32)
+    permutation = partial(jax.lax.linalg.lu_pivots_to_permutation, permutation_size=n)
+
+    def f(a, pivots):
+        return jax.lax.linalg.symmetric_product(a, a @ a.T), permutation(pivots) * 2
+
+    return f, (a, pivots)
 
 
 def _host_callback(rng):
@@ -248,6 +310,13 @@ BANK: dict[str, Callable[[np.random.Generator], tuple[Callable[..., Any], tuple[
     "svd": _svd,
     "eig": _eig,
     "determinant": _determinant,
+    "schur": _schur,
+    "hessenberg": _hessenberg,
+    "tridiagonal": _tridiagonal,
+    "tridiagonal_solve": _tridiagonal_solve,
+    "householder_product": _householder_product,
+    "pivoted_qr": _pivoted_qr,
+    "ormqr": _ormqr,
     "host_callback": _host_callback,
     "io_callback": _io_callback,
     "debug_print": _debug_print,
@@ -260,12 +329,19 @@ BANK: dict[str, Callable[[np.random.Generator], tuple[Callable[..., Any], tuple[
     "cumsum_gather": _cumsum_gather,
     "while_loop": _while,
     "checkpoint_grad": _checkpointed,
+    "small_determinant": _small_determinant,
+    "linalg_without_lapack": _linalg_without_lapack,
 }
 
 # What IREE 3.13.0 (llvm-cpu) did with each family, exported by jax 0.12: "runs" (compiled and
-# ran), "lapack" (a LAPACK custom call IREE cannot legalize), "sdy" (Shardy ops or attributes:
-# IREE has no `sdy` dialect), "export" (jax.export itself refused: a host callback).
-# tests/harness/test_iree_recordings.py checks every family again with the iree group.
+# ran), "lapack" (a LAPACK custom call IREE cannot legalize), "sdy" (Shardy ops such as
+# `sdy.mesh` and `sdy.sharding_constraint`: IREE has no `sdy` dialect), "export" (jax.export
+# itself refused: a host callback, or a custom call with no compatibility guarantee such as a
+# pivoted QR's geqp3 or ormqr). Shardy attributes alone do not decide: JAX puts an
+# `sdy.sharding_rule` attribute on every LAPACK custom call, and IREE refuses the call, not the
+# attribute ("lapack"). tests/harness/test_iree_recordings.py checks every family again with
+# the iree group; the phase's test checks each fresh draw against IREE, or without the group
+# against what the export holds (kata_harness.iree.export_verdict).
 VERDICTS = {
     "solve": "lapack",
     "cholesky": "lapack",
@@ -275,6 +351,13 @@ VERDICTS = {
     "svd": "lapack",
     "eig": "lapack",
     "determinant": "lapack",
+    "schur": "lapack",
+    "hessenberg": "lapack",
+    "tridiagonal": "lapack",
+    "tridiagonal_solve": "lapack",
+    "householder_product": "lapack",
+    "pivoted_qr": "export",
+    "ormqr": "export",
     "host_callback": "export",
     "io_callback": "export",
     "debug_print": "export",
@@ -287,6 +370,8 @@ VERDICTS = {
     "cumsum_gather": "runs",
     "while_loop": "runs",
     "checkpoint_grad": "runs",
+    "small_determinant": "runs",
+    "linalg_without_lapack": "runs",
 }
 
 

@@ -9,10 +9,11 @@ also read with its dispatches' function renamed and its executables in another o
 prints for a module whose function has another name; MLIR does not order symbols), and XLA's
 module renamed, reordered, with its fusions nested and with joined op_names. Expected
 values come from other sources than the listing's names: flops from the dot_generals of the
-program's jaxpr, XLA's kernels from XLA's own parser, IREE's verdicts from IREE (recorded in
-programs.VERDICTS, compiled again for fresh cases with the group), versions from the bytecode's
-producer string and from what the test asked jax.export for. The decide tasks are checked by
-running what they return: through IREE with the group, through JAX and jax.export without it.
+program's jaxpr, XLA's kernels from XLA's own parser, IREE's verdicts from each draw's export
+(checked against IREE with the group and against programs.VERDICTS), versions from the
+bytecode's producer string and from what the test asked jax.export for. The decide tasks are
+checked by running what they return: through IREE with the group, through JAX and jax.export
+without it.
 """
 
 from __future__ import annotations
@@ -232,7 +233,9 @@ def test_export_facts(kata, fresh):
                 platforms = tuple(fresh.sample(_PLATFORMS, size))
                 if drawn == 0 and platforms == tuple(sorted(platforms)):
                     platforms = platforms[::-1]  # one case is never in alphabetical order
-                fn = fresh.choice(functions)
+                # A cumsum exported for CUDA holds a `chlo.scan` composite that StableHLO cannot
+                # write for another version: the rewritten case draws among the others.
+                fn = fresh.choice(functions if drawn != 1 else functions[:3])
                 shape = (fresh.randint(1, 9), fresh.randint(1, 9))
                 jax.config.update("jax_export_calling_convention_version", version)
                 exported = jax.export.export(jax.jit(fn), platforms=platforms)(

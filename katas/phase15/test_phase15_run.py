@@ -2,9 +2,10 @@
 (predict).
 
 A decide task is checked by running what it returns: through IREE with the ``iree`` group,
-through JAX and jax.export without it. IREE's verdicts come from IREE (recorded in
-programs.VERDICTS, compiled again for fresh cases with the group); the agreement from the
-recorded measurement (recorded/agreement.txt) and from fresh draws run now.
+through JAX and jax.export without it. IREE's verdicts come from what each fresh draw's export
+holds (kata_harness.iree.export_verdict), checked against IREE's own compile with the group and
+against the family's verdict recorded in programs.VERDICTS; the agreement from the recorded
+measurement (recorded/agreement.txt) and from fresh draws run now.
 """
 
 from __future__ import annotations
@@ -62,12 +63,17 @@ def _run_cases(rng: random.Random):
     yield f"mlp {n}x{d}x{h}x{o}", mlp, mlp_args
     yield "layernorm_softmax", layernorm_softmax, [normal(rng, s) for s in [(n, h), (h,), (h,)]]
     yield "train_step", train_step, [*mlp_args[1:], mlp_args[0], normal(rng, (n, o))]
-    scale = rng.uniform(0.5, 3.0)
 
-    def pytree_out(x, y):
-        return {"sum": (x * scale).sum(0), "both": (jnp.tanh(x), y.T @ x)}
+    def pytree_out(scale, x, y):  # outputs of rank 0 to 3, dims of 1 and of 0, a scalar input
+        return {
+            "total": (x @ x.T).sum() * scale,
+            "rows": x.mean(1, keepdims=True),
+            "both": (jnp.tanh(x)[:, None, :], y.T @ x),
+            "none": x[:0] * scale,
+        }
 
-    yield "dict of outputs", pytree_out, [normal(rng, (n, d)), normal(rng, (n, o))]
+    scale = jnp.asarray(rng.uniform(0.5, 3.0), f32)
+    yield "dict of outputs", pytree_out, [scale, normal(rng, (n, d)), normal(rng, (n, o))]
     k = rng.randint(2, 30)
     ints = np.random.default_rng(rng.getrandbits(32)).integers(-9, 9, size=(n, k))
     yield "int32", (lambda a: (a @ a.T + 3, a.max(1))), [jnp.asarray(ints, jnp.int32)]
@@ -102,6 +108,8 @@ def test_iree_run_matches_jax(kata, fresh):
                 f"{where} output {i}: {mine.dtype}{list(mine.shape)}, JAX gives "
                 f"{theirs.dtype}{list(theirs.shape)}"
             )
+            if not theirs.size:
+                continue
             exact = np.asarray(theirs, np.float64)
             error = np.abs(np.asarray(mine, np.float64) - exact).max() / max(
                 np.abs(exact).max(), 1.0
@@ -115,19 +123,20 @@ def test_iree_run_matches_jax(kata, fresh):
 
 
 def _assert_not_xlas(got: list, want: list, fn, args, where: str) -> None:
-    """Values equal to XLA's to the last bit on every output, where IREE's own run of the same
-    export (kata_harness.iree.outputs) differs from XLA's in some bit, came from XLA."""
+    """Values equal to XLA's to the last bit on every output, where IREE's own runs of the same
+    export (kata_harness.iree.outputs) differ from XLA's in some bit, came from XLA. IREE runs
+    it for the CPU `generic` and for this machine's (`host`): with the host's fused
+    multiply-adds a matmul may round as XLA's does, and an answer compiled for the host is
+    still IREE's."""
     if not all(np.array_equal(mine, theirs) for mine, theirs in zip(got, want, strict=True)):
         return
-    theirs_iree = iree.outputs(fn, args)
-    differs = [
-        i
-        for i, (a, b) in enumerate(zip(theirs_iree, want, strict=True))
-        if not np.array_equal(a, b)
-    ]
-    assert not differs, (
-        f"{where}: output(s) {differs} are XLA's to the last bit, where IREE's own run of the "
-        "export differs: XLA computed them, not IREE"
+    for cpu in ("generic", "host"):
+        theirs_iree = iree.outputs(fn, args, cpu)
+        if all(np.array_equal(a, b) for a, b in zip(theirs_iree, want, strict=True)):
+            return  # IREE itself computes XLA's bits here: nothing to tell them apart
+    raise AssertionError(
+        f"{where}: every output is XLA's to the last bit, where IREE's own runs of the export "
+        "differ: XLA computed them, not IREE"
     )
 
 
@@ -158,6 +167,17 @@ def test_agreement_rtol_covers_recorded_draws(kata):
             assert got >= worst, f"{dtype}: IREE and JAX differ by {worst:.3g} on {name}: {got}"
 
 
+# Draws past the recorded seeds 0-63 where IREE and JAX differ more than on any of them (found
+# by searching seeds 64-363 here): a tolerance of the recorded worst, with no margin, is
+# exceeded on every run, not only when the fresh draws happen to find such a draw.
+_BEYOND_RECORDED = {
+    ("float32", "layernorm_softmax"): 77,
+    ("float32", "mlp"): 119,
+    ("bfloat16", "layernorm_softmax"): 74,
+    ("bfloat16", "mlp"): 203,
+}
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.task("agreement_rtol")
 def test_agreement_rtol_covers_fresh_draws(kata, fresh):
@@ -166,7 +186,8 @@ def test_agreement_rtol_covers_fresh_draws(kata, fresh):
     for dtype in DTYPES:
         got = kata.agreement_rtol(dtype)
         for name, program in sorted(ROUND_TRIPS.items()):
-            worst = iree.agreement(program, dtype, range(start, start + 8))
+            seeds = [*range(start, start + 8), _BEYOND_RECORDED[dtype, name]]
+            worst = iree.agreement(program, dtype, seeds)
             with check:
                 assert got >= worst, (
                     f"{dtype} {name} ({fresh.where()}): IREE and JAX differ by {worst:.3g}, "
@@ -229,8 +250,8 @@ _KEYED = ("typed_key", "key_result")  # kept out of loops: no zeros of a key typ
 
 
 def _verdict_cases(rng: random.Random):
-    """(what, function, args, expected verdict without IREE): one draw of every family, each
-    wrapped one way, then pairs of families in one function."""
+    """(what, function, args, the verdict programs.VERDICTS records for it): one draw of every
+    family, each wrapped one way, then pairs of families in one function."""
     generator = np.random.default_rng(rng.getrandbits(32))
     names = sorted(BANK)
     for name in names:
@@ -247,8 +268,8 @@ def _verdict_cases(rng: random.Random):
         yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
     # Pairs that decide between two refusals, always; then pairs drawn.
     pairs = [("solve", "typed_key"), ("sharding_constraint", "host_callback"), ("eigh", "scan")]
-    pairs += [("key_result", "cholesky")]  # a typed key among the results only
-    pairs += [tuple(rng.sample(names, 2)) for _ in range(3)]
+    pairs += [("key_result", "cholesky"), ("pivoted_qr", "sharding_constraint")]
+    pairs += [tuple(rng.sample(names, 2)) for _ in range(2)]
     for first, second in pairs:
         f1, a1 = BANK[first](generator)
         f2, a2 = BANK[second](generator)
@@ -257,18 +278,23 @@ def _verdict_cases(rng: random.Random):
         def both(*args, f1=f1, f2=f2, split=split):
             return f1(*args[:split]), f2(*args[split:])
 
-        expected = min(VERDICTS[first], VERDICTS[second], key=_PRECEDENCE.index)
-        yield f"{first} with {second}", both, (*a1, *a2), expected
+        recorded = min(VERDICTS[first], VERDICTS[second], key=_PRECEDENCE.index)
+        yield f"{first} with {second}", both, (*a1, *a2), recorded
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.task("iree_verdict")
 def test_iree_verdict(kata, fresh):
     live = iree.missing() is None
-    for what, fn, args, expected in _verdict_cases(fresh):
+    for what, fn, args, recorded in _verdict_cases(fresh):
+        # What this draw's export holds decides (kata_harness.iree.export_verdict); with the
+        # group, IREE itself compiles it too and must agree. Both must match the family's
+        # recorded verdict: a family whose draws trace to other operations is a harness bug.
+        expected = iree.export_verdict(fn, args)
         if live:
-            expected = iree.verdict(fn, args)
-            assert expected in _PRECEDENCE, f"{what}: IREE did something unforeseen: {expected}"
+            seen = iree.verdict(fn, args)
+            assert seen == expected, f"{what}: IREE says {seen}, iree.export_verdict otherwise"
+        assert expected == recorded, f"{what}: this draw's export is not the family's verdict"
         jaxpr = jax.make_jaxpr(fn)(*args)
         with compiler_refused("iree_verdict"), _iree_refused():
             got = kata.iree_verdict(jaxpr)

@@ -16,6 +16,9 @@ from xla_inspect.parse import parse_hlo
 _CONTRACTIONS = {"matmul", "batch_matmul", "matvec", "vecmat"}
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _HOST_CALLBACKS = {"pure_callback", "io_callback", "debug_callback", "debug_print", "callback"}
+# LAPACK calls that jax.export gives no compatibility guarantee, so it refuses to serialize them:
+# ormqr, and geqp3, which a `qr` with pivoting=True lowers to.
+_NO_GUARANTEE = {"geqp3", "ormqr", "pivoted qr"}
 _SHARDY = {"sharding_constraint"}
 _LAPACK = {
     "lu",
@@ -144,10 +147,12 @@ def iree_verdict(jaxpr) -> str:
         inner = pending.pop()
         for eqn in inner.eqns:
             primitives.add(eqn.primitive.name)
+            if eqn.primitive.name == "qr" and eqn.params.get("pivoting"):
+                primitives.add("pivoted qr")
             for param in eqn.params.values():
                 pending.extend(_subjaxprs(param))
     outer = jaxpr.jaxpr
-    if primitives & _HOST_CALLBACKS:
+    if primitives & (_HOST_CALLBACKS | _NO_GUARANTEE):
         return "export"
     keys = any(_is_key(v.aval) for v in (*outer.invars, *outer.outvars))
     if keys or primitives & _SHARDY:
