@@ -18,11 +18,36 @@ whole domain (arrays, NumPy scalars and Python scalars of every dtype, several n
 
 from __future__ import annotations
 
+import contextlib
 import random
 
+import jax
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+
+def as_given(tree):
+    return tree
+
+
+# how the tests call a function eagerly: on NumPy arrays as data() makes them (`@` on two NumPy
+# bf16 arrays is NumPy's own matmul), or on JAX arrays
+ARRAY_KINDS = (("NumPy arrays", as_given), ("JAX arrays", jax.device_put))
+
+
+@contextlib.contextmanager
+def keeps_nothing(where: str):
+    """A tracer of an earlier jitted call reaching this one was kept from that call."""
+    try:
+        yield
+    except jax.errors.UnexpectedTracerError:
+        pytest.fail(
+            f"{where}: a tracer of an earlier jitted call reached this call; every call "
+            "computes on its own arguments and keeps nothing from an earlier one"
+        )
+
 
 VALUES = settings(
     derandomize=True,

@@ -5,7 +5,6 @@ Every task is tried on several shapes (non-square, size 1, odd), and where the t
 several dtypes. Expected values come from kata_harness.oracles.jax_basics.
 """
 
-import contextlib
 import functools
 
 import jax
@@ -20,6 +19,7 @@ from katas.phase1.programs import (
     SHAPES,
     data,
 )
+from katas.phase1.strata import ARRAY_KINDS, as_given, keeps_nothing
 from xla_inspect.jaxpr import primitive_census
 
 # (in, hidden, out) with enough weights that a sample std is within a few percent; in == out so
@@ -165,26 +165,6 @@ def test_mlp_forward_matches_numpy(kata):
                 )
 
 
-def _as_given(tree):
-    return tree
-
-
-# how the tests call mlp_forward: on NumPy arrays as data() makes them, or on JAX arrays
-ARRAY_KINDS = (("NumPy arrays", _as_given), ("JAX arrays", jax.device_put))
-
-
-@contextlib.contextmanager
-def _keeps_nothing(where: str):
-    """A tracer of an earlier jitted call reaching this one was kept from that call."""
-    try:
-        yield
-    except jax.errors.UnexpectedTracerError:
-        pytest.fail(
-            f"{where}: a tracer of an earlier jitted call reached this call; a pure function "
-            "keeps nothing from an earlier call"
-        )
-
-
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_keeps_the_dtype(kata):
     """16-bit params and x give a result of that dtype, under jit and called eagerly on NumPy
@@ -192,7 +172,7 @@ def test_mlp_forward_keeps_the_dtype(kata):
     for dtype in (ml_dtypes.bfloat16, np.float16):  # bf16 is not the only narrow float
         params, x, _ = data(5, SHAPES[2], dtype=dtype)
         name = np.dtype(dtype).name
-        runs = [("under jit", jax.jit(kata.mlp_forward), _as_given)]
+        runs = [("under jit", jax.jit(kata.mlp_forward), as_given)]
         runs += [(f"eagerly on {kind}", kata.mlp_forward, put) for kind, put in ARRAY_KINDS]
         for how, forward, put in runs:
             out = forward(put(params), put(x))
@@ -217,14 +197,14 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata):
     on JAX arrays, with other params and then another x of the same shapes: each result is that
     call's network on that call's x."""
     shape = SHAPES[2]
-    with _keeps_nothing("a call under jit"):
+    with keeps_nothing("a call under jit"):
         jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
     calls = [data(seed, shape)[:2] for seed in (11, 12)]
     calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
     for index, (params, x) in enumerate(calls):
         for kind, put in ARRAY_KINDS:
             where = f"eager call {index + 1} of 3 on {kind} (same shapes, other values each time)"
-            with _keeps_nothing(where):
+            with keeps_nothing(where):
                 out = kata.mlp_forward(put(params), put(x))
             with check:
                 np.testing.assert_allclose(

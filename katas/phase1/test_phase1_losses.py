@@ -3,8 +3,6 @@
 and in both 16-bit floats, with exact-zero hidden pre-activations where the relu's gradient is 0.
 """
 
-import contextlib
-
 import jax
 import ml_dtypes
 import numpy as np
@@ -15,29 +13,9 @@ from pytest_check import check
 
 from kata_harness.oracles import jax_basics as oracle
 from katas.phase1.programs import KEYS, SHAPES, data
-from katas.phase1.strata import VALUES
+from katas.phase1.strata import ARRAY_KINDS, VALUES, as_given, keeps_nothing
 
 NARROW_FLOATS = (ml_dtypes.bfloat16, np.float16)
-
-
-def _as_given(tree):
-    return tree
-
-
-# how the tests call the losses eagerly: on NumPy arrays as data() makes them, or on JAX arrays
-ARRAY_KINDS = (("NumPy arrays", _as_given), ("JAX arrays", jax.device_put))
-
-
-@contextlib.contextmanager
-def _keeps_nothing(where: str):
-    """A tracer of an earlier jitted call reaching this one was kept from that call."""
-    try:
-        yield
-    except jax.errors.UnexpectedTracerError:
-        pytest.fail(
-            f"{where}: a tracer of an earlier jitted call reached this call; every call "
-            "computes on its own arguments and keeps nothing from an earlier one"
-        )
 
 
 # ------------------------------------------------------------------------------------- mse_loss
@@ -93,11 +71,11 @@ def test_mse_loss_keeps_the_dtype(kata):
     seeds = iter(range(30, 40))
     for dtype in (np.float32, *NARROW_FLOATS):
         name = np.dtype(dtype).name
-        runs = [("under jit", jax.jit(kata.mse_loss), _as_given)]
+        runs = [("under jit", jax.jit(kata.mse_loss), as_given)]
         runs += [(f"eagerly on {kind}", kata.mse_loss, put) for kind, put in ARRAY_KINDS]
         for how, loss_of, put in runs:
             params, x, y = data(next(seeds), SHAPES[2], dtype=dtype)
-            with _keeps_nothing(f"{name}, called {how}"):
+            with keeps_nothing(f"{name}, called {how}"):
                 loss = loss_of(put(params), put(x), put(y))
             assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
             with check:
@@ -167,14 +145,14 @@ def test_loss_and_grad_reads_its_arguments_on_every_call(kata):
     """After a call under jit, called eagerly (no jit around it) on NumPy and on JAX arrays, on
     one params and batches of the same shapes with other values: each result is that batch's
     loss and gradient."""
-    with _keeps_nothing("a call under jit"):
+    with keeps_nothing("a call under jit"):
         _loss_and_grad(jax.jit(kata.loss_and_grad), *data(20, SHAPES[2]))
     params = data(21, SHAPES[2])[0]
     for index, seed in enumerate((22, 23)):
         _, x, y = data(seed, SHAPES[2])
         for kind, put in ARRAY_KINDS:
             where = f"eager call {index + 1} of 2 on {kind}"
-            with _keeps_nothing(where):
+            with keeps_nothing(where):
                 loss, grads = _loss_and_grad(kata.loss_and_grad, put(params), put(x), put(y))
             _check_against_numpy(loss, grads, params, x, y, where)
 
