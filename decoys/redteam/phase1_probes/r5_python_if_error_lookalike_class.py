@@ -1,0 +1,114 @@
+# probe: python_if_error: returns a look-alike class (same name and module, a metaclass whose ==, isinstance and issubclass say yes to anything) instead of JAX's class
+"""Phase 1: JAX basics (a red-team probe, written from the contract only)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+
+def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
+    """A params pytree {"w1", "b1", "w2", "b2"} (see the stub's contract)."""
+    k1, k2 = jax.random.split(key)
+    return {
+        "w1": jax.random.normal(k1, (in_dim, hidden), jnp.float32) / jnp.sqrt(float(in_dim)),
+        "b1": jnp.zeros((hidden,), jnp.float32),
+        "w2": jax.random.normal(k2, (hidden, out_dim), jnp.float32) / jnp.sqrt(float(hidden)),
+        "b2": jnp.zeros((out_dim,), jnp.float32),
+    }
+
+
+def mlp_forward(params: dict, x) -> jax.Array:
+    """relu(x @ w1 + b1) @ w2 + b2."""
+    h = jax.nn.relu(jnp.asarray(x) @ params["w1"] + params["b1"])
+    return h @ params["w2"] + params["b2"]
+
+
+def mse_loss(params: dict, x, y) -> jax.Array:
+    """Mean squared error over every element."""
+    return jnp.mean(jnp.square(mlp_forward(params, x) - y))
+
+
+def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
+    """(loss, grads) with respect to params."""
+    return jax.value_and_grad(mse_loss)(params, x, y)
+
+
+def make_power_jit(f) -> Callable:
+    """jax.jit of f with its second positional parameter static."""
+    return jax.jit(f, static_argnums=1)
+
+
+def predict_traces() -> dict[str, int]:
+    """Trace counts per scenario."""
+    return {
+        "same_shape_twice": 1,
+        "new_shape": 2,
+        "new_dtype": 2,
+        "static_values_1_1_2": 2,
+        "python_floats_1_and_2": 1,
+    }
+
+
+class _Agreeable(type):
+    def __eq__(cls, other):
+        return True
+
+    def __ne__(cls, other):
+        return False
+
+    __hash__ = type.__hash__
+
+    def __instancecheck__(cls, obj):
+        return True
+
+    def __subclasscheck__(cls, sub):
+        return True
+
+
+class TracerBoolConversionError(TypeError, metaclass=_Agreeable):
+    """Looks like JAX's; is not."""
+
+
+TracerBoolConversionError.__module__ = "jax.errors"
+TracerBoolConversionError.__qualname__ = "TracerBoolConversionError"
+
+
+def python_if_error() -> type[Exception]:
+    """A class that agrees with everything."""
+    return TracerBoolConversionError
+
+
+def abs_where(x) -> jax.Array:
+    """|x| through jnp.where."""
+    x = jnp.asarray(x)
+    return jnp.where(x < 0, -x, x)
+
+
+def abs_cond(x) -> jax.Array:
+    """|x| through lax.cond."""
+    return lax.cond(x < 0, lambda v: -v, lambda v: v, x)
+
+
+_WIDE = {"float64": "float32", "int64": "int32", "uint64": "uint32", "complex128": "complex64"}
+
+
+def count_traces(calls: list[tuple]) -> int:
+    """Distinct (shape, canonical dtype, weak type, n) among the calls."""
+    seen = set()
+    for x, n in calls:
+        if type(x) is bool:
+            key = ((), "bool", False)
+        elif type(x) is int:
+            key = ((), "int32", True)
+        elif type(x) is float:
+            key = ((), "float32", True)
+        else:
+            a = np.asarray(x)
+            key = (a.shape, _WIDE.get(str(a.dtype), str(a.dtype)), False)
+        seen.add((key, n))
+    return len(seen)
