@@ -45,8 +45,9 @@ def primitive_census(jaxpr) -> Counter:
     four, some of them None), `update_jaxpr` (scatter-add), and others, at any depth. The
     nesting equation itself counts too (one `cond` plus what each of its branches contains).
     Count per equation: a jitted function called twice shares one jaxpr object between two
-    `jit` equations, and its contents count twice. Functions kept in params (a custom_vjp's
-    fwd/bwd) are not jaxprs: skip them.
+    `jit` equations, and its contents count twice; a function listed twice in a switch is
+    traced once, so two branches hold one jaxpr object, and each branch counts. Functions kept
+    in params (a custom_vjp's fwd/bwd) are not jaxprs: skip them.
     """
     # TODO: walk jaxpr.eqns, count eqn.primitive.name, recurse into nested jaxprs
     raise NotImplementedError("phase2 task 2: primitive_census")

@@ -32,6 +32,15 @@ def _wrap_cond(f):
     return lambda x: lax.cond(x.sum() > 0, lambda v: f(v) * 2.0, lambda v: v * 3.0 - 1.0, x)
 
 
+def _wrap_switch(f):
+    # one function listed twice: JAX traces it once, so two branches hold the same jaxpr
+    # object, and the census still adds what each branch contains
+    def twice(v):
+        return f(v) * 2.0
+
+    return lambda x: lax.switch((x.sum() > 0).astype(jnp.int32), [twice, jnp.negative, twice], x)
+
+
 def _wrap_while(f):
     return lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, f(c[1])), (0, x))[1]
 
@@ -71,12 +80,14 @@ def _wrap_linear_solve_transposable(f):
 
 
 # Higher-order constructs, each keeping its body's jaxpr in some param (jaxpr, branches,
-# body_jaxpr, callee, call, call_jaxpr, jaxprs): the fresh census nests a few of them. Leaves
+# body_jaxpr, callee, call, call_jaxpr, jaxprs), one jaxpr object there twice in a switch: the
+# fresh census nests a few of them. Leaves
 # may hold a jaxpr too: scatter-add's combiner in `update_jaxpr`, a reduce's in `jaxpr`.
 WRAPPERS = {
     "jit": _wrap_jit,
     "checkpoint": _wrap_remat,
     "cond": _wrap_cond,
+    "switch (a branch twice)": _wrap_switch,
     "while_loop": _wrap_while,
     "scan": _wrap_scan,
     "linear_call": _wrap_linear_call,

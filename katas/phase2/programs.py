@@ -149,7 +149,9 @@ def census_programs():
     shared = jax.jit(lambda v: jnp.sin(v) * 3.0)
     inner = jax.make_jaxpr(lambda v: jnp.tanh(v) - 1.0)(one)
     # one branch runs, but each one's equations are in the program: the census adds them up
-    shared_branches = [lambda v: jnp.sin(v) * 2.0, jnp.sin, lambda v: jnp.exp(jnp.sin(v) * v)]
+    # and a function listed twice is traced once: two branches hold one jaxpr object
+    double = jax.jit(lambda v: jnp.sin(v) * 2.0)
+    shared_branches = [double, jnp.sin, lambda v: jnp.exp(jnp.sin(v) * v), double]
 
     def nested_jit(x):
         return jax.jit(lambda a: jax.jit(lambda b: jnp.exp(b) * 2.0)(a) + 1.0)(x)
@@ -197,9 +199,9 @@ def census_programs():
             jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(one),
             {"cond": 1, "sin": 1, "cos": 1},
         ),
-        "switch whose branches share primitives": (
+        "switch, its branches sharing primitives, one listed twice": (
             jax.make_jaxpr(lambda x: lax.switch(np.int32(1), shared_branches, x))(one),
-            {"cond": 1, "sin": 3, "mul": 2, "exp": 1},
+            {"cond": 1, "jit": 2, "sin": 4, "mul": 3, "exp": 1},
         ),
         "jit in jit in jit": (
             jax.make_jaxpr(lambda x: jax.jit(nested_jit)(x))(one),

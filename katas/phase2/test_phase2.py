@@ -157,7 +157,8 @@ def test_census_counts_match_library(kata):
 @pytest.mark.task("primitive_census")
 def test_census_on_fresh_nestings(kata, fresh):
     """Each higher-order construct, outermost in one program and nested in another, with fresh
-    neighbours: its jaxpr may sit under any param name (callee, call, body_jaxpr, jaxprs, ...)."""
+    neighbours: its jaxpr may sit under any param name (callee, call, body_jaxpr, jaxprs, ...),
+    and one jaxpr object may sit there twice (a switch listing one function twice)."""
     xs = np.arange(1.0, 4.0, dtype=F32)
     for name, fn in fresh_nestings(fresh).items():
         jaxpr = jax.make_jaxpr(fn)(xs)
