@@ -5,7 +5,8 @@ that its answer is known by construction, not read from the jaxpr.
   any rank, zero-size ones, Python scalars), outputs that are inputs, closed-over arrays,
   literals of any dtype or computed values, one of them twice, in a drawn order.
 - literal_program: literals of a drawn dtype at its edges (int32 beyond 2**24, uint32 beyond
-  2**31), next to primitives whose names contain one another (or, xor; add, scatter-add).
+  2**31), next to primitives whose names contain one another (or, xor; add, scatter-add), two
+  of them in one equation (a clamp's bounds).
 - dead_code_program: a drawn chain of equations, some dead, with four set pieces in every
   program (a value read twice by one equation, both dead; several results none of which is
   read; dead code inside a live jit; a dead chain four to six links long, spread out).
@@ -27,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+from jax import lax
 
 DTYPE_NAMES = (
     "bool",
@@ -144,26 +146,38 @@ def literal_program(rng: random.Random, name: str) -> LiteralProgram:
     """A program on an array of dtype `name` (one of LITERAL_DTYPES) with literals at that
     dtype's edges (as 0-d NumPy scalars: inlined), in a drawn order, beside primitives whose
     names contain the asked one: `or` beside `xor` for integers, `add` beside `scatter-add` for
-    floats."""
+    floats; then two clamps in a drawn order, two literal bounds each (two edges, or one value
+    twice)."""
     dtype = dtype_of(name)
     a, b = (dtype.type(v) for v in rng.sample(_EDGES[name], 2))
     c = dtype.type(rng.randint(1, 9))
     arg = np.ones((3,), dtype)
+    # two clamps, each with two literal operands (bounds around the value), in a drawn order:
+    # the edges in their drawn order, and one small value as both bounds
+    bounds = [(a, b), (c, c)]
+    rng.shuffle(bounds)
+
+    def clamped(v):
+        for low, high in bounds:
+            v = lax.clamp(low, v, high)
+        return v
+
+    clamps = [float(bound) for pair in bounds for bound in pair]
     if dtype.kind in "iu":
         first, second = ("or", "xor") if rng.random() < 0.5 else ("xor", "or")
         ops = {"or": jnp.bitwise_or, "xor": jnp.bitwise_xor}
 
         def f(v):
-            return ops[second](ops[first](v + a, b), c) * a
+            return clamped(ops[second](ops[first](v + a, b), c) * a)
 
         expected = {"add": [float(a)], first: [float(b)], second: [float(c)], "mul": [float(a)]}
-        return LiteralProgram(f, arg, expected, name)
+        return LiteralProgram(f, arg, {**expected, "clamp": clamps}, name)
 
     def g(v):
-        return (v.at[1].add(c) + a) * b + v.at[0].add(b)
+        return clamped((v.at[1].add(c) + a) * b + v.at[0].add(b))
 
     expected = {"add": [float(a)], "mul": [float(b)], "scatter-add": [float(c), float(b)]}
-    return LiteralProgram(g, arg, expected, name)
+    return LiteralProgram(g, arg, {**expected, "clamp": clamps}, name)
 
 
 # ------------------------------------------------------------------------------ unused_equations
