@@ -91,6 +91,13 @@ def memory_case(fresh: random.Random, several: bool) -> tuple[Callable, tuple, t
     return program, tuple(values[n] for n in order), donate
 
 
+def redonated(fresh: random.Random, donate: tuple[int, ...]) -> tuple[int, ...]:
+    """Another donation of the same arguments as `donate` (several positions): none, or one of
+    them. Fewer donated buffers, fewer aliased bytes: the same function and arguments then have
+    another memory plan."""
+    return fresh.choice([(), (fresh.choice(donate),)])
+
+
 PACKABLE = ("s4", "u4", "f4e2m1fn")  # 4-bit types XLA:CPU packs two to a byte ({0:E(4)})
 
 
