@@ -225,8 +225,8 @@ def test_mlp_flops_exact_past_float32(kata, fresh):
     is no float32, the expected count interpolated from XLA's exact counts at small shapes
     (oracle.mlp_flops_exact, checked there against XLA's rounded report at the shape)."""
     bank.cpu_only("the flops of XLA:CPU's cost model")
-    shapes = [(3, 4097, 4099, 5)]
-    while len(shapes) < 3:
+    shapes = [(3, 4097, 4099, 5), _past_int64(fresh)]
+    while len(shapes) < 4:
         shape = tuple(fresh.choice(MLP_WIDE if k else MLP_SIZES) for k in range(4))
         exact = oracle.mlp_flops_exact(mlp, shape)
         if int(np.float32(exact)) != exact:
@@ -238,8 +238,24 @@ def test_mlp_flops_exact_past_float32(kata, fresh):
         with check:
             assert isinstance(predicted, int) and predicted == exact, (
                 f"(batch, in, hidden, out) = {shape}: you predicted {predicted!r} flops, not the "
-                f"exact count (past 2**24: no float32 holds it; {fresh.where()})"
+                f"exact count (past 2**24 no float32 holds it, past 2**63 no int64; "
+                f"{fresh.where()})"
             )
+
+
+# batch and hidden for a count past 2**63 (the largest an int64 holds); odd or prime, so the count
+# is no power of two
+MLP_HUGE = (2**20 + 1, 1_000_003, 3**13, 2**21 - 1, 1_500_007)
+
+
+def _past_int64(fresh) -> tuple[int, int, int, int]:
+    """A shape whose count is past 2**63 while each dot's stays below it: XLA's cost model counts
+    each op in an int64 (at (2**21, 2**21, 2**21, 2) its dot's 2**64 flops wrap to 0), so past
+    that its report is no count at all; below it XLA's float sum of the ops is the reference."""
+    batch, hidden = fresh.choice(MLP_HUGE), fresh.choice(MLP_HUGE)
+    limit = 2**62 // (batch * hidden)  # 2 * batch * hidden * size < 2**63 for size < limit
+    n_in, out = (fresh.randrange(limit // 2 + 1, limit) for _ in range(2))
+    return batch, n_in, hidden, out
 
 
 # --- task 9: predict_entry_root --------------------------------------------------------------

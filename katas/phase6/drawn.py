@@ -91,6 +91,13 @@ def memory_case(fresh: random.Random, several: bool) -> tuple[Callable, tuple, t
     return program, tuple(values[n] for n in order), donate
 
 
+def redonated(fresh: random.Random, donate: tuple[int, ...]) -> tuple[int, ...]:
+    """Another donation of the same arguments as `donate` (several positions): none, or one of
+    them. Fewer donated buffers, fewer aliased bytes: the same function and arguments then have
+    another memory plan."""
+    return fresh.choice([(), (fresh.choice(donate),)])
+
+
 PACKABLE = ("s4", "u4", "f4e2m1fn")  # 4-bit types XLA:CPU packs two to a byte ({0:E(4)})
 
 
@@ -98,7 +105,8 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     """An ENTRY computation drawn for this run and the names of the instructions whose results
     are its intermediates: a convert to every element type XLA knows (4-bit ones packed or not),
     an iota, a bitcast-convert, a broadcast of a constant, a fusion, a reduce, a while loop whose
-    body and condition compute values of their own; the views (bitcast, tuple,
+    body and condition compute values of their own and whose state nests a tuple (in a drawn
+    arrangement); the views (bitcast, tuple,
     get-tuple-element), constants and parameters around them; a ROOT (an array, or a tuple of
     some results) followed by instructions it does not use. Instruction names are drawn."""
     n = fresh.randrange(3, 40, 2)  # odd: a packed 4-bit buffer rounds up to a whole byte
@@ -127,11 +135,19 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     tail = [blocks.pop(fresh.randrange(len(blocks))) for _ in range(fresh.randint(1, 3))]
     # what the ROOT uses comes after the shuffled blocks and before the ROOT
     add(vec, "fusion(%x), kind=kLoop, calls=%fused", True, new_block=True)
-    start = add("s32[]", "constant(0)", False, new_block=True)
-    state = f"(s32[], {vec})"
-    init = add(state, f"tuple(%{start}, %x)", False)
+    tree = fresh.choice(STATE_TREES)  # the loop state: a tuple holding a tuple
+    leaves = {"i": "s32[]", "v": vec, "e": f"f32[{n},{fresh.randint(2, 5)}]{{1,0}}"}
+    state = _tuple_shape(tree, leaves)
+    values = {
+        "i": add("s32[]", "constant(0)", False, new_block=True),
+        "v": "x",
+        "e": add(leaves["e"], "broadcast(%x), dimensions={0}", True),
+    }
+    init = _build(tree, leaves, values, lambda shape, body: add(shape, body, False))
     loop = add(state, f"while(%{init}), condition=%cond, body=%body", True)
-    final = add(vec, f"get-tuple-element(%{loop}), index=1", False)
+    final = loop
+    for index, shape in _path(tree, leaves, "v"):  # views of the loop's result
+        final = add(shape, f"get-tuple-element(%{final}), index={index}", False)
     wide_shape = f"f32[{n},7]{{1,0}}"  # 28 bytes an element of x: no other result is as large
     wide = add(wide_shape, f"broadcast(%{final}), dimensions={{0}}", True)
     lines = [entry for block in blocks for entry in block]
@@ -153,8 +169,74 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
         root_line = f"ROOT %{root} = {root_shape} tuple({operands})"
     body = [line for _, line, _ in lines] + [root_line]
     body += [line for block in tail for _, line, _ in block]
-    text = _MODULE.format(n=n, vec=vec, state=state, limit=fresh.randint(2, 9), root=root_shape)
+    text = _MODULE.format(
+        n=n,
+        vec=vec,
+        state=state,
+        limit=fresh.randint(2, 9),
+        root=root_shape,
+        body=_loop_body(tree, leaves),
+        counter=_read(tree, leaves, "i", "cstate", "c"),
+    )
     return text + "\n".join(f"  {line}" for line in body) + "\n}\n", counted
+
+
+# Arrangements of the loop state's counter i, carried vector v and passed-through matrix e: each
+# nests a tuple, whose arrays count as much as the outer tuple's.
+STATE_TREES = ((("i", "v"), "e"), ("i", ("v", "e")), ("e", ("i", "v")), (("e",), "i", "v"))
+
+
+def _tuple_shape(tree, leaves: dict[str, str]) -> str:
+    if isinstance(tree, str):
+        return leaves[tree]
+    return "(" + ", ".join(_tuple_shape(t, leaves) for t in tree) + ")"
+
+
+def _path(tree, leaves: dict[str, str], leaf: str) -> list[tuple[int, str]]:
+    """(index, shape of the element) per get-tuple-element from the state down to `leaf`."""
+    for index, child in enumerate(tree):
+        if child == leaf:
+            return [(index, leaves[leaf])]
+        if not isinstance(child, str) and (rest := _path(child, leaves, leaf)):
+            return [(index, _tuple_shape(child, leaves)), *rest]
+    return []
+
+
+def _read(tree, leaves: dict[str, str], leaf: str, source: str, prefix: str) -> str:
+    """Lines reading `leaf` out of the state `source` into %{prefix}{leaf}."""
+    lines, name, path = [], source, _path(tree, leaves, leaf)
+    for depth, (index, shape) in enumerate(path):
+        step = f"{prefix}{leaf}" if depth == len(path) - 1 else f"{prefix}{leaf}{depth}"
+        lines.append(f"  %{step} = {shape} get-tuple-element(%{name}), index={index}")
+        name = step
+    return "\n".join(lines)
+
+
+def _build(tree, leaves: dict[str, str], values: dict[str, str], emit: Callable) -> str:
+    """The name of a tuple of `values` nested as `tree`, its tuples emitted innermost first."""
+    parts = [values[t] if isinstance(t, str) else _build(t, leaves, values, emit) for t in tree]
+    return emit(_tuple_shape(tree, leaves), "tuple(" + ", ".join(f"%{p}" for p in parts) + ")")
+
+
+def _loop_body(tree, leaves: dict[str, str]) -> str:
+    """The while body: counts i up, replaces v by sin(v) * v, passes e through, nested as `tree`."""
+    lines = [_read(tree, leaves, leaf, "state", "b") for leaf in "ive"]
+    lines += [
+        "  %one = s32[] constant(1)",
+        "  %next = s32[] add(%bi, %one)",
+        f"  %sine = {leaves['v']} sine(%bv)",
+        f"  %product = {leaves['v']} multiply(%sine, %bv)",
+    ]
+    names = iter(f"t{k}" for k in range(9))
+
+    def emit(shape: str, body: str) -> str:
+        name = next(names)
+        lines.append(f"  %{name} = {shape} {body}")
+        return name
+
+    carry = _build(tree, leaves, {"i": "next", "v": "product", "e": "be"}, emit)
+    lines[-1] = lines[-1].replace(f"  %{carry} = ", "  ROOT %carry = ")  # the outermost tuple
+    return "\n".join(lines)
 
 
 _MODULE = """\
@@ -174,18 +256,12 @@ HloModule drawn_naive
 
 %body (state: {state}) -> {state} {{
   %state = {state} parameter(0)
-  %i = s32[] get-tuple-element(%state), index=0
-  %v = {vec} get-tuple-element(%state), index=1
-  %one = s32[] constant(1)
-  %next = s32[] add(%i, %one)
-  %sine = {vec} sine(%v)
-  %product = {vec} multiply(%sine, %v)
-  ROOT %carry = {state} tuple(%next, %product)
+{body}
 }}
 
 %cond (cstate: {state}) -> pred[] {{
   %cstate = {state} parameter(0)
-  %ci = s32[] get-tuple-element(%cstate), index=0
+{counter}
   %limit = s32[] constant({limit})
   ROOT %below = pred[] compare(%ci, %limit), direction=LT
 }}

@@ -90,7 +90,8 @@ def naive_temp_bytes(hlo_text: str) -> int:
     c128: 128, f8e5m2: 8; s4: 4 bits, one byte; pred: 1 byte), unless its layout packs the
     elements: `s4[9]{0:E(4)}` stores 4 bits an element, 36 bits, rounded up to 5 bytes
     (XLA:CPU packs 4-bit types so). A tuple-shaped result (a multi-output fusion, a while loop)
-    counts the sizes of its elements. Compare with memory_analysis' temp size to see buffer
+    counts the sizes of its elements, and an element that is a tuple counts the sizes of its
+    own, at any depth. Compare with memory_analysis' temp size to see buffer
     reuse.
     """
     # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype, .dims, .is_tuple

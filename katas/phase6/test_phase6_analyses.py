@@ -226,10 +226,18 @@ def test_memory_report_matches_memory_analysis_on_a_bank(kata):
 def test_memory_report_on_fresh_programs(kata, fresh):
     """Programs drawn for this run (katas/phase6/drawn.py): a weakly typed Python number and
     three arrays of a narrow dtype in a drawn order, one of them unused; two of them donated
-    (and on some draws the unused one), then one. Expected: XLA's memory analysis of the
+    (and on some draws the unused one), and in a drawn order the same function and arguments
+    donating fewer; then another program donating one. Expected: XLA's memory analysis of the
     program compiled for exactly these arguments with exactly these donations."""
+    calls = []
     for several in (True, False):
         fn, args, donate = drawn.memory_case(fresh, several)
+        pair = [(fn, args, donate)]
+        if several:
+            pair.append((fn, args, drawn.redonated(fresh, donate)))
+            fresh.shuffle(pair)
+        calls += pair
+    for fn, args, donate in calls:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = kata.memory_report(fn, *args, donate_argnums=donate)
@@ -238,6 +246,7 @@ def test_memory_report_on_fresh_programs(kata, fresh):
             with check:
                 assert got[key] == expected[field], (
                     f"donate_argnums={donate} of {len(args)} arguments (one unused, a Python "
-                    f"number among them), arrays {args[donate[0]].dtype}: {key} {got[key]}, "
-                    f"memory_analysis() says {expected[field]} ({fresh.where()})"
+                    f"number among them; one function is also asked under another "
+                    f"donate_argnums): {key} {got[key]}, memory_analysis() says "
+                    f"{expected[field]} ({fresh.where()})"
                 )
