@@ -71,7 +71,8 @@ ENTRY %main (x: bf16[64,128], w: bf16[128,256], stack: f32[8,64,32], i: s32[], y
 }
 """
 
-# reduction_kinds: a reduce three fusions deep (kLoop in kLoop in a Triton GEMM fusion); an
+# reduction_kinds: a reduce three fusions deep (kLoop in kLoop in a Triton GEMM fusion), which
+# two kLoop fusions of that one Triton fusion reach (one kernel: it counts once there); an
 # unfused reduce in a while loop's condition; a reduce wrapped by a generic async-start (XLA reads
 # it as reduce-start: no fusion holds it); a variadic, tuple-shaped reduce (an argmax) in ENTRY.
 REDUCES_ELSEWHERE = """\
@@ -110,7 +111,9 @@ HloModule reduces_elsewhere, is_scheduled=true
   %g1 = f32[32,32]{1,0} parameter(1)
   %product = f32[64,32]{1,0} dot(%g0, %g1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   %sums = f32[64]{0} fusion(%g0), kind=kLoop, calls=%middle
-  %spread = f32[64,32]{1,0} broadcast(%sums), dimensions={0}
+  %product_sums = f32[64]{0} fusion(%product), kind=kLoop, calls=%middle
+  %both = f32[64]{0} add(%sums, %product_sums)
+  %spread = f32[64,32]{1,0} broadcast(%both), dimensions={0}
   ROOT %shifted = f32[64,32]{1,0} add(%product, %spread)
 }
 

@@ -35,8 +35,9 @@ def reduction_kinds(hlo_text: str) -> dict[str, int]:
     reduce-scatter or reduce-window is not one) run: each reduce counted under the kind (as
     fusion_kinds spells it) of the outermost fusion whose fused computation reaches it, or under
     "unfused" when no fusion holds it. A variadic reduce (tuple-shaped, e.g. an argmax's value
-    and index) is one reduce; a fused computation that several fusions call runs in each of
-    their kernels, so its reduces count once per outermost fusion reaching them. A reducer
+    and index) is one reduce. A reduce counts once per kernel holding it: a fused computation
+    that several outermost fusions reach runs in each of their kernels (once per such fusion),
+    and counts once in one kernel however many of its nested fusions call it. A reducer
     computation (`to_apply`) is not a reduce. Leave out kinds with no reduce.
     """
     # TODO: find each reduce's kernel: the fusion instruction in a computation no fusion calls

@@ -90,6 +90,13 @@ def _reduce_places() -> None:
             computation, depth = callers[computation][0], depth + 1
         depths.append(depth)
     assert max(depths) >= 3, f"reduces are at most {max(depths)} fusions deep"
+    fused = oracle.fused_computations(text)
+    paths = Counter(
+        (c, module_texts.matched(r"calls=%([\w.-]+)", p))
+        for c, _, op, p in rows
+        if op == "fusion" and c in fused
+    )
+    assert max(paths.values()) >= 2, "no kernel whose nested fusions share a computation"
     assert oracle.async_wrapped(text) & set(reduces), "no reduce wrapped by an async-start"
     conditions = set(re.findall(r"condition=%([\w.-]+)", text))
     assert conditions & set(reduces), "no reduce in a while condition"
@@ -116,8 +123,9 @@ def _reduce_forms():
 @pytest.mark.task("reduction_kinds")
 def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
     """Reduces three fusions deep, tuple-shaped (argmax), in a while condition (fused and not),
-    wrapped by an async-start (no fusion holds it: unfused), and in a fused computation two
-    fusions share (counted once per fusion)."""
+    wrapped by an async-start (no fusion holds it: unfused), in a fused computation two
+    fusions share (counted once per fusion), and in one two nested fusions of one kernel reach
+    (counted once: one outermost fusion)."""
     _reduce_places()
     for what, text, expected in _reduce_forms():
         got = _read(kata.reduction_kinds, text, what)
@@ -126,7 +134,8 @@ def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
             assert got == expected, (
                 f"{what}: XLA's parse puts other numbers of reduces under "
                 f"{_differing(got, expected)} (every reduce, variadic ones too, in every "
-                "computation, under the outermost fusion reaching it, once per such fusion)"
+                "computation, under the outermost fusion reaching it, once per such fusion "
+                "however many of its nested fusions reach it)"
             )
 
 
