@@ -68,15 +68,20 @@ def gemm_flops(hlo_text: str) -> int:
 
 
 def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
-    """For each collective (all-gather, all-reduce, reduce-scatter, collective-permute,
-    all-to-all) of every computation that is not a fused computation: its instruction name ->
-    the opcodes scheduled while it is in flight, in order. An asynchronous collective is a
-    `<op>-start` / `<op>-done` pair: key the start's name; the list holds the instructions
-    printed between the start and its done (the module is scheduled: printed order is execution
-    order). A generic `async-start` whose wrapped computation (its `calls=`) holds the
-    collective is that collective's start (XLA prints it as `reduce-scatter-start`, ...), paired
-    with the `async-done` that reads it; the wrapped computation is part of it, not a
-    computation of its own. A synchronous collective (a plain `all-gather`, ...) maps to [].
+    """For each collective of every computation that is not a fused computation: its
+    instruction name -> the opcodes scheduled while it is in flight, in order. The collectives
+    are these five opcodes only: all-gather, all-reduce, reduce-scatter, collective-permute,
+    all-to-all (a `ragged-all-to-all` or `collective-broadcast` is none of them). An
+    asynchronous collective is a `<op>-start` / `<op>-done` pair: key the start's name; the
+    list holds the opcodes of the instructions printed between the start and its done (the
+    module is scheduled: printed order is execution order). The done reads the start, or the
+    last of the `-update` steps between them that read it (start -> update -> done): those
+    updates are the collective's own steps, not in its list. A generic `async-start` whose
+    wrapped computation (its `calls=`) holds the collective is that collective's start (XLA
+    prints it as `reduce-scatter-start`, ...), ended by the `async-done` so reached; the wrapped
+    computation is part of it, not a computation of its own. An async-start wrapping anything
+    else (a fusion, ...) is no collective. A synchronous collective (a plain `all-gather`, ...)
+    maps to [].
     """
     # TODO: walk each computation in printed order; pair every *-start with the done that reads it
     # (and every async-start whose wrapped computation holds a collective)
