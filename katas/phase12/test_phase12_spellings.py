@@ -13,6 +13,7 @@ expected values come from it (kata_harness.oracles.gpu_hlo) or, for flops, from 
 shapes stated here and in programs.py.
 """
 
+import math
 import re
 from collections import Counter
 
@@ -21,6 +22,7 @@ from pytest_check import check
 
 from kata_harness import metamorphic
 from kata_harness.oracles import gpu_hlo as oracle
+from katas.phase12 import strata
 from katas.phase12 import texts as module_texts
 from katas.phase12.programs import BRANCH_SHAPES, FP8_SHAPES, SCAN_SHAPES
 
@@ -220,3 +222,24 @@ def test_gemm_flops_outer_products_scalars_fp8_and_loops(kata):
                     "contracts nothing multiplies by 1, a scalar output is one element, every "
                     "__cublas$ call is a GEMM, a custom call that only looks like one is not)"
                 )
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh):
+    """strata.drawn_gemm: a jax.lax.dot_general drawn afresh and lowered by JAX (the module
+    before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
+    them into one later), contracting 2 or 3 dimensions in drawn positions, maybe batched, of
+    a drawn dtype, whose output holds 2**31 elements or more."""
+    text, contracting, expected = strata.drawn_gemm(fresh)
+    case = f"a drawn dot_general ({fresh.where()})"
+    (printed,) = [p for _, _, op, p in oracle.parsed(text)[1] if op == "dot"]
+    dims = module_texts.matched(r"lhs_contracting_dims=\{([\d,]*)\}", printed)
+    assert len(dims.split(",")) == contracting >= 2, f"XLA reads {printed[:160]}"
+    (_, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
+    assert math.prod(int(d) for d in output.split(",")) >= 2**31, f"XLA reads {printed[:160]}"
+    got = _read(kata.gemm_flops, text, case)
+    assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
+    assert got == expected, (
+        f"{case}: got {got}, its one dot takes other flops (2 * output elements * the product "
+        "of every contracting dimension's size, counted exactly)"
+    )
