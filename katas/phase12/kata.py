@@ -1,6 +1,7 @@
 """Phase 12: reading GPU HLO. Edit this file only; the lesson is README.md next to it.
 
-Every text these functions read is the optimized HLO XLA:GPU made for an NVIDIA GPU that is not
+The texts these functions read are, but where a docstring says otherwise (CPU and TPU text,
+a module before optimization), the optimized HLO XLA:GPU made for an NVIDIA GPU that is not
 here (a deviceless compile: `xla_inspect.targets.get("gpu-h100")`). Nothing ran: there are no
 timings, and the GEMMs were not autotuned.
 """
