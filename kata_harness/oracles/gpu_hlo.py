@@ -244,15 +244,28 @@ def overlaps(text: str) -> dict[str, list[str]]:
             if op in _PLAIN_COLLECTIVES:
                 found[instruction] = []
             elif _collective_start(op, printed[(computation, instruction)], holders):
-                done = next(
-                    k
-                    for k in range(position + 1, len(names))
-                    if f"-done(%{instruction})" in printed[(computation, names[k])]
-                )
-                found[instruction] = [
-                    opcode_of[(computation, n)] for n in names[position + 1 : done]
-                ]
+                later = [(n, opcode_of[(computation, n)], printed[(computation, n)]) for n in names]
+                found[instruction] = _in_flight(instruction, later[position + 1 :])
     return found
+
+
+_STEP = re.compile(r" [\w-]+-(update|done)\(%([\w.-]+)\)")
+
+
+def _in_flight(start: str, later: list[tuple[str, str, str]]) -> list[str]:
+    """The opcodes XLA scheduled after ``start`` up to the done that ends it, which reads the
+    start or the last of its async updates (start -> update -> done, as XLA prints them); the
+    updates are steps of the same asynchronous op and left out."""
+    chain, between = {start}, []
+    for name, op, printed in later:
+        step = _STEP.search(printed)
+        if step and step.group(2) in chain:
+            if step.group(1) == "done":
+                return between
+            chain.add(name)
+        else:
+            between.append(op)
+    raise AssertionError(f"XLA's schedule has no done for {start}")
 
 
 def _shape_bytes(shape: str) -> int:

@@ -71,7 +71,8 @@ ENTRY %main (x: bf16[64,128], w: bf16[128,256], stack: f32[8,64,32], i: s32[], y
 }
 """
 
-# reduction_kinds: a reduce three fusions deep (kLoop in kLoop in a Triton GEMM fusion); an
+# reduction_kinds: a reduce three fusions deep (kLoop in kLoop in a Triton GEMM fusion), which
+# two kLoop fusions of that one Triton fusion reach (one kernel: it counts once there); an
 # unfused reduce in a while loop's condition; a reduce wrapped by a generic async-start (XLA reads
 # it as reduce-start: no fusion holds it); a variadic, tuple-shaped reduce (an argmax) in ENTRY.
 REDUCES_ELSEWHERE = """\
@@ -110,7 +111,9 @@ HloModule reduces_elsewhere, is_scheduled=true
   %g1 = f32[32,32]{1,0} parameter(1)
   %product = f32[64,32]{1,0} dot(%g0, %g1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   %sums = f32[64]{0} fusion(%g0), kind=kLoop, calls=%middle
-  %spread = f32[64,32]{1,0} broadcast(%sums), dimensions={0}
+  %product_sums = f32[64]{0} fusion(%product), kind=kLoop, calls=%middle
+  %both = f32[64]{0} add(%sums, %product_sums)
+  %spread = f32[64,32]{1,0} broadcast(%both), dimensions={0}
   ROOT %shifted = f32[64,32]{1,0} add(%product, %spread)
 }
 
@@ -276,9 +279,103 @@ ENTRY %main (x: f32[32,16], y: f32[8,16]) -> ((f32[8,16]), f32[8,16], f32[8,16],
 }
 """
 
+# collective_overlap: asynchronous collectives with async-update steps between start and done
+# (the done reads the last update): a reduce-scatter in the generic spelling (async-start /
+# async-update / async-done, XLA reads it as reduce-scatter-start ...) with an all-gather pair in
+# flight, and an all-to-all in XLA's own spelling (all-to-all-start / -update / -done); an
+# async-start wrapping a fusion
+# (XLA reads it as fusion-start: no collective); ragged-all-to-all, started asynchronously and
+# synchronous, and collective-broadcast (collectives, but none of the five kinds the task
+# lists); a synchronous all-gather.
+ASYNC_CHAINS = """\
+HloModule async_chains, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%wrapped_reduce_scatter (p0: f32[32,16]) -> f32[8,16] {
+  %p0 = f32[32,16]{1,0} parameter(0)
+  ROOT %scattered = f32[8,16]{1,0} reduce-scatter(%p0), channel_id=1,\
+      replica_groups={{0,1,2,3}}, dimensions={0}, to_apply=%add
+}
+
+%fused_square (s0: f32[8,16]) -> f32[8,16] {
+  %s0 = f32[8,16]{1,0} parameter(0)
+  ROOT %square = f32[8,16]{1,0} multiply(%s0, %s0)
+}
+
+%wrapped_square (w0: f32[8,16]) -> f32[8,16] {
+  %w0 = f32[8,16]{1,0} parameter(0)
+  ROOT %square_fusion = f32[8,16]{1,0} fusion(%w0), kind=kLoop, calls=%fused_square
+}
+
+%wrapped_ragged (r0: f32[128], r1: f32[128], r2: s64[4], r3: s64[4], r4: s64[4], r5: s64[4])\
+    -> f32[128] {
+  %r0 = f32[128]{0} parameter(0)
+  %r1 = f32[128]{0} parameter(1)
+  %r2 = s64[4]{0} parameter(2)
+  %r3 = s64[4]{0} parameter(3)
+  %r4 = s64[4]{0} parameter(4)
+  %r5 = s64[4]{0} parameter(5)
+  ROOT %exchanged = f32[128]{0} ragged-all-to-all(%r0, %r1, %r2, %r3, %r4, %r5), channel_id=5,\
+      replica_groups={{0,1,2,3}}
+}
+
+ENTRY %main (x: f32[32,16], y: f32[8,16], tokens: f32[128], buffer: f32[128], offsets: s64[4],\
+    sizes: s64[4]) -> (f32[8,16], f32[32,16], f32[8,16], f32[8,16], f32[128], f32[128],\
+    f32[8,16], f32[32,16], f32[8,16]) {
+  %x = f32[32,16]{1,0} parameter(0)
+  %y = f32[8,16]{1,0} parameter(1)
+  %tokens = f32[128]{0} parameter(2)
+  %buffer = f32[128]{0} parameter(3)
+  %offsets = s64[4]{0} parameter(4)
+  %sizes = s64[4]{0} parameter(5)
+  %scatter-start = ((f32[32,16]{1,0}), f32[8,16]{1,0}) async-start(%x),\
+      calls=%wrapped_reduce_scatter
+  %negated = f32[8,16]{1,0} negate(%y)
+  %scatter-update = ((f32[32,16]{1,0}), f32[8,16]{1,0}) async-update(%scatter-start)
+  %gather-start = (f32[8,16]{1,0}, f32[32,16]{1,0}) all-gather-start(%negated), channel_id=2,\
+      replica_groups={{0,1,2,3}}, dimensions={0}
+  %exp = f32[8,16]{1,0} exponential(%negated)
+  %gather-done = f32[32,16]{1,0} all-gather-done(%gather-start)
+  %scatter-update.1 = ((f32[32,16]{1,0}), f32[8,16]{1,0}) async-update(%scatter-update)
+  %sine = f32[8,16]{1,0} sine(%exp)
+  %scatter-done = f32[8,16]{1,0} async-done(%scatter-update.1)
+  %swap-start = ((f32[8,16]{1,0}), f32[8,16]{1,0}) all-to-all-start(%sine), channel_id=3,\
+      replica_groups={{0,1,2,3}}, dimensions={0}
+  %cosine = f32[8,16]{1,0} cosine(%sine)
+  %swap-update = ((f32[8,16]{1,0}), f32[8,16]{1,0}) all-to-all-update(%swap-start)
+  %floor = f32[8,16]{1,0} floor(%cosine)
+  %swap-done = f32[8,16]{1,0} all-to-all-done(%swap-update)
+  %square-start = ((f32[8,16]{1,0}), f32[8,16]{1,0}, s32[]) async-start(%scatter-done),\
+      calls=%wrapped_square
+  %tanh = f32[8,16]{1,0} tanh(%y)
+  %square-done = f32[8,16]{1,0} async-done(%square-start)
+  %ragged-start = ((f32[128]{0}, f32[128]{0}, s64[4]{0}, s64[4]{0}, s64[4]{0}, s64[4]{0}),\
+      f32[128]{0}) async-start(%tokens, %buffer, %offsets, %sizes, %offsets, %sizes),\
+      calls=%wrapped_ragged
+  %log = f32[8,16]{1,0} log(%y)
+  %ragged-done = f32[128]{0} async-done(%ragged-start)
+  %ragged = f32[128]{0} ragged-all-to-all(%ragged-done, %buffer, %offsets, %sizes, %offsets,\
+      %sizes), channel_id=6, replica_groups={{0,1,2,3}}
+  %broadcast = f32[8,16]{1,0} collective-broadcast(%tanh), channel_id=7,\
+      replica_groups={{0,1,2,3}}
+  %gathered = f32[32,16]{1,0} all-gather(%log), channel_id=8, replica_groups={{0,1,2,3}},\
+      dimensions={0}
+  ROOT %out = (f32[8,16]{1,0}, f32[32,16]{1,0}, f32[8,16]{1,0}, f32[8,16]{1,0}, f32[128]{0},\
+      f32[128]{0}, f32[8,16]{1,0}, f32[32,16]{1,0}, f32[8,16]{1,0}) tuple(%swap-done,\
+      %gathered, %floor, %square-done, %ragged-done, %ragged, %broadcast, %gather-done,\
+      %scatter-done)
+}
+"""
+
 MODULES = {
     "fusion_spellings": FUSION_SPELLINGS,
     "reduces_elsewhere": REDUCES_ELSEWHERE,
     "odd_gemms": ODD_GEMMS,
     "odd_collectives": ODD_COLLECTIVES,
+    "async_chains": ASYNC_CHAINS,
 }

@@ -1,6 +1,7 @@
 """Phase 12: reading GPU HLO. Edit this file only; the lesson is README.md next to it.
 
-Every text these functions read is the optimized HLO XLA:GPU made for an NVIDIA GPU that is not
+The texts these functions read are, but where a docstring says otherwise (CPU and TPU text,
+a module before optimization), the optimized HLO XLA:GPU made for an NVIDIA GPU that is not
 here (a deviceless compile: `xla_inspect.targets.get("gpu-h100")`). Nothing ran: there are no
 timings, and the GEMMs were not autotuned.
 """
@@ -35,8 +36,9 @@ def reduction_kinds(hlo_text: str) -> dict[str, int]:
     reduce-scatter or reduce-window is not one) run: each reduce counted under the kind (as
     fusion_kinds spells it) of the outermost fusion whose fused computation reaches it, or under
     "unfused" when no fusion holds it. A variadic reduce (tuple-shaped, e.g. an argmax's value
-    and index) is one reduce; a fused computation that several fusions call runs in each of
-    their kernels, so its reduces count once per outermost fusion reaching them. A reducer
+    and index) is one reduce. A reduce counts once per kernel holding it: a fused computation
+    that several outermost fusions reach runs in each of their kernels (once per such fusion),
+    and counts once in one kernel however many of its nested fusions call it. A reducer
     computation (`to_apply`) is not a reduce. Leave out kinds with no reduce.
     """
     # TODO: find each reduce's kernel: the fusion instruction in a computation no fusion calls
@@ -60,22 +62,29 @@ def gemm_flops(hlo_text: str) -> int:
     (product of the lhs's contracting dimensions' sizes). A GEMM is a `dot` (wherever it sits:
     Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in its
     backend_config and whose output is the first element of its tuple. (On GPU
-    `compiled.cost_analysis()` is None: this is how you get the number.)
+    `compiled.cost_analysis()` is None: this is how you get the number.) The module may also be
+    one before optimization (`lowered.as_text(dialect="hlo")`), where a dot may contract several
+    dimensions at once; the count is exact for shapes of any size.
     """
     # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
     raise NotImplementedError("phase12 task 4: gemm_flops")
 
 
 def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
-    """For each collective (all-gather, all-reduce, reduce-scatter, collective-permute,
-    all-to-all) of every computation that is not a fused computation: its instruction name ->
-    the opcodes scheduled while it is in flight, in order. An asynchronous collective is a
-    `<op>-start` / `<op>-done` pair: key the start's name; the list holds the instructions
-    printed between the start and its done (the module is scheduled: printed order is execution
-    order). A generic `async-start` whose wrapped computation (its `calls=`) holds the
-    collective is that collective's start (XLA prints it as `reduce-scatter-start`, ...), paired
-    with the `async-done` that reads it; the wrapped computation is part of it, not a
-    computation of its own. A synchronous collective (a plain `all-gather`, ...) maps to [].
+    """For each collective of every computation that is not a fused computation: its
+    instruction name -> the opcodes scheduled while it is in flight, in order. The collectives
+    are these five opcodes only: all-gather, all-reduce, reduce-scatter, collective-permute,
+    all-to-all (a `ragged-all-to-all` or `collective-broadcast` is none of them). An
+    asynchronous collective is a `<op>-start` / `<op>-done` pair: key the start's name; the
+    list holds the opcodes of the instructions printed between the start and its done (the
+    module is scheduled: printed order is execution order). The done reads the start, or the
+    last of the `-update` steps between them that read it (start -> update -> done): those
+    updates are the collective's own steps, not in its list. A generic `async-start` whose
+    wrapped computation (its `calls=`) holds the collective is that collective's start (XLA
+    prints it as `reduce-scatter-start`, ...), ended by the `async-done` so reached; the wrapped
+    computation is part of it, not a computation of its own. An async-start wrapping anything
+    else (a fusion, ...) is no collective. A synchronous collective (a plain `all-gather`, ...)
+    maps to [].
     """
     # TODO: walk each computation in printed order; pair every *-start with the done that reads it
     # (and every async-start whose wrapped computation holds a collective)

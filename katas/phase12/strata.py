@@ -10,6 +10,7 @@ containers that hold them and the names of their keys.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import jax
@@ -138,3 +139,45 @@ def matmul_strata(rng: random.Random) -> dict[str, tuple[tuple[int, int], tuple[
         "w the larger operand": drawn(lambda x, w: w >= 2 * x),
         "x and w of about the same size": drawn(lambda x, w: max(x, w) <= 1.5 * min(x, w)),
     }
+
+
+# ---- gemm_flops: one dot_general as JAX lowers it, before XLA merges its dimensions ----------
+
+GEMM_DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16, jnp.int8)
+
+
+def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
+    """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization: its dot
+    contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none; the
+    number of dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
+    output holds 2**31 to 2**33 elements (odd sizes: no count of them fits 32 bits, nor is it
+    a power of two); nothing is allocated, the operands are ShapeDtypeStructs."""
+    contracted = [rng.randrange(3, 40, 2) for _ in range(rng.choice((2, 3)))]
+    batch = [rng.randrange(3, 10, 2)] if rng.random() < 0.5 else []
+    rows = rng.randrange(2**15 + 1, 2**17, 2)
+    least = 2**31 // (math.prod(batch) * rows) + 1
+    columns = rng.randrange(least, 2 * least) | 1
+    lhs = (
+        [("b", d) for d in batch] + [("m", rows)] + [(f"k{i}", d) for i, d in enumerate(contracted)]
+    )
+    rhs = (
+        [("b", d) for d in batch]
+        + [("n", columns)]
+        + [(f"k{i}", d) for i, d in enumerate(contracted)]
+    )
+    rng.shuffle(lhs)
+    rng.shuffle(rhs)
+
+    def where(side, role):
+        return tuple(i for i, (r, _) in enumerate(side) if r == role)
+
+    keys = [f"k{i}" for i in range(len(contracted))]
+    dimensions = (
+        (sum((where(lhs, k) for k in keys), ()), sum((where(rhs, k) for k in keys), ())),
+        (where(lhs, "b"), where(rhs, "b")),
+    )
+    dtype = rng.choice(GEMM_DTYPES)
+    operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
+    lowered = jax.jit(lambda a, b: jax.lax.dot_general(a, b, dimensions)).lower(*operands)
+    flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
+    return lowered.as_text(dialect="hlo"), len(contracted), flops

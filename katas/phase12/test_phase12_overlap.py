@@ -6,6 +6,7 @@ it) and checked on this host against the flags XLA accepts.
 """
 
 import re
+from collections import Counter
 from functools import cache
 
 import jax
@@ -23,6 +24,23 @@ from katas.phase12.programs import (
     fsdp_lowering,
     sds,
 )
+
+
+def _read(fn, text: str, what: str):
+    """fn(text); a crash on a module XLA parses is a wrong answer (NotImplementedError passes)."""
+    try:
+        return fn(text)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (any exception: the module is valid)
+        crash = f"{type(error).__name__}: {str(error)[:160]}"
+    pytest.fail(f"{what}: raised {crash} on a module XLA printed and parses", pytrace=False)
+
+
+def _differing(got: dict, expected: dict) -> list[str]:
+    """The keys whose values differ (not the values: a failure must not hand out the answer)."""
+    return sorted(str(k) for k in set(got) | set(expected) if got.get(k) != expected.get(k))
+
 
 # ---- collective_overlap ------------------------------------------------------------------------
 
@@ -159,6 +177,36 @@ def test_collective_overlap_wrapped_under_a_tuple_copies_and_fused_collectives(k
                 "with what runs while it is in flight (an async-start whose wrapped computation "
                 "holds a collective anywhere is its start; a copy-start is no collective; a "
                 "fused computation's collectives are not listed)"
+            )
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_update_steps_other_async_ops_and_other_collectives(kata):
+    """handwritten.ASYNC_CHAINS: a reduce-scatter (generic async-start) and an all-to-all
+    (all-to-all-start) each with async-update steps between start and done (the done reads the
+    last update; the updates are the collective's own steps, not in its list), an async-start
+    wrapping a fusion (no collective), and ragged-all-to-all (async and not) and
+    collective-broadcast, which are none of the five kinds."""
+    name = "async_chains"
+    _, rows = oracle.parsed(module_texts.text(name))
+    opcodes = Counter(op for _, _, op, _ in rows)
+    assert opcodes["reduce-scatter-update"] == 2 and opcodes["all-to-all-update"] == 1, opcodes
+    others = {"fusion-start", "ragged-all-to-all-start", "ragged-all-to-all"}
+    assert others | {"collective-broadcast"} <= set(opcodes), f"XLA reads {sorted(opcodes)}"
+    assert "async-update(" in module_texts.text(name), "no update in the generic spelling"
+    expected = oracle.overlaps(module_texts.text(name))
+    assert len(expected) == 4 and sum(map(bool, expected.values())) == 3, "XLA's schedule"
+    for what, text, variant in module_texts.forms(name):
+        got = _read(kata.collective_overlap, text, what)
+        want = module_texts.renamed_keys(variant, expected)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == want, (
+                f"{what}: {len(got)} collectives where XLA's schedule has {len(want)}; "
+                f"{len(_differing(got, want))} keys differ (a start's done may read its last "
+                "async-update; an async op wrapping no all-gather, all-reduce, reduce-scatter, "
+                "collective-permute or all-to-all is no collective; the updates are not work in "
+                "flight)"
             )
 
 

@@ -13,6 +13,7 @@ expected values come from it (kata_harness.oracles.gpu_hlo) or, for flops, from 
 shapes stated here and in programs.py.
 """
 
+import math
 import re
 from collections import Counter
 
@@ -21,6 +22,7 @@ from pytest_check import check
 
 from kata_harness import metamorphic
 from kata_harness.oracles import gpu_hlo as oracle
+from katas.phase12 import strata
 from katas.phase12 import texts as module_texts
 from katas.phase12.programs import BRANCH_SHAPES, FP8_SHAPES, SCAN_SHAPES
 
@@ -90,6 +92,13 @@ def _reduce_places() -> None:
             computation, depth = callers[computation][0], depth + 1
         depths.append(depth)
     assert max(depths) >= 3, f"reduces are at most {max(depths)} fusions deep"
+    fused = oracle.fused_computations(text)
+    paths = Counter(
+        (c, module_texts.matched(r"calls=%([\w.-]+)", p))
+        for c, _, op, p in rows
+        if op == "fusion" and c in fused
+    )
+    assert max(paths.values()) >= 2, "no kernel whose nested fusions share a computation"
     assert oracle.async_wrapped(text) & set(reduces), "no reduce wrapped by an async-start"
     conditions = set(re.findall(r"condition=%([\w.-]+)", text))
     assert conditions & set(reduces), "no reduce in a while condition"
@@ -116,8 +125,9 @@ def _reduce_forms():
 @pytest.mark.task("reduction_kinds")
 def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
     """Reduces three fusions deep, tuple-shaped (argmax), in a while condition (fused and not),
-    wrapped by an async-start (no fusion holds it: unfused), and in a fused computation two
-    fusions share (counted once per fusion)."""
+    wrapped by an async-start (no fusion holds it: unfused), in a fused computation two
+    fusions share (counted once per fusion), and in one two nested fusions of one kernel reach
+    (counted once: one outermost fusion)."""
     _reduce_places()
     for what, text, expected in _reduce_forms():
         got = _read(kata.reduction_kinds, text, what)
@@ -126,7 +136,8 @@ def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
             assert got == expected, (
                 f"{what}: XLA's parse puts other numbers of reduces under "
                 f"{_differing(got, expected)} (every reduce, variadic ones too, in every "
-                "computation, under the outermost fusion reaching it, once per such fusion)"
+                "computation, under the outermost fusion reaching it, once per such fusion "
+                "however many of its nested fusions reach it)"
             )
 
 
@@ -211,3 +222,24 @@ def test_gemm_flops_outer_products_scalars_fp8_and_loops(kata):
                     "contracts nothing multiplies by 1, a scalar output is one element, every "
                     "__cublas$ call is a GEMM, a custom call that only looks like one is not)"
                 )
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh):
+    """strata.drawn_gemm: a jax.lax.dot_general drawn afresh and lowered by JAX (the module
+    before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
+    them into one later), contracting 2 or 3 dimensions in drawn positions, maybe batched, of
+    a drawn dtype, whose output holds 2**31 elements or more."""
+    text, contracting, expected = strata.drawn_gemm(fresh)
+    case = f"a drawn dot_general ({fresh.where()})"
+    (printed,) = [p for _, _, op, p in oracle.parsed(text)[1] if op == "dot"]
+    dims = module_texts.matched(r"lhs_contracting_dims=\{([\d,]*)\}", printed)
+    assert len(dims.split(",")) == contracting >= 2, f"XLA reads {printed[:160]}"
+    (_, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
+    assert math.prod(int(d) for d in output.split(",")) >= 2**31, f"XLA reads {printed[:160]}"
+    got = _read(kata.gemm_flops, text, case)
+    assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
+    assert got == expected, (
+        f"{case}: got {got}, its one dot takes other flops (2 * output elements * the product "
+        "of every contracting dimension's size, counted exactly)"
+    )

@@ -133,13 +133,22 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
             elif (
                 i.opcode.removesuffix("-start") in _COLLECTIVES and i.opcode.endswith("-start")
             ) or _wraps_collective(module, i):
-                end = next(
-                    k
-                    for k in range(position + 1, len(order))
-                    if order[k].opcode.endswith("-done") and i.name in order[k].operands
-                )
-                found[i.name] = [j.opcode for j in order[position + 1 : end]]
+                found[i.name] = _in_flight(order, position)
     return found
+
+
+def _in_flight(order, position: int) -> list[str]:
+    # The done reads the start, or the last of its async-updates (start -> update -> done):
+    # the updates are steps of the same collective, not work scheduled beside it.
+    chain, between = {order[position].name}, []
+    for j in order[position + 1 :]:
+        if chain.intersection(j.operands) and j.opcode.endswith(("-update", "-done")):
+            if j.opcode.endswith("-done"):
+                return between
+            chain.add(j.name)
+        else:
+            between.append(j.opcode)
+    raise ValueError(f"{order[position].name}: no done reads it")
 
 
 def _wraps_collective(module, instruction) -> bool:
