@@ -2,7 +2,8 @@
 shard_map bodies whose collectives sit in the places a module nests computations (lax.cond
 branches, loop bodies and conditions, a branch inside a loop), for collective_census; functions
 of many arguments (more than ten, names out of alphabetical order, ranks 0 to 3, boolean and
-8-bit types, some never read), for device_param_shapes and param_shardings.
+8-bit types, some never read), for device_param_shapes and param_shardings; and int32 rows whose
+total is beyond float32's exact integers, for psum_total.
 
 Each draw takes a `random.Random` and returns a label, the function and its placed arguments;
 nothing is compiled here.
@@ -190,3 +191,19 @@ def parameter_program(rng: random.Random):
     label = f"f({', '.join(arg_names)}) on mesh {dict(axes)}, {len(kept)} of them read"
     return label, read_some, tuple(args), tuple(kept)
 
+
+# ---- psum_total: an int32 total float32 cannot hold ---------------------------------------------
+
+
+def int_total_case(rng: random.Random):
+    """(label, mesh, NumPy x, x row-sharded over "x"): int32 rows on a drawn mesh whose total is
+    odd and above 2**24, so only an integer sum gets it exactly (no int32 overflow either)."""
+    axes = rng.choice(MESHES)
+    mesh = mesh_of(axes)
+    shape = (mesh.shape["x"] * rng.randint(1, 3), rng.randint(1, 6))
+    high = (1 << 31) // (shape[0] * shape[1] + 1)  # the total stays below 2**31
+    values = np.random.default_rng(rng.randrange(1 << 32)).integers(high // 2, high, shape)
+    values = values.astype(np.int32)
+    values.flat[rng.randrange(values.size)] += 1 - int(values.sum()) % 2
+    label = f"{dict(axes)}, x int32{list(shape)} of large values"
+    return label, mesh, values, jax.device_put(values, NamedSharding(mesh, P("x")))
