@@ -284,9 +284,6 @@ def _rt5_flops_per_step_dots_only(compiled):
         m = re.match(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*\w+\[([\d,]*)\]", line)
         if m:
             shapes[m.group(1)] = [int(d) for d in m.group(2).split(",") if d]
-        m2 = re.match(
-            r"\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*\w+\[([\d,]*)\]\S*\s+dot\(%?([\w.\-]+)", line
-        )
     total = 0.0
     for line in text.splitlines():
         m = re.match(

@@ -319,7 +319,9 @@ def _rt6_param_shardings_first_word(f, *args) -> list[str]:
     "mesh (the total is counted 4 times)",
 )
 def _rt6_psum_total_all_axes(x, mesh: Mesh) -> jax.Array:
-    body = lambda b: jax.lax.psum(b.sum(), tuple(mesh.axis_names))
+    def body(b):
+        return jax.lax.psum(b.sum(), tuple(mesh.axis_names))
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
 
 
@@ -330,7 +332,10 @@ def _rt6_psum_total_all_axes(x, mesh: Mesh) -> jax.Array:
 )
 def _rt6_psum_total_pmean(x, mesh: Mesh) -> jax.Array:
     n = mesh.shape["x"]
-    body = lambda b: jax.lax.pmean(b.sum(), "x") * n
+
+    def body(b):
+        return jax.lax.pmean(b.sum(), "x") * n
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P())(x).astype(x.dtype)
 
 
@@ -354,7 +359,10 @@ def _rt6_psum_total_jit(x, mesh: Mesh) -> jax.Array:
 def _rt6_ring_shift_backwards(x, mesh: Mesh) -> jax.Array:
     n = mesh.shape["x"]
     perm = [(i, (i - 1) % n) for i in range(n)]
-    body = lambda b: jax.lax.ppermute(b, "x", perm)
+
+    def body(b):
+        return jax.lax.ppermute(b, "x", perm)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
@@ -366,7 +374,10 @@ def _rt6_ring_shift_backwards(x, mesh: Mesh) -> jax.Array:
 def _rt6_ring_shift_no_wrap(x, mesh: Mesh) -> jax.Array:
     n = mesh.shape["x"]
     perm = [(i, i + 1) for i in range(n - 1)]
-    body = lambda b: jax.lax.ppermute(b, "x", perm)
+
+    def body(b):
+        return jax.lax.ppermute(b, "x", perm)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
 
 
@@ -396,7 +407,10 @@ def _rt6_ring_shift_one_row(x, mesh: Mesh) -> jax.Array:
 )
 def _rt6_gather_rows_all_axes(x, mesh: Mesh) -> jax.Array:
     names = tuple(mesh.axis_names)
-    body = lambda b: jax.lax.all_gather(b, names, tiled=True)
+
+    def body(b):
+        return jax.lax.all_gather(b, names, tiled=True)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
 
 
@@ -468,7 +482,10 @@ def _rt6_scatter_sum_strided(x, mesh: Mesh) -> jax.Array:
 )
 def _rt6_scatter_sum_first_axis(x, mesh: Mesh) -> jax.Array:
     a = mesh.axis_names[0]
-    body = lambda b: jax.lax.psum_scatter(b, a, scatter_dimension=0, tiled=True)
+
+    def body(b):
+        return jax.lax.psum_scatter(b, a, scatter_dimension=0, tiled=True)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"), check_vma=False)(x)
 
 

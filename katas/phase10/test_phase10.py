@@ -90,6 +90,20 @@ def test_per_example_is_one_batched_program(kata):
 # ---- task 2: make_train_step ------------------------------------------------------------------
 
 
+def _step(step, name: str, number: int, args: tuple):
+    """One call of the learner's step; an exception it raises on these valid inputs fails."""
+    try:
+        return step(*args)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (optax and jax raise several types)
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise AssertionError(
+            f"{name}, step {number}: your step raised {type(error).__name__} ({first:.200}): "
+            "every optax optimizer must work, including those whose update reads the params"
+        ) from error
+
+
 def _check_two_steps(kata, index: int) -> tuple[list[str], list]:
     """Two steps against NumPy; returns JAX's donation warnings and the first call's inputs."""
     name, optimizer, (np_init, np_update), size = TRAINING_CASES[index]
@@ -103,7 +117,7 @@ def _check_two_steps(kata, index: int) -> tuple[list[str], list]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for number in (1, 2):
-            current, state, loss = step(current, state, x, y)
+            current, state, loss = _step(step, name, number, (current, state, x, y))
             with check:
                 assert np.shape(loss) == (), f"{name}: loss shape {np.shape(loss)}, a scalar"
             with check:

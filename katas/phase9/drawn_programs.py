@@ -1,8 +1,9 @@
-"""Programs phase 9's HLO-reading tests draw fresh every run (the fixed banks are in
-programs.py): shard_map bodies whose collectives sit in the places a module nests computations
-(lax.cond branches, loop bodies, a branch inside a loop), for collective_census; and functions
+"""Programs phase 9's tests draw fresh every run (the fixed banks are in programs.py):
+shard_map bodies whose collectives sit in the places a module nests computations (lax.cond
+branches, loop bodies and conditions, a branch inside a loop), for collective_census; functions
 of many arguments (more than ten, names out of alphabetical order, ranks 0 to 3, boolean and
-8-bit types, some never read), for device_param_shapes and param_shardings.
+8-bit types, some never read), for device_param_shapes and param_shardings; and int32 rows whose
+total is beyond float32's exact integers, for psum_total.
 
 Each draw takes a `random.Random` and returns a label, the function and its placed arguments;
 nothing is compiled here.
@@ -54,11 +55,12 @@ PRIMITIVES = {
     "psum_scatter": _scattered,
     "all_to_all": lambda b, axis: jax.lax.all_to_all(b, axis, 0, 0, tiled=True),
 }
-PLACES = ("body", "cond", "loop", "cond in loop")
+PLACES = ("body", "cond", "loop", "cond in loop", "loop condition")
 
 
 def _placed_body(place: str, first, second):
-    """A shard_map body applying `first` (and `second` in the other branch of a cond)."""
+    """A shard_map body applying `first` (and `second` in the other branch of a cond, or in the
+    body of the while loop whose condition applies `first`)."""
 
     def branch(block):
         return jax.lax.cond(block.sum() > 0, first, second, block)
@@ -66,11 +68,20 @@ def _placed_body(place: str, first, second):
     def looped(step):
         return lambda block: jax.lax.fori_loop(0, 2, lambda _, c: step(c) * 0.5, block)
 
+    def checked(carry):  # two steps; `first`'s sum (small ints halved) is never below -1e30
+        step, block = carry
+        return (step < 2) | (first(block).sum() < -1e30)
+
+    def in_condition(block):
+        carry = (jnp.int32(0), block)
+        return jax.lax.while_loop(checked, lambda c: (c[0] + 1, second(c[1]) * 0.5), carry)[1]
+
     return {
         "body": first,
         "cond": branch,
         "loop": looped(first),
         "cond in loop": looped(branch),
+        "loop condition": in_condition,
     }[place]
 
 
@@ -87,19 +98,21 @@ def census_program(rng: random.Random, place: str, first: str, second: str):
     shape = (n * n * rng.randint(1, 2), rng.randint(1, 5))
     values = small_ints(shape, np.float32, rng.randrange(100))
     x = jax.device_put(values, NamedSharding(mesh, P("x")))
-    used = first if place in ("body", "loop") else f"{first} / {second}"
-    label = f"shard_map on mesh {dict(axes)}: {used} at {place}, x f32{list(shape)}"
+    used = {"body": first, "loop": first, "loop condition": f"{first} (body: {second})"}
+    at = used.get(place, f"{first} / {second}")
+    label = f"shard_map on mesh {dict(axes)}: {at} at {place}, x f32{list(shape)}"
     return label, mapped, (x,)
 
 
 def draw_census_programs(rng: random.Random) -> list:
     """Every run: pmax and pmin in the two branches of a lax.cond (at top level or in a loop
-    body), then two programs drawn from every primitive and place."""
+    body), two drawn primitives in a while loop's condition and its body, then one program
+    drawn from every primitive and place."""
     extremes = rng.sample(("pmax", "pmin"), 2)
     drawn = [census_program(rng, rng.choice(("cond", "cond in loop")), *extremes)]
-    for _ in range(2):
-        first, second = rng.sample(sorted(PRIMITIVES), 2)
-        drawn.append(census_program(rng, rng.choice(PLACES), first, second))
+    drawn.append(census_program(rng, "loop condition", *rng.sample(sorted(PRIMITIVES), 2)))
+    first, second = rng.sample(sorted(PRIMITIVES), 2)
+    drawn.append(census_program(rng, rng.choice(PLACES), first, second))
     return drawn
 
 
@@ -177,3 +190,20 @@ def parameter_program(rng: random.Random):
     )
     label = f"f({', '.join(arg_names)}) on mesh {dict(axes)}, {len(kept)} of them read"
     return label, read_some, tuple(args), tuple(kept)
+
+
+# ---- psum_total: an int32 total float32 cannot hold ---------------------------------------------
+
+
+def int_total_case(rng: random.Random):
+    """(label, mesh, NumPy x, x row-sharded over "x"): int32 rows on a drawn mesh whose total is
+    odd and above 2**24, so only an integer sum gets it exactly (no int32 overflow either)."""
+    axes = rng.choice(MESHES)
+    mesh = mesh_of(axes)
+    shape = (mesh.shape["x"] * rng.randint(1, 3), rng.randint(1, 6))
+    high = (1 << 31) // (shape[0] * shape[1] + 1)  # the total stays below 2**31
+    values = np.random.default_rng(rng.randrange(1 << 32)).integers(high // 2, high, shape)
+    values = values.astype(np.int32)
+    values.flat[rng.randrange(values.size)] += 1 - int(values.sum()) % 2
+    label = f"{dict(axes)}, x int32{list(shape)} of large values"
+    return label, mesh, values, jax.device_put(values, NamedSharding(mesh, P("x")))

@@ -11,6 +11,7 @@ from pytest_check import check
 
 from kata_harness import collectives
 from kata_harness.oracles import sharding as oracle
+from katas.phase9 import drawn_programs
 from katas.phase9.programs import map_cases, scatter_cases
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
@@ -47,17 +48,25 @@ def _run(task, mesh, sharded):
 
 
 @pytest.mark.task("psum_total")
-def test_psum_total(kata):
-    for mesh_name, mesh, x, sharded in map_cases():
+def test_psum_total(kata, fresh):
+    """The map cases, then int32 rows drawn every run whose total float32 cannot hold exactly."""
+    for mesh_name, mesh, x, sharded in [*map_cases(), drawn_programs.int_total_case(fresh)]:
         total, module, jaxpr = _run(kata.psum_total, mesh, sharded)
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
-        with check:
-            np.testing.assert_allclose(
-                np.asarray(total, np.float64),
-                x.sum(dtype=np.float64),
-                err_msg=f"mesh {mesh_name}: the sum of every element",
-            )
+        if np.issubdtype(x.dtype, np.integer):
+            with check:
+                assert np.array_equal(np.asarray(total), x.sum(dtype=np.int64)), (
+                    f"mesh {mesh_name}: not the exact integer sum of every element (an int32 "
+                    f"sum stays in int32; {fresh.where()})"
+                )
+        else:
+            with check:
+                np.testing.assert_allclose(
+                    np.asarray(total, np.float64),
+                    x.sum(dtype=np.float64),
+                    err_msg=f"mesh {mesh_name}: the sum of every element",
+                )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one psum (printed psum_invariant "

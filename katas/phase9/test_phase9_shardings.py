@@ -175,9 +175,10 @@ def test_census_counts_opcodes_not_names(kata):
 @pytest.mark.task("collective_census")
 def test_census_on_fresh_programs(kata, fresh):
     """shard_map programs drawn every run: pmax and pmin in the two branches of a lax.cond (at
-    top level or in a loop body), then two from every primitive (psum, pmax, pmin, pmean,
-    all_gather, ppermute, psum_scatter, all_to_all) and place (the body, a cond branch, a loop
-    body, a branch in a loop body); the counts are XLA's own module's."""
+    top level or in a loop body), two primitives in a while loop's condition and its body, then
+    one from every primitive (psum, pmax, pmin, pmean, all_gather, ppermute, psum_scatter,
+    all_to_all) and place (the body, a cond branch, a loop body, a branch in a loop body, a loop
+    condition); the counts are XLA's own module's."""
     for label, f, args in drawn_programs.draw_census_programs(fresh):
         got = kata.collective_census(f, *args)
         assert isinstance(got, Counter), f"{label}: got a {type(got).__name__}, not a Counter"
@@ -186,7 +187,8 @@ def test_census_on_fresh_programs(kata, fresh):
             wrong = sorted(k for k in set(got) | set(want) if got[k] != want[k])
             pytest.fail(
                 f"{label}: your count of {wrong[0]!r} differs from the compiled module's (every "
-                f"computation: branches, loop bodies; opcodes, not names); {fresh.where()}"
+                "computation: branches, loop bodies and conditions; opcodes, not names); "
+                f"{fresh.where()}"
             )
 
 
