@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -29,12 +30,35 @@ from .errors import RunError
 
 @dataclass(slots=True)
 class _Census:
-    """A pytest plugin object collecting the harness's records."""
+    """A pytest plugin object collecting the harness's records, and the seconds each phase and
+    each kind of variant took (setup, call and teardown: loading a kata file is in its setup)."""
 
     records: list[TestRecord] = field(default_factory=list)
+    seconds: Counter = field(default_factory=Counter)
 
     def pytest_runtest_logreport(self, report) -> None:
         self.records += records.read(report)
+        phase = re.search(r"katas/(phase\d+)/", report.nodeid)
+        variant = re.search(r"\[([a-z]+)[^\]]*\]$", report.nodeid)
+        if phase and variant:
+            self.seconds[phase.group(1), variant.group(1)] += report.duration
+
+
+def time_lines(seconds: Counter) -> list[str]:
+    """Where the census spent its test time: by kind of variant, then the slowest phases."""
+    total = sum(seconds.values())
+    if not total:
+        return []
+    kinds, phases = Counter(), Counter()
+    for (phase, kind), value in seconds.items():
+        kinds[kind] += value
+        phases[phase] += value
+    share = ", ".join(f"{kind} {value / total:.0%}" for kind, value in kinds.most_common())
+    slowest = ", ".join(f"{phase} {value:.0f} s" for phase, value in phases.most_common(5))
+    return [
+        f"test time {total:.0f} s (summed over workers): {share}",
+        f"slowest phases: {slowest}",
+    ]
 
 
 @dataclass(slots=True)
@@ -115,9 +139,12 @@ def _short_red_teams(rows: list[TaskCensus]) -> list[str]:
     return lines
 
 
-def run(phases: list[Phase], seed: int | None = None) -> list[TestRecord]:
+def run(
+    phases: list[Phase], seed: int | None = None, seconds: Counter | None = None
+) -> list[TestRecord]:
     """Every test of ``phases`` in reference mode; ``seed`` draws every fresh case from that seed
-    (``--kata-seed``), else each kata file's content seeds its own."""
+    (``--kata-seed``), else each kata file's content seeds its own; ``seconds`` gets the test
+    seconds by (phase, kind of variant)."""
     import pytest
 
     collector = _Census()
@@ -151,6 +178,8 @@ def run(phases: list[Phase], seed: int | None = None) -> list[TestRecord]:
             f"pytest stopped with {code.name.lower().replace('_', ' ')}; see why "
             "with: uv run pytest katas --impl=reference"
         )
+    if seconds is not None:
+        seconds.update(collector.seconds)
     return collector.records
 
 
@@ -207,11 +236,15 @@ def check(
 ) -> int:
     if seed is not None:
         console.print(f"fresh cases: seed {seed}", markup=False)
-    found = run(phases, seed)
+    seconds: Counter = Counter()
+    found = run(phases, seed, seconds)
     rows = census(phases, found)
     if update_catchers:
         caught = [(r.phase, r.variant, r.test) for r in found if r.caught]
         written = catchers.update(caught, [p.name for p in phases])
         path = catchers.PATH.relative_to(curriculum.ROOT)
         console.print(f"{written} catching tests written to {path}", markup=False)
-    return 1 if render(console, rows) else 0
+    bad = render(console, rows)
+    for line in time_lines(seconds):
+        console.print(line, markup=False)
+    return 1 if bad else 0
