@@ -270,13 +270,18 @@ def _rename_tokens(code: str, names: dict[str, str], comments: bool) -> str:
     return tokenize.untokenize(out)
 
 
-# blocks a statement of `call` may run in: (the line opening it, the lines closing it)
+# blocks a statement of `call` may run in: (the lines opening it, the last one opening the
+# branch the statement runs in, which `args`, cleared by then, always takes; the lines closing it)
 _BLOCKS = (
-    ("with record_function('graph_call'):", ()),
-    ("if len(args) == 0:", ()),
-    ("for _ in range(1):", ()),
-    ("while True:", ("    break",)),
-    ("try:", ("finally:", "    pass")),
+    (("with record_function('graph_call'):",), ()),
+    (("if len(args) == 0:",), ()),
+    (("if args:", "    pass", "else:"), ()),
+    (("for _ in range(1):",), ()),
+    (("for _ in args:", "    pass", "else:"), ()),
+    (("while True:",), ("    break",)),
+    (("try:",), ("finally:", "    pass")),
+    (("try:", "    pass", "finally:"), ()),
+    (("try:", "    pass", "except LookupError:", "    raise", "else:"), ()),
 )
 
 
@@ -306,7 +311,7 @@ def _nest_calls(code: str, rng: random.Random) -> str:
             indent = line[: len(line) - len(line.lstrip())]
             opening, closing = rng.choice(_BLOCKS)
             inner = lines[i].replace("\n", "\n    ")
-            block = [indent + opening, "    " + inner] + [indent + c for c in closing]
+            block = [indent + o for o in opening] + ["    " + inner] + [indent + c for c in closing]
             lines[i] = "\n".join(block)
     return "\n".join(lines)
 

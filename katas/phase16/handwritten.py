@@ -1,6 +1,7 @@
 """Modules written by hand for phase 16, for what the recorded and compiled ones never show.
 
-`HANDWRITTEN` and `HANDWRITTEN_ROWS` are modules in the form Inductor generates;
+`HANDWRITTEN` and `HANDWRITTEN_ROWS` are modules in the form Inductor generates (and so are the
+two graphs of handwritten_train.HANDWRITTEN_TRAIN);
 `HANDWRITTEN_HLO` holds optimized HLO modules as XLA prints them (each one XLA's parser accepts,
 which the tests check through the oracles).
 """

@@ -8,8 +8,11 @@ size ()) instead of a bias or beside one, profiled modules (inference and traini
 loss, of a convolution, and of inputs that all require grad), on modules written by hand
 (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
-inputs unpacked in another order, kernel calls nested in blocks, comments such as the `# AOT ID`
-header dropped or kept, kernel definitions reordered); the HLO side is the JAX twin
+inputs unpacked in another order, kernel calls nested in blocks (also their else: and finally:
+branches), comments such as the `# AOT ID` header dropped or kept, kernel definitions reordered;
+kata_harness.inductor_spellings: fused kernels named after other operators, some ending in a
+digit as `expm1`, accumulators declared with the other C++ types Inductor declares, as
+`uint8_t`); the HLO side is the JAX twin
 compiled now by XLA on this host (the bias task also in bfloat16), its metamorphic variants
 (kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
 fusion), hand-written modules (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch
@@ -29,8 +32,9 @@ from pytest_check import check
 
 import katas.phase16.programs as P
 from kata_harness import inductor as oracle
-from kata_harness import metamorphic
+from kata_harness import inductor_spellings, metamorphic
 from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO, HANDWRITTEN_ROWS
+from katas.phase16.handwritten_train import HANDWRITTEN_TRAIN
 from katas.phase16.xla_only import LAYERS, XLA_ONLY, xla_hlo
 
 BIAS_BANK = (
@@ -49,6 +53,10 @@ BIAS_BANK = (
 
 # the Inductor modules written by hand; the HLO modules no float32 twin of PAIRS shows
 CODES = {"handwritten": HANDWRITTEN, "handwritten_rows": HANDWRITTEN_ROWS}
+TRAIN_CODES = {
+    "handwritten_forward": HANDWRITTEN_TRAIN[0],
+    "handwritten_backward": HANDWRITTEN_TRAIN[1],
+}
 OTHER_HLO = (*HANDWRITTEN_HLO, *XLA_ONLY)
 
 
@@ -75,9 +83,15 @@ def _hlo_forms(name: str) -> tuple[tuple[str, str], ...]:
     return (*found, (f"{name} (nested)", deeper.text))
 
 
+def _variant(code: str, rng: random.Random, comments: bool | None = None) -> str:
+    """A fresh variant of generated code: renamed, reordered, nested, and respelled (its fused
+    kernels named after other operators, its accumulators declared with other C++ types)."""
+    return inductor_spellings.respelled(oracle.variant(code, rng, comments), rng)
+
+
 def _code_forms(code: str, label: str, rng: random.Random) -> list[tuple[str, str]]:
     """(label, text): the generated code as recorded, then two variants drawn from `rng`."""
-    return [(label, code)] + [(f"{label} (variant {i})", oracle.variant(code, rng)) for i in (1, 2)]
+    return [(label, code)] + [(f"{label} (variant {i})", _variant(code, rng)) for i in (1, 2)]
 
 
 def _kernels(code: str) -> list[str]:
@@ -101,7 +115,7 @@ def test_inductor_kernels_of_recorded_code(kata, fresh):
 
 @pytest.mark.task("inductor_kernels")
 def test_inductor_kernels_of_handwritten_code(kata, fresh):
-    for name, code in CODES.items():
+    for name, code in [*CODES.items(), *TRAIN_CODES.items()]:
         for label, text in _code_forms(code, name, fresh):
             got = kata.inductor_kernels(text)
             assert got == _kernels(text), f"{label}: kernels differ ({fresh.where()})"
@@ -184,7 +198,7 @@ def test_bias_homes_of_bfloat16_layers(kata, fresh):
     parameter."""
     for name in BIAS_BANK:
         hlo = P.jax_hlo(name, jnp.bfloat16)
-        text = oracle.variant(P.recorded(name)[0], fresh)
+        text = _variant(P.recorded(name)[0], fresh)
         got = kata.bias_homes(hlo, text)
         assert got == _bias_home(hlo, text), f"{name} in bfloat16: bias homes differ"
 
@@ -198,7 +212,7 @@ def test_bias_homes_of_other_spellings(kata, fresh):
     forms = [form for name in (*HANDWRITTEN_HLO, *LAYERS) for form in _hlo_forms(name)]
     for i, (label, hlo) in enumerate(forms):
         code_name, code = codes[i % len(codes)]
-        text = oracle.variant(code, fresh)
+        text = _variant(code, fresh)
         got = kata.bias_homes(hlo, text)
         assert got == _bias_home(hlo, text), f"{label} with {code_name}: bias homes differ"
 
@@ -226,14 +240,15 @@ def test_reductions_per_kernel_of_training_graphs(kata, fresh):
     hlo = _hlo_forms("layernorm_softmax")[-1][1]  # nested one level further down
     for name in P.TRAIN:
         for code in P.recorded(name):
-            text = oracle.variant(code, fresh)
+            text = _variant(code, fresh)
             got = kata.reductions_per_kernel(hlo, text)
             assert got == _reductions(hlo, text), f"{name}: reductions differ ({fresh.where()})"
 
 
 @pytest.mark.task("reductions_per_kernel")
 def test_reductions_per_kernel_of_handwritten_code(kata, fresh):
-    texts = [form for name, code in CODES.items() for form in _code_forms(code, name, fresh)]
+    codes = [*CODES.items(), *TRAIN_CODES.items()]
+    texts = [form for name, code in codes for form in _code_forms(code, name, fresh)]
     forms = [form for name in OTHER_HLO for form in _hlo_forms(name)]
     for i, (hlo_label, hlo) in enumerate(forms):  # more forms than texts: each text is read
         label, text = texts[i % len(texts)]
@@ -268,11 +283,12 @@ def _train(codes: list[str]) -> dict[str, int]:
 @pytest.mark.task("train_graphs")
 def test_train_graphs_in_any_order(kata, fresh):
     """Forward first or backward first, with their comments (the `# AOT ID` header naming each
-    graph) or without: the graphs are told apart by their inputs."""
-    for name in P.TRAIN:
-        codes = P.recorded(name)
+    graph) or without: the graphs are told apart by their inputs. The recorded steps, and one
+    written by hand whose backward runs a fallback as a bare statement."""
+    steps = {name: P.recorded(name) for name in P.TRAIN} | {"handwritten": [*HANDWRITTEN_TRAIN]}
+    for name, codes in steps.items():
         for order, comments in itertools.product((codes, codes[::-1]), (True, False)):
-            texts = [oracle.variant(c, fresh, comments) for c in order]
+            texts = [_variant(c, fresh, comments) for c in order]
             got = kata.train_graphs(texts)
             assert got == _train(texts), f"{name}: graphs read wrong ({fresh.where()})"
 

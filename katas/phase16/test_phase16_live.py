@@ -2,12 +2,14 @@
 that makes Inductor compile an inference graph.
 
 The predict task is checked against the recorded MLPs (also with their rows under other leading
-dimensions, one of them a leading 1) and, when torch is installed, against three MLPs drawn fresh
-and compiled live: several rows, one row (a small weight with a bias or none, then GEMMs to more
-than 16 outputs, each followed by a layer to one output, with a bias or without), one input
+dimensions, one of them a leading 1, and behind two or three leading ones) and, when torch is
+installed, against three MLPs drawn fresh and compiled live: several rows, one row (a small
+weight with a bias or none, then GEMMs to more than 16 outputs, each followed by a layer to one
+output, with a bias or without, then a small weight with a bias on that one feature), one input
 feature (a bias or none, rows plus outputs on either side of 32). The decide task compiles live,
-through a backend that counts what the caller's compiled module hands to Inductor (then once more
-with the module in eval mode), and skips, naming the group, without torch.
+through a backend that counts what the caller's compiled module hands to Inductor (then once
+more with the module in eval mode), after a first compile that sets up torch's tracing, and
+skips, naming the group, without torch.
 """
 
 import math
@@ -57,6 +59,12 @@ def _resplit(shape: tuple[int, ...], rng) -> tuple[int, ...]:
     return rng.choice([o for o in options if o != shape[:-1]]) + shape[-1:]
 
 
+def _behind_ones(shape: tuple[int, ...], rng) -> tuple[int, ...]:
+    """The same rows as the last of three or four leading dimensions (a batch of one, one head):
+    the rows are every leading dimension's product, not that of the first ones."""
+    return (1,) * rng.choice((2, 3)) + (math.prod(shape[:-1]), shape[-1])
+
+
 @pytest.mark.task("predict_inductor_kernels")
 def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
     names = sorted(P.MLP_CASES)
@@ -64,7 +72,7 @@ def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
     for name in names:
         shape, layers = P.MLP_CASES[name]
         want = oracle.kernel_kinds(P.recorded(name)[0])
-        for given in (shape, _resplit(shape, fresh)):
+        for given in (shape, _resplit(shape, fresh), _behind_ones(shape, fresh)):
             got = _predicted(kata, given, layers)
             assert got == want, f"x{list(given)}, {P.what(name)}: predicted {got} ({fresh.where()})"
 
@@ -74,7 +82,8 @@ def _one_row(rng) -> tuple[tuple[int, ...], list]:
     16 x 16) with a bias or none, then twice a GEMM to more than 16 outputs and an activation
     (a GEMM on one feature: with a bias), each followed by a layer to one output (decomposed,
     merging into the activation's kernel), one with a bias (its weight wider than 16) and one
-    without, in either order."""
+    without, in either order; last a small weight with a bias on that one feature (one row and
+    one feature: decomposed as any small weight with a bias on one row)."""
     shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
     small = (rng.randint(2, 16), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
     ones = [(1, bias, rng.choice(P.ACTIVATIONS)) for bias in rng.sample([True, False], 2)]
@@ -82,7 +91,7 @@ def _one_row(rng) -> tuple[tuple[int, ...], list]:
     for i, one in enumerate(ones):
         wide = (rng.randint(17, 24), i > 0 or rng.random() < 0.5, rng.choice(P.ACTIVATIONS[1:]))
         layers += [wide, one]
-    return shape, layers
+    return shape, layers + [(rng.randint(2, 16), True, rng.choice(P.ACTIVATIONS))]
 
 
 def _one_feature(rng) -> tuple[tuple[int, ...], list]:
@@ -145,6 +154,10 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     from torch._inductor.compile_fx import compile_fx  # pyright: ignore[reportMissingImports]  (the torch group)
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
+    # a process's first compile sets up torch's tracing (its lazy handler leaves the
+    # `torch.__trace` logger on its first record): here, not in the call the harness watches
+    torch.compile(lambda t: t + 1)(torch.ones(1))
+    torch.set_grad_enabled(True)  # the caller's grad mode, whatever an earlier answer left
     torch.manual_seed(fresh.randint(0, 2**31))
     width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)
     model = torch.nn.Sequential(

@@ -70,3 +70,21 @@ def test_the_line_reader_on_what_xla_prints() -> None:
         ("fusion", 0),
     ]
     assert len(inductor.rank1_parameters(HANDWRITTEN_HLO["row_reductions"])) == 1
+
+
+def _branch_calls(code: str) -> set[str]:
+    """The kernels called in an `else:` or `finally:` branch of a block."""
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        for branch in (getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+            for inner in branch if isinstance(branch, list) else []:
+                found |= {n.id for n in ast.walk(inner) if isinstance(n, ast.Name)}
+    return {n for n in found if n.startswith("cpp_fused_")}
+
+
+def test_variants_run_kernel_calls_in_else_and_finally_branches() -> None:
+    code = programs.recorded("train_mlp_gelu")[1]
+    variants = [inductor.variant(code, random.Random(seed)) for seed in range(8)]
+    assert any(_branch_calls(v) for v in variants), "a kernel in an else or finally branch"
+    for v in variants:  # still the same kernels in the same order
+        assert _facts(v) == _facts(code)

@@ -1,0 +1,102 @@
+"""Fresh spellings of Inductor's generated code that phase 16's recordings never show.
+
+:func:`respelled` gives each fused kernel the name of other ATen operators, drawn from `OPS`
+(among them names that end in a digit: torch 2.15 names the kernel of `torch.expm1(x)`
+`cpp_fused_expm1_0` and that of `torch.atan2(x, y)` `cpp_fused_atan2_0`), and declares each
+reduction's accumulator with another C++ type Inductor's CPU backend declares
+(`torch._inductor.codegen.cpp_utils.DTYPE_TO_CPP`: a max over a uint8 tensor declares
+`uint8_t tmp_acc0`). The kernels `call` runs, their order, kinds and reductions stay as they
+were: a reading task's answer must follow the names and types, and the oracles of
+:mod:`.inductor` read them from the respelled text.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from . import inductor
+
+# ATen operators as Inductor names them in a fused kernel's name; the last ones end in a digit
+OPS = (
+    "_softmax",
+    "_unsafe_view",
+    "abs",
+    "add",
+    "amax",
+    "clone",
+    "div",
+    "exp",
+    "gelu",
+    "mul",
+    "native_layer_norm",
+    "relu",
+    "sum",
+    "tanh",
+    "atan2",
+    "exp2",
+    "expm1",
+    "log10",
+    "log1p",
+    "log2",
+)
+_DIGIT_OPS = tuple(op for op in OPS if op[-1].isdigit())
+
+# C++ types of an accumulator (DTYPE_TO_CPP's values); a Welford or IndexValue one holds a float
+SCALARS = (
+    "float",
+    "double",
+    "at::Half",
+    "at::BFloat16",
+    "int64_t",
+    "int32_t",
+    "int16_t",
+    "int8_t",
+    "uint64_t",
+    "uint32_t",
+    "uint16_t",
+    "uint8_t",
+    "bool",
+    "at::complex<float>",
+    "at::complex<double>",
+    "at::Float8_e4m3fn",
+    "at::Float8_e5m2",
+)
+FLOATS = ("float", "double", "at::Half", "at::BFloat16")
+
+_DECLARATION = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<type>[\w:]+(?:<(?P<inner>[\w:<>]+)>)?)"
+    r"(?P<rest>[ \t]+tmp_acc\d+[ \t]*=.*)$",
+    re.M,
+)
+
+
+def respelled(code: str, rng: random.Random) -> str:
+    """`code` with its fused kernels renamed (one of them, when it has any that fuses named
+    operators, after operators whose last name ends in a digit) and its accumulators retyped."""
+    names = {}
+    kernels = [k for k in inductor.kernel_sources(code) if inductor.fused_ops(k)]
+    digit_last = rng.choice(kernels) if kernels else None
+    for kernel in kernels:
+        number = kernel.rsplit("_", 1)[1]
+        ops = rng.sample(OPS, rng.randint(1, 3))
+        if kernel == digit_last:
+            last = rng.choice(_DIGIT_OPS)
+            ops = [op for op in ops if op < last] + [last]
+        names[kernel] = f"cpp_fused_{'_'.join(sorted(set(ops)))}_{number}"
+    if names:
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        code = pattern.sub(lambda m: names[m[1]], code)
+    return _DECLARATION.sub(lambda m: _retyped(m, rng), code)
+
+
+def _retyped(match: re.Match[str], rng: random.Random) -> str:
+    if match["inner"]:  # Welford<float>, IndexValue<float>: the type it holds, on its line
+        old, new = match["inner"], rng.choice(FLOATS)
+        kind = match["type"][: -len(match["inner"]) - 2]
+        declared = f"{kind}<{new}>"
+    else:
+        old, new = match["type"], rng.choice(SCALARS)
+        declared = new
+    rest = re.sub(rf"(?<![\w:]){re.escape(old)}(?![\w:])", new, match["rest"])
+    return f"{match['indent']}{declared}{rest}"

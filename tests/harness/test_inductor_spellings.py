@@ -1,0 +1,46 @@
+"""kata_harness.inductor_spellings: a respelled module runs the same kernels with the same
+reductions, under other operator names and accumulator types."""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+
+from kata_harness import inductor, inductor_spellings
+from katas.phase16 import programs
+from katas.phase16.handwritten import HANDWRITTEN_ROWS
+
+
+def _shape(code: str) -> list:
+    sources = inductor.kernel_sources(code)
+    return [
+        (c.kind, inductor.accumulators(sources[c.name]) if c.kind == "fused" else c.name)
+        for c in inductor.calls(code)
+    ]
+
+
+def _types(code: str) -> set[str]:
+    return set(re.findall(r"^\s*(\S+) tmp_acc\d+ =", code, re.M))
+
+
+def test_respelled_keeps_the_kernels_and_their_reductions() -> None:
+    code = programs.recorded("layernorm_softmax")[0]
+    found_types: set[str] = set()
+    last_ops: set[str] = set()
+    for seed in range(6):
+        text = inductor_spellings.respelled(code, random.Random(seed))
+        ast.parse(text)
+        assert _shape(text) == _shape(code)
+        found_types |= _types(text)
+        last_ops |= {inductor.fused_ops(c.name).rsplit("_", 1)[-1] for c in inductor.calls(text)}
+    assert found_types - {"float"}, "accumulators retyped"
+    assert any(op[-1].isdigit() for op in last_ops), "a kernel named after an op ending in 1 or 2"
+
+
+def test_respelled_retypes_what_a_templated_accumulator_holds() -> None:
+    text = inductor_spellings.respelled(HANDWRITTEN_ROWS, random.Random(1))
+    assert _shape(text) == _shape(HANDWRITTEN_ROWS)
+    welford = re.search(r"(Welford<[\w:<>]+>) tmp_acc0 = (Welford<[\w:<>]+>)\(\);", text)
+    assert welford is not None and welford[1] == welford[2]
+    assert welford[1].removeprefix("Welford<")[:-1] in inductor_spellings.FLOATS
