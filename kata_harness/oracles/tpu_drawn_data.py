@@ -1,15 +1,15 @@
-"""Phase 11's drawn data: modules and shapes made from a ``random.Random`` for the reading
-tasks device_groups, collective_bytes, padded_bytes and prefetched_parameters.
+"""Phase 11's drawn data: modules and shapes made from a ``random.Random`` for the reading tasks
+device_groups, collective_bytes, padded_bytes and prefetched_parameters.
 
 Every draw holds every situation the contracts allow: groups in the three spellings over up to
 32 devices (numbers past 9), mesh axes listed in any order, ``{}`` with replicas and partitions;
 collectives of every element type XLA's parser knows (sub-byte, fp8, c128, u64), scalars and
 tuples, with and without channel_id, in called computations, while bodies and TPU async bodies;
-tiles of one to three sizes over any layout; parameters moved into S(1) by every kind of copy,
-scalar ones untiled, cross-program prefetches of index 0 and 1, and copies that are no ENTRY
-parameter's. The expected groups are built here with NumPy (the order a gather concatenates:
-the listed axes major to minor, as XLA:CPU runs an all_gather over ('b', 'a')); bytes, padding
-and moves come from XLA's parse (:mod:`.tpu_hlo`).
+tiles of one to three sizes over any layout, empty dimensions too; parameters moved into S(1) by
+every kind of copy, scalar ones untiled, cross-program prefetches of index 0 and 1, and copies
+that are no ENTRY parameter's. The expected groups are built here with NumPy (the order a gather
+concatenates: the listed axes major to minor, as XLA:CPU runs an all_gather over ('b', 'a'));
+bytes, padding and moves come from XLA's parse (:mod:`.tpu_hlo`).
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def known_dtypes() -> tuple[str, ...]:
 
 
 def tiled_shape(rng: random.Random, dtype: str, rank: int, tile_rank: int, space: str = "") -> str:
-    """An array shape of `rank` odd dimensions (a fifth of them 1) in a drawn layout order,
-    tiled over `tile_rank` of them (0: no tile), maybe with a memory space."""
-    dims = [1 if rng.random() < 0.2 else rng.randint(2, 150) for _ in range(rank)]
+    """An array shape of `rank` odd dimensions (a fifth of them 1, one in 15 empty) in a drawn
+    layout order, tiled over `tile_rank` of them (0: no tile), maybe with a memory space."""
+    dims = [rng.choices((1, 0, rng.randint(2, 150)), (3, 1, 11))[0] for _ in range(rank)]
     order = list(range(rank))
     rng.shuffle(order)
     if dtype in _SUB_BYTE and not tile_rank and rank:

@@ -1,10 +1,11 @@
 """Phase 11's drawn matmul fusions: modules made from a ``random.Random`` for matmul_fusions.
 
-Every draw holds every situation: ENTRY fusions whose convolution sits in the fusion's own body
-or in a nested fusion, epilogues using every kind of op (elementwise, pad, slice, concatenate,
+Every draw holds every situation: ENTRY fusions of every kind (kLoop and kOutput in every draw)
+whose convolution sits in the fusion's own body or in a nested fusion (in one of them three or
+four levels down), epilogues using every kind of op (elementwise, pad, slice, concatenate,
 reverse, iota, dynamic slices, select, clamp, sort, and the reducers called by reduce,
-reduce-window and map), conversions that only move data, an ENTRY fusion with no convolution,
-a bare convolution in ENTRY, two ENTRY fusions calling one body, and matmul fusions in a while
+reduce-window and map), conversions that only move data, an ENTRY fusion with no convolution, a
+bare convolution in ENTRY, two ENTRY fusions calling one body, and matmul fusions in a while
 body and in a called computation (no ENTRY fusion). The facts come from XLA's parse
 (:func:`.tpu_hlo.matmul_fusions`).
 """
@@ -19,6 +20,7 @@ G = "f32[16,16]{1,0}"
 UNARY = ("tanh", "exponential", "negate", "abs", "sqrt", "log", "sine", "cosine", "floor")
 BINARY = ("add", "multiply", "maximum", "minimum", "subtract", "divide", "power")
 REDUCERS = ("maximum", "minimum", "add", "multiply")
+FUSION_KINDS = ("kLoop", "kOutput", "kInput", "kCustom")
 EPILOGUES = (
     "unary",
     "binary",
@@ -187,6 +189,16 @@ def matmul_computation(c: Computations, rng: random.Random, kinds: list[str]) ->
     )
 
 
+def _wrapped(c: Computations, body: str) -> str:
+    """A computation of two G operands whose one fusion calls `body`."""
+    fused = c.name()
+    return c.add(
+        [G, G],
+        lambda n: [f"%{fused} = {G} fusion(%{n[0]}, %{n[1]}), kind=kOutput, calls=%{body}"],
+        lambda n: f"{G} bitcast(%{fused})",
+    )
+
+
 def matmul_module(rng: random.Random) -> str:
     """A module holding every matmul-fusion situation (see the module docstring)."""
     c = Computations(rng)
@@ -196,22 +208,31 @@ def matmul_module(rng: random.Random) -> str:
     count = rng.randint(3, 5)
     groups = [kinds[k::count] for k in range(count)]
     entry, results = [f"%{x} = {G} parameter(0)", f"%{w} = {G} parameter(1)"], []
-    for group in groups:
+    # the fusion kind says nothing: kLoop and kOutput matmul fusions in every draw
+    fusion_kinds = ["kLoop", "kOutput", *rng.choices(FUSION_KINDS, k=count - 1)]
+    rng.shuffle(fusion_kinds)
+    for group, fusion_kind in zip(groups, fusion_kinds, strict=False):
         body, f = (
             matmul_computation(c, rng, group + rng.sample(EPILOGUES, rng.randint(0, 2))),
             c.name(),
         )
-        entry.append(f"%{f} = {G} fusion(%{x}, %{w}), kind=kOutput, calls=%{body}")
+        entry.append(f"%{f} = {G} fusion(%{x}, %{w}), kind={fusion_kind}, calls=%{body}")
         results.append(f)
+    # a matmul body two fusions down: the convolution three or four levels below ENTRY
+    deep, f = matmul_computation(c, rng, rng.sample(EPILOGUES, 2)), c.name()
+    for _ in range(2):
+        deep = _wrapped(c, deep)
+    entry.append(f"%{f} = {G} fusion(%{x}, %{w}), kind={rng.choice(FUSION_KINDS)}, calls=%{deep}")
+    results.append(f)
     # two ENTRY fusions calling one body (two identical layers): each is a matmul fusion
     twin = c.name()
-    entry.append(f"%{twin} = {G} fusion(%{w}, %{x}), kind=kOutput, calls=%{body}")
+    entry.append(f"%{twin} = {G} fusion(%{w}, %{x}), kind={fusion_kinds[-1]}, calls=%{body}")
     results.append(twin)
-    # no convolution in this fusion; a bare one in ENTRY
+    # no convolution in this fusion, of any kind; a bare one in ENTRY
     plain = c.add([G], lambda n: [], lambda n: f"{G} {rng.choice(UNARY)}(%{n[0]})")
     loose, bare = c.name(), c.name()
     entry += [
-        f"%{loose} = {G} fusion(%{x}), kind=kLoop, calls=%{plain}",
+        f"%{loose} = {G} fusion(%{x}), kind={rng.choice(FUSION_KINDS)}, calls=%{plain}",
         f"%{bare} = {G} convolution(%{x}, %{w}), dim_labels=bf_io->bf",
     ]
     results += [loose, bare]

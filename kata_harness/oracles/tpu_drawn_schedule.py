@@ -3,8 +3,9 @@ the reading tasks async_collectives and overlapped_work.
 
 Each module holds every situation the contract allows, in every draw (kinds, names, order and
 windows drawn afresh): TPU kCustom starts whose body ends in the AsyncCollectiveStart marker or
-in a tuple of its elements, generic ``X-start`` ops, ``async-start`` wrappers of a collective
-and of plain compute, an async ``copy-start``, two starts of one signature (same kind, shape and
+in a tuple of its elements, the collective in the body or in a fusion the body calls; generic
+``X-start`` ops, ``async-start`` wrappers of a collective and of plain compute, an async
+``copy-start``, two starts of one signature (same kind, shape and
 pairs, other channels) finishing in the other order, a while body with an async pair of its
 own, two generic starts of one kind without a channel_id (cross-replica) finishing in the
 other order, and windows holding every kind of work (copies, transposes, slices, barriers,
@@ -115,17 +116,32 @@ def _tuple_parts(shape: str) -> list[str]:
 Pair = tuple[list[str], list[str]]
 
 
-def tpu_pair(c: Computations, kind: str, operand: str, channel: int, tuple_root: bool) -> Pair:
-    """A kCustom start fusion and its done fusion around `kind` (channel `channel`)."""
+def _holding(
+    c: Computations, kind: str, channel: int, name: str, operand: str, nested: bool
+) -> str:
+    """The line `%name = ` the collective on %operand, or (nested) a fusion of %operand whose
+    body holds the collective."""
+    if not nested:
+        return f"%{name} = {collective(kind, operand, channel)}"
+    inner = c.add([OPERAND.get(kind, F)], lambda m: [], lambda m: collective(kind, m[0], channel))
+    return f"%{name} = {F} fusion(%{operand}), kind=kLoop, calls=%{inner}"
+
+
+def tpu_pair(
+    c: Computations, kind: str, operand: str, channel: int, tuple_root: bool, nested: bool = False
+) -> Pair:
+    """A kCustom start fusion and its done fusion around `kind` (channel `channel`); nested:
+    the collective sits in a fusion called from each body (the marker stays in the body)."""
     wrapped = OPERAND.get(kind, F)
     context = f"({wrapped}, {F}, {U32})"
     coll, marker, parts = c.name(), c.name(), [c.name() for _ in range(3)]
+    held = _holding(c, kind, channel, coll, "IN", nested)
 
     def marker_text(n: list[str]) -> str:
         return f'{context} custom-call(%{coll}), custom_call_target="AsyncCollectiveStart"'
 
     def begin_lines(n: list[str]) -> list[str]:
-        lines = [f"%{coll} = {collective(kind, n[0], channel)}"]
+        lines = [held.replace("%IN", f"%{n[0]}")]
         if tuple_root:  # the body ends in a tuple of the marker's elements
             lines.append(f"%{marker} = {marker_text(n)}")
             lines += [
@@ -141,9 +157,10 @@ def tpu_pair(c: Computations, kind: str, operand: str, channel: int, tuple_root:
 
     begin = c.add([wrapped], begin_lines, begin_root)
     done_coll = c.name()
+    done_held = _holding(c, kind, channel, done_coll, "IN", nested)
     end = c.add(
         [wrapped, F, U32],
-        lambda n: [f"%{done_coll} = {collective(kind, n[0], channel)}"],
+        lambda n: [done_held.replace("%IN", f"%{n[0]}")],
         lambda n: (
             f"{F} custom-call(%{n[0]}, %{n[1]}, %{done_coll}, %{n[2]}), "
             'custom_call_target="AsyncCollectiveDone"'
@@ -272,7 +289,7 @@ def _loop(c: Computations, rng: random.Random, x: str, channel: int) -> str:
     kind = rng.choice(("all-reduce", "collective-permute"))
     how = rng.choice(("tpu", "generic", "async"))
     if how == "tpu":
-        start, done = tpu_pair(c, kind, "STATE", channel, rng.random() < 0.5)
+        start, done = tpu_pair(c, kind, "STATE", channel, *rng.sample((False, True), 2))
     elif how == "generic":
         start, done = generic_pair(c, kind, "STATE", channel)
     else:
@@ -294,9 +311,11 @@ def async_module(rng: random.Random) -> str:
     channels = iter(rng.sample(range(1, 400), 40))
     x = params[F]
     pairs: list[Pair] = []
+    nested = rng.choice((False, True))  # one of the two TPU starts holds it in a nested fusion
     for tuple_root in (False, True):
         kind = rng.choice(KINDS)
-        pairs.append(tpu_pair(c, kind, params[OPERAND.get(kind, F)], next(channels), tuple_root))
+        operand = params[OPERAND.get(kind, F)]
+        pairs.append(tpu_pair(c, kind, operand, next(channels), tuple_root, nested == tuple_root))
     kind = rng.choice(GENERIC)
     pairs.append(generic_pair(c, kind, params[OPERAND.get(kind, F)], next(channels)))
     kind = rng.choice(KINDS)
@@ -311,8 +330,7 @@ def async_module(rng: random.Random) -> str:
     # two starts of one signature finishing in the other order, around everything else; work
     # between the two dones
     kind = rng.choice(("all-reduce", "collective-permute", "all-to-all"))
-    p = tpu_pair(c, kind, x, next(channels), rng.random() < 0.5)
-    q = tpu_pair(c, kind, x, next(channels), rng.random() < 0.5)
+    p, q = (tpu_pair(c, kind, x, next(channels), *rng.sample((False, True), 2)) for _ in "pq")
     at = rng.randint(0, len(seq))
     late = work(c, rng.choice(COMPUTE), x, 0)
     seq = [p[0], *seq[:at], q[0], *seq[at:], q[1], late, p[1]]

@@ -24,9 +24,9 @@ def async_collectives(hlo_text: str) -> dict[str, str]:
 
     Return {start instruction name: collective opcode} ("all-gather", "all-reduce",
     "reduce-scatter", "all-to-all", "collective-permute"). Two spellings: XLA:TPU wraps the
-    collective in a `kind=kCustom` fusion whose called computation holds it and a custom-call
-    with `custom_call_target="AsyncCollectiveStart"`, root or not (the name of that fusion is
-    the start);
+    collective in a `kind=kCustom` fusion whose called computations, nested ones included,
+    hold it and a custom-call with `custom_call_target="AsyncCollectiveStart"`, root or not
+    (the name of that fusion is the start);
     elsewhere the start is an op such as `all-gather-start` or `collective-permute-start`.
     An async `copy-start` moves memory, it is no collective. No async collective: {}.
     Names say nothing: the tests rename every instruction and computation (`%n17`).

@@ -504,6 +504,7 @@ COLLECTIVE_DTYPES = (
 )  # fmt: skip
 FIRST_TILES = ("T(8,128)", "T(4,128)", "T(2,128)", "T(16,128)", "T(128)", "T(256)", "T(1024)")
 LATER_TILES = ("", "(2,1)", "(4,1)", "(8,1)", "(128)")
+THREE_SIZE_TILES = ("T(2,8,128)", "T(4,8,128)", "T(3,2,128)")  # over the three most minor
 _GROUP = 4  # devices in the one replica group
 
 
@@ -511,6 +512,8 @@ def _layout(rng: random.Random, rank: int, tiled: bool) -> str:
     order = list(range(rank))
     rng.shuffle(order)
     minor_to_major = ",".join(str(d) for d in order)
+    if not rank:
+        return ""  # a scalar: XLA prints f32[], no layout and so no tile
     if not tiled:
         return f"{{{minor_to_major}}}"
     tiles = [t for t in FIRST_TILES if t.count(",") < rank]
@@ -518,6 +521,8 @@ def _layout(rng: random.Random, rank: int, tiled: bool) -> str:
 
 
 def _dims(rng: random.Random, rank: int, dtype: str) -> list[int]:
+    if not rank:
+        return []
     dims = [rng.randint(1, 40) * _GROUP] + [rng.randint(1, 300) for _ in range(rank - 1)]
     if dtype in ("s4", "u4"):
         dims[-1] += dims[-1] % 2  # whole bytes
@@ -536,7 +541,8 @@ def collectives_module(rng: random.Random) -> str:
     plain one, each kind's first collective in ENTRY without a channel_id (one of them twice,
     the same shape on the same operand: two collectives), one collective in a
     called computation, one in a while loop's body, and one channel copied into two
-    computations (one collective)."""
+    computations (one collective); one all-reduce, all-to-all or collective-permute outside
+    the loop, of a whole-byte type, is a scalar (a loss: one element, no dimension, no tile)."""
     reducers: set[str] = set()
     computations: list[str] = []
     params: list[str] = []
@@ -565,8 +571,9 @@ def collectives_module(rng: random.Random) -> str:
     for moved in ("call", "copied"):
         free = [k for k in range(len(kinds)) if places[k] == "entry" and k not in firsts]
         places[rng.choice(free)] = moved
+    scalar = rng.choice([k for k in same_shape[1:] if dtypes[k] not in ("s4", "u4")])
     for k, (kind, place, dtype) in enumerate(zip(kinds, places, dtypes, strict=True)):
-        rank = rng.randint(1, 3)
+        rank = 0 if k == scalar else rng.randint(1, 3)
         dims = _dims(rng, rank, dtype)
         layout = _layout(rng, rank, tiled=seen.get(kind, 0) != 1)
         seen[kind] = seen.get(kind, 0) + 1

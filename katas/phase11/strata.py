@@ -15,7 +15,7 @@ import random
 
 import jax.numpy as jnp
 
-from katas.phase11.programs import COLLECTIVE_DTYPES, FIRST_TILES, LATER_TILES
+from katas.phase11.programs import COLLECTIVE_DTYPES, FIRST_TILES, LATER_TILES, THREE_SIZE_TILES
 
 CPU_DEVICES = 8
 _BOTH_UNEQUAL = ((2, 3), (3, 2), (2, 4), (4, 2))
@@ -145,14 +145,22 @@ def mlp_strata(rng: random.Random) -> dict[str, MlpCase]:
 # ---- padded_bytes: array shapes under TPU-style tiled layouts --------------------------------
 
 
-def _shape(rng: random.Random, dtype: str, rank: int, tile: str, ones: tuple[int, ...] = ()) -> str:
+def _shape(
+    rng: random.Random,
+    dtype: str,
+    rank: int,
+    tile: str,
+    ones: tuple[int, ...] = (),
+    sizes: tuple[tuple[int, int], ...] = (),
+) -> str:
     """A shape text of drawn sizes in a drawn layout order; `ones`: places in minor-to-major
-    order (0: the most minor dimension) whose dimension is 1."""
+    order (0: the most minor dimension) whose dimension is 1; `sizes`: (place, size) pairs
+    setting other places."""
     order = list(range(rank))
     rng.shuffle(order)
     dims = [rng.randint(2 if ones else 1, 300) for _ in range(rank)]
-    for place in ones:
-        dims[order[place]] = 1
+    for place, size in (*((p, 1) for p in ones), *sizes):
+        dims[order[place]] = size
     if dtype in ("s4", "u4") and not tile:
         dims[-1] += dims[-1] % 2  # whole bytes
     layout = ",".join(str(d) for d in order) + (f":{tile}" if tile else "")
@@ -181,15 +189,39 @@ def _unit_dimensions(rng: random.Random) -> dict[str, str]:
     }
 
 
+def _corner_tiles(rng: random.Random) -> dict[str, str]:
+    """A first tile of three sizes (it pads the three most minor dimensions; the third one's
+    size drawn off its multiples), and an empty dimension (0 elements, 0 bytes: rounding 0 up
+    to a multiple of a tile size leaves 0) under a first tile and outside it."""
+    three = rng.choice(THREE_SIZE_TILES)
+    step = int(three[2:].split(",")[0])
+    rank = rng.randint(3, 4)
+    third = rng.randint(0, 40) * step + rng.randint(1, step - 1)
+    two_d = rng.choice([t for t in FIRST_TILES if "," in t])
+    one_d = rng.choice([t for t in FIRST_TILES if "," not in t])
+    cases = {
+        f"first tile {three}, rank {rank}": (three, rank, ((2, third),)),
+        f"first tile {two_d}, an empty tiled dimension": (two_d, 2, ((rng.randint(0, 1), 0),)),
+        f"first tile {one_d}, an empty dimension the tile leaves": (one_d, 3, ((2, 0),)),
+    }
+    return {
+        f"{dtype}, {place}": _shape(rng, dtype, rank, tile + rng.choice(LATER_TILES), (), sizes)
+        for (place, (tile, rank, sizes)), dtype in zip(
+            cases.items(), rng.sample(COLLECTIVE_DTYPES, len(cases)), strict=True
+        )
+    }
+
+
 def tiled_strata(rng: random.Random) -> dict[str, str]:
     """Shape texts per situation: every element type (4-bit to 16-byte) under a tiled layout
     (programs.COLLECTIVE_DTYPES, in a drawn order); every 1-D first tile at rank 1 and at rank
     2 to 4 (it covers the most minor dimension only); every 2-D first tile twice, at ranks 2 to
     4; the later tiles that split a first one spread over them (each three times); and one
     untiled shape of each rank 1 to 4, one of them of a 4-bit type. Sizes 1 to 300, any
-    minor-to-major order; dimensions of 1 under every size of a first tile and outside it; and
-    one tiled shape of two dimensions of 2**31 to 2**34 (XLA's parser takes it; its size in
-    bits, an exact integer, is past 2**63, where int64 wraps)."""
+    minor-to-major order; dimensions of 1 under every size of a first tile and outside it; a
+    first tile of three sizes; an empty dimension under a tile and outside it; and one tiled
+    shape of two dimensions of 2**31 to 2**34 (XLA's parser takes it; its size in bits, an
+    exact integer, is past 2**63, where int64 wraps)."""
     one_d = [t for t in FIRST_TILES if "," not in t]
     two_d = [t for t in FIRST_TILES if "," in t]
     ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
@@ -211,6 +243,7 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     dtype = rng.choice(COLLECTIVE_DTYPES)
     cases[f"{dtype}, rank 2, past 2**63 bits"] = f"{dtype}[{dims[0]},{dims[1]}]{{1,0:{huge}}}"
     cases |= _unit_dimensions(rng)
+    cases |= _corner_tiles(rng)
     sub_byte = rng.randrange(4)
     for rank in range(1, 5):
         dtype = rng.choice(("s4", "u4")) if rank - 1 == sub_byte else rng.choice(COLLECTIVE_DTYPES)

@@ -203,7 +203,8 @@ def test_collective_bytes_of_drawn_modules(kata, fresh):
     """A fresh module, stratified (programs.collectives_module): every kind three times, every
     element type from 4 to 128 bits once, odd shapes under tiled and plain layouts, each kind
     once without channel_id (one kind twice, alike: two collectives), collectives in a called
-    computation and in a while body, and one channel copied into two computations."""
+    computation and in a while body, one channel copied into two computations, and a scalar
+    (a loss's all-reduce: one element)."""
     text = collectives_module(fresh)
     expected = oracle.collective_bytes(text)
     got = kata.collective_bytes(text)

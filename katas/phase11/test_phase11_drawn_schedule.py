@@ -26,7 +26,8 @@ DRAWS = 3  # modules per test and run; each holds every situation
 @pytest.mark.task("async_collectives")
 def test_async_collectives_of_drawn_schedules(kata, fresh):
     """Starts of every spelling in ENTRY only (a while body's are not), async compute that is no
-    collective, TPU bodies ending in the marker or in a tuple of its elements."""
+    collective, TPU bodies ending in the marker or in a tuple of its elements, the collective in
+    the body or in a fusion it calls."""
     for draw in range(DRAWS):
         text = async_module(fresh)
         got = kata.async_collectives(text)
@@ -50,7 +51,8 @@ def test_overlapped_work_of_drawn_schedules(kata, fresh):
 @pytest.mark.task("matmul_fusions")
 def test_matmul_fusions_of_drawn_modules(kata, fresh):
     """Epilogues of every op kind (pads, slices, reducers of reduce-window, map and sort),
-    matmuls in nested fusions, matmul fusions in a while body and a called computation."""
+    matmuls in nested fusions, ENTRY fusions of every kind, matmul fusions in a while body and a
+    called computation."""
     for draw in range(DRAWS):
         text = matmul_module(fresh)
         got = kata.matmul_fusions(text)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import zlib
+from collections.abc import Callable
+from typing import Any
 
 from kata_harness import metamorphic
 from kata_harness.targets import recorded
@@ -58,3 +60,15 @@ def renamed_keys(variant, expected: dict) -> dict:
     """expected with its keys (instruction names) renamed; values kept (an opcode such as
     "all-gather" or a word such as "copy" may also be some instruction's name)."""
     return expected if variant is None else {variant.rename(k): v for k, v in expected.items()}
+
+
+def attempt(fn: Callable[[str], Any], text: str) -> tuple[Any, str | None]:
+    """(fn(text), None), or (None, what it raised): every text the tests hand over is one XLA's
+    parser takes, so a crash is a wrong answer, reported through an assertion naming the input
+    (the stub's NotImplementedError passes through)."""
+    try:
+        return fn(text), None
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (any exception: the input is valid)
+        return None, f"{type(error).__name__}: {str(error)[:160]}"
