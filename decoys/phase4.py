@@ -347,7 +347,7 @@ def scale_lax_sqrt(x):
 
 @accepted("shared_subexpression", why="the second a+b written b+a: CSE still finds it")
 def cse_commuted(a, b, c, d):
-    return jnp.add(a, b) * c + (b + a) * d
+    return jnp.maximum(jnp.add(a, b), b + a) * (c + d)
 
 
 @decoy(

@@ -87,7 +87,8 @@ def _rt6_identity_numpy_one(x):
     "(+ - * /) the contract asks for; wrong on every input (StableHLO holds no add/sub/mul/div)",
 )
 def _rt6_identity_double_negate(x):
-    return -(-x)
+    negated = -x
+    return -negated
 
 
 @wrong(

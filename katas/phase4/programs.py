@@ -58,14 +58,19 @@ IDENTITY_INPUTS = {
 }
 
 
-def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: float):
-    """a, b signed (so a + b is negative as often as not), c, d in [0.1, 1), with three planted
-    elements: a + b == 0, a negative sum, and a + b so large that its square overflows the dtype
-    while (a + b) * (c + d) does not."""
+def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: float, huge: float):
+    """a, b, c, d signed (so a + b and c + d are negative as often as not), with four planted
+    elements: a + b == 0, a negative sum, a + b so large that its square overflows the dtype
+    while (a + b) * (c + d) does not, and c, d of opposite signs so large against their sum that
+    (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not."""
     rng = np.random.default_rng(seed)
-    a, b = rng.uniform(-1.0, 1.0, size=(2, *shape))
-    c, d = rng.uniform(0.1, 1.0, size=(2, *shape))
-    planted = ((1.0, -1.0, 0.5, 0.25), (-1.0, -0.5, 0.5, 0.5), (big, big, 1 / big, 1 / big))
+    a, b, c, d = rng.uniform(-1.0, 1.0, size=(4, *shape))
+    planted = (
+        (1.0, -1.0, 0.5, 0.25),
+        (-1.0, -0.5, 0.5, 0.5),
+        (big, big, 1 / big, 1 / big),
+        (huge, huge, -4.0, 3.5),
+    )
     for index, values in enumerate(planted):
         for array, value in zip((a, b, c, d), values, strict=True):
             array.flat[index] = value
@@ -73,9 +78,9 @@ def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: fl
 
 
 CSE_INPUTS = {
-    "f32[8]": _cse_args((8,), np.float32, 0, 2e19),
-    "f16[3,4]": _cse_args((3, 4), np.float16, 1, 200.0),
-    "bf16[1,6]": _cse_args((1, 6), BF16, 2, 2e19),
+    "f32[8]": _cse_args((8,), np.float32, 0, 2e19, 1e38),
+    "f16[3,4]": _cse_args((3, 4), np.float16, 1, 200.0, 16000.0),
+    "bf16[1,6]": _cse_args((1, 6), BF16, 2, 2e19, 1e38),
     "f32[] a negative sum": tuple(np.array(v, np.float32) for v in (-1.0, -0.5, 0.5, 0.25)),
 }
 
@@ -179,10 +184,12 @@ DUMPED = {  # program, args, the opcode the optimization removes or adds
 }
 
 
-STAGE_PROGRAMS = {  # several arities, a tuple result, bf16, one function at two shapes (size 1),
-    # a scalar argument, an argument the function ignores (jit prunes it), two different
-    # functions of one name (both `<lambda>`) at the same argument
+STAGE_PROGRAMS = {  # several arities, a tuple result, one function at two dtypes of one shape
+    # (f32 then bf16) and at two shapes (size 1), a scalar argument, an argument the function
+    # ignores (jit prunes it), two different functions of one name (both `<lambda>`) at the same
+    # argument
     "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
+    "moments f32[6]": (moments, (uniform(6, 4),)),
     "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
     "lhs_transposed 5x1, 5x7": (lhs_transposed, transposed_args(5, 1, 7)),
     "lhs_transposed 16x8, 16x5": (lhs_transposed, transposed_args()),

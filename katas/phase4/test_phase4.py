@@ -87,7 +87,8 @@ def _stages_oracle(key: str) -> tuple[Counter, Counter, tuple[str, str]]:
 @pytest.mark.task("stages")
 def test_stages_of_several_programs(kata):
     """Each program at its own arguments: a scalar stays a scalar, an unused argument is pruned
-    as jax.jit prunes it, and two functions of one name are two programs."""
+    as jax.jit prunes it, one function at another dtype or shape is another program, and so are
+    two functions of one name."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")

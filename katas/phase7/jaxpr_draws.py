@@ -8,6 +8,12 @@ a namedtuple, `_LinearSolveTuple`), and one jitted function called twice (JAX's 
 hands both `jit` equations the very same jaxpr object: each call still holds its loops). Each
 piece's loops, depth first, are read off the piece (a loop, then the loops inside it); the
 tests also compare the counts with xla_inspect's primitive census.
+
+Every draw also holds one conditional whose branches hold different loops, drawn: a `lax.switch`
+of 2 to 4 branches or a `lax.cond`. A `cond` equation keeps its branches in one param, a tuple
+in index order: `lax.switch`'s list as given, and for `lax.cond(p, true_fn, false_fn)` the false
+branch first (index 0 is False). The branches are drawn so that walking them in another order
+gives another list.
 """
 
 from __future__ import annotations
@@ -81,19 +87,61 @@ NEEDED = (
 )
 
 
-def draw_pieces(rng: random.Random) -> list[str]:
-    """The needed pieces and one to three more (repeats allowed), in a drawn order."""
+# what a branch may hold: (its loops depth first, the branch as a function of (v, n))
+BRANCHES: dict[str, tuple[list[str], Callable]] = {
+    "no loop": ([], lambda v, n: v * 2.0),
+    "a static fori_loop": (["scan"], lambda v, n: fori(v, 3)),
+    "a traced-bound fori_loop": (["while"], lambda v, n: fori(v, n)),
+    "a while holding a scan": (
+        ["while", "scan"],
+        lambda v, n: lax.fori_loop(0, n, lambda i, c: fori(c, 2), v),
+    ),
+}
+
+
+def _branches(kinds: list[str], n) -> list[Callable]:
+    return [lambda v, body=BRANCHES[kind][1]: body(v, n) for kind in kinds]
+
+
+def draw_branching(rng: random.Random) -> tuple[str, Piece]:
+    """A lax.switch of 2 to 4 drawn branches, or a lax.cond, and its loops depth first."""
+    spelled_cond = rng.random() < 0.5
+    while True:
+        kinds = rng.choices(sorted(BRANCHES), k=2 if spelled_cond else rng.randint(2, 4))
+        want = [loop for kind in kinds for loop in BRANCHES[kind][0]]
+        if want != [loop for kind in reversed(kinds) for loop in BRANCHES[kind][0]]:
+            break
+    if spelled_cond:  # lax.cond(p, true_fn, false_fn) holds branches (false_fn, true_fn)
+        false_kind, true_kind = kinds
+
+        def run(x, n):
+            false_fn, true_fn = _branches(kinds, n)
+            return lax.cond(x > 0.0, true_fn, false_fn, x)
+
+        return f"lax.cond(true: {true_kind}, false: {false_kind})", (run, want)
+
+    def run_switch(x, n):
+        return lax.switch(n % len(kinds), _branches(kinds, n), x)
+
+    return f"lax.switch over [{', '.join(kinds)}]", (run_switch, want)
+
+
+def draw_pieces(rng: random.Random) -> list[tuple[str, Piece]]:
+    """The needed pieces, a drawn conditional and one to three more (repeats allowed), in a
+    drawn order."""
     names = [*NEEDED, *rng.choices(sorted(PIECES), k=rng.randint(1, 3))]
-    rng.shuffle(names)
-    return names
+    pieces = [(name, PIECES[name]) for name in names]
+    pieces.append(draw_branching(rng))
+    rng.shuffle(pieces)
+    return pieces
 
 
-def chain(names: list[str]) -> tuple[Callable, list[str]]:
+def chain(pieces: list[tuple[str, Piece]]) -> tuple[Callable, list[str]]:
     """A function of (x: float, n: int) running the pieces in order, and its loops depth first."""
 
     def run(x, n):
-        for name in names:
-            x = PIECES[name][0](x, n)
+        for _, (piece, _) in pieces:
+            x = piece(x, n)
         return x
 
-    return run, [loop for name in names for loop in PIECES[name][1]]
+    return run, [loop for _, (_, loops) in pieces for loop in loops]

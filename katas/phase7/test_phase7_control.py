@@ -257,9 +257,11 @@ def test_open_and_closed_jaxprs_alike(kata):
 @pytest.mark.task("loop_primitives")
 def test_loop_primitives_of_drawn_chains(kata, fresh):
     """Pieces (jaxpr_draws: custom_vjp, custom_linear_solve's namedtuple of jaxprs, one jitted
-    function called twice, ...) run one after the other in a drawn order, closed and open."""
-    names = draw_pieces(fresh)
-    run, want = chain(names)
+    function called twice, a switch or cond whose branches hold different loops, ...) run one
+    after the other in a drawn order, closed and open."""
+    pieces = draw_pieces(fresh)
+    names = [name for name, _ in pieces]
+    run, want = chain(pieces)
     closed = jax.make_jaxpr(run)(1.0, 4)
     census = primitive_census(closed)
     assert dict(Counter(want)) == {n: census[n] for n in ("scan", "while") if census[n]}

@@ -35,8 +35,10 @@ def folded_scale(x) -> jax.Array:
 
 
 def shared_subexpression(a, b, c, d) -> jax.Array:
-    # a+b written twice: 3 adds in the jaxpr, CSE leaves 2.
-    return (a + b) * c + (a + b) * d
+    # a+b written twice: 3 adds in the jaxpr, CSE leaves 2. The maximum of a value and itself
+    # is that value (NaN too); (a+b)*c + (a+b)*d would not be (a+b)*(c+d) for floats: the
+    # partial products may overflow or cancel where the product does not.
+    return jnp.maximum(a + b, a + b) * (c + d)
 
 
 def dead_branch(x) -> jax.Array:
