@@ -204,13 +204,12 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata):
     calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
     calls.append(calls[2])  # ... refilled in place before the call
     for index, (params, x) in enumerate(calls):
-        if index == 3:
+        kinds, how = ARRAY_KINDS, "same shapes, other values each time"
+        if index == 3:  # the dict itself, as given (device_put would copy it into a new one)
+            kinds, how = ARRAY_KINDS[:1], "the params dict of call 3, refilled in place"
             refilled(params, data(14, shape)[0])
-        for kind, put in ARRAY_KINDS:
-            where = (
-                f"eager call {index + 1} of {len(calls)} on {kind} (same shapes, other values "
-                "each time; the last one's params dict is the one before, refilled in place)"
-            )
+        for kind, put in kinds:
+            where = f"eager call {index + 1} of {len(calls)} on {kind} ({how})"
             with keeps_nothing(where):
                 out = kata.mlp_forward(put(params), put(x))
             with check:

@@ -150,11 +150,13 @@ def test_loss_and_grad_reads_its_arguments_on_every_call(kata):
     params = data(21, SHAPES[2])[0]
     for index, seed in enumerate((22, 23, 24)):
         _, x, y = data(seed, SHAPES[2])
-        if index == 2:
-            x, y = data(23, SHAPES[2])[1:]  # the batch before, params refilled in place
+        kinds, how = ARRAY_KINDS, "another batch"
+        if index == 2:  # the dict itself, as given (device_put would copy it into a new one)
+            x, y = data(23, SHAPES[2])[1:]
+            kinds, how = ARRAY_KINDS[:1], "the batch before, the params dict refilled in place"
             refilled(params, data(seed, SHAPES[2])[0])
-        for kind, put in ARRAY_KINDS:
-            where = f"eager call {index + 1} of 3 on {kind}"
+        for kind, put in kinds:
+            where = f"eager call {index + 1} of 3 on {kind} ({how})"
             with keeps_nothing(where):
                 loss, grads = _loss_and_grad(kata.loss_and_grad, put(params), put(x), put(y))
             _check_against_numpy(loss, grads, params, x, y, where)

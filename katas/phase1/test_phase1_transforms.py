@@ -44,8 +44,9 @@ def _run(f, call, x, n):
         return call(x, n)
     except (jax.errors.TracerIntegerConversionError, jax.errors.ConcretizationTypeError) as error:
         pytest.fail(
-            f"for {_spelled(f)}, n reached range() as a tracer ({type(error).__name__}): jit "
-            "must treat f's second positional parameter as static, whatever its name or kind"
+            f"for {_spelled(f)}, the second parameter reached range() as a tracer "
+            f"({type(error).__name__}): jit must treat f's second positional parameter as "
+            "static, whatever its name or kind"
         )
     except TypeError as error:
         pytest.fail(f"calling the jitted {_spelled(f)} as (x, n) raised TypeError: {error}")
