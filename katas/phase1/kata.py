@@ -30,7 +30,8 @@ def mlp_forward(params: dict, x) -> jax.Array:
     """relu(x @ w1 + b1) @ w2 + b2 for x of shape (batch, in_dim).
 
     A pure function of params and x: it reads the arrays only through its arguments (no
-    closed-over arrays, nothing kept from an earlier call), called under jit or eagerly, on NumPy
+    closed-over arrays, nothing kept from an earlier call, not even for the same params dict
+    refilled in place with other arrays), called under jit or eagerly, on NumPy
     arrays or JAX arrays, and jax.grad differentiates it (the relu's gradient is 1 where its
     input is positive, 0 elsewhere: 0 at exactly 0 too, which zero biases and all-zero rows of x
     give). No activation after the last layer. The result is a JAX array of the inputs' dtype
@@ -56,8 +57,9 @@ def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
     """Return (loss, grads): mse_loss and its gradient with respect to params (not x).
 
     grads has the same structure as params (a dict with the same keys, shapes and dtypes: bf16
-    params and data give bf16 grads and a bf16 loss). Every call computes on its own arguments,
-    under jit or eagerly, on NumPy arrays or JAX arrays.
+    params and data give bf16 grads and a bf16 loss). Every call computes on its own arguments
+    (the same params dict refilled in place too), under jit or eagerly, on NumPy arrays or JAX
+    arrays.
     """
     # TODO: one JAX transformation gives both at once
     raise NotImplementedError("phase1 task 4: loss_and_grad")
@@ -67,8 +69,9 @@ def make_power_jit(f) -> Callable:
     """Return jax.jit of f(x, n) where n is a Python int that drives a Python loop.
 
     Return what jax.jit returns (it has .lower and .trace), for the f you are given. n is f's
-    second positional parameter, whatever it is called; f may take more parameters after it,
-    with defaults, which the calls leave out. n must be static: one trace per distinct n, none
+    second positional parameter, whatever it is called and whether or not it is positional-only
+    (def f(x, n, /)); f may take more parameters after it, with defaults, which the calls leave
+    out, and one of them may be called n. n must be static: one trace per distinct n, none
     for new values of x, and n is baked into the program (not one of its inputs).
     """
     # TODO: tell jit which argument is static

@@ -60,23 +60,14 @@ def counting_power(counter):
     return power
 
 
-def counting_power_renamed(counter):
-    """The same power with its static parameter called k and a third, defaulted parameter (the
-    contract names n's position, not its name, and f may take more parameters)."""
-
-    def power(x, k, offset=None):
-        counter.append(k)
-        result = x
-        for _ in range(k - 1):
-            result = result * x
-        return result if offset is None else result + offset
-
-    return power
-
-
-# f's spellings the make_power_jit tests jit in turn; counting_power twice, so that two
-# different functions share one __qualname__
-POWERS = (counting_power, counting_power_renamed, counting_power)
+def spelled_power(counter, spelling: tuple[str, str, str]):
+    """counting_power under a drawn signature (katas/phase1/strata.py power_spellings): a real
+    function whose parameters have the drawn names and kinds, for jit and the learner to read.
+    The names come from the fixed lists there, so the source built here is always valid."""
+    x, n, parameters = spelling
+    scope = {"_power": counting_power(counter)}
+    exec(f"def power({parameters}):\n    return _power({x}, {n})\n", scope)
+    return scope["power"]
 
 
 def if_positive(x):

@@ -49,6 +49,12 @@ def keeps_nothing(where: str):
         )
 
 
+def refilled(params: dict, other: dict) -> dict:
+    """params itself (the same dict object), its arrays replaced in place by other's."""
+    params.update(other)
+    return params
+
+
 VALUES = settings(
     derandomize=True,
     max_examples=6,
@@ -246,14 +252,22 @@ def weak_scalars(rng: random.Random) -> list[Call]:
 
 
 def bools(rng: random.Random) -> list[Call]:
-    """Python bools next to np.bool_ scalars and 0-d bool arrays (one key: a Python bool is not
-    weak), and sometimes a bool array or a Python int (a key of its own)."""
+    """Python bools next to np.bool_ scalars and 0-d bool arrays, no Python int (one key: a
+    Python bool is bool[], not weak), and sometimes a bool array (a key of its own)."""
     xs: list = [rng.random() < 0.5 for _ in range(rng.randint(1, 3))]
     xs.append(rng.choice((np.bool_(rng.random() < 0.5), _array(rng, (), np.dtype(np.bool_)))))
     if rng.random() < 0.5:
         xs.append(_array(rng, _shape(rng, (1, 2)), np.dtype(np.bool_)))
-    if rng.random() < 0.5:
-        xs.append(rng.randint(0, 1))
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
+
+
+def bools_and_ints(rng: random.Random) -> list[Call]:
+    """Python bools next to Python ints (other values each), no NumPy bool: two keys, as a bool
+    is bool[] and an int a weak int32[]. Kept apart from the NumPy bools above: with a Python int
+    and a NumPy bool both present, taking a bool for an int swaps two keys and counts the same."""
+    xs: list = [rng.random() < 0.5 for _ in range(rng.randint(1, 3))]
+    xs += rng.sample(range(-9, 10), rng.randint(1, 3))
     rng.shuffle(xs)
     return _calls(xs, rng.randint(0, 9))
 
@@ -291,9 +305,37 @@ SITUATIONS = {
     "Python floats and np.float64 scalars": wide_scalars,
     "Python ints and floats among NumPy scalars and 0-d arrays": weak_scalars,
     "Python bools among NumPy bools": bools,
+    "Python bools next to Python ints": bools_and_ints,
     "static values repeated": static_values,
     "every kind of argument, two static values": mixed,
 }
+
+
+# make_power_jit's f: names a learner may expect for its static parameter, and for x
+N_NAMES = ("n", "k", "p", "power", "exponent", "times", "degree", "count")
+X_NAMES = ("x", "a", "base", "value", "arr")
+
+# a spelling of f's signature: x's name, n's name, the parameter list
+Spelling = tuple[str, str, str]
+
+
+def _defaulted(names: list[str]) -> str:
+    return ", ".join(f"{name}=None" for name in names)
+
+
+def power_spellings(rng: random.Random) -> list[Spelling]:
+    """Two signatures for f(x, n), names drawn: n positional-only (jit refuses a static_argnames
+    entry for it), then n called otherwise than "n" and followed by defaulted parameters, one of
+    them called "n", keyword-only or not (a guess from the names picks that one)."""
+    x, n = rng.choice(X_NAMES), rng.choice(N_NAMES)
+    extras = rng.sample([m for m in N_NAMES if m != n], rng.randint(0, 2))
+    only = f"{x}, {n}, /" + "".join(f", {m}=None" for m in extras)
+    x_other, n_other = rng.choice(X_NAMES), rng.choice(N_NAMES[1:])
+    extras = ["n", *rng.sample([m for m in N_NAMES[1:] if m != n_other], rng.randint(0, 1))]
+    rng.shuffle(extras)
+    star = "*, " if rng.random() < 0.5 else ""
+    named = f"{x_other}, {n_other}, {star}{_defaulted(extras)}"
+    return [(x, n, only), (x_other, n_other, named)]
 
 
 def count_traces_strata(rng: random.Random) -> dict[str, list[Call]]:

@@ -19,7 +19,7 @@ from katas.phase1.programs import (
     SHAPES,
     data,
 )
-from katas.phase1.strata import ARRAY_KINDS, as_given, keeps_nothing
+from katas.phase1.strata import ARRAY_KINDS, as_given, keeps_nothing, refilled
 from xla_inspect.jaxpr import primitive_census
 
 # (in, hidden, out) with enough weights that a sample std is within a few percent; in == out so
@@ -194,16 +194,22 @@ def test_mlp_forward_keeps_the_dtype(kata):
 @pytest.mark.task("mlp_forward")
 def test_mlp_forward_reads_its_arguments_on_every_call(kata):
     """After a call under jit, called eagerly (concrete arrays, no jit around it), on NumPy and
-    on JAX arrays, with other params and then another x of the same shapes: each result is that
-    call's network on that call's x."""
+    on JAX arrays, with other params, then another x of the same shapes, then the same params
+    dict refilled in place with other arrays: each result is that call's network on that call's
+    x."""
     shape = SHAPES[2]
     with keeps_nothing("a call under jit"):
         jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
     calls = [data(seed, shape)[:2] for seed in (11, 12)]
     calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
+    calls.append(calls[2])  # ... refilled in place before the call
     for index, (params, x) in enumerate(calls):
-        for kind, put in ARRAY_KINDS:
-            where = f"eager call {index + 1} of 3 on {kind} (same shapes, other values each time)"
+        kinds, how = ARRAY_KINDS, "same shapes, other values each time"
+        if index == 3:  # the dict itself, as given (device_put would copy it into a new one)
+            kinds, how = ARRAY_KINDS[:1], "the params dict of call 3, refilled in place"
+            refilled(params, data(14, shape)[0])
+        for kind, put in kinds:
+            where = f"eager call {index + 1} of {len(calls)} on {kind} ({how})"
             with keeps_nothing(where):
                 out = kata.mlp_forward(put(params), put(x))
             with check:

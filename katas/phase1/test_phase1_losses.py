@@ -13,7 +13,7 @@ from pytest_check import check
 
 from kata_harness.oracles import jax_basics as oracle
 from katas.phase1.programs import KEYS, SHAPES, data
-from katas.phase1.strata import ARRAY_KINDS, VALUES, as_given, keeps_nothing
+from katas.phase1.strata import ARRAY_KINDS, VALUES, as_given, keeps_nothing, refilled
 
 NARROW_FLOATS = (ml_dtypes.bfloat16, np.float16)
 
@@ -143,15 +143,20 @@ def test_loss_and_grad_matches_numpy(kata):
 @pytest.mark.task("loss_and_grad")
 def test_loss_and_grad_reads_its_arguments_on_every_call(kata):
     """After a call under jit, called eagerly (no jit around it) on NumPy and on JAX arrays, on
-    one params and batches of the same shapes with other values: each result is that batch's
-    loss and gradient."""
+    one params and batches of the same shapes with other values, then on that params dict
+    refilled in place with other arrays: each result is that call's loss and gradient."""
     with keeps_nothing("a call under jit"):
         _loss_and_grad(jax.jit(kata.loss_and_grad), *data(20, SHAPES[2]))
     params = data(21, SHAPES[2])[0]
-    for index, seed in enumerate((22, 23)):
+    for index, seed in enumerate((22, 23, 24)):
         _, x, y = data(seed, SHAPES[2])
-        for kind, put in ARRAY_KINDS:
-            where = f"eager call {index + 1} of 2 on {kind}"
+        kinds, how = ARRAY_KINDS, "another batch"
+        if index == 2:  # the dict itself, as given (device_put would copy it into a new one)
+            x, y = data(23, SHAPES[2])[1:]
+            kinds, how = ARRAY_KINDS[:1], "the batch before, the params dict refilled in place"
+            refilled(params, data(seed, SHAPES[2])[0])
+        for kind, put in kinds:
+            where = f"eager call {index + 1} of 3 on {kind} ({how})"
             with keeps_nothing(where):
                 loss, grads = _loss_and_grad(kata.loss_and_grad, put(params), put(x), put(y))
             _check_against_numpy(loss, grads, params, x, y, where)

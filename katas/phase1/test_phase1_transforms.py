@@ -1,10 +1,12 @@
 """Phase 1 tests, from make_power_jit to count_traces: trace counts against jit itself, lowered
 programs read with xla_inspect, the exception jit raises.
 
-make_power_jit runs on several spellings of f (kata programs.POWERS); count_traces on fresh
-streams of calls (katas/phase1/strata.py). Expected values come from
+make_power_jit runs on several spellings of f, names and kinds drawn (strata.power_spellings);
+count_traces on fresh streams of calls (katas/phase1/strata.py). Expected values come from
 kata_harness.oracles.jax_basics.
 """
+
+import inspect
 
 import jax
 import numpy as np
@@ -13,46 +15,64 @@ from pytest_check import check
 
 from kata_harness.oracles import jax_basics as oracle
 from kata_harness.predict import compiler_refused
-from katas.phase1.programs import POWERS, if_positive
-from katas.phase1.strata import count_traces_strata, describe
+from katas.phase1.programs import counting_power, if_positive, spelled_power
+from katas.phase1.strata import count_traces_strata, describe, power_spellings
 from xla_inspect.stablehlo import stablehlo_op_census
 
 # ------------------------------------------------------------------------------- make_power_jit
+
+
+def _spelled(f) -> str:
+    return f"f{inspect.signature(f)}"
 
 
 def _jitted(kata, f):
     try:
         return kata.make_power_jit(f)
     except (TypeError, ValueError) as error:
-        params = ", ".join(f.__code__.co_varnames[: f.__code__.co_argcount])
         pytest.fail(
-            f"make_power_jit(f) for f({params}) raised {type(error).__name__}: {error} (n is f's "
-            "second parameter, whatever its name; f may take more, defaulted parameters)"
+            f"make_power_jit(f) for {_spelled(f)} raised {type(error).__name__}: {error} (n is "
+            "f's second positional parameter, whatever its name or kind; f may take more, "
+            "defaulted parameters)"
         )
 
 
-def _call(power, x, n):
+def _run(f, call, x, n):
+    """call(x, n), call being the jitted f or its .lower or .trace; a failed assertion if it
+    raises the way a wrong jit does."""
     try:
-        return np.asarray(power(x, n))
+        return call(x, n)
     except (jax.errors.TracerIntegerConversionError, jax.errors.ConcretizationTypeError) as error:
         pytest.fail(
-            f"n reached range() as a tracer ({type(error).__name__}): jit must treat n as static"
+            f"for {_spelled(f)}, the second parameter reached range() as a tracer "
+            f"({type(error).__name__}): jit must treat f's second positional parameter as "
+            "static, whatever its name or kind"
         )
+    except TypeError as error:
+        pytest.fail(f"calling the jitted {_spelled(f)} as (x, n) raised TypeError: {error}")
+
+
+def _powers(fresh, traces: list[int]) -> list:
+    """f in each spelling: f(x, n), n positional-only, n called otherwise before a defaulted
+    parameter called n (names drawn, strata.power_spellings), and f(x, n) again: another
+    function of the same name."""
+    spelled = [spelled_power(traces, spelling) for spelling in power_spellings(fresh)]
+    return [counting_power(traces), *spelled, counting_power(traces)]
 
 
 @pytest.mark.task("make_power_jit")
-def test_power_jit_traces_once_per_static_value(kata):
-    """Each spelling of f in turn (n called otherwise, a third defaulted parameter, and two
-    functions of one name), each jitted by its own make_power_jit call."""
+def test_power_jit_traces_once_per_static_value(kata, fresh):
+    """Each spelling of f in turn, each jitted by its own make_power_jit call."""
     rng = np.random.default_rng(0)
-    for round_, make in enumerate(POWERS):
-        traces: list[int] = []
-        f = make(traces)
+    traces: list[int] = []
+    powers = _powers(fresh, traces)
+    for round_, f in enumerate(powers):
+        traces.clear()
         power = _jitted(kata, f)
         ns = tuple(int(n) for n in rng.permutation((3, 2, 3, 2, 4)))
         xs = [rng.integers(-3, 4, size=(2, 5)).astype(np.float32) for _ in ns]  # new values
-        results = [_call(power, x, n) for x, n in zip(xs, ns, strict=True)]
-        where = f"f number {round_ + 1} of {len(POWERS)}, {f.__qualname__}"
+        results = [np.asarray(_run(f, power, x, n)) for x, n in zip(xs, ns, strict=True)]
+        where = f"f number {round_ + 1} of {len(powers)}, {_spelled(f)} ({fresh.where()})"
         with check:
             assert sorted(traces) == [2, 3, 4], (
                 f"{where}: f traced for n = {traces} over calls with n = {list(ns)}; expected "
@@ -64,24 +84,26 @@ def test_power_jit_traces_once_per_static_value(kata):
 
 
 @pytest.mark.task("make_power_jit")
-def test_power_jit_is_compiled_with_n_baked_in(kata):
-    for make in POWERS[:2]:
-        power = _jitted(kata, make([]))
+def test_power_jit_is_compiled_with_n_baked_in(kata, fresh):
+    for f in _powers(fresh, [])[:3]:
+        power = _jitted(kata, f)
         assert hasattr(power, "lower") and hasattr(power, "trace"), (
             "expected what jax.jit returns (it has .lower and .trace)"
         )
         for x in (np.ones(3, np.float32), np.ones((2, 5), np.int32)):
             for n in (1, 3, 4):
-                census = stablehlo_op_census(power.lower(x, n).as_text())
-                inputs = len(power.trace(x, n).jaxpr.in_avals)
-                multiplies = census["stablehlo.multiply"]
+                text = _run(f, power.lower, x, n).as_text()
+                inputs = len(_run(f, power.trace, x, n).jaxpr.in_avals)
+                multiplies = stablehlo_op_census(text)["stablehlo.multiply"]
                 with check:
                     assert multiplies == n - 1, (
-                        f"n={n}: stablehlo.multiply x{multiplies}, expected {n - 1} (the Python "
-                        "loop unrolls)"
+                        f"{_spelled(f)}, n={n}: stablehlo.multiply x{multiplies}, expected "
+                        f"{n - 1} (the Python loop unrolls)"
                     )
                 with check:
-                    assert inputs == 1, f"n={n}: the program takes {inputs} inputs; n is no input"
+                    assert inputs == 1, (
+                        f"{_spelled(f)}, n={n}: the program takes {inputs} inputs; n is no input"
+                    )
 
 
 # ------------------------------------------------------------------------------- predict_traces
