@@ -377,6 +377,19 @@ def export_first_output(f, *specs):
 
 
 @decoy(
+    "export_bytes",
+    caught_by=["test_one_function_exported_for_several_specs"],
+    why="rebuilds the specs' shapes from their text in one symbolic scope: the bounds are lost",
+)
+def export_specs_reparsed_together(f, *specs):
+    texts = [str(d) for s in specs for d in s.shape]
+    dims = iter(jax.export.symbolic_shape(", ".join(texts)) if texts else ())
+    return _export(
+        f, *[jax.ShapeDtypeStruct(tuple(next(dims) for _ in s.shape), s.dtype) for s in specs]
+    )
+
+
+@decoy(
     "call_exported",
     caught_by=["test_call_exported_round_trips_dtypes_and_pytrees"],
     why="flattens the outputs into a list",
