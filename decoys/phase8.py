@@ -539,6 +539,9 @@ _ACCEPTS = {
     "(b + 1, 4) called with f32[1,4]": False,
     "(b + 1, 4) called with f32[2,4]": True,
     "(a, b) called with f32[2,7]": True,
+    "(b, 2*b) called with f32[3,6]": True,
+    "(b + 1, b) called with f32[3,3]": False,
+    "(2*b, b + 1) called with f32[4,4]": False,
 }
 
 
@@ -603,6 +606,8 @@ def accepts_by_rule():
         "(2*b, 4) called with f32[5,4]": False,  # odd: no b with 2*b = 5
         "(b, b) called with f32[3,4]": False,  # one b, two sizes
         "(b + 1, 4) called with f32[1,4]": False,  # b would be 0
+        "(b + 1, b) called with f32[3,3]": False,  # b = 3, so b + 1 is 4, not 3
+        "(2*b, b + 1) called with f32[4,4]": False,  # 2*b = 4: b = 2, so b + 1 is 3, not 4
     }
 
 
