@@ -377,6 +377,19 @@ def export_first_output(f, *specs):
 
 
 @decoy(
+    "export_bytes",
+    caught_by=["test_one_function_exported_for_several_specs"],
+    why="rebuilds the specs' shapes from their text in one symbolic scope: the bounds are lost",
+)
+def export_specs_reparsed_together(f, *specs):
+    texts = [str(d) for s in specs for d in s.shape]
+    dims = iter(jax.export.symbolic_shape(", ".join(texts)) if texts else ())
+    return _export(
+        f, *[jax.ShapeDtypeStruct(tuple(next(dims) for _ in s.shape), s.dtype) for s in specs]
+    )
+
+
+@decoy(
     "call_exported",
     caught_by=["test_call_exported_round_trips_dtypes_and_pytrees"],
     why="flattens the outputs into a list",
@@ -526,6 +539,9 @@ _ACCEPTS = {
     "(b + 1, 4) called with f32[1,4]": False,
     "(b + 1, 4) called with f32[2,4]": True,
     "(a, b) called with f32[2,7]": True,
+    "(b, 2*b) called with f32[3,6]": True,
+    "(b + 1, b) called with f32[3,3]": False,
+    "(2*b, b + 1) called with f32[4,4]": False,
 }
 
 
@@ -590,6 +606,8 @@ def accepts_by_rule():
         "(2*b, 4) called with f32[5,4]": False,  # odd: no b with 2*b = 5
         "(b, b) called with f32[3,4]": False,  # one b, two sizes
         "(b + 1, 4) called with f32[1,4]": False,  # b would be 0
+        "(b + 1, b) called with f32[3,3]": False,  # b = 3, so b + 1 is 4, not 3
+        "(2*b, b + 1) called with f32[4,4]": False,  # 2*b = 4: b = 2, so b + 1 is 3, not 4
     }
 
 

@@ -27,6 +27,7 @@ from .guard_lists import (
     PROCESS_ATTRIBUTES,
     STATE,
 )
+from .scan_scopes import Scopes
 
 # Builtins whose first argument is the function they apply, not what they hand back
 _APPLIERS = frozenset({"map", "filter"})
@@ -48,10 +49,12 @@ def scan(source: str, filename: str, libraries: frozenset[str] | None = None) ->
         tree = ast.parse(source, filename)
     except SyntaxError:
         return None
-    modules = _imported_names(tree)
+    scopes = Scopes(tree)
+    imported = _imported_names(tree, scopes)
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     plain = _module_names(tree)
     for node in ast.walk(tree):
+        modules = imported[id(scopes.of(node))]
         found = (
             _forbidden(node)
             or _patches(node, modules)
@@ -96,29 +99,33 @@ def _foreign_library(tree: ast.AST, libraries: frozenset[str]) -> str | None:
 
 
 class _Names(set[str]):
-    """Names bound to what the file imports (the set), and ``stdlib``: those bound to the
-    standard library (``logging``, ``reduce`` in ``from functools import reduce``)."""
+    """Names bound to what the file imports (the set), ``stdlib``: those bound to the standard
+    library (``logging``, ``reduce`` in ``from functools import reduce``), and ``handing``: the
+    file's functions that return or yield one of them."""
 
     stdlib: frozenset[str] = frozenset()
+    handing: frozenset[str] = frozenset()
 
 
-def _imported_names(tree: ast.AST) -> _Names:
-    """Names bound to what the file imports, and their aliases.
+def _imported_names(tree: ast.AST, scopes: Scopes) -> dict[int, _Names]:
+    """For each scope (by id, :mod:`.scan_scopes`), the names there bound to what the file
+    imports, and their aliases.
 
     ``np`` in ``import numpy as np``, ``jit`` in ``from jax import jit``, and every name later
     assigned an expression that reaches one of them (``C = jax.stages.Compiled``,
-    ``m = getattr(np, "sum")``, ``T = type(np.float32(1))``), however many steps it takes.
+    ``m = getattr(np, "sum")``, ``T = type(np.float32(1))``), however many steps it takes. A
+    name is its scope's: ``counts`` bound to a call's result in one function is not another
+    function's ``counts``.
     """
-    names = _Names()
+    bound: set[tuple[int, str]] = set()
     stdlib: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
-            names |= bound
+            names = {(a.asname or a.name).split(".")[0] for a in node.names}
+            bound |= {(id(scopes.owner(scopes.of(node), name)), name) for name in names}
             module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
             if (module or "").split(".")[0] in sys.stdlib_module_names:
-                stdlib |= bound
-    names.stdlib = frozenset(stdlib)
+                stdlib |= names
     aliases = [
         (target, node.value)
         for node in ast.walk(tree)
@@ -128,47 +135,73 @@ def _imported_names(tree: ast.AST) -> _Names:
     for node in ast.walk(tree):  # for x in (np, jnp): ... / with ... as x
         if isinstance(node, (ast.For, ast.comprehension)):
             aliases.append((node.target, node.iter))
+
+    handing: set[str] = set()
+    returned = [  # what a function of the file hands back, read in its own scope
+        (function.name, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None
+        for function in [scopes.of(node)]
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+
+    def views() -> dict[int, _Names]:
+        found = {}
+        for scope in scopes.all:
+            found[id(scope)] = _Names(
+                name for home, name in bound if id(scopes.owner(scope, name)) == home
+            )
+            found[id(scope)].stdlib = frozenset(stdlib)
+            found[id(scope)].handing = frozenset(handing)
+        return found
+
     grew = True
     while grew:
-        grew = False
+        grew, seen = False, views()
+        for name, value in returned:
+            if name not in handing and _reference(value, seen[id(scopes.of(value))], False):
+                handing.add(name)
+                grew = True
         for target, value in aliases:
-            if not _reference(value, names):
+            if not _reference(value, seen[id(scopes.of(value))]):
                 continue
             for part in ast.walk(target):
-                if isinstance(part, ast.Name) and part.id not in names:
-                    names.add(part.id)
-                    grew = True
-    return names
+                if isinstance(part, ast.Name):
+                    key = (id(scopes.owner(scopes.of(part), part.id)), part.id)
+                    grew = grew or key not in bound
+                    bound.add(key)
+    return views()
 
 
-def _reference(value: ast.AST, names: set[str]) -> bool:
+def _reference(value: ast.AST, names: set[str], calls: bool = True) -> bool:
     """Whether ``value`` is (an attribute, item or class of) one of ``names`` rather than a new
     object: ``jax.stages.Compiled`` and ``type(x)`` are, ``np.zeros(3)`` and ``Counter()`` not.
 
     What a call hands back counts as what it was given when the scan cannot tell it is new: a
     builtin, a lambda, the file's own function or the standard library's given one of ``names``
     (``next(iter((jax,)))``, ``functools.reduce(pick, [np])``), and the standard library's
-    getters of the objects it keeps for the whole process (``logging.getLogger(...)``)."""
+    getters of the objects it keeps for the whole process (``logging.getLogger(...)``); with
+    ``calls`` False, only what ``value`` itself names (what a function returns is judged so)."""
     if isinstance(value, ast.Name):
         return value.id in names
     if isinstance(value, ast.Attribute) and value.attr == "__class__":
         return True  # get_backend().__class__ is a library class
     if isinstance(value, (ast.Attribute, ast.Subscript, ast.Starred)):
-        return _reference(value.value, names)
+        return _reference(value.value, names, calls)
     if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
-        return any(_reference(e, names) for e in value.elts)
+        return any(_reference(e, names, calls) for e in value.elts)
     if isinstance(value, ast.Dict):
-        return any(_reference(v, names) for v in value.values)
+        return any(_reference(v, names, calls) for v in value.values)
     if isinstance(value, ast.IfExp):
-        return _reference(value.body, names) or _reference(value.orelse, names)
+        return _reference(value.body, names, calls) or _reference(value.orelse, names, calls)
     if isinstance(value, ast.NamedExpr):
-        return _reference(value.value, names)
+        return _reference(value.value, names, calls)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         if value.func.id == "type":
             return True
         if value.func.id in ("getattr", "vars") and value.args:
             return _reference(value.args[0], names)
-    if isinstance(value, ast.Call):
+    if isinstance(value, ast.Call) and calls:
         return _hands_back(value, names)
     return False
 
@@ -184,6 +217,8 @@ def _hands_back(call: ast.Call, names: set[str]) -> bool:
         return True  # logging.getLogger: the process's one logger of that name
     if library and not from_stdlib:
         return False  # a library's function makes a new object (jax.tree.map, np.asarray)
+    if last in getattr(names, "handing", ()):
+        return True  # the file's function (or a method of that name) returning one of them
     given = call.args[1:] if last in _APPLIERS else call.args
     return any(_reference(argument, names) for argument in given)
 

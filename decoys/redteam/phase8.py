@@ -191,6 +191,9 @@ _ACCEPTS = {
     "(b + 1, 4) called with f32[1,4]": False,
     "(b + 1, 4) called with f32[2,4]": True,
     "(a, b) called with f32[2,7]": True,
+    "(b, 2*b) called with f32[3,6]": True,
+    "(b + 1, b) called with f32[3,3]": False,
+    "(2*b, b + 1) called with f32[4,4]": False,
 }
 
 

@@ -766,6 +766,9 @@ EXPORTED_CALLS = {
     "(b + 1, 4) called with f32[1,4]": ("b + 1, 4", np.float32, (1, 4)),
     "(b + 1, 4) called with f32[2,4]": ("b + 1, 4", np.float32, (2, 4)),
     "(a, b) called with f32[2,7]": ("a, b", np.float32, (2, 7)),
+    "(b, 2*b) called with f32[3,6]": ("b, 2*b", np.float32, (3, 6)),
+    "(b + 1, b) called with f32[3,3]": ("b + 1, b", np.float32, (3, 3)),
+    "(2*b, b + 1) called with f32[4,4]": ("2*b, b + 1", np.float32, (4, 4)),
 }
 
 

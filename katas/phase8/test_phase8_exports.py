@@ -74,20 +74,29 @@ FLOATS = (jnp.float32, jnp.bfloat16, jnp.float16)
 Y_DTYPES = (jnp.int32, jnp.float32, jnp.int8)
 
 
+def _symbolic_specs(fresh: Fresh, x_dtype, y_dtype) -> tuple[tuple, int]:
+    """Specs of x (r, c) and y (c,) whose symbols come from one symbolic_shape call, so both
+    specs share c, with a drawn lower bound on c: (the specs, that bound)."""
+    row, col = fresh.choice(("r", "n", "rows")), fresh.choice(("c", "k", "cols"))
+    least = fresh.randint(3, 5)
+    rows, cols = jax.export.symbolic_shape(f"{row}, {col}", constraints=(f"{col} >= {least}",))
+    return (spec((rows, cols), x_dtype), spec((cols,), y_dtype)), least
+
+
 @pytest.mark.task("export_bytes")
 def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
     """One function exported again for the same shapes and other dtypes, then other shapes, then
-    a symbolic number of rows: each export is of its own specs."""
+    symbolic shapes that share a symbol and bound it: each export is of its own specs."""
     rows, cols = fresh.randint(2, 6), fresh.randint(2, 6)
     x_dtypes = fresh.sample(FLOATS, 2)
     y_dtypes = [fresh.choice(Y_DTYPES), fresh.choice(Y_DTYPES)]
-    # a spec may have a symbolic dimension: it describes arguments, it is not one
-    (symbol,) = jax.export.symbolic_shape(fresh.choice(("r", "n", "rows")))
+    # a spec may have symbolic dimensions: it describes arguments, it is not one
+    symbolic, least = _symbolic_specs(fresh, x_dtypes[1], y_dtypes[0])
     cases = [
         (spec((rows, cols), x_dtypes[0]), spec((cols,), y_dtypes[0])),
         (spec((rows, cols), x_dtypes[1]), spec((cols,), y_dtypes[1])),
         (spec((cols + 1, rows), x_dtypes[0]), spec((rows,), y_dtypes[1])),
-        (spec((symbol, cols), x_dtypes[1]), spec((cols,), y_dtypes[0])),
+        symbolic,
     ]
     blobs = [exported_by(kata, scale_shift, *specs, what=str(avals(specs))) for specs in cases]
     for n, (blob, specs) in enumerate(zip(blobs, cases, strict=True)):
@@ -100,6 +109,20 @@ def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
         assert avals(exported.out_avals) == want_out, (
             f"export {n + 1} of scale_shift for {avals(specs)}: outputs "
             f"{avals(exported.out_avals)}, f returns {want_out} ({fresh.where()})"
+        )
+    # the symbolic export keeps its specs' bound: it runs at c >= least and refuses c < least
+    exported, (x_spec, y_spec) = deserialize(blobs[-1], "export 4"), symbolic
+    what = f"export 4 of scale_shift for {avals(symbolic)}"
+
+    def ones(width: int):
+        return np.ones((rows, width), x_spec.dtype), np.ones((width,), y_spec.dtype)
+
+    width = least + fresh.randint(0, 2)
+    run(exported, ones(width), f"{what} called at c = {width} ({fresh.where()})")
+    with pytest.raises(ValueError):
+        exported.call(*ones(least - 1))
+        pytest.fail(
+            f"{what} ran at c = {least - 1}: the specs bound c >= {least} ({fresh.where()})"
         )
 
 

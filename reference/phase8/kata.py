@@ -61,8 +61,9 @@ def export_any_batch(f, features: int, *rest) -> bytes:
 
 def predict_accepts() -> dict[str, bool]:
     # Every symbol stands for an integer >= 1, so b + 1 cannot be 1 and no dimension can be 0;
-    # 2*b needs an even size; a symbol used twice needs equal sizes; constants, the rank and
-    # the dtype must match exactly.
+    # 2*b needs an even size; a symbol used twice needs one value that fits every dimension it
+    # appears in, bare or inside an expression (b, 2*b: the second is twice the first);
+    # constants, the rank and the dtype must match exactly.
     return {
         "(b, 4) called with f32[3,4]": True,
         "(b, 4) called with f32[1,4]": True,
@@ -77,6 +78,9 @@ def predict_accepts() -> dict[str, bool]:
         "(b + 1, 4) called with f32[1,4]": False,
         "(b + 1, 4) called with f32[2,4]": True,
         "(a, b) called with f32[2,7]": True,
+        "(b, 2*b) called with f32[3,6]": True,
+        "(b + 1, b) called with f32[3,3]": False,
+        "(2*b, b + 1) called with f32[4,4]": False,
     }
 
 
