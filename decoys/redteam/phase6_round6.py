@@ -326,7 +326,7 @@ def _rt6_block(out):
 
 def _rt6_timing(fn_name, **kw):
     """Build the Timing of the module this answer was swapped into (else the stub's)."""
-    me = globals()[fn_name]
+    me = globals()[f"_rt6_{fn_name}"]
     for mod in list(sys.modules.values()):
         try:
             if getattr(mod, "eager_vs_jit", None) is me and hasattr(mod, "Timing"):
