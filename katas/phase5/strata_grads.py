@@ -122,8 +122,11 @@ def tangent_data(rng: random.Random, x_shape, out_shape, x_dtype, out_dtype, zer
 
 def jacobian_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple]]:
     """(x shape, f(x) shape) per situation: a scalar f(x); a scalar x; an f(x) of rank 3; an x of
-    rank 3 with an f(x) of rank 2 that has a size-1 axis."""
+    rank 3 with an f(x) of rank 2 that has a size-1 axis; an f(x) shaped like a vector x (a
+    square Jacobian, not symmetric: its transpose has the right shape and other values)."""
+    n = rng.randint(2, 5)
     return {
+        "f(x) shaped like x (a square Jacobian)": ((n,), (n,)),
         "f(x) a scalar, x a vector": ((rng.randint(2, 5),), ()),
         "x a scalar, f(x) a vector": ((), (rng.randint(2, 5),)),
         "f(x) of rank 3": ((rng.randint(2, 4),), _dims(rng, 3)),

@@ -97,7 +97,8 @@ def test_jacobian_modes_push_different_bases(kata):
 @pytest.mark.task("jacobian")
 def test_jacobian_is_shaped_output_then_input(kata, fresh):
     """A matrix output (f(x) = outer(tanh(A x), x)), then fresh shapes (strata.jacobian_strata:
-    a scalar f(x), a scalar x, an f(x) of rank 3, an x of rank 3, size-1 axes) of
+    a scalar f(x), a scalar x, an f(x) of rank 3, an x of rank 3, size-1 axes, a square
+    Jacobian) of
     |A @ x.ravel()| * sum(x): the Jacobian is shaped f(x).shape + x.shape in both modes."""
     A = np.random.default_rng(3).normal(size=(3, 4)).astype(np.float32)
     x = np.linspace(-1, 1, 4, dtype=np.float32)
@@ -297,8 +298,8 @@ def test_vmapped_shape_on_fresh_cases(kata, fresh):
 
 @pytest.mark.task("jacobian_shapes")
 def test_jacobian_shapes_on_fresh_cases(kata, fresh):
-    """Fresh outputs and leaves, scalars and size-1 axes included: one case per situation
-    (strata.jacobian_shape_strata)."""
+    """Fresh outputs and leaves, scalars, an output of shape (1,) and size-1 axes included: one
+    case per situation (strata.jacobian_shape_strata)."""
     for situation, (out_shape, param_shapes) in jacobian_shape_strata(fresh).items():
         params = {k: jax.ShapeDtypeStruct(s, np.float32) for k, s in param_shapes.items()}
         want = jax.eval_shape(jax.jacrev(params_output(out_shape)), params)
