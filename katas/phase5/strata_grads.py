@@ -146,8 +146,18 @@ def _odd(rng: random.Random, bits: int) -> int:
 
 def _placed(rng: random.Random, fn):
     """``fn`` (two arguments) placed at the top level, in a nested jit, in both branches of a
-    cond, in a scan body or in a checkpoint: (where, program, how many times it counts)."""
-    where = rng.choice(["top level", "a nested jit", "a cond", "a scan body", "a checkpoint"])
+    cond, in a scan body, in a checkpoint, in a custom_vjp function or in a shard_map body:
+    (where, program, how many times it counts)."""
+    places = ["top level", "a nested jit", "a cond", "a scan body", "a checkpoint"]
+    where = rng.choice([*places, "a custom_vjp", "a shard_map"])
+    if where == "a custom_vjp":
+        wrapped = jax.custom_vjp(fn)  # the backward rule is Python, never traced here
+        wrapped.defvjp(lambda a, b: (wrapped(a, b), None), lambda _, g: (None, None))
+        return where, wrapped, 1
+    if where == "a shard_map":
+        mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("i",))
+        spec = jax.sharding.PartitionSpec()
+        return where, jax.shard_map(fn, mesh=mesh, in_specs=(spec, spec), out_specs=spec), 1
     if where == "a nested jit":
         return where, jax.jit(fn), 1
     if where == "a cond":

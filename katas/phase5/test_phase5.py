@@ -24,7 +24,11 @@ from katas.phase5.programs import (
     flops_cases,
     in_cond,
     in_custom_jvp_and_remat,
+    in_custom_vjp,
+    in_linear_solve,
     in_scan,
+    in_shard_map,
+    in_switch,
     in_while,
     matmul,
     matrix_input,
@@ -143,6 +147,8 @@ def test_dot_flops_from_dimension_numbers(kata):
 def test_dot_flops_counts_nested_jaxprs(kata):
     a, b = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
     one = 2 * 8 * 8 * 16  # one (8, 16) @ (16, 8) product
+    square = np.ones((16, 16), np.float32)
+    on_square = 2 * 8 * 16 * 16  # one (8, 16) @ (16, 16) product
     cases = {
         "a nested jit": (
             jax.make_jaxpr(lambda p, q: jax.jit(matmul)(p, q) + p @ q)(a, b),
@@ -158,8 +164,19 @@ def test_dot_flops_counts_nested_jaxprs(kata):
             2 * (2 * 8 * 8 * 8),
         ),
         "custom_jvp inside checkpoint": (
-            jax.make_jaxpr(in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
+            jax.make_jaxpr(in_custom_jvp_and_remat)(a, square),
             2 * (8 * 16) * 16 + 2 * (8 * 16) * 16,
+        ),
+        # any primitive that holds a jaxpr, not only a known list of them
+        "a custom_vjp function": (jax.make_jaxpr(in_custom_vjp)(a, square), on_square),
+        "a shard_map body": (jax.make_jaxpr(in_shard_map)(a, square), on_square),
+        "custom_linear_solve's matvec and solve (a named tuple of jaxprs)": (
+            jax.make_jaxpr(in_linear_solve)(a, square),
+            2 * on_square,
+        ),
+        "all three branches of a switch": (
+            jax.make_jaxpr(in_switch)(np.int32(1), a, square),
+            3 * on_square,
         ),
     }
     for name, (jaxpr, expected) in cases.items():
