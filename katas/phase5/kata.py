@@ -118,7 +118,8 @@ def directional_derivative(f, x, v) -> jax.Array:
     at every size, with the same values on several x and v (v = 0 too, and functions that are
     not holomorphic), compiled or called eagerly, and no work the cost analysis cannot see (a
     while loop, whose body it counts once; a host callback or other custom-call). Every call
-    is held to the budget, traced or on concrete arrays.
+    is held to the budget, traced or on concrete arrays: called eagerly (op by op, jit
+    disabled), every dot it executes is counted, work done at trace time included.
     """
     # TODO: which transformation gives one column combination of J without the rest?
     raise NotImplementedError("phase5 task 9: directional_derivative")
@@ -132,7 +133,8 @@ def hessian_vector_product(g, x, v) -> jax.Array:
     at every size, with the same values on several x and v (v = 0 too, and functions that are
     not holomorphic), compiled or called eagerly, and no work the cost analysis cannot see (a
     while loop, whose body it counts once; a host callback or other custom-call). Every call
-    is held to the budget, traced or on concrete arrays.
+    is held to the budget, traced or on concrete arrays: called eagerly (op by op, jit
+    disabled), every dot it executes is counted, work done at trace time included.
     """
     # TODO: H @ v is the derivative of the gradient along v: compose two transformations
     raise NotImplementedError("phase5 task 10: hessian_vector_product")
