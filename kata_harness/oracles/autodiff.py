@@ -162,13 +162,14 @@ def lowered_flops(fn, *args) -> float:
 
 def lowered_flops_of_constants(fn, *args) -> float:
     """XLA's cost analysis of ``fn(*args)`` traced with ``args`` closed over as concrete arrays:
-    the program an eager call runs op by op (every op is still staged), which an answer that
-    asks whether its arguments are tracers cannot tell from a plain call. Lowered, not
-    compiled: compiling would fold the constants away."""
+    a call inside a jit with concrete arguments, which an answer that asks whether its
+    arguments are tracers cannot tell from an eager call. Lowered, not compiled: compiling
+    would fold the constants away. A program that only returns a constant (computed while
+    tracing) has no flops entry: 0."""
     concrete = [jax.numpy.asarray(a) for a in args]
     cost = jax.jit(lambda: fn(*concrete)).lower().cost_analysis()
     assert cost is not None, "this backend has no cost analysis"
-    return cost["flops"]
+    return cost.get("flops", 0.0)
 
 
 def eager_dot_flops(fn, *args) -> int:
