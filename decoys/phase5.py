@@ -635,7 +635,8 @@ def hvp_hessian_on_the_host(g, x, v):
 )
 def hvp_hessian_when_concrete(g, x, v):
     try:
-        np.asarray(x), np.asarray(v)
+        np.asarray(x)
+        np.asarray(v)
     except jax.errors.TracerArrayConversionError:
         return jax.jvp(jax.grad(g), (x,), (v,))[1]
     with jax.ensure_compile_time_eval():  # a constant in a traced program, work done eagerly
