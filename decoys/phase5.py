@@ -627,6 +627,22 @@ def hvp_hessian_on_the_host(g, x, v):
     return jax.pure_callback(on_host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, v)
 
 
+@decoy(
+    "hessian_vector_product",
+    caught_by=["test_hessian_vector_product_within_budget"],
+    why="jvp of grad when traced (what jit and cost analysis see), the whole Hessian built at "
+    "trace time (ensure_compile_time_eval) when called on concrete arrays",
+)
+def hvp_hessian_when_concrete(g, x, v):
+    try:
+        np.asarray(x)
+        np.asarray(v)
+    except jax.errors.TracerArrayConversionError:
+        return jax.jvp(jax.grad(g), (x,), (v,))[1]
+    with jax.ensure_compile_time_eval():  # a constant in a traced program, work done eagerly
+        return jax.hessian(g)(jnp.asarray(x)) @ jnp.asarray(v)
+
+
 @accepted("hessian_vector_product", why="reverse-over-reverse: grad of <grad g, v>")
 def hvp_reverse_over_reverse(g, x, v):
     return jax.grad(lambda y: jnp.vdot(jax.grad(g)(y), v))(x)

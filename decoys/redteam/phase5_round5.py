@@ -22,7 +22,9 @@ def _rt5_mlp(params, x, act):
     "there; wrong on inputs where a hidden pre-activation is exactly 0 (ties)",
 )
 def _rt5_mlp_grad_abs_relu(params, x, y):
-    act = lambda z: (z + jnp.abs(z)) / 2
+    def act(z):
+        return (z + jnp.abs(z)) / 2
+
     return jax.grad(lambda p: jnp.mean((_rt5_mlp(p, x, act) - y) ** 2))(params)
 
 
@@ -128,7 +130,10 @@ def _rt5_jacobian_swapped(f, x, mode):
 )
 def _rt5_jacobian_flat(f, x, mode):
     xf = x.reshape(-1)
-    g = lambda z: jnp.ravel(f(z.reshape(x.shape)))
+
+    def g(z):
+        return jnp.ravel(f(z.reshape(x.shape)))
+
     return (jax.jacfwd if mode == "fwd" else jax.jacrev)(g)(xf)
 
 
@@ -168,7 +173,9 @@ def _rt5_sub(value):
     "on ShapeDtypeStruct operands (2**21, 2**21) @ (2**21, 2**21) (2**64 flops)",
 )
 def _rt5_dot_flops_int64(jaxpr):
-    prod = lambda s: np.prod(np.asarray(s, dtype=np.int64), dtype=np.int64)
+    def prod(s):
+        return np.prod(np.asarray(s, dtype=np.int64), dtype=np.int64)
+
     j = getattr(jaxpr, "jaxpr", jaxpr)
     total = np.int64(0)
     for eqn in j.eqns:
@@ -334,8 +341,12 @@ def _rt5_per_example_f32(params, xs, ys):
     "jax.nn.relu's 0; wrong on an example whose hidden pre-activation is exactly 0",
 )
 def _rt5_per_example_abs_relu(params, xs, ys):
-    act = lambda z: (z + jnp.abs(z)) / 2
-    loss = lambda p, x, y: jnp.mean((_rt5_mlp(p, x, act) - y) ** 2)
+    def act(z):
+        return (z + jnp.abs(z)) / 2
+
+    def loss(p, x, y):
+        return jnp.mean((_rt5_mlp(p, x, act) - y) ** 2)
+
     return jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
 
 
@@ -349,7 +360,10 @@ def _rt5_per_example_jac_big(params, xs, ys):
 
     if xs.shape[0] <= 8:
         return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, xs, ys)
-    losses = lambda p: jax.vmap(example_loss, in_axes=(None, 0, 0))(p, xs, ys)
+
+    def losses(p):
+        return jax.vmap(example_loss, in_axes=(None, 0, 0))(p, xs, ys)
+
     return jax.jacrev(losses)(params)  # row i: d loss_i / d params, batch-squared work
 
 

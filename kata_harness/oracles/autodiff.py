@@ -7,7 +7,9 @@ Each function takes the program or its inputs and never the kata's answer.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from typing import Any
 
 import jax
 import numpy as np
@@ -160,13 +162,56 @@ def lowered_flops(fn, *args) -> float:
 
 def lowered_flops_of_constants(fn, *args) -> float:
     """XLA's cost analysis of ``fn(*args)`` traced with ``args`` closed over as concrete arrays:
-    the program an eager call runs op by op (every op is still staged), which an answer that
-    asks whether its arguments are tracers cannot tell from a plain call. Lowered, not
-    compiled: compiling would fold the constants away."""
+    a call inside a jit with concrete arguments, which an answer that asks whether its
+    arguments are tracers cannot tell from an eager call. Lowered, not compiled: compiling
+    would fold the constants away. A program that only returns a constant (computed while
+    tracing) has no flops entry: 0."""
     concrete = [jax.numpy.asarray(a) for a in args]
     cost = jax.jit(lambda: fn(*concrete)).lower().cost_analysis()
     assert cost is not None, "this backend has no cost analysis"
-    return cost["flops"]
+    return cost.get("flops", 0.0)
+
+
+def eager_dot_flops(fn, *args) -> int:
+    """The dot flops (2 * output elements * contracted size, as XLA's cost analysis counts a dot)
+    of every dot_general JAX executes while ``fn(*args)`` runs on concrete arrays, op by op with
+    jit disabled: a jit inside, jnp's own jitted functions, a jax.ensure_compile_time_eval block
+    and every iteration of a lax loop run eagerly too (a compiled executable refuses to run).
+    What an eager call runs, whatever ``fn`` does once it sees its arguments are not tracers.
+
+    JAX runs an eager primitive through its ``impl`` (EvalTrace.process_primitive, jax
+    0.10-0.12); the count goes through a wrapper removed when the call ends."""
+    primitive = jax.lax.dot_general_p
+    original = primitive.impl
+    executed: list[int] = []
+
+    def counted(*operands: Any, **params: Any) -> Any:
+        (contracting, _), _ = params["dimension_numbers"]
+        result = original(*operands, **params)
+        size = math.prod(int(np.shape(operands[0])[axis]) for axis in contracting)
+        executed.append(2 * size * math.prod(np.shape(result)))
+        return result
+
+    concrete = [jax.numpy.asarray(a) for a in args]
+    primitive.impl = counted
+    try:
+        with jax.disable_jit():
+            jax.block_until_ready(fn(*concrete))
+    finally:
+        primitive.impl = original
+    return sum(executed)
+
+
+def jaxpr_dot_flops(fn, *args) -> int:
+    """The dot flops of every dot_general equation in ``fn``'s jaxpr, nested ones included: what
+    ``fn`` executes called eagerly when it holds no loop or branch (each equation runs once)."""
+    total = 0
+    for eqn in iter_eqns(jax.make_jaxpr(fn)(*args)):
+        if eqn.primitive.name == "dot_general":
+            (contracting, _), _ = eqn.params["dimension_numbers"]
+            size = math.prod(int(eqn.invars[0].aval.shape[axis]) for axis in contracting)
+            total += 2 * size * math.prod(eqn.outvars[0].aval.shape)
+    return total
 
 
 def jacobian_flops(f, x) -> dict[str, float]:

@@ -68,9 +68,11 @@ def dot_flops(jaxpr) -> int:
     Count 2 per multiply-add (as XLA's cost analysis does): 2 * (elements of the output) *
     (product of the contracted dimension sizes, read from dimension_numbers: any axes, not
     only the last). Batch dimensions are part of the output. Nested jaxprs sit in equation
-    params (a nested jit, both branches of a cond, a scan body, a while loop's condition and
-    body, custom_jvp, checkpoint): count every dot_general equation once, wherever it sits (a
-    loop body once, not once per iteration). Return an exact int, however large (past 2**31).
+    params of any primitive that holds one (a nested jit, every branch of a cond or switch, a
+    scan body, a while loop's condition and body, custom_jvp, custom_vjp, checkpoint,
+    shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a tuple or a named tuple):
+    count every dot_general equation once, wherever it sits (a loop body once, not once per
+    iteration). Return an exact int, however large (past 2**31).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")
@@ -116,7 +118,8 @@ def directional_derivative(f, x, v) -> jax.Array:
     at every size, with the same values on several x and v (v = 0 too, and functions that are
     not holomorphic), compiled or called eagerly, and no work the cost analysis cannot see (a
     while loop, whose body it counts once; a host callback or other custom-call). Every call
-    is held to the budget, traced or on concrete arrays.
+    is held to the budget, traced or on concrete arrays: called eagerly (op by op, jit
+    disabled), every dot it executes is counted, work done at trace time included.
     """
     # TODO: which transformation gives one column combination of J without the rest?
     raise NotImplementedError("phase5 task 9: directional_derivative")
@@ -130,7 +133,8 @@ def hessian_vector_product(g, x, v) -> jax.Array:
     at every size, with the same values on several x and v (v = 0 too, and functions that are
     not holomorphic), compiled or called eagerly, and no work the cost analysis cannot see (a
     while loop, whose body it counts once; a host callback or other custom-call). Every call
-    is held to the budget, traced or on concrete arrays.
+    is held to the budget, traced or on concrete arrays: called eagerly (op by op, jit
+    disabled), every dot it executes is counted, work done at trace time included.
     """
     # TODO: H @ v is the derivative of the gradient along v: compose two transformations
     raise NotImplementedError("phase5 task 10: hessian_vector_product")

@@ -134,6 +134,36 @@ def in_custom_jvp_and_remat(a, b):
     return jax.checkpoint(lambda u: inner(u) @ b.T)(a)
 
 
+def in_custom_vjp(a, b):
+    """A dot in a custom_vjp function (its primal jaxpr sits in the equation; the backward rule
+    is Python, not part of this program)."""
+
+    @jax.custom_vjp
+    def inner(u):
+        return u @ b
+
+    inner.defvjp(lambda u: (inner(u), None), lambda _, g: (g @ b.T,))
+    return inner(a)
+
+
+def in_shard_map(a, b):
+    """A dot in a shard_map body, on a mesh of this host's first device."""
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("i",))
+    spec = jax.sharding.PartitionSpec()
+    return jax.shard_map(lambda u: u @ b, mesh=mesh, in_specs=spec, out_specs=spec)(a)
+
+
+def in_linear_solve(a, b):
+    """custom_linear_solve holds its jaxprs in a named tuple: a dot in its matvec, one in its
+    solve (b is square)."""
+    return lax.custom_linear_solve(lambda z: z @ b, a, lambda _, r: r @ b.T)
+
+
+def in_switch(i, a, b):
+    """A switch over three branches (a cond with a tuple of three jaxprs), a dot in each."""
+    return lax.switch(i, [lambda: a @ b, lambda: (a + 1.0) @ b, lambda: (a @ b) * 2.0])
+
+
 @cache
 def flops_cases():
     f32, i8 = np.float32, np.int8

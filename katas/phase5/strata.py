@@ -152,8 +152,8 @@ def matvec_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, st
 
 def jacobian_shape_strata(rng: random.Random) -> dict[str, tuple[tuple, dict[str, tuple]]]:
     """(f(params) shape, {name: leaf shape}) per situation: a scalar output with a scalar leaf;
-    an output with size-1 axes; a rank-3 output; names drawn fresh, leaves of rank 0 to 3 (one
-    with a size-1 axis), sizes 1 to 5."""
+    an output of one element that is not a scalar, (1,); an output with size-1 axes; a rank-3
+    output; names drawn fresh, leaves of rank 0 to 3 (one with a size-1 axis), sizes 1 to 5."""
 
     def leaves() -> dict[str, tuple]:
         names = rng.sample(["w", "b", "k", "a", "z", "scale", "bias", "emb"], rng.randint(2, 4))
@@ -168,6 +168,7 @@ def jacobian_shape_strata(rng: random.Random) -> dict[str, tuple[tuple, dict[str
     rng.shuffle(unit)
     return {
         "a scalar output, a scalar leaf": ((), scalar),
+        "an output of shape (1,), not a scalar": ((1,), leaves()),
         "an output with a size-1 axis": (tuple(unit), leaves()),
         "an output of rank 3": (_shape(rng, (3, 3), 4), leaves()),
     }

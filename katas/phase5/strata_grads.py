@@ -122,8 +122,11 @@ def tangent_data(rng: random.Random, x_shape, out_shape, x_dtype, out_dtype, zer
 
 def jacobian_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple]]:
     """(x shape, f(x) shape) per situation: a scalar f(x); a scalar x; an f(x) of rank 3; an x of
-    rank 3 with an f(x) of rank 2 that has a size-1 axis."""
+    rank 3 with an f(x) of rank 2 that has a size-1 axis; an f(x) shaped like a vector x (a
+    square Jacobian, not symmetric: its transpose has the right shape and other values)."""
+    n = rng.randint(2, 5)
     return {
+        "f(x) shaped like x (a square Jacobian)": ((n,), (n,)),
         "f(x) a scalar, x a vector": ((rng.randint(2, 5),), ()),
         "x a scalar, f(x) a vector": ((), (rng.randint(2, 5),)),
         "f(x) of rank 3": ((rng.randint(2, 4),), _dims(rng, 3)),
@@ -143,8 +146,18 @@ def _odd(rng: random.Random, bits: int) -> int:
 
 def _placed(rng: random.Random, fn):
     """``fn`` (two arguments) placed at the top level, in a nested jit, in both branches of a
-    cond, in a scan body or in a checkpoint: (where, program, how many times it counts)."""
-    where = rng.choice(["top level", "a nested jit", "a cond", "a scan body", "a checkpoint"])
+    cond, in a scan body, in a checkpoint, in a custom_vjp function or in a shard_map body:
+    (where, program, how many times it counts)."""
+    places = ["top level", "a nested jit", "a cond", "a scan body", "a checkpoint"]
+    where = rng.choice([*places, "a custom_vjp", "a shard_map"])
+    if where == "a custom_vjp":
+        wrapped = jax.custom_vjp(fn)  # the backward rule is Python, never traced here
+        wrapped.defvjp(lambda a, b: (wrapped(a, b), None), lambda _, g: (None, None))
+        return where, wrapped, 1
+    if where == "a shard_map":
+        mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("i",))
+        spec = jax.sharding.PartitionSpec()
+        return where, jax.shard_map(fn, mesh=mesh, in_specs=(spec, spec), out_specs=spec), 1
     if where == "a nested jit":
         return where, jax.jit(fn), 1
     if where == "a cond":

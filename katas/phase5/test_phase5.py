@@ -24,7 +24,11 @@ from katas.phase5.programs import (
     flops_cases,
     in_cond,
     in_custom_jvp_and_remat,
+    in_custom_vjp,
+    in_linear_solve,
     in_scan,
+    in_shard_map,
+    in_switch,
     in_while,
     matmul,
     matrix_input,
@@ -97,7 +101,8 @@ def test_jacobian_modes_push_different_bases(kata):
 @pytest.mark.task("jacobian")
 def test_jacobian_is_shaped_output_then_input(kata, fresh):
     """A matrix output (f(x) = outer(tanh(A x), x)), then fresh shapes (strata.jacobian_strata:
-    a scalar f(x), a scalar x, an f(x) of rank 3, an x of rank 3, size-1 axes) of
+    a scalar f(x), a scalar x, an f(x) of rank 3, an x of rank 3, size-1 axes, a square
+    Jacobian) of
     |A @ x.ravel()| * sum(x): the Jacobian is shaped f(x).shape + x.shape in both modes."""
     A = np.random.default_rng(3).normal(size=(3, 4)).astype(np.float32)
     x = np.linspace(-1, 1, 4, dtype=np.float32)
@@ -142,6 +147,8 @@ def test_dot_flops_from_dimension_numbers(kata):
 def test_dot_flops_counts_nested_jaxprs(kata):
     a, b = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
     one = 2 * 8 * 8 * 16  # one (8, 16) @ (16, 8) product
+    square = np.ones((16, 16), np.float32)
+    on_square = 2 * 8 * 16 * 16  # one (8, 16) @ (16, 16) product
     cases = {
         "a nested jit": (
             jax.make_jaxpr(lambda p, q: jax.jit(matmul)(p, q) + p @ q)(a, b),
@@ -157,8 +164,19 @@ def test_dot_flops_counts_nested_jaxprs(kata):
             2 * (2 * 8 * 8 * 8),
         ),
         "custom_jvp inside checkpoint": (
-            jax.make_jaxpr(in_custom_jvp_and_remat)(a, np.ones((16, 16), np.float32)),
+            jax.make_jaxpr(in_custom_jvp_and_remat)(a, square),
             2 * (8 * 16) * 16 + 2 * (8 * 16) * 16,
+        ),
+        # any primitive that holds a jaxpr, not only a known list of them
+        "a custom_vjp function": (jax.make_jaxpr(in_custom_vjp)(a, square), on_square),
+        "a shard_map body": (jax.make_jaxpr(in_shard_map)(a, square), on_square),
+        "custom_linear_solve's matvec and solve (a named tuple of jaxprs)": (
+            jax.make_jaxpr(in_linear_solve)(a, square),
+            2 * on_square,
+        ),
+        "all three branches of a switch": (
+            jax.make_jaxpr(in_switch)(np.int32(1), a, square),
+            3 * on_square,
         ),
     }
     for name, (jaxpr, expected) in cases.items():
@@ -297,8 +315,8 @@ def test_vmapped_shape_on_fresh_cases(kata, fresh):
 
 @pytest.mark.task("jacobian_shapes")
 def test_jacobian_shapes_on_fresh_cases(kata, fresh):
-    """Fresh outputs and leaves, scalars and size-1 axes included: one case per situation
-    (strata.jacobian_shape_strata)."""
+    """Fresh outputs and leaves, scalars, an output of shape (1,) and size-1 axes included: one
+    case per situation (strata.jacobian_shape_strata)."""
     for situation, (out_shape, param_shapes) in jacobian_shape_strata(fresh).items():
         params = {k: jax.ShapeDtypeStruct(s, np.float32) for k, s in param_shapes.items()}
         want = jax.eval_shape(jax.jacrev(params_output(out_shape)), params)
