@@ -150,14 +150,16 @@ LIBRARY_MODULES = ("scan_cublas_h100", "branches_cublas_h100", "fp8_h100", "odd_
 @pytest.mark.task("library_epilogues")
 def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
     """cuBLAS calls in a scan's loop body (inside a fusion) and in a cond's branches, an FP8
-    call (__cublas$lt$matmul$f8), and typed-FFI calls whose targets only contain 'cublas' or
-    'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi: not library calls)."""
+    call (__cublas$lt$matmul$f8), typed-FFI calls whose targets only contain 'cublas' or
+    'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi) and cub's sort (__cub$DeviceRadixSort,
+    its target starts '__cub'): not library calls."""
     entry = re.compile(r"^ENTRY %([\w.-]+)", re.MULTILINE)
     for name in ("scan_cublas_h100", "branches_cublas_h100"):
         homes = {c for c, _, _, p in _rows(name) if "__cublas$" in p}
         assert homes and entry.findall(module_texts.text(name))[0] not in homes, name
     targets = set(re.findall(r'custom_call_target="([^"]+)"', module_texts.text("odd_gemms")))
     assert {t for t in targets if re.search("cublas|cudnn", t) and t[:2] != "__"}, targets
+    assert "__cub$DeviceRadixSort" in targets, targets
     assert "__cublas$lt$matmul$f8" in module_texts.text("fp8_h100")
     for name in LIBRARY_MODULES:
         expected = oracle.library_calls(module_texts.text(name), name)
