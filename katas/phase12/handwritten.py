@@ -169,7 +169,8 @@ ENTRY %main (x: f32[64,32], w: f32[32,32]) -> (f32[64,32], (s32[], f32[64,32]), 
 # lhs_contracting_dims, a batch-only dot with lhs_contracting_dims={} as XLA prints it), a dot of
 # two vectors (a scalar output), an FP8 cuBLAS call (__cublas$lt$matmul$f8), a dot in a cuDNN
 # GEMM fusion, and custom calls whose targets only look like library calls (jaxlib's typed-FFI
-# cublas_geqrf_batched_ffi and cudnn_rnn_ffi).
+# cublas_geqrf_batched_ffi and cudnn_rnn_ffi, and cub's radix sort __cub$DeviceRadixSort, what
+# XLA:GPU's sort rewriter makes of a jnp.sort: its target starts "__cub" like "__cublas$").
 ODD_GEMMS = """\
 HloModule odd_gemms, is_scheduled=true
 
@@ -183,8 +184,8 @@ HloModule odd_gemms, is_scheduled=true
 ENTRY %main (a: f32[64], b: f32[32], c: f32[8,64], d: f32[8,32], u: f32[256], v: f32[256],\
     x8: f8e4m3fn[48,96], w8: f8e4m3fn[96,80], m: f32[64,8,8], x: bf16[64,128],\
     w: bf16[128,256], seq: f32[4,8,16], h0: f32[1,4,32], c0: f32[1,4,32], rnn_w: f32[6400],\
-    lengths: s32[4]) -> (f32[64,32], f32[8,64,32], f32[], bf16[48,80], f32[64,8,8], f32[64,8],\
-    bf16[64,256], f32[4,8,32]) {
+    lengths: s32[4], keys: f32[4096]) -> (f32[64,32], f32[8,64,32], f32[], bf16[48,80],\
+    f32[64,8,8], f32[64,8], bf16[64,256], f32[4,8,32], f32[4096]) {
   %a = f32[64]{0} parameter(0)
   %b = f32[32]{0} parameter(1)
   %c = f32[8,64]{1,0} parameter(2)
@@ -201,6 +202,7 @@ ENTRY %main (a: f32[64], b: f32[32], c: f32[8,64], d: f32[8,32], u: f32[256], v:
   %c0 = f32[1,4,32]{2,1,0} parameter(13)
   %rnn_w = f32[6400]{0} parameter(14)
   %lengths = s32[4]{0} parameter(15)
+  %keys = f32[4096]{0} parameter(16)
   %outer = f32[64,32]{1,0} dot(%a, %b)
   %batched_outer = f32[8,64,32]{2,1,0} dot(%c, %d), lhs_batch_dims={0},\
       lhs_contracting_dims={}, rhs_batch_dims={0}, rhs_contracting_dims={}
@@ -231,9 +233,13 @@ ENTRY %main (a: f32[64], b: f32[32], c: f32[8,64], d: f32[8,32], u: f32[256], v:
       input_size = 16 : ui64, max_seq_length = 8 : ui64, num_layers = 1 : ui64,\
       reserve_space_size = 0 : ui64, workspace_size = 0 : ui64}
   %hidden = f32[4,8,32]{2,1,0} get-tuple-element(%lstm), index=0
+  %radix-sort = (f32[4096]{0}, u8[1792]{0}) custom-call(%keys),\
+      custom_call_target="__cub$DeviceRadixSort", backend_config={"descending":false}
+  %sorted = f32[4096]{0} get-tuple-element(%radix-sort), index=0
   ROOT %out = (f32[64,32]{1,0}, f32[8,64,32]{2,1,0}, f32[], bf16[48,80]{1,0},\
-      f32[64,8,8]{2,1,0}, f32[64,8]{1,0}, bf16[64,256]{1,0}, f32[4,8,32]{2,1,0}) tuple(%outer,\
-      %batched_outer, %inner, %product, %factors, %taus, %cudnn_fusion, %hidden)
+      f32[64,8,8]{2,1,0}, f32[64,8]{1,0}, bf16[64,256]{1,0}, f32[4,8,32]{2,1,0},\
+      f32[4096]{0}) tuple(%outer, %batched_outer, %inner, %product, %factors, %taus,\
+      %cudnn_fusion, %hidden, %sorted)
 }
 """
 

@@ -524,11 +524,14 @@ def handwritten_gelu_dense(x, w, b):
     return 0.5 * h * (1.0 + jnp.tanh(0.7978845608 * (h + 0.044715 * h**3)))
 
 
-# Decide: the shapes and dtypes fused_dense is compiled and checked on (x, w, b).
+# Decide: the shapes and dtypes fused_dense is compiled and checked on (x, w, b); x of rank 2,
+# 3 (a batch of sequences) and 4: the layer must fuse whatever x's leading dimensions.
 DENSE_CASES = {
     "bf16 64x128 @ 128x256": (((64, 128), bf16), ((128, 256), bf16), ((256,), bf16)),
     "f32 96x160 @ 160x224": (((96, 160), f32), ((160, 224), f32), ((224,), f32)),
     "bf16 40x72 @ 72x48": (((40, 72), bf16), ((72, 48), bf16), ((48,), bf16)),
+    "bf16 3x40x72 @ 72x48": (((3, 40, 72), bf16), ((72, 48), bf16), ((48,), bf16)),
+    "f32 2x3x24x64 @ 64x96": (((2, 3, 24, 64), f32), ((64, 96), f32), ((96,), f32)),
 }
 
 

@@ -151,12 +151,17 @@ def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
     contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none; the
     number of dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
     output holds 2**31 to 2**33 elements (odd sizes: no count of them fits 32 bits, nor is it
-    a power of two); nothing is allocated, the operands are ShapeDtypeStructs."""
-    contracted = [rng.randrange(3, 40, 2) for _ in range(rng.choice((2, 3)))]
+    a power of two), and its flops are 2 * an odd number above 2**54 (below 2**62): past
+    float64's exact integers, so only integer arithmetic counts them exactly; nothing is
+    allocated, the operands are ShapeDtypeStructs."""
     batch = [rng.randrange(3, 10, 2)] if rng.random() < 0.5 else []
     rows = rng.randrange(2**15 + 1, 2**17, 2)
     least = 2**31 // (math.prod(batch) * rows) + 1
     columns = rng.randrange(least, 2 * least) | 1
+    count = rng.choice((2, 3))
+    # each contracted size at least the count-th root of 2**54 / (output elements), at most twice
+    low = math.ceil((2**54 / (math.prod(batch) * rows * columns)) ** (1 / count)) | 1
+    contracted = [rng.randrange(low, 2 * low, 2) for _ in range(count)]
     lhs = (
         [("b", d) for d in batch] + [("m", rows)] + [(f"k{i}", d) for i, d in enumerate(contracted)]
     )
@@ -180,4 +185,5 @@ def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
     operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
     lowered = jax.jit(lambda a, b: jax.lax.dot_general(a, b, dimensions)).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
+    assert 2**55 < flops < 2**62 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops

@@ -150,14 +150,16 @@ LIBRARY_MODULES = ("scan_cublas_h100", "branches_cublas_h100", "fp8_h100", "odd_
 @pytest.mark.task("library_epilogues")
 def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
     """cuBLAS calls in a scan's loop body (inside a fusion) and in a cond's branches, an FP8
-    call (__cublas$lt$matmul$f8), and typed-FFI calls whose targets only contain 'cublas' or
-    'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi: not library calls)."""
+    call (__cublas$lt$matmul$f8), typed-FFI calls whose targets only contain 'cublas' or
+    'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi) and cub's sort (__cub$DeviceRadixSort,
+    its target starts '__cub'): not library calls."""
     entry = re.compile(r"^ENTRY %([\w.-]+)", re.MULTILINE)
     for name in ("scan_cublas_h100", "branches_cublas_h100"):
         homes = {c for c, _, _, p in _rows(name) if "__cublas$" in p}
         assert homes and entry.findall(module_texts.text(name))[0] not in homes, name
     targets = set(re.findall(r'custom_call_target="([^"]+)"', module_texts.text("odd_gemms")))
     assert {t for t in targets if re.search("cublas|cudnn", t) and t[:2] != "__"}, targets
+    assert "__cub$DeviceRadixSort" in targets, targets
     assert "__cublas$lt$matmul$f8" in module_texts.text("fp8_h100")
     for name in LIBRARY_MODULES:
         expected = oracle.library_calls(module_texts.text(name), name)
@@ -229,7 +231,8 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh):
     """strata.drawn_gemm: a jax.lax.dot_general drawn afresh and lowered by JAX (the module
     before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
     them into one later), contracting 2 or 3 dimensions in drawn positions, maybe batched, of
-    a drawn dtype, whose output holds 2**31 elements or more."""
+    a drawn dtype, whose output holds 2**31 elements or more and whose flops are past float64's
+    exact integers (2 * an odd number above 2**54)."""
     text, contracting, expected = strata.drawn_gemm(fresh)
     case = f"a drawn dot_general ({fresh.where()})"
     (printed,) = [p for _, _, op, p in oracle.parsed(text)[1] if op == "dot"]
@@ -237,6 +240,7 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh):
     assert len(dims.split(",")) == contracting >= 2, f"XLA reads {printed[:160]}"
     (_, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
     assert math.prod(int(d) for d in output.split(",")) >= 2**31, f"XLA reads {printed[:160]}"
+    assert expected > 2**55 and expected % 4 == 2, "flops float64 holds exactly"
     got = _read(kata.gemm_flops, text, case)
     assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
     assert got == expected, (

@@ -3,7 +3,8 @@ shard_map bodies whose collectives sit in the places a module nests computations
 branches, loop bodies and conditions, a branch inside a loop), for collective_census; functions
 of many arguments (more than ten, names out of alphabetical order, ranks 0 to 3, boolean and
 8-bit types, some never read), for device_param_shapes and param_shardings; and int32 rows whose
-total is beyond float32's exact integers, for psum_total.
+total (or whose element-wise block sums) are beyond float32's exact integers, for psum_total
+(and scatter_sum).
 
 Each draw takes a `random.Random` and returns a label, the function and its placed arguments;
 nothing is compiled here.
@@ -205,5 +206,22 @@ def int_total_case(rng: random.Random):
     values = np.random.default_rng(rng.randrange(1 << 32)).integers(high // 2, high, shape)
     values = values.astype(np.int32)
     values.flat[rng.randrange(values.size)] += 1 - int(values.sum()) % 2
+    label = f"{dict(axes)}, x int32{list(shape)} of large values"
+    return label, mesh, values, jax.device_put(values, NamedSharding(mesh, P("x")))
+
+
+def int_scatter_case(rng: random.Random):
+    """(label, mesh, NumPy x, x row-sharded over "x"): int32 rows on a drawn mesh, n * n * k of
+    them, for scatter_sum; every element-wise sum of the n blocks is above 2**24 (no int32
+    overflow) and the first one is odd, so only an integer sum gets it exactly."""
+    axes = rng.choice(MESHES)
+    mesh = mesh_of(axes)
+    n = mesh.shape["x"]
+    rows = n * n * rng.randint(1, 2)
+    shape = (rows, rng.randint(1, 5))
+    high = (1 << 31) // (n + 1)  # a sum of n values stays below 2**31
+    values = np.random.default_rng(rng.randrange(1 << 32)).integers(high // 2, high, shape)
+    values = values.astype(np.int32)
+    values[0, 0] += 1 - int(values[:: rows // n, 0].sum()) % 2
     label = f"{dict(axes)}, x int32{list(shape)} of large values"
     return label, mesh, values, jax.device_put(values, NamedSharding(mesh, P("x")))

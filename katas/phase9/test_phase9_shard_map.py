@@ -173,16 +173,21 @@ def test_gather_rows(kata):
 
 
 @pytest.mark.task("scatter_sum")
-def test_scatter_sum(kata):
-    for mesh_name, mesh, x, sharded in scatter_cases():
+def test_scatter_sum(kata, fresh):
+    """The scatter cases, then int32 rows drawn every run whose sums float32 cannot hold."""
+    for mesh_name, mesh, x, sharded in [*scatter_cases(), drawn_programs.int_scatter_case(fresh)]:
         n = mesh.shape["x"]
         got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded)
-        want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0).astype(x.dtype)
+        wide = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
+        want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0, dtype=wide).astype(x.dtype)
         with check:
-            np.testing.assert_allclose(
-                np.asarray(got),
-                want,
-                err_msg=(f"mesh {mesh_name}: the element-wise sum of the {n} row blocks"),
+            assert got.dtype == x.dtype, (
+                f"mesh {mesh_name}: result dtype {got.dtype}, the sum keeps x's dtype {x.dtype}"
+            )
+        with check:
+            assert np.array_equal(np.asarray(got), want), (
+                f"mesh {mesh_name}: not the exact element-wise sum of the {n} row blocks "
+                f"({fresh.where()})"
             )
         piece = want.shape[0] // n
         for shard in got.addressable_shards:
