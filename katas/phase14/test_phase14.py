@@ -124,13 +124,14 @@ def _made_steps(
     execute threads at once (one thread's short events inside the other's long while, one of
     them the same instruction run again), whiles holding bodies two levels deep (a while, its
     first inner while and that one's first body event start at the same ns: the clock's
-    resolution makes such ties), an empty step, a run before the first step, and a while
+    resolution makes such ties), an empty step, a step event that closes in the ns its last
+    instruction event ends, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
     (nested in the while: not listed either). The events come shuffled, or with
     `children_first` by start with the shorter of two events that start together first."""
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
-    empty, straddle = fresh.sample(range(steps), 2)
+    empty, straddle, flush = fresh.sample(range(steps), 3)
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
@@ -159,14 +160,17 @@ def _made_steps(
                 cursor += 50
             # thread 1, at the same time: short events, each inside thread 0's while; the
             # first runs the while's instruction again (another execution of the program)
-            at = t + 15
+            at = last = t + 15
             for i in range(fresh.randint(1, 4)):
                 op = outer if i == 0 else next(label)
                 events.append(instr_event(op, threads[1], at, 40, n + 1000))
                 top.append((at, op))
+                last = at + 40
                 at += 50 + 10 * fresh.randrange(3)
             t = max(cursor, at)
-        t += 100 + 10 * fresh.randrange(5)  # host time after the work
+            if n == flush:  # the step event closes in the ns its last instruction ends
+                t = max(cursor, last)
+        t += 0 if n == flush else 100 + 10 * fresh.randrange(5)  # host time after the work
         if n >= 0:
             number = (("step_num", first + n),)
             events.append(TraceEvent(step_name, "python", start, t - start, number))

@@ -111,16 +111,16 @@ def test_compiled_steps_on_recording(kata):
             assert got == step_numbers(case)[:1], f"mlp_grad_cold ({label}): got {got!r:.60}"
 
 
-PLAN = ("compile", "compile only", "compile past the end", "lower")
+PLAN = ("compile", "compile only", "compile past the end", "compile two", "lower")
 
 
 def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], str]:
     """A hand-built trace, its answer known from the construction: steps that run a program
     (its Python call `PjitFunction(compiled_step)`), compile and run it, compile it and run
-    nothing, only trace and lower it, or start a compile on a worker thread that ends after the
-    step closes (a compile that started in the step); and a compile on another worker that
-    starts in the host time before step `into` and ends inside it (started before it: not
-    that step's compile)."""
+    nothing, compile and run it and then compile a second program (listed once), only trace
+    and lower it, or start a compile on a worker thread that ends after the step closes (a
+    compile that started in the step); and a compile on another worker that starts in the host
+    time before step `into` and ends inside it (started before it: not that step's compile)."""
     steps = fresh.randint(5, 7)
     plan = fresh.sample([*PLAN, *["run"] * (steps - len(PLAN))], steps)
     into = fresh.choice([i for i in range(steps) if plan[i] != "compile past the end"])
@@ -154,6 +154,11 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
         if what in ("compile", "compile only"):
             compile_at("python", t, 3000)
             t += 3000
+        elif what == "compile two":  # the step's program, then a helper dispatched eagerly
+            compile_at("python", t, 3000)
+            t = execute(t + 3000)
+            compile_at("python", t + 50, 1000)
+            t += 1050
         elif what == "lower":
             events.append(TraceEvent("trace_to_jaxpr_dynamic", "python", t, 500))
             events.append(TraceEvent("lower_sharding_computation", "python", t + 500, 500))
@@ -165,7 +170,7 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
         t += 100
         events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", first + i),)))
     fresh.shuffle(events)
-    expected = [first + i for i, what in enumerate(plan) if what in PLAN[:3]]
+    expected = [first + i for i, what in enumerate(plan) if what in PLAN[:4]]
     return events, expected, f"a made trace: {steps} steps from {first}, each kind of {PLAN}"
 
 

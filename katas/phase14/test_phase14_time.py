@@ -25,11 +25,11 @@ from katas.phase14.programs import (
 )
 from katas.phase14.traces import (
     BANK,
-    PLUMBING,
     STEP_NAMES,
     cases,
     compiled_program,
     instr_event,
+    made_profile,
     messy_trace,
     other_module,
     ready,
@@ -37,7 +37,6 @@ from katas.phase14.traces import (
     renumbered,
     warm_profile,
 )
-from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, trace_events
 from xla_inspect.profile_query import time_by
 
@@ -98,45 +97,6 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 # ---- kind_shares, scope_shares, line_shares ------------------------------------------------------
 
 
-def _made_profile(fresh, program: str, step_name: str) -> Profile:
-    """A hand-built trace over a real module (`program` compiled at fresh sizes): in every step
-    two executions of it at once on two execute threads (the second starting while the first's
-    events are open; a while's body runs twice inside its event, its first body event starting
-    with the while), then one of another module bearing the same names; an execution before the
-    first step. Durations are drawn: the shares are the construction's."""
-    text = compiled_program(program, fresh.randrange(1 << 16))[0].as_text() or ""
-    module = parse_hlo(text)
-    threads = fresh.sample([f"execute:{i}" for i in range(100)], 2)
-    events: list[TraceEvent] = []
-
-    def lay(computation: str, at: int, thread: int, run: int, name: str = module.name) -> int:
-        t = at
-        for ins in module[computation].instructions:
-            if ins.opcode in PLUMBING:
-                continue
-            end = t
-            if ins.opcode == "while":
-                for _ in range(2):
-                    end = lay(ins.attribute("body", "").lstrip("%"), end, thread, run, name)
-            end += 10 * fresh.randint(2, 60)
-            events.append(instr_event(ins.name, threads[thread], t, end - t, run, name))
-            t = end + 10 * fresh.randint(0, 3)
-        return t
-
-    t = lay(module.entry.name, 0, 0, 0) + 1000
-    for n in range(3):
-        start, t = t, t + 500
-        ends = [
-            lay(module.entry.name, t, 0, 2 * n + 1),
-            lay(module.entry.name, t + 30, 1, 2 * n + 2),
-        ]
-        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin") + 500
-        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
-        t += 1000
-    fresh.shuffle(events)
-    return Profile(tuple(events), text, module.name, step_name)
-
-
 def _shares_cases(fresh, task: str):
     """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
     calls written over several lines for line_shares) and a made trace of two executions at
@@ -154,10 +114,15 @@ def _shares_cases(fresh, task: str):
             f"{program} live ({fresh.where()})",
             messy_trace(program, seed, 3, fresh.choice(STEP_NAMES)),
         )
-    program = fresh.choice(programs if task == "scope_shares" else ("looped", "nested", "branchy"))
+    # a conditional's branch nested in its event, always for line_shares; an op_name joining
+    # two scopes, always for scope_shares
+    program = {"kind_shares": fresh.choice(("looped", "nested", "branchy"))}.get(
+        task, programs[0] if task == "scope_shares" else "branchy"
+    )
+    scope_of = _scope_of if task == "scope_shares" else None
     yield (
         f"{program}: two executions at once ({fresh.where()})",
-        _made_profile(fresh, program, fresh.choice(STEP_NAMES)),
+        made_profile(fresh, program, fresh.choice(STEP_NAMES), scope_of),
     )
 
 
@@ -285,7 +250,7 @@ def test_longest_gap_renamed_and_shuffled(kata, fresh):
     )
 
 
-def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int, str]:
+def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[TraceEvent], int, str]:
     """A hand-built trace whose longest wait is known from the construction: host time before,
     after and between the step events, the long wait after step k at the end of k (`delay` 0),
     between the step events (1) or at the start of k + 1 (2), then an op of another module
@@ -294,14 +259,19 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
     host work between its two runs lasts longer than every wait, and one that opens with an op
     of another module and then does such host work (inside the steps: not waits between steps);
     runs on two execute threads, a while holding its body (in the long step, the whole run: its
-    last-starting and first-ending events are body ops well inside it)."""
+    last-starting and first-ending events are body ops well inside it); in every step a
+    host-side event (on the Python thread) spanning the step, and between the step events of
+    a pair q half the long wait (so the longest wait between the host's events is after q).
+    With `empty`, the step that runs the program no times comes after another and holds host
+    work longer than every wait (no gap around it: it holds no instruction event)."""
     steps = fresh.randint(5, 7)
     k = fresh.randrange(2, steps - 1)
-    odd = fresh.randrange(k)
+    odd = fresh.randrange(1 if empty else 0, k)
     heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
+    q = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
     opens = fresh.choice([n for n in range(1, steps) if n not in (k + 1, odd, odd + 1)])
     split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy, opens)])
-    runs_in = {n: 1 for n in range(steps)} | {odd: fresh.choice((0, 2)), split: 2}
+    runs_in = {n: 1 for n in range(steps)} | {odd: 0 if empty else 2, split: 2}
     threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
     events: list[TraceEvent] = []
     t, run = 10_000, fresh.randrange(1000)
@@ -312,6 +282,10 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
             waits[0] += 100_000
         if n == k and delay < 2:
             waits[1 + delay] += 100_000
+        if n == q:
+            waits[2] += 50_000
+        if n == odd and empty:  # a step that only logs, at length
+            waits[0] += 200_000
         start = t
         t += waits[0]
         if n == opens:  # another module's op, then host work longer than every wait
@@ -335,6 +309,7 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
         t += waits[1]
         number = (("step_num", first + n),)
         events.append(TraceEvent(step_name, "python", start, t - start, number))
+        events.append(TraceEvent(f"PjitFunction({step_name})", "python", start + 1, t - start - 2))
         t += waits[2]
         if n == k:  # an op outside every step, late in the wait: no step's work
             events.append(instr_event("copy.3", threads[0], t - 900, 400, 1, "jit_other"))
@@ -350,9 +325,14 @@ def _made_gaps(fresh, step_name: str, delay: int) -> tuple[list[TraceEvent], int
 
 @pytest.mark.task("longest_gap")
 def test_longest_gap_on_made_traces(kata, fresh):
-    for delay in (0, 1, 2, fresh.randrange(3)):
+    for delay, empty in (
+        (0, True),
+        (1, False),
+        (2, fresh.random() < 0.5),
+        (fresh.randrange(3), True),
+    ):
         step_name = fresh.choice(STEP_NAMES)
-        events, expected, what = _made_gaps(fresh, step_name, delay)
+        events, expected, what = _made_gaps(fresh, step_name, delay, empty)
         got = kata.longest_gap(events, step_name)
         with check:
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"

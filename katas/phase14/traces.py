@@ -21,7 +21,7 @@ from katas.phase14.programs import (
     args_for,
     recorded_profile,
 )
-from xla_inspect import parse_hlo
+from xla_inspect import op_metadata, parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, capture_profile, trace_events
 
 BANK = (
@@ -180,3 +180,80 @@ def instr_event(
 ) -> TraceEvent:
     args = (("hlo_module", module), ("hlo_op", op), ("run_id", run))
     return TraceEvent(op, thread, start, duration, args)
+
+
+def joined_scopes(text: str, scope_of, rng: random.Random) -> str:
+    """The module with one working instruction's op_name joined (`;`) to the op_name of an
+    instruction of another scope, as XLA joins the op_names of what it fuses: the scope is the
+    first one's."""
+    module = parse_hlo(text)
+    laid, todo = [], [module.entry.name]  # the computations made_profile lays events for
+    while todo:
+        laid.append(todo.pop())
+        for ins in module[laid[-1]].instructions:
+            if ins.opcode == "while":
+                todo.append(ins.attribute("body", "").lstrip("%"))
+            elif ins.opcode in ("conditional", "call"):
+                todo.extend(ins.called_computations)
+    named = [
+        (i, op_metadata.op_name(i))
+        for c in laid
+        for i in module[c].instructions
+        if i.opcode not in PLUMBING and scope_of(op_metadata.op_name(i))
+    ]
+    for ins, op_name in rng.sample(named, len(named)):
+        other = [o for _, o in named if scope_of(o) != scope_of(op_name)]
+        if other:
+            lines = text.splitlines(keepends=True)
+            line = lines[ins.line_no - 1]
+            joined = f'op_name="{op_name};{rng.choice(other)}"'
+            lines[ins.line_no - 1] = line.replace(f'op_name="{op_name}"', joined, 1)
+            return "".join(lines)
+    return text
+
+
+def made_profile(fresh, program: str, step_name: str, scope_of=None) -> Profile:
+    """A hand-built trace over a real module (`program` compiled at fresh sizes; with
+    `scope_of`, one op_name joined to another scope's): in every step two executions of it at
+    once on two execute threads (the second starting while the first's events are open; a
+    while's body runs twice inside its event, its first body event starting with the while; a
+    conditional's drawn branch, and a call's computation (as when XLA does not run the call as
+    one kernel), inside its event), then one of another module bearing the
+    same names; an execution before the first step. Durations are drawn: the shares are the
+    construction's."""
+    text = compiled_program(program, fresh.randrange(1 << 16))[0].as_text() or ""
+    if scope_of is not None:
+        text = joined_scopes(text, scope_of, fresh)
+    module = parse_hlo(text)
+    threads = fresh.sample([f"execute:{i}" for i in range(100)], 2)
+    events: list[TraceEvent] = []
+
+    def lay(computation: str, at: int, thread: int, run: int, name: str = module.name) -> int:
+        t = at
+        for ins in module[computation].instructions:
+            if ins.opcode in PLUMBING:
+                continue
+            end = t
+            if ins.opcode == "while":
+                for _ in range(2):
+                    end = lay(ins.attribute("body", "").lstrip("%"), end, thread, run, name)
+            elif ins.opcode in ("conditional", "call"):
+                branch = fresh.choice(ins.called_computations)
+                end = lay(branch, end + 10 * fresh.randint(0, 2), thread, run, name)
+            end += 10 * fresh.randint(2, 60)
+            events.append(instr_event(ins.name, threads[thread], t, end - t, run, name))
+            t = end + 10 * fresh.randint(0, 3)
+        return t
+
+    t = lay(module.entry.name, 0, 0, 0) + 1000
+    for n in range(3):
+        start, t = t, t + 500
+        ends = [
+            lay(module.entry.name, t, 0, 2 * n + 1),
+            lay(module.entry.name, t + 30, 1, 2 * n + 2),
+        ]
+        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin") + 500
+        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        t += 1000
+    fresh.shuffle(events)
+    return Profile(tuple(events), text, module.name, step_name)
