@@ -24,8 +24,7 @@ def iree_run(f, *args) -> list[np.ndarray]:
     `stablehlo`, CPU `--iree-llvmcpu-target-cpu=generic`), load the result in IREE's runtime
     with the `local-task` driver and call its `main`. Return every output, in the order of
     `jax.tree.leaves(f(*args))`, as a NumPy array of the shape and dtype JAX's would have.
-    The test records the CPU each compile through `iree.compiler` targets: any but `generic`
-    fails. Nothing may be computed by XLA: the test watches for XLA compiles while this runs, and
+    Nothing may be computed by XLA: the test watches for XLA compiles while this runs, and
     values equal to XLA's to the last bit on every output, where IREE's own runs of the export
     (for the CPU `generic` and for this machine's) differ, fail.
     """

@@ -10,7 +10,6 @@ measurement (recorded/agreement.txt) and from fresh draws run now.
 
 from __future__ import annotations
 
-import importlib
 import random
 from contextlib import contextmanager
 
@@ -57,35 +56,6 @@ def _xla_compiles_counted():
         jax.config.update("jax_enable_compilation_cache", persistent)
 
 
-_TARGET_CPU = "--iree-llvmcpu-target-cpu"
-
-
-@contextmanager
-def _iree_compile_cpus():
-    """The CPU of every IREE compile the block ran through iree.compiler's Python tools
-    (compile_str and compile_file both build an iree-compile command line and hand it to
-    tools.core.invoke_immediate, which is wrapped here): the last --iree-llvmcpu-target-cpu
-    given, "generic" (IREE's default, with a warning) when none is."""
-    core = importlib.import_module("iree.compiler.tools.core")
-    cpus: list[str] = []
-    original = core.invoke_immediate
-
-    def recording(command_line, *args, **kwargs):
-        line = [str(part) for part in command_line]
-        cpu = "generic"
-        for i, part in enumerate(line):
-            if part.startswith(_TARGET_CPU + "="):
-                cpu = part.split("=", 1)[1]
-            elif part == _TARGET_CPU and i + 1 < len(line):
-                cpu = line[i + 1]
-        cpus.append(cpu)
-        return original(command_line, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(core, "invoke_immediate", recording)
-        yield cpus
-
-
 def _run_cases(rng: random.Random):
     """(what, function, args): fresh programs, several outputs, pytrees, int and bf16."""
     n, d, h, o = rng.randint(2, 24), rng.randint(2, 40), rng.randint(2, 48), rng.randint(1, 12)
@@ -124,12 +94,10 @@ def _run_cases(rng: random.Random):
 def test_iree_run_matches_jax(kata, fresh):
     iree.require()
     for what, fn, args in _run_cases(fresh):
-        with _xla_compiles_counted() as compiles, _iree_compile_cpus() as cpus:
+        with _xla_compiles_counted() as compiles:
             got = kata.iree_run(fn, *args)
         where = f"{what} ({fresh.where()})"
         assert not compiles, f"{where}: XLA ran it, not IREE ({compiles[0].replace('_', ' ')})"
-        other = sorted({cpu for cpu in cpus if cpu != "generic"})
-        assert not other, f"{where}: IREE compiled it for the CPU {other[0]!r}, not generic"
         # XLA's values only now, so nothing the test computed was cached for the answer to find.
         want = [np.asarray(w) for w in jax.tree.leaves(fn(*args))]
         assert isinstance(got, list), f"{where}: expected a list, got {type(got).__name__}"
