@@ -62,17 +62,6 @@ def _rt5_iree_run_outputs_as_float32(f, *args):
 
 @wrong(
     "iree_run",
-    why="the contract fixes --iree-llvmcpu-target-cpu=generic; compiling for this machine's "
-    "CPU ('host') runs other code (FMA contractions, other vector widths): differs from the "
-    "generic run's bits on FLOWS['layernorm_softmax'] / FLOWS['mlp'] in float32",
-)
-def _rt5_iree_run_host_cpu(f, *args):
-    outs, _ = _rt5_iree_call(f, args, cpu="host")
-    return outs
-
-
-@wrong(
-    "iree_run",
     why="every output in jax.tree.leaves order, with JAX's shape: flattening 0-d outputs to "
     "shape (1,) (np.atleast_1d 'so it is an array') is wrong on a scalar output such as "
     "lambda x: (x * 2, x.sum())",

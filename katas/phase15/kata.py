@@ -21,7 +21,8 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you may need it)
 def iree_run(f, *args) -> list[np.ndarray]:
     """Run `f` on `args` (arrays) in IREE, not in XLA: export `jax.jit(f)` for the arguments
     with `jax.export`, compile its StableHLO for IREE's `llvm-cpu` backend (input type
-    `stablehlo`, CPU `--iree-llvmcpu-target-cpu=generic`), load the result in IREE's runtime
+    `stablehlo`, CPU `--iree-llvmcpu-target-cpu=generic` as the recorded listings are; this
+    machine's `host` is IREE's run too and is accepted), load the result in IREE's runtime
     with the `local-task` driver and call its `main`. Return every output, in the order of
     `jax.tree.leaves(f(*args))`, as a NumPy array of the shape and dtype JAX's would have.
     Nothing may be computed by XLA: the test watches for XLA compiles while this runs, and

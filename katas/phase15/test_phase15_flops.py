@@ -119,6 +119,24 @@ def _fresh_contractions(rng: random.Random) -> list[tuple[str, Flow]]:
                 (((m, k), f32), ((m, k), f32), ((k, n), f32), ((k, n), f32)),
             ),
         ),
+        (
+            "matmuls in both branches of a lax.cond",  # IREE: dispatches inside an scf.if
+            Flow(
+                "cond(p > 0, x @ w, 2 * (x @ w))",
+                lambda p, x, w: jax.lax.cond(p[0] > 0, lambda: x @ w, lambda: 2 * (x @ w)),
+                (((1,), f32), ((m, k), f32), ((k, n), f32)),
+            ),
+        ),
+        (
+            "a matmul in a while_loop body",  # IREE: a dispatch inside an scf.while
+            Flow(
+                "while i < 3: x = tanh(x @ w)",
+                lambda x, w: jax.lax.while_loop(
+                    lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.tanh(c[1] @ w)), (0, x)
+                )[1],
+                (((m, k), f32), ((k, k), f32)),
+            ),
+        ),
     ]
 
 
@@ -140,8 +158,9 @@ def test_matmul_flops_of_fresh_programs(kata, fresh):
 
 def _other_contraction_kinds(rng: random.Random):
     """(what, f, args, counted, kind): a contraction IREE names with a kind other than the four
-    the contract counts (a batched matrix-vector product is `matvec_like`, a vector dot `dot`)
-    next to a plain matmul; ``counted`` is the plain matmul alone, whose work is what counts."""
+    the contract counts (a batched matrix-vector product and a row-wise dot are `matvec_like`,
+    the latter with a matvec's two dims; a vector dot is `dot`) next to a plain matmul;
+    ``counted`` is the plain matmul alone, whose work is what counts."""
     m, n, k = rng.randint(2, 64), rng.randint(2, 64), rng.randint(2, 64)
     b, i, j = rng.randint(2, 8), rng.randint(2, 32), rng.randint(2, 48)
     x, w = normal(rng, (m, k)), normal(rng, (k, n))
@@ -166,6 +185,15 @@ def _other_contraction_kinds(rng: random.Random):
         [u, t, x, w],
         (matmul, [x, w]),
         "dot",
+    )
+    rows = rng.randint(2, 64)
+    r, s = normal(rng, (rows, j)), normal(rng, (rows, j))
+    yield (  # two dims, as a matvec's: only the kind tells them apart
+        f"row-wise dot einsum ij,ij->i [{rows},{j}] next to [{m},{k}] @ [{k},{n}]",
+        lambda r, s, x, w: (jnp.einsum("ij,ij->i", r, s), matmul(x, w)),
+        [r, s, x, w],
+        (matmul, [x, w]),
+        "matvec_like",
     )
 
 

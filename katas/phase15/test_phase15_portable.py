@@ -28,10 +28,10 @@ from xla_inspect import iree_compile
 
 
 def _row_functions(rng: random.Random, broadcasts: bool = True):
-    """(what, f, example): row-wise functions and an example of one batch size. With a
-    symbolic batch, IREE 3.13.0 refuses a row statistic broadcast back over the row (softmax,
-    x - mean: "failed to legalize operation 'stablehlo.dynamic_broadcast_in_dim'"), so the IREE
-    test leaves those out (``broadcasts=False``)."""
+    """(what, f, example): row-wise functions and an example of one batch size (1 for one of
+    them). With a symbolic batch, IREE 3.13.0 refuses a row statistic broadcast back over the
+    row (softmax, x - mean: "failed to legalize operation 'stablehlo.dynamic_broadcast_in_dim'"),
+    so the IREE test leaves those out (``broadcasts=False``)."""
     batch = rng.randint(2, 9)
     features = rng.randint(2, 24)
     hidden = rng.randint(2, 24)
@@ -39,6 +39,8 @@ def _row_functions(rng: random.Random, broadcasts: bool = True):
     b = normal(rng, (hidden,))
     yield "dense+tanh", (lambda x: jnp.tanh(x @ w)), normal(rng, (batch, features))
     yield "dense+bias+relu", (lambda x: jax.nn.relu(x @ w + b)), normal(rng, (batch, features))
+    # an example of batch 1 on every run: its leading 1 must become symbolic like any other
+    yield "dense+tanh on a batch of one", (lambda x: jnp.tanh(x @ w)), normal(rng, (1, features))
     square = normal(rng, (batch, hidden))  # rows as long as the example's batch
     yield "dense on a square example", (lambda x: jnp.tanh(x @ square)), normal(rng, (batch, batch))
     rest = (rng.randint(2, 6), rng.randint(2, 6))
