@@ -10,7 +10,8 @@ whatever the seed.
 
 What enters jit's cache key for g(x, n) is x's shape, its dtype once 64-bit NumPy types are
 canonicalized to 32 bits, whether it is weakly typed (a Python int or float, not a bool), and the
-static n; values never do, and the cache keeps every key it has seen, not only the last. Each
+static n, compared by == (two ints with one hash are two keys); x's values never do, and the
+cache keeps every key it has seen, not only the last. Each
 situation below is a stream built so that one of those facts decides its count; the shapes, the
 dtypes, the values, the order and the lengths inside it are drawn. A last stream mixes the
 whole domain (arrays, NumPy scalars and Python scalars of every dtype, several n).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sys
 
 import jax
 import ml_dtypes
@@ -272,10 +274,23 @@ def bools_and_ints(rng: random.Random) -> list[Call]:
     return _calls(xs, rng.randint(0, 9))
 
 
+def _hash_twins(rng: random.Random) -> list[int]:
+    """Two different Python ints with one hash: -1 and -2 (CPython gives both the hash -2), or
+    m and m + p for a drawn m of either sign, p being the modulus CPython reduces an int's hash
+    by. jit keeps a static value by ==, not by its hash: they are two keys."""
+    modulus = sys.hash_info.modulus
+    m = rng.randint(0, 9) * rng.choice((1, -1))
+    twins = rng.choice(([-1, -2], [m, m + modulus if m >= 0 else m - modulus]))
+    assert hash(twins[0]) == hash(twins[1]) and twins[0] != twins[1]
+    return twins
+
+
 def static_values(rng: random.Random) -> list[Call]:
-    """One x, 3 to 6 calls whose static n repeats, not always in a row: one key per distinct n."""
+    """One x, 3 to 8 calls whose static n repeats, not always in a row: one key per distinct n.
+    Two of the n are different ints with one hash (_hash_twins); the others are small."""
     x = _array(rng, _shape(rng), rng.choice(NARROW))
-    ns = rng.sample(range(-2, 10), rng.randint(2, 4))
+    twins = _hash_twins(rng)
+    ns = [*twins, *rng.sample([n for n in range(-2, 10) if n not in twins], rng.randint(0, 2))]
     stream = _with_repeat(rng, ns)
     return [(x, n) for n in stream]
 
