@@ -86,18 +86,6 @@ def _rt6_mse_loss_variance_of_residuals(params: dict, x, y) -> jax.Array:
     return jnp.var(_rt6_forward(params, x) - y)
 
 
-@wrong(
-    "mse_loss",
-    why="'the loss keeps the inputs' dtype (f16 an f16 one)' with the MSE's value: writes the "
-    "mean as jnp.sum(sq) / sq.size; jnp.mean accumulates f16 in f32, jnp.sum accumulates in f16 "
-    "and overflows to inf once the summed squares pass 65504 (f16 residuals of 60 on a (64, 8) "
-    "output: MSE 3600, this gives inf); bf16 also loses the sum's low bits",
-)
-def _rt6_mse_loss_sum_over_size(params: dict, x, y) -> jax.Array:
-    sq = jnp.square(_rt6_forward(params, x) - y)
-    return jnp.sum(sq) / sq.size
-
-
 # ---------------------------------------------------------------- loss_and_grad
 
 
