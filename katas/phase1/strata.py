@@ -10,16 +10,19 @@ whatever the seed.
 
 What enters jit's cache key for g(x, n) is x's shape, its dtype once 64-bit NumPy types are
 canonicalized to 32 bits, whether it is weakly typed (a Python int or float, not a bool), and the
-static n; values never do, and the cache keeps every key it has seen, not only the last. Each
-situation below is a stream built so that one of those facts decides its count; the shapes, the
-dtypes, the values, the order and the lengths inside it are drawn. A last stream mixes the
-whole domain (arrays, NumPy scalars and Python scalars of every dtype, several n).
+static n, compared by == (two ints with one hash are two keys); x's values never do, and the
+cache keeps every key it has seen, not only the last. Each situation below is a stream built so
+that one of those facts decides its count; the shapes, the dtypes, the values, the order and the
+lengths inside it are drawn. A stream mixes the whole
+domain (arrays, NumPy scalars and Python scalars of every dtype, several n), and two streams
+pair the same arguments with the same static values in two ways (pairings).
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
+import sys
 
 import jax
 import ml_dtypes
@@ -272,10 +275,23 @@ def bools_and_ints(rng: random.Random) -> list[Call]:
     return _calls(xs, rng.randint(0, 9))
 
 
+def _hash_twins(rng: random.Random) -> list[int]:
+    """Two different Python ints with one hash: -1 and -2 (CPython gives both the hash -2), or
+    m and m + p for a drawn m of either sign, p being the modulus CPython reduces an int's hash
+    by. jit keeps a static value by ==, not by its hash: they are two keys."""
+    modulus = sys.hash_info.modulus
+    m = rng.randint(0, 9) * rng.choice((1, -1))
+    twins = rng.choice(([-1, -2], [m, m + modulus if m >= 0 else m - modulus]))
+    assert hash(twins[0]) == hash(twins[1]) and twins[0] != twins[1]
+    return twins
+
+
 def static_values(rng: random.Random) -> list[Call]:
-    """One x, 3 to 6 calls whose static n repeats, not always in a row: one key per distinct n."""
+    """One x, 3 to 8 calls whose static n repeats, not always in a row: one key per distinct n.
+    Two of the n are different ints with one hash (_hash_twins); the others are small."""
     x = _array(rng, _shape(rng), rng.choice(NARROW))
-    ns = rng.sample(range(-2, 10), rng.randint(2, 4))
+    twins = _hash_twins(rng)
+    ns = [*twins, *rng.sample([n for n in range(-2, 10) if n not in twins], rng.randint(0, 2))]
     stream = _with_repeat(rng, ns)
     return [(x, n) for n in stream]
 
@@ -338,10 +354,35 @@ def power_spellings(rng: random.Random) -> list[Spelling]:
     return [(x, n, only), (x_other, n_other, named)]
 
 
+def pairings(rng: random.Random) -> tuple[list[Call], list[Call]]:
+    """Two streams over the same 2 or 3 arguments (one dtype, shapes apart: one key each) and
+    the same 2 or 3 static values: one pairs each argument with some of the values and each
+    value with some argument (as few pairs as that takes), the other calls every argument with
+    every value. Their arguments and values are alike, their counts differ: the key is the pair
+    (x, n), so a count made from the arguments and the values taken apart is wrong on one."""
+    dtype = rng.choice(NARROW + tuple(TWINS))
+    shapes = rng.sample(
+        [(), (2,), (3,), (4,), (2, 3), (3, 2), (1, 4), (2, 1, 2)], rng.randint(2, 3)
+    )
+    ns = rng.sample(range(-2, 10), rng.randint(2, 3))
+    cover = []
+    for i in range(max(len(shapes), len(ns))):
+        cover.append((_array(rng, shapes[i % len(shapes)], dtype), ns[i % len(ns)]))
+    cross = [(_array(rng, shape, dtype), n) for shape in shapes for n in ns]
+    return _with_repeat(rng, cover), _with_repeat(rng, cross)
+
+
 def count_traces_strata(rng: random.Random) -> dict[str, list[Call]]:
-    """A stream of calls g(x, n) per situation (see the module docstring), and the empty one."""
+    """A stream of calls g(x, n) per situation (see the module docstring), the two pairings of
+    arguments with static values, and the empty stream."""
     streams = {name: draw(rng) for name, draw in SITUATIONS.items()}
-    return {**streams, "no calls": []}
+    cover, cross = pairings(rng)
+    return {
+        **streams,
+        "arguments and static values, a few of their pairs": cover,
+        "the same arguments and static values, every pair": cross,
+        "no calls": [],
+    }
 
 
 def describe(x: object) -> str:
