@@ -136,7 +136,8 @@ def allreduce_elements(params) -> dict[str, int]:
     """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
     (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
     them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
-    `f16`) -> elements all-reduced in that dtype.
+    `f16`) -> elements all-reduced in that dtype. A dtype XLA all-reduces nothing in (its only
+    parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?
     raise NotImplementedError("phase12 task 9: allreduce_elements")
