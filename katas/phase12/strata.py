@@ -198,3 +198,33 @@ def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
     assert 2**55 < flops < 2**62 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops
+
+
+# ---- gemm_flops: convolutions beside a GEMM, before optimization ------------------------------
+
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def drawn_conv_dense(rng: random.Random) -> tuple[str, str, int]:
+    """(a description of the draw, the HLO text of a conv -> dense -> conv network as JAX lowers
+    it before optimization, the flops of its one GEMM by arithmetic on the draw). The dense maps
+    the first convolution's channels (x [b, h, w, c] * k1 [kh, kw, c, f] with SAME padding, then
+    @ w [f, n]: a dot of output [b, h, w, n] contracting f); the second convolution (k2
+    [kh2, kw2, n, g], VALID) follows it. The convolutions are `convolution` instructions, no
+    GEMM: only the dot counts."""
+    b, h, w = rng.randint(1, 4), rng.randint(6, 16), rng.randint(6, 16)
+    c, f, n, g = (rng.randint(2, 24) for _ in range(4))
+    kh, kw, kh2, kw2 = (rng.choice((1, 3, 5)) for _ in range(4))
+    dtype = rng.choice((jnp.float32, jnp.bfloat16, jnp.float16))
+
+    def network(x, k1, dense, k2):
+        y = jax.lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=_NHWC)
+        z = jax.nn.relu(y) @ dense
+        return jax.lax.conv_general_dilated(z, k2, (1, 1), "VALID", dimension_numbers=_NHWC)
+
+    shapes = ((b, h, w, c), (kh, kw, c, f), (f, n), (kh2, kw2, n, g))
+    operands = [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
+    text = jax.jit(network).lower(*operands).as_text(dialect="hlo")
+    x, k1, dense, k2 = shapes
+    what = f"conv {x} * {k1} -> @ {dense} -> conv * {k2}, {dtype.__name__}"
+    return what, text, 2 * b * h * w * n * f
