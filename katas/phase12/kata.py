@@ -62,10 +62,10 @@ def gemm_flops(hlo_text: str) -> int:
     (product of the lhs's contracting dimensions' sizes). A GEMM is a `dot` (wherever it sits:
     Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in its
     backend_config and whose output is the first element of its tuple; a convolution (a cuDNN
-    call or a `convolution`) is none. (On GPU
-    `compiled.cost_analysis()` is None: this is how you get the number.) The module may also be
-    one before optimization (`lowered.as_text(dialect="hlo")`), where a dot may contract several
-    dimensions at once; the count is exact for shapes of any size.
+    call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is None: this is how
+    you get the number.) The module may also be one before optimization
+    (`lowered.as_text(dialect="hlo")`), where a dot may contract several dimensions at once; the
+    count is exact for shapes of any size.
     """
     # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
     raise NotImplementedError("phase12 task 4: gemm_flops")
