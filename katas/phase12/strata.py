@@ -226,5 +226,5 @@ def drawn_conv_dense(rng: random.Random) -> tuple[str, str, int]:
     operands = [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
     text = jax.jit(network).lower(*operands).as_text(dialect="hlo")
     x, k1, dense, k2 = shapes
-    what = f"conv {x} * {k1} -> @ {dense} -> conv * {k2}, {dtype.__name__}"
+    what = f"conv {x} * {k1} -> @ {dense} -> conv * {k2}, {np.dtype(dtype).name}"
     return what, text, 2 * b * h * w * n * f
