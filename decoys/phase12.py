@@ -619,13 +619,14 @@ def allreduce_elements_top_level_only(params):
 @decoy(
     "allreduce_elements",
     caught_by=["test_allreduce_elements_of_random_pytrees"],
-    why="counts rows times columns (first and last dimension): right for matrices and "
-    "vectors, wrong for a 3-D or 4-D parameter such as a conv kernel",
+    why="counts rows times columns (first and last dimension): right for matrices, vectors "
+    "and scalars, wrong for a 3-D or 4-D parameter such as a conv kernel",
 )
 def allreduce_elements_first_and_last_dims(params):
     counts: Counter[str] = Counter()
     for leaf in jax.tree_util.tree_leaves(params):
-        counts[_HLO[np.dtype(leaf.dtype).name]] += leaf.shape[0] * leaf.shape[-1]
+        shape = leaf.shape or (1,)
+        counts[_HLO[np.dtype(leaf.dtype).name]] += shape[0] * shape[-1]
     return dict(counts)
 
 

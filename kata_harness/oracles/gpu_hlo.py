@@ -335,13 +335,14 @@ def all_reduced_read(text: str) -> dict[str, int]:
 def data_parallel_all_reduces(leaves: list[tuple[str, tuple[int, ...]]]) -> dict[str, int]:
     """Elements XLA:GPU all-reduces per dtype for the data-parallel gradients of parameters with
     these (HLO dtype, shape) leaves: its all-reduce combiner concatenates every gradient of one
-    dtype into one flat all-reduce, so each dtype's count is the sum of its leaves' elements
-    (checked against XLA:GPU's compile, with the gpu group, by phase 12's
+    dtype into one flat all-reduce, so each dtype's count is the sum of its leaves' elements; a
+    dtype whose leaves are all empty has nothing to all-reduce and no all-reduce (checked
+    against XLA:GPU's compile, with the gpu group, by phase 12's
     test_allreduce_elements_of_random_pytrees_match_xla)."""
     found: Counter[str] = Counter()
     for dtype, shape in leaves:
         found[dtype] += math.prod(shape)
-    return dict(found)
+    return {dtype: count for dtype, count in found.items() if count}
 
 
 def replicated_bytes(shapes, itemsize: int) -> int:

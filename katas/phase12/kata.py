@@ -61,10 +61,11 @@ def gemm_flops(hlo_text: str) -> int:
     """Multiply-add flops of every GEMM in the module: 2 * (elements of the GEMM's output) *
     (product of the lhs's contracting dimensions' sizes). A GEMM is a `dot` (wherever it sits:
     Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in its
-    backend_config and whose output is the first element of its tuple. (On GPU
-    `compiled.cost_analysis()` is None: this is how you get the number.) The module may also be
-    one before optimization (`lowered.as_text(dialect="hlo")`), where a dot may contract several
-    dimensions at once; the count is exact for shapes of any size.
+    backend_config and whose output is the first element of its tuple; a convolution (a cuDNN
+    call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is None: this is how
+    you get the number.) The module may also be one before optimization
+    (`lowered.as_text(dialect="hlo")`), where a dot may contract several dimensions at once; the
+    count is exact for shapes of any size.
     """
     # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
     raise NotImplementedError("phase12 task 4: gemm_flops")
@@ -136,7 +137,8 @@ def allreduce_elements(params) -> dict[str, int]:
     """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
     (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
     them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
-    `f16`) -> elements all-reduced in that dtype.
+    `f16`) -> elements all-reduced in that dtype. A dtype XLA all-reduces nothing in (its only
+    parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?
     raise NotImplementedError("phase12 task 9: allreduce_elements")

@@ -25,18 +25,27 @@ Leaf = tuple[str, tuple[int, ...]]  # (HLO dtype, shape)
 
 
 def _leaves(rng: random.Random, dtypes: tuple[str, ...]) -> list[Leaf]:
-    """4 to 6 leaves covering `dtypes`, one of them at least twice, and ranks 1 to 4 each at
-    least once; dimensions 1 to 6."""
-    count = rng.randint(max(4, len(dtypes) + 1), 6)
+    """5 to 7 leaves covering `dtypes`, one of them in two non-empty leaves at least, and ranks
+    0 to 4 each at least once (a scalar too); dimensions 1 to 6. Then the empty leaves: one of a
+    dtype of `dtypes` beside its others, and, when `dtypes` leaves a float dtype out, one of
+    such a dtype, its only parameter (a dtype with nothing to all-reduce: XLA makes no
+    all-reduce in it). An empty leaf has rank 1 to 3, one of its dimensions 0."""
+    count = rng.randint(max(5, len(dtypes) + 1), 7)
     named = [*dtypes, *(rng.choice(dtypes) for _ in range(count - len(dtypes)))]
-    first = rng.randrange(4)
-    ranks = [(first + i) % 4 + 1 for i in range(count)]
+    first = rng.randrange(5)
+    ranks = [(first + i) % 5 for i in range(count)]
     rng.shuffle(named)
     rng.shuffle(ranks)
-    return [
+    leaves = [
         (hlo, tuple(rng.randint(1, 6) for _ in range(rank)))
         for hlo, rank in zip(named, ranks, strict=True)
     ]
+    others = [hlo for hlo in LEAF_DTYPES if hlo not in dtypes]
+    for hlo in (rng.choice(dtypes), *([rng.choice(others)] if others else [])):
+        shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
+        shape[rng.randrange(len(shape))] = 0
+        leaves.insert(rng.randrange(len(leaves) + 1), (hlo, tuple(shape)))
+    return leaves
 
 
 def _value(rng: random.Random, leaf: Leaf, kind: str):
@@ -74,9 +83,11 @@ _KINDS = ("dict", "list", "tuple")
 def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     """(params, its leaves) per situation: each dtype alone, each pair of them, all three (leaves
     that are ShapeDtypeStructs and arrays mixed), all three as arrays only and as
-    ShapeDtypeStructs only. Every pytree holds every rank from 1 to 4 and one dtype in two
-    leaves or more; its containers are 1, 2 or 3 deep, each depth in three of the nine cases,
-    and the outermost container a dict, a list and a tuple in three cases each."""
+    ShapeDtypeStructs only: a situation names the dtypes XLA all-reduces. Every pytree holds
+    every rank from 0 to 4, one dtype in two non-empty leaves or more, an empty leaf beside
+    others of its dtype and, where the situation leaves a dtype out, an empty leaf of such a
+    dtype, its only one; its containers are 1, 2 or 3 deep, each depth in three of the nine
+    cases, and the outermost container a dict, a list and a tuple in three cases each."""
     situations = [(subset, "either") for subset in _SUBSETS]
     situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
     depths = [1 + i % 3 for i in range(len(situations))]
@@ -187,3 +198,33 @@ def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
     assert 2**55 < flops < 2**62 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops
+
+
+# ---- gemm_flops: convolutions beside a GEMM, before optimization ------------------------------
+
+_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def drawn_conv_dense(rng: random.Random) -> tuple[str, str, int]:
+    """(a description of the draw, the HLO text of a conv -> dense -> conv network as JAX lowers
+    it before optimization, the flops of its one GEMM by arithmetic on the draw). The dense maps
+    the first convolution's channels (x [b, h, w, c] * k1 [kh, kw, c, f] with SAME padding, then
+    @ w [f, n]: a dot of output [b, h, w, n] contracting f); the second convolution (k2
+    [kh2, kw2, n, g], VALID) follows it. The convolutions are `convolution` instructions, no
+    GEMM: only the dot counts."""
+    b, h, w = rng.randint(1, 4), rng.randint(6, 16), rng.randint(6, 16)
+    c, f, n, g = (rng.randint(2, 24) for _ in range(4))
+    kh, kw, kh2, kw2 = (rng.choice((1, 3, 5)) for _ in range(4))
+    dtype = rng.choice((jnp.float32, jnp.bfloat16, jnp.float16))
+
+    def network(x, k1, dense, k2):
+        y = jax.lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=_NHWC)
+        z = jax.nn.relu(y) @ dense
+        return jax.lax.conv_general_dilated(z, k2, (1, 1), "VALID", dimension_numbers=_NHWC)
+
+    shapes = ((b, h, w, c), (kh, kw, c, f), (f, n), (kh2, kw2, n, g))
+    operands = [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
+    text = jax.jit(network).lower(*operands).as_text(dialect="hlo")
+    x, k1, dense, k2 = shapes
+    what = f"conv {x} * {k1} -> @ {dense} -> conv * {k2}, {np.dtype(dtype).name}"
+    return what, text, 2 * b * h * w * n * f

@@ -212,9 +212,10 @@ def test_allreduce_elements_of_arrays(kata):
 
 
 # Fresh parameter pytrees, one per situation (katas/phase12/strata.py): nested dicts, lists and
-# tuples of 1-D to 4-D leaves in every float dtype XLA:GPU all-reduces, ShapeDtypeStructs and
-# arrays. XLA concatenates the gradients of one dtype into one flat all-reduce (checked against
-# XLA:GPU's own compile below, with the gpu group): kata_harness.oracles.gpu_hlo counts them.
+# tuples of scalar to 4-D leaves in every float dtype XLA:GPU all-reduces, empty ones too,
+# ShapeDtypeStructs and arrays. XLA concatenates the gradients of one dtype into one flat
+# all-reduce, and makes none for a dtype with no element (checked against XLA:GPU's own compile
+# below, with the gpu group): kata_harness.oracles.gpu_hlo counts them.
 
 
 def _shown(params) -> object:
@@ -227,7 +228,8 @@ _HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 @pytest.mark.task("allreduce_elements")
 def test_allreduce_elements_of_random_pytrees(kata, fresh):
     """Fresh nested pytrees: each dtype alone, in pairs and all three, arrays and
-    ShapeDtypeStructs, every rank from 1 to 4 in each, containers 1 to 3 deep."""
+    ShapeDtypeStructs, every rank from 0 to 4 in each, empty leaves (one beside others of its
+    dtype, one the only leaf of a dtype the situation leaves out), containers 1 to 3 deep."""
     for situation, (params, leaves) in pytree_strata(fresh).items():
         expected = oracle.data_parallel_all_reduces(leaves)
         got = kata.allreduce_elements(params)

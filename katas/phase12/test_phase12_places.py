@@ -1,8 +1,9 @@
 """Phase 12 tests, fusions and custom calls where a reader who walks ENTRY and its fusions never
 looks: fusions in while bodies and conditions (a jax.lax.scan), in conditional branches (a
-jax.lax.cond), in called computations and started asynchronously (fusion-start), and custom calls
+jax.lax.cond), in called computations and started asynchronously (fusion-start), custom calls
 that are not library calls (top_k's __gpu$TopK, cuSOLVER's Cholesky, whose backend_config is
-not JSON).
+not JSON), and convolutions beside GEMMs (cuDNN's, and `convolution` before optimization), which
+are no GEMMs.
 
 The modules are recorded from deviceless gpu-h100 compiles (scan_h100, branches_h100,
 solvers_h100) or hand-written (programs.FUSIONS_ELSEWHERE), each read as printed and as its
@@ -11,11 +12,13 @@ metamorphic variants; where the fusions sit and what is expected come from XLA's
 """
 
 import re
+from collections import Counter
 
 import pytest
 from pytest_check import check
 
 from kata_harness.oracles import gpu_hlo as oracle
+from katas.phase12 import strata
 from katas.phase12 import texts as module_texts
 from katas.phase12.programs import BRANCH_SHAPES, SCAN_SHAPES, SOLVER_SHAPES
 
@@ -140,3 +143,41 @@ def test_gemm_flops_in_loops_branches_and_beside_other_custom_calls(kata):
                     "loop body or a branch counts once; a custom call that is not cuBLAS is no "
                     "GEMM)"
                 )
+
+
+def _opcodes(text: str) -> Counter[str]:
+    """Opcodes XLA's parser reads in the module, a custom call counted under its target."""
+    return Counter(
+        module_texts.matched(r'custom_call_target="([^"]+)"', p) if op == "custom-call" else op
+        for _, _, op, p in oracle.parsed(text)[1]
+    )
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_leave_out_convolutions(kata, fresh):
+    """A convolution is no GEMM (the contract's GEMMs are dots and cuBLAS calls): conv_h100's
+    cuDNN convolutions take no GEMM flops, and in a drawn conv -> dense -> conv network before
+    optimization (strata.drawn_conv_dense: two `convolution` instructions and a dot) only the
+    dot counts."""
+    name = "conv_h100"
+    ops = _opcodes(module_texts.text(name))
+    convs = sum(n for op, n in ops.items() if op.startswith("__cudnn$conv"))
+    gemms = ops["dot"] + sum(n for op, n in ops.items() if op.startswith("__cublas$"))
+    assert convs >= 2 and not gemms, f"XLA reads {sorted(ops)} in {name}"
+    for what, text, _ in module_texts.forms(name):
+        got = _read(kata.gemm_flops, text, what)
+        assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+        with check:
+            assert got == 0, (
+                f"{what}: got {got}; its {convs} cuDNN convolutions are no GEMMs, and it holds no "
+                "dot and no cuBLAS call"
+            )
+    drawn, text, expected = strata.drawn_conv_dense(fresh)
+    case = f"{drawn} ({fresh.where()})"
+    ops = _opcodes(text)
+    assert (ops["convolution"], ops["dot"]) == (2, 1), f"{case}: XLA reads {sorted(ops)}"
+    got = _read(kata.gemm_flops, text, case)
+    assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
+    assert got == expected, (
+        f"{case}: got {got}, other flops than its one dot takes (its two convolutions are no GEMMs)"
+    )

@@ -187,7 +187,8 @@ def allreduce_elements(params) -> dict[str, int]:
     for leaf in jax.tree_util.tree_leaves(params):
         name = jnp.dtype(leaf.dtype).name
         counts[_HLO_DTYPES[name]] += math.prod(leaf.shape)
-    return dict(counts)
+    # An empty gradient has nothing to all-reduce: a dtype holding only those gets no all-reduce.
+    return {dtype: count for dtype, count in counts.items() if count}
 
 
 _HLO_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64"}
