@@ -5,13 +5,18 @@
 `cpp_fused_expm1_0` and that of `torch.atan2(x, y)` `cpp_fused_atan2_0`), and declares each
 reduction's accumulator with another C++ type Inductor's CPU backend declares
 (`torch._inductor.codegen.cpp_utils.DTYPE_TO_CPP`: a max over a uint8 tensor declares
-`uint8_t tmp_acc0`). The kernels `call` runs, their order, kinds and reductions stay as they
-were: a reading task's answer must follow the names and types, and the oracles of
-:mod:`.inductor` read them from the respelled text.
+`uint8_t tmp_acc0`). When the module defines two kernels or more that fuse named operators,
+two of them get one name the other's with a digit more (`cpp_fused_sum_1` and
+`cpp_fused_sum_10`, as Inductor numbers a graph's eleventh kernel), the longer one defined
+first and, when two kernels differ in their reductions, two that do: a kernel's source is found
+by its whole name, not by the first text that starts with it. The kernels `call` runs, their
+order, kinds and reductions stay as they were: a reading task's answer must follow the names
+and types, and the oracles of :mod:`.inductor` read them from the respelled text.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -73,9 +78,12 @@ _DECLARATION = re.compile(
 
 def respelled(code: str, rng: random.Random) -> str:
     """`code` with its fused kernels renamed (one of them, when it has any that fuses named
-    operators, after operators whose last name ends in a digit) and its accumulators retyped."""
-    names = {}
-    kernels = [k for k in inductor.kernel_sources(code) if inductor.fused_ops(k)]
+    operators, after operators whose last name ends in a digit; two of them, when it has two,
+    with names one a prefix of the other, the longer defined first) and its accumulators
+    retyped."""
+    names: dict[str, str] = {}
+    sources = inductor.kernel_sources(code)
+    kernels = [k for k in sources if inductor.fused_ops(k)]
     digit_last = rng.choice(kernels) if kernels else None
     for kernel in kernels:
         number = kernel.rsplit("_", 1)[1]
@@ -84,10 +92,39 @@ def respelled(code: str, rng: random.Random) -> str:
             last = rng.choice(_DIGIT_OPS)
             ops = [op for op in ops if op < last] + [last]
         names[kernel] = f"cpp_fused_{'_'.join(sorted(set(ops)))}_{number}"
+    names.update(_prefixed_pair(kernels, sources, names, digit_last, rng))
     if names:
         pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
         code = pattern.sub(lambda m: names[m[1]], code)
     return _DECLARATION.sub(lambda m: _retyped(m, rng), code)
+
+
+def _prefixed_pair(
+    kernels: list[str],
+    sources: dict[str, str],
+    names: dict[str, str],
+    digit_last: str | None,
+    rng: random.Random,
+) -> dict[str, str]:
+    """New names for two of `kernels` (in the order they are defined): the one defined first
+    `cpp_fused_<ops>_<n><d>`, the other `cpp_fused_<ops>_<n>`, both fusing the same operators;
+    two whose sources declare different numbers of accumulators when the module has such."""
+    pairs = list(itertools.combinations(kernels, 2))
+    differ = [
+        (a, b)
+        for a, b in pairs
+        if inductor.accumulators(sources[a]) != inductor.accumulators(sources[b])
+    ]
+    if not pairs:
+        return {}
+    first, second = rng.choice(differ or pairs)
+    ops = inductor.fused_ops(names[first if digit_last == first else second])
+    taken = {names.get(k, k) for k in sources} - {names[first], names[second]}
+    while True:
+        short = f"cpp_fused_{ops}_{rng.randint(1, 99)}"
+        longer = f"{short}{rng.randint(0, 9)}"
+        if short not in taken and longer not in taken:
+            return {first: longer, second: short}
 
 
 def _retyped(match: re.Match[str], rng: random.Random) -> str:

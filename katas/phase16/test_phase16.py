@@ -11,9 +11,10 @@ variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numb
 inputs unpacked in another order, kernel calls nested in blocks (also their else: and finally:
 branches), comments such as the `# AOT ID` header dropped or kept, kernel definitions reordered;
 kata_harness.inductor_spellings: fused kernels named after other operators, some ending in a
-digit as `expm1`, accumulators declared with the other C++ types Inductor declares, as
-`uint8_t`); the HLO side is the JAX twin
-compiled now by XLA on this host (the bias task also in bfloat16), its metamorphic variants
+digit as `expm1`, two of them one named the other's name with a digit more, as `cpp_fused_sum_1`
+beside `cpp_fused_sum_10` defined before it, accumulators declared with the other C++ types
+Inductor declares, as `uint8_t`); the HLO side is the JAX twin compiled now by XLA on this
+host (the bias task also in bfloat16), its metamorphic variants
 (kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
 fusion), hand-written modules (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch
 twin (xla_only.XLA_ONLY: an int32 layer, a bias passed first, a loop, a cond). Expected values

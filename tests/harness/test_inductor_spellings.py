@@ -44,3 +44,20 @@ def test_respelled_retypes_what_a_templated_accumulator_holds() -> None:
     welford = re.search(r"(Welford<[\w:<>]+>) tmp_acc0 = (Welford<[\w:<>]+>)\(\);", text)
     assert welford is not None and welford[1] == welford[2]
     assert welford[1].removeprefix("Welford<")[:-1] in inductor_spellings.FLOATS
+
+
+def test_respelled_names_one_kernel_after_another_with_a_digit_more() -> None:
+    # the backward of train_mlp_gelu defines kernels with 0 and 1 accumulators
+    code = programs.recorded("train_mlp_gelu")[1]
+    for seed in range(6):
+        text = inductor_spellings.respelled(code, random.Random(seed))
+        assert _shape(text) == _shape(code)
+        sources = inductor.kernel_sources(text)
+        defined = list(sources)
+        pairs = [
+            (a, b) for a in defined for b in defined if a != b and a.startswith(b)
+        ]  # a is b with more digits
+        assert len(pairs) == 1, f"seed {seed}: {defined}"
+        longer, shorter = pairs[0]
+        assert defined.index(longer) < defined.index(shorter), "the longer name defined first"
+        assert inductor.accumulators(sources[longer]) != inductor.accumulators(sources[shorter])
