@@ -9,7 +9,6 @@ from collections import Counter, defaultdict
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec
 
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
