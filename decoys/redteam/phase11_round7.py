@@ -16,14 +16,49 @@ from xla_inspect.query import reachable
 _rt7_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 _rt7_SKIP = {"get-tuple-element", "bitcast", "tuple", "parameter", "constant"}
 _rt7_MOVE = {
-    "parameter", "constant", "bitcast", "broadcast", "reshape", "transpose", "copy",
-    "convert", "fusion", "tuple", "get-tuple-element", "custom-call", *_rt7_KINDS,
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    *_rt7_KINDS,
 }
 _rt7_BITS = {
-    "pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16,
-    "f16": 16, "bf16": 16, "s32": 32, "u32": 32, "f32": 32, "s64": 64, "u64": 64, "f64": 64,
-    "c64": 64, "c128": 128, "f8e4m3fn": 8, "f8e5m2": 8, "f8e4m3fnuz": 8, "f8e5m2fnuz": 8,
-    "f8e4m3b11fnuz": 8, "f8e4m3": 8, "f8e3m4": 8, "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "pred": 8,
+    "s2": 2,
+    "u2": 2,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "f16": 16,
+    "bf16": 16,
+    "s32": 32,
+    "u32": 32,
+    "f32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e4m3fn": 8,
+    "f8e5m2": 8,
+    "f8e4m3fnuz": 8,
+    "f8e5m2fnuz": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e4m3": 8,
+    "f8e3m4": 8,
+    "f4e2m1fn": 4,
+    "f8e8m0fnu": 8,
 }
 
 
@@ -186,9 +221,7 @@ def _rt7_layer_dot(r, c, k):
 )
 def _rt7_async_collectives_tuple_result(hlo_text: str) -> dict[str, str]:
     module = parse_hlo(hlo_text)
-    return _rt7_starts(
-        module, is_start=lambda mod, inst, comps: Shape(inst.shape).is_tuple
-    )
+    return _rt7_starts(module, is_start=lambda mod, inst, comps: Shape(inst.shape).is_tuple)
 
 
 # ---------------------------------------------------------------- overlapped_work

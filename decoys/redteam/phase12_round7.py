@@ -177,7 +177,7 @@ def _rt7_reduction_kinds_keeps_zero(hlo_text: str) -> dict[str, int]:
     "typed-FFI ones print MLIR, so 'JSON means cuBLAS/cuDNN'), reporting its epilogue, "
     "activation_mode or DEFAULT; the contract's library calls are the __cublas$/__cudnn$ targets "
     "only: wrong on handwritten ODD_GEMMS (cub's __cub$DeviceRadixSort has "
-    "backend_config={\"descending\":false}, jaxlib's cublas_geqrf_batched_ffi prints {}: both "
+    'backend_config={"descending":false}, jaxlib\'s cublas_geqrf_batched_ffi prints {}: both '
     "reported as DEFAULT library calls)",
 )
 def _rt7_library_epilogues_json_means_library(hlo_text: str) -> dict[str, str]:
@@ -221,8 +221,8 @@ def _rt7_gemms(module, tuple_total=False):
                 target = (ins.attribute("custom_call_target") or "").strip('"')
                 if not target.startswith("__cublas$"):
                     continue
-                dn = _rt7_config(ins).get("gemm_backend_config", {}).get(
-                    "dot_dimension_numbers", {}
+                dn = (
+                    _rt7_config(ins).get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
                 )
                 lhs = comp.instruction(ins.operands[0])
                 lhs_dims = _rt7_dims(lhs.shape if lhs is not None else "")
@@ -240,7 +240,7 @@ def _rt7_gemms(module, tuple_total=False):
 @wrong(
     "gemm_flops",
     why="counts what runs, not what the module holds: a GEMM in a while body is multiplied by "
-    "the loop's known_trip_count (backend_config {\"known_trip_count\":{\"n\":\"6\"}}); the "
+    'the loop\'s known_trip_count (backend_config {"known_trip_count":{"n":"6"}}); the '
     "contract sums 2*out*K once per GEMM of the module: wrong on scan_h100 / scan_cublas_h100 "
     "(6x the scanned GEMM)",
 )
@@ -476,8 +476,14 @@ def _rt7_fusion_kinds_counts_per_path(hlo_text: str) -> dict[str, int]:
             for callee in ins.called_computations:
                 if callee in by_name:
                     walk(by_name[callee], depth + 1)
-            for attr in ("body", "condition", "to_apply", "true_computation",
-                         "false_computation", "branch_computations"):
+            for attr in (
+                "body",
+                "condition",
+                "to_apply",
+                "true_computation",
+                "false_computation",
+                "branch_computations",
+            ):
                 value = ins.attribute(attr)
                 if value and attr not in ("to_apply",):
                     for name in re.findall(r"%?([\w.\-]+)", value):

@@ -48,7 +48,9 @@ def _rt7_find_call(tree: ast.Module) -> ast.FunctionDef | None:
 
 def _rt7_is_kernel(name: str) -> bool:
     return (
-        name.startswith(_RT7_FUSED) or name.startswith(_RT7_EXTERN) or name.startswith(_RT7_FALLBACK)
+        name.startswith(_RT7_FUSED)
+        or name.startswith(_RT7_EXTERN)
+        or name.startswith(_RT7_FALLBACK)
     )
 
 
@@ -251,7 +253,9 @@ def _rt7_xla_census(hlo: str, is_library_fusion) -> dict[str, int]:
     "renamed `%fusion.7` (same module, library 0 and fused 2 instead of 1 and 1), and on a "
     "kLoop fusion XLA names after a dot it follows (`%dot_add_fusion`: counted as library)",
 )
-def _rt7_kernel_census_library_by_name(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt7_kernel_census_library_by_name(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     def by_name(name: str, _rest: str) -> bool:
         return bool(re.search(r"ynn|gemm|dot|matmul|custom|onednn|xnn", name, re.IGNORECASE))
 
@@ -351,7 +355,7 @@ def _rt7_xla_bias_by_rank(hlo: str) -> str | None:
 @wrong(
     "bias_homes",
     why="the bias is the only rank-1 ENTRY parameter: this finds it by NAME, the parameter "
-    "JAX calls `b` (`%b.1 = f32[24]{0} parameter(2), metadata={op_name=\"b\"}` in every twin "
+    'JAX calls `b` (`%b.1 = f32[24]{0} parameter(2), metadata={op_name="b"}` in every twin '
     "of programs.py), and answers 'none' when no parameter is so named; wrong on the same "
     "dense layer written `def f(x, w, bias): return jax.nn.relu(x @ w.T + bias)` "
     "(xla 'none' instead of 'fused'), or any HLO whose parameters are renamed",
@@ -366,7 +370,9 @@ def _rt7_bias_homes_param_named_b(hlo_text: str, inductor_code: str) -> dict[str
                 bias = parsed[0]
     return {
         "xla": _rt7_xla_bias_home(hlo_text, bias),
-        "inductor": _rt7_inductor_bias_home(inductor_code, _rt7_inductor_bias_by_assert(inductor_code)),
+        "inductor": _rt7_inductor_bias_home(
+            inductor_code, _rt7_inductor_bias_by_assert(inductor_code)
+        ),
     }
 
 
@@ -437,7 +443,9 @@ def _rt7_xla_reductions(hlo: str) -> list[int]:
     "in any order); wrong on a backward graph with kernels _1 and _10 defined in that "
     "order, _10 with no reduction and _1 with one (0 given for _1)",
 )
-def _rt7_reductions_per_kernel_prefix_lookup(hlo_text: str, inductor_code: str) -> dict[str, list[int]]:
+def _rt7_reductions_per_kernel_prefix_lookup(
+    hlo_text: str, inductor_code: str
+) -> dict[str, list[int]]:
     counts: list[int] = []
     for call in _rt7_kernel_calls(inductor_code):
         name = _rt7_dotted(call.func) or ""
