@@ -49,15 +49,20 @@ def _loggers() -> dict[str, tuple[Any, ...]]:
 
 def snapshot() -> dict[str, Any]:
     """``what -> its state``: each logger's settings, filters and handlers (by identity), the
-    logging manager's, and the state of NumPy's global random generator (the scan refuses
-    Python's ``random``)."""
+    logging manager's, the state of NumPy's global random generator (the scan refuses Python's
+    ``random``) and, once torch is loaded, its grad mode (phase 16: an answer that switches
+    gradients off for good changes every later caller's module)."""
     state = np.random.get_state()
-    return {
+    found = {
         "logging": _loggers(),
         "logging.disable": logging.Logger.manager.disable,
         "the logger class": logging.getLoggerClass(),
         "numpy's global random generator": (state[0], state[1].tobytes(), *state[2:]),
     }
+    torch = sys.modules.get("torch")  # read only once loaded: importing it takes seconds
+    if torch is not None and hasattr(torch, "is_grad_enabled"):
+        found["torch's grad mode (torch.set_grad_enabled)"] = torch.is_grad_enabled()
+    return found
 
 
 def changed(before: dict[str, Any]) -> list[str]:

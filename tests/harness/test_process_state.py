@@ -165,3 +165,24 @@ def test_an_import_in_kata_code_goes_on_uncached_and_a_bytecode_write_of_its_own
     with pytest.raises(guard.KataGuardError, match="opens"):
         module.write()
     assert not cached.exists()
+
+
+def test_a_task_that_leaves_torchs_gradients_switched_off_is_refused():
+    """Phase 16's inference answers turn gradients off for a call; one that leaves them off
+    changes what every later caller of torch builds (a training graph without gradients)."""
+    torch = pytest.importorskip("torch", reason="needs: uv sync --group torch")
+
+    def switches_off(flops: int) -> int:
+        torch.set_grad_enabled(False)
+        return flops
+
+    def restores(flops: int) -> int:
+        with torch.no_grad():
+            return flops
+
+    try:
+        assert _task("_kata_no_grad_inside", restores).read(3) == 3  # type: ignore[attr-defined]
+        with pytest.raises(ContractViolation, match="grad mode"):
+            _task("_kata_no_grad_left", switches_off).read(3)  # type: ignore[attr-defined]
+    finally:
+        torch.set_grad_enabled(True)
