@@ -1,7 +1,9 @@
 """Programs phase 10's tests draw fresh on every run, each built so that what the contract
-distinguishes is in it by construction: a fusion returning a tuple (a multi-output kernel),
-donated arguments that are not adjacent or a single array returned, transposes in a
-lax.while_loop's body or condition, and dots of any element type in conditional branches.
+distinguishes is in it by construction: MLP sizes with a batch of a few rows, hundreds or
+thousands (past any chunk the examples might be split into), a fusion returning a tuple (a
+multi-output kernel), donated arguments that are not adjacent or a single array returned,
+transposes in a lax.while_loop's body or condition, and dots of any element type in
+conditional branches.
 
 Every builder takes the test's ``fresh`` generator (a random.Random) and returns
 (label, function, arguments, ...); the arguments are ShapeDtypeStructs when only the compiled
@@ -19,6 +21,24 @@ DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "int32": jnp.int32}
 
 def _spec(shape: tuple[int, ...], dtype: str) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, DTYPES[dtype])
+
+
+# ---- per_example_losses: batches of a few rows, and past any chunk the rows might be split into -
+
+# Inclusive ranges of the batch. A few rows; then hundreds (eager calls run op by op, and an
+# answer splitting the rows into chunks of up to 128 runs more than one matmul pair on every
+# draw); then thousands (traced, where only the jaxpr and one compile are paid: chunks of up to
+# 1,024 rows, the usual "memory-friendly" sizes, give more than one pair on every draw).
+FEW_ROWS = (2, 8)
+HUNDREDS_OF_ROWS = (129, 1_024)
+THOUSANDS_OF_ROWS = (1_025, 4_096)
+
+
+def mlp_sizes(rng, batches: tuple[int, int]) -> tuple[int, int, int, int]:
+    """(features, hidden, out, batch) of the phase's MLP: small widths (features and hidden at
+    least 2, so that XLA keeps both matmuls as dots; out from 1) and a batch drawn from the
+    inclusive range ``batches``."""
+    return rng.randint(2, 9), rng.randint(2, 12), rng.randint(1, 5), rng.randint(*batches)
 
 
 # ---- fusion_count: fusions whose shape is a tuple ----------------------------------------------

@@ -27,10 +27,10 @@ def example_loss(params: dict, x, y):
 def per_example_losses(params: dict, x, y) -> jax.Array:
     """`example_loss` for every row of x and y, shape (batch,), for any batch size (also 1).
 
-    One batched program: no Python loop and no lax.map/scan over the examples, so the optimized
-    HLO has just the two matmuls, each over the whole batch, and no while loop. The same holds
-    when it is called eagerly, outside jit: two matmuls over the whole batch run, not one pair
-    per example.
+    One batched program: no Python loop and no lax.map/scan over the examples (nor over chunks
+    of them), so the optimized HLO has just the two matmuls, each over the whole batch, and no
+    while loop, for a batch of thousands as for a few rows. The same holds when it is called
+    eagerly, outside jit: two matmuls over the whole batch run, not one pair per example.
     """
     # TODO: one transformation maps example_loss over the batch; params are shared
     raise NotImplementedError("phase10 task 1: per_example_losses")

@@ -1,6 +1,7 @@
 """Phase 10 tests, tasks 1-2: per-example losses and a jitted train step, against NumPy.
 
-Several model sizes (odd widths, a batch of one) and optimizers (sgd with momentum, adamw).
+Several model sizes (odd widths, a batch of one, a batch of thousands drawn fresh) and
+optimizers (sgd with momentum, adamw).
 Oracles (kata_harness.oracles.training): NumPy (losses, gradients by hand, the optimizers'
 update rules), the jaxpr and the optimized HLO of the learner's program, and the buffers JAX
 deleted when it donated them.
@@ -16,10 +17,11 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import training as oracle
+from katas.phase10 import drawn
 from katas.phase10.programs import (
-    SIZES,
     data,
     device_params,
+    sized_data,
 )
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
@@ -61,30 +63,49 @@ def test_per_example_values(kata):
             )
 
 
-@pytest.mark.task("per_example_losses")
-def test_per_example_is_one_batched_program(kata):
-    params, x, y = data("odd")
+def _not_one_batched_program(kata, params, x, y) -> list[str]:
+    """What shows that per_example_losses on this batch is not one batched program ([] when
+    nothing does). The jaxpr is read first; a program whose jaxpr already repeats the matmuls or
+    loops is not compiled (a loop over thousands of rows would take long to)."""
     census = primitive_census(jax.make_jaxpr(kata.per_example_losses)(params, x, y))
-    with check:
-        assert census["dot_general"] == 2, (
-            f"{census['dot_general']} dot_generals: vmap batches the two matmuls, a loop "
-            "repeats them"
+    problems = []
+    if census["dot_general"] != 2:
+        problems.append(
+            f"{census['dot_general']} dot_generals in the jaxpr: vmap batches the two matmuls, "
+            "a loop over the examples or over chunks of them repeats them"
         )
-    with check:
-        loops = {p: n for p, n in census.items() if p in ("scan", "while", "fori_loop")}
-        assert not loops, f"{loops}: lax.map and scan run the examples one after another"
+    loops = {p: n for p, n in census.items() if p in ("scan", "while", "fori_loop")}
+    if loops:
+        problems.append(f"{loops} in the jaxpr: lax.map and scan run the examples in turn")
+    if problems:
+        return problems
     compiled = jax.jit(kata.per_example_losses).lower(params, x, y).compile()
     module = parse_hlo(oracle.optimized_text(compiled))
     dots = sorted(i.shape_info.dims for c in module for i in c if i.opcode == "dot")
-    features, hidden, out, batch = SIZES["odd"]
-    with check:
-        assert dots == sorted([(batch, hidden), (batch, out)]), (
+    batch, hidden, out = x.shape[0], params["w1"].shape[1], params["w2"].shape[1]
+    if dots != sorted([(batch, hidden), (batch, out)]):
+        problems.append(
             f"optimized HLO dots {dots}: expected two matmuls over the whole batch of {batch}"
         )
-    with check:
-        assert not any(i.opcode == "while" for c in module for i in c), (
-            "the optimized HLO has a while loop: the examples run one at a time"
-        )
+    if any(i.opcode == "while" for c in module for i in c):
+        problems.append("the optimized HLO has a while loop: the examples run one at a time")
+    return problems
+
+
+@pytest.mark.task("per_example_losses")
+def test_per_example_is_one_batched_program(kata, fresh):
+    """A batch of five, then one of thousands of rows drawn fresh (an answer that splits the rows
+    into chunks shows it only on a batch larger than a chunk); the first failing case fails."""
+    features, hidden, out, batch = drawn.mlp_sizes(fresh, drawn.THOUSANDS_OF_ROWS)
+    cases = {
+        "the odd model (x f32[5,3])": data("odd"),
+        f"features {features}, hidden {hidden}, out {out}, batch {batch} ({fresh.where()})": (
+            sized_data(features, hidden, out, batch, seed=fresh.getrandbits(32))
+        ),
+    }
+    for label, (params, x, y) in cases.items():
+        problems = _not_one_batched_program(kata, params, x, y)
+        assert not problems, f"{label}: " + "; ".join(problems)
 
 
 # ---- task 2: make_train_step ------------------------------------------------------------------

@@ -1,49 +1,58 @@
 """Phase 10 tests, task 1 called eagerly: per_example_losses on device arrays, outside any jit,
 is the same one batched computation as when traced (a Python loop over the rows is not, even
-when the loop runs only on eager calls).
+when the loop runs only on eager calls, and neither is a loop over chunks of rows).
 
-Fresh model sizes and batches (the ``fresh`` fixture). Oracles (kata_harness.oracles.training):
-NumPy's per-example losses, and the matmuls JAX executes eagerly with jit disabled.
+Fresh model sizes, with a batch of a few rows and then one of hundreds (the ``fresh`` fixture;
+katas/phase10/drawn.py). Oracles (kata_harness.oracles.training): NumPy's per-example losses,
+and the matmuls JAX executes eagerly with jit disabled.
 """
 
 import jax
 import numpy as np
 import pytest
-from pytest_check import check
 
 from kata_harness.oracles import training as oracle
+from katas.phase10 import drawn
 from katas.phase10.programs import sized_data
 
 
-def _drawn_case(fresh):
-    """(sizes, params, x, y): fresh widths and a batch of at least two."""
-    sizes = (fresh.randint(2, 9), fresh.randint(2, 12), fresh.randint(1, 5), fresh.randint(2, 9))
-    return (sizes, *sized_data(*sizes, seed=fresh.getrandbits(32)))
+def _not_one_eager_computation(kata, params, x, y) -> list[str]:
+    """What shows that per_example_losses, called eagerly on these arrays, is not one batched
+    computation with the right values ([] when nothing does)."""
+    batch = x.shape[0]
+    on_device = jax.device_put((params, x, y))
+    with oracle.eager_matmuls() as matmuls:
+        got = kata.per_example_losses(*on_device)
+    if not hasattr(got, "shape"):
+        return [f"got a {type(got).__name__}, not an array"]
+    got = np.asarray(got)
+    problems = []
+    if got.shape != (batch,):
+        problems.append(f"shape {got.shape}, expected one loss per example")
+    else:
+        want = oracle.np_example_losses(params, x, y)
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-6):
+            worst = int(np.argmax(np.abs(got - want) - 1e-4 * np.abs(want)))
+            problems.append(f"example {worst}: loss {got[worst]}, NumPy's is {want[worst]}")
+    over_the_batch = [shapes for shapes in matmuls if shapes and shapes[0][:1] == (batch,)]
+    if len(matmuls) != 2 or len(over_the_batch) != 2:
+        problems.append(
+            f"{len(matmuls)} matmuls ran, {len(over_the_batch)} of them over the whole batch; "
+            "one batched computation runs two, whether or not it is traced (a loop over the "
+            "rows runs two per example, one over chunks of rows two per chunk)"
+        )
+    return problems
 
 
 @pytest.mark.task("per_example_losses")
 def test_per_example_called_eagerly_is_one_batched_computation(kata, fresh):
-    (features, hidden, out, batch), params, x, y = _drawn_case(fresh)
-    where = f"features {features}, hidden {hidden}, out {out}, batch {batch} ({fresh.where()})"
-    on_device = jax.device_put((params, x, y))
-    with oracle.eager_matmuls() as matmuls:
-        got = kata.per_example_losses(*on_device)
-    assert hasattr(got, "shape"), f"called eagerly: got a {type(got).__name__}, not an array"
-    got = np.asarray(got)
-    with check:
-        assert got.shape == (batch,), f"called eagerly, {where}: shape {got.shape}"
-    with check:
-        np.testing.assert_allclose(
-            got,
-            oracle.np_example_losses(params, x, y),
-            rtol=1e-4,
-            atol=1e-6,
-            err_msg=f"called eagerly, {where}",
-        )
-    over_the_batch = [shapes for shapes in matmuls if shapes and shapes[0][:1] == (batch,)]
-    with check:
-        assert len(matmuls) == 2 and len(over_the_batch) == 2, (
-            f"called eagerly (outside jit), {where}: {len(matmuls)} matmuls ran, "
-            f"{len(over_the_batch)} of them over the whole batch; one batched computation runs "
-            "two, whether or not it is traced (a loop over the rows runs two per example)"
+    """A batch of a few rows, then one of hundreds (an answer that splits the rows into chunks
+    shows it only on a batch larger than a chunk); the first failing case fails."""
+    for batches in (drawn.FEW_ROWS, drawn.HUNDREDS_OF_ROWS):
+        features, hidden, out, batch = drawn.mlp_sizes(fresh, batches)
+        params, x, y = sized_data(features, hidden, out, batch, seed=fresh.getrandbits(32))
+        problems = _not_one_eager_computation(kata, params, x, y)
+        assert not problems, (
+            f"called eagerly (outside jit), features {features}, hidden {hidden}, out {out}, "
+            f"batch {batch} ({fresh.where()}): " + "; ".join(problems)
         )
