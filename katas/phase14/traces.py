@@ -2,8 +2,9 @@
 
 Every profile is real: recorded in recorded/ (trimmed), or captured live with JAX's own profiler
 from the programs of programs.py (a warm capture, or a "messy" trace with a run before the first
-step and two other modules' runs inside every step, one of them the same program under another
-name). A variant renames each instruction and computation of the module (the events' hlo_op and
+step, two other modules' runs inside every step, one of them the same program under another
+name, a second loop's steps named otherwise and an annotation named like the steps that is not
+a step). A variant renames each instruction and computation of the module (the events' hlo_op and
 name follow, in every module), the step events and their numbers, the threads, and shuffles the
 events.
 """
@@ -79,24 +80,38 @@ def twin_program(program: str, seed: int, name: str = ""):
     return compiled, args
 
 
+def other_step_name(step_name: str, rng: random.Random) -> str:
+    """The name of a second loop's steps (an evaluation loop annotated beside the training
+    loop): not `step_name`, though it may begin or end with it, and none of STEP_NAMES."""
+    return rng.choice(("eval", f"{step_name}_eval", f"eval_{step_name}"))
+
+
 @functools.cache
 def messy_trace(program: str, seed: int, steps: int, step_name: str) -> Profile:
     """A trace of `steps` steps of the program, with one run of it before the first step (in
     no step) and inside every step, in an order drawn per step, a run of it, of its twin (the
-    same program under another module name, at other sizes) and of another module."""
+    same program under another module name, at other sizes) and of another module. After each
+    step, a step of a second loop, named otherwise and numbered alike (an evaluation step: a
+    `StepTraceAnnotation` of another name), runs the program once more; and the whole loop
+    lies in an annotation named `step_name` without a step_num (a `TraceAnnotation`): neither
+    is a step event."""
     runs = [
         compiled_program(program, seed),
         twin_program(program, (seed + 1) % (1 << 16)),
         (other_module()[0], other_module()[1:]),
     ]
     order = random.Random(seed)
+    other = other_step_name(step_name, order)
 
     def body():
         ready(runs[0][0](*runs[0][1]))
-        for i in range(steps):
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
-                for fn, args in order.sample(runs, len(runs)):
-                    ready(fn(*args))
+        with jax.profiler.TraceAnnotation(step_name):
+            for i in range(steps):
+                with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
+                    for fn, args in order.sample(runs, len(runs)):
+                        ready(fn(*args))
+                with jax.profiler.StepTraceAnnotation(other, step_num=i):
+                    ready(runs[0][0](*runs[0][1]))
 
     events = tuple(trace_events(body))
     text = runs[0][0].as_text() or ""
