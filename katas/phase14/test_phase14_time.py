@@ -189,14 +189,14 @@ def _gap_trace(
     and a fifth of that between the step events of another pair j, j + 1. With `split`, a step
     m runs the program twice with longer host work between the two calls, and a step p opens
     with the small op, then longer host work, then the program: inside the steps, not waits
-    between steps."""
+    between steps (m and p are neither k nor k + 1: the longest step event is not k's)."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = compiled_program(program, fresh.randrange(1 << 16))
     small, small_args = other_module()
-    steps = fresh.randint(3, 5)
+    steps = fresh.randint(4 if split else 3, 5)
     k, j = fresh.sample(range(steps - 1), 2)
-    m = fresh.choice([i for i in range(steps) if i != k + 1]) if split else -1
-    p = fresh.choice([i for i in range(1, steps) if i != k + 1]) if split else -1
+    m = fresh.choice([i for i in range(steps) if i not in (k, k + 1)]) if split else -1
+    p = fresh.choice([i for i in range(1, steps) if i not in (k, k + 1)]) if split else -1
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
 
     def body():
