@@ -32,6 +32,7 @@ from katas.phase14.traces import (
     cases,
     instr_event,
     messy_trace,
+    other_step_name,
     recording,
     warm_profile,
 )
@@ -84,7 +85,8 @@ def test_step_instructions_on_recordings(kata):
 def test_step_instructions_live(kata, fresh):
     """Fresh sizes; a run before the first step, and inside each step, in a drawn order, a run
     of the program, of its twin under another module name and of a small module XLA runs on
-    the Python thread."""
+    the Python thread; after each step a run in a step of another name, numbered alike, and
+    around the loop an annotation named like the steps without a step_num (not steps)."""
     for program in ("looped", fresh.choice(BANK)):
         seed = fresh.randrange(1 << 16)
         profile = messy_trace(program, seed, fresh.randint(2, 4), fresh.choice(STEP_NAMES))
@@ -127,14 +129,18 @@ def _made_steps(
     resolution makes such ties), an empty step, a step event that closes in the ns its last
     instruction event ends, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
-    (nested in the while: not listed either). The events come shuffled, or with
-    `children_first` by start with the shorter of two events that start together first."""
+    (nested in the while: not listed either); after each step, a second loop's step named
+    otherwise and numbered alike, holding an instruction event, and around them all an event
+    named `step_name` without a step_num (neither is a step event). The events come shuffled,
+    or with `children_first` by start with the shorter of two events that start together
+    first."""
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
+    other = other_step_name(step_name, fresh)
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
     t = 1000
     for n in range(-1, steps):
@@ -179,7 +185,13 @@ def _made_steps(
             events.append(instr_event(next(label), threads[0], t - 50, 120, -n))
             events.append(instr_event(next(label), threads[0], t - 40, 20, -n))
         events.append(TraceEvent("end: x", threads[0], t - 60, 1))
+        if n >= 0:  # a second loop's step, named otherwise and numbered alike: not a step
+            number = (("step_num", first + n),)
+            events.append(TraceEvent(other, "python", t + 80, 100, number))
+            events.append(instr_event(next(label), "execute:eval", t + 100, 50, -1000 - n))
         t += 200
+    # the whole loop in an annotation named like the steps, without a step_num: not a step
+    events.append(TraceEvent(step_name, "python", 900, t - 900))
     fresh.shuffle(events)
     if children_first:
         events.sort(key=lambda e: (e.start_ns, e.duration_ns))
@@ -189,8 +201,9 @@ def _made_steps(
 @pytest.mark.task("step_instructions")
 def test_step_instructions_on_a_made_trace(kata, fresh):
     """Events on two execute threads at once, loops in loops (a loop and its body starting at
-    the same ns), an empty step, and an event that starts in a step and ends after it; the
-    answer is known from how the trace was built."""
+    the same ns), an empty step, an event that starts in a step and ends after it, and events
+    that are not step events (another name, or no step_num); the answer is known from how the
+    trace was built."""
     for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
         events, expected = _made_steps(fresh, step_name, children_first)

@@ -20,6 +20,7 @@ from katas.phase14.traces import (
     STEP_NAMES,
     cases,
     instr_event,
+    other_step_name,
     ready,
     recording,
     step_numbers,
@@ -119,14 +120,20 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
     (its Python call `PjitFunction(compiled_step)`), compile and run it, compile it and run
     nothing, compile and run it and then compile a second program (listed once), only trace
     and lower it, or start a compile on a worker thread that ends after the step closes (a
-    compile that started in the step); and a compile on another worker that starts in the host
-    time before step `into` and ends inside it (started before it: not that step's compile)."""
+    compile that started in the step); a compile on another worker that starts in the host
+    time before step `into` and ends inside it (started before it: not that step's compile);
+    after one step, a step of a second loop, named otherwise and numbered like a step that did
+    not compile, that compiles and runs; and around them all an event named `step_name` without
+    a step_num (neither is a step event)."""
     steps = fresh.randint(5, 7)
     plan = fresh.sample([*PLAN, *["run"] * (steps - len(PLAN))], steps)
     into = fresh.choice([i for i in range(steps) if plan[i] != "compile past the end"])
     workers = fresh.sample([f"compile-worker:{i}" for i in range(100)], 2)
     runs = iter(range(fresh.randrange(1000), 1 << 30))
     first = fresh.choice((0, fresh.randint(1, 900)))
+    other = other_step_name(step_name, fresh)
+    evaluated = fresh.randrange(steps)
+    number = first + fresh.choice([i for i in range(steps) if plan[i] not in PLAN[:4]])
     events: list[TraceEvent] = []
 
     def compile_at(thread: str, start: int, duration: int) -> None:
@@ -169,6 +176,12 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
             t = execute(t)
         t += 100
         events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", first + i),)))
+        if i == evaluated:  # a second loop's step, named otherwise, compiles: not a step event
+            at, t = t + 50, execute(t + 1200) + 50
+            compile_at("python", at + 100, 1000)
+            events.append(TraceEvent(other, "python", at, t - at, (("step_num", number),)))
+    # the whole loop in an annotation named like the steps, without a step_num: not a step
+    events.append(TraceEvent(step_name, "python", 500, t + 500))
     fresh.shuffle(events)
     expected = [first + i for i, what in enumerate(plan) if what in PLAN[:4]]
     return events, expected, f"a made trace: {steps} steps from {first}, each kind of {PLAN}"
@@ -177,7 +190,8 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
 @pytest.mark.task("compiled_steps")
 def test_compiled_steps_on_a_made_trace(kata, fresh):
     """Compiles that begin before a step and end inside it, or begin in a step and outlast it,
-    on worker threads; a compile that runs nothing; a program whose name holds "compile"."""
+    on worker threads; a compile that runs nothing; a program whose name holds "compile"; a
+    compile in a step of another name, and an event named like the steps without a step_num."""
     for _ in range(2):
         step_name = fresh.choice(STEP_NAMES)
         events, expected, what = _made_compiles(fresh, step_name)

@@ -101,9 +101,10 @@ def _executions(events: list[TraceEvent]) -> dict[tuple, list[TraceEvent]]:
 
 def _check_loop(kata, fresh, state, batches) -> None:
     __tracebackhide__ = True
-    step_name = fresh.choice(STEP_NAMES)
+    # a label no loop can have written in: a word and a drawn number ("train" is only a name)
+    step_name = f"{fresh.choice(STEP_NAMES)}_{fresh.randrange(100, 1000)}"
     shape = "x".join(map(str, np.shape(batches[0][0])))
-    what = f"{len(batches)} batches of {shape} ({fresh.where()})"
+    what = f"{len(batches)} batches of {shape}, step_name {step_name!r} ({fresh.where()})"
     holder = []
     events = trace_events(
         lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))

@@ -32,6 +32,7 @@ from katas.phase14.traces import (
     made_profile,
     messy_trace,
     other_module,
+    other_step_name,
     ready,
     recording,
     renumbered,
@@ -188,14 +189,14 @@ def _gap_trace(
     and a fifth of that between the step events of another pair j, j + 1. With `split`, a step
     m runs the program twice with longer host work between the two calls, and a step p opens
     with the small op, then longer host work, then the program: inside the steps, not waits
-    between steps."""
+    between steps (m and p are neither k nor k + 1: the longest step event is not k's)."""
     program = fresh.choice(("mlp_grad", "looped", "reshaping"))
     compiled, args = compiled_program(program, fresh.randrange(1 << 16))
     small, small_args = other_module()
-    steps = fresh.randint(3, 5)
+    steps = fresh.randint(4 if split else 3, 5)
     k, j = fresh.sample(range(steps - 1), 2)
-    m = fresh.choice([i for i in range(steps) if i != k + 1]) if split else -1
-    p = fresh.choice([i for i in range(1, steps) if i != k + 1]) if split else -1
+    m = fresh.choice([i for i in range(steps) if i not in (k, k + 1)]) if split else -1
+    p = fresh.choice([i for i in range(1, steps) if i not in (k, k + 1)]) if split else -1
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
 
     def body():
@@ -261,7 +262,10 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
     runs on two execute threads, a while holding its body (in the long step, the whole run: its
     last-starting and first-ending events are body ops well inside it); in every step a
     host-side event (on the Python thread) spanning the step, and between the step events of
-    a pair q half the long wait (so the longest wait between the host's events is after q).
+    a pair q half the long wait (so the longest wait between the host's events is after q);
+    after each step, early in the wait, a step of a second loop named otherwise and numbered
+    alike, running an op of another module, and around them all an event named `step_name`
+    without a step_num (neither is a step event).
     With `empty`, the step that runs the program no times comes after another and holds host
     work longer than every wait (no gap around it: it holds no instruction event)."""
     steps = fresh.randint(5, 7)
@@ -276,6 +280,8 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
     events: list[TraceEvent] = []
     t, run = 10_000, fresh.randrange(1000)
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
+    other = other_step_name(step_name, fresh)
+    eval_thread = f"execute:{100 + fresh.randrange(50)}"
     for n in range(steps):
         waits = [fresh.randint(1, 5) * 1000 for _ in range(3)]  # before, after, between
         if n == k + 1 and delay == 2:
@@ -310,9 +316,14 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
         number = (("step_num", first + n),)
         events.append(TraceEvent(step_name, "python", start, t - start, number))
         events.append(TraceEvent(f"PjitFunction({step_name})", "python", start + 1, t - start - 2))
+        # a second loop's step, named otherwise and numbered alike, runs an op: not a step
+        events.append(TraceEvent(other, "python", t + 100, 400, number))
+        events.append(instr_event("fusion.2", eval_thread, t + 200, 200, -1 - n, "jit_eval"))
         t += waits[2]
         if n == k:  # an op outside every step, late in the wait: no step's work
             events.append(instr_event("copy.3", threads[0], t - 900, 400, 1, "jit_other"))
+    # the whole loop in an annotation named like the steps, without a step_num: not a step
+    events.append(TraceEvent(step_name, "python", 5_000, t))
     fresh.shuffle(events)
     what = (
         f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "

@@ -2,8 +2,9 @@
 
 Every profile is real: recorded in recorded/ (trimmed), or captured live with JAX's own profiler
 from the programs of programs.py (a warm capture, or a "messy" trace with a run before the first
-step and two other modules' runs inside every step, one of them the same program under another
-name). A variant renames each instruction and computation of the module (the events' hlo_op and
+step, two other modules' runs inside every step, one of them the same program under another
+name, a second loop's steps named otherwise and an annotation named like the steps that is not
+a step). A variant renames each instruction and computation of the module (the events' hlo_op and
 name follow, in every module), the step events and their numbers, the threads, and shuffles the
 events.
 """
@@ -45,8 +46,30 @@ def ready(value):
     return jax.block_until_ready(value)
 
 
-@functools.cache
+_FIRST_SEED: dict[tuple[str, tuple], int] = {}
+
+
+def sized(program: str, seed: int) -> int:
+    """The first seed drawn in this process that gives `program` arguments of the shapes
+    `seed` gives (the sizes are drawn as before: from `seed`).
+
+    A compile or a live capture depends on the arguments' shapes, never on their values in a
+    way a test expects (every expected value is read from the same trace), so the caches below
+    are keyed by this seed: the tests of a file, and the versions of the learner's file one
+    session runs (the census runs every decoy and red-team answer), share the compile and the
+    capture of each drawn size instead of repeating them.
+    """
+    shapes = tuple(np.shape(leaf) for leaf in jax.tree.leaves(args_for(program, seed)))
+    return _FIRST_SEED.setdefault((program, shapes), seed)
+
+
 def compiled_program(program: str, seed: int):
+    """The program compiled for the sizes `seed` draws, and arguments of those sizes."""
+    return _compiled_program(program, sized(program, seed))
+
+
+@functools.cache
+def _compiled_program(program: str, seed: int):
     args = args_for(program, seed)
     compiled = jax.jit(PROGRAMS[program]).lower(*args).compile()
     ready(compiled(*args))
@@ -62,11 +85,15 @@ def other_module():
     return compiled, x
 
 
-@functools.cache
 def twin_program(program: str, seed: int, name: str = ""):
     """The program under another name (`name`, or `twin_<program>`: its module is `jit_<name>`,
-    not the profiled one), compiled for other sizes: its instructions bear (mostly) the profiled
-    module's names."""
+    not the profiled one), compiled for the sizes `seed` draws (other sizes than the profiled
+    program's): its instructions bear (mostly) the profiled module's names."""
+    return _twin_program(program, sized(program, seed), name)
+
+
+@functools.cache
+def _twin_program(program: str, seed: int, name: str):
     fn = PROGRAMS[program]
 
     def twin(*args):
@@ -79,11 +106,41 @@ def twin_program(program: str, seed: int, name: str = ""):
     return compiled, args
 
 
-@functools.cache
+def other_step_name(step_name: str, rng: random.Random) -> str:
+    """The name of a second loop's steps (an evaluation loop annotated beside the training
+    loop): not `step_name`, though it may begin or end with it, and none of STEP_NAMES."""
+    return rng.choice(("eval", f"{step_name}_eval", f"eval_{step_name}"))
+
+
 def messy_trace(program: str, seed: int, steps: int, step_name: str) -> Profile:
     """A trace of `steps` steps of the program, with one run of it before the first step (in
     no step) and inside every step, in an order drawn per step, a run of it, of its twin (the
-    same program under another module name, at other sizes) and of another module."""
+    same program under another module name, at other sizes) and of another module. After each
+    step, a step of a second loop, named otherwise and numbered alike (an evaluation step: a
+    `StepTraceAnnotation` of another name), runs the program once more; and the whole loop
+    lies in an annotation named `step_name` without a step_num (a `TraceAnnotation`): neither
+    is a step event.
+
+    The annotations are labels: the capture is shared by every step name (and every seed of
+    the same sizes), its annotations then named `step_name` and the second loop's name."""
+    base = sized(program, seed)
+    other = other_step_name(step_name, random.Random(seed))
+    events, text = _messy_capture(program, base, steps)
+    names = {_STEP_LABEL: step_name, _OTHER_LABEL: other}
+    events = tuple(
+        TraceEvent(names[e.name], e.thread, e.start_ns, e.duration_ns, e.args)
+        if e.name in names
+        else e
+        for e in events
+    )
+    return Profile(events, text, module_name(text), step_name)
+
+
+_STEP_LABEL, _OTHER_LABEL = "messy-trace-step", "messy-trace-other-loop"
+
+
+@functools.cache
+def _messy_capture(program: str, seed: int, steps: int) -> tuple[tuple[TraceEvent, ...], str]:
     runs = [
         compiled_program(program, seed),
         twin_program(program, (seed + 1) % (1 << 16)),
@@ -93,18 +150,25 @@ def messy_trace(program: str, seed: int, steps: int, step_name: str) -> Profile:
 
     def body():
         ready(runs[0][0](*runs[0][1]))
-        for i in range(steps):
-            with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
-                for fn, args in order.sample(runs, len(runs)):
-                    ready(fn(*args))
+        with jax.profiler.TraceAnnotation(_STEP_LABEL):
+            for i in range(steps):
+                with jax.profiler.StepTraceAnnotation(_STEP_LABEL, step_num=i):
+                    for fn, args in order.sample(runs, len(runs)):
+                        ready(fn(*args))
+                with jax.profiler.StepTraceAnnotation(_OTHER_LABEL, step_num=i):
+                    ready(runs[0][0](*runs[0][1]))
 
     events = tuple(trace_events(body))
-    text = runs[0][0].as_text() or ""
-    return Profile(events, text, module_name(text), step_name)
+    return events, runs[0][0].as_text() or ""
+
+
+def warm_profile(program: str, seed: int, steps: int) -> Profile:
+    """A warm capture of `steps` steps of the program at the sizes `seed` draws."""
+    return _warm_profile(program, sized(program, seed), steps)
 
 
 @functools.cache
-def warm_profile(program: str, seed: int, steps: int) -> Profile:
+def _warm_profile(program: str, seed: int, steps: int) -> Profile:
     return capture_profile(PROGRAMS[program], *args_for(program, seed), steps=steps)
 
 
