@@ -7,11 +7,9 @@ import statistics
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from kata_harness.decoys import wrong
 from xla_inspect import parse_hlo
-
 
 # ---- helpers (right unless a decoy says otherwise) -------------------------------------------
 
@@ -145,8 +143,12 @@ def _rt6_frame_id(ins):
     return int(found.group(1)) if found else None
 
 
-def _rt6_counts(hlo_text, skip=("parameter", "constant", "bitcast", "get-tuple-element", "tuple"),
-                count_while=True, names=None):
+def _rt6_counts(
+    hlo_text,
+    skip=("parameter", "constant", "bitcast", "get-tuple-element", "tuple"),
+    count_while=True,
+    names=None,
+):
     """Events per call: ENTRY's working instructions once, a while's body times its trip count
     (nested whiles multiply), a small call one kernel, fusions one kernel."""
     module = parse_hlo(hlo_text)
@@ -162,9 +164,11 @@ def _rt6_counts(hlo_text, skip=("parameter", "constant", "bitcast", "get-tuple-e
             if ins.opcode == "while":
                 if count_while:
                     counts[ins.name] = counts.get(ins.name, 0) + times
-                trips = int(re.search(r'"known_trip_count":\{"n":"(\d+)"', ins.attributes_text).group(1))
+                trips = int(
+                    re.search(r'"known_trip_count":\{"n":"(\d+)"', ins.attributes_text).group(1)
+                )
                 body = re.search(r"body=%?([\w.\-]+)", ins.attributes_text).group(1)
-                visit(comps[body.lstrip('%')], times * trips)
+                visit(comps[body.lstrip("%")], times * trips)
             else:
                 counts[ins.name] = counts.get(ins.name, 0) + times
 
@@ -207,7 +211,8 @@ def _rt6_step_instructions_loops_by_name(events, step_name):
     for num, evs in _rt6_step_instr(events, step_name):
         loops = [e for e in evs if _rt6_a(e)["hlo_op"].startswith(("while", "conditional", "call"))]
         top = [
-            e for e in evs
+            e
+            for e in evs
             if not any(l is not e and l.thread == e.thread and _rt6_inside(e, l) for l in loops)
         ]
         out[num] = [_rt6_a(e)["hlo_op"] for e in sorted(top, key=lambda e: e.start_ns)]
@@ -227,7 +232,9 @@ def _rt6_step_instructions_any_step_num(events, step_name):
     out = {}
     for s in sorted((e for e in events if "step_num" in _rt6_a(e)), key=lambda e: e.start_ns):
         evs = [e for e in instr if _rt6_inside(e, s) and parent[id(e)] is None]
-        out[int(_rt6_a(s)["step_num"])] = [_rt6_a(e)["hlo_op"] for e in sorted(evs, key=lambda e: e.start_ns)]
+        out[int(_rt6_a(s)["step_num"])] = [
+            _rt6_a(e)["hlo_op"] for e in sorted(evs, key=lambda e: e.start_ns)
+        ]
     return out
 
 
@@ -336,7 +343,7 @@ def _rt6_scope_shares_wrapped_parts_only(events, hlo_text, step_name):
     why="drops the primitive (the last part) only when a part is left between jit(...) and it; "
     "an op_name of two parts keeps its primitive as the scope ('drop the first part and the "
     "last'): the while of programs.looped (op_name jit(looped)/while) is put under 'while' "
-    "instead of \"\"",
+    'instead of ""',
 )
 def _rt6_scope_shares_short_op_name(events, hlo_text, step_name):
     pairs = []
@@ -464,7 +471,6 @@ def _rt6_train_loop_zeros_warmup(step, state, batches, step_name):
     "'execute' is listed before all of 'execute:1' instead of interleaved",
 )
 def _rt6_step_instructions_thread_by_thread(events, step_name):
-    instr = [e for e in events if _rt6_is_instr(e)]
     out = {}
     for num, evs in _rt6_step_instr(events, step_name):
         by_thread = {}
