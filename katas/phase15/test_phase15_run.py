@@ -87,6 +87,30 @@ def _run_cases(rng: random.Random):
         mixed,
         [normal(rng, s, bf16) for s in [(n, d), (d, o)]],
     )
+    yield from _same_looking_cases(rng, n, d, o)
+
+
+def _same_looking_cases(rng: random.Random, n: int, d: int, o: int):
+    """Programs told apart only by what they compute: two closures of one `def` (one name,
+    qualname and code object) over other constants, on arguments of one shape and dtype, then
+    the first again on new values. Each call runs its own program: the contract keeps no cache,
+    and one keyed by f's name, its code or the argument shapes reruns another program."""
+
+    def layer(scale: float, w: jax.Array):
+        def step(x):
+            return jnp.tanh(x * scale) @ w
+
+        return step
+
+    scales = [rng.uniform(0.5, 1.0), rng.uniform(2.0, 4.0)]
+    steps = [layer(s, normal(rng, (d, o))) for s in scales]
+    for i, (scale, step) in enumerate(zip(scales, steps, strict=True), 1):
+        yield (
+            f"closure #{i} of one def step, tanh(x * {scale:.3g}) @ w{i}",
+            step,
+            [normal(rng, (n, d))],
+        )
+    yield "closure #1 of one def step again, on new x (after #2)", steps[0], [normal(rng, (n, d))]
 
 
 @pytest.mark.timeout(180)
