@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import random
 import re
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -131,7 +132,7 @@ def _hlo_forms(hlo: str, rng: random.Random) -> list[tuple[str, str]]:
     return list(kept[0])
 
 
-_FORMS: dict[tuple[str, object], tuple[tuple[tuple[str, str], ...], object]] = {}
+_FORMS: dict[tuple[str, tuple[Any, ...]], tuple[tuple[tuple[str, str], ...], tuple[Any, ...]]] = {}
 
 
 def _hlo_forms_drawn(hlo: str, rng: random.Random) -> tuple[tuple[str, str], ...]:
