@@ -136,7 +136,10 @@ def export_verdict(fn: Any, args: tuple[Any, ...]) -> str:
     IREE: "export" when jax.export refuses it, "sdy" when the module holds a Shardy operation,
     "lapack" when it calls a LAPACK custom call, else "runs". The phase's test checks it
     against ``verdict`` on every case when the group is installed."""
-    exported = _exported(fn, args)
+    return _export_verdict(_exported(fn, args))
+
+
+def _export_verdict(exported: Any) -> str:
     if isinstance(exported, str):
         return exported
     text = exported.mlir_module()
@@ -150,10 +153,21 @@ def verdict(fn: Any, args: tuple[Any, ...]) -> str:
     "export" (jax.export refused a host callback or a custom call with no compatibility
     guarantee), "sdy" (IREE has no Shardy dialect), "lapack" (a LAPACK custom call IREE cannot
     legalize), or "other: <message>"."""
+    return _iree_verdict(_exported(fn, args), args)
+
+
+def verdicts(fn: Any, args: tuple[Any, ...]) -> tuple[str, str | None]:
+    """``(export_verdict(fn, args), verdict(fn, args))`` from one export of ``fn``; the second
+    is None when IREE is not installed."""
+    exported = _exported(fn, args)
+    live = None if missing() is not None else _iree_verdict(exported, args)
+    return _export_verdict(exported), live
+
+
+def _iree_verdict(exported: Any, args: tuple[Any, ...]) -> str:
     import jax
     import numpy as np
 
-    exported = _exported(fn, args)
     if isinstance(exported, str):
         return exported
     module = exported.mlir_module()

@@ -5,6 +5,7 @@ reading tasks read them in, and an optimized HLO module with joined op_names.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
@@ -14,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kata_harness import iree, oracles
+from xla_inspect import iree_compile
 
 PHASE = "phase15"
 f32 = jnp.float32
@@ -31,6 +33,24 @@ def eps_of(dtype) -> float:
 
 def recorded(name: str) -> str:
     return iree.recorded(PHASE, name)
+
+
+def flow_listing(fn, *args) -> str:
+    """IREE's flow listing of ``fn`` exported for ``args``, as xla_inspect.iree_compile's
+    flow_listing gives it: the export is made every time, IREE's compile once per exported
+    text in this process (see ``_flow_of``)."""
+    return _flow_of(iree_compile.export(fn, *args).mlir_module())
+
+
+@functools.lru_cache(maxsize=128)
+def _flow_of(module: str) -> str:
+    """The flow listing of one StableHLO text. A test's listings are its own (the answer reads
+    them), so the census's versions of a kata file, drawing the same cases under one
+    ``--kata-seed``, share IREE's compile of each instead of paying it once per version."""
+    listing = iree_compile.compile_vmfb(
+        module, cpu=iree_compile.CPU, extra_args=["--compile-to=flow"]
+    )
+    return listing.decode() if isinstance(listing, bytes) else listing
 
 
 # ---- flow listings in other forms ----------------------------------------------------------

@@ -23,6 +23,7 @@ from katas.phase15.draws import (
     bf16,
     f32,
     flow_forms,
+    flow_listing,
     normal,
     recorded,
 )
@@ -32,7 +33,6 @@ from katas.phase15.programs import (
     attention,
     mlp,
 )
-from xla_inspect import iree_compile
 
 # ---- matmul_flops (read) -------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ def test_matmul_flops_of_fresh_programs(kata, fresh):
     iree.require()
     for name, program in _fresh_contractions(fresh):
         args = program.args()
-        text = iree_compile.flow_listing(program.fn, *args)
+        text = flow_listing(program.fn, *args)
         expected = _jaxpr_dot_flops(program.fn, args)
         shapes = [f"{a.dtype}{list(a.shape)}" for a in args]
         got = kata.matmul_flops(text)
@@ -202,7 +202,7 @@ def _other_contraction_kinds(rng: random.Random):
 def test_matmul_flops_counts_only_the_four_kinds(kata, fresh):
     iree.require()
     for what, fn, args, (counted, counted_args), kind in _other_contraction_kinds(fresh):
-        text = iree_compile.flow_listing(fn, *args)
+        text = flow_listing(fn, *args)
         assert re.search(rf"_dispatch_\d+_{kind}_\d", text), f"{what}: IREE named no {kind}"
         expected = _jaxpr_dot_flops(counted, counted_args)
         got = kata.matmul_flops(text)
@@ -236,7 +236,7 @@ def _batch_polymorphic_contractions(rng: random.Random):
 def test_matmul_flops_with_a_symbolic_batch(kata, fresh):
     iree.require()
     for what, fn, args in _batch_polymorphic_contractions(fresh):
-        text = iree_compile.flow_listing(fn, *args)
+        text = flow_listing(fn, *args)
         expected = _jaxpr_dot_flops(fn, args)
         got = kata.matmul_flops(text)
         with check:

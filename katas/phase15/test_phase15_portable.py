@@ -124,7 +124,7 @@ def test_batch_polymorphic_one_iree_module(kata, fresh):
     iree.require()
     for what, fn, example in _row_functions(fresh, broadcasts=False):
         exported = _polymorphic_export(kata, what, fn, example)
-        vmfb = iree_compile.compile_vmfb(exported.mlir_module())
+        vmfb = iree.compiled(exported.mlir_module())
         for batch in _batches(fresh):
             x = normal(fresh, (batch, *example.shape[1:]), example.dtype)
             try:
@@ -251,7 +251,7 @@ def test_portable_solve_runs_in_iree(kata, fresh):
         where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
         module = jax.export.export(jax.jit(kata.portable_solve))(a, b).mlir_module()
         try:
-            vmfb = iree_compile.compile_vmfb(module)
+            vmfb = iree.compiled(module)
         except iree_compile.IreeCompileError as exc:
             raise AssertionError(f"{where}: {exc}") from exc
         (got,) = iree.run(vmfb, a, b)
