@@ -7,9 +7,9 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
-from xla_inspect import iree
 
 from kata_harness.decoys import wrong
+from xla_inspect import iree
 
 # ---------------------------------------------------------------- helpers
 
@@ -178,7 +178,6 @@ def _rt6_merged_by_iree_whole_module(hlo_text: str, flow_text: str) -> tuple[set
     return ir_k - xla_all, xla_k - ir_all
 
 
-
 @wrong(
     "merged_by_iree",
     why="XLA's matmul kernels are the ENTRY instructions that are a `dot` or whose called "
@@ -200,8 +199,19 @@ def _rt6_merged_by_iree_ynn_is_matmul(hlo_text: str, flow_text: str) -> tuple[se
 
 _RT6_CALLBACKS = {"pure_callback", "io_callback", "debug_callback", "debug_print"}
 _RT6_LAPACK = {
-    "lu", "cholesky", "eigh", "triangular_solve", "qr", "geqrf", "svd", "eig", "schur",
-    "hessenberg", "tridiagonal", "tridiagonal_solve", "householder_product",
+    "lu",
+    "cholesky",
+    "eigh",
+    "triangular_solve",
+    "qr",
+    "geqrf",
+    "svd",
+    "eig",
+    "schur",
+    "hessenberg",
+    "tridiagonal",
+    "tridiagonal_solve",
+    "householder_product",
 }
 
 
@@ -358,7 +368,10 @@ def _rt6_iree_run_cache_by_name(f, *args) -> list[np.ndarray]:
     import iree.compiler
     import iree.runtime
 
-    key = (getattr(f, "__name__", "f"), tuple((np.shape(a), str(np.asarray(a).dtype)) for a in args))
+    key = (
+        getattr(f, "__name__", "f"),
+        tuple((np.shape(a), str(np.asarray(a).dtype)) for a in args),
+    )
     exported = None
     if key not in _RT6_MODULES:
         specs = [jax.ShapeDtypeStruct(np.shape(a), jnp.asarray(a).dtype) for a in args]
@@ -395,4 +408,8 @@ def _rt6_export_facts_platform_list(blob: bytes) -> tuple[str, int, tuple[str, .
     head = bytes(exported.mlir_module_serialized[:64])
     m = re.search(rb"(\d+)\.(\d+)\.(\d+)", head)
     version = ".".join(g.decode() for g in m.groups()) if m else "0.0.0"
-    return version, int(exported.calling_convention_version), [p.lower() for p in exported.platforms]
+    return (
+        version,
+        int(exported.calling_convention_version),
+        [p.lower() for p in exported.platforms],
+    )
