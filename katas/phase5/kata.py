@@ -153,8 +153,9 @@ def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int)
 def jacobian_shapes(out_shape: tuple, param_shapes: dict) -> dict:
     """Predict the shapes in jax.jacrev(f)(params), where params is a dict of float32 arrays
     with the shapes `param_shapes` (name -> tuple) and f(params) is an array of shape
-    `out_shape`: a dict name -> shape tuple. From the shapes alone: the tests forbid jax.jacrev,
-    tracing and compiling while they call you.
+    `out_shape`: a dict name -> shape tuple, one per name, as jacrev gives (any shape is valid,
+    axes of size 0 included). From the shapes alone: the tests forbid jax.jacrev, tracing and
+    compiling while they call you.
     """
     # TODO: what does each leaf of the result hold, one number per pair of what?
     raise NotImplementedError("phase5 task 12: jacobian_shapes")

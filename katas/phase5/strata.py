@@ -147,13 +147,15 @@ def matvec_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, st
     return cases
 
 
-# ---- jacobian_shapes: f(x) of rank 0 to 3 with size-1 axes, leaves of rank 0 to 3 ------------
+# ---- jacobian_shapes: f(x) of rank 0 to 3, leaves of rank 0 to 3, axes of size 1 or 0 -------
 
 
 def jacobian_shape_strata(rng: random.Random) -> dict[str, tuple[tuple, dict[str, tuple]]]:
     """(f(params) shape, {name: leaf shape}) per situation: a scalar output with a scalar leaf;
     an output of one element that is not a scalar, (1,); an output with size-1 axes; a rank-3
-    output; names drawn fresh, leaves of rank 0 to 3 (one with a size-1 axis), sizes 1 to 5."""
+    output; a leaf with no elements (a size-0 axis, still a key of jacrev's dict); an output
+    with no elements; names drawn fresh, leaves of rank 0 to 3 (one with a size-1 axis), sizes
+    1 to 5 (0 where a situation says so)."""
 
     def leaves() -> dict[str, tuple]:
         names = rng.sample(["w", "b", "k", "a", "z", "scale", "bias", "emb"], rng.randint(2, 4))
@@ -166,9 +168,20 @@ def jacobian_shape_strata(rng: random.Random) -> dict[str, tuple[tuple, dict[str
     scalar[rng.choice(list(scalar))] = ()
     unit = [*_shape(rng, (0, 2), 5), 1]
     rng.shuffle(unit)
+    empty_leaf = leaves()
+    name = rng.choice(list(empty_leaf))
+    empty_leaf[name] = _with_zero(rng, empty_leaf[name] or (1,))
     return {
         "a scalar output, a scalar leaf": ((), scalar),
         "an output of shape (1,), not a scalar": ((1,), leaves()),
         "an output with a size-1 axis": (tuple(unit), leaves()),
         "an output of rank 3": (_shape(rng, (3, 3), 4), leaves()),
+        "a leaf with no elements": (_shape(rng, (0, 2), 4), empty_leaf),
+        "an output with no elements": (_with_zero(rng, _shape(rng, (1, 3), 4)), leaves()),
     }
+
+
+def _with_zero(rng: random.Random, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` with one axis, drawn, of size 0: the array holds no elements."""
+    axis = rng.randrange(len(shape))
+    return (*shape[:axis], 0, *shape[axis + 1 :])
