@@ -124,13 +124,13 @@ def test_roofline_classifies_by_the_ridge_point(kata):
     for chip, (peak_flops, peak_bandwidth) in PEAKS.items():
         ridge = peak_flops / peak_bandwidth
         for program, shapes in CLASSIFIED:
+            bound = _predicted(kata, program, shapes, "bfloat16", chip)[3]
             flops, moved = (
                 _lowered_cost(program, shapes)
                 if (program, shapes) in BF16_CASES
                 else (_compiled_cost(program, shapes)[0], _compiled_cost(program, shapes)[1] / 2)
             )
             want = "compute" if flops / moved > ridge else "memory"
-            bound = _predicted(kata, program, shapes, "bfloat16", chip)[3]
             with check:
                 assert bound == want, (
                     f"{program} {shapes} bf16 on {chip}: {bound!r}, expected {want!r} "
