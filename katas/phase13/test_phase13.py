@@ -41,19 +41,6 @@ from katas.phase13.programs import (
 from xla_inspect import parse_hlo
 from xla_inspect.model import Shape
 
-
-def _frozen(tree):
-    """A host copy of a pytree of arrays that nothing can write to: what a cached expected
-    result returns, so no test (or answer) can change what the next variant is checked against."""
-
-    def freeze(leaf):
-        array = np.array(leaf)  # a copy, never a view of a device buffer
-        array.setflags(write=False)
-        return array
-
-    return jax.tree.map(freeze, tree)
-
-
 # ---- remat_loss ---------------------------------------------------------------------------------
 
 TEMP_SHARE = 0.5  # temp bytes of the grad at most this share of the original's
@@ -115,7 +102,7 @@ def test_remat_keeps_loss_and_grads(kata, case):
 @functools.cache
 def _remat_want(case):
     """The original's (loss, grads) on deep_args(*case), computed once per case (read-only)."""
-    return _frozen(jax.jit(jax.value_and_grad(deep_loss))(*deep_args(*case)))
+    return budgets.frozen(jax.jit(jax.value_and_grad(deep_loss))(*deep_args(*case)))
 
 
 # ---- mixed_step ---------------------------------------------------------------------------------
@@ -202,7 +189,7 @@ def test_mixed_step_keeps_f32_params_and_the_update(kata, case):
 @functools.cache
 def _mixed_want(case):
     """The f32 step's (new params, loss) on mlp_args(*case), computed once per case (read-only)."""
-    return _frozen(jax.jit(f32_step)(*mlp_args(*case)))
+    return budgets.frozen(jax.jit(f32_step)(*mlp_args(*case)))
 
 
 # ---- rollout ------------------------------------------------------------------------------------
@@ -274,7 +261,7 @@ def test_rollout_computes_the_original(kata, case):
 @functools.cache
 def _rollout_want(case):
     """The unrolled original on rollout_args(*case), compiled and run once per case (read-only)."""
-    return _frozen(jax.jit(unrolled_rollout)(*rollout_args(*case)))
+    return budgets.frozen(jax.jit(unrolled_rollout)(*rollout_args(*case)))
 
 
 # ---- sharded_mlp --------------------------------------------------------------------------------

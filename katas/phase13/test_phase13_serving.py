@@ -252,14 +252,8 @@ def _momentum_trajectory(case, steps: int = 3) -> tuple:
     original, state, trajectory = jax.jit(momentum_step), jax.device_put(state), []
     for _ in range(steps):
         state, loss = original(state, batch)
-        trajectory.append(jax.tree.map(_read_only, (state, loss)))
+        trajectory.append(budgets.frozen((state, loss)))
     return tuple(trajectory)
-
-
-def _read_only(leaf) -> np.ndarray:
-    array = np.array(leaf)  # a copy, never a view of a device buffer
-    array.setflags(write=False)
-    return array
 
 
 @pytest.mark.task("donating_step")
