@@ -36,21 +36,14 @@ def recorded(name: str) -> str:
 
 
 def flow_listing(fn, *args) -> str:
-    """IREE's flow listing of ``fn`` exported for ``args``, as xla_inspect.iree_compile's
-    flow_listing gives it: the export is made every time, IREE's compile once per exported
-    text in this process (see ``_flow_of``)."""
+    """IREE's flow listing of ``fn`` exported for ``args``: the export is made every time,
+    IREE's compile once per exported text in this process. A test's listings are its own (the
+    answer reads them), so the census's versions of a kata file, drawing the same cases under
+    one ``--kata-seed``, share IREE's compile of each instead of paying it once per version."""
     return _flow_of(iree_compile.export(fn, *args).mlir_module())
 
 
-@functools.lru_cache(maxsize=128)
-def _flow_of(module: str) -> str:
-    """The flow listing of one StableHLO text. A test's listings are its own (the answer reads
-    them), so the census's versions of a kata file, drawing the same cases under one
-    ``--kata-seed``, share IREE's compile of each instead of paying it once per version."""
-    listing = iree_compile.compile_vmfb(
-        module, cpu=iree_compile.CPU, extra_args=["--compile-to=flow"]
-    )
-    return listing.decode() if isinstance(listing, bytes) else listing
+_flow_of = functools.lru_cache(maxsize=128)(iree_compile.flow_listing_of)
 
 
 # ---- flow listings in other forms ----------------------------------------------------------

@@ -30,6 +30,7 @@ __all__ = [
     "compile_vmfb",
     "export",
     "flow_listing",
+    "flow_listing_of",
     "versions",
 ]
 
@@ -95,7 +96,11 @@ def compile_vmfb(module: str | bytes, *, cpu: str = CPU, extra_args: Sequence[st
 
 def flow_listing(f: Callable[..., Any], *args: Any, cpu: str = CPU) -> str:
     """The flow listing (`--compile-to=flow`) of `f` exported for `args`."""
-    module = export(f, *args).mlir_module()
+    return flow_listing_of(export(f, *args).mlir_module(), cpu=cpu)
+
+
+def flow_listing_of(module: str | bytes, *, cpu: str = CPU) -> str:
+    """The flow listing (`--compile-to=flow`) of a StableHLO module (text or bytecode)."""
     listing = compile_vmfb(module, cpu=cpu, extra_args=["--compile-to=flow"])
     return listing.decode() if isinstance(listing, bytes) else listing
 
