@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import jax
-import numpy as np
 
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
@@ -178,7 +177,9 @@ def _rt7_split_top(text: str) -> list[str]:
 def _rt7_layout_of_shape_text(s: str, sep: str = ", ") -> str:
     s = s.strip()
     if s.startswith("("):
-        return "(" + sep.join(_rt7_layout_of_shape_text(p, sep) for p in _rt7_split_top(s[1:-1])) + ")"
+        return (
+            "(" + sep.join(_rt7_layout_of_shape_text(p, sep) for p in _rt7_split_top(s[1:-1])) + ")"
+        )
     m = re.search(r"\](\{.*\})$", s)
     return m.group(1) if m else "{}"
 
@@ -299,7 +300,9 @@ def _rt7_dump_files_changed_content(f, args: tuple, directory: str) -> tuple[Pat
     pool = [n for n in changed if n.endswith(".before_optimizations.txt")]
     first = pick(pool) if pool else pick(list(after))
     prefix = first[: -len(".before_optimizations.txt")]
-    opt = [n for n in after if n.startswith(prefix + ".") and n.endswith("_after_optimizations.txt")]
+    opt = [
+        n for n in after if n.startswith(prefix + ".") and n.endswith("_after_optimizations.txt")
+    ]
     d = Path(directory)
     return d / first, d / sorted(opt, key=len)[0]
 

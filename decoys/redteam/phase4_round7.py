@@ -241,10 +241,20 @@ def _rt7_changed_skips_second(timeline, opcode):
 def _rt7_truth_surviving(program, x, n):
     integer = jnp.issubdtype(x.dtype, jnp.integer)
     fixed = {
-        "x * 1.0": 0, "x + 0.0": 0, "x * 0.0": 1, "x - x": 0 if integer else 1,
-        "x / 2.0": 1, "x / 3.0": 1, "jnp.negative(-x)": 0, "x * 2.0 + x * 2.0": 2,
-        "x + x": 1, "jnp.sqrt(4.0) * x": 1, "x * x / x": 2, "0.0 - x": 1,
-        "jnp.exp(x) * 1.0": 0, "jnp.where(False, x * 5.0, x + 5.0)": 1,
+        "x * 1.0": 0,
+        "x + 0.0": 0,
+        "x * 0.0": 1,
+        "x - x": 0 if integer else 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 0,
+        "x * 2.0 + x * 2.0": 2,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 0,
+        "jnp.where(False, x * 5.0, x + 5.0)": 1,
         "(x * 1.0) / 1.0 - 0.0": 0,
     }
     if program in fixed:
@@ -286,7 +296,10 @@ def _rt7_surviving_int_negation_kept(program, x, n):
 )
 def _rt7_surviving_int_identity_converts(program, x, n):
     if jnp.issubdtype(x.dtype, jnp.integer) and program in (
-        "x * 1.0", "x + 0.0", "(x * 1.0) / 1.0 - 0.0", "v * 1.0 applied n times to x",
+        "x * 1.0",
+        "x + 0.0",
+        "(x * 1.0) / 1.0 - 0.0",
+        "v * 1.0 applied n times to x",
     ):
         return 1
     return _rt7_truth_surviving(program, x, n)
@@ -306,8 +319,13 @@ def _rt7_surviving_int_shift(program, x, n):
 # --- task 13: one_kernel --------------------------------------------------------------------
 
 _rt7_KERNEL_TRUE = {
-    "tanh(sin(x) * 2 + 1)", "sum(exp(x), axis=1)", "x.T * 2 + 1", "concatenate([x, x * 2])",
-    "x[::-1] + x", "reshape(x * 2, x.shape[::-1]) + 1", "where(x > 0, x, exp(x) - 1)",
+    "tanh(sin(x) * 2 + 1)",
+    "sum(exp(x), axis=1)",
+    "x.T * 2 + 1",
+    "concatenate([x, x * 2])",
+    "x[::-1] + x",
+    "reshape(x * 2, x.shape[::-1]) + 1",
+    "where(x > 0, x, exp(x) - 1)",
     "pad(x, 1) * 2",
 }
 

@@ -52,7 +52,9 @@ def _rt7_cost_of_operand0_plus_out(f, *args):
     return {
         "flops": float(ca.get("flops", 0.0)),
         "transcendentals": float(ca.get("transcendentals", 0.0)),
-        "bytes_accessed": float(ca.get("bytes accessed0{}", 0.0) + ca.get("bytes accessedout{}", 0.0)),
+        "bytes_accessed": float(
+            ca.get("bytes accessed0{}", 0.0) + ca.get("bytes accessedout{}", 0.0)
+        ),
     }
 
 
@@ -153,7 +155,9 @@ def _rt7_bits(dtype):
 
 def _rt7_size(shape, *, pack_all=False, floor_packed=False):
     if shape.is_tuple:
-        return sum(_rt7_size(s, pack_all=pack_all, floor_packed=floor_packed) for s in _rt7_elements(shape))
+        return sum(
+            _rt7_size(s, pack_all=pack_all, floor_packed=floor_packed) for s in _rt7_elements(shape)
+        )
     n = math.prod(shape.dims) if shape.dims else 1
     bits = _rt7_bits(shape.dtype)
     packed = "E(" in (shape.text or "") or (pack_all and bits < 8)

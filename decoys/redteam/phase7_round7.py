@@ -273,11 +273,7 @@ def _rt7_explain_miss_one_per_call(f: Callable, first_args: tuple, second_args: 
             logger.removeHandler(handler)
     finally:
         jax.config.update("jax_explain_cache_misses", before)
-    msgs = [
-        r.getMessage()
-        for r in handler.records
-        if "cache miss" in r.getMessage().lower()
-    ]
+    msgs = [r.getMessage() for r in handler.records if "cache miss" in r.getMessage().lower()]
     return msgs[:1]
 
 
@@ -352,8 +348,12 @@ def _rt7_predict_while_loops_cond_doubles(program) -> int:
 
 def _rt7_aval(v):
     if isinstance(v, np.ndarray):
-        dt = {"float64": "float32", "int64": "int32", "uint64": "uint32",
-              "complex128": "complex64"}.get(str(v.dtype), str(v.dtype))
+        dt = {
+            "float64": "float32",
+            "int64": "int32",
+            "uint64": "uint32",
+            "complex128": "complex64",
+        }.get(str(v.dtype), str(v.dtype))
         return (dt, v.shape, False)
     if isinstance(v, np.generic):
         dt = {"float64": "float32", "int64": "int32"}.get(str(v.dtype), str(v.dtype))

@@ -269,8 +269,9 @@ def _rt6_predict_accepts_exact_float32() -> dict[str, bool]:
 def _rt6_predict_accepts_distinct_symbols() -> dict[str, bool]:
     float_ok = {np.dtype(np.float32), np.dtype(np.float64)}
     return {
-        name: _rt6_accepts(spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) in float_ok,
-                           distinct=True)
+        name: _rt6_accepts(
+            spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) in float_ok, distinct=True
+        )
         for name, (spec, dtype, shape) in _rt6_calls().items()
     }
 
@@ -285,8 +286,9 @@ def _rt6_predict_accepts_distinct_symbols() -> dict[str, bool]:
 def _rt6_predict_accepts_offset_sign_slip() -> dict[str, bool]:
     float_ok = {np.dtype(np.float32), np.dtype(np.float64)}
     return {
-        name: _rt6_accepts(spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) in float_ok,
-                           offset_sign=-1)
+        name: _rt6_accepts(
+            spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) in float_ok, offset_sign=-1
+        )
         for name, (spec, dtype, shape) in _rt6_calls().items()
     }
 
@@ -298,8 +300,11 @@ _rt6_SCALAR = {"stablehlo.constant": 1, "stablehlo.broadcast_in_dim": 1}
 _rt6_REDUCE = {"stablehlo.constant": 1, "stablehlo.reduce": 1, "stablehlo.return": 1}
 
 _rt6_LOWERED = {
-    "jnp.sin(x) * jnp.cos(x)": {"stablehlo.sine": 1, "stablehlo.cosine": 1,
-                                "stablehlo.multiply": 1},
+    "jnp.sin(x) * jnp.cos(x)": {
+        "stablehlo.sine": 1,
+        "stablehlo.cosine": 1,
+        "stablehlo.multiply": 1,
+    },
     "jnp.exp(x) - 1": {"stablehlo.exponential": 1, **_rt6_SCALAR, "stablehlo.subtract": 1},
     "jnp.tanh(x)": {"stablehlo.tanh": 1},
     "x * 2.0": {**_rt6_SCALAR, "stablehlo.multiply": 1},
@@ -310,8 +315,7 @@ _rt6_LOWERED = {
     "jnp.where(x > 0, x, y)": {**_rt6_SCALAR, "stablehlo.compare": 1, "stablehlo.select": 1},
     "x.sum(axis=0)": {**_rt6_REDUCE, "stablehlo.add": 1},
     "x.max(axis=1)": {**_rt6_REDUCE, "stablehlo.maximum": 1},
-    "x.mean()": {**_rt6_REDUCE, "stablehlo.add": 1, "stablehlo.constant": 2,
-                 "stablehlo.divide": 1},
+    "x.mean()": {**_rt6_REDUCE, "stablehlo.add": 1, "stablehlo.constant": 2, "stablehlo.divide": 1},
     "x @ w": {"stablehlo.dot_general": 1},
     "x.T": {"stablehlo.transpose": 1},
     "x[0]": {"stablehlo.slice": 1, "stablehlo.reshape": 1},
@@ -340,9 +344,7 @@ _rt6_ALL_OPS = sorted({op for ops in _rt6_LOWERED.values() for op in ops})
     "compared as Counters)",
 )
 def _rt6_predict_lowering_zero_rows() -> dict[str, dict[str, int]]:
-    return {
-        name: {op: ops.get(op, 0) for op in _rt6_ALL_OPS} for name, ops in _rt6_LOWERED.items()
-    }
+    return {name: {op: ops.get(op, 0) for op in _rt6_ALL_OPS} for name, ops in _rt6_LOWERED.items()}
 
 
 @wrong(
@@ -386,8 +388,12 @@ def _rt6_predict_lowering_relu_as_select() -> dict[str, dict[str, int]]:
 def _rt6_predict_lowering_mean_reciprocal() -> dict[str, dict[str, int]]:
     return _rt6_lowered(
         **{
-            "x.mean()": {**_rt6_REDUCE, "stablehlo.add": 1, "stablehlo.constant": 2,
-                         "stablehlo.multiply": 1}
+            "x.mean()": {
+                **_rt6_REDUCE,
+                "stablehlo.add": 1,
+                "stablehlo.constant": 2,
+                "stablehlo.multiply": 1,
+            }
         }
     )
 

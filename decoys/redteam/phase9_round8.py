@@ -250,7 +250,10 @@ def _rt8_groups(line: str, n: int, sort: bool) -> tuple:
         rest = line[k + len("replica_groups=") :]
         if rest.startswith("{"):
             body = _rt8_balanced(rest, 0, "{", "}")
-            groups = [[int(v) for v in g.split(",") if v.strip()] for g in re.findall(r"\{([\d,\s]*)\}", body[1:-1])]
+            groups = [
+                [int(v) for v in g.split(",") if v.strip()]
+                for g in re.findall(r"\{([\d,\s]*)\}", body[1:-1])
+            ]
             if not groups:
                 groups = [list(range(n))]
         elif rest.startswith("mesh["):
@@ -291,10 +294,14 @@ def _rt8_collective_groups(hlo_text: str, *, sort=True, permutes=False) -> Count
         op = mm.group(1)
         if op == "collective-permute":
             pairs = re.search(r"source_target_pairs=\{(.*?)\}\}", line)
-            groups = tuple(
-                tuple(sorted(int(v) for v in g.split(",")))
-                for g in re.findall(r"\{?(\d+,\d+)", pairs.group(1) + "}") 
-            ) if pairs else ()
+            groups = (
+                tuple(
+                    tuple(sorted(int(v) for v in g.split(",")))
+                    for g in re.findall(r"\{?(\d+,\d+)", pairs.group(1) + "}")
+                )
+                if pairs
+                else ()
+            )
             out[(op, tuple(sorted(groups)))] += 1
         else:
             out[(op, _rt8_groups(line, n, sort))] += 1
