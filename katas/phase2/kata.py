@@ -56,6 +56,8 @@ def primitive_census(jaxpr) -> Counter:
 def io_avals(jaxpr) -> tuple[Avals, Avals]:
     """Return (inputs, outputs): lists of (shape tuple, dtype name) for the jaxpr's avals.
 
+    The avals of this jaxpr itself (when its one equation is a jit, not that jit's: the function
+    traced may take arguments the jit is not given and return values beside its results).
     One entry per input (not the constvars) and per output, in order, repeats kept; a shape is a
     tuple of ints, a dtype a name such as "float32", "bfloat16", "int32", "uint16" or "bool"
     (numpy's name of the dtype, for every dtype, ml_dtypes' "float8_e4m3fn" or "int4" too; a
@@ -71,11 +73,12 @@ def literal_operands(jaxpr, primitive: str) -> list[float]:
     """The literal (inline constant) operands of every top-level equation of `primitive`.
 
     In equation order, operand order within an equation, repeats kept, as floats (an int8 3
-    gives 3.0, True gives 1.0), exactly (an int32 16777217 gives 16777217.0), whatever the
-    literal's dtype (unsigned ones too). Only equations of that primitive count, by its whole
-    name (`or` is not `xor`, `add` not `scatter-add`). Only operands count (not params such as
-    integer_pow's y), only top-level equations (not those of nested jaxprs), and only literals
-    (a closed-over array is a constvar, not a literal).
+    gives 3.0, True gives 1.0, a 0 or False gives 0.0), exactly (an int32 16777217 gives
+    16777217.0), whatever the literal's dtype (unsigned ones too). Only equations of that
+    primitive count, by its whole name (`or` is not `xor`, `add` not `scatter-add`). Only
+    operands count (not params such as integer_pow's y), only top-level equations (not those of
+    nested jaxprs), and only literals (a closed-over array is a constvar, not a literal, a 0-d
+    jax Array too).
     """
     # TODO: a literal invar carries its value in `.val`
     raise NotImplementedError("phase2 task 4: literal_operands")

@@ -3,10 +3,12 @@ that its answer is known by construction, not read from the jaxpr.
 
 - io_program: arguments of every dtype and kind (ml_dtypes' float8 and int4 types, arrays of
   any rank, zero-size ones, Python scalars), outputs that are inputs, closed-over arrays,
-  literals of any dtype or computed values, one of them twice, in a drawn order.
+  literals of any dtype or computed values (maybe by one jit call, the jaxpr's only
+  equation), one of them twice, in a drawn order.
 - literal_program: literals of a drawn dtype at its edges (int32 beyond 2**24, uint32 beyond
-  2**31), next to primitives whose names contain one another (or, xor; add, scatter-add), two
-  of them in one equation (a clamp's bounds).
+  2**31) and a zero, next to primitives whose names contain one another (or, xor; add,
+  scatter-add), two of them in one equation (a clamp's bounds), beside a closed-over 0-d jax
+  Array (a constvar, not a literal).
 - dead_code_program: a drawn chain of equations, some dead, with four set pieces in every
   program (a value read twice by one equation, both dead; several results none of which is
   read; dead code inside a live jit; a dead chain four to six links long, spread out).
@@ -71,13 +73,14 @@ EXTENSION_NAMES = ("float8_e4m3fn", "float8_e5m2", "int4", "uint4")
 _LITERAL_NAMES = ("uint8", "uint16", "uint32", "int8", "int16", "bfloat16", "float16")
 
 
-def io_program(rng: random.Random, featured: str) -> tuple[Callable, tuple]:
+def io_program(rng: random.Random, featured: str, jitted: bool = False) -> tuple[Callable, tuple]:
     """f(*args) and args: 3 to 5 arguments (arrays of drawn dtypes and shapes, one of them of
     dtype `featured`, Python ints and floats), returning a drawn mix of arguments as they are,
     closed-over arrays as they are (constvars), literals (a 0-d NumPy value of a dtype no
     Python scalar gives, maybe a Python scalar or another 0-d value: inlined), values computed
     from the arguments, and one argument or closed-over array a second time, in a drawn
-    order."""
+    order. With `jitted`, the computed values come out of one jax.jit call given only the
+    arguments they read, so f's jaxpr is one jit equation whose own avals are not f's."""
     names = DTYPE_NAMES + EXTENSION_NAMES
     args: list = []
     for _ in range(rng.randint(2, 4)):
@@ -99,8 +102,13 @@ def io_program(rng: random.Random, featured: str) -> tuple[Callable, tuple]:
     picks += [("literal", i) for i in range(len(literals))]
     picks += [("computed", rng.randrange(len(args))) for _ in range(rng.randint(1, 2))]
     rng.shuffle(picks)
+    read = sorted({index for kind, index in picks if kind == "computed"})
+
+    def computed(*values):  # one value per argument read, in `read` order
+        return [jnp.asarray(v).astype(jnp.float16).sum() for v in values]
 
     def f(*values):
+        sums = (jax.jit(computed) if jitted else computed)(*(values[i] for i in read))
         outputs = []
         for kind, index in picks:
             if kind == "arg":
@@ -110,7 +118,7 @@ def io_program(rng: random.Random, featured: str) -> tuple[Callable, tuple]:
             elif kind == "literal":
                 outputs.append(literals[index])
             else:
-                outputs.append(jnp.asarray(values[index]).astype(jnp.float16).sum())
+                outputs.append(sums[read.index(index)])
         return tuple(outputs)
 
     return f, tuple(args)
@@ -146,12 +154,24 @@ def literal_program(rng: random.Random, name: str) -> LiteralProgram:
     """A program on an array of dtype `name` (one of LITERAL_DTYPES) with literals at that
     dtype's edges (as 0-d NumPy scalars: inlined), in a drawn order, beside primitives whose
     names contain the asked one: `or` beside `xor` for integers, `add` beside `scatter-add` for
-    floats; then two clamps in a drawn order, two literal bounds each (two edges, or one value
-    twice)."""
+    floats; a `mul` by a zero literal and by a closed-over 0-d jax Array (a constvar), in a
+    drawn order; then two clamps in a drawn order, two literal bounds each (two edges, or one
+    value twice)."""
     dtype = dtype_of(name)
     a, b = (dtype.type(v) for v in rng.sample(_EDGES[name], 2))
     c = dtype.type(rng.randint(1, 9))
     arg = np.ones((3,), dtype)
+    # two more `mul` operands in a drawn order: a zero literal (a value, though falsy) and a
+    # closed-over 0-d jax Array (a constvar, though it looks like a folded scalar)
+    factors = [("literal", dtype.type(0)), ("constvar", jax.device_put(np.asarray(c, dtype)))]
+    rng.shuffle(factors)
+
+    def scaled(v):
+        for _, factor in factors:
+            v = v * factor
+        return v
+
+    scaled_by = [0.0 for kind, _ in factors if kind == "literal"]
     # two clamps, each with two literal operands (bounds around the value), in a drawn order:
     # the edges in their drawn order, and one small value as both bounds
     bounds = [(a, b), (c, c)]
@@ -168,15 +188,20 @@ def literal_program(rng: random.Random, name: str) -> LiteralProgram:
         ops = {"or": jnp.bitwise_or, "xor": jnp.bitwise_xor}
 
         def f(v):
-            return clamped(ops[second](ops[first](v + a, b), c) * a)
+            return clamped(scaled(ops[second](ops[first](v + a, b), c) * a))
 
-        expected = {"add": [float(a)], first: [float(b)], second: [float(c)], "mul": [float(a)]}
+        expected = {"add": [float(a)], first: [float(b)], second: [float(c)]}
+        expected["mul"] = [float(a), *scaled_by]
         return LiteralProgram(f, arg, {**expected, "clamp": clamps}, name)
 
     def g(v):
-        return clamped((v.at[1].add(c) + a) * b + v.at[0].add(b))
+        return clamped(scaled((v.at[1].add(c) + a) * b) + v.at[0].add(b))
 
-    expected = {"add": [float(a)], "mul": [float(b)], "scatter-add": [float(c), float(b)]}
+    expected = {
+        "add": [float(a)],
+        "mul": [float(b), *scaled_by],
+        "scatter-add": [float(c), float(b)],
+    }
     return LiteralProgram(g, arg, {**expected, "clamp": clamps}, name)
 
 

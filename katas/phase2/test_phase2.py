@@ -34,7 +34,13 @@ from katas.phase2.programs import (
     mlp_args,
     shape_edges,
 )
-from katas.phase2.strata import EXTENSION_NAMES, LITERAL_DTYPES, io_program, literal_program
+from katas.phase2.strata import (
+    EXTENSION_NAMES,
+    LITERAL_DTYPES,
+    dtype_of,
+    io_program,
+    literal_program,
+)
 from xla_inspect.jaxpr import in_avals, out_avals
 from xla_inspect.jaxpr import primitive_census as library_census
 
@@ -108,16 +114,33 @@ def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
     """Every pair of the ten dtypes (params, x): each input keeps its own dtype. The pairs come
     in ten groups of one x dtype, each group one fresh shape (so one shape meets ten params
     dtypes in a row) and one rank of x (x of shape (in,), (batch, in) or (2, batch, in)); each
-    shape situation (a size of 1 in each place, or all distinct) on a fifth of the pairs. The
-    expected avals are those of jax.make_jaxpr(mlp) traced here."""
+    shape situation (a size of 1 in each place, or all distinct) on a fifth of the pairs. Each
+    group ends with three calls that change one thing at a time from the call before: x's
+    dtype alone, then x's leading shape alone, then the params' widths alone (what a trace
+    cache keyed on less than every argument's shape and dtype gets wrong). The expected avals
+    are those of jax.make_jaxpr(mlp) traced here."""
     x_dtypes, edges = fresh.sample(DTYPES, len(DTYPES)), shape_edges(fresh, len(DTYPES))
     for group, (x_dtype, edge) in enumerate(zip(x_dtypes, edges, strict=True)):
         shape = fresh_mlp_shape(fresh, edge)
         lead = ((), (shape[0],), (2, shape[0]))[group % 3]  # x's rank: 1, 2, 3 in turn
+        calls = []
         for param_dtype in fresh.sample(DTYPES, len(DTYPES)):
             params, x = aval_case_args(shape, param_dtype, x_dtype)
-            x = np.ones((*lead, shape[1]), x.dtype)
-            what = f"{param_dtype} params, {x_dtype} x{list(x.shape)}, shape {shape}"
+            calls.append((params, np.ones((*lead, shape[1]), x.dtype), ""))
+        params, x, _ = calls[-1]
+        other_dtype = x_dtypes[(group + 1) % len(x_dtypes)]  # another x dtype, same shape
+        x = x.astype(dtype_of(other_dtype))
+        calls.append((params, x, "after the same call with only x's dtype changed"))
+        x = np.ones((*((7,) if len(lead) != 1 else ()), shape[1]), x.dtype)  # another rank
+        calls.append((params, x, "after the same call with only x's leading shape changed"))
+        wider = (shape[0], shape[1], shape[2] + 1, shape[3] + 1)
+        params = aval_case_args(wider, str(params["w1"].dtype), x_dtype)[0]
+        calls.append((params, x, "after the same call with only the params' widths changed"))
+        for params, x, changed in calls:
+            what = (
+                f"{params['w1'].dtype} params w1{list(params['w1'].shape)}, "
+                f"{x.dtype} x{list(x.shape)}{', ' + changed if changed else ''}"
+            )
             jaxpr = kata.mlp_jaxpr(params, x)
             _is_jaxpr(jaxpr, what)
             traced = jax.make_jaxpr(kata.mlp)(params, x)
@@ -201,14 +224,16 @@ def test_io_avals_on_fresh_programs(kata, fresh):
     """Six drawn programs (strata.io_program): arguments of every dtype (each of ml_dtypes'
     float8 and int4 types in every run), rank 0 to 3, zero-size, Python scalars; outputs that
     are inputs, closed-over arrays, literals of any dtype or computed, one of them twice, in a
-    drawn order."""
+    drawn order; in every other program the computed values come out of one jit equation (the
+    jaxpr's only one) that takes only the arguments they read: its avals are not the jaxpr's."""
     featured = fresh.sample(EXTENSION_NAMES, len(EXTENSION_NAMES))
     for index in range(6):
-        fn, args = io_program(fresh, featured[index % len(featured)])
+        fn, args = io_program(fresh, featured[index % len(featured)], jitted=index % 2 == 1)
         got = kata.io_avals(jax.make_jaxpr(fn)(*args))
         assert isinstance(got, tuple) and len(got) == 2, "expected (inputs, outputs)"
         expected_in, expected_out = oracle.expected_avals(fn, args)
-        what = f"drawn program {index + 1} ({fresh.where()})"
+        jit_note = ", its computed outputs by one jit" if index % 2 == 1 else ""
+        what = f"drawn program {index + 1}{jit_note} ({fresh.where()})"
         with check:
             assert got[0] == expected_in, f"{what}: inputs {got[0]}, expected {expected_in}"
         with check:
@@ -254,13 +279,17 @@ def test_literals_of_other_dtypes(kata):
     ints = _literals(kata, lambda i: (i + 3) * np.int8(-2), "mul", np.int8(1))
     int_add = _literals(kata, lambda i: (i + 3) * np.int8(-2), "add", np.int8(1))
     halves = _literals(kata, lambda h: h * 0.5 - 1.0, "mul", np.float16(1))
-    bools = _literals(kata, lambda b: jnp.logical_and(b, True), "and", np.array([True, False]))
+    flags = np.array([True, False])
+    bools = _literals(kata, lambda b: jnp.logical_and(b, True), "and", flags)
+    falses = _literals(kata, lambda b: jnp.logical_or(b, False) ^ True, "or", flags)
     with check:
         assert (ints, int_add) == ([-2.0], [3.0]), f"int8: mul {ints}, add {int_add}"
     with check:
         assert halves == [0.5], f"f16: mul literals {halves}, expected [0.5]"
     with check:
         assert bools == [1.0], f"bool: and literals {bools}, expected [1.0] (True)"
+    with check:
+        assert falses == [0.0], f"bool: or literals {falses}, expected [0.0] (False)"
 
 
 @pytest.mark.task("literal_operands")
@@ -280,8 +309,9 @@ def test_literals_only_at_top_level(kata):
 @pytest.mark.task("literal_operands")
 def test_literals_on_fresh_programs(kata, fresh):
     """A drawn program per dtype (strata.literal_program), in a drawn order: literals at the
-    dtype's edges (unsigned, int32 beyond 2**24, ...), beside primitives whose names contain
-    the one asked, and equations with two literal operands (a clamp's bounds, one value twice)."""
+    dtype's edges (unsigned, int32 beyond 2**24, ...) and a zero, beside primitives whose names
+    contain the one asked, equations with two literal operands (a clamp's bounds, one value
+    twice), and a closed-over 0-d jax Array (a constvar) as an operand of the primitive asked."""
     for name in fresh.sample(LITERAL_DTYPES, len(LITERAL_DTYPES)):
         program = literal_program(fresh, name)
         jaxpr = jax.make_jaxpr(program.f)(program.arg)
