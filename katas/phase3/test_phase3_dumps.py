@@ -137,12 +137,12 @@ _DAY = 86400.0
 
 def _earlier_process(written: Path, directory: Path) -> None:
     """An earlier process's dump of the program whose before file is ``written``, a day old, left
-    in ``directory`` under the next 128 module numbers (whatever the next compiles take) and
-    under one no process reaches: byte for byte what a compile of it writes there."""
+    in ``directory`` under the next 32 module numbers (a compile takes two or so) and under one
+    no process reaches: byte for byte what a compile of it writes there."""
     old = time.time() - _DAY
     prefix = written.name.split(".")[0]
     texts = {p.name[len(prefix) :]: p.read_bytes() for p in written.parent.glob(f"{prefix}.*.txt")}
-    for number in (*range(_number(written) + 1, _number(written) + 129), 999999999):
+    for number in (*range(_number(written) + 1, _number(written) + 33), 999999999):
         for suffix, text in texts.items():
             path = directory / f"module_{number:04d}{suffix}"
             path.write_bytes(text)
