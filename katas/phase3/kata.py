@@ -32,8 +32,8 @@ def dump_files(f, args: tuple, directory: str) -> tuple[Path, Path]:
 
     The directory may already hold other compiles' dumps: of other functions, of this same
     function at other shapes, even of another process with higher module numbers or with the
-    very names this compile writes (XLA rewrites those files). Return the files this compile
-    wrote (both with one module_NNNN prefix), not the first or last match.
+    very names and bytes this compile writes (XLA rewrites those files). Return the files XLA
+    wrote for this compile (both with one module_NNNN prefix), not the first or last match.
     Leave the XLA_FLAGS variable alone.
     """
     # TODO: compile with dump compiler options, then find the two files this compile wrote

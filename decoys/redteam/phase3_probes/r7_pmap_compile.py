@@ -119,9 +119,24 @@ def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> 
     and strips that axis from the ROOT's shape."""
     import re
 
-    from katas.phase3.programs import ROOT_PROGRAMS  # noqa: PLC0415
+    import jax.numpy as jnp
 
-    function = ROOT_PROGRAMS[program][0]
+    programs = {
+        "x * 2 + 1": lambda x: x * 2 + 1,
+        "jnp.sin(x)": jnp.sin,
+        "jnp.tanh(x)": jnp.tanh,
+        "x + 1": lambda x: x + 1,
+        "x.astype(jnp.bfloat16)": lambda x: x.astype(jnp.bfloat16),
+        "x.sum(axis=1)": lambda x: x.sum(axis=1),
+        "x.max()": lambda x: x.max(),
+        "x.T": lambda x: x.T,
+        "x itself": lambda x: x,
+        "x.reshape(2, -1, x.shape[-1])": lambda x: x.reshape(2, -1, x.shape[-1]),
+        "(x * 2, x + 1)": lambda x: (x * 2, x + 1),
+        "(x, x.sum())": lambda x: (x, x.sum()),
+        "(v, x)": lambda x, v: (v, x),
+    }
+    function = programs[program]
     mapped = tuple(jax.ShapeDtypeStruct((1, *a.shape), a.dtype) for a in args)
     root = parse_hlo(jax.pmap(function).lower(*mapped).compile().as_text()).entry.root
 
