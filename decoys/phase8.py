@@ -532,6 +532,9 @@ _ACCEPTS = {
     "(b, 4) called with f32[3,5]": False,
     "(b, 4) called with f32[3,4,1]": False,
     "(b, 4) called with i32[3,4]": False,
+    "(b, 4) called with f64[3,4]": True,
+    "(b, 4) called with f16[3,4]": False,
+    "(b, 4) called with i64[3,4]": False,
     "(2*b, 4) called with f32[6,4]": True,
     "(2*b, 4) called with f32[5,4]": False,
     "(b, b) called with f32[3,3]": True,
@@ -539,6 +542,7 @@ _ACCEPTS = {
     "(b + 1, 4) called with f32[1,4]": False,
     "(b + 1, 4) called with f32[2,4]": True,
     "(a, b) called with f32[2,7]": True,
+    "(a, b) called with f32[3,3]": True,
     "(b, 2*b) called with f32[3,6]": True,
     "(b + 1, b) called with f32[3,3]": False,
     "(2*b, b + 1) called with f32[4,4]": False,
@@ -600,7 +604,7 @@ def accepts_measured():
 
 @accepted("predict_accepts", why="built from the rules instead of a table")
 def accepts_by_rule():
-    refused = {"f32[0,4]", "f32[3,5]", "f32[3,4,1]", "i32[3,4]"}
+    refused = {"f32[0,4]", "f32[3,5]", "f32[3,4,1]", "i32[3,4]", "f16[3,4]", "i64[3,4]"}
     runs = {name: name.rsplit(" ", 1)[1] not in refused for name in _ACCEPTS}
     return runs | {
         "(2*b, 4) called with f32[5,4]": False,  # odd: no b with 2*b = 5
