@@ -56,7 +56,7 @@ def call_exported(
     """Rebuild the exported function from `blob` and call it on `args` as given; return what the
     function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
     The exported function checks the arguments itself: a call it rejects (a wrong dtype or
-    shape) raises its error."""
+    shape) raises its error, and a call it accepts runs."""
     # TODO: the inverse of serialize, then call
     raise NotImplementedError("phase8 task 4: call_exported")
 
