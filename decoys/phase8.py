@@ -470,6 +470,25 @@ def census_with_a_stack(lowered):
     return census
 
 
+_GENERIC_OP = re.compile(r'(?:^|[=\s])"([a-z_][\w]*\.[\w.]+)"\(', re.M)
+
+
+@accepted(
+    "op_census",
+    why="MLIR's generic form counted: get_asm(print_generic_op_form=True) prints every operation, "
+    "nested regions included, as its quoted full name followed by '(' and escapes every quote "
+    "inside a string, so no attribute can spell an op; the count is MLIR's own traversal, like "
+    "Operation.walk, and only the toolkit's census is outside the contract "
+    "(red-team round 6 probe r6_census_generic_text)",
+)
+def census_generic_form(lowered):
+    module = lowered.compiler_ir("stablehlo")
+    text = module.operation.get_asm(print_generic_op_form=True)
+    census = Counter(_GENERIC_OP.findall(text))
+    census["builtin.module"] -= 1
+    return +census
+
+
 @accepted("hlo_opcode", why="a regular expression for the spelling, renames checked first")
 def opcode_by_regex(stablehlo_op):
     name = re.sub(r"^stablehlo\.", "", stablehlo_op)
@@ -532,6 +551,9 @@ _ACCEPTS = {
     "(b, 4) called with f32[3,5]": False,
     "(b, 4) called with f32[3,4,1]": False,
     "(b, 4) called with i32[3,4]": False,
+    "(b, 4) called with f64[3,4]": True,
+    "(b, 4) called with f16[3,4]": False,
+    "(b, 4) called with i64[3,4]": False,
     "(2*b, 4) called with f32[6,4]": True,
     "(2*b, 4) called with f32[5,4]": False,
     "(b, b) called with f32[3,3]": True,
@@ -539,6 +561,7 @@ _ACCEPTS = {
     "(b + 1, 4) called with f32[1,4]": False,
     "(b + 1, 4) called with f32[2,4]": True,
     "(a, b) called with f32[2,7]": True,
+    "(a, b) called with f32[3,3]": True,
     "(b, 2*b) called with f32[3,6]": True,
     "(b + 1, b) called with f32[3,3]": False,
     "(2*b, b + 1) called with f32[4,4]": False,
@@ -600,7 +623,7 @@ def accepts_measured():
 
 @accepted("predict_accepts", why="built from the rules instead of a table")
 def accepts_by_rule():
-    refused = {"f32[0,4]", "f32[3,5]", "f32[3,4,1]", "i32[3,4]"}
+    refused = {"f32[0,4]", "f32[3,5]", "f32[3,4,1]", "i32[3,4]", "f16[3,4]", "i64[3,4]"}
     runs = {name: name.rsplit(" ", 1)[1] not in refused for name in _ACCEPTS}
     return runs | {
         "(2*b, 4) called with f32[5,4]": False,  # odd: no b with 2*b = 5

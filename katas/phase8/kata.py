@@ -56,7 +56,7 @@ def call_exported(
     """Rebuild the exported function from `blob` and call it on `args` as given; return what the
     function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
     The exported function checks the arguments itself: a call it rejects (a wrong dtype or
-    shape) raises its error."""
+    shape) raises its error, and a call it accepts runs."""
     # TODO: the inverse of serialize, then call
     raise NotImplementedError("phase8 task 4: call_exported")
 
@@ -76,9 +76,10 @@ def predict_accepts() -> dict[str, bool]:
 
     EXPORTED_CALLS (katas/phase8/programs.py) maps a name to (symbolic shape, dtype, shape): the
     tests export `column_sums` for x float32 of that symbolic shape, serialize, deserialize and
-    call it on an array of that dtype and shape. Return {name: True if the call runs, False if
-    the exported function rejects it}, for every name, decided from the shapes and what a
-    symbolic dimension may stand for. Your function must not export, call or compile anything.
+    call it on a NumPy array of that dtype and shape (JAX's defaults: x64 off). Return {name:
+    True if the call runs, False if the exported function rejects it}, for every name, decided
+    from the shapes, the dtypes and what a symbolic dimension may stand for. Your function must
+    not export, call or compile anything.
     """
     # TODO: one entry per EXPORTED_CALLS name
     raise NotImplementedError("phase8 task 6: predict_accepts")

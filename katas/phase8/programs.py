@@ -751,7 +751,7 @@ def column_sums(x):
 
 # Calls of `column_sums` exported for x float32 of the symbolic shape on the left (read with
 # jax.export.symbolic_shape), serialized, deserialized, then called on a NumPy array of the
-# dtype and shape on the right. The learner predicts which calls run.
+# dtype and shape on the right (JAX's defaults: x64 off). The learner predicts which calls run.
 EXPORTED_CALLS = {
     "(b, 4) called with f32[3,4]": ("b, 4", np.float32, (3, 4)),
     "(b, 4) called with f32[1,4]": ("b, 4", np.float32, (1, 4)),
@@ -759,6 +759,9 @@ EXPORTED_CALLS = {
     "(b, 4) called with f32[3,5]": ("b, 4", np.float32, (3, 5)),
     "(b, 4) called with f32[3,4,1]": ("b, 4", np.float32, (3, 4, 1)),
     "(b, 4) called with i32[3,4]": ("b, 4", np.int32, (3, 4)),
+    "(b, 4) called with f64[3,4]": ("b, 4", np.float64, (3, 4)),
+    "(b, 4) called with f16[3,4]": ("b, 4", np.float16, (3, 4)),
+    "(b, 4) called with i64[3,4]": ("b, 4", np.int64, (3, 4)),
     "(2*b, 4) called with f32[6,4]": ("2*b, 4", np.float32, (6, 4)),
     "(2*b, 4) called with f32[5,4]": ("2*b, 4", np.float32, (5, 4)),
     "(b, b) called with f32[3,3]": ("b, b", np.float32, (3, 3)),
@@ -766,6 +769,7 @@ EXPORTED_CALLS = {
     "(b + 1, 4) called with f32[1,4]": ("b + 1, 4", np.float32, (1, 4)),
     "(b + 1, 4) called with f32[2,4]": ("b + 1, 4", np.float32, (2, 4)),
     "(a, b) called with f32[2,7]": ("a, b", np.float32, (2, 7)),
+    "(a, b) called with f32[3,3]": ("a, b", np.float32, (3, 3)),
     "(b, 2*b) called with f32[3,6]": ("b, 2*b", np.float32, (3, 6)),
     "(b + 1, b) called with f32[3,3]": ("b + 1, b", np.float32, (3, 3)),
     "(2*b, b + 1) called with f32[4,4]": ("2*b, b + 1", np.float32, (4, 4)),

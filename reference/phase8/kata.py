@@ -62,8 +62,10 @@ def export_any_batch(f, features: int, *rest) -> bytes:
 def predict_accepts() -> dict[str, bool]:
     # Every symbol stands for an integer >= 1, so b + 1 cannot be 1 and no dimension can be 0;
     # 2*b needs an even size; a symbol used twice needs one value that fits every dimension it
-    # appears in, bare or inside an expression (b, 2*b: the second is twice the first);
-    # constants, the rank and the dtype must match exactly.
+    # appears in, bare or inside an expression (b, 2*b: the second is twice the first), while
+    # two symbols may take one value (a, b on 3x3); constants, the rank and the dtype must match
+    # exactly, the dtype after JAX canonicalizes the NumPy array (x64 off: float64 arrives as
+    # float32 and runs, int64 as int32 and is refused; float16 is not converted).
     return {
         "(b, 4) called with f32[3,4]": True,
         "(b, 4) called with f32[1,4]": True,
@@ -71,6 +73,9 @@ def predict_accepts() -> dict[str, bool]:
         "(b, 4) called with f32[3,5]": False,
         "(b, 4) called with f32[3,4,1]": False,
         "(b, 4) called with i32[3,4]": False,
+        "(b, 4) called with f64[3,4]": True,
+        "(b, 4) called with f16[3,4]": False,
+        "(b, 4) called with i64[3,4]": False,
         "(2*b, 4) called with f32[6,4]": True,
         "(2*b, 4) called with f32[5,4]": False,
         "(b, b) called with f32[3,3]": True,
@@ -78,6 +83,7 @@ def predict_accepts() -> dict[str, bool]:
         "(b + 1, 4) called with f32[1,4]": False,
         "(b + 1, 4) called with f32[2,4]": True,
         "(a, b) called with f32[2,7]": True,
+        "(a, b) called with f32[3,3]": True,
         "(b, 2*b) called with f32[3,6]": True,
         "(b + 1, b) called with f32[3,3]": False,
         "(2*b, b + 1) called with f32[4,4]": False,
