@@ -23,7 +23,9 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 
 def stages(f, *args) -> tuple[str, str]:
-    """(before, after) for jax.jit(f) at these args: StableHLO text and optimized HLO text."""
+    """(before, after) for jax.jit(f) itself at these args as given (a Python scalar stays
+    weakly typed; the module keeps the name jax.jit gives it): StableHLO text and optimized HLO
+    text."""
     # TODO: lower once; the lowered stage gives StableHLO and compiles to the optimized module
     raise NotImplementedError("phase4 task 1: stages")
 

@@ -185,15 +185,17 @@ DUMPED = {  # program, args, the opcode the optimization removes or adds
 
 
 STAGE_PROGRAMS = {  # several arities, a tuple result, one function at two dtypes of one shape
-    # (f32 then bf16) and at two shapes (size 1), a scalar argument, an argument the function
-    # ignores (jit prunes it), two different functions of one name (both `<lambda>`) at the same
-    # argument
+    # (f32 then bf16) and at two shapes (size 1), a NumPy scalar argument and a Python float (weakly
+    # typed: jax.jit multiplies in bfloat16 where an f32[] would promote to float32), an argument
+    # the function ignores (jit prunes it), two different functions of one name (both `<lambda>`)
+    # at the same argument; jax.jit names each module after its function
     "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
     "moments f32[6]": (moments, (uniform(6, 4),)),
     "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
     "lhs_transposed 5x1, 5x7": (lhs_transposed, transposed_args(5, 1, 7)),
     "lhs_transposed 16x8, 16x5": (lhs_transposed, transposed_args()),
     "scaled_sine f32[] (a NumPy scalar), f32[4]": (scaled_sine, (np.float32(1.5), uniform(4))),
+    "scaled_sine 1.5 (a Python float), bf16[4]": (scaled_sine, (1.5, uniform(4, dtype=BF16))),
     "ignores_second f32[4], f32[2,3]": (ignores_second, (uniform(4), uniform((2, 3), 2))),
     "<lambda> x * 2.0 at f32[8]": (lambda x: x * 2.0, (uniform(),)),
     "<lambda> sin(x) at f32[8]": (lambda x: jnp.sin(x), (uniform(),)),

@@ -86,9 +86,10 @@ def _stages_oracle(key: str) -> tuple[Counter, Counter, tuple[str, str]]:
 
 @pytest.mark.task("stages")
 def test_stages_of_several_programs(kata):
-    """Each program at its own arguments: a scalar stays a scalar, an unused argument is pruned
-    as jax.jit prunes it, one function at another dtype or shape is another program, and so are
-    two functions of one name."""
+    """Each program at its own arguments: a scalar stays a scalar, a Python float stays weakly
+    typed, an unused argument is pruned as jax.jit prunes it, one function at another dtype or
+    shape is another program, and so are two functions of one name; both modules carry the name
+    jax.jit gives them (after the function)."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
@@ -99,9 +100,9 @@ def test_stages_of_several_programs(kata):
         with check:
             assert hlo == want_hlo, f"{key} after: {dict(hlo)}, expected {dict(want_hlo)}"
         with check:
-            assert main == want_main, f"{key} before: main is {main}, expected {want_main}"
+            assert main == want_main, f"{key} before: {main}, expected {want_main}"
         with check:
-            assert entry == want_entry, f"{key} after: ENTRY is {entry}, expected {want_entry}"
+            assert entry == want_entry, f"{key} after: {entry} (ENTRY), expected {want_entry}"
 
 
 @pytest.mark.task("stages")
