@@ -48,9 +48,10 @@ def folded_scale(x) -> jax.Array:
 
 def shared_subexpression(a, b, c, d) -> jax.Array:
     """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype (for every
-    value: a + b may be negative or 0, or so large that its square overflows; c and d may have
-    opposite signs and a small sum), written so that the jaxpr has 3 adds and the optimized HLO
-    (fused computations included) has 2."""
+    value: a + b may be negative or 0, so large that its square overflows, or inf itself; c and
+    d may have opposite signs and a small sum, or a sum of 0, and a zero product keeps its sign),
+    written so that the jaxpr has 3 adds and the optimized HLO (fused computations included)
+    has 2."""
     # TODO: repeat yourself on purpose
     raise NotImplementedError("phase4 task 4: shared_subexpression")
 

@@ -59,17 +59,22 @@ IDENTITY_INPUTS = {
 
 
 def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: float, huge: float):
-    """a, b, c, d signed (so a + b and c + d are negative as often as not), with four planted
+    """a, b, c, d signed (so a + b and c + d are negative as often as not), with six planted
     elements: a + b == 0, a negative sum, a + b so large that its square overflows the dtype
-    while (a + b) * (c + d) does not, and c, d of opposite signs so large against their sum that
-    (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not."""
+    while (a + b) * (c + d) does not, c, d of opposite signs so large against their sum that
+    (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not, a + b that
+    overflows to inf itself (the product is inf: 0 * inf would be nan), and a negative a + b
+    times c + d == 0 (the product is -0.0)."""
     rng = np.random.default_rng(seed)
     a, b, c, d = rng.uniform(-1.0, 1.0, size=(4, *shape))
+    top = float(ml_dtypes.finfo(dtype).max)
     planted = (
         (1.0, -1.0, 0.5, 0.25),
         (-1.0, -0.5, 0.5, 0.5),
         (big, big, 1 / big, 1 / big),
         (huge, huge, -4.0, 3.5),
+        (top, top, 1.0, 0.5),
+        (-1.0, -0.5, 0.5, -0.5),
     )
     for index, values in enumerate(planted):
         for array, value in zip((a, b, c, d), values, strict=True):

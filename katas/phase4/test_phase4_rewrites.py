@@ -149,18 +149,27 @@ def test_folded_scale_becomes_a_multiply(kata):
 
 @pytest.mark.task("shared_subexpression")
 def test_cse_removes_the_repeated_add(kata):
-    """Signed inputs with a + b == 0, negative sums and a sum whose square overflows."""
+    """Signed inputs with a + b == 0, negative sums, a sum whose square overflows, a sum that
+    overflows to inf itself and a zero product of negative sign: the product rounded to the
+    dtype, inf and the sign of a zero included."""
     for what, (a, b, c, d) in CSE_INPUTS.items():
         jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
         _, optimized, out = _compile(what, kata.shared_subexpression, a, b, c, d)
         _same_kind(what, out, a)
         hlo_adds = oracle.counts(optimized)["add"]
         wide = [v.astype(np.float64) for v in (a, b, c, d)]
-        want = (wide[0] + wide[1]) * (wide[2] + wide[3])
+        with np.errstate(over="ignore"):  # a + b beyond the dtype's range is inf there
+            want = ((wide[0] + wide[1]) * (wide[2] + wide[3])).astype(a.dtype).astype(np.float64)
+        got = out.astype(np.float64)
         tolerance = 4 * _tolerance(a)
         with check:
-            np.testing.assert_allclose(
-                out.astype(np.float64), want, rtol=tolerance, atol=tolerance, err_msg=what
+            np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=what)
+        flipped = np.flatnonzero((want == 0) & (np.signbit(got) != np.signbit(want)))
+        with check:
+            assert not flipped.size, (
+                f"{what}: at a, b, c, d = {[float(v.flat[flipped[0]]) for v in (a, b, c, d)]} "
+                f"got {got.flat[flipped[0]]!r}, expected (a + b) * (c + d) = "
+                f"{want.flat[flipped[0]]!r} (the sign of a zero counts)"
             )
         with check:
             assert jaxpr_adds == 3, f"{what}: jaxpr add x{jaxpr_adds}, want 3 (a+b written twice)"
