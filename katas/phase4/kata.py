@@ -83,7 +83,8 @@ def refused_rewrites(x) -> tuple[jax.Array, jax.Array]:
     """Return the pair (six times x, zeros), each computed in a form that real-number algebra
     would simplify but XLA must not for floats: the optimized HLO keeps two multiplies (no
     reassociation of the constants) and one subtract (no folding to zero). Both results have
-    x's shape and dtype."""
+    x's shape and dtype; six times x is finite wherever it is in x's dtype (x up to a sixth of
+    the dtype's largest value)."""
     # TODO: mind the order of the factors: Python evaluates left to right
     raise NotImplementedError("phase4 task 8: refused_rewrites")
 
