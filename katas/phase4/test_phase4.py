@@ -189,16 +189,24 @@ def test_one_kernel_of_the_listed_programs(kata):
         _check_kernel(kata, name, BANK_INPUT.shape, "float32", BANK_N, "")
 
 
+def _kernel_shapes(fresh, count: int) -> list[tuple[int, int]]:
+    """`count` matrix shapes (2 or more): the first with 2 rows, the second with 2 columns (the
+    domain's edge, one way then the other), then any; every other dimension drawn from 2 to 16."""
+    edges = [(2, fresh.randint(2, 16)), (fresh.randint(2, 16), 2)]
+    drawn = [(fresh.randint(2, 16), fresh.randint(2, 16)) for _ in range(count)]
+    return (edges + drawn)[:count]
+
+
 @pytest.mark.task("one_kernel")
 def test_one_kernel_on_fresh_cases(kata, fresh):
-    """Every program at a drawn matrix shape (2 to 16 each way) and dtype; a program that names n
-    at n = 0, 1 and 2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 8.
-    The verdict is read from the program compiled here."""
+    """Every program at drawn matrix shapes (2 to 16 each way; one shape with 2 rows and one with
+    2 columns among them, the domain's edge) and dtypes; a program that names n at n = 0, 1 and
+    2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 8. The verdict is
+    read from the program compiled here."""
     _require_cpu("fusion decisions are the CPU backend's")
     for name in KERNELS:
-        counts = (0, 1, 2, fresh.randint(3, 8)) if NAMES_N.search(name) else (BANK_N,)
-        for n in counts:
-            shape = (fresh.randint(2, 16), fresh.randint(2, 16))
+        counts = (0, 1, 2, fresh.randint(3, 8)) if NAMES_N.search(name) else (BANK_N, BANK_N)
+        for n, shape in zip(counts, _kernel_shapes(fresh, len(counts)), strict=True):
             _check_kernel(kata, name, shape, fresh.choice(KERNEL_DTYPES), n, f" ({fresh.where()})")
 
 
