@@ -28,6 +28,9 @@ from xla_inspect.stablehlo import iter_operations, stablehlo_op_census
 from .. import versions
 
 _LAYOUT = re.compile(r"\{[^{}]*\}")
+# The first line of a lowered module: `module @jit_f attributes {...}` (a name with characters
+# MLIR's bare identifiers do not allow is quoted: `module @"jit_<lambda>"`).
+_SHLO_MODULE = re.compile(r'^module @("(?:[^"\\]|\\.)*"|[^\s{]+)', re.MULTILINE)
 
 
 def counts(hlo_text: str) -> Counter:
@@ -49,22 +52,28 @@ def stages(f: Callable, args: tuple) -> tuple[Counter, Counter, tuple[str, str]]
 
 
 def signature(before: str, after: str) -> tuple[str, str]:
-    """The types StableHLO's `main` takes and returns, and the shapes the optimized ENTRY takes
-    (parameters in order) and returns, layouts left out: what a stage of other arguments (a
-    scalar made a vector, an unused argument kept) changes even where opcode counts do not."""
+    """The module's name and the types StableHLO's `main` takes and returns, and the optimized
+    module's name and the shapes its ENTRY takes (parameters in order) and returns, layouts left
+    out: what a stage of other arguments (a scalar made a vector, a Python float's weak type
+    lost, an unused argument kept) or of another function (jax.jit names the module after it)
+    changes even where opcode counts do not."""
+    found = _SHLO_MODULE.search(before)
+    shlo_name = found.group(1) if found else "(no module line)"
     main = [
         str(op.attributes["function_type"])
         for op in iter_operations(before)
         if op.name == "func.func" and str(op.attributes["sym_name"]) == '"main"'
     ]
-    entry = parse_hlo(after).entry
+    module = parse_hlo(after)
+    entry = module.entry
     parameters = sorted(
         (int(i.payload or 0), _LAYOUT.sub("", i.shape))
         for i in entry.instructions
         if i.opcode == "parameter"
     )
     root = next(_LAYOUT.sub("", i.shape) for i in entry.instructions if i.is_root)
-    return " ".join(main), f"({', '.join(shape for _, shape in parameters)}) -> {root}"
+    entry_types = f"({', '.join(shape for _, shape in parameters)}) -> {root}"
+    return f"module @{shlo_name}: {' '.join(main)}", f"HloModule {module.name}: {entry_types}"
 
 
 def pass_dumps(base: Path, programs: dict) -> dict:

@@ -23,7 +23,9 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 
 def stages(f, *args) -> tuple[str, str]:
-    """(before, after) for jax.jit(f) at these args: StableHLO text and optimized HLO text."""
+    """(before, after) for jax.jit(f) itself at these args as given (a Python scalar stays
+    weakly typed; the module keeps the name jax.jit gives it): StableHLO text and optimized HLO
+    text."""
     # TODO: lower once; the lowered stage gives StableHLO and compiles to the optimized module
     raise NotImplementedError("phase4 task 1: stages")
 
@@ -46,9 +48,10 @@ def folded_scale(x) -> jax.Array:
 
 def shared_subexpression(a, b, c, d) -> jax.Array:
     """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype (for every
-    value: a + b may be negative or 0, or so large that its square overflows; c and d may have
-    opposite signs and a small sum), written so that the jaxpr has 3 adds and the optimized HLO
-    (fused computations included) has 2."""
+    value: a + b may be negative or 0, so large that its square overflows, or inf itself; c and
+    d may have opposite signs and a small sum, or a sum of 0, and a zero product keeps its sign),
+    written so that the jaxpr has 3 adds and the optimized HLO (fused computations included)
+    has 2."""
     # TODO: repeat yourself on purpose
     raise NotImplementedError("phase4 task 4: shared_subexpression")
 
@@ -80,7 +83,8 @@ def refused_rewrites(x) -> tuple[jax.Array, jax.Array]:
     """Return the pair (six times x, zeros), each computed in a form that real-number algebra
     would simplify but XLA must not for floats: the optimized HLO keeps two multiplies (no
     reassociation of the constants) and one subtract (no folding to zero). Both results have
-    x's shape and dtype."""
+    x's shape and dtype; six times x is finite wherever it is in x's dtype (x up to a sixth of
+    the dtype's largest value)."""
     # TODO: mind the order of the factors: Python evaluates left to right
     raise NotImplementedError("phase4 task 8: refused_rewrites")
 

@@ -59,17 +59,22 @@ IDENTITY_INPUTS = {
 
 
 def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: float, huge: float):
-    """a, b, c, d signed (so a + b and c + d are negative as often as not), with four planted
+    """a, b, c, d signed (so a + b and c + d are negative as often as not), with six planted
     elements: a + b == 0, a negative sum, a + b so large that its square overflows the dtype
-    while (a + b) * (c + d) does not, and c, d of opposite signs so large against their sum that
-    (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not."""
+    while (a + b) * (c + d) does not, c, d of opposite signs so large against their sum that
+    (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not, a + b that
+    overflows to inf itself (the product is inf: 0 * inf would be nan), and a negative a + b
+    times c + d == 0 (the product is -0.0)."""
     rng = np.random.default_rng(seed)
     a, b, c, d = rng.uniform(-1.0, 1.0, size=(4, *shape))
+    top = float(ml_dtypes.finfo(dtype).max)
     planted = (
         (1.0, -1.0, 0.5, 0.25),
         (-1.0, -0.5, 0.5, 0.5),
         (big, big, 1 / big, 1 / big),
         (huge, huge, -4.0, 3.5),
+        (top, top, 1.0, 0.5),
+        (-1.0, -0.5, 0.5, -0.5),
     )
     for index, values in enumerate(planted):
         for array, value in zip((a, b, c, d), values, strict=True):
@@ -185,15 +190,17 @@ DUMPED = {  # program, args, the opcode the optimization removes or adds
 
 
 STAGE_PROGRAMS = {  # several arities, a tuple result, one function at two dtypes of one shape
-    # (f32 then bf16) and at two shapes (size 1), a scalar argument, an argument the function
-    # ignores (jit prunes it), two different functions of one name (both `<lambda>`) at the same
-    # argument
+    # (f32 then bf16) and at two shapes (size 1), a NumPy scalar argument and a Python float (weakly
+    # typed: jax.jit multiplies in bfloat16 where an f32[] would promote to float32), an argument
+    # the function ignores (jit prunes it), two different functions of one name (both `<lambda>`)
+    # at the same argument; jax.jit names each module after its function
     "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
     "moments f32[6]": (moments, (uniform(6, 4),)),
     "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
     "lhs_transposed 5x1, 5x7": (lhs_transposed, transposed_args(5, 1, 7)),
     "lhs_transposed 16x8, 16x5": (lhs_transposed, transposed_args()),
     "scaled_sine f32[] (a NumPy scalar), f32[4]": (scaled_sine, (np.float32(1.5), uniform(4))),
+    "scaled_sine 1.5 (a Python float), bf16[4]": (scaled_sine, (1.5, uniform(4, dtype=BF16))),
     "ignores_second f32[4], f32[2,3]": (ignores_second, (uniform(4), uniform((2, 3), 2))),
     "<lambda> x * 2.0 at f32[8]": (lambda x: x * 2.0, (uniform(),)),
     "<lambda> sin(x) at f32[8]": (lambda x: jnp.sin(x), (uniform(),)),

@@ -86,9 +86,10 @@ def _stages_oracle(key: str) -> tuple[Counter, Counter, tuple[str, str]]:
 
 @pytest.mark.task("stages")
 def test_stages_of_several_programs(kata):
-    """Each program at its own arguments: a scalar stays a scalar, an unused argument is pruned
-    as jax.jit prunes it, one function at another dtype or shape is another program, and so are
-    two functions of one name."""
+    """Each program at its own arguments: a scalar stays a scalar, a Python float stays weakly
+    typed, an unused argument is pruned as jax.jit prunes it, one function at another dtype or
+    shape is another program, and so are two functions of one name; both modules carry the name
+    jax.jit gives them (after the function)."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
@@ -99,9 +100,9 @@ def test_stages_of_several_programs(kata):
         with check:
             assert hlo == want_hlo, f"{key} after: {dict(hlo)}, expected {dict(want_hlo)}"
         with check:
-            assert main == want_main, f"{key} before: main is {main}, expected {want_main}"
+            assert main == want_main, f"{key} before: {main}, expected {want_main}"
         with check:
-            assert entry == want_entry, f"{key} after: ENTRY is {entry}, expected {want_entry}"
+            assert entry == want_entry, f"{key} after: {entry} (ENTRY), expected {want_entry}"
 
 
 @pytest.mark.task("stages")
@@ -188,16 +189,24 @@ def test_one_kernel_of_the_listed_programs(kata):
         _check_kernel(kata, name, BANK_INPUT.shape, "float32", BANK_N, "")
 
 
+def _kernel_shapes(fresh, count: int) -> list[tuple[int, int]]:
+    """`count` matrix shapes (2 or more): the first with 2 rows, the second with 2 columns (the
+    domain's edge, one way then the other), then any; every other dimension drawn from 2 to 16."""
+    edges = [(2, fresh.randint(2, 16)), (fresh.randint(2, 16), 2)]
+    drawn = [(fresh.randint(2, 16), fresh.randint(2, 16)) for _ in range(count)]
+    return (edges + drawn)[:count]
+
+
 @pytest.mark.task("one_kernel")
 def test_one_kernel_on_fresh_cases(kata, fresh):
-    """Every program at a drawn matrix shape (2 to 16 each way) and dtype; a program that names n
-    at n = 0, 1 and 2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 8.
-    The verdict is read from the program compiled here."""
+    """Every program at drawn matrix shapes (2 to 16 each way; one shape with 2 rows and one with
+    2 columns among them, the domain's edge) and dtypes; a program that names n at n = 0, 1 and
+    2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 8. The verdict is
+    read from the program compiled here."""
     _require_cpu("fusion decisions are the CPU backend's")
     for name in KERNELS:
-        counts = (0, 1, 2, fresh.randint(3, 8)) if NAMES_N.search(name) else (BANK_N,)
-        for n in counts:
-            shape = (fresh.randint(2, 16), fresh.randint(2, 16))
+        counts = (0, 1, 2, fresh.randint(3, 8)) if NAMES_N.search(name) else (BANK_N, BANK_N)
+        for n, shape in zip(counts, _kernel_shapes(fresh, len(counts)), strict=True):
             _check_kernel(kata, name, shape, fresh.choice(KERNEL_DTYPES), n, f" ({fresh.where()})")
 
 

@@ -149,18 +149,27 @@ def test_folded_scale_becomes_a_multiply(kata):
 
 @pytest.mark.task("shared_subexpression")
 def test_cse_removes_the_repeated_add(kata):
-    """Signed inputs with a + b == 0, negative sums and a sum whose square overflows."""
+    """Signed inputs with a + b == 0, negative sums, a sum whose square overflows, a sum that
+    overflows to inf itself and a zero product of negative sign: the product rounded to the
+    dtype, inf and the sign of a zero included."""
     for what, (a, b, c, d) in CSE_INPUTS.items():
         jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
         _, optimized, out = _compile(what, kata.shared_subexpression, a, b, c, d)
         _same_kind(what, out, a)
         hlo_adds = oracle.counts(optimized)["add"]
         wide = [v.astype(np.float64) for v in (a, b, c, d)]
-        want = (wide[0] + wide[1]) * (wide[2] + wide[3])
+        with np.errstate(over="ignore"):  # a + b beyond the dtype's range is inf there
+            want = ((wide[0] + wide[1]) * (wide[2] + wide[3])).astype(a.dtype).astype(np.float64)
+        got = out.astype(np.float64)
         tolerance = 4 * _tolerance(a)
         with check:
-            np.testing.assert_allclose(
-                out.astype(np.float64), want, rtol=tolerance, atol=tolerance, err_msg=what
+            np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=what)
+        flipped = np.flatnonzero((want == 0) & (np.signbit(got) != np.signbit(want)))
+        with check:
+            assert not flipped.size, (
+                f"{what}: at a, b, c, d = {[float(v.flat[flipped[0]]) for v in (a, b, c, d)]} "
+                f"got {got.flat[flipped[0]]!r}, expected (a + b) * (c + d) = "
+                f"{want.flat[flipped[0]]!r} (the sign of a zero counts)"
             )
         with check:
             assert jaxpr_adds == 3, f"{what}: jaxpr add x{jaxpr_adds}, want 3 (a+b written twice)"
@@ -262,9 +271,25 @@ def test_transpose_folds_into_the_dot(kata):
                 )
 
 
+def _near_a_sixth_of_the_top(x: np.ndarray, fresh) -> np.ndarray:
+    """x with its last two elements (of two or more) set where six times x is finite but a larger
+    factor would overflow: 0.985 of a sixth of the dtype's largest value, and a value drawn
+    between a twelfth and that, each of a drawn sign."""
+    if x.size < 2:
+        return x
+    sixth = float(jnp.finfo(x.dtype).max) / 6
+    x = x.copy()
+    for index, value in ((-2, 0.985 * sixth), (-1, fresh.uniform(sixth / 2, 0.985 * sixth))):
+        x.flat[index] = fresh.choice((1.0, -1.0)) * value
+    return x
+
+
 @pytest.mark.task("refused_rewrites")
-def test_xla_keeps_float_rewrites_it_may_not_do(kata):
+def test_xla_keeps_float_rewrites_it_may_not_do(kata, fresh):
+    """At each input, two elements near a sixth of the dtype's largest value (six times them is
+    finite, drawn afresh) besides the ones whose six times is inf."""
     for what, x in ELEMENTWISE_INPUTS.items():
+        x = _near_a_sixth_of_the_top(x, fresh)
         _, optimized, out = _compile(what, kata.refused_rewrites, x)
         assert isinstance(out, tuple) and len(out) == 2, f"{what}: expected two results"
         scaled, zero = out
@@ -273,9 +298,12 @@ def test_xla_keeps_float_rewrites_it_may_not_do(kata):
         hlo = oracle.counts(optimized)
         with np.errstate(over="ignore"):  # six times the largest values is inf in x's dtype
             want = (x.astype(np.float64) * 6).astype(x.dtype).astype(np.float32)
+        wrong = np.flatnonzero(~np.isclose(scaled.astype(np.float32), want, rtol=_tolerance(x)))
         with check:
-            np.testing.assert_allclose(
-                scaled.astype(np.float32), want, rtol=_tolerance(x), err_msg=what
+            assert not wrong.size, (
+                f"{what}: at x = {float(x.flat[wrong[0]])!r} the first result is "
+                f"{float(scaled.flat[wrong[0]])!r}, six times x is {float(want.flat[wrong[0]])!r} "
+                f"in {x.dtype} ({fresh.where()})"
             )
         with check:
             np.testing.assert_array_equal(zero, np.zeros_like(x), err_msg=what)
