@@ -51,8 +51,9 @@ def _run(task, mesh, sharded, label):
     try:
         compiled = jitted.lower(sharded).compile()
     except _NEEDS_VALUES as error:
+        name = getattr(task, "__name__", "the task")
         pytest.fail(
-            f"{label}: {getattr(task, '__name__', 'the task')} under jax.jit on {sharded.dtype}{list(sharded.shape)} "
+            f"{label}: {name} under jax.jit on {sharded.dtype}{list(sharded.shape)} "
             f"asked for the values of x ({type(error).__name__}): it read the array on the "
             "host; the work and its collective must run on the devices, inside shard_map"
         )
