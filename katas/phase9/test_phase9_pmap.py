@@ -27,7 +27,7 @@ from katas.phase9.pmap_programs import (
     inherited_step,
     migrate_arrays,
 )
-from katas.phase9.programs import mesh_named, mesh_of
+from katas.phase9.programs import NEEDS_VALUES, mesh_named, mesh_of
 
 DEVICES = 8
 
@@ -294,7 +294,16 @@ def test_collective_groups_of_renamed_and_reordered_modules(kata):
 def _migrate(kata, mesh, w, x, y):
     """The learner's step compiled as the contract says, and what it returns on the batch."""
     placed = (put_on(mesh, w), put_on(mesh, x, "x"), put_on(mesh, y, "x"))
-    compiled = jax.jit(lambda w, x, y: kata.migrated_step(w, x, y, mesh)).lower(*placed).compile()
+    step = jax.jit(lambda w, x, y: kata.migrated_step(w, x, y, mesh))
+    try:
+        compiled = step.lower(*placed).compile()
+    except NEEDS_VALUES as error:
+        pytest.fail(
+            f"mesh {dict(mesh.shape)}, w f32{list(w.shape)}, x f32{list(x.shape)}: "
+            f"migrated_step under jax.jit asked for the values of its inputs "
+            f"({type(error).__name__}): it read them on the host; the step must run on the "
+            "devices"
+        )
     return compiled(*placed), compiled
 
 

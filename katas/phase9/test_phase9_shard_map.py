@@ -12,7 +12,7 @@ from pytest_check import check
 from kata_harness import collectives
 from kata_harness.oracles import sharding as oracle
 from katas.phase9 import drawn_programs
-from katas.phase9.programs import map_cases, scatter_cases
+from katas.phase9.programs import NEEDS_VALUES, map_cases, scatter_cases
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
@@ -36,21 +36,12 @@ def _only(ops, opcode, label):
     return ops[0]
 
 
-# What jax raises when traced code asks for the values of an array: np.asarray, float(), int(),
-# an `if` on it. Under jax.jit these values do not exist yet.
-_NEEDS_VALUES = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.TracerIntegerConversionError,
-)
-
-
 def _run(task, mesh, sharded, label):
     """One compile of `jax.jit(task(., mesh))`: (result, compiled module, jaxpr census)."""
     jitted = jax.jit(lambda a: task(a, mesh))
     try:
         compiled = jitted.lower(sharded).compile()
-    except _NEEDS_VALUES as error:
+    except NEEDS_VALUES as error:
         name = getattr(task, "__name__", "the task")
         pytest.fail(
             f"{label}: {name} under jax.jit on {sharded.dtype}{list(sharded.shape)} "
