@@ -140,12 +140,13 @@ def place_weights(w1, w2, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
 def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
     """Predict what one device holds of an array placed with a sharding, without placing it.
 
-    `shape` is the global shape (a tuple, `()` for a scalar), `spec` a PartitionSpec and
-    `mesh_shape` the mesh's axes as {name: size} (e.g. {"x": 2, "y": 4}). Return the per-device
-    shape: the shape of the ENTRY parameter when a jitted function receives a float32 array of
-    `shape` placed with NamedSharding(mesh, spec). Return None when jax refuses that placement:
-    a dimension that its axes' pieces do not divide, a spec with more entries than the shape
-    has dimensions, a mesh axis named twice, or an axis that is not in `mesh_shape`.
+    `shape` is the global shape (a tuple of sizes, 0 included; `()` for a scalar), `spec` a
+    PartitionSpec and `mesh_shape` the mesh's axes as {name: size} (e.g. {"x": 2, "y": 4}).
+    Return the per-device shape: the shape of the ENTRY parameter when a jitted function
+    receives a float32 array of `shape` placed with NamedSharding(mesh, spec). Return None when
+    jax refuses that placement: a dimension that its axes' pieces do not divide, a spec with
+    more entries than the shape has dimensions, a mesh axis named twice, or an axis that is not
+    in `mesh_shape`.
     Decide from the shapes alone; your function must not place, jit or compile anything.
     """
     # TODO: what does each entry of the spec (None, a name, a tuple of names) do to its dimension?

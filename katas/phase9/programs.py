@@ -23,6 +23,15 @@ from kata_harness.programs import Recipe
 
 ROWS, COLS = 16, 8
 
+# What jax raises when traced code asks for the values of an array (np.asarray, float(), int(),
+# an `if` on it): under jax.jit they do not exist yet. The tests that compile a task turn these
+# into a failure that names the case (the task read its input on the host).
+NEEDS_VALUES = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerIntegerConversionError,
+)
+
 
 # Meshes the tasks run on: (shape, axis names). "x" is 8, 2, 4 and 4 (minor) devices long.
 MESHES = {

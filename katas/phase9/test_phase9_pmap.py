@@ -27,7 +27,7 @@ from katas.phase9.pmap_programs import (
     inherited_step,
     migrate_arrays,
 )
-from katas.phase9.programs import mesh_named, mesh_of
+from katas.phase9.programs import NEEDS_VALUES, mesh_named, mesh_of
 
 DEVICES = 8
 
@@ -206,7 +206,30 @@ def test_collective_groups_of_compiled_programs(kata):
             assert problem is None, problem
 
 
-SPELLINGS = ("listed", "iota", "mesh", "mesh with device_ids", "empty", "none")
+SPELLINGS = (
+    "listed",
+    "listed out of order",
+    "iota",
+    "mesh",
+    "mesh with device_ids",
+    "empty",
+    "none",
+)
+
+
+def _out_of_order(fresh, groups) -> str:
+    """The listed spelling with the groups in a drawn order, none sorted, and the members of
+    each group in a drawn order, the first of more than one member not ascending (XLA reads any
+    order; the answer sorts them)."""
+    groups = [list(g) for g in groups]
+    while len(groups) > 1 and groups == sorted(groups):
+        fresh.shuffle(groups)
+    for group in groups:
+        fresh.shuffle(group)
+    wide = next((g for g in groups if len(g) > 1), None)
+    if wide is not None and wide == sorted(wide):
+        wide.reverse()
+    return collectives.listed(tuple(tuple(g) for g in groups))
 
 
 def _spellings(fresh, name: str) -> list[tuple[str, str | None]]:
@@ -220,6 +243,7 @@ def _spellings(fresh, name: str) -> list[tuple[str, str | None]]:
     permuted, _ = collectives.permuted_mesh(sizes, kept, names, perm)
     found: list[tuple[str, str | None]] = [
         ("listed", collectives.listed(collectives.mesh_groups(sizes, kept))),
+        ("listed out of order", _out_of_order(fresh, collectives.mesh_groups(sizes, kept))),
         ("iota", collectives.iota(sizes, kept)),
         ("mesh", collectives.mesh_spelling(sizes, kept, names)),
         ("mesh with device_ids", permuted),
@@ -231,10 +255,11 @@ def _spellings(fresh, name: str) -> list[tuple[str, str | None]]:
 
 @pytest.mark.task("collective_groups")
 def test_collective_groups_in_every_spelling(kata, fresh):
-    """Every program's groups written in each spelling XLA prints (listed, iota, mesh with
-    fresh axis names, one of them not word characters such as 'data-parallel', mesh with
-    device_ids, and {} or none for one group of all devices),
-    where this jaxlib's parser reads the text; every wrong spelling is reported."""
+    """Every program's groups written in each spelling XLA prints (listed, also with its groups
+    and their members in a drawn order, iota, mesh with fresh axis names, one of them not word
+    characters such as 'data-parallel', mesh with device_ids, and {} or none for one group of
+    all devices), where this jaxlib's parser reads the text; every wrong spelling is
+    reported."""
     problems, exercised = [], set()
     for name, text in _bank_texts().items():
         if not collectives.count_groups(text):
@@ -269,7 +294,16 @@ def test_collective_groups_of_renamed_and_reordered_modules(kata):
 def _migrate(kata, mesh, w, x, y):
     """The learner's step compiled as the contract says, and what it returns on the batch."""
     placed = (put_on(mesh, w), put_on(mesh, x, "x"), put_on(mesh, y, "x"))
-    compiled = jax.jit(lambda w, x, y: kata.migrated_step(w, x, y, mesh)).lower(*placed).compile()
+    step = jax.jit(lambda w, x, y: kata.migrated_step(w, x, y, mesh))
+    try:
+        compiled = step.lower(*placed).compile()
+    except NEEDS_VALUES as error:
+        pytest.fail(
+            f"mesh {dict(mesh.shape)}, w f32{list(w.shape)}, x f32{list(x.shape)}: "
+            f"migrated_step under jax.jit asked for the values of its inputs "
+            f"({type(error).__name__}): it read them on the host; the step must run on the "
+            "devices"
+        )
     return compiled(*placed), compiled
 
 

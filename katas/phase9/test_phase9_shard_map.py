@@ -12,7 +12,7 @@ from pytest_check import check
 from kata_harness import collectives
 from kata_harness.oracles import sharding as oracle
 from katas.phase9 import drawn_programs
-from katas.phase9.programs import map_cases, scatter_cases
+from katas.phase9.programs import NEEDS_VALUES, map_cases, scatter_cases
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
 
@@ -36,10 +36,18 @@ def _only(ops, opcode, label):
     return ops[0]
 
 
-def _run(task, mesh, sharded):
+def _run(task, mesh, sharded, label):
     """One compile of `jax.jit(task(., mesh))`: (result, compiled module, jaxpr census)."""
     jitted = jax.jit(lambda a: task(a, mesh))
-    compiled = jitted.lower(sharded).compile()
+    try:
+        compiled = jitted.lower(sharded).compile()
+    except NEEDS_VALUES as error:
+        name = getattr(task, "__name__", "the task")
+        pytest.fail(
+            f"{label}: {name} under jax.jit on {sharded.dtype}{list(sharded.shape)} "
+            f"asked for the values of x ({type(error).__name__}): it read the array on the "
+            "host; the work and its collective must run on the devices, inside shard_map"
+        )
     census = primitive_census(jax.make_jaxpr(lambda a: task(a, mesh))(sharded))
     return compiled(sharded), parse_hlo(oracle.optimized_text(compiled)), census
 
@@ -51,7 +59,7 @@ def _run(task, mesh, sharded):
 def test_psum_total(kata, fresh):
     """The map cases, then int32 rows drawn every run whose total float32 cannot hold exactly."""
     for mesh_name, mesh, x, sharded in [*map_cases(), drawn_programs.int_total_case(fresh)]:
-        total, module, jaxpr = _run(kata.psum_total, mesh, sharded)
+        total, module, jaxpr = _run(kata.psum_total, mesh, sharded, f"mesh {mesh_name}")
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
         if np.issubdtype(x.dtype, np.integer):
@@ -93,7 +101,7 @@ def test_psum_total(kata, fresh):
 @pytest.mark.task("ring_shift")
 def test_ring_shift(kata):
     for mesh_name, mesh, x, sharded in map_cases():
-        shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded)
+        shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded, f"mesh {mesh_name}")
         per_block = x.shape[0] // mesh.shape["x"]
         with check:
             np.testing.assert_array_equal(
@@ -127,7 +135,7 @@ def test_ring_shift(kata):
 @pytest.mark.task("gather_rows")
 def test_gather_rows(kata):
     for mesh_name, mesh, x, sharded in map_cases():
-        gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded)
+        gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded, f"mesh {mesh_name}")
         with check:
             np.testing.assert_array_equal(
                 np.asarray(gathered), x, err_msg=f"mesh {mesh_name}: every row, in order"
@@ -177,7 +185,7 @@ def test_scatter_sum(kata, fresh):
     """The scatter cases, then int32 rows drawn every run whose sums float32 cannot hold."""
     for mesh_name, mesh, x, sharded in [*scatter_cases(), drawn_programs.int_scatter_case(fresh)]:
         n = mesh.shape["x"]
-        got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded)
+        got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded, f"mesh {mesh_name}")
         wide = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
         want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0, dtype=wide).astype(x.dtype)
         with check:

@@ -91,6 +91,28 @@ def _fresh_entry(fresh, names: list[str]):
     return tuple(names.pop(fresh.randrange(len(names))) for _ in range(2))
 
 
+def _fresh_empty_case(fresh) -> tuple[tuple[int, ...], P, dict[str, int]]:
+    """An empty dimension (size 0, which every number of pieces divides) split over one axis of
+    2 or more positions or a tuple of two, beside dimensions that divide: jax places it."""
+    sizes = fresh.choice(FRESH_MESH_SIZES)
+    mesh_shape = dict(zip(fresh.sample(FRESH_AXIS_NAMES, len(sizes)), sizes, strict=True))
+    cutting = [name for name, size in mesh_shape.items() if size > 1]
+    names = [name for name in mesh_shape if name not in cutting]
+    entry = cutting.pop(fresh.randrange(len(cutting)))
+    if cutting and fresh.random() < 0.5:
+        entry = (entry, cutting.pop())
+    names += cutting
+    rank = fresh.randint(1, 3)
+    at = fresh.randrange(rank)
+    spec, shape = [], []
+    for number in range(rank):
+        other = None if number == at else _fresh_entry(fresh, names)
+        axes = () if other is None else (other,) if isinstance(other, str) else other
+        spec.append(entry if number == at else other)
+        shape.append(0 if number == at else int(np.prod([mesh_shape[a] for a in axes])) * 2)
+    return tuple(shape), P(*spec), mesh_shape
+
+
 def _fresh_shard_cases(fresh) -> list[tuple[tuple[int, ...], P, dict[str, int]]]:
     # First: a tuple entry over two axes of 2 and 4 positions, its dimension a multiple of each
     # (4 times an odd number) but not of their product, 8: jax refuses it.
@@ -102,7 +124,7 @@ def _fresh_shard_cases(fresh) -> list[tuple[tuple[int, ...], P, dict[str, int]]]
     if fresh.random() < 0.5:
         entries.reverse()
         shape.reverse()
-    cases = [(tuple(shape), P(*entries), mesh_shape)]
+    cases = [(tuple(shape), P(*entries), mesh_shape), _fresh_empty_case(fresh)]
     for _ in range(5):
         sizes = fresh.choice(FRESH_MESH_SIZES)
         mesh_shape = dict(zip(fresh.sample(FRESH_AXIS_NAMES, len(sizes)), sizes, strict=True))
@@ -125,9 +147,9 @@ def _fresh_shard_cases(fresh) -> list[tuple[tuple[int, ...], P, dict[str, int]]]
 @pytest.mark.task("predict_shard_shape")
 def test_predict_shard_shape_on_fresh_cases(kata, fresh):
     """Shapes of rank 0 to 3, specs of None, one axis and two-axis tuples, meshes of 1 to 3
-    axes under any names (one case every time: a dimension that each of its two axes divides
-    but their product does not); the expected shape is what one device holds after
-    jax.device_put, None where jax refuses the placement."""
+    axes under any names (every time: a dimension that each of its two axes divides but their
+    product does not, and an empty dimension split over axes); the expected shape is what one
+    device holds after jax.device_put, None where jax refuses the placement."""
     for shape, spec, mesh_shape in _fresh_shard_cases(fresh):
         try:
             predicted = kata.predict_shard_shape(shape, spec, dict(mesh_shape))

@@ -26,6 +26,7 @@ from katas.phase9.programs import (
     arange_rows,
     census_bank,
     mesh_named,
+    mesh_of,
     param_bank,
     put,
     small_ints,
@@ -112,6 +113,48 @@ def test_row_sharding_is_named(kata):
             )
         with check:
             np.testing.assert_array_equal(np.asarray(sharded, np.float32), x.astype(np.float32))
+
+
+# Meshes with axes besides "x" (which the contract copies along): the 2-D ones the task names and
+# a 3-D one whose other axes sit on both sides of "x".
+SPARE_AXIS_MESHES = (
+    (("x", 2), ("y", 4)),
+    (("x", 4), ("y", 2)),
+    (("y", 2), ("x", 4)),
+    (("z", 2), ("x", 2), ("y", 2)),
+)
+
+
+@pytest.mark.task("shard_rows")
+def test_shard_rows_keeps_columns_the_other_axes_divide(kata, fresh):
+    """Every mesh with axes besides "x", with a column count drawn every run that those axes
+    divide (each of them and their product: a split of the columns over them would be
+    possible) and a drawn dtype: each device holds its block of rows with every column."""
+    for axes in fresh.sample(SPARE_AXIS_MESHES, len(SPARE_AXIS_MESHES)):
+        mesh = mesh_of(axes)
+        n = mesh.shape["x"]
+        spare = int(np.prod([size for name, size in axes if name != "x"]))
+        shape = (n * fresh.randint(1, 3), spare * fresh.randint(1, 3))
+        dtype = fresh.choice([dtype for _, _, dtype in ROW_CASES])
+        x = small_ints(shape, dtype, fresh.randrange(2**32))
+        case = f"mesh {dict(axes)}, x {np.dtype(dtype).name}{list(shape)}; {fresh.where()}"
+        sharded = kata.shard_rows(x, mesh)
+        assert isinstance(sharded, jax.Array), f"{case}: got a {type(sharded).__name__}"
+        if not (sharded.shape == x.shape and sharded.dtype == x.dtype):
+            pytest.fail(f"{case}: got {sharded.dtype}{list(sharded.shape)}")
+        per_block = shape[0] // n
+        for shard in sharded.addressable_shards:
+            block = collectives.axis_position(mesh, shard.device, "x")
+            want = x[block * per_block : (block + 1) * per_block]
+            held = np.asarray(shard.data)
+            if held.shape != want.shape:
+                pytest.fail(
+                    f"{case}: device {shard.device.id} (block {block} along 'x') holds "
+                    f"{held.shape}, expected its rows with every column {want.shape}: along "
+                    "the other axes the row block is copied, not split"
+                )
+            if not np.array_equal(held.astype(np.float32), want.astype(np.float32)):
+                pytest.fail(f"{case}: device {shard.device.id} holds other values than its rows")
 
 
 # ---- task 3: collective_census ----------------------------------------------------------------
