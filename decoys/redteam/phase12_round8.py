@@ -9,12 +9,17 @@ from collections import Counter
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec
 
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_rt8_COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
+_rt8_COLLECTIVES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 def _rt8_dims(shape_text: str) -> list[int]:
@@ -57,8 +62,8 @@ def _rt8_fused_names(module) -> set[str]:
 @wrong(
     "fusion_kinds",
     why="'as xla_inspect's Fusion.label spells it' broken: reads the backend_config kind with the "
-    "regex \"kind\":\"(\\w+)\" (identifier characters only), so a kind holding a '$' is cut: a "
-    "cuDNN GEMM fusion (\"kind\":\"__cudnn$fusion\") is counted as kCustom(__cudnn) instead of "
+    'regex "kind":"(\\w+)" (identifier characters only), so a kind holding a \'$\' is cut: a '
+    'cuDNN GEMM fusion ("kind":"__cudnn$fusion") is counted as kCustom(__cudnn) instead of '
     "kCustom(__cudnn$fusion)",
 )
 def _rt8_fusion_kinds_word_chars_kind(hlo_text: str) -> dict[str, int]:
@@ -155,8 +160,12 @@ def _rt8_gemm_terms(module):
             if ins.opcode == "dot":
                 lhs = _rt8_dims(_rt8_first_shape(by_name[ins.operands[0].lstrip("%")].shape))
                 rhs = _rt8_dims(_rt8_first_shape(by_name[ins.operands[1].lstrip("%")].shape))
-                lc = [int(v) for v in re.findall(r"\d+", ins.attribute("lhs_contracting_dims") or "")]
-                rc = [int(v) for v in re.findall(r"\d+", ins.attribute("rhs_contracting_dims") or "")]
+                lc = [
+                    int(v) for v in re.findall(r"\d+", ins.attribute("lhs_contracting_dims") or "")
+                ]
+                rc = [
+                    int(v) for v in re.findall(r"\d+", ins.attribute("rhs_contracting_dims") or "")
+                ]
                 yield lhs, rhs, lc, rc, _rt8_dims(_rt8_first_shape(ins.shape))
             elif ins.opcode == "custom-call":
                 target = (ins.attribute("custom_call_target") or "").strip('"')
@@ -182,7 +191,7 @@ def _rt8_gemm_terms(module):
 )
 def _rt8_gemm_flops_mn_from_operands(hlo_text: str) -> int:
     total = 0
-    for lhs, rhs, lc, rc, _out in _rt8_gemm_terms(parse_hlo(hlo_text)):
+    for lhs, rhs, lc, _rc, _out in _rt8_gemm_terms(parse_hlo(hlo_text)):
         k = math.prod(lhs[d] for d in lc)
         m = math.prod(lhs) // k if k else 0
         n = math.prod(rhs) // k if k else 0
@@ -254,7 +263,7 @@ def _rt8_collective_overlap_bracket_pairing(hlo_text: str) -> dict[str, list[str
 @wrong(
     "collective_overlap",
     why="'A synchronous collective (a plain all-gather, ...) maps to []' read as 'only a plain "
-    "collective marked \"is_sync\":true is synchronous': an all-reduce printed with no "
+    'collective marked "is_sync":true is synchronous\': an all-reduce printed with no '
     "collective_backend_config (or is_sync false / absent, e.g. a hand-written or CPU/TPU "
     "module, or one compiled with xla_gpu_disable_async_collectives) is left out of the dict",
 )
@@ -317,7 +326,7 @@ def _rt8_allreduce_elements_empty_poisons_dtype(params) -> dict[str, int]:
 @wrong(
     "allreduce_elements",
     why="'elements all-reduced in that dtype' broken: XLA:GPU's flat all-reduce is taken to be "
-    "padded to a multiple of 16 elements per dtype (\"32-byte aligned for bf16\"), so the total "
+    'padded to a multiple of 16 elements per dtype ("32-byte aligned for bf16"), so the total '
     "is rounded up: {'w': bf16[3,5]} -> {'bf16': 16} instead of 15; right whenever the "
     "parameters add up to a multiple of 16 (all three gradient recordings: 12448, 2880, 3920)",
 )
