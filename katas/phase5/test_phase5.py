@@ -68,10 +68,16 @@ def test_jacobian_both_modes_match_numpy(kata):
 
 @pytest.mark.task("jacobian")
 def test_jacobian_modes_push_different_bases(kata):
-    for shape in ("tall", "wide"):
-        n, _, m = SHAPES[shape]
-        f, x, _, _ = two_layer(*SHAPES[shape])
-        for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
+    """Tall and wide, and a scalar f (its Jacobian is its gradient, yet mode "fwd" still
+    pushes one tangent per input: a gradient taken in reverse mode is not forward mode; mode
+    "rev" of a scalar f is one row, its gradient, however it is spelled)."""
+    cases = [(shape, SHAPES[shape], two_layer(*SHAPES[shape])) for shape in ("tall", "wide")]
+    n, h, _ = COST_SHAPES["one output"]
+    one = two_layer(n, h, 1)
+    cases.append(("scalar f(x)", (n, h, 1), (lambda v, f=one[0]: f(v)[0], *one[1:])))
+    for shape, (n, _, m), (f, x, _, _) in cases:
+        modes = (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs"))
+        for mode, basis, other in modes[:1] if m == 1 else modes:
             jaxpr = jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode))(x)
             census = primitive_census(jaxpr)
             shapes = {
