@@ -119,7 +119,7 @@ def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]
             m, n = (1, n) if rng.random() < 0.5 else (m, 1)
         w, v, axes = _mapped_shapes(in_axes, batch, m, n, (k + k // 4) % 2 == 1)
         cases[f"in_axes {axes}, out_axes {out}"] = (w, v, axes, out)
-    for k, (in_axes, same) in enumerate(itertools.product(_IN_AXES, ("m", "n"))):
+    for in_axes, same in itertools.product(_IN_AXES, ("m", "n")):
         batch, other = rng.sample(range(2, 10), 2)
         m, n = (batch, other) if same == "m" else (other, batch)
         w, v, axes = _mapped_shapes(in_axes, batch, m, n, rng.random() < 0.5)
