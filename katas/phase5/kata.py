@@ -65,14 +65,15 @@ def jacobian(f, x, mode: str) -> jax.Array:
 def dot_flops(jaxpr) -> int:
     """Floating-point operations of every `dot_general` in `jaxpr`, nested jaxprs included.
 
-    Count 2 per multiply-add (as XLA's cost analysis does): 2 * (elements of the output) *
-    (product of the contracted dimension sizes, read from dimension_numbers: any axes, not
-    only the last). Batch dimensions are part of the output. Nested jaxprs sit in equation
-    params of any primitive that holds one (a nested jit, every branch of a cond or switch, a
-    scan body, a while loop's condition and body, custom_jvp, custom_vjp, checkpoint,
-    shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a tuple or a named tuple):
-    count every dot_general equation once, wherever it sits (a loop body once, not once per
-    iteration). Return an exact int, however large (past 2**31).
+    Count 2 per multiply-add (as XLA's cost analysis does), whatever the dtype (a complex
+    multiply-add counts 2 too): 2 * (elements of the output) * (product of the contracted
+    dimension sizes, read from dimension_numbers: any axes, not only the last). Batch dimensions
+    are part of the output. Nested jaxprs sit in equation params of any primitive that holds one
+    (a nested jit, every branch of a cond or switch, a scan body, a while loop's condition and
+    body, custom_jvp, custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve,
+    ...; alone, in a tuple or a named tuple): count every dot_general equation once, wherever it
+    sits (a loop body once, not once per iteration). Return an exact int, however large (past
+    2**31).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")

@@ -108,7 +108,9 @@ def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]
     each axis of W, of v, or of both; None for the shared one) with every out_axes 0, 1, -1 and
     -2 (a rule that holds for a batched W only fails on a shared one); half of them counted from
     the end; the batch (2 to 9), m and n drawn distinct, so that an answer that takes one for
-    another differs, and m or n of size 1 in every third case."""
+    another differs, and m or n of size 1 in every third case. Then, for every in_axes, the
+    batch the size of m, and the size of n (the other drawn distinct), out_axes drawn: sizes
+    are any ints, so the batch axis is found by its position, never by its size."""
     cases = {}
     for k, (in_axes, out) in enumerate(itertools.product(_IN_AXES, _OUT_AXES)):
         batch = rng.randint(2, 9)
@@ -117,6 +119,12 @@ def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]
             m, n = (1, n) if rng.random() < 0.5 else (m, 1)
         w, v, axes = _mapped_shapes(in_axes, batch, m, n, (k + k // 4) % 2 == 1)
         cases[f"in_axes {axes}, out_axes {out}"] = (w, v, axes, out)
+    for in_axes, same in itertools.product(_IN_AXES, ("m", "n")):
+        batch, other = rng.sample(range(2, 10), 2)
+        m, n = (batch, other) if same == "m" else (other, batch)
+        w, v, axes = _mapped_shapes(in_axes, batch, m, n, rng.random() < 0.5)
+        out = rng.choice(_OUT_AXES)
+        cases[f"in_axes {axes}, out_axes {out}, the batch the size of {same}"] = (w, v, axes, out)
     return cases
 
 

@@ -161,7 +161,7 @@ def _placed(rng: random.Random, fn):
     if where == "a nested jit":
         return where, jax.jit(fn), 1
     if where == "a cond":
-        return where, lambda a, b: lax.cond(a[(0,) * a.ndim] > 0, fn, fn, a, b), 2
+        return where, lambda a, b: lax.cond(jnp.real(a[(0,) * a.ndim]) > 0, fn, fn, a, b), 2
     if where == "a scan body":
         return where, lambda a, b: lax.scan(lambda c, _: (c, fn(a, b)), 0, None, length=3)[1], 1
     if where == "a checkpoint":
@@ -170,13 +170,15 @@ def _placed(rng: random.Random, fn):
 
 
 def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
-    """name -> (program, argument shapes, float32, expected flops): one matmul of odd sizes whose
+    """name -> (program, argument avals, expected flops): one matmul of odd sizes whose
     count passes 2**53 (not a float64); a batched dot contracting two axes whose count passes
-    2**64 (not an int64); one jitted function called twice (one jaxpr, two equations); each
-    placed at a drawn nesting place. Nothing is allocated: the arguments are shapes."""
+    2**64 (not an int64); one jitted function called twice (one jaxpr, two equations); a
+    complex64 matmul (a complex multiply-add counts 2 too, as the formula says); each placed at
+    a drawn nesting place. Nothing is allocated: the arguments are shapes."""
     a, k, b = (_odd(rng, 18) for _ in range(3))
     bt, m, k1, k2, n = (_odd(rng, 13) for _ in range(5))
     s, t, u = (rng.randint(2, 40) for _ in range(3))
+    c1, c2, c3 = (rng.randint(2, 40) for _ in range(3))
     shared = jax.jit(lambda p, q: p @ q)
     general = (((2, 3), (1, 2)), ((0,), (0,)))
     programs = {
@@ -187,10 +189,13 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
             2 * bt * m * n * k1 * k2),
         "one jitted function called twice": (
             lambda p, q: shared(p, q) + shared(p, q), [(s, t), (t, u)], 2 * (2 * s * t * u)),
+        "a complex64 matmul": (
+            jnp.matmul, [(c1, c2), (c2, c3)], 2 * c1 * c2 * c3),
     }  # fmt: skip
     cases = {}
     for name, (fn, shapes, flops) in programs.items():
         where, program, times = _placed(rng, fn)
-        args = [jax.ShapeDtypeStruct(shape, np.float32) for shape in shapes]
+        dtype = np.complex64 if "complex" in name else np.float32
+        args = [jax.ShapeDtypeStruct(shape, dtype) for shape in shapes]
         cases[f"{name}, in {where}"] = (program, args, times * flops)
     return cases

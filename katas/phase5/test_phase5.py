@@ -68,10 +68,16 @@ def test_jacobian_both_modes_match_numpy(kata):
 
 @pytest.mark.task("jacobian")
 def test_jacobian_modes_push_different_bases(kata):
-    for shape in ("tall", "wide"):
-        n, _, m = SHAPES[shape]
-        f, x, _, _ = two_layer(*SHAPES[shape])
-        for mode, basis, other in (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs")):
+    """Tall and wide, and a scalar f (its Jacobian is its gradient, yet mode "fwd" still
+    pushes one tangent per input: a gradient taken in reverse mode is not forward mode; mode
+    "rev" of a scalar f is one row, its gradient, however it is spelled)."""
+    cases = [(shape, SHAPES[shape], two_layer(*SHAPES[shape])) for shape in ("tall", "wide")]
+    n, h, _ = COST_SHAPES["one output"]
+    one = two_layer(n, h, 1)
+    cases.append(("scalar f(x)", (n, h, 1), (lambda v, f=one[0]: f(v)[0], *one[1:])))
+    for shape, (n, _, m), (f, x, _, _) in cases:
+        modes = (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs"))
+        for mode, basis, other in modes[:1] if m == 1 else modes:
             jaxpr = jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode))(x)
             census = primitive_census(jaxpr)
             shapes = {
@@ -298,7 +304,8 @@ def test_jacobian_shapes_match_eval_shape(kata):
 @pytest.mark.task("vmapped_shape")
 def test_vmapped_shape_on_fresh_cases(kata, fresh):
     """Fresh shapes, the batch on every axis of W, of v or of both (the other shared), out_axes
-    negative or not: one case per situation (strata.vmap_strata)."""
+    negative or not, and the batch the size of m or of n: one case per situation
+    (strata.vmap_strata)."""
     for w_shape, v_shape, in_axes, out_axes in vmap_strata(fresh).values():
         mapped = jax.vmap(matmul, in_axes=in_axes, out_axes=out_axes)
         want = jax.eval_shape(

@@ -82,8 +82,15 @@ def test_mlp_grad_on_fresh_params(kata, fresh):
 @pytest.mark.task("per_example_grads")
 def test_per_example_grads_on_fresh_params(kata, fresh):
     """The same params and data: every leaf gets a leading batch axis (a batch of one too) and
-    keeps its dtype."""
+    keeps its dtype. Last, the first situation's params again with other examples of the same
+    shapes and dtypes: the gradients follow the examples handed in, not the shapes."""
     cases = mlp_strata(fresh)
+    first, (params, xs, ys) = next(iter(cases.items()))
+    draw = np.random.default_rng(fresh.randrange(2**32))
+    cases[f"{first}, again with other examples"] = (
+        params,
+        *(draw.normal(size=a.shape).astype(np.float32).astype(a.dtype) for a in (xs, ys)),
+    )
     results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(
         list(cases.values())
     )

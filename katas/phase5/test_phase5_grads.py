@@ -163,6 +163,30 @@ def test_vjp_gives_cotangent_times_jacobian(kata):
 
 
 @pytest.mark.task("vjp_cotangent")
+def test_vjp_on_concrete_arrays_leaves_them_alone(kata):
+    """Called eagerly on the caller's own NumPy arrays (writeable, as a user's are): the same
+    ct @ J, the expected value computed before the call from copies, and x and ct unchanged
+    after it (an answer that writes into its inputs would fool a check read from them)."""
+    (m, n) = F_SHAPES[0]
+    A, x, _, ct = fvec_data(m, n)
+    want = oracle.np_jacobian(A, x).T @ ct
+    x_before, ct_before = x.copy(), ct.copy()
+    got = kata.vjp_cotangent(partial(sin_ax_norm, A), x, ct)
+    case = f"A {m}x{n}, x and ct concrete NumPy arrays, called eagerly"
+    with check:
+        for name, arg, before in (("x", x, x_before), ("ct", ct, ct_before)):
+            assert np.array_equal(arg, before), (
+                f"{case}: the call changed the caller's {name} (now {arg}, was {before}): "
+                "an answer reads its inputs, it never writes into them"
+            )
+    assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
+    assert tuple(got.shape) == (n,), f"{case}: shape {got.shape}, expected x's ({n},)"
+    np.testing.assert_allclose(
+        np.asarray(got), want, rtol=RTOL, atol=ATOL, err_msg=f"J.T @ ct, {case}"
+    )
+
+
+@pytest.mark.task("vjp_cotangent")
 def test_vjp_jaxpr_transposes_the_dot_not_the_matrix(kata):
     for m, n in F_SHAPES[1:]:
         A, x, _, ct = fvec_data(m, n)
