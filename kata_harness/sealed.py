@@ -10,7 +10,7 @@ Three ways around that are closed here:
   rule is about what is read, whoever opens it (``linecache.getline`` reads any file): an
   installed module's files (the standard library, site-packages, the course's toolkit; kata code
   may not write there) and the kata file's own source are all a sealed block may read.
-- Live objects. While a predict answer runs, kata code may not reach the process's objects
+- Live objects. In a sealed block (the same two), kata code may not reach the process's objects
   through the garbage collector (``gc.get_objects``, ``get_referrers``, ``get_referents``:
   the executables and captures the tests compiled earlier, alive in JAX's caches) nor the
   callers' frames (``sys._getframe``, a traceback's or generator's frame: the test's locals
