@@ -255,7 +255,9 @@ def _refusing(
         value = _frozen(value)
         if reads or attempts or seen:
             what = (
-                f"read a file ({reads[0]})"
+                reads[0]
+                if reads and reads[0].startswith(sealed.REACHED)
+                else f"read a file ({reads[0]})"
                 if reads
                 else f"called {attempts[0]}"
                 if attempts

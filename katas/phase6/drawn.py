@@ -108,7 +108,8 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     body and condition compute values of their own and whose state nests a tuple (in a drawn
     arrangement); the views (bitcast, tuple,
     get-tuple-element), constants and parameters around them; a ROOT (an array, or a tuple of
-    some results) followed by instructions it does not use. Instruction names are drawn."""
+    some results) followed by instructions it does not use; and after ENTRY, computations nothing
+    calls. Instruction names are drawn."""
     n = fresh.randrange(3, 40, 2)  # odd: a packed 4-bit buffer rounds up to a whole byte
     vec = f"f32[{n}]{{0}}"
     labels = iter(fresh.sample(range(100, 999), 80))
@@ -178,7 +179,28 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
         body=_loop_body(tree, leaves),
         counter=_read(tree, leaves, "i", "cstate", "c"),
     )
-    return text + "\n".join(f"  {line}" for line in body) + "\n}\n", counted
+    entry = text + "\n".join(f"  {line}" for line in body) + "\n}\n"
+    return entry + "".join(_spares(fresh, n)), counted
+
+
+def _spares(fresh: random.Random, n: int) -> list[str]:
+    """One or two computations nothing calls, printed after ENTRY (XLA's parser takes a
+    computation anywhere after those it calls): their instructions compute values of their own,
+    none of ENTRY's intermediates, so the module's last computation is not its ENTRY."""
+    spares = []
+    for k in range(fresh.randint(1, 2)):
+        wide = f"f32[{n},{fresh.randint(2, 9)}]{{1,0}}"
+        vec = f"f32[{n}]{{0}}"
+        spares.append(
+            f"\n%spare{k} (u: f32[{n}]) -> {wide} {{\n"
+            f"  %u = {vec} parameter(0)\n"
+            f"  %e = {vec} exponential(%u)\n"
+            f"  %l = {vec} log(%e)\n"
+            f"  %b = {wide} broadcast(%l), dimensions={{0}}\n"
+            f"  ROOT %n = {wide} negate(%b)\n"
+            "}\n"
+        )
+    return spares
 
 
 # Arrangements of the loop state's counter i, carried vector v and passed-through matrix e: each

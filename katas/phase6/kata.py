@@ -115,12 +115,13 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
 
     The program is `matmul_chain(depth)` of katas/phase6/programs.py: `x @ w` applied `depth`
     times, with x of shape (rows, width), w of shape (width, width), both of a dtype whose
-    elements take `itemsize` bytes. Return what `memory_analysis().temp_size_in_bytes` of the
-    compiled program will say. Work it out from the shapes and the chain: which products are
-    intermediates, which of them are alive at the same time, and which allocation besides temp
-    can hold one of them. The tests compile the chains themselves; your function must not. They
-    draw chains of any depth and shape whose x takes a multiple of 64 bytes (XLA:CPU aligns each
-    temp buffer to 64 bytes; these shapes leave no padding between buffers).
+    elements take `itemsize` bytes (1, 2, 4 or 8: int8 up to complex64). Return what
+    `memory_analysis().temp_size_in_bytes` of the compiled program will say. Work it out from
+    the shapes and the chain: which products are intermediates, which of them are alive at the
+    same time, and which allocation besides temp can hold one of them. The tests compile the
+    chains themselves; your function must not. They draw chains of any depth and shape whose x
+    takes a multiple of 64 bytes (XLA:CPU aligns each temp buffer to 64 bytes; these shapes
+    leave no padding between buffers).
     """
     # TODO: list the products in order; which buffer can each one go to?
     raise NotImplementedError("phase6 task 7: predict_chain_temp")

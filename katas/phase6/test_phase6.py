@@ -143,13 +143,15 @@ def test_aliases_under_renaming_and_reordering(kata):
 
 # ---- predict_chain_temp -------------------------------------------------------------------------
 
-# (rows, width, depth, dtype): every depth from 1 to 7, wide and narrow x, 2- and 4-byte dtypes
+# (rows, width, depth, dtype): every depth from 1 to 7, wide and narrow x, 2-, 4- and 8-byte
+# dtypes (complex64: 8 bytes an element, no 64-bit mode needed)
 CHAIN_CASES = [(128, 128, depth, np.float32) for depth in range(1, 8)] + [
     (64, 32, 5, np.float32),
     (200, 8, 4, np.int16),
     (48, 16, 6, np.int32),
     (10, 10, 2, np.int16),
     (30, 24, 3, np.float32),
+    (16, 32, 3, np.complex64),
 ]
 
 
@@ -172,14 +174,15 @@ def test_predict_chain_temp_matches_buffer_assignment(kata):
             )
 
 
-# The dtypes a chain keeps as itself on XLA:CPU (integer and f32 dots), by element size.
-FRESH_CHAIN_DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.float32)
+# The dtypes a chain keeps as itself on XLA:CPU (integer, f32 and c64 dots): 1, 2, 4 and 8
+# bytes an element.
+FRESH_CHAIN_DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.float32, np.complex64)
 
 
-def _fresh_chain_case(fresh, depth: int) -> tuple[int, int, int, type]:
-    """x's rows and width and a dtype for a chain of `depth`, x's bytes a multiple of 64 (as
-    every listed case's: XLA:CPU aligns each temp buffer to 64 bytes)."""
-    dtype = fresh.choice(FRESH_CHAIN_DTYPES)
+def _fresh_chain_case(fresh, depth: int, itemsize: int) -> tuple[int, int, int, type]:
+    """x's rows and width and a dtype of `itemsize` bytes for a chain of `depth`, x's bytes a
+    multiple of 64 (as every listed case's: XLA:CPU aligns each temp buffer to 64 bytes)."""
+    dtype = fresh.choice([d for d in FRESH_CHAIN_DTYPES if np.dtype(d).itemsize == itemsize])
     width = fresh.randint(2, 96)
     step = 64 // math.gcd(64, width * np.dtype(dtype).itemsize)
     rows = step * fresh.randint(1, max(1, 192 // step))
@@ -189,11 +192,14 @@ def _fresh_chain_case(fresh, depth: int) -> tuple[int, int, int, type]:
 @pytest.mark.task("predict_chain_temp")
 def test_predict_chain_temp_on_fresh_chains(kata, fresh):
     """Chains drawn over the whole domain: depths 1 to 13 (an even and an odd one past the
-    listed 7 every time), widths, row counts and 1-, 2- and 4-byte dtypes; the expected temp is
-    what XLA:CPU's buffer assignment says for the compiled chain."""
+    listed 7 every time), widths, row counts and dtypes of 1, 2, 4 and 8 bytes (each size every
+    time, on drawn depths); the expected temp is what XLA:CPU's buffer assignment says for the
+    compiled chain."""
     depths = [fresh.randrange(8, 14, 2), fresh.randrange(9, 14, 2)]
     depths += [fresh.randint(1, 13) for _ in range(3)]
-    cases = [_fresh_chain_case(fresh, depth) for depth in depths]
+    itemsizes = [1, 2, 4, 8, fresh.choice([1, 2, 4, 8])]
+    fresh.shuffle(itemsizes)
+    cases = [_fresh_chain_case(fresh, d, s) for d, s in zip(depths, itemsizes, strict=True)]
     got = [kata.predict_chain_temp(*case[:3], np.dtype(case[3]).itemsize) for case in cases]
     captures.cpu_fact("XLA:CPU's buffer assignment of a matmul chain")
     for case, predicted in zip(cases, got, strict=True):
