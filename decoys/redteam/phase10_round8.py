@@ -6,7 +6,6 @@ import re
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from kata_harness.decoys import wrong
@@ -211,9 +210,7 @@ def _rt8_transposes_one_level(step, *args) -> tuple[int, int]:
     "gives 1 instead of 2",
 )
 def _rt8_absorbed_per_computation(compiled) -> int:
-    pattern = re.compile(
-        r"\sdot\([^\n]*?(lhs_contracting_dims=\{0\}|rhs_contracting_dims=\{1\})"
-    )
+    pattern = re.compile(r"\sdot\([^\n]*?(lhs_contracting_dims=\{0\}|rhs_contracting_dims=\{1\})")
     return sum(1 for body in _rt8_computations(compiled.as_text()).values() if pattern.search(body))
 
 

@@ -6,7 +6,6 @@ import math
 import re
 
 import numpy as np
-from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 from xla_inspect import parse_hlo
@@ -258,9 +257,7 @@ def _rt8_overlapped_work_generic_inclusive(hlo_text: str) -> dict[str, list[str]
         a, b = names.index(start), names.index(done)
         if entry[start].opcode != "fusion":
             b += 1
-        out[start] = [
-            i.name for i in entry.instructions[a + 1 : b] if i.opcode not in _rt8_SKIP
-        ]
+        out[start] = [i.name for i in entry.instructions[a + 1 : b] if i.opcode not in _rt8_SKIP]
     return out
 
 
@@ -284,8 +281,7 @@ def _rt8_matmul_fusions_bf_io_only(hlo_text: str) -> dict[str, list[str]]:
             continue
         insts = [i for c in _rt8_comps(module, inst) for i in c]
         if not any(
-            i.opcode == "convolution" and "dim_labels=bf_io->bf" in i.attributes_text
-            for i in insts
+            i.opcode == "convolution" and "dim_labels=bf_io->bf" in i.attributes_text for i in insts
         ):
             continue
         out[inst.name] = sorted(

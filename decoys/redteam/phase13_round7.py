@@ -7,7 +7,6 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
@@ -113,8 +112,18 @@ def _rt7_size(shape):
     return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
 
 
-def _rt7_roof(program, shapes, dtype, chip, *, mac=False, fma=False, matvec_v_rows=False, batched_out=False,
-              accum_out=False):
+def _rt7_roof(
+    program,
+    shapes,
+    dtype,
+    chip,
+    *,
+    mac=False,
+    fma=False,
+    matvec_v_rows=False,
+    batched_out=False,
+    accum_out=False,
+):
     item = 2 if dtype == "bfloat16" else 4
     out_item = 4 if accum_out else item
     if program == "matmul":
@@ -151,7 +160,12 @@ def _rt7_roof(program, shapes, dtype, chip, *, mac=False, fma=False, matvec_v_ro
         flops //= 2
     peak, bw = _rt7_PEAKS[chip]
     intensity = flops / byts
-    return float(flops), float(byts), float(intensity), ("compute" if intensity > peak / bw else "memory")
+    return (
+        float(flops),
+        float(byts),
+        float(intensity),
+        ("compute" if intensity > peak / bw else "memory"),
+    )
 
 
 @wrong(
@@ -202,7 +216,9 @@ def _rt7_roofline_batched_out_once(program, shapes, dtype, chip):
     "bfloat16 moves 3*512*512*2 bytes, this says 4/3 of that (intensity 128 instead of ~171)",
 )
 def _rt7_roofline_f32_matmul_out(program, shapes, dtype, chip):
-    return _rt7_roof(program, shapes, dtype, chip, accum_out=program in ("matmul", "batched_matmul", "matvec"))
+    return _rt7_roof(
+        program, shapes, dtype, chip, accum_out=program in ("matmul", "batched_matmul", "matvec")
+    )
 
 
 # ---- serve ---------------------------------------------------------------------------------------

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
 
 import jax
 
 from kata_harness.decoys import wrong
 from xla_inspect import parse_hlo
-
 
 # ---- shared helpers (each decoy bends one of them) ------------------------------------------
 
@@ -153,7 +151,9 @@ def _rt7_step_instructions_any_parent(events, step_name):
             if not _rt7_is_instr(e) or not _rt7_inside(e, s):
                 continue
             nested = any(
-                o is not e and _rt7_inside(e, o) and o.duration_ns >= e.duration_ns
+                o is not e
+                and _rt7_inside(e, o)
+                and o.duration_ns >= e.duration_ns
                 and not o.name.startswith("PjitFunction")
                 for o in by_thread[e.thread]
             )
@@ -181,7 +181,7 @@ def _rt7_counts(hlo_text, skip_opcodes=(), nested_while_once=False):
             n = 1 if (nested_while_once and depth > 0 and ins.opcode == "while") else times
             counts[ins.name] = counts.get(ins.name, 0) + n
             if ins.opcode == "while":
-                trips = re.search(r'known_trip_count[^0-9]*(\d+)', ins.attributes_text)
+                trips = re.search(r"known_trip_count[^0-9]*(\d+)", ins.attributes_text)
                 body = re.search(r"body=%?([\w.\-]+)", ins.attributes_text)
                 if trips and body and body.group(1) in comps:
                     walk(comps[body.group(1)], times * int(trips.group(1)), depth + 1)
@@ -255,7 +255,7 @@ def _rt7_kind_shares_drop_tiny(events, hlo_text, step_name):
     "kind_shares",
     why="'its fusion kind when it is a fusion (kLoop, kCustom...)': the kind is read from the "
     "last `kind` in the line, which for a YNNPACK fusion is backend_config's "
-    "fusion_config kind \"__ynn_fusion\", not kind=kCustom; every f32 matmul fusion of "
+    'fusion_config kind "__ynn_fusion", not kind=kCustom; every f32 matmul fusion of '
     "programs.mlp_grad is labelled __ynn_fusion.",
 )
 def _rt7_kind_shares_backend_config_kind(events, hlo_text, step_name):
@@ -302,7 +302,13 @@ def _rt7_tables(hlo_text):
             continue
         if current is None:
             continue
-        if not s or s.startswith(("ENTRY", "%", "HloModule")) or "{" in s and "=" in s and not s[0].isdigit():
+        if (
+            not s
+            or s.startswith(("ENTRY", "%", "HloModule"))
+            or "{" in s
+            and "=" in s
+            and not s[0].isdigit()
+        ):
             if s.startswith(("ENTRY", "%")):
                 current = None
             continue
@@ -335,10 +341,10 @@ def _rt7_line_label(tables, frame_id, *, location_only_from_first=False):
     "line_shares",
     why="'No stack frame: \"\"' and 'grouped by the source line of each instruction': a fusion "
     "with no stack_frame_id of its own is given the line of the first fused instruction that "
-    "has one (looking into its fused computation) instead of \"\"; wrong on any module whose "
+    'has one (looking into its fused computation) instead of ""; wrong on any module whose '
     "wrapper fusion (wrapped_broadcast, wrapped_reduce...) carries no metadata while its "
     "fused body does: programs.reshaping's pad_bitcast_fusion / bitcast_slice_fusion (no frame, "
-    "constants inside with frames) move from \"\" to programs.py:78.",
+    'constants inside with frames) move from "" to programs.py:78.',
 )
 def _rt7_line_shares_borrow_fused_frame(events, hlo_text, step_name):
     tables = _rt7_tables(hlo_text)

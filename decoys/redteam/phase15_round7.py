@@ -7,6 +7,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from kata_harness.decoys import wrong
 from xla_inspect import iree
 from xla_inspect.parse import parse_hlo  # noqa: F401
@@ -70,7 +71,9 @@ def _rt7_matmul_flops_single_digit_index(flow_text):
         flops = 2
         for d in dims.split("x"):
             flops *= int(d)
-        runs = len(re.findall(r"flow\.dispatch\s+@[\w$.-]+::@" + re.escape(name) + r"\b", flow_text))
+        runs = len(
+            re.findall(r"flow\.dispatch\s+@[\w$.-]+::@" + re.escape(name) + r"\b", flow_text)
+        )
         total += flops * runs
     return total
 
@@ -159,7 +162,7 @@ def _rt7_iree_side(flow_text):
 )
 def _rt7_merged_xla_kernels_by_name(hlo_text, flow_text):
     def is_mm(line, bodies):
-        name = line.split("=", 1)[0].strip().lstrip("ROOT").strip().lstrip("%")
+        name = line.split("=", 1)[0].strip().removeprefix("ROOT").strip().lstrip("%")
         return bool(re.search(r"dot|ynn|gemm|matmul|onednn", name))
 
     def names(line, bodies):
@@ -173,8 +176,19 @@ def _rt7_merged_xla_kernels_by_name(hlo_text, flow_text):
 
 
 _RT7_LAPACK = {
-    "lu", "cholesky", "eigh", "eig", "svd", "qr", "schur", "hessenberg", "tridiagonal",
-    "tridiagonal_solve", "triangular_solve", "householder_product", "geqrf",
+    "lu",
+    "cholesky",
+    "eigh",
+    "eig",
+    "svd",
+    "qr",
+    "schur",
+    "hessenberg",
+    "tridiagonal",
+    "tridiagonal_solve",
+    "triangular_solve",
+    "householder_product",
+    "geqrf",
 }
 _RT7_CALLBACK = {"pure_callback", "io_callback", "debug_callback", "debug_print"}
 
@@ -243,7 +257,9 @@ def _rt7_verdict_householder_as_export(jaxpr):
     if any(e.primitive.name == "qr" and e.params.get("pivoting") for e in eqns):
         return "export"
     return _rt7_verdict(
-        jaxpr, _RT7_CALLBACK | {"ormqr", "householder_product"}, _RT7_LAPACK - {"householder_product"}
+        jaxpr,
+        _RT7_CALLBACK | {"ormqr", "householder_product"},
+        _RT7_LAPACK - {"householder_product"},
     )
 
 
@@ -271,8 +287,10 @@ def _rt7_batch_upper_bound(f, example):
 def _rt7_solve_jacobi(a, b):
     d = jnp.diagonal(a)
     dd = d[:, None] if b.ndim == 2 else d
+
     def body(_, x):
         return x + (b - a @ x) / dd
+
     return jax.lax.fori_loop(0, 300, body, jnp.zeros_like(b))
 
 

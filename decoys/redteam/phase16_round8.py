@@ -56,7 +56,9 @@ def _rt8_xla_reductions(hlo_text: str, capped: bool = False) -> list[int]:
 def _rt8_inductor_reductions(code: str) -> list[int]:
     graph = read_inductor(code)
     sources = _rt8_sources(code)
-    return [reduction_count(sources.get(c.kernel, "")) if c.kind == "fused" else 0 for c in graph.calls]
+    return [
+        reduction_count(sources.get(c.kernel, "")) if c.kind == "fused" else 0 for c in graph.calls
+    ]
 
 
 def _rt8_sources(code: str) -> dict[str, str]:
@@ -84,7 +86,7 @@ def _rt8_inductor_kernels_rsplit_number(code: str) -> list[str]:
     out = []
     for c in read_inductor(code).calls:
         if c.kind == "fused":
-            out.append(c.kernel[len("cpp_fused_"):].rsplit("_", 1)[0])
+            out.append(c.kernel[len("cpp_fused_") :].rsplit("_", 1)[0])
         else:
             out.append(c.short_name)
     return out
@@ -110,7 +112,7 @@ def _rt8_inductor_kernels_fused_by_number(code: str) -> list[str]:
     for c in calls:
         if c.kind == "fused":
             k = next(fused_sorted).kernel
-            out.append(re.sub(r"_?\d+$", "", k[len("cpp_fused_"):]) if k != "cpp_fused_0" else "")
+            out.append(re.sub(r"_?\d+$", "", k[len("cpp_fused_") :]) if k != "cpp_fused_0" else "")
         else:
             out.append(c.short_name)
     return out
@@ -126,7 +128,9 @@ def _rt8_inductor_kernels_fused_by_number(code: str) -> list[str]:
     "printed before a fused computation (a nested fusion moved further down), where it counts "
     "the fused computation's instructions (no fusions: library 0, fused 0 or the nested ones)",
 )
-def _rt8_kernel_census_last_computation(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt8_kernel_census_last_computation(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     blocks = re.split(r"\n(?=(?:ENTRY )?%?[\w.\-]+ [^\n]*\{\s*\n)", hlo_text)
     body = blocks[-1] if blocks else hlo_text
     lib = fused = 0
@@ -160,8 +164,10 @@ def _rt8_kernel_census_last_computation(hlo_text: str, inductor_code: str) -> di
     "`(f32[..], s32[..]) fusion(` is never counted: the multi-output fusion of row_stats' twin "
     "(argmax + var/mean) and cholesky's tuple-shaped LAPACK custom-call are missed",
 )
-def _rt8_kernel_census_simple_shape_regex(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
-    entry = hlo_text[hlo_text.index("ENTRY"):]
+def _rt8_kernel_census_simple_shape_regex(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
+    entry = hlo_text[hlo_text.index("ENTRY") :]
     entry = entry[: entry.index("\n}") if "\n}" in entry else len(entry)]
     lib = fused = 0
     for m in re.finditer(r"%[\w.\-]+ = \w+\[[^\]]*\](?:\{[^}]*\})? ([\w\-]+)\(([^\n]*)", entry):
@@ -195,7 +201,10 @@ def _rt8_kernel_census_simple_shape_regex(hlo_text: str, inductor_code: str) -> 
     "fusion with a reduce-window and a reduce)",
 )
 def _rt8_reductions_xla_has_reduce(hlo_text: str, inductor_code: str) -> dict[str, list[int]]:
-    return {"xla": _rt8_xla_reductions(hlo_text, capped=True), "inductor": _rt8_inductor_reductions(inductor_code)}
+    return {
+        "xla": _rt8_xla_reductions(hlo_text, capped=True),
+        "inductor": _rt8_inductor_reductions(inductor_code),
+    }
 
 
 @wrong(
@@ -231,7 +240,11 @@ def _rt8_train_graphs_bigger_is_backward(codes: list[str]) -> dict[str, int]:
     a, b = codes[0], codes[1]
     fwd, bwd = (a, b) if _rt8_kernel_count(a) <= _rt8_kernel_count(b) else (b, a)
     saved = [n for n in _rt8_graph_inputs(bwd) if not n.startswith("tangents_")]
-    return {"forward": _rt8_kernel_count(fwd), "backward": _rt8_kernel_count(bwd), "saved": len(saved)}
+    return {
+        "forward": _rt8_kernel_count(fwd),
+        "backward": _rt8_kernel_count(bwd),
+        "saved": len(saved),
+    }
 
 
 @wrong(
@@ -297,7 +310,9 @@ def _rt8_predict(input_shape, layers, variant: str = "") -> dict[str, int]:
     "output', rewriting a biased one-output layer on many rows: x[8,24] -> linear(24->1, bias) "
     "is an addmm (1 library, 0 fused), this answers 0 library 1 fused",
 )
-def _rt8_predict_bias_one_output_any_rows(input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]) -> dict[str, int]:
+def _rt8_predict_bias_one_output_any_rows(
+    input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
+) -> dict[str, int]:
     return _rt8_predict(input_shape, layers, "bias_one_output")
 
 
@@ -307,7 +322,9 @@ def _rt8_predict_bias_one_output_any_rows(input_shape: tuple[int, ...], layers: 
     "both conditions (one feature and rows+outputs <= 32): x[1,1] -> linear(1->6, no bias) "
     "stays mm (README), this answers 0 library 1 fused",
 )
-def _rt8_predict_no_min_rows(input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]) -> dict[str, int]:
+def _rt8_predict_no_min_rows(
+    input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
+) -> dict[str, int]:
     return _rt8_predict(input_shape, layers, "no_min")
 
 
@@ -317,7 +334,9 @@ def _rt8_predict_no_min_rows(input_shape: tuple[int, ...], layers: list[tuple[in
     "own; this counts fused kernels only for activations, so x[1,8] -> linear(8->8, bias, "
     "'none') answers 0 library 0 fused instead of 0 library 1 fused",
 )
-def _rt8_predict_activation_only(input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]) -> dict[str, int]:
+def _rt8_predict_activation_only(
+    input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
+) -> dict[str, int]:
     return _rt8_predict(input_shape, layers, "act_only")
 
 
@@ -404,7 +423,10 @@ def _rt8_inductor_rank1(code: str, min_size: int = 1) -> str | None:
         return True
 
     for node in ast.walk(ast.parse(code)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)) or len(node.args) < 2:
+        if (
+            not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name))
+            or len(node.args) < 2
+        ):
             continue
         if node.func.id == "assert_size_stride":
             name, size = node.args[0], node.args[1]
@@ -444,7 +466,9 @@ def _rt8_inductor_bias_home(code: str, bias: str | None, substring: bool = False
 def _rt8_bias_homes_one_element_is_scalar(hlo_text: str, inductor_code: str) -> dict[str, str]:
     return {
         "xla": _rt8_xla_bias_home(hlo_text, min_size=2),
-        "inductor": _rt8_inductor_bias_home(inductor_code, _rt8_inductor_rank1(inductor_code, min_size=2)),
+        "inductor": _rt8_inductor_bias_home(
+            inductor_code, _rt8_inductor_rank1(inductor_code, min_size=2)
+        ),
     }
 
 
