@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jax.extend.core import Literal
 from pytest_check import check
 
 from katas.phase1.strata import COND_DTYPES, VALUES, abs_inputs, cond_inputs
@@ -27,6 +28,45 @@ def _traced_both_ways(function, x):
         "traced": jax.make_jaxpr(function)(x),
         "concrete": jax.make_jaxpr(lambda: function(concrete))(),
     }
+
+
+def _run_swapping(jaxpr, args, swap: int | None, seen: list[int]):
+    """Evaluate jaxpr on args eagerly, the cases of its swap-th select_n (counting into nested
+    jits, in order) swapped; seen[0] counts the selects met."""
+    env: dict = {}
+
+    def read(var):
+        return var.val if isinstance(var, Literal) else env[var]
+
+    inner = jaxpr.jaxpr
+    env.update(zip(inner.constvars, jaxpr.consts, strict=True))
+    env.update(zip(inner.invars, args, strict=True))
+    for eqn in inner.eqns:
+        values = [read(v) for v in eqn.invars]
+        if eqn.primitive.name in ("jit", "pjit"):
+            outs = _run_swapping(eqn.params["jaxpr"], values, swap, seen)
+        else:
+            if eqn.primitive.name == "select_n":
+                if seen[0] == swap:
+                    values = [values[0], *reversed(values[1:])]
+                seen[0] += 1
+            outs = eqn.primitive.bind(*values, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        env.update(zip(eqn.outvars, outs, strict=True))
+    return [read(v) for v in inner.outvars]
+
+
+def _select_decides(jaxpr, args, x) -> bool:
+    """Whether one select_n of jaxpr decides the result: with its two cases swapped, every
+    nonzero element comes out otherwise (x and -x swap places)."""
+    seen = [0]
+    (base,) = _run_swapping(jaxpr, args, None, seen)
+    base, nonzero = np.asarray(base), np.asarray(x) != 0
+    for index in range(seen[0]):
+        (swapped,) = _run_swapping(jaxpr, args, index, [0])
+        if np.all(np.asarray(swapped)[nonzero] != base[nonzero]):
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------------ abs_where
@@ -78,6 +118,12 @@ def test_abs_where_selects(kata):
                     f"{where}: the jaxpr computes |x| without a select "
                     f"(abs x{census['abs']}, sign x{census['sign']}, max x{census['max']})"
                 )
+            with check:
+                assert _select_decides(jaxpr, [x] if how == "traced" else [], x), (
+                    f"{where}: no select_n decides |x|: swapping the two cases of a select "
+                    f"leaves abs_where({x.tolist()}) unchanged at some nonzero x (x and -x "
+                    "should swap places); the select must pick x or -x per element"
+                )
 
 
 # ------------------------------------------------------------------------------------- abs_cond
@@ -116,12 +162,24 @@ def _outside_the_cond(jaxpr) -> list[str]:
             predicate.append(eqn)
             read |= {id(v) for v in eqn.invars}
     shared = {id(v) for v in [*cond.invars[1:], *jaxpr.jaxpr.outvars]}
-    return [
+    outside = [
         eqn.primitive.name
         for eqn in eqns
         if eqn is not cond
         and (all(eqn is not p for p in predicate) or any(id(v) in shared for v in eqn.outvars))
     ]
+    # the predicate reads x as it is: x (an input, or the concrete array closed over) and what is
+    # computed from it go into comparisons only (a comparison's bool may then be converted, as
+    # cond and switch do); x < 0.0 on an int32 x converts x to float32 first
+    values = {id(v) for v in [*jaxpr.jaxpr.invars, *jaxpr.jaxpr.constvars]}
+    for eqn in eqns[: at[0]]:
+        if any(id(v) in values for v in eqn.invars) and eqn.primitive.name not in _COMPARISONS:
+            outside.append(f"{eqn.primitive.name} of x for the predicate")
+            values |= {id(v) for v in eqn.outvars}
+    return outside
+
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 
 
 @pytest.mark.task("abs_cond")
@@ -140,7 +198,7 @@ def test_abs_cond_runs_one_branch(kata):
             outside = _outside_the_cond(jaxpr)
             with check:
                 assert not outside, (
-                    f"{where}: {outside} computed outside the cond, not for its predicate: the "
-                    "negation (and any conversion) must happen inside a branch, so that only "
-                    "the branch taken runs"
+                    f"{where}: {outside} computed outside the cond: the negation (and any "
+                    "conversion) must happen inside a branch, so that only the branch taken "
+                    "runs, and the predicate compares x in its own dtype"
                 )
