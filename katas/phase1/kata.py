@@ -118,9 +118,10 @@ def abs_cond(x) -> jax.Array:
     """|x| for a traced scalar x, without Python `if`, using lax.cond.
 
     The result keeps x's dtype (f32, int32, bf16) and is exact for every value of it (int32
-    beyond 2**24 too). The negation happens inside a branch, so only the branch taken runs;
-    nothing is computed outside the cond but the predicate (no conversion before or after it),
-    and the predicate compares x in its own dtype (int32 x < 0.0 converts x to float32 first).
+    beyond 2**24 too). The negation happens inside a branch (one branch gives x, the other -x),
+    so only the branch taken runs; nothing is computed outside the cond but the predicate (no
+    conversion before or after it), and the predicate compares x in its own dtype (int32
+    x < 0.0 converts x to float32 first).
     """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")

@@ -30,9 +30,10 @@ def _traced_both_ways(function, x):
     }
 
 
-def _run_swapping(jaxpr, args, swap: int | None, seen: list[int]):
-    """Evaluate jaxpr on args eagerly, the cases of its swap-th select_n (counting into nested
-    jits, in order) swapped; seen[0] counts the selects met."""
+def _run_swapping(jaxpr, args, chooser: str, swap: int | None, seen: list[int]):
+    """Evaluate jaxpr on args eagerly, with the two sides of its swap-th `chooser` (select_n's
+    cases or cond's branches; counted in order, into nested jits) swapped; seen[0] counts the
+    choosers met."""
     env: dict = {}
 
     def read(var):
@@ -42,28 +43,30 @@ def _run_swapping(jaxpr, args, swap: int | None, seen: list[int]):
     env.update(zip(inner.constvars, jaxpr.consts, strict=True))
     env.update(zip(inner.invars, args, strict=True))
     for eqn in inner.eqns:
-        values = [read(v) for v in eqn.invars]
+        values, params = [read(v) for v in eqn.invars], eqn.params
         if eqn.primitive.name in ("jit", "pjit"):
-            outs = _run_swapping(eqn.params["jaxpr"], values, swap, seen)
+            outs = _run_swapping(params["jaxpr"], values, chooser, swap, seen)
         else:
-            if eqn.primitive.name == "select_n":
-                if seen[0] == swap:
+            if eqn.primitive.name == chooser:
+                if seen[0] == swap and chooser == "select_n":
                     values = [values[0], *reversed(values[1:])]
+                elif seen[0] == swap:
+                    params = {**params, "branches": tuple(reversed(params["branches"]))}
                 seen[0] += 1
-            outs = eqn.primitive.bind(*values, **eqn.params)
+            outs = eqn.primitive.bind(*values, **params)
             outs = outs if eqn.primitive.multiple_results else [outs]
         env.update(zip(eqn.outvars, outs, strict=True))
     return [read(v) for v in inner.outvars]
 
 
-def _select_decides(jaxpr, args, x) -> bool:
-    """Whether one select_n of jaxpr decides the result: with its two cases swapped, every
-    nonzero element comes out otherwise (x and -x swap places)."""
+def _decides(jaxpr, args, x, chooser: str) -> bool:
+    """Whether one `chooser` of jaxpr decides the result: with its two sides swapped, every
+    nonzero element of |x| comes out otherwise (x and -x swap places)."""
     seen = [0]
-    (base,) = _run_swapping(jaxpr, args, None, seen)
+    (base,) = _run_swapping(jaxpr, args, chooser, None, seen)
     base, nonzero = np.asarray(base), np.asarray(x) != 0
     for index in range(seen[0]):
-        (swapped,) = _run_swapping(jaxpr, args, index, [0])
+        (swapped,) = _run_swapping(jaxpr, args, chooser, index, [0])
         if np.all(np.asarray(swapped)[nonzero] != base[nonzero]):
             return True
     return False
@@ -119,7 +122,7 @@ def test_abs_where_selects(kata):
                     f"(abs x{census['abs']}, sign x{census['sign']}, max x{census['max']})"
                 )
             with check:
-                assert _select_decides(jaxpr, [x] if how == "traced" else [], x), (
+                assert _decides(jaxpr, [x] if how == "traced" else [], x, "select_n"), (
                     f"{where}: no select_n decides |x|: swapping the two cases of a select "
                     f"leaves abs_where({x.tolist()}) unchanged at some nonzero x (x and -x "
                     "should swap places); the select must pick x or -x per element"
@@ -195,6 +198,17 @@ def test_abs_cond_runs_one_branch(kata):
                 )
             with check:
                 assert everywhere["select_n"] == 0, f"{where}: a select computes both sides"
+            # the cond decides: its branches swapped, x and -x swap places (x of either sign
+            # where the jaxpr takes it as an argument)
+            runs = [[dtype.type(-2)], [dtype.type(3)]] if how == "traced" else [[]]
+            for args in runs:
+                value = args[0] if args else x
+                with check:
+                    assert _decides(jaxpr, args, value, "cond"), (
+                        f"{where}: the cond does not decide |x|: with its branches swapped, "
+                        f"abs_cond({value!r}) comes out the same; one branch must give x, the "
+                        "other -x"
+                    )
             outside = _outside_the_cond(jaxpr)
             with check:
                 assert not outside, (
