@@ -213,6 +213,18 @@ def shapes(rng: random.Random) -> list[Call]:
     return _calls(_with_repeat(rng, xs), rng.randint(0, 9))
 
 
+def unit_axes(rng: random.Random) -> list[Call]:
+    """One dtype, shapes that differ only by axes of size 1: a rank-0 x (a NumPy scalar or a
+    0-d array), (1,), and 1 to 3 of (1, 1), (k,), (1, k), (k, 1), (1, k, 1): each its own key
+    (jit keys the shape as it is, not padded to a rank or squeezed)."""
+    dtype = rng.choice(NARROW + tuple(TWINS))
+    k = rng.randint(2, 5)
+    scalar = rng.choice((_scalar(rng, dtype), _array(rng, (), dtype)))
+    picked = rng.sample([(1, 1), (k,), (1, k), (k, 1), (1, k, 1)], rng.randint(1, 3))
+    xs = [scalar, *(_array(rng, shape, dtype) for shape in [(1,), *picked])]
+    return _calls(_with_repeat(rng, xs), rng.randint(0, 9))
+
+
 def narrow_dtypes(rng: random.Random) -> list[Call]:
     """One shape, both 16-bit floats and 1 to 3 more dtypes that stay as they are: each its own
     key (no dtype is widened in 32-bit mode)."""
@@ -316,6 +328,7 @@ def mixed(rng: random.Random) -> list[Call]:
 SITUATIONS = {
     "new values, one shape and dtype": values_only,
     "shapes of one size, arranged differently": shapes,
+    "shapes that differ only by axes of size 1": unit_axes,
     "16-bit floats among other narrow dtypes": narrow_dtypes,
     "64-bit NumPy arrays next to their 32-bit twins": wide_arrays,
     "Python floats and np.float64 scalars": wide_scalars,
