@@ -79,13 +79,15 @@ def _tree(rng, dtype_choices: list[str]):
     return {f"k{i}": leaf for i, leaf in enumerate(leaves)}
 
 
-def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bool):
-    """Each donated argument comes back updated (every leaf plus the sum of every argument, so
-    none is unused); outputs in `order`, with the sum itself at `loss_at` when not None."""
+def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bool, unused=()):
+    """Each argument in `donated` comes back updated (every leaf plus the sum of every argument
+    not in `unused`, so only those are unused); outputs in `order`, with the sum itself at
+    `loss_at` when not None."""
 
     def program(*args):
+        read = [arg for i, arg in enumerate(args) if i not in unused]
         total = jnp.sum(
-            jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(args)])
+            jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(read)])
         )
         new = {
             i: jax.tree.map(lambda leaf: leaf + total.astype(leaf.dtype), args[i]) for i in donated
@@ -101,20 +103,24 @@ def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bo
 
 
 def single_array_donation(rng):
-    """(label, function, args, donate_argnums): one array donated and returned alone, so the
-    alias entry's output index is `{}`; other arguments before and after it."""
+    """(label, function, args, donate_argnums, aliased argnums, unused argnums): one array
+    donated and returned alone, so the alias entry's output index is `{}`; other arguments
+    before and after it."""
     dtypes = sorted(DTYPES)
     args = [_tree(rng, dtypes) for _ in range(rng.randint(1, 4))]
     position = rng.randint(0, len(args) - 1)
     args[position] = _spec((rng.randint(2, 6), rng.randint(2, 6)), rng.choice(dtypes))
     label = f"one array returned, argument {position} of {len(args)} donated"
-    return label, _program([position], [0], None, True), tuple(args), (position,)
+    return label, _program([position], [0], None, True), tuple(args), (position,), (position,), ()
 
 
 def scattered_donation(rng):
-    """(label, function, args, donate_argnums): at least three arguments, the donated ones not
-    adjacent (an undonated one between them), more than ten leaves in all, outputs in a drawn
-    order with a scalar at a drawn place."""
+    """(label, function, args, donate_argnums, aliased argnums, unused argnums): at least three
+    arguments, the returned donated ones not adjacent (an undonated one between them), more than
+    ten leaves in all, outputs in a drawn order with a scalar at a drawn place; and two drawn
+    in among them: an argument the function never reads (jit drops its leaves, so the
+    parameters after it are numbered one leaf per kept leaf) and a donated argument no output
+    can reuse (read, not returned, of a shape no output has: donated, yet not aliased)."""
     dtypes = sorted(DTYPES)
     while True:
         args = [_tree(rng, dtypes) for _ in range(rng.randint(4, 7))]
@@ -123,11 +129,25 @@ def scattered_donation(rng):
     first = rng.randint(0, len(args) - 3)
     last = rng.randint(first + 2, len(args) - 1)
     middle = [i for i in range(first + 2, last) if rng.random() < 0.5]
-    donated = sorted({first, *middle, last})
-    order = rng.sample(range(len(donated)), len(donated))
-    loss_at = rng.choice([None, *range(len(donated) + 1)])
-    label = f"{len(args)} arguments, {donated} donated, returned in the order {order}"
-    return label, _program(donated, order, loss_at, False), tuple(args), tuple(donated)
+    returned = sorted({first, *middle, last})
+    # Both extras go before the last returned argument, so they shift its parameter numbers.
+    # The unread one is an undonated argument; the unusable one's first dimension (6 to 9) is
+    # past any dimension _tree draws (1 to 5), so no output has its shape.
+    unused_at, unusable_at = rng.randint(0, last), rng.randint(0, last + 1)
+    args.insert(unused_at, _tree(rng, dtypes))
+    args.insert(unusable_at, _spec((rng.randint(6, 9), rng.randint(1, 5)), rng.choice(dtypes)))
+    unused = unused_at + (unusable_at <= unused_at)
+    returned = [i + (i >= unused_at) for i in returned]
+    returned = [i + (i >= unusable_at) for i in returned]
+    order = rng.sample(range(len(returned)), len(returned))
+    loss_at = rng.choice([None, *range(len(returned) + 1)])
+    donated = tuple(sorted({*returned, unusable_at}))
+    label = (
+        f"{len(args)} arguments, {list(donated)} donated, {returned} returned in the order "
+        f"{order}, argument {unusable_at} donated but never returned, argument {unused} unread"
+    )
+    program = _program(returned, order, loss_at, False, unused=(unused,))
+    return label, program, tuple(args), donated, tuple(returned), (unused,)
 
 
 # ---- transpose_counts: transposes in a lax.while_loop ------------------------------------------
