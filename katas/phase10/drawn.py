@@ -2,8 +2,8 @@
 distinguishes is in it by construction: MLP sizes with a batch of a few rows, hundreds or
 thousands (past any chunk the examples might be split into), a fusion returning a tuple (a
 multi-output kernel), donated arguments that are not adjacent or a single array returned,
-transposes in a lax.while_loop's body or condition, and dots of any element type in
-conditional branches.
+transposes in a lax.while_loop's body or condition, in custom_jvp and custom_vjp functions and
+at any depth, and dots of any element type in conditional branches.
 
 Every builder takes the test's ``fresh`` generator (a random.Random) and returns
 (label, function, arguments, ...); the arguments are ShapeDtypeStructs when only the compiled
@@ -150,18 +150,60 @@ def scattered_donation(rng):
     return label, program, tuple(args), donated, tuple(returned), (unused,)
 
 
-# ---- transpose_counts: transposes in a lax.while_loop ------------------------------------------
+# ---- transpose_counts: transposes in a lax.while_loop, in custom rules, at any depth ----------
 
-PLACES = ("while body", "while condition", "nested jit", "scan body", "cond branch")
+PLACES = (
+    "while body",
+    "while condition",
+    "nested jit",
+    "scan body",
+    "cond branch",
+    "custom_jvp function",
+    "custom_vjp function",
+)
+WRAPPERS = ("jax.jit", "lax.cond branch", "fori_loop body")
+
+
+@jax.custom_jvp
+def _custom_jvp_transpose(a):
+    return a.T * 2
+
+
+_custom_jvp_transpose.defjvp(lambda primals, tangents: (primals[0].T * 2, tangents[0].T * 2))
+
+
+@jax.custom_vjp
+def _custom_vjp_transpose(a):
+    return a.T * 2
+
+
+_custom_vjp_transpose.defvjp(lambda a: (a.T * 2, None), lambda _, g: (g.T * 2,))
+
+
+def _wrapped(program, how: str):
+    """`program(m, w)` one level deeper: the whole of it inside a jit, a cond branch (the other
+    branch has no transpose) or the body of a fori_loop; traced once, so its transposes stay
+    as many."""
+    if how == "jax.jit":
+        return jax.jit(program)
+    if how == "lax.cond branch":
+        return lambda m, w: jax.lax.cond(jnp.sum(w) > 0, program, lambda m, w: m + w, m, w)
+    return lambda m, w: jax.lax.fori_loop(0, 2, lambda _, c: program(c, w), m)
 
 
 def while_transposes(rng):
     """(label, function, (m, w), transposes in its jaxpr by construction): a lax.while_loop with a
-    transpose in its body, its condition or both, and drawn other places; m and w square."""
+    transpose in its body, its condition or both, one in a function with a custom_jvp or a
+    custom_vjp rule (its jaxpr sits under another parameter than a jit's), and drawn other
+    places; the whole program inside one or two drawn wrappers, so every transpose is at least
+    two jaxprs deep; m and w square."""
     places = [p for p in PLACES if rng.random() < 0.5]
     if not {"while body", "while condition"} & set(places):
         places.insert(0, rng.choice(PLACES[:2]))
+    if not {"custom_jvp function", "custom_vjp function"} & set(places):
+        places.append(rng.choice(PLACES[-2:]))
     n, dtype, trips = rng.randint(2, 7), rng.choice(["float32", "bfloat16"]), rng.randint(1, 4)
+    wrappers = [rng.choice(WRAPPERS) for _ in range(rng.randint(1, 2))]
     where = set(places)
 
     def program(m, w):
@@ -182,9 +224,18 @@ def while_transposes(rng):
             out = jax.lax.scan(lambda c, _: (c + w.T, None), out, None, length=2)[0]
         if "cond branch" in where:
             out = jax.lax.cond(out.sum() > 0, lambda a: a.T * 3, lambda a: a * 1, out)
+        if "custom_jvp function" in where:
+            out = _custom_jvp_transpose(out)
+        if "custom_vjp function" in where:
+            out = _custom_vjp_transpose(out)
         return out
 
-    label = f"lax.while_loop of {trips} trips with transposes in {places}, {dtype}[{n},{n}]"
+    for how in wrappers:
+        program = _wrapped(program, how)
+    label = (
+        f"lax.while_loop of {trips} trips with transposes in {places}, all inside "
+        f"{' inside '.join(wrappers)}, {dtype}[{n},{n}]"
+    )
     return label, program, (_spec((n, n), dtype), _spec((n, n), dtype)), len(places)
 
 

@@ -91,8 +91,9 @@ def transpose_counts(step, *args) -> tuple[int, int]:
     """(transpose equations in the jaxpr of `step`, nested jaxprs included,
     transpose instructions in the optimized HLO of `jax.jit(step)`) for these args.
 
-    Nested means every inner jaxpr: a jit inside, scan and while bodies, cond branches. In the
-    HLO count the opcode in every computation, fused computations included.
+    Nested means every inner jaxpr, at any depth: a jit inside, scan and while bodies and
+    conditions, cond branches, the function of a custom_jvp or custom_vjp rule, and the jaxprs
+    inside those. In the HLO count the opcode in every computation, fused computations included.
     """
     # TODO: a primitive census of the jaxpr, an opcode count of the compiled module
     raise NotImplementedError("phase10 task 6: transpose_counts")

@@ -1,7 +1,8 @@
 """Phase 10 tests, tasks 3, 4, 6 and 7 on programs drawn fresh every run (katas/phase10/drawn.py):
 fusions whose result is a tuple, donated arguments that are not adjacent or a single array
-returned alone, transposes in a lax.while_loop's body or condition, and dots of every element
-type (integer ones too) in conditional branches.
+returned alone (next to an unread argument and a donation no output can reuse), transposes in a
+lax.while_loop's body or condition and in custom_jvp/custom_vjp functions, at any depth, and
+dots of every element type (integer ones too) in conditional branches.
 
 Oracles (kata_harness.oracles.training): XLA's own parser's count of fusion instructions, the
 parsed optimized HLO (tuple-shaped fusions, opcodes, every dot's dimension numbers and which of
@@ -77,9 +78,10 @@ def test_transposes_in_while_loops(kata, fresh):
     got = kata.transpose_counts(program, *args)
     assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
     assert tuple(got) == want, (
-        f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition are "
-        "jaxprs too (the pair counts the transpose equations of every inner jaxpr, then the "
-        "transpose opcodes of every computation of the optimized HLO)"
+        f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition and "
+        "a custom_jvp or custom_vjp function's jaxpr are jaxprs too, at any depth (the pair "
+        "counts the transpose equations of every inner jaxpr, then the transpose opcodes of "
+        "every computation of the optimized HLO)"
     )
 
 
