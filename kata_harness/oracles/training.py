@@ -149,10 +149,14 @@ def aliased_bytes(compiled: jax.stages.Compiled) -> int:
     return stats.alias_size_in_bytes
 
 
-def leaf_numbers(args, donated):
-    """HLO parameter numbers of the leaves of the donated arguments (every leaf is used)."""
+def leaf_numbers(args, donated, unused=()):
+    """HLO parameter numbers of the leaves of the donated arguments: every leaf of the other
+    arguments is used, except those of the arguments in `unused`, which jit drops (so they
+    take no number)."""
     numbers, start = [], 0
     for position, arg in enumerate(args):
+        if position in unused:
+            continue
         count = len(jax.tree.leaves(arg))
         if position in donated:
             numbers += range(start, start + count)

@@ -2,8 +2,8 @@
 distinguishes is in it by construction: MLP sizes with a batch of a few rows, hundreds or
 thousands (past any chunk the examples might be split into), a fusion returning a tuple (a
 multi-output kernel), donated arguments that are not adjacent or a single array returned,
-transposes in a lax.while_loop's body or condition, and dots of any element type in
-conditional branches.
+transposes in a lax.while_loop's body or condition, in custom_jvp and custom_vjp functions and
+at any depth, and dots of any element type in conditional branches.
 
 Every builder takes the test's ``fresh`` generator (a random.Random) and returns
 (label, function, arguments, ...); the arguments are ShapeDtypeStructs when only the compiled
@@ -79,13 +79,15 @@ def _tree(rng, dtype_choices: list[str]):
     return {f"k{i}": leaf for i, leaf in enumerate(leaves)}
 
 
-def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bool):
-    """Each donated argument comes back updated (every leaf plus the sum of every argument, so
-    none is unused); outputs in `order`, with the sum itself at `loss_at` when not None."""
+def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bool, unused=()):
+    """Each argument in `donated` comes back updated (every leaf plus the sum of every argument
+    not in `unused`, so only those are unused); outputs in `order`, with the sum itself at
+    `loss_at` when not None."""
 
     def program(*args):
+        read = [arg for i, arg in enumerate(args) if i not in unused]
         total = jnp.sum(
-            jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(args)])
+            jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(read)])
         )
         new = {
             i: jax.tree.map(lambda leaf: leaf + total.astype(leaf.dtype), args[i]) for i in donated
@@ -101,20 +103,24 @@ def _program(donated: list[int], order: list[int], loss_at: int | None, bare: bo
 
 
 def single_array_donation(rng):
-    """(label, function, args, donate_argnums): one array donated and returned alone, so the
-    alias entry's output index is `{}`; other arguments before and after it."""
+    """(label, function, args, donate_argnums, aliased argnums, unused argnums): one array
+    donated and returned alone, so the alias entry's output index is `{}`; other arguments
+    before and after it."""
     dtypes = sorted(DTYPES)
     args = [_tree(rng, dtypes) for _ in range(rng.randint(1, 4))]
     position = rng.randint(0, len(args) - 1)
     args[position] = _spec((rng.randint(2, 6), rng.randint(2, 6)), rng.choice(dtypes))
     label = f"one array returned, argument {position} of {len(args)} donated"
-    return label, _program([position], [0], None, True), tuple(args), (position,)
+    return label, _program([position], [0], None, True), tuple(args), (position,), (position,), ()
 
 
 def scattered_donation(rng):
-    """(label, function, args, donate_argnums): at least three arguments, the donated ones not
-    adjacent (an undonated one between them), more than ten leaves in all, outputs in a drawn
-    order with a scalar at a drawn place."""
+    """(label, function, args, donate_argnums, aliased argnums, unused argnums): at least three
+    arguments, the returned donated ones not adjacent (an undonated one between them), more than
+    ten leaves in all, outputs in a drawn order with a scalar at a drawn place; and two drawn
+    in among them: an argument the function never reads (jit drops its leaves, so the
+    parameters after it are numbered one leaf per kept leaf) and a donated argument no output
+    can reuse (read, not returned, of a shape no output has: donated, yet not aliased)."""
     dtypes = sorted(DTYPES)
     while True:
         args = [_tree(rng, dtypes) for _ in range(rng.randint(4, 7))]
@@ -123,25 +129,81 @@ def scattered_donation(rng):
     first = rng.randint(0, len(args) - 3)
     last = rng.randint(first + 2, len(args) - 1)
     middle = [i for i in range(first + 2, last) if rng.random() < 0.5]
-    donated = sorted({first, *middle, last})
-    order = rng.sample(range(len(donated)), len(donated))
-    loss_at = rng.choice([None, *range(len(donated) + 1)])
-    label = f"{len(args)} arguments, {donated} donated, returned in the order {order}"
-    return label, _program(donated, order, loss_at, False), tuple(args), tuple(donated)
+    returned = sorted({first, *middle, last})
+    # Both extras go before the last returned argument, so they shift its parameter numbers.
+    # The unread one is an undonated argument; the unusable one's first dimension (6 to 9) is
+    # past any dimension _tree draws (1 to 5), so no output has its shape.
+    unused_at, unusable_at = rng.randint(0, last), rng.randint(0, last + 1)
+    args.insert(unused_at, _tree(rng, dtypes))
+    args.insert(unusable_at, _spec((rng.randint(6, 9), rng.randint(1, 5)), rng.choice(dtypes)))
+    unused = unused_at + (unusable_at <= unused_at)
+    returned = [i + (i >= unused_at) for i in returned]
+    returned = [i + (i >= unusable_at) for i in returned]
+    order = rng.sample(range(len(returned)), len(returned))
+    loss_at = rng.choice([None, *range(len(returned) + 1)])
+    donated = tuple(sorted({*returned, unusable_at}))
+    label = (
+        f"{len(args)} arguments, {list(donated)} donated, {returned} returned in the order "
+        f"{order}, argument {unusable_at} donated but never returned, argument {unused} unread"
+    )
+    program = _program(returned, order, loss_at, False, unused=(unused,))
+    return label, program, tuple(args), donated, tuple(returned), (unused,)
 
 
-# ---- transpose_counts: transposes in a lax.while_loop ------------------------------------------
+# ---- transpose_counts: transposes in a lax.while_loop, in custom rules, at any depth ----------
 
-PLACES = ("while body", "while condition", "nested jit", "scan body", "cond branch")
+PLACES = (
+    "while body",
+    "while condition",
+    "nested jit",
+    "scan body",
+    "cond branch",
+    "custom_jvp function",
+    "custom_vjp function",
+)
+WRAPPERS = ("jax.jit", "lax.cond branch", "fori_loop body")
+
+
+@jax.custom_jvp
+def _custom_jvp_transpose(a):
+    return a.T * 2
+
+
+_custom_jvp_transpose.defjvp(lambda primals, tangents: (primals[0].T * 2, tangents[0].T * 2))
+
+
+@jax.custom_vjp
+def _custom_vjp_transpose(a):
+    return a.T * 2
+
+
+_custom_vjp_transpose.defvjp(lambda a: (a.T * 2, None), lambda _, g: (g.T * 2,))
+
+
+def _wrapped(program, how: str):
+    """`program(m, w)` one level deeper: the whole of it inside a jit, a cond branch (the other
+    branch has no transpose) or the body of a fori_loop; traced once, so its transposes stay
+    as many."""
+    if how == "jax.jit":
+        return jax.jit(program)
+    if how == "lax.cond branch":
+        return lambda m, w: jax.lax.cond(jnp.sum(w) > 0, program, lambda m, w: m + w, m, w)
+    return lambda m, w: jax.lax.fori_loop(0, 2, lambda _, c: program(c, w), m)
 
 
 def while_transposes(rng):
     """(label, function, (m, w), transposes in its jaxpr by construction): a lax.while_loop with a
-    transpose in its body, its condition or both, and drawn other places; m and w square."""
+    transpose in its body, its condition or both, one in a function with a custom_jvp or a
+    custom_vjp rule (its jaxpr sits under another parameter than a jit's), and drawn other
+    places; the whole program inside one or two drawn wrappers, so every transpose is at least
+    two jaxprs deep; m and w square."""
     places = [p for p in PLACES if rng.random() < 0.5]
     if not {"while body", "while condition"} & set(places):
         places.insert(0, rng.choice(PLACES[:2]))
+    if not {"custom_jvp function", "custom_vjp function"} & set(places):
+        places.append(rng.choice(PLACES[-2:]))
     n, dtype, trips = rng.randint(2, 7), rng.choice(["float32", "bfloat16"]), rng.randint(1, 4)
+    wrappers = [rng.choice(WRAPPERS) for _ in range(rng.randint(1, 2))]
     where = set(places)
 
     def program(m, w):
@@ -162,9 +224,18 @@ def while_transposes(rng):
             out = jax.lax.scan(lambda c, _: (c + w.T, None), out, None, length=2)[0]
         if "cond branch" in where:
             out = jax.lax.cond(out.sum() > 0, lambda a: a.T * 3, lambda a: a * 1, out)
+        if "custom_jvp function" in where:
+            out = _custom_jvp_transpose(out)
+        if "custom_vjp function" in where:
+            out = _custom_vjp_transpose(out)
         return out
 
-    label = f"lax.while_loop of {trips} trips with transposes in {places}, {dtype}[{n},{n}]"
+    for how in wrappers:
+        program = _wrapped(program, how)
+    label = (
+        f"lax.while_loop of {trips} trips with transposes in {places}, all inside "
+        f"{' inside '.join(wrappers)}, {dtype}[{n},{n}]"
+    )
     return label, program, (_spec((n, n), dtype), _spec((n, n), dtype)), len(places)
 
 

@@ -65,7 +65,10 @@ def aliased_parameters(compiled) -> list[int]:
     The module header says it: `input_output_alias={ {output index}: (parameter, ...), ... }`.
     Parameter numbers count the flattened leaves of every argument jit kept, so donated params
     are not always parameters 0..n-1 (a `step(x, y, params, state)` donates 2, 3, ...; donating
-    only the state skips the params). Each number once, ascending; `[]` without donation.
+    only the state skips the params; an argument the function never reads is dropped and takes
+    no number). A donated buffer no output can reuse (no output of its shape and dtype) is not
+    aliased: JAX warns and leaves it out of the list, so donate_argnums alone is not the answer.
+    Each number once, ascending; `[]` without donation.
     """
     # TODO: read the module attribute, collect the parameter numbers
     raise NotImplementedError("phase10 task 4: aliased_parameters")
@@ -88,8 +91,9 @@ def transpose_counts(step, *args) -> tuple[int, int]:
     """(transpose equations in the jaxpr of `step`, nested jaxprs included,
     transpose instructions in the optimized HLO of `jax.jit(step)`) for these args.
 
-    Nested means every inner jaxpr: a jit inside, scan and while bodies, cond branches. In the
-    HLO count the opcode in every computation, fused computations included.
+    Nested means every inner jaxpr, at any depth: a jit inside, scan and while bodies and
+    conditions, cond branches, the function of a custom_jvp or custom_vjp rule, and the jaxprs
+    inside those. In the HLO count the opcode in every computation, fused computations included.
     """
     # TODO: a primitive census of the jaxpr, an opcode count of the compiled module
     raise NotImplementedError("phase10 task 6: transpose_counts")

@@ -1,7 +1,8 @@
 """Phase 10 tests, tasks 3, 4, 6 and 7 on programs drawn fresh every run (katas/phase10/drawn.py):
 fusions whose result is a tuple, donated arguments that are not adjacent or a single array
-returned alone, transposes in a lax.while_loop's body or condition, and dots of every element
-type (integer ones too) in conditional branches.
+returned alone (next to an unread argument and a donation no output can reuse), transposes in a
+lax.while_loop's body or condition and in custom_jvp/custom_vjp functions, at any depth, and
+dots of every element type (integer ones too) in conditional branches.
 
 Oracles (kata_harness.oracles.training): XLA's own parser's count of fusion instructions, the
 parsed optimized HLO (tuple-shaped fusions, opcodes, every dot's dimension numbers and which of
@@ -19,12 +20,17 @@ from kata_harness.oracles import training as oracle
 from katas.phase10 import drawn
 
 
-def _compile(program, args, donate=()):
+def _compile(program, args, donate=(), unusable=False):
+    """Compile; some donated buffer is not usable exactly when `unusable` says so."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = jax.jit(program, donate_argnums=donate).lower(*args).compile()
-    unusable = [w for w in caught if "donated buffers were not usable" in str(w.message)]
-    assert not unusable, "every donated buffer of the tests' own programs must be usable"
+    warned = any("donated buffers were not usable" in str(w.message) for w in caught)
+    assert warned == unusable, (
+        "a donated buffer of the tests' own program no output can reuse"
+        if unusable
+        else "every donated buffer of the tests' own programs must be usable"
+    )
     return compiled
 
 
@@ -44,12 +50,12 @@ def test_fusions_with_several_outputs(kata, fresh):
 
 @pytest.mark.task("aliased_parameters")
 def test_drawn_donations(kata, fresh):
-    for label, program, args, donate in (
+    for label, program, args, donate, aliased, unused in (
         drawn.single_array_donation(fresh),
         drawn.scattered_donation(fresh),
     ):
-        compiled = _compile(program, args, donate)
-        want = oracle.leaf_numbers(args, donate)
+        compiled = _compile(program, args, donate, unusable=set(donate) != set(aliased))
+        want = oracle.leaf_numbers(args, aliased, unused)
         assert oracle.parameter_bytes(compiled, tuple(want)) == oracle.aliased_bytes(compiled), (
             f"{label}: memory_analysis does not alias exactly the donated leaves"
         )
@@ -57,8 +63,10 @@ def test_drawn_donations(kata, fresh):
         with check:
             assert got == want, (
                 f"{label} ({fresh.where()}): got {got}, expected the HLO parameter numbers of "
-                f"the {len(want)} donated leaves, sorted as numbers (the header's alias list, "
-                "whatever the output index says: `{}` is the whole output)"
+                f"the {len(want)} donated leaves an output reuses, sorted as numbers (the "
+                "header's alias list, whatever the output index says: `{}` is the whole "
+                "output; jit numbers only the leaves it kept, and a donated buffer no output "
+                "can take is not aliased)"
             )
 
 
@@ -70,9 +78,10 @@ def test_transposes_in_while_loops(kata, fresh):
     got = kata.transpose_counts(program, *args)
     assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
     assert tuple(got) == want, (
-        f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition are "
-        "jaxprs too (the pair counts the transpose equations of every inner jaxpr, then the "
-        "transpose opcodes of every computation of the optimized HLO)"
+        f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition and "
+        "a custom_jvp or custom_vjp function's jaxpr are jaxprs too, at any depth (the pair "
+        "counts the transpose equations of every inner jaxpr, then the transpose opcodes of "
+        "every computation of the optimized HLO)"
     )
 
 
