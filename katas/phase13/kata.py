@@ -43,7 +43,9 @@ def rollout(w, b, x) -> jax.Array:
     40% of the unrolled original's instructions, by a loop that runs at most 8 trips (counted by
     the compiler: its known_trip_count). w, b and x may each be float32 or bfloat16, as the
     original allows: the result has the original's dtype and values (x bfloat16 with w float32
-    is float32 from the first step on)."""
+    is float32 from the first step on; with w and x bfloat16 and b float32 the original's first
+    x @ w rounds to bfloat16 before b makes it float32: a carry cast to float32 up front skips
+    that rounding, and its values are accepted too). The tests run every mix."""
     # TODO: write the recurrence as a loop and choose how many steps one trip does
     raise NotImplementedError("phase13 task 3: rollout")
 

@@ -1,7 +1,8 @@
 """Phase 13 tests, task roofline: flops, bytes and arithmetic intensity predicted without
 compiling, checked against the compiler's cost analysis of the program (compiled in f32, lowered
 in bf16; kata_harness.oracles.performance), and the bound classified by each chip's ridge point.
-bf16 sums are drawn fresh: jnp.sum widens them to f32, and the cost model counts the converts.
+bf16 sums are drawn fresh: jnp.sum widens them to f32, and the cost model counts the converts;
+so are dots with one dimension thin, where every term of the bytes weighs.
 """
 
 import functools
@@ -117,6 +118,54 @@ def test_roofline_bf16_sums(kata, fresh):
                 f"module's cost analysis says {want:.6g} (which instructions does jnp.sum of "
                 "bf16 add?)"
             )
+
+
+# The dot programs' dimensions, as (program, names): one test draws each dimension thin in turn.
+DOT_DIMENSIONS = [
+    ("matmul", ("m", "k", "n")),
+    ("batched_matmul", ("m", "k", "n")),
+    ("matvec", ("m", "k")),
+]
+
+
+def _dot_shapes(program, sizes):
+    """The argument shapes of a dot program from its dimensions (batch only where it has one)."""
+    m, k, n, batch = sizes["m"], sizes["k"], sizes.get("n"), sizes["batch"]
+    if program == "matmul":
+        return ((m, k), (k, n))
+    if program == "batched_matmul":
+        return ((batch, m, k), (batch, k, n))
+    return ((m, k), (k,))
+
+
+@pytest.mark.task("roofline")
+def test_roofline_weighs_every_term_of_thin_dots(kata, fresh):
+    """Each dot program with one dimension drawn thin (1 to 8) and the others wide, in turn for
+    every dimension, in a drawn dtype: there the smaller terms of the bytes (the vector, the
+    output, the thin operand) weigh more than the tolerance, so an axis read for another shows.
+    Checked against the lowered module's cost_analysis(): one dot, counted as written."""
+    for program, names in DOT_DIMENSIONS:
+        for thin in names:
+            sizes = {name: fresh.randint(64, 1024) for name in names}
+            sizes |= {thin: fresh.randint(1, 8), "batch": fresh.randint(1, 8)}
+            shapes, dtype = _dot_shapes(program, sizes), fresh.choice(["float32", "bfloat16"])
+            flops, moved, intensity, _ = _predicted(
+                kata, program, shapes, dtype, fresh.choice(sorted(PEAKS))
+            )
+            cost = oracle.cost(
+                jax.jit(ROOFLINE_PROGRAMS[program]).lower(*_specs(shapes, jnp.dtype(dtype)))
+            )
+            want_flops, want_bytes = cost["flops"], cost["bytes accessed"]
+            for name, value, expected in (
+                ("flops", flops, want_flops),
+                ("bytes", moved, want_bytes),
+                ("intensity", intensity, want_flops / want_bytes),
+            ):
+                assert value == pytest.approx(expected, rel=TOLERANCE), (
+                    f"{program} {shapes} {dtype} ({fresh.where()}): {name} {value:.6g}, the "
+                    f"lowered module's cost analysis says {expected:.6g} (which axis of which "
+                    "argument does each term count?)"
+                )
 
 
 @pytest.mark.task("roofline")
