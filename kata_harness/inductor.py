@@ -221,19 +221,36 @@ def kernel_kinds(code: str) -> dict[str, int]:
     return {"library": len(found) - fused, "fused": fused}
 
 
-def variant(code: str, rng: random.Random, comments: bool | None = None) -> str:
+def variant(
+    code: str, rng: random.Random, comments: bool | None = None, overlapping: bool | None = None
+) -> str:
     """`code` with every buffer and every non-tangent input of `call` renamed, `call`'s inputs
     unpacked in another order, each fused kernel renumbered (its ops kept), kernel calls nested
     in blocks (:func:`_nest_calls`), and the kernel definitions in another order; its comments
-    kept when `comments` is true, dropped when false, either when None."""
+    kept when `comments` is true, dropped when false, either when None. With `overlapping`
+    (either when None) the new names are parts of one another: each input's name is part of
+    every buffer's (`v7` in `v7v12_3`), and some input names begin others' (`v1`, `v12`), so
+    a name is found by whole words, not as a piece of a line."""
     keep = rng.random() < 0.5 if comments is None else comments
+    overlap = rng.random() < 0.5 if overlapping is None else overlapping
     names: dict[str, str] = {}
     labels = rng.sample(range(1000), 1000)
-    for name in inputs(code):
-        if not name.startswith("tangents_"):
+    given = [name for name in inputs(code) if not name.startswith("tangents_")]
+    if overlap:
+        stems = rng.sample(range(1, 10), 9)
+        numbers = [*stems, *(10 * s + rng.randrange(10) for s in stems)]
+        rng.shuffle(numbers)
+        numbers += [n for n in labels if n not in numbers]  # more than 18 inputs
+        for name, number in zip(given, numbers, strict=False):
+            names[name] = f"v{number}"
+        whole = "".join(names[n] for n in given) or "v"
+        for name in sorted(set(re.findall(r"\bbuf\d+\b", code))):
+            names[name] = f"{whole}_{labels.pop()}"
+    else:
+        for name in given:
             names[name] = f"in{labels.pop()}_{rng.choice(['x', 'p', 'arg'])}"
-    for name in sorted(set(re.findall(r"\bbuf\d+\b", code))):
-        names[name] = f"tmp{labels.pop()}"
+        for name in sorted(set(re.findall(r"\bbuf\d+\b", code))):
+            names[name] = f"tmp{labels.pop()}"
     for name in kernel_sources(code):
         ops = fused_ops(name)
         names[name] = f"cpp_fused_{ops}_{labels.pop()}" if ops else f"cpp_fused_{labels.pop()}"

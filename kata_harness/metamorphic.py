@@ -217,6 +217,32 @@ def nested(text: str) -> HloVariant | None:
     return HloVariant("nested", moved) if oracles.xla_accepts(moved) else None
 
 
+def trailing(text: str, rng: random.Random) -> HloVariant | None:
+    """A computation nothing calls printed after ENTRY (XLA's parser accepts it, and XLA
+    prints a module's uncalled computations in the order they were added): a copy, under
+    fresh names, of one computation ENTRY reaches, so ENTRY is not the last computation and
+    the ENTRY keyword, not the place, says which one it is. None if the module has no other
+    computation, prints names bare, or XLA's parser refuses the result."""
+    entry = _ENTRY_BLOCK.search(text)
+    if entry is None or "%" not in text:
+        return None
+    others = [b[0] for b in _ANY_BLOCK.finditer(text) if not b[0].startswith("ENTRY ")]
+    if not others:
+        return None
+    block = rng.choice(others)
+    header = block[: block.index("{\n")]
+    defined = {m[1] for m in re.finditer(rf"^\s*(?:ROOT )?%({_WORD}) = ", block, re.MULTILINE)}
+    defined |= set(_SIGNATURE_NAME.findall(header))
+    old = _BLOCK_NAME.match(block)[1]  # type: ignore[index]
+    suffix = f".uncalled{rng.randrange(1000)}"
+    names = {n: n + suffix for n in defined} | {old: old + suffix}
+    copy = _NAME.sub(lambda m: "%" + names.get(m[1], m[1]), block)
+    at = copy.index("{\n")
+    copy = _SIGNATURE_NAME.sub(lambda m: names.get(m[1], m[1]), copy[:at]) + copy[at:]
+    moved = text[: entry.end()] + "\n" + copy + text[entry.end() :]
+    return HloVariant("uncalled after ENTRY", moved) if oracles.xla_accepts(moved) else None
+
+
 def variants(text: str, seed: int) -> Iterator[HloVariant]:
     """The renamed and the reordered module, then both at once, each accepted by XLA's parser
     (a variant XLA refuses is left out: the fact must hold for modules XLA reads)."""

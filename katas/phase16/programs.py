@@ -254,6 +254,12 @@ PAIRS: dict[str, Pair] = {
         t_attention,
         j_attention,
     ),
+    "dense_one_output": Pair(
+        "relu(x @ w.T + b) on x[16,48], w[1,48]: one output, its bias b[1] one element",
+        ((16, 48), (1, 48), (1,)),
+        t_dense_relu,
+        j_dense_relu,
+    ),
     "dense_relu_row": Pair(
         "relu(x @ w.T + b) on one row, x[1,8], w[8,8]: a product small enough to decompose",
         ((1, 8), (8, 8), (8,)),
@@ -469,6 +475,8 @@ MLP_CASES: dict[str, tuple[tuple[int, ...], tuple[Layer, ...]]] = {
     # one feature but one row (mm), one feature but one output (mm)
     "mlp_t": ((1, 1), ((6, False, "relu"),)),
     "mlp_u": ((6, 1), ((1, False, "none"),)),
+    # several rows: a layer to one output with a bias is a GEMM (addmm), not a rewritten product
+    "mlp_v": ((8, 24), ((16, True, "relu"), (1, True, "none"))),
 }
 
 

@@ -8,6 +8,7 @@ size ()) instead of a bias or beside one, profiled modules (inference and traini
 loss, of a convolution, and of inputs that all require grad), on modules written by hand
 (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
+in one variant to names that are parts of one another, an input's name inside every buffer's,
 inputs unpacked in another order, kernel calls nested in blocks (also their else: and finally:
 branches), comments such as the `# AOT ID` header dropped or kept, kernel definitions reordered;
 kata_harness.inductor_spellings: fused kernels named after other operators, some ending in a
@@ -15,10 +16,11 @@ digit as `expm1`, two of them one named the other's name with a digit more, as `
 beside `cpp_fused_sum_10` defined before it, accumulators declared with the other C++ types
 Inductor declares, as `uint8_t`); the HLO side is the JAX twin compiled now by XLA on this
 host (the bias task also in bfloat16), its metamorphic variants
-(kata_harness.metamorphic: renamed, reordered, every fused computation moved into a nested
-fusion), hand-written modules (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch
-twin (xla_only.XLA_ONLY: an int32 layer, a bias passed first, a loop, a cond). Expected values
-come from kata_harness.inductor's line reader of the generated code and from XLA's own parser.
+(kata_harness.metamorphic: renamed, reordered, a computation nothing calls printed after
+ENTRY, every fused computation moved into a nested fusion), hand-written modules
+(handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch twin (xla_only.XLA_ONLY: an
+int32 layer, a bias passed first, a loop, a cond). Expected values come from
+kata_harness.inductor's line reader of the generated code and from XLA's own parser.
 The predict and decide tasks are in test_phase16_live.py.
 """
 
@@ -47,6 +49,7 @@ BIAS_BANK = (
     "addmm_gelu",
     "attention",
     "dense_relu_row",
+    "dense_one_output",
     "dense_relu_scaled",
     "dense_scaled_residual",
 )
@@ -70,13 +73,17 @@ def _hlo(name: str) -> str:
 
 @cache
 def _hlo_forms(name: str) -> tuple[tuple[str, str], ...]:
-    """(label, text): the module as printed, its metamorphic variants, and the module with
-    every fused computation one nested fusion further down."""
+    """(label, text): the module as printed, its metamorphic variants, the module with a
+    computation nothing calls printed after ENTRY, and the module with every fused computation
+    one nested fusion further down."""
     seed = zlib.crc32(name.encode())
     found = [(name, _hlo(name))]
     found += [
         (f"{name} ({v.kind}, seed {seed})", v.text) for v in metamorphic.variants(_hlo(name), seed)
     ]
+    after = metamorphic.trailing(_hlo(name), random.Random(seed))
+    assert after is not None, f"{name}: XLA's parser refused an uncalled computation after ENTRY"
+    found.append((f"{name} ({after.kind}, seed {seed})", after.text))
     deeper = metamorphic.nested(_hlo(name))
     if not any(k.opcode == "fusion" for k in oracle.xla_kernels(_hlo(name))):
         return tuple(found)  # no ENTRY fusion to nest (a loop: ENTRY holds the while)
@@ -84,15 +91,21 @@ def _hlo_forms(name: str) -> tuple[tuple[str, str], ...]:
     return (*found, (f"{name} (nested)", deeper.text))
 
 
-def _variant(code: str, rng: random.Random, comments: bool | None = None) -> str:
-    """A fresh variant of generated code: renamed, reordered, nested, and respelled (its fused
-    kernels named after other operators, its accumulators declared with other C++ types)."""
-    return inductor_spellings.respelled(oracle.variant(code, rng, comments), rng)
+def _variant(
+    code: str, rng: random.Random, comments: bool | None = None, overlapping: bool | None = None
+) -> str:
+    """A fresh variant of generated code: renamed (with `overlapping`, names that are parts of
+    others'), reordered, nested, and respelled (its fused kernels named after other operators,
+    its accumulators declared with other C++ types)."""
+    return inductor_spellings.respelled(oracle.variant(code, rng, comments, overlapping), rng)
 
 
 def _code_forms(code: str, label: str, rng: random.Random) -> list[tuple[str, str]]:
-    """(label, text): the generated code as recorded, then two variants drawn from `rng`."""
-    return [(label, code)] + [(f"{label} (variant {i})", _variant(code, rng)) for i in (1, 2)]
+    """(label, text): the generated code as recorded, then two variants drawn from `rng`, the
+    second's names parts of one another (an input's name inside every buffer's)."""
+    return [(label, code)] + [
+        (f"{label} (variant {i})", _variant(code, rng, overlapping=i == 2)) for i in (1, 2)
+    ]
 
 
 def _kernels(code: str) -> list[str]:

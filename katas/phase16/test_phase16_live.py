@@ -3,13 +3,14 @@ that makes Inductor compile an inference graph.
 
 The predict task is checked against the recorded MLPs (also with their rows under other leading
 dimensions, one of them a leading 1, and behind two or three leading ones) and, when torch is
-installed, against three MLPs drawn fresh and compiled live: several rows, one row (a small
-weight with a bias or none, then GEMMs to more than 16 outputs, each followed by a layer to one
-output, with a bias or without, then a small weight with a bias on that one feature), one input
-feature (a bias or none, rows plus outputs on either side of 32). The decide task compiles live,
-through a backend that counts what the caller's compiled module hands to Inductor (then once
-more with the module in eval mode), after a first compile that sets up torch's tracing, and
-skips, naming the group, without torch.
+installed, against three MLPs drawn fresh and compiled live: several rows (among the layers
+one to one output with a bias), one row (a small weight with a bias or none, then GEMMs to more
+than 16 outputs, each followed by a layer to one output, with a bias or without, then a small
+weight with a bias on that one feature), one input feature (a bias or none, rows plus outputs on
+either side of 32). The decide task compiles live, through a backend that counts what the
+caller's compiled module hands to Inductor (then once more with the module in eval mode; x
+requiring grad in one of the two calls, a plain tensor in the other), after a first compile that
+sets up torch's tracing, and skips, naming the group, without torch.
 """
 
 import math
@@ -106,8 +107,14 @@ def _one_feature(rng) -> tuple[tuple[int, ...], list]:
 
 
 def _several_rows(rng) -> tuple[tuple[int, ...], list]:
+    """Two rows or more under one or two leading dimensions, and among the layers one to one
+    output with a bias (a GEMM on several rows: the one-output rule needs one row)."""
     shape = tuple(rng.randint(1, 6) for _ in range(rng.randint(1, 2)))
-    return shape + (rng.randint(2, 24),), _layers(rng, 1, 4)
+    if math.prod(shape) == 1:
+        shape = (rng.randint(2, 6), *shape[1:])
+    layers = _layers(rng, 1, 4)
+    layers.insert(rng.randint(0, len(layers)), (1, True, rng.choice(P.ACTIVATIONS)))
+    return shape + (rng.randint(2, 24),), layers
 
 
 def _layers(rng, least: int, most: int) -> list:
@@ -145,9 +152,10 @@ def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
 def test_inference_call_compiles_one_inference_graph(kata, fresh):
     """The caller's compiled module, compiled through a backend that counts the graphs it hands
     to Inductor, runs one inference graph of its own MLP (the module's inputs, its output only),
-    also when x requires grad; the module, its train mode and the caller's grad mode are left as
-    they were, also when the caller calls from inside torch.no_grad(), and a later call (the
-    module in eval mode) runs an inference graph too."""
+    x a plain tensor in one call and requiring grad in the other (which one is drawn); the
+    module, its train mode and the caller's grad mode are left as they were, also when the
+    caller calls from inside torch.no_grad(), and a later call (the module in eval mode) runs
+    an inference graph too."""
     _live()
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
     import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
@@ -170,7 +178,10 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
         return compile_fx(graph, example_inputs)
 
     compiled = torch.compile(model, backend=backend)
-    x = torch.randn(fresh.randint(1, 9), width, requires_grad=True)
+    # x requires grad in one of the two calls in training mode and eval mode, a plain tensor
+    # in the other: the parameters alone make a training graph
+    x_grad = fresh.random() < 0.5
+    x = torch.randn(fresh.randint(1, 9), width, requires_grad=x_grad)
     torch._dynamo.reset()
     out, codes = run_and_get_code(kata.inference_call, compiled, x)
     with check:
@@ -205,7 +216,9 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
         assert torch.is_grad_enabled(), "the call left gradients switched off"
     with check:
         assert isinstance(again, torch.Tensor) and torch.allclose(again, eager, atol=1e-5)
-    _inference_call_again_in_eval_mode(kata, model, compiled, x, eager)
+    _inference_call_again_in_eval_mode(
+        kata, model, compiled, x.detach().requires_grad_(not x_grad), eager
+    )
 
 
 def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager) -> None:

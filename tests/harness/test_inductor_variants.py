@@ -88,3 +88,16 @@ def test_variants_run_kernel_calls_in_else_and_finally_branches() -> None:
     assert any(_branch_calls(v) for v in variants), "a kernel in an else or finally branch"
     for v in variants:  # still the same kernels in the same order
         assert _facts(v) == _facts(code)
+
+
+def test_overlapping_names_are_parts_of_one_another() -> None:
+    """With `overlapping`, each input's new name is part of every buffer's: a reader that finds
+    a name as a piece of a line, not as a whole word, reads the wrong kernel."""
+    code = programs.recorded("bias_after_relu")[0]
+    variant = inductor.variant(code, random.Random(3), overlapping=True)
+    ast.parse(variant)
+    assert _facts(variant) == _facts(code)
+    buffers = set(re.findall(r"\b(v\d+(?:v\d+)*_\d+)\b", variant))
+    assert buffers, "buffers named after the inputs"
+    for name in inductor.inputs(variant):
+        assert all(name in b for b in buffers), name

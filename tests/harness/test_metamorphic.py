@@ -60,3 +60,22 @@ def test_names_printed_bare_are_relabelled_too():
     module = parse_hlo(variant.text)
     assert {i.name for c in module.computations for i in c} <= set(variant.names.values())
     assert f"to_apply={module.computations[0].name}" in variant.text
+
+
+@pytest.mark.parametrize("path", RECORDED[:2], ids=[p.name for p in RECORDED[:2]])
+def test_an_uncalled_computation_after_entry_keeps_entry(path: Path):
+    """ENTRY is the computation the keyword marks, not the last one printed: the variant
+    prints a copy of a called computation after it, which XLA's parser accepts."""
+    import random
+
+    text = path.read_text()
+    variant = metamorphic.trailing(text, random.Random(5))
+    assert variant is not None and oracles.xla_accepts(variant.text)
+    original, moved = parse_hlo(text), parse_hlo(variant.text)
+    assert moved.computations[-1].name != moved.entry.name
+    assert [(i.opcode, str(i.shape)) for i in moved.entry] == [
+        (i.opcode, str(i.shape)) for i in original.entry
+    ]
+    assert len(moved.computations) == len(original.computations) + 1
+    names = [i.name for c in moved.computations for i in c]
+    assert len(set(names)) == len(names), "the copy's instructions have names of their own"
