@@ -68,12 +68,12 @@ def dot_flops(jaxpr) -> int:
     Count 2 per multiply-add (as XLA's cost analysis does), whatever the dtype (a complex
     multiply-add counts 2 too): 2 * (elements of the output) * (product of the contracted
     dimension sizes, read from dimension_numbers: any axes, not only the last). Batch dimensions
-    are part of the output. Nested jaxprs sit in equation params of any primitive that holds one
-    (a nested jit, every branch of a cond or switch, a scan body, a while loop's condition and
-    body, custom_jvp, custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve,
-    ...; alone, in a tuple or a named tuple): count every dot_general equation once, wherever it
-    sits (a loop body once, not once per iteration). Return an exact int, however large (past
-    2**31).
+    are part of the output; a dot that contracts every axis has a scalar output, one element.
+    Nested jaxprs sit in equation params of any primitive that holds one (a nested jit, every
+    branch of a cond or switch, a scan body, a while loop's condition and body, custom_jvp,
+    custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a
+    tuple or a named tuple): count every dot_general equation once, wherever it sits (a loop
+    body once, not once per iteration). Return an exact int, however large (past 2**31).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")
