@@ -145,7 +145,8 @@ def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int)
     """Predict the shape of jax.vmap(matvec, in_axes=in_axes, out_axes=out_axes)(W, v) for W of
     shape `w_shape` and v of shape `v_shape` (a tuple of ints); in_axes as vmap takes them (None,
     or an axis, negative ones counted from the end). From the shapes alone: the tests forbid
-    jax.vmap, tracing and compiling while they call you.
+    jax.vmap, tracing and compiling while they call you, and some shapes they ask about are
+    past what any memory holds (no array of them can be made, in JAX or in NumPy).
     """
     # TODO: which size is the batch, what does one example return, where does out_axes put it?
     raise NotImplementedError("phase5 task 11: vmapped_shape")
