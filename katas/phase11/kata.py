@@ -101,7 +101,8 @@ def padded_bytes(shape_text: str) -> int:
     the next; `T(1024)`: the most minor only), and each of them, a dimension of 1 too, is padded
     up to a multiple of its tile size; later tiles such as `(2,1)` split the first one without
     adding padding. Bytes per element from the dtype's bit width (s4: half a byte; pred: one
-    byte). No tile: the logical size.
+    byte). No tile: the logical size. Dimensions go up to int64's (past 2**53, where a float
+    stops holding every integer): the answer is an exact int.
     """
     # TODO: xla_inspect.model.Shape reads dims, dtype, layout and minor_to_major
     raise NotImplementedError("phase11 task 6: padded_bytes")

@@ -212,6 +212,20 @@ def _corner_tiles(rng: random.Random) -> dict[str, str]:
     }
 
 
+def _past_float(rng: random.Random) -> dict[str, str]:
+    """A tiled most minor dimension past 2**53 (where a float stops holding every integer): q
+    whole tiles, q in [2**52, 2**53), and a remainder of under half a tile; XLA's parser takes
+    dimensions up to int64's. Its padded size, q + 1 tiles, is exact in integers; a float
+    quotient d / t rounds to q and loses the partial tile."""
+    first = rng.choice(FIRST_TILES)
+    size = int(first[2:-1].split(",")[-1])  # the tile size along the most minor dimension
+    rank = rng.randint(first.count(",") + 1, 3)
+    dim = rng.randrange(2**52, 2**53 - 1) * size + rng.randint(1, size // 2 - 1)
+    dtype = rng.choice(COLLECTIVE_DTYPES)
+    text = _shape(rng, dtype, rank, first + rng.choice(LATER_TILES), (), ((0, dim),))
+    return {f"{dtype}, rank {rank}, first tile {first}, a tiled dimension past 2**53": text}
+
+
 def tiled_strata(rng: random.Random) -> dict[str, str]:
     """Shape texts per situation: every element type (4-bit to 16-byte) under a tiled layout
     (programs.COLLECTIVE_DTYPES, in a drawn order); every 1-D first tile at rank 1 and at rank
@@ -221,7 +235,8 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     minor-to-major order; dimensions of 1 under every size of a first tile and outside it; a
     first tile of three sizes; an empty dimension under a tile and outside it; and one tiled
     shape of two dimensions of 2**31 to 2**34 (XLA's parser takes it; its size in bits, an
-    exact integer, is past 2**63, where int64 wraps)."""
+    exact integer, is past 2**63, where int64 wraps), and one whose tiled most minor dimension
+    is past 2**53 (rounded up to its tile exactly, not through a float)."""
     one_d = [t for t in FIRST_TILES if "," not in t]
     two_d = [t for t in FIRST_TILES if "," in t]
     ranks_2d = [2, 3, 4, rng.randint(2, 4)] * 2
@@ -242,6 +257,7 @@ def tiled_strata(rng: random.Random) -> dict[str, str]:
     dims = [rng.randint(2**31, 2**34) for _ in range(2)]
     dtype = rng.choice(COLLECTIVE_DTYPES)
     cases[f"{dtype}, rank 2, past 2**63 bits"] = f"{dtype}[{dims[0]},{dims[1]}]{{1,0:{huge}}}"
+    cases |= _past_float(rng)
     cases |= _unit_dimensions(rng)
     cases |= _corner_tiles(rng)
     sub_byte = rng.randrange(4)

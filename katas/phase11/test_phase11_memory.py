@@ -98,7 +98,7 @@ def test_padded_bytes_of_drawn_shapes(kata, fresh):
     bits (an s4 takes half a byte) under a tile, every first tile (1-D ones at rank 1 and
     above, three-size ones at rank 3 and 4), later tiles that split them, untiled shapes of
     every rank, dimensions of 1 and empty ones under a tile and outside it, dimensions in any
-    layout order; bytes from XLA's parse of each."""
+    layout order, a tiled dimension past 2**53; bytes from XLA's parse of each."""
     cases = tiled_strata(fresh)
     parsed = oracle.shapes(list(cases.values()))
     for (situation, text), shape in zip(cases.items(), parsed, strict=True):

@@ -68,12 +68,12 @@ def dot_flops(jaxpr) -> int:
     Count 2 per multiply-add (as XLA's cost analysis does), whatever the dtype (a complex
     multiply-add counts 2 too): 2 * (elements of the output) * (product of the contracted
     dimension sizes, read from dimension_numbers: any axes, not only the last). Batch dimensions
-    are part of the output. Nested jaxprs sit in equation params of any primitive that holds one
-    (a nested jit, every branch of a cond or switch, a scan body, a while loop's condition and
-    body, custom_jvp, custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve,
-    ...; alone, in a tuple or a named tuple): count every dot_general equation once, wherever it
-    sits (a loop body once, not once per iteration). Return an exact int, however large (past
-    2**31).
+    are part of the output; a dot that contracts every axis has a scalar output, one element.
+    Nested jaxprs sit in equation params of any primitive that holds one (a nested jit, every
+    branch of a cond or switch, a scan body, a while loop's condition and body, custom_jvp,
+    custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a
+    tuple or a named tuple): count every dot_general equation once, wherever it sits (a loop
+    body once, not once per iteration). Return an exact int, however large (past 2**31).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")
@@ -145,7 +145,8 @@ def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int)
     """Predict the shape of jax.vmap(matvec, in_axes=in_axes, out_axes=out_axes)(W, v) for W of
     shape `w_shape` and v of shape `v_shape` (a tuple of ints); in_axes as vmap takes them (None,
     or an axis, negative ones counted from the end). From the shapes alone: the tests forbid
-    jax.vmap, tracing and compiling while they call you.
+    jax.vmap, tracing and compiling while they call you, and some shapes they ask about are
+    past what any memory holds (no array of them can be made, in JAX or in NumPy).
     """
     # TODO: which size is the batch, what does one example return, where does out_axes put it?
     raise NotImplementedError("phase5 task 11: vmapped_shape")

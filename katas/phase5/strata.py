@@ -110,7 +110,8 @@ def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]
     the end; the batch (2 to 9), m and n drawn distinct, so that an answer that takes one for
     another differs, and m or n of size 1 in every third case. Then, for every in_axes, the
     batch the size of m, and the size of n (the other drawn distinct), out_axes drawn: sizes
-    are any ints, so the batch axis is found by its position, never by its size."""
+    are any ints, so the batch axis is found by its position, never by its size. And one case
+    whose W no host could hold (m and n past 2**24): the shapes alone answer it."""
     cases = {}
     for k, (in_axes, out) in enumerate(itertools.product(_IN_AXES, _OUT_AXES)):
         batch = rng.randint(2, 9)
@@ -125,6 +126,11 @@ def vmap_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, tuple, int]
         w, v, axes = _mapped_shapes(in_axes, batch, m, n, rng.random() < 0.5)
         out = rng.choice(_OUT_AXES)
         cases[f"in_axes {axes}, out_axes {out}, the batch the size of {same}"] = (w, v, axes, out)
+    # m and n past 2**24: W alone is past 2**50 bytes, more than any host addresses
+    batch, m, n = rng.randint(2, 2**10), rng.randint(2**24, 2**25), rng.randint(2**24, 2**25)
+    w, v, axes = _mapped_shapes(rng.choice(_IN_AXES), batch, m, n, rng.random() < 0.5)
+    out = rng.choice(_OUT_AXES)
+    cases[f"in_axes {axes}, out_axes {out}, shapes past what any memory holds"] = (w, v, axes, out)
     return cases
 
 

@@ -173,12 +173,22 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
     """name -> (program, argument avals, expected flops): one matmul of odd sizes whose
     count passes 2**53 (not a float64); a batched dot contracting two axes whose count passes
     2**64 (not an int64); one jitted function called twice (one jaxpr, two equations); a
-    complex64 matmul (a complex multiply-add counts 2 too, as the formula says); each placed at
-    a drawn nesting place. Nothing is allocated: the arguments are shapes."""
+    complex64 matmul (a complex multiply-add counts 2 too, as the formula says); a dot that
+    contracts every axis (two vectors, or two matrices with their axes crossed), whose output
+    of shape () has one element; each placed at a drawn nesting place. Nothing is allocated:
+    the arguments are shapes."""
     a, k, b = (_odd(rng, 18) for _ in range(3))
     bt, m, k1, k2, n = (_odd(rng, 13) for _ in range(5))
     s, t, u = (rng.randint(2, 40) for _ in range(3))
     c1, c2, c3 = (rng.randint(2, 40) for _ in range(3))
+    f1, f2 = rng.randint(2, 40), rng.randint(2, 40)
+    full = rng.choice([  # every axis contracted: an output of shape () has one element
+        ("two vectors", lambda p, q: lax.dot_general(p, q, (((0,), (0,)), ((), ()))),
+         [(f1,), (f1,)], 2 * f1),
+        ("two matrices, axes crossed",
+         lambda p, q: lax.dot_general(p, q, (((0, 1), (1, 0)), ((), ()))),
+         [(f1, f2), (f2, f1)], 2 * f1 * f2),
+    ])  # fmt: skip
     shared = jax.jit(lambda p, q: p @ q)
     general = (((2, 3), (1, 2)), ((0,), (0,)))
     programs = {
@@ -191,6 +201,7 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
             lambda p, q: shared(p, q) + shared(p, q), [(s, t), (t, u)], 2 * (2 * s * t * u)),
         "a complex64 matmul": (
             jnp.matmul, [(c1, c2), (c2, c3)], 2 * c1 * c2 * c3),
+        f"a scalar output, every axis contracted ({full[0]})": full[1:],
     }  # fmt: skip
     cases = {}
     for name, (fn, shapes, flops) in programs.items():

@@ -304,8 +304,8 @@ def test_jacobian_shapes_match_eval_shape(kata):
 @pytest.mark.task("vmapped_shape")
 def test_vmapped_shape_on_fresh_cases(kata, fresh):
     """Fresh shapes, the batch on every axis of W, of v or of both (the other shared), out_axes
-    negative or not, and the batch the size of m or of n: one case per situation
-    (strata.vmap_strata)."""
+    negative or not, the batch the size of m or of n, and shapes past what any memory holds:
+    one case per situation (strata.vmap_strata)."""
     for w_shape, v_shape, in_axes, out_axes in vmap_strata(fresh).values():
         mapped = jax.vmap(matmul, in_axes=in_axes, out_axes=out_axes)
         want = jax.eval_shape(

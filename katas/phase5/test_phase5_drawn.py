@@ -154,8 +154,9 @@ def test_vjp_on_fresh_shapes_and_dtypes(kata, fresh):
 @pytest.mark.task("dot_flops")
 def test_dot_flops_on_fresh_programs(kata, fresh):
     """Odd sizes whose count passes 2**53 (not a float) and 2**64 (not an int64), one jitted
-    function called twice (two equations, one jaxpr), each at a drawn nesting place; expected
-    counts from the drawn sizes by the formula."""
+    function called twice (two equations, one jaxpr), a dot contracting every axis (its output
+    a scalar), each at a drawn nesting place; expected counts from the drawn sizes by the
+    formula."""
     for name, (program, args, expected) in dot_flops_strata(fresh).items():
         got = kata.dot_flops(jax.make_jaxpr(program)(*args))
         with check:

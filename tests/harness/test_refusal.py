@@ -319,3 +319,21 @@ def test_a_table_lowered_while_the_file_loads_is_refused(tmp_path):
     module = loading.load_file(path, "_refusal_lowered_table", label="phase0", scan=True)
     at_load = loading._compiled_at_load[module.__name__]
     assert any("JAX's lowering" in entry for entry in at_load), at_load
+
+
+def test_a_prediction_that_runs_the_program_on_arrays_of_the_shapes_is_refused(tmp_path):
+    """numpy.vectorize is a vmap no JAX refusal sees; on shapes past what a host holds (the
+    tests draw some), an answer that makes stand-in arrays of them runs out of memory, and that
+    fails the test as a refusal, not as a crash of the answer."""
+    path = tmp_path / "host_run.py"
+    path.write_text(
+        "import numpy as np\n"
+        "def predict_flops(n):\n"
+        "    a = np.zeros((n, n), np.float32)\n"
+        "    return int(np.vectorize(lambda x: 2.0)(a[:1, :1]).sum()) * n * n\n"
+    )
+    module = loading.load_file(path, "_refusal_host_run", label="phase0")
+    predict.refuse_in(module, [TASK], [])
+    assert module.predict_flops(4) == 32  # small shapes: nothing to see
+    with pytest.raises(pytest.fail.Exception, match=r"phase0.task1 .* ran out of memory"):
+        module.predict_flops(2**25)  # 2**52 bytes: past any address space
