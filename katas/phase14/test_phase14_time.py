@@ -100,7 +100,8 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 
 def _shares_cases(fresh, task: str):
     """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
-    calls written over several lines for line_shares) and a made trace of two executions at
+    for line_shares calls written over several lines, and fusions with no stack frame of their
+    own around fused instructions that have one) and a made trace of two executions at
     once (one group of the task far under 1% of the time: every group that ran appears), each
     as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
@@ -108,7 +109,7 @@ def _shares_cases(fresh, task: str):
     always = {
         "kind_shares": ("looped", "nested"),
         "scope_shares": ("layered",),
-        "line_shares": ("looped", "nested", "spread"),
+        "line_shares": ("looped", "nested", "spread", "reshaping"),
     }[task]
     for program in sorted({fresh.choice(programs), *always}):
         seed = fresh.randrange(1 << 16)
