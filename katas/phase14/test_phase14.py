@@ -125,8 +125,10 @@ def _made_steps(
     """A hand-built trace, its answer known from the construction: steps whose work runs on two
     execute threads at once (one thread's short events inside the other's long while, one of
     them the same instruction run again), whiles holding bodies two levels deep (a while, its
-    first inner while and that one's first body event start at the same ns: the clock's
-    resolution makes such ties), an empty step, a step event that closes in the ns its last
+    first inner while and that one's first body event start at the same ns, and in some steps,
+    one always, its last inner while and that one's last body event end in the ns it ends: the
+    clock's resolution makes such ties), step events on two threads (the first step on one, a
+    later one on the other), an empty step, a step event that closes in the ns its last
     instruction event ends, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
     (nested in the while: not listed either); after each step, a second loop's step named
@@ -137,6 +139,12 @@ def _made_steps(
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
+    tied = fresh.choice([n for n in range(steps) if n != empty])
+    # the step events on two threads (two loops annotating alike): the first step on one, a
+    # later step on the other, the rest drawn
+    on = fresh.sample(("python", "MainThread", f"Thread-{fresh.randint(1, 9)}", "loader"), 2)
+    aside = fresh.randrange(1, steps)
+    step_thread = [on[n == aside] if n in (0, aside) else fresh.choice(on) for n in range(steps)]
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
@@ -150,12 +158,19 @@ def _made_steps(
             # thread 0: a long while holding its body (a loop holding another), then more
             outer = next(label)
             cursor = t  # the outer while, its first inner while and its first body event tie
-            for i in range(fresh.randint(1, 3)):
+            # with `tie`, the end too: the last inner while and its last body event end in
+            # the ns the outer while ends (inside it: nested, not listed)
+            tie = n == tied or fresh.random() < 0.3
+            loops = fresh.randint(2 if tie else 1, 3)  # never the outer's very interval
+            for i in range(loops):
+                last = tie and i == loops - 1
                 inner = next(label)
                 events.append(instr_event(inner, threads[0], cursor, 200, n))
                 events.append(instr_event(next(label), threads[0], cursor + 20 * i, 60, n))
-                events.append(instr_event(next(label), threads[0], cursor + 100, 60, n))
-                cursor += 300
+                events.append(
+                    instr_event(next(label), threads[0], cursor + (140 if last else 100), 60, n)
+                )
+                cursor += 200 if last else 300
             events.append(instr_event(outer, threads[0], t, cursor - t, n))
             top.append((t, outer))
             for _ in range(fresh.randint(0, 2)):
@@ -179,7 +194,7 @@ def _made_steps(
         t += 0 if n == flush else 100 + 10 * fresh.randrange(5)  # host time after the work
         if n >= 0:
             number = (("step_num", first + n),)
-            events.append(TraceEvent(step_name, "python", start, t - start, number))
+            events.append(TraceEvent(step_name, step_thread[n], start, t - start, number))
             expected[first + n] = [op for _, op in sorted(top)]
         if n == straddle:  # a while that outlasts the step; its body's event lies inside it
             events.append(instr_event(next(label), threads[0], t - 50, 120, -n))
@@ -200,10 +215,10 @@ def _made_steps(
 
 @pytest.mark.task("step_instructions")
 def test_step_instructions_on_a_made_trace(kata, fresh):
-    """Events on two execute threads at once, loops in loops (a loop and its body starting at
-    the same ns), an empty step, an event that starts in a step and ends after it, and events
-    that are not step events (another name, or no step_num); the answer is known from how the
-    trace was built."""
+    """Events on two execute threads at once, loops in loops (a loop and its body starting, or
+    ending, at the same ns), steps annotated on two threads, an empty step, an event that
+    starts in a step and ends after it, and events that are not step events (another name, or
+    no step_num); the answer is known from how the trace was built."""
     for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
         events, expected = _made_steps(fresh, step_name, children_first)

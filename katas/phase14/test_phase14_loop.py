@@ -20,7 +20,7 @@ from pytest_check import check
 from katas.phase14.programs import sgd_step
 from katas.phase14.traces import PLUMBING, STEP_NAMES
 from xla_inspect import parse_hlo
-from xla_inspect.profile import TraceEvent, trace_events
+from xla_inspect.profile import ProfileError, TraceEvent, trace_events
 
 
 def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, list]:
@@ -106,9 +106,15 @@ def _check_loop(kata, fresh, state, batches) -> None:
     shape = "x".join(map(str, np.shape(batches[0][0])))
     what = f"{len(batches)} batches of {shape}, step_name {step_name!r} ({fresh.where()})"
     holder = []
-    events = trace_events(
-        lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))
-    )
+    try:
+        events = trace_events(
+            lambda: holder.append(kata.train_loop(sgd_step, state, batches, step_name))
+        )
+    except ProfileError as exc:  # raised after the loop returned: the trace itself is unreadable
+        pytest.fail(
+            f"{what}: the trace around the loop cannot be read ({exc}); a profile that reads "
+            "cleanly needs the caller's profiler left running (no jax.profiler.stop_trace)"
+        )
     program = _step_program(state, batches[0])  # after: the loop must compile it
     steps = sorted(
         (e for e in events if e.name == step_name and e.arg("step_num") is not None),

@@ -100,14 +100,16 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 
 def _shares_cases(fresh, task: str):
     """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
-    calls written over several lines for line_shares) and a made trace of two executions at
-    once, each as it is and renamed."""
+    for line_shares calls written over several lines, and fusions with no stack frame of their
+    own around fused instructions that have one) and a made trace of two executions at
+    once (one group of the task far under 1% of the time: every group that ran appears), each
+    as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
     yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
     always = {
         "kind_shares": ("looped", "nested"),
         "scope_shares": ("layered",),
-        "line_shares": ("looped", "nested", "spread"),
+        "line_shares": ("looped", "nested", "spread", "reshaping"),
     }[task]
     for program in sorted({fresh.choice(programs), *always}):
         seed = fresh.randrange(1 << 16)
@@ -123,7 +125,7 @@ def _shares_cases(fresh, task: str):
     scope_of = _scope_of if task == "scope_shares" else None
     yield (
         f"{program}: two executions at once ({fresh.where()})",
-        made_profile(fresh, program, fresh.choice(STEP_NAMES), scope_of),
+        made_profile(fresh, program, fresh.choice(STEP_NAMES), scope_of, SHARE_KEYS[task]),
     )
 
 
@@ -260,12 +262,14 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
     host work between its two runs lasts longer than every wait, and one that opens with an op
     of another module and then does such host work (inside the steps: not waits between steps);
     runs on two execute threads, a while holding its body (in the long step, the whole run: its
-    last-starting and first-ending events are body ops well inside it); in every step a
-    host-side event (on the Python thread) spanning the step, and between the step events of
-    a pair q half the long wait (so the longest wait between the host's events is after q);
-    after each step, early in the wait, a step of a second loop named otherwise and numbered
-    alike, running an op of another module, and around them all an event named `step_name`
-    without a step_num (neither is a step event).
+    last-starting and first-ending events are body ops well inside it, and a second, short
+    execution at once on the other thread, starting late in the while and done long before it
+    ends); step events on two threads (the first step on one, a later one on the other); in
+    every step a host-side event (on the step's thread) spanning the step, and between the
+    step events of a pair q half the long wait (so the longest wait between the host's events
+    is after q); after each step, early in the wait, a step of a second loop named otherwise
+    and numbered alike, running an op of another module, and around them all an event named
+    `step_name` without a step_num (neither is a step event).
     With `empty`, the step that runs the program no times comes after another and holds host
     work longer than every wait (no gap around it: it holds no instruction event)."""
     steps = fresh.randint(5, 7)
@@ -282,6 +286,13 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
     other = other_step_name(step_name, fresh)
     eval_thread = f"execute:{100 + fresh.randrange(50)}"
+    # the step events on two threads (two loops annotating alike): the first step on one, a
+    # later step on the other, the rest drawn
+    on = fresh.sample(("python", "MainThread", f"Thread-{fresh.randint(1, 9)}", "loader"), 2)
+    aside_step = fresh.randrange(1, steps)
+    step_thread = [
+        on[n == aside_step] if n in (0, aside_step) else fresh.choice(on) for n in range(steps)
+    ]
     for n in range(steps):
         waits = [fresh.randint(1, 5) * 1000 for _ in range(3)]  # before, after, between
         if n == k + 1 and delay == 2:
@@ -307,6 +318,13 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
             if n == heavy:  # the while is the whole run: its body starts late and ends early
                 events.append(instr_event("fusion.2", thread, t + work // 4, work // 4, run))
                 events.append(instr_event("copy.3", thread, t + work // 2, 500, run))
+                # and a second execution at once on the other thread, short, started late in
+                # the while and done long before it ends: it starts last and ends early
+                aside, at, short = threads[thread == threads[0]], t + work // 2 + 1000, 7000
+                run += 1
+                events.append(instr_event("while.1", aside, at, short, run))
+                events.append(instr_event("fusion.2", aside, at + 100, short // 2, run))
+                events.append(instr_event("copy.3", aside, at + short + 100, 500, run))
                 t += work
                 continue
             events.append(instr_event("fusion.2", thread, t + 100, work // 2, run))
@@ -314,8 +332,10 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
             t += work + 600
         t += waits[1]
         number = (("step_num", first + n),)
-        events.append(TraceEvent(step_name, "python", start, t - start, number))
-        events.append(TraceEvent(f"PjitFunction({step_name})", "python", start + 1, t - start - 2))
+        events.append(TraceEvent(step_name, step_thread[n], start, t - start, number))
+        events.append(
+            TraceEvent(f"PjitFunction({step_name})", step_thread[n], start + 1, t - start - 2)
+        )
         # a second loop's step, named otherwise and numbered alike, runs an op: not a step
         events.append(TraceEvent(other, "python", t + 100, 400, number))
         events.append(instr_event("fusion.2", eval_thread, t + 200, 200, -1 - n, "jit_eval"))
@@ -328,7 +348,8 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
     what = (
         f"a made trace: {steps} steps from {first}, step {first + odd} runs the program "
         f"{runs_in[odd]} times, step {first + heavy} works 10 times longer than the longest "
-        f"wait in a while that holds the rest of its work, steps {first + split} and "
+        f"wait in a while that holds the rest of its work and a short execution at once on "
+        f"another thread, steps on two threads, steps {first + split} and "
         f"{first + opens} hold longer host work, the longest wait follows step {first + k}"
     )
     return events, first + k, what

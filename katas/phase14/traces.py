@@ -24,6 +24,7 @@ from katas.phase14.programs import (
 )
 from xla_inspect import op_metadata, parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, capture_profile, trace_events
+from xla_inspect.profile_query import instruction_info
 
 BANK = (
     "mlp_grad",
@@ -276,48 +277,72 @@ def joined_scopes(text: str, scope_of, rng: random.Random) -> str:
     return text
 
 
-def made_profile(fresh, program: str, step_name: str, scope_of=None) -> Profile:
+def made_profile(fresh, program: str, step_name: str, scope_of=None, label_of=None) -> Profile:
     """A hand-built trace over a real module (`program` compiled at fresh sizes; with
     `scope_of`, one op_name joined to another scope's): in every step two executions of it at
     once on two execute threads (the second starting while the first's events are open; a
-    while's body runs twice inside its event, its first body event starting with the while; a
-    conditional's drawn branch, and a call's computation (as when XLA does not run the call as
-    one kernel), inside its event), then one of another module bearing the
-    same names; an execution before the first step. Durations are drawn: the shares are the
-    construction's."""
+    while's body runs twice inside its event, its first body event starting with the while and,
+    drawn, its last body event ending with it; a conditional's drawn branch, and a call's
+    computation (as when XLA does not run the call as one kernel), inside its event), then one
+    of another module bearing the same names; an execution before the first step; the step
+    events on two threads (the first step on one, a later one on the other). Durations are
+    drawn: the shares are the construction's. With `label_of` (a function of an
+    `InstructionInfo`: the group a task reads), the instructions of one group of the ENTRY
+    drawn do a few ns of work each and the others thousands (a group far under 1%)."""
     text = compiled_program(program, fresh.randrange(1 << 16))[0].as_text() or ""
     if scope_of is not None:
         text = joined_scopes(text, scope_of, fresh)
     module = parse_hlo(text)
     threads = fresh.sample([f"execute:{i}" for i in range(100)], 2)
     events: list[TraceEvent] = []
+    faint: set[str] = set()
+    scale = 1
+    if label_of is not None:
+        info = instruction_info(text, module)
+        labels = {i.name: label_of(info[i.name]) for c in module.computations for i in c}
+        faint_label = fresh.choice(
+            sorted({labels[i.name] for i in module.entry if i.opcode not in PLUMBING})
+        )
+        faint, scale = {n for n, label in labels.items() if label == faint_label}, 100
 
-    def lay(computation: str, at: int, thread: int, run: int, name: str = module.name) -> int:
-        t = at
+    def lay(
+        computation: str, at: int, thread: int, run: int, name: str = module.name
+    ) -> tuple[int, int]:
+        """Lays the computation's working instructions from `at`: (where the next one may
+        start, where the last one ended)."""
+        t = last = at
         for ins in module[computation].instructions:
             if ins.opcode in PLUMBING:
                 continue
+            work = (
+                1 + fresh.randrange(3) if ins.name in faint else scale * 10 * fresh.randint(2, 60)
+            )
             end = t
             if ins.opcode == "while":
                 for _ in range(2):
-                    end = lay(ins.attribute("body", "").lstrip("%"), end, thread, run, name)
+                    end, inner = lay(ins.attribute("body", "").lstrip("%"), end, thread, run, name)
+                if inner > t and fresh.random() < 0.5:  # ends in the ns its body's last event does
+                    end, work = inner, 0
             elif ins.opcode in ("conditional", "call"):
                 branch = fresh.choice(ins.called_computations)
-                end = lay(branch, end + 10 * fresh.randint(0, 2), thread, run, name)
-            end += 10 * fresh.randint(2, 60)
+                end, _ = lay(branch, end + 10 * fresh.randint(0, 2), thread, run, name)
+            end += work
             events.append(instr_event(ins.name, threads[thread], t, end - t, run, name))
-            t = end + 10 * fresh.randint(0, 3)
-        return t
+            last, t = end, end + 10 * fresh.randint(0, 3)
+        return t, last
 
-    t = lay(module.entry.name, 0, 0, 0) + 1000
+    t = lay(module.entry.name, 0, 0, 0)[0] + 1000
+    on = fresh.sample(("python", "MainThread", f"Thread-{fresh.randint(1, 9)}", "loader"), 2)
+    aside = fresh.randrange(1, 3)
     for n in range(3):
         start, t = t, t + 500
         ends = [
-            lay(module.entry.name, t, 0, 2 * n + 1),
-            lay(module.entry.name, t + 30, 1, 2 * n + 2),
+            lay(module.entry.name, t, 0, 2 * n + 1)[0],
+            lay(module.entry.name, t + 30, 1, 2 * n + 2)[0],
         ]
-        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin") + 500
-        events.append(TraceEvent(step_name, "python", start, t - start, (("step_num", n),)))
+        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin")[0] + 500
+        thread = on[n == aside] if n in (0, aside) else fresh.choice(on)
+        events.append(TraceEvent(step_name, thread, start, t - start, (("step_num", n),)))
         t += 1000
     fresh.shuffle(events)
     return Profile(tuple(events), text, module.name, step_name)
