@@ -15,6 +15,7 @@ every computation (calls, async chains) run over what was read.
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -41,15 +42,34 @@ class Reader(AsyncOps):
         return module_attributes(text)
 
 
+# Texts up to this many characters are remembered (the last 64): a model is immutable, so a
+# text read again (a test's variants, a notebook cell run twice) gets the model read before.
+# Larger texts are read each time: a 30 MB module's model is several times its text.
+REMEMBERED_CHARS = 1 << 20
+
+
 def parse_hlo(text: str) -> HloModule:
     """Parse HLO module text. Raises HloParseError (line, line text, what was expected).
 
+    The model is immutable (frozen dataclasses, tuples, read-only mappings): the same text, up to
+    REMEMBERED_CHARS, parsed again returns the model read the first time (the last 64 texts).
     The cyclic garbage collector is paused while parsing (and restored after): the reader
     makes no cycles, and on a 30 MB module the collector's repeated passes over the growing
     instruction list would otherwise cost a third of the time.
     """
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if type(text) is str and len(text) <= REMEMBERED_CHARS:
+        return _remembered(text)
+    return _read(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _remembered(text: str) -> HloModule:
+    return _read(text)
+
+
+def _read(text: str) -> HloModule:
     collecting = gc.isenabled()
     gc.disable()
     try:
