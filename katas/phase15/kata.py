@@ -47,13 +47,15 @@ def agreement_rtol(dtype: str) -> float:
 def matmul_flops(flow_text: str) -> int:
     """Multiply-add flops of the contractions an IREE flow listing (`--compile-to=flow`) runs,
     read from the names of its dispatches: each `flow.executable.export` is named
-    `<function>_dispatch_<index>_<kind>_<dims>_<dtype>`. A `matmul` named MxNxK does 2*M*N*K
-    flops, a `batch_matmul` BxMxNxK 2*B*M*N*K, a `matvec` MxK 2*M*K and a `vecmat` NxK 2*N*K;
-    every other kind (elementwise, reduction, softmax, conv, transpose, and contractions IREE
-    names otherwise, such as `matvec_like` or `dot`) counts 0, and so does a dispatch whose dims
-    hold a dynamic size (printed `D`). An export counts once for every `flow.dispatch` op that
-    runs it (`flow.dispatch @<executable>::@<export>(...)`): IREE keeps one executable for
-    identical dispatches, so `x @ wq` and `x @ wk` of the same shapes run one export twice.
+    `<function>_dispatch_<index>_<kind>_<dims>_<dtype>`, the index a number of any width
+    (`main_dispatch_12_...` in a listing of more than ten dispatches). A `matmul` named MxNxK
+    does 2*M*N*K flops, a `batch_matmul` BxMxNxK 2*B*M*N*K, a `matvec` MxK 2*M*K and a `vecmat`
+    NxK 2*N*K; every other kind (elementwise, reduction, softmax, conv, transpose, and
+    contractions IREE names otherwise, such as `matvec_like` or `dot`) counts 0, and so does a
+    dispatch whose dims hold a dynamic size (printed `D`). An export counts once for every
+    `flow.dispatch` op that runs it (`flow.dispatch @<executable>::@<export>(...)`): IREE keeps
+    one executable for identical dispatches, so `x @ wq` and `x @ wk` of the same shapes run
+    one export twice.
     """
     # TODO: find the export names; which part is the kind and which the sizes?
     raise NotImplementedError("phase15 task 3: matmul_flops")
