@@ -105,10 +105,34 @@ def _polymorphic_export(kata, what: str, fn, example: jax.Array) -> jax.export.E
     return exported
 
 
+def _large_batches(rng: random.Random) -> list[int]:
+    """Batch sizes too large to run here, drawn log-uniformly from 10^2 to 10^5 and from 10^5
+    to 10^9, and 2^31 - 1: "every size from 1 up" has no upper bound to meet."""
+    return [round(10 ** rng.uniform(2, 5)), round(10 ** rng.uniform(5, 9)), 2**31 - 1]
+
+
+def _assert_accepts_large_batches(exported, what: str, fn, example: jax.Array, rng) -> None:
+    """The export called on abstract arguments of large batches (jax.eval_shape: nothing is
+    computed or compiled; jax.export checks the batch against the export's constraints while
+    tracing the call) gives f's output shape and dtype for that batch."""
+    for batch in _large_batches(rng):
+        x = jax.ShapeDtypeStruct((batch, *example.shape[1:]), example.dtype)
+        try:
+            got = jax.eval_shape(exported.call, x)
+        except Exception as exc:  # noqa: BLE001  (shape constraints raise several types)
+            raise AssertionError(f"{what}: the export refuses batch {batch}: {exc}") from exc
+        want = jax.eval_shape(fn, x)
+        assert (got.shape, got.dtype) == (want.shape, want.dtype), (
+            f"{what} at batch {batch}: {got.dtype}{list(got.shape)}, f gives "
+            f"{want.dtype}{list(want.shape)}"
+        )
+
+
 @pytest.mark.task("batch_polymorphic")
 def test_batch_polymorphic_export(kata, fresh):
     for what, fn, example in _row_functions(fresh):
         exported = _polymorphic_export(kata, what, fn, example)
+        _assert_accepts_large_batches(exported, what, fn, example, fresh)
         for batch in _batches(fresh):
             x = normal(fresh, (batch, *example.shape[1:]), example.dtype)
             try:
