@@ -175,14 +175,30 @@ def _chebyshev_system(rng: np.random.Generator, n: int, k: int | None):
     return ((a + a.T) / 2).astype(np.float32), b.astype(np.float32)
 
 
+def _scales(rng: random.Random) -> list[tuple[float, float]]:
+    """(a's scale, b's scale) for three systems, in a drawn order: the contract bounds a's
+    condition number, not the size of a's or b's entries, and a relative error does not depend
+    on them. One b is tiny (1e-9 to 1e-7), one large (1e6 to 1e8), one in between; each a is
+    scaled by 1e-4 to 1e4."""
+    b_scales = [10 ** rng.uniform(-9, -7), 10 ** rng.uniform(6, 8), 10 ** rng.uniform(-3, 3)]
+    rng.shuffle(b_scales)
+    return [(10 ** rng.uniform(-4, 4), b_scale) for b_scale in b_scales]
+
+
 def _systems(rng: random.Random):
+    """(what, a, b): SPD systems of condition number at most 100, three of them scaled."""
     generator = np.random.default_rng(rng.getrandbits(32))
     sizes = [1, rng.randint(2, 8), rng.randint(9, 40), 64]
-    for n in sizes:
+    scales = [*_scales(rng), (1.0, 1.0)]
+    for n, (a_scale, b_scale) in zip(sizes, scales, strict=True):
         k = rng.choice([None, rng.randint(1, 5)])
-        yield n, k, *spd_system(generator, n, k)
+        a, b = spd_system(generator, n, k)
+        a, b = (a * np.float32(a_scale)), (b * np.float32(b_scale))
+        scaled = "" if a_scale == b_scale == 1.0 else f", a x {a_scale:.3g}, b x {b_scale:.3g}"
+        yield f"n={n}, b {list(b.shape)}{scaled}", a, b
     n, k = rng.randint(24, 64), rng.choice([None, rng.randint(1, 5)])
-    yield n, k, *_chebyshev_system(generator, n, k)
+    a, b = _chebyshev_system(generator, n, k)
+    yield f"n={n}, b {list(b.shape)}, eigenvalues near Chebyshev points", a, b
 
 
 def _relative_error(got, a, b) -> float:
@@ -206,9 +222,9 @@ def _solutions(kata, a, b):
 
 @pytest.mark.task("portable_solve")
 def test_portable_solve_values(kata, fresh):
-    for n, _, a, b in _systems(fresh):
+    for what, a, b in _systems(fresh):
         for how, got in _solutions(kata, a, b):
-            where = f"n={n}, b {list(b.shape)}, {how} ({fresh.where()})"
+            where = f"{what}, {how} ({fresh.where()})"
             assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
             error = _relative_error(got, a, b)
             assert error <= 1e-3, f"{where}: relative error {error:.3g}"
@@ -257,8 +273,8 @@ def test_portable_solve_where_a_small_residual_misleads(kata, fresh):
 
 @pytest.mark.task("portable_solve")
 def test_portable_solve_exports_without_custom_calls(kata, fresh):
-    for n, _, a, b in _systems(fresh):
-        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+    for what, a, b in _systems(fresh):
+        where = f"{what} ({fresh.where()})"
         try:
             exported = jax.export.export(jax.jit(kata.portable_solve))(a, b)
         except NotImplementedError as exc:
@@ -271,8 +287,8 @@ def test_portable_solve_exports_without_custom_calls(kata, fresh):
 @pytest.mark.task("portable_solve")
 def test_portable_solve_runs_in_iree(kata, fresh):
     iree.require()
-    for n, _, a, b in _systems(fresh):
-        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+    for what, a, b in _systems(fresh):
+        where = f"{what} ({fresh.where()})"
         exported = jax.export.export(jax.jit(kata.portable_solve))(a, b)
         try:
             vmfb = iree.compiled(exported.mlir_module())
