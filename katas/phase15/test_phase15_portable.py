@@ -128,6 +128,7 @@ def _assert_accepts_large_batches(exported, what: str, fn, example: jax.Array, r
         )
 
 
+@pytest.mark.timeout(120)  # XLA compiles the export's call for 3 batches of 7 functions
 @pytest.mark.task("batch_polymorphic")
 def test_batch_polymorphic_export(kata, fresh):
     for what, fn, example in _row_functions(fresh):
