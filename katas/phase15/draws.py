@@ -78,11 +78,37 @@ def _reordered_executables(text: str, rng: random.Random) -> str:
     return "\n".join(lines[:first] + [x for b in shuffled for x in b] + lines[last + 1 :])
 
 
+_DISPATCH_INDEX = re.compile(r"(?<=\w_dispatch_)\d+(?![\d])")
+_COUNTED_EXPORT = re.compile(
+    r"flow\.executable\.export\s+\w+\s+@\w+?_dispatch_(\d+)_(?:batch_)?(?:matmul|matvec|vecmat)_\d"
+)
+
+
+def renumbered_dispatches(text: str, rng: random.Random) -> tuple[str, str]:
+    """(how, listing): the dispatches renumbered as a listing of more than ten prints them: one
+    executable (a static matmul, batch_matmul, matvec or vecmat one if there is one) gets a
+    one-digit index p and every other one an index that starts with p (p0, p1, ...): the index
+    is a label of any width, and `@main_dispatch_p` is a prefix of `@main_dispatch_p3::`."""
+    old = sorted({int(i) for i in _DISPATCH_INDEX.findall(text)})
+    counted = sorted({int(i) for i in _COUNTED_EXPORT.findall(text)})
+    if not old:
+        return "no dispatches", text
+    first = rng.choice(counted or old)
+    p = rng.randint(1, 9)
+    rest = [i for i in old if i != first]
+    rng.shuffle(rest)
+    new = {first: p} | {i: p * 10 + at if at < 10 else p * 100 + at for at, i in enumerate(rest)}
+    how = ", ".join(f"{i}->{new[i]}" for i in old)
+    return how, _DISPATCH_INDEX.sub(lambda m: str(new[int(m[0])]), text)
+
+
 def flow_forms(name: str, text: str, rng: random.Random):
     yield name, text
     word = rng.choice(["forward", "step", "f", "apply_model", "run"])
     yield f"{name} (function renamed to {word})", _renamed_function(text, word)
     yield f"{name} (executables reordered)", _reordered_executables(text, rng)
+    how, renumbered = renumbered_dispatches(text, rng)
+    yield f"{name} (dispatches renumbered {how})", renumbered
 
 
 # ---- an optimized HLO module in another form -------------------------------------------------

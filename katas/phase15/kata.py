@@ -47,13 +47,15 @@ def agreement_rtol(dtype: str) -> float:
 def matmul_flops(flow_text: str) -> int:
     """Multiply-add flops of the contractions an IREE flow listing (`--compile-to=flow`) runs,
     read from the names of its dispatches: each `flow.executable.export` is named
-    `<function>_dispatch_<index>_<kind>_<dims>_<dtype>`. A `matmul` named MxNxK does 2*M*N*K
-    flops, a `batch_matmul` BxMxNxK 2*B*M*N*K, a `matvec` MxK 2*M*K and a `vecmat` NxK 2*N*K;
-    every other kind (elementwise, reduction, softmax, conv, transpose, and contractions IREE
-    names otherwise, such as `matvec_like` or `dot`) counts 0, and so does a dispatch whose dims
-    hold a dynamic size (printed `D`). An export counts once for every `flow.dispatch` op that
-    runs it (`flow.dispatch @<executable>::@<export>(...)`): IREE keeps one executable for
-    identical dispatches, so `x @ wq` and `x @ wk` of the same shapes run one export twice.
+    `<function>_dispatch_<index>_<kind>_<dims>_<dtype>`, the index a number of any width
+    (`main_dispatch_12_...` in a listing of more than ten dispatches). A `matmul` named MxNxK
+    does 2*M*N*K flops, a `batch_matmul` BxMxNxK 2*B*M*N*K, a `matvec` MxK 2*M*K and a `vecmat`
+    NxK 2*N*K; every other kind (elementwise, reduction, softmax, conv, transpose, and
+    contractions IREE names otherwise, such as `matvec_like` or `dot`) counts 0, and so does a
+    dispatch whose dims hold a dynamic size (printed `D`). An export counts once for every
+    `flow.dispatch` op that runs it (`flow.dispatch @<executable>::@<export>(...)`): IREE keeps
+    one executable for identical dispatches, so `x @ wq` and `x @ wk` of the same shapes run
+    one export twice.
     """
     # TODO: find the export names; which part is the kind and which the sizes?
     raise NotImplementedError("phase15 task 3: matmul_flops")
@@ -127,8 +129,9 @@ def portable_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """x with a @ x = b, written so that its export holds no custom call and IREE compiles it
     (programs.solve_with_lapack calls LAPACK, which IREE refuses). `a` is an f32 n x n
     symmetric positive definite matrix with condition number at most 100 (n from 1 to 64), `b`
-    f32 of shape (n,) or (n, k). The result has b's shape and dtype and a relative error
-    (Frobenius norm of x - x_exact over that of x_exact) of at most 1e-3.
+    f32 of shape (n,) or (n, k); the size of their entries is not bounded (a b of norm 1e-8 or
+    1e8 is as valid as a standard-normal one). The result has b's shape and dtype and a
+    relative error (Frobenius norm of x - x_exact over that of x_exact) of at most 1e-3.
     """
     # TODO: which solver needs only matmuls, adds and divides, and how many steps does it need?
     raise NotImplementedError("phase15 task 8: portable_solve")

@@ -105,10 +105,35 @@ def _polymorphic_export(kata, what: str, fn, example: jax.Array) -> jax.export.E
     return exported
 
 
+def _large_batches(rng: random.Random) -> list[int]:
+    """Batch sizes too large to run here, drawn log-uniformly from 10^2 to 10^5 and from 10^5
+    to 10^9, and 2^31 - 1: "every size from 1 up" has no upper bound to meet."""
+    return [round(10 ** rng.uniform(2, 5)), round(10 ** rng.uniform(5, 9)), 2**31 - 1]
+
+
+def _assert_accepts_large_batches(exported, what: str, fn, example: jax.Array, rng) -> None:
+    """The export called on abstract arguments of large batches (jax.eval_shape: nothing is
+    computed or compiled; jax.export checks the batch against the export's constraints while
+    tracing the call) gives f's output shape and dtype for that batch."""
+    for batch in _large_batches(rng):
+        x = jax.ShapeDtypeStruct((batch, *example.shape[1:]), example.dtype)
+        try:
+            got = jax.eval_shape(exported.call, x)
+        except Exception as exc:  # noqa: BLE001  (shape constraints raise several types)
+            raise AssertionError(f"{what}: the export refuses batch {batch}: {exc}") from exc
+        want = jax.eval_shape(fn, x)
+        assert (got.shape, got.dtype) == (want.shape, want.dtype), (
+            f"{what} at batch {batch}: {got.dtype}{list(got.shape)}, f gives "
+            f"{want.dtype}{list(want.shape)}"
+        )
+
+
+@pytest.mark.timeout(120)  # XLA compiles the export's call for 3 batches of 7 functions
 @pytest.mark.task("batch_polymorphic")
 def test_batch_polymorphic_export(kata, fresh):
     for what, fn, example in _row_functions(fresh):
         exported = _polymorphic_export(kata, what, fn, example)
+        _assert_accepts_large_batches(exported, what, fn, example, fresh)
         for batch in _batches(fresh):
             x = normal(fresh, (batch, *example.shape[1:]), example.dtype)
             try:
@@ -151,14 +176,30 @@ def _chebyshev_system(rng: np.random.Generator, n: int, k: int | None):
     return ((a + a.T) / 2).astype(np.float32), b.astype(np.float32)
 
 
+def _scales(rng: random.Random) -> list[tuple[float, float]]:
+    """(a's scale, b's scale) for three systems, in a drawn order: the contract bounds a's
+    condition number, not the size of a's or b's entries, and a relative error does not depend
+    on them. One b is tiny (1e-9 to 1e-7), one large (1e6 to 1e8), one in between; each a is
+    scaled by 1e-4 to 1e4."""
+    b_scales = [10 ** rng.uniform(-9, -7), 10 ** rng.uniform(6, 8), 10 ** rng.uniform(-3, 3)]
+    rng.shuffle(b_scales)
+    return [(10 ** rng.uniform(-4, 4), b_scale) for b_scale in b_scales]
+
+
 def _systems(rng: random.Random):
+    """(what, a, b): SPD systems of condition number at most 100, three of them scaled."""
     generator = np.random.default_rng(rng.getrandbits(32))
     sizes = [1, rng.randint(2, 8), rng.randint(9, 40), 64]
-    for n in sizes:
+    scales = [*_scales(rng), (1.0, 1.0)]
+    for n, (a_scale, b_scale) in zip(sizes, scales, strict=True):
         k = rng.choice([None, rng.randint(1, 5)])
-        yield n, k, *spd_system(generator, n, k)
+        a, b = spd_system(generator, n, k)
+        a, b = (a * np.float32(a_scale)), (b * np.float32(b_scale))
+        scaled = "" if a_scale == b_scale == 1.0 else f", a x {a_scale:.3g}, b x {b_scale:.3g}"
+        yield f"n={n}, b {list(b.shape)}{scaled}", a, b
     n, k = rng.randint(24, 64), rng.choice([None, rng.randint(1, 5)])
-    yield n, k, *_chebyshev_system(generator, n, k)
+    a, b = _chebyshev_system(generator, n, k)
+    yield f"n={n}, b {list(b.shape)}, eigenvalues near Chebyshev points", a, b
 
 
 def _relative_error(got, a, b) -> float:
@@ -182,9 +223,9 @@ def _solutions(kata, a, b):
 
 @pytest.mark.task("portable_solve")
 def test_portable_solve_values(kata, fresh):
-    for n, _, a, b in _systems(fresh):
+    for what, a, b in _systems(fresh):
         for how, got in _solutions(kata, a, b):
-            where = f"n={n}, b {list(b.shape)}, {how} ({fresh.where()})"
+            where = f"{what}, {how} ({fresh.where()})"
             assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"
             error = _relative_error(got, a, b)
             assert error <= 1e-3, f"{where}: relative error {error:.3g}"
@@ -233,8 +274,8 @@ def test_portable_solve_where_a_small_residual_misleads(kata, fresh):
 
 @pytest.mark.task("portable_solve")
 def test_portable_solve_exports_without_custom_calls(kata, fresh):
-    for n, _, a, b in _systems(fresh):
-        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+    for what, a, b in _systems(fresh):
+        where = f"{what} ({fresh.where()})"
         try:
             exported = jax.export.export(jax.jit(kata.portable_solve))(a, b)
         except NotImplementedError as exc:
@@ -247,8 +288,8 @@ def test_portable_solve_exports_without_custom_calls(kata, fresh):
 @pytest.mark.task("portable_solve")
 def test_portable_solve_runs_in_iree(kata, fresh):
     iree.require()
-    for n, _, a, b in _systems(fresh):
-        where = f"n={n}, b {list(b.shape)} ({fresh.where()})"
+    for what, a, b in _systems(fresh):
+        where = f"{what} ({fresh.where()})"
         exported = jax.export.export(jax.jit(kata.portable_solve))(a, b)
         try:
             vmfb = iree.compiled(exported.mlir_module())
