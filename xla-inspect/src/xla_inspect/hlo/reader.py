@@ -44,8 +44,9 @@ class Reader(AsyncOps):
 
 # Texts up to this many characters are remembered (the last 64): a model is immutable, so a
 # text read again (a test's variants, a notebook cell run twice) gets the model read before.
-# Larger texts are read each time: a 30 MB module's model is several times its text.
-REMEMBERED_CHARS = 1 << 20
+# A model is 2.6-4x its text (docs/figures.md), so what is kept stays under about 64 MB; larger
+# texts are read each time. The course's recorded modules are 2-47 KB.
+REMEMBERED_CHARS = 1 << 18
 
 
 def parse_hlo(text: str) -> HloModule:
