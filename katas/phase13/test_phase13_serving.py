@@ -280,19 +280,23 @@ def test_donating_step_moves_nothing_to_or_from_the_host(kata):
 
 
 def _child(settings) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", CACHE_CHILD, json.dumps(settings)],
-        capture_output=True,
-        text=True,
-        timeout=CACHE_CHILD_TIMEOUT,
-        env={"JAX_PLATFORMS": "cpu", "PATH": "", "HOME": "/nonexistent"},
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CACHE_CHILD, json.dumps(settings)],
+            capture_output=True,
+            text=True,
+            timeout=CACHE_CHILD_TIMEOUT,
+            env={"JAX_PLATFORMS": "cpu", "PATH": "", "HOME": "/nonexistent"},
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a process with these settings did not finish in {CACHE_CHILD_TIMEOUT} s")
     assert done.returncode == 0, f"the process failed: {done.stderr.strip()[-300:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.task("cache_settings")
+@pytest.mark.timeout(2 * CACHE_CHILD_TIMEOUT + 30)  # two processes, each with its own limit
 def test_second_process_hits_the_cache(kata, tmp_path):
     settings = kata.cache_settings(str(tmp_path / "cache"))
     assert isinstance(settings, dict) and all(isinstance(k, str) for k in settings), (
