@@ -260,17 +260,7 @@ def _refusing(
         # anything else the file left behind cannot fill in later.
         value = _frozen(value)
         if reads or attempts or seen or ran_out:
-            what = (
-                ran_out
-                if ran_out
-                else reads[0]
-                if reads and reads[0].startswith(sealed.REACHED)
-                else f"read a file ({reads[0]})"
-                if reads
-                else f"called {attempts[0]}"
-                if attempts
-                else f"made JAX {seen[0].replace('_', ' ')}"
-            )
+            what = ran_out or _first_offence(reads, attempts, seen)
             pytest.fail(
                 f"{label} {what}: a prediction comes from the program and its shapes, before "
                 "anything is traced or compiled (predict with plain Python)",
@@ -284,6 +274,16 @@ def _refusing(
 
 
 _refusers: dict[int, Any] = {}  # the harness's wrappers, by identity (see contract._wrappers)
+
+
+def _first_offence(reads: list[str], attempts: list[str], seen: list[str]) -> str:
+    """What a prediction did that it may not, first of: a live object or file it read, a
+    refused function it called, a trace or compile JAX reported."""
+    if reads:
+        return reads[0] if reads[0].startswith(sealed.REACHED) else f"read a file ({reads[0]})"
+    if attempts:
+        return f"called {attempts[0]}"
+    return f"made JAX {seen[0].replace('_', ' ')}"
 
 
 @contextmanager
