@@ -34,6 +34,7 @@ from katas.phase14.traces import (
     messy_trace,
     other_step_name,
     recording,
+    step_threads,
     warm_profile,
 )
 from xla_inspect import parse_hlo
@@ -140,11 +141,7 @@ def _made_steps(
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
     tied = fresh.choice([n for n in range(steps) if n != empty])
-    # the step events on two threads (two loops annotating alike): the first step on one, a
-    # later step on the other, the rest drawn
-    on = fresh.sample(("python", "MainThread", f"Thread-{fresh.randint(1, 9)}", "loader"), 2)
-    aside = fresh.randrange(1, steps)
-    step_thread = [on[n == aside] if n in (0, aside) else fresh.choice(on) for n in range(steps)]
+    step_thread = step_threads(fresh, steps)
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))

@@ -277,6 +277,14 @@ def joined_scopes(text: str, scope_of, rng: random.Random) -> str:
     return text
 
 
+def step_threads(fresh, steps: int) -> list[str]:
+    """The thread of each of `steps` step events, as when two loops annotate alike: the first
+    step on one thread, a later step on another, the rest drawn between the two."""
+    on = fresh.sample(("python", "MainThread", f"Thread-{fresh.randint(1, 9)}", "loader"), 2)
+    aside = fresh.randrange(1, steps)
+    return [on[n == aside] if n in (0, aside) else fresh.choice(on) for n in range(steps)]
+
+
 def made_profile(fresh, program: str, step_name: str, scope_of=None, label_of=None) -> Profile:
     """A hand-built trace over a real module (`program` compiled at fresh sizes; with
     `scope_of`, one op_name joined to another scope's): in every step two executions of it at
@@ -332,8 +340,7 @@ def made_profile(fresh, program: str, step_name: str, scope_of=None, label_of=No
         return t, last
 
     t = lay(module.entry.name, 0, 0, 0)[0] + 1000
-    on = fresh.sample(("python", "MainThread", f"Thread-{fresh.randint(1, 9)}", "loader"), 2)
-    aside = fresh.randrange(1, 3)
+    step_thread = step_threads(fresh, 3)
     for n in range(3):
         start, t = t, t + 500
         ends = [
@@ -341,8 +348,7 @@ def made_profile(fresh, program: str, step_name: str, scope_of=None, label_of=No
             lay(module.entry.name, t + 30, 1, 2 * n + 2)[0],
         ]
         t = lay(module.entry.name, max(ends), 1, 0, "jit_twin")[0] + 500
-        thread = on[n == aside] if n in (0, aside) else fresh.choice(on)
-        events.append(TraceEvent(step_name, thread, start, t - start, (("step_num", n),)))
+        events.append(TraceEvent(step_name, step_thread[n], start, t - start, (("step_num", n),)))
         t += 1000
     fresh.shuffle(events)
     return Profile(tuple(events), text, module.name, step_name)
