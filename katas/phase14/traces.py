@@ -285,7 +285,9 @@ def step_threads(fresh, steps: int) -> list[str]:
     return [on[n == aside] if n in (0, aside) else fresh.choice(on) for n in range(steps)]
 
 
-def made_profile(fresh, program: str, step_name: str, scope_of=None, label_of=None) -> Profile:
+def made_profile(
+    fresh, program: str, step_name: str, scope_of=None, label_of=None, seed: int | None = None
+) -> Profile:
     """A hand-built trace over a real module (`program` compiled at fresh sizes; with
     `scope_of`, one op_name joined to another scope's): in every step two executions of it at
     once on two execute threads (the second starting while the first's events are open; a
@@ -296,8 +298,10 @@ def made_profile(fresh, program: str, step_name: str, scope_of=None, label_of=No
     events on two threads (the first step on one, a later one on the other). Durations are
     drawn: the shares are the construction's. With `label_of` (a function of an
     `InstructionInfo`: the group a task reads), the instructions of one group of the ENTRY
-    drawn do a few ns of work each and the others thousands (a group far under 1%)."""
-    text = compiled_program(program, fresh.randrange(1 << 16))[0].as_text() or ""
+    drawn do a few ns of work each and the others thousands (a group far under 1%). `seed`
+    sizes the program (drawn when None)."""
+    seed = fresh.randrange(1 << 16) if seed is None else seed
+    text = compiled_program(program, seed)[0].as_text() or ""
     if scope_of is not None:
         text = joined_scopes(text, scope_of, fresh)
     module = parse_hlo(text)
