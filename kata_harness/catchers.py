@@ -3,7 +3,7 @@
 A red-team answer or probe is judged over its task: the first test that fails on it through an
 assertion catches it, and the task's later tests skip it (``variants.CAUGHT``). In file order an
 answer first meets the tests that do not catch it (about a third of the census's red-team runs).
-``decoys/redteam/catchers.json``, written by ``katas dev check --update-catchers``, names the test
+``decoys/redteam/catchers.json``, written by ``katas dev check --record``, names the test
 that caught each one last time; that test's run of it moves to the front of its task.
 
 The order changes the time, never a verdict: an answer the moved test does not catch goes on to

@@ -25,6 +25,7 @@ from kata_harness.curriculum import KINDS, Phase, Task
 from kata_harness.decoys import MIN_DECOYS, MIN_PROBES, MIN_RED_TEAM
 from kata_harness.records import TestRecord
 
+from . import ledger
 from .errors import RunError
 
 
@@ -123,15 +124,16 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
     return list(rows.values())
 
 
-def _short_red_teams(rows: list[TaskCensus]) -> list[str]:
-    """Phases whose red team wrote fewer than MIN_RED_TEAM answers or MIN_PROBES probes."""
-    lines = []
+def _short_red_teams(rows: list[TaskCensus]) -> dict[int, str]:
+    """Phases whose red team wrote fewer than MIN_RED_TEAM answers or MIN_PROBES probes, each
+    with the line that says so."""
+    lines = {}
     for phase in sorted({row.task.phase for row in rows}):
         mine = [row for row in rows if row.task.phase == phase]
         answers = sum(len(row.redteam) for row in mine)
         probes = sum(len(row.probes) for row in mine)
         if answers < MIN_RED_TEAM or probes < MIN_PROBES:
-            lines.append(
+            lines[phase] = (
                 f"phase{phase}: {answers} red-team answer(s) and {probes} probe(s); at least "
                 f"{MIN_RED_TEAM} and {MIN_PROBES} needed (decoys/redteam/, written from the "
                 "contract by someone who has not read the tests)"
@@ -213,7 +215,7 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
         for problem in row.problems:
             console.print(f"{row.task.id} ({row.task.function}): {problem}", markup=False)
     short = _short_red_teams(rows)
-    for line in short:
+    for line in short.values():
         console.print(line, markup=False)
     bad = sum(bool(row.problems) for row in rows) + len(short)
     totals = (
@@ -236,19 +238,43 @@ def render(console: Console, rows: list[TaskCensus]) -> int:
 
 
 def check(
-    console: Console, phases: list[Phase], seed: int | None = None, update_catchers: bool = False
+    console: Console,
+    phases: list[Phase],
+    seed: int | None = None,
+    record: bool = False,
+    changed: bool = False,
 ) -> int:
+    """The census of ``phases``; ``changed`` runs only those whose recorded census no longer
+    holds (``ledger``), ``record`` writes the catching tests and the honest phases' keys."""
     if seed is not None:
         console.print(f"fresh cases: seed {seed}", markup=False)
+    current = ledger.keys([p.number for p in phases], seed) if record or changed else None
+    if changed and current is None:
+        console.print("git cannot list the checkout's files: every phase runs", markup=False)
+    elif changed and current is not None:
+        names, held = ledger.to_run(current)
+        if held:
+            console.print(
+                f"the census recorded honest in {ledger.PATH.relative_to(curriculum.ROOT)} holds "
+                f"for {', '.join(held)} (nothing they read changed); running {', '.join(names)}",
+                markup=False,
+            )
+        phases = [p for p in phases if p.name in names]
     seconds: Counter = Counter()
     found = run(phases, seed, seconds)
     rows = census(phases, found)
-    if update_catchers:
+    if record:
         caught = [(r.phase, r.variant, r.test) for r in found if r.caught]
         written = catchers.update(caught, [p.name for p in phases])
         path = catchers.PATH.relative_to(curriculum.ROOT)
         console.print(f"{written} catching tests written to {path}", markup=False)
     bad = render(console, rows)
+    if record and current is not None:
+        gaps = {row.task.phase for row in rows if row.problems} | set(_short_red_teams(rows))
+        honest = {p.name for p in phases if p.number not in gaps}
+        kept = ledger.record({p.name: current[p.name] for p in phases}, honest)
+        path = ledger.PATH.relative_to(curriculum.ROOT)
+        console.print(f"{kept} honest phase(s) recorded in {path}", markup=False)
     for line in time_lines(seconds):
         console.print(line, markup=False)
     return 1 if bad else 0

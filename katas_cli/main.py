@@ -96,10 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw every fresh case from seed N (default: each kata file's content seeds its own)",
     )
     dev_check.add_argument(
-        "--update-catchers",
+        "--record",
         action="store_true",
         help="write the test that caught each red-team answer and probe to "
-        "decoys/redteam/catchers.json, where the next census runs it first (only its time changes)",
+        "decoys/redteam/catchers.json, where the next census runs it first (only its time "
+        "changes), and what each honest phase's census read to decoys/census-ledger.json",
+    )
+    dev_check.add_argument(
+        "--changed",
+        action="store_true",
+        help="run only the phases whose census in decoys/census-ledger.json no longer holds "
+        "(something they read changed), and one more drawn from the checkout (CI)",
     )
     dev_new = dev_sub.add_parser(
         "new", help="write the files of a new phase, with one worked task to start from"
@@ -291,7 +298,7 @@ def _dev(args: argparse.Namespace, console) -> int:
     if args.dev_command == "new":
         return _dev_new(args.phase, console)
     phases = [parse_phase(p) for p in args.phase] if args.phase else list(all_phases())
-    return check(console, phases, args.kata_seed, args.update_catchers)
+    return check(console, phases, args.kata_seed, args.record, args.changed)
 
 
 def _dev_new(phase: str, console) -> int:
