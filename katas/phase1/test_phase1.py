@@ -11,10 +11,10 @@ import jax
 import ml_dtypes
 import numpy as np
 import pytest
-from jax.extend.core import Literal
 from pytest_check import check
 
 from kata_harness.oracles import jax_basics as oracle
+from kata_harness.oracles import jaxpr_walks as walks
 from katas.phase1.programs import (
     KEYS,
     SHAPES,
@@ -68,39 +68,6 @@ def test_init_params_each_layer_draws_alone(kata):
     )
 
 
-# what a key becomes without being split or drawn from: picked out of a split, reshaped, wrapped
-_KEY_MOVES = frozenset(
-    {
-        "unstack", "slice", "squeeze", "reshape", "dynamic_slice", "gather", "concatenate",
-        "broadcast_in_dim", "copy", "copy_p", "transpose", "random_wrap", "random_unwrap",
-    }
-)  # fmt: skip
-
-
-def _key_derivations(jaxpr, seen: list) -> list[tuple[tuple[int, ...], frozenset[str]]]:
-    """For each random draw (random_bits) in jaxpr, into nested jits: its shape and the
-    primitives other than random_split and _KEY_MOVES between the jaxpr's inputs and its key.
-    seen holds, per input of jaxpr, that set (None: not made from the key)."""
-    made: dict = {}
-    made.update(zip(jaxpr.jaxpr.invars, seen, strict=True))
-    draws = []
-    for eqn in jaxpr.jaxpr.eqns:
-        ins = [made.get(v) for v in eqn.invars if not isinstance(v, Literal)]
-        name = eqn.primitive.name
-        if name in ("jit", "pjit"):
-            inner = eqn.params["jaxpr"]
-            inner_seen = [made.get(v) if not isinstance(v, Literal) else None for v in eqn.invars]
-            draws += _key_derivations(inner, inner_seen)
-            continue  # what the nested jit returns is not a key here
-        if name == "random_bits" and ins and ins[0] is not None:
-            draws.append((tuple(eqn.params["shape"]), ins[0]))
-        if any(i is not None for i in ins):
-            kept = frozenset().union(*(i for i in ins if i is not None))
-            extra = {name} if name not in _KEY_MOVES | {"random_split"} else set()
-            made.update(dict.fromkeys(eqn.outvars, kept | extra))
-    return draws
-
-
 @pytest.mark.task("init_params")
 def test_init_params_keys_come_from_split(kata, fresh):
     """Every key the weights are drawn from is made from the given key by jax.random.split
@@ -108,7 +75,7 @@ def test_init_params_keys_come_from_split(kata, fresh):
     or a seed drawn from it. Read from the jaxpr, at drawn dimensions (no compile)."""
     dims = tuple(fresh.randint(1, 9) for _ in range(3))
     jaxpr = jax.make_jaxpr(lambda k: kata.init_params(k, *dims))(jax.random.key(0))
-    draws = _key_derivations(jaxpr, [frozenset()])
+    draws = walks.key_derivations(jaxpr, [frozenset()])
     assert draws, f"init_params(key, {', '.join(map(str, dims))}) draws nothing from the key"
     for shape, others in draws:
         with check:

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from jax.extend.core import Literal
 from pytest_check import check
 
+from kata_harness.oracles import jaxpr_walks as walks
 from katas.phase1.strata import COND_DTYPES, VALUES, abs_inputs, cond_inputs
 from xla_inspect.jaxpr import primitive_census
 
@@ -28,48 +28,6 @@ def _traced_both_ways(function, x):
         "traced": jax.make_jaxpr(function)(x),
         "concrete": jax.make_jaxpr(lambda: function(concrete))(),
     }
-
-
-def _run_swapping(jaxpr, args, chooser: str, swap: int | None, seen: list[int]):
-    """Evaluate jaxpr on args eagerly, with the two sides of its swap-th `chooser` (select_n's
-    cases or cond's branches; counted in order, into nested jits) swapped; seen[0] counts the
-    choosers met."""
-    env: dict = {}
-
-    def read(var):
-        return var.val if isinstance(var, Literal) else env[var]
-
-    inner = jaxpr.jaxpr
-    env.update(zip(inner.constvars, jaxpr.consts, strict=True))
-    env.update(zip(inner.invars, args, strict=True))
-    for eqn in inner.eqns:
-        values, params = [read(v) for v in eqn.invars], eqn.params
-        if eqn.primitive.name in ("jit", "pjit"):
-            outs = _run_swapping(params["jaxpr"], values, chooser, swap, seen)
-        else:
-            if eqn.primitive.name == chooser:
-                if seen[0] == swap and chooser == "select_n":
-                    values = [values[0], *reversed(values[1:])]
-                elif seen[0] == swap:
-                    params = {**params, "branches": tuple(reversed(params["branches"]))}
-                seen[0] += 1
-            outs = eqn.primitive.bind(*values, **params)
-            outs = outs if eqn.primitive.multiple_results else [outs]
-        env.update(zip(eqn.outvars, outs, strict=True))
-    return [read(v) for v in inner.outvars]
-
-
-def _decides(jaxpr, args, x, chooser: str) -> bool:
-    """Whether one `chooser` of jaxpr decides the result: with its two sides swapped, every
-    nonzero element of |x| comes out otherwise (x and -x swap places)."""
-    seen = [0]
-    (base,) = _run_swapping(jaxpr, args, chooser, None, seen)
-    base, nonzero = np.asarray(base), np.asarray(x) != 0
-    for index in range(seen[0]):
-        (swapped,) = _run_swapping(jaxpr, args, chooser, index, [0])
-        if np.all(np.asarray(swapped)[nonzero] != base[nonzero]):
-            return True
-    return False
 
 
 # ------------------------------------------------------------------------------------ abs_where
@@ -122,7 +80,7 @@ def test_abs_where_selects(kata):
                     f"(abs x{census['abs']}, sign x{census['sign']}, max x{census['max']})"
                 )
             with check:
-                assert _decides(jaxpr, [x] if how == "traced" else [], x, "select_n"), (
+                assert walks.decides(jaxpr, [x] if how == "traced" else [], x, "select_n"), (
                     f"{where}: no select_n decides |x|: swapping the two cases of a select "
                     f"leaves abs_where({x.tolist()}) unchanged at some nonzero x (x and -x "
                     "should swap places); the select must pick x or -x per element"
@@ -149,42 +107,6 @@ def test_abs_cond_values(kata, fresh):
             )
 
 
-def _outside_the_cond(jaxpr) -> list[str]:
-    """Top-level primitives that compute more than the cond's predicate: those after the cond,
-    those before it that the predicate does not read, and those the predicate reads whose
-    results also go into the cond's operands or the outputs."""
-    eqns = jaxpr.jaxpr.eqns
-    at = [i for i, eqn in enumerate(eqns) if eqn.primitive.name == "cond"]
-    if len(at) != 1:
-        return []  # the census check names a missing or extra cond
-    cond = eqns[at[0]]
-    read = {id(cond.invars[0])}
-    predicate = []
-    for eqn in reversed(eqns[: at[0]]):  # what the predicate is computed from
-        if any(id(v) in read for v in eqn.outvars):
-            predicate.append(eqn)
-            read |= {id(v) for v in eqn.invars}
-    shared = {id(v) for v in [*cond.invars[1:], *jaxpr.jaxpr.outvars]}
-    outside = [
-        eqn.primitive.name
-        for eqn in eqns
-        if eqn is not cond
-        and (all(eqn is not p for p in predicate) or any(id(v) in shared for v in eqn.outvars))
-    ]
-    # the predicate reads x as it is: x (an input, or the concrete array closed over) and what is
-    # computed from it go into comparisons only (a comparison's bool may then be converted, as
-    # cond and switch do); x < 0.0 on an int32 x converts x to float32 first
-    values = {id(v) for v in [*jaxpr.jaxpr.invars, *jaxpr.jaxpr.constvars]}
-    for eqn in eqns[: at[0]]:
-        if any(id(v) in values for v in eqn.invars) and eqn.primitive.name not in _COMPARISONS:
-            outside.append(f"{eqn.primitive.name} of x for the predicate")
-            values |= {id(v) for v in eqn.outvars}
-    return outside
-
-
-_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
-
-
 @pytest.mark.task("abs_cond")
 def test_abs_cond_runs_one_branch(kata):
     for dtype in COND_DTYPES:
@@ -204,12 +126,12 @@ def test_abs_cond_runs_one_branch(kata):
             for args in runs:
                 value = args[0] if args else x
                 with check:
-                    assert _decides(jaxpr, args, value, "cond"), (
+                    assert walks.decides(jaxpr, args, value, "cond"), (
                         f"{where}: the cond does not decide |x|: with its branches swapped, "
                         f"abs_cond({value!r}) comes out the same; one branch must give x, the "
                         "other -x"
                     )
-            outside = _outside_the_cond(jaxpr)
+            outside = walks.outside_the_cond(jaxpr)
             with check:
                 assert not outside, (
                     f"{where}: {outside} computed outside the cond: the negation (and any "

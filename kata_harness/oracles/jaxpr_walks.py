@@ -1,0 +1,122 @@
+"""Phase 1's facts read by walking a jaxpr (into nested jits), for the tests of init_params,
+abs_where and abs_cond: which primitives make the key of each random draw, whether one select or
+cond decides the result (evaluated with its two sides swapped), and what a cond's predicate
+computes beyond comparing x.
+
+Each function takes a jaxpr the test traced, never the kata's answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.core import Literal
+
+# what a key becomes without being split or drawn from: picked out of a split, reshaped, wrapped
+KEY_MOVES = frozenset(
+    {
+        "unstack", "slice", "squeeze", "reshape", "dynamic_slice", "gather", "concatenate",
+        "broadcast_in_dim", "copy", "copy_p", "transpose", "random_wrap", "random_unwrap",
+    }
+)  # fmt: skip
+
+
+def key_derivations(jaxpr, seen: list) -> list[tuple[tuple[int, ...], frozenset[str]]]:
+    """For each random draw (random_bits) in jaxpr, into nested jits: its shape and the
+    primitives other than random_split and KEY_MOVES between the jaxpr's inputs and its key.
+    seen holds, per input of jaxpr, that set (None: not made from the key)."""
+    made: dict = {}
+    made.update(zip(jaxpr.jaxpr.invars, seen, strict=True))
+    draws = []
+    for eqn in jaxpr.jaxpr.eqns:
+        ins = [made.get(v) for v in eqn.invars if not isinstance(v, Literal)]
+        name = eqn.primitive.name
+        if name in ("jit", "pjit"):
+            inner = eqn.params["jaxpr"]
+            inner_seen = [made.get(v) if not isinstance(v, Literal) else None for v in eqn.invars]
+            draws += key_derivations(inner, inner_seen)
+            continue  # what the nested jit returns is not a key here
+        if name == "random_bits" and ins and ins[0] is not None:
+            draws.append((tuple(eqn.params["shape"]), ins[0]))
+        if any(i is not None for i in ins):
+            kept = frozenset().union(*(i for i in ins if i is not None))
+            extra = {name} if name not in KEY_MOVES | {"random_split"} else set()
+            made.update(dict.fromkeys(eqn.outvars, kept | extra))
+    return draws
+
+
+def _run_swapping(jaxpr, args, chooser: str, swap: int | None, seen: list[int]):
+    """Evaluate jaxpr on args eagerly, with the two sides of its swap-th `chooser` (select_n's
+    cases or cond's branches; counted in order, into nested jits) swapped; seen[0] counts the
+    choosers met."""
+    env: dict = {}
+
+    def read(var):
+        return var.val if isinstance(var, Literal) else env[var]
+
+    inner = jaxpr.jaxpr
+    env.update(zip(inner.constvars, jaxpr.consts, strict=True))
+    env.update(zip(inner.invars, args, strict=True))
+    for eqn in inner.eqns:
+        values, params = [read(v) for v in eqn.invars], eqn.params
+        if eqn.primitive.name in ("jit", "pjit"):
+            outs = _run_swapping(params["jaxpr"], values, chooser, swap, seen)
+        else:
+            if eqn.primitive.name == chooser:
+                if seen[0] == swap and chooser == "select_n":
+                    values = [values[0], *reversed(values[1:])]
+                elif seen[0] == swap:
+                    params = {**params, "branches": tuple(reversed(params["branches"]))}
+                seen[0] += 1
+            outs = eqn.primitive.bind(*values, **params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        env.update(zip(eqn.outvars, outs, strict=True))
+    return [read(v) for v in inner.outvars]
+
+
+def decides(jaxpr, args, x, chooser: str) -> bool:
+    """Whether one `chooser` of jaxpr decides the result: with its two sides swapped, every
+    nonzero element of |x| comes out otherwise (x and -x swap places)."""
+    seen = [0]
+    (base,) = _run_swapping(jaxpr, args, chooser, None, seen)
+    base, nonzero = np.asarray(base), np.asarray(x) != 0
+    for index in range(seen[0]):
+        (swapped,) = _run_swapping(jaxpr, args, chooser, index, [0])
+        if np.all(np.asarray(swapped)[nonzero] != base[nonzero]):
+            return True
+    return False
+
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+
+
+def outside_the_cond(jaxpr) -> list[str]:
+    """Top-level primitives that compute more than the cond's predicate: those after the cond,
+    those before it that the predicate does not read, and those the predicate reads whose
+    results also go into the cond's operands or the outputs."""
+    eqns = jaxpr.jaxpr.eqns
+    at = [i for i, eqn in enumerate(eqns) if eqn.primitive.name == "cond"]
+    if len(at) != 1:
+        return []  # the census check names a missing or extra cond
+    cond = eqns[at[0]]
+    read = {id(cond.invars[0])}
+    predicate = []
+    for eqn in reversed(eqns[: at[0]]):  # what the predicate is computed from
+        if any(id(v) in read for v in eqn.outvars):
+            predicate.append(eqn)
+            read |= {id(v) for v in eqn.invars}
+    shared = {id(v) for v in [*cond.invars[1:], *jaxpr.jaxpr.outvars]}
+    outside = [
+        eqn.primitive.name
+        for eqn in eqns
+        if eqn is not cond
+        and (all(eqn is not p for p in predicate) or any(id(v) in shared for v in eqn.outvars))
+    ]
+    # the predicate reads x as it is: x (an input, or the concrete array closed over) and what is
+    # computed from it go into comparisons only (a comparison's bool may then be converted, as
+    # cond and switch do); x < 0.0 on an int32 x converts x to float32 first
+    values = {id(v) for v in [*jaxpr.jaxpr.invars, *jaxpr.jaxpr.constvars]}
+    for eqn in eqns[: at[0]]:
+        if any(id(v) in values for v in eqn.invars) and eqn.primitive.name not in _COMPARISONS:
+            outside.append(f"{eqn.primitive.name} of x for the predicate")
+            values |= {id(v) for v in eqn.outvars}
+    return outside
