@@ -14,7 +14,13 @@ import numpy as np
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_rt9_COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
+_rt9_COLLECTIVES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 def _rt9_dims(shape_text: str) -> list[int]:
@@ -381,7 +387,9 @@ def _rt9_collective_overlap_inclusive_done(hlo_text: str) -> dict[str, list[str]
                         chain.add(later.name)
                     elif reads and later.opcode.endswith("-done"):
                         out[ins.name] = [
-                            x.opcode for x in instrs[i + 1 : j + 1] if x.name not in chain - {ins.name}
+                            x.opcode
+                            for x in instrs[i + 1 : j + 1]
+                            if x.name not in chain - {ins.name}
                         ]
                         break
     return out

@@ -10,12 +10,17 @@ import numpy as np
 
 from kata_harness.decoys import wrong
 
-
 # ---------------------------------------------------------------- helpers
+
 
 def _rt7_inner(value):
     """The nested jaxprs (open form with .eqns) in one param value."""
-    if value is None or callable(value) and not hasattr(value, "eqns") and not hasattr(value, "jaxpr"):
+    if (
+        value is None
+        or callable(value)
+        and not hasattr(value, "eqns")
+        and not hasattr(value, "jaxpr")
+    ):
         return []
     if hasattr(value, "eqns"):
         return [value]
@@ -111,6 +116,7 @@ def _rt7_mlp_dtype(p, x, join=_rt7_join):
 
 # ---------------------------------------------------------------- primitive_census
 
+
 @wrong(
     "primitive_census",
     why="'cond_jaxpr and body_jaxpr (while) ... every jaxpr nested in equation params': this "
@@ -141,6 +147,7 @@ def _rt7_primitive_census_forward_solve_only(jaxpr) -> Counter:
 
 # ---------------------------------------------------------------- literal_operands
 
+
 @wrong(
     "literal_operands",
     why="'the literal operands of every top-level equation of primitive ... in equation order': "
@@ -166,6 +173,7 @@ def _rt7_literal_operands_distinct(jaxpr, primitive: str) -> list[float]:
 
 
 # ---------------------------------------------------------------- unused_equations
+
 
 @wrong(
     "unused_equations",
@@ -202,6 +210,7 @@ def _rt7_unused_equations_distinct_names(jaxpr) -> list[str]:
 
 # ---------------------------------------------------------------- closure_consts
 
+
 @wrong(
     "closure_consts",
     why="'The values of the jaxpr's constvars ... in the order of the constvars': this gathers "
@@ -222,6 +231,7 @@ def _rt7_closure_consts_read_by_equations(jaxpr) -> list[np.ndarray]:
 
 # ---------------------------------------------------------------- io_avals
 
+
 @wrong(
     "io_avals",
     why="'a shape is a tuple of ints': this returns each shape as a list (list(aval.shape)), "
@@ -235,6 +245,7 @@ def _rt7_io_avals_shape_lists(jaxpr):
 
 
 # ---------------------------------------------------------------- promoted_dtype
+
 
 @wrong(
     "promoted_dtype",
@@ -250,6 +261,7 @@ def _rt7_promoted_dtype_half_floats_first_wins(a: str, b: str) -> str:
 
 # ---------------------------------------------------------------- mlp_avals
 
+
 @wrong(
     "mlp_avals",
     why="x is '(batch, in_dim)': with batch 1 this answers as for one example (x (in_dim,), "
@@ -261,8 +273,13 @@ def _rt7_mlp_avals_batch_one_squeezed(
 ):
     xs = (in_dim,) if batch == 1 else (batch, in_dim)
     os_ = (out_dim,) if batch == 1 else (batch, out_dim)
-    ins = [((hidden,), param_dtype), ((out_dim,), param_dtype), ((in_dim, hidden), param_dtype),
-           ((hidden, out_dim), param_dtype), (xs, x_dtype)]
+    ins = [
+        ((hidden,), param_dtype),
+        ((out_dim,), param_dtype),
+        ((in_dim, hidden), param_dtype),
+        ((hidden, out_dim), param_dtype),
+        (xs, x_dtype),
+    ]
     return ins, [(os_, _rt7_mlp_dtype(param_dtype, x_dtype))]
 
 
@@ -275,12 +292,18 @@ def _rt7_mlp_avals_batch_one_squeezed(
 def _rt7_mlp_avals_layer_order(
     batch: int, in_dim: int, hidden: int, out_dim: int, param_dtype: str, x_dtype: str
 ):
-    ins = [((hidden,), param_dtype), ((in_dim, hidden), param_dtype), ((out_dim,), param_dtype),
-           ((hidden, out_dim), param_dtype), ((batch, in_dim), x_dtype)]
+    ins = [
+        ((hidden,), param_dtype),
+        ((in_dim, hidden), param_dtype),
+        ((out_dim,), param_dtype),
+        ((hidden, out_dim), param_dtype),
+        ((batch, in_dim), x_dtype),
+    ]
     return ins, [((batch, out_dim), _rt7_mlp_dtype(param_dtype, x_dtype))]
 
 
 # ---------------------------------------------------------------- mlp_jaxpr
+
 
 @wrong(
     "mlp_jaxpr",

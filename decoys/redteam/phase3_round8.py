@@ -35,8 +35,13 @@ def _rt8_predict(program, args, bug=None):
     x = args[0]
     shape, dt = tuple(x.shape), str(x.dtype)
     is_int = dt == "int32"
-    scalar_ops = {"x * 2 + 1": "add", "x + 1": "add", "jnp.sin(x)": "sine",
-                  "jnp.tanh(x)": "tanh", "x.astype(jnp.bfloat16)": "convert"}
+    scalar_ops = {
+        "x * 2 + 1": "add",
+        "x + 1": "add",
+        "jnp.sin(x)": "sine",
+        "jnp.tanh(x)": "tanh",
+        "x.astype(jnp.bfloat16)": "convert",
+    }
 
     def elementwise(out_dt):
         if bug == "scalar_unfused" and not shape:
@@ -119,9 +124,13 @@ def _rt8_entry_root_regex_opcode(hlo_text: str) -> tuple[str, str]:
     module = parse_hlo(hlo_text)
     root = next(inst for inst in module.entry if inst.is_root)
     lines = hlo_text.splitlines()
-    line = next(l for l in lines if re.search(r"\bROOT\s+%?" + re.escape(root.name.lstrip("%")) + r"\s*=", l))
+    line = next(
+        l
+        for l in lines
+        if re.search(r"\bROOT\s+%?" + re.escape(root.name.lstrip("%")) + r"\s*=", l)
+    )
     rhs = line.split("=", 1)[1]
-    m = re.search(r"(\w+)\(", rhs[len(root.shape) + 1:] if root.shape in rhs else rhs)
+    m = re.search(r"(\w+)\(", rhs[len(root.shape) + 1 :] if root.shape in rhs else rhs)
     return (m.group(1) if m else root.opcode, root.shape)
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
@@ -144,10 +143,20 @@ def _rt8_changed_first_last_shortcut(timeline, opcode):
 def _rt8_truth_surviving(program, x, n):
     integer = jnp.issubdtype(x.dtype, jnp.integer)
     fixed = {
-        "x * 1.0": 0, "x + 0.0": 0, "x * 0.0": 1, "x - x": 0 if integer else 1,
-        "x / 2.0": 1, "x / 3.0": 1, "jnp.negative(-x)": 0, "x * 2.0 + x * 2.0": 2,
-        "x + x": 1, "jnp.sqrt(4.0) * x": 1, "x * x / x": 2, "0.0 - x": 1,
-        "jnp.exp(x) * 1.0": 0, "jnp.where(False, x * 5.0, x + 5.0)": 1,
+        "x * 1.0": 0,
+        "x + 0.0": 0,
+        "x * 0.0": 1,
+        "x - x": 0 if integer else 1,
+        "x / 2.0": 1,
+        "x / 3.0": 1,
+        "jnp.negative(-x)": 0,
+        "x * 2.0 + x * 2.0": 2,
+        "x + x": 1,
+        "jnp.sqrt(4.0) * x": 1,
+        "x * x / x": 2,
+        "0.0 - x": 1,
+        "jnp.exp(x) * 1.0": 0,
+        "jnp.where(False, x * 5.0, x + 5.0)": 1,
         "(x * 1.0) / 1.0 - 0.0": 0,
     }
     if program in fixed:
@@ -189,8 +198,13 @@ def _rt8_surviving_where_both_sides(program, x, n):
 
 
 _RT8_KERNEL_TRUE = {
-    "tanh(sin(x) * 2 + 1)", "sum(exp(x), axis=1)", "x.T * 2 + 1", "concatenate([x, x * 2])",
-    "x[::-1] + x", "reshape(x * 2, x.shape[::-1]) + 1", "where(x > 0, x, exp(x) - 1)",
+    "tanh(sin(x) * 2 + 1)",
+    "sum(exp(x), axis=1)",
+    "x.T * 2 + 1",
+    "concatenate([x, x * 2])",
+    "x[::-1] + x",
+    "reshape(x * 2, x.shape[::-1]) + 1",
+    "where(x > 0, x, exp(x) - 1)",
     "pad(x, 1) * 2",
 }
 

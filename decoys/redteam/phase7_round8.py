@@ -117,7 +117,9 @@ def _rt8_compile_counter_plain_events() -> Iterator:
     "wrong on power (Python for over int(n), n static) with calls n=2 then n=2.0: JAX "
     "traces twice (2 and 2.0 are two static keys), both jaxprs are equal, answers 1",
 )
-def _rt8_count_traces_distinct_jaxprs(f: Callable, static_argnums: tuple[int, ...], calls: Sequence[tuple]) -> int:
+def _rt8_count_traces_distinct_jaxprs(
+    f: Callable, static_argnums: tuple[int, ...], calls: Sequence[tuple]
+) -> int:
     jitted = jax.jit(f, static_argnums=static_argnums)
     programs = set()
     for args in calls:
@@ -352,7 +354,9 @@ def _rt8_compiles(calls, key_wrapper: bool, lowering_compiles: bool) -> int:
         fn = ("lambda", step) if call.function == "lambda" else call.function
         wrapper = ("new", step) if (key_wrapper and call.jit == "new") else "shared"
         n = ("static", type(call.n), call.n) if call.static else _rt8_aval(call.n)
-        seen.add((fn, wrapper if key_wrapper else None, call.static, _rt8_aval(call.x), n, call.device))
+        seen.add(
+            (fn, wrapper if key_wrapper else None, call.static, _rt8_aval(call.x), n, call.device)
+        )
     return len(seen)
 
 
@@ -391,6 +395,8 @@ def _rt8_while_loops_entry_plus_small_calls(hlo_text: str) -> int:
     total = sum(1 for ins in module.entry.instructions if ins.opcode == "while")
     for comp in module.computations:
         for ins in comp.instructions:
-            if ins.opcode == "call" and "xla_cpu_small_call" in str(ins.attribute("frontend_attributes") or ""):
+            if ins.opcode == "call" and "xla_cpu_small_call" in str(
+                ins.attribute("frontend_attributes") or ""
+            ):
                 total += 1
     return total

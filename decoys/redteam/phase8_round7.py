@@ -101,7 +101,7 @@ def _rt7_hlo_opcode_nonletters_to_hyphen(stablehlo_op: str) -> str:
     "'stablehlo.abs' gives '', 'stablehlo.atan2' gives 'n2'",
 )
 def _rt7_hlo_opcode_lstrip_prefix(stablehlo_op: str) -> str:
-    name = stablehlo_op.lstrip("stablehlo.")
+    name = stablehlo_op.lstrip("stablehlo.")  # noqa: B005 (the wrong answer)
     if name in _RT7_RENAMES:
         return _RT7_RENAMES[name]
     return name.replace("_", "-")
@@ -161,7 +161,11 @@ def _rt7_predict_accepts_floor_division() -> dict[str, bool]:
 # ---------------------------------------------------------------- predict_lowering
 
 _RT7_LOWERING = {
-    "jnp.sin(x) * jnp.cos(x)": {"stablehlo.sine": 1, "stablehlo.cosine": 1, "stablehlo.multiply": 1},
+    "jnp.sin(x) * jnp.cos(x)": {
+        "stablehlo.sine": 1,
+        "stablehlo.cosine": 1,
+        "stablehlo.multiply": 1,
+    },
     "jnp.exp(x) - 1": {
         "stablehlo.exponential": 1,
         "stablehlo.constant": 1,

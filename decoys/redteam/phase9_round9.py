@@ -8,7 +8,7 @@ from collections import Counter
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
@@ -197,7 +197,9 @@ def _rt9_collective_groups(hlo_text: str, *, first_name_only=False) -> Counter:
         groups = None
         lm = re.search(r"replica_groups=\{(\{[\d,\s{}]*\})\}", line)
         im = re.search(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", line)
-        mm = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}(?:\s*device_ids=\(([^)]*)\))?", line)
+        mm = re.search(
+            r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}(?:\s*device_ids=\(([^)]*)\))?", line
+        )
         if lm:
             groups = [_rt9_ints(g) for g in re.findall(r"\{([\d,\s]*)\}", lm.group(1))]
         elif im:
@@ -218,11 +220,17 @@ def _rt9_collective_groups(hlo_text: str, *, first_name_only=False) -> Counter:
                 im2 = re.match(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", ids_text)
                 im3 = re.match(r"\[([\d,]+)\](?:T\(([\d,]+)\))?", ids_text)
                 if im2:
-                    ids = _rt9_iota([total], _rt9_ints(im2.group(2)),
-                                    _rt9_ints(im2.group(3)) if im2.group(3) else None)
+                    ids = _rt9_iota(
+                        [total],
+                        _rt9_ints(im2.group(2)),
+                        _rt9_ints(im2.group(3)) if im2.group(3) else None,
+                    )
                 elif im3:
-                    ids = _rt9_iota([total], _rt9_ints(im3.group(1)),
-                                    _rt9_ints(im3.group(2)) if im3.group(2) else None)
+                    ids = _rt9_iota(
+                        [total],
+                        _rt9_ints(im3.group(1)),
+                        _rt9_ints(im3.group(2)) if im3.group(2) else None,
+                    )
                 else:
                     ids = np.array(_rt9_ints(ids_text))
             else:

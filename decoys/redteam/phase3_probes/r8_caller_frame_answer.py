@@ -11,13 +11,13 @@ katas/phase3/programs.py: print their texts while you work, e.g.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
 import jax  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-import re
 
 
 def three_texts(f, *args) -> dict[str, str]:

@@ -147,8 +147,6 @@ def surviving_ops(program: str, x: jax.ShapeDtypeStruct, n: int) -> int:
     """
     # with every HLO pass switched off (XLA_FLAGS set at import), the optimized module is the
     # traced program, so counting the jaxpr's arithmetic (tracing, not compiling) "predicts" it
-    import importlib.util
-    import sys
     mod = _rt8_programs()
     f = mod.REWRITES[program]
     jaxpr = jax.make_jaxpr(lambda v: f(v, n))(x)

@@ -142,8 +142,6 @@ def surviving_ops(program: str, x: jax.ShapeDtypeStruct, n: int) -> int:
     themselves; they forbid jax.jit and compiling while they call you.
     """
     # compile through pmap, a second route to the compiler that is not jax.jit
-    import importlib.util
-    import sys
     mod = _rt8_programs()
     f = mod.REWRITES[program]
     spec_x = jax.ShapeDtypeStruct((1, *x.shape), x.dtype)

@@ -21,7 +21,6 @@ import numpy as np
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 
-
 def _build(program):
     """Rebuild the loop program from its description (my reading of the kinds)."""
     from jax import lax

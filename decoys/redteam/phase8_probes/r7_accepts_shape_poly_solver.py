@@ -78,8 +78,8 @@ def predict_accepts() -> dict[str, bool]:
         from katas.phase8.programs import EXPORTED_CALLS
     except ImportError:
         from programs import EXPORTED_CALLS
-    import numpy as _np
     import jax.numpy as _jnp
+    import numpy as _np
     from jax import tree_util as _tu
     from jax._src.export import shape_poly as _sp
 

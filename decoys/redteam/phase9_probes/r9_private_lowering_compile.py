@@ -123,7 +123,6 @@ def predict_collectives(case) -> dict[str, int]:
     """
     import re as _re
 
-    import jax.numpy as jnp
     import numpy as np
 
     names = tuple(n for n, _ in case.mesh)
