@@ -87,12 +87,13 @@ def literal_operands(jaxpr, primitive: str) -> list[float]:
 def unused_equations(jaxpr) -> list[str]:
     """Primitive names of top-level equations whose results nothing reads, in equation order.
 
-    "Reads" means an output of the jaxpr or a live equation: an equation read only by dead
-    equations is dead too (a chain sin -> mul -> unused cos is three dead equations), however
-    long the chain and however many times they read it. An equation with several results is
-    live when any of them is read, dead when none is. Repeats are kept. Only top-level
-    equations are reported (dead code inside a live jit's own jaxpr is not). The printer shows
-    a result nobody reads as `_`, but only for the last link of a dead chain.
+    "Reads" means an output of the jaxpr or a live equation (a live equation reads every operand
+    it is given, a jit or checkpoint too, whatever its body does with it): an equation read only
+    by dead equations is dead too (a chain sin -> mul -> unused cos is three dead equations),
+    however long the chain and however many times they read it. An equation with several
+    results is live when any of them is read, dead when none is. Repeats are kept. Only
+    top-level equations are reported (dead code inside a live jit's own jaxpr is not). The
+    printer shows a result nobody reads as `_`, but only for the last link of a dead chain.
     """
     # TODO: walk backwards from the outputs, remembering which variables are read
     raise NotImplementedError("phase2 task 5: unused_equations")
@@ -115,8 +116,9 @@ def closure_consts(jaxpr) -> list[np.ndarray]:
     """The values of the jaxpr's constvars (arrays the traced function closed over).
 
     Plain NumPy arrays (np.ndarray), each with its own dtype, in the order of the constvars
-    (running the jaxpr with them must reproduce the function). A const may have been a NumPy
-    array or a jax Array, of any dtype (bfloat16 too) and any shape (a 0-d jax Array is a
+    (running the jaxpr with them must reproduce the function), read by an equation or not (a
+    closed-over array returned as it is is a const no equation reads). A const may have been a
+    NumPy array or a jax Array, of any dtype (bfloat16 too) and any shape (a 0-d jax Array is a
     const). Top level only: a nested jit keeps the arrays it closed over in its own jaxpr.
     Python scalars and 0-d NumPy arrays are inlined as literals, so they are not consts.
     """

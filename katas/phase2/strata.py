@@ -218,6 +218,12 @@ def _dead_inside(a):
     return (a * 2.0, a + 1.0)[1]  # the jit's mul is dead inside it, not at the top level
 
 
+def _ignoring(wrapper: Callable, kept: int) -> Callable:
+    """A jit or checkpoint whose body reads only argument `kept` of its operands: the equation
+    still reads them all (its body is not top-level code)."""
+    return wrapper(lambda *args: args[kept] * 2.0)
+
+
 @dataclass(frozen=True)
 class DeadCodeProgram:
     f: Callable
@@ -226,13 +232,16 @@ class DeadCodeProgram:
 
 
 def _steps(rng: random.Random) -> list[tuple[str, int]]:
-    """The kinds of the steps, each with its role: 4 to 7 free steps, and four set pieces at
+    """The kinds of the steps, each with its role: 4 to 7 free steps, and five set pieces at
     drawn places (roles 1-3: a value read twice by one equation, both dead; a jit with two
-    results, neither read; a live jit with dead code inside; role 4: a dead chain of 4 to 6
-    links, each reading only the one before, spread among the other steps)."""
-    kinds = ("unary", "binary", "twice", "pair", "dead inside")
+    results, neither read; a live jit with dead code inside; roles 5 and 6: a value read only by
+    a live jit (5) or checkpoint (6) whose body ignores that operand, so live; role 4: a dead
+    chain of 4 to 6 links, each reading only the one before, spread among the other steps)."""
+    kinds = ("unary", "binary", "twice", "pair", "dead inside", "ignoring")
     steps = [(rng.choice(kinds), 0) for _ in range(rng.randint(4, 7))]
-    for piece in ([("unary", 1), ("twice", 1)], [("pair", 2)], [("dead inside", 3)]):
+    pieces = ([("unary", 1), ("twice", 1)], [("pair", 2)], [("dead inside", 3)])
+    ignoring = ([("unary", role), ("ignoring", role)] for role in (5, 6))
+    for piece in (*pieces, *ignoring):
         at = rng.randint(0, len(steps))
         steps[at:at] = piece
     at = 0
@@ -246,14 +255,26 @@ def _steps(rng: random.Random) -> list[tuple[str, int]]:
 def dead_code_program(rng: random.Random) -> DeadCodeProgram:
     """Steps on f32[3] values (see _steps), each one top-level equation: a unary function, a
     product of two values or of one value with itself, a jit with two results, a jit with dead
-    code inside; the outputs are 1 to 3 drawn values. Which steps are dead is worked out from
-    the steps themselves."""
+    code inside, a jit or checkpoint of 2 to 3 operands whose body reads one (drawn); the
+    outputs are 1 to 3 drawn values. Which steps are dead is worked out from the steps
+    themselves: a live equation reads every operand it is given."""
     plan: list[tuple[str, list[int], int]] = []  # (kind, values read, first value written)
     free = [0]  # values the free steps and the outputs may read: value 0 is the argument
-    count, outputs, twice_of, link = 1, [], 0, None
+    count, outputs, twice_of, link, ignored = 1, [], 0, None, {5: 0, 6: 0}
+    keeps: dict[int, int] = {}  # step -> the one operand an "ignoring" step's body reads
+    wrappers: dict[int, Callable] = {}  # step -> an "ignoring" step's jit or checkpoint
     for kind, role in _steps(rng):
         if role == 1 and kind == "twice":
             read = [twice_of]  # the dead unary's value, and nothing else reads it
+        elif kind == "ignoring":
+            read = [rng.choice(free) for _ in range(rng.randint(2, 3))]
+            kept = rng.randrange(len(read))
+            if role in ignored:  # the unary's value, at another place than the body reads
+                read[rng.choice([i for i in range(len(read)) if i != kept])] = ignored[role]
+            keeps[len(plan)] = kept
+            wrappers[len(plan)] = {5: jax.jit, 6: jax.checkpoint}.get(role) or rng.choice(
+                (jax.jit, jax.checkpoint)
+            )
         elif role == 4:
             read = [rng.choice(free) if link is None else link]  # the chain's link before
         elif kind in ("binary", "pair"):
@@ -267,7 +288,9 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
             free += written
         elif role == 1 and kind == "unary":
             twice_of = written[0]
-        elif role == 3:
+        elif role in ignored and kind == "unary":
+            ignored[role] = written[0]
+        elif role in (3, 5, 6):
             outputs += written
         elif role == 4:
             link = written[0]
@@ -276,8 +299,11 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
 
     def f(x):
         values = [x]
-        for (kind, read, _), fn in zip(plan, unary, strict=True):
-            if kind == "unary":
+        for step, ((kind, read, _), fn) in enumerate(zip(plan, unary, strict=True)):
+            if kind == "ignoring":
+                body = _ignoring(wrappers[step], keeps[step])
+                values.append(body(*(values[i] for i in read)))
+            elif kind == "unary":
                 values.append(fn(values[read[0]]))
             elif kind == "binary":
                 values.append(values[read[0]] * values[read[1]])
@@ -332,6 +358,23 @@ def uses_all(arrays: list) -> Callable:
         for weight, array in enumerate(arrays, start=1):
             total = total + jnp.asarray(array).astype(F32).sum() * F32(weight * 10)
         return total
+
+    return f
+
+
+def uses_and_returns(rng: random.Random, arrays: list) -> Callable:
+    """Like uses_all, but each array drawn to be summed, returned as it is (an output, a
+    constvar no equation reads), or both, one at least returned only; f returns the total and
+    then the returned arrays in a drawn order."""
+    roles = [rng.choice(("summed", "returned", "both")) for _ in arrays]
+    roles[rng.randrange(len(arrays))] = "returned"
+    summed = [a for a, role in zip(arrays, roles, strict=True) if role != "returned"]
+    returned = [a for a, role in zip(arrays, roles, strict=True) if role != "summed"]
+    rng.shuffle(returned)
+    total = uses_all(summed)
+
+    def f(x):
+        return (total(x), *returned)
 
     return f
 

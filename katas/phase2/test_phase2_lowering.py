@@ -32,7 +32,12 @@ from katas.phase2.programs import (
     scan_consts,
     two_consts,
 )
-from katas.phase2.strata import closed_over, dead_code_program, lowering_case, uses_all
+from katas.phase2.strata import (
+    closed_over,
+    dead_code_program,
+    lowering_case,
+    uses_and_returns,
+)
 from xla_inspect.stablehlo import stablehlo_op_census
 
 # ------------------------------------------------------------------------------ unused_equations
@@ -82,7 +87,9 @@ def test_dead_code_on_varied_programs(kata):
 def test_dead_code_on_fresh_programs(kata, fresh):
     """Six drawn chains of equations (strata.dead_code_program): dead ones read only by dead
     ones, read twice by one, jits with two results none of which is read, a live jit with dead
-    code inside (not a top-level equation). Which are dead follows from how each was drawn."""
+    code inside (not a top-level equation), a live jit and a live checkpoint whose bodies ignore
+    an operand (the equation still reads it: what feeds it is live). Which are dead follows
+    from how each was drawn."""
     xs = np.arange(1.0, 4.0, dtype=F32)
     for index in range(6):
         program = dead_code_program(fresh)
@@ -281,11 +288,12 @@ def test_promoted_dtype_weak_python_scalars(kata):
 def test_closure_consts_on_fresh_programs(kata, fresh):
     """Three drawn sets of closed-over arrays (strata.closed_over): NumPy arrays and jax Arrays
     (0-d ones included) of any dtype, each a const with its own dtype and values, in the order
-    that makes the jaxpr reproduce the function."""
+    that makes the jaxpr reproduce the function. Each array is summed, returned as it is (a
+    constvar no equation reads) or both (strata.uses_and_returns)."""
     x = np.arange(3.0, dtype=F32)
     for index in range(3):
         arrays = closed_over(fresh)
-        fn = uses_all(arrays)
+        fn = uses_and_returns(fresh, arrays)
         jaxpr = jax.make_jaxpr(fn)(x)
         consts = _consts(kata, jaxpr)
         what = f"drawn set {index + 1} ({fresh.where()})"
@@ -298,12 +306,14 @@ def test_closure_consts_on_fresh_programs(kata, fresh):
             )
         if got == made:
             try:
-                value = jax.core.eval_jaxpr(jaxpr.jaxpr, consts, x)[0]
+                values = jax.core.eval_jaxpr(jaxpr.jaxpr, consts, x)
             except (TypeError, ValueError) as error:
                 pytest.fail(f"{what}: the jaxpr run with your consts failed: {error}")
-            with check:
-                np.testing.assert_allclose(
-                    np.asarray(value),
-                    np.asarray(fn(x)),
-                    err_msg=f"{what}: the jaxpr run with your consts, in your order",
-                )
+            for place, (value, want) in enumerate(zip(values, fn(x), strict=True)):
+                with check:
+                    np.testing.assert_allclose(
+                        np.asarray(value).astype(F32),
+                        np.asarray(want).astype(F32),
+                        err_msg=f"{what}: output {place} of the jaxpr run with your consts, in "
+                        "your order",
+                    )
