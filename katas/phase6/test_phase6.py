@@ -240,24 +240,53 @@ def test_predict_bytes_accessed_of_the_listed_cases(kata):
         _check_bytes(kata, program, shape, dtype, "")
 
 
+# Every program is drawn at least once in each band of BYTES_DIMS on every run: its smallest
+# matrices (the 4096 elements of 64 by 64 up to 100 by 100), its largest (more than 256 by 256,
+# up to 300 by 300) and anywhere. An answer whose rule changes with x's size (a sum it takes
+# for two passes past some element count, a width it treats apart) meets both ends.
+BYTES_BANDS = {
+    "small": (64, 96, 100),
+    "large": (256, 300),
+    "any": BYTES_DIMS,
+}
+
+
+def _bytes_shape(fresh, program: str, dtype: str, band: str, aligned: bool) -> tuple[int, int]:
+    """x's shape for one case: non-square in the band "any"; in "small" and "large" both
+    dimensions from the band (square allowed, 256 by 256 not large). The slice's width halves on
+    a 64-byte boundary or off it, as `aligned` says."""
+    dims = BYTES_BANDS[band]
+    if program.startswith("x[:"):
+        cols = fresh.choice([d for d in _slice_cols(dtype, aligned) if d in dims])
+        rows = fresh.choice([d for d in dims if band != "any" or d != cols])
+        return rows, cols
+    if band == "any":
+        rows, cols = fresh.sample(dims, 2)
+        return rows, cols
+    shapes = [(r, c) for r in dims for c in dims if band != "large" or (r, c) != (256, 256)]
+    return fresh.choice(shapes)
+
+
 @pytest.mark.task("predict_bytes_accessed")
 def test_predict_bytes_accessed_on_fresh_cases(kata, fresh):
     """Every program at every dtype of its domain on every run (1-, 2- and 4-byte elements,
-    floats and integers), each at a non-square shape drawn for it; the expected bytes are XLA's
-    cost analysis of the program compiled here."""
+    floats and integers), and in each band of sizes (BYTES_BANDS: its smallest matrices, its
+    largest and any; a program of one dtype is drawn three times), each case at a shape drawn
+    for it; the expected bytes are XLA's cost analysis of the program compiled here."""
     captures.cpu_fact("XLA:CPU's fusion decisions and cost model")
     for program, (_, _, dtypes) in BYTES_BANK.items():
         aligned = fresh.random() < 0.5
-        for dtype in dtypes:
-            if program.startswith("x[:") and dtype == "bfloat16":
-                if not versions.holds("bf16-slice-reads-its-part"):
-                    continue
-            rows, cols = fresh.sample(BYTES_DIMS, 2)
-            if program.startswith("x[:"):  # the cut on a 64-byte boundary and off it, in turn
-                cols = fresh.choice(_slice_cols(dtype, aligned))
-                rows = fresh.choice([d for d in BYTES_DIMS if d != cols])
-                aligned = not aligned
-            _check_bytes(kata, program, (rows, cols), dtype, f" ({fresh.where()})")
+        if program.startswith("x[:") and not versions.holds("bf16-slice-reads-its-part"):
+            dtypes = tuple(d for d in dtypes if d != "bfloat16")
+        drawn = list(dtypes) + [fresh.choice(dtypes) for _ in range(len(BYTES_BANDS) - len(dtypes))]
+        bands = list(BYTES_BANDS) + [
+            fresh.choice(list(BYTES_BANDS)) for _ in range(len(drawn) - len(BYTES_BANDS))
+        ]
+        fresh.shuffle(bands)
+        for dtype, band in zip(drawn, bands, strict=True):
+            shape = _bytes_shape(fresh, program, dtype, band, aligned)
+            aligned = not aligned  # the slice's cut on a 64-byte boundary and off it, in turn
+            _check_bytes(kata, program, shape, dtype, f" ({band} x, {fresh.where()})")
 
 
 def _slice_cols(dtype: str, aligned: bool) -> list[int]:

@@ -69,6 +69,16 @@ COST_KEYS = {
 }
 
 
+def _not_floats(cost: dict) -> str:
+    """The figures of a cost_of answer that are not floats (the contract returns floats, 0.0 for
+    a key XLA leaves out), as `key=value (type)`; empty when every figure is a float."""
+    return ", ".join(
+        f"{key}={value!r} ({type(value).__name__})"
+        for key, value in cost.items()
+        if not isinstance(value, float)
+    )
+
+
 @pytest.mark.task("cost_of")
 def test_cost_of_matches_compiled_cost_analysis_on_a_bank(kata):
     for name, (fn, args) in COST_BANK.items():
@@ -76,6 +86,10 @@ def test_cost_of_matches_compiled_cost_analysis_on_a_bank(kata):
         assert isinstance(got, dict) and set(got) == set(COST_KEYS), (
             f"{name}: expected a dict with keys {sorted(COST_KEYS)}, got {got!r:.120}"
         )
+        with check:
+            assert not (wrong := _not_floats(got)), (
+                f"{name}: cost_of returns floats (a key XLA leaves out is 0.0); got {wrong}"
+            )
         expected = captures.bank_cost(name)
         for key, xla_key in COST_KEYS.items():
             with check:
@@ -94,6 +108,11 @@ def test_cost_of_on_fresh_calls(kata, fresh):
     calls = drawn.cost_calls(fresh)
     got = [kata.cost_of(fn, *args) for fn, args in calls]
     for (fn, (scale, x)), cost in zip(calls, got, strict=True):
+        with check:
+            assert not (wrong := _not_floats(cost)), (
+                f"x {x.dtype}{list(x.shape)} and the Python float {scale}: cost_of returns "
+                f"floats (a key XLA leaves out is 0.0); got {wrong} ({fresh.where()})"
+            )
         expected = oracle.cost(fn, scale, x)
         for key, xla_key in COST_KEYS.items():
             with check:
