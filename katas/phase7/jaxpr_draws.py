@@ -15,9 +15,10 @@ in index order: `lax.switch`'s list as given, and for `lax.cond(p, true_fn, fals
 branch first (index 0 is False). The branches are drawn so that walking them in another order
 gives another list.
 
-Every draw also holds one look-alike: a primitive that runs along an axis like a loop but is
-no loop primitive (`cumsum`, `cumprod`, `cummax`, `cummin`, `cumlogsumexp`, `sort`), drawn,
-alone or in the body of a static or traced-bound fori_loop: only `scan` and `while` count.
+Every draw also holds two look-alikes, primitives that run along an axis like a loop but are
+no loop primitives: `cumsum` (the one a learner most often takes for a scan) and one drawn from
+`cumprod`, `cummax`, `cummin`, `cumlogsumexp` and `sort`, each alone or in the body of a static
+or traced-bound fori_loop (drawn): only `scan` and `while` count.
 """
 
 from __future__ import annotations
@@ -114,10 +115,9 @@ LOOKALIKES: dict[str, Callable] = {
 }
 
 
-def draw_lookalike(rng: random.Random) -> tuple[str, Piece]:
-    """A drawn look-alike, alone ([]) or in a static ([scan]) or traced-bound ([while])
-    fori_loop's body."""
-    name = rng.choice(sorted(LOOKALIKES))
+def draw_lookalike(rng: random.Random, name: str) -> tuple[str, Piece]:
+    """The look-alike `name`, alone ([]) or in a static ([scan]) or traced-bound ([while])
+    fori_loop's body, drawn."""
     op = LOOKALIKES[name]
 
     def alone(v):
@@ -165,12 +165,13 @@ def draw_branching(rng: random.Random) -> tuple[str, Piece]:
 
 
 def draw_pieces(rng: random.Random) -> list[tuple[str, Piece]]:
-    """The needed pieces, a drawn conditional, a drawn look-alike and one to three more (repeats
-    allowed), in a drawn order."""
+    """The needed pieces, a drawn conditional, cumsum and a drawn look-alike, and one to three
+    more (repeats allowed), in a drawn order."""
     names = [*NEEDED, *rng.choices(sorted(PIECES), k=rng.randint(1, 3))]
     pieces = [(name, PIECES[name]) for name in names]
     pieces.append(draw_branching(rng))
-    pieces.append(draw_lookalike(rng))
+    other = rng.choice(sorted(set(LOOKALIKES) - {"jnp.cumsum"}))
+    pieces += [draw_lookalike(rng, "jnp.cumsum"), draw_lookalike(rng, other)]
     rng.shuffle(pieces)
     return pieces
 
