@@ -14,6 +14,11 @@ of 2 to 4 branches or a `lax.cond`. A `cond` equation keeps its branches in one 
 in index order: `lax.switch`'s list as given, and for `lax.cond(p, true_fn, false_fn)` the false
 branch first (index 0 is False). The branches are drawn so that walking them in another order
 gives another list.
+
+Every draw also holds two look-alikes, primitives that run along an axis like a loop but are
+no loop primitives: `cumsum` (the one a learner most often takes for a scan) and one drawn from
+`cumprod`, `cummax`, `cummin`, `cumlogsumexp` and `sort`, each alone or in the body of a static
+or traced-bound fori_loop (drawn): only `scan` and `while` count.
 """
 
 from __future__ import annotations
@@ -99,6 +104,39 @@ BRANCHES: dict[str, tuple[list[str], Callable]] = {
 }
 
 
+# primitives that look like loops and are none (jnp.cumsum's jaxpr holds `cumsum`, no scan)
+LOOKALIKES: dict[str, Callable] = {
+    "jnp.cumsum": jnp.cumsum,
+    "jnp.cumprod": jnp.cumprod,
+    "lax.cummax": lax.cummax,
+    "lax.cummin": lax.cummin,
+    "lax.cumlogsumexp": lax.cumlogsumexp,
+    "jnp.sort": jnp.sort,
+}
+
+
+def draw_lookalike(rng: random.Random, name: str) -> tuple[str, Piece]:
+    """The look-alike `name`, alone ([]) or in a static ([scan]) or traced-bound ([while])
+    fori_loop's body, drawn."""
+    op = LOOKALIKES[name]
+
+    def alone(v):
+        return v + op(v * jnp.arange(1.0, 4.0)).sum()
+
+    place = rng.choice(("alone", "static", "traced"))
+    if place == "alone":
+        return f"{name}, no loop around it", (lambda x, n: alone(x), [])
+    if place == "static":
+        return f"{name} in a static fori_loop's body", (
+            lambda x, n: lax.fori_loop(0, 3, lambda i, c: alone(c), x),
+            ["scan"],
+        )
+    return f"{name} in a traced-bound fori_loop's body", (
+        lambda x, n: lax.fori_loop(0, n, lambda i, c: alone(c), x),
+        ["while"],
+    )
+
+
 def _branches(kinds: list[str], n) -> list[Callable]:
     return [lambda v, body=BRANCHES[kind][1]: body(v, n) for kind in kinds]
 
@@ -127,11 +165,13 @@ def draw_branching(rng: random.Random) -> tuple[str, Piece]:
 
 
 def draw_pieces(rng: random.Random) -> list[tuple[str, Piece]]:
-    """The needed pieces, a drawn conditional and one to three more (repeats allowed), in a
-    drawn order."""
+    """The needed pieces, a drawn conditional, cumsum and a drawn look-alike, and one to three
+    more (repeats allowed), in a drawn order."""
     names = [*NEEDED, *rng.choices(sorted(PIECES), k=rng.randint(1, 3))]
     pieces = [(name, PIECES[name]) for name in names]
     pieces.append(draw_branching(rng))
+    other = rng.choice(sorted(set(LOOKALIKES) - {"jnp.cumsum"}))
+    pieces += [draw_lookalike(rng, "jnp.cumsum"), draw_lookalike(rng, other)]
     rng.shuffle(pieces)
     return pieces
 

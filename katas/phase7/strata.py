@@ -90,9 +90,12 @@ def _situations(rng: random.Random) -> dict[str, Loop | tuple[Loop, ...]]:
         "lax.map of >= 2 rows": _short(rng, "map", rng.randint(2, 3), rng.random() < 0.5),
         "traced-bound fori_loop, n = 0, a loop in its body": _short(rng, "fori_traced", 0, True),
         "traced-bound fori_loop, n = 1": _short(rng, "fori_traced", 1, False),
-        "Python for with a loop in its body, then cumsum": (
-            _short(rng, "python_for", rng.randint(0, 2), True),
+        "Python for of 0 or 1 steps with a loop in its body, then cumsum": (
+            _short(rng, "python_for", rng.randint(0, 1), True),
             Loop("cumsum", 0),
+        ),
+        "Python for of >= 2 steps with a loop in its body": _short(
+            rng, "python_for", rng.randint(2, 3), True
         ),
     }
 

@@ -257,8 +257,8 @@ def test_open_and_closed_jaxprs_alike(kata):
 @pytest.mark.task("loop_primitives")
 def test_loop_primitives_of_drawn_chains(kata, fresh):
     """Pieces (jaxpr_draws: custom_vjp, custom_linear_solve's namedtuple of jaxprs, one jitted
-    function called twice, a switch or cond whose branches hold different loops, ...) run one
-    after the other in a drawn order, closed and open."""
+    function called twice, a switch or cond whose branches hold different loops, a cumsum-like
+    primitive that is no loop, ...) run one after the other in a drawn order, closed and open."""
     pieces = draw_pieces(fresh)
     names = [name for name, _ in pieces]
     run, want = chain(pieces)
