@@ -71,8 +71,14 @@ BATCH_PER_CASE = {"mlp": 5, "linear6": 1, "alone": 7, "bf16_rest": 2}
 
 def _export_any(kata, name: str):
     fn, features, rest, _, _ = _any_batch_cases()[name]
+    return _exported(kata, name, fn, features, rest)
+
+
+def _exported(kata, name: str, fn, features: int, rest: tuple):
     try:
         blob = kata.export_any_batch(fn, features, *rest)
+    except NotImplementedError:
+        raise
     except Exception as error:  # noqa: BLE001  (a wrong x spec makes f fail to trace)
         pytest.fail(
             f"{name}: exporting f(x, *rest) with x of shape (b, {features}) failed: {error!r:.300}"
@@ -134,6 +140,38 @@ def test_any_batch_is_symbolic_only_in_the_batch(kata):
             assert str(first_out[0]) == str(batch), (
                 f"{name}: output {first_out} should carry the same batch symbol as x ({batch})"
             )
+
+
+# functions whose rows depend on other rows of the batch: (JAX, NumPy oracle)
+ROW_MIXING = {
+    "column sums x.sum(0)": (lambda x: x.sum(0), lambda x: x.sum(0)),
+    "centred x - x.mean(0)": (lambda x: x - x.mean(0), lambda x: x - x.mean(0)),
+    "rows reversed x[::-1]": (lambda x: x[::-1], lambda x: x[::-1]),
+    "running sum over the batch": (lambda x: jnp.cumsum(x, 0), lambda x: np.cumsum(x, 0)),
+    "gram matrix x.T @ x": (lambda x: x.T @ x, lambda x: x.T @ x),
+    "rows sorted per column": (lambda x: jnp.sort(x, axis=0), lambda x: np.sort(x, axis=0)),
+}
+
+
+@pytest.mark.task("export_any_batch")
+def test_any_batch_function_sees_the_whole_batch(kata, fresh: Fresh):
+    """f is exported as it is, for the whole batch at once: a function that mixes rows (a sum
+    over the batch, rows reordered), alone or scaled by another argument, called at a batch
+    other than the feature size."""
+    name = fresh.choice(sorted(ROW_MIXING))
+    mixing, np_mixing = ROW_MIXING[name]
+    features, batch = fresh.randint(2, 6), fresh.randint(7, 40)
+    x = np.random.default_rng(fresh.randrange(99)).normal(size=(batch, features))
+    x = x.astype(np.float32)
+    if fresh.random() < 0.5:
+        fn, rest, values, oracle = mixing, (), (x,), np_mixing
+    else:
+        scale = np.linspace(0.5, 2.0, features, dtype=np.float32)
+        fn, rest, values = (lambda x, s: mixing(x * s)), (spec((features,)),), (x, scale)
+        name, oracle = f"{name} of x * s", (lambda x, s: np_mixing(x * s))
+    what = f"f = {name}, features {features}, batch {batch} ({fresh.where()})"
+    exported = _exported(kata, what, fn, features, rest)
+    close(run(exported, values, what), oracle(*values), what)
 
 
 @pytest.mark.task("export_any_batch")

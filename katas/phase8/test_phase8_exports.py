@@ -69,9 +69,15 @@ def test_exported_avals_on_several_dtypes_and_shapes(kata):
             )
 
 
-# dtypes an exported argument may have (x of scale_shift: a float; y: cast to x's dtype)
+# dtypes an exported argument may have (x of scale_shift: a float; y: cast to x's dtype, any
+# dtype of x64-off JAX): every run draws y once from each group, so each run exports a signed
+# integer narrower than int32, an unsigned one and one more kind (bool, int32 or a float)
 FLOATS = (jnp.float32, jnp.bfloat16, jnp.float16)
-Y_DTYPES = (jnp.int32, jnp.float32, jnp.int8)
+Y_DTYPE_GROUPS = (
+    (jnp.int8, jnp.int16),
+    (jnp.uint8, jnp.uint16, jnp.uint32),
+    (jnp.bool_, jnp.int32, jnp.float32, jnp.float16),
+)
 
 
 def _symbolic_specs(fresh: Fresh, x_dtype, y_dtype) -> tuple[tuple, int]:
@@ -85,17 +91,19 @@ def _symbolic_specs(fresh: Fresh, x_dtype, y_dtype) -> tuple[tuple, int]:
 
 @pytest.mark.task("export_bytes")
 def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
-    """One function exported again for the same shapes and other dtypes, then other shapes, then
-    symbolic shapes that share a symbol and bound it: each export is of its own specs."""
+    """One function exported again for the same shapes and other dtypes (y: signed, unsigned and
+    other kinds, none converted), then other shapes, then symbolic shapes that share a symbol
+    and bound it: each export is of its own specs."""
     rows, cols = fresh.randint(2, 6), fresh.randint(2, 6)
     x_dtypes = fresh.sample(FLOATS, 2)
-    y_dtypes = [fresh.choice(Y_DTYPES), fresh.choice(Y_DTYPES)]
+    y_dtypes = [fresh.choice(group) for group in Y_DTYPE_GROUPS]
+    fresh.shuffle(y_dtypes)
     # a spec may have symbolic dimensions: it describes arguments, it is not one
     symbolic, least = _symbolic_specs(fresh, x_dtypes[1], y_dtypes[0])
     cases = [
         (spec((rows, cols), x_dtypes[0]), spec((cols,), y_dtypes[0])),
         (spec((rows, cols), x_dtypes[1]), spec((cols,), y_dtypes[1])),
-        (spec((cols + 1, rows), x_dtypes[0]), spec((rows,), y_dtypes[1])),
+        (spec((cols + 1, rows), x_dtypes[0]), spec((rows,), y_dtypes[2])),
         symbolic,
     ]
     blobs = [exported_by(kata, scale_shift, *specs, what=str(avals(specs))) for specs in cases]
