@@ -154,13 +154,30 @@ def matmul_strata(rng: random.Random) -> dict[str, tuple[tuple[int, int], tuple[
 
 # ---- gemm_flops: one dot_general as JAX lowers it, before XLA merges its dimensions ----------
 
-GEMM_DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16, jnp.int8)
+# (operands' dtype, preferred_element_type) per kind of element: a GEMM of integers (an
+# int8-quantized matmul accumulating in s32, ...) does its multiply-adds like a float one.
+GEMM_DTYPES = {
+    "floating point": (
+        (jnp.float32, None),
+        (jnp.bfloat16, None),
+        (jnp.float16, None),
+        (jnp.bfloat16, jnp.float32),
+    ),
+    "integer": (
+        (jnp.int8, jnp.int32),
+        (jnp.int8, None),
+        (jnp.uint8, jnp.uint32),
+        (jnp.int16, jnp.int32),
+        (jnp.int32, None),
+    ),
+}
 
 
-def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
+def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
     """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization: its dot
-    contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none; the
-    number of dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
+    contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none, its
+    operands and output of a drawn dtype of `kind` (a key of GEMM_DTYPES); the number of
+    dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
     output holds 2**31 to 2**33 elements (odd sizes: no count of them fits 32 bits, nor is it
     a power of two), and its flops are 2 * an odd number above 2**54 (below 2**62): past
     float64's exact integers, so only integer arithmetic counts them exactly; nothing is
@@ -192,9 +209,11 @@ def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
         (sum((where(lhs, k) for k in keys), ()), sum((where(rhs, k) for k in keys), ())),
         (where(lhs, "b"), where(rhs, "b")),
     )
-    dtype = rng.choice(GEMM_DTYPES)
+    dtype, output = rng.choice(GEMM_DTYPES[kind])
     operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
-    lowered = jax.jit(lambda a, b: jax.lax.dot_general(a, b, dimensions)).lower(*operands)
+    lowered = jax.jit(
+        lambda a, b: jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
+    ).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
     assert 2**55 < flops < 2**62 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops
