@@ -325,6 +325,16 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
         before = fingerprint()
         try:
             value = function(*args, **kwargs)
+        except Exception:
+            raise
+        except BaseException as error:
+            if not _escapes(error):
+                raise
+            raise ContractViolation(
+                f"{task} raised {type(error).__name__} [{_innermost(error)}], a BaseException "
+                "that is not an Exception, instead of returning: a task function returns its "
+                "answer (or fails with an Exception)"
+            ) from error
         finally:
             patched = restore(before)
         if patched:
@@ -341,6 +351,29 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
 
     _wrappers[id(checked)] = checked
     return checked
+
+
+def _escapes(error: BaseException) -> bool:
+    """A BaseException that is not an Exception, raised by kata code to leave the test neither
+    failed nor passed (GeneratorExit, SystemExit, a class of its own): a wrong answer. Not
+    KeyboardInterrupt (Ctrl-C stops the run), not pytest's outcomes (a skip from kata code is
+    judged as one; a timeout is reported as one), not the harness's own (a predict task's
+    refusal), each a class found where it says it lives."""
+    if isinstance(error, KeyboardInterrupt):
+        return False
+    return not any(
+        kind.__module__.startswith(("_pytest", "pytest", "kata_harness")) and genuine(kind)
+        for kind in type(error).__mro__
+    )
+
+
+def _innermost(error: BaseException) -> str:
+    """folder/file:line of the innermost frame the error passed through."""
+    tb, found = error.__traceback__, "?"
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/")
+        found, tb = f"{'/'.join(path[-2:])}:{tb.tb_lineno}", tb.tb_next
+    return found
 
 
 # The harness's own wrappers, by identity: a marker attribute could be set by a kata file (and

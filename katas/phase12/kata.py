@@ -59,10 +59,11 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
 
 def gemm_flops(hlo_text: str) -> int:
     """Multiply-add flops of every GEMM in the module: 2 * (elements of the GEMM's output) *
-    (product of the lhs's contracting dimensions' sizes). A GEMM is a `dot` (wherever it sits:
-    Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in its
-    backend_config and whose output is the first element of its tuple; a convolution (a cuDNN
-    call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is None: this is how
+    (product of the lhs's contracting dimensions' sizes), whatever its element types (an
+    integer GEMM, s8 x s8 -> s32, does its multiply-adds too). A GEMM is a `dot` (wherever it
+    sits: Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in
+    its backend_config and whose output is the first element of its tuple; a convolution (a
+    cuDNN call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is None: this is how
     you get the number.) The module may also be one before optimization
     (`lowered.as_text(dialect="hlo")`), where a dot may contract several dimensions at once; the
     count is exact for shapes of any size.

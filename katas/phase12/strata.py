@@ -26,10 +26,12 @@ Leaf = tuple[str, tuple[int, ...]]  # (HLO dtype, shape)
 
 def _leaves(rng: random.Random, dtypes: tuple[str, ...]) -> list[Leaf]:
     """5 to 7 leaves covering `dtypes`, one of them in two non-empty leaves at least, and ranks
-    0 to 4 each at least once (a scalar too); dimensions 1 to 6. Then the empty leaves: one of a
-    dtype of `dtypes` beside its others, and, when `dtypes` leaves a float dtype out, one of
-    such a dtype, its only parameter (a dtype with nothing to all-reduce: XLA makes no
-    all-reduce in it). An empty leaf has rank 1 to 3, one of its dimensions 0."""
+    0 to 4 each at least once (a scalar too); dimensions 1 to 6. Then a twin: a leaf of the
+    same shape and dtype as one of rank 1 or more (an MLP's two weights of one shape: each is a
+    gradient of its own). Then the empty leaves: one of a dtype of `dtypes` beside its others,
+    and, when `dtypes` leaves a float dtype out, one of such a dtype, its only parameter (a
+    dtype with nothing to all-reduce: XLA makes no all-reduce in it). An empty leaf has rank 1
+    to 3, one of its dimensions 0."""
     count = rng.randint(max(5, len(dtypes) + 1), 7)
     named = [*dtypes, *(rng.choice(dtypes) for _ in range(count - len(dtypes)))]
     first = rng.randrange(5)
@@ -40,6 +42,8 @@ def _leaves(rng: random.Random, dtypes: tuple[str, ...]) -> list[Leaf]:
         (hlo, tuple(rng.randint(1, 6) for _ in range(rank)))
         for hlo, rank in zip(named, ranks, strict=True)
     ]
+    twin = rng.choice([leaf for leaf in leaves if leaf[1]])
+    leaves.insert(rng.randrange(len(leaves) + 1), twin)
     others = [hlo for hlo in LEAF_DTYPES if hlo not in dtypes]
     for hlo in (rng.choice(dtypes), *([rng.choice(others)] if others else [])):
         shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
@@ -84,10 +88,11 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     """(params, its leaves) per situation: each dtype alone, each pair of them, all three (leaves
     that are ShapeDtypeStructs and arrays mixed), all three as arrays only and as
     ShapeDtypeStructs only: a situation names the dtypes XLA all-reduces. Every pytree holds
-    every rank from 0 to 4, one dtype in two non-empty leaves or more, an empty leaf beside
-    others of its dtype and, where the situation leaves a dtype out, an empty leaf of such a
-    dtype, its only one; its containers are 1, 2 or 3 deep, each depth in three of the nine
-    cases, and the outermost container a dict, a list and a tuple in three cases each."""
+    every rank from 0 to 4, one dtype in two non-empty leaves or more, two leaves of one shape
+    and dtype, an empty leaf beside others of its dtype and, where the situation leaves a dtype
+    out, an empty leaf of such a dtype, its only one; its containers are 1, 2 or 3 deep, each
+    depth in three of the nine cases, and the outermost container a dict, a list and a tuple in
+    three cases each."""
     situations = [(subset, "either") for subset in _SUBSETS]
     situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
     depths = [1 + i % 3 for i in range(len(situations))]
@@ -154,13 +159,30 @@ def matmul_strata(rng: random.Random) -> dict[str, tuple[tuple[int, int], tuple[
 
 # ---- gemm_flops: one dot_general as JAX lowers it, before XLA merges its dimensions ----------
 
-GEMM_DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16, jnp.int8)
+# (operands' dtype, preferred_element_type) per kind of element: a GEMM of integers (an
+# int8-quantized matmul accumulating in s32, ...) does its multiply-adds like a float one.
+GEMM_DTYPES = {
+    "floating point": (
+        (jnp.float32, None),
+        (jnp.bfloat16, None),
+        (jnp.float16, None),
+        (jnp.bfloat16, jnp.float32),
+    ),
+    "integer": (
+        (jnp.int8, jnp.int32),
+        (jnp.int8, None),
+        (jnp.uint8, jnp.uint32),
+        (jnp.int16, jnp.int32),
+        (jnp.int32, None),
+    ),
+}
 
 
-def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
+def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
     """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization: its dot
-    contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none; the
-    number of dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
+    contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none, its
+    operands and output of a drawn dtype of `kind` (a key of GEMM_DTYPES); the number of
+    dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
     output holds 2**31 to 2**33 elements (odd sizes: no count of them fits 32 bits, nor is it
     a power of two), and its flops are 2 * an odd number above 2**54 (below 2**62): past
     float64's exact integers, so only integer arithmetic counts them exactly; nothing is
@@ -192,9 +214,11 @@ def drawn_gemm(rng: random.Random) -> tuple[str, int, int]:
         (sum((where(lhs, k) for k in keys), ()), sum((where(rhs, k) for k in keys), ())),
         (where(lhs, "b"), where(rhs, "b")),
     )
-    dtype = rng.choice(GEMM_DTYPES)
+    dtype, output = rng.choice(GEMM_DTYPES[kind])
     operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
-    lowered = jax.jit(lambda a, b: jax.lax.dot_general(a, b, dimensions)).lower(*operands)
+    lowered = jax.jit(
+        lambda a, b: jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
+    ).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
     assert 2**55 < flops < 2**62 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops

@@ -151,6 +151,8 @@ PROBES = {
         "def double(x):\n"
         "    (Path(__file__).parent / 'test_phase1.py').write_text('')\n    return 2 * x\n"
     ),
+    "generator_exit": "def count(items):\n    raise GeneratorExit('nothing to count')\n",
+    "system_exit": "import sys\n\ndef count(items):\n    sys.exit(0)\n",
     "equal_to_everything": (
         "class Yes(int):\n    def __eq__(self, other):\n        return True\n\n"
         "def count(items):\n    return Yes(0)\n"

@@ -135,6 +135,46 @@ def test_wrapped_functions_raise_a_named_violation():
     assert not hasattr(module.count.__wrapped__, "__wrapped__")  # wrapping twice is a no-op
 
 
+class _OwnExit(BaseException):
+    __module__ = "_pytest.outcomes"  # claims to be pytest's: it is not found there
+
+
+@pytest.mark.parametrize(
+    "escape", [GeneratorExit("nothing to count"), SystemExit(0), _OwnExit("bye")], ids=repr
+)
+def test_a_base_exception_from_a_task_is_a_named_violation(escape):
+    """A BaseException that is not an Exception would end the test neither failed by an
+    assertion nor passed: the task fails with one line naming it."""
+
+    def count(items):
+        raise escape
+
+    module = types.ModuleType("_kata_escape")
+    vars(module).update(count=count)
+    wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
+    with pytest.raises(ContractViolation, match=r"phase9.task9 \(count\) raised ") as caught:
+        module.count([1])
+    assert type(escape).__name__ in str(caught.value), caught.value
+    assert "test_contract.py:" in str(caught.value), caught.value
+    assert caught.value.__cause__ is escape
+
+
+@pytest.mark.parametrize(
+    "signal",
+    [KeyboardInterrupt(), pytest.skip.Exception("later"), pytest.fail.Exception("Timeout")],
+    ids=repr,
+)
+def test_ctrl_c_and_pytest_outcomes_from_a_task_pass_through(signal):
+    def count(items):
+        raise signal
+
+    module = types.ModuleType("_kata_signal")
+    vars(module).update(count=count)
+    wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
+    with pytest.raises(type(signal)):
+        module.count([1])
+
+
 class _PosingAsNumpy(np.int64):
     """Claims to be NumPy's, equals anything."""
 

@@ -198,7 +198,11 @@ def probe_run(tmp_path_factory) -> tuple[dict[str, int], str]:
 
 @pytest.mark.parametrize(
     "probe",
-    sorted(set(PROBES) - {"open_reference", "equal_to_everything", "raises", "rewrite_tests"}),
+    sorted(
+        set(PROBES)
+        - {"open_reference", "equal_to_everything", "raises", "rewrite_tests"}
+        - {"generator_exit", "system_exit"}
+    ),
 )
 def test_learner_file_reaching_into_the_harness_is_refused(probe_run, probe):
     numbers, out = probe_run
@@ -236,6 +240,20 @@ def test_result_equal_to_everything_is_refused(probe_run):
     line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_count ")
     assert line.startswith("FAILED"), line
     assert f"phase{n}.task2 (count) returned the wrong type: expected int, got Yes" in line, line
+
+
+@pytest.mark.parametrize(
+    ("probe", "raised"), [("generator_exit", "GeneratorExit"), ("system_exit", "SystemExit")]
+)
+def test_a_base_exception_from_kata_code_fails_the_task_in_one_line(probe_run, probe, raised):
+    """Not an Exception, so neither the test's `except Exception` nor an assertion sees it:
+    the task fails all the same, naming the task and the line that raised it."""
+    numbers, out = probe_run
+    n = numbers[probe]
+    line = _line(out, f"katas/phase{n}/test_phase{n}.py::test_count ")
+    assert line.startswith("FAILED"), line
+    assert f"phase{n}.task2 (count) raised {raised} [phase{n}/kata.py:" in line, line
+    assert "a BaseException that is not an Exception" in line, line
 
 
 def test_an_exception_from_kata_code_is_one_line_unless_asked(probe_run, tmp_path):
