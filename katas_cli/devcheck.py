@@ -170,7 +170,8 @@ def run(
     ]
     if seed is not None:
         args.append(f"{fresh.OPTION}={seed}")
-    if len(phases) == 1:  # one test file: worker processes would cost more than they save
+    files = [f for p in phases for f in p.kata_path.parent.glob("test_*.py")]
+    if len(files) == 1:  # one test file: worker processes would cost more than they save
         args += ["-p", "no:xdist"]
     with contextlib.redirect_stdout(io.StringIO()):
         code = pytest.main(args, plugins=[collector])
