@@ -142,7 +142,9 @@ class _OwnExit(BaseException):
 
 
 @pytest.mark.parametrize(
-    "escape", [GeneratorExit("nothing to count"), SystemExit(0), _OwnExit("bye")], ids=repr
+    "escape",
+    [GeneratorExit("nothing to count"), SystemExit(0), _OwnExit("bye"), pytest.exit.Exception()],
+    ids=repr,
 )
 def test_a_base_exception_from_a_task_is_a_named_violation(escape):
     """A BaseException that is not an Exception would end the test neither failed by an
