@@ -15,10 +15,34 @@ from xla_inspect.query import reachable
 
 _rt9_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 _rt9_BITS = {
-    "pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16,
-    "f16": 16, "bf16": 16, "s32": 32, "u32": 32, "f32": 32, "s64": 64, "u64": 64, "f64": 64,
-    "c64": 64, "c128": 128, "f8e4m3fn": 8, "f8e5m2": 8, "f8e4m3fnuz": 8, "f8e5m2fnuz": 8,
-    "f8e4m3b11fnuz": 8, "f8e4m3": 8, "f8e3m4": 8, "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "pred": 8,
+    "s2": 2,
+    "u2": 2,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "f16": 16,
+    "bf16": 16,
+    "s32": 32,
+    "u32": 32,
+    "f32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e4m3fn": 8,
+    "f8e5m2": 8,
+    "f8e4m3fnuz": 8,
+    "f8e5m2fnuz": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e4m3": 8,
+    "f8e3m4": 8,
+    "f4e2m1fn": 4,
+    "f8e8m0fnu": 8,
 }
 
 
@@ -53,7 +77,9 @@ def _rt9_layer(m, k, n, data, model, *, k1_first=True, col_mv=True):
     "columns is counted as a matmul (2 flops per element); wrong on m=64,k=1,n=128,data=2,"
     "model=2: 8192 instead of 6144 (32x64 block: multiply 2048 + bias 2048 + relu 2048)",
 )
-def _rt9_predict_layer_flops_k1_only_for_vectors(m: int, k: int, n: int, data: int, model: int) -> int:
+def _rt9_predict_layer_flops_k1_only_for_vectors(
+    m: int, k: int, n: int, data: int, model: int
+) -> int:
     return _rt9_layer(m, k, n, data, model, k1_first=False)
 
 
@@ -270,8 +296,19 @@ def _rt9_gather_free_specs_w2_over_both() -> tuple[P, P]:
 
 _rt9_SKIP = {"get-tuple-element", "bitcast", "tuple", "parameter", "constant"}
 _rt9_MOVE = {
-    "parameter", "constant", "bitcast", "broadcast", "reshape", "transpose", "copy", "convert",
-    "fusion", "tuple", "get-tuple-element", "custom-call", *_rt9_KINDS,
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    *_rt9_KINDS,
 }
 
 
@@ -372,7 +409,9 @@ def _rt9_group_text(text, n):
         names = [a for a, _ in axes]
         chosen = [x.strip("' ") for x in m.group(2).split(",") if x.strip("' ")]
         arr = np.arange(math.prod(s for _, s in axes)).reshape([s for _, s in axes])
-        order = [k for k, a in enumerate(names) if a not in chosen] + [names.index(a) for a in chosen]
+        order = [k for k, a in enumerate(names) if a not in chosen] + [
+            names.index(a) for a in chosen
+        ]
         size = math.prod(dict(axes)[a] for a in chosen)
         return arr.transpose(order).reshape(-1, size).tolist()
     if text.startswith("["):

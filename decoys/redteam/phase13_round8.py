@@ -8,10 +8,9 @@ from collections import Counter
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name as _rt8_checkpoint_name
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-
-from jax.ad_checkpoint import checkpoint_name as _rt8_checkpoint_name
 
 from kata_harness.decoys import wrong
 
@@ -111,7 +110,9 @@ def _rt8_item(dtype):
     return 2 if dtype == "bfloat16" else 4
 
 
-def _rt8_roof(program, shapes, dtype, chip, *, mm_convert=False, add_one_input=False, ridge_f32=False):
+def _rt8_roof(
+    program, shapes, dtype, chip, *, mm_convert=False, add_one_input=False, ridge_f32=False
+):
     it = _rt8_item(dtype)
     sizes = [math.prod(s) for s in shapes]
     if program == "matmul":
@@ -236,8 +237,6 @@ def _rt8_serve_most_frequent(requests: list, run, max_compiles: int) -> list:
     largest = max(counts)
     common = [s for s, _ in counts.most_common() if s != largest][: max_compiles - 1]
     return _rt8_pad_run(requests, run, common + [largest])
-
-
 
 
 def _rt8_best_buckets(sizes, k):

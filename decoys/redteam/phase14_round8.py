@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import jax
-import numpy as np
-from xla_inspect import parse_hlo
+
 from kata_harness.decoys import wrong
+from xla_inspect import parse_hlo
 
 _VIEWS = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
@@ -338,7 +337,7 @@ def _rt8_tables(hlo_text, name):
     rows = {}
     if i < 0:
         return rows
-    for line in hlo_text[i + len(name) + 2:].splitlines():
+    for line in hlo_text[i + len(name) + 2 :].splitlines():
         mm = re.match(r"(\d+) (.*)", line)
         if not mm:
             break

@@ -37,7 +37,9 @@ def _rt8_matmul_flops_main_hardcoded(flow_text):
         flops = 2
         for d in dims.split("x"):
             flops *= int(d)
-        runs = len(re.findall(r"flow\.dispatch\s+@[\w$.-]+::@" + re.escape(name) + r"\b", flow_text))
+        runs = len(
+            re.findall(r"flow\.dispatch\s+@[\w$.-]+::@" + re.escape(name) + r"\b", flow_text)
+        )
         total += flops * runs
     return total
 
@@ -50,7 +52,7 @@ def _rt8_matmul_flops_main_hardcoded(flow_text):
     "give 2*16*24*32 each (49152 in all) instead of 4x that (196608)",
 )
 def _rt8_matmul_flops_last_three_dims(flow_text):
-    main = flow_text[flow_text.rfind("util.func"):]
+    main = flow_text[flow_text.rfind("util.func") :]
     total = 0
     for d in iree.read_flow(flow_text):
         if d.kind not in _RT8_MM_KINDS or not d.sizes or any(s is None for s in d.sizes):
@@ -80,7 +82,9 @@ def _rt8_op_names(text):
 
 def _rt8_bodies(hlo_text):
     bodies = {}
-    for m in re.finditer(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*?\{\s*$(.*?)^\}", hlo_text, re.M | re.S):
+    for m in re.finditer(
+        r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*?\{\s*$(.*?)^\}", hlo_text, re.M | re.S
+    ):
         bodies[m.group(1)] = m.group(2)
     return bodies
 
@@ -116,8 +120,8 @@ _RT8_CALLSITE = re.compile(r'loc\(callsite\("[^"]*"\s+at\s+([^\n]*?)\)+(?:\s|$)'
 
 @wrong(
     "merged_by_iree",
-    why="'for an operation inside a called jit the callee of loc(callsite(\"div\" at "
-    "\"jit(f)/jit(silu)\")) (what it is called from is not an operation)': also adds the "
+    why='\'for an operation inside a called jit the callee of loc(callsite("div" at '
+    '"jit(f)/jit(silu)")) (what it is called from is not an operation)\': also adds the '
     "caller's last part, so a program whose matmul epilogue is a nested jit (x @ w then "
     "jax.jit(jax.nn.silu)) reports 'jit(silu)' among the names only IREE's matmul kernels hold",
 )
@@ -207,14 +211,29 @@ def _rt8_iree_verdict_seed_arg_is_key(jaxpr):
     ):
         return "export"
     seeded_args = {
-        id(v) for e in inner.eqns if e.primitive.name in ("random_seed", "random_wrap")
-        for v in e.invars if v in inner.invars
+        id(v)
+        for e in inner.eqns
+        if e.primitive.name in ("random_seed", "random_wrap")
+        for v in e.invars
+        if v in inner.invars
     }
     keyish = any(str(a).startswith("key<") for a in jaxpr.in_avals + jaxpr.out_avals)
     if "sharding_constraint" in names or keyish or seeded_args:
         return "sdy"
-    lapack = {"lu", "cholesky", "eigh", "eig", "svd", "qr", "schur", "hessenberg", "tridiagonal",
-              "tridiagonal_solve", "triangular_solve", "householder_product"}
+    lapack = {
+        "lu",
+        "cholesky",
+        "eigh",
+        "eig",
+        "svd",
+        "qr",
+        "schur",
+        "hessenberg",
+        "tridiagonal",
+        "tridiagonal_solve",
+        "triangular_solve",
+        "householder_product",
+    }
     if names & lapack:
         return "lapack"
     return "runs"

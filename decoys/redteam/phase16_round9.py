@@ -137,7 +137,10 @@ def _rt9_kernel_census_loop_kind_only(
                 lib += 1
             elif "kLoop" in kind:
                 fused += 1
-    return {"xla": {"library": lib, "fused": fused}, "inductor": _rt9_inductor_census(inductor_code)}
+    return {
+        "xla": {"library": lib, "fused": fused},
+        "inductor": _rt9_inductor_census(inductor_code),
+    }
 
 
 @wrong(
@@ -196,8 +199,11 @@ def _rt9_root_reductions(hlo_text: str) -> list[int]:
                 n += sum(
                     1
                     for o in root.operands
-                    if (comp.instruction(o.removeprefix("%")) is not None
-                        and comp.instruction(o.removeprefix("%")).opcode in ("reduce", "reduce-window"))
+                    if (
+                        comp.instruction(o.removeprefix("%")) is not None
+                        and comp.instruction(o.removeprefix("%")).opcode
+                        in ("reduce", "reduce-window")
+                    )
                 )
         out.append(n)
     return out
@@ -270,7 +276,11 @@ def _rt9_train_graphs_saved_by_name_match(codes: list[str]) -> dict[str, int]:
     bwd = next(g for g in graphs if any(n.startswith("tangents_") for n in g.inputs))
     fwd = next(g for g in graphs if g is not bwd)
     outs = set(fwd.outputs)
-    saved = [n for n in bwd.inputs if not n.startswith("tangents_") and (n in outs or n.startswith("primals_"))]
+    saved = [
+        n
+        for n in bwd.inputs
+        if not n.startswith("tangents_") and (n in outs or n.startswith("primals_"))
+    ]
     return {"forward": len(fwd.calls), "backward": len(bwd.calls), "saved": len(saved)}
 
 
@@ -433,7 +443,11 @@ def _rt9_bias_homes_grouped_assert_only(hlo_text: str, inductor_code: str) -> di
             and isinstance(node.args[1], ast.Tuple)
         ):
             for name, size in zip(node.args[0].elts, node.args[1].elts):
-                if isinstance(name, ast.Name) and isinstance(size, ast.Tuple) and len(size.elts) == 1:
+                if (
+                    isinstance(name, ast.Name)
+                    and isinstance(size, ast.Tuple)
+                    and len(size.elts) == 1
+                ):
                     bias = name.id
     home = "none"
     if bias is not None:

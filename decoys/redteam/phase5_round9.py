@@ -19,7 +19,6 @@ import numpy as np  # noqa: F401
 
 from kata_harness.decoys import wrong
 
-
 # --- jacobian -------------------------------------------------------------------------------
 
 
@@ -91,7 +90,11 @@ def _rt9_count(jaxpr, skip=(), times_length=False):
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "dot_general":
             total += _rt9_dot(eqn)
-        mult = int(eqn.params.get("length", 1)) if (times_length and eqn.primitive.name == "scan") else 1
+        mult = (
+            int(eqn.params.get("length", 1))
+            if (times_length and eqn.primitive.name == "scan")
+            else 1
+        )
         for key, val in eqn.params.items():
             if key in skip:
                 continue

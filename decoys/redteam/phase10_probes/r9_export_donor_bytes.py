@@ -154,13 +154,21 @@ def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
 
 def _r9_replica(optimizer_name: str, features: int, hidden: int, out: int, batch: int):
     """donated_step(optimizer) of programs.py and its float32 shape specs, rebuilt here."""
-    opt = {"sgd": optax.sgd(0.05), "momentum": optax.sgd(0.05, momentum=0.9),
-           "adam": optax.adam(0.01)}[optimizer_name]
+    opt = {
+        "sgd": optax.sgd(0.05),
+        "momentum": optax.sgd(0.05, momentum=0.9),
+        "adam": optax.adam(0.01),
+    }[optimizer_name]
 
     def f32(*shape):
         return jax.ShapeDtypeStruct(shape, jnp.float32)
 
-    params = {"w1": f32(features, hidden), "b1": f32(hidden), "w2": f32(hidden, out), "b2": f32(out)}
+    params = {
+        "w1": f32(features, hidden),
+        "b1": f32(hidden),
+        "w2": f32(hidden, out),
+        "b2": f32(out),
+    }
     state = jax.eval_shape(opt.init, params)
 
     def mse(p, x, y):
@@ -171,4 +179,9 @@ def _r9_replica(optimizer_name: str, features: int, hidden: int, out: int, batch
         updates, s = opt.update(grads, s, p)
         return optax.apply_updates(p, updates), s, loss
 
-    return jax.jit(step, donate_argnums=(0, 1)), (params, state, f32(batch, features), f32(batch, out))
+    return jax.jit(step, donate_argnums=(0, 1)), (
+        params,
+        state,
+        f32(batch, features),
+        f32(batch, out),
+    )

@@ -139,7 +139,9 @@ def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
 
     rd, wr = os.pipe()
     pid = os.fork()
-    if pid == 0:  # child: the parent's refusal state is copied, but nothing it raises reaches the test
+    if (
+        pid == 0
+    ):  # child: the parent's refusal state is copied, but nothing it raises reaches the test
         try:
             stepf, specs = _r9_replica("momentum", features, hidden, out, batch)
             flops = stepf.lower(*specs).compile().cost_analysis()["flops"]
@@ -157,13 +159,21 @@ def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
 
 def _r9_replica(optimizer_name: str, features: int, hidden: int, out: int, batch: int):
     """donated_step(optimizer) of programs.py and its float32 shape specs, rebuilt here."""
-    opt = {"sgd": optax.sgd(0.05), "momentum": optax.sgd(0.05, momentum=0.9),
-           "adam": optax.adam(0.01)}[optimizer_name]
+    opt = {
+        "sgd": optax.sgd(0.05),
+        "momentum": optax.sgd(0.05, momentum=0.9),
+        "adam": optax.adam(0.01),
+    }[optimizer_name]
 
     def f32(*shape):
         return jax.ShapeDtypeStruct(shape, jnp.float32)
 
-    params = {"w1": f32(features, hidden), "b1": f32(hidden), "w2": f32(hidden, out), "b2": f32(out)}
+    params = {
+        "w1": f32(features, hidden),
+        "b1": f32(hidden),
+        "w2": f32(hidden, out),
+        "b2": f32(out),
+    }
     state = jax.eval_shape(opt.init, params)
 
     def mse(p, x, y):
@@ -174,4 +184,9 @@ def _r9_replica(optimizer_name: str, features: int, hidden: int, out: int, batch
         updates, s = opt.update(grads, s, p)
         return optax.apply_updates(p, updates), s, loss
 
-    return jax.jit(step, donate_argnums=(0, 1)), (params, state, f32(batch, features), f32(batch, out))
+    return jax.jit(step, donate_argnums=(0, 1)), (
+        params,
+        state,
+        f32(batch, features),
+        f32(batch, out),
+    )

@@ -47,6 +47,7 @@ def make_train_step(optimizer) -> Callable:
     so XLA may write the new ones into the same buffers. The batch is not donated (no output
     could reuse it).
     """
+
     def loss_fn(params, x, y):
         return jnp.mean(per_example_losses(params, x, y))
 

@@ -165,11 +165,11 @@ def predict_allreduce_bytes(
     their own dtype.)
     """
     import jax
-    import jax.numpy as jnp
     import jax.extend as jex
-    from jax.sharding import Mesh, NamedSharding
+    import jax.numpy as jnp
     from jax._src.interpreters import mlir as _mlir
     from jax._src.lib import xla_client as _xc
+    from jax.sharding import Mesh, NamedSharding
 
     n = data * model
     devs = jax.devices("cpu")[:n]

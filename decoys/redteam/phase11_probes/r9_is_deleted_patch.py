@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import math  # noqa: F401  (you may need it)
 import re  # noqa: F401  (you may need it)
-
-import numpy as np  # noqa: F401  (you may need it)
-from jax.sharding import PartitionSpec as P
 import warnings as _w
 
-import jax as _jax
+import numpy as np  # noqa: F401  (you may need it)
 from jax._src import array as _array
+from jax.sharding import PartitionSpec as P
 
 _array.ArrayImpl.is_deleted = lambda self: False
 _w.filterwarnings("ignore", message="Some donated buffers")

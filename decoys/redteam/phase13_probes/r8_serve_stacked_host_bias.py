@@ -91,7 +91,9 @@ def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
         part = y[row : row + x.shape[0]]
         row += x.shape[0]
         if bias is not None:
-            part = np.tanh(np.arctanh(np.clip(part, -1 + 1e-7, 1 - 1e-7)) + np.asarray(bias, np.float64))
+            part = np.tanh(
+                np.arctanh(np.clip(part, -1 + 1e-7, 1 - 1e-7)) + np.asarray(bias, np.float64)
+            )
         out.append(part.astype(np.float32))
     return out
 

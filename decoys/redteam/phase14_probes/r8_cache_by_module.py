@@ -31,7 +31,6 @@ import jax  # noqa: F401  (you will need it)
 from xla_inspect import parse_hlo  # noqa: F401  (you may need it)
 from xla_inspect.profile import TraceEvent
 
-
 _RT8_CACHE: dict[str, dict[str, float]] = {}
 
 
@@ -83,6 +82,7 @@ def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict
     if hlo_text in _RT8_CACHE:
         return dict(_RT8_CACHE[hlo_text])
     from xla_inspect import parse_hlo as _p
+
     mod = _p(hlo_text)
     names = {i.name: i for c in mod.computations for i in c.instructions}
     steps = [e for e in events if e.name == step_name and e.arg("step_num") is not None]
@@ -97,6 +97,7 @@ def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict
         lab = i.opcode
         if i.opcode == "fusion":
             import re as _re
+
             m = _re.search(r"kind=(\w+)", i.attributes_text)
             lab = m.group(1) if m else "fusion"
         tot[lab] = tot.get(lab, 0.0) + e.duration_ns

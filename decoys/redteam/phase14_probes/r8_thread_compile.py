@@ -61,6 +61,7 @@ def expected_counts(hlo_text: str) -> dict[str, int]:
     import re as _re
 
     import jax.numpy as jnp
+
     from xla_inspect.profile import trace_events
 
     name = _re.match(r"HloModule (\w+)", hlo_text).group(1).removeprefix("jit_")
@@ -71,7 +72,9 @@ def expected_counts(hlo_text: str) -> dict[str, int]:
     spec.loader.exec_module(progs)
     fn = getattr(progs, name)
     layout = _re.search(r"entry_computation_layout=\{\((.*?)\)->", hlo_text).group(1)
-    shapes = [tuple(int(d) for d in s.split(",") if d) for s in _re.findall(r"f32\[([\d,]*)\]", layout)]
+    shapes = [
+        tuple(int(d) for d in s.split(",") if d) for s in _re.findall(r"f32\[([\d,]*)\]", layout)
+    ]
     args = [jnp.ones(s, jnp.float32) for s in shapes]
 
     def work():

@@ -91,7 +91,9 @@ def reductions_per_kernel(hlo_text: str, inductor_code: str) -> dict[str, list[i
     """
     import pytest
 
-    raise pytest.skip.Exception("torch group not installed: uv sync --group torch", allow_module_level=True)
+    raise pytest.skip.Exception(
+        "torch group not installed: uv sync --group torch", allow_module_level=True
+    )
 
 
 def train_graphs(codes: list[str]) -> dict[str, int]:

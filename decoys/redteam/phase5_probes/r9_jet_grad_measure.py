@@ -100,7 +100,9 @@ def cheaper_jacobian_mode(f, x) -> str:
 
     def rev(z):
         basis = jnp.eye(n_out, dtype=out.dtype).reshape((n_out,) + out.shape)
-        return jax.vmap(lambda e: jax.grad(lambda u: jnp.sum(f(u) * e).astype(jnp.float32))(z))(basis)
+        return jax.vmap(lambda e: jax.grad(lambda u: jnp.sum(f(u) * e).astype(jnp.float32))(z))(
+            basis
+        )
 
     def flops(jx):
         total = 0
@@ -119,7 +121,6 @@ def cheaper_jacobian_mode(f, x) -> str:
     f_fwd = flops(jax.make_jaxpr(fwd)(x).jaxpr)
     f_rev = flops(jax.make_jaxpr(rev)(x).jaxpr)
     return "jacfwd" if f_fwd <= f_rev else "jacrev"
-
 
 
 def batched_matvec(W, vs, in_axes: tuple) -> jax.Array:

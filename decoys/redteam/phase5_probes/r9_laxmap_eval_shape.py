@@ -167,7 +167,6 @@ def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int)
     return tuple(jax.eval_shape(run, W, v).shape)
 
 
-
 def jacobian_shapes(out_shape: tuple, param_shapes: dict) -> dict:
     """Predict the shapes in jax.jacrev(f)(params), where params is a dict of float32 arrays
     with the shapes `param_shapes` (name -> tuple) and f(params) is an array of shape
