@@ -26,8 +26,9 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import pytest
 
-from . import process_state
+from . import interrupts, process_state
 
 # A builtin annotation and the concrete types that satisfy it. NumPy scalars count as numbers
 # (``np.sum`` returns them), the standard library's dicts as dicts (a ``defaultdict(Counter)`` is
@@ -355,12 +356,15 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
 
 def _escapes(error: BaseException) -> bool:
     """A BaseException that is not an Exception, raised by kata code to leave the test neither
-    failed nor passed (GeneratorExit, SystemExit, a class of its own): a wrong answer. Not
-    KeyboardInterrupt (Ctrl-C stops the run), not pytest's outcomes (a skip from kata code is
-    judged as one; a timeout is reported as one), not the harness's own (a predict task's
-    refusal), each a class found where it says it lives."""
+    failed nor passed (GeneratorExit, SystemExit, KeyboardInterrupt, a class of its own): a wrong
+    answer, as is ``pytest.exit()``. Not a KeyboardInterrupt a real Ctrl-C caused
+    (:mod:`.interrupts`: Ctrl-C stops the run), not pytest's other outcomes (a skip from kata
+    code is judged as one; a timeout is reported as one), not the harness's own (a predict
+    task's refusal), each a class found where it says it lives."""
     if isinstance(error, KeyboardInterrupt):
-        return False
+        return interrupts.raised_by_code(error)
+    if isinstance(error, pytest.exit.Exception):  # pytest.exit(): kata code may not end the run
+        return True
     return not any(
         kind.__module__.startswith(("_pytest", "pytest", "kata_harness")) and genuine(kind)
         for kind in type(error).__mro__

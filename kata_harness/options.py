@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from . import curriculum, fresh, guard, loading, predict, snapshots, verdict, versions
+from . import curriculum, fresh, guard, interrupts, loading, predict, snapshots, verdict, versions
 
 CPU_DEVICES = curriculum.CPU_DEVICES
 
@@ -106,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"tests that need {CPU_DEVICES} CPU devices will skip"
             )
     predict.count_client_compiles()  # starts the backend: after the device count is set
+    interrupts.watch()
     config.addinivalue_line("markers", "task(function): the kata task a test checks")
     for phase in curriculum.phases():
         config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")

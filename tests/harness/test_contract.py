@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal as signal_module
 import types
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ import jax
 import numpy as np
 import pytest
 
+from kata_harness import interrupts
 from kata_harness.contract import ContractViolation, mismatch, wrap
 
 KATA = types.ModuleType("_kata_under_test")
@@ -140,7 +142,9 @@ class _OwnExit(BaseException):
 
 
 @pytest.mark.parametrize(
-    "escape", [GeneratorExit("nothing to count"), SystemExit(0), _OwnExit("bye")], ids=repr
+    "escape",
+    [GeneratorExit("nothing to count"), SystemExit(0), _OwnExit("bye"), pytest.exit.Exception()],
+    ids=repr,
 )
 def test_a_base_exception_from_a_task_is_a_named_violation(escape):
     """A BaseException that is not an Exception would end the test neither failed by an
@@ -161,10 +165,10 @@ def test_a_base_exception_from_a_task_is_a_named_violation(escape):
 
 @pytest.mark.parametrize(
     "signal",
-    [KeyboardInterrupt(), pytest.skip.Exception("later"), pytest.fail.Exception("Timeout")],
+    [pytest.skip.Exception("later"), pytest.fail.Exception("Timeout")],
     ids=repr,
 )
-def test_ctrl_c_and_pytest_outcomes_from_a_task_pass_through(signal):
+def test_pytest_outcomes_from_a_task_pass_through(signal):
     def count(items):
         raise signal
 
@@ -173,6 +177,40 @@ def test_ctrl_c_and_pytest_outcomes_from_a_task_pass_through(signal):
     wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
     with pytest.raises(type(signal)):
         module.count([1])
+
+
+def test_a_keyboard_interrupt_is_the_codes_unless_ctrl_c_was_pressed(monkeypatch):
+    """raise KeyboardInterrupt in a task would stop the session with no verdict and the other
+    phases unrun: with no SIGINT received it fails the task; after a real Ctrl-C it stops."""
+    monkeypatch.setattr(interrupts, "_state", {"watching": True, "received": 0})
+
+    def count(items):
+        raise KeyboardInterrupt
+
+    module = types.ModuleType("_kata_interrupt")
+    vars(module).update(count=count)
+    wrap(module, {"count": "phase9.task9 (count)"}, {"count": int}, __name__)
+    with pytest.raises(ContractViolation, match=r"raised KeyboardInterrupt"):
+        module.count([1])
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C: counted, then Python's own handler
+        interrupts._interrupted(signal_module.SIGINT, None)
+    with pytest.raises(KeyboardInterrupt):
+        module.count([1])
+
+
+def test_the_sigint_handler_goes_only_where_pythons_own_is(monkeypatch):
+    installed = []
+    monkeypatch.setattr(interrupts, "_state", {"watching": False, "received": 0})
+    monkeypatch.setattr(signal_module, "signal", lambda signum, handler: installed.append(handler))
+    monkeypatch.setattr(signal_module, "getsignal", lambda signum: signal_module.SIG_IGN)
+    interrupts.watch()  # someone else's handler: left alone
+    assert not installed and not interrupts.raised_by_code(KeyboardInterrupt())
+    monkeypatch.setattr(
+        signal_module, "getsignal", lambda signum: signal_module.default_int_handler
+    )
+    interrupts.watch()
+    assert installed == [interrupts._interrupted]
+    assert interrupts.raised_by_code(KeyboardInterrupt())
 
 
 class _PosingAsNumpy(np.int64):
