@@ -326,14 +326,12 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
         before = fingerprint()
         try:
             value = function(*args, **kwargs)
-        except Exception:
-            raise
         except BaseException as error:
             if not _escapes(error):
                 raise
             raise ContractViolation(
-                f"{task} raised {type(error).__name__} [{_innermost(error)}], a BaseException "
-                "that is not an Exception, instead of returning: a task function returns its "
+                f"{task} raised {type(error).__name__} [{_innermost(error)}], which ends a test "
+                "or the run without a verdict, instead of returning: a task function returns its "
                 "answer (or fails with an Exception)"
             ) from error
         finally:
@@ -357,14 +355,17 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
 def _escapes(error: BaseException) -> bool:
     """A BaseException that is not an Exception, raised by kata code to leave the test neither
     failed nor passed (GeneratorExit, SystemExit, KeyboardInterrupt, a class of its own): a wrong
-    answer, as is ``pytest.exit()``. Not a KeyboardInterrupt a real Ctrl-C caused
-    (:mod:`.interrupts`: Ctrl-C stops the run), not pytest's other outcomes (a skip from kata
-    code is judged as one; a timeout is reported as one), not the harness's own (a predict
-    task's refusal), each a class found where it says it lives."""
-    if isinstance(error, KeyboardInterrupt):
-        return interrupts.raised_by_code(error)
+    answer, as is ``pytest.exit()`` (an Exception pytest ends the run on). Not a
+    KeyboardInterrupt a real Ctrl-C caused (:mod:`.interrupts`: Ctrl-C stops the run), not
+    pytest's other outcomes (a skip from kata code is judged as one; a timeout is reported as
+    one), not the harness's own (a predict task's refusal), each a class found where it says it
+    lives."""
     if isinstance(error, pytest.exit.Exception):  # pytest.exit(): kata code may not end the run
         return True
+    if isinstance(error, Exception):
+        return False
+    if isinstance(error, KeyboardInterrupt):
+        return interrupts.raised_by_code(error)
     return not any(
         kind.__module__.startswith(("_pytest", "pytest", "kata_harness")) and genuine(kind)
         for kind in type(error).__mro__
