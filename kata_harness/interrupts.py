@@ -4,9 +4,8 @@ A KeyboardInterrupt stops a pytest session, so a task function that raised one w
 with no verdict and the other phases not run. Ctrl-C must still stop the run. :func:`watch`
 counts the SIGINTs this process receives (then raises KeyboardInterrupt as Python does), and
 :func:`raised_by_code` tells the contract (:mod:`.contract`) that a KeyboardInterrupt came with no
-SIGINT behind it: the kata's own, judged as a wrong answer. Where the handler could not be put in
-place (not the main thread, or someone else's handler), every KeyboardInterrupt stops the run as
-before.
+SIGINT behind it: the kata's own, judged as a wrong answer. Where another handler is in place (or
+this is not the main thread), every KeyboardInterrupt stops the run as before.
 """
 
 from __future__ import annotations
@@ -23,12 +22,16 @@ def _interrupted(signum, frame) -> None:
 
 
 def watch() -> None:
-    """Count this process's SIGINTs from now on, where Python's own handler is in place."""
+    """Count this process's SIGINTs from now on, where Python's own handler is in place; where
+    SIGINT is ignored (a background job, CI) or ends the process, no Ctrl-C ever raises
+    KeyboardInterrupt here, so every one is the code's."""
     if _state["watching"] or threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    current = signal.getsignal(signal.SIGINT)
+    if current is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted)
+    elif current not in (signal.SIG_IGN, signal.SIG_DFL):
         return
-    signal.signal(signal.SIGINT, _interrupted)
     _state["watching"] = True
 
 

@@ -202,15 +202,26 @@ def test_the_sigint_handler_goes_only_where_pythons_own_is(monkeypatch):
     installed = []
     monkeypatch.setattr(interrupts, "_state", {"watching": False, "received": 0})
     monkeypatch.setattr(signal_module, "signal", lambda signum, handler: installed.append(handler))
-    monkeypatch.setattr(signal_module, "getsignal", lambda signum: signal_module.SIG_IGN)
-    interrupts.watch()  # someone else's handler: left alone
+    monkeypatch.setattr(signal_module, "getsignal", lambda signum: print)
+    interrupts.watch()  # someone else's handler: left alone, Ctrl-C does what it decides
     assert not installed and not interrupts.raised_by_code(KeyboardInterrupt())
-    monkeypatch.setattr(
-        signal_module, "getsignal", lambda signum: signal_module.default_int_handler
-    )
+    python_s = signal_module.default_int_handler
+    monkeypatch.setattr(signal_module, "getsignal", lambda signum: python_s)
     interrupts.watch()
     assert installed == [interrupts._interrupted]
     assert interrupts.raised_by_code(KeyboardInterrupt())
+
+
+@pytest.mark.parametrize("current", [signal_module.SIG_IGN, signal_module.SIG_DFL], ids=str)
+def test_where_no_ctrl_c_can_raise_every_keyboard_interrupt_is_the_codes(monkeypatch, current):
+    """A background job or CI ignores SIGINT: no Ctrl-C raises there (a census run with nohup
+    was stopped by a kata's own KeyboardInterrupt)."""
+    installed = []
+    monkeypatch.setattr(interrupts, "_state", {"watching": False, "received": 0})
+    monkeypatch.setattr(signal_module, "signal", lambda signum, handler: installed.append(handler))
+    monkeypatch.setattr(signal_module, "getsignal", lambda signum: current)
+    interrupts.watch()
+    assert not installed and interrupts.raised_by_code(KeyboardInterrupt())
 
 
 class _PosingAsNumpy(np.int64):
