@@ -45,7 +45,8 @@ def mlp_forward(params: dict, x) -> jax.Array:
 def mse_loss(params: dict, x, y) -> jax.Array:
     """Mean squared error between mlp_forward(params, x) and y: a scalar.
 
-    The mean runs over every element (batch and outputs alike), so repeating the batch does not
+    y has the prediction's shape (batch, out_dim), out_dim 1 included. The mean runs over every
+    element (batch and outputs alike: batch * out_dim of them), so repeating the batch does not
     change the loss. The loss keeps the inputs' dtype (bf16 params and data give a bf16 loss, f16
     an f16 one), under jit or called eagerly on NumPy arrays or JAX arrays. How wide the sum
     inside the mean runs is yours: 16-bit squares summed in float32 or in their own dtype both

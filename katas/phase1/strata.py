@@ -67,6 +67,21 @@ VALUES = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
+
+def lone_unit_axes(rng: random.Random) -> list[tuple[int, int, int, int]]:
+    """(batch, in, hidden, out) shapes for the MLP whose axes of size 1 stand next to axes that
+    are not (programs.SHAPES has 1 everywhere or nowhere): one output at a batch > 1 (where a
+    squeezed (batch,) target against the (batch, 1) prediction broadcasts to (batch, batch)),
+    a batch of 1 with several outputs, and one input or hidden unit between a batch and outputs
+    > 1; the other sizes drawn from 2 to 7."""
+
+    def size() -> int:
+        return rng.randint(2, 7)
+
+    narrow = rng.choice(((1, size()), (size(), 1)))
+    return [(size(), size(), size(), 1), (1, size(), size(), size()), (size(), *narrow, size())]
+
+
 # dtypes JAX keeps as they are in its default 32-bit mode, and each 64-bit type's 32-bit twin
 NARROW = (
     np.dtype(np.bool_),
