@@ -72,7 +72,9 @@ def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
 def make_power_jit(f) -> Callable:
     """Return jax.jit of f(x, n) where n is a Python int that drives a Python loop.
 
-    Return what jax.jit returns (it has .lower and .trace), for the f you are given. n is f's
+    Return what jax.jit returns (it has .lower and .trace), for the f you are given: jit f
+    itself, not a function that calls f (the result's __wrapped__ is f, and the programs it
+    lowers are named after f: jit_power for a function called power). n is f's
     second positional parameter, whatever it is called and whether or not it is positional-only
     (def f(x, n, /)); f may take more parameters after it, with defaults, which the calls leave
     out, and one of them may be called n. n must be static: one trace per distinct n, none
