@@ -3,7 +3,7 @@ absolute values run on, and stratified draws for count_traces.
 
 abs_where and abs_cond run on every dtype their contract names, with the values where a spelling
 that detours through another dtype or squares its input goes wrong: the dtype's largest
-magnitudes, its smallest normal floats, infinities, int32 beyond 2**24.
+magnitudes, its smallest normal floats, infinities, NaN, int32 beyond 2**24.
 
 count_traces gets one drawn stream of calls per situation the contract distinguishes, every run,
 whatever the seed.
@@ -115,12 +115,13 @@ SHAPES_OF_12 = ((12,), (3, 4), (4, 3), (2, 3, 2), (1, 12), (2, 2, 3))
 
 def _extremes(rng: random.Random, dtype: np.dtype) -> list[float]:
     """0 and the dtype's values at its edges: the largest magnitudes (an int's most negative
-    value but one, whose |x| fits), the smallest normal floats and the infinities, and for int32
-    an odd value beyond 2**24 (float32 cannot hold it) of each sign."""
+    value but one, whose |x| fits), the smallest normal floats, the infinities and NaN (|NaN| is
+    NaN: a test that sends neither x > 0 nor x < 0 to x or -x loses it), and for int32 an odd
+    value beyond 2**24 (float32 cannot hold it) of each sign."""
     if dtype.kind == "f" or dtype == ml_dtypes.bfloat16:
         info = ml_dtypes.finfo(dtype)
         big, tiny = float(info.max), float(info.tiny)
-        return [0.0, -0.0, big, -big, tiny, -tiny, np.inf, -np.inf]
+        return [0.0, -0.0, big, -big, tiny, -tiny, np.inf, -np.inf, np.nan]
     info = np.iinfo(dtype)
     edges: list[float] = [0, int(info.max), int(info.min) + 1 if dtype.kind == "i" else 0]
     if dtype == np.int32:
@@ -160,12 +161,13 @@ def abs_inputs(rng: random.Random) -> list[np.ndarray]:
 
 def cond_inputs(rng: random.Random) -> list[np.generic]:
     """Scalars of each dtype of COND_DTYPES: 0, the most negative value whose |x| fits, a
-    negative and a positive drawn value of any magnitude, and for int32 an odd value beyond
-    -2**24."""
+    negative and a positive drawn value of any magnitude, for int32 an odd value beyond -2**24,
+    and for the floats NaN."""
     scalars = []
     for dtype in COND_DTYPES:
         values = [0, -abs(_any_value(rng, dtype)), abs(_any_value(rng, dtype))]
         values += [v for v in _extremes(rng, dtype) if v < 0 and np.isfinite(v)][:2]
+        values += [v for v in _extremes(rng, dtype) if np.isnan(v)]
         scalars += [dtype.type(_of([v], dtype)[0]) for v in values]
     return scalars
 
