@@ -177,9 +177,35 @@ def _shape(rng: random.Random, ranks: tuple[int, int] = (0, 3)) -> tuple[int, ..
 
 
 def _array(rng: random.Random, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An array of that shape and dtype with drawn values (0 and 1 for bools)."""
+    """An array of that shape and dtype with drawn values (0 and 1 for bools), in a drawn
+    memory layout (LAYOUTS) a third of the time."""
     values = np.asarray(np.random.default_rng(rng.randrange(2**32)).integers(0, 5, size=shape))
-    return (values % 2 if dtype == np.bool_ else values).astype(dtype)
+    array = (values % 2 if dtype == np.bool_ else values).astype(dtype)
+    return _laid_out(rng, array, rng.choice(LAYOUTS)) if rng.random() < 1 / 3 else array
+
+
+# how a NumPy array of a given shape may sit in memory: its own C-ordered buffer, Fortran
+# order, or a view (a transpose, every other element of a larger buffer, a reversed buffer)
+LAYOUTS = ("C order", "Fortran order", "transposed view", "strided view", "reversed view")
+
+
+def _laid_out(rng: random.Random, array: np.ndarray, layout: str) -> np.ndarray:
+    """array's shape, dtype and values in that layout: a view or a copy whose strides differ
+    (not C-contiguous once two axes are longer than 1, or one axis for the views)."""
+    if array.ndim == 0 or layout == "C order":
+        return np.ascontiguousarray(array)
+    if layout == "Fortran order":
+        return np.asfortranarray(array)
+    if layout == "transposed view":
+        return np.ascontiguousarray(array.T).T
+    axis = rng.choice([a for a in range(array.ndim) if array.shape[a] > 1] or [0])
+    if layout == "strided view":
+        wide = np.repeat(array, 2, axis=axis)  # every other element along axis is array
+        every_other = [slice(None)] * array.ndim
+        every_other[axis] = slice(None, None, 2)
+        return wide[tuple(every_other)]
+    flipped = np.ascontiguousarray(np.flip(array, axis))
+    return np.flip(flipped, axis)  # a view of the reversed buffer, negative stride on axis
 
 
 def _scalar(rng: random.Random, dtype: np.dtype):
@@ -240,6 +266,23 @@ def unit_axes(rng: random.Random) -> list[Call]:
     picked = rng.sample([(1, 1), (k,), (1, k), (k, 1), (1, k, 1)], rng.randint(1, 3))
     xs = [scalar, *(_array(rng, shape, dtype) for shape in [(1,), *picked])]
     return _calls(_with_repeat(rng, xs), rng.randint(0, 9))
+
+
+def layouts(rng: random.Random) -> list[Call]:
+    """One dtype, one or two shapes, each given C-ordered and in one to three other memory
+    layouts (LAYOUTS; for a shape with one axis longer than 1, the views), in a drawn order: one
+    key per shape, as the key holds x's abstract value (shape, dtype, weak type), not how its
+    buffer is laid out."""
+    dtype = rng.choice(NARROW + tuple(TWINS))
+    picked = rng.sample([(2, 3), (3, 2), (4,), (2, 2, 3), (3, 1, 4), (5,)], rng.randint(1, 2))
+    xs = []
+    for shape in picked:
+        array = _array(rng, shape, dtype)
+        moving = LAYOUTS[1:] if sum(size > 1 for size in shape) > 1 else LAYOUTS[3:]
+        others = rng.sample(moving, rng.randint(1, len(moving) - 1 or 1))
+        xs += [_laid_out(rng, array, layout) for layout in ("C order", *others)]
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
 
 
 def narrow_dtypes(rng: random.Random) -> list[Call]:
@@ -346,6 +389,7 @@ SITUATIONS = {
     "new values, one shape and dtype": values_only,
     "shapes of one size, arranged differently": shapes,
     "shapes that differ only by axes of size 1": unit_axes,
+    "arrays of one shape in other memory layouts": layouts,
     "16-bit floats among other narrow dtypes": narrow_dtypes,
     "64-bit NumPy arrays next to their 32-bit twins": wide_arrays,
     "Python floats and np.float64 scalars": wide_scalars,
