@@ -193,7 +193,7 @@ def _laid_out(rng: random.Random, array: np.ndarray, layout: str) -> np.ndarray:
     """array's shape, dtype and values in that layout: a view or a copy whose strides differ
     (not C-contiguous once two axes are longer than 1, or one axis for the views)."""
     if array.ndim == 0 or layout == "C order":
-        return np.ascontiguousarray(array)
+        return np.array(array, order="C")  # np.ascontiguousarray would make a 0-d array 1-d
     if layout == "Fortran order":
         return np.asfortranarray(array)
     if layout == "transposed view":
