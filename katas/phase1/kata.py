@@ -45,7 +45,8 @@ def mlp_forward(params: dict, x) -> jax.Array:
 def mse_loss(params: dict, x, y) -> jax.Array:
     """Mean squared error between mlp_forward(params, x) and y: a scalar.
 
-    The mean runs over every element (batch and outputs alike), so repeating the batch does not
+    y has the prediction's shape (batch, out_dim), out_dim 1 included. The mean runs over every
+    element (batch and outputs alike: batch * out_dim of them), so repeating the batch does not
     change the loss. The loss keeps the inputs' dtype (bf16 params and data give a bf16 loss, f16
     an f16 one), under jit or called eagerly on NumPy arrays or JAX arrays. How wide the sum
     inside the mean runs is yours: 16-bit squares summed in float32 or in their own dtype both
@@ -71,7 +72,9 @@ def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
 def make_power_jit(f) -> Callable:
     """Return jax.jit of f(x, n) where n is a Python int that drives a Python loop.
 
-    Return what jax.jit returns (it has .lower and .trace), for the f you are given. n is f's
+    Return what jax.jit returns (it has .lower and .trace), for the f you are given: jit f
+    itself, not a function that calls f (the result's __wrapped__ is f, and the programs it
+    lowers are named after f: jit_power for a function called power). n is f's
     second positional parameter, whatever it is called and whether or not it is positional-only
     (def f(x, n, /)); f may take more parameters after it, with defaults, which the calls leave
     out, and one of them may be called n. n must be static: one trace per distinct n, none
@@ -105,7 +108,7 @@ def abs_where(x) -> jax.Array:
     """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
 
     The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
-    the dtype (the largest magnitudes, int32 beyond 2**24, infinities). The jaxpr selects
+    the dtype (the largest magnitudes, int32 beyond 2**24, infinities, NaN). The jaxpr selects
     (select_n), also when x is a concrete array, and the select decides: it picks x or -x per
     element (|x| computed some other way, here or on the host, is not a select). Do not call
     jnp.abs, jnp.sign or jnp.maximum.
@@ -118,10 +121,10 @@ def abs_cond(x) -> jax.Array:
     """|x| for a traced scalar x, without Python `if`, using lax.cond.
 
     The result keeps x's dtype (f32, int32, bf16) and is exact for every value of it (int32
-    beyond 2**24 too). The negation happens inside a branch (one branch gives x, the other -x),
-    so only the branch taken runs; nothing is computed outside the cond but the predicate (no
-    conversion before or after it), and the predicate compares x in its own dtype (int32
-    x < 0.0 converts x to float32 first).
+    beyond 2**24 and NaN too). The negation happens inside a branch (one branch gives x, the
+    other -x), so only the branch taken runs; nothing is computed outside the cond but the
+    predicate (no conversion before or after it), and the predicate compares x in its own dtype
+    (int32 x < 0.0 converts x to float32 first).
     """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")

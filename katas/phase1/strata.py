@@ -3,7 +3,7 @@ absolute values run on, and stratified draws for count_traces.
 
 abs_where and abs_cond run on every dtype their contract names, with the values where a spelling
 that detours through another dtype or squares its input goes wrong: the dtype's largest
-magnitudes, its smallest normal floats, infinities, int32 beyond 2**24.
+magnitudes, its smallest normal floats, infinities, NaN, int32 beyond 2**24.
 
 count_traces gets one drawn stream of calls per situation the contract distinguishes, every run,
 whatever the seed.
@@ -67,6 +67,21 @@ VALUES = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
+
+def lone_unit_axes(rng: random.Random) -> list[tuple[int, int, int, int]]:
+    """(batch, in, hidden, out) shapes for the MLP whose axes of size 1 stand next to axes that
+    are not (programs.SHAPES has 1 everywhere or nowhere): one output at a batch > 1 (where a
+    squeezed (batch,) target against the (batch, 1) prediction broadcasts to (batch, batch)),
+    a batch of 1 with several outputs, and one input or hidden unit between a batch and outputs
+    > 1; the other sizes drawn from 2 to 7."""
+
+    def size() -> int:
+        return rng.randint(2, 7)
+
+    narrow = rng.choice(((1, size()), (size(), 1)))
+    return [(size(), size(), size(), 1), (1, size(), size(), size()), (size(), *narrow, size())]
+
+
 # dtypes JAX keeps as they are in its default 32-bit mode, and each 64-bit type's 32-bit twin
 NARROW = (
     np.dtype(np.bool_),
@@ -100,12 +115,13 @@ SHAPES_OF_12 = ((12,), (3, 4), (4, 3), (2, 3, 2), (1, 12), (2, 2, 3))
 
 def _extremes(rng: random.Random, dtype: np.dtype) -> list[float]:
     """0 and the dtype's values at its edges: the largest magnitudes (an int's most negative
-    value but one, whose |x| fits), the smallest normal floats and the infinities, and for int32
-    an odd value beyond 2**24 (float32 cannot hold it) of each sign."""
+    value but one, whose |x| fits), the smallest normal floats, the infinities and NaN (|NaN| is
+    NaN: a test that sends neither x > 0 nor x < 0 to x or -x loses it), and for int32 an odd
+    value beyond 2**24 (float32 cannot hold it) of each sign."""
     if dtype.kind == "f" or dtype == ml_dtypes.bfloat16:
         info = ml_dtypes.finfo(dtype)
         big, tiny = float(info.max), float(info.tiny)
-        return [0.0, -0.0, big, -big, tiny, -tiny, np.inf, -np.inf]
+        return [0.0, -0.0, big, -big, tiny, -tiny, np.inf, -np.inf, np.nan]
     info = np.iinfo(dtype)
     edges: list[float] = [0, int(info.max), int(info.min) + 1 if dtype.kind == "i" else 0]
     if dtype == np.int32:
@@ -145,12 +161,13 @@ def abs_inputs(rng: random.Random) -> list[np.ndarray]:
 
 def cond_inputs(rng: random.Random) -> list[np.generic]:
     """Scalars of each dtype of COND_DTYPES: 0, the most negative value whose |x| fits, a
-    negative and a positive drawn value of any magnitude, and for int32 an odd value beyond
-    -2**24."""
+    negative and a positive drawn value of any magnitude, for int32 an odd value beyond -2**24,
+    and for the floats NaN."""
     scalars = []
     for dtype in COND_DTYPES:
         values = [0, -abs(_any_value(rng, dtype)), abs(_any_value(rng, dtype))]
         values += [v for v in _extremes(rng, dtype) if v < 0 and np.isfinite(v)][:2]
+        values += [v for v in _extremes(rng, dtype) if np.isnan(v)]
         scalars += [dtype.type(_of([v], dtype)[0]) for v in values]
     return scalars
 
@@ -160,9 +177,35 @@ def _shape(rng: random.Random, ranks: tuple[int, int] = (0, 3)) -> tuple[int, ..
 
 
 def _array(rng: random.Random, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An array of that shape and dtype with drawn values (0 and 1 for bools)."""
+    """An array of that shape and dtype with drawn values (0 and 1 for bools), in a drawn
+    memory layout (LAYOUTS) a third of the time."""
     values = np.asarray(np.random.default_rng(rng.randrange(2**32)).integers(0, 5, size=shape))
-    return (values % 2 if dtype == np.bool_ else values).astype(dtype)
+    array = (values % 2 if dtype == np.bool_ else values).astype(dtype)
+    return _laid_out(rng, array, rng.choice(LAYOUTS)) if rng.random() < 1 / 3 else array
+
+
+# how a NumPy array of a given shape may sit in memory: its own C-ordered buffer, Fortran
+# order, or a view (a transpose, every other element of a larger buffer, a reversed buffer)
+LAYOUTS = ("C order", "Fortran order", "transposed view", "strided view", "reversed view")
+
+
+def _laid_out(rng: random.Random, array: np.ndarray, layout: str) -> np.ndarray:
+    """array's shape, dtype and values in that layout: a view or a copy whose strides differ
+    (not C-contiguous once two axes are longer than 1, or one axis for the views)."""
+    if array.ndim == 0 or layout == "C order":
+        return np.array(array, order="C")  # np.ascontiguousarray would make a 0-d array 1-d
+    if layout == "Fortran order":
+        return np.asfortranarray(array)
+    if layout == "transposed view":
+        return np.ascontiguousarray(array.T).T
+    axis = rng.choice([a for a in range(array.ndim) if array.shape[a] > 1] or [0])
+    if layout == "strided view":
+        wide = np.repeat(array, 2, axis=axis)  # every other element along axis is array
+        every_other = [slice(None)] * array.ndim
+        every_other[axis] = slice(None, None, 2)
+        return wide[tuple(every_other)]
+    flipped = np.ascontiguousarray(np.flip(array, axis))
+    return np.flip(flipped, axis)  # a view of the reversed buffer, negative stride on axis
 
 
 def _scalar(rng: random.Random, dtype: np.dtype):
@@ -223,6 +266,23 @@ def unit_axes(rng: random.Random) -> list[Call]:
     picked = rng.sample([(1, 1), (k,), (1, k), (k, 1), (1, k, 1)], rng.randint(1, 3))
     xs = [scalar, *(_array(rng, shape, dtype) for shape in [(1,), *picked])]
     return _calls(_with_repeat(rng, xs), rng.randint(0, 9))
+
+
+def layouts(rng: random.Random) -> list[Call]:
+    """One dtype, one or two shapes, each given C-ordered and in one to three other memory
+    layouts (LAYOUTS; for a shape with one axis longer than 1, the views), in a drawn order: one
+    key per shape, as the key holds x's abstract value (shape, dtype, weak type), not how its
+    buffer is laid out."""
+    dtype = rng.choice(NARROW + tuple(TWINS))
+    picked = rng.sample([(2, 3), (3, 2), (4,), (2, 2, 3), (3, 1, 4), (5,)], rng.randint(1, 2))
+    xs = []
+    for shape in picked:
+        array = _array(rng, shape, dtype)
+        moving = LAYOUTS[1:] if sum(size > 1 for size in shape) > 1 else LAYOUTS[3:]
+        others = rng.sample(moving, rng.randint(1, len(moving) - 1 or 1))
+        xs += [_laid_out(rng, array, layout) for layout in ("C order", *others)]
+    rng.shuffle(xs)
+    return _calls(xs, rng.randint(0, 9))
 
 
 def narrow_dtypes(rng: random.Random) -> list[Call]:
@@ -329,6 +389,7 @@ SITUATIONS = {
     "new values, one shape and dtype": values_only,
     "shapes of one size, arranged differently": shapes,
     "shapes that differ only by axes of size 1": unit_axes,
+    "arrays of one shape in other memory layouts": layouts,
     "16-bit floats among other narrow dtypes": narrow_dtypes,
     "64-bit NumPy arrays next to their 32-bit twins": wide_arrays,
     "Python floats and np.float64 scalars": wide_scalars,

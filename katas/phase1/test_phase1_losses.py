@@ -13,7 +13,14 @@ from pytest_check import check
 
 from kata_harness.oracles import jax_basics as oracle
 from katas.phase1.programs import KEYS, SHAPES, data
-from katas.phase1.strata import ARRAY_KINDS, VALUES, as_given, keeps_nothing, refilled
+from katas.phase1.strata import (
+    ARRAY_KINDS,
+    VALUES,
+    as_given,
+    keeps_nothing,
+    lone_unit_axes,
+    refilled,
+)
 
 NARROW_FLOATS = (ml_dtypes.bfloat16, np.float16)
 
@@ -34,6 +41,22 @@ def test_mse_loss_matches_numpy(kata, batch, out, seed):
         rtol=1e-4,
         err_msg=f"batch {batch}, {out} outputs",
     )
+
+
+@pytest.mark.task("mse_loss")
+def test_mse_loss_with_lone_axes_of_size_one(kata, fresh):
+    """Shapes where one axis has size 1 and the others do not (one output at a batch > 1, a
+    batch of 1 at several outputs, one input or hidden unit), drawn fresh: y keeps its shape
+    (batch, out), and the mean runs over its batch * out elements."""
+    loss = jax.jit(kata.mse_loss)
+    for index, shape in enumerate(lone_unit_axes(fresh)):
+        params, x, y = data(40 + index, shape)
+        got = loss(params, x, y)
+        where = f"(batch, in, hidden, out) = {shape}, y of shape {y.shape} ({fresh.where()})"
+        assert np.shape(got) == (), f"{where}: the loss has shape {np.shape(got)}, not a scalar"
+        np.testing.assert_allclose(
+            float(got), oracle.np_loss(params, x, y), rtol=1e-4, err_msg=where
+        )
 
 
 @pytest.mark.task("mse_loss")
@@ -130,14 +153,17 @@ def _check_against_numpy(loss, grads, params, x, y, where: str, rtol=1e-3, atol=
 
 
 @pytest.mark.task("loss_and_grad")
-def test_loss_and_grad_matches_numpy(kata):
+def test_loss_and_grad_matches_numpy(kata, fresh):
     """Under jit, on batches with all-zero rows and zero entries in b1 (hidden pre-activations
-    exactly 0, where the relu's gradient is 0)."""
+    exactly 0, where the relu's gradient is 0), on size 1 everywhere, odd sizes, and drawn
+    shapes where one axis has size 1 and the others do not (strata.lone_unit_axes)."""
     run = jax.jit(kata.loss_and_grad)
-    for seed, shape in enumerate(SHAPES[1:]):  # size 1 and odd; finite differences use SHAPES[0]
+    # finite differences use SHAPES[0]
+    for seed, shape in enumerate((*SHAPES[1:], *lone_unit_axes(fresh))):
         params, x, y = data(seed, shape, zero_rows=True)
         loss, grads = _loss_and_grad(run, params, x, y)
-        _check_against_numpy(loss, grads, params, x, y, f"{shape}, some pre-activations 0")
+        where = f"(batch, in, hidden, out) = {shape}, some pre-activations 0 ({fresh.where()})"
+        _check_against_numpy(loss, grads, params, x, y, where)
 
 
 @pytest.mark.task("loss_and_grad")

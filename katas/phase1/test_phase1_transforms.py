@@ -7,6 +7,7 @@ kata_harness.oracles.jax_basics.
 """
 
 import inspect
+import re
 
 import jax
 import numpy as np
@@ -85,14 +86,29 @@ def test_power_jit_traces_once_per_static_value(kata, fresh):
 
 @pytest.mark.task("make_power_jit")
 def test_power_jit_is_compiled_with_n_baked_in(kata, fresh):
+    """The program of each n unrolls the loop and takes x alone; it is f's own program: the jit
+    wraps f itself (not a function that calls it), so its module is named after f."""
     for f in _powers(fresh, [])[:3]:
         power = _jitted(kata, f)
         assert hasattr(power, "lower") and hasattr(power, "trace"), (
             "expected what jax.jit returns (it has .lower and .trace)"
         )
+        with check:
+            wrapped = getattr(power, "__wrapped__", None)
+            assert wrapped is f, (
+                f"for {_spelled(f)}, the jit wraps {getattr(wrapped, '__qualname__', wrapped)!r}, "
+                "not f: jit f itself, not a function that calls it"
+            )
         for x in (np.ones(3, np.float32), np.ones((2, 5), np.int32)):
             for n in (1, 3, 4):
                 text = _run(f, power.lower, x, n).as_text()
+                module = re.search(r"^module @(\S+)", text, re.MULTILINE)
+                with check:
+                    assert module is not None and module[1] == f"jit_{f.__name__}", (
+                        f"{_spelled(f)}, n={n}: the lowered module is "
+                        f"{module[1] if module else 'unnamed'!s}, expected jit_{f.__name__}: "
+                        "jit f itself, and its programs are named after f"
+                    )
                 inputs = len(_run(f, power.trace, x, n).jaxpr.in_avals)
                 multiplies = stablehlo_op_census(text)["stablehlo.multiply"]
                 with check:
