@@ -19,6 +19,7 @@ import numpy as np
 
 from xla_inspect.model import Shape
 from xla_inspect.parse import parse_hlo
+from xla_inspect.query import reachable
 
 from . import xla_module
 
@@ -107,6 +108,16 @@ def optimized_text(compiled: jax.stages.Compiled) -> str:
 def opcodes(compiled) -> Counter:
     """Opcode census of a compiled program's optimized HLO, every computation included."""
     return Counter(i.opcode for c in parse_hlo(compiled.as_text()) for i in c)
+
+
+def transposes_under(compiled, key: str) -> int:
+    """Transpose instructions in the computations an instruction's `key=` attribute names (a
+    while loop's `condition` or `body`) and in every computation those call, fusions included."""
+    module = parse_hlo(optimized_text(compiled))
+    roots = tuple(
+        name for c in module for i in c for name in re.findall(r"[\w.\-]+", i.attribute(key) or "")
+    )
+    return sum(i.opcode == "transpose" for c in reachable(module, roots) for i in c)
 
 
 def xla_fusion_count(compiled) -> int:

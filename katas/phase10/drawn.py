@@ -191,17 +191,27 @@ def _wrapped(program, how: str):
     return lambda m, w: jax.lax.fori_loop(0, 2, lambda _, c: program(c, w), m)
 
 
-def while_transposes(rng):
+def transpose_places(rng) -> list[list[str]]:
+    """Two drawn lists of places that between them hold every place of PLACES (the second is
+    what the first left out), so each run puts a transpose in every place at least once; each
+    list has a while loop (its body, its condition or both) and a custom_jvp or custom_vjp
+    function."""
+    first = [p for p in PLACES if rng.random() < 0.5]
+    second = [p for p in PLACES if p not in first]
+    for places in (first, second):
+        if not {"while body", "while condition"} & set(places):
+            places.insert(0, rng.choice(PLACES[:2]))
+        if not {"custom_jvp function", "custom_vjp function"} & set(places):
+            places.append(rng.choice(PLACES[-2:]))
+    return [first, second]
+
+
+def while_transposes(rng, places: list[str]):
     """(label, function, (m, w), transposes in its jaxpr by construction): a lax.while_loop with a
     transpose in its body, its condition or both, one in a function with a custom_jvp or a
-    custom_vjp rule (its jaxpr sits under another parameter than a jit's), and drawn other
-    places; the whole program inside one or two drawn wrappers, so every transpose is at least
-    two jaxprs deep; m and w square."""
-    places = [p for p in PLACES if rng.random() < 0.5]
-    if not {"while body", "while condition"} & set(places):
-        places.insert(0, rng.choice(PLACES[:2]))
-    if not {"custom_jvp function", "custom_vjp function"} & set(places):
-        places.append(rng.choice(PLACES[-2:]))
+    custom_vjp rule (its jaxpr sits under another parameter than a jit's), one in each other
+    place of `places` (from `transpose_places`); the whole program inside one or two drawn
+    wrappers, so every transpose is at least two jaxprs deep; m and w square."""
     n, dtype, trips = rng.randint(2, 7), rng.choice(["float32", "bfloat16"]), rng.randint(1, 4)
     wrappers = [rng.choice(WRAPPERS) for _ in range(rng.randint(1, 2))]
     where = set(places)

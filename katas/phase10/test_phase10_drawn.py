@@ -72,17 +72,25 @@ def test_drawn_donations(kata, fresh):
 
 @pytest.mark.task("transpose_counts")
 def test_transposes_in_while_loops(kata, fresh):
-    label, program, args, transposes = drawn.while_transposes(fresh)
-    compiled = jax.jit(program).lower(*args).compile()
-    want = (transposes, oracle.opcodes(compiled)["transpose"])
-    got = kata.transpose_counts(program, *args)
-    assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
-    assert tuple(got) == want, (
-        f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition and "
-        "a custom_jvp or custom_vjp function's jaxpr are jaxprs too, at any depth (the pair "
-        "counts the transpose equations of every inner jaxpr, then the transpose opcodes of "
-        "every computation of the optimized HLO)"
-    )
+    # Two programs whose places between them hold every place drawn.PLACES names, so each run
+    # has a transpose in a while condition (the jaxpr's and, surviving, the optimized HLO's).
+    for places in drawn.transpose_places(fresh):
+        label, program, args, transposes = drawn.while_transposes(fresh, places)
+        compiled = jax.jit(program).lower(*args).compile()
+        if "while condition" in places:
+            assert oracle.transposes_under(compiled, "condition") > 0, (
+                f"{label}: XLA kept no transpose in a while loop's condition computation"
+            )
+        want = (transposes, oracle.opcodes(compiled)["transpose"])
+        got = kata.transpose_counts(program, *args)
+        assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
+        assert tuple(got) == want, (
+            f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition "
+            "and a custom_jvp or custom_vjp function's jaxpr are jaxprs too, at any depth (the "
+            "pair counts the transpose equations of every inner jaxpr, then the transpose "
+            "opcodes of every computation of the optimized HLO: a while loop's condition and "
+            "what it calls too)"
+        )
 
 
 @pytest.mark.task("absorbed_transposes")
