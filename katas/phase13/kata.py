@@ -67,9 +67,11 @@ def roofline(
     [program] on arguments of `shapes` and `dtype` ("float32", "bfloat16"), predicted from the
     shapes alone (compile nothing): bytes as a fused program moves them (each input read once,
     the output written once), and whether it is compute- or memory-bound on `chip` (a key of
-    PEAKS). Flops as the cost model counts the program as written (a bfloat16 jnp.sum
-    accumulates in float32: read which converts that adds). The tests compare with the
-    compiler's cost_analysis() within 5%."""
+    PEAKS): intensity above the ridge point PEAKS[chip] gives (peak flop/s over bytes/s) is
+    compute-bound, for either dtype (the model uses the dense bf16 peak for float32 programs
+    too). Flops as the cost model counts the program as written (a bfloat16 jnp.sum
+    accumulates in float32: read which converts that adds; a dot converts only what its
+    lowered module converts). The tests compare with the compiler's cost_analysis() within 5%."""
     # TODO: count the multiply-adds and the elements each program reads and writes
     raise NotImplementedError("phase13 task 5: roofline")
 
