@@ -79,9 +79,11 @@ def roofline(
 def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
     """Answer every request (x of shape (n, width), bias of shape (width,) or None) with
     run(x, bias) = programs.serve_model(w, x, bias) for the test's w, as a NumPy array of shape
-    (n, width); in all, at most `max_compiles` compiles, and padded flops within the factor the
-    test states of the flops of the requests unpadded (on a stream it draws: within 5% of the
-    padded flops of the best `max_compiles` buckets for that stream)."""
+    (n, width): each answer is the rows run returned for that request's rows, in a call given
+    that request's bias (zeros or None where it has none). The host may pad, stack and slice;
+    it computes none of the model. In all, at most `max_compiles` compiles, and padded flops
+    within the factor the test states of the flops of the requests unpadded (on a stream it
+    draws: within 5% of the padded flops of the best `max_compiles` buckets for that stream)."""
     # TODO: decide which shapes and pytree structures run may see, for this stream of requests
     raise NotImplementedError("phase13 task 6: serve")
 
