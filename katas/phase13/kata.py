@@ -67,9 +67,11 @@ def roofline(
     [program] on arguments of `shapes` and `dtype` ("float32", "bfloat16"), predicted from the
     shapes alone (compile nothing): bytes as a fused program moves them (each input read once,
     the output written once), and whether it is compute- or memory-bound on `chip` (a key of
-    PEAKS). Flops as the cost model counts the program as written (a bfloat16 jnp.sum
-    accumulates in float32: read which converts that adds). The tests compare with the
-    compiler's cost_analysis() within 5%."""
+    PEAKS): intensity above the ridge point PEAKS[chip] gives (peak flop/s over bytes/s) is
+    compute-bound, for either dtype (the model uses the dense bf16 peak for float32 programs
+    too). Flops as the cost model counts the program as written (a bfloat16 jnp.sum
+    accumulates in float32: read which converts that adds; a dot converts only what its
+    lowered module converts). The tests compare with the compiler's cost_analysis() within 5%."""
     # TODO: count the multiply-adds and the elements each program reads and writes
     raise NotImplementedError("phase13 task 5: roofline")
 
@@ -77,9 +79,11 @@ def roofline(
 def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
     """Answer every request (x of shape (n, width), bias of shape (width,) or None) with
     run(x, bias) = programs.serve_model(w, x, bias) for the test's w, as a NumPy array of shape
-    (n, width); in all, at most `max_compiles` compiles, and padded flops within the factor the
-    test states of the flops of the requests unpadded (on a stream it draws: within 5% of the
-    padded flops of the best `max_compiles` buckets for that stream)."""
+    (n, width): each answer is the rows run returned for that request's rows, in a call given
+    that request's bias (zeros or None where it has none). The host may pad, stack and slice;
+    it computes none of the model. In all, at most `max_compiles` compiles, and padded flops
+    within the factor the test states of the flops of the requests unpadded (on a stream it
+    draws: within 5% of the padded flops of the best `max_compiles` buckets for that stream)."""
     # TODO: decide which shapes and pytree structures run may see, for this stream of requests
     raise NotImplementedError("phase13 task 6: serve")
 

@@ -5,6 +5,7 @@ second process's cache hits), and each checked to compute what the original comp
 """
 
 import contextlib
+import dataclasses
 import functools
 import json
 import subprocess
@@ -71,14 +72,49 @@ def _serve_flops(rows: int, with_bias: bool) -> float:
     return one + (rows - 1) * (two - one)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call of run, as host copies taken when it returned: its rows, its bias (None when
+    not given) and what it returned."""
+
+    rows: np.ndarray
+    bias: np.ndarray | None
+    out: np.ndarray
+
+    @functools.cached_property
+    def _index(self) -> dict[bytes, int]:
+        """Each row's bytes -> its index in rows."""
+        return {row.tobytes(): index for index, row in enumerate(self.rows)}
+
+    def answers(self, x: np.ndarray, bias) -> np.ndarray | None:
+        """What this call returned for the rows of `x`, if it was given all of them and the
+        request's bias (zeros or None for a request without one); else None."""
+        if bias is None:
+            if self.bias is not None and np.any(self.bias):
+                return None
+        elif self.bias is None or not np.array_equal(self.bias, np.asarray(bias, np.float32)):
+            return None
+        found = [self._index.get(row.tobytes(), -1) for row in np.asarray(x, np.float32)]
+        if -1 in found:
+            return None
+        return self.out[np.array(found, dtype=np.intp)]
+
+
 def _serve(kata, requests, w, max_compiles):
-    """(answers, compiles, [(rows, bias given)] of every call of run)."""
+    """(answers, compiles, every call of run)."""
     jitted = jax.jit(serve_model)
     calls = []
 
     def run(x, bias):
-        calls.append((int(np.shape(x)[0]), bias is not None))
-        return jitted(w, x, bias)
+        out = jitted(w, x, bias)
+        calls.append(
+            _Call(
+                np.array(x, np.float32),
+                None if bias is None else np.array(bias, np.float32),
+                np.array(out),
+            )
+        )
+        return out
 
     with _measured_compiles() as compiles:
         answers = kata.serve(requests, run, max_compiles)
@@ -109,11 +145,12 @@ def _check_serve(kata, requests, w, max_compiles: int, factor: float, where: str
             )
     rows = sum(len(x) for x, _ in requests)
     with check:
-        assert sum(n for n, _ in calls) >= rows, (
-            f"run saw {sum(n for n, _ in calls)} rows, the requests hold {rows}: every request "
-            f"goes through run{where}"
+        assert sum(len(c.rows) for c in calls) >= rows, (
+            f"run saw {sum(len(c.rows) for c in calls)} rows, the requests hold {rows}: every "
+            f"request goes through run{where}"
         )
-    padded = sum(_serve_flops(n, b) for n, b in calls)
+    _check_answers_come_from_run(requests, answers, calls, where)
+    padded = sum(_serve_flops(len(c.rows), c.bias is not None) for c in calls)
     unpadded = sum(_serve_flops(len(x), b is not None) for x, b in requests)
     budgets.within_budgets(
         compiles <= max_compiles
@@ -123,6 +160,31 @@ def _check_serve(kata, requests, w, max_compiles: int, factor: float, where: str
         or f"padded flops {padded / 1e6:.2f} M, budget {factor * unpadded / 1e6:.2f} M "
         f"({factor:.3g}x the unpadded {unpadded / 1e6:.2f} M): where does the padding go?{where}",
     )
+
+
+def _check_answers_come_from_run(requests, answers, calls, where: str) -> None:
+    """Each answer is the rows run returned for the request's rows, in a call given the
+    request's bias: the model runs in run, the host only pads, stacks and slices (a bias added
+    on the host afterwards, or a row computed by NumPy, is work the budgets never see). Shows
+    the first request that breaks it."""
+    for index, ((x, bias), got) in enumerate(zip(requests, answers, strict=True)):
+        got = np.asarray(got)
+        returned = [out for call in calls if (out := call.answers(x, bias)) is not None]
+        if any(out.shape == got.shape and np.array_equal(out, got) for out in returned):
+            continue
+        given = "its bias" if bias is not None else "no bias (None or zeros)"
+        problem = (
+            f"its answer is not the rows run returned for them (given {given})"
+            if returned
+            else f"no call of run was given its rows with {given}"
+        )
+        with check:
+            raise AssertionError(
+                f"request {index} ({len(x)} rows, bias {'given' if bias is not None else 'none'})"
+                f": {problem}: the model runs in run; the host only pads, stacks and slices"
+                f"{where}"
+            )
+        return
 
 
 @pytest.mark.task("serve")
