@@ -4,13 +4,15 @@ that makes Inductor compile an inference graph.
 The predict task is checked against the recorded MLPs (also with their rows under other leading
 dimensions, one of them a leading 1, and behind two or three leading ones) and, when torch is
 installed, against three MLPs drawn fresh and compiled live: several rows (among the layers
-one to one output with a bias), one row (a small weight with a bias or none, then GEMMs to more
-than 16 outputs, each followed by a layer to one output, with a bias or without, then a small
-weight with a bias on that one feature), one input feature (a bias or none, rows plus outputs on
-either side of 32). The decide task compiles live, through a backend that counts what the
-caller's compiled module hands to Inductor (then once more with the module in eval mode; x
-requiring grad in one of the two calls, a plain tensor in the other), after a first compile that
-sets up torch's tracing, and skips, naming the group, without torch.
+one to one output with a bias), one row (a small weight with a bias or none, then three GEMMs
+to more than 16 outputs, two of them on one feature, one with a bias and one without, each
+followed by a layer to one output, two with a bias and one without, then a small weight with
+a bias on that one feature), one input feature (a bias or none, rows plus outputs on either
+side of 32). The decide task compiles live, through a backend that counts what the caller's
+compiled module hands to Inductor (then once more with the module in eval mode; x requiring
+grad in one of the two calls, a plain tensor in the other), after a first compile that sets up
+torch's tracing, compares every output with the module's eager float32 output (dtype first),
+and skips, naming the group, without torch.
 """
 
 import math
@@ -80,18 +82,21 @@ def test_predict_inductor_kernels_on_recorded_mlps(kata, fresh):
 
 def _one_row(rng) -> tuple[tuple[int, ...], list]:
     """One input row (a batch of one), the clauses of the rule on it: a small weight (at most
-    16 x 16) with a bias or none, then twice a GEMM to more than 16 outputs and an activation
-    (a GEMM on one feature: with a bias), each followed by a layer to one output (decomposed,
-    merging into the activation's kernel), one with a bias (its weight wider than 16) and one
-    without, in either order; last a small weight with a bias on that one feature (one row and
-    one feature: decomposed as any small weight with a bias on one row)."""
+    16 x 16) with a bias or none, then three times a GEMM to more than 16 outputs and an
+    activation, each followed by a layer to one output (decomposed, merging into the
+    activation's kernel): two with a bias (their weights wider than 16) and one without, in any
+    order. The second and third GEMMs take one feature, one of them with a bias and one
+    without (a GEMM on one row and one feature stays a GEMM, bias or not), so an answer that
+    reads a clause's input for its output misses two layers one way and one the other and its
+    count cannot come out even. Last a small weight with a bias on that one feature (one row
+    and one feature: decomposed as any small weight with a bias on one row)."""
     shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
     small = (rng.randint(2, 16), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
-    ones = [(1, bias, rng.choice(P.ACTIVATIONS)) for bias in rng.sample([True, False], 2)]
+    ones = [(1, bias, rng.choice(P.ACTIVATIONS)) for bias in rng.sample([True, True, False], 3)]
+    wide_biases = [rng.random() < 0.5, *rng.sample([True, False], 2)]
     layers = [small]
-    for i, one in enumerate(ones):
-        wide = (rng.randint(17, 24), i > 0 or rng.random() < 0.5, rng.choice(P.ACTIVATIONS[1:]))
-        layers += [wide, one]
+    for one, bias in zip(ones, wide_biases, strict=True):
+        layers += [(rng.randint(17, 24), bias, rng.choice(P.ACTIVATIONS[1:])), one]
     return shape, layers + [(rng.randint(2, 16), True, rng.choice(P.ACTIVATIONS))]
 
 
@@ -207,7 +212,7 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     with check:
         assert isinstance(out, torch.Tensor) and not out.requires_grad
     with check:
-        assert isinstance(out, torch.Tensor) and torch.allclose(out, eager, atol=1e-5)
+        _assert_eager_values(out, eager, "the call")
     with torch.no_grad():
         again = kata.inference_call(compiled, x)
         with check:
@@ -215,9 +220,26 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     with check:
         assert torch.is_grad_enabled(), "the call left gradients switched off"
     with check:
-        assert isinstance(again, torch.Tensor) and torch.allclose(again, eager, atol=1e-5)
+        _assert_eager_values(again, eager, "the call under torch.no_grad()")
     _inference_call_again_in_eval_mode(
         kata, model, compiled, x.detach().requires_grad_(not x_grad), eager
+    )
+
+
+def _assert_eager_values(out, eager, which: str) -> None:
+    """The module's eager float32 output, in its dtype and shape (an output computed in another
+    dtype, autocast's bfloat16, is a wrong answer, not a comparison that cannot run)."""
+    __tracebackhide__ = True
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+
+    assert isinstance(out, torch.Tensor), f"{which} returned {type(out).__name__}, not a tensor"
+    assert out.dtype == eager.dtype and out.shape == eager.shape, (
+        f"{which} returned {out.dtype}{list(out.shape)}, the module's eager output is "
+        f"{eager.dtype}{list(eager.shape)}"
+    )
+    error = float((out.detach() - eager).abs().max())
+    assert torch.allclose(out, eager, atol=1e-5), (
+        f"{which} returned values off the module's eager output by up to {error:.2e}"
     )
 
 
@@ -239,4 +261,4 @@ def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager) -> None:
     with check:
         assert isinstance(out, torch.Tensor) and not out.requires_grad, "a graph for autograd"
     with check:
-        assert isinstance(out, torch.Tensor) and torch.allclose(out, eager, atol=1e-5)
+        _assert_eager_values(out, eager, "the call in eval mode")
