@@ -265,10 +265,30 @@ def _sharding_constraint(rng):
     return (lambda x: jax.lax.with_sharding_constraint(x * 3, spec)), (_matrix(rng),)
 
 
-def _int_seed(rng):
+# How a key is made inside the function from an argument that is not a key: an int32 seed
+# (random_seed), the same with the legacy uint32[2] key it unwraps to, or raw uint32[2] key data
+# (random_wrap). No key is among the arguments or results, so jax.export writes no Shardy op.
+SEED_FORMS = {
+    "key": (jax.random.key, lambda rng: np.array(rng.integers(99), np.int32)),
+    "PRNGKey": (jax.random.PRNGKey, lambda rng: np.array(rng.integers(99), np.int32)),
+    "wrap_key_data": (
+        jax.random.wrap_key_data,
+        lambda rng: rng.integers(0, 2**32, size=2, dtype=np.uint64).astype(np.uint32),
+    ),
+}
+
+
+def int_seed(rng: np.random.Generator, form: str):
+    """A draw of the int_seed family with the key made by ``form`` (a SEED_FORMS name) from the
+    function's first argument; the draw is added to an input (IREE runs it so, see README)."""
+    make_key, draw_seed = SEED_FORMS[form]
     x = _matrix(rng)
-    seed = np.array(rng.integers(99), np.int32)
-    return (lambda s, x: jax.random.normal(jax.random.key(s), x.shape) + x), (seed, x)
+    return (lambda s, x: jax.random.normal(make_key(s), x.shape) + x), (draw_seed(rng), x)
+
+
+def _int_seed(rng):
+    forms = sorted(SEED_FORMS)
+    return int_seed(rng, forms[int(rng.integers(len(forms)))])
 
 
 def _sort_topk(rng):

@@ -32,7 +32,9 @@ from katas.phase15.draws import (
 from katas.phase15.programs import (
     BANK,
     ROUND_TRIPS,
+    SEED_FORMS,
     VERDICTS,
+    int_seed,
     layernorm_softmax,
     mlp,
     train_step,
@@ -293,6 +295,14 @@ def _verdict_cases(rng: random.Random):
             how = "jit"  # a key through a cond's operands is the same verdict, but keep it simple
         fn, args = BANK[name](generator)
         yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
+    # A key made at the top level from an argument that is not a key, in every form, always:
+    # the argument feeds random_seed or random_wrap in the outer jaxpr, yet no key is among the
+    # arguments or results (the family's draw above is wrapped one way only).
+    for form in sorted(SEED_FORMS):
+        fn, args = int_seed(generator, form)
+        seed = jax.typeof(args[0]).str_short()
+        what = f"int_seed (plain): s: {seed}, x -> jax.random.normal({form}(s), x.shape) + x"
+        yield what, fn, args, VERDICTS["int_seed"]
     # A refusal inside a cond's branches and one inside a while's body, always.
     refused = [n for n in names if VERDICTS[n] != "runs" and n not in _KEYED]
     for how in ("cond", "while"):
