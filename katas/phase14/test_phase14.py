@@ -129,9 +129,9 @@ def _made_steps(
     first inner while and that one's first body event start at the same ns, and in some steps,
     one always, its last inner while and that one's last body event end in the ns it ends: the
     clock's resolution makes such ties; and, one step always, an event starting in the ns the
-    one before it on its thread ends: touching, not nested), step events on two threads (the first step on one, a
-    later one on the other), an empty step, a step event that closes in the ns its last
-    instruction event ends, a run before the first step, and a while
+    one before it on its thread ends: touching, not nested), step events on two threads (the
+    first step on one, a later one on the other), an empty step, a step event that closes in
+    the ns its last instruction event ends, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
     (nested in the while: not listed either); after each step, a second loop's step named
     otherwise and numbered alike, holding an instruction event, and around them all an event
