@@ -128,9 +128,10 @@ def _made_steps(
     them the same instruction run again), whiles holding bodies two levels deep (a while, its
     first inner while and that one's first body event start at the same ns, and in some steps,
     one always, its last inner while and that one's last body event end in the ns it ends: the
-    clock's resolution makes such ties), step events on two threads (the first step on one, a
-    later one on the other), an empty step, a step event that closes in the ns its last
-    instruction event ends, a run before the first step, and a while
+    clock's resolution makes such ties; and, one step always, an event starting in the ns the
+    one before it on its thread ends: touching, not nested), step events on two threads (the
+    first step on one, a later one on the other), an empty step, a step event that closes in
+    the ns its last instruction event ends, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
     (nested in the while: not listed either); after each step, a second loop's step named
     otherwise and numbered alike, holding an instruction event, and around them all an event
@@ -140,7 +141,7 @@ def _made_steps(
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
-    tied = fresh.choice([n for n in range(steps) if n != empty])
+    tied, touching = (fresh.choice([n for n in range(steps) if n != empty]) for _ in "ab")
     step_thread = step_threads(fresh, steps)
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
@@ -170,8 +171,11 @@ def _made_steps(
                 cursor += 200 if last else 300
             events.append(instr_event(outer, threads[0], t, cursor - t, n))
             top.append((t, outer))
-            for _ in range(fresh.randint(0, 2)):
-                cursor += 10 * fresh.randint(1, 4)
+            # with `touch`, the next one starts in the ns the while ends (and one on thread 1
+            # in the ns the one before it ends): touching, not nested
+            touch = n == touching or fresh.random() < 0.3
+            for k in range(fresh.randint(1 if touch else 0, 2)):
+                cursor += 0 if touch and k == 0 else 10 * fresh.randint(1, 4)
                 op = next(label)
                 events.append(instr_event(op, threads[0], cursor, 50, n))
                 top.append((cursor, op))
@@ -184,7 +188,7 @@ def _made_steps(
                 events.append(instr_event(op, threads[1], at, 40, n + 1000))
                 top.append((at, op))
                 last = at + 40
-                at += 50 + 10 * fresh.randrange(3)
+                at += 40 if touch and i == 0 else 50 + 10 * fresh.randrange(3)
             t = max(cursor, at)
             if n == flush:  # the step event closes in the ns its last instruction ends
                 t = max(cursor, last)
@@ -213,7 +217,8 @@ def _made_steps(
 @pytest.mark.task("step_instructions")
 def test_step_instructions_on_a_made_trace(kata, fresh):
     """Events on two execute threads at once, loops in loops (a loop and its body starting, or
-    ending, at the same ns), steps annotated on two threads, an empty step, an event that
+    ending, at the same ns), events that touch (one starts in the ns the one before it ends),
+    steps annotated on two threads, an empty step, an event that
     starts in a step and ends after it, and events that are not step events (another name, or
     no step_num); the answer is known from how the trace was built."""
     for children_first in (True, False, False):
