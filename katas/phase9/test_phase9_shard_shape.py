@@ -141,14 +141,36 @@ def _fresh_shard_cases(fresh) -> list[tuple[tuple[int, ...], P, dict[str, int]]]
                 pieces * fresh.randint(1, 4) if fresh.random() < 0.75 else fresh.randint(1, 13)
             )
         cases.append((tuple(shape), P(*spec), mesh_shape))
-    return cases
+    return [*cases, _fresh_long_name_case(fresh)]
+
+
+def _fresh_long_name_case(fresh) -> tuple[tuple[int, ...], P, dict[str, int]]:
+    """A spec entry that is one axis name longer than one letter ('data', 'model'; its letters
+    are not axes), beside other entries, every dimension a multiple of its pieces: jax places
+    it. A name is one axis, never a sequence of one-letter axes."""
+    sizes = fresh.choice(FRESH_MESH_SIZES)
+    long = fresh.choice([name for name in FRESH_AXIS_NAMES if len(name) > 1])
+    names = [long, *fresh.sample([n for n in FRESH_AXIS_NAMES if n != long], len(sizes) - 1)]
+    fresh.shuffle(names)
+    mesh_shape = dict(zip(names, sizes, strict=True))
+    rest = [name for name in names if name != long]
+    rank = fresh.randint(1, 3)
+    at = fresh.randrange(rank)
+    spec, shape = [], []
+    for number in range(rank):
+        entry = long if number == at else _fresh_entry(fresh, rest)
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        spec.append(entry)
+        shape.append(int(np.prod([mesh_shape[a] for a in axes])) * fresh.randint(1, 3))
+    return tuple(shape), P(*spec), mesh_shape
 
 
 @pytest.mark.task("predict_shard_shape")
 def test_predict_shard_shape_on_fresh_cases(kata, fresh):
     """Shapes of rank 0 to 3, specs of None, one axis and two-axis tuples, meshes of 1 to 3
     axes under any names (every time: a dimension that each of its two axes divides but their
-    product does not, and an empty dimension split over axes); the expected shape is what one
+    product does not, an empty dimension split over axes, and an entry naming one axis whose
+    name is longer than one letter); the expected shape is what one
     device holds after jax.device_put, None where jax refuses the placement."""
     for shape, spec, mesh_shape in _fresh_shard_cases(fresh):
         try:
