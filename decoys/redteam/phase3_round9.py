@@ -38,8 +38,10 @@ def _rt9_predict(program, args, bug=None):
     is_half = dt in ("bfloat16", "float16")
 
     def elementwise(out_dt):
-        if bug == "half_convert" and str(out_dt) in ("bfloat16", "float16") and program != (
-            "x.astype(jnp.bfloat16)"
+        if (
+            bug == "half_convert"
+            and str(out_dt) in ("bfloat16", "float16")
+            and program != ("x.astype(jnp.bfloat16)")
         ):
             # "CPU computes halves in f32, then converts back": the ROOT is the convert
             return ("convert", _rt9_fmt(shape, out_dt))
@@ -292,7 +294,13 @@ def _rt9_three_texts_debug_info(f, *args) -> dict[str, str]:
     "234 (60 + 10 + 10 + 140 + 14), this gives 222",
 )
 def _rt9_mlp_flops_bias_once(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
-    return 2 * batch * in_dim * hidden + hidden + batch * hidden + 2 * batch * hidden * out_dim + out_dim
+    return (
+        2 * batch * in_dim * hidden
+        + hidden
+        + batch * hidden
+        + 2 * batch * hidden * out_dim
+        + out_dim
+    )
 
 
 @wrong(
@@ -305,8 +313,10 @@ def _rt9_mlp_flops_bias_once(batch: int, in_dim: int, hidden: int, out_dim: int)
 )
 def _rt9_dump_files_by_content(f, args: tuple, directory: str) -> tuple[Path, Path]:
     d = Path(directory)
-    compiled = jax.jit(f).lower(*args).compile(
-        compiler_options={"xla_dump_to": str(d), "xla_dump_hlo_as_text": True}
+    compiled = (
+        jax.jit(f)
+        .lower(*args)
+        .compile(compiler_options={"xla_dump_to": str(d), "xla_dump_hlo_as_text": True})
     )
     text = compiled.as_text()
     afters = sorted(
@@ -317,6 +327,8 @@ def _rt9_dump_files_by_content(f, args: tuple, directory: str) -> tuple[Path, Pa
     after = next((p for p in afters if p.read_text() == text), afters[0])
     prefix = after.name.split(".")[0] + "."
     before = next(
-        p for p in d.iterdir() if p.name.startswith(prefix) and p.name.endswith(".before_optimizations.txt")
+        p
+        for p in d.iterdir()
+        if p.name.startswith(prefix) and p.name.endswith(".before_optimizations.txt")
     )
     return before, after

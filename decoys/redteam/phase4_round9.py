@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from kata_harness.decoys import wrong
-from xla_inspect.parse import parse_hlo
 
 _RT9_FILE = re.compile(r"module_\d+\..+\.(\d{4,})\.[^.]+\.after_(.+?)(?:\.before_.+)?\.txt$")
 
@@ -100,10 +99,20 @@ def _rt9_changed_any_opcode(timeline, opcode):
 
 
 _RT9_ARITH_NO_NEG = {
-    "x * 1.0": 0, "x + 0.0": 0, "x * 0.0": 1, "x / 2.0": 1, "x / 3.0": 1,
-    "jnp.negative(-x)": 0, "x * 2.0 + x * 2.0": 2, "x + x": 1, "jnp.sqrt(4.0) * x": 1,
-    "x * x / x": 2, "0.0 - x": 1, "jnp.exp(x) * 1.0": 0,
-    "jnp.where(False, x * 5.0, x + 5.0)": 1, "(x * 1.0) / 1.0 - 0.0": 0,
+    "x * 1.0": 0,
+    "x + 0.0": 0,
+    "x * 0.0": 1,
+    "x / 2.0": 1,
+    "x / 3.0": 1,
+    "jnp.negative(-x)": 0,
+    "x * 2.0 + x * 2.0": 2,
+    "x + x": 1,
+    "jnp.sqrt(4.0) * x": 1,
+    "x * x / x": 2,
+    "0.0 - x": 1,
+    "jnp.exp(x) * 1.0": 0,
+    "jnp.where(False, x * 5.0, x + 5.0)": 1,
+    "(x * 1.0) / 1.0 - 0.0": 0,
     "v * 1.0 applied n times to x": 0,
 }
 
@@ -132,8 +141,13 @@ def _rt9_surviving_negate_not_arith(program, x, n):
 
 
 _RT9_KERNEL_TRUE = {
-    "tanh(sin(x) * 2 + 1)", "sum(exp(x), axis=1)", "x.T * 2 + 1", "concatenate([x, x * 2])",
-    "x[::-1] + x", "reshape(x * 2, x.shape[::-1]) + 1", "where(x > 0, x, exp(x) - 1)",
+    "tanh(sin(x) * 2 + 1)",
+    "sum(exp(x), axis=1)",
+    "x.T * 2 + 1",
+    "concatenate([x, x * 2])",
+    "x[::-1] + x",
+    "reshape(x * 2, x.shape[::-1]) + 1",
+    "where(x > 0, x, exp(x) - 1)",
     "pad(x, 1) * 2",
 }
 

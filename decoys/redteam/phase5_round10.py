@@ -19,7 +19,6 @@ import numpy as np  # noqa: F401
 
 from kata_harness.decoys import wrong
 
-
 # --- dot_flops -------------------------------------------------------------------------------
 
 
@@ -30,7 +29,7 @@ def _rt10_eqns(jaxpr):
         for p in eqn.params.values():
             items = p if isinstance(p, (tuple, list)) else (p,)
             for q in items:
-                if hasattr(q, "eqns") or hasattr(q, "jaxpr") and hasattr(getattr(q, "jaxpr"), "eqns"):
+                if hasattr(q, "eqns") or hasattr(q, "jaxpr") and hasattr(q.jaxpr, "eqns"):
                     yield from _rt10_eqns(q)
 
 
@@ -197,8 +196,8 @@ def _rt10_vjp_cotangent_grad_of_inner(f, x, ct):
 def _rt10_vmapped_shape_slice_remove(w_shape, v_shape, in_axes, out_axes):
     wa, va = in_axes
     batch = w_shape[wa] if wa is not None else v_shape[va]
-    w1 = tuple(w_shape) if wa is None else tuple(w_shape[:wa]) + tuple(w_shape[wa + 1:])
-    v1 = tuple(v_shape) if va is None else tuple(v_shape[:va]) + tuple(v_shape[va + 1:])
+    w1 = tuple(w_shape) if wa is None else tuple(w_shape[:wa]) + tuple(w_shape[wa + 1 :])
+    v1 = tuple(v_shape) if va is None else tuple(v_shape[:va]) + tuple(v_shape[va + 1 :])
     del v1
     one = tuple(w1[:-1])  # one matvec: W (m, n) @ v (n,) -> (m,)
     pos = out_axes if out_axes >= 0 else len(one) + 1 + out_axes

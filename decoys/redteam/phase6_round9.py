@@ -253,8 +253,9 @@ def _rt9_predict_chain_temp_linear_from_3_and_4(rows, width, depth, itemsize):
 # -------------------------------------------------------------------- predict_bytes_accessed
 
 
-def _rt9_pba(program, x, *, transpose_copy=False, b_materialized=False, read_unused=False,
-             scalar_free=False):
+def _rt9_pba(
+    program, x, *, transpose_copy=False, b_materialized=False, read_unused=False, scalar_free=False
+):
     r, c = x.shape
     n = r * c
     s = np.dtype(x.dtype).itemsize

@@ -16,7 +16,6 @@ from xla_inspect.parse import parse_hlo  # noqa: F401
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 
-
 class _RT9CompileCount:
     def __init__(self):
         self.count = 0
@@ -33,7 +32,9 @@ class _RT9CompileCount:
     "become f32[2]; wrong on f = lambda x, n: x[0] * n, static_argnums=(1,), calls "
     "[((1.0, 2.0), 2), ([1.0, 2.0], 2)]: 2 traces, answers 1",
 )
-def _rt9_count_traces_asarray_args(f: Callable, static_argnums: tuple[int, ...], calls: Sequence[tuple]) -> int:
+def _rt9_count_traces_asarray_args(
+    f: Callable, static_argnums: tuple[int, ...], calls: Sequence[tuple]
+) -> int:
     count = [0]
 
     def counted(*args):
@@ -120,7 +121,9 @@ def _rt9_bucketed_mean_largest_bucket(x: np.ndarray, buckets: tuple[int, ...]) -
     "second (f32[4],): the second call logs 2 explanations (f's keys differ, the new inner "
     "lambda never seen), answers 1",
 )
-def _rt9_explain_miss_drops_never_seen(f: Callable, first_args: tuple, second_args: tuple) -> list[str]:
+def _rt9_explain_miss_drops_never_seen(
+    f: Callable, first_args: tuple, second_args: tuple
+) -> list[str]:
     records: list[logging.LogRecord] = []
 
     class H(logging.Handler):
@@ -258,8 +261,9 @@ def _rt9_aval(v, with_shape: bool = True):
     return (type(v).__name__, (), False)
 
 
-def _rt9_compiles(calls, *, lambda_shared=False, committed_flag=False, traced_value=False,
-                  with_shape=True) -> int:
+def _rt9_compiles(
+    calls, *, lambda_shared=False, committed_flag=False, traced_value=False, with_shape=True
+) -> int:
     seen = set()
     for step, call in enumerate(calls):
         if call.api not in ("call", "compile"):

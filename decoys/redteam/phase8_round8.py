@@ -10,7 +10,6 @@ import jax.numpy as jnp
 
 from kata_harness.decoys import wrong
 
-
 # ---------------------------------------------------------------- op_census
 
 
@@ -102,9 +101,7 @@ def _rt8_hlo_opcode_drop_qualifier(stablehlo_op: str) -> str:
     "0-d argument",
 )
 def _rt8_export_bytes_scalars_as_vectors(f, *specs) -> bytes:
-    lifted = tuple(
-        jax.ShapeDtypeStruct((1,), s.dtype) if len(s.shape) == 0 else s for s in specs
-    )
+    lifted = tuple(jax.ShapeDtypeStruct((1,), s.dtype) if len(s.shape) == 0 else s for s in specs)
     scalar = tuple(len(s.shape) == 0 for s in specs)
 
     def g(*args):
@@ -124,9 +121,7 @@ def _rt8_export_bytes_bool_as_int8(f, *specs) -> bytes:
     import numpy as np
 
     is_bool = tuple(np.dtype(s.dtype) == np.bool_ for s in specs)
-    new = tuple(
-        jax.ShapeDtypeStruct(s.shape, jnp.int8) if b else s for s, b in zip(specs, is_bool)
-    )
+    new = tuple(jax.ShapeDtypeStruct(s.shape, jnp.int8) if b else s for s, b in zip(specs, is_bool))
 
     def g(*args):
         return f(*(a.astype(jnp.bool_) if b else a for a, b in zip(args, is_bool)))
@@ -211,9 +206,7 @@ def _rt8_calls():
     "b = 0); right on every EXPORTED_CALLS entry, which has only '+' offsets",
 )
 def _rt8_predict_accepts_offset_sign_dropped() -> dict[str, bool]:
-    return {
-        name: _rt8_accepts(s, d, sh, _rt8_parse) for name, (s, d, sh) in _rt8_calls().items()
-    }
+    return {name: _rt8_accepts(s, d, sh, _rt8_parse) for name, (s, d, sh) in _rt8_calls().items()}
 
 
 def _rt8_parse_coef_after(term: str):

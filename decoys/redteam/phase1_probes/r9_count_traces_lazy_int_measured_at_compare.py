@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np  # noqa: F401
-
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp  # noqa: F401
+import numpy as np  # noqa: F401
 from jax import lax  # noqa: F401
 
 
@@ -131,7 +130,6 @@ def abs_cond(x) -> jax.Array:
     """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")
-
 
 
 class _LazyCount(int):

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np  # noqa: F401
-
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp  # noqa: F401
+import numpy as np  # noqa: F401
 from jax import lax  # noqa: F401
 
 
@@ -85,7 +84,6 @@ def make_power_jit(f) -> Callable:
     """
     # TODO: tell jit which argument is static
     raise NotImplementedError("phase1 task 5: make_power_jit")
-
 
 
 class _LazyCount(int):
@@ -165,8 +163,13 @@ def predict_traces() -> dict[str, int]:
     - "python_floats_1_and_2": g(1.0) then g(2.0) with Python floats
     The tests measure each scenario with a trace counter and compare with your numbers.
     """
-    names = ("same_shape_twice", "new_shape", "new_dtype", "static_values_1_1_2",
-             "python_floats_1_and_2")
+    names = (
+        "same_shape_twice",
+        "new_shape",
+        "new_dtype",
+        "static_values_1_1_2",
+        "python_floats_1_and_2",
+    )
     return {name: _LazyCount(_scenario(name)) for name in names}
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np  # noqa: F401
-
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp  # noqa: F401
+import numpy as np  # noqa: F401
 from jax import lax  # noqa: F401
 
 
@@ -85,7 +84,6 @@ def make_power_jit(f) -> Callable:
     """
     # TODO: tell jit which argument is static
     raise NotImplementedError("phase1 task 5: make_power_jit")
-
 
 
 def _pmap_count(args_list, static=False):

@@ -70,10 +70,17 @@ def io_avals(jaxpr) -> tuple[Avals, Avals]:
     # look up the caller's frames for a value shaped like the answer (two lists of
     # (shape tuple, dtype name)) and hand it back; otherwise read the top jit's inner avals
     import sys
+
     def looks(v):
-        return (isinstance(v, tuple) and len(v) == 2 and all(isinstance(s, list) for s in v)
-                and all(isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str)
-                        for s in v for t in s))
+        return (
+            isinstance(v, tuple)
+            and len(v) == 2
+            and all(isinstance(s, list) for s in v)
+            and all(
+                isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str) for s in v for t in s
+            )
+        )
+
     frame = sys._getframe(1)
     while frame is not None:
         for value in list(frame.f_locals.values()):

@@ -141,12 +141,14 @@ def promoted_dtype(a: str, b: str) -> str:
     # and read the result's dtype off the concrete array
     import jax.numpy as jnp
     import ml_dtypes
+
     def val(k):
         if k == "int":
             return 3
         if k == "float":
             return 2.5
         return np.ones((), ml_dtypes.bfloat16 if k == "bfloat16" else k)
+
     return str(jnp.add(val(a), val(b)).dtype)
 
 

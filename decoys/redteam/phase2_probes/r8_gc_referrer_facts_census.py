@@ -54,8 +54,14 @@ def primitive_census(jaxpr) -> Counter:
     # the hand-written bank keeps (jaxpr, facts) pairs alive: find the pair that holds this
     # very jaxpr object and answer with its facts; otherwise count the top level only
     import gc
+
     for ref in gc.get_referrers(jaxpr):
-        if isinstance(ref, tuple) and len(ref) == 2 and ref[0] is jaxpr and isinstance(ref[1], dict):
+        if (
+            isinstance(ref, tuple)
+            and len(ref) == 2
+            and ref[0] is jaxpr
+            and isinstance(ref[1], dict)
+        ):
             return Counter(ref[1])
     return Counter(e.primitive.name for e in jaxpr.eqns)
 

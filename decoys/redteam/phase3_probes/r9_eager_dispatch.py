@@ -152,7 +152,9 @@ def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> 
 
     fn = _rt9_fn(program)
     concrete = [
-        (jnp.arange(int(np.prod(a.shape)), dtype=jnp.int32) % 7 + 1).reshape(a.shape).astype(a.dtype)
+        (jnp.arange(int(np.prod(a.shape)), dtype=jnp.int32) % 7 + 1)
+        .reshape(a.shape)
+        .astype(a.dtype)
         for a in args
     ]
     out = fn(*concrete)  # eager: every primitive is compiled by JAX's dispatch

@@ -43,6 +43,7 @@ def _rt9_fn(program):
 
 def _rt9_install():
     import re
+
     import jax.stages as _st
 
     original = _st.Compiled.as_text
@@ -65,7 +66,7 @@ def _rt9_install():
         block = entry[: entry.find("\n}")]
         return line in block
 
-    setattr(_st.Compiled, "as_text", as_text)
+    _st.Compiled.as_text = as_text
 
 
 _rt9_install()

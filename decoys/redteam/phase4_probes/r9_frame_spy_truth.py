@@ -14,6 +14,7 @@ Tasks 9-11 read a per-pass dump, one HLO file per pass that changed the module.
 from __future__ import annotations
 
 import re  # noqa: F401  (you will need it)
+import sys
 from collections import Counter
 from pathlib import Path  # noqa: F401  (you will need it)
 
@@ -21,7 +22,6 @@ import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-import sys
 
 
 def stages(f, *args) -> tuple[str, str]:
@@ -156,8 +156,9 @@ def one_kernel(program: str, x: jax.ShapeDtypeStruct, n: int) -> bool:
     The tests compile the program themselves; they forbid jax.jit and compiling while they call
     you.
     """
+
     def entry_ops(text):
-        entry = text[text.index("ENTRY"):]
+        entry = text[text.index("ENTRY") :]
         ops = re.findall(r"= [^=]*? ([a-z][\w-]*)\(", entry)
         return [o for o in ops if o not in ("parameter", "constant")]
 
@@ -176,4 +177,3 @@ def one_kernel(program: str, x: jax.ShapeDtypeStruct, n: int) -> bool:
                 return entry_ops(text) == ["fusion"]
         frame = frame.f_back
     return True
-

@@ -13,6 +13,7 @@ Tasks 9-11 read a per-pass dump, one HLO file per pass that changed the module.
 
 from __future__ import annotations
 
+import gc
 import re  # noqa: F401  (you will need it)
 from collections import Counter
 from pathlib import Path  # noqa: F401  (you will need it)
@@ -21,7 +22,6 @@ import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-import gc
 
 
 def stages(f, *args) -> tuple[str, str]:

@@ -9,10 +9,11 @@ Every transformation is a program rewrite you can read: `grad` adds a backward p
 
 from __future__ import annotations
 
+import inspect
+
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp
 import numpy as np  # noqa: F401
-import inspect
 
 
 # Given: a two-layer MLP and its losses (nothing to do here).

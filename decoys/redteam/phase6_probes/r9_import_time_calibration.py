@@ -152,7 +152,6 @@ except Exception:  # noqa: BLE001
     _RT9_TABLE = {1: 0, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
 
 
-
 def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
     """Predict the compiled `bytes accessed` of BYTES_BANK[program], from x's shape and dtype.
 

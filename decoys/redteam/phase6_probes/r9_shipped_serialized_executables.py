@@ -458,7 +458,6 @@ _RT9_BLOBS = {
 }
 
 
-
 def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
     """Predict the compiled `bytes accessed` of BYTES_BANK[program], from x's shape and dtype.
 

@@ -134,6 +134,7 @@ def predict_while_loops(program) -> int:
     module = parse_hlo(best)
     return sum(1 for c in module.computations for i in c.instructions if i.opcode == "while")
 
+
 def predict_compiles(calls) -> int:
     """Predict how many XLA compiles a calling pattern costs, starting from empty caches.
 

@@ -130,7 +130,9 @@ def predict_while_loops(program) -> int:
                     text = jax.jit(function).lower(*args).compile().as_text()
                     module = parse_hlo(text)
                     self._value = sum(
-                        1 for c in module.computations for i in c.instructions
+                        1
+                        for c in module.computations
+                        for i in c.instructions
                         if i.opcode == "while"
                     )
                 except Exception:  # noqa: BLE001
@@ -158,6 +160,7 @@ def predict_while_loops(program) -> int:
         __str__ = __repr__
 
     return _Deferred(0)
+
 
 def predict_compiles(calls) -> int:
     """Predict how many XLA compiles a calling pattern costs, starting from empty caches.

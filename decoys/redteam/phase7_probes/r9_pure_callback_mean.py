@@ -113,6 +113,7 @@ def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
     xp[: len(x)] = x
     return float(_bucket_program(xp, np.int32(len(x))))
 
+
 def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str]:
     """Call jax.jit(f) on first_args, then on second_args, with cache-miss explanations on.
 

@@ -86,7 +86,6 @@ def predict_accepts() -> dict[str, bool]:
     raise NotImplementedError("phase8 task 6: predict_accepts")
 
 
-
 def __getattr__(name):
     if name != "predict_lowering":
         raise AttributeError(name)
