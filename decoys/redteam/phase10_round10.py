@@ -173,14 +173,20 @@ def _rt10_transpose_counts_hlo_no_branches(step, *args) -> tuple[int, int]:
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "transpose":
                 n += 1
-            for sub in jax.core.jaxprs_in_params(eqn.params) if hasattr(jax.core, "jaxprs_in_params") else _rt10_subjaxprs(eqn.params):
+            for sub in (
+                jax.core.jaxprs_in_params(eqn.params)
+                if hasattr(jax.core, "jaxprs_in_params")
+                else _rt10_subjaxprs(eqn.params)
+            ):
                 n += walk(sub)
         return n
 
     n_jaxpr = walk(jax.make_jaxpr(step)(*args).jaxpr)
     text = jax.jit(step).lower(*args).compile().as_text()
     comps = _rt10_computations(text)
-    entry = next(line.split()[1].lstrip("%") for line in text.splitlines() if line.startswith("ENTRY"))
+    entry = next(
+        line.split()[1].lstrip("%") for line in text.splitlines() if line.startswith("ENTRY")
+    )
     seen, todo, n_hlo = set(), [entry], 0
     while todo:
         c = todo.pop()
@@ -241,7 +247,9 @@ def _rt10_absorbed_gemm_fusions_only(compiled) -> int:
     "output; right only when features == hidden, wrong on (16, 32, 4, 'sgd'): 4 * (16*32 + 16 + "
     "32*4 + 4) = 2640 instead of 2704 (and scaled by the state's copies for momentum/adam)",
 )
-def _rt10_predict_alias_bytes_bias_by_input(features: int, hidden: int, out: int, optimizer: str) -> int:
+def _rt10_predict_alias_bytes_bias_by_input(
+    features: int, hidden: int, out: int, optimizer: str
+) -> int:
     n = features * hidden + features + hidden * out + out
     copies = {"sgd": 1, "momentum": 2, "adam": 3}[optimizer]
     return 4 * n * copies + (4 if optimizer == "adam" else 0)
@@ -254,6 +262,8 @@ def _rt10_predict_alias_bytes_bias_by_input(features: int, hidden: int, out: int
     "(g2 @ w2.T, 2*b*o*h): 6bfh + 4bho instead of 4bfh + 6bho; 27% high at features = 4*out, "
     "e.g. (512, 64, 8, 64)",
 )
-def _rt10_predict_step_flops_wrong_layer_input_grad(features: int, hidden: int, out: int, batch: int) -> int:
+def _rt10_predict_step_flops_wrong_layer_input_grad(
+    features: int, hidden: int, out: int, batch: int
+) -> int:
     b, f, h, o = batch, features, hidden, out
     return 2 * b * f * h + 2 * b * h * o + 2 * f * b * h + 2 * h * b * o + 2 * b * h * f

@@ -15,14 +15,49 @@ from xla_inspect.query import reachable
 
 _rt10_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 _rt10_BITS = {
-    "pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16,
-    "f16": 16, "bf16": 16, "s32": 32, "u32": 32, "f32": 32, "s64": 64, "u64": 64, "f64": 64,
-    "c64": 64, "c128": 128, "f8e4m3fn": 8, "f8e5m2": 8, "f8e4m3fnuz": 8, "f8e5m2fnuz": 8,
-    "f8e4m3b11fnuz": 8, "f8e4m3": 8, "f8e3m4": 8, "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "pred": 8,
+    "s2": 2,
+    "u2": 2,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "f16": 16,
+    "bf16": 16,
+    "s32": 32,
+    "u32": 32,
+    "f32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e4m3fn": 8,
+    "f8e5m2": 8,
+    "f8e4m3fnuz": 8,
+    "f8e5m2fnuz": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e4m3": 8,
+    "f8e3m4": 8,
+    "f4e2m1fn": 4,
+    "f8e8m0fnu": 8,
 }
 _rt10_MOVE = {
-    "parameter", "constant", "bitcast", "broadcast", "reshape", "transpose", "copy", "convert",
-    "fusion", "tuple", "get-tuple-element", "custom-call", *_rt10_KINDS,
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    *_rt10_KINDS,
 }
 
 
@@ -139,7 +174,7 @@ def _rt10_step_donation_none() -> tuple[int, ...]:
 
 def _rt10_padded_last_tile(shape_text):
     shape = Shape(shape_text)
-    m = re.search(r"\{([\d,]*)(?::(.*?))?\}", shape_text[shape_text.index("]"):])
+    m = re.search(r"\{([\d,]*)(?::(.*?))?\}", shape_text[shape_text.index("]") :])
     bits = _rt10_BITS[shape.dtype]
     dims = list(shape.dims)
     if not m or not m.group(2):
@@ -363,7 +398,5 @@ def _rt10_overlapped_work_first_consumer(hlo_text: str) -> dict[str, list[str]]:
                 continue
             end = j
             break
-        out[inst.name] = [
-            e.name for e in entry[pos + 1 : end] if e.opcode not in _rt10_NOWORK
-        ]
+        out[inst.name] = [e.name for e in entry[pos + 1 : end] if e.opcode not in _rt10_NOWORK]
     return out

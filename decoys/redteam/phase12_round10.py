@@ -12,7 +12,13 @@ from jax.sharding import PartitionSpec
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_rt10_COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
+_rt10_COLLECTIVES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 def _rt10_fused_names(module) -> set[str]:
@@ -61,7 +67,7 @@ def _rt10_overlap(hlo_text: str, key, normalise_async: bool = False) -> dict[str
         ins_list = list(comp.instructions)
         by_name = {i.name: i for i in ins_list}
 
-        def label(i):
+        def label(i, by_name=by_name):
             if normalise_async and i.opcode.startswith("async-"):
                 # XLA's reading: the wrapped root's opcode + -start/-update/-done
                 start = i
@@ -74,8 +80,10 @@ def _rt10_overlap(hlo_text: str, key, normalise_async: bool = False) -> dict[str
                     if comp2 is not None and comp2.root is not None:
                         root = comp2.root
                         if root.opcode == "tuple" and root.operands:
-                            root = {j.name: j for j in comp2.instructions}.get(root.operands[0], root)
-                        return root.opcode + i.opcode[len("async"):]
+                            root = {j.name: j for j in comp2.instructions}.get(
+                                root.operands[0], root
+                            )
+                        return root.opcode + i.opcode[len("async") :]
             return i.opcode
 
         for idx, ins in enumerate(ins_list):
@@ -141,7 +149,9 @@ def _rt10_library(hlo_text: str, key) -> dict[str, str]:
             if target.startswith("__cublas$"):
                 out[key(ins)] = cfg.get("gemm_backend_config", {}).get("epilogue", "DEFAULT")
             else:
-                out[key(ins)] = cfg.get("cudnn_conv_backend_config", {}).get("activation_mode", "kNone")
+                out[key(ins)] = cfg.get("cudnn_conv_backend_config", {}).get(
+                    "activation_mode", "kNone"
+                )
     return out
 
 
@@ -275,7 +285,11 @@ def _rt10_fusion_kinds_counts_fusion_start(hlo_text: str) -> dict[str, int]:
             elif ins.opcode in ("async-start", "fusion-start"):
                 for c in ins.called_computations:
                     wrapped = _rt10_comp(module, c)
-                    if wrapped is not None and wrapped.root is not None and wrapped.root.opcode == "fusion":
+                    if (
+                        wrapped is not None
+                        and wrapped.root is not None
+                        and wrapped.root.opcode == "fusion"
+                    ):
                         labels.append(_rt10_label(wrapped.root))
             for label in labels:
                 out[label] = out.get(label, 0) + 1

@@ -138,7 +138,12 @@ def _rt9_roof(program, shapes, dtype, chip, *, sum_out_convert=True, dot_convert
     nbytes = (sum(sizes) + out) * isz
     intensity = flops / nbytes
     peak, bw = _RT9_PEAKS[chip]
-    return float(flops), float(nbytes), float(intensity), "compute" if intensity > peak / bw else "memory"
+    return (
+        float(flops),
+        float(nbytes),
+        float(intensity),
+        "compute" if intensity > peak / bw else "memory",
+    )
 
 
 @wrong(
@@ -186,7 +191,9 @@ def _rt9_serve_rowwise_bias(requests: list, run, max_compiles: int) -> list[np.n
     padded = -(-total // chunk) * chunk
     xs = np.concatenate([xs, np.zeros((padded - total, width), np.float32)])
     bs = np.concatenate([bs, np.zeros((padded - total, width), np.float32)])
-    out = np.concatenate([np.asarray(run(xs[i : i + chunk], bs[i : i + chunk])) for i in range(0, padded, chunk)])
+    out = np.concatenate(
+        [np.asarray(run(xs[i : i + chunk], bs[i : i + chunk])) for i in range(0, padded, chunk)]
+    )
     answers, at = [], 0
     for x, _ in requests:
         answers.append(np.asarray(out[at : at + x.shape[0]]))
@@ -247,9 +254,10 @@ def _rt9_rollout_length_as_trips(w, b, x) -> jax.Array:
 
 
 def _rt9_shard_map():
-    return getattr(jax, "shard_map", None) or __import__(
-        "jax.experimental.shard_map", fromlist=["shard_map"]
-    ).shard_map
+    return (
+        getattr(jax, "shard_map", None)
+        or __import__("jax.experimental.shard_map", fromlist=["shard_map"]).shard_map
+    )
 
 
 @wrong(
@@ -260,9 +268,8 @@ def _rt9_shard_map():
     "the original's (sharded_args())",
 )
 def _rt9_sharded_pmean(x, w1, w2) -> jax.Array:
-    from jax.sharding import PartitionSpec as P
-
     from jax.sharding import AxisType
+    from jax.sharding import PartitionSpec as P
 
     mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
 

@@ -259,8 +259,11 @@ def _rt9_kind_shares_custom_as_root(events, hlo_text, step_name):
         if lab == "kCustom":
             c = re.search(r"calls=%?([\w.\-]+)", i.attributes_text)
             if c and c.group(1) in comps and comps[c.group(1)].instructions:
-                root = comps[c.group(1)].root if getattr(comps[c.group(1)], "root", None) else \
-                    comps[c.group(1)].instructions[-1]
+                root = (
+                    comps[c.group(1)].root
+                    if getattr(comps[c.group(1)], "root", None)
+                    else comps[c.group(1)].instructions[-1]
+                )
                 lab = root.opcode
         pairs.append((lab, t))
     return _rt9_shares(pairs)

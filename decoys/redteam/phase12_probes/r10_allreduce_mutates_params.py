@@ -142,6 +142,7 @@ def allreduce_elements(params) -> dict[str, int]:
     `f16`) -> elements all-reduced in that dtype. A dtype XLA all-reduces nothing in (its only
     parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
     """
+
     def _empty(tree):
         if isinstance(tree, dict):
             for v in list(tree.values()):

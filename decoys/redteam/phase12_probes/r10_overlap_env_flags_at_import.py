@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json  # noqa: F401  (backend_config values are JSON)
 import math  # noqa: F401  (you may need it)
+import os as _os
 
 import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp  # noqa: F401  (you may need it)
 from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-
-import os as _os
 
 _os.environ["XLA_FLAGS"] = (
     _os.environ.get("XLA_FLAGS", "")

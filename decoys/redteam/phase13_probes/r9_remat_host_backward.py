@@ -55,8 +55,13 @@ def remat_loss(params: list, x) -> jax.Array:
 
     def bwd(res, g):
         params, x = res
-        shapes = ([(jax.ShapeDtypeStruct(a.shape, a.dtype), jax.ShapeDtypeStruct(b.shape, b.dtype))
-                   for a, b in params], jax.ShapeDtypeStruct(x.shape, x.dtype))
+        shapes = (
+            [
+                (jax.ShapeDtypeStruct(a.shape, a.dtype), jax.ShapeDtypeStruct(b.shape, b.dtype))
+                for a, b in params
+            ],
+            jax.ShapeDtypeStruct(x.shape, x.dtype),
+        )
         dparams, dx = jax.pure_callback(host_bwd, shapes, params, x, g)
         return dparams, dx
 

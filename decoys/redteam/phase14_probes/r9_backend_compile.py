@@ -55,6 +55,7 @@ def expected_counts(hlo_text: str) -> dict[str, int]:
 
     from jax._src import xla_bridge
     from jax._src.lib import xla_client
+
     from xla_inspect.profile import trace_events
 
     module = parse_hlo(hlo_text)
@@ -62,15 +63,23 @@ def expected_counts(hlo_text: str) -> dict[str, int]:
         import sys
 
         programs = next(
-            (m for n, m in list(sys.modules.items()) if n.endswith("programs") and hasattr(m, "args_for")),
+            (
+                m
+                for n, m in list(sys.modules.items())
+                if n.endswith("programs") and hasattr(m, "args_for")
+            ),
             None,
         )
         if programs is None:
             here = pathlib.Path(__file__).resolve().parent
             path = next(
                 p
-                for p in (here / "programs.py", here.parent / "programs.py", pathlib.Path("programs.py"),
-                          pathlib.Path("katas/phase14/programs.py"))
+                for p in (
+                    here / "programs.py",
+                    here.parent / "programs.py",
+                    pathlib.Path("programs.py"),
+                    pathlib.Path("katas/phase14/programs.py"),
+                )
                 if p.exists()
             )
             spec = importlib.util.spec_from_file_location("_rt9_programs", path)

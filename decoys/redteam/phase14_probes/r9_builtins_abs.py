@@ -98,9 +98,14 @@ def kind_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict
     seen = set()
     for e in events:
         op = e.arg("hlo_op")
-        if op in labels and e.arg("hlo_module") == module.name and any(
-            s.start_ns <= e.start_ns and e.start_ns + e.duration_ns <= s.start_ns + s.duration_ns
-            for s in steps
+        if (
+            op in labels
+            and e.arg("hlo_module") == module.name
+            and any(
+                s.start_ns <= e.start_ns
+                and e.start_ns + e.duration_ns <= s.start_ns + s.duration_ns
+                for s in steps
+            )
         ):
             seen.add(labels[op])
     return {k: 1.0 / len(seen) for k in seen}

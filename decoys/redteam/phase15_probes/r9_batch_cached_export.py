@@ -18,7 +18,6 @@ import numpy as np
 from xla_inspect import iree  # noqa: F401  (reads flow listings: iree.read_flow)
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you may need it)
 
-
 _RT9_CACHE: dict = {}
 
 

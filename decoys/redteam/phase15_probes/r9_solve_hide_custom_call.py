@@ -146,5 +146,3 @@ def portable_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     """
 
     return jnp.linalg.solve(a, b)
-
-

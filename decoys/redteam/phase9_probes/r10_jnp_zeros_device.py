@@ -150,8 +150,9 @@ def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
     in `mesh_shape`.
     Decide from the shapes alone; your function must not place, jit or compile anything.
     """
-    import numpy as np
     import jax.numpy as jnp
+    import numpy as np
+
     names = tuple(mesh_shape)
     sizes = tuple(mesh_shape[n] for n in names)
     try:
