@@ -565,6 +565,15 @@ _ACCEPTS = {
     "(b, 2*b) called with f32[3,6]": True,
     "(b + 1, b) called with f32[3,3]": False,
     "(2*b, b + 1) called with f32[4,4]": False,
+    "(b - 1, 4) called with f32[1,4]": True,
+    "(b - 1, 4) called with f32[0,4]": True,
+    "(b - 2, b) called with f32[1,3]": True,
+    "(b - 1, b) called with f32[3,3]": False,
+    "(b*2, 4) called with f32[5,4]": False,
+    "(b, b*2) called with f32[3,6]": True,
+    "(b, b*2) called with f32[3,3]": False,
+    "(3*b - 2, 4) called with f32[4,4]": True,
+    "(b*3 + 1, b) called with f32[7,2]": True,
 }
 
 
@@ -631,6 +640,10 @@ def accepts_by_rule():
         "(b + 1, 4) called with f32[1,4]": False,  # b would be 0
         "(b + 1, b) called with f32[3,3]": False,  # b = 3, so b + 1 is 4, not 3
         "(2*b, b + 1) called with f32[4,4]": False,  # 2*b = 4: b = 2, so b + 1 is 3, not 4
+        "(b - 1, 4) called with f32[0,4]": True,  # b = 1: only the symbol is >= 1, not b - 1
+        "(b - 1, b) called with f32[3,3]": False,  # b = 3, so b - 1 is 2, not 3
+        "(b*2, 4) called with f32[5,4]": False,  # odd, whichever side the coefficient is on
+        "(b, b*2) called with f32[3,3]": False,  # b = 3, so b*2 is 6, not 3
     }
 
 

@@ -773,6 +773,15 @@ EXPORTED_CALLS = {
     "(b, 2*b) called with f32[3,6]": ("b, 2*b", np.float32, (3, 6)),
     "(b + 1, b) called with f32[3,3]": ("b + 1, b", np.float32, (3, 3)),
     "(2*b, b + 1) called with f32[4,4]": ("2*b, b + 1", np.float32, (4, 4)),
+    "(b - 1, 4) called with f32[1,4]": ("b - 1, 4", np.float32, (1, 4)),
+    "(b - 1, 4) called with f32[0,4]": ("b - 1, 4", np.float32, (0, 4)),
+    "(b - 2, b) called with f32[1,3]": ("b - 2, b", np.float32, (1, 3)),
+    "(b - 1, b) called with f32[3,3]": ("b - 1, b", np.float32, (3, 3)),
+    "(b*2, 4) called with f32[5,4]": ("b*2, 4", np.float32, (5, 4)),
+    "(b, b*2) called with f32[3,6]": ("b, b*2", np.float32, (3, 6)),
+    "(b, b*2) called with f32[3,3]": ("b, b*2", np.float32, (3, 3)),
+    "(3*b - 2, 4) called with f32[4,4]": ("3*b - 2, 4", np.float32, (4, 4)),
+    "(b*3 + 1, b) called with f32[7,2]": ("b*3 + 1, b", np.float32, (7, 2)),
 }
 
 

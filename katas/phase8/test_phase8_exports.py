@@ -71,12 +71,13 @@ def test_exported_avals_on_several_dtypes_and_shapes(kata):
 
 # dtypes an exported argument may have (x of scale_shift: a float; y: cast to x's dtype, any
 # dtype of x64-off JAX): every run draws y once from each group, so each run exports a signed
-# integer narrower than int32, an unsigned one and one more kind (bool, int32 or a float)
+# integer narrower than int32, an unsigned one, a bool and one more kind (int32 or a float)
 FLOATS = (jnp.float32, jnp.bfloat16, jnp.float16)
 Y_DTYPE_GROUPS = (
     (jnp.int8, jnp.int16),
     (jnp.uint8, jnp.uint16, jnp.uint32),
-    (jnp.bool_, jnp.int32, jnp.float32, jnp.float16),
+    (jnp.bool_,),
+    (jnp.int32, jnp.float32, jnp.float16),
 )
 
 
@@ -91,9 +92,9 @@ def _symbolic_specs(fresh: Fresh, x_dtype, y_dtype) -> tuple[tuple, int]:
 
 @pytest.mark.task("export_bytes")
 def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
-    """One function exported again for the same shapes and other dtypes (y: signed, unsigned and
-    other kinds, none converted), then other shapes, then symbolic shapes that share a symbol
-    and bound it: each export is of its own specs."""
+    """One function exported again for the same shapes and other dtypes (y: signed, unsigned,
+    bool and other kinds, none converted), then other shapes (y 0-d, x 0-d or not), then
+    symbolic shapes that share a symbol and bound it: each export is of its own specs."""
     rows, cols = fresh.randint(2, 6), fresh.randint(2, 6)
     x_dtypes = fresh.sample(FLOATS, 2)
     y_dtypes = [fresh.choice(group) for group in Y_DTYPE_GROUPS]
@@ -104,6 +105,8 @@ def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
         (spec((rows, cols), x_dtypes[0]), spec((cols,), y_dtypes[0])),
         (spec((rows, cols), x_dtypes[1]), spec((cols,), y_dtypes[1])),
         (spec((cols + 1, rows), x_dtypes[0]), spec((rows,), y_dtypes[2])),
+        # a 0-d spec is a shape too: its export takes a 0-d input, not a (1,) one
+        (spec(fresh.choice(((), (rows, cols))), x_dtypes[1]), spec((), y_dtypes[3])),
         symbolic,
     ]
     blobs = [exported_by(kata, scale_shift, *specs, what=str(avals(specs))) for specs in cases]
@@ -119,8 +122,8 @@ def test_one_function_exported_for_several_specs(kata, fresh: Fresh):
             f"{avals(exported.out_avals)}, f returns {want_out} ({fresh.where()})"
         )
     # the symbolic export keeps its specs' bound: it runs at c >= least and refuses c < least
-    exported, (x_spec, y_spec) = deserialize(blobs[-1], "export 4"), symbolic
-    what = f"export 4 of scale_shift for {avals(symbolic)}"
+    exported, (x_spec, y_spec) = deserialize(blobs[-1], f"export {len(blobs)}"), symbolic
+    what = f"export {len(blobs)} of scale_shift for {avals(symbolic)}"
 
     def ones(width: int):
         return np.ones((rows, width), x_spec.dtype), np.ones((width,), y_spec.dtype)

@@ -60,9 +60,10 @@ def export_any_batch(f, features: int, *rest) -> bytes:
 
 
 def predict_accepts() -> dict[str, bool]:
-    # Every symbol stands for an integer >= 1, so b + 1 cannot be 1 and no dimension can be 0;
-    # 2*b needs an even size; a symbol used twice needs one value that fits every dimension it
-    # appears in, bare or inside an expression (b, 2*b: the second is twice the first), while
+    # Every symbol stands for an integer >= 1, so b + 1 cannot be 1 and a bare b cannot be 0
+    # (b - 1 can: b = 1); 2*b and b*2 need an even size; a symbol used twice needs one value
+    # that fits every dimension it appears in, bare or inside an expression, whatever its sign
+    # or the side its coefficient is written on (b, 2*b: the second is twice the first), while
     # two symbols may take one value (a, b on 3x3); constants, the rank and the dtype must match
     # exactly, the dtype after JAX canonicalizes the NumPy array (x64 off: float64 arrives as
     # float32 and runs, int64 as int32 and is refused; float16 is not converted).
@@ -87,6 +88,15 @@ def predict_accepts() -> dict[str, bool]:
         "(b, 2*b) called with f32[3,6]": True,
         "(b + 1, b) called with f32[3,3]": False,
         "(2*b, b + 1) called with f32[4,4]": False,
+        "(b - 1, 4) called with f32[1,4]": True,
+        "(b - 1, 4) called with f32[0,4]": True,
+        "(b - 2, b) called with f32[1,3]": True,
+        "(b - 1, b) called with f32[3,3]": False,
+        "(b*2, 4) called with f32[5,4]": False,
+        "(b, b*2) called with f32[3,6]": True,
+        "(b, b*2) called with f32[3,3]": False,
+        "(3*b - 2, 4) called with f32[4,4]": True,
+        "(b*3 + 1, b) called with f32[7,2]": True,
     }
 
 
