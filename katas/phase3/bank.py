@@ -92,6 +92,31 @@ def stages(program: str):
     return oracle.stages(*THREE_TEXT_PROGRAMS[program])
 
 
+@cache
+def printed(program: str) -> tuple[str, str]:
+    """jax.stages' default prints of a THREE_TEXT_PROGRAMS entry (see default_prints)."""
+    return default_prints(*THREE_TEXT_PROGRAMS[program])
+
+
+def default_prints(f, args: tuple) -> tuple[str, str]:
+    """(StableHLO, unoptimized HLO) as the lowered stage prints them with its default options (a
+    lowering only, no compile): the texts three_texts returns, without debug locations."""
+    lowered = jax.jit(f).lower(*args)
+    return lowered.as_text(), lowered.as_text(dialect="hlo")
+
+
+def first_difference(got: str, want: str) -> str:
+    """Where a returned text first departs from the expected one: the line number and the
+    returned line only (the expected text is not shown)."""
+    got_lines, want_lines = got.splitlines(), want.splitlines()
+    for number, (line, expected) in enumerate(zip(got_lines, want_lines, strict=False), 1):
+        if line != expected:
+            return f"line {number} reads {line[:160]!r}"
+    if len(got_lines) > len(want_lines):
+        return f"extra line {len(want_lines) + 1}: {got_lines[len(want_lines)][:160]!r}"
+    return f"ends after line {len(got_lines)}, expected more"
+
+
 def hlo_module(printed: str, what: str):
     try:
         return parse_hlo(printed)
@@ -109,13 +134,22 @@ def stablehlo_census(text: str, what: str):
         )
 
 
-def check_stages(texts: dict, want: tuple, what: str) -> None:
+def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str]) -> None:
     """three_texts' answer against jax.stages' own texts of the program (oracle.stages): the
-    StableHLO ops, and per HLO text its module name, opcodes (parameters too) and result."""
+    StableHLO ops, and per HLO text its module name, opcodes (parameters too) and result; the
+    StableHLO and unoptimized HLO texts as the lowered stage prints them by default (`prints`,
+    default_prints): the same program printed with debug locations is another text."""
     census = stablehlo_census(texts["stablehlo"], f"{what} stablehlo")
     want_census, want_hlo, want_optimized = want
     with check:
         assert census == want_census, f"{what}: stablehlo ops {dict(census)} differ"
+    for stage, default in zip(("stablehlo", "hlo"), prints, strict=True):
+        with check:
+            assert texts[stage] == default, (
+                f"{what} {stage}: not the lowered stage's default print of this program "
+                f"(as_text with default options, no debug locations): "
+                f"{first_difference(texts[stage], default)}"
+            )
     for stage, want_module in (("hlo", want_hlo), ("optimized", want_optimized)):
         got = hlo_module(texts[stage], f"{what} {stage}")
         with check:

@@ -20,8 +20,9 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 def three_texts(f, *args) -> dict[str, str]:
     """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)
-    and "optimized" (the HLO XLA compiled). Every call compiles for the args it is given: the
-    same f at other shapes is another program."""
+    and "optimized" (the HLO XLA compiled), each as jax.stages prints it by default: source
+    locations (debug_info) are not part of the program. Every call compiles for the args it is
+    given: the same f at other shapes is another program."""
     # TODO: lower once; two texts come from the lowered stage, one from the compiled stage
     raise NotImplementedError("phase3 task 1: three_texts")
 

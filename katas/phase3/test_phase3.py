@@ -85,7 +85,9 @@ def test_optimized_hlo_is_fused(kata):
 @pytest.mark.task("three_texts")
 def test_three_texts_are_the_stages_of_this_program(kata):
     for program, (f, args) in THREE_TEXT_PROGRAMS.items():
-        bank.check_stages(_three(kata, f, *args), bank.stages(program), program)
+        bank.check_stages(
+            _three(kata, f, *args), bank.stages(program), program, bank.printed(program)
+        )
 
 
 @pytest.mark.task("three_texts")
