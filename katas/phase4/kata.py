@@ -33,7 +33,7 @@ def stages(f, *args) -> tuple[str, str]:
 def algebraic_identity(x) -> jax.Array:
     """Return x itself (for every float: -0.0, inf, nan, 3e38 too; same dtype), compiled and
     called eagerly alike, through at least two arithmetic ops (+ - * /) that XLA removes
-    entirely."""
+    entirely: the same ops either way (the program jit traces, run op by op, returns x too)."""
     # TODO: which arithmetic with a constant is exact for every float, inf and nan included?
     raise NotImplementedError("phase4 task 2: algebraic_identity")
 

@@ -11,6 +11,7 @@ A demonstration that raises on one of them fails here, naming the input.
 from collections import Counter
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -99,10 +100,22 @@ def _require_cpu(fact: str) -> None:
 # --- tasks 2-8: demonstrations -------------------------------------------------------------
 
 
+def _traced_op_by_op(f, x) -> list[np.ndarray]:
+    """The outputs of the program jit traces from f at x, run op by op (jit disabled, nested
+    jits too: each op compiles on its own, nothing simplified): what f computes eagerly when it
+    runs the same ops whether or not its input is a tracer."""
+    closed = jax.make_jaxpr(f)(x)
+    with jax.disable_jit():
+        out = jax.extend.core.jaxpr_as_fun(closed)(jnp.asarray(x))
+    return [np.asarray(value) for value in out]
+
+
 @pytest.mark.task("algebraic_identity")
 def test_algebraic_identity_disappears(kata):
     """Compiled at every input; called eagerly (op by op, as written: jit disabled, nothing
-    simplified) at the first, a float32 matrix with a -0.0 (each op compiles on its own then)."""
+    simplified) at the first, a float32 matrix with a -0.0 (each op compiles on its own then);
+    and at every input, the program jit traces, run op by op: the arithmetic XLA removes must
+    be an identity eagerly too, not only where the function sees a tracer."""
     for index, (what, x) in enumerate(IDENTITY_INPUTS.items()):
         shlo, optimized, out = _compile(what, kata.algebraic_identity, x)
         if index == 0:
@@ -110,6 +123,10 @@ def test_algebraic_identity_disappears(kata):
                 eager = np.asarray(kata.algebraic_identity(jnp.asarray(x)))
             with check:
                 _is_x(f"{what}, called eagerly", eager, x, subnormals=False)
+        with check:
+            traced = _traced_op_by_op(kata.algebraic_identity, x)
+            assert len(traced) == 1, f"{what}: the traced program returns {len(traced)} arrays"
+            _is_x(f"{what}, its traced program run op by op", traced[0], x, subnormals=False)
         hlo = oracle.counts(optimized)
         before = sum(shlo[f"stablehlo.{op}"] for op in ARITHMETIC)
         after = {op: hlo[op] for op in ARITHMETIC if hlo[op]}
