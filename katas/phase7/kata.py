@@ -94,7 +94,8 @@ def compile_counter() -> Iterator[CompileCount]:
 def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
     """mean(x) as a Python float (NaN and infinities in x count as in NumPy's mean), for a 1-D
     float array (any float dtype, any length a bucket holds), computed by a jitted
-    program that compiles once per bucket, not once per length: pad to the smallest bucket
+    program (on the device: no host callback handing the work back to NumPy) that compiles
+    once per bucket, not once per length: pad to the smallest bucket
     >= len(x) (buckets come in any order), mask the padding. Raise ValueError when x is longer
     than every bucket."""
     # TODO: pad on the host (NumPy), pass the true length as an array, not a static value

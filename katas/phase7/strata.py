@@ -78,6 +78,13 @@ def _situations(rng: random.Random) -> dict[str, Loop | tuple[Loop, ...]]:
         ),
         "unroll leaving 1 trip and a remainder, a loop in the body": _unrolled(rng, 1, True, True),
         "unroll leaving 1 trip and a remainder, no body": _unrolled(rng, 1, True, False),
+        "unroll larger than the trips (no full trip of u steps), a loop in the body": Loop(
+            rng.choice(("fori", "scan")),
+            (trips := rng.randint(1, 3)),
+            trips + rng.randint(1, 2),
+            _step(rng),
+            _body(rng, True),
+        ),
         "unroll=True over >= 2 trips, a loop in the body": Loop(
             rng.choice(("fori", "scan")), rng.randint(2, 3), True, _step(rng), _body(rng, True)
         ),

@@ -12,6 +12,7 @@ import pytest
 from pytest_check import check
 
 from kata_harness import compile_events
+from kata_harness.oracles import host_callbacks
 from katas.phase7.programs import mul, vec
 
 # ---- explain_miss -----------------------------------------------------------------------------
@@ -149,6 +150,23 @@ def test_every_miss_of_the_second_call_whole(kata):
             assert "f32[6]" in message, f"not an explanation of the second call:\n{message}"
 
 
+@pytest.mark.task("explain_miss")
+def test_a_function_never_seen_is_a_miss_too(kata):
+    # outer makes a new jitted lambda each time it traces: on the second call that function
+    # object is new, its cache empty, and JAX explains the miss as "never seen function".
+    def outer(x):
+        return jax.jit(lambda v: v * 2.0)(x) + 1.0
+
+    messages = _explain(kata, outer, (vec(3),), (vec(6),))
+    never_seen = [m for m in messages if "never seen function" in m]
+    with check:
+        assert len(messages) == 2 and len(never_seen) == 1, (
+            f"{len(messages)} explanations ({len(never_seen)} of a function never seen), "
+            "expected 2: outer's keys differ (f32[6]), and the jitted lambda outer makes anew "
+            "while it traces is a function never seen: a miss like any other"
+        )
+
+
 # ---- bucketed_mean ----------------------------------------------------------------------------
 
 BUCKETS = (8, 16, 32)
@@ -156,10 +174,17 @@ ODD_BUCKETS = (40, 5, 12)  # unsorted, not powers of two
 
 
 def _mean(kata, x, buckets) -> float:
+    """The kata's mean of x; the programs compiled for it must compute it (no host callback)."""
     try:
-        got = kata.bucketed_mean(x, buckets)
+        with host_callbacks.modules_compiled() as modules:
+            got = kata.bucketed_mean(x, buckets)
     except ValueError as error:
         pytest.fail(f"length {len(x)} fits a bucket of {buckets}, yet: ValueError {error}")
+    if handed_back := host_callbacks.host_calls_compiled(modules):
+        pytest.fail(
+            f"length {len(x)}, buckets {buckets}: the program compiled for this call hands its "
+            f"work to the host ({handed_back}): the jitted program must compute the mean"
+        )
     assert type(got) is float, f"expected a Python float, got {type(got).__name__}"
     return got
 

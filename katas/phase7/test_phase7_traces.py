@@ -110,8 +110,8 @@ def _through_an_inner_jit(traces):
 
     def summed(tree):
         traces.append(1)
-        first, second = jax.tree_util.tree_leaves(tree)
-        return inner(first) + second
+        first, *rest = jax.tree_util.tree_leaves(tree)  # any tree: a wrong count, not an error
+        return sum(rest, inner(first))
 
     return summed
 
@@ -129,6 +129,38 @@ def test_pytree_structures_trace_apart(kata):
             f"counted {got}, the body ran {ran} times, expected 4: a tuple, a list, a dict and "
             "a namedtuple of the same leaves are four structures (a dict's key order is not "
             "part of it); the inner jitted function's own trace is not f's"
+        )
+
+
+def _first_times(traces):
+    def first_times(xs, n):
+        traces.append(1)
+        return xs[0] * n
+
+    return first_times
+
+
+@pytest.mark.task("count_traces")
+def test_python_scalars_in_containers_are_pytrees(kata, fresh):
+    # A tuple or list of Python numbers is a pytree of weakly typed scalars, not an array:
+    # its container and length are cache keys, the values are not (the leaves are traced).
+    a, b, c = (float(fresh.randint(-9, 9)) for _ in range(3))
+    calls = [
+        ((a, b), 2),
+        ([a, b], 2),  # a list, not a tuple: a new structure
+        ((b + 1.0, a - 1.0), 2),  # new values, same structure and types: cached
+        ((int(a), int(b)), 2),  # weak int leaves
+        ((a, b, c), 2),  # three leaves
+        ([c, a], 2),
+    ]
+    fresh.shuffle(calls)
+    got, ran = _count(kata, _first_times, (1,), calls)
+    with check:
+        assert got == ran == 4, (
+            f"calls {[args for args, _ in calls]} (n=2 static): counted {got}, the body ran "
+            f"{ran} times, expected 4: a tuple and a list of two floats, a tuple of two ints and "
+            "a tuple of three floats (values never retrace; a container is not an array); "
+            f"{fresh.where()}"
         )
 
 
@@ -289,3 +321,40 @@ def test_a_listener_registered_in_the_block_stays(kata):
             f"a listener registered inside the block heard {len(heard)} of the 2 compiles after "
             "it was registered: your counter removed someone else's listener"
         )
+
+
+def _listeners() -> list[list]:
+    """Every listener jax.monitoring holds, of each kind (jax.monitoring publishes no getter)."""
+    from jax._src import monitoring
+
+    return [
+        monitoring.get_event_duration_listeners(),
+        monitoring.get_event_listeners(),
+        monitoring.get_event_time_span_listeners(),
+        monitoring.get_scalar_listeners(),
+    ]
+
+
+@pytest.mark.task("compile_counter")
+def test_counters_leave_the_listeners_as_found(kata):
+    # README: listen only while you measure. A listener left behind, even one that no longer
+    # counts, is called on every event from then on: one more per counter ever used.
+    f = doubler()
+    before = _listeners()
+    with kata.compile_counter():
+        f(vec(3))
+        with kata.compile_counter():
+            f(vec(4))
+    after_blocks = _listeners()
+    with pytest.raises(KeyError, match="leaving the block"):
+        with kata.compile_counter():
+            f(vec(5))
+            raise KeyError("leaving the block")
+    after_raise = _listeners()
+    for when, after in (("two nested blocks", after_blocks), ("a block that raised", after_raise)):
+        extra = sum(map(len, after)) - sum(map(len, before))
+        with check:
+            assert after == before, (
+                f"after {when} ended, jax.monitoring holds {extra:+d} listeners compared with "
+                "before: unregister your own listener when the block ends (a flag is not enough)"
+            )
