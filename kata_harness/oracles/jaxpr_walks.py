@@ -10,6 +10,7 @@ Each function takes a jaxpr the test traced, never the kata's answer.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Literal
 
@@ -51,7 +52,8 @@ KEY_USES = frozenset({"random_split", "random_bits", "random_fold_in"})
 
 
 def _is_key(var) -> bool:
-    return jax.dtypes.issubdtype(getattr(var.aval, "dtype", None), jax.dtypes.prng_key)
+    dtype = getattr(var.aval, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def key_uses(jaxpr, args) -> list[tuple[str, bytes]]:
