@@ -5,7 +5,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from kata_harness.decoys import wrong
 
@@ -92,37 +91,6 @@ def _rt9_predict_traces_shared_cache() -> dict[str, int]:
         "static_values_1_1_2": 2,
         "python_floats_1_and_2": 1,
     }
-
-
-@wrong(
-    "abs_where",
-    why="'exact for every value': jnp.where(x >= 0, x, -x) keeps the sign bit of -0.0 "
-    "(-0.0 >= 0 is True, so x = -0.0 is returned), |-0.0| is +0.0; wrong on "
-    "np.array([-0.0], np.float32) (signbit set in the result), and bf16/f16 alike.",
-)
-def _rt9_abs_where_ge_keeps_neg_zero(x) -> jax.Array:
-    return jnp.where(x >= 0, x, -x)
-
-
-@wrong(
-    "abs_cond",
-    why="'exact for every value': lax.cond(x >= 0, identity, negate, x) returns -0.0 for "
-    "x = np.float32(-0.0) (the predicate is True, x passes through with its sign bit); "
-    "|-0.0| is +0.0.",
-)
-def _rt9_abs_cond_ge_keeps_neg_zero(x) -> jax.Array:
-    return lax.cond(x >= 0, lambda v: v, lambda v: -v, x)
-
-
-@wrong(
-    "abs_cond",
-    why="'using lax.cond ... nothing is computed outside the cond but the predicate (no "
-    "conversion before it)': uses lax.switch on (x < 0).astype(int32), which converts the "
-    "predicate to int32 and clamps the index outside the cond; on np.float32(-2.5) the jaxpr "
-    "has convert_element_type and clamp before `cond`.",
-)
-def _rt9_abs_cond_via_switch(x) -> jax.Array:
-    return lax.switch((x < 0).astype(jnp.int32), (lambda v: v, lambda v: -v), x)
 
 
 @wrong(

@@ -1,5 +1,6 @@
 """Phase 1's facts read by walking a jaxpr (into nested jits), for the tests of init_params,
-abs_where and abs_cond: which primitives make the key of each random draw, whether one select or
+abs_where and abs_cond: which primitives make the key of each random draw, which keys are used
+(split or drawn from) more than once, whether one select or
 cond decides the result (evaluated with its two sides swapped), and what a cond's predicate
 computes beyond comparing x.
 
@@ -8,6 +9,8 @@ Each function takes a jaxpr the test traced, never the kata's answer.
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Literal
 
@@ -42,6 +45,61 @@ def key_derivations(jaxpr, seen: list) -> list[tuple[tuple[int, ...], frozenset[
             extra = {name} if name not in KEY_MOVES | {"random_split"} else set()
             made.update(dict.fromkeys(eqn.outvars, kept | extra))
     return draws
+
+
+# what takes a key and uses it up: splitting it, drawing bits from it, folding data into it
+KEY_USES = frozenset({"random_split", "random_bits", "random_fold_in"})
+
+
+def _is_key(var) -> bool:
+    dtype = getattr(var.aval, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def key_uses(jaxpr, args) -> list[tuple[str, bytes]]:
+    """Every use of a key in jaxpr (into nested jits), in order: the primitive (KEY_USES) and
+    the key's data, one entry per key of a key array. Only the key's path is evaluated (its
+    splits and KEY_MOVES, on args eagerly). A key whose data appears twice is used twice, however
+    each copy was picked out of a split (index, slice, unstack)."""
+    uses: list[tuple[str, bytes]] = []
+    env: dict = dict(zip(jaxpr.jaxpr.invars, args, strict=True))
+    env.update(zip(jaxpr.jaxpr.constvars, jaxpr.consts, strict=True))
+    _walk_keys(jaxpr.jaxpr, env, uses)
+    return uses
+
+
+def _walk_keys(inner, env: dict, uses: list) -> None:
+    def known(var) -> bool:
+        return isinstance(var, Literal) or var in env
+
+    def read(var):
+        return var.val if isinstance(var, Literal) else env[var]
+
+    for eqn in inner.eqns:
+        name = eqn.primitive.name
+        if name in ("jit", "pjit"):
+            sub = eqn.params["jaxpr"]
+            sub_env = {
+                v: read(o) for v, o in zip(sub.jaxpr.invars, eqn.invars, strict=True) if known(o)
+            }
+            sub_env.update(zip(sub.jaxpr.constvars, sub.consts, strict=True))
+            _walk_keys(sub.jaxpr, sub_env, uses)
+            returned = zip(sub.jaxpr.outvars, eqn.outvars, strict=True)
+            env.update(
+                {o: sub_env[v] for v, o in returned if not isinstance(v, Literal) and v in sub_env}
+            )
+            continue
+        keyed = [v for v in eqn.invars if not isinstance(v, Literal) and _is_key(v) and v in env]
+        if not keyed:
+            continue
+        if name in KEY_USES:
+            data = np.asarray(jax.random.key_data(read(keyed[0])))
+            uses += [(name, row.tobytes()) for row in data.reshape(-1, data.shape[-1])]
+        if name == "random_bits" or not all(known(v) for v in eqn.invars):
+            continue  # bits are not a key; a key made from unknown data is not followed
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        env.update(zip(eqn.outvars, outs, strict=True))
 
 
 def _run_swapping(jaxpr, args, chooser: str, swap: int | None, seen: list[int]):

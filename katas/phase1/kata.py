@@ -108,10 +108,11 @@ def abs_where(x) -> jax.Array:
     """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
 
     The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
-    the dtype (the largest magnitudes, int32 beyond 2**24, infinities, NaN). The jaxpr selects
-    (select_n), also when x is a concrete array, and the select decides: it picks x or -x per
-    element (|x| computed some other way, here or on the host, is not a select). Do not call
-    jnp.abs, jnp.sign or jnp.maximum.
+    the dtype (the largest magnitudes, int32 beyond 2**24, infinities, NaN); a zero comes back
+    as a zero of either sign (-0.0 == 0.0: `x >= 0` and `x > 0` are both right). The jaxpr
+    selects (select_n), also when x is a concrete array, and the select decides: it picks x or
+    -x per element (|x| computed some other way, here or on the host, is not a select). Do not
+    call jnp.abs, jnp.sign or jnp.maximum.
     """
     # TODO: a jit-safe select
     raise NotImplementedError("phase1 task 8: abs_where")
@@ -121,10 +122,12 @@ def abs_cond(x) -> jax.Array:
     """|x| for a traced scalar x, without Python `if`, using lax.cond.
 
     The result keeps x's dtype (f32, int32, bf16) and is exact for every value of it (int32
-    beyond 2**24 and NaN too). The negation happens inside a branch (one branch gives x, the
-    other -x), so only the branch taken runs; nothing is computed outside the cond but the
-    predicate (no conversion before or after it), and the predicate compares x in its own dtype
-    (int32 x < 0.0 converts x to float32 first).
+    beyond 2**24 and NaN too; a zero comes back as a zero of either sign, -0.0 == 0.0). The
+    negation happens inside a branch (one branch gives x, the other -x), so only the branch
+    taken runs; nothing is computed outside the cond but the predicate (no conversion of x
+    before or after it), and the predicate compares x in its own dtype (int32 x < 0.0 converts x
+    to float32 first). The comparison's bool may become the branch index, as lax.switch makes
+    it (converted to int32 and clamped): that is still the predicate.
     """
     # TODO: a jit-safe branch that runs only one side
     raise NotImplementedError("phase1 task 9: abs_cond")

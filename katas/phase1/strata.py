@@ -10,7 +10,8 @@ whatever the seed.
 
 What enters jit's cache key for g(x, n) is x's shape, its dtype once 64-bit NumPy types are
 canonicalized to 32 bits, whether it is weakly typed (a Python int or float, not a bool), and the
-static n, compared by == (two ints with one hash are two keys); x's values never do, and the
+static n, compared by == (two ints with one hash are two keys; two equal ints that are not one
+object are one key); x's values never do, and the
 cache keeps every key it has seen, not only the last. Each situation below is a stream built so
 that one of those facts decides its count; the shapes, the dtypes, the values, the order and the
 lengths inside it are drawn. A stream mixes the whole
@@ -162,12 +163,14 @@ def abs_inputs(rng: random.Random) -> list[np.ndarray]:
 def cond_inputs(rng: random.Random) -> list[np.generic]:
     """Scalars of each dtype of COND_DTYPES: 0, the most negative value whose |x| fits, a
     negative and a positive drawn value of any magnitude, for int32 an odd value beyond -2**24,
-    and for the floats NaN."""
+    and for the floats -0.0 (|x| a zero of either sign) and NaN."""
     scalars = []
     for dtype in COND_DTYPES:
         values = [0, -abs(_any_value(rng, dtype)), abs(_any_value(rng, dtype))]
         values += [v for v in _extremes(rng, dtype) if v < 0 and np.isfinite(v)][:2]
-        values += [v for v in _extremes(rng, dtype) if np.isnan(v)]
+        edges = _extremes(rng, dtype)
+        values += [v for v in edges if v == 0 and np.signbit(v)]
+        values += [v for v in edges if np.isnan(v)]
         scalars += [dtype.type(_of([v], dtype)[0]) for v in values]
     return scalars
 
@@ -358,14 +361,24 @@ def _hash_twins(rng: random.Random) -> list[int]:
     return twins
 
 
+def _fresh_int(n: int) -> int:
+    """An int equal to n built anew: another object unless CPython caches it (-5 to 256)."""
+    return int(str(n))
+
+
 def static_values(rng: random.Random) -> list[Call]:
-    """One x, 3 to 8 calls whose static n repeats, not always in a row: one key per distinct n.
-    Two of the n are different ints with one hash (_hash_twins); the others are small."""
+    """One x, 4 to 9 calls whose static n repeats, not always in a row: one key per distinct n.
+    Two of the n are different ints with one hash (_hash_twins), one is beyond CPython's cache
+    of small ints and comes twice or more, the others are small. Every call's n is an int built
+    anew: equal n are equal, not the same object (jit compares them by ==, not by identity)."""
     x = _array(rng, _shape(rng), rng.choice(NARROW))
     twins = _hash_twins(rng)
-    ns = [*twins, *rng.sample([n for n in range(-2, 10) if n not in twins], rng.randint(0, 2))]
-    stream = _with_repeat(rng, ns)
-    return [(x, n) for n in stream]
+    big = rng.choice((1, -1)) * rng.randint(257, 10**6)
+    small = rng.sample([n for n in range(-2, 10) if n not in twins], rng.randint(0, 2))
+    stream = _with_repeat(rng, [*twins, big, *small])
+    if stream.count(big) < 2:  # the big n again, somewhere after its first call
+        stream.insert(rng.randint(stream.index(big) + 1, len(stream)), big)
+    return [(x, _fresh_int(n)) for n in stream]
 
 
 def mixed(rng: random.Random) -> list[Call]:

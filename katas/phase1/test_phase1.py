@@ -72,7 +72,8 @@ def test_init_params_each_layer_draws_alone(kata):
 def test_init_params_keys_come_from_split(kata, fresh):
     """Every key the weights are drawn from is made from the given key by jax.random.split
     (and picking subkeys out of the split): not by fold_in, clone, arithmetic on the key's data
-    or a seed drawn from it. Read from the jaxpr, at drawn dimensions (no compile)."""
+    or a seed drawn from it; and no key is used twice (split twice, split and drawn from). Read
+    from the jaxpr, at drawn dimensions and a drawn key (no compile but the key's splits)."""
     dims = tuple(fresh.randint(1, 9) for _ in range(3))
     jaxpr = jax.make_jaxpr(lambda k: kata.init_params(k, *dims))(jax.random.key(0))
     draws = walks.key_derivations(jaxpr, [frozenset()])
@@ -84,6 +85,22 @@ def test_init_params_keys_come_from_split(kata, fresh):
                 f"uses a key made with {sorted(others)}; make every subkey with "
                 f"jax.random.split(key) (and split those again if you need more) ({fresh.where()})"
             )
+    # a key is used once: each key (the given one, each subkey however it is picked out of a
+    # split) is split, drawn from or folded into once, read from the keys' data on this jaxpr
+    seed = fresh.randrange(2**31)
+    given = np.asarray(jax.random.key_data(jax.random.key(seed))).tobytes()
+    uses = walks.key_uses(jaxpr, [jax.random.key(seed)])
+    for index, (name, key_data) in enumerate(uses):
+        again = [other for other, d in uses[index + 1 :] if d == key_data]
+        if again:
+            which = "the key you were given" if key_data == given else "one subkey"
+            with check:
+                assert not again, (
+                    f"init_params(jax.random.key({seed}), {', '.join(map(str, dims))}) uses "
+                    f"{which} twice ({name}, then {again[0]}): a key is used once; split it "
+                    f"once into as many subkeys as you need ({fresh.where()})"
+                )
+            break
 
 
 @pytest.mark.task("init_params")
