@@ -4,9 +4,10 @@ New kinds: dot flops whose output size is rebuilt from the free dims (batch dims
 flops reading the lhs shape at the rhs's contracting indices, a cheaper-mode rule that compares
 ranks, a batched matvec that brings the batch forward by reshape, J @ v through a linearization
 at the origin (J taken as constant), H @ v as the gradient with respect to the tangent, per-example
-gradients in fixed chunks of 4 (remainder dropped), ct @ J as the gradient of Re<ct, f(x)>
-(conjugates on complex inputs), a vmapped shape that drops the mapped axis by tuple slicing
-(a negative axis removes nothing), and Jacobian shapes that lose a scalar leaf to tree flattening.
+gradients in fixed chunks of 4 (remainder dropped), a vmapped shape that drops the mapped axis by
+tuple slicing (a negative axis removes nothing), and Jacobian shapes that lose a scalar leaf to
+tree flattening. (ct @ J as the gradient of Re<ct, f(x)>, exact on the real x and f(x) the
+contract covers, was deleted as not wrong.)
 """
 
 from __future__ import annotations
@@ -167,20 +168,6 @@ def _rt10_per_example_grads_chunks_of_4(params, xs, ys):
         (xs_c, ys_c),
     )
     return jax.tree.map(lambda g: g.reshape((n * chunk,) + g.shape[2:]), per_chunk)
-
-
-# --- vjp_cotangent ---------------------------------------------------------------------------
-
-
-@wrong(
-    "vjp_cotangent",
-    why="'ct @ J, typed like x (x of any shape)': the gradient of Re(vdot(ct, f(x))), the textbook"
-    " identity for real inputs; on complex inputs vdot conjugates ct and grad of a real function"
-    " returns JAX's conjugate convention, so f(z) = (2+1j) sin(z), z complex64 (2,) gives"
-    " [3.72-3.16j, ...] instead of vjp's [0.30+4.87j, ...]",
-)
-def _rt10_vjp_cotangent_grad_of_inner(f, x, ct):
-    return jax.grad(lambda x_: jnp.real(jnp.vdot(ct, f(x_))))(x)
 
 
 # --- vmapped_shape ---------------------------------------------------------------------------

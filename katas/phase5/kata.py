@@ -43,21 +43,25 @@ def mlp_grad(params: dict, x, y) -> dict:
 def jvp_tangent(f, x, v) -> tuple:
     """Forward mode: return (f(x), J @ v), where J is the Jacobian of f at x: the derivative of
     f at x along v (v shaped like x; x of any shape, J @ v contracting all of its axes), shaped
-    and typed like f(x)."""
+    and typed like f(x). x and f(x) are real floating arrays (float32, bfloat16, ...); complex
+    ones are outside this task."""
     # TODO: push the tangent v through f without ever building J
     raise NotImplementedError("phase5 task 2: jvp_tangent")
 
 
 def vjp_cotangent(f, x, ct) -> jax.Array:
     """Reverse mode: return ct @ J (that is J.T @ ct, ct shaped like f(x)), an array shaped and
-    typed like x (x of any shape)."""
+    typed like x (x of any shape). x, f(x) and ct are real floating arrays (float32, bfloat16,
+    ...): complex ones are outside this task (there the conjugation conventions of a vjp and of
+    a gradient of a real inner product differ, and either may be what a caller means)."""
     # TODO: pull the cotangent ct back through f without ever building J
     raise NotImplementedError("phase5 task 3: vjp_cotangent")
 
 
 def jacobian(f, x, mode: str) -> jax.Array:
     """The full Jacobian of f at x, shape f(x).shape + x.shape ((out, in) for vectors): mode
-    "fwd" builds it column by column (forward mode), mode "rev" row by row (reverse mode)."""
+    "fwd" builds it column by column (forward mode), mode "rev" row by row (reverse mode). x and
+    f(x) are real floating arrays, as in tasks 2 and 3."""
     # TODO: JAX has one function per mode
     raise NotImplementedError("phase5 task 4: jacobian")
 
