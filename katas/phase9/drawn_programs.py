@@ -2,9 +2,10 @@
 shard_map bodies whose collectives sit in the places a module nests computations (lax.cond
 branches, loop bodies and conditions, a branch inside a loop), for collective_census; functions
 of many arguments (more than ten, names out of alphabetical order, ranks 0 to 3, boolean and
-8-bit types, some never read), for device_param_shapes and param_shardings; and int32 rows whose
-total (or whose element-wise block sums) are beyond float32's exact integers, for psum_total
-(and scatter_sum).
+8-bit types, some never read), and of few arguments whose module nests computations of more
+parameters than ENTRY (an argmax's reducer), for device_param_shapes and param_shardings; and
+int32 rows whose total (or whose element-wise block sums) are beyond float32's exact integers,
+for psum_total (and scatter_sum).
 
 Each draw takes a `random.Random` and returns a label, the function and its placed arguments;
 nothing is compiled here.
@@ -191,6 +192,43 @@ def parameter_program(rng: random.Random):
     )
     label = f"f({', '.join(arg_names)}) on mesh {dict(axes)}, {len(kept)} of them read"
     return label, read_some, tuple(args), tuple(kept)
+
+
+def nested_parameter_program(rng: random.Random):
+    """(label, function, args, kept): one to three arguments on a drawn mesh, one of them
+    perhaps never read, whose compiled module nests computations with more parameters than
+    ENTRY: an argmax of argument 0 (split over "x" along a drawn dimension) reduces with a
+    computation of four scalar parameters (value, index, value, index), beside the fusions
+    that call it. Its ENTRY has one or two parameters; the others are not the program's."""
+    axes = rng.choice(MESHES)
+    mesh = mesh_of(axes)
+    n, names = mesh.shape["x"], [a for a, _ in axes]
+    rank, axis = rng.randint(1, 3), rng.randrange(3)
+    split = rng.randrange(rank)
+    shape = tuple(n * rng.randint(1, 3) if d == split else rng.randint(2, 5) for d in range(rank))
+    spec = P(*("x" if d == split else None for d in range(rank)))
+    dtype = rng.choice(("float32", "bfloat16", "int32", "int8"))
+    args = [jax.device_put(_array(rng, shape, dtype), NamedSharding(mesh, spec))]
+    if rng.random() < 0.7:  # a second read argument, scaled
+        other = tuple(n * rng.randint(1, 2) for _ in range(rng.randint(0, 2)))
+        placed = NamedSharding(mesh, _spec(rng, other, names, mesh))
+        args.append(jax.device_put(_array(rng, other, rng.choice(DTYPES[:4])), placed))
+    kept = tuple(range(len(args)))
+    if rng.random() < 0.5:  # one never read, at a drawn place
+        at = rng.randint(1, len(args))
+        args.insert(at, jax.device_put(_array(rng, (n,), "float32"), NamedSharding(mesh, P())))
+        kept = tuple(k if k < at else k + 1 for k in kept)
+    along = axis % rank
+
+    def argmax_and_scale(*given):
+        found = jnp.argmax(given[kept[0]], axis=along)
+        return (found, given[kept[1]] * 2) if len(kept) > 1 else found
+
+    label = (
+        f"argmax along {along} of {dtype}{list(shape)} placed {spec} on mesh {dict(axes)}, "
+        f"{len(args)} argument(s), {len(kept)} read"
+    )
+    return label, argmax_and_scale, tuple(args), kept
 
 
 # ---- psum_total: an int32 total float32 cannot hold ---------------------------------------------

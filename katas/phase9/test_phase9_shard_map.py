@@ -52,6 +52,38 @@ def _run(task, mesh, sharded, label):
     return compiled(sharded), parse_hlo(oracle.optimized_text(compiled)), census
 
 
+def _placement(result, mesh, label: str, part) -> None:
+    """What every device of the mesh holds of `result`: `part(position along "x")`, the NumPy
+    array a device at that position must hold. One check, naming the first device that differs."""
+    held = {shard.device.id: shard.data for shard in result.addressable_shards}
+    fault = None
+    for device in mesh.devices.flat:
+        position = collectives.axis_position(mesh, device, "x")
+        want = part(position)
+        if device.id not in held:
+            fault = "holds nothing of the result"
+        elif np.shape(held[device.id]) != np.shape(want):
+            fault = f"holds a piece of shape {np.shape(held[device.id])}"
+        elif not np.array_equal(np.asarray(held[device.id]), want):
+            fault = "holds other values"
+        if fault:
+            fault = (
+                f"device {device.id} (position {position} along 'x') {fault}; it must hold "
+                f"{np.shape(want)}"
+            )
+            break
+    with check:
+        assert fault is None, f"{label}: {fault} (result sharding {result.sharding})"
+
+
+def _both_placements(task, mesh, sharded, jitted, label: str, part) -> None:
+    """`_placement` of the result under jax.jit and of the result the task returns called as a
+    user calls it, outside jit: a placement written after shard_map (a device_put) counts only
+    there."""
+    _placement(jitted, mesh, f"{label}, under jax.jit", part)
+    _placement(task(sharded, mesh), mesh, f"{label}, called outside jit", part)
+
+
 # ---- task 6: psum_total -----------------------------------------------------------------------
 
 
@@ -62,9 +94,10 @@ def test_psum_total(kata, fresh):
         total, module, jaxpr = _run(kata.psum_total, mesh, sharded, f"mesh {mesh_name}")
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
+        exact = x.sum(dtype=np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64)
         if np.issubdtype(x.dtype, np.integer):
             with check:
-                assert np.array_equal(np.asarray(total), x.sum(dtype=np.int64)), (
+                assert np.array_equal(np.asarray(total), exact), (
                     f"mesh {mesh_name}: not the exact integer sum of every element (an int32 "
                     f"sum stays in int32; {fresh.where()})"
                 )
@@ -72,9 +105,13 @@ def test_psum_total(kata, fresh):
             with check:
                 np.testing.assert_allclose(
                     np.asarray(total, np.float64),
-                    x.sum(dtype=np.float64),
+                    exact,
                     err_msg=f"mesh {mesh_name}: the sum of every element",
                 )
+        # a replicated scalar: every device holds the total (small or exact integers: exact)
+        _both_placements(
+            kata.psum_total, mesh, sharded, total, f"mesh {mesh_name}", lambda _, exact=exact: exact
+        )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one psum (printed psum_invariant "
@@ -103,13 +140,23 @@ def test_ring_shift(kata):
     for mesh_name, mesh, x, sharded in map_cases():
         shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded, f"mesh {mesh_name}")
         per_block = x.shape[0] // mesh.shape["x"]
+        rolled = np.roll(x, per_block, axis=0)
         with check:
             np.testing.assert_array_equal(
                 np.asarray(shifted),
-                np.roll(x, per_block, axis=0),
+                rolled,
                 err_msg=f"mesh {mesh_name}: block i along 'x' must arrive at position i+1, "
                 "the last one at position 0",
             )
+        # row-sharded again: position i along "x" holds block i of the shifted rows
+        _both_placements(
+            kata.ring_shift,
+            mesh,
+            sharded,
+            shifted,
+            f"mesh {mesh_name}",
+            lambda i, rolled=rolled, r=per_block: rolled[i * r : (i + 1) * r],
+        )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["ppermute"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one ppermute, got {dict(jaxpr)}"
@@ -144,15 +191,9 @@ def test_gather_rows(kata):
             assert gathered.sharding.is_fully_replicated, (
                 f"mesh {mesh_name}: sharding {gathered.sharding}"
             )
-        with check:
-            for shard in gathered.addressable_shards:
-                np.testing.assert_array_equal(
-                    np.asarray(shard.data),
-                    x,
-                    err_msg=(
-                        f"mesh {mesh_name}: device {shard.device.id} must hold the whole array"
-                    ),
-                )
+        _both_placements(
+            kata.gather_rows, mesh, sharded, gathered, f"mesh {mesh_name}", lambda _, x=x: x
+        )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one all_gather, got {dict(jaxpr)}: "
@@ -198,14 +239,15 @@ def test_scatter_sum(kata, fresh):
                 f"({fresh.where()})"
             )
         piece = want.shape[0] // n
-        for shard in got.addressable_shards:
-            i = collectives.axis_position(mesh, shard.device, "x")
-            with check:
-                np.testing.assert_allclose(
-                    np.asarray(shard.data),
-                    want[i * piece : (i + 1) * piece],
-                    err_msg=f"mesh {mesh_name}: position {i} along 'x' keeps slice {i}",
-                )
+        # position i along "x" keeps slice i
+        _both_placements(
+            kata.scatter_sum,
+            mesh,
+            sharded,
+            got,
+            f"mesh {mesh_name}",
+            lambda i, want=want, r=piece: want[i * r : (i + 1) * r],
+        )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
                 f"mesh {mesh_name}: expected shard_map with one psum_scatter (printed "

@@ -317,6 +317,60 @@ def test_entry_shapes_of_a_fresh_many_argument_function(kata, fresh):
         pytest.fail(f"{label}: {_first_difference(got, want)}; {fresh.where()}")
 
 
+def _nested_parameters(module) -> str | None:
+    """A computation other than ENTRY with more parameters than ENTRY, as "name (count)"."""
+
+    def count(computation):
+        return sum(i.opcode == "parameter" for i in computation)
+
+    entry = count(module.entry)
+    wider = [c for c in module.computations if not c.is_entry and count(c) > entry]
+    return f"{wider[0].name} ({count(wider[0])})" if wider else None
+
+
+@pytest.mark.task("device_param_shapes")
+def test_entry_shapes_beside_wider_called_computations(kata, fresh):
+    """One to three arguments drawn every run (one perhaps never read), whose module also holds
+    computations with more parameters than ENTRY (an argmax's reducer takes four): only ENTRY's
+    parameters are what one device receives."""
+    label, f, args, kept = drawn_programs.nested_parameter_program(fresh)
+    got = kata.device_param_shapes(f, *args)
+    assert isinstance(got, list), f"{label}: got a {type(got).__name__}"
+    compiled = jax.jit(f).lower(*args).compile()
+    with check:
+        assert _nested_parameters(parse_hlo(oracle.optimized_text(compiled))), (
+            f"{label}: no computation of the compiled module has more parameters than ENTRY now"
+        )
+    want = [tuple(s.shard_shape(a.shape)) for a, s in oracle.kept_shardings(compiled, args, kept)]
+    got = [tuple(s) for s in got]
+    if got != want:
+        pytest.fail(
+            f"{label}: {_first_difference(got, want)} (ENTRY's parameters only, not those of "
+            f"the computations it calls); {fresh.where()}"
+        )
+
+
+@pytest.mark.task("param_shardings")
+def test_annotations_beside_wider_called_computations(kata, fresh):
+    """The drawn function of the test above: its unoptimized module also holds the argmax's
+    reducer, whose four parameters have no annotation and are not ENTRY's."""
+    label, f, args, kept = drawn_programs.nested_parameter_program(fresh)
+    got = kata.param_shardings(f, *args)
+    assert isinstance(got, list), f"{label}: got a {type(got).__name__}"
+    lowered = jax.jit(f).lower(*args)
+    with check:
+        assert _nested_parameters(parse_hlo(lowered.as_text(dialect="hlo"))), (
+            f"{label}: no computation of the lowered module has more parameters than ENTRY now"
+        )
+    kept_args = oracle.kept_shardings(lowered.compile(), args, kept)
+    want = [str(s._to_xla_hlo_sharding(a.ndim)) for a, s in kept_args]
+    if got != want:
+        pytest.fail(
+            f"{label}: {_first_difference(got, want)} (ENTRY's parameters only, not those of "
+            f"the computations it calls); {fresh.where()}"
+        )
+
+
 @pytest.mark.task("param_shardings")
 def test_annotations_of_a_fresh_many_argument_function(kata, fresh):
     """The drawn function of the test above: sharding annotations by parameter number."""
