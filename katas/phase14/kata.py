@@ -9,9 +9,11 @@ shares, sets, counts and orders, never a duration.
 Words used below:
 - an *instruction event* is an event with an `hlo_op` arg (the name of the HLO instruction it
   ran) and an `hlo_module` arg (the module's name, `jit_<fn>`); the `end: <op>` markers and the
-  profiler's own events have no `hlo_op`.
+  profiler's own events have no `hlo_op`. The event's own name is the runtime's label (XLA:CPU
+  names it after the instruction, other runtimes after a kernel): the instruction is its `hlo_op`.
 - a *step event* is an event named `step_name` with a `step_num` arg (an int; a loop need not
-  start at 0: one resumed at step 5 numbers its steps 5, 6, 7...); an event is *inside* a step
+  start at 0: one resumed at step 5 numbers its steps 5, 6, 7...; a step is its step_num, not its
+  place among the steps: they need not start in step_num order); an event is *inside* a step
   event when it starts at or after the step's start and ends at or before its end
   (end = start_ns + duration_ns).
 - an event is *nested* in another of the same thread when it lies inside it; instruction events
@@ -32,7 +34,8 @@ from xla_inspect.profile import TraceEvent
 
 
 def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
-    """What each step ran: {step_num: [hlo_op, ...]} for every step event named `step_name`.
+    """What each step ran: {step_num: [hlo_op, ...]} for every step event named `step_name`,
+    keyed by that step event's own `step_num` arg and listing each event's `hlo_op` arg.
 
     List the instruction events inside the step event that are not nested in another
     instruction event (a while's body and a conditional's branch run nested in the while's or

@@ -10,8 +10,9 @@ duration: shares are compared with shares of the same events (within 1e-6), rank
 the host's delay dwarfs the device's work.
 
 The reading tests also run every trace renamed: each instruction and computation of the module
-under a fresh label (the events' hlo_op and name follow), the step events under another name,
-the threads relabelled and the events shuffled.
+under a fresh label (the events' hlo_op follows; their own names, the runtime's labels, do not),
+the step events under another name, the threads relabelled and the events shuffled; and
+step_instructions reads it again with the step numbers dealt out of start order.
 """
 
 import random
@@ -34,6 +35,7 @@ from katas.phase14.traces import (
     messy_trace,
     other_step_name,
     recording,
+    shuffled_numbers,
     step_threads,
     warm_profile,
 )
@@ -69,10 +71,18 @@ def _oracle_steps(profile: Profile) -> dict[int, list[str]]:
 # ---- step_instructions ---------------------------------------------------------------------------
 
 
+def _step_cases(profile: Profile, rng):
+    """cases(), then the renamed profile with its step numbers dealt out of start order."""
+    for label, case, names in cases(profile, rng):
+        yield label, case, names
+        if label == "renamed":
+            yield "renamed, steps numbered out of start order", shuffled_numbers(case, rng), names
+
+
 @pytest.mark.task("step_instructions")
 def test_step_instructions_on_recordings(kata):
     for name in sorted(PROFILES):
-        for label, profile, _names in cases(recording(name), random.Random(name)):
+        for label, profile, _names in _step_cases(recording(name), random.Random(name)):
             got = kata.step_instructions(list(profile.events), profile.step_name)
             expected = _oracle_steps(profile)
             with check:
@@ -91,7 +101,7 @@ def test_step_instructions_live(kata, fresh):
     for program in ("looped", fresh.choice(BANK)):
         seed = fresh.randrange(1 << 16)
         profile = messy_trace(program, seed, fresh.randint(2, 4), fresh.choice(STEP_NAMES))
-        for label, case, _names in cases(profile, fresh):
+        for label, case, _names in _step_cases(profile, fresh):
             got = kata.step_instructions(list(case.events), case.step_name)
             expected = _oracle_steps(case)
             with check:
@@ -135,9 +145,11 @@ def _made_steps(
     that starts in a step and ends after it (in no step), its body's event inside the step
     (nested in the while: not listed either); after each step, a second loop's step named
     otherwise and numbered alike, holding an instruction event, and around them all an event
-    named `step_name` without a step_num (neither is a step event). The events come shuffled,
-    or with `children_first` by start with the shorter of two events that start together
-    first."""
+    named `step_name` without a step_num (neither is a step event). The steps are numbered out
+    of start order (two threads take turns numbering them), and each instruction event is
+    named by the runtime's label of its kernel, not the instruction it ran (its hlo_op). The
+    events come shuffled, or with `children_first` by start with the shorter of two events that
+    start together first."""
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
@@ -148,6 +160,16 @@ def _made_steps(
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
     other = other_step_name(step_name, fresh)
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
+    dealt = list(range(steps))  # the n-th step to start is numbered first + dealt[n]
+    while dealt == sorted(dealt):
+        fresh.shuffle(dealt)
+    kernels: dict[str, str] = {}
+
+    def ran(op: str, thread: str, start: int, duration: int, run: int) -> TraceEvent:
+        """An event running `op`, named as a runtime names its kernels (not `op`)."""
+        name = f"{fresh.choice(('loop', 'input', 'custom'))}_{op.replace('.', '_')}"
+        return instr_event(op, thread, start, duration, run, name=kernels.setdefault(op, name))
+
     t = 1000
     for n in range(-1, steps):
         start, top = t, []
@@ -163,13 +185,11 @@ def _made_steps(
             for i in range(loops):
                 last = tie and i == loops - 1
                 inner = next(label)
-                events.append(instr_event(inner, threads[0], cursor, 200, n))
-                events.append(instr_event(next(label), threads[0], cursor + 20 * i, 60, n))
-                events.append(
-                    instr_event(next(label), threads[0], cursor + (140 if last else 100), 60, n)
-                )
+                events.append(ran(inner, threads[0], cursor, 200, n))
+                events.append(ran(next(label), threads[0], cursor + 20 * i, 60, n))
+                events.append(ran(next(label), threads[0], cursor + (140 if last else 100), 60, n))
                 cursor += 200 if last else 300
-            events.append(instr_event(outer, threads[0], t, cursor - t, n))
+            events.append(ran(outer, threads[0], t, cursor - t, n))
             top.append((t, outer))
             # with `touch`, the next one starts in the ns the while ends (and one on thread 1
             # in the ns the one before it ends): touching, not nested
@@ -177,7 +197,7 @@ def _made_steps(
             for k in range(fresh.randint(1 if touch else 0, 2)):
                 cursor += 0 if touch and k == 0 else 10 * fresh.randint(1, 4)
                 op = next(label)
-                events.append(instr_event(op, threads[0], cursor, 50, n))
+                events.append(ran(op, threads[0], cursor, 50, n))
                 top.append((cursor, op))
                 cursor += 50
             # thread 1, at the same time: short events, each inside thread 0's while; the
@@ -185,7 +205,7 @@ def _made_steps(
             at = last = t + 15
             for i in range(fresh.randint(1, 4)):
                 op = outer if i == 0 else next(label)
-                events.append(instr_event(op, threads[1], at, 40, n + 1000))
+                events.append(ran(op, threads[1], at, 40, n + 1000))
                 top.append((at, op))
                 last = at + 40
                 at += 40 if touch and i == 0 else 50 + 10 * fresh.randrange(3)
@@ -194,17 +214,17 @@ def _made_steps(
                 t = max(cursor, last)
         t += 0 if n == flush else 100 + 10 * fresh.randrange(5)  # host time after the work
         if n >= 0:
-            number = (("step_num", first + n),)
+            number = (("step_num", first + dealt[n]),)
             events.append(TraceEvent(step_name, step_thread[n], start, t - start, number))
-            expected[first + n] = [op for _, op in sorted(top)]
+            expected[first + dealt[n]] = [op for _, op in sorted(top)]
         if n == straddle:  # a while that outlasts the step; its body's event lies inside it
-            events.append(instr_event(next(label), threads[0], t - 50, 120, -n))
-            events.append(instr_event(next(label), threads[0], t - 40, 20, -n))
+            events.append(ran(next(label), threads[0], t - 50, 120, -n))
+            events.append(ran(next(label), threads[0], t - 40, 20, -n))
         events.append(TraceEvent("end: x", threads[0], t - 60, 1))
         if n >= 0:  # a second loop's step, named otherwise and numbered alike: not a step
-            number = (("step_num", first + n),)
+            number = (("step_num", first + dealt[n]),)
             events.append(TraceEvent(other, "python", t + 80, 100, number))
-            events.append(instr_event(next(label), "execute:eval", t + 100, 50, -1000 - n))
+            events.append(ran(next(label), "execute:eval", t + 100, 50, -1000 - n))
         t += 200
     # the whole loop in an annotation named like the steps, without a step_num: not a step
     events.append(TraceEvent(step_name, "python", 900, t - 900))
@@ -218,9 +238,10 @@ def _made_steps(
 def test_step_instructions_on_a_made_trace(kata, fresh):
     """Events on two execute threads at once, loops in loops (a loop and its body starting, or
     ending, at the same ns), events that touch (one starts in the ns the one before it ends),
-    steps annotated on two threads, an empty step, an event that
-    starts in a step and ends after it, and events that are not step events (another name, or
-    no step_num); the answer is known from how the trace was built."""
+    steps annotated on two threads and numbered out of start order, an empty step, an event that
+    starts in a step and ends after it, events named otherwise than the instruction they ran,
+    and events that are not step events (another name, or no step_num); the answer is known
+    from how the trace was built."""
     for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
         events, expected = _made_steps(fresh, step_name, children_first)

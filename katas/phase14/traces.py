@@ -200,10 +200,12 @@ def step_numbers(profile: Profile) -> list[int]:
 
 
 def renamed_profile(profile: Profile, rng: random.Random) -> tuple[Profile, dict[str, str]]:
-    """The profile with the module renamed (XLA's parser accepts it), the events following the
-    new names (names are labels: an event of another module that bears one of the module's
-    names follows too, so a twin of the module still shares its names), another step name, the
-    steps numbered from another first number, relabelled threads, and the events shuffled."""
+    """The profile with the module renamed (XLA's parser accepts it), the events' hlo_op
+    following the new names (names are labels: an event of another module that bears one of the
+    module's names follows too, so a twin of the module still shares its names) while the
+    events' own names, the runtime's labels, stay as they ran (an event's name need not be the
+    instruction's: XLA:GPU names it after the kernel), another step name, the steps numbered
+    from another first number, relabelled threads, and the events shuffled."""
     variant = next(
         (v for v in metamorphic.variants(profile.hlo_text, rng.randrange(1 << 30))), None
     )
@@ -219,7 +221,6 @@ def renamed_profile(profile: Profile, rng: random.Random) -> tuple[Profile, dict
         args = e.args
         if e.hlo_op in own:
             new = names[e.hlo_op or ""]
-            name = new if e.name == e.hlo_op else e.name
             args = tuple((k, new if k == "hlo_op" else v) for k, v in e.args)
         if e.name == profile.step_name:
             name = step_name
@@ -228,6 +229,32 @@ def renamed_profile(profile: Profile, rng: random.Random) -> tuple[Profile, dict
     events = [renumbered(event(e), step_name, first) for e in profile.events]
     rng.shuffle(events)
     return Profile(tuple(events), text, profile.module, step_name), names
+
+
+def shuffled_numbers(profile: Profile, rng: random.Random) -> Profile:
+    """The profile with its steps' numbers dealt out in a drawn order, not the order the steps
+    start in (another order than start order whenever there are two steps or more), as when
+    two threads take turns numbering one loop's steps: a step is its step_num, not its place."""
+    steps = sorted(
+        (e for e in profile.events if e.name == profile.step_name),
+        key=lambda e: e.start_ns,
+    )
+    numbers = [n for e in steps if isinstance(n := e.arg("step_num"), int)]
+    dealt = list(numbers)
+    while len(set(numbers)) > 1 and dealt == numbers:
+        rng.shuffle(dealt)
+    new = dict(zip(numbers, dealt, strict=True))
+
+    def event(e: TraceEvent) -> TraceEvent:
+        number = e.arg("step_num")
+        if e.name != profile.step_name or not isinstance(number, int):
+            return e
+        args = tuple((k, new[number] if k == "step_num" else v) for k, v in e.args)
+        return TraceEvent(e.name, e.thread, e.start_ns, e.duration_ns, args)
+
+    return Profile(
+        tuple(map(event, profile.events)), profile.hlo_text, profile.module, profile.step_name
+    )
 
 
 def cases(profile: Profile, rng: random.Random):
@@ -241,10 +268,18 @@ PLUMBING = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
 
 def instr_event(
-    op: str, thread: str, start: int, duration: int, run: int, module: str = "jit_made"
+    op: str,
+    thread: str,
+    start: int,
+    duration: int,
+    run: int,
+    module: str = "jit_made",
+    name: str | None = None,
 ) -> TraceEvent:
+    """An instruction event running `op`, named `name` (the runtime's label; default `op`, as
+    XLA:CPU names them)."""
     args = (("hlo_module", module), ("hlo_op", op), ("run_id", run))
-    return TraceEvent(op, thread, start, duration, args)
+    return TraceEvent(op if name is None else name, thread, start, duration, args)
 
 
 def joined_scopes(text: str, scope_of, rng: random.Random) -> str:
