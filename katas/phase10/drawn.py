@@ -211,14 +211,21 @@ def while_transposes(rng, places: list[str]):
     transpose in its body, its condition or both, one in a function with a custom_jvp or a
     custom_vjp rule (its jaxpr sits under another parameter than a jit's), one in each other
     place of `places` (from `transpose_places`); the whole program inside one or two drawn
-    wrappers, so every transpose is at least two jaxprs deep; m and w square."""
+    wrappers, so every transpose is at least two jaxprs deep; m and w square.
+
+    The nested jit is one jitted function called 2 or 3 times, once before the loop and the
+    other calls there or in the while body (drawn): its equations share one inner jaxpr, which
+    the jaxpr printer shows once (`let ... in`), but each call is a transpose of its own."""
     n, dtype, trips = rng.randint(2, 7), rng.choice(["float32", "bfloat16"]), rng.randint(1, 4)
+    calls = rng.randint(2, 3) if "nested jit" in places else 0
+    in_body = rng.randint(0, calls - 1) if calls else 0
     wrappers = [rng.choice(WRAPPERS) for _ in range(rng.randint(1, 2))]
     where = set(places)
 
     def program(m, w):
-        if "nested jit" in where:
-            m = jax.jit(lambda a: a.T + a)(m)
+        shared = jax.jit(lambda a: a.T + a)
+        for _ in range(calls - in_body):
+            m = shared(m)
 
         def condition(carry):
             i, c = carry
@@ -227,6 +234,8 @@ def while_transposes(rng, places: list[str]):
 
         def body(carry):
             i, c = carry
+            for _ in range(in_body):
+                c = shared(c)
             return i + 1, (c.T if "while body" in where else c) * 0.5 + w
 
         _, out = jax.lax.while_loop(condition, body, (0, m))
@@ -242,11 +251,17 @@ def while_transposes(rng, places: list[str]):
 
     for how in wrappers:
         program = _wrapped(program, how)
+    sharing = (
+        f", the nested jit one function called {calls} times ({in_body} in the while body)"
+        if calls
+        else ""
+    )
     label = (
-        f"lax.while_loop of {trips} trips with transposes in {places}, all inside "
+        f"lax.while_loop of {trips} trips with transposes in {places}{sharing}, all inside "
         f"{' inside '.join(wrappers)}, {dtype}[{n},{n}]"
     )
-    return label, program, (_spec((n, n), dtype), _spec((n, n), dtype)), len(places)
+    transposes = len(places) + max(calls - 1, 0)
+    return label, program, (_spec((n, n), dtype), _spec((n, n), dtype)), transposes
 
 
 # ---- absorbed_transposes: dots of any element type, in branches --------------------------------

@@ -93,7 +93,10 @@ def transpose_counts(step, *args) -> tuple[int, int]:
 
     Nested means every inner jaxpr, at any depth: a jit inside, scan and while bodies and
     conditions, cond branches, the function of a custom_jvp or custom_vjp rule, and the jaxprs
-    inside those. In the HLO count the opcode in every computation, fused computations included.
+    inside those. An inner jaxpr counts once per equation that holds it: a jitted function
+    called twice is two equations, so its transposes count twice (the printed jaxpr shows a
+    jaxpr used twice once, as `let`). In the HLO count the opcode in every computation, fused
+    computations included.
     """
     # TODO: a primitive census of the jaxpr, an opcode count of the compiled module
     raise NotImplementedError("phase10 task 6: transpose_counts")

@@ -86,8 +86,10 @@ def test_transposes_in_while_loops(kata, fresh):
         assert isinstance(got, tuple) and len(got) == 2, f"got {got!r}, expected a pair"
         assert tuple(got) == want, (
             f"{label} ({fresh.where()}): got {tuple(got)}: a while_loop's body and condition "
-            "and a custom_jvp or custom_vjp function's jaxpr are jaxprs too, at any depth (the "
-            "pair counts the transpose equations of every inner jaxpr, then the transpose "
+            "and a custom_jvp or custom_vjp function's jaxpr are jaxprs too, at any depth, and "
+            "a jitted function called twice holds its transposes twice (the "
+            "pair counts the transpose equations of every inner jaxpr, once per equation that "
+            "holds it, then the transpose "
             "opcodes of every computation of the optimized HLO: a while loop's condition and "
             "what it calls too)"
         )
