@@ -288,11 +288,11 @@ ENTRY %main (x: f32[32,16], y: f32[8,16]) -> ((f32[8,16]), f32[8,16], f32[8,16],
 # collective_overlap: asynchronous collectives with async-update steps between start and done
 # (the done reads the last update): a reduce-scatter in the generic spelling (async-start /
 # async-update / async-done, XLA reads it as reduce-scatter-start ...) with an all-gather pair in
-# flight, and an all-to-all in XLA's own spelling (all-to-all-start / -update / -done); an
-# async-start wrapping a fusion
-# (XLA reads it as fusion-start: no collective); ragged-all-to-all, started asynchronously and
-# synchronous, and collective-broadcast (collectives, but none of the five kinds the task
-# lists); a synchronous all-gather.
+# flight, and an all-to-all in XLA's own spelling (all-to-all-start / -update / -done) with an
+# async-start wrapping a fusion in flight (XLA reads it as fusion-start: no collective; this text
+# prints it async-start / async-done, and the all-to-all's list says so); ragged-all-to-all,
+# started asynchronously and synchronous, and collective-broadcast (collectives, but none of the
+# five kinds the task lists); a synchronous all-gather.
 ASYNC_CHAINS = """\
 HloModule async_chains, is_scheduled=true
 
@@ -353,13 +353,13 @@ ENTRY %main (x: f32[32,16], y: f32[8,16], tokens: f32[128], buffer: f32[128], of
   %swap-start = ((f32[8,16]{1,0}), f32[8,16]{1,0}) all-to-all-start(%sine), channel_id=3,\
       replica_groups={{0,1,2,3}}, dimensions={0}
   %cosine = f32[8,16]{1,0} cosine(%sine)
-  %swap-update = ((f32[8,16]{1,0}), f32[8,16]{1,0}) all-to-all-update(%swap-start)
-  %floor = f32[8,16]{1,0} floor(%cosine)
-  %swap-done = f32[8,16]{1,0} all-to-all-done(%swap-update)
   %square-start = ((f32[8,16]{1,0}), f32[8,16]{1,0}, s32[]) async-start(%scatter-done),\
       calls=%wrapped_square
-  %tanh = f32[8,16]{1,0} tanh(%y)
+  %swap-update = ((f32[8,16]{1,0}), f32[8,16]{1,0}) all-to-all-update(%swap-start)
+  %floor = f32[8,16]{1,0} floor(%cosine)
   %square-done = f32[8,16]{1,0} async-done(%square-start)
+  %swap-done = f32[8,16]{1,0} all-to-all-done(%swap-update)
+  %tanh = f32[8,16]{1,0} tanh(%y)
   %ragged-start = ((f32[128]{0}, f32[128]{0}, s64[4]{0}, s64[4]{0}, s64[4]{0}, s64[4]{0}),\
       f32[128]{0}) async-start(%tokens, %buffer, %offsets, %sizes, %offsets, %sizes),\
       calls=%wrapped_ragged

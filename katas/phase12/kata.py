@@ -66,27 +66,29 @@ def gemm_flops(hlo_text: str) -> int:
     cuDNN call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is None: this is how
     you get the number.) The module may also be one before optimization
     (`lowered.as_text(dialect="hlo")`), where a dot may contract several dimensions at once; the
-    count is exact for shapes of any size.
+    count is exact for shapes of any size, past 64 bits too (a Python int: a count held in
+    int64 wraps once it passes 2**63).
     """
     # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
     raise NotImplementedError("phase12 task 4: gemm_flops")
 
 
 def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
-    """For each collective of every computation that is not a fused computation: its
-    instruction name -> the opcodes scheduled while it is in flight, in order. The collectives
-    are these five opcodes only: all-gather, all-reduce, reduce-scatter, collective-permute,
-    all-to-all (a `ragged-all-to-all` or `collective-broadcast` is none of them). An
-    asynchronous collective is a `<op>-start` / `<op>-done` pair: key the start's name; the
-    list holds the opcodes of the instructions printed between the start and its done (the
-    module is scheduled: printed order is execution order). The done reads the start, or the
-    last of the `-update` steps between them that read it (start -> update -> done): those
-    updates are the collective's own steps, not in its list. A generic `async-start` whose
-    wrapped computation (its `calls=`) holds the collective is that collective's start (XLA
-    prints it as `reduce-scatter-start`, ...), ended by the `async-done` so reached; the wrapped
-    computation is part of it, not a computation of its own. An async-start wrapping anything
-    else (a fusion, ...) is no collective. A synchronous collective (a plain `all-gather`, ...)
-    maps to [].
+    """For each collective of every computation that is not a fused computation: its instruction
+    name -> the opcodes scheduled while it is in flight, in order. The collectives are these five
+    opcodes only: all-gather, all-reduce, reduce-scatter, collective-permute, all-to-all (a
+    `ragged-all-to-all` or `collective-broadcast` is none of them). An asynchronous collective is a
+    `<op>-start` / `<op>-done` pair: key the start's name; the list holds the opcodes of the
+    instructions printed between the start and its done (the module is scheduled: printed order is
+    execution order), each opcode as this text prints it: an in-flight `async-start` / `async-done`
+    stays `async-start` / `async-done`, whatever it wraps (XLA may print the same op as
+    `fusion-start`, and then that is its opcode). The done reads the start, or the last of the
+    `-update` steps between them that read it (start -> update -> done): those updates are the
+    collective's own steps, not in its list. A generic `async-start` whose wrapped computation (its
+    `calls=`) holds the collective is that collective's start (XLA prints it as
+    `reduce-scatter-start`, ...), ended by the `async-done` so reached; the wrapped computation is
+    part of it, not a computation of its own. An async-start wrapping anything else (a fusion, ...)
+    is no collective. A synchronous collective (a plain `all-gather`, ...) maps to [].
     """
     # TODO: walk each computation in printed order; pair every *-start with the done that reads it
     # (and every async-start whose wrapped computation holds a collective)
@@ -97,7 +99,9 @@ def overlap_options() -> dict[str, bool | int | str]:
     """XLA compiler options (for `lowered.compile(compiler_options=...)`) under which XLA:GPU
     runs the weight all-gathers of an FSDP stack (programs.fsdp: every weight's rows split over
     the devices) asynchronously, with GEMMs scheduled while they are in flight. The program and
-    what it computes stay the same; only how XLA schedules its collectives changes.
+    what it computes stay the same; only how XLA schedules its collectives changes: the GEMMs
+    are the kernels XLA:GPU makes by default (as many Triton GEMM fusions and cuBLAS calls as
+    without your options), the options touch collectives only.
 
     Budget, read from the compiled schedule: one all-gather per weight, and every one of them
     but the first layer's (the first GEMM waits for it, with nothing before it to overlap) an
@@ -105,7 +109,8 @@ def overlap_options() -> dict[str, bool | int | str]:
     holds for every stack of programs.FSDP_DOMAIN (programs.FSDP_CASES and stacks drawn from it:
     2 to 16 layers, weights from 32 to 256 wide, x's rows 64 to 256), not only the listed cases.
     Every option must be one today's XLA knows, with a value of its type (XLA refuses the compile
-    otherwise).
+    otherwise): a Python bool for a bool flag, an int for an integer one, a str only for a
+    string flag (not "16" for an int: XLA would parse the string, the type is still wrong).
     """
     # TODO: read the fsdp recordings: how many all-gathers are there, and why is none async?
     raise NotImplementedError("phase12 task 6: overlap_options")
@@ -138,7 +143,9 @@ def allreduce_elements(params) -> dict[str, int]:
     """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
     (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
     them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
-    `f16`) -> elements all-reduced in that dtype. A dtype XLA all-reduces nothing in (its only
+    `f16`) -> elements all-reduced in that dtype. Each leaf of the pytree is one parameter
+    with its own gradient: the same array (or ShapeDtypeStruct object) at two places in the
+    pytree is two parameters, all-reduced twice. A dtype XLA all-reduces nothing in (its only
     parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?

@@ -89,8 +89,9 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     that are ShapeDtypeStructs and arrays mixed), all three as arrays only and as
     ShapeDtypeStructs only: a situation names the dtypes XLA all-reduces. Every pytree holds
     every rank from 0 to 4, one dtype in two non-empty leaves or more, two leaves of one shape
-    and dtype, an empty leaf beside others of its dtype and, where the situation leaves a dtype
-    out, an empty leaf of such a dtype, its only one; its containers are 1, 2 or 3 deep, each
+    and dtype, one leaf object at two places (a tied weight: two parameters, two gradients),
+    an empty leaf beside others of its dtype and, where the situation leaves a dtype out, an
+    empty leaf of such a dtype, its only one; its containers are 1, 2 or 3 deep, each
     depth in three of the nine cases, and the outermost container a dict, a list and a tuple in
     three cases each."""
     situations = [(subset, "either") for subset in _SUBSETS]
@@ -105,6 +106,11 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
         values = [_value(rng, leaf, kind) for leaf in leaves]
         if kind == "either" and len(values) >= 2:  # both kinds, whatever the draw
             values[0], values[1] = _value(rng, leaves[0], "sds"), _value(rng, leaves[1], "array")
+        # a tied weight: one non-empty leaf object at a second place (a second parameter)
+        tied = rng.choice([i for i, (_, shape) in enumerate(leaves) if math.prod(shape)])
+        at = rng.randrange(len(values) + 1)
+        values.insert(at, values[tied])
+        leaves.insert(at, leaves[tied])
         kinds = [first, *(rng.choice(_KINDS) for _ in range(depth - 1))]
         only = {"either": "", "array": ", arrays only", "sds": ", ShapeDtypeStructs only"}[kind]
         cases[f"{' and '.join(dtypes)}{only}"] = (_nested(rng, values, kinds), leaves)
@@ -184,16 +190,17 @@ def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
     operands and output of a drawn dtype of `kind` (a key of GEMM_DTYPES); the number of
     dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
     output holds 2**31 to 2**33 elements (odd sizes: no count of them fits 32 bits, nor is it
-    a power of two), and its flops are 2 * an odd number above 2**54 (below 2**62): past
-    float64's exact integers, so only integer arithmetic counts them exactly; nothing is
-    allocated, the operands are ShapeDtypeStructs."""
+    a power of two), and its flops are 2 * an odd number above 2**64 (below 2**68): past
+    float64's exact integers and past int64 (the contract: exact for shapes of any size), so
+    only unbounded integer arithmetic counts them exactly; nothing is allocated, the operands
+    are ShapeDtypeStructs."""
     batch = [rng.randrange(3, 10, 2)] if rng.random() < 0.5 else []
     rows = rng.randrange(2**15 + 1, 2**17, 2)
     least = 2**31 // (math.prod(batch) * rows) + 1
     columns = rng.randrange(least, 2 * least) | 1
     count = rng.choice((2, 3))
-    # each contracted size at least the count-th root of 2**54 / (output elements), at most twice
-    low = math.ceil((2**54 / (math.prod(batch) * rows * columns)) ** (1 / count)) | 1
+    # each contracted size at least the count-th root of 2**64 / (output elements), at most twice
+    low = math.ceil((2**64 / (math.prod(batch) * rows * columns)) ** (1 / count)) | 1
     contracted = [rng.randrange(low, 2 * low, 2) for _ in range(count)]
     lhs = (
         [("b", d) for d in batch] + [("m", rows)] + [(f"k{i}", d) for i, d in enumerate(contracted)]
@@ -220,7 +227,7 @@ def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
         lambda a, b: jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
     ).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
-    assert 2**55 < flops < 2**62 and flops % 4 == 2, (batch, rows, columns, contracted)
+    assert 2**65 < flops < 2**68 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops
 
 

@@ -229,7 +229,8 @@ _HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 def test_allreduce_elements_of_random_pytrees(kata, fresh):
     """Fresh nested pytrees: each dtype alone, in pairs and all three, arrays and
     ShapeDtypeStructs, every rank from 0 to 4 in each, two leaves of one shape and dtype (two
-    gradients, not one), empty leaves (one beside others of its dtype, one the only leaf of a
+    gradients, not one), one leaf object at two places (a tied weight: two parameters, two
+    gradients), empty leaves (one beside others of its dtype, one the only leaf of a
     dtype the situation leaves out), containers 1 to 3 deep."""
     for situation, (params, leaves) in pytree_strata(fresh).items():
         expected = oracle.data_parallel_all_reduces(leaves)

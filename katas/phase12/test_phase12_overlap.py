@@ -185,8 +185,9 @@ def test_collective_overlap_update_steps_other_async_ops_and_other_collectives(k
     """handwritten.ASYNC_CHAINS: a reduce-scatter (generic async-start) and an all-to-all
     (all-to-all-start) each with async-update steps between start and done (the done reads the
     last update; the updates are the collective's own steps, not in its list), an async-start
-    wrapping a fusion (no collective), and ragged-all-to-all (async and not) and
-    collective-broadcast, which are none of the five kinds."""
+    wrapping a fusion (no collective) in flight with the all-to-all (listed as the text prints
+    it, async-start / async-done, not as XLA re-prints it: fusion-start), and ragged-all-to-all
+    (async and not) and collective-broadcast, which are none of the five kinds."""
     name = "async_chains"
     _, rows = oracle.parsed(module_texts.text(name))
     opcodes = Counter(op for _, _, op, _ in rows)
@@ -194,8 +195,14 @@ def test_collective_overlap_update_steps_other_async_ops_and_other_collectives(k
     others = {"fusion-start", "ragged-all-to-all-start", "ragged-all-to-all"}
     assert others | {"collective-broadcast"} <= set(opcodes), f"XLA reads {sorted(opcodes)}"
     assert "async-update(" in module_texts.text(name), "no update in the generic spelling"
-    expected = oracle.overlaps(module_texts.text(name))
-    assert len(expected) == 4 and sum(map(bool, expected.values())) == 3, "XLA's schedule"
+    xla_reads = oracle.overlaps(module_texts.text(name))
+    assert len(xla_reads) == 4 and sum(map(bool, xla_reads.values())) == 3, "XLA's schedule"
+    # XLA re-prints the in-flight generic async-start wrapping a fusion as fusion-start /
+    # fusion-done; this text prints (and spells no op as) async-start / async-done.
+    resugared = {"fusion-start": "async-start", "fusion-done": "async-done"}
+    assert not any(f" {op}(" in module_texts.text(name) for op in resugared), "printed as XLA"
+    assert any(set(resugared) <= set(ops) for ops in xla_reads.values()), f"XLA reads {xla_reads}"
+    expected = {k: [resugared.get(op, op) for op in ops] for k, ops in xla_reads.items()}
     for what, text, variant in module_texts.forms(name):
         got = _read(kata.collective_overlap, text, what)
         want = module_texts.renamed_keys(variant, expected)
@@ -206,7 +213,8 @@ def test_collective_overlap_update_steps_other_async_ops_and_other_collectives(k
                 f"{len(_differing(got, want))} keys differ (a start's done may read its last "
                 "async-update; an async op wrapping no all-gather, all-reduce, reduce-scatter, "
                 "collective-permute or all-to-all is no collective; the updates are not work in "
-                "flight)"
+                "flight; an opcode is listed as this text prints it: async-start stays "
+                "async-start)"
             )
 
 
@@ -221,6 +229,22 @@ def _fsdp_text(case: str, options: tuple = ()) -> str:
     text = lowered.compile(compiler_options=dict(options) or None).as_text()
     assert text is not None
     return text
+
+
+_CUBLAS_TARGET = re.compile(r'custom_call_target="(__cublas\$[^"]*)"')
+
+
+def _gemm_kernels(text: str) -> Counter:
+    """The GEMM kernels of a compiled module: its Triton GEMM fusions by kind label and its
+    cuBLAS calls by target (what options about collectives leave as they are)."""
+    kernels: Counter = Counter()
+    for _, _, op, printed in oracle.parsed(text)[1]:
+        target = _CUBLAS_TARGET.search(printed) if op == "custom-call" else None
+        if target:
+            kernels[target.group(1)] += 1
+        elif op == "fusion" and "gemm" in oracle.label(printed):
+            kernels[oracle.label(printed)] += 1
+    return kernels
 
 
 @pytest.mark.task("overlap_options")
@@ -239,6 +263,16 @@ def test_overlap_options_overlap_the_gathers(kata, case):
         assert after_bytes == before_bytes, (
             f"{case}: the gathers produce {after_bytes} bytes, the original {before_bytes}: "
             "the same weights must be gathered"
+        )
+    before_gemms = _gemm_kernels(_fsdp_text(case))
+    after_gemms = _gemm_kernels(_fsdp_text(case, tuple(sorted(options.items()))))
+    assert before_gemms, f"{case}: the default compile has no GEMM kernel"
+    with check:
+        assert after_gemms == before_gemms, (
+            f"{case}: the options change the GEMMs' kernels ({sum(after_gemms.values())} "
+            f"GEMM kernels of {len(after_gemms)} kinds, the default compile "
+            f"{sum(before_gemms.values())} of {len(before_gemms)}): options about collectives "
+            "leave the program as it is, only its collectives' scheduling changes"
         )
     with check:
         assert gathers == layers and overlapped >= layers - 1, (
@@ -316,3 +350,21 @@ def test_overlap_options_are_flags_xla_accepts(kata):
         refused = str(error)
     with check:
         assert refused is None, f"XLA refuses {options}: {refused}"
+    # A str is a value of a string flag's type only: XLA parses "16" for an int flag too, but
+    # refuses the empty string for any flag that is not a string, naming the flag's type (a
+    # string flag takes it as unset: no side effect, e.g. no dump for xla_dump_to).
+    for name, value in sorted(options.items()):
+        if not isinstance(value, str):
+            continue
+        typed = None
+        try:
+            lowered.compile(compiler_options={name: ""})
+        except Exception as error:  # noqa: BLE001  (XLA raises its own error types)
+            typed = re.search(r"is not a valid (\w+) value", str(error))
+        with check:
+            assert typed is None or typed.group(1) == "string", (
+                f"{name}: given the str {value!r}, but XLA's flag holds a {typed.group(1)} "
+                "(a value of its type: an int for an integer flag, a bool for a bool flag)"
+                if typed
+                else ""
+            )

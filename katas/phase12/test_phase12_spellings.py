@@ -233,8 +233,8 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements):
     before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
     them into one later), contracting 2 or 3 dimensions in drawn positions, maybe batched, of
     a drawn dtype (floating point, or integers: an int8 GEMM is a GEMM), whose output holds
-    2**31 elements or more and whose flops are past float64's exact integers (2 * an odd
-    number above 2**54)."""
+    2**31 elements or more and whose flops are past float64's exact integers and past int64
+    (2 * an odd number above 2**64: the count is exact for shapes of any size)."""
     text, contracting, expected = strata.drawn_gemm(fresh, elements)
     (printed,) = [p for _, _, op, p in oracle.parsed(text)[1] if op == "dot"]
     dims = module_texts.matched(r"lhs_contracting_dims=\{([\d,]*)\}", printed)
@@ -242,11 +242,12 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements):
     (dtype, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
     assert dtype[0] in ("su" if elements == "integer" else "fb"), f"XLA reads {printed[:160]}"
     assert math.prod(int(d) for d in output.split(",")) >= 2**31, f"XLA reads {printed[:160]}"
-    assert expected > 2**55 and expected % 4 == 2, "flops float64 holds exactly"
+    assert expected > 2**65 and expected % 4 == 2, "flops float64 or int64 holds exactly"
     case = f"a drawn {dtype} dot_general ({fresh.where()})"
     got = _read(kata.gemm_flops, text, case)
     assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
     assert got == expected, (
         f"{case}: got {got}, its one dot takes other flops (2 * output elements * the product "
-        "of every contracting dimension's size, counted exactly, whatever the element type)"
+        "of every contracting dimension's size, counted exactly past 64 bits, whatever the "
+        "element type)"
     )
