@@ -137,17 +137,16 @@ def symbolic_sizes(code: str) -> str:
         call = ast.parse(stmt).body[0]
         assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
         size = call.value.args[1]
-        spots = [
-            node
-            for node in ast.walk(size)
-            if isinstance(node, ast.Constant) and type(node.value) is int and node.value != 1
-        ]
-        for node in sorted(spots, key=lambda n: n.col_offset):
-            symbols.setdefault(node.value, f"s{len(symbols)}")
-        for node in sorted(spots, key=lambda n: n.col_offset, reverse=True):
-            end = node.end_col_offset
-            assert end is not None
-            stmt = stmt[: node.col_offset] + symbols[node.value] + stmt[end:]
+        spots: list[tuple[int, int, int]] = []  # (start, end, value) of each integer size
+        for node in ast.walk(size):
+            value = node.value if isinstance(node, ast.Constant) else None
+            if type(value) is int and value != 1:
+                assert isinstance(node, ast.Constant) and node.end_col_offset is not None
+                spots.append((node.col_offset, node.end_col_offset, value))
+        for _, _, value in sorted(spots):
+            symbols.setdefault(value, f"s{len(symbols)}")
+        for start, end, value in sorted(spots, reverse=True):
+            stmt = stmt[:start] + symbols[value] + stmt[end:]
         return match["indent"] + stmt
 
     return _ASSERT_LINE.sub(rewritten, code)
