@@ -71,7 +71,7 @@ def _homes(hlo_text, inductor_code):
         homes["xla"] = "library" if dot else "fused"
     sizes = {}
     for line in _call_lines(inductor_code):
-        single = re.match(r"\s+assert_size_stride\((\w+), \((\d+), \)", line)
+        single = re.match(r"\s+assert_size_stride\((\w+), \((\w+), \)", line)
         if single:
             sizes[single[1]] = 1
         grouped = re.match(r"\s+assert_size_stride_grouped\(\(([^)]*)\), \((.*?)\), \(\(", line)

@@ -9,13 +9,18 @@ reduction's accumulator with another C++ type Inductor's CPU backend declares
 two of them get one name the other's with a digit more (`cpp_fused_sum_1` and
 `cpp_fused_sum_10`, as Inductor numbers a graph's eleventh kernel), the longer one defined
 first and, when two kernels differ in their reductions, two that do: a kernel's source is found
-by its whole name, not by the first text that starts with it. The kernels `call` runs, their
-order, kinds and reductions stay as they were: a reading task's answer must follow the names
-and types, and the oracles of :mod:`.inductor` read them from the respelled text.
+by its whole name, not by the first text that starts with it. It may also state the inputs'
+sizes symbolically, as a dynamic-shape compile does (`assert_size_stride(arg2_1, (s1, ), (1, ))`:
+each size other than 1 named `s<k>`, one name per value), and leave out `call`'s `args.clear()`
+(a `call` written by hand, or by another release, need not clear its arguments). The kernels
+`call` runs, their order, kinds and reductions, and each input's number of dimensions stay as
+they were: a reading task's answer must follow the names, types and sizes, and the oracles of
+:mod:`.inductor` read them from the respelled text.
 """
 
 from __future__ import annotations
 
+import ast
 import itertools
 import random
 import re
@@ -96,7 +101,55 @@ def respelled(code: str, rng: random.Random) -> str:
     if names:
         pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
         code = pattern.sub(lambda m: names[m[1]], code)
-    return _DECLARATION.sub(lambda m: _retyped(m, rng), code)
+    code = _DECLARATION.sub(lambda m: _retyped(m, rng), code)
+    if rng.random() < 0.5:
+        code = symbolic_sizes(code)
+    if rng.random() < 0.5:
+        code = unclear(code)
+    return code
+
+
+_CLEAR = re.compile(r"^(?P<indent>[ \t]+)args\.clear\(\)[ \t]*\n", re.M)
+_READS_ARGS = re.compile(r"^[ \t]+(?:if|for|while)\b.*\bargs\b", re.M)
+
+
+def unclear(code: str) -> str:
+    """`code` whose `call` does not write `args.clear()`: the line left out, or, when a block
+    of `call` tests `args` (:func:`.inductor.variant`'s nesting), spelled `del args[:]`."""
+    if _READS_ARGS.search(code):
+        return _CLEAR.sub(lambda m: f"{m['indent']}del args[:]\n", code)
+    return _CLEAR.sub("", code)
+
+
+_ASSERT_LINE = re.compile(
+    r"^(?P<indent>[ \t]+)(?P<stmt>assert_size_stride(?:_grouped)?\(.*\))$", re.M
+)
+
+
+def symbolic_sizes(code: str) -> str:
+    """`code` with the sizes its `assert_size_stride` lines state written as a dynamic-shape
+    compile writes them: each integer other than 1 in a size (not a stride) named `s<k>`, one
+    name per distinct value, numbered in the order first seen; each size keeps its dimensions."""
+    symbols: dict[int, str] = {}
+
+    def rewritten(match: re.Match[str]) -> str:
+        stmt = match["stmt"]
+        call = ast.parse(stmt).body[0]
+        assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+        size = call.value.args[1]
+        spots: list[tuple[int, int, int]] = []  # (start, end, value) of each integer size
+        for node in ast.walk(size):
+            value = node.value if isinstance(node, ast.Constant) else None
+            if type(value) is int and value != 1:
+                assert isinstance(node, ast.Constant) and node.end_col_offset is not None
+                spots.append((node.col_offset, node.end_col_offset, value))
+        for _, _, value in sorted(spots):
+            symbols.setdefault(value, f"s{len(symbols)}")
+        for start, end, value in sorted(spots, reverse=True):
+            stmt = stmt[:start] + symbols[value] + stmt[end:]
+        return match["indent"] + stmt
+
+    return _ASSERT_LINE.sub(rewritten, code)
 
 
 def _prefixed_pair(

@@ -90,8 +90,11 @@ def call(args):
 # (`reinterpret_tensor(b, ...)`, a broadcast), kernel calls nested in `if`, `try` and `for`
 # blocks, a fallback with an overload other than `.default`, two fused kernels with the same
 # operators (and so the same name once their numbers are cut) but different reductions, and
-# accumulators of types the float32 recordings never declare (double, int32_t, Welford<double>).
-# Its kernels: addmm (the bias in it), fused sum (2 reductions), fused sum (1), fallback index.
+# accumulators of types the float32 recordings never declare (double, int32_t, Welford<double>),
+# and fallbacks whose ATen operator reduces (sum.dim_IntList, amax: 0 reductions each, as every
+# fallback; the fused kernels' accumulators are the reductions counted).
+# Its kernels: addmm (the bias in it), fused sum (2 reductions), fused sum (1), fallbacks index,
+# sum and amax.
 HANDWRITTEN_ROWS = """# AOT ID: ['1_inference']
 import torch
 from torch._inductor.async_compile import AsyncCompile
@@ -165,7 +168,10 @@ class Runner:
             del buf1
         for _ in range(1):
             buf4 = torch.ops.aten.index.Tensor(buf0, [rows])
-        return (buf2, buf3, buf4, )
+        buf5 = torch.ops.aten.sum.dim_IntList(buf4, [1])
+        del buf4
+        buf6 = torch.ops.aten.amax.default(buf5, [1])
+        return (buf2, buf3, buf5, buf6, )
 
 
 runner = Runner(partitions=[])

@@ -37,7 +37,8 @@ def inductor_kernels(code: str) -> list[str]:
     `_<n>` number (`"gelu"` for `cpp_fused_gelu_0`, `"_softmax_native_layer_norm"` for
     `cpp_fused__softmax_native_layer_norm_0`, `""` for `cpp_fused_0`, a kernel that fuses no
     named operator, as the layout copy before a convolution's training step). A kernel called
-    twice appears twice.
+    twice appears twice. Every kernel statement of `call` counts, wherever it stands: before or
+    after an `args.clear()` (which a `call` may not have) or in a block.
     """
     # TODO: find `call` and the kernel calls in its body, in order
     raise NotImplementedError("phase16 task 1: inductor_kernels")
@@ -63,7 +64,8 @@ def bias_homes(hlo_text: str, inductor_code: str) -> dict[str, str]:
     arguments: a scalar scale, a matrix added to the output), compiled by XLA (`hlo_text`) and
     by Inductor (`inductor_code`). The bias is the program's only rank-1 argument: in the HLO,
     the only ENTRY parameter of rank 1; in `call`, the only input whose `assert_size_stride`
-    size has one dimension (a scalar, `f32[]` or size `()`, has none: it is not a bias). For
+    size has one dimension, written as an integer (`(24, )`) or, by a dynamic-shape compile, as
+    a symbol (`(s1, )`) (a scalar, `f32[]` or size `()`, has none: it is not a bias). For
     each compiler, `"xla"` and `"inductor"`, where the bias is added:
     - `"library"`: in the kernel that computes the matrix product (Inductor: the bias is an
       argument of the library call or fallback; XLA: the bias parameter is an operand of the

@@ -61,22 +61,27 @@ def kernel_census(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]
     return {"xla": xla, "inductor": {"library": len(calls) - fused, "fused": fused}}
 
 
-def _asserted_sizes(code: str) -> dict[str, tuple[int, ...]]:
-    """Each input's size as call()'s assert_size_stride lines state it."""
+def _asserted_sizes(code: str) -> dict[str, int]:
+    """Each input's number of dimensions, as call()'s assert_size_stride lines state its size
+    (each dimension a literal, `24`, or a symbolic size of a dynamic-shape compile, `s1`)."""
 
-    sizes: dict[str, tuple[int, ...]] = {}
+    def rank(size: ast.expr) -> int:
+        assert isinstance(size, ast.Tuple), ast.unparse(size)
+        return len(size.elts)
+
+    ranks: dict[str, int] = {}
     for node in ast.walk(ast.parse(code)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
         if node.func.id == "assert_size_stride" and isinstance(node.args[0], ast.Name):
-            sizes[node.args[0].id] = ast.literal_eval(node.args[1])
+            ranks[node.args[0].id] = rank(node.args[1])
         elif node.func.id == "assert_size_stride_grouped":
-            names = node.args[0]
-            assert isinstance(names, ast.Tuple)
-            for name, size in zip(names.elts, ast.literal_eval(node.args[1]), strict=True):
+            names, sizes = node.args[0], node.args[1]
+            assert isinstance(names, ast.Tuple) and isinstance(sizes, ast.Tuple)
+            for name, size in zip(names.elts, sizes.elts, strict=True):
                 assert isinstance(name, ast.Name)
-                sizes[name.id] = size
-    return sizes
+                ranks[name.id] = rank(size)
+    return ranks
 
 
 def bias_homes(hlo_text: str, inductor_code: str) -> dict[str, str]:
@@ -96,7 +101,7 @@ def bias_homes(hlo_text: str, inductor_code: str) -> dict[str, str]:
                 break
     graph = read_inductor(inductor_code)
     sizes = _asserted_sizes(inductor_code)
-    name = next((n for n in graph.inputs if len(sizes.get(n, ())) == 1), None)
+    name = next((n for n in graph.inputs if sizes.get(n) == 1), None)
     if name is not None:
         call = next(c for c in graph.calls if name in c.arguments)
         homes["inductor"] = "fused" if call.kind == "fused" else "library"

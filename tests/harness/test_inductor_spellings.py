@@ -61,3 +61,26 @@ def test_respelled_names_one_kernel_after_another_with_a_digit_more() -> None:
         longer, shorter = pairs[0]
         assert defined.index(longer) < defined.index(shorter), "the longer name defined first"
         assert inductor.accumulators(sources[longer]) != inductor.accumulators(sources[shorter])
+
+
+def test_symbolic_sizes_keep_each_inputs_dimensions() -> None:
+    code = programs.recorded("dense_relu")[0]
+    text = inductor_spellings.symbolic_sizes(HANDWRITTEN_ROWS)
+    assert "assert_size_stride(b, (s" in text, "a rank-1 size written symbolically"
+    for source in (code, HANDWRITTEN_ROWS):
+        text = inductor_spellings.symbolic_sizes(source)
+        ast.parse(text)
+        assert _shape(text) == _shape(source)
+        ranks = {n: len(s) for n, s in inductor.asserted_sizes(text).items()}
+        assert ranks == {n: len(s) for n, s in inductor.asserted_sizes(source).items()}
+        assert not re.search(r"assert_size_stride\(\w+, \([^)]*\b(?!1\b)\d+", text)
+
+
+def test_unclear_leaves_the_kernels_and_what_blocks_test() -> None:
+    text = inductor_spellings.unclear(HANDWRITTEN_ROWS)
+    assert "args.clear()" not in text and "del args[:]" not in text
+    assert _shape(text) == _shape(HANDWRITTEN_ROWS)
+    nested = HANDWRITTEN_ROWS.replace("        if buf0.numel():", "        if len(args) == 0:")
+    text = inductor_spellings.unclear(nested)
+    assert "args.clear()" not in text and "del args[:]" in text, "args still emptied"
+    assert _shape(text) == _shape(nested)
