@@ -248,15 +248,43 @@ def _io_callback(rng):
     return (lambda x: jax.experimental.io_callback(np.cos, shape, x) * x), (x,)
 
 
-def _typed_key(rng):
+# The PRNG implementations a typed key may have: each is its own key dtype (key<fry>,
+# key<rbg>, key<urbg>), and jax.export writes Shardy ops for a key of any of them.
+KEY_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
+
+
+def typed_key(rng: np.random.Generator, impl: str, at: int):
+    """A draw of the typed_key family: a key of ``impl`` is argument ``at`` (0 or 1) of two, the
+    other a float vector the draw is added to."""
     n = int(rng.integers(2, 9))
-    return (lambda k: jax.random.normal(k, (n,))), (jax.random.key(int(rng.integers(100))),)
+    key = jax.random.key(int(rng.integers(100)), impl=impl)
+    x = rng.standard_normal(n).astype(np.float32)
+    if at == 0:
+        return (lambda k, x: jax.random.normal(k, (n,)) + x), (key, x)
+    return (lambda x, k: jax.random.normal(k, (n,)) * x), (x, key)
+
+
+def key_result(rng: np.random.Generator, impl: str, at: int):
+    """A draw of the key_result family: keys of ``impl`` split from an int32 seed are result
+    ``at`` (0, 1 or 2) among a float array and a scalar computed from the second argument."""
+    count = int(rng.integers(2, 6))
+    seed = np.array(rng.integers(99), np.int32)
+    x = _matrix(rng)
+
+    def f(s, x):
+        results = [x * 2.0, x.sum()]
+        results.insert(at, jax.random.split(jax.random.key(s, impl=impl), count))
+        return tuple(results)
+
+    return f, (seed, x)
+
+
+def _typed_key(rng):
+    return typed_key(rng, KEY_IMPLS[int(rng.integers(len(KEY_IMPLS)))], int(rng.integers(2)))
 
 
 def _key_result(rng):
-    count = int(rng.integers(2, 6))
-    seed = np.array(rng.integers(99), np.int32)
-    return (lambda s: jax.random.split(jax.random.key(s), count)), (seed,)
+    return key_result(rng, KEY_IMPLS[int(rng.integers(len(KEY_IMPLS)))], int(rng.integers(3)))
 
 
 def _sharding_constraint(rng):

@@ -31,13 +31,16 @@ from katas.phase15.draws import (
 )
 from katas.phase15.programs import (
     BANK,
+    KEY_IMPLS,
     ROUND_TRIPS,
     SEED_FORMS,
     VERDICTS,
     int_seed,
+    key_result,
     layernorm_softmax,
     mlp,
     train_step,
+    typed_key,
 )
 
 # ---- iree_run (decide) ---------------------------------------------------------------------
@@ -303,6 +306,24 @@ def _verdict_cases(rng: random.Random):
         seed = jax.typeof(args[0]).str_short()
         what = f"int_seed (plain): s: {seed}, x -> jax.random.normal({form}(s), x.shape) + x"
         yield what, fn, args, VERDICTS["int_seed"]
+    # A typed key of every PRNG implementation (each its own key dtype), always: among the
+    # arguments but not the first, and among the results but not the first.
+    for impl in KEY_IMPLS:
+        at = rng.randint(1, 2)
+        fn, args = key_result(generator, impl, at)
+        yield (
+            f"key_result (plain): keys of {impl} are result {at} of 3",
+            fn,
+            args,
+            VERDICTS["key_result"],
+        )
+        fn, args = typed_key(generator, impl, 1)
+        yield (
+            f"typed_key (plain): a key of {impl} is argument 1 of 2",
+            fn,
+            args,
+            VERDICTS["typed_key"],
+        )
     # A refusal inside a cond's branches and one inside a while's body, always.
     refused = [n for n in names if VERDICTS[n] != "runs" and n not in _KEYED]
     for how in ("cond", "while"):
