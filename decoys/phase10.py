@@ -477,6 +477,29 @@ def transposes_jit_only(step, *args):
     return count(jax.make_jaxpr(step)(*args).jaxpr), _hlo_transposes(step, *args)
 
 
+@decoy(
+    "transpose_counts",
+    caught_by=["test_transposes_in_while_loops"],
+    why="walks the param names the docstring lists (jit, scan, while, cond, custom_jvp/vjp): "
+    "misses custom_linear_solve's `jaxprs`, a named tuple of functions",
+)
+def transposes_listed_params(step, *args):
+    names = ("jaxpr", "call_jaxpr", "fun_jaxpr", "branches", "cond_jaxpr", "body_jaxpr")
+
+    def count(jaxpr):
+        total = 0
+        for eqn in jaxpr.eqns:
+            total += eqn.primitive.name == "transpose"
+            for name in names:
+                value = eqn.params.get(name)
+                for inner in value if isinstance(value, tuple) else (value,):
+                    if inner is not None and hasattr(inner, "eqns"):
+                        total += count(getattr(inner, "jaxpr", inner))
+        return total
+
+    return count(jax.make_jaxpr(step)(*args).jaxpr), _hlo_transposes(step, *args)
+
+
 @accepted(
     "transpose_counts",
     why="regexes on the printed jaxpr and the compiled text; the printer shows a jaxpr that "

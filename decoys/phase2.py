@@ -463,6 +463,40 @@ def unused_sorted_set(jaxpr):
     return sorted(dead)
 
 
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_with_effects"],
+    why="an equation with effects (debug_print, io_callback) is live, as jax's dce_jaxpr keeps it",
+)
+def unused_effects_live(jaxpr):
+    inner = jaxpr.jaxpr
+    used = {id(v) for v in inner.outvars}
+    dead = []
+    for eqn in reversed(inner.eqns):
+        if not eqn.effects and not any(id(v) in used for v in eqn.outvars):
+            dead.append(eqn.primitive.name)
+            continue
+        used.update(id(v) for v in eqn.invars if not hasattr(v, "val"))
+    return dead[::-1]
+
+
+@decoy(
+    "unused_equations",
+    caught_by=["test_dead_code_with_effects"],
+    why="an equation with no results (a debug print) is taken as live, and so what it reads",
+)
+def unused_resultless_live(jaxpr):
+    inner = jaxpr.jaxpr
+    used = {id(v) for v in inner.outvars}
+    dead = []
+    for eqn in reversed(inner.eqns):
+        if eqn.outvars and not any(id(v) in used for v in eqn.outvars):
+            dead.append(eqn.primitive.name)
+            continue
+        used.update(id(v) for v in eqn.invars if not hasattr(v, "val"))
+    return dead[::-1]
+
+
 @accepted("unused_equations", why="forward passes until nothing changes, variables in a set")
 def unused_fixed_point(jaxpr):
     inner = jaxpr.jaxpr

@@ -158,6 +158,8 @@ PLACES = (
     "nested jit",
     "scan body",
     "cond branch",
+    "checkpoint function",
+    "custom_linear_solve matvec",
     "custom_jvp function",
     "custom_vjp function",
 )
@@ -210,8 +212,9 @@ def while_transposes(rng, places: list[str]):
     """(label, function, (m, w), transposes in its jaxpr by construction): a lax.while_loop with a
     transpose in its body, its condition or both, one in a function with a custom_jvp or a
     custom_vjp rule (its jaxpr sits under another parameter than a jit's), one in each other
-    place of `places` (from `transpose_places`); the whole program inside one or two drawn
-    wrappers, so every transpose is at least two jaxprs deep; m and w square.
+    place of `places` (a checkpoint's function and custom_linear_solve's matvec too; from
+    `transpose_places`); the whole program inside one or two drawn wrappers, so every transpose
+    is at least two jaxprs deep; m and w square.
 
     The nested jit is one jitted function called 2 or 3 times, once before the loop and the
     other calls there or in the while body (drawn): its equations share one inner jaxpr, which
@@ -243,6 +246,10 @@ def while_transposes(rng, places: list[str]):
             out = jax.lax.scan(lambda c, _: (c + w.T, None), out, None, length=2)[0]
         if "cond branch" in where:
             out = jax.lax.cond(out.sum() > 0, lambda a: a.T * 3, lambda a: a * 1, out)
+        if "checkpoint function" in where:
+            out = jax.checkpoint(lambda a: a.T * 3)(out)
+        if "custom_linear_solve matvec" in where:  # matvec's jaxpr sits in the `jaxprs` param
+            out = jax.lax.custom_linear_solve(lambda v: v.T * 0.5, out, lambda _, b: b * 2)
         if "custom_jvp function" in where:
             out = _custom_jvp_transpose(out)
         if "custom_vjp function" in where:

@@ -92,8 +92,9 @@ def transpose_counts(step, *args) -> tuple[int, int]:
     transpose instructions in the optimized HLO of `jax.jit(step)`) for these args.
 
     Nested means every inner jaxpr, at any depth: a jit inside, scan and while bodies and
-    conditions, cond branches, the function of a custom_jvp or custom_vjp rule, and the jaxprs
-    inside those. An inner jaxpr counts once per equation that holds it: a jitted function
+    conditions, cond branches, the function of a custom_jvp or custom_vjp rule, a checkpoint's
+    function, lax.custom_linear_solve's functions (held in a named tuple, some None), and the
+    jaxprs inside those. An inner jaxpr counts once per equation that holds it: a jitted function
     called twice is two equations, so its transposes count twice (the printed jaxpr shows a
     jaxpr used twice once, as `let`). In the HLO count the opcode in every computation, fused
     computations included.

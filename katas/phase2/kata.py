@@ -92,8 +92,11 @@ def unused_equations(jaxpr) -> list[str]:
     by dead equations is dead too (a chain sin -> mul -> unused cos is three dead equations),
     however long the chain and however many times they read it. An equation with several
     results is live when any of them is read, dead when none is. Repeats are kept. Only
-    top-level equations are reported (dead code inside a live jit's own jaxpr is not). The
-    printer shows a result nobody reads as `_`, but only for the last link of a dead chain.
+    top-level equations are reported (dead code inside a live jit's own jaxpr is not). An effect
+    is not a read: a jax.debug.print (it has no results) and an io_callback whose result nothing
+    reads are dead by this rule, and so is what only they read, although lowering keeps them
+    for their effects. The printer shows a result nobody reads as `_`, but only for the last
+    link of a dead chain.
     """
     # TODO: walk backwards from the outputs, remembering which variables are read
     raise NotImplementedError("phase2 task 5: unused_equations")
