@@ -72,7 +72,8 @@ def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
     the order the spelling lists them (the order a gather concatenates); the groups themselves in
     any order. An empty `replica_groups={}` is one group of every device, 0..N-1, N being the
     module header's `replica_count` times its `num_partitions` (one when not printed). A
-    collective copied into several computations keeps its channel_id: one entry.
+    collective copied into several computations keeps its channel_id: one entry. A collective
+    printed without a channel_id (cross-replica) has no key: leave it out.
     """
     # TODO: one reader per spelling; the iota and mesh ones are NumPy reshapes and transposes
     raise NotImplementedError("phase11 task 4: device_groups")
