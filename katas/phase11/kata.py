@@ -87,7 +87,9 @@ def collective_bytes(hlo_text: str) -> dict[str, int]:
     bodies); one without a channel_id is a collective of its own. Its bytes are those of its
     result on one device, logical: element count times the dtype's width (a tuple result: the
     sum of its elements), never the padded tiles; the width in bits, so an s4 element is half a
-    byte. Opcodes with no collective are left out.
+    byte. Opcodes with no collective are left out. Only those five opcodes count: the generic
+    async ops (`all-gather-start`, `all-reduce-start`, `collective-permute-start`) are other
+    opcodes and count for nothing here (an `async-start` counts by the collective it calls).
     """
     # TODO: walk every computation; remember channels you have already counted
     raise NotImplementedError("phase11 task 5: collective_bytes")
