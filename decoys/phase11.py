@@ -362,6 +362,49 @@ def empty_groups_partitions_only(hlo_text):
     return {c: g if g else [list(range(partitions))] for c, g in found.items()}
 
 
+_CHANNELLESS = "test_device_groups_leave_out_collectives_without_a_channel"
+
+
+@decoy(
+    "device_groups",
+    caught_by=[_CHANNELLESS],
+    why="keys a collective printed without channel_id under channel 0 (`channel_id or 0`): the "
+    "cross-replica ones get a channel that no instruction has",
+)
+def groups_channelless_as_zero(hlo_text):
+    found = {}
+    devices = int(parse_hlo(hlo_text).attributes.get("replica_count", "1")) * int(
+        parse_hlo(hlo_text).attributes.get("num_partitions", "1")
+    )
+    for c in parse_hlo(hlo_text):
+        for i in c:
+            groups = i.attribute("replica_groups")
+            if groups is not None:
+                read = _groups_with(groups)
+                found[int(i.attribute("channel_id") or 0)] = read or [list(range(devices))]
+    return found
+
+
+@decoy(
+    "device_groups",
+    caught_by=[_CHANNELLESS],
+    why="reads int(channel_id) of every instruction with replica_groups: a cross-replica "
+    "collective, printed without one, makes it raise",
+)
+def groups_crash_without_channel(hlo_text):
+    found = {}
+    devices = int(parse_hlo(hlo_text).attributes.get("replica_count", "1")) * int(
+        parse_hlo(hlo_text).attributes.get("num_partitions", "1")
+    )
+    for c in parse_hlo(hlo_text):
+        for i in c:
+            groups = i.attribute("replica_groups")
+            if groups is not None:
+                channel = int(i.attribute("channel_id"))  # type: ignore[arg-type]
+                found[channel] = _groups_with(groups) or [list(range(devices))]
+    return found
+
+
 # ---- task 4: collective_bytes --------------------------------------------------------------------
 
 

@@ -304,6 +304,24 @@ def layouts_by_number(hlo_text):
     return [_layout_text(by_number[n].shape_info) for n in sorted(by_number)]
 
 
+def _layout_if_elements(shape: Shape) -> str:
+    if shape.elements:
+        return "(" + ", ".join(_layout_if_elements(e) for e in shape.elements) + ")"
+    return shape.layout if shape.layout is not None else "{}"
+
+
+@decoy(
+    "entry_parameter_layouts",
+    caught_by=["test_parameter_layouts_of_drawn_modules"],
+    why="tells a tuple by its elements (`if shape.elements:`): the empty tuple `()` has none, "
+    "so it reads as a scalar, '{}'",
+)
+def layouts_empty_tuple_as_scalar(hlo_text):
+    params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
+    params.sort(key=_number)
+    return [_layout_if_elements(i.shape_info) for i in params]
+
+
 # --- entry_root -------------------------------------------------------------------------------
 
 _ROOT_XLA = "test_root_as_xla_reads_it"

@@ -4,7 +4,8 @@ of the bank's programs alone never meets, drawn afresh by the ``fresh`` fixture'
 Eleven to fourteen parameters (a sort of the text of N puts parameter(10) before parameter(2)),
 declared in a shuffled order under names that are not their numbers: arrays of every rank and of
 several dtypes in drawn layouts, tiled layouts (``{0,1:T(2)}``), a bounded dynamic dimension
-(``f32[<=5]{0}``), scalars, tuples nested two deep; a computation nothing calls, with parameters of
+(``f32[<=5]{0}``), scalars, tuples nested two deep, the empty tuple ``()`` as a parameter and
+inside one; a computation nothing calls, with parameters of
 its own, before or after ENTRY. The ROOT is of a drawn kind: a lone scalar, a tuple of six or
 more results (XLA prints ``/*index=5*/`` inside it), or a bounded dynamic array.
 
@@ -53,6 +54,12 @@ def _parameter(rng: random.Random, kind: str) -> str:
         return f"f32[<={rng.randint(2, 9)}]{{0}}"
     if kind == "scalar":
         return "f32[]"
+    if kind == "empty":
+        return "()"
+    if kind == "holding empty":
+        elements = ["()", _array(rng, rng.randint(0, 2))]
+        rng.shuffle(elements)
+        return "(" + ", ".join(elements) + ")"
     return _array(rng, rng.randint(0, 3))
 
 
@@ -65,6 +72,7 @@ def entry_module(rng: random.Random, root: str) -> str:
     free = [n for n in range(count) if n not in (2, 10)]
     rng.shuffle(free)
     kinds[free[0]], kinds[free[1]] = "scalar", "dynamic"
+    kinds[free[2]], kinds[free[3]] = "empty", "holding empty"
     shapes = [_parameter(rng, kind) for kind in kinds]
     labels = [f"arg{n}" for n in rng.sample(range(100), count)]
     order = list(range(count))

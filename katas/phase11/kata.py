@@ -72,7 +72,8 @@ def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
     the order the spelling lists them (the order a gather concatenates); the groups themselves in
     any order. An empty `replica_groups={}` is one group of every device, 0..N-1, N being the
     module header's `replica_count` times its `num_partitions` (one when not printed). A
-    collective copied into several computations keeps its channel_id: one entry.
+    collective copied into several computations keeps its channel_id: one entry. A collective
+    printed without a channel_id (cross-replica) has no key: leave it out.
     """
     # TODO: one reader per spelling; the iota and mesh ones are NumPy reshapes and transposes
     raise NotImplementedError("phase11 task 4: device_groups")
@@ -86,7 +87,9 @@ def collective_bytes(hlo_text: str) -> dict[str, int]:
     bodies); one without a channel_id is a collective of its own. Its bytes are those of its
     result on one device, logical: element count times the dtype's width (a tuple result: the
     sum of its elements), never the padded tiles; the width in bits, so an s4 element is half a
-    byte. Opcodes with no collective are left out.
+    byte. Opcodes with no collective are left out. Only those five opcodes count: the generic
+    async ops (`all-gather-start`, `all-reduce-start`, `collective-permute-start`) are other
+    opcodes and count for nothing here (an `async-start` counts by the collective it calls).
     """
     # TODO: walk every computation; remember channels you have already counted
     raise NotImplementedError("phase11 task 5: collective_bytes")

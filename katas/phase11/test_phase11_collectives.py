@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +18,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
-from kata_harness import versions
+from kata_harness import metamorphic, versions
 from kata_harness.oracles import tpu_hlo as oracle
 from kata_harness.targets import require
 from katas.phase11 import texts
@@ -65,6 +66,48 @@ def test_device_groups_empty_means_every_device(kata):
                 f"replica_groups={{}} with replica_count={replicas}, num_partitions={partitions}: "
                 f"one group of all {devices} devices, got {got}"
             )
+
+
+@functools.cache
+def _cross_replica_forms() -> tuple[tuple[str, str], ...]:
+    """CROSS_REPLICA as written, renamed and reordered (each form confirmed by XLA's parser)."""
+    found = [("cross_replica", CROSS_REPLICA)]
+    found += [
+        (f"cross_replica ({v.kind})", v.text) for v in metamorphic.variants(CROSS_REPLICA, 11)
+    ]
+    return tuple(found)
+
+
+def _channels_with_groups(text: str) -> set[int]:
+    """channel_ids of the instructions that take replica groups, read from XLA's parse; those
+    printed without a channel_id are not in it."""
+    found = set()
+    for computation in oracle.xla_text(text).computations():
+        for i in computation.instructions():
+            line = i.to_string()
+            channel = re.search(r"channel_id=(\d+)", line)
+            if "replica_groups=" in line and channel is not None:
+                found.add(int(channel.group(1)))
+    return found
+
+
+@pytest.mark.task("device_groups")
+def test_device_groups_leave_out_collectives_without_a_channel(kata):
+    """Cross-replica collectives (two all-reduces and an all-gather, `{}` and explicit groups)
+    carry no channel_id to key them by: left out, not keyed by a made-up channel, and no crash;
+    the one all-reduce of channel 5, copied into a called computation, is the only entry."""
+    for what, text in _cross_replica_forms():
+        channels = _channels_with_groups(text)
+        devices = oracle.device_count(text)
+        got, crash = texts.attempt(kata.device_groups, text)
+        with check:
+            assert crash is None, f"{what}: raised {crash} on a module XLA parses"
+        if crash is None:
+            with check:
+                assert got == {c: [list(range(devices))] for c in channels}, (
+                    f"{what}: only channel {sorted(channels)} has a channel_id, one group of all "
+                    f"{devices} devices; the three collectives without one have no key: got {got}"
+                )
 
 
 @pytest.mark.task("device_groups")

@@ -48,7 +48,8 @@ def entry_parameter_layouts(hlo_text: str) -> list[str]:
     Read each layout from the text, never from the rank: a 2-D input can be "{0,1}", and a layout
     is all the text between its braces, tiles too ("{1,0:T(8,128)}"). A scalar's layout is "{}"
     (the text prints f32[] without braces). A tuple-shaped parameter's layout is its elements'
-    layouts in parentheses, at every depth: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]).
+    layouts in parentheses, at every depth: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]); the
+    empty tuple () has no elements: "()".
     """
     # TODO: find ENTRY's parameter instructions and read the layout from each shape
     raise NotImplementedError("phase3 task 3: entry_parameter_layouts")

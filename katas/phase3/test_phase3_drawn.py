@@ -7,9 +7,10 @@ half-precision array and a program with an unused input: an answer that remember
 name or by shape alone, keeps unused inputs or lowers for abstract arguments gets one wrong. The
 expected texts and flops are jax.stages' and XLA's for the very arguments (oracles.hlo_stages).
 
-The HLO readers get drawn modules (oracles.hlo_drawn): eleven or more parameters, nested tuple
-and tiled parameters, a lone scalar ROOT, a tuple ROOT of six or more results, a bounded dynamic
-ROOT, in XLA's own print; the expected values are XLA's reading of that print (xla_facts).
+The HLO readers get drawn modules (oracles.hlo_drawn): eleven or more parameters, nested tuple,
+empty tuple and tiled parameters, a lone scalar ROOT, a tuple ROOT of six or more results, a
+bounded dynamic ROOT, in XLA's own print; the expected values are XLA's reading of that print
+(xla_facts).
 """
 
 from collections.abc import Callable
@@ -99,8 +100,9 @@ def _drawn_module(fresh, root: str) -> str:
 
 @pytest.mark.task("entry_parameter_layouts")
 def test_parameter_layouts_of_drawn_modules(kata, fresh):
-    """11 to 14 parameters declared out of order, nested tuples, tiled layouts, a bounded dynamic
-    dimension, scalars: XLA's reading, in parameter-number order."""
+    """11 to 14 parameters declared out of order, nested tuples, the empty tuple (alone and
+    inside a tuple), tiled layouts, a bounded dynamic dimension, scalars: XLA's reading, in
+    parameter-number order."""
     for root in hlo_drawn.ROOT_KINDS:
         text = _drawn_module(fresh, root)
         got = kata.entry_parameter_layouts(text)
