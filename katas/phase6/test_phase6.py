@@ -104,9 +104,8 @@ def _alias_module(fresh, deep: bool) -> tuple[str, dict[int, tuple[int, ...]]]:
         f"  %solve = (f32[{solved + 1}]{{0}}, s32[]) custom-call(%p{solved}), "
         'custom_call_target="drawn_solver", output_to_operand_aliasing={{0}: (0, {})}'
     )
-    lines.append(
-        f"  ROOT %out = {result} tuple({first}, {', '.join(f'%o{k}' for k in range(2, len(chosen)))})"
-    )
+    others = ", ".join(f"%o{k}" for k in range(2, len(chosen)))
+    lines.append(f"  ROOT %out = {result} tuple({first}, {others})")
     kinds = [fresh.choice(["may-alias", "must-alias"]) for _ in chosen]
     header = ", ".join(
         f"{{{', '.join(map(str, index))}}}: ({p}, {{}}, {kind})"
