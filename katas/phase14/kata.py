@@ -123,7 +123,8 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
 
 def train_loop(step: Callable, state: Any, batches: list, step_name: str) -> Any:
     """Run `step(state, batch) -> (state, loss)` (programs.sgd_step; not jitted) over `batches`
-    in order and return the last state, so that a profile of this call reads cleanly.
+    (a list of one or more) in order and return the last state, so that a profile of this call
+    reads cleanly.
 
     The trace must show, for the i-th batch, one step event named `step_name` with
     step_num i (`jax.profiler.StepTraceAnnotation`), step events that do not overlap, each

@@ -74,21 +74,28 @@ def test_aliases_of_a_handwritten_header(kata):
     )
 
 
-def _alias_module(fresh) -> tuple[str, dict[int, tuple[int, ...]]]:
-    """A module drawn for this run: 11 to 16 parameters, outputs nested one tuple deep, 3 or 4
-    of them aliased to parameters with two-digit numbers among them, and a custom call in ENTRY
-    with an output_to_operand_aliasing of its own; with the answer it was drawn from (XLA's
-    parser must accept it)."""
+def _alias_module(fresh, deep: bool) -> tuple[str, dict[int, tuple[int, ...]]]:
+    """A module drawn for this run: 11 to 16 parameters, outputs nested one tuple deep (`deep`:
+    two, the pair inside a tuple of its own: indices of three numbers), 3 or 4 of them aliased
+    to parameters with two-digit numbers among them, and a custom call in ENTRY with an
+    output_to_operand_aliasing of its own; with the answer it was drawn from (XLA's parser must
+    accept it)."""
     n = fresh.randint(11, 16)
     chosen = [fresh.randint(10, n - 1), *fresh.sample(range(10), fresh.randint(2, 3))]
     fresh.shuffle(chosen)
-    # outputs: the first two nested in a pair ({0, 0}, {0, 1}), the rest at the top ({1}, ...)
-    indices = [(0, 0), (0, 1), *[(k,) for k in range(1, len(chosen) - 1)]]
+    # outputs: the first two nested in a pair ({0, 0}, {0, 1}; deep: {0, 0, 0}, {0, 0, 1}), the
+    # rest at the top ({1}, ...)
+    outer = (0, 0) if deep else (0,)
+    indices = [(*outer, 0), (*outer, 1), *[(k,) for k in range(1, len(chosen) - 1)]]
     shape = [f"f32[{p + 1}]" for p in chosen]
     lines = [f"  %p{i} = f32[{i + 1}]{{0}} parameter({i})" for i in range(n)]
     lines += [f"  %o{k} = {shape[k]}{{0}} negate(%p{p})" for k, p in enumerate(chosen)]
     pair = f"({shape[0]}, {shape[1]})"
     lines.append(f"  %pair = {pair} tuple(%o0, %o1)")
+    first = "%pair"
+    if deep:  # the pair one tuple further down, alone in it: {0, 0, 0}, {0, 0, 1}
+        pair, first = f"({pair})", "%deep"
+        lines.append(f"  %deep = {pair} tuple(%pair)")
     rest = ", ".join(shape[2:])
     result = f"({pair}, {rest})"
     # a custom call stating its own aliasing (as LAPACK's do on XLA:CPU), which is no donation
@@ -97,9 +104,8 @@ def _alias_module(fresh) -> tuple[str, dict[int, tuple[int, ...]]]:
         f"  %solve = (f32[{solved + 1}]{{0}}, s32[]) custom-call(%p{solved}), "
         'custom_call_target="drawn_solver", output_to_operand_aliasing={{0}: (0, {})}'
     )
-    lines.append(
-        f"  ROOT %out = {result} tuple(%pair, {', '.join(f'%o{k}' for k in range(2, len(chosen)))})"
-    )
+    others = ", ".join(f"%o{k}" for k in range(2, len(chosen)))
+    lines.append(f"  ROOT %out = {result} tuple({first}, {others})")
     kinds = [fresh.choice(["may-alias", "must-alias"]) for _ in chosen]
     header = ", ".join(
         f"{{{', '.join(map(str, index))}}}: ({p}, {{}}, {kind})"
@@ -115,9 +121,10 @@ def _alias_module(fresh) -> tuple[str, dict[int, tuple[int, ...]]]:
 
 @pytest.mark.task("aliased_parameters")
 def test_aliases_of_fresh_headers(kata, fresh):
-    """Parameter numbers of two digits and output indices one tuple deep, drawn for this run."""
-    for _ in range(3):
-        text, expected = _alias_module(fresh)
+    """Parameter numbers of two digits and output indices one and two tuples deep, drawn for
+    this run."""
+    for deep in fresh.sample([False, True, fresh.choice([False, True])], 3):
+        text, expected = _alias_module(fresh, deep)
         oracle.xla_parses(text)
         got = kata.aliased_parameters(text)
         assert got == expected, (
