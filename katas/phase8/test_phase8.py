@@ -11,6 +11,7 @@ for what it accepts.
 from collections import Counter
 from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -193,8 +194,8 @@ def _accepts(symbolic: str, dtype, shape: tuple[int, ...]) -> bool:
 # appear in several dimensions; any name. The calls: the shape a value of each symbol gives
 # (values 0 and 1 included), then perhaps one dimension off by one, zeroed, the rank changed or
 # another dtype.
-_SYMBOLS = ("b", "a", "n", "m", "k", "batch", "rows", "seq", "t2")
-_DTYPES = {
+_SYMBOLS: tuple[str, ...] = ("b", "a", "n", "m", "k", "batch", "rows", "seq", "t2")
+_DTYPES: dict[str, Any] = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": jnp.bfloat16,
     "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
     "u32": np.uint32, "u64": np.uint64, "bool": np.bool_, "c64": np.complex64,
@@ -223,7 +224,7 @@ def _draw_dim(fresh: Fresh, symbols: list[str], constant: bool) -> tuple[str, st
     return text, symbol, coefficient, offset
 
 
-def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, object, tuple[int, ...]]]:
+def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
     symbols = fresh.sample(_SYMBOLS, fresh.choice((1, 1, 2)))
     rank = fresh.randint(1, 3)
     constants = [fresh.random() < 0.25 for _ in range(rank)]
@@ -250,8 +251,8 @@ def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, object, tuple[int, ...]]]:
     return f"({symbolic}) called with {dtype}[{sizes}]", (symbolic, _DTYPES[dtype], tuple(shape))
 
 
-def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, object, tuple[int, ...]]]:
-    drawn: dict[str, tuple[str, object, tuple[int, ...]]] = {}
+def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[int, ...]]]:
+    drawn: dict[str, tuple[str, Any, tuple[int, ...]]] = {}
     while len(drawn) < count:
         name, call = _draw_call(fresh)
         if name not in EXPORTED_CALLS:
@@ -295,7 +296,7 @@ def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
             next(call for call in calls.values() if _accepts(*call) == accepted),
         )
         assert facts.exported_call_runs(column_sums, symbolic, dtype, shape) == accepted, (
-            f"({symbolic}) on {np.dtype(dtype)}{list(shape)}: the traced check and the call "
+            f"({symbolic}) on {np.dtype(dtype).name}{list(shape)}: the traced check and the call "
             "disagree"
         )
 
