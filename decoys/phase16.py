@@ -376,6 +376,31 @@ def train_graphs_fused_only(codes):
     return got
 
 
+@decoy(
+    "train_graphs",
+    caught_by=["test_train_graphs_in_any_order"],
+    why="one output gradient: saved is every input of the backward but one (a function of two "
+    "outputs takes tangents_1 and tangents_2)",
+)
+def train_graphs_one_tangent(codes):
+    got = _train(codes)
+    backward = next(read_inductor(c) for c in codes if read_inductor(c).is_backward)
+    got["saved"] = len(backward.inputs) - 1
+    return got
+
+
+@decoy(
+    "train_graphs",
+    caught_by=["test_train_graphs_in_any_order"],
+    why="saved is what the forward returns after the loss: a second output is not saved",
+)
+def train_graphs_forward_outputs_after_loss(codes):
+    got = _train(codes)
+    forward = next(read_inductor(c) for c in codes if not read_inductor(c).is_backward)
+    got["saved"] = len(forward.outputs) - 1
+    return got
+
+
 @accepted("train_graphs", why="the forward returns the loss and then exactly what it saves")
 def train_graphs_from_forward_outputs(codes):
     graphs = [read_inductor(c) for c in codes]

@@ -543,38 +543,75 @@ def opcode_by_probing(stablehlo_op: str):
 
 
 # ---- predict_accepts -----------------------------------------------------------------------------
+# Each answer reads EXPORTED_CALLS when called (the tests add calls drawn from the grammar) and
+# decides by a rule; the wrong ones bend one clause of it.
 
-_ACCEPTS = {
-    "(b, 4) called with f32[3,4]": True,
-    "(b, 4) called with f32[1,4]": True,
-    "(b, 4) called with f32[0,4]": False,
-    "(b, 4) called with f32[3,5]": False,
-    "(b, 4) called with f32[3,4,1]": False,
-    "(b, 4) called with i32[3,4]": False,
-    "(b, 4) called with f64[3,4]": True,
-    "(b, 4) called with f16[3,4]": False,
-    "(b, 4) called with i64[3,4]": False,
-    "(2*b, 4) called with f32[6,4]": True,
-    "(2*b, 4) called with f32[5,4]": False,
-    "(b, b) called with f32[3,3]": True,
-    "(b, b) called with f32[3,4]": False,
-    "(b + 1, 4) called with f32[1,4]": False,
-    "(b + 1, 4) called with f32[2,4]": True,
-    "(a, b) called with f32[2,7]": True,
-    "(a, b) called with f32[3,3]": True,
-    "(b, 2*b) called with f32[3,6]": True,
-    "(b + 1, b) called with f32[3,3]": False,
-    "(2*b, b + 1) called with f32[4,4]": False,
-    "(b - 1, 4) called with f32[1,4]": True,
-    "(b - 1, 4) called with f32[0,4]": True,
-    "(b - 2, b) called with f32[1,3]": True,
-    "(b - 1, b) called with f32[3,3]": False,
-    "(b*2, 4) called with f32[5,4]": False,
-    "(b, b*2) called with f32[3,6]": True,
-    "(b, b*2) called with f32[3,3]": False,
-    "(3*b - 2, 4) called with f32[4,4]": True,
-    "(b*3 + 1, b) called with f32[7,2]": True,
-}
+_TERM = r"(?:(\d+)\s*\*\s*)?([A-Za-z_]\w*)(?:\s*\*\s*(\d+))?"
+
+
+def _dim(text: str, term: str = _TERM) -> tuple[str | None, int, int]:
+    """(symbol or None, coefficient, offset) of `k*s + c`, `s*k - c`, `s`, `c`."""
+    text = text.strip()
+    if text.isdigit():
+        return None, 0, int(text)
+    found = re.fullmatch(term + r"\s*(?:([+-])\s*(\d+))?", text)
+    if found is None:
+        return "?", 1, 0  # unreadable: a symbol no size solves
+    before, symbol, after, sign, offset = found.groups()
+    coefficient = int(before or 1) * int(after or 1)
+    return symbol, coefficient, (-1 if sign == "-" else 1) * int(offset or 0)
+
+
+def _rule(
+    *,
+    dim=_dim,
+    dtype_ok=lambda dtype: np.dtype(dtype) in (np.float32, np.float64),
+    least: int = 1,
+    shared: bool = True,
+):
+    from katas.phase8.programs import EXPORTED_CALLS
+
+    def runs(symbolic: str, dtype, shape) -> bool:
+        dims = [dim(text) for text in symbolic.split(",")]
+        if not dtype_ok(dtype) or len(dims) != len(shape):
+            return False
+        values: dict[str, int] = {}
+        for n, ((symbol, coefficient, offset), size) in enumerate(zip(dims, shape, strict=True)):
+            if symbol is None:
+                if size != offset:
+                    return False
+                continue
+            if symbol == "?":
+                return False
+            value, remainder = divmod(size - offset, coefficient)
+            key = symbol if shared else f"{symbol}{n}"
+            if remainder or value < least or values.setdefault(key, value) != value:
+                return False
+        return True
+
+    return {name: runs(*call) for name, call in EXPORTED_CALLS.items()}
+
+
+@accepted("predict_accepts", why="a search over the symbols' values instead of solving")
+def accepts_by_search():
+    import itertools
+
+    from katas.phase8.programs import EXPORTED_CALLS
+
+    def runs(symbolic: str, dtype, shape) -> bool:
+        if jax.dtypes.canonicalize_dtype(dtype) != jnp.float32 or symbolic.count(",") + 1 != len(
+            shape
+        ):
+            return False
+        names = sorted(set(re.findall(r"[A-Za-z_]\w*", symbolic)))
+        sizes_of = compile(f"({symbolic},)", symbolic, "eval")
+        for values in itertools.product(range(1, max(shape, default=0) + 20), repeat=len(names)):
+            sizes = eval(sizes_of, {}, dict(zip(names, values, strict=True)))  # noqa: S307
+            if tuple(sizes) == tuple(shape):
+                return True
+        return False
+
+    return {name: runs(*call) for name, call in EXPORTED_CALLS.items()}
 
 
 @decoy(
@@ -583,22 +620,16 @@ _ACCEPTS = {
     why="a symbol stands for any size, 0 included",
 )
 def accepts_empty_batches():
-    return _ACCEPTS | {
-        "(b, 4) called with f32[0,4]": True,
-        "(b + 1, 4) called with f32[1,4]": True,
-    }
+    return _rule(least=0)
 
 
 @decoy(
     "predict_accepts",
     caught_by=["test_predict_accepts_matches_the_exported_calls"],
-    why="each symbol is solved on its own: 2*b takes any size, b and b need not agree",
+    why="each symbol is solved on its own: b and b need not agree",
 )
 def accepts_unrelated_symbols():
-    return _ACCEPTS | {
-        "(2*b, 4) called with f32[5,4]": True,
-        "(b, b) called with f32[3,4]": True,
-    }
+    return _rule(shared=False)
 
 
 @decoy(
@@ -607,7 +638,36 @@ def accepts_unrelated_symbols():
     why="only shapes are checked: an int32 array is converted like a jitted function's argument",
 )
 def accepts_any_dtype():
-    return _ACCEPTS | {"(b, 4) called with i32[3,4]": True}
+    return _rule(dtype_ok=lambda dtype: True)
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_matches_the_exported_calls"],
+    why="refuses the dtypes the listed calls show (int32, int64, float16) and lets the others "
+    "through: bool, complex, bfloat16, unsigned and 8-bit ints are not float32 either",
+)
+def accepts_unlisted_dtypes():
+    return _rule(dtype_ok=lambda dtype: np.dtype(dtype) not in (np.int32, np.int64, np.float16))
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_matches_the_exported_calls"],
+    why="reads the listed spellings only: a symbol is one letter, a coefficient or offset one "
+    "digit, no spaces around '*' (batch, 12*b, b + 11 and 2 * b are unreadable)",
+)
+def accepts_listed_spellings():
+    return _rule(dim=lambda text: _dim(text, r"(?:(\d)\*)?([a-z])(?:\*(\d))?"))
+
+
+@decoy(
+    "predict_accepts",
+    caught_by=["test_predict_accepts_matches_the_exported_calls"],
+    why="a coefficient is read only before the symbol: b*2 is taken for b",
+)
+def accepts_coefficient_before_only():
+    return _rule(dim=lambda text: _dim(text, r"(?:(\d+)\s*\*\s*)?([A-Za-z_]\w*)()(?:\s*\*\s*\d+)?"))
 
 
 @decoy(
@@ -628,23 +688,6 @@ def accepts_measured():
         except ValueError:
             runs[name] = False
     return runs
-
-
-@accepted("predict_accepts", why="built from the rules instead of a table")
-def accepts_by_rule():
-    refused = {"f32[0,4]", "f32[3,5]", "f32[3,4,1]", "i32[3,4]", "f16[3,4]", "i64[3,4]"}
-    runs = {name: name.rsplit(" ", 1)[1] not in refused for name in _ACCEPTS}
-    return runs | {
-        "(2*b, 4) called with f32[5,4]": False,  # odd: no b with 2*b = 5
-        "(b, b) called with f32[3,4]": False,  # one b, two sizes
-        "(b + 1, 4) called with f32[1,4]": False,  # b would be 0
-        "(b + 1, b) called with f32[3,3]": False,  # b = 3, so b + 1 is 4, not 3
-        "(2*b, b + 1) called with f32[4,4]": False,  # 2*b = 4: b = 2, so b + 1 is 3, not 4
-        "(b - 1, 4) called with f32[0,4]": True,  # b = 1: only the symbol is >= 1, not b - 1
-        "(b - 1, b) called with f32[3,3]": False,  # b = 3, so b - 1 is 2, not 3
-        "(b*2, 4) called with f32[5,4]": False,  # odd, whichever side the coefficient is on
-        "(b, b*2) called with f32[3,3]": False,  # b = 3, so b*2 is 6, not 3
-    }
 
 
 # ---- predict_lowering ----------------------------------------------------------------------------

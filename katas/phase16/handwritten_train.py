@@ -158,3 +158,48 @@ runner = Runner(partitions=[])
 call = runner.call
 """,
 )
+
+
+def _replaced(text: str, *pairs: tuple[str, str]) -> str:
+    for old, new in pairs:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+_ADD_KERNEL = """cpp_fused_add_3 = async_compile.cpp_pybinding(['float*', 'const float*'], r'''
+extern "C" void kernel(float* in_out_ptr0, const float* in_ptr0)
+{
+    for(int64_t x0=0; x0<384; x0+=1) { in_out_ptr0[x0] = in_out_ptr0[x0] + in_ptr0[x0]; }
+}
+''')
+
+
+async_compile.wait(globals())"""
+
+# The same step when the compiled function returns two outputs, the loss and relu's output h,
+# both of them used by what `.backward()` differentiates: the backward takes one gradient per
+# output, `tangents_1` and `tangents_2` (h's, added to the scattered gradient by a fused add),
+# and the forward returns h beside the loss before the tensors it saves.
+HANDWRITTEN_TRAIN_TWO_OUTPUTS = (
+    _replaced(
+        HANDWRITTEN_TRAIN[0],
+        ("        del buf0\n", ""),
+        ("return (buf3, primals_3,", "return (buf3, buf0, primals_3,"),
+    ),
+    _replaced(
+        HANDWRITTEN_TRAIN[1],
+        ("async_compile.wait(globals())", _ADD_KERNEL),
+        ("le, tangents_1 = args", "le, tangents_1, tangents_2 = args"),
+        (
+            "        assert_size_stride(tangents_1, (), (), 'input')\n",
+            "        assert_size_stride(tangents_1, (), (), 'input')\n"
+            "        assert_size_stride(tangents_2, (16, 24), (24, 1), 'input')\n",
+        ),
+        (
+            "        del tangents_1\n",
+            "        del tangents_1\n        cpp_fused_add_3(buf0, tangents_2)\n"
+            "        del tangents_2\n",
+        ),
+    ),
+)

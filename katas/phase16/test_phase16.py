@@ -37,7 +37,7 @@ import katas.phase16.programs as P
 from kata_harness import inductor as oracle
 from kata_harness import inductor_spellings, metamorphic
 from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO, HANDWRITTEN_ROWS
-from katas.phase16.handwritten_train import HANDWRITTEN_TRAIN
+from katas.phase16.handwritten_train import HANDWRITTEN_TRAIN, HANDWRITTEN_TRAIN_TWO_OUTPUTS
 from katas.phase16.xla_only import LAYERS, XLA_ONLY, xla_hlo
 
 BIAS_BANK = (
@@ -318,11 +318,18 @@ def _train(codes: list[str]) -> dict[str, int]:
 @pytest.mark.task("train_graphs")
 def test_train_graphs_in_any_order(kata, fresh):
     """Forward first or backward first, with their comments (the `# AOT ID` header naming each
-    graph) or without: the graphs are told apart by their inputs. The recorded steps, and one
-    written by hand whose backward runs a fallback as a bare statement."""
+    graph) or without: the graphs are told apart by their inputs. The recorded steps, and two
+    written by hand whose backward runs a fallback as a bare statement, the second for a
+    function of two outputs (two gradients in, tangents_1 and tangents_2: neither is saved)."""
     steps = {name: P.recorded(name) for name in P.TRAIN} | {"handwritten": [*HANDWRITTEN_TRAIN]}
-    for name, codes in steps.items():
-        for order, comments in itertools.product((codes, codes[::-1]), (True, False)):
+    forms = {
+        name: list(itertools.product((codes, codes[::-1]), (True, False)))
+        for name, codes in steps.items()
+    }
+    two = [*HANDWRITTEN_TRAIN_TWO_OUTPUTS]  # one drawn form: the others vary order and comments
+    forms["handwritten, two outputs"] = [(fresh.choice((two, two[::-1])), fresh.random() < 0.5)]
+    for name, cases in forms.items():
+        for order, comments in cases:
             texts = [_variant(c, fresh, comments) for c in order]
             got = kata.train_graphs(texts)
             assert got == _train(texts), f"{name}: graphs read wrong ({fresh.where()})"

@@ -80,6 +80,13 @@ def predict_accepts() -> dict[str, bool]:
     True if the call runs, False if the exported function rejects it}, for every name, decided
     from the shapes, the dtypes and what a symbolic dimension may stand for. Your function must
     not export, call or compile anything.
+
+    The listed calls are examples: the tests add calls of their own to EXPORTED_CALLS before
+    calling your function (read it when called), drawn from the whole grammar: one to three
+    dimensions, each a constant or a symbol of any name (`b`, `batch`, `n`) times a
+    coefficient written on either side (`12*b`, `b * 2`), plus or minus an offset (`b - 3`,
+    `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of any NumPy dtype
+    (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape, empty ones included.
     """
     # TODO: one entry per EXPORTED_CALLS name
     raise NotImplementedError("phase8 task 6: predict_accepts")

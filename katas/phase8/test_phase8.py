@@ -9,12 +9,17 @@ for what it accepts.
 """
 
 from collections import Counter
+from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from pytest_check import check
 
+from kata_harness.fresh import Fresh
 from kata_harness.oracles import stablehlo as facts
 from kata_harness.predict import compiler_refused, predicted_entries
 from katas.phase8.programs import (
@@ -166,22 +171,134 @@ def test_hlo_opcode_is_predicted_from_the_name(kata):
 
 
 @cache
-def _accepts(name: str) -> bool:
-    symbolic, dtype, shape = EXPORTED_CALLS[name]
-    return facts.exported_call_runs(column_sums, symbolic, dtype, shape)
+def _exported_sums(symbolic: str):
+    """column_sums exported for float32 x of the symbolic shape, serialized and deserialized
+    (one export per symbolic shape, however many calls of it are checked)."""
+    x = jax.ShapeDtypeStruct(jax.export.symbolic_shape(symbolic), jnp.float32)
+    return jax.export.deserialize(jax.export.export(jax.jit(column_sums))(x).serialize())
+
+
+def _accepts(symbolic: str, dtype, shape: tuple[int, ...]) -> bool:
+    """Whether the exported function accepts a NumPy array of the dtype and shape: the checks
+    an Exported call runs on its arguments (rank, dtype, every dimension solved), traced with
+    jax.eval_shape, so nothing compiles (each run also calls one accepted and one rejected case)."""
+    try:
+        jax.eval_shape(_exported_sums(symbolic).call, np.ones(shape, dtype))
+    except Exception:  # noqa: BLE001  (the call's refusal is the fact measured)
+        return False
+    return True
+
+
+# symbolic shapes drawn from the contract's grammar: a dimension is a constant, a symbol, or a
+# symbol times a coefficient (written on either side) plus or minus an offset; a symbol may
+# appear in several dimensions; any name. The calls: the shape a value of each symbol gives
+# (values 0 and 1 included), then perhaps one dimension off by one, zeroed, the rank changed or
+# another dtype.
+_SYMBOLS: tuple[str, ...] = ("b", "a", "n", "m", "k", "batch", "rows", "seq", "t2")
+_DTYPES: dict[str, Any] = {
+    "f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": jnp.bfloat16,
+    "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+    "u32": np.uint32, "u64": np.uint64, "bool": np.bool_, "c64": np.complex64,
+    "c128": np.complex128,
+}  # fmt: skip
+
+
+def _draw_dim(fresh: Fresh, symbols: list[str], constant: bool) -> tuple[str, str | None, int, int]:
+    """(text, symbol or None, coefficient, offset) of one dimension."""
+    if constant:
+        size = fresh.randint(1, 7)
+        return str(size), None, 0, size
+    symbol = fresh.choice(symbols)
+    coefficient = fresh.choice((1, 1, 2, 3, 4, 12))
+    text = symbol
+    if coefficient > 1:
+        times = fresh.choice(("*", " * "))
+        text = (
+            f"{coefficient}{times}{symbol}"
+            if fresh.random() < 0.5
+            else f"{symbol}{times}{coefficient}"
+        )
+    offset = fresh.choice((0, 0, 1, 2, 3, 11, -1, -2, -3))
+    if offset:
+        text += f" {'+' if offset > 0 else '-'} {abs(offset)}"
+    return text, symbol, coefficient, offset
+
+
+def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
+    symbols = fresh.sample(_SYMBOLS, fresh.choice((1, 1, 2)))
+    rank = fresh.randint(1, 3)
+    constants = [fresh.random() < 0.25 for _ in range(rank)]
+    constants[fresh.randrange(rank)] = False  # at least one symbolic dimension
+    dims = [_draw_dim(fresh, symbols, constant) for constant in constants]
+    values = {symbol: fresh.choice((0, 1, 1, 2, 3, 4, 5)) for symbol in symbols}
+    shape = [max(offset + coefficient * values[symbol] if symbol else offset, 0)
+             for _, symbol, coefficient, offset in dims]  # fmt: skip
+    kind = fresh.choice(("as is", "as is", "off by one", "zero", "rank", "dtype", "dtype"))
+    at = fresh.randrange(rank)
+    if kind == "off by one":
+        shape[at] = max(shape[at] + fresh.choice((-1, 1)), 0)
+    elif kind == "zero":
+        shape[at] = 0
+    elif kind == "rank":
+        shape = shape[:-1] if rank > 1 and fresh.random() < 0.5 else [*shape, 1]
+    dtype = (
+        fresh.choice(sorted(set(_DTYPES) - {"f32"}))
+        if kind == "dtype"
+        else fresh.choice(("f32", "f32", "f64"))
+    )
+    symbolic = ", ".join(text for text, _, _, _ in dims)
+    sizes = ",".join(map(str, shape))
+    return f"({symbolic}) called with {dtype}[{sizes}]", (symbolic, _DTYPES[dtype], tuple(shape))
+
+
+def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[int, ...]]]:
+    drawn: dict[str, tuple[str, Any, tuple[int, ...]]] = {}
+    while len(drawn) < count:
+        name, call = _draw_call(fresh)
+        if name not in EXPORTED_CALLS:
+            drawn[name] = call
+    return drawn
+
+
+@contextmanager
+def _calls_added(drawn: dict):
+    """EXPORTED_CALLS with the drawn calls added in place (an answer reads the table it
+    imported), restored afterwards."""
+    EXPORTED_CALLS.update(drawn)
+    try:
+        yield
+    finally:
+        for name in drawn:
+            del EXPORTED_CALLS[name]
 
 
 @pytest.mark.task("predict_accepts")
-def test_predict_accepts_matches_the_exported_calls(kata):
-    predicted = predicted_entries("predict_accepts", kata.predict_accepts(), EXPORTED_CALLS)
+def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
+    """The listed calls and calls drawn afresh from the contract's grammar (any symbol names,
+    coefficients on either side, offsets of either sign, several dimensions, every dtype)."""
+    drawn = _drawn_calls(fresh, 24)
+    with _calls_added(drawn):
+        predicted = predicted_entries("predict_accepts", kata.predict_accepts(), EXPORTED_CALLS)
+        calls = dict(EXPORTED_CALLS)
     for name, runs in predicted.items():
         with check:
             assert type(runs) is bool, f"{name}: expected a bool, got {runs!r}"
+        accepted = _accepts(*calls[name])
+        where = f" ({fresh.where()})" if name in drawn else ""
         with check:
-            assert runs == _accepts(name), (
+            assert runs == accepted, (
                 f"{name}: you predicted {'it runs' if runs else 'a rejection'}, the exported "
-                f"function {'ran' if _accepts(name) else 'rejected the call'}"
+                f"function {'ran' if accepted else 'rejected the call'}{where}"
             )
+    for accepted in (True, False):  # the traced check agrees with calling the function
+        symbolic, dtype, shape = next(
+            (call for call in drawn.values() if _accepts(*call) == accepted),
+            next(call for call in calls.values() if _accepts(*call) == accepted),
+        )
+        assert facts.exported_call_runs(column_sums, symbolic, dtype, shape) == accepted, (
+            f"({symbolic}) on {np.dtype(dtype).name}{list(shape)}: the traced check and the call "
+            "disagree"
+        )
 
 
 @pytest.mark.task("predict_accepts")
