@@ -1229,3 +1229,24 @@ def step_unchecked_pmean(w, x, y, mesh):
         return w - 0.05 * jax.lax.pmean(grad, "x"), jax.lax.pmean(loss, "x")
 
     return _shard_mapped(mesh, body, check_vma=False)(w, x, y)
+
+
+@decoy(
+    "migrated_step",
+    caught_by=["test_migrated_step_gives_the_inherited_values"],
+    why="splits the new w over a mesh axis with a device_put after shard_map to save memory: "
+    "under jax.jit the device_put is dropped (w comes back replicated), called outside jit w "
+    "is split",
+)
+def step_w_split_after_shard_map(w, x, y, mesh):
+    def body(w, x, y):
+        loss, grad = jax.value_and_grad(_squared_error)(w, x, y)
+        return w - 0.05 * grad / mesh.shape["x"], jax.lax.pmean(loss, "x")
+
+    new_w, loss = _shard_mapped(mesh, body)(w, x, y)
+    for name, size in mesh.shape.items():
+        for dim, length in enumerate(new_w.shape):
+            if size > 1 and length % size == 0:
+                spec = P(*(name if d == dim else None for d in range(new_w.ndim)))
+                return jax.device_put(new_w, NamedSharding(mesh, spec)), loss
+    return new_w, loss

@@ -107,6 +107,9 @@ def python_if_error() -> type[Exception]:
 def abs_where(x) -> jax.Array:
     """|x| for a traced x of any shape and dtype, without Python `if`, using jnp.where.
 
+    Any dtype means every integer (signed or unsigned, 8 to 32 bits) and floating dtype (16-bit
+    ones too) JAX keeps in its default 32-bit mode; bool and complex are not in the domain (the
+    |z| of a complex z is neither z nor -z, and a bool has no -x).
     The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
     the dtype (the largest magnitudes, int32 beyond 2**24, infinities, NaN); a zero comes back
     as a zero of either sign (-0.0 == 0.0: `x >= 0` and `x > 0` are both right). The jaxpr
