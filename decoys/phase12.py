@@ -568,6 +568,28 @@ def fused_dense_on_host(x, w, b):
     return io_callback(on_host, shape, x, w, b)
 
 
+@decoy(
+    "fused_dense",
+    caught_by=["test_fused_dense_values"],
+    why="a GEMM accumulated and returned in float32: the tanh gelu fuses, but a bf16 layer "
+    "gives a float32 result, not the hand-written layer's bf16",
+)
+def fused_dense_float32_result(x, w, b):
+    h = jax.numpy.matmul(x, w, preferred_element_type=jax.numpy.float32)
+    return jax.nn.gelu(h + b.astype(jax.numpy.float32), approximate=True)
+
+
+@decoy(
+    "fused_dense",
+    caught_by=["test_fused_dense_values"],
+    why="the tanh gelu when traced (jit, export), the exact erf gelu when called directly on "
+    "arrays: the layer's values hold under jax.jit only",
+)
+def fused_dense_traced_only(x, w, b):
+    approximate = isinstance(x, jax.core.Tracer)
+    return jax.nn.gelu(x @ w + b, approximate=approximate)
+
+
 @accepted("fused_dense", why="jax.nn.gelu approximates with tanh by default")
 def fused_dense_default_gelu(x, w, b):
     return jax.nn.gelu(b + x @ w)

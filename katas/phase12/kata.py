@@ -133,7 +133,8 @@ def fused_dense(x, w, b) -> jax.Array:
     """The same values as programs.handwritten_gelu_dense(x, w, b), written so that XLA:GPU with
     Triton GEMMs off (`programs.CUBLAS`) runs it in fewer kernels: the activation fused into
     the cuBLAS call's epilogue. x may have any rank from 2 (a batch of sequences [a, m, k] too):
-    the layer maps x's last dimension, and the result keeps x's leading dimensions.
+    the layer maps x's last dimension, and the result keeps x's leading dimensions and the
+    layer's dtype (bf16 in, bf16 out). The values hold called directly as well as under jax.jit.
     """
     # TODO: which activations does cuBLAS-Lt offer as epilogues, and how must the math be spelled?
     raise NotImplementedError("phase12 task 8: fused_dense")

@@ -127,11 +127,12 @@ def _dense_inputs(rng: np.random.Generator, case):
     return tuple(a.astype(dtype) for a in (x, w, b))
 
 
-def _layer(fn, args, what: str) -> np.ndarray:
-    """fn(*args) under jit, as f32; a crash on these valid inputs (x of rank 3 too) is a wrong
-    answer, not a broken test (the stub's NotImplementedError passes through)."""
+def _layer(fn, args, what: str) -> jax.Array:
+    """fn(*args) as called (directly, or wrapped in jax.jit); a crash on these valid inputs (x
+    of rank 3 too) is a wrong answer, not a broken test (the stub's NotImplementedError passes
+    through)."""
     try:
-        return np.asarray(jax.jit(fn)(*args), np.float32)
+        return jnp.asarray(fn(*args))
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001  (any exception: the inputs are valid)
@@ -142,24 +143,33 @@ def _layer(fn, args, what: str) -> np.ndarray:
 @pytest.mark.task("fused_dense")
 def test_fused_dense_values(kata, fresh):
     """Fresh shapes and values, one case per situation (strata.dense_strata), against the
-    hand-written layer itself."""
+    hand-written layer itself: under jax.jit and called directly (op by op), in the layer's own
+    dtype (a bf16 layer gives bf16, not a float32 result)."""
     rng = np.random.default_rng(fresh.randint(0, 2**31))
+    want_layer = jax.jit(handwritten_gelu_dense)
     for situation, case in dense_strata(fresh).items():
         args = _dense_inputs(rng, case)
         shapes = " @ ".join(f"{list(a.shape)}" for a in args[:2])
-        got = _layer(kata.fused_dense, args, f"{situation} {shapes} ({fresh.where()})")
-        want = np.asarray(jax.jit(handwritten_gelu_dense)(*args), np.float32)
-        assert got.shape == want.shape, (
-            f"{situation} {shapes}: shape {got.shape}, expected {want.shape} ({fresh.where()})"
-        )
-        loose = args[0].dtype != np.float32
-        np.testing.assert_allclose(
-            got,
-            want,
-            rtol=5e-2 if loose else 1e-5,
-            atol=5e-2 if loose else 1e-5,
-            err_msg=f"{situation} {shapes} ({fresh.where()})",
-        )
+        want = want_layer(*args)
+        args = tuple(jnp.asarray(a) for a in args)  # jax arrays: x @ w is then jax's, not NumPy's
+        for form, fn in (
+            ("under jax.jit", jax.jit(kata.fused_dense)),
+            ("called directly", kata.fused_dense),
+        ):
+            what = f"{situation} {shapes}, {form} ({fresh.where()})"
+            got = _layer(fn, args, what)
+            assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+            assert got.dtype == want.dtype, (
+                f"{what}: dtype {got.dtype}, the hand-written layer gives {want.dtype}"
+            )
+            loose = args[0].dtype != np.float32
+            np.testing.assert_allclose(
+                np.asarray(got, np.float32),
+                np.asarray(want, np.float32),
+                rtol=5e-2 if loose else 1e-5,
+                atol=5e-2 if loose else 1e-5,
+                err_msg=what,
+            )
 
 
 @pytest.mark.task("fused_dense")
