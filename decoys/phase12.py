@@ -638,6 +638,28 @@ def allreduce_elements_top_level_only(params):
     return dict(counts)
 
 
+def _walked(tree):
+    """The leaves of dicts, lists and tuples, walked by hand."""
+    if isinstance(tree, dict):
+        return [leaf for child in tree.values() for leaf in _walked(child)]
+    if isinstance(tree, (list, tuple)):
+        return [leaf for child in tree for leaf in _walked(child)]
+    return [tree]
+
+
+@decoy(
+    "allreduce_elements",
+    caught_by=["test_allreduce_elements_of_random_pytrees"],
+    why="walks dicts, lists and tuples by hand: a None (an empty subtree) and a registered "
+    "pytree node (a flax or equinox module) are taken for parameters",
+)
+def allreduce_elements_hand_walked(params):
+    counts: Counter[str] = Counter()
+    for leaf in _walked(params):
+        counts[_HLO[np.dtype(leaf.dtype).name]] += math.prod(leaf.shape)
+    return {k: v for k, v in counts.items() if v}
+
+
 @decoy(
     "allreduce_elements",
     caught_by=["test_allreduce_elements_of_random_pytrees"],

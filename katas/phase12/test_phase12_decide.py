@@ -127,12 +127,12 @@ def _dense_inputs(rng: np.random.Generator, case):
     return tuple(a.astype(dtype) for a in (x, w, b))
 
 
-def _layer(fn, args, what: str) -> jax.Array:
+def _called(fn, args, what: str):
     """fn(*args) as called (directly, or wrapped in jax.jit); a crash on these valid inputs (x
-    of rank 3 too) is a wrong answer, not a broken test (the stub's NotImplementedError passes
-    through)."""
+    of rank 3 too, a pytree holding None) is a wrong answer, not a broken test (the stub's
+    NotImplementedError passes through)."""
     try:
-        return jnp.asarray(fn(*args))
+        return fn(*args)
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001  (any exception: the inputs are valid)
@@ -157,7 +157,7 @@ def test_fused_dense_values(kata, fresh):
             ("called directly", kata.fused_dense),
         ):
             what = f"{situation} {shapes}, {form} ({fresh.where()})"
-            got = _layer(fn, args, what)
+            got = jnp.asarray(_called(fn, args, what))
             assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
             assert got.dtype == want.dtype, (
                 f"{what}: dtype {got.dtype}, the hand-written layer gives {want.dtype}"
@@ -241,10 +241,11 @@ def test_allreduce_elements_of_random_pytrees(kata, fresh):
     ShapeDtypeStructs, every rank from 0 to 4 in each, two leaves of one shape and dtype (two
     gradients, not one), one leaf object at two places (a tied weight: two parameters, two
     gradients), empty leaves (one beside others of its dtype, one the only leaf of a
-    dtype the situation leaves out), containers 1 to 3 deep."""
+    dtype the situation leaves out), containers 1 to 3 deep, a pytree node class of the user's
+    own among them (strata.Block) and a None (an empty subtree, no parameter)."""
     for situation, (params, leaves) in pytree_strata(fresh).items():
         expected = oracle.data_parallel_all_reduces(leaves)
-        got = kata.allreduce_elements(params)
+        got = _called(kata.allreduce_elements, (params,), f"{situation} ({fresh.where()})")
         assert got == expected, (
             f"{situation}: params {_shown(params)}: predicted {got}, XLA:GPU all-reduces "
             f"{expected} (one flat all-reduce per dtype of every gradient's elements) "
