@@ -7,6 +7,7 @@ from collections import Counter
 
 import jax
 import numpy as np
+from jax.core import Tracer
 from jax.experimental import io_callback
 from jax.sharding import PartitionSpec
 
@@ -586,7 +587,7 @@ def fused_dense_float32_result(x, w, b):
     "arrays: the layer's values hold under jax.jit only",
 )
 def fused_dense_traced_only(x, w, b):
-    approximate = isinstance(x, jax.core.Tracer)
+    approximate = isinstance(x, Tracer)
     return jax.nn.gelu(x @ w + b, approximate=approximate)
 
 
