@@ -7,6 +7,7 @@ from collections import Counter
 
 import jax
 import numpy as np
+from jax.core import Tracer
 from jax.experimental import io_callback
 from jax.sharding import PartitionSpec
 
@@ -568,6 +569,28 @@ def fused_dense_on_host(x, w, b):
     return io_callback(on_host, shape, x, w, b)
 
 
+@decoy(
+    "fused_dense",
+    caught_by=["test_fused_dense_values"],
+    why="a GEMM accumulated and returned in float32: the tanh gelu fuses, but a bf16 layer "
+    "gives a float32 result, not the hand-written layer's bf16",
+)
+def fused_dense_float32_result(x, w, b):
+    h = jax.numpy.matmul(x, w, preferred_element_type=jax.numpy.float32)
+    return jax.nn.gelu(h + b.astype(jax.numpy.float32), approximate=True)
+
+
+@decoy(
+    "fused_dense",
+    caught_by=["test_fused_dense_values"],
+    why="the tanh gelu when traced (jit, export), the exact erf gelu when called directly on "
+    "arrays: the layer's values hold under jax.jit only",
+)
+def fused_dense_traced_only(x, w, b):
+    approximate = isinstance(x, Tracer)
+    return jax.nn.gelu(x @ w + b, approximate=approximate)
+
+
 @accepted("fused_dense", why="jax.nn.gelu approximates with tanh by default")
 def fused_dense_default_gelu(x, w, b):
     return jax.nn.gelu(b + x @ w)
@@ -614,6 +637,28 @@ def allreduce_elements_top_level_only(params):
         if hasattr(leaf, "shape"):
             counts[_HLO[np.dtype(leaf.dtype).name]] += math.prod(leaf.shape)
     return dict(counts)
+
+
+def _walked(tree):
+    """The leaves of dicts, lists and tuples, walked by hand."""
+    if isinstance(tree, dict):
+        return [leaf for child in tree.values() for leaf in _walked(child)]
+    if isinstance(tree, (list, tuple)):
+        return [leaf for child in tree for leaf in _walked(child)]
+    return [tree]
+
+
+@decoy(
+    "allreduce_elements",
+    caught_by=["test_allreduce_elements_of_random_pytrees"],
+    why="walks dicts, lists and tuples by hand: a None (an empty subtree) and a registered "
+    "pytree node (a flax or equinox module) are taken for parameters",
+)
+def allreduce_elements_hand_walked(params):
+    counts: Counter[str] = Counter()
+    for leaf in _walked(params):
+        counts[_HLO[np.dtype(leaf.dtype).name]] += math.prod(leaf.shape)
+    return {k: v for k, v in counts.items() if v}
 
 
 @decoy(

@@ -302,6 +302,22 @@ def stages_per_function(f, *args):
     return _SEEN[f]
 
 
+@decoy(
+    "stages",
+    caught_by=["test_stages_of_several_programs"],
+    why="lowers at a ShapeDtypeStruct per argument (its shape and dtype, weak for a Python "
+    "scalar): right for arrays and scalars, but an argument that is a pytree (a dict, a tuple) "
+    "has no one shape and dtype",
+)
+def stages_abstract_args(f, *args):
+    specs = [
+        jax.ShapeDtypeStruct(np.shape(a), jnp.result_type(a), weak_type=isinstance(a, (int, float)))
+        for a in args
+    ]
+    lowered = jax.jit(f).lower(*specs)
+    return lowered.as_text(), lowered.compile().as_text()
+
+
 @accepted("stages", why="the traced stage lowered, StableHLO printed from compiler_ir")
 def stages_traced(f, *args):
     lowered = jax.jit(f).trace(*args).lower()

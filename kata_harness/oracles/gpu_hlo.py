@@ -308,6 +308,23 @@ def kernels(text: str) -> int:
     return sum(i.opcode in ("fusion", "custom-call") for i in parse_hlo(text).entry)
 
 
+_CUBLAS_TARGET = re.compile(r'custom_call_target="(__cublas\$[^"]*)"')
+
+
+def gemm_kernels(text: str) -> Counter[str]:
+    """The GEMM kernels of a compiled module, over every computation: its Triton GEMM fusions
+    counted by kind label (`kCustom(__triton_nested_gemm_fusion)`, ...) and its cuBLAS calls by
+    target (`__cublas$lt$matmul`, ...): what options about collectives leave as they are."""
+    kernels: Counter[str] = Counter()
+    for _, _, op, printed in parsed(text)[1]:
+        target = _CUBLAS_TARGET.search(printed) if op == "custom-call" else None
+        if target:
+            kernels[target.group(1)] += 1
+        elif op == "fusion" and "gemm" in label(printed):
+            kernels[label(printed)] += 1
+    return kernels
+
+
 def all_reduced(text: str) -> dict[str, int]:
     """Elements all-reduced per dtype, from the all-reduces of XLA's parse."""
     _, rows = parsed(text)

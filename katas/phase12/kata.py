@@ -133,7 +133,8 @@ def fused_dense(x, w, b) -> jax.Array:
     """The same values as programs.handwritten_gelu_dense(x, w, b), written so that XLA:GPU with
     Triton GEMMs off (`programs.CUBLAS`) runs it in fewer kernels: the activation fused into
     the cuBLAS call's epilogue. x may have any rank from 2 (a batch of sequences [a, m, k] too):
-    the layer maps x's last dimension, and the result keeps x's leading dimensions.
+    the layer maps x's last dimension, and the result keeps x's leading dimensions and the
+    layer's dtype (bf16 in, bf16 out). The values hold called directly as well as under jax.jit.
     """
     # TODO: which activations does cuBLAS-Lt offer as epilogues, and how must the math be spelled?
     raise NotImplementedError("phase12 task 8: fused_dense")
@@ -143,9 +144,11 @@ def allreduce_elements(params) -> dict[str, int]:
     """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
     (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
     them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
-    `f16`) -> elements all-reduced in that dtype. Each leaf of the pytree is one parameter
-    with its own gradient: the same array (or ShapeDtypeStruct object) at two places in the
-    pytree is two parameters, all-reduced twice. A dtype XLA all-reduces nothing in (its only
+    `f16`) -> elements all-reduced in that dtype. A pytree is JAX's (jax.tree: None is an
+    empty subtree, a registered node class such as a flax or equinox module holds children, not
+    a parameter). Each leaf of the pytree is one parameter with its own gradient: the same
+    array (or ShapeDtypeStruct object) at two places in the pytree is two parameters,
+    all-reduced twice. A dtype XLA all-reduces nothing in (its only
     parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?

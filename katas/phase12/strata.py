@@ -62,7 +62,28 @@ def _value(rng: random.Random, leaf: Leaf, kind: str):
     return np.zeros(shape, LEAF_DTYPES[hlo])
 
 
+@jax.tree_util.register_pytree_node_class
+class Block:
+    """A pytree node of the user's own (as flax or equinox modules are): its children are
+    pytrees, it is no leaf."""
+
+    def __init__(self, children) -> None:
+        self.children = list(children)
+
+    def tree_flatten(self):
+        return self.children, None
+
+    @classmethod
+    def tree_unflatten(cls, _aux, children):
+        return cls(children)
+
+    def __repr__(self) -> str:
+        return f"Block({self.children!r})"
+
+
 def _container(rng: random.Random, kind: str, children: list):
+    if kind == "node":
+        return Block(children)
     if kind == "dict":
         letters = rng.sample("abcdefghkmnpqrstuvwxyz", len(children))
         return {f"{letters[i]}{i}": child for i, child in enumerate(children)}
@@ -71,9 +92,12 @@ def _container(rng: random.Random, kind: str, children: list):
 
 def _nested(rng: random.Random, values: list, kinds: list[str]):
     """`values` in containers `depth = len(kinds)` deep: the outermost holds some leaves and a
-    container of the rest, and so on; the innermost holds at least one leaf."""
+    container of the rest, and so on; the innermost holds at least one leaf and a None (an
+    empty subtree)."""
     if len(kinds) == 1:
-        return _container(rng, kinds[0], values)
+        children = list(values)
+        children.insert(rng.randrange(len(children) + 1), None)  # an empty subtree, no leaf
+        return _container(rng, kinds[0], children)
     keep = rng.randint(1, len(values) - len(kinds) + 1)
     children = [*values[:keep], _nested(rng, values[keep:], kinds[1:])]
     rng.shuffle(children)
@@ -93,7 +117,9 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     an empty leaf beside others of its dtype and, where the situation leaves a dtype out, an
     empty leaf of such a dtype, its only one; its containers are 1, 2 or 3 deep, each
     depth in three of the nine cases, and the outermost container a dict, a list and a tuple in
-    three cases each."""
+    three cases each; below the outermost, one level is a pytree node class of the user's own
+    (strata.Block, registered with JAX as flax's and equinox's modules are), and the innermost
+    container holds a None (an empty subtree: no parameter)."""
     situations = [(subset, "either") for subset in _SUBSETS]
     situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
     depths = [1 + i % 3 for i in range(len(situations))]
@@ -112,6 +138,8 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
         values.insert(at, values[tied])
         leaves.insert(at, leaves[tied])
         kinds = [first, *(rng.choice(_KINDS) for _ in range(depth - 1))]
+        if depth > 1:  # a node class of the user's own at one inner level
+            kinds[rng.randrange(1, depth)] = "node"
         only = {"either": "", "array": ", arrays only", "sds": ", ShapeDtypeStructs only"}[kind]
         cases[f"{' and '.join(dtypes)}{only}"] = (_nested(rng, values, kinds), leaves)
     return cases

@@ -231,22 +231,6 @@ def _fsdp_text(case: str, options: tuple = ()) -> str:
     return text
 
 
-_CUBLAS_TARGET = re.compile(r'custom_call_target="(__cublas\$[^"]*)"')
-
-
-def _gemm_kernels(text: str) -> Counter:
-    """The GEMM kernels of a compiled module: its Triton GEMM fusions by kind label and its
-    cuBLAS calls by target (what options about collectives leave as they are)."""
-    kernels: Counter = Counter()
-    for _, _, op, printed in oracle.parsed(text)[1]:
-        target = _CUBLAS_TARGET.search(printed) if op == "custom-call" else None
-        if target:
-            kernels[target.group(1)] += 1
-        elif op == "fusion" and "gemm" in oracle.label(printed):
-            kernels[oracle.label(printed)] += 1
-    return kernels
-
-
 @pytest.mark.task("overlap_options")
 @pytest.mark.parametrize("case", sorted(FSDP_CASES))
 def test_overlap_options_overlap_the_gathers(kata, case):
@@ -264,8 +248,8 @@ def test_overlap_options_overlap_the_gathers(kata, case):
             f"{case}: the gathers produce {after_bytes} bytes, the original {before_bytes}: "
             "the same weights must be gathered"
         )
-    before_gemms = _gemm_kernels(_fsdp_text(case))
-    after_gemms = _gemm_kernels(_fsdp_text(case, tuple(sorted(options.items()))))
+    before_gemms = oracle.gemm_kernels(_fsdp_text(case))
+    after_gemms = oracle.gemm_kernels(_fsdp_text(case, tuple(sorted(options.items()))))
     assert before_gemms, f"{case}: the default compile has no GEMM kernel"
     with check:
         assert after_gemms == before_gemms, (

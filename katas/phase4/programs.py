@@ -148,6 +148,11 @@ def ignores_second(x, unused):
     return jnp.exp(x) - 1.0
 
 
+def pytree_affine(params, xs):
+    """Arguments that are pytrees: a dict and a tuple (one argument each, as jax.jit takes them)."""
+    return params["w"] * xs[0] + params["b"] * xs[1]
+
+
 def loop_stats(x):
     def step(_, v):
         return lax.cond(jnp.sum(v) > 0, lambda u: u * 2.0, lambda u: u - 1.0, v)
@@ -193,7 +198,8 @@ STAGE_PROGRAMS = {  # several arities, a tuple result, one function at two dtype
     # (f32 then bf16) and at two shapes (size 1), a NumPy scalar argument and a Python float (weakly
     # typed: jax.jit multiplies in bfloat16 where an f32[] would promote to float32), an argument
     # the function ignores (jit prunes it), two different functions of one name (both `<lambda>`)
-    # at the same argument; jax.jit names each module after its function
+    # at the same argument, arguments that are pytrees (a dict holding a Python float, a tuple);
+    # jax.jit names each module after its function
     "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
     "moments f32[6]": (moments, (uniform(6, 4),)),
     "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
@@ -202,6 +208,10 @@ STAGE_PROGRAMS = {  # several arities, a tuple result, one function at two dtype
     "scaled_sine f32[] (a NumPy scalar), f32[4]": (scaled_sine, (np.float32(1.5), uniform(4))),
     "scaled_sine 1.5 (a Python float), bf16[4]": (scaled_sine, (1.5, uniform(4, dtype=BF16))),
     "ignores_second f32[4], f32[2,3]": (ignores_second, (uniform(4), uniform((2, 3), 2))),
+    "pytree_affine {w: f32[3], b: 0.5}, (f32[3], f32[3])": (
+        pytree_affine,
+        ({"w": uniform(3), "b": 0.5}, (uniform(3, 1), uniform(3, 2))),
+    ),
     "<lambda> x * 2.0 at f32[8]": (lambda x: x * 2.0, (uniform(),)),
     "<lambda> sin(x) at f32[8]": (lambda x: jnp.sin(x), (uniform(),)),
 }

@@ -41,7 +41,15 @@ from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
 
 
 def _stages(kata, f, *args) -> tuple:
-    got = kata.stages(f, *args)
+    """kata.stages(f, *args); a crash on arguments jax.jit takes is a wrong answer (the stub's
+    NotImplementedError passes through)."""
+    try:
+        got = kata.stages(f, *args)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (any exception: jax.jit lowers f at these args)
+        crash = f"{type(error).__name__}: {str(error)[:160]}"
+        pytest.fail(f"stages raised {crash} on arguments jax.jit takes", pytrace=False)
     assert isinstance(got, tuple) and len(got) == 2, f"expected (before, after), got {got!r:.80}"
     return got
 
@@ -88,8 +96,8 @@ def _stages_oracle(key: str) -> tuple[Counter, Counter, tuple[str, str]]:
 def test_stages_of_several_programs(kata):
     """Each program at its own arguments: a scalar stays a scalar, a Python float stays weakly
     typed, an unused argument is pruned as jax.jit prunes it, one function at another dtype or
-    shape is another program, and so are two functions of one name; both modules carry the name
-    jax.jit gives them (after the function)."""
+    shape is another program, and so are two functions of one name, arguments may be pytrees (a
+    dict, a tuple); both modules carry the name jax.jit gives them (after the function)."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
@@ -201,11 +209,12 @@ def _kernel_shapes(fresh, count: int) -> list[tuple[int, int]]:
 def test_one_kernel_on_fresh_cases(kata, fresh):
     """Every program at drawn matrix shapes (2 to 16 each way; one shape with 2 rows and one with
     2 columns among them, the domain's edge) and dtypes; a program that names n at n = 0, 1 and
-    2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 8. The verdict is
+    2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 5 (the
+    contract's domain ends at 5). The verdict is
     read from the program compiled here."""
     _require_cpu("fusion decisions are the CPU backend's")
     for name in KERNELS:
-        counts = (0, 1, 2, fresh.randint(3, 8)) if NAMES_N.search(name) else (BANK_N, BANK_N)
+        counts = (0, 1, 2, fresh.randint(3, 5)) if NAMES_N.search(name) else (BANK_N, BANK_N)
         for n, shape in zip(counts, _kernel_shapes(fresh, len(counts)), strict=True):
             _check_kernel(kata, name, shape, fresh.choice(KERNEL_DTYPES), n, f" ({fresh.where()})")
 

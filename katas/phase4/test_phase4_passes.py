@@ -233,11 +233,11 @@ CONSTRUCTED = {
 }
 
 
-def _random_cases(count=6):
-    """Seeded random timelines: the answer is the index where the opcode's count is set to move.
-    Opcodes whose names hold the asked one's move at random, and a count of 0 is written out or
-    left out at random."""
-    rng = np.random.default_rng(11)
+def _random_cases(fresh, count=6):
+    """Random timelines drawn afresh each run: the answer is the index where the opcode's count
+    is set to move. Opcodes whose names hold the asked one's move at random, and a count of 0 is
+    written out or left out at random."""
+    rng = np.random.default_rng(fresh.randrange(2**32))
     pool = ["pipeline-start", "algsimp", "cse", "dce", "fusion", "layout-assignment", "simplify"]
     others = ("add", "multiply", "all-reduce", "reduce-window", "reduce-scatter")
     cases = {}
@@ -256,13 +256,13 @@ def _random_cases(count=6):
             if level or rng.random() < 0.5:
                 counts["reduce"] = level
             timeline.append((name, counts))
-        cases[f"random {case}"] = (timeline, "reduce", names[change])
+        cases[f"random {case} ({fresh.where()})"] = (timeline, "reduce", names[change])
     return cases
 
 
 @pytest.mark.task("pass_that_changed")
-def test_pass_that_changed_on_constructed_timelines(kata):
-    for what, (timeline, opcode, expected) in {**CONSTRUCTED, **_random_cases()}.items():
+def test_pass_that_changed_on_constructed_timelines(kata, fresh):
+    for what, (timeline, opcode, expected) in {**CONSTRUCTED, **_random_cases(fresh)}.items():
         got = kata.pass_that_changed(timeline, opcode)
         with check:
             assert got == expected and type(got) is type(expected), (
