@@ -330,6 +330,22 @@ def sharded_in_bf16(x, w1, w2):
     return (h @ w2.astype(BF16)).astype(jnp.float32)
 
 
+@decoy(
+    "sharded_mlp",
+    caught_by=["test_sharded_mlp_computes_the_original"],
+    why="reduce-scatters the output (an eighth of the all-reduce's bytes) and device_puts it "
+    "replicated: under jit the device_put is dropped, the result stays split by columns and the "
+    "gather runs outside the measured program",
+)
+def sharded_reduce_scatter_then_device_put(x, w1, w2):
+    def local(x, a, b):
+        return jax.lax.psum_scatter(jax.nn.relu(x @ a) @ b, "x", scatter_dimension=1, tiled=True)
+
+    specs = (P(), P(None, "x"), P("x", None))
+    out = jax.shard_map(local, mesh=mesh(), in_specs=specs, out_specs=P(None, "x"))(x, w1, w2)
+    return jax.device_put(out, sharding())
+
+
 @accepted(
     "sharded_mlp",
     why="pins the hidden layer split by columns, as w1 leaves it, on a mesh made in the kata",
