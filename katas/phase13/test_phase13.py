@@ -321,7 +321,8 @@ def test_sharded_mlp_meets_the_collective_budget(kata, case, fresh):
 
 
 @pytest.mark.task("sharded_mlp")
-@pytest.mark.parametrize("case", [*SHARDED_CASES, (3, 16, 64, 5)])
+# two listed shapes (the third varies only the budget's weights) and an odd batch
+@pytest.mark.parametrize("case", [*SHARDED_CASES[:2], (3, 16, 64, 5)])
 def test_sharded_mlp_computes_the_original(kata, case):
     """The result under jax.jit (where the budget is measured) and called as a user calls it,
     device by device: replicated like the original's, every device holding the whole result (a
