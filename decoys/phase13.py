@@ -330,6 +330,22 @@ def sharded_in_bf16(x, w1, w2):
     return (h @ w2.astype(BF16)).astype(jnp.float32)
 
 
+@decoy(
+    "sharded_mlp",
+    caught_by=["test_sharded_mlp_computes_the_original"],
+    why="reduce-scatters the output (an eighth of the all-reduce's bytes) and device_puts it "
+    "replicated: under jit the device_put is dropped, the result stays split by columns and the "
+    "gather runs outside the measured program",
+)
+def sharded_reduce_scatter_then_device_put(x, w1, w2):
+    def local(x, a, b):
+        return jax.lax.psum_scatter(jax.nn.relu(x @ a) @ b, "x", scatter_dimension=1, tiled=True)
+
+    specs = (P(), P(None, "x"), P("x", None))
+    out = jax.shard_map(local, mesh=mesh(), in_specs=specs, out_specs=P(None, "x"))(x, w1, w2)
+    return jax.device_put(out, sharding())
+
+
 @accepted(
     "sharded_mlp",
     why="pins the hidden layer split by columns, as w1 leaves it, on a mesh made in the kata",
@@ -665,6 +681,38 @@ def roofline_from_output_shape(program, shapes, dtype, chip):
     peak_flops, peak_bandwidth = PEAKS[chip]
     bound = "memory" if flops / moved <= peak_flops / peak_bandwidth else "compute"
     return float(flops), float(moved), flops / moved, bound
+
+
+@decoy(
+    "roofline",
+    caught_by=["test_roofline_elementwise_of_any_rank"],
+    why="reads the element-wise programs' arguments as matrices (rows times columns), as every "
+    "listed add and scale_add is",
+)
+def roofline_elementwise_as_matrices(program, shapes, dtype, chip):
+    if program in ("add", "scale_add"):
+        rows, cols = (*shapes[0], 1, 1)[:2]  # a vector as one row, a scalar as 1 x 1
+        flops, moved = rows * cols * (1 if program == "add" else 2), 3 * rows * cols
+        moved *= np.dtype(jnp.dtype(dtype)).itemsize
+        peak_flops, peak_bandwidth = PEAKS[chip]
+        bound = "compute" if flops / moved > peak_flops / peak_bandwidth else "memory"
+        return float(flops), float(moved), flops / moved, bound
+    return roofline_from_output_shape(program, shapes, dtype, chip)
+
+
+@decoy(
+    "roofline",
+    caught_by=["test_roofline_elementwise_of_any_rank"],
+    why="takes scale_add's 2.0 for a float32 constant in bfloat16, as jnp.sum widens: a convert "
+    "of a up and of the result down counted (a weak-typed 2.0 * a stays bfloat16)",
+)
+def roofline_bf16_scale_add_converts(program, shapes, dtype, chip):
+    flops, moved, _, _ = roofline_from_output_shape(program, shapes, dtype, chip)
+    if program == "scale_add" and dtype == "bfloat16":
+        flops += 2 * math.prod(shapes[0])
+    peak_flops, peak_bandwidth = PEAKS[chip]
+    bound = "compute" if flops / moved > peak_flops / peak_bandwidth else "memory"
+    return float(flops), moved, flops / moved, bound
 
 
 @accepted("serve", why="np.pad, and the buckets chosen by a memoised search over split points")

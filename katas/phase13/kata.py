@@ -52,7 +52,9 @@ def rollout(w, b, x) -> jax.Array:
 
 def sharded_mlp(x, w1, w2) -> jax.Array:
     """programs.replicated_hidden_mlp(x, w1, w2) on the 8-device mesh (x replicated, w1 split by
-    columns, w2 by rows): the same result, with at most half the original's collective bytes.
+    columns, w2 by rows): the same result, replicated as the original's (every device holds all
+    of it, under jax.jit and called directly alike), with at most half the original's collective
+    bytes (of the program jax.jit(sharded_mlp) compiles: a device_put after it is not in there).
     The budget tests run hidden at least twice the width (the listed cases and one drawn with
     hidden from 2 to 2.5 x width): below that the output's own all-reduce weighs too much for
     any answer to meet it."""
@@ -64,14 +66,15 @@ def roofline(
     program: str, shapes: tuple[tuple[int, ...], ...], dtype: str, chip: str
 ) -> tuple[float, float, float, str]:
     """(flops, bytes, arithmetic intensity, "compute" or "memory") of programs.ROOFLINE_PROGRAMS
-    [program] on arguments of `shapes` and `dtype` ("float32", "bfloat16"), predicted from the
-    shapes alone (compile nothing): bytes as a fused program moves them (each input read once,
-    the output written once), and whether it is compute- or memory-bound on `chip` (a key of
-    PEAKS): intensity above the ridge point PEAKS[chip] gives (peak flop/s over bytes/s) is
-    compute-bound, for either dtype (the model uses the dense bf16 peak for float32 programs
-    too). Flops as the cost model counts the program as written (a bfloat16 jnp.sum
-    accumulates in float32: read which converts that adds; a dot converts only what its
-    lowered module converts). The tests compare with the compiler's cost_analysis() within 5%."""
+    [program] on arguments of `shapes` (add and scale_add: any rank, 0 included) and `dtype`
+    ("float32", "bfloat16"), predicted from the shapes alone (compile nothing): bytes as a fused
+    program moves them (each input read once, the output written once), and whether it is
+    compute- or memory-bound on `chip` (a key of PEAKS): intensity above the ridge point
+    PEAKS[chip] gives (peak flop/s over bytes/s) is compute-bound, for either dtype (the model
+    uses the dense bf16 peak for float32 programs too). Flops as the cost model counts the
+    program as written (a bfloat16 jnp.sum accumulates in float32: read which converts that
+    adds; a dot converts only what its lowered module converts). The tests compare with the
+    compiler's cost_analysis() within 5%."""
     # TODO: count the multiply-adds and the elements each program reads and writes
     raise NotImplementedError("phase13 task 5: roofline")
 

@@ -128,6 +128,41 @@ def test_roofline_bf16_sums(kata, fresh):
             )
 
 
+@pytest.mark.task("roofline")
+def test_roofline_elementwise_of_any_rank(kata, fresh):
+    """add and scale_add take arguments of any shape (the listed cases are all matrices): each
+    is drawn in both dtypes at ranks 0, 1 and 3 (one drawn again), an axis of size 1 in half.
+    Flops as the lowered module counts them in that dtype (a bfloat16 2.0 * a stays bfloat16:
+    nothing converts), bytes as the compiled float32 program moves them (fused, the 2.0 * a
+    never written) and, for add, as the lowered bfloat16 module does."""
+    ranks = [0, 1, 3, fresh.choice((1, 3))]
+    fresh.shuffle(ranks)
+    cases = itertools.product(("add", "scale_add"), DTYPES)
+    for (program, dtype), rank in zip(cases, ranks, strict=True):
+        shape = [fresh.randint(2, 40) for _ in range(rank)]
+        if rank and fresh.random() < 0.5:  # an axis of size 1, never a rank-3 shape's last
+            shape[fresh.randrange(max(1, rank - 1))] = 1
+        shape = tuple(shape)
+        shapes = (shape, shape)
+        flops, moved, _, _ = _predicted(kata, program, shapes, dtype, fresh.choice(sorted(PEAKS)))
+        program_of = jax.jit(ROOFLINE_PROGRAMS[program])
+        lowered = oracle.cost(program_of.lower(*_specs(shapes, jnp.dtype(dtype))))
+        if dtype == "float32":
+            want_bytes = oracle.cost(program_of.lower(*_specs(shapes, jnp.float32)).compile())
+            want_bytes = want_bytes["bytes accessed"]
+        else:
+            want_bytes = lowered["bytes accessed"] if program == "add" else None
+        for name, value, expected in (
+            ("flops", flops, lowered["flops"]),
+            ("bytes", moved, want_bytes),
+        ):
+            if expected is not None:
+                assert value == pytest.approx(expected, rel=TOLERANCE), (
+                    f"{program} {shapes} {dtype} ({fresh.where()}): {name} {value:.6g}, the "
+                    f"compiler's cost analysis says {expected:.6g} (arguments of any shape)"
+                )
+
+
 # The dot programs' dimensions, as (program, names): one test draws each dimension thin in turn.
 DOT_DIMENSIONS = [
     ("matmul", ("m", "k", "n")),
