@@ -179,13 +179,14 @@ def _chebyshev_system(rng: np.random.Generator, n: int, k: int | None):
 def _scales(rng: random.Random) -> list[tuple[float, float]]:
     """(a's scale, b's scale) for three systems, in a drawn order: the contract bounds a's
     condition number, not the size of a's or b's entries, and a relative error does not depend
-    on them. One b is huge (1e22 to 1e25: its squared norm overflows float32) with a scaled by 1
-    to 1e4, one tiny (1e-25 to 1e-22: its squared norm underflows) with a scaled by 1e-4 to 1,
-    so that x's norm stays within the contract's 1e-30 to 1e30; one b is from 1e-9 to 1e8 with
-    a scaled by 1e-4 to 1e4."""
+    on them. One b is huge (1e22 to 1e25: its squared norm overflows float32) with a scaled by
+    1e34 to 1e36 (entries up to 1e38: p . a p overflows unless a is scaled too), one tiny
+    (1e-25 to 1e-22: its squared norm underflows) with a scaled by 1e-34 to 1e-30 (p . a p of
+    a b scaled to 1 underflows past any guard), so that x's norm stays within the contract's
+    1e-30 to 1e30; one b is from 1e-9 to 1e8 with a scaled by 1e-4 to 1e4."""
     scales = [
-        (10 ** rng.uniform(0, 4), 10 ** rng.uniform(22, 25)),
-        (10 ** rng.uniform(-4, 0), 10 ** rng.uniform(-25, -22)),
+        (10 ** rng.uniform(34, 36), 10 ** rng.uniform(22, 25)),
+        (10 ** rng.uniform(-34, -30), 10 ** rng.uniform(-25, -22)),
         (10 ** rng.uniform(-4, 4), 10 ** rng.uniform(-9, 8)),
     ]
     rng.shuffle(scales)
