@@ -166,6 +166,26 @@ def mean_unmasked(x, buckets):
 
 @decoy(
     "bucketed_mean",
+    caught_by=["test_bucketed_mean_other_dtypes"],
+    why="pads and sums in x's own dtype: a float16 sum past 65504 is inf, a bfloat16 one rounds",
+)
+def mean_summed_in_input_dtype(x, buckets):
+    size = min((b for b in buckets if b >= len(x)), default=None)
+    if size is None:
+        raise ValueError("too long")
+    padded = np.zeros(size, x.dtype)
+    padded[: len(x)] = x
+    return float(_summed_in_dtype(padded, np.int32(len(x))))
+
+
+@jax.jit
+def _summed_in_dtype(padded, length):
+    kept = jnp.where(jnp.arange(padded.shape[0]) < length, padded, jnp.zeros((), padded.dtype))
+    return jnp.sum(kept).astype(jnp.float32) / length
+
+
+@decoy(
+    "bucketed_mean",
     caught_by=["test_bucketing_bounds_compiles"],
     why="the length is a static argument: one compile per length",
 )

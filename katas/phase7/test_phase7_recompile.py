@@ -7,6 +7,7 @@ import logging
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from pytest_check import check
@@ -264,8 +265,18 @@ def test_bucketed_mean_is_correct(kata):
             )
 
 
+def _wide_sums(fresh) -> list[np.ndarray]:
+    """Inputs whose sum the input's own dtype cannot hold while their mean is exact in it: float16
+    values from 2048 to 60000 summing past float16's 65504, and bfloat16 integers from 1 to 255
+    (exact) whose sum of thousands bfloat16 rounds to 8 bits. NumPy's mean sums them in float32
+    or wider: so must a mean computed in x's dtype's stead."""
+    wide = np.array([fresh.randint(2048, 60000) for _ in range(fresh.randint(20, 32))])
+    small = np.array([fresh.randint(1, 255) for _ in range(fresh.randint(20, 32))])
+    return [wide.astype(np.float16), small.astype(jnp.bfloat16)]
+
+
 @pytest.mark.task("bucketed_mean")
-def test_bucketed_mean_other_dtypes(kata):
+def test_bucketed_mean_other_dtypes(kata, fresh):
     rng = np.random.default_rng(3)
     for dtype in (np.float16, np.float32, np.float64):
         for n in (2, 11):
@@ -275,6 +286,15 @@ def test_bucketed_mean_other_dtypes(kata):
                 assert got == pytest.approx(float(np.mean(x.astype(np.float64))), rel=2e-3), (
                     f"{np.dtype(dtype).name} length {n}: {got}, expected {np.mean(x)}"
                 )
+    for x in _wide_sums(fresh):
+        got = _mean(kata, x, BUCKETS)
+        want = float(np.mean(x.astype(np.float64)))
+        if not got == pytest.approx(want, rel=1e-4):
+            values = x.astype(np.float64)
+            pytest.fail(
+                f"{x.dtype.name} x {values.tolist()} (sum {values.sum()}): mean {got}, NumPy "
+                f"says {want} (summed in {x.dtype.name}?); {fresh.where()}"
+            )
 
 
 def _fresh_values(fresh, n: int, dtype) -> np.ndarray:
