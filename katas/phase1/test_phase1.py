@@ -241,7 +241,9 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata, fresh):
     with keeps_nothing("a call under jit"):
         jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
     orders = key_orders(fresh, KEYS, 2)
-    calls = [data(seed, shape, order=order)[:2] for seed, order in zip((11, 12), orders, strict=True)]
+    calls = [
+        data(seed, shape, order=order)[:2] for seed, order in zip((11, 12), orders, strict=True)
+    ]
     calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
     calls.append(calls[2])  # ... refilled in place before the call
     for index, (params, x) in enumerate(calls):
