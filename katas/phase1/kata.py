@@ -113,9 +113,10 @@ def abs_where(x) -> jax.Array:
     The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
     the dtype (the largest magnitudes, int32 beyond 2**24, infinities, NaN); a zero comes back
     as a zero of either sign (-0.0 == 0.0: `x >= 0` and `x > 0` are both right). The jaxpr
-    selects (select_n), also when x is a concrete array, and the select decides: it picks x or
-    -x per element (|x| computed some other way, here or on the host, is not a select). Do not
-    call jnp.abs, jnp.sign or jnp.maximum.
+    selects (select_n) for every dtype (an unsigned one too, whose |x| is x), also when x is a
+    concrete array (a JAX array or a NumPy one), and the select decides: it picks x or -x per
+    element (|x| computed some other way, here or on the host, is not a select). Do not call
+    jnp.abs, jnp.sign or jnp.maximum.
     """
     # TODO: a jit-safe select
     raise NotImplementedError("phase1 task 8: abs_where")

@@ -22,6 +22,7 @@ pair the same arguments with the same static values in two ways (pairings).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 import sys
 
@@ -31,19 +32,48 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from kata_harness.guard import KataGuardError
+
 
 def as_given(tree):
     return tree
 
 
+def on_device(tree):
+    """tree's arrays as JAX arrays; a dict keeps its keys' insertion order (jax.device_put of a
+    dict builds a new one in sorted key order, as jit does for the function it traces)."""
+    if isinstance(tree, dict):
+        return {name: jax.device_put(value) for name, value in tree.items()}
+    return jax.device_put(tree)
+
+
 # how the tests call a function eagerly: on NumPy arrays as data() makes them (`@` on two NumPy
-# bf16 arrays is NumPy's own matmul), or on JAX arrays
-ARRAY_KINDS = (("NumPy arrays", as_given), ("JAX arrays", jax.device_put))
+# bf16 arrays is NumPy's own matmul), or on JAX arrays; a params dict keeps its key order
+ARRAY_KINDS = (("NumPy arrays", as_given), ("JAX arrays", on_device))
+
+
+def key_orders(rng: random.Random, keys: tuple[str, ...], count: int) -> list[tuple[str, ...]]:
+    """count insertion orders of a params dict's keys for eager calls, none of them `keys` (the
+    order the contract writes) or sorted (the order jit and device_put rebuild a dict in, so the
+    only one a jitted call sees): the first with layer 2's keys before layer 1's (as w2 before
+    w1 and b2 before b1), the others drawn. A function that reads the layers by position
+    instead of by key reads the wrong arrays at the first at least."""
+    everyday = {tuple(keys), tuple(sorted(keys))}
+    orders = [o for o in itertools.permutations(keys) if o not in everyday]
+
+    def late_first(order: tuple[str, ...]) -> bool:  # "w2" before "w1", "b2" before "b1"
+        return all(order.index(f"{k}2") < order.index(f"{k}1") for k in ("w", "b"))
+
+    first = rng.choice([o for o in orders if late_first(o)])
+    return [first, *(rng.choice(orders) for _ in range(count - 1))]
 
 
 @contextlib.contextmanager
 def keeps_nothing(where: str):
-    """A tracer of an earlier jitted call reaching this one was kept from that call."""
+    """A tracer of an earlier jitted call reaching this one was kept from that call; any other
+    crash on these valid inputs (a params dict in another key order read by position) is a
+    wrong answer too, named by `where` (the stub's NotImplementedError and the guard's refusal
+    pass through)."""
     try:
         yield
     except jax.errors.UnexpectedTracerError:
@@ -51,6 +81,11 @@ def keeps_nothing(where: str):
             f"{where}: a tracer of an earlier jitted call reached this call; every call "
             "computes on its own arguments and keeps nothing from an earlier one"
         )
+    except (NotImplementedError, KataGuardError):
+        raise
+    except Exception as error:  # noqa: BLE001  (any exception: the inputs are valid)
+        crash = f"{type(error).__name__}: {str(error)[:160]}"
+        pytest.fail(f"{where}: raised {crash} on inputs the contract allows", pytrace=False)
 
 
 def refilled(params: dict, other: dict) -> dict:
@@ -81,6 +116,30 @@ def lone_unit_axes(rng: random.Random) -> list[tuple[int, int, int, int]]:
 
     narrow = rng.choice(((1, size()), (size(), 1)))
     return [(size(), size(), size(), 1), (1, size(), size(), size()), (size(), *narrow, size())]
+
+
+def near_fit(rng: random.Random, shape: tuple[int, int, int, int]):
+    """float32 params, x and y where y is the network's output plus a small residual: params and
+    x are small integers (b2 between 100 and 200 of either sign), so every output is an integer
+    of a few hundred, exact in float32 whatever the order of the sums; y adds to each a drawn
+    residual of magnitude 1e-3 to 1e-2. The squared error (about 1e-5) is then a billionth of
+    the output's square: a loss computed as the difference of large squares loses it."""
+    batch, n_in, hidden, out = shape
+    draw = np.random.default_rng(rng.randrange(2**32))
+
+    def ints(low: int, high: int, size: tuple[int, ...]) -> np.ndarray:
+        return draw.integers(low, high + 1, size=size).astype(np.float32)
+
+    params = {
+        "w1": ints(-3, 3, (n_in, hidden)),
+        "b1": ints(-3, 3, (hidden,)),
+        "w2": ints(-3, 3, (hidden, out)),
+        "b2": ints(100, 200, (out,)) * draw.choice([-1, 1], size=out).astype(np.float32),
+    }
+    x = ints(-3, 3, (batch, n_in))
+    output = np.maximum(x @ params["w1"] + params["b1"], 0) @ params["w2"] + params["b2"]
+    residual = draw.uniform(1e-3, 1e-2, size=(batch, out)) * draw.choice([-1, 1], (batch, out))
+    return params, x, (output.astype(np.float64) + residual).astype(np.float32)
 
 
 # dtypes JAX keeps as they are in its default 32-bit mode, and each 64-bit type's 32-bit twin

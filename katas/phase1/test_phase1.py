@@ -20,7 +20,7 @@ from katas.phase1.programs import (
     SHAPES,
     data,
 )
-from katas.phase1.strata import ARRAY_KINDS, as_given, keeps_nothing, refilled
+from katas.phase1.strata import ARRAY_KINDS, as_given, keeps_nothing, key_orders, refilled
 from xla_inspect.jaxpr import primitive_census
 
 # (in, hidden, out) with enough weights that a sample std is within a few percent; in == out so
@@ -202,16 +202,18 @@ def test_mlp_forward_matches_numpy(kata):
 
 
 @pytest.mark.task("mlp_forward")
-def test_mlp_forward_keeps_the_dtype(kata):
+def test_mlp_forward_keeps_the_dtype(kata, fresh):
     """16-bit params and x give a result of that dtype, under jit and called eagerly on NumPy
-    and on JAX arrays."""
-    for dtype in (ml_dtypes.bfloat16, np.float16):  # bf16 is not the only narrow float
-        params, x, _ = data(5, SHAPES[2], dtype=dtype)
+    and on JAX arrays (params inserted in a drawn key order: an eager call sees it)."""
+    orders = key_orders(fresh, KEYS, 2)
+    for dtype, order in zip((ml_dtypes.bfloat16, np.float16), orders, strict=True):
+        params, x, _ = data(5, SHAPES[2], dtype=dtype, order=order)
         name = np.dtype(dtype).name
         runs = [("under jit", jax.jit(kata.mlp_forward), as_given)]
         runs += [(f"eagerly on {kind}", kata.mlp_forward, put) for kind, put in ARRAY_KINDS]
         for how, forward, put in runs:
-            out = forward(put(params), put(x))
+            with keeps_nothing(f"{name}, called {how}, params keys inserted as {order}"):
+                out = forward(put(params), put(x))
             assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
             with check:
                 assert str(out.dtype) == name, (
@@ -223,20 +225,25 @@ def test_mlp_forward_keeps_the_dtype(kata):
                     oracle.np_forward(params, x),
                     rtol=0.05,
                     atol=0.3,
-                    err_msg=f"{name}, called {how}",
+                    err_msg=f"{name}, called {how}, params keys inserted as {order} "
+                    f"({fresh.where()})",
                 )
 
 
 @pytest.mark.task("mlp_forward")
-def test_mlp_forward_reads_its_arguments_on_every_call(kata):
+def test_mlp_forward_reads_its_arguments_on_every_call(kata, fresh):
     """After a call under jit, called eagerly (concrete arrays, no jit around it), on NumPy and
     on JAX arrays, with other params, then another x of the same shapes, then the same params
     dict refilled in place with other arrays: each result is that call's network on that call's
-    x."""
+    x. The eager calls' params dicts have their keys inserted in drawn orders (a dict in any key
+    order is the same params; only an eager call sees the order, jit sorts the keys)."""
     shape = SHAPES[2]
     with keeps_nothing("a call under jit"):
         jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
-    calls = [data(seed, shape)[:2] for seed in (11, 12)]
+    orders = key_orders(fresh, KEYS, 2)
+    calls = [
+        data(seed, shape, order=order)[:2] for seed, order in zip((11, 12), orders, strict=True)
+    ]
     calls.append((calls[1][0], data(13, shape)[1]))  # the same params, another x
     calls.append(calls[2])  # ... refilled in place before the call
     for index, (params, x) in enumerate(calls):
@@ -245,7 +252,10 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata):
             kinds, how = ARRAY_KINDS[:1], "the params dict of call 3, refilled in place"
             refilled(params, data(14, shape)[0])
         for kind, put in kinds:
-            where = f"eager call {index + 1} of {len(calls)} on {kind} ({how})"
+            where = (
+                f"eager call {index + 1} of {len(calls)} on {kind} ({how}), params keys "
+                f"inserted as {tuple(params)} ({fresh.where()})"
+            )
             with keeps_nothing(where):
                 out = kata.mlp_forward(put(params), put(x))
             with check:

@@ -18,7 +18,9 @@ from katas.phase1.strata import (
     VALUES,
     as_given,
     keeps_nothing,
+    key_orders,
     lone_unit_axes,
+    near_fit,
     refilled,
 )
 
@@ -75,6 +77,23 @@ def test_mse_loss_does_not_grow_with_the_batch(kata):
 
 
 @pytest.mark.task("mse_loss")
+def test_mse_loss_near_a_perfect_fit(kata, fresh):
+    """y a small residual away from the prediction (strata.near_fit: outputs of a few hundred,
+    exact in float32, residuals of 1e-3 to 1e-2, drawn): the loss is the mean of the residuals'
+    squares, to float32's precision."""
+    params, x, y = near_fit(fresh, SHAPES[2])
+    got = float(jax.jit(kata.mse_loss)(params, x, y))
+    expected = oracle.np_loss(params, x, y)
+    prediction = oracle.np_forward(params, x)
+    assert abs(got - expected) <= 1e-3 * expected, (
+        f"x = {x.tolist()}, params = { {k: v.tolist() for k, v in params.items()} }: the "
+        f"prediction is {prediction.tolist()} (exact in float32) and y = {y.tolist()} lies "
+        f"1e-3 to 1e-2 from it; mse_loss gave {got!r}, the mean squared error is {expected!r} "
+        f"({fresh.where()})"
+    )
+
+
+@pytest.mark.task("mse_loss")
 def test_mse_loss_counts_every_element(kata, fresh):
     """A NaN target anywhere makes the mean over every element NaN: no element is skipped."""
     params, x, y = data(6, SHAPES[2])
@@ -88,16 +107,19 @@ def test_mse_loss_counts_every_element(kata, fresh):
 
 
 @pytest.mark.task("mse_loss")
-def test_mse_loss_keeps_the_dtype(kata):
+def test_mse_loss_keeps_the_dtype(kata, fresh):
     """float32 and 16-bit params and data give a loss of that dtype, under jit and called
-    eagerly on NumPy and on JAX arrays, each call on other values of the same shapes."""
+    eagerly on NumPy and on JAX arrays, each call on other values of the same shapes (params
+    keys inserted in a drawn order: an eager call sees it)."""
     seeds = iter(range(30, 40))
+    orders = iter(key_orders(fresh, KEYS, 9))
     for dtype in (np.float32, *NARROW_FLOATS):
         name = np.dtype(dtype).name
         runs = [("under jit", jax.jit(kata.mse_loss), as_given)]
         runs += [(f"eagerly on {kind}", kata.mse_loss, put) for kind, put in ARRAY_KINDS]
         for how, loss_of, put in runs:
-            params, x, y = data(next(seeds), SHAPES[2], dtype=dtype)
+            params, x, y = data(next(seeds), SHAPES[2], dtype=dtype, order=next(orders))
+            how = f"{how}, params keys inserted as {tuple(params)} ({fresh.where()})"
             with keeps_nothing(f"{name}, called {how}"):
                 loss = loss_of(put(params), put(x), put(y))
             assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
@@ -167,13 +189,15 @@ def test_loss_and_grad_matches_numpy(kata, fresh):
 
 
 @pytest.mark.task("loss_and_grad")
-def test_loss_and_grad_reads_its_arguments_on_every_call(kata):
+def test_loss_and_grad_reads_its_arguments_on_every_call(kata, fresh):
     """After a call under jit, called eagerly (no jit around it) on NumPy and on JAX arrays, on
     one params and batches of the same shapes with other values, then on that params dict
-    refilled in place with other arrays: each result is that call's loss and gradient."""
+    refilled in place with other arrays: each result is that call's loss and gradient. The
+    params dict has its keys inserted in a drawn order (only an eager call sees it)."""
     with keeps_nothing("a call under jit"):
         _loss_and_grad(jax.jit(kata.loss_and_grad), *data(20, SHAPES[2]))
-    params = data(21, SHAPES[2])[0]
+    (order,) = key_orders(fresh, KEYS, 1)
+    params = data(21, SHAPES[2], order=order)[0]
     for index, seed in enumerate((22, 23, 24)):
         _, x, y = data(seed, SHAPES[2])
         kinds, how = ARRAY_KINDS, "another batch"
@@ -182,7 +206,10 @@ def test_loss_and_grad_reads_its_arguments_on_every_call(kata):
             kinds, how = ARRAY_KINDS[:1], "the batch before, the params dict refilled in place"
             refilled(params, data(seed, SHAPES[2])[0])
         for kind, put in kinds:
-            where = f"eager call {index + 1} of 3 on {kind} ({how})"
+            where = (
+                f"eager call {index + 1} of 3 on {kind} ({how}), params keys inserted as "
+                f"{order} ({fresh.where()})"
+            )
             with keeps_nothing(where):
                 loss, grads = _loss_and_grad(kata.loss_and_grad, put(params), put(x), put(y))
             _check_against_numpy(loss, grads, params, x, y, where)

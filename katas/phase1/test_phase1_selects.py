@@ -1,7 +1,8 @@
 """Phase 1 tests, abs_where and abs_cond: values on fresh arrays of every dtype the contracts
 name, edges included (katas/phase1/strata.py), against NumPy's |x| in float64; IR facts on real
-jaxprs for several dtypes, traced from an argument and from a concrete array the answer gets
-as is (a select, or a negation inside the branch, whatever the answer is given).
+jaxprs for every dtype the contracts name, traced from an argument and from a concrete array
+(JAX or NumPy) the answer gets as is (a select, or a negation inside the branch, whatever the
+answer is given).
 """
 
 import jax
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from pytest_check import check
 
 from kata_harness.oracles import jaxpr_walks as walks
-from katas.phase1.strata import COND_DTYPES, VALUES, abs_inputs, cond_inputs
+from katas.phase1.strata import ABS_DTYPES, COND_DTYPES, VALUES, abs_inputs, cond_inputs
 from xla_inspect.jaxpr import primitive_census
 
 
@@ -20,13 +21,16 @@ def _label(x) -> str:
     return f"{np.asarray(x).dtype}{list(np.shape(x))}"
 
 
-def _traced_both_ways(function, x):
+def _traced_every_way(function, x):
     """The jaxpr of function traced on x as an argument, and on x as a concrete array it is
-    called with inside a trace (an answer that looks at its argument's type sees an array)."""
-    concrete = jax.device_put(x)
+    called with inside a trace, a JAX array and the NumPy array itself (an answer that looks at
+    its argument's type sees a concrete array, of either kind: the select is in the jaxpr for
+    each)."""
+    on_device = jax.device_put(x)
     return {
         "traced": jax.make_jaxpr(function)(x),
-        "concrete": jax.make_jaxpr(lambda: function(concrete))(),
+        "concrete JAX array": jax.make_jaxpr(lambda: function(on_device))(),
+        "concrete NumPy array": jax.make_jaxpr(lambda: function(x))(),
     }
 
 
@@ -65,9 +69,11 @@ def test_abs_where_any_floats(kata, values):
 
 @pytest.mark.task("abs_where")
 def test_abs_where_selects(kata):
-    for dtype in COND_DTYPES:
+    """On every dtype of the contract (unsigned ones too: |x| is x there, and the select still
+    picks x or -x), traced from an argument and from a concrete JAX or NumPy array."""
+    for dtype in ABS_DTYPES:
         x = np.arange(-3, 3).reshape(2, 3).astype(dtype)
-        for how, jaxpr in _traced_both_ways(kata.abs_where, x).items():
+        for how, jaxpr in _traced_every_way(kata.abs_where, x).items():
             census = primitive_census(jaxpr)
             where = f"{_label(x)}, {how}"
             with check:
@@ -113,7 +119,7 @@ def test_abs_cond_values(kata, fresh):
 def test_abs_cond_runs_one_branch(kata):
     for dtype in COND_DTYPES:
         x = dtype.type(1)
-        for how, jaxpr in _traced_both_ways(kata.abs_cond, x).items():
+        for how, jaxpr in _traced_every_way(kata.abs_cond, x).items():
             everywhere = primitive_census(jaxpr)
             where = f"{_label(x)}, {how}"
             with check:

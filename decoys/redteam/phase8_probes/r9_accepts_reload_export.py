@@ -1,0 +1,108 @@
+# probe: predict_accepts: predicts nothing: importlib.reload(jax.export) rebinds export/deserialize from jax._src at call time (a refusal patched onto the jax.export attributes is overwritten), then really exports, deserializes and calls column_sums per case and reports which calls raised
+"""Phase 8: StableHLO and jax.export. Edit this file only; run `uv run pytest katas/phase8 -x`.
+
+StableHLO is the versioned, portable form of your program: what `jax.jit(f).lower(...)` produces
+and what `jax.export` serializes. XLA converts it to HLO before optimizing. Print
+`lowered.as_text()` and `lowered.as_text(dialect="hlo")` side by side while you work.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax  # noqa: F401  (you will need it)
+
+
+def op_census(lowered) -> Counter:
+    """Count operations by name (`stablehlo.add`, `func.func`, ...) in the StableHLO module.
+
+    Walk `lowered.compiler_ir("stablehlo")` with the MLIR bindings: an operation has `.regions`,
+    a region has `.blocks`, a block has `.operations`. Count every operation nested anywhere
+    (reduce and sort bodies, while loops, every branch of a case, every function including the
+    private ones nested jit calls become), of every dialect (`func`, `stablehlo`, `chlo`, ...);
+    do not count the outer module. Return a `collections.Counter`. Write the walk yourself: an
+    answer that calls xla_inspect's census (`stablehlo_op_census`, `iter_operations`) fails.
+    """
+    # TODO: recurse operation -> regions -> blocks -> operations, counting op.operation.name
+    raise NotImplementedError("phase8 task 1: op_census")
+
+
+def hlo_opcode(stablehlo_op: str) -> str:
+    """The HLO opcode that the StableHLO op `stablehlo_op` (e.g. "stablehlo.add") becomes.
+
+    It must work for any op of the dialect, not a fixed list, including ops JAX never emits
+    (the README names the renamed ones). It is a prediction: find the naming rules beforehand
+    by lowering small programs and reading both `lowered.as_text()` and
+    `lowered.as_text(dialect="hlo")`, then answer from the name alone. The tests compare with
+    XLA's conversion; your function must not jit, lower or compile anything.
+    """
+    # TODO: a few renamed ops, then one spelling rule for the rest
+    raise NotImplementedError("phase8 task 2: hlo_opcode")
+
+
+def export_bytes(f, *specs) -> bytes:
+    """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`, any shapes and dtypes)
+    and serialize it: the bytes deserialize to an Exported whose in_avals are the specs, whose
+    out_avals are what f returns (any pytree of arrays) and whose call returns f's own pytree
+    (`out_tree`). A spec describes an argument without being one: its shape may have a symbolic
+    dimension (`jax.export.symbolic_shape`) or be too large to allocate, so export from the
+    specs themselves."""
+    # TODO: jax.export.export, then serialize
+    raise NotImplementedError("phase8 task 3: export_bytes")
+
+
+def call_exported(
+    blob: bytes, *args
+) -> jax.Array | tuple[jax.Array, ...] | list[jax.Array] | dict[str, jax.Array]:
+    """Rebuild the exported function from `blob` and call it on `args` as given; return what the
+    function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
+    The exported function checks the arguments itself: a call it rejects (a wrong dtype or
+    shape) raises its error, and a call it accepts runs."""
+    # TODO: the inverse of serialize, then call
+    raise NotImplementedError("phase8 task 4: call_exported")
+
+
+def export_any_batch(f, features: int, *rest) -> bytes:
+    """Export `f(x, *rest)` serialized, for x float32 of shape (b, features) with any batch b.
+
+    `rest` are `jax.ShapeDtypeStruct`s for the other arguments (fixed shapes and dtypes, kept as
+    given; there may be none). The exported in_avals show x as (symbolic batch, features).
+    """
+    # TODO: a symbolic dimension for the batch, a concrete one for the features
+    raise NotImplementedError("phase8 task 5: export_any_batch")
+
+
+def predict_accepts() -> dict[str, bool]:
+    """Reloads jax.export (importlib.reload) so its names are bound afresh to the private
+    implementation, out of reach of any refusal installed on the jax.export attributes, then
+    exports, serializes, deserializes and calls column_sums for every case."""
+    import importlib  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    from katas.phase8 import programs  # noqa: PLC0415
+
+    ex = importlib.reload(importlib.import_module("jax.export"))
+    out = {}
+    for name, (shape, dtype, arg_shape) in programs.EXPORTED_CALLS.items():
+        spec = jax.ShapeDtypeStruct(ex.symbolic_shape(shape), np.float32)
+        blob = ex.export(jax.jit(programs.column_sums))(spec).serialize()
+        try:
+            ex.deserialize(blob).call(np.zeros(arg_shape, dtype))
+            out[name] = True
+        except Exception:  # noqa: BLE001
+            out[name] = False
+    return out
+
+
+def predict_lowering() -> dict[str, dict[str, int]]:
+    """Predict the StableHLO ops each LOWERING_BANK program lowers to.
+
+    LOWERING_BANK (katas/phase8/programs.py) maps a name to (function, argument specs). Return
+    {name: {op name: count}} for every name, counting the `stablehlo.*` operations of the
+    lowered module the way op_census walks it (ops nested in regions too; leave out `func.*`
+    and ops that do not occur). Decide from the jnp code; your function must not lower or
+    compile anything.
+    """
+    # TODO: one census per LOWERING_BANK name
+    raise NotImplementedError("phase8 task 7: predict_lowering")

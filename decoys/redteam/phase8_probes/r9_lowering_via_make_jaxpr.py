@@ -1,0 +1,137 @@
+# probe: predict_lowering: predicts nothing: traces each LOWERING_BANK program with jax.make_jaxpr (not jit, lower, export or compile) and maps the jaxpr's primitives and literals to stablehlo op counts, so JAX's tracer reads the jnp code instead of the learner
+"""Phase 8: StableHLO and jax.export. Edit this file only; run `uv run pytest katas/phase8 -x`.
+
+StableHLO is the versioned, portable form of your program: what `jax.jit(f).lower(...)` produces
+and what `jax.export` serializes. XLA converts it to HLO before optimizing. Print
+`lowered.as_text()` and `lowered.as_text(dialect="hlo")` side by side while you work.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import jax  # noqa: F401  (you will need it)
+
+
+def op_census(lowered) -> Counter:
+    """Count operations by name (`stablehlo.add`, `func.func`, ...) in the StableHLO module.
+
+    Walk `lowered.compiler_ir("stablehlo")` with the MLIR bindings: an operation has `.regions`,
+    a region has `.blocks`, a block has `.operations`. Count every operation nested anywhere
+    (reduce and sort bodies, while loops, every branch of a case, every function including the
+    private ones nested jit calls become), of every dialect (`func`, `stablehlo`, `chlo`, ...);
+    do not count the outer module. Return a `collections.Counter`. Write the walk yourself: an
+    answer that calls xla_inspect's census (`stablehlo_op_census`, `iter_operations`) fails.
+    """
+    # TODO: recurse operation -> regions -> blocks -> operations, counting op.operation.name
+    raise NotImplementedError("phase8 task 1: op_census")
+
+
+def hlo_opcode(stablehlo_op: str) -> str:
+    """The HLO opcode that the StableHLO op `stablehlo_op` (e.g. "stablehlo.add") becomes.
+
+    It must work for any op of the dialect, not a fixed list, including ops JAX never emits
+    (the README names the renamed ones). It is a prediction: find the naming rules beforehand
+    by lowering small programs and reading both `lowered.as_text()` and
+    `lowered.as_text(dialect="hlo")`, then answer from the name alone. The tests compare with
+    XLA's conversion; your function must not jit, lower or compile anything.
+    """
+    # TODO: a few renamed ops, then one spelling rule for the rest
+    raise NotImplementedError("phase8 task 2: hlo_opcode")
+
+
+def export_bytes(f, *specs) -> bytes:
+    """Export `jax.jit(f)` for argument specs (`jax.ShapeDtypeStruct`, any shapes and dtypes)
+    and serialize it: the bytes deserialize to an Exported whose in_avals are the specs, whose
+    out_avals are what f returns (any pytree of arrays) and whose call returns f's own pytree
+    (`out_tree`). A spec describes an argument without being one: its shape may have a symbolic
+    dimension (`jax.export.symbolic_shape`) or be too large to allocate, so export from the
+    specs themselves."""
+    # TODO: jax.export.export, then serialize
+    raise NotImplementedError("phase8 task 3: export_bytes")
+
+
+def call_exported(
+    blob: bytes, *args
+) -> jax.Array | tuple[jax.Array, ...] | list[jax.Array] | dict[str, jax.Array]:
+    """Rebuild the exported function from `blob` and call it on `args` as given; return what the
+    function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
+    The exported function checks the arguments itself: a call it rejects (a wrong dtype or
+    shape) raises its error, and a call it accepts runs."""
+    # TODO: the inverse of serialize, then call
+    raise NotImplementedError("phase8 task 4: call_exported")
+
+
+def export_any_batch(f, features: int, *rest) -> bytes:
+    """Export `f(x, *rest)` serialized, for x float32 of shape (b, features) with any batch b.
+
+    `rest` are `jax.ShapeDtypeStruct`s for the other arguments (fixed shapes and dtypes, kept as
+    given; there may be none). The exported in_avals show x as (symbolic batch, features).
+    """
+    # TODO: a symbolic dimension for the batch, a concrete one for the features
+    raise NotImplementedError("phase8 task 5: export_any_batch")
+
+
+def predict_accepts() -> dict[str, bool]:
+    """Predict which calls of an exported function run and which are rejected.
+
+    EXPORTED_CALLS (katas/phase8/programs.py) maps a name to (symbolic shape, dtype, shape): the
+    tests export `column_sums` for x float32 of that symbolic shape, serialize, deserialize and
+    call it on a NumPy array of that dtype and shape (JAX's defaults: x64 off). Return {name:
+    True if the call runs, False if the exported function rejects it}, for every name, decided
+    from the shapes, the dtypes and what a symbolic dimension may stand for. Your function must
+    not export, call or compile anything.
+
+    The listed calls are examples: the tests add calls of their own to EXPORTED_CALLS before
+    calling your function (read it when called), drawn from the whole grammar: one to three
+    dimensions, each a constant or a symbol of any name (`b`, `batch`, `n`) times a
+    coefficient written on either side (`12*b`, `b * 2`), plus or minus an offset (`b - 3`,
+    `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of any NumPy dtype
+    (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape, empty ones included.
+    """
+    # TODO: one entry per EXPORTED_CALLS name
+    raise NotImplementedError("phase8 task 6: predict_accepts")
+
+
+_PRIMS = {"sin": "sine", "cos": "cosine", "exp": "exponential", "sub": "subtract",
+          "mul": "multiply", "div": "divide", "convert_element_type": "convert",
+          "max": "maximum", "gt": "compare", "lt": "compare", "select_n": "select",
+          "squeeze": "reshape", "rev": "reverse", "integer_pow": "multiply"}
+_REDUCE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum"}
+
+
+def _count(jaxpr, c):
+    from jax.extend.core import Literal  # noqa: PLC0415
+
+    for eqn in jaxpr.eqns:
+        inner = [v for v in eqn.params.values() if hasattr(v, "jaxpr") or hasattr(v, "eqns")]
+        if inner:
+            for j in inner:
+                _count(getattr(j, "jaxpr", j), c)
+            continue
+        name = eqn.primitive.name
+        for v in eqn.invars:
+            if isinstance(v, Literal):
+                c["stablehlo.constant"] += 1
+                if eqn.outvars[0].aval.shape:
+                    c["stablehlo.broadcast_in_dim"] += 1
+        if name in _REDUCE:
+            for op in ("reduce", _REDUCE[name], "return", "constant"):
+                c["stablehlo." + op] += 1
+        else:
+            c["stablehlo." + _PRIMS.get(name, name)] += 1
+
+
+def predict_lowering() -> dict[str, dict[str, int]]:
+    """Traces every LOWERING_BANK program with jax.make_jaxpr (tracing, neither lowering nor
+    compiling) and reads the census off the jaxpr's primitives: JAX's tracer decides."""
+    from collections import Counter as _C  # noqa: PLC0415
+
+    from katas.phase8 import programs  # noqa: PLC0415
+
+    out = {}
+    for name, (f, specs) in programs.LOWERING_BANK.items():
+        c = _C()
+        _count(jax.make_jaxpr(f)(*specs).jaxpr, c)
+        out[name] = dict(c)
+    return out
