@@ -30,7 +30,8 @@ def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignor
     their own shapes and dtypes (bf16 stays bf16, x keeps its dtype when it differs from the
     params', and its rank: x may be one example (in_dim,) or a batch (batch, in_dim) or more):
     the jaxpr's avals follow the arguments of each call. The jaxpr of jax.jit(mlp) (one jit
-    equation holding mlp's) is mlp's jaxpr too.
+    equation holding mlp's) is mlp's jaxpr too; no other wrapper's is (jax.checkpoint(mlp)
+    gives one remat equation holding mlp's: another jaxpr).
     """
     # TODO: one call traces mlp with abstract values
     raise NotImplementedError("phase2 task 1: mlp_jaxpr")
@@ -109,7 +110,8 @@ def stablehlo_of(f, *args) -> str:
     with the arguments' shapes and dtypes, as jax.jit lowers it by default: a Python scalar
     argument is a 0-d tensor too, weakly typed (w * 2.5 stays bf16 for a bf16 w), and an
     argument f never reads is pruned along with the dead equations (jit's keep_unused=True
-    would keep both).
+    would keep both). The whole module: a nested jit in f lowers to a function beside @main
+    that @main calls, and the text must keep it (and the module's attributes).
     """
     # TODO: jit, lower, as text
     raise NotImplementedError("phase2 task 6: stablehlo_of")
@@ -119,11 +121,13 @@ def closure_consts(jaxpr) -> list[np.ndarray]:
     """The values of the jaxpr's constvars (arrays the traced function closed over).
 
     Plain NumPy arrays (np.ndarray), each with its own dtype, in the order of the constvars
-    (running the jaxpr with them must reproduce the function), read by an equation or not (a
-    closed-over array returned as it is is a const no equation reads). A const may have been a
-    NumPy array or a jax Array, of any dtype (bfloat16 too) and any shape (a 0-d jax Array is a
-    const). Top level only: a nested jit keeps the arrays it closed over in its own jaxpr.
-    Python scalars and 0-d NumPy arrays are inlined as literals, so they are not consts.
+    (running the jaxpr with them must reproduce the function), one per constvar, read by an
+    equation or not (a closed-over array returned as it is is a const no equation reads), equal
+    ones too (two arrays closed over with the same dtype, shape and values are two consts). A
+    const may have been a NumPy array or a jax Array, of any dtype (bfloat16 too) and any shape
+    (a 0-d jax Array is a const). Top level only: a nested jit keeps the arrays it closed over
+    in its own jaxpr. Python scalars and 0-d NumPy arrays are inlined as literals, so they are
+    not consts.
     """
     # TODO: the closed jaxpr keeps them beside its constvars
     raise NotImplementedError("phase2 task 7: closure_consts")

@@ -13,9 +13,10 @@ that its answer is known by construction, not read from the jaxpr.
   program (a value read twice by one equation, both dead; several results none of which is
   read; dead code inside a live jit; a dead chain four to six links long, spread out).
 - closed_over: arrays closed over as NumPy arrays or jax Arrays, of any dtype, 0-d jax Arrays
-  included.
+  included, and an equal copy of one of them (another object, so another const).
 
-- lowering_case: arrays and Python scalars as jit arguments, some of them never read.
+- lowering_case: arrays and Python scalars as jit arguments, some of them never read, and
+  products computed by a nested jit (a function of the module beside @main).
 
 The census's nestings are in nestings.py.
 """
@@ -331,9 +332,10 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
 
 
 def closed_over(rng: random.Random) -> list:
-    """3 to 5 arrays to close over, in a drawn order: a 0-d jax Array, a bfloat16 jax Array, a
-    NumPy array (rank 1 or more: a 0-d one is inlined), and up to two more of either kind; the
-    dtypes and shapes drawn."""
+    """4 to 6 arrays to close over, in a drawn order: a 0-d jax Array, a bfloat16 jax Array, a
+    NumPy array (rank 1 or more: a 0-d one is inlined), up to two more of either kind (the
+    dtypes and shapes drawn), and a copy of one of them drawn: another object of the same kind,
+    dtype, shape and values (jax keeps one constvar per object, so it is a const of its own)."""
     arrays: list = [
         jax.device_put(_array(rng, rng.choice(DTYPE_NAMES), ())),
         jax.device_put(_array(rng, "bfloat16", _shape(rng))),
@@ -345,6 +347,9 @@ def closed_over(rng: random.Random) -> list:
             arrays.append(_array(rng, name, _shape(rng) or (rng.randint(1, 3),)))
         else:
             arrays.append(jax.device_put(_array(rng, name, _shape(rng))))
+    original = rng.choice(arrays)
+    values = np.array(original, copy=True)
+    arrays.append(values if isinstance(original, np.ndarray) else jax.device_put(values))
     rng.shuffle(arrays)
     return arrays
 
@@ -394,7 +399,9 @@ def lowering_case(rng: random.Random) -> tuple[Callable, list, list[int]]:
     an array of a dtype a strong 32-bit scalar would widen and a Python int (or float, beside a
     float array) that f reads, one argument f never reads, and up to three more arrays of drawn
     dtypes and shapes or Python scalars (int, float, bool), each read or not. f returns every
-    array it reads times every Python scalar it reads."""
+    array it reads times every Python scalar it reads, some of the products (one at least,
+    drawn) computed by a nested jax.jit, one or two deep: lowered, a function of the module
+    beside @main that @main calls."""
     narrow = rng.choice(_NARROW_NAMES)
     scalar = "float" if narrow in ("bfloat16", "float16") and rng.random() < 0.5 else "int"
     args: list = [_array(rng, narrow, _shape(rng)), _python_scalar(rng, scalar)]
@@ -412,7 +419,16 @@ def lowering_case(rng: random.Random) -> tuple[Callable, list, list[int]]:
     arrays = [k for k in reads if isinstance(args[k], np.ndarray)]
     scalars = [k for k in reads if not isinstance(args[k], np.ndarray)]
 
+    pairs = [(a, s) for a in arrays for s in scalars]
+    nested = set(rng.sample(range(len(pairs)), rng.randint(1, len(pairs))))
+    multiply = jax.jit(lambda a, s: a * s)
+    if rng.random() < 0.5:
+        multiply = jax.jit(lambda a, s, inner=multiply: inner(a, s))
+
     def f(*values):
-        return tuple(values[a] * values[s] for a in arrays for s in scalars)
+        return tuple(
+            multiply(values[a], values[s]) if k in nested else values[a] * values[s]
+            for k, (a, s) in enumerate(pairs)
+        )
 
     return f, args, reads

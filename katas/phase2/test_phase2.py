@@ -59,6 +59,19 @@ def _avals(jaxpr) -> tuple[list, list]:
     )
 
 
+def _top_level(jaxpr) -> list[str]:
+    return [eqn.primitive.name for eqn in jaxpr.eqns]
+
+
+def _mlp_equations(jaxpr) -> list[str]:
+    """The primitives of the equations that hold mlp's work: the top level's, or, when the only
+    equation is a jit (the jaxpr of jax.jit(mlp)), that jit's jaxpr's."""
+    eqns = jaxpr.eqns
+    if len(eqns) == 1 and eqns[0].primitive.name == "jit":
+        return _top_level(eqns[0].params["jaxpr"])
+    return _top_level(jaxpr)
+
+
 # ------------------------------------------------------------------------------------ mlp_jaxpr
 
 
@@ -118,7 +131,9 @@ def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
     group ends with three calls that change one thing at a time from the call before: x's
     dtype alone, then x's leading shape alone, then the params' widths alone (what a trace
     cache keyed on less than every argument's shape and dtype gets wrong). The expected avals
-    are those of jax.make_jaxpr(mlp) traced here."""
+    are those of jax.make_jaxpr(mlp) traced here, and so are the expected equations: mlp's at
+    the top level or inside the one jit of jax.jit(mlp), no other wrapper (a checkpoint's
+    remat equation holding them is another jaxpr)."""
     x_dtypes, edges = fresh.sample(DTYPES, len(DTYPES)), shape_edges(fresh, len(DTYPES))
     for group, (x_dtype, edge) in enumerate(zip(x_dtypes, edges, strict=True)):
         shape = fresh_mlp_shape(fresh, edge)
@@ -148,6 +163,11 @@ def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
             assert got == expected, (
                 f"{what} ({fresh.where()}): inputs {got[0]}, outputs {got[1]}; expected "
                 f"{expected[0]}, {expected[1]}"
+            )
+            got_eqns, mlp_eqns = _mlp_equations(jaxpr), _top_level(traced)
+            assert got_eqns == mlp_eqns, (
+                f"{what} ({fresh.where()}): the jaxpr's equations are {got_eqns}; mlp's are "
+                f"{mlp_eqns} (at the top level, or inside one jit equation that is the only one)"
             )
 
 

@@ -218,7 +218,9 @@ def test_lowering_on_fresh_arguments(kata, fresh):
     """Three drawn argument lists (strata.lowering_case): arrays of drawn dtypes and shapes and
     Python scalars (weakly typed as jit takes them), some never read. @main takes a tensor per
     argument f reads, each with its shape and dtype (jit's default lowering prunes the others
-    with the dead code), and returns f's outputs in the dtypes the weak scalars leave."""
+    with the dead code), and returns f's outputs in the dtypes the weak scalars leave. Some
+    products are computed by a nested jit, a function beside @main: MLIR's parser refuses a
+    module whose @main calls a function it does not hold."""
     for index in range(3):
         f, args, reads = lowering_case(fresh)
         _, inputs, results = _mlir_module(kata.stablehlo_of(f, *args))
@@ -345,7 +347,8 @@ def test_closure_consts_on_fresh_programs(kata, fresh):
     """Three drawn sets of closed-over arrays (strata.closed_over): NumPy arrays and jax Arrays
     (0-d ones included) of any dtype, each a const with its own dtype and values, in the order
     that makes the jaxpr reproduce the function. Each array is summed, returned as it is (a
-    constvar no equation reads) or both (strata.uses_and_returns)."""
+    constvar no equation reads) or both (strata.uses_and_returns). One array of each set is an
+    equal copy of another (another object: a const of its own)."""
     x = np.arange(3.0, dtype=F32)
     for index in range(3):
         arrays = closed_over(fresh)
