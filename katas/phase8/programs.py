@@ -782,6 +782,12 @@ EXPORTED_CALLS = {
     "(b, b*2) called with f32[3,3]": ("b, b*2", np.float32, (3, 3)),
     "(3*b - 2, 4) called with f32[4,4]": ("3*b - 2, 4", np.float32, (4, 4)),
     "(b*3 + 1, b) called with f32[7,2]": ("b*3 + 1, b", np.float32, (7, 2)),
+    # a dtype is anything NumPy takes for one: a name, a type code, a Python type
+    "(b, 4) called with f32[2,4] (dtype written 'float32')": ("b, 4", "float32", (2, 4)),
+    "(b, 4) called with f64[2,4] (dtype written 'f8')": ("b, 4", "f8", (2, 4)),
+    "(b, 4) called with f64[5,4] (dtype written float)": ("b, 4", float, (5, 4)),
+    "(b, 4) called with i64[3,4] (dtype written int)": ("b, 4", int, (3, 4)),
+    "(b, 4) called with f16[3,4] (dtype written 'e')": ("b, 4", "e", (3, 4)),
 }
 
 
