@@ -270,6 +270,12 @@ func.func @main(%x: {T}) -> {T} {{
 func.func @main(%x: {T}) -> tensor<f32> {{
   %d = stablehlo.dot %x, %x : ({T}, {T}) -> tensor<f32>
   return %d : tensor<f32> }}""",
+    # the dialect's one name written with hyphens (a legacy op): XLA makes it an all-reduce
+    "stablehlo.cross-replica-sum": f"""
+func.func @main(%x: {T}) -> {T} {{
+  %r = "stablehlo.cross-replica-sum"(%x) {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
+      : ({T}) -> {T}
+  return %r : {T} }}""",
 }
 
 
@@ -320,6 +326,11 @@ func.func @main(%x: {_M}) -> tensor<2x4xf32> {{
     "stablehlo.all_reduce": f"""
 func.func @main(%x: {_T}) -> {_T} {{
   %r = "stablehlo.all_reduce"(%x) {_ADD} {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
+      : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.cross-replica-sum": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.cross-replica-sum"(%x) {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
       : ({_T}) -> {_T} loc("probe")
   return %r : {_T} }}""",
     "stablehlo.reduce_scatter": f"""

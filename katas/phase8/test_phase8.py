@@ -8,6 +8,7 @@ of the dialect a tiny module instantiates) for op names; the exported function i
 for what it accepts.
 """
 
+import re
 from collections import Counter
 from contextlib import contextmanager
 from functools import cache
@@ -132,7 +133,7 @@ def _dialect_bank() -> dict[str, str]:
 
 def _situation(op: str, opcode: str) -> str:
     name = op.removeprefix("stablehlo.")
-    words = name.count("_") + 1
+    words = len(re.split(r"[_-]", name))  # one op's name is written with hyphens already
     if opcode != name.replace("_", "-"):
         return "renamed, one word" if words == 1 else "renamed, several words"
     if words == 1:
@@ -149,6 +150,10 @@ def test_hlo_opcode_on_every_op_of_the_dialect(kata, fresh):
         assert found[situation] >= count, (
             f"the dialect gave {found[situation]} ops {situation} that XLA converts"
         )
+    # a name the dialect writes with hyphens (cross-replica-sum) is asked too: no spelling
+    # rule covers it
+    unasked = [op for op in dialect_ops() if "-" in op and op not in bank]
+    assert not unasked, f"no probe module converts {unasked}"
     ops = sorted(bank)
     fresh.shuffle(ops)
     for op in ops:
