@@ -86,10 +86,11 @@ def predict_accepts() -> dict[str, bool]:
     The listed calls are examples: before each call of your function (there are several) the
     tests add calls of their own to EXPORTED_CALLS, so read the table every time you are called
     (an answer saved from an earlier call lacks the new names). The added calls are drawn from
-    the whole grammar: one to three dimensions, each a constant or a symbol of any name (`b`, `batch`, `n`) times a
-    coefficient written on either side (`12*b`, `b * 2`), plus or minus an offset (`b - 3`,
-    `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of any NumPy dtype
-    (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape, empty ones included.
+    the whole grammar: one to three dimensions, each a constant or a symbol of any name (`b`,
+    `batch`, `n`) times a coefficient written on either side (`12*b`, `b * 2`), plus or minus an
+    offset (`b - 3`, `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of
+    any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape,
+    empty ones included.
     """
     # TODO: one entry per EXPORTED_CALLS name
     raise NotImplementedError("phase8 task 6: predict_accepts")
