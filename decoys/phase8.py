@@ -500,6 +500,7 @@ def opcode_by_regex(stablehlo_op):
         "optimization_barrier": "opt-barrier",
         "create_token": "after-all",
         "composite": "call",
+        "cross-replica-sum": "all-reduce",
     }
     return renamed.get(name) or "-".join(name.split("_"))
 

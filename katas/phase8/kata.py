@@ -76,17 +76,21 @@ def predict_accepts() -> dict[str, bool]:
 
     EXPORTED_CALLS (katas/phase8/programs.py) maps a name to (symbolic shape, dtype, shape): the
     tests export `column_sums` for x float32 of that symbolic shape, serialize, deserialize and
-    call it on a NumPy array of that dtype and shape (JAX's defaults: x64 off). Return {name:
-    True if the call runs, False if the exported function rejects it}, for every name, decided
-    from the shapes, the dtypes and what a symbolic dimension may stand for. Your function must
-    not export, call or compile anything.
+    call it on a NumPy array of that dtype and shape (`np.ones(shape, dtype)`; JAX's defaults:
+    x64 off). The dtype is written any way NumPy takes one: a scalar type (`np.float32`), an
+    `np.dtype`, a name or a type code (`'float32'`, `'f8'`), a Python type (`float`). Return
+    {name: True if the call runs, False if the exported function rejects it}, for every name,
+    decided from the shapes, the dtypes and what a symbolic dimension may stand for. Your
+    function must not export, call or compile anything.
 
-    The listed calls are examples: the tests add calls of their own to EXPORTED_CALLS before
-    calling your function (read it when called), drawn from the whole grammar: one to three
-    dimensions, each a constant or a symbol of any name (`b`, `batch`, `n`) times a
-    coefficient written on either side (`12*b`, `b * 2`), plus or minus an offset (`b - 3`,
-    `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of any NumPy dtype
-    (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape, empty ones included.
+    The listed calls are examples: before each call of your function (there are several) the
+    tests add calls of their own to EXPORTED_CALLS, so read the table every time you are called
+    (an answer saved from an earlier call lacks the new names). The added calls are drawn from
+    the whole grammar: one to three dimensions, each a constant or a symbol of any name (`b`,
+    `batch`, `n`) times a coefficient written on either side (`12*b`, `b * 2`), plus or minus an
+    offset (`b - 3`, `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of
+    any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape,
+    empty ones included.
     """
     # TODO: one entry per EXPORTED_CALLS name
     raise NotImplementedError("phase8 task 6: predict_accepts")

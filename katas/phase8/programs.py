@@ -270,6 +270,12 @@ func.func @main(%x: {T}) -> {T} {{
 func.func @main(%x: {T}) -> tensor<f32> {{
   %d = stablehlo.dot %x, %x : ({T}, {T}) -> tensor<f32>
   return %d : tensor<f32> }}""",
+    # the dialect's one name written with hyphens (a legacy op): XLA makes it an all-reduce
+    "stablehlo.cross-replica-sum": f"""
+func.func @main(%x: {T}) -> {T} {{
+  %r = "stablehlo.cross-replica-sum"(%x) {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
+      : ({T}) -> {T}
+  return %r : {T} }}""",
 }
 
 
@@ -320,6 +326,11 @@ func.func @main(%x: {_M}) -> tensor<2x4xf32> {{
     "stablehlo.all_reduce": f"""
 func.func @main(%x: {_T}) -> {_T} {{
   %r = "stablehlo.all_reduce"(%x) {_ADD} {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
+      : ({_T}) -> {_T} loc("probe")
+  return %r : {_T} }}""",
+    "stablehlo.cross-replica-sum": f"""
+func.func @main(%x: {_T}) -> {_T} {{
+  %r = "stablehlo.cross-replica-sum"(%x) {{replica_groups = dense<[[0]]> : tensor<1x1xi64>}}
       : ({_T}) -> {_T} loc("probe")
   return %r : {_T} }}""",
     "stablehlo.reduce_scatter": f"""
@@ -782,6 +793,12 @@ EXPORTED_CALLS = {
     "(b, b*2) called with f32[3,3]": ("b, b*2", np.float32, (3, 3)),
     "(3*b - 2, 4) called with f32[4,4]": ("3*b - 2, 4", np.float32, (4, 4)),
     "(b*3 + 1, b) called with f32[7,2]": ("b*3 + 1, b", np.float32, (7, 2)),
+    # a dtype is anything NumPy takes for one: a name, a type code, a Python type
+    "(b, 4) called with f32[2,4] (dtype written 'float32')": ("b, 4", "float32", (2, 4)),
+    "(b, 4) called with f64[2,4] (dtype written 'f8')": ("b, 4", "f8", (2, 4)),
+    "(b, 4) called with f64[5,4] (dtype written float)": ("b, 4", float, (5, 4)),
+    "(b, 4) called with i64[3,4] (dtype written int)": ("b, 4", int, (3, 4)),
+    "(b, 4) called with f16[3,4] (dtype written 'e')": ("b, 4", "e", (3, 4)),
 }
 
 

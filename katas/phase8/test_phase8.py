@@ -8,6 +8,7 @@ of the dialect a tiny module instantiates) for op names; the exported function i
 for what it accepts.
 """
 
+import re
 from collections import Counter
 from contextlib import contextmanager
 from functools import cache
@@ -132,7 +133,7 @@ def _dialect_bank() -> dict[str, str]:
 
 def _situation(op: str, opcode: str) -> str:
     name = op.removeprefix("stablehlo.")
-    words = name.count("_") + 1
+    words = len(re.split(r"[_-]", name))  # one op's name is written with hyphens already
     if opcode != name.replace("_", "-"):
         return "renamed, one word" if words == 1 else "renamed, several words"
     if words == 1:
@@ -149,6 +150,10 @@ def test_hlo_opcode_on_every_op_of_the_dialect(kata, fresh):
         assert found[situation] >= count, (
             f"the dialect gave {found[situation]} ops {situation} that XLA converts"
         )
+    # a name the dialect writes with hyphens (cross-replica-sum) is asked too: no spelling
+    # rule covers it
+    unasked = [op for op in dialect_ops() if "-" in op and op not in bank]
+    assert not unasked, f"no probe module converts {unasked}"
     ops = sorted(bank)
     fresh.shuffle(ops)
     for op in ops:
@@ -246,9 +251,32 @@ def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
         if kind == "dtype"
         else fresh.choice(("f32", "f32", "f64"))
     )
+    written, how = _spelled(fresh, dtype)
     symbolic = ", ".join(text for text, _, _, _ in dims)
     sizes = ",".join(map(str, shape))
-    return f"({symbolic}) called with {dtype}[{sizes}]", (symbolic, _DTYPES[dtype], tuple(shape))
+    name = f"({symbolic}) called with {dtype}[{sizes}]{how}"
+    return name, (symbolic, written, tuple(shape))
+
+
+# Python types NumPy reads as a dtype: float is float64, int int64, complex complex128
+_PYTHON_TYPES: dict[str, type] = {"f64": float, "i64": int, "bool": bool, "c128": complex}
+
+
+def _spelled(fresh: Fresh, dtype: str) -> tuple[Any, str]:
+    """The dtype as the table may write it (anything NumPy takes for a dtype: the scalar type, an
+    np.dtype, its name, its type code, a Python type) and how the call's name says so."""
+    kind = np.dtype(_DTYPES[dtype])
+    ways: dict[str, Any] = {"type": _DTYPES[dtype], "np.dtype": kind, "name": kind.name}
+    if dtype != "bf16":  # bfloat16's code is an anonymous 'V2'
+        ways["code"] = kind.str[1:]
+    if dtype in _PYTHON_TYPES:
+        ways["python"] = _PYTHON_TYPES[dtype]
+    way = fresh.choice(sorted(ways))
+    written = ways[way]
+    if way == "type":
+        return written, ""
+    shown = written.__name__ if isinstance(written, type) else repr(written)
+    return written, f" (dtype written {shown})"
 
 
 def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[int, ...]]]:
@@ -277,9 +305,20 @@ def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
     """The listed calls and calls drawn afresh from the contract's grammar (any symbol names,
     coefficients on either side, offsets of either sign, several dimensions, every dtype)."""
     drawn = _drawn_calls(fresh, 24)
-    with _calls_added(drawn):
-        predicted = predicted_entries("predict_accepts", kata.predict_accepts(), EXPORTED_CALLS)
-        calls = dict(EXPORTED_CALLS)
+    # two calls of the function, each with its own half of the drawn calls added: an answer
+    # reads the table when called (a table saved from an earlier call lacks the new names)
+    halves = [dict(list(drawn.items())[:12]), dict(list(drawn.items())[12:])]
+    predicted, calls = {}, {}
+    for n, half in enumerate(halves):
+        with _calls_added(half):
+            answer = predicted_entries(
+                f"predict_accepts (call {n + 1}, after {len(half)} calls were added)",
+                kata.predict_accepts(),
+                EXPORTED_CALLS,
+            )
+            checked = dict(EXPORTED_CALLS) if n == 0 else half  # the listed calls once
+            predicted |= {name: answer[name] for name in checked}
+            calls |= checked
     for name, runs in predicted.items():
         with check:
             assert type(runs) is bool, f"{name}: expected a bool, got {runs!r}"

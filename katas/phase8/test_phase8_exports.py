@@ -285,6 +285,27 @@ def test_call_exported_rejects_a_wrong_dtype_or_shape(kata, fresh: Fresh):
     position = fresh.randrange(len(values))
     values[position] = values[position][..., :-1]
     _refused(kata, values, f"argument {position} one column short ({fresh.where()})")
+    # another shape of the same size: the export converts no shape, as it converts no dtype
+    for kind, reshaped in fresh.sample(SAME_SIZE, len(SAME_SIZE)):
+        values = list(mlp_values(8, fresh.randrange(99)))
+        position = fresh.randrange(len(values))
+        given = values[position].shape
+        values[position] = reshaped(values[position])
+        what = (
+            f"argument {position} {kind}: {list(values[position].shape)} for {list(given)} "
+            f"({fresh.where()})"
+        )
+        _refused(kata, values, what)
+
+
+# arguments of the right size in another shape (r, c) -> ...
+SAME_SIZE = (
+    ("flattened", lambda a: a.reshape(-1)),
+    ("transposed", lambda a: np.ascontiguousarray(a.T)),
+    ("with a unit axis in front", lambda a: a[None]),
+    ("with a unit axis at the end", lambda a: a[..., None]),
+    ("with its rows regrouped", lambda a: a.reshape(a.shape[0] // 2, a.shape[1] * 2)),
+)
 
 
 @pytest.mark.task("call_exported")

@@ -17,6 +17,7 @@ _RENAMED = {
     "optimization_barrier": "opt-barrier",
     "create_token": "after-all",  # HLO makes a token with an after-all of no operands
     "composite": "call",  # a call of the decomposition, marked as a composite
+    "cross-replica-sum": "all-reduce",  # a legacy op (hyphens already): an all-reduce of add
 }
 
 
