@@ -37,7 +37,7 @@ def value_and_total(x):
 
 # three_texts and flops are handed these in a drawn order, at drawn shapes and dtypes: lambdas that
 # share one __qualname__ and differ in their work, a Python scalar (weakly typed) scaling a
-# half-precision array, and an input the program never uses.
+# half-precision array, an input the program never uses, and (closed_over) a large constant.
 ELEMENTWISE = (
     lambda x: x + 1,
     lambda x: x * x + x,
@@ -51,6 +51,12 @@ def scaled(x, s):
 
 def doubled_ignoring(x, unused):
     return x * 2
+
+
+def closed_over(table: np.ndarray):
+    """x * table + x for a table the program closes over: a constant of the program, large
+    enough (more than ten elements) that the stages' default prints differ in how they show it."""
+    return lambda x: x * table + x
 
 
 def rotate(x):
