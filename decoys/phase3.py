@@ -681,6 +681,24 @@ def constants_greedy_literal(hlo_text):
     return [(m[1], m[2]) for m in _CONSTANT_LINE.finditer(hlo_text)]
 
 
+@decoy(
+    "constants",
+    caught_by=["test_constant_literals_as_xla_prints_them"],
+    why="reads each literal from XLA's parse printed with its large constants in full: a literal "
+    "the text elides as {...} comes back as the values XLA's parser made up for it",
+)
+def constants_reprinted_in_full(hlo_text):
+    module = _hlo.hlo_module_from_text(hlo_text)
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True
+    return [
+        (i.shape, i.payload)
+        for c in parse_hlo(module.to_string(options))
+        for i in c
+        if i.opcode == "constant"
+    ]
+
+
 @accepted("constants", why="xla_inspect.query.instructions over the module")
 def constants_from_library(hlo_text):
     return [

@@ -17,6 +17,9 @@ from jax.experimental.layout import Format, Layout
 from kata_harness.programs import Recipe
 
 TABLE = np.array([3.0, 1.0, 2.0], dtype=np.float32)
+# more than ten elements: the compiled stage's default print elides it as {...}, the lowered
+# stage's prints it in full
+LONG_TABLE = np.array([5, -3, 8, 0, 2, -7, 4, 9, -1, 6, 3, -4], dtype=np.float32)
 
 
 def mlp(params, x):
@@ -273,6 +276,7 @@ def bank_program(name: str):
         "mixed": (jax.jit(mixed, in_shardings=mixed_formats), mixed_args()),
         "branches": (jax.jit(branches), branches_args()),
         "rotate": (jax.jit(rotate), (ones((4, 5)),)),
+        "long_table": (jax.jit(closed_over(LONG_TABLE)), (ones(LONG_TABLE.size),)),
     }
     return programs[name]
 
