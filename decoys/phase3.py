@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import jax
+from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
 
 from kata_harness.decoys import accepted, decoy
 from xla_inspect.model import HloInstruction, Shape
@@ -88,15 +89,40 @@ def texts_per_function(f, *args):
     return dict(_SEEN[f])
 
 
-@accepted("three_texts", why="compiler_ir objects printed, traced stage first")
+@accepted(
+    "three_texts",
+    why="compiler_ir objects printed, traced stage first; the HLO object printed with its large "
+    "constants, as the lowered stage's as_text prints them (as_hlo_text() alone elides them)",
+)
 def texts_from_compiler_ir(f, *args):
     lowered = jax.jit(f).trace(*args).lower()
     hlo, optimized = lowered.compiler_ir("hlo"), lowered.compile().as_text()
     assert hlo is not None and optimized is not None, "this backend cannot print its programs"
     return {
         "stablehlo": str(lowered.compiler_ir("stablehlo")),
-        "hlo": hlo.as_hlo_text(),
+        "hlo": hlo.as_hlo_text(print_large_constants=True),
         "optimized": optimized,
+    }
+
+
+@decoy(
+    "three_texts",
+    caught_by=["test_three_texts_of_drawn_programs"],
+    why="prints the compiled module itself with its large constants in full; the compiled "
+    "stage's default print (as_text) elides them as {...}",
+)
+def texts_optimized_large_constants(f, *args):
+    lowered = jax.jit(f).lower(*args)
+    compiled = lowered.compile()
+    executable = compiled.runtime_executable()
+    assert executable is not None, "this backend has no executable to print"
+    module = executable.hlo_modules()[0]
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True
+    return {
+        "stablehlo": lowered.as_text(),
+        "hlo": lowered.as_text(dialect="hlo"),
+        "optimized": module.to_string(options),
     }
 
 
@@ -653,6 +679,24 @@ _CONSTANT_LINE = re.compile(r"= (\S+) constant\((.*)\)")
 )
 def constants_greedy_literal(hlo_text):
     return [(m[1], m[2]) for m in _CONSTANT_LINE.finditer(hlo_text)]
+
+
+@decoy(
+    "constants",
+    caught_by=["test_constant_literals_as_xla_prints_them"],
+    why="reads each literal from XLA's parse printed with its large constants in full: a literal "
+    "the text elides as {...} comes back as the values XLA's parser made up for it",
+)
+def constants_reprinted_in_full(hlo_text):
+    module = _hlo.hlo_module_from_text(hlo_text)
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True
+    return [
+        (i.shape, i.payload)
+        for c in parse_hlo(module.to_string(options))
+        for i in c
+        if i.opcode == "constant"
+    ]
 
 
 @accepted("constants", why="xla_inspect.query.instructions over the module")

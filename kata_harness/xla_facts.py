@@ -68,21 +68,29 @@ def _literal(printed: str) -> str:
     raise AssertionError(f"unbalanced constant: {printed}")
 
 
-def _full_literals(text: str) -> dict[str, str]:
-    """Each constant's literal by instruction name (unique in XLA's print), printed in full: XLA's
-    default print elides a tuple-shaped literal and an array's of more than ten elements as
-    "{...}", which is not the literal the text holds."""
-    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
-
-    options = _hlo.HloPrintOptions()
-    options.print_large_constants = True
-    full = oracles.xla_parsed(text).to_string(options)
-    rows = (row.strip().removeprefix("ROOT ") for row in full.splitlines())
+def _constant_literals(printed: str) -> dict[str, str]:
+    """Each constant's literal by instruction name, read from a printed module's lines."""
+    rows = (row.strip().removeprefix("ROOT ") for row in printed.splitlines())
     return {
         line["name"]: _literal(line.string)
         for line in map(_PRINTED.match, rows)
         if line and line["opcode"] == "constant"
     }
+
+
+def _full_literals(text: str) -> dict[str, str]:
+    """Each constant's literal by instruction name (unique in XLA's print), printed in full: XLA's
+    default print elides a tuple-shaped literal and an array's of more than ten elements as
+    "{...}", which is not the literal the text holds. A literal the text itself elides (the
+    compiled stage's default print does) stays "{...}": XLA's parser fills it with made-up
+    values, which are not what the text holds either."""
+    from jaxlib import _hlo  # pyright: ignore[reportAttributeAccessIssue]  # no stub
+
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True
+    full = _constant_literals(oracles.xla_parsed(text).to_string(options))
+    elided = {name for name, literal in _constant_literals(text).items() if literal == "{...}"}
+    return {name: "{...}" if name in elided else literal for name, literal in full.items()}
 
 
 def _called(printed: str) -> list[str]:

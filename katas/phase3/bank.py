@@ -5,6 +5,7 @@ parser), jax.stages' own texts of the three_texts programs; and the checks the t
 (the backend a fact needs, a returned text that must be HLO)."""
 
 import zlib
+from collections import Counter
 from functools import cache
 
 import jax
@@ -162,3 +163,20 @@ def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str]) -
             assert got.entry.root.shape == want_module.entry.root.shape, (
                 f"{what} {stage}: result {got.entry.root.shape} is another program's"
             )
+        with check:
+            assert (odd := _odd_constant(got, want_module)) is None, (
+                f"{what} {stage}: constant {odd} is not printed as this stage prints it by "
+                "default (print options are part of the text)"
+            )
+
+
+def _constant_literals(module) -> Counter:
+    return Counter((i.shape, i.payload) for c in module for i in c if i.opcode == "constant")
+
+
+def _odd_constant(got, want) -> str | None:
+    """One constant of the returned module that the stage's default print does not hold (its
+    shape and the start of its literal), or None: shown alone, never the expected literals."""
+    for shape, literal in _constant_literals(got) - _constant_literals(want):
+        return f"{shape} ({str(literal)[:40]!r})"
+    return None

@@ -17,6 +17,9 @@ from jax.experimental.layout import Format, Layout
 from kata_harness.programs import Recipe
 
 TABLE = np.array([3.0, 1.0, 2.0], dtype=np.float32)
+# more than ten elements: the compiled stage's default print elides it as {...}, the lowered
+# stage's prints it in full
+LONG_TABLE = np.array([5, -3, 8, 0, 2, -7, 4, 9, -1, 6, 3, -4], dtype=np.float32)
 
 
 def mlp(params, x):
@@ -37,7 +40,7 @@ def value_and_total(x):
 
 # three_texts and flops are handed these in a drawn order, at drawn shapes and dtypes: lambdas that
 # share one __qualname__ and differ in their work, a Python scalar (weakly typed) scaling a
-# half-precision array, and an input the program never uses.
+# half-precision array, an input the program never uses, and (closed_over) a large constant.
 ELEMENTWISE = (
     lambda x: x + 1,
     lambda x: x * x + x,
@@ -51,6 +54,12 @@ def scaled(x, s):
 
 def doubled_ignoring(x, unused):
     return x * 2
+
+
+def closed_over(table: np.ndarray):
+    """x * table + x for a table the program closes over: a constant of the program, large
+    enough (more than ten elements) that the stages' default prints differ in how they show it."""
+    return lambda x: x * table + x
 
 
 def rotate(x):
@@ -267,6 +276,7 @@ def bank_program(name: str):
         "mixed": (jax.jit(mixed, in_shardings=mixed_formats), mixed_args()),
         "branches": (jax.jit(branches), branches_args()),
         "rotate": (jax.jit(rotate), (ones((4, 5)),)),
+        "long_table": (jax.jit(closed_over(LONG_TABLE)), (ones(LONG_TABLE.size),)),
     }
     return programs[name]
 

@@ -3,9 +3,11 @@ entry_root, flops): what the bank's fixed programs never vary.
 
 three_texts and flops are handed, in a drawn order and at a drawn shape, two lambdas that share
 one __qualname__, one of them again at another dtype, a Python scalar (weakly typed) scaling a
-half-precision array and a program with an unused input: an answer that remembers a compile by
-name or by shape alone, keeps unused inputs or lowers for abstract arguments gets one wrong. The
-expected texts and flops are jax.stages' and XLA's for the very arguments (oracles.hlo_stages).
+half-precision array, a program with an unused input and one closing over a large constant: an
+answer that remembers a compile by name or by shape alone, keeps unused inputs, lowers for
+abstract arguments or prints a text with other options than its stage's default (a large
+constant in full, or elided as {...}) gets one wrong. The expected texts and flops are
+jax.stages' and XLA's for the very arguments (oracles.hlo_stages).
 
 The HLO readers get drawn modules (oracles.hlo_drawn): eleven or more parameters, nested tuple,
 empty tuple and tiled parameters, a lone scalar ROOT, a tuple ROOT of six or more results, a
@@ -25,7 +27,7 @@ from kata_harness.oracles import hlo_drawn
 from kata_harness.oracles import hlo_stages as oracle
 from kata_harness.xla_facts import xla_facts
 from katas.phase3 import bank
-from katas.phase3.programs import ELEMENTWISE, doubled_ignoring, scaled
+from katas.phase3.programs import ELEMENTWISE, closed_over, doubled_ignoring, scaled
 
 DIMS = (2, 3, 4, 5, 6, 7, 8)
 
@@ -57,8 +59,23 @@ def _drawn_calls(fresh) -> list[tuple[str, Callable, tuple]]:
             (array("float32"), array("int32", (fresh.choice(DIMS),))),
         ),
     ]
+    calls.append(_closed_over_call(fresh))
     fresh.shuffle(calls)
     return calls
+
+
+def _closed_over_call(fresh) -> tuple[str, Callable, tuple]:
+    """A program closing over a drawn table of more than ten elements (a large constant: the
+    stages' default prints and other print options show it differently)."""
+    dims = (fresh.randint(11, 24),) if fresh.random() < 0.5 else (fresh.choice(DIMS), 11)
+    values = [float(fresh.randint(-9, 9)) for _ in range(int(np.prod(dims)))]
+    values[-1] = values[0] + 1.0  # never a splat
+    table = np.array(values, np.float32).reshape(dims)
+    return (
+        f"closed_over(a table float32{list(dims)}) at float32{list(dims)}",
+        closed_over(table),
+        (np.ones(dims, np.float32),),
+    )
 
 
 @pytest.mark.task("three_texts")

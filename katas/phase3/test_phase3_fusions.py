@@ -181,6 +181,8 @@ CONSTANT_BANK = [
     "branches:unoptimized",
     "mixed",
     "rotate",
+    "long_table",
+    "long_table:unoptimized",
     "hand",
     "hand_branches",
     "hand_nested",
