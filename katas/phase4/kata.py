@@ -122,10 +122,14 @@ def named_passes() -> dict[str, str]:
     - "add": removed the repeated add of (x * y + 1) * sin(x * y + 1), x and y f32[8]
     - "divide": removed the divide of x / 4.0, x f32[8]
     (the tests dump these programs; programs.py holds them.)
-    Values: pass names exactly as they appear in the dump file names.
+    Values: pass names exactly as they appear in the dump file names, written here as literal
+    strings: you dump and read beforehand, outside this function. Like the predict tasks, it is
+    sealed while the tests call it: no file read (your dumps, the tests' or any other), no trace
+    or compile, and nothing the other functions of this file kept from the tests' calls.
     """
-    # TODO: dump each program (xla_inspect.capture.capture(f, *args, dump_dir=d, dump_passes=True)
-    # or compiler_options), read the file names, write the answers here as literal strings
+    # TODO: outside this function, dump each program (xla_inspect.capture.capture(f, *args,
+    # dump_dir=d, dump_passes=True) or compiler_options), read the file names, write the
+    # answers here as literal strings
     raise NotImplementedError("phase4 task 11: named_passes")
 
 

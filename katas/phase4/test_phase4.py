@@ -205,18 +205,34 @@ def _kernel_shapes(fresh, count: int) -> list[tuple[int, int]]:
     return (edges + drawn)[:count]
 
 
+def _kernel_dtypes(fresh, count: int) -> list[str]:
+    """`count` dtypes (3 or more) that hold every one of KERNEL_DTYPES, in a drawn order (which
+    dtype meets which shape and n), the rest drawn: a program meets float32, bfloat16 and
+    float16 at every run."""
+    dtypes: list[str] = list(KERNEL_DTYPES)
+    dtypes += [fresh.choice(KERNEL_DTYPES) for _ in range(count - len(dtypes))]
+    fresh.shuffle(dtypes)
+    return dtypes
+
+
 @pytest.mark.task("one_kernel")
 def test_one_kernel_on_fresh_cases(kata, fresh):
     """Every program at drawn matrix shapes (2 to 16 each way; one shape with 2 rows and one with
-    2 columns among them, the domain's edge) and dtypes; a program that names n at n = 0, 1 and
-    2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 5 (the
-    contract's domain ends at 5). The verdict is
-    read from the program compiled here."""
+    2 columns among them, the domain's edge) and at each of the three dtypes (which dtype meets
+    which shape drawn); a program that names n at n = 0, 1 and 2 (the trip counts where a loop
+    may or may not stay) and a drawn n of 3 to 5 (the contract's domain ends at 5). The verdict
+    is read from the program compiled here."""
     _require_cpu("fusion decisions are the CPU backend's")
     for name in KERNELS:
-        counts = (0, 1, 2, fresh.randint(3, 5)) if NAMES_N.search(name) else (BANK_N, BANK_N)
-        for n, shape in zip(counts, _kernel_shapes(fresh, len(counts)), strict=True):
-            _check_kernel(kata, name, shape, fresh.choice(KERNEL_DTYPES), n, f" ({fresh.where()})")
+        counts = (0, 1, 2, fresh.randint(3, 5)) if NAMES_N.search(name) else (BANK_N,) * 3
+        cases = zip(
+            counts,
+            _kernel_shapes(fresh, len(counts)),
+            _kernel_dtypes(fresh, len(counts)),
+            strict=True,
+        )
+        for n, shape, dtype in cases:
+            _check_kernel(kata, name, shape, dtype, n, f" ({fresh.where()})")
 
 
 @pytest.mark.task("one_kernel")

@@ -149,7 +149,13 @@ def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path):
 
 # A constructed timeline, its opcode, and the answer by construction.
 def _entry(name, **counts):
-    return name, Counter(counts)
+    return name, Counter({op: _parsed(count) for op, count in counts.items()})
+
+
+def _parsed(count: int) -> int:
+    """The count as reading a file makes it: an int object of its own. Equal counts of separate
+    files are equal, not the same object (CPython shares only the ints -5 to 256)."""
+    return int(str(count))
 
 
 CONSTRUCTED = {
@@ -220,6 +226,20 @@ CONSTRUCTED = {
         "reduce",
         "fusion",
     ),
+    "counts past 256, equal but parsed apart": (
+        [
+            _entry("start", add=300, multiply=1),
+            _entry("cse", add=300, multiply=2),
+            _entry("algsimp", add=299, multiply=2),
+        ],
+        "add",
+        "algsimp",
+    ),
+    "a large count that stays": (
+        [_entry("start", add=4096), _entry("dce", add=4096, fusion=1)],
+        "add",
+        None,
+    ),
     "a repeated pass name": (
         [
             _entry("pipeline-start", tanh=1, add=2),
@@ -236,25 +256,28 @@ CONSTRUCTED = {
 def _random_cases(fresh, count=6):
     """Random timelines drawn afresh each run: the answer is the index where the opcode's count
     is set to move. Opcodes whose names hold the asked one's move at random, and a count of 0 is
-    written out or left out at random."""
+    written out or left out at random. Every other case counts in the hundreds to thousands (a
+    module of a real model holds that many adds), each count an int of its own as a parser
+    makes it."""
     rng = np.random.default_rng(fresh.randrange(2**32))
     pool = ["pipeline-start", "algsimp", "cse", "dce", "fusion", "layout-assignment", "simplify"]
     others = ("add", "multiply", "all-reduce", "reduce-window", "reduce-scatter")
     cases = {}
     for case in range(count):
+        low, high = (0, 4) if case % 2 == 0 else (257, 100_000)
         length = int(rng.integers(3, 10))
         change = int(rng.integers(1, length))
         names = [str(n) for n in rng.choice(pool, size=length)]
-        level = int(rng.integers(0, 4))
+        level = int(rng.integers(low, high))
         timeline = []
         for index, name in enumerate(names):
-            counts = Counter({op: int(rng.integers(0, 4)) for op in others})
+            counts = Counter({op: _parsed(int(rng.integers(0, 4))) for op in others})
             if index == change:
                 level += int(rng.choice([-1, 1])) if level else 1
             elif index > change:
-                level = int(rng.integers(0, 4))
+                level = int(rng.integers(low, high))
             if level or rng.random() < 0.5:
-                counts["reduce"] = level
+                counts["reduce"] = _parsed(level)
             timeline.append((name, counts))
         cases[f"random {case} ({fresh.where()})"] = (timeline, "reduce", names[change])
     return cases
@@ -264,9 +287,11 @@ def _random_cases(fresh, count=6):
 def test_pass_that_changed_on_constructed_timelines(kata, fresh):
     for what, (timeline, opcode, expected) in {**CONSTRUCTED, **_random_cases(fresh)}.items():
         got = kata.pass_that_changed(timeline, opcode)
+        seen = [(name, counts.get(opcode, 0)) for name, counts in timeline]
         with check:
             assert got == expected and type(got) is type(expected), (
-                f"{what}: {opcode} first changes after {expected!r}, got {got!r}"
+                f"{what}: {opcode} first changes after {expected!r}, got {got!r} "
+                f"(its counts: {seen})"
             )
 
 
