@@ -10,7 +10,6 @@ for what it accepts.
 
 import re
 from collections import Counter
-from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -288,37 +287,26 @@ def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[in
     return drawn
 
 
-@contextmanager
-def _calls_added(drawn: dict):
-    """EXPORTED_CALLS with the drawn calls added in place (an answer reads the table it
-    imported), restored afterwards."""
-    EXPORTED_CALLS.update(drawn)
-    try:
-        yield
-    finally:
-        for name in drawn:
-            del EXPORTED_CALLS[name]
-
-
 @pytest.mark.task("predict_accepts")
 def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
     """The listed calls and calls drawn afresh from the contract's grammar (any symbol names,
     coefficients on either side, offsets of either sign, several dimensions, every dtype)."""
     drawn = _drawn_calls(fresh, 24)
-    # two calls of the function, each with its own half of the drawn calls added: an answer
-    # reads the table when called (a table saved from an earlier call lacks the new names)
+    # two calls of the function, each given the listed calls and its own half of the drawn
+    # ones: an answer reads its argument (a table saved from an earlier call lacks the new names)
     halves = [dict(list(drawn.items())[:12]), dict(list(drawn.items())[12:])]
     predicted, calls = {}, {}
     for n, half in enumerate(halves):
-        with _calls_added(half):
-            answer = predicted_entries(
-                f"predict_accepts (call {n + 1}, after {len(half)} calls were added)",
-                kata.predict_accepts(),
-                EXPORTED_CALLS,
-            )
-            checked = dict(EXPORTED_CALLS) if n == 0 else half  # the listed calls once
-            predicted |= {name: answer[name] for name in checked}
-            calls |= checked
+        given = {**EXPORTED_CALLS, **half}
+        answer = predicted_entries(
+            f"predict_accepts (call {n + 1}, given the {len(EXPORTED_CALLS)} listed calls and "
+            f"{len(half)} drawn ones)",
+            kata.predict_accepts(dict(given)),  # a copy: the answer may not change the table
+            given,
+        )
+        checked = given if n == 0 else half  # the listed calls once
+        predicted |= {name: answer[name] for name in checked}
+        calls |= checked
     for name, runs in predicted.items():
         with check:
             assert type(runs) is bool, f"{name}: expected a bool, got {runs!r}"
@@ -345,7 +333,7 @@ def test_predict_accepts_does_not_export(kata):
     with compiler_refused(
         "predict_accepts", also=[(jax.export, "export"), (jax.export, "deserialize")]
     ):
-        kata.predict_accepts()
+        kata.predict_accepts(dict(EXPORTED_CALLS))
 
 
 # ---- predict_lowering -------------------------------------------------------------------------
