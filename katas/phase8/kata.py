@@ -78,11 +78,12 @@ def predict_accepts(calls: dict[str, tuple[str, Any, tuple[int, ...]]]) -> dict[
     `calls` maps a name to (symbolic shape, dtype, shape), as EXPORTED_CALLS
     (katas/phase8/programs.py) does: for each, the tests export `column_sums` for x float32 of
     that symbolic shape, serialize, deserialize and call it on a NumPy array of that dtype and
-    shape (`np.ones(shape, dtype)`; JAX's defaults: x64 off). The dtype is written any way NumPy takes one: a scalar type (`np.float32`), an
-    `np.dtype`, a name or a type code (`'float32'`, `'f8'`), a Python type (`float`). Return
-    {name: True if the call runs, False if the exported function rejects it}, for every name,
-    decided from the shapes, the dtypes and what a symbolic dimension may stand for. Your
-    function must not export, call or compile anything.
+    shape (`np.ones(shape, dtype)`; JAX's defaults: x64 off). The dtype is written any way
+    NumPy takes one: a scalar type (`np.float32`), an `np.dtype`, a name or a type code
+    (`'float32'`, `'f8'`), a Python type (`float`). Return {name: True if the call runs, False
+    if the exported function rejects it}, for every name in `calls`, decided from the shapes,
+    the dtypes and what a symbolic dimension may stand for. Your function must not export, call
+    or compile anything.
 
     The tests pass the calls listed in EXPORTED_CALLS and calls of their own, different ones at
     each call of your function (there are several), so answer for the `calls` you are given
