@@ -203,7 +203,7 @@ _ACCEPTS = {
     "symbol be 0; '(b, 4) called with f32[0,4]' and '(b + 1, 4) called with f32[1,4]' are "
     "rejected, this says True",
 )
-def predict_accepts_zero_batch():
+def predict_accepts_zero_batch(calls):
     return {
         **_ACCEPTS,
         "(b, 4) called with f32[0,4]": True,
@@ -216,7 +216,7 @@ def predict_accepts_zero_batch():
     why="'Calling an Exported checks ... the dtype (no conversion, unlike a jitted function)': "
     "expects jit-like conversion; '(b, 4) called with i32[3,4]' is rejected, this says True",
 )
-def predict_accepts_converts_dtype():
+def predict_accepts_converts_dtype(calls):
     return {**_ACCEPTS, "(b, 4) called with i32[3,4]": True}
 
 
@@ -226,7 +226,7 @@ def predict_accepts_converts_dtype():
     "dimension on its own; '(b, b) called with f32[3,4]' and '(2*b, 4) called with f32[5,4]' "
     "are rejected, this says True",
 )
-def predict_accepts_dims_independent():
+def predict_accepts_dims_independent(calls):
     return {
         **_ACCEPTS,
         "(b, b) called with f32[3,4]": True,

@@ -128,7 +128,7 @@ _ACCEPTS = {
     "lets a symbol be 0 (an empty batch); wrong on '(b, 4) called with f32[0,4]' and "
     "'(b + 1, 4) called with f32[1,4]' (both rejected by the shape assertion)",
 )
-def r2_predict_accepts_empty_batch() -> dict:
+def r2_predict_accepts_empty_batch(calls) -> dict:
     answer = dict(_ACCEPTS)
     answer["(b, 4) called with f32[0,4]"] = True
     answer["(b + 1, 4) called with f32[1,4]"] = True
@@ -140,7 +140,7 @@ def r2_predict_accepts_empty_batch() -> dict:
     why="'Calling an Exported checks ... the dtype (no conversion, unlike a jitted function)': "
     "assumes the int32 array is converted as jit would; wrong on '(b, 4) called with i32[3,4]'",
 )
-def r2_predict_accepts_converts_dtype() -> dict:
+def r2_predict_accepts_converts_dtype(calls) -> dict:
     answer = dict(_ACCEPTS)
     answer["(b, 4) called with i32[3,4]"] = True
     return answer

@@ -355,7 +355,7 @@ _rt3_ACCEPTS = {
     "assumes only b >= 1; wrong on '(b, 4) called with f32[1,4]' (runs) and "
     "'(b + 1, 4) called with f32[2,4]' (b = 1, runs)",
 )
-def _rt3_predict_accepts_no_unit_dims() -> dict[str, bool]:
+def _rt3_predict_accepts_no_unit_dims(calls) -> dict[str, bool]:
     answer = dict(_rt3_ACCEPTS)
     answer["(b, 4) called with f32[1,4]"] = False
     answer["(b + 1, 4) called with f32[2,4]"] = False
@@ -369,7 +369,7 @@ def _rt3_predict_accepts_no_unit_dims() -> dict[str, bool]:
     "expressions; wrong on '(2*b, 4) called with f32[6,4]' and '(b + 1, 4) called with "
     "f32[2,4]', which run",
 )
-def _rt3_predict_accepts_bare_symbols_only() -> dict[str, bool]:
+def _rt3_predict_accepts_bare_symbols_only(calls) -> dict[str, bool]:
     answer = dict(_rt3_ACCEPTS)
     answer["(2*b, 4) called with f32[6,4]"] = False
     answer["(b + 1, 4) called with f32[2,4]"] = False
@@ -382,7 +382,7 @@ def _rt3_predict_accepts_bare_symbols_only() -> dict[str, bool]:
     "away, as np.squeeze or a reshape would); the exported function checks the rank exactly; "
     "wrong on '(b, 4) called with f32[3,4,1]', which is rejected",
 )
-def _rt3_predict_accepts_squeezes_unit_dims() -> dict[str, bool]:
+def _rt3_predict_accepts_squeezes_unit_dims(calls) -> dict[str, bool]:
     answer = dict(_rt3_ACCEPTS)
     answer["(b, 4) called with f32[3,4,1]"] = True
     return answer

@@ -354,7 +354,7 @@ _rt4_RT8_ACCEPTS = {
     "int32 array is promoted to the traced float32, and predicts the int32 call runs; every shape "
     "entry right; wrong on '(b, 4) called with i32[3,4]' (the Exported raises a dtype mismatch)",
 )
-def _rt4_predict_accepts_converts_like_jit() -> dict[str, bool]:
+def _rt4_predict_accepts_converts_like_jit(calls) -> dict[str, bool]:
     return {**_rt4_RT8_ACCEPTS, "(b, 4) called with i32[3,4]": True}
 
 
@@ -365,7 +365,7 @@ def _rt4_predict_accepts_converts_like_jit() -> dict[str, bool]:
     "of a symbol as free; wrong on '(2*b, 4) called with f32[5,4]' (5 is odd) and '(b, b) called "
     "with f32[3,4]' (b cannot be 3 and 4): predicted True, both are rejected",
 )
-def _rt4_predict_accepts_expressions_as_bounds() -> dict[str, bool]:
+def _rt4_predict_accepts_expressions_as_bounds(calls) -> dict[str, bool]:
     return {
         **_rt4_RT8_ACCEPTS,
         "(2*b, 4) called with f32[5,4]": True,
@@ -380,7 +380,7 @@ def _rt4_predict_accepts_expressions_as_bounds() -> dict[str, bool]:
     "each dimension instead of on the symbol; wrong on '(b, 4) called with f32[3,4,1]' (rank 3) "
     "and '(b + 1, 4) called with f32[1,4]' (needs b = 0): both predicted True, both rejected",
 )
-def _rt4_predict_accepts_squeeze_and_offset() -> dict[str, bool]:
+def _rt4_predict_accepts_squeeze_and_offset(calls) -> dict[str, bool]:
     return {
         **_rt4_RT8_ACCEPTS,
         "(b, 4) called with f32[3,4,1]": True,

@@ -328,16 +328,10 @@ def _rt5_export_any_batch_bounded(f, features: int, *rest) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
-# task 6: predict_accepts (rule-based: each reads EXPORTED_CALLS through the module the harness
-# gives, so a bank with other calls is judged by the same rule)
+# task 6: predict_accepts (rule-based: each reads the calls it is given, so a bank with other
+# calls is judged by the same rule)
 
 _rt5_DIM = re.compile(r"^(?:(\d+)\s*\*\s*)?([A-Za-z_]\w*)(?:\s*\*\s*(\d+))?(?:\s*\+\s*(\d+))?$")
-
-
-def _rt5_calls():
-    from katas.phase8 import programs  # noqa: PLC0415  (read at call time)
-
-    return programs.EXPORTED_CALLS
 
 
 def _rt5_accepts(spec: str, dtype, shape, *, dtype_ok, min_value, consistent_exprs) -> bool:
@@ -375,7 +369,7 @@ def _rt5_accepts(spec: str, dtype, shape, *, dtype_ok, min_value, consistent_exp
     "'(b, 4) called with f32[3,4,1]' (rank 3: rejected) and on a call '(b, 4) called with "
     "f16[3,4]' (or bf16, int8): the export takes float32 only",
 )
-def _rt5_predict_accepts_only_int_is_wrong() -> dict[str, bool]:
+def _rt5_predict_accepts_only_int_is_wrong(calls) -> dict[str, bool]:
     def squeezed(shape):  # "a trailing unit dimension is squeezed like jnp does"
         shape = tuple(shape)
         while len(shape) > 1 and shape[-1] == 1:
@@ -391,7 +385,7 @@ def _rt5_predict_accepts_only_int_is_wrong() -> dict[str, bool]:
             min_value=lambda k, c: 1,
             consistent_exprs=True,
         )
-        for name, (spec, dtype, shape) in _rt5_calls().items()
+        for name, (spec, dtype, shape) in calls.items()
     }
 
 
@@ -401,7 +395,7 @@ def _rt5_predict_accepts_only_int_is_wrong() -> dict[str, bool]:
     "b only and lets the b inside an expression (2*b, b + 1) be 0; wrong on '(b + 1, 4) called "
     "with f32[1,4]' (needs b = 0: rejected) and '(2*b, 4) called with f32[0,4]'",
 )
-def _rt5_predict_accepts_multiple_may_be_zero() -> dict[str, bool]:
+def _rt5_predict_accepts_multiple_may_be_zero(calls) -> dict[str, bool]:
     return {
         name: _rt5_accepts(
             spec,
@@ -411,7 +405,7 @@ def _rt5_predict_accepts_multiple_may_be_zero() -> dict[str, bool]:
             min_value=lambda k, c: 1 if (k, c) == (1, 0) else 0,
             consistent_exprs=True,
         )
-        for name, (spec, dtype, shape) in _rt5_calls().items()
+        for name, (spec, dtype, shape) in calls.items()
     }
 
 
@@ -421,7 +415,7 @@ def _rt5_predict_accepts_multiple_may_be_zero() -> dict[str, bool]:
     "checks agreement only between bare occurrences of a symbol; wrong on '(b, 2*b) called with "
     "f32[3,4]' (b = 3 and b = 2: rejected) and '(b + 1, b)' with f32[3,3]",
 )
-def _rt5_predict_accepts_bare_symbols_only() -> dict[str, bool]:
+def _rt5_predict_accepts_bare_symbols_only(calls) -> dict[str, bool]:
     return {
         name: _rt5_accepts(
             spec,
@@ -431,7 +425,7 @@ def _rt5_predict_accepts_bare_symbols_only() -> dict[str, bool]:
             min_value=lambda k, c: 1,
             consistent_exprs=False,
         )
-        for name, (spec, dtype, shape) in _rt5_calls().items()
+        for name, (spec, dtype, shape) in calls.items()
     }
 
 

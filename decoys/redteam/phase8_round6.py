@@ -203,18 +203,10 @@ def _rt6_export_any_batch_multiple_of_8(f, features: int, *rest) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
-# task 6: predict_accepts (rule-based, reading EXPORTED_CALLS at call time so a bank with other
-# calls is judged by the same rule; right on every call of the shipped bank)
+# task 6: predict_accepts (rule-based, reading the calls it is given so a bank with other calls
+# is judged by the same rule; right on every call of the shipped bank)
 
 _rt6_DIM = re.compile(r"^(?:(\d+)\s*\*\s*)?([A-Za-z_]\w*)(?:\s*\+\s*(\d+))?$")
-
-
-def _rt6_calls():
-    try:
-        from katas.phase8 import programs  # noqa: PLC0415
-    except ImportError:  # the red team's contract directory
-        import programs  # noqa: PLC0415
-    return programs.EXPORTED_CALLS
 
 
 def _rt6_accepts(spec, dtype, shape, *, dtype_ok, distinct=False, offset_sign=1) -> bool:
@@ -250,12 +242,12 @@ def _rt6_accepts(spec, dtype, shape, *, dtype_ok, distinct=False, offset_sign=1)
     "canonicalizes a float64 NumPy array to float32 before the Exported's check, and the "
     "call runs (this says False)",
 )
-def _rt6_predict_accepts_exact_float32() -> dict[str, bool]:
+def _rt6_predict_accepts_exact_float32(calls) -> dict[str, bool]:
     return {
         name: _rt6_accepts(
             spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) == np.dtype(np.float32)
         )
-        for name, (spec, dtype, shape) in _rt6_calls().items()
+        for name, (spec, dtype, shape) in calls.items()
     }
 
 
@@ -266,13 +258,13 @@ def _rt6_predict_accepts_exact_float32() -> dict[str, bool]:
     "shipped '(a, b) called with f32[2,7]', wrong on '(a, b) called with f32[3,3]' (or "
     "f32[1,1]), which runs",
 )
-def _rt6_predict_accepts_distinct_symbols() -> dict[str, bool]:
+def _rt6_predict_accepts_distinct_symbols(calls) -> dict[str, bool]:
     float_ok = {np.dtype(np.float32), np.dtype(np.float64)}
     return {
         name: _rt6_accepts(
             spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) in float_ok, distinct=True
         )
-        for name, (spec, dtype, shape) in _rt6_calls().items()
+        for name, (spec, dtype, shape) in calls.items()
     }
 
 
@@ -283,13 +275,13 @@ def _rt6_predict_accepts_distinct_symbols() -> dict[str, bool]:
     "never fires for b + 1; wrong on '(b + 1, 4) called with f32[1,4]' (needs b = 0: "
     "rejected, this says True)",
 )
-def _rt6_predict_accepts_offset_sign_slip() -> dict[str, bool]:
+def _rt6_predict_accepts_offset_sign_slip(calls) -> dict[str, bool]:
     float_ok = {np.dtype(np.float32), np.dtype(np.float64)}
     return {
         name: _rt6_accepts(
             spec, dtype, shape, dtype_ok=lambda d: np.dtype(d) in float_ok, offset_sign=-1
         )
-        for name, (spec, dtype, shape) in _rt6_calls().items()
+        for name, (spec, dtype, shape) in calls.items()
     }
 
 

@@ -140,7 +140,7 @@ _RT7_TRUTH = {
     "dimension is not checked at call time; wrong on '(b, 4) called with f32[3,5]' (rejected, "
     "this says True)",
 )
-def _rt7_predict_accepts_constant_dims_unchecked() -> dict[str, bool]:
+def _rt7_predict_accepts_constant_dims_unchecked(calls) -> dict[str, bool]:
     answer = dict(_RT7_TRUTH)
     answer["(b, 4) called with f32[3,5]"] = True
     return answer
@@ -152,7 +152,7 @@ def _rt7_predict_accepts_constant_dims_unchecked() -> dict[str, bool]:
     "division and checks nothing after, so an odd size gets b = n // 2; wrong on "
     "'(2*b, 4) called with f32[5,4]' (rejected: no integer b with 2*b = 5; this says True)",
 )
-def _rt7_predict_accepts_floor_division() -> dict[str, bool]:
+def _rt7_predict_accepts_floor_division(calls) -> dict[str, bool]:
     answer = dict(_RT7_TRUTH)
     answer["(2*b, 4) called with f32[5,4]"] = True
     return answer

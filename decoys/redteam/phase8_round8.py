@@ -190,14 +190,6 @@ def _rt8_accepts(shape_str, dtype, shape, parse) -> bool:
     return True
 
 
-def _rt8_calls():
-    try:
-        from katas.phase8 import programs  # noqa: PLC0415
-    except ImportError:
-        import programs  # noqa: PLC0415
-    return programs.EXPORTED_CALLS
-
-
 @wrong(
     "predict_accepts",
     why="'the symbolic ones must have a solution ... also inside an expression': parses "
@@ -205,8 +197,8 @@ def _rt8_calls():
     "(b - 1, 4) called with f32[1,4] (b = 2, runs) is predicted rejected (it solves b + 1 = 1, "
     "b = 0); right on every EXPORTED_CALLS entry, which has only '+' offsets",
 )
-def _rt8_predict_accepts_offset_sign_dropped() -> dict[str, bool]:
-    return {name: _rt8_accepts(s, d, sh, _rt8_parse) for name, (s, d, sh) in _rt8_calls().items()}
+def _rt8_predict_accepts_offset_sign_dropped(calls) -> dict[str, bool]:
+    return {name: _rt8_accepts(s, d, sh, _rt8_parse) for name, (s, d, sh) in calls.items()}
 
 
 def _rt8_parse_coef_after(term: str):
@@ -226,10 +218,9 @@ def _rt8_parse_coef_after(term: str):
     "bare b, so (b*2, 4) called with f32[5,4] (no integer b) is predicted to run and "
     "(b, b*2) with f32[3,6] to be rejected; right on EXPORTED_CALLS, which writes 2*b",
 )
-def _rt8_predict_accepts_coef_after_symbol_ignored() -> dict[str, bool]:
+def _rt8_predict_accepts_coef_after_symbol_ignored(calls) -> dict[str, bool]:
     return {
-        name: _rt8_accepts(s, d, sh, _rt8_parse_coef_after)
-        for name, (s, d, sh) in _rt8_calls().items()
+        name: _rt8_accepts(s, d, sh, _rt8_parse_coef_after) for name, (s, d, sh) in calls.items()
     }
 
 

@@ -118,14 +118,6 @@ def _rt9_call_exported_reshape_to_avals(blob: bytes, *args):
 # ---------------------------------------------------------------- predict_accepts
 
 
-def _rt9_calls():
-    try:
-        from katas.phase8 import programs  # noqa: PLC0415
-    except ImportError:
-        import programs  # noqa: PLC0415
-    return programs.EXPORTED_CALLS
-
-
 def _rt9_parse(term: str):
     t = term.replace(" ", "")
     if re.fullmatch(r"\d+", t):
@@ -164,9 +156,9 @@ def _rt9_accepts(shape_str, dtype, shape, dtype_ok) -> bool:
     "a dtype spelled 'float32', 'f8' or Python float (all arriving as float32) is predicted "
     "rejected though the call runs",
 )
-def _rt9_predict_accepts_dtype_by_identity() -> dict[str, bool]:
+def _rt9_predict_accepts_dtype_by_identity(calls) -> dict[str, bool]:
     ok = lambda d: d in (np.float32, np.float64)  # noqa: E731
-    return {n: _rt9_accepts(s, d, sh, ok) for n, (s, d, sh) in _rt9_calls().items()}
+    return {n: _rt9_accepts(s, d, sh, ok) for n, (s, d, sh) in calls.items()}
 
 
 # ---------------------------------------------------------------- predict_lowering
@@ -202,8 +194,21 @@ def _rt9_copy():
     return {k: dict(v) for k, v in _RT9_TRUTH.items()}
 
 
-_RT9_ELEMENTWISE = ("sine", "cosine", "multiply", "exponential", "subtract", "tanh", "divide",
-                    "convert", "add", "maximum", "compare", "select", "broadcast_in_dim")
+_RT9_ELEMENTWISE = (
+    "sine",
+    "cosine",
+    "multiply",
+    "exponential",
+    "subtract",
+    "tanh",
+    "divide",
+    "convert",
+    "add",
+    "maximum",
+    "compare",
+    "select",
+    "broadcast_in_dim",
+)
 
 
 @wrong(
@@ -250,15 +255,13 @@ _RT9_MEMO: dict[str, bool] = {}
 
 @wrong(
     "predict_accepts",
-    why="'the tests add calls of their own to EXPORTED_CALLS before calling your function (read "
-    "it when called)': memoizes the whole answer on the first call ('the table is a constant'); "
-    "a later call after names were added (or changed) returns the first table, missing the new "
-    "names",
+    why="'the tests pass ... calls of their own, different ones at each call of your function "
+    "(answer for the calls you are given)': memoizes the whole answer on the first call ('the "
+    "table is a constant'); a later call given other calls returns the first table, missing the "
+    "new names",
 )
-def _rt9_predict_accepts_memoized_table() -> dict[str, bool]:
+def _rt9_predict_accepts_memoized_table(calls) -> dict[str, bool]:
     if not _RT9_MEMO:
         ok = lambda d: np.dtype(d) in (np.dtype(np.float32), np.dtype(np.float64))  # noqa: E731
-        _RT9_MEMO.update(
-            {n: _rt9_accepts(s, d, sh, ok) for n, (s, d, sh) in _rt9_calls().items()}
-        )
+        _RT9_MEMO.update({n: _rt9_accepts(s, d, sh, ok) for n, (s, d, sh) in calls.items()})
     return dict(_RT9_MEMO)

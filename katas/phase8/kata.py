@@ -8,6 +8,7 @@ and what `jax.export` serializes. XLA converts it to HLO before optimizing. Prin
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import jax  # noqa: F401  (you will need it)
 
@@ -71,20 +72,21 @@ def export_any_batch(f, features: int, *rest) -> bytes:
     raise NotImplementedError("phase8 task 5: export_any_batch")
 
 
-def predict_accepts() -> dict[str, bool]:
+def predict_accepts(calls: dict[str, tuple[str, Any, tuple[int, ...]]]) -> dict[str, bool]:
     """Predict which calls of an exported function run and which are rejected.
 
-    EXPORTED_CALLS (katas/phase8/programs.py) maps a name to (symbolic shape, dtype, shape): the
-    tests export `column_sums` for x float32 of that symbolic shape, serialize, deserialize and
-    call it on a NumPy array of that dtype and shape (`np.ones(shape, dtype)`; JAX's defaults:
-    x64 off). The dtype is written any way NumPy takes one: a scalar type (`np.float32`), an
-    `np.dtype`, a name or a type code (`'float32'`, `'f8'`), a Python type (`float`). Return
-    {name: True if the call runs, False if the exported function rejects it}, for every name,
-    decided from the shapes, the dtypes and what a symbolic dimension may stand for. Your
-    function must not export, call or compile anything.
+    `calls` maps a name to (symbolic shape, dtype, shape), as EXPORTED_CALLS
+    (katas/phase8/programs.py) does: for each, the tests export `column_sums` for x float32 of
+    that symbolic shape, serialize, deserialize and call it on a NumPy array of that dtype and
+    shape (`np.ones(shape, dtype)`; JAX's defaults: x64 off). The dtype is written any way
+    NumPy takes one: a scalar type (`np.float32`), an `np.dtype`, a name or a type code
+    (`'float32'`, `'f8'`), a Python type (`float`). Return {name: True if the call runs, False
+    if the exported function rejects it}, for every name in `calls`, decided from the shapes,
+    the dtypes and what a symbolic dimension may stand for. Your function must not export, call
+    or compile anything.
 
-    The listed calls are examples: before each call of your function (there are several) the
-    tests add calls of their own to EXPORTED_CALLS, so read the table every time you are called
+    The tests pass the calls listed in EXPORTED_CALLS and calls of their own, different ones at
+    each call of your function (there are several), so answer for the `calls` you are given
     (an answer saved from an earlier call lacks the new names). The added calls are drawn from
     the whole grammar: one to three dimensions, each a constant or a symbol of any name (`b`,
     `batch`, `n`) times a coefficient written on either side (`12*b`, `b * 2`), plus or minus an
@@ -92,7 +94,7 @@ def predict_accepts() -> dict[str, bool]:
     any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape,
     empty ones included.
     """
-    # TODO: one entry per EXPORTED_CALLS name
+    # TODO: one entry per name in calls
     raise NotImplementedError("phase8 task 6: predict_accepts")
 
 

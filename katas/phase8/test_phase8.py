@@ -10,7 +10,6 @@ for what it accepts.
 
 import re
 from collections import Counter
-from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -229,16 +228,28 @@ def _draw_dim(fresh: Fresh, symbols: list[str], constant: bool) -> tuple[str, st
     return text, symbol, coefficient, offset
 
 
-def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
+def _draw_call(
+    fresh: Fresh, dtype: str | None = None
+) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
+    """A call drawn from the grammar; given a dtype, a call of that dtype whose shape fits (every
+    symbol at least 1, no dimension below 0), so only the dtype decides it."""
     symbols = fresh.sample(_SYMBOLS, fresh.choice((1, 1, 2)))
     rank = fresh.randint(1, 3)
     constants = [fresh.random() < 0.25 for _ in range(rank)]
     constants[fresh.randrange(rank)] = False  # at least one symbolic dimension
     dims = [_draw_dim(fresh, symbols, constant) for constant in constants]
-    values = {symbol: fresh.choice((0, 1, 1, 2, 3, 4, 5)) for symbol in symbols}
-    shape = [max(offset + coefficient * values[symbol] if symbol else offset, 0)
+    least = 0 if dtype is None else 1
+    values = {symbol: fresh.choice((0, 1, 1, 2, 3, 4, 5)[least:]) for symbol in symbols}
+    sizes = [offset + coefficient * values[symbol] if symbol else offset
              for _, symbol, coefficient, offset in dims]  # fmt: skip
-    kind = fresh.choice(("as is", "as is", "off by one", "zero", "rank", "dtype", "dtype"))
+    if dtype is not None and min(sizes) < 0:
+        return _draw_call(fresh, dtype)
+    shape = [max(size, 0) for size in sizes]
+    kind = (
+        "as is"
+        if dtype is not None
+        else fresh.choice(("as is", "as is", "off by one", "zero", "rank", "dtype", "dtype"))
+    )
     at = fresh.randrange(rank)
     if kind == "off by one":
         shape[at] = max(shape[at] + fresh.choice((-1, 1)), 0)
@@ -246,11 +257,12 @@ def _draw_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
         shape[at] = 0
     elif kind == "rank":
         shape = shape[:-1] if rank > 1 and fresh.random() < 0.5 else [*shape, 1]
-    dtype = (
-        fresh.choice(sorted(set(_DTYPES) - {"f32"}))
-        if kind == "dtype"
-        else fresh.choice(("f32", "f32", "f64"))
-    )
+    if dtype is None:
+        dtype = (
+            fresh.choice(sorted(set(_DTYPES) - {"f32"}))
+            if kind == "dtype"
+            else fresh.choice(("f32", "f32", "f64"))
+        )
     written, how = _spelled(fresh, dtype)
     symbolic = ", ".join(text for text, _, _, _ in dims)
     sizes = ",".join(map(str, shape))
@@ -280,24 +292,18 @@ def _spelled(fresh: Fresh, dtype: str) -> tuple[Any, str]:
 
 
 def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[int, ...]]]:
+    """``count`` calls drawn from the grammar, and one call of a fitting shape for every dtype
+    (so a rule that gets one dtype wrong meets it in every run), in a drawn order."""
     drawn: dict[str, tuple[str, Any, tuple[int, ...]]] = {}
-    while len(drawn) < count:
-        name, call = _draw_call(fresh)
-        if name not in EXPORTED_CALLS:
-            drawn[name] = call
-    return drawn
-
-
-@contextmanager
-def _calls_added(drawn: dict):
-    """EXPORTED_CALLS with the drawn calls added in place (an answer reads the table it
-    imported), restored afterwards."""
-    EXPORTED_CALLS.update(drawn)
-    try:
-        yield
-    finally:
-        for name in drawn:
-            del EXPORTED_CALLS[name]
+    for dtype in [*[None] * count, *sorted(_DTYPES)]:
+        while True:
+            name, call = _draw_call(fresh, dtype)
+            if name not in EXPORTED_CALLS and name not in drawn:
+                drawn[name] = call
+                break
+    order = list(drawn)
+    fresh.shuffle(order)
+    return {name: drawn[name] for name in order}
 
 
 @pytest.mark.task("predict_accepts")
@@ -305,20 +311,22 @@ def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
     """The listed calls and calls drawn afresh from the contract's grammar (any symbol names,
     coefficients on either side, offsets of either sign, several dimensions, every dtype)."""
     drawn = _drawn_calls(fresh, 24)
-    # two calls of the function, each with its own half of the drawn calls added: an answer
-    # reads the table when called (a table saved from an earlier call lacks the new names)
-    halves = [dict(list(drawn.items())[:12]), dict(list(drawn.items())[12:])]
+    # two calls of the function, each given the listed calls and its own half of the drawn
+    # ones: an answer reads its argument (a table saved from an earlier call lacks the new names)
+    half = len(drawn) // 2
+    halves = [dict(list(drawn.items())[:half]), dict(list(drawn.items())[half:])]
     predicted, calls = {}, {}
     for n, half in enumerate(halves):
-        with _calls_added(half):
-            answer = predicted_entries(
-                f"predict_accepts (call {n + 1}, after {len(half)} calls were added)",
-                kata.predict_accepts(),
-                EXPORTED_CALLS,
-            )
-            checked = dict(EXPORTED_CALLS) if n == 0 else half  # the listed calls once
-            predicted |= {name: answer[name] for name in checked}
-            calls |= checked
+        given = {**EXPORTED_CALLS, **half}
+        answer = predicted_entries(
+            f"predict_accepts (call {n + 1}, given the {len(EXPORTED_CALLS)} listed calls and "
+            f"{len(half)} drawn ones)",
+            kata.predict_accepts(dict(given)),  # a copy: the answer may not change the table
+            given,
+        )
+        checked = given if n == 0 else half  # the listed calls once
+        predicted |= {name: answer[name] for name in checked}
+        calls |= checked
     for name, runs in predicted.items():
         with check:
             assert type(runs) is bool, f"{name}: expected a bool, got {runs!r}"
@@ -345,7 +353,7 @@ def test_predict_accepts_does_not_export(kata):
     with compiler_refused(
         "predict_accepts", also=[(jax.export, "export"), (jax.export, "deserialize")]
     ):
-        kata.predict_accepts()
+        kata.predict_accepts(dict(EXPORTED_CALLS))
 
 
 # ---- predict_lowering -------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def export_any_batch(f, features: int, *rest) -> bytes:
     raise NotImplementedError("phase8 task 5: export_any_batch")
 
 
-def predict_accepts() -> dict[str, bool]:
+def predict_accepts(calls) -> dict[str, bool]:
     """Predict which calls of an exported function run and which are rejected.
 
     EXPORTED_CALLS (katas/phase8/programs.py) maps a name to (symbolic shape, dtype, shape): the

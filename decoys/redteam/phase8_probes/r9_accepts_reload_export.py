@@ -72,7 +72,7 @@ def export_any_batch(f, features: int, *rest) -> bytes:
     raise NotImplementedError("phase8 task 5: export_any_batch")
 
 
-def predict_accepts() -> dict[str, bool]:
+def predict_accepts(calls) -> dict[str, bool]:
     """Reloads jax.export (importlib.reload) so its names are bound afresh to the private
     implementation, out of reach of any refusal installed on the jax.export attributes, then
     exports, serializes, deserializes and calls column_sums for every case."""
@@ -80,13 +80,14 @@ def predict_accepts() -> dict[str, bool]:
 
     import numpy as np  # noqa: PLC0415
 
-    from katas.phase8 import programs  # noqa: PLC0415
+    def column_sums(x):  # programs.py's
+        return jax.numpy.sin(x).sum(axis=0)
 
     ex = importlib.reload(importlib.import_module("jax.export"))
     out = {}
-    for name, (shape, dtype, arg_shape) in programs.EXPORTED_CALLS.items():
+    for name, (shape, dtype, arg_shape) in calls.items():
         spec = jax.ShapeDtypeStruct(ex.symbolic_shape(shape), np.float32)
-        blob = ex.export(jax.jit(programs.column_sums))(spec).serialize()
+        blob = ex.export(jax.jit(column_sums))(spec).serialize()
         try:
             ex.deserialize(blob).call(np.zeros(arg_shape, dtype))
             out[name] = True
