@@ -51,8 +51,10 @@ def layer_strata(rng: random.Random) -> dict[str, LayerCase]:
     """(m, k, n, (data, model)) per situation XLA:CPU counts as libtpu does (blocks of two or
     more rows and columns, k >= 2): both axes split (data != model, so an answer that swaps
     them differs), one device, rows split over 'data' only, columns split over 'model' only,
-    and both split with the smallest contraction, k = 2. Block sides and k distinct, so that an
-    answer taking one for another differs.
+    both split with the smallest contraction, k = 2, and both split with the smallest block
+    libtpu compiles as a matmul, two rows by two columns (an answer whose matmul needs more than
+    two rows or more than two columns differs only there). Block sides and k distinct, so that
+    an answer taking one for another differs.
 
     The smaller dots are left to libtpu (tpu_layer_strata): XLA:CPU counts a block of one row
     or column as a matmul (libtpu as a multiply and a reduce) and rewrites a dot with k = 1 or
@@ -71,6 +73,9 @@ def layer_strata(rng: random.Random) -> dict[str, LayerCase]:
         "rows over data only": _layer((_axis(rng), 1), row_rows, row_k, row_cols),
         "columns over model only": _layer((1, _axis(rng)), col_rows, col_k, col_cols),
         "both split, k = 2": _layer(rng.choice(_BOTH), short_rows, 2, short_cols),
+        "both split, a block of two rows and two columns": _layer(
+            rng.choice(_BOTH), 2, rng.randint(3, 300), 2
+        ),
     }
 
 
@@ -81,7 +86,7 @@ def tpu_layer_strata(rng: random.Random) -> dict[str, LayerCase]:
     """(m, k, n, (data, model)) per situation of the small dots libtpu compiles otherwise than
     a matmul, on meshes of at most TPU_DEVICES devices: one row per device (columns split or
     not), one column per device, a 1x1 block, k = 1 on blocks of two or more rows and columns,
-    and k = 1 on a single row."""
+    k = 1 on a single row, and the smallest reduce, k = 2, on a single row or column."""
 
     def mesh() -> tuple[int, int]:
         return rng.choice(((2, 2), (4, 1), (1, 4), (2, 1), (1, 2), (1, 1)))
@@ -92,6 +97,9 @@ def tpu_layer_strata(rng: random.Random) -> dict[str, LayerCase]:
         "one element per device": _layer(mesh(), 1, rng.randint(2, 300), 1),
         "k = 1": _layer(mesh(), rng.randint(2, 64), 1, rng.randint(2, 64)),
         "k = 1, one row per device": _layer(mesh(), 1, 1, rng.randint(2, 64)),
+        "k = 2, one row or one column per device": _layer(
+            mesh(), *rng.choice(((1, 2, rng.randint(2, 64)), (rng.randint(2, 64), 2, 1)))
+        ),
     }
 
 

@@ -54,7 +54,7 @@ def _layer_flops(m, k, n, mesh_shape, target_name: str = V5E) -> float:
 @pytest.mark.task("predict_layer_flops")
 def test_predict_layer_flops_matches_libtpu(kata, fresh):
     """The fixed cases, then fresh ones of every small dot libtpu compiles into something else
-    than a matmul (strata.tpu_layer_strata: one row or column per device, k = 1)."""
+    than a matmul (strata.tpu_layer_strata: one row or column per device, k = 1 and 2)."""
     cases = {f"case {k}": case for k, case in enumerate(LAYER_CASES)}
     for situation, (m, k, n, mesh_shape) in {**cases, **tpu_layer_strata(fresh)}.items():
         with compiler_refused("predict_layer_flops"):
