@@ -12,9 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from pytest_check import check
-
 from jax._src.interpreters import pxla  # the Python path of every first call of a jitted program
+from pytest_check import check
 
 from kata_harness import compile_events
 from kata_harness.oracles import host_callbacks
@@ -406,7 +405,7 @@ def _device_sees(x: np.ndarray, y: np.ndarray) -> Iterator[list[tuple[int, ...]]
     swapped: list[tuple[int, ...]] = []
 
     def swap(arg):
-        shape, dtype = getattr(arg, "shape", ()), getattr(arg, "dtype", None)
+        shape, dtype = getattr(arg, "shape", ()), getattr(arg, "dtype", np.dtype(np.int32))
         if len(shape) < 1 or math.prod(shape) < len(x) or not jnp.issubdtype(dtype, jnp.floating):
             return arg
         host = np.array(arg)
@@ -420,7 +419,7 @@ def _device_sees(x: np.ndarray, y: np.ndarray) -> Iterator[list[tuple[int, ...]]
     def execute(self, *args):
         return run(self, *(swap(arg) for arg in args))
 
-    pxla.ExecuteReplicated.__call__ = execute
+    pxla.ExecuteReplicated.__call__ = execute  # pyright: ignore[reportAttributeAccessIssue]
     try:
         yield swapped
     finally:
