@@ -2,14 +2,17 @@
 records, and compiles bounded by bucketing (compiles counted by jax.monitoring, means by NumPy).
 """
 
+import contextlib
 import itertools
 import logging
 import math
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax._src.interpreters import pxla  # the Python path of every first call of a jitted program
 from pytest_check import check
 
 from kata_harness import compile_events
@@ -389,3 +392,67 @@ def test_non_finite_values_count(kata, fresh):
                 want = float(np.mean(x.astype(np.float64)))
             with check:
                 assert _same_mean(got, want), f"x {x.tolist()}: mean {got}, NumPy says {want}"
+
+
+@contextlib.contextmanager
+def _device_sees(x: np.ndarray, y: np.ndarray) -> Iterator[list[tuple[int, ...]]]:
+    """While the block runs, a compiled program handed an array that starts with x's values
+    (x padded, cast to any float dtype, moved to the device or not) runs on y's values there
+    instead, padding kept: what the host read of x before the call no longer matches what the
+    device reduces. Yields the shapes of the arguments swapped. Only the Python path of a jitted
+    call (a cache miss: its first call with new shapes) goes through here."""
+    run = pxla.ExecuteReplicated.__call__
+    swapped: list[tuple[int, ...]] = []
+
+    def swap(arg):
+        shape, dtype = getattr(arg, "shape", ()), getattr(arg, "dtype", np.dtype(np.int32))
+        if len(shape) < 1 or math.prod(shape) < len(x) or not jnp.issubdtype(dtype, jnp.floating):
+            return arg
+        host = np.array(arg)
+        flat = host.reshape(-1)
+        if not np.array_equal(flat[: len(x)], x.astype(dtype)):
+            return arg
+        flat[: len(x)] = y.astype(dtype)
+        swapped.append(tuple(shape))
+        return host if isinstance(arg, np.ndarray) else jax.device_put(host, arg.sharding)
+
+    def execute(self, *args):
+        return run(self, *(swap(arg) for arg in args))
+
+    pxla.ExecuteReplicated.__call__ = execute  # pyright: ignore[reportAttributeAccessIssue]
+    try:
+        yield swapped
+    finally:
+        pxla.ExecuteReplicated.__call__ = run
+
+
+@pytest.mark.task("bucketed_mean")
+def test_the_device_computes_the_mean_from_x(kata, fresh):
+    """The mean comes out of the compiled program's reduction of x, not from the host: on the
+    first call of a new bucket the device is handed other values than the ones the host read
+    (x + d, the padding left as it was), and the answer must be their mean. A mean computed on
+    the host and passed into the program (echoed, or added to 0 x a masked sum) stays mean(x)."""
+    dtype = fresh.choice((np.float16, np.float32, jnp.bfloat16))
+    buckets = tuple(fresh.sample(range(161, 400), 2))
+    n = fresh.randint(2, min(buckets))
+    x = np.array([fresh.randint(1, 9) + 0.5 for _ in range(n)], dtype)
+    x[fresh.randrange(n)] = 0.25  # never a mask: not all ones or zeros
+    shift = fresh.randint(10, 20)
+    y = (x.astype(np.float64) + shift).astype(dtype)
+    with _device_sees(x, y) as swapped:
+        got = _mean(kata, x, buckets)
+    case = f"{np.dtype(dtype).name} x {x.astype(np.float64).tolist()}, buckets {buckets}"
+    if not swapped:
+        pytest.fail(
+            f"{case}: no compiled program was handed x (padded, in any float dtype) on this "
+            f"first call of bucket {min(b for b in buckets if b >= n)}: which program reduced "
+            f"it?; {fresh.where()}"
+        )
+    want = float(np.mean(y.astype(np.float64)))
+    if got != pytest.approx(want, rel=1e-3):
+        pytest.fail(
+            f"{case}: the device was handed x + {shift} (shapes {swapped}), whose mean is "
+            f"{want}, yet the answer is {got} (mean(x) is {float(np.mean(x.astype(np.float64)))}"
+            f"): the mean must be the compiled program's reduction of x, not a value the host "
+            f"computed and passed in; {fresh.where()}"
+        )
