@@ -79,9 +79,11 @@ def flops_per_step(compiled) -> float:
     cost analysis reports, taken as it is.
 
     Only "flops": transcendentals (tanh, exp, sqrt) are a separate count, not added. A program
-    with no arithmetic (a bare transpose) costs 0.0 flops. The cost model counts a while loop's
-    body once, whatever its trip count (two steps in a fori_loop cost about one step's flops):
-    report that, do not scale a loop by its trip count yourself.
+    with no arithmetic (a bare transpose) costs 0.0 flops, and so does one whose only work is
+    transcendentals (jnp.exp of a float32 array: its analysis has "transcendentals" and no
+    "flops" key; that work is not flops either). The cost model counts a while loop's body
+    once, whatever its trip count (two steps in a fori_loop cost about one step's flops): report
+    that, do not scale a loop by its trip count yourself.
     """
     # TODO: one method of the compiled object; it returns a dict
     raise NotImplementedError("phase10 task 5: flops_per_step")

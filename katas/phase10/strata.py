@@ -5,7 +5,9 @@ predict_alias_bytes tells the three optimizers apart (sgd keeps nothing between 
 trace per parameter, adam a step count and two moments); predict_step_flops tells the two layers'
 products apart (no gradient flows into the data x, one flows into the hidden layer), and which of
 them an answer gets wrong shows only where that layer's products weigh: with the first layer's
-products dominating (features >= 4 x out) or the second's (out >= 4 x features). Both also draw
+products dominating (features >= 4 x out) or the second's (out >= 4 x features); an answer that
+keeps only the layer that dominates shows where neither does (out <= features <= 2 x out, each
+layer at least 40% of the products). Both also draw
 a case whose count passes 2**31 (the step is compiled from shapes alone, nothing allocated), and
 the aliased bytes one where hidden == out (b1 and b2 are two leaves of one shape). Each situation
 is a stratum; only the sizes inside it are drawn.
@@ -61,8 +63,10 @@ def flops_strata(rng: random.Random) -> dict[str, tuple[int, int, int, int]]:
     (out 1 to 16), or out >= 4 x features (features 1 to 12); the larger of the two from 48 to
     256, hidden 32 to 256 and the batch 48 to 128, where the elementwise work stays within 6% of
     the products (measured), so the 10% the tests accept is the products' count's to lose. Then
-    one over 2**31 flops: features 32,768 to 65,536, hidden 192 to 256, out 1 to 16 and the
-    batch 128 to 192 (at least 3.2e9 flops)."""
+    both layers alike: out 48 to 128 and features out to 2 x out (the first layer's 4*b*f*h
+    against the second's 6*b*h*o: each at least 40% of the products; hidden and batch as above,
+    elementwise work within 6% as well). Then one over 2**31 flops: features 32,768 to 65,536,
+    hidden 192 to 256, out 1 to 16 and the batch 128 to 192 (at least 3.2e9 flops)."""
     cases = {}
     for situation in ("first", "second"):
         small = rng.randint(1, 16 if situation == "first" else 12)
@@ -74,6 +78,13 @@ def flops_strata(rng: random.Random) -> dict[str, tuple[int, int, int, int]]:
         else:
             key = "the second layer's products dominate (out >= 4 x features)"
             cases[key] = (small, hidden, large, batch)
+    out = rng.randint(48, 128)
+    cases["both layers' products weigh (out <= features <= 2 x out)"] = (
+        rng.randint(out, 2 * out),
+        rng.randint(32, 256),
+        out,
+        rng.randint(48, 128),
+    )
     cases["over 2**31 flops (the first layer's products dominate)"] = (
         rng.randint(32_768, 65_536),
         rng.randint(192, 256),

@@ -192,6 +192,28 @@ def test_flops_match_cost_model(kata):
             )
 
 
+# Elementwise transcendentals the cost model counts under "transcendentals" alone (no "flops"
+# key) in float32 and float16; in bfloat16 XLA:CPU converts to f32 and back, and counts flops.
+_TRANSCENDENTALS = ("exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt")
+
+
+@pytest.mark.task("flops_per_step")
+def test_transcendentals_alone_cost_no_flops(kata, fresh):
+    """A drawn transcendental of a drawn shape and dtype: work, but no "flops" key (0.0)."""
+    name, dtype = fresh.choice(_TRANSCENDENTALS), fresh.choice(("float32", "float16"))
+    shape = tuple(fresh.randint(1, 9) for _ in range(fresh.randint(1, 3)))
+    spec = jax.ShapeDtypeStruct(shape, np.dtype(dtype))
+    compiled = jax.jit(getattr(jax.lax, name)).lower(spec).compile()
+    cost = compiled.cost_analysis()
+    assert cost is not None, "this backend has no cost analysis"
+    got, want = kata.flops_per_step(compiled), cost.get("flops", 0.0)
+    assert got == pytest.approx(want), (
+        f"jax.lax.{name} of {dtype}{list(shape)}: got {got}, the cost model says {want} flops "
+        f"({cost.get('transcendentals', 0.0)} transcendentals, a count of their own) "
+        f"({fresh.where()})"
+    )
+
+
 @pytest.mark.task("flops_per_step")
 def test_step_costs_forward_plus_backward_matmuls(kata):
     for name, compiled, size in (

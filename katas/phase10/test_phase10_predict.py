@@ -3,7 +3,8 @@ against ``memory_analysis()`` and ``cost_analysis()`` of the compiled step.
 
 The sizes are drawn fresh on every run, one case per situation the contract distinguishes
 (katas/phase10/strata.py): each optimizer for the aliased bytes, each layer's products
-dominating for the flops. A failure names its one case and the seed that draws it again.
+dominating for the flops, and both weighing alike. A failure names its one case and the seed
+that draws it again.
 """
 
 import jax
@@ -60,8 +61,8 @@ def test_predict_alias_bytes_does_not_compile(kata, fresh):
 
 @pytest.mark.task("predict_step_flops")
 def test_predict_step_flops_within_ten_percent(kata, fresh):
-    """Fresh sizes with each layer's products dominating (strata.flops_strata), the momentum
-    step compiled at those sizes."""
+    """Fresh sizes with each layer's products dominating, then with both weighing alike
+    (strata.flops_strata), the momentum step compiled at those sizes."""
     for situation, sizes in flops_strata(fresh).items():
         predicted = kata.predict_step_flops(*sizes)
         assert type(predicted) is int, f"{sizes}: expected an int, got {predicted!r}"
