@@ -243,6 +243,37 @@ def trailing(text: str, rng: random.Random) -> HloVariant | None:
     return HloVariant("uncalled after ENTRY", moved) if oracles.xla_accepts(moved) else None
 
 
+def shared(text: str, name: str) -> HloVariant | None:
+    """A second ENTRY fusion calling the same computation as the ENTRY fusion ``name`` (XLA's
+    parser accepts two fusions with one fused computation): a copy of ``name``'s line under
+    the name ``<name>.twin``, placed right after it, taking over ``name``'s first use in ENTRY,
+    so a fact found by walking what each kernel calls must be found for both kernels, not
+    once for the module. None if ``name`` is no ENTRY fusion with a later user there, or XLA's
+    parser refuses the result."""
+    entry = _ENTRY_BLOCK.search(text)
+    if entry is None:
+        return None
+    lines = entry[0].split("\n")
+    own = re.compile(rf"^(\s*)%{re.escape(name)} = (.* fusion\(.*)$")
+    at = next((i for i, line in enumerate(lines) if own.match(line)), None)
+    if at is None:
+        return None
+    use = re.compile(rf"%{re.escape(name)}(?=[,)])")
+    user = next((i for i in range(at + 1, len(lines)) if use.search(lines[i])), None)
+    if user is None:
+        return None
+    twin = f"{name}.twin"
+    if re.search(rf"%{re.escape(twin)}(?![\w.\-])", text):
+        return None
+    match = own.match(lines[at])
+    assert match is not None
+    lines[user] = use.sub(f"%{twin}", lines[user], count=1)
+    lines.insert(at + 1, f"{match[1]}%{twin} = {match[2]}")
+    moved = text[: entry.start()] + "\n".join(lines) + text[entry.end() :]
+    found = HloVariant("two fusions calling one computation", moved, {name: twin})
+    return found if oracles.xla_accepts(moved) else None
+
+
 def variants(text: str, seed: int) -> Iterator[HloVariant]:
     """The renamed and the reordered module, then both at once, each accepted by XLA's parser
     (a variant XLA refuses is left out: the fact must hold for modules XLA reads)."""

@@ -84,7 +84,8 @@ def reductions_per_kernel(hlo_text: str, inductor_code: str) -> dict[str, list[i
     - `"xla"`: each ENTRY kernel (see above) in ENTRY order: its own `reduce` and
       `reduce-window` instructions (1 or 0 for one of those opcodes) plus those of every
       computation its `calls=` reaches (not the reducer computations `to_apply=` names, which
-      only combine two values).
+      only combine two values), each kernel on its own: two fusions calling one computation
+      both count its reductions.
     - `"inductor"`: each kernel `call` runs, in order: a library call or fallback 0; a fused
       C++ kernel one per accumulator its C++ source declares (a statement
       `<type> tmp_acc<N> = <init>;`, which starts a reduction's loop; the `tmp_acc<N>_vec`,
@@ -133,9 +134,10 @@ def inference_call(compiled: Any, x: Any) -> Any:
     backward pass (no `primals_<n>` inputs), run by the compiled module itself (not an eager
     run of the module it wraps, nor a module compiled afresh). The values must equal the
     module's eager output, also when `x` itself requires grad, and the caller is left as it was:
-    the module's parameters still require grad afterwards, the module stays in the mode it was
-    in (train or eval), and grad mode is what it was before the call (which may come from inside
-    `torch.no_grad()`).
+    `x` keeps its values and its autograd state (it still requires grad if it did, and an `x`
+    computed from tensors that require grad keeps its `grad_fn`), the module's parameters still
+    require grad afterwards, the module stays in the mode it was in (train or eval), and grad
+    mode is what it was before the call (which may come from inside `torch.no_grad()`).
     """
     # TODO: how do you tell PyTorch that no gradient will be asked for?
     raise NotImplementedError("phase16 task 7: inference_call")

@@ -292,6 +292,32 @@ def test_reductions_per_kernel_of_handwritten_code(kata, fresh):
 
 
 @pytest.mark.task("reductions_per_kernel")
+def test_reductions_per_kernel_of_two_fusions_calling_one_computation(kata, fresh):
+    """Each ENTRY kernel counts what its own `calls=` reach, even when another kernel reached
+    the same computation first: one ENTRY fusion (drawn, one that reduces where there is one)
+    copied beside itself, both calling one computation (as printed, or nested one further)."""
+    codes = [(n, P.recorded(n)[0]) for n in P.PAIRS] + [*CODES.items(), *TRAIN_CODES.items()]
+    for i, name in enumerate([*P.PAIRS, *OTHER_HLO]):
+        fusions = [k for k in oracle.xla_kernels(_hlo(name)) if k.opcode == "fusion"]
+        reducing = [k for k in fusions if k.reductions] or fusions
+        if not reducing:
+            continue  # no ENTRY fusion (a loop: ENTRY holds the while)
+        kernel = fresh.choice(reducing).name
+        form, hlo = fresh.choice([_hlo_forms(name)[0], _hlo_forms(name)[-1]])
+        twin = metamorphic.shared(hlo, kernel)
+        if twin is None:
+            continue  # no later user in ENTRY to hand to the copy
+        code_name, code = codes[i % len(codes)]
+        text = _variant(code, fresh)
+        got = kata.reductions_per_kernel(twin.text, text)
+        expected = _reductions(twin.text, text)
+        assert got == expected, (
+            f"{form} with %{kernel} copied as %{kernel}.twin (both calling one computation), "
+            f"with {code_name}: reductions differ ({fresh.where()})"
+        )
+
+
+@pytest.mark.task("reductions_per_kernel")
 def test_one_kernel_holds_every_reduction_of_layernorm_softmax(kata):
     got = kata.reductions_per_kernel(_hlo("layernorm_softmax"), P.recorded("layernorm_softmax")[0])
     with check:

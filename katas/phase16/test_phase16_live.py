@@ -157,8 +157,9 @@ def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
 def test_inference_call_compiles_one_inference_graph(kata, fresh):
     """The caller's compiled module, compiled through a backend that counts the graphs it hands
     to Inductor, runs one inference graph of its own MLP (the module's inputs, its output only),
-    x a plain tensor in one call and requiring grad in the other (which one is drawn); the
-    module, its train mode and the caller's grad mode are left as they were, also when the
+    x a plain tensor in one call and requiring grad in the other (which one is drawn; a leaf,
+    or computed from one); x (its values, requires_grad and grad_fn), the module, its train
+    mode and the caller's grad mode are left as they were, also when the
     caller calls from inside torch.no_grad(), and a later call (the module in eval mode) runs
     an inference graph too."""
     _live()
@@ -186,9 +187,12 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     # x requires grad in one of the two calls in training mode and eval mode, a plain tensor
     # in the other: the parameters alone make a training graph
     x_grad = fresh.random() < 0.5
-    x = torch.randn(fresh.randint(1, 9), width, requires_grad=x_grad)
+    x = _caller_input(torch.randn(fresh.randint(1, 9), width), x_grad, fresh)
+    kept = _input_state(x)
     torch._dynamo.reset()
     out, codes = run_and_get_code(kata.inference_call, compiled, x)
+    with check:
+        _assert_input_kept(x, kept, "the call")
     with check:
         frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
         assert not frozen, f"the call changed the caller's module: {frozen} no longer require grad"
@@ -222,8 +226,40 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     with check:
         _assert_eager_values(again, eager, "the call under torch.no_grad()")
     _inference_call_again_in_eval_mode(
-        kata, model, compiled, x.detach().requires_grad_(not x_grad), eager
+        kata, model, compiled, _caller_input(x.detach(), not x_grad, fresh), eager
     )
+
+
+def _caller_input(values, requires_grad: bool, rng):
+    """The caller's x holding `values`: a plain tensor, or one that requires grad: a leaf, or
+    (drawn) a tensor computed from one, which has a grad_fn."""
+    x = values.detach().clone()
+    if not requires_grad:
+        return x
+    leaf = x.requires_grad_(True)
+    return leaf if rng.random() < 0.5 else leaf * 1.0
+
+
+def _input_state(x) -> tuple:
+    return x.requires_grad, x.grad_fn, x.detach().clone()
+
+
+def _assert_input_kept(x, kept: tuple, which: str) -> None:
+    """The caller's x as it was before the call: its values, requires_grad and grad_fn."""
+    __tracebackhide__ = True
+    import torch  # pyright: ignore[reportMissingImports]  (the torch group)
+
+    requires_grad, grad_fn, values = kept
+    kind = "a plain tensor" if not requires_grad else "a leaf" if grad_fn is None else "computed"
+    assert x.requires_grad == requires_grad, (
+        f"{which} changed the caller's x ({kind}, shape {list(x.shape)}): requires_grad was "
+        f"{requires_grad}, is {x.requires_grad} after it"
+    )
+    assert x.grad_fn is grad_fn, (
+        f"{which} changed the caller's x ({kind}, shape {list(x.shape)}): its grad_fn was "
+        f"{type(grad_fn).__name__}, is {type(x.grad_fn).__name__} after it"
+    )
+    assert torch.equal(x.detach(), values), f"{which} changed the values of the caller's x"
 
 
 def _assert_eager_values(out, eager, which: str) -> None:
@@ -250,7 +286,10 @@ def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager) -> None:
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     model.eval()
+    kept = _input_state(x)
     out, codes = run_and_get_code(kata.inference_call, compiled, x)
+    with check:
+        _assert_input_kept(x, kept, "the call in eval mode")
     with check:
         assert not model.training and not compiled.training, "the call left eval mode"
     with check:

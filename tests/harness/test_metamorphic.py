@@ -79,3 +79,42 @@ def test_an_uncalled_computation_after_entry_keeps_entry(path: Path):
     assert len(moved.computations) == len(original.computations) + 1
     names = [i.name for c in moved.computations for i in c]
     assert len(set(names)) == len(names), "the copy's instructions have names of their own"
+
+
+_ONE_REDUCING_FUSION = """HloModule sums
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%fused_sum (p0: f32[8,4], p1: f32[]) -> f32[8] {
+  %p0 = f32[8,4]{1,0} parameter(0)
+  %p1 = f32[] parameter(1)
+  ROOT %r = f32[8]{0} reduce(%p0, %p1), dimensions={1}, to_apply=%add
+}
+
+%fused_neg (q0: f32[8]) -> f32[8] {
+  %q0 = f32[8]{0} parameter(0)
+  ROOT %n = f32[8]{0} negate(%q0)
+}
+
+ENTRY %main (x: f32[8,4]) -> f32[8] {
+  %x = f32[8,4]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  %rows = f32[8]{0} fusion(%x, %zero), kind=kLoop, calls=%fused_sum
+  ROOT %out = f32[8]{0} fusion(%rows), kind=kLoop, calls=%fused_neg
+}
+"""
+
+
+def test_shared_gives_two_entry_fusions_one_computation():
+    """XLA's parser accepts two fusions calling one computation; the copy is used."""
+    twin = metamorphic.shared(_ONE_REDUCING_FUSION, "rows")
+    assert twin is not None and oracles.xla_accepts(twin.text)
+    entry = twin.text[twin.text.index("ENTRY") :]
+    assert entry.count("calls=%fused_sum") == 2
+    assert "fusion(%rows.twin)" in entry
+    assert metamorphic.shared(_ONE_REDUCING_FUSION, "out") is None  # the ROOT: no user
+    assert metamorphic.shared(_ONE_REDUCING_FUSION, "zero") is None  # no fusion
