@@ -6,6 +6,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+
 from kata_harness.decoys import wrong
 
 
@@ -54,9 +55,7 @@ def _rt11_make_train_step_decay_reads_grads(optimizer):
     import optax
 
     def step(params, opt_state, x, y):
-        loss, grads = jax.value_and_grad(lambda p: jnp.mean(_rt11_losses(p, x, y)))(
-            params
-        )
+        loss, grads = jax.value_and_grad(lambda p: jnp.mean(_rt11_losses(p, x, y)))(params)
         updates, opt_state = optimizer.update(grads, opt_state, grads)
         return optax.apply_updates(params, updates), opt_state, loss
 
@@ -73,9 +72,7 @@ def _rt11_make_train_step_grad_averaged_twice(optimizer):
     import optax
 
     def step(params, opt_state, x, y):
-        loss, grads = jax.value_and_grad(lambda p: jnp.mean(_rt11_losses(p, x, y)))(
-            params
-        )
+        loss, grads = jax.value_and_grad(lambda p: jnp.mean(_rt11_losses(p, x, y)))(params)
         grads = jax.tree.map(lambda g: g / x.shape[0], grads)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
@@ -218,9 +215,7 @@ def _rt11_aliased_parameters_arrays_only(compiled) -> list[int]:
     entry = text[text.index("\nENTRY") :]
     entry = entry[: entry.index("\n}")]
     for line in entry.splitlines():
-        pm = re.match(
-            r"^\s*%?[\w.\-]+\s*=\s*(\w+\[[\d,]*\])\S*\s+parameter\((\d+)\)", line
-        )
+        pm = re.match(r"^\s*%?[\w.\-]+\s*=\s*(\w+\[[\d,]*\])\S*\s+parameter\((\d+)\)", line)
         if pm:
             shapes[int(pm.group(2))] = pm.group(1)
     return [p for p in params if not shapes.get(p, "x[1]").endswith("[]")]

@@ -15,10 +15,34 @@ from xla_inspect.query import reachable
 
 _rt11_KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 _rt11_BITS = {
-    "pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16,
-    "f16": 16, "bf16": 16, "s32": 32, "u32": 32, "f32": 32, "s64": 64, "u64": 64, "f64": 64,
-    "c64": 64, "c128": 128, "f8e4m3fn": 8, "f8e5m2": 8, "f8e4m3fnuz": 8, "f8e5m2fnuz": 8,
-    "f8e4m3b11fnuz": 8, "f8e4m3": 8, "f8e3m4": 8, "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "pred": 8,
+    "s2": 2,
+    "u2": 2,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "f16": 16,
+    "bf16": 16,
+    "s32": 32,
+    "u32": 32,
+    "f32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e4m3fn": 8,
+    "f8e5m2": 8,
+    "f8e4m3fnuz": 8,
+    "f8e5m2fnuz": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e4m3": 8,
+    "f8e3m4": 8,
+    "f4e2m1fn": 4,
+    "f8e8m0fnu": 8,
 }
 
 
@@ -149,8 +173,17 @@ def _rt11_device_groups_mesh_column_major(hlo_text: str) -> dict[int, list[list[
 # ---------------------------------------------------------------- matmul_fusions
 
 _rt11_SHORT_MOVERS = {
-    "parameter", "constant", "bitcast", "broadcast", "reshape", "transpose", "copy", "convert",
-    "fusion", "tuple", "get-tuple-element",
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
 }
 
 
@@ -172,7 +205,9 @@ def _rt11_matmul_fusions_short_movers(hlo_text: str) -> dict[str, list[str]]:
         ops = {i.opcode for c in comps for i in c}
         if "convolution" not in ops:
             continue
-        out[inst.name] = sorted(o for o in ops if o != "convolution" and o not in _rt11_SHORT_MOVERS)
+        out[inst.name] = sorted(
+            o for o in ops if o != "convolution" and o not in _rt11_SHORT_MOVERS
+        )
     return out
 
 

@@ -66,7 +66,9 @@ def _rt11_xla_reductions(hlo_text: str, shared_seen: bool = False) -> list[int]:
 def _rt11_inductor_reductions(code: str) -> list[int]:
     graph = read_inductor(code)
     sources = dict(graph.kernels)
-    return [reduction_count(sources.get(c.kernel, "")) if c.kind == "fused" else 0 for c in graph.calls]
+    return [
+        reduction_count(sources.get(c.kernel, "")) if c.kind == "fused" else 0 for c in graph.calls
+    ]
 
 
 def _rt11_xla_census(hlo_text: str) -> dict[str, int]:
@@ -130,7 +132,7 @@ def _rt11_tiny(rows, fin, out, bias) -> bool:
 
 @wrong(
     "inductor_kernels",
-    why="a fused kernel's entry is its name without `cpp_fused_` and `_<n>`, `\"\"` for "
+    why='a fused kernel\'s entry is its name without `cpp_fused_` and `_<n>`, `""` for '
     "`cpp_fused_0`: this cuts the number with re.sub(r'_\\d+$', ...) AFTER removing the prefix, "
     "so `cpp_fused_0` (prefix gone: '0', no underscore left before the digit) stays '0'; wrong "
     "on the forward of recorded/train_conv_relu.txt (layout copy `cpp_fused_0`: '0' instead of '')",
@@ -155,7 +157,9 @@ def _rt11_inductor_kernels_number_needs_underscore(code: str) -> list[str]:
 )
 def _rt11_inductor_kernels_bare_fallback_is_check(code: str) -> list[str]:
     return [
-        _rt11_label(c) for c in read_inductor(code).calls if not (c.kind == "fallback" and c.out is None)
+        _rt11_label(c)
+        for c in read_inductor(code).calls
+        if not (c.kind == "fallback" and c.out is None)
     ]
 
 
@@ -172,7 +176,9 @@ def _rt11_inductor_kernels_bare_fallback_is_check(code: str) -> list[str]:
     "dense_relu_row (XLA:CPU folds the one-row product into a kLoop fusion: contract xla "
     "library 0 / fused 3, this library 1 / fused 2)",
 )
-def _rt11_kernel_census_library_by_content(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt11_kernel_census_library_by_content(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     module = parse_hlo(hlo_text)
     library = fused = 0
     for inst in module.entry:
@@ -188,7 +194,10 @@ def _rt11_kernel_census_library_by_content(hlo_text: str, inductor_code: str) ->
                 library += 1
             else:
                 fused += 1
-    return {"xla": {"library": library, "fused": fused}, "inductor": _rt11_inductor_census(inductor_code)}
+    return {
+        "xla": {"library": library, "fused": fused},
+        "inductor": _rt11_inductor_census(inductor_code),
+    }
 
 
 @wrong(
@@ -198,7 +207,9 @@ def _rt11_kernel_census_library_by_content(hlo_text: str, inductor_code: str) ->
     "calls are counted per call; wrong on handwritten.HANDWRITTEN (fused add_relu called twice: "
     "contract fused 2, this fused 1)",
 )
-def _rt11_kernel_census_fused_distinct(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt11_kernel_census_fused_distinct(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     calls = read_inductor(inductor_code).calls
     fused = len({c.kernel for c in calls if c.kind == "fused"})
     library = sum(1 for c in calls if c.kind != "fused")
@@ -279,16 +290,22 @@ def _rt11_bias_homes_first_kernel(hlo_text: str, inductor_code: str) -> dict[str
     home = "none"
     if rank1:
         first = graph.calls[0] if graph.calls else None
-        home = "library" if first is not None and first.kind != "fused" and any(
-            b in (a or "") for b in rank1 for a in first.arguments
-        ) else "fused"
+        home = (
+            "library"
+            if first is not None
+            and first.kind != "fused"
+            and any(b in (a or "") for b in rank1 for a in first.arguments)
+            else "fused"
+        )
     module = parse_hlo(hlo_text)
     bias = _rt11_rank1_param(module)
     xla = "none"
     if bias is not None:
         xla = "fused"
         for inst in module.entry:
-            if inst.opcode in _RT11_KERNEL_OPS and bias in [o.removeprefix("%") for o in inst.operands]:
+            if inst.opcode in _RT11_KERNEL_OPS and bias in [
+                o.removeprefix("%") for o in inst.operands
+            ]:
                 if inst.opcode in ("dot", "custom-call") or any(
                     i.opcode == "dot" for c in _rt11_reach(module, _rt11_called(inst)) for i in c
                 ):

@@ -118,10 +118,7 @@ def _rt10_loss_and_grad_relabelled_tuple(params: dict, x, y):
 def _rt10_make_power_jit_belt_and_braces(f):
     import inspect
 
-    names = tuple(
-        p.name
-        for p in list(inspect.signature(f).parameters.values())[1:2]
-    )
+    names = tuple(p.name for p in list(inspect.signature(f).parameters.values())[1:2])
     return jax.jit(f, static_argnums=1, static_argnames=names)
 
 

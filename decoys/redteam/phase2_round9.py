@@ -139,9 +139,7 @@ def _rt9_closure_consts_dedupe_equal_values(jaxpr) -> list[np.ndarray]:
     out = []
     for c in jaxpr.consts:
         a = np.asarray(c)
-        if any(
-            b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b) for b in out
-        ):
+        if any(b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b) for b in out):
             continue
         out.append(a)
     return out

@@ -9,7 +9,6 @@ looked for only along fusion calls= from ENTRY.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import jax
 
@@ -122,11 +121,12 @@ def _rt10_layout(shape: str) -> str:
     return rest if rest.startswith("{") else "{}"
 
 
-
-
-@wrong("predict_entry_root", why="believes XLA:CPU merges x*2 and x+1 into one multi-output fusion "
-       "that is the ROOT: predicts ('fusion', '(f32[2,5]{1,0}, f32[2,5]{1,0})') for '(x * 2, x + 1)' "
-       "with x float32[2,5]; compiled ROOT is a tuple")
+@wrong(
+    "predict_entry_root",
+    why="believes XLA:CPU merges x*2 and x+1 into one multi-output fusion "
+    "that is the ROOT: predicts ('fusion', '(f32[2,5]{1,0}, f32[2,5]{1,0})') for '(x * 2, x + 1)' "
+    "with x float32[2,5]; compiled ROOT is a tuple",
+)
 def _rt10_predict_entry_root_multi_output_fusion(program, args):
     op, shape = _rt10_predict(program, args)
     if program == "(x * 2, x + 1)":
@@ -134,9 +134,12 @@ def _rt10_predict_entry_root_multi_output_fusion(program, args):
     return (op, shape)
 
 
-@wrong("predict_entry_root", why="believes a transpose of an input is just a relayout copy, like "
-       "'x itself': predicts ('copy', 'f32[4,8]{1,0}') for 'x.T' with x float32[8,4]; compiled ROOT "
-       "is ('fusion', 'f32[4,8]{1,0}')")
+@wrong(
+    "predict_entry_root",
+    why="believes a transpose of an input is just a relayout copy, like "
+    "'x itself': predicts ('copy', 'f32[4,8]{1,0}') for 'x.T' with x float32[8,4]; compiled ROOT "
+    "is ('fusion', 'f32[4,8]{1,0}')",
+)
 def _rt10_predict_entry_root_transpose_is_copy(program, args):
     op, shape = _rt10_predict(program, args)
     if program == "x.T":
@@ -144,9 +147,12 @@ def _rt10_predict_entry_root_transpose_is_copy(program, args):
     return (op, shape)
 
 
-@wrong("predict_entry_root", why="believes every reshape is a free bitcast so the ROOT is always a "
-       "copy: for 'x.reshape(2, -1, x.shape[-1])' with x float32[2,5] predicts copy f32[2,1,5]{2,1,0}; "
-       "compiled ROOT is ('fusion', 'f32[2,1,5]{2,1,0}')")
+@wrong(
+    "predict_entry_root",
+    why="believes every reshape is a free bitcast so the ROOT is always a "
+    "copy: for 'x.reshape(2, -1, x.shape[-1])' with x float32[2,5] predicts copy f32[2,1,5]{2,1,0}; "
+    "compiled ROOT is ('fusion', 'f32[2,1,5]{2,1,0}')",
+)
 def _rt10_predict_entry_root_reshape_always_copy(program, args):
     op, shape = _rt10_predict(program, args)
     if program == "x.reshape(2, -1, x.shape[-1])":
@@ -154,9 +160,12 @@ def _rt10_predict_entry_root_reshape_always_copy(program, args):
     return (op, shape)
 
 
-@wrong("predict_entry_root", why="believes a scalar input is returned by value (no buffer to "
-       "protect), so 'x itself' of rank 0 is ROOT parameter: predicts ('parameter', 'f32[]') for "
-       "x float32[]; compiled ROOT is ('copy', 'f32[]')")
+@wrong(
+    "predict_entry_root",
+    why="believes a scalar input is returned by value (no buffer to "
+    "protect), so 'x itself' of rank 0 is ROOT parameter: predicts ('parameter', 'f32[]') for "
+    "x float32[]; compiled ROOT is ('copy', 'f32[]')",
+)
 def _rt10_predict_entry_root_scalar_passthrough(program, args):
     op, shape = _rt10_predict(program, args)
     if program == "x itself" and len(args[0].shape) == 0:
@@ -164,9 +173,12 @@ def _rt10_predict_entry_root_scalar_passthrough(program, args):
     return (op, shape)
 
 
-@wrong("predict_entry_root", why="believes a lone full reduction of a vector stays a plain reduce "
-       "(nothing to fuse): predicts ('reduce', 's32[]') for 'x.max()' with x int32[8]; compiled ROOT "
-       "is ('fusion', 's32[]')")
+@wrong(
+    "predict_entry_root",
+    why="believes a lone full reduction of a vector stays a plain reduce "
+    "(nothing to fuse): predicts ('reduce', 's32[]') for 'x.max()' with x int32[8]; compiled ROOT "
+    "is ('fusion', 's32[]')",
+)
 def _rt10_predict_entry_root_vector_reduce_unfused(program, args):
     op, shape = _rt10_predict(program, args)
     if program == "x.max()" and len(args[0].shape) == 1:
@@ -188,9 +200,12 @@ def _rt10_layout_empty_scalar(shape: str) -> str:
     return rest if rest.startswith("{") else "{}"
 
 
-@wrong("entry_parameter_layouts", why="'the empty tuple () has no elements: \"()\"': treats an "
-       "empty tuple like a scalar and answers '{}'. Wrong on an ENTRY with parameter "
-       "'%p = () parameter(0)' (expected ['()']), and on nested ((), f32[2]{0}) -> '({}, {0})'")
+@wrong(
+    "entry_parameter_layouts",
+    why="'the empty tuple () has no elements: \"()\"': treats an "
+    "empty tuple like a scalar and answers '{}'. Wrong on an ENTRY with parameter "
+    "'%p = () parameter(0)' (expected ['()']), and on nested ((), f32[2]{0}) -> '({}, {0})'",
+)
 def _rt10_entry_parameter_layouts_empty_tuple_scalar(hlo_text: str) -> list[str]:
     module = parse_hlo(hlo_text)
     params = [i for i in module.entry if i.opcode == "parameter"]
@@ -198,9 +213,12 @@ def _rt10_entry_parameter_layouts_empty_tuple_scalar(hlo_text: str) -> list[str]
     return [_rt10_layout_empty_scalar(i.shape) for i in params]
 
 
-@wrong("fusion_contents", why="'count parameters nowhere': skips parameters of the fused "
-       "computation itself but counts the reducer's parameters when following to_apply=; on "
-       "attention(q,k,v) f32[8,16] the kLoop counter gets parameter: 2 per reduce call")
+@wrong(
+    "fusion_contents",
+    why="'count parameters nowhere': skips parameters of the fused "
+    "computation itself but counts the reducer's parameters when following to_apply=; on "
+    "attention(q,k,v) f32[8,16] the kLoop counter gets parameter: 2 per reduce call",
+)
 def _rt10_fusion_contents_reducer_params(hlo_text: str) -> dict[str, Counter]:
     module = parse_hlo(hlo_text)
     comps = {c.name.lstrip("%"): c for c in module}
@@ -228,10 +246,13 @@ def _rt10_fusion_contents_reducer_params(hlo_text: str) -> dict[str, Counter]:
     return out
 
 
-@wrong("constants", why="'constants live in ENTRY and inside fused computations': walks ENTRY and "
-       "the computations fusions call (recursively) only, so loop conditions/bodies are missed: "
-       "on jit(lambda x: fori_loop(0, 10, lambda i, c: c*1.5+i, x)) with x f32[3] it misses "
-       "s32[] 10, s32[] 1 and f32[] 1.5")
+@wrong(
+    "constants",
+    why="'constants live in ENTRY and inside fused computations': walks ENTRY and "
+    "the computations fusions call (recursively) only, so loop conditions/bodies are missed: "
+    "on jit(lambda x: fori_loop(0, 10, lambda i, c: c*1.5+i, x)) with x f32[3] it misses "
+    "s32[] 10, s32[] 1 and f32[] 1.5",
+)
 def _rt10_constants_entry_and_fusion_calls(hlo_text: str) -> list[tuple[str, str]]:
     module = parse_hlo(hlo_text)
     comps = {c.name.lstrip("%"): c for c in module}
@@ -253,10 +274,13 @@ def _rt10_constants_entry_and_fusion_calls(hlo_text: str) -> list[tuple[str, str
     return out
 
 
-@wrong("three_texts", why="'hlo ... as jax.stages prints it by default': takes the HLO from "
-       "lowered.compiler_ir('hlo').as_hlo_text(), which elides large literals as {...}; "
-       "lowered.as_text(dialect='hlo') prints them. Same text for small programs, wrong for "
-       "jax.jit(lambda x: x * np.arange(40, dtype=np.float32)) with x f32[40]")
+@wrong(
+    "three_texts",
+    why="'hlo ... as jax.stages prints it by default': takes the HLO from "
+    "lowered.compiler_ir('hlo').as_hlo_text(), which elides large literals as {...}; "
+    "lowered.as_text(dialect='hlo') prints them. Same text for small programs, wrong for "
+    "jax.jit(lambda x: x * np.arange(40, dtype=np.float32)) with x f32[40]",
+)
 def _rt10_three_texts_compiler_ir_hlo(f, *args) -> dict[str, str]:
     lowered = jax.jit(f).lower(*args)
     return {
@@ -266,9 +290,12 @@ def _rt10_three_texts_compiler_ir_hlo(f, *args) -> dict[str, str]:
     }
 
 
-@wrong("predict_entry_root", why="overgeneralises 'a scalar prints f32[] without braces' to "
-       "'a vector has only one possible layout, so none is printed': predicts ('fusion', 'f32[3]') "
-       "for 'jnp.sin(x)' with x float32[3]; compiled ROOT is ('fusion', 'f32[3]{0}')")
+@wrong(
+    "predict_entry_root",
+    why="overgeneralises 'a scalar prints f32[] without braces' to "
+    "'a vector has only one possible layout, so none is printed': predicts ('fusion', 'f32[3]') "
+    "for 'jnp.sin(x)' with x float32[3]; compiled ROOT is ('fusion', 'f32[3]{0}')",
+)
 def _rt10_predict_entry_root_vector_no_layout(program, args):
     op, shape = _rt10_predict(program, args)
     import re
@@ -278,9 +305,12 @@ def _rt10_predict_entry_root_vector_no_layout(program, args):
     return (op, shape)
 
 
-@wrong("mlp_flops", why="believes broadcasting each bias to the batch is arithmetic too (one flop per "
-       "element of the broadcast result), on top of the adds, relu and both dots; broadcast costs no "
-       "flops. Wrong on every shape, e.g. (8, 16, 32, 4): cost analysis 10784, this gives 11072")
+@wrong(
+    "mlp_flops",
+    why="believes broadcasting each bias to the batch is arithmetic too (one flop per "
+    "element of the broadcast result), on top of the adds, relu and both dots; broadcast costs no "
+    "flops. Wrong on every shape, e.g. (8, 16, 32, 4): cost analysis 10784, this gives 11072",
+)
 def _rt10_mlp_flops_broadcast_counted(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     dots = 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim
     adds = batch * hidden + batch * out_dim

@@ -36,8 +36,23 @@ def _rt10_timing(me, eager_s, jit_s, repeats, ratio):
 
 
 _RT10_BITS = {
-    "pred": 8, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16, "s32": 32, "u32": 32,
-    "s64": 64, "u64": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64, "c128": 128,
+    "pred": 8,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "s32": 32,
+    "u32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f16": 16,
+    "bf16": 16,
+    "f32": 32,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
 }
 
 
@@ -51,7 +66,10 @@ def _rt10_bits(dtype):
 
 def _rt10_size(si):
     if getattr(si, "is_tuple", False):
-        return sum(_rt10_size(e) for e in (getattr(si, "elements", None) or getattr(si, "tuple_shapes", ()) or ()))
+        return sum(
+            _rt10_size(e)
+            for e in (getattr(si, "elements", None) or getattr(si, "tuple_shapes", ()) or ())
+        )
     n = 1
     for d in si.dims or ():
         n *= int(d)
@@ -174,7 +192,9 @@ def _rt10_aliased_parameters_first_digit_output(hlo_text):
 def _rt10_naive_temp_bytes_parameters_by_name(hlo_text):
     return _rt10_naive(
         hlo_text,
-        lambda i: i.name.lstrip("%").lower().startswith(("arg", "param", "p.")) or i.opcode == "constant",
+        lambda i: (
+            i.name.lstrip("%").lower().startswith(("arg", "param", "p.")) or i.opcode == "constant"
+        ),
     )
 
 
@@ -187,7 +207,10 @@ def _rt10_naive_temp_bytes_parameters_by_name(hlo_text):
 def _rt10_naive_temp_bytes_array_constants_count(hlo_text):
     return _rt10_naive(
         hlo_text,
-        lambda i: i.opcode == "parameter" or (i.opcode == "constant" and not tuple(i.shape_info.dims or ())),
+        lambda i: (
+            i.opcode == "parameter"
+            or (i.opcode == "constant" and not tuple(i.shape_info.dims or ()))
+        ),
     )
 
 
@@ -329,7 +352,12 @@ def _rt10_memory_report_argnums_as_leaves(f, *args, donate_argnums=()):
     def flat(*ls):
         return f(*jax.tree_util.tree_unflatten(tree, list(ls)))
 
-    m = jax.jit(flat, donate_argnums=tuple(donate_argnums)).lower(*leaves).compile().memory_analysis()
+    m = (
+        jax.jit(flat, donate_argnums=tuple(donate_argnums))
+        .lower(*leaves)
+        .compile()
+        .memory_analysis()
+    )
     return {
         "argument": int(m.argument_size_in_bytes),
         "output": int(m.output_size_in_bytes),

@@ -124,7 +124,10 @@ def _rt11_iota(spec, reverse_only=False):
 
 
 def _rt11_groups(line, n, order="C", reverse_only=False):
-    m = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}(?:,\s*device_ids=\(?([^\s,)]*(?:,[\d]+)*)\)?)?", line)
+    m = re.search(
+        r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}(?:,\s*device_ids=\(?([^\s,)]*(?:,[\d]+)*)\)?)?",
+        line,
+    )
     if m:
         axes = re.findall(r"'((?:[^'])*)'=(\d+)", m.group(1))
         names = [a for a, _ in axes]
@@ -149,7 +152,10 @@ def _rt11_groups(line, n, order="C", reverse_only=False):
         return tuple(sorted(tuple(sorted(int(v) for v in r)) for r in g))
     m = re.search(r"replica_groups=\{(\{[\d,{}]*\})?\}", line)
     if m and m.group(1):
-        g = [tuple(int(v) for v in grp.split(",") if v) for grp in re.findall(r"\{([\d,]*)\}", m.group(1))]
+        g = [
+            tuple(int(v) for v in grp.split(",") if v)
+            for grp in re.findall(r"\{([\d,]*)\}", m.group(1))
+        ]
         return tuple(sorted(tuple(sorted(r)) for r in g))
     return (tuple(range(n)),)
 
@@ -188,10 +194,16 @@ def _rt11_collective_groups_transpose_reversal(hlo_text: str) -> Counter:
 # ------------------------------------------------------------------ collective_census
 
 _RT11_PRIMS = {
-    "psum": "all-reduce", "psum_invariant": "all-reduce", "pmax": "all-reduce",
-    "pmin": "all-reduce", "pmean": "all-reduce", "all_gather": "all-gather",
-    "all_gather_invariant": "all-gather", "ppermute": "collective-permute",
-    "reduce_scatter": "reduce-scatter", "psum_scatter": "reduce-scatter",
+    "psum": "all-reduce",
+    "psum_invariant": "all-reduce",
+    "pmax": "all-reduce",
+    "pmin": "all-reduce",
+    "pmean": "all-reduce",
+    "all_gather": "all-gather",
+    "all_gather_invariant": "all-gather",
+    "ppermute": "collective-permute",
+    "reduce_scatter": "reduce-scatter",
+    "psum_scatter": "reduce-scatter",
     "all_to_all": "all-to-all",
 }
 
@@ -260,8 +272,10 @@ def _rt11_migrated_step_row_sum_loss(w, x, y, mesh):
     def step(w, x, y):
         loss, g = jax.value_and_grad(loss_fn)(w, x, y)
         new = w - 0.05 * g
-        return (jax.lax.with_sharding_constraint(new, rep),
-                jax.lax.with_sharding_constraint(loss, rep))
+        return (
+            jax.lax.with_sharding_constraint(new, rep),
+            jax.lax.with_sharding_constraint(loss, rep),
+        )
 
     return step(w, x, y)
 
@@ -334,7 +348,9 @@ def _rt11_migrated_step_jit_divided(w, x, y, mesh):
     def step(w, x, y):
         loss, g = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
         new = w - 0.05 * g / n
-        return (jax.lax.with_sharding_constraint(new, rep),
-                jax.lax.with_sharding_constraint(loss, rep))
+        return (
+            jax.lax.with_sharding_constraint(new, rep),
+            jax.lax.with_sharding_constraint(loss, rep),
+        )
 
     return step(w, x, y)
