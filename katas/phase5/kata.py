@@ -77,7 +77,9 @@ def dot_flops(jaxpr) -> int:
     branch of a cond or switch, a scan body, a while loop's condition and body, custom_jvp,
     custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a
     tuple or a named tuple): count every dot_general equation once, wherever it sits (a loop
-    body once, not once per iteration). Return an exact int, however large (past 2**31).
+    body once, not once per iteration; a shard_map body once, on the per-device shapes its
+    jaxpr shows, not once per device of its mesh). Return an exact int, however large (past
+    2**31).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")

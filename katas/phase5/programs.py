@@ -62,15 +62,18 @@ def sin_ax_norm(A, x):
     return jnp.sin(A @ x) * jnp.sum(x * x)
 
 
-def flat_abs(A, out_shape: tuple, out_dtype: DTypeLike | None = None):
+def flat_abs(A, out_shape: tuple | None, out_dtype: DTypeLike | None = None):
     """x of any shape and dtype -> |A @ x.ravel()| * sum(x) computed in x's dtype, cast to
     ``out_dtype`` (None: left in x's dtype) and shaped ``out_shape`` (A is (size of out_shape,
-    size of x)): f changes the rank, the shape and maybe the dtype, and is not holomorphic."""
+    size of x)): f changes the rank, the shape and maybe the dtype, and is not holomorphic.
+    ``out_shape`` None: shaped like the x f is handed (as jnp.sin is; A square), so an answer
+    that reshapes or promotes x before calling f changes the shape of f(x)."""
 
     def f(x):
         flat = x.reshape(-1)
         y = jnp.abs(A.astype(flat.dtype) @ flat) * jnp.sum(flat)
-        return (y if out_dtype is None else y.astype(np.dtype(out_dtype))).reshape(out_shape)
+        y = y if out_dtype is None else y.astype(np.dtype(out_dtype))
+        return y.reshape(x.shape if out_shape is None else out_shape)
 
     return f
 
@@ -146,11 +149,19 @@ def in_custom_vjp(a, b):
     return inner(a)
 
 
+def device_mesh(most: int, name: str = "i") -> jax.sharding.Mesh:
+    """A 1-d mesh of the largest power of two of this host's devices up to ``most`` (the tests
+    run with 8 CPU devices): a shard_map over it runs its body once per device."""
+    size = 1 << (min(most, jax.device_count()).bit_length() - 1)
+    return jax.sharding.Mesh(np.array(jax.devices()[:size]), (name,))
+
+
 def in_shard_map(a, b):
-    """A dot in a shard_map body, on a mesh of this host's first device."""
-    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("i",))
-    spec = jax.sharding.PartitionSpec()
-    return jax.shard_map(lambda u: u @ b, mesh=mesh, in_specs=spec, out_specs=spec)(a)
+    """A dot in a shard_map body over a mesh of several devices, a's rows split across it: the
+    body's dot sees one shard's rows (a.shape[0] // mesh size), and is one equation."""
+    mesh = device_mesh(4)
+    rows = jax.sharding.PartitionSpec("i")
+    return jax.shard_map(lambda u: u @ b, mesh=mesh, in_specs=rows, out_specs=rows)(a)
 
 
 def in_linear_solve(a, b):

@@ -19,6 +19,8 @@ import ml_dtypes
 import numpy as np
 from jax import lax
 
+from katas.phase5.programs import device_mesh
+
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
 # ---- mlp_grad and per_example_grads: params dicts ---------------------------------------------
@@ -86,7 +88,8 @@ def tangent_strata(rng: random.Random) -> dict[str, tuple]:
     """(x shape, f(x) shape, x dtype, f(x) dtype, zero direction) per situation: a scalar x; a
     scalar f(x) of a rank-3 x; size-1 axes; f casting up (bfloat16 -> float32) and down
     (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None: x's); the
-    zero direction (or cotangent)."""
+    zero direction (or cotangent); f(x) shape None: f's output takes the shape of the x it is
+    handed (as jnp.sin does), for a scalar x and for the zero direction."""
 
     def any_rank() -> tuple[int, ...]:
         return _dims(rng, rng.randint(0, 3))
@@ -104,14 +107,23 @@ def tangent_strata(rng: random.Random) -> dict[str, tuple]:
         "a bfloat16 x, a float32 f(x)": (any_rank(), any_rank(), BF16, F32, False),
         "a float32 x, a bfloat16 f(x)": (any_rank(), any_rank(), F32, BF16, False),
         "a bfloat16 x, f(x) left in its dtype": (any_rank(), any_rank(), BF16, None, False),
-        "the zero direction": (_dims(rng, rng.randint(1, 3)), any_rank(), F32, F32, True),
+        "x a scalar, f(x) shaped like the x f is handed": ((), None, F32, F32, False),
+        "the zero direction, f(x) shaped like the x f is handed": (
+            _dims(rng, rng.randint(1, 3)),
+            None,
+            F32,
+            F32,
+            True,
+        ),
     }
 
 
 def tangent_data(rng: random.Random, x_shape, out_shape, x_dtype, out_dtype, zero: bool):
     """A (f(x).size, x.size) in float32, x and v (shaped like x, in x's dtype), ct (shaped like
-    f(x), in its dtype: x's when ``out_dtype`` is None); v and ct zero when ``zero``."""
+    f(x), in its dtype: x's when ``out_dtype`` is None; x's shape when ``out_shape`` is None);
+    v and ct zero when ``zero``."""
     g = np.random.default_rng(rng.randint(0, 2**31))
+    out_shape = x_shape if out_shape is None else out_shape
     # A's entries are bfloat16 numbers: f casting A to x's dtype changes nothing
     A = g.normal(size=(math.prod(out_shape), math.prod(x_shape))).astype(BF16).astype(np.float32)
     x = (g.normal(size=x_shape) / 2).astype(x_dtype)
@@ -146,16 +158,17 @@ def _odd(rng: random.Random, bits: int) -> int:
 
 def _placed(rng: random.Random, fn):
     """``fn`` (two arguments) placed at the top level, in a nested jit, in both branches of a
-    cond, in a scan body, in a checkpoint, in a custom_vjp function or in a shard_map body:
-    (where, program, how many times it counts)."""
+    cond, in a scan body, in a checkpoint, in a custom_vjp function or in a shard_map body over
+    a mesh of several devices: (where, program, how many times it counts)."""
     places = ["top level", "a nested jit", "a cond", "a scan body", "a checkpoint"]
     where = rng.choice([*places, "a custom_vjp", "a shard_map"])
     if where == "a custom_vjp":
         wrapped = jax.custom_vjp(fn)  # the backward rule is Python, never traced here
         wrapped.defvjp(lambda a, b: (wrapped(a, b), None), lambda _, g: (None, None))
         return where, wrapped, 1
-    if where == "a shard_map":
-        mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("i",))
+    if where == "a shard_map":  # replicated over several devices: the body still counts once
+        mesh = device_mesh(rng.choice([2, 4, 8]), rng.choice(["i", "data", "model"]))
+        where = f"a shard_map over {mesh.size} devices"
         spec = jax.sharding.PartitionSpec()
         return where, jax.shard_map(fn, mesh=mesh, in_specs=(spec, spec), out_specs=spec), 1
     if where == "a nested jit":

@@ -20,6 +20,7 @@ from katas.phase5.programs import (
     JACOBIAN_SHAPE_CASES,
     SHAPES,
     VMAP_SHAPE_CASES,
+    device_mesh,
     flat_abs,
     flops_cases,
     in_cond,
@@ -155,6 +156,7 @@ def test_dot_flops_counts_nested_jaxprs(kata):
     one = 2 * 8 * 8 * 16  # one (8, 16) @ (16, 8) product
     square = np.ones((16, 16), np.float32)
     on_square = 2 * 8 * 16 * 16  # one (8, 16) @ (16, 16) product
+    shards = device_mesh(4).size
     cases = {
         "a nested jit": (
             jax.make_jaxpr(lambda p, q: jax.jit(matmul)(p, q) + p @ q)(a, b),
@@ -175,7 +177,11 @@ def test_dot_flops_counts_nested_jaxprs(kata):
         ),
         # any primitive that holds a jaxpr, not only a known list of them
         "a custom_vjp function": (jax.make_jaxpr(in_custom_vjp)(a, square), on_square),
-        "a shard_map body": (jax.make_jaxpr(in_shard_map)(a, square), on_square),
+        # the body's equation once, on one shard's rows (not once per device of the mesh)
+        f"a shard_map body over {shards} devices, a's rows split": (
+            jax.make_jaxpr(in_shard_map)(a, square),
+            on_square // shards,
+        ),
         "custom_linear_solve's matvec and solve (a named tuple of jaxprs)": (
             jax.make_jaxpr(in_linear_solve)(a, square),
             2 * on_square,
