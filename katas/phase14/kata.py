@@ -88,7 +88,8 @@ def scope_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dic
 
     The scope comes from the instruction's `metadata={op_name="..."}`: take the op_name up to
     its first `;` (a fused instruction may join several), split it on `/`, drop the first part
-    (`jit(fn)`) and the last (the primitive); unwrap every remaining part written `word(inner)`
+    whatever it reads (the traced function: `jit(fn)` in the modules here; `pjit(fn)`, `fn`...
+    elsewhere) and the last (the primitive); unwrap every remaining part written `word(inner)`
     (the transformations: `jvp(layer_1)`, `transpose(jvp(layer_1))`) to its innermost content;
     the first part that is not empty then is the scope. No op_name, or no such part: "".
     So the forward and the backward pass of `layer_1` both count for "layer_1".

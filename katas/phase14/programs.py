@@ -173,8 +173,9 @@ def drawn_program(
     2 to 4 stages (a matmul, elementwise work, views and copies, a `lax.scan`, a
     `lax.fori_loop`, a scan holding a fori_loop, a `lax.while_loop` whose counter starts
     anywhere and steps by 2 or 3, so its condition's bound is not its trip count), at least one
-    of them a loop (`with_stage`, when given, always among them), trip counts from 2 to 8, one
-    array or a tuple out. Returns (fn, args, what it is)."""
+    of them a loop (`with_stage`, when given, always among them), trip counts from 2 to 8 but
+    one loop's from 10 to 17 (a trip count of two digits), one array or a tuple out. Returns
+    (fn, args, what it is)."""
     rng = random.Random(seed)
     n = 2 * rng.randint(2, 20)
     trips = [rng.randint(2, 7) for _ in range(3)]
@@ -184,6 +185,8 @@ def drawn_program(
         stages[rng.randrange(len(stages))] = rng.choice(_LOOPS)
     if with_stage is not None and with_stage not in stages:
         stages[rng.randrange(len(stages))] = with_stage
+    long = rng.choice([i for i, stage in enumerate(stages) if stage in _LOOPS])
+    trips[long % 3] = rng.randint(10, 16)  # a nested stage's inner loop runs one more trip
     tupled = rng.random() < 0.5
 
     def program(x, w):

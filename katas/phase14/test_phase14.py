@@ -139,7 +139,8 @@ def _made_steps(
     first inner while and that one's first body event start at the same ns, and in some steps,
     one always, its last inner while and that one's last body event end in the ns it ends: the
     clock's resolution makes such ties; and, one step always, an event starting in the ns the
-    one before it on its thread ends: touching, not nested), step events on two threads (the
+    one before it on its thread ends: touching, not nested; and, one step always, an event of
+    0 ns after the while: an instruction event like any other), step events on two threads (the
     first step on one, a later one on the other), an empty step, a step event that closes in
     the ns its last instruction event ends, a run before the first step, and a while
     that starts in a step and ends after it (in no step), its body's event inside the step
@@ -153,7 +154,7 @@ def _made_steps(
     threads = [f"execute:{fresh.randrange(100)}", f"execute:{100 + fresh.randrange(100)}"]
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
-    tied, touching = (fresh.choice([n for n in range(steps) if n != empty]) for _ in "ab")
+    tied, touching, zero = (fresh.choice([n for n in range(steps) if n != empty]) for _ in "abc")
     step_thread = step_threads(fresh, steps)
     events: list[TraceEvent] = []
     expected: dict[int, list[str]] = {}
@@ -200,6 +201,13 @@ def _made_steps(
                 events.append(ran(op, threads[0], cursor, 50, n))
                 top.append((cursor, op))
                 cursor += 50
+            # one step always, others drawn: then one of 0 ns (a cheap copy under the clock's
+            # resolution): an instruction event all the same, at top level
+            if n == zero or fresh.random() < 0.3:
+                cursor += 10 * fresh.randint(1, 4)
+                op = next(label)
+                events.append(ran(op, threads[0], cursor, 0, n))
+                top.append((cursor, op))
             # thread 1, at the same time: short events, each inside thread 0's while; the
             # first runs the while's instruction again (another execution of the program)
             at = last = t + 15
@@ -238,10 +246,10 @@ def _made_steps(
 def test_step_instructions_on_a_made_trace(kata, fresh):
     """Events on two execute threads at once, loops in loops (a loop and its body starting, or
     ending, at the same ns), events that touch (one starts in the ns the one before it ends),
-    steps annotated on two threads and numbered out of start order, an empty step, an event that
-    starts in a step and ends after it, events named otherwise than the instruction they ran,
-    and events that are not step events (another name, or no step_num); the answer is known
-    from how the trace was built."""
+    steps annotated on two threads and numbered out of start order, an empty step, events of
+    0 ns (the clock's resolution), an event that starts in a step and ends after it, events
+    named otherwise than the instruction they ran, and events that are not step events (another
+    name, or no step_num); the answer is known from how the trace was built."""
     for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
         events, expected = _made_steps(fresh, step_name, children_first)

@@ -118,13 +118,14 @@ PLAN = ("compile", "compile only", "compile past the end", "compile two", "lower
 def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], str]:
     """A hand-built trace, its answer known from the construction: steps that run a program
     (its Python call `PjitFunction(compiled_step)`), compile and run it, compile it and run
-    nothing, compile and run it and then compile a second program (listed once), only trace
-    and lower it, or start a compile on a worker thread that ends after the step closes (a
-    compile that started in the step); a compile on another worker that starts in the host
-    time before step `into` and ends inside it (started before it: not that step's compile);
-    after one step, a step of a second loop, named otherwise and numbered like a step that did
-    not compile, that compiles and runs; and around them all an event named `step_name` without
-    a step_num (neither is a step event)."""
+    nothing (the compile starting in the ns the step starts: inside it), compile and run it
+    and then compile a second program (listed once), only trace and lower it, or start a
+    compile on a worker thread that ends after the step closes (a compile that started in the
+    step); a compile on another worker that starts in the host time before step `into` and
+    ends inside it (started before it: not that step's compile); after one step, a step of a
+    second loop, named otherwise and numbered like a step that did not compile, that compiles
+    and runs; and around them all an event named `step_name` without a step_num (neither is a
+    step event)."""
     steps = fresh.randint(5, 7)
     plan = fresh.sample([*PLAN, *["run"] * (steps - len(PLAN))], steps)
     into = fresh.choice([i for i in range(steps) if plan[i] != "compile past the end"])
@@ -158,7 +159,10 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
         if i == into:
             compile_at(workers[0], start - 200, 200 + fresh.randint(50, 90))
         t += 100
-        if what in ("compile", "compile only"):
+        if what == "compile only":  # the step's first act: the compile starts in its first ns
+            compile_at("python", start, 3100)
+            t += 3000
+        elif what == "compile":
             compile_at("python", t, 3000)
             t += 3000
         elif what == "compile two":  # the step's program, then a helper dispatched eagerly
@@ -190,8 +194,9 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
 @pytest.mark.task("compiled_steps")
 def test_compiled_steps_on_a_made_trace(kata, fresh):
     """Compiles that begin before a step and end inside it, or begin in a step and outlast it,
-    on worker threads; a compile that runs nothing; a program whose name holds "compile"; a
-    compile in a step of another name, and an event named like the steps without a step_num."""
+    on worker threads; a compile that begins in the ns its step begins and runs nothing; a
+    program whose name holds "compile"; a compile in a step of another name, and an event named
+    like the steps without a step_num."""
     for _ in range(2):
         step_name = fresh.choice(STEP_NAMES)
         events, expected, what = _made_compiles(fresh, step_name)

@@ -36,6 +36,7 @@ from katas.phase14.traces import (
     ready,
     recording,
     renumbered,
+    reprefixed,
     warm_profile,
 )
 from xla_inspect import parse_hlo
@@ -103,8 +104,8 @@ def _shares_cases(fresh, task: str):
     """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
     for line_shares calls written over several lines, and fusions with no stack frame of their
     own around fused instructions that have one) and a made trace of two executions at
-    once (one group of the task far under 1% of the time: every group that ran appears), each
-    as it is and renamed."""
+    once (one group of the task far under 1% of the time: every group that ran appears; for
+    scope_shares op_names that begin otherwise than jit(fn)), each as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
     yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
     always = {
@@ -124,10 +125,10 @@ def _shares_cases(fresh, task: str):
         task, programs[0] if task == "scope_shares" else "branchy"
     )
     scope_of = _scope_of if task == "scope_shares" else None
-    yield (
-        f"{program}: two executions at once ({fresh.where()})",
-        made_profile(fresh, program, fresh.choice(STEP_NAMES), scope_of, SHARE_KEYS[task]),
-    )
+    made = made_profile(fresh, program, fresh.choice(STEP_NAMES), scope_of, SHARE_KEYS[task])
+    if task == "scope_shares":  # op_names whose first part is not jit(fn): pjit(fn), fn...
+        made = Profile(made.events, reprefixed(made.hlo_text, fresh), made.module, made.step_name)
+    yield f"{program}: two executions at once ({fresh.where()})", made
     if task == "line_shares":  # frameless fusions around fused instructions with a frame, with
         # time of their own, always: in a live trace they may take too little to move a share
         seed = _frameless_fusion_seed(fresh)

@@ -11,6 +11,7 @@ events.
 
 import functools
 import random
+import re
 
 import jax
 import jax.numpy as jnp
@@ -310,6 +311,28 @@ def joined_scopes(text: str, scope_of, rng: random.Random) -> str:
             lines[ins.line_no - 1] = line.replace(f'op_name="{op_name}"', joined, 1)
             return "".join(lines)
     return text
+
+
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+def reprefixed(text: str, rng: random.Random) -> str:
+    """The module with the first part of each op_name (`jit(fn)`, the function JAX traced)
+    written as another transformation or none would write it (`pjit(fn)`, `pmap(fn)`,
+    `xla_pmap(fn)`, a bare `fn`), drawn per op_name: the scope never reads that part."""
+
+    def first_part(part: str) -> str:
+        head, slash, rest = part.partition("/")
+        if not slash:
+            return part
+        fn = head[4:-1] if head.startswith("jit(") and head.endswith(")") else head
+        wrapper = rng.choice(("pjit({})", "pmap({})", "xla_pmap({})", "{}"))
+        return wrapper.format(fn) + slash + rest
+
+    def op_name(match: re.Match[str]) -> str:
+        return 'op_name="{}"'.format(";".join(map(first_part, match.group(1).split(";"))))
+
+    return _OP_NAME.sub(op_name, text)
 
 
 def step_threads(fresh, steps: int) -> list[str]:
