@@ -212,8 +212,10 @@ GEMM_DTYPES = {
 }
 
 
-def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
-    """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization: its dot
+def drawn_gemm(rng: random.Random, kind: str, nested: bool = False) -> tuple[str, int, int]:
+    """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization (with
+    `nested`, inside a jax.jit of its own, which JAX lowers as `call(...), to_apply=` of the
+    inner function's computation, a tanh after it in the outer one): its dot
     contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none, its
     operands and output of a drawn dtype of `kind` (a key of GEMM_DTYPES); the number of
     dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
@@ -251,9 +253,14 @@ def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
     )
     dtype, output = rng.choice(GEMM_DTYPES[kind])
     operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
-    lowered = jax.jit(
-        lambda a, b: jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
-    ).lower(*operands)
+    def product(a, b):
+        return jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
+
+    if nested:
+        inner = jax.jit(product)
+        lowered = jax.jit(lambda a, b: jnp.tanh(inner(a, b).astype(jnp.float32))).lower(*operands)
+    else:
+        lowered = jax.jit(product).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
     assert 2**65 < flops < 2**68 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops

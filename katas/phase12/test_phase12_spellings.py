@@ -228,22 +228,28 @@ def test_gemm_flops_outer_products_scalars_fp8_and_loops(kata):
 
 @pytest.mark.task("gemm_flops")
 @pytest.mark.parametrize("elements", sorted(strata.GEMM_DTYPES))
-def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements):
+@pytest.mark.parametrize("place", ("in ENTRY", "in a nested jax.jit"))
+def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, place):
     """strata.drawn_gemm: a jax.lax.dot_general drawn afresh and lowered by JAX (the module
     before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
     them into one later), contracting 2 or 3 dimensions in drawn positions, maybe batched, of
     a drawn dtype (floating point, or integers: an int8 GEMM is a GEMM), whose output holds
     2**31 elements or more and whose flops are past float64's exact integers and past int64
-    (2 * an odd number above 2**64: the count is exact for shapes of any size)."""
-    text, contracting, expected = strata.drawn_gemm(fresh, elements)
-    (printed,) = [p for _, _, op, p in oracle.parsed(text)[1] if op == "dot"]
+    (2 * an odd number above 2**64: the count is exact for shapes of any size); in ENTRY, or in
+    a nested jax.jit (the computation a `call`'s to_apply names: a GEMM wherever it sits)."""
+    nested = place != "in ENTRY"
+    text, contracting, expected = strata.drawn_gemm(fresh, elements, nested=nested)
+    (home, _, _, printed), *more = [r for r in oracle.parsed(text)[1] if r[2] == "dot"]
+    assert not more, f"XLA reads {len(more) + 1} dots"
+    callers = [p for _, _, op, p in oracle.parsed(text)[1] if op == "call"]
+    assert nested == any(f"to_apply=%{home}" in p for p in callers), f"XLA reads {callers}"
     dims = module_texts.matched(r"lhs_contracting_dims=\{([\d,]*)\}", printed)
     assert len(dims.split(",")) == contracting >= 2, f"XLA reads {printed[:160]}"
     (dtype, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
     assert dtype[0] in ("su" if elements == "integer" else "fb"), f"XLA reads {printed[:160]}"
     assert math.prod(int(d) for d in output.split(",")) >= 2**31, f"XLA reads {printed[:160]}"
     assert expected > 2**65 and expected % 4 == 2, "flops float64 or int64 holds exactly"
-    case = f"a drawn {dtype} dot_general ({fresh.where()})"
+    case = f"a drawn {dtype} dot_general {place} ({fresh.where()})"
     got = _read(kata.gemm_flops, text, case)
     assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
     assert got == expected, (
