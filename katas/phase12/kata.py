@@ -143,8 +143,9 @@ def fused_dense(x, w, b) -> jax.Array:
 def allreduce_elements(params) -> dict[str, int]:
     """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
     (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
-    them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
-    `f16`) -> elements all-reduced in that dtype. A pytree is JAX's (jax.tree: None is an
+    them; every gradient computed in its parameter's dtype as JAX runs it: without x64 enabled,
+    a NumPy float64 array, NumPy's default, such as np.zeros((4, 4)), is f32): HLO dtype name
+    (`f32`, `bf16`, `f16`) -> elements all-reduced in that dtype. A pytree is JAX's (jax.tree: None is an
     empty subtree, a registered node class such as a flax or equinox module holds children, not
     a parameter). Each leaf of the pytree is one parameter with its own gradient: the same
     array (or ShapeDtypeStruct object) at two places in the pytree is two parameters,

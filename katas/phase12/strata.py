@@ -119,7 +119,9 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     depth in three of the nine cases, and the outermost container a dict, a list and a tuple in
     three cases each; below the outermost, one level is a pytree node class of the user's own
     (strata.Block, registered with JAX as flax's and equinox's modules are), and the innermost
-    container holds a None (an empty subtree: no parameter)."""
+    container holds a None (an empty subtree: no parameter). Where arrays are allowed, one f32
+    parameter (not the first leaf) is a NumPy float64 array, NumPy's default dtype, which JAX
+    without x64 runs (and differentiates, and all-reduces) in f32."""
     situations = [(subset, "either") for subset in _SUBSETS]
     situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
     depths = [1 + i % 3 for i in range(len(situations))]
@@ -132,6 +134,11 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
         values = [_value(rng, leaf, kind) for leaf in leaves]
         if kind == "either" and len(values) >= 2:  # both kinds, whatever the draw
             values[0], values[1] = _value(rng, leaves[0], "sds"), _value(rng, leaves[1], "array")
+        if kind != "sds" and "f32" in dtypes:  # NumPy's default float64: JAX's f32 (no x64)
+            f32s = [i for i, (h, s) in enumerate(leaves) if h == "f32" and i and math.prod(s)]
+            if f32s:
+                at = rng.choice(f32s)
+                values[at] = np.zeros(leaves[at][1], np.float64)
         # a tied weight: one non-empty leaf object at a second place (a second parameter)
         tied = rng.choice([i for i, (_, shape) in enumerate(leaves) if math.prod(shape)])
         at = rng.randrange(len(values) + 1)

@@ -233,7 +233,7 @@ def _shown(params) -> object:
     return jax.tree.map(lambda x: f"{_HLO_NAMES[np.dtype(x.dtype).name]}{list(x.shape)}", params)
 
 
-_HLO_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+_HLO_NAMES = {"float64": "numpy-f64", "float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 
 @pytest.mark.task("allreduce_elements")
@@ -243,7 +243,8 @@ def test_allreduce_elements_of_random_pytrees(kata, fresh):
     gradients, not one), one leaf object at two places (a tied weight: two parameters, two
     gradients), empty leaves (one beside others of its dtype, one the only leaf of a
     dtype the situation leaves out), containers 1 to 3 deep, a pytree node class of the user's
-    own among them (strata.Block) and a None (an empty subtree, no parameter)."""
+    own among them (strata.Block), a None (an empty subtree, no parameter) and, where arrays
+    are allowed, a NumPy float64 array (JAX without x64 takes it, and its gradient, as f32)."""
     for situation, (params, leaves) in pytree_strata(fresh).items():
         expected = oracle.data_parallel_all_reduces(leaves)
         got = _called(kata.allreduce_elements, (params,), f"{situation} ({fresh.where()})")
@@ -272,7 +273,10 @@ def test_allreduce_elements_of_random_pytrees_match_xla(kata, fresh, situation):
     target = require("gpu-h100")
     params, _ = pytree_strata(fresh)[situation]
     mesh = target.mesh((4,), ("d",))
-    placed = jax.tree.map(lambda x: target.place(sds(x.shape, x.dtype), mesh), params)
+    # as jax.jit takes an array: a NumPy float64 one in f32 (no x64)
+    placed = jax.tree.map(
+        lambda x: target.place(sds(x.shape, jax.dtypes.canonicalize_dtype(x.dtype)), mesh), params
+    )
     batch = target.place(sds((64, 8), jnp.float32), mesh, "d", None)
     lowered = jax.jit(jax.grad(_random_loss)).lower(placed, batch)
     text = lowered.compile(compiler_options=SYNC_ALL_REDUCE).as_text()
