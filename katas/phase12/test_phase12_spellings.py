@@ -144,7 +144,13 @@ def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
 # ---- library_epilogues -------------------------------------------------------------------------
 
 
-LIBRARY_MODULES = ("scan_cublas_h100", "branches_cublas_h100", "fp8_h100", "odd_gemms")
+LIBRARY_MODULES = (
+    "scan_cublas_h100",
+    "branches_cublas_h100",
+    "fp8_h100",
+    "odd_gemms",
+    "aux_epilogues",
+)
 
 
 @pytest.mark.task("library_epilogues")
@@ -152,7 +158,9 @@ def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
     """cuBLAS calls in a scan's loop body (inside a fusion) and in a cond's branches, an FP8
     call (__cublas$lt$matmul$f8), typed-FFI calls whose targets only contain 'cublas' or
     'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi) and cub's sort (__cub$DeviceRadixSort,
-    its target starts '__cub'): not library calls."""
+    its target starts '__cub'): not library calls; and handwritten.AUX_EPILOGUES, a training
+    forward pass whose calls keep the pre-activation (GELU_AUX, BIAS_GELU_AUX, BIAS_RELU_AUX:
+    epilogues of their own, reported as printed)."""
     entry = re.compile(r"^ENTRY %([\w.-]+)", re.MULTILINE)
     for name in ("scan_cublas_h100", "branches_cublas_h100"):
         homes = {c for c, _, _, p in _rows(name) if "__cublas$" in p}
@@ -161,6 +169,8 @@ def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
     assert {t for t in targets if re.search("cublas|cudnn", t) and t[:2] != "__"}, targets
     assert "__cub$DeviceRadixSort" in targets, targets
     assert "__cublas$lt$matmul$f8" in module_texts.text("fp8_h100")
+    aux = oracle.library_calls(module_texts.text("aux_epilogues"), "aux_epilogues")
+    assert {"GELU_AUX", "BIAS_GELU_AUX"} <= set(aux.values()), f"XLA prints {aux}"
     for name in LIBRARY_MODULES:
         expected = oracle.library_calls(module_texts.text(name), name)
         assert expected, f"{name}: XLA prints no library call"
@@ -197,6 +207,9 @@ GEMM_FLOPS = {
     "scan_cublas_h100": 2 * SCAN_ROWS * SCAN_K * SCAN_SHAPES[1][0][2],
     "branches_cublas_h100": 3 * 2 * B_ROWS * B_K * B_N,
     "fp8_h100": 2 * FP8_ROWS * FP8_K * FP8_N,
+    # handwritten.AUX_EPILOGUES: x[64,96] through 128, 48, 40, 24 wide layers (the aux output,
+    # the tuple's second element, is the pre-activation: no product of its own)
+    "aux_epilogues": 2 * 64 * (96 * 128 + 128 * 48 + 48 * 40 + 40 * 24),
 }
 
 
