@@ -260,6 +260,7 @@ def drawn_gemm(rng: random.Random, kind: str, nested: bool = False) -> tuple[str
     )
     dtype, output = rng.choice(GEMM_DTYPES[kind])
     operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
+
     def product(a, b):
         return jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
 

@@ -8,7 +8,6 @@ import re
 from collections import Counter
 
 import jax
-import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo
