@@ -144,7 +144,8 @@ def _called(fn, args, what: str):
 def test_fused_dense_values(kata, fresh):
     """Fresh shapes and values, one case per situation (strata.dense_strata), against the
     hand-written layer itself: under jax.jit, and called directly (op by op) as well in the f32
-    situation and one drawn situation, in the layer's own dtype (a bf16 layer gives bf16, not a float32 result)."""
+    situation and one drawn situation, in the layer's own dtype (a bf16 layer gives bf16, not a
+    float32 result)."""
     rng = np.random.default_rng(fresh.randint(0, 2**31))
     want_layer = jax.jit(handwritten_gelu_dense)
     strata = dense_strata(fresh)
