@@ -622,7 +622,7 @@ def allreduce_elements_numpy_names(params):
     return dict(counts)
 
 
-_HLO = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+_HLO = {"float64": "f32", "float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 
 @decoy(

@@ -226,12 +226,28 @@ def _collective_start(op: str, printed: str, holders: set[str]) -> bool:
     return op == "async-start" and called is not None and called.group(1) in holders
 
 
-def overlaps(text: str) -> dict[str, list[str]]:
+_GENERIC = {
+    "kAsyncStart": "async-start",
+    "kAsyncUpdate": "async-update",
+    "kAsyncDone": "async-done",
+}
+
+
+def overlaps(text: str, generic: bool = False) -> dict[str, list[str]]:
     """{collective: opcodes XLA scheduled while it is in flight} in every computation that is
     neither an async-start's wrapped one nor reached by a fusion (a synchronous collective:
-    nothing)."""
-    _, rows = parsed(text)
+    nothing). With ``generic``, an in-flight op that XLA's opcode enum calls an async op
+    (kAsyncStart, ...) is listed as async-start / async-update / async-done, however XLA prints
+    it (fusion-start, reduce-scatter-start: its sugar for an async op wrapping another)."""
+    module, rows = parsed(text)
     opcode_of = {(c, n): op for c, n, op, _ in rows}
+    listed = dict(opcode_of)
+    if generic:
+        for c in module.computations():
+            for i in c.instructions():
+                enum = str(i.opcode).rsplit(".", 1)[-1]
+                if enum in _GENERIC:
+                    listed[(c.name, i.name)] = _GENERIC[enum]
     printed = {(c, n): p for c, n, _, p in rows}
     holders = {c for c, _, op, _ in rows if op in _PLAIN_COLLECTIVES}
     skipped = async_wrapped(text) | fused_computations(text)
@@ -244,7 +260,7 @@ def overlaps(text: str) -> dict[str, list[str]]:
             if op in _PLAIN_COLLECTIVES:
                 found[instruction] = []
             elif _collective_start(op, printed[(computation, instruction)], holders):
-                later = [(n, opcode_of[(computation, n)], printed[(computation, n)]) for n in names]
+                later = [(n, listed[(computation, n)], printed[(computation, n)]) for n in names]
                 found[instruction] = _in_flight(instruction, later[position + 1 :])
     return found
 

@@ -378,10 +378,72 @@ ENTRY %main (x: f32[32,16], y: f32[8,16], tokens: f32[128], buffer: f32[128], of
 }
 """
 
+# library_epilogues / gemm_flops: a training forward pass's cuBLAS-Lt calls keep the
+# pre-activation for the backward pass (an `_AUX` epilogue: the call's tuple gets the aux output
+# after the product, before the workspace): GELU_AUX and BIAS_GELU_AUX, beside BIAS_RELU_AUX and
+# a DEFAULT call. Their epilogues are printed as is: GELU_AUX is not GELU (another output).
+AUX_EPILOGUES = """\
+HloModule aux_epilogues, is_scheduled=true
+
+ENTRY %main (x: bf16[64,96], w1: bf16[96,128], b1: bf16[128], w2: bf16[128,48],\
+    b2: bf16[48], w3: bf16[48,40], w4: bf16[40,24]) -> (bf16[64,24], bf16[64,128],\
+    bf16[64,48], bf16[64,40]) {
+  %x = bf16[64,96]{1,0} parameter(0)
+  %w1 = bf16[96,128]{1,0} parameter(1)
+  %b1 = bf16[128]{0} parameter(2)
+  %w2 = bf16[128,48]{1,0} parameter(3)
+  %b2 = bf16[48]{0} parameter(4)
+  %w3 = bf16[48,40]{1,0} parameter(5)
+  %w4 = bf16[40,24]{1,0} parameter(6)
+  %train-gemm = (bf16[64,128]{1,0}, bf16[64,128]{1,0}, s8[4194304]{0})\
+      custom-call(%x, %w1, %b1), custom_call_target="__cublas$lt$matmul",\
+      backend_config={"operation_queue_id":"0","gemm_backend_config":{"selected_algorithm":"0",\
+"alpha_real":1,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],\
+"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},\
+"alpha_imag":0,"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],\
+"algorithm":"ALG_UNSET"},"epilogue":"BIAS_GELU_AUX","lhs_stride":"6144","rhs_stride":"12288",\
+"grad_x":false,"grad_y":false,"damax_output":false,"autotune_workspace_size":"4194304"}}
+  %h1 = bf16[64,128]{1,0} get-tuple-element(%train-gemm), index=0
+  %pre1 = bf16[64,128]{1,0} get-tuple-element(%train-gemm), index=1
+  %relu-gemm = (bf16[64,48]{1,0}, bf16[64,48]{1,0}, s8[4194304]{0})\
+      custom-call(%h1, %w2, %b2), custom_call_target="__cublas$lt$matmul",\
+      backend_config={"operation_queue_id":"0","gemm_backend_config":{"selected_algorithm":"0",\
+"alpha_real":1,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],\
+"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},\
+"alpha_imag":0,"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],\
+"algorithm":"ALG_UNSET"},"epilogue":"BIAS_RELU_AUX","lhs_stride":"8192","rhs_stride":"6144",\
+"grad_x":false,"grad_y":false,"damax_output":false,"autotune_workspace_size":"4194304"}}
+  %h2 = bf16[64,48]{1,0} get-tuple-element(%relu-gemm), index=0
+  %pre2 = bf16[64,48]{1,0} get-tuple-element(%relu-gemm), index=1
+  %gelu-gemm = (bf16[64,40]{1,0}, bf16[64,40]{1,0}, s8[4194304]{0})\
+      custom-call(%h2, %w3), custom_call_target="__cublas$lt$matmul",\
+      backend_config={"operation_queue_id":"0","gemm_backend_config":{"selected_algorithm":"0",\
+"alpha_real":1,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],\
+"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},\
+"alpha_imag":0,"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],\
+"algorithm":"ALG_UNSET"},"epilogue":"GELU_AUX","lhs_stride":"3072","rhs_stride":"1920",\
+"grad_x":false,"grad_y":false,"damax_output":false,"autotune_workspace_size":"4194304"}}
+  %h3 = bf16[64,40]{1,0} get-tuple-element(%gelu-gemm), index=0
+  %pre3 = bf16[64,40]{1,0} get-tuple-element(%gelu-gemm), index=1
+  %head-gemm = (bf16[64,24]{1,0}, s8[4194304]{0}) custom-call(%h3, %w4),\
+      custom_call_target="__cublas$lt$matmul",\
+      backend_config={"operation_queue_id":"0","gemm_backend_config":{"selected_algorithm":"0",\
+"alpha_real":1,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],\
+"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},\
+"alpha_imag":0,"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],\
+"algorithm":"ALG_UNSET"},"epilogue":"DEFAULT","lhs_stride":"2560","rhs_stride":"960",\
+"grad_x":false,"grad_y":false,"damax_output":false,"autotune_workspace_size":"4194304"}}
+  %logits = bf16[64,24]{1,0} get-tuple-element(%head-gemm), index=0
+  ROOT %out = (bf16[64,24]{1,0}, bf16[64,128]{1,0}, bf16[64,48]{1,0}, bf16[64,40]{1,0})\
+      tuple(%logits, %pre1, %pre2, %pre3)
+}
+"""
+
 MODULES = {
     "fusion_spellings": FUSION_SPELLINGS,
     "reduces_elsewhere": REDUCES_ELSEWHERE,
     "odd_gemms": ODD_GEMMS,
     "odd_collectives": ODD_COLLECTIVES,
     "async_chains": ASYNC_CHAINS,
+    "aux_epilogues": AUX_EPILOGUES,
 }

@@ -80,15 +80,21 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
     `ragged-all-to-all` or `collective-broadcast` is none of them). An asynchronous collective is a
     `<op>-start` / `<op>-done` pair: key the start's name; the list holds the opcodes of the
     instructions printed between the start and its done (the module is scheduled: printed order is
-    execution order), each opcode as this text prints it: an in-flight `async-start` / `async-done`
-    stays `async-start` / `async-done`, whatever it wraps (XLA may print the same op as
-    `fusion-start`, and then that is its opcode). The done reads the start, or the last of the
+    execution order), each by its opcode; an in-flight async op wrapping another op is
+    `async-start` / `async-update` / `async-done` however the text spells it (XLA prints one
+    wrapping a fusion as `fusion-start` / `fusion-done`, one wrapping a reduce-scatter as
+    `reduce-scatter-start`, ...: the sugar xla_inspect's parse_hlo reads as async-start), while
+    ops asynchronous in their own right (`all-gather-start`, `copy-start`, ...) keep their
+    opcode. The done reads the start, or the last of the
     `-update` steps between them that read it (start -> update -> done): those updates are the
     collective's own steps, not in its list. A generic `async-start` whose wrapped computation (its
     `calls=`) holds the collective is that collective's start (XLA prints it as
     `reduce-scatter-start`, ...), ended by the `async-done` so reached; the wrapped computation is
     part of it, not a computation of its own. An async-start wrapping anything else (a fusion, ...)
-    is no collective. A synchronous collective (a plain `all-gather`, ...) maps to [].
+    is no collective, even a fusion whose fused computation holds one: XLA:GPU runs small
+    all-reduces so by default (`fusion-start(...), kind=kCustom, calls=%fused_all-reduce...`),
+    and a fused computation's collectives are not listed. A synchronous collective (a plain
+    `all-gather`, ...) maps to [].
     """
     # TODO: walk each computation in printed order; pair every *-start with the done that reads it
     # (and every async-start whose wrapped computation holds a collective)
@@ -143,13 +149,14 @@ def fused_dense(x, w, b) -> jax.Array:
 def allreduce_elements(params) -> dict[str, int]:
     """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
     (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
-    them; every gradient computed in its parameter's dtype): HLO dtype name (`f32`, `bf16`,
-    `f16`) -> elements all-reduced in that dtype. A pytree is JAX's (jax.tree: None is an
-    empty subtree, a registered node class such as a flax or equinox module holds children, not
-    a parameter). Each leaf of the pytree is one parameter with its own gradient: the same
-    array (or ShapeDtypeStruct object) at two places in the pytree is two parameters,
-    all-reduced twice. A dtype XLA all-reduces nothing in (its only
-    parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
+    them; every gradient computed in its parameter's dtype as JAX runs it: without x64 enabled,
+    a NumPy float64 array, NumPy's default, such as np.zeros((4, 4)), is f32): HLO dtype name
+    (`f32`, `bf16`, `f16`) -> elements all-reduced in that dtype. A pytree is JAX's (jax.tree:
+    None is an empty subtree, a registered node class such as a flax or equinox module holds
+    children, not a parameter). Each leaf of the pytree is one parameter with its own
+    gradient: the same array (or ShapeDtypeStruct object) at two places in the pytree is two
+    parameters, all-reduced twice. A dtype XLA all-reduces nothing in (its only parameters are
+    empty, a dimension of size 0) makes no all-reduce and has no key.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?
     raise NotImplementedError("phase12 task 9: allreduce_elements")

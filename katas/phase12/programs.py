@@ -367,6 +367,22 @@ GRADS = {
 }
 
 
+def small_grad(p, x):
+    """mean((relu(x @ w) + b)^2) with w bf16 and b f32: two small gradients of two dtypes."""
+    return jnp.mean((jax.nn.relu(x @ p["w"]) + p["b"]).astype(f32) ** 2)
+
+
+# XLA:GPU's default for small all-reduces (H100): each one a Triton collective fusion run
+# asynchronously, printed `fusion-start(...), kind=kCustom, calls=%fused_all-reduce...`: an
+# async op wrapping a fusion whose fused computation holds the all-reduce.
+FUSED_ALL_REDUCE = (
+    small_grad,
+    {"w": ((64, 32), bf16), "b": ((32,), f32)},
+    (((8, 64), bf16),),
+    "gpu-h100",
+)
+
+
 def _grad_recording(name: str) -> Recording:
     loss, params, batch, target = GRADS[name]
     return Recording(
@@ -503,6 +519,12 @@ RECORDINGS = {
         fsdp_lowering(4, 256, 128),
     ),
     **{name: _grad_recording(name) for name in GRADS},
+    "grad_fused_all_reduce_h100": Recording(
+        FUSED_ALL_REDUCE[3],
+        f"jax.grad(small_grad) with parameters {FUSED_ALL_REDUCE[1]} replicated over 4 "
+        f"devices and the batch {FUSED_ALL_REDUCE[2]} split by rows; XLA's default options",
+        grad_lowering(*FUSED_ALL_REDUCE[:3]),
+    ),
 }
 
 

@@ -119,7 +119,9 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     depth in three of the nine cases, and the outermost container a dict, a list and a tuple in
     three cases each; below the outermost, one level is a pytree node class of the user's own
     (strata.Block, registered with JAX as flax's and equinox's modules are), and the innermost
-    container holds a None (an empty subtree: no parameter)."""
+    container holds a None (an empty subtree: no parameter). Where arrays are allowed, one f32
+    parameter (not the first leaf) is a NumPy float64 array, NumPy's default dtype, which JAX
+    without x64 runs (and differentiates, and all-reduces) in f32."""
     situations = [(subset, "either") for subset in _SUBSETS]
     situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
     depths = [1 + i % 3 for i in range(len(situations))]
@@ -132,6 +134,11 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
         values = [_value(rng, leaf, kind) for leaf in leaves]
         if kind == "either" and len(values) >= 2:  # both kinds, whatever the draw
             values[0], values[1] = _value(rng, leaves[0], "sds"), _value(rng, leaves[1], "array")
+        if kind != "sds" and "f32" in dtypes:  # NumPy's default float64: JAX's f32 (no x64)
+            f32s = [i for i, (h, s) in enumerate(leaves) if h == "f32" and i and math.prod(s)]
+            if f32s:
+                at = rng.choice(f32s)
+                values[at] = np.zeros(leaves[at][1], np.float64)
         # a tied weight: one non-empty leaf object at a second place (a second parameter)
         tied = rng.choice([i for i, (_, shape) in enumerate(leaves) if math.prod(shape)])
         at = rng.randrange(len(values) + 1)
@@ -212,8 +219,10 @@ GEMM_DTYPES = {
 }
 
 
-def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
-    """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization: its dot
+def drawn_gemm(rng: random.Random, kind: str, nested: bool = False) -> tuple[str, int, int]:
+    """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization (with
+    `nested`, inside a jax.jit of its own, which JAX lowers as `call(...), to_apply=` of the
+    inner function's computation, a tanh after it in the outer one): its dot
     contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none, its
     operands and output of a drawn dtype of `kind` (a key of GEMM_DTYPES); the number of
     dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
@@ -251,9 +260,15 @@ def drawn_gemm(rng: random.Random, kind: str) -> tuple[str, int, int]:
     )
     dtype, output = rng.choice(GEMM_DTYPES[kind])
     operands = [jax.ShapeDtypeStruct(tuple(d for _, d in side), dtype) for side in (lhs, rhs)]
-    lowered = jax.jit(
-        lambda a, b: jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
-    ).lower(*operands)
+
+    def product(a, b):
+        return jax.lax.dot_general(a, b, dimensions, preferred_element_type=output)
+
+    if nested:
+        inner = jax.jit(product)
+        lowered = jax.jit(lambda a, b: jnp.tanh(inner(a, b).astype(jnp.float32))).lower(*operands)
+    else:
+        lowered = jax.jit(product).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)
     assert 2**65 < flops < 2**68 and flops % 4 == 2, (batch, rows, columns, contracted)
     return lowered.as_text(dialect="hlo"), len(contracted), flops

@@ -144,7 +144,13 @@ def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
 # ---- library_epilogues -------------------------------------------------------------------------
 
 
-LIBRARY_MODULES = ("scan_cublas_h100", "branches_cublas_h100", "fp8_h100", "odd_gemms")
+LIBRARY_MODULES = (
+    "scan_cublas_h100",
+    "branches_cublas_h100",
+    "fp8_h100",
+    "odd_gemms",
+    "aux_epilogues",
+)
 
 
 @pytest.mark.task("library_epilogues")
@@ -152,7 +158,9 @@ def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
     """cuBLAS calls in a scan's loop body (inside a fusion) and in a cond's branches, an FP8
     call (__cublas$lt$matmul$f8), typed-FFI calls whose targets only contain 'cublas' or
     'cudnn' (cublas_geqrf_batched_ffi, cudnn_rnn_ffi) and cub's sort (__cub$DeviceRadixSort,
-    its target starts '__cub'): not library calls."""
+    its target starts '__cub'): not library calls; and handwritten.AUX_EPILOGUES, a training
+    forward pass whose calls keep the pre-activation (GELU_AUX, BIAS_GELU_AUX, BIAS_RELU_AUX:
+    epilogues of their own, reported as printed)."""
     entry = re.compile(r"^ENTRY %([\w.-]+)", re.MULTILINE)
     for name in ("scan_cublas_h100", "branches_cublas_h100"):
         homes = {c for c, _, _, p in _rows(name) if "__cublas$" in p}
@@ -161,6 +169,8 @@ def test_library_epilogues_in_loops_branches_and_by_prefix(kata):
     assert {t for t in targets if re.search("cublas|cudnn", t) and t[:2] != "__"}, targets
     assert "__cub$DeviceRadixSort" in targets, targets
     assert "__cublas$lt$matmul$f8" in module_texts.text("fp8_h100")
+    aux = oracle.library_calls(module_texts.text("aux_epilogues"), "aux_epilogues")
+    assert {"GELU_AUX", "BIAS_GELU_AUX"} <= set(aux.values()), f"XLA prints {aux}"
     for name in LIBRARY_MODULES:
         expected = oracle.library_calls(module_texts.text(name), name)
         assert expected, f"{name}: XLA prints no library call"
@@ -197,6 +207,9 @@ GEMM_FLOPS = {
     "scan_cublas_h100": 2 * SCAN_ROWS * SCAN_K * SCAN_SHAPES[1][0][2],
     "branches_cublas_h100": 3 * 2 * B_ROWS * B_K * B_N,
     "fp8_h100": 2 * FP8_ROWS * FP8_K * FP8_N,
+    # handwritten.AUX_EPILOGUES: x[64,96] through 128, 48, 40, 24 wide layers (the aux output,
+    # the tuple's second element, is the pre-activation: no product of its own)
+    "aux_epilogues": 2 * 64 * (96 * 128 + 128 * 48 + 48 * 40 + 40 * 24),
 }
 
 
@@ -228,22 +241,28 @@ def test_gemm_flops_outer_products_scalars_fp8_and_loops(kata):
 
 @pytest.mark.task("gemm_flops")
 @pytest.mark.parametrize("elements", sorted(strata.GEMM_DTYPES))
-def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements):
+@pytest.mark.parametrize("place", ("in ENTRY", "in a nested jax.jit"))
+def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, place):
     """strata.drawn_gemm: a jax.lax.dot_general drawn afresh and lowered by JAX (the module
     before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
     them into one later), contracting 2 or 3 dimensions in drawn positions, maybe batched, of
     a drawn dtype (floating point, or integers: an int8 GEMM is a GEMM), whose output holds
     2**31 elements or more and whose flops are past float64's exact integers and past int64
-    (2 * an odd number above 2**64: the count is exact for shapes of any size)."""
-    text, contracting, expected = strata.drawn_gemm(fresh, elements)
-    (printed,) = [p for _, _, op, p in oracle.parsed(text)[1] if op == "dot"]
+    (2 * an odd number above 2**64: the count is exact for shapes of any size); in ENTRY, or in
+    a nested jax.jit (the computation a `call`'s to_apply names: a GEMM wherever it sits)."""
+    nested = place != "in ENTRY"
+    text, contracting, expected = strata.drawn_gemm(fresh, elements, nested=nested)
+    (home, _, _, printed), *more = [r for r in oracle.parsed(text)[1] if r[2] == "dot"]
+    assert not more, f"XLA reads {len(more) + 1} dots"
+    callers = [p for _, _, op, p in oracle.parsed(text)[1] if op == "call"]
+    assert nested == any(f"to_apply=%{home}" in p for p in callers), f"XLA reads {callers}"
     dims = module_texts.matched(r"lhs_contracting_dims=\{([\d,]*)\}", printed)
     assert len(dims.split(",")) == contracting >= 2, f"XLA reads {printed[:160]}"
     (dtype, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
     assert dtype[0] in ("su" if elements == "integer" else "fb"), f"XLA reads {printed[:160]}"
     assert math.prod(int(d) for d in output.split(",")) >= 2**31, f"XLA reads {printed[:160]}"
     assert expected > 2**65 and expected % 4 == 2, "flops float64 or int64 holds exactly"
-    case = f"a drawn {dtype} dot_general ({fresh.where()})"
+    case = f"a drawn {dtype} dot_general {place} ({fresh.where()})"
     got = _read(kata.gemm_flops, text, case)
     assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
     assert got == expected, (

@@ -8,7 +8,6 @@ import re
 from collections import Counter
 
 import jax
-import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo
@@ -185,7 +184,8 @@ def allreduce_elements(params) -> dict[str, int]:
     # Data-parallel gradients of one dtype are concatenated into one flat all-reduce.
     counts: Counter[str] = Counter()
     for leaf in jax.tree_util.tree_leaves(params):
-        name = jnp.dtype(leaf.dtype).name
+        # the dtype JAX runs it in: without x64, a NumPy float64 array is f32
+        name = jax.dtypes.canonicalize_dtype(leaf.dtype).name
         counts[_HLO_DTYPES[name]] += math.prod(leaf.shape)
     # An empty gradient has nothing to all-reduce: a dtype holding only those gets no all-reduce.
     return {dtype: count for dtype, count in counts.items() if count}
