@@ -13,7 +13,13 @@ import numpy as np
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_rt11_COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
+_rt11_COLLECTIVES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 def _rt11_config(ins) -> dict:
@@ -160,7 +166,9 @@ def _rt11_gemm_flops(hlo_text: str, skip_to_apply: bool) -> int:
             if ins.opcode == "dot":
                 out = _rt11_dims(ins.shape)
                 lhs = _rt11_dims(shapes.get(ins.operands[0].lstrip("%"), ""))
-                k = math.prod(lhs[d] for d in _rt11_ints(ins.attributes.get("lhs_contracting_dims")))
+                k = math.prod(
+                    lhs[d] for d in _rt11_ints(ins.attributes.get("lhs_contracting_dims"))
+                )
                 total += 2 * math.prod(out) * k
             elif ins.opcode == "custom-call":
                 target = str(ins.attributes.get("custom_call_target", "")).strip('"')
@@ -306,7 +314,7 @@ def _rt11_allreduce_elements_numpy_f64(params) -> dict[str, int]:
     why="'the `epilogue` of its gemm_backend_config (DEFAULT, BIAS, RELU, BIAS_RELU, BIAS_GELU, "
     "...)' broken: normalises the epilogue to the six names the lesson lists by dropping an "
     "`_AUX` suffix ('aux is only the saved pre-activation'), so a training forward GEMM whose "
-    "cuBLAS call keeps the pre-activation for the backward pass (`\"epilogue\":\"GELU_AUX\"`, "
+    'cuBLAS call keeps the pre-activation for the backward pass (`"epilogue":"GELU_AUX"`, '
     "`BIAS_GELU_AUX`) is reported as GELU / BIAS_GELU: a different epilogue, with another output",
 )
 def _rt11_library_epilogues_drops_aux(hlo_text: str) -> dict[str, str]:
@@ -411,7 +419,9 @@ def _rt11_collective_overlap_holds_through_fusion(hlo_text: str) -> dict[str, li
         for i in comps[name].instructions:
             if i.opcode in _rt11_COLLECTIVES:
                 return True
-            if i.opcode == "fusion" and any(holds(c.lstrip("%"), seen) for c in i.called_computations):
+            if i.opcode == "fusion" and any(
+                holds(c.lstrip("%"), seen) for c in i.called_computations
+            ):
                 return True
         return False
 

@@ -11,7 +11,6 @@ import numpy as np  # noqa: F401
 from kata_harness.decoys import wrong
 from xla_inspect import parse_hlo
 
-
 # ---- shared helpers (correct unless a knob says otherwise) -------------------------------------
 
 
@@ -29,7 +28,10 @@ def _rt10_steps(events, step_name):
 
 
 def _rt10_inside(e, outer):
-    return e.start_ns >= outer.start_ns and e.start_ns + e.duration_ns <= outer.start_ns + outer.duration_ns
+    return (
+        e.start_ns >= outer.start_ns
+        and e.start_ns + e.duration_ns <= outer.start_ns + outer.duration_ns
+    )
 
 
 def _rt10_toplevel(instrs):
@@ -111,7 +113,9 @@ def _rt10_step_instructions_main_thread_only(events, step_name):
     top.sort(key=lambda e: e.start_ns)
     out = {}
     for s in _rt10_steps(events, step_name):
-        out[_rt10_args(s)["step_num"]] = [_rt10_args(e)["hlo_op"] for e in top if _rt10_inside(e, s)]
+        out[_rt10_args(s)["step_num"]] = [
+            _rt10_args(e)["hlo_op"] for e in top if _rt10_inside(e, s)
+        ]
     return out
 
 
@@ -128,7 +132,9 @@ def _rt10_step_instructions_drop_zero_length(events, step_name):
     top.sort(key=lambda e: e.start_ns)
     out = {}
     for s in _rt10_steps(events, step_name):
-        out[_rt10_args(s)["step_num"]] = [_rt10_args(e)["hlo_op"] for e in top if _rt10_inside(e, s)]
+        out[_rt10_args(s)["step_num"]] = [
+            _rt10_args(e)["hlo_op"] for e in top if _rt10_inside(e, s)
+        ]
     return out
 
 
@@ -150,7 +156,9 @@ def _rt10_counts(hlo_text, while_self_per_trip=False, extra_views=()):
             if ins.opcode == "while":
                 m = re.search(r'"known_trip_count":\{"n":"(\d+)"', ins.attributes_text)
                 n = int(m.group(1)) if m else 1
-                counts[ins.name] = counts.get(ins.name, 0) + (times * n if while_self_per_trip else times)
+                counts[ins.name] = counts.get(ins.name, 0) + (
+                    times * n if while_self_per_trip else times
+                )
                 body = re.search(r"body=%?([\w.\-]+)", ins.attributes_text).group(1)
                 walk(comps[body], times * n)
                 continue
@@ -173,7 +181,7 @@ def _rt10_expected_counts_while_per_trip(hlo_text):
 @wrong(
     "expected_counts",
     why="'how many times (a while printed with known_trip_count)': the trip count is read with "
-    "the regex '\"n\":\"(\\d)' (one digit), so a while of 10 or more trips (a scan of length 12, "
+    'the regex \'"n":"(\\d)\' (one digit), so a while of 10 or more trips (a scan of length 12, '
     "jax.lax.fori_loop(0, 16, ...)) has its body predicted 1 time per call instead of 12/16",
 )
 def _rt10_expected_counts_one_digit_trips(hlo_text):
@@ -237,7 +245,9 @@ def _rt10_kind_shares_one_window(events, hlo_text, step_name):
     lo = min(s.start_ns for s in steps)
     hi = max(s.start_ns + s.duration_ns for s in steps)
     chosen, _ = _rt10_selected(
-        events, hlo_text, step_name,
+        events,
+        hlo_text,
+        step_name,
         in_steps=lambda e: e.start_ns >= lo and e.start_ns + e.duration_ns <= hi,
     )
     return _rt10_share((_rt10_kind(ins), t) for ins, t in chosen)
@@ -311,7 +321,13 @@ def _rt10_tables(hlo_text):
             cur = s
             sections[cur] = {}
             continue
-        if not s or s.startswith(("%", "ENTRY", "HloModule")) or "{" in s and "=" in s and cur is None:
+        if (
+            not s
+            or s.startswith(("%", "ENTRY", "HloModule"))
+            or "{" in s
+            and "=" in s
+            and cur is None
+        ):
             if s.startswith(("%", "ENTRY")):
                 cur = None
             continue
@@ -370,11 +386,13 @@ def _rt10_longest_gap_by_start(events, step_name):
     for s in steps:
         inside = [e for e in instrs if _rt10_inside(e, s)]
         if inside:
-            spans.append((
-                _rt10_args(s)["step_num"],
-                min(e.start_ns for e in inside),
-                max(e.start_ns + e.duration_ns for e in inside),
-            ))
+            spans.append(
+                (
+                    _rt10_args(s)["step_num"],
+                    min(e.start_ns for e in inside),
+                    max(e.start_ns + e.duration_ns for e in inside),
+                )
+            )
     best, best_gap = None, None
     for (n, _, end), (_, start, _) in zip(spans, spans[1:]):
         if best_gap is None or start - end > best_gap:

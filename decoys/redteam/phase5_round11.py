@@ -12,7 +12,7 @@ from kata_harness.decoys import wrong
 def _rt11_subjaxprs(v):
     if hasattr(v, "eqns") and hasattr(v, "invars"):
         yield v
-    elif hasattr(v, "jaxpr") and hasattr(getattr(v, "jaxpr"), "eqns"):
+    elif hasattr(v, "jaxpr") and hasattr(v.jaxpr, "eqns"):
         yield v.jaxpr
     elif isinstance(v, (tuple, list)):
         for e in v:
@@ -223,4 +223,6 @@ def _rt11_per_example_grads_f32_accumulate(params, xs, ys):
         return jnp.mean((h - y) ** 2)
 
     p32 = jax.tree.map(lambda a: a.astype(jnp.float32), params)
-    return jax.vmap(jax.grad(_el), in_axes=(None, 0, 0))(p32, xs.astype(jnp.float32), ys.astype(jnp.float32))
+    return jax.vmap(jax.grad(_el), in_axes=(None, 0, 0))(
+        p32, xs.astype(jnp.float32), ys.astype(jnp.float32)
+    )
