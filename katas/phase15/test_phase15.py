@@ -219,11 +219,32 @@ def _fresh_layers(rng: random.Random):
         yield f"{act_name} bias={bias} second={second} {m}x{k}x{n}", Flow("layer", layer, shapes)
 
 
+def _fresh_reduced_layer(rng: random.Random):
+    """An activation and a reduction after a matmul big enough for XLA's YNN dot fusion, which
+    keeps both in the dot's kernel, while IREE computes them in a reduction dispatch of its own:
+    names only XLA's matmul kernel holds, though IREE's listing holds them too."""
+    act_name, act = rng.choice([("tanh", jnp.tanh), ("exp", jnp.exp), ("sigmoid", jax.nn.sigmoid)])
+    reductions = [("sum", jnp.sum), ("max", jnp.max), ("mean", jnp.mean), ("min", jnp.min)]
+    red_name, red = rng.choice(reductions)
+    axis = rng.randint(0, 1)
+    m, k, n = rng.choice([32, 48, 64]), rng.choice([64, 96, 128]), rng.choice([128, 160, 192, 256])
+
+    def reduced(x, w):
+        return red(act(x @ w), axis=axis)
+
+    shapes = (((m, k), f32), ((k, n), f32))
+    yield (
+        f"{red_name}({act_name}(x @ w), axis={axis}) {m}x{k}x{n}",
+        Flow("reduced", reduced, shapes),
+    )
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.task("merged_by_iree")
 def test_merged_by_iree_on_fresh_layers(kata, fresh):
     iree.require()
-    for what, program in [*_fresh_layers(fresh), *_fresh_vector_layers(fresh)]:
+    drawn = [*_fresh_layers(fresh), *_fresh_vector_layers(fresh), *_fresh_reduced_layer(fresh)]
+    for what, program in drawn:
         flow_text = flow_listing(program.fn, *program.args())
         hlo_form, hlo = fresh.choice(_hlo_forms(_xla_cpu(program), fresh))
         expected = _merged(hlo, flow_text)
