@@ -90,8 +90,19 @@ def _rt10_iree_names(flow_text: str, kinds=_rt10_CONTRACTIONS) -> set[str]:
 _rt10_CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "debug_print"})
 _rt10_LAPACK = frozenset(
     {
-        "lu", "cholesky", "eigh", "eig", "triangular_solve", "qr", "geqrf", "householder_product",
-        "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
+        "lu",
+        "cholesky",
+        "eigh",
+        "eig",
+        "triangular_solve",
+        "qr",
+        "geqrf",
+        "householder_product",
+        "svd",
+        "schur",
+        "hessenberg",
+        "tridiagonal",
+        "tridiagonal_solve",
     }
 )
 
@@ -303,8 +314,6 @@ def _rt10_iree_run_jax_arrays(f, *args):
 )
 def _rt10_agreement_rtol_sixteen_resolutions(dtype: str) -> float:
     return 16 * float(jnp.finfo(dtype).resolution)
-
-
 
 
 @wrong(
