@@ -112,7 +112,15 @@ def test_operand_comments_getxla_verdict(operands: str) -> None:
         assert parse_hlo(text).entry.root.operands == names
 
 
+@pytest.fixture(scope="module")
+def bank_asked_at_once() -> None:
+    """XLA's verdicts on the whole bank, asked in one batch (the helper remembers them): not
+    one round trip to it per file, each a wait for the helper under load."""
+    oracles.xla_verdicts([path.read_bytes().decode() for path in BANK])
+
+
 @pytest.mark.parametrize("path", [bank_param(p) for p in BANK], ids=lambda p: p.name)
+@pytest.mark.usefixtures("bank_asked_at_once")
 def test_bank_verdicts_match_xla(path) -> None:
     text = path.read_bytes().decode()  # bytes: keep '\r\n' where a fixture has it
     expected = xla_verdict(text)
