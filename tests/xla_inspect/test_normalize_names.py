@@ -5,6 +5,7 @@ XLA's own parser reads every normalized module back with the same opcodes."""
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -51,10 +52,15 @@ def _xla_counts(text: str) -> tuple[int, Counter[str]]:
     return len(computations), opcodes
 
 
+@functools.cache
+def _normalized(text: str) -> str:
+    return normalize_hlo(text)
+
+
 def _assert_normal_form_reparses(text: str) -> str:
     """normalize's output re-parses with XLA into the same opcodes, every name is canonical,
     and normalize is idempotent on it."""
-    normal = normalize_hlo(text)
+    normal = _normalized(text)
     assert _xla_counts(normal) == _xla_counts(text)
     module = _xla_module(normal)
     # the computations XLA builds for `fusion-start(...), calls=` sugar (async_wrapped, its
@@ -65,6 +71,15 @@ def _assert_normal_form_reparses(text: str) -> str:
     assert all(_CANONICAL.fullmatch(name) for name in names), names
     assert normalize_hlo(normal) == normal
     return normal
+
+
+@pytest.fixture(scope="module")
+def reserved_asked_at_once() -> None:
+    """XLA's verdicts on every module below and its normal form, asked in one batch (the helper
+    remembers them): not a round trip to it per text, each a wait for the helper under load."""
+    pytest.importorskip("jaxlib._hlo", reason="private XLA parser used as an oracle")
+    texts = [path.read_text() for path in _RESERVED_PATHS]
+    oracles.xla_verdicts(texts + [_normalized(text) for text in texts])
 
 
 @pytest.mark.parametrize(
@@ -79,6 +94,7 @@ def _assert_normal_form_reparses(text: str) -> str:
     ],
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
+@pytest.mark.usefixtures("reserved_asked_at_once")
 def test_xla_reparses_normalized_module_with_the_same_opcodes(path: Path) -> None:
     _assert_normal_form_reparses(path.read_text())
 
