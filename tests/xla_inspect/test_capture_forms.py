@@ -17,6 +17,7 @@ import equinox as eqx
 import flax.struct
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 
@@ -292,6 +293,15 @@ def test_dumping_turns_the_persistent_cache_off(tmp_path: Path) -> None:
     assert entries_after == entries + 1
 
 
+def _ones(leaf: Any) -> Any:
+    """An array of ones for a traced shape (other leaves kept): a model's parameters built this
+    way cost no compile, where drawing them from a key compiled a random op per shape (about 1 s
+    per model once the caches are cleared); the compiled program reads their shapes only."""
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return jax.device_put(np.ones(leaf.shape, leaf.dtype))
+    return leaf
+
+
 class TwoLayer(nnx.Module):
     def __init__(self, rngs: nnx.Rngs) -> None:
         self.first = nnx.Linear(16, 32, rngs=rngs)
@@ -302,7 +312,8 @@ class TwoLayer(nnx.Module):
 
 
 def test_nnx_jit_of_a_module_matches_jit_of_its_split_state() -> None:
-    model = TwoLayer(nnx.Rngs(0))
+    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: TwoLayer(nnx.Rngs(0))))
+    model = nnx.merge(graphdef, jax.tree.map(_ones, abstract))
     x = jnp.ones((8, 16))
     captured = capture(nnx.jit(lambda m, x: m(x)), model, x)
     graphdef, state = nnx.split(model)
@@ -320,7 +331,8 @@ def test_nnx_jit_of_a_module_matches_jit_of_its_split_state() -> None:
 
 
 def test_filter_jit_of_an_equinox_module_matches_jit_of_its_arrays() -> None:
-    model = eqx.nn.MLP(16, 4, width_size=32, depth=1, key=jax.random.key(0))
+    mlp = eqx.filter_eval_shape(lambda: eqx.nn.MLP(16, 4, 32, 1, key=jax.random.key(0)))
+    model = jax.tree.map(_ones, mlp)
     x = jax.ShapeDtypeStruct((16,), jnp.float32)
     captured = capture(eqx.filter_jit(lambda m, x: m(x)), model, x)
     arrays, static = eqx.partition(model, eqx.is_array)

@@ -92,7 +92,11 @@ def gpt_grad_hlo() -> str:
     import jax
 
     grad, args = gpt_grad()
-    text = jax.jit(grad).trace(*args).lower().compile().as_text()
+    # LLVM's optimization level for the machine code (no HLO pass reads it): the optimized HLO
+    # text is the same byte for byte (checked with the locked jax 0.12.0.1), and the compile
+    # takes half the time (3.4 s -> 1.6 s), most of it LLVM's on 4 layers' fused loops
+    options = {"xla_backend_optimization_level": 0}
+    text = jax.jit(grad).trace(*args).lower().compile(compiler_options=options).as_text()
     assert text is not None, "the CPU backend prints its optimized HLO"
     return text
 

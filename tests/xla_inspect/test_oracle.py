@@ -13,6 +13,7 @@ the reformatting sources, the values of typed attributes) in xla_verdicts.py.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -111,7 +112,15 @@ def test_operand_comments_getxla_verdict(operands: str) -> None:
         assert parse_hlo(text).entry.root.operands == names
 
 
+@pytest.fixture(scope="module")
+def bank_asked_at_once() -> None:
+    """XLA's verdicts on the whole bank, asked in one batch (the helper remembers them): not
+    one round trip to it per file, each a wait for the helper under load."""
+    oracles.xla_verdicts([path.read_bytes().decode() for path in BANK])
+
+
 @pytest.mark.parametrize("path", [bank_param(p) for p in BANK], ids=lambda p: p.name)
+@pytest.mark.usefixtures("bank_asked_at_once")
 def test_bank_verdicts_match_xla(path) -> None:
     text = path.read_bytes().decode()  # bytes: keep '\r\n' where a fixture has it
     expected = xla_verdict(text)
@@ -138,23 +147,40 @@ _TOKEN = re.compile(
 SEPARATORS = [" ", "\n", "\n\t  ", " /* note */ ", " // note\n", "/**/", "\r\n", "  \n\n"]
 
 
+@functools.cache
+def _lexed(
+    text: str,
+) -> tuple[int, list[tuple[int, int, str]], st.SearchStrategy[int], st.SearchStrategy[set[int]]]:
+    """`text`'s body start, its tokens (start, end, text) and the strategies drawing a token and
+    a set of tokens, made once per source: lexing a whole module at every draw was most of
+    what drawing cost, and a strategy made at every draw is validated by hypothesis each time."""
+    start = body_start(text)
+    tokens = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text, start)]
+    one = st.integers(0, len(tokens) - 2)
+    some = st.sets(st.integers(0, len(tokens) - 1), max_size=20)
+    return start, tokens, one, some
+
+
+_SOURCES = st.sampled_from(REFORMAT_SOURCES)
+_EDITS = st.integers(1, 12)
+_SEPARATOR = st.sampled_from(SEPARATORS)
+
+
 @st.composite
 def reformatted(draw: st.DrawFn) -> str:
-    text = draw(st.sampled_from(REFORMAT_SOURCES))
-    start = body_start(text)
-    tokens = list(_TOKEN.finditer(text, start))
+    text = draw(_SOURCES)
+    start, tokens, one, some = _lexed(text)
     edits: dict[int, str] = {}
-    for _ in range(draw(st.integers(1, 12))):
-        k = draw(st.integers(0, len(tokens) - 2))
-        edits[tokens[k].end()] = draw(st.sampled_from(SEPARATORS))
-    drop = draw(st.sets(st.integers(0, len(tokens) - 1), max_size=20))
+    for _ in range(draw(_EDITS)):
+        k = draw(one)
+        edits[tokens[k][1]] = draw(_SEPARATOR)
+    drop = draw(some)
     pieces, at = [text[:start]], start
-    for k, token in enumerate(tokens):
-        pieces.append(text[at : token.start()])
-        word = token.group()
+    for k, (begin, end, word) in enumerate(tokens):
+        pieces.append(text[at:begin])
         pieces.append(word[1:] if k in drop and word[:1] == "%" and word[-1] not in "=:" else word)
-        pieces.append(edits.get(token.end(), ""))
-        at = token.end()
+        pieces.append(edits.get(end, ""))
+        at = end
     pieces.append(text[at:])
     return "".join(pieces)
 
@@ -197,10 +223,13 @@ MISTAKES = [
 ]
 
 
+_MISTAKE = st.sampled_from(MISTAKES)
+
+
 @st.composite
 def broken(draw: st.DrawFn) -> str:
     text = draw(reformatted())
-    pattern, replace = draw(st.sampled_from(MISTAKES))
+    pattern, replace = draw(_MISTAKE)
     matches = list(pattern.finditer(text, body_start(text)))
     if not matches:
         return text

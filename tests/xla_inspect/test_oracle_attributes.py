@@ -88,6 +88,7 @@ _TABLE_JAXLIB = "0.12.0.1"
 
 @versions.requires_jax("xla-attribute-table")
 @pytest.mark.parametrize("opcode", sorted(OPCODE_ATTRIBUTES))
+@pytest.mark.usefixtures("asked_at_once")
 def test_attribute_table_is_what_xla_lists(opcode: str) -> None:
     """XLA's parser names the attributes an opcode takes when it meets one it does not; the
     reader's table (and so what it rejects) must list the same ones."""
@@ -120,6 +121,18 @@ _TYPED = [
 ]
 
 
+@pytest.fixture(scope="module")
+def asked_at_once() -> None:
+    """XLA's verdicts on every probe the attribute table and value syntax tests send, asked in
+    one batch: the helper remembers them, so each test's own `oracles.xla_module` is answered
+    without a round trip to it per text (about 2,400, each a wait for the helper under load)."""
+    texts = [_probe(opcode, b) for opcode in OPCODE_ATTRIBUTES for b in (False, True)]
+    for opcode, name in _TYPED:
+        wrong, right = values_for(opcode, name)
+        texts += [_probe(opcode, attribute=f"{name}={v}, zzz_probe=1") for v in wrong + right]
+    oracles.xla_verdicts(texts)
+
+
 def _xla_stops_before_probe(text: str) -> bool:
     """Whether XLA's parser rejects `text` before it reaches the unknown attribute zzz_probe."""
     with pytest.raises(Exception) as xla:  # noqa: PT011 - the bindings' own error type
@@ -131,6 +144,7 @@ def _xla_stops_before_probe(text: str) -> bool:
 
 @versions.requires_jax("xla-attribute-table")
 @pytest.mark.parametrize(("opcode", "name"), _TYPED, ids=lambda v: v)
+@pytest.mark.usefixtures("asked_at_once")
 def test_attribute_value_syntax_is_what_xla_reads(opcode: str, name: str) -> None:
     """On each wrong value XLA stops at the value (before the unknown attribute after it) and
     the reader rejects the value with one line naming the attribute; on each right value XLA

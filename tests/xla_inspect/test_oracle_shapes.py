@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from kata_harness import versions
+from kata_harness import oracles, versions
 from xla_inspect.errors import HloParseError
 from xla_inspect.parse import parse_hlo
 
@@ -233,8 +233,16 @@ SHAPES_READ_ALIKE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def placed_asked_at_once() -> None:
+    """XLA's verdicts on every shape in every place, asked in one batch (the helper remembers
+    them): not one round trip to it per case, each a wait for the helper under load."""
+    oracles.xla_verdicts([_placed(w, shape) for shape in SHAPES_READ_ALIKE for w in _PLACES])
+
+
 @pytest.mark.parametrize("where", _PLACES)
 @pytest.mark.parametrize("shape", SHAPES_READ_ALIKE)
+@pytest.mark.usefixtures("placed_asked_at_once")
 def test_shapes_are_read_alike_everywhere(shape: str, where: str) -> None:
     text = _placed(where, shape)
     assert our_verdict(text) == xla_verdict(text)
