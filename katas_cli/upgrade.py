@@ -151,7 +151,7 @@ def _run(
         )
     except subprocess.TimeoutExpired as expired:
         output = _tail(expired.stdout) + " | " + _tail(expired.stderr)
-        raise RunError(f"{what} did not finish within {timeout:.0f} s: {output}") from None
+        raise RunError(f"{what} did not finish within {timeout:g} s: {output}") from None
     if check and result.returncode != 0:
         raise RunError(
             f"{what} failed (exit {result.returncode}): " + _tail(result.stdout + result.stderr)

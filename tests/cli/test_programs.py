@@ -8,6 +8,8 @@ import ast
 import importlib.util
 import sys
 import types
+from collections.abc import Iterator
+from typing import Any
 
 import jax
 import pytest
@@ -31,6 +33,23 @@ def test_every_phase_has_programs_for_its_own_tasks():
         assert all(isinstance(r, Recipe) for r in table.values()), phase.name
 
 
+def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement of a module, nested ones too (in functions, classes, branches, loops,
+    ``with``, ``try`` and ``match``): an import is a statement, and a statement sits only in
+    another's statement lists, never inside an expression, so the expressions (most of a test
+    file's nodes, which ``ast.walk`` would visit too) need no visit."""
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            pending.extend(getattr(node, field, ()))
+        for handler in getattr(node, "handlers", ()):
+            pending.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            pending.extend(case.body)
+
+
 def test_the_tests_import_their_programs_from_programs_py():
     """Or from the phase's strata.py (the cases drawn afresh each run, beside programs.py in
     the phase folder), or draw every input afresh (the ``fresh`` fixture), as phase 11's drawn
@@ -38,10 +57,12 @@ def test_the_tests_import_their_programs_from_programs_py():
     for phase in curriculum.phases():
         for test_file in phase.programs_path.parent.glob("test_*.py"):
             tree = ast.parse(test_file.read_text(encoding="utf-8"))
-            sources = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-            sources |= {
-                alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names
-            }
+            sources = set()
+            for n in _statements(tree):
+                if isinstance(n, ast.ImportFrom):
+                    sources.add(n.module)
+                elif isinstance(n, ast.Import):
+                    sources |= {alias.name for alias in n.names}
             tests = [
                 n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
             ]
@@ -51,9 +72,26 @@ def test_the_tests_import_their_programs_from_programs_py():
             assert drawn or shown & sources, f"{test_file.name}"
 
 
+class _Reference(types.ModuleType):
+    """The phase's reference module, loaded when a recipe first reads from it: a recipe of
+    the tests' own programs ignores it (phase 16's three, whose reference imports torch)."""
+
+    def __init__(self, phase: curriculum.Phase) -> None:
+        super().__init__(f"_lazy_reference_{phase.name}")
+        self._phase = phase
+        self._loaded: types.ModuleType | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if self._loaded is None:
+            self._loaded = loading.load_impl(self._phase, "reference")
+        return getattr(self._loaded, name)
+
+
 def _lowered_recipes(number: int):
     phase = curriculum.phase(number)
-    module = loading.load_impl(phase, "reference")
+    module = _Reference(phase)
     for name, recipe in recipes(phase).items():
         fn, args = recipe.build(module)
         jitted = fn if hasattr(fn, "lower") else jax.jit(fn)

@@ -2,8 +2,10 @@
 tests and at least two decoys, and every decoy names tests that exist."""
 
 import ast
+import functools
 import inspect
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,9 +15,29 @@ from kata_harness.decoys import MIN_DECOYS
 PHASES = curriculum.phases()
 
 
+@functools.cache
+def _tree(path) -> ast.Module:
+    """A course file parsed once per run (several checks read each test file; none changes it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, nested ones too: a statement sits only in another's
+    statement lists, never inside an expression, so expressions need no visit."""
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            pending.extend(getattr(node, field, ()))
+        for handler in getattr(node, "handlers", ()):
+            pending.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            pending.extend(case.body)
+
+
 def _functions(path) -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    return {n.name: n for n in _tree(path).body if isinstance(n, ast.FunctionDef)}
 
 
 def _test_names(phase) -> set[str]:
@@ -131,9 +153,8 @@ def test_phase_has_a_readme(phase):
 def _kata_calls_inside_check(test_file) -> list[str]:
     """Calls of kata.<function> inside `with check:` blocks (pytest-check would swallow the
     one-line TODO message and a timeout)."""
-    tree = ast.parse(test_file.read_text(encoding="utf-8"))
     found = []
-    for node in ast.walk(tree):
+    for node in _statements(_tree(test_file).body):  # a `with` is a statement
         if not isinstance(node, ast.With):
             continue
         if not any(ast.unparse(item.context_expr) == "check" for item in node.items):
