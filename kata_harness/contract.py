@@ -258,10 +258,12 @@ _PROCESS = "process-wide state"  # what a library keeps for every caller (:mod:`
 def changed(before: Snapshot) -> list[str]:
     """What was replaced or removed since ``before`` (an import adding a submodule is not).
 
-    Each library's names now are read where they live, without a copy; a library whose every
-    name still holds the same object is passed over in one comparison made in C
-    (``operator.is_`` over both dicts' values), without a Python step per name. A JAX setting
-    counts when its value is no longer equal (one set back to what it was is no change)."""
+    Each library's names now are read where they live, without a copy; a library whose names
+    are the same objects in the same order, each holding the same object, is passed over in C
+    (``operator.is_`` over both dicts' keys, then values, without a lookup per name: a dict keeps
+    a replaced name in its place, so a replacement, a removal or an addition changes the pairs).
+    A JAX setting counts when its value is no longer equal (one set back to what it was is no
+    change)."""
     found = []
     for label, (owner, values) in before.items():
         if label == _PROCESS:
@@ -278,14 +280,23 @@ def changed(before: Snapshot) -> list[str]:
             ]
             continue
         now = vars(owner)
-        if values.keys() <= now.keys() and all(
-            map(operator.is_, map(now.__getitem__, values), values.values())
+        if _same_pairs(now, values) or (
+            values.keys() <= now.keys()  # an import added a submodule: look each name up
+            and all(map(operator.is_, map(now.__getitem__, values), values.values()))
         ):
             continue
         for name, value in values.items():
             if name not in now or now[name] is not value:
                 found.append(f"{label}.{name}")
     return sorted(found)
+
+
+def _same_pairs(now: dict[str, Any], then: dict[str, Any]) -> bool:
+    return (
+        len(now) == len(then)
+        and all(map(operator.is_, now, then))
+        and all(map(operator.is_, now.values(), then.values()))
+    )
 
 
 def restore(before: Snapshot) -> list[str]:

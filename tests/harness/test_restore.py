@@ -5,6 +5,7 @@ import, was refused, and the census then blamed phase 12's reference for the pri
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import pytest
 
 from kata_harness import contract, curriculum, loading
@@ -38,3 +39,33 @@ def test_the_phase12_probe_leaves_compiled_as_text_alone():
     with pytest.raises(loading.KataLoadError):
         loading.load_file(probe, "_restore_phase12_probe", label="probe", scan=True)
     assert jax.stages.Compiled.as_text is original
+
+
+@pytest.mark.parametrize("form", ["replaced", "removed", "renamed", "moved", "added and replaced"])
+def test_every_kind_of_change_to_a_library_is_seen_and_put_back(form):
+    """A name given another object, removed, renamed to keep its object, or removed and set again
+    (the dict moves it to the end), and a replacement beside an added name: each is reported."""
+    original = jnp.add
+    before = contract.fingerprint()
+    if form == "replaced":
+        jnp.add = jnp.subtract  # type: ignore[assignment]
+    elif form == "removed":
+        del jnp.add
+    elif form == "renamed":
+        del jnp.add
+        jnp.add_ = original  # type: ignore[attr-defined]
+    elif form == "moved":
+        del jnp.add
+        jnp.add = original  # type: ignore[assignment]
+    else:
+        jnp.add_extra = original  # type: ignore[attr-defined]
+        jnp.add = jnp.subtract  # type: ignore[assignment]
+    try:
+        found = contract.restore(before)
+    finally:
+        jnp.add = original  # type: ignore[assignment]
+        for name in ("add_", "add_extra"):
+            if hasattr(jnp, name):
+                delattr(jnp, name)
+    assert found == ([] if form == "moved" else ["jax.numpy.add"])
+    assert contract.changed(before) == []
