@@ -105,14 +105,21 @@ def _audit(event: str, args: tuple) -> None:
 
 def _judge_reach(what: str) -> None:
     """Refuse a reach of live objects made while kata code runs, unless the code that made it
-    is a library reading for itself (JAX, logging) or the harness."""
+    is a library reading for itself (JAX, logging, an installed module's own code run by kata
+    code's import: absl's flags read their importer's globals as optax first loads) or the
+    harness."""
     caller: Any = sys._getframe(2)  # the code that called gc, sys._getframe or read the frame
     filename = caller.f_code.co_filename
     if filename.startswith(_reading_for_itself()):
         return
+    importing = False  # the import machinery stands between the caller and kata code
     frame = caller
     while frame is not None:
-        if guard.is_kata_file(frame.f_code.co_filename):
+        name = frame.f_code.co_filename
+        importing = importing or name.startswith(_LISTING_IMPORTS)
+        if guard.is_kata_file(name):
+            if importing and filename.startswith(guard.installed_dirs()):
+                return
             line = f"{REACHED} ({what})"
             _active[-1].append(line)
             raise guard.KataGuardError(

@@ -8,6 +8,8 @@ a named tuple, JAX tracing for ``eval_shape``) passes."""
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 
 import pytest
@@ -16,6 +18,7 @@ from kata_harness import guard, loading, predict
 from kata_harness.curriculum import Task
 
 TASK = Task(phase=0, number=1, function="predict_flops", title="t", hints=(), kind="predict")
+INSTALLED = guard.installed_dirs()
 ALLOWED = Task(
     phase=0,
     number=1,
@@ -27,13 +30,15 @@ ALLOWED = Task(
 )
 
 
-def _kata_module(tmp_path, monkeypatch, name: str, source: str, task: Task = TASK):
+def _kata_module(
+    tmp_path, monkeypatch, name: str, source: str, task: Task = TASK, *, scan: bool = True
+):
     """``source`` loaded as a learner's file (the hooks treat it as kata code), its prediction
     refused as the harness refuses it."""
     path = (tmp_path / f"{name}.py").resolve()
     path.write_text(textwrap.dedent(source))
     monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path))
-    module = loading.load_file(path, f"_sealed_objects_{name}", label="phase0", scan=True)
+    module = loading.load_file(path, f"_sealed_objects_{name}", label="phase0", scan=scan)
     predict.refuse_in(module, [task], loading._compiled_at_load[module.__name__])
     return module
 
@@ -100,3 +105,36 @@ def test_what_libraries_read_for_themselves_passes(tmp_path, monkeypatch):
         ALLOWED,
     )
     assert module.predict_flops(8) == 16
+
+
+def test_a_library_loaded_by_kata_code_reads_its_importer_for_itself(tmp_path, monkeypatch):
+    """absl's flags read their importer's globals through ``sys._getframe`` as optax first
+    loads: phase 10's stub imports optax, and loaded sealed in a fresh process it was refused.
+    An installed module's own code run by an import passes; the same library's function called
+    by the prediction, reaching the same frames, is refused."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "_sealed_installed_lib.py").write_text(
+        "import sys\n"
+        "IMPORTER = sys._getframe(1).f_globals.get('__name__')\n"
+        "def caller_globals():\n"
+        "    return len(sys._getframe(1).f_globals)\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    installed = (*INSTALLED, os.path.join(os.path.realpath(site), ""))
+    monkeypatch.setattr(guard, "installed_dirs", lambda: installed)
+    monkeypatch.delitem(sys.modules, "_sealed_installed_lib", raising=False)
+    module = _kata_module(
+        tmp_path,
+        monkeypatch,
+        "imports",
+        """
+        import _sealed_installed_lib
+
+        def predict_flops(n):
+            return _sealed_installed_lib.caller_globals()
+        """,
+        scan=False,  # the scan refuses importing modules it cannot place; the hook is judged
+    )
+    with pytest.raises(pytest.fail.Exception, match=r"reached live objects \(sys._getframe\)"):
+        module.predict_flops(8)
