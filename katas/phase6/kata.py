@@ -120,7 +120,8 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
     `memory_analysis().temp_size_in_bytes` of the compiled program will say. Work it out from
     the shapes and the chain: which products are intermediates, which of them are alive at the
     same time, and which allocation besides temp can hold one of them. The tests compile the
-    chains themselves; your function must not. They draw chains of any depth and shape whose x
+    chains themselves; your function must not. They draw chains of any depth, depth 0 (no
+    product: x is returned as is) and 1 included, and of any shape whose x
     takes a multiple of 64 bytes (XLA:CPU aligns each temp buffer to 64 bytes; these shapes
     leave no padding between buffers).
     """
