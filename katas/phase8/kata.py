@@ -91,8 +91,8 @@ def predict_accepts(calls: dict[str, tuple[str, Any, tuple[int, ...]]]) -> dict[
     the whole grammar: one to three dimensions, each a constant or a symbol of any name (`b`,
     `batch`, `n`) times a coefficient written on either side (`12*b`, `b * 2`), plus or minus an
     offset (`b - 3`, `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of
-    any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape,
-    empty ones included.
+    any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16, np.longdouble ...) and of
+    any shape, empty ones included. A call that raises for any reason does not run: False.
     """
     # TODO: one entry per name in calls
     raise NotImplementedError("phase8 task 6: predict_accepts")
