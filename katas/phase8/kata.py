@@ -54,8 +54,9 @@ def export_bytes(f, *specs) -> bytes:
 def call_exported(
     blob: bytes, *args
 ) -> jax.Array | tuple[jax.Array, ...] | list[jax.Array] | dict[str, jax.Array]:
-    """Rebuild the exported function from `blob` and call it on `args` as given; return what the
-    function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
+    """Rebuild the exported function from `blob` and call it on `args` as given (a 0-d argument,
+    a NumPy scalar or 0-d array, stays 0-d; no argument is reshaped); return what the function
+    returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
     The exported function checks the arguments itself: a call it rejects (a wrong dtype or
     shape) raises its error, and a call it accepts runs."""
     # TODO: the inverse of serialize, then call
