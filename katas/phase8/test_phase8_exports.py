@@ -351,4 +351,3 @@ def test_call_exported_passes_0d_arguments_as_given(kata, fresh: Fresh):
     assert isinstance(got, tuple) and len(got) == 2, f"{what}: expected 2 outputs, got {got!r}"
     close(got[0], x * np.float32(scalar), f"{what}, output 0")
     close(got[1], np.float32(scalar + 1), f"{what}, output 1")
-
