@@ -98,19 +98,22 @@ def redonated(fresh: random.Random, donate: tuple[int, ...]) -> tuple[int, ...]:
     return fresh.choice([(), (fresh.choice(donate),)])
 
 
-PACKABLE = ("s4", "u4", "f4e2m1fn")  # 4-bit types XLA:CPU packs two to a byte ({0:E(4)})
+# Sub-byte types XLA:CPU packs, and the bits an element then takes: a layout {0:E(n)} stores n
+# bits an element (jnp.int2[9] compiles to s2[9]{0:E(2)}, jnp.int4[9] to s4[9]{0:E(4)}).
+# jaxlib's PrimitiveType enum lists no 2-bit type, but XLA's parser and compiler know them.
+PACKABLE = {"s2": 2, "u2": 2, "s4": 4, "u4": 4, "f4e2m1fn": 4}
 
 
 def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     """An ENTRY computation drawn for this run and the names of the instructions whose results
-    are its intermediates: a convert to every element type XLA knows (4-bit ones packed or not),
-    an iota, a bitcast-convert, a broadcast of a constant, a fusion, a reduce, a while loop whose
-    body and condition compute values of their own and whose state nests a tuple (in a drawn
-    arrangement); the views (bitcast, tuple,
-    get-tuple-element), constants and parameters around them; a ROOT (an array, or a tuple of
+    are its intermediates: a convert to every element type XLA knows (2- and 4-bit ones packed,
+    {0:E(2)} or {0:E(4)}, or not), an iota, a bitcast-convert, a broadcast of a constant, a
+    fusion, a reduce, a while loop whose body and condition compute values of their own and whose
+    state nests a tuple (in a drawn arrangement); the views (bitcast, tuple, get-tuple-element),
+    constants and parameters around them; a ROOT (an array, or a tuple of
     some results) followed by instructions it does not use; and after ENTRY, computations nothing
     calls. Instruction names are drawn."""
-    n = fresh.randrange(3, 40, 2)  # odd: a packed 4-bit buffer rounds up to a whole byte
+    n = fresh.randrange(3, 40, 2)  # odd: a packed 2- or 4-bit buffer rounds up to a byte
     vec = f"f32[{n}]{{0}}"
     labels = iter(fresh.sample(range(100, 999), 80))
     blocks: list[list[tuple[str, str, bool]]] = []  # per block: (name, line, counted)
@@ -122,8 +125,12 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
         blocks[-1].append((label, f"%{label} = {shape} {body}", counted))
         return label
 
-    for dtype in oracle.element_types():
-        layout = "{0:E(4)}" if dtype in PACKABLE and fresh.random() < 0.5 else "{0}"
+    # each width packed in every module (one type of it for sure, the others maybe): a rule that
+    # reads a packed layout as two elements a byte, whatever its E(n), meets a 2-bit buffer
+    packed = {fresh.choice([t for t, b in PACKABLE.items() if b == bits]) for bits in (2, 4)}
+    packed |= {dtype for dtype in PACKABLE if fresh.random() < 0.5}
+    for dtype in sorted(set(oracle.element_types()) | set(PACKABLE)):
+        layout = f"{{0:E({PACKABLE[dtype]})}}" if dtype in packed else "{0}"
         add(f"{dtype}[{n}]{layout}", "convert(%x)", True, new_block=True)
     add(f"s32[{n + 5}]{{0}}", "iota(), iota_dimension=0", True, new_block=True)
     add(f"{fresh.choice(['s32', 'u32'])}[{n}]{{0}}", "bitcast-convert(%x)", True, new_block=True)

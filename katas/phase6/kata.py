@@ -88,8 +88,9 @@ def naive_temp_bytes(hlo_text: str) -> int:
     result's size is its element count times the bytes per element of its dtype, read from the
     dtype's bit width rounded up to a whole byte (f32: 32 bits, bf16: 16, s8: 8, c64: 64,
     c128: 128, f8e5m2: 8; s4: 4 bits, one byte; pred: 1 byte), unless its layout packs the
-    elements: `s4[9]{0:E(4)}` stores 4 bits an element, 36 bits, rounded up to 5 bytes
-    (XLA:CPU packs 4-bit types so). A tuple-shaped result (a multi-output fusion, a while loop)
+    elements: `E(n)` in the layout stores n bits an element, the buffer rounded up to a whole
+    byte: `s4[9]{0:E(4)}` 36 bits, 5 bytes; `s2[9]{0:E(2)}` 18 bits, 3 bytes (XLA:CPU packs
+    2- and 4-bit types so). A tuple-shaped result (a multi-output fusion, a while loop)
     counts the sizes of its elements, and an element that is a tuple counts the sizes of its
     own, at any depth. Compare with memory_analysis' temp size to see buffer
     reuse.
@@ -119,7 +120,8 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
     `memory_analysis().temp_size_in_bytes` of the compiled program will say. Work it out from
     the shapes and the chain: which products are intermediates, which of them are alive at the
     same time, and which allocation besides temp can hold one of them. The tests compile the
-    chains themselves; your function must not. They draw chains of any depth and shape whose x
+    chains themselves; your function must not. They draw chains of any depth, depth 0 (no
+    product: x is returned as is) and 1 included, and of any shape whose x
     takes a multiple of 64 bytes (XLA:CPU aligns each temp buffer to 64 bytes; these shapes
     leave no padding between buffers).
     """

@@ -150,9 +150,9 @@ def test_aliases_under_renaming_and_reordering(kata):
 
 # ---- predict_chain_temp -------------------------------------------------------------------------
 
-# (rows, width, depth, dtype): every depth from 1 to 7, wide and narrow x, 2-, 4- and 8-byte
-# dtypes (complex64: 8 bytes an element, no 64-bit mode needed)
-CHAIN_CASES = [(128, 128, depth, np.float32) for depth in range(1, 8)] + [
+# (rows, width, depth, dtype): every depth from 0 (x returned as is) to 7, wide and narrow x,
+# 2-, 4- and 8-byte dtypes (complex64: 8 bytes an element, no 64-bit mode needed)
+CHAIN_CASES = [(128, 128, depth, np.float32) for depth in range(8)] + [
     (64, 32, 5, np.float32),
     (200, 8, 4, np.int16),
     (48, 16, 6, np.int32),
@@ -198,12 +198,12 @@ def _fresh_chain_case(fresh, depth: int, itemsize: int) -> tuple[int, int, int, 
 
 @pytest.mark.task("predict_chain_temp")
 def test_predict_chain_temp_on_fresh_chains(kata, fresh):
-    """Chains drawn over the whole domain: depths 1 to 13 (an even and an odd one past the
+    """Chains drawn over the whole domain: depths 0 to 13 (an even and an odd one past the
     listed 7 every time), widths, row counts and dtypes of 1, 2, 4 and 8 bytes (each size every
     time, on drawn depths); the expected temp is what XLA:CPU's buffer assignment says for the
     compiled chain."""
     depths = [fresh.randrange(8, 14, 2), fresh.randrange(9, 14, 2)]
-    depths += [fresh.randint(1, 13) for _ in range(3)]
+    depths += [fresh.randint(0, 13) for _ in range(3)]
     itemsizes = [1, 2, 4, 8, fresh.choice([1, 2, 4, 8])]
     fresh.shuffle(itemsizes)
     cases = [_fresh_chain_case(fresh, d, s) for d, s in zip(depths, itemsizes, strict=True)]

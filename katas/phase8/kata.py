@@ -54,8 +54,9 @@ def export_bytes(f, *specs) -> bytes:
 def call_exported(
     blob: bytes, *args
 ) -> jax.Array | tuple[jax.Array, ...] | list[jax.Array] | dict[str, jax.Array]:
-    """Rebuild the exported function from `blob` and call it on `args` as given; return what the
-    function returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
+    """Rebuild the exported function from `blob` and call it on `args` as given (a 0-d argument,
+    a NumPy scalar or 0-d array, stays 0-d; no argument is reshaped); return what the function
+    returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
     The exported function checks the arguments itself: a call it rejects (a wrong dtype or
     shape) raises its error, and a call it accepts runs."""
     # TODO: the inverse of serialize, then call
@@ -91,8 +92,8 @@ def predict_accepts(calls: dict[str, tuple[str, Any, tuple[int, ...]]]) -> dict[
     the whole grammar: one to three dimensions, each a constant or a symbol of any name (`b`,
     `batch`, `n`) times a coefficient written on either side (`12*b`, `b * 2`), plus or minus an
     offset (`b - 3`, `4*n + 11`); one or two symbols, each maybe in several dimensions; arrays of
-    any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16 ...) and of any shape,
-    empty ones included.
+    any NumPy dtype (bool, complex, unsigned and 8-bit ints, bfloat16, np.longdouble ...) and of
+    any shape, empty ones included. A call that raises for any reason does not run: False.
     """
     # TODO: one entry per name in calls
     raise NotImplementedError("phase8 task 6: predict_accepts")

@@ -324,3 +324,30 @@ def test_call_exported_runs_every_call_the_export_accepts(kata, fresh: Fresh):
             "returns a float32 jax.Array"
         )
     close(got, facts.np_mlp(*values), what)
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_passes_0d_arguments_as_given(kata, fresh: Fresh):
+    """An export whose input is 0-d (y of scale_shift, and maybe x too) takes a 0-d argument, a
+    NumPy scalar or a 0-d array: the call runs on the arguments as given, and an argument made
+    1-d first, (1,) for (), is one the export refuses."""
+    rows, cols = fresh.randint(2, 5), fresh.randint(2, 5)
+    x_shape = fresh.choice(((), (rows, cols)))
+    y_dtype = fresh.choice((np.float32, np.int32, np.int16))
+    blob = bytes(
+        jax.export.export(jax.jit(scale_shift))(spec(x_shape), spec((), y_dtype)).serialize()
+    )
+    rng = np.random.default_rng(fresh.randrange(99))
+    x = rng.normal(size=x_shape).astype(np.float32)
+    x = x[()] if x_shape == () and fresh.random() < 0.5 else x  # a NumPy scalar or a 0-d array
+    scalar = y_dtype(fresh.choice((2, 3, -1)))
+    y = scalar if fresh.random() < 0.5 else np.asarray(scalar)
+    what = (
+        f"scale_shift exported for x f32{list(x_shape)} and y {np.dtype(y_dtype).name}[], "
+        f"called with x {type(x).__name__} of shape {np.shape(x)} and y {type(y).__name__} "
+        f"of shape () ({fresh.where()})"
+    )
+    got = called(kata, blob, x, y, what=what)
+    assert isinstance(got, tuple) and len(got) == 2, f"{what}: expected 2 outputs, got {got!r}"
+    close(got[0], x * np.float32(scalar), f"{what}, output 0")
+    close(got[1], np.float32(scalar + 1), f"{what}, output 1")

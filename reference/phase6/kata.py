@@ -146,7 +146,8 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
     # then fills it again every second product: with an odd depth the products alternate
     # between it and one temp buffer; with an even depth from 4 on the product before the output
     # needs a second temp buffer. Depth 2: product 1 is the output's operand, one temp buffer.
-    buffers = 0 if depth == 1 else 1 if depth == 2 or depth % 2 == 1 else 2
+    # Depth 0 or 1: no intermediate at all.
+    buffers = 0 if depth <= 1 else 1 if depth == 2 or depth % 2 == 1 else 2
     return buffers * rows * width * itemsize
 
 
