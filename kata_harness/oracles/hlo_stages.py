@@ -41,14 +41,23 @@ def fusion_kinds(module) -> Counter:
 def stages(f: Callable, args: tuple):
     """jax.stages' own texts of ``f`` at ``args``, read structurally: (the StableHLO op census,
     the unoptimized HLO parsed, the optimized HLO parsed)."""
+    return read_stages(printed_stages(f, args))
+
+
+def printed_stages(f: Callable, args: tuple) -> tuple[str, str, str]:
+    """jax.stages' default prints of ``f`` at ``args`` (one lowering, one compile): the lowered
+    stage's StableHLO and HLO (``as_text()``, ``as_text(dialect="hlo")``) and the compiled
+    stage's ``as_text()``."""
     lowered = jax.jit(f).lower(*args)
     text = lowered.compile().as_text()
     assert text is not None, "this backend does not print its executable"
-    return (
-        stablehlo_op_census(lowered.as_text()),
-        parse_hlo(lowered.as_text(dialect="hlo")),
-        parse_hlo(text),
-    )
+    return lowered.as_text(), lowered.as_text(dialect="hlo"), text
+
+
+def read_stages(prints: tuple[str, str, str]):
+    """:func:`printed_stages`' texts read structurally, as :func:`stages` returns them."""
+    stablehlo, hlo, optimized = prints
+    return stablehlo_op_census(stablehlo), parse_hlo(hlo), parse_hlo(optimized)
 
 
 def input_layouts(compiled: jax.stages.Compiled) -> list[str]:
