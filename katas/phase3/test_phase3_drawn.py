@@ -87,9 +87,7 @@ def test_three_texts_of_drawn_programs(kata, fresh):
         assert isinstance(texts, dict), f"expected a dict, got {type(texts).__name__}"
         assert sorted(texts) == ["hlo", "optimized", "stablehlo"], f"keys {sorted(texts)}"
         prints = bank.default_prints(program, args)
-        bank.check_stages(
-            texts, oracle.read_stages(prints), f"{what} ({fresh.where()})", prints
-        )
+        bank.check_stages(texts, oracle.read_stages(prints), f"{what} ({fresh.where()})", prints)
 
 
 @pytest.mark.task("flops")
