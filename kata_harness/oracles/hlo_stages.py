@@ -116,18 +116,25 @@ def mlp_flops(mlp: Callable, shape: tuple[int, int, int, int]) -> float:
 _CORNERS = tuple(itertools.product((2, 3), repeat=4))
 
 
-def mlp_flops_exact(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
-    """The exact flops XLA's cost model gives the MLP at (batch, in, hidden, out), also past
-    2**24 where its float32 report is rounded: the count is affine in each size separately (every
-    op's cost is a product of distinct sizes), so it is the multilinear interpolation of XLA's
-    exact counts at the 16 shapes of sizes 2 and 3, in integers. Checked against XLA's own
-    report at ``shape``, to float32 precision."""
+def mlp_flops_interpolated(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
+    """:func:`mlp_flops_exact`'s interpolation alone (compiles only the 16 small shapes, cached):
+    enough to choose shapes by their count; :func:`mlp_flops_exact` checks it at ``shape``."""
     exact = 0
     for corner in _CORNERS:
         weight = 1
         for size, at in zip(shape, corner, strict=True):
             weight *= size - 2 if at == 3 else 3 - size
         exact += weight * int(mlp_flops(mlp, corner))
+    return exact
+
+
+def mlp_flops_exact(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
+    """The exact flops XLA's cost model gives the MLP at (batch, in, hidden, out), also past
+    2**24 where its float32 report is rounded: the count is affine in each size separately (every
+    op's cost is a product of distinct sizes), so it is the multilinear interpolation of XLA's
+    exact counts at the 16 shapes of sizes 2 and 3, in integers. Checked against XLA's own
+    report at ``shape``, to float32 precision."""
+    exact = mlp_flops_interpolated(mlp, shape)
     reported = mlp_flops(mlp, shape)
     assert abs(reported - exact) <= exact * 2.0**-20, (
         f"XLA's cost model of the MLP is not multilinear at {shape}: {reported:.0f} reported, "
