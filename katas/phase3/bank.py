@@ -23,6 +23,7 @@ from katas.phase3.programs import (
     bank_program,
 )
 from xla_inspect.errors import HloParseError
+from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
 from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
@@ -146,14 +147,14 @@ def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str, st
     want_census, want_hlo, want_optimized = want
     with check:
         assert census == want_census, f"{what}: stablehlo ops {dict(census)} differ"
-    for stage, default in zip(("stablehlo", "hlo", "optimized"), prints, strict=True):
-        printer = "compiled" if stage == "optimized" else "lowered"
+    for stage, default in zip(("stablehlo", "hlo"), prints[:2], strict=True):
         with check:
             assert texts[stage] == default, (
-                f"{what} {stage}: not the {printer} stage's default print of this program "
+                f"{what} {stage}: not the lowered stage's default print of this program "
                 f"(as_text with default options, no debug locations): "
                 f"{first_difference(texts[stage], default)}"
             )
+    check_compiled_print(texts["optimized"], prints[2], what)
     for stage, want_module in (("hlo", want_hlo), ("optimized", want_optimized)):
         got = hlo_module(texts[stage], f"{what} {stage}")
         with check:
@@ -171,6 +172,28 @@ def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str, st
                 f"{what} {stage}: constant {odd} is not printed as this stage prints it by "
                 "default (print options are part of the text)"
             )
+
+
+def check_compiled_print(got: str, want: str, what: str) -> None:
+    """three_texts' optimized text against the compiled stage's default print of the program
+    (as_text), line by line, the records of where Python called from aside (_frames_aside)."""
+    got, want = _frames_aside(got), _frames_aside(want)
+    with check:
+        assert got == want, (
+            f"{what} optimized: not the compiled stage's default print of this program (as_text; "
+            "its stack-frame tables and metadata, which name the caller's frames, aside): "
+            f"{first_difference(got, want)}"
+        )
+
+
+_FRAME_RULES = tuple(r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata"))
+
+
+def _frames_aside(text: str) -> str:
+    """An optimized HLO text without what records where Python called from (xla_inspect's
+    normalize rules strip_stack_frame_tables and strip_metadata): two compiles of one program
+    from two callers differ there and nowhere else."""
+    return normalize_hlo(text, _FRAME_RULES)
 
 
 def _constant_literals(module) -> Counter:
