@@ -3,7 +3,8 @@ of the bank's programs alone never meets, drawn afresh by the ``fresh`` fixture'
 
 Eleven to fourteen parameters (a sort of the text of N puts parameter(10) before parameter(2)),
 declared in a shuffled order under names that are not their numbers: arrays of every rank and of
-several dtypes in drawn layouts, tiled layouts (``{0,1:T(2)}``), a bounded dynamic dimension
+several dtypes in drawn layouts, tiled layouts (``{0,1:T(2)}``), a memory space after the order
+or the tile (``{0:S(1)}``, ``{1,0:T(8,128)S(2)}``), a bounded dynamic dimension
 (``f32[<=5]{0}``), scalars, tuples nested two deep, the empty tuple ``()`` as a parameter and
 inside one; a computation nothing calls, with parameters of
 its own, before or after ENTRY. The ROOT is of a drawn kind: a lone scalar, a tuple of six or
@@ -26,15 +27,18 @@ def _dims(rng: random.Random, rank: int) -> str:
     return ",".join(str(rng.randint(2, 9)) for _ in range(rank))
 
 
-def _array(rng: random.Random, rank: int, tiled: bool = False) -> str:
-    """An array shape of ``rank`` in a drawn layout; ``tiled``: with a tile after the order."""
+def _array(rng: random.Random, rank: int, tiled: bool = False, spaced: bool = False) -> str:
+    """An array shape of ``rank`` in a drawn layout; ``tiled``: with a tile after the order;
+    ``spaced``: with a memory space ``S(n)`` last (after the tile if any)."""
     dtype = rng.choice(_DTYPES)
     if rank == 0:
         return f"{dtype}[]"
     order = list(range(rank))
     rng.shuffle(order)
-    tile = ":" + rng.choice([t for t in _TILES if t.count(",") < rank]) if tiled else ""
-    return f"{dtype}[{_dims(rng, rank)}]{{{','.join(map(str, order))}{tile}}}"
+    tile = rng.choice([t for t in _TILES if t.count(",") < rank]) if tiled else ""
+    space = f"S({rng.randint(1, 5)})" if spaced else ""
+    extra = f":{tile}{space}" if tile or space else ""
+    return f"{dtype}[{_dims(rng, rank)}]{{{','.join(map(str, order))}{extra}}}"
 
 
 def _tuple(rng: random.Random, depth: int) -> str:
@@ -49,7 +53,9 @@ def _parameter(rng: random.Random, kind: str) -> str:
     if kind == "nested":
         return _tuple(rng, 1)
     if kind == "tiled":
-        return _array(rng, rng.randint(1, 3), tiled=True)
+        return _array(rng, rng.randint(1, 3), tiled=True, spaced=rng.random() < 0.5)
+    if kind == "spaced":
+        return _array(rng, rng.randint(1, 3), tiled=rng.random() < 0.5, spaced=True)
     if kind == "dynamic":
         return f"f32[<={rng.randint(2, 9)}]{{0}}"
     if kind == "scalar":
@@ -73,6 +79,7 @@ def entry_module(rng: random.Random, root: str) -> str:
     rng.shuffle(free)
     kinds[free[0]], kinds[free[1]] = "scalar", "dynamic"
     kinds[free[2]], kinds[free[3]] = "empty", "holding empty"
+    kinds[free[4]] = "spaced"
     shapes = [_parameter(rng, kind) for kind in kinds]
     labels = [f"arg{n}" for n in rng.sample(range(100), count)]
     order = list(range(count))

@@ -41,14 +41,23 @@ def fusion_kinds(module) -> Counter:
 def stages(f: Callable, args: tuple):
     """jax.stages' own texts of ``f`` at ``args``, read structurally: (the StableHLO op census,
     the unoptimized HLO parsed, the optimized HLO parsed)."""
+    return read_stages(printed_stages(f, args))
+
+
+def printed_stages(f: Callable, args: tuple) -> tuple[str, str, str]:
+    """jax.stages' default prints of ``f`` at ``args`` (one lowering, one compile): the lowered
+    stage's StableHLO and HLO (``as_text()``, ``as_text(dialect="hlo")``) and the compiled
+    stage's ``as_text()``."""
     lowered = jax.jit(f).lower(*args)
     text = lowered.compile().as_text()
     assert text is not None, "this backend does not print its executable"
-    return (
-        stablehlo_op_census(lowered.as_text()),
-        parse_hlo(lowered.as_text(dialect="hlo")),
-        parse_hlo(text),
-    )
+    return lowered.as_text(), lowered.as_text(dialect="hlo"), text
+
+
+def read_stages(prints: tuple[str, str, str]):
+    """:func:`printed_stages`' texts read structurally, as :func:`stages` returns them."""
+    stablehlo, hlo, optimized = prints
+    return stablehlo_op_census(stablehlo), parse_hlo(hlo), parse_hlo(optimized)
 
 
 def input_layouts(compiled: jax.stages.Compiled) -> list[str]:
@@ -107,18 +116,25 @@ def mlp_flops(mlp: Callable, shape: tuple[int, int, int, int]) -> float:
 _CORNERS = tuple(itertools.product((2, 3), repeat=4))
 
 
-def mlp_flops_exact(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
-    """The exact flops XLA's cost model gives the MLP at (batch, in, hidden, out), also past
-    2**24 where its float32 report is rounded: the count is affine in each size separately (every
-    op's cost is a product of distinct sizes), so it is the multilinear interpolation of XLA's
-    exact counts at the 16 shapes of sizes 2 and 3, in integers. Checked against XLA's own
-    report at ``shape``, to float32 precision."""
+def mlp_flops_interpolated(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
+    """:func:`mlp_flops_exact`'s interpolation alone (compiles only the 16 small shapes, cached):
+    enough to choose shapes by their count; :func:`mlp_flops_exact` checks it at ``shape``."""
     exact = 0
     for corner in _CORNERS:
         weight = 1
         for size, at in zip(shape, corner, strict=True):
             weight *= size - 2 if at == 3 else 3 - size
         exact += weight * int(mlp_flops(mlp, corner))
+    return exact
+
+
+def mlp_flops_exact(mlp: Callable, shape: tuple[int, int, int, int]) -> int:
+    """The exact flops XLA's cost model gives the MLP at (batch, in, hidden, out), also past
+    2**24 where its float32 report is rounded: the count is affine in each size separately (every
+    op's cost is a product of distinct sizes), so it is the multilinear interpolation of XLA's
+    exact counts at the 16 shapes of sizes 2 and 3, in integers. Checked against XLA's own
+    report at ``shape``, to float32 precision."""
+    exact = mlp_flops_interpolated(mlp, shape)
     reported = mlp_flops(mlp, shape)
     assert abs(reported - exact) <= exact * 2.0**-20, (
         f"XLA's cost model of the MLP is not multilinear at {shape}: {reported:.0f} reported, "

@@ -23,6 +23,7 @@ from katas.phase3.programs import (
     bank_program,
 )
 from xla_inspect.errors import HloParseError
+from xla_inspect.normalize import RULES, normalize_hlo
 from xla_inspect.parse import parse_hlo
 from xla_inspect.query import opcode_counts
 from xla_inspect.stablehlo import StableHloError, stablehlo_op_census
@@ -90,20 +91,21 @@ def forms(keys):
 @cache
 def stages(program: str):
     """jax.stages' own texts of a THREE_TEXT_PROGRAMS entry, read structurally."""
-    return oracle.stages(*THREE_TEXT_PROGRAMS[program])
+    return oracle.read_stages(printed(program))
 
 
 @cache
-def printed(program: str) -> tuple[str, str]:
+def printed(program: str) -> tuple[str, str, str]:
     """jax.stages' default prints of a THREE_TEXT_PROGRAMS entry (see default_prints)."""
     return default_prints(*THREE_TEXT_PROGRAMS[program])
 
 
-def default_prints(f, args: tuple) -> tuple[str, str]:
-    """(StableHLO, unoptimized HLO) as the lowered stage prints them with its default options (a
-    lowering only, no compile): the texts three_texts returns, without debug locations."""
-    lowered = jax.jit(f).lower(*args)
-    return lowered.as_text(), lowered.as_text(dialect="hlo")
+def default_prints(f, args: tuple) -> tuple[str, str, str]:
+    """(StableHLO, unoptimized HLO, optimized HLO) as jax.stages prints them with its default
+    options: the lowered stage's as_text() and as_text(dialect="hlo"), the compiled stage's
+    as_text(); the texts three_texts returns (no debug locations; the compiled module as the
+    compiled stage prints it, not as another printer of the executable's module would)."""
+    return oracle.printed_stages(f, args)
 
 
 def first_difference(got: str, want: str) -> str:
@@ -135,22 +137,24 @@ def stablehlo_census(text: str, what: str):
         )
 
 
-def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str]) -> None:
+def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str, str]) -> None:
     """three_texts' answer against jax.stages' own texts of the program (oracle.stages): the
-    StableHLO ops, and per HLO text its module name, opcodes (parameters too) and result; the
-    StableHLO and unoptimized HLO texts as the lowered stage prints them by default (`prints`,
-    default_prints): the same program printed with debug locations is another text."""
+    StableHLO ops, and per HLO text its module name, opcodes (parameters too) and result; each
+    text as its stage prints it by default (`prints`, default_prints): the same program printed
+    with debug locations, or its compiled module printed by another printer than the compiled
+    stage's as_text, is another text."""
     census = stablehlo_census(texts["stablehlo"], f"{what} stablehlo")
     want_census, want_hlo, want_optimized = want
     with check:
         assert census == want_census, f"{what}: stablehlo ops {dict(census)} differ"
-    for stage, default in zip(("stablehlo", "hlo"), prints, strict=True):
+    for stage, default in zip(("stablehlo", "hlo"), prints[:2], strict=True):
         with check:
             assert texts[stage] == default, (
                 f"{what} {stage}: not the lowered stage's default print of this program "
                 f"(as_text with default options, no debug locations): "
                 f"{first_difference(texts[stage], default)}"
             )
+    check_compiled_print(texts["optimized"], prints[2], what)
     for stage, want_module in (("hlo", want_hlo), ("optimized", want_optimized)):
         got = hlo_module(texts[stage], f"{what} {stage}")
         with check:
@@ -168,6 +172,28 @@ def check_stages(texts: dict, want: tuple, what: str, prints: tuple[str, str]) -
                 f"{what} {stage}: constant {odd} is not printed as this stage prints it by "
                 "default (print options are part of the text)"
             )
+
+
+def check_compiled_print(got: str, want: str, what: str) -> None:
+    """three_texts' optimized text against the compiled stage's default print of the program
+    (as_text), line by line, the records of where Python called from aside (_frames_aside)."""
+    got, want = _frames_aside(got), _frames_aside(want)
+    with check:
+        assert got == want, (
+            f"{what} optimized: not the compiled stage's default print of this program (as_text; "
+            "its stack-frame tables and metadata, which name the caller's frames, aside): "
+            f"{first_difference(got, want)}"
+        )
+
+
+_FRAME_RULES = tuple(r for r in RULES if r.name in ("strip_stack_frame_tables", "strip_metadata"))
+
+
+def _frames_aside(text: str) -> str:
+    """An optimized HLO text without what records where Python called from (xla_inspect's
+    normalize rules strip_stack_frame_tables and strip_metadata): two compiles of one program
+    from two callers differ there and nowhere else."""
+    return normalize_hlo(text, _FRAME_RULES)
 
 
 def _constant_literals(module) -> Counter:

@@ -20,9 +20,11 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 def three_texts(f, *args) -> dict[str, str]:
     """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)
-    and "optimized" (the HLO XLA compiled), each as jax.stages prints it by default: source
-    locations (debug_info) are not part of the program. Every call compiles for the args it is
-    given: the same f at other shapes is another program."""
+    and "optimized" (the HLO XLA compiled), each as jax.stages prints it by default (the lowered
+    stage's as_text, the compiled stage's as_text; another printer of the same module, such as
+    the executable's HloModule.to_string, prints attributes differently): source locations
+    (debug_info) are not part of the program. Every call compiles for the args it is given: the
+    same f at other shapes is another program."""
     # TODO: lower once; two texts come from the lowered stage, one from the compiled stage
     raise NotImplementedError("phase3 task 1: three_texts")
 
@@ -46,7 +48,8 @@ def entry_parameter_layouts(hlo_text: str) -> list[str]:
     parameter-number order (the N of parameter(N), not the order of the lines).
 
     Read each layout from the text, never from the rank: a 2-D input can be "{0,1}", and a layout
-    is all the text between its braces, tiles too ("{1,0:T(8,128)}"). A scalar's layout is "{}"
+    is all the text between its braces, tiles and memory space too ("{1,0:T(8,128)}",
+    "{1,0:T(8,128)S(1)}", "{0:S(1)}"). A scalar's layout is "{}"
     (the text prints f32[] without braces). A tuple-shaped parameter's layout is its elements'
     layouts in parentheses, at every depth: "({0,1}, {})" for (f32[2,3]{0,1}, s32[]); the
     empty tuple () has no elements: "()".

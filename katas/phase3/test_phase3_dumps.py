@@ -110,15 +110,17 @@ def test_dump_finds_this_compiles_files(kata, tmp_path):
 
 @pytest.mark.task("dump_files")
 def test_dump_of_the_same_function_again(kata, tmp_path):
-    """Another process's dump with a higher module number is there, and this function was
-    dumped before at another shape: only the files this compile wrote are the answer."""
+    """Another process's dump with a higher module number is there, written just before the
+    call, and this function was dumped before at another shape: only the files this compile
+    wrote are the answer."""
     stale = "module_999999999.jit_value_and_total"  # above any number a process reaches
+    unoptimized, optimized = bank.hlo_texts("value_and_total")
+    kata.dump_files(value_and_total, (ones((2, 3)),), str(tmp_path))
     for suffix, text in (
-        (".before_optimizations.txt", bank.hlo_texts("value_and_total")[0]),
-        (".cpu_after_optimizations.txt", bank.hlo_texts("value_and_total")[1]),
+        (".before_optimizations.txt", unoptimized),
+        (".cpu_after_optimizations.txt", optimized),
     ):
         (tmp_path / f"{stale}{suffix}").write_text(text)
-    kata.dump_files(value_and_total, (ones((2, 3)),), str(tmp_path))
     before, after = _dumped(kata, value_and_total, (ones((5, 1)),), tmp_path)
     for module in _modules(before, after):
         parameter = next(i for i in module.entry if i.opcode == "parameter")

@@ -48,10 +48,12 @@ def folded_scale(x) -> jax.Array:
 
 def shared_subexpression(a, b, c, d) -> jax.Array:
     """Return (a + b) times (c + d), element-wise, with the inputs' shape and dtype (for every
-    value: a + b may be negative or 0, so large that its square overflows, or inf itself; c and
-    d may have opposite signs and a small sum, or a sum of 0, and a zero product keeps its sign),
-    written so that the jaxpr has 3 adds and the optimized HLO (fused computations included)
-    has 2."""
+    value: a + b may be negative, 0 or -0.0, so large that its square overflows, or inf itself;
+    c and d may have opposite signs and a small sum, or a sum of 0, and a zero product keeps its
+    sign), written so that the jaxpr has 3 adds and the optimized HLO (fused computations
+    included) has 2. That value holds whether jit compiles the function or its ops run one by
+    one (jit disabled, nothing simplified): it may not rest on a simplification XLA makes that
+    IEEE arithmetic does not."""
     # TODO: repeat yourself on purpose
     raise NotImplementedError("phase4 task 4: shared_subexpression")
 
@@ -84,7 +86,9 @@ def refused_rewrites(x) -> tuple[jax.Array, jax.Array]:
     would simplify but XLA must not for floats: the optimized HLO keeps two multiplies (no
     reassociation of the constants) and one subtract (no folding to zero). Both results have
     x's shape and dtype; six times x is finite wherever it is in x's dtype (x up to a sixth of
-    the dtype's largest value)."""
+    the dtype's largest value) and as exact at the bottom of the normal range as anywhere (x
+    down to the dtype's smallest normal value: no step may pass through a subnormal, which
+    XLA's CPU code flushes to zero)."""
     # TODO: mind the order of the factors: Python evaluates left to right
     raise NotImplementedError("phase4 task 8: refused_rewrites")
 

@@ -63,8 +63,9 @@ def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: fl
     elements: a + b == 0, a negative sum, a + b so large that its square overflows the dtype
     while (a + b) * (c + d) does not, c, d of opposite signs so large against their sum that
     (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not, a + b that
-    overflows to inf itself (the product is inf: 0 * inf would be nan), and a negative a + b
-    times c + d == 0 (the product is -0.0)."""
+    overflows to inf itself (the product is inf: 0 * inf would be nan), a negative a + b
+    times c + d == 0 (the product is -0.0), and where there is room a seventh: a = b = -0.0
+    (a + b is -0.0, and the product of it and a positive c + d is -0.0)."""
     rng = np.random.default_rng(seed)
     a, b, c, d = rng.uniform(-1.0, 1.0, size=(4, *shape))
     top = float(ml_dtypes.finfo(dtype).max)
@@ -75,8 +76,9 @@ def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: fl
         (huge, huge, -4.0, 3.5),
         (top, top, 1.0, 0.5),
         (-1.0, -0.5, 0.5, -0.5),
+        (-0.0, -0.0, 0.5, 0.25),
     )
-    for index, values in enumerate(planted):
+    for index, values in enumerate(planted[: a.size]):
         for array, value in zip((a, b, c, d), values, strict=True):
             array.flat[index] = value
     return tuple(array.astype(dtype) for array in (a, b, c, d))

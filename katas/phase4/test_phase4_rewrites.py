@@ -100,13 +100,13 @@ def _require_cpu(fact: str) -> None:
 # --- tasks 2-8: demonstrations -------------------------------------------------------------
 
 
-def _traced_op_by_op(f, x) -> list[np.ndarray]:
-    """The outputs of the program jit traces from f at x, run op by op (jit disabled, nested
+def _traced_op_by_op(f, *args) -> list[np.ndarray]:
+    """The outputs of the program jit traces from f at args, run op by op (jit disabled, nested
     jits too: each op compiles on its own, nothing simplified): what f computes eagerly when it
     runs the same ops whether or not its input is a tracer."""
-    closed = jax.make_jaxpr(f)(x)
+    closed = jax.make_jaxpr(f)(*args)
     with jax.disable_jit():
-        out = jax.extend.core.jaxpr_as_fun(closed)(jnp.asarray(x))
+        out = jax.extend.core.jaxpr_as_fun(closed)(*map(jnp.asarray, args))
     return [np.asarray(value) for value in out]
 
 
@@ -164,30 +164,44 @@ def test_folded_scale_becomes_a_multiply(kata):
             assert hlo["multiply"] == 1, f"{what} optimized: multiply x{hlo['multiply']}, want 1"
 
 
+def _check_product(what, got, args) -> None:
+    """`got` is (a + b) * (c + d) rounded to a's dtype: inf and the sign of a zero included."""
+    a, b, c, d = args
+    wide = [v.astype(np.float64) for v in args]
+    with np.errstate(over="ignore"):  # a + b beyond the dtype's range is inf there
+        want = ((wide[0] + wide[1]) * (wide[2] + wide[3])).astype(a.dtype).astype(np.float64)
+    got = got.astype(np.float64)
+    tolerance = 4 * _tolerance(a)
+    with check:
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=what)
+    flipped = np.flatnonzero((want == 0) & (np.signbit(got) != np.signbit(want)))
+    with check:
+        assert not flipped.size, (
+            f"{what}: at a, b, c, d = {[float(v.flat[flipped[0]]) for v in (a, b, c, d)]} "
+            f"got {got.flat[flipped[0]]!r}, expected (a + b) * (c + d) = "
+            f"{want.flat[flipped[0]]!r} (the sign of a zero counts)"
+        )
+
+
 @pytest.mark.task("shared_subexpression")
 def test_cse_removes_the_repeated_add(kata):
     """Signed inputs with a + b == 0, negative sums, a sum whose square overflows, a sum that
-    overflows to inf itself and a zero product of negative sign: the product rounded to the
-    dtype, inf and the sign of a zero included."""
-    for what, (a, b, c, d) in CSE_INPUTS.items():
+    overflows to inf itself, a zero product of negative sign and a + b == -0.0: the product
+    rounded to the dtype, inf and the sign of a zero included; compiled at every input and, at
+    the first, the program jit traces run op by op (nothing simplified): the value may not hang
+    on a rewrite XLA makes that IEEE arithmetic does not (x + 0.0 is +0.0 where x is -0.0)."""
+    for index, (what, args) in enumerate(CSE_INPUTS.items()):
+        a, b, c, d = args
         jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
         _, optimized, out = _compile(what, kata.shared_subexpression, a, b, c, d)
         _same_kind(what, out, a)
         hlo_adds = oracle.counts(optimized)["add"]
-        wide = [v.astype(np.float64) for v in (a, b, c, d)]
-        with np.errstate(over="ignore"):  # a + b beyond the dtype's range is inf there
-            want = ((wide[0] + wide[1]) * (wide[2] + wide[3])).astype(a.dtype).astype(np.float64)
-        got = out.astype(np.float64)
-        tolerance = 4 * _tolerance(a)
-        with check:
-            np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=what)
-        flipped = np.flatnonzero((want == 0) & (np.signbit(got) != np.signbit(want)))
-        with check:
-            assert not flipped.size, (
-                f"{what}: at a, b, c, d = {[float(v.flat[flipped[0]]) for v in (a, b, c, d)]} "
-                f"got {got.flat[flipped[0]]!r}, expected (a + b) * (c + d) = "
-                f"{want.flat[flipped[0]]!r} (the sign of a zero counts)"
-            )
+        _check_product(f"{what}, compiled", out, args)
+        if index == 0:
+            traced = _traced_op_by_op(kata.shared_subexpression, *args)
+            assert len(traced) == 1, f"{what}: the traced program returns {len(traced)} arrays"
+            _same_kind(f"{what}, its traced program run op by op", traced[0], a)
+            _check_product(f"{what}, its traced program run op by op", traced[0], args)
         with check:
             assert jaxpr_adds == 3, f"{what}: jaxpr add x{jaxpr_adds}, want 3 (a+b written twice)"
         with check:
@@ -288,15 +302,22 @@ def test_transpose_folds_into_the_dot(kata):
                 )
 
 
-def _near_a_sixth_of_the_top(x: np.ndarray, fresh) -> np.ndarray:
+def _near_the_edges(x: np.ndarray, fresh) -> np.ndarray:
     """x with its last two elements (of two or more) set where six times x is finite but a larger
     factor would overflow: 0.985 of a sixth of the dtype's largest value, and a value drawn
-    between a twelfth and that, each of a drawn sign."""
+    between a twelfth and that; and (of four or more) an element at a drawn place among the
+    others set between the dtype's smallest normal value and 1.9 times that, where a factor
+    below 1 would leave the normal range (XLA's CPU code flushes subnormal results to zero);
+    each of a drawn sign."""
     if x.size < 2:
         return x
-    sixth = float(jnp.finfo(x.dtype).max) / 6
+    finfo = jnp.finfo(x.dtype)
+    sixth, tiny = float(finfo.max) / 6, float(finfo.tiny)
     x = x.copy()
-    for index, value in ((-2, 0.985 * sixth), (-1, fresh.uniform(sixth / 2, 0.985 * sixth))):
+    planted = [(-2, 0.985 * sixth), (-1, fresh.uniform(sixth / 2, 0.985 * sixth))]
+    if x.size >= 4:
+        planted.append((fresh.randrange(x.size - 2), fresh.uniform(tiny, 1.9 * tiny)))
+    for index, value in planted:
         x.flat[index] = fresh.choice((1.0, -1.0)) * value
     return x
 
@@ -304,9 +325,10 @@ def _near_a_sixth_of_the_top(x: np.ndarray, fresh) -> np.ndarray:
 @pytest.mark.task("refused_rewrites")
 def test_xla_keeps_float_rewrites_it_may_not_do(kata, fresh):
     """At each input, two elements near a sixth of the dtype's largest value (six times them is
-    finite, drawn afresh) besides the ones whose six times is inf."""
+    finite, drawn afresh) besides the ones whose six times is inf, and one just above the
+    smallest normal value (six times it is exact too; compared without an absolute tolerance)."""
     for what, x in ELEMENTWISE_INPUTS.items():
-        x = _near_a_sixth_of_the_top(x, fresh)
+        x = _near_the_edges(x, fresh)
         _, optimized, out = _compile(what, kata.refused_rewrites, x)
         assert isinstance(out, tuple) and len(out) == 2, f"{what}: expected two results"
         scaled, zero = out
@@ -315,7 +337,10 @@ def test_xla_keeps_float_rewrites_it_may_not_do(kata, fresh):
         hlo = oracle.counts(optimized)
         with np.errstate(over="ignore"):  # six times the largest values is inf in x's dtype
             want = (x.astype(np.float64) * 6).astype(x.dtype).astype(np.float32)
-        wrong = np.flatnonzero(~np.isclose(scaled.astype(np.float32), want, rtol=_tolerance(x)))
+        wide = x.astype(np.float32)
+        subnormal = (wide != 0) & (np.abs(wide) < float(jnp.finfo(x.dtype).tiny))
+        close = np.isclose(scaled.astype(np.float32), want, rtol=_tolerance(x), atol=0.0)
+        wrong = np.flatnonzero(~close & ~subnormal)
         with check:
             assert not wrong.size, (
                 f"{what}: at x = {float(x.flat[wrong[0]])!r} the first result is "
