@@ -76,11 +76,18 @@ def key_tree_draws(seed: int, n_in: int, hidden: int, out: int) -> tuple[np.ndar
     return np.asarray(first), np.asarray(second)
 
 
-def drawn_from(values: np.ndarray, candidates: np.ndarray) -> int | None:
-    """Which key of :func:`key_tree` gave these (unscaled) values, if any."""
+def drawn_from(values: np.ndarray, candidates: np.ndarray) -> tuple[int, float] | None:
+    """Which key of :func:`key_tree` gave these values, drawn and then multiplied by one
+    positive factor, and that factor (by least squares, in float64), if any: the factor is
+    measured, not assumed, so a weight at the wrong scale is still traced to its key."""
+    v = np.asarray(values, np.float64).ravel()
     for index, candidate in enumerate(candidates):
-        if np.allclose(values, candidate, rtol=1e-3, atol=1e-4):
-            return index
+        c = np.asarray(candidate, np.float64).ravel()
+        if c.shape != v.shape or not np.any(c):
+            continue
+        scale = float(v @ c / (c @ c))
+        if scale > 0 and np.allclose(v, scale * c, rtol=1e-3, atol=1e-4 * scale):
+            return index, scale
     return None
 
 

@@ -112,11 +112,15 @@ def abs_where(x) -> jax.Array:
     |z| of a complex z is neither z nor -z, and a bool has no -x).
     The result has x's shape and dtype (int32 in, int32 out) and is exact for every value of
     the dtype (the largest magnitudes, int32 beyond 2**24, infinities, NaN); a zero comes back
-    as a zero of either sign (-0.0 == 0.0: `x >= 0` and `x > 0` are both right). The jaxpr
-    selects (select_n) for every dtype (an unsigned one too, whose |x| is x), also when x is a
-    concrete array (a JAX array or a NumPy one), and the select decides: it picks x or -x per
-    element (|x| computed some other way, here or on the host, is not a select). Do not call
-    jnp.abs, jnp.sign or jnp.maximum.
+    as a zero of either sign (-0.0 == 0.0: `x >= 0` and `x > 0` are both right). A signed
+    int's most negative value has no |x| in its dtype: its -x wraps around to x itself, so it
+    comes back unchanged (int8 -128 gives -128, as np.abs gives), never clipped to the max.
+    The jaxpr selects (select_n) for every dtype (an unsigned one too, whose |x| is x), also
+    when x is a concrete array (a JAX array or a NumPy one), and the select decides: it picks x
+    or -x per element (|x| computed some other way, here or on the host, is not a select). An
+    empty x (f32[0, 3]) has no element to pick: JAX leaves the select out of its jaxpr, and
+    only the result's shape and dtype are checked. Do not call jnp.abs, jnp.sign or
+    jnp.maximum.
     """
     # TODO: a jit-safe select
     raise NotImplementedError("phase1 task 8: abs_where")
@@ -126,7 +130,8 @@ def abs_cond(x) -> jax.Array:
     """|x| for a traced scalar x, without Python `if`, using lax.cond.
 
     The result keeps x's dtype (f32, int32, bf16) and is exact for every value of it (int32
-    beyond 2**24 and NaN too; a zero comes back as a zero of either sign, -0.0 == 0.0). The
+    beyond 2**24 and NaN too; a zero comes back as a zero of either sign, -0.0 == 0.0; int32
+    -2**31, whose -x wraps around to itself, comes back unchanged, as np.abs gives). The
     negation happens inside a branch (one branch gives x, the other -x), so only the branch
     taken runs; nothing is computed outside the cond but the predicate (no conversion of x
     before or after it), and the predicate compares x in its own dtype (int32 x < 0.0 converts x

@@ -1,7 +1,8 @@
 """The programs phase 1's tests run, and what `katas show` compiles for each task.
 
-The tests run the learner's MLP on `data()` (three shapes: the usual one, size 1, odd) and the
-absolute values on `ABS_INPUTS`; `katas show` compiles the same calls at the usual shape.
+The tests run the learner's MLP on `data()` (three shapes: the usual one, size 1, odd); the
+absolute values run on inputs drawn fresh (strata.py). `katas show` compiles the MLP's calls at
+the usual shape and abs_where on `ABS_INPUTS[0]`.
 """
 
 from __future__ import annotations

@@ -204,12 +204,19 @@ def _of(values: list[float], dtype: np.dtype) -> np.ndarray:
     return np.asarray(values, wide).astype(dtype)
 
 
+def _wrapping(dtype: np.dtype) -> list[float]:
+    """A signed int's most negative value (whose -x wraps around to itself: |x| is x there, as
+    np.abs gives), or nothing for the other dtypes."""
+    return [int(np.iinfo(dtype).min)] if dtype.kind == "i" else []
+
+
 def abs_inputs(rng: random.Random) -> list[np.ndarray]:
     """One array of 12 values per dtype of ABS_DTYPES, of a drawn shape: the dtype's extremes
-    and drawn values, shuffled; then a 0-d and a size-0 array of drawn dtypes."""
+    (a signed int's most negative value too) and drawn values, shuffled; then a 0-d and a
+    size-0 array of drawn dtypes."""
     arrays = []
     for dtype in ABS_DTYPES:
-        values = _extremes(rng, dtype)
+        values = _extremes(rng, dtype) + _wrapping(dtype)
         values += [_any_value(rng, dtype) for _ in range(12 - len(values))]
         rng.shuffle(values)
         arrays.append(_of(values, dtype).reshape(rng.choice(SHAPES_OF_12)))
@@ -221,11 +228,12 @@ def abs_inputs(rng: random.Random) -> list[np.ndarray]:
 
 def cond_inputs(rng: random.Random) -> list[np.generic]:
     """Scalars of each dtype of COND_DTYPES: 0, the most negative value whose |x| fits, a
-    negative and a positive drawn value of any magnitude, for int32 an odd value beyond -2**24,
-    and for the floats -0.0 (|x| a zero of either sign) and NaN."""
+    negative and a positive drawn value of any magnitude, for int32 an odd value beyond -2**24
+    and -2**31 (whose -x wraps around to itself), and for the floats -0.0 (|x| a zero of either
+    sign) and NaN."""
     scalars = []
     for dtype in COND_DTYPES:
-        values = [0, -abs(_any_value(rng, dtype)), abs(_any_value(rng, dtype))]
+        values = [0, -abs(_any_value(rng, dtype)), abs(_any_value(rng, dtype)), *_wrapping(dtype)]
         values += [v for v in _extremes(rng, dtype) if v < 0 and np.isfinite(v)][:2]
         edges = _extremes(rng, dtype)
         values += [v for v in edges if v == 0 and np.signbit(v)]

@@ -146,15 +146,26 @@ def test_init_params_values(kata):
             )
     # a key is used once: not drawn from and also split, not drawn from twice
     tree, draws = oracle.key_tree(), oracle.key_tree_draws(3, *WIDE)
-    source = {
-        name: oracle.drawn_from(params[name] * np.sqrt(fan_in), candidates)
-        for (name, fan_in), candidates in zip((("w1", n_in), ("w2", hidden)), draws, strict=True)
-    }
-    for name, index in source.items():
+    source: dict[str, int | None] = {}
+    layers = (("w1", n_in), ("w2", hidden))
+    for (name, fan_in), candidates in zip(layers, draws, strict=True):
+        found = oracle.drawn_from(params[name], candidates)
+        source[name] = None if found is None else found[0]
+        if found is None:
+            continue  # drawn some other way the contract allows: the statistics above judge it
+        index, scale = found
         with check:
             assert index != 0, (
                 f"{name} is drawn from the key you were given; split it and draw from the "
                 "subkeys (a key is used once: drawing from it and splitting it reuses it)"
+            )
+        # the weight is one draw times one factor: that factor is 1/sqrt(fan_in) to float32's
+        # rounding (a 1% error, fan_in + 1 for fan_in, hides in a sample std)
+        with check:
+            assert abs(scale * np.sqrt(fan_in) - 1.0) < 1e-5, (
+                f"init_params(jax.random.key(3), {', '.join(map(str, WIDE))}): {name} is "
+                f"normal({tree[index][0]}, {params[name].shape}) times {scale:.7f}, expected "
+                f"1/sqrt({fan_in}) = {1 / np.sqrt(fan_in):.7f} (its fan-in, the number of rows)"
             )
     if source["w1"] is not None and source["w2"] is not None:
         first, second = source["w1"], source["w2"]

@@ -21,6 +21,14 @@ def _label(x) -> str:
     return f"{np.asarray(x).dtype}{list(np.shape(x))}"
 
 
+def _magnitude(x) -> np.ndarray:
+    """NumPy's |x| as float64: taken in float64 for the floats, in x's own dtype for the ints
+    (an int's most negative value wraps around to itself there, as -x does)."""
+    x = np.asarray(x)
+    wide = np.asarray(x, np.float64)
+    return np.abs(x).astype(np.float64) if x.dtype.kind in "iu" else np.abs(wide)
+
+
 def _traced_every_way(function, x):
     """The jaxpr of function traced on x as an argument, and on x as a concrete array it is
     called with inside a trace, a JAX array and the NumPy array itself (an answer that looks at
@@ -40,7 +48,8 @@ def _traced_every_way(function, x):
 @pytest.mark.task("abs_where")
 def test_abs_where_values_under_jit(kata, fresh):
     """Fresh arrays of every signed and unsigned int and float dtype JAX keeps in its 32-bit
-    mode, holding each dtype's edges (NaN for the floats; see strata.abs_inputs)."""
+    mode, holding each dtype's edges (NaN for the floats, a signed int's most negative value;
+    see strata.abs_inputs), a 0-d and an empty one."""
     run = jax.jit(kata.abs_where)
     for x in abs_inputs(fresh):
         got = run(x)
@@ -52,7 +61,7 @@ def test_abs_where_values_under_jit(kata, fresh):
         with check:
             np.testing.assert_array_equal(
                 np.asarray(got, np.float64),
-                np.abs(np.asarray(x, np.float64)),
+                _magnitude(x),
                 err_msg=f"abs_where on {_label(x)} ({fresh.where()})",
             )
 
@@ -70,9 +79,11 @@ def test_abs_where_any_floats(kata, values):
 @pytest.mark.task("abs_where")
 def test_abs_where_selects(kata):
     """On every dtype of the contract (unsigned ones too: |x| is x there, and the select still
-    picks x or -x), traced from an argument and from a concrete JAX or NumPy array."""
+    picks x or -x), traced from an argument and from a concrete JAX or NumPy array; x is not
+    empty (JAX leaves out the select of an empty x, which has nothing to pick: the contract
+    asks only its shape and dtype, which test_abs_where_values_under_jit checks)."""
     for dtype in ABS_DTYPES:
-        x = np.arange(-3, 3).reshape(2, 3).astype(dtype)
+        x = np.arange(-3, 3).reshape(2, 3).astype(dtype)  # not empty: see the docstring
         for how, jaxpr in _traced_every_way(kata.abs_where, x).items():
             census = primitive_census(jaxpr)
             where = f"{_label(x)}, {how}"
@@ -98,8 +109,8 @@ def test_abs_where_selects(kata):
 
 @pytest.mark.task("abs_cond")
 def test_abs_cond_values(kata, fresh):
-    """Fresh scalars of f32, int32 and bf16, edges included (NaN for the floats; see
-    strata.cond_inputs)."""
+    """Fresh scalars of f32, int32 and bf16, edges included (NaN for the floats, int32 -2**31;
+    see strata.cond_inputs)."""
     run = jax.jit(kata.abs_cond)
     for x in cond_inputs(fresh):
         got = run(x)
@@ -108,7 +119,7 @@ def test_abs_cond_values(kata, fresh):
             assert (got.shape, str(got.dtype)) == ((), str(np.asarray(x).dtype)), (
                 f"abs_cond on {_label(x)} came back as {_label(got)}"
             )
-        expected = abs(float(x))
+        expected = float(_magnitude(x))
         with check:
             assert float(got) == expected or (np.isnan(expected) and np.isnan(float(got))), (
                 f"abs_cond({x!r}) gave {float(got)!r} ({fresh.where()})"

@@ -76,10 +76,10 @@ def literal_operands(jaxpr, primitive: str) -> list[float]:
     In equation order, operand order within an equation, repeats kept, as floats (an int8 3
     gives 3.0, True gives 1.0, a 0 or False gives 0.0), exactly (an int32 16777217 gives
     16777217.0), whatever the literal's dtype (unsigned ones too). Only equations of that
-    primitive count, by its whole name (`or` is not `xor`, `add` not `scatter-add`). Only
-    operands count (not params such as integer_pow's y), only top-level equations (not those of
-    nested jaxprs), and only literals (a closed-over array is a constvar, not a literal, a 0-d
-    jax Array too).
+    primitive count, by its whole name (`or` is not `xor`, `add` not `scatter-add` nor
+    `add_any`, `atan` not `atan2`). Only operands count (not params such as integer_pow's y),
+    only top-level equations (not those of nested jaxprs), and only literals (a closed-over
+    array is a constvar, not a literal, a 0-d jax Array too).
     """
     # TODO: a literal invar carries its value in `.val`
     raise NotImplementedError("phase2 task 4: literal_operands")

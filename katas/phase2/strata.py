@@ -7,8 +7,8 @@ that its answer is known by construction, not read from the jaxpr.
   equation), one of them twice, in a drawn order.
 - literal_program: literals of a drawn dtype at its edges (int32 beyond 2**24, uint32 beyond
   2**31) and a zero, next to primitives whose names contain one another (or, xor; add,
-  scatter-add), two of them in one equation (a clamp's bounds), beside a closed-over 0-d jax
-  Array (a constvar, not a literal).
+  scatter-add) or begin with one another (add, add_any; atan, atan2), two of them in one
+  equation (a clamp's bounds), beside a closed-over 0-d jax Array (a constvar, not a literal).
 - dead_code_program: a drawn chain of equations, some dead, with four set pieces in every
   program (a value read twice by one equation, both dead; several results none of which is
   read; dead code inside a live jit; a dead chain four to six links long, spread out).
@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 from jax import lax
+from jax.interpreters import ad
 
 DTYPE_NAMES = (
     "bool",
@@ -155,9 +156,10 @@ def literal_program(rng: random.Random, name: str) -> LiteralProgram:
     """A program on an array of dtype `name` (one of LITERAL_DTYPES) with literals at that
     dtype's edges (as 0-d NumPy scalars: inlined), in a drawn order, beside primitives whose
     names contain the asked one: `or` beside `xor` for integers, `add` beside `scatter-add` for
-    floats; a `mul` by a zero literal and by a closed-over 0-d jax Array (a constvar), in a
-    drawn order; then two clamps in a drawn order, two literal bounds each (two edges, or one
-    value twice)."""
+    floats; beside primitives whose names begin with the asked one (see _prefixed): `add` beside
+    `add_any`, and for floats `atan` beside `atan2`; a `mul` by a zero literal and by a
+    closed-over 0-d jax Array (a constvar), in a drawn order; then two clamps in a drawn order,
+    two literal bounds each (two edges, or one value twice)."""
     dtype = dtype_of(name)
     a, b = (dtype.type(v) for v in rng.sample(_EDGES[name], 2))
     c = dtype.type(rng.randint(1, 9))
@@ -184,26 +186,50 @@ def literal_program(rng: random.Random, name: str) -> LiteralProgram:
         return v
 
     clamps = [float(bound) for pair in bounds for bound in pair]
+    prefixed, after = _prefixed(rng, dtype, (*_EDGES[name], int(c)))
     if dtype.kind in "iu":
         first, second = ("or", "xor") if rng.random() < 0.5 else ("xor", "or")
         ops = {"or": jnp.bitwise_or, "xor": jnp.bitwise_xor}
 
         def f(v):
-            return clamped(scaled(ops[second](ops[first](v + a, b), c) * a))
+            return clamped(scaled(ops[second](ops[first](prefixed(v + a), b), c) * a))
 
         expected = {"add": [float(a)], first: [float(b)], second: [float(c)]}
         expected["mul"] = [float(a), *scaled_by]
-        return LiteralProgram(f, arg, {**expected, "clamp": clamps}, name)
+        return LiteralProgram(f, arg, {**expected, **after, "clamp": clamps}, name)
 
     def g(v):
-        return clamped(scaled((v.at[1].add(c) + a) * b) + v.at[0].add(b))
+        return clamped(scaled((prefixed(v.at[1].add(c)) + a) * b) + v.at[0].add(b))
 
     expected = {
         "add": [float(a)],
         "mul": [float(b), *scaled_by],
         "scatter-add": [float(c), float(b)],
     }
-    return LiteralProgram(g, arg, {**expected, "clamp": clamps}, name)
+    return LiteralProgram(g, arg, {**expected, **after, "clamp": clamps}, name)
+
+
+def _prefixed(rng: random.Random, dtype: np.dtype, values: tuple) -> tuple[Callable, dict]:
+    """A step (array in, array of its shape and dtype out) holding primitives whose names begin
+    with a name the program asks about: an `add_any` (what jax.grad sums cotangents with) of a
+    0-d piece and a literal, and for floats an `atan2` with a literal beside an `atan` with none,
+    in a drawn order; with the literals each of them has."""
+    spare = dtype.type(rng.choice(values))
+    pieces = ["add_any"] + (["atan"] if dtype.kind not in "iu" else [])
+    rng.shuffle(pieces)
+
+    def step(v):
+        for piece in pieces:
+            if piece == "add_any":
+                v = v + ad.add_jaxvals_p.bind(v[0], spare)  # `add`, `mul`: no literal here
+            else:
+                v = jnp.arctan2(v, spare) * jnp.arctan(v)
+        return v
+
+    expected = {"add_any": [float(spare)]}
+    if "atan" in pieces:
+        expected |= {"atan": [], "atan2": [float(spare)]}
+    return step, expected
 
 
 # ------------------------------------------------------------------------------ unused_equations

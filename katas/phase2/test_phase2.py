@@ -330,8 +330,9 @@ def test_literals_only_at_top_level(kata):
 def test_literals_on_fresh_programs(kata, fresh):
     """A drawn program per dtype (strata.literal_program), in a drawn order: literals at the
     dtype's edges (unsigned, int32 beyond 2**24, ...) and a zero, beside primitives whose names
-    contain the one asked, equations with two literal operands (a clamp's bounds, one value
-    twice), and a closed-over 0-d jax Array (a constvar) as an operand of the primitive asked."""
+    contain or begin with the one asked (xor, scatter-add; add_any, atan2), equations with two
+    literal operands (a clamp's bounds, one value twice), and a closed-over 0-d jax Array (a
+    constvar) as an operand of the primitive asked."""
     for name in fresh.sample(LITERAL_DTYPES, len(LITERAL_DTYPES)):
         program = literal_program(fresh, name)
         jaxpr = jax.make_jaxpr(program.f)(program.arg)
