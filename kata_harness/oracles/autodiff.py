@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax._src.shard_map import ShardMapTrace  # eager shard_map's trace, jax 0.10-0.12
 
 from xla_inspect.capture import capture
 from xla_inspect.jaxpr import iter_eqns
@@ -153,11 +154,25 @@ def optimized(fn, *args):
     return parse_hlo(capture(fn, *args).optimized_hlo_text)
 
 
+def _lowered_devices(lowered) -> int:
+    """How many devices run the lowered program: its module's partitions times replicas (a
+    shard_map or a pmap over a mesh of 8 runs its body on 8 devices)."""
+    attributes = lowered.compiler_ir("stablehlo").operation.attributes
+    count = 1
+    for name in ("mhlo.num_partitions", "mhlo.num_replicas"):
+        if name in attributes:
+            count *= int(str(attributes[name]).split(":")[0])
+    return count
+
+
 def lowered_flops(fn, *args) -> float:
-    """XLA's cost analysis of the lowered program (same flops as compiled here, no compile)."""
-    cost = jax.jit(fn).lower(*args).cost_analysis()
+    """XLA's cost analysis of the lowered program (same flops as compiled here, no compile), the
+    work of every device: cost analysis reports one device's share of a program run on several
+    (a shard_map's body on its per-device shapes), so it is multiplied by their number."""
+    lowered = jax.jit(fn).lower(*args)
+    cost = lowered.cost_analysis()
     assert cost is not None, "this backend has no cost analysis"
-    return cost["flops"]
+    return cost["flops"] * _lowered_devices(lowered)
 
 
 def lowered_flops_of_constants(fn, *args) -> float:
@@ -165,11 +180,12 @@ def lowered_flops_of_constants(fn, *args) -> float:
     a call inside a jit with concrete arguments, which an answer that asks whether its
     arguments are tracers cannot tell from an eager call. Lowered, not compiled: compiling
     would fold the constants away. A program that only returns a constant (computed while
-    tracing) has no flops entry: 0."""
+    tracing) has no flops entry: 0. Every device's work, as in :func:`lowered_flops`."""
     concrete = [jax.numpy.asarray(a) for a in args]
-    cost = jax.jit(lambda: fn(*concrete)).lower().cost_analysis()
+    lowered = jax.jit(lambda: fn(*concrete)).lower()
+    cost = lowered.cost_analysis()
     assert cost is not None, "this backend has no cost analysis"
-    return cost.get("flops", 0.0)
+    return cost.get("flops", 0.0) * _lowered_devices(lowered)
 
 
 def eager_dot_flops(fn, *args) -> int:
@@ -180,9 +196,13 @@ def eager_dot_flops(fn, *args) -> int:
     What an eager call runs, whatever ``fn`` does once it sees its arguments are not tracers.
 
     JAX runs an eager primitive through its ``impl`` (EvalTrace.process_primitive, jax
-    0.10-0.12); the count goes through a wrapper removed when the call ends."""
+    0.10-0.12); the count goes through a wrapper removed when the call ends. An eager shard_map
+    runs each primitive of its body as a small compiled program on every device of its mesh
+    (ShardMapTrace.process_primitive, jit enabled again), never through ``impl``: its dots are
+    counted there, on the per-device shapes, once per device."""
     primitive = jax.lax.dot_general_p
     original = primitive.impl
+    original_shard_map = ShardMapTrace.process_primitive
     executed: list[int] = []
 
     def counted(*operands: Any, **params: Any) -> Any:
@@ -192,13 +212,26 @@ def eager_dot_flops(fn, *args) -> int:
         executed.append(2 * size * math.prod(np.shape(result)))
         return result
 
+    def counted_per_device(trace, prim, tracers, params, /):
+        if prim is primitive:
+            lhs, rhs = (tuple(jax.typeof(t).shape) for t in tracers)  # per-device shapes
+            (contracting, rhs_contracting), (batch, rhs_batch) = params["dimension_numbers"]
+            free = [s for axis, s in enumerate(lhs) if axis not in (*contracting, *batch)]
+            free += [s for axis, s in enumerate(rhs) if axis not in (*rhs_contracting, *rhs_batch)]
+            size = math.prod(int(lhs[axis]) for axis in contracting)
+            output = math.prod(int(lhs[axis]) for axis in batch) * math.prod(map(int, free))
+            executed.append(2 * size * output * trace.mesh.size)
+        return original_shard_map(trace, prim, tracers, params)
+
     concrete = [jax.numpy.asarray(a) for a in args]
     primitive.impl = counted
+    ShardMapTrace.process_primitive = counted_per_device
     try:
         with jax.disable_jit():
             jax.block_until_ready(fn(*concrete))
     finally:
         primitive.impl = original
+        ShardMapTrace.process_primitive = original_shard_map
     return sum(executed)
 
 
@@ -238,7 +271,8 @@ UNCOUNTED = {
 
 
 def compiled_cost(fn, *args) -> tuple[float, Counter]:
-    """XLA's cost analysis of the compiled program, and how many instructions of each kind it
+    """XLA's cost analysis of the compiled program (every device's work, as in
+    :func:`lowered_flops`), and how many instructions of each kind it
     cannot see (``UNCOUNTED``) the compiled module holds, nested computations included."""
     compiled = jax.jit(fn).lower(*args).compile()
     cost = compiled.cost_analysis()
@@ -246,9 +280,12 @@ def compiled_cost(fn, *args) -> tuple[float, Counter]:
     unseen: Counter = Counter()
     executable = compiled.runtime_executable()
     assert executable is not None, "this backend gives no executable to read"
+    # cost analysis reports one device's share of a program that runs on several (a shard_map
+    # or pmap body on its per-device shapes): the work is that share times the devices
+    devices = len(executable.local_devices())
     for module in executable.hlo_modules():
         for computation in module.computations():
             for instruction in computation.instructions():
                 if instruction.opcode.name in UNCOUNTED:
                     unseen[instruction.opcode.name] += 1
-    return cost["flops"], unseen
+    return cost["flops"] * devices, unseen

@@ -126,7 +126,8 @@ def directional_derivative(f, x, v) -> jax.Array:
     not holomorphic), compiled or called eagerly, and no work the cost analysis cannot see (a
     while loop, whose body it counts once; a host callback or other custom-call). Every call
     is held to the budget, traced or on concrete arrays: called eagerly (op by op, jit
-    disabled), every dot it executes is counted, work done at trace time included.
+    disabled), every dot it executes is counted, work done at trace time included. Work spread
+    over several devices (a shard_map, a pmap) is counted on each device that runs it.
     """
     # TODO: which transformation gives one column combination of J without the rest?
     raise NotImplementedError("phase5 task 9: directional_derivative")
@@ -141,7 +142,8 @@ def hessian_vector_product(g, x, v) -> jax.Array:
     not holomorphic), compiled or called eagerly, and no work the cost analysis cannot see (a
     while loop, whose body it counts once; a host callback or other custom-call). Every call
     is held to the budget, traced or on concrete arrays: called eagerly (op by op, jit
-    disabled), every dot it executes is counted, work done at trace time included.
+    disabled), every dot it executes is counted, work done at trace time included. Work spread
+    over several devices (a shard_map, a pmap) is counted on each device that runs it.
     """
     # TODO: H @ v is the derivative of the gradient along v: compose two transformations
     raise NotImplementedError("phase5 task 10: hessian_vector_product")

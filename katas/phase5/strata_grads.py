@@ -10,6 +10,7 @@ past 2**53 and 2**64, one jitted function called twice), and only the values ins
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 
@@ -51,10 +52,26 @@ def _mlp_case(rng: random.Random, leaf_dtypes, data_dtype, *, batch=None, n_out=
     return params, x.astype(data_dtype), y.astype(data_dtype)
 
 
+def _held_in(rng: random.Random, kind: str, case: tuple) -> tuple[str, tuple]:
+    """``case`` with its params in another mapping JAX takes as a pytree node ("OrderedDict",
+    "defaultdict"), keys inserted in a drawn order (an OrderedDict's structure keeps that
+    order; a dict's sorts its keys): (how it is held, case)."""
+    params, x, y = case
+    names = list(params)
+    rng.shuffle(names)
+    held = collections.OrderedDict() if kind == "OrderedDict" else collections.defaultdict(list)
+    for name in names:
+        held[name] = params[name]
+    return f"in a collections.{kind} (keys {', '.join(names)})", (held, x, y)
+
+
 def mlp_strata(rng: random.Random) -> dict[str, tuple]:
     """(params, x, y) per situation: bfloat16 params with float32 data; float16 params and data
     with a batch of one and one output; leaves of three dtypes; scalar biases; a leaf the loss
-    does not read (and a b2 of shape (1,) broadcast over the outputs)."""
+    does not read (and a b2 of shape (1,) broadcast over the outputs). Params are a dict, but
+    for leaves of three dtypes a collections.OrderedDict and for the leaf the loss does not
+    read an OrderedDict or a defaultdict (drawn), keys in a drawn order: "same structure as
+    params" is the structure of the mapping handed in (jax.tree.structure)."""
 
     def mixed(count: int) -> list:
         kinds = [F16, BF16, F32] + [rng.choice([F16, BF16, F32]) for _ in range(count - 3)]
@@ -64,16 +81,20 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
     def every(dtype):
         return lambda count: [dtype] * count
 
+    mixed_in, mixed_case = _held_in(rng, "OrderedDict", _mlp_case(rng, mixed, F32))
+    extra_in, extra_case = _held_in(
+        rng,
+        rng.choice(["OrderedDict", "defaultdict"]),
+        _mlp_case(rng, mixed, rng.choice([F32, BF16]), b2=(1,), extra=True),
+    )
     return {
         "bfloat16 params, float32 data": _mlp_case(rng, every(BF16), F32),
         "float16 params and data, a batch of one, one output": _mlp_case(
             rng, every(F16), F16, batch=1, n_out=1
         ),
-        "leaves of three dtypes, float32 data": _mlp_case(rng, mixed, F32),
+        f"leaves of three dtypes, float32 data, {mixed_in}": mixed_case,
         "scalar biases b1 and b2": _mlp_case(rng, every(F32), F32, b1=(), b2=()),
-        "a leaf the loss does not read, b2 of shape (1,)": _mlp_case(
-            rng, mixed, rng.choice([F32, BF16]), b2=(1,), extra=True
-        ),
+        f"a leaf the loss does not read, b2 of shape (1,), {extra_in}": extra_case,
     }
 
 

@@ -142,8 +142,8 @@ def _decide_budget(kata, task: str, fresh) -> None:
         budget = original_flops / 4
         with check:
             assert flops <= budget, (
-                f"{size}: {flops:.0f} flops, budget {budget:.0f} (a quarter of {original}'s "
-                f"{4 * budget:.0f})"
+                f"{size}: {flops:.0f} flops (every device's work), budget {budget:.0f} (a "
+                f"quarter of {original}'s {4 * budget:.0f})"
             )
         # the same program traced with x and v as concrete arrays (closed over by a jit)
         concrete = oracle.lowered_flops_of_constants(answer, x, v)

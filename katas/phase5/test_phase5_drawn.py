@@ -41,10 +41,16 @@ def _close(got, want, dtypes, what: str) -> None:
 
 
 def _check_tree(got, params, expected, situation: str, batch: int | None = None) -> None:
-    """``got`` has params' keys, each leaf params' dtype and the expected shape and values."""
+    """``got`` has params' keys and structure (the same mapping type, an OrderedDict's key
+    order), each leaf params' dtype and the expected shape and values."""
     assert isinstance(got, dict) and set(got) == set(params), (
         f"{situation}: keys {sorted(got) if isinstance(got, dict) else type(got).__name__}, "
         f"expected params' {sorted(params)}"
+    )
+    assert jax.tree.structure(got) == jax.tree.structure(params), (
+        f"{situation}: the result is a {type(got).__name__} with keys {list(got)}, params a "
+        f"{type(params).__name__} with keys {list(params)}: another pytree structure "
+        f"({jax.tree.structure(got)} against {jax.tree.structure(params)})"
     )
     for name, value in expected.items():
         leaf, dtype = got[name], np.asarray(params[name]).dtype
@@ -69,7 +75,8 @@ def _wide(tree):
 @pytest.mark.task("mlp_grad")
 def test_mlp_grad_on_fresh_params(kata, fresh):
     """Params in bfloat16, float16 or several dtypes, scalar biases, a leaf the loss does not
-    read, a batch of one: the gradient has params' structure, each leaf its dtype."""
+    read, a batch of one, held in a dict, an OrderedDict or a defaultdict: the gradient has
+    params' structure (its mapping type and key order), each leaf its dtype."""
     cases = mlp_strata(fresh)
     results = jax.jit(lambda all_cases: [kata.mlp_grad(*c) for c in all_cases])(
         list(cases.values())
