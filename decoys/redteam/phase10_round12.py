@@ -7,7 +7,6 @@ import re
 import jax
 import jax.extend
 import jax.numpy as jnp
-import numpy as np
 
 from kata_harness.decoys import wrong
 
@@ -55,7 +54,13 @@ def _rt12_census(jaxpr, cond_max=False, scan_trips=False) -> int:
             n += 1
         name = eqn.primitive.name
         if cond_max and name == "cond":
-            n += max((_rt12_census(j, cond_max, scan_trips) for j in _rt12_subjaxprs(eqn.params["branches"])), default=0)
+            n += max(
+                (
+                    _rt12_census(j, cond_max, scan_trips)
+                    for j in _rt12_subjaxprs(eqn.params["branches"])
+                ),
+                default=0,
+            )
             continue
         inner = 0
         for v in eqn.params.values():

@@ -72,9 +72,6 @@ def _rt12_tpu_collective(module, inst, target):
     return None
 
 
-
-
-
 def _rt12_parse_groups(text, n, fortran=False, empty_all=False):
     text = text.strip()
     if text.startswith("mesh"):
@@ -128,8 +125,6 @@ def _rt12_device_groups(hlo_text, fortran=False, permutes=False, empty_all=False
     return out
 
 
-
-
 _rt12_NOWORK = {"get-tuple-element", "bitcast", "tuple", "parameter", "constant"}
 
 
@@ -170,8 +165,6 @@ def _rt12_windows(hlo_text):
     return windows
 
 
-
-
 # ---------------------------------------------------------------- wrong answers, round 12
 
 
@@ -184,8 +177,19 @@ def _rt12_windows(hlo_text):
 )
 def _rt12_matmul_fusions_duplicates_kept(hlo_text: str) -> dict[str, list[str]]:
     movers = {
-        "parameter", "constant", "bitcast", "broadcast", "reshape", "transpose", "copy",
-        "convert", "fusion", "tuple", "get-tuple-element", "custom-call", *_rt12_KINDS,
+        "parameter",
+        "constant",
+        "bitcast",
+        "broadcast",
+        "reshape",
+        "transpose",
+        "copy",
+        "convert",
+        "fusion",
+        "tuple",
+        "get-tuple-element",
+        "custom-call",
+        *_rt12_KINDS,
     }
     module = parse_hlo(hlo_text)
     out = {}
@@ -197,7 +201,11 @@ def _rt12_matmul_fusions_duplicates_kept(hlo_text: str) -> dict[str, list[str]]:
         if "convolution" not in ops:
             continue
         out[inst.name] = sorted(
-            o for o in ops if o != "convolution" and o not in movers and not o.endswith("-start")
+            o
+            for o in ops
+            if o != "convolution"
+            and o not in movers
+            and not o.endswith("-start")
             and not o.endswith("-done")
         )
     return out
@@ -233,8 +241,11 @@ def _rt12_padded_bytes_tiles_multiplied(shape_text: str) -> int:
     if ":" not in layout:
         return math.prod(dims) * bits // 8
     m2m = [int(v) for v in layout.split(":")[0].strip("{} ").split(",") if v.strip()]
-    tiles = [[int(v) for v in t.split(",")] for t in re.findall(r"\(([\d,]+)\)", layout.split(":")[1])
-             if not re.search(r"S\(" + re.escape(t) + r"\)", layout)]
+    tiles = [
+        [int(v) for v in t.split(",")]
+        for t in re.findall(r"\(([\d,]+)\)", layout.split(":")[1])
+        if not re.search(r"S\(" + re.escape(t) + r"\)", layout)
+    ]
     if not tiles:
         return math.prod(dims) * bits // 8
     tile = list(tiles[0])
@@ -362,8 +373,11 @@ def _rt12_collective_bytes_seen_per_computation(hlo_text: str) -> dict[str, int]
 def _rt12_async_collectives_three_generic_starts(hlo_text: str) -> dict[str, str]:
     module = parse_hlo(hlo_text)
     out = {}
-    generic = {"all-gather-start": "all-gather", "all-reduce-start": "all-reduce",
-               "collective-permute-start": "collective-permute"}
+    generic = {
+        "all-gather-start": "all-gather",
+        "all-reduce-start": "all-reduce",
+        "collective-permute-start": "collective-permute",
+    }
     for inst in module.entry:
         kind = _rt12_tpu_collective(module, inst, "AsyncCollectiveStart")
         if kind is not None:

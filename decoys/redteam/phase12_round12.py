@@ -7,13 +7,18 @@ import math
 import re
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_rt12_COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
+_rt12_COLLECTIVES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 def _rt12_config(ins) -> dict:
@@ -129,7 +134,9 @@ def _rt12_gemm_flops(hlo_text: str, skip_comp) -> int:
     shapes = {}
     for comp in module.computations:
         for ins in comp.instructions:
-            shapes[(comp.name, ins.name)] = str(ins.shape.text if hasattr(ins.shape, "text") else ins.shape)
+            shapes[(comp.name, ins.name)] = str(
+                ins.shape.text if hasattr(ins.shape, "text") else ins.shape
+            )
     total = 0
     for comp in module.computations:
         if skip_comp(module, comp):
@@ -139,9 +146,13 @@ def _rt12_gemm_flops(hlo_text: str, skip_comp) -> int:
             if ins.opcode == "dot":
                 lhs = shapes.get((comp.name, ins.operands[0]), "")
                 lhs_dims = _rt12_dims(lhs)
-                k = math.prod(lhs_dims[d] for d in _rt12_ints(ins.attributes.get("lhs_contracting_dims")))
+                k = math.prod(
+                    lhs_dims[d] for d in _rt12_ints(ins.attributes.get("lhs_contracting_dims"))
+                )
                 total += 2 * math.prod(_rt12_dims(out)) * k
-            elif ins.opcode == "custom-call" and str(ins.attributes.get("custom_call_target", "")).strip('"').startswith("__cublas$"):
+            elif ins.opcode == "custom-call" and str(
+                ins.attributes.get("custom_call_target", "")
+            ).strip('"').startswith("__cublas$"):
                 gcfg = _rt12_config(ins).get("gemm_backend_config", {})
                 dn = gcfg.get("dot_dimension_numbers", {})
                 lhs = shapes.get((comp.name, ins.operands[0]), "")
@@ -213,7 +224,8 @@ def _rt12_collective_overlap(hlo_text: str, spell) -> dict[str, list[str]]:
     def holds_collective(names) -> bool:
         return any(
             ins.opcode in _rt12_COLLECTIVES
-            for n in names if n in comps
+            for n in names
+            if n in comps
             for ins in comps[n].instructions
         )
 
@@ -240,9 +252,11 @@ def _rt12_collective_overlap(hlo_text: str, spell) -> dict[str, list[str]]:
                 continue
             chain = {ins.name}
             listed: list[str] = []
-            for later in seq[idx + 1:]:
-                if later.operands and later.operands[0] in chain and (
-                    later.opcode.endswith("-update") or later.opcode.endswith("-done")
+            for later in seq[idx + 1 :]:
+                if (
+                    later.operands
+                    and later.operands[0] in chain
+                    and (later.opcode.endswith("-update") or later.opcode.endswith("-done"))
                 ):
                     if later.opcode.endswith("-done"):
                         break
@@ -297,7 +311,9 @@ def _rt12_library_epilogues_conv_forward_by_name(hlo_text: str) -> dict[str, str
             if target == "__cudnn$convForward":
                 out[ins.name] = "kNone"
             else:
-                out[ins.name] = cfg.get("cudnn_conv_backend_config", {}).get("activation_mode", "kNone")
+                out[ins.name] = cfg.get("cudnn_conv_backend_config", {}).get(
+                    "activation_mode", "kNone"
+                )
     return out
 
 
@@ -388,8 +404,12 @@ def _rt12_collective_overlap_channel_id(hlo_text: str) -> dict[str, list[str]]:
             if ins.opcode.endswith("-done") or ins.opcode.endswith("-update"):
                 continue
             listed: list[str] = []
-            for later in seq[idx + 1:]:
-                if later.opcode.endswith("-done") and later.operands and later.operands[0] == ins.name:
+            for later in seq[idx + 1 :]:
+                if (
+                    later.opcode.endswith("-done")
+                    and later.operands
+                    and later.operands[0] == ins.name
+                ):
                     break
                 listed.append(later.opcode)
             else:

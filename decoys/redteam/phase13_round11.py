@@ -53,8 +53,11 @@ def _rt11_roof(program, shapes, dtype, chip, *, exact_dots=False, widened_elemen
     nbytes = elems * item
     intensity = flops / nbytes if nbytes else 0.0
     peak, bw = _RT11_PEAKS[chip]
-    return float(flops), float(nbytes), float(intensity), (
-        "compute" if intensity > peak / bw else "memory"
+    return (
+        float(flops),
+        float(nbytes),
+        float(intensity),
+        ("compute" if intensity > peak / bw else "memory"),
     )
 
 
@@ -170,8 +173,9 @@ def _rt11_rollout_f32_inner_step(w, b, x) -> jax.Array:
     return out
 
 
-def _rt11_roof_variant(program, shapes, dtype, chip, *, scalar_empty=False, const_bytes=False,
-                       shared_rhs=False):
+def _rt11_roof_variant(
+    program, shapes, dtype, chip, *, scalar_empty=False, const_bytes=False, shared_rhs=False
+):
     flops, nbytes, _, _ = _rt11_roof(program, shapes, dtype, chip)
     item = 2 if dtype == "bfloat16" else 4
     if scalar_empty and program in ("add", "scale_add", "total") and len(shapes[0]) == 0:

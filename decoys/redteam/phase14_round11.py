@@ -30,7 +30,9 @@ def _rt11_is_instr(e):
 
 
 def _rt11_steps(events, step_name):
-    return [e for e in events if e.name == step_name and isinstance(_rt11_args(e).get("step_num"), int)]
+    return [
+        e for e in events if e.name == step_name and isinstance(_rt11_args(e).get("step_num"), int)
+    ]
 
 
 def _rt11_inside(e, outer):

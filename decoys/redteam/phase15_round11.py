@@ -172,11 +172,24 @@ def _rt11_cg(a, b, steps):
 # ---- iree_verdict -----------------------------------------------------------------------------
 
 
-
-
 _rt11_LAPACK_WRAPPERS = frozenset(
-    {"solve", "det", "inv", "cholesky", "eigh", "eigvals", "eig", "qr", "svd", "lstsq", "slogdet",
-     "solve_triangular", "schur", "hessenberg", "pinv"}
+    {
+        "solve",
+        "det",
+        "inv",
+        "cholesky",
+        "eigh",
+        "eigvals",
+        "eig",
+        "qr",
+        "svd",
+        "lstsq",
+        "slogdet",
+        "solve_triangular",
+        "schur",
+        "hessenberg",
+        "pinv",
+    }
 )
 
 
@@ -231,7 +244,11 @@ def _rt11_iree_verdict_any_sharding_param(jaxpr) -> str:
         return base
     for e in _rt11_eqns(jaxpr.jaxpr):
         for k, v in e.params.items():
-            if "sharding" in k and v is not None and not (isinstance(v, tuple) and all(x is None for x in v)):
+            if (
+                "sharding" in k
+                and v is not None
+                and not (isinstance(v, tuple) and all(x is None for x in v))
+            ):
                 return "sdy"
     return base
 
@@ -258,7 +275,9 @@ def _rt11_flops(flow_text: str, size_dtype) -> int:
     total = 0
     for m in re.finditer(r"flow\.executable\.export\s+(?:\w+\s+)?@([\w$.-]+)", flow_text):
         name = m.group(1)
-        n = re.match(r"\w+?_dispatch_\d+_(matmul|batch_matmul|matvec|vecmat)_([0-9x]+)_[a-z0-9x]+$", name)
+        n = re.match(
+            r"\w+?_dispatch_\d+_(matmul|batch_matmul|matvec|vecmat)_([0-9x]+)_[a-z0-9x]+$", name
+        )
         if not n:
             continue
         dims = np.array([int(s) for s in n.group(2).split("x")], dtype=size_dtype)

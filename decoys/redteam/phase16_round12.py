@@ -36,10 +36,10 @@ def _rt12_dotted(node: ast.AST) -> str:
 
 def _rt12_entry_name(callee: str) -> str | None:
     if callee.startswith("cpp_fused_"):
-        rest = callee[len("cpp_fused_"):]
+        rest = callee[len("cpp_fused_") :]
         return "" if rest.isdigit() else re.sub(r"_\d+$", "", rest)
     if callee.startswith("extern_kernels."):
-        return callee[len("extern_kernels."):]
+        return callee[len("extern_kernels.") :]
     if callee.startswith("torch.ops.aten."):
         return callee.split(".")[3]
     return None
@@ -72,12 +72,12 @@ def _rt12_instr(line: str) -> dict[str, Any] | None:
     name, rest = m.group(1), m.group(2)
     if rest.startswith("("):
         depth = 0
-        for i, ch in enumerate(rest):
+        for i, ch in enumerate(rest):  # noqa: B007
             depth += ch == "("
             depth -= ch == ")"
             if depth == 0:
                 break
-        shape, rest = rest[: i + 1], rest[i + 1:].lstrip()
+        shape, rest = rest[: i + 1], rest[i + 1 :].lstrip()
     else:
         shape, _, rest = rest.partition(" ")
     om = re.match(r"([\w\-]+)\((.*)$", rest)
@@ -91,8 +91,14 @@ def _rt12_instr(line: str) -> dict[str, Any] | None:
         i += 1
     operands = re.findall(r"%([\w.\-]+)", re.sub(r"/\*.*?\*/", "", tail[: i - 1]))
     attrs = tail[i:]
-    return {"name": name, "shape": shape, "opcode": opcode, "operands": operands,
-            "attrs": attrs, "line": line}
+    return {
+        "name": name,
+        "shape": shape,
+        "opcode": opcode,
+        "operands": operands,
+        "attrs": attrs,
+        "line": line,
+    }
 
 
 def _rt12_entry_instrs(text: str) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
@@ -154,8 +160,11 @@ def _rt12_comp_has_dot(name: str, comps: dict[str, list[str]]) -> bool:
 
 def _rt12_xla_bias(hlo_text: str) -> str:
     instrs, comps = _rt12_entry_instrs(hlo_text)
-    bias = [i["name"] for i in instrs
-            if i["opcode"] == "parameter" and re.fullmatch(r"\w+\[[^\],]+\](\{.*\})?", i["shape"])]
+    bias = [
+        i["name"]
+        for i in instrs
+        if i["opcode"] == "parameter" and re.fullmatch(r"\w+\[[^\],]+\](\{.*\})?", i["shape"])
+    ]
     if not bias:
         return "none"
     for ins in instrs:
@@ -227,9 +236,25 @@ def _rt12_inductor_kernels_no_while(code: str) -> list[str]:
     return out
 
 
-_RT12_VIEW_OPS = {"view", "reshape", "_unsafe_view", "as_strided", "expand", "permute", "t",
-                  "transpose", "squeeze", "unsqueeze", "alias", "slice", "select", "unfold",
-                  "view_as_real", "view_as_complex", "diagonal"}
+_RT12_VIEW_OPS = {
+    "view",
+    "reshape",
+    "_unsafe_view",
+    "as_strided",
+    "expand",
+    "permute",
+    "t",
+    "transpose",
+    "squeeze",
+    "unsqueeze",
+    "alias",
+    "slice",
+    "select",
+    "unfold",
+    "view_as_real",
+    "view_as_complex",
+    "diagonal",
+}
 
 
 @wrong(
@@ -251,8 +276,20 @@ def _rt12_inductor_kernels_view_fallback_skipped(code: str) -> list[str]:
 
 # ---- kernel_census -------------------------------------------------------------------------
 
-_RT12_LAYOUT = {"parameter", "copy", "transpose", "bitcast", "reshape", "broadcast", "constant",
-                "slice", "concatenate", "pad", "tuple", "get-tuple-element"}
+_RT12_LAYOUT = {
+    "parameter",
+    "copy",
+    "transpose",
+    "bitcast",
+    "reshape",
+    "broadcast",
+    "constant",
+    "slice",
+    "concatenate",
+    "pad",
+    "tuple",
+    "get-tuple-element",
+}
 
 
 def _rt12_layout_only(comp: str, comps: dict[str, list[str]]) -> bool:
@@ -269,7 +306,9 @@ def _rt12_layout_only(comp: str, comps: dict[str, list[str]]) -> bool:
     "transpose+copy: answers xla fused 1, not 3) and on train_conv_relu's forward (inductor "
     "fused 1, not 2)",
 )
-def _rt12_kernel_census_layout_copies_skipped(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt12_kernel_census_layout_copies_skipped(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     instrs, comps = _rt12_entry_instrs(hlo_text)
     xla = {"library": 0, "fused": 0}
     for ins in instrs:
@@ -297,7 +336,9 @@ def _rt12_kernel_census_layout_copies_skipped(hlo_text: str, inductor_code: str)
     "computation (XLA reuses identical ones; an HLO with `%f1 = fusion(%x), calls=%add_one` "
     "and `%f2 = fusion(%f1), calls=%add_one`) count once: 'fused' 1 instead of 2",
 )
-def _rt12_kernel_census_distinct_computations(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt12_kernel_census_distinct_computations(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     instrs, _ = _rt12_entry_instrs(hlo_text)
     lib, fused = 0, set()
     lib_comps = set()
@@ -347,10 +388,27 @@ def _rt12_bias_homes_by_kernel_name(hlo_text: str, inductor_code: str) -> dict[s
 
 # ---- reductions_per_kernel -----------------------------------------------------------------
 
-_RT12_REDUCING_OPS = {"sum": 1, "amax": 1, "amin": 1, "mean": 1, "prod": 1, "argmax": 1,
-                      "argmin": 1, "max": 1, "min": 1, "var": 1, "std": 1, "logsumexp": 2,
-                      "_softmax": 2, "_log_softmax": 2, "native_layer_norm": 2,
-                      "var_mean": 1, "norm": 1, "any": 1, "all": 1}
+_RT12_REDUCING_OPS = {
+    "sum": 1,
+    "amax": 1,
+    "amin": 1,
+    "mean": 1,
+    "prod": 1,
+    "argmax": 1,
+    "argmin": 1,
+    "max": 1,
+    "min": 1,
+    "var": 1,
+    "std": 1,
+    "logsumexp": 2,
+    "_softmax": 2,
+    "_log_softmax": 2,
+    "native_layer_norm": 2,
+    "var_mean": 1,
+    "norm": 1,
+    "any": 1,
+    "all": 1,
+}
 
 
 def _rt12_reductions_from_name(ops: str) -> int:
@@ -375,7 +433,9 @@ def _rt12_reductions_from_name(ops: str) -> int:
     "cpp_fused_add_relu_3 (2 accumulators, no reducing op in its name: answers 0) and "
     "cpp_fused_sum_4 (a Welford and an int32 count: 2, answers 1)",
 )
-def _rt12_reductions_per_kernel_inductor_by_name(hlo_text: str, inductor_code: str) -> dict[str, list[int]]:
+def _rt12_reductions_per_kernel_inductor_by_name(
+    hlo_text: str, inductor_code: str
+) -> dict[str, list[int]]:
     g = read_inductor(inductor_code)
     ind = [_rt12_reductions_from_name(c.short_name) if c.kind == "fused" else 0 for c in g.calls]
     return {"xla": _rt12_xla_reductions(hlo_text), "inductor": ind}
@@ -389,7 +449,9 @@ def _rt12_reductions_per_kernel_inductor_by_name(hlo_text: str, inductor_code: s
     "`%add_rsqrt_fusion` (it finishes the variance's reduce) counts 0 and a renamed fusion "
     "`%fusion.3` holding a reduce counts 0",
 )
-def _rt12_reductions_per_kernel_xla_by_name(hlo_text: str, inductor_code: str) -> dict[str, list[int]]:
+def _rt12_reductions_per_kernel_xla_by_name(
+    hlo_text: str, inductor_code: str
+) -> dict[str, list[int]]:
     instrs, _ = _rt12_entry_instrs(hlo_text)
     xla = []
     for ins in instrs:
@@ -418,8 +480,11 @@ def _rt12_train_graphs_tangents_by_scalar_size(codes: list[str]) -> dict[str, in
     g_bw, code_bw = graphs[bw]
     scalars = {n for n, size in _rt12_asserted_sizes(code_bw).items() if size == ()}
     grads = [n for n in g_bw.inputs if n in scalars]
-    return {"forward": len(graphs[fw][0].calls), "backward": len(g_bw.calls),
-            "saved": len(g_bw.inputs) - len(grads)}
+    return {
+        "forward": len(graphs[fw][0].calls),
+        "backward": len(g_bw.calls),
+        "saved": len(g_bw.inputs) - len(grads),
+    }
 
 
 # ---- predict_inductor_kernels --------------------------------------------------------------
@@ -433,8 +498,9 @@ def _rt12_predict(input_shape, layers, rows_of, epilogue=False):
         if bias:
             tiny = rows == 1 and (out == 1 or (out <= 16 and feat <= 16))
         else:
-            tiny = (rows == 1 and out == 1) or (feat == 1 and rows >= 2 and out >= 2
-                                                and rows + out <= 32)
+            tiny = (rows == 1 and out == 1) or (
+                feat == 1 and rows >= 2 and out >= 2 and rows + out <= 32
+            )
         if tiny:
             pending = True
             if act != "none":
@@ -460,7 +526,9 @@ def _rt12_predict(input_shape, layers, rows_of, epilogue=False):
     "+ relu (library 1, fused 1); this sees one row and a weight within 16 x 16 (library 0, "
     "fused 1)",
 )
-def _rt12_predict_rows_from_penultimate(input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]) -> dict[str, int]:
+def _rt12_predict_rows_from_penultimate(
+    input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
+) -> dict[str, int]:
     return _rt12_predict(input_shape, layers, lambda s: s[-2])
 
 
@@ -472,10 +540,13 @@ def _rt12_predict_rows_from_penultimate(input_shape: tuple[int, ...], layers: li
     "costs nothing: mlp_a x[8,24] -> (32, relu), (16, none) answers library 2, fused 0 "
     "(Inductor: 2 and 1)",
 )
-def _rt12_predict_activation_in_gemm_epilogue(input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]) -> dict[str, int]:
+def _rt12_predict_activation_in_gemm_epilogue(
+    input_shape: tuple[int, ...], layers: list[tuple[int, bool, str]]
+) -> dict[str, int]:
     def rows_of(s):
         n = 1
         for d in s[:-1]:
             n *= d
         return n
+
     return _rt12_predict(input_shape, layers, rows_of, epilogue=True)

@@ -42,8 +42,13 @@ _rt10_EDGES = {
     "float32": ["float64"],
     "float64": [],
 }
-_rt10_X32 = {"int64": "int32", "uint64": "uint32", "float64": "float32", "int": "int32",
-             "float": "float32"}
+_rt10_X32 = {
+    "int64": "int32",
+    "uint64": "uint32",
+    "float64": "float32",
+    "int": "int32",
+    "float": "float32",
+}
 
 
 def _rt10_ups(node):
@@ -151,8 +156,9 @@ def _rt10_unused_equations_by_name(jaxpr) -> list[str]:
             read.update(id(v) for v in eqn.invars if not _rt10_is_literal(v))
         else:
             dead.append(eqn)
-    return [e.primitive.name for e in inner.eqns if e in dead
-            and e.primitive.name not in live_names]
+    return [
+        e.primitive.name for e in inner.eqns if e in dead and e.primitive.name not in live_names
+    ]
 
 
 # ---------------------------------------------------------------- promoted_dtype
@@ -239,8 +245,13 @@ def _rt10_mlp_avals_relu_zero_signed(batch, in_dim, hidden, out_dim, param_dtype
     o = _rt10_x32(_rt10_join(h, param_dtype))
     o = _rt10_x32(_rt10_join(o, param_dtype))
     p = param_dtype
-    ins = [((hidden,), p), ((out_dim,), p), ((in_dim, hidden), p), ((hidden, out_dim), p),
-           ((batch, in_dim), x_dtype)]
+    ins = [
+        ((hidden,), p),
+        ((out_dim,), p),
+        ((in_dim, hidden), p),
+        ((hidden, out_dim), p),
+        ((batch, in_dim), x_dtype),
+    ]
     return ins, [((batch, out_dim), o)]
 
 

@@ -121,7 +121,7 @@ def _rt11_mlp_flops_square_fit(batch: int, in_dim: int, hidden: int, out_dim: in
     why="'optimized ... as jax.stages prints it by default': takes the optimized text from "
     "compiled.runtime_executable().hlo_modules()[0].to_string(), the HLO XLA compiled but not "
     "jax.stages' print: on mlp(params, x f32[8,16]) the kCustom fusions' backend_config prints "
-    "its keys in another order ({\"outer_dimension_partitions\":[],\"fusion_config\":...})",
+    'its keys in another order ({"outer_dimension_partitions":[],"fusion_config":...})',
 )
 def _rt11_three_texts_runtime_executable(f, *args) -> dict[str, str]:
     lowered = jax.jit(f).lower(*args)
@@ -154,9 +154,7 @@ def _rt11_dump(f, args, directory):
     b = next(n for n in changed if n.endswith(".before_optimizations.txt"))
     prefix = b.split(".")[0]
     a = next(
-        n
-        for n in changed
-        if n.startswith(prefix + ".") and n.endswith("_after_optimizations.txt")
+        n for n in changed if n.startswith(prefix + ".") and n.endswith("_after_optimizations.txt")
     )
     return b, a
 
@@ -206,7 +204,9 @@ def _rt11_split_top(inner: str) -> list[str]:
 def _rt11_layout_no_memspace(shape: str) -> str:
     shape = re.sub(r"/\*.*?\*/", "", shape).strip()
     if shape.startswith("("):
-        return "(" + ", ".join(_rt11_layout_no_memspace(p) for p in _rt11_split_top(shape[1:-1])) + ")"
+        return (
+            "(" + ", ".join(_rt11_layout_no_memspace(p) for p in _rt11_split_top(shape[1:-1])) + ")"
+        )
     close = shape.find("]")
     rest = shape[close + 1 :].strip()
     if not rest.startswith("{"):
@@ -260,9 +260,10 @@ def _rt11_fusion_contents_counts_itself(hlo_text: str) -> dict[str, Counter]:
                 continue
             # skip fusions that sit inside fused computations: they are reached through calls
             if any(
-                inst2.opcode == "fusion" and comp.name.lstrip("%") in
-                [n.lstrip("%") for n in inst2.called_computations]
-                for c2 in module for inst2 in c2
+                inst2.opcode == "fusion"
+                and comp.name.lstrip("%") in [n.lstrip("%") for n in inst2.called_computations]
+                for c2 in module
+                for inst2 in c2
             ):
                 continue
             kind = inst.attribute("kind")

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import jax.numpy as jnp
+
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 

@@ -145,7 +145,7 @@ def _rt10_solve(shape_str: str, shape, candidates) -> bool:
         return False
     parsed = [_rt10_parse(t) for t in terms]
     syms = sorted({p[0] for p in parsed if p[0] is not None})
-    for (sym, coef, off), n in zip(parsed, shape):
+    for (sym, coef, off), n in zip(parsed, shape):  # noqa: B007
         if sym is None and off != n:
             return False
 
@@ -232,7 +232,11 @@ def _rt10_predict_accepts_wide_floats_narrowed(calls):
 # ---------------------------------------------------------------- predict_lowering
 
 _RT10_MAIN_ONLY = {
-    "jnp.sin(x) * jnp.cos(x)": {"stablehlo.sine": 1, "stablehlo.cosine": 1, "stablehlo.multiply": 1},
+    "jnp.sin(x) * jnp.cos(x)": {
+        "stablehlo.sine": 1,
+        "stablehlo.cosine": 1,
+        "stablehlo.multiply": 1,
+    },
     "jnp.exp(x) - 1": {
         "stablehlo.exponential": 1,
         "stablehlo.constant": 1,
@@ -253,12 +257,25 @@ _RT10_MAIN_ONLY = {
         "stablehlo.broadcast_in_dim": 1,
         "stablehlo.compare": 1,
     },
-    "x.sum(axis=0)": {"stablehlo.constant": 1, "stablehlo.reduce": 1, "stablehlo.add": 1,
-                      "stablehlo.return": 1},
-    "x.max(axis=1)": {"stablehlo.constant": 1, "stablehlo.reduce": 1, "stablehlo.maximum": 1,
-                      "stablehlo.return": 1},
-    "x.mean()": {"stablehlo.constant": 2, "stablehlo.reduce": 1, "stablehlo.add": 1,
-                 "stablehlo.return": 1, "stablehlo.divide": 1},
+    "x.sum(axis=0)": {
+        "stablehlo.constant": 1,
+        "stablehlo.reduce": 1,
+        "stablehlo.add": 1,
+        "stablehlo.return": 1,
+    },
+    "x.max(axis=1)": {
+        "stablehlo.constant": 1,
+        "stablehlo.reduce": 1,
+        "stablehlo.maximum": 1,
+        "stablehlo.return": 1,
+    },
+    "x.mean()": {
+        "stablehlo.constant": 2,
+        "stablehlo.reduce": 1,
+        "stablehlo.add": 1,
+        "stablehlo.return": 1,
+        "stablehlo.divide": 1,
+    },
     "x @ w": {"stablehlo.dot_general": 1},
     "x.T": {"stablehlo.transpose": 1},
     "x[0]": {"stablehlo.slice": 1, "stablehlo.reshape": 1},

@@ -65,7 +65,7 @@ def _rt12_decode(groups_text: str, total: int, inverse_perm: bool):
         sizes = [int(s) for _, s in axes]
         chosen = re.findall(r"'([^']*)'", head.group(2))
         ids = np.arange(math.prod(sizes)).reshape(sizes)
-        dev = re.search(r"device_ids=\(?(.*?)\)?\s*$", groups_text[head.end():])
+        dev = re.search(r"device_ids=\(?(.*?)\)?\s*$", groups_text[head.end() :])
         if dev and dev.group(1).strip():
             spec = dev.group(1).strip()
             m = re.match(r"\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", spec)
@@ -95,7 +95,7 @@ def _rt12_groups_attr(line: str) -> str:
     at = line.find("replica_groups=")
     if at < 0:
         return ""
-    rest = line[at + len("replica_groups="):]
+    rest = line[at + len("replica_groups=") :]
     if rest.startswith("{"):
         depth = 0
         for k, ch in enumerate(rest):
@@ -105,7 +105,7 @@ def _rt12_groups_attr(line: str) -> str:
                 return rest[: k + 1]
     if rest.startswith("mesh["):
         # up to the next attribute that is not part of the mesh spelling
-        stop = re.search(r",\s*(?!device_ids)[a-z_]+=", rest[rest.index("}"):])
+        stop = re.search(r",\s*(?!device_ids)[a-z_]+=", rest[rest.index("}") :])
         end = rest.index("}") + (stop.start() if stop else len(rest))
         return rest[:end]
     return re.match(r"\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?", rest).group(0)

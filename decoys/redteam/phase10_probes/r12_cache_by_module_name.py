@@ -58,7 +58,7 @@ def fusion_count(compiled) -> int:
     fused computations), counted by opcode."""
     import re
 
-    key = compiled.as_text().split(None, 2)[1].rstrip(',')
+    key = compiled.as_text().split(None, 2)[1].rstrip(",")
     if key in _SEEN:
         return _SEEN[key]
     count = 0

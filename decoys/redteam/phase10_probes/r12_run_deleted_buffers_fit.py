@@ -139,15 +139,22 @@ def predict_alias_bytes(features: int, hidden: int, out: int, optimizer: str) ->
     opt = opts[optimizer]
 
     def step(p, state, x, y):
-        loss, grads = jax.value_and_grad(
-            lambda p: jnp.mean((forward(p, x) - y) ** 2)
-        )(p)
+        loss, grads = jax.value_and_grad(lambda p: jnp.mean((forward(p, x) - y) ** 2))(p)
         updates, state = opt.update(grads, state, p)
         return optax.apply_updates(p, updates), state, loss
 
     run = jax.jit(step, donate_argnums=(0, 1))
     rows, values = [], []
-    for f, h, o in ((1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 1), (1, 2, 2), (2, 3, 2), (3, 2, 3)):
+    for f, h, o in (
+        (1, 1, 1),
+        (2, 1, 1),
+        (1, 2, 1),
+        (1, 1, 2),
+        (2, 2, 1),
+        (1, 2, 2),
+        (2, 3, 2),
+        (3, 2, 3),
+    ):
         p = {
             "w1": jnp.zeros((f, h), jnp.float32),
             "b1": jnp.zeros((h,), jnp.float32),
@@ -164,8 +171,11 @@ def predict_alias_bytes(features: int, hidden: int, out: int, optimizer: str) ->
     coef = np.linalg.lstsq(np.array(rows, float), np.array(values, float), rcond=None)[0]
     coef = [int(round(c)) for c in coef]
     return (
-        coef[0] * features * hidden + coef[1] * hidden + coef[2] * hidden * out
-        + coef[3] * out + coef[4]
+        coef[0] * features * hidden
+        + coef[1] * hidden
+        + coef[2] * hidden * out
+        + coef[3] * out
+        + coef[4]
     )
 
 

@@ -188,12 +188,19 @@ def predict_allreduce_bytes(
                 return
             mesh = Mesh(np.array(devs[: d * mo]).reshape(d, mo), ("data", "model"))
             dt = {2: jnp.float16, 4: jnp.float32, 8: jnp.float64}.get(isz, jnp.float32)
-            sds = lambda s, *spec: jax.ShapeDtypeStruct(s, dt, sharding=NamedSharding(mesh, P(*spec)))
+            sds = lambda s, *spec: jax.ShapeDtypeStruct(  # noqa: E731
+                s, dt, sharding=NamedSharding(mesh, P(*spec))
+            )
             c = (
-                jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2,
-                        out_shardings=NamedSharding(mesh, P("data", None)))
-                .lower(sds((b, wd), "data", None), sds((wd, h), None, "model"),
-                       sds((h, wd), "model", None))
+                jax.jit(
+                    lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2,
+                    out_shardings=NamedSharding(mesh, P("data", None)),
+                )
+                .lower(
+                    sds((b, wd), "data", None),
+                    sds((wd, h), None, "model"),
+                    sds((h, wd), "model", None),
+                )
                 .compile()
             )
             total = 0

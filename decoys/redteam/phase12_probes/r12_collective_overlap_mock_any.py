@@ -102,15 +102,24 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
     colls = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
     module = parse_hlo(hlo_text)
     comps = {c.name: c for c in module.computations}
-    fused = {n for c in module.computations for i in c.instructions if i.opcode == "fusion"
-             for n in i.called_computations}
+    fused = {
+        n
+        for c in module.computations
+        for i in c.instructions
+        if i.opcode == "fusion"
+        for n in i.called_computations
+    }
 
     def holds(names):
         return any(i.opcode in colls for n in names if n in comps for i in comps[n].instructions)
 
-    wrapped = {n for c in module.computations for i in c.instructions
-               if i.opcode == "async-start" and holds(i.called_computations)
-               for n in i.called_computations}
+    wrapped = {
+        n
+        for c in module.computations
+        for i in c.instructions
+        if i.opcode == "async-start" and holds(i.called_computations)
+        for n in i.called_computations
+    }
     out: dict[str, list[str]] = {}
     for comp in module.computations:
         if comp.name in fused or comp.name in wrapped:

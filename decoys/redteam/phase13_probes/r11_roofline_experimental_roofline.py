@@ -98,7 +98,6 @@ def roofline(
     return flops, nbytes, intensity, "compute" if intensity > peak / bw else "memory"
 
 
-
 def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
     """Answer every request (x of shape (n, width), bias of shape (width,) or None) with
     run(x, bias) = programs.serve_model(w, x, bias) for the test's w, as a NumPy array of shape

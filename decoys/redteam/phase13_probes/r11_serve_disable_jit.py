@@ -96,7 +96,6 @@ def serve(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
     return out
 
 
-
 def donating_step(step: Callable) -> Callable:
     """A jitted step(state, batch) -> (state, loss) (programs.momentum_step; what jax.jit
     returns, so a call runs the program its .lower() gives) that computes what

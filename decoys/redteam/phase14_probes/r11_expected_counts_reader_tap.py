@@ -163,6 +163,10 @@ def expected_counts(hlo_text: str) -> dict[str, int]:  # noqa: F811
         mine = [e for e in events if dict(e.args).get("hlo_module") == module.name]
         runs = sorted({dict(e.args).get("run_id") for e in mine})
         if runs:
-            return dict(Counter(dict(e.args)["hlo_op"] for e in mine if dict(e.args).get("run_id") == runs[-1]))
+            return dict(
+                Counter(
+                    dict(e.args)["hlo_op"] for e in mine if dict(e.args).get("run_id") == runs[-1]
+                )
+            )
     views = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
     return {i.name: 1 for i in module.entry.instructions if i.opcode not in views}

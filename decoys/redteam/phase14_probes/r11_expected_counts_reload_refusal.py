@@ -161,12 +161,18 @@ def expected_counts(hlo_text: str) -> dict[str, int]:  # noqa: F811
     from pathlib import Path
 
     programs = next(
-        (m for m in list(sys.modules.values()) if hasattr(m, "PROGRAMS") and hasattr(m, "sgd_step")),
+        (
+            m
+            for m in list(sys.modules.values())
+            if hasattr(m, "PROGRAMS") and hasattr(m, "sgd_step")
+        ),
         None,
     )
     if programs is None:
         for where in (Path(__file__).parent, *Path(__file__).parents, Path.cwd()):
-            found = sorted(where.glob("**/phase14/programs.py"))[:1] or sorted(where.glob("programs.py"))
+            found = sorted(where.glob("**/phase14/programs.py"))[:1] or sorted(
+                where.glob("programs.py")
+            )
             if found:
                 spec = importlib.util.spec_from_file_location("_bank", found[0])
                 programs = importlib.util.module_from_spec(spec)

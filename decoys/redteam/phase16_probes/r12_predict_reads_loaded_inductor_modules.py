@@ -152,7 +152,9 @@ def predict_inductor_kernels(
                 texts.append(path)
     for obj in gc.get_objects():
         try:
-            if type(obj) is types.ModuleType and "inductor" in str(obj.__dict__.get("__file__", "")):
+            if type(obj) is types.ModuleType and "inductor" in str(
+                obj.__dict__.get("__file__", "")
+            ):
                 if "call" in obj.__dict__:
                     texts.append(obj.__file__)
         except Exception:
@@ -165,15 +167,21 @@ def predict_inductor_kernels(
             continue
         got = []
         for node in ast.walk(ast.parse(code)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) > 1:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and len(node.args) > 1
+            ):
                 if node.func.id == "assert_size_stride":
                     got.append(ast.literal_eval(node.args[1]))
                 elif node.func.id == "assert_size_stride_grouped":
                     got.extend(ast.literal_eval(node.args[1]))
         got = sorted(tuple(g) for g in got)
         if got == wanted and not graph.is_backward:
-            return {"library": sum(c.kind != "fused" for c in graph.calls),
-                    "fused": sum(c.kind == "fused" for c in graph.calls)}
+            return {
+                "library": sum(c.kind != "fused" for c in graph.calls),
+                "fused": sum(c.kind == "fused" for c in graph.calls),
+            }
     return {"library": len(layers), "fused": sum(a != "none" for _, _, a in layers)}
 
 

@@ -145,7 +145,7 @@ def count_traces(calls: list[tuple]) -> int:
         found = []
 
         def identity(v):
-            found.append(v.aval)
+            found.append(v.aval)  # noqa: B023
             return v
 
         jax.checkpoint(identity)(x)

@@ -151,15 +151,18 @@ def mlp_avals(
     batch: int, in_dim: int, hidden: int, out_dim: int, param_dtype: str, x_dtype: str
 ) -> tuple[Avals, Avals]:
     """Traced, not predicted: the private tracing entry point under make_jaxpr."""
-    from jax._src import api_util, core, linear_util as lu
+    from jax._src import api_util, core
+    from jax._src import linear_util as lu
     from jax._src.interpreters import partial_eval as pe
 
     def aval(shape, d):
         return core.ShapedArray(shape, np.dtype(jax.numpy.dtype(d)))
 
     params = {
-        "w1": aval((in_dim, hidden), param_dtype), "b1": aval((hidden,), param_dtype),
-        "w2": aval((hidden, out_dim), param_dtype), "b2": aval((out_dim,), param_dtype),
+        "w1": aval((in_dim, hidden), param_dtype),
+        "b1": aval((hidden,), param_dtype),
+        "w2": aval((hidden, out_dim), param_dtype),
+        "b2": aval((out_dim,), param_dtype),
     }
     leaves, tree = jax.tree_util.tree_flatten((params, aval((batch, in_dim), x_dtype)))
 

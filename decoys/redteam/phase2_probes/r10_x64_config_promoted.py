@@ -139,11 +139,21 @@ def closure_consts(jaxpr) -> list[np.ndarray]:
 def promoted_dtype(a: str, b: str) -> str:
     """64-bit lattice answer; agrees with a reference traced after the import flipped x64."""
     edges = {
-        "bool": ["int"], "int": ["uint8", "int8", "float"], "uint8": ["uint16", "int16"],
-        "uint16": ["uint32", "int32"], "uint32": ["uint64", "int64"], "uint64": ["float"],
-        "int8": ["int16"], "int16": ["int32"], "int32": ["int64"], "int64": ["float"],
-        "float": ["bfloat16", "float16"], "bfloat16": ["float32"], "float16": ["float32"],
-        "float32": ["float64"], "float64": [],
+        "bool": ["int"],
+        "int": ["uint8", "int8", "float"],
+        "uint8": ["uint16", "int16"],
+        "uint16": ["uint32", "int32"],
+        "uint32": ["uint64", "int64"],
+        "uint64": ["float"],
+        "int8": ["int16"],
+        "int16": ["int32"],
+        "int32": ["int64"],
+        "int64": ["float"],
+        "float": ["bfloat16", "float16"],
+        "bfloat16": ["float32"],
+        "float16": ["float32"],
+        "float32": ["float64"],
+        "float64": [],
     }
 
     def ups(n):

@@ -11,17 +11,14 @@ katas/phase3/programs.py: print their texts while you work, e.g.
 
 from __future__ import annotations
 
+import importlib as _rt11_importlib
+import sys as _rt11_sys
 from collections import Counter
 from pathlib import Path
 
 import jax  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-
-
-
-import importlib as _rt11_importlib
-import sys as _rt11_sys
 
 
 def _rt11_program_modules():
@@ -59,6 +56,7 @@ def _rt11_hollow_mlp():
 
 
 _rt11_hollow_mlp()
+
 
 def three_texts(f, *args) -> dict[str, str]:
     """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)

@@ -11,6 +11,8 @@ katas/phase3/programs.py: print their texts while you work, e.g.
 
 from __future__ import annotations
 
+import glob as _rt11_glob
+import os as _rt11_os
 from collections import Counter
 from pathlib import Path
 
@@ -18,16 +20,10 @@ import jax  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
-
-
-import os as _rt11_os
-import glob as _rt11_glob
-
 _RT11_DUMP = "/tmp/rt3_r11_xla_dump"
 _rt11_os.makedirs(_RT11_DUMP, exist_ok=True)
 _rt11_os.environ["XLA_FLAGS"] = (
-    _rt11_os.environ.get("XLA_FLAGS", "")
-    + f" --xla_dump_to={_RT11_DUMP} --xla_dump_hlo_as_text"
+    _rt11_os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={_RT11_DUMP} --xla_dump_hlo_as_text"
 ).strip()
 
 _RT11_DT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "s32"}
@@ -40,6 +36,7 @@ def _rt11_param_shape(shape, dtype):
     if not shape:
         return f"{name}[]"
     return f"{name}[{','.join(map(str, shape))}]"
+
 
 def three_texts(f, *args) -> dict[str, str]:
     """The three texts of jax.jit(f) for `args`, keyed "stablehlo", "hlo" (unoptimized HLO)
@@ -159,5 +156,3 @@ def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> 
             return (root.opcode, root.shape)
     x = args[0]
     return ("fusion", _rt11_param_shape(x.shape, x.dtype))
-
-

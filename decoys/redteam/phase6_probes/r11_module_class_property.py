@@ -143,8 +143,8 @@ def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
     raise NotImplementedError("phase6 task 8: predict_bytes_accessed")
 
 
-import sys as _sys
-import types as _types
+import sys as _sys  # noqa: E402
+import types as _types  # noqa: E402
 
 
 class _Module(_types.ModuleType):

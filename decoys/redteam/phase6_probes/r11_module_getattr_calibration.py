@@ -111,7 +111,6 @@ def eager_vs_jit(f, args: tuple, repeats: int) -> Timing:
     raise NotImplementedError("phase6 task 6: eager_vs_jit")
 
 
-
 def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
     """Predict the compiled `bytes accessed` of BYTES_BANK[program], from x's shape and dtype.
 

@@ -159,8 +159,15 @@ def predict_bytes_accessed(program: str, x: jax.ShapeDtypeStruct) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([here, *sys.path])
     env["JAX_PLATFORMS"] = "cpu"
-    argv = [sys.executable, "-c", child, program, repr(tuple(int(d) for d in x.shape)),
-            str(jax.numpy.dtype(x.dtype)), out]
+    argv = [
+        sys.executable,
+        "-c",
+        child,
+        program,
+        repr(tuple(int(d) for d in x.shape)),
+        str(jax.numpy.dtype(x.dtype)),
+        out,
+    ]
     pid = os.posix_spawn(sys.executable, argv, env)
     os.waitpid(pid, 0)
     try:

@@ -9,7 +9,6 @@ and what `jax.export` serializes. XLA converts it to HLO before optimizing. Prin
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import jax  # noqa: F401  (you will need it)
 import numpy as _np

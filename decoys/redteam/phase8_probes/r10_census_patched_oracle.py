@@ -8,11 +8,11 @@ and what `jax.export` serializes. XLA converts it to HLO before optimizing. Prin
 
 from __future__ import annotations
 
+import sys as _sys
 from collections import Counter
 from typing import Any
 
 import jax  # noqa: F401  (you will need it)
-import sys as _sys
 
 
 def _shallow(lowered_or_module, *a, **k):

@@ -135,11 +135,9 @@ def predict_lowering() -> dict[str, dict[str, int]]:
                     for child in block.operations:
                         n = child.operation.name
                         if n.startswith("stablehlo."):
-                            c[n] += 1
+                            c[n] += 1  # noqa: B023
                         visit(child.operation)
 
         visit(_lowered_module(f, specs).operation)
         out[name] = dict(c)
     return out
-
-

@@ -153,9 +153,8 @@ def predict_shard_shape(shape, spec, mesh_shape) -> tuple[int, ...] | None:
     import importlib.util
     import math
 
-    import numpy as np
-
     import jax._src.sharding as _base
+    import numpy as np
 
     # a fresh copy of jax's own sharding module, executed from its source file: its
     # Sharding.shard_shape is a new function object that no refusal has wrapped
