@@ -46,7 +46,8 @@ def while_loops(hlo_text: str) -> int:
     """How many instructions with opcode `while` an HLO module (optimized or not) holds, in
     all its computations (loop bodies and conditions, branches of either conditional form,
     computations reached through calls, computations nothing calls). Each instruction counts
-    once, however many call sites reach its computation.
+    once, however many call sites reach its computation, and whether or not anything reads its
+    result (the text is read as it is, dead code included).
 
     Count by opcode: instruction and computation names are not opcodes (a parameter may be
     called `while.2`), and names may repeat across computations."""
