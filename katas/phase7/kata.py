@@ -85,7 +85,9 @@ def compile_counter() -> Iterator[CompileCount]:
     Count only the BACKEND_COMPILE event, only while the block runs: c.count is up to date at
     any point inside the block; compiles after the block (also after a block that raised) must
     not change it; counters may nest and must not disturb each other or anyone else's
-    jax.monitoring listeners.
+    jax.monitoring listeners. The block is a span of time, not a thread: a compile any thread
+    runs while it is open counts. Only listen: leave JAX's settings (jax_log_compiles among
+    them) as the caller set them and log nothing.
     """
     # TODO: jax.monitoring has register_event_duration_secs_listener and its unregister
     raise NotImplementedError("phase7 task 5: compile_counter")
