@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jax._src import monitoring as _monitoring
 
 from kata_harness.decoys import wrong
@@ -92,9 +91,7 @@ def _rt11_loop_primitives_from_text(jaxpr) -> list[str]:
     "f = programs.scaler(t), static_argnums=(), calls [(ones(3,f32), 2.0), (ones(3,f32), "
     "np.float32(2.0))]: 2 traces (weak vs strong), answers 1",
 )
-def _rt11_count_traces_asarray_args(
-    f: Callable, static_argnums: tuple[int, ...], calls
-) -> int:
+def _rt11_count_traces_asarray_args(f: Callable, static_argnums: tuple[int, ...], calls) -> int:
     count = [0]
 
     def counted(*args):
@@ -223,9 +220,12 @@ def _rt11_predict_while_loops_map_vectorizes(program) -> int:
 
 def _rt11_canon(dt) -> str:
     dt = np.dtype(dt)
-    return {"float64": "float32", "int64": "int32", "uint64": "uint32", "complex128": "complex64"}.get(
-        dt.name, dt.name
-    )
+    return {
+        "float64": "float32",
+        "int64": "int32",
+        "uint64": "uint32",
+        "complex128": "complex64",
+    }.get(dt.name, dt.name)
 
 
 def _rt11_aval(v, by_value: bool = False):
