@@ -11,7 +11,10 @@ own. A drawn module always holds, whatever the seed:
   while;
 - one computation holding two whiles and a conditional, called from two call sites;
 - instruction names that repeat across computations: every conditional's index is `%k` (pred
-  in some computations, s32 in others), every while is `%loop`.
+  in some computations, s32 in others), every while is `%loop`;
+- a while whose result nothing reads (not ROOT, no operand of anything), in a drawn one of
+  ENTRY, the computation nothing calls or the one called from two sites: XLA's parser keeps
+  it (only optimization removes dead code), so it is an instruction like any other.
 
 What is drawn: the computation names, which leaf computations serve as branches (repeats
 included) and how many branches an s32 conditional has, which index the condition's
@@ -61,6 +64,16 @@ def _conditional(result: str, value: str, branches: list[str], kind: str, tag: s
     listed = ", ".join(f"%{b}" for b in branches)
     listing = f"branch_computations={{{listed}}}"
     return f"{result} = f32[4]{{0}} conditional(%k{tag}, {operands}), {listing}"
+
+
+def _idle_while(value: str, loop: tuple[str, str]) -> list[str]:
+    """A while over f32[4] %value whose result nothing reads."""
+    condition, body = loop
+    return [
+        "%idle_start = s32[] constant(0)",
+        f"%idle_init = {_PAIR} tuple(%idle_start, {value})",
+        f"%idle = {_PAIR} while(%idle_init), condition=%{condition}, body=%{body}",
+    ]
 
 
 def _while(result: str, value: str, loop: tuple[str, str], tag: str = "") -> list[str]:
@@ -132,13 +145,19 @@ class _Draw:
         lines += [f"ROOT %out = {_PAIR} tuple(%next, %y)"]
         return self.add(_computation(name, f"t: {_PAIR}", _PAIR, lines), name, set(called))
 
-    def region(self, leaves: list[str], loops: list[tuple[str, str]], kind: str | None) -> str:
+    def region(
+        self, leaves: list[str], loops: list[tuple[str, str]], kind: str | None, idle=False
+    ) -> str:
         """f32[4] -> f32[4] holding one while per (condition, body) in `loops`, one after the
-        other, and, unless kind is None, a conditional of that index kind over leaves."""
+        other, and, unless kind is None, a conditional of that index kind over leaves; with
+        idle, one more while over the first loop's computations, its result read by nothing."""
         name = next(self.names)
         lines = ["%x0 = f32[4]{0} parameter(0)"]
         for n, loop in enumerate(loops):
             lines += _while(f"%x{n + 1}", f"%x{n}", loop, str(n or ""))
+        if idle:
+            spot = self.rng.randint(1, len(lines))
+            lines[spot:spot] = _idle_while("%x0", loops[0])
         called = {c for loop in loops for c in loop}
         root = f"%x{len(loops)}"
         if kind is not None:
@@ -170,9 +189,11 @@ def draw_control_module(rng: random.Random) -> str:
         _computation(keep, "a: pred[]", "pred[]", ["ROOT %a = pred[] parameter(0)"]), keep, set()
     )
     plain = draw.body(leaves, conditional=False)
-    draw.region(leaves, [(draw.condition(keep), plain)], "pred")  # nothing calls it
+    idle = rng.choice(("entry", "orphan", "shared"))  # where the while nothing reads sits
+    orphan = [(draw.condition(keep), plain)]
+    draw.region(leaves, orphan, "pred", idle=idle == "orphan")  # nothing calls it
     twice = [(draw.condition(keep), draw.body(leaves, True)), (draw.condition(keep), plain)]
-    shared = draw.region(leaves, twice, "s32")  # two whiles, called from two sites
+    shared = draw.region(leaves, twice, "s32", idle=idle == "shared")  # called from two sites
     hoisted = draw.region(
         leaves, [(draw.condition(keep), plain)], rng.choice((None, "s32", "pred"))
     )
@@ -192,6 +213,8 @@ def draw_control_module(rng: random.Random) -> str:
     lines = ["%x0 = f32[4]{0} parameter(0)"]
     for n, feature in enumerate(features):
         lines += feature(f"%x{n}", f"%x{n + 1}", str(n))
+    if idle == "entry":
+        lines += _idle_while(f"%x{rng.randint(0, len(features))}", outer)
     lines += [f"ROOT %out = f32[4]{{0}} copy(%x{len(features)})"]
     entry = _computation(next(draw.names), "x0: f32[4]", "f32[4]", lines, entry=True)
     draw.add(entry, "ENTRY", {shared, hoisted, *leaves, *outer})

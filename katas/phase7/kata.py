@@ -46,7 +46,8 @@ def while_loops(hlo_text: str) -> int:
     """How many instructions with opcode `while` an HLO module (optimized or not) holds, in
     all its computations (loop bodies and conditions, branches of either conditional form,
     computations reached through calls, computations nothing calls). Each instruction counts
-    once, however many call sites reach its computation.
+    once, however many call sites reach its computation, and whether or not anything reads its
+    result (the text is read as it is, dead code included).
 
     Count by opcode: instruction and computation names are not opcodes (a parameter may be
     called `while.2`), and names may repeat across computations."""
@@ -84,7 +85,9 @@ def compile_counter() -> Iterator[CompileCount]:
     Count only the BACKEND_COMPILE event, only while the block runs: c.count is up to date at
     any point inside the block; compiles after the block (also after a block that raised) must
     not change it; counters may nest and must not disturb each other or anyone else's
-    jax.monitoring listeners.
+    jax.monitoring listeners. The block is a span of time, not a thread: a compile any thread
+    runs while it is open counts. Only listen: leave JAX's settings (jax_log_compiles among
+    them) as the caller set them and log nothing.
     """
     # TODO: jax.monitoring has register_event_duration_secs_listener and its unregister
     raise NotImplementedError("phase7 task 5: compile_counter")

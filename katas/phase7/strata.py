@@ -156,6 +156,10 @@ def _x_pairs(rng: random.Random) -> dict[str, tuple[object, object]]:
         "x: Python float vs np.float32 scalar": (value, np.float32(value)),
         "x: Python int vs Python bool": (int(value), True),
         "x: Python int vs np.int32 scalar": (int(value), np.int32(value)),
+        # a Python scalar is traced like an array (weak-typed), not baked in like a static value
+        "x: two values of a Python float or int": rng.choice(
+            ((value, value + 1.0), (int(value), int(value) + 1))
+        ),
     }
 
 

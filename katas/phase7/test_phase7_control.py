@@ -162,7 +162,7 @@ def test_cpu_wraps_while_in_a_call(kata):
 def _drawn_modules(fresh, count: int = 2) -> list[str]:
     """Modules drawn afresh (hlo_draws: a computation nothing calls, conditionals in a while's
     condition, a while in a pred-indexed branch, a computation called from two sites, names
-    repeated across computations), each accepted by XLA's parser."""
+    repeated across computations, a while nothing reads), each accepted by XLA's parser."""
     drawn = [draw_control_module(fresh) for _ in range(count)]
     for text in drawn:
         assert oracles.xla_accepts(text), f"XLA's parser refuses a drawn module; {fresh.where()}"
@@ -196,7 +196,8 @@ def test_while_loops_in_every_place_of_a_drawn_module(kata, fresh):
                 f"a drawn module: {got} while instructions, XLA's module of that text holds "
                 f"{want}. Count instructions, once each, in every computation (one nothing "
                 "calls, true_computation= and false_computation= branches, one called from two "
-                f"sites counts once); names repeat across computations; {fresh.where()}"
+                "sites counts once; a while whose result nothing reads is still an instruction "
+                f"of the text); names repeat across computations; {fresh.where()}"
             )
 
 

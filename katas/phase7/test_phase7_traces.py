@@ -1,6 +1,8 @@
 """Phase 7 tests, tasks count_traces and compile_counter: traces counted by the function's own
 body running, compiles measured here with jax.monitoring (kata_harness.compile_events)."""
 
+import logging
+import threading
 from collections import namedtuple
 
 import jax
@@ -284,6 +286,58 @@ def test_counter_stops_when_the_block_raises(kata):
         assert _count_of(counter) == 1, (
             f"counted {counter.count}: compiles after a block that raised still counted "
             "(unregister in a finally)"
+        )
+
+
+class _Records(logging.Handler):
+    """Every record at WARNING or above that reaches the handler (JAX logs compiles there only
+    when someone switched jax_log_compiles on)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.task("compile_counter")
+def test_compiles_of_other_threads_count_and_nothing_else_changes(kata, fresh):
+    # The block is a span of time, not a thread: a compile another thread runs while the block
+    # is open counts. And the counter only listens: JAX's settings and the caller's log stay
+    # as they were (no flag switched on for the block, no records sent to anyone's handlers).
+    f = doubler()
+    size = fresh.randint(13, 40)
+    flag = jax.config.jax_log_compiles
+    handler, logger = _Records(), logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with kata.compile_counter() as counter, compile_events.measured_compiles() as measured:
+            flag_inside = jax.config.jax_log_compiles
+            worker = threading.Thread(target=lambda: f(vec(size)))
+            worker.start()
+            worker.join()
+            f(vec(size + 1))
+    finally:
+        logger.removeHandler(handler)
+    with check:
+        assert _count_of(counter) == len(measured) == 2, (
+            f"counted {counter.count}, XLA compiled {len(measured)} times while the block ran: "
+            f"f32[{size}] compiled in a thread started and joined inside the block, then "
+            f"f32[{size + 1}] in the block's own thread (count every thread's compiles); "
+            f"{fresh.where()}"
+        )
+    with check:
+        assert flag_inside == flag, (
+            f"jax_log_compiles was {flag} before the block and {flag_inside} inside it: "
+            "count the BACKEND_COMPILE event, leave JAX's settings as the caller set them"
+        )
+    with check:
+        assert not handler.records, (
+            f"a handler on the 'jax' logger received {len(handler.records)} record(s) while the "
+            f"block ran, e.g. {handler.records[0].getMessage()[:80]!r}: counting must not log"
+            if handler.records
+            else ""
         )
 
 
