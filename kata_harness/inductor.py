@@ -258,6 +258,25 @@ def variant(
     return _reorder_definitions(_nest_calls(_shuffle_inputs(renamed, rng), rng), rng)
 
 
+_FUSED_STATEMENT = re.compile(r"^[ \t]+cpp_fused_\w+\(.*\)[ \t]*$", re.M)
+
+
+def repeated(code: str, rng: random.Random) -> str | None:
+    """`code` whose `call` runs one of its fused kernel statements (drawn) twice: a copy of the
+    line right after it, in the same block (Inductor defines a kernel once and calls it
+    wherever it needs that code, as HANDWRITTEN calls `cpp_fused_add_relu_3` twice). None when
+    `call` runs no fused kernel."""
+    match = _CALL_DEF.search(code)
+    assert match is not None, "no call function in the generated code"
+    start = code.index("\n", match.end()) + 1  # call's body, as call_body reads it
+    end = start + len("\n".join(call_body(code)))
+    spots = list(_FUSED_STATEMENT.finditer(code, start, end))
+    if not spots:
+        return None
+    spot = rng.choice(spots)
+    return f"{code[: spot.end()]}\n{spot[0]}{code[spot.end() :]}"
+
+
 def _shuffle_inputs(code: str, rng: random.Random) -> str:
     """`call`'s `a, b, c = args` with its names in another order (each keeps its asserts)."""
     unpack = re.compile(r"^(?P<indent>\s+)(?P<names>\w+(?:, \w+)+) = args$", re.M)
