@@ -73,6 +73,17 @@ def test_the_line_reader_on_what_xla_prints() -> None:
     assert len(inductor.rank1_parameters(HANDWRITTEN_HLO["row_reductions"])) == 1
 
 
+def test_the_xla_readers_hand_out_a_new_list_each_call() -> None:
+    text = HANDWRITTEN_HLO["row_reductions"]
+    first, second = inductor.xla_kernels(text), inductor.xla_kernels(text)
+    assert first == second and first is not second
+    first.clear()
+    assert len(inductor.xla_kernels(text)) == 4, "a caller's change stays with the caller"
+    names = inductor.rank1_parameters(text)
+    names.append("x")
+    assert len(inductor.rank1_parameters(text)) == 1
+
+
 def _branch_calls(code: str) -> set[str]:
     """The kernels called in an `else:` or `finally:` branch of a block."""
     found = set()
