@@ -12,6 +12,7 @@ them.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import itertools
 import random
@@ -150,6 +151,13 @@ def _opcode(instruction) -> str:
 
 
 def xla_kernels(text: str) -> list[XlaKernel]:
+    """The ENTRY kernels of `text`, in ENTRY order (a new list each call: several tests read
+    one module, and XLA's parser reads it once)."""
+    return list(_xla_kernels(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _xla_kernels(text: str) -> tuple[XlaKernel, ...]:
     module = oracles.xla_parsed(text)
     entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
     assert entry_name is not None, "no ENTRY computation"
@@ -182,10 +190,16 @@ def xla_kernels(text: str) -> list[XlaKernel]:
                 holds_dot=any(o in ("dot", "custom-call") for o in opcodes),
             )
         )
-    return found
+    return tuple(found)
 
 
 def rank1_parameters(text: str) -> list[str]:
+    """The ENTRY parameters of rank 1, in ENTRY order (a new list each call)."""
+    return list(_rank1_parameters(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _rank1_parameters(text: str) -> tuple[str, ...]:
     module = oracles.xla_parsed(text)
     entry_name = re.search(r"^ENTRY %?([\w.\-]+)", text, re.M)
     assert entry_name is not None
@@ -197,7 +211,7 @@ def rank1_parameters(text: str) -> list[str]:
         rank1 = shape is not None and shape[1] != "" and "," not in shape[1]
         if _opcode(instruction) == "kParameter" and rank1:
             found.append(instruction.name)
-    return found
+    return tuple(found)
 
 
 # ---- metamorphic variants of generated code --------------------------------------------
@@ -256,6 +270,25 @@ def variant(
         names[name] = f"cpp_fused_{ops}_{labels.pop()}" if ops else f"cpp_fused_{labels.pop()}"
     renamed = _rename_tokens(code, names, keep)
     return _reorder_definitions(_nest_calls(_shuffle_inputs(renamed, rng), rng), rng)
+
+
+_FUSED_STATEMENT = re.compile(r"^[ \t]+cpp_fused_\w+\(.*\)[ \t]*$", re.M)
+
+
+def repeated(code: str, rng: random.Random) -> str | None:
+    """`code` whose `call` runs one of its fused kernel statements (drawn) twice: a copy of the
+    line right after it, in the same block (Inductor defines a kernel once and calls it
+    wherever it needs that code, as HANDWRITTEN calls `cpp_fused_add_relu_3` twice). None when
+    `call` runs no fused kernel."""
+    match = _CALL_DEF.search(code)
+    assert match is not None, "no call function in the generated code"
+    start = code.index("\n", match.end()) + 1  # call's body, as call_body reads it
+    end = start + len("\n".join(call_body(code)))
+    spots = list(_FUSED_STATEMENT.finditer(code, start, end))
+    if not spots:
+        return None
+    spot = rng.choice(spots)
+    return f"{code[: spot.end()]}\n{spot[0]}{code[spot.end() :]}"
 
 
 def _shuffle_inputs(code: str, rng: random.Random) -> str:

@@ -9,13 +9,17 @@ reduction's accumulator with another C++ type Inductor's CPU backend declares
 two of them get one name the other's with a digit more (`cpp_fused_sum_1` and
 `cpp_fused_sum_10`, as Inductor numbers a graph's eleventh kernel), the longer one defined
 first and, when two kernels differ in their reductions, two that do: a kernel's source is found
-by its whole name, not by the first text that starts with it. It may also state the inputs'
-sizes symbolically, as a dynamic-shape compile does (`assert_size_stride(arg2_1, (s1, ), (1, ))`:
-each size other than 1 named `s<k>`, one name per value), and leave out `call`'s `args.clear()`
-(a `call` written by hand, or by another release, need not clear its arguments). The kernels
-`call` runs, their order, kinds and reductions, and each input's number of dimensions stay as
-they were: a reading task's answer must follow the names, types and sizes, and the oracles of
-:mod:`.inductor` read them from the respelled text.
+by its whole name, not by the first text that starts with it. Each fallback
+`torch.ops.aten.<op>.<overload>(...)` of `call` calls another ATen operator, drawn from
+`FALLBACKS`, one of them (when it runs any) an operator that views a tensor (`view.dtype`,
+`as_strided`, `permute`...): a fallback is a kernel whatever it computes. It may also state
+the inputs' sizes symbolically, as a dynamic-shape compile does
+(`assert_size_stride(arg2_1, (s1, ), (1, ))`: each size other than 1 named `s<k>`, one name
+per value), and leave out `call`'s `args.clear()` (a `call` written by hand, or by another
+release, need not clear its arguments). The kernels `call` runs, their order, kinds, library
+names and reductions, and each input's number of dimensions stay as they were: a reading
+task's answer must follow the names, types and sizes, and the oracles of :mod:`.inductor` read
+them from the respelled text.
 """
 
 from __future__ import annotations
@@ -74,6 +78,42 @@ SCALARS = (
 )
 FLOATS = ("float", "double", "at::Half", "at::BFloat16")
 
+# ATen operators (op, overload) a fallback may call: first those that view a tensor (Inductor
+# lowers most views to `reinterpret_tensor`, yet falls back to `view.dtype` and others: still a
+# kernel statement of `call`), then others it has no lowering for
+VIEWS = (
+    ("view", "dtype"),
+    ("view", "default"),
+    ("_unsafe_view", "default"),
+    ("as_strided", "default"),
+    ("permute", "default"),
+    ("expand", "default"),
+    ("reshape", "default"),
+    ("t", "default"),
+    ("transpose", "int"),
+    ("squeeze", "dim"),
+    ("unsqueeze", "default"),
+    ("alias", "default"),
+    ("slice", "Tensor"),
+    ("select", "int"),
+    ("diagonal", "default"),
+    ("unfold", "default"),
+    ("view_as_real", "default"),
+)
+FALLBACKS = (
+    *VIEWS,
+    ("convolution", "default"),
+    ("index", "Tensor"),
+    ("index_put_", "default"),
+    ("sort", "default"),
+    ("topk", "default"),
+    ("cumsum", "default"),
+    ("nonzero", "default"),
+    ("linalg_cholesky_ex", "default"),
+    ("_addmm_activation", "default"),
+    ("bernoulli_", "float"),
+)
+
 _DECLARATION = re.compile(
     r"^(?P<indent>[ \t]*)(?P<type>[\w:]+(?:<(?P<inner>[\w:<>]+)>)?)"
     r"(?P<rest>[ \t]+tmp_acc\d+[ \t]*=.*)$",
@@ -84,8 +124,8 @@ _DECLARATION = re.compile(
 def respelled(code: str, rng: random.Random) -> str:
     """`code` with its fused kernels renamed (one of them, when it has any that fuses named
     operators, after operators whose last name ends in a digit; two of them, when it has two,
-    with names one a prefix of the other, the longer defined first) and its accumulators
-    retyped."""
+    with names one a prefix of the other, the longer defined first), its fallbacks calling
+    other ATen operators (:func:`refallen`) and its accumulators retyped."""
     names: dict[str, str] = {}
     sources = inductor.kernel_sources(code)
     kernels = [k for k in sources if inductor.fused_ops(k)]
@@ -102,10 +142,28 @@ def respelled(code: str, rng: random.Random) -> str:
         pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
         code = pattern.sub(lambda m: names[m[1]], code)
     code = _DECLARATION.sub(lambda m: _retyped(m, rng), code)
+    code = refallen(code, rng)
     if rng.random() < 0.5:
         code = symbolic_sizes(code)
     if rng.random() < 0.5:
         code = unclear(code)
+    return code
+
+
+_FALLBACK = re.compile(r"^(?P<head>[ \t]+(?:\w+ = )?torch\.ops\.aten\.)\w+\.\w+\(", re.M)
+
+
+def refallen(code: str, rng: random.Random) -> str:
+    """`code` whose fallback statements (`torch.ops.aten.<op>.<overload>(...)`, assigned or
+    bare) call other ATen operators drawn from `FALLBACKS`, one of them, when there is one, a
+    view (`VIEWS`); their arguments, places and number stay."""
+    spots = list(_FALLBACK.finditer(code))
+    if not spots:
+        return code
+    view = rng.randrange(len(spots))
+    drawn = [rng.choice(VIEWS if i == view else FALLBACKS) for i in range(len(spots))]
+    for spot, (op, overload) in zip(reversed(spots), reversed(drawn), strict=True):
+        code = f"{code[: spot.start()]}{spot['head']}{op}.{overload}({code[spot.end() :]}"
     return code
 
 

@@ -13,11 +13,13 @@ inputs unpacked in another order, kernel calls nested in blocks (also their else
 branches), comments such as the `# AOT ID` header dropped or kept, kernel definitions reordered;
 kata_harness.inductor_spellings: fused kernels named after other operators, some ending in a
 digit as `expm1`, two of them one named the other's name with a digit more, as `cpp_fused_sum_1`
-beside `cpp_fused_sum_10` defined before it, accumulators declared with the other C++ types
-Inductor declares, as `uint8_t`); the HLO side is the JAX twin compiled now by XLA on this
-host (the bias task also in bfloat16), its metamorphic variants
-(kata_harness.metamorphic: renamed, reordered, a computation nothing calls printed after
-ENTRY, every fused computation moved into a nested fusion), hand-written modules
+beside `cpp_fused_sum_10` defined before it, fallbacks calling other ATen operators, one of them
+a view as `view.dtype`, accumulators declared with the other C++ types Inductor declares, as
+`uint8_t`; kata_harness.inductor.repeated: a training graph running a fused kernel twice); the
+HLO side is the JAX twin compiled now by XLA on this host (the bias task also in bfloat16), its
+metamorphic variants (kata_harness.metamorphic: renamed, reordered, a computation nothing calls
+printed after ENTRY, every fused computation moved into a nested fusion, and for the counting
+tasks ENTRY fusions copied beside themselves, calling one computation), hand-written modules
 (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch twin (xla_only.XLA_ONLY: an
 int32 layer, a bias passed first, a loop, a cond). Expected values come from
 kata_harness.inductor's line reader of the generated code and from XLA's own parser.
@@ -186,6 +188,44 @@ def test_kernel_census_of_other_spellings(kata, fresh):
                 assert got == oracle.census(hlo, text), f"{label} with {code_label}: census differs"
 
 
+def _twinned(hlo: str, fresh: random.Random) -> tuple[str, list[str]]:
+    """`hlo` with a drawn kCustom ENTRY fusion and a drawn other ENTRY fusion each copied beside
+    itself, the copy calling the same computation (metamorphic.shared: each one with a later
+    user in ENTRY that the copy takes over, where the module has one); and the names copied."""
+    fusions = [k for k in oracle.xla_kernels(hlo) if k.opcode == "fusion"]
+    copied = []
+    for library in (True, False):
+        names = [k.name for k in fusions if (k.kind == "kCustom") == library]
+        for name in fresh.sample(names, len(names)):
+            twin = metamorphic.shared(hlo, name)
+            if twin is not None:
+                hlo = twin.text
+                copied.append(name)
+                break
+    return hlo, copied
+
+
+@pytest.mark.task("kernel_census")
+def test_kernel_census_of_two_fusions_calling_one_computation(kata, fresh):
+    """Each ENTRY fusion counts, also one calling the computation another one calls (XLA
+    reuses a fused computation): a drawn form of each program with a library (kCustom) fusion
+    and a loop fusion copied beside themselves, where it has such with a later user."""
+    codes = [(n, P.recorded(n)[0]) for n in P.PAIRS] + [*CODES.items()]
+    for i, name in enumerate([*P.PAIRS, *OTHER_HLO]):
+        form, hlo = fresh.choice(_hlo_forms(name))
+        twin, copied = _twinned(hlo, fresh)
+        if not copied:
+            continue  # no ENTRY fusion with a later user (a loop: ENTRY holds the while)
+        code_name, code = codes[i % len(codes)]
+        text = _variant(code, fresh)
+        got = kata.kernel_census(twin, text)
+        pairs = ", ".join(f"%{n} copied as %{n}.twin" for n in copied)
+        assert got == oracle.census(twin, text), (
+            f"{form} with {pairs} (each pair calling one computation), with {code_name}: "
+            f"census differs ({fresh.where()})"
+        )
+
+
 @pytest.mark.task("kernel_census")
 def test_kernel_census_teaches_the_mlp_and_layernorm_counts(kata):
     # the facts the README states, on this host's XLA and the recorded torch 2.15 code
@@ -346,7 +386,9 @@ def test_train_graphs_in_any_order(kata, fresh):
     """Forward first or backward first, with their comments (the `# AOT ID` header naming each
     graph) or without: the graphs are told apart by their inputs. The recorded steps, and two
     written by hand whose backward runs a fallback as a bare statement, the second for a
-    function of two outputs (two gradients in, tangents_1 and tangents_2: neither is saved)."""
+    function of two outputs (two gradients in, tangents_1 and tangents_2: neither is saved).
+    In one form of each step one graph (drawn) runs one of its fused kernels twice: a kernel
+    counts each time `call` runs it."""
     steps = {name: P.recorded(name) for name in P.TRAIN} | {"handwritten": [*HANDWRITTEN_TRAIN]}
     forms = {
         name: list(itertools.product((codes, codes[::-1]), (True, False)))
@@ -355,10 +397,17 @@ def test_train_graphs_in_any_order(kata, fresh):
     two = [*HANDWRITTEN_TRAIN_TWO_OUTPUTS]  # one drawn form: the others vary order and comments
     forms["handwritten, two outputs"] = [(fresh.choice((two, two[::-1])), fresh.random() < 0.5)]
     for name, cases in forms.items():
-        for order, comments in cases:
+        twice = fresh.randrange(len(cases))  # in one form, one graph runs a fused kernel twice
+        for k, (order, comments) in enumerate(cases):
             texts = [_variant(c, fresh, comments) for c in order]
+            where = ""
+            if k == twice:
+                g = fresh.randrange(len(texts))
+                repeated = oracle.repeated(texts[g], fresh)
+                if repeated is not None:
+                    texts[g], where = repeated, f", graph {g + 1} running a fused kernel twice"
             got = kata.train_graphs(texts)
-            assert got == _train(texts), f"{name}: graphs read wrong ({fresh.where()})"
+            assert got == _train(texts), f"{name}{where}: graphs read wrong ({fresh.where()})"
 
 
 @pytest.mark.task("train_graphs")

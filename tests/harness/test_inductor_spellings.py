@@ -13,11 +13,16 @@ from katas.phase16.handwritten import HANDWRITTEN_ROWS
 
 
 def _shape(code: str) -> list:
+    """Each kernel call's kind and reductions, and a library call's name (a fallback's operator
+    is respelled)."""
     sources = inductor.kernel_sources(code)
-    return [
-        (c.kind, inductor.accumulators(sources[c.name]) if c.kind == "fused" else c.name)
-        for c in inductor.calls(code)
-    ]
+    found = []
+    for c in inductor.calls(code):
+        if c.kind == "fused":
+            found.append((c.kind, inductor.accumulators(sources[c.name])))
+        else:
+            found.append((c.kind, c.name if c.kind == "extern" else ""))
+    return found
 
 
 def _types(code: str) -> set[str]:
@@ -61,6 +66,23 @@ def test_respelled_names_one_kernel_after_another_with_a_digit_more() -> None:
         longer, shorter = pairs[0]
         assert defined.index(longer) < defined.index(shorter), "the longer name defined first"
         assert inductor.accumulators(sources[longer]) != inductor.accumulators(sources[shorter])
+
+
+def test_refallen_calls_other_operators_one_of_them_a_view() -> None:
+    # HANDWRITTEN_ROWS runs three fallbacks (index, sum.dim_IntList, amax), one of them nested
+    views = {op for op, _ in inductor_spellings.VIEWS}
+    before = [c.line.split("(")[0] for c in inductor.calls(HANDWRITTEN_ROWS)]
+    for seed in range(6):
+        text = inductor_spellings.refallen(HANDWRITTEN_ROWS, random.Random(seed))
+        ast.parse(text)
+        assert _shape(text) == _shape(HANDWRITTEN_ROWS)
+        ops = [c.name for c in inductor.calls(text) if c.kind == "fallback"]
+        assert len(ops) == 3 and set(ops) & views, f"seed {seed}: {ops}"
+        after = [c.line.split("(")[0] for c in inductor.calls(text)]
+        assert [a.split("torch.ops")[0] for a in after] == [
+            b.split("torch.ops")[0] for b in before
+        ], "each fallback keeps its place and the buffer it is assigned to"
+    assert inductor_spellings.refallen("no fallback", random.Random(0)) == "no fallback"
 
 
 def test_symbolic_sizes_keep_each_inputs_dimensions() -> None:

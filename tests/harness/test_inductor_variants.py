@@ -4,6 +4,7 @@ every fact the tasks read and change every name they must not read."""
 from __future__ import annotations
 
 import ast
+import itertools
 import random
 import re
 
@@ -72,6 +73,17 @@ def test_the_line_reader_on_what_xla_prints() -> None:
     assert len(inductor.rank1_parameters(HANDWRITTEN_HLO["row_reductions"])) == 1
 
 
+def test_the_xla_readers_hand_out_a_new_list_each_call() -> None:
+    text = HANDWRITTEN_HLO["row_reductions"]
+    first, second = inductor.xla_kernels(text), inductor.xla_kernels(text)
+    assert first == second and first is not second
+    first.clear()
+    assert len(inductor.xla_kernels(text)) == 4, "a caller's change stays with the caller"
+    names = inductor.rank1_parameters(text)
+    names.append("x")
+    assert len(inductor.rank1_parameters(text)) == 1
+
+
 def _branch_calls(code: str) -> set[str]:
     """The kernels called in an `else:` or `finally:` branch of a block."""
     found = set()
@@ -102,3 +114,22 @@ def test_overlapping_names_are_parts_of_one_another() -> None:
     assert buffers, "buffers named after the inputs"
     for name in inductor.inputs(variant):
         assert all(name in b for b in buffers), name
+
+
+def test_repeated_runs_one_fused_kernel_twice_in_its_place() -> None:
+    code = programs.recorded("train_mlp_gelu")[1]  # the backward: fused kernels and mm calls
+    seen = set()
+    for seed in range(6):
+        text = inductor.repeated(inductor.variant(code, random.Random(seed)), random.Random(seed))
+        assert text is not None
+        ast.parse(text)
+        before = inductor.calls(inductor.variant(code, random.Random(seed)))
+        after = inductor.calls(text)
+        assert len(after) == len(before) + 1
+        twice = next(i for i, (a, b) in enumerate(itertools.pairwise(after)) if a == b)
+        assert after[twice].kind == "fused", "a fused kernel statement runs twice in a row"
+        assert after[: twice + 1] + after[twice + 2 :] == before
+        seen.add(after[twice].name)
+    assert len(seen) > 1, "the repeated kernel is drawn"
+    no_fused = "def call(args):\n    x, = args\n    extern_kernels.mm(x, x, out=x)\n    return x\n"
+    assert inductor.repeated(no_fused, random.Random(0)) is None
