@@ -121,15 +121,21 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
     nothing (the compile starting in the ns the step starts: inside it), compile and run it
     and then compile a second program (listed once), only trace and lower it, or start a
     compile on a worker thread that ends after the step closes (a compile that started in the
-    step); a compile on another worker that starts in the host time before step `into` and
-    ends inside it (started before it: not that step's compile); after one step, a step of a
-    second loop, named otherwise and numbered like a step that did not compile, that compiles
-    and runs; and around them all an event named `step_name` without a step_num (neither is a
-    step event)."""
+    step); a compile on another worker that starts in the host time before step `into` (a step
+    that compiled nothing) and ends inside it (started before it: not that step's compile).
+    A backend compile's kernels (FusionCompiler::Compile, on codegen threads) are compiled at
+    any time within it: a worker's compile that outlasts its step compiles its last kernel in
+    the next step, the one before `into` its last kernel inside `into` (part of a compile that
+    started elsewhere: neither step compiled). A third worker's compile starts in the host time
+    after a step `after` that compiled nothing (no step's compile: it starts before the next).
+    After one step, a step of a second loop, named otherwise and numbered like a step that did
+    not compile, that compiles and runs; and around them all an event named `step_name` without
+    a step_num (neither is a step event)."""
     steps = fresh.randint(5, 7)
     plan = fresh.sample([*PLAN, *["run"] * (steps - len(PLAN))], steps)
-    into = fresh.choice([i for i in range(steps) if plan[i] != "compile past the end"])
-    workers = fresh.sample([f"compile-worker:{i}" for i in range(100)], 2)
+    into = fresh.choice([i for i in range(steps) if plan[i] not in PLAN[:4]])
+    after = fresh.choice([i for i in range(steps) if plan[i] not in PLAN[:4]])
+    workers = fresh.sample([f"compile-worker:{i}" for i in range(100)], 3)
     runs = iter(range(fresh.randrange(1000), 1 << 30))
     first = fresh.choice((0, fresh.randint(1, 900)))
     other = other_step_name(step_name, fresh)
@@ -137,13 +143,14 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
     number = first + fresh.choice([i for i in range(steps) if plan[i] not in PLAN[:4]])
     events: list[TraceEvent] = []
 
-    def compile_at(thread: str, start: int, duration: int) -> None:
+    def compile_at(thread: str, start: int, duration: int, last: int | None = None) -> None:
+        """A backend compile and its kernels, each drawn within it; `last`: a kernel there."""
         events.append(TraceEvent("backend_compile_and_load", thread, start, duration))
-        for i in range(fresh.randint(0, 2)):  # a compile may generate no kernel
+        kernels = [fresh.randint(start + 1, start + duration - 41) for _ in range(3)]
+        kernels = kernels[: fresh.randint(0, 2)] if last is None else [*kernels[:1], last]
+        for i, at in enumerate(kernels):  # a compile may generate no kernel
             module = (("module", f"fusion.{i}_kernel_module"),)
-            events.append(
-                TraceEvent("FusionCompiler::Compile", f"codegen:{i}", start + 90, 40, module)
-            )
+            events.append(TraceEvent("FusionCompiler::Compile", f"codegen:{i}", at, 40, module))
 
     def execute(start: int) -> int:
         events.append(TraceEvent("PjitFunction(compiled_step)", "python", start, 900))
@@ -156,8 +163,10 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
     for i, what in enumerate(plan):
         t += 400  # host time between the steps
         start = t
-        if i == into:
-            compile_at(workers[0], start - 200, 200 + fresh.randint(50, 90))
+        if i == into:  # its last kernel compiled 5 ns into the step
+            compile_at(workers[0], start - 200, 200 + fresh.randint(50, 90), start + 5)
+        if i - 1 == after:  # late in the host time after a step that compiled nothing
+            compile_at(workers[2], start - 150, 150 + fresh.randint(50, 90))
         t += 100
         if what == "compile only":  # the step's first act: the compile starts in its first ns
             compile_at("python", start, 3100)
@@ -174,8 +183,9 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
             events.append(TraceEvent("trace_to_jaxpr_dynamic", "python", t, 500))
             events.append(TraceEvent("lower_sharding_computation", "python", t + 500, 500))
             t += 1000
-        elif what == "compile past the end":
-            compile_at(workers[1], t, 5000)
+        elif what == "compile past the end":  # its last kernel early in the next step
+            late = 1500 if i != evaluated else 3650  # after the other loop's step, if one
+            compile_at(workers[1], t, late + 40 + fresh.randint(0, 600), t + late)
         if what != "compile only":
             t = execute(t)
         t += 100
@@ -184,6 +194,8 @@ def _made_compiles(fresh, step_name: str) -> tuple[list[TraceEvent], list[int], 
             at, t = t + 50, execute(t + 1200) + 50
             compile_at("python", at + 100, 1000)
             events.append(TraceEvent(other, "python", at, t - at, (("step_num", number),)))
+    if after == steps - 1:  # after the last step, which compiled nothing: in no step
+        compile_at(workers[2], t + 200, 300)
     # the whole loop in an annotation named like the steps, without a step_num: not a step
     events.append(TraceEvent(step_name, "python", 500, t + 500))
     fresh.shuffle(events)
