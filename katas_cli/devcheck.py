@@ -107,10 +107,20 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
     for row in rows.values():
         for name, caught in row.redteam.items():
             if not caught:
-                row.problems.append(f"red-team answer {name}: no test of the task fails on it")
+                broken = failures.get((row.task.id, "redteam", name))
+                row.problems.append(
+                    _not_judged("red-team answer", name, broken)
+                    if broken
+                    else f"red-team answer {name}: no test of the task fails on it"
+                )
         for name, rejected in row.probes.items():
             if not rejected:
-                row.problems.append(f"probe {name}: the guard and every test accepted it")
+                broken = failures.get((row.task.id, "probe", name))
+                row.problems.append(
+                    _not_judged("probe", name, broken)
+                    if broken
+                    else f"probe {name}: the guard and every test accepted it"
+                )
         if not row.tests:
             row.problems.append("no test ran on the reference")
         if len(row.decoys) < MIN_DECOYS:
@@ -122,6 +132,16 @@ def census(phases: list[Phase], found: list[TestRecord]) -> list[TaskCensus]:
                 who = kind if kind in ("reference", "stub") else f"{kind} {name}"
                 row.problems.append(f"{who}: {messages[0]}")
     return list(rows.values())
+
+
+def _not_judged(what: str, name: str, broken: list[str]) -> str:
+    """A red-team answer or probe no test caught and some test could not run (its file did not
+    import, a timeout, an error outside the test's assertions): broken, not accepted, since the
+    tests that broke never judged it (the lines after this one say how each broke)."""
+    return (
+        f"{what} {name}: broken, not judged: no test caught it and {len(broken)} test(s) "
+        "could not run it"
+    )
 
 
 def _short_red_teams(rows: list[TaskCensus]) -> dict[int, str]:

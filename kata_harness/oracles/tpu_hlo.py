@@ -175,6 +175,8 @@ def spelled_groups() -> dict[str, list[list[int]]]:
         "mesh major axis": eight.reshape(2, 4).T.tolist(),
         # mesh a=2, b=2, c=2 over a and c: one group per b, a major and c minor inside it
         "mesh both axes": [eight.reshape(2, 2, 2)[:, b, :].reshape(-1).tolist() for b in (0, 1)],
+        # mesh a=2, b=4 over no axis: the devices that differ along no axis, each one alone
+        "mesh no axis": eight.reshape(2, 4).reshape(-1, 1).tolist(),
     }
 
 

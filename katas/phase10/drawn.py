@@ -213,7 +213,7 @@ def while_transposes(rng, places: list[str]):
     transpose in its body, its condition or both, one in a function with a custom_jvp or a
     custom_vjp rule (its jaxpr sits under another parameter than a jit's), one in each other
     place of `places` (a checkpoint's function and custom_linear_solve's matvec too; from
-    `transpose_places`); the whole program inside one or two drawn wrappers, so every transpose
+    `transpose_places`; a cond's other branch holds one or two more); the whole program inside one or two drawn wrappers, so every transpose
     is at least two jaxprs deep; m and w square.
 
     The nested jit is one jitted function called 2 or 3 times, once before the loop and the
@@ -224,6 +224,9 @@ def while_transposes(rng, places: list[str]):
     in_body = rng.randint(0, calls - 1) if calls else 0
     wrappers = [rng.choice(WRAPPERS) for _ in range(rng.randint(1, 2))]
     where = set(places)
+    # the cond's other branch holds transposes too (1 or 2): every branch counts, not the one
+    # that holds the most
+    other = rng.randint(1, 2) if "cond branch" in where else 0
 
     def program(m, w):
         shared = jax.jit(lambda a: a.T + a)
@@ -245,7 +248,12 @@ def while_transposes(rng, places: list[str]):
         if "scan body" in where:
             out = jax.lax.scan(lambda c, _: (c + w.T, None), out, None, length=2)[0]
         if "cond branch" in where:
-            out = jax.lax.cond(out.sum() > 0, lambda a: a.T * 3, lambda a: a * 1, out)
+            out = jax.lax.cond(
+                out.sum() > 0,
+                lambda a: a.T * 3,
+                lambda a: (a.T * 0.5).T if other == 2 else a.T * 0.5,
+                out,
+            )
         if "checkpoint function" in where:
             out = jax.checkpoint(lambda a: a.T * 3)(out)
         if "custom_linear_solve matvec" in where:  # matvec's jaxpr sits in the `jaxprs` param
@@ -263,11 +271,12 @@ def while_transposes(rng, places: list[str]):
         if calls
         else ""
     )
+    branches = f", the cond's other branch with {other} transpose(s)" if other else ""
     label = (
-        f"lax.while_loop of {trips} trips with transposes in {places}{sharing}, all inside "
-        f"{' inside '.join(wrappers)}, {dtype}[{n},{n}]"
+        f"lax.while_loop of {trips} trips with transposes in {places}{sharing}{branches}, all "
+        f"inside {' inside '.join(wrappers)}, {dtype}[{n},{n}]"
     )
-    transposes = len(places) + max(calls - 1, 0)
+    transposes = len(places) + max(calls - 1, 0) + other
     return label, program, (_spec((n, n), dtype), _spec((n, n), dtype)), transposes
 
 

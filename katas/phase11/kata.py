@@ -68,10 +68,12 @@ def device_groups(hlo_text: str) -> dict[int, list[list[int]]]:
 
     A group is a list of device numbers (positions in the device assignment, 0..N-1). XLA prints
     groups three ways: explicit `{{0,1},{2,3}}`; an iota list `[G,S]<=[dims]` or
-    `[G,S]<=[dims]T(perm)`; and mesh axes `mesh['a'=2,'b'=2] {'b'}`. Give each group's devices in
-    the order the spelling lists them (the order a gather concatenates); the groups themselves in
-    any order. An empty `replica_groups={}` is one group of every device, 0..N-1, N being the
-    module header's `replica_count` times its `num_partitions` (one when not printed). A
+    `[G,S]<=[dims]T(perm)`; and mesh axes `mesh['a'=2,'b'=2] {'b'}` (a group varies only the
+    named axes: naming none, `mesh['a'=2,'b'=2] {}`, every device is alone). Give each group's
+    devices in the order the spelling lists them (the order a gather concatenates); the groups
+    themselves in any order. An empty `replica_groups={}` is one group of every device, 0..N-1,
+    N being the module header's `replica_count` times its `num_partitions` (one when not
+    printed). A
     collective copied into several computations keeps its channel_id: one entry. A collective
     printed without a channel_id (cross-replica) has no key: leave it out.
     """

@@ -760,6 +760,9 @@ GROUP_SPELLINGS = {
     "mesh minor axis": "mesh['a'=2,'b'=4] {'b'}",
     "mesh major axis": "mesh['a'=2,'b'=4] {'a'}",
     "mesh both axes": "mesh['a'=2,'b'=2,'c'=2] {'a','c'}",
+    # XLA's parser takes a mesh that names no axis (newer XLA refuses to build one, since each
+    # group would hold one device): along no axis every device is alone, unlike `{}`
+    "mesh no axis": "mesh['a'=2,'b'=4] {}",
 }
 
 

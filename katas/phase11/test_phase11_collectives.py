@@ -39,8 +39,15 @@ from katas.phase11.texts import FUSED_COLLECTIVES, V5E
 
 @pytest.mark.task("device_groups")
 def test_device_groups_every_spelling(kata):
+    """Each spelling in a module XLA's parser takes (a mesh naming no axis too: confirmed, as
+    the one XLA never prints from a compile): a crash on one is a wrong answer, named with its
+    spelling."""
     for spelling in sorted(GROUP_SPELLINGS):
-        got = kata.device_groups(group_module(GROUP_SPELLINGS[spelling]))
+        text = group_module(GROUP_SPELLINGS[spelling])
+        if spelling == "mesh no axis":
+            oracle.xla_text(text)  # XLA's parser takes it (raises if not)
+        got, crash = texts.attempt(kata.device_groups, text)
+        assert crash is None, f"replica_groups={GROUP_SPELLINGS[spelling]}: raised {crash}"
         assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
         expected = oracle.spelled_groups()[spelling]
         assert set(got) == {3}, f"one collective, channel_id=3; got channels {sorted(got)}"

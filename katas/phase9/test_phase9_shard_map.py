@@ -4,12 +4,15 @@ compiled module, on several meshes. Which devices a collective groups or pairs c
 Mesh's own device grid (kata_harness.collectives), never from the text.
 """
 
+import re
+
 import jax
 import numpy as np
 import pytest
 from pytest_check import check
 
 from kata_harness import collectives
+from kata_harness.oracles import host_callbacks
 from kata_harness.oracles import sharding as oracle
 from katas.phase9 import drawn_programs
 from katas.phase9.programs import NEEDS_VALUES, map_cases, scatter_cases
@@ -76,12 +79,64 @@ def _placement(result, mesh, label: str, part) -> None:
         assert fault is None, f"{label}: {fault} (result sharding {result.sharding})"
 
 
-def _both_placements(task, mesh, sharded, jitted, label: str, part) -> None:
+def _both_placements(task, mesh, sharded, jitted, label: str, part, collective: str) -> None:
     """`_placement` of the result under jax.jit and of the result the task returns called as a
     user calls it, outside jit: a placement written after shard_map (a device_put) counts only
-    there."""
+    there. The outside call is also checked for its collective (`_eager_collective`), from the
+    programs JAX compiled for that same call: an answer may look at its input (a Tracer or an
+    array) and only do the work on the devices when traced."""
     _placement(jitted, mesh, f"{label}, under jax.jit", part)
-    _placement(task(sharded, mesh), mesh, f"{label}, called outside jit", part)
+    with host_callbacks.modules_compiled() as modules:
+        eager = task(sharded, mesh)
+    if not _STABLEHLO_COLLECTIVE.search("".join(modules.values())):
+        jax.clear_caches()  # an earlier case may have compiled the same programs: again, cold
+        with host_callbacks.modules_compiled() as modules:
+            eager = task(sharded, mesh)
+    _placement(eager, mesh, f"{label}, called outside jit", part)
+    with check:
+        _eager_collective(modules, mesh, f"{label}, called outside jit", collective)
+
+
+_STABLEHLO_COLLECTIVE = re.compile(
+    r'"?stablehlo\.(all_reduce|all_gather|reduce_scatter|collective_permute|all_to_all)"?\(.*'
+)
+
+
+def _dense_pairs(text: str) -> set[tuple[int, ...]]:
+    """`dense<[[0, 1], [2, 3]]>`: the rows, as tuples."""
+    rows = re.findall(r"\[([\d,\s]+)\]", text)
+    return {tuple(int(d) for d in row.split(",")) for row in rows}
+
+
+def _eager_collective(modules: dict[str, str], mesh, label: str, expected: str) -> None:
+    """The StableHLO programs JAX compiled while the task ran outside jit hold exactly one
+    collective, `expected`, and it groups (or pairs) the devices along mesh axis "x" only."""
+    found = [
+        (m.group(1), m.group(0))
+        for text in modules.values()
+        for m in _STABLEHLO_COLLECTIVE.finditer(text)
+    ]
+    assert [op for op, _ in found] == [expected], (
+        f"{label}: the programs JAX compiled for this call ran collectives "
+        f"{[op for op, _ in found]}, expected exactly one {expected}: outside jit as under it, "
+        "the work and its collective run on the devices, inside shard_map"
+    )
+    line = found[0][1]
+    axes = re.search(r"replica_group_mesh_axes<[^>]*axes = \[(.*?)\]>", line)
+    groups = re.search(r"replica_groups = dense<(.*?)>", line)
+    pairs = re.search(r"source_target_pairs = dense<(.*?)>", line)
+    if axes:
+        names = re.findall(r'axis_ref<name = "([^"]+)"', axes.group(1))
+        assert names == ["x"], f"{label}: the {expected} runs over mesh axes {names}, not 'x' only"
+    elif groups:
+        assert _dense_pairs(groups.group(1)) == collectives.axis_groups(mesh, "x"), (
+            f"{label}: the {expected} groups {groups.group(1)}: over mesh axis 'x' only"
+        )
+    elif pairs:
+        assert _dense_pairs(pairs.group(1)) == collectives.axis_ring(mesh, "x"), (
+            f"{label}: the {expected} pairs {pairs.group(1)}, expected "
+            f"{sorted(collectives.axis_ring(mesh, 'x'))}"
+        )
 
 
 # ---- task 6: psum_total -----------------------------------------------------------------------
@@ -110,7 +165,13 @@ def test_psum_total(kata, fresh):
                 )
         # a replicated scalar: every device holds the total (small or exact integers: exact)
         _both_placements(
-            kata.psum_total, mesh, sharded, total, f"mesh {mesh_name}", lambda _, exact=exact: exact
+            kata.psum_total,
+            mesh,
+            sharded,
+            total,
+            f"mesh {mesh_name}",
+            lambda _, exact=exact: exact,
+            "all_reduce",
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
@@ -156,6 +217,7 @@ def test_ring_shift(kata):
             shifted,
             f"mesh {mesh_name}",
             lambda i, rolled=rolled, r=per_block: rolled[i * r : (i + 1) * r],
+            "collective_permute",
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["ppermute"] == 1, (
@@ -192,7 +254,13 @@ def test_gather_rows(kata):
                 f"mesh {mesh_name}: sharding {gathered.sharding}"
             )
         _both_placements(
-            kata.gather_rows, mesh, sharded, gathered, f"mesh {mesh_name}", lambda _, x=x: x
+            kata.gather_rows,
+            mesh,
+            sharded,
+            gathered,
+            f"mesh {mesh_name}",
+            lambda _, x=x: x,
+            "all_gather",
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
@@ -247,6 +315,7 @@ def test_scatter_sum(kata, fresh):
             got,
             f"mesh {mesh_name}",
             lambda i, want=want, r=piece: want[i * r : (i + 1) * r],
+            "reduce_scatter",
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (

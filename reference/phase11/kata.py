@@ -144,7 +144,8 @@ def _groups(spelling: str, devices: int) -> list[list[int]]:
             (a.split("=")[0].strip(" '"), int(a.split("=")[1])) for a in mesh.group(1).split(",")
         ]
         names = [name for name, _ in axes]
-        over = [names.index(a.strip(" '")) for a in mesh.group(2).split(",")]
+        # no axis named: along none of them, every device is a group of its own
+        over = [names.index(a.strip(" '")) for a in mesh.group(2).split(",") if a.strip()]
         ids = np.arange(math.prod(s for _, s in axes)).reshape([s for _, s in axes])
         kept = [d for d in range(len(axes)) if d not in over]
         size = math.prod(axes[d][1] for d in over)
