@@ -2,8 +2,9 @@
 looks: fusions in while bodies and conditions (a jax.lax.scan), in conditional branches (a
 jax.lax.cond), in called computations and started asynchronously (fusion-start), custom calls
 that are not library calls (top_k's __gpu$TopK, cuSOLVER's Cholesky, whose backend_config is
-not JSON), and convolutions beside GEMMs (cuDNN's, and `convolution` before optimization), which
-are no GEMMs.
+not JSON), library calls whose config alone says what they fused (activation modes swapped,
+default fields left out), and convolutions beside GEMMs (cuDNN's, and `convolution` before
+optimization), which are no GEMMs.
 
 The modules are recorded from deviceless gpu-h100 compiles (scan_h100, branches_h100,
 solvers_h100) or hand-written (programs.FUSIONS_ELSEWHERE), each read as printed and as its
@@ -18,6 +19,7 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import gpu_hlo as oracle
+from kata_harness.oracles import xla_accepts
 from katas.phase12 import strata
 from katas.phase12 import texts as module_texts
 from katas.phase12.programs import BRANCH_SHAPES, SCAN_SHAPES, SOLVER_SHAPES
@@ -106,6 +108,36 @@ def test_library_epilogues_skip_other_custom_calls(kata):
                 "(a custom call whose target starts neither __cublas$ nor __cudnn$ is not a "
                 "library call)"
             )
+
+
+@pytest.mark.task("library_epilogues")
+def test_library_epilogues_read_the_config_and_its_defaults(kata):
+    """conv_h100 and dense_cublas_h100 with the cuDNN calls' activation modes swapped (kNone and
+    kRelu: its __cudnn$convForward then records kRelu), and with every field holding its proto
+    default left out of the JSON (proto3 JSON may omit it: `DEFAULT`, `kNone` all the same)."""
+    for name in ("conv_h100", "dense_cublas_h100"):
+        text = module_texts.text(name)
+        swapped, bare = module_texts.modes_swapped(text), module_texts.defaults_left_out(text)
+        assert bare != text and xla_accepts(bare), f"{name}: no default left out"
+        cases = [
+            (f"{name} (defaults left out of the JSON)", bare, oracle.library_calls(text, name))
+        ]
+        if swapped != text:
+            assert xla_accepts(swapped), f"{name}: XLA refuses the swapped modes"
+            expected = oracle.library_calls(swapped, name)
+            forward = [n for _, n, _, p in oracle.parsed(swapped)[1] if "$convForward" in p]
+            assert forward and expected[forward[0]] != "kNone", f"{name}: XLA reads {expected}"
+            cases.append((f"{name} (cuDNN activation modes swapped)", swapped, expected))
+        for what, form, expected in cases:
+            got = _read(kata.library_epilogues, form, what)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: {len(got)} calls where XLA prints {len(expected)}, "
+                    f"{len(_differing(got, expected))} of them differ (the epilogue or activation "
+                    "mode the config records, whatever the target's name; a field left out holds "
+                    "its default, DEFAULT or kNone)"
+                )
 
 
 def _flops(m: int, k: int, n: int) -> int:

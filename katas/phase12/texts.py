@@ -60,3 +60,23 @@ def matched(pattern: str, text: str) -> str:
     found = re.search(pattern, text)
     assert found is not None, f"{pattern!r} not in {text[:120]!r}"
     return found.group(1)
+
+
+_MODE = re.compile(r'"activation_mode":"(kNone|kRelu)"')
+_DEFAULTS = r'"(?:epilogue":"DEFAULT|activation_mode":"kNone)"'
+_DEFAULT_FIELD = re.compile(rf"{_DEFAULTS},|,{_DEFAULTS}(?=\}})")
+
+
+def modes_swapped(text: str) -> str:
+    """Every cuDNN call's activation_mode kNone made kRelu and kRelu kNone (XLA's parser keeps a
+    backend_config as written): a `__cudnn$convForward` then records kRelu, so the answer must
+    come from the config, not from the target's name."""
+    return _MODE.sub(
+        lambda m: '"activation_mode":"' + ("kRelu" if m[1] == "kNone" else "kNone") + '"', text
+    )
+
+
+def defaults_left_out(text: str) -> str:
+    """Every `"epilogue":"DEFAULT"` and `"activation_mode":"kNone"` field left out of its JSON,
+    as proto3 JSON may print a field holding its default: the call keeps that default."""
+    return _DEFAULT_FIELD.sub("", text)
