@@ -3,6 +3,7 @@ hand-written ones (programs.HANDWRITTEN) and programs.block compiled for this ho
 as printed and as its metamorphic variants (every name relabelled, computations reordered, each
 accepted by XLA's parser)."""
 
+import random
 import re
 import zlib
 from functools import cache
@@ -10,6 +11,7 @@ from functools import cache
 import jax
 
 from kata_harness import metamorphic
+from kata_harness.oracles import gpu_hlo, xla_accepts
 from kata_harness.targets import recorded
 from katas.phase12.programs import BLOCK_SHAPES, HANDWRITTEN, block, sds
 
@@ -80,3 +82,35 @@ def defaults_left_out(text: str) -> str:
     """Every `"epilogue":"DEFAULT"` and `"activation_mode":"kNone"` field left out of its JSON,
     as proto3 JSON may print a field holding its default: the call keeps that default."""
     return _DEFAULT_FIELD.sub("", text)
+
+
+def uncalled(name: str) -> metamorphic.HloVariant:
+    """The module with a copy, under fresh names and called by nothing, of a computation that
+    holds a fusion (metamorphic.trailing, the first seed whose copy holds one): its fusions are
+    fusions of the module too (every computation the text holds)."""
+    base = gpu_hlo.fusion_kinds(text(name))
+    for seed in range(64):
+        found = metamorphic.trailing(text(name), random.Random(seed))
+        if found is not None and gpu_hlo.fusion_kinds(found.text) != base:
+            return found
+    raise AssertionError(f"{name}: no computation holding a fusion to copy")
+
+
+def shared_across_kinds(name: str) -> metamorphic.HloVariant:
+    """The module with a second ENTRY fusion (metamorphic.shared) calling the fused computation
+    of its first ENTRY kInput fusion that reaches a reduce, printed kind=kLoop: one fused
+    computation, two kernels of two kinds (the reduce counts once under each)."""
+    printed = text(name)
+    entry = matched(r"(?m)^ENTRY %([\w.-]+)", printed)
+    before = gpu_hlo.reduce_homes(printed).get("kLoop", 0)
+    for computation, fusion, op, line in gpu_hlo.parsed(printed)[1]:
+        if computation != entry or op != "fusion" or "kind=kInput" not in line:
+            continue
+        twin = metamorphic.shared(printed, fusion)
+        if twin is None:
+            continue
+        own = re.compile(rf"(?m)^(\s*%{re.escape(fusion)}\.twin = .*?)kind=kInput")
+        moved = own.sub(r"\1kind=kLoop", twin.text, count=1)
+        if xla_accepts(moved) and gpu_hlo.reduce_homes(moved).get("kLoop", 0) > before:
+            return metamorphic.HloVariant("two fusions of two kinds calling one computation", moved)
+    raise AssertionError(f"{name}: no ENTRY kInput fusion reaching a reduce to share")
