@@ -22,7 +22,13 @@ from kata_harness.oracles import gpu_hlo as oracle
 from kata_harness.oracles import xla_accepts
 from katas.phase12 import strata
 from katas.phase12 import texts as module_texts
-from katas.phase12.programs import BRANCH_SHAPES, SCAN_SHAPES, SOLVER_SHAPES
+from katas.phase12.programs import (
+    BLOCK_SHAPES,
+    BRANCH_SHAPES,
+    DENSE_SHAPES,
+    SCAN_SHAPES,
+    SOLVER_SHAPES,
+)
 
 ELSEWHERE = ("scan_h100", "branches_h100", "fusions_elsewhere")
 
@@ -167,18 +173,31 @@ GEMM_FLOPS_ELSEWHERE = {
 @pytest.mark.task("gemm_flops")
 def test_gemm_flops_in_loops_branches_and_beside_other_custom_calls(kata):
     """A Triton GEMM in a scan's while body, cuBLAS-free GEMMs in a cond's branches, cuBLAS-Lt
-    GEMMs beside custom calls whose backend_config is not JSON (cuSOLVER, TopK), and a Triton
-    GEMM fusion an async-start wraps (fusions_elsewhere)."""
-    for name, expected in sorted(GEMM_FLOPS_ELSEWHERE.items()):
-        for what, text, _ in module_texts.forms(name):
-            got = _read(kata.gemm_flops, text, what)
-            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
-            with check:
-                assert got == expected, (
-                    f"{what}: got {got}, the program's GEMMs take {expected} flops (a GEMM in a "
-                    "loop body, a branch or an async-wrapped computation counts once; a custom "
-                    "call that is not cuBLAS is no GEMM)"
-                )
+    GEMMs beside custom calls whose backend_config is not JSON (cuSOLVER, TopK), and Triton
+    GEMM fusions an async-start wraps (fusions_elsewhere; block_gpu_h100 and dense_triton_h100
+    with each ENTRY GEMM fusion started asynchronously)."""
+    cases = [
+        (what, text, expected)
+        for name, expected in sorted(GEMM_FLOPS_ELSEWHERE.items())
+        for what, text, _ in module_texts.forms(name)
+    ]
+    # recorded Triton GEMM fusions moved into computations async-starts wrap (fusion-start)
+    ((rows, k), _), ((_, n), _) = BLOCK_SHAPES[0], BLOCK_SHAPES[1]
+    for name, expected in (
+        ("block_gpu_h100", _flops(rows, k, n)),
+        ("dense_triton_h100", oracle.dense_flops(DENSE_SHAPES)),
+    ):
+        moved = module_texts.async_wrapped(name)
+        cases.append((f"{name} ({moved.kind})", moved.text, expected))
+    for what, text, expected in cases:
+        got = _read(kata.gemm_flops, text, what)
+        assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, the program's GEMMs take {expected} flops (a GEMM in a "
+                "loop body, a branch or an async-wrapped computation counts once; a custom "
+                "call that is not cuBLAS is no GEMM)"
+            )
 
 
 def _opcodes(text: str) -> Counter[str]:

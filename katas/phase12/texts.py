@@ -114,3 +114,53 @@ def shared_across_kinds(name: str) -> metamorphic.HloVariant:
         if xla_accepts(moved) and gpu_hlo.reduce_homes(moved).get("kLoop", 0) > before:
             return metamorphic.HloVariant("two fusions of two kinds calling one computation", moved)
     raise AssertionError(f"{name}: no ENTRY kInput fusion reaching a reduce to share")
+
+
+def async_wrapped(name: str) -> metamorphic.HloVariant:
+    """The module with each ENTRY GEMM fusion (a kCustom fusion whose fused computation holds a
+    dot) started asynchronously: moved into a computation of its own that a generic
+    async-start wraps (XLA reads it as fusion-start), its value taken from the async-done.
+    The same kernels do the same work."""
+    printed = text(name)
+    entry = _ENTRY.search(printed)
+    assert entry is not None, f"{name}: no ENTRY"
+    body = entry[0]
+    shapes = dict(
+        re.findall(r"(?m)^\s*(?:ROOT )?%([\w.-]+) = ([a-z]\w*\[[\d,]*\]\{[\d,]*\}) ", body)
+    )
+    dots = {c for c, _, op, _ in gpu_hlo.parsed(printed)[1] if op == "dot"}
+    added, lines = [], body.split("\n")
+    for at, line in enumerate(lines):
+        found = _FUSION_LINE.match(line)
+        if not found or found["calls"] not in dots or "kind=kCustom" not in found["rest"]:
+            continue
+        fusion, shape, operands = found["name"], found["shape"], found["operands"].split(", ")
+        if not all(o.lstrip("%") in shapes for o in operands):
+            continue
+        kept = [shapes[o.lstrip("%")] for o in operands]
+        own = [f"{fusion}.w{i}" for i in range(len(operands))]
+        signature = ", ".join(f"{p}: {s.split('{')[0]}" for p, s in zip(own, kept, strict=True))
+        params = "".join(
+            f"  %{p} = {s} parameter({i})\n" for i, (p, s) in enumerate(zip(own, kept, strict=True))
+        )
+        inner = ", ".join(f"%{p}" for p in own)
+        added.append(
+            f"%{fusion}.wrapped ({signature}) -> {shape.split('{')[0]} {{\n{params}"
+            f"  ROOT %{fusion}.inner = {shape} fusion({inner}){found['rest']}\n}}\n\n"
+        )
+        lines[at] = (
+            f"{found['indent']}%{fusion}.start = (({', '.join(kept)}), {shape}, s32[]) "
+            f"async-start({found['operands']}), calls=%{fusion}.wrapped\n"
+            f"{found['indent']}%{fusion} = {shape} async-done(%{fusion}.start)"
+        )
+    assert added, f"{name}: no ENTRY GEMM fusion to start asynchronously"
+    moved = printed[: entry.start()] + "".join(added) + "\n".join(lines) + printed[entry.end() :]
+    assert xla_accepts(moved), f"{name}: XLA refuses its GEMM fusions started asynchronously"
+    return metamorphic.HloVariant("GEMM fusions started asynchronously", moved)
+
+
+_ENTRY = re.compile(r"(?ms)^ENTRY .*?^\}")
+_FUSION_LINE = re.compile(
+    r"^(?P<indent>\s*)%(?P<name>[\w.-]+) = (?P<shape>[a-z]\w*\[[\d,]*\]\{[\d,]*\}) "
+    r"fusion\((?P<operands>[^()]*)\)(?P<rest>, kind=.*?calls=%(?P<calls>[\w.-]+).*)$"
+)
