@@ -19,13 +19,13 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 
 def fusion_kinds(hlo_text: str) -> dict[str, int]:
-    """Fusion instructions of every computation (fusions nested in fusions included), counted
-    by kind. A kind is the `kind=` XLA printed (`kLoop`, `kInput`, `kOutput`, `kCustom`); a
-    fusion whose backend_config names a `"kind"` in its `fusion_config` or
-    `fusion_backend_config` is counted as its printed kind with that kind in brackets, e.g.
-    `kCustom(__triton_nested_gemm_fusion)`, `kCustom(__cudnn$fusion)`, and
-    `kLoop(__dynamic_memcpy)` for a kLoop fusion so marked (as xla_inspect's `Fusion.label`
-    spells it). Works on CPU, GPU and TPU text alike.
+    """Fusion instructions of every computation (fusions nested in fusions included, and those of a
+    computation no instruction calls: every computation the text holds), counted by kind. A kind
+    is the `kind=` XLA printed (`kLoop`, `kInput`, `kOutput`, `kCustom`); a fusion whose
+    backend_config names a `"kind"` in its `fusion_config` or `fusion_backend_config` is counted
+    as its printed kind with that kind in brackets, e.g. `kCustom(__triton_nested_gemm_fusion)`,
+    `kCustom(__cudnn$fusion)`, and `kLoop(__dynamic_memcpy)` for a kLoop fusion so marked (as
+    xla_inspect's `Fusion.label` spells it). Works on CPU, GPU and TPU text alike.
     """
     # TODO: walk every computation's fusions; read kind= and the backend_config's kind
     raise NotImplementedError("phase12 task 1: fusion_kinds")
@@ -46,12 +46,15 @@ def reduction_kinds(hlo_text: str) -> dict[str, int]:
 
 
 def library_epilogues(hlo_text: str) -> dict[str, str]:
-    """What each library call fused after its product, by the call's instruction name: for a
-    cuBLAS custom call (`custom_call_target` starting `__cublas$`) the `epilogue` of its
+    """What each library call fused after its product, by the call's instruction name: for a cuBLAS
+    custom call (`custom_call_target` starting `__cublas$`) the `epilogue` of its
     gemm_backend_config (`DEFAULT`, `BIAS`, `RELU`, `BIAS_RELU`, `BIAS_GELU`, ...), for a cuDNN
     one (`__cudnn$...`) the `activation_mode` of its cudnn_conv_backend_config (`kNone`,
-    `kRelu`, ...). Other custom calls are not library calls (and their backend_config need not
-    be JSON: a typed-FFI call such as cuSOLVER's prints `{lower = true}`).
+    `kRelu`, ...), read from the config whatever the target's name (a `__cudnn$convForward`
+    records its activation_mode as a `convBiasActivationForward` does). A field the JSON leaves
+    out (proto3 JSON may omit a default) has its proto default: `DEFAULT`, `kNone`; the call is
+    still in the dict. Other custom calls are not library calls (and their backend_config need
+    not be JSON: a typed-FFI call such as cuSOLVER's prints `{lower = true}`).
     """
     # TODO: custom-call instructions, their target, their backend_config as JSON
     raise NotImplementedError("phase12 task 3: library_epilogues")
@@ -59,15 +62,16 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
 
 def gemm_flops(hlo_text: str) -> int:
     """Multiply-add flops of every GEMM in the module: 2 * (elements of the GEMM's output) *
-    (product of the lhs's contracting dimensions' sizes), whatever its element types (an
-    integer GEMM, s8 x s8 -> s32, does its multiply-adds too). A GEMM is a `dot` (wherever it
-    sits: Triton fusions hold theirs) or a cuBLAS custom call, whose dimension numbers are in
-    its backend_config and whose output is the first element of its tuple; a convolution (a
-    cuDNN call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is None: this is how
-    you get the number.) The module may also be one before optimization
+    (product of the lhs's contracting dimensions' sizes), whatever its element types (an integer
+    GEMM, s8 x s8 -> s32, does its multiply-adds too). A GEMM is a `dot` (wherever it sits: Triton
+    fusions hold theirs, and a fusion started asynchronously, `fusion-start` or an `async-start`
+    wrapping it, is a GEMM's kernel all the same) or a cuBLAS custom call, whose dimension
+    numbers are in its backend_config and whose output is the first element of its tuple; a
+    convolution (a cuDNN call or a `convolution`) is none. (On GPU `compiled.cost_analysis()` is
+    None: this is how you get the number.) The module may also be one before optimization
     (`lowered.as_text(dialect="hlo")`), where a dot may contract several dimensions at once; the
-    count is exact for shapes of any size, past 64 bits too (a Python int: a count held in
-    int64 wraps once it passes 2**63).
+    count is exact for shapes of any size, past 64 bits too (a Python int: a count held in int64
+    wraps once it passes 2**63).
     """
     # TODO: per GEMM, the output shape and the lhs operand's shape and contracting dimensions
     raise NotImplementedError("phase12 task 4: gemm_flops")
@@ -147,16 +151,17 @@ def fused_dense(x, w, b) -> jax.Array:
 
 
 def allreduce_elements(params) -> dict[str, int]:
-    """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params`
-    (a pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
+    """Predict, without compiling, the all-reduces XLA:GPU makes for the gradients of `params` (a
+    pytree of arrays or ShapeDtypeStructs, replicated over the devices; the batch split over
     them; every gradient computed in its parameter's dtype as JAX runs it: without x64 enabled,
-    a NumPy float64 array, NumPy's default, such as np.zeros((4, 4)), is f32): HLO dtype name
-    (`f32`, `bf16`, `f16`) -> elements all-reduced in that dtype. A pytree is JAX's (jax.tree:
-    None is an empty subtree, a registered node class such as a flax or equinox module holds
-    children, not a parameter). Each leaf of the pytree is one parameter with its own
-    gradient: the same array (or ShapeDtypeStruct object) at two places in the pytree is two
-    parameters, all-reduced twice. A dtype XLA all-reduces nothing in (its only parameters are
-    empty, a dimension of size 0) makes no all-reduce and has no key.
+    a float64 parameter, a NumPy array (NumPy's default, such as np.zeros((4, 4))) or a
+    ShapeDtypeStruct alike, is f32): HLO dtype name (`f32`, `bf16`, `f16`) -> elements
+    all-reduced in that dtype, counted exactly (a parameter may hold 2**31 elements or more). A
+    pytree is JAX's (jax.tree: None is an empty subtree, a registered node class such as a flax
+    or equinox module holds children, not a parameter). Each leaf of the pytree is one parameter
+    with its own gradient: the same array (or ShapeDtypeStruct object) at two places in the
+    pytree is two parameters, all-reduced twice. A dtype XLA all-reduces nothing in (its only
+    parameters are empty, a dimension of size 0) makes no all-reduce and has no key.
     """
     # TODO: how does XLA:GPU combine many gradients into few all-reduces?
     raise NotImplementedError("phase12 task 9: allreduce_elements")

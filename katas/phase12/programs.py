@@ -818,9 +818,11 @@ ENTRY %main (x: f32[64,32], w: f32[64,16], a: f32[32,24], v: f32[24,8], bias: f3
 """
 
 
-# fusion_kinds / reduction_kinds: fusions reached other than from ENTRY or a fusion: a kInput
-# fusion (holding a nested kLoop fusion) in a called computation, and a kLoop fusion holding a
-# reduce started asynchronously by a generic async-start (XLA reads it as fusion-start).
+# fusion_kinds / reduction_kinds / gemm_flops: fusions reached other than from ENTRY or a
+# fusion: a kInput fusion (holding a nested kLoop fusion) in a called computation, a kLoop
+# fusion holding a reduce and a Triton GEMM fusion, each started asynchronously by a generic
+# async-start (XLA reads it as fusion-start), and a computation nothing calls whose kInput
+# fusion shares its fused computation with the kLoop one (two kernels of two kinds).
 FUSIONS_ELSEWHERE = """\
 HloModule fusions_elsewhere, is_scheduled=true
 
@@ -858,12 +860,34 @@ HloModule fusions_elsewhere, is_scheduled=true
   ROOT %column_fusion = f32[32]{0} fusion(%w0), kind=kLoop, calls=%fused_column_sums
 }
 
-ENTRY %main (x: f32[64,32]) -> (f32[64], f32[32]) {
+%spare (u0: f32[64,32]) -> f32[32] {
+  %u0 = f32[64,32]{1,0} parameter(0)
+  ROOT %spare_fusion = f32[32]{0} fusion(%u0), kind=kInput, calls=%fused_column_sums
+}
+
+%fused_gemm (g0: f32[64,32], g1: f32[32,48]) -> f32[64,48] {
+  %g0 = f32[64,32]{1,0} parameter(0)
+  %g1 = f32[32,48]{1,0} parameter(1)
+  ROOT %gemm = f32[64,48]{1,0} dot(%g0, %g1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%wrapped_gemm (v0: f32[64,32], v1: f32[32,48]) -> f32[64,48] {
+  %v0 = f32[64,32]{1,0} parameter(0)
+  %v1 = f32[32,48]{1,0} parameter(1)
+  ROOT %gemm_fusion = f32[64,48]{1,0} fusion(%v0, %v1), kind=kCustom, calls=%fused_gemm,\
+      backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
+}
+
+ENTRY %main (x: f32[64,32], w: f32[32,48]) -> (f32[64], f32[32], f32[64,48]) {
   %x = f32[64,32]{1,0} parameter(0)
+  %w = f32[32,48]{1,0} parameter(1)
   %columns-start = ((f32[64,32]{1,0}), f32[32]{0}, s32[]) async-start(%x), calls=%wrapped_columns
+  %gemm-start = ((f32[64,32]{1,0}, f32[32,48]{1,0}), f32[64,48]{1,0}, s32[]) async-start(%x, %w),\
+      calls=%wrapped_gemm
   %call = f32[64]{0} call(%x), to_apply=%helper
   %columns-done = f32[32]{0} async-done(%columns-start)
-  ROOT %out = (f32[64]{0}, f32[32]{0}) tuple(%call, %columns-done)
+  %gemm-done = f32[64,48]{1,0} async-done(%gemm-start)
+  ROOT %out = (f32[64]{0}, f32[32]{0}, f32[64,48]{1,0}) tuple(%call, %columns-done, %gemm-done)
 }
 """
 

@@ -104,6 +104,21 @@ def _nested(rng: random.Random, values: list, kinds: list[str]):
     return _container(rng, kinds[0], children)
 
 
+def _huge_shape(rng: random.Random) -> tuple[int, ...]:
+    """Rank 2 or 3, 2**31 to 2**33 elements, an odd count: a count held in int32 wraps."""
+    total = rng.randrange(2**31 + 1, 2**33, 2)
+    while True:
+        rows = rng.choice((3, 5, 7, 9, 15, 21, 25, 27))
+        if total % rows == 0:
+            break
+        total += 2
+    rest = total // rows
+    if rng.random() < 0.5:
+        return (rows, rest)
+    split = next(d for d in (3, 5, 7, 9, 11, 13, 1) if rest % d == 0)
+    return (rows, split, rest // split)
+
+
 _SUBSETS = [s for n in (1, 2, 3) for s in itertools.combinations(tuple(LEAF_DTYPES), n)]
 _KINDS = ("dict", "list", "tuple")
 
@@ -119,9 +134,11 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
     depth in three of the nine cases, and the outermost container a dict, a list and a tuple in
     three cases each; below the outermost, one level is a pytree node class of the user's own
     (strata.Block, registered with JAX as flax's and equinox's modules are), and the innermost
-    container holds a None (an empty subtree: no parameter). Where arrays are allowed, one f32
-    parameter (not the first leaf) is a NumPy float64 array, NumPy's default dtype, which JAX
-    without x64 runs (and differentiates, and all-reduces) in f32."""
+    container holds a None (an empty subtree: no parameter). One f32 parameter (not the first
+    leaf, unless no other is f32) is float64, which JAX without x64 runs (and differentiates,
+    and all-reduces) in f32: a NumPy float64 array (NumPy's default dtype) where arrays are
+    allowed, a float64 ShapeDtypeStruct in the ShapeDtypeStructs-only case, which also holds
+    a parameter of 2**31 elements or more (_huge_shape: an odd count, past int32)."""
     situations = [(subset, "either") for subset in _SUBSETS]
     situations += [(tuple(LEAF_DTYPES), "array"), (tuple(LEAF_DTYPES), "sds")]
     depths = [1 + i % 3 for i in range(len(situations))]
@@ -134,11 +151,22 @@ def pytree_strata(rng: random.Random) -> dict[str, tuple[object, list[Leaf]]]:
         values = [_value(rng, leaf, kind) for leaf in leaves]
         if kind == "either" and len(values) >= 2:  # both kinds, whatever the draw
             values[0], values[1] = _value(rng, leaves[0], "sds"), _value(rng, leaves[1], "array")
-        if kind != "sds" and "f32" in dtypes:  # NumPy's default float64: JAX's f32 (no x64)
-            f32s = [i for i, (h, s) in enumerate(leaves) if h == "f32" and i and math.prod(s)]
+        if "f32" in dtypes:  # NumPy's default float64: JAX's f32 (no x64)
+            f32s = [i for i, (h, s) in enumerate(leaves) if h == "f32" and math.prod(s)]
+            f32s = [i for i in f32s if i] or f32s  # the first leaf only when no other is f32
             if f32s:
                 at = rng.choice(f32s)
-                values[at] = np.zeros(leaves[at][1], np.float64)
+                shape = leaves[at][1]
+                values[at] = (
+                    jax.ShapeDtypeStruct(shape, rng.choice((np.float64, jnp.float64)))
+                    if kind == "sds"
+                    else np.zeros(shape, np.float64)
+                )
+        if kind == "sds":  # a parameter of 2**31 elements or more: no array, a ShapeDtypeStruct
+            huge = (rng.choice(dtypes), _huge_shape(rng))
+            at = rng.randrange(len(values) + 1)
+            values.insert(at, _value(rng, huge, "sds"))
+            leaves.insert(at, huge)
         # a tied weight: one non-empty leaf object at a second place (a second parameter)
         tied = rng.choice([i for i, (_, shape) in enumerate(leaves) if math.prod(shape)])
         at = rng.randrange(len(values) + 1)

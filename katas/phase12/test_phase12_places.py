@@ -2,8 +2,9 @@
 looks: fusions in while bodies and conditions (a jax.lax.scan), in conditional branches (a
 jax.lax.cond), in called computations and started asynchronously (fusion-start), custom calls
 that are not library calls (top_k's __gpu$TopK, cuSOLVER's Cholesky, whose backend_config is
-not JSON), and convolutions beside GEMMs (cuDNN's, and `convolution` before optimization), which
-are no GEMMs.
+not JSON), library calls whose config alone says what they fused (activation modes swapped,
+default fields left out), and convolutions beside GEMMs (cuDNN's, and `convolution` before
+optimization), which are no GEMMs.
 
 The modules are recorded from deviceless gpu-h100 compiles (scan_h100, branches_h100,
 solvers_h100) or hand-written (programs.FUSIONS_ELSEWHERE), each read as printed and as its
@@ -18,9 +19,16 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import gpu_hlo as oracle
+from kata_harness.oracles import xla_accepts
 from katas.phase12 import strata
 from katas.phase12 import texts as module_texts
-from katas.phase12.programs import BRANCH_SHAPES, SCAN_SHAPES, SOLVER_SHAPES
+from katas.phase12.programs import (
+    BLOCK_SHAPES,
+    BRANCH_SHAPES,
+    DENSE_SHAPES,
+    SCAN_SHAPES,
+    SOLVER_SHAPES,
+)
 
 ELSEWHERE = ("scan_h100", "branches_h100", "fusions_elsewhere")
 
@@ -108,13 +116,45 @@ def test_library_epilogues_skip_other_custom_calls(kata):
             )
 
 
+@pytest.mark.task("library_epilogues")
+def test_library_epilogues_read_the_config_and_its_defaults(kata):
+    """conv_h100 and dense_cublas_h100 with the cuDNN calls' activation modes swapped (kNone and
+    kRelu: its __cudnn$convForward then records kRelu), and with every field holding its proto
+    default left out of the JSON (proto3 JSON may omit it: `DEFAULT`, `kNone` all the same)."""
+    for name in ("conv_h100", "dense_cublas_h100"):
+        text = module_texts.text(name)
+        swapped, bare = module_texts.modes_swapped(text), module_texts.defaults_left_out(text)
+        assert bare != text and xla_accepts(bare), f"{name}: no default left out"
+        cases = [
+            (f"{name} (defaults left out of the JSON)", bare, oracle.library_calls(text, name))
+        ]
+        if swapped != text:
+            assert xla_accepts(swapped), f"{name}: XLA refuses the swapped modes"
+            expected = oracle.library_calls(swapped, name)
+            forward = [n for _, n, _, p in oracle.parsed(swapped)[1] if "$convForward" in p]
+            assert forward and expected[forward[0]] != "kNone", f"{name}: XLA reads {expected}"
+            cases.append((f"{name} (cuDNN activation modes swapped)", swapped, expected))
+        for what, form, expected in cases:
+            got = _read(kata.library_epilogues, form, what)
+            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+            with check:
+                assert got == expected, (
+                    f"{what}: {len(got)} calls where XLA prints {len(expected)}, "
+                    f"{len(_differing(got, expected))} of them differ (the epilogue or activation "
+                    "mode the config records, whatever the target's name; a field left out holds "
+                    "its default, DEFAULT or kNone)"
+                )
+
+
 def _flops(m: int, k: int, n: int) -> int:
     return 2 * m * k * n
 
 
 # By hand from the programs' shapes (programs.scanned_softmax, branches, solvers): the scan's
 # step c @ w (one dot instruction in the while body, counted once, not per trip); the cond's
-# x @ w in one branch, x @ w.T and (...) @ w in the other; solvers' a @ a.T and values @ w.
+# x @ w in one branch, x @ w.T and (...) @ w in the other; solvers' a @ a.T and values @ w;
+# programs.FUSIONS_ELSEWHERE's Triton GEMM fusion x[64,32] @ w[32,48], started by an
+# async-start (a GEMM's kernel run asynchronously is a GEMM all the same).
 (X_ROWS, SCAN_K), _ = SCAN_SHAPES[0]
 (_, _, SCAN_N), _ = SCAN_SHAPES[1]
 (B_ROWS, B_K), _ = BRANCH_SHAPES[1]
@@ -126,23 +166,38 @@ GEMM_FLOPS_ELSEWHERE = {
     "scan_h100": _flops(X_ROWS, SCAN_K, SCAN_N),
     "branches_h100": 3 * _flops(B_ROWS, B_K, B_N),
     "solvers_h100": _flops(A_ROWS, A_K, A_ROWS) + _flops(TOP_ROWS, TOP_K, V_N),
+    "fusions_elsewhere": _flops(64, 32, 48),
 }
 
 
 @pytest.mark.task("gemm_flops")
 def test_gemm_flops_in_loops_branches_and_beside_other_custom_calls(kata):
-    """A Triton GEMM in a scan's while body, cuBLAS-free GEMMs in a cond's branches, and
-    cuBLAS-Lt GEMMs beside custom calls whose backend_config is not JSON (cuSOLVER, TopK)."""
-    for name, expected in sorted(GEMM_FLOPS_ELSEWHERE.items()):
-        for what, text, _ in module_texts.forms(name):
-            got = _read(kata.gemm_flops, text, what)
-            assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
-            with check:
-                assert got == expected, (
-                    f"{what}: got {got}, the program's GEMMs take {expected} flops (a GEMM in a "
-                    "loop body or a branch counts once; a custom call that is not cuBLAS is no "
-                    "GEMM)"
-                )
+    """A Triton GEMM in a scan's while body, cuBLAS-free GEMMs in a cond's branches, cuBLAS-Lt
+    GEMMs beside custom calls whose backend_config is not JSON (cuSOLVER, TopK), and Triton
+    GEMM fusions an async-start wraps (fusions_elsewhere; block_gpu_h100 and dense_triton_h100
+    with each ENTRY GEMM fusion started asynchronously)."""
+    cases = [
+        (what, text, expected)
+        for name, expected in sorted(GEMM_FLOPS_ELSEWHERE.items())
+        for what, text, _ in module_texts.forms(name)
+    ]
+    # recorded Triton GEMM fusions moved into computations async-starts wrap (fusion-start)
+    ((rows, k), _), ((_, n), _) = BLOCK_SHAPES[0], BLOCK_SHAPES[1]
+    for name, expected in (
+        ("block_gpu_h100", _flops(rows, k, n)),
+        ("dense_triton_h100", oracle.dense_flops(DENSE_SHAPES)),
+    ):
+        moved = module_texts.async_wrapped(name)
+        cases.append((f"{name} ({moved.kind})", moved.text, expected))
+    for what, text, expected in cases:
+        got = _read(kata.gemm_flops, text, what)
+        assert isinstance(got, int), f"{what}: expected an int, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: got {got}, the program's GEMMs take {expected} flops (a GEMM in a "
+                "loop body, a branch or an async-wrapped computation counts once; a custom "
+                "call that is not cuBLAS is no GEMM)"
+            )
 
 
 def _opcodes(text: str) -> Counter[str]:

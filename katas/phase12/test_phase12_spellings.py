@@ -54,23 +54,30 @@ def _rows(name: str):
 def test_fusion_kinds_other_spellings_and_shared_computations(kata):
     """A kind holding a '$' (__cudnn$fusion), a kind named on a kLoop fusion (printed kind and
     named kind both count), fused computations that two fusion instructions call (two fusions,
-    two counts), and a cuBLAS call's dynamic-slice fusion in a loop body (__custom_fusion)."""
+    two counts), a cuBLAS call's dynamic-slice fusion in a loop body (__custom_fusion), and
+    recorded modules with a copy of a fusion-holding computation that nothing calls."""
     printed = [p for _, _, op, p in _rows("fusion_spellings") if op == "fusion"]
     assert any("$" in oracle.label(p) for p in printed), "no kind with a '$'"
     assert any(oracle.label(p).startswith("kLoop(") for p in printed), "no kLoop with a kind"
     called = Counter(module_texts.matched(r"calls=%([\w.-]+)", p) for p in printed)
     assert sorted(called.values())[-2:] == [2, 2], f"XLA reads the fusions calling {called}"
-    for name in ("fusion_spellings", "odd_gemms", "scan_cublas_h100"):
-        expected = oracle.fusion_kinds(module_texts.text(name))
-        for what, text, _ in module_texts.forms(name):
-            got = _read(kata.fusion_kinds, text, what)
-            assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
-            with check:
-                assert got == expected, (
-                    f"{what}: XLA's parser counts other numbers of {_differing(got, expected)} "
-                    "(every fusion instruction; a kind its backend_config names, whatever "
-                    "characters it holds, in brackets after the printed kind)"
-                )
+    forms = [
+        (what, text, oracle.fusion_kinds(module_texts.text(name)))
+        for name in ("fusion_spellings", "odd_gemms", "scan_cublas_h100")
+        for what, text, _ in module_texts.forms(name)
+    ]
+    for name in ("scan_h100", "reduce_places_h100"):  # a copy nothing calls: still the module's
+        copy = module_texts.uncalled(name)
+        forms.append((f"{name} ({copy.kind})", copy.text, oracle.fusion_kinds(copy.text)))
+    for what, text, expected in forms:
+        got = _read(kata.fusion_kinds, text, what)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: XLA's parser counts other numbers of {_differing(got, expected)} "
+                "(every fusion instruction; a kind its backend_config names, whatever "
+                "characters it holds, in brackets after the printed kind)"
+            )
 
 
 # ---- reduction_kinds ---------------------------------------------------------------------------
@@ -120,14 +127,21 @@ def _reduce_forms():
         expected = oracle.reduce_homes(deeper.text)
         assert expected == oracle.reduce_homes(module_texts.text(name)), "nesting moved a reduce"
         yield f"{name} (each ENTRY fusion's body one fusion deeper)", deeper.text, expected
+    moved = [
+        (n, module_texts.shared_across_kinds(n)) for n in ("reductions_h100", "reduce_places_h100")
+    ]
+    moved.append(("reduce_places_h100", module_texts.uncalled("reduce_places_h100")))
+    for name, variant in moved:
+        yield f"{name} ({variant.kind})", variant.text, oracle.reduce_homes(variant.text)
 
 
 @pytest.mark.task("reduction_kinds")
 def test_reduction_kinds_deep_variadic_in_conditions_wrapped_and_shared(kata):
     """Reduces three fusions deep, tuple-shaped (argmax), in a while condition (fused and not),
     wrapped by an async-start (no fusion holds it: unfused), in a fused computation two
-    fusions share (counted once per fusion), and in one two nested fusions of one kernel reach
-    (counted once: one outermost fusion)."""
+    fusions share (counted once per fusion, under each one's kind when a kInput and a kLoop
+    fusion share it), in one two nested fusions of one kernel reach (counted once: one
+    outermost fusion), and in a computation nothing calls."""
     _reduce_places()
     for what, text, expected in _reduce_forms():
         got = _read(kata.reduction_kinds, text, what)

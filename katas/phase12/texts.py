@@ -3,6 +3,7 @@ hand-written ones (programs.HANDWRITTEN) and programs.block compiled for this ho
 as printed and as its metamorphic variants (every name relabelled, computations reordered, each
 accepted by XLA's parser)."""
 
+import random
 import re
 import zlib
 from functools import cache
@@ -10,6 +11,7 @@ from functools import cache
 import jax
 
 from kata_harness import metamorphic
+from kata_harness.oracles import gpu_hlo, xla_accepts
 from kata_harness.targets import recorded
 from katas.phase12.programs import BLOCK_SHAPES, HANDWRITTEN, block, sds
 
@@ -60,3 +62,105 @@ def matched(pattern: str, text: str) -> str:
     found = re.search(pattern, text)
     assert found is not None, f"{pattern!r} not in {text[:120]!r}"
     return found.group(1)
+
+
+_MODE = re.compile(r'"activation_mode":"(kNone|kRelu)"')
+_DEFAULTS = r'"(?:epilogue":"DEFAULT|activation_mode":"kNone)"'
+_DEFAULT_FIELD = re.compile(rf"{_DEFAULTS},|,{_DEFAULTS}(?=\}})")
+
+
+def modes_swapped(text: str) -> str:
+    """Every cuDNN call's activation_mode kNone made kRelu and kRelu kNone (XLA's parser keeps a
+    backend_config as written): a `__cudnn$convForward` then records kRelu, so the answer must
+    come from the config, not from the target's name."""
+    return _MODE.sub(
+        lambda m: '"activation_mode":"' + ("kRelu" if m[1] == "kNone" else "kNone") + '"', text
+    )
+
+
+def defaults_left_out(text: str) -> str:
+    """Every `"epilogue":"DEFAULT"` and `"activation_mode":"kNone"` field left out of its JSON,
+    as proto3 JSON may print a field holding its default: the call keeps that default."""
+    return _DEFAULT_FIELD.sub("", text)
+
+
+def uncalled(name: str) -> metamorphic.HloVariant:
+    """The module with a copy, under fresh names and called by nothing, of a computation that
+    holds a fusion (metamorphic.trailing, the first seed whose copy holds one): its fusions are
+    fusions of the module too (every computation the text holds)."""
+    base = gpu_hlo.fusion_kinds(text(name))
+    for seed in range(64):
+        found = metamorphic.trailing(text(name), random.Random(seed))
+        if found is not None and gpu_hlo.fusion_kinds(found.text) != base:
+            return found
+    raise AssertionError(f"{name}: no computation holding a fusion to copy")
+
+
+def shared_across_kinds(name: str) -> metamorphic.HloVariant:
+    """The module with a second ENTRY fusion (metamorphic.shared) calling the fused computation
+    of its first ENTRY kInput fusion that reaches a reduce, printed kind=kLoop: one fused
+    computation, two kernels of two kinds (the reduce counts once under each)."""
+    printed = text(name)
+    entry = matched(r"(?m)^ENTRY %([\w.-]+)", printed)
+    before = gpu_hlo.reduce_homes(printed).get("kLoop", 0)
+    for computation, fusion, op, line in gpu_hlo.parsed(printed)[1]:
+        if computation != entry or op != "fusion" or "kind=kInput" not in line:
+            continue
+        twin = metamorphic.shared(printed, fusion)
+        if twin is None:
+            continue
+        own = re.compile(rf"(?m)^(\s*%{re.escape(fusion)}\.twin = .*?)kind=kInput")
+        moved = own.sub(r"\1kind=kLoop", twin.text, count=1)
+        if xla_accepts(moved) and gpu_hlo.reduce_homes(moved).get("kLoop", 0) > before:
+            return metamorphic.HloVariant("two fusions of two kinds calling one computation", moved)
+    raise AssertionError(f"{name}: no ENTRY kInput fusion reaching a reduce to share")
+
+
+def async_wrapped(name: str) -> metamorphic.HloVariant:
+    """The module with each ENTRY GEMM fusion (a kCustom fusion whose fused computation holds a
+    dot) started asynchronously: moved into a computation of its own that a generic
+    async-start wraps (XLA reads it as fusion-start), its value taken from the async-done.
+    The same kernels do the same work."""
+    printed = text(name)
+    entry = _ENTRY.search(printed)
+    assert entry is not None, f"{name}: no ENTRY"
+    body = entry[0]
+    shapes = dict(
+        re.findall(r"(?m)^\s*(?:ROOT )?%([\w.-]+) = ([a-z]\w*\[[\d,]*\]\{[\d,]*\}) ", body)
+    )
+    dots = {c for c, _, op, _ in gpu_hlo.parsed(printed)[1] if op == "dot"}
+    added, lines = [], body.split("\n")
+    for at, line in enumerate(lines):
+        found = _FUSION_LINE.match(line)
+        if not found or found["calls"] not in dots or "kind=kCustom" not in found["rest"]:
+            continue
+        fusion, shape, operands = found["name"], found["shape"], found["operands"].split(", ")
+        if not all(o.lstrip("%") in shapes for o in operands):
+            continue
+        kept = [shapes[o.lstrip("%")] for o in operands]
+        own = [f"{fusion}.w{i}" for i in range(len(operands))]
+        signature = ", ".join(f"{p}: {s.split('{')[0]}" for p, s in zip(own, kept, strict=True))
+        params = "".join(
+            f"  %{p} = {s} parameter({i})\n" for i, (p, s) in enumerate(zip(own, kept, strict=True))
+        )
+        inner = ", ".join(f"%{p}" for p in own)
+        added.append(
+            f"%{fusion}.wrapped ({signature}) -> {shape.split('{')[0]} {{\n{params}"
+            f"  ROOT %{fusion}.inner = {shape} fusion({inner}){found['rest']}\n}}\n\n"
+        )
+        lines[at] = (
+            f"{found['indent']}%{fusion}.start = (({', '.join(kept)}), {shape}, s32[]) "
+            f"async-start({found['operands']}), calls=%{fusion}.wrapped\n"
+            f"{found['indent']}%{fusion} = {shape} async-done(%{fusion}.start)"
+        )
+    assert added, f"{name}: no ENTRY GEMM fusion to start asynchronously"
+    moved = printed[: entry.start()] + "".join(added) + "\n".join(lines) + printed[entry.end() :]
+    assert xla_accepts(moved), f"{name}: XLA refuses its GEMM fusions started asynchronously"
+    return metamorphic.HloVariant("GEMM fusions started asynchronously", moved)
+
+
+_ENTRY = re.compile(r"(?ms)^ENTRY .*?^\}")
+_FUSION_LINE = re.compile(
+    r"^(?P<indent>\s*)%(?P<name>[\w.-]+) = (?P<shape>[a-z]\w*\[[\d,]*\]\{[\d,]*\}) "
+    r"fusion\((?P<operands>[^()]*)\)(?P<rest>, kind=.*?calls=%(?P<calls>[\w.-]+).*)$"
+)

@@ -71,10 +71,12 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
             if i.opcode != "custom-call" or not target.startswith(_LIBRARIES):
                 continue
             config = _config(i)
-            if "gemm_backend_config" in config:
-                found[i.name] = config["gemm_backend_config"]["epilogue"]
+            # proto3 JSON may leave a default out: DEFAULT, kNone
+            if target.startswith("__cublas$"):
+                found[i.name] = config.get("gemm_backend_config", {}).get("epilogue", "DEFAULT")
             else:
-                found[i.name] = config["cudnn_conv_backend_config"]["activation_mode"]
+                conv = config.get("cudnn_conv_backend_config", {})
+                found[i.name] = conv.get("activation_mode", "kNone")
     return found
 
 
