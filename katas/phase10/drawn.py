@@ -213,8 +213,8 @@ def while_transposes(rng, places: list[str]):
     transpose in its body, its condition or both, one in a function with a custom_jvp or a
     custom_vjp rule (its jaxpr sits under another parameter than a jit's), one in each other
     place of `places` (a checkpoint's function and custom_linear_solve's matvec too; from
-    `transpose_places`; a cond's other branch holds one or two more); the whole program inside one or two drawn wrappers, so every transpose
-    is at least two jaxprs deep; m and w square.
+    `transpose_places`; a cond's other branch holds one or two more); the whole program inside
+    one or two drawn wrappers, so every transpose is at least two jaxprs deep; m and w square.
 
     The nested jit is one jitted function called 2 or 3 times, once before the loop and the
     other calls there or in the while body (drawn): its equations share one inner jaxpr, which
