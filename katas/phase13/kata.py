@@ -45,7 +45,10 @@ def rollout(w, b, x) -> jax.Array:
     original allows: the result has the original's dtype and values (x bfloat16 with w float32
     is float32 from the first step on; with w and x bfloat16 and b float32 the original's first
     x @ w rounds to bfloat16 before b makes it float32: a carry cast to float32 up front skips
-    that rounding, and its values are accepted too). The tests run every mix."""
+    that rounding, and its values are accepted too). Each step is the original's step, rounding
+    where it rounds: with all three bfloat16, x @ w, + b and tanh each round to bfloat16, and the
+    result is the original's bit for bit (a step computed in float32 and rounded once is another
+    program). The tests run every mix."""
     # TODO: write the recurrence as a loop and choose how many steps one trip does
     raise NotImplementedError("phase13 task 3: rollout")
 
