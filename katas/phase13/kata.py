@@ -69,15 +69,15 @@ def roofline(
     program: str, shapes: tuple[tuple[int, ...], ...], dtype: str, chip: str
 ) -> tuple[float, float, float, str]:
     """(flops, bytes, arithmetic intensity, "compute" or "memory") of programs.ROOFLINE_PROGRAMS
-    [program] on arguments of `shapes` (add and scale_add: any rank, 0 included) and `dtype`
-    ("float32", "bfloat16"), predicted from the shapes alone (compile nothing): bytes as a fused
-    program moves them (each input read once, the output written once), and whether it is
-    compute- or memory-bound on `chip` (a key of PEAKS): intensity above the ridge point
-    PEAKS[chip] gives (peak flop/s over bytes/s) is compute-bound, for either dtype (the model
-    uses the dense bf16 peak for float32 programs too). Flops as the cost model counts the
-    program as written (a bfloat16 jnp.sum accumulates in float32: read which converts that
-    adds; a dot converts only what its lowered module converts). The tests compare with the
-    compiler's cost_analysis() within 5%."""
+    [program] on arguments of `shapes` (add, scale_add and total: any rank, 0 included) and
+    `dtype` ("float32", "bfloat16"), predicted from the shapes alone (compile nothing): bytes as a
+    fused program moves them (each input read once, the output written once: a reduction's
+    scalar too), and whether it is compute- or memory-bound on `chip` (a key of PEAKS):
+    intensity above the ridge point PEAKS[chip] gives (peak flop/s over bytes/s) is
+    compute-bound, for either dtype (the model uses the dense bf16 peak for float32 programs
+    too). Flops as the cost model counts the program as written (a bfloat16 jnp.sum accumulates
+    in float32: read which converts that adds; a dot converts only what its lowered module
+    converts). The tests compare with the compiler's cost_analysis() within 5%."""
     # TODO: count the multiply-adds and the elements each program reads and writes
     raise NotImplementedError("phase13 task 5: roofline")
 
