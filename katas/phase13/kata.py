@@ -45,7 +45,10 @@ def rollout(w, b, x) -> jax.Array:
     original allows: the result has the original's dtype and values (x bfloat16 with w float32
     is float32 from the first step on; with w and x bfloat16 and b float32 the original's first
     x @ w rounds to bfloat16 before b makes it float32: a carry cast to float32 up front skips
-    that rounding, and its values are accepted too). The tests run every mix."""
+    that rounding, and its values are accepted too). Each step is the original's step, rounding
+    where it rounds: with all three bfloat16, x @ w, + b and tanh each round to bfloat16, and the
+    result is the original's bit for bit (a step computed in float32 and rounded once is another
+    program). The tests run every mix."""
     # TODO: write the recurrence as a loop and choose how many steps one trip does
     raise NotImplementedError("phase13 task 3: rollout")
 
@@ -66,15 +69,15 @@ def roofline(
     program: str, shapes: tuple[tuple[int, ...], ...], dtype: str, chip: str
 ) -> tuple[float, float, float, str]:
     """(flops, bytes, arithmetic intensity, "compute" or "memory") of programs.ROOFLINE_PROGRAMS
-    [program] on arguments of `shapes` (add and scale_add: any rank, 0 included) and `dtype`
-    ("float32", "bfloat16"), predicted from the shapes alone (compile nothing): bytes as a fused
-    program moves them (each input read once, the output written once), and whether it is
-    compute- or memory-bound on `chip` (a key of PEAKS): intensity above the ridge point
-    PEAKS[chip] gives (peak flop/s over bytes/s) is compute-bound, for either dtype (the model
-    uses the dense bf16 peak for float32 programs too). Flops as the cost model counts the
-    program as written (a bfloat16 jnp.sum accumulates in float32: read which converts that
-    adds; a dot converts only what its lowered module converts). The tests compare with the
-    compiler's cost_analysis() within 5%."""
+    [program] on arguments of `shapes` (add, scale_add and total: any rank, 0 included) and
+    `dtype` ("float32", "bfloat16"), predicted from the shapes alone (compile nothing): bytes as a
+    fused program moves them (each input read once, the output written once: a reduction's
+    scalar too), and whether it is compute- or memory-bound on `chip` (a key of PEAKS):
+    intensity above the ridge point PEAKS[chip] gives (peak flop/s over bytes/s) is
+    compute-bound, for either dtype (the model uses the dense bf16 peak for float32 programs
+    too). Flops as the cost model counts the program as written (a bfloat16 jnp.sum accumulates
+    in float32: read which converts that adds; a dot converts only what its lowered module
+    converts). The tests compare with the compiler's cost_analysis() within 5%."""
     # TODO: count the multiply-adds and the elements each program reads and writes
     raise NotImplementedError("phase13 task 5: roofline")
 

@@ -67,6 +67,15 @@ def _lowered_cost(program, shapes) -> tuple[float, float]:
     return cost["flops"], cost["bytes accessed"]
 
 
+@functools.cache
+def _compiled_bf16_bytes(program, shapes) -> float:
+    """Bytes accessed of the compiled bf16 program: for a reduction of at most 32 elements,
+    XLA:CPU fuses it with its converts, and the fusion reads the input once and writes the
+    output once."""
+    compiled = jax.jit(ROOFLINE_PROGRAMS[program]).lower(*_specs(shapes, jnp.bfloat16)).compile()
+    return oracle.cost(compiled)["bytes accessed"]
+
+
 def _predicted(kata, program, shapes, dtype, chip):
     got = kata.roofline(program, shapes, dtype, chip)
     assert isinstance(got, tuple) and len(got) == 4, f"expected a 4-tuple, got {got!r}"
@@ -104,21 +113,26 @@ def test_roofline_matches_bf16_cost(kata):
 def test_roofline_bf16_sums(kata, fresh):
     """The flops of bf16 row sums and totals of drawn shapes, as the lowered bf16 module counts
     them: jnp.sum accumulates in f32, and its converts are counted. Each program is drawn wide
-    and narrow (rows of 2 to 8 elements, totals of 2 to 8): summing few elements, the adds no
-    longer outweigh the converts, so a convert left out (into f32, or of the result back to
-    bf16: one per output element) shows beyond the tolerance. (Bytes are checked where the
-    compiled program moves exactly what a fused one would: the listed f32 cases; XLA:CPU splits
-    some small 1-D reductions, which moves more.)"""
-    rank, narrow_rank = fresh.randint(1, 3), fresh.randint(1, 2)
-    narrow_total = (fresh.randint(2, 8),) if narrow_rank == 1 else (2, fresh.randint(1, 4))
+    and narrow (rows of 2 to 8 elements, a total of rank 0 to 3 and at most 12 elements): summing
+    few elements, the adds no longer outweigh the converts, so a convert left out (into f32, or
+    of the result back to bf16: one per output element) shows beyond the tolerance, and the
+    output's bytes weigh: the narrow ones' bytes are checked against the compiled bf16 module,
+    where XLA:CPU fuses a reduction of at most 32 elements with its converts and moves exactly
+    the input once and the output once (jax 0.10 to 0.12; it splits longer 1-D reductions,
+    which moves more, and its f32 module reads the reduction's 0.0 apart)."""
+    rank, narrow_rank = fresh.randint(1, 3), fresh.randint(0, 3)
+    # at most 12 elements: the scalar output is over 5% of the bytes
+    narrow_total = tuple(fresh.randint(1, (12, 3, 2)[narrow_rank - 1]) for _ in range(narrow_rank))
     drawn = [
-        ("row_sums", ((fresh.randint(2, 400), fresh.randint(2, 400)),)),
-        ("row_sums", ((fresh.randint(2, 400), fresh.randint(2, 8)),)),
-        ("total", (tuple(fresh.randint(2, 200 // rank) for _ in range(rank)),)),
-        ("total", (narrow_total,)),
+        ("row_sums", ((fresh.randint(2, 400), fresh.randint(2, 400)),), False),
+        ("row_sums", ((fresh.randint(2, 400), fresh.randint(2, 8)),), True),
+        ("total", (tuple(fresh.randint(2, 200 // rank) for _ in range(rank)),), False),
+        ("total", (narrow_total,), True),
     ]
-    for program, shapes in drawn:
-        flops = _predicted(kata, program, shapes, "bfloat16", fresh.choice(sorted(PEAKS)))[0]
+    for program, shapes, narrow in drawn:
+        flops, moved, _, _ = _predicted(
+            kata, program, shapes, "bfloat16", fresh.choice(sorted(PEAKS))
+        )
         want = _lowered_cost(program, shapes)[0]
         with check:
             assert flops == pytest.approx(want, rel=TOLERANCE), (
@@ -126,6 +140,14 @@ def test_roofline_bf16_sums(kata, fresh):
                 f"module's cost analysis says {want:.6g} (which instructions does jnp.sum of "
                 "bf16 add?)"
             )
+        if narrow:
+            want_bytes = _compiled_bf16_bytes(program, shapes)
+            with check:
+                assert moved == pytest.approx(want_bytes, rel=TOLERANCE), (
+                    f"{program} {shapes} bf16 ({fresh.where()}): bytes {moved:.6g}, the "
+                    f"compiled module's cost analysis says {want_bytes:.6g} (each input read "
+                    "once, the output written once: what does the reduction write?)"
+                )
 
 
 @pytest.mark.task("roofline")
