@@ -122,7 +122,9 @@ def _polymorphic_export(kata, what: str, fn, example: jax.Array) -> jax.export.E
 
 # What JAX writes when an export's input or output carries a sharding (IREE 3.13.0: "Dialect
 # `sdy' not found"): a mesh, a per-argument sharding, a constraint.
-_SHARDY = re.compile(r"\bsdy\.(?:mesh|sharding|sharding_constraint|manual_computation)\b[^\n]{0,60}")
+_SHARDY = re.compile(
+    r"\bsdy\.(?:mesh|sharding|sharding_constraint|manual_computation)\b[^\n]{0,60}"
+)
 
 
 def _large_batches(rng: random.Random) -> list[int]:
