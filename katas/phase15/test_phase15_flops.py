@@ -4,7 +4,8 @@ IREE flow listing's dispatches.
 The listings are the recorded ones (katas/phase15/recorded/, programs.FLOWS), read as printed, with
 their function renamed, with their executables reordered and with their dispatches renumbered
 (indices of two digits, one a prefix of others), and, with the ``iree`` group, listings of
-freshly drawn programs compiled now, as printed and renumbered. Expected values come from the
+freshly drawn programs compiled now, as printed and renumbered (one of sizes whose work passes
+2**31). Expected values come from the
 dot_generals of the program's jaxpr, never from the listing's names.
 """
 
@@ -80,6 +81,10 @@ def _fresh_contractions(rng: random.Random) -> list[tuple[str, Flow]]:
     m, n, k, b = (rng.randint(2, 96) for _ in range(4))
     q, kv, d = rng.randint(2, 40), rng.randint(2, 40), rng.randint(2, 64)
     dtype = rng.choice([f32, bf16])
+    # sizes whose work passes 2**31 (and 2**32 on most draws): a count in 32-bit ints wraps, one
+    # in float32 rounds; odd sizes, so that the count is not a round number (only shapes are
+    # compiled, nothing is allocated)
+    big = [2 * rng.randint(550, 2000) + 1 for _ in range(3)]
     return [
         (
             "mlp",
@@ -110,7 +115,7 @@ def _fresh_contractions(rng: random.Random) -> list[tuple[str, Flow]]:
             Flow(
                 "x @ wq, x @ wk, x @ wv",
                 lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv),
-                (((m, k), f32), *[((k, n), f32)] * 3),
+                (((big[0], big[1]), f32), *[((big[1], big[2]), f32)] * 3),
             ),
         ),
         (
