@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as P
 from pytest_check import check
 
 from kata_harness import metamorphic, versions
+from kata_harness.oracles import XlaRejected
 from kata_harness.oracles import tpu_hlo as oracle
 from kata_harness.targets import require
 from katas.phase11 import texts
@@ -40,12 +41,15 @@ from katas.phase11.texts import FUSED_COLLECTIVES, V5E
 @pytest.mark.task("device_groups")
 def test_device_groups_every_spelling(kata):
     """Each spelling in a module XLA's parser takes (a mesh naming no axis too: confirmed, as
-    the one XLA never prints from a compile): a crash on one is a wrong answer, named with its
-    spelling."""
+    the one XLA never prints from a compile, and left out where the parser refuses it, as
+    jaxlib 0.10.2's does): a crash on one is a wrong answer, named with its spelling."""
     for spelling in sorted(GROUP_SPELLINGS):
         text = group_module(GROUP_SPELLINGS[spelling])
         if spelling == "mesh no axis":
-            oracle.xla_text(text)  # XLA's parser takes it (raises if not)
+            try:
+                oracle.xla_text(text)  # XLA's parser takes it at the locked jaxlib
+            except XlaRejected:
+                continue  # jaxlib 0.10.2's parser refuses it: no such module there
         got, crash = texts.attempt(kata.device_groups, text)
         assert crash is None, f"replica_groups={GROUP_SPELLINGS[spelling]}: raised {crash}"
         assert isinstance(got, dict), f"expected a dict, got {type(got).__name__}"
