@@ -206,10 +206,8 @@ def eager_dot_flops(fn, *args) -> int:
     executed: list[int] = []
 
     def counted(*operands: Any, **params: Any) -> Any:
-        (contracting, _), _ = params["dimension_numbers"]
         result = original(*operands, **params)
-        size = math.prod(int(np.shape(operands[0])[axis]) for axis in contracting)
-        executed.append(2 * size * math.prod(np.shape(result)))
+        executed.append(_dot_flops(np.shape(operands[0]), params, np.shape(result)))
         return result
 
     def counted_per_device(trace, prim, tracers, params, /):
@@ -218,9 +216,8 @@ def eager_dot_flops(fn, *args) -> int:
             (contracting, rhs_contracting), (batch, rhs_batch) = params["dimension_numbers"]
             free = [s for axis, s in enumerate(lhs) if axis not in (*contracting, *batch)]
             free += [s for axis, s in enumerate(rhs) if axis not in (*rhs_contracting, *rhs_batch)]
-            size = math.prod(int(lhs[axis]) for axis in contracting)
-            output = math.prod(int(lhs[axis]) for axis in batch) * math.prod(map(int, free))
-            executed.append(2 * size * output * trace.mesh.size)
+            output = [lhs[axis] for axis in batch] + free
+            executed.append(_dot_flops(lhs, params, output) * trace.mesh.size)
         return original_shard_map(trace, prim, tracers, params)
 
     concrete = [jax.numpy.asarray(a) for a in args]
@@ -241,10 +238,15 @@ def jaxpr_dot_flops(fn, *args) -> int:
     total = 0
     for eqn in iter_eqns(jax.make_jaxpr(fn)(*args)):
         if eqn.primitive.name == "dot_general":
-            (contracting, _), _ = eqn.params["dimension_numbers"]
-            size = math.prod(int(eqn.invars[0].aval.shape[axis]) for axis in contracting)
-            total += 2 * size * math.prod(eqn.outvars[0].aval.shape)
+            total += _dot_flops(eqn.invars[0].aval.shape, eqn.params, eqn.outvars[0].aval.shape)
     return total
+
+
+def _dot_flops(lhs_shape, params: dict[str, Any], out_shape) -> int:
+    """A dot_general's flops: two per multiply-add, the contracted size times the output's."""
+    (contracting, _), _ = params["dimension_numbers"]
+    size = math.prod(int(lhs_shape[axis]) for axis in contracting)
+    return 2 * size * math.prod(map(int, out_shape))
 
 
 def jacobian_flops(f, x) -> dict[str, float]:
