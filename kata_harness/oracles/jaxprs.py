@@ -71,6 +71,7 @@ def module_attributes(fn, args) -> dict[str, str]:
     """The attributes of the module jax.jit(fn) lowers for `args` (name -> printed value), read
     from the lowered stage's MLIR module (the compiler's own object, not any text)."""
     module = jax.jit(fn).trace(*args).lower().compiler_ir("stablehlo")
+    assert module is not None, "this jax gives no StableHLO module for a lowered stage"
     attributes = module.operation.attributes
     return {str(name): str(attributes[name]) for name in attributes}
 
