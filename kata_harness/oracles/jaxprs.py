@@ -1,6 +1,6 @@
 """Phase 2's oracles: the MLP in float64 NumPy, the input and output avals ``jax.eval_shape``
-gives a program, the tensor types of a lowered @main, and the dtype ``x + y`` gets in its jaxpr
-for every pair of kinds.
+gives a program, the tensor types of a lowered @main and its module's attributes, and the
+dtype ``x + y`` gets in its jaxpr for every pair of kinds.
 
 Each function takes the program or its inputs, never the kata's answer.
 """
@@ -65,6 +65,15 @@ def main_signature(fn, args, reads: Sequence[int]) -> tuple[list[str], list[str]
         [mlir_tensor_type(tuple(taken[k].shape), str(taken[k].dtype)) for k in reads],
         [mlir_tensor_type(tuple(v.shape), str(v.dtype)) for v in outputs],
     )
+
+
+def module_attributes(fn, args) -> dict[str, str]:
+    """The attributes of the module jax.jit(fn) lowers for `args` (name -> printed value), read
+    from the lowered stage's MLIR module (the compiler's own object, not any text)."""
+    module = jax.jit(fn).trace(*args).lower().compiler_ir("stablehlo")
+    assert module is not None, "this jax gives no StableHLO module for a lowered stage"
+    attributes = module.operation.attributes
+    return {str(name): str(attributes[name]) for name in attributes}
 
 
 def promotions(kinds: Sequence[str], value_of: Callable) -> dict[tuple[str, str], str]:

@@ -7,6 +7,7 @@ facts written out by hand for programs small enough to read.
 """
 
 import functools
+import re
 
 import jax
 import jax.core
@@ -182,7 +183,31 @@ def _mlir_module(text):
         assert len(mains) == 1, "expected one func.func @main"
         signature = ir.FunctionType(ir.TypeAttr(mains[0].attributes["function_type"]).value)
         inputs, results = [str(t) for t in signature.inputs], [str(t) for t in signature.results]
-    return module, inputs, results
+        attributes = module.operation.attributes
+        named = {str(name): str(attributes[name]) for name in attributes}
+    return module, inputs, results, named
+
+
+def _check_module_as_jit_lowers(text, named, expected, what):
+    """The module jit lowers, printed as the lowered stage prints it by default: the module's
+    attributes are jit's (another lowering path, such as jax.export's, adds its own) and the
+    text carries no debug locations."""
+    __tracebackhide__ = True
+    missing = sorted(set(expected) - set(named))
+    extra = sorted(set(named) - set(expected))
+    changed = sorted(k for k in set(named) & set(expected) if named[k] != expected[k])
+    with check:
+        assert not (missing or extra or changed), (
+            f"{what}: the module's attributes are not those jax.jit's lowering gives it"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; not set by jit's lowering: {extra}" if extra else "")
+            + (f"; other values for {changed}" if changed else "")
+        )
+    with check:
+        assert re.search(r"\bloc\(", text) is None, (
+            f"{what}: the text carries debug locations (loc(...)); jit's lowered stage prints "
+            "none by default"
+        )
 
 
 @pytest.mark.task("stablehlo_of")
@@ -199,7 +224,10 @@ def test_lowering_drops_dead_code(kata):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_keeps_argument_types(kata):
     text = kata.stablehlo_of(mixed, *MIXED_ARGS)
-    _, inputs, _ = _mlir_module(text)
+    _, inputs, _, named = _mlir_module(text)
+    _check_module_as_jit_lowers(
+        text, named, oracle.module_attributes(mixed, MIXED_ARGS), "mixed(*MIXED_ARGS)"
+    )
     census = stablehlo_op_census(text)
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
     with check:
@@ -220,15 +248,18 @@ def test_lowering_on_fresh_arguments(kata, fresh):
     argument f reads, each with its shape and dtype (jit's default lowering prunes the others
     with the dead code), and returns f's outputs in the dtypes the weak scalars leave. Some
     products are computed by a nested jit, a function beside @main: MLIR's parser refuses a
-    module whose @main calls a function it does not hold."""
+    module whose @main calls a function it does not hold. The module's attributes are those
+    jax.jit's lowering sets (oracle.module_attributes), and no debug locations are printed."""
     for index in range(3):
         f, args, reads = lowering_case(fresh)
-        _, inputs, results = _mlir_module(kata.stablehlo_of(f, *args))
+        text = kata.stablehlo_of(f, *args)
+        _, inputs, results, named = _mlir_module(text)
         expected_in, expected_out = oracle.main_signature(f, args, reads)
         what = (
             f"drawn case {index + 1}, f reads arguments {reads} of "
             f"{[type(a).__name__ for a in args]} ({fresh.where()})"
         )
+        _check_module_as_jit_lowers(text, named, oracle.module_attributes(f, args), what)
         with check:
             assert inputs == expected_in, f"{what}: @main takes {inputs}, expected {expected_in}"
         with check:

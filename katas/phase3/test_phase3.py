@@ -10,6 +10,7 @@ test_phase3_fusions.py, dump_files in test_phase3_dumps.py.
 """
 
 from collections import Counter
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -273,41 +274,72 @@ ROOT_DIMS = (2, 3, 4, 5, 6, 7, 8, 12, 16)  # every dimension >= 2 (the contract)
 # is its own: ml_dtypes' bfloat16 is no numpy floating type, and a cast to it is then a no-op).
 ROOT_CLASSES = tuple((dtype,) for dtype in ROOT_DTYPES)
 RESHAPE = "x.reshape(2, -1, x.shape[-1])"
+TRANSPOSE = "x.T"  # reverses x's axes: at a mirrored shape (square, [a,b,a]) it keeps x's shape
 
 
-def _root_situations(fresh, program: str) -> list[tuple[int, tuple[str, ...], int | None]]:
-    """(rank of x, dtype class, x's first dimension or None) for every structural situation of
-    the program: each dtype class and each rank the contract allows, paired at random; the
-    reshape at a matrix of two rows (a fusion), at a taller matrix, at rank 3 and at rank 3 with
-    a first dimension of 2 (a reshape to itself: copies)."""
+class Situation(NamedTuple):
+    """Where one drawn case of a program sits: x's rank, its dtype class, for the reshape x's
+    first dimension (None: drawn), and whether x's shape reads the same reversed (a square
+    matrix, a 3-D [a, b, a]: x.T then has x's shape, yet the values move)."""
+
+    rank: int
+    dtypes: tuple[str, ...]
+    first: int | None = None
+    mirrored: bool = False
+
+
+def _root_situations(fresh, program: str) -> list[Situation]:
+    """Every structural situation of the program: each dtype class and each rank the contract
+    allows, paired at random; the reshape at a matrix of two rows (a fusion), at a taller
+    matrix, at rank 3 and at rank 3 with a first dimension of 2 (a reshape to itself: copies);
+    the transpose also at a square matrix and at a mirrored 3-D shape (same shape, moved
+    values: a fusion, not the copy of a vector's x.T)."""
     _, ranks = ROOT_PROGRAMS[program]
     classes = list(ROOT_CLASSES)
     fresh.shuffle(classes)
     if program == RESHAPE:
         shapes = [(2, 2), (2, 2 * fresh.choice(ROOT_DIMS[1:5])), (3, None), (3, 2)]
-        return [(rank, classes[k % len(classes)], first) for k, (rank, first) in enumerate(shapes)]
+        return [
+            Situation(rank, classes[k % len(classes)], first)
+            for k, (rank, first) in enumerate(shapes)
+        ]
     allowed = list(ranks[0])
     fresh.shuffle(allowed)
     count = max(len(allowed), len(classes))
-    return [(allowed[k % len(allowed)], classes[k % len(classes)], None) for k in range(count)]
+    situations = [
+        Situation(allowed[k % len(allowed)], classes[k % len(classes)]) for k in range(count)
+    ]
+    if program == TRANSPOSE:
+        situations += [
+            Situation(rank, fresh.choice(ROOT_CLASSES), mirrored=True)
+            for rank in allowed
+            if rank >= 2
+        ]
+    return situations
 
 
-def _root_case(fresh, program: str, situation: tuple[int, tuple[str, ...], int | None]) -> tuple:
+def _root_case(fresh, program: str, situation: Situation) -> tuple:
     """One argument list of ``program``'s domain in this situation. A 3-D x has three different
-    dimensions (equal ones would hide which axes a transpose moves); a 2-D one may be square. A
-    second argument has another dtype than x (the listed cases pair equal ones)."""
-    rank, dtypes, first = situation
+    dimensions (equal ones would hide which axes a transpose moves) unless the situation is
+    mirrored ([a, b, a], b now and then a too); a 2-D one may be square, and is when mirrored.
+    A second argument has another dtype than x (the listed cases pair equal ones)."""
     _, ranks = ROOT_PROGRAMS[program]
     specs = []
     for allowed in ranks:
-        size = rank if not specs else fresh.choice(allowed)
-        if size == 3 and not specs:
+        size = situation.rank if not specs else fresh.choice(allowed)
+        if situation.mirrored and not specs:
+            outer = fresh.choice(ROOT_DIMS)
+            shape = [outer, fresh.choice(ROOT_DIMS), outer] if size == 3 else [outer, outer]
+        elif size == 3 and not specs:
             shape = fresh.sample(ROOT_DIMS, 3)
         else:
             shape = [fresh.choice(ROOT_DIMS) for _ in range(size)]
-        dtype = fresh.choice(dtypes if not specs else [d for d in ROOT_DTYPES if d != specs[0][1]])
+        dtypes = situation.dtypes if not specs else [d for d in ROOT_DTYPES if d != specs[0][1]]
+        dtype = fresh.choice(dtypes)
         if program == RESHAPE and not specs:
-            shape[0] = first if first is not None else 2 * fresh.choice(ROOT_DIMS[:5])
+            shape[0] = (
+                situation.first if situation.first is not None else 2 * fresh.choice(ROOT_DIMS[:5])
+            )
         specs.append((tuple(shape), dtype))
     return tuple(specs)
 
@@ -333,7 +365,8 @@ def test_predict_entry_root_of_the_listed_cases(kata):
 @pytest.mark.task("predict_entry_root")
 def test_predict_entry_root_on_fresh_cases(kata, fresh):
     """Every program at every dtype (float32, bfloat16, float16, int32) and every rank
-    of its domain on every run, the reshape at two rows and more, dimensions drawn; the expected
+    of its domain on every run, the reshape at two rows and more, x.T also at a square and a
+    mirrored 3-D x (its transpose has its shape), dimensions drawn; the expected
     ROOT is XLA's reading of the program compiled here."""
     bank.cpu_only("which ops XLA:CPU fuses and where it copies a result")
     for program in ROOT_PROGRAMS:
