@@ -6,8 +6,8 @@ var_mean accumulators, a product decomposed into a fused kernel, layers taking a
 size ()) instead of a bias or beside one, profiled modules (inference and training) whose
 `call` runs inside `with record_function(...)`, training steps returning more than their
 loss, of a convolution, of inputs that all require grad, and one compiled with dynamic=True,
-whose backward takes size symbols it never asserts among its saved inputs), on modules written by hand
-(handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
+whose backward takes size symbols it never asserts among its saved inputs), on modules written
+by hand (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
 in one variant to names that are parts of one another, an input's name inside every buffer's,
 inputs unpacked in another order, kernel calls nested in blocks (also their else: and finally:
