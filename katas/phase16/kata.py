@@ -101,8 +101,11 @@ def train_graphs(codes: list[str]) -> dict[str, int]:
     forward graph and its backward graph. Return:
     - `"forward"`: the number of kernels the forward graph's `call` runs;
     - `"backward"`: the number of kernels the backward graph's `call` runs;
-    - `"saved"`: how many tensors the forward hands to the backward: the backward's inputs other
-      than the gradients of the forward's outputs (`tangents_<n>`).
+    - `"saved"`: how many values the forward hands to the backward: the backward's inputs other
+      than the gradients of the forward's outputs (`tangents_<n>`). These are tensors and, in a
+      dynamic-shape compile (`torch.compile(..., dynamic=True)`), also the size symbols the
+      forward saves beside them (an input such as `primals_1` that `call` binds as `s77 =
+      primals_1`): each counts once, whether or not `call` asserts its size.
     The backward graph is the one whose `call` takes `tangents_<n>` inputs.
     """
     # TODO: tell the graphs apart by their inputs; count their kernels

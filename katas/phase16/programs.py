@@ -357,7 +357,9 @@ def j_relu_outputs_loss(w):
 @dataclass(frozen=True, slots=True)
 class Train:
     """A loss over `params` parameters (the first arguments, which require grad) and data;
-    `marked`: compiled with profiler_mark_wrapper_call, as the MARKED programs."""
+    `marked`: compiled with profiler_mark_wrapper_call, as the MARKED programs; `dynamic`:
+    compiled with `torch.compile(..., dynamic=True)` (sizes become symbols, which the forward
+    saves for the backward beside its tensors)."""
 
     what: str
     shapes: tuple[tuple[int, ...], ...]
@@ -365,6 +367,7 @@ class Train:
     torch_fn: Callable[..., Any]
     jax_fn: Callable[..., Any]
     marked: bool = False
+    dynamic: bool = False
 
 
 TRAIN: dict[str, Train] = {
@@ -383,6 +386,16 @@ TRAIN: dict[str, Train] = {
         t_mlp_loss,
         j_mlp_loss,
         marked=True,
+    ),
+    "train_mlp_gelu_dynamic": Train(
+        "mean squared error of mlp_gelu (x[32,64] -> y[32,32]), compiled with dynamic=True: "
+        "sizes are symbols, and the backward takes the ones the forward saved among its "
+        "inputs, beside the saved tensors",
+        ((128, 64), (128,), (32, 128), (32,), (32, 64), (32, 32)),
+        4,
+        t_mlp_loss,
+        j_mlp_loss,
+        dynamic=True,
     ),
     "train_dense_relu": Train(
         "mean squared error of relu(x @ w.T + b) (x[16,48] -> y[16,24])",
@@ -569,7 +582,12 @@ def generate(name: str) -> list[str]:
             param.requires_grad_(True)
         with config.patch(profiler_mark_wrapper_call=train.marked):
             return generated_code(
-                train.torch_fn, *args, cache_dir=CACHE_DIR, inference=False, backward=True
+                train.torch_fn,
+                *args,
+                cache_dir=CACHE_DIR,
+                inference=False,
+                backward=True,
+                dynamic=train.dynamic or None,
             )
     shape, layers = MLP_CASES[name]
     args = [torch.from_numpy(a) for a in arrays(mlp_shapes(name))]

@@ -5,8 +5,9 @@ They run on the generated code recorded in katas/phase16/recorded/ (so they run 
 var_mean accumulators, a product decomposed into a fused kernel, layers taking a scalar (f32[],
 size ()) instead of a bias or beside one, profiled modules (inference and training) whose
 `call` runs inside `with record_function(...)`, training steps returning more than their
-loss, of a convolution, and of inputs that all require grad), on modules written by hand
-(handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
+loss, of a convolution, of inputs that all require grad, and one compiled with dynamic=True,
+whose backward takes size symbols it never asserts among its saved inputs), on modules written
+by hand (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never show), and on fresh
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
 in one variant to names that are parts of one another, an input's name inside every buffer's,
 inputs unpacked in another order, kernel calls nested in blocks (also their else: and finally:
@@ -384,7 +385,9 @@ def _train(codes: list[str]) -> dict[str, int]:
 @pytest.mark.task("train_graphs")
 def test_train_graphs_in_any_order(kata, fresh):
     """Forward first or backward first, with their comments (the `# AOT ID` header naming each
-    graph) or without: the graphs are told apart by their inputs. The recorded steps, and two
+    graph) or without: the graphs are told apart by their inputs. The recorded steps (one
+    compiled with dynamic=True: the forward saves size symbols, which the backward takes among
+    its inputs and binds as `s77 = primals_1` without asserting them: they count), and two
     written by hand whose backward runs a fallback as a bare statement, the second for a
     function of two outputs (two gradients in, tangents_1 and tangents_2: neither is saved).
     In one form of each step one graph (drawn) runs one of its fused kernels twice: a kernel
@@ -407,7 +410,9 @@ def test_train_graphs_in_any_order(kata, fresh):
                 if repeated is not None:
                     texts[g], where = repeated, f", graph {g + 1} running a fused kernel twice"
             got = kata.train_graphs(texts)
-            assert got == _train(texts), f"{name}{where}: graphs read wrong ({fresh.where()})"
+            dynamic = name in P.TRAIN and P.TRAIN[name].dynamic
+            kind = " (dynamic=True: size symbols among the saved inputs)" if dynamic else ""
+            assert got == _train(texts), f"{name}{kind}{where}: graphs read wrong ({fresh.where()})"
 
 
 @pytest.mark.task("train_graphs")

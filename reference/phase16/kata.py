@@ -121,7 +121,8 @@ def reductions_per_kernel(hlo_text: str, inductor_code: str) -> dict[str, list[i
 
 
 def train_graphs(codes: list[str]) -> dict[str, int]:
-    # AOTAutograd: the backward takes the saved tensors and the output gradients (tangents)
+    # AOTAutograd: the backward takes the saved tensors (and, compiled with dynamic shapes,
+    # the saved size symbols) and the output gradients (tangents)
     graphs = [read_inductor(code) for code in codes]
     forward = next(g for g in graphs if not g.is_backward)
     backward = next(g for g in graphs if g.is_backward)

@@ -52,6 +52,7 @@ def generated_code(
     cache_dir: Path | str,
     inference: bool = True,
     backward: bool = False,
+    dynamic: bool | None = None,
 ) -> list[str]:
     """The modules Inductor generates for `torch.compile(fn)(*args)`, in the order compiled.
 
@@ -59,7 +60,8 @@ def generated_code(
     that require grad make AOTAutograd split a forward and a backward graph, and `backward`
     calls `.backward()` on the (scalar) result, or on its first element when `fn` returns a
     tuple (the loss, then other outputs), so that the backward graph is compiled too.
-    Dynamo's caches are reset first, so every call compiles afresh.
+    `dynamic` is `torch.compile`'s own argument (True: sizes become symbols, passed to `call`
+    among its inputs). Dynamo's caches are reset first, so every call compiles afresh.
     """
     reason = missing()
     if reason is not None:
@@ -70,7 +72,7 @@ def generated_code(
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     torch._dynamo.reset()
-    compiled = torch.compile(fn)
+    compiled = torch.compile(fn, dynamic=dynamic)
 
     def run() -> Any:
         out = compiled(*args)
