@@ -12,12 +12,14 @@ Each job lives in its own module; this one gathers their hooks and fixtures for 
 - :mod:`.pins`: the ``hlo_snapshot`` fixture (pins themselves: :mod:`.snapshots`);
 - :mod:`.unchecked`: the summary's list of tasks whose every test skipped (not done), and
   ``--group-skips`` (the tests a missing group skipped, for CI to run once the groups are in);
-- :mod:`.gated`: version-gated facts recorded instead of asserted (``KATAS_GATED_FACTS=record``).
+- :mod:`.gated`: version-gated facts recorded instead of asserted (``KATAS_GATED_FACTS=record``);
+- :mod:`.collector`: Python's garbage collector set for the run once the tests are collected.
 
 Kata code may not reach into the test machinery (:mod:`.guard`, installed at configure time), and
 every task function returns the type its task asks for (:mod:`.contract`, applied on load).
 """
 
+from .collector import pytest_collection_finish
 from .fresh import fresh
 from .gated import pytest_sessionstart
 from .judging import (
@@ -47,6 +49,7 @@ __all__ = [
     "kata",
     "pytest_addoption",
     "pytest_cmdline_main",
+    "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_generate_tests",
