@@ -185,3 +185,29 @@ def chain(pieces: list[tuple[str, Piece]]) -> tuple[Callable, list[str]]:
         return x
 
     return run, [loop for _, (_, loops) in pieces for loop in loops]
+
+
+def _is_jaxpr(value: object) -> bool:
+    return hasattr(value, "eqns")
+
+
+def _listed_param(value: object) -> object:
+    if _is_jaxpr(value):
+        return listed(value)
+    if isinstance(value, tuple | list) and any(_is_jaxpr(item) for item in value):
+        return [listed(item) if _is_jaxpr(item) else item for item in value]
+    return value
+
+
+def listed(jaxpr):
+    """The same jaxpr (closed or open) with every tuple of jaxprs in an equation's params, at any
+    depth (cond's branches, custom_linear_solve's namedtuple), rebuilt as a list in the same
+    order: the holder's container kind is not the program's meaning, and the contract names
+    both. Nothing is traced or compiled; only the params' containers change."""
+    open_jaxpr = getattr(jaxpr, "jaxpr", jaxpr)  # a closed jaxpr wraps an open one (or is one)
+    eqns = [
+        eqn.replace(params={key: _listed_param(value) for key, value in eqn.params.items()})
+        for eqn in open_jaxpr.eqns
+    ]
+    rebuilt = open_jaxpr.replace(eqns=eqns)
+    return rebuilt if open_jaxpr is jaxpr else jaxpr.replace(jaxpr=rebuilt)

@@ -66,7 +66,7 @@ def loop_primitives(jaxpr) -> list[str]:
     is a loop, then the loops inside the jaxprs of its params (in the order the params list
     them), then the next equation.
     """
-    # TODO: walk eqns; recurse into params holding jaxprs (alone or in tuples)
+    # TODO: walk eqns; recurse into params holding jaxprs (alone, in tuples or in lists)
     raise NotImplementedError("phase7 task 3: loop_primitives")
 
 
