@@ -96,11 +96,12 @@ def compile_counter() -> Iterator[CompileCount]:
 
 def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
     """mean(x) as a Python float (NaN and infinities in x count as in NumPy's mean), for a 1-D
-    float array (any float dtype, any length a bucket holds), computed by a jitted
-    program (on the device: no host callback handing the work back to NumPy) that compiles
-    once per bucket, not once per length: pad to the smallest bucket
-    >= len(x) (buckets come in any order), mask the padding. Raise ValueError when x is longer
-    than every bucket."""
+    float array (any float dtype, any length a bucket holds, 0 included: the mean of an empty
+    x is NaN, as NumPy's), computed by one jitted program that is handed the padded x and
+    returns the mean (on the device: no host callback handing the work back to NumPy, and not
+    a string of eager jnp ops, each its own small program) and compiles once per bucket, not
+    once per length: pad to the smallest bucket >= len(x) (buckets come in any order), mask
+    the padding. Raise ValueError when x is longer than every bucket."""
     # TODO: pad on the host (NumPy), pass the true length as an array, not a static value
     raise NotImplementedError("phase7 task 6: bucketed_mean")
 
