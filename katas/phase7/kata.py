@@ -112,7 +112,9 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     Return the messages (whole, as logged) of the tracing-cache-miss explanations logged by the
     *second* call, one per miss ([] when it hit the cache; jitted functions f calls can miss
     too while f traces, each miss its own message); other log records, f's own included, are
-    not explanations. Leave the jax_explain_cache_misses setting as you found it.
+    not explanations: JAX may log several misses with the same text, each counts. Leave the
+    jax_explain_cache_misses setting and the loggers' handlers as you found them, also when f
+    raises (whether the exception reaches the caller is up to you).
     """
     # TODO: the explanations are log records (logger "jax"); collect them with a handler
     raise NotImplementedError("phase7 task 7: explain_miss")

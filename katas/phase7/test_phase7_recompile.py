@@ -172,6 +172,87 @@ def test_a_function_never_seen_is_a_miss_too(kata):
         )
 
 
+@pytest.mark.task("explain_miss")
+def test_misses_with_the_same_text_each_count(kata, fresh):
+    """f makes a new jitted lambda k times in a Python for loop (k drawn): on the second call
+    (a new shape) f misses, and each of the k lambdas, never seen, misses while f traces. JAX
+    logs the k explanations alike, word for word: each is a miss of its own."""
+    k = fresh.randint(2, 4)
+
+    def outer(x):
+        for _ in range(k):
+            x = jax.jit(lambda v: v + 1.0)(x)
+        return x
+
+    n = fresh.randint(2, 6)
+    messages = _explain(kata, outer, (vec(n),), (vec(n + fresh.randint(1, 4)),))
+    if len(messages) != 1 + k:
+        pytest.fail(
+            f"f calls a new jax.jit(lambda v: v + 1.0) {k} times in a Python for loop: "
+            f"{len(messages)} explanations, expected {1 + k} (f's own miss, then one per "
+            "lambda, whose messages may read the same: one per miss, duplicates included); "
+            f"{fresh.where()}"
+        )
+
+
+def _left_behind(kata, f, calls: tuple, before: bool) -> tuple[bool, list[list]]:
+    """The setting and the handlers added to the 'jax' and root loggers after explain_miss(f,
+    ...) with the setting `before`, whether it raised or not; then everything is put back."""
+    original = jax.config.jax_explain_cache_misses
+    loggers = (logging.getLogger("jax"), logging.getLogger())
+    handlers = [list(logger.handlers) for logger in loggers]
+    try:
+        jax.config.update("jax_explain_cache_misses", before)
+        try:
+            kata.explain_miss(f, (calls[0],), (calls[1],))
+        except NotImplementedError:
+            raise
+        except Exception:  # noqa: BLE001  (raising or not is up to the kata; what is left is not)
+            pass
+        after = jax.config.jax_explain_cache_misses
+        left = [
+            [h for h in logger.handlers if h not in kept]
+            for logger, kept in zip(loggers, handlers, strict=True)
+        ]
+    finally:
+        jax.config.update("jax_explain_cache_misses", original)
+        for logger, kept in zip(loggers, handlers, strict=True):
+            for handler in [h for h in logger.handlers if h not in kept]:
+                logger.removeHandler(handler)
+    return after, left
+
+
+@pytest.mark.task("explain_miss")
+def test_setting_and_loggers_restored_when_f_raises(kata, fresh):
+    """f raises on the first call, then (another run) on the second (a reshape the shape
+    cannot take), the setting drawn True or False before each: whatever explain_miss does with
+    the exception, the setting and the handlers of the 'jax' and root loggers are as they were
+    afterwards."""
+
+    def halves(x):
+        return x.reshape(2, -1)
+
+    for fails_on in fresh.sample(("first", "second"), 2):
+        before = fresh.choice((False, True))
+        good, bad = vec(2 * fresh.randint(1, 4)), vec(2 * fresh.randint(1, 4) + 1)
+        calls = (bad, good) if fails_on == "first" else (good, bad)
+        after, left = _left_behind(kata, halves, calls, before)
+        case = (
+            f"f = lambda x: x.reshape(2, -1) raises on the {fails_on} call (first "
+            f"{calls[0].shape}, second {calls[1].shape}), the setting {before} before"
+        )
+        if after != before:
+            pytest.fail(
+                f"{case}: the setting is {after} afterwards (restore it in a finally); "
+                f"{fresh.where()}"
+            )
+        if any(left):
+            pytest.fail(
+                f"{case}: handlers left on the 'jax' and root loggers: {left} (remove yours "
+                f"in a finally); {fresh.where()}"
+            )
+
+
 # ---- bucketed_mean ----------------------------------------------------------------------------
 
 BUCKETS = (8, 16, 32)
