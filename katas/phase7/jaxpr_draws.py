@@ -15,6 +15,10 @@ in index order: `lax.switch`'s list as given, and for `lax.cond(p, true_fn, fals
 branch first (index 0 is False). The branches are drawn so that walking them in another order
 gives another list.
 
+Every draw also holds a nest of three to five drawn levels (static or traced-bound fori_loops,
+`jax.jit`, `jax.checkpoint`), the innermost a loop: loops deeper than any walk of a fixed number
+of levels reaches.
+
 Every draw also holds two look-alikes, primitives that run along an axis like a loop but are
 no loop primitives: `cumsum` (the one a learner most often takes for a scan) and one drawn from
 `cumprod`, `cummax`, `cummin`, `cumlogsumexp` and `sort`, each alone or in the body of a static
@@ -164,12 +168,43 @@ def draw_branching(rng: random.Random) -> tuple[str, Piece]:
     return f"lax.switch over [{', '.join(kinds)}]", (run_switch, want)
 
 
+# a level of a nest: (its loop if it is one, the level as a function of (inner, v, n))
+LEVELS: dict[str, tuple[list[str], Callable]] = {
+    "a static fori_loop": (["scan"], lambda g, v, n: lax.fori_loop(0, 2, lambda i, c: g(c, n), v)),
+    "a traced-bound fori_loop": (
+        ["while"],
+        lambda g, v, n: lax.fori_loop(0, n, lambda i, c: g(c, n), v),
+    ),
+    "jax.jit": ([], lambda g, v, n: jax.jit(lambda c, m: g(c, m))(v, n)),
+    "jax.checkpoint": ([], lambda g, v, n: jax.checkpoint(lambda c, m: g(c, m))(v, n)),
+}
+
+
+def draw_nest(rng: random.Random) -> tuple[str, Piece]:
+    """Three to five levels nested one in the next (loops and holders that are no loops, drawn),
+    the innermost a loop and at least two loops in all: loops deeper than any walk of a fixed
+    number of levels reaches. Its loops depth first are the levels' loops, outermost first."""
+    loops = [name for name in sorted(LEVELS) if LEVELS[name][0]]
+    while True:
+        levels = [*rng.choices(sorted(LEVELS), k=rng.randint(2, 4)), rng.choice(loops)]
+        want = [loop for level in levels for loop in LEVELS[level][0]]
+        if len(want) >= 2:
+            break
+
+    def nest(v, n, depth=0):
+        if depth == len(levels):
+            return v * 1.5
+        return LEVELS[levels[depth]][1](lambda c, m: nest(c, m, depth + 1), v, n)
+
+    return f"nested {' > '.join(levels)}", (nest, want)
+
+
 def draw_pieces(rng: random.Random) -> list[tuple[str, Piece]]:
-    """The needed pieces, a drawn conditional, cumsum and a drawn look-alike, and one to three
-    more (repeats allowed), in a drawn order."""
+    """The needed pieces, a drawn conditional, a drawn nest, cumsum and a drawn look-alike, and
+    one to three more (repeats allowed), in a drawn order."""
     names = [*NEEDED, *rng.choices(sorted(PIECES), k=rng.randint(1, 3))]
     pieces = [(name, PIECES[name]) for name in names]
-    pieces.append(draw_branching(rng))
+    pieces += [draw_branching(rng), draw_nest(rng)]
     other = rng.choice(sorted(set(LOOKALIKES) - {"jnp.cumsum"}))
     pieces += [draw_lookalike(rng, "jnp.cumsum"), draw_lookalike(rng, other)]
     rng.shuffle(pieces)
@@ -185,3 +220,29 @@ def chain(pieces: list[tuple[str, Piece]]) -> tuple[Callable, list[str]]:
         return x
 
     return run, [loop for _, (_, loops) in pieces for loop in loops]
+
+
+def _is_jaxpr(value: object) -> bool:
+    return hasattr(value, "eqns")
+
+
+def _listed_param(value: object) -> object:
+    if _is_jaxpr(value):
+        return listed(value)
+    if isinstance(value, tuple | list) and any(_is_jaxpr(item) for item in value):
+        return [listed(item) if _is_jaxpr(item) else item for item in value]
+    return value
+
+
+def listed(jaxpr):
+    """The same jaxpr (closed or open) with every tuple of jaxprs in an equation's params, at any
+    depth (cond's branches, custom_linear_solve's namedtuple), rebuilt as a list in the same
+    order: the holder's container kind is not the program's meaning, and the contract names
+    both. Nothing is traced or compiled; only the params' containers change."""
+    open_jaxpr = getattr(jaxpr, "jaxpr", jaxpr)  # a closed jaxpr wraps an open one (or is one)
+    eqns = [
+        eqn.replace(params={key: _listed_param(value) for key, value in eqn.params.items()})
+        for eqn in open_jaxpr.eqns
+    ]
+    rebuilt = open_jaxpr.replace(eqns=eqns)
+    return rebuilt if open_jaxpr is jaxpr else jaxpr.replace(jaxpr=rebuilt)

@@ -66,7 +66,7 @@ def loop_primitives(jaxpr) -> list[str]:
     is a loop, then the loops inside the jaxprs of its params (in the order the params list
     them), then the next equation.
     """
-    # TODO: walk eqns; recurse into params holding jaxprs (alone or in tuples)
+    # TODO: walk eqns; recurse into params holding jaxprs (alone, in tuples or in lists)
     raise NotImplementedError("phase7 task 3: loop_primitives")
 
 
@@ -96,11 +96,12 @@ def compile_counter() -> Iterator[CompileCount]:
 
 def bucketed_mean(x: np.ndarray, buckets: tuple[int, ...]) -> float:
     """mean(x) as a Python float (NaN and infinities in x count as in NumPy's mean), for a 1-D
-    float array (any float dtype, any length a bucket holds), computed by a jitted
-    program (on the device: no host callback handing the work back to NumPy) that compiles
-    once per bucket, not once per length: pad to the smallest bucket
-    >= len(x) (buckets come in any order), mask the padding. Raise ValueError when x is longer
-    than every bucket."""
+    float array (any float dtype, any length a bucket holds, 0 included: the mean of an empty
+    x is NaN, as NumPy's), computed by one jitted program that is handed the padded x and
+    returns the mean (on the device: no host callback handing the work back to NumPy, and not
+    a string of eager jnp ops, each its own small program) and compiles once per bucket, not
+    once per length: pad to the smallest bucket >= len(x) (buckets come in any order), mask
+    the padding. Raise ValueError when x is longer than every bucket."""
     # TODO: pad on the host (NumPy), pass the true length as an array, not a static value
     raise NotImplementedError("phase7 task 6: bucketed_mean")
 
@@ -111,7 +112,9 @@ def explain_miss(f: Callable, first_args: tuple, second_args: tuple) -> list[str
     Return the messages (whole, as logged) of the tracing-cache-miss explanations logged by the
     *second* call, one per miss ([] when it hit the cache; jitted functions f calls can miss
     too while f traces, each miss its own message); other log records, f's own included, are
-    not explanations. Leave the jax_explain_cache_misses setting as you found it.
+    not explanations: JAX may log several misses with the same text, each counts. Leave the
+    jax_explain_cache_misses setting and the loggers' handlers as you found them, also when f
+    raises (whether the exception reaches the caller is up to you).
     """
     # TODO: the explanations are log records (logger "jax"); collect them with a handler
     raise NotImplementedError("phase7 task 7: explain_miss")

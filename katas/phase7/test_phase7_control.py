@@ -18,7 +18,7 @@ from kata_harness import oracles, xla_counts
 from kata_harness.oracles import control_flow as oracle
 from katas.phase7 import bank
 from katas.phase7.hlo_draws import draw_control_module
-from katas.phase7.jaxpr_draws import chain, draw_pieces
+from katas.phase7.jaxpr_draws import chain, draw_pieces, listed
 from katas.phase7.programs import CONDITIONAL_PROGRAMS, JAXPR_PROGRAMS, WHILE_PROGRAMS
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.parse import parse_hlo
@@ -259,18 +259,21 @@ def test_open_and_closed_jaxprs_alike(kata):
 def test_loop_primitives_of_drawn_chains(kata, fresh):
     """Pieces (jaxpr_draws: custom_vjp, custom_linear_solve's namedtuple of jaxprs, one jitted
     function called twice, a switch or cond whose branches hold different loops, a cumsum-like
-    primitive that is no loop, ...) run one after the other in a drawn order, closed and open."""
+    primitive that is no loop, ...) run one after the other in a drawn order, closed and open,
+    and with every tuple of jaxprs in the params rebuilt as a list (the contract names both)."""
     pieces = draw_pieces(fresh)
     names = [name for name, _ in pieces]
     run, want = chain(pieces)
     closed = jax.make_jaxpr(run)(1.0, 4)
     census = primitive_census(closed)
     assert dict(Counter(want)) == {n: census[n] for n in ("scan", "while") if census[n]}
-    for form, jaxpr in (("closed", closed), ("open", closed.jaxpr)):
+    forms = (("closed", closed), ("open", closed.jaxpr), ("listed", listed(closed)))
+    for form, jaxpr in forms:
         got = kata.loop_primitives(jaxpr)
         assert isinstance(got, list), f"expected a list, got {got!r}"
         if got != want:
             pytest.fail(
                 f"{form} jaxpr of {' then '.join(names)}: got {got}, expected {want} (every "
-                f"equation's params, each jaxpr as often as an equation holds it); {fresh.where()}"
+                "equation's params, each jaxpr as often as an equation holds it, alone or in a "
+                f"tuple or list: 'listed' holds its tuples of jaxprs as lists); {fresh.where()}"
             )

@@ -7,6 +7,7 @@ import itertools
 import logging
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
@@ -169,6 +170,87 @@ def test_a_function_never_seen_is_a_miss_too(kata):
             "expected 2: outer's keys differ (f32[6]), and the jitted lambda outer makes anew "
             "while it traces is a function never seen: a miss like any other"
         )
+
+
+@pytest.mark.task("explain_miss")
+def test_misses_with_the_same_text_each_count(kata, fresh):
+    """f makes a new jitted lambda k times in a Python for loop (k drawn): on the second call
+    (a new shape) f misses, and each of the k lambdas, never seen, misses while f traces. JAX
+    logs the k explanations alike, word for word: each is a miss of its own."""
+    k = fresh.randint(2, 4)
+
+    def outer(x):
+        for _ in range(k):
+            x = jax.jit(lambda v: v + 1.0)(x)
+        return x
+
+    n = fresh.randint(2, 6)
+    messages = _explain(kata, outer, (vec(n),), (vec(n + fresh.randint(1, 4)),))
+    if len(messages) != 1 + k:
+        pytest.fail(
+            f"f calls a new jax.jit(lambda v: v + 1.0) {k} times in a Python for loop: "
+            f"{len(messages)} explanations, expected {1 + k} (f's own miss, then one per "
+            "lambda, whose messages may read the same: one per miss, duplicates included); "
+            f"{fresh.where()}"
+        )
+
+
+def _left_behind(kata, f, calls: tuple, before: bool) -> tuple[bool, list[list]]:
+    """The setting and the handlers added to the 'jax' and root loggers after explain_miss(f,
+    ...) with the setting `before`, whether it raised or not; then everything is put back."""
+    original = jax.config.jax_explain_cache_misses
+    loggers = (logging.getLogger("jax"), logging.getLogger())
+    handlers = [list(logger.handlers) for logger in loggers]
+    try:
+        jax.config.update("jax_explain_cache_misses", before)
+        try:
+            kata.explain_miss(f, (calls[0],), (calls[1],))
+        except NotImplementedError:
+            raise
+        except Exception:  # noqa: BLE001  (raising or not is up to the kata; what is left is not)
+            pass
+        after = jax.config.jax_explain_cache_misses
+        left = [
+            [h for h in logger.handlers if h not in kept]
+            for logger, kept in zip(loggers, handlers, strict=True)
+        ]
+    finally:
+        jax.config.update("jax_explain_cache_misses", original)
+        for logger, kept in zip(loggers, handlers, strict=True):
+            for handler in [h for h in logger.handlers if h not in kept]:
+                logger.removeHandler(handler)
+    return after, left
+
+
+@pytest.mark.task("explain_miss")
+def test_setting_and_loggers_restored_when_f_raises(kata, fresh):
+    """f raises on the first call, then (another run) on the second (a reshape the shape
+    cannot take), the setting drawn True or False before each: whatever explain_miss does with
+    the exception, the setting and the handlers of the 'jax' and root loggers are as they were
+    afterwards."""
+
+    def halves(x):
+        return x.reshape(2, -1)
+
+    for fails_on in fresh.sample(("first", "second"), 2):
+        before = fresh.choice((False, True))
+        good, bad = vec(2 * fresh.randint(1, 4)), vec(2 * fresh.randint(1, 4) + 1)
+        calls = (bad, good) if fails_on == "first" else (good, bad)
+        after, left = _left_behind(kata, halves, calls, before)
+        case = (
+            f"f = lambda x: x.reshape(2, -1) raises on the {fails_on} call (first "
+            f"{calls[0].shape}, second {calls[1].shape}), the setting {before} before"
+        )
+        if after != before:
+            pytest.fail(
+                f"{case}: the setting is {after} afterwards (restore it in a finally); "
+                f"{fresh.where()}"
+            )
+        if any(left):
+            pytest.fail(
+                f"{case}: handlers left on the 'jax' and root loggers: {left} (remove yours "
+                f"in a finally); {fresh.where()}"
+            )
 
 
 # ---- bucketed_mean ----------------------------------------------------------------------------
@@ -353,6 +435,22 @@ def test_too_long_raises(kata):
             kata.bucketed_mean(np.ones(n, np.float32), buckets)
 
 
+@pytest.mark.task("bucketed_mean")
+def test_empty_x_is_nan(kata, fresh):
+    """Length 0 is a length every bucket holds: NumPy's mean of an empty array is NaN (with a
+    RuntimeWarning), and so is bucketed_mean's; the ValueError is for x longer than every
+    bucket."""
+    dtype = fresh.choice((np.float16, np.float32, np.float64))
+    buckets = tuple(fresh.sample(BUCKETS, fresh.randint(1, len(BUCKETS))))
+    x = np.zeros(0, dtype)
+    got = _mean(kata, x, buckets)
+    if not math.isnan(got):
+        pytest.fail(
+            f"empty {np.dtype(dtype).name} x, buckets {buckets}: mean {got}, NumPy says nan "
+            f"(0 / 0); {fresh.where()}"
+        )
+
+
 def _same_mean(got: float, want: float) -> bool:
     return math.isnan(got) if math.isnan(want) else got == pytest.approx(want, rel=1e-5)
 
@@ -394,34 +492,54 @@ def test_non_finite_values_count(kata, fresh):
                 assert _same_mean(got, want), f"x {x.tolist()}: mean {got}, NumPy says {want}"
 
 
+@dataclass
+class _Seen:
+    """What the compiled programs run while _device_sees is open were handed and returned."""
+
+    swapped: list[tuple[int, ...]] = field(default_factory=list)  # shapes of the x swapped for y
+    results: list[float] = field(default_factory=list)  # one-element results of programs handed y
+
+
+def _starts_with(arg, values: np.ndarray, dtype) -> bool:
+    flat = np.array(arg).reshape(-1)
+    return np.array_equal(flat[: len(values)], values.astype(dtype))
+
+
 @contextlib.contextmanager
-def _device_sees(x: np.ndarray, y: np.ndarray) -> Iterator[list[tuple[int, ...]]]:
+def _device_sees(x: np.ndarray, y: np.ndarray) -> Iterator[_Seen]:
     """While the block runs, a compiled program handed an array that starts with x's values
     (x padded, cast to any float dtype, moved to the device or not) runs on y's values there
     instead, padding kept: what the host read of x before the call no longer matches what the
-    device reduces. Yields the shapes of the arguments swapped. Only the Python path of a jitted
-    call (a cache miss: its first call with new shapes) goes through here."""
+    device reduces. Records the shapes of the arguments swapped, and the one-element results of
+    every program handed y's values (swapped, or passed on by an earlier program). Only the
+    Python path of a jitted call (a cache miss: its first call with new shapes) goes through
+    here; an eager jnp op runs as a program of its own, and goes through here too."""
     run = pxla.ExecuteReplicated.__call__
-    swapped: list[tuple[int, ...]] = []
+    seen = _Seen()
 
-    def swap(arg):
+    def swap(arg) -> tuple[object, bool]:
         shape, dtype = getattr(arg, "shape", ()), getattr(arg, "dtype", np.dtype(np.int32))
         if len(shape) < 1 or math.prod(shape) < len(x) or not jnp.issubdtype(dtype, jnp.floating):
-            return arg
+            return arg, False
+        if _starts_with(arg, y, dtype):
+            return arg, True
+        if not _starts_with(arg, x, dtype):
+            return arg, False
         host = np.array(arg)
-        flat = host.reshape(-1)
-        if not np.array_equal(flat[: len(x)], x.astype(dtype)):
-            return arg
-        flat[: len(x)] = y.astype(dtype)
-        swapped.append(tuple(shape))
-        return host if isinstance(arg, np.ndarray) else jax.device_put(host, arg.sharding)
+        host.reshape(-1)[: len(x)] = y.astype(dtype)
+        seen.swapped.append(tuple(shape))
+        return (host if isinstance(arg, np.ndarray) else jax.device_put(host, arg.sharding)), True
 
     def execute(self, *args):
-        return run(self, *(swap(arg) for arg in args))
+        swapped = [swap(arg) for arg in args]
+        out = run(self, *(arg for arg, _ in swapped))
+        if any(handed_y for _, handed_y in swapped):
+            seen.results += [float(np.array(o).reshape(-1)[0]) for o in out if np.size(o) == 1]
+        return out
 
     pxla.ExecuteReplicated.__call__ = execute  # pyright: ignore[reportAttributeAccessIssue]
     try:
-        yield swapped
+        yield seen
     finally:
         pxla.ExecuteReplicated.__call__ = run
 
@@ -439,9 +557,10 @@ def test_the_device_computes_the_mean_from_x(kata, fresh):
     x[fresh.randrange(n)] = 0.25  # never a mask: not all ones or zeros
     shift = fresh.randint(10, 20)
     y = (x.astype(np.float64) + shift).astype(dtype)
-    with _device_sees(x, y) as swapped:
+    with _device_sees(x, y) as seen:
         got = _mean(kata, x, buckets)
     case = f"{np.dtype(dtype).name} x {x.astype(np.float64).tolist()}, buckets {buckets}"
+    swapped = seen.swapped
     if not swapped:
         pytest.fail(
             f"{case}: no compiled program was handed x (padded, in any float dtype) on this "
@@ -455,4 +574,11 @@ def test_the_device_computes_the_mean_from_x(kata, fresh):
             f"{want}, yet the answer is {got} (mean(x) is {float(np.mean(x.astype(np.float64)))}"
             f"): the mean must be the compiled program's reduction of x, not a value the host "
             f"computed and passed in; {fresh.where()}"
+        )
+    if not any(r == pytest.approx(got, rel=1e-3) for r in seen.results):
+        pytest.fail(
+            f"{case}: the answer {got} is no result of a compiled program handed the padded x "
+            f"(their one-element results: {seen.results}): one jitted program must take the "
+            "padded x and return the mean; a string of eager jnp ops (where, sum, divide) runs "
+            f"each op as its own program and none of them computes the mean; {fresh.where()}"
         )
