@@ -53,7 +53,8 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
     `kRelu`, ...), read from the config whatever the target's name (a `__cudnn$convForward`
     records its activation_mode as a `convBiasActivationForward` does). A field the JSON leaves
     out (proto3 JSON may omit a default) has its proto default: `DEFAULT`, `kNone`; the call is
-    still in the dict. Other custom calls are not library calls (and their backend_config need
+    still in the dict. So is every `__cudnn$` call that is no convolution (a `__cudnn$norm`, an
+    fMHA, ...: no cudnn_conv_backend_config, or no backend_config at all): `kNone`. Other custom calls are not library calls (and their backend_config need
     not be JSON: a typed-FFI call such as cuSOLVER's prints `{lower = true}`).
     """
     # TODO: custom-call instructions, their target, their backend_config as JSON

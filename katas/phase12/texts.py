@@ -164,3 +164,49 @@ _FUSION_LINE = re.compile(
     r"^(?P<indent>\s*)%(?P<name>[\w.-]+) = (?P<shape>[a-z]\w*\[[\d,]*\]\{[\d,]*\}) "
     r"fusion\((?P<operands>[^()]*)\)(?P<rest>, kind=.*?calls=%(?P<calls>[\w.-]+).*)$"
 )
+
+
+# cuDNN calls that are no convolution, as XLA:GPU emits them (layer norm, fused attention,
+# filter reordering), each with the config XLA gives its kind; "{}" and no backend_config at
+# all are spellings any of them may take.
+_ALGORITHM = '"algorithm":{"algo_id":"-1","math_type":"DEFAULT_MATH","is_cudnn_frontend":true}'
+OTHER_CUDNN_CALLS = {
+    "__cudnn$norm": '{"operation_queue_id":"0","cudnn_norm_backend_config":{"epsilon":1e-05,'
+    f'"kind":"LAYER_FWD_INFER",{_ALGORITHM}}}}}',
+    "__cudnn$fmhaSoftmax": '{"operation_queue_id":"0","cudnn_fmha_backend_config":{'
+    f'{_ALGORITHM},"fmha_scale":0.125,"is_flash_attention":true,"mask_type":"NO_MASK"}}}}',
+    "__cudnn$fmhaScaleBiasSoftmax": '{"cudnn_fmha_backend_config":{"fmha_scale":1,'
+    f'"dropout_rate":0,"seed":42,"mask_type":"PADDING_CAUSAL",{_ALGORITHM}}}}}',
+    "__cudnn$fmhaSoftmaxBackward": '{"operation_queue_id":"0","cudnn_fmha_backend_config":{'
+    f'{_ALGORITHM},"fmha_scale":0.5}}}}',
+    "__cudnn$convReorderFilter": '{"operation_queue_id":"0"}',
+}
+
+
+def other_cudnn_calls(name: str, rng: random.Random) -> tuple[str, dict[str, str]]:
+    """The module with 2 to 4 cuDNN calls of other kinds than a convolution (drawn from
+    OTHER_CUDNN_CALLS, each printing its own config, `{}` or no backend_config) added to ENTRY
+    before its ROOT, reading ENTRY's first parameter: (text, {added call: its target})."""
+    printed = text(name)
+    entry = _ENTRY.search(printed)
+    assert entry is not None, f"{name}: no ENTRY"
+    body = entry[0]
+    param = re.search(r"(?m)^\s*%([\w.-]+) = ([a-z]\w*\[[\d,]*\]\{[\d,]*\}) parameter\(", body)
+    assert param is not None, f"{name}: no array parameter in ENTRY"
+    added: dict[str, str] = {}
+    lines = []
+    for target in rng.sample(sorted(OTHER_CUDNN_CALLS), rng.randint(2, 4)):
+        call = f"cudnn-{target.split('$')[1].lower()}.{rng.randrange(100, 1000)}"
+        config = rng.choice((OTHER_CUDNN_CALLS[target], "{}", None))
+        tail = "" if config is None else f", backend_config={config}"
+        lines.append(
+            f"  %{call} = ({param[2]}, u8[0]{{0}}) custom-call(%{param[1]}), "
+            f'custom_call_target="{target}"{tail}\n'
+        )
+        added[call] = target
+    at = body.index("  ROOT ")
+    moved = (
+        printed[: entry.start()] + body[:at] + "".join(lines) + body[at:] + printed[entry.end() :]
+    )
+    assert xla_accepts(moved), f"{name}: XLA refuses the added cuDNN calls"
+    return moved, added
