@@ -210,3 +210,21 @@ def other_cudnn_calls(name: str, rng: random.Random) -> tuple[str, dict[str, str
     )
     assert xla_accepts(moved), f"{name}: XLA refuses the added cuDNN calls"
     return moved, added
+
+
+def copied_uncalled(printed: str, computation: str) -> str:
+    """The module with a copy of ``computation`` (ENTRY too: the copy is no ENTRY) under fresh
+    names (every name it defines, and its own, suffixed .uncalled), printed last and called by
+    nothing; names printed with or without `%`. XLA's parser must accept it."""
+    head = re.compile(rf"(?m)^(?:ENTRY )?%?{re.escape(computation)}[ (].*?\{{\n(?:.*\n)*?\}}")
+    found = head.search(printed)
+    assert found is not None, f"no computation {computation}"
+    block = found[0].removeprefix("ENTRY ")
+    defined = set(re.findall(r"(?m)^\s*(?:ROOT )?%?([\w.-]+) = ", block))
+    defined |= set(re.findall(r"[(,] ?%?([\w.-]+): ", block.split("{\n", 1)[0]))
+    names = {n: f"{n}.uncalled" for n in defined | {computation}}
+    pattern = re.compile(r"(?<![\w.-])(%?)([\w.-]+)(?![\w.-])")
+    copy = pattern.sub(lambda m: m[1] + names.get(m[2], m[2]), block)
+    moved = printed.rstrip("\n") + "\n\n" + copy + "\n"
+    assert xla_accepts(moved), f"XLA refuses a copy of {computation} nothing calls"
+    return moved
