@@ -228,3 +228,72 @@ def copied_uncalled(printed: str, computation: str) -> str:
     moved = printed.rstrip("\n") + "\n\n" + copy + "\n"
     assert xla_accepts(moved), f"XLA refuses a copy of {computation} nothing calls"
     return moved
+
+
+_DONE = re.compile(r"^\s*%([\w.-]+) = .*? [\w-]+-done\(%[\w.-]+\)")
+_BLOCK = re.compile(r"(?ms)^(?:ENTRY )?%[\w.-]+ .*?\{\n.*?^\}")
+
+
+def dones_delayed(name: str) -> metamorphic.HloVariant:
+    """The module with every async done (`*-done`) printed as late as its users allow: right
+    before the first instruction that reads it (the ROOT at the latest), so what a computation
+    runs after a start, whatever it is (a while, a call, a fusion), is in flight. The module
+    stays scheduled (printed order is execution order) and XLA's parser must accept it."""
+    printed = text(name)
+
+    def delay(block: re.Match[str]) -> str:
+        lines = block[0].split("\n")
+        for done in [line for line in lines if _DONE.match(line)]:
+            at = lines.index(done)
+            reads = re.compile(rf"%{re.escape(_DONE.match(done)[1])}(?![\w.-])")  # type: ignore[index]
+            later = range(at + 1, len(lines))
+            user = next((i for i in later if reads.search(lines[i].split(" = ", 1)[-1])), None)
+            if user is None:  # read by nothing: before the ROOT, if the ROOT comes later
+                user = next((i for i in later if lines[i].lstrip().startswith("ROOT ")), None)
+            if user is not None:
+                lines.insert(user - 1, lines.pop(at))
+        return "\n".join(lines)
+
+    moved = _BLOCK.sub(delay, printed)
+    assert moved != printed, f"{name}: no done to delay"
+    assert xla_accepts(moved), f"{name}: XLA refuses its dones delayed"
+    return metamorphic.HloVariant("every async done as late as its users allow", moved)
+
+
+def fusions_called(name: str) -> metamorphic.HloVariant:
+    """The module with each ENTRY fusion (whose operands ENTRY defines as arrays) moved into a
+    computation of its own that a `call` in its place calls (to_apply=): the same kernels in
+    the same order, each now reached through a call."""
+    printed = text(name)
+    entry = _ENTRY.search(printed)
+    assert entry is not None, f"{name}: no ENTRY"
+    body = entry[0]
+    shapes = dict(
+        re.findall(r"(?m)^\s*(?:ROOT )?%([\w.-]+) = ([a-z]\w*\[[\d,]*\]\{[\d,]*\}) ", body)
+    )
+    added, lines = [], body.split("\n")
+    for at, line in enumerate(lines):
+        found = _FUSION_LINE.match(line)
+        operands = found["operands"].split(", ") if found else []
+        if not found or not all(o.lstrip("%") in shapes for o in operands):
+            continue
+        fusion, shape = found["name"], found["shape"]
+        kept = [shapes[o.lstrip("%")] for o in operands]
+        own = [f"{fusion}.c{i}" for i in range(len(operands))]
+        signature = ", ".join(f"{p}: {s.split('{')[0]}" for p, s in zip(own, kept, strict=True))
+        params = "".join(
+            f"  %{p} = {s} parameter({i})\n" for i, (p, s) in enumerate(zip(own, kept, strict=True))
+        )
+        inner = ", ".join(f"%{p}" for p in own)
+        added.append(
+            f"%{fusion}.callee ({signature}) -> {shape.split('{')[0]} {{\n{params}"
+            f"  ROOT %{fusion}.inner = {shape} fusion({inner}){found['rest']}\n}}\n\n"
+        )
+        lines[at] = (
+            f"{found['indent']}%{fusion} = {shape} call({found['operands']}), "
+            f"to_apply=%{fusion}.callee"
+        )
+    assert added, f"{name}: no ENTRY fusion to call"
+    moved = printed[: entry.start()] + "".join(added) + "\n".join(lines) + printed[entry.end() :]
+    assert xla_accepts(moved), f"{name}: XLA refuses its ENTRY fusions called"
+    return metamorphic.HloVariant("ENTRY fusions reached through calls", moved)
