@@ -277,9 +277,11 @@ def _in_flight_elsewhere():
     """(what, text, expected): modules whose windows hold instructions that call computations
     (texts.dones_delayed: every done as late as its users allow, so NESTED_COLLECTIVES' first
     gather is in flight over a while and a call; texts.fusions_called: matmul_2x2_a100's
-    ENTRY fusions reached through calls), as made and renamed; expected from XLA's schedule."""
+    ENTRY fusions reached through calls, or through conditionals), as made and renamed;
+    expected from XLA's schedule."""
     made = [module_texts.dones_delayed(n) for n in ("nested_collectives", "async_collectives")]
-    made += [module_texts.dones_delayed("odd_collectives"), module_texts.fusions_called(_A100)]
+    made += [module_texts.dones_delayed("odd_collectives")]
+    made += [module_texts.fusions_called(_A100, through) for through in ("call", "conditional")]
     for variant in made:
         expected = oracle.overlaps(variant.text, generic=True)
         yield f"{variant.kind}", variant.text, expected
@@ -296,11 +298,11 @@ _A100 = "matmul_2x2_a100"
 @pytest.mark.task("collective_overlap")
 def test_collective_overlap_calls_and_loops_in_flight(kata):
     """What runs while a collective is in flight may itself call computations: a `call`, a
-    `while`, a fusion reached through a call. Each is listed by its own opcode (`call`,
-    `while`), not by what its computations hold."""
+    `while`, a fusion reached through a call or a conditional. Each is listed by its own opcode
+    (`call`, `while`, `conditional`), not by what its computations hold."""
     cases = list(_in_flight_elsewhere())
     listed = {op for _, _, expected in cases for ops in expected.values() for op in ops}
-    assert {"call", "while"} <= listed, f"no call or while in flight: {sorted(listed)}"
+    assert {"call", "while", "conditional"} <= listed, f"in flight: {sorted(listed)}"
     for what, text, expected in cases:
         got = _read(kata.collective_overlap, text, what)
         assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
@@ -309,7 +311,8 @@ def test_collective_overlap_calls_and_loops_in_flight(kata):
                 f"{what}: {len(got)} collectives where XLA's schedule has {len(expected)}; "
                 f"{len(_differing(got, expected))} keys differ (each instruction printed "
                 "between a start and its done is listed once, by its own opcode: a call is "
-                "`call`, a while `while`, whatever the computations they call hold)"
+                "`call`, a while `while`, a conditional `conditional`, whatever the computations "
+                "they call hold)"
             )
 
 

@@ -260,10 +260,11 @@ def dones_delayed(name: str) -> metamorphic.HloVariant:
     return metamorphic.HloVariant("every async done as late as its users allow", moved)
 
 
-def fusions_called(name: str) -> metamorphic.HloVariant:
+def fusions_called(name: str, through: str = "call") -> metamorphic.HloVariant:
     """The module with each ENTRY fusion (whose operands ENTRY defines as arrays) moved into a
-    computation of its own that a `call` in its place calls (to_apply=): the same kernels in
-    the same order, each now reached through a call."""
+    computation of its own that a `call` in its place calls (to_apply=), or with ``through``
+    "conditional" the one branch of a `conditional` (its operands in a tuple, branch index a
+    constant 0): the same kernels in the same order, each now reached through a call."""
     printed = text(name)
     entry = _ENTRY.search(printed)
     assert entry is not None, f"{name}: no ENTRY"
@@ -285,15 +286,26 @@ def fusions_called(name: str) -> metamorphic.HloVariant:
             f"  %{p} = {s} parameter({i})\n" for i, (p, s) in enumerate(zip(own, kept, strict=True))
         )
         inner = ", ".join(f"%{p}" for p in own)
+        indent, tupled = found["indent"], f"({', '.join(kept)})"
+        if through == "conditional":
+            signature = f"{fusion}.arg: ({', '.join(k.split('{')[0] for k in kept)})"
+            params = f"  %{fusion}.arg = {tupled} parameter(0)\n" + "".join(
+                f"  %{p} = {k} get-tuple-element(%{fusion}.arg), index={i}\n"
+                for i, (p, k) in enumerate(zip(own, kept, strict=True))
+            )
         added.append(
             f"%{fusion}.callee ({signature}) -> {shape.split('{')[0]} {{\n{params}"
             f"  ROOT %{fusion}.inner = {shape} fusion({inner}){found['rest']}\n}}\n\n"
         )
         lines[at] = (
-            f"{found['indent']}%{fusion} = {shape} call({found['operands']}), "
-            f"to_apply=%{fusion}.callee"
+            f"{indent}%{fusion} = {shape} call({found['operands']}), to_apply=%{fusion}.callee"
+            if through == "call"
+            else f"{indent}%{fusion}.args = {tupled} tuple({found['operands']})\n"
+            f"{indent}%{fusion}.branch = s32[] constant(0)\n"
+            f"{indent}%{fusion} = {shape} conditional(%{fusion}.branch, %{fusion}.args), "
+            f"branch_computations={{%{fusion}.callee}}"
         )
     assert added, f"{name}: no ENTRY fusion to call"
     moved = printed[: entry.start()] + "".join(added) + "\n".join(lines) + printed[entry.end() :]
     assert xla_accepts(moved), f"{name}: XLA refuses its ENTRY fusions called"
-    return metamorphic.HloVariant("ENTRY fusions reached through calls", moved)
+    return metamorphic.HloVariant(f"ENTRY fusions reached through a {through} each", moved)
