@@ -53,15 +53,18 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
     `kRelu`, ...), read from the config whatever the target's name (a `__cudnn$convForward`
     records its activation_mode as a `convBiasActivationForward` does). A field the JSON leaves
     out (proto3 JSON may omit a default) has its proto default: `DEFAULT`, `kNone`; the call is
-    still in the dict. Other custom calls are not library calls (and their backend_config need
-    not be JSON: a typed-FFI call such as cuSOLVER's prints `{lower = true}`).
+    still in the dict. So is every `__cudnn$` call that is no convolution (a `__cudnn$norm`, an
+    fMHA, ...: no cudnn_conv_backend_config, or no backend_config at all): `kNone`. Other custom
+    calls are not library calls (and their backend_config need not be JSON: a typed-FFI call
+    such as cuSOLVER's prints `{lower = true}`).
     """
     # TODO: custom-call instructions, their target, their backend_config as JSON
     raise NotImplementedError("phase12 task 3: library_epilogues")
 
 
 def gemm_flops(hlo_text: str) -> int:
-    """Multiply-add flops of every GEMM in the module: 2 * (elements of the GEMM's output) *
+    """Multiply-add flops of every GEMM in the module (in every computation it holds, one that
+    nothing calls too, each instruction counted once): 2 * (elements of the GEMM's output) *
     (product of the lhs's contracting dimensions' sizes), whatever its element types (an integer
     GEMM, s8 x s8 -> s32, does its multiply-adds too). A GEMM is a `dot` (wherever it sits: Triton
     fusions hold theirs, and a fusion started asynchronously, `fusion-start` or an `async-start`
@@ -84,7 +87,8 @@ def collective_overlap(hlo_text: str) -> dict[str, list[str]]:
     `ragged-all-to-all` or `collective-broadcast` is none of them). An asynchronous collective is a
     `<op>-start` / `<op>-done` pair: key the start's name; the list holds the opcodes of the
     instructions printed between the start and its done (the module is scheduled: printed order is
-    execution order), each by its opcode; an in-flight async op wrapping another op is
+    execution order), each by its own opcode (a `call`, a `while`, a `conditional` is listed as
+    such, not as what its computations hold); an in-flight async op wrapping another op is
     `async-start` / `async-update` / `async-done` however the text spells it (XLA prints one
     wrapping a fusion as `fusion-start` / `fusion-done`, one wrapping a reduce-scatter as
     `reduce-scatter-start`, ...: the sugar xla_inspect's parse_hlo reads as async-start), while

@@ -265,3 +265,14 @@ def test_gemm_flops_legacy_cublas_entry_and_loop_dots(kata):
                 "__cublas$gemm call and the ENTRY dot contract the lhs's dimension 0; a dot in "
                 "ENTRY or a while body counts)"
             )
+    homes = {n: c for c, n, _, _ in rows if n in EVERYWHERE_GEMMS}
+    for home in sorted(set(homes.values())):
+        copied = module_texts.copied_uncalled(module_texts.text(name), home)
+        more = sum(flops for n, (_, _, flops) in EVERYWHERE_GEMMS.items() if homes[n] == home)
+        what = f"{name} with a copy of {home} that nothing calls"
+        got = kata.gemm_flops(copied)
+        with check:
+            assert got == expected + more, (
+                f"{what}: got {got}, its GEMMs take {expected + more} flops (every GEMM in the "
+                "module counts, one in a computation nothing calls too)"
+            )

@@ -5,7 +5,9 @@ its GEMMs, compiled live for gpu-h100 / gpu-a100 (skipping, naming the ``gpu`` g
 it) and checked on this host against the flags XLA accepts.
 """
 
+import random
 import re
+import zlib
 from collections import Counter
 from functools import cache
 
@@ -13,6 +15,7 @@ import jax
 import pytest
 from pytest_check import check
 
+from kata_harness import metamorphic
 from kata_harness.oracles import gpu_hlo as oracle
 from kata_harness.targets import require
 from katas.phase12 import texts as module_texts
@@ -268,6 +271,49 @@ def test_collective_overlap_in_xla_s_own_spelling(kata):
         "reduce-scatter-start is an async-start wrapping the collective; an async op in flight "
         "is async-start / async-done however it is printed, fusion-start too)"
     )
+
+
+def _in_flight_elsewhere():
+    """(what, text, expected): modules whose windows hold instructions that call computations
+    (texts.dones_delayed: every done as late as its users allow, so NESTED_COLLECTIVES' first
+    gather is in flight over a while and a call; texts.fusions_called: matmul_2x2_a100's
+    ENTRY fusions reached through calls, or through conditionals), as made and renamed;
+    expected from XLA's schedule."""
+    made = [module_texts.dones_delayed(n) for n in ("nested_collectives", "async_collectives")]
+    made += [module_texts.dones_delayed("odd_collectives")]
+    made += [module_texts.fusions_called(_A100, through) for through in ("call", "conditional")]
+    for variant in made:
+        expected = oracle.overlaps(variant.text, generic=True)
+        yield f"{variant.kind}", variant.text, expected
+        renamed = metamorphic.renamed(
+            variant.text, random.Random(zlib.crc32(variant.text.encode()))
+        )
+        assert renamed is not None, f"XLA refuses {variant.kind} renamed"
+        yield f"{variant.kind}, renamed", renamed.text, module_texts.renamed_keys(renamed, expected)
+
+
+_A100 = "matmul_2x2_a100"
+
+
+@pytest.mark.task("collective_overlap")
+def test_collective_overlap_calls_and_loops_in_flight(kata):
+    """What runs while a collective is in flight may itself call computations: a `call`, a
+    `while`, a fusion reached through a call or a conditional. Each is listed by its own opcode
+    (`call`, `while`, `conditional`), not by what its computations hold."""
+    cases = list(_in_flight_elsewhere())
+    listed = {op for _, _, expected in cases for ops in expected.values() for op in ops}
+    assert {"call", "while", "conditional"} <= listed, f"in flight: {sorted(listed)}"
+    for what, text, expected in cases:
+        got = _read(kata.collective_overlap, text, what)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == expected, (
+                f"{what}: {len(got)} collectives where XLA's schedule has {len(expected)}; "
+                f"{len(_differing(got, expected))} keys differ (each instruction printed "
+                "between a start and its done is listed once, by its own opcode: a call is "
+                "`call`, a while `while`, a conditional `conditional`, whatever the computations "
+                "they call hold)"
+            )
 
 
 # ---- overlap_options (decide) ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from collections import Counter
 import pytest
 from pytest_check import check
 
+from kata_harness import metamorphic
 from kata_harness.oracles import gpu_hlo as oracle
 from kata_harness.oracles import xla_accepts
 from katas.phase12 import strata
@@ -144,6 +145,42 @@ def test_library_epilogues_read_the_config_and_its_defaults(kata):
                     "mode the config records, whatever the target's name; a field left out holds "
                     "its default, DEFAULT or kNone)"
                 )
+
+
+@pytest.mark.task("library_epilogues")
+@pytest.mark.parametrize("name", ("conv_h100", "dense_cublas_h100"))
+def test_library_epilogues_cudnn_calls_of_other_kinds(kata, fresh, name):
+    """Every `__cudnn$` call is a library call, a convolution or not: 2 to 4 drawn cuDNN calls
+    of other kinds (a layer norm, fused attention forward and backward, a filter reorder; texts.
+    OTHER_CUDNN_CALLS), each printing its own kind's config, `{}` or no backend_config, added to
+    a recorded module. None holds a cudnn_conv_backend_config: each maps to its default, kNone."""
+    text, added = module_texts.other_cudnn_calls(name, fresh)
+    read = {
+        n: module_texts.matched(r'custom_call_target="([^"]+)"', p)
+        for _, n, op, p in oracle.parsed(text)[1]
+        if n in added and op == "custom-call"
+    }
+    assert read == added, f"XLA reads {read}"
+    expected = oracle.library_calls(module_texts.text(name), name) | dict.fromkeys(added, "kNone")
+    variant = metamorphic.renamed(text, fresh)
+    assert variant is not None, f"{name}: XLA refuses the calls renamed"
+    for what, form, want in (
+        (f"{name} with {sorted(added.values())} added ({fresh.where()})", text, expected),
+        (
+            f"{name} with those calls, renamed ({fresh.where()})",
+            variant.text,
+            module_texts.renamed_keys(variant, expected),
+        ),
+    ):
+        got = _read(kata.library_epilogues, form, what)
+        assert isinstance(got, dict), f"{what}: expected a dict, got {type(got).__name__}"
+        with check:
+            assert got == want, (
+                f"{what}: {len(got)} calls where XLA prints {len(want)}, "
+                f"{len(_differing(got, want))} of them differ (every call whose target starts "
+                "__cudnn$ is a library call, whatever its kind; with no activation_mode in a "
+                "cudnn_conv_backend_config it holds the default, kNone)"
+            )
 
 
 def _flops(m: int, k: int, n: int) -> int:

@@ -263,7 +263,8 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, pl
     a drawn dtype (floating point, or integers: an int8 GEMM is a GEMM), whose output holds
     2**31 elements or more and whose flops are past float64's exact integers and past int64
     (2 * an odd number above 2**64: the count is exact for shapes of any size); in ENTRY, or in
-    a nested jax.jit (the computation a `call`'s to_apply names: a GEMM wherever it sits)."""
+    a nested jax.jit (the computation a `call`'s to_apply names: a GEMM wherever it sits); and
+    the module with a copy of the dot's computation that nothing calls (two GEMMs)."""
     nested = place != "in ENTRY"
     text, contracting, expected = strata.drawn_gemm(fresh, elements, nested=nested)
     (home, _, _, printed), *more = [r for r in oracle.parsed(text)[1] if r[2] == "dot"]
@@ -283,4 +284,11 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, pl
         f"{case}: got {got}, its one dot takes other flops (2 * output elements * the product "
         "of every contracting dimension's size, counted exactly past 64 bits, whatever the "
         "element type)"
+    )
+    copied = module_texts.copied_uncalled(text, home)
+    case = f"{case}, with a copy of {home} that nothing calls"
+    got = _read(kata.gemm_flops, copied, case)
+    assert got == 2 * expected, (
+        f"{case}: got {got}, other flops than its two dots take (every GEMM in the module "
+        "counts, one in a computation nothing calls too)"
     )

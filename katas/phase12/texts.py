@@ -164,3 +164,148 @@ _FUSION_LINE = re.compile(
     r"^(?P<indent>\s*)%(?P<name>[\w.-]+) = (?P<shape>[a-z]\w*\[[\d,]*\]\{[\d,]*\}) "
     r"fusion\((?P<operands>[^()]*)\)(?P<rest>, kind=.*?calls=%(?P<calls>[\w.-]+).*)$"
 )
+
+
+# cuDNN calls that are no convolution, as XLA:GPU emits them (layer norm, fused attention,
+# filter reordering), each with the config XLA gives its kind; "{}" and no backend_config at
+# all are spellings any of them may take.
+_ALGORITHM = '"algorithm":{"algo_id":"-1","math_type":"DEFAULT_MATH","is_cudnn_frontend":true}'
+OTHER_CUDNN_CALLS = {
+    "__cudnn$norm": '{"operation_queue_id":"0","cudnn_norm_backend_config":{"epsilon":1e-05,'
+    f'"kind":"LAYER_FWD_INFER",{_ALGORITHM}}}}}',
+    "__cudnn$fmhaSoftmax": '{"operation_queue_id":"0","cudnn_fmha_backend_config":{'
+    f'{_ALGORITHM},"fmha_scale":0.125,"is_flash_attention":true,"mask_type":"NO_MASK"}}}}',
+    "__cudnn$fmhaScaleBiasSoftmax": '{"cudnn_fmha_backend_config":{"fmha_scale":1,'
+    f'"dropout_rate":0,"seed":42,"mask_type":"PADDING_CAUSAL",{_ALGORITHM}}}}}',
+    "__cudnn$fmhaSoftmaxBackward": '{"operation_queue_id":"0","cudnn_fmha_backend_config":{'
+    f'{_ALGORITHM},"fmha_scale":0.5}}}}',
+    "__cudnn$convReorderFilter": '{"operation_queue_id":"0"}',
+}
+
+
+def other_cudnn_calls(name: str, rng: random.Random) -> tuple[str, dict[str, str]]:
+    """The module with 2 to 4 cuDNN calls of other kinds than a convolution (drawn from
+    OTHER_CUDNN_CALLS, each printing its own config, `{}` or no backend_config) added to ENTRY
+    before its ROOT, reading ENTRY's first parameter: (text, {added call: its target})."""
+    printed = text(name)
+    entry = _ENTRY.search(printed)
+    assert entry is not None, f"{name}: no ENTRY"
+    body = entry[0]
+    param = re.search(r"(?m)^\s*%([\w.-]+) = ([a-z]\w*\[[\d,]*\]\{[\d,]*\}) parameter\(", body)
+    assert param is not None, f"{name}: no array parameter in ENTRY"
+    added: dict[str, str] = {}
+    lines = []
+    for target in rng.sample(sorted(OTHER_CUDNN_CALLS), rng.randint(2, 4)):
+        call = f"cudnn-{target.split('$')[1].lower()}.{rng.randrange(100, 1000)}"
+        config = rng.choice((OTHER_CUDNN_CALLS[target], "{}", None))
+        tail = "" if config is None else f", backend_config={config}"
+        lines.append(
+            f"  %{call} = ({param[2]}, u8[0]{{0}}) custom-call(%{param[1]}), "
+            f'custom_call_target="{target}"{tail}\n'
+        )
+        added[call] = target
+    at = body.index("  ROOT ")
+    moved = (
+        printed[: entry.start()] + body[:at] + "".join(lines) + body[at:] + printed[entry.end() :]
+    )
+    assert xla_accepts(moved), f"{name}: XLA refuses the added cuDNN calls"
+    return moved, added
+
+
+def copied_uncalled(printed: str, computation: str) -> str:
+    """The module with a copy of ``computation`` (ENTRY too: the copy is no ENTRY) under fresh
+    names (every name it defines, and its own, suffixed .uncalled), printed last and called by
+    nothing; names printed with or without `%`. XLA's parser must accept it."""
+    head = re.compile(rf"(?m)^(?:ENTRY )?%?{re.escape(computation)}[ (].*?\{{\n(?:.*\n)*?\}}")
+    found = head.search(printed)
+    assert found is not None, f"no computation {computation}"
+    block = found[0].removeprefix("ENTRY ")
+    defined = set(re.findall(r"(?m)^\s*(?:ROOT )?%?([\w.-]+) = ", block))
+    defined |= set(re.findall(r"[(,] ?%?([\w.-]+): ", block.split("{\n", 1)[0]))
+    names = {n: f"{n}.uncalled" for n in defined | {computation}}
+    pattern = re.compile(r"(?<![\w.-])(%?)([\w.-]+)(?![\w.-])")
+    copy = pattern.sub(lambda m: m[1] + names.get(m[2], m[2]), block)
+    moved = printed.rstrip("\n") + "\n\n" + copy + "\n"
+    assert xla_accepts(moved), f"XLA refuses a copy of {computation} nothing calls"
+    return moved
+
+
+_DONE = re.compile(r"^\s*%([\w.-]+) = .*? [\w-]+-done\(%[\w.-]+\)")
+_BLOCK = re.compile(r"(?ms)^(?:ENTRY )?%[\w.-]+ .*?\{\n.*?^\}")
+
+
+def dones_delayed(name: str) -> metamorphic.HloVariant:
+    """The module with every async done (`*-done`) printed as late as its users allow: right
+    before the first instruction that reads it (the ROOT at the latest), so what a computation
+    runs after a start, whatever it is (a while, a call, a fusion), is in flight. The module
+    stays scheduled (printed order is execution order) and XLA's parser must accept it."""
+    printed = text(name)
+
+    def delay(block: re.Match[str]) -> str:
+        lines = block[0].split("\n")
+        for done in [line for line in lines if _DONE.match(line)]:
+            at = lines.index(done)
+            reads = re.compile(rf"%{re.escape(_DONE.match(done)[1])}(?![\w.-])")  # type: ignore[index]
+            later = range(at + 1, len(lines))
+            user = next((i for i in later if reads.search(lines[i].split(" = ", 1)[-1])), None)
+            if user is None:  # read by nothing: before the ROOT, if the ROOT comes later
+                user = next((i for i in later if lines[i].lstrip().startswith("ROOT ")), None)
+            if user is not None:
+                lines.insert(user - 1, lines.pop(at))
+        return "\n".join(lines)
+
+    moved = _BLOCK.sub(delay, printed)
+    assert moved != printed, f"{name}: no done to delay"
+    assert xla_accepts(moved), f"{name}: XLA refuses its dones delayed"
+    return metamorphic.HloVariant("every async done as late as its users allow", moved)
+
+
+def fusions_called(name: str, through: str = "call") -> metamorphic.HloVariant:
+    """The module with each ENTRY fusion (whose operands ENTRY defines as arrays) moved into a
+    computation of its own that a `call` in its place calls (to_apply=), or with ``through``
+    "conditional" the one branch of a `conditional` (its operands in a tuple, branch index a
+    constant 0): the same kernels in the same order, each now reached through a call."""
+    printed = text(name)
+    entry = _ENTRY.search(printed)
+    assert entry is not None, f"{name}: no ENTRY"
+    body = entry[0]
+    shapes = dict(
+        re.findall(r"(?m)^\s*(?:ROOT )?%([\w.-]+) = ([a-z]\w*\[[\d,]*\]\{[\d,]*\}) ", body)
+    )
+    added, lines = [], body.split("\n")
+    for at, line in enumerate(lines):
+        found = _FUSION_LINE.match(line)
+        operands = found["operands"].split(", ") if found else []
+        if not found or not all(o.lstrip("%") in shapes for o in operands):
+            continue
+        fusion, shape = found["name"], found["shape"]
+        kept = [shapes[o.lstrip("%")] for o in operands]
+        own = [f"{fusion}.c{i}" for i in range(len(operands))]
+        signature = ", ".join(f"{p}: {s.split('{')[0]}" for p, s in zip(own, kept, strict=True))
+        params = "".join(
+            f"  %{p} = {s} parameter({i})\n" for i, (p, s) in enumerate(zip(own, kept, strict=True))
+        )
+        inner = ", ".join(f"%{p}" for p in own)
+        indent, tupled = found["indent"], f"({', '.join(kept)})"
+        if through == "conditional":
+            signature = f"{fusion}.arg: ({', '.join(k.split('{')[0] for k in kept)})"
+            params = f"  %{fusion}.arg = {tupled} parameter(0)\n" + "".join(
+                f"  %{p} = {k} get-tuple-element(%{fusion}.arg), index={i}\n"
+                for i, (p, k) in enumerate(zip(own, kept, strict=True))
+            )
+        added.append(
+            f"%{fusion}.callee ({signature}) -> {shape.split('{')[0]} {{\n{params}"
+            f"  ROOT %{fusion}.inner = {shape} fusion({inner}){found['rest']}\n}}\n\n"
+        )
+        lines[at] = (
+            f"{indent}%{fusion} = {shape} call({found['operands']}), to_apply=%{fusion}.callee"
+            if through == "call"
+            else f"{indent}%{fusion}.args = {tupled} tuple({found['operands']})\n"
+            f"{indent}%{fusion}.branch = s32[] constant(0)\n"
+            f"{indent}%{fusion} = {shape} conditional(%{fusion}.branch, %{fusion}.args), "
+            f"branch_computations={{%{fusion}.callee}}"
+        )
+    assert added, f"{name}: no ENTRY fusion to call"
+    moved = printed[: entry.start()] + "".join(added) + "\n".join(lines) + printed[entry.end() :]
+    assert xla_accepts(moved), f"{name}: XLA refuses its ENTRY fusions called"
+    return metamorphic.HloVariant(f"ENTRY fusions reached through a {through} each", moved)
