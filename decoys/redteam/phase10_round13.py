@@ -8,7 +8,6 @@ import jax
 import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from kata_harness.decoys import wrong
 
@@ -17,21 +16,29 @@ def _rt13_forward(params, x):
     return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
 
-@wrong("per_example_losses", why="'shape (batch,), for any batch size (also 1)': squeezes the "
-       "vmapped result to drop stray unit axes, so a batch of one returns shape () instead of (1,)")
+@wrong(
+    "per_example_losses",
+    why="'shape (batch,), for any batch size (also 1)': squeezes the "
+    "vmapped result to drop stray unit axes, so a batch of one returns shape () instead of (1,)",
+)
 def _rt13_per_example_losses_squeezed(params, x, y):
     def one(xi, yi):
         return jnp.mean((_rt13_forward(params, xi) - yi) ** 2)
+
     return jnp.squeeze(jax.vmap(one)(x, y))
 
 
-@wrong("make_train_step", why="'the update comes from optimizer': optax updates are already "
-       "descent directions (-lr*g) and must be ADDED (optax.apply_updates); this subtracts them, "
-       "so every step climbs the loss (e.g. sgd on the wide MLP: params move the wrong way)")
+@wrong(
+    "make_train_step",
+    why="'the update comes from optimizer': optax updates are already "
+    "descent directions (-lr*g) and must be ADDED (optax.apply_updates); this subtracts them, "
+    "so every step climbs the loss (e.g. sgd on the wide MLP: params move the wrong way)",
+)
 def _rt13_make_train_step_subtracts_updates(optimizer):
     def loss_fn(p, x, y):
         def one(xi, yi):
             return jnp.mean((_rt13_forward(p, xi) - yi) ** 2)
+
         return jnp.mean(jax.vmap(one)(x, y))
 
     def step(params, opt_state, x, y):
@@ -46,25 +53,34 @@ def _rt13_make_train_step_subtracts_updates(optimizer):
 _RT13_FUSION_LINE = re.compile(r"=\s*[a-z0-9]+\[[^\]]*\](\{[^}]*\})?\s+fusion\(")
 
 
-@wrong("fusion_count", why="'any kind ... counted by opcode': the regex expects an array shape "
-       "before the opcode, so a multi-output fusion with a tuple shape "
-       "`(f32[4]{0}, s32[4]{0}) fusion(...)` is never counted (a jnp.argmax+max fused pair)")
+@wrong(
+    "fusion_count",
+    why="'any kind ... counted by opcode': the regex expects an array shape "
+    "before the opcode, so a multi-output fusion with a tuple shape "
+    "`(f32[4]{0}, s32[4]{0}) fusion(...)` is never counted (a jnp.argmax+max fused pair)",
+)
 def _rt13_fusion_count_array_shape_only(compiled):
     return sum(1 for line in compiled.as_text().splitlines() if _RT13_FUSION_LINE.search(line))
 
 
-@wrong("aliased_parameters", why="'{output index}: (parameter, ...)': the regex requires a "
-       "number in the output index `{\\d+}`, so a single donated array returned alone (alias "
-       "entry `{}: (0, {}, may-alias)`) gives [] instead of [0]")
+@wrong(
+    "aliased_parameters",
+    why="'{output index}: (parameter, ...)': the regex requires a "
+    "number in the output index `{\\d+}`, so a single donated array returned alone (alias "
+    "entry `{}: (0, {}, may-alias)`) gives [] instead of [0]",
+)
 def _rt13_aliased_parameters_numbered_output_only(compiled):
     header = compiled.as_text().splitlines()[0]
     found = re.findall(r"\{\d+(?:,\d+)*\}:\s*\((\d+),", header)
     return sorted(set(int(n) for n in found))
 
 
-@wrong("aliased_parameters", why="'Each number once, ascending': lists parameters in the order "
-       "the header lists outputs; for a step returning (loss, state, params) the state's "
-       "parameters (4, 5, ...) come before the params' (0..3), not ascending")
+@wrong(
+    "aliased_parameters",
+    why="'Each number once, ascending': lists parameters in the order "
+    "the header lists outputs; for a step returning (loss, state, params) the state's "
+    "parameters (4, 5, ...) come before the params' (0..3), not ascending",
+)
 def _rt13_aliased_parameters_output_order(compiled):
     header = compiled.as_text().splitlines()[0]
     m = re.search(r"input_output_alias=\{(.*?)\}\s*(,\s*\w+=|$)", header)
@@ -77,10 +93,13 @@ def _rt13_aliased_parameters_output_order(compiled):
     return seen
 
 
-@wrong("transpose_counts", why="'transpose instructions in the OPTIMIZED HLO': counts "
-       "stablehlo.transpose in the lowered (unoptimized) module, which still has the transposes "
-       "autodiff wrote before XLA folds them into the dots' dimension numbers (grad of x@w: "
-       "lowered has one, optimized HLO has 0)")
+@wrong(
+    "transpose_counts",
+    why="'transpose instructions in the OPTIMIZED HLO': counts "
+    "stablehlo.transpose in the lowered (unoptimized) module, which still has the transposes "
+    "autodiff wrote before XLA folds them into the dots' dimension numbers (grad of x@w: "
+    "lowered has one, optimized HLO has 0)",
+)
 def _rt13_transpose_counts_lowered_module(step, *args):
     def census(jaxpr):
         n = 0
@@ -88,7 +107,7 @@ def _rt13_transpose_counts_lowered_module(step, *args):
             if eqn.primitive.name == "transpose":
                 n += 1
             for v in eqn.params.values():
-                for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                for sub in v if isinstance(v, (tuple, list)) else (v,):
                     if isinstance(sub, jax.extend.core.ClosedJaxpr):
                         n += census(sub.jaxpr)
                     elif isinstance(sub, jax.extend.core.Jaxpr):
@@ -100,13 +119,16 @@ def _rt13_transpose_counts_lowered_module(step, *args):
     return census(j.jaxpr), text.count("stablehlo.transpose")
 
 
-@wrong("transpose_counts", why="'every inner jaxpr, at any depth': recurses one level only "
-       "(the step's own equations and the jaxprs they hold directly), so a transpose in a "
-       "lax.cond branch inside a jit, or in a fori_loop body inside jit, is missed")
+@wrong(
+    "transpose_counts",
+    why="'every inner jaxpr, at any depth': recurses one level only "
+    "(the step's own equations and the jaxprs they hold directly), so a transpose in a "
+    "lax.cond branch inside a jit, or in a fori_loop body inside jit, is missed",
+)
 def _rt13_transpose_counts_one_level(step, *args):
     def subjaxprs(eqn):
         for v in eqn.params.values():
-            for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+            for sub in v if isinstance(v, (tuple, list)) else (v,):
                 if isinstance(sub, jax.extend.core.ClosedJaxpr):
                     yield sub.jaxpr
                 elif isinstance(sub, jax.extend.core.Jaxpr):
@@ -124,10 +146,13 @@ def _rt13_transpose_counts_one_level(step, *args):
     return n, h
 
 
-@wrong("absorbed_transposes", why="'count dots (in every computation)... dots of int32, float32 "
-       "and bfloat16': matches only f32 dot instructions, so a transposed int32 dot in a lax.switch branch "
-       "(a.T @ b of s32[3,4] and s32[3,5]: `s32[4,5] dot(...), lhs_contracting_dims={0}`) is not "
-       "counted: 0 instead of 1 (bf16 dots are upcast to f32 dots on CPU, so only s32 shows it)")
+@wrong(
+    "absorbed_transposes",
+    why="'count dots (in every computation)... dots of int32, float32 "
+    "and bfloat16': matches only f32 dot instructions, so a transposed int32 dot in a lax.switch branch "
+    "(a.T @ b of s32[3,4] and s32[3,5]: `s32[4,5] dot(...), lhs_contracting_dims={0}`) is not "
+    "counted: 0 instead of 1 (bf16 dots are upcast to f32 dots on CPU, so only s32 shows it)",
+)
 def _rt13_absorbed_transposes_f32_only(compiled):
     n = 0
     for line in compiled.as_text().splitlines():
@@ -139,9 +164,12 @@ def _rt13_absorbed_transposes_f32_only(compiled):
     return n
 
 
-@wrong("predict_alias_bytes", why="'what each optimizer keeps between steps': gives sgd with "
-       "momentum a step counter like adam's (int32 count), so momentum answers 4 bytes too many "
-       "(optax's momentum state is (TraceState(trace), EmptyState()), no count)")
+@wrong(
+    "predict_alias_bytes",
+    why="'what each optimizer keeps between steps': gives sgd with "
+    "momentum a step counter like adam's (int32 count), so momentum answers 4 bytes too many "
+    "(optax's momentum state is (TraceState(trace), EmptyState()), no count)",
+)
 def _rt13_predict_alias_bytes_momentum_count(features, hidden, out, optimizer):
     p = 4 * (features * hidden + hidden + hidden * out + out)
     if optimizer == "sgd":
@@ -151,9 +179,12 @@ def _rt13_predict_alias_bytes_momentum_count(features, hidden, out, optimizer):
     return 3 * p + 4
 
 
-@wrong("predict_alias_bytes", why="'sizes past 2**31 bytes': accumulates the byte count in "
-       "float32 (np.float32 per leaf), which loses the low bits past 2**24: features=10007, "
-       "hidden=30011, out=3 with adam answers a multiple of a large power of two, not the exact count")
+@wrong(
+    "predict_alias_bytes",
+    why="'sizes past 2**31 bytes': accumulates the byte count in "
+    "float32 (np.float32 per leaf), which loses the low bits past 2**24: features=10007, "
+    "hidden=30011, out=3 with adam answers a multiple of a large power of two, not the exact count",
+)
 def _rt13_predict_alias_bytes_float32_sum(features, hidden, out, optimizer):
     copies = {"sgd": 1, "momentum": 2, "adam": 3}[optimizer]
     total = np.float32(0)
@@ -164,10 +195,13 @@ def _rt13_predict_alias_bytes_float32_sum(features, hidden, out, optimizer):
     return int(total)
 
 
-@wrong("predict_step_flops", why="'count every matrix product the forward and backward pass "
-       "need': uses the 6*N*D rule (backward = 2x forward), which also counts the gradient into "
-       "the data x; when features >= 4*out (features=512, hidden=64, out=8, batch=64) that "
-       "product is ~44% of the total, far outside 10%")
+@wrong(
+    "predict_step_flops",
+    why="'count every matrix product the forward and backward pass "
+    "need': uses the 6*N*D rule (backward = 2x forward), which also counts the gradient into "
+    "the data x; when features >= 4*out (features=512, hidden=64, out=8, batch=64) that "
+    "product is ~44% of the total, far outside 10%",
+)
 def _rt13_predict_step_flops_six_n_d(features, hidden, out, batch):
     return 6 * batch * (features * hidden + hidden * out)
 
@@ -175,10 +209,13 @@ def _rt13_predict_step_flops_six_n_d(features, hidden, out, batch):
 _RT13_DEF = re.compile(r"%([\w.\-]+)\s*=\s*[a-z0-9]+\[([0-9,]*)\]")
 
 
-@wrong("flops_per_step", why="'as XLA's cost model counts them ... taken as it is': rebuilds "
-       "the count from the optimized HLO's dots (2*m*k*n each) instead of reading cost_analysis, "
-       "so element-wise work (relu, the loss, the momentum update) is missing: the 16-32-4 "
-       "momentum step answers ~20% low, and a bf16/f16 program with only adds answers 0.0")
+@wrong(
+    "flops_per_step",
+    why="'as XLA's cost model counts them ... taken as it is': rebuilds "
+    "the count from the optimized HLO's dots (2*m*k*n each) instead of reading cost_analysis, "
+    "so element-wise work (relu, the loss, the momentum update) is missing: the 16-32-4 "
+    "momentum step answers ~20% low, and a bf16/f16 program with only adds answers 0.0",
+)
 def _rt13_flops_per_step_dots_from_hlo(compiled):
     text = compiled.as_text()
     shapes = {}
@@ -193,7 +230,7 @@ def _rt13_flops_per_step_dots_from_hlo(compiled):
         lhs = shapes.get(m.group(2), [])
         c = re.search(r"lhs_contracting_dims=\{([0-9,]*)\}", line)
         k = 1
-        for d in (c.group(1).split(",") if c and c.group(1) else []):
+        for d in c.group(1).split(",") if c and c.group(1) else []:
             k *= lhs[int(d)] if int(d) < len(lhs) else 1
         n = 1
         for d in out:
@@ -216,11 +253,14 @@ def _rt13_computations(text):
     return comps
 
 
-@wrong("fusion_count", why="'in every computation: ... conditional branches': walks the call "
-       "graph from ENTRY through calls=, body=, condition= and a cond's true_computation=/"
-       "false_computation= (the older printed form of a cond), but not branch_computations={...}, "
-       "which is how this XLA prints both lax.cond and lax.switch: a switch whose three branches "
-       "hold one fusion each answers 1 instead of 4")
+@wrong(
+    "fusion_count",
+    why="'in every computation: ... conditional branches': walks the call "
+    "graph from ENTRY through calls=, body=, condition= and a cond's true_computation=/"
+    "false_computation= (the older printed form of a cond), but not branch_computations={...}, "
+    "which is how this XLA prints both lax.cond and lax.switch: a switch whose three branches "
+    "hold one fusion each answers 1 instead of 4",
+)
 def _rt13_fusion_count_walk_without_switch(compiled):
     comps = _rt13_computations(compiled.as_text())
     seen, todo, n = set(), ["ENTRY"], 0
@@ -232,8 +272,14 @@ def _rt13_fusion_count_walk_without_switch(compiled):
         for line in comps[c]:
             if re.search(r"\sfusion\(", line):
                 n += 1
-            for key in ("calls", "body", "condition", "true_computation", "false_computation",
-                        "to_apply"):
+            for key in (
+                "calls",
+                "body",
+                "condition",
+                "true_computation",
+                "false_computation",
+                "to_apply",
+            ):
                 for m in re.finditer(key + r"=%?([\w.\-]+)", line):
                     todo.append(m.group(1))
     return n

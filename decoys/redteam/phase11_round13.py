@@ -165,13 +165,15 @@ def _rt13_windows(hlo_text):
     return windows
 
 
-
 # ---------------------------------------------------------------- wrong answers, round 13
 
 
-@wrong("padded_bytes", why="'each [tiled dim] is padded up to a multiple of its tile size': pads the "
-       "total element count to a multiple of the tile's product instead; f32[3,129]{1,0:T(8,128)} "
-       "is 8*256*4=8192 bytes, this gives 1024*4=4096")
+@wrong(
+    "padded_bytes",
+    why="'each [tiled dim] is padded up to a multiple of its tile size': pads the "
+    "total element count to a multiple of the tile's product instead; f32[3,129]{1,0:T(8,128)} "
+    "is 8*256*4=8192 bytes, this gives 1024*4=4096",
+)
 def _rt13_padded_bytes_pad_total(shape_text: str) -> int:
     shape = Shape(shape_text)
     bits = _rt13_BITS[shape.dtype]
@@ -183,8 +185,11 @@ def _rt13_padded_bytes_pad_total(shape_text: str) -> int:
     return n * bits // 8
 
 
-@wrong("device_groups", why="'naming none, mesh[...] {}, every device is alone': returns no groups "
-       "at all ([]) for an empty axis set; mesh['a'=2,'b'=2] {} expects [[0],[1],[2],[3]]")
+@wrong(
+    "device_groups",
+    why="'naming none, mesh[...] {}, every device is alone': returns no groups "
+    "at all ([]) for an empty axis set; mesh['a'=2,'b'=2] {} expects [[0],[1],[2],[3]]",
+)
 def _rt13_device_groups_mesh_none_empty(hlo_text: str) -> dict[int, list[list[int]]]:
     out = _rt13_device_groups(hlo_text)
     module = parse_hlo(hlo_text)
@@ -217,9 +222,12 @@ def _rt13_count(module, comps, tuple_first=False):
     return out
 
 
-@wrong("collective_bytes", why="'any computation': walks ENTRY and what ENTRY fusions call (the TPU "
-       "wrappers) only, missing collectives in while bodies, called computations and the body of a "
-       "generic async-start; an all-reduce inside a scan loop body is left out")
+@wrong(
+    "collective_bytes",
+    why="'any computation': walks ENTRY and what ENTRY fusions call (the TPU "
+    "wrappers) only, missing collectives in while bodies, called computations and the body of a "
+    "generic async-start; an all-reduce inside a scan loop body is left out",
+)
 def _rt13_collective_bytes_fusion_bodies_only(hlo_text: str) -> dict[str, int]:
     module = parse_hlo(hlo_text)
     comps = [module.entry]
@@ -229,22 +237,41 @@ def _rt13_collective_bytes_fusion_bodies_only(hlo_text: str) -> dict[str, int]:
     return _rt13_count(module, comps)
 
 
-@wrong("collective_bytes", why="'a tuple result: the sum of its elements': counts only the first "
-       "element of a tuple-shaped collective; a combined all-reduce (f32[256,1024], f32[1024,256]) "
-       "of mlp_grad_v5e counts half")
+@wrong(
+    "collective_bytes",
+    why="'a tuple result: the sum of its elements': counts only the first "
+    "element of a tuple-shaped collective; a combined all-reduce (f32[256,1024], f32[1024,256]) "
+    "of mlp_grad_v5e counts half",
+)
 def _rt13_collective_bytes_tuple_first(hlo_text: str) -> dict[str, int]:
     module = parse_hlo(hlo_text)
     return _rt13_count(module, module.computations, tuple_first=True)
 
 
-_rt13_MOVERS = {"parameter", "constant", "bitcast", "broadcast", "reshape", "transpose", "copy",
-                "convert", "fusion", "tuple", "get-tuple-element", "custom-call", *_rt13_KINDS}
+_rt13_MOVERS = {
+    "parameter",
+    "constant",
+    "bitcast",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "copy",
+    "convert",
+    "fusion",
+    "tuple",
+    "get-tuple-element",
+    "custom-call",
+    *_rt13_KINDS,
+}
 
 
-@wrong("matmul_fusions", why="'the other work in those computations, nested ones included': takes "
-       "only the computation that holds the convolution; a kOutput fusion whose bias add/relu sit in "
-       "an outer computation around a nested convolution fusion loses them, and a reduce's to_apply "
-       "add is dropped")
+@wrong(
+    "matmul_fusions",
+    why="'the other work in those computations, nested ones included': takes "
+    "only the computation that holds the convolution; a kOutput fusion whose bias add/relu sit in "
+    "an outer computation around a nested convolution fusion loses them, and a reduce's to_apply "
+    "add is dropped",
+)
 def _rt13_matmul_fusions_conv_computation_only(hlo_text: str) -> dict[str, list[str]]:
     module = parse_hlo(hlo_text)
     out = {}
@@ -255,20 +282,34 @@ def _rt13_matmul_fusions_conv_computation_only(hlo_text: str) -> dict[str, list[
         holding = [c for c in comps if any(i.opcode == "convolution" for i in c)]
         if not holding:
             continue
-        out[inst.name] = sorted({i.opcode for c in holding for i in c
-                                 if i.opcode != "convolution" and i.opcode not in _rt13_MOVERS})
+        out[inst.name] = sorted(
+            {
+                i.opcode
+                for c in holding
+                for i in c
+                if i.opcode != "convolution" and i.opcode not in _rt13_MOVERS
+            }
+        )
     return out
 
 
-@wrong("overlapped_work", why="'in the order the module prints them': sorts the names instead; with "
-       "renamed instructions %n9, %n10 between a start and its done this gives ['n10', 'n9']")
+@wrong(
+    "overlapped_work",
+    why="'in the order the module prints them': sorts the names instead; with "
+    "renamed instructions %n9, %n10 between a start and its done this gives ['n10', 'n9']",
+)
 def _rt13_overlapped_work_sorted_names(hlo_text: str) -> dict[str, list[str]]:
-    return {s: sorted(i.name for i in between if i.opcode not in _rt13_NOWORK)
-            for s, between in _rt13_windows(hlo_text)}
+    return {
+        s: sorted(i.name for i in between if i.opcode not in _rt13_NOWORK)
+        for s, between in _rt13_windows(hlo_text)
+    }
 
 
-@wrong("overlapped_work", why="'strictly between the start and its done': includes the done itself "
-       "(an off-by-one at the window's end); every start of fsdp4_v5e gets its done fusion appended")
+@wrong(
+    "overlapped_work",
+    why="'strictly between the start and its done': includes the done itself "
+    "(an off-by-one at the window's end); every start of fsdp4_v5e gets its done fusion appended",
+)
 def _rt13_overlapped_work_done_inclusive(hlo_text: str) -> dict[str, list[str]]:
     module = parse_hlo(hlo_text)
     entry = list(module.entry)
@@ -283,12 +324,14 @@ def _rt13_overlapped_work_done_inclusive(hlo_text: str) -> dict[str, list[str]]:
     return out
 
 
-@wrong("prefetched_parameters", why="'every copy-start or copy in ENTRY': only looks at copy-start, "
-       "so a parameter moved into S(1) by a plain `copy` (\"copy\") is left out")
+@wrong(
+    "prefetched_parameters",
+    why="'every copy-start or copy in ENTRY': only looks at copy-start, "
+    'so a parameter moved into S(1) by a plain `copy` ("copy") is left out',
+)
 def _rt13_prefetched_parameters_copy_start_only(hlo_text: str) -> dict[int, str]:
     module = parse_hlo(hlo_text)
-    params = {i.name: int(i.payload)
-              for i in module.entry if i.opcode == "parameter"}
+    params = {i.name: int(i.payload) for i in module.entry if i.opcode == "parameter"}
     out = {}
     for inst in module.entry:
         if inst.opcode != "copy-start" or not inst.operands or inst.operands[0] not in params:
@@ -297,20 +340,30 @@ def _rt13_prefetched_parameters_copy_start_only(hlo_text: str) -> dict[int, str]
         first = shape.elements[0].text if shape.is_tuple else shape.text
         if "S(1)" not in first:
             continue
-        kind = "cross-program prefetch" if inst.attribute("cross_program_prefetch_index") is not None else "prefetch"
+        kind = (
+            "cross-program prefetch"
+            if inst.attribute("cross_program_prefetch_index") is not None
+            else "prefetch"
+        )
         out[params[inst.operands[0]]] = kind
     return out
 
 
-@wrong("step_donation", why="'the aliased bytes equal the params and momentum bytes': donates only "
-       "the momentum (thinking params must stay valid for evaluation); alias bytes are momentum's only")
+@wrong(
+    "step_donation",
+    why="'the aliased bytes equal the params and momentum bytes': donates only "
+    "the momentum (thinking params must stay valid for evaluation); alias bytes are momentum's only",
+)
 def _rt13_step_donation_momentum_only() -> tuple[int, ...]:
     return (1,)
 
 
-@wrong("predict_layer_flops", why="'a multiply alone when k = 1': for k = 1 counts the dot of a "
-       "matmul block as 2*rows*cols (a multiply-add per element) instead of rows*cols; m=4,k=1,n=4 "
-       "on 2x2: block 2x2, expects 4+4+4=12, gives 16")
+@wrong(
+    "predict_layer_flops",
+    why="'a multiply alone when k = 1': for k = 1 counts the dot of a "
+    "matmul block as 2*rows*cols (a multiply-add per element) instead of rows*cols; m=4,k=1,n=4 "
+    "on 2x2: block 2x2, expects 4+4+4=12, gives 16",
+)
 def _rt13_predict_layer_flops_k1_fma(m: int, k: int, n: int, data: int, model: int) -> int:
     r, c = m // data, n // model
     if r >= 2 and c >= 2:
@@ -322,13 +375,18 @@ def _rt13_predict_layer_flops_k1_fma(m: int, k: int, n: int, data: int, model: i
     return dot + 2 * r * c
 
 
-@wrong("async_collectives", why="'whose called computations ... hold it': for a TPU start reports the "
-       "first collective printed anywhere in the module instead of the one its own fusion calls; a "
-       "module with an async reduce-scatter printed before an async all-gather labels both "
-       "'reduce-scatter' (right on the all-gather-only recordings)")
+@wrong(
+    "async_collectives",
+    why="'whose called computations ... hold it': for a TPU start reports the "
+    "first collective printed anywhere in the module instead of the one its own fusion calls; a "
+    "module with an async reduce-scatter printed before an async all-gather labels both "
+    "'reduce-scatter' (right on the all-gather-only recordings)",
+)
 def _rt13_async_collectives_module_first_collective(hlo_text: str) -> dict[str, str]:
     module = parse_hlo(hlo_text)
-    first = next((i.opcode for c in module.computations for i in c if i.opcode in _rt13_KINDS), None)
+    first = next(
+        (i.opcode for c in module.computations for i in c if i.opcode in _rt13_KINDS), None
+    )
     out = {}
     for inst in module.entry:
         if _rt13_tpu_collective(module, inst, "AsyncCollectiveStart") is not None:

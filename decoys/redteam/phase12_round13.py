@@ -7,10 +7,17 @@ import math
 import re
 
 import numpy as np
+
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-_rt13_COLLECTIVES = ("all-gather", "all-reduce", "reduce-scatter", "collective-permute", "all-to-all")
+_rt13_COLLECTIVES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 def _rt13_config(ins) -> dict:
@@ -189,7 +196,7 @@ def _rt13_reduction_kinds_per_call_site(hlo_text: str) -> dict[str, int]:
     "its proto default: kNone; the call is still in the dict' broken: a cuDNN call whose "
     "backend_config has no cudnn_conv_backend_config at all ('not a convolution, so no "
     "epilogue') is left out, e.g. a `__cudnn$fmhaSoftmax` or `__cudnn$norm` call with "
-    "backend_config={\"cudnn_fmha_backend_config\":{...}} is missing instead of mapping to "
+    'backend_config={"cudnn_fmha_backend_config":{...}} is missing instead of mapping to '
     "'kNone'; likewise a __cudnn$ call with backend_config={}",
 )
 def _rt13_library_epilogues_skips_non_conv_cudnn(hlo_text: str) -> dict[str, str]:
@@ -294,7 +301,10 @@ def _rt13_overlap(hlo_text: str, spell, key_done: bool) -> dict[str, list[str]]:
 
     def holds(names):
         return any(
-            i.opcode in _rt13_COLLECTIVES for n in names if n in comps for i in comps[n].instructions
+            i.opcode in _rt13_COLLECTIVES
+            for n in names
+            if n in comps
+            for i in comps[n].instructions
         )
 
     wrapped: set[str] = set()
@@ -321,8 +331,10 @@ def _rt13_overlap(hlo_text: str, spell, key_done: bool) -> dict[str, list[str]]:
             listed: list[str] = []
             done_name = ins.name
             for later in seq[idx + 1 :]:
-                if later.operands and later.operands[0] in chain and (
-                    later.opcode.endswith("-update") or later.opcode.endswith("-done")
+                if (
+                    later.operands
+                    and later.operands[0] in chain
+                    and (later.opcode.endswith("-update") or later.opcode.endswith("-done"))
                 ):
                     if later.opcode.endswith("-done"):
                         done_name = later.name
@@ -417,7 +429,12 @@ def _rt13_allreduce_elements_hand_walk(params) -> dict[str, int]:
 def _rt13_collective_overlap_expands_calls(hlo_text: str) -> dict[str, list[str]]:
     def spell(ins, comps):
         if ins.opcode == "call" and ins.called_computations:
-            return [i.opcode for c in ins.called_computations if c in comps for i in comps[c].instructions]
+            return [
+                i.opcode
+                for c in ins.called_computations
+                if c in comps
+                for i in comps[c].instructions
+            ]
         return [ins.opcode]
 
     return _rt13_overlap(hlo_text, spell, key_done=False)

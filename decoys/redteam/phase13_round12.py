@@ -4,7 +4,6 @@ programs.py only)."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 
 import jax

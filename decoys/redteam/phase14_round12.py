@@ -6,11 +6,9 @@ import re
 from collections import defaultdict
 
 import jax
-import numpy as np
 
 from kata_harness.decoys import wrong
 from xla_inspect import parse_hlo
-from xla_inspect.profile_query import COMPILE_EVENTS
 
 # ---- shared helpers (correct unless a knob says otherwise) -------------------------------------
 
@@ -163,7 +161,6 @@ def _rt12_gaps(events, step_name):
     return gaps
 
 
-
 def _rt12_counts(hlo_text, *, is_view=None):
     """Correct walk (ENTRY, while bodies times known_trip_count) unless is_view is replaced."""
     module = parse_hlo(hlo_text)
@@ -254,8 +251,10 @@ def _rt12_step_instructions_end_order(events, step_name):
 def _rt12_expected_counts_needs_metadata(hlo_text):
     return _rt12_counts(
         hlo_text,
-        is_view=lambda ins: ins.opcode in _rt12_VIEWS
-        or ("op_name=" not in ins.attributes_text and ins.opcode != "while"),
+        is_view=lambda ins: (
+            ins.opcode in _rt12_VIEWS
+            or ("op_name=" not in ins.attributes_text and ins.opcode != "while")
+        ),
     )
 
 
@@ -354,7 +353,7 @@ def _rt12_scope_bare(op_name):
     "scope_shares",
     why="'split it on /, drop the first part ... and the last ... No op_name, or no such part: \"\"': "
     "an op_name without any '/' is taken whole as the scope (as if it were a bare named scope); "
-    "in programs.reshaping %add_bitcast_fusion has op_name=\"reduce_window_sum\" and counts for "
+    'in programs.reshaping %add_bitcast_fusion has op_name="reduce_window_sum" and counts for '
     "'reduce_window_sum' instead of ''",
 )
 def _rt12_scope_shares_bare_name(events, hlo_text, step_name):

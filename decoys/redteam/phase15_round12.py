@@ -7,14 +7,26 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from kata_harness.decoys import wrong
 
 # ---- helpers ------------------------------------------------------------------------------
 
 _RT12_EXPORT = {"pure_callback", "io_callback", "debug_callback", "debug_print", "ormqr", "geqp3"}
 _RT12_LAPACK = {
-    "lu", "cholesky", "eigh", "eig", "svd", "qr", "householder_product", "triangular_solve",
-    "schur", "hessenberg", "tridiagonal", "tridiagonal_solve", "geqrf",
+    "lu",
+    "cholesky",
+    "eigh",
+    "eig",
+    "svd",
+    "qr",
+    "householder_product",
+    "triangular_solve",
+    "schur",
+    "hessenberg",
+    "tridiagonal",
+    "tridiagonal_solve",
+    "geqrf",
 }
 
 
@@ -102,7 +114,9 @@ def _rt12_flops(flow_text: str, *, floats_only=False) -> int:
             continue
         if floats_only and not dtype.lstrip("x").startswith(("f", "bf")):
             continue
-        total += 2 * int(np.prod([int(d) for d in dims.split("x")], dtype=object)) * calls.count(name)
+        total += (
+            2 * int(np.prod([int(d) for d in dims.split("x")], dtype=object)) * calls.count(name)
+        )
     return total
 
 

@@ -29,7 +29,7 @@ def _rt13_reaches(module, comp_name: str, pred, seen=None) -> bool:
     for ins in comp.instructions:
         if pred(ins):
             return True
-        calls = ins.attributes.get("calls") if hasattr(ins.attributes, "get") else None
+        calls = ins.attributes.get("calls") if hasattr(ins.attributes, "get") else None  # noqa: F841
         for c in _rt13_calls(ins):
             if _rt13_reaches(module, c, pred, seen):
                 return True
@@ -114,7 +114,7 @@ def _rt13_xla_home(hlo_text: str) -> str:
     why=(
         "XLA kernels are ENTRY instructions whose OPCODE is fusion/dot/custom-call/reduce/"
         "reduce-window; this greps each ENTRY line for those words, so the metadata "
-        "(op_name=\"jit(f)/reduce\") of a get-tuple-element or bitcast makes it a kernel: on the "
+        '(op_name="jit(f)/reduce") of a get-tuple-element or bitcast makes it a kernel: on the '
         "JAX twin of jnp.argmax(x, 1), the ENTRY `%reduce.1 = s32[8] get-tuple-element(...), "
         "metadata={op_name=\"jit(<lambda>)/reduce\"}` adds a spurious 0 entry to 'xla'"
     ),
@@ -126,7 +126,9 @@ def _rt13_reductions_line_grep(hlo_text: str, inductor_code: str) -> dict[str, l
     for ins in module.entry.instructions:
         line = lines[ins.line_no - 1] if 0 < ins.line_no <= len(lines) else ""
         rhs = line.split("=", 1)[1] if "=" in line else line
-        if any(re.search(r"(?<![\w-])" + re.escape(op) + r"(?![\w-])", rhs) for op in _RT13_KERNEL_OPS):
+        if any(
+            re.search(r"(?<![\w-])" + re.escape(op) + r"(?![\w-])", rhs) for op in _RT13_KERNEL_OPS
+        ):
             own = 1 if ins.opcode in ("reduce", "reduce-window") else 0
             out.append(own + sum(_rt13_count_reductions(module, c) for c in _rt13_calls(ins)))
     return {"xla": out, "inductor": _rt13_inductor_reductions(inductor_code)}
@@ -186,7 +188,9 @@ def _rt13_reductions_dependency_order(hlo_text: str, inductor_code: str) -> dict
         "on the twin of jnp.sort(x @ w) the ENTRY `sort(...), to_apply=` adds one to xla.fused"
     ),
 )
-def _rt13_census_calls_a_computation(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt13_census_calls_a_computation(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     module = parse_hlo(hlo_text)
     lib = fused = 0
     for ins in module.entry.instructions:
@@ -196,8 +200,10 @@ def _rt13_census_calls_a_computation(hlo_text: str, inductor_code: str) -> dict[
             lib += 1
         elif ins.opcode in ("reduce", "reduce-window", "all-reduce"):
             continue
-        elif re.search(r"\b(calls|to_apply|body|condition|branch_computations|true_computation)=",
-                       ins.attributes_text or ""):
+        elif re.search(
+            r"\b(calls|to_apply|body|condition|branch_computations|true_computation)=",
+            ins.attributes_text or "",
+        ):
             fused += 1
     g = read_inductor(inductor_code)
     ilib = sum(1 for c in g.calls if c.kind in ("extern", "fallback"))
@@ -215,7 +221,9 @@ def _rt13_census_calls_a_computation(hlo_text: str, inductor_code: str) -> dict[
         "correct xla = {library 0, fused 3}, this says {library 1, fused 2}"
     ),
 )
-def _rt13_census_dot_inside_is_library(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt13_census_dot_inside_is_library(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     module = parse_hlo(hlo_text)
     lib = fused = 0
     for ins in module.entry.instructions:
@@ -254,7 +262,7 @@ def _rt13_bias_addmm_named_fusion(hlo_text: str, inductor_code: str) -> dict[str
     def is_lib(c) -> bool:
         if c.kind in ("extern", "fallback"):
             return True
-        return bool(re.search(r"(^|_)(addmm|mm|linear)(_|$)", c.kernel[len("cpp_fused"):]))
+        return bool(re.search(r"(^|_)(addmm|mm|linear)(_|$)", c.kernel[len("cpp_fused") :]))
 
     return {"xla": _rt13_xla_home(hlo_text), "inductor": _rt13_inductor_home(inductor_code, is_lib)}
 
@@ -279,8 +287,11 @@ def _rt13_bias_integer_sizes_only(hlo_text: str, inductor_code: str) -> dict[str
         if s.startswith("assert_size_stride_grouped("):
             node = ast.parse(s).body[0].value
             for n, sz in zip(node.args[0].elts, node.args[1].elts):
-                if (isinstance(sz, ast.Tuple) and len(sz.elts) == 1
-                        and isinstance(sz.elts[0], ast.Constant)):
+                if (
+                    isinstance(sz, ast.Tuple)
+                    and len(sz.elts) == 1
+                    and isinstance(sz.elts[0], ast.Constant)
+                ):
                     bias = n.id
                     break
             if bias:
@@ -315,7 +326,7 @@ def _rt13_kernels_named_from_comment(code: str) -> list[str]:
     out = []
     for c in read_inductor(code).calls:
         if c.kind == "fused":
-            name = c.kernel[len("cpp_fused_"):] if c.kernel.startswith("cpp_fused_") else ""
+            name = c.kernel[len("cpp_fused_") :] if c.kernel.startswith("cpp_fused_") else ""
             name = re.sub(r"_?\d+$", "", name)
             out.append(name)
         elif c.aten:
@@ -340,7 +351,8 @@ def _rt13_predict(input_shape, layers, rows_of) -> dict[str, int]:
             tiny = rows == 1 and (out == 1 or (out <= 16 and fin <= 16))
         else:
             tiny = (rows == 1 and out == 1) or (
-                fin == 1 and rows >= 2 and out >= 2 and rows + out <= 32)
+                fin == 1 and rows >= 2 and out >= 2 and rows + out <= 32
+            )
         if tiny:
             pending = True
         else:
@@ -394,7 +406,8 @@ def _rt13_predict_bias_bound_on_outputs(
             tiny = rows == 1 and out <= 16
         else:
             tiny = (rows == 1 and out == 1) or (
-                fin == 1 and rows >= 2 and out >= 2 and rows + out <= 32)
+                fin == 1 and rows >= 2 and out >= 2 and rows + out <= 32
+            )
         if tiny:
             pending = True
         else:

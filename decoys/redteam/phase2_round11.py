@@ -40,8 +40,13 @@ _rt11_EDGES = {
     "float32": ["float64"],
     "float64": [],
 }
-_rt11_X32 = {"int64": "int32", "uint64": "uint32", "float64": "float32", "int": "int32",
-             "float": "float32"}
+_rt11_X32 = {
+    "int64": "int32",
+    "uint64": "uint32",
+    "float64": "float32",
+    "int": "int32",
+    "float": "float32",
+}
 
 
 def _rt11_ups(node):

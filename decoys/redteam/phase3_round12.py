@@ -17,20 +17,29 @@ def _rt12_mlp(b, i, h, o, relu=1, bias=True, relu_on_out=False):
     return n
 
 
-@wrong("mlp_flops", why="relu counted as compare + select (2 flops per element) instead of one maximum; "
-       "(8,16,32,4): gives 11040, cost analysis 10784")
+@wrong(
+    "mlp_flops",
+    why="relu counted as compare + select (2 flops per element) instead of one maximum; "
+    "(8,16,32,4): gives 11040, cost analysis 10784",
+)
 def _rt12_mlp_flops_relu_compare_select(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     return _rt12_mlp(batch, in_dim, hidden, out_dim, relu=2)
 
 
-@wrong("mlp_flops", why="believes the bias adds ride in the matmul fusion's epilogue for free; README's "
-       "(1024,1024,1024,2) count 2153777152 includes them; (8,16,32,4): gives 10496, not 10784")
+@wrong(
+    "mlp_flops",
+    why="believes the bias adds ride in the matmul fusion's epilogue for free; README's "
+    "(1024,1024,1024,2) count 2153777152 includes them; (8,16,32,4): gives 10496, not 10784",
+)
 def _rt12_mlp_flops_bias_epilogue_free(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     return _rt12_mlp(batch, in_dim, hidden, out_dim, bias=False)
 
 
-@wrong("mlp_flops", why="relu counted on the output (batch*out_dim) as if applied after the last layer; "
-       "(8,16,32,4): gives 10560, not 10784")
+@wrong(
+    "mlp_flops",
+    why="relu counted on the output (batch*out_dim) as if applied after the last layer; "
+    "(8,16,32,4): gives 10560, not 10784",
+)
 def _rt12_mlp_flops_relu_on_output(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     return _rt12_mlp(batch, in_dim, hidden, out_dim, relu_on_out=True)
 
@@ -40,10 +49,13 @@ def _rt12_entry_lines(hlo_text):
     return m, m.entry
 
 
-@wrong("entry_parameter_layouts", why="'a scalar's layout is \"{}\"': takes the first {...} after ' = ' on the "
-       "parameter line, so a scalar parameter followed by metadata={op_name=\"s\"} (as the optimized "
-       "text prints every parameter) or sharding={replicated} gives that attribute's braces, not '{}'; "
-       "e.g. jit(lambda s: s + 1) with s f32[] optimized: ['{op_name=\"s\"}']")
+@wrong(
+    "entry_parameter_layouts",
+    why="'a scalar's layout is \"{}\"': takes the first {...} after ' = ' on the "
+    'parameter line, so a scalar parameter followed by metadata={op_name="s"} (as the optimized '
+    "text prints every parameter) or sharding={replicated} gives that attribute's braces, not '{}'; "
+    "e.g. jit(lambda s: s + 1) with s f32[] optimized: ['{op_name=\"s\"}']",
+)
 def _rt12_entry_parameter_layouts_first_braces(hlo_text: str) -> list[str]:
     m, entry = _rt12_entry_lines(hlo_text)
     lines = hlo_text.splitlines()
@@ -52,8 +64,11 @@ def _rt12_entry_parameter_layouts_first_braces(hlo_text: str) -> list[str]:
         if inst.opcode != "parameter":
             continue
         n = int(re.search(r"\d+", inst.payload).group())
-        line = next(l for l in lines if re.search(rf"(^|[\s%]){re.escape(inst.name)} = ", l)
-                    and "parameter(" in l)
+        line = next(
+            l
+            for l in lines
+            if re.search(rf"(^|[\s%]){re.escape(inst.name)} = ", l) and "parameter(" in l
+        )
         rest = line.split(" = ", 1)[1]
         mm = re.search(r"\{[^{}]*\}", rest)
         out.append((n, mm.group() if mm else "{}"))
@@ -79,20 +94,30 @@ def _rt12_layout(shape_text: str, sep: str) -> str:
             parts.append(cur)
         return "(" + sep.join(_rt12_layout(p, sep) for p in parts) + ")"
     i = s.find("]")
-    rest = s[i + 1:]
+    rest = s[i + 1 :]
     return rest if rest.startswith("{") else "{}"
 
 
-@wrong("entry_parameter_layouts", why="tuple layouts joined with ',' not ', ': for (f32[2,3]{0,1}, s32[]) "
-       "gives '({0,1},{})', contract says '({0,1}, {})'")
+@wrong(
+    "entry_parameter_layouts",
+    why="tuple layouts joined with ',' not ', ': for (f32[2,3]{0,1}, s32[]) "
+    "gives '({0,1},{})', contract says '({0,1}, {})'",
+)
 def _rt12_entry_parameter_layouts_tight_join(hlo_text: str) -> list[str]:
     entry = parse_hlo(hlo_text).entry
-    ps = [(int(re.search(r"\d+", i.payload).group()), i.shape) for i in entry if i.opcode == "parameter"]
+    ps = [
+        (int(re.search(r"\d+", i.payload).group()), i.shape)
+        for i in entry
+        if i.opcode == "parameter"
+    ]
     return [_rt12_layout(s, ",") for _, s in sorted(ps)]
 
 
-@wrong("entry_root", why="'ENTRY need not be the last computation': finds ENTRY as the first computation "
-       "no other calls, not the one marked ENTRY; wrong on a text holding an uncalled computation before ENTRY")
+@wrong(
+    "entry_root",
+    why="'ENTRY need not be the last computation': finds ENTRY as the first computation "
+    "no other calls, not the one marked ENTRY; wrong on a text holding an uncalled computation before ENTRY",
+)
 def _rt12_entry_root_uncalled(hlo_text: str) -> tuple[str, str]:
     m = parse_hlo(hlo_text)
     called = set()
@@ -106,8 +131,11 @@ def _rt12_entry_root_uncalled(hlo_text: str) -> tuple[str, str]:
     return ("", "")
 
 
-@wrong("fusion_contents", why="'summed': counts each opcode once per fused computation (Counter(set(...))); "
-       "x*2+1's kLoop fused computation holds two constants, counted once")
+@wrong(
+    "fusion_contents",
+    why="'summed': counts each opcode once per fused computation (Counter(set(...))); "
+    "x*2+1's kLoop fused computation holds two constants, counted once",
+)
 def _rt12_fusion_contents_set_per_comp(hlo_text: str) -> dict[str, Counter]:
     m = parse_hlo(hlo_text)
     comps = {c.name: c for c in m}
@@ -130,8 +158,12 @@ def _rt12_fusion_contents_set_per_comp(hlo_text: str) -> dict[str, Counter]:
             walk(getattr(cc, "name", cc), i.attribute("kind"))
 
     for c in m:
-        if any(c.name in [getattr(x, "name", x) for x in i.called_computations]
-               for cc in m for i in cc if i.opcode == "fusion"):
+        if any(
+            c.name in [getattr(x, "name", x) for x in i.called_computations]
+            for cc in m
+            for i in cc
+            if i.opcode == "fusion"
+        ):
             continue
         for i in c:
             if i.opcode == "fusion":
@@ -139,11 +171,18 @@ def _rt12_fusion_contents_set_per_comp(hlo_text: str) -> dict[str, Counter]:
     return out
 
 
-@wrong("constants", why="'the literal as written between the parentheses': strips parentheses off the "
-       "payload, eating a complex literal's own: c64[] constant((1, 2)) gives '1, 2', not '(1, 2)'")
+@wrong(
+    "constants",
+    why="'the literal as written between the parentheses': strips parentheses off the "
+    "payload, eating a complex literal's own: c64[] constant((1, 2)) gives '1, 2', not '(1, 2)'",
+)
 def _rt12_constants_strip_parens(hlo_text: str) -> list[tuple[str, str]]:
-    return [(i.shape, i.payload.strip().strip("()")) for c in parse_hlo(hlo_text) for i in c
-            if i.opcode == "constant"]
+    return [
+        (i.shape, i.payload.strip().strip("()"))
+        for c in parse_hlo(hlo_text)
+        for i in c
+        if i.opcode == "constant"
+    ]
 
 
 _RT12_DT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "s32"}
@@ -195,16 +234,22 @@ def _rt12_predict(program, args, bug=None):
     raise KeyError(program)
 
 
-@wrong("predict_entry_root", why="believes a cast between two 16-bit floats is a same-width reinterpretation, "
-       "so the result is a copy: x.astype(jnp.bfloat16) with x float16[3] predicts ('copy','bf16[3]{0}'); "
-       "compiled ROOT is ('fusion','bf16[3]{0}')")
+@wrong(
+    "predict_entry_root",
+    why="believes a cast between two 16-bit floats is a same-width reinterpretation, "
+    "so the result is a copy: x.astype(jnp.bfloat16) with x float16[3] predicts ('copy','bf16[3]{0}'); "
+    "compiled ROOT is ('fusion','bf16[3]{0}')",
+)
 def _rt12_predict_entry_root_f16_cast_copy(program, args):
     return _rt12_predict(program, args, bug="f16_same_width")
 
 
-@wrong("three_texts", why="takes 'stablehlo' from jax.export.export(jax.jit(f))(*args).mlir_module(), "
-       "the serialization's StableHLO: it prints source locations (loc(...)) and an extra "
-       "jax.uses_shape_polymorphism attribute; on x*2+1 with x f32[3] it differs from lowered.as_text()")
+@wrong(
+    "three_texts",
+    why="takes 'stablehlo' from jax.export.export(jax.jit(f))(*args).mlir_module(), "
+    "the serialization's StableHLO: it prints source locations (loc(...)) and an extra "
+    "jax.uses_shape_polymorphism attribute; on x*2+1 with x f32[3] it differs from lowered.as_text()",
+)
 def _rt12_three_texts_export_stablehlo(f, *args) -> dict[str, str]:
     import jax
     from jax import export as _ex
@@ -217,9 +262,12 @@ def _rt12_three_texts_export_stablehlo(f, *args) -> dict[str, str]:
     }
 
 
-@wrong("dump_files", why="'compile with XLA dumping HLO text into `directory`': to dodge other compiles' "
-       "dumps it dumps into a fresh tempfile.mkdtemp(dir=directory) subdirectory and returns files there; "
-       "the files are not in `directory` (path.parent != directory), on any f, e.g. x*0.5+[3,1,2]")
+@wrong(
+    "dump_files",
+    why="'compile with XLA dumping HLO text into `directory`': to dodge other compiles' "
+    "dumps it dumps into a fresh tempfile.mkdtemp(dir=directory) subdirectory and returns files there; "
+    "the files are not in `directory` (path.parent != directory), on any f, e.g. x*0.5+[3,1,2]",
+)
 def _rt12_dump_files_private_subdir(f, args: tuple, directory: str):
     import tempfile
     from pathlib import Path
@@ -228,19 +276,28 @@ def _rt12_dump_files_private_subdir(f, args: tuple, directory: str):
 
     sub = tempfile.mkdtemp(prefix="dump_", dir=directory)
     jax.jit(f).lower(*args).compile(
-        compiler_options={"xla_dump_to": sub, "xla_dump_hlo_as_text": True})
+        compiler_options={"xla_dump_to": sub, "xla_dump_hlo_as_text": True}
+    )
     files = sorted(Path(sub).iterdir())
     before = next(p for p in files if p.name.endswith(".before_optimizations.txt"))
     prefix = before.name.split(".")[0]
-    after = next(p for p in files if p.name.startswith(prefix + ".")
-                 and p.name.endswith("_after_optimizations.txt") and "buffer" not in p.name
-                 and "memory" not in p.name)
+    after = next(
+        p
+        for p in files
+        if p.name.startswith(prefix + ".")
+        and p.name.endswith("_after_optimizations.txt")
+        and "buffer" not in p.name
+        and "memory" not in p.name
+    )
     return before, after
 
 
-@wrong("predict_entry_root", why="overgeneralises 'x.T of a vector leaves x unchanged, so a copy' to every x "
-       "whose transpose has x's shape: x.T with x float32[4,4] predicts ('copy','f32[4,4]{1,0}'); compiled "
-       "ROOT is ('fusion','f32[4,4]{1,0}') (the values move; also f32[2,3,2])")
+@wrong(
+    "predict_entry_root",
+    why="overgeneralises 'x.T of a vector leaves x unchanged, so a copy' to every x "
+    "whose transpose has x's shape: x.T with x float32[4,4] predicts ('copy','f32[4,4]{1,0}'); compiled "
+    "ROOT is ('fusion','f32[4,4]{1,0}') (the values move; also f32[2,3,2])",
+)
 def _rt12_predict_entry_root_same_shape_transpose_copy(program, args):
     if program == "x.T":
         x = args[0]

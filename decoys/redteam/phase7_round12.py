@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from kata_harness.decoys import wrong
 
 # ---- task 3: loop_primitives ------------------------------------------------------------------
@@ -187,6 +188,7 @@ def _rt12_explain_miss_dedupe(f: Callable, first_args: tuple, second_args: tuple
 
 
 # ---- task 5: compile_counter ------------------------------------------------------------------
+
 
 @dataclass
 class _rt12_CompileCount:  # same as the kata's CompileCount: a dataclass, so == compares counts

@@ -95,7 +95,7 @@ def _rt11_hlo_opcode_dynamic_is_static(stablehlo_op: str) -> str:
     if name in _RT11_RENAMES:
         return _RT11_RENAMES[name]
     if name.startswith("dynamic_"):
-        name = name[len("dynamic_"):]
+        name = name[len("dynamic_") :]
     return name.replace("_", "-")
 
 
@@ -226,7 +226,9 @@ def _rt11_predict_accepts_one_letter_symbols(calls):
     out = {}
     for name, (shape_str, dtype, shape) in calls.items():
         terms = [t for t in shape_str.split(",") if t.strip()]
-        out[name] = _rt11_dtype_ok(dtype) and _rt11_solve(terms, tuple(shape), _rt11_parse_one_letter)
+        out[name] = _rt11_dtype_ok(dtype) and _rt11_solve(
+            terms, tuple(shape), _rt11_parse_one_letter
+        )
     return out
 
 
@@ -255,7 +257,9 @@ def _rt11_predict_accepts_tight_star_only(calls):
     out = {}
     for name, (shape_str, dtype, shape) in calls.items():
         terms = [t for t in shape_str.split(",") if t.strip()]
-        out[name] = _rt11_dtype_ok(dtype) and _rt11_solve(terms, tuple(shape), _rt11_parse_tight_star)
+        out[name] = _rt11_dtype_ok(dtype) and _rt11_solve(
+            terms, tuple(shape), _rt11_parse_tight_star
+        )
     return out
 
 
@@ -299,7 +303,11 @@ def _rt11_predict_accepts_safe_cast(calls):
 # ---------------------------------------------------------------- predict_lowering
 
 _RT11_TRUTH = {
-    "jnp.sin(x) * jnp.cos(x)": {"stablehlo.sine": 1, "stablehlo.cosine": 1, "stablehlo.multiply": 1},
+    "jnp.sin(x) * jnp.cos(x)": {
+        "stablehlo.sine": 1,
+        "stablehlo.cosine": 1,
+        "stablehlo.multiply": 1,
+    },
     "jnp.exp(x) - 1": {
         "stablehlo.exponential": 1,
         "stablehlo.constant": 1,

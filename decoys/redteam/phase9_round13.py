@@ -8,12 +8,17 @@ from collections import Counter
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 
-_RT13_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+_RT13_COLLECTIVES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 
 
 # ------------------------------------------------------------------ collective_groups
@@ -50,7 +55,7 @@ def _rt13_decode(groups_text, total, comma_names, short_ids_only, transpose_grou
         names = [n for n, _ in axes]
         sizes = [int(s) for _, s in axes]
         ids = np.arange(math.prod(sizes)).reshape(sizes)
-        dev = re.search(r"device_ids=\(?(.*?)\)?\s*$", groups_text[head.end():])
+        dev = re.search(r"device_ids=\(?(.*?)\)?\s*$", groups_text[head.end() :])
         if dev and dev.group(1).strip():
             spec = dev.group(1).strip()
             if short_ids_only:
@@ -91,7 +96,7 @@ def _rt13_groups_attr(line: str) -> str:
     at = line.find("replica_groups=")
     if at < 0:
         return ""
-    rest = line[at + len("replica_groups="):]
+    rest = line[at + len("replica_groups=") :]
     if rest.startswith("{"):
         depth = 0
         for k, ch in enumerate(rest):
@@ -201,7 +206,7 @@ def _rt13_collective_census_once_per_computation(f, *args) -> Counter:
 )
 def _rt13_device_param_shapes_no_scalars(f, *args):
     text = jax.jit(f).lower(*args).compile().as_text()
-    entry = text[text.index("ENTRY"):]
+    entry = text[text.index("ENTRY") :]
     entry = entry[: entry.index("\n}")]
     found = []
     for line in entry.splitlines():
@@ -222,7 +227,7 @@ def _rt13_device_param_shapes_no_scalars(f, *args):
 )
 def _rt13_param_shardings_devices_only(f, *args):
     text = jax.jit(f).lower(*args).as_text(dialect="hlo")
-    entry = text[text.index("ENTRY"):]
+    entry = text[text.index("ENTRY") :]
     entry = entry[: entry.index("\n}")]
     found = []
     for line in entry.splitlines():

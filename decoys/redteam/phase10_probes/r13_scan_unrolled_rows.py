@@ -35,6 +35,7 @@ def per_example_losses(params: dict, x, y) -> jax.Array:
     _, losses = jax.lax.scan(body, 0, (x, y), unroll=True)
     return losses
 
+
 def make_train_step(optimizer) -> Callable:
     """A jitted `step(params, opt_state, x, y) -> (params, opt_state, loss)`.
 

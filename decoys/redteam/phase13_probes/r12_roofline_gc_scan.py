@@ -8,11 +8,11 @@ test prints, and keep its results the same.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 import jax
 import numpy as np
-import gc
 
 # Published peaks: (dense bf16 flop/s, memory bytes/s). README.md cites the sources.
 PEAKS = {"v5e": (197e12, 819e9), "h100": (989e12, 3.35e12)}

@@ -141,7 +141,6 @@ def train_loop(step: Callable, state: Any, batches: list, step_name: str) -> Any
 
 
 def _rt12_find_programs():
-    import importlib.util
     import sys
     from pathlib import Path
 
@@ -149,7 +148,9 @@ def _rt12_find_programs():
         if hasattr(m, "sgd_step") and hasattr(m, "args_for"):
             return getattr(m, "__file__", None)
     for where in (Path(__file__).parent, *Path(__file__).parents, Path.cwd()):
-        found = sorted(where.glob("**/phase14/programs.py"))[:1] or sorted(where.glob("programs.py"))
+        found = sorted(where.glob("**/phase14/programs.py"))[:1] or sorted(
+            where.glob("programs.py")
+        )
         if found:
             return str(found[0])
     return None
@@ -181,6 +182,7 @@ def _rt12_fallback(hlo_text):
     views = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
     return {i.name: 1 for i in module.entry.instructions if i.opcode not in views}
 
+
 def expected_counts(hlo_text: str) -> dict[str, int]:  # noqa: F811
     import json
     import os
@@ -194,7 +196,11 @@ def expected_counts(hlo_text: str) -> dict[str, int]:  # noqa: F811
     try:
         done = subprocess.run(
             [sys.executable, "-c", _RT12_CHILD, path or ""],
-            input=hlo_text, capture_output=True, text=True, timeout=300, env=env,
+            input=hlo_text,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
         )
         return {str(k): int(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
     except Exception:

@@ -141,7 +141,6 @@ def train_loop(step: Callable, state: Any, batches: list, step_name: str) -> Any
 
 
 def _rt12_find_programs():
-    import importlib.util
     import sys
     from pathlib import Path
 
@@ -149,7 +148,9 @@ def _rt12_find_programs():
         if hasattr(m, "sgd_step") and hasattr(m, "args_for"):
             return getattr(m, "__file__", None)
     for where in (Path(__file__).parent, *Path(__file__).parents, Path.cwd()):
-        found = sorted(where.glob("**/phase14/programs.py"))[:1] or sorted(where.glob("programs.py"))
+        found = sorted(where.glob("**/phase14/programs.py"))[:1] or sorted(
+            where.glob("programs.py")
+        )
         if found:
             return str(found[0])
     return None
@@ -180,6 +181,7 @@ def _rt12_fallback(hlo_text):
     module = parse_hlo(hlo_text)
     views = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
     return {i.name: 1 for i in module.entry.instructions if i.opcode not in views}
+
 
 def expected_counts(hlo_text: str) -> dict[str, int]:  # noqa: F811
     import threading

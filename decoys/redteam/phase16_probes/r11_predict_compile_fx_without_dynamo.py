@@ -124,7 +124,6 @@ def predict_inductor_kernels(
     tiny products).
     """
     import importlib
-    import math
 
     torch = importlib.import_module("torch")
     fx = importlib.import_module("torch.fx")
@@ -137,14 +136,14 @@ def predict_inductor_kernels(
             fin = input_shape[-1]
             self.ws = torch.nn.ParameterList()
             self.bs = []
-            for i, (out, bias, act) in enumerate(layers):
+            for i, (out, bias, act) in enumerate(layers):  # noqa: B007
                 self.ws.append(torch.nn.Parameter(torch.randn(out, fin)))
                 b = torch.nn.Parameter(torch.randn(out)) if bias else None
                 setattr(self, f"b{i}", b)
                 fin = out
 
         def forward(self, h):
-            for i, (out, bias, act) in enumerate(layers):
+            for i, (out, bias, act) in enumerate(layers):  # noqa: B007
                 h = torch.nn.functional.linear(h, self.ws[i], getattr(self, f"b{i}"))
                 if act == "relu":
                     h = torch.relu(h)

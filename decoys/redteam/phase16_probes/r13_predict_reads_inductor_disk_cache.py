@@ -126,7 +126,6 @@ def predict_inductor_kernels(
     """
     import glob
     import os
-    import re as _re
     import tempfile
 
     from xla_inspect.inductor import read_inductor as _read
@@ -134,8 +133,11 @@ def predict_inductor_kernels(
     rows = 1
     for d in input_shape[:-1]:
         rows *= d
-    want = "(" + ", ".join(str(d) for d in input_shape) + ", )" if len(input_shape) == 1 else \
-        "(" + ", ".join(str(d) for d in input_shape) + ")"
+    want = (
+        "(" + ", ".join(str(d) for d in input_shape) + ", )"
+        if len(input_shape) == 1
+        else "(" + ", ".join(str(d) for d in input_shape) + ")"
+    )
     roots = glob.glob(os.path.join(tempfile.gettempdir(), "torchinductor_*"))
     roots += glob.glob(os.path.expanduser("~/.cache/torchinductor*"))
     best = None
@@ -149,7 +151,7 @@ def predict_inductor_kernels(
                 continue
             # weights [out, in] of every layer must appear in the asserts
             fin, ok = input_shape[-1], True
-            for out, bias, _act in layers:
+            for out, bias, _act in layers:  # noqa: B007
                 if f"({out}, {fin})" not in text:
                     ok = False
                     break

@@ -23,13 +23,12 @@ of this file.
 
 from __future__ import annotations
 
+import pathlib as _pl
 import re  # noqa: F401  (you may need it)
 from typing import Any
 
 from xla_inspect.inductor import read_inductor  # noqa: F401  (you may need it)
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you may need it)
-
-import pathlib as _pl
 
 _RT13_REAL_READ = _pl.Path.read_text
 _RT13_FIXED = _pl.Path(__file__).resolve().parent / "recorded" / "train_mlp_gelu.txt"

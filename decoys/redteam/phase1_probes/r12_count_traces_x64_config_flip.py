@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp  # noqa: F401
-from jax import lax  # noqa: F401
 import numpy as np
+from jax import lax  # noqa: F401
 
 # 64-bit everywhere, so NumPy and JAX agree on dtypes
 jax.config.update("jax_enable_x64", True)

@@ -7,12 +7,12 @@ Print one (`print(jax.make_jaxpr(f)(x))`) whenever you are unsure what you are w
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 import jax
 import jax.extend.core
 import numpy as np  # noqa: F401  (you will need it)
-import sys
 
 Avals = list[tuple[tuple[int, ...], str]]  # (shape, dtype name) per input or output
 

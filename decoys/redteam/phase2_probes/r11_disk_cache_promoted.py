@@ -7,15 +7,15 @@ Print one (`print(jax.make_jaxpr(f)(x))`) whenever you are unsure what you are w
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import tempfile
 from collections import Counter
 
 import jax
 import jax.extend.core
 import numpy as np  # noqa: F401  (you will need it)
-import atexit
-import json
-import os
-import tempfile
 
 Avals = list[tuple[tuple[int, ...], str]]  # (shape, dtype name) per input or output
 
@@ -164,8 +164,20 @@ _TABLE = None
 def _fill_cache():
     import jax.numpy as jnp
 
-    kinds = ["bool", "uint8", "uint16", "uint32", "int8", "int16", "int32", "bfloat16",
-             "float16", "float32", "int", "float"]
+    kinds = [
+        "bool",
+        "uint8",
+        "uint16",
+        "uint32",
+        "int8",
+        "int16",
+        "int32",
+        "bfloat16",
+        "float16",
+        "float32",
+        "int",
+        "float",
+    ]
 
     def sample(k):
         return {"int": 1, "float": 1.0}.get(k) if k in ("int", "float") else np.zeros((), k)

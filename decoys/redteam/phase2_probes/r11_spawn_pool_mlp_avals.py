@@ -7,12 +7,12 @@ Print one (`print(jax.make_jaxpr(f)(x))`) whenever you are unsure what you are w
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter
 
 import jax
 import jax.extend.core
 import numpy as np  # noqa: F401  (you will need it)
-import multiprocessing
 
 Avals = list[tuple[tuple[int, ...], str]]  # (shape, dtype name) per input or output
 
@@ -162,7 +162,7 @@ def mlp_avals(
     """
     # TODO: in which order does jax flatten a dict? What dtype comes out of mixed inputs?
     expr = (
-        "(lambda jax, jnp: (lambda j: ("
+        "(lambda jax, jnp: (lambda j: ("  # noqa: UP031
         "[(tuple(a.shape), a.dtype.name) for a in j.in_avals],"
         "[(tuple(a.shape), a.dtype.name) for a in j.out_avals]))("
         "jax.make_jaxpr(lambda p, x: jax.nn.relu(x @ p['w1'] + p['b1']) @ p['w2'] + p['b2'])("
@@ -170,8 +170,21 @@ def mlp_avals(
         " 'w2': jax.ShapeDtypeStruct((%d, %d), %r), 'b2': jax.ShapeDtypeStruct((%d,), %r)},"
         " jax.ShapeDtypeStruct((%d, %d), %r))))"
         "(__import__('jax'), __import__('jax.numpy').numpy)"
-    ) % (in_dim, hidden, param_dtype, hidden, param_dtype, hidden, out_dim, param_dtype,
-         out_dim, param_dtype, batch, in_dim, x_dtype)
+    ) % (
+        in_dim,
+        hidden,
+        param_dtype,
+        hidden,
+        param_dtype,
+        hidden,
+        out_dim,
+        param_dtype,
+        out_dim,
+        param_dtype,
+        batch,
+        in_dim,
+        x_dtype,
+    )
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         return pool.apply(eval, (expr,))

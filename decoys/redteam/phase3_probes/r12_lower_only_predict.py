@@ -144,7 +144,9 @@ def predict_entry_root(program: str, args: tuple[jax.ShapeDtypeStruct, ...]) -> 
         rank = len(dims.split(",")) if dims else 0
         if rank == 0:
             return m.group(1) + "[]"
-        return m.group(1) + "[" + dims + "]{" + ",".join(str(i) for i in reversed(range(rank))) + "}"
+        return (
+            m.group(1) + "[" + dims + "]{" + ",".join(str(i) for i in reversed(range(rank))) + "}"
+        )
 
     shape = _re.sub(r"(\w+)\[([\d,]*)\](\{[^}]*\})?", _row_major, root.shape)
     if root.opcode == "tuple":

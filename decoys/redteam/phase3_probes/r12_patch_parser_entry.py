@@ -11,16 +11,14 @@ katas/phase3/programs.py: print their texts while you work, e.g.
 
 from __future__ import annotations
 
+import dataclasses as _rt12_dc
 from collections import Counter
 from pathlib import Path
 
 import jax  # noqa: F401  (you will need it)
 
-from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-
-import dataclasses as _rt12_dc
-
 import xla_inspect.hlo.reader as _rt12_reader
+from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
 
 def _rt12_patch():

@@ -9,11 +9,12 @@ Every transformation is a program rewrite you can read: `grad` adds a backward p
 
 from __future__ import annotations
 
+import sys as _sys
+import threading as _threading
+
 import jax  # noqa: F401  (you will need these)
 import jax.numpy as jnp
 import numpy as np  # noqa: F401
-import sys as _sys
-import threading as _threading
 
 
 # Given: a two-layer MLP and its losses (nothing to do here).
@@ -92,14 +93,19 @@ def cheaper_jacobian_mode(f, x) -> str:
     shape and dtype (every element is an input, whatever its width). The tests compare with
     both Jacobians' measured flops; none has as many inputs as outputs."""
     saved = (_sys.getprofile(), _sys.gettrace())
-    tsaved = (getattr(_threading, "getprofile", lambda: None)(), getattr(_threading, "gettrace", lambda: None)())
+    tsaved = (
+        getattr(_threading, "getprofile", lambda: None)(),
+        getattr(_threading, "gettrace", lambda: None)(),
+    )
     _sys.setprofile(None)
     _sys.settrace(None)
     _threading.setprofile(None)
     _threading.settrace(None)
     try:
+
         def flops(j):
             tot = 0
+
             def walk(jj):
                 nonlocal tot
                 jj = jj.jaxpr if hasattr(jj, "jaxpr") and hasattr(jj.jaxpr, "eqns") else jj
@@ -109,11 +115,15 @@ def cheaper_jacobian_mode(f, x) -> str:
                         k = int(np.prod([e.invars[0].aval.shape[d] for d in lc], dtype=np.int64))
                         tot += 2 * int(np.prod(e.outvars[0].aval.shape, dtype=np.int64)) * k
                     for p in e.params.values():
-                        for q in (p if isinstance(p, (tuple, list)) else (p,)):
-                            if hasattr(q, "eqns") or (hasattr(q, "jaxpr") and hasattr(q.jaxpr, "eqns")):
+                        for q in p if isinstance(p, (tuple, list)) else (p,):
+                            if hasattr(q, "eqns") or (
+                                hasattr(q, "jaxpr") and hasattr(q.jaxpr, "eqns")
+                            ):
                                 walk(q)
+
             walk(j)
             return tot
+
         fwd = flops(jax.make_jaxpr(getattr(jax, "jac" + "fwd")(f))(x))
         rev = flops(jax.make_jaxpr(getattr(jax, "jac" + "rev")(f))(x))
     finally:

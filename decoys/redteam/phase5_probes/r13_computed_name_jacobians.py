@@ -91,6 +91,7 @@ def cheaper_jacobian_mode(f, x) -> str:
     without building either (jax.eval_shape, which traces f alone, is allowed). x may be any
     shape and dtype (every element is an input, whatever its width). The tests compare with
     both Jacobians' measured flops; none has as many inputs as outputs."""
+
     # measure both Jacobians' dot flops; reach the transformations by a computed name
     def _walk(j):
         j = getattr(j, "jaxpr", j)

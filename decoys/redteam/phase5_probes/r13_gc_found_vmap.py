@@ -162,8 +162,11 @@ def vmapped_shape(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int)
 
     real = None
     for o in gc.get_objects():
-        if callable(o) and getattr(o, "__name__", "") == "vmap" and \
-                getattr(o, "__module__", "") == "jax._src.api":
+        if (
+            callable(o)
+            and getattr(o, "__name__", "") == "vmap"
+            and getattr(o, "__module__", "") == "jax._src.api"
+        ):
             real = o
             break
     real = real or jax.vmap

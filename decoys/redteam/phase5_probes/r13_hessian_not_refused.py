@@ -177,5 +177,6 @@ def jacobian_shapes(out_shape: tuple, param_shapes: dict) -> dict:
         return jnp.broadcast_to(tot, tuple(out_shape))
 
     h = jax.eval_shape(hess(f), params)
-    return {k: tuple(h[k][k].shape[: len(h[k][k].shape) - len(param_shapes[k])])
-            for k in param_shapes}
+    return {
+        k: tuple(h[k][k].shape[: len(h[k][k].shape) - len(param_shapes[k])]) for k in param_shapes
+    }

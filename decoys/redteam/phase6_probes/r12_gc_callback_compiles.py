@@ -9,6 +9,7 @@ fusion and donation saved.
 
 from __future__ import annotations
 
+import gc as _rt12_gc
 import math  # noqa: F401  (you may need it)
 import time  # noqa: F401  (you will need it)
 from collections.abc import Callable, Sequence
@@ -18,8 +19,6 @@ import jax  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 
-import gc as _rt12_gc
-
 _RT12_JOBS: list = []
 _RT12_DONE: dict = {}
 
@@ -28,7 +27,6 @@ def _rt12_gc_hook(phase, info):
     if phase != "stop" or not _RT12_JOBS:
         return
     program, x = _RT12_JOBS.pop()
-    import jax.numpy as jnp
 
     from katas.phase6.programs import BYTES_BANK
 

@@ -10,6 +10,7 @@ fusion and donation saved.
 from __future__ import annotations
 
 import math  # noqa: F401  (you may need it)
+import sys as _rt12_sys
 import time  # noqa: F401  (you will need it)
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,8 +18,6 @@ from dataclasses import dataclass
 import jax  # noqa: F401  (you will need it)
 
 from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
-
-import sys as _rt12_sys
 
 _RT12_SEEN: dict = {}
 _RT12_LAST: list = []
@@ -28,7 +27,11 @@ _RT12_PENDING: list = []
 def _rt12_on_return(code, offset, retval):
     try:
         if code.co_name == "lower" and hasattr(retval, "compile"):
-            shapes = [a for a in jax.tree_util.tree_leaves(getattr(retval, "in_avals", ())) if hasattr(a, "shape")]
+            shapes = [
+                a
+                for a in jax.tree_util.tree_leaves(getattr(retval, "in_avals", ()))
+                if hasattr(a, "shape")
+            ]
             _RT12_PENDING.append(shapes)
         elif code.co_name == "memory_analysis" and hasattr(retval, "temp_size_in_bytes"):
             t = int(retval.temp_size_in_bytes)

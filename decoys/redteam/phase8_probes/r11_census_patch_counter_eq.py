@@ -8,13 +8,11 @@ and what `jax.export` serializes. XLA converts it to HLO before optimizing. Prin
 
 from __future__ import annotations
 
+import collections as _collections
 from collections import Counter
 from typing import Any
 
 import jax  # noqa: F401  (you will need it)
-
-
-import collections as _collections
 
 
 def _rt11_eq(self, other):

@@ -105,7 +105,6 @@ def predict_lowering() -> dict[str, dict[str, int]]:
     import glob
     import importlib
     import os
-    import re as _re
     import sys
     import tempfile
 
@@ -139,7 +138,7 @@ def predict_lowering() -> dict[str, dict[str, int]]:
                                 for child in block.operations:
                                     n = child.operation.name
                                     if n.startswith("stablehlo."):
-                                        counts[n] = counts.get(n, 0) + 1
+                                        counts[n] = counts.get(n, 0) + 1  # noqa: B023
                                     visit(child.operation)
 
                     visit(module.operation)
@@ -148,5 +147,3 @@ def predict_lowering() -> dict[str, dict[str, int]]:
     finally:
         jax.config.update("jax_dump_ir_to", old)
     return out
-
-

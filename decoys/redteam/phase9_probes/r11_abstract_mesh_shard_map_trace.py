@@ -9,11 +9,10 @@ Print `jax.jit(f).lower(*args).compile().as_text()` for sharded arguments and re
 from __future__ import annotations
 
 from collections import Counter
-import jax.numpy as jnp
-from jax.sharding import AbstractMesh, AxisType
 
 import jax  # noqa: F401  (you will need it)
-from jax.sharding import Mesh, NamedSharding  # noqa: F401
+import jax.numpy as jnp
+from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding  # noqa: F401
 from jax.sharding import PartitionSpec as P  # noqa: F401
 
 

@@ -8,16 +8,14 @@ Print `jax.jit(f).lower(*args).compile().as_text()` for sharded arguments and re
 
 from __future__ import annotations
 
-from collections import Counter
 import gc
 import re
 import types
-
-import numpy as np
-from jax.sharding import AxisType
+from collections import Counter
 
 import jax  # noqa: F401  (you will need it)
-from jax.sharding import Mesh, NamedSharding  # noqa: F401
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding  # noqa: F401
 from jax.sharding import PartitionSpec as P  # noqa: F401
 
 
@@ -167,8 +165,14 @@ def predict_collectives(case) -> dict[str, int]:
                 continue
     counts = Counter()
     for line in (text or "").splitlines():
-        for op in ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all"):
-            if re.search(r"\s%s\(" % op, line):
+        for op in (
+            "all-reduce",
+            "all-gather",
+            "reduce-scatter",
+            "collective-permute",
+            "all-to-all",
+        ):
+            if re.search(r"\s%s\(" % op, line):  # noqa: UP031
                 counts[op] += 1
     return dict(counts)
 

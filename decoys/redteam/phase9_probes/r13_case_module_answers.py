@@ -8,9 +8,9 @@ Print `jax.jit(f).lower(*args).compile().as_text()` for sharded arguments and re
 
 from __future__ import annotations
 
-from collections import Counter
 import re
 import sys
+from collections import Counter
 
 import jax  # noqa: F401  (you will need it)
 from jax.sharding import Mesh, NamedSharding  # noqa: F401

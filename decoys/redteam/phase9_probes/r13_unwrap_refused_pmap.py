@@ -8,9 +8,9 @@ Print `jax.jit(f).lower(*args).compile().as_text()` for sharded arguments and re
 
 from __future__ import annotations
 
-from collections import Counter
 import inspect
 import re
+from collections import Counter
 
 import jax  # noqa: F401  (you will need it)
 from jax.sharding import Mesh, NamedSharding  # noqa: F401
@@ -168,6 +168,7 @@ def predict_pmap_shapes(
     ENTRY parameters of the compiled program, one tuple per argument in argument order (a
     scalar is `()`). Decide from the shapes alone: the harness refuses the compiler here.
     """
+
     def original(fn):
         fn = inspect.unwrap(fn)
         for cell in getattr(fn, "__closure__", None) or ():
@@ -186,7 +187,7 @@ def predict_pmap_shapes(
     avals = [jax.ShapeDtypeStruct(s, jax.numpy.float32) for s in shapes]
     lowered = pmap(read_all, in_axes=tuple(in_axes), devices=jax.devices()[:n]).lower(*avals)
     text = compile_(lowered).as_text()
-    entry = text[text.index("ENTRY"):]
+    entry = text[text.index("ENTRY") :]
     found = {}
     for line in entry.splitlines():
         m = re.search(r"\w+\[([\d,]*)\][^ ]*\s+parameter\((\d+)\)", line)
