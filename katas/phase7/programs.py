@@ -372,6 +372,11 @@ def mul(x, y):
     return x * y
 
 
+# bucketed_mean's buckets in the tests (beside ones drawn afresh each run)
+BUCKETS = (8, 16, 32)
+ODD_BUCKETS = (40, 5, 12)  # unsorted, not powers of two
+
+
 SHOWN = {
     "conditionals": given(
         PROGRAMS["switch_in_cond"],

@@ -14,9 +14,7 @@ from pytest_check import check
 from kata_harness import compile_events
 from kata_harness.oracles import host_callbacks
 from kata_harness.oracles.device_inputs import device_sees
-
-BUCKETS = (8, 16, 32)
-ODD_BUCKETS = (40, 5, 12)  # unsorted, not powers of two
+from katas.phase7.programs import BUCKETS, ODD_BUCKETS
 
 
 def _mean(kata, x, buckets) -> float:
