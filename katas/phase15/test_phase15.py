@@ -270,6 +270,17 @@ def _producer(module_bytecode: bytes) -> str:
 _PLATFORMS = ("cpu", "cuda", "tpu")
 
 
+def _spelled(platforms: tuple[str, ...], rng: random.Random, mixed: bool) -> tuple[str, ...]:
+    """The platform names as a user may write them to jax.export, which keeps the case it is
+    given ("CPU", "Cuda"): each letter's case drawn; with ``mixed`` at least one is not lower."""
+    while True:
+        spelled = tuple(
+            "".join(c.upper() if rng.random() < 0.5 else c for c in name) for name in platforms
+        )
+        if not mixed or any(name != name.lower() for name in spelled):
+            return spelled
+
+
 def _current_stablehlo() -> tuple[int, ...]:
     from jax._src.lib.mlir.dialects import hlo  # what jax.export serializes with
 
@@ -307,12 +318,14 @@ def test_export_facts(kata, fresh):
                 platforms = tuple(fresh.sample(_PLATFORMS, size))
                 if drawn == 0 and platforms == tuple(sorted(platforms)):
                     platforms = platforms[::-1]  # one case is never in alphabetical order
+                # jax.export keeps the case it is given; one case always has a capital letter
+                given = _spelled(platforms, fresh, mixed=drawn == 0)
                 # A cumsum exported for CUDA holds a `chlo.scan` composite that StableHLO cannot
                 # write for another version: the rewritten case draws among the others.
                 fn = fresh.choice(functions if drawn != 1 else functions[:3])
                 shape = (fresh.randint(1, 9), fresh.randint(1, 9))
                 jax.config.update("jax_export_calling_convention_version", version)
-                exported = jax.export.export(jax.jit(fn), platforms=platforms)(
+                exported = jax.export.export(jax.jit(fn), platforms=given)(
                     jax.ShapeDtypeStruct(shape, f32)
                 )
                 if drawn == 1:
@@ -328,7 +341,7 @@ def test_export_facts(kata, fresh):
                 got = kata.export_facts(blob)
                 with check:
                     assert tuple(got) == expected, (
-                        f"exported for {platforms}, calling convention {version} "
+                        f"exported for platforms={given}, calling convention {version} "
                         f"({fresh.where()}): got {got}"
                     )
     finally:

@@ -40,7 +40,8 @@ def _only(ops, opcode, label):
 
 
 def _run(task, mesh, sharded, label):
-    """One compile of `jax.jit(task(., mesh))`: (result, compiled module, jaxpr census)."""
+    """One compile of `jax.jit(task(., mesh))`: (result, compiled module, jaxpr census, the
+    compiled program)."""
     jitted = jax.jit(lambda a: task(a, mesh))
     try:
         compiled = jitted.lower(sharded).compile()
@@ -52,7 +53,7 @@ def _run(task, mesh, sharded, label):
             "host; the work and its collective must run on the devices, inside shard_map"
         )
     census = primitive_census(jax.make_jaxpr(lambda a: task(a, mesh))(sharded))
-    return compiled(sharded), parse_hlo(oracle.optimized_text(compiled)), census
+    return compiled(sharded), parse_hlo(oracle.optimized_text(compiled)), census, compiled
 
 
 def _placement(result, mesh, label: str, part) -> None:
@@ -95,6 +96,25 @@ def _both_placements(task, mesh, sharded, jitted, label: str, part, collective: 
     _placement(eager, mesh, f"{label}, called outside jit", part)
     with check:
         _eager_collective(modules, mesh, f"{label}, called outside jit", collective)
+
+
+def _other_values(task, mesh, x, sharded, compiled, label: str, rng, part_of) -> None:
+    """The task again on a second x of the same shape, dtype and placement with other values
+    (x's rows rotated by a drawn count, each element plus a drawn 1 to 3): through the program
+    already compiled for the first x, and called outside jit (JAX reuses the first call's
+    programs). `part_of(NumPy x)` is the `part` of `_placement` for that x. An answer that
+    remembers a result by shape, dtype or mesh, or bakes the first x's values into its program,
+    gives the first x's answer here."""
+    turn = rng.randrange(x.shape[0])
+    plus = rng.randint(1, 3)
+    second = (np.roll(x, turn, axis=0).astype(np.float64) + plus).astype(x.dtype)
+    again = jax.device_put(second, sharded.sharding)
+    case = (
+        f"{label}, a second x {x.dtype}{list(x.shape)} with the same placement: the first x's "
+        f"rows rolled down by {turn}, each element + {plus} ({rng.where()})"
+    )
+    _placement(compiled(again), mesh, f"{case}, under the same jax.jit program", part_of(second))
+    _placement(task(again, mesh), mesh, f"{case}, called outside jit", part_of(second))
 
 
 _STABLEHLO_COLLECTIVE = re.compile(
@@ -142,14 +162,24 @@ def _eager_collective(modules: dict[str, str], mesh, label: str, expected: str) 
 # ---- task 6: psum_total -----------------------------------------------------------------------
 
 
+def _everywhere(value):
+    """The `part` of `_placement` for a replicated result: every position holds `value`."""
+    return lambda _position: value
+
+
+def _exact_total(x: np.ndarray):
+    """The sum of every element of x, wide enough to be exact (int64 or float64)."""
+    return x.sum(dtype=np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64)
+
+
 @pytest.mark.task("psum_total")
 def test_psum_total(kata, fresh):
     """The map cases, then int32 rows drawn every run whose total float32 cannot hold exactly."""
     for mesh_name, mesh, x, sharded in [*map_cases(), drawn_programs.int_total_case(fresh)]:
-        total, module, jaxpr = _run(kata.psum_total, mesh, sharded, f"mesh {mesh_name}")
+        total, module, jaxpr, compiled = _run(kata.psum_total, mesh, sharded, f"mesh {mesh_name}")
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
-        exact = x.sum(dtype=np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64)
+        exact = _exact_total(x)
         if np.issubdtype(x.dtype, np.integer):
             with check:
                 assert np.array_equal(np.asarray(total), exact), (
@@ -172,6 +202,16 @@ def test_psum_total(kata, fresh):
             f"mesh {mesh_name}",
             lambda _, exact=exact: exact,
             "all_reduce",
+        )
+        _other_values(
+            kata.psum_total,
+            mesh,
+            x,
+            sharded,
+            compiled,
+            f"mesh {mesh_name}",
+            fresh,
+            lambda a: _everywhere(_exact_total(a)),
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["psum_invariant"] + jaxpr["psum"] == 1, (
@@ -197,10 +237,16 @@ def test_psum_total(kata, fresh):
 
 
 @pytest.mark.task("ring_shift")
-def test_ring_shift(kata):
+def test_ring_shift(kata, fresh):
     for mesh_name, mesh, x, sharded in map_cases():
-        shifted, module, jaxpr = _run(kata.ring_shift, mesh, sharded, f"mesh {mesh_name}")
+        shifted, module, jaxpr, compiled = _run(kata.ring_shift, mesh, sharded, f"mesh {mesh_name}")
         per_block = x.shape[0] // mesh.shape["x"]
+
+        def blocks(a, r=per_block):
+            """Position i along "x" holds block i of a's rows shifted one block down."""
+            rolled = np.roll(a, r, axis=0)
+            return lambda i: rolled[i * r : (i + 1) * r]
+
         rolled = np.roll(x, per_block, axis=0)
         with check:
             np.testing.assert_array_equal(
@@ -216,8 +262,11 @@ def test_ring_shift(kata):
             sharded,
             shifted,
             f"mesh {mesh_name}",
-            lambda i, rolled=rolled, r=per_block: rolled[i * r : (i + 1) * r],
+            blocks(x),
             "collective_permute",
+        )
+        _other_values(
+            kata.ring_shift, mesh, x, sharded, compiled, f"mesh {mesh_name}", fresh, blocks
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["ppermute"] == 1, (
@@ -242,9 +291,11 @@ def test_ring_shift(kata):
 
 
 @pytest.mark.task("gather_rows")
-def test_gather_rows(kata):
+def test_gather_rows(kata, fresh):
     for mesh_name, mesh, x, sharded in map_cases():
-        gathered, module, jaxpr = _run(kata.gather_rows, mesh, sharded, f"mesh {mesh_name}")
+        gathered, module, jaxpr, compiled = _run(
+            kata.gather_rows, mesh, sharded, f"mesh {mesh_name}"
+        )
         with check:
             np.testing.assert_array_equal(
                 np.asarray(gathered), x, err_msg=f"mesh {mesh_name}: every row, in order"
@@ -261,6 +312,16 @@ def test_gather_rows(kata):
             f"mesh {mesh_name}",
             lambda _, x=x: x,
             "all_gather",
+        )
+        _other_values(
+            kata.gather_rows,
+            mesh,
+            x,
+            sharded,
+            compiled,
+            f"mesh {mesh_name}",
+            fresh,
+            _everywhere,
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["all_gather"] == 1, (
@@ -294,9 +355,20 @@ def test_scatter_sum(kata, fresh):
     """The scatter cases, then int32 rows drawn every run whose sums float32 cannot hold."""
     for mesh_name, mesh, x, sharded in [*scatter_cases(), drawn_programs.int_scatter_case(fresh)]:
         n = mesh.shape["x"]
-        got, module, jaxpr = _run(kata.scatter_sum, mesh, sharded, f"mesh {mesh_name}")
-        wide = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
-        want = x.reshape(n, x.shape[0] // n, x.shape[1]).sum(0, dtype=wide).astype(x.dtype)
+        got, module, jaxpr, compiled = _run(kata.scatter_sum, mesh, sharded, f"mesh {mesh_name}")
+
+        def summed(a, n=n):
+            """The exact element-wise sum of a's n row blocks, in a's dtype."""
+            wide = np.int64 if np.issubdtype(a.dtype, np.integer) else np.float64
+            return a.reshape(n, a.shape[0] // n, a.shape[1]).sum(0, dtype=wide).astype(a.dtype)
+
+        def slices(a, n=n):
+            """Position i along "x" keeps slice i of the sum."""
+            want = summed(a)
+            r = want.shape[0] // n
+            return lambda i: want[i * r : (i + 1) * r]
+
+        want = summed(x)
         with check:
             assert got.dtype == x.dtype, (
                 f"mesh {mesh_name}: result dtype {got.dtype}, the sum keeps x's dtype {x.dtype}"
@@ -314,8 +386,11 @@ def test_scatter_sum(kata, fresh):
             sharded,
             got,
             f"mesh {mesh_name}",
-            lambda i, want=want, r=piece: want[i * r : (i + 1) * r],
+            slices(x),
             "reduce_scatter",
+        )
+        _other_values(
+            kata.scatter_sum, mesh, x, sharded, compiled, f"mesh {mesh_name}", fresh, slices
         )
         with check:
             assert jaxpr["shard_map"] == 1 and jaxpr["reduce_scatter"] == 1, (
