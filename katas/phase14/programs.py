@@ -169,14 +169,14 @@ _WORDS = ("encode", "mix", "refine", "update", "propagate", "smooth", "blend", "
 
 
 def drawn_program(
-    seed: int, with_stage: str | None = None
+    seed: int, with_stages: tuple[str, ...] = ()
 ) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
     """A program no other task runs, drawn from `seed`: its name (so its module's, `jit_<name>`),
     2 to 4 stages (a matmul, elementwise work, views and copies, a matmul of the array seen
     with other dims (`bitcast`s; alone or in a scan), a `lax.scan`, a
     `lax.fori_loop`, a scan holding a fori_loop, a `lax.while_loop` whose counter starts
     anywhere and steps by 2 or 3, so its condition's bound is not its trip count), at least one
-    of them a loop (`with_stage`, when given, always among them), trip counts from 2 to 8 but
+    of them a loop (`with_stages` always among them), trip counts from 2 to 8 but
     one loop's from 10 to 17 (a trip count of two digits), one array or a tuple out. Returns
     (fn, args, what it is)."""
     rng = random.Random(seed)
@@ -187,11 +187,20 @@ def drawn_program(
     stages = [rng.choice(_STAGES) for _ in range(rng.randint(2, 4))]
     if not set(_LOOPS) & set(stages):
         stages[rng.randrange(len(stages))] = rng.choice(_LOOPS)
-    if with_stage is not None and with_stage not in stages:  # in place of a stage, not of
-        # the only loop
+    for with_stage in with_stages:  # in place of a stage, not of the only loop nor of one
+        # placed before
+        if with_stage in stages:
+            continue
         loops = [i for i, stage in enumerate(stages) if stage in _LOOPS]
-        spare = [i for i in range(len(stages)) if with_stage in _LOOPS or loops != [i]]
-        stages[rng.choice(spare)] = with_stage
+        spare = [
+            i
+            for i in range(len(stages))
+            if (with_stage in _LOOPS or loops != [i]) and stages[i] not in with_stages
+        ]
+        if not spare:
+            stages.append(with_stage)
+        else:
+            stages[rng.choice(spare)] = with_stage
     long = rng.choice([i for i, stage in enumerate(stages) if stage in _LOOPS])
     trips[long % 3] = rng.randint(10, 16)  # a nested stage's inner loop runs one more trip
     tupled = rng.random() < 0.5

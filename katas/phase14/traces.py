@@ -341,13 +341,17 @@ def bared(text: str, rng: random.Random) -> str:
     one working ENTRY instruction's always (its primitive's name), others drawn. Such an
     op_name is its first part only: no scope ("")."""
     module = parse_hlo(text)
-    named = [i for i in module.entry if i.opcode not in PLUMBING and op_metadata.op_name(i)]
+    named = [
+        i
+        for i in module.entry
+        if i.opcode not in PLUMBING and op_metadata.op_name(i) and ";" not in op_metadata.op_name(i)
+    ]
     always = rng.choice(named).line_no if named else -1
     lines = text.splitlines(keepends=True)
     for number, line in enumerate(lines, 1):
         found = _OP_NAME.search(line)
-        if found is None or (number != always and rng.random() > 0.25):
-            continue
+        if found is None or ";" in found.group(1) or (number != always and rng.random() > 0.25):
+            continue  # joined op_names (joined_scopes) kept
         parts = [p for p in found.group(1).split(";", 1)[0].split("/") if p]
         bare = parts[-1] if number == always else rng.choice(parts[1:] or parts)
         lines[number - 1] = line[: found.start(1)] + bare + line[found.end(1) :]
