@@ -91,7 +91,8 @@ def scope_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dic
     whatever it reads (the traced function: `jit(fn)` in the modules here; `pjit(fn)`, `fn`...
     elsewhere) and the last (the primitive); unwrap every remaining part written `word(inner)`
     (the transformations: `jvp(layer_1)`, `transpose(jvp(layer_1))`) to its innermost content;
-    the first part that is not empty then is the scope. No op_name, or no such part: "".
+    the first part that is not empty then is the scope. No op_name, or no such part: ""
+    (an op_name without a `/`, such as `op_name="reduce_window_sum"`, is all first part: "").
     So the forward and the backward pass of `layer_1` both count for "layer_1".
     """
     # TODO: read the op_name of each instruction the events ran

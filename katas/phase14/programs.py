@@ -16,6 +16,7 @@ at import.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable
@@ -161,30 +162,45 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
 
 # ---- drawn programs (expected_counts) ------------------------------------------------------------
 
-_STAGES = ("matmul", "elementwise", "view", "scan", "fori", "nested", "stride")
+_STAGES = ("matmul", "elementwise", "view", "reshape", "scan", "fori", "nested", "stride")
+_RESHAPES = ("wide", "tall", "batch")
 _LOOPS = ("scan", "fori", "nested", "stride")
 _WORDS = ("encode", "mix", "refine", "update", "propagate", "smooth", "blend", "block")
 
 
 def drawn_program(
-    seed: int, with_stage: str | None = None
+    seed: int, with_stages: tuple[str, ...] = ()
 ) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
     """A program no other task runs, drawn from `seed`: its name (so its module's, `jit_<name>`),
-    2 to 4 stages (a matmul, elementwise work, views and copies, a `lax.scan`, a
+    2 to 4 stages (a matmul, elementwise work, views and copies, a matmul of the array seen
+    with other dims (`bitcast`s; alone or in a scan), a `lax.scan`, a
     `lax.fori_loop`, a scan holding a fori_loop, a `lax.while_loop` whose counter starts
     anywhere and steps by 2 or 3, so its condition's bound is not its trip count), at least one
-    of them a loop (`with_stage`, when given, always among them), trip counts from 2 to 8 but
+    of them a loop (`with_stages` always among them), trip counts from 2 to 8 but
     one loop's from 10 to 17 (a trip count of two digits), one array or a tuple out. Returns
     (fn, args, what it is)."""
     rng = random.Random(seed)
     n = 2 * rng.randint(2, 20)
     trips = [rng.randint(2, 7) for _ in range(3)]
     strides = [(rng.randint(0, 9), rng.choice((2, 3)), rng.randint(1, 2)) for _ in range(3)]
+    reshapes = [(rng.choice(_RESHAPES), rng.random() < 0.5) for _ in range(3)]
     stages = [rng.choice(_STAGES) for _ in range(rng.randint(2, 4))]
     if not set(_LOOPS) & set(stages):
         stages[rng.randrange(len(stages))] = rng.choice(_LOOPS)
-    if with_stage is not None and with_stage not in stages:
-        stages[rng.randrange(len(stages))] = with_stage
+    for with_stage in with_stages:  # in place of a stage, not of the only loop nor of one
+        # placed before
+        if with_stage in stages:
+            continue
+        loops = [i for i, stage in enumerate(stages) if stage in _LOOPS]
+        spare = [
+            i
+            for i in range(len(stages))
+            if (with_stage in _LOOPS or loops != [i]) and stages[i] not in with_stages
+        ]
+        if not spare:
+            stages.append(with_stage)
+        else:
+            stages[rng.choice(spare)] = with_stage
     long = rng.choice([i for i, stage in enumerate(stages) if stage in _LOOPS])
     trips[long % 3] = rng.randint(10, 16)  # a nested stage's inner loop runs one more trip
     tupled = rng.random() < 0.5
@@ -200,6 +216,13 @@ def drawn_program(
             elif stage == "view":
                 halves = (h[: n // 2].T.reshape(n, n // 2), h[n // 2 :].T.reshape(n, n // 2))
                 h = jnp.concatenate(halves, axis=1)
+            elif stage == "reshape":  # bitcasts of other dims around a matmul, maybe in a scan
+                form, looped = reshapes[i % 3]
+                step = functools.partial(_reshaped_matmul, form=form, w=w)
+                if looped:
+                    h = jax.lax.scan(lambda c, _, step=step: (step(c), None), h, None, t)[0]
+                else:
+                    h = step(h)
             elif stage == "scan":
                 h = jax.lax.scan(lambda c, _: (jnp.tanh(c @ w) + 1.0, c.sum()), h, None, t)[0]
             elif stage == "fori":
@@ -226,7 +249,25 @@ def drawn_program(
     data = np.random.default_rng(seed)
     args = (_normal(data, n, n) / np.float32(np.sqrt(n)), _normal(data, n, n))
     out = "a tuple" if tupled else "one array"
-    return program, args, f"{name}: {'+'.join(stages)}, trips {trips}, f32[{n},{n}], {out}"
+    shown = [
+        f"reshape({reshapes[i % 3][0]}{', in a scan' if reshapes[i % 3][1] else ''})"
+        if stage == "reshape"
+        else stage
+        for i, stage in enumerate(stages)
+    ]
+    return program, args, f"{name}: {'+'.join(shown)}, trips {trips}, f32[{n},{n}], {out}"
+
+
+def _reshaped_matmul(h, *, form: str, w):
+    """h [n, n] seen with other dims around a matmul, the product seen as [n, n] again: XLA
+    writes each reshape as a `bitcast` of other printed dims (same rank or not), no kernel."""
+    n = h.shape[0]
+    if form == "wide":  # [n/2, 2n] @ [2n, 2n]
+        return (h.reshape(n // 2, 2 * n) @ jnp.tile(w, (2, 2))).reshape(n, n)
+    if form == "tall":  # [2n, n/2] @ [n/2, n/2]
+        return (h.reshape(2 * n, n // 2) @ w[: n // 2, : n // 2]).reshape(n, n)
+    # "batch": [2, n/2, n] @ [2, n, n] (rank 3)
+    return jnp.matmul(h.reshape(2, n // 2, n), jnp.stack([w, w.T])).reshape(n, n)
 
 
 PROGRAMS: dict[str, Callable[..., Any]] = {

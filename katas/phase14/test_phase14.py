@@ -271,11 +271,14 @@ def _counted(profile: Profile, step: int) -> dict[str, int]:
 def _live_counts(fresh):
     """(what, profile) for programs drawn fresh, which no other task runs (their names, loops
     and trip counts drawn here; a while_loop stepping by 2 or 3 from anywhere, whose condition
-    bound is not its trip count, always among them, and a fori_loop, which the CPU backend
-    wraps in a call marked xla_cpu_small_call: one event, nothing inside), and for programs of
-    the bank at fresh sizes: rooted (its ROOT is work, not a tuple) always."""
-    for stage in ("stride", "fori", None, None):
-        fn, args, what = drawn_program(fresh.randrange(1 << 30), with_stage=stage)
+    bound is not its trip count, always among them, a fori_loop, which the CPU backend wraps in
+    a call marked xla_cpu_small_call: one event, nothing inside, and a matmul of the array seen
+    with other dims, in ENTRY or in a scan's body: bitcasts that change the printed dims, of the
+    same rank or not, views all the same; it and a scan holding a fori_loop, a loop in a loop,
+    always in one program), and for programs of the bank at fresh sizes: rooted
+    (its ROOT is work, not a tuple) always."""
+    for stages in (("stride",), ("fori",), ("nested", "reshape"), ()):
+        fn, args, what = drawn_program(fresh.randrange(1 << 30), with_stages=stages)
         yield what, capture_profile(fn, *args, steps=1)
     others = [p for p in PREDICT_BANK if p != "rooted"]
     for program in ("rooted", *fresh.sample(others, 2)):

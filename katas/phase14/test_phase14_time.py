@@ -26,6 +26,7 @@ from katas.phase14.programs import (
 from katas.phase14.traces import (
     BANK,
     STEP_NAMES,
+    bared,
     cases,
     compiled_program,
     instr_event,
@@ -105,7 +106,8 @@ def _shares_cases(fresh, task: str):
     for line_shares calls written over several lines, and fusions with no stack frame of their
     own around fused instructions that have one) and a made trace of two executions at
     once (one group of the task far under 1% of the time: every group that ran appears; for
-    scope_shares op_names that begin otherwise than jit(fn)), each as it is and renamed."""
+    scope_shares op_names that begin otherwise than jit(fn), and op_names without a `/`),
+    each as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("layered",), "line_shares": BANK}[task]
     yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
     always = {
@@ -126,8 +128,10 @@ def _shares_cases(fresh, task: str):
     )
     scope_of = _scope_of if task == "scope_shares" else None
     made = made_profile(fresh, program, fresh.choice(STEP_NAMES), scope_of, SHARE_KEYS[task])
-    if task == "scope_shares":  # op_names whose first part is not jit(fn): pjit(fn), fn...
-        made = Profile(made.events, reprefixed(made.hlo_text, fresh), made.module, made.step_name)
+    if task == "scope_shares":  # op_names whose first part is not jit(fn): pjit(fn), fn...,
+        # and op_names of one part, no `/` (a primitive's or a scope's name alone): no scope
+        text = bared(reprefixed(made.hlo_text, fresh), fresh)
+        made = Profile(made.events, text, made.module, made.step_name)
     yield f"{program}: two executions at once ({fresh.where()})", made
     if task == "line_shares":  # frameless fusions around fused instructions with a frame, with
         # time of their own, always: in a live trace they may take too little to move a share

@@ -335,6 +335,29 @@ def reprefixed(text: str, rng: random.Random) -> str:
     return _OP_NAME.sub(op_name, text)
 
 
+def bared(text: str, rng: random.Random) -> str:
+    """The module with op_names written without any `/`, one part alone (as XLA names what its
+    own passes add: `op_name="reduce_window_sum"`): a primitive's name, or a scope's, drawn;
+    one working ENTRY instruction's always (its primitive's name), others drawn. Such an
+    op_name is its first part only: no scope ("")."""
+    module = parse_hlo(text)
+    named = [
+        i
+        for i in module.entry
+        if i.opcode not in PLUMBING and op_metadata.op_name(i) and ";" not in op_metadata.op_name(i)
+    ]
+    always = rng.choice(named).line_no if named else -1
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines, 1):
+        found = _OP_NAME.search(line)
+        if found is None or ";" in found.group(1) or (number != always and rng.random() > 0.25):
+            continue  # joined op_names (joined_scopes) kept
+        parts = [p for p in found.group(1).split(";", 1)[0].split("/") if p]
+        bare = parts[-1] if number == always else rng.choice(parts[1:] or parts)
+        lines[number - 1] = line[: found.start(1)] + bare + line[found.end(1) :]
+    return "".join(lines)
+
+
 def step_threads(fresh, steps: int) -> list[str]:
     """The thread of each of `steps` step events, as when two loops annotate alike: the first
     step on one thread, a later step on another, the rest drawn between the two."""
@@ -352,7 +375,8 @@ def made_profile(
     while's body runs twice inside its event, its first body event starting with the while and,
     drawn, its last body event ending with it; a conditional's drawn branch, and a call's
     computation (as when XLA does not run the call as one kernel), inside its event), then one
-    of another module bearing the same names; an execution before the first step; the step
+    of another module bearing the same names, whose name extends this one's (`jit_f_2` beside
+    `jit_f`); an execution before the first step; the step
     events on two threads (the first step on one, a later one on the other). Durations are
     drawn: the shares are the construction's. With `label_of` (a function of an
     `InstructionInfo`: the group a task reads), the instructions of one group of the ENTRY
@@ -401,6 +425,8 @@ def made_profile(
             last, t = end, end + 10 * fresh.randint(0, 3)
         return t, last
 
+    # the other module's name extends this one's (as jit_f_2 extends jit_f): not this module
+    twin = module.name + fresh.choice(("_2", "_1", "2", "_eval", "_twin", "_grad"))
     t = lay(module.entry.name, 0, 0, 0)[0] + 1000
     step_thread = step_threads(fresh, 3)
     for n in range(3):
@@ -409,7 +435,7 @@ def made_profile(
             lay(module.entry.name, t, 0, 2 * n + 1)[0],
             lay(module.entry.name, t + 30, 1, 2 * n + 2)[0],
         ]
-        t = lay(module.entry.name, max(ends), 1, 0, "jit_twin")[0] + 500
+        t = lay(module.entry.name, max(ends), 1, 0, twin)[0] + 500
         events.append(TraceEvent(step_name, step_thread[n], start, t - start, (("step_num", n),)))
         t += 1000
     fresh.shuffle(events)
