@@ -5,7 +5,7 @@ Pass names are never written here: the true answer is read from a per-pass dump 
 constructs.
 """
 
-import shutil
+import os
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -95,26 +95,42 @@ def test_timeline_shows_each_change_where_the_dump_does(kata, dumps):
             assert changes == expected, f"{key}: opcode counts change after {changes}, {expected}"
 
 
-def _variant_dump(source: Path, target: Path) -> list[str]:
+def _variant_dump(source: Path, target: Path, fresh) -> tuple[list[str], list[int]]:
     """A copy of the dump in `target` whose per-pass files hold a metamorphic variant of their
     module (every computation and instruction relabelled, computations reordered where XLA
     accepts another order), seeded by the file name, under the name XLA would give it in a
     longer compile: sequence numbers moved to run across 9999 to 10000 (XLA pads them to four
-    digits, no more); other files copied as they are. Returns the variant kinds written."""
+    digits, no more); other files copied as they are. The files are written in an order drawn
+    from `fresh`, and their modification times set in another drawn order, never the sequence
+    (a dump copied or written out of order: only the numbers order the passes). Returns the
+    variant kinds written and the per-pass files' sequence numbers, oldest mtime first."""
     target.mkdir()
     files = passes.pass_files(source)
     first = 10_000 - len(files) // 2
     renamed = {f.path.name: _renumbered(f, first + index) for index, f in enumerate(files)}
-    kinds = []
+    kinds: list[str] = []
+    texts: dict[str, bytes] = {}
     for path in sorted(source.iterdir()):
         if path.name not in renamed:
-            shutil.copy(path, target / path.name)
+            texts[path.name] = path.read_bytes()
             continue
         found = list(metamorphic.variants(path.read_text(), seed=zlib.crc32(path.name.encode())))
         assert found, f"{path.name}: no metamorphic variant XLA accepts"
-        (target / renamed[path.name]).write_text(found[-1].text)
+        texts[renamed[path.name]] = found[-1].text.encode()
         kinds.append(found[-1].kind)
-    return kinds
+    written = list(texts)
+    fresh.shuffle(written)
+    for name in written:
+        (target / name).write_bytes(texts[name])
+    in_sequence = list(range(len(files)))
+    by_mtime = fresh.sample(in_sequence, len(in_sequence))
+    if by_mtime == in_sequence:  # a drawn order that happens to be the sequence: turn it round
+        by_mtime.reverse()
+    start = os.stat(target).st_mtime_ns
+    for position, index in enumerate(by_mtime):
+        stamp = start + position * 1_000_000_000  # a second apart: no two files tie
+        os.utime(target / renamed[files[index].path.name], ns=(stamp, stamp))
+    return kinds, [first + index for index in by_mtime]
 
 
 def _renumbered(file: passes.PassFile, seq: int) -> str:
@@ -125,19 +141,27 @@ def _renumbered(file: passes.PassFile, seq: int) -> str:
 
 
 @pytest.mark.task("pass_timeline")
-def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path):
-    """The same dump with every file's module relabelled (%n17, %c3) and reordered, and its
-    sequence numbers running past 9999: the pass names come from the file names, the order from
-    the numbers and the counts from the opcodes, so nothing changes."""
+def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path, fresh):
+    """The same dump with every file's module relabelled (%n17, %c3) and reordered, its
+    sequence numbers running past 9999, and its files written and modified in a drawn order:
+    the pass names come from the file names, the order from the numbers (not the times) and the
+    counts from the opcodes, so nothing changes."""
     for key in ("fusion", "loop"):  # a reduction and its fusion; a loop, tuples, a dotted name
         dump = dumps[key]
-        kinds = _variant_dump(dump["dir"], tmp_path / key)
+        kinds, by_mtime = _variant_dump(dump["dir"], tmp_path / key, fresh)
         timeline = _timeline(kata, tmp_path / key)
         expected = [(name, dict(counts)) for name, counts in dump["files"]]
         got = [(name, dict(counts)) for name, counts in timeline]
-        what = f"{key} (each file {sorted(set(kinds))}, seeded by its file name)"
+        what = (
+            f"{key} (each file {sorted(set(kinds))}, seeded by its file name; modification "
+            f"times in the drawn order of sequence numbers {_shortened(by_mtime)}, "
+            f"{fresh.where()})"
+        )
         with check:
-            assert [n for n, _ in got] == [n for n, _ in expected], f"{what}: pass names differ"
+            assert [n for n, _ in got] == [n for n, _ in expected], (
+                f"{what}: pass names {_shortened([n for n, _ in got])}, expected them in "
+                "sequence-number order"
+            )
         for index, ((name, counts), (_, want)) in enumerate(zip(got, expected, strict=False)):
             if counts != want:
                 with check:
@@ -145,6 +169,14 @@ def test_timeline_holds_under_renaming_and_reordering(kata, dumps, tmp_path):
                         f"{what}: entry {index} ({name}): counts {counts}, expected {want}"
                     )
                 break
+
+
+def _shortened(items: list, shown: int = 6) -> str:
+    """The first and last few of `items`, for a failure message."""
+    if len(items) <= 2 * shown:
+        return str(items)
+    head, tail = ", ".join(map(str, items[:shown])), ", ".join(map(str, items[-shown:]))
+    return f"[{head}, ... {tail}] ({len(items)} files)"
 
 
 # A constructed timeline, its opcode, and the answer by construction.

@@ -72,7 +72,9 @@ def dot_flops(jaxpr) -> int:
     Count 2 per multiply-add (as XLA's cost analysis does), whatever the dtype (a complex
     multiply-add counts 2 too): 2 * (elements of the output) * (product of the contracted
     dimension sizes, read from dimension_numbers: any axes, not only the last). Batch dimensions
-    are part of the output; a dot that contracts every axis has a scalar output, one element.
+    are part of the output; a dot that contracts every axis has a scalar output, one element;
+    an output with an axis of size 0 has no elements, and a contracted axis of size 0 leaves
+    no multiply-adds: 0 flops either way.
     Nested jaxprs sit in equation params of any primitive that holds one (a nested jit, every
     branch of a cond or switch, a scan body, a while loop's condition and body, custom_jvp,
     custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a

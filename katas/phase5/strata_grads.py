@@ -194,13 +194,23 @@ def _placed(rng: random.Random, fn):
         return where, jax.shard_map(fn, mesh=mesh, in_specs=(spec, spec), out_specs=spec), 1
     if where == "a nested jit":
         return where, jax.jit(fn), 1
-    if where == "a cond":
-        return where, lambda a, b: lax.cond(jnp.real(a[(0,) * a.ndim]) > 0, fn, fn, a, b), 2
+    if where == "a cond":  # a predicate read from the values, which may hold no elements
+        return where, lambda a, b: lax.cond(jnp.real(jnp.sum(a)) > 0, fn, fn, a, b), 2
     if where == "a scan body":
         return where, lambda a, b: lax.scan(lambda c, _: (c, fn(a, b)), 0, None, length=3)[1], 1
     if where == "a checkpoint":
         return where, jax.checkpoint(fn), 1
     return where, fn, 1
+
+
+def _bmkn(sizes: dict[str, int]) -> list[tuple[int, ...]]:
+    """The operand shapes of a batched matmul of these sizes: (b, m, k) and (b, k, n)."""
+    return [(sizes["b"], sizes["m"], sizes["k"]), (sizes["b"], sizes["k"], sizes["n"])]
+
+
+def _bmkn_text(sizes: dict[str, int]) -> str:
+    lhs, rhs = _bmkn(sizes)
+    return f"f32{list(lhs)} @ f32{list(rhs)}, batch axis 0 of each"
 
 
 def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
@@ -209,8 +219,9 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
     2**64 (not an int64); one jitted function called twice (one jaxpr, two equations); a
     complex64 matmul (a complex multiply-add counts 2 too, as the formula says); a dot that
     contracts every axis (two vectors, or two matrices with their axes crossed), whose output
-    of shape () has one element; each placed at a drawn nesting place. Nothing is allocated:
-    the arguments are shapes."""
+    of shape () has one element; a batched matmul whose output has no elements (a batch, m or
+    n of 0, drawn), and one whose contracted axis has size 0: 0 flops each; each placed at a
+    drawn nesting place. Nothing is allocated: the arguments are shapes."""
     a, k, b = (_odd(rng, 18) for _ in range(3))
     bt, m, k1, k2, n = (_odd(rng, 13) for _ in range(5))
     s, t, u = (rng.randint(2, 40) for _ in range(3))
@@ -225,6 +236,14 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
     ])  # fmt: skip
     shared = jax.jit(lambda p, q: p @ q)
     general = (((2, 3), (1, 2)), ((0,), (0,)))
+    # a batched matmul (batch, m, k) @ (batch, k, n) with one axis of size 0, drawn: a batch,
+    # m or n of 0 leaves the output no elements; k of 0 leaves a full output no multiply-adds
+    batched = (((2,), (1,)), ((0,), (0,)))
+    sizes = dict(zip("bmkn", (rng.randint(1, 9) for _ in range(4)), strict=True))
+    empty = rng.choice(["b", "m", "n"])
+    zero_out = {**sizes, empty: 0}
+    zero_k = {**sizes, "k": 0}
+    axis = {"b": "batch", "m": "lhs free (m)", "n": "rhs free (n)"}[empty]
     programs = {
         "past 2**53, odd sizes": (
             jnp.matmul, [(a, k), (k, b)], 2 * a * b * k),
@@ -236,6 +255,10 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
         "a complex64 matmul": (
             jnp.matmul, [(c1, c2), (c2, c3)], 2 * c1 * c2 * c3),
         f"a scalar output, every axis contracted ({full[0]})": full[1:],
+        f"an output with no elements, a {axis} axis of size 0: {_bmkn_text(zero_out)}": (
+            lambda p, q: lax.dot_general(p, q, batched), _bmkn(zero_out), 0),
+        f"a contracted axis of size 0 (a full output, no multiply-adds): {_bmkn_text(zero_k)}": (
+            lambda p, q: lax.dot_general(p, q, batched), _bmkn(zero_k), 0),
     }  # fmt: skip
     cases = {}
     for name, (fn, shapes, flops) in programs.items():
