@@ -246,43 +246,6 @@ def matvec_case(in_axes, dtype: DTypeLike = np.float32):
     return W, vs, np.einsum(spec, W.astype(np.float64), vs.astype(np.float64))
 
 
-# What jax raises when traced code asks for the values of an array (np.asarray, float(), an `if`
-# on it): under jax.jit and make_jaxpr they do not exist yet. A batched_matvec that hands back a
-# NumPy array meets this in every test, since each calls it traced; `mapped` makes that a
-# failure naming the case.
-NEEDS_VALUES = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.TracerIntegerConversionError,
-)
-
-
-def spelled_case(W, vs, in_axes) -> str:
-    """One batched_matvec case as a failure message shows it."""
-    return (
-        f"in_axes={in_axes}, W {np.dtype(W.dtype).name}{list(W.shape)}, "
-        f"vs {np.dtype(vs.dtype).name}{list(vs.shape)}"
-    )
-
-
-def mapped(module, W, vs, in_axes, case: str):
-    """``module.batched_matvec(W, vs, in_axes)`` as the tests call it, traced (under jax.jit,
-    make_jaxpr or a lowering): a failed assertion naming the task and ``case`` when the answer
-    asks for the values of a traced array, the way a result converted to NumPy does."""
-    import pytest
-
-    __tracebackhide__ = True
-    try:
-        return module.batched_matvec(W, vs, in_axes)
-    except NEEDS_VALUES as error:
-        pytest.fail(
-            f"batched_matvec, {case}: traced (as jax.jit and make_jaxpr call it) it asked for "
-            f"the values of an array ({type(error).__name__}): a result turned into NumPy "
-            "(np.asarray, np.array, jax.device_get) or read on the host is not the jax.Array the "
-            "task returns; hand back what jax.vmap gives"
-        )
-
-
 def matvec_data():
     W, vs, _ = matvec_case((None, 0))
     Ws, _, _ = matvec_case((0, 0))

@@ -13,22 +13,36 @@ from pytest_check import check
 
 from kata_harness.contract import ContractViolation
 from kata_harness.oracles import autodiff as oracle
+from kata_harness.traced import called_traced
 from katas.phase5.programs import (
     BATCH,
     IN_AXES_CASES,
     MV_M,
     MV_N,
-    mapped,
     matvec_case,
     mlp_data,
     mlp_ties,
-    spelled_case,
 )
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.model import Shape
 from xla_inspect.query import dots, opcode_counts
 
 RTOL, ATOL = 1e-5, 1e-5
+
+
+def _spelled_case(W, vs, in_axes) -> str:
+    """One batched_matvec case as a failure message shows it."""
+    return (
+        f"in_axes={in_axes}, W {np.dtype(W.dtype).name}{list(W.shape)}, "
+        f"vs {np.dtype(vs.dtype).name}{list(vs.shape)}"
+    )
+
+
+def _mapped(kata, W, vs, in_axes, case: str):
+    """kata.batched_matvec as the tests call it, traced: an answer asking for the values of a
+    traced array (a result turned into NumPy) fails naming the case (kata_harness.traced)."""
+    __tracebackhide__ = True
+    return called_traced(kata.batched_matvec, W, vs, in_axes, task="batched_matvec", case=case)
 
 
 # ---- task 7: vmap and dimension numbers ---------------------------------------------------------
@@ -44,10 +58,10 @@ def test_batched_matvec_values(kata):
         try:
             kata.batched_matvec(W, vs, in_axes)
         except ContractViolation as error:  # the harness's check of the annotated return type
-            pytest.fail(f"batched_matvec, {spelled_case(W, vs, in_axes)}, called eagerly: {error}")
+            pytest.fail(f"batched_matvec, {_spelled_case(W, vs, in_axes)}, called eagerly: {error}")
     results = jax.jit(
         lambda arrays: [
-            mapped(kata, w, v, a, spelled_case(w, v, a))
+            _mapped(kata, w, v, a, _spelled_case(w, v, a))
             for a, (w, v) in zip(axes, arrays, strict=True)
         ]
     )([(W, vs) for W, vs, _ in cases])
@@ -81,8 +95,8 @@ def test_batched_matvec_maps_matvec_itself(kata, monkeypatch):
     for in_axes in IN_AXES_CASES:
         W, vs, _ = matvec_case(in_axes)
         seen.clear()
-        case = spelled_case(W, vs, in_axes)
-        jax.make_jaxpr(lambda w, v, a=in_axes, c=case: mapped(kata, w, v, a, c))(W, vs)
+        case = _spelled_case(W, vs, in_axes)
+        jax.make_jaxpr(lambda w, v, a=in_axes, c=case: _mapped(kata, w, v, a, c))(W, vs)
         with check:
             assert seen == [((MV_M, MV_N), (MV_N,))], (
                 f"in_axes={in_axes}: matvec saw {seen}; expected one call with one example's "
@@ -100,8 +114,8 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
     }
     for in_axes, (dims, transposes) in expected.items():
         W, vs, _ = matvec_case(in_axes)
-        case = spelled_case(W, vs, in_axes)
-        jaxpr = jax.make_jaxpr(lambda w, v, a=in_axes, c=case: mapped(kata, w, v, a, c))(W, vs)
+        case = _spelled_case(W, vs, in_axes)
+        jaxpr = jax.make_jaxpr(lambda w, v, a=in_axes, c=case: _mapped(kata, w, v, a, c))(W, vs)
         got = oracle.dot_dims(jaxpr)
         with check:
             assert got == dims, (
@@ -119,8 +133,8 @@ def test_vmap_rewrites_dot_dimension_numbers(kata):
 @pytest.mark.task("batched_matvec")
 def test_vmapped_matvec_compiles_to_one_matmul(kata):
     W, vs, _ = matvec_case((None, 0))
-    case = spelled_case(W, vs, (None, 0))
-    module = oracle.optimized(lambda w, v: mapped(kata, w, v, (None, 0), case), W, vs)
+    case = _spelled_case(W, vs, (None, 0))
+    module = oracle.optimized(lambda w, v: _mapped(kata, w, v, (None, 0), case), W, vs)
     found = dots(module)
     counts = opcode_counts(module)
     with check:

@@ -14,7 +14,8 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import autodiff as oracle
-from katas.phase5.programs import flat_abs, mapped
+from kata_harness.traced import called_traced
+from katas.phase5.programs import flat_abs
 from katas.phase5.strata import matvec_strata
 from katas.phase5.strata_grads import (
     BF16,
@@ -198,7 +199,11 @@ def test_batched_matvec_on_fresh_cases(kata, fresh, monkeypatch):
         one = jax.eval_shape(given, per_w[0], per_v[0])
         expected = np.einsum("bmn,bn->bm", *_paired(per_w, per_v))
         seen.clear()
-        got = jax.jit(lambda w, v, a=in_axes, c=case: mapped(kata, w, v, a, c))(W, vs)
+        got = jax.jit(
+            lambda w, v, a=in_axes, c=case: called_traced(
+                kata.batched_matvec, w, v, a, task="batched_matvec", case=c
+            )
+        )(W, vs)
         with check:
             assert seen == [(per_w.shape[1:], per_v.shape[1:])], (
                 f"{case}: matvec saw {seen}; expected one call with one example's shapes "
