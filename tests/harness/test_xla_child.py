@@ -131,3 +131,31 @@ def test_xla_itself_judges_through_the_helper() -> None:
         ("n", "kNegate"),
     ]
     assert "negate(f32[2]{0} %p)" in module.long_text and "negate(%p)" in module.text
+
+
+# A parser library that installs a failure handler as it loads (XLA does) which hangs on the
+# abort instead of ending the process: the worker sets the default action back after loading it.
+HANGING_HANDLER = """
+import ctypes, os, signal, time
+
+# a C-level handler, as XLA's is (a Python-level one would only run once abort() had returned)
+_handler = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda number: time.sleep(600))
+ctypes.CDLL(None).signal(signal.SIGABRT, _handler)
+
+def parse(text):
+    if text.startswith("abort"):
+        os.abort()
+    return {"seen": text}
+"""
+
+
+def test_an_abort_is_a_verdict_whatever_handler_the_parser_installed(tmp_path, monkeypatch) -> None:
+    (tmp_path / "hanging_handler_parser.py").write_text(HANGING_HANDLER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parser = ParserProcess("hanging_handler_parser:parse", timeout=20)
+    try:
+        verdicts = parser.verdicts(["ok 1", "abort 1", "ok 2"])
+    finally:
+        parser.close()
+    assert [v.kind for v in verdicts] == ["accepted", "aborted", "accepted"]
+    assert verdicts[1].message == "the parser ended its process (signal 6)"
