@@ -79,9 +79,10 @@ def test_abs_where_any_floats(kata, values):
 @pytest.mark.task("abs_where")
 def test_abs_where_selects(kata):
     """On every dtype of the contract (unsigned ones too: |x| is x there, and the select still
-    picks x or -x: its two cases hold x and -x themselves, read off the evaluated jaxpr), traced from an argument and from a concrete JAX or NumPy array; x is not
-    empty (JAX leaves out the select of an empty x, which has nothing to pick: the contract
-    asks only its shape and dtype, which test_abs_where_values_under_jit checks)."""
+    picks x or -x: its two cases hold x and -x themselves, read off the evaluated jaxpr),
+    traced from an argument and from a concrete JAX or NumPy array; x is not empty (JAX
+    leaves out the select of an empty x, which has nothing to pick: the contract asks only its
+    shape and dtype, which test_abs_where_values_under_jit checks)."""
     for dtype in ABS_DTYPES:
         x = np.arange(-3, 3).reshape(2, 3).astype(dtype)  # not empty: see the docstring
         for how, jaxpr in _traced_every_way(kata.abs_where, x).items():
