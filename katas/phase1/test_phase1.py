@@ -60,6 +60,20 @@ def test_init_params_each_layer_draws_alone(kata):
     base = kata.init_params(key, 3, 16, 5)
     wider_in = kata.init_params(key, 11, 16, 5)
     wider_out = kata.init_params(key, 3, 16, 9)
+    # called eagerly, as a user calls it: every leaf is a float32 JAX array (jit and eval_shape
+    # would turn a NumPy float64 leaf into a float32 one, hiding it)
+    for dims, params in (((3, 16, 5), base), ((11, 16, 5), wider_in), ((3, 16, 9), wider_out)):
+        _check_keys(params)
+        for name in KEYS:
+            leaf = params[name]
+            kind = f"{type(leaf).__module__}.{type(leaf).__name__}"
+            dtype = getattr(leaf, "dtype", None)
+            with check:
+                assert isinstance(leaf, jax.Array) and str(dtype) == "float32", (
+                    f"init_params(jax.random.key(7), {', '.join(map(str, dims))})[{name!r}] is "
+                    f"a {kind} of dtype {dtype}, expected a float32 JAX array (every leaf, "
+                    "biases too: jnp.zeros(..., jnp.float32), not np.zeros)"
+                )
     assert np.array_equal(np.asarray(base["w2"]), np.asarray(wider_in["w2"])), (
         "w2 changed when only in_dim changed: give each layer its own subkey and draw it alone"
     )
