@@ -237,8 +237,9 @@ def test_mlp_forward_keeps_the_dtype(kata, fresh):
         runs = [("under jit", jax.jit(kata.mlp_forward), as_given)]
         runs += [(f"eagerly on {kind}", kata.mlp_forward, put) for kind, put in ARRAY_KINDS]
         for how, forward, put in runs:
-            with keeps_nothing(f"{name}, called {how}, params keys inserted as {order}"):
-                out = forward(put(params), put(x))
+            args = (put(params), put(x))
+            with keeps_nothing(f"{name}, called {how}, params keys inserted as {order}", args):
+                out = forward(*args)
             assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
             with check:
                 assert str(out.dtype) == name, (
@@ -263,8 +264,9 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata, fresh):
     x. The eager calls' params dicts have their keys inserted in drawn orders (a dict in any key
     order is the same params; only an eager call sees the order, jit sorts the keys)."""
     shape = SHAPES[2]
-    with keeps_nothing("a call under jit"):
-        jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
+    args = data(10, shape)[:2]
+    with keeps_nothing("a call under jit", args):
+        jax.jit(kata.mlp_forward)(*args)
     orders = key_orders(fresh, KEYS, 2)
     calls = [
         data(seed, shape, order=order)[:2] for seed, order in zip((11, 12), orders, strict=True)
@@ -281,8 +283,9 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata, fresh):
                 f"eager call {index + 1} of {len(calls)} on {kind} ({how}), params keys "
                 f"inserted as {tuple(params)} ({fresh.where()})"
             )
-            with keeps_nothing(where):
-                out = kata.mlp_forward(put(params), put(x))
+            args = (put(params), put(x))
+            with keeps_nothing(where, args):
+                out = kata.mlp_forward(*args)
             with check:
                 np.testing.assert_allclose(
                     np.asarray(out, np.float64),
