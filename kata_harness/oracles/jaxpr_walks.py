@@ -102,10 +102,12 @@ def _walk_keys(inner, env: dict, uses: list) -> None:
         env.update(zip(eqn.outvars, outs, strict=True))
 
 
-def _run_swapping(jaxpr, args, chooser: str, swap: int | None, seen: list[int]):
+def _run_swapping(
+    jaxpr, args, chooser: str, swap: int | None, seen: list[int], cases: list | None = None
+):
     """Evaluate jaxpr on args eagerly, with the two sides of its swap-th `chooser` (select_n's
     cases or cond's branches; counted in order, into nested jits) swapped; seen[0] counts the
-    choosers met."""
+    choosers met; `cases`, if given, collects the values each select_n picks between."""
     env: dict = {}
 
     def read(var):
@@ -117,8 +119,10 @@ def _run_swapping(jaxpr, args, chooser: str, swap: int | None, seen: list[int]):
     for eqn in inner.eqns:
         values, params = [read(v) for v in eqn.invars], eqn.params
         if eqn.primitive.name in ("jit", "pjit"):
-            outs = _run_swapping(params["jaxpr"], values, chooser, swap, seen)
+            outs = _run_swapping(params["jaxpr"], values, chooser, swap, seen, cases)
         else:
+            if eqn.primitive.name == "select_n" and cases is not None:
+                cases.append(values[1:])
             if eqn.primitive.name == chooser:
                 if seen[0] == swap and chooser == "select_n":
                     values = [values[0], *reversed(values[1:])]
@@ -140,6 +144,29 @@ def decides(jaxpr, args, x, chooser: str) -> bool:
     for index in range(seen[0]):
         (swapped,) = _run_swapping(jaxpr, args, chooser, index, [0])
         if np.all(np.asarray(swapped)[nonzero] != base[nonzero]):
+            return True
+    return False
+
+
+def picks_x_or_minus_x(jaxpr, args, x) -> bool:
+    """Whether some select_n of jaxpr, evaluated on args, picks between x and -x themselves:
+    its two cases hold, element by element, x and -x (negated in x's dtype, so an unsigned or
+    a most negative int wraps around), in either order. A select between other values (a sign
+    +1/-1 that a multiply applies afterwards, a 0) does not pick x or -x."""
+    x = np.asarray(x)
+    with np.errstate(over="ignore"):
+        minus = np.negative(x)
+    cases: list = []
+    _run_swapping(jaxpr, args, "select_n", None, [0], cases)
+    for pair in cases:
+        if len(pair) != 2:
+            continue
+        first, second = (np.asarray(c) for c in pair)
+        if first.shape != x.shape or second.shape != x.shape:
+            continue
+        straight = (first == x) & (second == minus)
+        crossed = (first == minus) & (second == x)
+        if np.all(straight | crossed):
             return True
     return False
 

@@ -15,7 +15,8 @@ from jax import lax  # noqa: F401
 def init_params(key, in_dim: int, hidden: int, out_dim: int) -> dict:
     """Return a params pytree {"w1", "b1", "w2", "b2"} for a 2-layer MLP used as x @ w + b.
 
-    Shapes: w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); all float32.
+    Shapes: w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); all float32
+    JAX arrays (jax.Array), called eagerly too: a NumPy array (np.zeros) is not one.
     Weights: standard normal values times 1/sqrt(fan_in), fan_in being the weight's number of
     rows. Randomness: split `key` and give each layer its own subkey; never draw from `key`
     itself. A key is used once: drawing from it and also splitting it reuses it, and so does

@@ -68,12 +68,43 @@ def key_orders(rng: random.Random, keys: tuple[str, ...], count: int) -> list[tu
     return [first, *(rng.choice(orders) for _ in range(count - 1))]
 
 
+def _snapshot(args: tuple) -> list:
+    """What the caller holds in args: each dict's keys in order and the objects it maps them to,
+    each NumPy array's values (a copy)."""
+    shot = []
+    for arg in args:
+        if isinstance(arg, dict):
+            shot.append(("dict", tuple(arg), tuple(id(v) for v in arg.values())))
+        elif isinstance(arg, np.ndarray):
+            shot.append(("array", arg.copy()))
+        else:
+            shot.append(("other", id(arg)))
+    return shot
+
+
+def _changed(args: tuple, before: list) -> str | None:
+    for index, (arg, shot) in enumerate(zip(args, before, strict=True)):
+        if shot[0] == "dict" and (tuple(arg), tuple(id(v) for v in arg.values())) != shot[1:]:
+            return (
+                f"argument {index + 1} (a dict with keys {list(shot[1])}) now has keys "
+                f"{list(arg)}, or other arrays under them"
+            )
+        if shot[0] == "array" and not np.array_equal(
+            arg, shot[1], equal_nan=arg.dtype.kind in "fc"
+        ):
+            return f"argument {index + 1} (a NumPy array) has other values"
+    return None
+
+
 @contextlib.contextmanager
-def keeps_nothing(where: str):
+def keeps_nothing(where: str, args: tuple = ()):
     """A tracer of an earlier jitted call reaching this one was kept from that call; any other
     crash on these valid inputs (a params dict in another key order read by position) is a
     wrong answer too, named by `where` (the stub's NotImplementedError and the guard's refusal
-    pass through)."""
+    pass through). The caller's `args` (the objects the call was given) come back unchanged:
+    a pure function adds no key to a params dict, replaces no array in it, writes into no
+    NumPy array."""
+    before = _snapshot(args)
     try:
         yield
     except jax.errors.UnexpectedTracerError:
@@ -86,6 +117,13 @@ def keeps_nothing(where: str):
     except Exception as error:  # noqa: BLE001  (any exception: the inputs are valid)
         crash = f"{type(error).__name__}: {str(error)[:160]}"
         pytest.fail(f"{where}: raised {crash} on inputs the contract allows", pytrace=False)
+    changed = _changed(args, before)
+    if changed:
+        pytest.fail(
+            f"{where}: the call changed its caller's arguments: {changed}; a pure function "
+            "reads its arguments and leaves them as they were",
+            pytrace=False,
+        )
 
 
 def refilled(params: dict, other: dict) -> dict:

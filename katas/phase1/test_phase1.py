@@ -60,6 +60,20 @@ def test_init_params_each_layer_draws_alone(kata):
     base = kata.init_params(key, 3, 16, 5)
     wider_in = kata.init_params(key, 11, 16, 5)
     wider_out = kata.init_params(key, 3, 16, 9)
+    # called eagerly, as a user calls it: every leaf is a float32 JAX array (jit and eval_shape
+    # would turn a NumPy float64 leaf into a float32 one, hiding it)
+    for dims, params in (((3, 16, 5), base), ((11, 16, 5), wider_in), ((3, 16, 9), wider_out)):
+        _check_keys(params)
+        for name in KEYS:
+            leaf = params[name]
+            kind = f"{type(leaf).__module__}.{type(leaf).__name__}"
+            dtype = getattr(leaf, "dtype", None)
+            with check:
+                assert isinstance(leaf, jax.Array) and str(dtype) == "float32", (
+                    f"init_params(jax.random.key(7), {', '.join(map(str, dims))})[{name!r}] is "
+                    f"a {kind} of dtype {dtype}, expected a float32 JAX array (every leaf, "
+                    "biases too: jnp.zeros(..., jnp.float32), not np.zeros)"
+                )
     assert np.array_equal(np.asarray(base["w2"]), np.asarray(wider_in["w2"])), (
         "w2 changed when only in_dim changed: give each layer its own subkey and draw it alone"
     )
@@ -223,8 +237,9 @@ def test_mlp_forward_keeps_the_dtype(kata, fresh):
         runs = [("under jit", jax.jit(kata.mlp_forward), as_given)]
         runs += [(f"eagerly on {kind}", kata.mlp_forward, put) for kind, put in ARRAY_KINDS]
         for how, forward, put in runs:
-            with keeps_nothing(f"{name}, called {how}, params keys inserted as {order}"):
-                out = forward(put(params), put(x))
+            args = (put(params), put(x))
+            with keeps_nothing(f"{name}, called {how}, params keys inserted as {order}", args):
+                out = forward(*args)
             assert hasattr(out, "dtype"), f"mlp_forward returned {type(out).__name__}, not an array"
             with check:
                 assert str(out.dtype) == name, (
@@ -249,8 +264,9 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata, fresh):
     x. The eager calls' params dicts have their keys inserted in drawn orders (a dict in any key
     order is the same params; only an eager call sees the order, jit sorts the keys)."""
     shape = SHAPES[2]
-    with keeps_nothing("a call under jit"):
-        jax.jit(kata.mlp_forward)(*data(10, shape)[:2])
+    args = data(10, shape)[:2]
+    with keeps_nothing("a call under jit", args):
+        jax.jit(kata.mlp_forward)(*args)
     orders = key_orders(fresh, KEYS, 2)
     calls = [
         data(seed, shape, order=order)[:2] for seed, order in zip((11, 12), orders, strict=True)
@@ -267,8 +283,9 @@ def test_mlp_forward_reads_its_arguments_on_every_call(kata, fresh):
                 f"eager call {index + 1} of {len(calls)} on {kind} ({how}), params keys "
                 f"inserted as {tuple(params)} ({fresh.where()})"
             )
-            with keeps_nothing(where):
-                out = kata.mlp_forward(put(params), put(x))
+            args = (put(params), put(x))
+            with keeps_nothing(where, args):
+                out = kata.mlp_forward(*args)
             with check:
                 np.testing.assert_allclose(
                     np.asarray(out, np.float64),

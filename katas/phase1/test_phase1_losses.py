@@ -49,12 +49,17 @@ def test_mse_loss_matches_numpy(kata, batch, out, seed):
 def test_mse_loss_with_lone_axes_of_size_one(kata, fresh):
     """Shapes where one axis has size 1 and the others do not (one output at a batch > 1, a
     batch of 1 at several outputs, one input or hidden unit), drawn fresh: y keeps its shape
-    (batch, out), and the mean runs over its batch * out elements."""
+    (batch, out), and the mean runs over its batch * out elements (every other shape has rows
+    of x that are all zeros: rows like any other)."""
     loss = jax.jit(kata.mse_loss)
     for index, shape in enumerate(lone_unit_axes(fresh)):
-        params, x, y = data(40 + index, shape)
+        params, x, y = data(40 + index, shape, zero_rows=index % 2 == 1)
         got = loss(params, x, y)
-        where = f"(batch, in, hidden, out) = {shape}, y of shape {y.shape} ({fresh.where()})"
+        zero = [int(i) for i in np.flatnonzero(~np.any(x != 0, axis=1))]
+        where = (
+            f"(batch, in, hidden, out) = {shape}, y of shape {y.shape}, rows {zero} of x all "
+            f"zeros ({fresh.where()})"
+        )
         assert np.shape(got) == (), f"{where}: the loss has shape {np.shape(got)}, not a scalar"
         np.testing.assert_allclose(
             float(got), oracle.np_loss(params, x, y), rtol=1e-4, err_msg=where
@@ -110,7 +115,8 @@ def test_mse_loss_counts_every_element(kata, fresh):
 def test_mse_loss_keeps_the_dtype(kata, fresh):
     """float32 and 16-bit params and data give a loss of that dtype, under jit and called
     eagerly on NumPy and on JAX arrays, each call on other values of the same shapes (params
-    keys inserted in a drawn order: an eager call sees it)."""
+    keys inserted in a drawn order: an eager call sees it). Some rows of x are all zeros: they
+    are rows like any other, and the mean runs over them too."""
     seeds = iter(range(30, 40))
     orders = iter(key_orders(fresh, KEYS, 9))
     for dtype in (np.float32, *NARROW_FLOATS):
@@ -118,10 +124,17 @@ def test_mse_loss_keeps_the_dtype(kata, fresh):
         runs = [("under jit", jax.jit(kata.mse_loss), as_given)]
         runs += [(f"eagerly on {kind}", kata.mse_loss, put) for kind, put in ARRAY_KINDS]
         for how, loss_of, put in runs:
-            params, x, y = data(next(seeds), SHAPES[2], dtype=dtype, order=next(orders))
-            how = f"{how}, params keys inserted as {tuple(params)} ({fresh.where()})"
-            with keeps_nothing(f"{name}, called {how}"):
-                loss = loss_of(put(params), put(x), put(y))
+            params, x, y = data(
+                next(seeds), SHAPES[2], dtype=dtype, order=next(orders), zero_rows=True
+            )
+            zero = [int(i) for i in np.flatnonzero(~np.any(x != 0, axis=1))]
+            how = (
+                f"{how}, params keys inserted as {tuple(params)}, rows {zero} of x all zeros "
+                f"({fresh.where()})"
+            )
+            args = (put(params), put(x), put(y))
+            with keeps_nothing(f"{name}, called {how}", args):
+                loss = loss_of(*args)
             assert np.shape(loss) == (), f"loss has shape {np.shape(loss)}, expected a scalar"
             with check:
                 assert str(getattr(loss, "dtype", None)) == name, (
@@ -194,8 +207,9 @@ def test_loss_and_grad_reads_its_arguments_on_every_call(kata, fresh):
     one params and batches of the same shapes with other values, then on that params dict
     refilled in place with other arrays: each result is that call's loss and gradient. The
     params dict has its keys inserted in a drawn order (only an eager call sees it)."""
-    with keeps_nothing("a call under jit"):
-        _loss_and_grad(jax.jit(kata.loss_and_grad), *data(20, SHAPES[2]))
+    args = data(20, SHAPES[2])
+    with keeps_nothing("a call under jit", args):
+        _loss_and_grad(jax.jit(kata.loss_and_grad), *args)
     (order,) = key_orders(fresh, KEYS, 1)
     params = data(21, SHAPES[2], order=order)[0]
     for index, seed in enumerate((22, 23, 24)):
@@ -210,8 +224,9 @@ def test_loss_and_grad_reads_its_arguments_on_every_call(kata, fresh):
                 f"eager call {index + 1} of 3 on {kind} ({how}), params keys inserted as "
                 f"{order} ({fresh.where()})"
             )
-            with keeps_nothing(where):
-                loss, grads = _loss_and_grad(kata.loss_and_grad, put(params), put(x), put(y))
+            args = (put(params), put(x), put(y))
+            with keeps_nothing(where, args):
+                loss, grads = _loss_and_grad(kata.loss_and_grad, *args)
             _check_against_numpy(loss, grads, params, x, y, where)
 
 

@@ -79,9 +79,10 @@ def test_abs_where_any_floats(kata, values):
 @pytest.mark.task("abs_where")
 def test_abs_where_selects(kata):
     """On every dtype of the contract (unsigned ones too: |x| is x there, and the select still
-    picks x or -x), traced from an argument and from a concrete JAX or NumPy array; x is not
-    empty (JAX leaves out the select of an empty x, which has nothing to pick: the contract
-    asks only its shape and dtype, which test_abs_where_values_under_jit checks)."""
+    picks x or -x: its two cases hold x and -x themselves, read off the evaluated jaxpr),
+    traced from an argument and from a concrete JAX or NumPy array; x is not empty (JAX
+    leaves out the select of an empty x, which has nothing to pick: the contract asks only its
+    shape and dtype, which test_abs_where_values_under_jit checks)."""
     for dtype in ABS_DTYPES:
         x = np.arange(-3, 3).reshape(2, 3).astype(dtype)  # not empty: see the docstring
         for how, jaxpr in _traced_every_way(kata.abs_where, x).items():
@@ -101,6 +102,13 @@ def test_abs_where_selects(kata):
                     f"{where}: no select_n decides |x|: swapping the two cases of a select "
                     f"leaves abs_where({x.tolist()}) unchanged at some nonzero x (x and -x "
                     "should swap places); the select must pick x or -x per element"
+                )
+            with check:
+                assert walks.picks_x_or_minus_x(jaxpr, [x] if how == "traced" else [], x), (
+                    f"{where}: no select_n picks between x and -x: evaluated on "
+                    f"abs_where({x.tolist()}), no select's two cases hold x and -x element by "
+                    "element (a select between other values, such as a sign that a multiply "
+                    "applies afterwards, is not the select deciding |x|)"
                 )
 
 

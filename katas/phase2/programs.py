@@ -238,6 +238,12 @@ def closes_over(x):
     return x + TABLE[0], x.astype(jnp.float16) * np.float16(2)
 
 
+def output_then_dead(x):
+    y = x + 1
+    jnp.sin(x).astype(jnp.int32)  # traced after the output's equation, left dead
+    return y
+
+
 IO_PROGRAMS = {  # name: (function, args)
     "mlp": (lambda p, x: jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"], mlp_args()),
     "lookup (f32 table, i32 index)": (
@@ -251,6 +257,10 @@ IO_PROGRAMS = {  # name: (function, args)
     "same avals twice, a closed-over array": (
         lambda a, b: closes_over(a) + (a - b,),
         (np.ones(3, F32), np.zeros(3, F32)),
+    ),
+    "an output computed before a dead int32 equation": (
+        output_then_dead,
+        (np.array([0.5, -1.0, 2.0], F32),),
     ),
 }
 

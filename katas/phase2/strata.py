@@ -82,7 +82,11 @@ def io_program(rng: random.Random, featured: str, jitted: bool = False) -> tuple
     Python scalar gives, maybe a Python scalar or another 0-d value: inlined), values computed
     from the arguments, and one argument or closed-over array a second time, in a drawn
     order. With `jitted`, the computed values come out of one jax.jit call given only the
-    arguments they read, so f's jaxpr is one jit equation whose own avals are not f's."""
+    arguments they read, so f's jaxpr is one jit equation whose own avals are not f's.
+    Without it, a dead jit call comes last: it reads every argument and gives as many int16
+    (7, 1) results as f has outputs, none of them returned, so the jaxpr's last equation has
+    the outputs' count but not their avals (the outputs are the jaxpr's outvars, wherever the
+    equations computing them stand)."""
     names = DTYPE_NAMES + EXTENSION_NAMES
     args: list = []
     for _ in range(rng.randint(2, 4)):
@@ -109,6 +113,10 @@ def io_program(rng: random.Random, featured: str, jitted: bool = False) -> tuple
     def computed(*values):  # one value per argument read, in `read` order
         return [jnp.asarray(v).astype(jnp.float16).sum() for v in values]
 
+    def dead(*values):  # as many results as f has outputs, none of them returned
+        base = sum(jnp.asarray(v).astype(jnp.int16).sum() for v in values)
+        return tuple(jnp.full((7, 1), base + k, jnp.int16) for k in range(len(picks)))
+
     def f(*values):
         sums = (jax.jit(computed) if jitted else computed)(*(values[i] for i in read))
         outputs = []
@@ -121,6 +129,8 @@ def io_program(rng: random.Random, featured: str, jitted: bool = False) -> tuple
                 outputs.append(literals[index])
             else:
                 outputs.append(sums[read.index(index)])
+        if not jitted:
+            jax.jit(dead)(*values)  # traced last, left dead
         return tuple(outputs)
 
     return f, tuple(args)

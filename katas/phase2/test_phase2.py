@@ -245,14 +245,20 @@ def test_io_avals_on_fresh_programs(kata, fresh):
     float8 and int4 types in every run), rank 0 to 3, zero-size, Python scalars; outputs that
     are inputs, closed-over arrays, literals of any dtype or computed, one of them twice, in a
     drawn order; in every other program the computed values come out of one jit equation (the
-    jaxpr's only one) that takes only the arguments they read: its avals are not the jaxpr's."""
+    jaxpr's only one) that takes only the arguments they read: its avals are not the jaxpr's;
+    in the others a dead jit equation comes last, with as many results as the outputs, none of
+    them an output."""
     featured = fresh.sample(EXTENSION_NAMES, len(EXTENSION_NAMES))
     for index in range(6):
         fn, args = io_program(fresh, featured[index % len(featured)], jitted=index % 2 == 1)
         got = kata.io_avals(jax.make_jaxpr(fn)(*args))
         assert isinstance(got, tuple) and len(got) == 2, "expected (inputs, outputs)"
         expected_in, expected_out = oracle.expected_avals(fn, args)
-        jit_note = ", its computed outputs by one jit" if index % 2 == 1 else ""
+        jit_note = (
+            ", its computed outputs by one jit"
+            if index % 2 == 1
+            else ", a dead jit equation with as many results as outputs traced last"
+        )
         what = f"drawn program {index + 1}{jit_note} ({fresh.where()})"
         with check:
             assert got[0] == expected_in, f"{what}: inputs {got[0]}, expected {expected_in}"
