@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+from importlib import metadata
 
 import pytest
 
@@ -94,9 +95,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_dropped_flags] = filter_xla_flags()
     guard.install()
     verdict.record_checks()
+    config.stash[_device_note] = None
+    if not hands_tests_to_workers(config):
+        _configure_jax(config)
+    interrupts.watch()
+    config.addinivalue_line("markers", "task(function): the kata task a test checks")
+    for phase in curriculum.phases():
+        config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
+        for task in phase.tasks:
+            config.addinivalue_line("markers", f"{task.mark}: {task.id} {task.function}")
+
+
+def hands_tests_to_workers(config: pytest.Config) -> bool:
+    """Whether this process is pytest-xdist's controller: it collects and runs no test, so it
+    needs neither JAX nor its backend (importing JAX and starting the CPU client before the
+    workers start delayed every worker by that much)."""
+    return (
+        not hasattr(config, "workerinput")
+        and not config.getoption("collectonly")
+        and config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+    )
+
+
+def _configure_jax(config: pytest.Config) -> None:
     import jax
 
-    config.stash[_device_note] = None
     if jax.config.jax_num_cpu_devices != CPU_DEVICES:  # a nested pytester run has set it
         try:
             jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
@@ -106,12 +130,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"tests that need {CPU_DEVICES} CPU devices will skip"
             )
     predict.count_client_compiles()  # starts the backend: after the device count is set
-    interrupts.watch()
-    config.addinivalue_line("markers", "task(function): the kata task a test checks")
-    for phase in curriculum.phases():
-        config.addinivalue_line("markers", f"{phase.name}: every test of {phase.title}")
-        for task in phase.tasks:
-            config.addinivalue_line("markers", f"{task.mark}: {task.id} {task.function}")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -132,19 +150,25 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    import jax
-
-    lines = [
-        f"katas: impl={config.getoption('--impl')}, jax {jax.__version__}, "
-        f"snapshots for {snapshots.platform_key()}"
-    ]
+    impl = config.getoption("--impl")
     seed = config.getoption(fresh.OPTION)
-    lines.append(
+    cases = (
         f"fresh cases: seed {seed} ({fresh.OPTION})"
         if seed is not None
         else f"fresh cases: seeded by each kata file's content ({fresh.OPTION}=N to fix them)"
     )
-    lines += versions.header_lines() + snapshots.header_lines()
+    if hands_tests_to_workers(config):  # no JAX in this process: the version installed
+        lines = [
+            f"katas: impl={impl}, jax {metadata.version('jax')}; the platform, its pins and the "
+            "version gates are pytest-xdist's workers' (a test they skip says why)",
+            cases,
+        ]
+    else:
+        import jax
+
+        platform = snapshots.platform_key()
+        lines = [f"katas: impl={impl}, jax {jax.__version__}, snapshots for {platform}", cases]
+        lines += versions.header_lines() + snapshots.header_lines()
     dropped = config.stash.get(_dropped_flags, None)
     if dropped:
         lines.append(f"katas: ignoring XLA_FLAGS that change compilation: {dropped}")

@@ -63,3 +63,41 @@ def test_jax_started_before_pytest_skips_instead_of_crashing(pytester):
     result = pytester.run(sys.executable, "-c", code)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*JAX was initialized before the tests*", "*1 skipped*"])
+
+
+@pytest.mark.battery
+@pytest.mark.timeout(240)  # pytest and one xdist worker in subprocesses
+def test_xdist_controller_leaves_jax_to_its_workers(pytester):
+    """The controller runs no test: it starts its workers without importing JAX first, and each
+    worker still has the 8 CPU devices the tests need."""
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_xdist_setupnodes(config, specs):  # the controller, as it starts the workers
+            print(f"controller imported jax: {'jax' in sys.modules}")
+        """
+    )
+    pytester.makepyfile(
+        test_devices="""
+        import jax
+
+        def test_eight_devices():
+            assert jax.device_count() == 8
+    """
+    )
+    result = pytester.run(
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "kata_harness.plugin",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "1",
+        "-s",  # the header too: it is written before the workers start
+        "--impl=reference",
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*controller imported jax: False*", "*1 passed*"])
