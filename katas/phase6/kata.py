@@ -82,9 +82,10 @@ def naive_temp_bytes(hlo_text: str) -> int:
     Sum the result sizes of the ENTRY instructions, except: parameters (the arguments), the
     ROOT and, when the ROOT is a `tuple`, the instructions it gathers (those are the outputs),
     constants (the opcode `constant`: literals, not intermediates) and instructions that only
-    re-view a buffer (the opcodes bitcast, tuple, get-tuple-element). Instructions inside
-    called computations (fusion bodies, while bodies and conditions, reducers) get no buffers:
-    do not count them. The ROOT is the instruction marked ROOT, wherever its line is. A
+    re-view a buffer (the opcodes bitcast, tuple, get-tuple-element; every other opcode counts:
+    slices, and dynamic-update-slice, scatter and custom-calls that XLA may run in place, write
+    results of their own here). Instructions inside called computations (fusion bodies, while
+    bodies and conditions, reducers) get no buffers: do not count them. The ROOT is the instruction marked ROOT, wherever its line is. A
     result's size is its element count times the bytes per element of its dtype, read from the
     dtype's bit width rounded up to a whole byte (f32: 32 bits, bf16: 16, s8: 8, c64: 64,
     c128: 128, f8e5m2: 8; s4: 4 bits, one byte; pred: 1 byte), unless its layout packs the

@@ -129,7 +129,9 @@ def test_naive_temp_of_fresh_modules(kata, fresh):
     """ENTRY computations drawn for this run (katas/phase6/drawn.py): a result of every element
     type XLA knows (2- and 4-bit ones packed or not), an iota, a bitcast-convert, a while loop
     whose body and condition compute values of their own and whose state is a tuple holding a
-    tuple, a ROOT that is not the last line. Each result's bytes are read from XLA's own print
+    tuple, a ROOT that is not the last line; ops that look as if they wrote no buffer (slice,
+    dynamic-slice, dynamic-update-slice, scatter, gather, pad, reverse, custom-calls, one of
+    them stating output_to_operand_aliasing as LAPACK's do). Each result's bytes are read from XLA's own print
     of the module (kata_harness.oracles.memory)."""
     for _ in range(2):
         text, counted = drawn.naive_module(fresh)
@@ -139,8 +141,9 @@ def test_naive_temp_of_fresh_modules(kata, fresh):
         assert got == expected, (
             f"{got} bytes, expected {expected} ({fresh.where()}): the widths of every element "
             "type, packed layouts ({0:E(2)}: 2 bits an element, {0:E(4)}: 4), tuples inside "
-            "tuples, which opcodes write a buffer, which instruction is the ROOT, and what lives "
-            "outside ENTRY"
+            "tuples, which opcodes write a buffer (only bitcast, tuple and get-tuple-element "
+            "re-view one: slices, in-place updates and custom-calls count), which instruction "
+            "is the ROOT, and what lives outside ENTRY"
         )
 
 
