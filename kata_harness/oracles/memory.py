@@ -143,3 +143,35 @@ def entry_result_bytes(text: str) -> dict[str, int]:
             shape = printed.partition(" ")[0]
         sizes[instruction.name] = _shape_bytes(shape)
     return sizes
+
+
+_VIEWS = {"kParameter", "kConstant", "kBitcast", "kTuple", "kGetTupleElement"}
+_TUPLE_OPERANDS = re.compile(r"\btuple\(([^)]*)\)")
+
+
+def entry_intermediate_bytes(text: str) -> int:
+    """The bytes of the ENTRY results XLA's parser makes of ``text``, less those of parameters,
+    constants and views (XLA's opcodes kParameter, kConstant, kBitcast, kTuple,
+    kGetTupleElement) and of the outputs: the instruction XLA prints as ROOT and, when it is a
+    tuple, the operands XLA prints for it. Opcodes come from XLA's enum, never from the text."""
+    module = xla_module(text)
+    entry = re.search(r"^ENTRY %?([^\s(]+)", module.text, re.MULTILINE)
+    assert entry is not None, "XLA printed no ENTRY computation"
+    (computation,) = [c for c in module.computations if c.name == entry.group(1)]
+    sizes = entry_result_bytes(text)
+    body = module.text[entry.end() :].split("\n}", 1)[0]
+    root = re.search(r"^\s*ROOT %?([^\s=]+) =", body, re.MULTILINE)
+    assert root is not None, "XLA printed no ROOT in ENTRY"
+    outputs: set[str] = set()
+    for instruction in computation.instructions:
+        if instruction.name == root.group(1):
+            outputs.add(instruction.name)
+            if instruction.opcode == "kTuple":
+                operands = _TUPLE_OPERANDS.search(instruction.printed)
+                assert operands is not None, f"XLA printed a tuple as {instruction.printed!r}"
+                outputs |= {o.strip().lstrip("%") for o in operands.group(1).split(",") if o}
+    return sum(
+        sizes[i.name]
+        for i in computation.instructions
+        if i.opcode not in _VIEWS and i.name not in outputs
+    )

@@ -91,6 +91,34 @@ def memory_case(fresh: random.Random, several: bool) -> tuple[Callable, tuple, t
     return program, tuple(values[n] for n in order), donate
 
 
+def partly_usable_case(fresh: random.Random) -> tuple[Callable, tuple, tuple[int, ...]]:
+    """A program of a Python number s and arrays a and b of one narrow dtype, in a drawn order,
+    both donated and both used, returning a * s + b alone: b a vector of a's row length (no
+    output has its shape) or an array like a (one output for two buffers of its shape). One
+    donated buffer is taken by the output and one is not (jax warns that some donated buffers
+    were not usable): alias counts the one taken."""
+    dtype = jnp.dtype(fresh.choice(["bfloat16", "float16", "int8", "int16", "uint8"]))
+    integer = jnp.issubdtype(dtype, jnp.integer)
+    scalar = fresh.choice([2, 3]) if integer else fresh.choice([0.5, 1.5])
+    shape = (fresh.randint(3, 40), fresh.randint(3, 40))
+    order = ["s", "a", "b"]
+    fresh.shuffle(order)
+    b_shape = fresh.choice([shape[1:], shape])
+    values = {
+        "s": scalar,
+        "a": rng_array(shape, dtype, seed=1),
+        "b": rng_array(b_shape, dtype, seed=2),
+    }
+    position = {name: order.index(name) for name in order}
+
+    def program(*args):
+        s, a, b = (args[position[n]] for n in "sab")
+        return a * s + b
+
+    donate = tuple(sorted(position[n] for n in "ab"))
+    return program, tuple(values[n] for n in order), donate
+
+
 def redonated(fresh: random.Random, donate: tuple[int, ...]) -> tuple[int, ...]:
     """Another donation of the same arguments as `donate` (several positions): none, or one of
     them. Fewer donated buffers, fewer aliased bytes: the same function and arguments then have
@@ -139,6 +167,7 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     add(f"f32[{n},3]{{1,0}}", f"broadcast(%{two}), dimensions={{}}", True)
     zero = add("f32[]", "constant(0)", False, new_block=True)
     add("f32[]", f"reduce(%x, %{zero}), dimensions={{0}}, to_apply=%add", True)
+    _in_place_and_slices(fresh, n, add)
     fresh.shuffle(blocks)
     tail = [blocks.pop(fresh.randrange(len(blocks))) for _ in range(fresh.randint(1, 3))]
     # what the ROOT uses comes after the shuffled blocks and before the ROOT
@@ -188,6 +217,58 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     )
     entry = text + "\n".join(f"  {line}" for line in body) + "\n}\n"
     return entry + "".join(_spares(fresh, n)), counted
+
+
+# Targets of the drawn custom-calls: LAPACK's own names (XLA:CPU's factorizations) and others;
+# XLA's parser takes any target, and every custom-call result is a buffer of its own.
+CUSTOM_TARGETS = ("lapack_spotrf_ffi", "lapack_sgeqrf_ffi", "lapack_sgetrf_ffi", "kata_kernel")
+
+
+def _in_place_and_slices(fresh: random.Random, n: int, add: Callable) -> None:
+    """Blocks of ops that look as if they wrote no buffer of their own, each counted as the
+    contract says (only bitcast, tuple and get-tuple-element re-view one): a slice and a
+    dynamic-slice (views in NumPy, new buffers in HLO), a dynamic-update-slice and a scatter
+    (which XLA may run in place), a custom-call of an array and one of a tuple that states
+    output_to_operand_aliasing (as LAPACK's do on XLA:CPU), a gather, a pad and a reverse."""
+    vec = f"f32[{n}]{{0}}"
+    k = fresh.randint(1, n - 1)
+    lo = fresh.randint(0, n - k)
+    at = add("s32[]", f"constant({fresh.randrange(n)})", False, new_block=True)
+    part = add(f"f32[{k}]{{0}}", f"slice(%x), slice={{[{lo}:{lo + k}]}}", True)
+    updated = add(vec, f"dynamic-update-slice(%x, %{part}, %{at})", True)
+    add(f"f32[{k}]{{0}}", f"dynamic-slice(%{updated}, %{at}), dynamic_slice_sizes={{{k}}}", True)
+    m = fresh.randint(1, 4)
+    rows = ", ".join(f"{{{fresh.randrange(n)}}}" for _ in range(m))
+    index = add(f"s32[{m},1]{{1,0}}", f"constant({{ {rows} }})", False, new_block=True)
+    updates = add(f"f32[{m}]{{0}}", f"slice(%x), slice={{[0:{m}]}}", True)
+    add(
+        vec,
+        f"scatter(%x, %{index}, %{updates}), update_window_dims={{}}, "
+        "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, "
+        "to_apply=%add",
+        True,
+    )
+    add(
+        f"f32[{m},{k}]{{1,0}}",
+        f"gather(%x, %{index}), offset_dims={{1}}, collapsed_slice_dims={{}}, "
+        f"start_index_map={{0}}, index_vector_dim=1, slice_sizes={{{k}}}",
+        True,
+    )
+    target, other = fresh.sample(CUSTOM_TARGETS, 2)
+    add(vec, f'custom-call(%x), custom_call_target="{target}"', True, new_block=True)
+    info = fresh.choice(["s32[]", "s32[1]{0}"])
+    call = add(
+        f"({vec}, {info})",
+        f'custom-call(%x), custom_call_target="{other}", '
+        "output_to_operand_aliasing={{0}: (0, {})}",
+        True,
+        new_block=True,
+    )
+    add(vec, f"get-tuple-element(%{call}), index=0", False)
+    low, high = fresh.randint(0, 3), fresh.randint(1, 4)
+    pad_value = add("f32[]", "constant(0)", False, new_block=True)
+    add(f"f32[{n + low + high}]{{0}}", f"pad(%x, %{pad_value}), padding={low}_{high}", True)
+    add(vec, "reverse(%x), dimensions={0}", True, new_block=True)
 
 
 def _spares(fresh: random.Random, n: int) -> list[str]:

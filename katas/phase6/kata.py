@@ -56,7 +56,8 @@ def memory_report(f, *args, donate_argnums: tuple[int, ...] = ()) -> dict[str, i
 
     Return {"argument": ..., "output": ..., "temp": ..., "alias": ...} in bytes, exactly as
     XLA planned them (not from the arrays' nbytes: a tuple output also holds a small table of
-    pointers, and a donated buffer that no output can use is not aliased).
+    pointers, and a donated buffer that no output can use is not aliased, even when another
+    donated buffer of the same call is).
     """
     # TODO: compiled.memory_analysis() has one *_size_in_bytes field per entry
     raise NotImplementedError("phase6 task 3: memory_report")
@@ -79,21 +80,22 @@ def aliased_parameters(hlo_text: str) -> dict[int, tuple[int, ...]]:
 def naive_temp_bytes(hlo_text: str) -> int:
     """Bytes the ENTRY computation's intermediates would need if none shared a buffer.
 
-    Sum the result sizes of the ENTRY instructions, except: parameters (the arguments), the
-    ROOT and, when the ROOT is a `tuple`, the instructions it gathers (those are the outputs),
+    Sum the result sizes of the ENTRY instructions, except: parameters (the arguments), the ROOT
+    and, when the ROOT is a `tuple`, the instructions it gathers (those are the outputs),
     constants (the opcode `constant`: literals, not intermediates) and instructions that only
-    re-view a buffer (the opcodes bitcast, tuple, get-tuple-element). Instructions inside
-    called computations (fusion bodies, while bodies and conditions, reducers) get no buffers:
-    do not count them. The ROOT is the instruction marked ROOT, wherever its line is. A
-    result's size is its element count times the bytes per element of its dtype, read from the
-    dtype's bit width rounded up to a whole byte (f32: 32 bits, bf16: 16, s8: 8, c64: 64,
-    c128: 128, f8e5m2: 8; s4: 4 bits, one byte; pred: 1 byte), unless its layout packs the
-    elements: `E(n)` in the layout stores n bits an element, the buffer rounded up to a whole
-    byte: `s4[9]{0:E(4)}` 36 bits, 5 bytes; `s2[9]{0:E(2)}` 18 bits, 3 bytes (XLA:CPU packs
-    2- and 4-bit types so). A tuple-shaped result (a multi-output fusion, a while loop)
-    counts the sizes of its elements, and an element that is a tuple counts the sizes of its
-    own, at any depth. Compare with memory_analysis' temp size to see buffer
-    reuse.
+    re-view a buffer (the opcodes bitcast, tuple, get-tuple-element; every other opcode counts:
+    slices, and dynamic-update-slice, scatter and custom-calls that XLA may run in place, write
+    results of their own here). Instructions inside called computations (fusion bodies, while
+    bodies and conditions, reducers) get no buffers: do not count them. The ROOT is the
+    instruction marked ROOT, wherever its line is. A result's size is its element count times
+    the bytes per element of its dtype, read from the dtype's bit width rounded up to a whole
+    byte (f32: 32 bits, bf16: 16, s8: 8, c64: 64, c128: 128, f8e5m2: 8; s4: 4 bits, one byte;
+    pred: 1 byte), unless its layout packs the elements: `E(n)` in the layout stores n bits an
+    element, the buffer rounded up to a whole byte: `s4[9]{0:E(4)}` 36 bits, 5 bytes;
+    `s2[9]{0:E(2)}` 18 bits, 3 bytes (XLA:CPU packs 2- and 4-bit types so). A tuple-shaped
+    result (a multi-output fusion, a while loop) counts the sizes of its elements, and an
+    element that is a tuple counts the sizes of its own, at any depth. Compare with
+    memory_analysis' temp size to see buffer reuse.
     """
     # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype, .dims, .is_tuple
     raise NotImplementedError("phase6 task 5: naive_temp_bytes")

@@ -246,8 +246,10 @@ def test_memory_report_on_fresh_programs(kata, fresh):
     """Programs drawn for this run (katas/phase6/drawn.py): a weakly typed Python number and
     three arrays of a narrow dtype in a drawn order, one of them unused; two of them donated
     (and on some draws the unused one), and in a drawn order the same function and arguments
-    donating fewer; then another program donating one. Expected: XLA's memory analysis of the
-    program compiled for exactly these arguments with exactly these donations."""
+    donating fewer; then another program donating one; then a program with two donated
+    arguments and one output, so that one donated buffer is usable and the other is not.
+    Expected: XLA's memory analysis of the program compiled for exactly these arguments with
+    exactly these donations."""
     calls = []
     for several in (True, False):
         fn, args, donate = drawn.memory_case(fresh, several)
@@ -256,6 +258,7 @@ def test_memory_report_on_fresh_programs(kata, fresh):
             pair.append((fn, args, drawn.redonated(fresh, donate)))
             fresh.shuffle(pair)
         calls += pair
+    calls.append(drawn.partly_usable_case(fresh))
     for fn, args, donate in calls:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -264,8 +267,8 @@ def test_memory_report_on_fresh_programs(kata, fresh):
         for key, field in MEMORY_KEYS.items():
             with check:
                 assert got[key] == expected[field], (
-                    f"donate_argnums={donate} of {len(args)} arguments (one unused, a Python "
-                    f"number among them; one function is also asked under another "
-                    f"donate_argnums): {key} {got[key]}, memory_analysis() says "
-                    f"{expected[field]} ({fresh.where()})"
+                    f"donate_argnums={donate} of {len(args)} arguments of shapes "
+                    f"{[getattr(a, 'shape', a) for a in args]} (a Python number among them; "
+                    f"some donated buffers may be usable and others not): {key} {got[key]}, "
+                    f"memory_analysis() says {expected[field]} ({fresh.where()})"
                 )

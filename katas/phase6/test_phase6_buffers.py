@@ -129,8 +129,10 @@ def test_naive_temp_of_fresh_modules(kata, fresh):
     """ENTRY computations drawn for this run (katas/phase6/drawn.py): a result of every element
     type XLA knows (2- and 4-bit ones packed or not), an iota, a bitcast-convert, a while loop
     whose body and condition compute values of their own and whose state is a tuple holding a
-    tuple, a ROOT that is not the last line. Each result's bytes are read from XLA's own print
-    of the module (kata_harness.oracles.memory)."""
+    tuple, a ROOT that is not the last line; ops that look as if they wrote no buffer (slice,
+    dynamic-slice, dynamic-update-slice, scatter, gather, pad, reverse, custom-calls, one of
+    them stating output_to_operand_aliasing as LAPACK's do). Each result's bytes are read from
+    XLA's own print of the module (kata_harness.oracles.memory)."""
     for _ in range(2):
         text, counted = drawn.naive_module(fresh)
         sizes = oracle.entry_result_bytes(text)
@@ -139,8 +141,9 @@ def test_naive_temp_of_fresh_modules(kata, fresh):
         assert got == expected, (
             f"{got} bytes, expected {expected} ({fresh.where()}): the widths of every element "
             "type, packed layouts ({0:E(2)}: 2 bits an element, {0:E(4)}: 4), tuples inside "
-            "tuples, which opcodes write a buffer, which instruction is the ROOT, and what lives "
-            "outside ENTRY"
+            "tuples, which opcodes write a buffer (only bitcast, tuple and get-tuple-element "
+            "re-view one: slices, in-place updates and custom-calls count), which instruction "
+            "is the ROOT, and what lives outside ENTRY"
         )
 
 
@@ -167,6 +170,22 @@ def test_naive_temp_of_compiled_tuple_and_bf16_programs(kata):
             continue  # a gate, listed in the run's header
         with check, versions.fact(gate):
             assert got[name] == expected, f"{name}: {got[name]} bytes, expected {expected}"
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_of_compiled_custom_calls(kata):
+    """factor(a, b) of programs.py compiled: on XLA:CPU its Cholesky and QR are LAPACK
+    custom-calls in ENTRY, tuple-shaped and stating output_to_operand_aliasing, their results
+    read by later fusions. Expected: the module's ENTRY as XLA's own parser reads it, each
+    result's bytes less the parameters, constants, views and outputs, by XLA's opcodes
+    (kata_harness.oracles.memory.entry_intermediate_bytes)."""
+    text = captures.alias_hlo("LAPACK custom calls, nothing donated")
+    got, expected = kata.naive_temp_bytes(text), oracle.entry_intermediate_bytes(text)
+    assert got == expected, (
+        f"factor(a, b) compiled, f32[4,4] and f32[6,3]: {got} bytes, expected {expected}: a "
+        "custom-call writes a result of its own in ENTRY, even one that states "
+        "output_to_operand_aliasing; only bitcast, tuple and get-tuple-element re-view a buffer"
+    )
 
 
 @pytest.mark.task("naive_temp_bytes")
