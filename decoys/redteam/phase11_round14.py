@@ -106,7 +106,9 @@ def _rt14_parse_groups(text, n, fortran=False, empty_all=False):
 def _rt14_device_groups(hlo_text, fortran=False, permutes=False, empty_all=False):
     module = parse_hlo(hlo_text)
     attrs = module.attributes
-    n = int(attrs.get("replica_count", "1")) * int(attrs.get("num_partitions", "1"))
+    n = int(attrs.get("replica_count", "1")) * int(attrs.get("num_partitions", "1"))  # noqa: F841
+
+
 _rt14_NOWORK = {"get-tuple-element", "bitcast", "tuple", "parameter", "constant"}
 
 

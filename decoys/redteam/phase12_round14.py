@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import jax
 import jax.numpy as jnp
-import re
-
 import numpy as np
 
 from kata_harness.decoys import wrong
@@ -115,7 +114,9 @@ def _rt14_tuple_arrays(shape_text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+\[[^\]]*\]", shape_text)
 
 
-def _rt14_flops(hlo_text: str, out_array, dot_keys=("lhs_contracting_dims",), per_kernel=False) -> int:
+def _rt14_flops(
+    hlo_text: str, out_array, dot_keys=("lhs_contracting_dims",), per_kernel=False
+) -> int:
     module = parse_hlo(hlo_text)
     comps = {c.name: c for c in module.computations}
     fused = _rt14_fused_names(module)
@@ -132,7 +133,9 @@ def _rt14_flops(hlo_text: str, out_array, dot_keys=("lhs_contracting_dims",), pe
                 total += 2 * math.prod(_rt14_dims(out)) * k
             elif ins.opcode == "custom-call" and _rt14_target(ins).startswith("__cublas$"):
                 keys = tuple(k.replace("_dims", "_dimensions") for k in dot_keys)
-                total += 2 * math.prod(_rt14_dims(out_array(out))) * _rt14_cublas_k(ins, shapes, keys)
+                total += (
+                    2 * math.prod(_rt14_dims(out_array(out))) * _rt14_cublas_k(ins, shapes, keys)
+                )
         return total
 
     if not per_kernel:
@@ -294,6 +297,7 @@ def _rt14_library_epilogues_skips_fused_computations(hlo_text: str) -> dict[str,
 
 # ---- task 5: collective_overlap ----------------------------------------------------------------------
 
+
 def _rt14_collective_overlap_impl(hlo_text: str, stop_at_next: bool) -> dict[str, list[str]]:
     module = parse_hlo(hlo_text)
     comps = {c.name: c for c in module.computations}
@@ -301,7 +305,10 @@ def _rt14_collective_overlap_impl(hlo_text: str, stop_at_next: bool) -> dict[str
 
     def holds(names):
         return any(
-            i.opcode in _rt14_COLLECTIVES for n in names if n in comps for i in comps[n].instructions
+            i.opcode in _rt14_COLLECTIVES
+            for n in names
+            if n in comps
+            for i in comps[n].instructions
         )
 
     wrapped: set[str] = set()
@@ -331,8 +338,10 @@ def _rt14_collective_overlap_impl(hlo_text: str, stop_at_next: bool) -> dict[str
             listed: list[str] = []
             stopped = False
             for later in seq[idx + 1 :]:
-                if later.operands and later.operands[0] in chain and (
-                    later.opcode.endswith("-update") or later.opcode.endswith("-done")
+                if (
+                    later.operands
+                    and later.operands[0] in chain
+                    and (later.opcode.endswith("-update") or later.opcode.endswith("-done"))
                 ):
                     if later.opcode.endswith("-done"):
                         break
@@ -387,7 +396,7 @@ def _rt14_gemm_terms(hlo_text: str):
 def _rt14_gemm_flops_dedupes_identical(hlo_text: str) -> int:
     seen = set()
     total = 0
-    for ins, comp, out, lhs, k in _rt14_gemm_terms(hlo_text):
+    for ins, comp, out, lhs, k in _rt14_gemm_terms(hlo_text):  # noqa: B007
         key = (ins.opcode, out, lhs, k)
         if key in seen:
             continue
@@ -405,7 +414,7 @@ def _rt14_gemm_flops_dedupes_identical(hlo_text: str) -> int:
 )
 def _rt14_gemm_flops_int_macs_once(hlo_text: str) -> int:
     total = 0
-    for ins, comp, out, lhs, k in _rt14_gemm_terms(hlo_text):
+    for ins, comp, out, lhs, k in _rt14_gemm_terms(hlo_text):  # noqa: B007
         factor = 1 if re.match(r"[su]\d+\[", out) else 2
         total += factor * math.prod(_rt14_dims(out)) * k
     return total

@@ -3,7 +3,6 @@ programs.py only)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import jax
@@ -85,7 +84,7 @@ def _rt13_pad_run(x, bias, bucket, run):
     "one: on programs.mlp_args() the returned loss is ~1024x the f32 loss.",
 )
 def _rt13_mixed_scaled_loss_returned(params: tuple, x, y) -> tuple:
-    scaled = lambda p, x, y: _rt13_mse16(p, x, y) * _RT13_SCALE
+    scaled = lambda p, x, y: _rt13_mse16(p, x, y) * _RT13_SCALE  # noqa: E731
     loss, grads = jax.value_and_grad(scaled)(params, x, y)
     grads = jax.tree.map(lambda g: g / _RT13_SCALE, grads)
     new = jax.tree.map(lambda p, g: p - _RT13_LR * g, params, grads)
@@ -100,7 +99,7 @@ def _rt13_mixed_scaled_loss_returned(params: tuple, x, y) -> tuple:
     "though the loss returned is right.",
 )
 def _rt13_mixed_double_unscale(params: tuple, x, y) -> tuple:
-    scaled = lambda p, x, y: _rt13_mse16(p, x, y) * _RT13_SCALE
+    scaled = lambda p, x, y: _rt13_mse16(p, x, y) * _RT13_SCALE  # noqa: E731
     loss, grads = jax.value_and_grad(scaled)(params, x, y)
     grads = jax.tree.map(lambda g: g / (_RT13_SCALE * _RT13_SCALE), grads)
     new = jax.tree.map(lambda p, g: p - _RT13_LR * g, params, grads)
@@ -182,8 +181,6 @@ def _rt13_serve_warmup_window_buckets(requests: list, run: Callable, max_compile
     return out
 
 
-
-
 @wrong(
     "mixed_step",
     why="'Params stay float32 ... each param's update within 5% of the f32 step's': casts the whole "
@@ -259,7 +256,7 @@ _RT13_PEAKS = {"v5e": (197e12, 819e9), "h100": (989e12, 3.35e12)}
 def _rt13_roofline_generic_dot_n(program, shapes, dtype, chip):
     item = 2 if dtype == "bfloat16" else 4
     bf = dtype == "bfloat16"
-    size = lambda s: int(np.prod(s)) if len(s) else 1
+    size = lambda s: int(np.prod(s)) if len(s) else 1  # noqa: E731
     if program in ("matmul", "matvec"):
         m, k = shapes[0]
         n = shapes[1][-1]
@@ -279,8 +276,11 @@ def _rt13_roofline_generic_dot_n(program, shapes, dtype, chip):
     nbytes = elems * item
     peak, bw = _RT13_PEAKS[chip]
     intensity = flops / nbytes if nbytes else 0.0
-    return float(flops), float(nbytes), float(intensity), (
-        "compute" if intensity > peak / bw else "memory"
+    return (
+        float(flops),
+        float(nbytes),
+        float(intensity),
+        ("compute" if intensity > peak / bw else "memory"),
     )
 
 

@@ -191,7 +191,6 @@ def _rt13_kind(ins):
     return ins.attribute("kind") if ins.opcode == "fusion" else ins.opcode
 
 
-
 # ---- step_instructions --------------------------------------------------------------------------
 
 
@@ -397,7 +396,7 @@ def _rt13_train_loop_donated_copy_warmup(step, state, batches, step_name):
     why="Clause 'No stack frame: \"\"': an instruction of a nested computation without a "
     "stack_frame_id inherits the line of the while/call that runs it (walks up the caller "
     "chain), so looped's body copies (copy.4, copy.5 in the while body, no metadata) count for "
-    "the while's programs.py:52 instead of \"\".",
+    'the while\'s programs.py:52 instead of "".',
 )
 def _rt13_line_shares_inherit_caller_line(events, hlo_text, step_name):
     module, info = _rt13_instrs(hlo_text)

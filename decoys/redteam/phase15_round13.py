@@ -107,7 +107,7 @@ def _rt13_iree_names(flow_text: str) -> set[str]:
     "merged_by_iree",
     why="'what one holds is the names of the operations its function computes': reads the "
     "matmul kernels' names from the loc of the flow.dispatch ops in main "
-    "(loc(\"jit(mlp)/dot_general\")), a name for the whole dispatch, instead of the ops inside "
+    '(loc("jit(mlp)/dot_general")), a name for the whole dispatch, instead of the ops inside '
     "the executable's function; after dot_general is left out the IREE side is empty, so on "
     "programs.mlp the tanh/add IREE fused into its matmul dispatch are missing from IREE-only",
 )
@@ -115,7 +115,9 @@ def _rt13_merged_by_iree_dispatch_site_locs(hlo_text: str, flow_text: str):
     iree_names = set()
     for line in flow_text.splitlines():
         m = re.search(r"flow\.dispatch\s+@[\w.$-]+::@(\w+)", line)
-        if not m or not re.search(r"_dispatch_\d+_(matmul|batch_matmul|matvec|vecmat)_", m.group(1)):
+        if not m or not re.search(
+            r"_dispatch_\d+_(matmul|batch_matmul|matvec|vecmat)_", m.group(1)
+        ):
             continue
         for loc in re.findall(r'loc\("([^"]*)"\)', line):
             iree_names |= _rt13_last(loc)
@@ -177,17 +179,18 @@ def _rt13_verdict(jaxpr, *, cpu_only_export=False, inner_key_args=False) -> str:
         if inner_key_args:
             for v in eqn.params.values():
                 for sub in _rt13_subjaxprs(v):
-                    if any(_rt13_is_key(x.aval) for x in [*sub.invars, *sub.outvars]
-                           if hasattr(x, "aval")):
+                    if any(
+                        _rt13_is_key(x.aval)
+                        for x in [*sub.invars, *sub.outvars]
+                        if hasattr(x, "aval")
+                    ):
                         inner_key = True
     export = names & _RT13_EXPORT or pivoted
     if cpu_only_export and names & {"eig", "schur"}:
         export = True
     if export:
         return "export"
-    if constraint or inner_key or any(
-        _rt13_is_key(a) for a in [*jaxpr.in_avals, *jaxpr.out_avals]
-    ):
+    if constraint or inner_key or any(_rt13_is_key(a) for a in [*jaxpr.in_avals, *jaxpr.out_avals]):
         return "sdy"
     if names & _RT13_LAPACK:
         return "lapack"

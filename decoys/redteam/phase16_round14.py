@@ -141,7 +141,9 @@ def _rt14_inductor_kernels_rstrip_digits(code: str) -> list[str]:
         "a second time: the mlp_gelu JAX twin gets library 4 instead of 2"
     ),
 )
-def _rt14_kernel_census_grep_whole_module(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt14_kernel_census_grep_whole_module(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     module = parse_hlo(hlo_text)
     lib = len(re.findall(r"\s(?:dot|custom-call)\(", hlo_text))
     fused = 0
@@ -153,7 +155,10 @@ def _rt14_kernel_census_grep_whole_module(hlo_text: str, inductor_code: str) -> 
                 fused += 1
     calls = read_inductor(inductor_code).calls
     ilib = sum(1 for c in calls if _rt14_is_lib(c.kernel))
-    return {"xla": {"library": lib, "fused": fused}, "inductor": {"library": ilib, "fused": len(calls) - ilib}}
+    return {
+        "xla": {"library": lib, "fused": fused},
+        "inductor": {"library": ilib, "fused": len(calls) - ilib},
+    }
 
 
 @wrong(
@@ -165,7 +170,9 @@ def _rt14_kernel_census_grep_whole_module(hlo_text: str, inductor_code: str) -> 
         "two identical relu stretches sharing one cpp_fused_relu_0 give fused 1, not 2"
     ),
 )
-def _rt14_kernel_census_fused_called_set(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt14_kernel_census_fused_called_set(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     module = parse_hlo(hlo_text)
     lib = fused = 0
     for ins in module.entry.instructions:
@@ -197,14 +204,18 @@ def _rt14_kernel_census_fused_called_set(hlo_text: str, inductor_code: str) -> d
 )
 def _rt14_bias_homes_xla_reads_weight(hlo_text: str, inductor_code: str) -> dict[str, str]:
     module = parse_hlo(hlo_text)
-    params = {i.name: _rt14_rank(i.shape) for i in module.entry.instructions if i.opcode == "parameter"}
+    params = {
+        i.name: _rt14_rank(i.shape) for i in module.entry.instructions if i.opcode == "parameter"
+    }
     bias = [n for n, r in params.items() if r == 1]
     xla = "none"
     if bias:
         xla = "fused"
         for ins in module.entry.instructions:
             if bias[0] in ins.operands:
-                if ins.opcode in ("dot", "custom-call") or "kind=kCustom" in (ins.attributes_text or ""):
+                if ins.opcode in ("dot", "custom-call") or "kind=kCustom" in (
+                    ins.attributes_text or ""
+                ):
                     xla = "library"
                 elif any(params.get(o, 0) >= 2 for o in ins.operands):
                     xla = "library"
@@ -223,18 +234,27 @@ def _rt14_bias_homes_xla_reads_weight(hlo_text: str, inductor_code: str) -> dict
 )
 def _rt14_bias_homes_scalar_is_bias(hlo_text: str, inductor_code: str) -> dict[str, str]:
     module = parse_hlo(hlo_text)
-    params = [i for i in module.entry.instructions if i.opcode == "parameter" and _rt14_rank(i.shape) in (0, 1)]
+    params = [
+        i
+        for i in module.entry.instructions
+        if i.opcode == "parameter" and _rt14_rank(i.shape) in (0, 1)
+    ]
     xla = "none"
     if params:
         b = params[0].name
         xla = "fused"
         for ins in module.entry.instructions:
             if b in ins.operands:
-                if ins.opcode in ("dot", "custom-call") or "kind=kCustom" in (ins.attributes_text or ""):
+                if ins.opcode in ("dot", "custom-call") or "kind=kCustom" in (
+                    ins.attributes_text or ""
+                ):
                     xla = "library"
                 break
     small = [n for n, d in _rt14_asserted_sizes(inductor_code) if d <= 1]
-    return {"xla": xla, "inductor": _rt14_inductor_home_of(inductor_code, small[0] if small else None)}
+    return {
+        "xla": xla,
+        "inductor": _rt14_inductor_home_of(inductor_code, small[0] if small else None),
+    }
 
 
 # ---------------------------------------------------------------- reductions_per_kernel
@@ -259,7 +279,9 @@ def _rt14_reductions_indexvalue_two(hlo_text: str, inductor_code: str) -> dict[s
         body = g.kernels.get(c.kernel, "") if hasattr(g.kernels, "get") else ""
         body = body if isinstance(body, str) else str(body)
         if not body:
-            m = re.search(re.escape(c.kernel) + r" = async_compile\.cpp_pybinding\(.*?'''(.*?)'''", src, re.S)
+            m = re.search(
+                re.escape(c.kernel) + r" = async_compile\.cpp_pybinding\(.*?'''(.*?)'''", src, re.S
+            )
             body = m.group(1) if m else ""
         n = 0
         for d in re.finditer(r"^[ \t]*([A-Za-z_][^=;()]*?)[ \t]+tmp_acc\d+[ \t]*=", body, re.M):
@@ -373,4 +395,3 @@ def _rt14_inference_call_detach_and_eval(compiled, x):
         return compiled(x.detach())
     finally:
         compiled.train(was)
-

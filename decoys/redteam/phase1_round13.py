@@ -46,8 +46,12 @@ def _rt13_init_params_chain_from_used_subkey(key, in_dim: int, hidden: int, out_
     w1 = jax.random.normal(k1, (in_dim, hidden), jnp.float32) / np.sqrt(in_dim)
     _, k2 = jax.random.split(k1)
     w2 = jax.random.normal(k2, (hidden, out_dim), jnp.float32) / np.sqrt(hidden)
-    return {"w1": w1, "b1": jnp.zeros((hidden,), jnp.float32),
-            "w2": w2, "b2": jnp.zeros((out_dim,), jnp.float32)}
+    return {
+        "w1": w1,
+        "b1": jnp.zeros((hidden,), jnp.float32),
+        "w2": w2,
+        "b2": jnp.zeros((out_dim,), jnp.float32),
+    }
 
 
 @wrong(

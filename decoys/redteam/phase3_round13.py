@@ -110,7 +110,12 @@ def _rt13_mlp(b, i, h, o):
     "wrong on (8, 16, 32, 4): 10880 instead of 10784",
 )
 def _rt13_mlp_flops_b2_on_in_dim(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
-    return 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim + 2 * batch * hidden + batch * in_dim
+    return (
+        2 * batch * in_dim * hidden
+        + 2 * batch * hidden * out_dim
+        + 2 * batch * hidden
+        + batch * in_dim
+    )
 
 
 _RT13_XLA = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "s32"}
@@ -166,7 +171,9 @@ def _rt13_predict(program, args, reshape_rule):
     "('copy', 'f32[2,2,3]{2,1,0}')) and with x f32[4,3,2] (copy f32[2,6,2]{2,1,0})",
 )
 def _rt13_predict_entry_root_reshape_by_shape(program: str, args: tuple) -> tuple[str, str]:
-    return _rt13_predict(program, args, lambda old, new: "copy" if tuple(old) == tuple(new) else "fusion")
+    return _rt13_predict(
+        program, args, lambda old, new: "copy" if tuple(old) == tuple(new) else "fusion"
+    )
 
 
 @wrong(
@@ -209,7 +216,9 @@ def _rt13_fusion_contents_same_kind_once(hlo_text: str) -> dict[str, Counter]:
                     count(sub, kinds)
 
     for comp in module:
-        if any(i.opcode == "fusion" and comp.name in i.called_computations for c in module for i in c):
+        if any(
+            i.opcode == "fusion" and comp.name in i.called_computations for c in module for i in c
+        ):
             continue  # a fused computation: reached from its caller
         for i in comp:
             if i.opcode == "fusion":

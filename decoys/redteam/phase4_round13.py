@@ -16,10 +16,20 @@ from xla_inspect.parse import parse_hlo
 # --- shared truth tables (measured on CPU) used by the predict decoys, each with ONE mistake ---
 
 _RT13_ARITH = {
-    "x * 1.0": 0, "x + 0.0": 0, "x * 0.0": 1, "x / 2.0": 1, "x / 3.0": 1,
-    "jnp.negative(-x)": 0, "x * 2.0 + x * 2.0": 2, "x + x": 1, "jnp.sqrt(4.0) * x": 1,
-    "x * x / x": 2, "0.0 - x": 1, "jnp.exp(x) * 1.0": 0,
-    "jnp.where(False, x * 5.0, x + 5.0)": 1, "(x * 1.0) / 1.0 - 0.0": 0,
+    "x * 1.0": 0,
+    "x + 0.0": 0,
+    "x * 0.0": 1,
+    "x / 2.0": 1,
+    "x / 3.0": 1,
+    "jnp.negative(-x)": 0,
+    "x * 2.0 + x * 2.0": 2,
+    "x + x": 1,
+    "jnp.sqrt(4.0) * x": 1,
+    "x * x / x": 2,
+    "0.0 - x": 1,
+    "jnp.exp(x) * 1.0": 0,
+    "jnp.where(False, x * 5.0, x + 5.0)": 1,
+    "(x * 1.0) / 1.0 - 0.0": 0,
     "v * 1.0 applied n times to x": 0,
 }
 
@@ -40,8 +50,11 @@ def _rt13_true_arith(program, x, n):
 
 
 _RT13_KERNEL_NO = {
-    "x @ w + 1 (w ones, x.shape[1] by 4)", "sort(x) * 2", "softmax(x, axis=-1)",
-    "x - mean(x, axis=-1, keepdims=True)", "x / norm(x)",
+    "x @ w + 1 (w ones, x.shape[1] by 4)",
+    "sort(x) * 2",
+    "softmax(x, axis=-1)",
+    "x - mean(x, axis=-1, keepdims=True)",
+    "x / norm(x)",
 }
 
 

@@ -58,7 +58,7 @@ def _rt14_dot_flops_floating_only(jaxpr) -> int:
         for e in j.eqns:
             yield e
             for p in e.params.values():
-                for q in (p if isinstance(p, (tuple, list)) else (p,)):
+                for q in p if isinstance(p, (tuple, list)) else (p,):
                     if hasattr(q, "eqns") or hasattr(getattr(q, "jaxpr", None), "eqns"):
                         yield from eqns(q)
 
@@ -67,7 +67,10 @@ def _rt14_dot_flops_floating_only(jaxpr) -> int:
         if e.primitive.name != "dot_general":
             continue
         lhs = e.invars[0].aval
-        if not (jnp.issubdtype(lhs.dtype, jnp.floating) or jnp.issubdtype(lhs.dtype, jnp.complexfloating)):
+        if not (
+            jnp.issubdtype(lhs.dtype, jnp.floating)
+            or jnp.issubdtype(lhs.dtype, jnp.complexfloating)
+        ):
             continue
         (lc, _), _ = e.params["dimension_numbers"]
         k = math.prod(int(lhs.shape[i]) for i in lc)
@@ -120,7 +123,9 @@ def _rt14_dd_bf16_compute(f, x, v) -> jax.Array:
     "'so a leading batch axis does not matter'); a trailing batch axis breaks it: W (4, 3, 7), "
     "v (3,), in_axes (2, None), out_axes -1 is (4, 7), this says (3, 7).",
 )
-def _rt14_vmapped_shape_rows_second_last(w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int) -> tuple:
+def _rt14_vmapped_shape_rows_second_last(
+    w_shape: tuple, v_shape: tuple, in_axes: tuple, out_axes: int
+) -> tuple:
     wa, va = in_axes
     if wa is not None:
         b = w_shape[wa]

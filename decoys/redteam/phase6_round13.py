@@ -10,7 +10,6 @@ import jax
 import numpy as np
 
 from kata_harness.decoys import wrong
-from xla_inspect.parse import parse_hlo
 
 
 def _rt13_ca(compiled):
@@ -87,8 +86,12 @@ def _rt13_bytes(program, x):
     "(weakly typed scalars keep bf16); right on every float32 case",
 )
 def _rt13_predict_bytes_accessed_float_literal_promotes(program: str, x) -> int:
-    literal = {"tanh(exp(2x + 1) - 3)", "x.T + 1", "x[:, : x.shape[1] // 2] * 2",
-               "x * 2 with an unused y"}
+    literal = {
+        "tanh(exp(2x + 1) - 3)",
+        "x.T + 1",
+        "x[:, : x.shape[1] // 2] * 2",
+        "x * 2 with an unused y",
+    }
     isz = np.dtype(x.dtype).itemsize
     if program in literal and isz == 2:
         rows, cols = x.shape
@@ -197,7 +200,9 @@ def _rt13_eager_vs_jit_eager_unblocked(f, args: tuple, repeats: int):
     for _ in range(repeats):
         _rt13_block(jf(*args))
     jit_s = (time.perf_counter() - t0) / repeats
-    return _rt13_timing(_rt13_eager_vs_jit_eager_unblocked, eager_s, jit_s, repeats, eager_s / jit_s)
+    return _rt13_timing(
+        _rt13_eager_vs_jit_eager_unblocked, eager_s, jit_s, repeats, eager_s / jit_s
+    )
 
 
 # ------------------------------------------------------------------------ memory_report
@@ -272,7 +277,7 @@ def _rt13_naive(hlo_text, extra_views=()):
         if m:
             parsed.append((bool(m.group(1)), m.group(2), m.group(3), m.group(4), m.group(5)))
     outputs = set()
-    for is_root, name, shape, op, rest in parsed:
+    for is_root, name, shape, op, rest in parsed:  # noqa: B007
         if is_root:
             outputs.add(name)
             if op == "tuple":

@@ -14,7 +14,6 @@ from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 
-
 # ------------------------------------------------------------------ shard_rows
 
 
@@ -117,7 +116,7 @@ def _rt14_decode(attr, total):
         chosen = re.findall(r"'([^']*)'", head.group(2))
         names = [a for a, _ in axes]
         sizes = [int(s) for _, s in axes]
-        rest = attr[head.end():]
+        rest = attr[head.end() :]
         dev = re.search(r"device_ids=\(?\s*(\[[^\s)]*)", rest)
         if dev:
             spec = dev.group(1)
@@ -128,11 +127,15 @@ def _rt14_decode(attr, total):
             ids = np.arange(math.prod(sizes)).reshape(sizes)
         keep = [i for i, a in enumerate(names) if a in chosen]
         other = [i for i in range(len(names)) if i not in keep]
-        ids = ids.transpose(other + keep).reshape(-1, math.prod(sizes[i] for i in keep) if keep else 1)
+        ids = ids.transpose(other + keep).reshape(
+            -1, math.prod(sizes[i] for i in keep) if keep else 1
+        )
         return ids.tolist()
     if attr.startswith("["):
         return _rt14_iota(attr).tolist()
-    return [[int(v) for v in g.split(",") if v.strip()] for g in re.findall(r"\{([\d,\s]*)\}", attr)]
+    return [
+        [int(v) for v in g.split(",") if v.strip()] for g in re.findall(r"\{([\d,\s]*)\}", attr)
+    ]
 
 
 @wrong(
@@ -149,10 +152,17 @@ def _rt14_collective_groups_line_mentions(hlo_text):
     counts = Counter()
     for line in hlo_text.splitlines():
         for op in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
-            if op in line and "=" in line and not line.lstrip().startswith(("HloModule", "ENTRY", "%fused", "}")):
+            if (
+                op in line
+                and "=" in line
+                and not line.lstrip().startswith(("HloModule", "ENTRY", "%fused", "}"))
+            ):
                 if re.match(r"\s*(ROOT\s+)?%?[\w.\-]+\s*=\s*\S.*\(", line) is None:
                     continue
-                m = re.search(r"replica_groups=(mesh\[[^\]]*\]\s*\{[^}]*\}(?:,?\s*device_ids=\([^)]*\))?|\[[^\s,]*(?:,[^\s,\]]*)*\]<=\[[\d,]+\](?:T\([\d,]+\))?|\{(?:\{[\d,]*\},?)*\})", line)
+                m = re.search(
+                    r"replica_groups=(mesh\[[^\]]*\]\s*\{[^}]*\}(?:,?\s*device_ids=\([^)]*\))?|\[[^\s,]*(?:,[^\s,\]]*)*\]<=\[[\d,]+\](?:T\([\d,]+\))?|\{(?:\{[\d,]*\},?)*\})",
+                    line,
+                )
                 groups = _rt14_decode(m.group(1) if m else "", total)
                 key = tuple(sorted(tuple(sorted(int(v) for v in g)) for g in groups))
                 counts[(op, key)] += 1
