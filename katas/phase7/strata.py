@@ -248,11 +248,26 @@ def _pairs(rng: random.Random) -> dict[str, tuple[Call, Call]]:
 def call_strata(rng: random.Random) -> dict[str, list[Call]]:
     """One drawn calling pattern per respect of jit's cache key (and per API, wrapper and
     device situation): two calls that differ in exactly that respect, in a drawn order, the
-    first sometimes repeated."""
+    first sometimes repeated; and, every run, one pair of different keys called A, B, A (the
+    cache holds every key it has seen, not only the last)."""
     patterns = {}
-    for name, (first, second) in _pairs(rng).items():
+    pairs = _pairs(rng)
+    for name, (first, second) in pairs.items():
         calls = [first, second] if rng.random() < 0.5 else [second, first]
         if rng.random() < 0.3:
             calls.insert(rng.randint(0, 2), calls[0])
         patterns[name] = calls
+    name = rng.choice(_TWO_KEYS)
+    first, second = pairs[name] if rng.random() < 0.5 else pairs[name][::-1]
+    patterns[f"back to the first key after another ({name})"] = [first, second, first]
     return patterns
+
+
+_TWO_KEYS = (  # pairs whose two calls always differ in jit's key
+    "x: two shapes of one dtype",
+    "x: two shapes of one size",
+    "x: float32 array vs float16 array",
+    "x: a Python scalar vs a 0-d NumPy array",
+    "static n: int vs the equal float",
+    "device: committed to device 0 vs another",
+)
