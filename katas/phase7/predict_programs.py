@@ -180,7 +180,8 @@ class Call:
     jit: "shared" the pattern's one jax.jit wrapper of (function, static); "new" jax.jit
     applied to the function again at this step.
     static: whether n is static (static_argnums=1) rather than traced.
-    x: a NumPy array, a NumPy scalar or a Python scalar. n: a Python bool, int or float.
+    x: a NumPy array (of any shape, 0-d included), a NumPy scalar or a Python scalar.
+    n: a Python bool, int or float.
     device: x is committed to jax.devices()[device] with jax.device_put first; None leaves it
     as it is (uncommitted).
     """
@@ -281,6 +282,10 @@ _ARRAYS = (
     ((3,), np.int32),
     ((2, 3), np.float32),
     ((3,), np.float64),
+    ((6,), np.float32),  # the size of (2, 3)
+    ((1, 3), np.float32),  # the size of (3,)
+    ((), np.float32),  # 0-d: spelled apart from np.float32(2.0), typed alike
+    ((), np.float64),
 )
 _SCALARS = (2.0, 3, True, np.float32(2.0), np.int32(3), np.float64(2.0))
 

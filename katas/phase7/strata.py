@@ -132,8 +132,30 @@ def loop_strata(rng: random.Random) -> dict[str, LoopProgram]:
 
 
 def _array(rng: random.Random, dtype, shape=None) -> np.ndarray:
-    shape = shape or rng.choice(((3,), (4,), (2, 3)))
+    shape = rng.choice(((3,), (4,), (2, 3))) if shape is None else shape
     return np.full(shape, rng.randint(1, 3), dtype)
+
+
+_ONE_SIZE = (  # shapes grouped by element count, 0-d and 1-element arrays included
+    ((), (1,), (1, 1)),
+    ((4,), (2, 2), (1, 4), (4, 1)),
+    ((6,), (2, 3), (3, 2), (1, 6)),
+    ((8,), (2, 4), (4, 2), (2, 2, 2)),
+)
+
+
+def _shapes_of_one_size(rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
+    """Two float32 arrays whose shapes differ and whose sizes agree."""
+    first, second = rng.sample(rng.choice(_ONE_SIZE), 2)
+    return _array(rng, np.float32, first), _array(rng, np.float32, second)
+
+
+def _scalar_and_0d(rng: random.Random, value: float) -> tuple[np.generic, np.ndarray]:
+    """A NumPy scalar and a 0-d NumPy array that JAX reads as one type (float64 and int64
+    arrive as float32 and int32), drawn in either dtype each."""
+    kind = rng.choice(((np.float32, np.float64), (np.int32, np.int64)))
+    scalar = rng.choice(kind)(value)
+    return scalar, np.array(value, rng.choice(kind))
 
 
 def _x_pairs(rng: random.Random) -> dict[str, tuple[object, object]]:
@@ -156,6 +178,18 @@ def _x_pairs(rng: random.Random) -> dict[str, tuple[object, object]]:
         "x: Python float vs np.float32 scalar": (value, np.float32(value)),
         "x: Python int vs Python bool": (int(value), True),
         "x: Python int vs np.int32 scalar": (int(value), np.int32(value)),
+        # one key, two spellings: a NumPy scalar and a 0-d NumPy array are both a strong
+        # scalar of their (canonical, 32-bit) dtype
+        "x: a NumPy scalar vs a 0-d NumPy array": _scalar_and_0d(rng, value),
+        # two keys, one value: a Python scalar is weak, a 0-d array of its dtype is not
+        "x: a Python scalar vs a 0-d NumPy array": rng.choice(
+            (
+                (value, np.array(value, np.float32)),
+                (int(value), np.array(int(value), np.int32)),
+            )
+        ),
+        # two keys, one size: the key holds the shape, not the element count
+        "x: two shapes of one size": _shapes_of_one_size(rng),
         # a Python scalar is traced like an array (weak-typed), not baked in like a static value
         "x: two values of a Python float or int": rng.choice(
             ((value, value + 1.0), (int(value), int(value) + 1))
@@ -214,11 +248,26 @@ def _pairs(rng: random.Random) -> dict[str, tuple[Call, Call]]:
 def call_strata(rng: random.Random) -> dict[str, list[Call]]:
     """One drawn calling pattern per respect of jit's cache key (and per API, wrapper and
     device situation): two calls that differ in exactly that respect, in a drawn order, the
-    first sometimes repeated."""
+    first sometimes repeated; and, every run, one pair of different keys called A, B, A (the
+    cache holds every key it has seen, not only the last)."""
     patterns = {}
-    for name, (first, second) in _pairs(rng).items():
+    pairs = _pairs(rng)
+    for name, (first, second) in pairs.items():
         calls = [first, second] if rng.random() < 0.5 else [second, first]
         if rng.random() < 0.3:
             calls.insert(rng.randint(0, 2), calls[0])
         patterns[name] = calls
+    name = rng.choice(_TWO_KEYS)
+    first, second = pairs[name] if rng.random() < 0.5 else pairs[name][::-1]
+    patterns[f"back to the first key after another ({name})"] = [first, second, first]
     return patterns
+
+
+_TWO_KEYS = (  # pairs whose two calls always differ in jit's key
+    "x: two shapes of one dtype",
+    "x: two shapes of one size",
+    "x: float32 array vs float16 array",
+    "x: a Python scalar vs a 0-d NumPy array",
+    "static n: int vs the equal float",
+    "device: committed to device 0 vs another",
+)
