@@ -46,7 +46,8 @@ def pytest_runtest_makereport_when_caught(
     if variant is None or not (variant.expects_failure or variant.kind in RED_TEAM):
         return None
     phase, _ = task_of(item)
-    kind = "stub" if variant.kind == "stub" else "decoy"  # red-team answers are judged as decoys
+    # red-team answers are judged as decoys; a probe as a learner's file (a hang fails it)
+    kind = variant.kind if variant.kind in ("stub", "probe") else "decoy"
     if not verdict.judge(kind, phase, _errors(item)).caught:
         return None
     passed = copy.copy(call)
@@ -92,7 +93,7 @@ def _judge_red_team(item: pytest.Item, report: pytest.TestReport, variant: Varia
     if variant.kind == "probe" and any(isinstance(e, guard.KataGuardError) for e in errors):
         report.outcome, report.longrepr = "passed", None
         return True  # the audit hook refused what it opened
-    judged = verdict.judge("decoy", phase, errors)
+    judged = verdict.judge("probe" if variant.kind == "probe" else "decoy", phase, errors)
     if judged.caught or judged.reason == "the test passed":
         report.outcome, report.longrepr = "passed", None
         return judged.caught

@@ -10,7 +10,11 @@ them. A failure only counts when it is the test doing its job:
 
 Anything else (a ``NameError`` in the decoy, a ``TypeError`` while the test handles its result,
 a skip called by kata code, a timeout) says nothing about the test, so the harness reports the
-decoy as broken instead of counting it as caught.
+decoy as broken instead of counting it as caught. A red-team probe is a learner's file, and a
+learner's file that never answers fails its task (pytest-timeout stops it, in one line): a probe
+pytest-timeout stopped while its own code ran is rejected, "stopped after N s: never answered"
+(:func:`stopped`). A red-team answer, like an author's decoy, must be caught by an assertion:
+one that hangs is still broken.
 
 ``pytest_check`` swallows the exceptions of ``with check:`` blocks; :func:`record_checks` keeps
 them for the verdict.
@@ -121,6 +125,28 @@ def _is_timeout(error: BaseException) -> bool:
     return isinstance(error, pytest.fail.Exception) and str(error).startswith("Timeout")
 
 
+# pytest-timeout's failure: "Timeout (>60.0s) from pytest-timeout."
+_TIMEOUT_AFTER = re.compile(r"Timeout \(>([\d.]+)s\)")
+
+
+def stopped(error: BaseException) -> str | None:
+    """The reason "stopped after N s: never answered" for pytest-timeout's failure raised
+    while a kata file's code ran (a frame of the learner's file, or of a probe standing in for
+    it, on the traceback); None for any other error, and for a timeout that stopped only the
+    test's or the harness's own work (a slow compile on a loaded machine says nothing of the
+    answer)."""
+    if not _is_timeout(error):
+        return None
+    tb = error.__traceback__
+    while tb is not None and not is_kata_file(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    found = _TIMEOUT_AFTER.match(str(error))
+    after = f"{float(found.group(1)):g}" if found else "?"
+    return f"stopped after {after} s: never answered"
+
+
 def chain(error: BaseException) -> list[BaseException]:
     """The error and what it was raised from (a capture wraps the kata's exception)."""
     found: list[BaseException] = []
@@ -183,13 +209,20 @@ def describe(error: BaseException) -> str:
 
 
 def judge(kind: str, phase: Phase, errors: list[BaseException]) -> Verdict:
-    """Did the stub (``kind='stub'``) or a decoy fail through the test doing its job?"""
+    """Did the stub (``kind='stub'``), a decoy or red-team answer (``'decoy'``) or a probe
+    (``'probe'``: also when pytest-timeout stopped its code) fail through the test doing its
+    job?"""
     if not errors:
         return Verdict(False, "the test passed")
     accept = is_todo if kind == "stub" else is_assertion
     for error in errors:
         if accept(error, phase):
             return Verdict(True, describe(error))
+    if kind == "probe":
+        for error in errors:
+            never = stopped(error)
+            if never is not None:
+                return Verdict(True, never)
     first = errors[0]
     if isinstance(first, pytest.skip.Exception):
         return Verdict(False, f"the test skipped ({describe(first)})")

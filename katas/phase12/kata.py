@@ -64,7 +64,9 @@ def library_epilogues(hlo_text: str) -> dict[str, str]:
 
 def gemm_flops(hlo_text: str) -> int:
     """Multiply-add flops of every GEMM in the module (in every computation it holds, one that
-    nothing calls too, each instruction counted once): 2 * (elements of the GEMM's output) *
+    nothing calls too, each instruction counted once: a computation several instructions call,
+    a fused computation two fusions run or one two `call`s reach, holds its GEMMs once, and a
+    while body's count once, not per trip): 2 * (elements of the GEMM's output) *
     (product of the lhs's contracting dimensions' sizes), whatever its element types (an integer
     GEMM, s8 x s8 -> s32, does its multiply-adds too). A GEMM is a `dot` (wherever it sits: Triton
     fusions hold theirs, and a fusion started asynchronously, `fusion-start` or an `async-start`

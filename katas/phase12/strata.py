@@ -247,10 +247,14 @@ GEMM_DTYPES = {
 }
 
 
-def drawn_gemm(rng: random.Random, kind: str, nested: bool = False) -> tuple[str, int, int]:
+def drawn_gemm(
+    rng: random.Random, kind: str, nested: bool = False, twice: bool = False
+) -> tuple[str, int, int]:
     """(the HLO text of one jax.lax.dot_general as JAX lowers it, before optimization (with
     `nested`, inside a jax.jit of its own, which JAX lowers as `call(...), to_apply=` of the
-    inner function's computation, a tanh after it in the outer one): its dot
+    inner function's computation, a tanh after it in the outer one; with `twice` too, that jax.jit
+    called a second time, on other operands: two `call`s of the one computation that holds the
+    one dot instruction): its dot
     contracting 2 or 3 dimensions in drawn positions, with a batch dimension or none, its
     operands and output of a drawn dtype of `kind` (a key of GEMM_DTYPES); the number of
     dimensions it contracts; its multiply-add flops by arithmetic on the draw). Its
@@ -294,7 +298,12 @@ def drawn_gemm(rng: random.Random, kind: str, nested: bool = False) -> tuple[str
 
     if nested:
         inner = jax.jit(product)
-        lowered = jax.jit(lambda a, b: jnp.tanh(inner(a, b).astype(jnp.float32))).lower(*operands)
+
+        def outer(a, b):
+            once = jnp.tanh(inner(a, b).astype(jnp.float32))
+            return once + inner(a, b + 1).astype(jnp.float32) if twice else once
+
+        lowered = jax.jit(outer).lower(*operands)
     else:
         lowered = jax.jit(product).lower(*operands)
     flops = 2 * math.prod(batch) * rows * columns * math.prod(contracted)

@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 from pytest_check import check
 
+from kata_harness import metamorphic
 from kata_harness.oracles import gpu_hlo as oracle
 from katas.phase12 import texts as module_texts
 from katas.phase12.programs import BLOCK_SHAPES, DENSE_SHAPES, EINSUMS
@@ -213,6 +214,39 @@ def test_gemm_flops(kata):
                     f"{what}: got {got}, the program's contractions take {FLOPS[name]} flops "
                     "(2 * output elements * contracted size, per GEMM)"
                 )
+
+
+@pytest.mark.task("gemm_flops")
+def test_gemm_flops_of_a_gemm_computation_two_fusions_call(kata, fresh):
+    """Each module of FLOPS with Triton GEMM fusions in ENTRY, as printed, renamed and
+    reordered, with a second fusion calling the fused computation of one of them, drawn afresh
+    (metamorphic.shared; XLA deduplicates identical fused computations so): two kernels run it,
+    but it holds one dot instruction, and every GEMM instruction counts once."""
+    shared = []
+    for name in sorted(FLOPS):
+        gemms = module_texts.gemm_fusions(module_texts.text(name))
+        if not gemms:
+            continue  # cuBLAS calls: no fused computation holds a dot
+        fusion, computation = fresh.choice(gemms)
+        for what, text, variant in module_texts.forms(name):
+            own = variant.rename(fusion) if variant else fusion
+            twin = metamorphic.shared(text, own)
+            assert twin is not None, f"{what}: XLA refuses a second fusion calling {own}'s"
+            called = variant.rename(computation) if variant else computation
+            calls = rf"\bcalls=%{re.escape(called)}(?![\w.-])"
+            callers = [n for _, n, op, p in oracle.parsed(twin.text)[1] if re.search(calls, p)]
+            assert len(callers) == 2, f"{what}: XLA reads {callers} calling {called}"
+            case = f"{what}, {own} and a second fusion calling {called} ({fresh.where()})"
+            got = kata.gemm_flops(twin.text)
+            assert isinstance(got, int), f"{case}: expected an int, got {type(got).__name__}"
+            with check:
+                assert got == FLOPS[name], (
+                    f"{case}: got {got}, other flops than the module's GEMM instructions take "
+                    "(two fusions calling one fused computation: its dot is one instruction, "
+                    "counted once)"
+                )
+        shared.append(name)
+    assert len(shared) >= 4, f"only {shared} hold a Triton GEMM fusion in ENTRY"
 
 
 @pytest.mark.task("gemm_flops")

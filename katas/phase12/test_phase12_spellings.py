@@ -255,7 +255,9 @@ def test_gemm_flops_outer_products_scalars_fp8_and_loops(kata):
 
 @pytest.mark.task("gemm_flops")
 @pytest.mark.parametrize("elements", sorted(strata.GEMM_DTYPES))
-@pytest.mark.parametrize("place", ("in ENTRY", "in a nested jax.jit"))
+@pytest.mark.parametrize(
+    "place", ("in ENTRY", "in a nested jax.jit", "in a nested jax.jit called twice")
+)
 def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, place):
     """strata.drawn_gemm: a jax.lax.dot_general drawn afresh and lowered by JAX (the module
     before optimization, where a dot may contract several dimensions at once: XLA:GPU merges
@@ -263,14 +265,18 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, pl
     a drawn dtype (floating point, or integers: an int8 GEMM is a GEMM), whose output holds
     2**31 elements or more and whose flops are past float64's exact integers and past int64
     (2 * an odd number above 2**64: the count is exact for shapes of any size); in ENTRY, or in
-    a nested jax.jit (the computation a `call`'s to_apply names: a GEMM wherever it sits); and
-    the module with a copy of the dot's computation that nothing calls (two GEMMs)."""
-    nested = place != "in ENTRY"
-    text, contracting, expected = strata.drawn_gemm(fresh, elements, nested=nested)
+    a nested jax.jit (the computation a `call`'s to_apply names: a GEMM wherever it sits), or
+    one called twice (two calls of one computation holding one dot instruction: it counts once,
+    and so it does when both calls are made fusions of it, two kernels running one fused
+    computation); and the module with a copy of the dot's computation that nothing calls (two
+    GEMMs)."""
+    nested, twice = place != "in ENTRY", place.endswith("twice")
+    text, contracting, expected = strata.drawn_gemm(fresh, elements, nested=nested, twice=twice)
     (home, _, _, printed), *more = [r for r in oracle.parsed(text)[1] if r[2] == "dot"]
     assert not more, f"XLA reads {len(more) + 1} dots"
     callers = [p for _, _, op, p in oracle.parsed(text)[1] if op == "call"]
-    assert nested == any(f"to_apply=%{home}" in p for p in callers), f"XLA reads {callers}"
+    calls = sum(f"to_apply=%{home}" in p for p in callers)
+    assert calls == (2 if twice else int(nested)), f"XLA reads {callers}"
     dims = module_texts.matched(r"lhs_contracting_dims=\{([\d,]*)\}", printed)
     assert len(dims.split(",")) == contracting >= 2, f"XLA reads {printed[:160]}"
     (dtype, output), *_ = oracle.SHAPE.findall(printed.split(" = ", 1)[1])
@@ -285,6 +291,20 @@ def test_gemm_flops_of_a_drawn_dot_before_optimization(kata, fresh, elements, pl
         "of every contracting dimension's size, counted exactly past 64 bits, whatever the "
         "element type)"
     )
+    if twice:
+        fused = module_texts.calls_fused(text, home)
+        fusions = [
+            n
+            for _, n, op, p in oracle.parsed(fused)[1]
+            if op == "fusion" and re.search(rf"\bcalls=%{re.escape(home)}(?![\w.-])", p)
+        ]
+        assert len(fusions) == 2, f"XLA reads {fusions} calling {home}"
+        fused_case = f"{case}, both calls made fusions of {home}"
+        got = _read(kata.gemm_flops, fused, fused_case)
+        assert got == expected, (
+            f"{fused_case}: got {got}, other flops than its one dot instruction takes (two "
+            "fusions calling one fused computation: its dot is one instruction, counted once)"
+        )
     copied = module_texts.copied_uncalled(text, home)
     case = f"{case}, with a copy of {home} that nothing calls"
     got = _read(kata.gemm_flops, copied, case)

@@ -116,6 +116,35 @@ def shared_across_kinds(name: str) -> metamorphic.HloVariant:
     raise AssertionError(f"{name}: no ENTRY kInput fusion reaching a reduce to share")
 
 
+def gemm_fusions(printed: str) -> list[tuple[str, str]]:
+    """(fusion, fused computation) of each ENTRY fusion whose fused computation holds a dot
+    (XLA's parse): a Triton GEMM's kernel, which metamorphic.shared can give a twin."""
+    entry = matched(r"(?m)^ENTRY %?([\w.-]+)", printed)
+    rows = gpu_hlo.parsed(printed)[1]
+    dots = {c for c, _, op, _ in rows if op == "dot"}
+    found = []
+    for computation, fusion, op, line in rows:
+        if computation == entry and op == "fusion":
+            called = matched(r"calls=%?([\w.-]+)", line)
+            if called in dots:
+                found.append((fusion, called))
+    return sorted(found)
+
+
+def calls_fused(printed: str, computation: str) -> str:
+    """The module with every `call` of ``computation`` made a fusion of it (`fusion(...),
+    kind=kCustom, calls=` in place of `call(...), to_apply=`: the same operands, the same
+    computation, now a fused one); names printed with or without `%`. XLA's parser must accept
+    it."""
+    call = re.compile(
+        rf"(?m)^(\s*(?:ROOT )?%?[\w.-]+ = .*? )call\((.*)\), to_apply=(%?){re.escape(computation)}$"
+    )
+    moved, count = call.subn(r"\1fusion(\2), kind=kCustom, calls=\3" + computation, printed)
+    assert count, f"no call of {computation}"
+    assert xla_accepts(moved), f"XLA refuses the calls of {computation} made fusions"
+    return moved
+
+
 def async_wrapped(name: str) -> metamorphic.HloVariant:
     """The module with each ENTRY GEMM fusion (a kCustom fusion whose fused computation holds a
     dot) started asynchronously: moved into a computation of its own that a generic

@@ -268,3 +268,27 @@ def test_an_exception_from_kata_code_is_one_line_unless_asked(probe_run, tmp_pat
     kata = textwrap.dedent(REFERENCE) + "\n" + PROBES["raises"]
     long = _run(_course(tmp_path, {1: kata}), "katas", "--tb=long", "-k", "test_count")
     assert "def _halve(items):" in long and "ZeroDivisionError" in long, long[-2000:]
+
+
+def test_a_probe_that_never_answers_is_rejected_a_red_team_answer_that_hangs_is_broken(tmp_path):
+    """The red team's probe (a learner's file) sleeping in a task is stopped by pytest-timeout
+    and rejected: a learner's file that never answers fails its task. A red-team answer that
+    sleeps is stopped too but stays broken: it must be caught by an assertion."""
+    root = _course(tmp_path, {1: None})
+    probes = root / "decoys" / "redteam" / "phase1_probes"
+    probes.mkdir(parents=True)
+    sleeps = "\nimport time\n\n\ndef double(x):\n    time.sleep(600)\n    return 2 * x\n"
+    (probes / "never_answers.py").write_text(
+        "# probe: double: sleeps instead of answering\n" + textwrap.dedent(REFERENCE) + sleeps
+    )
+    (root / "decoys" / "redteam" / "phase1_round1.py").write_text(
+        "import time\n\nfrom kata_harness.decoys import wrong\n\n\n"
+        "@wrong('double', why='sleeps instead of answering')\n"
+        "def hangs(x):\n    time.sleep(600)\n    return 2 * x\n"
+    )
+    out = _run(root, "reference", "-o", "timeout=10", "-k", "double")
+    assert _line(out, "test_double[probe-never_answers]").startswith("PASSED"), out[-3000:]
+    assert "probe-never_answers is caught already (by test_double)" in out, out[-3000:]
+    line = _line(out, "test_double[redteam-hangs]")
+    assert line.startswith("FAILED") and "broken redteam" in line, line
+    assert "the test timed out" in line, line
