@@ -4,7 +4,8 @@ device_groups, collective_bytes, padded_bytes and prefetched_parameters.
 Every draw holds every situation the contracts allow: groups in the three spellings over up to
 32 devices (numbers past 9), mesh axes listed in any order, ``{}`` with replicas and partitions;
 collectives of every element type XLA's parser knows (sub-byte, fp8, c128, u64), scalars and
-tuples, with and without channel_id, in called computations, while bodies and TPU async bodies;
+tuples, with and without channel_id, in called computations, while bodies and TPU async bodies,
+over replica groups of every spelling and size (singletons too: each device still receives);
 tiles of one to three sizes over any layout, empty dimensions too; parameters moved into S(1) by
 every kind of copy, scalar ones untiled, cross-program prefetches of index 0 and 1, and copies
 that are no ENTRY parameter's. The expected groups are built here with NumPy (the order a gather
@@ -208,17 +209,45 @@ def _array(dtype: str, dims: list[int], rng: random.Random) -> str:
     return f"{dtype}[{','.join(map(str, dims))}]{{{order}{rng.choice(('', tile))}}}"
 
 
-def _op(kind: str, dtype: str, dims: list[int], channel: int | None, rng: random.Random):
-    """(operand shape, result shape, text of the collective on %OPERAND)."""
+# Replica groups over the module's four devices, every spelling XLA prints, as (text, size of a
+# group): one group of all, pairs, singletons (each device its own group: it still receives its
+# result), in braces, as an iota or as `{}` (every device in one group).
+GROUPINGS = (
+    ("{{0,1,2,3}}", 4),
+    ("{{3,1,0,2}}", 4),
+    ("{}", 4),
+    ("[1,4]<=[4]", 4),
+    ("{{0,1},{2,3}}", 2),
+    ("{{0,2},{1,3}}", 2),
+    ("[2,2]<=[4]", 2),
+    ("[2,2]<=[2,2]T(1,0)", 2),
+    ("{{0},{1},{2},{3}}", 1),
+    ("{{2},{0},{3},{1}}", 1),
+    ("[4,1]<=[4]", 1),
+)
+
+
+def _op(
+    kind: str,
+    dtype: str,
+    dims: list[int],
+    channel: int | None,
+    rng: random.Random,
+    grouping: tuple[str, int],
+):
+    """(operand shape, result shape, text of the collective on %OPERAND); ``grouping`` gives
+    the replica groups and their size (an all-gather's result is that many times its operand,
+    a reduce-scatter's that many times smaller)."""
+    groups, size = grouping
     result = list(dims)
     if kind == "all-gather":
-        result[0] *= 4
+        result[0] *= size
     elif kind == "reduce-scatter":
-        result[0] //= 4
+        result[0] //= size
     operand, shape = _array(dtype, dims, rng), _array(dtype, result, rng)
     attrs = "source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"
     if kind != "collective-permute":
-        attrs = "replica_groups={{0,1,2,3}}"
+        attrs = f"replica_groups={groups}"
         attrs += (
             ", dimensions={0}" if kind in ("all-gather", "reduce-scatter", "all-to-all") else ""
         )
@@ -231,7 +260,8 @@ def bytes_module(rng: random.Random) -> str:
     """Collectives of every known element type (one each, of drawn kinds and shapes), scalar
     ones, a tuple-shaped all-reduce, some without channel_id; in ENTRY, called computations
     and while bodies, and channels held by two computations (as a TPU async start's and done's
-    bodies hold one)."""
+    bodies hold one); their replica groups in every spelling of GROUPINGS (groups of four,
+    pairs and singletons; braces, iotas and `{}`) at least once."""
     name, dtypes = Names(rng), list(known_dtypes())
     cases = [
         (
@@ -247,11 +277,16 @@ def bytes_module(rng: random.Random) -> str:
     places += rng.choices(["entry", "call", "no channel"], k=len(cases) - len(places))
     computations, entry, outputs = [], [], []
     channels = iter(rng.sample(range(1, 500), len(cases)))
+    # every spelling of the replica groups once, in a drawn order, then drawn ones
+    groupings = iter(
+        [*rng.sample(GROUPINGS, len(GROUPINGS)), *rng.choices(GROUPINGS, k=len(cases))]
+    )
     for k, ((kind, dtype, dims), place) in enumerate(zip(cases, places, strict=True)):
         if place == "while" and kind not in _SAME_SHAPE:
             kind = rng.choice(_SAME_SHAPE)
         channel = None if place == "no channel" else next(channels)
-        operand, shape, op = _op(kind, dtype, dims, channel, rng)
+        grouping = next(groupings) if kind != "collective-permute" else ("", 1)
+        operand, shape, op = _op(kind, dtype, dims, channel, rng, grouping)
         arg, out = name(), name()
         entry.append(f"%{arg} = {operand} parameter({k})")
         if place in ("entry", "no channel", "copied"):
@@ -287,7 +322,7 @@ def bytes_module(rng: random.Random) -> str:
     tupled = name()
     entry.append(
         f"%{tupled} = ({', '.join(shapes)}) all-reduce({', '.join('%' + g for g in given)}), "
-        f"channel_id={500 + rng.randint(0, 99)}, replica_groups={{{{0,1,2,3}}}}, "
+        f"channel_id={500 + rng.randint(0, 99)}, replica_groups={next(groupings)[0]}, "
         f"to_apply=%sum.{pair[0]}"
     )
     outputs.append((tupled, f"({', '.join(shapes)})"))

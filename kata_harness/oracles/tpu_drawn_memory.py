@@ -3,7 +3,8 @@ prefetched_parameters.
 
 Every draw holds every situation: ENTRY parameters (numbered apart from their order and names)
 prefetched by a copy-start into S(1), tiled and untiled, scalars among them (``f32[]{:S(1)}``,
-no tile); cross-program prefetches of index 0 and 1; plain copies into S(1); copies that stay in
+no tile); cross-program prefetches of index 0 and 1; plain copies into S(1), one of them into
+another layout as well (the other dimension order, a drawn tile: still a move); copies that stay in
 the default memory (another layout, a copy-start there, an eviction out of S(1)); a copy-start
 and a copy of a parameter into another memory space (the host's S(5), S(2), ...); a parameter
 moved through a bitcast (no parameter is the operand); a constant moved into S(1); and a while
@@ -25,6 +26,7 @@ MOVES = (
     "cross 1",
     "copy",
     "copy scalar",
+    "copy relayout",
     "layout",
     "evict",
     "stay",
@@ -38,12 +40,17 @@ _STILL = ("layout", "evict", "stay", "untouched", "via bitcast", "offload", "off
 _ELSEWHERE = (2, 3, 4, 5, 10)
 
 
-def _shape(rng: random.Random, scalar: bool) -> tuple[str, str, str]:
-    """(shape in the default memory, the same in S(1), the same in another layout)."""
-    if scalar:
+_TILES_2D = ("", ":T(8,128)", ":T(8,128)(2,1)", ":T(4,128)")
+
+
+def _shape(rng: random.Random, move: str) -> tuple[str, str, str]:
+    """(shape in the default memory, the same in S(1), the same in another layout); for a
+    "copy relayout", the S(1) shape has the other dimension order and a drawn tile."""
+    if "scalar" in move:
         dtype = rng.choice(("f32", "s32", "bf16"))
         return f"{dtype}[]", f"{dtype}[]{{:S(1)}}", f"{dtype}[]"
-    dtype, rank = rng.choice(("f32", "bf16", "s8", "f8e4m3fn")), rng.choice((1, 2))
+    dtype = rng.choice(("f32", "bf16", "s8", "f8e4m3fn"))
+    rank = 2 if move == "copy relayout" else rng.choice((1, 2))
     dims = ",".join(str(rng.randint(1, 300)) for _ in range(rank))
     if rank == 1:
         tile = rng.choice(("", ":T(256)", ":T(1024)"))
@@ -52,11 +59,15 @@ def _shape(rng: random.Random, scalar: bool) -> tuple[str, str, str]:
             f"{dtype}[{dims}]{{0{tile or ':'}S(1)}}",
             f"{dtype}[{dims}]{{0}}",
         )
-    tile = rng.choice(("", ":T(8,128)", ":T(8,128)(2,1)", ":T(4,128)"))
+    tile = rng.choice(_TILES_2D)
+    own, flipped = rng.sample(("1,0", "0,1"), 2)  # the parameter's order, and the other one
+    order, fast_tile = own, tile
+    if move == "copy relayout":
+        order, fast_tile = flipped, rng.choice(_TILES_2D)
     return (
-        f"{dtype}[{dims}]{{1,0{tile}}}",
-        f"{dtype}[{dims}]{{1,0{tile or ':'}S(1)}}",
-        f"{dtype}[{dims}]{{0,1{tile}}}",
+        f"{dtype}[{dims}]{{{own}{tile}}}",
+        f"{dtype}[{dims}]{{{order}{fast_tile or ':'}S(1)}}",
+        f"{dtype}[{dims}]{{{flipped}{tile}}}",
     )
 
 
@@ -73,7 +84,7 @@ def prefetch_module(rng: random.Random) -> str:
     signature: dict[int, str] = {}
     lines, later, outputs = [], [], []
     for move, number in zip(moves, numbers, strict=True):
-        default, fast, other = _shape(rng, "scalar" in move)
+        default, fast, other = _shape(rng, move)
         p = name()
         given = fast if move == "evict" else default
         signature[number] = given

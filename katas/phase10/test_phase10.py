@@ -43,23 +43,36 @@ def _initial_state(index: int):
 
 
 @pytest.mark.task("per_example_losses")
-def test_per_example_values(kata):
-    for size in ("odd", "one"):  # a batch of one, and odd widths
-        params, x, y = data(size, seed=1)
-        got = jax.jit(kata.per_example_losses)(params, x, y)
-        assert hasattr(got, "shape"), f"got a {type(got).__name__}, expected an array"
+def test_per_example_values(kata, fresh):
+    """The odd model, a batch of one, and a model with one output whose targets are drawn fresh
+    as y of shape (batch,), which the contract allows when out is 1 (row i of y is then the
+    scalar y[i]; NumPy is given the same targets as (batch, 1)); the first failing case fails
+    its checks."""
+    features, hidden, _, batch = drawn.mlp_sizes(fresh, drawn.FEW_ROWS)
+    params, x, column = sized_data(features, hidden, 1, batch, seed=fresh.getrandbits(32))
+    cases = {}  # label: (params, x, y as given, the same targets as (batch, out) for NumPy)
+    for size in ("odd", "one"):
+        weights, inputs, y = data(size, seed=1)
+        cases[f"{size} model"] = (weights, inputs, y, y)
+    cases[
+        f"one output, y f32[{batch}] (not [{batch},1]): features {features}, hidden {hidden}, "
+        f"x f32[{batch},{features}] ({fresh.where()})"
+    ] = (params, x, column[:, 0], column)
+    for label, (weights, inputs, y, targets) in cases.items():
+        got = jax.jit(kata.per_example_losses)(weights, inputs, y)
+        assert hasattr(got, "shape"), f"{label}: got a {type(got).__name__}, expected an array"
         got = np.asarray(got)
         with check:
-            assert got.shape == (x.shape[0],), (
-                f"{size} model: shape {got.shape}, expected one loss per example"
+            assert got.shape == (len(inputs),), (
+                f"{label}: shape {got.shape}, expected one loss per example"
             )
+        if got.shape != (len(inputs),):
+            continue
+        want = oracle.np_example_losses(weights, inputs, targets)
+        worst = int(np.argmax(np.abs(got - want) - 1e-4 * np.abs(want)))
         with check:
-            np.testing.assert_allclose(
-                got,
-                oracle.np_example_losses(params, x, y),
-                rtol=1e-4,
-                atol=1e-6,
-                err_msg=f"{size} model",
+            assert np.allclose(got, want, rtol=1e-4, atol=1e-6), (
+                f"{label}: example {worst}'s loss is {got[worst]}, NumPy's {want[worst]}"
             )
 
 

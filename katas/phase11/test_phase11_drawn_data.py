@@ -47,7 +47,8 @@ def test_device_groups_of_drawn_modules(kata, fresh):
 @pytest.mark.task("collective_bytes")
 def test_collective_bytes_of_fresh_modules(kata, fresh):
     """Every element type XLA's parser knows (fp8, c128, u64, 2-bit), scalar and tuple-shaped
-    collectives, with and without channel_id, in loop bodies and copied bodies."""
+    collectives, with and without channel_id, in loop bodies and copied bodies, over replica
+    groups of every spelling and size (one device per group too: it still receives a result)."""
     for draw in range(DRAWS):
         text = bytes_module(fresh)
         got, crash = attempt(kata.collective_bytes, text)
