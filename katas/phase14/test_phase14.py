@@ -12,7 +12,8 @@ the host's delay dwarfs the device's work.
 The reading tests also run every trace renamed: each instruction and computation of the module
 under a fresh label (the events' hlo_op follows; their own names, the runtime's labels, do not),
 the step events under another name, the threads relabelled and the events shuffled; and
-step_instructions reads it again with the step numbers dealt out of start order.
+step_instructions reads it again with the step numbers dealt out of start order, and with
+runtime events in each step that carry an hlo_op or an hlo_module alone (not instruction events).
 """
 
 import random
@@ -38,6 +39,7 @@ from katas.phase14.traces import (
     shuffled_numbers,
     step_threads,
     warm_profile,
+    with_half_instruction_events,
 )
 from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, capture_profile
@@ -56,7 +58,7 @@ def _fresh_program(fresh, bank=BANK) -> tuple[str, int]:
 def _oracle_steps(profile: Profile) -> dict[int, list[str]]:
     """{step_num: top-level instruction events of any module inside the step, by start}."""
     modules = {e.arg("hlo_module") for e in profile.events if e.hlo_op is not None}
-    runs = [r for m in modules for r in op_runs(profile, str(m)) if r.depth == 0]
+    runs = [r for m in modules - {None} for r in op_runs(profile, str(m)) if r.depth == 0]
     found: dict[int, list[str]] = {}
     for event in profile.events:
         number = event.arg("step_num")
@@ -72,11 +74,15 @@ def _oracle_steps(profile: Profile) -> dict[int, list[str]]:
 
 
 def _step_cases(profile: Profile, rng):
-    """cases(), then the renamed profile with its step numbers dealt out of start order."""
+    """cases(), then the renamed profile with its step numbers dealt out of start order, and
+    the profile with runtime events in its steps that carry an hlo_op or an hlo_module alone
+    (not instruction events), each spanning a thread's instruction events of the step."""
     for label, case, names in cases(profile, rng):
         yield label, case, names
         if label == "renamed":
             yield "renamed, steps numbered out of start order", shuffled_numbers(case, rng), names
+    half = "with runtime events carrying an hlo_op or an hlo_module alone"
+    yield half, with_half_instruction_events(profile, rng), {}
 
 
 @pytest.mark.task("step_instructions")
