@@ -286,9 +286,7 @@ def with_half_instruction_events(profile: Profile, rng: random.Random) -> Profil
         span = max(e.end_ns for e in mine) - start
         run = (("run_id", rng.randrange(1 << 20)),)
         label = rng.choice(("ThunkExecutor::Execute", "TfrtCpuExecutable::Execute", "Execute"))
-        added.append(
-            TraceEvent(label, thread, start, span, (("hlo_op", rng.choice(names)), *run))
-        )
+        added.append(TraceEvent(label, thread, start, span, (("hlo_op", rng.choice(names)), *run)))
         added.append(TraceEvent(label, thread, start, span, (("hlo_module", profile.module), *run)))
     events = [*profile.events, *added]
     rng.shuffle(events)
