@@ -215,11 +215,12 @@ def _scales(rng: random.Random) -> list[tuple[float, float]]:
     1e34 to 1e36 (entries up to 1e38: p . a p overflows unless a is scaled too), one tiny
     (1e-25 to 1e-22: its squared norm underflows) with a scaled by 1e-34 to 1e-30 (p . a p of
     a b scaled to 1 underflows past any guard), so that x's norm stays within the contract's
-    1e-30 to 1e30; one b is from 1e-9 to 1e8 with a scaled by 1e-4 to 1e4. And one b is huge or
-    tiny (drawn) beside an a of entries near 1 (scaled by 0.1 to 10): b's scale is not a's, so
-    x's norm lies near an end of the contract's range (1e22 to 1e27, or 1e-28 to 1e-22); a
-    solve that scales b by a's size alone is left with b's squares to overflow or underflow."""
-    edge = rng.choice((10 ** rng.uniform(22, 25), 10 ** rng.uniform(-25, -22)))
+    1e-30 to 1e30; one b is from 1e-9 to 1e8 with a scaled by 1e-4 to 1e4. And one b is huge
+    (1e24 to 1e25) or tiny (1e-25 to 1e-22), drawn, beside an a of entries near 1 (scaled by 0.1
+    to 10, entries at most 1e3): b's scale is not a's, so x's norm lies near an end of the
+    contract's range (about 1e22 to 1e27, or 1e-28 to 1e-22); a solve that divides b by a's
+    size alone is left with squares of b that overflow or underflow float32."""
+    edge = rng.choice((10 ** rng.uniform(24, 25), 10 ** rng.uniform(-25, -22)))
     scales = [
         (10 ** rng.uniform(34, 36), 10 ** rng.uniform(22, 25)),
         (10 ** rng.uniform(-34, -30), 10 ** rng.uniform(-25, -22)),
