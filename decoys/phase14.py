@@ -217,7 +217,10 @@ def steps_sorted_by_name(events, step_name):
 
 @accepted("step_instructions", why="nesting by a per-thread stack instead of a running end")
 def steps_by_stack(events, step_name):
-    ops = sorted((e for e in events if e.hlo_op is not None), key=lambda e: (e.start_ns, -e.end_ns))
+    ops = sorted(
+        (e for e in events if e.hlo_op is not None and e.arg("hlo_module") is not None),
+        key=lambda e: (e.start_ns, -e.end_ns),
+    )
     open_by_thread = defaultdict(list)
     top = []
     for e in ops:

@@ -242,19 +242,6 @@ def _rt13_expected_counts_data_movement_fusions_free(hlo_text):
     return _rt13_counts(hlo_text, is_view=is_view)
 
 
-@wrong(
-    "expected_counts",
-    why="Clause 'decide from the text which instructions become work at run time': treats "
-    "unfused ENTRY/body `transpose`, `reshape`, `broadcast` and `slice` as layout views like "
-    "bitcast. XLA:CPU runs each as its own kernel (a transpose of f32[40,40]{1,0}->{0,1} moves "
-    "every element), so a module with an unfused `transpose.3 = ... transpose(p)` expects "
-    "{'transpose.3': 1} and this answer omits it.",
-)
-def _rt13_expected_counts_layout_ops_are_views(hlo_text):
-    skip = _rt13_VIEWS | {"transpose", "reshape", "broadcast", "slice"}
-    return _rt13_counts(hlo_text, is_view=lambda ins: ins.opcode in skip)
-
-
 # ---- kind_shares --------------------------------------------------------------------------------
 
 

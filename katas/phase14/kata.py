@@ -50,7 +50,8 @@ def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, lis
 def expected_counts(hlo_text: str) -> dict[str, int]:
     """Predict from the optimized CPU module alone how many instruction events one call of it
     leaves in a profile: {instruction name: events per call}, leaving out the instructions that
-    leave none.
+    leave none. `hlo_text` is always a module as XLA:CPU's compile prints it (the
+    `compiled.as_text()` of a jitted function), never one written by hand.
 
     Compile and run nothing (the harness refuses it): decide from the text which instructions
     become work at run time, which run nested in another's event, and how many times (a

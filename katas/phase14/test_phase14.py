@@ -12,16 +12,18 @@ the host's delay dwarfs the device's work.
 The reading tests also run every trace renamed: each instruction and computation of the module
 under a fresh label (the events' hlo_op follows; their own names, the runtime's labels, do not),
 the step events under another name, the threads relabelled and the events shuffled; and
-step_instructions reads it again with the step numbers dealt out of start order.
+step_instructions reads it again with the step numbers dealt out of start order, and with
+runtime events in each step that carry an hlo_op or an hlo_module alone (not instruction events).
 """
 
 import random
+import re
 from collections import Counter
 
 import pytest
 from pytest_check import check
 
-from kata_harness import metamorphic
+from kata_harness import metamorphic, oracles
 from katas.phase14.programs import (
     PROFILES,
     drawn_program,
@@ -38,6 +40,7 @@ from katas.phase14.traces import (
     shuffled_numbers,
     step_threads,
     warm_profile,
+    with_half_instruction_events,
 )
 from xla_inspect import parse_hlo
 from xla_inspect.profile import Profile, TraceEvent, capture_profile
@@ -56,7 +59,7 @@ def _fresh_program(fresh, bank=BANK) -> tuple[str, int]:
 def _oracle_steps(profile: Profile) -> dict[int, list[str]]:
     """{step_num: top-level instruction events of any module inside the step, by start}."""
     modules = {e.arg("hlo_module") for e in profile.events if e.hlo_op is not None}
-    runs = [r for m in modules for r in op_runs(profile, str(m)) if r.depth == 0]
+    runs = [r for m in modules - {None} for r in op_runs(profile, str(m)) if r.depth == 0]
     found: dict[int, list[str]] = {}
     for event in profile.events:
         number = event.arg("step_num")
@@ -72,11 +75,15 @@ def _oracle_steps(profile: Profile) -> dict[int, list[str]]:
 
 
 def _step_cases(profile: Profile, rng):
-    """cases(), then the renamed profile with its step numbers dealt out of start order."""
+    """cases(), then the renamed profile with its step numbers dealt out of start order, and
+    the profile with runtime events in its steps that carry an hlo_op or an hlo_module alone
+    (not instruction events), each spanning a thread's instruction events of the step."""
     for label, case, names in cases(profile, rng):
         yield label, case, names
         if label == "renamed":
             yield "renamed, steps numbered out of start order", shuffled_numbers(case, rng), names
+    half = "with runtime events carrying an hlo_op or an hlo_module alone"
+    yield half, with_half_instruction_events(profile, rng), {}
 
 
 @pytest.mark.task("step_instructions")
@@ -298,12 +305,36 @@ def test_expected_counts_match_a_live_profile(kata, fresh):
             )
 
 
+def _dashed(variant: metamorphic.HloVariant, rng) -> metamorphic.HloVariant:
+    """The renamed module with a dash in every instruction's and computation's label
+    (`n41-fusion`, as XLA names `bitcast_dynamic-update-slice_fusion`): XLA's parser takes a
+    `-` in a name like a letter."""
+    dash = {
+        new: f"{new}-{rng.choice(('fusion', 'update-slice', 'x', 'done'))}"
+        for new in variant.names.values()
+    }
+
+    def name(match: re.Match[str]) -> str:
+        return match.group(1) + dash.get(match.group(2), match.group(2))
+
+    text = re.sub(r"(%|(?<=\()|(?<=, ))([\w.\-]+)(?=[^\w.\-])", name, variant.text)
+    names = {old: dash.get(new, new) for old, new in variant.names.items()}
+    return metamorphic.HloVariant("renamed with dashes", text, names)
+
+
 @pytest.mark.task("expected_counts")
 def test_expected_counts_on_renamed_modules(kata, fresh):
+    """Each program renamed, reordered, both, and renamed with a dash in every name."""
     for program in (fresh.choice(("looped", "nested")), fresh.choice(("mlp_grad", "rooted"))):
         profile = warm_profile(program, fresh.randrange(1 << 16), 1)
         expected = _counted(profile, 0)
-        for variant in metamorphic.variants(profile.hlo_text, fresh.randrange(1 << 30)):
+        found = list(metamorphic.variants(profile.hlo_text, fresh.randrange(1 << 30)))
+        renamed = [v for v in found if v.kind == "renamed"]
+        if renamed:
+            dashed = _dashed(renamed[0], fresh)
+            assert oracles.xla_accepts(dashed.text), f"{program}: XLA refuses the dashed names"
+            found.append(dashed)
+        for variant in found:
             got = kata.expected_counts(variant.text)
             with check:
                 assert got == variant.rename(expected), (

@@ -258,6 +258,41 @@ def shuffled_numbers(profile: Profile, rng: random.Random) -> Profile:
     )
 
 
+def with_half_instruction_events(profile: Profile, rng: random.Random) -> Profile:
+    """The profile with, in every step holding instruction events, two events of the runtime
+    on the thread of one of them that each carry only one of an instruction event's two args:
+    one an `hlo_op` (the name of an instruction of the module, drawn) without an `hlo_module`,
+    the other an `hlo_module` (the module's name) without an `hlo_op`, each spanning that
+    thread's instruction events in the step (starting with its first, ending with its last).
+    Neither is an instruction event: the steps' instructions, and their nesting, are the
+    profile's."""
+    names = sorted({i.name for c in parse_hlo(profile.hlo_text).computations for i in c})
+    steps = [
+        e
+        for e in profile.events
+        if e.name == profile.step_name and isinstance(e.arg("step_num"), int)
+    ]
+    instructions = [e for e in profile.events if e.hlo_op is not None and e.arg("hlo_module")]
+    added: list[TraceEvent] = []
+    for step in steps:
+        inside = [
+            e for e in instructions if step.start_ns <= e.start_ns and e.end_ns <= step.end_ns
+        ]
+        if not inside:
+            continue
+        thread = rng.choice(inside).thread
+        mine = [e for e in inside if e.thread == thread]
+        start = min(e.start_ns for e in mine)
+        span = max(e.end_ns for e in mine) - start
+        run = (("run_id", rng.randrange(1 << 20)),)
+        label = rng.choice(("ThunkExecutor::Execute", "TfrtCpuExecutable::Execute", "Execute"))
+        added.append(TraceEvent(label, thread, start, span, (("hlo_op", rng.choice(names)), *run)))
+        added.append(TraceEvent(label, thread, start, span, (("hlo_module", profile.module), *run)))
+    events = [*profile.events, *added]
+    rng.shuffle(events)
+    return Profile(tuple(events), profile.hlo_text, profile.module, profile.step_name)
+
+
 def cases(profile: Profile, rng: random.Random):
     """The profile as it is, then renamed: (label, profile, names)."""
     yield "as recorded", profile, {}

@@ -209,29 +209,35 @@ def _chebyshev_system(rng: np.random.Generator, n: int, k: int | None):
 
 
 def _scales(rng: random.Random) -> list[tuple[float, float]]:
-    """(a's scale, b's scale) for three systems, in a drawn order: the contract bounds a's
+    """(a's scale, b's scale) for four systems, in a drawn order: the contract bounds a's
     condition number, not the size of a's or b's entries, and a relative error does not depend
     on them. One b is huge (1e22 to 1e25: its squared norm overflows float32) with a scaled by
     1e34 to 1e36 (entries up to 1e38: p . a p overflows unless a is scaled too), one tiny
     (1e-25 to 1e-22: its squared norm underflows) with a scaled by 1e-34 to 1e-30 (p . a p of
     a b scaled to 1 underflows past any guard), so that x's norm stays within the contract's
-    1e-30 to 1e30; one b is from 1e-9 to 1e8 with a scaled by 1e-4 to 1e4."""
+    1e-30 to 1e30; one b is from 1e-9 to 1e8 with a scaled by 1e-4 to 1e4. And one b is huge
+    (1e24 to 1e25) or tiny (1e-25 to 1e-22), drawn, beside an a of entries near 1 (scaled by 0.1
+    to 10, entries at most 1e3): b's scale is not a's, so x's norm lies near an end of the
+    contract's range (about 1e22 to 1e27, or 1e-28 to 1e-22); a solve that divides b by a's
+    size alone is left with squares of b that overflow or underflow float32."""
+    edge = rng.choice((10 ** rng.uniform(24, 25), 10 ** rng.uniform(-25, -22)))
     scales = [
         (10 ** rng.uniform(34, 36), 10 ** rng.uniform(22, 25)),
         (10 ** rng.uniform(-34, -30), 10 ** rng.uniform(-25, -22)),
         (10 ** rng.uniform(-4, 4), 10 ** rng.uniform(-9, 8)),
+        (10 ** rng.uniform(-1, 1), edge),
     ]
     rng.shuffle(scales)
     return scales
 
 
 def _systems(rng: random.Random):
-    """(what, a, b): SPD systems of condition number at most 100, three of them scaled; every
+    """(what, a, b): SPD systems of condition number at most 100, four of them scaled; every
     run has a b of a few columns beside a large n (a solve that sizes its work by b's last
     dimension does too little there)."""
     generator = np.random.default_rng(rng.getrandbits(32))
     sizes = [1, rng.randint(2, 8), rng.randint(9, 40), 64]
-    scales = [*_scales(rng), (1.0, 1.0)]
+    scales = _scales(rng)
     columns_beside_large_n = False
     for n, (a_scale, b_scale) in zip(sizes, scales, strict=True):
         k = rng.choice([None, rng.randint(1, 5)])

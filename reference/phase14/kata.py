@@ -26,6 +26,11 @@ def _steps(events: list[TraceEvent], step_name: str) -> list[tuple[int, TraceEve
     return sorted((int(n), e) for n, e in found if n is not None)
 
 
+def _instruction_events(events: list[TraceEvent]) -> list[TraceEvent]:
+    # both args: a runtime event may carry one of them alone
+    return [e for e in events if e.hlo_op is not None and e.arg("hlo_module") is not None]
+
+
 def _inside(event: TraceEvent, step: TraceEvent) -> bool:
     return step.start_ns <= event.start_ns and event.end_ns <= step.end_ns
 
@@ -49,7 +54,7 @@ def _top_level(events: list[TraceEvent]) -> list[TraceEvent]:
 def step_instructions(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
     # nested = inside an earlier, longer event of the same thread, whether or not that one
     # lies in the step (a while that outlasts its step still holds its body)
-    top = _top_level([e for e in events if e.hlo_op is not None])
+    top = _top_level(_instruction_events(events))
     return {
         n: [e.hlo_op or "" for e in top if _inside(e, step)]
         for n, step in _steps(events, step_name)
@@ -190,7 +195,7 @@ def line_shares(events: list[TraceEvent], hlo_text: str, step_name: str) -> dict
 
 def longest_gap(events: list[TraceEvent], step_name: str) -> int:
     # the device's work, not the step events (which hold the Python too)
-    ops = [e for e in events if e.hlo_op is not None]
+    ops = _instruction_events(events)
     spans = {}
     for n, step in _steps(events, step_name):
         inside = [e for e in ops if _inside(e, step)]
