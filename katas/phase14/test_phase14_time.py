@@ -280,7 +280,9 @@ def test_longest_gap_renamed_and_shuffled(kata, fresh):
     )
 
 
-def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[TraceEvent], int, str]:
+def _made_gaps(
+    fresh, step_name: str, delay: int, empty: bool, long_work: bool = False
+) -> tuple[list[TraceEvent], int, str]:
     """A hand-built trace whose longest wait is known from the construction: host time before,
     after and between the step events, the long wait after step k at the end of k (`delay` 0),
     between the step events (1) or at the start of k + 1 (2), then an op of another module
@@ -298,14 +300,21 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
     and numbered alike, running an op of another module, and around them all an event named
     `step_name` without a step_num (neither is a step event).
     With `empty`, the step that runs the program no times comes after another and holds host
-    work longer than every wait (no gap around it: it holds no instruction event)."""
-    steps = fresh.randint(5, 7)
+    work longer than every wait (no gap around it: it holds no instruction event).
+    With `long_work`, step k's own device work lasts twice the long wait (yet less than the heavy
+    step's): the gap after k is the longest in time, not beside k's work (q's gap, half the long
+    wait after a step of one short run, is many times q's work; k's is half of k's)."""
+    steps = 7 if long_work else fresh.randint(5, 7)
     k = fresh.randrange(2, steps - 1)
     odd = fresh.randrange(1 if empty else 0, k)
     heavy = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
-    q = fresh.choice([n for n in range(steps - 1) if n not in (k, odd, odd - 1)])
-    opens = fresh.choice([n for n in range(1, steps) if n not in (k + 1, odd, odd + 1)])
-    split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy, opens)])
+    # with long_work, q's step runs once, without host work inside it (not heavy, split, opens)
+    q = fresh.choice(
+        [n for n in range(steps - 1) if n not in (k, odd, odd - 1, heavy if long_work else k)]
+    )
+    calm = q if long_work else k + 1  # a step that neither opens nor splits
+    opens = fresh.choice([n for n in range(1, steps) if n not in (k + 1, odd, odd + 1, calm)])
+    split = fresh.choice([n for n in range(steps) if n not in (k + 1, odd, heavy, opens, calm)])
     runs_in = {n: 1 for n in range(steps)} | {odd: 0 if empty else 2, split: 2}
     threads = [f"execute:{fresh.randrange(50)}", f"execute:{50 + fresh.randrange(50)}"]
     events: list[TraceEvent] = []
@@ -341,6 +350,8 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
             run += 1
             thread = fresh.choice(threads)
             work = 1_000_000 if n == heavy else fresh.randint(5, 9) * 1000
+            if n == k and long_work:
+                work = 200_000
             events.append(instr_event("while.1", thread, t, work, run))
             if n == heavy:  # the while is the whole run: its body starts late and ends early
                 events.append(instr_event("fusion.2", thread, t + work // 4, work // 4, run))
@@ -378,20 +389,22 @@ def _made_gaps(fresh, step_name: str, delay: int, empty: bool) -> tuple[list[Tra
         f"wait in a while that holds the rest of its work and a short execution at once on "
         f"another thread, steps on two threads, steps {first + split} and "
         f"{first + opens} hold longer host work, the longest wait follows step {first + k}"
+        + (" (whose device work lasts twice that wait)" if long_work else "")
     )
     return events, first + k, what
 
 
 @pytest.mark.task("longest_gap")
 def test_longest_gap_on_made_traces(kata, fresh):
-    for delay, empty in (
-        (0, True),
-        (1, False),
-        (2, fresh.random() < 0.5),
-        (fresh.randrange(3), True),
+    for delay, empty, long_work in (
+        (0, True, False),
+        (1, False, False),
+        (2, fresh.random() < 0.5, False),
+        (fresh.randrange(3), True, False),
+        (fresh.randrange(3), fresh.random() < 0.5, True),
     ):
         step_name = fresh.choice(STEP_NAMES)
-        events, expected, what = _made_gaps(fresh, step_name, delay, empty)
+        events, expected, what = _made_gaps(fresh, step_name, delay, empty, long_work)
         got = kata.longest_gap(events, step_name)
         with check:
             assert got == expected, f"{what} ({fresh.where()}): got {got!r:.40}"
