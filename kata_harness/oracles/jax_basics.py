@@ -142,8 +142,8 @@ def measure_traces(stream: list[tuple]) -> int:
 
     Each call goes through ``.trace``, which looks the arguments up in the same cache of traced
     programs that a call does and so traces g exactly when a call would, without lowering or
-    compiling: on the 2,000 streams katas/phase1/strata.py draws for seeds 1-200 the count is
-    the same as calling the jitted g, on JAX 0.12.0.1 and 0.10.2.
+    compiling: on the 2,000 streams katas/phase1/strata_traces.py draws for seeds 1-200 the count
+    is the same as calling the jitted g, on JAX 0.12.0.1 and 0.10.2.
     """
     calls: list = []
 

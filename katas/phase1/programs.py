@@ -62,9 +62,9 @@ def counting_power(counter):
 
 
 def spelled_power(counter, spelling: tuple[str, str, str]):
-    """counting_power under a drawn signature (katas/phase1/strata.py power_spellings): a real
-    function whose parameters have the drawn names and kinds, for jit and the learner to read.
-    The names come from the fixed lists there, so the source built here is always valid."""
+    """counting_power under a drawn signature (katas/phase1/strata_traces.py power_spellings):
+    a real function whose parameters have the drawn names and kinds, for jit and the learner to
+    read. The names come from the fixed lists there, so the source built here is always valid."""
     x, n, parameters = spelling
     scope = {"_power": counting_power(counter)}
     exec(f"def power({parameters}):\n    return _power({x}, {n})\n", scope)

@@ -1,8 +1,9 @@
 """Phase 1 tests, from make_power_jit to count_traces: trace counts against jit itself, lowered
 programs read with xla_inspect, the exception jit raises.
 
-make_power_jit runs on several spellings of f, names and kinds drawn (strata.power_spellings);
-count_traces on fresh streams of calls (katas/phase1/strata.py). Expected values come from
+make_power_jit runs on several spellings of f, names and kinds drawn
+(strata_traces.power_spellings); count_traces on fresh streams of calls
+(katas/phase1/strata_traces.py). Expected values come from
 kata_harness.oracles.jax_basics.
 """
 
@@ -17,7 +18,7 @@ from pytest_check import check
 from kata_harness.oracles import jax_basics as oracle
 from kata_harness.predict import compiler_refused
 from katas.phase1.programs import counting_power, if_positive, spelled_power
-from katas.phase1.strata import count_traces_strata, describe, power_spellings
+from katas.phase1.strata_traces import count_traces_strata, describe, power_spellings
 from xla_inspect.stablehlo import stablehlo_op_census
 
 # ------------------------------------------------------------------------------- make_power_jit
