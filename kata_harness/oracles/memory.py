@@ -121,13 +121,20 @@ def _shape_bytes(shape: str) -> int:
     return total
 
 
-def entry_result_bytes(text: str) -> dict[str, int]:
-    """Each ENTRY instruction's result bytes, read from XLA's canonical print of it (every
-    array of a tuple shape summed), by instruction name."""
+def _entry(text: str):
+    """XLA's parse of ``text``, its ENTRY computation and the match of ENTRY's header in XLA's
+    canonical print."""
     module = xla_module(text)
     entry = re.search(r"^ENTRY %?([^\s(]+)", module.text, re.MULTILINE)
     assert entry is not None, "XLA printed no ENTRY computation"
     (computation,) = [c for c in module.computations if c.name == entry.group(1)]
+    return module, computation, entry
+
+
+def entry_result_bytes(text: str) -> dict[str, int]:
+    """Each ENTRY instruction's result bytes, read from XLA's canonical print of it (every
+    array of a tuple shape summed), by instruction name."""
+    _, computation, _ = _entry(text)
     sizes = {}
     for instruction in computation.instructions:
         printed = instruction.printed.removeprefix("ROOT ").partition(" = ")[2]
@@ -154,10 +161,7 @@ def entry_intermediate_bytes(text: str) -> int:
     constants and views (XLA's opcodes kParameter, kConstant, kBitcast, kTuple,
     kGetTupleElement) and of the outputs: the instruction XLA prints as ROOT and, when it is a
     tuple, the operands XLA prints for it. Opcodes come from XLA's enum, never from the text."""
-    module = xla_module(text)
-    entry = re.search(r"^ENTRY %?([^\s(]+)", module.text, re.MULTILINE)
-    assert entry is not None, "XLA printed no ENTRY computation"
-    (computation,) = [c for c in module.computations if c.name == entry.group(1)]
+    module, computation, entry = _entry(text)
     sizes = entry_result_bytes(text)
     body = module.text[entry.end() :].split("\n}", 1)[0]
     root = re.search(r"^\s*ROOT %?([^\s=]+) =", body, re.MULTILINE)
