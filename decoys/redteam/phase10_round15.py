@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import jax
-import jax.numpy as jnp
 import jax.extend.core
+import jax.numpy as jnp
 import optax
 
 from kata_harness.decoys import wrong
@@ -55,9 +55,7 @@ def _rt15_per_example_losses_width_from_y(params, x, y):
 )
 def _rt15_make_train_step_whole_array_mean(optimizer):
     def step(params, opt_state, x, y):
-        loss, grads = jax.value_and_grad(
-            lambda p: jnp.mean((_rt15_forward(p, x) - y) ** 2)
-        )(params)
+        loss, grads = jax.value_and_grad(lambda p: jnp.mean((_rt15_forward(p, x) - y) ** 2))(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
@@ -135,9 +133,7 @@ def _rt15_absorbed_transposes_gemm_named(compiled):
         if "ENTRY" not in comp and "gemm" not in comp and "dot" not in comp:
             continue
         for op, l in _rt15_opcodes(line):
-            if op == "dot" and (
-                "lhs_contracting_dims={0}" in l or "rhs_contracting_dims={1}" in l
-            ):
+            if op == "dot" and ("lhs_contracting_dims={0}" in l or "rhs_contracting_dims={1}" in l):
                 n += 1
     return n
 
@@ -204,7 +200,5 @@ def _rt15_make_train_step_divides_by_features(optimizer):
 def _rt15_transpose_counts_matrix_only(step, *args):
     jx = jax.make_jaxpr(step)(*args)
     text = jax.jit(step).lower(*args).compile().as_text()
-    hlo = sum(
-        1 for op, l in _rt15_opcodes(text) if op == "transpose" and "dimensions={1,0}" in l
-    )
+    hlo = sum(1 for op, l in _rt15_opcodes(text) if op == "transpose" and "dimensions={1,0}" in l)
     return _rt15_count(jx.jaxpr, False), hlo

@@ -187,7 +187,9 @@ def _rt15_flops(m, k, n, data, model, global_dims=False):
     "tests the global m and n instead of the per-device block; m=2,k=8,n=8,data=2,model=2 "
     "(one-row blocks) gives 2*1*4*8+8=72 instead of 32+28+8=68",
 )
-def _rt15_predict_layer_flops_global_shape_branch(m: int, k: int, n: int, data: int, model: int) -> int:
+def _rt15_predict_layer_flops_global_shape_branch(
+    m: int, k: int, n: int, data: int, model: int
+) -> int:
     return _rt15_flops(m, k, n, data, model, global_dims=True)
 
 
@@ -223,7 +225,9 @@ def _rt15_groups(text, n, plain_transpose=False):
         dims = [int(d) for d in m.group(3).split(",")]
         arr = np.arange(math.prod(dims)).reshape(dims)
         if m.group(4):
-            arr = arr.T if plain_transpose else arr.transpose([int(p) for p in m.group(4).split(",")])
+            arr = (
+                arr.T if plain_transpose else arr.transpose([int(p) for p in m.group(4).split(",")])
+            )
         return arr.reshape(g, s).tolist()
     return _rt15_parse_groups(text, n)
 

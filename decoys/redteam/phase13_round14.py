@@ -198,9 +198,7 @@ def _rt14_sharded_relu_after_psum(x, w1, w2) -> jax.Array:
     def local(x, w1, w2):
         return jax.lax.psum(x @ w1 @ w2, "x")
 
-    f = jax.shard_map(
-        local, mesh=mesh, in_specs=(P(), P(None, "x"), P("x", None)), out_specs=P()
-    )
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, "x"), P("x", None)), out_specs=P())
     return jax.nn.relu(f(x, w1, w2))
 
 
@@ -237,8 +235,11 @@ def _rt14_roof(program, shapes, dtype, chip, *, reduce_from_input=False, scale_o
     nbytes = (sum(size) + out) * item
     intensity = flops / nbytes if nbytes else 0.0
     peak, bw = _rt14_PEAKS[chip]
-    return float(flops), float(nbytes), float(intensity), (
-        "compute" if intensity > peak / bw else "memory"
+    return (
+        float(flops),
+        float(nbytes),
+        float(intensity),
+        ("compute" if intensity > peak / bw else "memory"),
     )
 
 

@@ -177,7 +177,7 @@ def _rt14_iree_verdict_while_body_only(jaxpr) -> str:
 
 @wrong(
     "iree_verdict",
-    why="'\"export\" when jax.export refuses it ..., else \"sdy\"': checks for Shardy first "
+    why='\'"export" when jax.export refuses it ..., else "sdy"\': checks for Shardy first '
     "('IREE's parser fails before anything else'), but jax.export refuses first, before IREE "
     "sees any module; wrong on lambda k, x: (jax.debug.print('{}', x), jax.random.normal(k, "
     "x.shape) + x)[1] with a typed key k (is 'export', this says 'sdy')",
@@ -257,8 +257,18 @@ def _rt14_portable_solve_vmap_columns(a, b):
     return jax.vmap(_rt14_cg_vector, in_axes=(None, 1))(a, b)
 
 
-_rt14_LAPACK_WORDS = ("lu", "cholesky", "eig", "svd", "qr", "householder", "triangular_solve",
-                      "schur", "hessenberg", "tridiagonal")
+_rt14_LAPACK_WORDS = (
+    "lu",
+    "cholesky",
+    "eig",
+    "svd",
+    "qr",
+    "householder",
+    "triangular_solve",
+    "schur",
+    "hessenberg",
+    "tridiagonal",
+)
 
 
 @wrong(

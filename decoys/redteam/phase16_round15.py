@@ -137,7 +137,9 @@ def _rt15_kernel_census_line_regex(hlo_text: str, inductor_code: str) -> dict[st
         "`%convolution = ... convolution(...)` gives xla library 1 instead of 0"
     ),
 )
-def _rt15_kernel_census_conv_library(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt15_kernel_census_conv_library(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     lib = fused = 0
     for line in _rt15_entry_lines(hlo_text):
         op = _rt15_opcode(line)
@@ -321,8 +323,9 @@ def _rt15_reductions_vec_accumulators(hlo_text: str, inductor_code: str) -> dict
             ind.append(0)
         else:
             src = g.kernels.get(c.kernel, "")
-            ind.append(len(re.findall(
-                r"^\s*[A-Za-z_][\w:<>, ]*[>\w]\s+tmp_acc\d+_vec\s*=", src, re.M)))
+            ind.append(
+                len(re.findall(r"^\s*[A-Za-z_][\w:<>, ]*[>\w]\s+tmp_acc\d+_vec\s*=", src, re.M))
+            )
     return {"xla": _rt15_xla_reductions(hlo_text), "inductor": ind}
 
 
@@ -367,12 +370,30 @@ def _rt15_reductions_prefix_lookup(hlo_text: str, inductor_code: str) -> dict[st
         elif op in ("dot", "custom-call"):
             xla.append(0)
     g = read_inductor(inductor_code)
-    ind = [0 if c.kind != "fused" else len(re.findall(r"^\s*[\w:<>]+\s+tmp_acc\d+\s*=", g.kernels.get(c.kernel, ""), re.M)) for c in g.calls]
+    ind = [
+        0
+        if c.kind != "fused"
+        else len(re.findall(r"^\s*[\w:<>]+\s+tmp_acc\d+\s*=", g.kernels.get(c.kernel, ""), re.M))
+        for c in g.calls
+    ]
     return {"xla": xla, "inductor": ind}
 
 
-_RT15_VIEW_OPS = {"view", "reshape", "_unsafe_view", "as_strided", "permute", "t", "expand",
-                  "squeeze", "unsqueeze", "alias", "transpose", "slice", "select"}
+_RT15_VIEW_OPS = {
+    "view",
+    "reshape",
+    "_unsafe_view",
+    "as_strided",
+    "permute",
+    "t",
+    "expand",
+    "squeeze",
+    "unsqueeze",
+    "alias",
+    "transpose",
+    "slice",
+    "select",
+}
 
 
 @wrong(
@@ -393,7 +414,8 @@ def _rt15_train_graphs_view_fallbacks(codes: list[str]) -> dict[str, int]:
 
     def n(g):
         return sum(
-            1 for c in g.calls
+            1
+            for c in g.calls
             if not (c.kind == "fallback" and c.kernel.split(".")[3] in _RT15_VIEW_OPS)
         )
 
@@ -464,5 +486,7 @@ def _rt15_predict_inductor_kernels_matrix_only(
     if len(input_shape) != 2:
         return _rt15_predict(input_shape, layers, lambda rows, feat, out: False)
     return _rt15_predict(
-        input_shape, layers, lambda rows, feat, out: rows == 1 and (out == 1 or (feat <= 16 and out <= 16))
+        input_shape,
+        layers,
+        lambda rows, feat, out: rows == 1 and (out == 1 or (feat <= 16 and out <= 16)),
     )

@@ -15,9 +15,12 @@ from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
 
-@wrong("three_texts", why="Clause 'the three texts of jax.jit(f)': lowers jax.jit(f, keep_unused=True) so "
-       "that every input shows up as a parameter; on doubled_ignoring(x, unused) all three texts keep "
-       "the unused parameter that jax.jit(f) drops.")
+@wrong(
+    "three_texts",
+    why="Clause 'the three texts of jax.jit(f)': lowers jax.jit(f, keep_unused=True) so "
+    "that every input shows up as a parameter; on doubled_ignoring(x, unused) all three texts keep "
+    "the unused parameter that jax.jit(f) drops.",
+)
 def _rt14_three_texts_keep_unused(f, *args) -> dict[str, str]:
     lowered = jax.jit(f, keep_unused=True).lower(*args)
     return {
@@ -27,12 +30,17 @@ def _rt14_three_texts_keep_unused(f, *args) -> dict[str, str]:
     }
 
 
-@wrong("three_texts", why="Clause 'for `args`' (a Python scalar is weakly typed): lowers on "
-       "jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)) to avoid transfers; the Python float "
-       "becomes a strong float32, so scaled(x float16[4], 2.0) is computed in f32 in every text.")
+@wrong(
+    "three_texts",
+    why="Clause 'for `args`' (a Python scalar is weakly typed): lowers on "
+    "jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)) to avoid transfers; the Python float "
+    "becomes a strong float32, so scaled(x float16[4], 2.0) is computed in f32 in every text.",
+)
 def _rt14_three_texts_abstract_args(f, *args) -> dict[str, str]:
     specs = jax.tree.map(
-        lambda a: jax.ShapeDtypeStruct(np.shape(a), jax.dtypes.canonicalize_dtype(np.result_type(a))),
+        lambda a: jax.ShapeDtypeStruct(
+            np.shape(a), jax.dtypes.canonicalize_dtype(np.result_type(a))
+        ),
         args,
     )
     lowered = jax.jit(f).lower(*specs)
@@ -43,12 +51,17 @@ def _rt14_three_texts_abstract_args(f, *args) -> dict[str, str]:
     }
 
 
-@wrong("flops", why="Clause 'compiled for `args`': compiles on ShapeDtypeStructs built with "
-       "np.result_type, losing the Python scalar's weak type; scaled(x float16[4], 2.0) then "
-       "converts x to f32: x float16[4] gives 12.0 flops, the real args 9.0.")
+@wrong(
+    "flops",
+    why="Clause 'compiled for `args`': compiles on ShapeDtypeStructs built with "
+    "np.result_type, losing the Python scalar's weak type; scaled(x float16[4], 2.0) then "
+    "converts x to f32: x float16[4] gives 12.0 flops, the real args 9.0.",
+)
 def _rt14_flops_abstract_args(f, *args) -> float:
     specs = jax.tree.map(
-        lambda a: jax.ShapeDtypeStruct(np.shape(a), jax.dtypes.canonicalize_dtype(np.result_type(a))),
+        lambda a: jax.ShapeDtypeStruct(
+            np.shape(a), jax.dtypes.canonicalize_dtype(np.result_type(a))
+        ),
         args,
     )
     return float(jax.jit(f).lower(*specs).compile().cost_analysis().get("flops", 0.0))
@@ -60,18 +73,24 @@ def _rt14_layout(shape) -> str:
     return shape.layout if shape.layout is not None else "{}"
 
 
-@wrong("entry_parameter_layouts", why="Clause 'in parameter-number order (the N of parameter(N))': "
-       "orders parameters by instruction name (JAX names them Arg_0, Arg_1 / p0, p1 in number "
-       "order); on HAND_WRITTEN the names bias, pair, s, w give order 3,1,0,2.")
+@wrong(
+    "entry_parameter_layouts",
+    why="Clause 'in parameter-number order (the N of parameter(N))': "
+    "orders parameters by instruction name (JAX names them Arg_0, Arg_1 / p0, p1 in number "
+    "order); on HAND_WRITTEN the names bias, pair, s, w give order 3,1,0,2.",
+)
 def _rt14_entry_parameter_layouts_by_name(hlo_text: str) -> list[str]:
     params = [i for i in parse_hlo(hlo_text).entry if i.opcode == "parameter"]
     params.sort(key=lambda i: i.name)
     return [_rt14_layout(i.shape_info) for i in params]
 
 
-@wrong("entry_root", why="Clause 'the shape exactly as the instruction line prints it': splits "
-       "ENTRY's ROOT line on spaces (ROOT %name = SHAPE opcode(...)); a tuple shape holds spaces, so "
-       "value_and_total's ROOT gives ('f32[])', '(f32[2,3]{1,0},') instead of ('tuple', '(f32[2,3]{1,0}, f32[])').")
+@wrong(
+    "entry_root",
+    why="Clause 'the shape exactly as the instruction line prints it': splits "
+    "ENTRY's ROOT line on spaces (ROOT %name = SHAPE opcode(...)); a tuple shape holds spaces, so "
+    "value_and_total's ROOT gives ('f32[])', '(f32[2,3]{1,0},') instead of ('tuple', '(f32[2,3]{1,0}, f32[])').",
+)
 def _rt14_entry_root_split_line(hlo_text: str) -> tuple[str, str]:
     entry = parse_hlo(hlo_text).entry
     root = entry.root
@@ -82,10 +101,13 @@ def _rt14_entry_root_split_line(hlo_text: str) -> tuple[str, str]:
     return (root.opcode, root.shape)
 
 
-@wrong("fusion_contents", why="Clause 'a reducer that two reduces call counts twice': follows "
-       "HloComputation.calls (each called name once per computation) instead of every "
-       "instruction's called_computations; HAND_BRANCHES' kInput %two_sums calls %sum from two "
-       "reduces, its add counted once.")
+@wrong(
+    "fusion_contents",
+    why="Clause 'a reducer that two reduces call counts twice': follows "
+    "HloComputation.calls (each called name once per computation) instead of every "
+    "instruction's called_computations; HAND_BRANCHES' kInput %two_sums calls %sum from two "
+    "reduces, its add counted once.",
+)
 def _rt14_fusion_contents_comp_calls(hlo_text: str) -> dict[str, Counter]:
     module = parse_hlo(hlo_text)
     out: dict[str, Counter] = {}
@@ -130,10 +152,13 @@ def _rt14_fusion_contents_comp_calls(hlo_text: str) -> dict[str, Counter]:
 _RT14_CONST = re.compile(r"^\s*%\S+ = (\S+) constant\((.*?)\)(?:, |$)")
 
 
-@wrong("constants", why="Clause 'every constant instruction in the module': a line regex "
-       "'^\\s*%name = shape constant(...)' does not match 'ROOT %c = ... constant(...)', so a "
-       "constant that is a computation's ROOT (e.g. a while condition 'ROOT %f = pred[] "
-       "constant(false)') is missed.")
+@wrong(
+    "constants",
+    why="Clause 'every constant instruction in the module': a line regex "
+    "'^\\s*%name = shape constant(...)' does not match 'ROOT %c = ... constant(...)', so a "
+    "constant that is a computation's ROOT (e.g. a while condition 'ROOT %f = pred[] "
+    "constant(false)') is missed.",
+)
 def _rt14_constants_line_regex(hlo_text: str) -> list[tuple[str, str]]:
     by_line = {}
     for comp in parse_hlo(hlo_text):
@@ -147,11 +172,19 @@ def _rt14_constants_line_regex(hlo_text: str) -> list[tuple[str, str]]:
     return out
 
 
-@wrong("mlp_flops", why="Clause 'Cost analysis reports a float32 ... compare with the exact count': "
-       "mimics what XLA reports by rounding the exact count through np.float32; right up to 2**24, "
-       "wrong on (1000, 1000, 1000, 3): 2008003000 exact, this gives 2008002944.")
+@wrong(
+    "mlp_flops",
+    why="Clause 'Cost analysis reports a float32 ... compare with the exact count': "
+    "mimics what XLA reports by rounding the exact count through np.float32; right up to 2**24, "
+    "wrong on (1000, 1000, 1000, 3): 2008003000 exact, this gives 2008002944.",
+)
 def _rt14_mlp_flops_as_float32(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
-    exact = 2 * batch * in_dim * hidden + 2 * batch * hidden * out_dim + 2 * batch * hidden + batch * out_dim
+    exact = (
+        2 * batch * in_dim * hidden
+        + 2 * batch * hidden * out_dim
+        + 2 * batch * hidden
+        + batch * out_dim
+    )
     if exact < 2**63:
         return int(np.float32(exact))
     return exact
@@ -206,40 +239,53 @@ def _rt14_predict(program, args, names, same_cast_copy=True):
     return ("fusion", a(dt, shape))
 
 
-@wrong("predict_entry_root", why="Clause 'in entry_root's format' (HLO type names): spells int32 "
-       "with StableHLO's name i32 (as the lowered stage prints tensor<8xi32>) instead of HLO's s32; "
-       "'x + 1' with x int32[6] gives ('fusion', 'i32[6]{0}') not 's32[6]{0}'.")
+@wrong(
+    "predict_entry_root",
+    why="Clause 'in entry_root's format' (HLO type names): spells int32 "
+    "with StableHLO's name i32 (as the lowered stage prints tensor<8xi32>) instead of HLO's s32; "
+    "'x + 1' with x int32[6] gives ('fusion', 'i32[6]{0}') not 's32[6]{0}'.",
+)
 def _rt14_predict_entry_root_mlir_int_name(program: str, args: tuple) -> tuple[str, str]:
     return _rt14_predict(program, args, _RT14_DT)
 
 
-@wrong("predict_entry_root", why="Clause 'what happens to a result that is an input': believes "
-       "x.astype(jnp.bfloat16) always runs a convert (a fusion), also when x is already bfloat16, "
-       "where the cast is a no-op and the result is the input, copied: x bfloat16[8,4] gives "
-       "('fusion', ...) not ('copy', 'bf16[8,4]{1,0}').")
+@wrong(
+    "predict_entry_root",
+    why="Clause 'what happens to a result that is an input': believes "
+    "x.astype(jnp.bfloat16) always runs a convert (a fusion), also when x is already bfloat16, "
+    "where the cast is a no-op and the result is the input, copied: x bfloat16[8,4] gives "
+    "('fusion', ...) not ('copy', 'bf16[8,4]{1,0}').",
+)
 def _rt14_predict_entry_root_cast_always_converts(program: str, args: tuple) -> tuple[str, str]:
     return _rt14_predict(program, args, _RT14_DT_OK, same_cast_copy=False)
 
 
-@wrong("dump_files", why="Clause 'even of another process ... with the very names and bytes this "
-       "compile writes (XLA rewrites those files)': finds this compile's files as the names that "
-       "were not there before; when XLA only rewrote existing names it falls back to the first "
-       "sorted before/after pair of the same jit_<name> module, e.g. module_0000 of scale_and_shift "
-       "at another shape instead of the rewritten module_0002.")
+@wrong(
+    "dump_files",
+    why="Clause 'even of another process ... with the very names and bytes this "
+    "compile writes (XLA rewrites those files)': finds this compile's files as the names that "
+    "were not there before; when XLA only rewrote existing names it falls back to the first "
+    "sorted before/after pair of the same jit_<name> module, e.g. module_0000 of scale_and_shift "
+    "at another shape instead of the rewritten module_0002.",
+)
 def _rt14_dump_files_new_names_then_first(f, args: tuple, directory: str) -> tuple[Path, Path]:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in d.iterdir()}
-    compiled = jax.jit(f).lower(*args).compile(
-        {"xla_dump_to": str(d), "xla_dump_hlo_as_text": True}
+    compiled = (
+        jax.jit(f).lower(*args).compile({"xla_dump_to": str(d), "xla_dump_hlo_as_text": True})
     )
     module = compiled.as_text().split(None, 2)[1].rstrip(",")
     names = sorted(p.name for p in d.iterdir())
     new = [n for n in names if n not in before]
-    pool = new if any(n.endswith(".before_optimizations.txt") for n in new) else [
-        n for n in names if f".{module}." in n
-    ]
+    pool = (
+        new
+        if any(n.endswith(".before_optimizations.txt") for n in new)
+        else [n for n in names if f".{module}." in n]
+    )
     first = next(n for n in pool if n.endswith(".before_optimizations.txt"))
     prefix = first.split(".")[0]
-    after = next(n for n in pool if n.startswith(prefix + ".") and n.endswith("_after_optimizations.txt"))
+    after = next(
+        n for n in pool if n.startswith(prefix + ".") and n.endswith("_after_optimizations.txt")
+    )
     return d / first, d / after

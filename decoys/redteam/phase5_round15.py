@@ -63,7 +63,9 @@ def _rt15_mlp_grad_cast_data_to_params(params: dict, x, y) -> dict:
 )
 def _rt15_mlp_grad_mean_of_example_grads(params: dict, x, y) -> dict:
     per = jax.vmap(jax.grad(_rt15_example_loss), in_axes=(None, 0, 0))(params, x, y)
-    return jax.tree.map(lambda g, p: jnp.mean(g, axis=0, dtype=p.dtype).astype(p.dtype), per, params)
+    return jax.tree.map(
+        lambda g, p: jnp.mean(g, axis=0, dtype=p.dtype).astype(p.dtype), per, params
+    )
 
 
 # --- jvp_tangent ---------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 

@@ -336,8 +336,7 @@ def _rt13_predict_lowering_mean_ravels_first():
 def _rt13_call_exported_item_scalars(blob: bytes, *args):
     exported = jax.export.deserialize(blob)
     args = tuple(
-        a.item() if isinstance(a, (np.generic, np.ndarray)) and np.ndim(a) == 0 else a
-        for a in args
+        a.item() if isinstance(a, (np.generic, np.ndarray)) and np.ndim(a) == 0 else a for a in args
     )
     return exported.call(*args)
 
@@ -354,9 +353,7 @@ def _rt13_call_exported_item_scalars(blob: bytes, *args):
     "index argument",
 )
 def _rt13_export_bytes_scalars_as_vectors(f, *specs) -> bytes:
-    fixed = tuple(
-        jax.ShapeDtypeStruct((1,), s.dtype) if len(s.shape) == 0 else s for s in specs
-    )
+    fixed = tuple(jax.ShapeDtypeStruct((1,), s.dtype) if len(s.shape) == 0 else s for s in specs)
     return jax.export.export(jax.jit(f))(*fixed).serialize()
 
 

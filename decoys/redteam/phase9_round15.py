@@ -18,7 +18,13 @@ from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 
-_rt15_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+_rt15_COLLECTIVES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 _rt15_RATE = 0.05
 
 
@@ -57,7 +63,9 @@ def _rt15_collective_census_by_op_name(f, *args) -> Counter:
             continue
         last = m.group(1).rstrip(")").split("/")[-1]
         last = re.sub(r"\[.*$", "", last)
-        if last in _rt15_PRIMITIVE_TO_OPCODE and re.search(r"\b(" + "|".join(_rt15_COLLECTIVES) + r")\(", line):
+        if last in _rt15_PRIMITIVE_TO_OPCODE and re.search(
+            r"\b(" + "|".join(_rt15_COLLECTIVES) + r")\(", line
+        ):
             counts[_rt15_PRIMITIVE_TO_OPCODE[last]] += 1
     return counts
 
@@ -196,7 +204,9 @@ def _rt15_collective_groups_device_ids_inverse(hlo_text: str) -> Counter:
         if not op:
             continue
         groups = [list(range(total))]
-        mm = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}(?:,\s*device_ids=\(([^)]*\)?)\))?", line)
+        mm = re.search(
+            r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}(?:,\s*device_ids=\(([^)]*\)?)\))?", line
+        )
         if mm:
             axes = re.findall(r"'([^']*)'=(\d+)", mm.group(1))
             names = [a for a, _ in axes]
@@ -219,7 +229,10 @@ def _rt15_collective_groups_device_ids_inverse(hlo_text: str) -> Counter:
             if io:
                 groups = _rt15_iota(io.group(1)).tolist()
             elif li:
-                found = [[int(v) for v in g.split(",") if v] for g in re.findall(r"\{([\d,]*)\}", li.group(1)[1:-1])]
+                found = [
+                    [int(v) for v in g.split(",") if v]
+                    for g in re.findall(r"\{([\d,]*)\}", li.group(1)[1:-1])
+                ]
                 groups = [g for g in found if g] or [list(range(total))]
         key = tuple(sorted(tuple(sorted(int(v) for v in g)) for g in groups))
         counts[(op.group(1), key)] += 1
@@ -245,7 +258,10 @@ def _rt15_migrated_step_sum_over_outputs(w, x, y, mesh):
         return w - _rt15_RATE * jax.lax.pmean(grad, "x"), jax.lax.pmean(loss, "x")
 
     return jax.shard_map(
-        body, mesh=mesh, in_specs=(P(), P("x", None), P("x", None)), out_specs=(P(), P()),
+        body,
+        mesh=mesh,
+        in_specs=(P(), P("x", None), P("x", None)),
+        out_specs=(P(), P()),
         check_vma=False,
     )(w, x, y)
 
