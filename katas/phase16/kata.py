@@ -11,10 +11,7 @@ that calls one of:
 - a library call, `extern_kernels.<name>(...)` (`addmm`, `mm`, `bmm`, `baddbmm`...);
 - an ATen operator Inductor did not lower, `torch.ops.aten.<op>.<overload>(...)` (a fallback).
 A statement nested in a block of `call` counts too (a profiled module runs its whole body inside
-`with record_function(...):`); a comment that names a kernel is not a statement. A statement
-is Python's, wherever it stands on its line: Inductor writes `buf1 = buf0; del buf0` on one line,
-and the code you read may hold any layout Python accepts (statements joined by `; `, a block's
-body on its header's line as `if args: pass`, other spaces), the kernels staying. Allocations
+`with record_function(...):`); a comment that names a kernel is not a statement. Allocations
 (`empty_strided_cpu`), views (`reinterpret_tensor`), `assert_*` lines and `del`s are not kernels.
 On the XLA side a *kernel* is an ENTRY instruction that is a `fusion`, or whose opcode is `dot`,
 `custom-call`, `reduce` or `reduce-window`.

@@ -11,10 +11,7 @@ by hand (handwritten.HANDWRITTEN and HANDWRITTEN_ROWS: what the recordings never
 variants of each (kata_harness.inductor.variant: buffers, inputs and kernel numbers renamed,
 in one variant to names that are parts of one another, an input's name inside every buffer's,
 inputs unpacked in another order, kernel calls nested in blocks (also their else: and finally:
-branches), comments such as the `# AOT ID` header dropped or kept, kernel definitions reordered,
-`call` laid out otherwise (kata_harness.inductor_layout.relaid: statements joined by `; `, two
-kernels on one line, blocks written on their header's line, other spaces), its facts read from
-the text before;
+branches), comments such as the `# AOT ID` header dropped or kept, kernel definitions reordered;
 kata_harness.inductor_spellings: fused kernels named after other operators, some ending in a
 digit as `expm1`, two of them one named the other's name with a digit more, as `cpp_fused_sum_1`
 beside `cpp_fused_sum_10` defined before it, fallbacks calling other ATen operators, one of them
@@ -42,7 +39,6 @@ from pytest_check import check
 import katas.phase16.programs as P
 from kata_harness import inductor as oracle
 from kata_harness import inductor_spellings, metamorphic
-from kata_harness.inductor_layout import relaid
 from katas.phase16.handwritten import HANDWRITTEN, HANDWRITTEN_HLO, HANDWRITTEN_ROWS
 from katas.phase16.handwritten_train import HANDWRITTEN_TRAIN, HANDWRITTEN_TRAIN_TWO_OUTPUTS
 from katas.phase16.xla_only import LAYERS, XLA_ONLY, xla_hlo
@@ -107,16 +103,11 @@ def _variant(
     return inductor_spellings.respelled(oracle.variant(code, rng, comments, overlapping), rng)
 
 
-def _code_forms(code: str, label: str, rng: random.Random) -> list[tuple[str, str, str]]:
-    """(label, text, read): the generated code as recorded, then two variants drawn from `rng`,
-    the second's names parts of one another (an input's name inside every buffer's) and its
-    `call` laid out otherwise (inductor_layout.relaid: `; `, one-line blocks, no comments), the
-    kata reading `text` and the line-reading oracles `read`, the same code one statement a line."""
-    first, second = (_variant(code, rng, overlapping=i == 2) for i in (1, 2))
-    return [
-        (label, code, code),
-        (f"{label} (variant 1)", first, first),
-        (f"{label} (variant 2, re-laid)", relaid(second, rng), second),
+def _code_forms(code: str, label: str, rng: random.Random) -> list[tuple[str, str]]:
+    """(label, text): the generated code as recorded, then two variants drawn from `rng`, the
+    second's names parts of one another (an input's name inside every buffer's)."""
+    return [(label, code)] + [
+        (f"{label} (variant {i})", _variant(code, rng, overlapping=i == 2)) for i in (1, 2)
     ]
 
 
@@ -137,9 +128,9 @@ GRAPHS = [(name, i) for name in P.recorded_names() for i in range(len(P.recorded
 @pytest.mark.task("inductor_kernels")
 def test_inductor_kernels_of_handwritten_code(kata, fresh):
     for name, code in [*CODES.items(), *TRAIN_CODES.items()]:
-        for label, text, read in _code_forms(code, name, fresh):
+        for label, text in _code_forms(code, name, fresh):
             got = kata.inductor_kernels(text)
-            assert got == _kernels(read), f"{label}: kernels differ ({fresh.where()})"
+            assert got == _kernels(text), f"{label}: kernels differ ({fresh.where()})"
 
 
 def _layout(code: str) -> tuple:
@@ -159,33 +150,32 @@ def test_inductor_kernels_of_recorded_code(kata, fresh):
     for name, graph in GRAPHS:
         code = P.recorded(name)[graph]
         label = f"{name} graph {graph}"
-        forms = [(label, code, code)]
+        forms = [(label, code)]
         if _layout(code) not in varied:
             varied.add(_layout(code))
             forms = _code_forms(code, label, fresh)
-        for label, text, read in forms:
+        for label, text in forms:
             got = kata.inductor_kernels(text)
-            assert got == _kernels(read), f"{label}: kernels differ ({fresh.where()})"
+            assert got == _kernels(text), f"{label}: kernels differ ({fresh.where()})"
 
 
 # ---- task 2 -------------------------------------------------------------------------------
 
 
 def _pairs(names, fresh):
-    """(label, hlo, code, read) for each program: each HLO form with a form of the generated
-    code (`read`: as the oracles read it)."""
+    """(label, hlo, code) for each program: each HLO form with a form of the generated code."""
     for name in names:
         codes = _code_forms(P.recorded(name)[0], name, fresh)
         for i, (label, hlo) in enumerate(_hlo_forms(name)):
-            code_label, text, read = codes[i % len(codes)]
-            yield f"{label} with {code_label}", hlo, text, read
+            code_label, text = codes[i % len(codes)]
+            yield f"{label} with {code_label}", hlo, text
 
 
 @pytest.mark.task("kernel_census")
 def test_kernel_census_of_both_compilers(kata, fresh):
-    for label, hlo, text, read in _pairs(P.PAIRS, fresh):
+    for label, hlo, text in _pairs(P.PAIRS, fresh):
         got = kata.kernel_census(hlo, text)
-        assert got == oracle.census(hlo, read), f"{label}: census differs"
+        assert got == oracle.census(hlo, text), f"{label}: census differs"
 
 
 @pytest.mark.task("kernel_census")
@@ -194,9 +184,9 @@ def test_kernel_census_of_other_spellings(kata, fresh):
     for hlo_name in OTHER_HLO:
         for i, (label, hlo) in enumerate(_hlo_forms(hlo_name)):
             code_name, code = codes[i % len(codes)]
-            for code_label, text, read in _code_forms(code, code_name, fresh):
+            for code_label, text in _code_forms(code, code_name, fresh):
                 got = kata.kernel_census(hlo, text)
-                assert got == oracle.census(hlo, read), f"{label} with {code_label}: census differs"
+                assert got == oracle.census(hlo, text), f"{label} with {code_label}: census differs"
 
 
 def _twinned(hlo: str, fresh: random.Random) -> tuple[str, list[str]]:
@@ -273,9 +263,9 @@ def _words(line: str) -> set[str]:
 
 @pytest.mark.task("bias_homes")
 def test_bias_homes_of_both_compilers(kata, fresh):
-    for label, hlo, text, read in _pairs(BIAS_BANK, fresh):
+    for label, hlo, text in _pairs(BIAS_BANK, fresh):
         got = kata.bias_homes(hlo, text)
-        assert got == _bias_home(hlo, read), f"{label}: bias homes differ"
+        assert got == _bias_home(hlo, text), f"{label}: bias homes differ"
 
 
 @pytest.mark.task("bias_homes")
@@ -316,9 +306,9 @@ def _reductions(hlo: str, code: str) -> dict[str, list[int]]:
 
 @pytest.mark.task("reductions_per_kernel")
 def test_reductions_per_kernel_of_both_compilers(kata, fresh):
-    for label, hlo, text, read in _pairs(P.PAIRS, fresh):
+    for label, hlo, text in _pairs(P.PAIRS, fresh):
         got = kata.reductions_per_kernel(hlo, text)
-        assert got == _reductions(hlo, read), f"{label}: reductions differ"
+        assert got == _reductions(hlo, text), f"{label}: reductions differ"
 
 
 @pytest.mark.task("reductions_per_kernel")
@@ -337,9 +327,9 @@ def test_reductions_per_kernel_of_handwritten_code(kata, fresh):
     texts = [form for name, code in codes for form in _code_forms(code, name, fresh)]
     forms = [form for name in OTHER_HLO for form in _hlo_forms(name)]
     for i, (hlo_label, hlo) in enumerate(forms):  # more forms than texts: each text is read
-        label, text, read = texts[i % len(texts)]
+        label, text = texts[i % len(texts)]
         got = kata.reductions_per_kernel(hlo, text)
-        assert got == _reductions(hlo, read), f"{hlo_label} with {label}: differ"
+        assert got == _reductions(hlo, text), f"{hlo_label} with {label}: differ"
 
 
 @pytest.mark.task("reductions_per_kernel")
