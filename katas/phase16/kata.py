@@ -11,7 +11,10 @@ that calls one of:
 - a library call, `extern_kernels.<name>(...)` (`addmm`, `mm`, `bmm`, `baddbmm`...);
 - an ATen operator Inductor did not lower, `torch.ops.aten.<op>.<overload>(...)` (a fallback).
 A statement nested in a block of `call` counts too (a profiled module runs its whole body inside
-`with record_function(...):`); a comment that names a kernel is not a statement. Allocations
+`with record_function(...):`); a comment that names a kernel is not a statement. The code is
+laid out as Inductor prints it: each kernel statement on a line of its own, which it opens (the
+only statements Inductor joins with `; ` are a buffer's reuse, `buf1 = buf0; del buf0`, never a
+kernel), so reading `call` line by line is enough. Allocations
 (`empty_strided_cpu`), views (`reinterpret_tensor`), `assert_*` lines and `del`s are not kernels.
 On the XLA side a *kernel* is an ENTRY instruction that is a `fusion`, or whose opcode is `dot`,
 `custom-call`, `reduce` or `reduce-window`.
