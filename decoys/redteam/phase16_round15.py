@@ -39,29 +39,6 @@ def _rt15_dotted(node):
     return None
 
 
-@wrong(
-    "inductor_kernels",
-    why=(
-        "'one entry per call ... every kernel statement of call counts': keeps a table keyed by "
-        "the LINE each kernel call starts on (line -> name, read back in line order), so two "
-        "kernel statements written on one line (`extern_kernels.addmm(...); "
-        "cpp_fused_gelu_0(buf1)`, valid Python) keep only the last; wrong on recorded/"
-        "mlp_gelu.txt with its first addmm statement and the gelu kernel joined by '; ' onto "
-        "one line: ['gelu', 'addmm'] instead of ['addmm', 'gelu', 'addmm']"
-    ),
-)
-def _rt15_inductor_kernels_line_table(code: str) -> list[str]:
-    call = _rt15_call_node(code)
-    by_line: dict[int, str] = {}
-    for node in ast.walk(call):
-        if isinstance(node, ast.Call):
-            callee = _rt15_dotted(node.func)
-            name = _rt15_name(callee) if callee else None
-            if name is not None:
-                by_line[node.lineno] = name
-    return [by_line[k] for k in sorted(by_line)]
-
-
 _RT15_KERNEL_LINE = re.compile(
     r"^\s*(?:\w+\s*=\s*)?(cpp_fused_\w+|extern_kernels\.\w+|torch\.ops\.aten\.[\w.]+)\(", re.M
 )
@@ -93,38 +70,6 @@ def _rt15_opcode(line):
             mm = re.match(r"\s*([\w\-]+)\(", rest[i:])
             return mm.group(1) if mm else None
     return None
-
-
-@wrong(
-    "kernel_census",
-    why=(
-        "Inductor: 'library' counts library calls and fallbacks, 'fused' the fused kernel calls, "
-        "each a statement of call wherever it stands: this finds them with a regex anchored at "
-        "the start of a line, so a kernel statement that does not open its line (after `; ` as "
-        "in `del buf0; cpp_fused_relu_0(buf1)`, or the body of a one-line `if True: "
-        "extern_kernels.mm(...)`) is missed; wrong on recorded/dense_relu.txt with its relu "
-        "kernel moved behind `del arg2_1; ` (inductor fused 0 instead of 1)"
-    ),
-)
-def _rt15_kernel_census_line_regex(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
-    lib = fused = 0
-    for line in _rt15_entry_lines(hlo_text):
-        op = _rt15_opcode(line)
-        if op == "fusion":
-            if "kind=kCustom" in line:
-                lib += 1
-            else:
-                fused += 1
-        elif op in ("dot", "custom-call"):
-            lib += 1
-    body = inductor_code[inductor_code.index("def call") :]
-    ilib = ifused = 0
-    for m in _RT15_KERNEL_LINE.finditer(body):
-        if m.group(1).startswith("cpp_fused_"):
-            ifused += 1
-        else:
-            ilib += 1
-    return {"xla": {"library": lib, "fused": fused}, "inductor": {"library": ilib, "fused": ifused}}
 
 
 @wrong(
