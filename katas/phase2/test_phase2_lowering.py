@@ -17,6 +17,7 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import jaxprs as oracle
+from katas.phase2.effects import effects_program
 from katas.phase2.programs import (
     F32,
     INTS,
@@ -105,60 +106,28 @@ def test_dead_code_on_fresh_programs(kata, fresh):
         )
 
 
-def _effects_program(rng):
-    """x -> a drawn unary value printed by jax.debug.print (returned too, or only printed), an
-    io_callback whose result is read by the output or by nothing, and a live `x * 2`; the two
-    effect blocks in drawn order. Returns (f, dead flag per top-level equation, in order)."""
-    import jax.numpy as jnp
-    from jax.experimental import io_callback
-
-    unary = rng.choice((jnp.sin, jnp.cos, jnp.exp))
-    returned, read = rng.random() < 0.5, rng.random() < 0.5
-    printed_first = rng.random() < 0.5
-
-    def f(x):
-        def printed():
-            a = unary(x)
-            jax.debug.print("{a}", a=a)
-            return a
-
-        def called():
-            return io_callback(lambda v: v, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
-
-        if printed_first:
-            a, r = printed(), called()
-        else:
-            r, a = called(), printed()
-        out = x * 2.0
-        outs = [out + r if read else out]
-        return (*outs, a) if returned else outs[0]
-
-    printed_dead = [not returned, True]  # the unary (read by the print only, or returned), print
-    called_dead = [not read]  # the callback, read by the add or by nothing
-    flags = printed_dead + called_dead if printed_first else called_dead + printed_dead
-    flags.append(False)  # x * 2 is an output or read by the live add
-    if read:
-        flags.append(False)
-    return f, flags, f"unary {unary.__name__}, returned {returned}, callback read {read}"
-
-
 @pytest.mark.task("unused_equations")
 def test_dead_code_with_effects(kata, fresh):
-    """An effect is not a read: a jax.debug.print has no results (nothing reads them), an
-    io_callback whose result nothing reads is dead, and what only the print reads is dead too,
-    although lowering keeps both for their effects (jax's own dce_jaxpr keeps them)."""
+    """An effect is not a read: four drawn programs (effects.effects_program) of chains that end
+    in a jax.debug.print (ordered or not, of one value or two), a jax.debug.callback, an
+    io_callback (ordered or not) or a jit whose body prints, each chain's last value read by its
+    effect only or returned too, the io_callback's or jit's result returned, printed or read by
+    nothing. An equation without results, or whose results nothing live reads, is dead, and so
+    is what only dead equations read, whatever their effects (jax's own dce_jaxpr and lowering
+    keep them and what they read): every program has a chain only its effect reads."""
     xs = np.arange(1.0, 4.0, dtype=F32)
-    f, flags, drawn = _effects_program(fresh)
-    jaxpr = jax.make_jaxpr(f)(xs)
-    eqns = jaxpr.jaxpr.eqns
-    assert len(eqns) == len(flags), "_effects_program: one equation per step"
-    expected = [e.primitive.name for e, dead in zip(eqns, flags, strict=True) if dead]
-    got = kata.unused_equations(jaxpr)
-    assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
-    assert got == expected, (
-        f"drawn program ({drawn}; {fresh.where()}): got {got}, expected {expected}: the rule is "
-        "what reads an equation's results, not whether it has an effect"
-    )
+    for index in range(4):
+        program = effects_program(fresh)
+        eqns = (jaxpr := jax.make_jaxpr(program.f)(xs)).jaxpr.eqns
+        assert [e.primitive.name for e in eqns] == program.names, "effects_program: one per step"
+        expected = [e.primitive.name for e, dead in zip(eqns, program.dead, strict=True) if dead]
+        got = kata.unused_equations(jaxpr)
+        assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+        assert got == expected, (
+            f"drawn program {index + 1} ({program.drawn}; {fresh.where()}): got {got}, expected "
+            f"{expected}: the rule is what reads an equation's results, not whether it has an "
+            "effect, and an effect does not keep alive what it reads"
+        )
 
 
 # ---------------------------------------------------------------------------------- stablehlo_of
