@@ -112,9 +112,10 @@ def stablehlo_of(f, *args) -> str:
     argument is a 0-d tensor too, weakly typed (w * 2.5 stays bf16 for a bf16 w), and an
     argument f never reads is pruned along with the dead equations (jit's keep_unused=True
     would keep both). The whole module: a nested jit in f lowers to a function beside @main
-    that @main calls, and the text must keep it, and the module's attributes, exactly those
-    jit's lowering sets (another path to StableHLO, such as jax.export's module, adds its
-    own). Printed as the lowered stage prints by default: no debug locations.
+    that @main calls, and the text must keep it, and the module's attributes and @main's
+    arguments' and results' attributes, exactly those jit's default lowering sets (another path
+    to StableHLO, such as jax.export's module, adds its own; donating an argument or giving
+    shardings adds others). Printed as the lowered stage prints by default: no debug locations.
     """
     # TODO: jit, lower, as text
     raise NotImplementedError("phase2 task 6: stablehlo_of")

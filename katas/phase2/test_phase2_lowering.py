@@ -154,23 +154,37 @@ def _mlir_module(text):
         inputs, results = [str(t) for t in signature.inputs], [str(t) for t in signature.results]
         attributes = module.operation.attributes
         named = {str(name): str(attributes[name]) for name in attributes}
-    return module, inputs, results, named
+        main = oracle.function_attributes(mains[0].operation.attributes)
+    return module, inputs, results, named, main
 
 
-def _check_module_as_jit_lowers(text, named, expected, what):
-    """The module jit lowers, printed as the lowered stage prints it by default: the module's
-    attributes are jit's (another lowering path, such as jax.export's, adds its own) and the
-    text carries no debug locations."""
-    __tracebackhide__ = True
+def _differences(named, expected):
     missing = sorted(set(expected) - set(named))
-    extra = sorted(set(named) - set(expected))
-    changed = sorted(k for k in set(named) & set(expected) if named[k] != expected[k])
+    extra = {k: named[k] for k in sorted(set(named) - set(expected))}
+    changed = {k: (named[k], expected[k]) for k in sorted(set(named) & set(expected))}
+    changed = {k: pair for k, pair in changed.items() if pair[0] != pair[1]}
+    return (
+        (f"; missing {missing}" if missing else "")
+        + (f"; not set by jit's lowering: {extra}" if extra else "")
+        + (f"; other values (got, jit's): {changed}" if changed else "")
+    )
+
+
+def _check_module_as_jit_lowers(text, parsed, f, args, what):
+    """The module jit lowers, printed as the lowered stage prints it by default: the module's
+    attributes are jit's (another lowering path, such as jax.export's, adds its own), so are
+    @main's, its arguments' and results' too (what donating, sharding or keeping arguments
+    would change), and the text carries no debug locations."""
+    __tracebackhide__ = True
+    named, main = parsed[3], parsed[4]
     with check:
-        assert not (missing or extra or changed), (
-            f"{what}: the module's attributes are not those jax.jit's lowering gives it"
-            + (f"; missing {missing}" if missing else "")
-            + (f"; not set by jit's lowering: {extra}" if extra else "")
-            + (f"; other values for {changed}" if changed else "")
+        assert not (differ := _differences(named, oracle.module_attributes(f, args))), (
+            f"{what}: the module's attributes are not those jax.jit's lowering gives it{differ}"
+        )
+    with check:
+        assert not (differ := _differences(main, oracle.main_attributes(f, args))), (
+            f"{what}: @main's attributes (its signature, its arguments' and results' "
+            f"attributes) are not those jax.jit's default lowering gives it{differ}"
         )
     with check:
         assert re.search(r"\bloc\(", text) is None, (
@@ -182,7 +196,7 @@ def _check_module_as_jit_lowers(text, named, expected, what):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_drops_dead_code(kata):
     text = kata.stablehlo_of(dead_mul, F32(1.0))
-    _mlir_module(text)
+    _check_module_as_jit_lowers(text, _mlir_module(text), dead_mul, [F32(1.0)], "dead_mul")
     census = stablehlo_op_census(text)
     with check:
         assert census["stablehlo.add"] == 1, dict(census)
@@ -193,10 +207,9 @@ def test_lowering_drops_dead_code(kata):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_keeps_argument_types(kata):
     text = kata.stablehlo_of(mixed, *MIXED_ARGS)
-    _, inputs, _, named = _mlir_module(text)
-    _check_module_as_jit_lowers(
-        text, named, oracle.module_attributes(mixed, MIXED_ARGS), "mixed(*MIXED_ARGS)"
-    )
+    parsed = _mlir_module(text)
+    inputs = parsed[1]
+    _check_module_as_jit_lowers(text, parsed, mixed, MIXED_ARGS, "mixed(*MIXED_ARGS)")
     census = stablehlo_op_census(text)
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
     with check:
@@ -217,18 +230,21 @@ def test_lowering_on_fresh_arguments(kata, fresh):
     argument f reads, each with its shape and dtype (jit's default lowering prunes the others
     with the dead code), and returns f's outputs in the dtypes the weak scalars leave. Some
     products are computed by a nested jit, a function beside @main: MLIR's parser refuses a
-    module whose @main calls a function it does not hold. The module's attributes are those
-    jax.jit's lowering sets (oracle.module_attributes), and no debug locations are printed."""
+    module whose @main calls a function it does not hold. The module's attributes and @main's
+    (its arguments' and results' too: an argument of the shape and dtype of a result is one a
+    donation would alias) are those jax.jit's lowering sets (oracle.module_attributes and
+    main_attributes), and no debug locations are printed."""
     for index in range(3):
         f, args, reads = lowering_case(fresh)
         text = kata.stablehlo_of(f, *args)
-        _, inputs, results, named = _mlir_module(text)
+        parsed = _mlir_module(text)
+        inputs, results = parsed[1], parsed[2]
         expected_in, expected_out = oracle.main_signature(f, args, reads)
         what = (
             f"drawn case {index + 1}, f reads arguments {reads} of "
             f"{[type(a).__name__ for a in args]} ({fresh.where()})"
         )
-        _check_module_as_jit_lowers(text, named, oracle.module_attributes(f, args), what)
+        _check_module_as_jit_lowers(text, parsed, f, args, what)
         with check:
             assert inputs == expected_in, f"{what}: @main takes {inputs}, expected {expected_in}"
         with check:
