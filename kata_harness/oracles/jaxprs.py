@@ -1,5 +1,5 @@
 """Phase 2's oracles: the MLP in float64 NumPy, the input and output avals ``jax.eval_shape``
-gives a program, the tensor types of a lowered @main and its module's attributes, and the
+gives a program, the tensor types of a lowered @main, its attributes and its module's, and the
 dtype ``x + y`` gets in its jaxpr for every pair of kinds.
 
 Each function takes the program or its inputs, never the kata's answer.
@@ -8,6 +8,7 @@ Each function takes the program or its inputs, never the kata's answer.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 
 import jax
@@ -67,13 +68,42 @@ def main_signature(fn, args, reads: Sequence[int]) -> tuple[list[str], list[str]
     )
 
 
+def _jit_module(fn, args):
+    module = jax.jit(fn).trace(*args).lower().compiler_ir("stablehlo")
+    assert module is not None, "this jax gives no StableHLO module for a lowered stage"
+    return module
+
+
+def _named(attributes) -> dict[str, str]:
+    return {str(name): str(attributes[name]) for name in attributes}
+
+
 def module_attributes(fn, args) -> dict[str, str]:
     """The attributes of the module jax.jit(fn) lowers for `args` (name -> printed value), read
     from the lowered stage's MLIR module (the compiler's own object, not any text)."""
-    module = jax.jit(fn).trace(*args).lower().compiler_ir("stablehlo")
-    assert module is not None, "this jax gives no StableHLO module for a lowered stage"
-    attributes = module.operation.attributes
-    return {str(name): str(attributes[name]) for name in attributes}
+    return _named(_jit_module(fn, args).operation.attributes)
+
+
+def function_attributes(attributes) -> dict[str, str]:
+    """A func.func's attributes (name -> printed value), leaving out `arg_attrs` and `res_attrs`
+    when they hold only empty dictionaries: the printer writes nothing for those, so a function
+    parsed from text has none."""
+    named = _named(attributes)
+    for name in ("arg_attrs", "res_attrs"):
+        if re.fullmatch(r"\[(\{\}(, \{\})*)?\]", named.get(name, "")):
+            del named[name]
+    return named
+
+
+def main_attributes(fn, args) -> dict[str, str]:
+    """The attributes of @main in the module jax.jit(fn) lowers for `args` (function_attributes:
+    its type, visibility, and its arguments' and results' attributes, such as what a donated
+    argument would add), read from the lowered stage's MLIR module."""
+    for op in _jit_module(fn, args).body.operations:
+        named = function_attributes(op.operation.attributes)
+        if op.operation.name == "func.func" and named.get("sym_name") == '"main"':
+            return named
+    raise AssertionError("jax.jit's lowered module has no func.func @main")
 
 
 def promotions(kinds: Sequence[str], value_of: Callable) -> dict[tuple[str, str], str]:

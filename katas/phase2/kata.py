@@ -94,10 +94,11 @@ def unused_equations(jaxpr) -> list[str]:
     however long the chain and however many times they read it. An equation with several
     results is live when any of them is read, dead when none is. Repeats are kept. Only
     top-level equations are reported (dead code inside a live jit's own jaxpr is not). An effect
-    is not a read: a jax.debug.print (it has no results) and an io_callback whose result nothing
-    reads are dead by this rule, and so is what only they read, although lowering keeps them
-    for their effects. The printer shows a result nobody reads as `_`, but only for the last
-    link of a dead chain.
+    is not a read: a jax.debug.print or jax.debug.callback (they have no results), and an
+    io_callback or a jit whose body prints when nothing reads their results, are dead by this
+    rule, ordered or not, and so is what only they read, although lowering (and jax's own DCE)
+    keeps them and what they read for their effects. The printer shows a result nobody reads as
+    `_`, but only for the last link of a dead chain.
     """
     # TODO: walk backwards from the outputs, remembering which variables are read
     raise NotImplementedError("phase2 task 5: unused_equations")
@@ -111,9 +112,10 @@ def stablehlo_of(f, *args) -> str:
     argument is a 0-d tensor too, weakly typed (w * 2.5 stays bf16 for a bf16 w), and an
     argument f never reads is pruned along with the dead equations (jit's keep_unused=True
     would keep both). The whole module: a nested jit in f lowers to a function beside @main
-    that @main calls, and the text must keep it, and the module's attributes, exactly those
-    jit's lowering sets (another path to StableHLO, such as jax.export's module, adds its
-    own). Printed as the lowered stage prints by default: no debug locations.
+    that @main calls, and the text must keep it, and the module's attributes and @main's
+    arguments' and results' attributes, exactly those jit's default lowering sets (another path
+    to StableHLO, such as jax.export's module, adds its own; donating an argument or giving
+    shardings adds others). Printed as the lowered stage prints by default: no debug locations.
     """
     # TODO: jit, lower, as text
     raise NotImplementedError("phase2 task 6: stablehlo_of")

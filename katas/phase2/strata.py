@@ -13,7 +13,8 @@ that its answer is known by construction, not read from the jaxpr.
   program (a value read twice by one equation, both dead; several results none of which is
   read; dead code inside a live jit; a dead chain four to six links long, spread out).
 - closed_over: arrays closed over as NumPy arrays or jax Arrays, of any dtype, 0-d jax Arrays
-  included, and an equal copy of one of them (another object, so another const).
+  and a NumPy array with an axis of size 1 included, and an equal copy of one of them (another
+  object, so another const).
 
 - lowering_case: arrays and Python scalars as jit arguments, some of them never read, and
   products computed by a nested jit (a function of the module beside @main).
@@ -367,15 +368,21 @@ def dead_code_program(rng: random.Random) -> DeadCodeProgram:
 # -------------------------------------------------------------------------------- closure_consts
 
 
+def _with_unit_axis(rng: random.Random, shape: tuple[int, ...]) -> tuple[int, ...]:
+    at = rng.randint(0, len(shape))
+    return (*shape[:at], 1, *shape[at:])
+
+
 def closed_over(rng: random.Random) -> list:
     """4 to 6 arrays to close over, in a drawn order: a 0-d jax Array, a bfloat16 jax Array, a
-    NumPy array (rank 1 or more: a 0-d one is inlined), up to two more of either kind (the
-    dtypes and shapes drawn), and a copy of one of them drawn: another object of the same kind,
-    dtype, shape and values (jax keeps one constvar per object, so it is a const of its own)."""
+    NumPy array (rank 1 or more: a 0-d one is inlined; one axis of size 1 at a drawn place,
+    which the const keeps), up to two more of either kind (the dtypes and shapes drawn), and a
+    copy of one of them drawn: another object of the same kind, dtype, shape and values (jax
+    keeps one constvar per object, so it is a const of its own)."""
     arrays: list = [
         jax.device_put(_array(rng, rng.choice(DTYPE_NAMES), ())),
         jax.device_put(_array(rng, "bfloat16", _shape(rng))),
-        _array(rng, rng.choice(DTYPE_NAMES), _shape(rng) or (rng.randint(1, 3),)),
+        _array(rng, rng.choice(DTYPE_NAMES), _with_unit_axis(rng, _shape(rng))),
     ]
     for _ in range(rng.randint(0, 2)):
         name = rng.choice(DTYPE_NAMES)

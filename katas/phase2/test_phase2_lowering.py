@@ -17,6 +17,7 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import jaxprs as oracle
+from katas.phase2.effects import effects_program
 from katas.phase2.programs import (
     F32,
     INTS,
@@ -105,60 +106,28 @@ def test_dead_code_on_fresh_programs(kata, fresh):
         )
 
 
-def _effects_program(rng):
-    """x -> a drawn unary value printed by jax.debug.print (returned too, or only printed), an
-    io_callback whose result is read by the output or by nothing, and a live `x * 2`; the two
-    effect blocks in drawn order. Returns (f, dead flag per top-level equation, in order)."""
-    import jax.numpy as jnp
-    from jax.experimental import io_callback
-
-    unary = rng.choice((jnp.sin, jnp.cos, jnp.exp))
-    returned, read = rng.random() < 0.5, rng.random() < 0.5
-    printed_first = rng.random() < 0.5
-
-    def f(x):
-        def printed():
-            a = unary(x)
-            jax.debug.print("{a}", a=a)
-            return a
-
-        def called():
-            return io_callback(lambda v: v, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
-
-        if printed_first:
-            a, r = printed(), called()
-        else:
-            r, a = called(), printed()
-        out = x * 2.0
-        outs = [out + r if read else out]
-        return (*outs, a) if returned else outs[0]
-
-    printed_dead = [not returned, True]  # the unary (read by the print only, or returned), print
-    called_dead = [not read]  # the callback, read by the add or by nothing
-    flags = printed_dead + called_dead if printed_first else called_dead + printed_dead
-    flags.append(False)  # x * 2 is an output or read by the live add
-    if read:
-        flags.append(False)
-    return f, flags, f"unary {unary.__name__}, returned {returned}, callback read {read}"
-
-
 @pytest.mark.task("unused_equations")
 def test_dead_code_with_effects(kata, fresh):
-    """An effect is not a read: a jax.debug.print has no results (nothing reads them), an
-    io_callback whose result nothing reads is dead, and what only the print reads is dead too,
-    although lowering keeps both for their effects (jax's own dce_jaxpr keeps them)."""
+    """An effect is not a read: four drawn programs (effects.effects_program) of chains that end
+    in a jax.debug.print (ordered or not, of one value or two), a jax.debug.callback, an
+    io_callback (ordered or not) or a jit whose body prints, each chain's last value read by its
+    effect only or returned too, the io_callback's or jit's result returned, printed or read by
+    nothing. An equation without results, or whose results nothing live reads, is dead, and so
+    is what only dead equations read, whatever their effects (jax's own dce_jaxpr and lowering
+    keep them and what they read): every program has a chain only its effect reads."""
     xs = np.arange(1.0, 4.0, dtype=F32)
-    f, flags, drawn = _effects_program(fresh)
-    jaxpr = jax.make_jaxpr(f)(xs)
-    eqns = jaxpr.jaxpr.eqns
-    assert len(eqns) == len(flags), "_effects_program: one equation per step"
-    expected = [e.primitive.name for e, dead in zip(eqns, flags, strict=True) if dead]
-    got = kata.unused_equations(jaxpr)
-    assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
-    assert got == expected, (
-        f"drawn program ({drawn}; {fresh.where()}): got {got}, expected {expected}: the rule is "
-        "what reads an equation's results, not whether it has an effect"
-    )
+    for index in range(4):
+        program = effects_program(fresh)
+        eqns = (jaxpr := jax.make_jaxpr(program.f)(xs)).jaxpr.eqns
+        assert [e.primitive.name for e in eqns] == program.names, "effects_program: one per step"
+        expected = [e.primitive.name for e, dead in zip(eqns, program.dead, strict=True) if dead]
+        got = kata.unused_equations(jaxpr)
+        assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+        assert got == expected, (
+            f"drawn program {index + 1} ({program.drawn}; {fresh.where()}): got {got}, expected "
+            f"{expected}: the rule is what reads an equation's results, not whether it has an "
+            "effect, and an effect does not keep alive what it reads"
+        )
 
 
 # ---------------------------------------------------------------------------------- stablehlo_of
@@ -185,23 +154,37 @@ def _mlir_module(text):
         inputs, results = [str(t) for t in signature.inputs], [str(t) for t in signature.results]
         attributes = module.operation.attributes
         named = {str(name): str(attributes[name]) for name in attributes}
-    return module, inputs, results, named
+        main = oracle.function_attributes(mains[0].operation.attributes)
+    return module, inputs, results, named, main
 
 
-def _check_module_as_jit_lowers(text, named, expected, what):
-    """The module jit lowers, printed as the lowered stage prints it by default: the module's
-    attributes are jit's (another lowering path, such as jax.export's, adds its own) and the
-    text carries no debug locations."""
-    __tracebackhide__ = True
+def _differences(named, expected):
     missing = sorted(set(expected) - set(named))
-    extra = sorted(set(named) - set(expected))
-    changed = sorted(k for k in set(named) & set(expected) if named[k] != expected[k])
+    extra = {k: named[k] for k in sorted(set(named) - set(expected))}
+    changed = {k: (named[k], expected[k]) for k in sorted(set(named) & set(expected))}
+    changed = {k: pair for k, pair in changed.items() if pair[0] != pair[1]}
+    return (
+        (f"; missing {missing}" if missing else "")
+        + (f"; not set by jit's lowering: {extra}" if extra else "")
+        + (f"; other values (got, jit's): {changed}" if changed else "")
+    )
+
+
+def _check_module_as_jit_lowers(text, parsed, f, args, what):
+    """The module jit lowers, printed as the lowered stage prints it by default: the module's
+    attributes are jit's (another lowering path, such as jax.export's, adds its own), so are
+    @main's, its arguments' and results' too (what donating, sharding or keeping arguments
+    would change), and the text carries no debug locations."""
+    __tracebackhide__ = True
+    named, main = parsed[3], parsed[4]
     with check:
-        assert not (missing or extra or changed), (
-            f"{what}: the module's attributes are not those jax.jit's lowering gives it"
-            + (f"; missing {missing}" if missing else "")
-            + (f"; not set by jit's lowering: {extra}" if extra else "")
-            + (f"; other values for {changed}" if changed else "")
+        assert not (differ := _differences(named, oracle.module_attributes(f, args))), (
+            f"{what}: the module's attributes are not those jax.jit's lowering gives it{differ}"
+        )
+    with check:
+        assert not (differ := _differences(main, oracle.main_attributes(f, args))), (
+            f"{what}: @main's attributes (its signature, its arguments' and results' "
+            f"attributes) are not those jax.jit's default lowering gives it{differ}"
         )
     with check:
         assert re.search(r"\bloc\(", text) is None, (
@@ -213,7 +196,7 @@ def _check_module_as_jit_lowers(text, named, expected, what):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_drops_dead_code(kata):
     text = kata.stablehlo_of(dead_mul, F32(1.0))
-    _mlir_module(text)
+    _check_module_as_jit_lowers(text, _mlir_module(text), dead_mul, [F32(1.0)], "dead_mul")
     census = stablehlo_op_census(text)
     with check:
         assert census["stablehlo.add"] == 1, dict(census)
@@ -224,10 +207,9 @@ def test_lowering_drops_dead_code(kata):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_keeps_argument_types(kata):
     text = kata.stablehlo_of(mixed, *MIXED_ARGS)
-    _, inputs, _, named = _mlir_module(text)
-    _check_module_as_jit_lowers(
-        text, named, oracle.module_attributes(mixed, MIXED_ARGS), "mixed(*MIXED_ARGS)"
-    )
+    parsed = _mlir_module(text)
+    inputs = parsed[1]
+    _check_module_as_jit_lowers(text, parsed, mixed, MIXED_ARGS, "mixed(*MIXED_ARGS)")
     census = stablehlo_op_census(text)
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
     with check:
@@ -248,18 +230,21 @@ def test_lowering_on_fresh_arguments(kata, fresh):
     argument f reads, each with its shape and dtype (jit's default lowering prunes the others
     with the dead code), and returns f's outputs in the dtypes the weak scalars leave. Some
     products are computed by a nested jit, a function beside @main: MLIR's parser refuses a
-    module whose @main calls a function it does not hold. The module's attributes are those
-    jax.jit's lowering sets (oracle.module_attributes), and no debug locations are printed."""
+    module whose @main calls a function it does not hold. The module's attributes and @main's
+    (its arguments' and results' too: an argument of the shape and dtype of a result is one a
+    donation would alias) are those jax.jit's lowering sets (oracle.module_attributes and
+    main_attributes), and no debug locations are printed."""
     for index in range(3):
         f, args, reads = lowering_case(fresh)
         text = kata.stablehlo_of(f, *args)
-        _, inputs, results, named = _mlir_module(text)
+        parsed = _mlir_module(text)
+        inputs, results = parsed[1], parsed[2]
         expected_in, expected_out = oracle.main_signature(f, args, reads)
         what = (
             f"drawn case {index + 1}, f reads arguments {reads} of "
             f"{[type(a).__name__ for a in args]} ({fresh.where()})"
         )
-        _check_module_as_jit_lowers(text, named, oracle.module_attributes(f, args), what)
+        _check_module_as_jit_lowers(text, parsed, f, args, what)
         with check:
             assert inputs == expected_in, f"{what}: @main takes {inputs}, expected {expected_in}"
         with check:
