@@ -65,7 +65,8 @@ def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: fl
     (a + b) * c and (a + b) * d overflow while (a + b) * (c + d) == -huge does not, a + b that
     overflows to inf itself (the product is inf: 0 * inf would be nan), a negative a + b
     times c + d == 0 (the product is -0.0), and where there is room a seventh: a = b = -0.0
-    (a + b is -0.0, and the product of it and a positive c + d is -0.0)."""
+    (a + b is -0.0, and the product of it and a positive c + d is -0.0). The elements after
+    those are left for the tests' signed zeros (CSE_ZERO_ROOM of them at least)."""
     rng = np.random.default_rng(seed)
     a, b, c, d = rng.uniform(-1.0, 1.0, size=(4, *shape))
     top = float(ml_dtypes.finfo(dtype).max)
@@ -84,10 +85,12 @@ def _cse_args(shape: tuple[int, ...], dtype: type | np.dtype, seed: int, big: fl
     return tuple(array.astype(dtype) for array in (a, b, c, d))
 
 
+CSE_PLANTED = 7  # the elements _cse_args plants; the ones after them are drawn
+CSE_ZERO_ROOM = 5  # the tests plant signed zeros after them in every input with this many more
 CSE_INPUTS = {
-    "f32[8]": _cse_args((8,), np.float32, 0, 2e19, 1e38),
+    "f32[12]": _cse_args((12,), np.float32, 0, 2e19, 1e38),
     "f16[3,4]": _cse_args((3, 4), np.float16, 1, 200.0, 16000.0),
-    "bf16[1,6]": _cse_args((1, 6), BF16, 2, 2e19, 1e38),
+    "bf16[1,12]": _cse_args((1, 12), BF16, 2, 2e19, 1e38),
     "f32[] a negative sum": tuple(np.array(v, np.float32) for v in (-1.0, -0.5, 0.5, 0.25)),
 }
 

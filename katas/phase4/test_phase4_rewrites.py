@@ -22,6 +22,8 @@ from kata_harness.oracles import rewrites as oracle
 from katas.phase4.programs import (
     BF16,
     CSE_INPUTS,
+    CSE_PLANTED,
+    CSE_ZERO_ROOM,
     ELEMENTWISE_INPUTS,
     IDENTITY_INPUTS,
     SCORE_CASES,
@@ -183,25 +185,57 @@ def _check_product(what, got, args) -> None:
         )
 
 
+def _signed_zeros(args, fresh):
+    """a, b, c, d (copies) with, at drawn places after the planted elements, zeros of either
+    sign in every role: c = d = -0.0 (c + d is -0.0) and a = b = -0.0, each beside a nonzero
+    sum of a drawn sign; all four -0.0; c, d zeros of opposite signs (c + d is +0.0); a, b
+    zeros of opposite signs (a + b is +0.0). An input without room for them is left as is."""
+    a = args[0]
+    if a.size < CSE_PLANTED + CSE_ZERO_ROOM:
+        return args
+    out = [v.copy() for v in args]
+
+    def nonzero():
+        sign = fresh.choice((1.0, -1.0))
+        return sign * fresh.uniform(0.25, 1.0), sign * fresh.uniform(0.25, 1.0)
+
+    zeros = fresh.sample(((-0.0, 0.0), (0.0, -0.0)), 2)
+    cases = (
+        (*nonzero(), -0.0, -0.0),
+        (-0.0, -0.0, *nonzero()),
+        (-0.0, -0.0, -0.0, -0.0),
+        (*nonzero(), *zeros[0]),
+        (*zeros[1], *nonzero()),
+    )
+    places = fresh.sample(range(CSE_PLANTED, a.size), len(cases))
+    for place, values in zip(places, cases, strict=True):
+        for array, value in zip(out, values, strict=True):
+            array.flat[place] = value
+    return tuple(out)
+
+
 @pytest.mark.task("shared_subexpression")
-def test_cse_removes_the_repeated_add(kata):
+def test_cse_removes_the_repeated_add(kata, fresh):
     """Signed inputs with a + b == 0, negative sums, a sum whose square overflows, a sum that
-    overflows to inf itself, a zero product of negative sign and a + b == -0.0: the product
-    rounded to the dtype, inf and the sign of a zero included; compiled at every input and, at
-    the first, the program jit traces run op by op (nothing simplified): the value may not hang
-    on a rewrite XLA makes that IEEE arithmetic does not (x + 0.0 is +0.0 where x is -0.0)."""
-    for index, (what, args) in enumerate(CSE_INPUTS.items()):
+    overflows to inf itself, a zero product of negative sign, a + b == -0.0 and (drawn places)
+    zeros of either sign as a, b, c or d: the product rounded to the dtype, inf and the sign of
+    a zero included; compiled and, at every input, the program jit traces run op by op (nothing
+    simplified): the value may not hang on a rewrite XLA makes that IEEE arithmetic does not
+    (x + 0.0 is +0.0 where x is -0.0, so 0.0 + c is not c)."""
+    for what, args in CSE_INPUTS.items():
+        args = _signed_zeros(args, fresh)
         a, b, c, d = args
         jaxpr_adds = primitive_census(jax.make_jaxpr(kata.shared_subexpression)(a, b, c, d))["add"]
         _, optimized, out = _compile(what, kata.shared_subexpression, a, b, c, d)
         _same_kind(what, out, a)
         hlo_adds = oracle.counts(optimized)["add"]
-        _check_product(f"{what}, compiled", out, args)
-        if index == 0:
-            traced = _traced_op_by_op(kata.shared_subexpression, *args)
-            assert len(traced) == 1, f"{what}: the traced program returns {len(traced)} arrays"
-            _same_kind(f"{what}, its traced program run op by op", traced[0], a)
-            _check_product(f"{what}, its traced program run op by op", traced[0], args)
+        _check_product(f"{what}, compiled ({fresh.where()})", out, args)
+        traced = _traced_op_by_op(kata.shared_subexpression, *args)
+        assert len(traced) == 1, f"{what}: the traced program returns {len(traced)} arrays"
+        _same_kind(f"{what}, its traced program run op by op", traced[0], a)
+        _check_product(
+            f"{what}, its traced program run op by op ({fresh.where()})", traced[0], args
+        )
         with check:
             assert jaxpr_adds == 3, f"{what}: jaxpr add x{jaxpr_adds}, want 3 (a+b written twice)"
         with check:

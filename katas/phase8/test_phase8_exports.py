@@ -326,28 +326,49 @@ def test_call_exported_runs_every_call_the_export_accepts(kata, fresh: Fresh):
     close(got, facts.np_mlp(*values), what)
 
 
-@pytest.mark.task("call_exported")
-def test_call_exported_passes_0d_arguments_as_given(kata, fresh: Fresh):
-    """An export whose input is 0-d (y of scale_shift, and maybe x too) takes a 0-d argument, a
-    NumPy scalar or a 0-d array: the call runs on the arguments as given, and an argument made
-    1-d first, (1,) for (), is one the export refuses."""
+# the dtypes of 0-d arguments: x float, y any; f32 and i32 are the ones a Python number becomes
+ZERO_D_X = (np.float32, np.float16, jnp.bfloat16)
+ZERO_D_Y = (np.float32, np.int32, np.int16, np.int8, np.uint8, np.float16, jnp.bfloat16)
+
+
+def _zero_d_call(kata, fresh: Fresh, x_dtype, y_dtype) -> None:
+    """scale_shift exported for x of x_dtype (0-d or a matrix, drawn) and y 0-d of y_dtype,
+    called with a NumPy scalar or a 0-d array for each 0-d argument (drawn)."""
     rows, cols = fresh.randint(2, 5), fresh.randint(2, 5)
     x_shape = fresh.choice(((), (rows, cols)))
-    y_dtype = fresh.choice((np.float32, np.int32, np.int16))
-    blob = bytes(
-        jax.export.export(jax.jit(scale_shift))(spec(x_shape), spec((), y_dtype)).serialize()
-    )
+    specs = (spec(x_shape, x_dtype), spec((), y_dtype))
+    blob = bytes(jax.export.export(jax.jit(scale_shift))(*specs).serialize())
+    want_dtypes = [np.dtype(o.dtype) for o in jax.eval_shape(scale_shift, *specs)]
     rng = np.random.default_rng(fresh.randrange(99))
-    x = rng.normal(size=x_shape).astype(np.float32)
+    x = rng.normal(size=x_shape).astype(x_dtype)
     x = x[()] if x_shape == () and fresh.random() < 0.5 else x  # a NumPy scalar or a 0-d array
-    scalar = y_dtype(fresh.choice((2, 3, -1)))
+    signed = not np.issubdtype(np.dtype(y_dtype), np.unsignedinteger)
+    scalar = np.dtype(y_dtype).type(fresh.choice((2, 3, -1) if signed else (2, 3)))
     y = scalar if fresh.random() < 0.5 else np.asarray(scalar)
     what = (
-        f"scale_shift exported for x f32{list(x_shape)} and y {np.dtype(y_dtype).name}[], "
-        f"called with x {type(x).__name__} of shape {np.shape(x)} and y {type(y).__name__} "
-        f"of shape () ({fresh.where()})"
+        f"scale_shift exported for x {np.dtype(x_dtype).name}{list(x_shape)} and y "
+        f"{np.dtype(y_dtype).name}[], called with x {type(x).__name__} of shape {np.shape(x)} "
+        f"and y {type(y).__name__} of shape () ({fresh.where()})"
     )
     got = called(kata, blob, x, y, what=what)
     assert isinstance(got, tuple) and len(got) == 2, f"{what}: expected 2 outputs, got {got!r}"
-    close(got[0], x * np.float32(scalar), f"{what}, output 0")
-    close(got[1], np.float32(scalar + 1), f"{what}, output 1")
+    with check:
+        assert [np.dtype(g.dtype) for g in got] == want_dtypes, (
+            f"{what}: output dtypes {[str(g.dtype) for g in got]}, the function returns "
+            f"{[str(d) for d in want_dtypes]}"
+        )
+    close(got[0], x.astype(np.float32) * np.float32(scalar), f"{what}, output 0")
+    close(got[1], np.float32(scalar) + 1, f"{what}, output 1")
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_passes_0d_arguments_as_given(kata, fresh: Fresh):
+    """An export whose input is 0-d (y of scale_shift, and maybe x too) takes a 0-d argument, a
+    NumPy scalar or a 0-d array, of its own dtype (float32 and int32, which a Python number
+    becomes, and narrower ones: float16, bfloat16, int16, int8, uint8): the call runs on the
+    arguments as given; an argument made 1-d first, (1,) for (), or re-typed, is one the export
+    refuses. Two calls: one with dtypes drawn from all of them, one where neither 0-d argument
+    is float32 or int32."""
+    _zero_d_call(kata, fresh, fresh.choice(ZERO_D_X), fresh.choice(ZERO_D_Y))
+    narrow_x = fresh.choice(ZERO_D_X[1:])
+    _zero_d_call(kata, fresh, narrow_x, fresh.choice(ZERO_D_Y[2:]))
