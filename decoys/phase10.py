@@ -232,10 +232,18 @@ def step_summed_loss(optimizer):
     return jax.jit(step, donate_argnums=(0, 1))
 
 
-@accepted("make_train_step", why="donate_argnames, the whole-batch mean, a tree.map update")
+@accepted(
+    "make_train_step",
+    why="donate_argnames, the whole-batch mean (y reshaped to the predictions, which a (batch,) "
+    "target of a one-output model needs), a tree.map update",
+)
 def step_by_names(optimizer):
+    def whole_batch_mean(p, x, y):
+        predictions = _forward(p, x)
+        return jnp.mean((predictions - y.reshape(predictions.shape)) ** 2)
+
     def step(params, opt_state, x, y):
-        loss, grads = jax.value_and_grad(lambda p: jnp.mean((_forward(p, x) - y) ** 2))(params)
+        loss, grads = jax.value_and_grad(whole_batch_mean)(params, x, y)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return jax.tree.map(lambda p, u: p + u, params, updates), opt_state, loss
 

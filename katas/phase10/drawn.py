@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from katas.phase10.programs import sized_data
+
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "int32": jnp.int32}
 
 
@@ -39,6 +41,22 @@ def mlp_sizes(rng, batches: tuple[int, int]) -> tuple[int, int, int, int]:
     least 2, so that XLA keeps both matmuls as dots; out from 1) and a batch drawn from the
     inclusive range ``batches``."""
     return rng.randint(2, 9), rng.randint(2, 12), rng.randint(1, 5), rng.randint(*batches)
+
+
+def one_output_data(rng, batches: tuple[int, int]):
+    """(label, params, x, y, column): an MLP of drawn sizes with one output and a batch drawn
+    from ``batches`` (at least two rows), its targets given as y of shape (batch,), as the
+    contract allows when out is 1; column holds the same targets as (batch, 1), for NumPy.
+    With two rows or more, y broadcast against the (batch, 1) predictions is a (batch, batch)
+    array, not each example's error, so a loss or a gradient that mixes the targets shows."""
+    assert batches[0] >= 2, "one row hides a (batch,) target broadcast against (batch, 1)"
+    features, hidden, _, batch = mlp_sizes(rng, batches)
+    params, x, column = sized_data(features, hidden, 1, batch, seed=rng.getrandbits(32))
+    label = (
+        f"one output, y f32[{batch}] (not [{batch},1]): features {features}, hidden {hidden}, "
+        f"x f32[{batch},{features}]"
+    )
+    return label, params, x, column[:, 0], column
 
 
 # ---- fusion_count: fusions whose shape is a tuple ----------------------------------------------

@@ -48,16 +48,12 @@ def test_per_example_values(kata, fresh):
     as y of shape (batch,), which the contract allows when out is 1 (row i of y is then the
     scalar y[i]; NumPy is given the same targets as (batch, 1)); the first failing case fails
     its checks."""
-    features, hidden, _, batch = drawn.mlp_sizes(fresh, drawn.FEW_ROWS)
-    params, x, column = sized_data(features, hidden, 1, batch, seed=fresh.getrandbits(32))
     cases = {}  # label: (params, x, y as given, the same targets as (batch, out) for NumPy)
     for size in ("odd", "one"):
         weights, inputs, y = data(size, seed=1)
         cases[f"{size} model"] = (weights, inputs, y, y)
-    cases[
-        f"one output, y f32[{batch}] (not [{batch},1]): features {features}, hidden {hidden}, "
-        f"x f32[{batch},{features}] ({fresh.where()})"
-    ] = (params, x, column[:, 0], column)
+    flat_label, params, x, flat, column = drawn.one_output_data(fresh, drawn.FEW_ROWS)
+    cases[f"{flat_label} ({fresh.where()})"] = (params, x, flat, column)
     for label, (weights, inputs, y, targets) in cases.items():
         got = jax.jit(kata.per_example_losses)(weights, inputs, y)
         assert hasattr(got, "shape"), f"{label}: got a {type(got).__name__}, expected an array"
@@ -107,8 +103,9 @@ def _not_one_batched_program(kata, params, x, y) -> list[str]:
 
 @pytest.mark.task("per_example_losses")
 def test_per_example_is_one_batched_program(kata, fresh):
-    """A batch of five, then one of thousands of rows drawn fresh (an answer that splits the rows
-    into chunks shows it only on a batch larger than a chunk); the first failing case fails."""
+    """A batch of five, then one of thousands of rows drawn fresh, and another of thousands with
+    one output whose targets are y of shape (batch,) (an answer that splits the rows into chunks
+    shows it only on a batch larger than a chunk); the first failing case fails."""
     features, hidden, out, batch = drawn.mlp_sizes(fresh, drawn.THOUSANDS_OF_ROWS)
     cases = {
         "the odd model (x f32[5,3])": data("odd"),
@@ -116,6 +113,8 @@ def test_per_example_is_one_batched_program(kata, fresh):
             sized_data(features, hidden, out, batch, seed=fresh.getrandbits(32))
         ),
     }
+    flat_label, params, x, y, _ = drawn.one_output_data(fresh, drawn.THOUSANDS_OF_ROWS)
+    cases[f"{flat_label} ({fresh.where()})"] = (params, x, y)
     for label, (params, x, y) in cases.items():
         problems = _not_one_batched_program(kata, params, x, y)
         assert not problems, f"{label}: " + "; ".join(problems)
@@ -138,14 +137,22 @@ def _step(step, name: str, number: int, args: tuple):
         ) from error
 
 
-def _check_two_steps(kata, index: int) -> tuple[list[str], list]:
-    """Two steps against NumPy; returns JAX's donation warnings and the first call's inputs."""
+def _check_two_steps(kata, index: int, case=None) -> tuple[list[str], list]:
+    """Two steps against NumPy; returns JAX's donation warnings and the first call's inputs.
+
+    ``case`` is (label, params, x, y, the same targets as (batch, out) for NumPy); without it,
+    the training case's own model and targets of shape (batch, out)."""
     name, optimizer, (np_init, np_update), size = TRAINING_CASES[index]
-    params, x, y = data(size, seed=2)
+    if case is None:
+        params, x, y = data(size, seed=2)
+        targets, initial = y, _initial_state(index)
+    else:
+        label, params, x, y, targets = case
+        name, initial = f"{name}, {label}", optimizer.init(params)
     step = kata.make_train_step(optimizer)
     assert hasattr(step, "lower"), "make_train_step must return a jitted function"
     current = device_params(params)
-    state = jax.device_put(_initial_state(index))
+    state = jax.device_put(initial)
     first_inputs = jax.tree.leaves((current, state))
     want, want_state = {k: v.astype(np.float64) for k, v in params.items()}, np_init(params)
     with warnings.catch_warnings(record=True) as caught:
@@ -156,12 +163,14 @@ def _check_two_steps(kata, index: int) -> tuple[list[str], list]:
                 assert np.shape(loss) == (), f"{name}: loss shape {np.shape(loss)}, a scalar"
             with check:
                 assert float(loss) == pytest.approx(
-                    oracle.np_example_losses(want, x, y).mean(), rel=1e-4
+                    oracle.np_example_losses(want, x, targets).mean(), rel=1e-4
                 ), (
                     f"{name}, step {number}: loss {float(loss)}: the mean per-example loss of "
                     "the params passed in, before the update"
                 )
-            updates, want_state = np_update(oracle.np_grads(want, x, y), want_state, number, want)
+            updates, want_state = np_update(
+                oracle.np_grads(want, x, targets), want_state, number, want
+            )
             want = {k: want[k] + updates[k] for k in want}
             for key in want:
                 with check:
@@ -179,6 +188,16 @@ def _check_two_steps(kata, index: int) -> tuple[list[str], list]:
 @pytest.mark.task("make_train_step")
 def test_momentum_steps_match_numpy(kata):
     _check_two_steps(kata, 1)
+
+
+@pytest.mark.task("make_train_step")
+def test_one_output_steps_with_flat_targets(kata, fresh):
+    """A model with one output whose targets are y of shape (batch,), as the contract allows
+    (row i's target is the scalar y[i]), on a batch of a few rows drawn fresh, trained two steps
+    by a drawn optimizer; NumPy gets the same targets as (batch, 1)."""
+    index = fresh.randrange(len(TRAINING_CASES))
+    label, params, x, y, column = drawn.one_output_data(fresh, drawn.FEW_ROWS)
+    _check_two_steps(kata, index, (f"{label} ({fresh.where()})", params, x, y, column))
 
 
 @pytest.mark.task("make_train_step")

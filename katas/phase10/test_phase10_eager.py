@@ -16,9 +16,9 @@ from katas.phase10 import drawn
 from katas.phase10.programs import sized_data
 
 
-def _not_one_eager_computation(kata, params, x, y) -> list[str]:
+def _not_one_eager_computation(kata, params, x, y, targets) -> list[str]:
     """What shows that per_example_losses, called eagerly on these arrays, is not one batched
-    computation with the right values ([] when nothing does)."""
+    computation with the right values ([] when nothing does); targets are y as (batch, out)."""
     batch = x.shape[0]
     on_device = jax.device_put((params, x, y))
     with oracle.eager_matmuls() as matmuls:
@@ -30,7 +30,7 @@ def _not_one_eager_computation(kata, params, x, y) -> list[str]:
     if got.shape != (batch,):
         problems.append(f"shape {got.shape}, expected one loss per example")
     else:
-        want = oracle.np_example_losses(params, x, y)
+        want = oracle.np_example_losses(params, x, targets)
         if not np.allclose(got, want, rtol=1e-4, atol=1e-6):
             worst = int(np.argmax(np.abs(got - want) - 1e-4 * np.abs(want)))
             problems.append(f"example {worst}: loss {got[worst]}, NumPy's is {want[worst]}")
@@ -47,12 +47,18 @@ def _not_one_eager_computation(kata, params, x, y) -> list[str]:
 @pytest.mark.task("per_example_losses")
 def test_per_example_called_eagerly_is_one_batched_computation(kata, fresh):
     """A batch of a few rows, then one of hundreds (an answer that splits the rows into chunks
-    shows it only on a batch larger than a chunk); the first failing case fails."""
+    shows it only on a batch larger than a chunk), each with targets of shape (batch, out) and
+    again with one output and targets of shape (batch,); the first failing case fails."""
     for batches in (drawn.FEW_ROWS, drawn.HUNDREDS_OF_ROWS):
         features, hidden, out, batch = drawn.mlp_sizes(fresh, batches)
         params, x, y = sized_data(features, hidden, out, batch, seed=fresh.getrandbits(32))
-        problems = _not_one_eager_computation(kata, params, x, y)
-        assert not problems, (
-            f"called eagerly (outside jit), features {features}, hidden {hidden}, out {out}, "
-            f"batch {batch} ({fresh.where()}): " + "; ".join(problems)
-        )
+        cases = {
+            f"features {features}, hidden {hidden}, out {out}, batch {batch}": (params, x, y, y)
+        }
+        flat_label, params, x, y, column = drawn.one_output_data(fresh, batches)
+        cases[flat_label] = (params, x, y, column)
+        for label, case in cases.items():
+            problems = _not_one_eager_computation(kata, *case)
+            assert not problems, (
+                f"called eagerly (outside jit), {label} ({fresh.where()}): " + "; ".join(problems)
+            )
