@@ -26,7 +26,14 @@ KEY_MOVES = frozenset(
 def key_derivations(jaxpr, seen: list) -> list[tuple[tuple[int, ...], frozenset[str]]]:
     """For each random draw (random_bits) in jaxpr, into nested jits: its shape and the
     primitives other than random_split and KEY_MOVES between the jaxpr's inputs and its key.
-    seen holds, per input of jaxpr, that set (None: not made from the key)."""
+    seen holds, per input of jaxpr, that set (None: not made from the key). What a nested jit
+    returns carries what made it inside (a seed drawn from the key by jax.random.randint, itself
+    a jit, and turned into a new key, is made from the key by random_bits and random_seed)."""
+    return _derive(jaxpr, seen)[0]
+
+
+def _derive(jaxpr, seen: list) -> tuple[list, list]:
+    """key_derivations' draws, and the same set for each of jaxpr's outputs."""
     made: dict = {}
     made.update(zip(jaxpr.jaxpr.invars, seen, strict=True))
     draws = []
@@ -36,15 +43,18 @@ def key_derivations(jaxpr, seen: list) -> list[tuple[tuple[int, ...], frozenset[
         if name in ("jit", "pjit"):
             inner = eqn.params["jaxpr"]
             inner_seen = [made.get(v) if not isinstance(v, Literal) else None for v in eqn.invars]
-            draws += key_derivations(inner, inner_seen)
-            continue  # what the nested jit returns is not a key here
+            inner_draws, outs = _derive(inner, inner_seen)
+            draws += inner_draws
+            made.update({v: o for v, o in zip(eqn.outvars, outs, strict=True) if o is not None})
+            continue
         if name == "random_bits" and ins and ins[0] is not None:
             draws.append((tuple(eqn.params["shape"]), ins[0]))
         if any(i is not None for i in ins):
             kept = frozenset().union(*(i for i in ins if i is not None))
             extra = {name} if name not in KEY_MOVES | {"random_split"} else set()
             made.update(dict.fromkeys(eqn.outvars, kept | extra))
-    return draws
+    outs = [None if isinstance(v, Literal) else made.get(v) for v in jaxpr.jaxpr.outvars]
+    return draws, outs
 
 
 # what takes a key and uses it up: splitting it, drawing bits from it, folding data into it

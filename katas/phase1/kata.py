@@ -79,7 +79,9 @@ def make_power_jit(f) -> Callable:
     second positional parameter, whatever it is called and whether or not it is positional-only
     (def f(x, n, /)); f may take more parameters after it, with defaults, which the calls leave
     out, and one of them may be called n. n must be static: one trace per distinct n, none
-    for new values of x, and n is baked into the program (not one of its inputs).
+    for new values of x, and n is baked into the program (not one of its inputs). x is only
+    read: the caller's x (a JAX array too) stays usable after a call, for the next n (nothing
+    donated).
     """
     # TODO: tell jit which argument is static
     raise NotImplementedError("phase1 task 5: make_power_jit")

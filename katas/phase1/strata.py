@@ -166,6 +166,35 @@ def near_fit(rng: random.Random, shape: tuple[int, int, int, int]):
     return params, x, (output.astype(np.float64) + residual).astype(np.float32)
 
 
+def exact_fit(rng: random.Random, dtype, fitted: bool = False):
+    """Params, x and y of `dtype` on which every step of the mean squared error is exact in
+    every float dtype the tests use (bf16's 8 significant bits included), whatever the order of
+    the sums: params and x are integers from -2 to 2 and at most 4 wide, so every output is an
+    integer below 150; y adds to each a drawn integer residual from -4 to 4 (some 0: those
+    elements fit exactly), or 0 everywhere when `fitted` (a perfect fit, the loss 0). batch * out
+    is a power of two up to 16, so the squares' sum is an integer of at most 256 and their mean
+    a dyadic of at most 8 significant bits."""
+    batch = rng.choice((1, 2, 4, 8))
+    out = rng.choice(tuple(n for n in (1, 2, 4) if batch * n <= 16))
+    n_in, hidden = rng.randint(1, 4), rng.randint(1, 4)
+    draw = np.random.default_rng(rng.randrange(2**32))
+
+    def ints(low: int, high: int, size: tuple[int, ...]) -> np.ndarray:
+        return draw.integers(low, high + 1, size=size).astype(np.float64)
+
+    params = {
+        "w1": ints(-2, 2, (n_in, hidden)),
+        "b1": ints(-2, 2, (hidden,)),
+        "w2": ints(-2, 2, (hidden, out)),
+        "b2": ints(-2, 2, (out,)),
+    }
+    x = ints(-2, 2, (batch, n_in))
+    output = np.maximum(x @ params["w1"] + params["b1"], 0) @ params["w2"] + params["b2"]
+    residual = np.zeros_like(output) if fitted else ints(-4, 4, output.shape)
+    typed = {name: value.astype(dtype) for name, value in params.items()}
+    return typed, x.astype(dtype), (output + residual).astype(dtype)
+
+
 # dtypes JAX keeps as they are in its default 32-bit mode, and each 64-bit type's 32-bit twin
 NARROW = (
     np.dtype(np.bool_),

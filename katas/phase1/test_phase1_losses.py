@@ -17,6 +17,7 @@ from katas.phase1.strata import (
     ARRAY_KINDS,
     VALUES,
     as_given,
+    exact_fit,
     keeps_nothing,
     key_orders,
     lone_unit_axes,
@@ -150,6 +151,30 @@ def test_mse_loss_keeps_the_dtype(kata, fresh):
                 )
 
 
+@pytest.mark.task("mse_loss")
+def test_mse_loss_is_exact_where_every_step_is(kata, fresh):
+    """Small-integer params, x and residuals (strata.exact_fit, drawn), in float32 and both
+    16-bit floats: every output, residual, square and partial sum is exact in the dtype and so
+    is the mean, so the loss is the mean of the squares exactly (in the loss's own dtype too),
+    under jit and called eagerly on NumPy and on JAX arrays: a detour through other arithmetic
+    (a root and its square) rounds it."""
+    runs = [("under jit", jax.jit(kata.mse_loss), as_given)]
+    runs += [(f"eagerly on {kind}", kata.mse_loss, put) for kind, put in ARRAY_KINDS]
+    for dtype in (np.float32, *NARROW_FLOATS):
+        for index in range(6):
+            how, loss_of, put = runs[index % len(runs)]
+            params, x, y = exact_fit(fresh, dtype)
+            expected = oracle.np_loss(params, x, y)
+            got = float(loss_of(put(params), put(x), put(y)))
+            with check:
+                assert got == expected, (
+                    f"{np.dtype(dtype).name}, called {how}: x = {x.astype(int).tolist()}, "
+                    f"params = { {k: v.astype(int).tolist() for k, v in params.items()} }, y = "
+                    f"{y.astype(int).tolist()}; every step is exact in the dtype, the mean "
+                    f"squared error is {expected!r}, mse_loss gave {got!r} ({fresh.where()})"
+                )
+
+
 # -------------------------------------------------------------------------------- loss_and_grad
 
 
@@ -269,3 +294,36 @@ def test_grad_matches_finite_differences(kata):
             assert abs(got - numeric) <= 1e-3 + 1e-2 * abs(numeric), (
                 f"d loss / d {name}{list(index)}: got {got:.5f}, finite differences {numeric:.5f}"
             )
+
+
+@pytest.mark.task("loss_and_grad")
+def test_loss_and_grad_at_an_exact_fit(kata, fresh):
+    """Small-integer params and x (strata.exact_fit, drawn) with y the network's output exactly
+    (a perfect fit: the loss 0 and every gradient 0, finite), then with drawn integer residuals,
+    some 0 (elements fitted exactly), in float32 under jit and called eagerly; a perfect fit in
+    bf16 too."""
+    runs = [("under jit", jax.jit(kata.loss_and_grad), as_given)]
+    runs += [(f"eagerly on {kind}", kata.loss_and_grad, put) for kind, put in ARRAY_KINDS]
+    cases = [(np.float32, True), (np.float32, False), (ml_dtypes.bfloat16, True)]
+    for index, (dtype, fitted) in enumerate(cases * 2):
+        how, run, put = runs[index % len(runs)]
+        params, x, y = exact_fit(fresh, dtype, fitted=fitted)
+        loss, grads = _loss_and_grad(run, put(params), put(x), put(y))
+        fit = "y the network's output exactly" if fitted else "integer residuals, some 0"
+        where = (
+            f"{np.dtype(dtype).name}, called {how}, {fit}: x = {x.astype(int).tolist()}, "
+            f"params = { {k: v.astype(int).tolist() for k, v in params.items()} } "
+            f"({fresh.where()})"
+        )
+        if not fitted:
+            _check_against_numpy(loss, grads, params, x, y, where, rtol=1e-5, atol=1e-6)
+            continue
+        with check:
+            assert float(loss) == 0.0, f"{where}: the loss is {float(loss)!r}, expected 0"
+        for name in KEYS:
+            value = np.asarray(grads.get(name), np.float64)
+            with check:
+                assert np.all(value == 0.0), (
+                    f"{where}: d loss / d {name} is {value.tolist()}, expected 0 everywhere "
+                    "(every residual is 0)"
+                )

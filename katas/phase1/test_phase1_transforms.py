@@ -83,6 +83,19 @@ def test_power_jit_traces_once_per_static_value(kata, fresh):
         for x, n, got in zip(xs, ns, results, strict=True):
             with check:
                 np.testing.assert_allclose(got, x**n, err_msg=f"{where}, n = {n}")
+        # the caller's x, a JAX array, is only read: it serves every n in turn
+        x = jax.device_put(xs[0])
+        for n in sorted(set(ns)):
+            try:
+                got = np.asarray(_run(f, power, x, n))
+            except RuntimeError as error:
+                pytest.fail(
+                    f"{where}: called again on the same JAX array x (n = {n}) it raised "
+                    f"{error}; x is only read (nothing donated), the caller may reuse it"
+                )
+            with check:
+                np.testing.assert_allclose(got, xs[0] ** n, err_msg=f"{where}, same x, n = {n}")
+        assert not x.is_deleted(), f"{where}: the caller's x was deleted (donated) by the call"
 
 
 @pytest.mark.task("make_power_jit")
