@@ -119,11 +119,40 @@ def loop_trips(module: HloModule, max_trips: int) -> list[tuple[str, int | None]
     return found
 
 
-def collective_bytes(compiled) -> tuple[int, list[str]]:
-    """Bytes of the results of every collective of the compiled module, and each as
-    "opcode shape"."""
-    found = collectives(parse_hlo(text(compiled)))
-    return sum(shape_bytes(c.shape) for c in found), [f"{c.opcode} {c.shape}" for c in found]
+def runs(module: HloModule) -> dict[str, float]:
+    """How many times each computation reached from the entry runs in one run of the module:
+    summed over its call sites, a while's body and condition counted once per trip of its
+    known_trip_count (math.inf when the compiler counted none), a loop's trips multiplying those
+    of the loops around it."""
+    found: dict[str, float] = {}
+
+    def visit(name: str, times: float) -> None:
+        computation = module.computation(name)
+        if computation is None or computation.name != name:  # unknown, or `%name`
+            return
+        found[name] = found.get(name, 0) + times
+        for i in computation:
+            trips: float = 1
+            if i.opcode == "while":
+                known = KNOWN_TRIPS.search(i.attributes_text)
+                trips = int(known.group(1)) if known else math.inf
+            for callee in i.called_computations:
+                visit(callee.lstrip("%"), times * trips)
+
+    visit(module.entry.name, 1)
+    return found
+
+
+def collective_bytes(compiled) -> tuple[float, list[str]]:
+    """Bytes of the results of every collective of the compiled module, each counted as many
+    times as it runs (a while's body once per trip: :func:`runs`; math.inf in a loop whose
+    trips the compiler did not count), and each as "opcode shape" (with "x trips" in a loop)."""
+    module = parse_hlo(text(compiled))
+    times = runs(module)
+    found = [(c, times.get(c.computation, 1)) for c in collectives(module)]
+    return sum(shape_bytes(c.shape) * n for c, n in found), [
+        f"{c.opcode} {c.shape}" + ("" if n == 1 else f" x {n} trips") for c, n in found
+    ]
 
 
 def fewest_padded_rows(sizes: list[int], max_buckets: int) -> int:

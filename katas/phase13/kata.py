@@ -57,7 +57,8 @@ def sharded_mlp(x, w1, w2) -> jax.Array:
     """programs.replicated_hidden_mlp(x, w1, w2) on the 8-device mesh (x replicated, w1 split by
     columns, w2 by rows): the same result, replicated as the original's (every device holds all
     of it, under jax.jit and called directly alike), with at most half the original's collective
-    bytes (of the program jax.jit(sharded_mlp) compiles: a device_put after it is not in there).
+    bytes (of the program jax.jit(sharded_mlp) compiles: a device_put after it is not in there;
+    a collective in a loop counts once per trip the compiler counts, its known_trip_count).
     The budget tests run hidden at least twice the width (the listed cases and one drawn with
     hidden from 2 to 2.5 x width): below that the output's own all-reduce weighs too much for
     any answer to meet it."""

@@ -194,11 +194,21 @@ def test_serve_answers_within_compile_and_flops_budgets(kata, case):
     _check_serve(kata, request_stream(count, seed), serve_weights(seed), max_compiles, factor)
 
 
-FRESH_STREAMS = 3  # drawn per run: one stream's best buckets may be found by a wrong recipe
 FLOPS_SLACK = 0.05  # padded flops at most this much above the fewest max_compiles buckets give
 
 
-def _hot_stream(fresh) -> list:
+def _requests(fresh, sizes: list[int]) -> list:
+    rng = np.random.default_rng(fresh.randrange(2**32))
+    return [
+        (
+            rng.normal(size=(n, SERVE_WIDTH)).astype(np.float32),
+            rng.normal(size=SERVE_WIDTH).astype(np.float32) if fresh.random() < 0.5 else None,
+        )
+        for n in sizes
+    ]
+
+
+def _hot_stream(fresh) -> tuple[list, int]:
     """A stream unlike request_stream's, where how often each size comes decides the buckets:
     one common size carries half or more of the requests; of the rest, half are rarer sizes a
     little above it and half spread evenly up to the largest, which one request always needs."""
@@ -212,22 +222,31 @@ def _hot_stream(fresh) -> list:
 
     sizes = [common if fresh.random() < share else rarer() for _ in range(count)]
     sizes[fresh.randrange(count)] = largest
+    return _requests(fresh, sizes), fresh.choice([3, 4, 5])
+
+
+def _skewed_tail_stream(fresh) -> tuple[list, int]:
+    """A stream skewed the other way, with 3 compiles: one small size carries 40% to 60% of the
+    requests and the rest fall off geometrically, a long tail up to the largest (which one
+    request needs). The best buckets are then not the ones that each, in turn, save the most
+    rows: a bucket that serves the common size well must be weighed with the two after it."""
+    count, largest = fresh.randrange(80, 121), fresh.randrange(120, 257)
+    common, share = fresh.randrange(2, largest // 8), fresh.uniform(0.4, 0.6)
+    mean = fresh.uniform(largest / 12, largest / 6)
     rng = np.random.default_rng(fresh.randrange(2**32))
-    return [
-        (
-            rng.normal(size=(n, SERVE_WIDTH)).astype(np.float32),
-            rng.normal(size=SERVE_WIDTH).astype(np.float32) if fresh.random() < 0.5 else None,
-        )
-        for n in sizes
-    ]
+    tail = [int(n) for n in np.minimum(rng.geometric(1 / mean, size=count), largest)]
+    sizes = [common if fresh.random() < share else n for n in tail]
+    sizes[fresh.randrange(count)] = largest
+    return _requests(fresh, sizes), 3
 
 
 @pytest.mark.task("serve")
 def test_serve_pads_fresh_streams_about_as_little_as_the_best_buckets(kata, fresh):
-    """Streams drawn fresh, where how often each size comes matters: the budget is the padded
+    """Streams drawn fresh, where how often each size comes matters (one with a common size
+    among sizes near it, two skewed to a small size with a long tail): the budget is the padded
     flops of the best max_compiles buckets for the stream (an oracle's), plus FLOPS_SLACK."""
-    for _ in range(FRESH_STREAMS):
-        requests, max_compiles = _hot_stream(fresh), fresh.choice([3, 4, 5])
+    for draw in (_hot_stream, _skewed_tail_stream, _skewed_tail_stream):
+        requests, max_compiles = draw(fresh)
         sizes = [len(x) for x, _ in requests]
         fewest = oracle.fewest_padded_rows(sizes, max_compiles)
         # every call with a bias (a missing one given as zeros): flops are linear in rows
