@@ -116,7 +116,9 @@ def longest_gap(events: list[TraceEvent], step_name: str) -> int:
 
     For each pair of consecutive step events named `step_name` (step_num n and n + 1), the gap
     runs from the end of the last instruction event inside step n to the start of the first
-    instruction event inside step n + 1. Return the n with the longest gap. Steps are numbered
+    instruction event inside step n + 1; it is negative when step n + 1's work began before
+    step n's ended (steps need not run in step_num order). Return the n with the longest gap,
+    the largest (the one closest to zero when all are negative). Steps are numbered
     consecutively from any first number (a loop resumed at step 5 numbers them 5, 6, 7...); at
     least two steps hold instruction events.
     """

@@ -128,6 +128,41 @@ def spread(x, w):
     ) + jnp.sin(x)
 
 
+def scoped(params, x):
+    """layered with its scopes named by the keys of `params` (a dict: scope name -> (w1, w2)),
+    names as people write them (`block.0`, `enc-1`, `attn 2`, `res:3`); the layers run in the
+    keys' sorted order, JAX's order for a dict."""
+
+    def loss(params):
+        h = x
+        for name, (w1, w2) in params.items():
+            with jax.named_scope(name):
+                h = h + jnp.tanh(h @ w1) @ w2
+        return jnp.mean(h**2)
+
+    return jax.value_and_grad(loss)(params)
+
+
+_SCOPE_WORDS = ("block", "enc", "dec", "attn", "mlp", "layer", "res", "stage")
+_SCOPE_MARKS = (".", "-", " ", ":", "_", "")
+
+
+def scope_names(rng: np.random.Generator, count: int) -> list[str]:
+    """`count` distinct scope names drawn as people write them: a word, a mark (a dot, a dash, a
+    space, a colon, an underscore or none) and a number, the first name's mark never a word
+    character, then maybe a second word (`stage_1.mlp`); never a `/`, `;` or parenthesis."""
+    names: list[str] = []
+    while len(names) < count:
+        marks = _SCOPE_MARKS[:4] if not names else _SCOPE_MARKS
+        word, mark = (str(rng.choice(_SCOPE_WORDS)), str(rng.choice(marks)))
+        name = f"{word}{mark}{len(names)}"
+        if rng.random() < 0.3:
+            name += str(rng.choice((".", "-", " "))) + str(rng.choice(_SCOPE_WORDS))
+        if name not in names:
+            names.append(name)
+    return names
+
+
 def _normal(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return (rng.normal(size=shape) / np.sqrt(shape[0])).astype(np.float32)
 
@@ -154,6 +189,14 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
             (_normal(rng, width, 2 * width), _normal(rng, 2 * width, width)) for _ in range(layers)
         ]
         return params, _normal(rng, int(rng.integers(8, 64)), width)
+    if name == "scoped":
+        layers = int(rng.integers(2, 5))
+        width = int(rng.integers(8, 48))
+        params = {
+            scope: (_normal(rng, width, 2 * width), _normal(rng, 2 * width, width))
+            for scope in scope_names(rng, layers)
+        }
+        return params, _normal(rng, int(rng.integers(8, 64)), width)
     if name == "heavy_line":
         n = int(rng.integers(192, 320))
         return _normal(rng, n, n), _normal(rng, n, n), _normal(rng, int(rng.integers(4, 16)))
@@ -162,7 +205,18 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
 
 # ---- drawn programs (expected_counts) ------------------------------------------------------------
 
-_STAGES = ("matmul", "elementwise", "view", "reshape", "scan", "fori", "nested", "stride")
+_STAGES = (
+    "matmul",
+    "elementwise",
+    "view",
+    "reshape",
+    "unfused",
+    "scan",
+    "fori",
+    "nested",
+    "stride",
+)
+_UNFUSED = ("sort", "fft", "convolution")  # what XLA:CPU runs as an instruction of its own
 _RESHAPES = ("wide", "tall", "batch")
 _LOOPS = ("scan", "fori", "nested", "stride")
 _WORDS = ("encode", "mix", "refine", "update", "propagate", "smooth", "blend", "block")
@@ -173,17 +227,19 @@ def drawn_program(
 ) -> tuple[Callable[..., Any], tuple[Any, ...], str]:
     """A program no other task runs, drawn from `seed`: its name (so its module's, `jit_<name>`),
     2 to 4 stages (a matmul, elementwise work, views and copies, a matmul of the array seen
-    with other dims (`bitcast`s; alone or in a scan), a `lax.scan`, a
-    `lax.fori_loop`, a scan holding a fori_loop, a `lax.while_loop` whose counter starts
-    anywhere and steps by 2 or 3, so its condition's bound is not its trip count), at least one
-    of them a loop (`with_stages` always among them), trip counts from 2 to 8 but
-    one loop's from 10 to 17 (a trip count of two digits), one array or a tuple out. Returns
-    (fn, args, what it is)."""
+    with other dims (`bitcast`s; alone or in a scan), an op XLA:CPU leaves unfused, an
+    instruction of its own of an opcode no other stage prints (a sort, an FFT or a convolution;
+    alone or in a scan), a `lax.scan`, a `lax.fori_loop`, a scan holding a fori_loop, a
+    `lax.while_loop` whose counter starts anywhere and steps by 2 or 3, so its condition's
+    bound is not its trip count), at least one of them a loop (`with_stages` always among
+    them), trip counts from 2 to 8 but one loop's from 10 to 17 (a trip count of two digits),
+    one array or a tuple out. Returns (fn, args, what it is)."""
     rng = random.Random(seed)
     n = 2 * rng.randint(2, 20)
     trips = [rng.randint(2, 7) for _ in range(3)]
     strides = [(rng.randint(0, 9), rng.choice((2, 3)), rng.randint(1, 2)) for _ in range(3)]
     reshapes = [(rng.choice(_RESHAPES), rng.random() < 0.5) for _ in range(3)]
+    unfused = [(rng.choice(_UNFUSED), rng.random() < 0.5) for _ in range(3)]
     stages = [rng.choice(_STAGES) for _ in range(rng.randint(2, 4))]
     if not set(_LOOPS) & set(stages):
         stages[rng.randrange(len(stages))] = rng.choice(_LOOPS)
@@ -223,6 +279,13 @@ def drawn_program(
                     h = jax.lax.scan(lambda c, _, step=step: (step(c), None), h, None, t)[0]
                 else:
                     h = step(h)
+            elif stage == "unfused":  # its own instruction, maybe in a scan's body
+                op, looped = unfused[i % 3]
+                step = functools.partial(_unfused_op, op=op, w=w)
+                if looped:
+                    h = jax.lax.scan(lambda c, _, step=step: (step(c), None), h, None, t)[0]
+                else:
+                    h = step(h)
             elif stage == "scan":
                 h = jax.lax.scan(lambda c, _: (jnp.tanh(c @ w) + 1.0, c.sum()), h, None, t)[0]
             elif stage == "fori":
@@ -252,10 +315,23 @@ def drawn_program(
     shown = [
         f"reshape({reshapes[i % 3][0]}{', in a scan' if reshapes[i % 3][1] else ''})"
         if stage == "reshape"
+        else f"unfused({unfused[i % 3][0]}{', in a scan' if unfused[i % 3][1] else ''})"
+        if stage == "unfused"
         else stage
         for i, stage in enumerate(stages)
     ]
     return program, args, f"{name}: {'+'.join(shown)}, trips {trips}, f32[{n},{n}], {out}"
+
+
+def _unfused_op(h, *, op: str, w):
+    """h [n, n] through an op XLA:CPU does not fuse (measured on jax 0.12: `sort`, `fft`,
+    `convolution` in the optimized module, each an event of its own), then elementwise work."""
+    if op == "sort":
+        return jnp.sort(h, axis=0) * 0.5 + 1.0
+    if op == "fft":
+        return jnp.tanh(jnp.fft.fft(h).real)
+    window = w[None, None, :3, :3]  # "convolution"
+    return jnp.tanh(jax.lax.conv(h[None, None], window, (1, 1), "SAME")[0, 0])
 
 
 def _reshaped_matmul(h, *, form: str, w):
@@ -280,6 +356,7 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
     "nested": nested,
     "rooted": rooted,
     "spread": spread,
+    "scoped": scoped,
 }
 
 #: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to

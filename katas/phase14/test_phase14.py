@@ -282,9 +282,10 @@ def _live_counts(fresh):
     a call marked xla_cpu_small_call: one event, nothing inside, and a matmul of the array seen
     with other dims, in ENTRY or in a scan's body: bitcasts that change the printed dims, of the
     same rank or not, views all the same; it and a scan holding a fori_loop, a loop in a loop,
-    always in one program), and for programs of the bank at fresh sizes: rooted
-    (its ROOT is work, not a tuple) always."""
-    for stages in (("stride",), ("fori",), ("nested", "reshape"), ()):
+    always in one program; an op XLA:CPU leaves unfused, its own instruction of an opcode
+    no other stage prints (a sort, an FFT or a convolution), always in one), and for programs
+    of the bank at fresh sizes: rooted (its ROOT is work, not a tuple) always."""
+    for stages in (("stride",), ("fori", "unfused"), ("nested", "reshape"), ()):
         fn, args, what = drawn_program(fresh.randrange(1 << 30), with_stages=stages)
         yield what, capture_profile(fn, *args, steps=1)
     others = [p for p in PREDICT_BANK if p != "rooted"]

@@ -23,7 +23,10 @@ from xla_inspect import parse_hlo
 from xla_inspect.profile import ProfileError, TraceEvent, trace_events
 
 
-def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, list]:
+def _batches(
+    fresh, features: int, batch: int, out: int = 1, count: int | None = None
+) -> tuple[tuple, list]:
+    """A state and `count` batches (drawn from 2 to 4 when None)."""
     rng = np.random.default_rng(fresh.randrange(1 << 16))
     scale = np.float32(1 / np.sqrt(features))
     state = (rng.normal(size=(features, out)).astype(np.float32), np.zeros(out, np.float32))
@@ -32,7 +35,7 @@ def _batches(fresh, features: int, batch: int, out: int = 1) -> tuple[tuple, lis
             rng.normal(size=(batch, features)).astype(np.float32) * scale,
             rng.normal(size=(batch, out)).astype(np.float32),
         )
-        for _ in range(fresh.randint(2, 4))
+        for _ in range(fresh.randint(2, 4) if count is None else count)
     ]
     return state, batches
 
@@ -196,7 +199,11 @@ def _check_execution(group, marks, step, program: StepProgram, what: str) -> Non
 
 @pytest.mark.task("train_loop")
 def test_train_loop_reads_cleanly(kata, fresh):
-    _check_loop(kata, fresh, *_batches(fresh, fresh.randint(2, 12), fresh.randint(4, 40)))
+    """A list of one batch (the least the contract allows: its one step must not compile
+    either), then of several."""
+    for count in (1, None):
+        features, batch = fresh.randint(2, 12), fresh.randint(4, 40)
+        _check_loop(kata, fresh, *_batches(fresh, features, batch, count=count))
 
 
 @pytest.mark.task("train_loop")

@@ -48,7 +48,7 @@ def ready(value):
     return jax.block_until_ready(value)
 
 
-_FIRST_SEED: dict[tuple[str, tuple], int] = {}
+_FIRST_SEED: dict[tuple[str, str, tuple], int] = {}
 
 
 def sized(program: str, seed: int) -> int:
@@ -61,8 +61,10 @@ def sized(program: str, seed: int) -> int:
     session runs (the census runs every decoy and red-team answer), share the compile and the
     capture of each drawn size instead of repeating them.
     """
-    shapes = tuple(np.shape(leaf) for leaf in jax.tree.leaves(args_for(program, seed)))
-    return _FIRST_SEED.setdefault((program, shapes), seed)
+    args = args_for(program, seed)
+    shapes = tuple(np.shape(leaf) for leaf in jax.tree.leaves(args))
+    # the structure too: a dict's keys are part of the program (scoped's scope names)
+    return _FIRST_SEED.setdefault((program, str(jax.tree.structure(args)), shapes), seed)
 
 
 def compiled_program(program: str, seed: int):
