@@ -1,6 +1,6 @@
 """Phase 14 tests: profiles joined back to the HLO (step_instructions, expected_counts;
-compiled_steps: test_phase14_compile.py; where the time went: test_phase14_time.py; train_loop:
-test_phase14_loop.py; the traces: traces.py).
+compiled_steps: test_phase14_compile.py; where the time went: test_phase14_time.py; the longest
+gap: test_phase14_gap.py; train_loop: test_phase14_loop.py; the traces: traces.py).
 
 Every profile here is real: recorded in recorded/ (trimmed), or captured live with JAX's own
 profiler from the programs of programs.py on sizes drawn fresh for each version of the learner's

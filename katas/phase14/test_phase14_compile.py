@@ -1,5 +1,5 @@
 """Phase 14 tests of compiled_steps: which steps of a trace compiled (the other reading tasks:
-test_phase14.py and test_phase14_time.py; the traces: traces.py).
+test_phase14.py, test_phase14_time.py and test_phase14_gap.py; the traces: traces.py).
 
 The traces are real (captured live, cold and warm, on sizes drawn fresh for each version of the
 learner's file, and the recording of recorded/), or built by hand where a real trace cannot be
