@@ -135,7 +135,8 @@ PACKABLE = {"s2": 2, "u2": 2, "s4": 4, "u4": 4, "f4e2m1fn": 4}
 def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     """An ENTRY computation drawn for this run and the names of the instructions whose results
     are its intermediates: a convert to every element type XLA knows (2- and 4-bit ones packed,
-    {0:E(2)} or {0:E(4)}, or not), an iota, a bitcast-convert, a broadcast of a constant, a
+    {0:E(2)} or {0:E(4)}, or not; packed ones also of rank 2 or 3, every dimension odd, any
+    dimension minor), an iota, a bitcast-convert, a broadcast of a constant, a
     fusion, a reduce, a while loop whose body and condition compute values of their own and whose
     state nests a tuple (in a drawn arrangement); the views (bitcast, tuple, get-tuple-element),
     constants and parameters around them; a ROOT (an array, or a tuple of
@@ -160,6 +161,15 @@ def naive_module(fresh: random.Random) -> tuple[str, set[str]]:
     for dtype in sorted(set(oracle.element_types()) | set(PACKABLE)):
         layout = f"{{0:E({PACKABLE[dtype]})}}" if dtype in packed else "{0}"
         add(f"{dtype}[{n}]{layout}", "convert(%x)", True, new_block=True)
+    for dtype in sorted(packed):  # of rank 2 or 3 as well: the buffer rounds up, not each row
+        bits = PACKABLE[dtype]
+        row = add(f"{dtype}[{n}]{{0:E({bits})}}", "convert(%x)", True, new_block=True)
+        dims = [fresh.choice((3, 5, 7)) for _ in range(fresh.randint(1, 2))]
+        at = fresh.randint(0, len(dims))
+        dims.insert(at, n)  # every dimension odd: no row is a whole number of bytes
+        order = ",".join(map(str, fresh.sample(range(len(dims)), len(dims))))  # any one minor
+        shape = f"{dtype}[{','.join(map(str, dims))}]{{{order}:E({bits})}}"
+        add(shape, f"broadcast(%{row}), dimensions={{{at}}}", True)
     add(f"s32[{n + 5}]{{0}}", "iota(), iota_dimension=0", True, new_block=True)
     add(f"{fresh.choice(['s32', 'u32'])}[{n}]{{0}}", "bitcast-convert(%x)", True, new_block=True)
     add(f"f32[1,{n}]{{1,0}}", "bitcast(%x)", False, new_block=True)

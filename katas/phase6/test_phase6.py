@@ -27,6 +27,7 @@ from katas.phase6.programs import (
     HANDWRITTEN_ALIAS,
     ones,
 )
+from xla_inspect.capture import capture
 from xla_inspect.parse import parse_hlo
 
 
@@ -75,54 +76,72 @@ def test_aliases_of_a_handwritten_header(kata):
 
 
 def _alias_module(fresh, deep: bool) -> tuple[str, dict[int, tuple[int, ...]]]:
-    """A module drawn for this run: 11 to 16 parameters, outputs nested one tuple deep (`deep`:
-    two, the pair inside a tuple of its own: indices of three numbers), 3 or 4 of them aliased
-    to parameters with two-digit numbers among them, and a custom call in ENTRY with an
-    output_to_operand_aliasing of its own; with the answer it was drawn from (XLA's parser must
-    accept it)."""
-    n = fresh.randint(11, 16)
-    chosen = [fresh.randint(10, n - 1), *fresh.sample(range(10), fresh.randint(2, 3))]
-    fresh.shuffle(chosen)
-    # outputs: the first two nested in a pair ({0, 0}, {0, 1}; deep: {0, 0, 0}, {0, 0, 1}), the
-    # rest at the top ({1}, ...)
+    """A module drawn for this run: 11 to 16 array parameters and a tuple parameter of 11 to 13
+    elements after them, 11 to 14 outputs, the first a tuple of 11 to 13 (`deep`: that tuple
+    one tuple further down). Four or five outputs alias parameters: two inside the first tuple
+    (at an index below 10 and one of 10 or more), the others at top-level indices, one of 10 or
+    more; among the parameters one numbered 10 or more and the tuple parameter, through its
+    element 10 or more. Every other output is an s32[] constant; a custom call in ENTRY states
+    an output_to_operand_aliasing of its own. With the answer it was drawn from (XLA's parser
+    must accept it): numbers of several digits in every place of the header."""
+    n, m = fresh.randint(11, 16), fresh.randint(11, 13)  # array parameters, tuple elements
+    element = fresh.randrange(10, m)  # the tuple parameter's aliased element
+    params = [fresh.randint(10, n - 1), *fresh.sample(range(10), fresh.randint(2, 3)), n]
+    fresh.shuffle(params)
+    shape = [f"f32[{element + 1 if p == n else p + 1}]" for p in params]
+    width, top = fresh.randint(11, 13), fresh.randint(11, 14)
+    inner = [fresh.randrange(10), fresh.randrange(10, width)]
+    wide = fresh.randrange(10, top)
+    rest = [wide, *fresh.sample([k for k in range(1, top) if k != wide], len(params) - 3)]
+    fresh.shuffle(rest)
     outer = (0, 0) if deep else (0,)
-    indices = [(*outer, 0), (*outer, 1), *[(k,) for k in range(1, len(chosen) - 1)]]
-    shape = [f"f32[{p + 1}]" for p in chosen]
+    indices = [(*outer, inner[0]), (*outer, inner[1]), *[(k,) for k in rest]]
+    elements = ", ".join(f"f32[{j + 1}]" for j in range(m))
     lines = [f"  %p{i} = f32[{i + 1}]{{0}} parameter({i})" for i in range(n)]
-    lines += [f"  %o{k} = {shape[k]}{{0}} negate(%p{p})" for k, p in enumerate(chosen)]
-    pair = f"({shape[0]}, {shape[1]})"
-    lines.append(f"  %pair = {pair} tuple(%o0, %o1)")
-    first = "%pair"
-    if deep:  # the pair one tuple further down, alone in it: {0, 0, 0}, {0, 0, 1}
-        pair, first = f"({pair})", "%deep"
-        lines.append(f"  %deep = {pair} tuple(%pair)")
-    rest = ", ".join(shape[2:])
-    result = f"({pair}, {rest})"
+    lines += [f"  %pt = ({elements}) parameter({n})", "  %z = s32[] constant(0)"]
+    lines.append(f"  %g = {shape[params.index(n)]}{{0}} get-tuple-element(%pt), index={element}")
+    lines += [
+        f"  %o{k} = {shape[k]}{{0}} negate({'%g' if p == n else f'%p{p}'})"
+        for k, p in enumerate(params)
+    ]
+
+    def tuple_of(size: int, at: dict[int, int]) -> tuple[str, str]:  # (shape, operands)
+        parts = [(shape[at[j]], f"%o{at[j]}") if j in at else ("s32[]", "%z") for j in range(size)]
+        return f"({', '.join(p for p, _ in parts)})", ", ".join(o for _, o in parts)
+
+    first_shape, operands = tuple_of(width, {inner[0]: 0, inner[1]: 1})
+    lines.append(f"  %wide = {first_shape} tuple({operands})")
+    first = "%wide"
+    if deep:  # the wide tuple one tuple further down, alone in it: {0, 0, j}
+        first_shape, first = f"({first_shape})", "%deep"
+        lines.append(f"  %deep = {first_shape} tuple(%wide)")
+    result, operands = tuple_of(top, {k: 2 + r for r, k in enumerate(rest)})
+    result = result.replace("s32[]", first_shape, 1)
+    operands = operands.replace("%z", first, 1)
     # a custom call stating its own aliasing (as LAPACK's do on XLA:CPU), which is no donation
     solved = fresh.randrange(n)
     lines.append(
         f"  %solve = (f32[{solved + 1}]{{0}}, s32[]) custom-call(%p{solved}), "
         'custom_call_target="drawn_solver", output_to_operand_aliasing={{0}: (0, {})}'
     )
-    others = ", ".join(f"%o{k}" for k in range(2, len(chosen)))
-    lines.append(f"  ROOT %out = {result} tuple({first}, {others})")
-    kinds = [fresh.choice(["may-alias", "must-alias"]) for _ in chosen]
+    lines.append(f"  ROOT %out = {result} tuple({operands})")
     header = ", ".join(
-        f"{{{', '.join(map(str, index))}}}: ({p}, {{}}, {kind})"
-        for index, p, kind in zip(indices, chosen, kinds, strict=True)
+        f"{{{', '.join(map(str, index))}}}: ({p}, {{{element if p == n else ''}}}, "
+        f"{fresh.choice(['may-alias', 'must-alias'])})"
+        for index, p in zip(indices, params, strict=True)
     )
-    signature = ", ".join(f"p{i}: f32[{i + 1}]" for i in range(n))
+    signature = ", ".join([*(f"p{i}: f32[{i + 1}]" for i in range(n)), f"pt: ({elements})"])
     text = (
         f"HloModule drawn_aliases, input_output_alias={{ {header} }}\n\n"
         f"ENTRY %main ({signature}) -> {result} {{\n" + "\n".join(lines) + "\n}\n"
     )
-    return text, {p: index for p, index in zip(chosen, indices, strict=True)}
+    return text, {p: index for p, index in zip(params, indices, strict=True)}
 
 
 @pytest.mark.task("aliased_parameters")
 def test_aliases_of_fresh_headers(kata, fresh):
-    """Parameter numbers of two digits and output indices one and two tuples deep, drawn for
-    this run."""
+    """Parameter numbers, output indices (at the top and inside tuples one and two deep) and
+    parameter tuple indices of one digit and of two, drawn for this run."""
     for deep in fresh.sample([False, True, fresh.choice([False, True])], 3):
         text, expected = _alias_module(fresh, deep)
         oracle.xla_parses(text)
@@ -131,6 +150,33 @@ def test_aliases_of_fresh_headers(kata, fresh):
             f"{fresh.where()}: got {got} for input_output_alias="
             f"{parse_hlo(text).attributes['input_output_alias']}"
         )
+
+
+def _rotated(shift: int):
+    def rotated(*xs):
+        return tuple(xs[(k + shift) % len(xs)] + 1.0 for k in range(len(xs)))  # xs[p]: p - shift
+
+    return rotated
+
+
+@pytest.mark.task("aliased_parameters")
+def test_aliases_of_a_compiled_program_with_many_outputs(kata, fresh):
+    """12 to 14 arrays of distinct shapes, returned rotated by a drawn shift, two or three of them
+    donated: one numbered 10 or more, and two whose outputs' indices are 10 or more."""
+    n, shift = fresh.randint(12, 14), fresh.randint(1, 3)
+    late = fresh.sample([(k + shift) % n for k in range(10, n)], 2)  # outputs 10 and up
+    donate = tuple(sorted({fresh.randrange(10, n), *late}))
+    args = tuple(ones(p + 1) for p in range(n))
+    captured = capture(jax.jit(_rotated(shift), donate_argnums=donate), *args)
+    aliased = captured.memory_analysis["alias_size_in_bytes"]
+    assert aliased == sum(args[p].nbytes for p in donate), "XLA aliased another set of buffers"
+    expected = {p: ((p - shift) % n,) for p in donate}  # each goes to the output of its shape
+    got = kata.aliased_parameters(captured.optimized_hlo_text)
+    assert got == expected, (
+        f"{n} outputs, parameter p returned at output p - {shift} (mod {n}): got {got}, expected "
+        f"{expected}; input_output_alias="
+        f"{parse_hlo(captured.optimized_hlo_text).attributes['input_output_alias']}"
+    )
 
 
 @pytest.mark.task("aliased_parameters")

@@ -19,7 +19,9 @@ own. A drawn module always holds, whatever the seed:
 What is drawn: the computation names, which leaf computations serve as branches (repeats
 included) and how many branches an s32 conditional has, which index the condition's
 conditional reads, the order of the features in ENTRY and the order the computations are
-printed in (callees before callers, as XLA's parser requires). The expected answers come from
+printed in (callees before callers, as XLA's parser requires; on request, the computation
+nothing calls after ENTRY, so ENTRY is neither first nor last: XLA keeps a module's uncalled
+computations wherever they were added). The expected answers come from
 XLA's parser (kata_harness.oracles), never from this description.
 """
 
@@ -168,20 +170,25 @@ class _Draw:
         lines += [f"ROOT %r = f32[4]{{0}} copy({root})"]
         return self.add(_computation(name, "x0: f32[4]", "f32[4]", lines), name, called)
 
-    def ordered(self) -> str:
-        """The computations in a drawn order that defines every callee before its callers."""
+    def ordered(self, late: frozenset[str] = frozenset()) -> str:
+        """The computations in a drawn order that defines every callee before its callers; the
+        computations in `late` (nothing calls them) printed after ENTRY."""
         done: list[str] = []
         waiting = dict(self.calls)
         while waiting:
             ready = sorted(n for n, calls in waiting.items() if calls <= set(done))
+            if "ENTRY" not in done:
+                ready = [n for n in ready if n not in late] or ready
             pick = self.rng.choice(ready)
             done.append(pick)
             del waiting[pick]
         return "HloModule drawn_control_flow\n\n" + "\n".join(self.texts[n] for n in done)
 
 
-def draw_control_module(rng: random.Random) -> str:
-    """A module holding every place listed in the module docstring, drawn afresh."""
+def draw_control_module(rng: random.Random, uncalled_after_entry: bool = False) -> str:
+    """A module holding every place listed in the module docstring, drawn afresh; the
+    computation nothing calls printed after ENTRY if `uncalled_after_entry` (ENTRY then sits
+    among the computations, not last), wherever the drawn order puts it otherwise."""
     draw = _Draw(rng)
     leaves = [draw.leaf() for _ in range(rng.randint(2, 3))]
     keep = next(draw.names)
@@ -191,7 +198,7 @@ def draw_control_module(rng: random.Random) -> str:
     plain = draw.body(leaves, conditional=False)
     idle = rng.choice(("entry", "orphan", "shared"))  # where the while nothing reads sits
     orphan = [(draw.condition(keep), plain)]
-    draw.region(leaves, orphan, "pred", idle=idle == "orphan")  # nothing calls it
+    uncalled = draw.region(leaves, orphan, "pred", idle=idle == "orphan")  # nothing calls it
     twice = [(draw.condition(keep), draw.body(leaves, True)), (draw.condition(keep), plain)]
     shared = draw.region(leaves, twice, "s32", idle=idle == "shared")  # called from two sites
     hoisted = draw.region(
@@ -218,4 +225,4 @@ def draw_control_module(rng: random.Random) -> str:
     lines += [f"ROOT %out = f32[4]{{0}} copy(%x{len(features)})"]
     entry = _computation(next(draw.names), "x0: f32[4]", "f32[4]", lines, entry=True)
     draw.add(entry, "ENTRY", {shared, hoisted, *leaves, *outer})
-    return draw.ordered()
+    return draw.ordered(frozenset({uncalled}) if uncalled_after_entry else frozenset())

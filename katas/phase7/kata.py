@@ -73,6 +73,11 @@ def loop_primitives(jaxpr) -> list[str]:
 def count_traces(f: Callable, static_argnums: tuple[int, ...], calls: Sequence[tuple]) -> int:
     """Run jax.jit(f, static_argnums=...) on each argument tuple in `calls`; return how many
     times JAX traced f (ran its Python body), not how many times XLA compiled or f was called.
+
+    Count the traces these calls need on their own, as if f had never been traced: JAX's
+    caches key on the function object, not on the jax.jit wrapper, so a trace of f before this
+    call (by the caller, or by an earlier count_traces of the same f) must not lower the count;
+    the same f and calls give the same count every time.
     """
     # TODO: tracing runs the Python body; running a cached program does not
     raise NotImplementedError("phase7 task 4: count_traces")

@@ -162,8 +162,12 @@ def test_cpu_wraps_while_in_a_call(kata):
 def _drawn_modules(fresh, count: int = 2) -> list[str]:
     """Modules drawn afresh (hlo_draws: a computation nothing calls, conditionals in a while's
     condition, a while in a pred-indexed branch, a computation called from two sites, names
-    repeated across computations, a while nothing reads), each accepted by XLA's parser."""
-    drawn = [draw_control_module(fresh) for _ in range(count)]
+    repeated across computations, a while nothing reads), each accepted by XLA's parser. One
+    of them prints the computation nothing calls after ENTRY (ENTRY among the computations, not
+    last), the others in a drawn order."""
+    places = [True, *(fresh.random() < 0.5 for _ in range(count - 1))]
+    fresh.shuffle(places)
+    drawn = [draw_control_module(fresh, after) for after in places]
     for text in drawn:
         assert oracles.xla_accepts(text), f"XLA's parser refuses a drawn module; {fresh.where()}"
     return drawn

@@ -134,6 +134,31 @@ def test_pytree_structures_trace_apart(kata):
         )
 
 
+@pytest.mark.task("count_traces")
+def test_count_is_the_same_for_an_f_traced_before(kata, fresh):
+    # JAX's trace cache keys on the function object, not on the jax.jit wrapper: an f the
+    # caller jitted before, or counted before, is in it; the count is what the calls need on
+    # their own, so it may not depend on that.
+    ns = [fresh.randint(1, 4) for _ in range(fresh.randint(3, 6))]
+    calls = [(vec(fresh.choice((3, 4))), n) for n in ns]
+    traces: list[int] = []
+    f = powers(traces)
+    before = fresh.choice(["jitted", "counted"])
+    if before == "jitted":  # the caller's own jit of f on the same calls
+        jitted = jax.jit(f, static_argnums=(1,))
+        for args in calls:
+            jitted(*args)
+    else:
+        kata.count_traces(f, (1,), calls)
+    expected = len({(x.shape, n) for x, n in calls})
+    counts = [kata.count_traces(f, (1,), calls) for _ in range(2)]
+    assert counts == [expected, expected], (
+        f"f {before} on {[(x.shape, n) for x, n in calls]} (n static) before, then counted "
+        f"twice: got {counts}, expected {expected} each time (one trace per (shape, n) pair, "
+        f"whatever traced f before); {fresh.where()}"
+    )
+
+
 def _first_times(traces):
     def first_times(xs, n):
         traces.append(1)
