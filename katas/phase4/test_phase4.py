@@ -198,11 +198,14 @@ def test_one_kernel_of_the_listed_programs(kata):
 
 
 def _kernel_shapes(fresh, count: int) -> list[tuple[int, int]]:
-    """`count` matrix shapes (2 or more): the first with 2 rows, the second with 2 columns (the
-    domain's edge, one way then the other), then any; every other dimension drawn from 2 to 16."""
+    """`count` matrix shapes (3 or more): the first with 2 rows, the second with 2 columns (the
+    domain's edge, one way then the other; at most 32 elements), the third with more than 64
+    elements (both dimensions 9 to 16: a verdict that changes with the size meets a small and a
+    large x every run), then any; every other dimension drawn from 2 to 16."""
     edges = [(2, fresh.randint(2, 16)), (fresh.randint(2, 16), 2)]
+    large = [(fresh.randint(9, 16), fresh.randint(9, 16))]
     drawn = [(fresh.randint(2, 16), fresh.randint(2, 16)) for _ in range(count)]
-    return (edges + drawn)[:count]
+    return (edges + large + drawn)[:count]
 
 
 def _kernel_dtypes(fresh, count: int) -> list[str]:
@@ -217,11 +220,11 @@ def _kernel_dtypes(fresh, count: int) -> list[str]:
 
 @pytest.mark.task("one_kernel")
 def test_one_kernel_on_fresh_cases(kata, fresh):
-    """Every program at drawn matrix shapes (2 to 16 each way; one shape with 2 rows and one with
-    2 columns among them, the domain's edge) and at each of the three dtypes (which dtype meets
-    which shape drawn); a program that names n at n = 0, 1 and 2 (the trip counts where a loop
-    may or may not stay) and a drawn n of 3 to 5 (the contract's domain ends at 5). The verdict
-    is read from the program compiled here."""
+    """Every program at drawn matrix shapes (2 to 16 each way; one shape with 2 rows, one with
+    2 columns, the domain's edge, and one of more than 64 elements among them) and at each of
+    the three dtypes (which dtype meets which shape drawn); a program that names n at n = 0, 1
+    and 2 (the trip counts where a loop may or may not stay) and a drawn n of 3 to 5 (the
+    contract's domain ends at 5). The verdict is read from the program compiled here."""
     _require_cpu("fusion decisions are the CPU backend's")
     for name in KERNELS:
         counts = (0, 1, 2, fresh.randint(3, 5)) if NAMES_N.search(name) else (BANK_N,) * 3
