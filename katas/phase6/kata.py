@@ -118,7 +118,10 @@ def predict_chain_temp(rows: int, width: int, depth: int, itemsize: int) -> int:
 
     The program is `matmul_chain(depth)` of katas/phase6/programs.py: `x @ w` applied `depth`
     times, with x of shape (rows, width), w of shape (width, width), both of a dtype whose
-    elements take `itemsize` bytes (1, 2, 4 or 8: int8 up to complex64). Return what
+    elements take `itemsize` bytes (1, 2, 4 or 8: int8 or uint8, int16 or uint16, int32 or
+    float32, complex64; not the 16-bit floats: XLA:CPU may run their dots in float32 with
+    buffers of its own, and float16's chain plans 49,152 bytes at 64 x 64 at every depth from 1
+    to 4). Return what
     `memory_analysis().temp_size_in_bytes` of the compiled program will say. Work it out from
     the shapes and the chain: which products are intermediates, which of them are alive at the
     same time, and which allocation besides temp can hold one of them. The tests compile the
