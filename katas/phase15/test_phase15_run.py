@@ -29,6 +29,7 @@ from katas.phase15.draws import (
     f32,
     normal,
 )
+from katas.phase15.placements import EFFECTFUL, KEYED_PLACEMENTS, PLACEMENTS, placed
 from katas.phase15.programs import (
     BANK,
     KEY_IMPLS,
@@ -259,32 +260,11 @@ def _iree_refused():
             setattr(compiler, name, value)
 
 
-def _wrapped(fn, how: str):
-    if how == "jit":
-        return jax.jit(fn)
-    if how == "checkpoint":
-        return jax.checkpoint(fn)
-    if how == "cond":
-
-        def in_cond(*args):
-            return jax.lax.cond(True, lambda a: fn(*a), lambda a: fn(*a), args)
-
-        return in_cond
-    if how == "while":
-
-        def in_while(*args):
-            shapes = jax.eval_shape(fn, *args)
-            start = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-            _, out = jax.lax.while_loop(
-                lambda carry: carry[0] < 1, lambda carry: (carry[0] + 1, fn(*args)), (0, start)
-            )
-            return out
-
-        return in_while
-    return fn
-
-
 _KEYED = ("typed_key", "key_result")  # kept out of loops: no zeros of a key type to start from
+
+
+def _placements_of(name: str) -> tuple[str, ...]:
+    return tuple(p for p in PLACEMENTS if not (name in EFFECTFUL and p == "while condition"))
 
 
 def _verdict_cases(rng: random.Random):
@@ -293,11 +273,9 @@ def _verdict_cases(rng: random.Random):
     generator = np.random.default_rng(rng.getrandbits(32))
     names = sorted(BANK)
     for name in names:
-        how = rng.choice(["plain", "jit", "checkpoint", "cond", "while"])
-        if name in _KEYED and how in ("cond", "while"):
-            how = "jit"  # a key through a cond's operands is the same verdict, but keep it simple
+        how = rng.choice(KEYED_PLACEMENTS if name in _KEYED else _placements_of(name))
         fn, args = BANK[name](generator)
-        yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
+        yield f"{name} ({how})", placed(fn, how), args, VERDICTS[name]
     # A key made at the top level from an argument that is not a key, in every form, always:
     # the argument feeds random_seed or random_wrap in the outer jaxpr, yet no key is among the
     # arguments or results (the family's draw above is wrapped one way only).
@@ -324,12 +302,13 @@ def _verdict_cases(rng: random.Random):
             args,
             VERDICTS["typed_key"],
         )
-    # A refusal inside a cond's branches and one inside a while's body, always.
+    # A refusal (drawn) in every kind of called jaxpr, always: a cond's first branch and a
+    # later one, a while's body and its condition, a scan, custom_jvp, custom_vjp, nested.
     refused = [n for n in names if VERDICTS[n] != "runs" and n not in _KEYED]
-    for how in ("cond", "while"):
-        name = rng.choice(refused)
+    for how in PLACEMENTS[3:]:
+        name = rng.choice([n for n in refused if how in _placements_of(n)])
         fn, args = BANK[name](generator)
-        yield f"{name} ({how})", _wrapped(fn, how), args, VERDICTS[name]
+        yield f"{name} ({how})", placed(fn, how), args, VERDICTS[name]
     # Pairs that decide between two refusals, always; then pairs drawn.
     pairs = [("solve", "typed_key"), ("sharding_constraint", "host_callback"), ("eigh", "scan")]
     pairs += [("key_result", "cholesky"), ("pivoted_qr", "sharding_constraint")]

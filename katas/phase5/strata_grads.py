@@ -52,6 +52,22 @@ def _mlp_case(rng: random.Random, leaf_dtypes, data_dtype, *, batch=None, n_out=
     return params, x.astype(data_dtype), y.astype(data_dtype)
 
 
+def _off_grid(rng: random.Random) -> tuple:
+    """(params, x, y), params bfloat16 and x, y float32, where rounding the data to bfloat16
+    moves every residual the same way: b2 integers in [140, 240) (bfloat16 spacing 1 there), each
+    y float32 at floor(prediction) + 15/32, which bfloat16 rounds down by 15/32. mse_loss on
+    these promotes to float32; a gradient computed from the data rounded to bfloat16 (or
+    computed in bfloat16: its residuals round to integers) has d loss / d b2 off by about
+    (2 * 15/32) / n_out. A batch of 8 keeps that mean away from zero."""
+    params, x, _ = _mlp_case(rng, lambda count: [BF16] * count, F32, batch=8)
+    g = np.random.default_rng(rng.randint(0, 2**31))
+    params["b2"] = g.integers(140, 240, params["b2"].shape).astype(BF16)
+    wide = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    hidden = np.maximum(np.asarray(x, np.float64) @ wide["w1"] + wide["b1"], 0.0)
+    prediction = hidden @ wide["w2"] + wide["b2"]
+    return params, x, (np.floor(prediction) + 15 / 32).astype(F32)
+
+
 def _held_in(rng: random.Random, kind: str, case: tuple) -> tuple[str, tuple]:
     """``case`` with its params in another mapping JAX takes as a pytree node ("OrderedDict",
     "defaultdict"), keys inserted in a drawn order (an OrderedDict's structure keeps that
@@ -66,7 +82,9 @@ def _held_in(rng: random.Random, kind: str, case: tuple) -> tuple[str, tuple]:
 
 
 def mlp_strata(rng: random.Random) -> dict[str, tuple]:
-    """(params, x, y) per situation: bfloat16 params with float32 data; float16 params and data
+    """(params, x, y) per situation: bfloat16 params with float32 data off bfloat16's grid
+    (mse_loss promotes to float32: the data are not rounded), and float32 params with bfloat16
+    data (the params are not rounded either); float16 params and data
     with a batch of one and one output; leaves of three dtypes; scalar biases; a leaf the loss
     does not read (and a b2 of shape (1,) broadcast over the outputs). Params are a dict, but
     for leaves of three dtypes a collections.OrderedDict and for the leaf the loss does not
@@ -88,7 +106,8 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
         _mlp_case(rng, mixed, rng.choice([F32, BF16]), b2=(1,), extra=True),
     )
     return {
-        "bfloat16 params, float32 data": _mlp_case(rng, every(BF16), F32),
+        "bfloat16 params, float32 data off bfloat16's grid": _off_grid(rng),
+        "float32 params, bfloat16 data": _mlp_case(rng, every(F32), BF16),
         "float16 params and data, a batch of one, one output": _mlp_case(
             rng, every(F16), F16, batch=1, n_out=1
         ),

@@ -75,9 +75,10 @@ def _wide(tree):
 
 @pytest.mark.task("mlp_grad")
 def test_mlp_grad_on_fresh_params(kata, fresh):
-    """Params in bfloat16, float16 or several dtypes, scalar biases, a leaf the loss does not
-    read, a batch of one, held in a dict, an OrderedDict or a defaultdict: the gradient has
-    params' structure (its mapping type and key order), each leaf its dtype."""
+    """Params in bfloat16 with float32 data off bfloat16's grid (mse_loss promotes: the data are
+    not rounded), float32 with bfloat16 data, float16, several dtypes, scalar biases, a leaf the
+    loss does not read, a batch of one, held in a dict, an OrderedDict or a defaultdict: the
+    gradient has params' structure (its mapping type and key order), each leaf its dtype."""
     cases = mlp_strata(fresh)
     results = jax.jit(lambda all_cases: [kata.mlp_grad(*c) for c in all_cases])(
         list(cases.values())
