@@ -28,8 +28,6 @@ PLACEMENTS = (
 # where a function with a PRNG key among its results or arguments may go (no zeros of a key
 # type to start a loop or fill another branch with)
 KEYED_PLACEMENTS = ("plain", "jit", "checkpoint", "custom_jvp", "custom_vjp")
-# io_callback and debug print carry effects, which jax refuses in a while's condition
-EFFECTFUL = ("io_callback", "debug_print")
 
 
 def _zeros_like_result(fn, args):

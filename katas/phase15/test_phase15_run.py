@@ -29,7 +29,7 @@ from katas.phase15.draws import (
     f32,
     normal,
 )
-from katas.phase15.placements import EFFECTFUL, KEYED_PLACEMENTS, PLACEMENTS, placed
+from katas.phase15.placements import KEYED_PLACEMENTS, PLACEMENTS, placed
 from katas.phase15.programs import (
     BANK,
     KEY_IMPLS,
@@ -263,17 +263,13 @@ def _iree_refused():
 _KEYED = ("typed_key", "key_result")  # kept out of loops: no zeros of a key type to start from
 
 
-def _placements_of(name: str) -> tuple[str, ...]:
-    return tuple(p for p in PLACEMENTS if not (name in EFFECTFUL and p == "while condition"))
-
-
 def _verdict_cases(rng: random.Random):
     """(what, function, args, the verdict programs.VERDICTS records for it): one draw of every
     family, each wrapped one way, then pairs of families in one function."""
     generator = np.random.default_rng(rng.getrandbits(32))
     names = sorted(BANK)
     for name in names:
-        how = rng.choice(KEYED_PLACEMENTS if name in _KEYED else _placements_of(name))
+        how = rng.choice(KEYED_PLACEMENTS if name in _KEYED else PLACEMENTS)
         fn, args = BANK[name](generator)
         yield f"{name} ({how})", placed(fn, how), args, VERDICTS[name]
     # A key made at the top level from an argument that is not a key, in every form, always:
@@ -306,7 +302,7 @@ def _verdict_cases(rng: random.Random):
     # later one, a while's body and its condition, a scan, custom_jvp, custom_vjp, nested.
     refused = [n for n in names if VERDICTS[n] != "runs" and n not in _KEYED]
     for how in PLACEMENTS[3:]:
-        name = rng.choice([n for n in refused if how in _placements_of(n)])
+        name = rng.choice(refused)
         fn, args = BANK[name](generator)
         yield f"{name} ({how})", placed(fn, how), args, VERDICTS[name]
     # Pairs that decide between two refusals, always; then pairs drawn.
