@@ -1,8 +1,9 @@
 """Phase 7 tests, tasks predict_while_loops and predict_compiles: predictions of while loops and
 compiles checked against the compiler (the loops counted in XLA's module of the program compiled
 here, kata_harness.oracles.control_flow; the compiles counted by jax.monitoring). The IR-reading
-tasks are in test_phase7_control.py, count_traces and compile_counter in test_phase7_traces.py,
-explain_miss in test_phase7_recompile.py, bucketed_mean in test_phase7_buckets.py.
+tasks are in test_phase7_control.py, count_traces in test_phase7_traces.py, compile_counter in
+test_phase7_counter.py, explain_miss in test_phase7_recompile.py, bucketed_mean in
+test_phase7_buckets.py.
 """
 
 import functools
