@@ -6,8 +6,8 @@ programs.py (temp bytes, bytes accessed, instruction count, collective bytes), r
 kata_harness.oracles.performance, so it follows the JAX in use and the machine's core count;
 every failure prints the figure and the budget (budgets.py). Each changed program must also
 compute what the original computes, on several seeds and shapes: a program that meets a budget
-by changing the math fails there. roofline is in test_phase13_roofline.py; serve, donating_step
-and cache_settings in test_phase13_serving.py.
+by changing the math fails there. roofline is in test_phase13_roofline.py; serve in
+test_phase13_serving.py; donating_step and cache_settings in test_phase13_running.py.
 """
 
 import functools
