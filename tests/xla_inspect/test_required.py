@@ -71,10 +71,12 @@ def _cases() -> list[tuple[str, str, str]]:
         for computation in parse_hlo(text).computations:
             for instruction in computation.instructions:
                 for key, value in split_attributes(instruction.attributes_text):
+                    if (instruction.opcode, key) in cases:
+                        continue
                     line = lines[instruction.line_no - 1]
                     pattern = r",\s*" + re.escape(key) + "=" + re.escape(value)
                     cut = re.sub(pattern, "", line, count=1)
-                    if (instruction.opcode, key) in cases or cut == line:
+                    if cut == line:
                         continue
                     lines_cut = [
                         *lines[: instruction.line_no - 1],
