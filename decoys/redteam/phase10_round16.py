@@ -120,8 +120,7 @@ def _rt16_aliased_parameters_shape_rule(compiled) -> list[int]:
     return sorted(
         i
         for i, leaf in enumerate(leaves)
-        if getattr(leaf, "donated", False)
-        and (tuple(leaf.shape), str(leaf.dtype)) in outs
+        if getattr(leaf, "donated", False) and (tuple(leaf.shape), str(leaf.dtype)) in outs
     )
 
 

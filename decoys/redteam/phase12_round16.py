@@ -163,8 +163,8 @@ def _rt16_fused_dense_sigmoid_identity(x, w, b) -> jax.Array:
     why="Clause 'custom call (custom_call_target starting __cublas$ / __cudnn$)': also takes "
     "fusions whose backend kind starts with __cudnn$ (a cuDNN GEMM fusion, kCustom(__cudnn$fusion), "
     "which the README names as cuDNN's) as library calls with activation kNone; a module with "
-    "one `fusion(...), kind=kCustom, calls=%c, backend_config={\"fusion_backend_config\":"
-    "{\"kind\":\"__cudnn$fusion\"}}` and one cuBLAS call gets an extra key for the fusion.",
+    'one `fusion(...), kind=kCustom, calls=%c, backend_config={"fusion_backend_config":'
+    '{"kind":"__cudnn$fusion"}}` and one cuBLAS call gets an extra key for the fusion.',
 )
 def _rt16_library_epilogues_cudnn_fusion_counted(hlo_text: str) -> dict[str, str]:
     module = parse_hlo(hlo_text)
@@ -248,8 +248,8 @@ def _rt16_tail_config(line: str) -> dict:
     why="Clause 'a fusion whose backend_config names a kind ... is counted as its printed kind with "
     "that kind in brackets': reads the backend_config as the JSON from `backend_config=` to the "
     "end of the instruction (where XLA prints it in the recordings), so a fusion whose "
-    "backend_config is followed by another attribute (`..., backend_config={\"fusion_backend_"
-    "config\":{\"kind\":\"__triton\"}}, metadata={op_name=\"x\"}`, legal HLO) is counted as bare "
+    'backend_config is followed by another attribute (`..., backend_config={"fusion_backend_'
+    'config":{"kind":"__triton"}}, metadata={op_name="x"}`, legal HLO) is counted as bare '
     "kCustom instead of kCustom(__triton).",
 )
 def _rt16_fusion_kinds_config_to_line_end(hlo_text: str) -> dict[str, int]:

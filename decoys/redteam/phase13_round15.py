@@ -35,7 +35,6 @@ def _rt15_remat_loss_skip_first(params: list, x) -> jax.Array:
     return jnp.mean(x**2)
 
 
-
 @wrong(
     "mixed_step",
     why="Clause 'every dot's operands are bfloat16 ... bytes accessed at most 3/4': rounds x and "
@@ -91,7 +90,9 @@ def _rt15_sharded_mlp_pmean(x, w1, w2) -> jax.Array:
         return jax.lax.pmean(jax.nn.relu(x @ w1) @ w2, "x")
 
     return jax.shard_map(
-        local, mesh=mesh, in_specs=(_rt15_P(), _rt15_P(None, "x"), _rt15_P("x", None)),
+        local,
+        mesh=mesh,
+        in_specs=(_rt15_P(), _rt15_P(None, "x"), _rt15_P("x", None)),
         out_specs=_rt15_P(),
     )(x, w1, w2)
 
@@ -242,8 +243,9 @@ def _rt15_serve_minimax_buckets(requests, run, max_compiles):
     "the call.",
 )
 def _rt15_donating_step_momentum_only(step):
-    jitted = jax.jit(lambda params, momentum, batch: step((params, momentum), batch),
-                     donate_argnums=1)
+    jitted = jax.jit(
+        lambda params, momentum, batch: step((params, momentum), batch), donate_argnums=1
+    )
 
     class _Step:
         def __call__(self, state, batch):

@@ -176,7 +176,9 @@ def _rt15_top(events, step_name, order_key=None):
     "jax.jit(programs.heavy_line): [ynn_fusion, broadcast_add_fusion] x2 expected, each "
     "name once answered",
 )
-def _rt15_step_instructions_dedupe(events: list[TraceEvent], step_name: str) -> dict[int, list[str]]:
+def _rt15_step_instructions_dedupe(
+    events: list[TraceEvent], step_name: str
+) -> dict[int, list[str]]:
     return {
         n: list(dict.fromkeys(_rt15_args(e)["hlo_op"] for e in top))
         for n, top in _rt15_top(events, step_name).items()
@@ -350,7 +352,7 @@ def _rt15_scope_of(op_name):
     "scope_shares",
     why="Clause 'The scope comes from the instruction's metadata={op_name=\"...\"}': reads "
     "the op_name with the token regex op_name=\"(\\S+?)\" (an op_name 'is one token'), which "
-    "finds nothing when a scope name holds a space, so those instructions count for \"\"; "
+    'finds nothing when a scope name holds a space, so those instructions count for ""; '
     "the rest of the scope logic is right; wrong on programs.scoped with a scope named "
     "'attn 0' (jax.named_scope('attn 0')): its share goes to \"\"",
 )
@@ -475,7 +477,7 @@ def _rt15_train_loop_staged_batches(
     jax.block_until_ready(jitted(state, batches[0]))
     for i in range(len(batches)):
         with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
-            batch = jax.tree.map(lambda a: a[i], staged)
+            batch = jax.tree.map(lambda a: a[i], staged)  # noqa: B023
             state, loss = jitted(state, batch)
             jax.block_until_ready((state, loss))
     return state

@@ -21,6 +21,7 @@ _rt15_MATMUL_KINDS = ("matmul", "batch_matmul", "matvec", "vecmat")
 
 # ---------------------------------------------------------------- shared helpers
 
+
 def _rt15_export_names(flow_text):
     return re.findall(r"flow\.executable\.export\s+(?:public\s+)?@(\w+)", flow_text)
 
@@ -110,8 +111,19 @@ def _rt15_is_key_var(v):
 
 
 _rt15_LAPACK_PRIMS = {
-    "lu", "cholesky", "eigh", "triangular_solve", "qr", "geqrf", "householder_product", "svd",
-    "eig", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
+    "lu",
+    "cholesky",
+    "eigh",
+    "triangular_solve",
+    "qr",
+    "geqrf",
+    "householder_product",
+    "svd",
+    "eig",
+    "schur",
+    "hessenberg",
+    "tridiagonal",
+    "tridiagonal_solve",
 }
 
 
@@ -148,6 +160,7 @@ def _rt15_scaled_cg_core(a, b, steps):
 
 
 # ---------------------------------------------------------------- task 3: matmul_flops
+
 
 @wrong(
     "matmul_flops",
@@ -189,10 +202,11 @@ def _rt15_matmul_flops_operand_types(flow_text: str) -> int:
 
 # ---------------------------------------------------------------- task 4: merged_by_iree
 
+
 @wrong(
     "merged_by_iree",
     why="Clause 'not the tensor loads and stores, which carry their producer's name': every "
-    "loc(\"jit(f)/...\") inside a matmul executable is taken, loads included, so the producer "
+    'loc("jit(f)/...") inside a matmul executable is taken, loads included, so the producer '
     "of a matmul operand looks merged; for f(x, w) = (tanh(x) * 3) @ w (f32[8,16], f32[16,4]) "
     "IREE keeps tanh*3 in an elementwise dispatch, but the matmul dispatch's load carries "
     "'mul', so the answer reports {'mul'} as IREE-only where the correct set is empty.",
@@ -232,6 +246,7 @@ def _rt15_merged_by_iree_entry_metadata_only(
 
 # ---------------------------------------------------------------- task 5: iree_verdict
 
+
 @wrong(
     "iree_verdict",
     why="Clause 'a custom call jax gives no compatibility guarantee: geqp3 ... and ormqr', else "
@@ -263,6 +278,7 @@ def _rt15_iree_verdict_debug_print_dropped(jaxpr) -> str:
 
 # ---------------------------------------------------------------- task 2: agreement_rtol
 
+
 @wrong(
     "agreement_rtol",
     why="Clause 'on any fresh draw': one rounding per level of a pairwise reduction over the "
@@ -274,6 +290,7 @@ def _rt15_agreement_rtol_log2_reduction(dtype: str) -> float:
 
 
 # ---------------------------------------------------------------- task 6: export_facts
+
 
 @wrong(
     "export_facts",
@@ -294,6 +311,7 @@ def _rt15_export_facts_patch_zero(blob: bytes) -> tuple[str, int, tuple[str, ...
 
 
 # ---------------------------------------------------------------- task 8: portable_solve
+
 
 @wrong(
     "portable_solve",

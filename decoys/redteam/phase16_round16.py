@@ -69,7 +69,9 @@ def _rt16_is_reduce(line):
 def _rt16_inductor_red(code):
     g = read_inductor(code)
     acc = re.compile(r"^\s*[A-Za-z_][\w:<>, ]*?\s+tmp_acc\d+\s*=", re.M)
-    return [0 if c.kind != "fused" else len(acc.findall(g.kernels.get(c.kernel, ""))) for c in g.calls]
+    return [
+        0 if c.kind != "fused" else len(acc.findall(g.kernels.get(c.kernel, ""))) for c in g.calls
+    ]
 
 
 def _rt16_inductor_counts(code):
@@ -121,7 +123,7 @@ def _rt16_inductor_kernels_bufname_regex(code: str) -> list[str]:
     "inductor_kernels",
     why=(
         "a fused kernel is named by its ops without the `cpp_fused_` prefix and the `_<n>` "
-        "number, and `cpp_fused_0` (no named operator) is \"\": this strips the trailing `_<n>` "
+        'number, and `cpp_fused_0` (no named operator) is "": this strips the trailing `_<n>` '
         "FIRST and the prefix after, so `cpp_fused_0` becomes `cpp_fused` (no `cpp_fused_` "
         "prefix left to remove); wrong on the forward graph of recorded/train_conv_relu.txt, "
         "whose layout copy `cpp_fused_0(primals_1, ...)` gives 'cpp_fused' instead of ''"
@@ -153,7 +155,9 @@ _rt16_no_code = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast
         "of 3"
     ),
 )
-def _rt16_kernel_census_exclusion_list(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt16_kernel_census_exclusion_list(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     comps, entry = _rt16_comps(hlo_text)
     lib = fused = 0
     for l in comps[entry]:
@@ -164,7 +168,10 @@ def _rt16_kernel_census_exclusion_list(hlo_text: str, inductor_code: str) -> dic
             lib += 1
         else:
             fused += 1
-    return {"xla": {"library": lib, "fused": fused}, "inductor": _rt16_inductor_counts(inductor_code)}
+    return {
+        "xla": {"library": lib, "fused": fused},
+        "inductor": _rt16_inductor_counts(inductor_code),
+    }
 
 
 @wrong(
@@ -177,7 +184,9 @@ def _rt16_kernel_census_exclusion_list(hlo_text: str, inductor_code: str) -> dic
         "of 3"
     ),
 )
-def _rt16_kernel_census_defined_and_mentioned(hlo_text: str, inductor_code: str) -> dict[str, dict[str, int]]:
+def _rt16_kernel_census_defined_and_mentioned(
+    hlo_text: str, inductor_code: str
+) -> dict[str, dict[str, int]]:
     comps, entry = _rt16_comps(hlo_text)
     lib = fused = 0
     for l in comps[entry]:
@@ -206,7 +215,9 @@ def _rt16_kernel_census_defined_and_mentioned(hlo_text: str, inductor_code: str)
         "`wrapped_scatter` fusion holds a scatter with to_apply: xla [0, 1, 1] instead of [0, 0, 1]"
     ),
 )
-def _rt16_reductions_to_apply_marks_reduce(hlo_text: str, inductor_code: str) -> dict[str, list[int]]:
+def _rt16_reductions_to_apply_marks_reduce(
+    hlo_text: str, inductor_code: str
+) -> dict[str, list[int]]:
     comps, entry = _rt16_comps(hlo_text)
     pred = lambda l: "to_apply=" in l  # noqa: E731
     xla = []
@@ -371,7 +382,9 @@ def _rt16_bias_homes_by_op_name(hlo_text: str, inductor_code: str) -> dict[str, 
     ibias = None
     for m in re.finditer(r"assert_size_stride\((\w+), \((\w+), \)", inductor_code):
         ibias = m.group(1)
-    for m in re.finditer(r"assert_size_stride_grouped\(\(([^)]*)\), \((.*?)\), \(\(", inductor_code):
+    for m in re.finditer(
+        r"assert_size_stride_grouped\(\(([^)]*)\), \((.*?)\), \(\(", inductor_code
+    ):
         names = [n.strip() for n in m.group(1).split(",") if n.strip()]
         sizes = re.findall(r"\(([^()]*)\)", m.group(2))
         for n, s in zip(names, sizes):

@@ -73,7 +73,9 @@ def _rt14_primitive_census_versionless_names(jaxpr) -> Counter:
 )
 def _rt14_literal_operands_unwrap_lone_jit(jaxpr, primitive: str) -> list[float]:
     eqns = _rt14_eqns(jaxpr)
-    while len(eqns) == 1 and "jaxpr" in eqns[0].params and eqns[0].primitive.name in ("jit", "pjit"):
+    while (
+        len(eqns) == 1 and "jaxpr" in eqns[0].params and eqns[0].primitive.name in ("jit", "pjit")
+    ):
         eqns = _rt14_eqns(eqns[0].params["jaxpr"])
     out = []
     for eqn in eqns:

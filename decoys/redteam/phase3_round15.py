@@ -64,7 +64,8 @@ def _rt15_dump_files_before_from_after_name(f, args: tuple, directory: str) -> t
     opt = compiled.as_text()
     candidates = sorted(p for p in d.iterdir() if p.name.endswith(".cpu_after_optimizations.txt"))
     changed = [
-        p for p in candidates
+        p
+        for p in candidates
         if p.name not in before_state or p.stat().st_mtime_ns != before_state[p.name]
     ]
     pool = changed or [p for p in candidates if p.read_text() == opt] or candidates

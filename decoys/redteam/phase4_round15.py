@@ -17,7 +17,6 @@ import jax.numpy as jnp
 from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
-
 # --- stages --------------------------------------------------------------------------------------
 
 

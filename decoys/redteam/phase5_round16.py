@@ -146,7 +146,11 @@ def _rt16_dd_direction_split_over_devices(f, x, v) -> jax.Array:
         return jax.lax.psum(t, "d")
 
     return jax.shard_map(
-        body, mesh=mesh, in_specs=jax.sharding.PartitionSpec("d"), out_specs=jax.sharding.PartitionSpec(), check_vma=False
+        body,
+        mesh=mesh,
+        in_specs=jax.sharding.PartitionSpec("d"),
+        out_specs=jax.sharding.PartitionSpec(),
+        check_vma=False,
     )(pieces)
 
 
@@ -164,7 +168,10 @@ def _rt16_hvp_replicated_on_every_device(g, x, v) -> jax.Array:
         return jax.jvp(jax.grad(g), (x,), (v,))[1]
 
     return jax.shard_map(
-        body, mesh=mesh, in_specs=(jax.sharding.PartitionSpec(), jax.sharding.PartitionSpec()), out_specs=jax.sharding.PartitionSpec(),
+        body,
+        mesh=mesh,
+        in_specs=(jax.sharding.PartitionSpec(), jax.sharding.PartitionSpec()),
+        out_specs=jax.sharding.PartitionSpec(),
         check_vma=False,
     )(x, v)
 

@@ -149,9 +149,7 @@ def _rt15_predict_bytes_accessed_literals_read(program: str, x: jax.ShapeDtypeSt
     "at x's itemsize, so 'x.astype(f32) * 0.5' with int8 x[256,256] gives 131072 (read 1 + write "
     "1) instead of 327680 (read 1 + write 4); float32 x agrees.",
 )
-def _rt15_predict_bytes_accessed_casts_at_input_width(
-    program: str, x: jax.ShapeDtypeStruct
-) -> int:
+def _rt15_predict_bytes_accessed_casts_at_input_width(program: str, x: jax.ShapeDtypeStruct) -> int:
     rows, cols = x.shape
     it = np.dtype(x.dtype).itemsize
     if program in ("x.astype(bf16) * 2", "x.astype(f32) * 0.5"):
@@ -214,7 +212,9 @@ def _rt15_cost_of_donate_everything(f, *args) -> dict[str, float]:
     "one, assuming donation only sets alias; donation changes the plan: f = lambda v: "
     "jnp.sin(v) @ v, v f32[64,64] donated, temp is 32768, this gives 16384.",
 )
-def _rt15_memory_report_sizes_from_undonated(f, *args, donate_argnums: tuple[int, ...] = ()) -> dict[str, int]:
+def _rt15_memory_report_sizes_from_undonated(
+    f, *args, donate_argnums: tuple[int, ...] = ()
+) -> dict[str, int]:
     plain = jax.jit(f).lower(*args).compile().memory_analysis()
     donated = jax.jit(f, donate_argnums=donate_argnums).lower(*args).compile().memory_analysis()
     return {
@@ -278,7 +278,9 @@ def _rt15_eager_vs_jit_shared_start(f, args: tuple, repeats: int):
 )
 def _rt15_fusion_traffic_donate_each_step(steps, x) -> dict[str, float]:
     total = 0.0
-    v = jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype)
+    v = jax.ShapeDtypeStruct(
+        np.shape(x), np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype
+    )
     for step in steps:
         total += _rt15_read_cost(jax.jit(step, donate_argnums=(0,)).lower(v).compile())[
             "bytes_accessed"

@@ -323,8 +323,11 @@ def _rt15_describe_key(call):
         aval = ("weak", type(x).__name__)
     else:
         arr = np.asarray(x)
-        dt = {np.dtype("float64"): np.dtype("float32"), np.dtype("int64"): np.dtype("int32"),
-              np.dtype("uint64"): np.dtype("uint32")}.get(arr.dtype, arr.dtype)
+        dt = {
+            np.dtype("float64"): np.dtype("float32"),
+            np.dtype("int64"): np.dtype("int32"),
+            np.dtype("uint64"): np.dtype("uint32"),
+        }.get(arr.dtype, arr.dtype)
         aval = (str(dt), arr.shape)
     if call.static:
         n = ("static", type(call.n).__name__, call.n)

@@ -142,9 +142,7 @@ def _rt14_call_exported_zip_drops_extra(blob: bytes, *args):
 
 # ---------------------------------------------------------------- predict_accepts
 
-_RT14_TERM = re.compile(
-    r"^(?:(\d+)\*)?([A-Za-z_]\w*)(?:\*(\d+))?(?:([+-])(\d+))?$"
-)
+_RT14_TERM = re.compile(r"^(?:(\d+)\*)?([A-Za-z_]\w*)(?:\*(\d+))?(?:([+-])(\d+))?$")
 
 
 def _rt14_dims(text: str):

@@ -15,7 +15,13 @@ from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 
-_rt16_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+_rt16_COLLECTIVES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 _rt16_GROUPED = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 
@@ -24,7 +30,7 @@ _rt16_GROUPED = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 @wrong(
     "ring_shift",
-    why="'Move the block of rows at position i along mesh axis \"x\" to position i + 1 ... the "
+    why='\'Move the block of rows at position i along mesh axis "x" to position i + 1 ... the '
     "result is row-sharded again': runs the ring over ALL mesh axes (ppermute over "
     "mesh.axis_names, a ring of mesh.size devices, check_vma=False). The devices at y=0 "
     "receive the right block, so the global value read back is right on every mesh, and on "
@@ -142,9 +148,13 @@ def _rt16_decode(line, total, greedy=False):
         if spelled:
             im = re.match(r"\s*\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", spelled)
             if im and im.group(2):
-                ids = _rt16_iota([-1], _rt16_ints(im.group(2)), im.group(3) and _rt16_ints(im.group(3)))
+                ids = _rt16_iota(
+                    [-1], _rt16_ints(im.group(2)), im.group(3) and _rt16_ints(im.group(3))
+                )
             elif im:
-                ids = _rt16_iota([-1], _rt16_ints(im.group(1)), im.group(3) and _rt16_ints(im.group(3)))
+                ids = _rt16_iota(
+                    [-1], _rt16_ints(im.group(1)), im.group(3) and _rt16_ints(im.group(3))
+                )
             else:
                 ids = np.array(_rt16_ints(spelled))
         grid = ids.reshape(sizes)
@@ -155,7 +165,9 @@ def _rt16_decode(line, total, greedy=False):
         return tuple(sorted(tuple(sorted(int(v) for v in g)) for g in groups))
     m = re.search(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", line)
     if m:
-        groups = _rt16_iota(_rt16_ints(m.group(1)), _rt16_ints(m.group(2)), m.group(3) and _rt16_ints(m.group(3)))
+        groups = _rt16_iota(
+            _rt16_ints(m.group(1)), _rt16_ints(m.group(2)), m.group(3) and _rt16_ints(m.group(3))
+        )
         return tuple(sorted(tuple(sorted(int(v) for v in g)) for g in groups))
     pattern = r"replica_groups=(\{.*\})" if greedy else r"replica_groups=(\{(?:\{[\d,]*\},?)*\})"
     m = re.search(pattern, line)
