@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import interrupts, process_state
+from . import arguments, interrupts, process_state
 
 # A builtin annotation and the concrete types that satisfy it. NumPy scalars count as numbers
 # (``np.sum`` returns them), the standard library's dicts as dicts (a ``defaultdict(Counter)`` is
@@ -334,7 +334,7 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        before = fingerprint()
+        before, given = fingerprint(), arguments.taken(args, kwargs)
         try:
             value = function(*args, **kwargs)
         except BaseException as error:
@@ -351,6 +351,11 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
             raise ContractViolation(
                 f"{task} changed {patched[0]}: kata code may not change the libraries the tests "
                 "measure with, nor leave anything in what a library keeps for the whole process"
+            )
+        if changed := arguments.changes(given):
+            raise ContractViolation(
+                f"{task} changed what its caller passed: {changed[0]}; a task function reads "
+                "its arguments and leaves them as they were given"
             )
         reason = mismatch(value, hint, module)
         if reason:

@@ -1,0 +1,150 @@
+"""The caller's side of a task function: what the test passed comes back as it was given.
+
+A task function reads its arguments; it does not consume or change them. An answer that donates
+the caller's array to a jit (the array is deleted afterwards), writes into the caller's NumPy
+array or list, renames the caller's function (``f.__name__ = ...`` before jitting it, so the
+program and every profile of it carry another name) or leaves the caller's torch module in
+another train/eval mode may return the right value and still break the program that called it:
+the test's next line, or the learner's next step, meets what the answer left behind.
+
+:func:`taken` notes what can be checked about each argument (walking tuples, lists and dicts),
+:func:`changes` says afterwards what differs. Cheap by design: a JAX array is immutable, so only
+its deletion is checked; a NumPy array's bytes are copied; a function's names, code, defaults and
+attributes are kept by identity; a torch module's modes by submodule.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+_DEPTH = 4  # containers nested deeper than this are not walked
+_FUNCTION_FIELDS = ("__name__", "__qualname__", "__module__", "__code__", "__defaults__")
+
+Check = Callable[[], str | None]  # what changed, or None
+
+
+def taken(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Check]:
+    """One check per argument leaf (``args[i]`` and keyword arguments, walked into containers)."""
+    checks: list[Check] = []
+    for index, value in enumerate(args):
+        _walk(value, f"argument {index + 1}", checks, _DEPTH)
+    for name, value in kwargs.items():
+        _walk(value, f"argument {name}=", checks, _DEPTH)
+    return checks
+
+
+def changes(checks: list[Check]) -> list[str]:
+    """What differs now from when the checks were taken."""
+    return [found for check in checks if (found := check()) is not None]
+
+
+def _walk(value: Any, where: str, checks: list[Check], depth: int) -> None:
+    if depth == 0:
+        return
+    if isinstance(value, tuple):
+        for index, item in enumerate(value):
+            _walk(item, f"{where}[{index}]", checks, depth - 1)
+    elif isinstance(value, list):
+        checks.append(_same_items(value, list(value), where))
+        for index, item in enumerate(value):
+            _walk(item, f"{where}[{index}]", checks, depth - 1)
+    elif isinstance(value, dict):
+        checks.append(_same_items(value, dict(value), where))
+        for key, item in list(value.items()):
+            _walk(item, f"{where}[{key!r}]", checks, depth - 1)
+    elif isinstance(value, np.ndarray):
+        if value.dtype != object:
+            checks.append(_same_bytes(value, where))
+    elif _is_jax_array(value):
+        checks.append(_not_deleted(value, where))
+    elif isinstance(value, types.FunctionType):
+        checks.append(_same_function(value, where))
+    elif _is_torch_module(value):
+        checks.append(_same_modes(value, where))
+
+
+def _same_items(container: list | dict, copy: list | dict, where: str) -> Check:
+    def check() -> str | None:
+        if isinstance(container, dict) and isinstance(copy, dict):
+            same = container.keys() == copy.keys() and all(container[k] is copy[k] for k in copy)
+        else:
+            same = len(container) == len(copy) and all(map(operator.is_, container, copy))
+        return None if same else f"{where}: the caller's {type(container).__name__} was changed"
+
+    return check
+
+
+def _same_bytes(array: np.ndarray, where: str) -> Check:
+    shape, dtype, data = array.shape, array.dtype, array.tobytes()
+
+    def check() -> str | None:
+        if array.shape == shape and array.dtype == dtype and array.tobytes() == data:
+            return None
+        return f"{where}: the caller's NumPy array was written to"
+
+    return check
+
+
+def _not_deleted(array: Any, where: str) -> Check:
+    def check() -> str | None:
+        if not array.is_deleted():
+            return None
+        return f"{where}: the caller's JAX array was deleted (donated to a jit?)"
+
+    return check
+
+
+def _same_function(function: types.FunctionType, where: str) -> Check:
+    fields = [getattr(function, name, None) for name in _FUNCTION_FIELDS]
+    attributes = dict(vars(function))
+
+    def check() -> str | None:
+        now = [getattr(function, name, None) for name in _FUNCTION_FIELDS]
+        changed = [
+            name
+            for name, a, b in zip(_FUNCTION_FIELDS, fields, now, strict=True)
+            if a is not b and a != b
+        ]
+        current = vars(function)
+        if current.keys() != attributes.keys() or any(
+            current[k] is not attributes[k] for k in attributes
+        ):
+            changed.append("__dict__")
+        if not changed:
+            return None
+        return f"{where}: the caller's function {fields[0]!r} was changed ({', '.join(changed)})"
+
+    return check
+
+
+def _same_modes(module: Any, where: str) -> Check:
+    modes = [(name, sub.training) for name, sub in module.named_modules()]
+
+    def check() -> str | None:
+        now = [(name, sub.training) for name, sub in module.named_modules()]
+        if now == modes:
+            return None
+        return f"{where}: the caller's torch module was left in other train/eval modes"
+
+    return check
+
+
+def _is_jax_array(value: Any) -> bool:
+    """A concrete JAX array (a tracer, when a test traces the task function, has no buffer)."""
+    jax = sys.modules.get("jax")
+    return (
+        jax is not None
+        and isinstance(value, jax.Array)
+        and not isinstance(value, getattr(jax.core, "Tracer", ()))
+    )
+
+
+def _is_torch_module(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.nn.Module)
