@@ -8,7 +8,12 @@ or the tile (``{0:S(1)}``, ``{1,0:T(8,128)S(2)}``), a bounded dynamic dimension
 (``f32[<=5]{0}``), scalars, tuples nested two deep, the empty tuple ``()`` as a parameter and
 inside one; a computation nothing calls, with parameters of
 its own, before or after ENTRY. The ROOT is of a drawn kind: a lone scalar, a tuple of six or
-more results (XLA prints ``/*index=5*/`` inside it), or a bounded dynamic array.
+more results (XLA prints ``/*index=5*/`` inside it), a bounded dynamic array, or an array whose
+layout holds a tile and a memory space (``f32[8,128]{1,0:T(8,128)S(1)}``).
+
+:func:`constants_module` draws a module of constants in tiled and memory-space layouts, in ENTRY
+and in a computation it calls, beside instructions that take no operands and are no constants
+(``iota``, ``replica-id``, ``partition-id``).
 
 A test hands the learner XLA's own print of the module (:func:`kata_harness.oracles.xla_module`)
 and compares with XLA's reading of it (:mod:`kata_harness.xla_facts`): this module only draws.
@@ -18,19 +23,27 @@ from __future__ import annotations
 
 import random
 
-ROOT_KINDS = ("scalar", "tuple", "dynamic")
+ROOT_KINDS = ("scalar", "tuple", "dynamic", "tiled")
 _DTYPES = ("f32", "s32", "bf16", "f16", "pred")
 _TILES = ("T(2)", "T(4)", "T(2,2)", "T(8,128)")
 
 
-def _dims(rng: random.Random, rank: int) -> str:
-    return ",".join(str(rng.randint(2, 9)) for _ in range(rank))
+def _dims(rng: random.Random, rank: int, largest: int = 9) -> str:
+    return ",".join(str(rng.randint(2, largest)) for _ in range(rank))
 
 
-def _array(rng: random.Random, rank: int, tiled: bool = False, spaced: bool = False) -> str:
-    """An array shape of ``rank`` in a drawn layout; ``tiled``: with a tile after the order;
-    ``spaced``: with a memory space ``S(n)`` last (after the tile if any)."""
-    dtype = rng.choice(_DTYPES)
+def _array(
+    rng: random.Random,
+    rank: int,
+    tiled: bool = False,
+    spaced: bool = False,
+    dtypes: tuple[str, ...] = _DTYPES,
+    largest: int = 9,
+) -> str:
+    """An array shape of ``rank`` in a drawn layout, each dimension 2 to ``largest``; ``tiled``:
+    with a tile after the order; ``spaced``: with a memory space ``S(n)`` last (after the tile
+    if any)."""
+    dtype = rng.choice(dtypes)
     if rank == 0:
         return f"{dtype}[]"
     order = list(range(rank))
@@ -38,7 +51,7 @@ def _array(rng: random.Random, rank: int, tiled: bool = False, spaced: bool = Fa
     tile = rng.choice([t for t in _TILES if t.count(",") < rank]) if tiled else ""
     space = f"S({rng.randint(1, 5)})" if spaced else ""
     extra = f":{tile}{space}" if tile or space else ""
-    return f"{dtype}[{_dims(rng, rank)}]{{{','.join(map(str, order))}{extra}}}"
+    return f"{dtype}[{_dims(rng, rank, largest)}]{{{','.join(map(str, order))}{extra}}}"
 
 
 def _tuple(rng: random.Random, depth: int) -> str:
@@ -90,6 +103,9 @@ def entry_module(rng: random.Random, root: str) -> str:
         lines.append(f"  ROOT %result = f32[] multiply(%{scalar}, %{scalar})")
     elif root == "dynamic":
         lines.append(f"  ROOT %result = {shapes[free[1]]} negate(%{dynamic})")
+    elif root == "tiled":
+        shape = _array(rng, rng.randint(1, 3), tiled=True, spaced=True, dtypes=("f32", "s32"))
+        lines.append(f"  ROOT %result = {shape} iota(), iota_dimension=0")
     else:
         picked = [rng.randrange(count) for _ in range(rng.randint(6, 9))]
         shape = "(" + ", ".join(shapes[n] for n in picked) + ")"
@@ -103,3 +119,49 @@ def entry_module(rng: random.Random, root: str) -> str:
     )
     body = [entry, helper] if rng.random() < 0.5 else [helper, entry]
     return f"HloModule drawn_{rng.randrange(10**6)}\n\n" + "\n".join(body)
+
+
+def _literal(rng: random.Random, dims: list[int]) -> str:
+    """A literal of these dimensions (outermost first), its values drawn."""
+    if len(dims) == 1:
+        return "{" + ", ".join(str(rng.randint(-9, 9)) for _ in range(dims[0])) + "}"
+    return "{ " + ", ".join(_literal(rng, dims[1:]) for _ in range(dims[0])) + " }"
+
+
+def _constant(rng: random.Random, name: str) -> str:
+    """A constant line of a drawn array shape of rank 1 or 2 (at most nine elements, printed in
+    full), in a layout with a tile, a memory space or both."""
+    tiled = rng.random() < 0.7
+    rank = rng.randint(1, 2)
+    shape = _array(rng, rank, tiled, not tiled or rng.random() < 0.5, ("f32", "s32"), largest=3)
+    dims = [int(d) for d in shape[shape.index("[") + 1 : shape.index("]")].split(",")]
+    return f"  %{name} = {shape} constant({_literal(rng, dims)})"
+
+
+def _no_operands(rng: random.Random, name: str, kind: str | None = None) -> str:
+    """An instruction that takes no operands and is no constant (of a drawn kind unless given)."""
+    kind = kind or rng.choice(("iota", "iota", "replica-id", "partition-id"))
+    if kind != "iota":
+        return f"  %{name} = u32[] {kind}()"
+    shape = _array(rng, rng.randint(1, 2), rng.random() < 0.5, rng.random() < 0.5, ("f32", "s32"))
+    return f"  %{name} = {shape} iota(), iota_dimension=0"
+
+
+def constants_module(rng: random.Random) -> str:
+    """The HLO text of a drawn module whose constants (two to four in ENTRY, one to three in a
+    computation ENTRY calls) have tiled or memory-space layouts, beside an iota and up to two more
+    iota, replica-id or partition-id instructions in each computation, lines in a drawn order."""
+
+    def lines(prefix: str, constants: int) -> list[str]:
+        drawn = [_constant(rng, f"{prefix}c{n}") for n in range(constants)]
+        drawn.append(_no_operands(rng, f"{prefix}i0", "iota"))
+        drawn += [_no_operands(rng, f"{prefix}i{n}") for n in range(1, rng.randint(1, 3))]
+        rng.shuffle(drawn)
+        return drawn
+
+    helper = ["  %hp = f32[] parameter(0)", *lines("h", rng.randint(1, 3))]
+    helper.append("  ROOT %hr = f32[] negate(%hp)")
+    entry = ["  %p = f32[] parameter(0)", *lines("e", rng.randint(2, 4))]
+    entry.append("  ROOT %r = f32[] call(%p), to_apply=%helper")
+    body = "%helper {\n" + "\n".join(helper) + "\n}\n\nENTRY %main {\n" + "\n".join(entry)
+    return f"HloModule constants_{rng.randrange(10**6)}\n\n{body}\n}}\n"

@@ -1,5 +1,5 @@
-"""Phase 3 tests on drawn cases, tasks 1, 3, 4 and 7 (three_texts, entry_parameter_layouts,
-entry_root, flops): what the bank's fixed programs never vary.
+"""Phase 3 tests on drawn cases, tasks 1, 3, 4, 6 and 7 (three_texts, entry_parameter_layouts,
+entry_root, constants, flops): what the bank's fixed programs never vary.
 
 three_texts and flops are handed, in a drawn order and at a drawn shape, two lambdas that share
 one __qualname__, one of them again at another dtype, a Python scalar (weakly typed) scaling a
@@ -11,10 +11,12 @@ jax.stages' and XLA's for the very arguments (oracles.hlo_stages).
 
 The HLO readers get drawn modules (oracles.hlo_drawn): eleven or more parameters, nested tuple,
 empty tuple and tiled parameters, a lone scalar ROOT, a tuple ROOT of six or more results, a
-bounded dynamic ROOT, in XLA's own print; the expected values are XLA's reading of that print
-(xla_facts).
+bounded dynamic ROOT, a ROOT with a tile and a memory space in its layout; constants in tiled and
+memory-space layouts beside iota, replica-id and partition-id instructions (no operands, no
+constants), in XLA's own print; the expected values are XLA's reading of that print (xla_facts).
 """
 
+from collections import Counter
 from collections.abc import Callable
 
 import jax.numpy as jnp
@@ -133,7 +135,8 @@ def test_parameter_layouts_of_drawn_modules(kata, fresh):
 @pytest.mark.task("entry_root")
 def test_root_of_drawn_modules(kata, fresh):
     """A lone scalar ROOT (no braces), a tuple of six or more (XLA prints /*index=5*/ in it), a
-    bounded dynamic array (f32[<=n]): the shape exactly as XLA's line prints it."""
+    bounded dynamic array (f32[<=n]), an array whose layout holds a tile and a memory space
+    ({1,0:T(8,128)S(1)}): the shape exactly as XLA's line prints it."""
     for root in hlo_drawn.ROOT_KINDS:
         text = _drawn_module(fresh, root)
         got = kata.entry_root(text)
@@ -144,3 +147,20 @@ def test_root_of_drawn_modules(kata, fresh):
                 f"a drawn module with a {root} ROOT: you read {got}; XLA's line differs "
                 f"(in its {'shape' if got[:1] == expected[:1] else 'opcode'}) ({fresh.where()})"
             )
+
+
+@pytest.mark.task("constants")
+def test_constants_of_drawn_modules(kata, fresh):
+    """Constants whose layouts hold tiles and memory spaces, in ENTRY and in a called computation,
+    beside iota, replica-id and partition-id (no operands, yet no constants): XLA's constants,
+    each shape exactly as XLA's line prints it."""
+    text = oracles.xla_module(hlo_drawn.constants_module(fresh)).text
+    got = kata.constants(text)
+    assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+    found, expected = Counter(got), xla_facts(text).literals
+    extra, missing = found - expected, expected - found
+    assert not extra and not missing, (
+        f"{sum(extra.values())} of your constants are not the module's "
+        f"(e.g. {next(iter(extra), None)}), {sum(missing.values())} of its are missing "
+        f"(e.g. {next(iter(missing), None)}) ({fresh.where()})"
+    )

@@ -25,7 +25,9 @@ from xla_inspect.parse import parse_hlo  # noqa: F401  (you will need it)
 def stages(f, *args) -> tuple[str, str]:
     """(before, after) for jax.jit(f) itself at these args as given (a Python scalar stays
     weakly typed; an argument may be a pytree, a dict or a tuple, as jax.jit takes it; the
-    module keeps the name jax.jit gives it): StableHLO text and optimized HLO text."""
+    module keeps the name jax.jit gives it): StableHLO text and optimized HLO text, each as
+    jax.stages prints it by default (the lowered stage's as_text(), the compiled stage's
+    as_text()): source locations (debug_info) are not part of the program."""
     # TODO: lower once; the lowered stage gives StableHLO and compiles to the optimized module
     raise NotImplementedError("phase4 task 1: stages")
 

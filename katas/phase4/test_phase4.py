@@ -92,17 +92,41 @@ def _stages_oracle(key: str) -> tuple[Counter, Counter, tuple[str, str]]:
     return oracle.stages(*STAGE_PROGRAMS[key])
 
 
+@cache
+def _default_before(key: str) -> str:
+    """The lowered stage's default print of a STAGE_PROGRAMS entry (jax.stages' as_text() with
+    no arguments: no source locations), once a session."""
+    f, args = STAGE_PROGRAMS[key]
+    return jax.jit(f).lower(*args).as_text()
+
+
+def _first_difference(got: str, want: str) -> str:
+    """The first line where a returned text departs from the expected one (the returned line)."""
+    got_lines, want_lines = got.splitlines(), want.splitlines()
+    for number, (line, expected) in enumerate(zip(got_lines, want_lines, strict=False), 1):
+        if line != expected:
+            return f"line {number} reads {line[:160]!r}"
+    return f"{len(got_lines)} lines, expected {len(want_lines)}"
+
+
 @pytest.mark.task("stages")
 def test_stages_of_several_programs(kata):
     """Each program at its own arguments: a scalar stays a scalar, a Python float stays weakly
     typed, an unused argument is pruned as jax.jit prunes it, one function at another dtype or
     shape is another program, and so are two functions of one name, arguments may be pytrees (a
-    dict, a tuple); both modules carry the name jax.jit gives them (after the function)."""
+    dict, a tuple); both modules carry the name jax.jit gives them (after the function); the
+    before text is the lowered stage's default print (source locations are no part of it)."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
         want_shlo, want_hlo, (want_main, want_entry) = _stages_oracle(key)
         main, entry = oracle.signature(before, after)
+        default = _default_before(key)
+        with check:
+            assert before == default, (
+                f"{key} before: not the lowered stage's default print (as_text(), no debug "
+                f"locations): {_first_difference(before, default)}"
+            )
         with check:
             assert shlo == want_shlo, f"{key} before: {dict(shlo)}, expected {dict(want_shlo)}"
         with check:

@@ -28,3 +28,23 @@ def test_every_draw_holds_a_memory_space_layout(seed):
         text = oracles.xla_module(hlo_drawn.entry_module(rng, root)).text
         layouts = [layout for _, layout in xla_facts(text).params]
         assert any(":S(" in lay or ")S(" in lay for lay in layouts), layouts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_tiled_root_holds_a_tile_and_a_memory_space(seed):
+    text = oracles.xla_module(hlo_drawn.entry_module(random.Random(seed), "tiled")).text
+    _, shape = xla_facts(text).root
+    assert ":T(" in shape and ")S(" in shape, shape
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_constants_draw_holds_laid_out_constants_and_an_iota_in_each_computation(seed):
+    """Every constant's layout has a tile or a memory space; ENTRY and the called computation
+    each hold constants and an iota (no constant)."""
+    module = oracles.xla_module(hlo_drawn.constants_module(random.Random(seed)))
+    shapes = list(xla_facts(module.text).constants.elements())
+    assert shapes and all(":" in shape for shape in shapes), shapes
+    for computation in module.computations:
+        printed = [i.printed for i in computation.instructions]
+        assert any(" constant(" in line for line in printed), computation.name
+        assert any(" iota()" in line for line in printed), computation.name
