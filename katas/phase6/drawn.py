@@ -47,15 +47,18 @@ def step_list(fresh: random.Random) -> tuple[list[Callable], np.ndarray]:
     """A step list and its x: a cast to a narrow float and a widening cast at the two ends (in a
     drawn order, so the list reversed ends in another dtype), between them a scaling and a sum
     over an axis (two lambdas on one input shape and dtype) and one jnp function listed twice,
-    in a drawn order; x float32 or a narrow float of a drawn shape."""
+    in a drawn order; x float32 or a narrow float of a drawn shape (never square). A transpose
+    follows the first cast and another one precedes the scaling: a transpose's output cannot
+    take its input's buffer, so a step compiled with its input donated costs twice the bytes
+    there, more than a cast to x's own dtype saves when donated."""
     narrow = jnp.dtype(fresh.choice(NARROW_FLOATS))
     factor, axis = fresh.choice([0.5, 2.0, 3.0]), fresh.randint(0, 1)
     ends = [lambda v: v.astype(narrow), lambda v: v.astype(jnp.float32) * 2.0]
     fresh.shuffle(ends)
     shared = fresh.choice([jnp.exp, jnp.tanh, jnp.sin])
-    units = [[lambda v: v * factor, lambda v: v.sum(axis=axis)], [shared], [shared]]
+    units = [[jnp.transpose, lambda v: v * factor, lambda v: v.sum(axis=axis)], [shared], [shared]]
     fresh.shuffle(units)
-    steps = [ends[0], *(step for unit in units for step in unit), ends[1]]
+    steps = [ends[0], jnp.transpose, *(step for unit in units for step in unit), ends[1]]
     shape = tuple(fresh.sample(BYTES_DIMS, 2))
     dtype = fresh.choice(["float32", *NARROW_FLOATS])
     return steps, rng_array(shape, jnp.dtype(dtype), seed=fresh.randrange(1000))
