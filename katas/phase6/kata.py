@@ -92,9 +92,12 @@ def naive_temp_bytes(hlo_text: str) -> int:
     byte (f32: 32 bits, bf16: 16, s8: 8, c64: 64, c128: 128, f8e5m2: 8; s4: 4 bits, one byte;
     pred: 1 byte), unless its layout packs the elements: `E(n)` in the layout stores n bits an
     element, the buffer rounded up to a whole byte: `s4[9]{0:E(4)}` 36 bits, 5 bytes;
-    `s2[9]{0:E(2)}` 18 bits, 3 bytes (XLA:CPU packs 2- and 4-bit types so). A tuple-shaped
-    result (a multi-output fusion, a while loop) counts the sizes of its elements, and an
-    element that is a tuple counts the sizes of its own, at any depth. Compare with
+    `s2[9]{0:E(2)}` 18 bits, 3 bytes (XLA:CPU packs 2- and 4-bit types so). That holds whatever
+    the dtype (`u8[9]{0:E(4)}` 5 bytes, `pred[9]{0:E(1)}` 2) and wherever E(n) stands in the
+    layout (after a tile, before a memory space: `s4[9]{0:T(3)E(4)S(1)}` 5 bytes). A
+    tuple-shaped result (a multi-output fusion, a while loop, an opt-barrier) counts the sizes
+    of its elements, each by its own layout, and an element that is a tuple counts the sizes of
+    its own, at any depth. Compare with
     memory_analysis' temp size to see buffer reuse.
     """
     # TODO: walk parse_hlo(text).entry; instruction.shape_info has .dtype, .dims, .is_tuple

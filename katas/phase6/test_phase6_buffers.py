@@ -12,7 +12,7 @@ from pytest_check import check
 
 from kata_harness import versions
 from kata_harness.oracles import memory as oracle
-from katas.phase6 import captures, drawn
+from katas.phase6 import captures, drawn_naive
 from katas.phase6.programs import (
     NAIVE_COPIES,
     NAIVE_ODD_TYPES,
@@ -126,24 +126,28 @@ def test_naive_temp_under_renaming_and_reordering(kata):
 
 @pytest.mark.task("naive_temp_bytes")
 def test_naive_temp_of_fresh_modules(kata, fresh):
-    """ENTRY computations drawn for this run (katas/phase6/drawn.py): a result of every element
-    type XLA knows (2- and 4-bit ones packed or not), an iota, a bitcast-convert, a while loop
-    whose body and condition compute values of their own and whose state is a tuple holding a
-    tuple, a ROOT that is not the last line; ops that look as if they wrote no buffer (slice,
-    dynamic-slice, dynamic-update-slice, scatter, gather, pad, reverse, custom-calls, one of
-    them stating output_to_operand_aliasing as LAPACK's do). Each result's bytes are read from
-    XLA's own print of the module (kata_harness.oracles.memory)."""
+    """ENTRY computations drawn for this run (katas/phase6/drawn_naive.py): a result of every
+    element type XLA knows (2- and 4-bit ones packed or not, E(n) after the colon, after a tile
+    or before a memory space), types packed below their own width (u8 at E(4), pred at E(1)), a
+    multi-output fusion and an opt-barrier whose tuples hold packed arrays, an iota, a
+    bitcast-convert, a while loop whose body and condition compute values of their own and whose
+    state is a tuple holding a tuple, a ROOT that is not the last line; ops that look as if they
+    wrote no buffer (slice, dynamic-slice, dynamic-update-slice, scatter, gather, pad, reverse,
+    opt-barrier, custom-calls, one of them stating output_to_operand_aliasing as LAPACK's do).
+    Each result's bytes are read from XLA's own print of the module
+    (kata_harness.oracles.memory)."""
     for _ in range(2):
-        text, counted = drawn.naive_module(fresh)
+        text, counted = drawn_naive.naive_module(fresh)
         sizes = oracle.entry_result_bytes(text)
         got = kata.naive_temp_bytes(text)
         expected = sum(sizes[name] for name in counted)
         assert got == expected, (
             f"{got} bytes, expected {expected} ({fresh.where()}): the widths of every element "
-            "type, packed layouts ({0:E(2)}: 2 bits an element, {0:E(4)}: 4), tuples inside "
-            "tuples, which opcodes write a buffer (only bitcast, tuple and get-tuple-element "
-            "re-view one: slices, in-place updates and custom-calls count), which instruction "
-            "is the ROOT, and what lives outside ENTRY"
+            "type, packed layouts (E(n) wherever the layout holds it, {0:T(3)E(4)S(1)} too: n "
+            "bits an element whatever the dtype, u8 and pred as well; inside tuple-shaped "
+            "results too), tuples inside tuples, which opcodes write a buffer (only bitcast, "
+            "tuple and get-tuple-element re-view one: slices, in-place updates, opt-barrier and "
+            "custom-calls count), which instruction is the ROOT, and what lives outside ENTRY"
         )
 
 

@@ -95,16 +95,19 @@ _NO_NEW_BUFFER = {"parameter", "constant", "bitcast", "get-tuple-element", "tupl
 
 def _byte_size(shape) -> int:
     # Bytes per element from the dtype's bit width rounded up to a byte (c64: 64 bits, s4: 4
-    # bits, one byte); pred is a byte. A layout that packs elements ({0:E(4)}) stores them at
-    # that many bits, the buffer rounded up to a whole byte. A tuple-shaped result (a
-    # multi-output fusion) owns one buffer per element.
+    # bits, one byte); pred is a byte. A layout that packs elements (E(4) anywhere in it, on any
+    # dtype, pred too) stores them at that many bits, the buffer rounded up to a whole byte. A
+    # tuple-shaped result (a multi-output fusion) owns one buffer per element.
     if shape.is_tuple:
         return sum(_byte_size(element) for element in shape.elements)
-    width = re.match(r"[a-z]+?(\d+)", shape.dtype)
-    if width is None:  # pred is one byte; a token holds no data
-        return math.prod(shape.dims) if shape.dtype == "pred" else 0
     packed = re.search(r"E\((\d+)\)", shape.layout or "")
-    bits = int(packed.group(1)) if packed else 8 * -(-int(width.group(1)) // 8)
+    width = re.match(r"[a-z]+?(\d+)", shape.dtype)
+    if packed:  # any dtype, pred too: n bits an element
+        bits = int(packed.group(1))
+    elif width is not None:
+        bits = 8 * -(-int(width.group(1)) // 8)
+    else:  # pred is one byte; a token holds no data
+        bits = 8 if shape.dtype == "pred" else 0
     return -(-math.prod(shape.dims) * bits // 8)
 
 
