@@ -35,11 +35,14 @@ def text(name: str) -> str:
 
 @cache
 def variants(name: str) -> tuple[metamorphic.HloVariant, ...]:
-    """The module renamed (every name a label like %n17) and its computations reordered, each
-    confirmed by XLA's parser; seeded by the module's name."""
-    found = tuple(metamorphic.variants(text(name), seed=zlib.crc32(name.encode())))
+    """The module renamed (every name a label like %n17), its computations reordered, and
+    (attributes_reordered) every instruction's attributes in another order, each confirmed by
+    XLA's parser; seeded by the module's name."""
+    seed = zlib.crc32(name.encode())
+    found = tuple(metamorphic.variants(text(name), seed=seed))
     assert found, f"{name}: no metamorphic variant XLA accepts"
-    return found
+    moved = attributes_reordered(text(name), random.Random(seed))
+    return found if moved is None else (*found, moved)
 
 
 def forms(name: str):
@@ -49,6 +52,74 @@ def forms(name: str):
     seed = zlib.crc32(name.encode())
     for variant in variants(name):
         yield f"{name} ({variant.kind}, seed {seed})", variant.text, variant
+
+
+_OPENS, _CLOSES = "([{", ")]}"
+
+
+def _top_level(attributes: str) -> list[str]:
+    """``attributes`` split on the commas at bracket depth 0 outside quotes."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for at, char in enumerate(attributes):
+        if char == '"' and (at == 0 or attributes[at - 1] != "\\"):
+            quoted = not quoted
+        elif not quoted and char in _OPENS:
+            depth += 1
+        elif not quoted and char in _CLOSES:
+            depth -= 1
+        elif not quoted and depth == 0 and char == ",":
+            parts.append(attributes[start:at].strip())
+            start = at + 1
+    return [*parts, attributes[start:].strip()]
+
+
+def _operands_end(line: str) -> int | None:
+    """Where the instruction's operand list (or payload) closes: past the `(` that follows the
+    opcode, after its shape (a tuple shape is in parentheses too); None if no instruction."""
+    at = line.find(" = ")
+    if at < 0:
+        return None
+    at += 3
+    if line.startswith("(", at):  # a tuple shape: past its closing parenthesis
+        at = _closing(line, at) + 1
+    else:  # past the shape's layout, which may hold parentheses (`{1,0:T(8,128)}`)
+        brace = line.find("{", at)
+        space = line.find(" ", at)
+        if 0 <= brace < space:
+            at = _closing(line, brace) + 1
+    at = line.find("(", at)
+    return None if at < 0 else _closing(line, at) + 1
+
+
+def _closing(line: str, at: int) -> int:
+    depth = 0
+    for index in range(at, len(line)):
+        depth += (line[index] in _OPENS) - (line[index] in _CLOSES)
+        if depth == 0:
+            return index
+    return len(line)
+
+
+def attributes_reordered(printed: str, rng: random.Random) -> metamorphic.HloVariant | None:
+    """Every instruction's attributes (`kind=`, `calls=`, `metadata=`, `backend_config=`...) in
+    a drawn order, a `backend_config` never last when others follow the operands (XLA prints it
+    last; its parser takes attributes in any order): a fact read from one attribute must be
+    read from that attribute alone, not from it to the end of the line. None if XLA's parser
+    refuses the result."""
+    lines = printed.split("\n")
+    for number, line in enumerate(lines):
+        end = _operands_end(line)
+        if end is None or not line.startswith(", ", end):
+            continue
+        parts = _top_level(line[end + 2 :])
+        rng.shuffle(parts)
+        last = len(parts) - 1
+        if last and parts[last].startswith("backend_config="):
+            other = rng.randrange(last)
+            parts[other], parts[last] = parts[last], parts[other]
+        lines[number] = line[:end] + ", " + ", ".join(parts)
+    moved = "\n".join(lines)
+    return metamorphic.HloVariant("attributes reordered", moved) if xla_accepts(moved) else None
 
 
 def renamed_keys(variant, expected: dict) -> dict:

@@ -128,6 +128,14 @@ def spread(x, w):
     ) + jnp.sin(x)
 
 
+def solving(x, w):
+    """Library calls XLA:CPU runs as `custom-call`s: a Cholesky factor (LAPACK's potrf) and a
+    top_k (a TopK call, which calls a comparator computation of its own), then a matmul."""
+    n = x.shape[0]
+    factor = jnp.linalg.cholesky(x @ x.T + n * jnp.eye(n, dtype=x.dtype))
+    return jnp.tanh(factor @ w) + jax.lax.top_k(w, 2)[0].sum()
+
+
 def scoped(params, x):
     """layered with its scopes named by the keys of `params` (a dict: scope name -> (w1, w2)),
     names as people write them (`block.0`, `enc-1`, `attn 2`, `res:3`); the layers run in the
@@ -179,7 +187,7 @@ def args_for(name: str, seed: int) -> tuple[Any, ...]:
             _normal(rng, out),
         )
         return params, _normal(rng, batch, width), _normal(rng, batch, out)
-    if name in ("looped", "reshaping", "branchy", "nested", "rooted", "spread"):
+    if name in ("looped", "reshaping", "branchy", "nested", "rooted", "spread", "solving"):
         n = 2 * int(rng.integers(2, 24))
         return _normal(rng, n, n), _normal(rng, n, n)
     if name == "layered":
@@ -233,7 +241,9 @@ def drawn_program(
     `lax.while_loop` whose counter starts anywhere and steps by 2 or 3, so its condition's
     bound is not its trip count), at least one of them a loop (`with_stages` always among
     them), trip counts from 2 to 8 but one loop's from 10 to 17 (a trip count of two digits),
-    one array or a tuple out. Returns (fn, args, what it is)."""
+    one array or a tuple out. A stage only `with_stages` brings: "compared", a top_k (a TopK
+    `custom-call` whose called computation, its comparator, is no fusion; alone or in a scan).
+    Returns (fn, args, what it is)."""
     rng = random.Random(seed)
     n = 2 * rng.randint(2, 20)
     trips = [rng.randint(2, 7) for _ in range(3)]
@@ -260,6 +270,8 @@ def drawn_program(
     long = rng.choice([i for i, stage in enumerate(stages) if stage in _LOOPS])
     trips[long % 3] = rng.randint(10, 16)  # a nested stage's inner loop runs one more trip
     tupled = rng.random() < 0.5
+    # drawn last, so that a program without it is the one an earlier version drew
+    compared = [(rng.randint(1, 4), rng.random() < 0.5) for _ in range(3)]
 
     def program(x, w):
         h = x
@@ -282,6 +294,13 @@ def drawn_program(
             elif stage == "unfused":  # its own instruction, maybe in a scan's body
                 op, looped = unfused[i % 3]
                 step = functools.partial(_unfused_op, op=op, w=w)
+                if looped:
+                    h = jax.lax.scan(lambda c, _, step=step: (step(c), None), h, None, t)[0]
+                else:
+                    h = step(h)
+            elif stage == "compared":  # a call of a computation no fusion calls, maybe looped
+                k, looped = compared[i % 3]
+                step = functools.partial(_top_k_added, k=k)
                 if looped:
                     h = jax.lax.scan(lambda c, _, step=step: (step(c), None), h, None, t)[0]
                 else:
@@ -317,6 +336,8 @@ def drawn_program(
         if stage == "reshape"
         else f"unfused({unfused[i % 3][0]}{', in a scan' if unfused[i % 3][1] else ''})"
         if stage == "unfused"
+        else f"top_k({compared[i % 3][0]}{', in a scan' if compared[i % 3][1] else ''})"
+        if stage == "compared"
         else stage
         for i, stage in enumerate(stages)
     ]
@@ -332,6 +353,12 @@ def _unfused_op(h, *, op: str, w):
         return jnp.tanh(jnp.fft.fft(h).real)
     window = w[None, None, :3, :3]  # "convolution"
     return jnp.tanh(jax.lax.conv(h[None, None], window, (1, 1), "SAME")[0, 0])
+
+
+def _top_k_added(h, *, k: int):
+    """h [n, n] plus the sum of each row's k largest: XLA:CPU prints a `custom-call` to TopK
+    whose `called_computations` is its comparator (one event; the comparator leaves none)."""
+    return jnp.tanh(h + jax.lax.top_k(h, k)[0].sum(axis=1, keepdims=True))
 
 
 def _reshaped_matmul(h, *, form: str, w):
@@ -357,6 +384,7 @@ PROGRAMS: dict[str, Callable[..., Any]] = {
     "rooted": rooted,
     "spread": spread,
     "scoped": scoped,
+    "solving": solving,
 }
 
 #: name -> (program, seed, steps, cold): the profiles kept in recorded/<name>.json, trimmed to

@@ -283,9 +283,11 @@ def _live_counts(fresh):
     with other dims, in ENTRY or in a scan's body: bitcasts that change the printed dims, of the
     same rank or not, views all the same; it and a scan holding a fori_loop, a loop in a loop,
     always in one program; an op XLA:CPU leaves unfused, its own instruction of an opcode
-    no other stage prints (a sort, an FFT or a convolution), always in one), and for programs
-    of the bank at fresh sizes: rooted (its ROOT is work, not a tuple) always."""
-    for stages in (("stride",), ("fori", "unfused"), ("nested", "reshape"), ()):
+    no other stage prints (a sort, an FFT or a convolution), always in one; a top_k, a
+    custom-call whose called computation, its comparator, is no fusion and leaves no event,
+    always in the first), and for programs of the bank at fresh sizes: rooted (its ROOT is
+    work, not a tuple) always."""
+    for stages in (("stride", "compared"), ("fori", "unfused"), ("nested", "reshape"), ()):
         fn, args, what = drawn_program(fresh.randrange(1 << 30), with_stages=stages)
         yield what, capture_profile(fn, *args, steps=1)
     others = [p for p in PREDICT_BANK if p != "rooted"]

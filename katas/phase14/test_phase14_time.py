@@ -94,14 +94,15 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 def _shares_cases(fresh, task: str):
     """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
     for line_shares calls written over several lines, and fusions with no stack frame of their
-    own around fused instructions that have one) and a made trace of two executions at
+    own around fused instructions that have one; for kind_shares library calls, custom-calls
+    labelled by their opcode whatever routine they call) and a made trace of two executions at
     once (one group of the task far under 1% of the time: every group that ran appears; for
     scope_shares op_names that begin otherwise than jit(fn), and op_names without a `/`),
     each as it is and renamed."""
     programs = {"kind_shares": BANK, "scope_shares": ("scoped",), "line_shares": BANK}[task]
     yield from (("recorded " + n, recording(n)) for n in sorted(PROFILES))
     always = {
-        "kind_shares": ("looped", "nested"),
+        "kind_shares": ("looped", "nested", "solving"),
         "scope_shares": ("layered", "scoped"),
         "line_shares": ("looped", "nested", "spread", "reshaping"),
     }[task]
