@@ -58,7 +58,7 @@ def call_exported(
     a NumPy scalar or 0-d array, stays 0-d; no argument is reshaped); return what the function
     returns: the same pytree (array, tuple, list, dict) of jax.Arrays, dtypes unchanged.
     The exported function checks the arguments itself: a call it rejects (a wrong dtype or
-    shape) raises its error, and a call it accepts runs."""
+    shape, too many or too few arguments) raises its error, and a call it accepts runs."""
     # TODO: the inverse of serialize, then call
     raise NotImplementedError("phase8 task 4: call_exported")
 

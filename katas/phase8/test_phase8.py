@@ -232,15 +232,22 @@ def _draw_dim(fresh: Fresh, symbols: list[str], constant: bool) -> tuple[str, st
 
 
 def _draw_call(
-    fresh: Fresh, dtype: str | None = None
+    fresh: Fresh, dtype: str | None = None, symbols: list[str] | None = None
 ) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
     """A call drawn from the grammar; given a dtype, a call of that dtype whose shape fits (every
-    symbol at least 1, no dimension below 0), so only the dtype decides it."""
-    symbols = fresh.sample(_SYMBOLS, fresh.choice((1, 1, 2)))
-    rank = fresh.randint(1, 3)
-    constants = [fresh.random() < 0.25 for _ in range(rank)]
-    constants[fresh.randrange(rank)] = False  # at least one symbolic dimension
-    dims = [_draw_dim(fresh, symbols, constant) for constant in constants]
+    symbol at least 1, no dimension below 0), so only the dtype decides it. Given symbols, each
+    of them is in a dimension of its own (in a drawn order) and the rank is 2 or 3."""
+    if symbols is None:
+        symbols = fresh.sample(_SYMBOLS, fresh.choice((1, 1, 2)))
+        rank = fresh.randint(1, 3)
+        constants = [fresh.random() < 0.25 for _ in range(rank)]
+        constants[fresh.randrange(rank)] = False  # at least one symbolic dimension
+        dims = [_draw_dim(fresh, symbols, constant) for constant in constants]
+    else:
+        rank = fresh.randint(max(2, len(symbols)), 3)
+        dims = [_draw_dim(fresh, [symbol], False) for symbol in symbols]
+        dims += [_draw_dim(fresh, symbols, fresh.random() < 0.5) for _ in range(rank - len(dims))]
+        fresh.shuffle(dims)
     least = 0 if dtype is None else 1
     values = {symbol: fresh.choice((0, 1, 1, 2, 3, 4, 5)[least:]) for symbol in symbols}
     sizes = [offset + coefficient * values[symbol] if symbol else offset
@@ -311,14 +318,42 @@ def _draw_above_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]
     return name, (symbolic, written, shape)
 
 
+# longer symbol names, each holding shorter valid names: as a prefix, a suffix or inside it
+_LONG_NAMES = ("batch", "rows", "seq", "length", "cols", "tokens", "n_items", "dim2", "heads")
+_NOT_NAMES = {"max", "min", "mod", "floordiv", "non_negative"}  # JAX's symbolic operators
+
+
+def _nested_names(fresh: Fresh, where: str) -> list[str]:
+    """Two symbol names, one inside the other (`a` and `batch`, `b` and `batch`, `ch` and
+    `batch`) at the place drawn, in a drawn order."""
+    long = fresh.choice(_LONG_NAMES)
+    spans = {
+        "prefix": [(0, j) for j in range(1, len(long))],
+        "suffix": [(i, len(long)) for i in range(1, len(long))],
+        "inside": [(i, j) for i in range(1, len(long)) for j in range(i + 1, len(long))],
+    }[where]
+    names = [long[i:j] for i, j in spans]
+    names = [n for n in names if n.isidentifier() and not n[0].isdigit() and n not in _NOT_NAMES]
+    pair = [fresh.choice(names), long]
+    fresh.shuffle(pair)
+    return pair
+
+
 def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[int, ...]]]:
     """``count`` calls drawn from the grammar, one call of a fitting shape for every dtype (so a
-    rule that gets one dtype wrong meets it in every run) and one whose symbol exceeds every
-    dimension (`b - 3` at b = 4 is 1), in a drawn order."""
+    rule that gets one dtype wrong meets it in every run), one whose symbol exceeds every
+    dimension (`b - 3` at b = 4 is 1) and two float32 calls of a fitting shape whose two
+    symbols' names are one inside the other (one a prefix, one drawn), in a drawn order."""
     drawn: dict[str, tuple[str, Any, tuple[int, ...]]] = {}
-    for dtype in [*[None] * count, *sorted(_DTYPES), "above"]:
+    nested = ["prefix", fresh.choice(("prefix", "suffix", "inside"))]
+    for dtype in [*[None] * count, *sorted(_DTYPES), "above", *nested]:
         while True:
-            name, call = _draw_above_call(fresh) if dtype == "above" else _draw_call(fresh, dtype)
+            if dtype == "above":
+                name, call = _draw_above_call(fresh)
+            elif dtype in nested:
+                name, call = _draw_call(fresh, "f32", _nested_names(fresh, dtype))
+            else:
+                name, call = _draw_call(fresh, dtype)
             if name not in EXPORTED_CALLS and name not in drawn:
                 drawn[name] = call
                 break
@@ -331,7 +366,7 @@ def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[in
 def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
     """The listed calls and calls drawn afresh from the contract's grammar (any symbol names,
     coefficients on either side, offsets of either sign, several dimensions, every dtype)."""
-    drawn = _drawn_calls(fresh, 21)  # one per dtype and one more: 38 calls in all
+    drawn = _drawn_calls(fresh, 21)  # one per dtype, one above, two of nested names: 40 in all
     # two calls of the function, each given the listed calls and its own half of the drawn
     # ones: an answer reads its argument (a table saved from an earlier call lacks the new names)
     half = len(drawn) // 2

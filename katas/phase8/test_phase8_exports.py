@@ -244,22 +244,22 @@ def test_call_exported_runs_the_blob_it_is_given(kata, fresh: Fresh):
 WRONG_DTYPES = (np.int32, np.float16, jnp.bfloat16, np.int8)
 
 
-def _export_refusal(values, what: str) -> Exception:
+def _export_refusal(values, what: str, name: str = "mlp") -> Exception:
     """The exported function's own refusal of these arguments (the oracle: the export called
     directly)."""
     try:
-        jax.export.deserialize(bytearray(exported_blob())).call(*values)
+        jax.export.deserialize(bytearray(exported_blob(name))).call(*values)
     except Exception as error:  # noqa: BLE001  (the refusal is the fact measured)
         return error
     pytest.fail(f"{what}: the export itself ran this call; the test expected a refusal")
 
 
-def _refused(kata, values, what: str) -> None:
+def _refused(kata, values, what: str, name: str = "mlp") -> None:
     """The kata's call raises the exported function's own error (its type and message), not an
     error of its own and not a crash of the test."""
-    want = _export_refusal(values, what)
+    want = _export_refusal(values, what, name)
     try:
-        kata.call_exported(exported_blob(), *values)
+        kata.call_exported(exported_blob(name), *values)
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001  (compared with the export's own refusal)
@@ -296,6 +296,36 @@ def test_call_exported_rejects_a_wrong_dtype_or_shape(kata, fresh: Fresh):
             f"({fresh.where()})"
         )
         _refused(kata, values, what)
+
+
+@pytest.mark.task("call_exported")
+def test_call_exported_rejects_a_wrong_number_of_arguments(kata, fresh: Fresh):
+    """The export checks how many arguments it is given: a call with surplus arguments (copies
+    of its own, NumPy scalars or arrays, anywhere in the list) or with some left out, of any
+    export (one to three inputs), is refused with the export's own error; nothing is dropped
+    or filled in."""
+    rng = np.random.default_rng(fresh.randrange(99))
+    for name in fresh.sample(sorted(EXPORTS), 3):
+        values = list(EXPORTS[name][3](rng))
+        extras = [
+            fresh.choice(
+                (
+                    values[fresh.randrange(len(values))],
+                    np.float32(fresh.randint(-3, 3)),
+                    rng.normal(size=fresh.choice(((), (2,), (3, 4)))).astype(np.float32),
+                )
+            )
+            for _ in range(fresh.randint(1, 2))
+        ]
+        more = list(values)
+        for extra in extras:
+            more.insert(fresh.randint(0, len(more)), extra)
+        what = f"{name} ({len(values)} inputs) called with {len(more)} arguments"
+        _refused(kata, more, f"{what} ({fresh.where()})", name)
+        kept = sorted(fresh.sample(range(len(values)), fresh.randrange(len(values))))
+        fewer = [values[n] for n in kept]
+        what = f"{name} ({len(values)} inputs) called with only arguments {kept}"
+        _refused(kata, fewer, f"{what} ({fresh.where()})", name)
 
 
 # arguments of the right size in another shape (r, c) -> ...

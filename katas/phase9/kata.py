@@ -25,6 +25,8 @@ def shard_rows(x, mesh: Mesh) -> jax.Array:
 
     `mesh` may have other axes besides "x" (a (2, 4) mesh with axes ("x", "y"), or ("y", "x"));
     along those the array is not split (each row block is copied). Values and dtype unchanged.
+    The result lies on `mesh` itself: its sharding's mesh is the one given (the same devices in
+    the same order, the same axes and axis types, Auto or Explicit).
     """
     # TODO: a NamedSharding with a PartitionSpec, then device_put
     raise NotImplementedError("phase9 task 2: shard_rows")

@@ -310,9 +310,12 @@ REFUSED_SHARD_CASES = [
 
 
 @cache
-def mesh_of(axes: tuple[tuple[str, int], ...]):
-    """An Auto mesh over the 8 devices with these (name, size) axes, in this order."""
+def mesh_of(axes: tuple[tuple[str, int], ...], axis_types: tuple[AxisType, ...] | None = None):
+    """A mesh over the 8 devices with these (name, size) axes, in this order; Auto axes unless
+    axis_types are given."""
     names = tuple(name for name, _ in axes)
     return jax.make_mesh(
-        tuple(size for _, size in axes), names, axis_types=(AxisType.Auto,) * len(axes)
+        tuple(size for _, size in axes),
+        names,
+        axis_types=axis_types or (AxisType.Auto,) * len(axes),
     )

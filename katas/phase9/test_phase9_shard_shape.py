@@ -220,9 +220,12 @@ def _refused_entries(fresh, refusal: str, mesh_shape: dict[str, int]) -> list:
     }[refusal]
 
 
-def _fresh_refused_case(fresh, refusal: str) -> tuple[tuple[int, ...], P, dict[str, int]]:
+def _fresh_refused_case(
+    fresh, refusal: str, empty: bool
+) -> tuple[tuple[int, ...], P, dict[str, int]]:
     """A placement of kind `refusal` on a drawn mesh (one with an axis of size 1 for that
-    kind), each dimension a multiple of the sizes its entry names (repeats counted)."""
+    kind), each dimension a multiple of the sizes its entry names (repeats counted); if
+    `empty`, some of the dimensions that entries name (one at least, drawn) are 0."""
     sizes = fresh.choice(
         ((8, 1), (1, 8), (2, 1, 4), (4, 2, 1)) if refusal == REFUSALS[4] else FRESH_MESH_SIZES[:4]
     )
@@ -231,14 +234,19 @@ def _fresh_refused_case(fresh, refusal: str) -> tuple[tuple[int, ...], P, dict[s
         mesh_shape[fresh.choice([n for n in FRESH_AXIS_NAMES if n not in mesh_shape])] = 1
     entries = _refused_entries(fresh, refusal, mesh_shape)
     if refusal == REFUSALS[5]:
-        return tuple(8 * fresh.randint(1, 2) for _ in entries[1:]), P(*entries), mesh_shape
-    rank = fresh.randint(len(entries), 3)
-    at = sorted(fresh.sample(range(rank), len(entries)))
-    spec = [entries[at.index(d)] if d in at else None for d in range(rank)]
-    shape = []
-    for entry in spec:
-        axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
-        shape.append(int(np.prod([mesh_shape.get(a, 1) for a in axes])) * fresh.randint(1, 3))
+        spec, shape = entries, [8 * fresh.randint(1, 2) for _ in entries[1:]]
+    else:
+        rank = fresh.randint(len(entries), 3)
+        at = sorted(fresh.sample(range(rank), len(entries)))
+        spec = [entries[at.index(d)] if d in at else None for d in range(rank)]
+        shape = []
+        for entry in spec:
+            axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+            shape.append(int(np.prod([mesh_shape.get(a, 1) for a in axes])) * fresh.randint(1, 3))
+    named = [d for d, entry in enumerate(spec[: len(shape)]) if entry is not None]
+    if empty and named:
+        for d in fresh.sample(named, fresh.randint(1, len(named))):
+            shape[d] = 0
     return tuple(shape), P(*spec), mesh_shape
 
 
@@ -246,9 +254,12 @@ def _fresh_refused_case(fresh, refusal: str) -> tuple[tuple[int, ...], P, dict[s
 def test_predict_shard_shape_none_for_every_refusal(kata, fresh):
     """One placement of each kind jax refuses though every dimension divides, drawn every run
     (an axis the mesh lacks, alone or in a tuple; an axis named twice, in two entries or in one
-    tuple, also one of size 1; more entries than dimensions): the answer is None."""
+    tuple, also one of size 1; more entries than dimensions), three kinds or more (drawn) with
+    0-sized dimensions under their entries, which divide but do not make the spec valid: the
+    answer is None."""
+    empty = fresh.sample(REFUSALS, fresh.randint(3, len(REFUSALS)))
     for refusal in REFUSALS:
-        shape, spec, mesh_shape = _fresh_refused_case(fresh, refusal)
+        shape, spec, mesh_shape = _fresh_refused_case(fresh, refusal, refusal in empty)
         case = f"f32{list(shape)} with {spec} on mesh {mesh_shape}"
         placed = oracle.device_put_shard_shape(shape, spec, mesh_of(tuple(mesh_shape.items())))
         assert placed is None, f"{case} ({refusal}): jax placed it as {placed}"

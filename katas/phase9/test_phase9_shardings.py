@@ -139,21 +139,37 @@ SPARE_AXIS_MESHES = (
 
 @pytest.mark.task("shard_rows")
 def test_shard_rows_keeps_columns_the_other_axes_divide(kata, fresh):
-    """Every mesh with axes besides "x", with a column count drawn every run that those axes
-    divide (each of them and their product: a split of the columns over them would be
-    possible) and a drawn dtype: each device holds its block of rows with every column."""
-    for axes in fresh.sample(SPARE_AXIS_MESHES, len(SPARE_AXIS_MESHES)):
-        mesh = mesh_of(axes)
+    """Every mesh with axes besides "x", each axis Auto or Explicit (drawn; the first mesh has
+    both), with a column count drawn every run that those axes divide (each of them and their
+    product: a split of the columns over them would be possible) and a drawn dtype: each device
+    holds its block of rows with every column, placed on the given mesh itself (its devices,
+    axes and axis types)."""
+    for number, axes in enumerate(fresh.sample(SPARE_AXIS_MESHES, len(SPARE_AXIS_MESHES))):
+        types = [fresh.choice((AxisType.Auto, AxisType.Explicit)) for _ in axes]
+        if number == 0 and len(set(types)) == 1:
+            flipped = fresh.randrange(len(types))
+            types[flipped] = AxisType.Explicit if types[0] == AxisType.Auto else AxisType.Auto
+        mesh = mesh_of(axes, tuple(types))
         n = mesh.shape["x"]
         spare = int(np.prod([size for name, size in axes if name != "x"]))
         shape = (n * fresh.randint(1, 3), spare * fresh.randint(1, 3))
         dtype = fresh.choice([dtype for _, _, dtype in ROW_CASES])
         x = small_ints(shape, dtype, fresh.randrange(2**32))
-        case = f"mesh {dict(axes)}, x {np.dtype(dtype).name}{list(shape)}; {fresh.where()}"
+        case = (
+            f"mesh {dict(axes)} of axis types {[t.name for t in types]}, "
+            f"x {np.dtype(dtype).name}{list(shape)}; {fresh.where()}"
+        )
         sharded = _rows_placed(kata, x, mesh, case)
         assert isinstance(sharded, jax.Array), f"{case}: got a {type(sharded).__name__}"
         if not (sharded.shape == x.shape and sharded.dtype == x.dtype):
             pytest.fail(f"{case}: got {sharded.dtype}{list(sharded.shape)}")
+        placed_on = getattr(sharded.sharding, "mesh", None)
+        if placed_on != mesh:
+            pytest.fail(
+                f"{case}: placed on {placed_on!r} (axis types "
+                f"{[t.name for t in getattr(placed_on, 'axis_types', ())]}), not on the mesh "
+                "given"
+            )
         per_block = shape[0] // n
         for shard in sharded.addressable_shards:
             block = collectives.axis_position(mesh, shard.device, "x")
