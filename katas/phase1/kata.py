@@ -64,7 +64,9 @@ def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
     grads has the same structure as params (a dict with the same keys, shapes and dtypes: bf16
     params and data give bf16 grads and a bf16 loss). Every call computes on its own arguments
     (the same params dict refilled in place too), under jit or eagerly, on NumPy arrays or JAX
-    arrays.
+    arrays. Non-finite data are in the domain: a NaN or an infinity in y gives the loss and the
+    gradient JAX computes for it, NaN or inf wherever it reaches (a diverging step must show:
+    no gradient entry is replaced by a number, nan_to_num or otherwise).
     """
     # TODO: one JAX transformation gives both at once
     raise NotImplementedError("phase1 task 4: loss_and_grad")
