@@ -77,7 +77,8 @@ def make_power_jit(f) -> Callable:
 
     Return what jax.jit returns (it has .lower and .trace), for the f you are given: jit f
     itself, not a function that calls f (the result's __wrapped__ is f, and the programs it
-    lowers are named after f: jit_power for a function called power). n is f's
+    lowers are named after f: jit_power for a function called power, jit_cube for one called
+    cube; f itself comes back as it was given, its name and attributes untouched). n is f's
     second positional parameter, whatever it is called and whether or not it is positional-only
     (def f(x, n, /)); f may take more parameters after it, with defaults, which the calls leave
     out, and one of them may be called n. n must be static: one trace per distinct n, none
