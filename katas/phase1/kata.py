@@ -123,7 +123,9 @@ def abs_where(x) -> jax.Array:
     comes back unchanged (int8 -128 gives -128, as np.abs gives), never clipped to the max.
     The jaxpr selects (select_n) for every dtype (an unsigned one too, whose |x| is x), also
     when x is a concrete array (a JAX array or a NumPy one), and the select decides: it picks x
-    or -x per element (|x| computed some other way, here or on the host, is not a select). An
+    or -x per element (|x| computed some other way, here or on the host, is not a select), and
+    its predicate compares x (x < 0, x >= 0), for an unsigned x too, where it always picks x (a
+    constant predicate, nothing ever negative, is not a comparison of x). An
     empty x (f32[0, 3]) has no element to pick: JAX leaves the select out of its jaxpr, and
     only the result's shape and dtype are checked. Do not call jnp.abs, jnp.sign or
     jnp.maximum.
