@@ -1,8 +1,8 @@
 """Phase 1's facts read by walking a jaxpr (into nested jits), for the tests of init_params,
 abs_where and abs_cond: which primitives make the key of each random draw, which keys are used
 (split or drawn from) more than once, whether one select or
-cond decides the result (evaluated with its two sides swapped), and what a cond's predicate
-computes beyond comparing x.
+cond decides the result (evaluated with its two sides swapped), whether a select's predicate
+compares x, and what a cond's predicate computes beyond comparing x.
 
 Each function takes a jaxpr the test traced, never the kata's answer.
 """
@@ -13,6 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Literal
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 
 # what a key becomes without being split or drawn from: picked out of a split, reshaped, wrapped
 KEY_MOVES = frozenset(
@@ -145,17 +147,72 @@ def _run_swapping(
     return [read(v) for v in inner.outvars]
 
 
-def decides(jaxpr, args, x, chooser: str) -> bool:
-    """Whether one `chooser` of jaxpr decides the result: with its two sides swapped, every
-    nonzero element of |x| comes out otherwise (x and -x swap places)."""
+def deciding(jaxpr, args, x, chooser: str) -> list[int]:
+    """The `chooser`s of jaxpr (counted in order, into nested jits) that decide the result: with
+    the two sides of one swapped, every nonzero element of |x| comes out otherwise (x and -x
+    swap places)."""
     seen = [0]
     (base,) = _run_swapping(jaxpr, args, chooser, None, seen)
     base, nonzero = np.asarray(base), np.asarray(x) != 0
+    found = []
     for index in range(seen[0]):
         (swapped,) = _run_swapping(jaxpr, args, chooser, index, [0])
         if np.all(np.asarray(swapped)[nonzero] != base[nonzero]):
-            return True
-    return False
+            found.append(index)
+    return found
+
+
+def decides(jaxpr, args, x, chooser: str) -> bool:
+    """Whether one `chooser` of jaxpr decides the result (see :func:`deciding`)."""
+    return bool(deciding(jaxpr, args, x, chooser))
+
+
+def compares_x(jaxpr, args, x) -> list[bool]:
+    """For each select_n of jaxpr (counted in order, into nested jits, as :func:`deciding`
+    counts them): whether its predicate is computed by a comparison (lt, le, gt, ge, eq, ne)
+    of a value computed from x. x is jaxpr's input when args are given, else the constant
+    closed over that equals x (same shape, dtype and elements). A predicate that is a constant
+    (a broadcast False), or computed from x's shape alone, does not compare x."""
+    inner, x = jaxpr.jaxpr, np.asarray(x)
+    if args:
+        sources = set(inner.invars[:1])
+    else:
+        sources = {
+            v
+            for v, c in zip(inner.constvars, jaxpr.consts, strict=True)
+            if np.shape(c) == x.shape
+            and np.asarray(c).dtype == x.dtype
+            and np.array_equal(np.asarray(c), x, equal_nan=x.dtype.kind == "f")
+        }
+    found: list[bool] = []
+    _taint(inner, dict.fromkeys(sources, "x"), found)
+    return found
+
+
+def _taint(inner, marks: dict, found: list[bool]) -> None:
+    """Mark each var of inner "x" (computed from x) or "compared" (computed by a comparison of
+    a value computed from x), in place; append, per select_n, whether its predicate is
+    "compared"."""
+
+    def mark(var) -> str | None:
+        return None if isinstance(var, Literal) else marks.get(var)
+
+    for eqn in inner.eqns:
+        name, got = eqn.primitive.name, [mark(v) for v in eqn.invars]
+        if name in ("jit", "pjit"):
+            sub = eqn.params["jaxpr"].jaxpr
+            sub_marks = {v: m for v, m in zip(sub.invars, got, strict=True) if m}
+            _taint(sub, sub_marks, found)
+            for v, o in zip(sub.outvars, eqn.outvars, strict=True):
+                if mark_out := (None if isinstance(v, Literal) else sub_marks.get(v)):
+                    marks[o] = mark_out
+            continue
+        if name == "select_n":
+            found.append(got[0] == "compared")
+        if "compared" in got or (name in _COMPARISONS and "x" in got):
+            marks.update(dict.fromkeys(eqn.outvars, "compared"))
+        elif "x" in got:
+            marks.update(dict.fromkeys(eqn.outvars, "x"))
 
 
 def picks_x_or_minus_x(jaxpr, args, x) -> bool:
@@ -179,9 +236,6 @@ def picks_x_or_minus_x(jaxpr, args, x) -> bool:
         if np.all(straight | crossed):
             return True
     return False
-
-
-_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 
 
 def outside_the_cond(jaxpr) -> list[str]:

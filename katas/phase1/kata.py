@@ -64,7 +64,9 @@ def loss_and_grad(params: dict, x, y) -> tuple[jax.Array, dict]:
     grads has the same structure as params (a dict with the same keys, shapes and dtypes: bf16
     params and data give bf16 grads and a bf16 loss). Every call computes on its own arguments
     (the same params dict refilled in place too), under jit or eagerly, on NumPy arrays or JAX
-    arrays.
+    arrays. Non-finite data are in the domain: a NaN or an infinity in y gives the loss and the
+    gradient JAX computes for it, NaN or inf wherever it reaches (a diverging step must show:
+    no gradient entry is replaced by a number, nan_to_num or otherwise).
     """
     # TODO: one JAX transformation gives both at once
     raise NotImplementedError("phase1 task 4: loss_and_grad")
@@ -75,7 +77,8 @@ def make_power_jit(f) -> Callable:
 
     Return what jax.jit returns (it has .lower and .trace), for the f you are given: jit f
     itself, not a function that calls f (the result's __wrapped__ is f, and the programs it
-    lowers are named after f: jit_power for a function called power). n is f's
+    lowers are named after f: jit_power for a function called power, jit_cube for one called
+    cube; f itself comes back as it was given, its name and attributes untouched). n is f's
     second positional parameter, whatever it is called and whether or not it is positional-only
     (def f(x, n, /)); f may take more parameters after it, with defaults, which the calls leave
     out, and one of them may be called n. n must be static: one trace per distinct n, none
@@ -120,7 +123,9 @@ def abs_where(x) -> jax.Array:
     comes back unchanged (int8 -128 gives -128, as np.abs gives), never clipped to the max.
     The jaxpr selects (select_n) for every dtype (an unsigned one too, whose |x| is x), also
     when x is a concrete array (a JAX array or a NumPy one), and the select decides: it picks x
-    or -x per element (|x| computed some other way, here or on the host, is not a select). An
+    or -x per element (|x| computed some other way, here or on the host, is not a select), and
+    its predicate compares x (x < 0, x >= 0), for an unsigned x too, where it always picks x (a
+    constant predicate, nothing ever negative, is not a comparison of x). An
     empty x (f32[0, 3]) has no element to pick: JAX leaves the select out of its jaxpr, and
     only the result's shape and dtype are checked. Do not call jnp.abs, jnp.sign or
     jnp.maximum.

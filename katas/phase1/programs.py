@@ -50,7 +50,10 @@ def data(
     return params, x.astype(dtype), y.astype(dtype)
 
 
-def counting_power(counter):
+def counting_power(counter, name: str = "power"):
+    """x**n by a Python loop over n, appending n to counter at each trace; the function is
+    called `name` (its __name__ and __qualname__)."""
+
     def power(x, n):
         counter.append(n)
         result = x
@@ -58,17 +61,19 @@ def counting_power(counter):
             result = result * x
         return result
 
+    power.__name__ = power.__qualname__ = name
     return power
 
 
-def spelled_power(counter, spelling: tuple[str, str, str]):
-    """counting_power under a drawn signature (katas/phase1/strata_traces.py power_spellings):
-    a real function whose parameters have the drawn names and kinds, for jit and the learner to
-    read. The names come from the fixed lists there, so the source built here is always valid."""
+def spelled_power(counter, spelling: tuple[str, str, str], name: str = "power"):
+    """counting_power under a drawn signature (katas/phase1/strata_traces.py power_spellings)
+    and a drawn name: a real function whose parameters have the drawn names and kinds, for jit
+    and the learner to read. The names come from the fixed lists there, so the source built
+    here is always valid."""
     x, n, parameters = spelling
     scope = {"_power": counting_power(counter)}
-    exec(f"def power({parameters}):\n    return _power({x}, {n})\n", scope)
-    return scope["power"]
+    exec(f"def {name}({parameters}):\n    return _power({x}, {n})\n", scope)
+    return scope[name]
 
 
 def if_positive(x):

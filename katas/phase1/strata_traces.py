@@ -265,6 +265,9 @@ SITUATIONS = {
 N_NAMES = ("n", "k", "p", "power", "exponent", "times", "degree", "count")
 X_NAMES = ("x", "a", "base", "value", "arr")
 
+# names f itself may have (its programs are named after it, jit_<name>)
+F_NAMES = ("power", "pow_n", "raise_to", "nth_power", "repeated_product", "times_itself", "cube")
+
 # a spelling of f's signature: x's name, n's name, the parameter list
 Spelling = tuple[str, str, str]
 
@@ -286,6 +289,11 @@ def power_spellings(rng: random.Random) -> list[Spelling]:
     star = "*, " if rng.random() < 0.5 else ""
     named = f"{x_other}, {n_other}, {star}{_defaulted(extras)}"
     return [(x, n, only), (x_other, n_other, named)]
+
+
+def power_names(rng: random.Random) -> list[str]:
+    """Three names drawn for f, all different: "power" (the contract's example) or others."""
+    return rng.sample(F_NAMES, 3)
 
 
 def pairings(rng: random.Random) -> tuple[list[Call], list[Call]]:

@@ -327,3 +327,56 @@ def test_loss_and_grad_at_an_exact_fit(kata, fresh):
                     f"{where}: d loss / d {name} is {value.tolist()}, expected 0 everywhere "
                     "(every residual is 0)"
                 )
+
+
+def _non_finite_everywhere(params, x, y) -> dict[str, np.ndarray]:
+    """Where d loss / d params is non-finite for every relu spelling (float64 NumPy): the chain
+    rule with the relu's gradient as a select, which passes nothing of an inactive unit (a
+    multiply by its 0 mask would pass NaN there)."""
+    p, x = oracle.f64(params), np.asarray(x, np.float64)
+    pre = x @ p["w1"] + p["b1"]
+    hidden = np.maximum(pre, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d_out = 2.0 * (hidden @ p["w2"] + p["b2"] - np.asarray(y, np.float64)) / np.size(y)
+        d_pre = np.where(pre > 0, d_out @ p["w2"].T, 0.0)
+        grads = {"w1": x.T @ d_pre, "b1": d_pre.sum(0), "w2": hidden.T @ d_out, "b2": d_out.sum(0)}
+    return {name: ~np.isfinite(value) for name, value in grads.items()}
+
+
+@pytest.mark.task("loss_and_grad")
+def test_loss_and_grad_lets_non_finite_data_through(kata, fresh):
+    """A NaN or an infinity in y (which, where and the shape drawn), float32, under jit and
+    called eagerly: the loss is NaN or inf as NumPy's, every gradient entry it reaches stays
+    non-finite (never replaced by a number), the others are the chain rule's."""
+    runs = (("under jit", jax.jit(kata.loss_and_grad)), ("eagerly", kata.loss_and_grad))
+    for how, run in runs:
+        shape = fresh.choice((SHAPES[0], SHAPES[2]))
+        params, x, y = data(fresh.randrange(2**16), shape)
+        at = (fresh.randrange(shape[0]), fresh.randrange(shape[3]))
+        y[at] = fresh.choice((np.nan, np.inf, -np.inf))
+        where = f"{how}, shape {shape}, y{list(at)} = {y[at]} ({fresh.where()})"
+        loss, grads = _loss_and_grad(run, params, x, y)
+        expected = oracle.np_loss(params, x, y)
+        with check:
+            assert str(float(loss)) == str(expected), (
+                f"{where}: the loss is {float(loss)}, expected {expected}"
+            )
+        with np.errstate(invalid="ignore", over="ignore"):
+            chain = oracle.np_grads(params, x, y)
+        for name, reached in _non_finite_everywhere(params, x, y).items():
+            got = np.asarray(grads.get(name), np.float64)
+            assert got.shape == reached.shape, (
+                f"{where}: d loss / d {name} has shape {got.shape}, expected {reached.shape}"
+            )
+            numbers = np.argwhere(reached & np.isfinite(got))[:3].tolist()
+            with check:
+                assert not numbers, (
+                    f"{where}: d loss / d {name} is finite at {numbers} where the gradient is "
+                    "NaN or infinite: a non-finite gradient comes back as it is, never "
+                    "replaced by a number"
+                )
+            finite = np.isfinite(chain[name])
+            with check:
+                np.testing.assert_allclose(
+                    got[finite], chain[name][finite], rtol=1e-3, atol=1e-5, err_msg=where
+                )

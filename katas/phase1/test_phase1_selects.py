@@ -79,7 +79,8 @@ def test_abs_where_any_floats(kata, values):
 @pytest.mark.task("abs_where")
 def test_abs_where_selects(kata):
     """On every dtype of the contract (unsigned ones too: |x| is x there, and the select still
-    picks x or -x: its two cases hold x and -x themselves, read off the evaluated jaxpr),
+    picks x or -x: its two cases hold x and -x themselves, read off the evaluated jaxpr, and its
+    predicate compares x, read off the jaxpr's data flow, a JAX array's too),
     traced from an argument and from a concrete JAX or NumPy array; x is not empty (JAX
     leaves out the select of an empty x, which has nothing to pick: the contract asks only its
     shape and dtype, which test_abs_where_values_under_jit checks)."""
@@ -97,11 +98,22 @@ def test_abs_where_selects(kata):
                     f"{where}: the jaxpr computes |x| without a select "
                     f"(abs x{census['abs']}, sign x{census['sign']}, max x{census['max']})"
                 )
+            args = [x] if how == "traced" else []
+            deciding = walks.deciding(jaxpr, args, x, "select_n")
             with check:
-                assert walks.decides(jaxpr, [x] if how == "traced" else [], x, "select_n"), (
+                assert deciding, (
                     f"{where}: no select_n decides |x|: swapping the two cases of a select "
                     f"leaves abs_where({x.tolist()}) unchanged at some nonzero x (x and -x "
                     "should swap places); the select must pick x or -x per element"
+                )
+            # a NumPy x may be compared on the host (x > 0 of a NumPy array is NumPy's): its
+            # predicate is then a constant in the jaxpr, as a constant one would be
+            compared = walks.compares_x(jaxpr, args, x)
+            with check:
+                assert how == "concrete NumPy array" or any(compared[i] for i in deciding), (
+                    f"{where}: the select_n that decides |x| has a predicate that compares "
+                    f"nothing of x (a constant, or one computed without a comparison of x): on "
+                    f"{x.dtype} too its predicate must compare x, as x < 0 or x >= 0 does"
                 )
             with check:
                 assert walks.picks_x_or_minus_x(jaxpr, [x] if how == "traced" else [], x), (

@@ -18,7 +18,12 @@ from pytest_check import check
 from kata_harness.oracles import jax_basics as oracle
 from kata_harness.predict import compiler_refused
 from katas.phase1.programs import counting_power, if_positive, spelled_power
-from katas.phase1.strata_traces import count_traces_strata, describe, power_spellings
+from katas.phase1.strata_traces import (
+    count_traces_strata,
+    describe,
+    power_names,
+    power_spellings,
+)
 from xla_inspect.stablehlo import stablehlo_op_census
 
 # ------------------------------------------------------------------------------- make_power_jit
@@ -57,9 +62,32 @@ def _run(f, call, x, n):
 def _powers(fresh, traces: list[int]) -> list:
     """f in each spelling: f(x, n), n positional-only, n called otherwise before a defaulted
     parameter called n (names drawn, strata.power_spellings), and f(x, n) again: another
-    function of the same name."""
-    spelled = [spelled_power(traces, spelling) for spelling in power_spellings(fresh)]
-    return [counting_power(traces), *spelled, counting_power(traces)]
+    function of the same name; f's own names drawn too (strata.power_names)."""
+    first, *names = power_names(fresh)
+    spellings = power_spellings(fresh)
+    spelled = [spelled_power(traces, s, name) for s, name in zip(spellings, names, strict=True)]
+    return [counting_power(traces, first), *spelled, counting_power(traces, first)]
+
+
+def _looks(f) -> tuple:
+    """What the caller sees of f: its names, signature, code, defaults and attributes."""
+    return (
+        f.__name__,
+        f.__qualname__,
+        f.__module__,
+        f.__code__,
+        f.__defaults__,
+        f.__kwdefaults__,
+        dict(vars(f)),
+    )
+
+
+def _unchanged(f, before: tuple, when: str) -> None:
+    with check:
+        assert _looks(f) == before, (
+            f"{_spelled(f)} (was called {before[0]!r}) came back changed {when}: "
+            f"{_looks(f)} instead of {before}; make_power_jit jits the caller's f as it is"
+        )
 
 
 @pytest.mark.task("make_power_jit")
@@ -70,6 +98,7 @@ def test_power_jit_traces_once_per_static_value(kata, fresh):
     powers = _powers(fresh, traces)
     for round_, f in enumerate(powers):
         traces.clear()
+        before = _looks(f)
         power = _jitted(kata, f)
         ns = tuple(int(n) for n in rng.permutation((3, 2, 3, 2, 4)))
         xs = [rng.integers(-3, 4, size=(2, 5)).astype(np.float32) for _ in ns]  # new values
@@ -96,14 +125,19 @@ def test_power_jit_traces_once_per_static_value(kata, fresh):
             with check:
                 np.testing.assert_allclose(got, xs[0] ** n, err_msg=f"{where}, same x, n = {n}")
         assert not x.is_deleted(), f"{where}: the caller's x was deleted (donated) by the call"
+        _unchanged(f, before, f"after make_power_jit and the calls ({fresh.where()})")
 
 
 @pytest.mark.task("make_power_jit")
 def test_power_jit_is_compiled_with_n_baked_in(kata, fresh):
     """The program of each n unrolls the loop and takes x alone; it is f's own program: the jit
-    wraps f itself (not a function that calls it), so its module is named after f."""
+    wraps f itself (not a function that calls it), so its module is named after f: the name f
+    had when it was handed over (drawn, strata.power_names), which stays f's own."""
     for f in _powers(fresh, [])[:3]:
+        before = _looks(f)
+        name = f.__name__
         power = _jitted(kata, f)
+        _unchanged(f, before, f"from make_power_jit ({fresh.where()})")
         assert hasattr(power, "lower") and hasattr(power, "trace"), (
             "expected what jax.jit returns (it has .lower and .trace)"
         )
@@ -118,10 +152,11 @@ def test_power_jit_is_compiled_with_n_baked_in(kata, fresh):
                 text = _run(f, power.lower, x, n).as_text()
                 module = re.search(r"^module @(\S+)", text, re.MULTILINE)
                 with check:
-                    assert module is not None and module[1] == f"jit_{f.__name__}", (
+                    assert module is not None and module[1] == f"jit_{name}", (
                         f"{_spelled(f)}, n={n}: the lowered module is "
-                        f"{module[1] if module else 'unnamed'!s}, expected jit_{f.__name__}: "
-                        "jit f itself, and its programs are named after f"
+                        f"{module[1] if module else 'unnamed'!s}, expected jit_{name}: jit f "
+                        f"itself, and its programs are named after f, called {name!r} "
+                        f"({fresh.where()})"
                     )
                 inputs = len(_run(f, power.trace, x, n).jaxpr.in_avals)
                 multiplies = stablehlo_op_census(text)["stablehlo.multiply"]
