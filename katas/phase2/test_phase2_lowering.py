@@ -36,8 +36,10 @@ from katas.phase2.programs import (
     two_consts,
 )
 from katas.phase2.strata import (
+    DTYPE_NAMES,
     closed_over,
     dead_code_program,
+    dtype_of,
     lowering_case,
     uses_and_returns,
 )
@@ -339,13 +341,17 @@ def test_closure_consts_on_fresh_programs(kata, fresh):
     (0-d ones included) of any dtype, each a const with its own dtype and values, in the order
     that makes the jaxpr reproduce the function. Each array is summed, returned as it is (a
     constvar no equation reads) or both (strata.uses_and_returns). One array of each set is an
-    equal copy of another (another object: a const of its own). Some sets (drawn, one at least)
+    equal copy of another (another object: a const of its own); one set at least also holds a
+    zero-size NumPy array. Some sets (drawn, one at least)
     are closed over by a function given already jitted: the jaxpr of jax.jit(fn) is one jit
     equation that keeps them in its own jaxpr (no top-level consts), whose consts they are."""
     x = np.arange(3.0, dtype=F32)
-    jitted_at = fresh.randrange(3)
+    jitted_at, empty_at = fresh.randrange(3), fresh.randrange(3)
     for index in range(3):
         arrays = closed_over(fresh)
+        if index == empty_at:  # one set at least holds a zero-size array: a const all the same
+            empty = np.zeros((fresh.randint(1, 3), 0), dtype_of(fresh.choice(DTYPE_NAMES)))
+            arrays.insert(fresh.randrange(len(arrays) + 1), empty)
         fn = uses_and_returns(fresh, arrays)
         cases = [(jax.make_jaxpr(fn)(x), arrays, "")]
         if index == jitted_at or fresh.random() < 0.3:
