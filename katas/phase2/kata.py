@@ -29,9 +29,10 @@ def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignor
     params and x are traced as inputs (four params leaves, then x; nothing closed over), with
     their own shapes and dtypes (bf16 stays bf16, x keeps its dtype when it differs from the
     params', and its rank: x may be one example (in_dim,) or a batch (batch, in_dim) or more):
-    the jaxpr's avals follow the arguments of each call. The jaxpr of jax.jit(mlp) (one jit
-    equation holding mlp's) is mlp's jaxpr too; no other wrapper's is (jax.checkpoint(mlp)
-    gives one remat equation holding mlp's: another jaxpr).
+    the jaxpr's avals follow the arguments of each call, weak types too (an x made by jnp from a
+    Python scalar, jnp.full(shape, 1.0), is weakly typed: its input aval is ~f32, not f32). The
+    jaxpr of jax.jit(mlp) (one jit equation holding mlp's) is mlp's jaxpr too; no other
+    wrapper's is (jax.checkpoint(mlp) gives one remat equation holding mlp's: another jaxpr).
     """
     # TODO: one call traces mlp with abstract values
     raise NotImplementedError("phase2 task 1: mlp_jaxpr")

@@ -129,6 +129,35 @@ def shape_edges(rng, count: int) -> list[str]:
     return edges
 
 
+def mlp_calls(rng, shape, group: int, x_dtype: str, other_dtype: str) -> list[tuple]:
+    """mlp_jaxpr's calls for one x dtype and one shape, as (params, x, what changed): one per
+    params dtype (drawn order), x of rank 1, 2 or 3 by the group; then three calls that each
+    change one thing from the call before (x's dtype to `other_dtype`, x's leading shape, the
+    params' widths); then one with x weakly typed (and b1 too in even groups)."""
+    lead = ((), (shape[0],), (2, shape[0]))[group % 3]  # x's rank: 1, 2, 3 in turn
+    calls = []
+    for param_dtype in rng.sample(DTYPES, len(DTYPES)):
+        params, x = aval_case_args(shape, param_dtype, x_dtype)
+        calls.append((params, np.ones((*lead, shape[1]), x.dtype), ""))
+    params, x, _ = calls[-1]
+    x = x.astype(aval_case_args(shape, param_dtype, other_dtype)[1].dtype)  # same shape
+    calls.append((params, x, "after the same call with only x's dtype changed"))
+    x = np.ones((*((7,) if len(lead) != 1 else ()), shape[1]), x.dtype)  # another rank
+    calls.append((params, x, "after the same call with only x's leading shape changed"))
+    wider = (shape[0], shape[1], shape[2] + 1, shape[3] + 1)
+    params = aval_case_args(wider, str(params["w1"].dtype), x_dtype)[0]
+    calls.append((params, x, "after the same call with only the params' widths changed"))
+    # a Python float or int, which jnp makes a weakly typed array (jnp.matmul refuses a weak
+    # int32 against 8- or 16-bit integer params: a float then)
+    narrow = params["w1"].dtype.kind in "iu" and params["w1"].dtype.itemsize < 4
+    weak = 1.0 if narrow else rng.choice((1.0, 1))
+    x = jnp.full(x.shape, weak)
+    if group % 2 == 0:
+        params = {**params, "b1": jnp.full(params["b1"].shape, weak)}
+    calls.append((params, x, f"with x weakly typed (~{x.dtype}){' and b1' * (group % 2 == 0)}"))
+    return calls
+
+
 def aval_case_args(shape, param_dtype: str, x_dtype: str):
     """params (inserted as w1, b1, w2, b2) and x for one AVAL_CASES entry."""
     batch, n_in, hidden, out = shape

@@ -32,12 +32,12 @@ from katas.phase2.programs import (
     census_programs,
     fresh_mlp_shape,
     mlp_args,
+    mlp_calls,
     shape_edges,
 )
 from katas.phase2.strata import (
     EXTENSION_NAMES,
     LITERAL_DTYPES,
-    dtype_of,
     io_program,
     literal_program,
 )
@@ -53,9 +53,10 @@ def _is_jaxpr(jaxpr, what: str) -> None:
 
 
 def _avals(jaxpr) -> tuple[list, list]:
+    """(shape, dtype, weak_type) of each input and output: `~f32` is not `f32`."""
     return (
-        [(a.shape, a.dtype) for a in in_avals(jaxpr)],
-        [(a.shape, a.dtype) for a in out_avals(jaxpr)],
+        [(a.shape, a.dtype, a.weak_type) for a in in_avals(jaxpr)],
+        [(a.shape, a.dtype, a.weak_type) for a in out_avals(jaxpr)],
     )
 
 
@@ -130,27 +131,16 @@ def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
     shape situation (a size of 1 in each place, or all distinct) on a fifth of the pairs. Each
     group ends with three calls that change one thing at a time from the call before: x's
     dtype alone, then x's leading shape alone, then the params' widths alone (what a trace
-    cache keyed on less than every argument's shape and dtype gets wrong). The expected avals
+    cache keyed on less than every argument's shape and dtype gets wrong), and a fourth with x
+    weakly typed (a float32 or int32 x made from a Python scalar by jnp; in even groups one
+    params leaf too): its aval stays weakly typed, ~f32 not f32. The expected avals
     are those of jax.make_jaxpr(mlp) traced here, and so are the expected equations: mlp's at
     the top level or inside the one jit of jax.jit(mlp), no other wrapper (a checkpoint's
     remat equation holding them is another jaxpr)."""
     x_dtypes, edges = fresh.sample(DTYPES, len(DTYPES)), shape_edges(fresh, len(DTYPES))
     for group, (x_dtype, edge) in enumerate(zip(x_dtypes, edges, strict=True)):
         shape = fresh_mlp_shape(fresh, edge)
-        lead = ((), (shape[0],), (2, shape[0]))[group % 3]  # x's rank: 1, 2, 3 in turn
-        calls = []
-        for param_dtype in fresh.sample(DTYPES, len(DTYPES)):
-            params, x = aval_case_args(shape, param_dtype, x_dtype)
-            calls.append((params, np.ones((*lead, shape[1]), x.dtype), ""))
-        params, x, _ = calls[-1]
-        other_dtype = x_dtypes[(group + 1) % len(x_dtypes)]  # another x dtype, same shape
-        x = x.astype(dtype_of(other_dtype))
-        calls.append((params, x, "after the same call with only x's dtype changed"))
-        x = np.ones((*((7,) if len(lead) != 1 else ()), shape[1]), x.dtype)  # another rank
-        calls.append((params, x, "after the same call with only x's leading shape changed"))
-        wider = (shape[0], shape[1], shape[2] + 1, shape[3] + 1)
-        params = aval_case_args(wider, str(params["w1"].dtype), x_dtype)[0]
-        calls.append((params, x, "after the same call with only the params' widths changed"))
+        calls = mlp_calls(fresh, shape, group, x_dtype, x_dtypes[(group + 1) % len(x_dtypes)])
         for params, x, changed in calls:
             what = (
                 f"{params['w1'].dtype} params w1{list(params['w1'].shape)}, "
@@ -338,18 +328,30 @@ def test_literals_on_fresh_programs(kata, fresh):
     dtype's edges (unsigned, int32 beyond 2**24, ...) and a zero, beside primitives whose names
     contain or begin with the one asked (xor, scatter-add; add_any, atan2), equations with two
     literal operands (a clamp's bounds, one value twice), and a closed-over 0-d jax Array (a
-    constvar) as an operand of the primitive asked."""
-    for name in fresh.sample(LITERAL_DTYPES, len(LITERAL_DTYPES)):
+    constvar) as an operand of the primitive asked. Some programs (drawn, one at least) are
+    given already jitted: the jaxpr of jax.jit(f) is one jit equation, whose literals are not
+    top-level ones (none for any primitive asked), and its jaxpr, a closed jaxpr of its own,
+    has f's."""
+    names = fresh.sample(LITERAL_DTYPES, len(LITERAL_DTYPES))
+    jitted = {names[0], *(n for n in names[1:] if fresh.random() < 0.3)}
+    for name in fresh.sample(names, len(names)):
         program = literal_program(fresh, name)
-        jaxpr = jax.make_jaxpr(program.f)(program.arg)
-        for primitive, expected in program.expected.items():
-            got = kata.literal_operands(jaxpr, primitive)
-            assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
-            with check:
-                assert [float(v) for v in got] == expected, (
-                    f"{program.dtype} program, {primitive!r}: literals {got}, expected "
-                    f"{expected} ({fresh.where()})"
-                )
+        cases = [(jax.make_jaxpr(program.f)(program.arg), program.expected, "")]
+        if name in jitted:
+            outer = jax.make_jaxpr(jax.jit(program.f))(program.arg)
+            cases = [
+                (outer, dict.fromkeys(program.expected, []), " given as jax.jit(f)"),
+                (outer.eqns[0].params["jaxpr"], program.expected, ", the jit equation's own jaxpr"),
+            ]
+        for jaxpr, expected_of, how in cases:
+            for primitive, expected in expected_of.items():
+                got = kata.literal_operands(jaxpr, primitive)
+                assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
+                with check:
+                    assert [float(v) for v in got] == expected, (
+                        f"{program.dtype} program{how}, {primitive!r}: literals {got}, expected "
+                        f"{expected} ({fresh.where()})"
+                    )
 
 
 # ------------------------------------------------------------------------------------ mlp_avals

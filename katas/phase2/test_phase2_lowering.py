@@ -18,6 +18,7 @@ from pytest_check import check
 
 from kata_harness.oracles import jaxprs as oracle
 from katas.phase2.effects import effects_program
+from katas.phase2.mlir_text import differences, function_names, parse_module
 from katas.phase2.programs import (
     F32,
     INTS,
@@ -35,8 +36,10 @@ from katas.phase2.programs import (
     two_consts,
 )
 from katas.phase2.strata import (
+    DTYPE_NAMES,
     closed_over,
     dead_code_program,
+    dtype_of,
     lowering_case,
     uses_and_returns,
 )
@@ -133,43 +136,6 @@ def test_dead_code_with_effects(kata, fresh):
 # ---------------------------------------------------------------------------------- stablehlo_of
 
 
-def _mlir_module(text):
-    from jax._src.interpreters import mlir
-    from jax.extend.mlir import ir
-
-    assert isinstance(text, str), f"expected StableHLO text (a str), got {type(text).__name__}"
-    with mlir.make_ir_context():
-        try:
-            module = ir.Module.parse(text)
-        except Exception as error:  # MLIRError lives in a private module
-            pytest.fail(f"not StableHLO (MLIR's parser refused it: {str(error)[:120]})")
-        mains = [
-            op
-            for op in module.body.operations
-            if op.operation.name == "func.func"
-            and ir.StringAttr(op.attributes["sym_name"]).value == "main"
-        ]
-        assert len(mains) == 1, "expected one func.func @main"
-        signature = ir.FunctionType(ir.TypeAttr(mains[0].attributes["function_type"]).value)
-        inputs, results = [str(t) for t in signature.inputs], [str(t) for t in signature.results]
-        attributes = module.operation.attributes
-        named = {str(name): str(attributes[name]) for name in attributes}
-        main = oracle.function_attributes(mains[0].operation.attributes)
-    return module, inputs, results, named, main
-
-
-def _differences(named, expected):
-    missing = sorted(set(expected) - set(named))
-    extra = {k: named[k] for k in sorted(set(named) - set(expected))}
-    changed = {k: (named[k], expected[k]) for k in sorted(set(named) & set(expected))}
-    changed = {k: pair for k, pair in changed.items() if pair[0] != pair[1]}
-    return (
-        (f"; missing {missing}" if missing else "")
-        + (f"; not set by jit's lowering: {extra}" if extra else "")
-        + (f"; other values (got, jit's): {changed}" if changed else "")
-    )
-
-
 def _check_module_as_jit_lowers(text, parsed, f, args, what):
     """The module jit lowers, printed as the lowered stage prints it by default: the module's
     attributes are jit's (another lowering path, such as jax.export's, adds its own), so are
@@ -178,11 +144,11 @@ def _check_module_as_jit_lowers(text, parsed, f, args, what):
     __tracebackhide__ = True
     named, main = parsed[3], parsed[4]
     with check:
-        assert not (differ := _differences(named, oracle.module_attributes(f, args))), (
+        assert not (differ := differences(named, oracle.module_attributes(f, args))), (
             f"{what}: the module's attributes are not those jax.jit's lowering gives it{differ}"
         )
     with check:
-        assert not (differ := _differences(main, oracle.main_attributes(f, args))), (
+        assert not (differ := differences(main, oracle.main_attributes(f, args))), (
             f"{what}: @main's attributes (its signature, its arguments' and results' "
             f"attributes) are not those jax.jit's default lowering gives it{differ}"
         )
@@ -196,7 +162,7 @@ def _check_module_as_jit_lowers(text, parsed, f, args, what):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_drops_dead_code(kata):
     text = kata.stablehlo_of(dead_mul, F32(1.0))
-    _check_module_as_jit_lowers(text, _mlir_module(text), dead_mul, [F32(1.0)], "dead_mul")
+    _check_module_as_jit_lowers(text, parse_module(text), dead_mul, [F32(1.0)], "dead_mul")
     census = stablehlo_op_census(text)
     with check:
         assert census["stablehlo.add"] == 1, dict(census)
@@ -207,7 +173,7 @@ def test_lowering_drops_dead_code(kata):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_keeps_argument_types(kata):
     text = kata.stablehlo_of(mixed, *MIXED_ARGS)
-    parsed = _mlir_module(text)
+    parsed = parse_module(text)
     inputs = parsed[1]
     _check_module_as_jit_lowers(text, parsed, mixed, MIXED_ARGS, "mixed(*MIXED_ARGS)")
     census = stablehlo_op_census(text)
@@ -233,15 +199,21 @@ def test_lowering_on_fresh_arguments(kata, fresh):
     module whose @main calls a function it does not hold. The module's attributes and @main's
     (its arguments' and results' too: an argument of the shape and dtype of a result is one a
     donation would alias) are those jax.jit's lowering sets (oracle.module_attributes and
-    main_attributes), and no debug locations are printed."""
+    main_attributes), and no debug locations are printed. Some cases (drawn, one at least) give
+    f already jitted: jax.jit(f) of it has a function of its own beside @main, which @main
+    calls, so the module holds the functions jax.jit(f) lowers to, by name."""
+    jitted_at = fresh.randrange(3)
     for index in range(3):
         f, args, reads = lowering_case(fresh)
+        if index == jitted_at or fresh.random() < 0.3:
+            f = jax.jit(f)
         text = kata.stablehlo_of(f, *args)
-        parsed = _mlir_module(text)
+        parsed = parse_module(text)
         inputs, results = parsed[1], parsed[2]
         expected_in, expected_out = oracle.main_signature(f, args, reads)
         what = (
-            f"drawn case {index + 1}, f reads arguments {reads} of "
+            f"drawn case {index + 1}{', f given jitted' * hasattr(f, 'lower')}, f reads "
+            f"arguments {reads} of "
             f"{[type(a).__name__ for a in args]} ({fresh.where()})"
         )
         _check_module_as_jit_lowers(text, parsed, f, args, what)
@@ -250,6 +222,11 @@ def test_lowering_on_fresh_arguments(kata, fresh):
         with check:
             assert results == expected_out, (
                 f"{what}: @main returns {results}, expected {expected_out}"
+            )
+        lowered = jax.jit(f).trace(*args).lower().compiler_ir("stablehlo")
+        with check:
+            assert parsed[5] == (expected := function_names(lowered)), (
+                f"{what}: the module's functions are {parsed[5]}, jax.jit(f)'s {expected}"
             )
 
 
@@ -364,22 +341,35 @@ def test_closure_consts_on_fresh_programs(kata, fresh):
     (0-d ones included) of any dtype, each a const with its own dtype and values, in the order
     that makes the jaxpr reproduce the function. Each array is summed, returned as it is (a
     constvar no equation reads) or both (strata.uses_and_returns). One array of each set is an
-    equal copy of another (another object: a const of its own)."""
+    equal copy of another (another object: a const of its own); one set at least also holds a
+    zero-size NumPy array. Some sets (drawn, one at least)
+    are closed over by a function given already jitted: the jaxpr of jax.jit(fn) is one jit
+    equation that keeps them in its own jaxpr (no top-level consts), whose consts they are."""
     x = np.arange(3.0, dtype=F32)
+    jitted_at, empty_at = fresh.randrange(3), fresh.randrange(3)
     for index in range(3):
         arrays = closed_over(fresh)
+        if index == empty_at:  # one set at least holds a zero-size array: a const all the same
+            empty = np.zeros((fresh.randint(1, 3), 0), dtype_of(fresh.choice(DTYPE_NAMES)))
+            arrays.insert(fresh.randrange(len(arrays) + 1), empty)
         fn = uses_and_returns(fresh, arrays)
-        jaxpr = jax.make_jaxpr(fn)(x)
-        consts = _consts(kata, jaxpr)
-        what = f"drawn set {index + 1} ({fresh.where()})"
-        made = sorted(oracle.describe_array(a) for a in arrays)
-        got = sorted(oracle.describe_array(c) for c in consts)
-        with check:
-            assert got == made, (
-                f"{what}: {len(consts)} consts of {[str(c.dtype) for c in consts]}; the function "
-                f"closed over {len(arrays)} of {[str(a.dtype) for a in arrays]} (values kept)"
-            )
-        if got == made:
+        cases = [(jax.make_jaxpr(fn)(x), arrays, "")]
+        if index == jitted_at or fresh.random() < 0.3:
+            outer = jax.make_jaxpr(jax.jit(fn))(x)
+            inner = outer.eqns[0].params["jaxpr"]
+            cases = [(outer, [], ", fn given as jax.jit(fn)"), (inner, arrays, ", its jit's jaxpr")]
+        for jaxpr, closed, how in cases:
+            consts = _consts(kata, jaxpr)
+            what = f"drawn set {index + 1}{how} ({fresh.where()})"
+            made = sorted(oracle.describe_array(a) for a in closed)
+            got = sorted(oracle.describe_array(c) for c in consts)
+            with check:
+                assert got == made, (
+                    f"{what}: {len(consts)} consts of {[str(c.dtype) for c in consts]}; expected "
+                    f"{len(closed)} of {[str(a.dtype) for a in closed]} (values kept)"
+                )
+            if got != made:
+                continue
             try:
                 values = jax.core.eval_jaxpr(jaxpr.jaxpr, consts, x)
             except (TypeError, ValueError) as error:
