@@ -68,7 +68,10 @@ def main_signature(fn, args, reads: Sequence[int]) -> tuple[list[str], list[str]
     )
 
 
-def _jit_module(fn, args):
+def jit_module(fn, args):
+    """The StableHLO module jax.jit(fn) lowers for `args`: the lowered stage's MLIR module (the
+    compiler's own object, not any text). Lowered once per case; :func:`module_attributes` and
+    :func:`main_attributes` read it."""
     module = jax.jit(fn).trace(*args).lower().compiler_ir("stablehlo")
     assert module is not None, "this jax gives no StableHLO module for a lowered stage"
     return module
@@ -78,10 +81,9 @@ def _named(attributes) -> dict[str, str]:
     return {str(name): str(attributes[name]) for name in attributes}
 
 
-def module_attributes(fn, args) -> dict[str, str]:
-    """The attributes of the module jax.jit(fn) lowers for `args` (name -> printed value), read
-    from the lowered stage's MLIR module (the compiler's own object, not any text)."""
-    return _named(_jit_module(fn, args).operation.attributes)
+def module_attributes(module) -> dict[str, str]:
+    """The attributes of a module :func:`jit_module` gave (name -> printed value)."""
+    return _named(module.operation.attributes)
 
 
 def function_attributes(attributes) -> dict[str, str]:
@@ -95,11 +97,11 @@ def function_attributes(attributes) -> dict[str, str]:
     return named
 
 
-def main_attributes(fn, args) -> dict[str, str]:
-    """The attributes of @main in the module jax.jit(fn) lowers for `args` (function_attributes:
-    its type, visibility, and its arguments' and results' attributes, such as what a donated
-    argument would add), read from the lowered stage's MLIR module."""
-    for op in _jit_module(fn, args).body.operations:
+def main_attributes(module) -> dict[str, str]:
+    """The attributes of @main in a module :func:`jit_module` gave (function_attributes: its
+    type, visibility, and its arguments' and results' attributes, such as what a donated argument
+    would add)."""
+    for op in module.body.operations:
         named = function_attributes(op.operation.attributes)
         if op.operation.name == "func.func" and named.get("sym_name") == '"main"':
             return named

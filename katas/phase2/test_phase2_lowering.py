@@ -136,19 +136,19 @@ def test_dead_code_with_effects(kata, fresh):
 # ---------------------------------------------------------------------------------- stablehlo_of
 
 
-def _check_module_as_jit_lowers(text, parsed, f, args, what):
+def _check_module_as_jit_lowers(text, parsed, lowered, what):
     """The module jit lowers, printed as the lowered stage prints it by default: the module's
     attributes are jit's (another lowering path, such as jax.export's, adds its own), so are
     @main's, its arguments' and results' too (what donating, sharding or keeping arguments
-    would change), and the text carries no debug locations."""
+    would change), and the text carries no debug locations. `lowered`: oracle.jit_module."""
     __tracebackhide__ = True
     named, main = parsed[3], parsed[4]
     with check:
-        assert not (differ := differences(named, oracle.module_attributes(f, args))), (
+        assert not (differ := differences(named, oracle.module_attributes(lowered))), (
             f"{what}: the module's attributes are not those jax.jit's lowering gives it{differ}"
         )
     with check:
-        assert not (differ := differences(main, oracle.main_attributes(f, args))), (
+        assert not (differ := differences(main, oracle.main_attributes(lowered))), (
             f"{what}: @main's attributes (its signature, its arguments' and results' "
             f"attributes) are not those jax.jit's default lowering gives it{differ}"
         )
@@ -162,7 +162,8 @@ def _check_module_as_jit_lowers(text, parsed, f, args, what):
 @pytest.mark.task("stablehlo_of")
 def test_lowering_drops_dead_code(kata):
     text = kata.stablehlo_of(dead_mul, F32(1.0))
-    _check_module_as_jit_lowers(text, parse_module(text), dead_mul, [F32(1.0)], "dead_mul")
+    lowered = oracle.jit_module(dead_mul, [F32(1.0)])
+    _check_module_as_jit_lowers(text, parse_module(text), lowered, "dead_mul")
     census = stablehlo_op_census(text)
     with check:
         assert census["stablehlo.add"] == 1, dict(census)
@@ -175,7 +176,8 @@ def test_lowering_keeps_argument_types(kata):
     text = kata.stablehlo_of(mixed, *MIXED_ARGS)
     parsed = parse_module(text)
     inputs = parsed[1]
-    _check_module_as_jit_lowers(text, parsed, mixed, MIXED_ARGS, "mixed(*MIXED_ARGS)")
+    lowered = oracle.jit_module(mixed, MIXED_ARGS)
+    _check_module_as_jit_lowers(text, parsed, lowered, "mixed(*MIXED_ARGS)")
     census = stablehlo_op_census(text)
     expected = ["tensor<2x3xbf16>", "tensor<i32>", "tensor<5xf16>"]
     with check:
@@ -199,9 +201,10 @@ def test_lowering_on_fresh_arguments(kata, fresh):
     module whose @main calls a function it does not hold. The module's attributes and @main's
     (its arguments' and results' too: an argument of the shape and dtype of a result is one a
     donation would alias) are those jax.jit's lowering sets (oracle.module_attributes and
-    main_attributes), and no debug locations are printed. Some cases (drawn, one at least) give
-    f already jitted: jax.jit(f) of it has a function of its own beside @main, which @main
-    calls, so the module holds the functions jax.jit(f) lowers to, by name."""
+    main_attributes, read from one lowering), and no debug locations are printed. Some cases
+    (drawn, one at least) give f already jitted: jax.jit(f) of it has a function of its own
+    beside @main, which @main calls, so the module holds the functions jax.jit(f) lowers to, by
+    name."""
     jitted_at = fresh.randrange(3)
     for index in range(3):
         f, args, reads = lowering_case(fresh)
@@ -216,14 +219,14 @@ def test_lowering_on_fresh_arguments(kata, fresh):
             f"arguments {reads} of "
             f"{[type(a).__name__ for a in args]} ({fresh.where()})"
         )
-        _check_module_as_jit_lowers(text, parsed, f, args, what)
+        lowered = oracle.jit_module(f, args)
+        _check_module_as_jit_lowers(text, parsed, lowered, what)
         with check:
             assert inputs == expected_in, f"{what}: @main takes {inputs}, expected {expected_in}"
         with check:
             assert results == expected_out, (
                 f"{what}: @main returns {results}, expected {expected_out}"
             )
-        lowered = jax.jit(f).trace(*args).lower().compiler_ir("stablehlo")
         with check:
             assert parsed[5] == (expected := function_names(lowered)), (
                 f"{what}: the module's functions are {parsed[5]}, jax.jit(f)'s {expected}"
