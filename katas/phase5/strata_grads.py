@@ -85,7 +85,9 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
     """(params, x, y) per situation: bfloat16 params with float32 data off bfloat16's grid
     (mse_loss promotes to float32: the data are not rounded), and float32 params with bfloat16
     data (the params are not rounded either); float16 params and data
-    with a batch of one and one output; leaves of three dtypes; scalar biases; a leaf the loss
+    with a batch of one and one output; one output with a batch of several (predictions of
+    shape (batch, 1), y too: a size-1 axis that must not be dropped); leaves of three dtypes;
+    scalar biases; a leaf the loss
     does not read (and a b2 of shape (1,) broadcast over the outputs). Params are a dict, but
     for leaves of three dtypes a collections.OrderedDict and for the leaf the loss does not
     read an OrderedDict or a defaultdict (drawn), keys in a drawn order: "same structure as
@@ -113,6 +115,9 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
         ),
         f"leaves of three dtypes, float32 data, {mixed_in}": mixed_case,
         "scalar biases b1 and b2": _mlp_case(rng, every(F32), F32, b1=(), b2=()),
+        "one output, a batch of several": _mlp_case(
+            rng, every(F32), F32, batch=rng.randint(2, 6), n_out=1
+        ),
         f"a leaf the loss does not read, b2 of shape (1,), {extra_in}": extra_case,
     }
 
