@@ -131,10 +131,11 @@ def _dims(rng: random.Random, rank: int, high: int = 3) -> tuple[int, ...]:
 
 def tangent_strata(rng: random.Random) -> dict[str, tuple]:
     """(x shape, f(x) shape, x dtype, f(x) dtype, zero direction) per situation: a scalar x; a
-    scalar f(x) of a rank-3 x; size-1 axes; f casting up (bfloat16 -> float32) and down
-    (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None: x's); the
-    zero direction (or cotangent); f(x) shape None: f's output takes the shape of the x it is
-    handed (as jnp.sin does), for a scalar x and for the zero direction."""
+    scalar f(x) of a rank-3 x; size-1 axes; a square matrix f(x) (its cotangent drawn
+    non-symmetric: ct.T has ct's shape and other values); f casting up (bfloat16 -> float32)
+    and down (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None:
+    x's); the zero direction (or cotangent); f(x) shape None: f's output takes the shape of the
+    x it is handed (as jnp.sin does), for a scalar x and for the zero direction."""
 
     def any_rank() -> tuple[int, ...]:
         return _dims(rng, rng.randint(0, 3))
@@ -145,6 +146,13 @@ def tangent_strata(rng: random.Random) -> dict[str, tuple]:
         "x a column, f(x) with a size-1 axis": (
             (rng.randint(2, 5), 1),
             tuple(rng.sample([rng.randint(2, 4), 1], 2)),
+            F32,
+            F32,
+            False,
+        ),
+        "f(x) a square matrix, a non-symmetric cotangent": (
+            any_rank(),
+            (square := rng.randint(2, 4), square),
             F32,
             F32,
             False,
