@@ -85,7 +85,9 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
     """(params, x, y) per situation: bfloat16 params with float32 data off bfloat16's grid
     (mse_loss promotes to float32: the data are not rounded), and float32 params with bfloat16
     data (the params are not rounded either); float16 params and data
-    with a batch of one and one output; leaves of three dtypes; scalar biases; a leaf the loss
+    with a batch of one and one output; one output with a batch of several (predictions of
+    shape (batch, 1), y too: a size-1 axis that must not be dropped); leaves of three dtypes;
+    scalar biases; a leaf the loss
     does not read (and a b2 of shape (1,) broadcast over the outputs). Params are a dict, but
     for leaves of three dtypes a collections.OrderedDict and for the leaf the loss does not
     read an OrderedDict or a defaultdict (drawn), keys in a drawn order: "same structure as
@@ -113,6 +115,9 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
         ),
         f"leaves of three dtypes, float32 data, {mixed_in}": mixed_case,
         "scalar biases b1 and b2": _mlp_case(rng, every(F32), F32, b1=(), b2=()),
+        "one output, a batch of several": _mlp_case(
+            rng, every(F32), F32, batch=rng.randint(2, 6), n_out=1
+        ),
         f"a leaf the loss does not read, b2 of shape (1,), {extra_in}": extra_case,
     }
 
@@ -126,10 +131,11 @@ def _dims(rng: random.Random, rank: int, high: int = 3) -> tuple[int, ...]:
 
 def tangent_strata(rng: random.Random) -> dict[str, tuple]:
     """(x shape, f(x) shape, x dtype, f(x) dtype, zero direction) per situation: a scalar x; a
-    scalar f(x) of a rank-3 x; size-1 axes; f casting up (bfloat16 -> float32) and down
-    (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None: x's); the
-    zero direction (or cotangent); f(x) shape None: f's output takes the shape of the x it is
-    handed (as jnp.sin does), for a scalar x and for the zero direction."""
+    scalar f(x) of a rank-3 x; size-1 axes; a square matrix f(x) (its cotangent drawn
+    non-symmetric: ct.T has ct's shape and other values); f casting up (bfloat16 -> float32)
+    and down (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None:
+    x's); the zero direction (or cotangent); f(x) shape None: f's output takes the shape of the
+    x it is handed (as jnp.sin does), for a scalar x and for the zero direction."""
 
     def any_rank() -> tuple[int, ...]:
         return _dims(rng, rng.randint(0, 3))
@@ -140,6 +146,13 @@ def tangent_strata(rng: random.Random) -> dict[str, tuple]:
         "x a column, f(x) with a size-1 axis": (
             (rng.randint(2, 5), 1),
             tuple(rng.sample([rng.randint(2, 4), 1], 2)),
+            F32,
+            F32,
+            False,
+        ),
+        "f(x) a square matrix, a non-symmetric cotangent": (
+            any_rank(),
+            (square := rng.randint(2, 4), square),
             F32,
             F32,
             False,

@@ -79,11 +79,15 @@ def _want(task: str, holomorphic: bool, w1, w2, x, v):
 
 
 def _decide_values(kata, task: str, fresh) -> None:
-    """Compiled on the tanh programs at every size (a fresh one last) and on programs built from
-    abs (not holomorphic) at the last, along the zero vector too; and called eagerly (one
+    """Compiled on the tanh programs at every size (a fresh one last; for J @ v also a drawn
+    size with one output, m = 1) and on programs built from abs (not holomorphic) at the last,
+    along the zero vector too; and called eagerly (one
     function, several points in a row, op by op with jit disabled as the budget test runs it)
     at the first size (op by op is slow)."""
     sizes = list(_sizes(fresh).items())
+    if task == "directional_derivative":  # one output (m = 1): J @ v has shape (1,), not ()
+        n, h = fresh.randint(2, 16), fresh.randint(2, 16)
+        sizes.insert(1, (f"one output, size {n}-{h}-1 ({fresh.where()})", (n, h, 1)))
     for index, (size, (n, h, m)) in enumerate(sizes):
         w1, w2 = tanh_pair(n, h, m)
         x0 = points(n)[0][0]

@@ -112,6 +112,17 @@ def test_per_example_grads_on_fresh_params(kata, fresh):
 # ---- tasks 2-3: x and f(x) of any rank and dtype, the zero direction -------------------------
 
 
+def _run(call, *args, case: str):
+    """``call(*args)``; a failed assertion naming ``case`` when JAX refuses what the answer hands
+    it (a tangent or cotangent of another shape or dtype than the function's input or output:
+    jax.jvp and a vjp's pullback raise TypeError or ValueError), as a wrong answer fails."""
+    __tracebackhide__ = True
+    try:
+        return call(*args)
+    except (TypeError, ValueError) as error:
+        pytest.fail(f"{case}: JAX refused what the answer handed it: {error}"[:600])
+
+
 def _tangent_cases(fresh):
     for situation, (x_shape, out_shape, x_dtype, out_dtype, zero) in tangent_strata(fresh).items():
         A, x, v, ct = tangent_data(fresh, x_shape, out_shape, x_dtype, out_dtype, zero)
@@ -125,7 +136,7 @@ def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
     """f = |A @ x.ravel()| * sum(x) in x's dtype, cast (or not) and reshaped (not holomorphic):
     (f(x), J @ v) shaped and typed like f(x), J @ v contracting every axis of x."""
     for case, f, (A, x, v, ct) in _tangent_cases(fresh):
-        result = jax.jit(lambda p, t, f=f: kata.jvp_tangent(f, p, t))(x, v)
+        result = _run(jax.jit(lambda p, t, f=f: kata.jvp_tangent(f, p, t)), x, v, case=case)
         assert isinstance(result, tuple) and len(result) == 2, f"{case}: expected (f(x), J @ v)"
         A64, x64 = np.asarray(A, np.float64), np.asarray(x, np.float64)
         primal = np.abs(A64 @ x64.reshape(-1)) * x64.sum()
@@ -144,9 +155,9 @@ def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
 @pytest.mark.task("vjp_cotangent")
 def test_vjp_on_fresh_shapes_and_dtypes(kata, fresh):
     """The same functions: ct (shaped and typed like f(x)) pulled back to an array shaped and
-    typed like x."""
+    typed like x; for a square matrix f(x), ct itself, not its transpose."""
     for case, f, (A, x, _, ct) in _tangent_cases(fresh):
-        got = jax.jit(lambda p, c, f=f: kata.vjp_cotangent(f, p, c))(x, ct)
+        got = _run(jax.jit(lambda p, c, f=f: kata.vjp_cotangent(f, p, c)), x, ct, case=case)
         assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
         with check:
             assert (tuple(got.shape), str(got.dtype)) == (x.shape, str(x.dtype)), (
