@@ -188,17 +188,3 @@ def _rt16_hvp_symmetrized(g, x, v) -> jax.Array:
     fwd = jax.jvp(grad_g, (x,), (v,))[1]
     rev = jax.vjp(grad_g, x)[1](v)[0]
     return 0.5 * (fwd + rev)
-
-
-@wrong(
-    "directional_derivative",
-    why="Clause 'no work the cost analysis cannot see (a while loop ...)': a general 'one or "
-    "many directions' helper that maps jvp over jnp.atleast_2d(v) with lax.map (sequential, "
-    "to save memory); values and flops are right, but even for the single direction the "
-    "compiled module keeps a while loop the jacfwd program does not hold (any layer_map, e.g. "
-    "tanh_pair(9, 13, 5)).",
-)
-def _rt16_dd_lax_map_directions(f, x, v) -> jax.Array:
-    directions = jnp.atleast_2d(v)
-    tangents = jax.lax.map(lambda u: jax.jvp(f, (x,), (u,))[1], directions)
-    return tangents.reshape(tangents.shape[1:]) if jnp.ndim(v) == 1 else tangents
