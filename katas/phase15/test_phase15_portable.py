@@ -271,6 +271,26 @@ def _spread_systems(rng: random.Random):
         yield what, ((a + a.T) / 2).astype(np.float32), b
 
 
+def _signed_systems(rng: random.Random):
+    """(what, a, b): SPD systems whose b has one sign: every entry at most 0 with some rows 0
+    (b's largest entry is 0), every entry below 0 but one row a tiny positive (1e-30 to 1e-20
+    of b's size: the largest entry is that), every entry at least 0 with some rows 0 (the
+    smallest is 0). The size of b is its largest absolute entry; its largest or smallest
+    entry may be 0, tiny or of either sign."""
+    generator = np.random.default_rng(rng.getrandbits(32))
+    for pattern in ("at most 0", "below 0 but a tiny positive row", "at least 0"):
+        n, k = rng.randint(2, 40), rng.choice([None, rng.randint(1, 4)])
+        a, b = spd_system(generator, n, k)
+        b = np.abs(b) if pattern == "at least 0" else -np.abs(b)
+        rows = rng.sample(range(n), rng.randint(1, n - 1))
+        if pattern == "below 0 but a tiny positive row":
+            b[rows[0]] = np.abs(b).max() * 10 ** rng.uniform(-30, -20)
+        else:
+            b[rows] = 0.0
+        what = f"n={n}, b {list(b.shape)}: every entry {pattern}"
+        yield what if pattern.endswith("row") else f"{what}, {len(rows)} of {n} rows 0", a, b
+
+
 def _relative_error(got, a, b) -> float:
     exact = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
     return float(np.linalg.norm(np.asarray(got, np.float64) - exact) / np.linalg.norm(exact))
@@ -292,7 +312,7 @@ def _solutions(kata, a, b):
 
 @pytest.mark.task("portable_solve")
 def test_portable_solve_values(kata, fresh):
-    for what, a, b in [*_systems(fresh), *_spread_systems(fresh)]:
+    for what, a, b in [*_systems(fresh), *_spread_systems(fresh), *_signed_systems(fresh)]:
         for how, got in _solutions(kata, a, b):
             where = f"{what}, {how} ({fresh.where()})"
             assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"

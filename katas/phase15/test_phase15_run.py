@@ -11,6 +11,7 @@ measurement (recorded/agreement.txt) and from fresh draws run now.
 from __future__ import annotations
 
 import functools
+import gc
 import random
 from contextlib import contextmanager
 
@@ -151,6 +152,68 @@ def test_iree_run_matches_jax(kata, fresh):
             bound = max(1e-4, 4 * eps_of(theirs.dtype)) if eps_of(theirs.dtype) else 0.0
             assert error <= bound, f"{where} output {i}: off by {error:.3g}"
         _assert_not_xlas(got, want, fn, args, where)
+
+
+_ONE_AFTER_ANOTHER = {
+    "x * c": lambda c: lambda x: x * c,
+    "x + c": lambda c: lambda x: x + c,
+    "tanh(x) * c": lambda c: lambda x: jnp.tanh(x) * c,
+    "x - c * x^2": lambda c: lambda x: x - c * x * x,
+    "max(x, c)": lambda c: lambda x: jnp.maximum(x, c),
+}
+_FORMS = {
+    "lambda": lambda f: f,
+    "jax.jit of a lambda": jax.jit,
+    "functools.partial": lambda f: functools.partial(lambda x, g: g(x), g=f),
+}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.task("iree_run")
+def test_iree_run_of_functions_made_one_after_another(kata, fresh):
+    """Functions of one argument shape and dtype and one form (drawn: a lambda, a jax.jit of
+    one, a functools.partial), each made, run and freed before the next is made, as a caller
+    calls iree_run in a loop: the next is one CPython placed where the freed one was (its id
+    the freed one's), and each call still runs its own function."""
+    iree.require()
+    n, d = fresh.randint(2, 24), fresh.randint(2, 40)
+    form = fresh.choice(sorted(_FORMS))
+    freed = None
+    for step, name in enumerate(fresh.sample(sorted(_ONE_AFTER_ANOTHER), 3), 1):
+        c0, x = round(fresh.uniform(0.5, 3.0), 2), normal(fresh, (n, d))
+        fn, c = _new_function(functools.partial(_made, form, name), c0, freed)
+        got = kata.iree_run(fn, x)
+        want = np.asarray(fn(x))
+        reused = "at a freed function's id" if id(fn) == freed else "at a new id"
+        shown = name.replace("c", f"{c:.4g}")
+        where = f"function {step} of 3 ({form}, {reused}), {shown} on f32[{n},{d}]"
+        where = f"{where} ({fresh.where()})"
+        assert isinstance(got, list) and len(got) == 1, f"{where}: expected a list of 1 output"
+        (mine,) = got
+        assert np.shape(mine) == want.shape, f"{where}: shape {np.shape(mine)}, want {want.shape}"
+        error = np.abs(np.asarray(mine, np.float64) - want).max() / max(np.abs(want).max(), 1.0)
+        assert error <= 1e-5, f"{where}: off by {error:.3g}: another function's program ran"
+        freed = id(fn)
+        del fn, got, mine  # freed (JAX's caches refer to it too) before the next one is made
+        jax.clear_caches()
+        gc.collect()
+
+
+def _made(form: str, name: str, c: float):
+    return _FORMS[form](_ONE_AFTER_ANOTHER[name](c))
+
+
+def _new_function(make, c: float, freed: int | None, tries: int = 4096):
+    """(make(c'), c') for c' = c, c + 1e-4, ...: the first made at the id `freed` (CPython
+    hands a freed object's memory to a later one of its size; an id is unique only among live
+    objects), else the last; the others are kept until then, so that each takes new memory."""
+    kept = []
+    for k in range(tries):
+        fn = make(c + k * 1e-4)
+        if freed is None or id(fn) == freed:
+            return fn, c + k * 1e-4
+        kept.append(fn)
+    return kept[-1], c + (tries - 1) * 1e-4
 
 
 def _assert_not_xlas(got: list, want: list, fn, args, where: str) -> None:

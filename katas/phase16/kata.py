@@ -142,7 +142,8 @@ def inference_call(compiled: Any, x: Any) -> Any:
     module's eager output, also when `x` itself requires grad, and the caller is left as it was:
     `x` keeps its values and its autograd state (it still requires grad if it did, and an `x`
     computed from tensors that require grad keeps its `grad_fn`), the module's parameters still
-    require grad afterwards, the module stays in the mode it was in (train or eval), and grad
+    require grad afterwards, the module stays in the mode it was in (train or eval), and so does
+    each of its submodules (one may be in eval mode inside a module in train mode), and grad
     mode is what it was before the call (which may come from inside `torch.no_grad()`).
     """
     # TODO: how do you tell PyTorch that no gradient will be asked for?

@@ -22,8 +22,9 @@ metamorphic variants (kata_harness.metamorphic: renamed, reordered, a computatio
 printed after ENTRY, every fused computation moved into a nested fusion, and for the counting
 tasks ENTRY fusions copied beside themselves, calling one computation), hand-written modules
 (handwritten.HANDWRITTEN_HLO) and JAX programs with no PyTorch twin (xla_only.XLA_ONLY: an
-int32 layer, a bias passed first, a loop, a cond). Expected values come from
-kata_harness.inductor's line reader of the generated code and from XLA's own parser.
+int32 layer, a bias passed first, a loop, a cond, two scatters: a `to_apply=` that is no
+reduction). Expected values come from kata_harness.inductor's line reader of the generated code
+and from XLA's own parser.
 The predict and decide tasks are in test_phase16_live.py.
 """
 

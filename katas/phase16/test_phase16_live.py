@@ -10,7 +10,8 @@ followed by a layer to one output, two with a bias and one without, then a small
 a bias on that one feature), one input feature (a bias or none, rows plus outputs on either
 side of 32). The decide task compiles live, through a backend that counts what the caller's
 compiled module hands to Inductor (then once more with the module in eval mode; x requiring
-grad in one of the two calls, a plain tensor in the other), after a first compile that sets up
+grad in one of the two calls, a plain tensor in the other; one layer, drawn, in the mode the
+module is not in, whose own mode must be kept too), after a first compile that sets up
 torch's tracing, compares every output with the module's eager float32 output (dtype first),
 and skips, naming the group, without torch.
 """
@@ -159,7 +160,8 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     to Inductor, runs one inference graph of its own MLP (the module's inputs, its output only),
     x a plain tensor in one call and requiring grad in the other (which one is drawn; a leaf,
     or computed from one); x (its values, requires_grad and grad_fn), the module, its train
-    mode and the caller's grad mode are left as they were, also when the
+    mode and each layer's own (one layer, drawn, is in the other mode) and the caller's grad
+    mode are left as they were, also when the
     caller calls from inside torch.no_grad(), and a later call (the module in eval mode) runs
     an inference graph too."""
     _live()
@@ -177,6 +179,9 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     model = torch.nn.Sequential(
         torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, 3)
     ).train()
+    # one layer (drawn) in eval mode inside the module in train mode: a mode is each module's own
+    model[fresh.randrange(len(model))].eval()
+    modes = _modes(model)
     handed = []
 
     def backend(graph, example_inputs):
@@ -198,6 +203,8 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
         assert not frozen, f"the call changed the caller's module: {frozen} no longer require grad"
     with check:
         assert model.training and compiled.training, "the call left the module in eval mode"
+    with check:
+        assert _modes(model) == modes, f"the call changed the layers' modes: {modes} before"
     with torch.no_grad():
         eager = model(x)
     assert len(handed) == 1, f"the caller's compiled module compiled {len(handed)} graphs, not 1"
@@ -226,8 +233,13 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     with check:
         _assert_eager_values(again, eager, "the call under torch.no_grad()")
     _inference_call_again_in_eval_mode(
-        kata, model, compiled, _caller_input(x.detach(), not x_grad, fresh), eager
+        kata, model, compiled, _caller_input(x.detach(), not x_grad, fresh), eager, fresh
     )
+
+
+def _modes(model) -> dict[str, bool]:
+    """Every module's own train flag, by name ("" the module itself)."""
+    return {name: m.training for name, m in model.named_modules()}
 
 
 def _caller_input(values, requires_grad: bool, rng):
@@ -279,19 +291,24 @@ def _assert_eager_values(out, eager, which: str) -> None:
     )
 
 
-def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager) -> None:
-    """A later call, the caller's module now in eval mode and gradients on: whatever Inductor
-    compiles for it is an inference graph, and the module is still in eval mode after it."""
+def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager, rng) -> None:
+    """A later call, the caller's module now in eval mode (one layer, drawn, in train mode) and
+    gradients on: whatever Inductor compiles for it is an inference graph, and every module is
+    in its own mode after it."""
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     model.eval()
+    model[rng.randrange(len(model))].train()
+    modes = _modes(model)
     kept = _input_state(x)
     out, codes = run_and_get_code(kata.inference_call, compiled, x)
     with check:
         _assert_input_kept(x, kept, "the call in eval mode")
     with check:
         assert not model.training and not compiled.training, "the call left eval mode"
+    with check:
+        assert _modes(model) == modes, f"the call in eval mode changed the modes: {modes} before"
     with check:
         assert torch.is_grad_enabled(), "the call left gradients switched off"
     with check:

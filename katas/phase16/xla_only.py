@@ -8,6 +8,10 @@ Inductor code: spellings of XLA's module that the float32 twins of programs.PAIR
   fusions are in its body, not ENTRY kernels.
 - `dense_branches`: `jax.lax.cond` between two layers: ENTRY holds a `conditional`, whose branch
   computations hold the fusions.
+- `scatter_add_sum`, `scatter_max_tanh`: rows of x updated at fixed indices (`x.at[i].add(v)`,
+  `.max(v)`), then summed per row or put through tanh: a `wrapped_scatter` fusion holds a
+  `scatter`, which names its combiner with `to_apply=` as a `reduce` does but is no reduction
+  (the second program reduces nothing at all).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import katas.phase16.programs as P
 
@@ -40,6 +45,18 @@ def j_dense_branches(x, w, b):
     return jax.lax.cond(x.sum() > 0, dense, no_bias, x)
 
 
+# rows of a 16-row x to update, one of them twice (a scatter adds both updates)
+_ROWS = np.array([11, 2, 11, 5])
+
+
+def j_scatter_add_sum(x, v):
+    return x.at[_ROWS].add(v).sum(-1)
+
+
+def j_scatter_max_tanh(x, v):
+    return jnp.tanh(x.at[_ROWS].max(v))
+
+
 LAYER = ((16, 48), (24, 48), (24,))
 SQUARE = ((16, 24), (24, 24), (24,))
 
@@ -49,6 +66,8 @@ XLA_ONLY: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...], Any]]
     "dense_relu_bias_first": (j_dense_relu_bias_first, ((24,), (16, 48), (24, 48)), jnp.float32),
     "dense_relu_loop": (j_dense_relu_loop, SQUARE, jnp.float32),
     "dense_branches": (j_dense_branches, LAYER, jnp.float32),
+    "scatter_add_sum": (j_scatter_add_sum, ((16, 8), (4, 8)), jnp.float32),
+    "scatter_max_tanh": (j_scatter_max_tanh, ((16, 8), (4, 8)), jnp.float32),
 }
 
 # the programs that are one layer (a bias, a product, maybe an activation): bias_homes reads them
