@@ -171,8 +171,12 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     # a process's first compile sets up torch's tracing (its lazy handler leaves the
-    # `torch.__trace` logger on its first record): here, not in the call the harness watches
+    # `torch.__trace` logger on its first record), and its first inference graph of a module
+    # imports Inductor's pattern passes (each module leaves its logger): here, not in the call
+    # the harness watches
     torch.compile(lambda t: t + 1)(torch.ones(1))
+    with torch.no_grad():
+        torch.compile(torch.nn.Linear(2, 2))(torch.ones(1, 2))
     torch.set_grad_enabled(True)  # the caller's grad mode, whatever an earlier answer left
     torch.manual_seed(fresh.randint(0, 2**31))
     width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)
