@@ -35,11 +35,10 @@ from katas.phase2.programs import (
     scan_consts,
     two_consts,
 )
-from katas.phase2.strata import (
-    DTYPE_NAMES,
+from katas.phase2.strata import DTYPE_NAMES, dtype_of
+from katas.phase2.strata_lowering import (
     closed_over,
     dead_code_program,
-    dtype_of,
     lowering_case,
     uses_and_returns,
 )
