@@ -4,13 +4,16 @@ A task function reads its arguments; it does not consume or change them. An answ
 the caller's array to a jit (the array is deleted afterwards), writes into the caller's NumPy
 array or list, renames the caller's function (``f.__name__ = ...`` before jitting it, so the
 program and every profile of it carry another name) or leaves the caller's torch module in
-another train/eval mode may return the right value and still break the program that called it:
+another train/eval mode, or writes into its torch tensors or parameters in place, may return the
+right value and still break the program that called it:
 the test's next line, or the learner's next step, meets what the answer left behind.
 
 :func:`taken` notes what can be checked about each argument (walking tuples, lists and dicts),
 :func:`changes` says afterwards what differs. Cheap by design: a JAX array is immutable, so only
 its deletion is checked; a NumPy array's bytes are copied; a function's names, code, defaults and
-attributes are kept by identity; a torch module's modes by submodule.
+attributes are kept by identity; a torch tensor's in-place writes by its version counter (which
+every in-place operation advances); a torch module's modes by submodule and its parameters and
+buffers by identity and version.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from typing import Any
 import numpy as np
 
 _DEPTH = 4  # containers nested deeper than this are not walked
-_FUNCTION_FIELDS = ("__name__", "__qualname__", "__module__", "__code__", "__defaults__")
+_FUNCTION_FIELDS = (
+    "__name__",
+    "__qualname__",
+    "__module__",
+    "__code__",
+    "__defaults__",
+    "__kwdefaults__",
+)
 
 Check = Callable[[], str | None]  # what changed, or None
 
@@ -67,6 +77,9 @@ def _walk(value: Any, where: str, checks: list[Check], depth: int) -> None:
         checks.append(_same_function(value, where))
     elif _is_torch_module(value):
         checks.append(_same_modes(value, where))
+        checks.append(_same_tensors(value, where))
+    elif _is_torch_tensor(value):
+        checks.append(_same_version(value, where))
 
 
 def _same_items(container: list | dict, copy: list | dict, where: str) -> Check:
@@ -135,6 +148,36 @@ def _same_modes(module: Any, where: str) -> Check:
     return check
 
 
+def _same_tensors(module: Any, where: str) -> Check:
+    tensors = _tensors(module)
+
+    def check() -> str | None:
+        if _tensors(module) == tensors:
+            return None
+        return f"{where}: the caller's torch module had parameters or buffers replaced or written"
+
+    return check
+
+
+def _tensors(module: Any) -> list[tuple[str, int, int]]:
+    named = [*module.named_parameters(), *module.named_buffers()]
+    return [
+        (name, id(tensor), -1 if tensor.is_inference() else tensor._version)
+        for name, tensor in named
+    ]
+
+
+def _same_version(tensor: Any, where: str) -> Check:
+    shape, version = tuple(tensor.shape), tensor._version
+
+    def check() -> str | None:
+        if tuple(tensor.shape) == shape and tensor._version == version:
+            return None
+        return f"{where}: the caller's torch tensor was written to in place"
+
+    return check
+
+
 def _is_jax_array(value: Any) -> bool:
     """A concrete JAX array (a tracer, when a test traces the task function, has no buffer)."""
     jax = sys.modules.get("jax")
@@ -148,3 +191,9 @@ def _is_jax_array(value: Any) -> bool:
 def _is_torch_module(value: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.nn.Module)
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    """A torch tensor with a version counter (an inference-mode tensor has none)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor) and not value.is_inference()

@@ -52,8 +52,23 @@ def _marking(f, y):
     return float(f(y).sum())
 
 
+def _keyword_default(f, y):
+    f.__kwdefaults__ = {"scale": 2.0}
+    return float(f(y).sum())
+
+
+def _scaled(v, *, scale=1.0):
+    return v * scale
+
+
 def _square(v):
     return v * v
+
+
+def _fresh(function: types.FunctionType) -> types.FunctionType:
+    copy = types.FunctionType(function.__code__, function.__globals__)
+    copy.__kwdefaults__ = dict(function.__kwdefaults__ or {})
+    return copy
 
 
 @pytest.mark.parametrize(
@@ -65,8 +80,9 @@ def _square(v):
         (_setting, lambda: ({"w": np.ones(2)}, np.ones(3)), "dict was changed"),
         (_renaming, lambda: (types.FunctionType(_square.__code__, {}), np.ones(3)), "__name__"),
         (_marking, lambda: (types.FunctionType(_square.__code__, {}), np.ones(3)), "__dict__"),
+        (_keyword_default, lambda: (_fresh(_scaled), np.ones(3)), "__kwdefaults__"),
     ],
-    ids=["donated", "written", "appended", "set", "renamed", "marked"],
+    ids=["donated", "written", "appended", "set", "renamed", "marked", "keyword default"],
 )
 def test_an_answer_that_changes_its_arguments_is_a_violation(body, given, said):
     args = given()
@@ -128,3 +144,30 @@ def test_a_torch_module_left_in_other_modes_is_a_violation():
 
     with pytest.raises(ContractViolation, match="other train/eval modes"):
         _task(flattens)(model, np.ones(1))
+
+
+def test_torch_tensors_and_parameters_written_in_place_are_a_violation():
+    torch = pytest.importorskip("torch", reason="needs: uv sync --group torch (torch tensors)")
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+
+    def folds(m, y):
+        with torch.no_grad():
+            m[0].weight.mul_(2.0)
+        return 1.0
+
+    with pytest.raises(ContractViolation, match="had parameters or buffers replaced or written"):
+        _task(folds)(model, np.ones(1))
+
+    def clamps(m, x):
+        x.clamp_(min=0.0)
+        return float(m(x).sum())
+
+    with pytest.raises(ContractViolation, match="torch tensor was written to in place"):
+        _task(clamps)(model, torch.randn(3, 2))
+
+    def reads(m, x):
+        with torch.no_grad():
+            return float(m(x).sum())
+
+    x = torch.randn(3, 2)
+    assert _task(reads)(model, x) == _task(reads)(model, x)
