@@ -336,7 +336,8 @@ def _checked(function: Any, hint: Any, module: ModuleType, task: str) -> Any:
         __tracebackhide__ = True
         before, given = fingerprint(), arguments.taken(args, kwargs)
         try:
-            value = function(*args, **kwargs)
+            with arguments.caller_unnamed():
+                value = function(*args, **kwargs)
         except BaseException as error:
             if not _escapes(error):
                 raise
