@@ -166,7 +166,9 @@ def _rt17_transpose_counts_last_branch(step, *args) -> tuple[int, int]:
     "learning rate as a float32 scalar in its state (as inject_hyperparams does), so 4 bytes "
     "more for sgd, momentum and adam alike: (16, 32, 4, 'sgd') says 2708, not 2704",
 )
-def _rt17_predict_alias_bytes_lr_scalar(features: int, hidden: int, out: int, optimizer: str) -> int:
+def _rt17_predict_alias_bytes_lr_scalar(
+    features: int, hidden: int, out: int, optimizer: str
+) -> int:
     params = features * hidden + hidden + hidden * out + out
     trees = {"sgd": 1, "momentum": 2, "adam": 3}[optimizer]
     count = 1 if optimizer == "adam" else 0

@@ -198,6 +198,7 @@ def _rt17_overlapped_work_name_substring(hlo_text: str) -> dict[str, list[str]]:
 
 # ---------------------------------------------------------------- matmul_fusions
 
+
 @wrong(
     "matmul_fusions",
     why="Clause 'For every ENTRY fusion ...: {fusion name: sorted distinct opcodes of the other "

@@ -39,7 +39,7 @@ def _rt17_dims(ins) -> tuple[int, ...]:
     "collective_overlap",
     why="Clause 'the list holds the opcodes of the instructions printed between the start and its "
     "done': trusts the start's collective_backend_config instead of the schedule: an "
-    "all-gather-start marked \"is_sync\":true (README: a synchronous collective carries is_sync) "
+    'all-gather-start marked "is_sync":true (README: a synchronous collective carries is_sync) '
     "is taken as synchronous and mapped to []; a module with `%ag = all-gather-start(%p), ..., "
     'backend_config={"collective_backend_config":{"is_sync":true}}` then `%n = negate(%q)` then '
     "`all-gather-done(%ag)` gives {'ag': []} instead of {'ag': ['negate']}.",
@@ -165,7 +165,7 @@ def _rt17_fused_dense_rank3_restore(x, w, b) -> jax.Array:
     "library_epilogues",
     why="Clause 'every __cudnn$ call that is no convolution (... or no backend_config at all): "
     "kNone': skips any custom call printed without a backend_config before looking at its target "
-    "(nothing to read), so a `custom-call(...), custom_call_target=\"__cudnn$norm\"` with no "
+    '(nothing to read), so a `custom-call(...), custom_call_target="__cudnn$norm"` with no '
     "backend_config is missing instead of mapped to kNone.",
 )
 def _rt17_library_epilogues_needs_config(hlo_text: str) -> dict[str, str]:
@@ -279,7 +279,9 @@ def _rt17_reduction_kinds_unfused_zero(hlo_text: str) -> dict[str, int]:
                 n = sum(
                     1
                     for name in seen
-                    for i in (module.computation(name).instructions if module.computation(name) else ())
+                    for i in (
+                        module.computation(name).instructions if module.computation(name) else ()
+                    )
                     if i.opcode == "reduce"
                 )
                 if n:

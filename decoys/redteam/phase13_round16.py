@@ -201,7 +201,9 @@ def _rt16_roofline_int32_shapes(
     "30 requests of 7 rows plus 3, 12, 20, 33, 41, 50, 64, 90, 120, max_compiles 4: 827 padded "
     "rows against the best buckets' 748 (+11%).",
 )
-def _rt16_serve_top_bucket_200(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
+def _rt16_serve_top_bucket_200(
+    requests: list, run: Callable, max_compiles: int
+) -> list[np.ndarray]:
     sizes = [x.shape[0] for x, _ in requests]
     buckets = _rt16_best_buckets(sizes, max_compiles, top=max(_rt16_LARGEST, max(sizes)))
     return _rt16_answer(requests, run, buckets, lambda w: np.zeros(w, np.float32))
@@ -213,7 +215,9 @@ def _rt16_serve_top_bucket_200(requests: list, run: Callable, max_compiles: int)
     "bias-less requests a scalar 0.0 ('a zero bias broadcasts'), an argument of shape () instead "
     "of (width,), so every bucket compiles twice: 8 compiles for SERVE_CASES[0] (max 4).",
 )
-def _rt16_serve_scalar_zero_bias(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
+def _rt16_serve_scalar_zero_bias(
+    requests: list, run: Callable, max_compiles: int
+) -> list[np.ndarray]:
     buckets = _rt16_best_buckets([x.shape[0] for x, _ in requests], max_compiles)
     return _rt16_answer(requests, run, buckets, lambda w: 0.0)
 
@@ -226,13 +230,14 @@ def _rt16_serve_scalar_zero_bias(requests: list, run: Callable, max_compiles: in
     "request_stream(60, 0) then request_stream(60, 7), max_compiles 4, pads the second to buckets "
     "fitted to the first: 2563 padded rows against its best buckets' 2280 (+12%).",
 )
-def _rt16_serve_plan_cached_by_length(requests: list, run: Callable, max_compiles: int) -> list[np.ndarray]:
+def _rt16_serve_plan_cached_by_length(
+    requests: list, run: Callable, max_compiles: int
+) -> list[np.ndarray]:
     sizes = [x.shape[0] for x, _ in requests]
     key = (len(requests), max_compiles)
     if key not in _rt16_PLANS or _rt16_PLANS[key][-1] < max(sizes):
         _rt16_PLANS[key] = _rt16_best_buckets(sizes, max_compiles)
     return _rt16_answer(requests, run, _rt16_PLANS[key], lambda w: np.zeros(w, np.float32))
-
 
 
 @wrong(
@@ -254,6 +259,8 @@ def _rt16_sharded_mlp_psum_hidden(x, w1, w2) -> jax.Array:
         return jax.lax.psum(h @ w2_blk, "x")
 
     return jax.shard_map(
-        body, mesh=mesh, in_specs=(_rt16_P(), _rt16_P(None, "x"), _rt16_P("x", None)),
+        body,
+        mesh=mesh,
+        in_specs=(_rt16_P(), _rt16_P(None, "x"), _rt16_P("x", None)),
         out_specs=_rt16_P(),
     )(x, w1, w2)

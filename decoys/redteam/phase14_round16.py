@@ -167,7 +167,6 @@ def _rt16_top(events, step_name, order_key=None):
     return out
 
 
-
 _rt16_VIEW_SET = _rt16_VIEWS
 
 
@@ -211,8 +210,7 @@ def _rt16_step_instructions_zero_length(
 ) -> dict[int, list[str]]:
     kept = [e for e in events if e.duration_ns > 0 or _rt16_args(e).get("step_num") is not None]
     return {
-        n: [_rt16_args(e)["hlo_op"] for e in top]
-        for n, top in _rt16_top(kept, step_name).items()
+        n: [_rt16_args(e)["hlo_op"] for e in top] for n, top in _rt16_top(kept, step_name).items()
     }
 
 
@@ -334,9 +332,9 @@ def _rt16_scope(op_name):
 @wrong(
     "scope_shares",
     why="Clause 'The scope comes from the instruction's metadata={op_name=\"...\"}': the op_name "
-    "is read with a hand-written pattern op_name=\"([\\w().:;/\\-]+)\" (names, dots, dashes, "
+    'is read with a hand-written pattern op_name="([\\w().:;/\\-]+)" (names, dots, dashes, '
     "colons) that has no space, so an op_name whose scope holds a space ('attn 2', a name as "
-    "people write them) does not match and its time goes to \"\"; wrong on programs.scoped "
+    'people write them) does not match and its time goes to ""; wrong on programs.scoped '
     "with params keyed 'attn 2' and 'block.0': 'attn 2' answered as \"\"",
 )
 def _rt16_scope_shares_no_space(
@@ -363,8 +361,8 @@ def _rt16_tables_split(hlo_text):
         fields = text.split()
         if current is not None and fields and fields[0].isdigit():
             # a FileNames row is `<id> "<path>"`: the second field is the path
-            current[int(fields[0])] = fields[1] if text[len(fields[0]) + 1 :][:1] == '"' else (
-                text[len(fields[0]) + 1 :]
+            current[int(fields[0])] = (
+                fields[1] if text[len(fields[0]) + 1 :][:1] == '"' else (text[len(fields[0]) + 1 :])
             )
         else:
             current = None

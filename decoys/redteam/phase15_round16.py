@@ -284,9 +284,7 @@ def _rt16_portable_solve_gmres(a: jax.Array, b: jax.Array) -> jax.Array:
     "stays 0: wrong on programs.spd_system(rng, 8, None) with b multiplied by 1e25.",
 )
 def _rt16_portable_solve_bicgstab(a: jax.Array, b: jax.Array) -> jax.Array:
-    x, _ = jax.scipy.sparse.linalg.bicgstab(
-        lambda v: a @ v, b, tol=1e-6, maxiter=10 * a.shape[0]
-    )
+    x, _ = jax.scipy.sparse.linalg.bicgstab(lambda v: a @ v, b, tol=1e-6, maxiter=10 * a.shape[0])
     return x.astype(b.dtype)
 
 

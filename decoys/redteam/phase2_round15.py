@@ -222,7 +222,6 @@ def _rt15_literal_operands_weak_only(jaxpr, primitive: str) -> list[float]:
     return out
 
 
-
 def _rt15_census_remat(jaxpr, counts):
     for eqn in _rt15_eqns(jaxpr):
         counts[eqn.primitive.name] += 1

@@ -27,11 +27,11 @@ def _rt17_mse_loss(params, x, y):
 )
 def _rt17_mlp_grad_clipped(params: dict, x, y) -> dict:
     g = jax.grad(_rt17_mse_loss)(params, x, y)
-    norm = jnp.sqrt(sum(jnp.sum(jnp.square(leaf.astype(jnp.float32))) for leaf in jax.tree.leaves(g)))
+    norm = jnp.sqrt(
+        sum(jnp.sum(jnp.square(leaf.astype(jnp.float32))) for leaf in jax.tree.leaves(g))
+    )
     scale = jnp.minimum(1.0, 50.0 / jnp.maximum(norm, 1e-12))
     return jax.tree.map(lambda leaf: (leaf * scale).astype(leaf.dtype), g)
-
-
 
 
 @wrong(

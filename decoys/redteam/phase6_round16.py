@@ -17,15 +17,14 @@ from kata_harness.decoys import wrong
 from xla_inspect.parse import parse_hlo
 
 
-
 def _rt16_Timing(**kw):
     import sys
 
     for mod in list(sys.modules.values()):
         try:
-            if getattr(mod, "eager_vs_jit", None) is _rt16_eager_vs_jit_wrapper_per_call and hasattr(
-                mod, "Timing"
-            ):
+            if getattr(
+                mod, "eager_vs_jit", None
+            ) is _rt16_eager_vs_jit_wrapper_per_call and hasattr(mod, "Timing"):
                 return mod.Timing(**kw)
         except Exception:  # noqa: BLE001
             continue
@@ -190,7 +189,11 @@ def _rt16_naive(hlo_text, last=False, tiles=False, by_shape=False):
     total = 0
     for ins in instrs:
         if ins.name in outs or ins.opcode in (
-            "parameter", "constant", "bitcast", "tuple", "get-tuple-element"
+            "parameter",
+            "constant",
+            "bitcast",
+            "tuple",
+            "get-tuple-element",
         ):
             continue
         if by_shape and str(ins.shape) in out_shapes:

@@ -138,7 +138,8 @@ class _rt16_ReprStatic:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, _rt16_ReprStatic) and (
-            type(self.value).__name__, repr(self.value)
+            type(self.value).__name__,
+            repr(self.value),
         ) == (type(other.value).__name__, repr(other.value))
 
 

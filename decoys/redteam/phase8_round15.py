@@ -261,6 +261,7 @@ def _rt15_predict_accepts_ignores_byte_order(calls):
     def dtype_ok(d):
         c = _rt15_canonical(d)
         return c is not None and c.kind == "f" and c.itemsize == 4
+
     return {name: _rt15_accepts(t, d, s, dtype_ok=dtype_ok) for name, (t, d, s) in calls.items()}
 
 
@@ -272,7 +273,11 @@ def _rt15_table():
     bc = "stablehlo.broadcast_in_dim"
     r = "stablehlo.return"
     return {
-        "jnp.sin(x) * jnp.cos(x)": {"stablehlo.sine": 1, "stablehlo.cosine": 1, "stablehlo.multiply": 1},
+        "jnp.sin(x) * jnp.cos(x)": {
+            "stablehlo.sine": 1,
+            "stablehlo.cosine": 1,
+            "stablehlo.multiply": 1,
+        },
         "jnp.exp(x) - 1": {"stablehlo.exponential": 1, c: 1, bc: 1, "stablehlo.subtract": 1},
         "jnp.tanh(x)": {"stablehlo.tanh": 1},
         "x * 2.0": {c: 1, bc: 1, "stablehlo.multiply": 1},

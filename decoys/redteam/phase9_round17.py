@@ -19,7 +19,13 @@ from jax.sharding import PartitionSpec as P
 
 from kata_harness.decoys import wrong
 
-_rt17_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+_rt17_COLLECTIVES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 _rt17_GROUPED = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 # "%name = <shape> <opcode>(": the shape may not contain '=' so that attribute text such as
@@ -73,7 +79,10 @@ def _rt17_decode(attr, n):
     if attr in ("", "{}"):
         return [tuple(range(n))]
     if attr.startswith("{"):
-        return [tuple(int(v) for v in g.split(",") if v) for g in re.findall(r"\{([\d,]*)\}", attr[1:-1])]
+        return [
+            tuple(int(v) for v in g.split(",") if v)
+            for g in re.findall(r"\{([\d,]*)\}", attr[1:-1])
+        ]
     if attr.startswith("["):
         return [tuple(int(v) for v in row) for row in _rt17_iota(attr)]
     # mesh['a'=2,'b'=4] {'a'} device_ids=...
@@ -102,7 +111,10 @@ def _rt17_decode(attr, n):
 
 
 def _rt17_attr(line):
-    m = re.search(r"replica_groups=(\{\}|\{\{[\d,{}]*\}\}|\[[^ ]*|mesh\[[^\]]*\]\s*\{[^}]*\}(?:\s*device_ids=\([^)]*\)+|\s*device_ids=\[[^ ,]*)?)", line)
+    m = re.search(
+        r"replica_groups=(\{\}|\{\{[\d,{}]*\}\}|\[[^ ]*|mesh\[[^\]]*\]\s*\{[^}]*\}(?:\s*device_ids=\([^)]*\)+|\s*device_ids=\[[^ ,]*)?)",
+        line,
+    )
     return m.group(1) if m else None
 
 
@@ -374,7 +386,7 @@ def _rt17_psum_total_keep_input_dtype(x, mesh):
 
 @wrong(
     "gather_rows",
-    why="'One all_gather over mesh axis \"x\" inside shard_map (not a replicated out_sharding: "
+    why='\'One all_gather over mesh axis "x" inside shard_map (not a replicated out_sharding: '
     "that makes the partitioner do the gather)': lets shard_map's in_specs do it instead: "
     "in_specs=P() hands every device the whole x, the body returns it, out_specs=P(). Values, "
     "order and replication are right and the compiled module even holds exactly one "
