@@ -1,8 +1,9 @@
 """Cases phase 6's tests draw on every run (the `fresh` fixture): calls of cost_of, step lists of
 fusion_traffic and programs of memory_report (naive_temp_bytes' modules: drawn_naive.py). Each
 is built so that the property it varies (a Python number's weak type, the same function at
-another dtype or shape, a step listed twice or two steps with one name, the order of the steps,
-several donated arguments, an argument the program ignores) changes the answer on every draw;
+another dtype or shape, a step listed twice (and fed two shapes) or two steps with one name,
+the order of the steps, several donated arguments, an argument the program ignores) changes the
+answer on every draw;
 the expected values come from XLA (kata_harness.oracles.memory), never from a formula here.
 """
 
@@ -46,17 +47,21 @@ def cost_calls(fresh: random.Random) -> list[tuple[Callable, tuple]]:
 def step_list(fresh: random.Random) -> tuple[list[Callable], np.ndarray]:
     """A step list and its x: a cast to a narrow float and a widening cast at the two ends (in a
     drawn order, so the list reversed ends in another dtype), between them a scaling and a sum
-    over an axis (two lambdas on one input shape and dtype) and one jnp function listed twice,
-    in a drawn order; x float32 or a narrow float of a drawn shape (never square). A transpose
-    follows the first cast and another one precedes the scaling: a transpose's output cannot
-    take its input's buffer, so a step compiled with its input donated costs twice the bytes
-    there, more than a cast to x's own dtype saves when donated."""
+    over an axis (two lambdas on one input shape and dtype), one jnp function listed twice, and
+    a step that shortens its input (jnp.diff or a slice) listed twice, so that one step object
+    meets two input shapes on every draw, in a drawn order; x float32 or a narrow float of a
+    drawn shape (never square). A transpose follows the first cast and another one precedes the
+    scaling: a transpose's output cannot take its input's buffer, so a step compiled with its
+    input donated costs twice the bytes there, more than a cast to x's own dtype saves when
+    donated."""
     narrow = jnp.dtype(fresh.choice(NARROW_FLOATS))
     factor, axis = fresh.choice([0.5, 2.0, 3.0]), fresh.randint(0, 1)
     ends = [lambda v: v.astype(narrow), lambda v: v.astype(jnp.float32) * 2.0]
     fresh.shuffle(ends)
     shared = fresh.choice([jnp.exp, jnp.tanh, jnp.sin])
+    trim = fresh.choice([jnp.diff, lambda v: v[1:]])  # one shorter on each call
     units = [[jnp.transpose, lambda v: v * factor, lambda v: v.sum(axis=axis)], [shared], [shared]]
+    units += [[trim], [trim]]
     fresh.shuffle(units)
     steps = [ends[0], jnp.transpose, *(step for unit in units for step in unit), ends[1]]
     shape = tuple(fresh.sample(BYTES_DIMS, 2))

@@ -94,7 +94,9 @@ def naive_temp_bytes(hlo_text: str) -> int:
     element, the buffer rounded up to a whole byte: `s4[9]{0:E(4)}` 36 bits, 5 bytes;
     `s2[9]{0:E(2)}` 18 bits, 3 bytes (XLA:CPU packs 2- and 4-bit types so). That holds whatever
     the dtype (`u8[9]{0:E(4)}` 5 bytes, `pred[9]{0:E(1)}` 2) and wherever E(n) stands in the
-    layout (after a tile, before a memory space: `s4[9]{0:T(3)E(4)S(1)}` 5 bytes). A
+    layout (after a tile, before a memory space: `s4[9]{0:T(3)E(4)S(1)}` 5 bytes). A tile
+    T(...) pads nothing here, even one that divides no dimension (`f32[3,5]{1,0:T(8,128)}` is
+    60 bytes: count the elements the dimensions give, not whole tiles). A
     tuple-shaped result (a multi-output fusion, a while loop, an opt-barrier) counts the sizes
     of its elements, each by its own layout, and an element that is a tuple counts the sizes of
     its own, at any depth. Compare with

@@ -162,10 +162,11 @@ def test_fusion_traffic_on_a_bank_of_step_lists(kata):
 @pytest.mark.task("fusion_traffic")
 def test_fusion_traffic_on_fresh_step_lists(kata, fresh):
     """A step list drawn for this run (katas/phase6/drawn.py): casts at both ends, one step
-    object listed twice, two lambdas on one input shape and dtype, transposes (an output that
-    cannot take its input's buffer), the middle in a drawn order; x of a drawn shape and dtype.
-    Expected: each step compiled on the previous step's real output, and the steps composed in
-    their order, as XLA's cost analysis counts them."""
+    object listed twice, another listed twice that shortens its input (so it meets two input
+    shapes: cost each program for the input it gets), two lambdas on one input shape and dtype,
+    transposes (an output that cannot take its input's buffer), the middle in a drawn order; x
+    of a drawn shape and dtype. Expected: each step compiled on the previous step's real output,
+    and the steps composed in their order, as XLA's cost analysis counts them."""
     steps, x = drawn.step_list(fresh)
     got = kata.fusion_traffic(steps, x)
     op_by_op, fused = oracle.step_bytes(steps, lambda: x)

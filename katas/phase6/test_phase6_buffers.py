@@ -12,7 +12,7 @@ from pytest_check import check
 
 from kata_harness import versions
 from kata_harness.oracles import memory as oracle
-from katas.phase6 import captures, drawn_naive
+from katas.phase6 import captures, drawn_naive, drawn_types
 from katas.phase6.programs import (
     NAIVE_COPIES,
     NAIVE_ODD_TYPES,
@@ -149,6 +149,26 @@ def test_naive_temp_of_fresh_modules(kata, fresh):
             "tuple and get-tuple-element re-view one: slices, in-place updates, opt-barrier and "
             "custom-calls count), which instruction is the ROOT, and what lives outside ENTRY"
         )
+
+
+@pytest.mark.task("naive_temp_bytes")
+def test_naive_temp_of_each_element_type_alone(kata, fresh):
+    """One module per element type XLA knows (katas/phase6/drawn_types.py), so that a wrong width
+    for one type is not made up for by another's: a convert and a broadcast of it at drawn sizes,
+    layouts plain, packed (E(n)), in memory space S(1) or tiled by sizes that divide no dimension
+    (a tile pads nothing: the size is the element count the dimensions give). Each result's bytes
+    are read from XLA's own print of the module (kata_harness.oracles.memory)."""
+    for dtype, text, counted in drawn_types.one_type_modules(fresh):
+        sizes = oracle.entry_result_bytes(text)
+        got, expected = kata.naive_temp_bytes(text), sum(sizes[name] for name in counted)
+        shapes = [line.split(" = ")[1].split(" ")[0] for line in text.splitlines()[3:5]]
+        with check:
+            assert got == expected, (
+                f"{dtype} alone, {' and '.join(shapes)}: {got} bytes, expected {expected} "
+                f"({fresh.where()}): an element's bits are the dtype's own width "
+                "(f8e4m3b11fnuz and f8e8m0fnu are 8-bit types, whatever other numbers their "
+                "names hold) unless E(n) packs it; a tile T(...) adds no padding"
+            )
 
 
 @functools.cache
