@@ -183,7 +183,9 @@ def test_conditionals_in_every_place_of_a_drawn_module(kata, fresh):
             pytest.fail(
                 f"a drawn module: got {len(got)} conditionals {got}, XLA's module of that text "
                 "holds another list. Every computation counts (one nothing calls, a while's "
-                "condition, a pred-indexed branch), in the order the text prints them; an "
+                "condition, a pred-indexed branch), in the order the text prints them, and "
+                "inside each every instruction in the order printed (one nothing reads too, "
+                "whatever order the instructions reading them take); an "
                 "instruction name may repeat in another computation, so look the index up in "
                 f"the conditional's own computation; {fresh.where()}"
             )
@@ -201,7 +203,8 @@ def test_while_loops_in_every_place_of_a_drawn_module(kata, fresh):
                 f"{want}. Count instructions, once each, in every computation (one nothing "
                 "calls, true_computation= and false_computation= branches, one called from two "
                 "sites counts once; a while whose result nothing reads is still an instruction "
-                f"of the text); names repeat across computations; {fresh.where()}"
+                "of the text); names repeat across computations, and two computations may hold "
+                f"the very same while line: two instructions; {fresh.where()}"
             )
 
 
