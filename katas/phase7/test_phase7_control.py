@@ -265,7 +265,8 @@ def test_open_and_closed_jaxprs_alike(kata):
 @pytest.mark.task("loop_primitives")
 def test_loop_primitives_of_drawn_chains(kata, fresh):
     """Pieces (jaxpr_draws: custom_vjp, custom_linear_solve's namedtuple of jaxprs, one jitted
-    function called twice, a switch or cond whose branches hold different loops, a cumsum-like
+    function called twice, a switch and a cond whose branches hold different loops (the switch
+    listing one function twice: one jaxpr object, two branches), a cumsum-like
     primitive that is no loop, ...) run one after the other in a drawn order, closed and open,
     and with every tuple of jaxprs in the params rebuilt as a list (the contract names both)."""
     pieces = draw_pieces(fresh)
@@ -281,6 +282,7 @@ def test_loop_primitives_of_drawn_chains(kata, fresh):
         if got != want:
             pytest.fail(
                 f"{form} jaxpr of {' then '.join(names)}: got {got}, expected {want} (every "
-                "equation's params, each jaxpr as often as an equation holds it, alone or in a "
+                "equation's params, each jaxpr as often as an equation holds it, the same "
+                "object in two branches of one equation twice, alone or in a "
                 f"tuple or list: 'listed' holds its tuples of jaxprs as lists); {fresh.where()}"
             )
