@@ -14,7 +14,13 @@ own. A drawn module always holds, whatever the seed:
   in some computations, s32 in others), every while is `%loop`;
 - a while whose result nothing reads (not ROOT, no operand of anything), in a drawn one of
   ENTRY, the computation nothing calls or the one called from two sites: XLA's parser keeps
-  it (only optimization removes dead code), so it is an instruction like any other.
+  it (only optimization removes dead code), so it is an instruction like any other;
+- a conditional whose result nothing reads, at a drawn place in ENTRY;
+- two conditionals in ENTRY that do not read each other (one pred-indexed, one s32), the
+  instruction adding them reading them in the other order than the text prints them: text
+  order is not the order a walk back from ROOT reaches instructions in;
+- the same while line (`%loop = ... while(%init), condition=%c, body=%b`) in two
+  computations: identical text, two instructions.
 
 What is drawn: the computation names, which leaf computations serve as branches (repeats
 included) and how many branches an s32 conditional has, which index the condition's
@@ -35,6 +41,7 @@ _NAMES = (
 )  # fmt: skip
 _LEAF_OPS = ("add(%a, %a)", "negate(%a)", "multiply(%a, %a)", "subtract(%a, %a)")
 _PAIR = "(s32[], f32[4]{0})"
+KINDS = (None, "s32", "pred")
 
 
 def _computation(name: str, params: str, result: str, lines: list[str], entry=False) -> str:
@@ -76,6 +83,22 @@ def _idle_while(value: str, loop: tuple[str, str]) -> list[str]:
         f"%idle_init = {_PAIR} tuple(%idle_start, {value})",
         f"%idle = {_PAIR} while(%idle_init), condition=%{condition}, body=%{body}",
     ]
+
+
+def _idle_conditional(value: str, branches: list[str], kind: str) -> list[str]:
+    """A conditional over f32[4] %value whose result nothing reads."""
+    return [*_index(kind, value, "_idle"), _conditional("%idle_c", value, branches, kind, "_idle")]
+
+
+def _apart(value: str, result: str, first: tuple, second: tuple, tag: str) -> list[str]:
+    """Two conditionals of %value, each (kind, branches), that do not read each other, printed
+    first then second; %result adds them in the other order (second, first)."""
+    lines, names = [], []
+    for part, (kind, branches) in zip("ab", (first, second), strict=True):
+        names.append(f"%c{tag}{part}")
+        lines += [*_index(kind, value, tag + part)]
+        lines += [_conditional(names[-1], value, branches, kind, tag + part)]
+    return [*lines, f"{result} = f32[4]{{0}} add({names[1]}, {names[0]})"]
 
 
 def _while(result: str, value: str, loop: tuple[str, str], tag: str = "") -> list[str]:
@@ -201,10 +224,11 @@ def draw_control_module(rng: random.Random, uncalled_after_entry: bool = False) 
     uncalled = draw.region(leaves, orphan, "pred", idle=idle == "orphan")  # nothing calls it
     twice = [(draw.condition(keep), draw.body(leaves, True)), (draw.condition(keep), plain)]
     shared = draw.region(leaves, twice, "s32", idle=idle == "shared")  # called from two sites
-    hoisted = draw.region(
-        leaves, [(draw.condition(keep), plain)], rng.choice((None, "s32", "pred"))
-    )
+    # the same while line (%loop, %init, condition and body) in a second computation
+    hoisted = draw.region(leaves, [rng.choice((orphan[0], twice[0]))], rng.choice(KINDS))
     outer = (draw.condition(keep), draw.body(leaves, rng.random() < 0.5))
+    apart = [("pred", rng.sample(leaves, 2)), ("s32", draw.branches(leaves))]
+    rng.shuffle(apart)  # which of the two independent conditionals the text prints first
     features = [
         lambda v, y, tag: [f"{y} = f32[4]{{0}} call({v}), to_apply=%{shared}"],
         lambda v, y, tag: [
@@ -213,13 +237,21 @@ def draw_control_module(rng: random.Random, uncalled_after_entry: bool = False) 
         ],
         lambda v, y, tag: [f"{y} = f32[4]{{0}} call({v}), to_apply=%{shared}"],
         lambda v, y, tag: _while(y, v, outer, tag),
+        lambda v, y, tag: _apart(v, y, apart[0], apart[1], tag),
     ]
     if rng.random() < 0.5:  # a second while of ENTRY, through the same computations
         features.append(lambda v, y, tag: _while(y, v, outer, tag))
     rng.shuffle(features)
+    dead = rng.choice(("pred", "s32"))  # a conditional nothing reads, at a drawn place
+    dead_branches = rng.sample(leaves, 2) if dead == "pred" else draw.branches(leaves)
+    dead_at = rng.randint(0, len(features))
     lines = ["%x0 = f32[4]{0} parameter(0)"]
     for n, feature in enumerate(features):
+        if n == dead_at:
+            lines += _idle_conditional(f"%x{n}", dead_branches, dead)
         lines += feature(f"%x{n}", f"%x{n + 1}", str(n))
+    if dead_at == len(features):
+        lines += _idle_conditional(f"%x{dead_at}", dead_branches, dead)
     if idle == "entry":
         lines += _idle_while(f"%x{rng.randint(0, len(features))}", outer)
     lines += [f"ROOT %out = f32[4]{{0}} copy(%x{len(features)})"]

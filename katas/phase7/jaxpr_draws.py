@@ -9,11 +9,13 @@ hands both `jit` equations the very same jaxpr object: each call still holds its
 piece's loops, depth first, are read off the piece (a loop, then the loops inside it); the
 tests also compare the counts with xla_inspect's primitive census.
 
-Every draw also holds one conditional whose branches hold different loops, drawn: a `lax.switch`
-of 2 to 4 branches or a `lax.cond`. A `cond` equation keeps its branches in one param, a tuple
-in index order: `lax.switch`'s list as given, and for `lax.cond(p, true_fn, false_fn)` the false
-branch first (index 0 is False). The branches are drawn so that walking them in another order
-gives another list.
+Every draw also holds two conditionals whose branches hold different loops, drawn: a
+`lax.switch` of 3 to 5 branches and a `lax.cond`. The switch lists one function holding a loop
+at two drawn places: JAX traces it once and its `cond` equation holds that very jaxpr object
+twice, a branch each, so its loops count twice. A `cond` equation keeps its branches in one
+param, a tuple in index order: `lax.switch`'s list as given, and for
+`lax.cond(p, true_fn, false_fn)` the false branch first (index 0 is False). The branches are
+drawn so that walking them in another order gives another list.
 
 Every draw also holds a nest of three to five drawn levels (static or traced-bound fori_loops,
 `jax.jit`, `jax.checkpoint`), the innermost a loop: loops deeper than any walk of a fixed number
@@ -145,11 +147,16 @@ def _branches(kinds: list[str], n) -> list[Callable]:
     return [lambda v, body=BRANCHES[kind][1]: body(v, n) for kind in kinds]
 
 
-def draw_branching(rng: random.Random) -> tuple[str, Piece]:
-    """A lax.switch of 2 to 4 drawn branches, or a lax.cond, and its loops depth first."""
-    spelled_cond = rng.random() < 0.5
+def draw_branching(rng: random.Random, spelled_cond: bool) -> tuple[str, Piece]:
+    """A lax.cond of two drawn branches, or a lax.switch of 3 to 5 drawn branches, two of them
+    one function holding a loop, and its loops depth first."""
+    looping = [kind for kind in sorted(BRANCHES) if BRANCHES[kind][0]]
     while True:
-        kinds = rng.choices(sorted(BRANCHES), k=2 if spelled_cond else rng.randint(2, 4))
+        kinds = rng.choices(sorted(BRANCHES), k=2 if spelled_cond else rng.randint(1, 3))
+        if not spelled_cond:  # one looping branch function at two drawn places
+            twice = rng.choice(looping)
+            for _ in range(2):
+                kinds.insert(rng.randint(0, len(kinds)), twice)
         want = [loop for kind in kinds for loop in BRANCHES[kind][0]]
         if want != [loop for kind in reversed(kinds) for loop in BRANCHES[kind][0]]:
             break
@@ -163,9 +170,15 @@ def draw_branching(rng: random.Random) -> tuple[str, Piece]:
         return f"lax.cond(true: {true_kind}, false: {false_kind})", (run, want)
 
     def run_switch(x, n):
-        return lax.switch(n % len(kinds), _branches(kinds, n), x)
+        # n an operand, not closed over: a branch closing over a tracer is traced anew per place
+        functions = [lambda v, m, body=BRANCHES[kind][1]: body(v, m) for kind in kinds]
+        shared = [i for i, kind in enumerate(kinds) if kind == twice]
+        for i in shared:  # the same function object: JAX gives both one jaxpr object
+            functions[i] = functions[shared[0]]
+        return lax.switch(n % len(kinds), functions, x, n)
 
-    return f"lax.switch over [{', '.join(kinds)}]", (run_switch, want)
+    listing = ", ".join(f"{kind} (one function)" if kind == twice else kind for kind in kinds)
+    return f"lax.switch over [{listing}]", (run_switch, want)
 
 
 # a level of a nest: (its loop if it is one, the level as a function of (inner, v, n))
@@ -200,11 +213,11 @@ def draw_nest(rng: random.Random) -> tuple[str, Piece]:
 
 
 def draw_pieces(rng: random.Random) -> list[tuple[str, Piece]]:
-    """The needed pieces, a drawn conditional, a drawn nest, cumsum and a drawn look-alike, and
-    one to three more (repeats allowed), in a drawn order."""
+    """The needed pieces, a drawn cond and a drawn switch, a drawn nest, cumsum and a drawn
+    look-alike, and one to three more (repeats allowed), in a drawn order."""
     names = [*NEEDED, *rng.choices(sorted(PIECES), k=rng.randint(1, 3))]
     pieces = [(name, PIECES[name]) for name in names]
-    pieces += [draw_branching(rng), draw_nest(rng)]
+    pieces += [draw_branching(rng, True), draw_branching(rng, False), draw_nest(rng)]
     other = rng.choice(sorted(set(LOOKALIKES) - {"jnp.cumsum"}))
     pieces += [draw_lookalike(rng, "jnp.cumsum"), draw_lookalike(rng, other)]
     rng.shuffle(pieces)

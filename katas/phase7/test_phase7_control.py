@@ -183,7 +183,9 @@ def test_conditionals_in_every_place_of_a_drawn_module(kata, fresh):
             pytest.fail(
                 f"a drawn module: got {len(got)} conditionals {got}, XLA's module of that text "
                 "holds another list. Every computation counts (one nothing calls, a while's "
-                "condition, a pred-indexed branch), in the order the text prints them; an "
+                "condition, a pred-indexed branch), in the order the text prints them, and "
+                "inside each every instruction in the order printed (one nothing reads too, "
+                "whatever order the instructions reading them take); an "
                 "instruction name may repeat in another computation, so look the index up in "
                 f"the conditional's own computation; {fresh.where()}"
             )
@@ -201,7 +203,8 @@ def test_while_loops_in_every_place_of_a_drawn_module(kata, fresh):
                 f"{want}. Count instructions, once each, in every computation (one nothing "
                 "calls, true_computation= and false_computation= branches, one called from two "
                 "sites counts once; a while whose result nothing reads is still an instruction "
-                f"of the text); names repeat across computations; {fresh.where()}"
+                "of the text); names repeat across computations, and two computations may hold "
+                f"the very same while line: two instructions; {fresh.where()}"
             )
 
 
@@ -262,7 +265,8 @@ def test_open_and_closed_jaxprs_alike(kata):
 @pytest.mark.task("loop_primitives")
 def test_loop_primitives_of_drawn_chains(kata, fresh):
     """Pieces (jaxpr_draws: custom_vjp, custom_linear_solve's namedtuple of jaxprs, one jitted
-    function called twice, a switch or cond whose branches hold different loops, a cumsum-like
+    function called twice, a switch and a cond whose branches hold different loops (the switch
+    listing one function twice: one jaxpr object, two branches), a cumsum-like
     primitive that is no loop, ...) run one after the other in a drawn order, closed and open,
     and with every tuple of jaxprs in the params rebuilt as a list (the contract names both)."""
     pieces = draw_pieces(fresh)
@@ -278,6 +282,7 @@ def test_loop_primitives_of_drawn_chains(kata, fresh):
         if got != want:
             pytest.fail(
                 f"{form} jaxpr of {' then '.join(names)}: got {got}, expected {want} (every "
-                "equation's params, each jaxpr as often as an equation holds it, alone or in a "
+                "equation's params, each jaxpr as often as an equation holds it, the same "
+                "object in two branches of one equation twice, alone or in a "
                 f"tuple or list: 'listed' holds its tuples of jaxprs as lists); {fresh.where()}"
             )

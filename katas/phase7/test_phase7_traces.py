@@ -2,6 +2,7 @@
 compile_counter tests: test_phase7_counter.py)."""
 
 from collections import namedtuple
+from decimal import Decimal
 
 import jax
 import numpy as np
@@ -186,3 +187,44 @@ def test_python_scalars_in_containers_are_pytrees(kata, fresh):
             "a tuple of three floats (values never retrace; a container is not an array); "
             f"{fresh.where()}"
         )
+
+
+def _scaled_by(traces):
+    def scaled(x, k):
+        traces.append(1)
+        leaves = k if isinstance(k, tuple) else (k,)
+        return x * sum(complex(v).real for v in leaves)
+
+    return scaled
+
+
+def _equal_with_other_reprs(rng) -> list[tuple[object, object]]:
+    """Pairs of static values of one type that compare equal and hash alike but print
+    differently (the jit cache compares static arguments with ==, not by their text)."""
+    digits = rng.randint(1, 99)
+    m = rng.randint(1, 9)
+    return [
+        (0.0, -0.0),
+        (Decimal(digits) / 10, Decimal(f"{digits / 10:.1f}0")),
+        ((0.0, m), (-0.0, m)),
+        (complex(0.0, 0.0), complex(-0.0, -0.0)),
+    ]
+
+
+@pytest.mark.task("count_traces")
+def test_equal_static_values_with_other_reprs_trace_once(kata, fresh):
+    # 0.0 == -0.0, Decimal("1.5") == Decimal("1.50"): equal values of one type with equal
+    # hashes are one cache key, whatever repr() prints; values of another type (2 and 2.0) or
+    # unequal values are other keys.
+    pairs = fresh.sample(_equal_with_other_reprs(fresh), 2)
+    statics = [value for pair in pairs for value in pair]
+    statics += [fresh.choice(statics) for _ in range(fresh.randint(1, 3))]
+    statics.append(float(fresh.randint(1, 9)))  # a key of its own
+    fresh.shuffle(statics)
+    keys = {(type(k), k) for k in statics}  # the set's own == and hash decide
+    got, ran = _count(kata, _scaled_by, (1,), [(vec(), k) for k in statics])
+    assert got == ran == len(keys), (
+        f"static values {statics!r}: counted {got}, the body ran {ran} times, expected "
+        f"{len(keys)} (values that compare equal are one key, however they print); "
+        f"{fresh.where()}"
+    )
