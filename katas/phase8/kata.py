@@ -81,10 +81,11 @@ def predict_accepts(calls: dict[str, tuple[str, Any, tuple[int, ...]]]) -> dict[
     that symbolic shape, serialize, deserialize and call it on a NumPy array of that dtype and
     shape (`np.ones(shape, dtype)`; JAX's defaults: x64 off). The dtype is written any way
     NumPy takes one: a scalar type (`np.float32`), an `np.dtype`, a name or a type code
-    (`'float32'`, `'f8'`), a Python type (`float`). Return {name: True if the call runs, False
-    if the exported function rejects it}, for every name in `calls`, decided from the shapes,
-    the dtypes and what a symbolic dimension may stand for. Your function must not export, call
-    or compile anything.
+    (`'float32'`, `'f8'`, `'<f4'`; a byte order written out is part of the dtype: `'>f4'` is
+    big-endian float32, which JAX takes as it is), a Python type (`float`). Return
+    {name: True if the call runs, False if the exported function rejects it}, for every name
+    in `calls`, decided from the shapes, the dtypes and what a symbolic dimension may stand
+    for. Your function must not export, call or compile anything.
 
     The tests pass the calls listed in EXPORTED_CALLS and calls of their own, different ones at
     each call of your function (there are several), so answer for the `calls` you are given

@@ -140,6 +140,7 @@ def _spelled(fresh: Fresh, dtype: str) -> tuple[Any, str]:
     ways: dict[str, Any] = {"type": _DTYPES[dtype], "np.dtype": kind, "name": kind.name}
     if dtype != "bf16":  # bfloat16's code is an anonymous 'V2'
         ways["code"] = kind.str[1:]
+        ways["ordered code"] = kind.str  # the native byte order written out: '<f4', '|i1'
     if dtype in _PYTHON_TYPES:
         ways["python"] = _PYTHON_TYPES[dtype]
     way = fresh.choice(sorted(ways))
@@ -148,6 +149,32 @@ def _spelled(fresh: Fresh, dtype: str) -> tuple[Any, str]:
         return written, ""
     shown = written.__name__ if isinstance(written, type) else repr(written)
     return written, f" (dtype written {shown})"
+
+
+def _draw_swapped_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
+    """A call of a fitting shape whose array is float32 in the byte order this machine does not
+    use ('>f4' here): a NumPy dtype JAX does not convert, so the exported function refuses it."""
+    name, (symbolic, _, shape) = _draw_call(fresh, "f32")
+    swapped = np.dtype(np.float32).newbyteorder()
+    written = fresh.choice((swapped, swapped.str))
+    name = name.split(" (dtype written")[0] + f" (dtype written {written!r})"
+    return name, (symbolic, written, shape)
+
+
+def _draw_ones_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
+    """A float32 call that fits but for one constant dimension (2 or more) given size 1: the
+    exported function checks a constant exactly, a size-1 axis does not broadcast to it."""
+    symbol, value = fresh.choice(_SYMBOLS), fresh.randint(3, 5)
+    dims = []
+    for _ in range(fresh.randint(1, 2)):
+        text, _, coefficient, offset = _draw_dim(fresh, [symbol], False)
+        dims.append((text, offset + coefficient * value))
+    dims.insert(fresh.randrange(len(dims) + 1), (str(fresh.randint(2, 7)), 1))
+    written, how = _spelled(fresh, "f32")
+    symbolic = ", ".join(text for text, _ in dims)
+    shape = tuple(size for _, size in dims)
+    name = f"({symbolic}) called with f32[{','.join(map(str, shape))}]{how}"
+    return name, (symbolic, written, shape)
 
 
 def _draw_above_call(fresh: Fresh) -> tuple[str, tuple[str, Any, tuple[int, ...]]]:
@@ -191,14 +218,19 @@ def _nested_names(fresh: Fresh, where: str) -> list[str]:
 def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[int, ...]]]:
     """``count`` calls drawn from the grammar, one call of a fitting shape for every dtype (so a
     rule that gets one dtype wrong meets it in every run), one whose symbol exceeds every
-    dimension (`b - 3` at b = 4 is 1) and two float32 calls of a fitting shape whose two
+    dimension (`b - 3` at b = 4 is 1), one of float32 in the other byte order, one whose
+    constant dimension is given size 1 and two float32 calls of a fitting shape whose two
     symbols' names are one inside the other (one a prefix, one drawn), in a drawn order."""
     drawn: dict[str, tuple[str, Any, tuple[int, ...]]] = {}
     nested = ["prefix", fresh.choice(("prefix", "suffix", "inside"))]
-    for dtype in [*[None] * count, *sorted(_DTYPES), "above", *nested]:
+    for dtype in [*[None] * count, *sorted(_DTYPES), "above", "swapped", "ones", *nested]:
         while True:
             if dtype == "above":
                 name, call = _draw_above_call(fresh)
+            elif dtype == "swapped":
+                name, call = _draw_swapped_call(fresh)
+            elif dtype == "ones":
+                name, call = _draw_ones_call(fresh)
             elif dtype in nested:
                 name, call = _draw_call(fresh, "f32", _nested_names(fresh, dtype))
             else:
@@ -215,7 +247,8 @@ def _drawn_calls(fresh: Fresh, count: int) -> dict[str, tuple[str, Any, tuple[in
 def test_predict_accepts_matches_the_exported_calls(kata, fresh: Fresh):
     """The listed calls and calls drawn afresh from the contract's grammar (any symbol names,
     coefficients on either side, offsets of either sign, several dimensions, every dtype)."""
-    drawn = _drawn_calls(fresh, 21)  # one per dtype, one above, two of nested names: 40 in all
+    # one per dtype, one above, one byte-swapped, one size-1 constant, two of nested names: 42
+    drawn = _drawn_calls(fresh, 21)
     # two calls of the function, each given the listed calls and its own half of the drawn
     # ones: an answer reads its argument (a table saved from an earlier call lacks the new names)
     half = len(drawn) // 2
