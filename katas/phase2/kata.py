@@ -33,6 +33,8 @@ def mlp_jaxpr(params: dict, x) -> jax.extend.core.ClosedJaxpr:  # pyright: ignor
     Python scalar, jnp.full(shape, 1.0), is weakly typed: its input aval is ~f32, not f32). The
     jaxpr of jax.jit(mlp) (one jit equation holding mlp's) is mlp's jaxpr too; no other
     wrapper's is (jax.checkpoint(mlp) gives one remat equation holding mlp's: another jaxpr).
+    Trace under the configuration the caller left (no setting of your own, such as a matmul
+    precision): the equations' params, a dot_general's precision among them, are mlp's.
     """
     # TODO: one call traces mlp with abstract values
     raise NotImplementedError("phase2 task 1: mlp_jaxpr")

@@ -20,6 +20,7 @@ from jax import lax
 from pytest_check import check
 
 from kata_harness.oracles import jaxprs as oracle
+from katas.phase2.equations import first_params_difference, params_of
 from katas.phase2.nestings import fresh_nestings
 from katas.phase2.programs import (
     AVAL_CASES,
@@ -64,13 +65,18 @@ def _top_level(jaxpr) -> list[str]:
     return [eqn.primitive.name for eqn in jaxpr.eqns]
 
 
-def _mlp_equations(jaxpr) -> list[str]:
-    """The primitives of the equations that hold mlp's work: the top level's, or, when the only
-    equation is a jit (the jaxpr of jax.jit(mlp)), that jit's jaxpr's."""
+def _mlp_body(jaxpr):
+    """The jaxpr whose equations hold mlp's work: the top level, or, when the only equation is
+    a jit (the jaxpr of jax.jit(mlp)), that jit's jaxpr."""
     eqns = jaxpr.eqns
     if len(eqns) == 1 and eqns[0].primitive.name == "jit":
-        return _top_level(eqns[0].params["jaxpr"])
-    return _top_level(jaxpr)
+        return eqns[0].params["jaxpr"]
+    return jaxpr
+
+
+def _mlp_equations(jaxpr) -> list[str]:
+    """The primitives of the equations that hold mlp's work."""
+    return _top_level(_mlp_body(jaxpr))
 
 
 # ------------------------------------------------------------------------------------ mlp_jaxpr
@@ -136,7 +142,8 @@ def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
     params leaf too): its aval stays weakly typed, ~f32 not f32. The expected avals
     are those of jax.make_jaxpr(mlp) traced here, and so are the expected equations: mlp's at
     the top level or inside the one jit of jax.jit(mlp), no other wrapper (a checkpoint's
-    remat equation holding them is another jaxpr)."""
+    remat equation holding them is another jaxpr), and so are the equations' params (a
+    dot_general's precision and preferred_element_type, at any depth)."""
     x_dtypes, edges = fresh.sample(DTYPES, len(DTYPES)), shape_edges(fresh, len(DTYPES))
     for group, (x_dtype, edge) in enumerate(zip(x_dtypes, edges, strict=True)):
         shape = fresh_mlp_shape(fresh, edge)
@@ -158,6 +165,11 @@ def test_mlp_jaxpr_mixed_dtypes(kata, fresh):
             assert got_eqns == mlp_eqns, (
                 f"{what} ({fresh.where()}): the jaxpr's equations are {got_eqns}; mlp's are "
                 f"{mlp_eqns} (at the top level, or inside one jit equation that is the only one)"
+            )
+            got_params, mlp_params = params_of(_mlp_body(jaxpr)), params_of(traced)
+            assert got_params == mlp_params, (
+                f"{what} ({fresh.where()}): {first_params_difference(got_params, mlp_params)} "
+                "(mlp traced as the caller configured jax: no setting of your own)"
             )
 
 
