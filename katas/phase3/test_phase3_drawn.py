@@ -13,7 +13,8 @@ The HLO readers get drawn modules (oracles.hlo_drawn): eleven or more parameters
 empty tuple and tiled parameters, a lone scalar ROOT, a tuple ROOT of six or more results, a
 bounded dynamic ROOT, a ROOT with a tile and a memory space in its layout; constants in tiled and
 memory-space layouts beside iota, replica-id and partition-id instructions (no operands, no
-constants), in XLA's own print; the expected values are XLA's reading of that print (xla_facts).
+constants) with each computation's ROOT printed before some of its constants, in XLA's own
+print; the expected values are XLA's reading of that print (xla_facts).
 """
 
 from collections import Counter
@@ -152,8 +153,9 @@ def test_root_of_drawn_modules(kata, fresh):
 @pytest.mark.task("constants")
 def test_constants_of_drawn_modules(kata, fresh):
     """Constants whose layouts hold tiles and memory spaces, in ENTRY and in a called computation,
-    beside iota, replica-id and partition-id (no operands, yet no constants): XLA's constants,
-    each shape exactly as XLA's line prints it."""
+    beside iota, replica-id and partition-id (no operands, yet no constants), some printed after
+    their computation's ROOT (a ROOT need not be the last line): XLA's constants, each shape
+    exactly as XLA's line prints it."""
     text = oracles.xla_module(hlo_drawn.constants_module(fresh)).text
     got = kata.constants(text)
     assert isinstance(got, list), f"expected a list, got {type(got).__name__}"
