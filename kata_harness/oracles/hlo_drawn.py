@@ -13,7 +13,8 @@ layout holds a tile and a memory space (``f32[8,128]{1,0:T(8,128)S(1)}``).
 
 :func:`constants_module` draws a module of constants in tiled and memory-space layouts, in ENTRY
 and in a computation it calls, beside instructions that take no operands and are no constants
-(``iota``, ``replica-id``, ``partition-id``).
+(``iota``, ``replica-id``, ``partition-id``), each computation's ROOT printed before some of its
+constants.
 
 A test hands the learner XLA's own print of the module (:func:`kata_harness.oracles.xla_module`)
 and compares with XLA's reading of it (:mod:`kata_harness.xla_facts`): this module only draws.
@@ -147,10 +148,19 @@ def _no_operands(rng: random.Random, name: str, kind: str | None = None) -> str:
     return f"  %{name} = {shape} iota(), iota_dimension=0"
 
 
+def _root_before_a_constant(rng: random.Random, drawn: list[str], root: str) -> list[str]:
+    """``drawn`` with the ROOT line put at a drawn place before its last constant: XLA's parser
+    accepts a computation whose ROOT is not its last line, and prints it back where it stood."""
+    last = max(n for n, line in enumerate(drawn) if " constant(" in line)
+    at = rng.randint(0, last)
+    return [*drawn[:at], root, *drawn[at:]]
+
+
 def constants_module(rng: random.Random) -> str:
     """The HLO text of a drawn module whose constants (two to four in ENTRY, one to three in a
     computation ENTRY calls) have tiled or memory-space layouts, beside an iota and up to two more
-    iota, replica-id or partition-id instructions in each computation, lines in a drawn order."""
+    iota, replica-id or partition-id instructions in each computation, lines in a drawn order; in
+    each computation the ROOT comes before one constant at least (it need not be the last line)."""
 
     def lines(prefix: str, constants: int) -> list[str]:
         drawn = [_constant(rng, f"{prefix}c{n}") for n in range(constants)]
@@ -159,9 +169,17 @@ def constants_module(rng: random.Random) -> str:
         rng.shuffle(drawn)
         return drawn
 
-    helper = ["  %hp = f32[] parameter(0)", *lines("h", rng.randint(1, 3))]
-    helper.append("  ROOT %hr = f32[] negate(%hp)")
-    entry = ["  %p = f32[] parameter(0)", *lines("e", rng.randint(2, 4))]
-    entry.append("  ROOT %r = f32[] call(%p), to_apply=%helper")
+    helper = [
+        "  %hp = f32[] parameter(0)",
+        *_root_before_a_constant(
+            rng, lines("h", rng.randint(1, 3)), "  ROOT %hr = f32[] negate(%hp)"
+        ),
+    ]
+    entry = [
+        "  %p = f32[] parameter(0)",
+        *_root_before_a_constant(
+            rng, lines("e", rng.randint(2, 4)), "  ROOT %r = f32[] call(%p), to_apply=%helper"
+        ),
+    ]
     body = "%helper {\n" + "\n".join(helper) + "\n}\n\nENTRY %main {\n" + "\n".join(entry)
     return f"HloModule constants_{rng.randrange(10**6)}\n\n{body}\n}}\n"

@@ -108,9 +108,9 @@ def mlp_flops(batch: int, in_dim: int, hidden: int, out_dim: int) -> int:
     w1 (in_dim, hidden), b1 (hidden,), w2 (hidden, out_dim), b2 (out_dim,); every size >= 2.
     Return the exact count (a Python int, any size). Cost analysis reports a float32, exact up
     to 2**24 and rounded past it; the tests also use shapes whose count is past 2**24 (and past
-    2**31, and past 2**63, more than an int64 holds) and that no float32 holds, and compare with
-    the exact count there. (XLA counts each op in an int64: the tests keep every dot's count
-    below 2**63, where that count still means something.)
+    2**31, past 2**63, more than an int64 holds, and past 2**64, more than a uint64 holds) and
+    that no float32 holds, and compare with the exact count there. (XLA counts each op in an
+    int64: the tests keep every dot's count below 2**63, where that count still means something.)
 
     From the shapes alone: the tests forbid jax.jit and compiling while they call you.
     """

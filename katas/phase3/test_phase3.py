@@ -232,8 +232,8 @@ def test_mlp_flops_exact_past_float32(kata, fresh):
     is no float32, the expected count interpolated from XLA's exact counts at small shapes
     (oracle.mlp_flops_exact, checked there against XLA's rounded report at the shape)."""
     bank.cpu_only("the flops of XLA:CPU's cost model")
-    shapes = [(3, 4097, 4099, 5), _past_int64(fresh)]
-    while len(shapes) < 4:
+    shapes = [(3, 4097, 4099, 5), _past_int64(fresh), _past_uint64(fresh)]
+    while len(shapes) < 5:
         shape = tuple(fresh.choice(MLP_WIDE if k else MLP_SIZES) for k in range(4))
         exact = oracle.mlp_flops_interpolated(mlp, shape)  # checked below, where it is used
         if int(np.float32(exact)) != exact:
@@ -245,8 +245,8 @@ def test_mlp_flops_exact_past_float32(kata, fresh):
         with check:
             assert isinstance(predicted, int) and predicted == exact, (
                 f"(batch, in, hidden, out) = {shape}: you predicted {predicted!r} flops, not the "
-                f"exact count (past 2**24 no float32 holds it, past 2**63 no int64; "
-                f"{fresh.where()})"
+                f"exact count (past 2**24 no float32 holds it, past 2**63 no int64, past 2**64 "
+                f"no uint64; {fresh.where()})"
             )
 
 
@@ -263,6 +263,16 @@ def _past_int64(fresh) -> tuple[int, int, int, int]:
     limit = 2**62 // (batch * hidden)  # 2 * batch * hidden * size < 2**63 for size < limit
     n_in, out = (fresh.randrange(limit // 2 + 1, limit) for _ in range(2))
     return batch, n_in, hidden, out
+
+
+def _past_uint64(fresh) -> tuple[int, int, int, int]:
+    """A shape whose count is past 2**64 (more than a uint64 holds) while each dot's stays below
+    2**63: both dots just below 2**63, the element-wise ops of a narrow hidden layer the rest."""
+    batch, hidden = fresh.choice(MLP_HUGE), fresh.choice(MLP_WIDE)
+    top = (2**62 - 1) // (batch * hidden)  # the largest size with 2 * batch * hidden * size < 2**63
+    shape = (batch, top - fresh.randrange(3), hidden, top - fresh.randrange(3))
+    assert oracle.mlp_flops_interpolated(mlp, shape) > 2**64, f"test draw changed: {shape}"
+    return shape
 
 
 # --- task 9: predict_entry_root --------------------------------------------------------------

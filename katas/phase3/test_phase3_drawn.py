@@ -3,8 +3,9 @@ entry_root, constants, flops): what the bank's fixed programs never vary.
 
 three_texts and flops are handed, in a drawn order and at a drawn shape, two lambdas that share
 one __qualname__, one of them again at another dtype, a Python scalar (weakly typed) scaling a
-half-precision array, a program with an unused input and one closing over a large constant: an
-answer that remembers a compile by name or by shape alone, keeps unused inputs, lowers for
+half-precision array, a program with an unused input and one closing over a large constant
+(three_texts also a second closure of that code over another table, at the same shape): an
+answer that remembers a compile by name, by code or by shape alone, keeps unused inputs, lowers for
 abstract arguments or prints a text with other options than its stage's default (a large
 constant in full, or elided as {...}) gets one wrong. The expected texts and flops are
 jax.stages' and XLA's for the very arguments (oracles.hlo_stages).
@@ -13,7 +14,8 @@ The HLO readers get drawn modules (oracles.hlo_drawn): eleven or more parameters
 empty tuple and tiled parameters, a lone scalar ROOT, a tuple ROOT of six or more results, a
 bounded dynamic ROOT, a ROOT with a tile and a memory space in its layout; constants in tiled and
 memory-space layouts beside iota, replica-id and partition-id instructions (no operands, no
-constants), in XLA's own print; the expected values are XLA's reading of that print (xla_facts).
+constants) with each computation's ROOT printed before some of its constants, in XLA's own
+print; the expected values are XLA's reading of that print (xla_facts).
 """
 
 from collections import Counter
@@ -34,9 +36,10 @@ from katas.phase3.programs import ELEMENTWISE, closed_over, doubled_ignoring, sc
 DIMS = (2, 3, 4, 5, 6, 7, 8)
 
 
-def _drawn_calls(fresh) -> list[tuple[str, Callable, tuple]]:
+def _drawn_calls(fresh, twins: bool = False) -> list[tuple[str, Callable, tuple]]:
     """(what, program, arguments) in a drawn order: two lambdas of one shape and dtype, the
-    first again in bfloat16, a weakly typed Python scalar, an unused input."""
+    first again in bfloat16, a weakly typed Python scalar, an unused input; ``twins``: two
+    closures of one code over different tables, at one shape."""
     shape = tuple(fresh.choice(DIMS) for _ in range(fresh.randint(1, 3)))
     first, second = fresh.sample(range(len(ELEMENTWISE)), 2)
     dtype = fresh.choice(("float32", "int32", "float16"))
@@ -62,19 +65,23 @@ def _drawn_calls(fresh) -> list[tuple[str, Callable, tuple]]:
         ),
     ]
     calls.append(_closed_over_call(fresh))
+    if twins:  # the same code and argument shapes, another closed-over table: another program
+        dims = calls[-1][2][0].shape
+        calls.append(_closed_over_call(fresh, dims, "another table"))
     fresh.shuffle(calls)
     return calls
 
 
-def _closed_over_call(fresh) -> tuple[str, Callable, tuple]:
+def _closed_over_call(fresh, dims=None, which: str = "a table") -> tuple[str, Callable, tuple]:
     """A program closing over a drawn table of more than ten elements (a large constant: the
     stages' default prints and other print options show it differently)."""
-    dims = (fresh.randint(11, 24),) if fresh.random() < 0.5 else (fresh.choice(DIMS), 11)
+    if dims is None:
+        dims = (fresh.randint(11, 24),) if fresh.random() < 0.5 else (fresh.choice(DIMS), 11)
     values = [float(fresh.randint(-9, 9)) for _ in range(int(np.prod(dims)))]
     values[-1] = values[0] + 1.0  # never a splat
     table = np.array(values, np.float32).reshape(dims)
     return (
-        f"closed_over(a table float32{list(dims)}) at float32{list(dims)}",
+        f"closed_over({which} float32{list(dims)}) at float32{list(dims)}",
         closed_over(table),
         (np.ones(dims, np.float32),),
     )
@@ -83,8 +90,9 @@ def _closed_over_call(fresh) -> tuple[str, Callable, tuple]:
 @pytest.mark.task("three_texts")
 def test_three_texts_of_drawn_programs(kata, fresh):
     """Each call compiles jax.jit(f) for its own arguments: another lambda, another dtype, a
-    weakly typed scalar and an unused input each make another program."""
-    for what, program, args in _drawn_calls(fresh):
+    weakly typed scalar, an unused input and another closed-over table (one code, one shape)
+    each make another program."""
+    for what, program, args in _drawn_calls(fresh, twins=True):
         texts = kata.three_texts(program, *args)
         assert isinstance(texts, dict), f"expected a dict, got {type(texts).__name__}"
         assert sorted(texts) == ["hlo", "optimized", "stablehlo"], f"keys {sorted(texts)}"
@@ -152,8 +160,9 @@ def test_root_of_drawn_modules(kata, fresh):
 @pytest.mark.task("constants")
 def test_constants_of_drawn_modules(kata, fresh):
     """Constants whose layouts hold tiles and memory spaces, in ENTRY and in a called computation,
-    beside iota, replica-id and partition-id (no operands, yet no constants): XLA's constants,
-    each shape exactly as XLA's line prints it."""
+    beside iota, replica-id and partition-id (no operands, yet no constants), some printed after
+    their computation's ROOT (a ROOT need not be the last line): XLA's constants, each shape
+    exactly as XLA's line prints it."""
     text = oracles.xla_module(hlo_drawn.constants_module(fresh)).text
     got = kata.constants(text)
     assert isinstance(got, list), f"expected a list, got {type(got).__name__}"

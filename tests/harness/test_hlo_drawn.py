@@ -48,3 +48,14 @@ def test_every_constants_draw_holds_laid_out_constants_and_an_iota_in_each_compu
         printed = [i.printed for i in computation.instructions]
         assert any(" constant(" in line for line in printed), computation.name
         assert any(" iota()" in line for line in printed), computation.name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_constants_draw_prints_a_constant_after_each_root(seed):
+    """XLA prints each computation's ROOT where the text put it: before one constant at least."""
+    text = oracles.xla_module(hlo_drawn.constants_module(random.Random(seed))).text
+    blocks = [block for block in text.split("\n}") if " ROOT " in block]
+    assert len(blocks) == 2, text
+    for block in blocks:
+        after = block[block.index(" ROOT ") :].splitlines()[1:]
+        assert any(" constant(" in line for line in after), block
