@@ -44,7 +44,10 @@ def jvp_tangent(f, x, v) -> tuple:
     """Forward mode: return (f(x), J @ v), where J is the Jacobian of f at x: the derivative of
     f at x along v (v shaped like x; x of any shape, J @ v contracting all of its axes), shaped
     and typed like f(x). x and f(x) are real floating arrays (float32, bfloat16, ...); complex
-    ones are outside this task."""
+    ones are outside this task. J @ v as forward mode computes it, v carried through f's own
+    derivative rules in IEEE arithmetic, whatever v holds: where J has an infinite entry (sqrt
+    or log at 0), a zero entry of v gives NaN there (inf * 0), as jax.jvp does; the zero
+    direction is no exception."""
     # TODO: push the tangent v through f without ever building J
     raise NotImplementedError("phase5 task 2: jvp_tangent")
 
@@ -80,8 +83,8 @@ def dot_flops(jaxpr) -> int:
     custom_vjp, checkpoint, shard_map, the jaxprs of a custom_linear_solve, ...; alone, in a
     tuple or a named tuple): count every dot_general equation once, wherever it sits (a loop
     body once, not once per iteration; a shard_map body once, on the per-device shapes its
-    jaxpr shows, not once per device of its mesh). Return an exact int, however large (past
-    2**31).
+    jaxpr shows, not once per device of its mesh; one whose result nothing reads too: the jaxpr
+    holds it, whatever XLA later removes). Return an exact int, however large (past 2**31).
     """
     # TODO: read each dot_general's dimension_numbers and its operands' shapes
     raise NotImplementedError("phase5 task 5: dot_flops")

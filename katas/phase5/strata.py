@@ -39,17 +39,21 @@ def _tall(x, out):
 
 
 F32, BF16 = "float32", "bfloat16"
+LAYOUTS = ("w @ x", "x @ w")
 
 
-def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, str, str]]:
-    """(x shape, f(x) shape, x dtype, f(x) dtype) per situation: a scalar output; more inputs
-    than outputs though every axis of x alone is shorter than f(x); more outputs than inputs
-    though every axis of f(x) alone is shorter than x (so an answer reading one axis instead of
-    the size flips); the side with more elements having the smaller sum of axes, both ways (so
-    an answer adding axes instead of multiplying them flips); one side larger by less than
-    twice, both ways (so an answer that weighs a reverse pass against a forward one flips);
+def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, str, str, str]]:
+    """(x shape, f(x) shape, x dtype, f(x) dtype, layout) per situation: a scalar output; more
+    inputs than outputs though every axis of x alone is shorter than f(x); more outputs than
+    inputs though every axis of f(x) alone is shorter than x (so an answer reading one axis
+    instead of the size flips); the side with more elements having the smaller sum of axes, both
+    ways (so an answer adding axes instead of multiplying them flips); one side larger by less
+    than twice, both ways (so an answer that weighs a reverse pass against a forward one flips);
     dtypes of another width on either side, one side larger by less than twice (so an answer
-    comparing bytes flips)."""
+    comparing bytes flips). Last, the layout of f's weight matrix (closed over by f): "w @ x", w
+    of shape (outputs, inputs), or "x @ w", w of shape (inputs, outputs); the tall situations
+    hold both, so neither the rows nor the columns of a matrix f closes over always give the
+    output count (only f(x)'s shape does)."""
     strata = {
         "wide: f(x) a scalar": _drawn(rng, (1, 3), (0, 0), lambda x, out: math.prod(x) >= 2),
         "wide: x of rank >= 2, each axis of x shorter than f(x)'s size": _drawn(
@@ -75,7 +79,11 @@ def jacobian_mode_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple, st
     wide, tall = _drawn(rng, (1, 3), (0, 3), _wide, True), _drawn(rng, (1, 3), (1, 3), _tall, True)
     cases["wide: a bfloat16 x, a float32 f(x) of more bytes"] = (*wide, BF16, F32)
     cases["tall: a float32 x, a bfloat16 f(x) of fewer bytes"] = (*tall, F32, BF16)
-    return cases
+    tall_names = [name for name in cases if name.startswith("tall")]
+    layouts = [*LAYOUTS, *(rng.choice(LAYOUTS) for _ in tall_names[len(LAYOUTS) :])]
+    rng.shuffle(layouts)
+    drawn = dict(zip(tall_names, layouts, strict=True))
+    return {name: (*case, drawn.get(name) or rng.choice(LAYOUTS)) for name, case in cases.items()}
 
 
 # ---- vmapped_shape: W (m, n), v (n,), the batch on any axis of one or both -----------------------

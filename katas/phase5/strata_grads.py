@@ -28,14 +28,16 @@ F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.
 
 
 def _mlp_case(rng: random.Random, leaf_dtypes, data_dtype, *, batch=None, n_out=None, b1=None,
-              b2=None, extra=False):  # fmt: skip
+              b2=None, extra=False, live=False):  # fmt: skip
     """(params, x, y) for mse_loss: |x @ w1| <= 0.5 and |b1| >= 0.75, so no pre-activation is
-    near relu's kink in any dtype; ``b1``/``b2``: the bias shapes, () or (1,) broadcast."""
+    near relu's kink in any dtype; ``b1``/``b2``: the bias shapes, () or (1,) broadcast;
+    ``live``: every b1 positive, every hidden unit live."""
     batch = batch or rng.randint(2, 6)
     n_in, hidden, n_out = rng.randint(1, 6), rng.randint(2, 8), n_out or rng.randint(2, 5)
     g = np.random.default_rng(rng.randint(0, 2**31))
     x = g.uniform(-0.5, 0.5, (batch, n_in))
-    b1_values = g.choice([-1.0, 1.0], hidden) * g.uniform(0.75, 1.5, hidden)
+    signs = np.ones(hidden) if live else g.choice([-1.0, 1.0], hidden)
+    b1_values = signs * g.uniform(0.75, 1.5, hidden)
     params = {
         "w1": g.uniform(-1.0, 1.0, (n_in, hidden)) / n_in,
         # a broadcast b1 is positive: every hidden unit live
@@ -68,6 +70,27 @@ def _off_grid(rng: random.Random) -> tuple:
     return params, x, (np.floor(prediction) + 15 / 32).astype(F32)
 
 
+def _far_targets(rng: random.Random) -> tuple[tuple, str]:
+    """(params, x, y) in float32 with targets 10**4 to 10**6 times the predictions' size: a
+    gradient whose global norm is in the thousands or more (a gradient clipped or rescaled
+    where it is large differs); the norm's size, for the situation's name."""
+    params, x, y = _mlp_case(rng, lambda count: [F32] * count, F32)
+    y = (y * 10 ** rng.uniform(4, 6)).astype(F32)
+    return (params, x, y), f"10**{math.floor(math.log10(float(np.abs(y).max())))}"
+
+
+def _non_finite_target(rng: random.Random) -> tuple[tuple, str]:
+    """(params, x, y) in float32 with one target +inf, -inf or NaN (drawn), every hidden unit
+    live: the loss is not finite, and the chain rule carries that target's infinite (or NaN)
+    residual into every entry that depends on it (relu's derivative is 1 on each path, so no
+    0 * inf is left to convention); the others stay finite. What the target is, for the
+    situation's name."""
+    params, x, y = _mlp_case(rng, lambda count: [F32] * count, F32, live=True)
+    value = rng.choice([np.inf, -np.inf, np.nan])
+    y[rng.randrange(y.shape[0]), rng.randrange(y.shape[1])] = value
+    return (params, x, y), str(value)
+
+
 def _held_in(rng: random.Random, kind: str, case: tuple) -> tuple[str, tuple]:
     """``case`` with its params in another mapping JAX takes as a pytree node ("OrderedDict",
     "defaultdict"), keys inserted in a drawn order (an OrderedDict's structure keeps that
@@ -91,7 +114,10 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
     does not read (and a b2 of shape (1,) broadcast over the outputs). Params are a dict, but
     for leaves of three dtypes a collections.OrderedDict and for the leaf the loss does not
     read an OrderedDict or a defaultdict (drawn), keys in a drawn order: "same structure as
-    params" is the structure of the mapping handed in (jax.tree.structure)."""
+    params" is the structure of the mapping handed in (jax.tree.structure). Last, float32
+    cases where the gradient is not small: targets far from the predictions (a global norm in
+    the thousands or more), and one target infinite or NaN (entries of the gradient infinite or
+    NaN): the gradient as the chain rule gives it, neither clipped nor sanitized."""
 
     def mixed(count: int) -> list:
         kinds = [F16, BF16, F32] + [rng.choice([F16, BF16, F32]) for _ in range(count - 3)]
@@ -107,7 +133,7 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
         rng.choice(["OrderedDict", "defaultdict"]),
         _mlp_case(rng, mixed, rng.choice([F32, BF16]), b2=(1,), extra=True),
     )
-    return {
+    cases = {
         "bfloat16 params, float32 data off bfloat16's grid": _off_grid(rng),
         "float32 params, bfloat16 data": _mlp_case(rng, every(F32), BF16),
         "float16 params and data, a batch of one, one output": _mlp_case(
@@ -119,6 +145,14 @@ def mlp_strata(rng: random.Random) -> dict[str, tuple]:
             rng, every(F32), F32, batch=rng.randint(2, 6), n_out=1
         ),
         f"a leaf the loss does not read, b2 of shape (1,), {extra_in}": extra_case,
+    }
+    far, norm = _far_targets(rng)
+    non_finite, target = _non_finite_target(rng)
+    return {
+        **cases,
+        f"targets of size {norm}: a gradient of large norm, as it is": far,
+        f"one target {target}: the loss not finite, the gradient's entries that depend on that "
+        "target not finite either, as the chain rule gives them": non_finite,
     }
 
 
@@ -185,6 +219,31 @@ def tangent_data(rng: random.Random, x_shape, out_shape, x_dtype, out_dtype, zer
     return A, x, v, ct
 
 
+def infinite_slope_case(rng: random.Random):
+    """(name, f, x, v, f(x), f'(x)): f = sqrt or log (drawn), elementwise, at a float32 x of
+    rank 1 to 3 whose entries are positive but for two or more exactly 0, where f' (0.5 /
+    sqrt(x), 1 / x) is infinite; v zero at some of those 0s, nonzero at the others and
+    elsewhere. In NumPy's IEEE arithmetic J @ v is f'(x) * v: NaN where x and v are both 0
+    (inf * 0), +-inf where only x is; the zero direction gives NaN where x is 0, 0 elsewhere."""
+    name, f, primal, slope = rng.choice([
+        ("sqrt", jnp.sqrt, np.sqrt, lambda x: 0.5 / np.sqrt(x)),
+        ("log", jnp.log, np.log, lambda x: 1.0 / x),
+    ])  # fmt: skip
+    g = np.random.default_rng(rng.randint(0, 2**31))
+    shape = (rng.randint(2, 4), *_dims(rng, rng.randint(0, 2), 4))
+    size = math.prod(shape)
+    x = g.uniform(0.25, 2.0, size).astype(F32)
+    v = g.normal(size=size).astype(F32)
+    zeros = g.permutation(size)[: rng.randint(2, size)]
+    x[zeros] = 0.0
+    v[zeros[: len(zeros) // 2]] = 0.0
+    wide = x.astype(np.float64).reshape(shape)
+    with np.errstate(divide="ignore"):
+        found = primal(wide), slope(wide)
+    name = f"f = jnp.{name}, x float32{list(shape)} with {len(zeros)} entries 0"
+    return name, f, x.reshape(shape), v.reshape(shape), *found
+
+
 def jacobian_strata(rng: random.Random) -> dict[str, tuple[tuple, tuple]]:
     """(x shape, f(x) shape) per situation: a scalar f(x); a scalar x; an f(x) of rank 3; an x of
     rank 3 with an f(x) of rank 2 that has a size-1 axis; an f(x) shaped like a vector x (a
@@ -245,6 +304,13 @@ def _bmkn_text(sizes: dict[str, int]) -> str:
     return f"f32{list(lhs)} @ f32{list(rhs)}, batch axis 0 of each"
 
 
+def _unread_dot(p, q):
+    """A dot whose result nothing reads: make_jaxpr keeps its equation (XLA would remove it,
+    the jaxpr still holds it), wherever it is placed."""
+    _ = p @ q
+    return p
+
+
 def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
     """name -> (program, argument avals, expected flops): one matmul of odd sizes whose
     count passes 2**53 (not a float64); a batched dot contracting two axes whose count passes
@@ -252,13 +318,15 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
     complex64 matmul (a complex multiply-add counts 2 too, as the formula says); a dot that
     contracts every axis (two vectors, or two matrices with their axes crossed), whose output
     of shape () has one element; a batched matmul whose output has no elements (a batch, m or
-    n of 0, drawn), and one whose contracted axis has size 0: 0 flops each; each placed at a
-    drawn nesting place. Nothing is allocated: the arguments are shapes."""
+    n of 0, drawn), and one whose contracted axis has size 0: 0 flops each; a dot whose result
+    nothing reads (an equation of the jaxpr all the same: it counts); each placed at a drawn
+    nesting place. Nothing is allocated: the arguments are shapes."""
     a, k, b = (_odd(rng, 18) for _ in range(3))
     bt, m, k1, k2, n = (_odd(rng, 13) for _ in range(5))
     s, t, u = (rng.randint(2, 40) for _ in range(3))
     c1, c2, c3 = (rng.randint(2, 40) for _ in range(3))
     f1, f2 = rng.randint(2, 40), rng.randint(2, 40)
+    d1, d2, d3 = (rng.randint(2, 40) for _ in range(3))
     full = rng.choice([  # every axis contracted: an output of shape () has one element
         ("two vectors", lambda p, q: lax.dot_general(p, q, (((0,), (0,)), ((), ()))),
          [(f1,), (f1,)], 2 * f1),
@@ -291,6 +359,8 @@ def dot_flops_strata(rng: random.Random) -> dict[str, tuple]:
             lambda p, q: lax.dot_general(p, q, batched), _bmkn(zero_out), 0),
         f"a contracted axis of size 0 (a full output, no multiply-adds): {_bmkn_text(zero_k)}": (
             lambda p, q: lax.dot_general(p, q, batched), _bmkn(zero_k), 0),
+        f"a dot nothing reads (the program returns its lhs): f32{[d1, d2]} @ f32{[d2, d3]}": (
+            _unread_dot, [(d1, d2), (d2, d3)], 2 * d1 * d2 * d3),
     }  # fmt: skip
     cases = {}
     for name, (fn, shapes, flops) in programs.items():

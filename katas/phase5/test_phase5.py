@@ -242,29 +242,43 @@ def test_cheaper_jacobian_mode_counts_every_input(kata):
     )
 
 
-@pytest.mark.task("cheaper_jacobian_mode")
-def test_cheaper_jacobian_mode_multi_dim_outputs(kata, fresh):
-    """f(x) = tanh(W @ x.reshape(-1)).reshape(out_shape): fresh input and output shapes of rank
-    0 to 3 and dtypes, every element one input or output, one per situation
-    (strata.jacobian_mode_strata); the answer checked against both Jacobians' measured flops."""
-    for situation, (in_shape, out_shape, x_dtype, out_dtype) in jacobian_mode_strata(fresh).items():
-        n_in, n_out = int(np.prod(in_shape)), int(np.prod(out_shape))
-        w = np.asarray(
-            np.random.default_rng(fresh.randint(0, 2**31)).normal(size=(n_out, n_in)), np.float32
+def _dense_tanh(w, layout: str, out_shape: tuple, out_dtype: str):
+    """f(x) = tanh(w @ x.ravel()) or tanh(x.ravel() @ w), cast and reshaped to ``out_shape``: a
+    closure over w, whose rows are the outputs or the inputs (``layout``)."""
+
+    def f(x):
+        flat = x.reshape(-1).astype(np.float32)
+        return (
+            jnp.tanh(w @ flat if layout == "w @ x" else flat @ w)
+            .astype(out_dtype)
+            .reshape(out_shape)
         )
 
-        def f(x, w=w, out_shape=out_shape, out_dtype=out_dtype):
-            return (
-                jnp.tanh(w @ x.reshape(-1).astype(np.float32)).astype(out_dtype).reshape(out_shape)
-            )
+    return f
 
+
+@pytest.mark.task("cheaper_jacobian_mode")
+def test_cheaper_jacobian_mode_multi_dim_outputs(kata, fresh):
+    """f(x) = tanh(w @ x.ravel()) (or x.ravel() @ w) reshaped to out_shape, w closed over: fresh
+    input and output shapes of rank 0 to 3 and dtypes, every element one input or output, one
+    per situation (strata.jacobian_mode_strata), w laid out either way (its rows the outputs or
+    the inputs); the answer checked against both Jacobians' measured flops."""
+    strata = jacobian_mode_strata(fresh)
+    for situation, (in_shape, out_shape, x_dtype, out_dtype, layout) in strata.items():
+        n_in, n_out = int(np.prod(in_shape)), int(np.prod(out_shape))
+        rows, cols = (n_out, n_in) if layout == "w @ x" else (n_in, n_out)
+        w = np.asarray(
+            np.random.default_rng(fresh.randint(0, 2**31)).normal(size=(rows, cols)), np.float32
+        )
+        f = _dense_tanh(w, layout, out_shape, out_dtype)
         x = jnp.ones(in_shape, x_dtype)
         got = kata.cheaper_jacobian_mode(f, x)  # first: a stub fails before the oracle lowers
         flops = oracle.jacobian_flops(f, x)
         expected = min(flops, key=flops.__getitem__)
         assert got == expected, (
-            f"{situation}: x {x_dtype}{list(in_shape)} -> f(x) {out_dtype}{list(out_shape)}: "
-            f"{got!r}, XLA's cost analysis says {expected!r} ({flops}) ({fresh.where()})"
+            f"{situation}: x {x_dtype}{list(in_shape)} -> f(x) {out_dtype}{list(out_shape)}, "
+            f"{layout} with w closed over, w {list(w.shape)}: {got!r}, XLA's cost analysis says "
+            f"{expected!r} ({flops}) ({fresh.where()})"
         )
 
 

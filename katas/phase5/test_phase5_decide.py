@@ -3,6 +3,7 @@ a flops budget read from XLA's cost analysis of the compiled program, values aga
 rule in NumPy. Expected values come from kata_harness.oracles.autodiff.
 """
 
+import itertools
 from collections import Counter
 from functools import cache
 
@@ -83,31 +84,35 @@ def _decide_values(kata, task: str, fresh) -> None:
     size with one output, m = 1) and on programs built from abs (not holomorphic) at the last,
     along the zero vector too; and called eagerly (one
     function, several points in a row, op by op with jit disabled as the budget test runs it)
-    at the first size (op by op is slow)."""
+    at the first size (op by op is slow), before it is compiled: an answer that keeps what it
+    computed for one point of a function (by its identity) is read at the next."""
     sizes = list(_sizes(fresh).items())
     if task == "directional_derivative":  # one output (m = 1): J @ v has shape (1,), not ()
         n, h = fresh.randint(2, 16), fresh.randint(2, 16)
         sizes.insert(1, (f"one output, size {n}-{h}-1 ({fresh.where()})", (n, h, 1)))
+    kept = []  # every function handed in stays alive: each call gets a function of its own id
     for index, (size, (n, h, m)) in enumerate(sizes):
         w1, w2 = tanh_pair(n, h, m)
         x0 = points(n)[0][0]
         for holomorphic in (True, False)[: 1 + (index == len(sizes) - 1)]:
             program = _answer(kata, task, w1, w2, holomorphic)
+            kept.append(program)
             compiled = jax.jit(program)
-            eager = index == 0
-            for x, v in [*points(n), (x0, np.zeros(n, np.float32))]:
+            cases = [*points(n), (x0, np.zeros(n, np.float32))]
+            # eagerly first (the same f or g at every point in a row), then compiled
+            calls = [("eager", program)] * (index == 0) + [("compiled", compiled)]
+            for (how, call), (x, v) in itertools.product(calls, cases):
                 want = _want(task, holomorphic, w1, w2, x, v)
-                for how, call in [("compiled", compiled)] + [("eager", program)] * eager:
-                    with jax.disable_jit(how == "eager"):
-                        got = call(x, v)
-                    case = f"{size}, {'tanh' if holomorphic else 'abs'} program, {how}"
-                    assert np.shape(got) == want.shape, (
-                        f"{case}: shape {np.shape(got)}, expected {want.shape}"
+                with jax.disable_jit(how == "eager"):
+                    got = call(x, v)
+                case = f"{size}, {'tanh' if holomorphic else 'abs'} program, {how}"
+                assert np.shape(got) == want.shape, (
+                    f"{case}: shape {np.shape(got)}, expected {want.shape}"
+                )
+                with check:
+                    np.testing.assert_allclose(
+                        np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-5, err_msg=case
                     )
-                    with check:
-                        np.testing.assert_allclose(
-                            np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-5, err_msg=case
-                        )
 
 
 def _decide_budget(kata, task: str, fresh) -> None:

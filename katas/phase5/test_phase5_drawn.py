@@ -21,6 +21,7 @@ from katas.phase5.strata_grads import (
     BF16,
     F16,
     dot_flops_strata,
+    infinite_slope_case,
     mlp_strata,
     tangent_data,
     tangent_strata,
@@ -29,13 +30,16 @@ from katas.phase5.strata_grads import (
 
 def _close(got, want, dtypes, what: str) -> None:
     """Values against a float64 oracle at the precision of the narrowest of ``dtypes``: bfloat16
-    keeps 8 bits of mantissa and float16 11, so there the scale is the largest expected value."""
+    keeps 8 bits of mantissa and float16 11, so there the scale is the largest expected value
+    (in float32 a hundredth of it, past 10). Infinities and NaNs where the oracle has them, of
+    the same sign (assert_allclose compares those exactly)."""
     want = np.asarray(want, np.float64)
     got = np.asarray(got, np.float64).reshape(-1)
     assert got.size == want.size, f"{what}: {got.size} values, expected {want.size}"
     narrow = {np.dtype(d) for d in dtypes}
     tolerance = 3e-2 if BF16 in narrow else 1e-2 if F16 in narrow else 1e-4
-    scale = max(1.0, float(np.abs(want).max(initial=0.0))) if tolerance > 1e-4 else 1e-1
+    largest = float(np.abs(want[np.isfinite(want)]).max(initial=0.0))
+    scale = max(1.0, largest) if tolerance > 1e-4 else max(1e-1, largest / 100)
     np.testing.assert_allclose(
         got.reshape(want.shape), want, rtol=tolerance, atol=tolerance * scale, err_msg=what
     )
@@ -78,7 +82,8 @@ def test_mlp_grad_on_fresh_params(kata, fresh):
     """Params in bfloat16 with float32 data off bfloat16's grid (mse_loss promotes: the data are
     not rounded), float32 with bfloat16 data, float16, several dtypes, scalar biases, a leaf the
     loss does not read, a batch of one, held in a dict, an OrderedDict or a defaultdict: the
-    gradient has params' structure (its mapping type and key order), each leaf its dtype."""
+    gradient has params' structure (its mapping type and key order), each leaf its dtype; and
+    float32 gradients of large norm or with infinite or NaN entries, as they are."""
     cases = mlp_strata(fresh)
     results = jax.jit(lambda all_cases: [kata.mlp_grad(*c) for c in all_cases])(
         list(cases.values())
@@ -150,6 +155,33 @@ def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
                 )
             with check:
                 _close(got, value, (x.dtype, ct.dtype), f"{what}, {case}")
+
+
+@pytest.mark.task("jvp_tangent")
+def test_jvp_carries_the_tangent_through_an_infinite_derivative(kata, fresh):
+    """f = sqrt or log at an x with entries exactly 0, where f' is infinite: J @ v in IEEE
+    arithmetic, as f's derivative rules give it, for the zero direction (concrete arrays called
+    eagerly, and traced) and a direction zero at some of those entries: NaN where x and v are
+    both 0, +-inf where only x is (strata_grads.infinite_slope_case)."""
+    name, f, x, v, primal, slope = infinite_slope_case(fresh)
+    eager = lambda p, t: kata.jvp_tangent(f, p, t)  # noqa: E731
+    for how, call, direction in (
+        ("the zero direction, concrete arrays, called eagerly", eager, np.zeros_like(v)),
+        ("the zero direction, traced under jax.jit", jax.jit(eager), np.zeros_like(v)),
+        ("a direction 0 at some of those entries, concrete, called eagerly", eager, v),
+    ):
+        case = f"{name}, {how} ({fresh.where()})"
+        result = _run(call, jnp.asarray(x), jnp.asarray(direction), case=case)
+        assert isinstance(result, tuple) and len(result) == 2, f"{case}: expected (f(x), J @ v)"
+        with np.errstate(invalid="ignore"):
+            tangent = slope * direction  # inf * 0 is NaN
+        for what, got, value in (("f(x)", result[0], primal), ("J @ v", result[1], tangent)):
+            with check:
+                assert (tuple(np.shape(got)), str(got.dtype)) == (x.shape, str(x.dtype)), (
+                    f"{case}: {what} is {got.dtype}{list(np.shape(got))}, expected f(x)'s"
+                )
+            with check:
+                _close(got, value, (x.dtype,), f"{what} (NaN where x and v are both 0), {case}")
 
 
 @pytest.mark.task("vjp_cotangent")
