@@ -56,7 +56,11 @@ def vjp_cotangent(f, x, ct) -> jax.Array:
     """Reverse mode: return ct @ J (that is J.T @ ct, ct shaped like f(x)), an array shaped and
     typed like x (x of any shape). x, f(x) and ct are real floating arrays (float32, bfloat16,
     ...): complex ones are outside this task (there the conjugation conventions of a vjp and of
-    a gradient of a real inner product differ, and either may be what a caller means)."""
+    a gradient of a real inner product differ, and either may be what a caller means). ct @ J
+    as reverse mode computes it, ct carried back through f's own derivative rules in IEEE
+    arithmetic, whatever ct holds: where J has an infinite entry (sqrt or log at 0), a zero
+    entry of ct gives NaN there (0 * inf), as jax.vjp does; the zero cotangent is no
+    exception."""
     # TODO: pull the cotangent ct back through f without ever building J
     raise NotImplementedError("phase5 task 3: vjp_cotangent")
 

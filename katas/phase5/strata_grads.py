@@ -165,8 +165,10 @@ def _dims(rng: random.Random, rank: int, high: int = 3) -> tuple[int, ...]:
 
 def tangent_strata(rng: random.Random) -> dict[str, tuple]:
     """(x shape, f(x) shape, x dtype, f(x) dtype, zero direction) per situation: a scalar x; a
-    scalar f(x) of a rank-3 x; size-1 axes; a square matrix f(x) (its cotangent drawn
-    non-symmetric: ct.T has ct's shape and other values); f casting up (bfloat16 -> float32)
+    scalar f(x) of a rank-3 x; an f(x) of x's size in another shape (x (2-4, 2-4), not square:
+    J @ v shaped like v has f(x)'s size, not its shape); size-1 axes; a square matrix f(x) (its
+    cotangent drawn non-symmetric: ct.T has ct's shape and other values); f casting up (bfloat16
+    -> float32)
     and down (float32 -> bfloat16); f computing in bfloat16 and not casting (f(x) dtype None:
     x's); the zero direction (or cotangent); f(x) shape None: f's output takes the shape of the
     x it is handed (as jnp.sin does), for a scalar x and for the zero direction."""
@@ -174,7 +176,15 @@ def tangent_strata(rng: random.Random) -> dict[str, tuple]:
     def any_rank() -> tuple[int, ...]:
         return _dims(rng, rng.randint(0, 3))
 
+    rows, cols = rng.sample(range(2, 5), 2)
     return {
+        "f(x) of x's size in another shape": (
+            (rows, cols),
+            rng.choice([(cols, rows), (rows * cols,), (cols, 1, rows)]),
+            F32,
+            F32,
+            False,
+        ),
         "x a scalar, f(x) a vector": ((), (rng.randint(2, 5),), F32, F32, False),
         "x of rank 3, f(x) a scalar": (_dims(rng, 3), (), F32, F32, False),
         "x a column, f(x) with a size-1 axis": (

@@ -44,12 +44,34 @@ from xla_inspect.jaxpr import iter_eqns, primitive_census
 # ---- tasks 4-6: Jacobians and their cost --------------------------------------------------------
 
 
+def _answered(call, *args, case: str):
+    """``call(*args)``; a failed assertion naming ``case`` when JAX refuses what the answer
+    hands it (a function or point of another shape than the case's: jax.jit and jax.jacfwd
+    raise TypeError or ValueError), as a wrong answer fails."""
+    __tracebackhide__ = True
+    try:
+        return call(*args)
+    except (TypeError, ValueError) as error:
+        pytest.fail(f"{case}: JAX refused what the answer handed it: {error}"[:600])
+
+
 @pytest.mark.task("jacobian")
 def test_jacobian_both_modes_match_numpy(kata):
-    for shape in ("tall", "one output"):
-        f, x, w1, w2 = two_layer(*COST_SHAPES[shape])
+    """Two closures of one code (one qualified name) at the same x shape with other weights
+    (a hidden layer of 32, then 16), then one output: each call's Jacobian is its own f's."""
+    n, h, m = COST_SHAPES["tall"]
+    for shape, sizes in (
+        ("tall", (n, h, m)),
+        ("tall, another f of the same code, x's shape", (n, h // 2, m)),
+        ("one output", COST_SHAPES["one output"]),
+    ):
+        f, x, w1, w2 = two_layer(*sizes)
         expected = w2 @ ((1 - np.tanh(w1 @ x) ** 2)[:, None] * w1)
-        both = jax.jit(lambda v, f=f: (kata.jacobian(f, v, "fwd"), kata.jacobian(f, v, "rev")))(x)
+        both = _answered(
+            jax.jit(lambda v, f=f: (kata.jacobian(f, v, "fwd"), kata.jacobian(f, v, "rev"))),
+            x,
+            case=f"{shape}, {sizes}",
+        )
         for mode, got in zip(("fwd", "rev"), both, strict=True):
             assert isinstance(got, jax.Array), f"{mode}: expected an array, got {type(got)}"
             with check:
@@ -79,7 +101,11 @@ def test_jacobian_modes_push_different_bases(kata):
     for shape, (n, _, m), (f, x, _, _) in cases:
         modes = (("fwd", (n, n), "inputs"), ("rev", (m, m), "outputs"))
         for mode, basis, other in modes[:1] if m == 1 else modes:
-            jaxpr = jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode))(x)
+            jaxpr = _answered(
+                jax.make_jaxpr(lambda v, mode=mode, f=f: kata.jacobian(f, v, mode)),
+                x,
+                case=f"{shape} {mode}",
+            )
             census = primitive_census(jaxpr)
             shapes = {
                 tuple(v.aval.shape)
@@ -125,7 +151,7 @@ def test_jacobian_is_shaped_output_then_input(kata, fresh):
         # compiled (faster than op by op), one case at a time: a case that raises comes after
         # the assertions of the cases before it
         both = jax.jit(lambda p, f=f: (kata.jacobian(f, p, "fwd"), kata.jacobian(f, p, "rev")))
-        for mode, got in zip(("fwd", "rev"), both(point), strict=True):
+        for mode, got in zip(("fwd", "rev"), _answered(both, point, case=name), strict=True):
             with check:
                 assert tuple(np.shape(got)) == expected.shape, (
                     f"{name} {mode}: shape {np.shape(got)}, expected f(x).shape + x.shape "

@@ -199,6 +199,32 @@ def test_vjp_on_fresh_shapes_and_dtypes(kata, fresh):
             _close(got, oracle.np_flat_abs_vjp(A, x, ct), (x.dtype, ct.dtype), f"ct @ J, {case}")
 
 
+@pytest.mark.task("vjp_cotangent")
+def test_vjp_carries_the_cotangent_through_an_infinite_derivative(kata, fresh):
+    """The same sqrt or log at an x with entries exactly 0 (f elementwise: ct @ J is f'(x) *
+    ct): ct pulled back in IEEE arithmetic, as f's derivative rules give it, for the zero
+    cotangent (concrete arrays called eagerly, and traced) and a cotangent zero at some of
+    those entries: NaN where x and ct are both 0, +-inf where only x is."""
+    name, f, x, ct, _, slope = infinite_slope_case(fresh)
+    eager = lambda p, c: kata.vjp_cotangent(f, p, c)  # noqa: E731
+    for how, call, cotangent in (
+        ("the zero cotangent, concrete arrays, called eagerly", eager, np.zeros_like(ct)),
+        ("the zero cotangent, traced under jax.jit", jax.jit(eager), np.zeros_like(ct)),
+        ("a cotangent 0 at some of those entries, concrete, called eagerly", eager, ct),
+    ):
+        case = f"{name}, {how} ({fresh.where()})"
+        got = _run(call, jnp.asarray(x), jnp.asarray(cotangent), case=case)
+        assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
+        with check:
+            assert (tuple(got.shape), str(got.dtype)) == (x.shape, str(x.dtype)), (
+                f"{case}: got {got.dtype}{list(got.shape)}, expected x's shape and dtype"
+            )
+        with np.errstate(invalid="ignore"):
+            want = slope * cotangent  # inf * 0 is NaN
+        with check:
+            _close(got, want, (x.dtype,), f"ct @ J (NaN where x and ct are both 0), {case}")
+
+
 # ---- task 5: exact counts past 2**53 and 2**64, shared jaxprs --------------------------------
 
 

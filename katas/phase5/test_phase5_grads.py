@@ -166,24 +166,34 @@ def test_vjp_gives_cotangent_times_jacobian(kata):
 def test_vjp_on_concrete_arrays_leaves_them_alone(kata):
     """Called eagerly on the caller's own NumPy arrays (writeable, as a user's are): the same
     ct @ J, the expected value computed before the call from copies, and x and ct unchanged
-    after it (an answer that writes into its inputs would fool a check read from them)."""
+    after it (an answer that writes into its inputs would fool a check read from them). Then
+    the same f (one object) at other points of the same shape and dtype, with other
+    cotangents: each call pulls back through the Jacobian at its own x (an answer that keeps a
+    pullback per function and shape reads the first point's)."""
     (m, n) = F_SHAPES[0]
     A, x, _, ct = fvec_data(m, n)
-    want = oracle.np_jacobian(A, x).T @ ct
-    x_before, ct_before = x.copy(), ct.copy()
-    got = kata.vjp_cotangent(partial(sin_ax_norm, A), x, ct)
-    case = f"A {m}x{n}, x and ct concrete NumPy arrays, called eagerly"
-    with check:
-        for name, arg, before in (("x", x, x_before), ("ct", ct, ct_before)):
-            assert np.array_equal(arg, before), (
-                f"{case}: the call changed the caller's {name} (now {arg}, was {before}): "
-                "an answer reads its inputs, it never writes into them"
-            )
-    assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
-    assert tuple(got.shape) == (n,), f"{case}: shape {got.shape}, expected x's ({n},)"
-    np.testing.assert_allclose(
-        np.asarray(got), want, rtol=RTOL, atol=ATOL, err_msg=f"J.T @ ct, {case}"
-    )
+    f = partial(sin_ax_norm, A)
+    other = np.random.default_rng(m * n).normal(size=(2, n + m)).astype(np.float32)
+    points = [(x, ct), *((row[:n] / 2, row[n:]) for row in other)]
+    for index, (x, ct) in enumerate(points):
+        want = oracle.np_jacobian(A, x).T @ ct
+        x_before, ct_before = x.copy(), ct.copy()
+        got = kata.vjp_cotangent(f, x, ct)
+        case = (
+            f"A {m}x{n}, x and ct concrete NumPy arrays, called eagerly, point {index + 1} of "
+            f"{len(points)} of one f"
+        )
+        with check:
+            for name, arg, before in (("x", x, x_before), ("ct", ct, ct_before)):
+                assert np.array_equal(arg, before), (
+                    f"{case}: the call changed the caller's {name} (now {arg}, was {before}): "
+                    "an answer reads its inputs, it never writes into them"
+                )
+        assert isinstance(got, jax.Array), f"{case}: expected one array, got {type(got).__name__}"
+        assert tuple(got.shape) == (n,), f"{case}: shape {got.shape}, expected x's ({n},)"
+        np.testing.assert_allclose(
+            np.asarray(got), want, rtol=RTOL, atol=ATOL, err_msg=f"J.T @ ct, {case}"
+        )
 
 
 @pytest.mark.task("vjp_cotangent")
