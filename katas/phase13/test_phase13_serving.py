@@ -188,6 +188,18 @@ def test_serve_answers_within_compile_and_flops_budgets(kata, case):
 FLOPS_SLACK = 0.05  # padded flops at most this much above the fewest max_compiles buckets give
 
 
+def _best_buckets_factor(requests, max_compiles: int) -> float:
+    """The factor of the unpadded flops that the best max_compiles buckets for `requests` (an
+    oracle's fewest padded rows) pad to, plus FLOPS_SLACK."""
+    sizes = [len(x) for x, _ in requests]
+    fewest = oracle.fewest_padded_rows(sizes, max_compiles)
+    # every call with a bias (a missing one given as zeros): flops are linear in rows
+    per_row = _serve_flops(2, True) - _serve_flops(1, True)
+    best = len(sizes) * _serve_flops(1, True) + (fewest - len(sizes)) * per_row
+    unpadded = sum(_serve_flops(len(x), b is not None) for x, b in requests)
+    return (1 + FLOPS_SLACK) * best / unpadded
+
+
 def _requests(fresh, sizes: list[int]) -> list:
     rng = np.random.default_rng(fresh.randrange(2**32))
     return [
@@ -238,14 +250,46 @@ def test_serve_pads_fresh_streams_about_as_little_as_the_best_buckets(kata, fres
     flops of the best max_compiles buckets for the stream (an oracle's), plus FLOPS_SLACK."""
     for draw in (_hot_stream, _skewed_tail_stream, _skewed_tail_stream):
         requests, max_compiles = draw(fresh)
-        sizes = [len(x) for x, _ in requests]
-        fewest = oracle.fewest_padded_rows(sizes, max_compiles)
-        # every call with a bias (a missing one given as zeros): flops are linear in rows
-        per_row = _serve_flops(2, True) - _serve_flops(1, True)
-        best = len(sizes) * _serve_flops(1, True) + (fewest - len(sizes)) * per_row
-        unpadded = sum(_serve_flops(len(x), b is not None) for x, b in requests)
-        factor = (1 + FLOPS_SLACK) * best / unpadded
+        factor = _best_buckets_factor(requests, max_compiles)
         where = f" ({len(requests)} requests, at most {max_compiles} compiles; {fresh.where()})"
+        _check_serve(
+            kata, requests, serve_weights(fresh.randrange(100)), max_compiles, factor, where
+        )
+
+
+def _stepped_streams(fresh) -> tuple[list, list, int]:
+    """Two streams of one length, one largest size and one compile budget, each of at most
+    max_compiles sizes (so its best buckets pad nothing), all well below request_stream's 200:
+    the first's smaller sizes at least double from one to the next, the second's sit a little
+    above them (each pads to the next size up in the first's buckets)."""
+    max_compiles, count = fresh.choice([3, 4]), fresh.randrange(30, 51)
+    steps = [fresh.randrange(1, 4)]
+    while len(steps) < max_compiles:
+        steps.append(fresh.randrange(2 * steps[-1] + 2, 2 * steps[-1] + 7))
+    largest = steps.pop()
+    above = [n + 1 + fresh.randrange(max(1, n // 2)) for n in steps]
+    streams = []
+    for smaller in (steps, above):
+        sizes = [fresh.choice(smaller) for _ in range(count)]
+        sizes[fresh.randrange(count)] = largest
+        streams.append(_requests(fresh, sizes))
+    return streams[0], streams[1], max_compiles
+
+
+@pytest.mark.task("serve")
+def test_serve_pads_each_stream_of_one_length_to_its_own_best_buckets(kata, fresh):
+    """Two streams drawn fresh, served one after the other in one process: same length, same
+    largest request (well below 200), same max_compiles, different sizes. Each is held to the
+    padded flops of its own best buckets plus FLOPS_SLACK: buckets that assume the largest
+    request is 200, or that carry over from a stream before, pad far more."""
+    first, second, max_compiles = _stepped_streams(fresh)
+    for name, requests in (("first", first), ("second", second)):
+        sizes = [len(x) for x, _ in requests]
+        factor = _best_buckets_factor(requests, max_compiles)
+        where = (
+            f" (the {name} of two streams of {len(sizes)} requests, largest {max(sizes)}, at most "
+            f"{max_compiles} compiles; {fresh.where()})"
+        )
         _check_serve(
             kata, requests, serve_weights(fresh.randrange(100)), max_compiles, factor, where
         )
