@@ -74,6 +74,13 @@ MUTATORS = frozenset(
 STATE = "process-wide state reaches the copy of the file that answers predictions"
 # Dunder methods that reach an attribute by a name given as a string, judged like getattr
 DUNDER_REFLECTION = frozenset({"__getattr__"})
+# Module attributes Python calls on a lookup (PEP 562): a kata file's own would build a task
+# function when a test first looks its name up, outside the refusal the file loads under
+MODULE_HOOKS = frozenset({"__getattr__", "__dir__"})
+HOOK_NOTE = (
+    " (Python calls a module's __getattr__ when a test first looks a name up, outside the"
+    " refusal the file loads under: define every task function in the file itself)"
+)
 # os functions that start another program
 PROCESS_ATTRIBUTES = frozenset(
     {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}

@@ -22,6 +22,8 @@ from .guard_lists import (
     FORBIDDEN_ATTRIBUTES,
     FORBIDDEN_MODULES,
     FORBIDDEN_NAMES,
+    HOOK_NOTE,
+    MODULE_HOOKS,
     MUTATORS,
     NOTES,
     PROCESS_ATTRIBUTES,
@@ -60,6 +62,7 @@ def scan(source: str, filename: str, libraries: frozenset[str] | None = None) ->
             or _patches(node, modules)
             or _mutates(node, modules, plain)
             or _passed_on(node, called)
+            or _module_hook(node, scopes)
         )
         if found:
             return f"line {getattr(node, 'lineno', '?')} {found}"
@@ -366,6 +369,30 @@ def _passed_on(node: ast.AST, called: set[int]) -> str | None:
         and id(node) not in called
     ):
         return f"uses {node.attr} other than by calling it"
+    return None
+
+
+def _module_hook(node: ast.AST, scopes: Scopes) -> str | None:
+    """A module-level ``__getattr__``/``__dir__`` (PEP 562: bound by a def, an assignment, an
+    import, ``global``, or named as a string or keyword, ``globals()["__getattr__"]``); a
+    class's own ``__getattr__`` method is left alone."""
+    if isinstance(node, ast.Constant) and node.value in MODULE_HOOKS:
+        return f"names {node.value}{HOOK_NOTE}"
+    if isinstance(node, ast.keyword) and node.arg in MODULE_HOOKS:
+        return f"names {node.arg}{HOOK_NOTE}"
+    if isinstance(node, ast.Global) and MODULE_HOOKS & set(node.names):
+        return f"declares {sorted(MODULE_HOOKS & set(node.names))[0]} global{HOOK_NOTE}"
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names = [node.name]
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        names = [node.id]
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    else:
+        return None
+    for name in names:
+        if name in MODULE_HOOKS and scopes.owner(scopes.of(node), name) is scopes.tree:
+            return f"defines a module-level {name}{HOOK_NOTE}"
     return None
 
 

@@ -35,7 +35,9 @@ def np_backprop(p, x, d_out):
     p, x = f64(p), np.asarray(x, np.float64)
     pre = x @ p["w1"] + p["b1"]
     hidden = np.maximum(pre, 0.0)
-    d_pre = (d_out @ p["w2"].T) * (pre > 0)  # the relu passes the gradient where pre > 0
+    # the relu passes the gradient where pre > 0 and nothing elsewhere, as JAX's select does: a
+    # NaN or an infinity in d_out does not reach an inactive unit (NaN times a 0 mask would)
+    d_pre = np.where(pre > 0, d_out @ p["w2"].T, 0.0)
     return {"w1": x.T @ d_pre, "b1": d_pre.sum(0), "w2": hidden.T @ d_out, "b2": d_out.sum(0)}
 
 

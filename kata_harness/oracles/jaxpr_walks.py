@@ -170,12 +170,17 @@ def decides(jaxpr, args, x, chooser: str) -> bool:
 def compares_x(jaxpr, args, x) -> list[bool]:
     """For each select_n of jaxpr (counted in order, into nested jits, as :func:`deciding`
     counts them): whether its predicate is computed by a comparison (lt, le, gt, ge, eq, ne)
-    of a value computed from x. x is jaxpr's input when args are given, else the constant
-    closed over that equals x (same shape, dtype and elements). A predicate that is a constant
-    (a broadcast False), or computed from x's shape alone, does not compare x."""
+    of x itself with zero, evaluated on args: one operand, computed from x, holds x's elements
+    in x's dtype and shape, the other zeros. x is jaxpr's input when args are given, else the
+    constant closed over that equals x (same shape, dtype and elements). A predicate that is a
+    constant (a broadcast False), computed from x's shape alone, or a comparison of something
+    else computed from x (its sign bit shifted down or masked, a bitcast, a conversion to
+    another dtype) does not compare x."""
     inner, x = jaxpr.jaxpr, np.asarray(x)
+    env: dict = dict(zip(inner.constvars, jaxpr.consts, strict=True))
     if args:
         sources = set(inner.invars[:1])
+        env.update(zip(inner.invars, args, strict=True))
     else:
         sources = {
             v
@@ -185,34 +190,61 @@ def compares_x(jaxpr, args, x) -> list[bool]:
             and np.array_equal(np.asarray(c), x, equal_nan=x.dtype.kind == "f")
         }
     found: list[bool] = []
-    _taint(inner, dict.fromkeys(sources, "x"), found)
+    _taint(inner, env, dict.fromkeys(sources, "x"), found, x)
     return found
 
 
-def _taint(inner, marks: dict, found: list[bool]) -> None:
-    """Mark each var of inner "x" (computed from x) or "compared" (computed by a comparison of
-    a value computed from x), in place; append, per select_n, whether its predicate is
-    "compared"."""
+def _x_against_zero(values: list, x: np.ndarray) -> bool:
+    """Whether two operands are x itself (x's dtype, shape and elements) and zeros."""
+    if len(values) != 2:
+        return False
+    for first, second in (values, values[::-1]):
+        first, second = np.asarray(first), np.asarray(second)
+        if first.dtype != x.dtype or first.shape != x.shape:
+            continue
+        same = np.array_equal(first.astype(np.float64), x.astype(np.float64), equal_nan=True)
+        if same and np.all(second.astype(np.float64) == 0):
+            return True
+    return False
+
+
+def _taint(inner, env: dict, marks: dict, found: list[bool], x: np.ndarray) -> list:
+    """Evaluate inner on env (its inputs and constants) eagerly, marking each var "x"
+    (computed from x) or "compared" (computed by a comparison of x itself with zero), in
+    place; append, per select_n, whether its predicate is "compared"; return the outputs."""
 
     def mark(var) -> str | None:
         return None if isinstance(var, Literal) else marks.get(var)
 
+    def read(var):
+        return var.val if isinstance(var, Literal) else env[var]
+
     for eqn in inner.eqns:
         name, got = eqn.primitive.name, [mark(v) for v in eqn.invars]
+        values = [read(v) for v in eqn.invars]
         if name in ("jit", "pjit"):
-            sub = eqn.params["jaxpr"].jaxpr
-            sub_marks = {v: m for v, m in zip(sub.invars, got, strict=True) if m}
-            _taint(sub, sub_marks, found)
-            for v, o in zip(sub.outvars, eqn.outvars, strict=True):
+            sub = eqn.params["jaxpr"]
+            sub_env = dict(zip(sub.jaxpr.constvars, sub.consts, strict=True))
+            sub_env.update(zip(sub.jaxpr.invars, values, strict=True))
+            sub_marks = {v: m for v, m in zip(sub.jaxpr.invars, got, strict=True) if m}
+            outs = _taint(sub.jaxpr, sub_env, sub_marks, found, x)
+            for v, o in zip(sub.jaxpr.outvars, eqn.outvars, strict=True):
                 if mark_out := (None if isinstance(v, Literal) else sub_marks.get(v)):
                     marks[o] = mark_out
+            env.update(zip(eqn.outvars, outs, strict=True))
             continue
         if name == "select_n":
             found.append(got[0] == "compared")
-        if "compared" in got or (name in _COMPARISONS and "x" in got):
+        itself = name in _COMPARISONS and "x" in got and _x_against_zero(values, x)
+        if "compared" in got or itself:
             marks.update(dict.fromkeys(eqn.outvars, "compared"))
         elif "x" in got:
             marks.update(dict.fromkeys(eqn.outvars, "x"))
+        outs = eqn.primitive.bind(*values, **eqn.params)
+        env.update(
+            zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs], strict=True)
+        )
+    return [read(v) for v in inner.outvars]
 
 
 def picks_x_or_minus_x(jaxpr, args, x) -> bool:

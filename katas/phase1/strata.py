@@ -166,6 +166,30 @@ def near_fit(rng: random.Random, shape: tuple[int, int, int, int]):
     return params, x, (output.astype(np.float64) + residual).astype(np.float32)
 
 
+def overflowing(rng: random.Random, shape: tuple[int, int, int, int]):
+    """float32 params and finite x on which x @ w1 + b1 overflows to -inf at drawn hidden units
+    of one drawn row and is finite elsewhere: that row holds 1e38 to 3e38 in a drawn column of
+    x, and w1's row for that column is -4 to -8 at the drawn units, 0 at the others. The relu
+    of -inf is 0, so the network's output is finite (and NumPy's float64, which does not
+    overflow, computes it). Returns params, x, the row and the units."""
+    batch, n_in, hidden, out = shape
+    draw = np.random.default_rng(rng.randrange(2**32))
+    params = {
+        "w1": draw.normal(size=(n_in, hidden)),
+        "b1": draw.normal(size=(hidden,)),
+        "w2": draw.normal(size=(hidden, out)),
+        "b2": draw.normal(size=(out,)),
+    }
+    x = draw.normal(size=(batch, n_in))
+    row, column = rng.randrange(batch), rng.randrange(n_in)
+    units = sorted(rng.sample(range(hidden), rng.randint(1, hidden)))
+    x[row, column] = rng.uniform(1e38, 3e38)
+    params["w1"][column] = 0.0
+    params["w1"][column, units] = -draw.uniform(4.0, 8.0, size=len(units))
+    typed = {name: value.astype(np.float32) for name, value in params.items()}
+    return typed, x.astype(np.float32), row, units
+
+
 def exact_fit(rng: random.Random, dtype, fitted: bool = False):
     """Params, x and y of `dtype` on which every step of the mean squared error is exact in
     every float dtype the tests use (bf16's 8 significant bits included), whatever the order of

@@ -20,7 +20,14 @@ from katas.phase1.programs import (
     SHAPES,
     data,
 )
-from katas.phase1.strata import ARRAY_KINDS, as_given, keeps_nothing, key_orders, refilled
+from katas.phase1.strata import (
+    ARRAY_KINDS,
+    as_given,
+    keeps_nothing,
+    key_orders,
+    overflowing,
+    refilled,
+)
 from xla_inspect.jaxpr import primitive_census
 
 # (in, hidden, out) with enough weights that a sample std is within a few percent; in == out so
@@ -321,4 +328,28 @@ def test_mlp_forward_is_a_pure_differentiable_function(kata):
                 rtol=1e-3,
                 atol=1e-3,
                 err_msg=f"d sum(mlp_forward) / d {name} (the relu's gradient at exactly 0 is 0)",
+            )
+
+
+@pytest.mark.task("mlp_forward")
+def test_mlp_forward_where_a_pre_activation_overflows(kata, fresh):
+    """Finite x whose hidden pre-activations overflow float32 to -inf at drawn units of one
+    drawn row (strata.overflowing), under jit and called eagerly on NumPy and on JAX arrays:
+    the relu of -inf is 0, so the output is finite and NumPy's network (float64, no overflow)."""
+    shape = (fresh.randint(1, 6), fresh.randint(1, 6), fresh.randint(1, 9), fresh.randint(1, 4))
+    params, x, row, units = overflowing(fresh, shape)
+    runs = [("under jit", jax.jit(kata.mlp_forward), as_given)]
+    runs += [(f"eagerly on {kind}", kata.mlp_forward, put) for kind, put in ARRAY_KINDS]
+    expected = oracle.np_forward(params, x)
+    for how, forward, put in runs:
+        out = np.asarray(forward(put(params), put(x)), np.float64)
+        with check:
+            np.testing.assert_allclose(
+                out,
+                expected,
+                rtol=1e-4,
+                atol=1e-3,
+                err_msg=f"called {how}, (batch, in, hidden, out) = {shape}: x @ w1 + b1 is -inf "
+                f"in float32 at row {row}, units {units}, where the relu gives 0 (-inf times a "
+                f"0/1 mask is NaN) ({fresh.where()})",
             )

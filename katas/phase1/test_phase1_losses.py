@@ -345,14 +345,19 @@ def _non_finite_everywhere(params, x, y) -> dict[str, np.ndarray]:
 
 @pytest.mark.task("loss_and_grad")
 def test_loss_and_grad_lets_non_finite_data_through(kata, fresh):
-    """A NaN or an infinity in y (which, where and the shape drawn), float32, under jit and
-    called eagerly: the loss is NaN or inf as NumPy's, every gradient entry it reaches stays
-    non-finite (never replaced by a number), the others are the chain rule's."""
+    """A NaN or an infinity in y (which, where and the shape drawn; its row has a hidden unit
+    that is off), float32, under jit and called eagerly: the loss is NaN or inf as NumPy's,
+    every gradient entry it reaches stays non-finite (never replaced by a number), the others
+    are the chain rule's (the relu passes nothing to a unit that is off, NaN included)."""
     runs = (("under jit", jax.jit(kata.loss_and_grad)), ("eagerly", kata.loss_and_grad))
     for how, run in runs:
         shape = fresh.choice((SHAPES[0], SHAPES[2]))
         params, x, y = data(fresh.randrange(2**16), shape)
-        at = (fresh.randrange(shape[0]), fresh.randrange(shape[3]))
+        # the row holds a unit that is off (pre-activation <= 0): its gradient passes nothing
+        # of the row's non-finite residual there, so d loss / d w1 stays finite in its column
+        pre = np.asarray(x, np.float64) @ oracle.f64(params)["w1"] + oracle.f64(params)["b1"]
+        rows = np.flatnonzero((pre <= 0).any(axis=1)).tolist() or list(range(shape[0]))
+        at = (fresh.choice(rows), fresh.randrange(shape[3]))
         y[at] = fresh.choice((np.nan, np.inf, -np.inf))
         where = f"{how}, shape {shape}, y{list(at)} = {y[at]} ({fresh.where()})"
         loss, grads = _loss_and_grad(run, params, x, y)

@@ -80,7 +80,8 @@ def test_abs_where_any_floats(kata, values):
 def test_abs_where_selects(kata):
     """On every dtype of the contract (unsigned ones too: |x| is x there, and the select still
     picks x or -x: its two cases hold x and -x themselves, read off the evaluated jaxpr, and its
-    predicate compares x, read off the jaxpr's data flow, a JAX array's too),
+    predicate compares x itself with zero, read off the jaxpr's data flow and values, a JAX
+    array's too),
     traced from an argument and from a concrete JAX or NumPy array; x is not empty (JAX
     leaves out the select of an empty x, which has nothing to pick: the contract asks only its
     shape and dtype, which test_abs_where_values_under_jit checks)."""
@@ -112,8 +113,10 @@ def test_abs_where_selects(kata):
             with check:
                 assert how == "concrete NumPy array" or any(compared[i] for i in deciding), (
                     f"{where}: the select_n that decides |x| has a predicate that compares "
-                    f"nothing of x (a constant, or one computed without a comparison of x): on "
-                    f"{x.dtype} too its predicate must compare x, as x < 0 or x >= 0 does"
+                    f"nothing of x with zero (a constant, one computed without a comparison, or "
+                    f"a comparison of something else computed from x: its sign bit shifted or "
+                    f"masked, a bitcast, a conversion): on {x.dtype} too its predicate must "
+                    f"compare x itself, as x < 0 or x >= 0 does"
                 )
             with check:
                 assert walks.picks_x_or_minus_x(jaxpr, [x] if how == "traced" else [], x), (

@@ -68,3 +68,33 @@ def test_a_result_that_stays_lazy_past_the_refusal_is_refused(tmp_path, value, h
     predict.refuse_in(module, [task], [])
     with pytest.raises(contract.ContractViolation, match="returned the wrong type"):
         module.predict_flops(2)
+
+
+_MODULE_HOOKS = {
+    "def": "def __getattr__(name):\n    return lambda calls: len(calls)\n",
+    "dir": "def __dir__():\n    return ['count_traces']\n",
+    "assigned": "def _build(name):\n    return len\n__getattr__ = _build\n",
+    "globals key": "def _build(name):\n    return len\nglobals()['__getattr__'] = _build\n",
+    "declared global": "def setup():\n    global __getattr__\n    __getattr__ = len\n",
+    "imported": "from operator import itemgetter as __getattr__\n",
+}
+
+
+@pytest.mark.parametrize("source", _MODULE_HOOKS.values(), ids=_MODULE_HOOKS.keys())
+def test_a_module_level_getattr_is_refused_as_the_file_loads(tmp_path, source):
+    """A kata file's PEP 562 ``__getattr__`` (or ``__dir__``) builds a task function when a test
+    first looks its name up: after the load and outside every refusal, so whatever it measures
+    then (jax.typeof of samples, a compile) goes unseen. The file is refused as it loads, in
+    every way it can bind one at module level (red-team round 16's phase 1 probe)."""
+    path = tmp_path / "kata.py"
+    path.write_text("import jax\n" + source)
+    with pytest.raises(loading.KataRefused, match="__getattr__|__dir__"):
+        loading.load_file(path, "_refusal_module_hook", label="phase0", scan=True)
+
+
+def test_a_class_may_define_its_own_getattr(tmp_path):
+    """A class's ``__getattr__`` method is no module hook: the file loads."""
+    path = tmp_path / "kata.py"
+    path.write_text("class Box:\n    def __getattr__(self, name):\n        return 0\n")
+    module = loading.load_file(path, "_refusal_class_getattr", label="phase0", scan=True)
+    assert module.Box().anything == 0
