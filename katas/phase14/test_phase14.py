@@ -150,10 +150,13 @@ def _made_steps(
     0 ns after the while: an instruction event like any other), step events on two threads (the
     first step on one, a later one on the other), an empty step, a step event that closes in
     the ns its last instruction event ends, a run before the first step, and a while
-    that starts in a step and ends after it (in no step), its body's event inside the step
-    (nested in the while: not listed either); after each step, a second loop's step named
-    otherwise and numbered alike, holding an instruction event, and around them all an event
-    named `step_name` without a step_num (neither is a step event). The steps are numbered out
+    that starts in a step and ends after it (in no step, unless a later step reaches back over
+    it), its body's event inside the step (nested in the while: not listed either); one step
+    always starts inside the work of the step before it, on the other thread (steps of two
+    loops at once: an instruction event inside both steps is listed in both, one nested in a
+    while that began before the later step in neither); after each step, a second loop's step
+    named otherwise and numbered alike, holding an instruction event, and around them all an
+    event named `step_name` without a step_num (neither is a step event). The steps are numbered out
     of start order (two threads take turns numbering them), and each instruction event is
     named by the runtime's label of its kernel, not the instruction it ran (its hlo_op). The
     events come shuffled, or with `children_first` by start with the shorter of two events that
@@ -162,9 +165,15 @@ def _made_steps(
     steps = fresh.randint(3, 5)
     empty, straddle, flush = fresh.sample(range(steps), 3)
     tied, touching, zero = (fresh.choice([n for n in range(steps) if n != empty]) for _ in "abc")
+    # the step whose event starts inside the work of the step before it (one with work)
+    laps = [n for n in range(1, steps) if n - 1 != empty]
+    lap = fresh.choice([n for n in laps if n - 1 != straddle] or laps)
     step_thread = step_threads(fresh, steps)
+    # on the other thread than the step it overlaps (step_threads' two threads both stay used)
+    step_thread[lap] = next(t for t in set(step_thread) if t != step_thread[lap - 1])
     events: list[TraceEvent] = []
-    expected: dict[int, list[str]] = {}
+    tops: list[tuple[int, int, str]] = []  # every top-level instruction event: start, end, op
+    spans: list[tuple[int, int, int]] = []  # every step event: number, start, end
     label = iter(f"{fresh.choice(('fusion', 'dot', 'copy', 'while'))}.{i}" for i in range(10**6))
     other = other_step_name(step_name, fresh)
     first = fresh.choice((0, fresh.randint(1, 900)))  # a loop resumed at step `first`
@@ -181,6 +190,9 @@ def _made_steps(
     t = 1000
     for n in range(-1, steps):
         start, top = t, []
+        if n == lap:  # from the start of a top-level event of the step before, drawn
+            _, before, after = spans[-1]
+            start = fresh.choice([s for s, e, _op in tops if before <= s and e <= after])
         t += 100 + 10 * fresh.randrange(5)  # host time before the work
         if n != empty:
             # thread 0: a long while holding its body (a loop holding another), then more
@@ -198,7 +210,7 @@ def _made_steps(
                 events.append(ran(next(label), threads[0], cursor + (140 if last else 100), 60, n))
                 cursor += 200 if last else 300
             events.append(ran(outer, threads[0], t, cursor - t, n))
-            top.append((t, outer))
+            top.append((t, cursor, outer))
             # with `touch`, the next one starts in the ns the while ends (and one on thread 1
             # in the ns the one before it ends): touching, not nested
             touch = n == touching or fresh.random() < 0.3
@@ -206,7 +218,7 @@ def _made_steps(
                 cursor += 0 if touch and k == 0 else 10 * fresh.randint(1, 4)
                 op = next(label)
                 events.append(ran(op, threads[0], cursor, 50, n))
-                top.append((cursor, op))
+                top.append((cursor, cursor + 50, op))
                 cursor += 50
             # one step always, others drawn: then one of 0 ns (a cheap copy under the clock's
             # resolution): an instruction event all the same, at top level
@@ -214,38 +226,47 @@ def _made_steps(
                 cursor += 10 * fresh.randint(1, 4)
                 op = next(label)
                 events.append(ran(op, threads[0], cursor, 0, n))
-                top.append((cursor, op))
+                top.append((cursor, cursor, op))
             # thread 1, at the same time: short events, each inside thread 0's while; the
             # first runs the while's instruction again (another execution of the program)
             at = last = t + 15
             for i in range(fresh.randint(1, 4)):
                 op = outer if i == 0 else next(label)
                 events.append(ran(op, threads[1], at, 40, n + 1000))
-                top.append((at, op))
+                top.append((at, at + 40, op))
                 last = at + 40
                 at += 40 if touch and i == 0 else 50 + 10 * fresh.randrange(3)
             t = max(cursor, at)
             if n == flush:  # the step event closes in the ns its last instruction ends
                 t = max(cursor, last)
         t += 0 if n == flush else 100 + 10 * fresh.randrange(5)  # host time after the work
+        tops.extend(top)
         if n >= 0:
             number = (("step_num", first + dealt[n]),)
             events.append(TraceEvent(step_name, step_thread[n], start, t - start, number))
-            expected[first + dealt[n]] = [op for _, op in sorted(top)]
+            spans.append((first + dealt[n], start, t))
         if n == straddle:  # a while that outlasts the step; its body's event lies inside it
-            events.append(ran(next(label), threads[0], t - 50, 120, -n))
+            op = next(label)
+            events.append(ran(op, threads[0], t - 50, 120, -n))
             events.append(ran(next(label), threads[0], t - 40, 20, -n))
+            tops.append((t - 50, t + 70, op))
         events.append(TraceEvent("end: x", threads[0], t - 60, 1))
         if n >= 0:  # a second loop's step, named otherwise and numbered alike: not a step
             number = (("step_num", first + dealt[n]),)
             events.append(TraceEvent(other, "python", t + 80, 100, number))
-            events.append(ran(next(label), "execute:eval", t + 100, 50, -1000 - n))
+            op = next(label)
+            events.append(ran(op, "execute:eval", t + 100, 50, -1000 - n))
+            tops.append((t + 100, t + 150, op))
         t += 200
     # the whole loop in an annotation named like the steps, without a step_num: not a step
     events.append(TraceEvent(step_name, "python", 900, t - 900))
     fresh.shuffle(events)
     if children_first:
         events.sort(key=lambda e: (e.start_ns, e.duration_ns))
+    expected = {
+        number: [op for s, e, op in sorted(tops) if start <= s and e <= end]
+        for number, start, end in spans
+    }
     return events, expected
 
 
@@ -253,10 +274,11 @@ def _made_steps(
 def test_step_instructions_on_a_made_trace(kata, fresh):
     """Events on two execute threads at once, loops in loops (a loop and its body starting, or
     ending, at the same ns), events that touch (one starts in the ns the one before it ends),
-    steps annotated on two threads and numbered out of start order, an empty step, events of
-    0 ns (the clock's resolution), an event that starts in a step and ends after it, events
-    named otherwise than the instruction they ran, and events that are not step events (another
-    name, or no step_num); the answer is known from how the trace was built."""
+    steps annotated on two threads and numbered out of start order, two steps that overlap
+    (an event inside both belongs to both), an empty step, events of 0 ns (the clock's
+    resolution), an event that starts in a step and ends after it, events named otherwise than
+    the instruction they ran, and events that are not step events (another name, or no
+    step_num); the answer is known from how the trace was built."""
     for children_first in (True, False, False):
         step_name = fresh.choice(STEP_NAMES)
         events, expected = _made_steps(fresh, step_name, children_first)

@@ -7,13 +7,19 @@ events read by xla_inspect.profile_query (within 1e-6); a rank only where one si
 a wide margin; never a duration.
 """
 
+import functools
+import importlib.util
 import inspect
 import re
+import shutil
+import tempfile
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from pytest_check import check
 
+from katas.phase14 import programs as programs_module
 from katas.phase14.programs import (
     PROFILES,
     PROGRAMS,
@@ -30,10 +36,11 @@ from katas.phase14.traces import (
     messy_trace,
     recording,
     reprefixed,
+    sized,
     warm_profile,
 )
 from xla_inspect import parse_hlo
-from xla_inspect.profile import Profile
+from xla_inspect.profile import Profile, capture_profile
 from xla_inspect.profile_query import time_by
 
 SHARE_TOLERANCE = 1e-6
@@ -68,6 +75,42 @@ SHARE_KEYS = {
 }
 
 
+# ---- programs kept where a learner may keep them -------------------------------------------------
+
+#: names a copy of programs.py may bear (its FileNames row holds the whole path, spaces and all)
+COPY_NAMES = ("programs.py", "my programs.py", "programs (copy).py")
+
+
+@functools.cache
+def copied_programs(file_name: str):
+    """The programs of a copy of programs.py named `file_name`, imported from a directory
+    whose name holds a space (as a learner's `My Drive/katas/` may): its instructions' source
+    lines come from that path. The copy is removed once imported: JAX reads a function's file
+    name from its code, not from the file."""
+    folder = Path(tempfile.mkdtemp(prefix="phase14 copy "))
+    try:
+        path = folder / file_name
+        shutil.copyfile(programs_module.__file__, path)
+        spec = importlib.util.spec_from_file_location("phase14_copied_programs", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return module.PROGRAMS
+
+
+def copied_profile(program: str, seed: int, steps: int, file_name: str) -> Profile:
+    """A warm capture of `steps` steps of the program of the copy named `file_name`."""
+    return _copied_profile(program, sized(program, seed), steps, file_name)
+
+
+@functools.cache
+def _copied_profile(program: str, seed: int, steps: int, file_name: str) -> Profile:
+    fn = copied_programs(file_name)[program]
+    return capture_profile(fn, *args_for(program, seed), steps=steps)
+
+
 # ---- checks --------------------------------------------------------------------------------------
 
 
@@ -93,8 +136,9 @@ def _check_shares(got, expected: dict[str, float], what: str) -> None:
 
 def _shares_cases(fresh, task: str):
     """Recordings, live traces of the bank (loops, and a loop in a loop, always among them;
-    for line_shares calls written over several lines, and fusions with no stack frame of their
-    own around fused instructions that have one; for kind_shares library calls, custom-calls
+    for line_shares calls written over several lines, fusions with no stack frame of their
+    own around fused instructions that have one, and a program of a copy of programs.py kept
+    under a directory whose name holds a space; for kind_shares library calls, custom-calls
     labelled by their opcode whatever routine they call) and a made trace of two executions at
     once (one group of the task far under 1% of the time: every group that ran appears; for
     scope_shares op_names that begin otherwise than jit(fn), and op_names without a `/`),
@@ -130,6 +174,11 @@ def _shares_cases(fresh, task: str):
         yield (
             f"reshaping: two executions at once ({fresh.where()})",
             made_profile(fresh, "reshaping", fresh.choice(STEP_NAMES), seed=seed),
+        )
+        program, name = fresh.choice(BANK), fresh.choice(COPY_NAMES)
+        yield (
+            f"{program} of a copy {name!r} in a directory named with a space ({fresh.where()})",
+            copied_profile(program, fresh.randrange(1 << 16), 2, name),
         )
 
 
@@ -188,12 +237,19 @@ def test_line_shares(kata, fresh):
 
 @pytest.mark.task("line_shares")
 def test_line_shares_find_the_matmul_line(kata, fresh):
-    """A rank that holds under load: heavy_line's big matmul outweighs its elementwise lines."""
-    seed = fresh.randrange(1 << 16)
-    profile = warm_profile("heavy_line", seed, 4)
-    got = kata.line_shares(list(profile.events), profile.hlo_text, profile.step_name)
-    assert isinstance(got, dict) and got, f"expected a non-empty dict, got {got!r:.60}"
+    """A rank that holds under load: heavy_line's big matmul outweighs its elementwise lines,
+    in programs.py and in a copy of it kept under a directory whose name holds a space (the
+    copy's name drawn, with a space or not)."""
     source, first = inspect.getsourcelines(PROGRAMS["heavy_line"])
     matmul = first + next(i for i, line in enumerate(source) if "x @ w" in line)
-    top = max(got, key=lambda k: got[k])
-    assert top == f"programs.py:{matmul}", f"heaviest line ({fresh.where()}): got {top!r}"
+    name = fresh.choice(COPY_NAMES)
+    for file_name, profile in (
+        ("programs.py", warm_profile("heavy_line", fresh.randrange(1 << 16), 4)),
+        (name, copied_profile("heavy_line", fresh.randrange(1 << 16), 4, name)),
+    ):
+        got = kata.line_shares(list(profile.events), profile.hlo_text, profile.step_name)
+        assert isinstance(got, dict) and got, f"expected a non-empty dict, got {got!r:.60}"
+        top = max(got, key=lambda k: got[k])
+        assert top == f"{file_name}:{matmul}", (
+            f"heaviest line of {file_name!r} ({fresh.where()}): got {top!r}"
+        )
