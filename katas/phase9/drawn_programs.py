@@ -5,7 +5,8 @@ of many arguments (more than ten, names out of alphabetical order, ranks 0 to 3,
 8-bit types, some never read), and of few arguments whose module nests computations of more
 parameters than ENTRY (an argmax's reducer), for device_param_shapes and param_shardings; and
 int32 rows whose total (or whose element-wise block sums) are beyond float32's exact integers,
-for psum_total (and scatter_sum).
+for psum_total (and scatter_sum); for psum_total also 8- and 16-bit integers (and bools) whose
+total their own dtype cannot hold, and float rows holding a NaN, an inf or infs of both signs.
 
 Each draw takes a `random.Random` and returns a label, the function and its placed arguments;
 nothing is compiled here.
@@ -263,3 +264,53 @@ def int_scatter_case(rng: random.Random):
     values[0, 0] += 1 - int(values[:: rows // n, 0].sum()) % 2
     label = f"{dict(axes)}, x int32{list(shape)} of large values"
     return label, mesh, values, jax.device_put(values, NamedSharding(mesh, P("x")))
+
+
+# ---- psum_total: narrow integers past their own range; NaN and inf -----------------------------
+
+# each 8- or 16-bit type with its largest value less 3 (a second x adds up to 3 to each element)
+NARROW = ((np.int8, 124), (np.uint8, 252), (np.int16, 32764), (np.uint16, 65532), (np.bool_, 1))
+
+
+def _placed(axes, values: np.ndarray, about: str):
+    mesh = mesh_of(axes)
+    label = f"{dict(axes)}, x {values.dtype}{list(values.shape)} {about}"
+    return label, mesh, values, jax.device_put(values, NamedSharding(mesh, P("x")))
+
+
+def narrow_total_case(rng: random.Random):
+    """(label, mesh, NumPy x, x row-sharded over "x"): 8- or 16-bit integers (or bools) on a
+    drawn mesh, each at least half its dtype's largest value less 3 (a second x adds up to 3),
+    so many that the total is above 2**16: no 8- or 16-bit sum holds it (nor bool), jnp.sum's
+    int32 or uint32 does."""
+    dtype, top = rng.choice(NARROW)
+    axes = rng.choice(MESHES)
+    n = dict(axes)["x"]
+    cols = rng.randint(1, 16)
+    need = (1 << 16) // max(1, top // 2) + 2  # elements, each >= top // 2, to pass 2**16
+    rows = n * (-(-need // (n * cols)) + rng.randint(0, 2))
+    draw = np.random.default_rng(rng.randrange(1 << 32))
+    values = draw.integers(max(1, top // 2), top + 1, (rows, cols))
+    if dtype is np.bool_:  # all True but a drawn number of elements: still more than 2**16
+        values.flat[rng.sample(range(values.size), rng.randint(0, values.size - need))] = 0
+    return _placed(axes, values.astype(dtype), "whose total its own dtype cannot hold")
+
+
+def nonfinite_cases(rng: random.Random):
+    """Two (label, mesh, NumPy x, x row-sharded over "x") of small integers in a drawn float
+    dtype on drawn meshes: one x holds a NaN at a drawn place (and, every other draw, an inf
+    elsewhere), so its total is NaN; the other holds infs only, of one drawn sign (total that
+    inf) or of both (NaN)."""
+    cases = []
+    for kind in ("nan", rng.choice(("inf", "-inf", "inf and -inf"))):
+        if kind == "nan" and rng.random() < 0.5:
+            kind = rng.choice(("nan and inf", "nan and -inf"))
+        axes = rng.choice(MESHES)
+        dtype = rng.choice((np.float32, np.float16, jnp.bfloat16))
+        shape = (dict(axes)["x"] * rng.randint(1, 3), rng.randint(1, 6))
+        values = small_ints(shape, dtype, rng.randrange(1 << 32))
+        marks = kind.split(" and ")
+        for place, mark in zip(rng.sample(range(values.size), len(marks)), marks, strict=True):
+            values.flat[place] = float(mark)
+        cases.append(_placed(axes, values, f"holding {kind}"))
+    return cases

@@ -73,6 +73,8 @@ def psum_total(x, mesh: Mesh) -> jax.Array:
 
     Each device sums its own rows, then one psum of that single number over "x" only (on a
     2-D mesh the copies along the other axis hold the same rows and must not be added again).
+    The total has jnp.sum's dtype (8- and 16-bit integers and bools widen to 32 bits, so their
+    total does not wrap) and IEEE values: a NaN anywhere in x makes it NaN, an inf inf.
     """
     # TODO: which shard_map specs describe a row-split input and a replicated scalar?
     raise NotImplementedError("phase9 task 6: psum_total")

@@ -68,7 +68,7 @@ def _placement(result, mesh, label: str, part) -> None:
             fault = "holds nothing of the result"
         elif np.shape(held[device.id]) != np.shape(want):
             fault = f"holds a piece of shape {np.shape(held[device.id])}"
-        elif not np.array_equal(np.asarray(held[device.id]), want):
+        elif not np.array_equal(np.asarray(held[device.id]), want, equal_nan=True):
             fault = "holds other values"
         if fault:
             fault = (
@@ -168,30 +168,44 @@ def _everywhere(value):
 
 
 def _exact_total(x: np.ndarray):
-    """The sum of every element of x, wide enough to be exact (int64 or float64)."""
-    return x.sum(dtype=np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64)
+    """The sum of every element of x, wide enough to be exact (int64 or float64; NaN or inf
+    as IEEE sums make them)."""
+    with np.errstate(invalid="ignore"):  # inf + -inf: NaN, as it should be
+        return x.sum(dtype=np.int64 if x.dtype.kind in "biu" else np.float64)
 
 
 @pytest.mark.task("psum_total")
 def test_psum_total(kata, fresh):
-    """The map cases, then int32 rows drawn every run whose total float32 cannot hold exactly."""
-    for mesh_name, mesh, x, sharded in [*map_cases(), drawn_programs.int_total_case(fresh)]:
+    """The map cases, then drawn every run: int32 rows whose total float32 cannot hold exactly,
+    8- or 16-bit integers (or bools) whose total their own dtype cannot hold, and float rows
+    holding a NaN, and infs."""
+    drawn = [drawn_programs.int_total_case(fresh), drawn_programs.narrow_total_case(fresh)]
+    drawn += drawn_programs.nonfinite_cases(fresh)
+    for mesh_name, mesh, x, sharded in [*map_cases(), *drawn]:
         total, module, jaxpr, compiled = _run(kata.psum_total, mesh, sharded, f"mesh {mesh_name}")
         with check:
             assert np.shape(total) == (), f"mesh {mesh_name}: shape {np.shape(total)}, a scalar"
+        # jnp.sum's dtype, independently: NumPy's sum's, at JAX's default widths
+        want = jax.dtypes.canonicalize_dtype(np.sum(x[:0]).dtype)
+        with check:
+            assert np.asarray(total).dtype == want, (
+                f"mesh {mesh_name}: a total of dtype {np.asarray(total).dtype}, expected {want} "
+                "(jnp.sum's: 8- and 16-bit integers and bools widen to 32 bits)"
+            )
         exact = _exact_total(x)
-        if np.issubdtype(x.dtype, np.integer):
+        if x.dtype.kind in "biu":
             with check:
                 assert np.array_equal(np.asarray(total), exact), (
                     f"mesh {mesh_name}: not the exact integer sum of every element (an int32 "
-                    f"sum stays in int32; {fresh.where()})"
+                    f"sum stays in int32, a narrower one overflows; {fresh.where()})"
                 )
         else:
             with check:
                 np.testing.assert_allclose(
                     np.asarray(total, np.float64),
                     exact,
-                    err_msg=f"mesh {mesh_name}: the sum of every element",
+                    err_msg=f"mesh {mesh_name}: the sum of every element (a NaN in x makes "
+                    f"it NaN, an inf inf, both infs NaN; {fresh.where()})",
                 )
         # a replicated scalar: every device holds the total (small or exact integers: exact)
         _both_placements(
