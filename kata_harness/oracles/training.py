@@ -34,12 +34,14 @@ def np_example_losses(p, x, y):
 
 
 def np_grads(p, x, y):
-    """Gradients of the mean per-example loss, by hand."""
+    """Gradients of the mean per-example loss, by hand; relu's derivative as jax.nn.relu
+    defines it, a select: 0 where the pre-activation is not > 0 (at an exact 0 too), even when
+    the gradient arriving there is NaN."""
     pre = x @ p["w1"] + p["b1"]
     hidden = np.maximum(pre, 0.0)
     out = hidden @ p["w2"] + p["b2"]
     d_out = 2.0 * (out - y) / out.size
-    d_hidden = (d_out @ p["w2"].T) * (pre > 0)
+    d_hidden = np.where(pre > 0, d_out @ p["w2"].T, 0.0)
     return {"w2": hidden.T @ d_out, "b2": d_out.sum(0), "w1": x.T @ d_hidden, "b1": d_hidden.sum(0)}
 
 

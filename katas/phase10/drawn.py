@@ -80,6 +80,20 @@ def multi_output_fusions(rng, dtype: str):
     return f"{label}, also in a fori_loop of {trips}", program, (_spec((rows, cols), dtype),)
 
 
+def operandless_fusions(rng, dtype: str):
+    """(label, function, (a,)): next to a * 2, one to three iota patterns (arange reshaped,
+    scaled, plus ones), which XLA fuses into kernels that read no operand: `fusion()`."""
+    rows, cols, count = rng.randint(2, 9), rng.randint(2, 9), rng.randint(1, 3)
+    kind = DTYPES[dtype]
+
+    def program(a):
+        pattern = jnp.arange(rows * cols, dtype=kind).reshape(rows, cols)
+        return (a * 2, *(pattern * (j + 2) + jnp.ones((rows, cols), kind) for j in range(count)))
+
+    label = f"{count} arange pattern(s) of {dtype}[{rows},{cols}] next to a * 2"
+    return label, program, (_spec((rows, cols), dtype),)
+
+
 # ---- aliased_parameters: which leaves were donated ----------------------------------------------
 
 
@@ -166,6 +180,25 @@ def scattered_donation(rng):
     )
     program = _program(returned, order, loss_at, False, unused=(unused,))
     return label, program, tuple(args), donated, tuple(returned), (unused,)
+
+
+def unusable_donation(rng):
+    """(label, function, args, donate_argnums, aliased argnums, unused argnums): one to three
+    arguments of drawn trees, some donated, the output an array whose first dimension (6 to 9)
+    no leaf has: every donated buffer is unusable, so nothing is aliased and the module header
+    has no alias list at all."""
+    dtypes = sorted(DTYPES)
+    args = tuple(_tree(rng, dtypes) for _ in range(rng.randint(1, 3)))
+    donated = tuple(sorted(rng.sample(range(len(args)), rng.randint(1, len(args)))))
+    length = rng.randint(6, 9)
+
+    def program(*args):
+        leaves = jax.tree.leaves(args)
+        total = jnp.sum(jnp.stack([jnp.sum(leaf.astype(jnp.float32)) for leaf in leaves]))
+        return jnp.full((length,), total)
+
+    label = f"{len(args)} argument(s), {list(donated)} donated, only an f32[{length}] returned"
+    return label, program, args, donated, (), ()
 
 
 # ---- transpose_counts: transposes in a lax.while_loop, in custom rules, at any depth ----------

@@ -28,7 +28,8 @@ def per_example_losses(params: dict, x, y) -> jax.Array:
     """`example_loss` for every row of x and y, shape (batch,), for any batch size (also 1).
 
     x is (batch, features); y is (batch, out), or (batch,) when out is 1: each example's target
-    is then a scalar (row i of y is y[i]), and its loss is example_loss(params, x[i], y[i]).
+    is then a scalar (row i of y is y[i]), and its loss is example_loss(params, x[i], y[i]),
+    value and dtype (a bfloat16 x against float32 params gives float32 losses).
     One batched program: no Python loop and no lax.map/scan over the examples (nor over chunks
     of them), so the optimized HLO has just the two matmuls, each over the whole batch, and no
     while loop, for a batch of thousands as for a few rows. The same holds when it is called

@@ -17,10 +17,11 @@ import pytest
 from pytest_check import check
 
 from kata_harness.oracles import training as oracle
-from katas.phase10 import drawn
+from katas.phase10 import drawn, drawn_data
 from katas.phase10.programs import (
     data,
     device_params,
+    mse,
     sized_data,
 )
 from xla_inspect.jaxpr import primitive_census
@@ -54,17 +55,28 @@ def test_per_example_values(kata, fresh):
         cases[f"{size} model"] = (weights, inputs, y, y)
     flat_label, params, x, flat, column = drawn.one_output_data(fresh, drawn.FEW_ROWS)
     cases[f"{flat_label} ({fresh.where()})"] = (params, x, flat, column)
+    for build in (drawn_data.close_targets_at_large_magnitude, drawn_data.bfloat16_inputs):
+        label, params, x, y = build(fresh)
+        cases[f"{label} ({fresh.where()})"] = (params, x, y, y)
     for label, (weights, inputs, y, targets) in cases.items():
         got = jax.jit(kata.per_example_losses)(weights, inputs, y)
         assert hasattr(got, "shape"), f"{label}: got a {type(got).__name__}, expected an array"
-        got = np.asarray(got)
+        # example_loss's own dtype, as JAX's type promotion gives it for one row
+        dtype = jax.eval_shape(mse, weights, inputs[0], targets[0]).dtype
+        with check:
+            assert got.dtype == dtype, (
+                f"{label}: losses of dtype {got.dtype}, example_loss gives {dtype}"
+            )
+        got = np.asarray(got, np.float64)
         with check:
             assert got.shape == (len(inputs),), (
                 f"{label}: shape {got.shape}, expected one loss per example"
             )
         if got.shape != (len(inputs),):
             continue
-        want = oracle.np_example_losses(weights, inputs, targets)
+        want = oracle.np_example_losses(
+            weights, np.asarray(inputs, np.float64), np.asarray(targets, np.float64)
+        )
         worst = int(np.argmax(np.abs(got - want) - 1e-4 * np.abs(want)))
         with check:
             assert np.allclose(got, want, rtol=1e-4, atol=1e-6), (
@@ -163,7 +175,7 @@ def _check_two_steps(kata, index: int, case=None) -> tuple[list[str], list]:
                 assert np.shape(loss) == (), f"{name}: loss shape {np.shape(loss)}, a scalar"
             with check:
                 assert float(loss) == pytest.approx(
-                    oracle.np_example_losses(want, x, targets).mean(), rel=1e-4
+                    oracle.np_example_losses(want, x, targets).mean(), rel=1e-4, nan_ok=True
                 ), (
                     f"{name}, step {number}: loss {float(loss)}: the mean per-example loss of "
                     "the params passed in, before the update"
@@ -217,3 +229,16 @@ def test_adamw_steps_match_numpy_and_donate(kata):
             f"JAX warned: {unusable}: donate only what an output can reuse (params and "
             "optimizer state), not the batch"
         )
+
+
+@pytest.mark.task("make_train_step")
+def test_steps_at_exact_zero_and_through_a_nan(kata, fresh):
+    """Pre-activations exactly 0, where relu's derivative is 0 (sgd with momentum, whose update
+    shows any change of the gradient); then a NaN in one example's input or target, with a drawn
+    optimizer: that example's loss is NaN, so the mean loss is NaN and the update carries it
+    where NumPy's does (relu's derivative stays a select: 0 where the pre-activation is not > 0)."""
+    label, params, x, y = drawn_data.exact_zero_preactivations(fresh)
+    _check_two_steps(kata, 1, (f"{label} ({fresh.where()})", params, x, y, y))
+    label, params, x, y = drawn_data.nan_in_one_example(fresh)
+    index = fresh.randrange(len(TRAINING_CASES))
+    _check_two_steps(kata, index, (f"{label} ({fresh.where()})", params, x, y, y))

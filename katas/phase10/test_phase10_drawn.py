@@ -18,6 +18,7 @@ from pytest_check import check
 
 from kata_harness.oracles import training as oracle
 from katas.phase10 import drawn
+from xla_inspect.parse import parse_hlo
 
 
 def _compile(program, args, donate=(), unusable=False):
@@ -48,11 +49,30 @@ def test_fusions_with_several_outputs(kata, fresh):
             )
 
 
+@pytest.mark.task("fusion_count")
+def test_fusions_without_operands(kata, fresh):
+    for dtype in sorted(drawn.DTYPES):
+        label, program, args = drawn.operandless_fusions(fresh, dtype)
+        compiled = _compile(program, args)
+        assert any(
+            i.opcode == "fusion" and not i.operands
+            for c in parse_hlo(oracle.optimized_text(compiled))
+            for i in c
+        ), f"{label}: XLA fused no kernel without operands"
+        got, want = kata.fusion_count(compiled), oracle.xla_fusion_count(compiled)
+        with check:
+            assert got == want, (
+                f"{label} ({fresh.where()}): got {got}, XLA's parser finds {want} fusion "
+                "instructions (a fusion that reads no operand, `fusion()`, is one too)"
+            )
+
+
 @pytest.mark.task("aliased_parameters")
 def test_drawn_donations(kata, fresh):
     for label, program, args, donate, aliased, unused in (
         drawn.single_array_donation(fresh),
         drawn.scattered_donation(fresh),
+        drawn.unusable_donation(fresh),
     ):
         compiled = _compile(program, args, donate, unusable=set(donate) != set(aliased))
         want = oracle.leaf_numbers(args, aliased, unused)
