@@ -152,15 +152,16 @@ def test_library_epilogues_read_the_config_and_its_defaults(kata):
 def test_library_epilogues_cudnn_calls_of_other_kinds(kata, fresh, name):
     """Every `__cudnn$` call is a library call, a convolution or not: 2 to 4 drawn cuDNN calls
     of other kinds (a layer norm, fused attention forward and backward, a filter reorder; texts.
-    OTHER_CUDNN_CALLS), each printing its own kind's config, `{}` or no backend_config, added to
-    a recorded module. None holds a cudnn_conv_backend_config: each maps to its default, kNone."""
+    OTHER_CUDNN_CALLS), each printing its own kind's config, `{}` or no backend_config (at least
+    one printing none, as XLA's parse confirms), added to a recorded module. None holds a
+    cudnn_conv_backend_config: each maps to its default, kNone."""
     text, added = module_texts.other_cudnn_calls(name, fresh)
-    read = {
-        n: module_texts.matched(r'custom_call_target="([^"]+)"', p)
-        for _, n, op, p in oracle.parsed(text)[1]
-        if n in added and op == "custom-call"
-    }
+    printed = {n: p for _, n, op, p in oracle.parsed(text)[1] if n in added and op == "custom-call"}
+    read = {n: module_texts.matched(r'custom_call_target="([^"]+)"', p) for n, p in printed.items()}
     assert read == added, f"XLA reads {read}"
+    bare = [n for n, p in printed.items() if "backend_config=" not in p]
+    assert bare, f"XLA prints a backend_config in every added call: {sorted(printed)}"
+    assert not any("cudnn_conv_backend_config" in p for p in printed.values()), "a conv config"
     expected = oracle.library_calls(module_texts.text(name), name) | dict.fromkeys(added, "kNone")
     variant = metamorphic.renamed(text, fresh)
     assert variant is not None, f"{name}: XLA refuses the calls renamed"

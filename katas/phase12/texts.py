@@ -285,8 +285,9 @@ OTHER_CUDNN_CALLS = {
 
 def other_cudnn_calls(name: str, rng: random.Random) -> tuple[str, dict[str, str]]:
     """The module with 2 to 4 cuDNN calls of other kinds than a convolution (drawn from
-    OTHER_CUDNN_CALLS, each printing its own config, `{}` or no backend_config) added to ENTRY
-    before its ROOT, reading ENTRY's first parameter: (text, {added call: its target})."""
+    OTHER_CUDNN_CALLS, each printing its own config, `{}` or no backend_config; at least one
+    printing none and one printing a config, whatever the draw) added to ENTRY before its ROOT,
+    reading ENTRY's first parameter: (text, {added call: its target})."""
     printed = text(name)
     entry = _ENTRY.search(printed)
     assert entry is not None, f"{name}: no ENTRY"
@@ -295,9 +296,15 @@ def other_cudnn_calls(name: str, rng: random.Random) -> tuple[str, dict[str, str
     assert param is not None, f"{name}: no array parameter in ENTRY"
     added: dict[str, str] = {}
     lines = []
-    for target in rng.sample(sorted(OTHER_CUDNN_CALLS), rng.randint(2, 4)):
+    targets = rng.sample(sorted(OTHER_CUDNN_CALLS), rng.randint(2, 4))
+    # Every draw holds a call printed with no backend_config and one printed with a config (its
+    # own kind's or `{}`), in drawn places; the others print a drawn form.
+    forms = [None, rng.choice(("own", "{}"))]
+    forms += [rng.choice(("own", "{}", None)) for _ in targets[2:]]
+    rng.shuffle(forms)
+    for target, form in zip(targets, forms, strict=True):
         call = f"cudnn-{target.split('$')[1].lower()}.{rng.randrange(100, 1000)}"
-        config = rng.choice((OTHER_CUDNN_CALLS[target], "{}", None))
+        config = OTHER_CUDNN_CALLS[target] if form == "own" else form
         tail = "" if config is None else f", backend_config={config}"
         lines.append(
             f"  %{call} = ({param[2]}, u8[0]{{0}}) custom-call(%{param[1]}), "
