@@ -1,6 +1,7 @@
 """What several phase-15 test files share: the phase's name, its dtypes, standard-normal arrays
-drawn from a test's rng, a dtype's machine epsilon, the recorded flow listings in the forms the
-reading tasks read them in, and an optimized HLO module with joined op_names.
+drawn from a test's rng, SPD systems of entries near float32's largest, a dtype's machine
+epsilon, the recorded flow listings in the forms the reading tasks read them in, and an
+optimized HLO module with joined op_names.
 """
 
 from __future__ import annotations
@@ -130,3 +131,27 @@ def joined_op_names(hlo_text: str, rng: random.Random) -> str | None:
 
     joined, count = _DOT_OP_NAME.subn(join, hlo_text)
     return joined if count and oracles.xla_accepts(joined) else None
+
+
+def largest_entry_systems(rng: random.Random):
+    """(what, a, b): two SPD f32 systems, n from 32 to 64, condition number at most 100, whose
+    a is scaled so that its largest entry is 10^37.5 to 10^37.9: the contract bounds no entry's
+    size, so a sum of n of a's entries (its trace, a row's sum of absolute values) leaves
+    float32's range where a's largest entry does not. (Not above 2^126, 8.5e37: XLA's CPU
+    compile turns a / max|a| into a times 1 / max|a|, a reciprocal below float32's smallest
+    normal, flushed to 0.) b is standard normal scaled by 1e12 to 1e25, so that x's norm (about
+    1e-26 to 1e-10) lies in the contract's 1e-30 to 1e30."""
+    generator = np.random.default_rng(rng.getrandbits(32))
+    for _ in range(2):
+        n, k = rng.randint(32, 64), rng.choice([None, rng.randint(1, 4)])
+        q, _ = np.linalg.qr(generator.standard_normal((n, n)))
+        eigenvalues = generator.uniform(1.0, 100.0, n)
+        eigenvalues[0], eigenvalues[-1] = 1.0, 100.0
+        a = (q * eigenvalues) @ q.T
+        a = (a + a.T) / 2
+        largest = 10 ** rng.uniform(37.5, 37.9)
+        a = (a * (largest / np.abs(a).max())).astype(np.float32)
+        b_scale = 10 ** rng.uniform(12, 25)
+        b = (generator.standard_normal((n,) if k is None else (n, k)) * b_scale).astype(np.float32)
+        what = f"n={n}, b {list(b.shape)} x {b_scale:.3g}, a's largest entry {largest:.3g}"
+        yield what, a, b

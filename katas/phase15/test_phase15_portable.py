@@ -17,6 +17,7 @@ from kata_harness import iree
 from katas.phase15.draws import (
     bf16,
     eps_of,
+    largest_entry_systems,
     normal,
 )
 from katas.phase15.programs import (
@@ -312,7 +313,8 @@ def _solutions(kata, a, b):
 
 @pytest.mark.task("portable_solve")
 def test_portable_solve_values(kata, fresh):
-    for what, a, b in [*_systems(fresh), *_spread_systems(fresh), *_signed_systems(fresh)]:
+    drawn = [*_systems(fresh), *_spread_systems(fresh), *_signed_systems(fresh)]
+    for what, a, b in [*drawn, *largest_entry_systems(fresh)]:
         for how, got in _solutions(kata, a, b):
             where = f"{what}, {how} ({fresh.where()})"
             assert (got.shape, got.dtype) == (b.shape, b.dtype), f"{where}: {got.dtype}{got.shape}"

@@ -204,18 +204,35 @@ STAGE_PROGRAMS = {  # several arities, a tuple result, one function at two dtype
     # typed: jax.jit multiplies in bfloat16 where an f32[] would promote to float32), an argument
     # the function ignores (jit prunes it), two different functions of one name (both `<lambda>`)
     # at the same argument, arguments that are pytrees (a dict holding a Python float, a tuple);
-    # jax.jit names each module after its function
+    # twice (scaled_sine, pytree_affine) two calls whose arguments differ only in weak typing (a
+    # Python float or an f32[] at the same shapes and dtypes: two programs, one in bfloat16, one
+    # promoting to float32), in either order; jax.jit names each module after its function
     "repeated_affine f32[3,4]": (repeated_affine, pair((3, 4))),
     "moments f32[6]": (moments, (uniform(6, 4),)),
     "moments bf16[6]": (moments, (uniform(6, 4, BF16),)),
     "lhs_transposed 5x1, 5x7": (lhs_transposed, transposed_args(5, 1, 7)),
     "lhs_transposed 16x8, 16x5": (lhs_transposed, transposed_args()),
     "scaled_sine f32[] (a NumPy scalar), f32[4]": (scaled_sine, (np.float32(1.5), uniform(4))),
+    "scaled_sine f32[] (a NumPy scalar), bf16[4]": (
+        scaled_sine,
+        (np.float32(1.5), uniform(4, dtype=BF16)),
+    ),
     "scaled_sine 1.5 (a Python float), bf16[4]": (scaled_sine, (1.5, uniform(4, dtype=BF16))),
     "ignores_second f32[4], f32[2,3]": (ignores_second, (uniform(4), uniform((2, 3), 2))),
     "pytree_affine {w: f32[3], b: 0.5}, (f32[3], f32[3])": (
         pytree_affine,
         ({"w": uniform(3), "b": 0.5}, (uniform(3, 1), uniform(3, 2))),
+    ),
+    "pytree_affine {w: bf16[3], b: 0.5}, (bf16[3], bf16[3])": (
+        pytree_affine,
+        ({"w": uniform(3, dtype=BF16), "b": 0.5}, (uniform(3, 1, BF16), uniform(3, 2, BF16))),
+    ),
+    "pytree_affine {w: bf16[3], b: f32[]}, (bf16[3], bf16[3])": (
+        pytree_affine,
+        (
+            {"w": uniform(3, dtype=BF16), "b": np.float32(0.5)},
+            (uniform(3, 1, BF16), uniform(3, 2, BF16)),
+        ),
     ),
     "<lambda> x * 2.0 at f32[8]": (lambda x: x * 2.0, (uniform(),)),
     "<lambda> sin(x) at f32[8]": (lambda x: jnp.sin(x), (uniform(),)),

@@ -113,9 +113,11 @@ def _first_difference(got: str, want: str) -> str:
 def test_stages_of_several_programs(kata):
     """Each program at its own arguments: a scalar stays a scalar, a Python float stays weakly
     typed, an unused argument is pruned as jax.jit prunes it, one function at another dtype or
-    shape is another program, and so are two functions of one name, arguments may be pytrees (a
-    dict, a tuple); both modules carry the name jax.jit gives them (after the function); the
-    before text is the lowered stage's default print (source locations are no part of it)."""
+    shape is another program, and so are two functions of one name and one function at arguments
+    that differ only in weak typing (a Python float or an f32[] beside bf16, either one first),
+    arguments may be pytrees (a dict, a tuple); both modules carry the name jax.jit gives them
+    (after the function); the before text is the lowered stage's default print (source locations
+    are no part of it)."""
     for key, (f, args) in STAGE_PROGRAMS.items():
         before, after = _stages(kata, f, *args)
         shlo, hlo = _shlo(before, f"{key} before"), _hlo(after, f"{key} after")
