@@ -360,6 +360,28 @@ def test_reductions_per_kernel_of_two_fusions_calling_one_computation(kata, fres
 
 
 @pytest.mark.task("reductions_per_kernel")
+def test_reductions_per_kernel_of_fusions_nested_deep(kata, fresh):
+    """`calls=` is followed however deep it goes: every fused computation ENTRY calls moved
+    two to four (drawn) nested fusions further down, each program's reductions with it."""
+    codes = [(n, P.recorded(n)[0]) for n in P.PAIRS] + [*CODES.items(), *TRAIN_CODES.items()]
+    for i, name in enumerate([*P.PAIRS, *OTHER_HLO]):
+        if not any(k.opcode == "fusion" for k in oracle.xla_kernels(_hlo(name))):
+            continue  # no ENTRY fusion to nest (a loop: ENTRY holds the while)
+        depth, hlo = fresh.randint(2, 4), _hlo(name)
+        for _ in range(depth):
+            deeper = metamorphic.nested(hlo)
+            assert deeper is not None, f"{name}: XLA's parser refused the nested variant"
+            hlo = deeper.text
+        code_name, code = codes[i % len(codes)]
+        text = _variant(code, fresh)
+        got = kata.reductions_per_kernel(hlo, text)
+        assert got == _reductions(hlo, text), (
+            f"{name} nested {depth} fusions further down, with {code_name}: reductions differ "
+            f"({fresh.where()})"
+        )
+
+
+@pytest.mark.task("reductions_per_kernel")
 def test_one_kernel_holds_every_reduction_of_layernorm_softmax(kata):
     got = kata.reductions_per_kernel(_hlo("layernorm_softmax"), P.recorded("layernorm_softmax")[0])
     with check:

@@ -157,13 +157,13 @@ def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
 @pytest.mark.timeout(LIVE_TIMEOUT)
 def test_inference_call_compiles_one_inference_graph(kata, fresh):
     """The caller's compiled module, compiled through a backend that counts the graphs it hands
-    to Inductor, runs one inference graph of its own MLP (the module's inputs, its output only),
-    x a plain tensor in one call and requiring grad in the other (which one is drawn; a leaf,
-    or computed from one); x (its values, requires_grad and grad_fn), the module, its train
-    mode and each layer's own (one layer, drawn, is in the other mode) and the caller's grad
-    mode are left as they were, also when the
-    caller calls from inside torch.no_grad(), and a later call (the module in eval mode) runs
-    an inference graph too."""
+    to Inductor, runs one inference graph of its own MLP (the module's inputs, the caller's own
+    parameters among them, its output only), x a plain tensor in one call and requiring grad in
+    the other (which one is drawn; a leaf, or computed from one); x (its values, requires_grad
+    and grad_fn), the module, its train mode and each submodule's own (one, drawn two or more
+    levels down, is in the other mode) and the caller's grad mode are left as they were, also
+    when the caller calls from inside torch.no_grad(), and a later call (the module in eval
+    mode) runs an inference graph too."""
     _live()
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
     import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
@@ -180,16 +180,19 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     torch.set_grad_enabled(True)  # the caller's grad mode, whatever an earlier answer left
     torch.manual_seed(fresh.randint(0, 2**31))
     width, hidden = fresh.randint(4, 24), fresh.randint(4, 24)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, 3)
-    ).train()
-    # one layer (drawn) in eval mode inside the module in train mode: a mode is each module's own
-    model[fresh.randrange(len(model))].eval()
+    model = _nested_mlp(torch, width, hidden, fresh).train()
+    # one module (drawn, two or more levels down) in eval mode inside the module in train
+    # mode: a mode is each module's own, however deep
+    _deep_module(model, fresh).eval()
     modes = _modes(model)
     handed = []
+    own = {p.data_ptr() for p in model.parameters()}
+    took = []  # per graph handed to Inductor: did its inputs hold the caller's own parameters?
 
     def backend(graph, example_inputs):
         handed.append(graph)
+        ptrs = {t.data_ptr() for t in example_inputs if isinstance(t, torch.Tensor)}
+        took.append(own <= ptrs)
         return compile_fx(graph, example_inputs)
 
     compiled = torch.compile(model, backend=backend)
@@ -212,6 +215,7 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     with torch.no_grad():
         eager = model(x)
     assert len(handed) == 1, f"the caller's compiled module compiled {len(handed)} graphs, not 1"
+    assert took == [True], "the graph compiled does not take the caller's module's parameters"
     assert len(codes) == 1, f"{len(codes)} graphs compiled: the compiled module must run one"
     names = oracle.inputs(codes[0])
     with check:
@@ -239,6 +243,19 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     _inference_call_again_in_eval_mode(
         kata, model, compiled, _caller_input(x.detach(), not x_grad, fresh), eager, fresh
     )
+
+
+def _nested_mlp(torch, width: int, hidden: int, rng):
+    """An MLP whose first layer and activation sit one to three Sequentials (drawn) down."""
+    inner = torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.GELU())
+    for _ in range(rng.randint(0, 2)):
+        inner = torch.nn.Sequential(inner)
+    return torch.nn.Sequential(inner, torch.nn.Linear(hidden, 3))
+
+
+def _deep_module(model, rng):
+    """A submodule (drawn) two or more levels below `model`."""
+    return rng.choice([m for name, m in model.named_modules() if "." in name])
 
 
 def _modes(model) -> dict[str, bool]:
@@ -296,14 +313,14 @@ def _assert_eager_values(out, eager, which: str) -> None:
 
 
 def _inference_call_again_in_eval_mode(kata, model, compiled, x, eager, rng) -> None:
-    """A later call, the caller's module now in eval mode (one layer, drawn, in train mode) and
-    gradients on: whatever Inductor compiles for it is an inference graph, and every module is
-    in its own mode after it."""
+    """A later call, the caller's module now in eval mode (one module, drawn two or more levels
+    down, in train mode) and gradients on: whatever Inductor compiles for it is an inference
+    graph, and every module is in its own mode after it."""
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     model.eval()
-    model[rng.randrange(len(model))].train()
+    _deep_module(model, rng).train()
     modes = _modes(model)
     kept = _input_state(x)
     out, codes = run_and_get_code(kata.inference_call, compiled, x)
