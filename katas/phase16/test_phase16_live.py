@@ -123,6 +123,16 @@ def _several_rows(rng) -> tuple[tuple[int, ...], list]:
     return shape + (rng.randint(2, 24),), layers
 
 
+def _lone_product(rng) -> tuple[tuple[int, ...], list]:
+    """One input row, first a small weight with no activation (decomposed, and no kernel of an
+    activation before it to merge into), then a GEMM to more than 16 outputs: the product's
+    work is a kernel of its own before the library call, bias or not."""
+    shape = rng.choice([(1,), (1, 1)]) + (rng.randint(2, 16),)
+    first = (rng.randint(1, 16), rng.random() < 0.5, "none")
+    gemm = (rng.randint(17, 24), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
+    return shape, [first, gemm, *_layers(rng, 0, 2)]
+
+
 def _layers(rng, least: int, most: int) -> list:
     return [
         (rng.randint(1, 24), rng.random() < 0.5, rng.choice(P.ACTIVATIONS))
@@ -133,11 +143,12 @@ def _layers(rng, least: int, most: int) -> list:
 @pytest.mark.task("predict_inductor_kernels")
 @pytest.mark.timeout(LIVE_TIMEOUT)
 def test_predict_inductor_kernels_on_fresh_mlps(kata, fresh):
-    """A fresh MLP of each kind, compiled by Inductor now: several rows, one row, one feature."""
+    """A fresh MLP of each kind, compiled by Inductor now: several rows, one row, one feature,
+    one row whose first layer is a lone product feeding a GEMM."""
     _live()
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
 
-    for draw in (_several_rows, _one_row, _one_feature):
+    for draw in (_several_rows, _one_row, _one_feature, _lone_product):
         shape, layers = draw(fresh)
         got = _predicted(kata, shape, layers)
         widths = [shape[-1]] + [out for out, _, _ in layers]
@@ -167,15 +178,19 @@ def test_inference_call_compiles_one_inference_graph(kata, fresh):
     _live()
     import torch  # pyright: ignore[reportMissingImports]  (the torch group)
     import torch._dynamo  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._functorch import config as functorch_config  # pyright: ignore[reportMissingImports]  (the torch group)
+    from torch._inductor import config as inductor_config  # pyright: ignore[reportMissingImports]  (the torch group)
     from torch._inductor.compile_fx import compile_fx  # pyright: ignore[reportMissingImports]  (the torch group)
     from torch._inductor.utils import run_and_get_code  # pyright: ignore[reportMissingImports]  (the torch group)
 
     # a process's first compile sets up torch's tracing (its lazy handler leaves the
     # `torch.__trace` logger on its first record), and its first inference graph of a module
-    # imports Inductor's pattern passes (each module leaves its logger): here, not in the call
-    # the harness watches
+    # that Inductor compiles (not one its caches hold: a hit skips the passes) imports
+    # Inductor's pattern passes (each module leaves its logger): here, not in the call the
+    # harness watches
     torch.compile(lambda t: t + 1)(torch.ones(1))
-    with torch.no_grad():
+    uncached = inductor_config.patch(fx_graph_cache=False)
+    with torch.no_grad(), uncached, functorch_config.patch(enable_autograd_cache=False):
         torch.compile(torch.nn.Linear(2, 2))(torch.ones(1, 2))
     torch.set_grad_enabled(True)  # the caller's grad mode, whatever an earlier answer left
     torch.manual_seed(fresh.randint(0, 2**31))
