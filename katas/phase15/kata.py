@@ -132,8 +132,9 @@ def portable_solve(a: jax.Array, b: jax.Array) -> jax.Array:
     f32 of shape (n,) or (n, k); the size of their entries is not bounded beyond float32's own
     range (a's largest entry is at most 2**126, so its reciprocal is a normal float32): a b of
     norm 1e-25 or 1e25, whose square float32 cannot hold, is as valid as a standard-normal one,
-    and so is any a and b whose x has a norm from 1e-30 to 1e30. The result has b's shape and dtype and a
-    relative error (Frobenius norm of x - x_exact over that of x_exact) of at most 1e-3.
+    and so is any a and b whose x has a norm from 1e-30 to 1e30. The result has b's shape and
+    dtype and a relative error (Frobenius norm of x - x_exact over that of x_exact) of at most
+    1e-3.
     """
     # TODO: which solver needs only matmuls, adds and divides, and how many steps does it need?
     raise NotImplementedError("phase15 task 8: portable_solve")
