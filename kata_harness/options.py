@@ -4,7 +4,8 @@
   a test; ``--spellings`` adds the accepted spellings in reference mode, ``--decoys`` the decoy
   sweep and the spellings; ``--no-honesty`` drops the stub and variant runs (for a tree whose
   katas/ holds solved work).
-- A user's ``XLA_FLAGS`` keep only their dump flags, so tuning flags cannot change the facts.
+- A user's ``XLA_FLAGS`` keep only their dump flags, so tuning flags cannot change the facts;
+  the harness adds its own (:data:`OWN_XLA_FLAGS`).
 - Reference mode spreads its runs over the cores (pytest-xdist) unless told otherwise.
 """
 
@@ -68,14 +69,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# LLVM's optimization level for the machine code XLA emits: it decides no HLO pass, so the
+# optimized HLO every test reads is the one XLA's default level (2) prints (the battery in
+# tests/cli/test_programs.py compiles every program at both levels and compares the texts). At 0
+# a compile takes 0.71 of the CPU time (bench/bench_llvm_level.py) and the README's test command
+# 0.85; the machine code runs slower, and no test times it.
+OWN_XLA_FLAGS = ("--xla_backend_optimization_level=0",)
+
+
 def filter_xla_flags() -> str | None:
-    """Keep only dump flags in XLA_FLAGS so a user's tuning flags cannot change the facts."""
-    flags = os.environ.get("XLA_FLAGS")
-    if not flags:
-        return None
-    kept = [f for f in flags.split() if f.startswith("--xla_dump")]
-    dropped = [f for f in flags.split() if not f.startswith("--xla_dump")]
-    os.environ["XLA_FLAGS"] = " ".join(kept)
+    """Keep only dump flags of a user's XLA_FLAGS, so tuning flags cannot change the facts, and
+    add the harness's own; returns the user's flags dropped."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    kept = [f for f in flags if f.startswith("--xla_dump")]
+    dropped = [f for f in flags if not f.startswith("--xla_dump") and f not in OWN_XLA_FLAGS]
+    os.environ["XLA_FLAGS"] = " ".join([*kept, *OWN_XLA_FLAGS])
     return " ".join(dropped) or None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import sys
 import types
 from collections.abc import Iterator
@@ -109,9 +110,14 @@ def test_every_program_builds_and_lowers_on_the_reference(number):
 @pytest.mark.battery
 @pytest.mark.parametrize("number", NUMBERS)
 def test_every_program_compiles_on_the_reference(number):
+    """At the harness's LLVM level (options.OWN_XLA_FLAGS) and at XLA's default, to one text:
+    the level the tests compile at changes the machine code only, never the HLO they read."""
+    assert "--xla_backend_optimization_level=0" in os.environ["XLA_FLAGS"].split()
     for label, lowered in _lowered_recipes(number):
         text = lowered.compile().as_text()
         assert text is not None and "HloModule" in text, label
+        default = {"xla_backend_optimization_level": 2}
+        assert lowered.compile(compiler_options=default).as_text() == text, label
 
 
 def _phase_module(phase: curriculum.Phase, file_name: str) -> types.ModuleType:

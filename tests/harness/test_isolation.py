@@ -40,7 +40,10 @@ def test_user_xla_flags_keep_only_dump_settings(monkeypatch):
         "XLA_FLAGS", "--xla_dump_to=xla_dump --xla_cpu_enable_fast_math=true --xla_dump_hlo_as_text"
     )
     assert options.filter_xla_flags() == "--xla_cpu_enable_fast_math=true"
-    assert os.environ["XLA_FLAGS"] == "--xla_dump_to=xla_dump --xla_dump_hlo_as_text"
+    kept = "--xla_dump_to=xla_dump --xla_dump_hlo_as_text"
+    assert os.environ["XLA_FLAGS"] == " ".join([kept, *options.OWN_XLA_FLAGS])
+    assert options.filter_xla_flags() is None, "the harness's own flags are not the user's"
+    assert os.environ["XLA_FLAGS"] == " ".join([kept, *options.OWN_XLA_FLAGS])
 
 
 @pytest.mark.battery
