@@ -84,8 +84,9 @@ def _square_size(fresh) -> tuple[str, tuple[int, int, int]]:
     Jacobian is not symmetric at the points the values are checked on: there J.T @ v has the
     shape of J @ v and other values, so an answer that confuses the two modes fails on values,
     not on a shape JAX refuses. Drawn again until J @ v and J.T @ v differ far past the
-    tolerance at every point (w2 @ diag(...) @ w1 almost never is symmetric)."""
-    while True:
+    tolerance at every point (w2 @ diag(...) @ w1 almost never is symmetric: the first draw
+    was at every seed tried; 50 draws bound the loop)."""
+    for _ in range(50):
         n, h = fresh.randint(2, 16), fresh.randint(2, 16)
         w1, w2 = tanh_pair(n, h, n)
         gaps = []
@@ -94,6 +95,7 @@ def _square_size(fresh) -> tuple[str, tuple[int, int, int]]:
             gaps.append(np.abs(J @ v - J.T @ v).max())
         if min(gaps) > 1e-2:
             return f"square, size {n}-{h}-{n}, J not symmetric ({fresh.where()})", (n, h, n)
+    raise AssertionError(f"no square map with J @ v far from J.T @ v in 50 draws ({fresh.where()})")
 
 
 def _decide_values(kata, task: str, fresh) -> None:
