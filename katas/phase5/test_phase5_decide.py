@@ -79,17 +79,41 @@ def _want(task: str, holomorphic: bool, w1, w2, x, v):
     return (oracle.np_hv if holomorphic else oracle.np_hv_abs)(w1, x, v)
 
 
+def _square_size(fresh) -> tuple[str, tuple[int, int, int]]:
+    """A drawn square map for J @ v (as many outputs as inputs, 2 to 16; 2 to 16 hidden) whose
+    Jacobian is not symmetric at the points the values are checked on: there J.T @ v has the
+    shape of J @ v and other values, so an answer that confuses the two modes fails on values,
+    not on a shape JAX refuses. Drawn again until J @ v and J.T @ v differ far past the
+    tolerance at every point (w2 @ diag(...) @ w1 almost never is symmetric: the first draw
+    was at every seed tried; 50 draws bound the loop)."""
+    for _ in range(50):
+        n, h = fresh.randint(2, 16), fresh.randint(2, 16)
+        w1, w2 = tanh_pair(n, h, n)
+        gaps = []
+        for x, v in points(n):
+            J = np.stack([oracle.np_jv(w1, w2, x, e) for e in np.eye(n)], axis=1)  # the chain rule
+            gaps.append(np.abs(J @ v - J.T @ v).max())
+        if min(gaps) > 1e-2:
+            return f"square, size {n}-{h}-{n}, J not symmetric ({fresh.where()})", (n, h, n)
+    raise AssertionError(f"no square map with J @ v far from J.T @ v in 50 draws ({fresh.where()})")
+
+
 def _decide_values(kata, task: str, fresh) -> None:
-    """Compiled on the tanh programs at every size (a fresh one last; for J @ v also a drawn
-    size with one output, m = 1) and on programs built from abs (not holomorphic) at the last,
-    along the zero vector too; and called eagerly (one
+    """Compiled on the tanh programs at every size (a fresh one last; for J @ v also drawn
+    sizes with one output, m = 1, and square, m = n, first) and on programs built from abs
+    (not holomorphic) at the last, along the zero vector too; and called eagerly (one
     function, several points in a row, op by op with jit disabled as the budget test runs it)
-    at the first size (op by op is slow), before it is compiled: an answer that keeps what it
-    computed for one point of a function (by its identity) is read at the next."""
+    at the first listed size (op by op is slow; for J @ v the square one too), before it is
+    compiled: an answer that keeps what it computed for one point of a function (by its
+    identity) is read at the next."""
     sizes = list(_sizes(fresh).items())
+    eager_at = {0}
     if task == "directional_derivative":  # one output (m = 1): J @ v has shape (1,), not ()
         n, h = fresh.randint(2, 16), fresh.randint(2, 16)
         sizes.insert(1, (f"one output, size {n}-{h}-1 ({fresh.where()})", (n, h, 1)))
+        # square (m = n) first: J @ v and J.T @ v have one shape, and differ in value
+        sizes.insert(0, _square_size(fresh))
+        eager_at = {0, 1}
     kept = []  # every function handed in stays alive: each call gets a function of its own id
     for index, (size, (n, h, m)) in enumerate(sizes):
         w1, w2 = tanh_pair(n, h, m)
@@ -100,7 +124,7 @@ def _decide_values(kata, task: str, fresh) -> None:
             compiled = jax.jit(program)
             cases = [*points(n), (x0, np.zeros(n, np.float32))]
             # eagerly first (the same f or g at every point in a row), then compiled
-            calls = [("eager", program)] * (index == 0) + [("compiled", compiled)]
+            calls = [("eager", program)] * (index in eager_at) + [("compiled", compiled)]
             for (how, call), (x, v) in itertools.product(calls, cases):
                 want = _want(task, holomorphic, w1, w2, x, v)
                 with jax.disable_jit(how == "eager"):
