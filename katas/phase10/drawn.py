@@ -1,9 +1,10 @@
 """Programs phase 10's tests draw fresh on every run, each built so that what the contract
 distinguishes is in it by construction: MLP sizes with a batch of a few rows, hundreds or
-thousands (past any chunk the examples might be split into), a fusion returning a tuple (a
-multi-output kernel), donated arguments that are not adjacent or a single array returned,
-transposes in a lax.while_loop's body or condition, in custom_jvp and custom_vjp functions and
-at any depth, and dots of any element type in conditional branches.
+thousands (past any chunk the examples might be split into, and multiples of every plausible
+chunk size), a fusion returning a tuple (a multi-output kernel), donated arguments that are not
+adjacent or a single array returned, transposes in a lax.while_loop's body or condition, in
+custom_jvp and custom_vjp functions and at any depth, and dots of any element type in
+conditional branches.
 
 Every builder takes the test's ``fresh`` generator (a random.Random) and returns
 (label, function, arguments, ...); the arguments are ShapeDtypeStructs when only the compiled
@@ -34,6 +35,21 @@ def _spec(shape: tuple[int, ...], dtype: str) -> jax.ShapeDtypeStruct:
 FEW_ROWS = (2, 8)
 HUNDREDS_OF_ROWS = (129, 1_024)
 THOUSANDS_OF_ROWS = (1_025, 4_096)
+
+# Batches that many plausible chunk sizes divide: (what divides it, base). The batch drawn is
+# the base times 2 or 3, so every divisor of the base splits it into two whole chunks or more;
+# an answer that chunks only a batch its chunk size divides (and only past one chunk) chunks
+# each of these, whatever power of two, round hundred or thousand, or small product its chunk.
+DIVISIBLE_BASES = (
+    ("every power of two up to 2,048", 2**11),
+    ("every divisor of 2,000 (100, 125, 200, 250, 400, 500, 1,000, 2,000 ...)", 2_000),
+    ("every divisor of 2,520 (1 to 10, 12, 14, 15, 18, 20, 21, 24 ... 840, 1,260)", 2_520),
+)
+
+
+def divisible_batches(rng) -> list[tuple[str, int]]:
+    """(what divides it, batch) for each of DIVISIBLE_BASES: its base times 2 or 3, drawn."""
+    return [(f"a multiple of {what}", base * rng.randint(2, 3)) for what, base in DIVISIBLE_BASES]
 
 
 def mlp_sizes(rng, batches: tuple[int, int]) -> tuple[int, int, int, int]:

@@ -115,9 +115,12 @@ def _not_one_batched_program(kata, params, x, y) -> list[str]:
 
 @pytest.mark.task("per_example_losses")
 def test_per_example_is_one_batched_program(kata, fresh):
-    """A batch of five, then one of thousands of rows drawn fresh, and another of thousands with
-    one output whose targets are y of shape (batch,) (an answer that splits the rows into chunks
-    shows it only on a batch larger than a chunk); the first failing case fails."""
+    """A batch of five, then one of thousands of rows drawn fresh, another of thousands with
+    one output whose targets are y of shape (batch,), and batches of thousands that every
+    power of two up to 2,048, every divisor of 2,000 and every divisor of 2,520 divides (an
+    answer that splits the rows into chunks shows it only on a batch larger than a chunk, and,
+    if it chunks only a batch its chunk size divides, only on such a batch); the first failing
+    case fails."""
     features, hidden, out, batch = drawn.mlp_sizes(fresh, drawn.THOUSANDS_OF_ROWS)
     cases = {
         "the odd model (x f32[5,3])": data("odd"),
@@ -127,6 +130,12 @@ def test_per_example_is_one_batched_program(kata, fresh):
     }
     flat_label, params, x, y, _ = drawn.one_output_data(fresh, drawn.THOUSANDS_OF_ROWS)
     cases[f"{flat_label} ({fresh.where()})"] = (params, x, y)
+    for what, batch in drawn.divisible_batches(fresh):
+        features, hidden, out, _ = drawn.mlp_sizes(fresh, (batch, batch))
+        label = f"features {features}, hidden {hidden}, out {out}, batch {batch}, {what}"
+        cases[f"{label} ({fresh.where()})"] = sized_data(
+            features, hidden, out, batch, seed=fresh.getrandbits(32)
+        )
     for label, (params, x, y) in cases.items():
         problems = _not_one_batched_program(kata, params, x, y)
         assert not problems, f"{label}: " + "; ".join(problems)

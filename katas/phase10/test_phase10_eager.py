@@ -2,9 +2,10 @@
 is the same one batched computation as when traced (a Python loop over the rows is not, even
 when the loop runs only on eager calls, and neither is a loop over chunks of rows).
 
-Fresh model sizes, with a batch of a few rows and then one of hundreds (the ``fresh`` fixture;
-katas/phase10/drawn.py). Oracles (kata_harness.oracles.training): NumPy's per-example losses,
-and the matmuls JAX executes eagerly with jit disabled.
+Fresh model sizes, with a batch of a few rows, then one of hundreds, then a highly divisible
+batch of thousands (the ``fresh`` fixture; katas/phase10/drawn.py). Oracles
+(kata_harness.oracles.training): NumPy's per-example losses, and the matmuls JAX executes
+eagerly with jit disabled.
 """
 
 import jax
@@ -48,7 +49,11 @@ def _not_one_eager_computation(kata, params, x, y, targets) -> list[str]:
 def test_per_example_called_eagerly_is_one_batched_computation(kata, fresh):
     """A batch of a few rows, then one of hundreds (an answer that splits the rows into chunks
     shows it only on a batch larger than a chunk), each with targets of shape (batch, out) and
-    again with one output and targets of shape (batch,); the first failing case fails."""
+    again with one output and targets of shape (batch,); then, with one output, a batch of
+    thousands that every power of two up to 2,048, or every divisor of 2,000, or of 2,520
+    divides, drawn (an answer that chunks only a batch its chunk size divides shows it only
+    there; one such eager call per run, as each new batch size compiles every eager op anew;
+    the traced test draws all three); the first failing case fails."""
     for batches in (drawn.FEW_ROWS, drawn.HUNDREDS_OF_ROWS):
         features, hidden, out, batch = drawn.mlp_sizes(fresh, batches)
         params, x, y = sized_data(features, hidden, out, batch, seed=fresh.getrandbits(32))
@@ -62,3 +67,9 @@ def test_per_example_called_eagerly_is_one_batched_computation(kata, fresh):
             assert not problems, (
                 f"called eagerly (outside jit), {label} ({fresh.where()}): " + "; ".join(problems)
             )
+    what, batch = fresh.choice(drawn.divisible_batches(fresh))
+    label, params, x, y, column = drawn.one_output_data(fresh, (batch, batch))
+    problems = _not_one_eager_computation(kata, params, x, y, column)
+    assert not problems, (
+        f"called eagerly (outside jit), {label}, {what} ({fresh.where()}): " + "; ".join(problems)
+    )
