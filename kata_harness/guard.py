@@ -116,6 +116,11 @@ _PROCESS_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
 # os.environ[...] = ..., .update(...), .pop(...) under any name: the environment is the
 # process's, read by the copy of the file that answers predictions
 _ENVIRONMENT_EVENTS = ("os.putenv", "os.unsetenv")
+_FORK_EVENTS = ("os.fork", "os.forkpty")
+# Every event the hook acts on. The hook runs on every audited event of the process, and most are
+# others: in a test run, ``object.__getattr__`` (a frame's ``f_code``, read by every call the
+# predict refusal watches), ``builtins.id`` and ``sys._getframe`` come a million times and more.
+_WATCHED = frozenset((*_PROCESS_EVENTS, *_FORK_EVENTS, *_ENVIRONMENT_EVENTS, "open"))
 
 
 # Compilers whose own work, done for kata code that called them, the hook lets through (a
@@ -134,12 +139,14 @@ def _compiler_dirs() -> tuple[str, ...]:
 
 
 def _audit(event: str, args: tuple) -> None:
+    if event not in _WATCHED:
+        return
     error = KataGuardError
-    if event in _PROCESS_EVENTS or event.startswith("os.fork"):
+    if event in _PROCESS_EVENTS or event in _FORK_EVENTS:
         what = f"starts another program ({event})"
     elif event in _ENVIRONMENT_EVENTS:
         what = f"changes the environment ({event} {args[0] if args else ''}): {STATE}"
-    elif event != "open" or not args or isinstance(args[0], int) or args[0] is None:
+    elif not args or isinstance(args[0], int) or args[0] is None:  # an "open" of a descriptor
         return
     else:
         path = os.path.realpath(os.fsdecode(args[0]))

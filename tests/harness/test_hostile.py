@@ -157,11 +157,20 @@ def test_the_scan_leaves_honest_stores_alone(source):
     assert source_scan.scan(source, "kata.py") is None
 
 
-def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return shell.system('true')",
+        # a fork the hook let through would leave two test processes: the child leaves at once
+        "pid = shell.fork()\n    if pid == 0:\n        shell._exit(0)\n    return pid",
+    ],
+    ids=["system", "fork"],
+)
+def test_kata_code_may_not_start_another_program(tmp_path, monkeypatch, body):
     """A child process is out of the audit hook's and the predict refusal's sight (the scan
     refuses the spellings it knows; the hook refuses the rest while kata code runs)."""
     path = tmp_path / "kata.py"
-    path.write_text("import os as shell\ndef run():\n    return shell.system('true')\n")
+    path.write_text(f"import os as shell\ndef run():\n    {body}\n")
     module = loading.load_file(path, "_hostile_child", label="phase0")
     guard.install()
     monkeypatch.setattr(guard, "is_kata_file", lambda filename: filename == str(path.resolve()))
