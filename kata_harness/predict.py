@@ -31,10 +31,8 @@ from typing import Any
 import pytest
 
 from . import contract, entry_points, guard, sealed
+from .compile_events import BACKEND_COMPILE, LOWER, TRACE
 
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-TRACE = "/jax/core/compile/jaxpr_trace_duration"
-LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _HEARTBEAT = "/kata_harness/predict/listening"
 
 

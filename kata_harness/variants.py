@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from . import catchers, curriculum, loading
+from . import catchers, compile_events, curriculum, loading
 from .decoys import Accepted, Decoy, Probe, RedTeam
 
 # Run by every test of their task; judged over the task (one failing test catches them).
@@ -132,9 +132,7 @@ def kata(request: pytest.FixtureRequest) -> ModuleType:
 @pytest.fixture(autouse=True)
 def _fresh_jax_caches():
     """Clear JAX's trace and compile caches so trace counting never leaks between tests."""
-    import jax
-
-    jax.clear_caches()
+    compile_events.clear_caches_if_used()
     yield
 
 
