@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from . import contract, entry_points, guard, sealed
+from . import call_watch, contract, entry_points, guard, sealed
 from .compile_events import BACKEND_COMPILE, LOWER, TRACE
 
 _HEARTBEAT = "/kata_harness/predict/listening"
@@ -296,37 +296,34 @@ def _entry_points_refused(
     # traced program calls): refused only outside it.
     core = _codes(entry_points.tracing_core()) if allowed_codes else {}
     inside_allowed = [0]
-    previous = sys.getprofile()
 
-    def profile(frame: Any, event: str, _: Any) -> None:
+    def started(code: Any, frame: Any) -> None:
         # A refused function reached under any name (saved at import, an alias, passed to
         # jax.tree.map) runs its own code all the same; only inside a function the task may
-        # call (eval_shape) does JAX run refused code on its own behalf. A builtin's c_call,
-        # c_return or c_exception is neither (the first test: most events are those).
-        if event != "call" and event != "return":
-            return
-        code = frame.f_code
+        # call (eval_shape) does JAX run refused code on its own behalf.
         if code in allowed_codes:
-            inside_allowed[0] += 1 if event == "call" else -1
-        elif event == "call" and code in codes:
+            inside_allowed[0] += 1
+        elif code in codes:
             if not inside_allowed[0] or _asked_by_kata(frame, allowed_codes, own):
                 attempts.append(codes[code])
-        elif event == "call" and code in core and not inside_allowed[0]:
+        elif code in core and not inside_allowed[0]:
             attempts.append(core[code])
 
-    sys.setprofile(profile)
-    for owner, name, _ in saved:
+    def left(_code: Any) -> None:
+        inside_allowed[0] -= 1
 
-        def refuse(*_: Any, _label: str = entry_points.label(owner, name), **__: Any) -> Any:
-            attempts.append(_label)
-            raise _Consulted(_label)
+    with call_watch.watching({*codes, *core, *allowed_codes}, started, allowed_codes, left):
+        for owner, name, _ in saved:
 
-        _stand_in(owner, name, refuse)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-        _restore(saved)
+            def refuse(*_: Any, _label: str = entry_points.label(owner, name), **__: Any) -> Any:
+                attempts.append(_label)
+                raise _Consulted(_label)
+
+            _stand_in(owner, name, refuse)
+        try:
+            yield
+        finally:
+            _restore(saved)
 
 
 def _asked_by_kata(frame: Any, allowed_codes: set[Any], own: str) -> bool:
