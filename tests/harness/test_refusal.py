@@ -5,13 +5,15 @@ Python prediction passes, and nothing stays patched afterwards."""
 
 from __future__ import annotations
 
+import inspect
+import sys
 import textwrap
 from pathlib import Path
 
 import jax
 import pytest
 
-from kata_harness import loading, predict
+from kata_harness import call_watch, loading, predict
 from kata_harness.curriculum import Task
 
 TASK = Task(phase=0, number=1, function="predict_flops", title="t", hints=(), kind="predict")
@@ -43,6 +45,19 @@ ANSWERS = {
     "eager": "def predict_flops(n):\n    return int(jnp.sum(jnp.ones((n, n)))) * 2\n",
     "listeners_cleared": (
         "def predict_flops(n):\n    jax.monitoring.clear_event_listeners()\n    return 2 * n * n\n"
+    ),
+    "in_a_thread": (
+        "import threading\n"
+        "def _trace():\n"
+        "    try:\n"
+        "        _saved_jit(jnp.sin).trace(1.0)\n"
+        "    except BaseException:\n"
+        "        pass\n"
+        "def predict_flops(n):\n"
+        "    worker = threading.Thread(target=_trace)\n"
+        "    worker.start()\n"
+        "    worker.join()\n"
+        "    return 2 * n * n\n"
     ),
     "at_import": "_TABLE = {n: int(jnp.sum(jnp.ones((n, n)))) * 2 for n in (3, 4)}\n"
     "def predict_flops(n):\n    return _TABLE[n]\n",
@@ -77,6 +92,12 @@ def test_the_refusal_leaves_jax_as_it_found_it(tmp_path):
         _load(tmp_path, "caught").predict_flops(3)
     assert (jax.jit, jax.stages.Traced.lower, jax.stages.Lowered.compile) == before
     assert jax.jit(lambda x: x + 1)(1) == 2
+    # and no watch is left on JAX's code (call_watch): nothing the process runs later pays for it
+    tool = call_watch._tool_id()  # noqa: SLF001
+    assert sys.monitoring.get_events(tool) == 0
+    for function in (jax.jit, jax.stages.Traced.lower, jax.stages.Lowered.compile):
+        code = inspect.unwrap(function).__code__
+        assert sys.monitoring.get_local_events(tool, code) == 0
 
 
 def test_a_refused_function_saved_under_another_name_is_still_refused(tmp_path):
