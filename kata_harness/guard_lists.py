@@ -120,7 +120,7 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "__code__",
         "__func__",
         "__wrapped__",
-        "setprofile",  # the predict refusal's profiler
+        "setprofile",  # the watch while a kata file loads (predict.calls_seen)
         "settrace",
         "getprofile",
         "gettrace",
@@ -144,8 +144,10 @@ FORBIDDEN_ATTRIBUTES = frozenset(
         "setstate",
         "setLoggerClass",
         "setLogRecordFactory",
-        "register_callback",  # sys.monitoring
+        "register_callback",  # sys.monitoring: the predict refusal's watch (call_watch)
         "use_tool_id",
+        "free_tool_id",
+        "clear_tool_id",
         "set_events",
         "set_local_events",
     }

@@ -191,6 +191,11 @@ def test_a_client_compile_bound_before_the_refusal_is_still_seen(tmp_path):
         "import sys\nsaved = sys.getprofile\n",
         "import inspect\n",
         "from sys import settrace\n",
+        # the refusal's watch is a sys.monitoring tool (kata_harness/call_watch.py)
+        "import sys\ndef f():\n    sys.monitoring.set_events(3, 0)\n",
+        "import sys\nm = sys.monitoring\ndef f():\n    m.register_callback(3, 1, None)\n",
+        "import sys\ndef f():\n    sys.monitoring.free_tool_id(3)\n",
+        "import sys\ndef f():\n    sys.monitoring.clear_tool_id(3)\n",
     ],
 )
 def test_the_scan_refuses_switching_the_refusal_off(source):
