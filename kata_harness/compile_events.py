@@ -15,31 +15,37 @@ BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _FILLS_CACHES = frozenset((TRACE, LOWER, BACKEND_COMPILE))
-_used = [True]  # whether JAX traced, lowered or compiled since its caches were last cleared
+# whether JAX traced, lowered or compiled since its caches were last cleared; whether JAX keeps
+# its listeners where this module cannot see them (another version): then it clears every time
+_state = {"used": True, "blind": False}
 
 
 def _note_use(event: str, duration_secs: float, **_: Any) -> None:
     if event in _FILLS_CACHES:
-        _used[0] = True
+        _state["used"] = True
+
+
+def _listening(monitoring: Any) -> bool:
+    registered = getattr(monitoring, "_event_duration_secs_listeners", ())
+    return any(entry is _note_use for entry in registered)
 
 
 def clear_caches_if_used() -> None:
     """Clear JAX's trace and compile caches if JAX traced, lowered or compiled anything since they
-    were last cleared. A clear costs about a third of a millisecond even when the caches are
+    were last cleared. A clear costs tens to hundreds of microseconds even when the caches are
     empty, and most tests of the suite never reach JAX. The listener that notes JAX's work is
     registered again whenever it is missing (the first call; a test that removed it), and the
-    caches are then cleared at once. Where JAX keeps its listeners out of sight (another
-    version), the caches are cleared every time."""
+    caches are then cleared at once."""
     import jax
     from jax._src import monitoring
 
-    registered = getattr(monitoring, "_event_duration_secs_listeners", None)
-    if registered is not None and not any(entry is _note_use for entry in registered):
+    if not _state["blind"] and not _listening(monitoring):
         jax.monitoring.register_event_duration_secs_listener(_note_use)
-        _used[0] = True
-    if _used[0] or registered is None:
+        _state["blind"] = not _listening(monitoring)
+        _state["used"] = True
+    if _state["used"] or _state["blind"]:
         jax.clear_caches()
-        _used[0] = False
+        _state["used"] = False
 
 
 @contextmanager

@@ -76,3 +76,17 @@ def test_a_removed_listener_is_registered_again_and_the_caches_cleared(clears):
     jax.jit(lambda v: v + 3)(jnp.ones(7))  # noted again by the listener registered anew
     compile_events.clear_caches_if_used()
     assert clears == [1, 1]
+
+
+def test_where_the_listeners_cannot_be_seen_it_registers_once_and_clears_every_time(
+    clears, monkeypatch
+):
+    """Another JAX may keep its listeners elsewhere: registering again before every test would
+    pile them up, and skipping a clear would let trace counts leak."""
+    registered = []
+    monkeypatch.setattr(compile_events, "_listening", lambda monitoring: False)
+    monkeypatch.setitem(compile_events._state, "blind", False)  # noqa: SLF001
+    monkeypatch.setattr(jax.monitoring, "register_event_duration_secs_listener", registered.append)
+    for _ in range(3):
+        compile_events.clear_caches_if_used()
+    assert (len(registered), len(clears)) == (1, 3)
