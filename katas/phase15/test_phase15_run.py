@@ -90,6 +90,14 @@ def _run_cases(rng: random.Random):
     yield from _same_looking_cases(rng, n, d, o)
 
 
+def _checking_order(drawn: list) -> list:
+    """The drawn (place, case) pairs with programs.py's mlp, layernorm_softmax and train_step
+    last: the other cases are where an answer that gets a dtype, a rank, the structure or its
+    cache wrong fails, and their IREE compiles cost less. Every case is still run; the draws
+    are made in their own order first."""
+    return sorted(drawn, key=lambda case: case[1][1] in (mlp, layernorm_softmax, train_step))
+
+
 def _same_looking_cases(rng: random.Random, n: int, d: int, o: int):
     """Programs told apart only by what they compute: two closures of one `def` (one name,
     qualname and code object) over other constants, on arguments of one shape and dtype, then
@@ -118,7 +126,7 @@ def _same_looking_cases(rng: random.Random, n: int, d: int, o: int):
 def test_iree_run_matches_jax(kata, fresh):
     iree.require()
     expected = PerDraw("test_iree_run_matches_jax", fresh)
-    for at, (what, fn, args) in enumerate(_run_cases(fresh)):
+    for at, (what, fn, args) in _checking_order(list(enumerate(_run_cases(fresh)))):
         with _xla_compiles_counted() as compiles:
             got = kata.iree_run(fn, *args)
         where = f"{what} ({fresh.where()})"
