@@ -1,6 +1,7 @@
 """Phase 15 tests: JAX programs exported as StableHLO, compiled and run by IREE. This file holds
 the reading tasks merged_by_iree and export_facts; test_phase15_flops.py matmul_flops,
-test_phase15_run.py the runs and verdicts, test_phase15_portable.py the portable exports.
+test_phase15_run.py the runs, test_phase15_verdict.py the verdicts, test_phase15_portable.py the
+portable exports.
 
 The reading tasks run on IREE flow listings recorded with the ``iree`` group
 (katas/phase15/recorded/, programs.FLOWS; tests/harness/test_iree_recordings.py keeps them

@@ -1,11 +1,9 @@
-"""Phase 15 tests of running through IREE: iree_run and agreement_rtol (decide), iree_verdict
-(predict).
+"""Phase 15 tests of running through IREE: iree_run and agreement_rtol (decide);
+test_phase15_verdict.py holds iree_verdict (predict).
 
 A decide task is checked by running what it returns: through IREE with the ``iree`` group,
-through JAX and jax.export without it. IREE's verdicts come from what each fresh draw's export
-holds (kata_harness.iree.export_verdict), checked against IREE's own compile with the group and
-against the family's verdict recorded in programs.VERDICTS; the agreement from the recorded
-measurement (recorded/agreement.txt) and from fresh draws run now.
+through JAX and jax.export without it. The agreement comes from the recorded measurement
+(recorded/agreement.txt) and from fresh draws run now.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import random
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import jax
@@ -22,7 +21,7 @@ import pytest
 from pytest_check import check
 
 from kata_harness import iree
-from kata_harness.predict import BACKEND_COMPILE, compiler_refused, compiles_seen
+from kata_harness.predict import BACKEND_COMPILE, compiles_seen
 from katas.phase15.draws import (
     PHASE,
     bf16,
@@ -30,19 +29,12 @@ from katas.phase15.draws import (
     f32,
     normal,
 )
-from katas.phase15.placements import KEYED_PLACEMENTS, PLACEMENTS, placed
+from katas.phase15.kept import PerDraw, host_leaves
 from katas.phase15.programs import (
-    BANK,
-    KEY_IMPLS,
     ROUND_TRIPS,
-    SEED_FORMS,
-    VERDICTS,
-    int_seed,
-    key_result,
     layernorm_softmax,
     mlp,
     train_step,
-    typed_key,
 )
 
 # ---- iree_run (decide) ---------------------------------------------------------------------
@@ -98,6 +90,14 @@ def _run_cases(rng: random.Random):
     yield from _same_looking_cases(rng, n, d, o)
 
 
+def _checking_order(drawn: list) -> list:
+    """The drawn (place, case) pairs with programs.py's mlp, layernorm_softmax and train_step
+    last: the other cases are where an answer that gets a dtype, a rank, the structure or its
+    cache wrong fails, and their IREE compiles cost less. Every case is still run; the draws
+    are made in their own order first."""
+    return sorted(drawn, key=lambda case: case[1][1] in (mlp, layernorm_softmax, train_step))
+
+
 def _same_looking_cases(rng: random.Random, n: int, d: int, o: int):
     """Programs told apart only by what they compute: two closures of one `def` (one name,
     qualname and code object) over other constants, on arguments of one shape and dtype, then
@@ -125,13 +125,15 @@ def _same_looking_cases(rng: random.Random, n: int, d: int, o: int):
 @pytest.mark.task("iree_run")
 def test_iree_run_matches_jax(kata, fresh):
     iree.require()
-    for what, fn, args in _run_cases(fresh):
+    expected = PerDraw("test_iree_run_matches_jax", fresh)
+    for at, (what, fn, args) in _checking_order(list(enumerate(_run_cases(fresh)))):
         with _xla_compiles_counted() as compiles:
             got = kata.iree_run(fn, *args)
         where = f"{what} ({fresh.where()})"
         assert not compiles, f"{where}: XLA ran it, not IREE ({compiles[0].replace('_', ' ')})"
-        # XLA's values only now, so nothing the test computed was cached for the answer to find.
-        want = [np.asarray(w) for w in jax.tree.leaves(fn(*args))]
+        # XLA's values only now, so nothing the test computed was cached for the answer to find
+        # (computed once per draw: another version's run computed them in an earlier test).
+        want = expected(at, lambda fn=fn, args=args: host_leaves(fn(*args)))
         assert isinstance(got, list), f"{where}: expected a list, got {type(got).__name__}"
         assert len(got) == len(want), f"{where}: {len(got)} outputs, f returns {len(want)}"
         for i, (mine, theirs) in enumerate(zip(got, want, strict=True)):
@@ -151,7 +153,11 @@ def test_iree_run_matches_jax(kata, fresh):
             # order or a wrong program would give.
             bound = max(1e-4, 4 * eps_of(theirs.dtype)) if eps_of(theirs.dtype) else 0.0
             assert error <= bound, f"{where} output {i}: off by {error:.3g}"
-        _assert_not_xlas(got, want, fn, args, where)
+
+        def iree_outputs(cpu: str, at=at, fn=fn, args=args) -> list[np.ndarray]:
+            return expected((at, cpu), lambda: host_leaves(iree.outputs(fn, args, cpu)))
+
+        _assert_not_xlas(got, want, iree_outputs, where)
 
 
 _ONE_AFTER_ANOTHER = {
@@ -216,16 +222,18 @@ def _new_function(make, c: float, freed: int | None, tries: int = 4096):
     return kept[-1], c + (tries - 1) * 1e-4
 
 
-def _assert_not_xlas(got: list, want: list, fn, args, where: str) -> None:
+def _assert_not_xlas(
+    got: list, want: list, iree_outputs: Callable[[str], list[np.ndarray]], where: str
+) -> None:
     """Values equal to XLA's to the last bit on every output, where IREE's own runs of the same
-    export (kata_harness.iree.outputs) differ from XLA's in some bit, came from XLA. IREE runs
-    it for the CPU `generic` and for this machine's (`host`): with the host's fused
-    multiply-adds a matmul may round as XLA's does, and an answer compiled for the host is
-    still IREE's."""
+    export (``iree_outputs(cpu)``: kata_harness.iree.outputs) differ from XLA's in some bit,
+    came from XLA. IREE runs it for the CPU `generic` and for this machine's (`host`): with the
+    host's fused multiply-adds a matmul may round as XLA's does, and an answer compiled for the
+    host is still IREE's."""
     if not all(np.array_equal(mine, theirs) for mine, theirs in zip(got, want, strict=True)):
         return
     for cpu in ("generic", "host"):
-        theirs_iree = iree.outputs(fn, args, cpu)
+        theirs_iree = iree_outputs(cpu)
         if all(np.array_equal(a, b) for a, b in zip(theirs_iree, want, strict=True)):
             return  # IREE itself computes XLA's bits here: nothing to tell them apart
     raise AssertionError(
@@ -295,108 +303,3 @@ def test_agreement_rtol_covers_fresh_draws(kata, fresh):
                     f"{dtype} {name} ({fresh.where()}): IREE and JAX differ by {worst:.3g}, "
                     f"beyond {got}"
                 )
-
-
-# ---- iree_verdict (predict) ----------------------------------------------------------------
-
-_PRECEDENCE = ("export", "sdy", "lapack", "runs")
-
-
-@contextmanager
-def _iree_refused():
-    """IREE's compile entry points raise while the prediction runs (when IREE is installed)."""
-    if iree.missing() is not None:
-        yield
-        return
-    import iree.compiler as compiler  # pyright: ignore[reportMissingImports]  (the iree group)
-
-    def refuse(*_: object, **__: object):
-        raise AssertionError("iree_verdict is a prediction: it may not compile with IREE")
-
-    saved = {name: getattr(compiler, name) for name in ("compile_str", "compile_file")}
-    for name in saved:
-        setattr(compiler, name, refuse)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(compiler, name, value)
-
-
-_KEYED = ("typed_key", "key_result")  # kept out of loops: no zeros of a key type to start from
-
-
-def _verdict_cases(rng: random.Random):
-    """(what, function, args, the verdict programs.VERDICTS records for it): one draw of every
-    family, each wrapped one way, then pairs of families in one function."""
-    generator = np.random.default_rng(rng.getrandbits(32))
-    names = sorted(BANK)
-    for name in names:
-        how = rng.choice(KEYED_PLACEMENTS if name in _KEYED else PLACEMENTS)
-        fn, args = BANK[name](generator)
-        yield f"{name} ({how})", placed(fn, how), args, VERDICTS[name]
-    # A key made at the top level from an argument that is not a key, in every form, always:
-    # the argument feeds random_seed or random_wrap in the outer jaxpr, yet no key is among the
-    # arguments or results (the family's draw above is wrapped one way only).
-    for form in sorted(SEED_FORMS):
-        fn, args = int_seed(generator, form)
-        seed = jax.typeof(args[0]).str_short()
-        what = f"int_seed (plain): s: {seed}, x -> jax.random.normal({form}(s), x.shape) + x"
-        yield what, fn, args, VERDICTS["int_seed"]
-    # A typed key of every PRNG implementation (each its own key dtype), always: among the
-    # arguments but not the first, and among the results but not the first.
-    for impl in KEY_IMPLS:
-        at = rng.randint(1, 2)
-        fn, args = key_result(generator, impl, at)
-        yield (
-            f"key_result (plain): keys of {impl} are result {at} of 3",
-            fn,
-            args,
-            VERDICTS["key_result"],
-        )
-        fn, args = typed_key(generator, impl, 1)
-        yield (
-            f"typed_key (plain): a key of {impl} is argument 1 of 2",
-            fn,
-            args,
-            VERDICTS["typed_key"],
-        )
-    # A refusal (drawn) in every kind of called jaxpr, always: a cond's first branch and a
-    # later one, a while's body and its condition, a scan, custom_jvp, custom_vjp, nested.
-    refused = [n for n in names if VERDICTS[n] != "runs" and n not in _KEYED]
-    for how in PLACEMENTS[3:]:
-        name = rng.choice(refused)
-        fn, args = BANK[name](generator)
-        yield f"{name} ({how})", placed(fn, how), args, VERDICTS[name]
-    # Pairs that decide between two refusals, always; then pairs drawn.
-    pairs = [("solve", "typed_key"), ("sharding_constraint", "host_callback"), ("eigh", "scan")]
-    pairs += [("key_result", "cholesky"), ("pivoted_qr", "sharding_constraint")]
-    pairs += [tuple(rng.sample(names, 2)) for _ in range(2)]
-    for first, second in pairs:
-        f1, a1 = BANK[first](generator)
-        f2, a2 = BANK[second](generator)
-        split = len(a1)
-
-        def both(*args, f1=f1, f2=f2, split=split):
-            return f1(*args[:split]), f2(*args[split:])
-
-        recorded = min(VERDICTS[first], VERDICTS[second], key=_PRECEDENCE.index)
-        yield f"{first} with {second}", both, (*a1, *a2), recorded
-
-
-@pytest.mark.timeout(180)
-@pytest.mark.task("iree_verdict")
-def test_iree_verdict(kata, fresh):
-    for what, fn, args, recorded in _verdict_cases(fresh):
-        # What this draw's export holds decides (kata_harness.iree.export_verdict); with the
-        # group, IREE itself compiles it too and must agree. Both must match the family's
-        # recorded verdict: a family whose draws trace to other operations is a harness bug.
-        expected, seen = iree.verdicts(fn, args)
-        if seen is not None:
-            assert seen == expected, f"{what}: IREE says {seen}, iree.export_verdict otherwise"
-        assert expected == recorded, f"{what}: this draw's export is not the family's verdict"
-        jaxpr = jax.make_jaxpr(fn)(*args)
-        with compiler_refused("iree_verdict"), _iree_refused():
-            got = kata.iree_verdict(jaxpr)
-        with check:
-            assert got == expected, f"{what} ({fresh.where()}): predicted {got!r}"
