@@ -1,6 +1,7 @@
 """Phase 5 tests, tasks 7-8 (vmap, per-example gradients): values against NumPy and a loop of
 grads, dimension numbers read from real jaxprs, optimized HLO through xla_inspect, and XLA's
-cost analysis. Expected values come from kata_harness.oracles.autodiff.
+cost analysis; per-example gradients on drawn params of any float dtype and structure
+(strata_grads.mlp_strata). Expected values come from kata_harness.oracles.autodiff.
 """
 
 from functools import cache
@@ -23,6 +24,8 @@ from katas.phase5.programs import (
     mlp_data,
     mlp_ties,
 )
+from katas.phase5.strata_grads import mlp_strata
+from katas.phase5.tree_checks import check_tree, wide
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.model import Shape
 from xla_inspect.query import dots, opcode_counts
@@ -231,3 +234,24 @@ def test_per_example_grads_compile_to_few_batched_dots(kata):
     with check:
         batched = [d for d in found if BATCH in Shape(d.lhs_shape).dims + Shape(d.rhs_shape).dims]
         assert batched == found, "every dot should take the whole batch as one operand axis"
+
+
+@pytest.mark.task("per_example_grads")
+def test_per_example_grads_on_fresh_params(kata, fresh):
+    """The same params and data: every leaf gets a leading batch axis (a batch of one too) and
+    keeps its dtype. Last, the first situation's params again with other examples of the same
+    shapes and dtypes: the gradients follow the examples handed in, not the shapes."""
+    cases = mlp_strata(fresh)
+    first, (params, xs, ys) = next(iter(cases.items()))
+    draw = np.random.default_rng(fresh.randrange(2**32))
+    cases[f"{first}, again with other examples"] = (
+        params,
+        *(draw.normal(size=a.shape).astype(np.float32).astype(a.dtype) for a in (xs, ys)),
+    )
+    results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(
+        list(cases.values())
+    )
+    for (situation, case), got in zip(cases.items(), results, strict=True):
+        expected = oracle.loop_of_grads(*wide(case))
+        where = f"{situation} ({fresh.where()})"
+        check_tree(got, case[0], expected, where, batch=len(case[1]))

@@ -1,10 +1,12 @@
-"""Phase 5 tests on freshly drawn cases over the whole domain each contract states (tasks 1-3, 5,
-7-8): params dicts of other float widths, of several dtypes, with scalar biases or a leaf the loss
-does not read; x and f(x) of rank 0 to 3 in float32 or bfloat16, f changing the dtype, the zero
-direction; flop counts past 2**53 and 2**64 and a jaxpr two equations share; every in_axes with
-mixed dtypes and batches of one. One case per situation (katas/phase5/strata*.py), values from
+"""Phase 5 tests on freshly drawn cases over the whole domain each contract states (tasks 2-3, 5,
+7): x and f(x) of rank 0 to 3 in float32 or bfloat16, f changing the dtype, the zero direction;
+flop counts past 2**53 and 2**64 and a jaxpr two equations share; every in_axes with mixed dtypes
+and batches of one. One case per situation (katas/phase5/strata*.py), values from
 kata_harness.oracles.autodiff, dtypes and shapes from jax.eval_shape. The draws are seeded by the
-test id, so these tests stay in this file.
+test id, so these tests stay in this file. The drawn params of tasks 1 and 8 are in
+test_phase5_grads.py and test_phase5_batching.py, beside their task's other tests: a red-team
+answer one test catches skips the task's later tests only in the process that caught it, and
+pytest-xdist runs each file in one process.
 """
 
 import jax
@@ -18,101 +20,12 @@ from kata_harness.traced import called_traced
 from katas.phase5.programs import flat_abs
 from katas.phase5.strata import matvec_strata
 from katas.phase5.strata_grads import (
-    BF16,
-    F16,
     dot_flops_strata,
     infinite_slope_case,
-    mlp_strata,
     tangent_data,
     tangent_strata,
 )
-
-
-def _close(got, want, dtypes, what: str) -> None:
-    """Values against a float64 oracle at the precision of the narrowest of ``dtypes``: bfloat16
-    keeps 8 bits of mantissa and float16 11, so there the scale is the largest expected value
-    (in float32 a hundredth of it, past 10). Infinities and NaNs where the oracle has them, of
-    the same sign (assert_allclose compares those exactly)."""
-    want = np.asarray(want, np.float64)
-    got = np.asarray(got, np.float64).reshape(-1)
-    assert got.size == want.size, f"{what}: {got.size} values, expected {want.size}"
-    narrow = {np.dtype(d) for d in dtypes}
-    tolerance = 3e-2 if BF16 in narrow else 1e-2 if F16 in narrow else 1e-4
-    largest = float(np.abs(want[np.isfinite(want)]).max(initial=0.0))
-    scale = max(1.0, largest) if tolerance > 1e-4 else max(1e-1, largest / 100)
-    np.testing.assert_allclose(
-        got.reshape(want.shape), want, rtol=tolerance, atol=tolerance * scale, err_msg=what
-    )
-
-
-def _check_tree(got, params, expected, situation: str, batch: int | None = None) -> None:
-    """``got`` has params' keys and structure (the same mapping type, an OrderedDict's key
-    order), each leaf params' dtype and the expected shape and values."""
-    assert isinstance(got, dict) and set(got) == set(params), (
-        f"{situation}: keys {sorted(got) if isinstance(got, dict) else type(got).__name__}, "
-        f"expected params' {sorted(params)}"
-    )
-    assert jax.tree.structure(got) == jax.tree.structure(params), (
-        f"{situation}: the result is a {type(got).__name__} with keys {list(got)}, params a "
-        f"{type(params).__name__} with keys {list(params)}: another pytree structure "
-        f"({jax.tree.structure(got)} against {jax.tree.structure(params)})"
-    )
-    for name, value in expected.items():
-        leaf, dtype = got[name], np.asarray(params[name]).dtype
-        shape = np.shape(params[name]) if batch is None else (batch, *np.shape(params[name]))
-        with check:
-            assert (tuple(np.shape(leaf)), str(leaf.dtype)) == (shape, str(dtype)), (
-                f"{situation}: {name} is {leaf.dtype}{list(np.shape(leaf))}, the leaf is "
-                f"{dtype}{list(np.shape(params[name]))}"
-            )
-        with check:
-            dtypes = [dtype, *(np.asarray(a).dtype for a in jax.tree.leaves(params))]
-            _close(leaf, value, dtypes, f"{situation}: d loss / d {name}")
-
-
-def _wide(tree):
-    return jax.tree.map(lambda a: np.asarray(a).astype(np.float64), tree)
-
-
-# ---- task 1 and task 8: params of any float dtype and structure ------------------------------
-
-
-@pytest.mark.task("mlp_grad")
-def test_mlp_grad_on_fresh_params(kata, fresh):
-    """Params in bfloat16 with float32 data off bfloat16's grid (mse_loss promotes: the data are
-    not rounded), float32 with bfloat16 data, float16, several dtypes, scalar biases, a leaf the
-    loss does not read, a batch of one, held in a dict, an OrderedDict or a defaultdict: the
-    gradient has params' structure (its mapping type and key order), each leaf its dtype; and
-    float32 gradients of large norm or with infinite or NaN entries, as they are."""
-    cases = mlp_strata(fresh)
-    results = jax.jit(lambda all_cases: [kata.mlp_grad(*c) for c in all_cases])(
-        list(cases.values())
-    )
-    for (situation, case), got in zip(cases.items(), results, strict=True):
-        expected = oracle.np_mlp_grad(*_wide(case))
-        _check_tree(got, case[0], expected, f"{situation} ({fresh.where()})")
-
-
-@pytest.mark.task("per_example_grads")
-def test_per_example_grads_on_fresh_params(kata, fresh):
-    """The same params and data: every leaf gets a leading batch axis (a batch of one too) and
-    keeps its dtype. Last, the first situation's params again with other examples of the same
-    shapes and dtypes: the gradients follow the examples handed in, not the shapes."""
-    cases = mlp_strata(fresh)
-    first, (params, xs, ys) = next(iter(cases.items()))
-    draw = np.random.default_rng(fresh.randrange(2**32))
-    cases[f"{first}, again with other examples"] = (
-        params,
-        *(draw.normal(size=a.shape).astype(np.float32).astype(a.dtype) for a in (xs, ys)),
-    )
-    results = jax.jit(lambda all_cases: [kata.per_example_grads(*c) for c in all_cases])(
-        list(cases.values())
-    )
-    for (situation, case), got in zip(cases.items(), results, strict=True):
-        expected = oracle.loop_of_grads(*_wide(case))
-        where = f"{situation} ({fresh.where()})"
-        _check_tree(got, case[0], expected, where, batch=len(case[1]))
-
+from katas.phase5.tree_checks import close
 
 # ---- tasks 2-3: x and f(x) of any rank and dtype, the zero direction -------------------------
 
@@ -154,7 +67,7 @@ def test_jvp_on_fresh_shapes_and_dtypes(kata, fresh):
                     f"{case}: {what} is {got.dtype}{list(np.shape(got))}, expected f(x)'s"
                 )
             with check:
-                _close(got, value, (x.dtype, ct.dtype), f"{what}, {case}")
+                close(got, value, (x.dtype, ct.dtype), f"{what}, {case}")
 
 
 @pytest.mark.task("jvp_tangent")
@@ -181,7 +94,7 @@ def test_jvp_carries_the_tangent_through_an_infinite_derivative(kata, fresh):
                     f"{case}: {what} is {got.dtype}{list(np.shape(got))}, expected f(x)'s"
                 )
             with check:
-                _close(got, value, (x.dtype,), f"{what} (NaN where x and v are both 0), {case}")
+                close(got, value, (x.dtype,), f"{what} (NaN where x and v are both 0), {case}")
 
 
 @pytest.mark.task("vjp_cotangent")
@@ -196,7 +109,7 @@ def test_vjp_on_fresh_shapes_and_dtypes(kata, fresh):
                 f"{case}: got {got.dtype}{list(got.shape)}, expected x's shape and dtype"
             )
         with check:
-            _close(got, oracle.np_flat_abs_vjp(A, x, ct), (x.dtype, ct.dtype), f"ct @ J, {case}")
+            close(got, oracle.np_flat_abs_vjp(A, x, ct), (x.dtype, ct.dtype), f"ct @ J, {case}")
 
 
 @pytest.mark.task("vjp_cotangent")
@@ -222,7 +135,7 @@ def test_vjp_carries_the_cotangent_through_an_infinite_derivative(kata, fresh):
         with np.errstate(invalid="ignore"):
             want = slope * cotangent  # inf * 0 is NaN
         with check:
-            _close(got, want, (x.dtype,), f"ct @ J (NaN where x and ct are both 0), {case}")
+            close(got, want, (x.dtype,), f"ct @ J (NaN where x and ct are both 0), {case}")
 
 
 # ---- task 5: exact counts past 2**53 and 2**64, shared jaxprs --------------------------------

@@ -1,6 +1,7 @@
 """Phase 5 tests, tasks 1-3 (grad, jvp, vjp): values against NumPy backprop and Jacobians computed
 by hand, IR facts read from real jaxprs (equation params) and from optimized HLO through
-xla_inspect. Expected values come from kata_harness.oracles.autodiff.
+xla_inspect; mlp_grad on drawn params of any float dtype and structure (strata_grads.mlp_strata).
+Expected values come from kata_harness.oracles.autodiff.
 """
 
 from functools import partial
@@ -20,6 +21,8 @@ from katas.phase5.programs import (
     mlp_ties,
     sin_ax_norm,
 )
+from katas.phase5.strata_grads import mlp_strata
+from katas.phase5.tree_checks import check_tree, wide
 from xla_inspect.jaxpr import primitive_census
 from xla_inspect.query import dots, opcode_counts
 
@@ -83,6 +86,22 @@ def test_optimized_grad_folds_transposes_into_dots(kata):
         assert any(
             d.lhs_contracting_dims == (0,) and d.rhs_contracting_dims == (0,) for d in found
         ), "expected a dot contracting dim 0 of both operands (x.T @ g)"
+
+
+@pytest.mark.task("mlp_grad")
+def test_mlp_grad_on_fresh_params(kata, fresh):
+    """Params in bfloat16 with float32 data off bfloat16's grid (mse_loss promotes: the data are
+    not rounded), float32 with bfloat16 data, float16, several dtypes, scalar biases, a leaf the
+    loss does not read, a batch of one, held in a dict, an OrderedDict or a defaultdict: the
+    gradient has params' structure (its mapping type and key order), each leaf its dtype; and
+    float32 gradients of large norm or with infinite or NaN entries, as they are."""
+    cases = mlp_strata(fresh)
+    results = jax.jit(lambda all_cases: [kata.mlp_grad(*c) for c in all_cases])(
+        list(cases.values())
+    )
+    for (situation, case), got in zip(cases.items(), results, strict=True):
+        expected = oracle.np_mlp_grad(*wide(case))
+        check_tree(got, case[0], expected, f"{situation} ({fresh.where()})")
 
 
 # ---- tasks 2-3: jvp and vjp ---------------------------------------------------------------------
